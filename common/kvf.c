@@ -1,0 +1,304 @@
+// common/kvf.c -- implementation of the shared helpers (see kvf.h). The RNG is xoshiro256**
+// (Blackman & Vigna), seeded by splitmix64 over (seed, stream) so streams are independent.
+#define _POSIX_C_SOURCE 200809L
+#include "kvf.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+kvf_status kvf_fail(kvf_err *err, kvf_status code, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->code = code;
+    }
+    return code;
+}
+
+void kvf_err_prefix(kvf_err *err, const char *fmt, ...) {
+    if (!err) return;
+    char pre[512], old[sizeof err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof pre, fmt, ap);
+    va_end(ap);
+    memcpy(old, err->msg, sizeof old);
+    size_t n = strlen(pre);
+    if (n > sizeof err->msg - 3) n = sizeof err->msg - 3;
+    memcpy(err->msg, pre, n);
+    memcpy(err->msg + n, ": ", 2);
+    size_t m = strlen(old);
+    if (m > sizeof err->msg - n - 3) m = sizeof err->msg - n - 3;
+    memcpy(err->msg + n + 2, old, m);
+    err->msg[n + 2 + m] = 0;
+}
+
+int kvf_exit_code(kvf_status s) {
+    switch (s) {
+    case KVF_OK: return 0;
+    case KVF_EPARSE:
+    case KVF_EINVAL:
+    case KVF_ENOENT: return 2;
+    default: return 1;
+    }
+}
+
+const char *kvf_status_name(kvf_status s) {
+    static const char *names[] = {"ok",     "parse error", "invalid", "not found", "i/o error",
+                                  "no memory", "run failed", "interrupted", "no device"};
+    return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
+}
+
+void kvf_assert_fail(const char *expr, const char *file, int line) {
+    fprintf(stderr, "kvfleet: internal error: assertion '%s' failed at %s:%d\n", expr, file, line);
+    abort();
+}
+
+static void *oom(size_t n) {
+    fprintf(stderr, "kvfleet: out of memory allocating %zu bytes\n", n);
+    abort();
+}
+
+void *kvf_malloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    return p ? p : oom(n);
+}
+void *kvf_calloc(size_t n, size_t size) {
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    return p ? p : oom(n * size);
+}
+void *kvf_realloc(void *p, size_t n) {
+    void *q = realloc(p, n ? n : 1);
+    return q ? q : oom(n);
+}
+char *kvf_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    return memcpy(kvf_malloc(n), s, n);
+}
+void *kvf_try_malloc(size_t n, kvf_err *err) {
+    void *p = malloc(n ? n : 1);
+    if (!p) kvf_fail(err, KVF_ENOMEM, "cannot allocate %zu bytes", n);
+    return p;
+}
+void *kvf_try_calloc(size_t n, size_t size, kvf_err *err) {
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) kvf_fail(err, KVF_ENOMEM, "cannot allocate %zu x %zu bytes", n, size);
+    return p;
+}
+
+void kvf_grow(void **buf, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return;
+    size_t c = *cap ? *cap : 16;
+    while (c < need) {
+        KVF_ASSERT(c < SIZE_MAX / 2);
+        c *= 2;
+    }
+    KVF_ASSERT(c <= SIZE_MAX / elem);
+    *buf = kvf_realloc(*buf, c * elem);
+    *cap = c;
+}
+
+// ---- RNG --------------------------------------------------------------------------------
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+uint64_t kvf_hash64(uint64_t x) {
+    uint64_t s = x;
+    return splitmix64(&s);
+}
+
+uint64_t kvf_hash_combine(uint64_t a, uint64_t b) {
+    return kvf_hash64(a ^ (kvf_hash64(b) + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2)));
+}
+
+void kvf_rng_init(kvf_rng *r, uint64_t seed, uint64_t stream) {
+    uint64_t x = kvf_hash_combine(seed, stream);
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+}
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t kvf_rng_u64(kvf_rng *r) {
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+double kvf_rng_uniform(kvf_rng *r) { return (double)(kvf_rng_u64(r) >> 11) * 0x1.0p-53; }
+
+double kvf_rng_exp(kvf_rng *r, double mean) { return -mean * log1p(-kvf_rng_uniform(r)); }
+
+double kvf_rng_normal(kvf_rng *r) {
+    // Box-Muller, one value per call (the pair's second value is dropped to keep streams simple).
+    double u1 = kvf_rng_uniform(r), u2 = kvf_rng_uniform(r);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+double kvf_rng_gamma(kvf_rng *r, double shape, double scale) {
+    // Marsaglia & Tsang; shape < 1 boosted by U^(1/shape).
+    if (shape <= 0) return 0;
+    if (shape < 1) {
+        double u = kvf_rng_uniform(r);
+        return kvf_rng_gamma(r, shape + 1.0, scale) * pow(u < 1e-300 ? 1e-300 : u, 1.0 / shape);
+    }
+    double d = shape - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * d);
+    for (;;) {
+        double x, v;
+        do {
+            x = kvf_rng_normal(r);
+            v = 1.0 + c * x;
+        } while (v <= 0);
+        v = v * v * v;
+        double u = kvf_rng_uniform(r);
+        if (u < 1 - 0.0331 * x * x * x * x) return d * v * scale;
+        if (log(u) < 0.5 * x * x + d * (1 - v + log(v))) return d * v * scale;
+    }
+}
+
+double kvf_rng_lognormal(kvf_rng *r, double mu, double sigma) {
+    return exp(mu + sigma * kvf_rng_normal(r));
+}
+
+uint32_t kvf_rng_below(kvf_rng *r, uint32_t n) {
+    KVF_ASSERT(n > 0);
+    return (uint32_t)(((kvf_rng_u64(r) >> 32) * (uint64_t)n) >> 32);
+}
+
+// ---- numeric ----------------------------------------------------------------------------
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void kvf_sort_doubles(double *v, size_t n) {
+    if (n > 1) qsort(v, n, sizeof *v, cmp_double);
+}
+
+double kvf_percentile_sorted(const double *v, size_t n, double p) {
+    if (n == 0) return 0;
+    if (p <= 0) return v[0];
+    if (p >= 100) return v[n - 1];
+    double pos = p / 100.0 * (double)(n - 1);
+    size_t i = (size_t)pos;
+    double f = pos - (double)i;
+    return i + 1 < n ? v[i] * (1 - f) + v[i + 1] * f : v[i];
+}
+
+bool kvf_parse_duration_ns(const char *s, int64_t *out_ns) {
+    if (!s || !*s) return false;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !isfinite(v) || v < 0) return false;
+    while (*end == ' ') end++;
+    double mult;
+    if (!*end || !strcmp(end, "s")) mult = 1e9;
+    else if (!strcmp(end, "ms")) mult = 1e6;
+    else if (!strcmp(end, "us")) mult = 1e3;
+    else if (!strcmp(end, "ns")) mult = 1;
+    else if (!strcmp(end, "m") || !strcmp(end, "min")) mult = 60e9;
+    else if (!strcmp(end, "h")) mult = 3600e9;
+    else if (!strcmp(end, "d")) mult = 86400e9;
+    else if (!strcmp(end, "w")) mult = 7 * 86400e9;
+    else return false;
+    double ns = v * mult;
+    if (ns > 9.2e18) return false;
+    *out_ns = (int64_t)llround(ns);
+    return true;
+}
+
+bool kvf_parse_bytes(const char *s, double *out) {
+    if (!s || !*s) return false;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !isfinite(v) || v < 0) return false;
+    while (*end == ' ') end++;
+    static const struct {
+        const char *u;
+        double m;
+    } units[] = {{"", 1},           {"B", 1},           {"KB", 1e3},         {"MB", 1e6},
+                 {"GB", 1e9},       {"TB", 1e12},       {"PB", 1e15},        {"KiB", 1024.0},
+                 {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+                 {"PiB", 1125899906842624.0}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (!strcmp(end, units[i].u)) {
+            *out = v * units[i].m;
+            return true;
+        }
+    return false;
+}
+
+int64_t kvf_wall_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * KVF_NS_PER_S + ts.tv_nsec;
+}
+
+bool kvf_streq(const char *a, const char *b) { return a && b && !strcmp(a, b); }
+
+bool kvf_endswith(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+kvf_status kvf_read_file(const char *path, char **out, size_t *len, kvf_err *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return kvf_fail(err, errno == ENOENT ? KVF_ENOENT : KVF_EIO, "%s: %s", path,
+                            strerror(errno));
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        kvf_grow((void **)&buf, &cap, n + 65536 + 1, 1);
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return kvf_fail(err, KVF_EIO, "%s: read error", path);
+    }
+    buf[n] = 0;
+    *out = buf;
+    if (len) *len = n;
+    return KVF_OK;
+}
+
+kvf_status kvf_mkdirs(const char *path, kvf_err *err) {
+    char tmp[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof tmp) return kvf_fail(err, KVF_EINVAL, "bad directory path '%s'", path);
+    memcpy(tmp, path, n + 1);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(tmp, 0755) && errno != EEXIST)
+            return kvf_fail(err, KVF_EIO, "%s: cannot create directory: %s", tmp, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(tmp, 0755) && errno != EEXIST)
+        return kvf_fail(err, KVF_EIO, "%s: cannot create directory: %s", tmp, strerror(errno));
+    return KVF_OK;
+}
