@@ -52,6 +52,198 @@ kvf_status rpt_db_timeseries(rpt_db *db, double t_s, const char *pool, int32_t i
 // Raw handle for modules that add their own tables (sqlite3 *).
 void *rpt_db_handle(rpt_db *db);
 
+// ---- economics (reports/rpt_econ.c) -----------------------------------------------------
+// Money figures of a run from the scenario's `economics` keys and the run's GPU-hours and
+// token counts. Every figure "per day" is the run's rate scaled to 86,400 s. Model, in short:
+//   GPU part     rent: gpu_hour_usd per GPU-hour; own: capex/(depreciation_years*8760 h)
+//   power part   own only: power_w_per_gpu/1000 * pue * kwh_usd per GPU-hour (rent includes it)
+//   network      network_usd_per_gpu_hour per GPU-hour
+//   SSD, DRAM    TB provisioned * usd per TB-month / (365/12) per day
+//   revenue      (1 - free_share) * sum over class, period of factor * (hit*p_hit + miss*p_miss
+//                + out*p_out) / 1e6, factor = offpeak.price_factor inside the off-peak window
+//   payback      capex_per_gpu_usd * GPUs / (revenue/day - cash opex/day), cash opex = power
+//                (always from the power keys, as if owned) + SSD + DRAM + network; +inf when the
+//                denominator is not positive (JSON null)
+//   cost/Mtok    GPU-proportional parts split by GPU-hours: vision + prefill -> input, decode ->
+//                output, colocated by colocated_input_share (else by computed tokens: miss
+//                input vs output); SSD and DRAM -> input. Divided by all input (hit + miss) or
+//                output tokens, billed or free.
+//   sensitivity  hit rate h: every class gets hit rate h; prefill GPU-hours (and GPUs) scale by
+//                w(h)/w(h0), w(h) = (1-h) + h*hit_cost_ratio (a hit costs that fraction of a
+//                computed token); revenue re-billed. Utilisation u: same fleet, traffic (tokens,
+//                revenue) scaled by u/u0. Price: all prices times a factor.
+
+struct json_t;                   // jansson's object type
+
+#define RPT_ECON_MAX_CLASSES 16
+#define RPT_ECON_NAME_LEN 32
+#define RPT_ECON_MAX_SENS 32
+
+typedef enum rpt_econ_pool {
+    RPT_POOL_VISION = 0,
+    RPT_POOL_PREFILL,
+    RPT_POOL_DECODE,
+    RPT_POOL_COLOCATED,          // mixed prefill+decode instances (colocated mode)
+    RPT_POOL_N
+} rpt_econ_pool;
+
+typedef enum rpt_econ_part {
+    RPT_COST_GPU = 0,            // rent, or depreciation of capex
+    RPT_COST_POWER,              // electricity incl. PUE (own mode)
+    RPT_COST_SSD,
+    RPT_COST_DRAM,
+    RPT_COST_NETWORK,
+    RPT_COST_N
+} rpt_econ_part;
+
+typedef struct rpt_econ_prices {
+    double input_hit;            // USD per million cache-hit input tokens
+    double input_miss;           // USD per million cache-miss input tokens
+    double output;               // USD per million output tokens
+} rpt_econ_prices;
+
+typedef struct rpt_econ_class_prices {
+    char cls[RPT_ECON_NAME_LEN]; // traffic class name
+    rpt_econ_prices p;           // NaN field = use the default price
+} rpt_econ_class_prices;
+
+typedef struct rpt_econ_config {
+    bool own;                    // cost_model: false = rent, true = own (capex + power)
+    double gpu_hour_usd;         // rent per GPU-hour (USD)
+    double capex_per_gpu_usd;    // purchase price per GPU, all-in (USD)
+    double depreciation_years;   // straight-line depreciation period (years)
+    double power_w_per_gpu;      // wall power per GPU incl. host share (W)
+    double kwh_usd;              // electricity price (USD/kWh)
+    double pue;                  // power usage effectiveness (>= 1)
+    double ssd_tb_month_usd;     // KV store SSD (USD per TB-month)
+    double dram_tb_month_usd;    // KV store DRAM (USD per TB-month)
+    double network_usd_per_gpu_hour;  // fabric/egress per GPU-hour (USD)
+    bool offpeak_on;             // false: no off-peak window
+    double offpeak_start_s;      // window start, seconds after 00:00 UTC
+    double offpeak_end_s;        // window end (may be < start: wraps midnight)
+    double offpeak_price_factor; // price multiplier inside the window
+    rpt_econ_prices prices;      // default prices
+    rpt_econ_class_prices cls[RPT_ECON_MAX_CLASSES];  // per-class overrides
+    int n_cls;
+    double free_share;           // fraction of traffic not billed, [0, 1]
+    double trace_start_s;        // time of day (s after 00:00 UTC) at trace t = 0
+    double hit_cost_ratio;       // cost of a hit token relative to a computed one (sensitivity)
+} rpt_econ_config;
+
+// Fills *c with the defaults (design.md §7 values; see rpt_econ_config_set for the keys).
+void rpt_econ_config_default(rpt_econ_config *c);
+// Sets one key below `economics.` from its text, e.g. ("offpeak.start_utc", "16:30"),
+// ("prices_per_mtok.output", "0.42"), ("prices_per_mtok.agent.output", "0.5"),
+// ("cost_model", "own"), ("offpeak", "null"). KVF_EINVAL naming the key for an unknown key
+// or a bad value (the caller prefixes file:line).
+kvf_status rpt_econ_config_set(rpt_econ_config *c, const char *key, const char *value,
+                               kvf_err *err);
+// Whether simulated time t_s (seconds from the trace start) falls in the off-peak window.
+bool rpt_econ_is_offpeak(const rpt_econ_config *c, double t_s);
+
+typedef struct rpt_econ_class_usage {
+    char cls[RPT_ECON_NAME_LEN]; // class name
+    double hit[2];               // cache-hit input tokens, [0] peak, [1] off-peak
+    double miss[2];              // cache-miss input tokens
+    double output[2];            // output tokens
+} rpt_econ_class_usage;
+
+typedef struct rpt_econ_input {
+    double simulated_s;          // length of the period the figures cover (s)
+    double gpu_hours[RPT_POOL_N];// GPU-hours per pool over the period
+    double gpus[RPT_POOL_N];     // GPUs per pool (peak count; capex and payback use it)
+    double utilization[RPT_POOL_N];  // busy fraction per pool; NaN = unknown
+    double colocated_input_share;    // share of colocated GPU time that is prefill; NaN = tokens
+    double ssd_tb;               // SSD provisioned for the KV store (TB; peak stored if unbounded)
+    double dram_tb;              // DRAM for the KV tier (TB)
+    rpt_econ_class_usage cls[RPT_ECON_MAX_CLASSES];
+    int n_cls;                   // classes beyond the limit are added to the last slot ("other")
+} rpt_econ_input;
+
+// Zeroes *in (utilisations and colocated_input_share to NaN).
+void rpt_econ_input_init(rpt_econ_input *in);
+// Adds one request's tokens to its class, in the peak or off-peak bucket by its arrival time.
+void rpt_econ_input_add(rpt_econ_input *in, const rpt_econ_config *c, const char *cls,
+                        double arrival_s, double hit_tokens, double miss_tokens,
+                        double output_tokens);
+
+typedef struct rpt_econ_sens_row {
+    double x;                    // the varied input (hit rate, utilisation, or price factor)
+    double cost_per_day_usd;
+    double revenue_per_day_usd;
+    double margin;               // (revenue - cost) / revenue; NaN when no revenue
+    double margin_fixed_revenue; // hit-rate table: margin with revenue held at the actual
+    double payback_days;         // +inf when never
+    double prefill_gpus;         // hit-rate table: re-derived prefill (+colocated) GPUs
+} rpt_econ_sens_row;
+
+typedef struct rpt_econ_sens {
+    rpt_econ_sens_row row[RPT_ECON_MAX_SENS];
+    int n;
+} rpt_econ_sens;
+
+typedef struct rpt_econ_result {
+    double days;                 // simulated_s / 86400
+    double gpus;                 // all GPUs
+    double gpu_hours;            // over the period
+    double gpu_hours_per_day;
+    double cost_per_day_by_part[RPT_COST_N];       // USD/day
+    double cost_per_gpu_hour_by_part[RPT_COST_N];  // USD per GPU-hour (all-in, by part)
+    double cost_per_day_usd;
+    double cost_per_gpu_hour_usd;
+    double revenue_per_day_usd;
+    double revenue_input_per_day_usd;
+    double revenue_output_per_day_usd;
+    double revenue_per_day_by_class[RPT_ECON_MAX_CLASSES];  // same order as input cls
+    double cost_usd;             // over the period
+    double revenue_usd;          // over the period
+    double margin;               // NaN when no revenue
+    double input_cost_share;     // share of cost attributed to input tokens
+    double cost_per_mtok_input_usd;
+    double cost_per_mtok_output_usd;
+    double capex_usd;            // capex_per_gpu_usd * gpus
+    double cash_opex_per_day_usd;
+    double payback_days;         // +inf when never
+    double break_even_price_factor;       // prices x this -> margin 0
+    double break_even_output_usd_per_mtok;// output price (input prices kept) -> margin 0
+    double hit_rate;             // hit / (hit + miss), all classes
+    double utilization;          // GPU-hour weighted; NaN when unknown
+    double input_tokens_per_day, output_tokens_per_day;
+    rpt_econ_sens by_hit_rate;
+    rpt_econ_sens by_utilization;   // empty when utilisation is unknown
+    rpt_econ_sens by_price;
+} rpt_econ_result;
+
+// Computes *out. KVF_EINVAL when simulated_s <= 0 or an input is negative or not finite.
+kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
+                            rpt_econ_result *out, kvf_err *err);
+// The "economics" object of summary.json (a jansson json_t *, new reference): the §5 keys
+// cost_usd, revenue_usd, margin, cost_per_gpu_hour_usd, cost_per_mtok_usd{input,output},
+// payback_days, plus per-day figures, parts, break-even, and the sensitivity tables.
+// Non-finite numbers become null.
+struct json_t *rpt_econ_to_json(const rpt_econ_config *c, const rpt_econ_result *r);
+// Writes summary rows "economics.*" and the table econ_sensitivity(kind, x, cost_per_day_usd,
+// revenue_per_day_usd, margin, margin_fixed_revenue, payback_days, prefill_gpus).
+kvf_status rpt_econ_write_db(rpt_db *db, const rpt_econ_result *r, kvf_err *err);
+
+// ---- progress bar (reports/rpt_progress.c) ----------------------------------------------
+// Draws "label [####......]  42.0% done/total  elapsed  ETA" on stderr, only when stderr is a
+// terminal, at most ten times a second. Caller-owned; no cleanup beyond rpt_progress_done.
+typedef struct rpt_progress {
+    const char *label;           // borrowed, shown first
+    double total;                // units of work (requests, points, simulated seconds)
+    int64_t start_ns;            // wall clock at init (display only)
+    int64_t last_ns;             // last draw
+    bool enabled;                // stderr is a terminal and not done
+    bool drawn;                  // something was drawn
+} rpt_progress;
+
+void rpt_progress_init(rpt_progress *p, const char *label, double total);
+// Redraws with done units finished (rate-limited; cheap to call often).
+void rpt_progress_update(rpt_progress *p, double done);
+// Draws 100 % and ends the line. Accepts NULL.
+void rpt_progress_done(rpt_progress *p);
+
 // Command line: `kvfleet report DIR [--format html|md]`, argv[0] = "report".
 int rpt_report_cli_main(int argc, char **argv);
 // Writes report.html and report.md into dir from dir/summary.json and dir/results.db.

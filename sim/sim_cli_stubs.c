@@ -27,9 +27,3 @@ int sim_cli_plan(int argc, char **argv) {
     return 1;
 }
 
-int sim_cli_run(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "kvfleet run: not available in this build\n");
-    return 1;
-}

@@ -92,18 +92,130 @@ trc_format trc_reader_format(const trc_reader *r);
 // (e.g. "bucket=spread", "prefix=none (trace has no block ids)").
 const char *trc_reader_notes(const trc_reader *r);
 void trc_reader_close(trc_reader *r);
+// The block size (tokens) the reader maps block ids onto (opt.block_tokens).
+uint32_t trc_reader_block_tokens(const trc_reader *r);
+// Opens, reads to the end and closes: the number of requests path yields under opt.
+kvf_status trc_count(const char *path, const trc_options *opt, uint64_t *n, kvf_err *err);
 
 const char *trc_format_name(trc_format f);
 bool trc_format_parse(const char *s, trc_format *out);
 const char *trc_class_name(int cls);
 bool trc_class_parse(const char *s, int *out);
 
-// Canonical JSONL writer (one request per line, every field kept).
+// Canonical JSONL writer (one request per line, every field kept). One line per request:
+// {"id","arrival_ns","input_tokens","output_tokens","class","flags","images","session","turn",
+//  "prev_id","think_ns","block_tokens","blocks"}; 64-bit ids above INT64_MAX (session, blocks)
+// are written as their two's-complement signed value so any JSON reader parses them.
+// path "-" writes to stdout.
 typedef struct trc_writer trc_writer;
 kvf_status trc_writer_open(trc_writer **out, const char *path, uint32_t block_tokens,
                            kvf_err *err);
 kvf_status trc_writer_put(trc_writer *w, const trc_request *r, kvf_err *err);
 kvf_status trc_writer_close(trc_writer *w, kvf_err *err);
+
+// ---- statistics -------------------------------------------------------------------------
+// One streaming pass over a reader. Memory is flat in trace length except for the set of
+// distinct block ids the unbounded ideal cache must remember (16 bytes per distinct block)
+// and the LRU caches (bounded by their capacities). Percentiles are exact up to 65,536
+// requests and come from a log-linear histogram (relative error < 0.1 %) beyond.
+#define TRC_STATS_MAX_SIZES 8
+
+typedef struct trc_len_stats {
+    double mean, p50, p90, p99;  // tokens
+    uint64_t max;                // tokens
+    uint64_t total;              // tokens, summed over requests
+} trc_len_stats;
+
+typedef struct trc_stats {
+    trc_format format;           // format that was read
+    uint64_t requests;           // requests read (after filtering)
+    uint64_t sessions;           // requests with session != 0 and turn == 0
+    uint64_t closed_loop;        // requests with prev_id >= 0
+    uint64_t failed;             // requests flagged TRC_F_FAILED
+    uint64_t with_images;        // requests with images > 0
+    uint64_t skipped;            // malformed lines skipped (skip_bad)
+    double span_s;               // last arrival - first arrival
+    double rate_rps;             // (requests - 1) / span_s, i.e. 1 / mean gap; 0 if undefined
+    double interarrival_cv;      // std/mean of gaps between consecutive open-loop arrivals
+    trc_len_stats input_tokens, output_tokens;
+    uint64_t classes[TRC_CLASS_COUNT];  // requests per trc_class
+    uint32_t block_tokens;       // block size the ids were mapped to
+    uint64_t block_refs;         // sum of n_blocks
+    uint64_t distinct_blocks;    // distinct block ids seen
+    uint64_t hit_tokens;         // prompt tokens an unbounded prefix cache serves
+    double ideal_hit_rate;       // hit_tokens / input_tokens.total
+    uint32_t n_sizes;            // entries in cache_tokens / cache_hit_rate
+    double cache_tokens[TRC_STATS_MAX_SIZES];    // LRU capacity in tokens
+    double cache_hit_rate[TRC_STATS_MAX_SIZES];  // hit rate of an LRU of that capacity
+    char notes[256];             // trc_reader_notes of the reader
+} trc_stats;
+
+// Reads r to its end and fills *out. Per request: hit = min(longest run of leading block ids
+// already cached * block_tokens, input_tokens - 1); then all its blocks are inserted (the
+// LRU touches them last-to-first so a prefix outlives its tail). cache_tokens (n_sizes <=
+// TRC_STATS_MAX_SIZES) lists LRU capacities; NULL uses 1M, 4M, 16M, 64M and 256M tokens.
+// Returns the reader's error on a malformed trace. The reader is left at its end.
+kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t n_sizes,
+                             trc_stats *out, kvf_err *err);
+// Opens path with opt, computes the statistics with default cache sizes, closes.
+kvf_status trc_stats_file(const char *path, const trc_options *opt, trc_stats *out,
+                          kvf_err *err);
+// The statistics as JSON (keys of design.md section 8 plus extras); caller frees.
+char *trc_stats_json(const trc_stats *s);
+
+// ---- synthetic generator ----------------------------------------------------------------
+// Open-loop arrivals at rate_rps from the chosen process. Each arrival either starts a new
+// session (probability 1 / mean_turns) or continues one of up to 64 open sessions chosen at
+// random (the oldest is retired when a 65th opens). A continued turn's prompt is the previous
+// prompt + the previous answer + new tokens, so its block ids extend the previous chain; the
+// first turn starts with the class's shared system prompt (same ids in every session of the
+// class). Generated turns are open loop (prev_id = -1); session and turn are set.
+typedef enum trc_gen_profile {
+    TRC_GEN_CHATBOT = 0,   // short system prompt, ~3 turns, user messages and answers
+    TRC_GEN_AGENT,         // long system+tools prompt, ~12-turn loops of tool outputs
+    TRC_GEN_CODING,        // repository context on the first turn, ~6 turns
+    TRC_GEN_MIXED,         // sessions drawn 50 % chatbot, 30 % agent, 20 % coding
+} trc_gen_profile;
+
+typedef enum trc_arrival {
+    TRC_ARRIVAL_POISSON = 0,  // exponential gaps
+    TRC_ARRIVAL_GAMMA,        // gamma gaps with coefficient of variation cv (bursty if > 1)
+    TRC_ARRIVAL_DIURNAL,      // Poisson with rate r*(1 + A sin(2 pi t / period))
+} trc_arrival;
+
+typedef struct trc_gen_options {
+    trc_gen_profile profile;  // default chatbot
+    double rate_rps;          // mean arrival rate, default 1
+    double duration_s;        // stop at this simulated time, default 600
+    int64_t max_requests;     // > 0: stop after this many
+    trc_arrival arrival;      // default Poisson
+    double cv;                // gamma: coefficient of variation of gaps, default 2
+    double diurnal_amplitude; // A in [0, 1), default 0.5
+    double diurnal_period_s;  // default 86400
+    uint32_t input_len;       // > 0: every turn adds exactly this many new prompt tokens
+    uint32_t output_len;      // > 0: every answer has exactly this many tokens
+    const char *lengths_path; // CSV num_prefill_tokens,num_decode_tokens,...: draw (new, out)
+    double images_p;          // probability that a request carries one image
+    uint64_t seed;            // default 1
+    uint32_t block_tokens;    // block size of the ids, default 64
+    double mean_turns;        // > 0 overrides the profile's mean turns per session (1 = single)
+    int32_t system_tokens;    // >= 0 overrides the profile's system prompt length
+    uint32_t max_context;     // a session ends before its prompt would exceed this, default 131072
+} trc_gen_options;
+
+void trc_gen_options_default(trc_gen_options *g);
+const char *trc_gen_profile_name(trc_gen_profile p);
+bool trc_gen_profile_parse(const char *s, trc_gen_profile *out);
+const char *trc_arrival_name(trc_arrival a);
+bool trc_arrival_parse(const char *s, trc_arrival *out);
+// Opens the generator as a reader (format TRC_FMT_KVFLEET); every trc_reader_* call works on
+// it. opt may be NULL; its shaping (time_scale, limit, length_scale, block_tokens mapping...)
+// applies on top. KVF_EINVAL on bad options, KVF_ENOENT/KVF_EPARSE on a bad lengths file.
+kvf_status trc_gen_open(trc_reader **out, const trc_gen_options *g, const trc_options *opt,
+                        kvf_err *err);
+// Generates into path ("-" = stdout) in canonical JSONL; *n_written may be NULL.
+kvf_status trc_gen_write(const trc_gen_options *g, const char *path, uint64_t *n_written,
+                         kvf_err *err);
 
 // Command line: `kvfleet trace stats|gen|convert ...`; argv[0] is "trace". Returns exit code.
 int trc_cli_main(int argc, char **argv);

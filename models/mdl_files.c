@@ -1,0 +1,482 @@
+// models/mdl_files.c -- model, hardware and efficiency-fit files: flat YAML mappings of scalar
+// keys read with libyaml, checked against a field table, and the derived model figures.
+//
+// Files are deliberately flat (`key: value`, no nesting) so the engine can read the same model
+// files with a ten-line reader on GPU hosts that have no libyaml. Every key is known: an
+// unknown key, a duplicate, a value of the wrong type, a negative count or a zero where a
+// positive figure is needed is an error naming file:line and the key.
+#include "mdl.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+// ---- field tables ----------------------------------------------------------------------
+
+typedef enum ftype { F_U32, F_DBL, F_STR, F_BOOL, F_ATTN } ftype;
+enum { F_REQ = 1, F_POS = 2 };   // required; must be > 0
+
+typedef struct field {
+    const char *key;
+    ftype type;
+    size_t off;
+    unsigned flags;
+} field;
+
+#define MF(k, t, fl) {#k, t, offsetof(mdl_model, k), fl}
+static const field model_fields[] = {
+    MF(name, F_STR, 0),
+    MF(layers, F_U32, F_REQ | F_POS),
+    MF(hidden, F_U32, F_REQ | F_POS),
+    MF(heads, F_U32, F_REQ | F_POS),
+    MF(kv_heads, F_U32, F_POS),
+    MF(head_dim, F_U32, F_POS),
+    MF(ffn, F_U32, 0),
+    MF(vocab, F_U32, F_REQ | F_POS),
+    MF(attention, F_ATTN, 0),
+    MF(kv_lora_rank, F_U32, 0),
+    MF(rope_dim, F_U32, 0),
+    MF(q_lora_rank, F_U32, 0),
+    MF(experts, F_U32, 0),
+    MF(experts_active, F_U32, 0),
+    MF(shared_experts, F_U32, 0),
+    MF(expert_ffn, F_U32, 0),
+    MF(dense_layers, F_U32, 0),
+    MF(window, F_U32, 0),
+    MF(window_layers, F_U32, 0),
+    MF(weight_bytes_per_param, F_U32, F_POS),
+    MF(kv_bytes_per_elem, F_U32, F_POS),
+    MF(vision_params, F_DBL, 0),
+    MF(tokens_per_image, F_U32, 0),
+    MF(tied_embeddings, F_BOOL, 0),
+    MF(expert_weight_bytes_per_param, F_DBL, 0),
+};
+#undef MF
+
+#define HF(k, t, fl) {#k, t, offsetof(mdl_hardware, k), fl}
+static const field hw_fields[] = {
+    HF(name, F_STR, 0),
+    HF(bf16_flops, F_DBL, F_REQ | F_POS),
+    HF(fp8_flops, F_DBL, 0),
+    HF(hbm_bytes, F_DBL, F_REQ | F_POS),
+    HF(hbm_Bps, F_DBL, F_REQ | F_POS),
+    HF(scaleup_Bps, F_DBL, 0),
+    HF(pcie_Bps, F_DBL, 0),
+    HF(nic_Bps, F_DBL, 0),
+    HF(power_w, F_DBL, 0),
+    HF(scaleup_domain, F_U32, F_POS),
+};
+#undef HF
+
+#define FF(k, t, fl) {#k, t, offsetof(mdl_fit, k), fl}
+#define FE(k, fl) {#k, F_DBL, offsetof(mdl_fit, eff) + offsetof(mdl_efficiency, k), fl}
+static const field fit_fields[] = {
+    FF(model, F_STR, F_REQ),
+    FF(hardware, F_STR, 0),
+    FF(backend, F_STR, 0),
+    FF(rows, F_U32, 0),
+    FF(err_rms, F_DBL, 0),
+    FF(err_max, F_DBL, 0),
+    FE(compute, F_REQ | F_POS),
+    FE(memory, F_REQ | F_POS),
+    FE(comm, F_POS),
+    FE(step_overhead_ns, 0),
+    FE(layer_overhead_ns, 0),
+    FE(comm_latency_ns, 0),
+};
+#undef FF
+#undef FE
+
+// ---- the flat reader -------------------------------------------------------------------
+
+static const char *type_word(ftype t) {
+    switch (t) {
+    case F_U32: return "a non-negative integer";
+    case F_DBL: return "a number";
+    case F_STR: return "a string";
+    case F_BOOL: return "true or false";
+    case F_ATTN: return "gqa or mla";
+    }
+    return "?";
+}
+
+// Parses one scalar into the field. Returns false with *why set on failure.
+static bool parse_value(const field *f, const char *v, void *obj, const char **why) {
+    char *p = (char *)obj + f->off;
+    char *end = NULL;
+    *why = NULL;
+    switch (f->type) {
+    case F_U32: {
+        if (!*v) return false;
+        errno = 0;
+        long long x = strtoll(v, &end, 10);
+        if (*end || errno) {
+            // "1e3" style or garbage: accept an exact integral number, reject the rest.
+            double d = strtod(v, &end);
+            if (*end || !isfinite(d) || d != floor(d)) return false;
+            if (d < 0) return (*why = "must not be negative"), false;
+            if (d > 4294967295.0) return (*why = "is too large"), false;
+            x = (long long)d;
+        }
+        if (x < 0) return (*why = "must not be negative"), false;
+        if (x > 4294967295LL) return (*why = "is too large"), false;
+        if ((f->flags & F_POS) && x == 0) return (*why = "must be positive"), false;
+        *(uint32_t *)p = (uint32_t)x;
+        return true;
+    }
+    case F_DBL: {
+        if (!*v) return false;
+        errno = 0;
+        double d = strtod(v, &end);
+        if (*end || !isfinite(d)) return false;
+        if (d < 0) return (*why = "must not be negative"), false;
+        if ((f->flags & F_POS) && d == 0) return (*why = "must be positive"), false;
+        *(double *)p = d;
+        return true;
+    }
+    case F_STR:
+        if (!*v || strlen(v) >= MDL_NAME_MAX) return (*why = "must be 1 to 63 characters"), false;
+        strcpy(p, v);
+        return true;
+    case F_BOOL:
+        if (kvf_streq(v, "true") || kvf_streq(v, "yes") || kvf_streq(v, "1")) {
+            *(bool *)p = true;
+            return true;
+        }
+        if (kvf_streq(v, "false") || kvf_streq(v, "no") || kvf_streq(v, "0")) {
+            *(bool *)p = false;
+            return true;
+        }
+        return false;
+    case F_ATTN:
+        if (kvf_streq(v, "gqa") || kvf_streq(v, "mha")) {
+            *(mdl_attn *)p = MDL_ATTN_GQA;
+            return true;
+        }
+        if (kvf_streq(v, "mla")) {
+            *(mdl_attn *)p = MDL_ATTN_MLA;
+            return true;
+        }
+        return false;
+    }
+    return false;
+}
+
+// Reads path as a flat mapping into obj through the field table. seen[i] records the line
+// of key i (0 = absent). *map_line gets the line of the mapping. Required keys are checked.
+static kvf_status read_flat(const char *path, const field *fields, size_t nf, void *obj,
+                            int *seen, int *map_line, kvf_err *err) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return kvf_fail(err, errno == ENOENT ? KVF_ENOENT : KVF_EIO, "%s: cannot open: %s", path,
+                        strerror(errno));
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    kvf_status st = KVF_OK;
+    bool have_doc = false;
+    memset(seen, 0, nf * sizeof *seen);
+    if (!yaml_parser_initialize(&parser)) {
+        fclose(fp);
+        return kvf_fail(err, KVF_ENOMEM, "%s: cannot create a YAML parser", path);
+    }
+    yaml_parser_set_input_file(&parser, fp);
+    if (!yaml_parser_load(&parser, &doc)) {
+        st = kvf_fail(err, KVF_EPARSE, "%s:%d: YAML syntax error: %s", path,
+                      (int)parser.problem_mark.line + 1,
+                      parser.problem ? parser.problem : "unknown");
+        goto done;
+    }
+    have_doc = true;
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (!root) {
+        st = kvf_fail(err, KVF_EPARSE, "%s:1: empty file", path);
+        goto done;
+    }
+    *map_line = (int)root->start_mark.line + 1;
+    if (root->type != YAML_MAPPING_NODE) {
+        st = kvf_fail(err, KVF_EPARSE, "%s:%d: expected a mapping of `key: value` lines", path,
+                      *map_line);
+        goto done;
+    }
+    for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k = yaml_document_get_node(&doc, pr->key);
+        yaml_node_t *v = yaml_document_get_node(&doc, pr->value);
+        int line = (int)k->start_mark.line + 1;
+        if (k->type != YAML_SCALAR_NODE) {
+            st = kvf_fail(err, KVF_EPARSE, "%s:%d: keys must be plain names", path, line);
+            goto done;
+        }
+        const char *key = (const char *)k->data.scalar.value;
+        size_t i = 0;
+        while (i < nf && !kvf_streq(fields[i].key, key)) i++;
+        if (i == nf) {
+            st = kvf_fail(err, KVF_EPARSE, "%s:%d: unknown key '%s'", path, line, key);
+            goto done;
+        }
+        if (seen[i]) {
+            st = kvf_fail(err, KVF_EPARSE, "%s:%d: key '%s' repeated (first on line %d)", path,
+                          line, key, seen[i]);
+            goto done;
+        }
+        seen[i] = line;
+        if (v->type != YAML_SCALAR_NODE) {
+            st = kvf_fail(err, KVF_EPARSE, "%s:%d: key '%s': expected %s, not a nested value",
+                          path, (int)v->start_mark.line + 1, key, type_word(fields[i].type));
+            goto done;
+        }
+        const char *why = NULL;
+        if (!parse_value(&fields[i], (const char *)v->data.scalar.value, obj, &why)) {
+            int vline = (int)v->start_mark.line + 1;
+            if (why)
+                st = kvf_fail(err, KVF_EINVAL, "%s:%d: key '%s' %s (got '%s')", path, vline, key,
+                              why, (const char *)v->data.scalar.value);
+            else
+                st = kvf_fail(err, KVF_EPARSE, "%s:%d: key '%s': expected %s, got '%s'", path,
+                              vline, key, type_word(fields[i].type),
+                              (const char *)v->data.scalar.value);
+            goto done;
+        }
+    }
+    for (size_t i = 0; i < nf; i++)
+        if ((fields[i].flags & F_REQ) && !seen[i]) {
+            st = kvf_fail(err, KVF_EPARSE, "%s:%d: missing required key '%s'", path, *map_line,
+                          fields[i].key);
+            goto done;
+        }
+done:
+    if (have_doc) yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    fclose(fp);
+    return st;
+}
+
+static int seen_line(const field *fields, size_t nf, const int *seen, const char *key) {
+    for (size_t i = 0; i < nf; i++)
+        if (kvf_streq(fields[i].key, key)) return seen[i];
+    return 0;
+}
+
+// Resolves a name or path. A bare name becomes <dir>/<sub><name>.yaml where dir is models_dir,
+// or "models" when that file exists under the current directory, else the source tree's.
+static void resolve(char *out, size_t n, const char *name, const char *models_dir,
+                    const char *sub) {
+    if (strchr(name, '/') || kvf_endswith(name, ".yaml") || kvf_endswith(name, ".yml")) {
+        snprintf(out, n, "%s", name);
+        return;
+    }
+    if (models_dir) {
+        snprintf(out, n, "%s/%s%s.yaml", models_dir, sub, name);
+        return;
+    }
+    snprintf(out, n, "models/%s%s.yaml", sub, name);
+    FILE *f = fopen(out, "rb");
+    if (f) {
+        fclose(f);
+        return;
+    }
+#ifdef KVF_SOURCE_DIR
+    snprintf(out, n, "%s/models/%s%s.yaml", KVF_SOURCE_DIR, sub, name);
+#endif
+}
+
+// The file name without directory and extension, for files that omit `name:`.
+static void stem(char *out, const char *path) {
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    size_t n = strcspn(b, ".");
+    if (n >= MDL_NAME_MAX) n = MDL_NAME_MAX - 1;
+    memcpy(out, b, n);
+    out[n] = 0;
+}
+
+// ---- models ----------------------------------------------------------------------------
+
+void mdl_model_derive(mdl_model *m) {
+    double h = m->hidden, hd = m->head_dim, nh = m->heads, nkv = m->kv_heads;
+    double attn;
+    if (m->attention == MDL_ATTN_MLA) {
+        // q: hidden -> q_lora (+norm) -> heads*(nope+rope); kv: hidden -> kv_lora+rope (+norm)
+        // -> heads*(nope + v); o: heads*v -> hidden. nope = v = head_dim.
+        double qk = hd + m->rope_dim;
+        double q = m->q_lora_rank ? h * m->q_lora_rank + m->q_lora_rank + m->q_lora_rank * nh * qk
+                                  : h * nh * qk;
+        double kv = h * (m->kv_lora_rank + m->rope_dim) + m->kv_lora_rank +
+                    (double)m->kv_lora_rank * nh * 2.0 * hd;
+        attn = q + kv + nh * hd * h;
+    } else {
+        attn = h * nh * hd + 2.0 * h * nkv * hd + nh * hd * h;
+    }
+    double norms = 2.0 * h;   // two RMSNorms per block
+    m->moe_layers = m->experts ? m->layers - m->dense_layers : 0;
+    double dense_l = m->layers - m->moe_layers;
+    double ffn_dense = 3.0 * h * m->ffn;
+    m->expert_params = 3.0 * h * m->expert_ffn;
+    double router = m->experts ? h * m->experts : 0;
+    double moe_all = (m->experts + m->shared_experts) * m->expert_params + router;
+    double moe_act = (m->experts_active + m->shared_experts) * m->expert_params + router;
+    m->embedding_params = (double)m->vocab * h;
+    double head = m->embedding_params;   // output projection
+    double blocks_common = m->layers * (attn + norms) + dense_l * ffn_dense + h;  // + final norm
+    double experts_total = m->moe_layers * (m->experts + m->shared_experts) * m->expert_params;
+    m->params = blocks_common + m->moe_layers * moe_all + m->embedding_params +
+                (m->tied_embeddings ? 0 : head) + m->vision_params;
+    m->active_params = blocks_common + m->moe_layers * moe_act + head;
+    double ebpp = m->expert_weight_bytes_per_param > 0 ? m->expert_weight_bytes_per_param
+                                                       : m->weight_bytes_per_param;
+    m->expert_weight_bytes = experts_total * ebpp;
+    m->dense_weight_bytes = (m->params - experts_total) * m->weight_bytes_per_param;
+    m->weight_bytes = m->dense_weight_bytes + m->expert_weight_bytes;
+    double per_layer = m->attention == MDL_ATTN_MLA
+                           ? (double)(m->kv_lora_rank + m->rope_dim) * m->kv_bytes_per_elem
+                           : 2.0 * nkv * hd * m->kv_bytes_per_elem;
+    m->kv_bytes_per_token_layer = per_layer;
+    uint32_t wl = m->window ? m->window_layers : 0;
+    m->kv_bytes_per_token_window = wl * per_layer;
+    m->kv_bytes_per_token_full = (m->layers - wl) * per_layer;
+    m->kv_bytes_per_token = m->layers * per_layer;
+}
+
+double mdl_kv_seq_bytes(const mdl_model *m, double tokens) {
+    double w = m->window ? KVF_MIN(tokens, (double)m->window) : tokens;
+    return m->kv_bytes_per_token_full * tokens + m->kv_bytes_per_token_window * w;
+}
+
+static kvf_status model_check(mdl_model *m, const char *path, const int *seen, int map_line,
+                              kvf_err *err) {
+    const size_t nf = sizeof model_fields / sizeof model_fields[0];
+#define LINE(k) (seen_line(model_fields, nf, seen, k) ? seen_line(model_fields, nf, seen, k) \
+                                                      : map_line)
+    if (m->heads % m->kv_heads)
+        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'kv_heads' (%u) must divide heads (%u)",
+                        path, LINE("kv_heads"), m->kv_heads, m->heads);
+    if (m->attention == MDL_ATTN_MLA && m->kv_lora_rank == 0)
+        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'kv_lora_rank' must be positive for mla",
+                        path, LINE("kv_lora_rank"));
+    if (m->experts) {
+        if (m->experts_active == 0 || m->experts_active > m->experts)
+            return kvf_fail(err, KVF_EINVAL,
+                            "%s:%d: key 'experts_active' must be in 1..experts (%u)", path,
+                            LINE("experts_active"), m->experts);
+        if (m->expert_ffn == 0)
+            return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'expert_ffn' must be positive with experts",
+                            path, LINE("expert_ffn"));
+        if (m->dense_layers > m->layers)
+            return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'dense_layers' exceeds layers (%u)", path,
+                            LINE("dense_layers"), m->layers);
+        if (m->dense_layers && m->ffn == 0)
+            return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'ffn' must be positive with dense_layers",
+                            path, LINE("ffn"));
+    } else {
+        if (m->ffn == 0)
+            return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'ffn' must be positive for a dense model",
+                            path, LINE("ffn"));
+        if (m->experts_active || m->shared_experts || m->dense_layers)
+            return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'experts' is 0 but expert keys are set",
+                            path, LINE("experts"));
+    }
+    if (m->window_layers > m->layers)
+        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'window_layers' exceeds layers (%u)", path,
+                        LINE("window_layers"), m->layers);
+    if ((m->window == 0) != (m->window_layers == 0))
+        return kvf_fail(err, KVF_EINVAL, "%s:%d: key '%s' needs '%s' too", path,
+                        LINE(m->window ? "window" : "window_layers"),
+                        m->window ? "window" : "window_layers",
+                        m->window ? "window_layers" : "window");
+    if (m->vision_params > 0 && m->tokens_per_image == 0)
+        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'tokens_per_image' must be positive with "
+                        "vision_params", path, LINE("tokens_per_image"));
+#undef LINE
+    return KVF_OK;
+}
+
+kvf_status mdl_model_load(mdl_model *m, const char *name_or_path, const char *models_dir,
+                          kvf_err *err) {
+    char path[1024];
+    if (!name_or_path || !*name_or_path) return kvf_fail(err, KVF_EINVAL, "model: empty name");
+    resolve(path, sizeof path, name_or_path, models_dir, "");
+    memset(m, 0, sizeof *m);
+    m->attention = MDL_ATTN_GQA;
+    m->weight_bytes_per_param = 2;
+    m->kv_bytes_per_elem = 2;
+    enum { NF = sizeof model_fields / sizeof model_fields[0] };
+    int seen[NF], map_line = 1;
+    kvf_status st = read_flat(path, model_fields, NF, m, seen, &map_line, err);
+    if (st == KVF_ENOENT)
+        return kvf_fail(err, KVF_ENOENT, "%s: no such model file (model '%s')", path,
+                        name_or_path);
+    if (st) return st;
+    if (!seen_line(model_fields, NF, seen, "name")) stem(m->name, path);
+    if (!m->kv_heads) m->kv_heads = m->heads;
+    if (!m->head_dim) {
+        if (m->hidden % m->heads)
+            return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'head_dim' missing and hidden %% heads != 0",
+                            path, map_line);
+        m->head_dim = m->hidden / m->heads;
+    }
+    if ((st = model_check(m, path, seen, map_line, err))) return st;
+    mdl_model_derive(m);
+    return KVF_OK;
+}
+
+// ---- hardware --------------------------------------------------------------------------
+
+kvf_status mdl_hardware_load(mdl_hardware *h, const char *name_or_path, const char *models_dir,
+                             kvf_err *err) {
+    char path[1024];
+    if (!name_or_path || !*name_or_path) return kvf_fail(err, KVF_EINVAL, "hardware: empty name");
+    resolve(path, sizeof path, name_or_path, models_dir, "hardware/");
+    memset(h, 0, sizeof *h);
+    h->scaleup_domain = 8;
+    enum { NF = sizeof hw_fields / sizeof hw_fields[0] };
+    int seen[NF], map_line = 1;
+    kvf_status st = read_flat(path, hw_fields, NF, h, seen, &map_line, err);
+    if (st == KVF_ENOENT)
+        return kvf_fail(err, KVF_ENOENT, "%s: no such hardware file (hardware '%s')", path,
+                        name_or_path);
+    if (st) return st;
+    if (!seen_line(hw_fields, NF, seen, "name")) stem(h->name, path);
+    return KVF_OK;
+}
+
+// ---- efficiency fits -------------------------------------------------------------------
+
+kvf_status mdl_fit_load(mdl_fit *f, const char *path, kvf_err *err) {
+    memset(f, 0, sizeof *f);
+    mdl_efficiency_default(&f->eff);
+    f->eff.layer_overhead_ns = 0;
+    enum { NF = sizeof fit_fields / sizeof fit_fields[0] };
+    int seen[NF], map_line = 1;
+    return read_flat(path, fit_fields, NF, f, seen, &map_line, err);
+}
+
+kvf_status mdl_fit_write(const mdl_fit *f, const char *path, kvf_err *err) {
+    FILE *fp = fopen(path, "w");
+    if (!fp) return kvf_fail(err, KVF_EIO, "%s: cannot write: %s", path, strerror(errno));
+    fprintf(fp,
+            "# kvfleet roofline efficiency fit (models/README.md): the factors that make the\n"
+            "# roofline reproduce this engine profile; apply them to other hardware's peaks.\n"
+            "model: %s\n",
+            f->model[0] ? f->model : "unknown");
+    if (f->hardware[0]) fprintf(fp, "hardware: %s\n", f->hardware);
+    if (f->backend[0]) fprintf(fp, "backend: %s\n", f->backend);
+    fprintf(fp,
+            "rows: %u              # profile rows fitted\n"
+            "err_rms: %.6g         # relative RMS error of the fit over those rows\n"
+            "err_max: %.6g         # largest relative error\n"
+            "compute: %.6g         # achieved / peak FLOP/s\n"
+            "memory: %.6g          # achieved / peak memory bandwidth\n"
+            "comm: %.6g            # achieved / peak scale-up bandwidth (not fitted)\n"
+            "step_overhead_ns: %.6g\n"
+            "layer_overhead_ns: %.6g\n"
+            "comm_latency_ns: %.6g\n",
+            f->rows, f->err_rms, f->err_max, f->eff.compute, f->eff.memory,
+            f->eff.comm > 0 ? f->eff.comm : 0.7, f->eff.step_overhead_ns, f->eff.layer_overhead_ns,
+            f->eff.comm_latency_ns);
+    if (fclose(fp)) return kvf_fail(err, KVF_EIO, "%s: write failed", path);
+    return KVF_OK;
+}

@@ -1,0 +1,669 @@
+// reports/rpt_econ.c -- cost, revenue, margin, payback and their sensitivities.
+//
+// The model is written out in reports/rpt.h above rpt_econ_config. Figures are computed per
+// day from the run's rates (period figures x 86400 / simulated_s), so a one-hour run and a
+// one-day run of the same steady traffic give the same daily figures. The off-peak split is
+// done by the caller per request (rpt_econ_input_add), by arrival time, which is how the
+// provider bills; the daily scaling keeps that split as observed during the run.
+//
+// Sensitivity tables are closed-form re-evaluations of the same model with one input moved;
+// no run is repeated. Margin against the hit rate is a ratio of two functions linear in the
+// hit rate, so it is monotone in it: rising when the share of cost saved per unit of hit rate
+// exceeds the share of revenue lost to the hit discount, falling otherwise.
+#include <jansson.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpt.h"
+
+#define DAY_S 86400.0
+#define HOURS_PER_YEAR 8760.0
+#define DAYS_PER_MONTH (365.0 / 12.0)
+
+void rpt_econ_config_default(rpt_econ_config *c) {
+    memset(c, 0, sizeof *c);
+    c->own = false;
+    c->gpu_hour_usd = 2.0;
+    c->capex_per_gpu_usd = 30000;
+    c->depreciation_years = 4;
+    c->power_w_per_gpu = 1000;
+    c->kwh_usd = 0.08;
+    c->pue = 1.3;
+    c->ssd_tb_month_usd = 10;
+    c->dram_tb_month_usd = 0;
+    c->network_usd_per_gpu_hour = 0;
+    c->offpeak_on = true;
+    c->offpeak_start_s = 16 * 3600 + 30 * 60;
+    c->offpeak_end_s = 30 * 60;
+    c->offpeak_price_factor = 0.5;
+    c->prices = (rpt_econ_prices){0.028, 0.28, 0.42};
+    c->n_cls = 0;
+    c->free_share = 0;
+    c->trace_start_s = 0;
+    c->hit_cost_ratio = 0.05;
+}
+
+// ---- parsing ----------------------------------------------------------------------------
+
+static bool parse_num(const char *v, double lo, double hi, double *out) {
+    if (!v || !*v) return false;
+    char *end;
+    double x = strtod(v, &end);
+    while (*end == ' ') end++;
+    if (*end || !isfinite(x) || x < lo || x > hi) return false;
+    *out = x;
+    return true;
+}
+
+// "HH:MM" or "HH:MM:SS", 00:00 .. 24:00 -> seconds after midnight.
+static bool parse_tod(const char *v, double *out) {
+    if (!v) return false;
+    int h = -1, m = -1, s = 0, n = 0;
+    if (sscanf(v, "%d:%d%n", &h, &m, &n) != 2) return false;
+    if (v[n] == ':') {
+        int n2 = 0;
+        if (sscanf(v + n + 1, "%d%n", &s, &n2) != 1) return false;
+        n += 1 + n2;
+    }
+    if (v[n] != '\0' || h < 0 || h > 24 || m < 0 || m > 59 || s < 0 || s > 59) return false;
+    double t = h * 3600.0 + m * 60.0 + s;
+    if (t > DAY_S) return false;
+    *out = t;
+    return true;
+}
+
+static bool is_null(const char *v) {
+    return v && (!strcmp(v, "null") || !strcmp(v, "~") || !strcmp(v, "none") ||
+                 !strcmp(v, "off") || !strcmp(v, "false"));
+}
+
+static double *price_field(rpt_econ_prices *p, const char *f) {
+    if (!strcmp(f, "input_hit")) return &p->input_hit;
+    if (!strcmp(f, "input_miss")) return &p->input_miss;
+    if (!strcmp(f, "output")) return &p->output;
+    return NULL;
+}
+
+static kvf_status bad_value(kvf_err *err, const char *key, const char *value, const char *want) {
+    return kvf_fail(err, KVF_EINVAL, "economics.%s: bad value '%s' (want %s)", key,
+                    value ? value : "(none)", want);
+}
+
+kvf_status rpt_econ_config_set(rpt_econ_config *c, const char *key, const char *value,
+                               kvf_err *err) {
+    static const struct {
+        const char *key;
+        size_t off;
+        double lo, hi;
+    } nums[] = {
+        {"gpu_hour_usd", offsetof(rpt_econ_config, gpu_hour_usd), 0, 1e9},
+        {"capex_per_gpu_usd", offsetof(rpt_econ_config, capex_per_gpu_usd), 0, 1e12},
+        {"depreciation_years", offsetof(rpt_econ_config, depreciation_years), 1e-3, 100},
+        {"power_w_per_gpu", offsetof(rpt_econ_config, power_w_per_gpu), 0, 1e6},
+        {"kwh_usd", offsetof(rpt_econ_config, kwh_usd), 0, 1e3},
+        {"pue", offsetof(rpt_econ_config, pue), 1, 10},
+        {"ssd_tb_month_usd", offsetof(rpt_econ_config, ssd_tb_month_usd), 0, 1e9},
+        {"dram_tb_month_usd", offsetof(rpt_econ_config, dram_tb_month_usd), 0, 1e9},
+        {"network_usd_per_gpu_hour", offsetof(rpt_econ_config, network_usd_per_gpu_hour), 0,
+         1e9},
+        {"offpeak.price_factor", offsetof(rpt_econ_config, offpeak_price_factor), 0, 1e3},
+        {"free_share", offsetof(rpt_econ_config, free_share), 0, 1},
+        {"hit_cost_ratio", offsetof(rpt_econ_config, hit_cost_ratio), 0, 1},
+    };
+    if (!key) return kvf_fail(err, KVF_EINVAL, "economics: empty key");
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        if (strcmp(key, nums[i].key)) continue;
+        double *dst = (double *)((char *)c + nums[i].off);
+        if (!strcmp(key, "gpu_hour_usd") && is_null(value)) {
+            c->own = true;           // no rent price: the GPUs are owned
+            return KVF_OK;
+        }
+        char want[96];
+        snprintf(want, sizeof want, "a number in [%g, %g]", nums[i].lo, nums[i].hi);
+        if (!parse_num(value, nums[i].lo, nums[i].hi, dst))
+            return bad_value(err, key, value, want);
+        if (!strcmp(key, "offpeak.price_factor")) c->offpeak_on = true;
+        return KVF_OK;
+    }
+    if (!strcmp(key, "cost_model")) {
+        if (value && !strcmp(value, "rent"))
+            c->own = false;
+        else if (value && !strcmp(value, "own"))
+            c->own = true;
+        else
+            return bad_value(err, key, value, "rent or own");
+        return KVF_OK;
+    }
+    if (!strcmp(key, "offpeak")) {
+        if (!is_null(value)) return bad_value(err, key, value, "a mapping, or null");
+        c->offpeak_on = false;
+        return KVF_OK;
+    }
+    if (!strcmp(key, "offpeak.start_utc") || !strcmp(key, "offpeak.end_utc") ||
+        !strcmp(key, "trace_start_utc")) {
+        double t;
+        if (!parse_tod(value, &t)) return bad_value(err, key, value, "a UTC time \"HH:MM\"");
+        if (!strcmp(key, "offpeak.start_utc")) {
+            c->offpeak_start_s = t;
+            c->offpeak_on = true;
+        } else if (!strcmp(key, "offpeak.end_utc")) {
+            c->offpeak_end_s = t;
+            c->offpeak_on = true;
+        } else {
+            c->trace_start_s = t;
+        }
+        return KVF_OK;
+    }
+    static const char pfx[] = "prices_per_mtok.";
+    if (!strncmp(key, pfx, sizeof pfx - 1)) {
+        const char *rest = key + sizeof pfx - 1;
+        const char *dot = strchr(rest, '.');
+        double x;
+        if (!dot) {
+            double *f = price_field(&c->prices, rest);
+            if (!f) goto unknown;
+            if (!parse_num(value, 0, 1e9, &x)) return bad_value(err, key, value, "a price >= 0");
+            *f = x;
+            return KVF_OK;
+        }
+        size_t n = (size_t)(dot - rest);
+        if (n == 0 || n >= RPT_ECON_NAME_LEN) goto unknown;
+        rpt_econ_prices probe = {0, 0, 0};
+        if (!price_field(&probe, dot + 1)) goto unknown;
+        if (!parse_num(value, 0, 1e9, &x)) return bad_value(err, key, value, "a price >= 0");
+        int k;
+        for (k = 0; k < c->n_cls; k++)
+            if (strlen(c->cls[k].cls) == n && !strncmp(c->cls[k].cls, rest, n)) break;
+        if (k == c->n_cls) {
+            if (c->n_cls == RPT_ECON_MAX_CLASSES)
+                return kvf_fail(err, KVF_EINVAL, "economics.%s: more than %d classes with prices",
+                                key, RPT_ECON_MAX_CLASSES);
+            memcpy(c->cls[k].cls, rest, n);
+            c->cls[k].cls[n] = '\0';
+            c->cls[k].p = (rpt_econ_prices){NAN, NAN, NAN};
+            c->n_cls++;
+        }
+        *price_field(&c->cls[k].p, dot + 1) = x;
+        return KVF_OK;
+    }
+unknown:
+    return kvf_fail(err, KVF_EINVAL, "economics.%s: unknown key", key);
+}
+
+bool rpt_econ_is_offpeak(const rpt_econ_config *c, double t_s) {
+    if (!c->offpeak_on || c->offpeak_start_s == c->offpeak_end_s) return false;
+    double tod = fmod(c->trace_start_s + t_s, DAY_S);
+    if (tod < 0) tod += DAY_S;
+    if (c->offpeak_start_s < c->offpeak_end_s)
+        return tod >= c->offpeak_start_s && tod < c->offpeak_end_s;
+    return tod >= c->offpeak_start_s || tod < c->offpeak_end_s;   // wraps midnight
+}
+
+// ---- inputs -----------------------------------------------------------------------------
+
+void rpt_econ_input_init(rpt_econ_input *in) {
+    memset(in, 0, sizeof *in);
+    for (int p = 0; p < RPT_POOL_N; p++) in->utilization[p] = NAN;
+    in->colocated_input_share = NAN;
+}
+
+void rpt_econ_input_add(rpt_econ_input *in, const rpt_econ_config *c, const char *cls,
+                        double arrival_s, double hit_tokens, double miss_tokens,
+                        double output_tokens) {
+    if (!cls) cls = "default";
+    int k;
+    for (k = 0; k < in->n_cls; k++)
+        if (!strncmp(in->cls[k].cls, cls, RPT_ECON_NAME_LEN - 1)) break;
+    if (k == in->n_cls) {
+        if (in->n_cls == RPT_ECON_MAX_CLASSES) {
+            k = RPT_ECON_MAX_CLASSES - 1;          // overflow goes to the last slot
+            snprintf(in->cls[k].cls, RPT_ECON_NAME_LEN, "other");
+        } else {
+            snprintf(in->cls[k].cls, RPT_ECON_NAME_LEN, "%s", cls);
+            in->n_cls++;
+        }
+    }
+    int p = rpt_econ_is_offpeak(c, arrival_s) ? 1 : 0;
+    in->cls[k].hit[p] += hit_tokens;
+    in->cls[k].miss[p] += miss_tokens;
+    in->cls[k].output[p] += output_tokens;
+}
+
+// ---- the model --------------------------------------------------------------------------
+
+static rpt_econ_prices class_prices(const rpt_econ_config *c, const char *cls) {
+    rpt_econ_prices p = c->prices;
+    for (int k = 0; k < c->n_cls; k++) {
+        if (strcmp(c->cls[k].cls, cls)) continue;
+        if (!isnan(c->cls[k].p.input_hit)) p.input_hit = c->cls[k].p.input_hit;
+        if (!isnan(c->cls[k].p.input_miss)) p.input_miss = c->cls[k].p.input_miss;
+        if (!isnan(c->cls[k].p.output)) p.output = c->cls[k].p.output;
+    }
+    return p;
+}
+
+// How the revenue is re-evaluated: traffic scale, forced hit rate (NaN = as observed),
+// price factor, and a uniform output price override (NaN = the configured ones).
+typedef struct rev_case {
+    double traffic;
+    double hit_rate;
+    double price_factor;
+} rev_case;
+
+typedef struct rev_out {
+    double total, input, output;          // USD/day
+    double by_class[RPT_ECON_MAX_CLASSES];
+    double out_mtok_weighted;             // billable output Mtok/day x period factor
+} rev_out;
+
+static rev_out revenue(const rpt_econ_config *c, const rpt_econ_input *in, rev_case rc) {
+    rev_out r;
+    memset(&r, 0, sizeof r);
+    double day = DAY_S / in->simulated_s * rc.traffic;
+    double bill = (1.0 - c->free_share) * rc.price_factor;
+    for (int k = 0; k < in->n_cls; k++) {
+        const rpt_econ_class_usage *u = &in->cls[k];
+        rpt_econ_prices p = class_prices(c, u->cls);
+        double cls_rev = 0;
+        for (int per = 0; per < 2; per++) {
+            double f = per ? (c->offpeak_on ? c->offpeak_price_factor : 1.0) : 1.0;
+            double hit = u->hit[per], miss = u->miss[per];
+            if (!isnan(rc.hit_rate)) {
+                double t = hit + miss;
+                hit = rc.hit_rate * t;
+                miss = t - hit;
+            }
+            double ri = f * bill * (hit * p.input_hit + miss * p.input_miss) / 1e6 * day;
+            double ro = f * bill * u->output[per] * p.output / 1e6 * day;
+            r.input += ri;
+            r.output += ro;
+            cls_rev += ri + ro;
+            r.out_mtok_weighted += f * (1.0 - c->free_share) * u->output[per] / 1e6 * day;
+        }
+        r.by_class[k] = cls_rev;
+    }
+    r.total = r.input + r.output;
+    return r;
+}
+
+// Electricity per GPU-hour as if owned (USD).
+static double power_per_gpu_hour(const rpt_econ_config *c) {
+    return c->power_w_per_gpu / 1000.0 * c->pue * c->kwh_usd;
+}
+
+// Cost parts per day for gpu_h_day GPU-hours a day.
+static void cost_parts(const rpt_econ_config *c, const rpt_econ_input *in, double gpu_h_day,
+                       double parts[RPT_COST_N]) {
+    double per_gpu_h = c->own ? c->capex_per_gpu_usd / (c->depreciation_years * HOURS_PER_YEAR)
+                              : c->gpu_hour_usd;
+    parts[RPT_COST_GPU] = per_gpu_h * gpu_h_day;
+    parts[RPT_COST_POWER] = c->own ? power_per_gpu_hour(c) * gpu_h_day : 0.0;
+    parts[RPT_COST_SSD] = in->ssd_tb * c->ssd_tb_month_usd / DAYS_PER_MONTH;
+    parts[RPT_COST_DRAM] = in->dram_tb * c->dram_tb_month_usd / DAYS_PER_MONTH;
+    parts[RPT_COST_NETWORK] = c->network_usd_per_gpu_hour * gpu_h_day;
+}
+
+static double sum_parts(const double parts[RPT_COST_N]) {
+    double s = 0;
+    for (int i = 0; i < RPT_COST_N; i++) s += parts[i];
+    return s;
+}
+
+static double payback(const rpt_econ_config *c, const rpt_econ_input *in, double gpus,
+                      double gpu_h_day, double rev_day, double *opex_out) {
+    double opex = power_per_gpu_hour(c) * gpu_h_day +
+                  in->ssd_tb * c->ssd_tb_month_usd / DAYS_PER_MONTH +
+                  in->dram_tb * c->dram_tb_month_usd / DAYS_PER_MONTH +
+                  c->network_usd_per_gpu_hour * gpu_h_day;
+    if (opex_out) *opex_out = opex;
+    double capex = c->capex_per_gpu_usd * gpus;
+    if (capex <= 0) return 0.0;
+    double gain = rev_day - opex;
+    return gain > 0 ? capex / gain : INFINITY;
+}
+
+static double margin_of(double rev, double cost) {
+    return rev > 0 ? (rev - cost) / rev : NAN;
+}
+
+static void sens_insert(rpt_econ_sens *s, double x) {
+    for (int i = 0; i < s->n; i++)
+        if (fabs(s->row[i].x - x) < 1e-9) return;
+    if (s->n == RPT_ECON_MAX_SENS) return;
+    int i = s->n++;
+    while (i > 0 && s->row[i - 1].x > x) {
+        s->row[i] = s->row[i - 1];
+        i--;
+    }
+    memset(&s->row[i], 0, sizeof s->row[i]);
+    s->row[i].x = x;
+}
+
+static kvf_status check_in(const rpt_econ_input *in, kvf_err *err) {
+    if (!(in->simulated_s > 0) || !isfinite(in->simulated_s))
+        return kvf_fail(err, KVF_EINVAL, "economics: simulated time %g s is not positive",
+                        in->simulated_s);
+    for (int p = 0; p < RPT_POOL_N; p++)
+        if (!(in->gpu_hours[p] >= 0) || !isfinite(in->gpu_hours[p]) || !(in->gpus[p] >= 0) ||
+            !isfinite(in->gpus[p]))
+            return kvf_fail(err, KVF_EINVAL, "economics: pool %d: bad GPU-hours or GPU count", p);
+    if (!(in->ssd_tb >= 0) || !(in->dram_tb >= 0) || !isfinite(in->ssd_tb) ||
+        !isfinite(in->dram_tb))
+        return kvf_fail(err, KVF_EINVAL, "economics: bad SSD or DRAM terabytes");
+    if (in->n_cls < 0 || in->n_cls > RPT_ECON_MAX_CLASSES)
+        return kvf_fail(err, KVF_EINVAL, "economics: bad class count %d", in->n_cls);
+    for (int k = 0; k < in->n_cls; k++)
+        for (int per = 0; per < 2; per++)
+            if (!(in->cls[k].hit[per] >= 0) || !(in->cls[k].miss[per] >= 0) ||
+                !(in->cls[k].output[per] >= 0) || !isfinite(in->cls[k].hit[per]) ||
+                !isfinite(in->cls[k].miss[per]) || !isfinite(in->cls[k].output[per]))
+                return kvf_fail(err, KVF_EINVAL, "economics: class '%s': bad token counts",
+                                in->cls[k].cls);
+    return KVF_OK;
+}
+
+kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
+                            rpt_econ_result *out, kvf_err *err) {
+    memset(out, 0, sizeof *out);
+    kvf_status st = check_in(in, err);
+    if (st) return st;
+    rpt_econ_result *r = out;
+    double to_day = DAY_S / in->simulated_s;
+    r->days = in->simulated_s / DAY_S;
+    double gh_total = 0, gpus = 0;
+    for (int p = 0; p < RPT_POOL_N; p++) {
+        gh_total += in->gpu_hours[p];
+        gpus += in->gpus[p];
+    }
+    r->gpus = gpus;
+    r->gpu_hours = gh_total;
+    r->gpu_hours_per_day = gh_total * to_day;
+
+    double hit = 0, miss = 0, outp = 0;
+    for (int k = 0; k < in->n_cls; k++)
+        for (int per = 0; per < 2; per++) {
+            hit += in->cls[k].hit[per];
+            miss += in->cls[k].miss[per];
+            outp += in->cls[k].output[per];
+        }
+    r->hit_rate = hit + miss > 0 ? hit / (hit + miss) : NAN;
+    r->input_tokens_per_day = (hit + miss) * to_day;
+    r->output_tokens_per_day = outp * to_day;
+
+    // costs
+    cost_parts(c, in, r->gpu_hours_per_day, r->cost_per_day_by_part);
+    r->cost_per_day_usd = sum_parts(r->cost_per_day_by_part);
+    for (int i = 0; i < RPT_COST_N; i++)
+        r->cost_per_gpu_hour_by_part[i] =
+            r->gpu_hours_per_day > 0 ? r->cost_per_day_by_part[i] / r->gpu_hours_per_day : NAN;
+    r->cost_per_gpu_hour_usd =
+        r->gpu_hours_per_day > 0 ? r->cost_per_day_usd / r->gpu_hours_per_day : NAN;
+    r->cost_usd = r->cost_per_day_usd * r->days;
+
+    // revenue
+    rev_out rv = revenue(c, in, (rev_case){1.0, NAN, 1.0});
+    r->revenue_per_day_usd = rv.total;
+    r->revenue_input_per_day_usd = rv.input;
+    r->revenue_output_per_day_usd = rv.output;
+    memcpy(r->revenue_per_day_by_class, rv.by_class, sizeof rv.by_class);
+    r->revenue_usd = rv.total * r->days;
+    r->margin = margin_of(rv.total, r->cost_per_day_usd);
+
+    // cost per million tokens: GPU-proportional parts by GPU-hour share, storage to input
+    double coloc_in = in->colocated_input_share;
+    if (!(coloc_in >= 0 && coloc_in <= 1)) coloc_in = miss + outp > 0 ? miss / (miss + outp) : 0.5;
+    double gh_in = in->gpu_hours[RPT_POOL_VISION] + in->gpu_hours[RPT_POOL_PREFILL] +
+                   in->gpu_hours[RPT_POOL_COLOCATED] * coloc_in;
+    double gpu_share_in = gh_total > 0 ? gh_in / gh_total : 0.5;
+    double gpu_parts = r->cost_per_day_by_part[RPT_COST_GPU] +
+                       r->cost_per_day_by_part[RPT_COST_POWER] +
+                       r->cost_per_day_by_part[RPT_COST_NETWORK];
+    double cost_in = gpu_parts * gpu_share_in + r->cost_per_day_by_part[RPT_COST_SSD] +
+                     r->cost_per_day_by_part[RPT_COST_DRAM];
+    double cost_out = r->cost_per_day_usd - cost_in;
+    r->input_cost_share = r->cost_per_day_usd > 0 ? cost_in / r->cost_per_day_usd : NAN;
+    r->cost_per_mtok_input_usd =
+        r->input_tokens_per_day > 0 ? cost_in / (r->input_tokens_per_day / 1e6) : NAN;
+    r->cost_per_mtok_output_usd =
+        r->output_tokens_per_day > 0 ? cost_out / (r->output_tokens_per_day / 1e6) : NAN;
+
+    // payback and break-even
+    r->capex_usd = c->capex_per_gpu_usd * gpus;
+    r->payback_days =
+        payback(c, in, gpus, r->gpu_hours_per_day, rv.total, &r->cash_opex_per_day_usd);
+    r->break_even_price_factor = rv.total > 0 ? r->cost_per_day_usd / rv.total : NAN;
+    r->break_even_output_usd_per_mtok =
+        rv.out_mtok_weighted > 0 ? (r->cost_per_day_usd - rv.input) / rv.out_mtok_weighted : NAN;
+
+    double uw = 0, ugh = 0;
+    for (int p = 0; p < RPT_POOL_N; p++)
+        if (in->utilization[p] >= 0 && in->gpu_hours[p] > 0) {
+            uw += in->utilization[p] * in->gpu_hours[p];
+            ugh += in->gpu_hours[p];
+        }
+    r->utilization = ugh > 0 ? uw / ugh : NAN;
+
+    // sensitivity: cache-hit rate
+    rpt_econ_sens *sh = &r->by_hit_rate;
+    static const double hgrid[] = {0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1};
+    for (size_t i = 0; i < sizeof hgrid / sizeof hgrid[0]; i++) sens_insert(sh, hgrid[i]);
+    double h0 = isnan(r->hit_rate) ? 0 : r->hit_rate;
+    if (!isnan(r->hit_rate)) sens_insert(sh, h0);
+    double lam = c->hit_cost_ratio;
+    double w0 = KVF_MAX((1 - h0) + h0 * lam, 1e-9);
+    for (int i = 0; i < sh->n; i++) {
+        rpt_econ_sens_row *row = &sh->row[i];
+        double h = row->x;
+        double ratio = KVF_MAX((1 - h) + h * lam, 1e-9) / w0;
+        double gh[RPT_POOL_N], g[RPT_POOL_N];
+        for (int p = 0; p < RPT_POOL_N; p++) {
+            gh[p] = in->gpu_hours[p];
+            g[p] = in->gpus[p];
+        }
+        gh[RPT_POOL_PREFILL] *= ratio;
+        g[RPT_POOL_PREFILL] *= ratio;
+        gh[RPT_POOL_COLOCATED] *= coloc_in * ratio + (1 - coloc_in);
+        g[RPT_POOL_COLOCATED] *= coloc_in * ratio + (1 - coloc_in);
+        double ghd = 0, gs = 0, parts[RPT_COST_N];
+        for (int p = 0; p < RPT_POOL_N; p++) {
+            ghd += gh[p] * to_day;
+            gs += g[p];
+        }
+        cost_parts(c, in, ghd, parts);
+        rev_out rh = revenue(c, in, (rev_case){1.0, isnan(r->hit_rate) ? NAN : h, 1.0});
+        row->cost_per_day_usd = sum_parts(parts);
+        row->revenue_per_day_usd = rh.total;
+        row->margin = margin_of(rh.total, row->cost_per_day_usd);
+        row->margin_fixed_revenue = margin_of(rv.total, row->cost_per_day_usd);
+        row->payback_days = payback(c, in, gs, ghd, rh.total, NULL);
+        row->prefill_gpus = g[RPT_POOL_PREFILL] + g[RPT_POOL_COLOCATED] * coloc_in;
+    }
+
+    // sensitivity: utilisation (same fleet, traffic scaled by u / u0)
+    if (r->utilization > 0) {
+        rpt_econ_sens *su = &r->by_utilization;
+        for (int i = 1; i <= 10; i++) sens_insert(su, i / 10.0);
+        sens_insert(su, r->utilization);
+        for (int i = 0; i < su->n; i++) {
+            rpt_econ_sens_row *row = &su->row[i];
+            rev_out ru = revenue(c, in, (rev_case){row->x / r->utilization, NAN, 1.0});
+            row->cost_per_day_usd = r->cost_per_day_usd;
+            row->revenue_per_day_usd = ru.total;
+            row->margin = margin_of(ru.total, r->cost_per_day_usd);
+            row->margin_fixed_revenue = NAN;
+            row->payback_days = payback(c, in, gpus, r->gpu_hours_per_day, ru.total, NULL);
+            row->prefill_gpus = in->gpus[RPT_POOL_PREFILL] + in->gpus[RPT_POOL_COLOCATED] * coloc_in;
+        }
+    }
+
+    // sensitivity: price factor
+    rpt_econ_sens *sp = &r->by_price;
+    static const double pgrid[] = {0.1, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 3};
+    for (size_t i = 0; i < sizeof pgrid / sizeof pgrid[0]; i++) sens_insert(sp, pgrid[i]);
+    if (isfinite(r->break_even_price_factor) && r->break_even_price_factor > 0 &&
+        r->break_even_price_factor < 100)
+        sens_insert(sp, r->break_even_price_factor);
+    for (int i = 0; i < sp->n; i++) {
+        rpt_econ_sens_row *row = &sp->row[i];
+        double rev = rv.total * row->x;
+        row->cost_per_day_usd = r->cost_per_day_usd;
+        row->revenue_per_day_usd = rev;
+        row->margin = margin_of(rev, r->cost_per_day_usd);
+        row->margin_fixed_revenue = NAN;
+        row->payback_days = payback(c, in, gpus, r->gpu_hours_per_day, rev, NULL);
+        row->prefill_gpus = in->gpus[RPT_POOL_PREFILL] + in->gpus[RPT_POOL_COLOCATED] * coloc_in;
+    }
+    return KVF_OK;
+}
+
+// ---- output -----------------------------------------------------------------------------
+
+static const char *const PART_NAMES[RPT_COST_N] = {"gpu", "power", "ssd", "dram", "network"};
+
+static json_t *jnum(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+
+static json_t *sens_json(const rpt_econ_sens *s) {
+    json_t *a = json_array();
+    for (int i = 0; i < s->n; i++) {
+        const rpt_econ_sens_row *w = &s->row[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "x", jnum(w->x));
+        json_object_set_new(o, "cost_per_day_usd", jnum(w->cost_per_day_usd));
+        json_object_set_new(o, "revenue_per_day_usd", jnum(w->revenue_per_day_usd));
+        json_object_set_new(o, "margin", jnum(w->margin));
+        json_object_set_new(o, "margin_fixed_revenue", jnum(w->margin_fixed_revenue));
+        json_object_set_new(o, "payback_days", jnum(w->payback_days));
+        json_object_set_new(o, "prefill_gpus", jnum(w->prefill_gpus));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+json_t *rpt_econ_to_json(const rpt_econ_config *c, const rpt_econ_result *r) {
+    json_t *o = json_object();
+    json_object_set_new(o, "cost_usd", jnum(r->cost_usd));
+    json_object_set_new(o, "revenue_usd", jnum(r->revenue_usd));
+    json_object_set_new(o, "margin", jnum(r->margin));
+    json_object_set_new(o, "cost_per_gpu_hour_usd", jnum(r->cost_per_gpu_hour_usd));
+    json_t *mt = json_object();
+    json_object_set_new(mt, "input", jnum(r->cost_per_mtok_input_usd));
+    json_object_set_new(mt, "output", jnum(r->cost_per_mtok_output_usd));
+    json_object_set_new(o, "cost_per_mtok_usd", mt);
+    json_object_set_new(o, "payback_days", jnum(r->payback_days));
+    json_object_set_new(o, "cost_model", json_string(c && c->own ? "own" : "rent"));
+    json_object_set_new(o, "days", jnum(r->days));
+    json_object_set_new(o, "gpus", jnum(r->gpus));
+    json_object_set_new(o, "gpu_hours", jnum(r->gpu_hours));
+    json_object_set_new(o, "gpu_hours_per_day", jnum(r->gpu_hours_per_day));
+    json_object_set_new(o, "cost_per_day_usd", jnum(r->cost_per_day_usd));
+    json_object_set_new(o, "revenue_per_day_usd", jnum(r->revenue_per_day_usd));
+    json_object_set_new(o, "revenue_input_per_day_usd", jnum(r->revenue_input_per_day_usd));
+    json_object_set_new(o, "revenue_output_per_day_usd", jnum(r->revenue_output_per_day_usd));
+    json_t *pd = json_object(), *ph = json_object();
+    for (int i = 0; i < RPT_COST_N; i++) {
+        json_object_set_new(pd, PART_NAMES[i], jnum(r->cost_per_day_by_part[i]));
+        json_object_set_new(ph, PART_NAMES[i], jnum(r->cost_per_gpu_hour_by_part[i]));
+    }
+    json_object_set_new(o, "cost_per_day_usd_by_part", pd);
+    json_object_set_new(o, "cost_per_gpu_hour_usd_by_part", ph);
+    json_object_set_new(o, "capex_usd", jnum(r->capex_usd));
+    json_object_set_new(o, "cash_opex_per_day_usd", jnum(r->cash_opex_per_day_usd));
+    json_object_set_new(o, "break_even_price_factor", jnum(r->break_even_price_factor));
+    json_object_set_new(o, "break_even_output_usd_per_mtok",
+                        jnum(r->break_even_output_usd_per_mtok));
+    json_object_set_new(o, "input_cost_share", jnum(r->input_cost_share));
+    json_object_set_new(o, "hit_rate", jnum(r->hit_rate));
+    json_object_set_new(o, "utilization", jnum(r->utilization));
+    json_object_set_new(o, "input_tokens_per_day", jnum(r->input_tokens_per_day));
+    json_object_set_new(o, "output_tokens_per_day", jnum(r->output_tokens_per_day));
+    json_t *sens = json_object();
+    json_object_set_new(sens, "hit_rate", sens_json(&r->by_hit_rate));
+    json_object_set_new(sens, "utilization", sens_json(&r->by_utilization));
+    json_object_set_new(sens, "price", sens_json(&r->by_price));
+    json_object_set_new(o, "sensitivity", sens);
+    return o;
+}
+
+kvf_status rpt_econ_write_db(rpt_db *db, const rpt_econ_result *r, kvf_err *err) {
+    struct {
+        const char *k;
+        double v;
+    } rows[] = {
+        {"economics.cost_usd", r->cost_usd},
+        {"economics.revenue_usd", r->revenue_usd},
+        {"economics.margin", r->margin},
+        {"economics.cost_per_gpu_hour_usd", r->cost_per_gpu_hour_usd},
+        {"economics.cost_per_mtok_usd.input", r->cost_per_mtok_input_usd},
+        {"economics.cost_per_mtok_usd.output", r->cost_per_mtok_output_usd},
+        {"economics.payback_days", isfinite(r->payback_days) ? r->payback_days : NAN},
+        {"economics.cost_per_day_usd", r->cost_per_day_usd},
+        {"economics.revenue_per_day_usd", r->revenue_per_day_usd},
+        {"economics.capex_usd", r->capex_usd},
+        {"economics.cash_opex_per_day_usd", r->cash_opex_per_day_usd},
+        {"economics.break_even_price_factor", r->break_even_price_factor},
+        {"economics.break_even_output_usd_per_mtok", r->break_even_output_usd_per_mtok},
+        {"economics.gpu_hours", r->gpu_hours},
+        {"economics.hit_rate", r->hit_rate},
+    };
+    kvf_status s;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        if ((s = rpt_db_summary_set(db, rows[i].k, rows[i].v, err))) return s;
+    char key[96];
+    for (int i = 0; i < RPT_COST_N; i++) {
+        snprintf(key, sizeof key, "economics.cost_per_day_usd_by_part.%s", PART_NAMES[i]);
+        if ((s = rpt_db_summary_set(db, key, r->cost_per_day_by_part[i], err))) return s;
+        snprintf(key, sizeof key, "economics.cost_per_gpu_hour_usd_by_part.%s", PART_NAMES[i]);
+        if ((s = rpt_db_summary_set(db, key, r->cost_per_gpu_hour_by_part[i], err))) return s;
+    }
+    sqlite3 *h = rpt_db_handle(db);
+    if ((s = rpt_db_flush(db, err))) return s;
+    char *msg = NULL;
+    if (sqlite3_exec(h,
+                     "CREATE TABLE IF NOT EXISTS econ_sensitivity(kind TEXT, x REAL,"
+                     " cost_per_day_usd REAL, revenue_per_day_usd REAL, margin REAL,"
+                     " margin_fixed_revenue REAL, payback_days REAL, prefill_gpus REAL);"
+                     "DELETE FROM econ_sensitivity; BEGIN",
+                     NULL, NULL, &msg) != SQLITE_OK) {
+        s = kvf_fail(err, KVF_ERUN, "results database: econ_sensitivity: %s",
+                     msg ? msg : sqlite3_errmsg(h));
+        sqlite3_free(msg);
+        return s;
+    }
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(h, "INSERT INTO econ_sensitivity VALUES(?,?,?,?,?,?,?,?)", -1, &st,
+                           NULL) != SQLITE_OK)
+        goto fail;
+    const struct {
+        const char *kind;
+        const rpt_econ_sens *s;
+    } tabs[] = {{"hit_rate", &r->by_hit_rate},
+                {"utilization", &r->by_utilization},
+                {"price", &r->by_price}};
+    for (size_t t = 0; t < 3; t++)
+        for (int i = 0; i < tabs[t].s->n; i++) {
+            const rpt_econ_sens_row *w = &tabs[t].s->row[i];
+            double v[7] = {w->x, w->cost_per_day_usd, w->revenue_per_day_usd, w->margin,
+                           w->margin_fixed_revenue, w->payback_days, w->prefill_gpus};
+            sqlite3_bind_text(st, 1, tabs[t].kind, -1, SQLITE_STATIC);
+            for (int j = 0; j < 7; j++) {
+                if (isfinite(v[j]))
+                    sqlite3_bind_double(st, 2 + j, v[j]);
+                else
+                    sqlite3_bind_null(st, 2 + j);
+            }
+            int rc = sqlite3_step(st);
+            sqlite3_reset(st);
+            if (rc != SQLITE_DONE) goto fail;
+        }
+    sqlite3_finalize(st);
+    if (sqlite3_exec(h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) goto fail;
+    return KVF_OK;
+fail:
+    s = kvf_fail(err, KVF_ERUN, "results database: econ_sensitivity: %s", sqlite3_errmsg(h));
+    sqlite3_finalize(st);
+    sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+    return s;
+}

@@ -1,0 +1,1116 @@
+// reports/rpt_report.c -- report.html and report.md from DIR/summary.json and DIR/results.db.
+//
+// Every figure in the tables is read from summary.json (the headline cells carry the exact
+// value in data-value, so a reader or a test can compare them with the JSON); charts are drawn
+// from the database's request and timeseries tables and the economics object's sensitivity
+// tables. Chart data go to DIR/report_files/<chart>.dat and one gnuplot script
+// (report_files/charts.gp) draws them all as SVG in a single gnuplot process; the HTML page
+// inlines the SVGs (it opens offline), the Markdown page links them. Without gnuplot (not on
+// PATH, or KVF_NO_GNUPLOT=1) both pages say so and the .dat and .gp files stay.
+//
+// Speed: one scan of the timeseries table and one sorted read per CDF; series longer than
+// RPT_MAX_POINTS are averaged into that many buckets, CDFs keep RPT_MAX_CDF quantiles.
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rpt.h"
+#include "rpt_util.h"
+
+#define RPT_MAX_POINTS 1500
+#define RPT_MAX_CDF 800
+#define RPT_MAX_CHARTS 24
+#define RPT_MAX_SERIES 8
+#define RPT_MAX_CLASSES_CDF 5
+
+typedef struct ts_series {
+    char metric[48];
+    char pool[24];
+    bool per_instance;           // built from instance >= 0 rows (mean over instances)
+    double *t, *v;               // (n) time s, value
+    size_t n, cap;
+} ts_series;
+
+typedef struct chart {
+    char name[40];               // file stem
+    char title[160];
+    char xlabel[80], ylabel[80];
+    char caption[400];
+    int n_series;
+    char label[RPT_MAX_SERIES][64];
+    bool bars;                   // boxes with text x labels
+    bool logx;
+    bool points_last;            // last series drawn as points (a marker)
+    bool svg_ok;                 // SVG produced
+} chart;
+
+typedef struct rep {
+    const char *dir;
+    char files[4096];            // DIR/report_files
+    json_t *summary;
+    json_t *validation;          // may be NULL
+    sqlite3 *db;                 // may be NULL
+    char db_note[512];
+    ts_series *ts;
+    size_t nts;
+    chart ch[RPT_MAX_CHARTS];
+    int nch;
+    rpt_buf gp;                  // the gnuplot script
+    bool gnuplot;
+    char gnuplot_note[512];
+} rep;
+
+// ---- small helpers ----------------------------------------------------------------------
+
+static void copy_str(char *dst, size_t n, const char *src) {
+    size_t len = src ? strlen(src) : 0;
+    if (len >= n) len = n - 1;           // truncates long names
+    if (len) memcpy(dst, src, len);
+    dst[len] = '\0';
+}
+
+// A label safe inside a double-quoted gnuplot string.
+static void gp_label(rpt_buf *b, const char *s) {
+    rpt_buf_putn(b, "\"", 1);
+    for (; s && *s; s++) {
+        char c = *s;
+        if (c == '"' || c == '\\' || c == '\n' || c == '@' || c == '^' || c == '_' || c == '&' ||
+            c == '{' || c == '}' || c == '~')
+            c = (c == '_' ? ' ' : c == '\n' ? ' ' : '-');
+        rpt_buf_putn(b, &c, 1);
+    }
+    rpt_buf_putn(b, "\"", 1);
+}
+
+static bool find_on_path(const char *prog) {
+    const char *path = getenv("PATH");
+    if (!path) return false;
+    char buf[4096];
+    while (*path) {
+        const char *colon = strchr(path, ':');
+        size_t len = colon ? (size_t)(colon - path) : strlen(path);
+        if (len > 0 && len + strlen(prog) + 2 < sizeof buf) {
+            memcpy(buf, path, len);
+            snprintf(buf + len, sizeof buf - len, "/%s", prog);
+            if (access(buf, X_OK) == 0) return true;
+        }
+        if (!colon) break;
+        path = colon + 1;
+    }
+    return false;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+// ---- timeseries -------------------------------------------------------------------------
+
+static ts_series *ts_get(rep *r, const char *metric, const char *pool, bool per_inst,
+                         bool create) {
+    for (size_t i = 0; i < r->nts; i++)
+        if (r->ts[i].per_instance == per_inst && !strcmp(r->ts[i].metric, metric) &&
+            !strcmp(r->ts[i].pool, pool))
+            return &r->ts[i];
+    if (!create) return NULL;
+    r->ts = kvf_realloc(r->ts, (r->nts + 1) * sizeof *r->ts);
+    ts_series *s = &r->ts[r->nts++];
+    memset(s, 0, sizeof *s);
+    copy_str(s->metric, sizeof s->metric, metric);
+    copy_str(s->pool, sizeof s->pool, pool);
+    s->per_instance = per_inst;
+    return s;
+}
+
+static void ts_push(ts_series *s, double t, double v) {
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 256;
+        s->t = kvf_realloc(s->t, s->cap * sizeof *s->t);
+        s->v = kvf_realloc(s->v, s->cap * sizeof *s->v);
+    }
+    s->t[s->n] = t;
+    s->v[s->n] = v;
+    s->n++;
+}
+
+typedef struct tv {
+    double t, v;
+} tv;
+
+static int cmp_tv(const void *a, const void *b) {
+    const tv *x = a, *y = b;
+    return x->t < y->t ? -1 : x->t > y->t;
+}
+
+// Sorts by time and merges equal times into their mean (instances sampled together).
+static void ts_normalise(ts_series *s) {
+    if (s->n == 0) return;
+    bool sorted = true;
+    for (size_t i = 1; i < s->n; i++)
+        if (s->t[i] <= s->t[i - 1]) sorted = false;
+    if (sorted) return;
+    tv *a = kvf_malloc(s->n * sizeof *a);
+    for (size_t i = 0; i < s->n; i++) a[i] = (tv){s->t[i], s->v[i]};
+    qsort(a, s->n, sizeof *a, cmp_tv);
+    size_t m = 0;
+    for (size_t i = 0; i < s->n;) {
+        size_t j = i;
+        double sum = 0;
+        while (j < s->n && a[j].t == a[i].t) sum += a[j++].v;
+        s->t[m] = a[i].t;
+        s->v[m] = sum / (double)(j - i);
+        m++;
+        i = j;
+    }
+    s->n = m;
+    free(a);
+}
+
+static kvf_status load_timeseries(rep *r, kvf_err *err) {
+    if (!r->db) return KVF_OK;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db, "SELECT metric, pool, instance, t_s, value FROM timeseries",
+                           -1, &st, NULL) != SQLITE_OK)
+        return KVF_OK;   // no timeseries table: charts say "no data"
+    ts_series *last = NULL;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *m = (const char *)sqlite3_column_text(st, 0);
+        const char *p = (const char *)sqlite3_column_text(st, 1);
+        if (!m || !p || sqlite3_column_type(st, 3) == SQLITE_NULL ||
+            sqlite3_column_type(st, 4) == SQLITE_NULL)
+            continue;
+        bool per = sqlite3_column_int(st, 2) >= 0;
+        ts_series *s = last;
+        if (!s || s->per_instance != per || strcmp(s->metric, m) || strcmp(s->pool, p))
+            s = ts_get(r, m, p, per, true);
+        ts_push(s, sqlite3_column_double(st, 3), sqlite3_column_double(st, 4));
+        last = s;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return kvf_fail(err, KVF_ERUN, "%s/results.db: timeseries: %s", r->dir,
+                        sqlite3_errmsg(r->db));
+    for (size_t i = 0; i < r->nts; i++) ts_normalise(&r->ts[i]);
+    return KVF_OK;
+}
+
+// The pool-wide series of metric in pool: instance -1 rows, else the mean over instances.
+static ts_series *ts_find(rep *r, const char *metric, const char *pool) {
+    ts_series *s = ts_get(r, metric, pool, false, false);
+    if (s && s->n) return s;
+    s = ts_get(r, metric, pool, true, false);
+    return s && s->n ? s : NULL;
+}
+
+// The series of metric in the first pool of prefs that has it, else in any pool.
+static ts_series *ts_find_any(rep *r, const char *metric) {
+    static const char *const prefs[] = {"cluster", "kv", "prefill", "decode", "vision"};
+    for (size_t i = 0; i < sizeof prefs / sizeof prefs[0]; i++) {
+        ts_series *s = ts_find(r, metric, prefs[i]);
+        if (s) return s;
+    }
+    for (size_t i = 0; i < r->nts; i++)
+        if (!strcmp(r->ts[i].metric, metric) && r->ts[i].n) return &r->ts[i];
+    return NULL;
+}
+
+// Writes one data block (time, value*scale), averaged into at most RPT_MAX_POINTS buckets.
+static void write_series_block(FILE *f, const ts_series *s, double tdiv, double scale) {
+    size_t n = s->n, buckets = n > RPT_MAX_POINTS ? RPT_MAX_POINTS : n;
+    for (size_t b = 0; b < buckets; b++) {
+        size_t lo = b * n / buckets, hi = (b + 1) * n / buckets;
+        double st = 0, sv = 0;
+        for (size_t i = lo; i < hi; i++) {
+            st += s->t[i];
+            sv += s->v[i];
+        }
+        double k = (double)(hi - lo);
+        fprintf(f, "%.9g %.9g\n", st / k / tdiv, sv / k * scale);
+    }
+    fprintf(f, "\n\n");
+}
+
+// ---- charts -----------------------------------------------------------------------------
+
+static chart *chart_new(rep *r, const char *name, const char *title, const char *xl,
+                        const char *yl) {
+    if (r->nch == RPT_MAX_CHARTS) return NULL;
+    chart *c = &r->ch[r->nch++];
+    memset(c, 0, sizeof *c);
+    copy_str(c->name, sizeof c->name, name);
+    copy_str(c->title, sizeof c->title, title);
+    copy_str(c->xlabel, sizeof c->xlabel, xl);
+    copy_str(c->ylabel, sizeof c->ylabel, yl);
+    return c;
+}
+
+static FILE *chart_data(rep *r, const chart *c, kvf_err *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s.dat", r->files, c->name);
+    FILE *f = fopen(path, "w");
+    if (!f) kvf_fail(err, KVF_EIO, "%s: cannot write", path);
+    return f;
+}
+
+// Appends the gnuplot commands drawing chart c from its .dat file.
+static void chart_script(rep *r, const chart *c) {
+    rpt_buf *g = &r->gp;
+    rpt_buf_printf(g, "reset\nset output \"%s.svg\"\n", c->name);
+    rpt_buf_puts(g, "set grid lc rgb \"#dddddd\"\nset border 3\nset tics nomirror\n"
+                    "set key outside right top vertical Left reverse noenhanced\n"
+                    "set termoption noenhanced\n");
+    rpt_buf_puts(g, "set title ");
+    gp_label(g, c->title);
+    rpt_buf_puts(g, "\nset xlabel ");
+    gp_label(g, c->xlabel);
+    rpt_buf_puts(g, "\nset ylabel ");
+    gp_label(g, c->ylabel);
+    rpt_buf_puts(g, "\n");
+    if (c->logx) rpt_buf_puts(g, "set logscale x\n");
+    if (c->bars) {
+        rpt_buf_printf(g, "set style fill solid 0.8 border -1\nset boxwidth 0.6\nset yrange [0:*]\n"
+                          "set xtics rotate by -20\n"
+                          "plot \"%s.dat\" using 0:2:xtic(1) with boxes lc rgb \"#4e79a7\" notitle\n",
+                       c->name);
+        return;
+    }
+    rpt_buf_puts(g, "plot ");
+    for (int i = 0; i < c->n_series; i++) {
+        bool pts = c->points_last && i == c->n_series - 1;
+        rpt_buf_printf(g, "%s\"%s.dat\" index %d using 1:2 with %s title ", i ? ", " : "",
+                       c->name, i, pts ? "points pt 7 ps 1.5 lc rgb \"#e15759\"" : "lines lw 2");
+        gp_label(g, c->label[i]);
+    }
+    rpt_buf_puts(g, "\n");
+}
+
+static void cdf_block(FILE *f, double *v, size_t n) {
+    qsort(v, n, sizeof *v, cmp_double);
+    size_t k = n > RPT_MAX_CDF ? RPT_MAX_CDF : n;
+    for (size_t i = 0; i < k; i++) {
+        size_t idx = k == n ? i : (size_t)((double)i * (double)(n - 1) / (double)(k - 1));
+        fprintf(f, "%.9g %.9g\n", v[idx], (double)(idx + 1) / (double)n);
+    }
+    fprintf(f, "\n\n");
+}
+
+// CDF of a request column (seconds, drawn in ms): all requests and the largest classes.
+static kvf_status chart_cdf(rep *r, const char *col, const char *name, const char *title,
+                            const char *xl, kvf_err *err) {
+    if (!r->db) return KVF_OK;
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT %s, class FROM request WHERE %s IS NOT NULL", col, col);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) return KVF_OK;
+    double *all = NULL;
+    size_t n = 0, cap = 0;
+    char cls[RPT_MAX_CLASSES_CDF][48];
+    double *cv[RPT_MAX_CLASSES_CDF] = {0};
+    size_t cn[RPT_MAX_CLASSES_CDF] = {0}, ccap[RPT_MAX_CLASSES_CDF] = {0};
+    int ncls = 0;
+    bool too_many = false;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        double x = sqlite3_column_double(st, 0) * 1000.0;
+        const char *c = (const char *)sqlite3_column_text(st, 1);
+        kvf_grow((void **)&all, &cap, n + 1, sizeof *all);
+        all[n++] = x;
+        if (!c) continue;
+        int k;
+        for (k = 0; k < ncls; k++)
+            if (!strcmp(cls[k], c)) break;
+        if (k == ncls) {
+            if (ncls == RPT_MAX_CLASSES_CDF) {
+                too_many = true;
+                continue;
+            }
+            copy_str(cls[ncls++], sizeof cls[0], c);
+        }
+        kvf_grow((void **)&cv[k], &ccap[k], cn[k] + 1, sizeof *cv[k]);
+        cv[k][cn[k]++] = x;
+    }
+    sqlite3_finalize(st);
+    kvf_status s = KVF_OK;
+    if (n == 0) goto done;
+    chart *c = chart_new(r, name, title, xl, "fraction of requests");
+    if (!c) goto done;
+    FILE *f = chart_data(r, c, err);
+    if (!f) {
+        s = KVF_EIO;
+        goto done;
+    }
+    fprintf(f, "# %s (ms) vs cumulative fraction; block 0 all requests, then per class\n", col);
+    cdf_block(f, all, n);
+    copy_str(c->label[c->n_series++], sizeof c->label[0], "all");
+    if (ncls > 1)
+        for (int k = 0; k < ncls && c->n_series < RPT_MAX_SERIES; k++) {
+            cdf_block(f, cv[k], cn[k]);
+            copy_str(c->label[c->n_series++], sizeof c->label[0], cls[k]);
+        }
+    fclose(f);
+    double lo = all[0] > 0 ? all[0] : 0, hi = all[n - 1];
+    c->logx = lo > 0 && hi / lo > 100;
+    double p50 = kvf_percentile_sorted(all, n, 50), p90 = kvf_percentile_sorted(all, n, 90),
+           p99 = kvf_percentile_sorted(all, n, 99);
+    snprintf(c->caption, sizeof c->caption,
+             "%zu requests: p50 %.4g ms, p90 %.4g ms, p99 %.4g ms (from the request table)%s.", n,
+             p50, p90, p99, too_many ? "; classes beyond the first five only in 'all'" : "");
+    chart_script(r, c);
+done:
+    free(all);
+    for (int k = 0; k < RPT_MAX_CLASSES_CDF; k++) free(cv[k]);
+    return s;
+}
+
+typedef struct ts_spec {
+    const char *name, *title, *ylabel;
+    const char *metrics[5];      // one series per metric (pool preference order) ...
+    bool by_pool;                // ... or one per pool of metrics[0]
+    double scale;                // multiply values
+} ts_spec;
+
+static kvf_status chart_ts(rep *r, const ts_spec *sp, kvf_err *err) {
+    ts_series *sel[RPT_MAX_SERIES];
+    char lab[RPT_MAX_SERIES][64];
+    int k = 0;
+    if (sp->by_pool) {
+        static const char *const pools[] = {"cluster", "vision", "prefill", "decode", "kv"};
+        for (size_t i = 0; i < sizeof pools / sizeof pools[0] && k < RPT_MAX_SERIES; i++) {
+            ts_series *s = ts_find(r, sp->metrics[0], pools[i]);
+            if (!s) continue;
+            sel[k] = s;
+            snprintf(lab[k++], sizeof lab[0], "%s%s", pools[i], s->per_instance ? " (mean)" : "");
+        }
+        for (size_t i = 0; i < r->nts && k < RPT_MAX_SERIES; i++) {   // other pool names
+            ts_series *s = &r->ts[i];
+            if (strcmp(s->metric, sp->metrics[0]) || !s->n) continue;
+            bool known = false;
+            for (size_t j = 0; j < sizeof pools / sizeof pools[0]; j++)
+                if (!strcmp(s->pool, pools[j])) known = true;
+            if (known || ts_find(r, s->metric, s->pool) != s) continue;
+            sel[k] = s;
+            snprintf(lab[k++], sizeof lab[0], "%s", s->pool);
+        }
+    } else {
+        for (int i = 0; i < 5 && sp->metrics[i] && k < RPT_MAX_SERIES; i++) {
+            ts_series *s = ts_find_any(r, sp->metrics[i]);
+            if (!s) continue;
+            sel[k] = s;
+            snprintf(lab[k++], sizeof lab[0], "%s", sp->metrics[i]);
+        }
+    }
+    if (k == 0) return KVF_OK;
+    double tmax = 0;
+    for (int i = 0; i < k; i++)
+        if (sel[i]->n) tmax = KVF_MAX(tmax, sel[i]->t[sel[i]->n - 1]);
+    bool hours = tmax > 7200;
+    chart *c = chart_new(r, sp->name, sp->title, hours ? "time (h)" : "time (s)", sp->ylabel);
+    if (!c) return KVF_OK;
+    FILE *f = chart_data(r, c, err);
+    if (!f) return KVF_EIO;
+    fprintf(f, "# time (%s) vs value; one block per series\n", hours ? "h" : "s");
+    for (int i = 0; i < k; i++) {
+        fprintf(f, "# %s / %s\n", sel[i]->metric, sel[i]->pool);
+        write_series_block(f, sel[i], hours ? 3600.0 : 1.0, sp->scale);
+        copy_str(c->label[c->n_series++], sizeof c->label[0], lab[i]);
+    }
+    fclose(f);
+    rpt_buf cap = {0};
+    rpt_buf_puts(&cap, "From the timeseries table: ");
+    for (int i = 0; i < k; i++)
+        rpt_buf_printf(&cap, "%s%s (pool %s%s)", i ? ", " : "", sel[i]->metric, sel[i]->pool,
+                       sel[i]->per_instance ? ", mean over instances" : "");
+    rpt_buf_puts(&cap, ".");
+    copy_str(c->caption, sizeof c->caption, cap.p);
+    rpt_buf_free(&cap);
+    chart_script(r, c);
+    return KVF_OK;
+}
+
+static const char *const PARTS[] = {"gpu", "power", "ssd", "dram", "network"};
+
+static kvf_status chart_cost(rep *r, kvf_err *err) {
+    json_t *e = json_object_get(r->summary, "economics");
+    json_t *byh = json_object_get(e, "cost_per_gpu_hour_usd_by_part");
+    if (!json_is_object(byh)) return KVF_OK;
+    chart *c = chart_new(r, "cost_breakdown", "All-in cost per accelerator-hour by part", "",
+                         "USD per GPU-hour");
+    if (!c) return KVF_OK;
+    c->bars = true;
+    FILE *f = chart_data(r, c, err);
+    if (!f) return KVF_EIO;
+    double tot = 0;
+    for (size_t i = 0; i < 5; i++) {
+        double v = json_number_value(json_object_get(byh, PARTS[i]));
+        fprintf(f, "\"%s\" %.9g\n", PARTS[i], v);
+        tot += v;
+    }
+    fclose(f);
+    snprintf(c->caption, sizeof c->caption,
+             "Total %.4g USD per GPU-hour (economics.cost_per_gpu_hour_usd_by_part).", tot);
+    chart_script(r, c);
+    return KVF_OK;
+}
+
+// A sensitivity chart: margin (%) against x, plus the run's own point.
+static kvf_status chart_sens(rep *r, const char *kind, const char *name, const char *title,
+                             const char *xl, double xscale, double actual, kvf_err *err) {
+    json_t *a = rpt_json_path(r->summary, "economics.sensitivity");
+    a = json_object_get(a, kind);
+    if (!json_is_array(a) || json_array_size(a) == 0) return KVF_OK;
+    chart *c = chart_new(r, name, title, xl, "margin (%)");
+    if (!c) return KVF_OK;
+    FILE *f = chart_data(r, c, err);
+    if (!f) return KVF_EIO;
+    fprintf(f, "# x, margin %% at these prices\n");
+    size_t i;
+    json_t *row;
+    bool fixed = false;
+    json_array_foreach(a, i, row) {
+        double m = json_number_value(json_object_get(row, "margin"));
+        if (!json_is_number(json_object_get(row, "margin"))) m = NAN;
+        fprintf(f, "%.9g %.9g\n", json_number_value(json_object_get(row, "x")) * xscale, m * 100);
+        if (json_is_number(json_object_get(row, "margin_fixed_revenue"))) fixed = true;
+    }
+    fprintf(f, "\n\n");
+    copy_str(c->label[c->n_series++], sizeof c->label[0], "margin at these prices");
+    if (fixed) {
+        fprintf(f, "# x, margin %% with revenue held at this run's\n");
+        json_array_foreach(a, i, row) {
+            json_t *m = json_object_get(row, "margin_fixed_revenue");
+            fprintf(f, "%.9g %.9g\n", json_number_value(json_object_get(row, "x")) * xscale,
+                    json_is_number(m) ? json_number_value(m) * 100 : NAN);
+        }
+        fprintf(f, "\n\n");
+        copy_str(c->label[c->n_series++], sizeof c->label[0], "margin, revenue held");
+    }
+    double m0 = rpt_json_num(r->summary, "economics.margin");
+    if (isfinite(actual) && isfinite(m0)) {
+        fprintf(f, "# this run\n%.9g %.9g\n\n\n", actual * xscale, m0 * 100);
+        copy_str(c->label[c->n_series++], sizeof c->label[0], "this run");
+        c->points_last = true;
+    }
+    fclose(f);
+    snprintf(c->caption, sizeof c->caption, "From economics.sensitivity.%s in summary.json.",
+             kind);
+    chart_script(r, c);
+    return KVF_OK;
+}
+
+static void run_gnuplot(rep *r) {
+    char gp_path[4200], log_path[4200];
+    snprintf(gp_path, sizeof gp_path, "%s/charts.gp", r->files);
+    snprintf(log_path, sizeof log_path, "%s/gnuplot.log", r->files);
+    rpt_buf all = {0};
+    rpt_buf_puts(&all, "# kvfleet report charts: run `gnuplot charts.gp` in this folder\n"
+                       "set terminal svg size 820,380 font \"Helvetica,12\" "
+                       "background rgb \"white\"\n");
+    if (r->gp.p) rpt_buf_puts(&all, r->gp.p);
+    kvf_err e2 = {0};
+    rpt_write_text(gp_path, all.p, all.n, &e2);
+    rpt_buf_free(&all);
+    if (!r->gnuplot || r->nch == 0) return;
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(r->gnuplot_note, sizeof r->gnuplot_note, "could not start gnuplot: %s",
+                 strerror(errno));
+        return;
+    }
+    if (pid == 0) {
+        int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        if (chdir(r->files) != 0) _exit(127);
+        execlp("gnuplot", "gnuplot", "charts.gp", (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        snprintf(r->gnuplot_note, sizeof r->gnuplot_note,
+                 "gnuplot failed (status %d); see report_files/gnuplot.log", status);
+    for (int i = 0; i < r->nch; i++) {
+        char p[4200];
+        struct stat sb;
+        snprintf(p, sizeof p, "%s/%s.svg", r->files, r->ch[i].name);
+        r->ch[i].svg_ok = stat(p, &sb) == 0 && sb.st_size > 0;
+    }
+}
+
+// ---- page content -----------------------------------------------------------------------
+
+typedef struct page {
+    rpt_buf h;                   // HTML
+    rpt_buf m;                   // Markdown
+} page;
+
+static void both_heading(page *p, int level, const char *id, const char *text) {
+    rpt_buf_printf(&p->h, "<h%d id=\"%s\">", level, id);
+    rpt_buf_html(&p->h, text);
+    rpt_buf_printf(&p->h, "</h%d>\n", level);
+    rpt_buf_printf(&p->m, "\n%s ", level == 1 ? "#" : level == 2 ? "##" : "###");
+    rpt_buf_puts(&p->m, text);
+    rpt_buf_puts(&p->m, "\n\n");
+}
+
+static void both_para(page *p, const char *cls, const char *text) {
+    rpt_buf_printf(&p->h, "<p class=\"%s\">", cls);
+    rpt_buf_html(&p->h, text);
+    rpt_buf_puts(&p->h, "</p>\n");
+    rpt_buf_puts(&p->m, text);
+    rpt_buf_puts(&p->m, "\n\n");
+}
+
+// Table helpers: a header row, then rows of cells.
+static void tab_open(page *p, const char *id, const char *const *heads, int n) {
+    rpt_buf_printf(&p->h, "<table id=\"%s\"><thead><tr>", id);
+    for (int i = 0; i < n; i++) {
+        rpt_buf_puts(&p->h, "<th>");
+        rpt_buf_html(&p->h, heads[i]);
+        rpt_buf_puts(&p->h, "</th>");
+    }
+    rpt_buf_puts(&p->h, "</tr></thead><tbody>\n");
+    rpt_buf_puts(&p->m, "|");
+    for (int i = 0; i < n; i++) {
+        rpt_buf_puts(&p->m, " ");
+        rpt_buf_md(&p->m, heads[i]);
+        rpt_buf_puts(&p->m, " |");
+    }
+    rpt_buf_puts(&p->m, "\n|");
+    for (int i = 0; i < n; i++) rpt_buf_puts(&p->m, i ? "---:|" : "---|");
+    rpt_buf_puts(&p->m, "\n");
+}
+
+static void tab_close(page *p) {
+    rpt_buf_puts(&p->h, "</tbody></table>\n");
+    rpt_buf_puts(&p->m, "\n");
+}
+
+static void row_open(page *p) {
+    rpt_buf_puts(&p->h, "<tr>");
+    rpt_buf_puts(&p->m, "|");
+}
+
+static void row_close(page *p) {
+    rpt_buf_puts(&p->h, "</tr>\n");
+    rpt_buf_puts(&p->m, "\n");
+}
+
+static void cell_text(page *p, const char *s) {
+    rpt_buf_puts(&p->h, "<td>");
+    rpt_buf_html(&p->h, s);
+    rpt_buf_puts(&p->h, "</td>");
+    rpt_buf_puts(&p->m, " ");
+    rpt_buf_md(&p->m, s);
+    rpt_buf_puts(&p->m, " |");
+}
+
+// A number cell; key (may be NULL) names its summary.json path, and the exact value is kept
+// in data-value.
+static void cell_num(page *p, const char *key, double x) {
+    char s[64];
+    rpt_fmt_num(x, s, sizeof s);
+    rpt_buf_puts(&p->h, "<td class=\"num\"");
+    if (key) {
+        rpt_buf_puts(&p->h, " data-key=\"");
+        rpt_buf_html(&p->h, key);
+        rpt_buf_puts(&p->h, "\"");
+        if (isfinite(x))
+            rpt_buf_printf(&p->h, " data-value=\"%.17g\"", x);
+        else
+            rpt_buf_puts(&p->h, " data-value=\"null\"");
+    }
+    rpt_buf_printf(&p->h, ">%s</td>", s);
+    rpt_buf_printf(&p->m, " %s |", s);
+}
+
+static void cell_pct(page *p, double x) {
+    char s[64];
+    if (isfinite(x))
+        snprintf(s, sizeof s, "%.2f %%", x * 100);
+    else
+        snprintf(s, sizeof s, "n/a");
+    rpt_buf_printf(&p->h, "<td class=\"num\">%s</td>", s);
+    rpt_buf_printf(&p->m, " %s |", s);
+}
+
+static void cell_json(page *p, const char *key, json_t *v) {
+    if (json_is_number(v))
+        cell_num(p, key, json_number_value(v));
+    else if (json_is_string(v))
+        cell_text(p, json_string_value(v));
+    else if (json_is_true(v))
+        cell_text(p, "true");
+    else if (json_is_false(v))
+        cell_text(p, "false");
+    else if (key)
+        cell_num(p, key, NAN);
+    else
+        cell_text(p, "n/a");
+}
+
+static void sec_run(rep *r, page *p) {
+    both_heading(p, 2, "scenario", "Scenario and inputs");
+    json_t *s = r->summary;
+    const char *name = json_string_value(json_object_get(s, "scenario"));
+    char line[600], seed[32] = "n/a";
+    json_t *sj = json_object_get(s, "seed");
+    if (json_is_number(sj)) snprintf(seed, sizeof seed, "%.0f", json_number_value(sj));
+    const char *stepm = json_string_value(json_object_get(s, "step_model"));
+    const char *ver = json_string_value(json_object_get(s, "kvfleet_version"));
+    snprintf(line, sizeof line, "Scenario %s, seed %s, step model %s, kvfleet %s.",
+             name ? name : "(unnamed)", seed, stepm ? stepm : "n/a", ver ? ver : "n/a");
+    both_para(p, "meta", line);
+    if (!r->db) {
+        both_para(p, "note", r->db_note);
+        return;
+    }
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db, "SELECT key, value FROM run ORDER BY rowid", -1, &st, NULL) !=
+        SQLITE_OK) {
+        both_para(p, "note", "The results database has no run table.");
+        return;
+    }
+    static const char *const heads[] = {"key", "value"};
+    tab_open(p, "run-table", heads, 2);
+    rpt_buf longs = {0};          // long values go below the Markdown table
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *k = (const char *)sqlite3_column_text(st, 0);
+        const char *v = (const char *)sqlite3_column_text(st, 1);
+        if (!k) continue;
+        if (!v) v = "";
+        bool lng = strchr(v, '\n') || strlen(v) > 160;
+        row_open(p);
+        cell_text(p, k);
+        if (lng) {
+            rpt_buf_puts(&p->h, "<td><details><summary>show</summary><pre>");
+            rpt_buf_html(&p->h, v);
+            rpt_buf_puts(&p->h, "</pre></details></td>");
+            rpt_buf_puts(&p->m, " (below) |");
+            rpt_buf_printf(&longs, "\n`%s`:\n\n```\n%s\n```\n", k, v);
+        } else {
+            cell_text(p, v);
+        }
+        row_close(p);
+    }
+    sqlite3_finalize(st);
+    tab_close(p);
+    if (longs.p) rpt_buf_puts(&p->m, longs.p);
+    rpt_buf_free(&longs);
+}
+
+
+static void sec_headline(rep *r, page *p) {
+    both_heading(p, 2, "headline", "Headline figures");
+    static const char *const heads[] = {"figure", "value", "summary.json key"};
+    tab_open(p, "headline-table", heads, 3);
+    int shown = 0;
+    for (size_t i = 0; i < RPT_HEADLINE_N; i++) {
+        json_t *v = rpt_json_path(r->summary, RPT_HEADLINE[i].key);
+        if (!v) continue;
+        row_open(p);
+        cell_text(p, RPT_HEADLINE[i].label);
+        cell_json(p, RPT_HEADLINE[i].key, v);
+        cell_text(p, RPT_HEADLINE[i].key);
+        row_close(p);
+        shown++;
+    }
+    tab_close(p);
+    if (!shown) both_para(p, "note", "summary.json holds none of the headline figures.");
+    json_t *sat = json_object_get(r->summary, "saturation");
+    if (json_is_string(sat)) {
+        char line[200];
+        snprintf(line, sizeof line, "Saturation check: %s.", json_string_value(sat));
+        both_para(p, json_string_value(sat) && strcmp(json_string_value(sat), "stable")
+                         ? "warn" : "meta",
+                  line);
+    }
+}
+
+static void sec_charts(rep *r, page *p) {
+    both_heading(p, 2, "charts", "Charts");
+    if (r->gnuplot_note[0]) {
+        char line[800];
+        snprintf(line, sizeof line,
+                 "Charts not drawn: %s. Their data are kept in report_files/*.dat, with the "
+                 "gnuplot script report_files/charts.gp to draw them.",
+                 r->gnuplot_note);
+        both_para(p, "warn", line);
+    }
+    if (r->nch == 0) both_para(p, "note", "No chart data: the database has no requests or timeseries.");
+    for (int i = 0; i < r->nch; i++) {
+        const chart *c = &r->ch[i];
+        rpt_buf_printf(&p->h, "<figure id=\"chart-%s\"><h3>", c->name);
+        rpt_buf_html(&p->h, c->title);
+        rpt_buf_puts(&p->h, "</h3>\n");
+        rpt_buf_printf(&p->m, "\n### %s\n\n", c->title);
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s.svg", r->files, c->name);
+        char *svg = NULL;
+        size_t len = 0;
+        kvf_err e2 = {0};
+        if (c->svg_ok && kvf_read_file(path, &svg, &len, &e2) == KVF_OK) {
+            char *start = strstr(svg, "<svg");
+            rpt_buf_puts(&p->h, start ? start : "");
+            rpt_buf_printf(&p->m, "![%s](report_files/%s.svg)\n\n", c->title, c->name);
+        } else {
+            rpt_buf_printf(&p->h, "<p class=\"note\">Not drawn; data in report_files/%s.dat</p>",
+                           c->name);
+            rpt_buf_printf(&p->m, "Not drawn; data in `report_files/%s.dat`.\n\n", c->name);
+        }
+        free(svg);
+        rpt_buf_puts(&p->h, "<figcaption>");
+        rpt_buf_html(&p->h, c->caption);
+        rpt_buf_printf(&p->h, " Data: <code>report_files/%s.dat</code>.</figcaption></figure>\n",
+                       c->name);
+        rpt_buf_printf(&p->m, "%s Data: `report_files/%s.dat`.\n\n", c->caption, c->name);
+    }
+}
+
+static void sens_table(page *p, json_t *e, const char *kind, const char *id, const char *xname,
+                       bool with_fixed) {
+    json_t *a = json_object_get(json_object_get(e, "sensitivity"), kind);
+    if (!json_is_array(a) || !json_array_size(a)) return;
+    const char *heads[7] = {xname, "cost/day (USD)", "revenue/day (USD)", "margin",
+                            "payback (days)", "prefill GPUs", "margin, revenue held"};
+    tab_open(p, id, heads, with_fixed ? 7 : 6);
+    size_t i;
+    json_t *row;
+    json_array_foreach(a, i, row) {
+        row_open(p);
+        cell_num(p, NULL, json_number_value(json_object_get(row, "x")));
+        cell_json(p, NULL, json_object_get(row, "cost_per_day_usd"));
+        cell_json(p, NULL, json_object_get(row, "revenue_per_day_usd"));
+        json_t *m = json_object_get(row, "margin");
+        cell_pct(p, json_is_number(m) ? json_number_value(m) : NAN);
+        json_t *pb = json_object_get(row, "payback_days");
+        if (json_is_number(pb))
+            cell_num(p, NULL, json_number_value(pb));
+        else
+            cell_text(p, "never");
+        cell_json(p, NULL, json_object_get(row, "prefill_gpus"));
+        if (with_fixed) {
+            json_t *mf = json_object_get(row, "margin_fixed_revenue");
+            cell_pct(p, json_is_number(mf) ? json_number_value(mf) : NAN);
+        }
+        row_close(p);
+    }
+    tab_close(p);
+}
+
+static void sec_economics(rep *r, page *p) {
+    both_heading(p, 2, "economics", "Economics");
+    json_t *e = json_object_get(r->summary, "economics");
+    if (!json_is_object(e)) {
+        both_para(p, "note", "summary.json has no economics object.");
+        return;
+    }
+    static const struct {
+        const char *key, *label;
+    } rows[] = {
+        {"cost_model", "cost model (rent or own)"},
+        {"gpus", "GPUs"},
+        {"gpu_hours_per_day", "GPU-hours per day"},
+        {"cost_per_day_usd", "cost per day (USD)"},
+        {"revenue_per_day_usd", "revenue per day (USD)"},
+        {"revenue_input_per_day_usd", "  of which input tokens"},
+        {"revenue_output_per_day_usd", "  of which output tokens"},
+        {"margin", "margin (revenue - cost) / revenue"},
+        {"cost_per_gpu_hour_usd", "all-in cost per GPU-hour (USD)"},
+        {"cost_per_mtok_usd.input", "cost per million input tokens (USD)"},
+        {"cost_per_mtok_usd.output", "cost per million output tokens (USD)"},
+        {"input_cost_share", "share of cost attributed to input"},
+        {"capex_usd", "capex (USD)"},
+        {"cash_opex_per_day_usd", "cash opex per day (USD)"},
+        {"payback_days", "payback of capex (days)"},
+        {"break_even_price_factor", "break-even price factor (all prices x)"},
+        {"break_even_output_usd_per_mtok", "break-even output price (USD/Mtok)"},
+        {"hit_rate", "cache hit rate (billing)"},
+        {"utilization", "utilisation (GPU-hour weighted)"},
+        {"cost_usd", "cost over the run (USD)"},
+        {"revenue_usd", "revenue over the run (USD)"},
+    };
+    static const char *const heads[] = {"figure", "value", "summary.json key"};
+    tab_open(p, "economics-table", heads, 3);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        json_t *v = rpt_json_path(e, rows[i].key);
+        if (!v) continue;
+        char key[128];
+        snprintf(key, sizeof key, "economics.%s", rows[i].key);
+        row_open(p);
+        cell_text(p, rows[i].label);
+        if (!strcmp(rows[i].key, "payback_days") && json_is_null(v))
+            cell_text(p, "never (revenue does not cover cash opex)");
+        else
+            cell_json(p, key, v);
+        cell_text(p, key);
+        row_close(p);
+    }
+    tab_close(p);
+
+    json_t *pd = json_object_get(e, "cost_per_day_usd_by_part");
+    json_t *ph = json_object_get(e, "cost_per_gpu_hour_usd_by_part");
+    if (json_is_object(pd)) {
+        both_heading(p, 3, "cost-parts", "Cost by part");
+        static const char *const h2[] = {"part", "USD per day", "USD per GPU-hour", "share"};
+        tab_open(p, "cost-parts-table", h2, 4);
+        double tot = 0;
+        for (size_t i = 0; i < 5; i++) tot += json_number_value(json_object_get(pd, PARTS[i]));
+        for (size_t i = 0; i < 5; i++) {
+            double d = json_number_value(json_object_get(pd, PARTS[i]));
+            char k1[96], k2[96];
+            snprintf(k1, sizeof k1, "economics.cost_per_day_usd_by_part.%s", PARTS[i]);
+            snprintf(k2, sizeof k2, "economics.cost_per_gpu_hour_usd_by_part.%s", PARTS[i]);
+            row_open(p);
+            cell_text(p, PARTS[i]);
+            cell_json(p, k1, json_object_get(pd, PARTS[i]));
+            cell_json(p, k2, json_object_get(ph, PARTS[i]));
+            cell_pct(p, tot > 0 ? d / tot : NAN);
+            row_close(p);
+        }
+        tab_close(p);
+    }
+    json_t *sens = json_object_get(e, "sensitivity");
+    if (json_is_object(sens)) {
+        both_heading(p, 3, "sens-hit", "Margin and payback against the cache-hit rate");
+        both_para(p, "meta",
+                  "Each row gives every class this hit rate and re-bills it; prefill GPUs scale "
+                  "with (1 - h) + h x hit_cost_ratio relative to this run. 'Margin, revenue held' "
+                  "keeps this run's revenue and shows the cost side alone.");
+        sens_table(p, e, "hit_rate", "sens-hit-table", "hit rate", true);
+        if (json_array_size(json_object_get(sens, "utilization"))) {
+            both_heading(p, 3, "sens-util", "Against utilisation");
+            both_para(p, "meta", "Same fleet; traffic, and so revenue, scaled to the utilisation.");
+            sens_table(p, e, "utilization", "sens-util-table", "utilisation", false);
+        }
+        both_heading(p, 3, "sens-price", "Against price");
+        both_para(p, "meta", "All prices multiplied by the factor; the break-even factor is a row.");
+        sens_table(p, e, "price", "sens-price-table", "price factor", false);
+    }
+}
+
+static void sec_validation(rep *r, page *p) {
+    if (!r->validation) return;
+    both_heading(p, 2, "validation", "Validation against the real engine");
+    json_t *v = r->validation;
+    char line[600], nreq[32] = "n/a";
+    const char *trace = json_string_value(json_object_get(v, "trace"));
+    if (json_is_number(json_object_get(v, "requests")))
+        snprintf(nreq, sizeof nreq, "%.0f", json_number_value(json_object_get(v, "requests")));
+    snprintf(line, sizeof line, "Trace %s, %s requests; error = 100 x (sim - real) / real.",
+             trace ? trace : "n/a", nreq);
+    both_para(p, "meta", line);
+    static const char *const heads[] = {"figure", "real", "sim", "error %"};
+    tab_open(p, "validation-table", heads, 4);
+    static const char *const metrics[] = {"ttft_ms", "tpot_ms", "e2e_ms", "itl_ms"};
+    static const char *const stats[] = {"mean", "p50", "p90", "p99"};
+    for (size_t i = 0; i < 4; i++)
+        for (size_t j = 0; j < 4; j++) {
+            json_t *c = json_object_get(json_object_get(v, metrics[i]), stats[j]);
+            if (!json_is_object(c)) continue;
+            char lab[64];
+            snprintf(lab, sizeof lab, "%s %s", metrics[i], stats[j]);
+            row_open(p);
+            cell_text(p, lab);
+            cell_json(p, NULL, json_object_get(c, "real"));
+            cell_json(p, NULL, json_object_get(c, "sim"));
+            cell_json(p, NULL, json_object_get(c, "error_pct"));
+            row_close(p);
+        }
+    tab_close(p);
+    json_t *corr = json_object_get(v, "per_request_corr");
+    if (json_is_object(corr)) {
+        snprintf(line, sizeof line, "Per-request correlation: TTFT %.4g, end-to-end %.4g.",
+                 rpt_json_num(corr, "ttft"), rpt_json_num(corr, "e2e"));
+        both_para(p, "meta", line);
+    }
+}
+
+static void sec_all(rep *r, page *p) {
+    both_heading(p, 2, "all", "All summary figures");
+    static const char *const skip[] = {"economics.sensitivity", NULL};
+    rpt_leaf *l;
+    size_t n = rpt_json_leaves(r->summary, skip, &l);
+    static const char *const heads[] = {"summary.json key", "value"};
+    tab_open(p, "all-table", heads, 2);
+    for (size_t i = 0; i < n; i++) {
+        row_open(p);
+        cell_text(p, l[i].key);
+        cell_json(p, l[i].key, l[i].value);
+        row_close(p);
+    }
+    tab_close(p);
+    rpt_leaves_free(l, n);
+}
+
+static void sec_defs(page *p) {
+    both_heading(p, 2, "definitions", "Definitions");
+    both_para(p, "meta",
+              "TTFT: arrival at the frontend to the first output token leaving prefill. TPOT: "
+              "(last token - first token) / (output tokens - 1). Cache hit rate: hit tokens / "
+              "prompt tokens. Prefill input tok/s per GPU counts hit and miss tokens. Per-day "
+              "money figures scale the run's rates to 86,400 s. Payback: capex / (revenue per "
+              "day - cash opex per day), cash opex = power + SSD + DRAM + network.");
+}
+
+static const char CSS[] =
+    "body{font-family:Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;"
+    "color:#222}h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;"
+    "margin-top:1.8em}table{border-collapse:collapse;margin:.6em 0;font-size:.92em}"
+    "th,td{border:1px solid #ddd;padding:.25em .6em;text-align:left;vertical-align:top}"
+    "th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}"
+    "figure{margin:1em 0}figure svg{max-width:100%;height:auto}figcaption{font-size:.85em;"
+    "color:#555}.warn{background:#fff4e0;border-left:4px solid #e0a000;padding:.4em .8em}"
+    ".note{color:#777}.meta{color:#444}nav a{margin-right:1em}pre{white-space:pre-wrap;"
+    "font-size:.85em}";
+
+// ---- entry ------------------------------------------------------------------------------
+
+static void rep_free(rep *r) {
+    json_decref(r->summary);
+    json_decref(r->validation);
+    if (r->db) sqlite3_close(r->db);
+    for (size_t i = 0; i < r->nts; i++) {
+        free(r->ts[i].t);
+        free(r->ts[i].v);
+    }
+    free(r->ts);
+    rpt_buf_free(&r->gp);
+}
+
+kvf_status rpt_report_write(const char *dir, bool html, bool md, kvf_err *err) {
+    rep R;
+    memset(&R, 0, sizeof R);
+    rep *r = &R;
+    r->dir = dir;
+    kvf_status s = KVF_OK;
+    page pg;
+    memset(&pg, 0, sizeof pg);
+    char path[4200];
+
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    json_error_t je;
+    if (access(path, F_OK) != 0) {
+        s = kvf_fail(err, KVF_ENOENT, "%s: not found (is %s a results directory?)", path, dir);
+        goto out;
+    }
+    r->summary = json_load_file(path, 0, &je);
+    if (!r->summary || !json_is_object(r->summary)) {
+        s = kvf_fail(err, KVF_EPARSE, "%s:%d: %s", path, je.line,
+                     r->summary ? "not a JSON object" : je.text);
+        goto out;
+    }
+    snprintf(path, sizeof path, "%s/validation.json", dir);
+    if (access(path, F_OK) == 0) {
+        r->validation = json_load_file(path, 0, &je);
+        if (!r->validation) {
+            s = kvf_fail(err, KVF_EPARSE, "%s:%d: %s", path, je.line, je.text);
+            goto out;
+        }
+    }
+    snprintf(path, sizeof path, "%s/results.db", dir);
+    if (access(path, F_OK) != 0) {
+        snprintf(r->db_note, sizeof r->db_note,
+                 "No results.db in this directory: no run table, CDFs or time series.");
+    } else if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        s = kvf_fail(err, KVF_ERUN, "%s: %s", path, r->db ? sqlite3_errmsg(r->db) : "cannot open");
+        goto out;
+    }
+    snprintf(r->files, sizeof r->files, "%s/report_files", dir);
+    if ((s = kvf_mkdirs(r->files, err))) goto out;
+
+    const char *nog = getenv("KVF_NO_GNUPLOT");
+    if (nog && *nog && strcmp(nog, "0")) {
+        snprintf(r->gnuplot_note, sizeof r->gnuplot_note, "gnuplot disabled (KVF_NO_GNUPLOT=%s)",
+                 nog);
+    } else if (!find_on_path("gnuplot")) {
+        snprintf(r->gnuplot_note, sizeof r->gnuplot_note, "gnuplot is not installed (not on PATH)");
+    } else {
+        r->gnuplot = true;
+    }
+
+    if ((s = load_timeseries(r, err))) goto out;
+    if ((s = chart_cdf(r, "ttft_s", "ttft_cdf", "TTFT distribution (CDF)", "TTFT (ms)", err)))
+        goto out;
+    if ((s = chart_cdf(r, "tpot_s", "tpot_cdf", "TPOT distribution (CDF)", "TPOT (ms)", err)))
+        goto out;
+    static const ts_spec specs[] = {
+        {"throughput", "Throughput over time", "tokens/s", {"input_tok_s", "output_tok_s"},
+         false, 1},
+        {"queue_len", "Queue length over time", "queued requests", {"queue_len"}, true, 1},
+        {"running", "Running requests over time", "requests", {"running_requests"}, true, 1},
+        {"hit_rate", "Cache hit rate over time, by tier", "hit rate",
+         {"hit_rate", "hit_rate_hbm", "hit_rate_dram", "hit_rate_ssd"}, false, 1},
+        {"kv_store", "KV store occupancy", "stored KV (GB)", {"kv_store_bytes"}, true, 1e-9},
+        {"kv_used", "HBM KV cache in use", "fraction of KV capacity", {"kv_used_frac"}, true, 1},
+        {"utilization", "Utilisation per pool", "busy fraction", {"utilization"}, true, 1},
+    };
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+        if ((s = chart_ts(r, &specs[i], err))) goto out;
+    if ((s = chart_cost(r, err))) goto out;
+    if ((s = chart_sens(r, "hit_rate", "margin_vs_hit", "Margin against cache-hit rate",
+                        "cache hit rate (%)", 100, rpt_json_num(r->summary, "economics.hit_rate"),
+                        err)))
+        goto out;
+    if ((s = chart_sens(r, "utilization", "margin_vs_util", "Margin against utilisation",
+                        "utilisation (%)", 100, rpt_json_num(r->summary, "economics.utilization"),
+                        err)))
+        goto out;
+    if ((s = chart_sens(r, "price", "margin_vs_price", "Margin against price",
+                        "price factor (x configured prices)", 1, 1.0, err)))
+        goto out;
+    run_gnuplot(r);
+
+    const char *name = json_string_value(json_object_get(r->summary, "scenario"));
+    char title[300];
+    snprintf(title, sizeof title, "kvfleet report: %s", name ? name : dir);
+    rpt_buf_puts(&pg.h, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+                        "<meta name=\"viewport\" content=\"width=device-width\">\n<title>");
+    rpt_buf_html(&pg.h, title);
+    rpt_buf_printf(&pg.h, "</title>\n<style>%s</style></head><body>\n<h1>", CSS);
+    rpt_buf_html(&pg.h, title);
+    rpt_buf_puts(&pg.h, "</h1>\n<nav><a href=\"#scenario\">scenario</a><a href=\"#headline\">"
+                        "headline</a><a href=\"#charts\">charts</a><a href=\"#economics\">"
+                        "economics</a>");
+    if (r->validation) rpt_buf_puts(&pg.h, "<a href=\"#validation\">validation</a>");
+    rpt_buf_puts(&pg.h, "<a href=\"#all\">all figures</a></nav>\n");
+    rpt_buf_printf(&pg.m, "# %s\n\n", title);
+    rpt_buf_puts(&pg.m, "Results directory: `");
+    rpt_buf_puts(&pg.m, dir);
+    rpt_buf_puts(&pg.m, "` (summary.json, results.db).\n");
+    sec_run(r, &pg);
+    sec_headline(r, &pg);
+    sec_charts(r, &pg);
+    sec_economics(r, &pg);
+    sec_validation(r, &pg);
+    sec_all(r, &pg);
+    sec_defs(&pg);
+    rpt_buf_puts(&pg.h, "</body></html>\n");
+
+    if (html) {
+        snprintf(path, sizeof path, "%s/report.html", dir);
+        if ((s = rpt_write_text(path, pg.h.p, pg.h.n, err))) goto out;
+    }
+    if (md) {
+        snprintf(path, sizeof path, "%s/report.md", dir);
+        if ((s = rpt_write_text(path, pg.m.p, pg.m.n, err))) goto out;
+    }
+out:
+    rpt_buf_free(&pg.h);
+    rpt_buf_free(&pg.m);
+    rep_free(r);
+    return s;
+}

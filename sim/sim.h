@@ -1,0 +1,148 @@
+// sim/sim.h -- the simulator's public interface: the typed scenario (design.md §7), loading
+// it from YAML with --set overrides, and running it into a summary and a results directory.
+//
+// A run is a pure function of (scenario, trace, seed): same inputs give an identical summary
+// (apart from the wall-clock figures under "sim") and identical database contents.
+#ifndef SIM_H
+#define SIM_H
+
+#include "kvf.h"
+#include "mdl.h"
+#include "rpt.h"
+#include "trc.h"
+
+enum { SIM_PATH_MAX = 1024, SIM_NAME_MAX = 128, SIM_SCHEDULE_MAX = 48 };
+
+typedef enum sim_mode { SIM_DISAGGREGATED = 0, SIM_COLOCATED } sim_mode;
+typedef enum sim_sched { SIM_SCHED_FCFS = 0, SIM_SCHED_SPF, SIM_SCHED_PRIORITY } sim_sched;
+typedef enum sim_preempt { SIM_PREEMPT_RECOMPUTE = 0, SIM_PREEMPT_SWAP } sim_preempt;
+
+// One pool (vision, prefill or decode).
+typedef struct sim_pool_cfg {
+    int32_t instances;            // instances in the pool (>= 0)
+    int32_t gpus_per_instance;    // GPUs per instance (>= 1)
+    int32_t tp;                   // tensor parallel degree, 0 = gpus_per_instance
+    int32_t ep;                   // expert parallel degree, 0 = gpus_per_instance for MoE
+    int64_t max_batch_tokens;     // prefill token budget per step
+    int64_t chunk_tokens;         // chunked prefill: max tokens of one request per step, 0 = budget
+    int32_t max_batch_requests;   // decode: max running requests
+    sim_sched scheduler;          // fcfs | spf (shortest prompt first) | priority (by class)
+    int64_t queue_limit;          // admission control: reject when this many wait, 0 = none
+} sim_pool_cfg;
+
+// Time-of-day instance counts (cluster.schedule): from hour `from_h` (UTC, 0..24) on.
+typedef struct sim_schedule_entry {
+    double from_h;
+    int32_t prefill;              // -1 = unchanged
+    int32_t decode;
+} sim_schedule_entry;
+
+// Where a key of the scenario was set (for messages that name file:line and key).
+enum { SIM_KEY_LINES_MAX = 256, SIM_KEY_MAX = 64 };
+typedef struct sim_key_line {
+    char key[SIM_KEY_MAX];        // dotted key, e.g. "cluster.prefill.instances"
+    int32_t line;                 // 1-based line in the scenario file; -1 = set by --set
+} sim_key_line;
+
+typedef struct sim_tier_cfg {
+    double capacity_bytes;        // < 0 = unlimited, 0 = tier off
+    double read_Bps, write_Bps;   // bandwidth per instance path, bytes/s
+    double latency_ns;            // per transfer
+} sim_tier_cfg;
+
+typedef struct sim_config {
+    char name[SIM_NAME_MAX];
+    char path[SIM_PATH_MAX];      // scenario file (for messages), "" when built in code
+    char dir[SIM_PATH_MAX];       // directory relative paths resolve against (the repo root)
+    uint64_t seed;
+    char model[SIM_PATH_MAX];     // models/<name>.yaml or a path
+    char hardware[SIM_PATH_MAX];  // models/hardware/<name>.yaml or a path
+    char step_model[32];          // roofline | calibrated
+    char profile[SIM_PATH_MAX];   // calibrated: engine profile CSV
+    mdl_efficiency eff;           // roofline efficiency factors (efficiency.*)
+    double ep_skew;               // MoE: hottest GPU load over mean (>= 1)
+    double ep_redundant_experts;  // fraction of redundant experts the EP balancer adds (0..1)
+    // workload
+    char trace[SIM_PATH_MAX];     // trace file ("" with generate)
+    trc_options trace_opt;        // format, time_scale, rate_rps, limit, window, bucket, ...
+    char generate_profile[32];    // "" = replay the trace; chatbot|agent|coding|mixed
+    double generate_rate_rps;
+    double generate_duration_s;
+    // cluster
+    sim_mode mode;
+    sim_pool_cfg vision, prefill, decode;
+    double kv_transfer_Bps;       // prefill -> decode KV link per prefill instance
+    double net_latency_ns;
+    int32_t n_schedule;
+    sim_schedule_entry schedule[SIM_SCHEDULE_MAX];
+    sim_preempt preemption;
+    // routers
+    char router_prefill[32];      // round_robin | least_loaded | p2c | cache_aware | ttft_estimate
+    char router_decode[32];       // round_robin | least_kv | least_requests
+    double router_stale_ns;       // routers see load this old
+    bool router_reject_slo;       // ttft_estimate: reject requests whose estimate breaks the SLO
+    // KV cache
+    uint32_t block_tokens;
+    double hbm_cache_frac;        // share of a prefill instance's KV capacity kept as prefix cache
+    double activation_reserve;    // share of HBM kept for activations
+    sim_tier_cfg dram;            // per node
+    sim_tier_cfg ssd;             // shared store
+    int64_t retention_ns[TRC_CLASS_COUNT];  // per class, <= 0 = never expires
+    bool write_through;           // write new blocks to SSD at once (else on eviction)
+    bool overlap_load;            // overlap KV loads with compute layer by layer
+    bool persist_decode;          // persist prompt + answer of finished turns
+    uint32_t swa_replay_tokens;   // R for hybrid models
+    bool prefix_cache;            // master switch of prefix reuse
+    // decoding
+    uint32_t draft_tokens;
+    double acceptance;
+    double structured_mask_ns;    // per-step mask cost per structured request
+    // SLO
+    double slo_ttft_p90_ms, slo_tpot_p90_ms;
+    // economics (delegated to reports/)
+    rpt_econ_config econ;         // see reports/rpt.h (rpt_econ_config_set handles economics.*)
+    // outputs
+    double sample_interval_s;     // time-series sampling period
+    bool write_requests;          // request table rows
+    // where each key was set (filled by sim_config_load/sim_config_set; defaults have none)
+    int32_t n_key_lines;
+    sim_key_line key_lines[SIM_KEY_LINES_MAX];
+} sim_config;
+
+// Fills *c with the defaults of design.md §7.
+void sim_config_default(sim_config *c);
+// Loads a scenario file over the defaults. Errors (KVF_EPARSE/KVF_EINVAL/KVF_ENOENT) name
+// file:line and the key: unknown key, wrong type, negative count, missing model file.
+kvf_status sim_config_load(sim_config *c, const char *path, kvf_err *err);
+// Applies one override "a.b.c=value" (the same keys as the file). KVF_EINVAL names the key.
+kvf_status sim_config_set(sim_config *c, const char *assignment, kvf_err *err);
+// Checks cross-key consistency and that model/hardware/profile files exist.
+kvf_status sim_config_validate(const sim_config *c, kvf_err *err);
+// Resolves a path from the scenario against c->dir (absolute paths unchanged).
+void sim_config_resolve(const sim_config *c, const char *p, char *out, size_t n);
+// Line where key (dotted) was set: > 0 a line of c->path, -1 set by --set, 0 never set (the
+// default). A key not recorded itself answers with its nearest recorded parent section's line.
+int sim_config_key_line(const sim_config *c, const char *key);
+// Writes the place of a key for an error message into out: "FILE:LINE: key 'KEY'",
+// "--set KEY", "FILE: key 'KEY' (default)" or "key 'KEY' (default)". Callers append ": what".
+void sim_config_where(const sim_config *c, const char *key, char *out, size_t n);
+
+// The outcome of a run, the figures of summary.json in typed form.
+typedef struct sim_summary sim_summary;
+
+typedef struct sim_run_opts {
+    const char *out_dir;          // NULL: no files written
+    bool quiet;                   // no progress bar
+    bool write_db;                // results.db (default true when out_dir)
+    const char *engine_backend;   // "cpu"/"cuda": engine in the loop, NULL = off
+    const char *timeline_path;    // Chrome trace JSON of batch steps, NULL = off
+    double timeline_from_s, timeline_to_s;
+    volatile int *interrupt;      // set non-zero (e.g. by SIGINT) to stop early
+} sim_run_opts;
+
+// Runs the scenario. On success *summary_json holds the summary (jansson json_t *, caller
+// decrefs) and, with out_dir, summary.json and results.db are written there.
+kvf_status sim_run(const sim_config *c, const sim_run_opts *o, void **summary_json,
+                   kvf_err *err);
+
+#endif

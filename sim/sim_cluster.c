@@ -1,0 +1,1176 @@
+// sim/sim_cluster.c -- the event handlers of a run: trace reading, routing, prefill with
+// prefix-cache lookups and tier loads, KV transfer, decode with continuous batching and
+// KV-capacity admission, colocated mixed batches, completion, sampling.
+//
+// Invariants:
+// - one STEP_DONE event per batch step; tokens advance by arithmetic, never one event per token;
+// - a request slot is never freed while an event or a link flow refers to it;
+// - sim_req pointers are not held across read_trace(), the only place the slot array grows;
+// - every prompt token is either a hit (cached) or a miss, and at least one is computed.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_cluster.h"
+#include "sim_run.h"
+
+#define LINK_DRAM 0
+#define LINK_SSD 1
+#define LINK_XFER 3
+#define LINK_SSDW 4
+
+// ---- request heap -------------------------------------------------------------------------
+void sim_rheap_push(sim_rheap *h, uint64_t key, uint32_t slot) {
+    if (h->n == h->cap) {
+        size_t c1 = h->cap, c2 = h->cap;
+        kvf_grow((void **)&h->key, &c1, h->n + 1, sizeof *h->key);
+        kvf_grow((void **)&h->slot, &c2, h->n + 1, sizeof *h->slot);
+        h->cap = c1;
+    }
+    size_t i = h->n++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (h->key[p] <= key) break;
+        h->key[i] = h->key[p];
+        h->slot[i] = h->slot[p];
+        i = p;
+    }
+    h->key[i] = key;
+    h->slot[i] = slot;
+}
+
+bool sim_rheap_pop(sim_rheap *h, uint32_t *slot) {
+    if (!h->n) return false;
+    *slot = h->slot[0];
+    uint64_t k = h->key[--h->n];
+    uint32_t s = h->slot[h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && h->key[c + 1] < h->key[c]) c++;
+        if (h->key[c] >= k) break;
+        h->key[i] = h->key[c];
+        h->slot[i] = h->slot[c];
+        i = c;
+    }
+    if (h->n) {
+        h->key[i] = k;
+        h->slot[i] = s;
+    }
+    return true;
+}
+
+void sim_rheap_free(sim_rheap *h) {
+    free(h->key);
+    free(h->slot);
+    memset(h, 0, sizeof *h);
+}
+
+static uint64_t queue_key(const sim_cluster *c, const sim_pool_cfg *pc, const sim_req *r) {
+    uint64_t seq = r->seq & 0xffffffffffULL;   // 40 bits of arrival order
+    (void)c;
+    switch (pc->scheduler) {
+    case SIM_SCHED_SPF: {
+        uint64_t len = r->compute_tokens ? r->compute_tokens : r->input;
+        if (len > 0xffffff) len = 0xffffff;
+        return len << 40 | seq;
+    }
+    case SIM_SCHED_PRIORITY: {
+        // interactive classes first: coding, chatbot, agent, other, batch
+        static const uint64_t prio[TRC_CLASS_COUNT] = {1, 2, 0, 4, 3};
+        return prio[r->cls < TRC_CLASS_COUNT ? r->cls : TRC_CLASS_OTHER] << 56 | seq;
+    }
+    default: return seq;
+    }
+}
+
+// ---- small helpers ------------------------------------------------------------------------
+static inline sim_req *REQ(sim_cluster *c, uint32_t slot) { return &c->req[slot]; }
+
+static void push_ev(sim_cluster *c, sim_time t, uint16_t kind, uint32_t dst, uint64_t a0,
+                    uint64_t *seq_out) {
+    sim_event ev = {.t = t, .dst = dst, .kind = kind, .arg = {a0, 0}};
+    uint64_t s = sim_queue_push(c->q, &ev);
+    if (seq_out) *seq_out = s;
+}
+
+static void fail_run(sim_cluster *c, kvf_status st) {
+    if (c->status == KVF_OK) c->status = st;
+}
+
+static void reschedule_link(sim_cluster *c, uint32_t id) {
+    sim_link *l = &c->links[id].link;
+    sim_time t = sim_link_next_ns(l, c->now);
+    if (l->ev_seq) sim_queue_cancel(c->q, l->ev_seq);
+    l->ev_seq = 0;
+    if (t >= 0) push_ev(c, t, SIM_EV_LINK, 0, id, &l->ev_seq);
+}
+
+static void link_send(sim_cluster *c, uint32_t id, double bytes, uint64_t tag) {
+    sim_link *l = &c->links[id].link;
+    // latency is charged as bytes at line rate so it shares the one completion event
+    sim_link_add(l, c->now, bytes + (double)l->latency_ns * 1e-9 * l->Bps, tag);
+    reschedule_link(c, id);
+}
+
+static uint32_t add_link(sim_cluster *c, double Bps, sim_time lat, uint32_t inst, uint8_t kind) {
+    if (Bps <= 0) return SIM_NONE;
+    kvf_grow((void **)&c->links, &c->links_cap, c->n_links + 1, sizeof *c->links);
+    sim_link_ref *r = &c->links[c->n_links];
+    sim_link_init(&r->link, Bps, lat);
+    r->inst = inst;
+    r->kind = kind;
+    return (uint32_t)c->n_links++;
+}
+
+static sim_pool *pool_of(sim_cluster *c, const sim_inst *in) { return &c->pool[in->pool]; }
+
+static void seqs_reserve(sim_cluster *c, size_t n) {
+    if (n > c->seqs_cap) kvf_grow((void **)&c->seqs, &c->seqs_cap, n, sizeof *c->seqs);
+}
+
+static void batch_reserve(sim_inst *in, uint32_t n) {
+    if (n <= in->batch_cap) return;
+    size_t c1 = in->batch_cap, c2 = in->batch_cap;
+    kvf_grow((void **)&in->batch, &c1, n, sizeof *in->batch);
+    kvf_grow((void **)&in->chunk, &c2, n, sizeof *in->chunk);
+    in->batch_cap = (uint32_t)c1;
+}
+
+static void step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, uint32_t images,
+                      mdl_step_cost *out) {
+    mdl_batch b = {.phase = phase, .seqs = c->seqs, .n = n, .images = images};
+    mdl_stepper_cost(p->stepper, &b, out);
+    if (out->ns < 1) out->ns = 1;
+    c->m.steps++;
+    if (out->extrapolated) c->m.extrapolated_steps++;
+}
+
+double sim_cluster_prefill_s(sim_cluster *c, sim_pool *p, uint32_t tokens, uint32_t cached) {
+    mdl_seq s = {.new_tokens = tokens ? tokens : 1, .cached_tokens = cached};
+    mdl_batch b = {.phase = MDL_PREFILL, .seqs = &s, .n = 1};
+    mdl_step_cost k;
+    // direct vtable call: router estimates are not steps and are not counted
+    p->stepper->vt->cost(p->stepper, &b, &k);
+    return (double)k.ns * 1e-9;
+}
+
+// ---- closed-loop bookkeeping --------------------------------------------------------------
+static size_t done_find(const sim_donemap *d, uint64_t id) {
+    size_t mask = d->cap - 1, i = (size_t)kvf_hash64(id) & mask;
+    while (d->key[i] != UINT64_MAX && d->key[i] != id) i = (i + 1) & mask;
+    return i;
+}
+
+static void done_grow(sim_donemap *d) {
+    sim_donemap o = *d;
+    d->cap = o.cap ? o.cap * 2 : 1024;
+    d->key = kvf_malloc(d->cap * sizeof *d->key);
+    memset(d->key, 0xff, d->cap * sizeof *d->key);
+    d->done_ns = kvf_malloc(d->cap * sizeof *d->done_ns);
+    d->tokens = kvf_malloc(d->cap * sizeof *d->tokens);
+    d->last_block = kvf_malloc(d->cap * sizeof *d->last_block);
+    d->n_blocks = kvf_malloc(d->cap * sizeof *d->n_blocks);
+    for (size_t i = 0; i < o.cap; i++)
+        if (o.key[i] != UINT64_MAX) {
+            size_t j = done_find(d, o.key[i]);
+            d->key[j] = o.key[i];
+            d->done_ns[j] = o.done_ns[i];
+            d->tokens[j] = o.tokens[i];
+            d->last_block[j] = o.last_block[i];
+            d->n_blocks[j] = o.n_blocks[i];
+        }
+    free(o.key);
+    free(o.done_ns);
+    free(o.tokens);
+    free(o.last_block);
+    free(o.n_blocks);
+}
+
+static size_t done_slot(sim_donemap *d, uint64_t id, bool insert) {
+    if (insert && (d->n + 1) * 2 > d->cap) done_grow(d);
+    if (!d->cap) return SIZE_MAX;
+    size_t i = done_find(d, id);
+    if (d->key[i] == UINT64_MAX) {
+        if (!insert) return SIZE_MAX;
+        d->key[i] = id;
+        d->done_ns[i] = 0;
+        d->tokens[i] = 0;
+        d->last_block[i] = 0;
+        d->n_blocks[i] = 0;
+        d->n++;
+    }
+    return i;
+}
+
+static void done_free(sim_donemap *d) {
+    free(d->key);
+    free(d->done_ns);
+    free(d->tokens);
+    free(d->last_block);
+    free(d->n_blocks);
+    memset(d, 0, sizeof *d);
+}
+
+// ---- trace reading ------------------------------------------------------------------------
+static uint32_t req_alloc(sim_cluster *c) {
+    uint32_t s;
+    if (c->free_req != SIM_NONE) {
+        s = c->free_req;
+        c->free_req = c->req[s].next_waiter;
+    } else {
+        if (c->n_req == c->req_cap) {
+            size_t cap = c->req_cap;
+            kvf_grow((void **)&c->req, &cap, c->n_req + 1, sizeof *c->req);
+            memset(c->req + c->req_cap, 0, (cap - c->req_cap) * sizeof *c->req);
+            c->req_cap = (uint32_t)cap;
+        }
+        s = c->n_req++;
+    }
+    return s;
+}
+
+static void req_free(sim_cluster *c, uint32_t slot) {
+    sim_req *r = REQ(c, slot);
+    r->state = SIM_RS_FREE;
+    r->next_waiter = c->free_req;
+    c->free_req = slot;
+}
+
+static uint32_t req_from_trace(sim_cluster *c, const trc_request *t) {
+    uint32_t slot = req_alloc(c);
+    sim_req *r = REQ(c, slot);
+    uint64_t *blocks = r->blocks;
+    uint32_t cap = r->blocks_cap;
+    memset(r, 0, sizeof *r);
+    r->blocks = blocks;
+    r->blocks_cap = cap;
+    if (t->n_blocks > r->blocks_cap) {
+        size_t nc = r->blocks_cap;
+        kvf_grow((void **)&r->blocks, &nc, t->n_blocks, sizeof *r->blocks);
+        r->blocks_cap = (uint32_t)nc;
+    }
+    if (t->n_blocks) memcpy(r->blocks, t->blocks, t->n_blocks * sizeof *r->blocks);
+    r->n_blocks = t->n_blocks;
+    r->id = t->id;
+    r->recorded_ns = t->arrival_ns;
+    r->arrival_ns = r->first_ns = r->last_ns = -1;
+    r->input = t->input_tokens ? t->input_tokens : 1;
+    r->output = t->output_tokens ? t->output_tokens : 1;
+    r->cls = t->cls < TRC_CLASS_COUNT ? t->cls : TRC_CLASS_OTHER;
+    r->flags = t->flags;
+    r->images = t->images;
+    r->session = t->session;
+    r->prev_id = t->prev_id;
+    r->think_ns = t->think_ns > 0 ? t->think_ns : 0;
+    r->vinst = r->pinst = r->dinst = SIM_NONE;
+    r->waiters = r->next_waiter = SIM_NONE;
+    c->in_flight++;
+    return slot;
+}
+
+// Reads requests until one open-loop arrival is scheduled ahead (its ARRIVAL triggers the
+// next read) or the trace ends. Closed-loop turns are parked on the request they wait for.
+static void read_trace(sim_cluster *c) {
+    c->read_pending = false;
+    while (!c->reader_done && c->status == KVF_OK) {
+        trc_request t;
+        int rc = trc_reader_next(c->reader, &t, c->err);
+        if (rc < 0) {
+            fail_run(c, c->err->code ? c->err->code : KVF_EPARSE);
+            return;
+        }
+        if (rc == 0) {
+            c->reader_done = true;
+            return;
+        }
+        uint32_t slot = req_from_trace(c, &t);
+        sim_req *r = REQ(c, slot);
+        if (c->closed_loop) {
+            size_t i = done_slot(&c->done, r->id, true);
+            c->done.done_ns[i] = -(int64_t)slot - 1;
+        }
+        if (c->closed_loop && r->prev_id >= 0) {
+            size_t i = done_slot(&c->done, (uint64_t)r->prev_id, false);
+            if (i != SIZE_MAX && c->done.done_ns[i] < 0) {
+                // previous turn still in flight: wait for it
+                sim_req *p = REQ(c, (uint32_t)(-c->done.done_ns[i] - 1));
+                r->state = SIM_RS_WAITING_PREV;
+                r->next_waiter = p->waiters;
+                p->waiters = slot;
+            } else {
+                sim_time t0 = i != SIZE_MAX ? c->done.done_ns[i] + r->think_ns : r->recorded_ns;
+                r->state = SIM_RS_PENDING;
+                push_ev(c, t0 > c->now ? t0 : c->now, SIM_EV_ARRIVAL, 0, slot, NULL);
+            }
+            continue;
+        }
+        r->state = SIM_RS_PENDING;
+        sim_time at = r->recorded_ns > c->now ? r->recorded_ns : c->now;
+        push_ev(c, at, SIM_EV_ARRIVAL, 1, slot, NULL);   // dst 1: triggers the next read
+        c->read_pending = true;
+        return;
+    }
+}
+
+// ---- KV store -------------------------------------------------------------------------------
+uint32_t sim_cluster_prefix(sim_cluster *c, sim_inst *in, const sim_req *r, uint32_t hit[SIM_TIERS],
+                            bool touch) {
+    for (int t = 0; t < SIM_TIERS; t++) hit[t] = 0;
+    if (!c->cfg->prefix_cache) return 0;
+    uint32_t k = 0;
+    for (; k < r->n_blocks; k++) {
+        uint64_t b = r->blocks[k];
+        int tier;
+        if (in && sim_bcache_has(&in->hbm, b, c->now)) tier = SIM_TIER_HBM;
+        else if (in && sim_bcache_has(&in->dram, b, c->now)) tier = SIM_TIER_DRAM;
+        else if (sim_bcache_has(&c->ssd, b, c->now)) tier = SIM_TIER_SSD;
+        else break;
+        hit[tier]++;
+        if (touch) {
+            if (tier == SIM_TIER_HBM) sim_bcache_touch(&in->hbm, b, c->now, r->cls);
+            else if (tier == SIM_TIER_DRAM) sim_bcache_touch(&in->dram, b, c->now, r->cls);
+            else sim_bcache_touch(&c->ssd, b, c->now, r->cls);
+        }
+    }
+    return k;
+}
+
+static void ssd_write(sim_cluster *c, sim_inst *in, uint64_t new_blocks) {
+    if (!new_blocks) return;
+    double bytes = (double)new_blocks * c->block_bytes;
+    c->m.ssd_write_bytes += bytes;
+    if (in && in->link_ssd_write != SIM_NONE) link_send(c, in->link_ssd_write, bytes, 0);
+}
+
+static void ssd_put(sim_cluster *c, sim_inst *in, uint64_t id, int cls) {
+    uint64_t before = c->ssd.inserted;
+    sim_bcache_put(&c->ssd, id, c->now, cls, NULL);
+    ssd_write(c, in, c->ssd.inserted - before);
+}
+
+// Inserts a block into the instance's HBM prefix cache; evictions cascade HBM -> DRAM -> SSD
+// (SSD only in write-back mode: with write-through it already holds them).
+static void hbm_put(sim_cluster *c, sim_inst *in, uint64_t id, int cls) {
+    uint64_t ev;
+    if (!sim_bcache_put(&in->hbm, id, c->now, cls, &ev)) return;
+    uint64_t ev2;
+    if (in->dram.capacity) {
+        if (sim_bcache_put(&in->dram, ev, c->now, cls, &ev2) && !c->cfg->write_through &&
+            c->ssd.capacity)
+            ssd_put(c, in, ev2, cls);
+    } else if (!c->cfg->write_through && c->ssd.capacity) {
+        ssd_put(c, in, ev, cls);
+    }
+}
+
+// A finished turn's answer is persisted with the prompt: the next turn of the session names
+// those blocks with its own ids, so they are written when that turn is looked up, stamped
+// with the time the answer finished (no later than now).
+static void persist_answer(sim_cluster *c, sim_inst *in, const sim_req *r) {
+    if (!c->cfg->persist_decode || !c->closed_loop || r->prev_id < 0 || !c->ssd.capacity) return;
+    size_t i = done_slot(&c->done, (uint64_t)r->prev_id, false);
+    if (i == SIZE_MAX || c->done.done_ns[i] < 0) return;
+    uint32_t pn = c->done.n_blocks[i];
+    if (!pn || r->n_blocks < pn || r->blocks[pn - 1] != c->done.last_block[i]) return;
+    uint32_t upto = KVF_MIN(r->n_blocks, c->done.tokens[i] / c->cfg->block_tokens);
+    for (uint32_t k = pn; k < upto; k++) ssd_put(c, in, r->blocks[k], r->cls);
+}
+
+// ---- completion -----------------------------------------------------------------------------
+static void write_request_row(sim_cluster *c, const sim_req *r, const char *status) {
+    if (!c->db || !c->cfg->write_requests) return;
+    rpt_request_row row = {
+        .id = r->id,
+        .cls = trc_class_name(r->cls),
+        .session = r->session,
+        .arrival_s = r->arrival_ns >= 0 ? (double)r->arrival_ns * 1e-9 : (double)r->recorded_ns * 1e-9,
+        .input_tokens = r->input,
+        .cached_tokens = r->cached,
+        .output_tokens = r->produced,
+        .vision_instance = r->vinst == SIM_NONE ? -1 : (int32_t)c->inst[r->vinst].idx,
+        .prefill_instance = r->pinst == SIM_NONE ? -1 : (int32_t)c->inst[r->pinst].idx,
+        .decode_instance = r->dinst == SIM_NONE ? -1 : (int32_t)c->inst[r->dinst].idx,
+        .ttft_s = r->first_ns >= 0 ? (double)(r->first_ns - r->arrival_ns) * 1e-9 : NAN,
+        .tpot_s = r->produced > 1 ? (double)(r->last_ns - r->first_ns) * 1e-9 / (r->produced - 1)
+                                  : NAN,
+        .e2e_s = !strcmp(status, "completed") ? (double)(c->now - r->arrival_ns) * 1e-9 : NAN,
+        .queue_s = (double)r->queue_ns * 1e-9,
+        .status = status,
+        .hit_hbm = r->hit[SIM_TIER_HBM],
+        .hit_dram = r->hit[SIM_TIER_DRAM],
+        .hit_ssd = r->hit[SIM_TIER_SSD],
+        .preemptions = r->preemptions,
+    };
+    if (rpt_db_request(c->db, &row, c->err) != KVF_OK) fail_run(c, KVF_ERUN);
+}
+
+static void finish(sim_cluster *c, uint32_t slot, const char *status) {
+    sim_req *r = REQ(c, slot);
+    bool ok = !strcmp(status, "completed");
+    if (ok) {
+        c->completed++;
+        double ttft = (double)(r->first_ns - r->arrival_ns) * 1e-6;
+        double e2e = (double)(c->now - r->arrival_ns) * 1e-6;
+        sim_samples_add(&c->m.ttft_ms, ttft);
+        sim_samples_add(&c->m.e2e_ms, e2e);
+        bool tpot_ok = true;
+        if (r->produced > 1) {
+            double tpot = (double)(r->last_ns - r->first_ns) * 1e-6 / (r->produced - 1);
+            sim_samples_add(&c->m.tpot_ms, tpot);
+            if (tpot > 0) sim_samples_add(&c->m.gen_tok_s, 1000.0 / tpot);
+            tpot_ok = tpot <= c->cfg->slo_tpot_p90_ms;
+        }
+        if (ttft <= c->cfg->slo_ttft_p90_ms && tpot_ok) c->m.slo_ok++;
+    } else {
+        c->rejected++;
+    }
+    write_request_row(c, r, status);
+    if (r->pinst != SIM_NONE)
+        rpt_econ_input_add(&c->econ_in, &c->cfg->econ, trc_class_name(r->cls),
+                           (double)r->arrival_ns * 1e-9, r->cached, r->input - r->cached,
+                           r->produced);
+    if (c->closed_loop) {
+        size_t i = done_slot(&c->done, r->id, true);
+        c->done.done_ns[i] = c->now;
+        c->done.tokens[i] = r->input + r->produced;
+        c->done.n_blocks[i] = r->n_blocks;
+        c->done.last_block[i] = r->n_blocks ? r->blocks[r->n_blocks - 1] : 0;
+    }
+    for (uint32_t w = r->waiters; w != SIM_NONE;) {
+        sim_req *x = REQ(c, w);
+        uint32_t next = x->next_waiter;
+        x->state = SIM_RS_PENDING;
+        push_ev(c, c->now + x->think_ns, SIM_EV_ARRIVAL, 0, w, NULL);
+        w = next;
+    }
+    c->in_flight--;
+    req_free(c, slot);
+}
+
+static void reject(sim_cluster *c, uint32_t slot, const char *why) {
+    char st[64];
+    snprintf(st, sizeof st, "rejected:%s", why);
+    if (!strcmp(why, "queue")) c->m.rejected_queue++;
+    else if (!strcmp(why, "slo")) c->m.rejected_slo++;
+    else c->m.rejected_fit++;
+    finish(c, slot, st);
+}
+
+// ---- prefill ---------------------------------------------------------------------------------
+static void try_start(sim_cluster *c, sim_inst *in);
+static void running_add(sim_inst *in, sim_req *r, uint32_t slot);
+
+static void count_prefill_work(sim_cluster *c, const sim_req *r, uint32_t replay) {
+    mdl_seq s[1];
+    mdl_batch b = {.phase = MDL_PREFILL, .seqs = s, .n = 1};
+    double f, by;
+    s[0] = (mdl_seq){r->compute_tokens, r->cached - replay};
+    mdl_batch_work(&c->model, &b, &f, &by);
+    c->m.prefill_flops += f;
+    double f_actual = f;
+    s[0] = (mdl_seq){r->input, 0};
+    mdl_batch_work(&c->model, &b, &f, &by);
+    c->m.prefill_flops_no_reuse += f;
+    // without bounded replay, a hit would recompute the window layers over the whole prefix
+    double wfrac = c->model.layers ? (double)c->model.window_layers / c->model.layers : 0;
+    c->m.prefill_flops_window_full += f_actual + (c->swa_replay ? wfrac * (f - f_actual) : 0);
+}
+
+static void prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
+    sim_req *r = REQ(c, slot);
+    const sim_config *cfg = c->cfg;
+    r->pinst = in->id;
+    persist_answer(c, in, r);
+    uint32_t tiers[SIM_TIERS];
+    uint32_t nb = sim_cluster_prefix(c, in, r, tiers, true);
+    uint32_t bt = cfg->block_tokens;
+    uint64_t hit = (uint64_t)nb * bt;
+    if (hit > r->input - 1) hit = r->input - 1;   // at least one prompt token is computed
+    // tokens by tier follow the prefix order HBM/DRAM/SSD block by block; the cap trims the last
+    uint64_t left = hit;
+    for (int t = 0; t < SIM_TIERS; t++) {
+        uint64_t tok = KVF_MIN((uint64_t)tiers[t] * bt, left);
+        r->hit[t] = (uint32_t)tok;
+        left -= tok;
+    }
+    r->cached = (uint32_t)hit;
+    uint32_t replay = c->swa_replay ? KVF_MIN(cfg->swa_replay_tokens, r->cached) : 0;
+    r->compute_tokens = r->input - r->cached + replay;
+    r->computed = 0;
+    sim_metrics *m = &c->m;
+    m->prompt_tokens += r->input;
+    m->iv_prompt += r->input;
+    m->hit_tokens += r->cached;
+    m->iv_hit += r->cached;
+    m->miss_tokens += r->input - r->cached;
+    for (int t = 0; t < SIM_TIERS; t++) {
+        m->hit_tier[t] += r->hit[t];
+        m->iv_hit_tier[t] += r->hit[t];
+    }
+    count_prefill_work(c, r, replay);
+    // loads from DRAM (PCIe) and SSD (storage network) run in parallel on their own links
+    r->pending_loads = 0;
+    double by[SIM_TIERS] = {0, (double)tiers[SIM_TIER_DRAM] * c->block_bytes,
+                            (double)tiers[SIM_TIER_SSD] * c->block_bytes};
+    uint32_t lk[SIM_TIERS] = {SIM_NONE, in->link_dram, in->link_ssd};
+    for (int t = SIM_TIER_DRAM; t < SIM_TIERS; t++) {
+        if (by[t] <= 0) continue;
+        m->load_bytes[t] += by[t];
+        if (lk[t] == SIM_NONE) continue;
+        r->pending_loads++;
+        link_send(c, lk[t], by[t], slot);
+    }
+    in->queued_tokens += r->compute_tokens;
+    r->enq_ns = c->now;
+    r->loads_overlap = cfg->overlap_load;
+    if (r->pending_loads && !cfg->overlap_load) {
+        r->state = SIM_RS_LOADING;
+        in->n_loading++;
+    } else {
+        r->state = SIM_RS_PREFILL;
+        sim_rheap_push(&in->ready, queue_key(c, pool_of(c, in)->cfg, r), slot);
+    }
+    try_start(c, in);
+}
+
+static uint32_t queue_len(const sim_inst *in) {
+    return (uint32_t)(in->ready.n + in->n_loading + in->dwait.n);
+}
+
+static void route_prefill(sim_cluster *c, uint32_t slot) {
+    sim_pool *p = &c->pool[SIM_POOL_PREFILL];
+    sim_req *r = REQ(c, slot);
+    if (p->n_active == 0) {
+        reject(c, slot, "no_instance");
+        return;
+    }
+    sim_route_fn fn = sim_router_prefill(c->cfg->router_prefill);
+    uint32_t id = fn(c, p, r);
+    if (id == SIM_NONE) {
+        reject(c, slot, "slo");
+        return;
+    }
+    if (p->cfg->queue_limit > 0 && (int64_t)queue_len(&c->inst[id]) >= p->cfg->queue_limit) {
+        reject(c, slot, "queue");
+        return;
+    }
+    prefill_admit(c, &c->inst[id], slot);
+}
+
+static void start_decode_transfer(sim_cluster *c, sim_inst *pin, uint32_t slot) {
+    sim_req *r = REQ(c, slot);
+    sim_pool *dp = &c->pool[SIM_POOL_DECODE];
+    if (dp->n_active == 0) {
+        reject(c, slot, "no_instance");
+        return;
+    }
+    uint32_t id = sim_router_decode(c->cfg->router_decode)(c, dp, r);
+    r->dinst = id;
+    r->state = SIM_RS_TRANSFER;
+    double bytes = (double)r->input * c->kv_bytes_token;
+    c->m.kv_transfer_bytes += bytes;
+
+    if (pin->link_xfer == SIM_NONE) {
+        r->state = SIM_RS_DECODE_WAIT;
+        r->enq_ns = c->now;
+        sim_rheap_push(&c->inst[id].dwait, r->seq, slot);
+        try_start(c, &c->inst[id]);
+    } else {
+        link_send(c, pin->link_xfer, bytes, slot);
+    }
+}
+
+static void prefill_finish(sim_cluster *c, sim_inst *in, uint32_t slot) {
+    sim_req *r = REQ(c, slot);
+    r->first_ns = r->last_ns = c->now;
+    r->produced = 1;
+    c->m.output_tokens++;
+    c->m.iv_out++;
+    c->m.iv_in += r->input;
+    // the prompt's blocks now live in this instance's HBM (and the SSD with write-through)
+    if (c->cfg->prefix_cache) {
+        for (uint32_t k = 0; k < r->n_blocks; k++) {
+            hbm_put(c, in, r->blocks[k], r->cls);
+            if (c->cfg->write_through && c->ssd.capacity) ssd_put(c, in, r->blocks[k], r->cls);
+        }
+    }
+    if (r->produced >= r->output) {
+        finish(c, slot, "completed");
+        return;
+    }
+    if (c->colocated) {
+        // KV is already here (claimed when its prefill started): join the running batch
+        in->n_prefilling--;
+        r->state = SIM_RS_DECODE;
+        r->dinst = in->id;
+        running_add(in, r, slot);
+        return;
+    }
+    start_decode_transfer(c, in, slot);
+}
+
+// ---- decode ----------------------------------------------------------------------------------
+static void running_add(sim_inst *in, sim_req *r, uint32_t slot) {
+    if (in->n_running + 1 > in->running_cap) {
+        size_t cap = in->running_cap;
+        kvf_grow((void **)&in->running, &cap, in->n_running + 1, sizeof *in->running);
+        in->running_cap = (uint32_t)cap;
+    }
+    r->qpos = in->n_running;
+    in->running[in->n_running++] = slot;
+}
+
+static void running_remove(sim_cluster *c, sim_inst *in, uint32_t pos) {
+    uint32_t last = in->running[--in->n_running];
+    if (pos < in->n_running) {
+        in->running[pos] = last;
+        REQ(c, last)->qpos = pos;
+    }
+}
+
+static uint32_t ctx_tokens(const sim_req *r) { return r->input + r->produced - 1; }
+
+// Admits waiting requests while batch slots and KV capacity allow. A request that could never
+// fit in an empty instance is rejected.
+static void decode_admit(sim_cluster *c, sim_inst *in) {
+    const sim_pool_cfg *pc = pool_of(c, in)->cfg;
+    uint32_t maxb = pc->max_batch_requests > 0 ? (uint32_t)pc->max_batch_requests : UINT32_MAX;
+    while (in->dwait.n && in->n_running + in->n_prefilling < maxb) {
+        uint32_t slot = in->dwait.slot[0];
+        sim_req *r = REQ(c, slot);
+        double need = (double)ctx_tokens(r) + 1;
+        if (need > in->kv_cap) {
+            uint32_t s2;
+            sim_rheap_pop(&in->dwait, &s2);
+            reject(c, slot, "kv_capacity");
+            continue;
+        }
+        if (in->kv_used + need > in->kv_cap) break;
+        uint32_t s2;
+        sim_rheap_pop(&in->dwait, &s2);
+        r->queue_ns += c->now - r->enq_ns;
+        r->state = SIM_RS_DECODE;
+        in->kv_used += ctx_tokens(r);   // KV held = tokens whose KV exists; steps add theirs
+        running_add(in, r, slot);
+    }
+}
+
+// Preempts the most recently admitted requests until the KV held fits the capacity.
+static void decode_preempt(sim_cluster *c, sim_inst *in) {
+    while (in->kv_used > in->kv_cap && in->n_running > 1) {
+        uint32_t slot = in->running[in->n_running - 1];
+        sim_req *r = REQ(c, slot);
+        running_remove(c, in, in->n_running - 1);
+        in->kv_used -= ctx_tokens(r);
+        r->preemptions++;
+        c->m.preemptions++;
+        r->enq_ns = c->now;
+        if (c->cfg->preemption == SIM_PREEMPT_SWAP && c->hw.pcie_Bps > 0) {
+            // out and back in over PCIe
+            r->state = SIM_RS_SWAPPED;
+            double s = 2.0 * ctx_tokens(r) * c->kv_bytes_token / c->hw.pcie_Bps;
+            push_ev(c, c->now + (sim_time)(s * 1e9), SIM_EV_SWAPIN, 0, slot, NULL);
+        } else {
+            r->recompute = ctx_tokens(r);
+            r->state = SIM_RS_DECODE_WAIT;
+            sim_rheap_push(&in->dwait, r->seq, slot);
+        }
+    }
+}
+
+// Emits the tokens of one decode step for running request at pos; returns true if it finished.
+static bool decode_emit(sim_cluster *c, sim_inst *in, uint32_t pos) {
+    uint32_t slot = in->running[pos];
+    sim_req *r = REQ(c, slot);
+    if (r->recompute) {   // this step rebuilt its KV; no token
+        r->recompute = 0;
+        return false;
+    }
+    uint32_t k = 1;
+    for (uint32_t d = 0; d < c->cfg->draft_tokens; d++) {
+        if (kvf_rng_uniform(&in->rng) >= c->cfg->acceptance) break;
+        k++;
+    }
+    if (k > r->output - r->produced) k = r->output - r->produced;
+    double gap = (double)(c->now - r->last_ns) * 1e-6;
+    sim_hist_add(&c->m.itl_ms, gap, 1);
+    sim_hist_add(&c->m.itl_ms, 0, k - 1);
+    r->produced += k;
+    r->last_ns = c->now;
+    in->kv_used += k;
+    c->m.output_tokens += k;
+    c->m.iv_out += k;
+    c->m.decode_step_tokens += k;
+    c->m.decode_step_seqs++;
+    if (r->produced < r->output) return false;
+    in->kv_used -= ctx_tokens(r);
+    running_remove(c, in, pos);
+    finish(c, slot, "completed");
+    return true;
+}
+
+// ---- step formation --------------------------------------------------------------------------
+static void begin_step(sim_cluster *c, sim_inst *in, const mdl_step_cost *k) {
+    in->busy = true;
+    in->step_start = c->now;
+    in->step_end = c->now + k->ns;
+    in->steps++;
+    push_ev(c, in->step_end, SIM_EV_STEP_DONE, in->id, 0, &in->step_seq);
+}
+
+// Fills the batch with prefill chunks from the ready queue within budget tokens. Colocated
+// instances claim KV for a request when its first chunk is scheduled.
+static uint32_t take_prefill_chunks(sim_cluster *c, sim_inst *in, int64_t budget, uint32_t n) {
+    const sim_pool_cfg *pc = pool_of(c, in)->cfg;
+    int64_t lim = pc->chunk_tokens > 0 ? pc->chunk_tokens : budget;
+    uint32_t maxb = pc->max_batch_requests > 0 ? (uint32_t)pc->max_batch_requests : UINT32_MAX;
+    while (budget > 0 && in->ready.n) {
+        uint32_t slot = in->ready.slot[0];
+        sim_req *r = REQ(c, slot);
+        if (c->colocated && r->computed == 0) {
+            double need = (double)r->input + 1;
+            if (need > in->kv_cap) {
+                uint32_t s2;
+                sim_rheap_pop(&in->ready, &s2);
+                in->queued_tokens -= r->compute_tokens;
+                reject(c, slot, "kv_capacity");
+                continue;
+            }
+            if (in->kv_used + need > in->kv_cap || in->n_running + in->n_prefilling >= maxb) break;
+            in->kv_used += r->input;
+            in->n_prefilling++;
+        }
+        uint32_t s2;
+        sim_rheap_pop(&in->ready, &s2);
+        uint32_t rem = r->compute_tokens - r->computed;
+        uint32_t ch = (uint32_t)KVF_MIN((int64_t)rem, KVF_MIN(budget, lim));
+        if (r->computed == 0) r->queue_ns += c->now - r->enq_ns;
+        batch_reserve(in, n + 1);
+        seqs_reserve(c, n + 1);
+        in->batch[n] = slot;
+        in->chunk[n] = ch;
+        c->seqs[n] = (mdl_seq){ch, r->input - r->compute_tokens + r->computed};
+        r->in_batch = true;
+        budget -= ch;
+        n++;
+    }
+    return n;
+}
+
+static void try_start(sim_cluster *c, sim_inst *in) {
+    if (in->busy || c->status != KVF_OK) return;
+    sim_pool *p = pool_of(c, in);
+    mdl_step_cost k;
+    if (in->pool == SIM_POOL_VISION) {
+        uint32_t n = 0, images = 0;
+        uint32_t slot;
+        while (in->ready.n && n < 64) {
+            sim_rheap_pop(&in->ready, &slot);
+            sim_req *r = REQ(c, slot);
+            r->queue_ns += c->now - r->enq_ns;
+            batch_reserve(in, n + 1);
+            in->batch[n++] = slot;
+            images += r->images;
+        }
+        if (!n) return;
+        in->n_batch = n;
+        step_cost(c, p, MDL_VISION, 0, images, &k);
+        begin_step(c, in, &k);
+        return;
+    }
+    uint32_t n = 0;
+    mdl_phase phase = MDL_PREFILL;
+    uint32_t structured = 0;
+    if (in->pool == SIM_POOL_DECODE || c->colocated) {
+        decode_admit(c, in);
+        seqs_reserve(c, in->n_running);
+        for (uint32_t i = 0; i < in->n_running; i++) {
+            sim_req *r = REQ(c, in->running[i]);
+            c->seqs[i] = r->recompute ? (mdl_seq){r->recompute, 0}
+                                      : (mdl_seq){1 + c->cfg->draft_tokens, ctx_tokens(r)};
+            if (r->flags & TRC_F_STRUCTURED) structured++;
+        }
+        n = in->n_running;
+        phase = MDL_DECODE;
+    }
+    in->n_batch = 0;
+    if (in->pool == SIM_POOL_PREFILL) {
+        int64_t budget = p->cfg->max_batch_tokens - (int64_t)n * (1 + c->cfg->draft_tokens);
+        uint32_t n2 = take_prefill_chunks(c, in, budget > 0 ? budget : 0, n);
+        in->n_batch = n2 - n;
+        // batch[] holds prefill chunks at [n, n2): shift them to the front
+        if (n && in->n_batch) {
+            memmove(in->batch, in->batch + n, in->n_batch * sizeof *in->batch);
+            memmove(in->chunk, in->chunk + n, in->n_batch * sizeof *in->chunk);
+        }
+        if (n && in->n_batch) phase = MDL_MIXED;
+        else if (in->n_batch) phase = MDL_PREFILL;
+        n = n2;
+    }
+    if (!n) return;
+    step_cost(c, p, phase, n, 0, &k);
+    if (structured) k.ns += (sim_time)(structured * c->cfg->structured_mask_ns);
+    begin_step(c, in, &k);
+}
+
+static void on_step_done(sim_cluster *c, sim_inst *in) {
+    // an overlapped load that is still running holds the step (its layers wait for the KV)
+    for (uint32_t i = 0; i < in->n_batch; i++)
+        if (REQ(c, in->batch[i])->pending_loads) {
+            in->waiting_loads = true;
+            return;
+        }
+    in->waiting_loads = false;
+    in->busy = false;
+    in->busy_ns += (double)(c->now - in->step_start);
+    sim_pool *p = pool_of(c, in);
+    if (in->pool == SIM_POOL_VISION) {
+        for (uint32_t i = 0; i < in->n_batch; i++) route_prefill(c, in->batch[i]);
+        in->n_batch = 0;
+        try_start(c, in);
+        return;
+    }
+    // decode tokens first (requests that were running when the step began)
+    if (in->pool == SIM_POOL_DECODE || c->colocated) {
+        c->m.decode_steps++;
+        for (uint32_t i = 0; i < in->n_running;)
+            if (!decode_emit(c, in, i)) i++;
+    }
+    for (uint32_t i = 0; i < in->n_batch; i++) {
+        uint32_t slot = in->batch[i];
+        sim_req *r = REQ(c, slot);
+        r->in_batch = false;
+        r->computed += in->chunk[i];
+        in->queued_tokens -= in->chunk[i];
+        if (r->computed >= r->compute_tokens) prefill_finish(c, in, slot);
+        else sim_rheap_push(&in->ready, queue_key(c, p->cfg, r), slot);
+    }
+    in->n_batch = 0;
+    if (in->pool == SIM_POOL_DECODE || c->colocated) decode_preempt(c, in);
+    try_start(c, in);
+}
+
+static void on_link(sim_cluster *c, uint32_t id) {
+    sim_link_ref *lr = &c->links[id];
+    lr->link.ev_seq = 0;
+    uint64_t tag;
+    while (sim_link_pop_done(&lr->link, c->now, &tag)) {
+        sim_inst *in = &c->inst[lr->inst];
+        if (lr->kind == LINK_SSDW) continue;
+        uint32_t slot = (uint32_t)tag;
+        sim_req *r = REQ(c, slot);
+        if (lr->kind == LINK_XFER) {
+            sim_inst *d = &c->inst[r->dinst];
+            r->state = SIM_RS_DECODE_WAIT;
+            r->enq_ns = c->now;
+            sim_rheap_push(&d->dwait, r->seq, slot);
+            try_start(c, d);
+            continue;
+        }
+        KVF_ASSERT(r->pending_loads > 0);
+        if (--r->pending_loads) continue;
+        if (r->state == SIM_RS_LOADING) {
+            in->n_loading--;
+            r->state = SIM_RS_PREFILL;
+            sim_rheap_push(&in->ready, queue_key(c, pool_of(c, in)->cfg, r), slot);
+            try_start(c, in);
+        } else if (r->in_batch && in->waiting_loads) {
+            on_step_done(c, in);
+        }
+    }
+    reschedule_link(c, id);
+}
+
+static void on_arrival(sim_cluster *c, uint32_t slot) {
+    sim_req *r = REQ(c, slot);
+    r->arrival_ns = c->now;
+    r->seq = c->seq++;
+    c->arrived++;
+    if (c->arrived == 1) c->first_arrival_ns = c->now;
+    c->last_arrival_ns = c->now;
+    sim_pool *vp = &c->pool[SIM_POOL_VISION];
+    if (r->images && vp->n_active) {
+        sim_inst *best = NULL;
+        for (uint32_t i = 0; i < vp->n; i++) {
+            sim_inst *in = &c->inst[vp->first + i];
+            if (in->active && (!best || in->ready.n < best->ready.n)) best = in;
+        }
+        r->vinst = best->id;
+        r->state = SIM_RS_VISION;
+        r->enq_ns = c->now;
+        sim_rheap_push(&best->ready, r->seq, slot);
+        try_start(c, best);
+        return;
+    }
+    route_prefill(c, slot);
+}
+
+// ---- sampling ----------------------------------------------------------------------------------
+static void ts(sim_cluster *c, const char *pool, int32_t inst, const char *metric, double v) {
+    if (!c->db || c->status != KVF_OK) return;
+    if (rpt_db_timeseries(c->db, (double)c->now * 1e-9, pool, inst, metric, v, c->err) != KVF_OK)
+        fail_run(c, KVF_ERUN);
+}
+
+static void pool_gpu_account(sim_cluster *c) {
+    for (int k = 0; k < SIM_POOLS; k++) {
+        sim_pool *p = &c->pool[k];
+        p->gpu_ns += (double)(c->now - p->gpu_last) * p->n_active *
+                     (p->cfg ? p->cfg->gpus_per_instance : 0);
+        p->gpu_last = c->now;
+    }
+}
+
+static void on_sample(sim_cluster *c, double interval_s) {
+    sim_metrics *m = &c->m;
+    // expire entries whose retention ran out, so occupancy is honest
+    sim_bcache_expire(&c->ssd, c->now);
+    uint64_t hbm_blocks = 0, qlen = 0;
+    for (uint32_t i = 0; i < c->n_inst; i++) {
+        sim_bcache_expire(&c->inst[i].hbm, c->now);
+        sim_bcache_expire(&c->inst[i].dram, c->now);
+        hbm_blocks += c->inst[i].hbm.used;
+    }
+    static const char *names[SIM_POOLS] = {"vision", "prefill", "decode"};
+    for (int k = 0; k < SIM_POOLS; k++) {
+        sim_pool *p = &c->pool[k];
+        if (!p->n) continue;
+        double busy = 0, q = 0, run = 0, kvu = 0, kvc = 0;
+        for (uint32_t i = 0; i < p->n; i++) {
+            sim_inst *in = &c->inst[p->first + i];
+            double b = in->busy_ns + (in->busy ? (double)(c->now - in->step_start) : 0);
+            busy += b - in->busy_ns_sampled;
+            in->busy_ns_sampled = b;
+            q += queue_len(in);
+            run += in->n_running + in->n_batch;
+            kvu += in->kv_used;
+            kvc += in->kv_cap;
+        }
+        qlen += (uint64_t)q;
+        double util = p->n_active ? busy / (interval_s * 1e9 * p->n_active) : 0;
+        ts(c, names[k], -1, "utilization", util > 1 ? 1 : util);
+        ts(c, names[k], -1, "queue_len", q);
+        ts(c, names[k], -1, "running_requests", run);
+        ts(c, names[k], -1, "instances", p->n_active);
+        if (kvc > 0) ts(c, names[k], -1, "kv_used_frac", kvu / kvc);
+    }
+    sim_samples_add(&m->queue_len, (double)qlen);
+    ts(c, "cluster", -1, "input_tok_s", (double)m->iv_in / interval_s);
+    ts(c, "cluster", -1, "output_tok_s", (double)m->iv_out / interval_s);
+    ts(c, "cluster", -1, "in_flight", (double)c->in_flight);
+    if (m->iv_prompt) {
+        double pr = (double)m->iv_prompt;
+        ts(c, "cluster", -1, "hit_rate", (double)m->iv_hit / pr);
+        ts(c, "cluster", -1, "hit_rate_hbm", (double)m->iv_hit_tier[0] / pr);
+        ts(c, "cluster", -1, "hit_rate_dram", (double)m->iv_hit_tier[1] / pr);
+        ts(c, "cluster", -1, "hit_rate_ssd", (double)m->iv_hit_tier[2] / pr);
+    }
+    double store = (double)c->ssd.used * c->block_bytes;
+    if (store > m->store_bytes_peak) m->store_bytes_peak = store;
+    ts(c, "kv", -1, "kv_store_bytes", store);
+    ts(c, "kv", -1, "hbm_cache_bytes", (double)hbm_blocks * c->block_bytes);
+    m->iv_in = m->iv_out = m->iv_prompt = m->iv_hit = 0;
+    memset(m->iv_hit_tier, 0, sizeof m->iv_hit_tier);
+}
+
+static void on_schedule(sim_cluster *c, uint32_t e) {
+    const sim_schedule_entry *s = &c->cfg->schedule[e];
+    pool_gpu_account(c);
+    int32_t want[SIM_POOLS] = {-1, s->prefill, s->decode};
+    for (int k = SIM_POOL_PREFILL; k < SIM_POOLS; k++) {
+        sim_pool *p = &c->pool[k];
+        if (want[k] < 0 || !p->n) continue;
+        uint32_t w = (uint32_t)KVF_MIN((uint32_t)want[k], p->n);
+        if (w < 1) w = 1;
+        p->n_active = w;
+        for (uint32_t i = 0; i < p->n; i++) c->inst[p->first + i].active = i < w;
+    }
+}
+
+// ---- setup and the loop ------------------------------------------------------------------------
+static kvf_status make_stepper(sim_cluster *c, sim_pool *p, kvf_err *err) {
+    const sim_config *cfg = c->cfg;
+    const sim_pool_cfg *pc = p->cfg;
+    mdl_parallel par = {.gpus = (uint32_t)pc->gpus_per_instance,
+                        .tp = (uint32_t)(pc->tp > 0 ? pc->tp : pc->gpus_per_instance),
+                        .ep = (uint32_t)(pc->ep > 0 ? pc->ep : pc->gpus_per_instance),
+                        .ep_skew = cfg->ep_skew > 1 ? cfg->ep_skew : 1.0};
+    if (c->model.experts && cfg->ep_redundant_experts > 0) {
+        // redundant copies of hot experts spread the hottest GPU's load
+        par.ep_skew = 1.0 + (par.ep_skew - 1.0) * (1.0 - KVF_MIN(cfg->ep_redundant_experts, 1.0));
+    }
+    return sim_make_stepper(cfg, &c->model, &c->hw, &par, c->opts, &p->stepper, err);
+}
+
+kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run_opts *o,
+                            kvf_err *err) {
+    memset(c, 0, sizeof *c);
+    c->cfg = cfg;
+    c->opts = o;
+    c->err = err;
+    c->free_req = SIM_NONE;
+    c->colocated = cfg->mode == SIM_COLOCATED;
+    kvf_rng_init(&c->rng, cfg->seed, 0xC1u);
+    sim_metrics_init(&c->m);
+    rpt_econ_input_init(&c->econ_in);
+    char path[SIM_PATH_MAX], dir[SIM_PATH_MAX];
+    sim_config_resolve(cfg, "models", dir, sizeof dir);
+    kvf_status st = mdl_model_load(&c->model, cfg->model, dir, err);
+    if (st) return st;
+    st = mdl_hardware_load(&c->hw, cfg->hardware, dir, err);
+    if (st) return st;
+    (void)path;
+    c->swa_replay = c->model.window > 0 && c->model.window_layers > 0 && cfg->swa_replay_tokens > 0;
+    double stored_tok = c->swa_replay ? c->model.kv_bytes_per_token_full : c->model.kv_bytes_per_token;
+    c->block_bytes = stored_tok * cfg->block_tokens;
+    c->kv_bytes_token = c->model.kv_bytes_per_token;
+    // pools: colocated folds prefill + decode instances into one pool (same GPU count)
+    const sim_pool_cfg *pcfg[SIM_POOLS] = {&cfg->vision, &cfg->prefill, &cfg->decode};
+    uint32_t counts[SIM_POOLS] = {(uint32_t)cfg->vision.instances, (uint32_t)cfg->prefill.instances,
+                                  (uint32_t)cfg->decode.instances};
+    if (c->colocated) {
+        counts[SIM_POOL_PREFILL] += counts[SIM_POOL_DECODE];
+        counts[SIM_POOL_DECODE] = 0;
+    }
+    c->n_inst = counts[0] + counts[1] + counts[2];
+    c->inst = kvf_calloc(c->n_inst ? c->n_inst : 1, sizeof *c->inst);
+    uint32_t id = 0;
+    for (int k = 0; k < SIM_POOLS; k++) {
+        sim_pool *p = &c->pool[k];
+        p->kind = (sim_pool_kind)k;
+        p->cfg = pcfg[k];
+        p->first = id;
+        p->n = p->n_active = counts[k];
+        if (p->n) {
+            st = make_stepper(c, p, err);
+            if (st) return st;
+        }
+        mdl_parallel par = {.gpus = (uint32_t)p->cfg->gpus_per_instance};
+        double kvcap = mdl_kv_capacity_tokens(&c->model, &c->hw, &par, cfg->activation_reserve);
+        if (p->n && k != SIM_POOL_VISION && kvcap < 1)
+            return kvf_fail(err, KVF_EINVAL,
+                            "%s: model %s (%.1f GB of weights) does not fit %d x %s GPU(s) of "
+                            "cluster.%s",
+                            cfg->path[0] ? cfg->path : "scenario", c->model.name,
+                            c->model.weight_bytes / 1e9, p->cfg->gpus_per_instance, c->hw.name,
+                            k == SIM_POOL_PREFILL ? "prefill" : "decode");
+        for (uint32_t i = 0; i < p->n; i++, id++) {
+            sim_inst *in = &c->inst[id];
+            in->id = id;
+            in->pool = (sim_pool_kind)k;
+            in->idx = i;
+            in->active = true;
+            in->kv_cap = kvcap;
+            kvf_rng_init(&in->rng, cfg->seed, 0x1000u + id);
+            in->link_dram = in->link_ssd = in->link_xfer = in->link_ssd_write = SIM_NONE;
+            uint64_t hbm_blocks = 0, dram_blocks = 0;
+            if (k == SIM_POOL_PREFILL && cfg->prefix_cache) {
+                hbm_blocks = (uint64_t)(kvcap * cfg->hbm_cache_frac *
+                                        (c->kv_bytes_token / stored_tok) / cfg->block_tokens);
+                if (cfg->dram.capacity_bytes < 0) dram_blocks = UINT64_MAX;
+                else dram_blocks = (uint64_t)(cfg->dram.capacity_bytes / c->block_bytes);
+                in->link_dram = add_link(c, cfg->dram.read_Bps, (sim_time)cfg->dram.latency_ns, id, LINK_DRAM);
+                if (cfg->ssd.capacity_bytes != 0) {
+                    in->link_ssd = add_link(c, cfg->ssd.read_Bps, (sim_time)cfg->ssd.latency_ns, id, LINK_SSD);
+                    in->link_ssd_write = add_link(c, cfg->ssd.write_Bps, 0, id, LINK_SSDW);
+                }
+                if (!c->colocated)
+                    in->link_xfer = add_link(c, cfg->kv_transfer_Bps, (sim_time)cfg->net_latency_ns, id, LINK_XFER);
+            }
+            sim_bcache_init(&in->hbm, hbm_blocks, cfg->retention_ns);
+            sim_bcache_init(&in->dram, dram_blocks, cfg->retention_ns);
+        }
+    }
+    uint64_t ssd_blocks = 0;
+    if (cfg->prefix_cache && cfg->ssd.capacity_bytes < 0) ssd_blocks = UINT64_MAX;
+    else if (cfg->prefix_cache && cfg->ssd.capacity_bytes > 0)
+        ssd_blocks = (uint64_t)(cfg->ssd.capacity_bytes / c->block_bytes);
+    sim_bcache_init(&c->ssd, ssd_blocks, cfg->retention_ns);
+    c->q = sim_queue_create(1024);
+    return KVF_OK;
+}
+
+kvf_status sim_cluster_open_trace(sim_cluster *c, trc_reader *rd) {
+    c->reader = rd;
+    trc_format f = trc_reader_format(rd);
+    c->closed_loop = f == TRC_FMT_SESSIONS || f == TRC_FMT_KVFLEET;
+    read_trace(c);
+    return c->status;
+}
+
+kvf_status sim_cluster_loop(sim_cluster *c) {
+    const sim_config *cfg = c->cfg;
+    double interval = cfg->sample_interval_s > 0 ? cfg->sample_interval_s : 10;
+    push_ev(c, (sim_time)(interval * 1e9), SIM_EV_SAMPLE, 0, 0, NULL);
+    for (int32_t e = 0; e < cfg->n_schedule; e++) {
+        // time-of-day entries repeat daily from the trace start at 00:00 UTC
+        push_ev(c, (sim_time)(cfg->schedule[e].from_h * 3600e9), SIM_EV_SCHEDULE, 0, (uint64_t)e, NULL);
+    }
+    sim_event ev;
+    uint64_t n = 0;
+    while (c->status == KVF_OK && sim_queue_pop(c->q, &ev)) {
+        KVF_ASSERT(ev.t >= c->now);
+        c->now = ev.t;
+        switch (ev.kind) {
+        case SIM_EV_ARRIVAL:
+            on_arrival(c, (uint32_t)ev.arg[0]);
+            if (ev.dst == 1) read_trace(c);
+            break;
+        case SIM_EV_STEP_DONE: on_step_done(c, &c->inst[ev.dst]); break;
+        case SIM_EV_LINK: on_link(c, (uint32_t)ev.arg[0]); break;
+        case SIM_EV_SWAPIN: {
+            sim_req *r = REQ(c, (uint32_t)ev.arg[0]);
+            sim_inst *in = &c->inst[r->dinst];
+            r->state = SIM_RS_DECODE_WAIT;
+            sim_rheap_push(&in->dwait, r->seq, (uint32_t)ev.arg[0]);
+            try_start(c, in);
+            break;
+        }
+        case SIM_EV_SAMPLE:
+            on_sample(c, interval);
+            if (c->in_flight || !c->reader_done || sim_queue_size(c->q))
+                push_ev(c, c->now + (sim_time)(interval * 1e9), SIM_EV_SAMPLE, 0, 0, NULL);
+            break;
+        case SIM_EV_SCHEDULE:
+            on_schedule(c, (uint32_t)ev.arg[0]);
+            if (c->in_flight || !c->reader_done)
+                push_ev(c, c->now + 86400 * KVF_NS_PER_S, SIM_EV_SCHEDULE, 0, ev.arg[0], NULL);
+            break;
+        default: KVF_ASSERT(!"unknown event kind");
+        }
+        if ((++n & 0xffff) == 0) {
+            if (c->opts && c->opts->interrupt && *c->opts->interrupt) return KVF_EINTR;
+            sim_run_progress(c);
+        }
+    }
+    pool_gpu_account(c);
+    return c->status;
+}
+
+void sim_cluster_free(sim_cluster *c) {
+    for (uint32_t i = 0; i < c->n_inst; i++) {
+        sim_inst *in = &c->inst[i];
+        sim_rheap_free(&in->ready);
+        sim_rheap_free(&in->dwait);
+        free(in->batch);
+        free(in->chunk);
+        free(in->running);
+        sim_bcache_free(&in->hbm);
+        sim_bcache_free(&in->dram);
+    }
+    free(c->inst);
+    for (uint32_t i = 0; i < c->n_links; i++) sim_link_free(&c->links[i].link);
+    free(c->links);
+    for (int k = 0; k < SIM_POOLS; k++) mdl_stepper_destroy(c->pool[k].stepper);
+    for (uint32_t i = 0; i < c->req_cap; i++) free(c->req[i].blocks);
+    free(c->req);
+    free(c->seqs);
+    free(c->scratch_slots);
+    sim_bcache_free(&c->ssd);
+    done_free(&c->done);
+    sim_queue_destroy(c->q);
+    sim_metrics_free(&c->m);
+}

@@ -1,0 +1,206 @@
+// sim/sim_cluster.h -- internals of a run: requests, instances, pools and the cluster state
+// the event handlers share. Not a public header (sim.h is); policies (sim_router.c) and
+// metrics (sim_metrics.c) include it.
+//
+// Request life (disaggregated):
+//   trace -> ARRIVAL -> [vision pool] -> prefill router -> prefill instance: cache lookup,
+//   tier loads (links) -> ready queue -> chunked prefill steps -> first token (TTFT)
+//   -> decode router -> KV transfer (link) -> decode admission (KV capacity) -> decode steps
+//   (one event per batch step; tokens advance by arithmetic) -> completion.
+// Colocated: one pool; a step mixes decode tokens of running requests with prefill chunks.
+#ifndef SIM_CLUSTER_H
+#define SIM_CLUSTER_H
+
+#include "mdl.h"
+#include "rpt.h"
+#include "sim.h"
+#include "sim_kv.h"
+#include "sim_link.h"
+#include "sim_metrics.h"
+#include "sim_queue.h"
+#include "trc.h"
+
+#define SIM_NONE UINT32_MAX
+
+enum {
+    SIM_EV_READ = 1,        // pull the next request(s) from the trace
+    SIM_EV_ARRIVAL,         // arg0 = slot: request reaches the frontend
+    SIM_EV_STEP_DONE,       // dst = instance: batch step ends
+    SIM_EV_LINK,            // arg0 = link id: earliest transfer on that link completes
+    SIM_EV_SAMPLE,          // time-series sample
+    SIM_EV_SCHEDULE,        // arg0 = schedule entry: instance counts change
+    SIM_EV_SWAPIN,          // arg0 = slot: swapped-out request is back in HBM
+};
+
+typedef enum sim_pool_kind { SIM_POOL_VISION = 0, SIM_POOL_PREFILL, SIM_POOL_DECODE, SIM_POOLS } sim_pool_kind;
+typedef enum sim_tier { SIM_TIER_HBM = 0, SIM_TIER_DRAM, SIM_TIER_SSD, SIM_TIERS } sim_tier;
+
+typedef enum sim_req_state {
+    SIM_RS_FREE = 0,
+    SIM_RS_WAITING_PREV,    // closed loop: waits for the previous turn
+    SIM_RS_PENDING,         // arrival scheduled
+    SIM_RS_VISION,
+    SIM_RS_LOADING,         // prefill instance: KV tier loads in flight
+    SIM_RS_PREFILL,         // in a prefill ready queue or batch
+    SIM_RS_TRANSFER,        // KV moving to decode
+    SIM_RS_DECODE_WAIT,     // waiting for decode admission
+    SIM_RS_DECODE,          // running on a decode instance
+    SIM_RS_SWAPPED,         // preempted to DRAM (swap)
+} sim_req_state;
+
+typedef struct sim_req {
+    uint64_t id;                // trace id
+    sim_time recorded_ns;       // arrival recorded in the trace
+    sim_time arrival_ns;        // actual arrival at the frontend
+    sim_time first_ns, last_ns; // first/last token times, -1 before
+    sim_time enq_ns;            // when it entered its current queue
+    sim_time queue_ns;          // total time spent queued
+    sim_time think_ns;
+    int64_t prev_id;
+    uint64_t session;
+    uint64_t seq;               // order of arrival, ties in queues
+    uint32_t input, output;     // tokens
+    uint32_t produced;          // output tokens emitted so far
+    uint32_t cached;            // prompt tokens served from cache
+    uint32_t hit[SIM_TIERS];    // cached tokens by tier
+    uint32_t compute_tokens;    // prompt tokens to compute (miss + SWA replay)
+    uint32_t computed;          // of those, done
+    uint32_t recompute;         // decode: tokens to recompute after a preemption
+    uint32_t n_blocks, blocks_cap;
+    uint64_t *blocks;           // chained block ids (buffer kept across reuse of the slot)
+    uint32_t pending_loads;     // tier loads in flight
+    uint32_t next_waiter;       // closed loop: next request waiting on the same prev
+    uint32_t waiters;           // closed loop: first request waiting on this one
+    uint32_t vinst, pinst, dinst;   // instance ids, SIM_NONE = none
+    uint32_t qpos;              // decode: index in its instance's running array
+    uint32_t preemptions;
+    uint16_t images;
+    uint8_t cls, flags;
+    uint8_t state;              // sim_req_state
+    bool in_batch;              // part of the current step of its instance
+    bool loads_overlap;         // loads overlap compute (step may wait for them)
+} sim_req;
+
+// A min-heap of request slots by (key, seq): FCFS uses key 0, SPF the prompt length,
+// priority the class.
+typedef struct sim_rheap {
+    uint64_t *key;              // (key << 32 | low bits of seq) packed by the caller
+    uint32_t *slot;
+    size_t n, cap;
+} sim_rheap;
+
+typedef struct sim_inst {
+    uint32_t id;                // index in cluster.inst
+    sim_pool_kind pool;
+    uint32_t idx;               // index within its pool
+    bool active;                // receives new requests (time-of-day schedule)
+    bool busy;                  // a step is in flight
+    bool waiting_loads;         // step compute ended, waits for overlapped loads
+    sim_time step_start, step_end;
+    uint64_t step_seq;          // pending STEP_DONE event
+    sim_rheap ready;            // prefill: ready to compute
+    sim_rheap dwait;            // decode: waiting for admission (KV capacity, batch slots)
+    uint32_t *batch;            // slots in the current step
+    uint32_t *chunk;            // prefill tokens of each in this step
+    uint32_t n_batch, batch_cap;
+    uint32_t *running;          // decode: admitted requests
+    uint32_t n_running, running_cap;
+    uint32_t n_loading;         // prefill: requests loading
+    uint32_t n_prefilling;      // colocated: requests holding KV while still in prefill
+    double queued_tokens;       // prefill: tokens still to compute (router signal)
+    double kv_used;             // decode/colocated: tokens of KV held
+    double kv_cap;              // tokens of KV capacity
+    double busy_ns;             // time stepping
+    double busy_ns_sampled;     // busy_ns at the last sample
+    double stale_queued, stale_kv;  // router's stale view
+    uint32_t stale_n;
+    sim_bcache hbm, dram;       // prefix cache in HBM, DRAM of its node
+    uint32_t link_dram, link_ssd, link_xfer, link_ssd_write;  // link ids, SIM_NONE = none
+    kvf_rng rng;
+    uint64_t steps, step_tokens;
+} sim_inst;
+
+typedef struct sim_pool {
+    sim_pool_kind kind;
+    const sim_pool_cfg *cfg;
+    uint32_t first, n;          // instances [first, first+n) in cluster.inst
+    uint32_t n_active;
+    mdl_stepper *stepper;
+    uint32_t rr;                // round-robin cursor
+    double gpu_ns;              // integral of active GPUs over time
+    sim_time gpu_last;
+} sim_pool;
+
+typedef struct sim_link_ref {
+    sim_link link;
+    uint32_t inst;
+    uint8_t kind;               // SIM_TIER_DRAM/SSD load, 3 = KV transfer, 4 = SSD write
+} sim_link_ref;
+
+typedef struct sim_donemap {    // closed loop: trace id -> completion (open addressing)
+    uint64_t *key;
+    int64_t *done_ns;           // -(slot+1) while in flight
+    uint32_t *tokens;           // input + output of the finished request
+    uint64_t *last_block;       // its last full prompt block id (0 = none)
+    uint32_t *n_blocks;
+    size_t n, cap;
+} sim_donemap;
+
+typedef struct sim_cluster {
+    const sim_config *cfg;
+    const sim_run_opts *opts;
+    mdl_model model;
+    mdl_hardware hw;
+    sim_queue *q;
+    sim_time now;
+    trc_reader *reader;
+    bool reader_done, read_pending;
+    bool closed_loop;           // the trace may hold closed-loop turns
+    trc_request peek;           // open-loop request read ahead
+    bool have_peek;
+    sim_req *req;               // slots
+    uint32_t n_req, req_cap, free_req;
+    sim_inst *inst;
+    uint32_t n_inst;
+    sim_pool pool[SIM_POOLS];
+    bool colocated;
+    sim_link_ref *links;
+    size_t n_links, links_cap;
+    sim_bcache ssd;
+    double block_bytes;         // bytes of one stored block
+    double kv_bytes_token;      // bytes per token moved prefill -> decode
+    bool swa_replay;            // hybrid model with bounded replay
+    sim_donemap done;
+    uint64_t arrived, completed, rejected, in_flight, seq;
+    sim_time last_arrival_ns, first_arrival_ns;
+    uint32_t *scratch_slots;
+    mdl_seq *seqs;
+    size_t seqs_cap;
+    sim_metrics m;
+    rpt_econ_input econ_in;     // tokens by class and peak/off-peak for the economics
+    rpt_db *db;
+    kvf_err *err;               // first error inside a handler stops the run
+    kvf_status status;
+    kvf_rng rng;                // cluster-level draws (routers)
+    sim_time stale_at;          // router snapshot time
+} sim_cluster;
+
+// Routers (sim_router.c): return an instance id of the pool.
+typedef uint32_t (*sim_route_fn)(sim_cluster *c, sim_pool *p, sim_req *r);
+sim_route_fn sim_router_prefill(const char *name);
+sim_route_fn sim_router_decode(const char *name);
+// Names of the policies, NULL-terminated (for messages).
+const char *const *sim_router_prefill_names(void);
+const char *const *sim_router_decode_names(void);
+
+// Longest cached prefix of r on instance in (blocks), by tier (shared with routers).
+uint32_t sim_cluster_prefix(sim_cluster *c, sim_inst *in, const sim_req *r, uint32_t hit[SIM_TIERS],
+                            bool touch);
+// Prefill seconds the pool's step model predicts for tokens over cached context.
+double sim_cluster_prefill_s(sim_cluster *c, sim_pool *p, uint32_t tokens, uint32_t cached);
+
+void sim_rheap_push(sim_rheap *h, uint64_t key, uint32_t slot);
+bool sim_rheap_pop(sim_rheap *h, uint32_t *slot);
+void sim_rheap_free(sim_rheap *h);
+
+#endif

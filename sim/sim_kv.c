@@ -1,0 +1,179 @@
+// sim/sim_kv.c -- LRU + TTL block cache (see sim_kv.h for the layout).
+#include "sim_kv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void sim_bcache_init(sim_bcache *c, uint64_t capacity, const int64_t *retention_ns) {
+    memset(c, 0, sizeof *c);
+    c->capacity = capacity;
+    c->retention_ns = retention_ns;
+    c->hcap = 1024;
+    c->hkeys = kvf_malloc(c->hcap * sizeof *c->hkeys);
+    c->hvals = kvf_malloc(c->hcap * sizeof *c->hvals);
+    memset(c->hvals, 0xff, c->hcap * sizeof *c->hvals);
+    c->free_head = SIM_BC_NONE;
+    for (int k = 0; k < TRC_CLASS_COUNT; k++) c->head[k] = c->tail[k] = SIM_BC_NONE;
+}
+
+void sim_bcache_free(sim_bcache *c) {
+    if (!c) return;
+    free(c->hkeys);
+    free(c->hvals);
+    free(c->slots);
+    memset(c, 0, sizeof *c);
+}
+
+static size_t hfind(const sim_bcache *c, uint64_t id) {
+    size_t mask = c->hcap - 1, i = (size_t)kvf_hash64(id) & mask;
+    while (c->hvals[i] != SIM_BC_NONE && c->hkeys[i] != id) i = (i + 1) & mask;
+    return i;
+}
+
+static void hrehash(sim_bcache *c) {
+    uint64_t *ok = c->hkeys;
+    uint32_t *ov = c->hvals;
+    size_t oc = c->hcap;
+    c->hcap *= 2;
+    c->hkeys = kvf_malloc(c->hcap * sizeof *c->hkeys);
+    c->hvals = kvf_malloc(c->hcap * sizeof *c->hvals);
+    memset(c->hvals, 0xff, c->hcap * sizeof *c->hvals);
+    for (size_t i = 0; i < oc; i++)
+        if (ov[i] != SIM_BC_NONE) {
+            size_t j = hfind(c, ok[i]);
+            c->hkeys[j] = ok[i];
+            c->hvals[j] = ov[i];
+        }
+    free(ok);
+    free(ov);
+}
+
+// Backward-shift deletion at hash position i.
+static void hdel(sim_bcache *c, size_t i) {
+    size_t mask = c->hcap - 1;
+    c->hvals[i] = SIM_BC_NONE;
+    for (size_t j = (i + 1) & mask; c->hvals[j] != SIM_BC_NONE; j = (j + 1) & mask) {
+        uint64_t k = c->hkeys[j];
+        uint32_t v = c->hvals[j];
+        c->hvals[j] = SIM_BC_NONE;
+        size_t t = hfind(c, k);
+        c->hkeys[t] = k;
+        c->hvals[t] = v;
+    }
+}
+
+static void unlink_slot(sim_bcache *c, uint32_t s) {
+    sim_bslot *e = &c->slots[s];
+    if (e->prev != SIM_BC_NONE) c->slots[e->prev].next = e->next;
+    else c->head[e->cls] = e->next;
+    if (e->next != SIM_BC_NONE) c->slots[e->next].prev = e->prev;
+    else c->tail[e->cls] = e->prev;
+}
+
+static void push_head(sim_bcache *c, uint32_t s) {
+    sim_bslot *e = &c->slots[s];
+    e->prev = SIM_BC_NONE;
+    e->next = c->head[e->cls];
+    if (e->next != SIM_BC_NONE) c->slots[e->next].prev = s;
+    else c->tail[e->cls] = s;
+    c->head[e->cls] = s;
+}
+
+static void drop(sim_bcache *c, uint32_t s) {
+    unlink_slot(c, s);
+    hdel(c, hfind(c, c->slots[s].id));
+    c->slots[s].next = c->free_head;
+    c->free_head = s;
+    c->used--;
+}
+
+static bool expired_at(const sim_bcache *c, const sim_bslot *e, sim_time now) {
+    if (!c->retention_ns) return false;
+    int64_t r = c->retention_ns[e->cls];
+    return r > 0 && now - e->touched >= r;
+}
+
+bool sim_bcache_has(sim_bcache *c, uint64_t id, sim_time now) {
+    if (!c->used) return false;
+    size_t i = hfind(c, id);
+    if (c->hvals[i] == SIM_BC_NONE) return false;
+    uint32_t s = c->hvals[i];
+    if (expired_at(c, &c->slots[s], now)) {
+        drop(c, s);
+        c->expired++;
+        return false;
+    }
+    return true;
+}
+
+void sim_bcache_touch(sim_bcache *c, uint64_t id, sim_time now, int cls) {
+    if (!c->used) return;
+    size_t i = hfind(c, id);
+    if (c->hvals[i] == SIM_BC_NONE) return;
+    uint32_t s = c->hvals[i];
+    unlink_slot(c, s);
+    c->slots[s].touched = now;
+    // the longest-lived class that touched a block keeps it
+    if (c->retention_ns && cls != c->slots[s].cls) {
+        int64_t a = c->retention_ns[cls], b = c->retention_ns[c->slots[s].cls];
+        if (a <= 0 || (b > 0 && a > b)) c->slots[s].cls = (uint8_t)cls;
+    }
+    push_head(c, s);
+}
+
+uint64_t sim_bcache_expire(sim_bcache *c, sim_time now) {
+    uint64_t n = 0;
+    for (int k = 0; k < TRC_CLASS_COUNT; k++)
+        while (c->tail[k] != SIM_BC_NONE && expired_at(c, &c->slots[c->tail[k]], now)) {
+            drop(c, c->tail[k]);
+            n++;
+        }
+    c->expired += n;
+    return n;
+}
+
+bool sim_bcache_put(sim_bcache *c, uint64_t id, sim_time now, int cls, uint64_t *evicted) {
+    if (c->capacity == 0) return false;
+    size_t i = hfind(c, id);
+    if (c->hvals[i] != SIM_BC_NONE) {
+        sim_bcache_touch(c, id, now, cls);
+        return false;
+    }
+    bool ev = false;
+    if (c->used >= c->capacity) {
+        sim_bcache_expire(c, now);
+        if (c->used >= c->capacity) {
+            // LRU victim: the least recently touched of the class tails
+            uint32_t victim = SIM_BC_NONE;
+            for (int k = 0; k < TRC_CLASS_COUNT; k++) {
+                uint32_t t = c->tail[k];
+                if (t != SIM_BC_NONE &&
+                    (victim == SIM_BC_NONE || c->slots[t].touched < c->slots[victim].touched))
+                    victim = t;
+            }
+            KVF_ASSERT(victim != SIM_BC_NONE);
+            if (evicted) *evicted = c->slots[victim].id;
+            drop(c, victim);
+            c->evicted++;
+            ev = true;
+        }
+        i = hfind(c, id);
+    }
+    uint32_t s;
+    if (c->free_head != SIM_BC_NONE) {
+        s = c->free_head;
+        c->free_head = c->slots[s].next;
+    } else {
+        kvf_grow((void **)&c->slots, &c->slots_cap, c->nslots + 1, sizeof *c->slots);
+        s = (uint32_t)c->nslots++;
+    }
+    c->slots[s] = (sim_bslot){.id = id, .touched = now, .cls = (uint8_t)cls};
+    push_head(c, s);
+    c->hkeys[i] = id;
+    c->hvals[i] = s;
+    c->used++;
+    c->inserted++;
+    if (c->used > c->peak) c->peak = c->used;
+    if (c->used * 2 > c->hcap) hrehash(c);
+    return ev;
+}

@@ -1,0 +1,50 @@
+// sim/sim_metrics.h -- what a run measures: per-request latency samples, an ITL histogram
+// (one entry per token gap would be too many), token and cache counters, work counters and
+// the queue samples the saturation check reads.
+#ifndef SIM_METRICS_H
+#define SIM_METRICS_H
+
+#include "kvf.h"
+
+// Log-spaced histogram of non-negative values with ~0.5 % relative resolution; exact mean.
+typedef struct sim_hist {
+    uint64_t *count;        // bins; bin 0 holds exact zeros
+    size_t nbins;
+    uint64_t total;
+    double sum;
+} sim_hist;
+
+void sim_hist_init(sim_hist *h);
+void sim_hist_free(sim_hist *h);
+void sim_hist_add(sim_hist *h, double v, uint64_t weight);
+double sim_hist_percentile(const sim_hist *h, double p);
+
+typedef struct sim_samples {   // growable array of doubles
+    double *v;
+    size_t n, cap;
+} sim_samples;
+
+void sim_samples_add(sim_samples *s, double v);
+void sim_samples_free(sim_samples *s);
+
+typedef struct sim_metrics {
+    sim_samples ttft_ms, tpot_ms, e2e_ms, gen_tok_s, queue_len;
+    sim_hist itl_ms;
+    uint64_t prompt_tokens, hit_tokens, miss_tokens, hit_tier[3];
+    uint64_t output_tokens;
+    uint64_t slo_ok;                // completed requests within both SLOs
+    uint64_t rejected_queue, rejected_slo, rejected_fit;
+    uint64_t preemptions, decode_steps, decode_step_tokens, decode_step_seqs;
+    double prefill_flops, prefill_flops_no_reuse, prefill_flops_window_full;
+    double load_bytes[3];           // bytes loaded from each tier
+    double ssd_write_bytes, kv_transfer_bytes;
+    double store_bytes_peak;
+    uint64_t extrapolated_steps, steps;
+    // interval accumulators for the time series (reset at each sample)
+    uint64_t iv_in, iv_out, iv_prompt, iv_hit, iv_hit_tier[3];
+} sim_metrics;
+
+void sim_metrics_init(sim_metrics *m);
+void sim_metrics_free(sim_metrics *m);
+
+#endif

@@ -1,0 +1,41 @@
+// sim/sim_queue.h -- pending events ordered by (time, seq). seq is given at push, so events
+// at equal times pop in the order they were scheduled; runs are deterministic.
+//
+// Storage is one growable array holding a 4-ary min-heap of events by value: no malloc per
+// event (the array only grows, doubling, and is reused). Cancellation is lazy: a cancelled
+// seq is remembered in a small open-addressing set and its event is dropped when it reaches
+// the top of the heap.
+#ifndef SIM_QUEUE_H
+#define SIM_QUEUE_H
+
+#include "kvf.h"
+
+typedef int64_t sim_time;   // simulated nanoseconds
+
+typedef struct sim_event {
+    sim_time t;             // fire time
+    uint64_t seq;           // push order, breaks ties (set by sim_queue_push)
+    uint32_t dst;           // receiving entity id
+    uint16_t kind;          // SIM_EV_*
+    uint16_t pad;
+    uint64_t arg[2];        // payload, meaning set by kind
+} sim_event;
+
+typedef struct sim_queue sim_queue;   // opaque: 4-ary heap + cancel set
+
+// Creates a queue with room for cap events (grows as needed). Never NULL (aborts on OOM).
+sim_queue *sim_queue_create(size_t cap);
+void sim_queue_destroy(sim_queue *q);
+// Copies *ev with a fresh seq; returns that seq (a handle for sim_queue_cancel).
+uint64_t sim_queue_push(sim_queue *q, const sim_event *ev);
+// Pops the earliest live event into *out; false when none is left.
+bool sim_queue_pop(sim_queue *q, sim_event *out);
+// Marks the event with this seq as cancelled; it will never be returned by pop.
+// Cancelling an event that already fired is a bug the caller must avoid.
+void sim_queue_cancel(sim_queue *q, uint64_t seq);
+// Live events still pending (pushed, not popped, not cancelled).
+size_t sim_queue_size(const sim_queue *q);
+// Events popped so far (live ones only).
+uint64_t sim_queue_popped(const sim_queue *q);
+
+#endif

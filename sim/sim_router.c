@@ -1,0 +1,188 @@
+// sim/sim_router.c -- routing policies, one function each behind a name table. Adding a
+// policy means one function here and one table entry.
+//
+// Prefill routers see each instance's load through a snapshot refreshed every
+// router.stale_ms (real routers act on old load reports); 0 means they see the present.
+#include <math.h>
+#include <string.h>
+
+#include "sim_cluster.h"
+
+// Load signals, possibly stale.
+static void refresh(sim_cluster *c, sim_pool *p) {
+    if (c->cfg->router_stale_ns > 0 && c->now - c->stale_at < (sim_time)c->cfg->router_stale_ns &&
+        c->stale_at > 0)
+        return;
+    c->stale_at = c->now;
+    for (uint32_t i = 0; i < p->n; i++) {
+        sim_inst *in = &c->inst[p->first + i];
+        in->stale_queued = in->queued_tokens;
+        in->stale_kv = in->kv_used + (double)in->dwait.n;
+        in->stale_n = in->n_running + (uint32_t)in->dwait.n;
+    }
+}
+
+static double queued(sim_cluster *c, const sim_inst *in) {
+    return c->cfg->router_stale_ns > 0 ? in->stale_queued : in->queued_tokens;
+}
+
+// ---- prefill --------------------------------------------------------------------------------
+static uint32_t pick_rr(sim_cluster *c, sim_pool *p, sim_req *r) {
+    (void)r;
+    for (uint32_t k = 0; k < p->n; k++) {
+        uint32_t id = p->first + (p->rr++ % p->n);
+        if (c->inst[id].active) return id;
+    }
+    return p->first;
+}
+
+static uint32_t pick_least_loaded(sim_cluster *c, sim_pool *p, sim_req *r) {
+    (void)r;
+    refresh(c, p);
+    uint32_t best = SIM_NONE;
+    double bl = 0;
+    for (uint32_t i = 0; i < p->n; i++) {
+        sim_inst *in = &c->inst[p->first + i];
+        if (!in->active) continue;
+        double l = queued(c, in);
+        if (best == SIM_NONE || l < bl) {
+            best = in->id;
+            bl = l;
+        }
+    }
+    return best;
+}
+
+// Power of two choices: two random active instances, the less loaded wins.
+static uint32_t pick_p2c(sim_cluster *c, sim_pool *p, sim_req *r) {
+    (void)r;
+    refresh(c, p);
+    uint32_t n = p->n_active ? p->n_active : p->n;
+    uint32_t a = p->first + kvf_rng_below(&c->rng, n), b = p->first + kvf_rng_below(&c->rng, n);
+    if (!c->inst[a].active || !c->inst[b].active) return pick_least_loaded(c, p, r);
+    return queued(c, &c->inst[a]) <= queued(c, &c->inst[b]) ? a : b;
+}
+
+// Longest cached prefix in the instance's own tiers (HBM, DRAM), weighted against its queue:
+// score = local hit tokens - queued tokens. Hits in the shared SSD are reachable from every
+// instance and do not steer the choice.
+static uint32_t pick_cache_aware(sim_cluster *c, sim_pool *p, sim_req *r) {
+    refresh(c, p);
+    uint32_t best = SIM_NONE;
+    double bs = 0;
+    for (uint32_t i = 0; i < p->n; i++) {
+        sim_inst *in = &c->inst[p->first + i];
+        if (!in->active) continue;
+        uint32_t hit[3];
+        sim_cluster_prefix(c, in, r, hit, false);
+        double local = (double)(hit[0] + hit[1]) * c->cfg->block_tokens;
+        double s = local - queued(c, in);
+        if (best == SIM_NONE || s > bs) {
+            best = in->id;
+            bs = s;
+        }
+    }
+    return best;
+}
+
+// Mooncake-style: estimate TTFT on each instance as KV load + queue + compute and take the
+// smallest; with router.reject_over_slo, refuse a request whose best estimate breaks the SLO.
+static uint32_t pick_ttft_estimate(sim_cluster *c, sim_pool *p, sim_req *r) {
+    refresh(c, p);
+    uint32_t best = SIM_NONE;
+    double be = 0;
+    // compute rate of an instance, from the step model on a typical chunk
+    double chunk = (double)(p->cfg->max_batch_tokens > 0 ? p->cfg->max_batch_tokens : 8192);
+    double per_tok = sim_cluster_prefill_s(c, p, (uint32_t)chunk, 0) / chunk;
+    for (uint32_t i = 0; i < p->n; i++) {
+        sim_inst *in = &c->inst[p->first + i];
+        if (!in->active) continue;
+        uint32_t hit[3];
+        uint32_t nb = sim_cluster_prefix(c, in, r, hit, false);
+        double cached = KVF_MIN((double)nb * c->cfg->block_tokens, (double)r->input - 1);
+        double load = 0;
+        if (hit[1] && in->link_dram != SIM_NONE)
+            load = fmax(load, sim_link_estimate_s(&c->links[in->link_dram].link, hit[1] * c->block_bytes));
+        if (hit[2] && in->link_ssd != SIM_NONE)
+            load = fmax(load, sim_link_estimate_s(&c->links[in->link_ssd].link, hit[2] * c->block_bytes));
+        double q = queued(c, in) * per_tok;
+        double comp = sim_cluster_prefill_s(c, p, (uint32_t)(r->input - cached), (uint32_t)cached);
+        double e = (c->cfg->overlap_load ? fmax(load, q) : load + q) + comp;
+        if (best == SIM_NONE || e < be) {
+            best = in->id;
+            be = e;
+        }
+    }
+    if (c->cfg->router_reject_slo && best != SIM_NONE && be * 1e3 > c->cfg->slo_ttft_p90_ms)
+        return SIM_NONE;
+    return best;
+}
+
+// ---- decode -------------------------------------------------------------------------------------
+static uint32_t pick_least_kv(sim_cluster *c, sim_pool *p, sim_req *r) {
+    (void)r;
+    refresh(c, p);
+    uint32_t best = SIM_NONE;
+    double bl = 0;
+    for (uint32_t i = 0; i < p->n; i++) {
+        sim_inst *in = &c->inst[p->first + i];
+        if (!in->active) continue;
+        double l = (c->cfg->router_stale_ns > 0 ? in->stale_kv : in->kv_used + (double)in->dwait.n) /
+                   (in->kv_cap > 0 ? in->kv_cap : 1);
+        if (best == SIM_NONE || l < bl) {
+            best = in->id;
+            bl = l;
+        }
+    }
+    return best;
+}
+
+static uint32_t pick_least_requests(sim_cluster *c, sim_pool *p, sim_req *r) {
+    (void)r;
+    refresh(c, p);
+    uint32_t best = SIM_NONE, bl = 0;
+    for (uint32_t i = 0; i < p->n; i++) {
+        sim_inst *in = &c->inst[p->first + i];
+        if (!in->active) continue;
+        uint32_t l = c->cfg->router_stale_ns > 0 ? in->stale_n : in->n_running + (uint32_t)in->dwait.n;
+        if (best == SIM_NONE || l < bl) {
+            best = in->id;
+            bl = l;
+        }
+    }
+    return best;
+}
+
+typedef struct {
+    const char *name;
+    sim_route_fn fn;
+} route_entry;
+
+static const route_entry prefill_table[] = {
+    {"round_robin", pick_rr},       {"least_loaded", pick_least_loaded},
+    {"p2c", pick_p2c},              {"cache_aware", pick_cache_aware},
+    {"ttft_estimate", pick_ttft_estimate},
+};
+static const route_entry decode_table[] = {
+    {"round_robin", pick_rr},
+    {"least_kv", pick_least_kv},
+    {"least_requests", pick_least_requests},
+};
+static const char *const prefill_names[] = {"round_robin", "least_loaded", "p2c", "cache_aware",
+                                            "ttft_estimate", NULL};
+static const char *const decode_names[] = {"round_robin", "least_kv", "least_requests", NULL};
+
+sim_route_fn sim_router_prefill(const char *name) {
+    for (size_t i = 0; i < sizeof prefill_table / sizeof prefill_table[0]; i++)
+        if (!strcmp(name, prefill_table[i].name)) return prefill_table[i].fn;
+    return NULL;
+}
+
+sim_route_fn sim_router_decode(const char *name) {
+    for (size_t i = 0; i < sizeof decode_table / sizeof decode_table[0]; i++)
+        if (!strcmp(name, decode_table[i].name)) return decode_table[i].fn;
+    return NULL;
+}
+
+const char *const *sim_router_prefill_names(void) { return prefill_names; }
+const char *const *sim_router_decode_names(void) { return decode_names; }

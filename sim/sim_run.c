@@ -1,0 +1,549 @@
+// sim/sim_run.c -- `kvfleet run`: opens the trace, builds the cluster, runs the event loop and
+// turns the outcome into summary.json (design.md §5), the results database and the report.
+//
+// Determinism: the summary is a function of (scenario, trace, seed) apart from the figures
+// under "sim" that measure wall time; nothing here reads the clock except for those.
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim.h"
+#include "sim_cli.h"
+#include "sim_run.h"
+
+// ---- step models ----------------------------------------------------------------------------
+kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl_hardware *hw,
+                            const mdl_parallel *par, const sim_run_opts *o, mdl_stepper **out,
+                            kvf_err *err) {
+    if (o && o->engine_backend) return sim_engine_stepper_create(cfg, m, hw, par, o, out, err);
+    if (!strcmp(cfg->step_model, "calibrated")) {
+        char prof[SIM_PATH_MAX];
+        sim_config_resolve(cfg, cfg->profile, prof, sizeof prof);
+        return mdl_calibrated_create(out, m, hw, par, &cfg->eff, prof, err);
+    }
+    *out = mdl_roofline_create(m, hw, par, &cfg->eff);
+    return *out ? KVF_OK : kvf_fail(err, KVF_ENOMEM, "cannot create the roofline step model");
+}
+
+// ---- progress ----------------------------------------------------------------------------------
+void sim_run_progress(sim_cluster *c) {
+    if (!c->opts || c->opts->quiet || !isatty(2)) return;
+    fprintf(stderr, "\r  simulated %8.1f s | arrived %llu | completed %llu | in flight %llu   ",
+            (double)c->now * 1e-9, (unsigned long long)c->arrived,
+            (unsigned long long)c->completed, (unsigned long long)c->in_flight);
+}
+
+// ---- summary -------------------------------------------------------------------------------------
+static json_t *stats_obj(sim_samples *s) {
+    json_t *o = json_object();
+    double sum = 0;
+    for (size_t i = 0; i < s->n; i++) sum += s->v[i];
+    kvf_sort_doubles(s->v, s->n);
+    json_object_set_new(o, "mean", json_real(s->n ? sum / (double)s->n : 0));
+    json_object_set_new(o, "p50", json_real(kvf_percentile_sorted(s->v, s->n, 50)));
+    json_object_set_new(o, "p90", json_real(kvf_percentile_sorted(s->v, s->n, 90)));
+    json_object_set_new(o, "p99", json_real(kvf_percentile_sorted(s->v, s->n, 99)));
+    return o;
+}
+
+static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+// Saturation: did the queues settle (stable), hold a backlog that drained after the arrivals
+// stopped (backlogged), or grow through the run (overloaded)?
+static const char *saturation(const sim_cluster *c, double *drain_s, double *growth) {
+    const sim_samples *q = &c->m.queue_len;
+    double span = (double)(c->last_arrival_ns - c->first_arrival_ns) * 1e-9;
+    *drain_s = (double)(c->now - c->last_arrival_ns) * 1e-9;
+    size_t n = q->n;
+    double interval = c->cfg->sample_interval_s > 0 ? c->cfg->sample_interval_s : 10;
+    size_t n_arr = (size_t)(((double)c->last_arrival_ns * 1e-9) / interval);
+    if (n_arr < n) n = n_arr;
+    *growth = 0;
+    if (n >= 6) {
+        double a = 0, b = 0;
+        size_t k = n / 3;
+        for (size_t i = 0; i < k; i++) a += q->v[i];
+        for (size_t i = n - k; i < n; i++) b += q->v[i];
+        a /= (double)k;
+        b /= (double)k;
+        *growth = b - a;
+        if (b > 2 * a + 8 && *drain_s > 0.05 * span && *drain_s > 30) return "overloaded";
+    }
+    if (*drain_s > 0.05 * span && *drain_s > 30) return "backlogged";
+    if (c->rejected > c->arrived / 100 + 1) return "backlogged";
+    return "stable";
+}
+
+static double pool_gpu_s(const sim_cluster *c, int k) { return c->pool[k].gpu_ns * 1e-9; }
+
+static double pool_util(const sim_cluster *c, int k) {
+    const sim_pool *p = &c->pool[k];
+    double busy = 0, avail = 0;
+    for (uint32_t i = 0; i < p->n; i++) busy += c->inst[p->first + i].busy_ns;
+    avail = p->cfg && p->cfg->gpus_per_instance ? p->gpu_ns / p->cfg->gpus_per_instance : 0;
+    return avail > 0 ? busy / avail : 0;
+}
+
+static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader *rd,
+                             double wall_s, rpt_econ_result *econ_out, kvf_err *err) {
+    const sim_config *cfg = c->cfg;
+    sim_metrics *m = &c->m;
+    json_t *s = json_object();
+    double sim_s = (double)c->now * 1e-9;
+    json_object_set_new(s, "scenario", json_string(cfg->name));
+    json_object_set_new(s, "seed", json_integer((json_int_t)cfg->seed));
+    json_object_set_new(s, "kvfleet_version", json_string(KVF_VERSION));
+    json_object_set_new(s, "step_model", json_string(c->opts && c->opts->engine_backend
+                                                         ? "engine"
+                                                         : cfg->step_model));
+    if (!strcmp(cfg->step_model, "calibrated")) json_object_set_new(s, "profile", json_string(cfg->profile));
+    json_object_set_new(s, "model", json_string(c->model.name));
+    json_object_set_new(s, "hardware", json_string(c->hw.name));
+    json_object_set_new(s, "mode", json_string(c->colocated ? "colocated" : "disaggregated"));
+
+    json_t *rq = json_object();
+    json_object_set_new(rq, "arrived", json_integer((json_int_t)c->arrived));
+    json_object_set_new(rq, "completed", json_integer((json_int_t)c->completed));
+    json_object_set_new(rq, "rejected", json_integer((json_int_t)c->rejected));
+    json_t *why = json_object();
+    json_object_set_new(why, "queue", json_integer((json_int_t)m->rejected_queue));
+    json_object_set_new(why, "slo", json_integer((json_int_t)m->rejected_slo));
+    json_object_set_new(why, "capacity", json_integer((json_int_t)m->rejected_fit));
+    json_object_set_new(rq, "rejected_by_reason", why);
+    json_object_set_new(rq, "unfinished", json_integer((json_int_t)c->in_flight));
+    json_object_set_new(s, "requests", rq);
+
+    json_object_set_new(s, "ttft_ms", stats_obj(&m->ttft_ms));
+    json_object_set_new(s, "tpot_ms", stats_obj(&m->tpot_ms));
+    json_t *itl = json_object();
+    json_object_set_new(itl, "mean", json_real(m->itl_ms.total ? m->itl_ms.sum / (double)m->itl_ms.total : 0));
+    json_object_set_new(itl, "p50", json_real(sim_hist_percentile(&m->itl_ms, 50)));
+    json_object_set_new(itl, "p90", json_real(sim_hist_percentile(&m->itl_ms, 90)));
+    json_object_set_new(itl, "p99", json_real(sim_hist_percentile(&m->itl_ms, 99)));
+    json_object_set_new(s, "itl_ms", itl);
+    json_object_set_new(s, "e2e_ms", stats_obj(&m->e2e_ms));
+    json_t *gen = stats_obj(&m->gen_tok_s);
+    json_object_del(gen, "p90");
+    json_object_del(gen, "p99");
+    json_object_set_new(s, "gen_tok_s_per_request", gen);
+
+    int ppool = SIM_POOL_PREFILL, dpool = c->colocated ? SIM_POOL_PREFILL : SIM_POOL_DECODE;
+    json_t *tp = json_object();
+    json_object_set_new(tp, "input_tok_s", json_real(sim_s > 0 ? (double)m->prompt_tokens / sim_s : 0));
+    json_object_set_new(tp, "output_tok_s", json_real(sim_s > 0 ? (double)m->output_tokens / sim_s : 0));
+    double pgs = pool_gpu_s(c, ppool), dgs = pool_gpu_s(c, dpool);
+    json_object_set_new(tp, "prefill_input_tok_s_per_gpu", json_real(pgs > 0 ? (double)m->prompt_tokens / pgs : 0));
+    json_object_set_new(tp, "decode_output_tok_s_per_gpu", json_real(dgs > 0 ? (double)m->output_tokens / dgs : 0));
+    json_object_set_new(tp, "tokens_per_decode_step_per_request",
+                        json_real(m->decode_step_seqs ? (double)m->decode_step_tokens / (double)m->decode_step_seqs : 0));
+    json_object_set_new(s, "throughput", tp);
+
+    json_t *ca = json_object();
+    double pr = (double)m->prompt_tokens;
+    json_object_set_new(ca, "hit_rate", json_real(pr > 0 ? (double)m->hit_tokens / pr : 0));
+    json_object_set_new(ca, "hit_tokens", json_integer((json_int_t)m->hit_tokens));
+    json_object_set_new(ca, "miss_tokens", json_integer((json_int_t)m->miss_tokens));
+    json_t *bt = json_object(), *btt = json_object();
+    static const char *tn[SIM_TIERS] = {"hbm", "dram", "ssd"};
+    for (int t = 0; t < SIM_TIERS; t++) {
+        json_object_set_new(bt, tn[t], json_real(pr > 0 ? (double)m->hit_tier[t] / pr : 0));
+        json_object_set_new(btt, tn[t], json_integer((json_int_t)m->hit_tier[t]));
+    }
+    json_object_set_new(ca, "by_tier", bt);
+    json_object_set_new(ca, "by_tier_tokens", btt);
+    double peak = (double)c->ssd.peak * c->block_bytes;
+    if (peak < m->store_bytes_peak) peak = m->store_bytes_peak;
+    json_object_set_new(ca, "stored_bytes_peak", json_real(peak));
+    json_object_set_new(ca, "stored_bytes_end", json_real((double)c->ssd.used * c->block_bytes));
+    json_object_set_new(ca, "block_bytes", json_real(c->block_bytes));
+    json_object_set_new(ca, "ssd_capacity_bytes", num_or_null(cfg->ssd.capacity_bytes < 0 ? INFINITY : cfg->ssd.capacity_bytes));
+    // steady state of a store that keeps everything for its retention: write rate x retention
+    double wr = sim_s > 0 ? (double)c->ssd.inserted * c->block_bytes / sim_s : 0;
+    json_t *ss = json_object();
+    for (int k = 0; k < TRC_CLASS_COUNT; k++)
+        if (cfg->retention_ns[k] > 0)
+            json_object_set_new(ss, trc_class_name(k), json_real(wr * (double)cfg->retention_ns[k] * 1e-9));
+    json_object_set_new(ca, "ssd_write_Bps", json_real(wr));
+    json_object_set_new(ca, "steady_state_bytes_by_retention", ss);
+    json_object_set_new(ca, "evicted_blocks", json_integer((json_int_t)c->ssd.evicted));
+    json_object_set_new(ca, "expired_blocks", json_integer((json_int_t)c->ssd.expired));
+    json_t *lb = json_object();
+    json_object_set_new(lb, "dram", json_real(m->load_bytes[SIM_TIER_DRAM]));
+    json_object_set_new(lb, "ssd", json_real(m->load_bytes[SIM_TIER_SSD]));
+    json_object_set_new(ca, "load_bytes", lb);
+    json_object_set_new(ca, "ssd_write_bytes", json_real(m->ssd_write_bytes));
+    json_object_set_new(ca, "kv_transfer_bytes", json_real(m->kv_transfer_bytes));
+    json_t *pf = json_object();
+    json_object_set_new(pf, "actual", json_real(m->prefill_flops));
+    json_object_set_new(pf, "no_reuse", json_real(m->prefill_flops_no_reuse));
+    json_object_set_new(pf, "window_full_recompute", json_real(m->prefill_flops_window_full));
+    json_object_set_new(pf, "swa_replay", json_boolean(c->swa_replay));
+    json_object_set_new(ca, "prefill_flops", pf);
+    json_object_set_new(s, "cache", ca);
+
+    json_t *g = json_object();
+    json_object_set_new(g, "vision", json_integer(c->pool[SIM_POOL_VISION].n * (json_int_t)cfg->vision.gpus_per_instance));
+    json_object_set_new(g, "prefill", json_integer(c->pool[SIM_POOL_PREFILL].n * (json_int_t)cfg->prefill.gpus_per_instance));
+    json_object_set_new(g, "decode", json_integer(c->pool[SIM_POOL_DECODE].n * (json_int_t)cfg->decode.gpus_per_instance));
+    json_object_set_new(s, "gpus", g);
+    double gh = (pool_gpu_s(c, 0) + pool_gpu_s(c, 1) + pool_gpu_s(c, 2)) / 3600.0;
+    json_object_set_new(s, "gpu_hours", json_real(gh));
+    json_t *u = json_object();
+    json_object_set_new(u, "vision", json_real(pool_util(c, SIM_POOL_VISION)));
+    json_object_set_new(u, "prefill", json_real(pool_util(c, SIM_POOL_PREFILL)));
+    json_object_set_new(u, "decode", json_real(pool_util(c, dpool)));
+    json_object_set_new(s, "utilization", u);
+
+    json_t *slo = json_object();
+    json_object_set_new(slo, "ttft_p90_ms", json_real(cfg->slo_ttft_p90_ms));
+    json_object_set_new(slo, "tpot_p90_ms", json_real(cfg->slo_tpot_p90_ms));
+    json_object_set_new(slo, "attainment", json_real(c->arrived ? (double)m->slo_ok / (double)c->arrived : 0));
+    json_object_set_new(slo, "goodput_req_s", json_real(sim_s > 0 ? (double)m->slo_ok / sim_s : 0));
+    double t90 = kvf_percentile_sorted(m->ttft_ms.v, m->ttft_ms.n, 90);
+    double p90 = kvf_percentile_sorted(m->tpot_ms.v, m->tpot_ms.n, 90);
+    json_object_set_new(slo, "met", json_boolean(c->completed && t90 <= cfg->slo_ttft_p90_ms &&
+                                                 p90 <= cfg->slo_tpot_p90_ms));
+    json_object_set_new(s, "slo", slo);
+
+    // economics: GPU-hours by pool, tokens by class (added per request as they finished)
+    rpt_econ_input *ei = &c->econ_in;
+    ei->simulated_s = sim_s;
+    if (c->colocated) {
+        ei->gpu_hours[RPT_POOL_COLOCATED] = pool_gpu_s(c, SIM_POOL_PREFILL) / 3600;
+        ei->gpus[RPT_POOL_COLOCATED] = c->pool[SIM_POOL_PREFILL].n * (double)cfg->prefill.gpus_per_instance;
+        ei->utilization[RPT_POOL_COLOCATED] = pool_util(c, SIM_POOL_PREFILL);
+    } else {
+        ei->gpu_hours[RPT_POOL_PREFILL] = pool_gpu_s(c, SIM_POOL_PREFILL) / 3600;
+        ei->gpu_hours[RPT_POOL_DECODE] = pool_gpu_s(c, SIM_POOL_DECODE) / 3600;
+        ei->gpus[RPT_POOL_PREFILL] = c->pool[SIM_POOL_PREFILL].n * (double)cfg->prefill.gpus_per_instance;
+        ei->gpus[RPT_POOL_DECODE] = c->pool[SIM_POOL_DECODE].n * (double)cfg->decode.gpus_per_instance;
+        ei->utilization[RPT_POOL_PREFILL] = pool_util(c, SIM_POOL_PREFILL);
+        ei->utilization[RPT_POOL_DECODE] = pool_util(c, SIM_POOL_DECODE);
+    }
+    ei->gpu_hours[RPT_POOL_VISION] = pool_gpu_s(c, SIM_POOL_VISION) / 3600;
+    ei->gpus[RPT_POOL_VISION] = c->pool[SIM_POOL_VISION].n * (double)cfg->vision.gpus_per_instance;
+    ei->utilization[RPT_POOL_VISION] = pool_util(c, SIM_POOL_VISION);
+    ei->ssd_tb = (cfg->ssd.capacity_bytes < 0 ? peak : cfg->ssd.capacity_bytes) / 1e12;
+    ei->dram_tb = cfg->dram.capacity_bytes > 0
+                      ? cfg->dram.capacity_bytes * c->pool[SIM_POOL_PREFILL].n / 1e12
+                      : 0;
+    if (sim_s > 0 && rpt_econ_compute(&cfg->econ, ei, econ_out, err) == KVF_OK)
+        json_object_set_new(s, "economics", rpt_econ_to_json(&cfg->econ, econ_out));
+    else
+        json_object_set_new(s, "economics", json_null());
+
+    double drain, growth;
+    const char *sat = saturation(c, &drain, &growth);
+    json_t *st = json_object();
+    json_object_set_new(st, "state", json_string(sat));
+    json_object_set_new(st, "drain_s", json_real(drain));
+    json_object_set_new(st, "queue_growth", json_real(growth));
+    json_object_set_new(s, "saturation", st);
+
+    json_t *sm = json_object();
+    json_object_set_new(sm, "steps", json_integer((json_int_t)m->steps));
+    json_object_set_new(sm, "extrapolated_steps", json_integer((json_int_t)m->extrapolated_steps));
+    json_object_set_new(sm, "extrapolated", json_boolean(m->extrapolated_steps > 0));
+    json_object_set_new(sm, "preemptions", json_integer((json_int_t)m->preemptions));
+    json_object_set_new(s, "steps", sm);
+
+    json_t *tr = json_object();
+    json_object_set_new(tr, "path", json_string(trace_path));
+    json_object_set_new(tr, "format", json_string(trc_format_name(trc_reader_format(rd))));
+    json_object_set_new(tr, "notes", json_string(trc_reader_notes(rd)));
+    json_object_set_new(tr, "skipped_lines", json_integer((json_int_t)trc_reader_skipped(rd)));
+    json_object_set_new(s, "trace", tr);
+
+    uint64_t events = sim_queue_popped(c->q);
+    json_t *si = json_object();
+    json_object_set_new(si, "events", json_integer((json_int_t)events));
+    json_object_set_new(si, "wall_s", json_real(wall_s));
+    json_object_set_new(si, "events_per_s", json_real(wall_s > 0 ? (double)events / wall_s : 0));
+    json_object_set_new(si, "simulated_s", json_real(sim_s));
+    json_object_set_new(s, "sim", si);
+    return s;
+}
+
+// Writes every number and string of the summary as summary(key, value) rows.
+static kvf_status summary_to_db(rpt_db *db, json_t *o, const char *prefix, kvf_err *err) {
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v) {
+        char key[256];
+        snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", k);
+        kvf_status st = KVF_OK;
+        if (json_is_object(v)) st = summary_to_db(db, v, key, err);
+        else if (json_is_number(v)) st = rpt_db_summary_set(db, key, json_number_value(v), err);
+        else if (json_is_string(v)) st = rpt_db_summary_set_text(db, key, json_string_value(v), err);
+        else if (json_is_boolean(v)) st = rpt_db_summary_set(db, key, json_is_true(v) ? 1 : 0, err);
+        if (st) return st;
+    }
+    return KVF_OK;
+}
+
+static kvf_status write_run_table(rpt_db *db, const sim_config *cfg, const char *trace,
+                                  trc_reader *rd, kvf_err *err) {
+    char buf[64];
+    const char *kv[][2] = {
+        {"scenario", cfg->name},
+        {"scenario_file", cfg->path},
+        {"kvfleet_version", KVF_VERSION},
+        {"model", cfg->model},
+        {"hardware", cfg->hardware},
+        {"step_model", cfg->step_model},
+        {"profile", cfg->profile},
+        {"trace", trace},
+        {"trace_format", trc_format_name(trc_reader_format(rd))},
+        {"trace_notes", trc_reader_notes(rd)},
+        {"mode", cfg->mode == SIM_COLOCATED ? "colocated" : "disaggregated"},
+        {"router_prefill", cfg->router_prefill},
+        {"router_decode", cfg->router_decode},
+        {"status", "running"},
+    };
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
+        kvf_status st = rpt_db_run_set(db, kv[i][0], kv[i][1], err);
+        if (st) return st;
+    }
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)cfg->seed);
+    return rpt_db_run_set(db, "seed", buf, err);
+}
+
+static kvf_status open_workload(const sim_config *cfg, trc_reader **rd, char *trace, size_t n,
+                                kvf_err *err) {
+    if (cfg->generate_profile[0]) {
+        snprintf(trace, n, "generate:%s", cfg->generate_profile);
+        return sim_open_generator(cfg, rd, err);
+    }
+    sim_config_resolve(cfg, cfg->trace, trace, n);
+    trc_options o = cfg->trace_opt;
+    o.block_tokens = cfg->block_tokens;
+    o.seed = cfg->seed;
+    return trc_reader_open(rd, trace, &o, err);
+}
+
+kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_json,
+                   kvf_err *err) {
+    sim_run_opts defaults = {0};
+    if (!o) o = &defaults;
+    *summary_json = NULL;
+    sim_cluster c;
+    trc_reader *rd = NULL;
+    char trace[SIM_PATH_MAX], path[SIM_PATH_MAX + 32];
+    kvf_status st = sim_cluster_init(&c, cfg, o, err);
+    if (st) goto done;
+    st = open_workload(cfg, &rd, trace, sizeof trace, err);
+    if (st) goto done;
+    if (o->out_dir) {
+        st = kvf_mkdirs(o->out_dir, err);
+        if (st) goto done;
+        snprintf(path, sizeof path, "%s/results.db", o->out_dir);
+        st = rpt_db_create(&c.db, path, err);
+        if (st) goto done;
+        st = write_run_table(c.db, cfg, trace, rd, err);
+        if (st) goto done;
+    }
+    int64_t t0 = kvf_wall_ns();
+    st = sim_cluster_open_trace(&c, rd);
+    if (st == KVF_OK) st = sim_cluster_loop(&c);
+    double wall_s = (double)(kvf_wall_ns() - t0) * 1e-9;
+    if (o->interrupt && *o->interrupt) st = KVF_EINTR;
+    if (!o->quiet && isatty(2)) fputc('\n', stderr);
+    if (st && st != KVF_EINTR) goto done;
+    kvf_status run_st = st;
+    rpt_econ_result econ;
+    memset(&econ, 0, sizeof econ);
+    json_t *s = build_summary(&c, trace, rd, wall_s, &econ, err);
+    if (run_st == KVF_EINTR) json_object_set_new(s, "status", json_string("interrupted"));
+    if (o->out_dir) {
+        snprintf(path, sizeof path, "%s/summary.json", o->out_dir);
+        if (json_dump_file(s, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10))) {
+            json_decref(s);
+            st = kvf_fail(err, KVF_EIO, "%s: cannot write", path);
+            goto done;
+        }
+        st = summary_to_db(c.db, s, "", err);
+        if (!st && json_is_object(json_object_get(s, "economics")))
+            st = rpt_econ_write_db(c.db, &econ, err);
+        if (!st) st = rpt_db_run_set(c.db, "status", run_st == KVF_EINTR ? "interrupted" : "completed", err);
+        if (st) {
+            json_decref(s);
+            goto done;
+        }
+    }
+    *summary_json = s;
+    st = run_st;
+    if (st == KVF_EINTR) kvf_fail(err, KVF_EINTR, "interrupted; partial results kept");
+done:
+    if (c.db) {
+        if (st && st != KVF_EINTR) rpt_db_run_set(c.db, "status", st == KVF_EINTR ? "interrupted" : "failed", NULL);
+        kvf_err e2 = {0};
+        if (rpt_db_close(c.db, &e2) && !st) st = kvf_fail(err, e2.code, "%s", e2.msg);
+        c.db = NULL;
+    }
+    trc_reader_close(rd);
+    sim_cluster_free(&c);
+    return st;
+}
+
+// ---- command line ----------------------------------------------------------------------------
+static volatile int g_interrupt;
+
+static void on_signal(int sig) {
+    (void)sig;
+    g_interrupt = 1;
+}
+
+static double jget(json_t *s, const char *a, const char *b) {
+    json_t *o = json_object_get(s, a);
+    if (b) o = json_object_get(o, b);
+    return json_is_number(o) ? json_number_value(o) : NAN;
+}
+
+static void print_headline(json_t *s, const char *out_dir) {
+    json_t *rq = json_object_get(s, "requests");
+    printf("scenario %s  (%s on %s, %s, %s step model)\n", json_string_value(json_object_get(s, "scenario")),
+           json_string_value(json_object_get(s, "model")), json_string_value(json_object_get(s, "hardware")),
+           json_string_value(json_object_get(s, "mode")), json_string_value(json_object_get(s, "step_model")));
+    printf("  requests     %lld arrived, %lld completed, %lld rejected over %.1f simulated s\n",
+           (long long)json_integer_value(json_object_get(rq, "arrived")),
+           (long long)json_integer_value(json_object_get(rq, "completed")),
+           (long long)json_integer_value(json_object_get(rq, "rejected")), jget(s, "sim", "simulated_s"));
+    printf("  TTFT ms      mean %.1f  p50 %.1f  p90 %.1f  p99 %.1f\n", jget(s, "ttft_ms", "mean"),
+           jget(s, "ttft_ms", "p50"), jget(s, "ttft_ms", "p90"), jget(s, "ttft_ms", "p99"));
+    printf("  TPOT ms      mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f\n", jget(s, "tpot_ms", "mean"),
+           jget(s, "tpot_ms", "p50"), jget(s, "tpot_ms", "p90"), jget(s, "tpot_ms", "p99"));
+    printf("  throughput   %.0f input tok/s, %.0f output tok/s; per GPU: prefill %.0f in tok/s, "
+           "decode %.0f out tok/s\n",
+           jget(s, "throughput", "input_tok_s"), jget(s, "throughput", "output_tok_s"),
+           jget(s, "throughput", "prefill_input_tok_s_per_gpu"),
+           jget(s, "throughput", "decode_output_tok_s_per_gpu"));
+    json_t *bt = json_object_get(json_object_get(s, "cache"), "by_tier");
+    printf("  cache        hit rate %.1f %% (hbm %.1f, dram %.1f, ssd %.1f)\n",
+           100 * jget(s, "cache", "hit_rate"), 100 * json_number_value(json_object_get(bt, "hbm")),
+           100 * json_number_value(json_object_get(bt, "dram")),
+           100 * json_number_value(json_object_get(bt, "ssd")));
+    printf("  GPUs         prefill %lld, decode %lld; %.1f GPU-hours; utilisation prefill %.0f %%, decode %.0f %%\n",
+           (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "prefill")),
+           (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "decode")),
+           jget(s, "gpu_hours", NULL), 100 * jget(s, "utilization", "prefill"),
+           100 * jget(s, "utilization", "decode"));
+    printf("  SLO          attainment %.1f %% (TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms)\n",
+           100 * jget(s, "slo", "attainment"), jget(s, "slo", "ttft_p90_ms"), jget(s, "slo", "tpot_p90_ms"));
+    json_t *e = json_object_get(s, "economics");
+    if (json_is_object(e))
+        printf("  economics    cost $%.2f, revenue $%.2f, margin %.1f %%, $%.2f per GPU-hour\n",
+               jget(e, "cost_usd", NULL), jget(e, "revenue_usd", NULL), 100 * jget(e, "margin", NULL),
+               jget(e, "cost_per_gpu_hour_usd", NULL));
+    printf("  saturation   %s\n", json_string_value(json_object_get(json_object_get(s, "saturation"), "state")));
+    if (json_is_true(json_object_get(json_object_get(s, "steps"), "extrapolated")))
+        printf("  note         the calibrated step model extrapolated outside its profile in %lld steps\n",
+               (long long)json_integer_value(json_object_get(json_object_get(s, "steps"), "extrapolated_steps")));
+    printf("  simulator    %.0f events in %.2f s wall (%.2f M events/s)\n", jget(s, "sim", "events"),
+           jget(s, "sim", "wall_s"), jget(s, "sim", "events_per_s") / 1e6);
+    if (out_dir) printf("results in %s/ (summary.json, results.db, report.html)\n", out_dir);
+}
+
+static int usage_run(void) {
+    fprintf(stderr,
+            "usage: kvfleet run SCENARIO [-o DIR] [--set K=V]... [--trace FILE] [--seed N]\n"
+            "                   [--json] [--quiet] [--no-report] [--engine cpu|cuda]\n"
+            "                   [--trace-out FILE [--trace-window FROM_S:TO_S]]\n");
+    return 2;
+}
+
+int sim_cli_run(int argc, char **argv) {
+    const char *scenario = NULL, *out = NULL, *trace = NULL, *seed = NULL, *engine = NULL;
+    const char *timeline = NULL, *window = NULL;
+    bool json_out = false, quiet = false, report = true;
+    const char *sets[256];
+    int nsets = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool more = i + 1 < argc;
+        if (!strcmp(a, "-o") && more) out = argv[++i];
+        else if (!strcmp(a, "--set") && more && nsets < 256) sets[nsets++] = argv[++i];
+        else if (!strcmp(a, "--trace") && more) trace = argv[++i];
+        else if (!strcmp(a, "--seed") && more) seed = argv[++i];
+        else if (!strcmp(a, "--engine") && more) engine = argv[++i];
+        else if (!strcmp(a, "--trace-out") && more) timeline = argv[++i];
+        else if (!strcmp(a, "--trace-window") && more) window = argv[++i];
+        else if (!strcmp(a, "--json")) json_out = true;
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = true;
+        else if (!strcmp(a, "--no-report")) report = false;
+        else if (a[0] == '-' ) {
+            fprintf(stderr, "kvfleet run: unknown option '%s'\n", a);
+            return usage_run();
+        } else if (!scenario) scenario = a;
+        else {
+            fprintf(stderr, "kvfleet run: unexpected argument '%s'\n", a);
+            return usage_run();
+        }
+    }
+    if (!scenario) return usage_run();
+    static sim_config cfg;
+    kvf_err err = {0};
+    sim_config_default(&cfg);
+    kvf_status st = sim_config_load(&cfg, scenario, &err);
+    for (int i = 0; !st && i < nsets; i++) st = sim_config_set(&cfg, sets[i], &err);
+    if (!st && trace) {
+        char a[SIM_PATH_MAX + 32];
+        snprintf(a, sizeof a, "workload.trace=%s", trace);
+        st = sim_config_set(&cfg, a, &err);
+    }
+    if (!st && seed) {
+        char a[64];
+        snprintf(a, sizeof a, "seed=%s", seed);
+        st = sim_config_set(&cfg, a, &err);
+    }
+    if (!st) st = sim_config_validate(&cfg, &err);
+    if (st) {
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return kvf_exit_code(st);
+    }
+    if (engine && strcmp(engine, "cpu") && strcmp(engine, "cuda")) {
+        fprintf(stderr, "kvfleet run: --engine must be cpu or cuda, not '%s'\n", engine);
+        return 2;
+    }
+    char outbuf[SIM_PATH_MAX];
+    if (!out) {
+        snprintf(outbuf, sizeof outbuf, "out/%s", cfg.name[0] ? cfg.name : "run");
+        out = outbuf;
+    }
+    sim_run_opts o = {.out_dir = out, .quiet = quiet || json_out, .write_db = true,
+                      .engine_backend = engine, .timeline_path = timeline, .interrupt = &g_interrupt};
+    if (window && sscanf(window, "%lf:%lf", &o.timeline_from_s, &o.timeline_to_s) != 2) {
+        fprintf(stderr, "kvfleet run: --trace-window wants FROM_S:TO_S, not '%s'\n", window);
+        return 2;
+    }
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    void *sj = NULL;
+    st = sim_run(&cfg, &o, &sj, &err);
+    json_t *s = sj;
+    if (st && st != KVF_EINTR) {
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return kvf_exit_code(st);
+    }
+    if (report && st == KVF_OK) {
+        kvf_err e2 = {0};
+        if (rpt_report_write(out, true, true, &e2))
+            fprintf(stderr, "kvfleet: report not written: %s\n", e2.msg);
+    }
+    if (json_out) {
+        char *txt = json_dumps(s, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        printf("%s\n", txt);
+        free(txt);
+    } else {
+        print_headline(s, out);
+    }
+    json_decref(s);
+    if (st == KVF_EINTR) {
+        fprintf(stderr, "kvfleet: interrupted; partial results in %s\n", out);
+        return 1;
+    }
+    return 0;
+}

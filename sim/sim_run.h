@@ -1,0 +1,30 @@
+// sim/sim_run.h -- internal glue between the run driver (sim_run.c) and the cluster
+// (sim_cluster.c): setup, the event loop, step-model construction and progress.
+#ifndef SIM_RUN_H
+#define SIM_RUN_H
+
+#include "sim_cluster.h"
+
+// Builds the step-time model a pool uses (roofline, calibrated, or the engine in the loop).
+kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl_hardware *hw,
+                            const mdl_parallel *par, const sim_run_opts *o, mdl_stepper **out,
+                            kvf_err *err);
+// Loads model and hardware, builds pools, instances, tiers and links.
+kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run_opts *o,
+                            kvf_err *err);
+// Hands the trace to the cluster and schedules the first arrival.
+kvf_status sim_cluster_open_trace(sim_cluster *c, trc_reader *rd);
+// Runs events until none is left, an error occurs or the run is interrupted (KVF_EINTR).
+kvf_status sim_cluster_loop(sim_cluster *c);
+void sim_cluster_free(sim_cluster *c);
+// Engine in the loop: a step model that runs every batch on the real engine and returns the
+// measured time (sim_engine_step.c).
+kvf_status sim_engine_stepper_create(const sim_config *cfg, const mdl_model *m,
+                                     const mdl_hardware *hw, const mdl_parallel *par,
+                                     const sim_run_opts *o, mdl_stepper **out, kvf_err *err);
+// workload.generate: synthetic traffic as a trace stream (sim_workload.c).
+kvf_status sim_open_generator(const sim_config *cfg, trc_reader **out, kvf_err *err);
+// Redraws the progress bar (stderr, terminals only).
+void sim_run_progress(sim_cluster *c);
+
+#endif

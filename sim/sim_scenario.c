@@ -1,0 +1,1089 @@
+// sim/sim_scenario.c -- scenario files (design.md §7) into the typed sim_config: defaults,
+// loading YAML with libyaml's document API, `--set a.b.c=value` overrides, and validation.
+//
+// Every leaf key is one row of a table (key_table) that says where the value goes, its type,
+// its allowed range in the file's unit, and the factor from the file's unit to the struct's
+// (GB -> bytes, us -> ns, ...). A file and an override take the same path: the value is a YAML
+// node (an override's text is parsed as a one-line YAML document) applied at a dotted key by
+// apply_node(), which walks mappings down the known sections. Keys below `economics.` are
+// handed to reports/ (rpt_econ_config_set) as text. Every key applied records its line in
+// c->key_lines, so later checks (validate, the run) can still name file:line and key.
+//
+// Relative paths resolve against c->dir: for a file inside a `scenarios/` folder (at any
+// depth), the folder holding that `scenarios/`; for any other file, its own folder; for a
+// config built in code, the current directory.
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <yaml.h>
+
+#include "sim.h"
+
+// ---- the key table ------------------------------------------------------------------------
+
+typedef enum key_kind {
+    K_STR,       // any scalar, copied into char[size]
+    K_NAME,      // one of names[], copied into char[size]
+    K_ENUM,      // one of names[], its index stored in an enum (int-sized)
+    K_NUM,       // number, range-checked in the file's unit, times scale, stored as ntype
+    K_U64,       // unsigned 64-bit integer (seed), exact
+    K_BOOL,      // true/false (also yes/no/on/off)
+    K_DUR,       // duration "7d", "12h", "90m", "30s" (bare number = seconds) or "never" (-1)
+    K_CAP,       // capacity: number times scale, "unlimited" (-1), or a byte size "100PiB"
+    K_FMT,       // trace format (trc_format_parse)
+    K_SCHEDULE,  // cluster.schedule: null or a list of {from_h, prefill, decode}
+} key_kind;
+
+typedef enum num_type { NT_DBL = 0, NT_I32, NT_U32, NT_I64 } num_type;
+
+enum {
+    F_NULL = 1,  // null accepted: numbers -> 0, strings -> ""
+    F_INT = 2,   // the file value must be a whole number
+    F_GT = 4,    // lo is exclusive (value > lo)
+};
+
+typedef struct keydef {
+    const char *key;             // dotted key
+    uint8_t kind;                // key_kind
+    uint8_t ntype;               // num_type (K_NUM)
+    uint8_t flags;               // F_*
+    size_t off, size;            // target field in sim_config
+    size_t off2;                 // a second target getting the same value, 0 = none
+    double lo, hi;               // allowed range in the file's unit
+    double scale;                // file unit -> struct unit
+    const char *const *names;    // K_NAME / K_ENUM
+} keydef;
+
+#define BIG 1e300
+#define OFF(f) offsetof(sim_config, f)
+#define SZ(f) sizeof(((sim_config *)0)->f)
+#define STR(k, f, fl) {k, K_STR, 0, fl, OFF(f), SZ(f), 0, 0, 0, 1, NULL}
+#define NAME(k, f, nm) {k, K_NAME, 0, 0, OFF(f), SZ(f), 0, 0, 0, 1, nm}
+#define ENUM(k, f, nm) {k, K_ENUM, 0, 0, OFF(f), SZ(f), 0, 0, 0, 1, nm}
+#define NUM(k, f, nt, fl, lo, hi, sc) {k, K_NUM, nt, fl, OFF(f), SZ(f), 0, lo, hi, sc, NULL}
+#define NUM2(k, f, f2, nt, fl, lo, hi, sc) \
+    {k, K_NUM, nt, fl, OFF(f), SZ(f), OFF(f2), lo, hi, sc, NULL}
+#define BOOL(k, f) {k, K_BOOL, 0, 0, OFF(f), SZ(f), 0, 0, 0, 1, NULL}
+#define DUR(k, f) {k, K_DUR, 0, 0, OFF(f), SZ(f), 0, 0, 0, 1, NULL}
+#define CAP(k, f, sc) {k, K_CAP, 0, 0, OFF(f), SZ(f), 0, 0, BIG, sc, NULL}
+
+static const char *const step_models[] = {"roofline", "calibrated", NULL};
+static const char *const modes[] = {"disaggregated", "colocated", NULL};
+static const char *const schedulers[] = {"fcfs", "spf", "priority", NULL};
+static const char *const preemptions[] = {"recompute", "swap", NULL};
+static const char *const buckets[] = {"as_recorded", "spread", NULL};
+static const char *const gen_profiles[] = {"chatbot", "agent", "coding", "mixed", NULL};
+static const char *const prefill_routers[] = {"round_robin", "least_loaded", "p2c",
+                                              "cache_aware", "ttft_estimate", NULL};
+static const char *const decode_routers[] = {"round_robin", "least_kv", "least_requests", NULL};
+
+#define POOL_KEYS(p)                                                                         \
+    NUM("cluster." #p ".instances", p.instances, NT_I32, F_INT, 0, 1e6, 1),                  \
+        NUM("cluster." #p ".gpus_per_instance", p.gpus_per_instance, NT_I32, F_INT, 1, 1e6, 1), \
+        NUM("cluster." #p ".tp", p.tp, NT_I32, F_INT, 0, 1e6, 1),                            \
+        NUM("cluster." #p ".ep", p.ep, NT_I32, F_INT, 0, 1e6, 1),                            \
+        NUM("cluster." #p ".max_batch_tokens", p.max_batch_tokens, NT_I64, F_INT, 1, 1e12, 1), \
+        NUM("cluster." #p ".chunk_tokens", p.chunk_tokens, NT_I64, F_INT, 0, 1e12, 1),       \
+        NUM("cluster." #p ".max_batch_requests", p.max_batch_requests, NT_I32, F_INT, 1, 1e9, \
+            1),                                                                              \
+        ENUM("cluster." #p ".scheduler", p.scheduler, schedulers),                           \
+        NUM("cluster." #p ".queue_limit", p.queue_limit, NT_I64, F_INT, 0, 1e15, 1)
+
+static const keydef key_table[] = {
+    STR("name", name, 0),
+    {"seed", K_U64, 0, 0, OFF(seed), SZ(seed), 0, 0, 0, 1, NULL},
+    STR("model", model, 0),
+    STR("hardware", hardware, 0),
+    NAME("step_model", step_model, step_models),
+    STR("profile", profile, F_NULL),
+    NUM("efficiency.compute", eff.compute, NT_DBL, F_GT, 0, 1, 1),
+    NUM("efficiency.memory", eff.memory, NT_DBL, F_GT, 0, 1, 1),
+    NUM("efficiency.comm", eff.comm, NT_DBL, F_GT, 0, 1, 1),
+    NUM("efficiency.step_overhead_us", eff.step_overhead_ns, NT_DBL, 0, 0, BIG, 1e3),
+    NUM("efficiency.layer_overhead_us", eff.layer_overhead_ns, NT_DBL, 0, 0, BIG, 1e3),
+    NUM("efficiency.comm_latency_us", eff.comm_latency_ns, NT_DBL, 0, 0, BIG, 1e3),
+    NUM("moe.ep_skew", ep_skew, NT_DBL, 0, 1, BIG, 1),
+    NUM("moe.redundant_experts", ep_redundant_experts, NT_DBL, 0, 0, 1, 1),
+    STR("workload.trace", trace, F_NULL),
+    {"workload.format", K_FMT, 0, 0, OFF(trace_opt.format), SZ(trace_opt.format), 0, 0, 0, 1,
+     NULL},
+    NUM("workload.time_scale", trace_opt.time_scale, NT_DBL, F_GT, 0, BIG, 1),
+    NUM("workload.rate_rps", trace_opt.rate_rps, NT_DBL, F_NULL, 0, BIG, 1),
+    NUM("workload.length_scale", trace_opt.length_scale, NT_DBL, F_GT, 0, BIG, 1),
+    NUM("workload.limit_requests", trace_opt.limit_requests, NT_I64, F_NULL | F_INT, 0, 9e18, 1),
+    NUM("workload.start_s", trace_opt.start_ns, NT_I64, 0, 0, 9e9, 1e9),
+    NUM("workload.end_s", trace_opt.end_ns, NT_I64, F_NULL, 0, 9e9, 1e9),
+    ENUM("workload.bucket", trace_opt.bucket, buckets),
+    BOOL("workload.skip_bad", trace_opt.skip_bad),
+    NUM("workload.session_rate", trace_opt.session_rate, NT_DBL, 0, 0, BIG, 1),
+    NUM("workload.session_users", trace_opt.session_users, NT_U32, F_INT, 0, 4e9, 1),
+    NAME("workload.generate.profile", generate_profile, gen_profiles),
+    NUM("workload.generate.rate_rps", generate_rate_rps, NT_DBL, F_GT, 0, BIG, 1),
+    NUM("workload.generate.duration_s", generate_duration_s, NT_DBL, F_GT, 0, BIG, 1),
+    ENUM("cluster.mode", mode, modes),
+    POOL_KEYS(vision),
+    POOL_KEYS(prefill),
+    POOL_KEYS(decode),
+    NUM("cluster.network.kv_transfer_GBps", kv_transfer_Bps, NT_DBL, F_GT, 0, BIG, 1e9),
+    NUM("cluster.network.latency_us", net_latency_ns, NT_DBL, 0, 0, BIG, 1e3),
+    {"cluster.schedule", K_SCHEDULE, 0, F_NULL, OFF(schedule), SZ(schedule), 0, 0, 0, 1, NULL},
+    ENUM("cluster.preemption", preemption, preemptions),
+    NAME("router.prefill", router_prefill, prefill_routers),
+    NAME("router.decode", router_decode, decode_routers),
+    NUM("router.stale_ms", router_stale_ns, NT_DBL, 0, 0, BIG, 1e6),
+    BOOL("router.reject_over_slo", router_reject_slo),
+    NUM("kv_cache.block_tokens", block_tokens, NT_U32, F_INT, 1, 1 << 20, 1),
+    BOOL("kv_cache.prefix_cache", prefix_cache),
+    NUM("kv_cache.hbm_cache_frac", hbm_cache_frac, NT_DBL, 0, 0, 1, 1),
+    NUM("kv_cache.activation_reserve", activation_reserve, NT_DBL, 0, 0, 0.99, 1),
+    CAP("kv_cache.dram.gb_per_node", dram.capacity_bytes, 1e9),
+    NUM2("kv_cache.dram.GBps", dram.read_Bps, dram.write_Bps, NT_DBL, F_GT, 0, BIG, 1e9),
+    NUM("kv_cache.dram.read_GBps", dram.read_Bps, NT_DBL, F_GT, 0, BIG, 1e9),
+    NUM("kv_cache.dram.write_GBps", dram.write_Bps, NT_DBL, F_GT, 0, BIG, 1e9),
+    NUM("kv_cache.dram.latency_us", dram.latency_ns, NT_DBL, 0, 0, BIG, 1e3),
+    CAP("kv_cache.ssd.capacity_tb", ssd.capacity_bytes, 1e12),
+    NUM("kv_cache.ssd.read_GBps", ssd.read_Bps, NT_DBL, F_GT, 0, BIG, 1e9),
+    NUM("kv_cache.ssd.write_GBps", ssd.write_Bps, NT_DBL, F_GT, 0, BIG, 1e9),
+    NUM("kv_cache.ssd.latency_us", ssd.latency_ns, NT_DBL, 0, 0, BIG, 1e3),
+    DUR("kv_cache.ssd.retention.chatbot", retention_ns[TRC_CLASS_CHATBOT]),
+    DUR("kv_cache.ssd.retention.agent", retention_ns[TRC_CLASS_AGENT]),
+    DUR("kv_cache.ssd.retention.coding", retention_ns[TRC_CLASS_CODING]),
+    DUR("kv_cache.ssd.retention.batch", retention_ns[TRC_CLASS_BATCH]),
+    DUR("kv_cache.ssd.retention.other", retention_ns[TRC_CLASS_OTHER]),
+    BOOL("kv_cache.write_through", write_through),
+    BOOL("kv_cache.overlap_load", overlap_load),
+    BOOL("kv_cache.persist_decode", persist_decode),
+    NUM("kv_cache.swa_replay_tokens", swa_replay_tokens, NT_U32, F_INT, 0, 1 << 24, 1),
+    NUM("speculative.draft_tokens", draft_tokens, NT_U32, F_INT, 0, 64, 1),
+    NUM("speculative.acceptance", acceptance, NT_DBL, 0, 0, 1, 1),
+    NUM("structured.mask_us", structured_mask_ns, NT_DBL, 0, 0, BIG, 1e3),
+    NUM("slo.ttft_p90_ms", slo_ttft_p90_ms, NT_DBL, F_GT, 0, BIG, 1),
+    NUM("slo.tpot_p90_ms", slo_tpot_p90_ms, NT_DBL, F_GT, 0, BIG, 1),
+    NUM("output.sample_interval_s", sample_interval_s, NT_DBL, F_GT, 0, BIG, 1),
+    BOOL("output.requests", write_requests),
+};
+
+// Mappings that hold keys. "economics" is a section whose contents reports/ checks.
+static const char *const sections[] = {
+    "efficiency",       "moe",
+    "workload",         "workload.generate",
+    "cluster",          "cluster.vision",
+    "cluster.prefill",  "cluster.decode",
+    "cluster.network",  "router",
+    "kv_cache",         "kv_cache.dram",
+    "kv_cache.ssd",     "kv_cache.ssd.retention",
+    "speculative",      "structured",
+    "slo",              "economics",
+    "output",
+};
+
+#define N_KEYS (sizeof key_table / sizeof key_table[0])
+#define N_SECTIONS (sizeof sections / sizeof sections[0])
+
+static const keydef *find_key(const char *key) {
+    for (size_t i = 0; i < N_KEYS; i++)
+        if (!strcmp(key_table[i].key, key)) return &key_table[i];
+    return NULL;
+}
+
+static bool is_section(const char *key) {
+    for (size_t i = 0; i < N_SECTIONS; i++)
+        if (!strcmp(sections[i], key)) return true;
+    return false;
+}
+
+static bool under_economics(const char *key) { return !strncmp(key, "economics.", 10); }
+
+// ---- defaults -----------------------------------------------------------------------------
+
+static void copy_str(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src); }
+
+static void pool_default(sim_pool_cfg *p, int32_t instances, int32_t gpus) {
+    p->instances = instances;
+    p->gpus_per_instance = gpus;
+    p->tp = 0;
+    p->ep = 0;
+    p->max_batch_tokens = 16384;
+    p->chunk_tokens = 0;
+    p->max_batch_requests = 256;
+    p->scheduler = SIM_SCHED_FCFS;
+    p->queue_limit = 0;
+}
+
+void sim_config_default(sim_config *c) {
+    memset(c, 0, sizeof *c);
+    copy_str(c->name, sizeof c->name, "quickstart");
+    copy_str(c->dir, sizeof c->dir, ".");
+    c->seed = 1;
+    copy_str(c->model, sizeof c->model, "llama-3.1-8b");
+    copy_str(c->hardware, sizeof c->hardware, "h100");
+    copy_str(c->step_model, sizeof c->step_model, "roofline");
+    mdl_efficiency_default(&c->eff);
+    c->ep_skew = 1.0;
+    c->ep_redundant_experts = 0.0;
+
+    copy_str(c->trace, sizeof c->trace, "traces/data/azure2023_conv.csv");
+    trc_options_default(&c->trace_opt);
+    c->trace_opt.format = TRC_FMT_AUTO;
+    c->trace_opt.time_scale = 1.0;
+    c->trace_opt.rate_rps = 0;
+    c->trace_opt.length_scale = 1.0;
+    c->trace_opt.limit_requests = 0;
+    c->generate_rate_rps = 1.0;
+    c->generate_duration_s = 600.0;
+
+    c->mode = SIM_DISAGGREGATED;
+    pool_default(&c->vision, 0, 1);
+    pool_default(&c->prefill, 2, 8);
+    pool_default(&c->decode, 2, 8);
+    c->kv_transfer_Bps = 50e9;
+    c->net_latency_ns = 20e3;
+    c->preemption = SIM_PREEMPT_RECOMPUTE;
+
+    copy_str(c->router_prefill, sizeof c->router_prefill, "cache_aware");
+    copy_str(c->router_decode, sizeof c->router_decode, "least_kv");
+    c->router_stale_ns = 0;
+    c->router_reject_slo = false;
+
+    c->block_tokens = 64;
+    c->hbm_cache_frac = 0.8;
+    c->activation_reserve = 0.1;
+    c->dram = (sim_tier_cfg){.capacity_bytes = 0, .read_Bps = 64e9, .write_Bps = 64e9,
+                             .latency_ns = 1e3};
+    c->ssd = (sim_tier_cfg){.capacity_bytes = 0, .read_Bps = 40e9, .write_Bps = 20e9,
+                            .latency_ns = 100e3};
+    const int64_t day = 86400 * KVF_NS_PER_S;
+    c->retention_ns[TRC_CLASS_CHATBOT] = 7 * day;
+    c->retention_ns[TRC_CLASS_AGENT] = 3 * day;
+    c->retention_ns[TRC_CLASS_CODING] = 3 * day;
+    c->retention_ns[TRC_CLASS_BATCH] = 1 * day;
+    c->retention_ns[TRC_CLASS_OTHER] = 7 * day;
+    c->write_through = true;
+    c->overlap_load = true;
+    c->persist_decode = true;
+    c->swa_replay_tokens = 128;
+    c->prefix_cache = true;
+
+    c->draft_tokens = 0;
+    c->acceptance = 0.0;
+    c->structured_mask_ns = 0;
+    c->slo_ttft_p90_ms = 2000;
+    c->slo_tpot_p90_ms = 50;
+    rpt_econ_config_default(&c->econ);
+    c->sample_interval_s = 10;
+    c->write_requests = true;
+
+    c->trace_opt.block_tokens = c->block_tokens;
+    c->trace_opt.seed = c->seed;
+}
+
+// Keys that mirror others: the reader's block size and seed follow the scenario's.
+static void sync_derived(sim_config *c) {
+    c->trace_opt.block_tokens = c->block_tokens;
+    c->trace_opt.seed = c->seed;
+}
+
+// ---- where keys were set ------------------------------------------------------------------
+
+static void record_line(sim_config *c, const char *key, int line) {
+    for (int32_t i = 0; i < c->n_key_lines; i++)
+        if (!strcmp(c->key_lines[i].key, key)) {
+            c->key_lines[i].line = line;
+            return;
+        }
+    if (c->n_key_lines >= SIM_KEY_LINES_MAX || strlen(key) >= SIM_KEY_MAX) return;  // cosmetic
+    sim_key_line *k = &c->key_lines[c->n_key_lines++];
+    copy_str(k->key, sizeof k->key, key);
+    k->line = line;
+}
+
+int sim_config_key_line(const sim_config *c, const char *key) {
+    char k[SIM_KEY_MAX];
+    copy_str(k, sizeof k, key);
+    for (;;) {
+        for (int32_t i = 0; i < c->n_key_lines; i++)
+            if (!strcmp(c->key_lines[i].key, k)) return c->key_lines[i].line;
+        char *dot = strrchr(k, '.');
+        if (!dot) return 0;
+        *dot = '\0';
+    }
+}
+
+void sim_config_where(const sim_config *c, const char *key, char *out, size_t n) {
+    int line = sim_config_key_line(c, key);
+    if (line < 0)
+        snprintf(out, n, "--set %s", key);
+    else if (c->path[0] && line > 0)
+        snprintf(out, n, "%s:%d: key '%s'", c->path, line, key);
+    else if (c->path[0])
+        snprintf(out, n, "%s: key '%s' (default)", c->path, key);
+    else
+        snprintf(out, n, "key '%s' (default)", key);
+}
+
+// ---- applying YAML nodes ------------------------------------------------------------------
+
+typedef struct apply_ctx {
+    sim_config *c;
+    const char *path;            // scenario file; NULL for --set
+    yaml_document_t *doc;
+    kvf_err *err;
+} apply_ctx;
+
+static int node_line(const yaml_node_t *n) { return (int)n->start_mark.line + 1; }
+
+// Formats "FILE:LINE: key 'KEY': what" (file) or "--set KEY: what" (override).
+__attribute__((format(printf, 5, 6))) static kvf_status fail_at(apply_ctx *x, kvf_status code,
+                                                                 const char *key, int line,
+                                                                 const char *fmt, ...) {
+    char what[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (x->path) return kvf_fail(x->err, code, "%s:%d: key '%s': %s", x->path, line, key, what);
+    return kvf_fail(x->err, code, "--set %s: %s", key, what);
+}
+
+static const char *node_kind_name(const yaml_node_t *n) {
+    switch (n->type) {
+    case YAML_MAPPING_NODE: return "a mapping";
+    case YAML_SEQUENCE_NODE: return "a list";
+    default: return "a scalar";
+    }
+}
+
+static const char *scalar(const yaml_node_t *n) { return (const char *)n->data.scalar.value; }
+
+static bool is_null(const yaml_node_t *n) {
+    if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return false;
+    const char *s = scalar(n);
+    return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
+           !strcmp(s, "NULL");
+}
+
+static bool parse_bool(const char *s, bool *out) {
+    static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
+    for (int i = 0; i < 3; i++) {
+        if (!strcasecmp(s, yes[i])) return *out = true, true;
+        if (!strcasecmp(s, no[i])) return *out = false, true;
+    }
+    return false;
+}
+
+static bool parse_number(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno == ERANGE || !isfinite(v)) return false;
+    while (isspace((unsigned char)*end)) end++;
+    if (*end) return false;
+    *out = v;
+    return true;
+}
+
+// "a|b|c" of a NULL-terminated name list.
+static void join_names(const char *const *names, char *out, size_t n) {
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; names[i] && used < n; i++)
+        used += (size_t)snprintf(out + used, n - used, "%s%s", i ? "|" : "", names[i]);
+}
+
+static int name_index(const char *const *names, const char *s) {
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(names[i], s)) return i;
+    return -1;
+}
+
+static void store_num(void *dst, num_type t, double v) {
+    switch (t) {
+    case NT_DBL: *(double *)dst = v; break;
+    case NT_I32: *(int32_t *)dst = (int32_t)llround(v); break;
+    case NT_U32: *(uint32_t *)dst = (uint32_t)llround(v); break;
+    case NT_I64: *(int64_t *)dst = (int64_t)llround(v); break;
+    }
+}
+
+static kvf_status apply_schedule(apply_ctx *x, const char *key, const yaml_node_t *n,
+                                 int line) {
+    sim_config *c = x->c;
+    if (is_null(n)) {
+        c->n_schedule = 0;
+        return KVF_OK;
+    }
+    if (n->type != YAML_SEQUENCE_NODE)
+        return fail_at(x, KVF_EPARSE, key, line,
+                       "expects null or a list of {from_h, prefill, decode}, got %s",
+                       node_kind_name(n));
+    int32_t count = 0;
+    sim_schedule_entry tmp[SIM_SCHEDULE_MAX];
+    for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+         it++) {
+        const yaml_node_t *e = yaml_document_get_node(x->doc, *it);
+        if (e->type != YAML_MAPPING_NODE)
+            return fail_at(x, KVF_EPARSE, key, node_line(e),
+                           "entry %d expects a mapping {from_h, prefill, decode}, got %s",
+                           count, node_kind_name(e));
+        if (count >= SIM_SCHEDULE_MAX)
+            return fail_at(x, KVF_EINVAL, key, node_line(e), "more than %d entries",
+                           SIM_SCHEDULE_MAX);
+        sim_schedule_entry s = {.from_h = -1, .prefill = -1, .decode = -1};
+        for (yaml_node_pair_t *p = e->data.mapping.pairs.start; p < e->data.mapping.pairs.top;
+             p++) {
+            const yaml_node_t *k = yaml_document_get_node(x->doc, p->key);
+            const yaml_node_t *v = yaml_document_get_node(x->doc, p->value);
+            char full[SIM_KEY_MAX + 32];
+            const char *kn = k->type == YAML_SCALAR_NODE ? scalar(k) : "?";
+            snprintf(full, sizeof full, "%s[%d].%s", key, count, kn);
+            bool is_h = !strcmp(kn, "from_h"), is_p = !strcmp(kn, "prefill"),
+                 is_d = !strcmp(kn, "decode");
+            if (!is_h && !is_p && !is_d)
+                return fail_at(x, KVF_EPARSE, full, node_line(k),
+                               "unknown key (expected from_h, prefill, decode)");
+            double d;
+            if (v->type != YAML_SCALAR_NODE || !parse_number(scalar(v), &d))
+                return fail_at(x, KVF_EPARSE, full, node_line(v), "expects a number, got %s%s%s",
+                               v->type == YAML_SCALAR_NODE ? "'" : "",
+                               v->type == YAML_SCALAR_NODE ? scalar(v) : node_kind_name(v),
+                               v->type == YAML_SCALAR_NODE ? "'" : "");
+            if (is_h) {
+                if (d < 0 || d >= 24)
+                    return fail_at(x, KVF_EINVAL, full, node_line(v),
+                                   "must be in [0, 24), got %g", d);
+                s.from_h = d;
+            } else {
+                if (d < 0 || d != floor(d) || d > 1e6)
+                    return fail_at(x, KVF_EINVAL, full, node_line(v),
+                                   "must be a whole number >= 0, got %g", d);
+                if (is_p) s.prefill = (int32_t)d;
+                else s.decode = (int32_t)d;
+            }
+        }
+        char full[SIM_KEY_MAX + 32];
+        snprintf(full, sizeof full, "%s[%d].from_h", key, count);
+        if (s.from_h < 0) return fail_at(x, KVF_EPARSE, full, node_line(e), "missing");
+        if (count > 0 && s.from_h <= tmp[count - 1].from_h)
+            return fail_at(x, KVF_EINVAL, full, node_line(e),
+                           "entries must be in increasing from_h order (%g after %g)", s.from_h,
+                           tmp[count - 1].from_h);
+        tmp[count++] = s;
+    }
+    memcpy(c->schedule, tmp, sizeof tmp[0] * (size_t)count);
+    c->n_schedule = count;
+    return KVF_OK;
+}
+
+// line: where the key stands (its value may start on a later line).
+static kvf_status apply_leaf(apply_ctx *x, const keydef *d, const char *key,
+                             const yaml_node_t *n, int line) {
+    sim_config *c = x->c;
+    char *dst = (char *)c + d->off;
+    char allowed[256];
+
+    if (d->kind == K_SCHEDULE) return apply_schedule(x, key, n, line);
+    if (n->type != YAML_SCALAR_NODE) {
+        const char *want = "a scalar";
+        switch ((key_kind)d->kind) {
+        case K_NUM: case K_U64: want = d->flags & F_INT ? "a whole number" : "a number"; break;
+        case K_BOOL: want = "true or false"; break;
+        case K_DUR: want = "a duration (e.g. 7d, 12h, 30s) or never"; break;
+        case K_CAP: want = "a number or unlimited"; break;
+        default: want = "a string"; break;
+        }
+        return fail_at(x, KVF_EPARSE, key, line, "expects %s, got %s", want, node_kind_name(n));
+    }
+    const char *s = scalar(n);
+    bool null = is_null(n);
+    if (null && !(d->flags & F_NULL) && d->kind != K_STR)
+        return fail_at(x, KVF_EPARSE, key, line, "must not be null");
+    if (!strncmp(key, "workload.generate.", 18) && !c->generate_profile[0])
+        copy_str(c->generate_profile, sizeof c->generate_profile, "chatbot");
+
+    switch ((key_kind)d->kind) {
+    case K_STR:
+        if (null && !(d->flags & F_NULL))
+            return fail_at(x, KVF_EPARSE, key, line, "must not be null");
+        if (strlen(s) >= d->size)
+            return fail_at(x, KVF_EINVAL, key, line, "longer than %zu characters", d->size - 1);
+        copy_str(dst, d->size, null ? "" : s);
+        break;
+    case K_NAME:
+    case K_ENUM: {
+        int i = name_index(d->names, s);
+        if (i < 0) {
+            join_names(d->names, allowed, sizeof allowed);
+            return fail_at(x, KVF_EINVAL, key, line, "unknown value '%s' (allowed: %s)", s,
+                           allowed);
+        }
+        if (d->kind == K_NAME) copy_str(dst, d->size, s);
+        else *(int *)dst = i;
+        break;
+    }
+    case K_FMT: {
+        trc_format f;
+        if (!trc_format_parse(s, &f)) {
+            size_t used = 0;
+            allowed[0] = '\0';
+            for (int i = TRC_FMT_AUTO; i <= TRC_FMT_KVFLEET; i++)
+                used += (size_t)snprintf(allowed + used, sizeof allowed - used, "%s%s",
+                                         i ? "|" : "", trc_format_name((trc_format)i));
+            return fail_at(x, KVF_EINVAL, key, line, "unknown value '%s' (allowed: %s)", s,
+                           allowed);
+        }
+        *(trc_format *)dst = f;
+        break;
+    }
+    case K_BOOL: {
+        bool b;
+        if (!parse_bool(s, &b))
+            return fail_at(x, KVF_EPARSE, key, line, "expects true or false, got '%s'", s);
+        *(bool *)dst = b;
+        break;
+    }
+    case K_U64: {
+        char *end;
+        errno = 0;
+        if (*s == '-' || !isdigit((unsigned char)*s))
+            return fail_at(x, KVF_EPARSE, key, line, "expects a whole number >= 0, got '%s'",
+                           s);
+        unsigned long long v = strtoull(s, &end, 0);
+        if (errno || *end)
+            return fail_at(x, KVF_EPARSE, key, line, "expects a whole number >= 0, got '%s'",
+                           s);
+        *(uint64_t *)dst = (uint64_t)v;
+        break;
+    }
+    case K_NUM: {
+        double v = 0;
+        if (!null) {
+            if (!parse_number(s, &v))
+                return fail_at(x, KVF_EPARSE, key, line, "expects %s, got '%s'",
+                               d->flags & F_INT ? "a whole number" : "a number", s);
+            if (d->flags & F_INT && v != floor(v))
+                return fail_at(x, KVF_EINVAL, key, line, "expects a whole number, got %s", s);
+            bool low = d->flags & F_GT ? !(v > d->lo) : !(v >= d->lo);
+            bool interval = d->hi < 1e3;   // a true range, not a sanity bound
+            if (low && !interval)
+                return fail_at(x, KVF_EINVAL, key, line, "must be %s %g, got %s",
+                               d->flags & F_GT ? ">" : ">=", d->lo, s);
+            if (low || v > d->hi) {
+                if (!interval)
+                    return fail_at(x, KVF_EINVAL, key, line, "must be <= %g, got %s", d->hi, s);
+                return fail_at(x, KVF_EINVAL, key, line, "must be in %s%g, %g], got %s",
+                               d->flags & F_GT ? "(" : "[", d->lo, d->hi, s);
+            }
+        }
+        store_num(dst, (num_type)d->ntype, v * d->scale);
+        if (d->off2) store_num((char *)c + d->off2, (num_type)d->ntype, v * d->scale);
+        break;
+    }
+    case K_DUR: {
+        int64_t ns;
+        if (!strcmp(s, "never")) ns = -1;
+        else if (!kvf_parse_duration_ns(s, &ns))
+            return fail_at(x, KVF_EPARSE, key, line,
+                           "expects a duration (e.g. 7d, 12h, 90m, 30s) or never, got '%s'", s);
+        *(int64_t *)dst = ns;
+        break;
+    }
+    case K_CAP: {
+        double v;
+        if (!strcmp(s, "unlimited")) v = -1;
+        else if (parse_number(s, &v)) {
+            if (v < 0)
+                return fail_at(x, KVF_EINVAL, key, line,
+                               "must be >= 0 (0 = off) or unlimited, got %s", s);
+            v *= d->scale;
+        } else if (!kvf_parse_bytes(s, &v))
+            return fail_at(x, KVF_EPARSE, key, line,
+                           "expects a number, a size like 100PiB, or unlimited, got '%s'", s);
+        *(double *)dst = v;
+        break;
+    }
+    case K_SCHEDULE: break;  // handled above
+    }
+    return KVF_OK;
+}
+
+// Writes a node as YAML flow text ("[1, 2]", "{a: 1}", or the scalar itself) for economics.
+static void flow_text(yaml_document_t *doc, const yaml_node_t *n, char *out, size_t cap,
+                      size_t *used) {
+#define PUT(...)                                                                            \
+    do {                                                                                    \
+        if (*used < cap) *used += (size_t)snprintf(out + *used, cap - *used, __VA_ARGS__);  \
+    } while (0)
+    if (n->type == YAML_SCALAR_NODE) {
+        PUT("%s", is_null(n) ? "null" : scalar(n));
+    } else if (n->type == YAML_SEQUENCE_NODE) {
+        PUT("[");
+        for (yaml_node_item_t *it = n->data.sequence.items.start;
+             it < n->data.sequence.items.top; it++) {
+            if (it != n->data.sequence.items.start) PUT(", ");
+            flow_text(doc, yaml_document_get_node(doc, *it), out, cap, used);
+        }
+        PUT("]");
+    } else {
+        PUT("{");
+        for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
+             p++) {
+            if (p != n->data.mapping.pairs.start) PUT(", ");
+            flow_text(doc, yaml_document_get_node(doc, p->key), out, cap, used);
+            PUT(": ");
+            flow_text(doc, yaml_document_get_node(doc, p->value), out, cap, used);
+        }
+        PUT("}");
+    }
+#undef PUT
+}
+
+// The keys directly below section prefix ("" = top level), for "unknown key" messages.
+static void list_children(const char *prefix, char *out, size_t cap) {
+    size_t plen = strlen(prefix), used = 0;
+    out[0] = '\0';
+    const char *seen[128];
+    size_t n_seen = 0;
+    for (size_t pass = 0; pass < 2; pass++) {
+        size_t count = pass ? N_SECTIONS : N_KEYS;
+        for (size_t i = 0; i < count; i++) {
+            const char *k = pass ? sections[i] : key_table[i].key;
+            if (plen && (strncmp(k, prefix, plen) || k[plen] != '.')) continue;
+            const char *rest = plen ? k + plen + 1 : k;
+            size_t len = strcspn(rest, ".");
+            bool dup = false;
+            for (size_t j = 0; j < n_seen && !dup; j++)
+                dup = strlen(seen[j]) >= len && !strncmp(seen[j], rest, len) &&
+                      (seen[j][len] == '\0' || seen[j][len] == '.');
+            if (dup || n_seen >= 128) continue;
+            seen[n_seen++] = rest;
+            if (used < cap)
+                used += (size_t)snprintf(out + used, cap - used, "%s%.*s", n_seen > 1 ? ", " : "",
+                                         (int)len, rest);
+        }
+    }
+}
+
+static kvf_status apply_node(apply_ctx *x, const char *key, const yaml_node_t *n, int line);
+
+static kvf_status apply_mapping(apply_ctx *x, const char *prefix, const yaml_node_t *n) {
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
+         p++) {
+        const yaml_node_t *k = yaml_document_get_node(x->doc, p->key);
+        const yaml_node_t *v = yaml_document_get_node(x->doc, p->value);
+        if (k->type != YAML_SCALAR_NODE || !*scalar(k))
+            return fail_at(x, KVF_EPARSE, *prefix ? prefix : "(top level)", node_line(k),
+                           "a key must be a non-empty scalar, got %s", node_kind_name(k));
+        for (yaml_node_pair_t *q = n->data.mapping.pairs.start; q < p; q++) {
+            const yaml_node_t *k2 = yaml_document_get_node(x->doc, q->key);
+            if (k2->type == YAML_SCALAR_NODE && !strcmp(scalar(k2), scalar(k))) {
+                char full[256];
+                snprintf(full, sizeof full, "%s%s%s", prefix, *prefix ? "." : "", scalar(k));
+                return fail_at(x, KVF_EPARSE, full, node_line(k),
+                               "duplicate key (first at line %d)", node_line(k2));
+            }
+        }
+        char full[256];
+        int len = snprintf(full, sizeof full, "%s%s%s", prefix, *prefix ? "." : "", scalar(k));
+        if (len < 0 || (size_t)len >= sizeof full)
+            return fail_at(x, KVF_EPARSE, prefix, node_line(k), "key too long");
+        kvf_status st = apply_node(x, full, v, node_line(k));
+        if (st) return st;
+    }
+    return KVF_OK;
+}
+
+// Applies node n at dotted key; line is where the key stands in the file (ignored for --set,
+// which records -1).
+static kvf_status apply_node(apply_ctx *x, const char *key, const yaml_node_t *n, int kline) {
+    sim_config *c = x->c;
+    int line = x->path ? kline : -1;
+    const keydef *d = find_key(key);
+    if (d) {
+        kvf_status st = apply_leaf(x, d, key, n, kline);
+        if (st) return st;
+        record_line(c, key, line);
+        return KVF_OK;
+    }
+    if (under_economics(key)) {
+        if (n->type == YAML_MAPPING_NODE) {
+            record_line(c, key, line);
+            return apply_mapping(x, key, n);
+        }
+        char text[1024];
+        size_t used = 0;
+        flow_text(x->doc, n, text, sizeof text, &used);
+        kvf_err e = {0};
+        kvf_status st = rpt_econ_config_set(&c->econ, key + 10, text, &e);
+        if (st) {
+            // reports/ may already name the key; do not say it twice.
+            const char *msg = e.msg;
+            size_t kl = strlen(key);
+            if (!strncmp(msg, key, kl) && !strncmp(msg + kl, ": ", 2)) msg += kl + 2;
+            else if (!strncmp(msg, key + 10, kl - 10) && !strncmp(msg + kl - 10, ": ", 2))
+                msg += kl - 10 + 2;
+            return fail_at(x, st, key, kline, "%s", msg);
+        }
+        record_line(c, key, line);
+        return KVF_OK;
+    }
+    if (is_section(key)) {
+        if (!strcmp(key, "workload.generate") && is_null(n)) {
+            c->generate_profile[0] = '\0';
+            record_line(c, key, line);
+            return KVF_OK;
+        }
+        if (n->type != YAML_MAPPING_NODE)
+            return fail_at(x, KVF_EPARSE, key, kline, "expects a mapping, got %s%s%s%s",
+                           node_kind_name(n), n->type == YAML_SCALAR_NODE ? " '" : "",
+                           n->type == YAML_SCALAR_NODE ? scalar(n) : "",
+                           n->type == YAML_SCALAR_NODE ? "'" : "");
+        if (!strcmp(key, "workload.generate") && !c->generate_profile[0])
+            copy_str(c->generate_profile, sizeof c->generate_profile, "chatbot");
+        record_line(c, key, line);
+        return apply_mapping(x, key, n);
+    }
+    // Unknown: name the keys that exist under the nearest known parent section.
+    char parent[256], allowed[700];
+    copy_str(parent, sizeof parent, key);
+    for (;;) {
+        char *dot = strrchr(parent, '.');
+        if (!dot) {
+            parent[0] = '\0';
+            break;
+        }
+        *dot = '\0';
+        if (is_section(parent)) break;
+    }
+    list_children(parent, allowed, sizeof allowed);
+    return fail_at(x, KVF_EPARSE, key, kline, "unknown key (known %s%s%s: %s)",
+                   *parent ? "under '" : "at the top level", parent, *parent ? "'" : "",
+                   allowed);
+}
+
+// ---- loading ------------------------------------------------------------------------------
+
+// c->dir for a scenario file: the parent of the nearest enclosing `scenarios` folder, else the
+// file's own folder; absolute.
+static void scenario_dir(const char *path, char *out, size_t n) {
+    char *real = realpath(path, NULL);
+    char buf[SIM_PATH_MAX];
+    copy_str(buf, sizeof buf, real ? real : path);
+    free(real);
+    char *slash = strrchr(buf, '/');
+    if (!slash) {
+        copy_str(out, n, ".");
+        return;
+    }
+    *slash = '\0';
+    if (!buf[0]) copy_str(buf, sizeof buf, "/");
+    // Walk up looking for a folder named "scenarios".
+    char probe[SIM_PATH_MAX];
+    copy_str(probe, sizeof probe, buf);
+    for (;;) {
+        char *s = strrchr(probe, '/');
+        if (!s) break;
+        if (!strcmp(s + 1, "scenarios")) {
+            *s = '\0';
+            copy_str(out, n, probe[0] ? probe : "/");
+            return;
+        }
+        if (s == probe) break;
+        *s = '\0';
+    }
+    copy_str(out, n, buf);
+}
+
+static kvf_status yaml_problem(kvf_err *err, const char *where, const yaml_parser_t *p) {
+    const char *problem = p->problem ? p->problem : "cannot parse";
+    if (p->context)
+        return kvf_fail(err, KVF_EPARSE, "%s:%d: malformed YAML: %s (%s at line %d)", where,
+                        (int)p->problem_mark.line + 1, problem, p->context,
+                        (int)p->context_mark.line + 1);
+    return kvf_fail(err, KVF_EPARSE, "%s:%d: malformed YAML: %s", where,
+                    (int)p->problem_mark.line + 1, problem);
+}
+
+kvf_status sim_config_load(sim_config *c, const char *path, kvf_err *err) {
+    sim_config_default(c);
+    char *text = NULL;
+    size_t len = 0;
+    kvf_status st = kvf_read_file(path, &text, &len, err);
+    if (st) return st;
+    if (strlen(path) >= sizeof c->path) {
+        free(text);
+        return kvf_fail(err, KVF_EINVAL, "%s: path too long", path);
+    }
+    copy_str(c->path, sizeof c->path, path);
+    scenario_dir(path, c->dir, sizeof c->dir);
+    // Default name: the file's stem.
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t stem = strcspn(base, ".");
+    if (stem > 0 && stem < sizeof c->name) snprintf(c->name, sizeof c->name, "%.*s", (int)stem, base);
+
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    bool have_doc = false;
+    if (!yaml_parser_initialize(&parser)) {
+        free(text);
+        return kvf_fail(err, KVF_ENOMEM, "%s: cannot initialise the YAML parser", path);
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        st = yaml_problem(err, path, &parser);
+        goto done;
+    }
+    have_doc = true;
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (root) {
+        // A second document would be silently ignored otherwise.
+        yaml_document_t doc2;
+        if (!yaml_parser_load(&parser, &doc2)) {
+            st = yaml_problem(err, path, &parser);
+            goto done;
+        }
+        yaml_node_t *root2 = yaml_document_get_root_node(&doc2);
+        int line2 = root2 ? node_line(root2) : 0;
+        yaml_document_delete(&doc2);
+        if (root2) {
+            st = kvf_fail(err, KVF_EPARSE, "%s:%d: a second YAML document; a scenario is one",
+                          path, line2);
+            goto done;
+        }
+        if (root->type != YAML_MAPPING_NODE && !is_null(root)) {
+            st = kvf_fail(err, KVF_EPARSE, "%s:%d: a scenario must be a mapping of keys, got %s",
+                          path, node_line(root), node_kind_name(root));
+            goto done;
+        }
+        if (root->type == YAML_MAPPING_NODE) {
+            apply_ctx x = {.c = c, .path = path, .doc = &doc, .err = err};
+            st = apply_mapping(&x, "", root);
+            if (st) goto done;
+        }
+    }
+    sync_derived(c);
+    st = KVF_OK;
+done:
+    if (have_doc) yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    free(text);
+    return st;
+}
+
+kvf_status sim_config_set(sim_config *c, const char *assignment, kvf_err *err) {
+    const char *eq = strchr(assignment, '=');
+    if (!eq)
+        return kvf_fail(err, KVF_EINVAL, "--set %s: expected KEY=VALUE", assignment);
+    char key[256];
+    const char *k0 = assignment, *k1 = eq;
+    while (k0 < k1 && isspace((unsigned char)*k0)) k0++;
+    while (k1 > k0 && isspace((unsigned char)k1[-1])) k1--;
+    if (k1 == k0) return kvf_fail(err, KVF_EINVAL, "--set %s: empty key", assignment);
+    if ((size_t)(k1 - k0) >= sizeof key)
+        return kvf_fail(err, KVF_EINVAL, "--set %s: key too long", assignment);
+    memcpy(key, k0, (size_t)(k1 - k0));
+    key[k1 - k0] = '\0';
+    const char *value = eq + 1;
+
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    if (!yaml_parser_initialize(&parser))
+        return kvf_fail(err, KVF_ENOMEM, "--set %s: cannot initialise the YAML parser", key);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)value, strlen(value));
+    kvf_status st;
+    if (!yaml_parser_load(&parser, &doc)) {
+        st = kvf_fail(err, KVF_EINVAL, "--set %s: malformed value '%s': %s", key, value,
+                      parser.problem ? parser.problem : "cannot parse");
+        yaml_parser_delete(&parser);
+        return st;
+    }
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    apply_ctx x = {.c = c, .path = NULL, .doc = &doc, .err = err};
+    if (!root) {
+        // An empty value is null.
+        yaml_document_delete(&doc);
+        if (!yaml_document_initialize(&doc, NULL, NULL, NULL, 1, 1)) {
+            yaml_parser_delete(&parser);
+            return kvf_fail(err, KVF_ENOMEM, "--set %s: out of memory", key);
+        }
+        int id = yaml_document_add_scalar(&doc, NULL, (yaml_char_t *)"", 0,
+                                          YAML_PLAIN_SCALAR_STYLE);
+        root = yaml_document_get_node(&doc, id);
+    }
+    st = apply_node(&x, key, root, 0);
+    // --set errors are usage errors: report them as such whatever the parse code.
+    if (st == KVF_EPARSE) {
+        st = KVF_EINVAL;
+        if (err) err->code = st;
+    }
+    if (!st) sync_derived(c);
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    return st;
+}
+
+// ---- validation ---------------------------------------------------------------------------
+
+void sim_config_resolve(const sim_config *c, const char *p, char *out, size_t n) {
+    if (p[0] == '/' || !c->dir[0] || !strcmp(c->dir, "."))
+        copy_str(out, n, p);
+    else
+        snprintf(out, n, "%s/%s", c->dir, p);
+}
+
+static bool is_file(const char *path) {
+    struct stat s;
+    return stat(path, &s) == 0 && S_ISREG(s.st_mode);
+}
+
+__attribute__((format(printf, 4, 5))) static kvf_status vfail(const sim_config *c, kvf_err *err,
+                                                             const char *key, const char *fmt,
+                                                             ...) {
+    char where[SIM_PATH_MAX + 128], what[768];
+    sim_config_where(c, key, where, sizeof where);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    kvf_status code = strstr(what, "No such file") ? KVF_ENOENT : KVF_EINVAL;
+    return kvf_fail(err, code, "%s: %s", where, what);
+}
+
+// A model/hardware/profile name: a path when it has a '/' or ends in .yaml/.csv, else
+// <dir>/<folder>/<name><ext>.
+static void resolve_named(const sim_config *c, const char *name, const char *folder,
+                          const char *ext, char *out, size_t n) {
+    if (strchr(name, '/') || kvf_endswith(name, ".yaml") || kvf_endswith(name, ".yml") ||
+        kvf_endswith(name, ".csv") || kvf_endswith(name, ".db")) {
+        sim_config_resolve(c, name, out, n);
+        return;
+    }
+    char rel[SIM_PATH_MAX + 64];
+    snprintf(rel, sizeof rel, "%s/%s%s", folder, name, ext);
+    sim_config_resolve(c, rel, out, n);
+}
+
+static kvf_status check_pool(const sim_config *c, const sim_pool_cfg *p, const char *pool,
+                             kvf_err *err) {
+    char key[64];
+    snprintf(key, sizeof key, "cluster.%s.instances", pool);
+    if (p->instances < 0) return vfail(c, err, key, "must be >= 0, got %d", p->instances);
+    snprintf(key, sizeof key, "cluster.%s.gpus_per_instance", pool);
+    if (p->gpus_per_instance < 1)
+        return vfail(c, err, key, "must be >= 1, got %d", p->gpus_per_instance);
+    snprintf(key, sizeof key, "cluster.%s.tp", pool);
+    if (p->tp < 0 || (p->tp > 0 && p->gpus_per_instance % p->tp))
+        return vfail(c, err, key, "must divide gpus_per_instance (%d), got %d",
+                     p->gpus_per_instance, p->tp);
+    snprintf(key, sizeof key, "cluster.%s.ep", pool);
+    if (p->ep < 0 || (p->ep > 0 && p->gpus_per_instance % p->ep))
+        return vfail(c, err, key, "must divide gpus_per_instance (%d), got %d",
+                     p->gpus_per_instance, p->ep);
+    snprintf(key, sizeof key, "cluster.%s.max_batch_tokens", pool);
+    if (p->max_batch_tokens < 1)
+        return vfail(c, err, key, "must be >= 1, got %lld", (long long)p->max_batch_tokens);
+    snprintf(key, sizeof key, "cluster.%s.chunk_tokens", pool);
+    if (p->chunk_tokens < 0)
+        return vfail(c, err, key, "must be >= 0, got %lld", (long long)p->chunk_tokens);
+    snprintf(key, sizeof key, "cluster.%s.max_batch_requests", pool);
+    if (p->max_batch_requests < 1)
+        return vfail(c, err, key, "must be >= 1, got %d", p->max_batch_requests);
+    snprintf(key, sizeof key, "cluster.%s.queue_limit", pool);
+    if (p->queue_limit < 0)
+        return vfail(c, err, key, "must be >= 0, got %lld", (long long)p->queue_limit);
+    return KVF_OK;
+}
+
+kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
+    char path[SIM_PATH_MAX + 128];
+    kvf_status st;
+
+    if (!c->model[0]) return vfail(c, err, "model", "must not be empty");
+    resolve_named(c, c->model, "models", ".yaml", path, sizeof path);
+    if (!is_file(path)) return vfail(c, err, "model", "%s: No such file", path);
+    if (!c->hardware[0]) return vfail(c, err, "hardware", "must not be empty");
+    resolve_named(c, c->hardware, "models/hardware", ".yaml", path, sizeof path);
+    if (!is_file(path)) return vfail(c, err, "hardware", "%s: No such file", path);
+
+    if (!strcmp(c->step_model, "calibrated")) {
+        if (!c->profile[0])
+            return vfail(c, err, "step_model", "calibrated needs a profile (key 'profile')");
+        resolve_named(c, c->profile, "models/profiles", "", path, sizeof path);
+        if (!is_file(path)) return vfail(c, err, "profile", "%s: No such file", path);
+    } else if (strcmp(c->step_model, "roofline")) {
+        return vfail(c, err, "step_model", "unknown value '%s' (allowed: roofline|calibrated)",
+                     c->step_model);
+    }
+
+    if (c->generate_profile[0]) {
+        if (name_index(gen_profiles, c->generate_profile) < 0)
+            return vfail(c, err, "workload.generate.profile",
+                         "unknown value '%s' (allowed: chatbot|agent|coding|mixed)",
+                         c->generate_profile);
+        if (!(c->generate_rate_rps > 0))
+            return vfail(c, err, "workload.generate.rate_rps", "must be > 0");
+        if (!(c->generate_duration_s > 0))
+            return vfail(c, err, "workload.generate.duration_s", "must be > 0");
+    } else {
+        if (!c->trace[0])
+            return vfail(c, err, "workload.trace",
+                         "no trace given (set workload.trace or workload.generate)");
+        sim_config_resolve(c, c->trace, path, sizeof path);
+        if (!is_file(path)) return vfail(c, err, "workload.trace", "%s: No such file", path);
+    }
+    if (!(c->trace_opt.time_scale > 0))
+        return vfail(c, err, "workload.time_scale", "must be > 0");
+    if (!(c->trace_opt.length_scale > 0))
+        return vfail(c, err, "workload.length_scale", "must be > 0");
+    if (c->trace_opt.rate_rps < 0) return vfail(c, err, "workload.rate_rps", "must be >= 0");
+    if (c->trace_opt.end_ns && c->trace_opt.end_ns <= c->trace_opt.start_ns)
+        return vfail(c, err, "workload.end_s", "must be after workload.start_s");
+
+    if ((st = check_pool(c, &c->vision, "vision", err))) return st;
+    if ((st = check_pool(c, &c->prefill, "prefill", err))) return st;
+    if ((st = check_pool(c, &c->decode, "decode", err))) return st;
+    if (c->mode == SIM_DISAGGREGATED) {
+        if (c->prefill.instances < 1)
+            return vfail(c, err, "cluster.prefill.instances",
+                         "disaggregated mode needs at least 1 prefill instance, got %d",
+                         c->prefill.instances);
+        if (c->decode.instances < 1)
+            return vfail(c, err, "cluster.decode.instances",
+                         "disaggregated mode needs at least 1 decode instance, got %d",
+                         c->decode.instances);
+    } else if (c->prefill.instances + c->decode.instances < 1) {
+        return vfail(c, err, "cluster.mode",
+                     "colocated mode needs at least 1 instance (cluster.prefill.instances + "
+                     "cluster.decode.instances)");
+    }
+    if (!(c->kv_transfer_Bps > 0))
+        return vfail(c, err, "cluster.network.kv_transfer_GBps", "must be > 0");
+    if (name_index(prefill_routers, c->router_prefill) < 0)
+        return vfail(c, err, "router.prefill", "unknown value '%s'", c->router_prefill);
+    if (name_index(decode_routers, c->router_decode) < 0)
+        return vfail(c, err, "router.decode", "unknown value '%s'", c->router_decode);
+    if (c->block_tokens < 1) return vfail(c, err, "kv_cache.block_tokens", "must be >= 1");
+    if (c->hbm_cache_frac < 0 || c->hbm_cache_frac > 1)
+        return vfail(c, err, "kv_cache.hbm_cache_frac", "must be in [0, 1]");
+    if (c->activation_reserve < 0 || c->activation_reserve >= 1)
+        return vfail(c, err, "kv_cache.activation_reserve", "must be in [0, 1)");
+    if (c->dram.capacity_bytes != 0 && !(c->dram.read_Bps > 0 && c->dram.write_Bps > 0))
+        return vfail(c, err, "kv_cache.dram.GBps", "must be > 0");
+    if (c->ssd.capacity_bytes != 0 && !(c->ssd.read_Bps > 0 && c->ssd.write_Bps > 0))
+        return vfail(c, err, "kv_cache.ssd.read_GBps", "read and write bandwidth must be > 0");
+    if (c->acceptance < 0 || c->acceptance > 1)
+        return vfail(c, err, "speculative.acceptance", "must be in [0, 1]");
+    if (!(c->slo_ttft_p90_ms > 0)) return vfail(c, err, "slo.ttft_p90_ms", "must be > 0");
+    if (!(c->slo_tpot_p90_ms > 0)) return vfail(c, err, "slo.tpot_p90_ms", "must be > 0");
+    if (!(c->sample_interval_s > 0))
+        return vfail(c, err, "output.sample_interval_s", "must be > 0");
+    return KVF_OK;
+}

@@ -1,0 +1,473 @@
+// tests/test_reports.c -- results database, economics (hand calculations, monotonicity),
+// report writer and compare on a small fake results directory written through the
+// reports API itself.
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rpt.h"
+
+static bool near(double a, double b) { return fabs(a - b) <= 1e-9 * (1 + fabs(b)); }
+#define NEAR(a, b) near((a), (b))
+
+static char tmpdir[256];
+
+static void mk_tmp(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/kvf_test_reports_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void rm_tmp(void) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static long long q_int(sqlite3 *h, const char *sql) {
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    long long v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+static double q_real(sqlite3 *h, const char *sql) {
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    double v = sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+// ---- database ---------------------------------------------------------------------------
+
+START_TEST(test_db_rows_and_nulls) {
+    mk_tmp();
+    char path[512];
+    snprintf(path, sizeof path, "%s/results.db", tmpdir);
+    FILE *f = fopen(path, "w");          // an existing file is replaced
+    fputs("not a database", f);
+    fclose(f);
+    kvf_err err = {0};
+    rpt_db *db;
+    ck_assert_int_eq(rpt_db_create(&db, path, &err), KVF_OK);
+    ck_assert_int_eq(rpt_db_run_set(db, "status", "running", &err), KVF_OK);
+    ck_assert_int_eq(rpt_db_run_set(db, "status", "completed", &err), KVF_OK);
+    ck_assert_int_eq(rpt_db_summary_set(db, "ttft_ms.p90", 12.5, &err), KVF_OK);
+    ck_assert_int_eq(rpt_db_summary_set(db, "margin", NAN, &err), KVF_OK);
+    ck_assert_int_eq(rpt_db_summary_set_text(db, "scenario", "tiny", &err), KVF_OK);
+    const int n = 25000;                 // more than one batch
+    for (int i = 0; i < n; i++) {
+        rpt_request_row r = {.id = (uint64_t)i, .cls = i % 2 ? "agent" : "chatbot",
+                             .session = (uint64_t)i / 4, .arrival_s = i * 0.5,
+                             .input_tokens = 100, .cached_tokens = 60, .output_tokens = 7,
+                             .vision_instance = -1, .prefill_instance = i % 3,
+                             .decode_instance = i % 5, .ttft_s = 0.2,
+                             .tpot_s = i % 10 ? 0.02 : NAN, .e2e_s = 1.0, .queue_s = 0.01,
+                             .status = "completed", .hit_hbm = 10, .hit_dram = 20,
+                             .hit_ssd = 30, .preemptions = (uint32_t)(i % 2)};
+        ck_assert_int_eq(rpt_db_request(db, &r, &err), KVF_OK);
+        ck_assert_int_eq(rpt_db_timeseries(db, i, "cluster", -1, "queue_len", i % 7, &err),
+                         KVF_OK);
+    }
+    ck_assert_ptr_nonnull(rpt_db_handle(db));
+    ck_assert_int_eq(rpt_db_close(db, &err), KVF_OK);
+
+    sqlite3 *h;
+    ck_assert_int_eq(sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    ck_assert_int_eq(q_int(h, "SELECT count(*) FROM request"), n);
+    ck_assert_int_eq(q_int(h, "SELECT count(*) FROM timeseries"), n);
+    ck_assert_int_eq(q_int(h, "SELECT count(*) FROM request WHERE tpot_s IS NULL"), n / 10);
+    ck_assert_int_eq(q_int(h, "SELECT sum(hit_hbm + hit_dram + hit_ssd) FROM request"), 60LL * n);
+    ck_assert_int_eq(q_int(h, "SELECT sum(preemptions) FROM request"), n / 2);
+    ck_assert_int_eq(q_int(h, "SELECT count(*) FROM request WHERE vision_instance = -1"), n);
+    ck_assert_int_eq(q_int(h, "SELECT count(*) FROM run"), 1);
+    ck_assert_int_eq(q_int(h, "SELECT value = 'completed' FROM run WHERE key = 'status'"), 1);
+    ck_assert(NEAR(q_real(h, "SELECT value FROM summary WHERE key = 'ttft_ms.p90'"), 12.5));
+    ck_assert_int_eq(q_int(h, "SELECT value IS NULL FROM summary WHERE key = 'margin'"), 1);
+    ck_assert_int_eq(q_int(h, "SELECT typeof(value) = 'text' FROM summary WHERE key = 'scenario'"),
+                     1);
+    sqlite3_close(h);
+    rm_tmp();
+}
+END_TEST
+
+START_TEST(test_db_bad_path_names_it) {
+    kvf_err err = {0};
+    rpt_db *db = (rpt_db *)1;
+    kvf_status s = rpt_db_create(&db, "/nonexistent-dir/x/results.db", &err);
+    ck_assert_int_eq(s, KVF_ERUN);
+    ck_assert_ptr_null(db);
+    ck_assert_msg(strstr(err.msg, "/nonexistent-dir/x/results.db") != NULL, "msg: %s", err.msg);
+    ck_assert_int_eq(rpt_db_close(NULL, &err), KVF_OK);
+}
+END_TEST
+
+START_TEST(test_db_flush_makes_rows_visible) {
+    mk_tmp();
+    char path[512];
+    snprintf(path, sizeof path, "%s/r.db", tmpdir);
+    kvf_err err = {0};
+    rpt_db *db;
+    ck_assert_int_eq(rpt_db_create(&db, path, &err), KVF_OK);
+    for (int i = 0; i < 10; i++)
+        ck_assert_int_eq(rpt_db_timeseries(db, i, "kv", -1, "kv_store_bytes", i, &err), KVF_OK);
+    ck_assert_int_eq(rpt_db_flush(db, &err), KVF_OK);
+    sqlite3 *h;                           // a second connection sees committed rows
+    ck_assert_int_eq(sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    ck_assert_int_eq(q_int(h, "SELECT count(*) FROM timeseries"), 10);
+    sqlite3_close(h);
+    ck_assert_int_eq(rpt_db_close(db, &err), KVF_OK);
+    rm_tmp();
+}
+END_TEST
+
+// ---- economics --------------------------------------------------------------------------
+
+static void set_ok(rpt_econ_config *c, const char *k, const char *v) {
+    kvf_err err = {0};
+    kvf_status s = rpt_econ_config_set(c, k, v, &err);
+    ck_assert_msg(s == KVF_OK, "%s=%s: %s", k, v, err.msg);
+}
+
+// One hour of a tiny cluster: 2 prefill GPUs, 4 decode GPUs, 3 TB of SSD. The trace starts
+// at 16:00 UTC; the off-peak window is 16:30-00:30, so the first request is peak and the
+// second (at 16:31) off-peak.
+static void tiny_case(rpt_econ_config *c, rpt_econ_input *in) {
+    rpt_econ_config_default(c);
+    set_ok(c, "gpu_hour_usd", "2");
+    set_ok(c, "ssd_tb_month_usd", "10");
+    set_ok(c, "dram_tb_month_usd", "0");
+    set_ok(c, "network_usd_per_gpu_hour", "0.5");
+    set_ok(c, "offpeak.start_utc", "16:30");
+    set_ok(c, "offpeak.end_utc", "00:30");
+    set_ok(c, "offpeak.price_factor", "0.5");
+    set_ok(c, "prices_per_mtok.input_hit", "1");
+    set_ok(c, "prices_per_mtok.input_miss", "10");
+    set_ok(c, "prices_per_mtok.output", "20");
+    set_ok(c, "free_share", "0.25");
+    set_ok(c, "trace_start_utc", "16:00");
+    set_ok(c, "capex_per_gpu_usd", "30000");
+    set_ok(c, "power_w_per_gpu", "1000");
+    set_ok(c, "pue", "1.3");
+    set_ok(c, "kwh_usd", "0.08");
+    rpt_econ_input_init(in);
+    in->simulated_s = 3600;
+    in->gpu_hours[RPT_POOL_PREFILL] = 2;
+    in->gpu_hours[RPT_POOL_DECODE] = 4;
+    in->gpus[RPT_POOL_PREFILL] = 2;
+    in->gpus[RPT_POOL_DECODE] = 4;
+    in->ssd_tb = 3;
+    rpt_econ_input_add(in, c, "chatbot", 0.0, 1e6, 1e6, 1e6);
+    rpt_econ_input_add(in, c, "chatbot", 1860.0, 2e6, 0, 1e6);
+}
+
+START_TEST(test_econ_hand_calculation_rent) {
+    rpt_econ_config c;
+    rpt_econ_input in;
+    tiny_case(&c, &in);
+    ck_assert_int_eq(in.n_cls, 1);
+    ck_assert(NEAR(in.cls[0].hit[0], 1e6) && NEAR(in.cls[0].hit[1], 2e6));
+    rpt_econ_result r;
+    kvf_err err = {0};
+    ck_assert_int_eq(rpt_econ_compute(&c, &in, &r, &err), KVF_OK);
+
+    // by hand: 6 GPU-hours in one hour -> 144 GPU-hours a day
+    double gpu = 2.0 * 144, net = 0.5 * 144, ssd = 3 * 10 * 12.0 / 365.0;
+    double cost = gpu + net + ssd;
+    // revenue per hour: peak 0.75*(1*1 + 1*10 + 1*20) = 23.25, off-peak 0.75*0.5*(2*1 + 1*20)
+    // = 8.25 -> 31.5 per hour, 756 a day
+    double rev = (0.75 * 31 + 0.375 * 22) * 24;
+    ck_assert(NEAR(rev, 756));
+    ck_assert_msg(NEAR(r.cost_per_day_by_part[RPT_COST_GPU], gpu), "%g",
+                  r.cost_per_day_by_part[RPT_COST_GPU]);
+    ck_assert(NEAR(r.cost_per_day_by_part[RPT_COST_NETWORK], net));
+    ck_assert(NEAR(r.cost_per_day_by_part[RPT_COST_SSD], ssd));
+    ck_assert(NEAR(r.cost_per_day_by_part[RPT_COST_POWER], 0));
+    ck_assert(NEAR(r.cost_per_day_usd, cost));
+    ck_assert_msg(NEAR(r.revenue_per_day_usd, rev), "rev %g want %g", r.revenue_per_day_usd, rev);
+    ck_assert(NEAR(r.cost_usd, cost / 24));
+    ck_assert(NEAR(r.revenue_usd, 31.5));
+    ck_assert(NEAR(r.margin, (rev - cost) / rev));
+    ck_assert(NEAR(r.cost_per_gpu_hour_usd, cost / 144));
+    ck_assert(NEAR(r.cost_per_gpu_hour_by_part[RPT_COST_GPU], 2.0));
+    ck_assert(NEAR(r.hit_rate, 3.0 / 4.0));
+    // cost per Mtok: GPU parts split 2/6 input, 4/6 output; SSD to input
+    double cin = (gpu + net) * 2 / 6 + ssd, cout = (gpu + net) * 4 / 6;
+    ck_assert(NEAR(r.cost_per_mtok_input_usd, cin / (4 * 24)));
+    ck_assert(NEAR(r.cost_per_mtok_output_usd, cout / (2 * 24)));
+    // payback: capex 6 x 30000 over revenue minus cash opex (power as if owned + SSD + net)
+    double opex = 1.0 * 1.3 * 0.08 * 144 + ssd + net;
+    ck_assert(NEAR(r.cash_opex_per_day_usd, opex));
+    ck_assert(NEAR(r.payback_days, 180000 / (rev - opex)));
+    // break-even: all prices x cost/rev; output price with input prices kept
+    ck_assert(NEAR(r.break_even_price_factor, cost / rev));
+    double rev_in = (0.75 * 11 + 0.375 * 2) * 24, out_w = (0.75 + 0.375) * 24;
+    ck_assert(NEAR(r.revenue_input_per_day_usd, rev_in));
+    ck_assert(NEAR(r.break_even_output_usd_per_mtok, (cost - rev_in) / out_w));
+    // the price table holds the break-even factor, where margin is 0
+    bool seen = false;
+    for (int i = 0; i < r.by_price.n; i++)
+        if (NEAR(r.by_price.row[i].x, cost / rev)) {
+            seen = true;
+            ck_assert(fabs(r.by_price.row[i].margin) < 1e-9);
+        }
+    ck_assert(seen);
+}
+END_TEST
+
+START_TEST(test_econ_hand_calculation_own) {
+    rpt_econ_config c;
+    rpt_econ_input in;
+    tiny_case(&c, &in);
+    set_ok(&c, "cost_model", "own");
+    set_ok(&c, "depreciation_years", "4");
+    rpt_econ_result r;
+    kvf_err err = {0};
+    ck_assert_int_eq(rpt_econ_compute(&c, &in, &r, &err), KVF_OK);
+    ck_assert(NEAR(r.cost_per_gpu_hour_by_part[RPT_COST_GPU], 30000.0 / (4 * 365 * 24)));
+    ck_assert(NEAR(r.cost_per_gpu_hour_by_part[RPT_COST_POWER], 1.0 * 1.3 * 0.08));
+    double cost = 144 * (30000.0 / 35040 + 0.104 + 0.5) + 30 * 12.0 / 365;
+    ck_assert_msg(NEAR(r.cost_per_day_usd, cost), "%g vs %g", r.cost_per_day_usd, cost);
+    // gpu_hour_usd: null also selects ownership
+    rpt_econ_config c2;
+    rpt_econ_config_default(&c2);
+    set_ok(&c2, "gpu_hour_usd", "null");
+    ck_assert(c2.own);
+}
+END_TEST
+
+START_TEST(test_econ_class_prices_and_free_share) {
+    rpt_econ_config c;
+    rpt_econ_input in;
+    tiny_case(&c, &in);
+    set_ok(&c, "prices_per_mtok.agent.output", "40");
+    set_ok(&c, "free_share", "0");
+    set_ok(&c, "offpeak", "null");
+    rpt_econ_input_add(&in, &c, "agent", 10, 0, 1e6, 1e6);
+    rpt_econ_result r;
+    kvf_err err = {0};
+    ck_assert_int_eq(rpt_econ_compute(&c, &in, &r, &err), KVF_OK);
+    ck_assert_int_eq(in.n_cls, 2);
+    // no discount now; the tokens were already bucketed with the window on, so the chatbot
+    // off-peak bucket counts at factor 1 now that the window is off
+    double chat = (1 * 1 + 1 * 10 + 1 * 20) + (2 * 1 + 1 * 20);
+    double agent = 1 * 10 + 1 * 40;
+    ck_assert_msg(NEAR(r.revenue_per_day_by_class[0], chat * 24), "%g", r.revenue_per_day_by_class[0]);
+    ck_assert(NEAR(r.revenue_per_day_by_class[1], agent * 24));
+    ck_assert(NEAR(r.revenue_per_day_usd, (chat + agent) * 24));
+}
+END_TEST
+
+START_TEST(test_econ_offpeak_window) {
+    rpt_econ_config c;
+    rpt_econ_config_default(&c);
+    set_ok(&c, "offpeak.start_utc", "16:30");
+    set_ok(&c, "offpeak.end_utc", "00:30");
+    set_ok(&c, "trace_start_utc", "16:00");
+    ck_assert(!rpt_econ_is_offpeak(&c, 0));
+    ck_assert(!rpt_econ_is_offpeak(&c, 1799));
+    ck_assert(rpt_econ_is_offpeak(&c, 1800));               // 16:30
+    ck_assert(rpt_econ_is_offpeak(&c, 8 * 3600 + 1799));    // 00:29:59
+    ck_assert(!rpt_econ_is_offpeak(&c, 8 * 3600 + 1800));   // 00:30
+    ck_assert(rpt_econ_is_offpeak(&c, 86400 + 1800));       // next day 16:30
+    set_ok(&c, "offpeak.start_utc", "01:00");
+    set_ok(&c, "offpeak.end_utc", "05:00");
+    set_ok(&c, "trace_start_utc", "00:00");
+    ck_assert(!rpt_econ_is_offpeak(&c, 3599));
+    ck_assert(rpt_econ_is_offpeak(&c, 3600));
+    ck_assert(rpt_econ_is_offpeak(&c, 4.5 * 3600));
+    ck_assert(!rpt_econ_is_offpeak(&c, 5 * 3600));
+    set_ok(&c, "offpeak", "null");
+    ck_assert(!rpt_econ_is_offpeak(&c, 3600));
+}
+END_TEST
+
+START_TEST(test_econ_config_bad_keys) {
+    rpt_econ_config c;
+    rpt_econ_config_default(&c);
+    kvf_err err = {0};
+    ck_assert_int_eq(rpt_econ_config_set(&c, "gpu_hours_usd", "2", &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "gpu_hours_usd") != NULL, "%s", err.msg);
+    ck_assert_int_eq(rpt_econ_config_set(&c, "offpeak.start_utc", "25:00", &err), KVF_EINVAL);
+    ck_assert_int_eq(rpt_econ_config_set(&c, "offpeak.start_utc", "4pm", &err), KVF_EINVAL);
+    ck_assert_int_eq(rpt_econ_config_set(&c, "free_share", "1.5", &err), KVF_EINVAL);
+    ck_assert_int_eq(rpt_econ_config_set(&c, "pue", "0.5", &err), KVF_EINVAL);
+    ck_assert_int_eq(rpt_econ_config_set(&c, "gpu_hour_usd", "abc", &err), KVF_EINVAL);
+    ck_assert_int_eq(rpt_econ_config_set(&c, "prices_per_mtok.agent.price", "1", &err),
+                     KVF_EINVAL);
+    ck_assert_int_eq(rpt_econ_config_set(&c, "prices_per_mtok.bogus", "1", &err), KVF_EINVAL);
+    ck_assert_int_eq(rpt_econ_config_set(&c, "cost_model", "lease", &err), KVF_EINVAL);
+    ck_assert_int_eq(rpt_econ_config_set(&c, "offpeak.start_utc", "16:30:15", &err), KVF_OK);
+    ck_assert(NEAR(c.offpeak_start_s, 16 * 3600 + 30 * 60 + 15));
+    rpt_econ_input in;
+    rpt_econ_input_init(&in);
+    rpt_econ_result r;
+    ck_assert_int_eq(rpt_econ_compute(&c, &in, &r, &err), KVF_EINVAL);   // no simulated time
+}
+END_TEST
+
+// Checks that margin is monotone in the hit rate and that its direction is the one the
+// linear-fractional form predicts: up iff the relative cost saved per unit of hit rate
+// exceeds the relative revenue lost.
+static int margin_direction(const rpt_econ_result *r) {
+    int up = 0, down = 0;
+    const rpt_econ_sens *s = &r->by_hit_rate;
+    for (int i = 1; i < s->n; i++) {
+        ck_assert(s->row[i].x > s->row[i - 1].x);
+        double d = s->row[i].margin - s->row[i - 1].margin;
+        if (d > 1e-12) up++;
+        if (d < -1e-12) down++;
+        // cost and prefill GPUs always fall as the hit rate rises (hit_cost_ratio < 1)
+        ck_assert_msg(s->row[i].cost_per_day_usd < s->row[i - 1].cost_per_day_usd,
+                      "cost at h=%g: %g, at h=%g: %g", s->row[i].x, s->row[i].cost_per_day_usd,
+                      s->row[i - 1].x, s->row[i - 1].cost_per_day_usd);
+        ck_assert(s->row[i].prefill_gpus < s->row[i - 1].prefill_gpus);
+        ck_assert(s->row[i].margin_fixed_revenue > s->row[i - 1].margin_fixed_revenue);
+    }
+    ck_assert_msg(!(up && down), "margin not monotone: %d up, %d down", up, down);
+    return up ? 1 : down ? -1 : 0;
+}
+
+START_TEST(test_econ_margin_monotone_in_hit_rate) {
+    rpt_econ_config c;
+    rpt_econ_input in;
+    tiny_case(&c, &in);
+    set_ok(&c, "hit_cost_ratio", "0.1");
+    kvf_err err = {0};
+    rpt_econ_result r;
+    // 1) hits billed like misses: caching only saves cost, margin must rise with hit rate
+    set_ok(&c, "prices_per_mtok.input_hit", "10");
+    ck_assert_int_eq(rpt_econ_compute(&c, &in, &r, &err), KVF_OK);
+    ck_assert_int_eq(margin_direction(&r), 1);
+    // the observed point sits in the table with the actual figures
+    bool seen = false;
+    for (int i = 0; i < r.by_hit_rate.n; i++)
+        if (NEAR(r.by_hit_rate.row[i].x, r.hit_rate)) {
+            seen = true;
+            ck_assert(NEAR(r.by_hit_rate.row[i].margin, r.margin));
+            ck_assert(NEAR(r.by_hit_rate.row[i].cost_per_day_usd, r.cost_per_day_usd));
+            ck_assert(NEAR(r.by_hit_rate.row[i].prefill_gpus, 2));
+        }
+    ck_assert(seen);
+    // 2) a prefill-heavy cluster at a tenfold hit discount: the GPUs saved outweigh the
+    //    discount -> margin rises; with almost no prefill cost it falls. The direction is
+    //    predicted independently from dC/dh * R vs C * dR/dh.
+    for (int k = 0; k < 2; k++) {
+        set_ok(&c, "prices_per_mtok.input_hit", "1");
+        in.gpu_hours[RPT_POOL_PREFILL] = k == 0 ? 200 : 0.01;
+        in.gpus[RPT_POOL_PREFILL] = in.gpu_hours[RPT_POOL_PREFILL];
+        ck_assert_int_eq(rpt_econ_compute(&c, &in, &r, &err), KVF_OK);
+        double h0 = r.hit_rate, w0 = (1 - h0) + h0 * 0.1;
+        double dC = -(1 - 0.1) / w0 * in.gpu_hours[RPT_POOL_PREFILL] * 24 * (2 + 0.5);
+        // revenue slope: both periods re-billed (2e6 input tokens each, factor 1 and 0.5)
+        double dR = -(10 - 1) / 1e6 * 0.75 * (2e6 * 24 * 1.0 + 2e6 * 24 * 0.5);
+        int want = dC * r.revenue_per_day_usd < r.cost_per_day_usd * dR ? 1 : -1;
+        int got = margin_direction(&r);
+        ck_assert_msg(got == want, "case %d: direction %d, predicted %d", k, got, want);
+        ck_assert_int_eq(got, k == 0 ? 1 : -1);
+    }
+}
+END_TEST
+
+START_TEST(test_econ_utilization_and_price_tables) {
+    rpt_econ_config c;
+    rpt_econ_input in;
+    tiny_case(&c, &in);
+    in.utilization[RPT_POOL_PREFILL] = 0.5;
+    in.utilization[RPT_POOL_DECODE] = 0.2;
+    rpt_econ_result r;
+    kvf_err err = {0};
+    ck_assert_int_eq(rpt_econ_compute(&c, &in, &r, &err), KVF_OK);
+    ck_assert(NEAR(r.utilization, (0.5 * 2 + 0.2 * 4) / 6));
+    ck_assert(r.by_utilization.n >= 10);
+    for (int i = 1; i < r.by_utilization.n; i++) {
+        const rpt_econ_sens_row *a = &r.by_utilization.row[i - 1], *b = &r.by_utilization.row[i];
+        ck_assert(b->margin > a->margin);
+        ck_assert(b->payback_days <= a->payback_days);
+        ck_assert(NEAR(b->revenue_per_day_usd / b->x, r.revenue_per_day_usd / r.utilization));
+    }
+    for (int i = 1; i < r.by_price.n; i++)
+        ck_assert(r.by_price.row[i].margin > r.by_price.row[i - 1].margin);
+    // JSON carries the §5 keys
+    json_t *j = rpt_econ_to_json(&c, &r);
+    const char *keys[] = {"cost_usd", "revenue_usd", "margin", "cost_per_gpu_hour_usd",
+                          "payback_days"};
+    for (size_t i = 0; i < 5; i++) ck_assert_ptr_nonnull(json_object_get(j, keys[i]));
+    ck_assert(NEAR(json_real_value(json_object_get(j, "cost_usd")), r.cost_usd));
+    json_t *mt = json_object_get(j, "cost_per_mtok_usd");
+    ck_assert(NEAR(json_real_value(json_object_get(mt, "output")), r.cost_per_mtok_output_usd));
+    json_decref(j);
+    // a price so low that revenue never covers opex: payback is infinite (null in JSON)
+    set_ok(&c, "prices_per_mtok.input_hit", "0");
+    set_ok(&c, "prices_per_mtok.input_miss", "0");
+    set_ok(&c, "prices_per_mtok.output", "0.001");
+    ck_assert_int_eq(rpt_econ_compute(&c, &in, &r, &err), KVF_OK);
+    ck_assert(isinf(r.payback_days));
+    j = rpt_econ_to_json(&c, &r);
+    ck_assert(json_is_null(json_object_get(j, "payback_days")));
+    json_decref(j);
+}
+END_TEST
+
+START_TEST(test_econ_write_db) {
+    mk_tmp();
+    char path[512];
+    snprintf(path, sizeof path, "%s/e.db", tmpdir);
+    rpt_econ_config c;
+    rpt_econ_input in;
+    tiny_case(&c, &in);
+    rpt_econ_result r;
+    kvf_err err = {0};
+    ck_assert_int_eq(rpt_econ_compute(&c, &in, &r, &err), KVF_OK);
+    rpt_db *db;
+    ck_assert_int_eq(rpt_db_create(&db, path, &err), KVF_OK);
+    ck_assert_int_eq(rpt_db_run_set(db, "k", "v", &err), KVF_OK);
+    ck_assert_int_eq(rpt_econ_write_db(db, &r, &err), KVF_OK);
+    ck_assert_int_eq(rpt_db_close(db, &err), KVF_OK);
+    sqlite3 *h;
+    ck_assert_int_eq(sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    ck_assert(NEAR(q_real(h, "SELECT value FROM summary WHERE key='economics.margin'"), r.margin));
+    ck_assert_int_eq(q_int(h, "SELECT count(*) FROM econ_sensitivity WHERE kind='hit_rate'"),
+                     r.by_hit_rate.n);
+    sqlite3_close(h);
+    rm_tmp();
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("reports");
+    TCase *t = tcase_create("db");
+    tcase_add_test(t, test_db_rows_and_nulls);
+    tcase_add_test(t, test_db_bad_path_names_it);
+    tcase_add_test(t, test_db_flush_makes_rows_visible);
+    suite_add_tcase(s, t);
+    t = tcase_create("econ");
+    tcase_add_test(t, test_econ_hand_calculation_rent);
+    tcase_add_test(t, test_econ_hand_calculation_own);
+    tcase_add_test(t, test_econ_class_prices_and_free_share);
+    tcase_add_test(t, test_econ_offpeak_window);
+    tcase_add_test(t, test_econ_config_bad_keys);
+    tcase_add_test(t, test_econ_margin_monotone_in_hit_rate);
+    tcase_add_test(t, test_econ_utilization_and_price_tables);
+    tcase_add_test(t, test_econ_write_db);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,81 @@
+// traces/trc_int.h -- internals shared by the files of the traces library (not public).
+//
+// A reader is a format-specific *source* that yields raw records on the trace's own axes
+// (source time, source block size, source keys) and a common core (trc_reader.c) that turns
+// them into trc_request: monotonic-time check, bucket spreading, window, limit, time and
+// length scaling, block-size mapping and id renumbering.
+//
+// Keys: every source numbers its records with strictly increasing keys (its own sequence, or
+// the canonical file's "id"); prev references name keys. The core keeps only the ranges of
+// keys it dropped, so out_id(key) = key - first_key - dropped keys below it: memory stays
+// proportional to the number of dropped ranges, not to the trace.
+#ifndef TRC_INT_H
+#define TRC_INT_H
+
+#include <stdio.h>
+
+#include "trc.h"
+
+typedef struct trc_rec {
+    int64_t t_ns;          // source time axis (ns); absolute or relative, core subtracts first
+    uint32_t in, out;      // tokens (already >= 1)
+    uint8_t cls, flags;
+    uint16_t images;
+    uint64_t session;
+    uint32_t turn;
+    uint64_t key;          // strictly increasing within a source
+    int64_t prev_key;      // key of the request this one waits for, -1 = open loop
+    int64_t think_ns;      // closed-loop gap after prev completes
+    uint32_t src_bt;       // tokens per entry of blocks (0 = no blocks)
+    uint32_t nb;           // entries in blocks
+    size_t cap;            // capacity of blocks
+    uint64_t *blocks;      // owned by the record
+    long line;             // source line (for messages)
+} trc_rec;
+
+typedef struct trc_source trc_source;
+struct trc_source {
+    // Returns 1 with *rec filled (rec->blocks reused/grown by the source), 0 at end, -1 on
+    // error with *err "path:line: field 'x': ...". Under skip_bad, malformed lines are counted
+    // in skipped and passed over.
+    int (*next)(trc_source *s, trc_rec *rec, kvf_err *err);
+    void (*close)(trc_source *s);
+    trc_format fmt;
+    int64_t bucket_ns;     // > 0: timestamps are bucketed at this width (spreadable)
+    bool sorted;           // open-loop times must be non-decreasing (window end stops early)
+    uint64_t skipped;
+    char notes[256];       // format-specific choices, copied into the reader's notes
+};
+
+// Ensures rec->blocks holds n entries.
+void trc_rec_reserve(trc_rec *rec, size_t n);
+
+// Line reader over a FILE (long lines, NUL bytes, CRLF).
+typedef struct trc_lines {
+    FILE *f;
+    char *buf;
+    size_t cap;
+    long line;             // number of the line last returned (1-based)
+} trc_lines;
+// Next non-blank line without its line end; returns its length, or -1 at end of file.
+long trc_lines_next(trc_lines *l, char **out);
+
+// Source constructors (formats.c, gen.c). path is kept for messages.
+kvf_status trc_src_mooncake(trc_source **out, FILE *f, const char *path, const trc_options *o,
+                            kvf_err *err);
+kvf_status trc_src_sessions(trc_source **out, FILE *f, const char *path, const trc_options *o,
+                            kvf_err *err);
+kvf_status trc_src_kvfleet(trc_source **out, FILE *f, const char *path, const trc_options *o,
+                           kvf_err *err);
+kvf_status trc_src_csv(trc_source **out, FILE *f, const char *path, trc_format fmt,
+                       const trc_options *o, kvf_err *err);
+kvf_status trc_src_gen(trc_source **out, const trc_gen_options *g, kvf_err *err);
+
+// Wraps a source into a reader (takes ownership of src and f, which may be NULL).
+kvf_status trc_reader_from_source(trc_reader **out, trc_source *src, FILE *f, const char *path,
+                                  const trc_options *opt, kvf_err *err);
+
+// Parses an unsigned decimal integer field (no sign, no junk); false on failure.
+bool trc_parse_u64(const char *s, uint64_t *out);
+
+#endif

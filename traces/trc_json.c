@@ -1,0 +1,565 @@
+// traces/trc_json.c -- the JSON-lines sources: Mooncake, agentic sessions (weka format) and
+// the canonical kvfleet JSONL. One line is parsed at a time with jansson, so memory is one
+// line (for sessions: one session, which holds all its requests).
+//
+// Agentic sessions (closed loop). Per session line, the requests and the nested subagents'
+// requests are flattened and ordered by recorded time (session t; subagent t + nested t):
+//   - the session's first request is open loop and arrives at the session start;
+//   - a later request waits for the previous request of its own agent (prev_id) and arrives
+//     think_time after it completes (think_ns; when think_time is missing, the recorded gap
+//     t - prev.t - prev.api_time, at least 0);
+//   - a subagent's first request waits for the parent request listed just before the
+//     subagent (the one that spawned it), with the recorded gap after its reply; its later
+//     requests chain among themselves. Parent and subagent thus run concurrently.
+// Session starts: opt.session_users = N > 0: N users; users start sessions 0..N-1 at time 0
+// and session k >= N waits (prev_id, think 0) for the last request of session k - N.
+// Otherwise Poisson starts at opt.session_rate per second (default 1/60 s), from opt.seed,
+// in file order. arrival_ns of a closed-loop request is its recorded time from its session's
+// start (an estimate). "local" block-id scope: ids are hashed with the session number so two
+// sessions never share a block; "global" keeps them.
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trc_int.h"
+
+// ---- field helpers ------------------------------------------------------------------------
+typedef struct jctx {
+    const char *path;
+    long line;
+    kvf_err *err;
+} jctx;
+
+static int jbad(const jctx *c, const char *field, const char *what) {
+    kvf_fail(c->err, KVF_EPARSE, "%s:%ld: field '%s': %s", c->path, c->line, field, what);
+    return -1;
+}
+
+// Number field -> double; missing: -1 if required (error), 0 and *present=false otherwise.
+static int jnum(const jctx *c, json_t *o, const char *name, bool required, double *out,
+                bool *present) {
+    json_t *v = json_object_get(o, name);
+    if (present) *present = v != NULL && !json_is_null(v);
+    if (!v || json_is_null(v)) {
+        if (required) return jbad(c, name, "missing");
+        *out = 0;
+        return 0;
+    }
+    if (!json_is_number(v)) return jbad(c, name, "not a number");
+    double d = json_number_value(v);
+    if (!isfinite(d)) return jbad(c, name, "not finite");
+    *out = d;
+    return 0;
+}
+
+// Token count: integer >= 0 (0 becomes 1: every request has a prompt and an answer).
+static int jtokens(const jctx *c, json_t *o, const char *name, uint32_t *out) {
+    double d;
+    if (jnum(c, o, name, true, &d, NULL)) return -1;
+    if (d < 0) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "negative length (%.0f)", d);
+        return jbad(c, name, msg);
+    }
+    if (d > 4e9) return jbad(c, name, "length too large");
+    if (d != floor(d)) return jbad(c, name, "not an integer");
+    *out = d < 1 ? 1 : (uint32_t)d;
+    return 0;
+}
+
+// Integer array of block ids (signed 64-bit values reinterpreted as unsigned).
+static int jblocks(const jctx *c, json_t *o, const char *name, trc_rec *rec, uint64_t salt,
+                   bool hash) {
+    rec->nb = 0;
+    json_t *a = json_object_get(o, name);
+    if (!a || json_is_null(a)) return 0;
+    if (!json_is_array(a)) return jbad(c, name, "not an array");
+    size_t n = json_array_size(a);
+    trc_rec_reserve(rec, n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_array_get(a, i);
+        if (!json_is_integer(v)) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "entry %zu is not an integer", i);
+            return jbad(c, name, msg);
+        }
+        uint64_t id = (uint64_t)json_integer_value(v);
+        rec->blocks[i] = hash ? kvf_hash_combine(salt, id) : id;
+    }
+    rec->nb = (uint32_t)n;
+    return 0;
+}
+
+static json_t *jparse_line(const jctx *c, const char *line, long len) {
+    json_error_t je;
+    json_t *o = json_loadb(line, (size_t)len, 0, &je);
+    if (!o) {
+        kvf_fail(c->err, KVF_EPARSE, "%s:%ld: bad JSON at column %d: %s", c->path, c->line,
+                 je.column, je.text);
+        return NULL;
+    }
+    if (!json_is_object(o)) {
+        json_decref(o);
+        kvf_fail(c->err, KVF_EPARSE, "%s:%ld: bad JSON: line is not an object", c->path,
+                 c->line);
+        return NULL;
+    }
+    return o;
+}
+
+// ---- Mooncake -----------------------------------------------------------------------------
+typedef struct jsrc {
+    trc_source base;
+    trc_lines lines;
+    char *path;
+    trc_options opt;
+    uint64_t seq;
+    bool any;          // saw a non-blank line
+} jsrc;
+
+static void jsrc_close(trc_source *s) {
+    jsrc *j = (jsrc *)s;
+    free(j->lines.buf);
+    free(j->path);
+    free(j);
+}
+
+static int mooncake_parse(jsrc *j, const char *line, long len, trc_rec *rec, kvf_err *err) {
+    jctx c = {j->path, j->lines.line, err};
+    json_t *o = jparse_line(&c, line, len);
+    if (!o) return -1;
+    double ts;
+    int rc = -1;
+    if (jnum(&c, o, "timestamp", true, &ts, NULL)) goto done;
+    if (ts < 0) {
+        jbad(&c, "timestamp", "negative");
+        goto done;
+    }
+    if (jtokens(&c, o, "input_length", &rec->in) || jtokens(&c, o, "output_length", &rec->out))
+        goto done;
+    if (jblocks(&c, o, "hash_ids", rec, 0, false)) goto done;
+    rec->t_ns = (int64_t)llround(ts * 1e6);
+    rec->cls = TRC_CLASS_CHATBOT;
+    rec->flags = 0;
+    rec->images = 0;
+    rec->session = 0;
+    rec->turn = 0;
+    rec->prev_key = -1;
+    rec->think_ns = 0;
+    rec->src_bt = j->opt.source_block_tokens ? j->opt.source_block_tokens : 512;
+    rec->line = j->lines.line;
+    rc = 0;
+done:
+    json_decref(o);
+    return rc;
+}
+
+static int kvfleet_parse(jsrc *j, const char *line, long len, trc_rec *rec, kvf_err *err) {
+    jctx c = {j->path, j->lines.line, err};
+    json_t *o = jparse_line(&c, line, len);
+    if (!o) return -1;
+    int rc = -1;
+    double d;
+    bool has;
+    if (jnum(&c, o, "arrival_ns", true, &d, NULL)) goto done;
+    if (d < 0) {
+        jbad(&c, "arrival_ns", "negative");
+        goto done;
+    }
+    rec->t_ns = (int64_t)d;
+    if (jtokens(&c, o, "input_tokens", &rec->in) || jtokens(&c, o, "output_tokens", &rec->out))
+        goto done;
+    json_t *id = json_object_get(o, "id");
+    if (id && !json_is_integer(id)) {
+        jbad(&c, "id", "not an integer");
+        goto done;
+    }
+    rec->key = id ? (uint64_t)json_integer_value(id) : j->seq;
+    json_t *cl = json_object_get(o, "class");
+    rec->cls = TRC_CLASS_CHATBOT;
+    if (cl && json_is_string(cl)) {
+        int k;
+        if (!trc_class_parse(json_string_value(cl), &k)) {
+            jbad(&c, "class", "unknown class");
+            goto done;
+        }
+        rec->cls = (uint8_t)k;
+    } else if (cl && json_is_integer(cl)) {
+        json_int_t k = json_integer_value(cl);
+        if (k < 0 || k >= TRC_CLASS_COUNT) {
+            jbad(&c, "class", "out of range");
+            goto done;
+        }
+        rec->cls = (uint8_t)k;
+    } else if (cl && !json_is_null(cl)) {
+        jbad(&c, "class", "not a string");
+        goto done;
+    }
+    if (jnum(&c, o, "flags", false, &d, NULL)) goto done;
+    if (d < 0 || d > 255) {
+        jbad(&c, "flags", "out of range");
+        goto done;
+    }
+    rec->flags = (uint8_t)d;
+    if (jnum(&c, o, "images", false, &d, NULL)) goto done;
+    if (d < 0 || d > 65535) {
+        jbad(&c, "images", "out of range");
+        goto done;
+    }
+    rec->images = (uint16_t)d;
+    json_t *se = json_object_get(o, "session");
+    if (se && !json_is_integer(se) && !json_is_null(se)) {
+        jbad(&c, "session", "not an integer");
+        goto done;
+    }
+    rec->session = se && json_is_integer(se) ? (uint64_t)json_integer_value(se) : 0;
+    if (jnum(&c, o, "turn", false, &d, NULL)) goto done;
+    if (d < 0 || d > 4e9) {
+        jbad(&c, "turn", "out of range");
+        goto done;
+    }
+    rec->turn = (uint32_t)d;
+    if (jnum(&c, o, "prev_id", false, &d, &has)) goto done;
+    rec->prev_key = has && d >= 0 ? (int64_t)d : -1;
+    if (rec->prev_key >= 0 && (uint64_t)rec->prev_key >= rec->key) {
+        jbad(&c, "prev_id", "must name an earlier request");
+        goto done;
+    }
+    if (jnum(&c, o, "think_ns", false, &d, NULL)) goto done;
+    if (d < 0) {
+        jbad(&c, "think_ns", "negative");
+        goto done;
+    }
+    rec->think_ns = (int64_t)d;
+    if (jnum(&c, o, "block_tokens", false, &d, &has)) goto done;
+    if (has && (d < 1 || d > 1 << 24 || d != floor(d))) {
+        jbad(&c, "block_tokens", "must be a positive integer");
+        goto done;
+    }
+    rec->src_bt = j->opt.source_block_tokens ? j->opt.source_block_tokens
+                  : has                      ? (uint32_t)d
+                                             : 64;
+    if (jblocks(&c, o, "blocks", rec, 0, false)) goto done;
+    rec->line = j->lines.line;
+    rc = 0;
+done:
+    json_decref(o);
+    return rc;
+}
+
+typedef int (*line_parser)(jsrc *, const char *, long, trc_rec *, kvf_err *);
+
+static int jsrc_next_with(jsrc *j, line_parser parse, bool own_key, trc_rec *rec,
+                          kvf_err *err) {
+    for (;;) {
+        char *line;
+        long len = trc_lines_next(&j->lines, &line);
+        if (len < 0) {
+            if (ferror(j->lines.f))
+                return kvf_fail(err, KVF_EIO, "%s:%ld: read error", j->path, j->lines.line), -1;
+            if (!j->any)
+                return kvf_fail(err, KVF_EPARSE, "%s:%ld: empty file (no requests)", j->path,
+                                j->lines.line + 1),
+                       -1;
+            return 0;
+        }
+        j->any = true;
+        if (parse(j, line, len, rec, err) == 0) {
+            if (!own_key) rec->key = j->seq;
+            j->seq++;
+            return 1;
+        }
+        if (!j->opt.skip_bad) return -1;
+        j->base.skipped++;
+    }
+}
+
+static int mooncake_next(trc_source *s, trc_rec *rec, kvf_err *err) {
+    return jsrc_next_with((jsrc *)s, mooncake_parse, false, rec, err);
+}
+static int kvfleet_next(trc_source *s, trc_rec *rec, kvf_err *err) {
+    return jsrc_next_with((jsrc *)s, kvfleet_parse, true, rec, err);
+}
+
+static jsrc *jsrc_new(FILE *f, const char *path, const trc_options *o, size_t size) {
+    jsrc *j = kvf_calloc(1, size);
+    j->lines.f = f;
+    j->path = kvf_strdup(path);
+    j->opt = *o;
+    j->base.close = jsrc_close;
+    j->base.sorted = true;
+    return j;
+}
+
+kvf_status trc_src_mooncake(trc_source **out, FILE *f, const char *path, const trc_options *o,
+                            kvf_err *err) {
+    jsrc *j = jsrc_new(f, path, o, sizeof *j);
+    j->base.next = mooncake_next;
+    j->base.fmt = TRC_FMT_MOONCAKE;
+    j->base.bucket_ns = 3 * KVF_NS_PER_S;
+    snprintf(j->base.notes, sizeof j->base.notes, "source blocks %u tokens",
+             o->source_block_tokens ? o->source_block_tokens : 512);
+    *out = &j->base;
+    return KVF_OK;
+}
+
+kvf_status trc_src_kvfleet(trc_source **out, FILE *f, const char *path, const trc_options *o,
+                           kvf_err *err) {
+    jsrc *j = jsrc_new(f, path, o, sizeof *j);
+    j->base.next = kvfleet_next;
+    j->base.fmt = TRC_FMT_KVFLEET;
+    *out = &j->base;
+    return KVF_OK;
+}
+
+// ---- agentic sessions -----------------------------------------------------------------------
+typedef struct flat_req {
+    double abs_t;      // s from session start
+    double api_s;      // recorded server time
+    double think_s;    // gap after prev completes
+    int64_t prev;      // index into the flat list, -1 = none
+    uint32_t in, out;
+    size_t pos;        // position in emission order
+    trc_rec rec;       // blocks (hashed) live here
+} flat_req;
+
+typedef struct user_slot {
+    int64_t last_key;  // last request of the user's current session, -1 = none
+    double end_s;      // its estimated end on the trace axis
+} user_slot;
+
+typedef struct ssrc {
+    jsrc j;
+    flat_req *fr;
+    size_t nfr, capfr, next;
+    size_t *order;     // emission order: indices into fr
+    size_t caporder;
+    uint64_t session_no;   // sessions read so far (good ones)
+    double start_s;        // current session's start
+    double next_start_s;   // Poisson: next session's start
+    int64_t first_key_of_session;
+    user_slot *users;
+    uint32_t bt;           // current session's block size
+    bool local;
+    int64_t cur_prev_key;  // users mode: the first request's prev
+    double cur_think_s;
+    kvf_rng rng;
+} ssrc;
+
+static void ssrc_close(trc_source *s) {
+    ssrc *x = (ssrc *)s;
+    for (size_t i = 0; i < x->capfr; i++) free(x->fr[i].rec.blocks);
+    free(x->fr);
+    free(x->order);
+    free(x->users);
+    jsrc_close(s);
+}
+
+static flat_req *fr_push(ssrc *x) {
+    size_t old = x->capfr;
+    kvf_grow((void **)&x->fr, &x->capfr, x->nfr + 1, sizeof *x->fr);
+    if (x->capfr > old) memset(x->fr + old, 0, (x->capfr - old) * sizeof *x->fr);
+    flat_req *f = &x->fr[x->nfr++];
+    f->rec.nb = 0;
+    return f;
+}
+
+// Flattens one level of requests (recursing into subagents). spawner: flat index of the
+// request that started this level (-1 = none); base_t: the level's start on the session axis.
+static int flatten(ssrc *x, jctx *c, json_t *reqs, double base_t, int64_t spawner, uint64_t salt,
+                   int depth) {
+    if (!json_is_array(reqs)) return jbad(c, "requests", "not an array");
+    if (depth > 16) return jbad(c, "requests", "subagents nested too deep");
+    int64_t last = -1;   // last request at this level
+    size_t n = json_array_size(reqs);
+    for (size_t i = 0; i < n; i++) {
+        json_t *q = json_array_get(reqs, i);
+        if (!json_is_object(q)) return jbad(c, "requests", "entry is not an object");
+        double t;
+        if (jnum(c, q, "t", true, &t, NULL)) return -1;
+        if (t < 0) return jbad(c, "t", "negative");
+        json_t *ty = json_object_get(q, "type");
+        const char *type = ty && json_is_string(ty) ? json_string_value(ty) : "n";
+        if (!strcmp(type, "subagent")) {
+            json_t *sub = json_object_get(q, "requests");
+            if (!sub) return jbad(c, "requests", "subagent without requests");
+            if (flatten(x, c, sub, base_t + t, last >= 0 ? last : spawner, salt, depth + 1))
+                return -1;
+            continue;
+        }
+        uint32_t in, out;
+        if (jtokens(c, q, "in", &in) || jtokens(c, q, "out", &out)) return -1;
+        double api, think;
+        bool has_think;
+        if (jnum(c, q, "api_time", false, &api, NULL)) return -1;
+        if (jnum(c, q, "think_time", false, &think, &has_think)) return -1;
+        if (api < 0) api = 0;
+        flat_req *f = fr_push(x);
+        size_t me = x->nfr - 1;
+        f->abs_t = base_t + t;
+        f->api_s = api;
+        f->in = in;
+        f->out = out;
+        if (jblocks(c, q, "hash_ids", &f->rec, salt, x->local)) return -1;
+        int64_t prev = last >= 0 ? last : spawner;
+        f->prev = prev;
+        if (prev >= 0) {
+            const flat_req *p = &x->fr[prev];
+            double gap = f->abs_t - p->abs_t - p->api_s;
+            if (last >= 0 && has_think && think >= 0) f->think_s = think;
+            else f->think_s = gap > 0 ? gap : 0;
+        } else f->think_s = 0;
+        last = (int64_t)me;
+    }
+    return 0;
+}
+
+static int cmp_flat(const void *a, const void *b, void *ctx) {
+    const flat_req *fr = ctx;
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    if (fr[i].abs_t != fr[j].abs_t) return fr[i].abs_t < fr[j].abs_t ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+static int session_parse(ssrc *x, const char *line, long len, kvf_err *err) {
+    jctx c = {x->j.path, x->j.lines.line, err};
+    json_t *o = jparse_line(&c, line, len);
+    if (!o) return -1;
+    int rc = -1;
+    x->nfr = 0;
+    double bs;
+    bool has_bs;
+    if (jnum(&c, o, "block_size", false, &bs, &has_bs)) goto done;
+    if (has_bs && (bs < 1 || bs != floor(bs) || bs > 1 << 24)) {
+        jbad(&c, "block_size", "must be a positive integer");
+        goto done;
+    }
+    x->bt = x->j.opt.source_block_tokens ? x->j.opt.source_block_tokens
+            : has_bs                     ? (uint32_t)bs
+                                         : 64;
+    json_t *sc = json_object_get(o, "hash_id_scope");
+    x->local = !(sc && json_is_string(sc) && !strcmp(json_string_value(sc), "global"));
+    json_t *reqs = json_object_get(o, "requests");
+    if (!reqs) {
+        jbad(&c, "requests", "missing");
+        goto done;
+    }
+    uint64_t salt = kvf_hash_combine(0x5e5510115ULL, x->session_no + 1);
+    if (flatten(x, &c, reqs, 0, -1, salt, 0)) goto done;
+    if (x->nfr == 0) {
+        jbad(&c, "requests", "session without requests");
+        goto done;
+    }
+    kvf_grow((void **)&x->order, &x->caporder, x->nfr, sizeof *x->order);
+    for (size_t i = 0; i < x->nfr; i++) x->order[i] = i;
+    qsort_r(x->order, x->nfr, sizeof *x->order, cmp_flat, x->fr);
+    for (size_t i = 0; i < x->nfr; i++) x->fr[x->order[i]].pos = i;
+    bool ok = true;
+    for (size_t i = 0; i < x->nfr && ok; i++)
+        if (x->fr[i].prev >= 0 && x->fr[x->fr[i].prev].pos >= x->fr[i].pos) ok = false;
+    if (!ok)   // recorded times disagree with dependencies: keep the listed (DFS) order
+        for (size_t i = 0; i < x->nfr; i++) x->order[i] = i, x->fr[i].pos = i;
+    rc = 0;
+done:
+    json_decref(o);
+    return rc;
+}
+
+static int sessions_next(trc_source *s, trc_rec *rec, kvf_err *err) {
+    ssrc *x = (ssrc *)s;
+    while (x->next >= x->nfr) {
+        // the next session
+        char *line;
+        long len = trc_lines_next(&x->j.lines, &line);
+        if (len < 0) {
+            if (!x->j.any)
+                return kvf_fail(err, KVF_EPARSE, "%s:%ld: empty file (no sessions)", x->j.path,
+                                x->j.lines.line + 1),
+                       -1;
+            return 0;
+        }
+        x->j.any = true;
+        x->nfr = x->next = 0;
+        if (session_parse(x, line, len, err)) {
+            x->nfr = 0;
+            if (!x->j.opt.skip_bad) return -1;
+            s->skipped++;
+            continue;
+        }
+        uint64_t k = x->session_no++;
+        x->first_key_of_session = (int64_t)x->j.seq;
+        uint32_t U = x->j.opt.session_users;
+        x->cur_prev_key = -1;
+        x->cur_think_s = 0;
+        if (U > 0) {
+            user_slot *u = &x->users[k % U];
+            x->start_s = k < U ? 0 : u->end_s;
+            x->cur_prev_key = k < U ? -1 : u->last_key;
+            // this session's last request and end, for the user's next session
+            size_t last = x->order[x->nfr - 1];
+            u->last_key = (int64_t)(x->j.seq + x->nfr - 1);
+            u->end_s = x->start_s + x->fr[last].abs_t + x->fr[last].api_s;
+        } else {
+            x->start_s = x->next_start_s;
+            double rate = x->j.opt.session_rate > 0 ? x->j.opt.session_rate : 1.0 / 60;
+            x->next_start_s += kvf_rng_exp(&x->rng, 1.0 / rate);
+        }
+    }
+    size_t idx = x->order[x->next];
+    flat_req *f = &x->fr[idx];
+    // hand the blocks over by swapping buffers (the record keeps its capacity)
+    trc_rec tmp = *rec;
+    rec->blocks = f->rec.blocks;
+    rec->cap = f->rec.cap;
+    rec->nb = f->rec.nb;
+    f->rec.blocks = tmp.blocks;
+    f->rec.cap = tmp.cap;
+    f->rec.nb = 0;
+    rec->t_ns = (int64_t)llround((x->start_s + f->abs_t) * 1e9);
+    rec->in = f->in;
+    rec->out = f->out;
+    rec->cls = TRC_CLASS_AGENT;
+    rec->flags = 0;
+    rec->images = 0;
+    rec->session = x->session_no;   // 1-based session number
+    rec->turn = (uint32_t)x->next;
+    rec->key = x->j.seq++;
+    if (f->prev >= 0) {
+        rec->prev_key = x->first_key_of_session + (int64_t)x->fr[f->prev].pos;
+        rec->think_ns = (int64_t)llround(f->think_s * 1e9);
+    } else if (x->next == 0 && x->cur_prev_key >= 0) {
+        rec->prev_key = x->cur_prev_key;
+        rec->think_ns = 0;
+    } else {
+        rec->prev_key = -1;
+        rec->think_ns = 0;
+    }
+    rec->src_bt = x->bt;
+    rec->line = x->j.lines.line;
+    x->next++;
+    return 1;
+}
+
+kvf_status trc_src_sessions(trc_source **out, FILE *f, const char *path, const trc_options *o,
+                            kvf_err *err) {
+    ssrc *x = (ssrc *)jsrc_new(f, path, o, sizeof *x);
+    x->j.base.next = sessions_next;
+    x->j.base.close = ssrc_close;
+    x->j.base.fmt = TRC_FMT_SESSIONS;
+    kvf_rng_init(&x->rng, o->seed, 0x5e55);
+    if (o->session_users > 0) {
+        x->users = kvf_calloc(o->session_users, sizeof *x->users);
+        for (uint32_t i = 0; i < o->session_users; i++) x->users[i].last_key = -1;
+        snprintf(x->j.base.notes, sizeof x->j.base.notes,
+                 "closed loop; %u concurrent users start sessions in file order; "
+                 "per-session block ids",
+                 o->session_users);
+    } else {
+        snprintf(x->j.base.notes, sizeof x->j.base.notes,
+                 "closed loop; Poisson session starts at %g/s (seed %llu); per-session block ids",
+                 o->session_rate > 0 ? o->session_rate : 1.0 / 60, (unsigned long long)o->seed);
+    }
+    *out = &x->j.base;
+    return KVF_OK;
+}

@@ -1,0 +1,576 @@
+// traces/trc_reader.c -- the reader core shared by every format: opening and format
+// detection, then per record: monotonic-time check, bucket spreading, time window, limit,
+// time/rate scaling, length scaling, block-size mapping and id renumbering (see trc_int.h).
+//
+// Block mapping: a source block of S tokens and the simulator's B tokens must divide one
+// another. S > B: source block i becomes S/B sub-blocks kvf_hash_combine(id_i, j). S < B:
+// target block k takes the id of the last source block it covers (ids chain, so that id
+// already names the whole prefix). S == B: ids pass unchanged. Only full B-token blocks
+// within input_tokens get ids (n_blocks <= floor(input_tokens / B)).
+//
+// Bucket spreading keeps order: a bucket's k arrivals get k sorted uniform offsets within
+// [t, min(t + bucket, next t)), so arrivals stay non-decreasing. Only one bucket is buffered.
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trc_int.h"
+
+void trc_options_default(trc_options *o) {
+    memset(o, 0, sizeof *o);
+    o->format = TRC_FMT_AUTO;
+    o->block_tokens = 64;
+    o->time_scale = 1.0;
+    o->length_scale = 1.0;
+    o->bucket = TRC_BUCKET_AS_RECORDED;
+    o->seed = 1;
+}
+
+static const char *fmt_names[] = {"auto", "mooncake", "azure", "burstgpt", "sessions", "kvfleet"};
+
+const char *trc_format_name(trc_format f) {
+    return (unsigned)f < sizeof fmt_names / sizeof fmt_names[0] ? fmt_names[f] : "unknown";
+}
+
+bool trc_format_parse(const char *s, trc_format *out) {
+    if (!s) return false;
+    for (unsigned i = 0; i < sizeof fmt_names / sizeof fmt_names[0]; i++)
+        if (!strcmp(s, fmt_names[i])) {
+            *out = (trc_format)i;
+            return true;
+        }
+    if (!strcmp(s, "weka") || !strcmp(s, "agentic")) {
+        *out = TRC_FMT_SESSIONS;
+        return true;
+    }
+    if (!strcmp(s, "canonical") || !strcmp(s, "jsonl")) {
+        *out = TRC_FMT_KVFLEET;
+        return true;
+    }
+    return false;
+}
+
+static const char *cls_names[] = {"chatbot", "agent", "coding", "batch", "other"};
+
+const char *trc_class_name(int cls) {
+    return cls >= 0 && cls < TRC_CLASS_COUNT ? cls_names[cls] : "other";
+}
+
+bool trc_class_parse(const char *s, int *out) {
+    if (!s) return false;
+    for (int i = 0; i < TRC_CLASS_COUNT; i++)
+        if (!strcmp(s, cls_names[i])) {
+            *out = i;
+            return true;
+        }
+    return false;
+}
+
+void trc_rec_reserve(trc_rec *rec, size_t n) {
+    if (n > rec->cap) kvf_grow((void **)&rec->blocks, &rec->cap, n, sizeof *rec->blocks);
+}
+
+bool trc_parse_u64(const char *s, uint64_t *out) {
+    if (!s) return false;
+    while (*s == ' ') s++;
+    if (*s < '0' || *s > '9') return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    while (*end == ' ') end++;
+    if (errno || *end) return false;
+    *out = v;
+    return true;
+}
+
+long trc_lines_next(trc_lines *l, char **out) {
+    for (;;) {
+        ssize_t n = getline(&l->buf, &l->cap, l->f);
+        if (n < 0) return -1;
+        l->line++;
+        while (n > 0 && (l->buf[n - 1] == '\n' || l->buf[n - 1] == '\r')) l->buf[--n] = 0;
+        long i = 0;
+        while (i < n && (l->buf[i] == ' ' || l->buf[i] == '\t')) i++;
+        if (i == n) continue;
+        *out = l->buf;
+        return (long)n;
+    }
+}
+
+// ---- the reader -------------------------------------------------------------------------
+typedef struct key_range {
+    uint64_t lo, hi;   // inclusive
+} key_range;
+
+struct trc_reader {
+    trc_options opt;
+    char *path;
+    FILE *f;
+    trc_source *src;
+    kvf_rng rng;           // bucket spreading
+    // bucket buffer: grp[0..ngrp) with next to hand out at igrp; look = first of next bucket
+    trc_rec *grp;
+    size_t ngrp, igrp, capgrp;
+    trc_rec look;
+    bool have_look, src_eof;
+    trc_rec one;           // pass-through record when not spreading
+    bool spread;
+    // time axis
+    bool have_first, have_last_open;
+    int64_t first_t, last_open_t;
+    double factor;         // multiplies gaps (time_scale or rate rescale)
+    // ids
+    bool have_key;
+    uint64_t first_key, last_key;
+    key_range *drops;
+    size_t ndrops, capdrops;
+    uint64_t emitted;
+    bool done;
+    uint64_t skipped;      // core-level skips (non-monotonic lines)
+    uint64_t *blocks;      // mapped ids of the request last returned
+    size_t capblocks;
+    char notes[512];
+};
+
+static void drop_key(trc_reader *r, uint64_t key) {
+    if (r->ndrops && r->drops[r->ndrops - 1].hi + 1 == key) {
+        r->drops[r->ndrops - 1].hi = key;
+        return;
+    }
+    kvf_grow((void **)&r->drops, &r->capdrops, r->ndrops + 1, sizeof *r->drops);
+    r->drops[r->ndrops++] = (key_range){key, key};
+}
+
+// Output id of an earlier key, -1 if it was dropped (or never existed).
+static int64_t out_id_of(const trc_reader *r, uint64_t key) {
+    if (!r->have_key || key < r->first_key || key > r->last_key) return -1;
+    uint64_t below = 0;
+    size_t lo = 0, hi = r->ndrops;   // ranges are sorted and disjoint
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (r->drops[mid].hi < key) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < r->ndrops && r->drops[lo].lo <= key) return -1;
+    // sum of the sizes of ranges before lo: linear is fine (few ranges), but keep it bounded
+    for (size_t i = 0; i < lo; i++) below += r->drops[i].hi - r->drops[i].lo + 1;
+    return (int64_t)(key - r->first_key - below);
+}
+
+// Registers a record's key (gaps in keys count as drops). False if keys do not increase.
+static bool note_key(trc_reader *r, uint64_t key) {
+    if (!r->have_key) {
+        r->have_key = true;
+        r->first_key = key;
+        r->last_key = key;
+        return true;
+    }
+    if (key <= r->last_key) return false;
+    for (uint64_t k = r->last_key + 1; k < key && k - r->last_key < 4; k++) drop_key(r, k);
+    if (key - r->last_key >= 4) {
+        // a wide gap: one range
+        kvf_grow((void **)&r->drops, &r->capdrops, r->ndrops + 1, sizeof *r->drops);
+        if (r->ndrops && r->drops[r->ndrops - 1].hi + 1 == r->last_key + 1)
+            r->drops[r->ndrops - 1].hi = key - 1;
+        else r->drops[r->ndrops++] = (key_range){r->last_key + 1, key - 1};
+    }
+    r->last_key = key;
+    return true;
+}
+
+static void rec_swap(trc_rec *a, trc_rec *b) {
+    trc_rec t = *a;
+    *a = *b;
+    *b = t;
+}
+
+// Reads one source record that passes the key and monotonic checks into *rec.
+static int pull_checked(trc_reader *r, trc_rec *rec, kvf_err *err) {
+    for (;;) {
+        int rc = r->src->next(r->src, rec, err);
+        if (rc <= 0) return rc;
+        bool bad_time = r->src->sorted && rec->prev_key < 0 && r->have_last_open &&
+                        rec->t_ns < r->last_open_t;
+        if (!note_key(r, rec->key)) {
+            if (r->opt.skip_bad) {
+                r->skipped++;
+                continue;
+            }
+            return kvf_fail(err, KVF_EPARSE, "%s:%ld: field 'id': not increasing", r->path,
+                            rec->line),
+                   -1;
+        }
+        if (bad_time) {
+            if (r->opt.skip_bad) {
+                r->skipped++;
+                drop_key(r, rec->key);
+                continue;
+            }
+            kvf_fail(err, KVF_EPARSE,
+                     "%s:%ld: field 'timestamp': time goes backwards (%.3f s after %.3f s)",
+                     r->path, rec->line, (double)rec->t_ns / 1e9, (double)r->last_open_t / 1e9);
+            return -1;
+        }
+        if (rec->prev_key < 0 && r->src->sorted) {
+            r->have_last_open = true;
+            r->last_open_t = rec->t_ns;
+        }
+        return 1;
+    }
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void grow_grp(trc_reader *r, size_t need) {
+    size_t old = r->capgrp;
+    kvf_grow((void **)&r->grp, &r->capgrp, need, sizeof *r->grp);
+    if (r->capgrp > old) memset(r->grp + old, 0, (r->capgrp - old) * sizeof *r->grp);
+}
+
+// Next record in stream order (spread applied). *out points into reader storage.
+static int pull(trc_reader *r, trc_rec **out, kvf_err *err) {
+    if (!r->spread) {
+        int rc = pull_checked(r, &r->one, err);
+        if (rc == 1) *out = &r->one;
+        return rc;
+    }
+    if (r->igrp < r->ngrp) {
+        *out = &r->grp[r->igrp++];
+        return 1;
+    }
+    r->ngrp = r->igrp = 0;
+    grow_grp(r, 1);
+    if (r->have_look) {
+        rec_swap(&r->grp[0], &r->look);
+        r->have_look = false;
+    } else {
+        if (r->src_eof) return 0;
+        int rc = pull_checked(r, &r->grp[0], err);
+        if (rc <= 0) {
+            r->src_eof = rc == 0;
+            return rc;
+        }
+    }
+    r->ngrp = 1;
+    for (;;) {
+        int rc = pull_checked(r, &r->look, err);
+        if (rc < 0) return rc;
+        if (rc == 0) {
+            r->src_eof = true;
+            break;
+        }
+        if (r->look.t_ns != r->grp[0].t_ns || r->look.prev_key >= 0) {
+            r->have_look = true;
+            break;
+        }
+        grow_grp(r, r->ngrp + 1);
+        rec_swap(&r->grp[r->ngrp++], &r->look);
+    }
+    int64_t t0 = r->grp[0].t_ns, width = r->src->bucket_ns;
+    if (r->have_look && r->look.t_ns - t0 < width) width = r->look.t_ns - t0;
+    if (width > 1 && r->ngrp > 0) {
+        uint64_t off[64];
+        for (size_t base = 0; base < r->ngrp; base += 64) {
+            // groups beyond 64 rows: each chunk of 64 spread over its share of the bucket
+            size_t n = KVF_MIN((size_t)64, r->ngrp - base);
+            int64_t lo = t0 + (int64_t)((double)width * (double)base / (double)r->ngrp);
+            int64_t hi = t0 + (int64_t)((double)width * (double)(base + n) / (double)r->ngrp);
+            for (size_t i = 0; i < n; i++)
+                off[i] = (uint64_t)((double)(hi - lo) * kvf_rng_uniform(&r->rng));
+            qsort(off, n, sizeof *off, cmp_u64);
+            for (size_t i = 0; i < n; i++) r->grp[base + i].t_ns = lo + (int64_t)off[i];
+        }
+    }
+    *out = &r->grp[r->igrp++];
+    return 1;
+}
+
+static uint32_t scale_len(uint32_t v, double s) {
+    if (s == 1.0) return v;
+    double x = floor((double)v * s + 0.5);
+    if (x < 1) x = 1;
+    if (x > 4e9) x = 4e9;
+    return (uint32_t)x;
+}
+
+// Maps rec's blocks (S tokens) onto B tokens into r->blocks; returns the count.
+static uint32_t map_blocks(trc_reader *r, const trc_rec *rec, uint32_t input) {
+    uint32_t B = r->opt.block_tokens, S = rec->src_bt;
+    if (!S || !rec->nb || !B) return 0;
+    uint32_t want = input / B;
+    uint64_t n = 0;
+    if (S == B) {
+        n = KVF_MIN((uint64_t)want, (uint64_t)rec->nb);
+        kvf_grow((void **)&r->blocks, &r->capblocks, n + 1, sizeof *r->blocks);
+        memcpy(r->blocks, rec->blocks, n * sizeof *r->blocks);
+    } else if (S > B) {
+        uint32_t k = S / B;
+        n = KVF_MIN((uint64_t)want, (uint64_t)rec->nb * k);
+        kvf_grow((void **)&r->blocks, &r->capblocks, n + 1, sizeof *r->blocks);
+        for (uint64_t i = 0; i < n; i++)
+            r->blocks[i] = kvf_hash_combine(rec->blocks[i / k], i % k);
+    } else {
+        uint32_t k = B / S;
+        n = KVF_MIN((uint64_t)want, (uint64_t)rec->nb / k);
+        kvf_grow((void **)&r->blocks, &r->capblocks, n + 1, sizeof *r->blocks);
+        for (uint64_t i = 0; i < n; i++) r->blocks[i] = rec->blocks[(i + 1) * k - 1];
+    }
+    return (uint32_t)n;
+}
+
+int trc_reader_next(trc_reader *r, trc_request *out, kvf_err *err) {
+    if (!r || r->done) return 0;
+    for (;;) {
+        if (r->opt.limit_requests > 0 && (int64_t)r->emitted >= r->opt.limit_requests) {
+            r->done = true;
+            return 0;
+        }
+        trc_rec *rec;
+        int rc = pull(r, &rec, err);
+        if (rc <= 0) {
+            if (rc == 0) r->done = true;
+            return rc;
+        }
+        if (!r->have_first) {
+            r->have_first = true;
+            r->first_t = rec->t_ns;
+        }
+        int64_t rel = rec->t_ns - r->first_t;
+        if (rel < r->opt.start_ns || (r->opt.end_ns > 0 && rel >= r->opt.end_ns)) {
+            drop_key(r, rec->key);
+            if (r->opt.end_ns > 0 && rel >= r->opt.end_ns && r->src->sorted &&
+                rec->prev_key < 0 && r->src->fmt != TRC_FMT_SESSIONS) {
+                r->done = true;
+                return 0;
+            }
+            continue;
+        }
+        memset(out, 0, sizeof *out);
+        out->id = r->emitted++;
+        out->arrival_ns = (int64_t)llround((double)(rel - r->opt.start_ns) * r->factor);
+        out->input_tokens = scale_len(rec->in, r->opt.length_scale);
+        out->output_tokens = scale_len(rec->out, r->opt.length_scale);
+        out->cls = rec->cls;
+        out->flags = rec->flags;
+        out->images = rec->images;
+        out->session = rec->session;
+        out->turn = rec->turn;
+        out->prev_id = rec->prev_key >= 0 ? out_id_of(r, (uint64_t)rec->prev_key) : -1;
+        out->think_ns = out->prev_id >= 0 ? (int64_t)llround((double)rec->think_ns * r->factor)
+                                          : 0;
+        out->n_blocks = map_blocks(r, rec, out->input_tokens);
+        out->blocks = r->blocks;
+        return 1;
+    }
+}
+
+uint64_t trc_reader_skipped(const trc_reader *r) {
+    return r ? r->skipped + (r->src ? r->src->skipped : 0) : 0;
+}
+trc_format trc_reader_format(const trc_reader *r) {
+    return r && r->src ? r->src->fmt : TRC_FMT_AUTO;
+}
+const char *trc_reader_notes(const trc_reader *r) { return r ? r->notes : ""; }
+uint32_t trc_reader_block_tokens(const trc_reader *r) { return r ? r->opt.block_tokens : 0; }
+
+static void rec_free(trc_rec *rec) { free(rec->blocks); }
+
+void trc_reader_close(trc_reader *r) {
+    if (!r) return;
+    if (r->src) r->src->close(r->src);
+    if (r->f && r->f != stdin) fclose(r->f);
+    for (size_t i = 0; i < r->capgrp; i++) rec_free(&r->grp[i]);
+    free(r->grp);
+    rec_free(&r->look);
+    rec_free(&r->one);
+    free(r->drops);
+    free(r->blocks);
+    free(r->path);
+    free(r);
+}
+
+// ---- opening ----------------------------------------------------------------------------
+static kvf_status detect(FILE *f, const char *path, trc_format *out, kvf_err *err) {
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    if (ferror(f)) return kvf_fail(err, KVF_EIO, "%s: read error", path);
+    rewind(f);
+    buf[n] = 0;
+    size_t i = 0;
+    long line = 1;
+    while (i < n && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r')) {
+        if (buf[i] == '\n') line++;
+        i++;
+    }
+    if (i == n) return kvf_fail(err, KVF_EPARSE, "%s:%ld: empty file (no requests)", path, line);
+    const char *s = buf + i;
+    size_t m = strcspn(s, "\n");
+    char first[4096];
+    memcpy(first, s, m);
+    first[m] = 0;
+    if (memchr(buf + i, 0, n - i)) {
+        // binary junk: let the JSON/CSV parsers name the line; guess from the first byte
+    }
+    if (s[0] == '{') {
+        if (strstr(first, "\"requests\"") || strstr(first, "\"hash_id_scope\"") ||
+            strstr(first, "\"block_size\"")) *out = TRC_FMT_SESSIONS;
+        else if (strstr(first, "\"arrival_ns\"") || strstr(first, "\"input_tokens\""))
+            *out = TRC_FMT_KVFLEET;
+        else if (strstr(first, "\"input_length\"") || strstr(first, "\"hash_ids\"") ||
+                 strstr(first, "\"timestamp\"")) *out = TRC_FMT_MOONCAKE;
+        else if (m == sizeof first - 1 || m >= 4095) *out = TRC_FMT_SESSIONS;  // huge line
+        else return kvf_fail(err, KVF_EPARSE,
+                             "%s:%ld: cannot detect the format (JSON without 'timestamp', "
+                             "'requests' or 'arrival_ns'); give --format",
+                             path, line);
+        return KVF_OK;
+    }
+    if (strstr(first, "ContextTokens")) *out = TRC_FMT_AZURE;
+    else if (strstr(first, "Request tokens") || strstr(first, "Response tokens"))
+        *out = TRC_FMT_BURSTGPT;
+    else return kvf_fail(err, KVF_EPARSE,
+                         "%s:%ld: cannot detect the format (neither JSON lines nor a known CSV "
+                         "header); give --format",
+                         path, line);
+    return KVF_OK;
+}
+
+static kvf_status open_source(trc_source **src, FILE *f, const char *path, const trc_options *o,
+                              trc_format fmt, kvf_err *err) {
+    switch (fmt) {
+    case TRC_FMT_MOONCAKE: return trc_src_mooncake(src, f, path, o, err);
+    case TRC_FMT_AZURE:
+    case TRC_FMT_BURSTGPT: return trc_src_csv(src, f, path, fmt, o, err);
+    case TRC_FMT_SESSIONS: return trc_src_sessions(src, f, path, o, err);
+    case TRC_FMT_KVFLEET: return trc_src_kvfleet(src, f, path, o, err);
+    default: return kvf_fail(err, KVF_EINVAL, "%s: unknown format", path);
+    }
+}
+
+static kvf_status check_options(const trc_options *o, kvf_err *err) {
+    uint32_t B = o->block_tokens;
+    if (B == 0) return kvf_fail(err, KVF_EINVAL, "block_tokens must be >= 1");
+    if (!(o->time_scale > 0) || !isfinite(o->time_scale))
+        return kvf_fail(err, KVF_EINVAL, "time_scale must be > 0");
+    if (!(o->length_scale > 0) || !isfinite(o->length_scale))
+        return kvf_fail(err, KVF_EINVAL, "length_scale must be > 0");
+    if (o->rate_rps < 0 || !isfinite(o->rate_rps))
+        return kvf_fail(err, KVF_EINVAL, "rate_rps must be >= 0");
+    if (o->start_ns < 0 || o->end_ns < 0 || (o->end_ns > 0 && o->end_ns <= o->start_ns))
+        return kvf_fail(err, KVF_EINVAL, "bad time window [%lld, %lld) ns",
+                        (long long)o->start_ns, (long long)o->end_ns);
+    if (o->session_rate < 0 || !isfinite(o->session_rate))
+        return kvf_fail(err, KVF_EINVAL, "session_rate must be >= 0");
+    return KVF_OK;
+}
+
+// First pass for a rate rescale: the trace's own mean rate (1 / mean gap).
+static kvf_status measure_rate(trc_reader *proto, double *rate, kvf_err *err);
+
+kvf_status trc_reader_from_source(trc_reader **out, trc_source *src, FILE *f, const char *path,
+                                  const trc_options *opt, kvf_err *err) {
+    trc_reader *r = kvf_calloc(1, sizeof *r);
+    r->opt = *opt;
+    r->path = kvf_strdup(path);
+    r->f = f;
+    r->src = src;
+    r->factor = opt->time_scale;
+    kvf_rng_init(&r->rng, opt->seed, 0x5b7ead);
+    r->spread = opt->bucket == TRC_BUCKET_SPREAD && src->bucket_ns > 0;
+    if (src->bucket_ns > 0)
+        snprintf(r->notes, sizeof r->notes, "format=%s; bucket=%s (%.0f ms buckets)",
+                 trc_format_name(src->fmt), r->spread ? "spread" : "as_recorded",
+                 (double)src->bucket_ns / 1e6);
+    else snprintf(r->notes, sizeof r->notes, "format=%s", trc_format_name(src->fmt));
+    if (src->notes[0]) {
+        size_t n = strlen(r->notes);
+        snprintf(r->notes + n, sizeof r->notes - n, "; %s", src->notes);
+    }
+    *out = r;
+    return KVF_OK;
+}
+
+static void append_note(trc_reader *r, const char *fmt, double v) {
+    size_t n = strlen(r->notes);
+    char tmp[128];
+    snprintf(tmp, sizeof tmp, fmt, v);
+    snprintf(r->notes + n, sizeof r->notes - n, "; %s", tmp);
+}
+
+kvf_status trc_reader_open(trc_reader **out, const char *path, const trc_options *opt,
+                           kvf_err *err) {
+    *out = NULL;
+    trc_options o;
+    if (opt) o = *opt;
+    else trc_options_default(&o);
+    kvf_status st = check_options(&o, err);
+    if (st) return st;
+    FILE *f = fopen(path, "rb");
+    if (!f) return kvf_fail(err, errno == ENOENT ? KVF_ENOENT : KVF_EIO, "%s: %s", path,
+                            strerror(errno));
+    trc_format fmt = o.format;
+    if (fmt == TRC_FMT_AUTO && (st = detect(f, path, &fmt, err))) {
+        fclose(f);
+        return st;
+    }
+    trc_source *src = NULL;
+    if ((st = open_source(&src, f, path, &o, fmt, err))) {
+        fclose(f);
+        return st;
+    }
+    trc_reader *r;
+    trc_reader_from_source(&r, src, f, path, &o, err);
+    if (o.rate_rps > 0) {
+        double rate = 0;
+        if ((st = measure_rate(r, &rate, err))) {
+            trc_reader_close(r);
+            return st;
+        }
+        if (rate > 0) r->factor = rate / o.rate_rps;
+        append_note(r, "rate rescaled to %g req/s", o.rate_rps);
+        append_note(r, "(trace mean %g req/s)", rate);
+    } else if (o.time_scale != 1.0) append_note(r, "time_scale=%g", o.time_scale);
+    if (o.length_scale != 1.0) append_note(r, "length_scale=%g", o.length_scale);
+    *out = r;
+    return KVF_OK;
+}
+
+static kvf_status measure_rate(trc_reader *proto, double *rate, kvf_err *err) {
+    trc_options o = proto->opt;
+    o.rate_rps = 0;
+    o.time_scale = 1;
+    trc_reader *r;
+    kvf_status st = trc_reader_open(&r, proto->path, &o, err);
+    if (st) return st;
+    trc_request q;
+    uint64_t n = 0;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    int rc;
+    while ((rc = trc_reader_next(r, &q, err)) == 1) {
+        n++;
+        lo = KVF_MIN(lo, q.arrival_ns);
+        hi = KVF_MAX(hi, q.arrival_ns);
+    }
+    trc_reader_close(r);
+    if (rc < 0) return err ? err->code : KVF_EPARSE;
+    *rate = n >= 2 && hi > lo ? (double)(n - 1) / ((double)(hi - lo) / 1e9) : 0;
+    return KVF_OK;
+}
+
+kvf_status trc_count(const char *path, const trc_options *opt, uint64_t *n, kvf_err *err) {
+    trc_reader *r;
+    kvf_status st = trc_reader_open(&r, path, opt, err);
+    if (st) return st;
+    trc_request q;
+    int rc;
+    uint64_t c = 0;
+    while ((rc = trc_reader_next(r, &q, err)) == 1) c++;
+    trc_reader_close(r);
+    if (rc < 0) return err ? err->code : KVF_EPARSE;
+    *n = c;
+    return KVF_OK;
+}

@@ -1,0 +1,407 @@
+// traces/trc_stats.c -- trace statistics in one streaming pass: counts, span, rate,
+// burstiness, length percentiles, and prefix reuse (unbounded and LRU caches of given sizes).
+//
+// Memory: lengths go into a fixed sketch (exact values for the first 65,536 requests, a
+// log-linear histogram always; percentiles come from the exact values while they suffice).
+// The ideal cache is an open-addressing set of distinct block ids (grows with distinct
+// blocks, the one thing an exact answer must remember); each LRU is bounded by its capacity.
+//
+// Histogram layout (values v < 2^32): v < 2048 -> bucket v (exact); otherwise with
+// e = floor(log2 v) >= 11 -> bucket 2048 + (e - 11) * 1024 + (v >> (e - 10) & 1023), i.e.
+// 1024 buckets per power of two, relative width < 0.1 %; a bucket reports its midpoint.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trc_int.h"
+
+#define EXACT_MAX 65536
+#define HIST_N (2048 + 21 * 1024)
+
+typedef struct sketch {
+    uint32_t *exact;
+    size_t n_exact;
+    uint64_t *hist;
+    uint64_t n, max;
+    double sum;
+} sketch;
+
+static size_t hist_bucket(uint32_t v) {
+    if (v < 2048) return v;
+    int e = 31 - __builtin_clz(v);
+    return 2048 + (size_t)(e - 11) * 1024 + ((v >> (e - 10)) & 1023);
+}
+
+static double hist_value(size_t b) {
+    if (b < 2048) return (double)b;
+    size_t e = (b - 2048) / 1024 + 11, sub = (b - 2048) % 1024;
+    double lo = (double)((1024 + sub) << (e - 10)), w = (double)(1ULL << (e - 10));
+    return lo + (w - 1) / 2;
+}
+
+static void sketch_add(sketch *s, uint32_t v) {
+    if (s->n_exact < EXACT_MAX && s->n == s->n_exact) s->exact[s->n_exact++] = v;
+    s->hist[hist_bucket(v)]++;
+    s->n++;
+    s->sum += v;
+    if (v > s->max) s->max = v;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+// k-th order statistic (0-based) from the histogram.
+static double hist_order(const sketch *s, uint64_t k) {
+    uint64_t c = 0;
+    for (size_t b = 0; b < HIST_N; b++) {
+        c += s->hist[b];
+        if (c > k) return hist_value(b);
+    }
+    return (double)s->max;
+}
+
+// Percentiles as kvf_percentile_sorted defines them (linear between order statistics).
+static void sketch_finish(sketch *s, trc_len_stats *o) {
+    memset(o, 0, sizeof *o);
+    if (!s->n) return;
+    o->mean = s->sum / (double)s->n;
+    o->max = s->max;
+    o->total = (uint64_t)s->sum;
+    const double ps[3] = {50, 90, 99};
+    double *dst[3] = {&o->p50, &o->p90, &o->p99};
+    bool exact = s->n == s->n_exact;
+    if (exact) qsort(s->exact, s->n_exact, sizeof *s->exact, cmp_u32);
+    for (int i = 0; i < 3; i++) {
+        double pos = ps[i] / 100.0 * (double)(s->n - 1);
+        uint64_t k = (uint64_t)pos;
+        double f = pos - (double)k;
+        double a, b;
+        if (exact) {
+            a = s->exact[k];
+            b = k + 1 < s->n ? s->exact[k + 1] : a;
+        } else {
+            a = hist_order(s, k);
+            b = k + 1 < s->n ? hist_order(s, k + 1) : a;
+        }
+        *dst[i] = a * (1 - f) + b * f;
+    }
+}
+
+// ---- block id set (ideal cache) -----------------------------------------------------------
+typedef struct idset {
+    uint64_t *keys;    // 0 = empty; id 0 is tracked by has_zero
+    size_t cap, n;
+    bool has_zero;
+} idset;
+
+static bool idset_has(const idset *s, uint64_t k) {
+    if (!k) return s->has_zero;
+    if (!s->cap) return false;
+    size_t h = kvf_hash64(k) & (s->cap - 1);
+    while (s->keys[h]) {
+        if (s->keys[h] == k) return true;
+        h = (h + 1) & (s->cap - 1);
+    }
+    return false;
+}
+
+static void idset_add(idset *s, uint64_t k) {
+    if (!k) {
+        s->n += !s->has_zero;
+        s->has_zero = true;
+        return;
+    }
+    if ((s->n + 1) * 2 > s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 1 << 16;
+        uint64_t *nk = kvf_calloc(nc, sizeof *nk);
+        for (size_t i = 0; i < s->cap; i++) {
+            uint64_t x = s->keys[i];
+            if (!x) continue;
+            size_t h = kvf_hash64(x) & (nc - 1);
+            while (nk[h]) h = (h + 1) & (nc - 1);
+            nk[h] = x;
+        }
+        free(s->keys);
+        s->keys = nk;
+        s->cap = nc;
+    }
+    size_t h = kvf_hash64(k) & (s->cap - 1);
+    while (s->keys[h]) {
+        if (s->keys[h] == k) return;
+        h = (h + 1) & (s->cap - 1);
+    }
+    s->keys[h] = k;
+    s->n++;
+}
+
+// ---- LRU over blocks ------------------------------------------------------------------------
+// Entries live in dense arrays (key, prev, next); a linear-probing table maps key -> entry.
+// Deletion uses backward shift, so the table needs no tombstones.
+#define NIL UINT32_MAX
+
+typedef struct lru {
+    uint64_t capacity;     // blocks
+    uint64_t *key;
+    uint32_t *prev, *next;
+    size_t n, cap_ent;
+    uint32_t head, tail;   // head = most recent
+    uint32_t *tab;         // entry index or NIL
+    size_t tcap;
+    uint64_t hits;         // tokens
+} lru;
+
+static size_t lru_find_slot(const lru *c, uint64_t k) {
+    size_t h = kvf_hash64(k) & (c->tcap - 1);
+    while (c->tab[h] != NIL && c->key[c->tab[h]] != k) h = (h + 1) & (c->tcap - 1);
+    return h;
+}
+
+static void lru_rehash(lru *c, size_t ncap) {
+    free(c->tab);
+    c->tab = kvf_malloc(ncap * sizeof *c->tab);
+    memset(c->tab, 0xff, ncap * sizeof *c->tab);
+    c->tcap = ncap;
+    for (uint32_t i = c->head; i != NIL; i = c->next[i]) c->tab[lru_find_slot(c, c->key[i])] = i;
+}
+
+static void lru_unlink(lru *c, uint32_t i) {
+    if (c->prev[i] != NIL) c->next[c->prev[i]] = c->next[i];
+    else c->head = c->next[i];
+    if (c->next[i] != NIL) c->prev[c->next[i]] = c->prev[i];
+    else c->tail = c->prev[i];
+}
+
+static void lru_push_front(lru *c, uint32_t i) {
+    c->prev[i] = NIL;
+    c->next[i] = c->head;
+    if (c->head != NIL) c->prev[c->head] = i;
+    c->head = i;
+    if (c->tail == NIL) c->tail = i;
+}
+
+static void lru_table_delete(lru *c, size_t slot) {
+    size_t i = slot, m = c->tcap - 1;
+    c->tab[i] = NIL;
+    for (size_t j = (i + 1) & m; c->tab[j] != NIL; j = (j + 1) & m) {
+        size_t h = kvf_hash64(c->key[c->tab[j]]) & m;
+        // move j back into the hole at i if its home h is not in (i, j]
+        bool between = i <= j ? (h > i && h <= j) : (h > i || h <= j);
+        if (!between) {
+            c->tab[i] = c->tab[j];
+            c->tab[j] = NIL;
+            i = j;
+        }
+    }
+}
+
+static bool lru_has(const lru *c, uint64_t k) {
+    return c->tcap && c->tab[lru_find_slot(c, k)] != NIL;
+}
+
+static void lru_touch(lru *c, uint64_t k) {
+    if (!c->capacity) return;
+    if ((c->n + 1) * 2 > c->tcap) lru_rehash(c, c->tcap ? c->tcap * 2 : 1024);
+    size_t s = lru_find_slot(c, k);
+    if (c->tab[s] != NIL) {
+        uint32_t i = c->tab[s];
+        lru_unlink(c, i);
+        lru_push_front(c, i);
+        return;
+    }
+    uint32_t i;
+    if (c->n >= c->capacity) {
+        i = c->tail;   // reuse the least recent entry
+        lru_unlink(c, i);
+        lru_table_delete(c, lru_find_slot(c, c->key[i]));
+        s = lru_find_slot(c, k);
+    } else {
+        if (c->n + 1 > c->cap_ent) {
+            size_t a = c->cap_ent, b = c->cap_ent;
+            kvf_grow((void **)&c->key, &c->cap_ent, c->n + 1, sizeof *c->key);
+            kvf_grow((void **)&c->prev, &a, c->n + 1, sizeof *c->prev);
+            kvf_grow((void **)&c->next, &b, c->n + 1, sizeof *c->next);
+        }
+        i = (uint32_t)c->n++;
+    }
+    c->key[i] = k;
+    c->tab[s] = i;
+    lru_push_front(c, i);
+}
+
+static void lru_free(lru *c) {
+    free(c->key);
+    free(c->prev);
+    free(c->next);
+    free(c->tab);
+}
+
+// ---- the pass -------------------------------------------------------------------------------
+kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t n_sizes,
+                             trc_stats *out, kvf_err *err) {
+    static const double defaults[] = {1e6, 4e6, 16e6, 64e6, 256e6};
+    if (!cache_tokens) {
+        cache_tokens = defaults;
+        n_sizes = 5;
+    }
+    if (n_sizes > TRC_STATS_MAX_SIZES) n_sizes = TRC_STATS_MAX_SIZES;
+    memset(out, 0, sizeof *out);
+    sketch sk[2] = {{0}};
+    for (int i = 0; i < 2; i++) {
+        sk[i].exact = kvf_malloc(EXACT_MAX * sizeof *sk[i].exact);
+        sk[i].hist = kvf_calloc(HIST_N, sizeof *sk[i].hist);
+    }
+    idset seen = {0};
+    lru caches[TRC_STATS_MAX_SIZES];
+    memset(caches, 0, sizeof caches);
+    const uint64_t BT = trc_reader_block_tokens(r);
+    trc_request q;
+    int rc;
+    int64_t first = 0, last = 0, prev_open = 0;
+    bool have_open = false;
+    double gmean = 0, gm2 = 0;   // Welford over open-loop gaps
+    uint64_t ngaps = 0;
+    while ((rc = trc_reader_next(r, &q, err)) == 1) {
+        if (!out->requests) first = last = q.arrival_ns;
+        out->requests++;
+        first = KVF_MIN(first, q.arrival_ns);
+        last = KVF_MAX(last, q.arrival_ns);
+        if (q.prev_id < 0) {
+            if (have_open) {
+                double g = (double)(q.arrival_ns - prev_open) / 1e9;
+                ngaps++;
+                double d = g - gmean;
+                gmean += d / (double)ngaps;
+                gm2 += d * (g - gmean);
+            }
+            have_open = true;
+            prev_open = q.arrival_ns;
+        } else out->closed_loop++;
+        if (q.session && q.turn == 0) out->sessions++;
+        if (q.flags & TRC_F_FAILED) out->failed++;
+        if (q.images) out->with_images++;
+        out->classes[q.cls < TRC_CLASS_COUNT ? q.cls : TRC_CLASS_OTHER]++;
+        sketch_add(&sk[0], q.input_tokens);
+        sketch_add(&sk[1], q.output_tokens);
+        out->block_refs += q.n_blocks;
+        // unbounded cache
+        uint64_t run = 0;
+        while (run < q.n_blocks && idset_has(&seen, q.blocks[run])) run++;
+        out->hit_tokens += KVF_MIN(run * BT, (uint64_t)q.input_tokens - 1);
+        for (uint32_t i = 0; i < q.n_blocks; i++) idset_add(&seen, q.blocks[i]);
+        for (uint32_t c = 0; c < n_sizes; c++) {
+            lru *L = &caches[c];
+            if (!L->capacity && !L->tcap) {
+                L->capacity = (uint64_t)(cache_tokens[c] / (double)BT);
+                L->head = L->tail = NIL;
+            }
+            uint64_t k = 0;
+            while (k < q.n_blocks && lru_has(L, q.blocks[k])) k++;
+            L->hits += KVF_MIN(k * BT, (uint64_t)q.input_tokens - 1);
+            for (uint32_t i = q.n_blocks; i-- > 0;) lru_touch(L, q.blocks[i]);
+        }
+    }
+    kvf_status st = KVF_OK;
+    if (rc < 0) st = err && err->code ? err->code : KVF_EPARSE;
+    else {
+        out->format = trc_reader_format(r);
+        out->skipped = trc_reader_skipped(r);
+        out->block_tokens = (uint32_t)BT;
+        out->span_s = out->requests ? (double)(last - first) / 1e9 : 0;
+        out->rate_rps = out->requests > 1 && out->span_s > 0
+                            ? (double)(out->requests - 1) / out->span_s
+                            : 0;
+        out->interarrival_cv = ngaps > 1 && gmean > 0 ? sqrt(gm2 / (double)ngaps) / gmean : 0;
+        sketch_finish(&sk[0], &out->input_tokens);
+        sketch_finish(&sk[1], &out->output_tokens);
+        out->distinct_blocks = seen.n;
+        out->ideal_hit_rate = out->input_tokens.total
+                                  ? (double)out->hit_tokens / (double)out->input_tokens.total
+                                  : 0;
+        out->n_sizes = n_sizes;
+        for (uint32_t c = 0; c < n_sizes; c++) {
+            out->cache_tokens[c] = cache_tokens[c];
+            out->cache_hit_rate[c] = out->input_tokens.total ? (double)caches[c].hits /
+                                                                   (double)out->input_tokens.total
+                                                             : 0;
+        }
+        snprintf(out->notes, sizeof out->notes, "%s", trc_reader_notes(r));
+    }
+    for (int i = 0; i < 2; i++) {
+        free(sk[i].exact);
+        free(sk[i].hist);
+    }
+    free(seen.keys);
+    for (uint32_t c = 0; c < n_sizes; c++) lru_free(&caches[c]);
+    return st;
+}
+
+kvf_status trc_stats_file(const char *path, const trc_options *opt, trc_stats *out,
+                          kvf_err *err) {
+    trc_reader *r;
+    kvf_status st = trc_reader_open(&r, path, opt, err);
+    if (st) return st;
+    st = trc_stats_compute(r, NULL, 0, out, err);
+    trc_reader_close(r);
+    return st;
+}
+
+static void jlen(char **p, size_t *left, const char *name, const trc_len_stats *l) {
+    int n = snprintf(*p, *left,
+                     "\"%s\": {\"mean\": %.6g, \"p50\": %.6g, \"p90\": %.6g, \"p99\": %.6g, "
+                     "\"max\": %llu, \"total\": %llu}, ",
+                     name, l->mean, l->p50, l->p90, l->p99, (unsigned long long)l->max,
+                     (unsigned long long)l->total);
+    if (n > 0 && (size_t)n < *left) {
+        *p += n;
+        *left -= (size_t)n;
+    }
+}
+
+char *trc_stats_json(const trc_stats *s) {
+    size_t cap = 8192, left = cap;
+    char *buf = kvf_malloc(cap), *p = buf;
+#define PUT(...)                                                                              \
+    do {                                                                                      \
+        int n_ = snprintf(p, left, __VA_ARGS__);                                              \
+        if (n_ > 0 && (size_t)n_ < left) {                                                    \
+            p += n_;                                                                          \
+            left -= (size_t)n_;                                                               \
+        }                                                                                     \
+    } while (0)
+    PUT("{\"format\": \"%s\", \"requests\": %llu, \"sessions\": %llu, \"span_s\": %.6f, "
+        "\"rate_rps\": %.6g, \"interarrival_cv\": %.6g, ",
+        trc_format_name(s->format), (unsigned long long)s->requests,
+        (unsigned long long)s->sessions, s->span_s, s->rate_rps, s->interarrival_cv);
+    jlen(&p, &left, "input_tokens", &s->input_tokens);
+    jlen(&p, &left, "output_tokens", &s->output_tokens);
+    PUT("\"block_tokens\": %u, \"ideal_hit_rate\": %.6f, \"hit_tokens\": %llu, "
+        "\"block_refs\": %llu, \"distinct_blocks\": %llu, ",
+        s->block_tokens, s->ideal_hit_rate, (unsigned long long)s->hit_tokens,
+        (unsigned long long)s->block_refs, (unsigned long long)s->distinct_blocks);
+    PUT("\"hit_rate_by_cache\": [");
+    for (uint32_t i = 0; i < s->n_sizes; i++)
+        PUT("%s{\"cache_tokens\": %.0f, \"hit_rate\": %.6f}", i ? ", " : "", s->cache_tokens[i],
+            s->cache_hit_rate[i]);
+    PUT("], \"classes\": {");
+    bool first = true;
+    for (int c = 0; c < TRC_CLASS_COUNT; c++) {
+        if (!s->classes[c]) continue;
+        PUT("%s\"%s\": %llu", first ? "" : ", ", trc_class_name(c),
+            (unsigned long long)s->classes[c]);
+        first = false;
+    }
+    PUT("}, \"closed_loop\": %llu, \"failed\": %llu, \"with_images\": %llu, \"skipped\": %llu, ",
+        (unsigned long long)s->closed_loop, (unsigned long long)s->failed,
+        (unsigned long long)s->with_images, (unsigned long long)s->skipped);
+    PUT("\"notes\": \"");
+    for (const char *c = s->notes; *c && left > 8; c++) {
+        if (*c == '"' || *c == '\\') PUT("\\%c", *c);
+        else if ((unsigned char)*c < 0x20) PUT(" ");
+        else PUT("%c", *c);
+    }
+    PUT("\"}");
+#undef PUT
+    return buf;
+}
