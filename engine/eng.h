@@ -213,6 +213,12 @@ typedef struct eng_profile_config {
 // model,hardware,backend,op,batch,new_tokens,context,median_ns,p10_ns,p90_ns,repeats,flops,bytes).
 // progress (may be NULL) gets one line per row.
 kvf_status eng_profile_run(const eng_profile_config *c, FILE *f, FILE *progress, kvf_err *err);
+// Re-measures a probe subset (up to 6 prefill/decode rows) of the profile at path on this
+// machine (model from the profile unless c->model is set; backend c->backend) and writes
+// `op,batch,new_tokens,context,stored_ns,measured_ns,ratio` lines and the median drift to out.
+// KVF_ENOENT / KVF_EPARSE (path:line) for a bad profile.
+kvf_status eng_profile_check(const eng_profile_config *c, const char *path, FILE *out,
+                             kvf_err *err);
 
 // ---- serving loop -----------------------------------------------------------------------
 // One request of a (time-scaled) trace.

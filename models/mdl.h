@@ -219,8 +219,12 @@ void mdl_roofline_eval_work(const mdl_model *m, const mdl_hardware *hw, const md
 //   A mixed batch: the prefill table at (prefill tokens + decode sequences) plus the decode
 //   table's context increment D(B, mean ctx) - D(B, 0).
 //   Each step adds host_overhead(batch size) (clamped to the measured batch range).
-//   Outside the measured range: roofline(b) x (measured / roofline) of the nearest measured
-//   point, out->extrapolated = true. par/eff (NULL = defaults) serve that fallback only.
+//   Above the measured range (more tokens, sequences or context than any measured point of
+//   the neighbouring columns): roofline(b) x (measured / roofline) of the nearest measured
+//   point, out->extrapolated = true. Below it (fewer tokens or less context than the
+//   smallest measured) the table is extended linearly, floored at half the smallest point,
+//   unflagged. The vision phase is never profiled: roofline x nearest prefill ratio, flagged.
+//   par/eff (NULL = defaults) serve the roofline fallback and out->flops/bytes only.
 kvf_status mdl_calibrated_create(mdl_stepper **out, const mdl_model *m, const mdl_hardware *hw,
                                  const mdl_parallel *par, const mdl_efficiency *eff,
                                  const char *profile_path, kvf_err *err);

@@ -15,11 +15,13 @@
 // (weight streaming, KV reads, GEMMs) are reproduced exactly between grid points, which a
 // log-space interpolation would not do.
 //
-// Outside the table (x beyond the columns, y above a column's last point) the answer is the
+// Above the table (x beyond the last column, y above a column's last point) the answer is the
 // roofline of the same batch times the measured/roofline ratio of the nearest measured point,
-// and the step is flagged extrapolated. Below a column's first context the column is extended
-// linearly (cost falls toward zero context; never below half the first point), unflagged:
-// that is how batches of several chunks are folded into one chunk.
+// and the step is flagged extrapolated: that is where real costs bend (compute saturation,
+// cache and memory limits). Below the table (fewer tokens or less context than the smallest
+// measured) the first two points are extended linearly, never below half the first one, and
+// not flagged: costs only shrink toward zero work, the fixed part stays, and short chunks
+// (cache hits leave few tokens to compute) and folded multi-chunk batches land there often.
 #include "mdl.h"
 
 #include <math.h>
@@ -279,9 +281,18 @@ static double col_eval(const column *c, double y, bool *oor) {
 }
 
 static double grid_eval(const grid *g, double x, double y, bool *oor) {
-    if (g->n == 0 || x < g->c[0].x || x > g->c[g->n - 1].x) {
+    if (g->n == 0 || x > g->c[g->n - 1].x) {
         *oor = true;
         return 0;
+    }
+    if (x < g->c[0].x) {
+        // Fewer tokens (or sequences) than the smallest measured: extend the first two columns
+        // linearly toward zero, never below half the first column.
+        double a = col_eval(&g->c[0], y, oor);
+        if (g->n == 1) return a;
+        double b = col_eval(&g->c[1], y, oor);
+        double t = (x - g->c[0].x) / (g->c[1].x - g->c[0].x);
+        return KVF_MAX(a + t * (b - a), 0.5 * a);
     }
     size_t i = 0;
     while (i + 1 < g->n && g->c[i + 1].x <= x) i++;

@@ -7,6 +7,8 @@
 #ifndef RPT_H
 #define RPT_H
 
+#include <stdio.h>
+
 #include "kvf.h"
 
 typedef struct rpt_db rpt_db;
@@ -248,7 +250,13 @@ void rpt_progress_done(rpt_progress *p);
 int rpt_report_cli_main(int argc, char **argv);
 // Writes report.html and report.md into dir from dir/summary.json and dir/results.db.
 kvf_status rpt_report_write(const char *dir, bool html, bool md, kvf_err *err);
-// `kvfleet compare DIR... [--json]`, argv[0] = "compare".
+// `kvfleet compare DIR... [--json] [--all]`, argv[0] = "compare".
 int rpt_compare_cli_main(int argc, char **argv);
+// Writes the comparison of the runs in dirs (each DIR/summary.json, or a .json path) to out:
+// a text table with differences in percent against dirs[0], or with json a list of points,
+// each the run's summary object plus "dir", "varied" (run-table keys that differ between the
+// runs) and "diff_pct" (dotted key -> percent against the first). all: every figure.
+kvf_status rpt_compare_write(FILE *out, const char *const *dirs, int n, bool json, bool all,
+                             kvf_err *err);
 
 #endif

@@ -269,8 +269,8 @@ static void chart_script(rep *r, const chart *c) {
     rpt_buf_puts(g, "set grid lc rgb \"#dddddd\"\nset border 3\nset tics nomirror\n"
                     "set key outside right top vertical Left reverse noenhanced\n"
                     "set termoption noenhanced\n");
-    rpt_buf_puts(g, "set title ");
-    gp_label(g, c->title);
+    rpt_buf_puts(g, "# ");
+    rpt_buf_puts(g, c->title);   // the page's heading carries the title
     rpt_buf_puts(g, "\nset xlabel ");
     gp_label(g, c->xlabel);
     rpt_buf_puts(g, "\nset ylabel ");
@@ -828,7 +828,7 @@ static void sec_economics(rep *r, page *p) {
         {"revenue_per_day_usd", "revenue per day (USD)"},
         {"revenue_input_per_day_usd", "  of which input tokens"},
         {"revenue_output_per_day_usd", "  of which output tokens"},
-        {"margin", "margin (revenue - cost) / revenue"},
+        {"margin", "margin, (revenue - cost) / revenue (fraction)"},
         {"cost_per_gpu_hour_usd", "all-in cost per GPU-hour (USD)"},
         {"cost_per_mtok_usd.input", "cost per million input tokens (USD)"},
         {"cost_per_mtok_usd.output", "cost per million output tokens (USD)"},

@@ -202,7 +202,7 @@ const rpt_headline RPT_HEADLINE[] = {
     {"slo.goodput_req_s", "goodput (req/s)"},
     {"economics.cost_usd", "cost (USD, run period)"},
     {"economics.revenue_usd", "revenue (USD, run period)"},
-    {"economics.margin", "margin"},
+    {"economics.margin", "margin (fraction of revenue)"},
     {"economics.cost_per_gpu_hour_usd", "all-in cost per GPU-hour (USD)"},
     {"economics.cost_per_mtok_usd.input", "cost per M input tokens (USD)"},
     {"economics.cost_per_mtok_usd.output", "cost per M output tokens (USD)"},

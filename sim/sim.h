@@ -109,6 +109,11 @@ typedef struct sim_config {
     sim_key_line key_lines[SIM_KEY_LINES_MAX];
 } sim_config;
 
+// Names of the routing policies (sim/sim_router.c), NULL-terminated: the scenario loader
+// accepts exactly these.
+extern const char *const sim_prefill_router_names[];
+extern const char *const sim_decode_router_names[];
+
 // Fills *c with the defaults of design.md §7.
 void sim_config_default(sim_config *c);
 // Loads a scenario file over the defaults. Errors (KVF_EPARSE/KVF_EINVAL/KVF_ENOENT) name
@@ -120,6 +125,14 @@ kvf_status sim_config_set(sim_config *c, const char *assignment, kvf_err *err);
 kvf_status sim_config_validate(const sim_config *c, kvf_err *err);
 // Resolves a path from the scenario against c->dir (absolute paths unchanged).
 void sim_config_resolve(const sim_config *c, const char *p, char *out, size_t n);
+// Files named by the scenario, resolved against c->dir: model (a bare name is
+// <dir>/models/NAME.yaml), hardware (<dir>/models/hardware/NAME.yaml), profile (a path). A value
+// with a '/' or ending in .yaml/.yml is a path (relative ones against c->dir). Pass the result
+// to mdl_model_load / mdl_hardware_load / mdl_calibrated_create, so that validation and the
+// run look at the same file.
+void sim_config_model_path(const sim_config *c, char *out, size_t n);
+void sim_config_hardware_path(const sim_config *c, char *out, size_t n);
+void sim_config_profile_path(const sim_config *c, char *out, size_t n);
 // Line where key (dotted) was set: > 0 a line of c->path, -1 set by --set, 0 never set (the
 // default). A key not recorded itself answers with its nearest recorded parent section's line.
 int sim_config_key_line(const sim_config *c, const char *key);

@@ -317,7 +317,7 @@ static void read_trace(sim_cluster *c) {
 
 // ---- KV store -------------------------------------------------------------------------------
 uint32_t sim_cluster_prefix(sim_cluster *c, sim_inst *in, const sim_req *r, uint32_t hit[SIM_TIERS],
-                            bool touch) {
+                            bool touch, bool local_only) {
     for (int t = 0; t < SIM_TIERS; t++) hit[t] = 0;
     if (!c->cfg->prefix_cache) return 0;
     uint32_t k = 0;
@@ -326,7 +326,7 @@ uint32_t sim_cluster_prefix(sim_cluster *c, sim_inst *in, const sim_req *r, uint
         int tier;
         if (in && sim_bcache_has(&in->hbm, b, c->now)) tier = SIM_TIER_HBM;
         else if (in && sim_bcache_has(&in->dram, b, c->now)) tier = SIM_TIER_DRAM;
-        else if (sim_bcache_has(&c->ssd, b, c->now)) tier = SIM_TIER_SSD;
+        else if (!local_only && sim_bcache_has(&c->ssd, b, c->now)) tier = SIM_TIER_SSD;
         else break;
         hit[tier]++;
         if (touch) {
@@ -426,6 +426,7 @@ static void finish(sim_cluster *c, uint32_t slot, const char *status) {
         if (ttft <= c->cfg->slo_ttft_p90_ms && tpot_ok) c->m.slo_ok++;
     } else {
         c->rejected++;
+        c->m.output_rejected += r->output - r->produced;
     }
     write_request_row(c, r, status);
     if (r->pinst != SIM_NONE)
@@ -485,7 +486,7 @@ static void prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
     r->pinst = in->id;
     persist_answer(c, in, r);
     uint32_t tiers[SIM_TIERS];
-    uint32_t nb = sim_cluster_prefix(c, in, r, tiers, true);
+    uint32_t nb = sim_cluster_prefix(c, in, r, tiers, true, false);
     uint32_t bt = cfg->block_tokens;
     uint64_t hit = (uint64_t)nb * bt;
     if (hit > r->input - 1) hit = r->input - 1;   // at least one prompt token is computed
@@ -598,6 +599,10 @@ static void prefill_finish(sim_cluster *c, sim_inst *in, uint32_t slot) {
         }
     }
     if (r->produced >= r->output) {
+        if (c->colocated) {   // release the KV claimed when its prefill started
+            in->n_prefilling--;
+            in->kv_used -= r->input;
+        }
         finish(c, slot, "completed");
         return;
     }
@@ -889,6 +894,7 @@ static void on_arrival(sim_cluster *c, uint32_t slot) {
     r->arrival_ns = c->now;
     r->seq = c->seq++;
     c->arrived++;
+    c->m.output_requested += r->output;
     if (c->arrived == 1) c->first_arrival_ns = c->now;
     c->last_arrival_ns = c->now;
     sim_pool *vp = &c->pool[SIM_POOL_VISION];
@@ -1018,11 +1024,12 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
     rpt_econ_input_init(&c->econ_in);
     char path[SIM_PATH_MAX], dir[SIM_PATH_MAX];
     sim_config_resolve(cfg, "models", dir, sizeof dir);
-    kvf_status st = mdl_model_load(&c->model, cfg->model, dir, err);
+    sim_config_model_path(cfg, path, sizeof path);
+    kvf_status st = mdl_model_load(&c->model, path, dir, err);
     if (st) return st;
-    st = mdl_hardware_load(&c->hw, cfg->hardware, dir, err);
+    sim_config_hardware_path(cfg, path, sizeof path);
+    st = mdl_hardware_load(&c->hw, path, dir, err);
     if (st) return st;
-    (void)path;
     c->swa_replay = c->model.window > 0 && c->model.window_layers > 0 && cfg->swa_replay_tokens > 0;
     double stored_tok = c->swa_replay ? c->model.kv_bytes_per_token_full : c->model.kv_bytes_per_token;
     c->block_bytes = stored_tok * cfg->block_tokens;

@@ -189,13 +189,12 @@ typedef struct sim_cluster {
 typedef uint32_t (*sim_route_fn)(sim_cluster *c, sim_pool *p, sim_req *r);
 sim_route_fn sim_router_prefill(const char *name);
 sim_route_fn sim_router_decode(const char *name);
-// Names of the policies, NULL-terminated (for messages).
-const char *const *sim_router_prefill_names(void);
-const char *const *sim_router_decode_names(void);
 
-// Longest cached prefix of r on instance in (blocks), by tier (shared with routers).
+// Longest cached prefix of r on instance in (blocks), by tier (shared with routers). With
+// local_only the shared SSD is not consulted (the prefix ends at the first non-local block).
+// touch refreshes the LRU position and retention of the blocks it finds.
 uint32_t sim_cluster_prefix(sim_cluster *c, sim_inst *in, const sim_req *r, uint32_t hit[SIM_TIERS],
-                            bool touch);
+                            bool touch, bool local_only);
 // Prefill seconds the pool's step model predicts for tokens over cached context.
 double sim_cluster_prefill_s(sim_cluster *c, sim_pool *p, uint32_t tokens, uint32_t cached);
 

@@ -9,56 +9,44 @@ void sim_bcache_init(sim_bcache *c, uint64_t capacity, const int64_t *retention_
     c->capacity = capacity;
     c->retention_ns = retention_ns;
     c->hcap = 1024;
-    c->hkeys = kvf_malloc(c->hcap * sizeof *c->hkeys);
-    c->hvals = kvf_malloc(c->hcap * sizeof *c->hvals);
-    memset(c->hvals, 0xff, c->hcap * sizeof *c->hvals);
+    c->h = kvf_malloc(c->hcap * sizeof *c->h);
+    memset(c->h, 0xff, c->hcap * sizeof *c->h);
     c->free_head = SIM_BC_NONE;
     for (int k = 0; k < TRC_CLASS_COUNT; k++) c->head[k] = c->tail[k] = SIM_BC_NONE;
 }
 
 void sim_bcache_free(sim_bcache *c) {
     if (!c) return;
-    free(c->hkeys);
-    free(c->hvals);
+    free(c->h);
     free(c->slots);
     memset(c, 0, sizeof *c);
 }
 
 static size_t hfind(const sim_bcache *c, uint64_t id) {
     size_t mask = c->hcap - 1, i = (size_t)kvf_hash64(id) & mask;
-    while (c->hvals[i] != SIM_BC_NONE && c->hkeys[i] != id) i = (i + 1) & mask;
+    while (c->h[i].val != SIM_BC_NONE && c->h[i].key != id) i = (i + 1) & mask;
     return i;
 }
 
 static void hrehash(sim_bcache *c) {
-    uint64_t *ok = c->hkeys;
-    uint32_t *ov = c->hvals;
+    struct sim_bentry *old = c->h;
     size_t oc = c->hcap;
     c->hcap *= 2;
-    c->hkeys = kvf_malloc(c->hcap * sizeof *c->hkeys);
-    c->hvals = kvf_malloc(c->hcap * sizeof *c->hvals);
-    memset(c->hvals, 0xff, c->hcap * sizeof *c->hvals);
+    c->h = kvf_malloc(c->hcap * sizeof *c->h);
+    memset(c->h, 0xff, c->hcap * sizeof *c->h);
     for (size_t i = 0; i < oc; i++)
-        if (ov[i] != SIM_BC_NONE) {
-            size_t j = hfind(c, ok[i]);
-            c->hkeys[j] = ok[i];
-            c->hvals[j] = ov[i];
-        }
-    free(ok);
-    free(ov);
+        if (old[i].val != SIM_BC_NONE) c->h[hfind(c, old[i].key)] = old[i];
+    free(old);
 }
 
 // Backward-shift deletion at hash position i.
 static void hdel(sim_bcache *c, size_t i) {
     size_t mask = c->hcap - 1;
-    c->hvals[i] = SIM_BC_NONE;
-    for (size_t j = (i + 1) & mask; c->hvals[j] != SIM_BC_NONE; j = (j + 1) & mask) {
-        uint64_t k = c->hkeys[j];
-        uint32_t v = c->hvals[j];
-        c->hvals[j] = SIM_BC_NONE;
-        size_t t = hfind(c, k);
-        c->hkeys[t] = k;
-        c->hvals[t] = v;
+    c->h[i].val = SIM_BC_NONE;
+    for (size_t j = (i + 1) & mask; c->h[j].val != SIM_BC_NONE; j = (j + 1) & mask) {
+        struct sim_bentry e = c->h[j];
+        c->h[j].val = SIM_BC_NONE;
+        c->h[hfind(c, e.key)] = e;
     }
 }
 
@@ -96,8 +84,8 @@ static bool expired_at(const sim_bcache *c, const sim_bslot *e, sim_time now) {
 bool sim_bcache_has(sim_bcache *c, uint64_t id, sim_time now) {
     if (!c->used) return false;
     size_t i = hfind(c, id);
-    if (c->hvals[i] == SIM_BC_NONE) return false;
-    uint32_t s = c->hvals[i];
+    if (c->h[i].val == SIM_BC_NONE) return false;
+    uint32_t s = c->h[i].val;
     if (expired_at(c, &c->slots[s], now)) {
         drop(c, s);
         c->expired++;
@@ -109,8 +97,8 @@ bool sim_bcache_has(sim_bcache *c, uint64_t id, sim_time now) {
 void sim_bcache_touch(sim_bcache *c, uint64_t id, sim_time now, int cls) {
     if (!c->used) return;
     size_t i = hfind(c, id);
-    if (c->hvals[i] == SIM_BC_NONE) return;
-    uint32_t s = c->hvals[i];
+    if (c->h[i].val == SIM_BC_NONE) return;
+    uint32_t s = c->h[i].val;
     unlink_slot(c, s);
     c->slots[s].touched = now;
     // the longest-lived class that touched a block keeps it
@@ -135,7 +123,7 @@ uint64_t sim_bcache_expire(sim_bcache *c, sim_time now) {
 bool sim_bcache_put(sim_bcache *c, uint64_t id, sim_time now, int cls, uint64_t *evicted) {
     if (c->capacity == 0) return false;
     size_t i = hfind(c, id);
-    if (c->hvals[i] != SIM_BC_NONE) {
+    if (c->h[i].val != SIM_BC_NONE) {
         sim_bcache_touch(c, id, now, cls);
         return false;
     }
@@ -169,8 +157,8 @@ bool sim_bcache_put(sim_bcache *c, uint64_t id, sim_time now, int cls, uint64_t 
     }
     c->slots[s] = (sim_bslot){.id = id, .touched = now, .cls = (uint8_t)cls};
     push_head(c, s);
-    c->hkeys[i] = id;
-    c->hvals[i] = s;
+    c->h[i].key = id;
+    c->h[i].val = s;
     c->used++;
     c->inserted++;
     if (c->used > c->peak) c->peak = c->used;

@@ -29,8 +29,11 @@ typedef struct sim_bcache {
     uint64_t used;          // blocks held
     uint64_t peak;          // most blocks ever held
     const int64_t *retention_ns;  // per class, <= 0 never expires (borrowed)
-    uint64_t *hkeys;        // hash keys
-    uint32_t *hvals;        // slot index, SIM_BC_NONE = empty
+    struct sim_bentry {     // hash entry: key and slot side by side (one cache line probe)
+        uint64_t key;
+        uint32_t val;       // slot index, SIM_BC_NONE = empty
+        uint32_t pad;
+    } *h;
     size_t hcap;            // power of two
     sim_bslot *slots;
     size_t nslots, slots_cap;

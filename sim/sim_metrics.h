@@ -32,6 +32,8 @@ typedef struct sim_metrics {
     sim_hist itl_ms;
     uint64_t prompt_tokens, hit_tokens, miss_tokens, hit_tier[3];
     uint64_t output_tokens;
+    uint64_t output_requested;      // output tokens asked for by requests that arrived
+    uint64_t output_rejected;       // of those, owed by requests that were rejected
     uint64_t slo_ok;                // completed requests within both SLOs
     uint64_t rejected_queue, rejected_slo, rejected_fit;
     uint64_t preemptions, decode_steps, decode_step_tokens, decode_step_seqs;

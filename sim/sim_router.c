@@ -74,7 +74,7 @@ static uint32_t pick_cache_aware(sim_cluster *c, sim_pool *p, sim_req *r) {
         sim_inst *in = &c->inst[p->first + i];
         if (!in->active) continue;
         uint32_t hit[3];
-        sim_cluster_prefix(c, in, r, hit, false);
+        sim_cluster_prefix(c, in, r, hit, false, true);
         double local = (double)(hit[0] + hit[1]) * c->cfg->block_tokens;
         double s = local - queued(c, in);
         if (best == SIM_NONE || s > bs) {
@@ -98,7 +98,7 @@ static uint32_t pick_ttft_estimate(sim_cluster *c, sim_pool *p, sim_req *r) {
         sim_inst *in = &c->inst[p->first + i];
         if (!in->active) continue;
         uint32_t hit[3];
-        uint32_t nb = sim_cluster_prefix(c, in, r, hit, false);
+        uint32_t nb = sim_cluster_prefix(c, in, r, hit, false, true);
         double cached = KVF_MIN((double)nb * c->cfg->block_tokens, (double)r->input - 1);
         double load = 0;
         if (hit[1] && in->link_dram != SIM_NONE)
@@ -168,9 +168,9 @@ static const route_entry decode_table[] = {
     {"least_kv", pick_least_kv},
     {"least_requests", pick_least_requests},
 };
-static const char *const prefill_names[] = {"round_robin", "least_loaded", "p2c", "cache_aware",
-                                            "ttft_estimate", NULL};
-static const char *const decode_names[] = {"round_robin", "least_kv", "least_requests", NULL};
+const char *const sim_prefill_router_names[] = {"round_robin", "least_loaded", "p2c", "cache_aware",
+                                               "ttft_estimate", NULL};
+const char *const sim_decode_router_names[] = {"round_robin", "least_kv", "least_requests", NULL};
 
 sim_route_fn sim_router_prefill(const char *name) {
     for (size_t i = 0; i < sizeof prefill_table / sizeof prefill_table[0]; i++)
@@ -184,5 +184,3 @@ sim_route_fn sim_router_decode(const char *name) {
     return NULL;
 }
 
-const char *const *sim_router_prefill_names(void) { return prefill_names; }
-const char *const *sim_router_decode_names(void) { return decode_names; }

@@ -258,6 +258,24 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_set_new(tr, "skipped_lines", json_integer((json_int_t)trc_reader_skipped(rd)));
     json_object_set_new(s, "trace", tr);
 
+    // conservation checks, read by the tests: all zero or equal on a correct run
+    json_t *inv = json_object();
+    double kv_held = 0;
+    uint64_t cached_blocks_over = 0;
+    for (uint32_t i = 0; i < c->n_inst; i++) {
+        kv_held += c->inst[i].kv_used;
+        if (c->inst[i].hbm.peak > c->inst[i].hbm.capacity) cached_blocks_over++;
+        if (c->inst[i].dram.peak > c->inst[i].dram.capacity) cached_blocks_over++;
+    }
+    if (c->ssd.peak > c->ssd.capacity) cached_blocks_over++;
+    json_object_set_new(inv, "kv_tokens_held_end", json_real(kv_held));
+    json_object_set_new(inv, "in_flight_end", json_integer((json_int_t)c->in_flight));
+    json_object_set_new(inv, "output_tokens_requested", json_integer((json_int_t)m->output_requested));
+    json_object_set_new(inv, "output_tokens_produced", json_integer((json_int_t)m->output_tokens));
+    json_object_set_new(inv, "output_tokens_rejected", json_integer((json_int_t)m->output_rejected));
+    json_object_set_new(inv, "tiers_over_capacity", json_integer((json_int_t)cached_blocks_over));
+    json_object_set_new(s, "invariants", inv);
+
     uint64_t events = sim_queue_popped(c->q);
     json_t *si = json_object();
     json_object_set_new(si, "events", json_integer((json_int_t)events));

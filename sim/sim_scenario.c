@@ -29,50 +29,57 @@
 // ---- the key table ------------------------------------------------------------------------
 
 typedef enum key_kind {
-    K_STR,       // any scalar, copied into char[size]
-    K_NAME,      // one of names[], copied into char[size]
-    K_ENUM,      // one of names[], its index stored in an enum (int-sized)
-    K_NUM,       // number, range-checked in the file's unit, times scale, stored as ntype
-    K_U64,       // unsigned 64-bit integer (seed), exact
-    K_BOOL,      // true/false (also yes/no/on/off)
-    K_DUR,       // duration "7d", "12h", "90m", "30s" (bare number = seconds) or "never" (-1)
-    K_CAP,       // capacity: number times scale, "unlimited" (-1), or a byte size "100PiB"
-    K_FMT,       // trace format (trc_format_parse)
-    K_SCHEDULE,  // cluster.schedule: null or a list of {from_h, prefill, decode}
+    K_STR,      // any scalar, copied into char[size]
+    K_NAME,     // one of names[], copied into char[size]
+    K_ENUM,     // one of names[], its index stored in an enum (int-sized)
+    K_NUM,      // number, range-checked in the file's unit, times scale, stored as ntype
+    K_U64,      // unsigned 64-bit integer (seed), exact
+    K_BOOL,     // true/false (also yes/no/on/off)
+    K_DUR,      // duration "7d", "12h", "90m", "30s" (bare number = seconds) or "never" (-1)
+    K_CAP,      // capacity: number times scale, "unlimited" (-1), or a byte size "100PiB"
+    K_FMT,      // trace format (trc_format_parse)
+    K_SCHEDULE, // cluster.schedule: null or a list of {from_h, prefill, decode}
 } key_kind;
 
 typedef enum num_type { NT_DBL = 0, NT_I32, NT_U32, NT_I64 } num_type;
 
 enum {
-    F_NULL = 1,  // null accepted: numbers -> 0, strings -> ""
-    F_INT = 2,   // the file value must be a whole number
-    F_GT = 4,    // lo is exclusive (value > lo)
+    F_NULL = 1, // null accepted: numbers -> 0, strings -> ""
+    F_INT = 2,  // the file value must be a whole number
+    F_GT = 4,   // lo is exclusive (value > lo)
 };
 
 typedef struct keydef {
-    const char *key;             // dotted key
-    uint8_t kind;                // key_kind
-    uint8_t ntype;               // num_type (K_NUM)
-    uint8_t flags;               // F_*
-    size_t off, size;            // target field in sim_config
-    size_t off2;                 // a second target getting the same value, 0 = none
-    double lo, hi;               // allowed range in the file's unit
-    double scale;                // file unit -> struct unit
-    const char *const *names;    // K_NAME / K_ENUM
+    const char *key;          // dotted key
+    uint8_t kind;             // key_kind
+    uint8_t ntype;            // num_type (K_NUM)
+    uint8_t flags;            // F_*
+    size_t off, size;         // target field in sim_config
+    size_t off2;              // a second target getting the same value, 0 = none
+    double lo, hi;            // allowed range in the file's unit
+    double scale;             // file unit -> struct unit
+    const char *const *names; // K_NAME / K_ENUM
 } keydef;
 
 #define BIG 1e300
 #define OFF(f) offsetof(sim_config, f)
 #define SZ(f) sizeof(((sim_config *)0)->f)
-#define STR(k, f, fl) {k, K_STR, 0, fl, OFF(f), SZ(f), 0, 0, 0, 1, NULL}
-#define NAME(k, f, nm) {k, K_NAME, 0, 0, OFF(f), SZ(f), 0, 0, 0, 1, nm}
-#define ENUM(k, f, nm) {k, K_ENUM, 0, 0, OFF(f), SZ(f), 0, 0, 0, 1, nm}
-#define NUM(k, f, nt, fl, lo, hi, sc) {k, K_NUM, nt, fl, OFF(f), SZ(f), 0, lo, hi, sc, NULL}
-#define NUM2(k, f, f2, nt, fl, lo, hi, sc) \
-    {k, K_NUM, nt, fl, OFF(f), SZ(f), OFF(f2), lo, hi, sc, NULL}
-#define BOOL(k, f) {k, K_BOOL, 0, 0, OFF(f), SZ(f), 0, 0, 0, 1, NULL}
-#define DUR(k, f) {k, K_DUR, 0, 0, OFF(f), SZ(f), 0, 0, 0, 1, NULL}
-#define CAP(k, f, sc) {k, K_CAP, 0, 0, OFF(f), SZ(f), 0, 0, BIG, sc, NULL}
+#define STR(k, f, fl)                                                                              \
+    { k, K_STR, 0, fl, OFF(f), SZ(f), 0, 0, 0, 1, NULL }
+#define NAME(k, f, nm)                                                                             \
+    { k, K_NAME, 0, 0, OFF(f), SZ(f), 0, 0, 0, 1, nm }
+#define ENUM(k, f, nm)                                                                             \
+    { k, K_ENUM, 0, 0, OFF(f), SZ(f), 0, 0, 0, 1, nm }
+#define NUM(k, f, nt, fl, lo, hi, sc)                                                              \
+    { k, K_NUM, nt, fl, OFF(f), SZ(f), 0, lo, hi, sc, NULL }
+#define NUM2(k, f, f2, nt, fl, lo, hi, sc)                                                         \
+    { k, K_NUM, nt, fl, OFF(f), SZ(f), OFF(f2), lo, hi, sc, NULL }
+#define BOOL(k, f)                                                                                 \
+    { k, K_BOOL, 0, 0, OFF(f), SZ(f), 0, 0, 0, 1, NULL }
+#define DUR(k, f)                                                                                  \
+    { k, K_DUR, 0, 0, OFF(f), SZ(f), 0, 0, 0, 1, NULL }
+#define CAP(k, f, sc)                                                                              \
+    { k, K_CAP, 0, 0, OFF(f), SZ(f), 0, 0, BIG, sc, NULL }
 
 static const char *const step_models[] = {"roofline", "calibrated", NULL};
 static const char *const modes[] = {"disaggregated", "colocated", NULL};
@@ -80,20 +87,18 @@ static const char *const schedulers[] = {"fcfs", "spf", "priority", NULL};
 static const char *const preemptions[] = {"recompute", "swap", NULL};
 static const char *const buckets[] = {"as_recorded", "spread", NULL};
 static const char *const gen_profiles[] = {"chatbot", "agent", "coding", "mixed", NULL};
-static const char *const prefill_routers[] = {"round_robin", "least_loaded", "p2c",
-                                              "cache_aware", "ttft_estimate", NULL};
-static const char *const decode_routers[] = {"round_robin", "least_kv", "least_requests", NULL};
+#define prefill_routers sim_prefill_router_names   // the policy tables of sim_router.c
+#define decode_routers sim_decode_router_names
 
-#define POOL_KEYS(p)                                                                         \
-    NUM("cluster." #p ".instances", p.instances, NT_I32, F_INT, 0, 1e6, 1),                  \
-        NUM("cluster." #p ".gpus_per_instance", p.gpus_per_instance, NT_I32, F_INT, 1, 1e6, 1), \
-        NUM("cluster." #p ".tp", p.tp, NT_I32, F_INT, 0, 1e6, 1),                            \
-        NUM("cluster." #p ".ep", p.ep, NT_I32, F_INT, 0, 1e6, 1),                            \
-        NUM("cluster." #p ".max_batch_tokens", p.max_batch_tokens, NT_I64, F_INT, 1, 1e12, 1), \
-        NUM("cluster." #p ".chunk_tokens", p.chunk_tokens, NT_I64, F_INT, 0, 1e12, 1),       \
-        NUM("cluster." #p ".max_batch_requests", p.max_batch_requests, NT_I32, F_INT, 1, 1e9, \
-            1),                                                                              \
-        ENUM("cluster." #p ".scheduler", p.scheduler, schedulers),                           \
+#define POOL_KEYS(p)                                                                               \
+    NUM("cluster." #p ".instances", p.instances, NT_I32, F_INT, 0, 1e6, 1),                        \
+        NUM("cluster." #p ".gpus_per_instance", p.gpus_per_instance, NT_I32, F_INT, 1, 1e6, 1),    \
+        NUM("cluster." #p ".tp", p.tp, NT_I32, F_INT, 0, 1e6, 1),                                  \
+        NUM("cluster." #p ".ep", p.ep, NT_I32, F_INT, 0, 1e6, 1),                                  \
+        NUM("cluster." #p ".max_batch_tokens", p.max_batch_tokens, NT_I64, F_INT, 1, 1e12, 1),     \
+        NUM("cluster." #p ".chunk_tokens", p.chunk_tokens, NT_I64, F_INT, 0, 1e12, 1),             \
+        NUM("cluster." #p ".max_batch_requests", p.max_batch_requests, NT_I32, F_INT, 1, 1e9, 1),  \
+        ENUM("cluster." #p ".scheduler", p.scheduler, schedulers),                                 \
         NUM("cluster." #p ".queue_limit", p.queue_limit, NT_I64, F_INT, 0, 1e15, 1)
 
 static const keydef key_table[] = {
@@ -112,8 +117,7 @@ static const keydef key_table[] = {
     NUM("moe.ep_skew", ep_skew, NT_DBL, 0, 1, BIG, 1),
     NUM("moe.redundant_experts", ep_redundant_experts, NT_DBL, 0, 0, 1, 1),
     STR("workload.trace", trace, F_NULL),
-    {"workload.format", K_FMT, 0, 0, OFF(trace_opt.format), SZ(trace_opt.format), 0, 0, 0, 1,
-     NULL},
+    {"workload.format", K_FMT, 0, 0, OFF(trace_opt.format), SZ(trace_opt.format), 0, 0, 0, 1, NULL},
     NUM("workload.time_scale", trace_opt.time_scale, NT_DBL, F_GT, 0, BIG, 1),
     NUM("workload.rate_rps", trace_opt.rate_rps, NT_DBL, F_NULL, 0, BIG, 1),
     NUM("workload.length_scale", trace_opt.length_scale, NT_DBL, F_GT, 0, BIG, 1),
@@ -172,15 +176,24 @@ static const keydef key_table[] = {
 
 // Mappings that hold keys. "economics" is a section whose contents reports/ checks.
 static const char *const sections[] = {
-    "efficiency",       "moe",
-    "workload",         "workload.generate",
-    "cluster",          "cluster.vision",
-    "cluster.prefill",  "cluster.decode",
-    "cluster.network",  "router",
-    "kv_cache",         "kv_cache.dram",
-    "kv_cache.ssd",     "kv_cache.ssd.retention",
-    "speculative",      "structured",
-    "slo",              "economics",
+    "efficiency",
+    "moe",
+    "workload",
+    "workload.generate",
+    "cluster",
+    "cluster.vision",
+    "cluster.prefill",
+    "cluster.decode",
+    "cluster.network",
+    "router",
+    "kv_cache",
+    "kv_cache.dram",
+    "kv_cache.ssd",
+    "kv_cache.ssd.retention",
+    "speculative",
+    "structured",
+    "slo",
+    "economics",
     "output",
 };
 
@@ -199,11 +212,15 @@ static bool is_section(const char *key) {
     return false;
 }
 
-static bool under_economics(const char *key) { return !strncmp(key, "economics.", 10); }
+static bool under_economics(const char *key) {
+    return !strncmp(key, "economics.", 10);
+}
 
 // ---- defaults -----------------------------------------------------------------------------
 
-static void copy_str(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src); }
+static void copy_str(char *dst, size_t n, const char *src) {
+    snprintf(dst, n, "%s", src);
+}
 
 static void pool_default(sim_pool_cfg *p, int32_t instances, int32_t gpus) {
     p->instances = instances;
@@ -255,10 +272,10 @@ void sim_config_default(sim_config *c) {
     c->block_tokens = 64;
     c->hbm_cache_frac = 0.8;
     c->activation_reserve = 0.1;
-    c->dram = (sim_tier_cfg){.capacity_bytes = 0, .read_Bps = 64e9, .write_Bps = 64e9,
-                             .latency_ns = 1e3};
-    c->ssd = (sim_tier_cfg){.capacity_bytes = 0, .read_Bps = 40e9, .write_Bps = 20e9,
-                            .latency_ns = 100e3};
+    c->dram =
+        (sim_tier_cfg){.capacity_bytes = 0, .read_Bps = 64e9, .write_Bps = 64e9, .latency_ns = 1e3};
+    c->ssd = (sim_tier_cfg){
+        .capacity_bytes = 0, .read_Bps = 40e9, .write_Bps = 20e9, .latency_ns = 100e3};
     const int64_t day = 86400 * KVF_NS_PER_S;
     c->retention_ns[TRC_CLASS_CHATBOT] = 7 * day;
     c->retention_ns[TRC_CLASS_AGENT] = 3 * day;
@@ -298,7 +315,7 @@ static void record_line(sim_config *c, const char *key, int line) {
             c->key_lines[i].line = line;
             return;
         }
-    if (c->n_key_lines >= SIM_KEY_LINES_MAX || strlen(key) >= SIM_KEY_MAX) return;  // cosmetic
+    if (c->n_key_lines >= SIM_KEY_LINES_MAX || strlen(key) >= SIM_KEY_MAX) return; // cosmetic
     sim_key_line *k = &c->key_lines[c->n_key_lines++];
     copy_str(k->key, sizeof k->key, key);
     k->line = line;
@@ -332,17 +349,18 @@ void sim_config_where(const sim_config *c, const char *key, char *out, size_t n)
 
 typedef struct apply_ctx {
     sim_config *c;
-    const char *path;            // scenario file; NULL for --set
+    const char *path; // scenario file; NULL for --set
     yaml_document_t *doc;
     kvf_err *err;
 } apply_ctx;
 
-static int node_line(const yaml_node_t *n) { return (int)n->start_mark.line + 1; }
+static int node_line(const yaml_node_t *n) {
+    return (int)n->start_mark.line + 1;
+}
 
 // Formats "FILE:LINE: key 'KEY': what" (file) or "--set KEY: what" (override).
-__attribute__((format(printf, 5, 6))) static kvf_status fail_at(apply_ctx *x, kvf_status code,
-                                                                 const char *key, int line,
-                                                                 const char *fmt, ...) {
+__attribute__((format(printf, 5, 6))) static kvf_status
+fail_at(apply_ctx *x, kvf_status code, const char *key, int line, const char *fmt, ...) {
     char what[768];
     va_list ap;
     va_start(ap, fmt);
@@ -354,20 +372,24 @@ __attribute__((format(printf, 5, 6))) static kvf_status fail_at(apply_ctx *x, kv
 
 static const char *node_kind_name(const yaml_node_t *n) {
     switch (n->type) {
-    case YAML_MAPPING_NODE: return "a mapping";
-    case YAML_SEQUENCE_NODE: return "a list";
-    default: return "a scalar";
+    case YAML_MAPPING_NODE:
+        return "a mapping";
+    case YAML_SEQUENCE_NODE:
+        return "a list";
+    default:
+        return "a scalar";
     }
 }
 
-static const char *scalar(const yaml_node_t *n) { return (const char *)n->data.scalar.value; }
+static const char *scalar(const yaml_node_t *n) {
+    return (const char *)n->data.scalar.value;
+}
 
 static bool is_null(const yaml_node_t *n) {
     if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
         return false;
     const char *s = scalar(n);
-    return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
-           !strcmp(s, "NULL");
+    return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL");
 }
 
 static bool parse_bool(const char *s, bool *out) {
@@ -384,7 +406,8 @@ static bool parse_number(const char *s, double *out) {
     errno = 0;
     double v = strtod(s, &end);
     if (end == s || errno == ERANGE || !isfinite(v)) return false;
-    while (isspace((unsigned char)*end)) end++;
+    while (isspace((unsigned char)*end))
+        end++;
     if (*end) return false;
     *out = v;
     return true;
@@ -406,15 +429,22 @@ static int name_index(const char *const *names, const char *s) {
 
 static void store_num(void *dst, num_type t, double v) {
     switch (t) {
-    case NT_DBL: *(double *)dst = v; break;
-    case NT_I32: *(int32_t *)dst = (int32_t)llround(v); break;
-    case NT_U32: *(uint32_t *)dst = (uint32_t)llround(v); break;
-    case NT_I64: *(int64_t *)dst = (int64_t)llround(v); break;
+    case NT_DBL:
+        *(double *)dst = v;
+        break;
+    case NT_I32:
+        *(int32_t *)dst = (int32_t)llround(v);
+        break;
+    case NT_U32:
+        *(uint32_t *)dst = (uint32_t)llround(v);
+        break;
+    case NT_I64:
+        *(int64_t *)dst = (int64_t)llround(v);
+        break;
     }
 }
 
-static kvf_status apply_schedule(apply_ctx *x, const char *key, const yaml_node_t *n,
-                                 int line) {
+static kvf_status apply_schedule(apply_ctx *x, const char *key, const yaml_node_t *n, int line) {
     sim_config *c = x->c;
     if (is_null(n)) {
         c->n_schedule = 0;
@@ -431,8 +461,8 @@ static kvf_status apply_schedule(apply_ctx *x, const char *key, const yaml_node_
         const yaml_node_t *e = yaml_document_get_node(x->doc, *it);
         if (e->type != YAML_MAPPING_NODE)
             return fail_at(x, KVF_EPARSE, key, node_line(e),
-                           "entry %d expects a mapping {from_h, prefill, decode}, got %s",
-                           count, node_kind_name(e));
+                           "entry %d expects a mapping {from_h, prefill, decode}, got %s", count,
+                           node_kind_name(e));
         if (count >= SIM_SCHEDULE_MAX)
             return fail_at(x, KVF_EINVAL, key, node_line(e), "more than %d entries",
                            SIM_SCHEDULE_MAX);
@@ -457,15 +487,17 @@ static kvf_status apply_schedule(apply_ctx *x, const char *key, const yaml_node_
                                v->type == YAML_SCALAR_NODE ? "'" : "");
             if (is_h) {
                 if (d < 0 || d >= 24)
-                    return fail_at(x, KVF_EINVAL, full, node_line(v),
-                                   "must be in [0, 24), got %g", d);
+                    return fail_at(x, KVF_EINVAL, full, node_line(v), "must be in [0, 24), got %g",
+                                   d);
                 s.from_h = d;
             } else {
                 if (d < 0 || d != floor(d) || d > 1e6)
                     return fail_at(x, KVF_EINVAL, full, node_line(v),
                                    "must be a whole number >= 0, got %g", d);
-                if (is_p) s.prefill = (int32_t)d;
-                else s.decode = (int32_t)d;
+                if (is_p)
+                    s.prefill = (int32_t)d;
+                else
+                    s.decode = (int32_t)d;
             }
         }
         char full[SIM_KEY_MAX + 32];
@@ -483,8 +515,8 @@ static kvf_status apply_schedule(apply_ctx *x, const char *key, const yaml_node_
 }
 
 // line: where the key stands (its value may start on a later line).
-static kvf_status apply_leaf(apply_ctx *x, const keydef *d, const char *key,
-                             const yaml_node_t *n, int line) {
+static kvf_status apply_leaf(apply_ctx *x, const keydef *d, const char *key, const yaml_node_t *n,
+                             int line) {
     sim_config *c = x->c;
     char *dst = (char *)c + d->off;
     char allowed[256];
@@ -493,11 +525,22 @@ static kvf_status apply_leaf(apply_ctx *x, const keydef *d, const char *key,
     if (n->type != YAML_SCALAR_NODE) {
         const char *want = "a scalar";
         switch ((key_kind)d->kind) {
-        case K_NUM: case K_U64: want = d->flags & F_INT ? "a whole number" : "a number"; break;
-        case K_BOOL: want = "true or false"; break;
-        case K_DUR: want = "a duration (e.g. 7d, 12h, 30s) or never"; break;
-        case K_CAP: want = "a number or unlimited"; break;
-        default: want = "a string"; break;
+        case K_NUM:
+        case K_U64:
+            want = d->flags & F_INT ? "a whole number" : "a number";
+            break;
+        case K_BOOL:
+            want = "true or false";
+            break;
+        case K_DUR:
+            want = "a duration (e.g. 7d, 12h, 30s) or never";
+            break;
+        case K_CAP:
+            want = "a number or unlimited";
+            break;
+        default:
+            want = "a string";
+            break;
         }
         return fail_at(x, KVF_EPARSE, key, line, "expects %s, got %s", want, node_kind_name(n));
     }
@@ -524,8 +567,10 @@ static kvf_status apply_leaf(apply_ctx *x, const keydef *d, const char *key,
             return fail_at(x, KVF_EINVAL, key, line, "unknown value '%s' (allowed: %s)", s,
                            allowed);
         }
-        if (d->kind == K_NAME) copy_str(dst, d->size, s);
-        else *(int *)dst = i;
+        if (d->kind == K_NAME)
+            copy_str(dst, d->size, s);
+        else
+            *(int *)dst = i;
         break;
     }
     case K_FMT: {
@@ -553,12 +598,10 @@ static kvf_status apply_leaf(apply_ctx *x, const keydef *d, const char *key,
         char *end;
         errno = 0;
         if (*s == '-' || !isdigit((unsigned char)*s))
-            return fail_at(x, KVF_EPARSE, key, line, "expects a whole number >= 0, got '%s'",
-                           s);
+            return fail_at(x, KVF_EPARSE, key, line, "expects a whole number >= 0, got '%s'", s);
         unsigned long long v = strtoull(s, &end, 0);
         if (errno || *end)
-            return fail_at(x, KVF_EPARSE, key, line, "expects a whole number >= 0, got '%s'",
-                           s);
+            return fail_at(x, KVF_EPARSE, key, line, "expects a whole number >= 0, got '%s'", s);
         *(uint64_t *)dst = (uint64_t)v;
         break;
     }
@@ -571,7 +614,7 @@ static kvf_status apply_leaf(apply_ctx *x, const keydef *d, const char *key,
             if (d->flags & F_INT && v != floor(v))
                 return fail_at(x, KVF_EINVAL, key, line, "expects a whole number, got %s", s);
             bool low = d->flags & F_GT ? !(v > d->lo) : !(v >= d->lo);
-            bool interval = d->hi < 1e3;   // a true range, not a sanity bound
+            bool interval = d->hi < 1e3; // a true range, not a sanity bound
             if (low && !interval)
                 return fail_at(x, KVF_EINVAL, key, line, "must be %s %g, got %s",
                                d->flags & F_GT ? ">" : ">=", d->lo, s);
@@ -588,7 +631,8 @@ static kvf_status apply_leaf(apply_ctx *x, const keydef *d, const char *key,
     }
     case K_DUR: {
         int64_t ns;
-        if (!strcmp(s, "never")) ns = -1;
+        if (!strcmp(s, "never"))
+            ns = -1;
         else if (!kvf_parse_duration_ns(s, &ns))
             return fail_at(x, KVF_EPARSE, key, line,
                            "expects a duration (e.g. 7d, 12h, 90m, 30s) or never, got '%s'", s);
@@ -597,7 +641,8 @@ static kvf_status apply_leaf(apply_ctx *x, const keydef *d, const char *key,
     }
     case K_CAP: {
         double v;
-        if (!strcmp(s, "unlimited")) v = -1;
+        if (!strcmp(s, "unlimited"))
+            v = -1;
         else if (parse_number(s, &v)) {
             if (v < 0)
                 return fail_at(x, KVF_EINVAL, key, line,
@@ -609,7 +654,8 @@ static kvf_status apply_leaf(apply_ctx *x, const keydef *d, const char *key,
         *(double *)dst = v;
         break;
     }
-    case K_SCHEDULE: break;  // handled above
+    case K_SCHEDULE:
+        break; // handled above
     }
     return KVF_OK;
 }
@@ -617,16 +663,16 @@ static kvf_status apply_leaf(apply_ctx *x, const keydef *d, const char *key,
 // Writes a node as YAML flow text ("[1, 2]", "{a: 1}", or the scalar itself) for economics.
 static void flow_text(yaml_document_t *doc, const yaml_node_t *n, char *out, size_t cap,
                       size_t *used) {
-#define PUT(...)                                                                            \
-    do {                                                                                    \
-        if (*used < cap) *used += (size_t)snprintf(out + *used, cap - *used, __VA_ARGS__);  \
+#define PUT(...)                                                                                   \
+    do {                                                                                           \
+        if (*used < cap) *used += (size_t)snprintf(out + *used, cap - *used, __VA_ARGS__);         \
     } while (0)
     if (n->type == YAML_SCALAR_NODE) {
         PUT("%s", is_null(n) ? "null" : scalar(n));
     } else if (n->type == YAML_SEQUENCE_NODE) {
         PUT("[");
-        for (yaml_node_item_t *it = n->data.sequence.items.start;
-             it < n->data.sequence.items.top; it++) {
+        for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+             it++) {
             if (it != n->data.sequence.items.start) PUT(", ");
             flow_text(doc, yaml_document_get_node(doc, *it), out, cap, used);
         }
@@ -674,8 +720,7 @@ static void list_children(const char *prefix, char *out, size_t cap) {
 static kvf_status apply_node(apply_ctx *x, const char *key, const yaml_node_t *n, int line);
 
 static kvf_status apply_mapping(apply_ctx *x, const char *prefix, const yaml_node_t *n) {
-    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
-         p++) {
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
         const yaml_node_t *k = yaml_document_get_node(x->doc, p->key);
         const yaml_node_t *v = yaml_document_get_node(x->doc, p->value);
         if (k->type != YAML_SCALAR_NODE || !*scalar(k))
@@ -726,7 +771,8 @@ static kvf_status apply_node(apply_ctx *x, const char *key, const yaml_node_t *n
             // reports/ may already name the key; do not say it twice.
             const char *msg = e.msg;
             size_t kl = strlen(key);
-            if (!strncmp(msg, key, kl) && !strncmp(msg + kl, ": ", 2)) msg += kl + 2;
+            if (!strncmp(msg, key, kl) && !strncmp(msg + kl, ": ", 2))
+                msg += kl + 2;
             else if (!strncmp(msg, key + 10, kl - 10) && !strncmp(msg + kl - 10, ": ", 2))
                 msg += kl - 10 + 2;
             return fail_at(x, st, key, kline, "%s", msg);
@@ -764,8 +810,7 @@ static kvf_status apply_node(apply_ctx *x, const char *key, const yaml_node_t *n
     }
     list_children(parent, allowed, sizeof allowed);
     return fail_at(x, KVF_EPARSE, key, kline, "unknown key (known %s%s%s: %s)",
-                   *parent ? "under '" : "at the top level", parent, *parent ? "'" : "",
-                   allowed);
+                   *parent ? "under '" : "at the top level", parent, *parent ? "'" : "", allowed);
 }
 
 // ---- loading ------------------------------------------------------------------------------
@@ -827,7 +872,8 @@ kvf_status sim_config_load(sim_config *c, const char *path, kvf_err *err) {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     size_t stem = strcspn(base, ".");
-    if (stem > 0 && stem < sizeof c->name) snprintf(c->name, sizeof c->name, "%.*s", (int)stem, base);
+    if (stem > 0 && stem < sizeof c->name)
+        snprintf(c->name, sizeof c->name, "%.*s", (int)stem, base);
 
     yaml_parser_t parser;
     yaml_document_t doc;
@@ -854,8 +900,8 @@ kvf_status sim_config_load(sim_config *c, const char *path, kvf_err *err) {
         int line2 = root2 ? node_line(root2) : 0;
         yaml_document_delete(&doc2);
         if (root2) {
-            st = kvf_fail(err, KVF_EPARSE, "%s:%d: a second YAML document; a scenario is one",
-                          path, line2);
+            st = kvf_fail(err, KVF_EPARSE, "%s:%d: a second YAML document; a scenario is one", path,
+                          line2);
             goto done;
         }
         if (root->type != YAML_MAPPING_NODE && !is_null(root)) {
@@ -880,12 +926,13 @@ done:
 
 kvf_status sim_config_set(sim_config *c, const char *assignment, kvf_err *err) {
     const char *eq = strchr(assignment, '=');
-    if (!eq)
-        return kvf_fail(err, KVF_EINVAL, "--set %s: expected KEY=VALUE", assignment);
+    if (!eq) return kvf_fail(err, KVF_EINVAL, "--set %s: expected KEY=VALUE", assignment);
     char key[256];
     const char *k0 = assignment, *k1 = eq;
-    while (k0 < k1 && isspace((unsigned char)*k0)) k0++;
-    while (k1 > k0 && isspace((unsigned char)k1[-1])) k1--;
+    while (k0 < k1 && isspace((unsigned char)*k0))
+        k0++;
+    while (k1 > k0 && isspace((unsigned char)k1[-1]))
+        k1--;
     if (k1 == k0) return kvf_fail(err, KVF_EINVAL, "--set %s: empty key", assignment);
     if ((size_t)(k1 - k0) >= sizeof key)
         return kvf_fail(err, KVF_EINVAL, "--set %s: key too long", assignment);
@@ -914,8 +961,8 @@ kvf_status sim_config_set(sim_config *c, const char *assignment, kvf_err *err) {
             yaml_parser_delete(&parser);
             return kvf_fail(err, KVF_ENOMEM, "--set %s: out of memory", key);
         }
-        int id = yaml_document_add_scalar(&doc, NULL, (yaml_char_t *)"", 0,
-                                          YAML_PLAIN_SCALAR_STYLE);
+        int id =
+            yaml_document_add_scalar(&doc, NULL, (yaml_char_t *)"", 0, YAML_PLAIN_SCALAR_STYLE);
         root = yaml_document_get_node(&doc, id);
     }
     st = apply_node(&x, key, root, 0);
@@ -944,9 +991,8 @@ static bool is_file(const char *path) {
     return stat(path, &s) == 0 && S_ISREG(s.st_mode);
 }
 
-__attribute__((format(printf, 4, 5))) static kvf_status vfail(const sim_config *c, kvf_err *err,
-                                                             const char *key, const char *fmt,
-                                                             ...) {
+__attribute__((format(printf, 4, 5))) static kvf_status
+vfail(const sim_config *c, kvf_err *err, const char *key, const char *fmt, ...) {
     char where[SIM_PATH_MAX + 128], what[768];
     sim_config_where(c, key, where, sizeof where);
     va_list ap;
@@ -957,18 +1003,29 @@ __attribute__((format(printf, 4, 5))) static kvf_status vfail(const sim_config *
     return kvf_fail(err, code, "%s: %s", where, what);
 }
 
-// A model/hardware/profile name: a path when it has a '/' or ends in .yaml/.csv, else
-// <dir>/<folder>/<name><ext>.
-static void resolve_named(const sim_config *c, const char *name, const char *folder,
-                          const char *ext, char *out, size_t n) {
-    if (strchr(name, '/') || kvf_endswith(name, ".yaml") || kvf_endswith(name, ".yml") ||
-        kvf_endswith(name, ".csv") || kvf_endswith(name, ".db")) {
+// A model/hardware name: a path when it has a '/' or ends in .yaml/.yml, else
+// <dir>/<folder>/<name>.yaml.
+static void resolve_named(const sim_config *c, const char *name, const char *folder, char *out,
+                          size_t n) {
+    if (strchr(name, '/') || kvf_endswith(name, ".yaml") || kvf_endswith(name, ".yml")) {
         sim_config_resolve(c, name, out, n);
         return;
     }
     char rel[SIM_PATH_MAX + 64];
-    snprintf(rel, sizeof rel, "%s/%s%s", folder, name, ext);
+    snprintf(rel, sizeof rel, "%s/%s.yaml", folder, name);
     sim_config_resolve(c, rel, out, n);
+}
+
+void sim_config_model_path(const sim_config *c, char *out, size_t n) {
+    resolve_named(c, c->model, "models", out, n);
+}
+
+void sim_config_hardware_path(const sim_config *c, char *out, size_t n) {
+    resolve_named(c, c->hardware, "models/hardware", out, n);
+}
+
+void sim_config_profile_path(const sim_config *c, char *out, size_t n) {
+    sim_config_resolve(c, c->profile, out, n);
 }
 
 static kvf_status check_pool(const sim_config *c, const sim_pool_cfg *p, const char *pool,
@@ -1007,16 +1064,16 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
     kvf_status st;
 
     if (!c->model[0]) return vfail(c, err, "model", "must not be empty");
-    resolve_named(c, c->model, "models", ".yaml", path, sizeof path);
+    sim_config_model_path(c, path, sizeof path);
     if (!is_file(path)) return vfail(c, err, "model", "%s: No such file", path);
     if (!c->hardware[0]) return vfail(c, err, "hardware", "must not be empty");
-    resolve_named(c, c->hardware, "models/hardware", ".yaml", path, sizeof path);
+    sim_config_hardware_path(c, path, sizeof path);
     if (!is_file(path)) return vfail(c, err, "hardware", "%s: No such file", path);
 
     if (!strcmp(c->step_model, "calibrated")) {
         if (!c->profile[0])
             return vfail(c, err, "step_model", "calibrated needs a profile (key 'profile')");
-        resolve_named(c, c->profile, "models/profiles", "", path, sizeof path);
+        sim_config_profile_path(c, path, sizeof path);
         if (!is_file(path)) return vfail(c, err, "profile", "%s: No such file", path);
     } else if (strcmp(c->step_model, "roofline")) {
         return vfail(c, err, "step_model", "unknown value '%s' (allowed: roofline|calibrated)",
@@ -1039,8 +1096,7 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
         sim_config_resolve(c, c->trace, path, sizeof path);
         if (!is_file(path)) return vfail(c, err, "workload.trace", "%s: No such file", path);
     }
-    if (!(c->trace_opt.time_scale > 0))
-        return vfail(c, err, "workload.time_scale", "must be > 0");
+    if (!(c->trace_opt.time_scale > 0)) return vfail(c, err, "workload.time_scale", "must be > 0");
     if (!(c->trace_opt.length_scale > 0))
         return vfail(c, err, "workload.length_scale", "must be > 0");
     if (c->trace_opt.rate_rps < 0) return vfail(c, err, "workload.rate_rps", "must be >= 0");

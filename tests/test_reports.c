@@ -24,7 +24,12 @@ static void mk_tmp(void) {
     ck_assert_ptr_nonnull(mkdtemp(tmpdir));
 }
 
+// KVF_TEST_KEEP=1 keeps the directories (their paths go to stderr) to look at the pages.
 static void rm_tmp(void) {
+    if (getenv("KVF_TEST_KEEP")) {
+        fprintf(stderr, "kept %s\n", tmpdir);
+        return;
+    }
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     ck_assert_int_eq(system(cmd), 0);
@@ -444,6 +449,383 @@ START_TEST(test_econ_write_db) {
 }
 END_TEST
 
+
+// ---- a fake results directory -----------------------------------------------------------
+
+// Writes dir/summary.json and dir/results.db the way a run does, with n requests over
+// duration_s and every timeseries metric the report charts. vary shifts the figures so two
+// runs differ; router names the run's prefill router (a run-table key).
+static json_t *fake_run(const char *dir, int n, double duration_s, double vary,
+                        const char *router) {
+    kvf_err err = {0};
+    char path[600];
+    snprintf(path, sizeof path, "%s/results.db", dir);
+    rpt_db *db;
+    ck_assert_msg(rpt_db_create(&db, path, &err) == KVF_OK, "%s", err.msg);
+    ck_assert_int_eq(rpt_db_run_set(db, "scenario", "tiny <b>&</b>", &err), KVF_OK);
+    ck_assert_int_eq(rpt_db_run_set(db, "router.prefill", router, &err), KVF_OK);
+    ck_assert_int_eq(rpt_db_run_set(db, "scenario_yaml",
+                                    "name: tiny\n# <script>alert(1)</script>\nseed: 1\n", &err),
+                     KVF_OK);
+    ck_assert_int_eq(rpt_db_run_set(db, "status", "completed", &err), KVF_OK);
+    kvf_rng rng;
+    kvf_rng_init(&rng, 7, 1);
+    rpt_econ_config c;
+    rpt_econ_config_default(&c);
+    rpt_econ_input in;
+    rpt_econ_input_init(&in);
+    double *ttft = kvf_malloc((size_t)n * sizeof *ttft);
+    static const char *const cls[] = {"chatbot", "agent", "coding"};
+    double hit = 0, miss = 0;
+    for (int i = 0; i < n; i++) {
+        double t = duration_s * i / n;
+        uint32_t inp = 200 + kvf_rng_below(&rng, 2000), cached = kvf_rng_below(&rng, inp);
+        ttft[i] = (0.05 + kvf_rng_exp(&rng, 0.3)) * (1 + vary);
+        rpt_request_row r = {.id = (uint64_t)i, .cls = cls[i % 3], .session = (uint64_t)i / 5,
+                             .arrival_s = t, .input_tokens = inp, .cached_tokens = cached,
+                             .output_tokens = 1 + kvf_rng_below(&rng, 300),
+                             .vision_instance = -1, .prefill_instance = i % 2,
+                             .decode_instance = i % 3, .ttft_s = ttft[i],
+                             .tpot_s = 0.02 + kvf_rng_exp(&rng, 0.01), .e2e_s = ttft[i] + 3,
+                             .queue_s = 0.01, .status = "completed", .hit_hbm = cached / 2,
+                             .hit_dram = cached / 4, .hit_ssd = cached - cached / 2 - cached / 4};
+        ck_assert_int_eq(rpt_db_request(db, &r, &err), KVF_OK);
+        rpt_econ_input_add(&in, &c, r.cls, t, cached, inp - cached, r.output_tokens);
+        hit += cached;
+        miss += inp - cached;
+    }
+    for (double t = 0; t < duration_s; t += 5) {
+        double w = 1 + 0.5 * sin(t / 100);
+        rpt_db_timeseries(db, t, "cluster", -1, "input_tok_s", 5000 * w, &err);
+        rpt_db_timeseries(db, t, "cluster", -1, "output_tok_s", 800 * w, &err);
+        rpt_db_timeseries(db, t, "prefill", -1, "queue_len", 3 * w, &err);
+        rpt_db_timeseries(db, t, "decode", -1, "queue_len", 1 * w, &err);
+        rpt_db_timeseries(db, t, "cluster", -1, "hit_rate", 0.6, &err);
+        rpt_db_timeseries(db, t, "cluster", -1, "hit_rate_hbm", 0.3, &err);
+        rpt_db_timeseries(db, t, "cluster", -1, "hit_rate_dram", 0.15, &err);
+        rpt_db_timeseries(db, t, "cluster", -1, "hit_rate_ssd", 0.15, &err);
+        rpt_db_timeseries(db, t, "kv", -1, "kv_store_bytes", 1e9 * t, &err);
+        rpt_db_timeseries(db, t, "prefill", -1, "utilization", 0.5 * w, &err);
+        rpt_db_timeseries(db, t, "decode", -1, "utilization", 0.7, &err);
+        rpt_db_timeseries(db, t, "decode", -1, "running_requests", 40 * w, &err);
+        for (int k = 0; k < 3; k++)   // per-instance only: the report averages them
+            rpt_db_timeseries(db, t, "decode", k, "kv_used_frac", 0.2 * (k + 1), &err);
+    }
+    ck_assert_int_eq(rpt_db_close(db, &err), KVF_OK);
+
+    kvf_sort_doubles(ttft, (size_t)n);
+    json_t *s = json_object();
+    json_object_set_new(s, "scenario", json_string("tiny"));
+    json_object_set_new(s, "seed", json_integer(1));
+    json_object_set_new(s, "kvfleet_version", json_string(KVF_VERSION));
+    json_object_set_new(s, "step_model", json_string("roofline"));
+    json_t *o = json_object();
+    json_object_set_new(o, "arrived", json_integer(n));
+    json_object_set_new(o, "completed", json_integer(n));
+    json_object_set_new(o, "rejected", json_integer(0));
+    json_object_set_new(s, "requests", o);
+    o = json_object();
+    json_object_set_new(o, "mean", json_real(ttft[n / 2] * 1100 + 0.123));
+    json_object_set_new(o, "p50", json_real(kvf_percentile_sorted(ttft, (size_t)n, 50) * 1000));
+    json_object_set_new(o, "p90", json_real(kvf_percentile_sorted(ttft, (size_t)n, 90) * 1000));
+    json_object_set_new(o, "p99", json_real(kvf_percentile_sorted(ttft, (size_t)n, 99) * 1000));
+    json_object_set_new(s, "ttft_ms", o);
+    o = json_object();
+    json_object_set_new(o, "mean", json_real(31.41592653589793 * (1 + vary)));
+    json_object_set_new(o, "p90", json_real(45.6789 * (1 + vary)));
+    json_object_set_new(s, "tpot_ms", o);
+    o = json_object();
+    json_object_set_new(o, "input_tok_s", json_real(5012.5 * (1 - vary)));
+    json_object_set_new(o, "output_tok_s", json_real(801.25));
+    json_object_set_new(s, "throughput", o);
+    o = json_object();
+    json_object_set_new(o, "hit_rate", json_real(hit / (hit + miss)));
+    json_t *bt = json_object();
+    json_object_set_new(bt, "hbm", json_real(0.5));
+    json_object_set_new(bt, "dram", json_real(0.25));
+    json_object_set_new(bt, "ssd", json_real(0.25));
+    json_object_set_new(o, "by_tier", bt);
+    json_object_set_new(s, "cache", o);
+    o = json_object();
+    json_object_set_new(o, "prefill", json_integer(2));
+    json_object_set_new(o, "decode", json_integer(3));
+    json_object_set_new(s, "gpus", o);
+    json_object_set_new(s, "gpu_hours", json_real(5 * duration_s / 3600));
+    json_object_set_new(s, "saturation", json_string("stable"));
+    in.simulated_s = duration_s;
+    in.gpu_hours[RPT_POOL_PREFILL] = 2 * duration_s / 3600;
+    in.gpu_hours[RPT_POOL_DECODE] = 3 * duration_s / 3600;
+    in.gpus[RPT_POOL_PREFILL] = 2;
+    in.gpus[RPT_POOL_DECODE] = 3;
+    in.utilization[RPT_POOL_PREFILL] = 0.5;
+    in.utilization[RPT_POOL_DECODE] = 0.7;
+    in.ssd_tb = 1.5;
+    rpt_econ_result er;
+    ck_assert_int_eq(rpt_econ_compute(&c, &in, &er, &err), KVF_OK);
+    json_object_set_new(s, "economics", rpt_econ_to_json(&c, &er));
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    ck_assert_int_eq(json_dump_file(s, path, JSON_INDENT(2) | JSON_REAL_PRECISION(17)), 0);
+    free(ttft);
+    return s;
+}
+
+static char *slurp(const char *path) {
+    char *t = NULL;
+    size_t n;
+    kvf_err err = {0};
+    ck_assert_msg(kvf_read_file(path, &t, &n, &err) == KVF_OK, "%s", err.msg);
+    return t;
+}
+
+static int count_of(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
+
+static bool have_gnuplot(void) { return system("command -v gnuplot >/dev/null 2>&1") == 0; }
+
+// Every data-key/data-value cell of the page equals the number at that key in summary.json.
+static int check_cells_equal_summary(const char *html, json_t *sum) {
+    int n = 0;
+    for (const char *p = html; (p = strstr(p, "data-key=\"")); n++) {
+        p += 10;
+        const char *q = strchr(p, '"');
+        ck_assert_ptr_nonnull(q);
+        char key[200];
+        snprintf(key, sizeof key, "%.*s", (int)(q - p), p);
+        const char *dv = strstr(q, "data-value=\"");
+        ck_assert_ptr_nonnull(dv);
+        dv += 12;
+        json_t *v = sum;
+        char part[200], *save = NULL;
+        snprintf(part, sizeof part, "%s", key);
+        for (char *tok = strtok_r(part, ".", &save); tok && v; tok = strtok_r(NULL, ".", &save))
+            v = json_object_get(v, tok);
+        ck_assert_msg(v != NULL, "cell %s not in summary.json", key);
+        if (!strncmp(dv, "null", 4)) {
+            ck_assert_msg(json_is_null(v), "%s: page null, json not", key);
+        } else {
+            ck_assert_msg(json_is_number(v), "%s: not a number in summary.json", key);
+            double x = strtod(dv, NULL);
+            ck_assert_msg(x == json_number_value(v), "%s: page %.17g, summary %.17g", key, x,
+                          json_number_value(v));
+        }
+    }
+    return n;
+}
+
+START_TEST(test_report_html_and_md) {
+    mk_tmp();
+    json_t *sum = fake_run(tmpdir, 3000, 1800, 0, "cache_aware");
+    char vpath[600];
+    snprintf(vpath, sizeof vpath, "%s/validation.json", tmpdir);
+    FILE *f = fopen(vpath, "w");
+    fputs("{\"trace\": \"t.jsonl\", \"requests\": 50, \"ttft_ms\": {\"p50\": {\"real\": 100, "
+          "\"sim\": 104, \"error_pct\": 4}, \"p90\": {\"real\": 200, \"sim\": 190, "
+          "\"error_pct\": -5}}, \"per_request_corr\": {\"ttft\": 0.93, \"e2e\": 0.97}}",
+          f);
+    fclose(f);
+    unsetenv("KVF_NO_GNUPLOT");
+    kvf_err err = {0};
+    ck_assert_msg(rpt_report_write(tmpdir, true, true, &err) == KVF_OK, "%s", err.msg);
+    char path[600];
+    snprintf(path, sizeof path, "%s/report.html", tmpdir);
+    char *html = slurp(path);
+    snprintf(path, sizeof path, "%s/report.md", tmpdir);
+    char *md = slurp(path);
+
+    // sections and tables
+    const char *ids[] = {"id=\"run-table\"", "id=\"headline-table\"", "id=\"economics-table\"",
+                         "id=\"cost-parts-table\"", "id=\"sens-hit-table\"",
+                         "id=\"sens-util-table\"", "id=\"sens-price-table\"",
+                         "id=\"validation-table\"", "id=\"all-table\""};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+        ck_assert_msg(strstr(html, ids[i]) != NULL, "missing %s", ids[i]);
+    // headline and every keyed cell equal summary.json
+    int cells = check_cells_equal_summary(html, sum);
+    ck_assert_msg(cells > 40, "only %d keyed cells", cells);
+    ck_assert(strstr(html, "data-key=\"ttft_ms.p90\"") != NULL);
+    ck_assert(strstr(html, "data-key=\"economics.margin\"") != NULL);
+    ck_assert(strstr(html, "data-key=\"economics.payback_days\"") != NULL);
+    // escaped user text
+    ck_assert(strstr(html, "&lt;script&gt;alert(1)&lt;/script&gt;") != NULL);
+    ck_assert(strstr(html, "<script>") == NULL);
+    ck_assert(strstr(html, "tiny &lt;b&gt;&amp;&lt;/b&gt;") != NULL);
+    // charts: every chart has its data file; with gnuplot each is an inline SVG
+    const char *charts[] = {"ttft_cdf", "tpot_cdf", "throughput", "queue_len", "running",
+                            "hit_rate", "kv_store", "kv_used", "utilization", "cost_breakdown",
+                            "margin_vs_hit", "margin_vs_util", "margin_vs_price"};
+    size_t nch = sizeof charts / sizeof charts[0];
+    for (size_t i = 0; i < nch; i++) {
+        char id[80];
+        snprintf(id, sizeof id, "id=\"chart-%s\"", charts[i]);
+        ck_assert_msg(strstr(html, id) != NULL, "no chart %s", charts[i]);
+        snprintf(path, sizeof path, "%s/report_files/%s.dat", tmpdir, charts[i]);
+        ck_assert_msg(access(path, R_OK) == 0, "no %s", path);
+    }
+    if (have_gnuplot()) {
+        ck_assert_int_eq(count_of(html, "<svg"), (int)nch);
+        ck_assert_int_eq(count_of(md, "](report_files/"), (int)nch);
+        ck_assert(strstr(html, "Charts not drawn") == NULL);
+    }
+    // the TTFT CDF: sorted, ends at 1, 800 quantiles of 3000 requests
+    snprintf(path, sizeof path, "%s/report_files/ttft_cdf.dat", tmpdir);
+    char *dat = slurp(path);
+    char *line = strchr(dat, '\n') + 1;
+    double prev = -1, y = 0;
+    int pts = 0;
+    while (*line && *line != '\n') {
+        double x;
+        ck_assert_int_eq(sscanf(line, "%lf %lf", &x, &y), 2);
+        ck_assert(x >= prev);
+        prev = x;
+        pts++;
+        line = strchr(line, '\n') + 1;
+    }
+    ck_assert_int_eq(pts, 800);
+    ck_assert(NEAR(y, 1.0));
+    free(dat);
+    // markdown: the same headline figure, formatted
+    ck_assert(strstr(md, "| TTFT p90 (ms) |") != NULL);
+    ck_assert(strstr(md, "## Economics") != NULL);
+    ck_assert(strstr(md, "## Validation against the real engine") != NULL);
+    free(html);
+    free(md);
+
+    // without gnuplot: the page says so and keeps the data
+    setenv("KVF_NO_GNUPLOT", "1", 1);
+    ck_assert_int_eq(rpt_report_write(tmpdir, true, false, &err), KVF_OK);
+    unsetenv("KVF_NO_GNUPLOT");
+    snprintf(path, sizeof path, "%s/report.html", tmpdir);
+    html = slurp(path);
+    ck_assert_int_eq(count_of(html, "<svg"), 0);
+    ck_assert(strstr(html, "Charts not drawn") != NULL);
+    ck_assert(strstr(html, "report_files/ttft_cdf.dat") != NULL);
+    snprintf(path, sizeof path, "%s/report_files/charts.gp", tmpdir);
+    ck_assert_int_eq(access(path, R_OK), 0);
+    free(html);
+    json_decref(sum);
+    rm_tmp();
+}
+END_TEST
+
+START_TEST(test_report_bad_dirs) {
+    mk_tmp();
+    kvf_err err = {0};
+    ck_assert_int_eq(rpt_report_write(tmpdir, true, true, &err), KVF_ENOENT);
+    ck_assert_msg(strstr(err.msg, "summary.json") != NULL, "%s", err.msg);
+    char path[600];
+    snprintf(path, sizeof path, "%s/summary.json", tmpdir);
+    FILE *f = fopen(path, "w");
+    fputs("{\"scenario\": \"x\",\n \"ttft_ms\": {\"p90\": }\n}", f);
+    fclose(f);
+    ck_assert_int_eq(rpt_report_write(tmpdir, true, true, &err), KVF_EPARSE);
+    ck_assert_msg(strstr(err.msg, "summary.json:2") != NULL, "%s", err.msg);
+    // summary only, no database: the report is still written and says so
+    f = fopen(path, "w");
+    fputs("{\"scenario\": \"x\", \"ttft_ms\": {\"p90\": 12.5}}", f);
+    fclose(f);
+    ck_assert_int_eq(rpt_report_write(tmpdir, true, true, &err), KVF_OK);
+    snprintf(path, sizeof path, "%s/report.html", tmpdir);
+    char *html = slurp(path);
+    ck_assert(strstr(html, "No results.db") != NULL);
+    ck_assert(strstr(html, "data-value=\"12.5\"") != NULL);
+    free(html);
+    rm_tmp();
+}
+END_TEST
+
+START_TEST(test_compare_json_and_table) {
+    mk_tmp();
+    char a[600], b[600];
+    snprintf(a, sizeof a, "%s/a", tmpdir);
+    snprintf(b, sizeof b, "%s/b", tmpdir);
+    kvf_err err = {0};
+    ck_assert_int_eq(kvf_mkdirs(a, &err), KVF_OK);
+    ck_assert_int_eq(kvf_mkdirs(b, &err), KVF_OK);
+    json_t *sa = fake_run(a, 300, 600, 0, "round_robin");
+    json_t *sb = fake_run(b, 300, 600, 0.2, "cache_aware");
+    const char *dirs[] = {a, b};
+    char out[600];
+    snprintf(out, sizeof out, "%s/cmp.json", tmpdir);
+    FILE *f = fopen(out, "w");
+    ck_assert_int_eq(rpt_compare_write(f, dirs, 2, true, false, &err), KVF_OK);
+    fclose(f);
+    json_error_t je;
+    json_t *pts = json_load_file(out, 0, &je);
+    ck_assert_msg(json_is_array(pts), "%s", je.text);
+    ck_assert_int_eq(json_array_size(pts), 2);
+    json_t *p1 = json_array_get(pts, 1);
+    double v0 = json_number_value(json_object_get(json_object_get(sa, "tpot_ms"), "p90"));
+    double v1 = json_number_value(json_object_get(json_object_get(sb, "tpot_ms"), "p90"));
+    ck_assert(NEAR(json_number_value(json_object_get(json_object_get(p1, "tpot_ms"), "p90")), v1));
+    double d = json_number_value(json_object_get(json_object_get(p1, "diff_pct"), "tpot_ms.p90"));
+    ck_assert_msg(fabs(d - 20.0) < 1e-9 && fabs(d - 100 * (v1 - v0) / v0) < 1e-9, "diff %g", d);
+    json_t *var = json_object_get(p1, "varied");
+    ck_assert_str_eq(json_string_value(json_object_get(var, "router.prefill")), "cache_aware");
+    ck_assert_ptr_null(json_object_get(var, "scenario"));   // same in both runs
+    ck_assert_ptr_nonnull(json_object_get(p1, "economics"));
+    json_decref(pts);
+    // text table
+    f = fopen(out, "w");
+    ck_assert_int_eq(rpt_compare_write(f, dirs, 2, false, false, &err), KVF_OK);
+    fclose(f);
+    char *txt = slurp(out);
+    ck_assert(strstr(txt, "TPOT p90 (ms)") != NULL);
+    ck_assert(strstr(txt, "(+20.0%)") != NULL);
+    ck_assert(strstr(txt, "router.prefill") != NULL);
+    ck_assert(strstr(txt, "round_robin") != NULL);
+    free(txt);
+    // a directory without summary.json
+    const char *bad[] = {a, tmpdir};
+    f = fopen(out, "w");
+    ck_assert_int_eq(rpt_compare_write(f, bad, 2, false, false, &err), KVF_ENOENT);
+    fclose(f);
+    json_decref(sa);
+    json_decref(sb);
+    rm_tmp();
+}
+END_TEST
+
+// The command lines, when the kvfleet binary is built.
+START_TEST(test_cli_report_and_compare) {
+    const char *bin = getenv("KVF_BIN");
+    if (!bin || access(bin, X_OK) != 0) return;   // library tests above cover the logic
+    mk_tmp();
+    json_t *s = fake_run(tmpdir, 200, 300, 0, "p2c");
+    json_decref(s);
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "KVF_NO_GNUPLOT=1 '%s' report '%s' --format md >/dev/null", bin,
+             tmpdir);
+    ck_assert_int_eq(WEXITSTATUS(system(cmd)), 0);
+    char path[600];
+    snprintf(path, sizeof path, "%s/report.md", tmpdir);
+    ck_assert_int_eq(access(path, R_OK), 0);
+    snprintf(cmd, sizeof cmd, "'%s' report '%s' --format pdf 2>/dev/null", bin, tmpdir);
+    ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
+    snprintf(cmd, sizeof cmd, "'%s' report '%s/nothing' 2>/dev/null", bin, tmpdir);
+    ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
+    snprintf(cmd, sizeof cmd, "'%s' compare '%s' '%s' --json >/dev/null", bin, tmpdir, tmpdir);
+    ck_assert_int_eq(WEXITSTATUS(system(cmd)), 0);
+    snprintf(cmd, sizeof cmd, "'%s' compare 2>/dev/null", bin);
+    ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
+    rm_tmp();
+}
+END_TEST
+
+START_TEST(test_progress_quiet_off_terminal) {
+    rpt_progress p;
+    rpt_progress_init(&p, "run", 100);
+    if (isatty(2)) return;               // drawing is for people; nothing to check
+    ck_assert(!p.enabled);
+    for (int i = 0; i <= 100; i++) rpt_progress_update(&p, i);
+    rpt_progress_done(&p);
+    ck_assert(!p.drawn);
+    rpt_progress_done(NULL);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("reports");
     TCase *t = tcase_create("db");
@@ -460,6 +842,14 @@ static Suite *suite(void) {
     tcase_add_test(t, test_econ_margin_monotone_in_hit_rate);
     tcase_add_test(t, test_econ_utilization_and_price_tables);
     tcase_add_test(t, test_econ_write_db);
+    suite_add_tcase(s, t);
+    t = tcase_create("report");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, test_report_html_and_md);
+    tcase_add_test(t, test_report_bad_dirs);
+    tcase_add_test(t, test_compare_json_and_table);
+    tcase_add_test(t, test_cli_report_and_compare);
+    tcase_add_test(t, test_progress_quiet_off_terminal);
     suite_add_tcase(s, t);
     return s;
 }

@@ -15,13 +15,13 @@
 
 #include "sim.h"
 
-static char g_src[PATH_MAX];   // repository root
+static char g_src[PATH_MAX]; // repository root
 
 // snprintf that fails the test instead of truncating.
-#define SNP(buf, n, ...)                                                                     \
-    do {                                                                                     \
-        int k_ = snprintf(buf, n, __VA_ARGS__);                                              \
-        ck_assert_msg(k_ >= 0 && (size_t)k_ < (size_t)(n), "path too long");                 \
+#define SNP(buf, n, ...)                                                                           \
+    do {                                                                                           \
+        int k_ = snprintf(buf, n, __VA_ARGS__);                                                    \
+        ck_assert_msg(k_ >= 0 && (size_t)k_ < (size_t)(n), "path too long");                       \
     } while (0)
 
 // Path of a file of the repository, for loading.
@@ -37,8 +37,8 @@ static sim_config *cfg_new(void) {
     return c;
 }
 
-#define ASSERT_NEAR(a, b)                                                                    \
-    ck_assert_msg(fabs((double)(a) - (double)(b)) <= 1e-9 * fabs((double)(b)) + 1e-12,       \
+#define ASSERT_NEAR(a, b)                                                                          \
+    ck_assert_msg(fabs((double)(a) - (double)(b)) <= 1e-9 * fabs((double)(b)) + 1e-12,             \
                   "%s = %.17g, expected %.17g", #a, (double)(a), (double)(b))
 
 // ---- defaults -----------------------------------------------------------------------------
@@ -241,33 +241,33 @@ static void set_ok(sim_config *c, const char *a) {
 
 START_TEST(test_config_set_each_type) {
     sim_config *c = cfg_new();
-    set_ok(c, "cluster.prefill.instances=5");                 // int
+    set_ok(c, "cluster.prefill.instances=5"); // int
     ck_assert_int_eq(c->prefill.instances, 5);
-    set_ok(c, "seed=18446744073709551615");                   // u64, exact
+    set_ok(c, "seed=18446744073709551615"); // u64, exact
     ck_assert_uint_eq(c->seed, UINT64_MAX);
     ck_assert_uint_eq(c->trace_opt.seed, UINT64_MAX);
-    set_ok(c, "cluster.network.kv_transfer_GBps=12.5");       // GB/s -> bytes/s
+    set_ok(c, "cluster.network.kv_transfer_GBps=12.5"); // GB/s -> bytes/s
     ASSERT_NEAR(c->kv_transfer_Bps, 12.5e9);
-    set_ok(c, "cluster.network.latency_us=7");                // us -> ns
+    set_ok(c, "cluster.network.latency_us=7"); // us -> ns
     ASSERT_NEAR(c->net_latency_ns, 7000);
-    set_ok(c, "router.stale_ms=3");                           // ms -> ns
+    set_ok(c, "router.stale_ms=3"); // ms -> ns
     ASSERT_NEAR(c->router_stale_ns, 3e6);
-    set_ok(c, "kv_cache.dram.gb_per_node=512");               // GB -> bytes
+    set_ok(c, "kv_cache.dram.gb_per_node=512"); // GB -> bytes
     ASSERT_NEAR(c->dram.capacity_bytes, 512e9);
-    set_ok(c, "kv_cache.dram.GBps=100");                      // one key, both directions
+    set_ok(c, "kv_cache.dram.GBps=100"); // one key, both directions
     ASSERT_NEAR(c->dram.read_Bps, 100e9);
     ASSERT_NEAR(c->dram.write_Bps, 100e9);
-    set_ok(c, "kv_cache.ssd.capacity_tb=unlimited");          // capacity keyword
+    set_ok(c, "kv_cache.ssd.capacity_tb=unlimited"); // capacity keyword
     ck_assert(c->ssd.capacity_bytes < 0);
     set_ok(c, "kv_cache.ssd.capacity_tb=2.5");
     ASSERT_NEAR(c->ssd.capacity_bytes, 2.5e12);
-    set_ok(c, "kv_cache.ssd.capacity_tb=1PiB");               // explicit byte size
+    set_ok(c, "kv_cache.ssd.capacity_tb=1PiB"); // explicit byte size
     ASSERT_NEAR(c->ssd.capacity_bytes, 1125899906842624.0);
-    set_ok(c, "kv_cache.write_through=false");                // bool
+    set_ok(c, "kv_cache.write_through=false"); // bool
     ck_assert(!c->write_through);
     set_ok(c, "kv_cache.prefix_cache=no");
     ck_assert(!c->prefix_cache);
-    set_ok(c, "cluster.mode=colocated");                      // enum
+    set_ok(c, "cluster.mode=colocated"); // enum
     ck_assert_int_eq(c->mode, SIM_COLOCATED);
     set_ok(c, "cluster.decode.scheduler=spf");
     ck_assert_int_eq(c->decode.scheduler, SIM_SCHED_SPF);
@@ -275,27 +275,27 @@ START_TEST(test_config_set_each_type) {
     ck_assert_int_eq(c->preemption, SIM_PREEMPT_SWAP);
     set_ok(c, "workload.bucket=spread");
     ck_assert_int_eq(c->trace_opt.bucket, TRC_BUCKET_SPREAD);
-    set_ok(c, "workload.format=azure");                       // trace format
+    set_ok(c, "workload.format=azure"); // trace format
     ck_assert_int_eq(c->trace_opt.format, TRC_FMT_AZURE);
-    set_ok(c, "router.prefill=ttft_estimate");                // name
+    set_ok(c, "router.prefill=ttft_estimate"); // name
     ck_assert_str_eq(c->router_prefill, "ttft_estimate");
-    set_ok(c, "model=models/custom.yaml");                    // string
+    set_ok(c, "model=models/custom.yaml"); // string
     ck_assert_str_eq(c->model, "models/custom.yaml");
-    set_ok(c, "kv_cache.ssd.retention.coding=36h");           // duration
+    set_ok(c, "kv_cache.ssd.retention.coding=36h"); // duration
     ck_assert_int_eq(c->retention_ns[TRC_CLASS_CODING], 36LL * 3600 * 1000000000LL);
     set_ok(c, "kv_cache.ssd.retention.batch=never");
     ck_assert(c->retention_ns[TRC_CLASS_BATCH] <= 0);
-    set_ok(c, "workload.rate_rps=20");                        // nullable number
+    set_ok(c, "workload.rate_rps=20"); // nullable number
     ASSERT_NEAR(c->trace_opt.rate_rps, 20);
     set_ok(c, "workload.rate_rps=null");
     ASSERT_NEAR(c->trace_opt.rate_rps, 0);
     set_ok(c, "workload.limit_requests=1000");
     ck_assert_int_eq(c->trace_opt.limit_requests, 1000);
-    set_ok(c, "workload.limit_requests=");                    // empty = null
+    set_ok(c, "workload.limit_requests="); // empty = null
     ck_assert_int_eq(c->trace_opt.limit_requests, 0);
-    set_ok(c, "workload.start_s=1.5");                        // s -> ns
+    set_ok(c, "workload.start_s=1.5"); // s -> ns
     ck_assert_int_eq(c->trace_opt.start_ns, 1500000000LL);
-    set_ok(c, "kv_cache.block_tokens=16");                    // reader block size follows
+    set_ok(c, "kv_cache.block_tokens=16"); // reader block size follows
     ck_assert_uint_eq(c->block_tokens, 16);
     ck_assert_uint_eq(c->trace_opt.block_tokens, 16);
     set_ok(c, "efficiency.step_overhead_us=250");
@@ -306,10 +306,10 @@ START_TEST(test_config_set_each_type) {
     ASSERT_NEAR(c->eff.compute, 0.45);
     set_ok(c, "structured.mask_us=40");
     ASSERT_NEAR(c->structured_mask_ns, 40e3);
-    set_ok(c, "cluster.decode={instances: 6, max_batch_requests: 64}");  // flow mapping
+    set_ok(c, "cluster.decode={instances: 6, max_batch_requests: 64}"); // flow mapping
     ck_assert_int_eq(c->decode.instances, 6);
     ck_assert_int_eq(c->decode.max_batch_requests, 64);
-    ck_assert_int_eq(c->decode.gpus_per_instance, 8);           // untouched
+    ck_assert_int_eq(c->decode.gpus_per_instance, 8); // untouched
     set_ok(c, "cluster.schedule=[{from_h: 0, prefill: 2, decode: 3}, {from_h: 8.5, decode: 6}]");
     ck_assert_int_eq(c->n_schedule, 2);
     ASSERT_NEAR(c->schedule[1].from_h, 8.5);
@@ -318,12 +318,12 @@ START_TEST(test_config_set_each_type) {
     ck_assert_int_eq(c->schedule[1].decode, 6);
     set_ok(c, "cluster.schedule=null");
     ck_assert_int_eq(c->n_schedule, 0);
-    set_ok(c, "workload.generate={profile: agent, rate_rps: 4}");  // generate on
+    set_ok(c, "workload.generate={profile: agent, rate_rps: 4}"); // generate on
     ck_assert_str_eq(c->generate_profile, "agent");
     ASSERT_NEAR(c->generate_rate_rps, 4);
-    set_ok(c, "workload.generate=null");                      // and off
+    set_ok(c, "workload.generate=null"); // and off
     ck_assert_str_eq(c->generate_profile, "");
-    set_ok(c, "economics.gpu_hour_usd=3.5");                  // delegated to reports/
+    set_ok(c, "economics.gpu_hour_usd=3.5"); // delegated to reports/
     ASSERT_NEAR(c->econ.gpu_hour_usd, 3.5);
     set_ok(c, "economics.prices_per_mtok.output=1.1");
     ASSERT_NEAR(c->econ.prices.output, 1.1);
@@ -358,13 +358,14 @@ static void set_bad(const char *a, kvf_status want, const char *needle1, const c
     ck_assert_msg(st == want, "--set %s: status %s (%s), expected %s", a, kvf_status_name(st),
                   e.msg, kvf_status_name(want));
     ck_assert_msg(strstr(e.msg, needle1), "--set %s: '%s' lacks '%s'", a, e.msg, needle1);
-    if (needle2) ck_assert_msg(strstr(e.msg, needle2), "--set %s: '%s' lacks '%s'", a, e.msg, needle2);
+    if (needle2)
+        ck_assert_msg(strstr(e.msg, needle2), "--set %s: '%s' lacks '%s'", a, e.msg, needle2);
     free(c);
 }
 
 START_TEST(test_config_set_errors) {
-    set_bad("cluster.prefil.instances=4", KVF_EINVAL,
-            "--set cluster.prefil.instances: unknown key", NULL);
+    set_bad("cluster.prefil.instances=4", KVF_EINVAL, "--set cluster.prefil.instances: unknown key",
+            NULL);
     set_bad("cluster.prefill.instances=-2", KVF_EINVAL, "--set cluster.prefill.instances", ">= 0");
     set_bad("cluster.prefill.instances=lots", KVF_EINVAL, "--set cluster.prefill.instances",
             "lots");
@@ -385,12 +386,12 @@ END_TEST
 // ---- bad files ----------------------------------------------------------------------------
 
 typedef struct bad_case {
-    const char *file;            // under tests/data/bad/
-    bool at_validate;            // loads fine; sim_config_validate fails
+    const char *file; // under tests/data/bad/
+    bool at_validate; // loads fine; sim_config_validate fails
     kvf_status status;
-    const char *line;            // ":N:" expected in the message
-    const char *key;             // key named in the message
-    const char *extra;           // another substring, or NULL
+    const char *line;  // ":N:" expected in the message
+    const char *key;   // key named in the message
+    const char *extra; // another substring, or NULL
 } bad_case;
 
 static const bad_case bad_cases[] = {
@@ -422,8 +423,8 @@ START_TEST(test_config_bad_file) {
         ck_assert_msg(st == KVF_OK, "%s: load failed: %s", b->file, e.msg);
         st = sim_config_validate(c, &e);
     }
-    ck_assert_msg(st == b->status, "%s: status %s (%s), expected %s", b->file,
-                  kvf_status_name(st), e.msg, kvf_status_name(b->status));
+    ck_assert_msg(st == b->status, "%s: status %s (%s), expected %s", b->file, kvf_status_name(st),
+                  e.msg, kvf_status_name(b->status));
     ck_assert_msg(strstr(e.msg, b->file), "%s: message '%s' lacks the file", b->file, e.msg);
     ck_assert_msg(strstr(e.msg, b->line), "%s: message '%s' lacks '%s'", b->file, e.msg, b->line);
     ck_assert_msg(strstr(e.msg, b->key), "%s: message '%s' lacks '%s'", b->file, e.msg, b->key);
@@ -464,7 +465,7 @@ START_TEST(test_config_validate_in_code) {
     ck_assert_int_eq(sim_config_validate(c, &e), KVF_ENOENT);
     ck_assert_msg(strstr(e.msg, "no_such_profile.csv"), "%s", e.msg);
     SNP(c->step_model, sizeof c->step_model, "roofline");
-    c->prefill.tp = 3;   // does not divide 8 GPUs
+    c->prefill.tp = 3; // does not divide 8 GPUs
     ck_assert_int_eq(sim_config_validate(c, &e), KVF_EINVAL);
     ck_assert_msg(strstr(e.msg, "cluster.prefill.tp"), "%s", e.msg);
     free(c);
@@ -491,7 +492,7 @@ static Suite *suite(void) {
 int main(void) {
     const char *root = getenv("KVF_SOURCE_DIR");
     snprintf(g_src, sizeof g_src, "%s", root && *root ? root : KVF_SOURCE_DIR);
-    if (chdir(g_src) != 0) return 1;   // relative fixture paths are from the repository root
+    if (chdir(g_src) != 0) return 1; // relative fixture paths are from the repository root
     SRunner *r = srunner_create(suite());
     srunner_run_all(r, CK_NORMAL);
     int failed = srunner_ntests_failed(r);

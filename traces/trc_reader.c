@@ -349,6 +349,15 @@ int trc_reader_next(trc_reader *r, trc_request *out, kvf_err *err) {
             }
             continue;
         }
+        uint32_t S = rec->src_bt, B = r->opt.block_tokens;
+        if (S && rec->nb && S % B && B % S) {
+            r->done = true;
+            kvf_fail(err, KVF_EINVAL,
+                     "%s:%ld: field 'block_tokens': block size %u and the trace's %u-token "
+                     "blocks do not divide one another",
+                     r->path, rec->line, B, S);
+            return -1;
+        }
         memset(out, 0, sizeof *out);
         out->id = r->emitted++;
         out->arrival_ns = (int64_t)llround((double)(rel - r->opt.start_ns) * r->factor);

@@ -1,0 +1,413 @@
+// engine/eng_profile.c -- `kvfleet engine profile`: times the engine's steps over the shapes
+// the simulator asks about and writes them as CSV (the format is a contract with the
+// calibrated step-time model in models/; see engine/README.md).
+//
+// Rows: prefill (batch 1, new_tokens T over context C cached tokens), decode (batch B, one
+// token each, mean context C; contexts spread evenly over [C/2, 3C/2]) and host_overhead (the
+// per-step time of the serving loop outside the forward pass, decode steps of batch B).
+// Timing: one warm-up, then `repeats` runs; median and p10/p90 of the forward time (CUDA
+// events on GPU, wall clock on CPU). Context is synthetic KV (values do not change timing),
+// and two sets of sequences in different blocks are alternated so caches do not flatter.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng_int.h"
+
+typedef struct grid {
+    const uint32_t *pt, *pc;     // prefill new tokens x context
+    uint32_t npt, npc;
+    const uint32_t *db, *dc;     // decode batch x mean context
+    uint32_t ndb, ndc;
+    const uint32_t *hb;          // host-overhead batches
+    uint32_t nhb;
+    uint32_t repeats;
+} grid;
+
+static const uint32_t Q_PT[] = {32, 128, 512}, Q_PC[] = {0, 1024};
+static const uint32_t Q_DB[] = {1, 4, 16, 32}, Q_DC[] = {128, 1024};
+static const uint32_t Q_HB[] = {1, 16};
+static const uint32_t F_PT[] = {16, 64, 128, 256, 512, 1024}, F_PC[] = {0, 512, 2048, 4096};
+static const uint32_t F_DB[] = {1, 2, 4, 8, 16, 32, 64}, F_DC[] = {128, 512, 2048, 4096};
+static const uint32_t F_HB[] = {1, 8, 32};
+// On a GPU, shapes grow: larger chunks and batches.
+static const uint32_t G_PT[] = {16, 64, 256, 512, 1024, 2048, 4096},
+                      G_PC[] = {0, 1024, 4096, 16384};
+static const uint32_t G_DB[] = {1, 4, 16, 32, 64, 128, 256}, G_DC[] = {256, 1024, 4096, 16384};
+static const uint32_t G_HB[] = {1, 16, 64};
+
+#define N(a) (uint32_t)(sizeof a / sizeof a[0])
+
+static grid pick_grid(bool quick, bool gpu) {
+    grid g;
+    if (quick) {
+        g = (grid){Q_PT, Q_PC, N(Q_PT), N(Q_PC), Q_DB, Q_DC, N(Q_DB), N(Q_DC), Q_HB, N(Q_HB), 3};
+    } else if (gpu) {
+        g = (grid){G_PT, G_PC, N(G_PT), N(G_PC), G_DB, G_DC, N(G_DB), N(G_DC), G_HB, N(G_HB), 7};
+    } else {
+        g = (grid){F_PT, F_PC, N(F_PT), N(F_PC), F_DB, F_DC, N(F_DB), N(F_DC), F_HB, N(F_HB), 5};
+    }
+    return g;
+}
+
+typedef struct stat3 {
+    double med, p10, p90;
+} stat3;
+
+static stat3 stats(double *v, uint32_t n) {
+    kvf_sort_doubles(v, n);
+    return (stat3){kvf_percentile_sorted(v, n, 50), kvf_percentile_sorted(v, n, 10),
+                   kvf_percentile_sorted(v, n, 90)};
+}
+
+static void put_row(FILE *f, FILE *prog, const eng_engine *e, const char *op, uint32_t batch,
+                    uint32_t newt, uint32_t ctx, stat3 s, uint32_t reps, double fl, double by) {
+    fprintf(f, "%s,%s,%s,%s,%u,%u,%u,%.0f,%.0f,%.0f,%u,%.6g,%.6g\n", e->m.name, e->hw,
+            eng_backend_name(e->o.backend), op, batch, newt, ctx, s.med, s.p10, s.p90, reps, fl,
+            by);
+    fflush(f);
+    if (prog)
+        fprintf(prog, "  %-13s batch %4u new %5u ctx %6u  median %10.3f ms  (p10 %.3f, p90 %.3f)\n",
+                op, batch, newt, ctx, s.med / 1e6, s.p10 / 1e6, s.p90 / 1e6);
+}
+
+static uint32_t tok_of(uint64_t i, uint32_t vocab) { return (uint32_t)(eng_mix64(i) % vocab); }
+
+// Median etc. of prefill of T tokens over C context (two sequences alternated).
+static kvf_status time_prefill(eng_engine *e, uint32_t T, uint32_t C, uint32_t reps, stat3 *out,
+                               kvf_err *err) {
+    eng_seq *s[2] = {NULL, NULL};
+    int32_t *tok = kvf_malloc((size_t)(T + C + 1) * sizeof *tok);
+    double *v = kvf_malloc((reps + 1) * sizeof *v);
+    kvf_status st = KVF_OK;
+    uint32_t nsets = 2;
+    for (uint32_t k = 0; k < nsets; k++) {
+        tok[0] = (int32_t)tok_of(k + 977 * C + T, e->m.vocab);
+        if ((st = eng_seq_open(e, tok, 1, &s[k], NULL, err))) goto done;
+        if ((st = eng_seq_extend_synthetic(e, s[k], C, 1000 + k, err))) {
+            if (k == 0) goto done;
+            eng_seq_close(e, s[k]);   // no room for a second set: reuse the first
+            s[k] = NULL;
+            nsets = 1;
+            st = KVF_OK;
+        }
+    }
+    for (uint32_t r = 0; r <= reps; r++) {   // r == 0: warm-up
+        eng_seq *q = s[r % nsets];
+        for (uint32_t i = 0; i < T; i++) tok[i] = (int32_t)tok_of((uint64_t)r * 131 + i, e->m.vocab);
+        if ((st = eng_prefill(e, q, tok, T, NULL, NULL, err))) goto done;
+        if (r) v[r - 1] = (double)eng_last_forward_ns(e);
+        eng_seq_truncate(e, q, C);
+    }
+    *out = stats(v, reps);
+done:
+    for (uint32_t k = 0; k < 2; k++) eng_seq_close(e, s[k]);
+    free(tok);
+    free(v);
+    return st;
+}
+
+static kvf_status time_decode(eng_engine *e, uint32_t B, uint32_t C, uint32_t reps, stat3 *out,
+                              double *ctx_sum, kvf_err *err) {
+    eng_seq **s = kvf_calloc(2 * (size_t)B, sizeof *s);
+    int32_t *tok = kvf_malloc(B * sizeof *tok);
+    uint32_t *ctx = kvf_malloc(B * sizeof *ctx);
+    double *v = kvf_malloc((reps + 1) * sizeof *v);
+    kvf_status st = KVF_OK;
+    uint32_t nsets = 2;
+    *ctx_sum = 0;
+    for (uint32_t i = 0; i < B; i++) {
+        ctx[i] = B > 1 ? C / 2 + (uint32_t)((uint64_t)C * i / (B - 1)) : C;
+        if (!ctx[i]) ctx[i] = 1;
+        *ctx_sum += ctx[i];
+    }
+    for (uint32_t k = 0; k < 2 && nsets == 2; k++)
+        for (uint32_t i = 0; i < B; i++) {
+            eng_seq **q = &s[k * B + i];
+            tok[0] = (int32_t)tok_of(k * 7777 + i, e->m.vocab);
+            if ((st = eng_seq_open(e, tok, 1, q, NULL, err)) ||
+                (st = eng_seq_extend_synthetic(e, *q, ctx[i], 99 * k + i, err))) {
+                if (k == 0) goto done;
+                nsets = 1;   // tight arena: one set only
+                break;
+            }
+        }
+    if (nsets == 2 && eng_kv_blocks_available(e) < B) nsets = 1;
+    if (nsets == 1) {
+        for (uint32_t i = 0; i < B; i++) {
+            eng_seq_close(e, s[B + i]);
+            s[B + i] = NULL;
+        }
+        st = KVF_OK;
+    }
+    for (uint32_t r = 0; r <= reps; r++) {
+        eng_seq **q = s + (size_t)(r % nsets) * B;
+        for (uint32_t i = 0; i < B; i++) tok[i] = (int32_t)tok_of((uint64_t)r * 31 + i, e->m.vocab);
+        if ((st = eng_decode(e, q, tok, B, NULL, NULL, err))) goto done;
+        if (r) v[r - 1] = (double)eng_last_forward_ns(e);
+        for (uint32_t i = 0; i < B; i++) eng_seq_truncate(e, q[i], ctx[i] + 1);
+    }
+    *out = stats(v, reps);
+done:
+    for (uint32_t i = 0; i < 2 * B; i++) eng_seq_close(e, s[i]);
+    free(s), free(tok), free(ctx), free(v);
+    return st;
+}
+
+// Host overhead: the serving loop's decode steps of batch B, step time minus forward time.
+static kvf_status time_host(eng_engine *e, uint32_t B, uint32_t steps, stat3 *out,
+                            double *ctx_mean, kvf_err *err) {
+    eng_request *r = kvf_calloc(B, sizeof *r);
+    for (uint32_t i = 0; i < B; i++) {
+        r[i].input_tokens = 32;
+        r[i].output_tokens = steps + 1;
+    }
+    eng_serve_config c;
+    eng_serve_config_default(&c);
+    c.max_batch_requests = B;
+    c.max_batch_tokens = KVF_MAX(B * 32, B);
+    c.no_sleep = true;
+    eng_serve_result res;
+    kvf_status st = eng_serve_on(e, &c, r, B, &res, err);
+    free(r);
+    if (st) return st;
+    double *v = kvf_malloc((res.n_steps + 1) * sizeof *v);
+    uint32_t n = 0;
+    double cs = 0;
+    for (size_t i = 0; i < res.n_steps; i++) {
+        const eng_step_record *s = &res.steps[i];
+        if (s->phase != ENG_STEP_DECODE || s->batch != B) continue;
+        v[n++] = (double)(s->duration_ns - s->forward_ns);
+        cs += (double)s->context_tokens / B;
+    }
+    if (!n) v[n++] = 0;
+    *out = stats(v, n);
+    *ctx_mean = cs / n;
+    free(v);
+    eng_serve_result_free(&res);
+    return KVF_OK;
+}
+
+static uint32_t max_of(const uint32_t *v, uint32_t n) {
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++) m = KVF_MAX(m, v[i]);
+    return m;
+}
+
+// Engine sized for a grid.
+static kvf_status make_engine(eng_engine **e, const eng_model_desc *m, eng_backend be,
+                              uint32_t threads, uint64_t seed, const grid *g, kvf_err *err) {
+    eng_options o;
+    eng_options_default(&o);
+    o.backend = be;
+    o.threads = threads;
+    o.seed = seed ? seed : 1;
+    uint32_t pt = max_of(g->pt, g->npt), pc = max_of(g->pc, g->npc);
+    uint32_t db = KVF_MAX(max_of(g->db, g->ndb), max_of(g->hb, g->nhb));
+    uint32_t dc = max_of(g->dc, g->ndc) * 3 / 2 + 64;
+    o.max_step_tokens = KVF_MAX(pt, db * 32);
+    o.max_seqs = 2 * db + 2;
+    o.max_context = KVF_MAX(pt + pc + 16, dc);
+    uint64_t bt = o.block_tokens;
+    uint64_t need_p = 2 * ((pt + pc) / bt + 2);
+    uint64_t dsum = 0;
+    for (uint32_t i = 0; i < g->ndc; i++) dsum = KVF_MAX(dsum, (uint64_t)g->dc[i]);
+    uint64_t need_d = 2 * ((uint64_t)db * (dsum / bt + 3));
+    o.kv_blocks = (uint32_t)KVF_MAX(need_p, need_d);
+    kvf_status st = eng_create(e, m, &o, err);
+    if (st == KVF_ENOMEM) {   // fall back to a single set of sequences
+        o.kv_blocks = (uint32_t)KVF_MAX(need_p / 2 + 2, need_d / 2 + 2 * db);
+        st = eng_create(e, m, &o, err);
+    }
+    return st;
+}
+
+kvf_status eng_profile_run(const eng_profile_config *c, FILE *f, FILE *prog, kvf_err *err) {
+    eng_model_desc m;
+    kvf_status st = eng_model_desc_load(&m, c->model ? c->model : "tiny-dense", c->models_dir,
+                                        err);
+    if (st) return st;
+    grid g = pick_grid(c->quick, c->backend == ENG_BACKEND_CUDA);
+    eng_engine *e = NULL;
+    if ((st = make_engine(&e, &m, c->backend, c->threads, c->seed, &g, err))) return st;
+    int64_t t0 = kvf_wall_ns();
+    fprintf(f, "# kvfleet_version: %s\n# model: %s\n# hardware_id: %s\n# backend: %s\n",
+            KVF_VERSION, m.name, e->hw, eng_backend_name(c->backend));
+    fprintf(f, "# threads: %u\n", c->threads);
+#ifdef KVF_HAVE_BLAS
+    fprintf(f, "# gemm: %s\n", c->backend == ENG_BACKEND_CUDA ? "cublas-bf16" : "openblas-fp32");
+#else
+    fprintf(f, "# gemm: %s\n", c->backend == ENG_BACKEND_CUDA ? "cublas-bf16" : "builtin-fp32");
+#endif
+    fprintf(f, "# block_tokens: %u\n# sweep: %s\n# timing: %s, median of repeats after one "
+            "warm-up\n", e->bt, c->quick ? "quick" : "full",
+            c->backend == ENG_BACKEND_CUDA ? "cuda events" : "wall clock");
+    double elem = c->backend == ENG_BACKEND_CUDA ? 2 : 4;
+    // MoE: how much a skewed router (Zipf-like bias) changes step time, as comment lines.
+    if (m.experts) {
+        float *bias = kvf_malloc(m.experts * sizeof *bias);
+        for (uint32_t i = 0; i < m.experts; i++) bias[i] = -1.5f * logf((float)i + 1.0f);
+        uint32_t T = g.pt[g.npt - 1], B = g.db[g.ndb - 1] / 2;
+        stat3 a, b;
+        double cs;
+        if ((st = time_prefill(e, T, 0, g.repeats, &a, err))) goto fail;
+        eng_set_router_bias(e, bias);
+        if ((st = time_prefill(e, T, 0, g.repeats, &b, err))) goto fail;
+        eng_set_router_bias(e, NULL);
+        fprintf(f, "# moe_skew_prefill_%u_ratio: %.3f\n", T, b.med / a.med);
+        if ((st = time_decode(e, B, g.dc[0], g.repeats, &a, &cs, err))) goto fail;
+        eng_set_router_bias(e, bias);
+        if ((st = time_decode(e, B, g.dc[0], g.repeats, &b, &cs, err))) goto fail;
+        eng_set_router_bias(e, NULL);
+        fprintf(f, "# moe_skew_decode_b%u_ratio: %.3f\n", B, b.med / a.med);
+        free(bias);
+    }
+    fprintf(f, "model,hardware,backend,op,batch,new_tokens,context,median_ns,p10_ns,p90_ns,"
+            "repeats,flops,bytes\n");
+    for (uint32_t i = 0; i < g.npc; i++)
+        for (uint32_t j = 0; j < g.npt; j++) {
+            uint32_t T = g.pt[j], C = g.pc[i];
+            if (T + C > e->o.max_context) continue;
+            stat3 s;
+            if ((st = time_prefill(e, T, C, g.repeats, &s, err))) goto fail;
+            double fl, by;
+            eng_step_work(&m, 1, &T, &C, elem, &fl, &by);
+            put_row(f, prog, e, "prefill", 1, T, C, s, g.repeats, fl, by);
+        }
+    for (uint32_t i = 0; i < g.ndc; i++)
+        for (uint32_t j = 0; j < g.ndb; j++) {
+            uint32_t B = g.db[j], C = g.dc[i];
+            stat3 s;
+            double cs;
+            if ((st = time_decode(e, B, C, g.repeats, &s, &cs, err))) goto fail;
+            uint32_t *nn = kvf_malloc(B * sizeof *nn), *cc = kvf_malloc(B * sizeof *cc);
+            for (uint32_t k = 0; k < B; k++) {
+                nn[k] = 1;
+                cc[k] = B > 1 ? C / 2 + (uint32_t)((uint64_t)C * k / (B - 1)) : C;
+            }
+            double fl, by;
+            eng_step_work(&m, B, nn, cc, elem, &fl, &by);
+            free(nn), free(cc);
+            put_row(f, prog, e, "decode", B, 1, (uint32_t)(cs / B + 0.5), s, g.repeats, fl, by);
+        }
+    for (uint32_t j = 0; j < g.nhb; j++) {
+        stat3 s;
+        double cm;
+        uint32_t steps = c->quick ? 12 : 24;
+        if ((st = time_host(e, g.hb[j], steps, &s, &cm, err))) goto fail;
+        put_row(f, prog, e, "host_overhead", g.hb[j], 1, (uint32_t)(cm + 0.5), s, steps - 1, 0, 0);
+    }
+    if (prog) fprintf(prog, "profile: %.1f s\n", (double)(kvf_wall_ns() - t0) / 1e9);
+    eng_destroy(e);
+    return KVF_OK;
+fail:
+    eng_destroy(e);
+    return st;
+}
+
+// ---- --check --------------------------------------------------------------------------------
+typedef struct crow {
+    char op[32];
+    uint32_t batch, newt, ctx;
+    double med;
+} crow;
+
+kvf_status eng_profile_check(const eng_profile_config *c, const char *path, FILE *out,
+                             kvf_err *err) {
+    char *text = NULL;
+    size_t len = 0;
+    kvf_status st = kvf_read_file(path, &text, &len, err);
+    if (st) return st;
+    char model[ENG_NAME_MAX] = "", backend[16] = "";
+    crow *rows = NULL;
+    size_t nr = 0, cap = 0;
+    int line = 0;
+    bool header = false;
+    for (char *p = text, *nl; p && *p; p = nl ? nl + 1 : NULL) {
+        nl = strchr(p, '\n');
+        if (nl) *nl = 0;
+        line++;
+        if (!*p) continue;
+        if (*p == '#') {
+            sscanf(p, "# model: %63s", model);
+            sscanf(p, "# backend: %15s", backend);
+            continue;
+        }
+        if (!header) {
+            if (strncmp(p, "model,hardware,backend,op,batch,new_tokens,context,median_ns", 60)) {
+                st = kvf_fail(err, KVF_EPARSE, "%s:%d: expected the profile header", path, line);
+                goto done;
+            }
+            header = true;
+            continue;
+        }
+        crow r;
+        char mm[128], hw[128], be[16];
+        if (sscanf(p, "%127[^,],%127[^,],%15[^,],%31[^,],%u,%u,%u,%lf", mm, hw, be, r.op,
+                   &r.batch, &r.newt, &r.ctx, &r.med) != 8) {
+            st = kvf_fail(err, KVF_EPARSE, "%s:%d: malformed row", path, line);
+            goto done;
+        }
+        if (!model[0]) snprintf(model, sizeof model, "%.63s", mm);
+        if (!strcmp(r.op, "host_overhead")) continue;
+        if (nr == cap) kvf_grow((void **)&rows, &cap, nr + 1, sizeof *rows);
+        rows[nr++] = r;
+    }
+    if (!nr) {
+        st = kvf_fail(err, KVF_EPARSE, "%s: no prefill/decode rows", path);
+        goto done;
+    }
+    {
+        eng_profile_config cc = *c;
+        if (!cc.model) cc.model = model;
+        if (backend[0] && !c->backend) eng_backend_parse(backend, &cc.backend, NULL);
+        eng_model_desc m;
+        if ((st = eng_model_desc_load(&m, cc.model, cc.models_dir, err))) goto done;
+        // probe: up to 6 rows spread over the file, smallest work first within each op
+        enum { PROBES = 6 };
+        crow probe[PROBES];
+        uint32_t np = 0;
+        for (size_t i = 0; i < nr && np < PROBES; i += KVF_MAX(1, nr / PROBES)) {
+            if (rows[i].newt * (rows[i].ctx + 1.0) > 4e6 && rows[i].batch == 1) continue;
+            probe[np++] = rows[i];
+        }
+        uint32_t mt = 16, mc = 16, mb = 1, mdc = 16;
+        for (uint32_t i = 0; i < np; i++) {
+            if (!strcmp(probe[i].op, "prefill")) {
+                mt = KVF_MAX(mt, probe[i].newt);
+                mc = KVF_MAX(mc, probe[i].ctx);
+            } else {
+                mb = KVF_MAX(mb, probe[i].batch);
+                mdc = KVF_MAX(mdc, probe[i].ctx);
+            }
+        }
+        uint32_t pt[1] = {mt}, pc[1] = {mc}, db[1] = {mb}, dc[1] = {mdc};
+        grid g = {pt, pc, 1, 1, db, dc, 1, 1, db, 1, 3};
+        eng_engine *e = NULL;
+        if ((st = make_engine(&e, &m, cc.backend, cc.threads, cc.seed, &g, err))) goto done;
+        double ratios[PROBES];
+        fprintf(out, "op,batch,new_tokens,context,stored_ns,measured_ns,ratio\n");
+        for (uint32_t i = 0; i < np; i++) {
+            stat3 s;
+            double cs;
+            if (!strcmp(probe[i].op, "prefill"))
+                st = time_prefill(e, probe[i].newt, probe[i].ctx, 3, &s, err);
+            else
+                st = time_decode(e, probe[i].batch, probe[i].ctx, 3, &s, &cs, err);
+            if (st) {
+                eng_destroy(e);
+                goto done;
+            }
+            ratios[i] = s.med / (probe[i].med > 0 ? probe[i].med : 1);
+            fprintf(out, "%s,%u,%u,%u,%.0f,%.0f,%.3f\n", probe[i].op, probe[i].batch,
+                    probe[i].newt, probe[i].ctx, probe[i].med, s.med, ratios[i]);
+        }
+        eng_destroy(e);
+        stat3 d = stats(ratios, np);
+        fprintf(out, "# median drift (measured/stored): %.3f over %u probes\n", d.med, np);
+    }
+done:
+    free(rows);
+    free(text);
+    return st;
+}

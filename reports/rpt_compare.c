@@ -1,0 +1,309 @@
+// reports/rpt_compare.c -- `kvfleet compare DIR... [--json] [--all]`: headline figures of
+// several runs side by side, with the difference of each in percent against the first run.
+//
+// Inputs are each DIR/summary.json (a path to a .json file is taken as it is). When the
+// runs have results.db files, the run-table keys whose values differ between runs are shown
+// as the runs' "varied" keys, so a table of policies names the policy of each column.
+#include <jansson.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rpt.h"
+#include "rpt_util.h"
+
+typedef struct cmp_run {
+    char dir[4096];
+    char label[64];
+    json_t *sum;                 // summary object
+    json_t *run;                 // run table as an object of strings (may be empty)
+} cmp_run;
+
+static kvf_status load_run(cmp_run *c, const char *arg, kvf_err *err) {
+    char path[4200];
+    snprintf(c->dir, sizeof c->dir, "%s", arg);
+    if (kvf_endswith(arg, ".json")) {
+        snprintf(path, sizeof path, "%s", arg);
+        char *slash = strrchr(c->dir, '/');
+        if (slash)
+            *slash = '\0';
+        else
+            snprintf(c->dir, sizeof c->dir, ".");
+    } else {
+        snprintf(path, sizeof path, "%s/summary.json", arg);
+    }
+    if (access(path, F_OK) != 0) return kvf_fail(err, KVF_ENOENT, "%s: not found", path);
+    json_error_t je;
+    c->sum = json_load_file(path, 0, &je);
+    if (!json_is_object(c->sum))
+        return kvf_fail(err, KVF_EPARSE, "%s:%d: %s", path, je.line,
+                        c->sum ? "not a JSON object" : je.text);
+    // label: last path component of the directory
+    const char *base = c->dir;
+    size_t len = strlen(base);
+    while (len > 1 && base[len - 1] == '/') len--;
+    size_t start = len;
+    while (start > 0 && base[start - 1] != '/') start--;
+    size_t n = len - start < sizeof c->label - 1 ? len - start : sizeof c->label - 1;
+    memcpy(c->label, base + start, n);
+    c->label[n] = '\0';
+
+    c->run = json_object();
+    snprintf(path, sizeof path, "%s/results.db", c->dir);
+    sqlite3 *db = NULL;
+    if (access(path, F_OK) == 0 &&
+        sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(db, "SELECT key, value FROM run", -1, &st, NULL) == SQLITE_OK) {
+            while (sqlite3_step(st) == SQLITE_ROW) {
+                const char *k = (const char *)sqlite3_column_text(st, 0);
+                const char *v = (const char *)sqlite3_column_text(st, 1);
+                if (k && v && strlen(v) <= 200 && !strchr(v, '\n'))
+                    json_object_set_new(c->run, k, json_string(v));
+            }
+            sqlite3_finalize(st);
+        }
+    }
+    if (db) sqlite3_close(db);
+    return KVF_OK;
+}
+
+// Run-table keys that are not the same string in every run (output/time keys excluded).
+static json_t *varied_keys(cmp_run *r, int n) {
+    json_t *keys = json_array();
+    for (int i = 0; i < n; i++) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(r[i].run, k, v) {
+            if (strstr(k, "wall") || strstr(k, "time_utc") || strstr(k, "started") ||
+                strstr(k, "finished") || strstr(k, "out_dir") || strstr(k, "output") ||
+                !strcmp(k, "status"))
+                continue;
+            bool listed = false;
+            size_t j;
+            json_t *e;
+            json_array_foreach(keys, j, e) if (!strcmp(json_string_value(e), k)) listed = true;
+            if (listed) continue;
+            bool differs = false;
+            for (int m = 0; m < n; m++) {
+                json_t *o = json_object_get(r[m].run, k);
+                if (!o || strcmp(json_string_value(o), json_string_value(v))) differs = true;
+            }
+            if (differs) json_array_append_new(keys, json_string(k));
+        }
+    }
+    return keys;
+}
+
+static double pct_diff(double v, double v0) {
+    if (!isfinite(v) || !isfinite(v0)) return NAN;
+    if (v0 == 0) return v == 0 ? 0 : NAN;
+    return 100.0 * (v - v0) / fabs(v0);
+}
+
+static const char *const SKIP[] = {"economics.sensitivity", NULL};
+
+// Keys shown: the headline list, then (with all) every other scalar leaf of any run.
+static json_t *shown_keys(cmp_run *r, int n, bool all) {
+    json_t *keys = json_array();
+    for (size_t i = 0; i < RPT_HEADLINE_N; i++)
+        for (int m = 0; m < n; m++)
+            if (rpt_json_path(r[m].sum, RPT_HEADLINE[i].key)) {
+                json_array_append_new(keys, json_string(RPT_HEADLINE[i].key));
+                break;
+            }
+    json_t *seen = json_object();
+    size_t j;
+    json_t *e;
+    json_array_foreach(keys, j, e) json_object_set(seen, json_string_value(e), json_true());
+    for (int m = 0; m < n; m++) {
+        rpt_leaf *l;
+        size_t nl = rpt_json_leaves(r[m].sum, SKIP, &l);
+        for (size_t i = 0; i < nl; i++) {
+            bool take = all || json_is_string(l[i].value);   // text flags (saturation...) always
+            if (!strcmp(l[i].key, "scenario") || !strcmp(l[i].key, "kvfleet_version")) take = false;
+            if (take && !json_object_get(seen, l[i].key)) {
+                json_array_append_new(keys, json_string(l[i].key));
+                json_object_set(seen, l[i].key, json_true());
+            }
+        }
+        rpt_leaves_free(l, nl);
+    }
+    json_decref(seen);
+    return keys;
+}
+
+static const char *label_of(const char *key) {
+    for (size_t i = 0; i < RPT_HEADLINE_N; i++)
+        if (!strcmp(RPT_HEADLINE[i].key, key)) return RPT_HEADLINE[i].label;
+    return key;
+}
+
+static void cell_str(json_t *v, char *out, size_t n) {
+    if (!v)
+        snprintf(out, n, "-");
+    else if (json_is_number(v))
+        rpt_fmt_num(json_number_value(v), out, n);
+    else if (json_is_string(v))
+        snprintf(out, n, "%s", json_string_value(v));
+    else if (json_is_boolean(v))
+        snprintf(out, n, "%s", json_is_true(v) ? "true" : "false");
+    else
+        snprintf(out, n, "n/a");
+}
+
+static void print_table(FILE *out, cmp_run *r, int n, json_t *keys, json_t *varied) {
+    int w0 = 12;
+    size_t j;
+    json_t *e;
+    json_array_foreach(keys, j, e) {
+        int l = (int)strlen(label_of(json_string_value(e)));
+        if (l > w0) w0 = l;
+    }
+    json_array_foreach(varied, j, e) {
+        int l = (int)strlen(json_string_value(e));
+        if (l > w0) w0 = l;
+    }
+    if (w0 > 48) w0 = 48;
+    int wc = 24;
+    for (int m = 0; m < n; m++)
+        fprintf(out, "run %d: %s (scenario %s)\n", m + 1, r[m].dir,
+                json_string_value(json_object_get(r[m].sum, "scenario"))
+                    ? json_string_value(json_object_get(r[m].sum, "scenario")) : "?");
+    fprintf(out, "\n%-*s", w0, "figure");
+    for (int m = 0; m < n; m++) {
+        char h[64];
+        snprintf(h, sizeof h, "%d: %.20s", m + 1, r[m].label);
+        fprintf(out, "  %*s", wc, h);
+    }
+    fprintf(out, "\n");
+    for (int i = 0; i < w0 + n * (wc + 2); i++) fputc('-', out);
+    fputc('\n', out);
+    json_array_foreach(varied, j, e) {
+        const char *k = json_string_value(e);
+        fprintf(out, "%-*.*s", w0, w0, k);
+        for (int m = 0; m < n; m++) {
+            json_t *v = json_object_get(r[m].run, k);
+            fprintf(out, "  %*.*s", wc, wc, v ? json_string_value(v) : "-");
+        }
+        fprintf(out, "\n");
+    }
+    json_array_foreach(keys, j, e) {
+        const char *k = json_string_value(e);
+        fprintf(out, "%-*.*s", w0, w0, label_of(k));
+        double v0 = rpt_json_num(r[0].sum, k);
+        for (int m = 0; m < n; m++) {
+            json_t *v = rpt_json_path(r[m].sum, k);
+            char s[64], cell[96];
+            cell_str(v, s, sizeof s);
+            if (m > 0 && json_is_number(v)) {
+                double d = pct_diff(json_number_value(v), v0);
+                if (isfinite(d))
+                    snprintf(cell, sizeof cell, "%s (%+.1f%%)", s, d);
+                else
+                    snprintf(cell, sizeof cell, "%s (n/a)", s);
+            } else {
+                snprintf(cell, sizeof cell, "%s", s);
+            }
+            fprintf(out, "  %*s", wc, cell);
+        }
+        fprintf(out, "\n");
+    }
+    fprintf(out, "\n(differences in percent against run 1)\n");
+}
+
+static json_t *points_json(cmp_run *r, int n, json_t *keys, json_t *varied) {
+    json_t *a = json_array();
+    for (int m = 0; m < n; m++) {
+        json_t *p = json_deep_copy(r[m].sum);
+        json_object_set_new(p, "dir", json_string(r[m].dir));
+        json_t *vk = json_object();
+        size_t j;
+        json_t *e;
+        json_array_foreach(varied, j, e) {
+            json_t *v = json_object_get(r[m].run, json_string_value(e));
+            json_object_set(vk, json_string_value(e), v ? v : json_null());
+        }
+        json_object_set_new(p, "varied", vk);
+        json_t *dp = json_object();
+        json_array_foreach(keys, j, e) {
+            const char *k = json_string_value(e);
+            json_t *v = rpt_json_path(r[m].sum, k);
+            if (!json_is_number(v)) continue;
+            double d = pct_diff(json_number_value(v), rpt_json_num(r[0].sum, k));
+            json_object_set_new(dp, k, isfinite(d) ? json_real(d) : json_null());
+        }
+        json_object_set_new(p, "diff_pct", dp);
+        json_array_append_new(a, p);
+    }
+    return a;
+}
+
+kvf_status rpt_compare_write(FILE *out, const char *const *dirs, int n, bool json, bool all,
+                             kvf_err *err) {
+    if (n < 1) return kvf_fail(err, KVF_EINVAL, "compare: no results directories given");
+    cmp_run *r = kvf_calloc((size_t)n, sizeof *r);
+    kvf_status s = KVF_OK;
+    for (int i = 0; i < n; i++)
+        if ((s = load_run(&r[i], dirs[i], err))) goto out;
+    json_t *varied = varied_keys(r, n);
+    json_t *keys = shown_keys(r, n, all);
+    if (json) {
+        json_t *a = points_json(r, n, keys, varied);
+        json_dumpf(a, out, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+        fputc('\n', out);
+        json_decref(a);
+    } else {
+        print_table(out, r, n, keys, varied);
+    }
+    json_decref(varied);
+    json_decref(keys);
+out:
+    for (int i = 0; i < n; i++) {
+        json_decref(r[i].sum);
+        json_decref(r[i].run);
+    }
+    free(r);
+    return s;
+}
+
+int rpt_compare_cli_main(int argc, char **argv) {
+    bool json = false, all = false;
+    const char **dirs = kvf_calloc((size_t)argc + 1, sizeof *dirs);
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            json = true;
+        else if (!strcmp(argv[i], "--all"))
+            all = true;
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: kvfleet compare DIR... [--json] [--all]\n"
+                   "  headline figures of several runs side by side, with differences in\n"
+                   "  percent against the first; --all adds every figure of summary.json\n");
+            free(dirs);
+            return 0;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "kvfleet: compare: unknown option '%s'\n", argv[i]);
+            free(dirs);
+            return 2;
+        } else {
+            dirs[n++] = argv[i];
+        }
+    }
+    if (n == 0) {
+        fprintf(stderr, "kvfleet: usage: kvfleet compare DIR... [--json] [--all]\n");
+        free(dirs);
+        return 2;
+    }
+    kvf_err err = {0};
+    kvf_status s = rpt_compare_write(stdout, dirs, n, json, all, &err);
+    free(dirs);
+    if (s) {
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return kvf_exit_code(s);
+    }
+    return 0;
+}

@@ -1,0 +1,753 @@
+// tests/test_models.c -- model and hardware files, derived figures, the roofline and
+// calibrated step-time models, and the efficiency fit. Expected figures come from the public
+// model cards and datasheets (design.md §1) or are recomputed here by hand, never copied from
+// the code's output.
+#include <check.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mdl.h"
+
+static char models_dir[1024];
+static char tmp_dir[1024];
+
+static void setup_dirs(void) {
+    const char *src = getenv("KVF_SOURCE_DIR");
+    snprintf(models_dir, sizeof models_dir, "%s/models", src ? src : ".");
+    if (!tmp_dir[0]) {
+        snprintf(tmp_dir, sizeof tmp_dir, "/tmp/kvf_test_models_XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
+    }
+}
+
+static void cleanup_dirs(void) {
+    if (!tmp_dir[0]) return;
+    DIR *d = opendir(tmp_dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (e->d_name[0] == '.') continue;
+            char p[1400];
+            snprintf(p, sizeof p, "%s/%s", tmp_dir, e->d_name);
+            unlink(p);
+        }
+        closedir(d);
+    }
+    rmdir(tmp_dir);
+    tmp_dir[0] = 0;
+}
+
+static mdl_model load_model(const char *name) {
+    mdl_model m;
+    kvf_err err = {0};
+    kvf_status st = mdl_model_load(&m, name, models_dir, &err);
+    ck_assert_msg(st == KVF_OK, "%s: %s", name, err.msg);
+    return m;
+}
+
+static mdl_hardware load_hw(const char *name) {
+    mdl_hardware h;
+    kvf_err err = {0};
+    kvf_status st = mdl_hardware_load(&h, name, models_dir, &err);
+    ck_assert_msg(st == KVF_OK, "%s: %s", name, err.msg);
+    return h;
+}
+
+static bool near(double a, double b, double rel) { return fabs(a - b) <= rel * fabs(b); }
+
+// Writes text into tmp_dir/name and returns the path (static buffer per call site copy).
+static const char *write_tmp(const char *name, const char *text) {
+    static char path[8][1100];
+    static int k;
+    char *p = path[k++ % 8];
+    snprintf(p, 1100, "%s/%s", tmp_dir, name);
+    FILE *f = fopen(p, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+    return p;
+}
+
+// ---- files and derived figures ---------------------------------------------------------
+
+START_TEST(test_model_kv_bytes_reference) {
+    // design.md §1: KV bytes per token (bf16).
+    ck_assert_double_eq(load_model("llama-3.1-8b").kv_bytes_per_token, 131072);
+    ck_assert_double_eq(load_model("llama-3.1-70b").kv_bytes_per_token, 327680);
+    mdl_model ds = load_model("deepseek-v3");
+    ck_assert_double_eq(ds.kv_bytes_per_token, 70272);
+    ck_assert_double_eq(ds.kv_bytes_per_token_full, 70272);
+    mdl_model oss = load_model("gpt-oss-120b");
+    ck_assert_double_eq(oss.kv_bytes_per_token_full, 36864);
+    ck_assert_double_eq(oss.kv_bytes_per_token_window, 36864);
+    mdl_model g = load_model("gemma-3-27b");
+    ck_assert_double_eq(g.kv_bytes_per_token_full, 81920);
+    ck_assert_double_eq(g.kv_bytes_per_token_window, 52.0 * 2 * 16 * 128 * 2);
+    // A sequence holds full layers for every token, window layers for at most the window.
+    ck_assert_double_eq(mdl_kv_seq_bytes(&oss, 1000), 36864.0 * 1000 + 36864.0 * 128);
+    ck_assert_double_eq(mdl_kv_seq_bytes(&oss, 100), 73728.0 * 100);
+}
+END_TEST
+
+START_TEST(test_model_params_public_figures) {
+    mdl_model m8 = load_model("llama-3.1-8b");
+    ck_assert_msg(near(m8.params, 8.03e9, 0.01), "8b params %.4g", m8.params);
+    ck_assert_msg(near(m8.weight_bytes, 2 * 8.03e9, 0.01), "8b bytes %.4g", m8.weight_bytes);
+    mdl_model m70 = load_model("llama-3.1-70b");
+    ck_assert_msg(near(m70.params, 70.6e9, 0.01), "70b params %.4g", m70.params);
+    mdl_model ds = load_model("deepseek-v3");
+    ck_assert_msg(near(ds.params, 671e9, 0.02), "ds params %.4g", ds.params);
+    ck_assert_msg(near(ds.active_params, 37e9, 0.03), "ds active %.4g", ds.active_params);
+    ck_assert_msg(near(ds.weight_bytes, 671e9, 0.02), "ds fp8 bytes %.4g", ds.weight_bytes);
+    mdl_model oss = load_model("gpt-oss-120b");
+    ck_assert_msg(near(oss.params, 117e9, 0.02), "oss params %.4g", oss.params);
+    ck_assert_msg(near(oss.active_params, 5.1e9, 0.03), "oss active %.4g", oss.active_params);
+    // MXFP4 experts: the released checkpoint is about 61-65 GB.
+    ck_assert_msg(oss.weight_bytes > 60e9 && oss.weight_bytes < 68e9, "oss bytes %.4g",
+                  oss.weight_bytes);
+    mdl_model g = load_model("gemma-3-27b");
+    ck_assert_msg(near(g.params, 27.4e9, 0.03), "gemma params %.4g", g.params);
+    ck_assert_double_eq(g.vision_params, 417e6);
+    // Hand count for Llama-3.1-8B: blocks + embeddings + head.
+    double h = 4096, blk = h * 4096 * 2 + 2 * h * 1024 + 3 * h * 14336 + 2 * h;
+    double exact = 32 * blk + h + 2 * 128256 * h;
+    ck_assert_msg(near(m8.params, exact, 1e-12), "8b %.10g vs %.10g", m8.params, exact);
+}
+END_TEST
+
+START_TEST(test_files_all_load) {
+    const char *sub[] = {"", "hardware/"};
+    int count[2] = {0, 0};
+    for (int s = 0; s < 2; s++) {
+        char dir[1100];
+        snprintf(dir, sizeof dir, "%s/%s", models_dir, sub[s]);
+        DIR *d = opendir(dir);
+        ck_assert_ptr_nonnull(d);
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (!kvf_endswith(e->d_name, ".yaml")) continue;
+            char path[1400];
+            snprintf(path, sizeof path, "%s%s", dir, e->d_name);
+            kvf_err err = {0};
+            kvf_status st;
+            if (s == 0) {
+                mdl_model m;
+                st = mdl_model_load(&m, path, NULL, &err);
+            } else {
+                mdl_hardware hw;
+                st = mdl_hardware_load(&hw, path, NULL, &err);
+            }
+            ck_assert_msg(st == KVF_OK, "%s: %s", path, err.msg);
+            count[s]++;
+        }
+        closedir(d);
+    }
+    ck_assert_int_ge(count[0], 5);
+    ck_assert_int_ge(count[1], 8);
+    mdl_hardware h = load_hw("h100");
+    ck_assert_double_eq(h.bf16_flops, 989e12);
+    ck_assert_double_eq(h.hbm_Bps, 3.35e12);
+    ck_assert_double_eq(h.hbm_bytes, 80e9);
+    ck_assert_double_eq(load_hw("gb200").scaleup_domain, 72);
+    ck_assert_double_eq(load_hw("h800").scaleup_Bps, 400e9);
+}
+END_TEST
+
+// Loads text as a model file and expects failure with each needle in the message.
+static void expect_model_error(const char *text, kvf_status code, const char *n1, const char *n2) {
+    const char *p = write_tmp("bad.yaml", text);
+    mdl_model m;
+    kvf_err err = {0};
+    kvf_status st = mdl_model_load(&m, p, NULL, &err);
+    ck_assert_msg(st == code, "status %d (%s) for:\n%s", st, err.msg, text);
+    ck_assert_msg(strstr(err.msg, n1), "'%s' not in '%s'", n1, err.msg);
+    if (n2) ck_assert_msg(strstr(err.msg, n2), "'%s' not in '%s'", n2, err.msg);
+}
+
+#define GOOD "name: x\nlayers: 2\nhidden: 64\nheads: 4\nvocab: 100\nffn: 128\n"
+
+START_TEST(test_files_bad_input) {
+    char loc[1200];
+    // the good base loads
+    const char *p = write_tmp("good.yaml", GOOD);
+    mdl_model m;
+    kvf_err err = {0};
+    ck_assert_int_eq(mdl_model_load(&m, p, NULL, &err), KVF_OK);
+    ck_assert_uint_eq(m.head_dim, 16);
+    ck_assert_uint_eq(m.kv_heads, 4);
+    snprintf(loc, sizeof loc, "%s/bad.yaml:7", tmp_dir);
+    expect_model_error(GOOD "colour: red\n", KVF_EPARSE, loc, "unknown key 'colour'");
+    snprintf(loc, sizeof loc, "%s/bad.yaml:2", tmp_dir);
+    expect_model_error("name: x\nlayers: many\nhidden: 64\nheads: 4\nvocab: 100\nffn: 1\n",
+                       KVF_EPARSE, loc, "'layers'");
+    snprintf(loc, sizeof loc, "%s/bad.yaml:3", tmp_dir);
+    expect_model_error("name: x\nlayers: 2\nhidden: -64\nheads: 4\nvocab: 100\nffn: 1\n",
+                       KVF_EINVAL, loc, "'hidden' must not be negative");
+    expect_model_error("name: x\nlayers: 2\nhidden: 64\nheads: 0\nvocab: 100\nffn: 1\n",
+                       KVF_EINVAL, "bad.yaml:4", "'heads' must be positive");
+    expect_model_error("name: x\nlayers: 2\nhidden: 64\nheads: 4\nffn: 1\n", KVF_EPARSE,
+                       "bad.yaml:1", "missing required key 'vocab'");
+    expect_model_error(GOOD "layers: 3\n", KVF_EPARSE, "bad.yaml:7", "repeated");
+    expect_model_error(GOOD "window: {a: 1}\n", KVF_EPARSE, "bad.yaml:7", "'window'");
+    expect_model_error(GOOD "attention: linear\n", KVF_EPARSE, "bad.yaml:7", "gqa or mla");
+    expect_model_error(GOOD "window: 128\n", KVF_EINVAL, "bad.yaml:7", "window_layers");
+    expect_model_error(GOOD "experts: 8\nexperts_active: 9\nexpert_ffn: 16\n", KVF_EINVAL,
+                       "bad.yaml:8", "experts_active");
+    expect_model_error(GOOD "kv_heads: 3\n", KVF_EINVAL, "bad.yaml:7", "kv_heads");
+    expect_model_error("layers: [1, 2\n", KVF_EPARSE, "bad.yaml", "syntax");
+    expect_model_error("", KVF_EPARSE, "bad.yaml:1", "empty");
+    // missing files name the path tried
+    kvf_status st = mdl_model_load(&m, "no-such-model", models_dir, &err);
+    ck_assert_int_eq(st, KVF_ENOENT);
+    ck_assert_msg(strstr(err.msg, "no-such-model.yaml"), "%s", err.msg);
+    mdl_hardware h;
+    st = mdl_hardware_load(&h, "no-such-gpu", models_dir, &err);
+    ck_assert_int_eq(st, KVF_ENOENT);
+    ck_assert_msg(strstr(err.msg, "hardware/no-such-gpu.yaml"), "%s", err.msg);
+    // hardware: unknown key, zero bandwidth, wrong type
+    p = write_tmp("hw.yaml", "name: g\nbf16_flops: 1e15\nhbm_bytes: 8e10\nhbm_Bps: 0\n");
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "hw.yaml:4") && strstr(err.msg, "'hbm_Bps' must be positive"),
+                  "%s", err.msg);
+    p = write_tmp("hw.yaml", "name: g\nbf16_flops: fast\nhbm_bytes: 8e10\nhbm_Bps: 1e12\n");
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_EPARSE);
+    ck_assert_msg(strstr(err.msg, "hw.yaml:2") && strstr(err.msg, "'bf16_flops'"), "%s", err.msg);
+    p = write_tmp("hw.yaml", "bf16_flops: 1e15\nhbm_bytes: 8e10\nhbm_Bps: 1e12\nclock: 2\n");
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_EPARSE);
+    ck_assert_msg(strstr(err.msg, "hw.yaml:4") && strstr(err.msg, "unknown key 'clock'"), "%s",
+                  err.msg);
+    p = write_tmp("hw.yaml", "bf16_flops: 1e15\nhbm_bytes: 8e10\nhbm_Bps: 1e12\n");
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_OK);
+    ck_assert_str_eq(h.name, "hw");   // from the file name
+}
+END_TEST
+
+// ---- work and roofline -----------------------------------------------------------------
+
+static mdl_batch one(mdl_phase ph, mdl_seq *s, uint32_t new_tokens, uint32_t cached) {
+    s->new_tokens = new_tokens;
+    s->cached_tokens = cached;
+    mdl_batch b = {ph, s, 1, 0};
+    return b;
+}
+
+START_TEST(test_work_attention_window) {
+    // tiny-swa: 8 layers, 4 of them with a 128-token window; 8 heads x 64.
+    mdl_model m = load_model("tiny-swa");
+    mdl_seq s;
+    mdl_batch b = one(MDL_PREFILL, &s, 10, 1000);
+    mdl_work w;
+    mdl_batch_work_detail(&m, &b, &w);
+    double fpp = 4.0 * 8 * 64;
+    // full layers: every new token sees 1000 + its causal prefix
+    double full_pairs = 10.0 * 1000 + 10.0 * 11 / 2;
+    ck_assert_double_eq_tol(w.flops[MDL_WG_ATTN_FULL], 4 * full_pairs * fpp, 1e-6);
+    // window layers: each new token sees 128 keys
+    ck_assert_double_eq_tol(w.flops[MDL_WG_ATTN_WINDOW], 4 * 10.0 * 128 * fpp, 1e-6);
+    // window layers read at most the window of KV (+ write 10 tokens); full layers all of it
+    double kvl = 2.0 * 2 * 64 * 2;
+    ck_assert_double_eq_tol(w.bytes[MDL_WG_ATTN_WINDOW], 4 * kvl * (128 + 10), 1e-6);
+    ck_assert_double_eq_tol(w.bytes[MDL_WG_ATTN_FULL], 4 * kvl * (1010 + 10), 1e-6);
+    // a chunk straddling the window edge: c = 100, n = 50 -> keys 101..150 clipped at 128
+    b = one(MDL_PREFILL, &s, 50, 100);
+    mdl_batch_work_detail(&m, &b, &w);
+    double pw = 0;
+    for (int p = 101; p <= 150; p++) pw += p < 128 ? p : 128;
+    ck_assert_double_eq_tol(w.flops[MDL_WG_ATTN_WINDOW], 4 * pw * fpp, 1e-6);
+    // GEMMs: 2 FLOPs per block parameter per token + the head for one row
+    double head = 4096.0 * 512;
+    ck_assert_double_eq_tol(w.flops[MDL_WG_DENSE],
+                            2.0 * 50 * (m.active_params - head) + 2.0 * head, 1e-3);
+}
+END_TEST
+
+START_TEST(test_work_moe_and_vision) {
+    mdl_model ds = load_model("deepseek-v3");
+    mdl_seq s;
+    mdl_batch b = one(MDL_DECODE, &s, 1, 100);
+    mdl_work w;
+    mdl_batch_work_detail(&ds, &b, &w);
+    ck_assert_double_eq_tol(w.experts_touched, 8, 1e-9);   // one token: its 8 experts
+    double expert = 3.0 * 7168 * 2048;
+    ck_assert_double_eq_tol(w.flops[MDL_WG_EXPERT], 2.0 * 58 * 9 * expert, 1);
+    ck_assert_double_eq_tol(w.weight_bytes[MDL_WG_EXPERT], 58 * 9 * expert * 1, 1);
+    // a large batch touches nearly every expert
+    mdl_seq many[512];
+    for (int i = 0; i < 512; i++) many[i] = (mdl_seq){1, 100};
+    mdl_batch big = {MDL_DECODE, many, 512, 0};
+    mdl_batch_work_detail(&ds, &big, &w);
+    ck_assert_msg(w.experts_touched > 255 && w.experts_touched <= 256, "%g", w.experts_touched);
+    // vision: 2 FLOPs per encoder parameter per image token
+    mdl_model g = load_model("gemma-3-27b");
+    mdl_batch v = {MDL_VISION, NULL, 0, 3};
+    double f, y;
+    mdl_batch_work(&g, &v, &f, &y);
+    ck_assert_double_eq_tol(f, 2.0 * 417e6 * 3 * 256, 1);
+    ck_assert_double_eq_tol(y, 417e6 * 2, 1);
+}
+END_TEST
+
+START_TEST(test_roofline_decode_memory_bound) {
+    mdl_model m = load_model("llama-3.1-8b");
+    mdl_hardware h = load_hw("h100");
+    mdl_efficiency e;
+    mdl_efficiency_default(&e);
+    mdl_seq s;
+    mdl_batch b = one(MDL_DECODE, &s, 1, 1000);
+    mdl_step_cost c;
+    mdl_roofline_eval(&m, &h, NULL, &e, &b, &c);
+    ck_assert(!c.compute_bound);
+    double fixed = e.step_overhead_ns + 32 * e.layer_overhead_ns;
+    // Weights streamed once, except the input-embedding table (only the batch's rows are
+    // looked up): (8.03 B - 128256 x 4096) x 2 B over 3.35 TB/s x memory efficiency.
+    double expect = 2 * (8.03e9 - 128256.0 * 4096) / (3.35e12 * e.memory) * 1e9;
+    ck_assert_msg(near((double)c.ns - fixed, expect, 0.03), "decode %lld ns vs %.0f", (long long)c.ns,
+                  expect + fixed);
+    // and within 10 % of all weight bytes over the bandwidth
+    ck_assert(near((double)c.ns - fixed, m.weight_bytes / (3.35e12 * e.memory) * 1e9, 0.10));
+    // the stepper gives the same answer and counts calls
+    mdl_stepper *st = mdl_roofline_create(&m, &h, NULL, &e);
+    mdl_step_cost c2;
+    mdl_stepper_cost(st, &b, &c2);
+    ck_assert_int_eq(c2.ns, c.ns);
+    ck_assert_str_eq(st->vt->name, "roofline");
+    ck_assert_uint_eq(st->calls, 1);
+    ck_assert_uint_eq(st->extrapolations, 0);
+    mdl_stepper_destroy(st);
+    // empty batch costs nothing
+    mdl_batch empty = {MDL_DECODE, NULL, 0, 0};
+    mdl_roofline_eval(&m, &h, NULL, &e, &empty, &c);
+    ck_assert_int_eq(c.ns, 0);
+}
+END_TEST
+
+START_TEST(test_roofline_prefill_compute_bound) {
+    mdl_model m = load_model("llama-3.1-8b");
+    mdl_hardware h = load_hw("h100");
+    mdl_efficiency e;
+    mdl_efficiency_default(&e);
+    mdl_seq s;
+    mdl_batch b = one(MDL_PREFILL, &s, 8192, 0);
+    mdl_step_cost c;
+    mdl_roofline_eval(&m, &h, NULL, &e, &b, &c);
+    ck_assert(c.compute_bound);
+    // GEMMs (2 x 7.0 B block params x 8192 tokens; the output projection only for the last
+    // token) + causal attention (32 layers x 4 x 32 heads x 128 x 8192 x 8193 / 2) over
+    // 989 TFLOP/s x compute efficiency.
+    double gemm = 2.0 * (8.03e9 - 2 * 128256.0 * 4096) * 8192;
+    double attn = 32.0 * 4 * 32 * 128 * 8192.0 * 8193 / 2;
+    double expect = (gemm + attn) / (989e12 * e.compute) * 1e9;
+    double fixed = e.step_overhead_ns + 32 * e.layer_overhead_ns;
+    ck_assert_msg(near((double)c.ns - fixed, expect, 0.03), "prefill %lld vs %.0f",
+                  (long long)c.ns, expect);
+}
+END_TEST
+
+START_TEST(test_roofline_monotone) {
+    const char *models[] = {"llama-3.1-8b", "deepseek-v3", "gpt-oss-120b", "gemma-3-27b"};
+    mdl_hardware h = load_hw("h200");
+    mdl_parallel par = {8, 8, 1, 1.0};
+    for (int k = 0; k < 4; k++) {
+        mdl_model m = load_model(models[k]);
+        int64_t prev = 0;
+        for (uint32_t t = 1; t <= 32768; t *= 2) {   // prefill tokens
+            mdl_seq s;
+            mdl_batch b = one(MDL_PREFILL, &s, t, 512);
+            mdl_step_cost c;
+            mdl_roofline_eval(&m, &h, &par, NULL, &b, &c);
+            ck_assert_msg(c.ns > prev, "%s prefill %u: %lld <= %lld", models[k], t,
+                          (long long)c.ns, (long long)prev);
+            prev = c.ns;
+        }
+        prev = 0;
+        for (uint32_t ctx = 0; ctx <= 262144; ctx = ctx ? ctx * 4 : 256) {   // decode context
+            mdl_seq s[16];
+            for (int i = 0; i < 16; i++) s[i] = (mdl_seq){1, ctx};
+            mdl_batch b = {MDL_DECODE, s, 16, 0};
+            mdl_step_cost c;
+            mdl_roofline_eval(&m, &h, &par, NULL, &b, &c);
+            // window-only growth can be flat once the window is full; never decreasing
+            ck_assert_msg(c.ns >= prev, "%s decode ctx %u", models[k], ctx);
+            if (k != 2 && k != 3) ck_assert_msg(c.ns > prev, "%s decode ctx %u", models[k], ctx);
+            prev = c.ns;
+        }
+        prev = 0;
+        mdl_seq s[1024];
+        for (int i = 0; i < 1024; i++) s[i] = (mdl_seq){1, 2048};
+        for (uint32_t n = 1; n <= 1024; n *= 2) {   // decode batch
+            mdl_batch b = {MDL_DECODE, s, n, 0};
+            mdl_step_cost c;
+            mdl_roofline_eval(&m, &h, &par, NULL, &b, &c);
+            ck_assert_msg(c.ns > prev, "%s decode batch %u", models[k], n);
+            prev = c.ns;
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_roofline_tp_halves_compute) {
+    mdl_model m = load_model("llama-3.1-70b");
+    mdl_hardware h = load_hw("h100");
+    mdl_efficiency e;
+    mdl_efficiency_default(&e);
+    mdl_seq s;
+    mdl_batch b = one(MDL_PREFILL, &s, 8192, 0);
+    mdl_parallel p4 = {4, 4, 1, 1}, p8 = {8, 8, 1, 1};
+    mdl_step_cost c4, c8;
+    mdl_roofline_eval(&m, &h, &p4, &e, &b, &c4);
+    mdl_roofline_eval(&m, &h, &p8, &e, &b, &c8);
+    double fixed = e.step_overhead_ns + 80 * e.layer_overhead_ns;
+    double w4 = (double)c4.ns - c4.comm_ns - fixed, w8 = (double)c8.ns - c8.comm_ns - fixed;
+    ck_assert_msg(near(w4 / w8, 2.0, 0.05), "tp4 %.0f tp8 %.0f", w4, w8);
+    ck_assert(c8.comm_ns > 0 && c8.comm_bytes > 0);
+    // 1 GPU has no collectives
+    mdl_parallel p1 = {1, 1, 1, 1};
+    mdl_step_cost c1;
+    mdl_roofline_eval(&m, &h, &p1, &e, &b, &c1);
+    ck_assert_int_eq(c1.comm_ns, 0);
+    // EP skew slows MoE steps
+    mdl_model ds = load_model("deepseek-v3");
+    mdl_seq many[256];
+    for (int i = 0; i < 256; i++) many[i] = (mdl_seq){1, 4096};
+    mdl_batch d = {MDL_DECODE, many, 256, 0};
+    mdl_parallel even = {16, 1, 16, 1.0}, skew = {16, 1, 16, 1.5};
+    mdl_roofline_eval(&ds, &h, &even, &e, &d, &c1);
+    mdl_roofline_eval(&ds, &h, &skew, &e, &d, &c4);
+    ck_assert_msg(c4.ns > c1.ns, "skew %lld even %lld", (long long)c4.ns, (long long)c1.ns);
+}
+END_TEST
+
+START_TEST(test_kv_capacity) {
+    mdl_model m = load_model("llama-3.1-8b");
+    mdl_hardware h = load_hw("h100");
+    double cap = mdl_kv_capacity_tokens(&m, &h, NULL, 0.1);
+    double expect = (80e9 * 0.9 - 2 * 8.03e9) / 131072;
+    ck_assert_msg(near(cap, expect, 0.01), "cap %.0f vs %.0f", cap, expect);
+    mdl_model m70 = load_model("llama-3.1-70b");
+    ck_assert_double_eq(mdl_kv_capacity_tokens(&m70, &h, NULL, 0.1), 0);   // 141 GB > 80 GB
+    mdl_parallel p8 = {8, 8, 1, 1};
+    expect = (8 * 80e9 * 0.9 - 2 * 70.6e9) / 327680;
+    cap = mdl_kv_capacity_tokens(&m70, &h, &p8, 0.1);
+    ck_assert_msg(near(cap, expect, 0.01), "70b tp8 cap %.0f vs %.0f", cap, expect);
+    // MLA under TP 8: every rank keeps the whole latent, 8x the bytes per token
+    mdl_model ds = load_model("deepseek-v3");
+    mdl_hardware h200 = load_hw("h200");
+    double bytes = mdl_kv_capacity_bytes(&ds, &h200, &p8, 0.1);
+    cap = mdl_kv_capacity_tokens(&ds, &h200, &p8, 0.1);
+    ck_assert_msg(near(cap, floor(bytes / (70272.0 * 8)), 1e-9), "ds cap %.0f", cap);
+    ck_assert_msg(near(bytes, 8 * 141e9 * 0.9 - 671e9, 0.02), "ds bytes %.4g", bytes);
+}
+END_TEST
+
+// ---- calibrated ------------------------------------------------------------------------
+
+// Synthetic engine: bilinear costs, so piecewise-linear interpolation must be exact.
+static double t_pre(double T, double C) { return 1e5 + 300 * T + 0.05 * T * C; }
+static double t_dec(double B, double C) { return 2e6 + 1e4 * B + 2 * B * C; }
+static double t_host(double B) { return 50000 + (B - 1) * 1000; }   // rows at 1 and 64
+
+static const char *write_profile(const char *model) {
+    static char buf[65536];
+    int n = snprintf(buf, sizeof buf,
+                     "# model: %s\n# hardware: cpu\n# backend: cpu\n# repeats: 5\n"
+                     "model,hardware,backend,op,batch,new_tokens,context,median_ns,p10_ns,p90_ns,"
+                     "repeats,flops,bytes\n",
+                     model);
+    double Ts[] = {16, 64, 256, 1024}, Cp[] = {0, 512, 2048};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 3; j++)
+            n += snprintf(buf + n, sizeof buf - n, "%s,cpu,cpu,prefill,1,%.0f,%.0f,%.0f,%.0f,%.0f,5,0,0\n",
+                          model, Ts[i], Cp[j], t_pre(Ts[i], Cp[j]), t_pre(Ts[i], Cp[j]) * 0.95,
+                          t_pre(Ts[i], Cp[j]) * 1.05);
+    double Bs[] = {1, 4, 16, 64}, Cd[] = {0, 1024, 4096};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 3; j++)
+            n += snprintf(buf + n, sizeof buf - n, "%s,cpu,cpu,decode,%.0f,1,%.0f,%.0f,,,5,,\n",
+                          model, Bs[i], Cd[j], t_dec(Bs[i], Cd[j]));
+    n += snprintf(buf + n, sizeof buf - n, "%s,cpu,cpu,host_overhead,1,0,0,%.0f,,,5,,\n", model,
+                  t_host(1));
+    snprintf(buf + n, sizeof buf - n, "%s,cpu,cpu,host_overhead,64,0,0,%.0f,,,5,,\n", model,
+             t_host(64));
+    return write_tmp("profile.csv", buf);
+}
+
+static mdl_stepper *make_cal(const mdl_model *m, const mdl_hardware *h, const char *path) {
+    mdl_stepper *s = NULL;
+    kvf_err err = {0};
+    kvf_status st = mdl_calibrated_create(&s, m, h, NULL, NULL, path, &err);
+    ck_assert_msg(st == KVF_OK, "%s", err.msg);
+    ck_assert_str_eq(s->vt->name, "calibrated");
+    return s;
+}
+
+static int64_t cost_of(mdl_stepper *s, mdl_phase ph, const mdl_seq *seqs, uint32_t n, bool *ex) {
+    mdl_batch b = {ph, seqs, n, 0};
+    mdl_step_cost c;
+    mdl_stepper_cost(s, &b, &c);
+    if (ex) *ex = c.extrapolated;
+    return c.ns;
+}
+
+START_TEST(test_calibrated_exact_and_interpolated) {
+    mdl_model m = load_model("tiny-dense");
+    mdl_hardware h = load_hw("cpu");
+    mdl_stepper *s = make_cal(&m, &h, write_profile("tiny-dense"));
+    bool ex;
+    // measured points come back exactly (plus the host overhead of the batch)
+    mdl_seq one_seq = {256, 512};
+    ck_assert_int_eq(cost_of(s, MDL_PREFILL, &one_seq, 1, &ex), llround(t_pre(256, 512) + t_host(1)));
+    ck_assert(!ex);
+    mdl_seq d[64];
+    for (int i = 0; i < 64; i++) d[i] = (mdl_seq){1, 1024};
+    ck_assert_int_eq(cost_of(s, MDL_DECODE, d, 16, &ex), llround(t_dec(16, 1024) + t_host(16)));
+    ck_assert(!ex);
+    // between grid points (bilinear truth: exact up to rounding)
+    one_seq = (mdl_seq){100, 1000};
+    ck_assert_int_eq(cost_of(s, MDL_PREFILL, &one_seq, 1, &ex), llround(t_pre(100, 1000) + t_host(1)));
+    ck_assert(!ex);
+    // decode batch of mixed lengths: batch size and mean context
+    for (int i = 0; i < 8; i++) d[i] = (mdl_seq){1, (uint32_t)(1000 + 250 * i)};
+    double mean = 1000 + 250 * 3.5;
+    int64_t got = cost_of(s, MDL_DECODE, d, 8, &ex);
+    ck_assert_msg(llabs(got - llround(t_dec(8, mean) + t_host(8))) <= 1, "decode mix %lld",
+                  (long long)got);
+    ck_assert(!ex);
+    // two prefill chunks = one chunk of 100 tokens at the pair-preserving context
+    mdl_seq two[2] = {{50, 1000}, {50, 1000}};
+    double ceff = (2 * (50.0 * 1000 + 50.0 * 51 / 2) - 100.0 * 101 / 2) / 100;
+    got = cost_of(s, MDL_PREFILL, two, 2, &ex);
+    ck_assert_msg(llabs(got - llround(t_pre(100, ceff) + t_host(2))) <= 1, "chunks %lld vs %.0f",
+                  (long long)got, t_pre(100, ceff) + t_host(2));
+    // mixed: prefill table at (chunk + decode tokens), plus the decode context increment
+    mdl_seq mix[5] = {{100, 1000}, {1, 2048}, {1, 2048}, {1, 2048}, {1, 2048}};
+    double T = 104, pairs = 100.0 * 1000 + 100.0 * 101 / 2 + 4;
+    double cm = (pairs - T * (T + 1) / 2) / T;
+    double expect = t_pre(T, cm) + (t_dec(4, 2048) - t_dec(4, 0)) + t_host(5);
+    got = cost_of(s, MDL_MIXED, mix, 5, &ex);
+    ck_assert_msg(llabs(got - llround(expect)) <= 1, "mixed %lld vs %.0f", (long long)got, expect);
+    ck_assert(!ex);
+    // monotone in tokens within the table
+    int64_t prev = 0;
+    for (uint32_t t = 16; t <= 1024; t += 16) {
+        mdl_seq q = {t, 300};
+        int64_t v = cost_of(s, MDL_PREFILL, &q, 1, NULL);
+        ck_assert(v > prev);
+        prev = v;
+    }
+    ck_assert_uint_eq(s->extrapolations, 0);
+    mdl_stepper_destroy(s);
+}
+END_TEST
+
+START_TEST(test_calibrated_extrapolation_flagged) {
+    mdl_model m = load_model("tiny-dense");
+    mdl_hardware h = load_hw("cpu");
+    mdl_stepper *s = make_cal(&m, &h, write_profile("tiny-dense"));
+    bool ex;
+    static mdl_seq d[4096];
+    for (int i = 0; i < 4096; i++) d[i] = (mdl_seq){1, 1024};
+    // far outside: batch 4096 (measured up to 64)
+    int64_t v = cost_of(s, MDL_DECODE, d, 4096, &ex);
+    ck_assert(ex);
+    ck_assert(v > 0);
+    ck_assert_uint_eq(s->extrapolations, 1);
+    // just outside: roofline x the measured/roofline ratio of the nearest point (64, 1024)
+    mdl_efficiency e;
+    mdl_efficiency_default(&e);
+    mdl_step_cost r128, r64;
+    mdl_batch b128 = {MDL_DECODE, d, 128, 0}, b64 = {MDL_DECODE, d, 64, 0};
+    mdl_roofline_eval(&m, &h, NULL, &e, &b128, &r128);
+    mdl_roofline_eval(&m, &h, NULL, &e, &b64, &r64);
+    double expect = (double)r128.ns * (t_dec(64, 1024) / (double)r64.ns) + t_host(64);
+    v = cost_of(s, MDL_DECODE, d, 128, &ex);
+    ck_assert(ex);
+    ck_assert_msg(llabs(v - llround(expect)) <= 1, "fallback %lld vs %.0f", (long long)v, expect);
+    // long context beyond the table
+    mdl_seq q = {256, 100000};
+    cost_of(s, MDL_PREFILL, &q, 1, &ex);
+    ck_assert(ex);
+    q = (mdl_seq){200000, 0};
+    cost_of(s, MDL_PREFILL, &q, 1, &ex);
+    ck_assert(ex);
+    ck_assert_uint_eq(s->extrapolations, 4);
+    ck_assert_uint_eq(s->calls, 4);
+    // back inside: not flagged
+    q = (mdl_seq){64, 0};
+    cost_of(s, MDL_PREFILL, &q, 1, &ex);
+    ck_assert(!ex);
+    // below the smallest chunk: the first two columns extended linearly, not flagged
+    q = (mdl_seq){8, 512};
+    int64_t small = cost_of(s, MDL_PREFILL, &q, 1, &ex);
+    ck_assert(!ex);
+    ck_assert_int_eq(small, llround(t_pre(8, 512) + t_host(1)));
+    ck_assert_uint_eq(s->extrapolations, 4);
+    mdl_stepper_destroy(s);
+}
+END_TEST
+
+START_TEST(test_calibrated_bad_profiles) {
+    mdl_model m = load_model("tiny-dense");
+    mdl_hardware h = load_hw("cpu");
+    mdl_stepper *s = NULL;
+    kvf_err err = {0};
+    const char *hdr = "model,hardware,backend,op,batch,new_tokens,context,median_ns,p10_ns,"
+                      "p90_ns,repeats,flops,bytes\n";
+    char text[2048], loc[1200];
+    // wrong model
+    kvf_status st = mdl_calibrated_create(&s, &m, &h, NULL, NULL, write_profile("other"), &err);
+    ck_assert_int_eq(st, KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "tiny-dense") && strstr(err.msg, "other"), "%s", err.msg);
+    ck_assert_ptr_null(s);
+    // bad header
+    const char *p = write_tmp("p.csv", "# model: tiny-dense\nmodel,op,batch\n");
+    st = mdl_calibrated_create(&s, &m, &h, NULL, NULL, p, &err);
+    snprintf(loc, sizeof loc, "%s:2", p);
+    ck_assert_int_eq(st, KVF_EPARSE);
+    ck_assert_msg(strstr(err.msg, loc) && strstr(err.msg, "header"), "%s", err.msg);
+    // bad number on line 4
+    snprintf(text, sizeof text,
+             "# model: tiny-dense\n%stiny-dense,cpu,cpu,decode,1,1,0,100,,,1,,\n"
+             "tiny-dense,cpu,cpu,decode,2,1,0,fast,,,1,,\n",
+             hdr);
+    p = write_tmp("p.csv", text);
+    st = mdl_calibrated_create(&s, &m, &h, NULL, NULL, p, &err);
+    snprintf(loc, sizeof loc, "%s:4", p);
+    ck_assert_int_eq(st, KVF_EPARSE);
+    ck_assert_msg(strstr(err.msg, loc) && strstr(err.msg, "'median_ns'"), "%s", err.msg);
+    // unknown op, wrong field count, duplicate shape, missing file
+    snprintf(text, sizeof text, "%stiny-dense,cpu,cpu,train,1,1,0,100,,,1,,\n", hdr);
+    p = write_tmp("p.csv", text);
+    ck_assert_int_eq(mdl_calibrated_create(&s, &m, &h, NULL, NULL, p, &err), KVF_EPARSE);
+    ck_assert_msg(strstr(err.msg, "p.csv:2") && strstr(err.msg, "'op'"), "%s", err.msg);
+    snprintf(text, sizeof text, "%stiny-dense,cpu,cpu,decode,1,1,0,100\n", hdr);
+    p = write_tmp("p.csv", text);
+    ck_assert_int_eq(mdl_calibrated_create(&s, &m, &h, NULL, NULL, p, &err), KVF_EPARSE);
+    ck_assert_msg(strstr(err.msg, "p.csv:2") && strstr(err.msg, "13"), "%s", err.msg);
+    snprintf(text, sizeof text,
+             "%stiny-dense,cpu,cpu,decode,1,1,0,100,,,1,,\ntiny-dense,cpu,cpu,decode,1,1,0,90,,,1,,\n",
+             hdr);
+    p = write_tmp("p.csv", text);
+    ck_assert_int_eq(mdl_calibrated_create(&s, &m, &h, NULL, NULL, p, &err), KVF_EPARSE);
+    ck_assert_msg(strstr(err.msg, "p.csv:3") && strstr(err.msg, "line 2"), "%s", err.msg);
+    st = mdl_calibrated_create(&s, &m, &h, NULL, NULL, "/nonexistent/profile.csv", &err);
+    ck_assert_int_eq(st, KVF_ENOENT);
+    ck_assert_msg(strstr(err.msg, "/nonexistent/profile.csv"), "%s", err.msg);
+}
+END_TEST
+
+// ---- efficiency fit --------------------------------------------------------------------
+
+START_TEST(test_fit_recovers_efficiency) {
+    // A profile generated by the roofline itself under known factors must be fitted back.
+    mdl_model m = load_model("tiny-dense");
+    mdl_hardware h = load_hw("cpu");
+    mdl_efficiency truth;
+    mdl_efficiency_default(&truth);
+    truth.compute = 0.3;
+    truth.memory = 0.5;
+    truth.step_overhead_ns = 2e5;
+    truth.layer_overhead_ns = 0;
+    static char buf[65536];
+    int n = snprintf(buf, sizeof buf,
+                     "# model: tiny-dense\nmodel,hardware,backend,op,batch,new_tokens,context,"
+                     "median_ns,p10_ns,p90_ns,repeats,flops,bytes\n");
+    uint32_t Ts[] = {1, 8, 64, 256, 1024, 4096}, Cs[] = {0, 1024, 8192};
+    static mdl_seq seqs[256];
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 3; j++) {
+            mdl_seq s = {Ts[i], Cs[j]};
+            mdl_batch b = {MDL_PREFILL, &s, 1, 0};
+            mdl_step_cost c;
+            mdl_roofline_eval(&m, &h, NULL, &truth, &b, &c);
+            n += snprintf(buf + n, sizeof buf - n, "tiny-dense,cpu,cpu,prefill,1,%u,%u,%lld,,,3,,\n",
+                          Ts[i], Cs[j], (long long)c.ns);
+        }
+    uint32_t Bs[] = {1, 16, 256};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            for (uint32_t k = 0; k < Bs[i]; k++) seqs[k] = (mdl_seq){1, Cs[j]};
+            mdl_batch b = {MDL_DECODE, seqs, Bs[i], 0};
+            mdl_step_cost c;
+            mdl_roofline_eval(&m, &h, NULL, &truth, &b, &c);
+            n += snprintf(buf + n, sizeof buf - n, "tiny-dense,cpu,cpu,decode,%u,1,%u,%lld,,,3,,\n",
+                          Bs[i], Cs[j], (long long)c.ns);
+        }
+    n += snprintf(buf + n, sizeof buf - n, "tiny-dense,cpu,cpu,host_overhead,1,0,0,30000,,,3,,\n");
+    snprintf(buf + n, sizeof buf - n, "tiny-dense,cpu,cpu,host_overhead,64,0,0,50000,,,3,,\n");
+    const char *path = write_tmp("fit.csv", buf);
+    mdl_profile p;
+    kvf_err err = {0};
+    ck_assert_msg(mdl_profile_load(&p, path, &err) == KVF_OK, "%s", err.msg);
+    ck_assert_uint_eq(p.n, 18 + 9 + 2);
+    ck_assert_str_eq(p.model, "tiny-dense");
+    mdl_efficiency fit = {0};
+    double rms = -1;
+    ck_assert_int_eq(mdl_fit_efficiency(p.rows, p.n, &m, &h, NULL, &fit, &rms, &err), KVF_OK);
+    ck_assert_msg(near(fit.compute, 0.3, 0.03), "compute %g", fit.compute);
+    ck_assert_msg(near(fit.memory, 0.5, 0.03), "memory %g", fit.memory);
+    ck_assert_msg(near(fit.step_overhead_ns, 2e5 + 40000, 0.05), "overhead %g", fit.step_overhead_ns);
+    ck_assert_msg(rms >= 0 && rms < 0.01, "rms %g", rms);
+    // stored with its error, read back
+    mdl_fit f;
+    ck_assert_int_eq(mdl_fit_profile(&f, &p, &m, &h, NULL, &err), KVF_OK);
+    ck_assert_uint_eq(f.rows, 27);
+    ck_assert(f.err_max < 0.03);
+    char fpath[1200];
+    snprintf(fpath, sizeof fpath, "%s/tiny-dense.fit", tmp_dir);
+    ck_assert_int_eq(mdl_fit_write(&f, fpath, &err), KVF_OK);
+    mdl_fit g;
+    ck_assert_msg(mdl_fit_load(&g, fpath, &err) == KVF_OK, "%s", err.msg);
+    ck_assert_str_eq(g.model, "tiny-dense");
+    ck_assert(near(g.eff.compute, f.eff.compute, 1e-5));
+    ck_assert(near(g.eff.memory, f.eff.memory, 1e-5));
+    ck_assert(near(g.err_rms + 1, f.err_rms + 1, 1e-5));
+    ck_assert_uint_eq(g.rows, 27);
+    // too few rows
+    ck_assert_int_eq(mdl_fit_efficiency(p.rows, 2, &m, &h, NULL, &fit, &rms, &err), KVF_EINVAL);
+    mdl_profile_free(&p);
+}
+END_TEST
+
+static Suite *models_suite(void) {
+    Suite *s = suite_create("models");
+    TCase *t = tcase_create("files");
+    tcase_add_checked_fixture(t, setup_dirs, cleanup_dirs);
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, test_model_kv_bytes_reference);
+    tcase_add_test(t, test_model_params_public_figures);
+    tcase_add_test(t, test_files_all_load);
+    tcase_add_test(t, test_files_bad_input);
+    suite_add_tcase(s, t);
+    t = tcase_create("roofline");
+    tcase_add_checked_fixture(t, setup_dirs, cleanup_dirs);
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, test_work_attention_window);
+    tcase_add_test(t, test_work_moe_and_vision);
+    tcase_add_test(t, test_roofline_decode_memory_bound);
+    tcase_add_test(t, test_roofline_prefill_compute_bound);
+    tcase_add_test(t, test_roofline_monotone);
+    tcase_add_test(t, test_roofline_tp_halves_compute);
+    tcase_add_test(t, test_kv_capacity);
+    suite_add_tcase(s, t);
+    t = tcase_create("calibrated");
+    tcase_add_checked_fixture(t, setup_dirs, cleanup_dirs);
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, test_calibrated_exact_and_interpolated);
+    tcase_add_test(t, test_calibrated_extrapolation_flagged);
+    tcase_add_test(t, test_calibrated_bad_profiles);
+    tcase_add_test(t, test_fit_recovers_efficiency);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void) {
+    SRunner *r = srunner_create(models_suite());
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,343 @@
+// tests/test_sim.c -- the simulator end to end: event queue, links, block caches, determinism,
+// conservation invariants on real traces, an analytic M/D/1 check, and the direction in which
+// latency and throughput respond to load and capacity.
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim.h"
+#include "sim_kv.h"
+#include "sim_link.h"
+#include "sim_queue.h"
+
+static const char *src_dir(void) {
+    const char *d = getenv("KVF_SOURCE_DIR");
+    return d ? d : ".";
+}
+
+static const char *shared_trace(const char *name, char *buf, size_t n) {
+    const char *d = getenv("KVF_SHARED");
+    snprintf(buf, n, "%s/traces/%s", d ? d : "../shared", name);
+    return buf;
+}
+
+// Loads scenarios/quickstart.yaml, applies the overrides, runs; returns the summary.
+static json_t *run_with(const char *out_dir, const char *const *sets, int nsets) {
+    static sim_config cfg;
+    kvf_err err = {0};
+    char path[1024], trace[1024], a[1200];
+    snprintf(path, sizeof path, "%s/scenarios/quickstart.yaml", src_dir());
+    sim_config_default(&cfg);
+    ck_assert_msg(sim_config_load(&cfg, path, &err) == KVF_OK, "%s", err.msg);
+    snprintf(a, sizeof a, "workload.trace=%s",
+             shared_trace("mooncake_conversation.jsonl", trace, sizeof trace));
+    ck_assert_msg(sim_config_set(&cfg, a, &err) == KVF_OK, "%s", err.msg);
+    for (int i = 0; i < nsets; i++)
+        ck_assert_msg(sim_config_set(&cfg, sets[i], &err) == KVF_OK, "%s: %s", sets[i], err.msg);
+    ck_assert_msg(sim_config_validate(&cfg, &err) == KVF_OK, "%s", err.msg);
+    sim_run_opts o = {.out_dir = out_dir, .quiet = true, .write_db = out_dir != NULL};
+    void *s = NULL;
+    kvf_status st = sim_run(&cfg, &o, &s, &err);
+    ck_assert_msg(st == KVF_OK, "run failed: %s", err.msg);
+    return s;
+}
+
+static double num(json_t *s, const char *a, const char *b) {
+    json_t *o = json_object_get(s, a);
+    if (b) o = json_object_get(o, b);
+    ck_assert_msg(json_is_number(o), "summary lacks %s.%s", a, b ? b : "");
+    return json_number_value(o);
+}
+
+// ---- kernel ----------------------------------------------------------------------------------
+START_TEST(test_queue_orders_by_time_then_seq) {
+    sim_queue *q = sim_queue_create(4);
+    kvf_rng r;
+    kvf_rng_init(&r, 7, 0);
+    uint64_t seqs[2000];
+    for (int i = 0; i < 2000; i++) {
+        sim_event ev = {.t = (sim_time)kvf_rng_below(&r, 50), .arg = {(uint64_t)i, 0}};
+        seqs[i] = sim_queue_push(q, &ev);
+    }
+    for (int i = 0; i < 2000; i += 3) sim_queue_cancel(q, seqs[i]);
+    sim_event ev, prev = {.t = -1};
+    size_t n = 0;
+    while (sim_queue_pop(q, &ev)) {
+        ck_assert_msg(ev.arg[0] % 3 != 0, "cancelled event %llu fired", (unsigned long long)ev.arg[0]);
+        ck_assert_msg(ev.t > prev.t || (ev.t == prev.t && ev.seq > prev.seq),
+                      "order broken: (%lld,%llu) after (%lld,%llu)", (long long)ev.t,
+                      (unsigned long long)ev.seq, (long long)prev.t, (unsigned long long)prev.seq);
+        prev = ev;
+        n++;
+    }
+    ck_assert_uint_eq(n, 2000 - 667);
+    sim_queue_destroy(q);
+}
+END_TEST
+
+START_TEST(test_link_shares_bandwidth_fairly) {
+    // two flows of 1 GB and 3 GB on a 1 GB/s link: both run at 0.5 GB/s until the first ends
+    // at 2 s, then the second alone: ends at 2 + 2 = 4 s.
+    sim_link l;
+    sim_link_init(&l, 1e9, 0);
+    sim_link_add(&l, 0, 1e9, 1);
+    sim_link_add(&l, 0, 3e9, 2);
+    sim_time t = sim_link_next_ns(&l, 0);
+    ck_assert_msg(llabs(t - 2000000000LL) <= 1, "first end %lld", (long long)t);
+    uint64_t tag;
+    ck_assert(sim_link_pop_done(&l, t, &tag));
+    ck_assert_uint_eq(tag, 1);
+    ck_assert(!sim_link_pop_done(&l, t, &tag));
+    t = sim_link_next_ns(&l, t);
+    ck_assert_msg(llabs(t - 4000000000LL) <= 2, "second end %lld", (long long)t);
+    ck_assert(sim_link_pop_done(&l, t, &tag));
+    ck_assert_uint_eq(tag, 2);
+    sim_link_free(&l);
+}
+END_TEST
+
+START_TEST(test_bcache_lru_and_retention) {
+    int64_t ret[TRC_CLASS_COUNT] = {100, 50, 0, 0, 0};   // chatbot 100 ns, agent 50 ns
+    sim_bcache c;
+    sim_bcache_init(&c, 3, ret);
+    uint64_t ev = 0;
+    ck_assert(!sim_bcache_put(&c, 1, 0, TRC_CLASS_CHATBOT, &ev));
+    ck_assert(!sim_bcache_put(&c, 2, 1, TRC_CLASS_CHATBOT, &ev));
+    ck_assert(!sim_bcache_put(&c, 3, 2, TRC_CLASS_AGENT, &ev));
+    sim_bcache_touch(&c, 1, 3, TRC_CLASS_CHATBOT);          // 2 is now the LRU
+    ck_assert(sim_bcache_put(&c, 4, 4, TRC_CLASS_CHATBOT, &ev));
+    ck_assert_uint_eq(ev, 2);
+    ck_assert(c.used <= c.capacity);
+    ck_assert(sim_bcache_has(&c, 3, 51));                  // agent entry lives 50 ns
+    ck_assert(!sim_bcache_has(&c, 3, 52 + 50));            // ... and is never hit after
+    ck_assert(sim_bcache_has(&c, 1, 102));
+    ck_assert(!sim_bcache_has(&c, 1, 103));
+    ck_assert_uint_eq(c.expired, 2);
+    // many inserts keep the count within capacity and the hash consistent
+    for (uint64_t i = 100; i < 5000; i++) sim_bcache_put(&c, i, 200 + (sim_time)i, 0, &ev);
+    ck_assert_uint_eq(c.used, 3);
+    ck_assert(sim_bcache_has(&c, 4999, 5199) && sim_bcache_has(&c, 4997, 5199));
+    ck_assert(!sim_bcache_has(&c, 4996, 5199));
+    sim_bcache_free(&c);
+}
+END_TEST
+
+// ---- end to end on a real trace ----------------------------------------------------------------
+static char *summary_without_sim(json_t *s) {
+    json_t *c = json_deep_copy(s);
+    json_object_del(c, "sim");
+    char *txt = json_dumps(c, JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+    json_decref(c);
+    return txt;
+}
+
+static char *db_digest(const char *dir) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/results.db", dir);
+    sqlite3 *db;
+    ck_assert(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    const char *q[] = {"SELECT * FROM request ORDER BY id",
+                       "SELECT * FROM timeseries ORDER BY t_s, pool, instance, metric",
+                       "SELECT * FROM summary WHERE key NOT LIKE 'sim.%' ORDER BY key"};
+    size_t cap = 1 << 20, n = 0;
+    char *out = malloc(cap);
+    for (int k = 0; k < 3; k++) {
+        sqlite3_stmt *st;
+        ck_assert(sqlite3_prepare_v2(db, q[k], -1, &st, NULL) == SQLITE_OK);
+        while (sqlite3_step(st) == SQLITE_ROW)
+            for (int i = 0; i < sqlite3_column_count(st); i++) {
+                const unsigned char *t = sqlite3_column_text(st, i);
+                size_t m = t ? strlen((const char *)t) : 4;
+                if (n + m + 2 > cap) out = realloc(out, cap *= 2);
+                memcpy(out + n, t ? (const char *)t : "NULL", m);
+                n += m;
+                out[n++] = '|';
+            }
+        sqlite3_finalize(st);
+    }
+    out[n] = 0;
+    sqlite3_close(db);
+    return out;
+}
+
+START_TEST(test_run_is_deterministic) {
+    const char *sets[] = {"workload.limit_requests=1500"};
+    char d1[] = "/tmp/kvf_det1_XXXXXX", d2[] = "/tmp/kvf_det2_XXXXXX", d3[] = "/tmp/kvf_det3_XXXXXX";
+    ck_assert(mkdtemp(d1) && mkdtemp(d2) && mkdtemp(d3));
+    json_t *a = run_with(d1, sets, 1), *b = run_with(d2, sets, 1);
+    char *ta = summary_without_sim(a), *tb = summary_without_sim(b);
+    ck_assert_msg(!strcmp(ta, tb), "same seed gave different summaries");
+    char *da = db_digest(d1), *db = db_digest(d2);
+    ck_assert_msg(strlen(da) > 1000, "database nearly empty");
+    ck_assert_msg(!strcmp(da, db), "same seed gave different databases");
+    const char *sets2[] = {"workload.limit_requests=1500", "seed=2"};
+    json_t *c = run_with(d3, sets2, 2);
+    char *tc = summary_without_sim(c);
+    ck_assert_msg(strcmp(ta, tc) != 0, "another seed gave the same summary");
+    free(ta), free(tb), free(tc), free(da), free(db);
+    json_decref(a), json_decref(b), json_decref(c);
+}
+END_TEST
+
+static void check_invariants(json_t *s, const char *what) {
+    json_t *rq = json_object_get(s, "requests");
+    long long arrived = json_integer_value(json_object_get(rq, "arrived"));
+    long long done = json_integer_value(json_object_get(rq, "completed"));
+    long long rej = json_integer_value(json_object_get(rq, "rejected"));
+    ck_assert_msg(arrived > 0 && arrived == done + rej, "%s: arrived %lld != completed %lld + rejected %lld",
+                  what, arrived, done, rej);
+    json_t *inv = json_object_get(s, "invariants");
+    long long req = json_integer_value(json_object_get(inv, "output_tokens_requested"));
+    long long got = json_integer_value(json_object_get(inv, "output_tokens_produced"));
+    long long lost = json_integer_value(json_object_get(inv, "output_tokens_rejected"));
+    ck_assert_msg(req == got + lost, "%s: output tokens requested %lld, produced %lld + rejected %lld",
+                  what, req, got, lost);
+    ck_assert_msg(num(s, "invariants", "kv_tokens_held_end") == 0, "%s: KV not returned: %g tokens",
+                  what, num(s, "invariants", "kv_tokens_held_end"));
+    ck_assert_msg(json_integer_value(json_object_get(inv, "tiers_over_capacity")) == 0,
+                  "%s: a tier held more than its capacity", what);
+    double hit = num(s, "cache", "hit_tokens"), miss = num(s, "cache", "miss_tokens");
+    ck_assert_msg(hit + miss > 0 && miss >= arrived - rej, "%s: at least one token per prompt", what);
+}
+
+START_TEST(test_invariants_on_real_traces) {
+    // disaggregated, colocated, a starved decode pool that must preempt, and a tiny store
+    const char *a[] = {"workload.limit_requests=3000"};
+    json_t *s = run_with(NULL, a, 1);
+    check_invariants(s, "disaggregated");
+    json_decref(s);
+    const char *b[] = {"workload.limit_requests=2000", "cluster.mode=colocated"};
+    s = run_with(NULL, b, 2);
+    check_invariants(s, "colocated");
+    json_decref(s);
+    // 80 GB - 30 % reserve - 16 GB of weights leaves ~40k tokens: a handful of requests
+    const char *c[] = {"workload.limit_requests=2000", "cluster.decode.instances=1",
+                       "kv_cache.activation_reserve=0.6"};
+    s = run_with(NULL, c, 3);
+    check_invariants(s, "preempting");
+    ck_assert_msg(num(s, "steps", "preemptions") > 0, "expected preemptions on a starved decode pool");
+    json_decref(s);
+    const char *d[] = {"workload.limit_requests=2000", "kv_cache.ssd.capacity_tb=0.01",
+                       "kv_cache.dram.gb_per_node=20", "kv_cache.write_through=false"};
+    s = run_with(NULL, d, 4);
+    check_invariants(s, "small store");
+    json_decref(s);
+}
+END_TEST
+
+// Writes an Azure-format CSV of n Poisson arrivals at rate lambda with fixed lengths.
+static void write_poisson_csv(const char *path, int n, double lambda, int in, int out, uint64_t seed) {
+    FILE *f = fopen(path, "w");
+    ck_assert(f);
+    fprintf(f, "TIMESTAMP,ContextTokens,GeneratedTokens\n");
+    kvf_rng r;
+    kvf_rng_init(&r, seed, 1);
+    double t = 0;
+    for (int i = 0; i < n; i++) {
+        t += kvf_rng_exp(&r, 1.0 / lambda);
+        int h = (int)(t / 3600), m = (int)(t / 60) % 60;
+        double s = fmod(t, 60);
+        fprintf(f, "2023-11-16 %02d:%02d:%010.7f,%d,%d\n", h, m, s, in, out);
+    }
+    fclose(f);
+}
+
+START_TEST(test_md1_queueing_delay) {
+    // One prefill instance serving one request per step (budget = prompt length): service time
+    // D is deterministic, arrivals Poisson. M/D/1: Wq = rho * D / (2 (1 - rho)).
+    char csv[] = "/tmp/kvf_md1_XXXXXX.csv";
+    int fd = mkstemps(csv, 4);
+    ck_assert(fd >= 0);
+    close(fd);
+    const int n = 40000, in = 2048;
+    // first find D with a single request's TTFT
+    static sim_config cfg;
+    kvf_err err = {0};
+    char a[1200];
+    write_poisson_csv(csv, 1, 1.0, in, 1, 3);
+    sim_config_default(&cfg);
+    const char *base[] = {"cluster.prefill.instances=1", "cluster.decode.instances=1",
+                          "cluster.prefill.gpus_per_instance=1", "cluster.decode.gpus_per_instance=1",
+                          "cluster.prefill.max_batch_tokens=2048", "kv_cache.prefix_cache=false",
+                          "workload.format=azure", "router.prefill=round_robin"};
+    for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
+        ck_assert_msg(sim_config_set(&cfg, base[i], &err) == KVF_OK, "%s", err.msg);
+    snprintf(a, sizeof a, "workload.trace=%s", csv);
+    ck_assert(sim_config_set(&cfg, a, &err) == KVF_OK);
+    snprintf(cfg.dir, sizeof cfg.dir, "%s", src_dir());
+    sim_run_opts o = {.quiet = true};
+    void *sv;
+    ck_assert_msg(sim_run(&cfg, &o, &sv, &err) == KVF_OK, "%s", err.msg);
+    double D = num(sv, "ttft_ms", "mean") / 1e3;
+    json_decref(sv);
+    ck_assert_msg(D > 0.01 && D < 2, "service time %g s", D);
+    double rho = 0.7, lambda = rho / D;
+    write_poisson_csv(csv, n, lambda, in, 1, 11);
+    ck_assert_msg(sim_run(&cfg, &o, &sv, &err) == KVF_OK, "%s", err.msg);
+    double wq = num(sv, "ttft_ms", "mean") / 1e3 - D;
+    // the realised arrival rate (not the nominal one) sets rho
+    double span = num(sv, "sim", "simulated_s");
+    double rho_real = (double)n / span * D;
+    double want = rho_real * D / (2 * (1 - rho_real));
+    ck_assert_msg(fabs(wq - want) / want < 0.06, "M/D/1: Wq %.4f s, formula %.4f s (rho %.3f, D %.4f s)",
+                  wq, want, rho_real, D);
+    json_decref(sv);
+    unlink(csv);
+}
+END_TEST
+
+START_TEST(test_more_decode_instances_cut_tpot_under_overload) {
+    const char *a[] = {"workload.limit_requests=2500", "workload.time_scale=0.25",
+                       "cluster.prefill.instances=8", "cluster.decode.instances=1"};
+    const char *b[] = {"workload.limit_requests=2500", "workload.time_scale=0.25",
+                       "cluster.prefill.instances=8", "cluster.decode.instances=2"};
+    json_t *s1 = run_with(NULL, a, 4), *s2 = run_with(NULL, b, 4);
+    double t1 = num(s1, "tpot_ms", "p90"), t2 = num(s2, "tpot_ms", "p90");
+    double e1 = num(s1, "e2e_ms", "mean"), e2 = num(s2, "e2e_ms", "mean");
+    ck_assert_msg(t2 < t1, "TPOT p90: 1 decode %.2f ms, 2 decode %.2f ms", t1, t2);
+    ck_assert_msg(e2 < e1, "E2E mean: 1 decode %.0f ms, 2 decode %.0f ms", e1, e2);
+    json_decref(s1), json_decref(s2);
+}
+END_TEST
+
+START_TEST(test_halving_load_cuts_ttft) {
+    const char *a[] = {"workload.limit_requests=3000", "cluster.prefill.instances=2"};
+    const char *b[] = {"workload.limit_requests=3000", "cluster.prefill.instances=2",
+                       "workload.time_scale=2"};
+    json_t *s1 = run_with(NULL, a, 2), *s2 = run_with(NULL, b, 3);
+    double t1 = num(s1, "ttft_ms", "mean"), t2 = num(s2, "ttft_ms", "mean");
+    ck_assert_msg(t2 < t1, "TTFT mean: full load %.1f ms, half load %.1f ms", t1, t2);
+    json_decref(s1), json_decref(s2);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("sim");
+    TCase *k = tcase_create("kernel");
+    tcase_add_test(k, test_queue_orders_by_time_then_seq);
+    tcase_add_test(k, test_link_shares_bandwidth_fairly);
+    tcase_add_test(k, test_bcache_lru_and_retention);
+    suite_add_tcase(s, k);
+    TCase *e = tcase_create("end_to_end");
+    tcase_set_timeout(e, 600);
+    tcase_add_test(e, test_run_is_deterministic);
+    tcase_add_test(e, test_invariants_on_real_traces);
+    tcase_add_test(e, test_md1_queueing_delay);
+    tcase_add_test(e, test_more_decode_instances_cut_tpot_under_overload);
+    tcase_add_test(e, test_halving_load_cuts_ttft);
+    suite_add_tcase(s, e);
+    return s;
+}
+
+int main(void) {
+    SRunner *r = srunner_create(suite());
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,1036 @@
+// tests/test_traces.c -- the traces library: readers, block mapping, time shaping, the
+// canonical round trip, the generator against its parameters, statistics against independent
+// counts, and every malformed-input case with its file:line:field message.
+//
+// Expected values are computed here by other means (own JSON scan, own maps), never copied
+// from the library's output. Real traces come from $KVF_SHARED/traces (or traces/data).
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "trc.h"
+
+// ---- helpers ------------------------------------------------------------------------------
+static char g_tmp[256];
+
+static void mk_tmp(void) {
+    snprintf(g_tmp, sizeof g_tmp, "/tmp/kvf_trc_XXXXXX");
+    ck_assert(mkdtemp(g_tmp) != NULL);
+}
+
+static const char *tmp_path(const char *name) {
+    static char buf[8][512];
+    static int k;
+    char *p = buf[k++ % 8];
+    snprintf(p, 512, "%s/%s", g_tmp, name);
+    return p;
+}
+
+static const char *write_tmp(const char *name, const char *content, size_t len) {
+    const char *p = tmp_path(name);
+    FILE *f = fopen(p, "wb");
+    ck_assert(f != NULL);
+    fwrite(content, 1, len, f);
+    fclose(f);
+    return p;
+}
+#define WRITE(name, s) write_tmp(name, s, strlen(s))
+
+// Real trace path: $KVF_SHARED/traces/name, else traces/data/name; NULL if neither exists.
+static const char *trace_path(const char *name) {
+    static char buf[4][1024];
+    static int k;
+    char *p = buf[k++ % 4];
+    const char *sh = getenv("KVF_SHARED");
+    struct stat st;
+    if (sh) {
+        snprintf(p, 1024, "%s/traces/%s", sh, name);
+        if (!stat(p, &st)) return p;
+    }
+    const char *src = getenv("KVF_SOURCE_DIR");
+    snprintf(p, 1024, "%s/traces/data/%s", src ? src : ".", name);
+    if (!stat(p, &st)) return p;
+    return NULL;
+}
+
+static trc_options opts(uint32_t bt) {
+    trc_options o;
+    trc_options_default(&o);
+    o.block_tokens = bt;
+    return o;
+}
+
+// Reads the whole trace; returns the reader's final rc (0 ok, -1 error) and the count.
+static int read_all(const char *path, const trc_options *o, uint64_t *n, kvf_err *err) {
+    trc_reader *r;
+    *n = 0;
+    if (trc_reader_open(&r, path, o, err)) return -1;
+    trc_request q;
+    int rc;
+    while ((rc = trc_reader_next(r, &q, err)) == 1) (*n)++;
+    trc_reader_close(r);
+    return rc;
+}
+
+static void expect_error(const char *path, const trc_options *o, const char *want1,
+                         const char *want2) {
+    kvf_err err = {0};
+    uint64_t n;
+    int rc = read_all(path, o, &n, &err);
+    ck_assert_msg(rc < 0, "%s: expected an error containing '%s', read %llu requests", path,
+                  want1, (unsigned long long)n);
+    ck_assert_msg(strstr(err.msg, want1) && (!want2 || strstr(err.msg, want2)),
+                  "message '%s' lacks '%s' / '%s'", err.msg, want1, want2 ? want2 : "");
+    ck_assert_msg(err.code == KVF_EPARSE || err.code == KVF_EINVAL, "code %d", err.code);
+}
+
+static void req_eq(const trc_request *a, const trc_request *b, uint64_t i) {
+    ck_assert_msg(a->id == b->id && a->arrival_ns == b->arrival_ns &&
+                      a->input_tokens == b->input_tokens && a->output_tokens == b->output_tokens,
+                  "req %llu: id %llu/%llu arrival %lld/%lld in %u/%u out %u/%u",
+                  (unsigned long long)i, (unsigned long long)a->id, (unsigned long long)b->id,
+                  (long long)a->arrival_ns, (long long)b->arrival_ns, a->input_tokens,
+                  b->input_tokens, a->output_tokens, b->output_tokens);
+    ck_assert_msg(a->cls == b->cls && a->flags == b->flags && a->images == b->images &&
+                      a->session == b->session && a->turn == b->turn &&
+                      a->prev_id == b->prev_id && a->think_ns == b->think_ns,
+                  "req %llu: cls %u/%u flags %u/%u images %u/%u session %llu/%llu turn %u/%u "
+                  "prev %lld/%lld think %lld/%lld",
+                  (unsigned long long)i, a->cls, b->cls, a->flags, b->flags, a->images,
+                  b->images, (unsigned long long)a->session, (unsigned long long)b->session,
+                  a->turn, b->turn, (long long)a->prev_id, (long long)b->prev_id,
+                  (long long)a->think_ns, (long long)b->think_ns);
+    ck_assert_msg(a->n_blocks == b->n_blocks, "req %llu: n_blocks %u/%u", (unsigned long long)i,
+                  a->n_blocks, b->n_blocks);
+    for (uint32_t k = 0; k < a->n_blocks; k++)
+        ck_assert_msg(a->blocks[k] == b->blocks[k], "req %llu block %u differs",
+                      (unsigned long long)i, k);
+}
+
+// Reads path with o, writes canonical JSONL, reads that back and compares every field.
+static uint64_t roundtrip(const char *path, const trc_options *o, const char *outname) {
+    kvf_err err = {0};
+    trc_reader *r;
+    ck_assert_msg(!trc_reader_open(&r, path, o, &err), "%s", err.msg);
+    const char *out = tmp_path(outname);
+    trc_writer *w;
+    ck_assert_msg(!trc_writer_open(&w, out, o->block_tokens, &err), "%s", err.msg);
+    trc_request q;
+    int rc;
+    uint64_t n = 0;
+    while ((rc = trc_reader_next(r, &q, &err)) == 1) {
+        ck_assert(!trc_writer_put(w, &q, &err));
+        n++;
+    }
+    ck_assert_msg(rc == 0, "%s", err.msg);
+    ck_assert(!trc_writer_close(w, &err));
+    trc_reader_close(r);
+    trc_reader *a, *b;
+    trc_options oc = opts(o->block_tokens);
+    oc.format = TRC_FMT_AUTO;   // must detect the canonical format
+    ck_assert_msg(!trc_reader_open(&a, path, o, &err), "%s", err.msg);
+    ck_assert_msg(!trc_reader_open(&b, out, &oc, &err), "%s", err.msg);
+    ck_assert_int_eq(trc_reader_format(b), TRC_FMT_KVFLEET);
+    trc_request x, y;
+    uint64_t m = 0;
+    for (;;) {
+        int ra = trc_reader_next(a, &x, &err);
+        ck_assert_msg(ra >= 0, "%s", err.msg);
+        int rb = trc_reader_next(b, &y, &err);
+        ck_assert_msg(rb >= 0, "%s", err.msg);
+        ck_assert_int_eq(ra, rb);
+        if (!ra) break;
+        req_eq(&x, &y, m++);
+    }
+    ck_assert_uint_eq(m, n);
+    trc_reader_close(a);
+    trc_reader_close(b);
+    return n;
+}
+
+// ---- Mooncake: ideal reuse against an independent count -----------------------------------
+// Scans the JSON text by hand and counts, per request, the leading 64-token sub-blocks of
+// 512-token source blocks already seen; seen[id] = most sub-blocks of id any request held.
+static void mooncake_independent(const char *path, uint32_t B, uint64_t *hit, uint64_t *total,
+                                 uint64_t *nreq) {
+    FILE *f = fopen(path, "r");
+    ck_assert(f != NULL);
+    size_t cap = 1 << 20;
+    uint8_t *seen = calloc(cap, 1);
+    char *line = NULL;
+    size_t lcap = 0;
+    long ids[4096];
+    *hit = *total = *nreq = 0;
+    uint32_t per = 512 / B;
+    while (getline(&line, &lcap, f) > 0) {
+        char *p = strstr(line, "\"input_length\":");
+        ck_assert(p);
+        long in = strtol(p + 15, NULL, 10);
+        p = strstr(line, "\"hash_ids\": [");
+        ck_assert(p);
+        p += 13;
+        int n = 0;
+        while (*p && *p != ']') {
+            ids[n++] = strtol(p, &p, 10);
+            ck_assert(n < 4096);
+            while (*p == ',' || *p == ' ') p++;
+        }
+        uint64_t h = 0;
+        uint32_t need[4096];
+        for (int i = 0; i < n; i++) {
+            long left = in - (long)i * 512;
+            long k = left <= 0 ? 0 : left / B;
+            need[i] = (uint32_t)(k > per ? per : k);
+        }
+        for (int i = 0; i < n; i++) {
+            ck_assert((size_t)ids[i] < cap);
+            if (!need[i]) break;
+            if (seen[ids[i]] >= need[i]) {
+                h += need[i] * B;
+                continue;
+            }
+            h += seen[ids[i]] * B;
+            break;
+        }
+        if (h > (uint64_t)in - 1) h = (uint64_t)in - 1;
+        for (int i = 0; i < n; i++)
+            if (need[i] > seen[ids[i]]) seen[ids[i]] = (uint8_t)need[i];
+        *hit += h;
+        *total += (uint64_t)in;
+        (*nreq)++;
+    }
+    free(line);
+    free(seen);
+    fclose(f);
+}
+
+START_TEST(test_stats_mooncake_ideal_reuse) {
+    const char *p = trace_path("mooncake_conversation.jsonl");
+    ck_assert_msg(p != NULL, "mooncake trace not found");
+    const uint32_t sizes[2] = {64, 512};
+    for (int k = 0; k < 2; k++) {
+        uint64_t hit, total, n;
+        mooncake_independent(p, sizes[k], &hit, &total, &n);
+        trc_options o = opts(sizes[k]);
+        trc_stats s;
+        kvf_err err = {0};
+        ck_assert_msg(!trc_stats_file(p, &o, &s, &err), "%s", err.msg);
+        ck_assert_uint_eq(s.requests, n);
+        ck_assert_uint_eq(s.input_tokens.total, total);
+        ck_assert_msg(s.hit_tokens == hit, "B=%u: library %llu hit tokens, independent %llu",
+                      sizes[k], (unsigned long long)s.hit_tokens, (unsigned long long)hit);
+        double rate = (double)hit / (double)total;
+        ck_assert_msg(rate > 0.36 && rate < 0.39, "ideal reuse %.4f not ~37 %%", rate);
+        ck_assert(fabs(s.ideal_hit_rate - rate) < 1e-12);
+        // LRU curves: non-decreasing in size, never above the ideal
+        for (uint32_t i = 0; i < s.n_sizes; i++) {
+            ck_assert(s.cache_hit_rate[i] <= s.ideal_hit_rate + 1e-12);
+            if (i) ck_assert(s.cache_hit_rate[i] >= s.cache_hit_rate[i - 1] - 1e-12);
+        }
+    }
+}
+END_TEST
+
+// Percentiles and rate of Azure against an independent computation.
+START_TEST(test_stats_azure_lengths_and_rate) {
+    const char *p = trace_path("azure2023_conv.csv");
+    ck_assert(p != NULL);
+    FILE *f = fopen(p, "r");
+    char line[256];
+    ck_assert(fgets(line, sizeof line, f));
+    double *in = malloc(40000 * sizeof *in), *out = malloc(40000 * sizeof *out);
+    size_t n = 0;
+    double t0 = 0, t1 = 0;
+    while (fgets(line, sizeof line, f)) {
+        int hh, mm;
+        double ss;
+        long a, b;
+        ck_assert(sscanf(line, "%*d-%*d-%*d %d:%d:%lf,%ld,%ld", &hh, &mm, &ss, &a, &b) == 5);
+        double t = hh * 3600.0 + mm * 60.0 + ss;
+        if (!n) t0 = t;
+        t1 = t;
+        in[n] = (double)(a ? a : 1);
+        out[n] = (double)(b ? b : 1);
+        n++;
+    }
+    fclose(f);
+    kvf_sort_doubles(in, n);
+    kvf_sort_doubles(out, n);
+    trc_options o = opts(64);
+    trc_stats s;
+    kvf_err err = {0};
+    ck_assert_msg(!trc_stats_file(p, &o, &s, &err), "%s", err.msg);
+    ck_assert_uint_eq(s.requests, n);
+    ck_assert(fabs(s.input_tokens.p50 - kvf_percentile_sorted(in, n, 50)) < 1e-9);
+    ck_assert(fabs(s.input_tokens.p90 - kvf_percentile_sorted(in, n, 90)) < 1e-9);
+    ck_assert(fabs(s.input_tokens.p99 - kvf_percentile_sorted(in, n, 99)) < 1e-9);
+    ck_assert(fabs(s.output_tokens.p99 - kvf_percentile_sorted(out, n, 99)) < 1e-9);
+    ck_assert_msg(fabs(s.span_s - (t1 - t0)) < 1e-6, "span %f vs %f", s.span_s, t1 - t0);
+    ck_assert(s.hit_tokens == 0 && s.ideal_hit_rate == 0);
+    ck_assert(strstr(s.notes, "no block ids"));
+    free(in);
+    free(out);
+    // rate rescale hits the asked rate exactly
+    o.rate_rps = 20;
+    ck_assert_msg(!trc_stats_file(p, &o, &s, &err), "%s", err.msg);
+    ck_assert_msg(fabs(s.rate_rps - 20) < 1e-3, "rate %f", s.rate_rps);
+    ck_assert(strstr(s.notes, "rate rescaled"));
+}
+END_TEST
+
+// ---- block mapping ----------------------------------------------------------------------
+START_TEST(test_block_mapping_512_to_64) {
+    mk_tmp();
+    // in 1300: 512-blocks [10, 11, 12(partial 276)] -> 64-blocks: floor(1300/64) = 20
+    const char *p = WRITE("m.jsonl", "{\"timestamp\": 0, \"input_length\": 1300, "
+                                     "\"output_length\": 5, \"hash_ids\": [10, 11, 12]}\n"
+                                     "{\"timestamp\": 1000, \"input_length\": 1024, "
+                                     "\"output_length\": 5, \"hash_ids\": [10, 11]}\n");
+    trc_options o = opts(64);
+    trc_reader *r;
+    kvf_err err = {0};
+    ck_assert(!trc_reader_open(&r, p, &o, &err));
+    trc_request q;
+    ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
+    ck_assert_uint_eq(q.n_blocks, 1300 / 64);
+    const uint64_t src[3] = {10, 11, 12};
+    for (uint32_t i = 0; i < q.n_blocks; i++)
+        ck_assert_msg(q.blocks[i] == kvf_hash_combine(src[i / 8], i % 8), "block %u", i);
+    ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
+    ck_assert_int_eq(q.arrival_ns, 1000LL * 1000000);
+    ck_assert_uint_eq(q.n_blocks, 16);
+    ck_assert(q.blocks[15] == kvf_hash_combine(11, 7));
+    ck_assert_int_eq(trc_reader_next(r, &q, &err), 0);
+    trc_reader_close(r);
+    // 512 -> 512: partial last block dropped, ids unchanged
+    o = opts(512);
+    ck_assert(!trc_reader_open(&r, p, &o, &err));
+    ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
+    ck_assert_uint_eq(q.n_blocks, 2);
+    ck_assert(q.blocks[0] == 10 && q.blocks[1] == 11);
+    trc_reader_close(r);
+    // 512 -> 1024: one block named by the last source block it covers
+    o = opts(1024);
+    ck_assert(!trc_reader_open(&r, p, &o, &err));
+    ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
+    ck_assert_uint_eq(q.n_blocks, 1);
+    ck_assert(q.blocks[0] == 11);
+    trc_reader_close(r);
+    // length_scale 0.5 -> in 650 -> 10 blocks of 64, the same leading ids
+    o = opts(64);
+    o.length_scale = 0.5;
+    ck_assert(!trc_reader_open(&r, p, &o, &err));
+    ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
+    ck_assert_uint_eq(q.input_tokens, 650);
+    ck_assert_uint_eq(q.output_tokens, 3);   // 2.5 rounds to 3
+    ck_assert_uint_eq(q.n_blocks, 10);
+    ck_assert(q.blocks[9] == kvf_hash_combine(11, 1));
+    trc_reader_close(r);
+    // 100 neither divides nor is divided by 512
+    o = opts(100);
+    expect_error(p, &o, "m.jsonl:1: field 'block_tokens'", "do not divide");
+}
+END_TEST
+
+// ---- time shaping ---------------------------------------------------------------------------
+START_TEST(test_mooncake_bucket_spread) {
+    const char *p = trace_path("mooncake_conversation.jsonl");
+    ck_assert(p != NULL);
+    trc_options o = opts(64), s = opts(64);
+    s.bucket = TRC_BUCKET_SPREAD;
+    s.seed = 7;
+    trc_reader *a, *b;
+    kvf_err err = {0};
+    ck_assert(!trc_reader_open(&a, p, &o, &err));
+    ck_assert(!trc_reader_open(&b, p, &s, &err));
+    ck_assert(strstr(trc_reader_notes(a), "bucket=as_recorded"));
+    ck_assert(strstr(trc_reader_notes(b), "bucket=spread"));
+    trc_request x, y;
+    int64_t last = -1;
+    uint64_t moved = 0, n = 0;
+    while (trc_reader_next(a, &x, &err) == 1) {
+        ck_assert_int_eq(trc_reader_next(b, &y, &err), 1);
+        ck_assert(x.arrival_ns % 1000000 == 0);
+        ck_assert_msg(y.arrival_ns >= x.arrival_ns && y.arrival_ns < x.arrival_ns + 3000000000LL,
+                      "req %llu spread %lld outside its bucket at %lld",
+                      (unsigned long long)x.id, (long long)y.arrival_ns, (long long)x.arrival_ns);
+        ck_assert(y.arrival_ns >= last);
+        last = y.arrival_ns;
+        ck_assert(x.input_tokens == y.input_tokens && x.n_blocks == y.n_blocks);
+        moved += y.arrival_ns != x.arrival_ns;
+        n++;
+    }
+    ck_assert_int_eq(trc_reader_next(b, &y, &err), 0);
+    ck_assert_uint_eq(n, 12031);
+    ck_assert(moved > n / 2);
+    trc_reader_close(a);
+    trc_reader_close(b);
+}
+END_TEST
+
+START_TEST(test_window_limit_timescale) {
+    const char *p = trace_path("azure2023_conv.csv");
+    trc_options o = opts(64);
+    o.start_ns = 600LL * 1000000000;
+    o.end_ns = 1200LL * 1000000000;
+    o.time_scale = 0.5;
+    trc_reader *r;
+    kvf_err err = {0};
+    ck_assert(!trc_reader_open(&r, p, &o, &err));
+    trc_request q;
+    uint64_t n = 0;
+    while (trc_reader_next(r, &q, &err) == 1) {
+        ck_assert(q.arrival_ns >= 0 && q.arrival_ns < 300LL * 1000000000);
+        ck_assert_uint_eq(q.id, n);
+        n++;
+    }
+    trc_reader_close(r);
+    ck_assert(n > 1000 && n < 6000);
+    o = opts(64);
+    o.limit_requests = 123;
+    uint64_t m;
+    ck_assert(!trc_count(p, &o, &m, &err));
+    ck_assert_uint_eq(m, 123);
+}
+END_TEST
+
+// Azure 7-digit fractions, 2024-style offsets, BurstGPT failures and sessions.
+START_TEST(test_csv_formats) {
+    mk_tmp();
+    const char *az = WRITE("az.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                     "2024-05-10 00:00:00.0000000+00:00,100,10\n"
+                                     "2024-05-10 00:00:00.3194101+00:00,200,0\n"
+                                     "2024-05-10 00:00:01.0000001+00:00,300,30\n");
+    trc_options o = opts(64);
+    trc_reader *r;
+    kvf_err err = {0};
+    ck_assert_msg(!trc_reader_open(&r, az, &o, &err), "%s", err.msg);
+    ck_assert_int_eq(trc_reader_format(r), TRC_FMT_AZURE);
+    trc_request q;
+    ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
+    ck_assert_int_eq(q.arrival_ns, 0);
+    ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
+    ck_assert_int_eq(q.arrival_ns, 319410100);
+    ck_assert_uint_eq(q.output_tokens, 1);
+    ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
+    ck_assert_int_eq(q.arrival_ns, 1000000100);
+    ck_assert_uint_eq(q.n_blocks, 0);
+    trc_reader_close(r);
+    const char *bg = WRITE("bg.csv", "Timestamp,Model,Request tokens,Response tokens,Total "
+                                     "tokens,Log Type,Session ID,Elapsed time\n"
+                                     "5,ChatGPT,472,18,490,Conversation log,s1,1.0\n"
+                                     "45,ChatGPT,1087,0,1087,Conversation log,s2,2.0\n"
+                                     "46.5,GPT-4,300,20,320,API log,s1,0.5\n");
+    ck_assert_msg(!trc_reader_open(&r, bg, &o, &err), "%s", err.msg);
+    ck_assert_int_eq(trc_reader_format(r), TRC_FMT_BURSTGPT);
+    ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
+    ck_assert(q.flags == 0 && q.turn == 0 && q.session != 0 && q.cls == TRC_CLASS_CHATBOT);
+    uint64_t s1 = q.session;
+    ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
+    ck_assert(q.flags & TRC_F_FAILED);
+    ck_assert(q.session != s1 && q.turn == 0 && q.arrival_ns == 40LL * 1000000000);
+    ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
+    ck_assert(q.session == s1 && q.turn == 1 && q.cls == TRC_CLASS_OTHER);
+    ck_assert_int_eq(q.arrival_ns, 41500000000LL);
+    ck_assert_int_eq(trc_reader_next(r, &q, &err), 0);
+    trc_reader_close(r);
+    roundtrip(bg, &o, "bg.out.jsonl");
+    roundtrip(az, &o, "az.out.jsonl");
+}
+END_TEST
+
+// ---- canonical round trip of every reader ---------------------------------------------------
+START_TEST(test_roundtrip_readers) {
+    mk_tmp();
+    trc_options o = opts(64);
+    o.bucket = TRC_BUCKET_SPREAD;
+    ck_assert_uint_eq(roundtrip(trace_path("mooncake_conversation.jsonl"), &o, "mc.jsonl"),
+                      12031);
+    o = opts(64);
+    ck_assert_uint_eq(roundtrip(trace_path("azure2023_conv.csv"), &o, "az.jsonl"), 19366);
+    const char *w = trace_path("weka_agentic_dev.jsonl");
+    if (w) {
+        o = opts(64);
+        o.limit_requests = 600;
+        ck_assert_uint_eq(roundtrip(w, &o, "weka.jsonl"), 600);
+        o = opts(32);
+        o.session_users = 3;
+        o.limit_requests = 900;
+        ck_assert_uint_eq(roundtrip(w, &o, "weka_users.jsonl"), 900);
+    }
+    // generated traffic: reader output vs canonical file
+    trc_gen_options g;
+    trc_gen_options_default(&g);
+    g.profile = TRC_GEN_MIXED;
+    g.rate_rps = 20;
+    g.duration_s = 60;
+    g.images_p = 0.3;
+    const char *gp = tmp_path("gen.jsonl");
+    kvf_err err = {0};
+    uint64_t n;
+    ck_assert_msg(!trc_gen_write(&g, gp, &n, &err), "%s", err.msg);
+    trc_reader *a, *b;
+    ck_assert(!trc_gen_open(&a, &g, NULL, &err));
+    trc_options oc = opts(64);
+    ck_assert(!trc_reader_open(&b, gp, &oc, &err));
+    trc_request x, y;
+    uint64_t m = 0;
+    while (trc_reader_next(a, &x, &err) == 1) {
+        ck_assert_int_eq(trc_reader_next(b, &y, &err), 1);
+        req_eq(&x, &y, m++);
+    }
+    ck_assert_int_eq(trc_reader_next(b, &y, &err), 0);
+    ck_assert_uint_eq(m, n);
+    trc_reader_close(a);
+    trc_reader_close(b);
+    // and canonical -> canonical
+    ck_assert_uint_eq(roundtrip(gp, &oc, "gen2.jsonl"), n);
+}
+END_TEST
+
+// ---- agentic sessions --------------------------------------------------------------------------
+START_TEST(test_sessions_weka) {
+    const char *w = trace_path("weka_agentic_dev.jsonl");
+    if (!w) {
+        fprintf(stderr, "test_sessions_weka: weka trace absent, skipped\n");
+        return;
+    }
+    trc_options o = opts(64);
+    trc_reader *r;
+    kvf_err err = {0};
+    ck_assert_msg(!trc_reader_open(&r, w, &o, &err), "%s", err.msg);
+    ck_assert_int_eq(trc_reader_format(r), TRC_FMT_SESSIONS);
+    trc_request q;
+    // blocks of session 1 and session 2 (both number their ids from 1) must not meet
+    size_t cap = 1 << 22;
+    uint64_t *set = calloc(cap, sizeof *set), *owner = calloc(cap, sizeof *owner);
+    uint64_t n = 0, sessions = 0, shared = 0, first_turn_open = 0, same_prev = 0;
+    int64_t *prev_of = calloc(4096, sizeof *prev_of);
+    uint64_t *sess_of = calloc(4096, sizeof *sess_of);
+    int64_t last_start = -1;
+    while (trc_reader_next(r, &q, &err) == 1) {
+        ck_assert(q.id < 4096);
+        prev_of[q.id] = q.prev_id;
+        sess_of[q.id] = q.session;
+        if (q.turn == 0) {
+            sessions++;
+            first_turn_open += q.prev_id < 0;
+            ck_assert(q.arrival_ns >= last_start);   // Poisson starts in file order
+            last_start = q.arrival_ns;
+        } else {
+            ck_assert_msg(q.prev_id >= 0 && (uint64_t)q.prev_id < q.id, "req %llu prev %lld",
+                          (unsigned long long)q.id, (long long)q.prev_id);
+            ck_assert(sess_of[q.prev_id] == q.session);
+            ck_assert(q.think_ns >= 0);
+        }
+        ck_assert_uint_le(q.n_blocks, q.input_tokens / 64);
+        for (uint32_t i = 0; i < q.n_blocks; i++) {
+            uint64_t k = q.blocks[i] ? q.blocks[i] : 1;   // 0 marks an empty slot
+            size_t h = (size_t)(kvf_hash64(k) & (cap - 1));
+            while (set[h] && set[h] != k) h = (h + 1) & (cap - 1);
+            if (set[h] && owner[h] != q.session) shared++;
+            set[h] = k;
+            owner[h] = q.session;
+        }
+        n++;
+    }
+    trc_reader_close(r);
+    ck_assert_uint_eq(n, 2641);
+    ck_assert_uint_eq(sessions, 29);
+    ck_assert_uint_eq(first_turn_open, 29);
+    ck_assert_msg(shared == 0, "%llu block ids shared across sessions", (unsigned long long)shared);
+    // a subagent: two requests wait on the same parent request (its next turn and the
+    // subagent's first request run concurrently)
+    for (uint64_t i = 0; i < n; i++)
+        for (uint64_t j = i + 1; j < n && j < i + 64; j++)
+            if (prev_of[i] >= 0 && prev_of[i] == prev_of[j]) same_prev++;
+    ck_assert_msg(same_prev >= 1, "no concurrent subagent found");
+    free(set);
+    free(owner);
+    free(prev_of);
+    free(sess_of);
+    // N users: sessions beyond the first N wait for the end of an earlier session
+    o.session_users = 4;
+    ck_assert(!trc_reader_open(&r, w, &o, &err));
+    ck_assert(strstr(trc_reader_notes(r), "4 concurrent users"));
+    uint64_t waiting_first = 0;
+    while (trc_reader_next(r, &q, &err) == 1)
+        if (q.turn == 0 && q.prev_id >= 0) waiting_first++;
+    trc_reader_close(r);
+    ck_assert_uint_eq(waiting_first, 29 - 4);
+}
+END_TEST
+
+START_TEST(test_sessions_small) {
+    mk_tmp();
+    // two sessions with identical local ids; one subagent spawned after request 1
+    const char *p = WRITE(
+        "s.jsonl",
+        "{\"id\":\"a\",\"block_size\":64,\"hash_id_scope\":\"local\",\"requests\":["
+        "{\"t\":0,\"type\":\"n\",\"in\":200,\"out\":10,\"hash_ids\":[1,2,3],\"api_time\":1},"
+        "{\"t\":5,\"type\":\"subagent\",\"requests\":["
+        "{\"t\":0,\"type\":\"n\",\"in\":100,\"out\":5,\"hash_ids\":[7],\"api_time\":1},"
+        "{\"t\":3,\"type\":\"n\",\"in\":150,\"out\":5,\"hash_ids\":[7,8],\"think_time\":2}]},"
+        "{\"t\":10,\"type\":\"n\",\"in\":300,\"out\":10,\"hash_ids\":[1,2,3,4],\"think_time\":9}"
+        "]}\n"
+        "{\"id\":\"b\",\"block_size\":64,\"hash_id_scope\":\"local\",\"requests\":["
+        "{\"t\":0,\"type\":\"n\",\"in\":200,\"out\":10,\"hash_ids\":[1,2,3]}]}\n");
+    trc_options o = opts(64);
+    o.session_rate = 0.5;
+    trc_reader *r;
+    kvf_err err = {0};
+    ck_assert_msg(!trc_reader_open(&r, p, &o, &err), "%s", err.msg);
+    trc_request q[5];
+    uint64_t ids[5][4];
+    for (int i = 0; i < 5; i++) {
+        ck_assert_msg(trc_reader_next(r, &q[i], &err) == 1, "%s", err.msg);
+        for (uint32_t k = 0; k < q[i].n_blocks; k++) ids[i][k] = q[i].blocks[k];
+    }
+    ck_assert_int_eq(trc_reader_next(r, &q[0], &err), 0);
+    trc_reader_close(r);
+    // order by recorded time: parent@0, sub@5, sub@8, parent@10; then session b
+    ck_assert(q[0].prev_id == -1 && q[0].input_tokens == 200);
+    ck_assert(q[1].input_tokens == 100 && q[1].prev_id == 0);
+    ck_assert_int_eq(q[1].think_ns, 4000000000LL);   // 5 - (0 + 1 s api)
+    ck_assert(q[2].input_tokens == 150 && q[2].prev_id == 1 && q[2].think_ns == 2000000000LL);
+    ck_assert(q[3].input_tokens == 300 && q[3].prev_id == 0 && q[3].think_ns == 9000000000LL);
+    ck_assert(q[4].prev_id == -1 && q[4].turn == 0 && q[4].session != q[0].session);
+    ck_assert(q[4].arrival_ns > 0);
+    for (int k = 0; k < 3; k++) ck_assert(ids[4][k] != ids[0][k]);   // local scope kept apart
+    ck_assert(ids[3][0] == ids[0][0] && ids[3][2] == ids[0][2]);     // same session shares
+}
+END_TEST
+
+// ---- generator --------------------------------------------------------------------------------
+static void gen_stats(const trc_gen_options *g, trc_stats *s) {
+    trc_reader *r;
+    kvf_err err = {0};
+    ck_assert_msg(!trc_gen_open(&r, g, NULL, &err), "%s", err.msg);
+    ck_assert_msg(!trc_stats_compute(r, NULL, 0, s, &err), "%s", err.msg);
+    trc_reader_close(r);
+}
+
+START_TEST(test_gen_rate_and_cv) {
+    trc_gen_options g;
+    trc_gen_options_default(&g);
+    g.rate_rps = 50;
+    g.duration_s = 600;
+    trc_stats s;
+    gen_stats(&g, &s);
+    ck_assert_msg(fabs(s.rate_rps - 50) < 1.5, "poisson rate %f", s.rate_rps);
+    ck_assert_msg(fabs(s.interarrival_cv - 1) < 0.05, "poisson cv %f", s.interarrival_cv);
+    ck_assert(s.span_s <= 600 && s.span_s > 590);
+    g.arrival = TRC_ARRIVAL_GAMMA;
+    g.cv = 3;
+    gen_stats(&g, &s);
+    ck_assert_msg(fabs(s.rate_rps - 50) < 5, "gamma rate %f", s.rate_rps);
+    ck_assert_msg(fabs(s.interarrival_cv - 3) < 0.3, "gamma cv %f", s.interarrival_cv);
+    g.arrival = TRC_ARRIVAL_DIURNAL;
+    g.diurnal_period_s = 600;   // one whole day curve in the run: mean rate is the rate
+    gen_stats(&g, &s);
+    ck_assert_msg(fabs(s.rate_rps - 50) < 2, "diurnal rate %f", s.rate_rps);
+    ck_assert_msg(s.interarrival_cv > 1.0, "diurnal cv %f", s.interarrival_cv);
+}
+END_TEST
+
+START_TEST(test_gen_lengths) {
+    // fixed lengths, single turn, no system prompt: every request exactly as asked
+    trc_gen_options g;
+    trc_gen_options_default(&g);
+    g.rate_rps = 20;
+    g.duration_s = 100;
+    g.input_len = 777;
+    g.output_len = 55;
+    g.mean_turns = 1;
+    g.system_tokens = 0;
+    g.images_p = 0.25;
+    trc_stats s;
+    gen_stats(&g, &s);
+    ck_assert(s.input_tokens.p50 == 777 && s.input_tokens.p99 == 777 &&
+              s.input_tokens.max == 777);
+    ck_assert(s.output_tokens.mean == 55);
+    ck_assert_uint_eq(s.sessions, s.requests);
+    ck_assert_uint_eq(s.hit_tokens, 0);
+    double img = (double)s.with_images / (double)s.requests;
+    ck_assert_msg(fabs(img - 0.25) < 0.05, "images share %f", img);
+    // empirical lengths: percentiles follow the file's
+    const char *lp = trace_path("sarathi_sharegpt8k_lengths.csv");
+    ck_assert(lp != NULL);
+    FILE *f = fopen(lp, "r");
+    char line[512];
+    ck_assert(fgets(line, sizeof line, f));
+    double *in = malloc(40000 * sizeof *in), *out = malloc(40000 * sizeof *out);
+    size_t n = 0;
+    long a, b;
+    while (fgets(line, sizeof line, f) && sscanf(line, "%ld,%ld", &a, &b) == 2) {
+        in[n] = a ? (double)a : 1;
+        out[n] = b ? (double)b : 1;
+        n++;
+    }
+    fclose(f);
+    kvf_sort_doubles(in, n);
+    kvf_sort_doubles(out, n);
+    trc_gen_options_default(&g);
+    g.rate_rps = 100;
+    g.duration_s = 300;
+    g.lengths_path = lp;
+    g.mean_turns = 1;
+    g.system_tokens = 0;
+    gen_stats(&g, &s);
+    const double ps[3] = {50, 90, 99};
+    const double gi[3] = {s.input_tokens.p50, s.input_tokens.p90, s.input_tokens.p99};
+    const double go[3] = {s.output_tokens.p50, s.output_tokens.p90, s.output_tokens.p99};
+    for (int i = 0; i < 3; i++) {
+        double ei = kvf_percentile_sorted(in, n, ps[i]), eo = kvf_percentile_sorted(out, n, ps[i]);
+        double tol = i == 2 ? 0.08 : 0.04;
+        ck_assert_msg(fabs(gi[i] - ei) <= tol * ei, "input p%.0f %f vs file %f", ps[i], gi[i],
+                      ei);
+        ck_assert_msg(fabs(go[i] - eo) <= tol * eo + 1, "output p%.0f %f vs file %f", ps[i],
+                      go[i], eo);
+    }
+    free(in);
+    free(out);
+}
+END_TEST
+
+// Reuse: recompute the hit tokens from the session/turn structure the generator promises.
+START_TEST(test_gen_reuse_matches_structure) {
+    trc_gen_profile profs[2] = {TRC_GEN_CHATBOT, TRC_GEN_MIXED};
+    for (int pi = 0; pi < 2; pi++) {
+        trc_gen_options g;
+        trc_gen_options_default(&g);
+        g.profile = profs[pi];
+        g.rate_rps = 30;
+        g.duration_s = 300;
+        g.input_len = 300;
+        g.output_len = 200;
+        g.system_tokens = 1000;
+        g.mean_turns = 4;
+        g.seed = 11;
+        const uint32_t B = 64;
+        trc_reader *r;
+        kvf_err err = {0};
+        ck_assert(!trc_gen_open(&r, &g, NULL, &err));
+        size_t cap = 1 << 16;
+        uint64_t *key = calloc(cap, sizeof *key);
+        uint32_t *pin = calloc(cap, sizeof *pin), *pout = calloc(cap, sizeof *pout);
+        bool cls_seen[TRC_CLASS_COUNT] = {0};
+        uint64_t hit = 0, total = 0, n = 0, turns = 0;
+        trc_request q;
+        while (trc_reader_next(r, &q, &err) == 1) {
+            size_t h = (size_t)(kvf_hash64(q.session) & (cap - 1));
+            while (key[h] && key[h] != q.session) h = (h + 1) & (cap - 1);
+            uint64_t e;
+            if (q.turn == 0) {
+                ck_assert(!key[h]);
+                ck_assert_uint_eq(q.input_tokens, 1000 + 300);
+                e = cls_seen[q.cls] ? (1000 / B) * B : 0;
+            } else {
+                ck_assert(key[h] == q.session);
+                ck_assert_uint_eq(q.input_tokens, pin[h] + pout[h] + 300);
+                e = (pin[h] / B) * B;
+                turns++;
+            }
+            if (e > q.input_tokens - 1) e = q.input_tokens - 1;
+            hit += e;
+            total += q.input_tokens;
+            key[h] = q.session;
+            pin[h] = q.input_tokens;
+            pout[h] = q.output_tokens;
+            cls_seen[q.cls] = true;
+            n++;
+        }
+        trc_reader_close(r);
+        trc_stats s;
+        gen_stats(&g, &s);
+        ck_assert_uint_eq(s.requests, n);
+        ck_assert_uint_eq(s.input_tokens.total, total);
+        ck_assert_msg(s.hit_tokens == hit, "profile %d: stats %llu hit tokens, structure %llu",
+                      pi, (unsigned long long)s.hit_tokens, (unsigned long long)hit);
+        double mean_turns = (double)s.requests / (double)s.sessions;
+        ck_assert_msg(fabs(mean_turns - 4) < 0.4, "mean turns %f", mean_turns);
+        ck_assert(turns > n / 2);
+        free(key);
+        free(pin);
+        free(pout);
+    }
+}
+END_TEST
+
+START_TEST(test_gen_deterministic) {
+    trc_gen_options g;
+    trc_gen_options_default(&g);
+    g.profile = TRC_GEN_AGENT;
+    g.rate_rps = 5;
+    g.duration_s = 120;
+    trc_reader *a, *b;
+    kvf_err err = {0};
+    ck_assert(!trc_gen_open(&a, &g, NULL, &err));
+    ck_assert(!trc_gen_open(&b, &g, NULL, &err));
+    trc_request x, y;
+    uint64_t i = 0;
+    while (trc_reader_next(a, &x, &err) == 1) {
+        ck_assert_int_eq(trc_reader_next(b, &y, &err), 1);
+        req_eq(&x, &y, i++);
+        ck_assert_uint_eq(x.cls, TRC_CLASS_AGENT);
+    }
+    ck_assert(i > 400);
+    trc_reader_close(a);
+    trc_reader_close(b);
+    g.seed = 2;
+    trc_stats s1, s2;
+    gen_stats(&g, &s1);
+    g.seed = 3;
+    gen_stats(&g, &s2);
+    ck_assert(s1.input_tokens.total != s2.input_tokens.total);
+    // bad options are refused
+    g.rate_rps = 0;
+    ck_assert_int_eq(trc_gen_open(&a, &g, NULL, &err), KVF_EINVAL);
+    trc_gen_options_default(&g);
+    g.lengths_path = "/nonexistent/lengths.csv";
+    ck_assert_int_eq(trc_gen_open(&a, &g, NULL, &err), KVF_ENOENT);
+}
+END_TEST
+
+// Histogram percentiles beyond the exact window stay within 0.2 %.
+START_TEST(test_stats_sketch_large) {
+    trc_gen_options g;
+    trc_gen_options_default(&g);
+    g.rate_rps = 1000;
+    g.duration_s = 100;   // ~100k requests, past the exact window
+    g.mean_turns = 1;
+    g.system_tokens = 0;
+    trc_reader *r;
+    kvf_err err = {0};
+    ck_assert(!trc_gen_open(&r, &g, NULL, &err));
+    size_t cap = 200000, n = 0;
+    double *v = malloc(cap * sizeof *v);
+    trc_request q;
+    while (trc_reader_next(r, &q, &err) == 1) {
+        ck_assert(n < cap);
+        v[n++] = q.input_tokens;
+    }
+    trc_reader_close(r);
+    ck_assert(n > 70000);
+    kvf_sort_doubles(v, n);
+    trc_stats s;
+    gen_stats(&g, &s);
+    const double ps[3] = {50, 90, 99}, got[3] = {s.input_tokens.p50, s.input_tokens.p90,
+                                                 s.input_tokens.p99};
+    for (int i = 0; i < 3; i++) {
+        double e = kvf_percentile_sorted(v, n, ps[i]);
+        ck_assert_msg(fabs(got[i] - e) <= 0.002 * e + 0.5, "p%.0f %f vs %f", ps[i], got[i], e);
+    }
+    free(v);
+}
+END_TEST
+
+// ---- malformed input ---------------------------------------------------------------------------
+START_TEST(test_bad_inputs) {
+    mk_tmp();
+    trc_options o = opts(64);
+    const char *ok1 = "{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 5, "
+                      "\"hash_ids\": [1]}\n";
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%s%s{\"timestamp\": 5, \"input_length\": 1\n", ok1, ok1);
+    expect_error(WRITE("badjson.jsonl", buf), &o, "badjson.jsonl:3: bad JSON", NULL);
+    snprintf(buf, sizeof buf, "%s{\"timestamp\": 5, \"output_length\": 5, \"hash_ids\": []}\n",
+             ok1);
+    expect_error(WRITE("missing.jsonl", buf), &o, "missing.jsonl:2: field 'input_length'",
+                 "missing");
+    snprintf(buf, sizeof buf, "%s{\"timestamp\": 5, \"input_length\": 9, \"output_length\": -4}\n",
+             ok1);
+    expect_error(WRITE("neg.jsonl", buf), &o, "neg.jsonl:2: field 'output_length'", "negative");
+    snprintf(buf, sizeof buf,
+             "{\"timestamp\": 9000, \"input_length\": 1, \"output_length\": 1}\n"
+             "{\"timestamp\": 9000, \"input_length\": 1, \"output_length\": 1}\n"
+             "{\"timestamp\": 3000, \"input_length\": 1, \"output_length\": 1}\n");
+    expect_error(WRITE("time.jsonl", buf), &o, "time.jsonl:3: field 'timestamp'", "backwards");
+    trc_options sp = o;
+    sp.bucket = TRC_BUCKET_SPREAD;
+    expect_error(tmp_path("time.jsonl"), &sp, "time.jsonl:3: field 'timestamp'", "backwards");
+    expect_error(WRITE("empty.jsonl", ""), &o, "empty.jsonl:1: empty file", NULL);
+    expect_error(WRITE("blank.csv", "\n\n"), &o, "blank.csv:3: empty file", NULL);
+    trc_options fa = o;
+    fa.format = TRC_FMT_AZURE;
+    expect_error(WRITE("empty.csv", ""), &fa, "empty.csv:1: empty file", NULL);
+    fa.format = TRC_FMT_MOONCAKE;
+    expect_error(tmp_path("empty.csv"), &fa, "empty.csv:1: empty file", NULL);
+    expect_error(WRITE("semi.csv", "TIMESTAMP;ContextTokens;GeneratedTokens\n"
+                                   "2023-11-16 18:15:46.6805900;374;44\n"),
+                 &o, "semi.csv:1: field 'TIMESTAMP'", "wrong delimiter");
+    expect_error(WRITE("azneg.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                    "2023-11-16 18:15:46.6805900,374,44\n"
+                                    "2023-11-16 18:15:47.6805900,-3,44\n"),
+                 &o, "azneg.csv:3: field 'ContextTokens'", "negative");
+    expect_error(WRITE("azmiss.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                     "2023-11-16 18:15:46.6805900,374\n"),
+                 &o, "azmiss.csv:2: field 'GeneratedTokens'", "missing");
+    expect_error(WRITE("aztime.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                     "2023-11-16 18:15:46.6805900,374,4\n"
+                                     "2023-11-16 18:15:45.0,374,4\n"),
+                 &o, "aztime.csv:3: field 'timestamp'", "backwards");
+    expect_error(WRITE("azhdr.csv", "TIMESTAMP,ContextTokens,Foo\n1,2,3\n"), &o,
+                 "azhdr.csv:1: field 'GeneratedTokens'", "missing from the header");
+    expect_error(WRITE("bgbad.csv", "Timestamp,Model,Request tokens,Response tokens,Total "
+                                    "tokens,Log Type\n1,ChatGPT,abc,1,1,Conversation log\n"),
+                 &o, "bgbad.csv:2: field 'Request tokens'", "not a token count");
+    expect_error(WRITE("sess.jsonl", "{\"block_size\":64,\"requests\":[{\"t\":0,\"out\":3}]}\n"),
+                 &o, "sess.jsonl:1: field 'in'", "missing");
+    expect_error(WRITE("canon.jsonl", "{\"arrival_ns\":0,\"input_tokens\":5,\"output_tokens\":1}\n"
+                                      "{\"arrival_ns\":1,\"input_tokens\":5}\n"),
+                 &o, "canon.jsonl:2: field 'output_tokens'", "missing");
+    // binary junk: NUL bytes and random bytes in a JSON-lines file and in a CSV file
+    char junk[512];
+    memcpy(junk, ok1, strlen(ok1));
+    size_t jn = strlen(ok1);
+    uint64_t x = 12345;
+    for (int i = 0; i < 200; i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        char c = (char)(x >> 56);
+        junk[jn++] = c == '\n' ? 0 : c;
+    }
+    junk[jn++] = '\n';
+    expect_error(write_tmp("junk.jsonl", junk, jn), &o, "junk.jsonl:2: bad JSON", NULL);
+    char cj[600];
+    const char *h = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
+    size_t cn = strlen(h);
+    memcpy(cj, h, cn);
+    memcpy(cj + cn, junk + strlen(ok1), 200);
+    cn += 200;
+    cj[cn++] = '\n';
+    for (size_t i = strlen(h); i < cn - 1; i++)
+        if (cj[i] == '\n' || cj[i] == '"') cj[i] = 'x';
+    expect_error(write_tmp("junk.csv", cj, cn), &o, "junk.csv:2: field 'TIMESTAMP'", NULL);
+    // skip_bad: bad lines counted, good ones read
+    snprintf(buf, sizeof buf,
+             "%s{bad\n%s{\"timestamp\": 1, \"input_length\": -1, \"output_length\": 1}\n"
+             "{\"timestamp\": 2, \"input_length\": 10, \"output_length\": 1}\n"
+             "{\"timestamp\": 1, \"input_length\": 10, \"output_length\": 1}\n",
+             ok1, ok1);
+    const char *sb = WRITE("skip.jsonl", buf);
+    trc_options sk = o;
+    sk.skip_bad = true;
+    trc_reader *r;
+    kvf_err err = {0};
+    ck_assert(!trc_reader_open(&r, sb, &sk, &err));
+    trc_request q;
+    uint64_t n = 0;
+    while (trc_reader_next(r, &q, &err) == 1) n++;
+    ck_assert_uint_eq(n, 3);
+    ck_assert_uint_eq(trc_reader_skipped(r), 3);
+    trc_reader_close(r);
+    trc_stats s;
+    ck_assert(!trc_stats_file(sb, &sk, &s, &err));
+    ck_assert_uint_eq(s.skipped, 3);
+    // missing file, undetectable format, bad options
+    ck_assert_int_eq(trc_reader_open(&r, tmp_path("nope.jsonl"), &o, &err), KVF_ENOENT);
+    ck_assert(strstr(err.msg, "nope.jsonl"));
+    ck_assert_int_eq(trc_reader_open(&r, WRITE("what.txt", "hello world\n"), &o, &err),
+                     KVF_EPARSE);
+    ck_assert(strstr(err.msg, "what.txt:1: cannot detect"));
+    trc_options bo = o;
+    bo.time_scale = -1;
+    ck_assert_int_eq(trc_reader_open(&r, sb, &bo, &err), KVF_EINVAL);
+}
+END_TEST
+
+// ---- command line ------------------------------------------------------------------------------
+static int run_cmd(const char *cmd, char *out, size_t cap) {
+    FILE *p = popen(cmd, "r");
+    ck_assert(p != NULL);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+START_TEST(test_cli) {
+    const char *bin = getenv("KVF_BIN");
+    struct stat st;
+    if (!bin || stat(bin, &st)) {
+        fprintf(stderr, "test_cli: KVF_BIN not set, skipped\n");
+        return;
+    }
+    mk_tmp();
+    static char out[1 << 16];
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s trace stats %s --json", bin,
+             trace_path("mooncake_conversation.jsonl"));
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 0);
+    json_error_t je;
+    json_t *j = json_loads(out, 0, &je);
+    ck_assert_msg(j != NULL, "stats JSON: %s", je.text);
+    const char *keys[] = {"requests", "sessions", "span_s", "rate_rps", "interarrival_cv",
+                          "input_tokens", "output_tokens", "block_tokens", "ideal_hit_rate"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ck_assert_msg(json_object_get(j, keys[i]), "key %s missing", keys[i]);
+    const char *sub[] = {"mean", "p50", "p90", "p99"};
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert(json_is_number(json_object_get(json_object_get(j, "input_tokens"), sub[i])));
+        ck_assert(json_is_number(json_object_get(json_object_get(j, "output_tokens"), sub[i])));
+    }
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "requests")), 12031);
+    double ih = json_number_value(json_object_get(j, "ideal_hit_rate"));
+    ck_assert(ih > 0.36 && ih < 0.39);
+    json_decref(j);
+    // gen -> convert -> stats
+    snprintf(cmd, sizeof cmd,
+             "%s trace gen --profile coding --rate 5 --duration 60 --seed 3 -o %s 2>/dev/null && "
+             "%s trace convert %s -o %s 2>/dev/null && %s trace stats %s --json",
+             bin, tmp_path("g.jsonl"), bin, tmp_path("g.jsonl"), tmp_path("c.jsonl"), bin,
+             tmp_path("c.jsonl"));
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 0);
+    j = json_loads(out, 0, &je);
+    ck_assert(j != NULL);
+    ck_assert(json_integer_value(json_object_get(j, "requests")) > 200);
+    json_decref(j);
+    // bad input: exit 2 with file:line:field
+    FILE *f = fopen(tmp_path("bad.jsonl"), "w");
+    fputs("{\"timestamp\": 0, \"input_length\": 5, \"output_length\": -1}\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s trace stats %s 2>&1", bin, tmp_path("bad.jsonl"));
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+    ck_assert_msg(strstr(out, "bad.jsonl:1: field 'output_length'"), "got: %s", out);
+    snprintf(cmd, sizeof cmd, "%s trace gen --profile nope 2>&1", bin);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("traces");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_stats_mooncake_ideal_reuse);
+    tcase_add_test(tc, test_stats_azure_lengths_and_rate);
+    tcase_add_test(tc, test_block_mapping_512_to_64);
+    tcase_add_test(tc, test_mooncake_bucket_spread);
+    tcase_add_test(tc, test_window_limit_timescale);
+    tcase_add_test(tc, test_csv_formats);
+    tcase_add_test(tc, test_roundtrip_readers);
+    tcase_add_test(tc, test_sessions_weka);
+    tcase_add_test(tc, test_sessions_small);
+    tcase_add_test(tc, test_gen_rate_and_cv);
+    tcase_add_test(tc, test_gen_lengths);
+    tcase_add_test(tc, test_gen_reuse_matches_structure);
+    tcase_add_test(tc, test_gen_deterministic);
+    tcase_add_test(tc, test_stats_sketch_large);
+    tcase_add_test(tc, test_bad_inputs);
+    tcase_add_test(tc, test_cli);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
