@@ -102,7 +102,7 @@ const char *eng_backend_name(eng_backend b);
 
 typedef struct eng_options {
     eng_backend backend;
-    uint32_t threads;          // CPU GEMM threads, 0 = all cores
+    uint32_t threads;          // CPU GEMM threads, 0 = 1 (stable timings on shared hosts)
     uint32_t block_tokens;     // tokens per KV block (default 16)
     uint32_t kv_blocks;        // blocks in the KV arena (default: enough for max_seqs*max_context)
     uint32_t max_step_tokens;  // most tokens in one step (prefill chunk + decodes), default 2048
@@ -203,7 +203,7 @@ typedef struct eng_profile_config {
     const char *model;          // name or path (default tiny-dense)
     const char *models_dir;     // NULL = default
     eng_backend backend;
-    uint32_t threads;           // 0 = all cores
+    uint32_t threads;           // CPU GEMM threads, 0 = 1
     bool quick;                 // small sweep (about a minute on a 2-core CPU)
     uint64_t seed;
 } eng_profile_config;
@@ -239,7 +239,7 @@ typedef struct eng_serve_config {
     uint32_t max_batch_requests;// most sequences in one step, default 32
     uint32_t kv_blocks;         // KV arena size in blocks, default: 64 max-length requests
     uint32_t block_tokens;      // tokens per block = the trace's block size, default 16
-    uint32_t threads;           // 0 = all cores
+    uint32_t threads;           // CPU GEMM threads, 0 = 1
     uint64_t seed;              // weight seed
     bool no_sleep;              // tests: admit requests as if time jumped to their arrival
 } eng_serve_config;

@@ -126,8 +126,14 @@ kvf_status eng_create(eng_engine **out, const eng_model_desc *m, const eng_optio
     e->o = opt;
     e->bt = opt.block_tokens;
     e->max_blocks = (opt.max_context + e->bt - 1) / e->bt;
-    uint64_t nb = opt.kv_blocks ? opt.kv_blocks : (uint64_t)opt.max_seqs * e->max_blocks;
-    if (!opt.kv_blocks && nb > 65536) nb = KVF_MAX(65536, e->max_blocks);
+    uint64_t nb = opt.kv_blocks;
+    if (!nb) {   // default: every sequence at max_context, within a KV budget
+        double budget = opt.backend == ENG_BACKEND_CUDA ? 16.0 * (1 << 30) : 1.0 * (1 << 30);
+        double per_block = (double)m->layers * 2 * e->bt * m->kv_heads * m->head_dim *
+                           (opt.backend == ENG_BACKEND_CUDA ? 2 : 4);
+        nb = (uint64_t)opt.max_seqs * e->max_blocks;
+        if (nb * per_block > budget) nb = KVF_MAX((uint64_t)(budget / per_block), e->max_blocks);
+    }
     if (nb >= UINT32_MAX / 2) {
         eng_destroy(e);
         return kvf_fail(err, KVF_EINVAL, "kv_blocks (%llu) too large", (unsigned long long)nb);

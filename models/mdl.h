@@ -45,7 +45,7 @@ typedef struct mdl_model {
     // derived by mdl_model_derive():
     double params;              // total parameters
     double active_params;       // parameters touched per token
-    double weight_bytes;        // params * weight_bytes_per_param
+    double weight_bytes;        // bytes of all weights (experts at their own precision)
     double kv_bytes_per_token;          // all layers that store KV (what HBM holds)
     double kv_bytes_per_token_full;     // full-attention layers only (what SWA persists)
     double kv_bytes_per_token_window;   // sliding-window layers only
@@ -111,10 +111,13 @@ typedef struct mdl_efficiency {
     double step_overhead_ns;    // per-step host overhead (scheduling, launches)
     double layer_overhead_ns;   // per-layer fixed cost (kernel launches), per step
     double comm_latency_ns;     // fixed cost of one collective (all-reduce, all-to-all)
+    double attention;           // achieved / peak FLOP/s in attention kernels; 0 = compute
+    double comm_overlap;        // share (0..1) of collective time hidden under compute
 } mdl_efficiency;
 
 // Datasheet-level defaults for a tuned GPU server (values and reasons in mdl_roofline.c):
-// compute 0.6, memory 0.8, comm 0.7, step 500 us, layer 10 us, collective 8 us.
+// compute 0.6, memory 0.8, comm 0.7, step 500 us, layer 10 us, collective 8 us,
+// attention 0 (= compute), comm_overlap 0.
 void mdl_efficiency_default(mdl_efficiency *e);
 
 // One sequence in a batch step: compute new_tokens over cached_tokens of context already in KV.
@@ -150,9 +153,10 @@ typedef struct mdl_step_cost {
 // reports. Attention FLOPs respect the sliding window per layer kind.
 //   GEMMs: 2 FLOPs per active parameter per token (MoE: top-k + shared experts), plus the
 //          output projection once per sequence (prefill: last token only; decode: every token).
-//   attention: per (query, key) pair and layer, 4 * heads * head_dim (QK^T and PV; MLA decode
-//          uses the absorbed form, 2 * heads * (2 * kv_lora_rank + rope_dim)); keys of a chunk
-//          are causal inside the chunk; window layers see at most `window` keys.
+//   attention: per (query, key) pair and layer, 4 * heads * head_dim (QK^T and PV; MLA: the
+//          absorbed form, 2 * heads * (2 * kv_lora_rank + rope_dim), or the expanded form plus
+//          up-projecting the cached latents, whichever is cheaper for the chunk); keys of a
+//          chunk are causal inside the chunk; window layers see at most `window` keys.
 //   bytes: weights once per step (MoE: the expected number of distinct experts the step's
 //          tokens route to), the KV the step reads and writes, and activation traffic.
 void mdl_batch_work(const mdl_model *m, const mdl_batch *b, double *flops, double *bytes);
@@ -199,7 +203,9 @@ mdl_stepper *mdl_roofline_create(const mdl_model *m, const mdl_hardware *hw,
 // (dense: tp; experts: max(tp, ep)) and the rest by gpus; the expert group is multiplied
 // by ep_skew; KV is replicated across TP ranks for MLA (and GQA with tp > kv_heads). Plus
 // 2 all-reduces per layer under tp > 1 (1 on MoE layers when ep > 1), dispatch + combine
-// all-to-alls per MoE layer under ep > 1, step_overhead_ns + layers * layer_overhead_ns.
+// all-to-alls per MoE layer under ep > 1 (across scale-up domains: one copy per remote
+// domain a token's experts live in), less the comm_overlap share hidden under compute,
+// plus step_overhead_ns + layers * layer_overhead_ns.
 // An empty batch costs 0.
 void mdl_roofline_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
                        const mdl_efficiency *eff, const mdl_batch *b, mdl_step_cost *out);
@@ -275,10 +281,11 @@ typedef struct mdl_profile {
 kvf_status mdl_profile_load(mdl_profile *p, const char *path, kvf_err *err);
 void mdl_profile_free(mdl_profile *p);
 
-// Fits compute, memory and step_overhead_ns of the roofline (layer_overhead_ns = 0; comm
-// and comm_latency_ns kept from *eff on entry, or defaults when the fields are 0) to the
-// prefill and decode rows whose model column is m->name, minimising the squared log error
-// (a grid search, then coordinate refinement). host_overhead rows are not fitted; their
+// Fits compute, memory, attention and step_overhead_ns of the roofline (layer_overhead_ns
+// = 0; comm and comm_latency_ns kept from *eff on entry, or defaults when the fields are 0)
+// to the prefill and decode rows whose model column is m->name (rows with an empty model
+// column count too), minimising the squared log error (a grid search, then coordinate
+// refinement). host_overhead rows are not fitted; their
 // mean is added to step_overhead_ns so the roofline predicts whole serving steps. *err_rms
 // gets the relative RMS error of the fit over those rows. KVF_EINVAL with fewer than 3 rows.
 kvf_status mdl_fit_efficiency(const mdl_profile_row *rows, size_t n, const mdl_model *m,

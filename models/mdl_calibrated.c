@@ -36,7 +36,8 @@ static const char PROFILE_HEADER[] =
 // ---- profile CSV -----------------------------------------------------------------------
 
 static char *trim(char *s) {
-    while (*s == ' ' || *s == '\t') s++;
+    while (*s == ' ' || *s == '\t')
+        s++;
     size_t n = strlen(s);
     while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
         s[--n] = 0;
@@ -85,11 +86,24 @@ void mdl_profile_free(mdl_profile *p) {
 // Parses one data line (already split into 13 fields) into *r.
 static kvf_status parse_row(mdl_profile_row *r, char **f, const char *path, int line,
                             kvf_err *err) {
-#define BADF(name, what)                                                                       \
-    kvf_fail(err, KVF_EPARSE, "%s:%d: field '%s': expected %s, got '%s'", path, line, #name,   \
-             what, f[idx_##name])
-    enum { idx_model, idx_hardware, idx_backend, idx_op, idx_batch, idx_new_tokens, idx_context,
-           idx_median_ns, idx_p10_ns, idx_p90_ns, idx_repeats, idx_flops, idx_bytes };
+#define BADF(name, what)                                                                           \
+    kvf_fail(err, KVF_EPARSE, "%s:%d: field '%s': expected %s, got '%s'", path, line, #name, what, \
+             f[idx_##name])
+    enum {
+        idx_model,
+        idx_hardware,
+        idx_backend,
+        idx_op,
+        idx_batch,
+        idx_new_tokens,
+        idx_context,
+        idx_median_ns,
+        idx_p10_ns,
+        idx_p90_ns,
+        idx_repeats,
+        idx_flops,
+        idx_bytes
+    };
     memset(r, 0, sizeof *r);
     r->line = line;
     if (!*f[idx_model] || strlen(f[idx_model]) >= MDL_NAME_MAX)
@@ -204,14 +218,15 @@ kvf_status mdl_profile_load(mdl_profile *p, const char *path, kvf_err *err) {
     }
     // Each shape once.
     idx = kvf_malloc((p->n ? p->n : 1) * sizeof *idx);
-    for (size_t i = 0; i < p->n; i++) idx[i] = &p->rows[i];
+    for (size_t i = 0; i < p->n; i++)
+        idx[i] = &p->rows[i];
     qsort(idx, p->n, sizeof *idx, row_key_cmp);
     for (size_t i = 1; i < p->n; i++) {
         mdl_profile_row *a = idx[i - 1], *b = idx[i];
         if (kvf_streq(a->model, b->model) && a->op == b->op && a->batch == b->batch &&
             a->new_tokens == b->new_tokens && a->context == b->context) {
-            st = kvf_fail(err, KVF_EPARSE, "%s:%d: shape repeats the row on line %d", path,
-                          b->line, a->line);
+            st = kvf_fail(err, KVF_EPARSE, "%s:%d: shape repeats the row on line %d", path, b->line,
+                          a->line);
             goto fail;
         }
     }
@@ -228,13 +243,13 @@ fail:
 // ---- tables ----------------------------------------------------------------------------
 
 typedef struct pt {
-    double y;        // context
-    double v;        // median ns
-    double ratio;    // measured / roofline
+    double y;     // context
+    double v;     // median ns
+    double ratio; // measured / roofline
 } pt;
 
 typedef struct column {
-    double x;        // new_tokens (prefill) or batch (decode)
+    double x; // new_tokens (prefill) or batch (decode)
     pt *p;
     size_t n;
 } column;
@@ -245,14 +260,15 @@ typedef struct grid {
 } grid;
 
 typedef struct cal {
-    mdl_stepper base;   // first: the stepper handed out
+    mdl_stepper base; // first: the stepper handed out
     grid pre, dec;
     double *host_x, *host_v;
     size_t nhost;
 } cal;
 
 static void grid_free(grid *g) {
-    for (size_t i = 0; i < g->n; i++) free(g->c[i].p);
+    for (size_t i = 0; i < g->n; i++)
+        free(g->c[i].p);
     free(g->c);
     g->c = NULL;
     g->n = 0;
@@ -274,7 +290,8 @@ static double col_eval(const column *c, double y, bool *oor) {
         return KVF_MAX(p[0].v + (y - p[0].y) * slope, 0.5 * p[0].v);
     }
     size_t j = 0;
-    while (j + 1 < n && p[j + 1].y <= y) j++;
+    while (j + 1 < n && p[j + 1].y <= y)
+        j++;
     if (p[j].y == y) return p[j].v;
     double t = (y - p[j].y) / (p[j + 1].y - p[j].y);
     return p[j].v + t * (p[j + 1].v - p[j].v);
@@ -295,7 +312,8 @@ static double grid_eval(const grid *g, double x, double y, bool *oor) {
         return KVF_MAX(a + t * (b - a), 0.5 * a);
     }
     size_t i = 0;
-    while (i + 1 < g->n && g->c[i + 1].x <= x) i++;
+    while (i + 1 < g->n && g->c[i + 1].x <= x)
+        i++;
     if (g->c[i].x == x) return col_eval(&g->c[i], y, oor);
     double a = col_eval(&g->c[i], y, oor), b = col_eval(&g->c[i + 1], y, oor);
     double t = (x - g->c[i].x) / (g->c[i + 1].x - g->c[i].x);
@@ -319,7 +337,7 @@ static double grid_nearest_ratio(const grid *g, double x, double y) {
 }
 
 static int row_xy_cmp(const void *a, const void *b) {
-    const double *x = a, *y = b;   // (x, y, v, ratio) quadruples
+    const double *x = a, *y = b; // (x, y, v, ratio) quadruples
     if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
     if (x[1] != y[1]) return x[1] < y[1] ? -1 : 1;
     return 0;
@@ -364,7 +382,8 @@ static double host_eval(const cal *c, double batch) {
     if (batch <= c->host_x[0]) return c->host_v[0];
     if (batch >= c->host_x[c->nhost - 1]) return c->host_v[c->nhost - 1];
     size_t j = 0;
-    while (j + 1 < c->nhost && c->host_x[j + 1] <= batch) j++;
+    while (j + 1 < c->nhost && c->host_x[j + 1] <= batch)
+        j++;
     if (c->host_x[j] == batch) return c->host_v[j];
     double t = (batch - c->host_x[j]) / (c->host_x[j + 1] - c->host_x[j]);
     return c->host_v[j] + t * (c->host_v[j + 1] - c->host_v[j]);
@@ -375,7 +394,7 @@ static void cal_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out) {
     mdl_step_cost roof;
     mdl_roofline_eval(&s->model, &s->hw, &s->par, &s->eff, b, &roof);
     memset(out, 0, sizeof *out);
-    if (roof.ns == 0) return;   // empty batch
+    if (roof.ns == 0) return; // empty batch
     out->flops = roof.flops;
     out->bytes = roof.bytes;
     out->comm_bytes = roof.comm_bytes;
@@ -437,7 +456,8 @@ static void cal_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out) {
     }
     if (oor) {
         double r = grid_nearest_ratio(primary, qx, KVF_MAX(qy, 0.0));
-        if (r < 0) r = grid_nearest_ratio(primary == &c->pre ? &c->dec : &c->pre, qx, KVF_MAX(qy, 0.0));
+        if (r < 0)
+            r = grid_nearest_ratio(primary == &c->pre ? &c->dec : &c->pre, qx, KVF_MAX(qy, 0.0));
         if (r < 0) r = 1;
         fwd = (double)roof.ns * r;
         out->extrapolated = true;
@@ -473,7 +493,8 @@ kvf_status mdl_calibrated_create(mdl_stepper **out, const mdl_model *m, const md
     c->base.vt = &cal_vt;
     mdl_stepper_destroy(roof);
     size_t npre = 0, ndec = 0, nhost = 0;
-    double *qp = kvf_malloc((p.n + 1) * 4 * sizeof *qp), *qd = kvf_malloc((p.n + 1) * 4 * sizeof *qd);
+    double *qp = kvf_malloc((p.n + 1) * 4 * sizeof *qp),
+           *qd = kvf_malloc((p.n + 1) * 4 * sizeof *qd);
     c->host_x = kvf_malloc((p.n + 1) * sizeof *c->host_x);
     c->host_v = kvf_malloc((p.n + 1) * sizeof *c->host_v);
     for (size_t i = 0; i < p.n; i++) {
@@ -498,9 +519,13 @@ kvf_status mdl_calibrated_create(mdl_stepper **out, const mdl_model *m, const md
         q[3] = ratio;
     }
     if (npre + ndec == 0) {
-        st = kvf_fail(err, KVF_EINVAL,
-                      "%s: no prefill or decode rows for model '%s' (the profile is for '%s')",
-                      profile_path, m->name, p.model[0] ? p.model : "nothing");
+        if (p.n && p.model[0])
+            st = kvf_fail(err, KVF_EINVAL,
+                          "%s: no prefill or decode rows for model '%s' (the profile is for '%s')",
+                          profile_path, m->name, p.model);
+        else
+            st = kvf_fail(err, KVF_EINVAL, "%s: no prefill or decode rows for model '%s'",
+                          profile_path, m->name);
         free(qp);
         free(qd);
         mdl_stepper_destroy(&c->base);
@@ -532,16 +557,17 @@ typedef struct fit_ctx {
     const mdl_model *m;
     const mdl_hardware *hw;
     const mdl_parallel *par;
-    mdl_efficiency eff;     // comm fields fixed; compute/memory varied; overheads 0
+    mdl_efficiency eff; // comm fields fixed; compute/memory varied; overheads 0
     mdl_work *w;
-    double *y;              // measured ns
-    double *v;              // scratch: variable part per row
+    double *y; // measured ns
+    double *v; // scratch: variable part per row
     size_t n;
 } fit_ctx;
 
-static void fit_variable(fit_ctx *f, double comp, double mem) {
-    f->eff.compute = comp;
-    f->eff.memory = mem;
+static void fit_variable(fit_ctx *f, const double x[3]) {
+    f->eff.compute = x[0];
+    f->eff.memory = x[1];
+    f->eff.attention = x[2];
     for (size_t i = 0; i < f->n; i++) {
         mdl_step_cost c;
         mdl_roofline_eval_work(f->m, f->hw, f->par, &f->eff, &f->w[i], &c);
@@ -590,8 +616,8 @@ static double fit_overhead(const fit_ctx *f, double hi, double *loss) {
 }
 
 kvf_status mdl_fit_efficiency(const mdl_profile_row *rows, size_t n, const mdl_model *m,
-                              const mdl_hardware *hw, const mdl_parallel *par,
-                              mdl_efficiency *eff, double *err_rms, kvf_err *err) {
+                              const mdl_hardware *hw, const mdl_parallel *par, mdl_efficiency *eff,
+                              double *err_rms, kvf_err *err) {
     fit_ctx f = {.m = m, .hw = hw, .par = par};
     mdl_efficiency def;
     mdl_efficiency_default(&def);
@@ -625,48 +651,51 @@ kvf_status mdl_fit_efficiency(const mdl_profile_row *rows, size_t n, const mdl_m
         free(f.w);
         free(f.y);
         free(f.v);
-        return kvf_fail(err, KVF_EINVAL,
-                        "efficiency fit: need at least 3 prefill/decode rows for model '%s', got %zu",
-                        m->name, f.n);
+        return kvf_fail(
+            err, KVF_EINVAL,
+            "efficiency fit: need at least 3 prefill/decode rows for model '%s', got %zu", m->name,
+            f.n);
     }
-    // Grid over compute and memory factors (log-spaced 1e-4 .. 10), best overhead for each.
-    double bc = 1, bm = 1, bo = 0, best = INFINITY;
-    const int K = 41;
+    // Grid over the compute, memory and attention factors (log-spaced 1e-4 .. 10), the best
+    // overhead for each; ties keep the smallest factors (the least efficiency the data
+    // support when a factor does not bind).
+    double best_x[3] = {1, 1, 1}, bo = 0, best = INFINITY;
+    const int K = 21;
     for (int i = 0; i < K; i++)
-        for (int j = 0; j < K; j++) {
-            double cc = 1e-4 * pow(1e5, (double)i / (K - 1));
-            double mm = 1e-4 * pow(1e5, (double)j / (K - 1));
-            fit_variable(&f, cc, mm);
-            double l, o = fit_overhead(&f, ymin, &l);
-            if (l < best) {
-                best = l;
-                bc = cc;
-                bm = mm;
-                bo = o;
+        for (int j = 0; j < K; j++)
+            for (int k = 0; k < K; k++) {
+                double x[3] = {1e-4 * pow(1e5, (double)i / (K - 1)),
+                               1e-4 * pow(1e5, (double)j / (K - 1)),
+                               1e-4 * pow(1e5, (double)k / (K - 1))};
+                fit_variable(&f, x);
+                double l, o = fit_overhead(&f, ymin, &l);
+                if (l < best) {
+                    best = l;
+                    memcpy(best_x, x, sizeof x);
+                    bo = o;
+                }
             }
-        }
     // Coordinate refinement with shrinking multiplicative steps.
-    for (double step = 0.25; step > 1e-5;) {
+    for (double step = 0.5; step > 1e-5;) {
         bool improved = false;
-        for (int k = 0; k < 4; k++) {
-            double cc = bc, mm = bm;
-            if (k == 0) cc *= 1 + step;
-            if (k == 1) cc /= 1 + step;
-            if (k == 2) mm *= 1 + step;
-            if (k == 3) mm /= 1 + step;
-            fit_variable(&f, cc, mm);
+        for (int k = 0; k < 6; k++) {
+            double x[3] = {best_x[0], best_x[1], best_x[2]};
+            if (k % 2 == 0)
+                x[k / 2] *= 1 + step;
+            else
+                x[k / 2] /= 1 + step;
+            fit_variable(&f, x);
             double l, o = fit_overhead(&f, ymin, &l);
             if (l < best - 1e-15) {
                 best = l;
-                bc = cc;
-                bm = mm;
+                memcpy(best_x, x, sizeof x);
                 bo = o;
                 improved = true;
             }
         }
         if (!improved) step /= 2;
     }
-    fit_variable(&f, bc, bm);
+    fit_variable(&f, best_x);
     double se = 0;
     for (size_t i = 0; i < f.n; i++) {
         double e = (bo + f.v[i] - f.y[i]) / f.y[i];
@@ -675,8 +704,9 @@ kvf_status mdl_fit_efficiency(const mdl_profile_row *rows, size_t n, const mdl_m
     if (err_rms) *err_rms = sqrt(se / f.n);
     if (eff) {
         *eff = f.eff;
-        eff->compute = bc;
-        eff->memory = bm;
+        eff->compute = best_x[0];
+        eff->memory = best_x[1];
+        eff->attention = best_x[2];
         eff->step_overhead_ns = bo + (nhost ? host_sum / nhost : 0);
         eff->layer_overhead_ns = 0;
     }

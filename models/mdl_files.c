@@ -18,7 +18,7 @@
 // ---- field tables ----------------------------------------------------------------------
 
 typedef enum ftype { F_U32, F_DBL, F_STR, F_BOOL, F_ATTN } ftype;
-enum { F_REQ = 1, F_POS = 2 };   // required; must be > 0
+enum { F_REQ = 1, F_POS = 2 }; // required; must be > 0
 
 typedef struct field {
     const char *key;
@@ -27,6 +27,7 @@ typedef struct field {
     unsigned flags;
 } field;
 
+// clang-format off
 #define MF(k, t, fl) {#k, t, offsetof(mdl_model, k), fl}
 static const field model_fields[] = {
     MF(name, F_STR, 0),
@@ -87,12 +88,16 @@ static const field fit_fields[] = {
     FE(step_overhead_ns, 0),
     FE(layer_overhead_ns, 0),
     FE(comm_latency_ns, 0),
+    FE(attention, 0),
+    FE(comm_overlap, 0),
 };
 #undef FF
 #undef FE
+// clang-format on
 
 // ---- the flat reader -------------------------------------------------------------------
 
+// clang-format off
 static const char *type_word(ftype t) {
     switch (t) {
     case F_U32: return "a non-negative integer";
@@ -103,6 +108,7 @@ static const char *type_word(ftype t) {
     }
     return "?";
 }
+// clang-format on
 
 // Parses one scalar into the field. Returns false with *why set on failure.
 static bool parse_value(const field *f, const char *v, void *obj, const char **why) {
@@ -168,8 +174,8 @@ static bool parse_value(const field *f, const char *v, void *obj, const char **w
 
 // Reads path as a flat mapping into obj through the field table. seen[i] records the line
 // of key i (0 = absent). *map_line gets the line of the mapping. Required keys are checked.
-static kvf_status read_flat(const char *path, const field *fields, size_t nf, void *obj,
-                            int *seen, int *map_line, kvf_err *err) {
+static kvf_status read_flat(const char *path, const field *fields, size_t nf, void *obj, int *seen,
+                            int *map_line, kvf_err *err) {
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return kvf_fail(err, errno == ENOENT ? KVF_ENOENT : KVF_EIO, "%s: cannot open: %s", path,
@@ -213,7 +219,8 @@ static kvf_status read_flat(const char *path, const field *fields, size_t nf, vo
         }
         const char *key = (const char *)k->data.scalar.value;
         size_t i = 0;
-        while (i < nf && !kvf_streq(fields[i].key, key)) i++;
+        while (i < nf && !kvf_streq(fields[i].key, key))
+            i++;
         if (i == nf) {
             st = kvf_fail(err, KVF_EPARSE, "%s:%d: unknown key '%s'", path, line, key);
             goto done;
@@ -225,8 +232,8 @@ static kvf_status read_flat(const char *path, const field *fields, size_t nf, vo
         }
         seen[i] = line;
         if (v->type != YAML_SCALAR_NODE) {
-            st = kvf_fail(err, KVF_EPARSE, "%s:%d: key '%s': expected %s, not a nested value",
-                          path, (int)v->start_mark.line + 1, key, type_word(fields[i].type));
+            st = kvf_fail(err, KVF_EPARSE, "%s:%d: key '%s': expected %s, not a nested value", path,
+                          (int)v->start_mark.line + 1, key, type_word(fields[i].type));
             goto done;
         }
         const char *why = NULL;
@@ -236,9 +243,9 @@ static kvf_status read_flat(const char *path, const field *fields, size_t nf, vo
                 st = kvf_fail(err, KVF_EINVAL, "%s:%d: key '%s' %s (got '%s')", path, vline, key,
                               why, (const char *)v->data.scalar.value);
             else
-                st = kvf_fail(err, KVF_EPARSE, "%s:%d: key '%s': expected %s, got '%s'", path,
-                              vline, key, type_word(fields[i].type),
-                              (const char *)v->data.scalar.value);
+                st =
+                    kvf_fail(err, KVF_EPARSE, "%s:%d: key '%s': expected %s, got '%s'", path, vline,
+                             key, type_word(fields[i].type), (const char *)v->data.scalar.value);
             goto done;
         }
     }
@@ -311,7 +318,7 @@ void mdl_model_derive(mdl_model *m) {
     } else {
         attn = h * nh * hd + 2.0 * h * nkv * hd + nh * hd * h;
     }
-    double norms = 2.0 * h;   // two RMSNorms per block
+    double norms = 2.0 * h; // two RMSNorms per block
     m->moe_layers = m->experts ? m->layers - m->dense_layers : 0;
     double dense_l = m->layers - m->moe_layers;
     double ffn_dense = 3.0 * h * m->ffn;
@@ -320,8 +327,8 @@ void mdl_model_derive(mdl_model *m) {
     double moe_all = (m->experts + m->shared_experts) * m->expert_params + router;
     double moe_act = (m->experts_active + m->shared_experts) * m->expert_params + router;
     m->embedding_params = (double)m->vocab * h;
-    double head = m->embedding_params;   // output projection
-    double blocks_common = m->layers * (attn + norms) + dense_l * ffn_dense + h;  // + final norm
+    double head = m->embedding_params; // output projection
+    double blocks_common = m->layers * (attn + norms) + dense_l * ffn_dense + h; // + final norm
     double experts_total = m->moe_layers * (m->experts + m->shared_experts) * m->expert_params;
     m->params = blocks_common + m->moe_layers * moe_all + m->embedding_params +
                 (m->tied_embeddings ? 0 : head) + m->vision_params;
@@ -349,22 +356,23 @@ double mdl_kv_seq_bytes(const mdl_model *m, double tokens) {
 static kvf_status model_check(mdl_model *m, const char *path, const int *seen, int map_line,
                               kvf_err *err) {
     const size_t nf = sizeof model_fields / sizeof model_fields[0];
-#define LINE(k) (seen_line(model_fields, nf, seen, k) ? seen_line(model_fields, nf, seen, k) \
-                                                      : map_line)
+#define LINE(k)                                                                                    \
+    (seen_line(model_fields, nf, seen, k) ? seen_line(model_fields, nf, seen, k) : map_line)
     if (m->heads % m->kv_heads)
-        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'kv_heads' (%u) must divide heads (%u)",
-                        path, LINE("kv_heads"), m->kv_heads, m->heads);
+        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'kv_heads' (%u) must divide heads (%u)", path,
+                        LINE("kv_heads"), m->kv_heads, m->heads);
     if (m->attention == MDL_ATTN_MLA && m->kv_lora_rank == 0)
-        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'kv_lora_rank' must be positive for mla",
-                        path, LINE("kv_lora_rank"));
+        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'kv_lora_rank' must be positive for mla", path,
+                        LINE("kv_lora_rank"));
     if (m->experts) {
         if (m->experts_active == 0 || m->experts_active > m->experts)
             return kvf_fail(err, KVF_EINVAL,
                             "%s:%d: key 'experts_active' must be in 1..experts (%u)", path,
                             LINE("experts_active"), m->experts);
         if (m->expert_ffn == 0)
-            return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'expert_ffn' must be positive with experts",
-                            path, LINE("expert_ffn"));
+            return kvf_fail(err, KVF_EINVAL,
+                            "%s:%d: key 'expert_ffn' must be positive with experts", path,
+                            LINE("expert_ffn"));
         if (m->dense_layers > m->layers)
             return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'dense_layers' exceeds layers (%u)", path,
                             LINE("dense_layers"), m->layers);
@@ -388,8 +396,10 @@ static kvf_status model_check(mdl_model *m, const char *path, const int *seen, i
                         m->window ? "window" : "window_layers",
                         m->window ? "window_layers" : "window");
     if (m->vision_params > 0 && m->tokens_per_image == 0)
-        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'tokens_per_image' must be positive with "
-                        "vision_params", path, LINE("tokens_per_image"));
+        return kvf_fail(err, KVF_EINVAL,
+                        "%s:%d: key 'tokens_per_image' must be positive with "
+                        "vision_params",
+                        path, LINE("tokens_per_image"));
 #undef LINE
     return KVF_OK;
 }
@@ -407,15 +417,15 @@ kvf_status mdl_model_load(mdl_model *m, const char *name_or_path, const char *mo
     int seen[NF], map_line = 1;
     kvf_status st = read_flat(path, model_fields, NF, m, seen, &map_line, err);
     if (st == KVF_ENOENT)
-        return kvf_fail(err, KVF_ENOENT, "%s: no such model file (model '%s')", path,
-                        name_or_path);
+        return kvf_fail(err, KVF_ENOENT, "%s: no such model file (model '%s')", path, name_or_path);
     if (st) return st;
     if (!seen_line(model_fields, NF, seen, "name")) stem(m->name, path);
     if (!m->kv_heads) m->kv_heads = m->heads;
     if (!m->head_dim) {
         if (m->hidden % m->heads)
-            return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'head_dim' missing and hidden %% heads != 0",
-                            path, map_line);
+            return kvf_fail(err, KVF_EINVAL,
+                            "%s:%d: key 'head_dim' missing and hidden %% heads != 0", path,
+                            map_line);
         m->head_dim = m->hidden / m->heads;
     }
     if ((st = model_check(m, path, seen, map_line, err))) return st;
@@ -473,10 +483,12 @@ kvf_status mdl_fit_write(const mdl_fit *f, const char *path, kvf_err *err) {
             "comm: %.6g            # achieved / peak scale-up bandwidth (not fitted)\n"
             "step_overhead_ns: %.6g\n"
             "layer_overhead_ns: %.6g\n"
-            "comm_latency_ns: %.6g\n",
+            "comm_latency_ns: %.6g\n"
+            "attention: %.6g       # achieved / peak FLOP/s in attention (0 = as compute)\n"
+            "comm_overlap: %.6g    # share of collective time hidden under compute\n",
             f->rows, f->err_rms, f->err_max, f->eff.compute, f->eff.memory,
             f->eff.comm > 0 ? f->eff.comm : 0.7, f->eff.step_overhead_ns, f->eff.layer_overhead_ns,
-            f->eff.comm_latency_ns);
+            f->eff.comm_latency_ns, f->eff.attention, f->eff.comm_overlap);
     if (fclose(fp)) return kvf_fail(err, KVF_EIO, "%s: write failed", path);
     return KVF_OK;
 }

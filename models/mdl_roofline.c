@@ -28,12 +28,19 @@ void mdl_efficiency_default(mdl_efficiency *e) {
     //   with CUDA graphs take 0.3-1 ms per step.
     // layer 10 us: launch gaps between a block's kernels that CUDA graphs do not remove.
     // collective 8 us: a small all-reduce on NVLink costs 5-20 us.
+    // attention 0: FlashAttention-class kernels on Hopper reach GEMM-like fractions of peak,
+    //   so attention shares the compute factor unless a fit says otherwise (CPU engines'
+    //   attention loops run far below their BLAS GEMMs).
+    // comm_overlap 0: collectives add to the step; engines that overlap two micro-batches
+    //   (DeepSeek's EP serving) hide most of them, a scenario sets that explicitly.
     e->compute = 0.6;
     e->memory = 0.8;
     e->comm = 0.7;
     e->step_overhead_ns = 500e3;
     e->layer_overhead_ns = 10e3;
     e->comm_latency_ns = 8e3;
+    e->attention = 0;
+    e->comm_overlap = 0;
 }
 
 void mdl_parallel_default(mdl_parallel *p) {
@@ -69,7 +76,7 @@ static double pairs(double n, double c, double w) {
 
 void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
     memset(w, 0, sizeof *w);
-    double act_elem = m->kv_bytes_per_elem;   // activations in the KV precision
+    double act_elem = m->kv_bytes_per_elem; // activations in the KV precision
     if (b->phase == MDL_VISION) {
         // The vision encoder as 2 FLOPs per parameter per image token; its attention over the
         // tokens of one image (a few hundred) is small beside the GEMMs and is left out.
@@ -86,7 +93,7 @@ void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) 
         double n = b->seqs[i].new_tokens;
         if (n <= 0) continue;
         T += n;
-        rows += b->phase == MDL_DECODE ? n : 1;   // prefill: logits of the last token only
+        rows += b->phase == MDL_DECODE ? n : 1; // prefill: logits of the last token only
     }
     if (T <= 0) return;
     w->tokens = T;
@@ -96,12 +103,13 @@ void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) 
     double per_tok_experts = (double)m->experts_active + m->shared_experts;
     double head = m->embedding_params;
     // Non-expert parameters a token passes through inside the blocks.
-    double block_dense = m->active_params - head - m->moe_layers * per_tok_experts * m->expert_params;
+    double block_dense =
+        m->active_params - head - m->moe_layers * per_tok_experts * m->expert_params;
 
     // dense group
     w->flops[MDL_WG_DENSE] = 2.0 * T * block_dense + 2.0 * rows * head;
     double wd = m->dense_weight_bytes - m->vision_params * wbpp;
-    if (!m->tied_embeddings) wd -= m->embedding_params * wbpp;   // input table: rows only
+    if (!m->tied_embeddings) wd -= m->embedding_params * wbpp; // input table: rows only
     w->weight_bytes[MDL_WG_DENSE] = wd;
     // ~12 hidden-sized reads/writes per token and block (norms, projections, residual adds)
     double act = T * m->layers * 12.0 * h * act_elem + T * h * wbpp;
@@ -127,11 +135,11 @@ void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) 
         double n = b->seqs[i].new_tokens, c = b->seqs[i].cached_tokens;
         if (n <= 0) continue;
         double pf = pairs(n, c, 0), pw = pairs(n, c, m->window);
-        double fpp, fixed = 0;   // FLOPs per (query, key) pair and layer; per-layer extra
+        double fpp, fixed = 0; // FLOPs per (query, key) pair and layer; per-layer extra
         if (m->attention == MDL_ATTN_MLA) {
             // Absorbed form: scores over the latent (kv_lora + rope) and values in the latent.
-            double absorbed = 2.0 * heads * (m->kv_lora_rank + m->rope_dim) +
-                              2.0 * heads * m->kv_lora_rank;
+            double absorbed =
+                2.0 * heads * (m->kv_lora_rank + m->rope_dim) + 2.0 * heads * m->kv_lora_rank;
             // Expanded form: per-head q.k over (head_dim + rope) and p.v over head_dim, after
             // up-projecting the c cached latents to keys and values.
             double expanded = 2.0 * heads * (hd + m->rope_dim) + 2.0 * heads * hd;
@@ -201,10 +209,11 @@ void mdl_roofline_eval_work(const mdl_model *m, const mdl_hardware *hw, const md
     double bf16 = hw->bf16_flops * eff.compute;
     double ebpp = m->expert_weight_bytes_per_param > 0 ? m->expert_weight_bytes_per_param
                                                        : m->weight_bytes_per_param;
-    double peak_d = (m->weight_bytes_per_param == 1 && hw->fp8_flops > 0)
-                        ? hw->fp8_flops * eff.compute : bf16;
+    double peak_d =
+        (m->weight_bytes_per_param == 1 && hw->fp8_flops > 0) ? hw->fp8_flops * eff.compute : bf16;
     double peak_e = (ebpp == 1 && hw->fp8_flops > 0) ? hw->fp8_flops * eff.compute : bf16;
-    double peak[MDL_WG_COUNT] = {peak_d, peak_e, bf16, bf16};
+    double attn = hw->bf16_flops * (eff.attention > 0 ? eff.attention : eff.compute);
+    double peak[MDL_WG_COUNT] = {peak_d, peak_e, attn, attn};
     double wshard[MDL_WG_COUNT] = {p.tp, expert_shards(&p), 1, 1};
     double repl = kv_repl(m, &p);
     double total = 0, worst = -1;
@@ -234,21 +243,40 @@ void mdl_roofline_eval_work(const mdl_model *m, const mdl_hardware *hw, const md
     double act_elem = m->kv_bytes_per_elem, ce = eff.comm > 0 ? eff.comm : 0.7;
     if (text && p.tp > 1) {
         double up = link_Bps(hw, p.tp);
-        double tok_group = w->tokens / (G / p.tp);   // data-parallel replicas split the batch
+        double tok_group = w->tokens / (G / p.tp); // data-parallel replicas split the batch
         double msg = tok_group * m->hidden * act_elem;
-        double per = 2.0 * (p.tp - 1) / p.tp * msg;   // ring all-reduce, bytes per rank
+        double per = 2.0 * (p.tp - 1) / p.tp * msg; // ring all-reduce, bytes per rank
         double n_ar = m->layers + (m->layers - (p.ep > 1 ? m->moe_layers : 0));
         if (up > 0) comm_s += n_ar * (eff.comm_latency_ns * 1e-9 + per / (up * ce));
         comm_bytes += n_ar * per * G;
     }
     if (text && p.ep > 1 && m->moe_layers) {
+        // Dispatch + combine per MoE layer. Inside one scale-up domain each token goes to its
+        // k experts' GPUs; across domains (DeepEP-style) a token crosses the network once per
+        // remote domain that holds one of its experts, then fans out over the scale-up fabric.
+        // FP8 models dispatch in FP8; combine returns in the activation precision.
+        double domain = hw->scaleup_domain ? hw->scaleup_domain : 8, k = m->experts_active;
+        double tok = w->tokens / G; // tokens each GPU dispatches
+        double copies;              // hidden-sized copies per token over the slowest link
+        if (p.ep <= domain) {
+            copies = k * (p.ep - 1) / p.ep;
+        } else {
+            double nodes = p.ep / domain;
+            copies = nodes * (1 - pow(1 - 1 / nodes, k)) * (nodes - 1) / nodes;
+        }
         double up = link_Bps(hw, p.ep);
-        double per = w->tokens / G * m->experts_active * m->hidden * act_elem * (p.ep - 1) / p.ep;
-        double t1 = eff.comm_latency_ns * 1e-9 + (up > 0 ? per / (up * ce) : 0);
-        comm_s += 2.0 * m->moe_layers * t1 * p.ep_skew;   // dispatch + combine
-        comm_bytes += 2.0 * m->moe_layers * per * G;
+        double disp_elem = m->weight_bytes_per_param == 1 ? 1 : act_elem;
+        double per = tok * copies * m->hidden * (disp_elem + act_elem);
+        double t1 = 2 * eff.comm_latency_ns * 1e-9 + (up > 0 ? per / (up * ce) : 0);
+        comm_s += m->moe_layers * t1 * p.ep_skew;
+        comm_bytes += m->moe_layers * per * G;
     }
-    double fixed_s = eff.step_overhead_ns * 1e-9 + (text ? m->layers * eff.layer_overhead_ns * 1e-9 : 0);
+    // Collectives hidden under compute (two micro-batches, as DeepSeek's serving does): at
+    // most the overlap share of them, and never more than the compute there is.
+    double ov = eff.comm_overlap > 0 ? KVF_MIN(eff.comm_overlap, 1.0) : 0;
+    comm_s -= KVF_MIN(comm_s * ov, total);
+    double fixed_s =
+        eff.step_overhead_ns * 1e-9 + (text ? m->layers * eff.layer_overhead_ns * 1e-9 : 0);
     double s = total + comm_s + fixed_s;
     out->ns = (int64_t)llround(s * 1e9);
     if (out->ns < 1) out->ns = 1;
@@ -270,7 +298,9 @@ static void roofline_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out
     mdl_roofline_eval(&s->model, &s->hw, &s->par, &s->eff, b, out);
 }
 
-static void roofline_destroy(mdl_stepper *s) { free(s); }
+static void roofline_destroy(mdl_stepper *s) {
+    free(s);
+}
 
 static const mdl_stepper_vt roofline_vt = {"roofline", roofline_cost, roofline_destroy};
 
@@ -306,7 +336,8 @@ double mdl_kv_capacity_bytes(const mdl_model *m, const mdl_hardware *hw, const m
     mdl_parallel p = par_norm(par);
     double G = p.gpus;
     double frac = activation_reserve_frac > 0 ? KVF_MIN(activation_reserve_frac, 1.0) : 0;
-    double weights = m->dense_weight_bytes * (G / p.tp) + m->expert_weight_bytes * (G / expert_shards(&p));
+    double weights =
+        m->dense_weight_bytes * (G / p.tp) + m->expert_weight_bytes * (G / expert_shards(&p));
     return G * hw->hbm_bytes * (1.0 - frac) - weights;
 }
 

@@ -132,7 +132,27 @@ typedef struct rpt_econ_config {
     double hit_cost_ratio;       // cost of a hit token relative to a computed one (sensitivity)
 } rpt_econ_config;
 
-// Fills *c with the defaults (design.md §7 values; see rpt_econ_config_set for the keys).
+// Scenario keys below `economics.` (rpt_econ_config_set), type and default:
+//   cost_model                rent | own                          rent
+//   gpu_hour_usd              number >= 0 (null selects own)      2.0
+//   capex_per_gpu_usd         number >= 0                         30000
+//   depreciation_years        number > 0                          4
+//   power_w_per_gpu           number >= 0                         1000
+//   kwh_usd                   number >= 0                         0.08
+//   pue                       number in [1, 10]                   1.3
+//   ssd_tb_month_usd          number >= 0                         10
+//   dram_tb_month_usd         number >= 0                         0
+//   network_usd_per_gpu_hour  number >= 0                         0
+//   offpeak                   mapping, or null (no window)        {16:30, 00:30, 0.5}
+//   offpeak.start_utc         "HH:MM" or "HH:MM:SS", 00:00-24:00  "16:30"
+//   offpeak.end_utc           same; before start = wraps midnight "00:30"
+//   offpeak.price_factor      number >= 0                         0.5
+//   prices_per_mtok.input_hit / .input_miss / .output  USD >= 0   0.028 / 0.28 / 0.42
+//   prices_per_mtok.CLASS.input_hit|input_miss|output  per-class override (<= 16 classes)
+//   free_share                number in [0, 1]                    0
+//   trace_start_utc           "HH:MM"                             "00:00"
+//   hit_cost_ratio            number in [0, 1]                    0.05
+// Fills *c with the defaults above.
 void rpt_econ_config_default(rpt_econ_config *c);
 // Sets one key below `economics.` from its text, e.g. ("offpeak.start_utc", "16:30"),
 // ("prices_per_mtok.output", "0.42"), ("prices_per_mtok.agent.output", "0.5"),

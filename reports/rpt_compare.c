@@ -123,8 +123,15 @@ static json_t *shown_keys(cmp_run *r, int n, bool all) {
         rpt_leaf *l;
         size_t nl = rpt_json_leaves(r[m].sum, SKIP, &l);
         for (size_t i = 0; i < nl; i++) {
-            bool take = all || json_is_string(l[i].value);   // text flags (saturation...) always
-            if (!strcmp(l[i].key, "scenario") || !strcmp(l[i].key, "kvfleet_version")) take = false;
+            // every figure with --all; otherwise the text figures that differ between runs
+            bool take = all;
+            if (!take && json_is_string(l[i].value))
+                for (int o = 0; o < n; o++) {
+                    json_t *ov = rpt_json_path(r[o].sum, l[i].key);
+                    if (!json_is_string(ov) ||
+                        strcmp(json_string_value(ov), json_string_value(l[i].value)))
+                        take = true;
+                }
             if (take && !json_object_get(seen, l[i].key)) {
                 json_array_append_new(keys, json_string(l[i].key));
                 json_object_set(seen, l[i].key, json_true());
@@ -153,6 +160,15 @@ static void cell_str(json_t *v, char *out, size_t n) {
         snprintf(out, n, "%s", json_is_true(v) ? "true" : "false");
     else
         snprintf(out, n, "n/a");
+}
+
+// A right-aligned cell of width w; longer text keeps its end ("...mooncake.jsonl").
+static void put_cell(FILE *out, const char *s, int w) {
+    int len = (int)strlen(s);
+    if (len <= w)
+        fprintf(out, "  %*s", w, s);
+    else
+        fprintf(out, "  ...%s", s + len - (w - 3));
 }
 
 static void print_table(FILE *out, cmp_run *r, int n, json_t *keys, json_t *varied) {
@@ -187,7 +203,7 @@ static void print_table(FILE *out, cmp_run *r, int n, json_t *keys, json_t *vari
         fprintf(out, "%-*.*s", w0, w0, k);
         for (int m = 0; m < n; m++) {
             json_t *v = json_object_get(r[m].run, k);
-            fprintf(out, "  %*.*s", wc, wc, v ? json_string_value(v) : "-");
+            put_cell(out, v ? json_string_value(v) : "-", wc);
         }
         fprintf(out, "\n");
     }
@@ -208,7 +224,7 @@ static void print_table(FILE *out, cmp_run *r, int n, json_t *keys, json_t *vari
             } else {
                 snprintf(cell, sizeof cell, "%s", s);
             }
-            fprintf(out, "  %*s", wc, cell);
+            put_cell(out, cell, wc);
         }
         fprintf(out, "\n");
     }

@@ -575,7 +575,9 @@ static void both_para(page *p, const char *cls, const char *text) {
 }
 
 // Table helpers: a header row, then rows of cells.
-static void tab_open(page *p, const char *id, const char *const *heads, int n) {
+// align: one letter per column for Markdown, 'l' or 'r' (NULL: first left, others right).
+static void tab_open(page *p, const char *id, const char *const *heads, int n,
+                     const char *align) {
     rpt_buf_printf(&p->h, "<table id=\"%s\"><thead><tr>", id);
     for (int i = 0; i < n; i++) {
         rpt_buf_puts(&p->h, "<th>");
@@ -590,7 +592,10 @@ static void tab_open(page *p, const char *id, const char *const *heads, int n) {
         rpt_buf_puts(&p->m, " |");
     }
     rpt_buf_puts(&p->m, "\n|");
-    for (int i = 0; i < n; i++) rpt_buf_puts(&p->m, i ? "---:|" : "---|");
+    for (int i = 0; i < n; i++) {
+        bool right = align && (int)strlen(align) > i ? align[i] == 'r' : i > 0;
+        rpt_buf_puts(&p->m, right ? "---:|" : "---|");
+    }
     rpt_buf_puts(&p->m, "\n");
 }
 
@@ -685,7 +690,7 @@ static void sec_run(rep *r, page *p) {
         return;
     }
     static const char *const heads[] = {"key", "value"};
-    tab_open(p, "run-table", heads, 2);
+    tab_open(p, "run-table", heads, 2, "ll");
     rpt_buf longs = {0};          // long values go below the Markdown table
     while (sqlite3_step(st) == SQLITE_ROW) {
         const char *k = (const char *)sqlite3_column_text(st, 0);
@@ -716,7 +721,7 @@ static void sec_run(rep *r, page *p) {
 static void sec_headline(rep *r, page *p) {
     both_heading(p, 2, "headline", "Headline figures");
     static const char *const heads[] = {"figure", "value", "summary.json key"};
-    tab_open(p, "headline-table", heads, 3);
+    tab_open(p, "headline-table", heads, 3, "lrl");
     int shown = 0;
     for (size_t i = 0; i < RPT_HEADLINE_N; i++) {
         json_t *v = rpt_json_path(r->summary, RPT_HEADLINE[i].key);
@@ -731,6 +736,7 @@ static void sec_headline(rep *r, page *p) {
     tab_close(p);
     if (!shown) both_para(p, "note", "summary.json holds none of the headline figures.");
     json_t *sat = json_object_get(r->summary, "saturation");
+    if (json_is_object(sat)) sat = json_object_get(sat, "state");
     if (json_is_string(sat)) {
         char line[200];
         snprintf(line, sizeof line, "Saturation check: %s.", json_string_value(sat));
@@ -738,6 +744,27 @@ static void sec_headline(rep *r, page *p) {
                          ? "warn" : "meta",
                   line);
     }
+}
+
+// Appends a gnuplot SVG with its element ids prefixed by the chart name, so several charts
+// on one page keep unique ids (gnuplot names its markers gpPt0.. in every file; its
+// single-quoted ids are all definitions, referenced by href='#...').
+static void svg_inline(rpt_buf *b, const char *svg, const char *prefix) {
+    static const char *const pats[] = {"id='", "href='#", "id=\"gnuplot_"};
+    const char *run = svg;
+    for (const char *q = svg; *q; q++) {
+        for (size_t i = 0; i < sizeof pats / sizeof pats[0]; i++) {
+            size_t n = strlen(pats[i]);
+            if (strncmp(q, pats[i], n)) continue;
+            size_t head = i == 2 ? 4 : n;           // up to the quote (and '#')
+            rpt_buf_putn(b, run, (size_t)(q - run) + head);
+            rpt_buf_printf(b, "%s_", prefix);
+            q += head - 1;
+            run = q + 1;
+            break;
+        }
+    }
+    rpt_buf_puts(b, run);
 }
 
 static void sec_charts(rep *r, page *p) {
@@ -764,7 +791,7 @@ static void sec_charts(rep *r, page *p) {
         kvf_err e2 = {0};
         if (c->svg_ok && kvf_read_file(path, &svg, &len, &e2) == KVF_OK) {
             char *start = strstr(svg, "<svg");
-            rpt_buf_puts(&p->h, start ? start : "");
+            svg_inline(&p->h, start ? start : "", c->name);
             rpt_buf_printf(&p->m, "![%s](report_files/%s.svg)\n\n", c->title, c->name);
         } else {
             rpt_buf_printf(&p->h, "<p class=\"note\">Not drawn; data in report_files/%s.dat</p>",
@@ -786,7 +813,7 @@ static void sens_table(page *p, json_t *e, const char *kind, const char *id, con
     if (!json_is_array(a) || !json_array_size(a)) return;
     const char *heads[7] = {xname, "cost/day (USD)", "revenue/day (USD)", "margin",
                             "payback (days)", "prefill GPUs", "margin, revenue held"};
-    tab_open(p, id, heads, with_fixed ? 7 : 6);
+    tab_open(p, id, heads, with_fixed ? 7 : 6, NULL);
     size_t i;
     json_t *row;
     json_array_foreach(a, i, row) {
@@ -809,6 +836,30 @@ static void sens_table(page *p, json_t *e, const char *kind, const char *id, con
         row_close(p);
     }
     tab_close(p);
+}
+
+// One sentence on which way the margin moves with the hit rate, and why, read off the table.
+static void hit_story(page *p, json_t *e) {
+    json_t *a = json_object_get(json_object_get(e, "sensitivity"), "hit_rate");
+    size_t n = json_array_size(a);
+    if (n < 2) return;
+    json_t *lo = json_array_get(a, 0), *hi = json_array_get(a, n - 1);
+    double m0 = rpt_json_num(lo, "margin"), m1 = rpt_json_num(hi, "margin");
+    double c0 = rpt_json_num(lo, "cost_per_day_usd"), c1 = rpt_json_num(hi, "cost_per_day_usd");
+    double r0 = rpt_json_num(lo, "revenue_per_day_usd"), r1 = rpt_json_num(hi, "revenue_per_day_usd");
+    double g0 = rpt_json_num(lo, "prefill_gpus"), g1 = rpt_json_num(hi, "prefill_gpus");
+    double x0 = rpt_json_num(lo, "x"), x1 = rpt_json_num(hi, "x");
+    if (!isfinite(m0) || !isfinite(m1)) return;
+    char line[900];
+    snprintf(line, sizeof line,
+             "At these prices a higher cache-hit rate %s the margin: %.1f %% at a %.0f %% hit rate, "
+             "%.1f %% at %.0f %%. Cost per day goes from %.4g to %.4g USD (prefill GPUs %.3g to "
+             "%.3g) while revenue goes from %.4g to %.4g USD, because hit tokens are billed at "
+             "the hit price. The margin rises with the hit rate only when the share of cost the "
+             "cache saves exceeds the share of revenue its discount gives away.",
+             m1 > m0 ? "raises" : m1 < m0 ? "lowers" : "does not change", m0 * 100, x0 * 100,
+             m1 * 100, x1 * 100, c0, c1, g0, g1, r0, r1);
+    both_para(p, "meta", line);
 }
 
 static void sec_economics(rep *r, page *p) {
@@ -844,7 +895,7 @@ static void sec_economics(rep *r, page *p) {
         {"revenue_usd", "revenue over the run (USD)"},
     };
     static const char *const heads[] = {"figure", "value", "summary.json key"};
-    tab_open(p, "economics-table", heads, 3);
+    tab_open(p, "economics-table", heads, 3, "lrl");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         json_t *v = rpt_json_path(e, rows[i].key);
         if (!v) continue;
@@ -866,7 +917,7 @@ static void sec_economics(rep *r, page *p) {
     if (json_is_object(pd)) {
         both_heading(p, 3, "cost-parts", "Cost by part");
         static const char *const h2[] = {"part", "USD per day", "USD per GPU-hour", "share"};
-        tab_open(p, "cost-parts-table", h2, 4);
+        tab_open(p, "cost-parts-table", h2, 4, NULL);
         double tot = 0;
         for (size_t i = 0; i < 5; i++) tot += json_number_value(json_object_get(pd, PARTS[i]));
         for (size_t i = 0; i < 5; i++) {
@@ -891,6 +942,7 @@ static void sec_economics(rep *r, page *p) {
                   "with (1 - h) + h x hit_cost_ratio relative to this run. 'Margin, revenue held' "
                   "keeps this run's revenue and shows the cost side alone.");
         sens_table(p, e, "hit_rate", "sens-hit-table", "hit rate", true);
+        hit_story(p, e);
         if (json_array_size(json_object_get(sens, "utilization"))) {
             both_heading(p, 3, "sens-util", "Against utilisation");
             both_para(p, "meta", "Same fleet; traffic, and so revenue, scaled to the utilisation.");
@@ -914,7 +966,7 @@ static void sec_validation(rep *r, page *p) {
              trace ? trace : "n/a", nreq);
     both_para(p, "meta", line);
     static const char *const heads[] = {"figure", "real", "sim", "error %"};
-    tab_open(p, "validation-table", heads, 4);
+    tab_open(p, "validation-table", heads, 4, NULL);
     static const char *const metrics[] = {"ttft_ms", "tpot_ms", "e2e_ms", "itl_ms"};
     static const char *const stats[] = {"mean", "p50", "p90", "p99"};
     for (size_t i = 0; i < 4; i++)
@@ -945,7 +997,7 @@ static void sec_all(rep *r, page *p) {
     rpt_leaf *l;
     size_t n = rpt_json_leaves(r->summary, skip, &l);
     static const char *const heads[] = {"summary.json key", "value"};
-    tab_open(p, "all-table", heads, 2);
+    tab_open(p, "all-table", heads, 2, "lr");
     for (size_t i = 0; i < n; i++) {
         row_open(p);
         cell_text(p, l[i].key);
@@ -1054,9 +1106,11 @@ kvf_status rpt_report_write(const char *dir, bool html, bool md, kvf_err *err) {
         {"running", "Running requests over time", "requests", {"running_requests"}, true, 1},
         {"hit_rate", "Cache hit rate over time, by tier", "hit rate",
          {"hit_rate", "hit_rate_hbm", "hit_rate_dram", "hit_rate_ssd"}, false, 1},
-        {"kv_store", "KV store occupancy", "stored KV (GB)", {"kv_store_bytes"}, true, 1e-9},
+        {"kv_store", "KV store occupancy", "stored KV (GB)",
+         {"kv_store_bytes", "hbm_cache_bytes", "dram_cache_bytes"}, false, 1e-9},
         {"kv_used", "HBM KV cache in use", "fraction of KV capacity", {"kv_used_frac"}, true, 1},
         {"utilization", "Utilisation per pool", "busy fraction", {"utilization"}, true, 1},
+        {"instances", "Instances per pool over time", "instances", {"instances"}, true, 1},
     };
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
         if ((s = chart_ts(r, &specs[i], err))) goto out;

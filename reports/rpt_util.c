@@ -171,6 +171,7 @@ const rpt_headline RPT_HEADLINE[] = {
     {"requests.arrived", "requests arrived"},
     {"requests.completed", "requests completed"},
     {"requests.rejected", "requests rejected"},
+    {"saturation.state", "saturation (stable / backlogged / overloaded)"},
     {"ttft_ms.mean", "TTFT mean (ms)"},
     {"ttft_ms.p50", "TTFT p50 (ms)"},
     {"ttft_ms.p90", "TTFT p90 (ms)"},

@@ -316,6 +316,8 @@ static void read_trace(sim_cluster *c) {
 }
 
 // ---- KV store -------------------------------------------------------------------------------
+static void hbm_put(sim_cluster *c, sim_inst *in, uint64_t id, int cls);
+
 uint32_t sim_cluster_prefix(sim_cluster *c, sim_inst *in, const sim_req *r, uint32_t hit[SIM_TIERS],
                             bool touch, bool local_only) {
     for (int t = 0; t < SIM_TIERS; t++) hit[t] = 0;
@@ -323,6 +325,10 @@ uint32_t sim_cluster_prefix(sim_cluster *c, sim_inst *in, const sim_req *r, uint
     uint32_t k = 0;
     for (; k < r->n_blocks; k++) {
         uint64_t b = r->blocks[k];
+        if (k + 4 < r->n_blocks) {
+            if (in) sim_bcache_prefetch(&in->hbm, r->blocks[k + 4]);
+            if (!local_only) sim_bcache_prefetch(&c->ssd, r->blocks[k + 4]);
+        }
         int tier;
         if (in && sim_bcache_has(&in->hbm, b, c->now)) tier = SIM_TIER_HBM;
         else if (in && sim_bcache_has(&in->dram, b, c->now)) tier = SIM_TIER_DRAM;
@@ -330,9 +336,12 @@ uint32_t sim_cluster_prefix(sim_cluster *c, sim_inst *in, const sim_req *r, uint
         else break;
         hit[tier]++;
         if (touch) {
-            if (tier == SIM_TIER_HBM) sim_bcache_touch(&in->hbm, b, c->now, r->cls);
+            // a hit is loaded into this instance's HBM: promote it there now, so the prefill
+            // only has to write the blocks it computes
+            if (tier == SIM_TIER_SSD) sim_bcache_touch(&c->ssd, b, c->now, r->cls);
             else if (tier == SIM_TIER_DRAM) sim_bcache_touch(&in->dram, b, c->now, r->cls);
-            else sim_bcache_touch(&c->ssd, b, c->now, r->cls);
+            if (tier == SIM_TIER_HBM) sim_bcache_touch(&in->hbm, b, c->now, r->cls);
+            else hbm_put(c, in, b, r->cls);
         }
     }
     return k;
@@ -487,6 +496,7 @@ static void prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
     persist_answer(c, in, r);
     uint32_t tiers[SIM_TIERS];
     uint32_t nb = sim_cluster_prefix(c, in, r, tiers, true, false);
+    r->hit_blocks = nb;
     uint32_t bt = cfg->block_tokens;
     uint64_t hit = (uint64_t)nb * bt;
     if (hit > r->input - 1) hit = r->input - 1;   // at least one prompt token is computed
@@ -591,9 +601,14 @@ static void prefill_finish(sim_cluster *c, sim_inst *in, uint32_t slot) {
     c->m.output_tokens++;
     c->m.iv_out++;
     c->m.iv_in += r->input;
-    // the prompt's blocks now live in this instance's HBM (and the SSD with write-through)
+    // the computed blocks now live in this instance's HBM (and the SSD with write-through);
+    // the hit prefix was promoted at lookup
     if (c->cfg->prefix_cache) {
-        for (uint32_t k = 0; k < r->n_blocks; k++) {
+        for (uint32_t k = r->hit_blocks; k < r->n_blocks; k++) {
+            if (k + 4 < r->n_blocks) {
+                sim_bcache_prefetch(&in->hbm, r->blocks[k + 4]);
+                sim_bcache_prefetch(&c->ssd, r->blocks[k + 4]);
+            }
             hbm_put(c, in, r->blocks[k], r->cls);
             if (c->cfg->write_through && c->ssd.capacity) ssd_put(c, in, r->blocks[k], r->cls);
         }
@@ -997,9 +1012,9 @@ static void on_schedule(sim_cluster *c, uint32_t e) {
 }
 
 // ---- setup and the loop ------------------------------------------------------------------------
-static kvf_status make_stepper(sim_cluster *c, sim_pool *p, kvf_err *err) {
+// Parallelism of one instance of the pool: TP and EP default to all its GPUs.
+static mdl_parallel pool_parallel(const sim_cluster *c, const sim_pool_cfg *pc) {
     const sim_config *cfg = c->cfg;
-    const sim_pool_cfg *pc = p->cfg;
     mdl_parallel par = {.gpus = (uint32_t)pc->gpus_per_instance,
                         .tp = (uint32_t)(pc->tp > 0 ? pc->tp : pc->gpus_per_instance),
                         .ep = (uint32_t)(pc->ep > 0 ? pc->ep : pc->gpus_per_instance),
@@ -1008,7 +1023,12 @@ static kvf_status make_stepper(sim_cluster *c, sim_pool *p, kvf_err *err) {
         // redundant copies of hot experts spread the hottest GPU's load
         par.ep_skew = 1.0 + (par.ep_skew - 1.0) * (1.0 - KVF_MIN(cfg->ep_redundant_experts, 1.0));
     }
-    return sim_make_stepper(cfg, &c->model, &c->hw, &par, c->opts, &p->stepper, err);
+    return par;
+}
+
+static kvf_status make_stepper(sim_cluster *c, sim_pool *p, kvf_err *err) {
+    mdl_parallel par = pool_parallel(c, p->cfg);
+    return sim_make_stepper(c->cfg, &c->model, &c->hw, &par, c->opts, &p->stepper, err);
 }
 
 kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run_opts *o,
@@ -1055,7 +1075,7 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
             st = make_stepper(c, p, err);
             if (st) return st;
         }
-        mdl_parallel par = {.gpus = (uint32_t)p->cfg->gpus_per_instance};
+        mdl_parallel par = pool_parallel(c, p->cfg);
         double kvcap = mdl_kv_capacity_tokens(&c->model, &c->hw, &par, cfg->activation_reserve);
         if (p->n && k != SIM_POOL_VISION && kvcap < 1)
             return kvf_fail(err, KVF_EINVAL,

@@ -67,6 +67,7 @@ typedef struct sim_req {
     uint32_t computed;          // of those, done
     uint32_t recompute;         // decode: tokens to recompute after a preemption
     uint32_t n_blocks, blocks_cap;
+    uint32_t hit_blocks;        // leading blocks found in the cache at lookup
     uint64_t *blocks;           // chained block ids (buffer kept across reuse of the slot)
     uint32_t pending_loads;     // tier loads in flight
     uint32_t next_waiter;       // closed loop: next request waiting on the same prev

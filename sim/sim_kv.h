@@ -53,6 +53,12 @@ void sim_bcache_touch(sim_bcache *c, uint64_t id, sim_time now, int cls);
 // returned in *evicted (true returned); expired entries are purged before evicting live ones.
 // A disabled tier ignores the call.
 bool sim_bcache_put(sim_bcache *c, uint64_t id, sim_time now, int cls, uint64_t *evicted);
+// Hints the CPU to fetch id's hash bucket: call a few blocks ahead in a loop over a prompt's
+// blocks, so the (large, random-access) tables of the shared store are not one DRAM miss per
+// block.
+static inline void sim_bcache_prefetch(const sim_bcache *c, uint64_t id) {
+    if (c->used) __builtin_prefetch(&c->h[(size_t)kvf_hash64(id) & (c->hcap - 1)]);
+}
 // Drops every entry expired at now (walks the class tails). Returns how many.
 uint64_t sim_bcache_expire(sim_bcache *c, sim_time now);
 

@@ -57,7 +57,9 @@ static mdl_hardware load_hw(const char *name) {
     return h;
 }
 
-static bool near(double a, double b, double rel) { return fabs(a - b) <= rel * fabs(b); }
+static bool near(double a, double b, double rel) {
+    return fabs(a - b) <= rel * fabs(b);
+}
 
 // Writes text into tmp_dir/name and returns the path (static buffer per call site copy).
 static const char *write_tmp(const char *name, const char *text) {
@@ -187,8 +189,8 @@ START_TEST(test_files_bad_input) {
     snprintf(loc, sizeof loc, "%s/bad.yaml:3", tmp_dir);
     expect_model_error("name: x\nlayers: 2\nhidden: -64\nheads: 4\nvocab: 100\nffn: 1\n",
                        KVF_EINVAL, loc, "'hidden' must not be negative");
-    expect_model_error("name: x\nlayers: 2\nhidden: 64\nheads: 0\nvocab: 100\nffn: 1\n",
-                       KVF_EINVAL, "bad.yaml:4", "'heads' must be positive");
+    expect_model_error("name: x\nlayers: 2\nhidden: 64\nheads: 0\nvocab: 100\nffn: 1\n", KVF_EINVAL,
+                       "bad.yaml:4", "'heads' must be positive");
     expect_model_error("name: x\nlayers: 2\nhidden: 64\nheads: 4\nffn: 1\n", KVF_EPARSE,
                        "bad.yaml:1", "missing required key 'vocab'");
     expect_model_error(GOOD "layers: 3\n", KVF_EPARSE, "bad.yaml:7", "repeated");
@@ -222,7 +224,7 @@ START_TEST(test_files_bad_input) {
                   err.msg);
     p = write_tmp("hw.yaml", "bf16_flops: 1e15\nhbm_bytes: 8e10\nhbm_Bps: 1e12\n");
     ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_OK);
-    ck_assert_str_eq(h.name, "hw");   // from the file name
+    ck_assert_str_eq(h.name, "hw"); // from the file name
 }
 END_TEST
 
@@ -256,12 +258,13 @@ START_TEST(test_work_attention_window) {
     b = one(MDL_PREFILL, &s, 50, 100);
     mdl_batch_work_detail(&m, &b, &w);
     double pw = 0;
-    for (int p = 101; p <= 150; p++) pw += p < 128 ? p : 128;
+    for (int p = 101; p <= 150; p++)
+        pw += p < 128 ? p : 128;
     ck_assert_double_eq_tol(w.flops[MDL_WG_ATTN_WINDOW], 4 * pw * fpp, 1e-6);
     // GEMMs: 2 FLOPs per block parameter per token + the head for one row
     double head = 4096.0 * 512;
-    ck_assert_double_eq_tol(w.flops[MDL_WG_DENSE],
-                            2.0 * 50 * (m.active_params - head) + 2.0 * head, 1e-3);
+    ck_assert_double_eq_tol(w.flops[MDL_WG_DENSE], 2.0 * 50 * (m.active_params - head) + 2.0 * head,
+                            1e-3);
 }
 END_TEST
 
@@ -271,13 +274,14 @@ START_TEST(test_work_moe_and_vision) {
     mdl_batch b = one(MDL_DECODE, &s, 1, 100);
     mdl_work w;
     mdl_batch_work_detail(&ds, &b, &w);
-    ck_assert_double_eq_tol(w.experts_touched, 8, 1e-9);   // one token: its 8 experts
+    ck_assert_double_eq_tol(w.experts_touched, 8, 1e-9); // one token: its 8 experts
     double expert = 3.0 * 7168 * 2048;
     ck_assert_double_eq_tol(w.flops[MDL_WG_EXPERT], 2.0 * 58 * 9 * expert, 1);
     ck_assert_double_eq_tol(w.weight_bytes[MDL_WG_EXPERT], 58 * 9 * expert * 1, 1);
     // a large batch touches nearly every expert
     mdl_seq many[512];
-    for (int i = 0; i < 512; i++) many[i] = (mdl_seq){1, 100};
+    for (int i = 0; i < 512; i++)
+        many[i] = (mdl_seq){1, 100};
     mdl_batch big = {MDL_DECODE, many, 512, 0};
     mdl_batch_work_detail(&ds, &big, &w);
     ck_assert_msg(w.experts_touched > 255 && w.experts_touched <= 256, "%g", w.experts_touched);
@@ -305,8 +309,8 @@ START_TEST(test_roofline_decode_memory_bound) {
     // Weights streamed once, except the input-embedding table (only the batch's rows are
     // looked up): (8.03 B - 128256 x 4096) x 2 B over 3.35 TB/s x memory efficiency.
     double expect = 2 * (8.03e9 - 128256.0 * 4096) / (3.35e12 * e.memory) * 1e9;
-    ck_assert_msg(near((double)c.ns - fixed, expect, 0.03), "decode %lld ns vs %.0f", (long long)c.ns,
-                  expect + fixed);
+    ck_assert_msg(near((double)c.ns - fixed, expect, 0.03), "decode %lld ns vs %.0f",
+                  (long long)c.ns, expect + fixed);
     // and within 10 % of all weight bytes over the bandwidth
     ck_assert(near((double)c.ns - fixed, m.weight_bytes / (3.35e12 * e.memory) * 1e9, 0.10));
     // the stepper gives the same answer and counts calls
@@ -342,8 +346,8 @@ START_TEST(test_roofline_prefill_compute_bound) {
     double attn = 32.0 * 4 * 32 * 128 * 8192.0 * 8193 / 2;
     double expect = (gemm + attn) / (989e12 * e.compute) * 1e9;
     double fixed = e.step_overhead_ns + 32 * e.layer_overhead_ns;
-    ck_assert_msg(near((double)c.ns - fixed, expect, 0.03), "prefill %lld vs %.0f",
-                  (long long)c.ns, expect);
+    ck_assert_msg(near((double)c.ns - fixed, expect, 0.03), "prefill %lld vs %.0f", (long long)c.ns,
+                  expect);
 }
 END_TEST
 
@@ -354,19 +358,20 @@ START_TEST(test_roofline_monotone) {
     for (int k = 0; k < 4; k++) {
         mdl_model m = load_model(models[k]);
         int64_t prev = 0;
-        for (uint32_t t = 1; t <= 32768; t *= 2) {   // prefill tokens
+        for (uint32_t t = 1; t <= 32768; t *= 2) { // prefill tokens
             mdl_seq s;
             mdl_batch b = one(MDL_PREFILL, &s, t, 512);
             mdl_step_cost c;
             mdl_roofline_eval(&m, &h, &par, NULL, &b, &c);
-            ck_assert_msg(c.ns > prev, "%s prefill %u: %lld <= %lld", models[k], t,
-                          (long long)c.ns, (long long)prev);
+            ck_assert_msg(c.ns > prev, "%s prefill %u: %lld <= %lld", models[k], t, (long long)c.ns,
+                          (long long)prev);
             prev = c.ns;
         }
         prev = 0;
-        for (uint32_t ctx = 0; ctx <= 262144; ctx = ctx ? ctx * 4 : 256) {   // decode context
+        for (uint32_t ctx = 0; ctx <= 262144; ctx = ctx ? ctx * 4 : 256) { // decode context
             mdl_seq s[16];
-            for (int i = 0; i < 16; i++) s[i] = (mdl_seq){1, ctx};
+            for (int i = 0; i < 16; i++)
+                s[i] = (mdl_seq){1, ctx};
             mdl_batch b = {MDL_DECODE, s, 16, 0};
             mdl_step_cost c;
             mdl_roofline_eval(&m, &h, &par, NULL, &b, &c);
@@ -377,8 +382,9 @@ START_TEST(test_roofline_monotone) {
         }
         prev = 0;
         mdl_seq s[1024];
-        for (int i = 0; i < 1024; i++) s[i] = (mdl_seq){1, 2048};
-        for (uint32_t n = 1; n <= 1024; n *= 2) {   // decode batch
+        for (int i = 0; i < 1024; i++)
+            s[i] = (mdl_seq){1, 2048};
+        for (uint32_t n = 1; n <= 1024; n *= 2) { // decode batch
             mdl_batch b = {MDL_DECODE, s, n, 0};
             mdl_step_cost c;
             mdl_roofline_eval(&m, &h, &par, NULL, &b, &c);
@@ -404,6 +410,13 @@ START_TEST(test_roofline_tp_halves_compute) {
     double w4 = (double)c4.ns - c4.comm_ns - fixed, w8 = (double)c8.ns - c8.comm_ns - fixed;
     ck_assert_msg(near(w4 / w8, 2.0, 0.05), "tp4 %.0f tp8 %.0f", w4, w8);
     ck_assert(c8.comm_ns > 0 && c8.comm_bytes > 0);
+    // fully overlapped collectives disappear under this compute-heavy step
+    mdl_efficiency ov = e;
+    ov.comm_overlap = 1;
+    mdl_step_cost c8o;
+    mdl_roofline_eval(&m, &h, &p8, &ov, &b, &c8o);
+    ck_assert_msg(llabs(c8o.ns - (c8.ns - c8.comm_ns)) <= 1, "overlap %lld vs %lld - %lld",
+                  (long long)c8o.ns, (long long)c8.ns, (long long)c8.comm_ns);
     // 1 GPU has no collectives
     mdl_parallel p1 = {1, 1, 1, 1};
     mdl_step_cost c1;
@@ -412,7 +425,8 @@ START_TEST(test_roofline_tp_halves_compute) {
     // EP skew slows MoE steps
     mdl_model ds = load_model("deepseek-v3");
     mdl_seq many[256];
-    for (int i = 0; i < 256; i++) many[i] = (mdl_seq){1, 4096};
+    for (int i = 0; i < 256; i++)
+        many[i] = (mdl_seq){1, 4096};
     mdl_batch d = {MDL_DECODE, many, 256, 0};
     mdl_parallel even = {16, 1, 16, 1.0}, skew = {16, 1, 16, 1.5};
     mdl_roofline_eval(&ds, &h, &even, &e, &d, &c1);
@@ -428,7 +442,7 @@ START_TEST(test_kv_capacity) {
     double expect = (80e9 * 0.9 - 2 * 8.03e9) / 131072;
     ck_assert_msg(near(cap, expect, 0.01), "cap %.0f vs %.0f", cap, expect);
     mdl_model m70 = load_model("llama-3.1-70b");
-    ck_assert_double_eq(mdl_kv_capacity_tokens(&m70, &h, NULL, 0.1), 0);   // 141 GB > 80 GB
+    ck_assert_double_eq(mdl_kv_capacity_tokens(&m70, &h, NULL, 0.1), 0); // 141 GB > 80 GB
     mdl_parallel p8 = {8, 8, 1, 1};
     expect = (8 * 80e9 * 0.9 - 2 * 70.6e9) / 327680;
     cap = mdl_kv_capacity_tokens(&m70, &h, &p8, 0.1);
@@ -446,9 +460,15 @@ END_TEST
 // ---- calibrated ------------------------------------------------------------------------
 
 // Synthetic engine: bilinear costs, so piecewise-linear interpolation must be exact.
-static double t_pre(double T, double C) { return 1e5 + 300 * T + 0.05 * T * C; }
-static double t_dec(double B, double C) { return 2e6 + 1e4 * B + 2 * B * C; }
-static double t_host(double B) { return 50000 + (B - 1) * 1000; }   // rows at 1 and 64
+static double t_pre(double T, double C) {
+    return 1e5 + 300 * T + 0.05 * T * C;
+}
+static double t_dec(double B, double C) {
+    return 2e6 + 1e4 * B + 2 * B * C;
+}
+static double t_host(double B) {
+    return 50000 + (B - 1) * 1000;
+} // rows at 1 and 64
 
 static const char *write_profile(const char *model) {
     static char buf[65536];
@@ -460,8 +480,9 @@ static const char *write_profile(const char *model) {
     double Ts[] = {16, 64, 256, 1024}, Cp[] = {0, 512, 2048};
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 3; j++)
-            n += snprintf(buf + n, sizeof buf - n, "%s,cpu,cpu,prefill,1,%.0f,%.0f,%.0f,%.0f,%.0f,5,0,0\n",
-                          model, Ts[i], Cp[j], t_pre(Ts[i], Cp[j]), t_pre(Ts[i], Cp[j]) * 0.95,
+            n += snprintf(buf + n, sizeof buf - n,
+                          "%s,cpu,cpu,prefill,1,%.0f,%.0f,%.0f,%.0f,%.0f,5,0,0\n", model, Ts[i],
+                          Cp[j], t_pre(Ts[i], Cp[j]), t_pre(Ts[i], Cp[j]) * 0.95,
                           t_pre(Ts[i], Cp[j]) * 1.05);
     double Bs[] = {1, 4, 16, 64}, Cd[] = {0, 1024, 4096};
     for (int i = 0; i < 4; i++)
@@ -499,18 +520,22 @@ START_TEST(test_calibrated_exact_and_interpolated) {
     bool ex;
     // measured points come back exactly (plus the host overhead of the batch)
     mdl_seq one_seq = {256, 512};
-    ck_assert_int_eq(cost_of(s, MDL_PREFILL, &one_seq, 1, &ex), llround(t_pre(256, 512) + t_host(1)));
+    ck_assert_int_eq(cost_of(s, MDL_PREFILL, &one_seq, 1, &ex),
+                     llround(t_pre(256, 512) + t_host(1)));
     ck_assert(!ex);
     mdl_seq d[64];
-    for (int i = 0; i < 64; i++) d[i] = (mdl_seq){1, 1024};
+    for (int i = 0; i < 64; i++)
+        d[i] = (mdl_seq){1, 1024};
     ck_assert_int_eq(cost_of(s, MDL_DECODE, d, 16, &ex), llround(t_dec(16, 1024) + t_host(16)));
     ck_assert(!ex);
     // between grid points (bilinear truth: exact up to rounding)
     one_seq = (mdl_seq){100, 1000};
-    ck_assert_int_eq(cost_of(s, MDL_PREFILL, &one_seq, 1, &ex), llround(t_pre(100, 1000) + t_host(1)));
+    ck_assert_int_eq(cost_of(s, MDL_PREFILL, &one_seq, 1, &ex),
+                     llround(t_pre(100, 1000) + t_host(1)));
     ck_assert(!ex);
     // decode batch of mixed lengths: batch size and mean context
-    for (int i = 0; i < 8; i++) d[i] = (mdl_seq){1, (uint32_t)(1000 + 250 * i)};
+    for (int i = 0; i < 8; i++)
+        d[i] = (mdl_seq){1, (uint32_t)(1000 + 250 * i)};
     double mean = 1000 + 250 * 3.5;
     int64_t got = cost_of(s, MDL_DECODE, d, 8, &ex);
     ck_assert_msg(llabs(got - llround(t_dec(8, mean) + t_host(8))) <= 1, "decode mix %lld",
@@ -549,7 +574,8 @@ START_TEST(test_calibrated_extrapolation_flagged) {
     mdl_stepper *s = make_cal(&m, &h, write_profile("tiny-dense"));
     bool ex;
     static mdl_seq d[4096];
-    for (int i = 0; i < 4096; i++) d[i] = (mdl_seq){1, 1024};
+    for (int i = 0; i < 4096; i++)
+        d[i] = (mdl_seq){1, 1024};
     // far outside: batch 4096 (measured up to 64)
     int64_t v = cost_of(s, MDL_DECODE, d, 4096, &ex);
     ck_assert(ex);
@@ -627,9 +653,10 @@ START_TEST(test_calibrated_bad_profiles) {
     p = write_tmp("p.csv", text);
     ck_assert_int_eq(mdl_calibrated_create(&s, &m, &h, NULL, NULL, p, &err), KVF_EPARSE);
     ck_assert_msg(strstr(err.msg, "p.csv:2") && strstr(err.msg, "13"), "%s", err.msg);
-    snprintf(text, sizeof text,
-             "%stiny-dense,cpu,cpu,decode,1,1,0,100,,,1,,\ntiny-dense,cpu,cpu,decode,1,1,0,90,,,1,,\n",
-             hdr);
+    snprintf(
+        text, sizeof text,
+        "%stiny-dense,cpu,cpu,decode,1,1,0,100,,,1,,\ntiny-dense,cpu,cpu,decode,1,1,0,90,,,1,,\n",
+        hdr);
     p = write_tmp("p.csv", text);
     ck_assert_int_eq(mdl_calibrated_create(&s, &m, &h, NULL, NULL, p, &err), KVF_EPARSE);
     ck_assert_msg(strstr(err.msg, "p.csv:3") && strstr(err.msg, "line 2"), "%s", err.msg);
@@ -649,6 +676,7 @@ START_TEST(test_fit_recovers_efficiency) {
     mdl_efficiency_default(&truth);
     truth.compute = 0.3;
     truth.memory = 0.5;
+    truth.attention = 0.1;
     truth.step_overhead_ns = 2e5;
     truth.layer_overhead_ns = 0;
     static char buf[65536];
@@ -663,13 +691,15 @@ START_TEST(test_fit_recovers_efficiency) {
             mdl_batch b = {MDL_PREFILL, &s, 1, 0};
             mdl_step_cost c;
             mdl_roofline_eval(&m, &h, NULL, &truth, &b, &c);
-            n += snprintf(buf + n, sizeof buf - n, "tiny-dense,cpu,cpu,prefill,1,%u,%u,%lld,,,3,,\n",
-                          Ts[i], Cs[j], (long long)c.ns);
+            n +=
+                snprintf(buf + n, sizeof buf - n, "tiny-dense,cpu,cpu,prefill,1,%u,%u,%lld,,,3,,\n",
+                         Ts[i], Cs[j], (long long)c.ns);
         }
     uint32_t Bs[] = {1, 16, 256};
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) {
-            for (uint32_t k = 0; k < Bs[i]; k++) seqs[k] = (mdl_seq){1, Cs[j]};
+            for (uint32_t k = 0; k < Bs[i]; k++)
+                seqs[k] = (mdl_seq){1, Cs[j]};
             mdl_batch b = {MDL_DECODE, seqs, Bs[i], 0};
             mdl_step_cost c;
             mdl_roofline_eval(&m, &h, NULL, &truth, &b, &c);
@@ -689,7 +719,9 @@ START_TEST(test_fit_recovers_efficiency) {
     ck_assert_int_eq(mdl_fit_efficiency(p.rows, p.n, &m, &h, NULL, &fit, &rms, &err), KVF_OK);
     ck_assert_msg(near(fit.compute, 0.3, 0.03), "compute %g", fit.compute);
     ck_assert_msg(near(fit.memory, 0.5, 0.03), "memory %g", fit.memory);
-    ck_assert_msg(near(fit.step_overhead_ns, 2e5 + 40000, 0.05), "overhead %g", fit.step_overhead_ns);
+    ck_assert_msg(near(fit.attention, 0.1, 0.03), "attention %g", fit.attention);
+    ck_assert_msg(near(fit.step_overhead_ns, 2e5 + 40000, 0.05), "overhead %g",
+                  fit.step_overhead_ns);
     ck_assert_msg(rms >= 0 && rms < 0.01, "rms %g", rms);
     // stored with its error, read back
     mdl_fit f;
@@ -704,6 +736,7 @@ START_TEST(test_fit_recovers_efficiency) {
     ck_assert_str_eq(g.model, "tiny-dense");
     ck_assert(near(g.eff.compute, f.eff.compute, 1e-5));
     ck_assert(near(g.eff.memory, f.eff.memory, 1e-5));
+    ck_assert(near(g.eff.attention, f.eff.attention, 1e-5));
     ck_assert(near(g.err_rms + 1, f.err_rms + 1, 1e-5));
     ck_assert_uint_eq(g.rows, 27);
     // too few rows

@@ -99,7 +99,7 @@ static int count_of(const char *hay, const char *needle) {
 }
 
 static int run_browser(const char *args, const char *out) {
-    char cmd[2048];
+    char cmd[4096];
     snprintf(cmd, sizeof cmd,
              "u=$(mktemp -d) && timeout 180 %s --headless --no-sandbox --disable-gpu "
              "--disable-quic --no-first-run --disable-background-networking "

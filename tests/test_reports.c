@@ -551,7 +551,7 @@ static json_t *fake_run(const char *dir, int n, double duration_s, double vary,
     json_object_set_new(o, "decode", json_integer(3));
     json_object_set_new(s, "gpus", o);
     json_object_set_new(s, "gpu_hours", json_real(5 * duration_s / 3600));
-    json_object_set_new(s, "saturation", json_string("stable"));
+    json_object_set_new(s, "saturation", json_pack("{s:s, s:f}", "state", "stable", "drain_s", 1.5));
     in.simulated_s = duration_s;
     in.gpu_hours[RPT_POOL_PREFILL] = 2 * duration_s / 3600;
     in.gpu_hours[RPT_POOL_DECODE] = 3 * duration_s / 3600;
@@ -648,6 +648,20 @@ START_TEST(test_report_html_and_md) {
     ck_assert(strstr(html, "data-key=\"ttft_ms.p90\"") != NULL);
     ck_assert(strstr(html, "data-key=\"economics.margin\"") != NULL);
     ck_assert(strstr(html, "data-key=\"economics.payback_days\"") != NULL);
+    // element ids are unique on the page (several inline SVGs)
+    {
+        json_t *ids_seen = json_object();
+        for (const char *q = html; (q = strstr(q, " id=")); q += 4) {
+            char quote = q[4];
+            const char *e = strchr(q + 5, quote);
+            ck_assert_ptr_nonnull(e);
+            char id[160];
+            snprintf(id, sizeof id, "%.*s", (int)(e - q - 5), q + 5);
+            ck_assert_msg(!json_object_get(ids_seen, id), "duplicate id '%s'", id);
+            json_object_set_new(ids_seen, id, json_true());
+        }
+        json_decref(ids_seen);
+    }
     // escaped user text
     ck_assert(strstr(html, "&lt;script&gt;alert(1)&lt;/script&gt;") != NULL);
     ck_assert(strstr(html, "<script>") == NULL);

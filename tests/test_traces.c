@@ -301,11 +301,11 @@ START_TEST(test_block_mapping_512_to_64) {
     ck_assert_uint_eq(q.n_blocks, 1300 / 64);
     const uint64_t src[3] = {10, 11, 12};
     for (uint32_t i = 0; i < q.n_blocks; i++)
-        ck_assert_msg(q.blocks[i] == kvf_hash_combine(src[i / 8], i % 8), "block %u", i);
+        ck_assert_msg(q.blocks[i] == kvf_hash64(kvf_hash64(src[i / 8]) + i % 8), "block %u", i);
     ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
     ck_assert_int_eq(q.arrival_ns, 1000LL * 1000000);
     ck_assert_uint_eq(q.n_blocks, 16);
-    ck_assert(q.blocks[15] == kvf_hash_combine(11, 7));
+    ck_assert(q.blocks[15] == trc_block_sub_id(11, 7));
     ck_assert_int_eq(trc_reader_next(r, &q, &err), 0);
     trc_reader_close(r);
     // 512 -> 512: partial last block dropped, ids unchanged
@@ -330,7 +330,7 @@ START_TEST(test_block_mapping_512_to_64) {
     ck_assert_uint_eq(q.input_tokens, 650);
     ck_assert_uint_eq(q.output_tokens, 3);   // 2.5 rounds to 3
     ck_assert_uint_eq(q.n_blocks, 10);
-    ck_assert(q.blocks[9] == kvf_hash_combine(11, 1));
+    ck_assert(q.blocks[9] == trc_block_sub_id(11, 1));
     trc_reader_close(r);
     // 100 neither divides nor is divided by 512
     o = opts(100);

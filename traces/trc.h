@@ -71,6 +71,31 @@ typedef struct trc_options {
     double session_rate;      // > 0: Poisson session starts at this rate (per s)
     uint32_t session_users;   // > 0: N concurrent users, each starts the next session on finish
 } trc_options;
+// Agentic sessions (TRC_FMT_SESSIONS), the choices made:
+//  - stream order: sessions in file order, each session's requests together, ordered by
+//    recorded time (parent and subagent requests interleaved); prev_id always names an
+//    earlier request of the stream. Only open-loop requests (prev_id = -1) are in
+//    non-decreasing arrival order; a closed-loop request's arrival_ns is its recorded time
+//    from its session's start (an estimate for consumers that ignore prev_id).
+//  - the first request of a session is open loop at the session start; every later request
+//    waits for the previous request of its own agent (prev_id) plus think_ns (think_time, or
+//    the recorded gap when absent); a subagent's first request waits for the parent request
+//    listed just before it, so subagent and parent run concurrently.
+//  - session starts: session_users = N > 0: sessions 0..N-1 start at 0 and session k >= N
+//    waits (prev_id, think 0) for the last request of session k - N; otherwise Poisson starts
+//    at session_rate (default 1/60 per s when 0), drawn from seed, in file order.
+//  - session = 1-based session number in the file; turn = position within the session;
+//    class agent; "local" block ids are hashed with the session number (never shared across
+//    sessions), "global" ones are kept.
+// time_scale / rate_rps scale think_ns as well as arrivals. The window, limit and skip_bad
+// drop requests; a request whose prev_id was dropped becomes open loop.
+
+// Id of sub-block j (0-based) of a source block with id `id`, when a trace's S-token blocks
+// are split into S/B blocks of the simulator's B tokens: kvf_hash64(kvf_hash64(id) + j).
+// Chained ids stay chained (id already names the whole prefix). When B is a multiple of S,
+// a B-token block takes the id of the last S-token block it covers; when S == B ids pass
+// unchanged. Only full B-token blocks inside input_tokens get ids.
+uint64_t trc_block_sub_id(uint64_t id, uint32_t j);
 
 // Fills *o with the defaults above.
 void trc_options_default(trc_options *o);

@@ -334,6 +334,7 @@ kvf_status trc_src_gen(trc_source **out, const trc_gen_options *g, kvf_err *err)
     x->base.close = gen_close;
     x->base.fmt = TRC_FMT_KVFLEET;
     x->base.sorted = true;
+    x->base.origin_zero = true;
     snprintf(x->base.notes, sizeof x->base.notes,
              "generated: profile=%s arrival=%s rate=%g/s seed=%llu lengths=%s",
              trc_gen_profile_name(g->profile), trc_arrival_name(g->arrival), g->rate_rps,

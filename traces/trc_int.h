@@ -43,6 +43,7 @@ struct trc_source {
     trc_format fmt;
     int64_t bucket_ns;     // > 0: timestamps are bucketed at this width (spreadable)
     bool sorted;           // open-loop times must be non-decreasing (window end stops early)
+    bool origin_zero;      // times are already relative to the trace start (else: first record)
     uint64_t skipped;
     char notes[256];       // format-specific choices, copied into the reader's notes
 };

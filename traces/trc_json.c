@@ -309,6 +309,7 @@ kvf_status trc_src_kvfleet(trc_source **out, FILE *f, const char *path, const tr
     jsrc *j = jsrc_new(f, path, o, sizeof *j);
     j->base.next = kvfleet_next;
     j->base.fmt = TRC_FMT_KVFLEET;
+    j->base.origin_zero = true;   // arrival_ns is already on the replay axis
     *out = &j->base;
     return KVF_OK;
 }

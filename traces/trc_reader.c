@@ -3,7 +3,7 @@
 // time/rate scaling, length scaling, block-size mapping and id renumbering (see trc_int.h).
 //
 // Block mapping: a source block of S tokens and the simulator's B tokens must divide one
-// another. S > B: source block i becomes S/B sub-blocks kvf_hash_combine(id_i, j). S < B:
+// another. S > B: source block i becomes S/B sub-blocks trc_block_sub_id(id_i, j). S < B:
 // target block k takes the id of the last source block it covers (ids chain, so that id
 // already names the whole prefix). S == B: ids pass unchanged. Only full B-token blocks
 // within input_tokens get ids (n_blocks <= floor(input_tokens / B)).
@@ -96,6 +96,12 @@ long trc_lines_next(trc_lines *l, char **out) {
         *out = l->buf;
         return (long)n;
     }
+}
+
+uint64_t trc_block_sub_id(uint64_t id, uint32_t j) {
+    // kvf_hash64 is a bijection, so for a fixed j distinct ids stay distinct, and different j
+    // collide only by chance (2^-64). (kvf_hash_combine(id, j) collides for small ids.)
+    return kvf_hash64(kvf_hash64(id) + j);
 }
 
 // ---- the reader -------------------------------------------------------------------------
@@ -212,6 +218,10 @@ static int pull_checked(trc_reader *r, trc_rec *rec, kvf_err *err) {
                      r->path, rec->line, (double)rec->t_ns / 1e9, (double)r->last_open_t / 1e9);
             return -1;
         }
+        if (!r->have_first) {   // the time origin is the first record as recorded
+            r->have_first = true;
+            r->first_t = r->src->origin_zero ? 0 : rec->t_ns;
+        }
         if (rec->prev_key < 0 && r->src->sorted) {
             r->have_last_open = true;
             r->last_open_t = rec->t_ns;
@@ -312,7 +322,7 @@ static uint32_t map_blocks(trc_reader *r, const trc_rec *rec, uint32_t input) {
         n = KVF_MIN((uint64_t)want, (uint64_t)rec->nb * k);
         kvf_grow((void **)&r->blocks, &r->capblocks, n + 1, sizeof *r->blocks);
         for (uint64_t i = 0; i < n; i++)
-            r->blocks[i] = kvf_hash_combine(rec->blocks[i / k], i % k);
+            r->blocks[i] = trc_block_sub_id(rec->blocks[i / k], (uint32_t)(i % k));
     } else {
         uint32_t k = B / S;
         n = KVF_MIN((uint64_t)want, (uint64_t)rec->nb / k);
@@ -334,10 +344,6 @@ int trc_reader_next(trc_reader *r, trc_request *out, kvf_err *err) {
         if (rc <= 0) {
             if (rc == 0) r->done = true;
             return rc;
-        }
-        if (!r->have_first) {
-            r->have_first = true;
-            r->first_t = rec->t_ns;
         }
         int64_t rel = rec->t_ns - r->first_t;
         if (rel < r->opt.start_ns || (r->opt.end_ns > 0 && rel >= r->opt.end_ns)) {

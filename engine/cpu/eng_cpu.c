@@ -49,7 +49,7 @@ struct eng_cpu {
 // ---- GEMM ---------------------------------------------------------------------------------
 void eng_cpu_set_threads(uint32_t n) {
 #ifdef KVF_HAVE_BLAS
-    if (n) openblas_set_num_threads((int)n);
+    openblas_set_num_threads(n ? (int)n : 1);
 #else
     (void)n;
 #endif
@@ -131,7 +131,7 @@ static void act_sizes(const eng_model_desc *m, const eng_options *o, size_t *sz,
     sz[i++] = T * d;                     // yg
     sz[i++] = L * kvd;                   // kc
     sz[i++] = L * kvd;                   // vc
-    sz[i++] = (size_t)QCHUNK * L;        // sc
+    sz[i++] = (size_t)KVF_MAX(QCHUNK, m->heads) * L;   // sc
     sz[i++] = S * d;                     // xl
     sz[i++] = S * m->vocab;              // lg
     sz[i++] = m->head_dim / 2;           // inv_freq
@@ -266,6 +266,42 @@ static void ffn(eng_cpu *c, float *x, const float *xn, uint32_t n, uint32_t d, s
     eng_sgemm_nt(n, d, (uint32_t)F, 1.0f, c->h, F, wd, F, 1.0f, x, d);
 }
 
+typedef float v4f __attribute__((vector_size(16)));
+
+static inline v4f load4(const float *p) {
+    v4f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+// dot(a, b) over n floats (n a multiple of 4 for the fast part), four vector accumulators.
+static inline float dotv(const float *a, const float *b, uint32_t n) {
+    v4f s0 = {0, 0, 0, 0}, s1 = s0, s2 = s0, s3 = s0;
+    uint32_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 += load4(a + i) * load4(b + i);
+        s1 += load4(a + i + 4) * load4(b + i + 4);
+        s2 += load4(a + i + 8) * load4(b + i + 8);
+        s3 += load4(a + i + 12) * load4(b + i + 12);
+    }
+    for (; i + 4 <= n; i += 4) s0 += load4(a + i) * load4(b + i);
+    v4f t = (s0 + s1) + (s2 + s3);
+    float r = (t[0] + t[1]) + (t[2] + t[3]);
+    for (; i < n; i++) r += a[i] * b[i];
+    return r;
+}
+
+// y += a x over n floats.
+static inline void axpyv(float *y, float a, const float *x, uint32_t n) {
+    v4f av = {a, a, a, a};
+    uint32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        v4f r = load4(y + i) + av * load4(x + i);
+        memcpy(y + i, &r, sizeof r);
+    }
+    for (; i < n; i++) y[i] += a * x[i];
+}
+
 static float *kv_at(eng_engine *e, uint32_t layer, int v, const eng_batch *b, uint32_t s,
                     uint32_t pos) {
     size_t kvd = (size_t)e->m.kv_heads * e->m.head_dim;
@@ -287,27 +323,35 @@ static void attend(eng_engine *e, const eng_batch *b, uint32_t s, uint32_t l) {
     uint32_t lo = (win && C + 1 > w) ? C + 1 - w : 0;   // first key the first query sees
     uint32_t L = C + n - lo;
     if (n == 1) {
-        // decode: straight from the pages
-        float *sc = c->sc;
-        for (uint32_t h = 0; h < H; h++) {
-            const float *q = c->qkv + (size_t)t0 * qkvd + (size_t)h * hd;
-            uint32_t g = h / G;
-            float mx = -INFINITY;
-            for (uint32_t j = 0; j < L; j++) {
-                const float *k = kv_at(e, l, 0, b, s, lo + j) + (size_t)g * hd;
-                float dot = 0;
-                for (uint32_t i = 0; i < hd; i++) dot += q[i] * k[i];
-                sc[j] = dot * scale;
-                if (sc[j] > mx) mx = sc[j];
+        // decode: straight from the pages, one kv head group at a time so each K and V row
+        // is read once for the G query heads that share it
+        for (uint32_t g = 0; g < KVH; g++) {
+            const float *q = c->qkv + (size_t)t0 * qkvd + (size_t)g * G * hd;
+            float *sc = c->sc;   // (G, L)
+            for (uint32_t j = 0; j < L;) {
+                const float *kb = kv_at(e, l, 0, b, s, lo + j) + (size_t)g * hd;
+                uint32_t cnt = KVF_MIN(e->bt - (lo + j) % e->bt, L - j);
+                for (uint32_t r = 0; r < cnt; r++)
+                    for (uint32_t h = 0; h < G; h++)
+                        sc[(size_t)h * L + j + r] = dotv(q + (size_t)h * hd, kb + r * kvd, hd) * scale;
+                j += cnt;
             }
-            float sum = 0;
-            for (uint32_t j = 0; j < L; j++) sum += (sc[j] = expf(sc[j] - mx));
-            float *o = c->att + (size_t)t0 * qd + (size_t)h * hd;
-            memset(o, 0, hd * sizeof *o);
-            for (uint32_t j = 0; j < L; j++) {
-                const float *v = kv_at(e, l, 1, b, s, lo + j) + (size_t)g * hd;
-                float p = sc[j] / sum;
-                for (uint32_t i = 0; i < hd; i++) o[i] += p * v[i];
+            for (uint32_t h = 0; h < G; h++) {
+                float *row = sc + (size_t)h * L, mx = -INFINITY, sum = 0;
+                for (uint32_t j = 0; j < L; j++) mx = row[j] > mx ? row[j] : mx;
+                for (uint32_t j = 0; j < L; j++) sum += (row[j] = expf(row[j] - mx));
+                float inv = 1.0f / sum;
+                for (uint32_t j = 0; j < L; j++) row[j] *= inv;
+                memset(c->att + (size_t)t0 * qd + (size_t)(g * G + h) * hd, 0, hd * 4);
+            }
+            for (uint32_t j = 0; j < L;) {
+                const float *vb = kv_at(e, l, 1, b, s, lo + j) + (size_t)g * hd;
+                uint32_t cnt = KVF_MIN(e->bt - (lo + j) % e->bt, L - j);
+                for (uint32_t r = 0; r < cnt; r++)
+                    for (uint32_t h = 0; h < G; h++)
+                        axpyv(c->att + (size_t)t0 * qd + (size_t)(g * G + h) * hd,
+                              sc[(size_t)h * L + j + r], vb + r * kvd, hd);
+                j += cnt;
             }
         }
         return;

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# bench/run.sh BUILD_DIR -- runs the benchmarks and prints their figures (not part of tests).
+set -euo pipefail
+build=${1:-build}
+here=$(cd "$(dirname "$0")/.." && pwd)
+shared=${KVF_SHARED:-$here/../shared}
+[ -d "$shared/traces" ] || shared=$here   # fall back to the bundled traces (traces/data)
+[ -f "$shared/traces/mooncake_conversation.jsonl" ] || { mkdir -p /tmp/kvf_sh/traces; cp "$here/traces/data/mooncake_conversation.jsonl" /tmp/kvf_sh/traces/; shared=/tmp/kvf_sh; }
+echo "== simulator speed"
+"$build/bench/sim_speed" "$here" "$shared" 1
+for b in "$build"/bench/*; do
+  case "$(basename "$b")" in sim_speed) ;; *) [ -x "$b" ] && { echo "== $(basename "$b")"; "$b" || true; } ;; esac
+done

@@ -1,0 +1,137 @@
+// bench/sim_speed.c -- simulator speed: events/s of a bare event-queue loop (the classic
+// "hold" model: pop the earliest event, push one a random time later) next to a full run of a
+// 1,000-GPU cluster replaying one simulated hour of real traffic, measured in the same process.
+//
+// usage: sim_speed [REPO_DIR] [SHARED_DIR] [HOURS]
+// The hour of traffic is the Mooncake conversation trace repeated back to back (hash ids of
+// each copy offset so copies do not share prefixes beyond the trace's own system prompt),
+// rescaled to the scenario's rate. Prints one line per figure; never part of the tests.
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "sim.h"
+#include "sim_queue.h"
+
+static double bare_queue_events_per_s(size_t live, uint64_t n) {
+    sim_queue *q = sim_queue_create(live);
+    kvf_rng r;
+    kvf_rng_init(&r, 1, 1);
+    for (size_t i = 0; i < live; i++) {
+        sim_event ev = {.t = (sim_time)kvf_rng_below(&r, 1000000)};
+        sim_queue_push(q, &ev);
+    }
+    int64_t t0 = kvf_wall_ns();
+    sim_event ev;
+    for (uint64_t i = 0; i < n; i++) {
+        sim_queue_pop(q, &ev);
+        ev.t += 1 + (sim_time)kvf_rng_below(&r, 1000000);
+        sim_queue_push(q, &ev);
+    }
+    double s = (double)(kvf_wall_ns() - t0) * 1e-9;
+    sim_queue_destroy(q);
+    return (double)n / s;
+}
+
+// Writes `copies` back-to-back copies of a Mooncake JSONL trace; returns requests written.
+static long repeat_trace(const char *in, const char *out, int copies) {
+    FILE *o = fopen(out, "w");
+    if (!o) return -1;
+    long n = 0;
+    double span = 0;
+    for (int k = 0; k < copies; k++) {
+        FILE *f = fopen(in, "r");
+        if (!f) return -1;
+        char line[1 << 16];
+        double last = 0;
+        while (fgets(line, sizeof line, f)) {
+            json_error_t e;
+            json_t *j = json_loads(line, 0, &e);
+            if (!j) continue;
+            double ts = json_number_value(json_object_get(j, "timestamp"));
+            last = ts;
+            json_object_set_new(j, "timestamp", json_integer((json_int_t)(ts + span)));
+            json_t *h = json_object_get(j, "hash_ids");
+            size_t i;
+            json_t *v;
+            json_array_foreach(h, i, v) {
+                json_int_t id = json_integer_value(v);
+                if (id != 0) json_array_set_new(h, i, json_integer(id + (json_int_t)k * 100000000));
+            }
+            char *txt = json_dumps(j, JSON_COMPACT);
+            fprintf(o, "%s\n", txt);
+            free(txt);
+            json_decref(j);
+            n++;
+        }
+        fclose(f);
+        span += last + 1000;
+    }
+    fclose(o);
+    return n;
+}
+
+int main(int argc, char **argv) {
+    const char *repo = argc > 1 ? argv[1] : ".";
+    const char *shared = argc > 2 ? argv[2] : "../shared";
+    double hours = argc > 3 ? atof(argv[3]) : 1.0;
+    double bare = bare_queue_events_per_s(100000, getenv("KVF_BENCH_BARE_N") ? strtoull(getenv("KVF_BENCH_BARE_N"), NULL, 10) : 20000000);
+    printf("bare event queue (hold model, 100k live events): %.2f M events/s\n", bare / 1e6);
+
+    static sim_config cfg;
+    kvf_err err = {0};
+    char path[2048], trace[2048], set[2200];
+    snprintf(path, sizeof path, "%s/scenarios/cluster-1000gpu.yaml", repo);
+    sim_config_default(&cfg);
+    if (sim_config_load(&cfg, path, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    // one simulated hour at the scenario's rate: enough copies of the 12k-request trace
+    int copies = (int)(cfg.trace_opt.rate_rps * 3600 * hours / 12031) + 1;
+    snprintf(trace, sizeof trace, "/tmp/kvf_bench_trace_%d.jsonl", copies);
+    char src[2048];
+    snprintf(src, sizeof src, "%s/traces/mooncake_conversation.jsonl", shared);
+    long n = repeat_trace(src, trace, copies);
+    if (n < 0) {
+        fprintf(stderr, "cannot build the bench trace from %s\n", src);
+        return 1;
+    }
+    snprintf(set, sizeof set, "workload.trace=%s", trace);
+    sim_config_set(&cfg, set, &err);
+    snprintf(set, sizeof set, "workload.limit_requests=%ld", (long)(cfg.trace_opt.rate_rps * 3600 * hours));
+    sim_config_set(&cfg, set, &err);
+    if (sim_config_validate(&cfg, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    sim_run_opts o = {.quiet = true};
+    void *sv = NULL;
+    int64_t t0 = kvf_wall_ns();
+    if (sim_run(&cfg, &o, &sv, &err)) {
+        fprintf(stderr, "run failed: %s\n", err.msg);
+        return 1;
+    }
+    double wall = (double)(kvf_wall_ns() - t0) * 1e-9;
+    json_t *s = sv, *si = json_object_get(s, "sim");
+    double ev = json_number_value(json_object_get(si, "events"));
+    double simulated = json_number_value(json_object_get(si, "simulated_s"));
+    double loop_wall = json_number_value(json_object_get(si, "wall_s"));
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("cluster-1000gpu: %lld requests, %.0f events, %.1f simulated s in %.2f s wall "
+           "(loop %.2f s)\n",
+           (long long)json_integer_value(json_object_get(json_object_get(s, "requests"), "arrived")),
+           ev, simulated, wall, loop_wall);
+    printf("simulator: %.2f M events/s = %.1f %% of the bare queue; %.0f simulated s per wall s\n",
+           ev / loop_wall / 1e6, 100 * ev / loop_wall / bare, simulated / loop_wall);
+    printf("cache hit rate %.3f, saturation %s, peak RSS %.0f MB\n",
+           json_number_value(json_object_get(json_object_get(s, "cache"), "hit_rate")),
+           json_string_value(json_object_get(json_object_get(s, "saturation"), "state")),
+           ru.ru_maxrss / 1024.0);
+    json_decref(s);
+    remove(trace);
+    return 0;
+}

@@ -1,0 +1,193 @@
+// tests/test_cli.c -- the kvfleet command as a user meets it: exit codes and messages for bad
+// input (each names file, line and field), and a run whose summary.json carries every key of
+// the contract (design.md §5).
+#include <check.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *bin(void) {
+    const char *b = getenv("KVF_BIN");
+    return b ? b : "build/kvfleet";
+}
+
+static const char *src(void) {
+    const char *d = getenv("KVF_SOURCE_DIR");
+    return d ? d : ".";
+}
+
+static char out_buf[65536];
+
+// Runs `kvfleet ARGS` (a shell fragment) and returns its exit code; stdout+stderr in out_buf.
+static int kvf(const char *fmt, ...) {
+    char args[4096], cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "cd %s && %s %s 2>&1", src(), bin(), args);
+    FILE *p = popen(cmd, "r");
+    ck_assert(p);
+    size_t n = fread(out_buf, 1, sizeof out_buf - 1, p);
+    out_buf[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    ck_assert(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static char tmpdir[64];
+
+static void setup(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/kvf_cli_XXXXXX");
+    ck_assert(mkdtemp(tmpdir));
+}
+
+#define EXPECT_MSG(...)                                                                         \
+    do {                                                                                        \
+        const char *want_[] = {__VA_ARGS__};                                                    \
+        for (size_t i_ = 0; i_ < sizeof want_ / sizeof want_[0]; i_++)                          \
+            ck_assert_msg(strstr(out_buf, want_[i_]), "message lacks '%s':\n%s", want_[i_],      \
+                          out_buf);                                                             \
+    } while (0)
+
+START_TEST(test_cli_missing_scenario) {
+    ck_assert_int_eq(kvf("run %s/nope.yaml", tmpdir), 2);
+    EXPECT_MSG("nope.yaml");
+}
+END_TEST
+
+START_TEST(test_cli_malformed_yaml) {
+    char p[128];
+    snprintf(p, sizeof p, "%s/bad.yaml", tmpdir);
+    write_file(p, "name: x\ncluster:\n  prefill: {instances: 2\n  decode: 3\n");
+    ck_assert_int_eq(kvf("run %s", p), 2);
+    EXPECT_MSG("bad.yaml:");
+}
+END_TEST
+
+START_TEST(test_cli_unknown_key) {
+    char p[128];
+    snprintf(p, sizeof p, "%s/unk.yaml", tmpdir);
+    write_file(p, "name: x\ncluster:\n  prefill:\n    instancez: 2\n");
+    ck_assert_int_eq(kvf("run %s", p), 2);
+    EXPECT_MSG("unk.yaml:4", "instancez");
+}
+END_TEST
+
+START_TEST(test_cli_negative_instances) {
+    char p[128];
+    snprintf(p, sizeof p, "%s/neg.yaml", tmpdir);
+    write_file(p, "name: x\n\ncluster:\n  decode: {instances: -3}\n");
+    ck_assert_int_eq(kvf("run %s", p), 2);
+    EXPECT_MSG("neg.yaml:4", "cluster.decode.instances");
+}
+END_TEST
+
+START_TEST(test_cli_missing_model) {
+    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set model=no-such-model -o %s/o", tmpdir), 2);
+    EXPECT_MSG("no-such-model");
+}
+END_TEST
+
+START_TEST(test_cli_bad_set) {
+    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set cluster.prefil.instances=3"), 2);
+    EXPECT_MSG("cluster.prefil");
+    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set cluster.prefill.instances=lots"), 2);
+    EXPECT_MSG("cluster.prefill.instances");
+}
+END_TEST
+
+START_TEST(test_cli_malformed_trace_line) {
+    char t[128];
+    snprintf(t, sizeof t, "%s/trace.jsonl", tmpdir);
+    write_file(t, "{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 5, \"hash_ids\": [1]}\n"
+                  "{\"timestamp\": 10, \"input_length\": 100, \"output_length\": 5, \"hash_ids\": [1]}\n"
+                  "{\"timestamp\": 20, \"input_length\": -4, \"output_length\": 5, \"hash_ids\": [2]}\n");
+    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --trace %s -o %s/o --no-report", t, tmpdir), 2);
+    EXPECT_MSG("trace.jsonl:3", "input_length");
+    // what was written before the bad line is kept: the database exists and is readable
+    char db[160];
+    snprintf(db, sizeof db, "%s/o/results.db", tmpdir);
+    ck_assert_msg(access(db, R_OK) == 0, "no database kept at %s", db);
+}
+END_TEST
+
+START_TEST(test_cli_usage_errors) {
+    ck_assert_int_eq(kvf("frobnicate"), 2);
+    ck_assert_int_eq(kvf("run"), 2);
+    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --bogus"), 2);
+}
+END_TEST
+
+START_TEST(test_cli_run_writes_contract_keys) {
+    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set workload.limit_requests=400 -o %s/run "
+                         "--no-report --json",
+                         tmpdir),
+                     0);
+    char p[160];
+    snprintf(p, sizeof p, "%s/run/summary.json", tmpdir);
+    json_error_t e;
+    json_t *s = json_load_file(p, 0, &e);
+    ck_assert_msg(s, "summary.json unreadable: %s", e.text);
+    const char *keys[] = {
+        "scenario", "seed", "kvfleet_version", "step_model", "requests.arrived",
+        "requests.completed", "requests.rejected", "ttft_ms.mean", "ttft_ms.p50", "ttft_ms.p90",
+        "ttft_ms.p99", "tpot_ms.p99", "itl_ms.p50", "e2e_ms.p90", "gen_tok_s_per_request.mean",
+        "gen_tok_s_per_request.p50", "throughput.input_tok_s", "throughput.output_tok_s",
+        "throughput.prefill_input_tok_s_per_gpu", "throughput.decode_output_tok_s_per_gpu",
+        "cache.hit_rate", "cache.hit_tokens", "cache.miss_tokens", "cache.by_tier.hbm",
+        "cache.by_tier.dram", "cache.by_tier.ssd", "cache.stored_bytes_peak", "gpus.vision",
+        "gpus.prefill", "gpus.decode", "gpu_hours", "utilization.prefill", "utilization.decode",
+        "slo.ttft_p90_ms", "slo.tpot_p90_ms", "slo.attainment", "slo.goodput_req_s",
+        "economics.cost_usd", "economics.revenue_usd", "economics.margin",
+        "economics.cost_per_gpu_hour_usd", "economics.cost_per_mtok_usd.input",
+        "economics.cost_per_mtok_usd.output", "economics.payback_days", "sim.events", "sim.wall_s",
+        "sim.events_per_s", "sim.simulated_s"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char k[128];
+        snprintf(k, sizeof k, "%s", keys[i]);
+        json_t *o = s;
+        for (char *tok = strtok(k, "."); tok; tok = strtok(NULL, ".")) o = json_object_get(o, tok);
+        ck_assert_msg(o != NULL, "summary.json lacks %s", keys[i]);
+    }
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(s, "requests"), "arrived")), 400);
+    json_decref(s);
+    snprintf(p, sizeof p, "%s/run/results.db", tmpdir);
+    ck_assert(access(p, R_OK) == 0);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("cli");
+    TCase *t = tcase_create("cli");
+    tcase_add_checked_fixture(t, setup, NULL);
+    tcase_set_timeout(t, 300);
+    tcase_add_test(t, test_cli_missing_scenario);
+    tcase_add_test(t, test_cli_malformed_yaml);
+    tcase_add_test(t, test_cli_unknown_key);
+    tcase_add_test(t, test_cli_negative_instances);
+    tcase_add_test(t, test_cli_missing_model);
+    tcase_add_test(t, test_cli_bad_set);
+    tcase_add_test(t, test_cli_malformed_trace_line);
+    tcase_add_test(t, test_cli_usage_errors);
+    tcase_add_test(t, test_cli_run_writes_contract_keys);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void) {
+    SRunner *r = srunner_create(suite());
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? 1 : 0;
+}
