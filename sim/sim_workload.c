@@ -1,8 +1,22 @@
-// sim/sim_workload.c -- workload.generate: synthetic traffic streamed like a trace.
+// sim/sim_workload.c -- workload.generate: synthetic traffic from the trace generator,
+// streamed to the cluster like a trace (deterministic by the scenario's seed).
 #include "sim_run.h"
 
 kvf_status sim_open_generator(const sim_config *cfg, trc_reader **out, kvf_err *err) {
-    *out = NULL;
-    return kvf_fail(err, KVF_EINVAL, "%s: workload.generate is not available in this build",
-                    cfg->path[0] ? cfg->path : "scenario");
+    trc_gen_options g;
+    trc_gen_options_default(&g);
+    if (!trc_gen_profile_parse(cfg->generate_profile, &g.profile))
+        return kvf_fail(err, KVF_EINVAL,
+                        "%s: workload.generate.profile: unknown profile '%s' (chatbot, agent, "
+                        "coding, mixed)",
+                        cfg->path[0] ? cfg->path : "scenario", cfg->generate_profile);
+    if (cfg->generate_rate_rps > 0) g.rate_rps = cfg->generate_rate_rps;
+    if (cfg->generate_duration_s > 0) g.duration_s = cfg->generate_duration_s;
+    g.seed = cfg->seed;
+    g.block_tokens = cfg->block_tokens;
+    trc_options o = cfg->trace_opt;
+    o.block_tokens = cfg->block_tokens;
+    o.seed = cfg->seed;
+    o.format = TRC_FMT_KVFLEET;
+    return trc_gen_open(out, &g, &o, err);
 }

@@ -719,6 +719,19 @@ START_TEST(test_report_html_and_md) {
     snprintf(path, sizeof path, "%s/report_files/charts.gp", tmpdir);
     ck_assert_int_eq(access(path, R_OK), 0);
     free(html);
+    // gnuplot not on PATH: same, with the reason
+    const char *old_path = getenv("PATH");
+    char *saved = kvf_strdup(old_path ? old_path : "/usr/bin:/bin");
+    setenv("PATH", "/nonexistent-kvfleet-bin", 1);
+    kvf_status st = rpt_report_write(tmpdir, true, false, &err);
+    setenv("PATH", saved, 1);
+    free(saved);
+    ck_assert_int_eq(st, KVF_OK);
+    snprintf(path, sizeof path, "%s/report.html", tmpdir);
+    html = slurp(path);
+    ck_assert(strstr(html, "gnuplot is not installed") != NULL);
+    ck_assert_int_eq(count_of(html, "<svg"), 0);
+    free(html);
     json_decref(sum);
     rm_tmp();
 }

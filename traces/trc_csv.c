@@ -133,8 +133,9 @@ static bool parse_time(const char *s, int64_t *out) {
     int y, mo, d, h, mi, sec, n = 0;
     if (sscanf(s, "%4d-%2d-%2d%*[ T]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) == 6 &&
         n > 0) {
-        if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || y < 1)
-            return false;
+        if (mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 ||
+            sec < 0 || sec > 60 || y < 1900 || y > 2200)
+            return false;   // the range keeps ns since 1970 inside int64
         const char *p = s + n;
         int64_t frac = 0, scale = 1000000000;
         if (*p == '.') {
@@ -153,7 +154,9 @@ static bool parse_time(const char *s, int64_t *out) {
         else if (*p == '+' || *p == '-') {
             int th, tm;
             int k = 0;
-            if (sscanf(p + 1, "%2d:%2d%n", &th, &tm, &k) != 2 || k == 0) return false;
+            if (sscanf(p + 1, "%2d:%2d%n", &th, &tm, &k) != 2 || k == 0 || th < 0 || th > 23 ||
+                tm < 0 || tm > 59)
+                return false;
             tz = (*p == '+' ? 1 : -1) * ((int64_t)th * 3600 + tm * 60);
             p += 1 + k;
         }

@@ -53,6 +53,29 @@ static int jnum(const jctx *c, json_t *o, const char *name, bool required, doubl
     return 0;
 }
 
+// Non-negative integer field (exact for JSON integers; reals must be integral), < 2^62.
+static int jint(const jctx *c, json_t *o, const char *name, bool required, int64_t *out,
+                bool *present) {
+    json_t *v = json_object_get(o, name);
+    if (present) *present = v != NULL && !json_is_null(v);
+    *out = 0;
+    if (!v || json_is_null(v)) return required ? jbad(c, name, "missing") : 0;
+    if (json_is_integer(v)) {
+        json_int_t k = json_integer_value(v);
+        if (k < 0) return jbad(c, name, "negative");
+        if (k > (json_int_t)4611686018427387903LL) return jbad(c, name, "too large");
+        *out = (int64_t)k;
+        return 0;
+    }
+    if (!json_is_number(v)) return jbad(c, name, "not a number");
+    double d = json_number_value(v);
+    if (!isfinite(d) || d != floor(d)) return jbad(c, name, "not an integer");
+    if (d < 0) return jbad(c, name, "negative");
+    if (d > 4.6e18) return jbad(c, name, "too large");
+    *out = (int64_t)d;
+    return 0;
+}
+
 // Token count: integer >= 0 (0 becomes 1: every request has a prompt and an answer).
 static int jtokens(const jctx *c, json_t *o, const char *name, uint32_t *out) {
     double d;
@@ -136,6 +159,10 @@ static int mooncake_parse(jsrc *j, const char *line, long len, trc_rec *rec, kvf
         jbad(&c, "timestamp", "negative");
         goto done;
     }
+    if (ts > 9e12) {
+        jbad(&c, "timestamp", "too large (ms since the trace start)");
+        goto done;
+    }
     if (jtokens(&c, o, "input_length", &rec->in) || jtokens(&c, o, "output_length", &rec->out))
         goto done;
     if (jblocks(&c, o, "hash_ids", rec, 0, false)) goto done;
@@ -162,12 +189,9 @@ static int kvfleet_parse(jsrc *j, const char *line, long len, trc_rec *rec, kvf_
     int rc = -1;
     double d;
     bool has;
-    if (jnum(&c, o, "arrival_ns", true, &d, NULL)) goto done;
-    if (d < 0) {
-        jbad(&c, "arrival_ns", "negative");
-        goto done;
-    }
-    rec->t_ns = (int64_t)d;
+    int64_t iv;
+    if (jint(&c, o, "arrival_ns", true, &iv, NULL)) goto done;
+    rec->t_ns = iv;
     if (jtokens(&c, o, "input_tokens", &rec->in) || jtokens(&c, o, "output_tokens", &rec->out))
         goto done;
     json_t *id = json_object_get(o, "id");
@@ -220,18 +244,18 @@ static int kvfleet_parse(jsrc *j, const char *line, long len, trc_rec *rec, kvf_
         goto done;
     }
     rec->turn = (uint32_t)d;
-    if (jnum(&c, o, "prev_id", false, &d, &has)) goto done;
-    rec->prev_key = has && d >= 0 ? (int64_t)d : -1;
+    json_t *pv = json_object_get(o, "prev_id");
+    if (pv && json_is_integer(pv) && json_integer_value(pv) < 0) rec->prev_key = -1;
+    else {
+        if (jint(&c, o, "prev_id", false, &iv, &has)) goto done;
+        rec->prev_key = has ? iv : -1;
+    }
     if (rec->prev_key >= 0 && (uint64_t)rec->prev_key >= rec->key) {
         jbad(&c, "prev_id", "must name an earlier request");
         goto done;
     }
-    if (jnum(&c, o, "think_ns", false, &d, NULL)) goto done;
-    if (d < 0) {
-        jbad(&c, "think_ns", "negative");
-        goto done;
-    }
-    rec->think_ns = (int64_t)d;
+    if (jint(&c, o, "think_ns", false, &iv, NULL)) goto done;
+    rec->think_ns = iv;
     if (jnum(&c, o, "block_tokens", false, &d, &has)) goto done;
     if (has && (d < 1 || d > 1 << 24 || d != floor(d))) {
         jbad(&c, "block_tokens", "must be a positive integer");
@@ -380,6 +404,7 @@ static int flatten(ssrc *x, jctx *c, json_t *reqs, double base_t, int64_t spawne
         double t;
         if (jnum(c, q, "t", true, &t, NULL)) return -1;
         if (t < 0) return jbad(c, "t", "negative");
+        if (t > 1e9) return jbad(c, "t", "too large (s)");
         json_t *ty = json_object_get(q, "type");
         const char *type = ty && json_is_string(ty) ? json_string_value(ty) : "n";
         if (!strcmp(type, "subagent")) {
@@ -395,7 +420,8 @@ static int flatten(ssrc *x, jctx *c, json_t *reqs, double base_t, int64_t spawne
         bool has_think;
         if (jnum(c, q, "api_time", false, &api, NULL)) return -1;
         if (jnum(c, q, "think_time", false, &think, &has_think)) return -1;
-        if (api < 0) api = 0;
+        if (api < 0 || api > 1e9) api = 0;
+        if (has_think && (think < 0 || think > 1e9)) has_think = false;
         flat_req *f = fr_push(x);
         size_t me = x->nfr - 1;
         f->abs_t = base_t + t;

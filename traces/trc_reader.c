@@ -299,6 +299,12 @@ static int pull(trc_reader *r, trc_rec **out, kvf_err *err) {
     return 1;
 }
 
+static int64_t clamp_ns(double v) {
+    if (!(v > 0)) return 0;
+    if (v > 9.0e18) return (int64_t)9.0e18;
+    return (int64_t)llround(v);
+}
+
 static uint32_t scale_len(uint32_t v, double s) {
     if (s == 1.0) return v;
     double x = floor((double)v * s + 0.5);
@@ -366,7 +372,7 @@ int trc_reader_next(trc_reader *r, trc_request *out, kvf_err *err) {
         }
         memset(out, 0, sizeof *out);
         out->id = r->emitted++;
-        out->arrival_ns = (int64_t)llround((double)(rel - r->opt.start_ns) * r->factor);
+        out->arrival_ns = clamp_ns((double)(rel - r->opt.start_ns) * r->factor);
         out->input_tokens = scale_len(rec->in, r->opt.length_scale);
         out->output_tokens = scale_len(rec->out, r->opt.length_scale);
         out->cls = rec->cls;
@@ -375,8 +381,7 @@ int trc_reader_next(trc_reader *r, trc_request *out, kvf_err *err) {
         out->session = rec->session;
         out->turn = rec->turn;
         out->prev_id = rec->prev_key >= 0 ? out_id_of(r, (uint64_t)rec->prev_key) : -1;
-        out->think_ns = out->prev_id >= 0 ? (int64_t)llround((double)rec->think_ns * r->factor)
-                                          : 0;
+        out->think_ns = out->prev_id >= 0 ? clamp_ns((double)rec->think_ns * r->factor) : 0;
         out->n_blocks = map_blocks(r, rec, out->input_tokens);
         out->blocks = r->blocks;
         return 1;

@@ -50,7 +50,7 @@
 typedef __nv_bfloat16 bf16;
 
 static const size_t NONE = (size_t)-1;
-enum { SPLIT_KEYS = 256, MAXG = 8, DEC_WARPS = 4 };
+enum { SPLIT_KEYS = 256, DEC_WARPS = 4 };
 
 // ---- the weight definition (mirrors eng_weight_value / eng_kv_value in eng_int.h) --------
 __host__ __device__ static inline uint64_t mix64(uint64_t z) {
@@ -225,7 +225,7 @@ __global__ void k_attn_prefill(bf16 *out, const float *qkv, const bf16 *kv, cons
 // Decode attention, split-K: block (seq, kv head, split) of DEC_WARPS warps; warp w takes keys
 // start + w, start + w + DEC_WARPS, ...; every K/V row is read once for the G query heads.
 // Writes un-normalised partials (o, m, l) per (seq, head, split).
-template <int DPL>
+template <int DPL, int G>
 __global__ void k_attn_decode(float *part_o, float *part_ml, const float *qkv, const bf16 *kv,
                               const int *pos, const int *table, int stride, int H, int KVH,
                               int bt, size_t block_elems, size_t layer_off, int window,
@@ -233,12 +233,13 @@ __global__ void k_attn_decode(float *part_o, float *part_ml, const float *qkv, c
     const int hd = DPL * 32;
     int s = blockIdx.x, g = blockIdx.y, sp = blockIdx.z;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    int G = H / KVH, qd = H * hd, kvd = KVH * hd;
+    int qd = H * hd, kvd = KVH * hd;
     int p = pos[s];   // decode: token s belongs to sequence s
     int first = window > 0 && p + 1 > window ? p + 1 - window : 0;
     int k0 = first + sp * SPLIT_KEYS, k1 = min(p + 1, k0 + SPLIT_KEYS);
-    float qr[MAXG][DPL], o[MAXG][DPL], m[MAXG], l[MAXG];
+    float qr[G][DPL], o[G][DPL], m[G], l[G];
     const float *q = qkv + (size_t)s * (qd + 2 * kvd) + (size_t)g * G * hd + lane * DPL;
+#pragma unroll
     for (int h = 0; h < G; h++) {
         m[h] = -INFINITY, l[h] = 0;
         for (int i = 0; i < DPL; i++) qr[h][i] = q[h * hd + i] * scale, o[h][i] = 0;
@@ -250,6 +251,7 @@ __global__ void k_attn_decode(float *part_o, float *part_ml, const float *qkv, c
         const bf16 *vr = kr + (size_t)bt * kvd;
         float kf[DPL], vf[DPL];
         for (int i = 0; i < DPL; i++) kf[i] = __bfloat162float(kr[i]), vf[i] = __bfloat162float(vr[i]);
+#pragma unroll
         for (int h = 0; h < G; h++) {
             float d = 0;
             for (int i = 0; i < DPL; i++) d += qr[h][i] * kf[i];
@@ -261,8 +263,9 @@ __global__ void k_attn_decode(float *part_o, float *part_ml, const float *qkv, c
         }
     }
     // merge the warps through shared memory
-    __shared__ float sm[DEC_WARPS][MAXG][2];
-    __shared__ float so[DEC_WARPS][MAXG][DPL * 32];
+    __shared__ float sm[DEC_WARPS][G][2];
+    __shared__ float so[DEC_WARPS][G][DPL * 32];
+#pragma unroll
     for (int h = 0; h < G; h++) {
         if (lane == 0) sm[warp][h][0] = m[h], sm[warp][h][1] = l[h];
         for (int i = 0; i < DPL; i++) so[warp][h][lane * DPL + i] = o[h][i];
@@ -400,19 +403,22 @@ static void launch_prefill(eng_cuda_ctx *c, cudaStream_t st, bf16 *out, const fl
     LAUNCH_CHECK();
 }
 
-template <int DPL>
+template <int DPL, int G>
 static void launch_decode(cudaStream_t st, bf16 *out, float *po, float *pml, const float *qkv,
                           const bf16 *kv, const int *pos, const int *table, int stride,
                           int nseq, int H, int KVH, int bt, size_t be, size_t loff, int window,
                           float scale, int nsplit) {
     dim3 grid(nseq, KVH, nsplit);
-    k_attn_decode<DPL><<<grid, DEC_WARPS * 32, 0, st>>>(po, pml, qkv, kv, pos, table, stride, H,
-                                                        KVH, bt, be, loff, window, scale,
-                                                        nsplit);
+    k_attn_decode<DPL, G><<<grid, DEC_WARPS * 32, 0, st>>>(po, pml, qkv, kv, pos, table, stride,
+                                                           H, KVH, bt, be, loff, window, scale,
+                                                           nsplit);
     LAUNCH_CHECK();
     k_attn_merge<<<nseq * H, 128, 0, st>>>(out, po, pml, H, DPL * 32, nsplit);
     LAUNCH_CHECK();
 }
+
+// Query heads per kv head that the split-K decode kernel is instantiated for.
+static bool decode_supported(uint32_t G) { return G == 1 || G == 2 || G == 4 || G == 8; }
 
 static void attention_prefill(eng_cuda_ctx *c, int dpl, bf16 *out, const float *qkv,
                               const bf16 *kv, const int *pos, const int *tokseq,
@@ -433,12 +439,24 @@ static void attention_decode(cudaStream_t st, int dpl, bf16 *out, float *po, flo
                              const float *qkv, const bf16 *kv, const int *pos, const int *table,
                              int stride, int nseq, int H, int KVH, int bt, size_t be,
                              size_t loff, int window, float scale, int nsplit) {
-    switch (dpl) {
-    case 1: launch_decode<1>(st, out, po, pml, qkv, kv, pos, table, stride, nseq, H, KVH, bt, be, loff, window, scale, nsplit); break;
-    case 2: launch_decode<2>(st, out, po, pml, qkv, kv, pos, table, stride, nseq, H, KVH, bt, be, loff, window, scale, nsplit); break;
-    case 4: launch_decode<4>(st, out, po, pml, qkv, kv, pos, table, stride, nseq, H, KVH, bt, be, loff, window, scale, nsplit); break;
-    default: launch_decode<8>(st, out, po, pml, qkv, kv, pos, table, stride, nseq, H, KVH, bt, be, loff, window, scale, nsplit); break;
+#define DEC(D, G_)                                                                             \
+    launch_decode<D, G_>(st, out, po, pml, qkv, kv, pos, table, stride, nseq, H, KVH, bt, be, \
+                         loff, window, scale, nsplit)
+#define DEC_G(D)                                                                               \
+    switch (H / KVH) {                                                                         \
+    case 1: DEC(D, 1); break;                                                                  \
+    case 2: DEC(D, 2); break;                                                                  \
+    case 4: DEC(D, 4); break;                                                                  \
+    default: DEC(D, 8); break;                                                                 \
     }
+    switch (dpl) {
+    case 1: DEC_G(1); break;
+    case 2: DEC_G(2); break;
+    case 4: DEC_G(4); break;
+    default: DEC_G(8); break;
+    }
+#undef DEC_G
+#undef DEC
 }
 
 // ---- public entry points --------------------------------------------------------------------
@@ -688,9 +706,6 @@ extern "C" void eng_cuda_forward(eng_cuda_ctx *c, const eng_batch *b, const floa
                                    c->st));
     int dpl = s.head_dim / 32;
     float scale = 1.0f / sqrtf((float)s.head_dim);
-    int window_keys = (int)s.window;
-    int nsplit = std::max(1, (std::min(maxpos, window_keys > 0 ? window_keys : maxpos) +
-                              SPLIT_KEYS - 1) / SPLIT_KEYS);
     k_embed<<<n, 128, 0, c->st>>>(c->x, c->w + s.embed, d_tok, d);
     LAUNCH_CHECK();
     for (uint32_t l = 0; l < s.layers; l++) {
@@ -700,13 +715,13 @@ extern "C" void eng_cuda_forward(eng_cuda_ctx *c, const eng_batch *b, const floa
         k_rmsnorm<<<n, 256, 0, c->st>>>(c->xn, c->x, c->w + L.attn_norm, NULL, d, s.norm_eps);
         LAUNCH_CHECK();
         gemm(c, n, c->qkvd, d, c->xn, d, c->w + L.wqkv, d, c->qkv, CUDA_R_32F, c->qkvd, 0.0f);
-        k_rope_store<<<n, 128, 0, c->st>>>(c->qkv, c->kv, d_pos, d_seq, d_tab, c->inv_freq,
-                                           s.heads, s.kv_heads, s.head_dim, s.block_tokens,
-                                           stride, c->block_elems, loff);
+        k_rope_store<<<n, 128, 0, c->st>>>(c->qkv, c->kv, d_pos, d_seq, d_tab, stride,
+                                           c->inv_freq, s.heads, s.kv_heads, s.head_dim,
+                                           s.block_tokens, c->block_elems, loff);
         LAUNCH_CHECK();
-        if (decode && c->G <= MAXG) {
-            int lsplit = win ? std::max(1, (win + SPLIT_KEYS - 1) / SPLIT_KEYS) : nsplit;
-            if (!win) lsplit = std::max(1, (maxpos + SPLIT_KEYS - 1) / SPLIT_KEYS);
+        if (decode && decode_supported(c->G)) {
+            int keys = win ? std::min(win, maxpos) : maxpos;
+            int lsplit = std::max(1, (keys + SPLIT_KEYS - 1) / SPLIT_KEYS);
             attention_decode(c->st, dpl, c->att, c->part_o, c->part_ml, c->qkv, c->kv, d_pos,
                              d_tab, stride, ns, s.heads, s.kv_heads, s.block_tokens,
                              c->block_elems, loff, win, scale, lsplit);
@@ -790,7 +805,9 @@ extern "C" double eng_cuda_bench_gemm(int M, int N, int K, int iters) {
 
 extern "C" double eng_cuda_bench_decode_attn(int batch, int context, int heads, int kv_heads,
                                              int head_dim, int bt, int iters) {
-    if (eng_cuda_device_count() <= 0 || head_dim % 32 || heads / kv_heads > MAXG) return -1;
+    if (eng_cuda_device_count() <= 0 || head_dim % 32 || head_dim > 256 ||
+        !decode_supported(heads / kv_heads))
+        return -1;
     cudaStream_t st;
     CUDA_CHECK(cudaStreamCreate(&st));
     int kvd = kv_heads * head_dim, qd = heads * head_dim;

@@ -41,10 +41,13 @@ for fmt in $FORMATS; do
         -ljansson -lcsv -lm -o "$OUT/fuzz_$fmt"
     seed "$fmt"
     echo "== fuzz_$fmt for ${SECS}s"
+    rc=0
     "$OUT/fuzz_$fmt" -max_total_time="$SECS" -max_len=8192 -rss_limit_mb=2048 \
-        -print_final_stats=1 -artifact_prefix="$OUT/" "$OUT/corpus_$fmt" 2>&1 | grep -E "^(stat::|==|SUMMARY|Done)|ERROR|runs in" || true
-    if ls "$OUT"/crash-* "$OUT"/leak-* "$OUT"/timeout-* "$OUT"/oom-* >/dev/null 2>&1; then
-        echo "fuzz_$fmt: FAILED (artifacts in $OUT)"; exit 1
+        -print_final_stats=1 -artifact_prefix="$OUT/${fmt}-" "$OUT/corpus_$fmt" \
+        > "$OUT/fuzz_$fmt.log" 2>&1 || rc=$?
+    grep -E "^(stat::|SUMMARY|Done)|ERROR" "$OUT/fuzz_$fmt.log" || true
+    if [ $rc -ne 0 ]; then
+        echo "fuzz_$fmt: FAILED (exit $rc; log and artifacts in $OUT)"; exit 1
     fi
 done
 echo "fuzz: all formats clean"
