@@ -267,7 +267,8 @@ enum { ENG_STEP_PREFILL = 0, ENG_STEP_DECODE = 1, ENG_STEP_MIXED = 2 };
 typedef struct eng_step_record {
     int64_t start_ns;           // wall clock since start of run
     int64_t duration_ns;        // whole step: scheduling + forward passes + bookkeeping
-    int64_t forward_ns;         // inside the engine's forward passes
+    int64_t forward_ns;         // forward passes as eng_last_forward_ns times them (device
+                                //   events on cuda); duration - forward = host overhead
     uint32_t phase;             // ENG_STEP_*
     uint32_t batch;             // sequences in the step
     uint32_t tokens;            // tokens computed (prefill chunk tokens + decodes)

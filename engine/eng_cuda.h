@@ -74,9 +74,10 @@ void eng_cuda_arena_bytes(const eng_cuda_ctx *c, double *w, double *kv, double *
 void eng_cuda_forward(eng_cuda_ctx *c, const eng_batch *b, const float *router_bias,
                       float *logits, int32_t *next, int32_t *route_idx, float *route_w,
                       float *device_ms);
-// Synthetic K and V for slots [slot0, slot0+n) of a block, every layer.
-void eng_cuda_fill_kv(eng_cuda_ctx *c, uint32_t block, uint32_t slot0, uint32_t n,
-                      uint64_t seed);
+// Synthetic K and V for nseg segments (slots [slot0[i], slot0[i]+n[i]) of block block[i]),
+// every layer, in one launch.
+void eng_cuda_fill_kv(eng_cuda_ctx *c, const uint32_t *block, const uint32_t *slot0,
+                      const uint32_t *n, uint32_t nseg, uint64_t seed);
 // cuBLAS bf16 GEMM (M,N,K), fp32 accumulate: achieved TFLOP/s (median of iters); < 0 without
 // a device.
 double eng_cuda_bench_gemm(int M, int N, int K, int iters);

@@ -97,15 +97,15 @@ static kvf_status cuda_create(eng_engine *e, kvf_err *err) {
 }
 #endif
 
-void eng_backend_fill_kv(eng_engine *e, uint32_t block, uint32_t slot0, uint32_t n,
-                         uint64_t seed) {
+void eng_backend_fill_kv(eng_engine *e, const uint32_t *block, const uint32_t *slot0,
+                         const uint32_t *n, uint32_t nseg, uint64_t seed) {
 #ifdef KVF_HAVE_CUDA
     if (e->cuda) {
-        eng_cuda_fill_kv(e->cuda, block, slot0, n, seed);
+        eng_cuda_fill_kv(e->cuda, block, slot0, n, nseg, seed);
         return;
     }
 #endif
-    eng_cpu_fill_kv(e, block, slot0, n, seed);
+    for (uint32_t i = 0; i < nseg; i++) eng_cpu_fill_kv(e, block[i], slot0[i], n[i], seed + i);
 }
 
 kvf_status eng_create(eng_engine **out, const eng_model_desc *m, const eng_options *o,

@@ -104,9 +104,10 @@ bool eng_seq_reserve(eng_engine *e, eng_seq *s, uint32_t n);
 void eng_seq_commit(eng_engine *e, eng_seq *s, const int32_t *tok, uint32_t n);
 
 // ---- eng_engine.c -------------------------------------------------------------------------
-// Writes synthetic K and V into slots [slot0, slot0+n) of a block on the engine's backend.
-void eng_backend_fill_kv(eng_engine *e, uint32_t block, uint32_t slot0, uint32_t n,
-                         uint64_t seed);
+// Writes synthetic K and V on the engine's backend into nseg segments: slots
+// [slot0[i], slot0[i] + n[i]) of block block[i], every layer.
+void eng_backend_fill_kv(eng_engine *e, const uint32_t *block, const uint32_t *slot0,
+                         const uint32_t *n, uint32_t nseg, uint64_t seed);
 
 // ---- cpu/eng_cpu.c ------------------------------------------------------------------------
 kvf_status eng_cpu_create(eng_engine *e, kvf_err *err);

@@ -256,14 +256,18 @@ kvf_status eng_seq_extend_synthetic(eng_engine *e, eng_seq *s, uint32_t n, uint6
     int32_t *tok = kvf_malloc((size_t)(n ? n : 1) * sizeof *tok);
     for (uint32_t i = 0; i < n; i++)
         tok[i] = (int32_t)(eng_mix64(seed * 7919 + s->len + i) % e->m.vocab);
-    uint32_t pos = s->len;
-    while (pos < s->len + n) {
-        uint32_t blk = s->table[pos / e->bt], slot = pos % e->bt;
-        uint32_t cnt = KVF_MIN(e->bt - slot, s->len + n - pos);
-        uint64_t vs = seed * 1000003 + pos;
-        eng_backend_fill_kv(e, blk, slot, cnt, vs);
-        pos += cnt;
+    uint32_t nseg = 0, cap = n / e->bt + 2;
+    uint32_t *blk = kvf_malloc(cap * sizeof *blk), *slot = kvf_malloc(cap * sizeof *slot);
+    uint32_t *cnt = kvf_malloc(cap * sizeof *cnt);
+    for (uint32_t pos = s->len; pos < s->len + n; nseg++) {
+        KVF_ASSERT(nseg < cap);
+        blk[nseg] = s->table[pos / e->bt];
+        slot[nseg] = pos % e->bt;
+        cnt[nseg] = KVF_MIN(e->bt - slot[nseg], s->len + n - pos);
+        pos += cnt[nseg];
     }
+    eng_backend_fill_kv(e, blk, slot, cnt, nseg, seed * 1000003 + s->len);
+    free(blk), free(slot), free(cnt);
     eng_seq_commit(e, s, tok, n);
     free(tok);
     return KVF_OK;

@@ -27,8 +27,8 @@ typedef struct grid {
 static const uint32_t Q_PT[] = {32, 128, 512}, Q_PC[] = {0, 1024};
 static const uint32_t Q_DB[] = {1, 4, 16, 32}, Q_DC[] = {128, 1024};
 static const uint32_t Q_HB[] = {1, 16};
-static const uint32_t F_PT[] = {16, 64, 128, 256, 512, 1024}, F_PC[] = {0, 512, 2048, 4096};
-static const uint32_t F_DB[] = {1, 2, 4, 8, 16, 32, 64}, F_DC[] = {128, 512, 2048, 4096};
+static const uint32_t F_PT[] = {16, 64, 256, 512, 1024}, F_PC[] = {0, 512, 2048};
+static const uint32_t F_DB[] = {1, 4, 16, 32, 64}, F_DC[] = {128, 512, 2048};
 static const uint32_t F_HB[] = {1, 8, 32};
 // On a GPU, shapes grow: larger chunks and batches.
 static const uint32_t G_PT[] = {16, 64, 256, 512, 1024, 2048, 4096},
@@ -215,8 +215,9 @@ static kvf_status make_engine(eng_engine **e, const eng_model_desc *m, eng_backe
     uint64_t need_d = 2 * ((uint64_t)db * (dsum / bt + 3));
     o.kv_blocks = (uint32_t)KVF_MAX(need_p, need_d);
     kvf_status st = eng_create(e, m, &o, err);
-    if (st == KVF_ENOMEM) {   // fall back to a single set of sequences
-        o.kv_blocks = (uint32_t)KVF_MAX(need_p / 2 + 2, need_d / 2 + 2 * db);
+    // Too big for this machine: shrink the arena; rows that no longer fit are skipped.
+    for (int i = 0; i < 16 && st == KVF_ENOMEM && o.kv_blocks > 4 * (pt + pc) / bt + 64; i++) {
+        o.kv_blocks /= 2;
         st = eng_create(e, m, &o, err);
     }
     return st;
@@ -233,7 +234,7 @@ kvf_status eng_profile_run(const eng_profile_config *c, FILE *f, FILE *prog, kvf
     int64_t t0 = kvf_wall_ns();
     fprintf(f, "# kvfleet_version: %s\n# model: %s\n# hardware_id: %s\n# backend: %s\n",
             KVF_VERSION, m.name, e->hw, eng_backend_name(c->backend));
-    fprintf(f, "# threads: %u\n", c->threads);
+    fprintf(f, "# threads: %u\n", c->threads ? c->threads : 1);
 #ifdef KVF_HAVE_BLAS
     fprintf(f, "# gemm: %s\n", c->backend == ENG_BACKEND_CUDA ? "cublas-bf16" : "openblas-fp32");
 #else
@@ -247,7 +248,7 @@ kvf_status eng_profile_run(const eng_profile_config *c, FILE *f, FILE *prog, kvf
     if (m.experts) {
         float *bias = kvf_malloc(m.experts * sizeof *bias);
         for (uint32_t i = 0; i < m.experts; i++) bias[i] = -1.5f * logf((float)i + 1.0f);
-        uint32_t T = g.pt[g.npt - 1], B = g.db[g.ndb - 1] / 2;
+        uint32_t T = g.pt[g.npt / 2], B = g.db[g.ndb / 2];
         stat3 a, b;
         double cs;
         if ((st = time_prefill(e, T, 0, g.repeats, &a, err))) goto fail;
@@ -269,7 +270,12 @@ kvf_status eng_profile_run(const eng_profile_config *c, FILE *f, FILE *prog, kvf
             uint32_t T = g.pt[j], C = g.pc[i];
             if (T + C > e->o.max_context) continue;
             stat3 s;
-            if ((st = time_prefill(e, T, C, g.repeats, &s, err))) goto fail;
+            st = time_prefill(e, T, C, g.repeats, &s, err);
+            if (st == KVF_ENOMEM) {
+                if (prog) fprintf(prog, "  prefill %u over %u: skipped (%s)\n", T, C, err->msg);
+                continue;
+            }
+            if (st) goto fail;
             double fl, by;
             eng_step_work(&m, 1, &T, &C, elem, &fl, &by);
             put_row(f, prog, e, "prefill", 1, T, C, s, g.repeats, fl, by);
@@ -279,7 +285,12 @@ kvf_status eng_profile_run(const eng_profile_config *c, FILE *f, FILE *prog, kvf
             uint32_t B = g.db[j], C = g.dc[i];
             stat3 s;
             double cs;
-            if ((st = time_decode(e, B, C, g.repeats, &s, &cs, err))) goto fail;
+            st = time_decode(e, B, C, g.repeats, &s, &cs, err);
+            if (st == KVF_ENOMEM) {
+                if (prog) fprintf(prog, "  decode %u at %u: skipped (%s)\n", B, C, err->msg);
+                continue;
+            }
+            if (st) goto fail;
             uint32_t *nn = kvf_malloc(B * sizeof *nn), *cc = kvf_malloc(B * sizeof *cc);
             for (uint32_t k = 0; k < B; k++) {
                 nn[k] = 1;

@@ -158,9 +158,8 @@ static kvf_status step(loop *L, bool *did, kvf_err *err) {
             dtok[i] = q->tok[q->ntok - 1];
             rec.context_tokens += eng_seq_len(q->seq);
         }
-        int64_t f0 = kvf_wall_ns();
         kvf_status st = eng_decode(e, dseq, dtok, nd, NULL, dnext, err);
-        fwd += kvf_wall_ns() - f0;
+        fwd += eng_last_forward_ns(e);
         if (st) return st;
         rec.batch += nd;
         rec.tokens += nd;
@@ -217,9 +216,8 @@ static kvf_status step(loop *L, bool *did, kvf_err *err) {
             if (!chunk) continue;
             rec.context_tokens += len;
             int32_t next = 0;
-            int64_t f0 = kvf_wall_ns();
             kvf_status st = eng_prefill(e, q->seq, q->tok + len, chunk, NULL, &next, err);
-            fwd += kvf_wall_ns() - f0;
+            fwd += eng_last_forward_ns(e);
             if (st) return st;
             budget -= chunk;
             slots--;

@@ -22,6 +22,7 @@ kvf_status rpt_db_flush(rpt_db *db, kvf_err *err);
 // Upserts run(key, value).
 kvf_status rpt_db_run_set(rpt_db *db, const char *key, const char *value, kvf_err *err);
 // Upserts summary(key, value); key is a dotted path into summary.json ("ttft_ms.p90").
+// NaN is stored as NULL (also in request and timeseries rows).
 kvf_status rpt_db_summary_set(rpt_db *db, const char *key, double value, kvf_err *err);
 kvf_status rpt_db_summary_set_text(rpt_db *db, const char *key, const char *value,
                                    kvf_err *err);
@@ -268,7 +269,13 @@ void rpt_progress_done(rpt_progress *p);
 
 // Command line: `kvfleet report DIR [--format html|md]`, argv[0] = "report".
 int rpt_report_cli_main(int argc, char **argv);
-// Writes report.html and report.md into dir from dir/summary.json and dir/results.db.
+// Writes report.html (self-contained, SVG charts inlined) and/or report.md (linking
+// report_files/*.svg) into dir from dir/summary.json, dir/results.db (optional: without it the
+// page has no run table or charts from the tables) and dir/validation.json (optional). Chart
+// data go to dir/report_files/*.dat with the gnuplot script charts.gp; gnuplot draws them when
+// on PATH and KVF_NO_GNUPLOT is unset or "0", otherwise the pages say why and keep the data.
+// Headline and economics cells carry data-key (summary.json path) and data-value (exact).
+// KVF_ENOENT without summary.json, KVF_EPARSE (file:line) for bad JSON, KVF_EIO/KVF_ERUN.
 kvf_status rpt_report_write(const char *dir, bool html, bool md, kvf_err *err);
 // `kvfleet compare DIR... [--json] [--all]`, argv[0] = "compare".
 int rpt_compare_cli_main(int argc, char **argv);

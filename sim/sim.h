@@ -62,6 +62,7 @@ typedef struct sim_config {
     mdl_efficiency eff;           // roofline efficiency factors (efficiency.*)
     double ep_skew;               // MoE: hottest GPU load over mean (>= 1)
     double ep_redundant_experts;  // fraction of redundant experts the EP balancer adds (0..1)
+    double ep_skew_sd;            // > 0: skew drawn per MoE step, max(1, N(ep_skew, sd))
     // workload
     char trace[SIM_PATH_MAX];     // trace file ("" with generate)
     trc_options trace_opt;        // format, time_scale, rate_rps, limit, window, bucket, ...
@@ -97,6 +98,7 @@ typedef struct sim_config {
     uint32_t draft_tokens;
     double acceptance;
     double structured_mask_ns;    // per-step mask cost per structured request
+    double structured_share;      // share of requests flagged structured at arrival (0..1)
     // SLO
     double slo_ttft_p90_ms, slo_tpot_p90_ms;
     // economics (delegated to reports/)

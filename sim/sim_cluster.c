@@ -141,6 +141,11 @@ static void batch_reserve(sim_inst *in, uint32_t n) {
 
 static void step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, uint32_t images,
                       mdl_step_cost *out) {
+    if (c->cfg->ep_skew_sd > 0 && c->model.experts) {
+        // the hottest GPU's load varies step to step; the step waits for it
+        double sk = c->ep_skew_base + c->cfg->ep_skew_sd * kvf_rng_normal(&c->rng);
+        p->stepper->par.ep_skew = sk > 1 ? sk : 1;
+    }
     mdl_batch b = {.phase = phase, .seqs = c->seqs, .n = n, .images = images};
     mdl_stepper_cost(p->stepper, &b, out);
     if (out->ns < 1) out->ns = 1;
@@ -733,7 +738,32 @@ static bool decode_emit(sim_cluster *c, sim_inst *in, uint32_t pos) {
 }
 
 // ---- step formation --------------------------------------------------------------------------
+// One complete ("X") event per step in Chrome trace format: pid = pool, tid = instance.
+static void timeline_step(sim_cluster *c, sim_inst *in, const mdl_step_cost *k, const char *what,
+                          uint32_t n, uint64_t tokens) {
+    double t0 = (double)c->now * 1e-9;
+    if (t0 < c->opts->timeline_from_s || (c->opts->timeline_to_s > 0 && t0 > c->opts->timeline_to_s))
+        return;
+    static const char *pools[SIM_POOLS] = {"vision", "prefill", "decode"};
+    fprintf(c->timeline,
+            "%s{\"name\":\"%s\",\"cat\":\"step\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,"
+            "\"pid\":%d,\"tid\":%u,\"args\":{\"batch\":%u,\"tokens\":%llu,\"flops\":%.4g,"
+            "\"bytes\":%.4g}}",
+            c->timeline_events++ ? ",\n" : "", what, (double)c->now * 1e-3, (double)k->ns * 1e-3,
+            (int)in->pool, in->idx, n, (unsigned long long)tokens, k->flops, k->bytes);
+    (void)pools;
+}
+
 static void begin_step(sim_cluster *c, sim_inst *in, const mdl_step_cost *k) {
+    if (c->timeline) {
+        static const char *names[] = {"prefill", "decode", "mixed", "vision"};
+        uint64_t tok = 0;
+        uint32_t n = in->pool == SIM_POOL_VISION ? in->n_batch : in->n_running + in->n_batch;
+        for (uint32_t i = 0; i < in->n_running; i++) tok += c->seqs[i].new_tokens;
+        for (uint32_t i = 0; i < in->n_batch; i++) tok += in->chunk ? in->chunk[i] : 0;
+        int ph = in->pool == SIM_POOL_VISION ? 3 : in->n_running && in->n_batch ? 2 : in->n_running ? 1 : 0;
+        timeline_step(c, in, k, names[ph], n, tok);
+    }
     in->busy = true;
     in->step_start = c->now;
     in->step_end = c->now + k->ns;
@@ -909,6 +939,8 @@ static void on_arrival(sim_cluster *c, uint32_t slot) {
     r->arrival_ns = c->now;
     r->seq = c->seq++;
     c->arrived++;
+    if (c->cfg->structured_share > 0 && kvf_rng_uniform(&c->rng) < c->cfg->structured_share)
+        r->flags |= TRC_F_STRUCTURED;
     c->m.output_requested += r->output;
     if (c->arrived == 1) c->first_arrival_ns = c->now;
     c->last_arrival_ns = c->now;
@@ -1028,6 +1060,7 @@ static mdl_parallel pool_parallel(const sim_cluster *c, const sim_pool_cfg *pc) 
 
 static kvf_status make_stepper(sim_cluster *c, sim_pool *p, kvf_err *err) {
     mdl_parallel par = pool_parallel(c, p->cfg);
+    c->ep_skew_base = par.ep_skew;
     return sim_make_stepper(c->cfg, &c->model, &c->hw, &par, c->opts, &p->stepper, err);
 }
 
@@ -1117,6 +1150,17 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
         ssd_blocks = (uint64_t)(cfg->ssd.capacity_bytes / c->block_bytes);
     sim_bcache_init(&c->ssd, ssd_blocks, cfg->retention_ns);
     c->q = sim_queue_create(1024);
+    if (o && o->timeline_path) {
+        c->timeline = fopen(o->timeline_path, "w");
+        if (!c->timeline) return kvf_fail(err, KVF_EIO, "%s: cannot write the timeline", o->timeline_path);
+        // process names so viewers label the pools
+        fprintf(c->timeline, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+        static const char *pools[SIM_POOLS] = {"vision pool", "prefill pool", "decode pool"};
+        for (int k = 0; k < SIM_POOLS; k++)
+            fprintf(c->timeline,
+                    "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"%s\"}},\n",
+                    k, c->colocated && k == SIM_POOL_PREFILL ? "colocated pool" : pools[k]);
+    }
     return KVF_OK;
 }
 
@@ -1140,6 +1184,9 @@ kvf_status sim_cluster_loop(sim_cluster *c) {
     uint64_t n = 0;
     while (c->status == KVF_OK && sim_queue_pop(c->q, &ev)) {
         KVF_ASSERT(ev.t >= c->now);
+        // periodic events alone do not keep a finished run going
+        if ((ev.kind == SIM_EV_SAMPLE || ev.kind == SIM_EV_SCHEDULE) && c->reader_done && !c->in_flight)
+            break;
         c->now = ev.t;
         switch (ev.kind) {
         case SIM_EV_ARRIVAL:
@@ -1158,13 +1205,11 @@ kvf_status sim_cluster_loop(sim_cluster *c) {
         }
         case SIM_EV_SAMPLE:
             on_sample(c, interval);
-            if (c->in_flight || !c->reader_done || sim_queue_size(c->q))
-                push_ev(c, c->now + (sim_time)(interval * 1e9), SIM_EV_SAMPLE, 0, 0, NULL);
+            push_ev(c, c->now + (sim_time)(interval * 1e9), SIM_EV_SAMPLE, 0, 0, NULL);
             break;
         case SIM_EV_SCHEDULE:
             on_schedule(c, (uint32_t)ev.arg[0]);
-            if (c->in_flight || !c->reader_done)
-                push_ev(c, c->now + 86400 * KVF_NS_PER_S, SIM_EV_SCHEDULE, 0, ev.arg[0], NULL);
+            push_ev(c, c->now + 86400 * KVF_NS_PER_S, SIM_EV_SCHEDULE, 0, ev.arg[0], NULL);
             break;
         default: KVF_ASSERT(!"unknown event kind");
         }
@@ -1178,6 +1223,11 @@ kvf_status sim_cluster_loop(sim_cluster *c) {
 }
 
 void sim_cluster_free(sim_cluster *c) {
+    if (c->timeline) {
+        if (!c->timeline_events) fprintf(c->timeline, "{\"name\":\"empty\",\"ph\":\"i\",\"ts\":0,\"pid\":0}");
+        fprintf(c->timeline, "\n]}\n");
+        fclose(c->timeline);
+    }
     for (uint32_t i = 0; i < c->n_inst; i++) {
         sim_inst *in = &c->inst[i];
         sim_rheap_free(&in->ready);

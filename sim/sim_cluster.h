@@ -11,6 +11,8 @@
 #ifndef SIM_CLUSTER_H
 #define SIM_CLUSTER_H
 
+#include <stdio.h>
+
 #include "mdl.h"
 #include "rpt.h"
 #include "sim.h"
@@ -184,6 +186,9 @@ typedef struct sim_cluster {
     kvf_status status;
     kvf_rng rng;                // cluster-level draws (routers)
     sim_time stale_at;          // router snapshot time
+    double ep_skew_base;        // MoE skew after the redundant-expert balancer
+    FILE *timeline;             // Chrome trace of batch steps (--trace-out), NULL = off
+    uint64_t timeline_events;
 } sim_cluster;
 
 // Routers (sim_router.c): return an instance id of the pool.

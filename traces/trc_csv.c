@@ -134,8 +134,8 @@ static bool parse_time(const char *s, int64_t *out) {
     if (sscanf(s, "%4d-%2d-%2d%*[ T]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) == 6 &&
         n > 0) {
         if (mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 ||
-            sec < 0 || sec > 60 || y < 1900 || y > 2200)
-            return false;   // the range keeps ns since 1970 inside int64
+            sec < 0 || sec > 60 || y < 1970 || y > 2200)
+            return false;   // keeps ns since 1970 (and their differences) inside int64
         const char *p = s + n;
         int64_t frac = 0, scale = 1000000000;
         if (*p == '.') {

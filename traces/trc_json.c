@@ -543,7 +543,8 @@ static int sessions_next(trc_source *s, trc_rec *rec, kvf_err *err) {
     f->rec.blocks = tmp.blocks;
     f->rec.cap = tmp.cap;
     f->rec.nb = 0;
-    rec->t_ns = (int64_t)llround((x->start_s + f->abs_t) * 1e9);
+    double ts = x->start_s + f->abs_t;   // both bounded, but users' chains can add up
+    rec->t_ns = (int64_t)llround((ts < 4e9 ? ts : 4e9) * 1e9);
     rec->in = f->in;
     rec->out = f->out;
     rec->cls = TRC_CLASS_AGENT;
@@ -554,7 +555,7 @@ static int sessions_next(trc_source *s, trc_rec *rec, kvf_err *err) {
     rec->key = x->j.seq++;
     if (f->prev >= 0) {
         rec->prev_key = x->first_key_of_session + (int64_t)x->fr[f->prev].pos;
-        rec->think_ns = (int64_t)llround(f->think_s * 1e9);
+        rec->think_ns = (int64_t)llround((f->think_s < 4e9 ? f->think_s : 4e9) * 1e9);
     } else if (x->next == 0 && x->cur_prev_key >= 0) {
         rec->prev_key = x->cur_prev_key;
         rec->think_ns = 0;
@@ -574,6 +575,7 @@ kvf_status trc_src_sessions(trc_source **out, FILE *f, const char *path, const t
     x->j.base.next = sessions_next;
     x->j.base.close = ssrc_close;
     x->j.base.fmt = TRC_FMT_SESSIONS;
+    x->j.base.origin_zero = true;   // times are on the session-start axis, which starts at 0
     kvf_rng_init(&x->rng, o->seed, 0x5e55);
     if (o->session_users > 0) {
         x->users = kvf_calloc(o->session_users, sizeof *x->users);

@@ -88,6 +88,7 @@ struct eng_cuda_ctx {
     float *bias;
     size_t meta_ints;
     int *h_meta;                       // pinned staging for the batch metadata
+    uint32_t *seg, *h_seg, seg_cap;    // synthetic-fill segments (device, pinned host)
     std::vector<int> h_ridx, h_gtok, h_slot, h_cnt;
     std::vector<float> h_rw;
     cudaStream_t st;
@@ -571,6 +572,9 @@ extern "C" int eng_cuda_create(eng_cuda_ctx **out, const eng_cuda_spec *sp, char
         p += align256(sz[i]);
     }
     CUDA_CHECK(cudaMallocHost(&c->h_meta, c->meta_ints * 4));
+    c->seg_cap = 4096;
+    CUDA_CHECK(cudaMalloc(&c->seg, (size_t)c->seg_cap * 12));
+    CUDA_CHECK(cudaMallocHost(&c->h_seg, (size_t)c->seg_cap * 12));
     std::vector<float> inv(s.head_dim / 2);
     for (uint32_t i = 0; i < s.head_dim / 2; i++)
         inv[i] = powf(s.rope_theta, -2.0f * (float)i / (float)s.head_dim);
@@ -600,6 +604,8 @@ extern "C" void eng_cuda_destroy(eng_cuda_ctx *c) {
     CUDA_CHECK(cudaFree(c->kv));
     CUDA_CHECK(cudaFree(c->act));
     CUDA_CHECK(cudaFreeHost(c->h_meta));
+    CUDA_CHECK(cudaFree(c->seg));
+    CUDA_CHECK(cudaFreeHost(c->h_seg));
     CUDA_CHECK(cudaEventDestroy(c->ev0));
     CUDA_CHECK(cudaEventDestroy(c->ev1));
     CUBLAS_CHECK(cublasDestroy(c->cb));
@@ -611,17 +617,33 @@ extern "C" void eng_cuda_arena_bytes(const eng_cuda_ctx *c, double *w, double *k
     *w = c->bytes_w, *kv = c->bytes_kv, *act = c->bytes_act;
 }
 
-extern "C" void eng_cuda_fill_kv(eng_cuda_ctx *c, uint32_t block, uint32_t slot0, uint32_t n,
-                                 uint64_t seed) {
-    size_t bt = c->s.block_tokens;
-    for (uint32_t l = 0; l < c->s.layers; l++)
-        for (int v = 0; v < 2; v++) {
-            bf16 *p = c->kv + block * c->block_elems + ((size_t)l * 2 + v) * bt * c->kvd +
-                      (size_t)slot0 * c->kvd;
-            size_t cnt = (size_t)n * c->kvd;
-            k_fill<<<grid_for(cnt, 256), 256, 0, c->st>>>(p, cnt, seed + l * 2 + v);
-            LAUNCH_CHECK();
+// Segment i = blockIdx.x, layer and K/V = blockIdx.y: seg = (block, slot0, n) triples.
+__global__ void k_fill_segments(bf16 *kv, const uint32_t *seg, size_t block_elems, int bt,
+                                int kvd, uint64_t seed) {
+    uint32_t b = seg[blockIdx.x * 3], s0 = seg[blockIdx.x * 3 + 1], n = seg[blockIdx.x * 3 + 2];
+    bf16 *p = kv + (size_t)b * block_elems + (size_t)blockIdx.y * bt * kvd + (size_t)s0 * kvd;
+    uint64_t sd = seed + blockIdx.x * 131 + blockIdx.y;
+    for (size_t j = threadIdx.x; j < (size_t)n * kvd; j += blockDim.x)
+        p[j] = __float2bfloat16(kv_value(sd, j));
+}
+
+extern "C" void eng_cuda_fill_kv(eng_cuda_ctx *c, const uint32_t *block, const uint32_t *slot0,
+                                 const uint32_t *n, uint32_t nseg, uint64_t seed) {
+    for (uint32_t i0 = 0; i0 < nseg; i0 += c->seg_cap) {
+        uint32_t k = std::min(c->seg_cap, nseg - i0);
+        for (uint32_t i = 0; i < k; i++) {
+            c->h_seg[3 * i] = block[i0 + i];
+            c->h_seg[3 * i + 1] = slot0[i0 + i];
+            c->h_seg[3 * i + 2] = n[i0 + i];
         }
+        CUDA_CHECK(cudaMemcpyAsync(c->seg, c->h_seg, (size_t)k * 12, cudaMemcpyHostToDevice,
+                                   c->st));
+        dim3 grid(k, c->s.layers * 2);
+        k_fill_segments<<<grid, 256, 0, c->st>>>(c->kv, c->seg, c->block_elems,
+                                                 c->s.block_tokens, c->kvd, seed + i0);
+        LAUNCH_CHECK();
+        CUDA_CHECK(cudaStreamSynchronize(c->st));   // h_seg is reused
+    }
 }
 
 // FFN: x += down(silu(gate xn) * up xn), widths F; rows n.

@@ -1,0 +1,27 @@
+// sim/sim_points.h -- internal helpers shared by `kvfleet sweep` (sim_sweep.c) and
+// `kvfleet plan` (sim_plan.c): loading a scenario with overrides, and reading figures out of a
+// run's summary (the jansson object sim_run returns, design.md §5).
+#ifndef SIM_POINTS_H
+#define SIM_POINTS_H
+
+#include "sim.h"
+
+// Loads the scenario over the defaults into *c and applies the "K=V" overrides in order.
+// Errors name the file:line or the --set key (sim_config_load / sim_config_set messages).
+// Does not validate (callers validate after their own overrides).
+kvf_status sim_points_load(sim_config *c, const char *scenario, const char *const *sets,
+                           int nsets, kvf_err *err);
+// The number at a dotted path of a summary ("ttft_ms.p90"); NaN when absent or not a number.
+double sim_points_num(const void *summary, const char *path);
+// The string at a dotted path of a summary; "" when absent.
+const char *sim_points_str(const void *summary, const char *path);
+// GPUs of a run: gpus.vision + gpus.prefill + gpus.decode.
+double sim_points_gpus(const void *summary);
+// Cost per day of the run's cluster: economics.cost_per_day_usd, or, when economics is null,
+// GPUs x economics.gpu_hour_usd x 24.
+double sim_points_cost_per_day(const sim_config *c, const void *summary);
+// Copy of the summary without its wall-clock part ("sim"), as a new jansson object: what two
+// runs of the same point must agree on exactly.
+void *sim_points_deterministic(const void *summary);
+
+#endif

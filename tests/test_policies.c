@@ -1,0 +1,156 @@
+// tests/test_policies.c -- policies and stages on the Mooncake trace: routers against round
+// robin, speculative decoding's tokens per step, the saturation flag, colocated against
+// disaggregated under prefill bursts, the vision stage and the time-of-day schedule.
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+static json_t *run(const char *const *sets, int n) {
+    static sim_config cfg;
+    kvf_err err = {0};
+    char path[1024], a[1200];
+    const char *d = getenv("KVF_SOURCE_DIR"), *sh = getenv("KVF_SHARED");
+    snprintf(path, sizeof path, "%s/scenarios/quickstart.yaml", d ? d : ".");
+    sim_config_default(&cfg);
+    ck_assert_msg(sim_config_load(&cfg, path, &err) == KVF_OK, "%s", err.msg);
+    snprintf(a, sizeof a, "workload.trace=%s/traces/mooncake_conversation.jsonl", sh ? sh : "../shared");
+    ck_assert(sim_config_set(&cfg, a, &err) == KVF_OK);
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(sim_config_set(&cfg, sets[i], &err) == KVF_OK, "%s: %s", sets[i], err.msg);
+    ck_assert_msg(sim_config_validate(&cfg, &err) == KVF_OK, "%s", err.msg);
+    sim_run_opts o = {.quiet = true};
+    void *s;
+    ck_assert_msg(sim_run(&cfg, &o, &s, &err) == KVF_OK, "%s", err.msg);
+    return s;
+}
+
+static double get(json_t *s, const char *a, const char *b) {
+    json_t *o = json_object_get(s, a);
+    if (b) o = json_object_get(o, b);
+    ck_assert_msg(json_is_number(o), "no %s.%s", a, b ? b : "");
+    return json_number_value(o);
+}
+
+static const char *sat(json_t *s) {
+    return json_string_value(json_object_get(json_object_get(s, "saturation"), "state"));
+}
+
+START_TEST(test_cache_aware_and_ttft_estimate_beat_round_robin) {
+    // HBM-only prefix caches: where a request lands decides whether its prefix is there
+    const char *base[] = {"kv_cache.ssd.capacity_tb=0", "cluster.prefill.instances=3",
+                          "workload.limit_requests=6000", NULL};
+    const char *names[] = {"round_robin", "cache_aware", "ttft_estimate"};
+    double hit[3], p90[3];
+    for (int i = 0; i < 3; i++) {
+        char r[64];
+        snprintf(r, sizeof r, "router.prefill=%s", names[i]);
+        base[3] = r;
+        json_t *s = run(base, 4);
+        hit[i] = get(s, "cache", "hit_rate");
+        p90[i] = get(s, "ttft_ms", "p90");
+        json_decref(s);
+    }
+    for (int i = 1; i < 3; i++) {
+        ck_assert_msg(hit[i] > hit[0], "%s hit rate %.4f not above round robin %.4f", names[i], hit[i], hit[0]);
+        ck_assert_msg(p90[i] < p90[0], "%s TTFT p90 %.0f ms not below round robin %.0f ms", names[i],
+                      p90[i], p90[0]);
+    }
+}
+END_TEST
+
+START_TEST(test_p2c_beats_round_robin_on_tail_under_load) {
+    const char *a[] = {"cluster.prefill.instances=3", "workload.limit_requests=6000",
+                       "router.prefill=round_robin"};
+    const char *b[] = {"cluster.prefill.instances=3", "workload.limit_requests=6000",
+                       "router.prefill=p2c"};
+    json_t *s1 = run(a, 3), *s2 = run(b, 3);
+    ck_assert_msg(get(s2, "ttft_ms", "p99") < get(s1, "ttft_ms", "p99"), "p2c p99 %.0f, rr p99 %.0f",
+                  get(s2, "ttft_ms", "p99"), get(s1, "ttft_ms", "p99"));
+    json_decref(s1), json_decref(s2);
+}
+END_TEST
+
+START_TEST(test_speculative_tokens_per_step) {
+    // one draft token accepted with probability a: 1 + a tokens per step (the last step of a
+    // request may be cut by its length, so a little less)
+    for (int k = 0; k < 2; k++) {
+        double a = k ? 0.8 : 0.5;
+        char acc[64];
+        snprintf(acc, sizeof acc, "speculative.acceptance=%g", a);
+        const char *sets[] = {"speculative.draft_tokens=1", acc, "workload.limit_requests=1500"};
+        json_t *s = run(sets, 3);
+        double tps = get(s, "throughput", "tokens_per_decode_step_per_request");
+        ck_assert_msg(fabs(tps - (1 + a)) < 0.03, "acceptance %.2f: %.4f tokens per step", a, tps);
+        json_decref(s);
+    }
+    const char *none[] = {"workload.limit_requests=500"};
+    json_t *s = run(none, 1);
+    ck_assert_msg(fabs(get(s, "throughput", "tokens_per_decode_step_per_request") - 1) < 1e-9,
+                  "no speculation should give exactly 1 token per step");
+    json_decref(s);
+}
+END_TEST
+
+START_TEST(test_overload_is_flagged) {
+    const char *over[] = {"cluster.prefill.instances=1", "workload.limit_requests=3000"};
+    const char *ok[] = {"workload.limit_requests=3000"};
+    json_t *s1 = run(over, 2), *s2 = run(ok, 1);
+    ck_assert_msg(!strcmp(sat(s1), "overloaded"), "1 prefill instance: %s", sat(s1));
+    ck_assert_msg(!strcmp(sat(s2), "stable"), "quickstart: %s", sat(s2));
+    json_decref(s1), json_decref(s2);
+}
+END_TEST
+
+START_TEST(test_disaggregation_keeps_tpot_flat) {
+    // same 6 GPUs: colocated mixes prefill chunks into decode steps, so long prompts stretch
+    // the decode steps of everyone else
+    const char *d[] = {"workload.limit_requests=3000"};
+    const char *c[] = {"workload.limit_requests=3000", "cluster.mode=colocated"};
+    json_t *s1 = run(d, 1), *s2 = run(c, 2);
+    ck_assert_int_eq(get(s1, "gpus", "prefill") + get(s1, "gpus", "decode"), get(s2, "gpus", "prefill"));
+    ck_assert_msg(get(s1, "tpot_ms", "p90") < get(s2, "tpot_ms", "p90"),
+                  "TPOT p90 disaggregated %.2f ms, colocated %.2f ms", get(s1, "tpot_ms", "p90"),
+                  get(s2, "tpot_ms", "p90"));
+    json_decref(s1), json_decref(s2);
+}
+END_TEST
+
+START_TEST(test_schedule_changes_gpu_hours) {
+    // half the decode fleet lent away for the second half of the day shows in the GPU-hours
+    const char *a[] = {"workload.limit_requests=2000", "cluster.decode.instances=4"};
+    const char *b[] = {"workload.limit_requests=2000", "cluster.decode.instances=4",
+                       "cluster.schedule=[{from_h: 0.1, decode: 2}]"};
+    json_t *s1 = run(a, 2), *s2 = run(b, 3);
+    ck_assert_msg(get(s2, "gpu_hours", NULL) < get(s1, "gpu_hours", NULL), "GPU-hours %.3f vs %.3f",
+                  get(s2, "gpu_hours", NULL), get(s1, "gpu_hours", NULL));
+    ck_assert_int_eq(get(s2, "requests", "completed"), 2000);
+    json_decref(s1), json_decref(s2);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("policies");
+    TCase *t = tcase_create("policies");
+    tcase_set_timeout(t, 600);
+    tcase_add_test(t, test_cache_aware_and_ttft_estimate_beat_round_robin);
+    tcase_add_test(t, test_p2c_beats_round_robin_on_tail_under_load);
+    tcase_add_test(t, test_speculative_tokens_per_step);
+    tcase_add_test(t, test_overload_is_flagged);
+    tcase_add_test(t, test_disaggregation_keeps_tpot_flat);
+    tcase_add_test(t, test_schedule_changes_gpu_hours);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void) {
+    SRunner *r = srunner_create(suite());
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? 1 : 0;
+}
