@@ -39,6 +39,7 @@ typedef struct loop {
     uint32_t *running, nrun;       // admission order (last = newest)
     int64_t t0, skew;
     size_t cap_steps;
+    size_t left;                   // requests not yet done (rejected ones excluded)
 } loop;
 
 void eng_serve_config_default(eng_serve_config *c) {
@@ -110,6 +111,7 @@ static void finish(loop *L, uint32_t ri, int64_t t) {
     eng_seq_close(L->e, q->seq);
     q->seq = NULL;
     q->state = ST_DONE;
+    L->left--;
     L->out->requests[ri].last_token_ns = t;
     L->out->requests[ri].completion_ns = t;
     for (uint32_t i = 0; i < L->nrun; i++)
@@ -314,11 +316,11 @@ kvf_status eng_serve_on(eng_engine *e, const eng_serve_config *c, const eng_requ
         L.rs[i].ntok = L.rs[i].target = r->input_tokens;
     }
     qsort_r(order, n, sizeof *order, cmp_arrival, (void *)reqs);
-    size_t next_arrival = 0, left = 0;
-    for (size_t i = 0; i < n; i++) left += L.rs[i].state != ST_REJECTED;
+    size_t next_arrival = 0;
+    for (size_t i = 0; i < n; i++) L.left += L.rs[i].state != ST_REJECTED;
     kvf_status st = KVF_OK;
     L.t0 = kvf_wall_ns();
-    while (left) {
+    while (L.left) {
         int64_t t = now_ns(&L);
         while (next_arrival < n && reqs[order[next_arrival]].arrival_ns <= t) {
             uint32_t ri = order[next_arrival++];
@@ -328,10 +330,7 @@ kvf_status eng_serve_on(eng_engine *e, const eng_serve_config *c, const eng_requ
         }
         bool did = false;
         if ((st = step(&L, &did, err))) break;
-        left = 0;
-        for (size_t i = 0; i < n; i++)
-            left += L.rs[i].state != ST_DONE && L.rs[i].state != ST_REJECTED;
-        if (!did && left) {
+        if (!did && L.left) {
             if (next_arrival < n) {
                 sleep_until(&L, reqs[order[next_arrival]].arrival_ns);
             } else if (!L.nrun && L.nwait) {

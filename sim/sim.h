@@ -28,6 +28,7 @@ typedef struct sim_pool_cfg {
     int32_t max_batch_requests;   // decode: max running requests
     sim_sched scheduler;          // fcfs | spf (shortest prompt first) | priority (by class)
     int64_t queue_limit;          // admission control: reject when this many wait, 0 = none
+    int64_t kv_tokens;            // KV capacity per instance in tokens, 0 = from HBM - weights
 } sim_pool_cfg;
 
 // Time-of-day instance counts (cluster.schedule): from hour `from_h` (UTC, 0..24) on.

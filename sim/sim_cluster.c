@@ -1109,7 +1109,9 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
             if (st) return st;
         }
         mdl_parallel par = pool_parallel(c, p->cfg);
-        double kvcap = mdl_kv_capacity_tokens(&c->model, &c->hw, &par, cfg->activation_reserve);
+        double kvcap = p->cfg->kv_tokens > 0
+                           ? (double)p->cfg->kv_tokens
+                           : mdl_kv_capacity_tokens(&c->model, &c->hw, &par, cfg->activation_reserve);
         if (p->n && k != SIM_POOL_VISION && kvcap < 1)
             return kvf_fail(err, KVF_EINVAL,
                             "%s: model %s (%.1f GB of weights) does not fit %d x %s GPU(s) of "

@@ -99,7 +99,8 @@ static const char *const gen_profiles[] = {"chatbot", "agent", "coding", "mixed"
         NUM("cluster." #p ".chunk_tokens", p.chunk_tokens, NT_I64, F_INT, 0, 1e12, 1),             \
         NUM("cluster." #p ".max_batch_requests", p.max_batch_requests, NT_I32, F_INT, 1, 1e9, 1),  \
         ENUM("cluster." #p ".scheduler", p.scheduler, schedulers),                                 \
-        NUM("cluster." #p ".queue_limit", p.queue_limit, NT_I64, F_INT, 0, 1e15, 1)
+        NUM("cluster." #p ".queue_limit", p.queue_limit, NT_I64, F_INT, 0, 1e15, 1),               \
+        NUM("cluster." #p ".kv_tokens", p.kv_tokens, NT_I64, F_INT, 0, 1e15, 1)
 
 static const keydef key_table[] = {
     STR("name", name, 0),
@@ -1006,7 +1007,8 @@ vfail(const sim_config *c, kvf_err *err, const char *key, const char *fmt, ...) 
 }
 
 // A model/hardware name: a path when it has a '/' or ends in .yaml/.yml, else
-// <dir>/<folder>/<name>.yaml.
+// <dir>/<folder>/<name>.yaml, falling back to the installed kvfleet's own models folder (so a
+// scenario kept anywhere can name the bundled models).
 static void resolve_named(const sim_config *c, const char *name, const char *folder, char *out,
                           size_t n) {
     if (strchr(name, '/') || kvf_endswith(name, ".yaml") || kvf_endswith(name, ".yml")) {
@@ -1016,6 +1018,12 @@ static void resolve_named(const sim_config *c, const char *name, const char *fol
     char rel[SIM_PATH_MAX + 64];
     snprintf(rel, sizeof rel, "%s/%s.yaml", folder, name);
     sim_config_resolve(c, rel, out, n);
+    struct stat sb;
+    if (stat(out, &sb) != 0) {
+        char alt[SIM_PATH_MAX + 128];
+        snprintf(alt, sizeof alt, "%s/%s/%s.yaml", KVF_SOURCE_DIR, folder, name);
+        if (stat(alt, &sb) == 0) snprintf(out, n, "%s", alt);
+    }
 }
 
 void sim_config_model_path(const sim_config *c, char *out, size_t n) {

@@ -188,6 +188,7 @@ static int tokens(csrc *c, kvf_err *err, int col, uint32_t *out, bool *was_zero)
         while (*end == ' ') end++;
         if (end == v || *end || !isfinite(d) || d != floor(d) || d < 0)
             return fail_field(c, err, col, "not a token count ('%s')", v);
+        if (d > 4e9) return fail_field(c, err, col, "length too large (%s)", v);
         x = (uint64_t)d;
     }
     if (x > 4000000000ULL) return fail_field(c, err, col, "length too large (%s)", v);

@@ -141,20 +141,24 @@ static void idset_add(idset *s, uint64_t k) {
 // Deletion uses backward shift, so the table needs no tombstones.
 #define NIL UINT32_MAX
 
+typedef struct lru_ent {
+    uint64_t key;
+    uint32_t prev, next;   // towards the head (more recent) / the tail
+} lru_ent;                 // one cache line holds the key and both links
+
 typedef struct lru {
     uint64_t capacity;     // blocks
-    uint64_t *key;
-    uint32_t *prev, *next;
+    lru_ent *e;
     size_t n, cap_ent;
     uint32_t head, tail;   // head = most recent
-    uint32_t *tab;         // entry index or NIL
+    uint32_t *tab;         // entry index or NIL; load <= 1/2
     size_t tcap;
     uint64_t hits;         // tokens
 } lru;
 
 static size_t lru_find_slot(const lru *c, uint64_t k) {
     size_t h = kvf_hash64(k) & (c->tcap - 1);
-    while (c->tab[h] != NIL && c->key[c->tab[h]] != k) h = (h + 1) & (c->tcap - 1);
+    while (c->tab[h] != NIL && c->e[c->tab[h]].key != k) h = (h + 1) & (c->tcap - 1);
     return h;
 }
 
@@ -163,20 +167,22 @@ static void lru_rehash(lru *c, size_t ncap) {
     c->tab = kvf_malloc(ncap * sizeof *c->tab);
     memset(c->tab, 0xff, ncap * sizeof *c->tab);
     c->tcap = ncap;
-    for (uint32_t i = c->head; i != NIL; i = c->next[i]) c->tab[lru_find_slot(c, c->key[i])] = i;
+    for (uint32_t i = c->head; i != NIL; i = c->e[i].next)
+        c->tab[lru_find_slot(c, c->e[i].key)] = i;
 }
 
 static void lru_unlink(lru *c, uint32_t i) {
-    if (c->prev[i] != NIL) c->next[c->prev[i]] = c->next[i];
-    else c->head = c->next[i];
-    if (c->next[i] != NIL) c->prev[c->next[i]] = c->prev[i];
-    else c->tail = c->prev[i];
+    lru_ent *x = &c->e[i];
+    if (x->prev != NIL) c->e[x->prev].next = x->next;
+    else c->head = x->next;
+    if (x->next != NIL) c->e[x->next].prev = x->prev;
+    else c->tail = x->prev;
 }
 
 static void lru_push_front(lru *c, uint32_t i) {
-    c->prev[i] = NIL;
-    c->next[i] = c->head;
-    if (c->head != NIL) c->prev[c->head] = i;
+    c->e[i].prev = NIL;
+    c->e[i].next = c->head;
+    if (c->head != NIL) c->e[c->head].prev = i;
     c->head = i;
     if (c->tail == NIL) c->tail = i;
 }
@@ -185,8 +191,8 @@ static void lru_table_delete(lru *c, size_t slot) {
     size_t i = slot, m = c->tcap - 1;
     c->tab[i] = NIL;
     for (size_t j = (i + 1) & m; c->tab[j] != NIL; j = (j + 1) & m) {
-        size_t h = kvf_hash64(c->key[c->tab[j]]) & m;
-        // move j back into the hole at i if its home h is not in (i, j]
+        size_t h = kvf_hash64(c->e[c->tab[j]].key) & m;
+        // move j back into the hole at i unless its home h lies in (i, j]
         bool between = i <= j ? (h > i && h <= j) : (h > i || h <= j);
         if (!between) {
             c->tab[i] = c->tab[j];
@@ -196,12 +202,21 @@ static void lru_table_delete(lru *c, size_t slot) {
     }
 }
 
-static bool lru_has(const lru *c, uint64_t k) {
-    return c->tcap && c->tab[lru_find_slot(c, k)] != NIL;
+// Entry index of k, or NIL.
+static uint32_t lru_get(const lru *c, uint64_t k) {
+    return c->tcap ? c->tab[lru_find_slot(c, k)] : NIL;
 }
 
-static void lru_touch(lru *c, uint64_t k) {
+// Makes k the most recent entry; idx is a hint from lru_get (NIL = unknown).
+static void lru_touch(lru *c, uint64_t k, uint32_t idx) {
     if (!c->capacity) return;
+    if (idx != NIL && idx < c->n && c->e[idx].key == k) {
+        if (c->head != idx) {
+            lru_unlink(c, idx);
+            lru_push_front(c, idx);
+        }
+        return;
+    }
     if ((c->n + 1) * 2 > c->tcap) lru_rehash(c, c->tcap ? c->tcap * 2 : 1024);
     size_t s = lru_find_slot(c, k);
     if (c->tab[s] != NIL) {
@@ -214,26 +229,19 @@ static void lru_touch(lru *c, uint64_t k) {
     if (c->n >= c->capacity) {
         i = c->tail;   // reuse the least recent entry
         lru_unlink(c, i);
-        lru_table_delete(c, lru_find_slot(c, c->key[i]));
+        lru_table_delete(c, lru_find_slot(c, c->e[i].key));
         s = lru_find_slot(c, k);
     } else {
-        if (c->n + 1 > c->cap_ent) {
-            size_t a = c->cap_ent, b = c->cap_ent;
-            kvf_grow((void **)&c->key, &c->cap_ent, c->n + 1, sizeof *c->key);
-            kvf_grow((void **)&c->prev, &a, c->n + 1, sizeof *c->prev);
-            kvf_grow((void **)&c->next, &b, c->n + 1, sizeof *c->next);
-        }
+        if (c->n + 1 > c->cap_ent) kvf_grow((void **)&c->e, &c->cap_ent, c->n + 1, sizeof *c->e);
         i = (uint32_t)c->n++;
     }
-    c->key[i] = k;
+    c->e[i].key = k;
     c->tab[s] = i;
     lru_push_front(c, i);
 }
 
 static void lru_free(lru *c) {
-    free(c->key);
-    free(c->prev);
-    free(c->next);
+    free(c->e);
     free(c->tab);
 }
 
@@ -256,6 +264,8 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
     lru caches[TRC_STATS_MAX_SIZES];
     memset(caches, 0, sizeof caches);
     const uint64_t BT = trc_reader_block_tokens(r);
+    uint32_t *hint = NULL;   // entry indices found while measuring an LRU's leading run
+    size_t caphint = 0;
     trc_request q;
     int rc;
     int64_t first = 0, last = 0, prev_open = 0;
@@ -289,17 +299,20 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
         uint64_t run = 0;
         while (run < q.n_blocks && idset_has(&seen, q.blocks[run])) run++;
         out->hit_tokens += KVF_MIN(run * BT, (uint64_t)q.input_tokens - 1);
-        for (uint32_t i = 0; i < q.n_blocks; i++) idset_add(&seen, q.blocks[i]);
+        for (uint32_t i = (uint32_t)run; i < q.n_blocks; i++) idset_add(&seen, q.blocks[i]);
+        if (q.n_blocks > caphint) kvf_grow((void **)&hint, &caphint, q.n_blocks, sizeof *hint);
         for (uint32_t c = 0; c < n_sizes; c++) {
             lru *L = &caches[c];
             if (!L->capacity && !L->tcap) {
-                L->capacity = (uint64_t)(cache_tokens[c] / (double)BT);
+                double cb = cache_tokens[c] / (double)BT;
+                L->capacity = cb >= 1 && cb < 4e9 ? (uint64_t)cb : cb >= 4e9 ? 4000000000ULL : 0;
                 L->head = L->tail = NIL;
             }
-            uint64_t k = 0;
-            while (k < q.n_blocks && lru_has(L, q.blocks[k])) k++;
-            L->hits += KVF_MIN(k * BT, (uint64_t)q.input_tokens - 1);
-            for (uint32_t i = q.n_blocks; i-- > 0;) lru_touch(L, q.blocks[i]);
+            uint32_t k = 0;
+            while (k < q.n_blocks && (hint[k] = lru_get(L, q.blocks[k])) != NIL) k++;
+            L->hits += KVF_MIN((uint64_t)k * BT, (uint64_t)q.input_tokens - 1);
+            // last to first, so a prefix stays more recent than its tail
+            for (uint32_t i = q.n_blocks; i-- > 0;) lru_touch(L, q.blocks[i], i < k ? hint[i] : NIL);
         }
     }
     kvf_status st = KVF_OK;
@@ -333,6 +346,7 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
         free(sk[i].hist);
     }
     free(seen.keys);
+    free(hint);
     for (uint32_t c = 0; c < n_sizes; c++) lru_free(&caches[c]);
     return st;
 }

@@ -1,0 +1,690 @@
+// sim/sim_plan.c -- `kvfleet plan`: the cheapest cluster that serves the scenario's load
+// within its SLOs, and (`--find max-rate`) the highest request rate a fixed cluster serves.
+//
+// A configuration is feasible when its run ends "stable" (saturation.state), completes
+// requests, and its TTFT p90 and TPOT p90 are within the bounds. Cost is per day
+// (economics.cost_per_day_usd; GPUs x gpu_hour_usd x 24 when economics is null).
+//
+// Search for the least-cost cluster (instance counts per pool), relying on monotonicity: more
+// prefill instances never make TTFT worse, more decode instances never make TPOT worse.
+//   1. generous point: from the scenario's counts, double the pool whose SLO fails (both when
+//      the run is not stable) until a feasible (P, D) is found, within --max-gpus;
+//   2. prefill: bisect the smallest p in [1, P] with TTFT within bound and stable at (p, D);
+//   3. decode: bisect the smallest d in [1, D] with TPOT within bound and stable at (p, d);
+//   4. joint check of (p, d); while it fails, add an instance to the pool whose SLO fails;
+//   5. walk down: remove one prefill instance while the result stays feasible, then one decode
+//      instance, and repeat until neither can go; so the chosen point is feasible and both
+//      "one instance fewer" neighbours were run and are not;
+//   6. ratio neighbours: (p+1, d-1) and (p-1, d+1) are run; a feasible one is walked down too
+//      and competes; the runner-up is the cheapest feasible run other than the chosen one
+//      ((p+1, d) and (p, d+1) are run so there is always one).
+// --vary-ratio replaces 5-6 by the whole frontier: for every prefill count from the bisected
+// one up, the least decode count (bisected, non-increasing in p), stopping once a point
+// cannot beat the best; it costs more runs and does not rely on the pools being separable.
+// --gpus-per-instance G1,G2,... repeats the search for each size (both pools) and keeps the
+// cheapest. Every distinct configuration is run once (memoised); "runs" counts them.
+//
+// Max rate: bracket the scenario's rate by doubling/halving until one rate is feasible and
+// one is not, then bisect until (hi - lo) <= tol * lo (default 1 %); the answer is lo, the
+// highest rate seen feasible. Feasibility in rate is monotone only up to the noise of a finite
+// trace; the bisection returns one boundary, not necessarily the highest feasible rate.
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+#include "sim_cli.h"
+#include "sim_points.h"
+
+enum { PLAN_SETS_MAX = 256, PLAN_GPI_MAX = 16, PLAN_INST_CAP = 4096 };
+
+typedef struct plan_eval {
+    int32_t p, d;                 // prefill, decode instances
+    int32_t gp, gd;               // GPUs per instance of each pool
+    double rate;                  // workload rate (req/s), 0 = the scenario's
+    bool ran;                     // false: over --max-gpus, not run
+    bool ok;                      // feasible: stable, completed > 0, both SLOs met
+    bool ttft_ok, tpot_ok, stable;
+    double ttft_p90, tpot_p90;    // ms
+    double attainment;            // slo.attainment
+    double cost_day;              // USD per day
+    double gpus;                  // all GPUs of the run
+    double util_p, util_d;        // busy fraction per pool
+    char sat[16];                 // saturation.state
+} plan_eval;
+
+typedef struct planner {
+    sim_config *base;             // scenario + --set + --slo
+    double slo_ttft, slo_tpot;    // bounds (ms)
+    int max_gpus;                 // 0 = no limit
+    bool colocated;
+    const char *rate_key;         // workload.rate_rps or workload.generate.rate_rps
+    plan_eval *ev;                // every configuration evaluated (memo)
+    size_t n, cap;
+    int runs;                     // simulations run
+    kvf_status st;                // first failure of a run; the search stops
+    kvf_err err;
+} planner;
+
+static double ratio_max(const planner *pl, const plan_eval *e) {
+    return fmax(e->ttft_p90 / pl->slo_ttft, e->tpot_p90 / pl->slo_tpot);
+}
+
+static double est_gpus(const planner *pl, int p, int d, int gp, int gd) {
+    const sim_config *b = pl->base;
+    return (double)b->vision.instances * b->vision.gpus_per_instance + (double)p * gp +
+           (pl->colocated ? 0 : (double)d * gd);
+}
+
+// Evaluates configuration (p, d, gp, gd, rate), running it unless already known. On a run
+// failure pl->st is set and an infeasible result returned.
+static plan_eval eval(planner *pl, int p, int d, int gp, int gd, double rate) {
+    for (size_t i = 0; i < pl->n; i++) {
+        plan_eval *e = &pl->ev[i];
+        if (e->p == p && e->d == d && e->gp == gp && e->gd == gd && e->rate == rate) return *e;
+    }
+    plan_eval e;
+    memset(&e, 0, sizeof e);
+    e.p = p;
+    e.d = d;
+    e.gp = gp;
+    e.gd = gd;
+    e.rate = rate;
+    e.ttft_p90 = e.tpot_p90 = e.cost_day = NAN;
+    snprintf(e.sat, sizeof e.sat, "-");
+    if (pl->st) return e;
+    if (pl->max_gpus > 0 && est_gpus(pl, p, d, gp, gd) > pl->max_gpus) {
+        snprintf(e.sat, sizeof e.sat, "over-budget");
+    } else {
+        sim_config *c = kvf_malloc(sizeof *c);
+        memcpy(c, pl->base, sizeof *c);
+        kvf_status st = KVF_OK;
+        const char *sets[5] = {0};
+        char buf[5][160];
+        snprintf(buf[0], sizeof buf[0], "cluster.prefill.instances=%d", p);
+        snprintf(buf[1], sizeof buf[1], "cluster.prefill.gpus_per_instance=%d", gp);
+        snprintf(buf[2], sizeof buf[2], "cluster.decode.instances=%d", d);
+        snprintf(buf[3], sizeof buf[3], "cluster.decode.gpus_per_instance=%d", gd);
+        int ns = 4;
+        if (rate > 0) snprintf(buf[ns++], sizeof buf[0], "%s=%.17g", pl->rate_key, rate);
+        for (int i = 0; i < ns; i++) sets[i] = buf[i];
+        for (int i = 0; i < ns && !st; i++) st = sim_config_set(c, sets[i], &pl->err);
+        if (!st) st = sim_config_validate(c, &pl->err);
+        void *sj = NULL;
+        if (!st) {
+            sim_run_opts o = {.quiet = true};
+            st = sim_run(c, &o, &sj, &pl->err);
+            pl->runs++;
+        }
+        if (st) {
+            pl->st = st;
+            kvf_err_prefix(&pl->err, "run with prefill %d x %d, decode %d x %d GPUs", p, gp, d, gd);
+        } else {
+            e.ran = true;
+            e.ttft_p90 = sim_points_num(sj, "ttft_ms.p90");
+            e.tpot_p90 = sim_points_num(sj, "tpot_ms.p90");
+            e.attainment = sim_points_num(sj, "slo.attainment");
+            e.cost_day = sim_points_cost_per_day(c, sj);
+            e.gpus = sim_points_gpus(sj);
+            e.util_p = sim_points_num(sj, "utilization.prefill");
+            e.util_d = sim_points_num(sj, "utilization.decode");
+            snprintf(e.sat, sizeof e.sat, "%s", sim_points_str(sj, "saturation.state"));
+            double completed = sim_points_num(sj, "requests.completed");
+            e.stable = !strcmp(e.sat, "stable");
+            e.ttft_ok = e.ttft_p90 <= pl->slo_ttft;
+            e.tpot_ok = e.tpot_p90 <= pl->slo_tpot;
+            e.ok = e.stable && e.ttft_ok && e.tpot_ok && completed > 0;
+        }
+        json_decref(sj);
+        free(c);
+    }
+    kvf_grow((void **)&pl->ev, &pl->cap, pl->n + 1, sizeof *pl->ev);
+    pl->ev[pl->n++] = e;
+    return e;
+}
+
+static bool ok_at(planner *pl, int p, int d, int g) {
+    return eval(pl, p, d, g, g, 0).ok;
+}
+
+// Walks (p, d) down one instance at a time while it stays feasible (see step 5).
+static void descend(planner *pl, int *p, int *d, int g) {
+    for (bool moved = true; moved && !pl->st;) {
+        moved = false;
+        while (*p > 1 && ok_at(pl, *p - 1, *d, g)) {
+            (*p)--;
+            moved = true;
+        }
+        while (!pl->colocated && *d > 1 && ok_at(pl, *p, *d - 1, g)) {
+            (*d)--;
+            moved = true;
+        }
+    }
+}
+
+// Smallest x in (lo, hi] with pred true, given pred(hi) true and pred(lo) false (or lo = 0).
+static int bisect(planner *pl, int lo, int hi, bool (*pred)(planner *, int, int, int, int),
+                  int other, int g) {
+    while (hi - lo > 1 && !pl->st) {
+        int mid = lo + (hi - lo) / 2;
+        if (pred(pl, mid, other, g, 0)) hi = mid;
+        else lo = mid;
+    }
+    return hi;
+}
+
+// Phase predicates: x is the count being searched, other the fixed count of the other pool.
+static bool pred_prefill(planner *pl, int x, int other, int g, int unused) {
+    (void)unused;
+    plan_eval e = eval(pl, x, other, g, g, 0);
+    return e.ran && e.ttft_ok && e.stable;
+}
+
+static bool pred_decode(planner *pl, int x, int other, int g, int unused) {
+    (void)unused;
+    plan_eval e = eval(pl, other, x, g, g, 0);
+    return e.ran && e.tpot_ok && e.stable;
+}
+
+static bool pred_joint_decode(planner *pl, int x, int other, int g, int unused) {
+    (void)unused;
+    return eval(pl, other, x, g, g, 0).ok;
+}
+
+static int inst_cap(const planner *pl, int g) {
+    if (pl->max_gpus <= 0) return PLAN_INST_CAP;
+    int c = pl->max_gpus / g;
+    return c < 1 ? 1 : (c > PLAN_INST_CAP ? PLAN_INST_CAP : c);
+}
+
+// Candidate configurations (locally minimal feasible points) found by one search.
+typedef struct plan_cands {
+    int p[64], d[64], g[64];
+    int n;
+} plan_cands;
+
+static void add_cand(plan_cands *c, int p, int d, int g) {
+    for (int i = 0; i < c->n; i++)
+        if (c->p[i] == p && c->d[i] == d && c->g[i] == g) return;
+    if (c->n < 64) {
+        c->p[c->n] = p;
+        c->d[c->n] = d;
+        c->g[c->n] = g;
+        c->n++;
+    }
+}
+
+// Runs the search of the header comment for GPUs-per-instance g. Returns false when no
+// feasible configuration was found within the limits.
+static bool search(planner *pl, int g, bool vary_ratio, plan_cands *cands) {
+    const sim_config *b = pl->base;
+    int cap = inst_cap(pl, g);
+    int p = KVF_MAX(1, KVF_MIN(b->prefill.instances, cap));
+    int d = pl->colocated ? b->decode.instances : KVF_MAX(1, KVF_MIN(b->decode.instances, cap));
+    // 1. generous feasible point
+    for (int it = 0;; it++) {
+        plan_eval e = eval(pl, p, d, g, g, 0);
+        if (pl->st) return false;
+        if (e.ok) break;
+        if (!e.ran || it > 24) return false;
+        bool gp = !e.ttft_ok || !e.stable || pl->colocated;
+        bool gd = !pl->colocated && (!e.tpot_ok || !e.stable);
+        int np = gp ? KVF_MIN(2 * p, cap) : p, nd = gd ? KVF_MIN(2 * d, cap) : d;
+        if (np == p && nd == d) return false;
+        p = np;
+        d = nd;
+    }
+    int P = p, D = d;
+    if (pl->colocated) {
+        p = bisect(pl, 0, P, pred_prefill, d, g);
+        while (!pl->st && !ok_at(pl, p, d, g) && p < P) p++;
+        descend(pl, &p, &d, g);
+        add_cand(cands, p, d, g);
+        return !pl->st;
+    }
+    // 2. prefill with decode generous
+    p = bisect(pl, 0, P, pred_prefill, D, g);
+    // 3. decode with that prefill (widen if even D fails there)
+    while (!pl->st && !pred_decode(pl, D, p, g, 0) && D < cap) D = KVF_MIN(2 * D, cap);
+    d = bisect(pl, 0, D, pred_decode, p, g);
+    // 4. joint check, fixed up by adding to the failing pool
+    for (int it = 0; it < 256 && !pl->st; it++) {
+        plan_eval e = eval(pl, p, d, g, g, 0);
+        if (e.ok) break;
+        if (!e.ran) return false;
+        bool more_p = !e.ttft_ok, more_d = !e.tpot_ok;
+        if (!more_p && !more_d) {     // unstable: grow the busier pool
+            if (e.util_p >= e.util_d) more_p = true;
+            else more_d = true;
+        }
+        if (more_p) p++;
+        if (more_d) d++;
+        if (p > cap || d > cap) return false;
+    }
+    if (pl->st || !ok_at(pl, p, d, g)) return false;
+    if (!vary_ratio) {
+        // 5. walk down, 6. ratio neighbours
+        descend(pl, &p, &d, g);
+        add_cand(cands, p, d, g);
+        int bp = p, bd = d;
+        const int dp[2] = {1, -1}, dd[2] = {-1, 1};
+        for (int k = 0; k < 2 && !pl->st; k++) {
+            int np = bp + dp[k], nd = bd + dd[k];
+            if (np < 1 || nd < 1) continue;
+            if (ok_at(pl, np, nd, g)) {
+                descend(pl, &np, &nd, g);
+                add_cand(cands, np, nd, g);
+            }
+        }
+        ok_at(pl, bp + 1, bd, g);     // so a runner-up always exists
+        ok_at(pl, bp, bd + 1, g);
+        return !pl->st;
+    }
+    // --vary-ratio: the frontier p -> least feasible d, for p from the bisected prefill count
+    // minus one upwards, while a point can still beat the best.
+    int start = KVF_MAX(1, p - 1), dhi = d;
+    double best_gpus = INFINITY;
+    for (int q = start; q <= cap && !pl->st; q++) {
+        if (est_gpus(pl, q, 1, g, g) > best_gpus) break;
+        int hi = KVF_MAX(dhi, 1);
+        while (!pl->st && !ok_at(pl, q, hi, g) && hi < cap) hi = KVF_MIN(2 * hi, cap);
+        if (!ok_at(pl, q, hi, g)) continue;
+        int dm = bisect(pl, 0, hi, pred_joint_decode, q, g);
+        int qq = q, dd2 = dm;
+        descend(pl, &qq, &dd2, g);
+        add_cand(cands, qq, dd2, g);
+        double gg = est_gpus(pl, qq, dd2, g, g);
+        if (gg < best_gpus) best_gpus = gg;
+        dhi = dm;
+        if (dm == 1) break;           // more prefill cannot lower decode further
+    }
+    return !pl->st;
+}
+
+// Orders feasible evaluations: cost, then GPUs, then the larger SLO ratio (more headroom first).
+static bool better(const planner *pl, const plan_eval *a, const plan_eval *b) {
+    if (a->cost_day != b->cost_day) return a->cost_day < b->cost_day;
+    if (a->gpus != b->gpus) return a->gpus < b->gpus;
+    return ratio_max(pl, a) < ratio_max(pl, b);
+}
+
+static const plan_eval *find_eval(const planner *pl, int p, int d, int gp, int gd, double rate) {
+    for (size_t i = 0; i < pl->n; i++) {
+        const plan_eval *e = &pl->ev[i];
+        if (e->p == p && e->d == d && e->gp == gp && e->gd == gd && e->rate == rate) return e;
+    }
+    return NULL;
+}
+
+static json_t *config_json(const planner *pl, const plan_eval *e) {
+    json_t *c = json_object();
+    json_object_set_new(c, "prefill_instances", json_integer(e->p));
+    json_object_set_new(c, "decode_instances", json_integer(pl->colocated ? 0 : e->d));
+    json_object_set_new(c, "gpus_per_instance", json_integer(e->gp));
+    json_object_set_new(c, "prefill_gpus_per_instance", json_integer(e->gp));
+    json_object_set_new(c, "decode_gpus_per_instance", json_integer(e->gd));
+    json_object_set_new(c, "vision_instances", json_integer(pl->base->vision.instances));
+    json_object_set_new(c, "mode", json_string(pl->colocated ? "colocated" : "disaggregated"));
+    json_object_set_new(c, "gpus", json_real(e->gpus));
+    if (e->rate > 0) json_object_set_new(c, "rate_rps", json_real(e->rate));
+    return c;
+}
+
+static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+static json_t *slo_json(const planner *pl, const plan_eval *e) {
+    json_t *s = json_object();
+    json_object_set_new(s, "ttft_p90_ms", num(e->ttft_p90));
+    json_object_set_new(s, "tpot_p90_ms", num(e->tpot_p90));
+    json_object_set_new(s, "ttft_p90_bound_ms", json_real(pl->slo_ttft));
+    json_object_set_new(s, "tpot_p90_bound_ms", json_real(pl->slo_tpot));
+    json_object_set_new(s, "ttft_ratio", num(e->ttft_p90 / pl->slo_ttft));
+    json_object_set_new(s, "tpot_ratio", num(e->tpot_p90 / pl->slo_tpot));
+    json_object_set_new(s, "attainment", num(e->attainment));
+    json_object_set_new(s, "saturation", json_string(e->sat));
+    json_object_set_new(s, "met", json_boolean(e->ok));
+    return s;
+}
+
+static json_t *eval_json(const planner *pl, const plan_eval *e) {
+    json_t *o = json_object();
+    json_object_set_new(o, "config", config_json(pl, e));
+    json_object_set_new(o, "cost_per_day_usd", num(e->cost_day));
+    json_object_set_new(o, "feasible", json_boolean(e->ok));
+    json_object_set_new(o, "slo", slo_json(pl, e));
+    return o;
+}
+
+static void why_not(const planner *pl, const plan_eval *e, char *out, size_t n) {
+    if (!e) {
+        snprintf(out, n, "not run");
+        return;
+    }
+    if (!e->ran) {
+        snprintf(out, n, "over --max-gpus");
+        return;
+    }
+    size_t k = 0;
+    out[0] = '\0';
+    if (!e->ttft_ok)
+        k += (size_t)snprintf(out + k, n - k, "TTFT p90 %.1f ms > %.0f; ", e->ttft_p90, pl->slo_ttft);
+    if (!e->tpot_ok && k < n)
+        k += (size_t)snprintf(out + k, n - k, "TPOT p90 %.2f ms > %.0f; ", e->tpot_p90, pl->slo_tpot);
+    if (k < n) snprintf(out + k, n - k, "%s", e->sat);
+}
+
+static void print_eval(const planner *pl, const char *label, const plan_eval *e) {
+    if (pl->colocated)
+        printf("  %-10s %d colocated instance%s x %d GPU%s = %.0f GPUs, $%.2f/day\n", label, e->p,
+               e->p == 1 ? "" : "s", e->gp, e->gp == 1 ? "" : "s", e->gpus, e->cost_day);
+    else
+        printf("  %-10s prefill %d x %d GPU + decode %d x %d GPU = %.0f GPUs, $%.2f/day\n", label,
+               e->p, e->gp, e->d, e->gd, e->gpus, e->cost_day);
+    printf("  %-10s TTFT p90 %.1f ms = %.2f of bound, TPOT p90 %.2f ms = %.2f of bound, "
+           "attainment %.1f %%, %s\n",
+           "", e->ttft_p90, e->ttft_p90 / pl->slo_ttft, e->tpot_p90, e->tpot_p90 / pl->slo_tpot,
+           100 * e->attainment, e->sat);
+}
+
+static int usage_plan(void) {
+    fprintf(stderr,
+            "usage: kvfleet plan SCENARIO [--slo ttft_p90_ms=X] [--slo tpot_p90_ms=Y]\n"
+            "                    [--max-gpus N] [--vary-ratio] [--gpus-per-instance G1,G2,...]\n"
+            "                    [--set K=V]... [--json]\n"
+            "       kvfleet plan SCENARIO --find max-rate [--slo ...] [--tol FRACTION] [--json]\n"
+            "  least-cost instance counts per pool meeting the SLOs on stable runs; or the\n"
+            "  highest workload rate the scenario's cluster serves within them\n");
+    return 2;
+}
+
+// "--slo NAME=X": NAME one of the scenario's SLO keys, X a positive number.
+static kvf_status parse_slo(const char *arg, char *key, size_t kn, double *v, kvf_err *err) {
+    const char *eq = strchr(arg, '=');
+    if (!eq) return kvf_fail(err, KVF_EINVAL, "--slo '%s': expected NAME=VALUE", arg);
+    size_t n = (size_t)(eq - arg);
+    if (n >= kn) n = kn - 1;
+    memcpy(key, arg, n);
+    key[n] = '\0';
+    if (strcmp(key, "ttft_p90_ms") && strcmp(key, "tpot_p90_ms"))
+        return kvf_fail(err, KVF_EINVAL, "--slo %s: unknown SLO (known: ttft_p90_ms, tpot_p90_ms)",
+                        key);
+    char *end = NULL;
+    *v = strtod(eq + 1, &end);
+    if (!eq[1] || *end || !isfinite(*v) || *v <= 0)
+        return kvf_fail(err, KVF_EINVAL, "--slo %s: expects a positive number of ms, got '%s'", key,
+                        eq + 1);
+    return KVF_OK;
+}
+
+static double natural_rate(const planner *pl, kvf_err *err, kvf_status *st) {
+    const sim_config *b = pl->base;
+    if (b->generate_profile[0]) return b->generate_rate_rps;
+    if (b->trace_opt.rate_rps > 0) return b->trace_opt.rate_rps;
+    char path[SIM_PATH_MAX];
+    sim_config_resolve(b, b->trace, path, sizeof path);
+    trc_options o = b->trace_opt;
+    o.block_tokens = b->block_tokens;
+    o.seed = b->seed;
+    trc_stats ts;
+    *st = trc_stats_file(path, &o, &ts, err);
+    if (*st) return 0;
+    if (!(ts.rate_rps > 0)) {
+        *st = kvf_fail(err, KVF_EINVAL, "%s: cannot tell the trace's request rate", path);
+        return 0;
+    }
+    return ts.rate_rps;
+}
+
+static int find_max_rate(planner *pl, double tol, bool json_out) {
+    kvf_status st = KVF_OK;
+    kvf_err err = {0};
+    double r0 = natural_rate(pl, &err, &st);
+    if (st) {
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return kvf_exit_code(st);
+    }
+    const sim_config *b = pl->base;
+    int p = b->prefill.instances, d = b->decode.instances;
+    int gp = b->prefill.gpus_per_instance, gd = b->decode.gpus_per_instance;
+    double lo = 0, hi = 0;
+    if (eval(pl, p, d, gp, gd, r0).ok) {
+        lo = r0;
+        hi = 2 * r0;
+        for (int i = 0; i < 30 && !pl->st && eval(pl, p, d, gp, gd, hi).ok; i++) {
+            lo = hi;
+            hi *= 2;
+        }
+    } else {
+        hi = r0;
+        lo = r0 / 2;
+        for (int i = 0; i < 30 && !pl->st && !eval(pl, p, d, gp, gd, lo).ok; i++) {
+            hi = lo;
+            lo /= 2;
+        }
+        if (!eval(pl, p, d, gp, gd, lo).ok) lo = 0;
+    }
+    while (lo > 0 && !pl->st && hi - lo > tol * lo) {
+        double mid = 0.5 * (lo + hi);
+        if (eval(pl, p, d, gp, gd, mid).ok) lo = mid;
+        else hi = mid;
+    }
+    if (pl->st) {
+        fprintf(stderr, "kvfleet: %s\n", pl->err.msg);
+        return 1;
+    }
+    const plan_eval *best = lo > 0 ? find_eval(pl, p, d, gp, gd, lo) : NULL;
+    const plan_eval *fail = find_eval(pl, p, d, gp, gd, hi);
+    char why[256];
+    why_not(pl, fail, why, sizeof why);
+    if (json_out) {
+        json_t *o = json_object();
+        json_object_set_new(o, "feasible", json_boolean(best != NULL));
+        json_object_set_new(o, "max_rate_rps", best ? json_real(lo) : json_null());
+        json_object_set_new(o, "scenario_rate_rps", json_real(r0));
+        json_object_set_new(o, "rate_key", json_string(pl->rate_key));
+        json_object_set_new(o, "first_failing_rate_rps", json_real(hi));
+        json_object_set_new(o, "first_failing_reason", json_string(why));
+        json_object_set_new(o, "tolerance", json_real(tol));
+        json_object_set_new(o, "runs", json_integer(pl->runs));
+        if (best) {
+            json_object_set_new(o, "config", config_json(pl, best));
+            json_object_set_new(o, "cost_per_day_usd", num(best->cost_day));
+            json_object_set_new(o, "slo", slo_json(pl, best));
+        }
+        char *t = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        printf("%s\n", t);
+        free(t);
+        json_decref(o);
+        return 0;
+    }
+    printf("kvfleet plan --find max-rate: scenario %s, SLO TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms\n",
+           b->name, pl->slo_ttft, pl->slo_tpot);
+    printf("  cluster    prefill %d x %d GPU + decode %d x %d GPU\n", p, gp, d, gd);
+    if (!best) {
+        printf("  no rate down to %.4g req/s meets the SLOs (%s)\n", hi, why);
+    } else {
+        printf("  max rate   %.4g req/s (%.2f x the scenario's %.4g req/s); at %.4g req/s: %s\n", lo,
+               lo / r0, r0, hi, why);
+        print_eval(pl, "at max", best);
+    }
+    printf("  search     %d runs (bracket by doubling, then bisection to %.1f %%)\n", pl->runs,
+           100 * tol);
+    return 0;
+}
+
+static int plan_main(planner *pl, int argc, char **argv) {
+    const char *scenario = NULL, *find = NULL, *gpi = NULL, *maxg = NULL, *tols = NULL;
+    const char *sets[PLAN_SETS_MAX];
+    int nsets = 0;
+    bool json_out = false, vary_ratio = false;
+    char slo_sets[2][96];
+    int nslo = 0;
+    kvf_err err = {0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool more = i + 1 < argc;
+        if (!strcmp(a, "--slo") && more) {
+            char key[64];
+            double v = 0;
+            kvf_status st = parse_slo(argv[++i], key, sizeof key, &v, &err);
+            if (st) {
+                fprintf(stderr, "kvfleet: %s\n", err.msg);
+                return 2;
+            }
+            if (nslo < 2) snprintf(slo_sets[nslo++], sizeof slo_sets[0], "slo.%s=%.17g", key, v);
+        } else if (!strcmp(a, "--set") && more && nsets < PLAN_SETS_MAX) sets[nsets++] = argv[++i];
+        else if (!strcmp(a, "--max-gpus") && more) maxg = argv[++i];
+        else if (!strcmp(a, "--gpus-per-instance") && more) gpi = argv[++i];
+        else if (!strcmp(a, "--find") && more) find = argv[++i];
+        else if (!strcmp(a, "--tol") && more) tols = argv[++i];
+        else if (!strcmp(a, "--vary-ratio")) vary_ratio = true;
+        else if (!strcmp(a, "--json")) json_out = true;
+        else if (a[0] == '-') {
+            fprintf(stderr, "kvfleet plan: unknown option '%s'%s\n", a, more ? "" : " (or missing its value)");
+            return usage_plan();
+        } else if (!scenario) scenario = a;
+        else {
+            fprintf(stderr, "kvfleet plan: unexpected argument '%s'\n", a);
+            return usage_plan();
+        }
+    }
+    if (!scenario) return usage_plan();
+    if (find && strcmp(find, "max-rate")) {
+        fprintf(stderr, "kvfleet plan: --find knows max-rate, not '%s'\n", find);
+        return 2;
+    }
+    if (maxg) {
+        char *end = NULL;
+        long v = strtol(maxg, &end, 10);
+        if (!*maxg || *end || v < 1 || v > 1000000) {
+            fprintf(stderr, "kvfleet plan: --max-gpus wants a positive whole number, not '%s'\n", maxg);
+            return 2;
+        }
+        pl->max_gpus = (int)v;
+    }
+    double tol = 0.01;
+    if (tols) {
+        char *end = NULL;
+        tol = strtod(tols, &end);
+        if (!*tols || *end || !(tol > 0 && tol < 1)) {
+            fprintf(stderr, "kvfleet plan: --tol wants a fraction in (0, 1), not '%s'\n", tols);
+            return 2;
+        }
+    }
+    int gvals[PLAN_GPI_MAX], ng = 0;
+    if (gpi) {
+        const char *s = gpi;
+        for (;;) {
+            char *end = NULL;
+            long v = strtol(s, &end, 10);
+            if (end == s || (*end && *end != ',') || v < 1 || v > 4096 || ng == PLAN_GPI_MAX) {
+                fprintf(stderr, "kvfleet plan: --gpus-per-instance wants a list like 1,2,4,8, not '%s'\n", gpi);
+                return 2;
+            }
+            gvals[ng++] = (int)v;
+            if (!*end) break;
+            s = end + 1;
+        }
+    }
+    pl->base = kvf_malloc(sizeof *pl->base);
+    kvf_status st = sim_points_load(pl->base, scenario, sets, nsets, &err);
+    for (int i = 0; !st && i < nslo; i++) st = sim_config_set(pl->base, slo_sets[i], &err);
+    if (!st) st = sim_config_validate(pl->base, &err);
+    if (st) {
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return kvf_exit_code(st);
+    }
+    pl->slo_ttft = pl->base->slo_ttft_p90_ms;
+    pl->slo_tpot = pl->base->slo_tpot_p90_ms;
+    pl->colocated = pl->base->mode == SIM_COLOCATED;
+    pl->rate_key = pl->base->generate_profile[0] ? "workload.generate.rate_rps" : "workload.rate_rps";
+    if (!(pl->slo_ttft > 0) || !(pl->slo_tpot > 0)) {
+        fprintf(stderr, "kvfleet plan: the SLO bounds must be positive (slo.ttft_p90_ms, slo.tpot_p90_ms)\n");
+        return 2;
+    }
+    if (find) return find_max_rate(pl, tol, json_out);
+    if (ng == 0) {
+        gvals[0] = pl->base->prefill.gpus_per_instance;
+        ng = 1;
+    }
+
+    plan_cands cands = {.n = 0};
+    for (int i = 0; i < ng && !pl->st; i++) search(pl, gvals[i], vary_ratio, &cands);
+    if (pl->st) {
+        fprintf(stderr, "kvfleet: %s\n", pl->err.msg);
+        return 1;
+    }
+    const plan_eval *best = NULL, *second = NULL;
+    for (int i = 0; i < cands.n; i++) {
+        const plan_eval *e = find_eval(pl, cands.p[i], cands.d[i], cands.g[i], cands.g[i], 0);
+        if (e && e->ok && (!best || better(pl, e, best))) best = e;
+    }
+    for (size_t i = 0; best && i < pl->n; i++) {
+        const plan_eval *e = &pl->ev[i];
+        if (e != best && e->ok && (!second || better(pl, e, second))) second = e;
+    }
+    // The "one instance fewer" neighbours of the chosen point (run by the walk-down).
+    const plan_eval *fewer_p = best && best->p > 1 ? find_eval(pl, best->p - 1, best->d, best->gp, best->gd, 0) : NULL;
+    const plan_eval *fewer_d = best && !pl->colocated && best->d > 1
+                                   ? find_eval(pl, best->p, best->d - 1, best->gp, best->gd, 0)
+                                   : NULL;
+    if (json_out) {
+        json_t *o = json_object();
+        json_object_set_new(o, "feasible", json_boolean(best != NULL));
+        json_object_set_new(o, "scenario", json_string(pl->base->name));
+        if (best) {
+            json_object_set_new(o, "config", config_json(pl, best));
+            json_object_set_new(o, "cost_per_day_usd", num(best->cost_day));
+            json_object_set_new(o, "slo", slo_json(pl, best));
+        }
+        json_object_set_new(o, "runs", json_integer(pl->runs));
+        json_object_set_new(o, "runner_up", second ? eval_json(pl, second) : json_null());
+        json_t *nb = json_array();
+        if (fewer_p) json_array_append_new(nb, eval_json(pl, fewer_p));
+        if (fewer_d) json_array_append_new(nb, eval_json(pl, fewer_d));
+        json_object_set_new(o, "one_fewer", nb);
+        json_object_set_new(o, "search", json_string(vary_ratio ? "frontier" : "bisect+walk-down"));
+        json_t *all = json_array();
+        for (size_t i = 0; i < pl->n; i++) json_array_append_new(all, eval_json(pl, &pl->ev[i]));
+        json_object_set_new(o, "evaluated", all);
+        char *t = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        printf("%s\n", t);
+        free(t);
+        json_decref(o);
+        return 0;
+    }
+    printf("kvfleet plan: scenario %s, SLO TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms, stable runs only%s\n",
+           pl->base->name, pl->slo_ttft, pl->slo_tpot, pl->max_gpus ? "" : "");
+    if (!best) {
+        printf("  no configuration meets the SLOs%s\n",
+               pl->max_gpus ? " within --max-gpus" : " within the search limits");
+    } else {
+        print_eval(pl, "chosen", best);
+        if (second) print_eval(pl, "runner-up", second);
+        char why[256];
+        if (fewer_p) {
+            why_not(pl, fewer_p, why, sizeof why);
+            printf("  %-10s prefill %d, decode %d: %s\n", "one fewer", fewer_p->p, fewer_p->d, why);
+        }
+        if (fewer_d) {
+            why_not(pl, fewer_d, why, sizeof why);
+            printf("  %-10s prefill %d, decode %d: %s\n", fewer_p ? "" : "one fewer", fewer_d->p,
+                   fewer_d->d, why);
+        }
+    }
+    printf("  search     %d runs (%s)\n", pl->runs,
+           vary_ratio ? "bisection, then the prefill:decode frontier"
+                      : "bisection per pool, joint check, walk-down, ratio neighbours");
+    return 0;
+}
+
+int sim_cli_plan(int argc, char **argv) {
+    planner pl;
+    memset(&pl, 0, sizeof pl);
+    int rc = plan_main(&pl, argc, argv);
+    free(pl.ev);
+    free(pl.base);
+    return rc;
+}

@@ -1,0 +1,896 @@
+// sim/sim_sweep.c -- `kvfleet sweep SCENARIO --vary K=V1,V2,... [--vary ...] [--set K=V]...
+// [-j N] [-o DIR] [--json]`: runs the cross product of the varied keys, one full run per point,
+// and gathers the points into DIR/sweep.db, DIR/sweep.csv and (with --json) stdout.
+//
+// Layout of DIR:
+//   sweep.json                 the sweep's definition (scenario, --set, --vary); a rerun with
+//                              another definition into the same DIR is refused
+//   points/<idx>_<k>=<v>_.../  one run each: summary.json, results.db
+//   sweep.db, sweep.csv        one row per point: its keys and headline figures
+//
+// Invariants and tricks:
+// - A point runs into points/<name>.partial/ and the directory is renamed to points/<name>/
+//   only after sim_run wrote both files, so "points/<name>/summary.json exists" means the
+//   point is complete. A rerun skips complete points (resume) and restarts the others; a
+//   .partial left by an interrupted sweep is cleared first.
+// - Points are numbered in row-major order of the --vary options (the last varies fastest).
+// - Runs are deterministic, so a point's summary does not depend on which worker process or
+//   MPI rank ran it, nor on -j; only the wall-clock figures under "sim" differ.
+// - Workers are fork()ed children (-j N), each running one point at a time; the parent only
+//   schedules and gathers. Under Open MPI (built with KVF_HAVE_MPI, launched by mpirun with
+//   more than one rank) point i runs on rank i mod size, in process, and the ranks send each
+//   summary's JSON text to rank 0, which writes the outputs.
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifdef KVF_HAVE_MPI
+#include <mpi.h>
+#endif
+
+#include "sim.h"
+#include "sim_cli.h"
+#include "sim_points.h"
+
+// ---- shared helpers (sim_points.h) ------------------------------------------------------------
+kvf_status sim_points_load(sim_config *c, const char *scenario, const char *const *sets,
+                           int nsets, kvf_err *err) {
+    sim_config_default(c);
+    kvf_status st = sim_config_load(c, scenario, err);
+    for (int i = 0; !st && i < nsets; i++) st = sim_config_set(c, sets[i], err);
+    return st;
+}
+
+static const json_t *jpath(const void *summary, const char *path) {
+    const json_t *o = summary;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ".", &save); t && o; t = strtok_r(NULL, ".", &save))
+        o = json_object_get(o, t);
+    return o;
+}
+
+double sim_points_num(const void *summary, const char *path) {
+    const json_t *o = jpath(summary, path);
+    return json_is_number(o) ? json_number_value(o) : NAN;
+}
+
+const char *sim_points_str(const void *summary, const char *path) {
+    const json_t *o = jpath(summary, path);
+    return json_is_string(o) ? json_string_value(o) : "";
+}
+
+double sim_points_gpus(const void *summary) {
+    double g = 0;
+    static const char *pools[] = {"gpus.vision", "gpus.prefill", "gpus.decode"};
+    for (int i = 0; i < 3; i++) {
+        double v = sim_points_num(summary, pools[i]);
+        if (isfinite(v)) g += v;
+    }
+    return g;
+}
+
+double sim_points_cost_per_day(const sim_config *c, const void *summary) {
+    double v = sim_points_num(summary, "economics.cost_per_day_usd");
+    if (isfinite(v)) return v;
+    return sim_points_gpus(summary) * c->econ.gpu_hour_usd * 24;
+}
+
+void *sim_points_deterministic(const void *summary) {
+    json_t *c = json_deep_copy((const json_t *)summary);
+    if (c) json_object_del(c, "sim");
+    return c;
+}
+
+// ---- the sweep's definition ---------------------------------------------------------------------
+enum { SW_KEYS_MAX = 16, SW_SETS_MAX = 256, SW_POINTS_MAX = 100000 };
+
+typedef struct sw_key {
+    char key[SIM_KEY_MAX + 64];   // dotted scenario key
+    char **vals;                  // values as given (owned)
+    int n;
+} sw_key;
+
+typedef struct sweep {
+    const char *scenario;
+    const char *sets[SW_SETS_MAX];
+    int nsets;
+    sw_key keys[SW_KEYS_MAX];
+    int nkeys;
+    int npoints;
+    const char *out;              // DIR
+    int jobs;
+    bool json;
+    sim_config *base;             // scenario + --set
+    char **names;                 // per point: directory name under points/
+    json_t **summary;             // per point: gathered summary, NULL = failed / not run
+    bool *ran;                    // per point: run by this invocation
+    int rank, size;               // MPI rank and size (0, 1 without MPI)
+} sweep;
+
+static volatile int g_interrupt;
+
+static void on_signal(int sig) {
+    (void)sig;
+    g_interrupt = 1;
+}
+
+static int usage_sweep(void) {
+    fprintf(stderr,
+            "usage: kvfleet sweep SCENARIO --vary KEY=V1,V2,... [--vary ...] [--set K=V]...\n"
+            "                     [-j N] [-o DIR] [--json]\n"
+            "  runs every combination of the varied scenario keys (one full run each, in\n"
+            "  DIR/points/) and gathers them into DIR/sweep.db and DIR/sweep.csv; a rerun\n"
+            "  resumes (finished points are not run again); under mpirun the points are spread\n"
+            "  over the ranks\n");
+    return 2;
+}
+
+// Parses "KEY=V1,V2,..." into k. Messages name the option.
+static kvf_status parse_vary(sw_key *k, const char *arg, kvf_err *err) {
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg)
+        return kvf_fail(err, KVF_EINVAL, "--vary '%s': expected KEY=V1,V2,...", arg);
+    size_t kl = (size_t)(eq - arg);
+    if (kl >= sizeof k->key) return kvf_fail(err, KVF_EINVAL, "--vary '%s': key too long", arg);
+    memcpy(k->key, arg, kl);
+    k->key[kl] = '\0';
+    const char *v = eq + 1;
+    if (!*v) return kvf_fail(err, KVF_EINVAL, "--vary %s: empty list of values", k->key);
+    k->n = 0;
+    k->vals = NULL;
+    size_t cap = 0;
+    for (;;) {
+        const char *c = strchr(v, ',');
+        size_t n = c ? (size_t)(c - v) : strlen(v);
+        if (n == 0)
+            return kvf_fail(err, KVF_EINVAL, "--vary %s: empty value in '%s'", k->key, eq + 1);
+        kvf_grow((void **)&k->vals, &cap, (size_t)k->n + 1, sizeof *k->vals);
+        char *s = kvf_malloc(n + 1);
+        memcpy(s, v, n);
+        s[n] = '\0';
+        k->vals[k->n++] = s;
+        if (!c) break;
+        v = c + 1;
+    }
+    return KVF_OK;
+}
+
+// Value index of key k at point idx (row-major, last key fastest).
+static int point_val(const sweep *s, int idx, int k) {
+    for (int j = s->nkeys - 1; j > k; j--) idx /= s->keys[j].n;
+    return idx % s->keys[k].n;
+}
+
+// Builds point idx's configuration: base + one assignment per varied key.
+static kvf_status point_config(const sweep *s, int idx, sim_config *c, kvf_err *err) {
+    memcpy(c, s->base, sizeof *c);
+    for (int k = 0; k < s->nkeys; k++) {
+        char a[SIM_PATH_MAX + 128];
+        snprintf(a, sizeof a, "%s=%s", s->keys[k].key, s->keys[k].vals[point_val(s, idx, k)]);
+        kvf_status st = sim_config_set(c, a, err);
+        if (st) return st;
+    }
+    return sim_config_validate(c, err);
+}
+
+// Directory name of point idx: "<idx>_<k1>=<v1>_<k2>=<v2>", characters that are unsafe in a
+// file name replaced by '_'.
+static char *point_name(const sweep *s, int idx) {
+    char buf[256];
+    int width = 4;
+    for (int n = s->npoints - 1; n >= 10000; n /= 10) width++;
+    size_t len = (size_t)snprintf(buf, sizeof buf, "%0*d", width, idx);
+    for (int k = 0; k < s->nkeys && len < sizeof buf - 1; k++) {
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "_%s=%s", s->keys[k].key,
+                                s->keys[k].vals[point_val(s, idx, k)]);
+        if (len >= sizeof buf) len = sizeof buf - 1;
+    }
+    if (len > 200) len = 200;
+    buf[len] = '\0';
+    for (char *p = buf; *p; p++) {
+        char ch = *p;
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                  ch == '.' || ch == '_' || ch == '-' || ch == '=' || ch == '+';
+        if (!ok) *p = '_';
+    }
+    return kvf_strdup(buf);
+}
+
+static void point_path(const sweep *s, int idx, const char *suffix, char *out, size_t n) {
+    snprintf(out, n, "%s/points/%s%s", s->out, s->names[idx], suffix);
+}
+
+static bool file_exists(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+// Removes a directory of plain files (a point's run directory). Missing is fine.
+static void remove_flat_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    char p[SIM_PATH_MAX + 300];
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static bool point_done(const sweep *s, int idx) {
+    char p[SIM_PATH_MAX + 300];
+    point_path(s, idx, "/summary.json", p, sizeof p);
+    return file_exists(p);
+}
+
+// Runs point idx into its .partial directory and renames it into place. Prints nothing;
+// the caller reports err.
+static kvf_status run_point(const sweep *s, int idx, kvf_err *err) {
+    char fin[SIM_PATH_MAX + 300], part[SIM_PATH_MAX + 300];
+    point_path(s, idx, "", fin, sizeof fin);
+    point_path(s, idx, ".partial", part, sizeof part);
+    remove_flat_dir(part);
+    sim_config *c = kvf_malloc(sizeof *c);
+    kvf_status st = point_config(s, idx, c, err);
+    void *sj = NULL;
+    if (!st) {
+        sim_run_opts o = {.out_dir = part, .quiet = true, .write_db = true,
+                          .interrupt = &g_interrupt};
+        st = sim_run(c, &o, &sj, err);
+        json_decref(sj);
+    }
+    free(c);
+    if (st) return st;
+    remove_flat_dir(fin);
+    if (rename(part, fin))
+        return kvf_fail(err, KVF_EIO, "%s: cannot rename to %s: %s", part, fin, strerror(errno));
+    return KVF_OK;
+}
+
+// ---- definition file: refuse to mix two different sweeps in one DIR ----------------------------
+static json_t *definition(const sweep *s) {
+    json_t *d = json_object(), *sets = json_array(), *vary = json_array();
+    json_object_set_new(d, "scenario", json_string(s->scenario));
+    for (int i = 0; i < s->nsets; i++) json_array_append_new(sets, json_string(s->sets[i]));
+    for (int k = 0; k < s->nkeys; k++) {
+        json_t *o = json_object(), *v = json_array();
+        json_object_set_new(o, "key", json_string(s->keys[k].key));
+        for (int j = 0; j < s->keys[k].n; j++) json_array_append_new(v, json_string(s->keys[k].vals[j]));
+        json_object_set_new(o, "values", v);
+        json_array_append_new(vary, o);
+    }
+    json_object_set_new(d, "set", sets);
+    json_object_set_new(d, "vary", vary);
+    return d;
+}
+
+static kvf_status write_json_atomic(json_t *j, const char *path, kvf_err *err) {
+    char tmp[SIM_PATH_MAX + 100];
+    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
+    if (json_dump_file(j, tmp, JSON_INDENT(2)) || rename(tmp, path)) {
+        unlink(tmp);
+        return kvf_fail(err, KVF_EIO, "%s: cannot write", path);
+    }
+    return KVF_OK;
+}
+
+static kvf_status check_definition(const sweep *s, kvf_err *err) {
+    char p[SIM_PATH_MAX + 64];
+    snprintf(p, sizeof p, "%s/points", s->out);
+    kvf_status st = kvf_mkdirs(p, err);
+    if (st) return st;
+    snprintf(p, sizeof p, "%s/sweep.json", s->out);
+    json_t *want = definition(s);
+    if (file_exists(p)) {
+        json_error_t je;
+        json_t *have = json_load_file(p, 0, &je);
+        bool same = have && json_equal(have, want);
+        json_decref(have);
+        json_decref(want);
+        if (!same)
+            return kvf_fail(err, KVF_EINVAL,
+                            "%s holds another sweep (scenario, --set or --vary differ); "
+                            "choose another -o DIR or remove it",
+                            s->out);
+        return KVF_OK;
+    }
+    st = write_json_atomic(want, p, err);
+    json_decref(want);
+    return st;
+}
+
+// ---- outputs ----------------------------------------------------------------------------------
+// Headline figures of a point: column name and dotted path in the summary.
+static const struct {
+    const char *col, *path;
+} k_figs[] = {
+    {"ttft_p50_ms", "ttft_ms.p50"},
+    {"ttft_p90_ms", "ttft_ms.p90"},
+    {"ttft_p99_ms", "ttft_ms.p99"},
+    {"tpot_p50_ms", "tpot_ms.p50"},
+    {"tpot_p90_ms", "tpot_ms.p90"},
+    {"e2e_p90_ms", "e2e_ms.p90"},
+    {"hit_rate", "cache.hit_rate"},
+    {"input_tok_s", "throughput.input_tok_s"},
+    {"output_tok_s", "throughput.output_tok_s"},
+    {"prefill_tok_s_per_gpu", "throughput.prefill_input_tok_s_per_gpu"},
+    {"decode_tok_s_per_gpu", "throughput.decode_output_tok_s_per_gpu"},
+    {"gpus", NULL},                 // vision + prefill + decode
+    {"gpu_hours", "gpu_hours"},
+    {"cost_usd", "economics.cost_usd"},
+    {"cost_per_day_usd", "economics.cost_per_day_usd"},
+    {"margin", "economics.margin"},
+    {"slo_attainment", "slo.attainment"},
+    {"completed", "requests.completed"},
+    {"rejected", "requests.rejected"},
+};
+enum { N_FIGS = sizeof k_figs / sizeof k_figs[0] };
+
+static double fig(const json_t *sm, int f) {
+    if (!sm) return NAN;
+    return k_figs[f].path ? sim_points_num(sm, k_figs[f].path) : sim_points_gpus(sm);
+}
+
+static const char *point_status(const sweep *s, int i) { return s->summary[i] ? "completed" : "failed"; }
+
+static void sql_quote_ident(char *out, size_t n, const char *id) {
+    size_t j = 0;
+    if (j < n - 1) out[j++] = '"';
+    for (const char *p = id; *p && j < n - 3; p++) {
+        if (*p == '"') out[j++] = '"';
+        out[j++] = *p;
+    }
+    out[j++] = '"';
+    out[j] = '\0';
+}
+
+static kvf_status sql_exec(sqlite3 *db, const char *sql, const char *path, kvf_err *err) {
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        kvf_status st = kvf_fail(err, KVF_ERUN, "%s: %s", path, msg ? msg : "sqlite error");
+        sqlite3_free(msg);
+        return st;
+    }
+    return KVF_OK;
+}
+
+// Writes DIR/sweep.db: point(idx, <varied keys>..., dir, status, figures..., saturation) and
+// sweep(key, value). Written to a temporary file and renamed, so readers never see half.
+static kvf_status write_db(const sweep *s, kvf_err *err) {
+    char path[SIM_PATH_MAX + 64], tmp[SIM_PATH_MAX + 100];
+    snprintf(path, sizeof path, "%s/sweep.db", s->out);
+    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
+    unlink(tmp);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *ins = NULL;
+    kvf_status st = KVF_OK;
+    if (sqlite3_open(tmp, &db) != SQLITE_OK) {
+        st = kvf_fail(err, KVF_ERUN, "%s: %s", tmp, db ? sqlite3_errmsg(db) : "cannot open");
+        goto done;
+    }
+    size_t cap = 8192;
+    char *sql = kvf_malloc(cap), *q = kvf_malloc(cap);
+    size_t n = (size_t)snprintf(sql, cap, "CREATE TABLE point(idx INTEGER PRIMARY KEY");
+    size_t qn = (size_t)snprintf(q, cap, "INSERT INTO point VALUES(?");
+    char id[SIM_KEY_MAX * 2 + 200];
+    for (int k = 0; k < s->nkeys; k++) {
+        sql_quote_ident(id, sizeof id, s->keys[k].key);
+        n += (size_t)snprintf(sql + n, cap - n, ", %s NUMERIC", id);
+        qn += (size_t)snprintf(q + qn, cap - qn, ",?");
+    }
+    n += (size_t)snprintf(sql + n, cap - n, ", dir TEXT, status TEXT");
+    qn += (size_t)snprintf(q + qn, cap - qn, ",?,?");
+    for (int f = 0; f < N_FIGS; f++) {
+        n += (size_t)snprintf(sql + n, cap - n, ", %s REAL", k_figs[f].col);
+        qn += (size_t)snprintf(q + qn, cap - qn, ",?");
+    }
+    snprintf(sql + n, cap - n, ", saturation TEXT);");
+    snprintf(q + qn, cap - qn, ",?)");
+    st = sql_exec(db, "BEGIN; CREATE TABLE sweep(key TEXT PRIMARY KEY, value TEXT);", tmp, err);
+    if (!st) st = sql_exec(db, sql, tmp, err);
+    if (!st && sqlite3_prepare_v2(db, q, -1, &ins, NULL) != SQLITE_OK)
+        st = kvf_fail(err, KVF_ERUN, "%s: %s", tmp, sqlite3_errmsg(db));
+    free(sql);
+    free(q);
+    if (st) goto done;
+    for (int i = 0; i < s->npoints; i++) {
+        int c = 1;
+        sqlite3_reset(ins);
+        sqlite3_bind_int(ins, c++, i);
+        for (int k = 0; k < s->nkeys; k++)
+            sqlite3_bind_text(ins, c++, s->keys[k].vals[point_val(s, i, k)], -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, c++, s->names[i], -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, c++, point_status(s, i), -1, SQLITE_STATIC);
+        for (int f = 0; f < N_FIGS; f++) {
+            double v = fig(s->summary[i], f);
+            if (isfinite(v)) sqlite3_bind_double(ins, c++, v);
+            else sqlite3_bind_null(ins, c++);
+        }
+        if (s->summary[i])
+            sqlite3_bind_text(ins, c++, sim_points_str(s->summary[i], "saturation.state"), -1,
+                              SQLITE_TRANSIENT);
+        else
+            sqlite3_bind_null(ins, c++);
+        if (sqlite3_step(ins) != SQLITE_DONE) {
+            st = kvf_fail(err, KVF_ERUN, "%s: %s", tmp, sqlite3_errmsg(db));
+            goto done;
+        }
+    }
+    {
+        json_t *d = definition(s);
+        char *dtxt = json_dumps(d, JSON_COMPACT);
+        json_decref(d);
+        char *mq = sqlite3_mprintf("INSERT INTO sweep VALUES('scenario', %Q), ('definition', %Q),"
+                                   " ('points', '%d'), ('kvfleet_version', %Q);",
+                                   s->scenario, dtxt, s->npoints, KVF_VERSION);
+        free(dtxt);
+        st = sql_exec(db, mq, tmp, err);
+        sqlite3_free(mq);
+    }
+    if (!st) st = sql_exec(db, "COMMIT;", tmp, err);
+done:
+    sqlite3_finalize(ins);
+    if (db && sqlite3_close(db) != SQLITE_OK && !st) st = kvf_fail(err, KVF_ERUN, "%s: cannot close", tmp);
+    if (!st && rename(tmp, path)) st = kvf_fail(err, KVF_EIO, "%s: cannot write: %s", path, strerror(errno));
+    if (st) unlink(tmp);
+    return st;
+}
+
+static void csv_field(FILE *f, const char *v) {
+    if (!strpbrk(v, ",\"\n")) {
+        fputs(v, f);
+        return;
+    }
+    fputc('"', f);
+    for (const char *p = v; *p; p++) {
+        if (*p == '"') fputc('"', f);
+        fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static kvf_status write_csv(const sweep *s, kvf_err *err) {
+    char path[SIM_PATH_MAX + 64], tmp[SIM_PATH_MAX + 100];
+    snprintf(path, sizeof path, "%s/sweep.csv", s->out);
+    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) return kvf_fail(err, KVF_EIO, "%s: cannot write: %s", tmp, strerror(errno));
+    fputs("idx", f);
+    for (int k = 0; k < s->nkeys; k++) {
+        fputc(',', f);
+        csv_field(f, s->keys[k].key);
+    }
+    fputs(",dir,status", f);
+    for (int fi = 0; fi < N_FIGS; fi++) fprintf(f, ",%s", k_figs[fi].col);
+    fputs(",saturation\n", f);
+    for (int i = 0; i < s->npoints; i++) {
+        fprintf(f, "%d", i);
+        for (int k = 0; k < s->nkeys; k++) {
+            fputc(',', f);
+            csv_field(f, s->keys[k].vals[point_val(s, i, k)]);
+        }
+        fputc(',', f);
+        csv_field(f, s->names[i]);
+        fprintf(f, ",%s", point_status(s, i));
+        for (int fi = 0; fi < N_FIGS; fi++) {
+            double v = fig(s->summary[i], fi);
+            if (isfinite(v)) fprintf(f, ",%.10g", v);
+            else fputc(',', f);
+        }
+        fprintf(f, ",%s\n", s->summary[i] ? sim_points_str(s->summary[i], "saturation.state") : "");
+    }
+    bool bad = ferror(f) != 0;
+    if (fclose(f) || bad || rename(tmp, path)) {
+        unlink(tmp);
+        return kvf_fail(err, KVF_EIO, "%s: cannot write", path);
+    }
+    return KVF_OK;
+}
+
+// A varied value as JSON: a number when the whole text is one, else the string.
+static json_t *typed_value(const char *v) {
+    char *end = NULL;
+    errno = 0;
+    long long iv = strtoll(v, &end, 10);
+    if (*v && !*end && !errno) return json_integer((json_int_t)iv);
+    double d = strtod(v, &end);
+    if (*v && !*end && isfinite(d)) return json_real(d);
+    if (!strcmp(v, "true")) return json_true();
+    if (!strcmp(v, "false")) return json_false();
+    if (!strcmp(v, "null")) return json_null();
+    return json_string(v);
+}
+
+static void print_json(const sweep *s) {
+    json_t *arr = json_array();
+    for (int i = 0; i < s->npoints; i++) {
+        json_t *p = s->summary[i] ? json_deep_copy(s->summary[i]) : json_object();
+        json_t *v = json_object();
+        for (int k = 0; k < s->nkeys; k++)
+            json_object_set_new(v, s->keys[k].key, typed_value(s->keys[k].vals[point_val(s, i, k)]));
+        json_object_set_new(p, "idx", json_integer(i));
+        json_object_set_new(p, "vary", v);
+        json_object_set_new(p, "dir", json_string(s->names[i]));
+        json_object_set_new(p, "point_status", json_string(point_status(s, i)));
+        json_array_append_new(arr, p);
+    }
+    char *txt = json_dumps(arr, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    printf("%s\n", txt);
+    free(txt);
+    json_decref(arr);
+}
+
+static void print_table(const sweep *s) {
+    printf("%5s", "idx");
+    for (int k = 0; k < s->nkeys; k++) printf("  %14s", s->keys[k].key);
+    printf("  %10s %10s %8s %10s %6s %10s  %s\n", "ttft_p90", "tpot_p90", "hit_rate", "out_tok/s",
+           "gpus", "$/day", "saturation");
+    for (int i = 0; i < s->npoints; i++) {
+        printf("%5d", i);
+        for (int k = 0; k < s->nkeys; k++) printf("  %14s", s->keys[k].vals[point_val(s, i, k)]);
+        const json_t *m = s->summary[i];
+        if (!m) {
+            printf("  failed\n");
+            continue;
+        }
+        printf("  %10.1f %10.2f %8.3f %10.0f %6.0f %10.2f  %s\n", sim_points_num(m, "ttft_ms.p90"),
+               sim_points_num(m, "tpot_ms.p90"), sim_points_num(m, "cache.hit_rate"),
+               sim_points_num(m, "throughput.output_tok_s"), sim_points_gpus(m),
+               sim_points_num(m, "economics.cost_per_day_usd"),
+               sim_points_str(m, "saturation.state"));
+    }
+    printf("results in %s/ (sweep.db, sweep.csv, points/)\n", s->out);
+}
+
+// ---- running -------------------------------------------------------------------------------------
+static void report_failure(const sweep *s, int idx, const kvf_err *err) {
+    fprintf(stderr, "kvfleet sweep: point %d (%s): %s\n", idx, s->names[idx], err->msg);
+}
+
+// Runs the points idx with todo[idx] in this process, in order.
+static int run_inline(sweep *s, const bool *todo, int ntodo, rpt_progress *bar) {
+    int failed = 0, done = 0;
+    for (int i = 0; i < s->npoints && !g_interrupt; i++) {
+        if (!todo[i]) continue;
+        kvf_err err = {0};
+        kvf_status st = run_point(s, i, &err);
+        if (st && st != KVF_EINTR) {
+            report_failure(s, i, &err);
+            failed++;
+        }
+        if (!st) s->ran[i] = true;
+        rpt_progress_update(bar, ++done);
+    }
+    (void)ntodo;
+    return failed;
+}
+
+// Runs the points with todo[idx] in up to s->jobs forked workers, one point per child.
+static int run_forked(sweep *s, const bool *todo, int ntodo, rpt_progress *bar) {
+    pid_t *pid_of = kvf_calloc((size_t)s->npoints, sizeof *pid_of);
+    int running = 0, next = 0, failed = 0, done = 0;
+    fflush(stdout);
+    fflush(stderr);
+    for (;;) {
+        while (!g_interrupt && running < s->jobs && next < s->npoints) {
+            if (!todo[next]) {
+                next++;
+                continue;
+            }
+            pid_t pid = fork();
+            if (pid < 0) {
+                fprintf(stderr, "kvfleet sweep: fork: %s\n", strerror(errno));
+                failed++;
+                next++;
+                continue;
+            }
+            if (pid == 0) {
+                kvf_err err = {0};
+                kvf_status st = run_point(s, next, &err);
+                if (st && st != KVF_EINTR) report_failure(s, next, &err);
+                fflush(stderr);
+                _exit(st ? 1 : 0);
+            }
+            pid_of[next++] = pid;
+            running++;
+        }
+        if (running == 0) break;
+        int wst = 0;
+        pid_t p = waitpid(-1, &wst, 0);
+        if (p < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        int idx = -1;
+        for (int i = 0; i < s->npoints; i++)
+            if (pid_of[i] == p) idx = i;
+        if (idx < 0) continue;
+        pid_of[idx] = 0;
+        running--;
+        bool ok = WIFEXITED(wst) && WEXITSTATUS(wst) == 0;
+        if (ok) s->ran[idx] = true;
+        else if (!g_interrupt) {
+            if (WIFSIGNALED(wst))
+                fprintf(stderr, "kvfleet sweep: point %d (%s): worker killed by signal %d\n", idx,
+                        s->names[idx], WTERMSIG(wst));
+            failed++;
+        }
+        rpt_progress_update(bar, ++done);
+    }
+    (void)ntodo;
+    free(pid_of);
+    return failed;
+}
+
+static json_t *load_point(const sweep *s, int idx) {
+    char p[SIM_PATH_MAX + 300];
+    point_path(s, idx, "/summary.json", p, sizeof p);
+    json_error_t je;
+    return json_load_file(p, 0, &je);
+}
+
+#ifdef KVF_HAVE_MPI
+// Rank r != 0 sends, for each of its points in increasing idx, {idx, len} then len bytes of
+// summary JSON (len 0: failed). Rank 0 receives them in the same order per source, so
+// MPI's non-overtaking rule between a pair of ranks keeps them matched.
+static void mpi_gather(sweep *s) {
+    enum { TAG_HDR = 11, TAG_TXT = 12 };
+    if (s->rank != 0) {
+        for (int i = s->rank; i < s->npoints; i += s->size) {
+            char *txt = NULL;
+            size_t len = 0;
+            kvf_err err = {0};
+            char p[SIM_PATH_MAX + 300];
+            point_path(s, i, "/summary.json", p, sizeof p);
+            if (!file_exists(p) || kvf_read_file(p, &txt, &len, &err)) len = 0;
+            int hdr[2] = {i, (int)len};
+            MPI_Send(hdr, 2, MPI_INT, 0, TAG_HDR, MPI_COMM_WORLD);
+            if (len) MPI_Send(txt, (int)len, MPI_CHAR, 0, TAG_TXT, MPI_COMM_WORLD);
+            free(txt);
+        }
+        return;
+    }
+    for (int i = 0; i < s->npoints; i++) {
+        int src = i % s->size;
+        if (src == 0) continue;
+        int hdr[2];
+        MPI_Recv(hdr, 2, MPI_INT, src, TAG_HDR, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        KVF_ASSERT(hdr[0] == i);
+        json_decref(s->summary[i]);
+        s->summary[i] = NULL;
+        if (hdr[1] > 0) {
+            char *txt = kvf_malloc((size_t)hdr[1] + 1);
+            MPI_Recv(txt, hdr[1], MPI_CHAR, src, TAG_TXT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            txt[hdr[1]] = '\0';
+            json_error_t je;
+            s->summary[i] = json_loads(txt, 0, &je);
+            free(txt);
+        }
+    }
+}
+#endif
+
+static bool mpi_wanted(void) {
+    const char *e = getenv("OMPI_COMM_WORLD_SIZE");
+    return e && atoi(e) > 1;
+}
+
+static int sweep_main(sweep *s, int argc, char **argv) {
+    const char *vary[SW_KEYS_MAX];
+    int nvary = 0;
+    const char *jobs = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool more = i + 1 < argc;
+        if (!strcmp(a, "--vary") && more) {
+            if (nvary == SW_KEYS_MAX) {
+                fprintf(stderr, "kvfleet sweep: at most %d --vary options\n", SW_KEYS_MAX);
+                return 2;
+            }
+            vary[nvary++] = argv[++i];
+        } else if (!strcmp(a, "--set") && more) {
+            if (s->nsets == SW_SETS_MAX) {
+                fprintf(stderr, "kvfleet sweep: at most %d --set options\n", SW_SETS_MAX);
+                return 2;
+            }
+            s->sets[s->nsets++] = argv[++i];
+        } else if (!strcmp(a, "-j") && more) jobs = argv[++i];
+        else if (!strncmp(a, "-j", 2) && a[2]) jobs = a + 2;
+        else if (!strcmp(a, "-o") && more) s->out = argv[++i];
+        else if (!strcmp(a, "--json")) s->json = true;
+        else if (a[0] == '-') {
+            fprintf(stderr, "kvfleet sweep: unknown option '%s'%s\n", a,
+                    more ? "" : " (or missing its value)");
+            return usage_sweep();
+        } else if (!s->scenario) s->scenario = a;
+        else {
+            fprintf(stderr, "kvfleet sweep: unexpected argument '%s'\n", a);
+            return usage_sweep();
+        }
+    }
+    if (!s->scenario) return usage_sweep();
+    if (nvary == 0) {
+        fprintf(stderr, "kvfleet sweep: give at least one --vary KEY=V1,V2,...\n");
+        return usage_sweep();
+    }
+    s->jobs = 1;
+    if (jobs) {
+        char *end = NULL;
+        long j = strtol(jobs, &end, 10);
+        if (!*jobs || *end || j < 1 || j > 1024) {
+            fprintf(stderr, "kvfleet sweep: -j wants a number of workers (1..1024), not '%s'\n", jobs);
+            return 2;
+        }
+        s->jobs = (int)j;
+    }
+    kvf_err err = {0};
+    s->base = kvf_malloc(sizeof *s->base);
+    kvf_status st = sim_points_load(s->base, s->scenario, s->sets, s->nsets, &err);
+    if (st) {
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return kvf_exit_code(st);
+    }
+    // Every --vary: well formed, a new key, each value accepted by the scenario loader.
+    sim_config *tmp = kvf_malloc(sizeof *tmp);
+    double npoints = 1;
+    for (int v = 0; v < nvary && !st; v++) {
+        sw_key *k = &s->keys[s->nkeys];
+        st = parse_vary(k, vary[v], &err);
+        if (st) break;
+        s->nkeys++;
+        for (int j = 0; j < s->nkeys - 1 && !st; j++)
+            if (!strcmp(s->keys[j].key, k->key))
+                st = kvf_fail(&err, KVF_EINVAL, "--vary %s: key given twice", k->key);
+        for (int j = 0; j < k->n && !st; j++) {
+            char a[SIM_PATH_MAX + 128];
+            memcpy(tmp, s->base, sizeof *tmp);
+            snprintf(a, sizeof a, "%s=%s", k->key, k->vals[j]);
+            st = sim_config_set(tmp, a, &err);
+            if (st) kvf_err_prefix(&err, "--vary %s", k->key);
+        }
+        npoints *= k->n;
+    }
+    if (!st && npoints > SW_POINTS_MAX)
+        st = kvf_fail(&err, KVF_EINVAL, "--vary: %.0f points, more than %d", npoints, SW_POINTS_MAX);
+    s->npoints = (int)npoints;
+    // Every point's configuration is consistent, before anything runs.
+    for (int i = 0; !st && i < s->npoints; i++) {
+        st = point_config(s, i, tmp, &err);
+        if (st) {
+            char where[512] = "";
+            size_t n = 0;
+            for (int k = 0; k < s->nkeys; k++)
+                n += (size_t)snprintf(where + n, n < sizeof where ? sizeof where - n : 0, "%s%s=%s",
+                                      k ? " " : "", s->keys[k].key,
+                                      s->keys[k].vals[point_val(s, i, k)]);
+            kvf_err_prefix(&err, "point %d (%s)", i, where);
+        }
+    }
+    free(tmp);
+    if (st) {
+        if (s->rank == 0) fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return kvf_exit_code(st);
+    }
+    char outbuf[SIM_PATH_MAX];
+    if (!s->out) {
+        snprintf(outbuf, sizeof outbuf, "out/sweep-%s", s->base->name[0] ? s->base->name : "run");
+        s->out = outbuf;
+    }
+    s->names = kvf_calloc((size_t)s->npoints, sizeof *s->names);
+    s->summary = kvf_calloc((size_t)s->npoints, sizeof *s->summary);
+    s->ran = kvf_calloc((size_t)s->npoints, sizeof *s->ran);
+    for (int i = 0; i < s->npoints; i++) s->names[i] = point_name(s, i);
+    st = check_definition(s, &err);
+    if (st) {
+        if (s->rank == 0) fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return kvf_exit_code(st);
+    }
+
+    // Which points this process runs: not done yet, and (under MPI) its share.
+    bool *todo = kvf_calloc((size_t)s->npoints, sizeof *todo);
+    int ntodo = 0, mine = 0;
+    for (int i = 0; i < s->npoints; i++) {
+        if (i % s->size != s->rank) continue;
+        mine++;
+        if (!point_done(s, i)) {
+            todo[i] = true;
+            ntodo++;
+        }
+    }
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    rpt_progress bar;
+    char label[64];
+    snprintf(label, sizeof label, "sweep %d points", ntodo);
+    rpt_progress_init(&bar, label, ntodo);
+    if (s->json || s->rank != 0) bar.enabled = bar.enabled && s->rank == 0;
+    int failed = (s->jobs > 1 && s->size == 1) ? run_forked(s, todo, ntodo, &bar)
+                                               : run_inline(s, todo, ntodo, &bar);
+    if (ntodo) rpt_progress_done(&bar);
+    free(todo);
+    int nran = 0;
+    for (int i = 0; i < s->npoints; i++) nran += s->ran[i];
+
+    // Gather: every point's summary from its directory (or, under MPI, from its rank).
+    for (int i = 0; i < s->npoints; i++)
+        if (i % s->size == s->rank) s->summary[i] = load_point(s, i);
+#ifdef KVF_HAVE_MPI
+    if (s->size > 1) {
+        mpi_gather(s);
+        int tot[2] = {0, 0}, loc[2] = {nran, failed};
+        MPI_Reduce(loc, tot, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+        nran = tot[0];
+        failed = tot[1];
+    }
+#endif
+    (void)mine;
+    if (s->rank != 0) return failed || g_interrupt ? 1 : 0;
+    int missing = 0;
+    for (int i = 0; i < s->npoints; i++) missing += !s->summary[i];
+    st = write_db(s, &err);
+    if (!st) st = write_csv(s, &err);
+    if (st) {
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return 1;
+    }
+    if (s->json) print_json(s);
+    else print_table(s);
+    fprintf(stderr, "kvfleet sweep: %d points: %d run now, %d already done, %d missing%s\n",
+            s->npoints, nran, s->npoints - missing - nran, missing,
+            s->size > 1 ? " (gathered over MPI ranks)" : "");
+    if (g_interrupt) {
+        fprintf(stderr, "kvfleet sweep: interrupted; rerun the same command to resume\n");
+        return 1;
+    }
+    return missing ? 1 : 0;
+}
+
+int sim_cli_sweep(int argc, char **argv) {
+    static sweep s;
+    memset(&s, 0, sizeof s);
+    s.size = 1;
+    bool mpi = false;
+#ifdef KVF_HAVE_MPI
+    if (mpi_wanted()) {
+        MPI_Init(NULL, NULL);
+        MPI_Comm_rank(MPI_COMM_WORLD, &s.rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &s.size);
+        mpi = true;
+    }
+#else
+    if (mpi_wanted())
+        fprintf(stderr, "kvfleet sweep: built without MPI; every rank runs the whole sweep\n");
+#endif
+    int rc = sweep_main(&s, argc, argv);
+#ifdef KVF_HAVE_MPI
+    if (mpi) MPI_Finalize();
+#endif
+    (void)mpi;
+    for (int k = 0; k < s.nkeys; k++) {
+        for (int j = 0; j < s.keys[k].n; j++) free(s.keys[k].vals[j]);
+        free(s.keys[k].vals);
+    }
+    for (int i = 0; s.names && i < s.npoints; i++) {
+        free(s.names[i]);
+        json_decref(s.summary[i]);
+    }
+    free(s.names);
+    free(s.summary);
+    free(s.ran);
+    free(s.base);
+    return rc;
+}
