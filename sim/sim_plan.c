@@ -223,7 +223,11 @@ static bool search(planner *pl, int g, bool vary_ratio, plan_cands *cands) {
     int cap = inst_cap(pl, g);
     int p = KVF_MAX(1, KVF_MIN(b->prefill.instances, cap));
     int d = pl->colocated ? b->decode.instances : KVF_MAX(1, KVF_MIN(b->decode.instances, cap));
-    // 1. generous feasible point
+    // 1. generous feasible point, within --max-gpus (start and growth trimmed to fit)
+    while (pl->max_gpus > 0 && est_gpus(pl, p, d, g, g) > pl->max_gpus && (p > 1 || d > 1)) {
+        if (p >= d || pl->colocated || d == 1) p = KVF_MAX(1, p - 1);
+        else d--;
+    }
     for (int it = 0;; it++) {
         plan_eval e = eval(pl, p, d, g, g, 0);
         if (pl->st) return false;
@@ -232,6 +236,10 @@ static bool search(planner *pl, int g, bool vary_ratio, plan_cands *cands) {
         bool gp = !e.ttft_ok || !e.stable || pl->colocated;
         bool gd = !pl->colocated && (!e.tpot_ok || !e.stable);
         int np = gp ? KVF_MIN(2 * p, cap) : p, nd = gd ? KVF_MIN(2 * d, cap) : d;
+        while (pl->max_gpus > 0 && est_gpus(pl, np, nd, g, g) > pl->max_gpus && (np > p || nd > d)) {
+            if (np - p >= nd - d) np--;
+            else nd--;
+        }
         if (np == p && nd == d) return false;
         p = np;
         d = nd;

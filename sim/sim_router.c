@@ -26,6 +26,32 @@ static double queued(sim_cluster *c, const sim_inst *in) {
     return c->cfg->router_stale_ns > 0 ? in->stale_queued : in->queued_tokens;
 }
 
+static double kv_load(sim_cluster *c, const sim_inst *in) {
+    double used = c->cfg->router_stale_ns > 0 ? in->stale_kv : in->kv_used + (double)in->dwait.n;
+    return used / (in->kv_cap > 0 ? in->kv_cap : 1);
+}
+
+static double requests(sim_cluster *c, const sim_inst *in) {
+    return c->cfg->router_stale_ns > 0 ? in->stale_n : in->n_running + (double)in->dwait.n;
+}
+
+// The active instance of the pool with the least load (first one on ties).
+static uint32_t argmin(sim_cluster *c, sim_pool *p, double (*load)(sim_cluster *, const sim_inst *)) {
+    refresh(c, p);
+    uint32_t best = SIM_NONE;
+    double bl = 0;
+    for (uint32_t i = 0; i < p->n; i++) {
+        sim_inst *in = &c->inst[p->first + i];
+        if (!in->active) continue;
+        double l = load(c, in);
+        if (best == SIM_NONE || l < bl) {
+            best = in->id;
+            bl = l;
+        }
+    }
+    return best;
+}
+
 // ---- prefill --------------------------------------------------------------------------------
 static uint32_t pick_rr(sim_cluster *c, sim_pool *p, sim_req *r) {
     (void)r;
@@ -38,19 +64,7 @@ static uint32_t pick_rr(sim_cluster *c, sim_pool *p, sim_req *r) {
 
 static uint32_t pick_least_loaded(sim_cluster *c, sim_pool *p, sim_req *r) {
     (void)r;
-    refresh(c, p);
-    uint32_t best = SIM_NONE;
-    double bl = 0;
-    for (uint32_t i = 0; i < p->n; i++) {
-        sim_inst *in = &c->inst[p->first + i];
-        if (!in->active) continue;
-        double l = queued(c, in);
-        if (best == SIM_NONE || l < bl) {
-            best = in->id;
-            bl = l;
-        }
-    }
-    return best;
+    return argmin(c, p, queued);
 }
 
 // Power of two choices: two random active instances, the less loaded wins.
@@ -121,36 +135,12 @@ static uint32_t pick_ttft_estimate(sim_cluster *c, sim_pool *p, sim_req *r) {
 // ---- decode -------------------------------------------------------------------------------------
 static uint32_t pick_least_kv(sim_cluster *c, sim_pool *p, sim_req *r) {
     (void)r;
-    refresh(c, p);
-    uint32_t best = SIM_NONE;
-    double bl = 0;
-    for (uint32_t i = 0; i < p->n; i++) {
-        sim_inst *in = &c->inst[p->first + i];
-        if (!in->active) continue;
-        double l = (c->cfg->router_stale_ns > 0 ? in->stale_kv : in->kv_used + (double)in->dwait.n) /
-                   (in->kv_cap > 0 ? in->kv_cap : 1);
-        if (best == SIM_NONE || l < bl) {
-            best = in->id;
-            bl = l;
-        }
-    }
-    return best;
+    return argmin(c, p, kv_load);
 }
 
 static uint32_t pick_least_requests(sim_cluster *c, sim_pool *p, sim_req *r) {
     (void)r;
-    refresh(c, p);
-    uint32_t best = SIM_NONE, bl = 0;
-    for (uint32_t i = 0; i < p->n; i++) {
-        sim_inst *in = &c->inst[p->first + i];
-        if (!in->active) continue;
-        uint32_t l = c->cfg->router_stale_ns > 0 ? in->stale_n : in->n_running + (uint32_t)in->dwait.n;
-        if (best == SIM_NONE || l < bl) {
-            best = in->id;
-            bl = l;
-        }
-    }
-    return best;
+    return argmin(c, p, requests);
 }
 
 typedef struct {

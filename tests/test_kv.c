@@ -9,40 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "helpers/kvt.h"
 #include "sim.h"
 #include "trc.h"
 
-static char trace_path[1024];
-
-static const char *shared(const char *name) {
-    const char *d = getenv("KVF_SHARED");
-    snprintf(trace_path, sizeof trace_path, "%s/traces/%s", d ? d : "../shared", name);
-    return trace_path;
-}
+static const char *shared(const char *name) { return kvt_shared_trace(name); }
 
 static json_t *run(const char *trace, const char *const *sets, int n) {
-    static sim_config cfg;
-    kvf_err err = {0};
-    char path[1024], a[1200];
-    const char *d = getenv("KVF_SOURCE_DIR");
-    snprintf(path, sizeof path, "%s/scenarios/quickstart.yaml", d ? d : ".");
-    sim_config_default(&cfg);
-    ck_assert_msg(sim_config_load(&cfg, path, &err) == KVF_OK, "%s", err.msg);
-    snprintf(a, sizeof a, "workload.trace=%s", trace);
-    ck_assert(sim_config_set(&cfg, a, &err) == KVF_OK);
-    for (int i = 0; i < n; i++)
-        ck_assert_msg(sim_config_set(&cfg, sets[i], &err) == KVF_OK, "%s: %s", sets[i], err.msg);
-    ck_assert_msg(sim_config_validate(&cfg, &err) == KVF_OK, "%s", err.msg);
-    sim_run_opts o = {.quiet = true};
-    void *s;
-    ck_assert_msg(sim_run(&cfg, &o, &s, &err) == KVF_OK, "%s", err.msg);
-    return s;
-}
-
-static double get(json_t *s, const char *a, const char *b) {
-    json_t *o = json_object_get(json_object_get(s, a), b);
-    ck_assert_msg(json_is_number(o), "no %s.%s", a, b);
-    return json_number_value(o);
+    return kvt_run("quickstart.yaml", trace, sets, n, NULL);
 }
 
 static double ideal_hit_rate(const char *trace, const char *format, int64_t limit) {
@@ -67,7 +41,7 @@ START_TEST(test_unbounded_store_reaches_ideal_reuse) {
                           "batch: never, other: never}",
                           "workload.bucket=spread"};
     json_t *s = run(t, sets, 3);
-    double hit = get(s, "cache", "hit_rate");
+    double hit = kvt_num(s, "cache.hit_rate");
     ck_assert_msg(hit <= ideal + 1e-9, "simulated hit rate %.5f above the ideal %.5f", hit, ideal);
     ck_assert_msg(ideal - hit < 0.01, "simulated hit rate %.5f more than 1 point below the ideal %.5f",
                   hit, ideal);
@@ -84,9 +58,9 @@ START_TEST(test_hit_rate_grows_with_capacity_and_retention) {
     for (int i = 0; i < 4; i++) {
         const char *sets[] = {caps[i], "workload.limit_requests=4000"};
         json_t *s = run(t, sets, 2);
-        double h = get(s, "cache", "hit_rate");
+        double h = kvt_num(s, "cache.hit_rate");
         ck_assert_msg(h >= prev - 1e-9, "hit rate fell from %.4f to %.4f at %s", prev, h, caps[i]);
-        ck_assert_msg(get(s, "invariants", "tiers_over_capacity") == 0, "over capacity at %s", caps[i]);
+        ck_assert_msg(kvt_num(s, "invariants.tiers_over_capacity") == 0, "over capacity at %s", caps[i]);
         if (i == 3) ck_assert_msg(h > prev + 1e-3 || prev > 0.3, "no growth up to unlimited");
         prev = h;
         json_decref(s);
@@ -97,9 +71,9 @@ START_TEST(test_hit_rate_grows_with_capacity_and_retention) {
     const char *r2[] = {"kv_cache.ssd.capacity_tb=unlimited", "workload.limit_requests=4000",
                         "kv_cache.ssd.retention={chatbot: 7d}"};
     json_t *a = run(t, r1, 3), *b = run(t, r2, 3);
-    double ha = get(a, "cache", "hit_rate"), hb = get(b, "cache", "hit_rate");
+    double ha = kvt_num(a, "cache.hit_rate"), hb = kvt_num(b, "cache.hit_rate");
     ck_assert_msg(ha < hb, "60 s retention %.4f not below 7 d %.4f", ha, hb);
-    ck_assert_msg(get(a, "cache", "expired_blocks") > 0, "nothing expired with 60 s retention");
+    ck_assert_msg(kvt_num(a, "cache.expired_blocks") > 0, "nothing expired with 60 s retention");
     json_decref(a);
     json_decref(b);
 }
@@ -112,11 +86,11 @@ START_TEST(test_shared_ssd_on_agentic_sessions) {
     const char *off[] = {"workload.format=sessions", "kv_cache.ssd.capacity_tb=0",
                          "workload.limit_requests=800"};
     json_t *a = run(t, on, 3), *b = run(t, off, 3);
-    double ha = get(a, "cache", "hit_rate"), hb = get(b, "cache", "hit_rate");
+    double ha = kvt_num(a, "cache.hit_rate"), hb = kvt_num(b, "cache.hit_rate");
     ck_assert_msg(ha > hb + 0.05, "hit rate with SSD %.3f, HBM only %.3f", ha, hb);
-    ck_assert_msg(get(a, "ttft_ms", "mean") < get(b, "ttft_ms", "mean"),
-                  "TTFT with SSD %.0f ms not below HBM only %.0f ms", get(a, "ttft_ms", "mean"),
-                  get(b, "ttft_ms", "mean"));
+    ck_assert_msg(kvt_num(a, "ttft_ms.mean") < kvt_num(b, "ttft_ms.mean"),
+                  "TTFT with SSD %.0f ms not below HBM only %.0f ms", kvt_num(a, "ttft_ms.mean"),
+                  kvt_num(b, "ttft_ms.mean"));
     json_decref(a);
     json_decref(b);
 }
@@ -150,10 +124,4 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) {
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? 1 : 0;
-}
+int main(void) { return kvt_main(suite()); }

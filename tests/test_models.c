@@ -533,10 +533,12 @@ START_TEST(test_calibrated_exact_and_interpolated) {
     ck_assert_int_eq(cost_of(s, MDL_PREFILL, &one_seq, 1, &ex),
                      llround(t_pre(1024, 2048) + t_host(1)));
     ck_assert(!ex);
-    for (int i = 0; i < 64; i++) d[i] = (mdl_seq){1, 4096};
+    for (int i = 0; i < 64; i++)
+        d[i] = (mdl_seq){1, 4096};
     ck_assert_int_eq(cost_of(s, MDL_DECODE, d, 64, &ex), llround(t_dec(64, 4096) + t_host(64)));
     ck_assert(!ex);
-    for (int i = 0; i < 64; i++) d[i] = (mdl_seq){1, 0};
+    for (int i = 0; i < 64; i++)
+        d[i] = (mdl_seq){1, 0};
     ck_assert_int_eq(cost_of(s, MDL_DECODE, d, 1, &ex), llround(t_dec(1, 0) + t_host(1)));
     ck_assert(!ex);
     // between grid points (bilinear truth: exact up to rounding)

@@ -8,32 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "helpers/kvt.h"
 #include "sim.h"
 
 static json_t *run(const char *const *sets, int n) {
-    static sim_config cfg;
-    kvf_err err = {0};
-    char path[1024], a[1200];
-    const char *d = getenv("KVF_SOURCE_DIR"), *sh = getenv("KVF_SHARED");
-    snprintf(path, sizeof path, "%s/scenarios/quickstart.yaml", d ? d : ".");
-    sim_config_default(&cfg);
-    ck_assert_msg(sim_config_load(&cfg, path, &err) == KVF_OK, "%s", err.msg);
-    snprintf(a, sizeof a, "workload.trace=%s/traces/mooncake_conversation.jsonl", sh ? sh : "../shared");
-    ck_assert(sim_config_set(&cfg, a, &err) == KVF_OK);
-    for (int i = 0; i < n; i++)
-        ck_assert_msg(sim_config_set(&cfg, sets[i], &err) == KVF_OK, "%s: %s", sets[i], err.msg);
-    ck_assert_msg(sim_config_validate(&cfg, &err) == KVF_OK, "%s", err.msg);
-    sim_run_opts o = {.quiet = true};
-    void *s;
-    ck_assert_msg(sim_run(&cfg, &o, &s, &err) == KVF_OK, "%s", err.msg);
-    return s;
-}
-
-static double get(json_t *s, const char *a, const char *b) {
-    json_t *o = json_object_get(s, a);
-    if (b) o = json_object_get(o, b);
-    ck_assert_msg(json_is_number(o), "no %s.%s", a, b ? b : "");
-    return json_number_value(o);
+    return kvt_run("quickstart.yaml", kvt_shared_trace("mooncake_conversation.jsonl"), sets, n, NULL);
 }
 
 static const char *sat(json_t *s) {
@@ -51,8 +30,8 @@ START_TEST(test_cache_aware_and_ttft_estimate_beat_round_robin) {
         snprintf(r, sizeof r, "router.prefill=%s", names[i]);
         base[3] = r;
         json_t *s = run(base, 4);
-        hit[i] = get(s, "cache", "hit_rate");
-        p90[i] = get(s, "ttft_ms", "p90");
+        hit[i] = kvt_num(s, "cache.hit_rate");
+        p90[i] = kvt_num(s, "ttft_ms.p90");
         json_decref(s);
     }
     for (int i = 1; i < 3; i++) {
@@ -69,8 +48,8 @@ START_TEST(test_p2c_beats_round_robin_on_tail_under_load) {
     const char *b[] = {"cluster.prefill.instances=3", "workload.limit_requests=6000",
                        "router.prefill=p2c"};
     json_t *s1 = run(a, 3), *s2 = run(b, 3);
-    ck_assert_msg(get(s2, "ttft_ms", "p99") < get(s1, "ttft_ms", "p99"), "p2c p99 %.0f, rr p99 %.0f",
-                  get(s2, "ttft_ms", "p99"), get(s1, "ttft_ms", "p99"));
+    ck_assert_msg(kvt_num(s2, "ttft_ms.p99") < kvt_num(s1, "ttft_ms.p99"), "p2c p99 %.0f, rr p99 %.0f",
+                  kvt_num(s2, "ttft_ms.p99"), kvt_num(s1, "ttft_ms.p99"));
     json_decref(s1), json_decref(s2);
 }
 END_TEST
@@ -84,13 +63,13 @@ START_TEST(test_speculative_tokens_per_step) {
         snprintf(acc, sizeof acc, "speculative.acceptance=%g", a);
         const char *sets[] = {"speculative.draft_tokens=1", acc, "workload.limit_requests=1500"};
         json_t *s = run(sets, 3);
-        double tps = get(s, "throughput", "tokens_per_decode_step_per_request");
+        double tps = kvt_num(s, "throughput.tokens_per_decode_step_per_request");
         ck_assert_msg(fabs(tps - (1 + a)) < 0.03, "acceptance %.2f: %.4f tokens per step", a, tps);
         json_decref(s);
     }
     const char *none[] = {"workload.limit_requests=500"};
     json_t *s = run(none, 1);
-    ck_assert_msg(fabs(get(s, "throughput", "tokens_per_decode_step_per_request") - 1) < 1e-9,
+    ck_assert_msg(fabs(kvt_num(s, "throughput.tokens_per_decode_step_per_request") - 1) < 1e-9,
                   "no speculation should give exactly 1 token per step");
     json_decref(s);
 }
@@ -112,10 +91,10 @@ START_TEST(test_disaggregation_keeps_tpot_flat) {
     const char *d[] = {"workload.limit_requests=3000"};
     const char *c[] = {"workload.limit_requests=3000", "cluster.mode=colocated"};
     json_t *s1 = run(d, 1), *s2 = run(c, 2);
-    ck_assert_int_eq(get(s1, "gpus", "prefill") + get(s1, "gpus", "decode"), get(s2, "gpus", "prefill"));
-    ck_assert_msg(get(s1, "tpot_ms", "p90") < get(s2, "tpot_ms", "p90"),
-                  "TPOT p90 disaggregated %.2f ms, colocated %.2f ms", get(s1, "tpot_ms", "p90"),
-                  get(s2, "tpot_ms", "p90"));
+    ck_assert_int_eq(kvt_num(s1, "gpus.prefill") + kvt_num(s1, "gpus.decode"), kvt_num(s2, "gpus.prefill"));
+    ck_assert_msg(kvt_num(s1, "tpot_ms.p90") < kvt_num(s2, "tpot_ms.p90"),
+                  "TPOT p90 disaggregated %.2f ms, colocated %.2f ms", kvt_num(s1, "tpot_ms.p90"),
+                  kvt_num(s2, "tpot_ms.p90"));
     json_decref(s1), json_decref(s2);
 }
 END_TEST
@@ -126,9 +105,9 @@ START_TEST(test_schedule_changes_gpu_hours) {
     const char *b[] = {"workload.limit_requests=2000", "cluster.decode.instances=4",
                        "cluster.schedule=[{from_h: 0.1, decode: 2}]"};
     json_t *s1 = run(a, 2), *s2 = run(b, 3);
-    ck_assert_msg(get(s2, "gpu_hours", NULL) < get(s1, "gpu_hours", NULL), "GPU-hours %.3f vs %.3f",
-                  get(s2, "gpu_hours", NULL), get(s1, "gpu_hours", NULL));
-    ck_assert_int_eq(get(s2, "requests", "completed"), 2000);
+    ck_assert_msg(kvt_num(s2, "gpu_hours") < kvt_num(s1, "gpu_hours"), "GPU-hours %.3f vs %.3f",
+                  kvt_num(s2, "gpu_hours"), kvt_num(s1, "gpu_hours"));
+    ck_assert_int_eq(kvt_num(s2, "requests.completed"), 2000);
     json_decref(s1), json_decref(s2);
 }
 END_TEST
@@ -147,10 +126,4 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) {
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? 1 : 0;
-}
+int main(void) { return kvt_main(suite()); }

@@ -10,48 +10,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "helpers/kvt.h"
 #include "sim.h"
 #include "sim_kv.h"
 #include "sim_link.h"
 #include "sim_queue.h"
 
-static const char *src_dir(void) {
-    const char *d = getenv("KVF_SOURCE_DIR");
-    return d ? d : ".";
-}
+static const char *src_dir(void) { return kvt_src(); }
 
-static const char *shared_trace(const char *name, char *buf, size_t n) {
-    const char *d = getenv("KVF_SHARED");
-    snprintf(buf, n, "%s/traces/%s", d ? d : "../shared", name);
-    return buf;
-}
-
-// Loads scenarios/quickstart.yaml, applies the overrides, runs; returns the summary.
 static json_t *run_with(const char *out_dir, const char *const *sets, int nsets) {
-    static sim_config cfg;
-    kvf_err err = {0};
-    char path[1024], trace[1024], a[1200];
-    snprintf(path, sizeof path, "%s/scenarios/quickstart.yaml", src_dir());
-    sim_config_default(&cfg);
-    ck_assert_msg(sim_config_load(&cfg, path, &err) == KVF_OK, "%s", err.msg);
-    snprintf(a, sizeof a, "workload.trace=%s",
-             shared_trace("mooncake_conversation.jsonl", trace, sizeof trace));
-    ck_assert_msg(sim_config_set(&cfg, a, &err) == KVF_OK, "%s", err.msg);
-    for (int i = 0; i < nsets; i++)
-        ck_assert_msg(sim_config_set(&cfg, sets[i], &err) == KVF_OK, "%s: %s", sets[i], err.msg);
-    ck_assert_msg(sim_config_validate(&cfg, &err) == KVF_OK, "%s", err.msg);
-    sim_run_opts o = {.out_dir = out_dir, .quiet = true, .write_db = out_dir != NULL};
-    void *s = NULL;
-    kvf_status st = sim_run(&cfg, &o, &s, &err);
-    ck_assert_msg(st == KVF_OK, "run failed: %s", err.msg);
-    return s;
-}
-
-static double num(json_t *s, const char *a, const char *b) {
-    json_t *o = json_object_get(s, a);
-    if (b) o = json_object_get(o, b);
-    ck_assert_msg(json_is_number(o), "summary lacks %s.%s", a, b ? b : "");
-    return json_number_value(o);
+    return kvt_run("quickstart.yaml", kvt_shared_trace("mooncake_conversation.jsonl"), sets, nsets,
+                   out_dir);
 }
 
 // ---- kernel ----------------------------------------------------------------------------------
@@ -197,11 +166,11 @@ static void check_invariants(json_t *s, const char *what) {
     long long lost = json_integer_value(json_object_get(inv, "output_tokens_rejected"));
     ck_assert_msg(req == got + lost, "%s: output tokens requested %lld, produced %lld + rejected %lld",
                   what, req, got, lost);
-    ck_assert_msg(num(s, "invariants", "kv_tokens_held_end") == 0, "%s: KV not returned: %g tokens",
-                  what, num(s, "invariants", "kv_tokens_held_end"));
+    ck_assert_msg(kvt_num(s, "invariants.kv_tokens_held_end") == 0, "%s: KV not returned: %g tokens",
+                  what, kvt_num(s, "invariants.kv_tokens_held_end"));
     ck_assert_msg(json_integer_value(json_object_get(inv, "tiers_over_capacity")) == 0,
                   "%s: a tier held more than its capacity", what);
-    double hit = num(s, "cache", "hit_tokens"), miss = num(s, "cache", "miss_tokens");
+    double hit = kvt_num(s, "cache.hit_tokens"), miss = kvt_num(s, "cache.miss_tokens");
     ck_assert_msg(hit + miss > 0 && miss >= arrived - rej, "%s: at least one token per prompt", what);
 }
 
@@ -220,7 +189,7 @@ START_TEST(test_invariants_on_real_traces) {
                        "kv_cache.activation_reserve=0.6"};
     s = run_with(NULL, c, 3);
     check_invariants(s, "preempting");
-    ck_assert_msg(num(s, "steps", "preemptions") > 0, "expected preemptions on a starved decode pool");
+    ck_assert_msg(kvt_num(s, "steps.preemptions") > 0, "expected preemptions on a starved decode pool");
     json_decref(s);
     const char *d[] = {"workload.limit_requests=2000", "kv_cache.ssd.capacity_tb=0.01",
                        "kv_cache.dram.gb_per_node=20", "kv_cache.write_through=false"};
@@ -273,15 +242,15 @@ START_TEST(test_md1_queueing_delay) {
     sim_run_opts o = {.quiet = true};
     void *sv;
     ck_assert_msg(sim_run(&cfg, &o, &sv, &err) == KVF_OK, "%s", err.msg);
-    double D = num(sv, "ttft_ms", "mean") / 1e3;
+    double D = kvt_num(sv, "ttft_ms.mean") / 1e3;
     json_decref(sv);
     ck_assert_msg(D > 0.01 && D < 2, "service time %g s", D);
     double rho = 0.7, lambda = rho / D;
     write_poisson_csv(csv, n, lambda, in, 1, 11);
     ck_assert_msg(sim_run(&cfg, &o, &sv, &err) == KVF_OK, "%s", err.msg);
-    double wq = num(sv, "ttft_ms", "mean") / 1e3 - D;
+    double wq = kvt_num(sv, "ttft_ms.mean") / 1e3 - D;
     // the realised arrival rate (not the nominal one) sets rho
-    double span = num(sv, "sim", "simulated_s");
+    double span = kvt_num(sv, "sim.simulated_s");
     double rho_real = (double)n / span * D;
     double want = rho_real * D / (2 * (1 - rho_real));
     ck_assert_msg(fabs(wq - want) / want < 0.06, "M/D/1: Wq %.4f s, formula %.4f s (rho %.3f, D %.4f s)",
@@ -297,8 +266,8 @@ START_TEST(test_more_decode_instances_cut_tpot_under_overload) {
     const char *b[] = {"workload.limit_requests=2500", "workload.time_scale=0.25",
                        "cluster.prefill.instances=8", "cluster.decode.instances=2"};
     json_t *s1 = run_with(NULL, a, 4), *s2 = run_with(NULL, b, 4);
-    double t1 = num(s1, "tpot_ms", "p90"), t2 = num(s2, "tpot_ms", "p90");
-    double e1 = num(s1, "e2e_ms", "mean"), e2 = num(s2, "e2e_ms", "mean");
+    double t1 = kvt_num(s1, "tpot_ms.p90"), t2 = kvt_num(s2, "tpot_ms.p90");
+    double e1 = kvt_num(s1, "e2e_ms.mean"), e2 = kvt_num(s2, "e2e_ms.mean");
     ck_assert_msg(t2 < t1, "TPOT p90: 1 decode %.2f ms, 2 decode %.2f ms", t1, t2);
     ck_assert_msg(e2 < e1, "E2E mean: 1 decode %.0f ms, 2 decode %.0f ms", e1, e2);
     json_decref(s1), json_decref(s2);
@@ -310,7 +279,7 @@ START_TEST(test_halving_load_cuts_ttft) {
     const char *b[] = {"workload.limit_requests=3000", "cluster.prefill.instances=2",
                        "workload.time_scale=2"};
     json_t *s1 = run_with(NULL, a, 2), *s2 = run_with(NULL, b, 3);
-    double t1 = num(s1, "ttft_ms", "mean"), t2 = num(s2, "ttft_ms", "mean");
+    double t1 = kvt_num(s1, "ttft_ms.mean"), t2 = kvt_num(s2, "ttft_ms.mean");
     ck_assert_msg(t2 < t1, "TTFT mean: full load %.1f ms, half load %.1f ms", t1, t2);
     json_decref(s1), json_decref(s2);
 }
@@ -334,10 +303,4 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) {
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? 1 : 0;
-}
+int main(void) { return kvt_main(suite()); }

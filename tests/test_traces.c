@@ -798,6 +798,79 @@ START_TEST(test_gen_deterministic) {
 }
 END_TEST
 
+// The LRU curve for several sizes in one pass equals one pass per size, and a plain LRU
+// written here agrees with the smallest size on a small trace.
+static double naive_lru(const trc_gen_options *g, uint64_t cap_blocks) {
+    trc_reader *r;
+    kvf_err err = {0};
+    ck_assert(!trc_gen_open(&r, g, NULL, &err));
+    uint64_t *keys = calloc(cap_blocks, sizeof *keys), *stamp = calloc(cap_blocks, sizeof *stamp);
+    uint64_t n = 0, clock = 0, hit = 0, total = 0;
+    trc_request q;
+    while (trc_reader_next(r, &q, &err) == 1) {
+        uint32_t k = 0;
+        for (; k < q.n_blocks; k++) {
+            bool found = false;
+            for (uint64_t i = 0; i < n && !found; i++) found = keys[i] == q.blocks[k];
+            if (!found) break;
+        }
+        uint64_t h = (uint64_t)k * 64;
+        hit += h < q.input_tokens ? h : q.input_tokens - 1;
+        total += q.input_tokens;
+        for (uint32_t b = q.n_blocks; b-- > 0;) {   // last to first
+            uint64_t i = 0;
+            while (i < n && keys[i] != q.blocks[b]) i++;
+            if (i == n) {
+                if (n < cap_blocks) n++;
+                else {   // evict the least recent
+                    uint64_t lo = 0;
+                    for (uint64_t j = 1; j < n; j++)
+                        if (stamp[j] < stamp[lo]) lo = j;
+                    i = lo;
+                }
+                keys[i] = q.blocks[b];
+            }
+            stamp[i] = ++clock;
+        }
+    }
+    trc_reader_close(r);
+    free(keys);
+    free(stamp);
+    return (double)hit / (double)total;
+}
+
+START_TEST(test_stats_lru_sizes) {
+    trc_gen_options g;
+    trc_gen_options_default(&g);
+    g.rate_rps = 20;
+    g.duration_s = 40;
+    g.profile = TRC_GEN_MIXED;
+    g.max_context = 8192;
+    const double sizes[4] = {64e3, 8e3, 512e3, 32e3};
+    trc_reader *r;
+    kvf_err err = {0};
+    trc_stats all, one;
+    ck_assert(!trc_gen_open(&r, &g, NULL, &err));
+    ck_assert(!trc_stats_compute(r, sizes, 4, &all, &err));
+    trc_reader_close(r);
+    for (int i = 0; i < 4; i++) {
+        ck_assert(!trc_gen_open(&r, &g, NULL, &err));
+        ck_assert(!trc_stats_compute(r, &sizes[i], 1, &one, &err));
+        trc_reader_close(r);
+        ck_assert(all.cache_tokens[i] == sizes[i]);
+        ck_assert_msg(all.cache_hit_rate[i] == one.cache_hit_rate[0], "size %.0f: %f vs %f",
+                      sizes[i], all.cache_hit_rate[i], one.cache_hit_rate[0]);
+    }
+    double naive = naive_lru(&g, 8000 / 64);
+    ck_assert_msg(fabs(all.cache_hit_rate[1] - naive) < 1e-12, "LRU 8k tokens %f, naive %f",
+                  all.cache_hit_rate[1], naive);
+    ck_assert(all.cache_hit_rate[1] <= all.cache_hit_rate[3] &&
+              all.cache_hit_rate[3] <= all.cache_hit_rate[0] &&
+              all.cache_hit_rate[0] <= all.cache_hit_rate[2] &&
+              all.cache_hit_rate[2] <= all.ideal_hit_rate + 1e-12);
+}
+END_TEST
+
 // Histogram percentiles beyond the exact window stay within 0.2 %.
 START_TEST(test_stats_sketch_large) {
     trc_gen_options g;
@@ -1021,6 +1094,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_gen_reuse_matches_structure);
     tcase_add_test(tc, test_gen_deterministic);
     tcase_add_test(tc, test_stats_sketch_large);
+    tcase_add_test(tc, test_stats_lru_sizes);
     tcase_add_test(tc, test_bad_inputs);
     tcase_add_test(tc, test_cli);
     suite_add_tcase(s, tc);

@@ -140,8 +140,8 @@ kvf_status trc_writer_close(trc_writer *w, kvf_err *err);
 
 // ---- statistics -------------------------------------------------------------------------
 // One streaming pass over a reader. Memory is flat in trace length except for the set of
-// distinct block ids the unbounded ideal cache must remember (16 bytes per distinct block)
-// and the LRU caches (bounded by their capacities). Percentiles are exact up to 65,536
+// distinct block ids the unbounded ideal cache must remember (8-16 bytes per distinct block);
+// the LRU sizes share one recency stack bounded by the largest size (24 bytes per block). Percentiles are exact up to 65,536
 // requests and come from a log-linear histogram (relative error < 0.1 %) beyond.
 #define TRC_STATS_MAX_SIZES 8
 

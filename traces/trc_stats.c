@@ -4,7 +4,8 @@
 // Memory: lengths go into a fixed sketch (exact values for the first 65,536 requests, a
 // log-linear histogram always; percentiles come from the exact values while they suffice).
 // The ideal cache is an open-addressing set of distinct block ids (grows with distinct
-// blocks, the one thing an exact answer must remember); each LRU is bounded by its capacity.
+// blocks, the one thing an exact answer must remember); the LRU sizes share one recency
+// stack bounded by the largest capacity (24 bytes per cached block).
 //
 // Histogram layout (values v < 2^32): v < 2048 -> bucket v (exact); otherwise with
 // e = floor(log2 v) >= 11 -> bucket 2048 + (e - 11) * 1024 + (v >> (e - 10) & 1023), i.e.
@@ -136,24 +137,36 @@ static void idset_add(idset *s, uint64_t k) {
     s->n++;
 }
 
-// ---- LRU over blocks ------------------------------------------------------------------------
-// Entries live in dense arrays (key, prev, next); a linear-probing table maps key -> entry.
-// Deletion uses backward shift, so the table needs no tombstones.
+// ---- LRU caches of several sizes in one stack -------------------------------------------
+// LRU has the inclusion property: a cache of C blocks holds exactly the C most recent
+// distinct blocks. So one recency list serves every size: it is cut into segments
+// (segment j holds ranks [C_{j-1}, C_j) for the sizes sorted ascending) and every entry
+// knows its segment. A block is in cache j iff its segment <= j. Moving an entry to the
+// front pushes the tail entry of each segment above it one segment down (O(sizes)); the
+// last segment's overflow is evicted. Entries live in a dense array; a linear-probing table
+// (backward-shift deletion, no tombstones) maps ids to entries.
+//
+//   head                                                           tail
+//   [ seg 0: C_0 ][ seg 1: C_1 - C_0 ][ ... ][ seg S-1 ]  -> evicted
 #define NIL UINT32_MAX
 
 typedef struct lru_ent {
     uint64_t key;
     uint32_t prev, next;   // towards the head (more recent) / the tail
-} lru_ent;                 // one cache line holds the key and both links
+    uint32_t seg;
+} lru_ent;
 
 typedef struct lru {
-    uint64_t capacity;     // blocks
+    uint32_t nseg;
+    uint64_t segcap[TRC_STATS_MAX_SIZES];   // entries per segment
+    uint64_t segn[TRC_STATS_MAX_SIZES];     // entries now
+    uint32_t segtail[TRC_STATS_MAX_SIZES];  // tail-most entry of the segment, NIL if empty
+    uint64_t capacity;                      // sum of segcap
     lru_ent *e;
     size_t n, cap_ent;
-    uint32_t head, tail;   // head = most recent
-    uint32_t *tab;         // entry index or NIL; load <= 1/2
+    uint32_t head, tail;
+    uint32_t *tab;
     size_t tcap;
-    uint64_t hits;         // tokens
 } lru;
 
 static size_t lru_find_slot(const lru *c, uint64_t k) {
@@ -171,22 +184,6 @@ static void lru_rehash(lru *c, size_t ncap) {
         c->tab[lru_find_slot(c, c->e[i].key)] = i;
 }
 
-static void lru_unlink(lru *c, uint32_t i) {
-    lru_ent *x = &c->e[i];
-    if (x->prev != NIL) c->e[x->prev].next = x->next;
-    else c->head = x->next;
-    if (x->next != NIL) c->e[x->next].prev = x->prev;
-    else c->tail = x->prev;
-}
-
-static void lru_push_front(lru *c, uint32_t i) {
-    c->e[i].prev = NIL;
-    c->e[i].next = c->head;
-    if (c->head != NIL) c->e[c->head].prev = i;
-    c->head = i;
-    if (c->tail == NIL) c->tail = i;
-}
-
 static void lru_table_delete(lru *c, size_t slot) {
     size_t i = slot, m = c->tcap - 1;
     c->tab[i] = NIL;
@@ -202,15 +199,65 @@ static void lru_table_delete(lru *c, size_t slot) {
     }
 }
 
-// Entry index of k, or NIL.
+// Unlinks entry i from the list and from its segment's count.
+static void lru_unlink(lru *c, uint32_t i) {
+    lru_ent *x = &c->e[i];
+    uint32_t sg = x->seg;
+    if (c->segtail[sg] == i)
+        c->segtail[sg] = x->prev != NIL && c->e[x->prev].seg == sg ? x->prev : NIL;
+    c->segn[sg]--;
+    if (x->prev != NIL) c->e[x->prev].next = x->next;
+    else c->head = x->next;
+    if (x->next != NIL) c->e[x->next].prev = x->prev;
+    else c->tail = x->prev;
+}
+
+// Puts entry i at the head (segment 0) and pushes overflow down the segments; an overflow of
+// the last segment is evicted.
+static void lru_push_front(lru *c, uint32_t i) {
+    lru_ent *x = &c->e[i];
+    x->prev = NIL;
+    x->next = c->head;
+    if (c->head != NIL) c->e[c->head].prev = i;
+    c->head = i;
+    if (c->tail == NIL) c->tail = i;
+    x->seg = 0;
+    if (c->segtail[0] == NIL) c->segtail[0] = i;
+    c->segn[0]++;
+    for (uint32_t j = 0; j < c->nseg && c->segn[j] > c->segcap[j]; j++) {
+        uint32_t t = c->segtail[j];   // moves from segment j to j + 1 (or out)
+        c->segtail[j] = c->segn[j] > 1 ? c->e[t].prev : NIL;
+        c->segn[j]--;
+        if (j + 1 == c->nseg) {
+            // evict: t is the list tail
+            lru_ent *y = &c->e[t];
+            if (y->prev != NIL) c->e[y->prev].next = NIL;
+            else c->head = NIL;
+            c->tail = y->prev;
+            lru_table_delete(c, lru_find_slot(c, y->key));
+            y->key = 0;
+            y->seg = UINT32_MAX;   // free; lru_touch hands it to the next insert
+            y->next = y->prev = NIL;
+            c->n--;
+            break;
+        }
+        c->e[t].seg = j + 1;
+        if (c->segtail[j + 1] == NIL) c->segtail[j + 1] = t;
+        c->segn[j + 1]++;
+    }
+}
+
 static uint32_t lru_get(const lru *c, uint64_t k) {
     return c->tcap ? c->tab[lru_find_slot(c, k)] : NIL;
 }
 
 // Makes k the most recent entry; idx is a hint from lru_get (NIL = unknown).
-static void lru_touch(lru *c, uint64_t k, uint32_t idx) {
+static void lru_touch(lru *c, uint64_t k, uint32_t *free_slot, uint32_t idx) {
     if (!c->capacity) return;
-    if (idx != NIL && idx < c->n && c->e[idx].key == k) {
+    if (idx == NIL || idx >= c->cap_ent || c->e[idx].seg == UINT32_MAX || c->e[idx].key != k) {
+        idx = lru_get(c, k);
+    }
+    if (idx != NIL) {
         if (c->head != idx) {
             lru_unlink(c, idx);
             lru_push_front(c, idx);
@@ -218,26 +265,22 @@ static void lru_touch(lru *c, uint64_t k, uint32_t idx) {
         return;
     }
     if ((c->n + 1) * 2 > c->tcap) lru_rehash(c, c->tcap ? c->tcap * 2 : 1024);
-    size_t s = lru_find_slot(c, k);
-    if (c->tab[s] != NIL) {
-        uint32_t i = c->tab[s];
-        lru_unlink(c, i);
-        lru_push_front(c, i);
-        return;
-    }
     uint32_t i;
-    if (c->n >= c->capacity) {
-        i = c->tail;   // reuse the least recent entry
-        lru_unlink(c, i);
-        lru_table_delete(c, lru_find_slot(c, c->e[i].key));
-        s = lru_find_slot(c, k);
+    if (*free_slot != NIL) {
+        i = *free_slot;
+        *free_slot = NIL;
     } else {
         if (c->n + 1 > c->cap_ent) kvf_grow((void **)&c->e, &c->cap_ent, c->n + 1, sizeof *c->e);
-        i = (uint32_t)c->n++;
+        i = (uint32_t)c->n;
     }
+    c->n++;
     c->e[i].key = k;
-    c->tab[s] = i;
+    c->tab[lru_find_slot(c, k)] = i;
+    uint32_t before_tail = c->tail;
     lru_push_front(c, i);
+    // an eviction frees the old tail's entry (at most one per insert)
+    if (before_tail != NIL && before_tail != i && c->e[before_tail].seg == UINT32_MAX)
+        *free_slot = before_tail;
 }
 
 static void lru_free(lru *c) {
@@ -261,11 +304,33 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
         sk[i].hist = kvf_calloc(HIST_N, sizeof *sk[i].hist);
     }
     idset seen = {0};
-    lru caches[TRC_STATS_MAX_SIZES];
-    memset(caches, 0, sizeof caches);
     const uint64_t BT = trc_reader_block_tokens(r);
-    uint32_t *hint = NULL;   // entry indices found while measuring an LRU's leading run
+    uint32_t *hint = NULL;   // entry indices found while measuring the LRU's leading runs
     size_t caphint = 0;
+    // sizes sorted ascending -> segments of one LRU stack
+    uint32_t order[TRC_STATS_MAX_SIZES];
+    for (uint32_t i = 0; i < n_sizes; i++) order[i] = i;
+    for (uint32_t i = 1; i < n_sizes; i++)
+        for (uint32_t j = i; j > 0 && cache_tokens[order[j]] < cache_tokens[order[j - 1]]; j--) {
+            uint32_t t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    lru L;
+    memset(&L, 0, sizeof L);
+    L.head = L.tail = NIL;
+    L.nseg = n_sizes;
+    uint64_t prev_blocks = 0, lru_hits[TRC_STATS_MAX_SIZES] = {0};
+    for (uint32_t j = 0; j < n_sizes; j++) {
+        double cb = cache_tokens[order[j]] / (double)(BT ? BT : 1);
+        uint64_t blocks = cb >= 1 && cb < 4e9 ? (uint64_t)cb : cb >= 4e9 ? 4000000000ULL : 0;
+        if (blocks < prev_blocks) blocks = prev_blocks;
+        L.segcap[j] = blocks - prev_blocks;
+        L.segtail[j] = NIL;
+        prev_blocks = blocks;
+    }
+    L.capacity = prev_blocks;
+    uint32_t free_slot = NIL;
     trc_request q;
     int rc;
     int64_t first = 0, last = 0, prev_open = 0;
@@ -301,18 +366,24 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
         out->hit_tokens += KVF_MIN(run * BT, (uint64_t)q.input_tokens - 1);
         for (uint32_t i = (uint32_t)run; i < q.n_blocks; i++) idset_add(&seen, q.blocks[i]);
         if (q.n_blocks > caphint) kvf_grow((void **)&hint, &caphint, q.n_blocks, sizeof *hint);
-        for (uint32_t c = 0; c < n_sizes; c++) {
-            lru *L = &caches[c];
-            if (!L->capacity && !L->tcap) {
-                double cb = cache_tokens[c] / (double)BT;
-                L->capacity = cb >= 1 && cb < 4e9 ? (uint64_t)cb : cb >= 4e9 ? 4000000000ULL : 0;
-                L->head = L->tail = NIL;
+        // LRU sizes: the leading run of each size ends at the first block that is absent or
+        // sits in a deeper segment
+        if (n_sizes && L.capacity) {
+            uint32_t k = 0, worst = 0;
+            uint32_t runs[TRC_STATS_MAX_SIZES];
+            for (uint32_t j = 0; j < n_sizes; j++) runs[j] = 0;
+            while (k < q.n_blocks && (hint[k] = lru_get(&L, q.blocks[k])) != NIL) {
+                uint32_t sg = L.e[hint[k]].seg;
+                if (sg > worst) worst = sg;
+                // block k counts for every size j >= worst (all earlier blocks are in those)
+                for (uint32_t j = worst; j < n_sizes; j++) runs[j] = k + 1;
+                k++;
             }
-            uint32_t k = 0;
-            while (k < q.n_blocks && (hint[k] = lru_get(L, q.blocks[k])) != NIL) k++;
-            L->hits += KVF_MIN((uint64_t)k * BT, (uint64_t)q.input_tokens - 1);
+            for (uint32_t j = 0; j < n_sizes; j++)
+                lru_hits[j] += KVF_MIN((uint64_t)runs[j] * BT, (uint64_t)q.input_tokens - 1);
             // last to first, so a prefix stays more recent than its tail
-            for (uint32_t i = q.n_blocks; i-- > 0;) lru_touch(L, q.blocks[i], i < k ? hint[i] : NIL);
+            for (uint32_t i = q.n_blocks; i-- > 0;)
+                lru_touch(&L, q.blocks[i], &free_slot, i < k ? hint[i] : NIL);
         }
     }
     kvf_status st = KVF_OK;
@@ -333,11 +404,12 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
                                   ? (double)out->hit_tokens / (double)out->input_tokens.total
                                   : 0;
         out->n_sizes = n_sizes;
-        for (uint32_t c = 0; c < n_sizes; c++) {
+        for (uint32_t j = 0; j < n_sizes; j++) {
+            uint32_t c = order[j];
             out->cache_tokens[c] = cache_tokens[c];
-            out->cache_hit_rate[c] = out->input_tokens.total ? (double)caches[c].hits /
-                                                                   (double)out->input_tokens.total
-                                                             : 0;
+            out->cache_hit_rate[c] = out->input_tokens.total
+                                         ? (double)lru_hits[j] / (double)out->input_tokens.total
+                                         : 0;
         }
         snprintf(out->notes, sizeof out->notes, "%s", trc_reader_notes(r));
     }
@@ -347,7 +419,7 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
     }
     free(seen.keys);
     free(hint);
-    for (uint32_t c = 0; c < n_sizes; c++) lru_free(&caches[c]);
+    lru_free(&L);
     return st;
 }
 

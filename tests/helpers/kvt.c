@@ -1,0 +1,62 @@
+// tests/helpers/kvt.c -- see kvt.h.
+#include "kvt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+const char *kvt_src(void) {
+    const char *d = getenv("KVF_SOURCE_DIR");
+    return d ? d : ".";
+}
+
+const char *kvt_shared_trace(const char *name) {
+    static char ring[8][1024];
+    static int k;
+    const char *d = getenv("KVF_SHARED");
+    char *b = ring[k++ & 7];
+    snprintf(b, sizeof ring[0], "%s/traces/%s", d ? d : "../shared", name);
+    return b;
+}
+
+json_t *kvt_run(const char *scenario, const char *trace, const char *const *sets, int n,
+                const char *out_dir) {
+    static sim_config cfg;
+    kvf_err err = {0};
+    char path[1024], a[1200];
+    snprintf(path, sizeof path, "%s/scenarios/%s", kvt_src(), scenario);
+    sim_config_default(&cfg);
+    ck_assert_msg(sim_config_load(&cfg, path, &err) == KVF_OK, "%s", err.msg);
+    if (trace) {
+        snprintf(a, sizeof a, "workload.trace=%s", trace);
+        ck_assert_msg(sim_config_set(&cfg, a, &err) == KVF_OK, "%s", err.msg);
+    }
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(sim_config_set(&cfg, sets[i], &err) == KVF_OK, "%s: %s", sets[i], err.msg);
+    ck_assert_msg(sim_config_validate(&cfg, &err) == KVF_OK, "%s", err.msg);
+    sim_run_opts o = {.out_dir = out_dir, .quiet = true, .write_db = out_dir != NULL};
+    void *s = NULL;
+    kvf_status st = sim_run(&cfg, &o, &s, &err);
+    ck_assert_msg(st == KVF_OK, "run failed: %s", err.msg);
+    return s;
+}
+
+double kvt_num(json_t *s, const char *path) {
+    char k[256];
+    snprintf(k, sizeof k, "%s", path);
+    json_t *o = s;
+    for (char *save = NULL, *t = strtok_r(k, ".", &save); t && o; t = strtok_r(NULL, ".", &save))
+        o = json_object_get(o, t);
+    ck_assert_msg(json_is_number(o), "summary lacks the number %s", path);
+    return json_number_value(o);
+}
+
+int kvt_main(Suite *s) {
+    SRunner *r = srunner_create(s);
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? 1 : 0;
+}

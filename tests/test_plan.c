@@ -1,0 +1,243 @@
+// tests/test_plan.c -- `kvfleet plan` on a real trace (scenarios/capacity-plan.yaml, the
+// Mooncake conversation trace): the chosen configuration meets the SLOs on a stable run while
+// the one with one instance fewer in either pool does not -- all three checked here by runs
+// made through sim_run, not taken from the planner's output; --find max-rate brackets a rate
+// that meets the SLOs and one that does not within the tolerance; malformed --slo and unknown
+// keys exit 2 naming them.
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sim.h"
+
+static const char *bin(void) {
+    const char *b = getenv("KVF_BIN");
+    return b ? b : "build/kvfleet";
+}
+
+static const char *src(void) {
+    const char *d = getenv("KVF_SOURCE_DIR");
+    return d ? d : ".";
+}
+
+static char out_buf[1 << 20], err_buf[65536];
+static char tmpdir[64];
+
+static int sh(const char *fmt, ...) {
+    char line[4096], cmd[8192], errp[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    snprintf(errp, sizeof errp, "%s/stderr.txt", tmpdir);
+    snprintf(cmd, sizeof cmd, "cd %s && %s 2>%s", src(), line, errp);
+    FILE *p = popen(cmd, "r");
+    ck_assert(p);
+    size_t n = fread(out_buf, 1, sizeof out_buf - 1, p);
+    out_buf[n] = 0;
+    int st = pclose(p);
+    FILE *f = fopen(errp, "r");
+    n = f ? fread(err_buf, 1, sizeof err_buf - 1, f) : 0;
+    err_buf[n] = 0;
+    if (f) fclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void setup(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/kvf_plan_XXXXXX");
+    ck_assert(mkdtemp(tmpdir));
+}
+
+static void teardown(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    (void)!system(cmd);
+}
+
+#define SCEN "scenarios/capacity-plan.yaml"
+
+// Outcome of one run of the capacity-plan scenario, judged here against its SLO bounds.
+typedef struct outcome {
+    double ttft_p90, tpot_p90, bound_ttft, bound_tpot, cost_day;
+    char state[32];
+    bool meets;
+} outcome;
+
+static outcome run_config(int prefill, int decode, double rate) {
+    sim_config *c = malloc(sizeof *c);
+    kvf_err err = {0};
+    char path[1024], a[128];
+    snprintf(path, sizeof path, "%s/" SCEN, src());
+    sim_config_default(c);
+    ck_assert_msg(sim_config_load(c, path, &err) == KVF_OK, "%s", err.msg);
+    snprintf(a, sizeof a, "cluster.prefill.instances=%d", prefill);
+    ck_assert(sim_config_set(c, a, &err) == KVF_OK);
+    snprintf(a, sizeof a, "cluster.decode.instances=%d", decode);
+    ck_assert(sim_config_set(c, a, &err) == KVF_OK);
+    if (rate > 0) {
+        snprintf(a, sizeof a, "workload.rate_rps=%.17g", rate);
+        ck_assert(sim_config_set(c, a, &err) == KVF_OK);
+    }
+    ck_assert_msg(sim_config_validate(c, &err) == KVF_OK, "%s", err.msg);
+    void *sj = NULL;
+    sim_run_opts o = {.quiet = true};
+    ck_assert_msg(sim_run(c, &o, &sj, &err) == KVF_OK, "%s", err.msg);
+    json_t *s = sj;
+    outcome r;
+    memset(&r, 0, sizeof r);
+    r.ttft_p90 = json_number_value(json_object_get(json_object_get(s, "ttft_ms"), "p90"));
+    r.tpot_p90 = json_number_value(json_object_get(json_object_get(s, "tpot_ms"), "p90"));
+    r.bound_ttft = c->slo_ttft_p90_ms;
+    r.bound_tpot = c->slo_tpot_p90_ms;
+    r.cost_day = json_number_value(json_object_get(json_object_get(s, "economics"), "cost_per_day_usd"));
+    snprintf(r.state, sizeof r.state, "%s",
+             json_string_value(json_object_get(json_object_get(s, "saturation"), "state")));
+    long long completed = json_integer_value(json_object_get(json_object_get(s, "requests"), "completed"));
+    r.meets = !strcmp(r.state, "stable") && completed > 0 && r.ttft_p90 <= r.bound_ttft &&
+              r.tpot_p90 <= r.bound_tpot;
+    json_decref(s);
+    free(c);
+    return r;
+}
+
+static json_t *parse_out(void) {
+    json_error_t je;
+    json_t *o = json_loads(out_buf, 0, &je);
+    ck_assert_msg(json_is_object(o), "stdout is not JSON (%s): %.300s\nstderr: %s", je.text, out_buf, err_buf);
+    return o;
+}
+
+static double jnum(json_t *o, const char *a, const char *b) {
+    json_t *v = json_object_get(o, a);
+    if (b) v = json_object_get(v, b);
+    ck_assert_msg(json_is_number(v), "missing %s%s%s", a, b ? "." : "", b ? b : "");
+    return json_number_value(v);
+}
+
+START_TEST(test_plan_choice_is_minimal) {
+    int rc = sh("%s plan " SCEN " --json", bin());
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err_buf);
+    json_t *o = parse_out();
+    ck_assert(json_is_true(json_object_get(o, "feasible")));
+    int p = (int)jnum(o, "config", "prefill_instances"), d = (int)jnum(o, "config", "decode_instances");
+    int runs = (int)jnum(o, "runs", NULL);
+    ck_assert_msg(p > 1 && d > 1, "the scenario should need more than one instance per pool: %d, %d", p, d);
+
+    outcome chosen = run_config(p, d, 0);
+    ck_assert_msg(chosen.meets, "chosen (%d, %d): TTFT p90 %.1f / %.0f, TPOT p90 %.2f / %.0f, %s", p, d,
+                  chosen.ttft_p90, chosen.bound_ttft, chosen.tpot_p90, chosen.bound_tpot, chosen.state);
+    outcome fewer_p = run_config(p - 1, d, 0);
+    ck_assert_msg(!fewer_p.meets, "(%d, %d) meets the SLOs too: TTFT p90 %.1f, TPOT p90 %.2f, %s",
+                  p - 1, d, fewer_p.ttft_p90, fewer_p.tpot_p90, fewer_p.state);
+    outcome fewer_d = run_config(p, d - 1, 0);
+    ck_assert_msg(!fewer_d.meets, "(%d, %d) meets the SLOs too: TTFT p90 %.1f, TPOT p90 %.2f, %s",
+                  p, d - 1, fewer_d.ttft_p90, fewer_d.tpot_p90, fewer_d.state);
+
+    // reported figures are those of the chosen run; ratios are achieved / bound
+    ck_assert_msg(fabs(jnum(o, "slo", "ttft_p90_ms") - chosen.ttft_p90) <= 1e-6 * chosen.ttft_p90,
+                  "reported TTFT p90 %g, run %g", jnum(o, "slo", "ttft_p90_ms"), chosen.ttft_p90);
+    ck_assert(fabs(jnum(o, "slo", "tpot_p90_ms") - chosen.tpot_p90) <= 1e-6 * chosen.tpot_p90);
+    ck_assert(fabs(jnum(o, "slo", "ttft_ratio") - chosen.ttft_p90 / chosen.bound_ttft) < 1e-6);
+    ck_assert(fabs(jnum(o, "cost_per_day_usd", NULL) - chosen.cost_day) <= 1e-6 * chosen.cost_day);
+    // cost per day of rented GPUs: at least GPUs x $/GPU-hour x 24 (the scenario's $2)
+    ck_assert(chosen.cost_day >= (p + d) * 2.0 * 24 - 1e-6);
+
+    // the runner-up meets the SLOs and costs at least as much
+    json_t *ru = json_object_get(o, "runner_up");
+    ck_assert(json_is_object(ru));
+    int rp = (int)jnum(json_object_get(ru, "config"), "prefill_instances", NULL);
+    int rd = (int)jnum(json_object_get(ru, "config"), "decode_instances", NULL);
+    ck_assert(!(rp == p && rd == d));
+    outcome second = run_config(rp, rd, 0);
+    ck_assert_msg(second.meets, "runner-up (%d, %d) fails", rp, rd);
+    ck_assert(second.cost_day >= chosen.cost_day - 1e-9);
+
+    // smarter than the grid up to the answer
+    ck_assert_msg(runs > 0 && runs < (p + 1) * (d + 1), "%d runs for (%d, %d)", runs, p, d);
+    json_decref(o);
+}
+END_TEST
+
+START_TEST(test_plan_max_rate_brackets) {
+    const int p = 8, d = 5;
+    int rc = sh("%s plan " SCEN " --find max-rate --tol 0.02 --set cluster.prefill.instances=%d"
+                " --set cluster.decode.instances=%d --json",
+                bin(), p, d);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err_buf);
+    json_t *o = parse_out();
+    ck_assert(json_is_true(json_object_get(o, "feasible")));
+    double lo = jnum(o, "max_rate_rps", NULL), hi = jnum(o, "first_failing_rate_rps", NULL);
+    ck_assert_msg(hi > lo && hi - lo <= 0.02 * lo + 1e-12, "bracket [%g, %g]", lo, hi);
+    ck_assert(jnum(o, "runs", NULL) >= 2);
+    outcome at_lo = run_config(p, d, lo), at_hi = run_config(p, d, hi);
+    ck_assert_msg(at_lo.meets, "at %g req/s: TTFT p90 %.1f, TPOT p90 %.2f, %s", lo, at_lo.ttft_p90,
+                  at_lo.tpot_p90, at_lo.state);
+    ck_assert_msg(!at_hi.meets, "at %g req/s the SLOs still hold", hi);
+    json_decref(o);
+}
+END_TEST
+
+START_TEST(test_plan_bad_input) {
+    static const struct {
+        const char *args, *want;
+    } cases[] = {
+        {"--slo ttft_p99_ms=500", "ttft_p99_ms"},
+        {"--slo tpot_p90_ms=fast", "tpot_p90_ms"},
+        {"--slo ttft_p90_ms=", "ttft_p90_ms"},
+        {"--slo ttft_p90_ms=-5", "ttft_p90_ms"},
+        {"--slo latency", "latency"},
+        {"--set cluster.prefil.instances=2", "cluster.prefil.instances"},
+        {"--set cluster.decode.instances=two", "cluster.decode.instances"},
+        {"--find min-rate", "min-rate"},
+        {"--max-gpus zero", "zero"},
+        {"--gpus-per-instance 1,x", "1,x"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = sh("%s plan " SCEN " %s", bin(), cases[i].args);
+        ck_assert_msg(rc == 2, "'%s': exit %d, want 2 (%s)", cases[i].args, rc, err_buf);
+        ck_assert_msg(strstr(err_buf, cases[i].want), "'%s': message lacks '%s': %s",
+                      cases[i].args, cases[i].want, err_buf);
+    }
+    ck_assert_int_eq(sh("%s plan", bin()), 2);
+    ck_assert_int_eq(sh("%s plan %s/nope.yaml", bin(), tmpdir), 2);
+    ck_assert_msg(strstr(err_buf, "nope.yaml"), "%s", err_buf);
+}
+END_TEST
+
+START_TEST(test_plan_max_gpus_infeasible) {
+    // Two GPUs cannot carry this load: the planner says so instead of picking something.
+    int rc = sh("%s plan " SCEN " --max-gpus 2 --json", bin());
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err_buf);
+    json_t *o = parse_out();
+    ck_assert(json_is_false(json_object_get(o, "feasible")));
+    outcome one_one = run_config(1, 1, 0);   // the only split of 2 GPUs
+    ck_assert(!one_one.meets);
+    json_decref(o);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("plan");
+    TCase *t = tcase_create("plan");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 300);
+    tcase_add_test(t, test_plan_choice_is_minimal);
+    tcase_add_test(t, test_plan_max_rate_brackets);
+    tcase_add_test(t, test_plan_bad_input);
+    tcase_add_test(t, test_plan_max_gpus_infeasible);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void) {
+    SRunner *r = srunner_create(suite());
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,324 @@
+// tests/test_sweep.c -- `kvfleet sweep`: every point equals a plain run of the same
+// configuration (made here through sim_run, not through the sweep), whether the sweep ran in
+// one process, in two forked workers (-j 2) or on two MPI ranks; sweep.db and sweep.csv hold
+// one row per point; an interrupted sweep resumes without rerunning finished points; a
+// malformed --vary or an unknown key exits 2 naming it.
+//
+// Points are tiny (quickstart's first 300 requests, ~0.1 s a run) so the suite stays short.
+#include <check.h>
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sim.h"
+
+static const char *bin(void) {
+    const char *b = getenv("KVF_BIN");
+    return b ? b : "build/kvfleet";
+}
+
+static const char *src(void) {
+    const char *d = getenv("KVF_SOURCE_DIR");
+    return d ? d : ".";
+}
+
+static char out_buf[1 << 20], err_buf[65536];
+static char tmpdir[64];
+
+// Runs a shell command line in the repository root; stdout into out_buf, stderr into err_buf.
+static int sh(const char *fmt, ...) {
+    char line[4096], cmd[8192], errp[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    snprintf(errp, sizeof errp, "%s/stderr.txt", tmpdir);
+    snprintf(cmd, sizeof cmd, "cd %s && %s 2>%s", src(), line, errp);
+    FILE *p = popen(cmd, "r");
+    ck_assert(p);
+    size_t n = fread(out_buf, 1, sizeof out_buf - 1, p);
+    out_buf[n] = 0;
+    int st = pclose(p);
+    FILE *f = fopen(errp, "r");
+    n = f ? fread(err_buf, 1, sizeof err_buf - 1, f) : 0;
+    err_buf[n] = 0;
+    if (f) fclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void setup(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/kvf_sweep_XXXXXX");
+    ck_assert(mkdtemp(tmpdir));
+}
+
+static void teardown(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    (void)!system(cmd);
+}
+
+#define BASE "scenarios/quickstart.yaml --set workload.limit_requests=300"
+#define VARY "--vary cluster.prefill.instances=1,3 --vary cluster.decode.instances=1,2"
+static const int k_prefill[] = {1, 3}, k_decode[] = {1, 2};
+enum { NPOINTS = 4 };
+
+// Summary as it appears in a summary.json file (10 significant digits), without "sim".
+static json_t *as_written(json_t *s) {
+    char *t = json_dumps(s, JSON_REAL_PRECISION(10));
+    json_error_t je;
+    json_t *r = json_loads(t, 0, &je);
+    free(t);
+    json_object_del(r, "sim");
+    return r;
+}
+
+// Plain runs of the four points, in the sweep's row-major order (decode varies fastest).
+static json_t *plain[NPOINTS];
+
+static json_t *plain_run(int p, int d) {
+    sim_config *c = malloc(sizeof *c);
+    kvf_err err = {0};
+    char path[1024], a[128];
+    snprintf(path, sizeof path, "%s/scenarios/quickstart.yaml", src());
+    sim_config_default(c);
+    ck_assert_msg(sim_config_load(c, path, &err) == KVF_OK, "%s", err.msg);
+    ck_assert(sim_config_set(c, "workload.limit_requests=300", &err) == KVF_OK);
+    snprintf(a, sizeof a, "cluster.prefill.instances=%d", p);
+    ck_assert(sim_config_set(c, a, &err) == KVF_OK);
+    snprintf(a, sizeof a, "cluster.decode.instances=%d", d);
+    ck_assert(sim_config_set(c, a, &err) == KVF_OK);
+    ck_assert_msg(sim_config_validate(c, &err) == KVF_OK, "%s", err.msg);
+    void *sj = NULL;
+    sim_run_opts o = {.quiet = true};
+    ck_assert_msg(sim_run(c, &o, &sj, &err) == KVF_OK, "%s", err.msg);
+    free(c);
+    json_t *r = as_written(sj);
+    json_decref(sj);
+    return r;
+}
+
+static void ensure_plain(void) {
+    for (int i = 0; i < NPOINTS; i++)
+        if (!plain[i]) plain[i] = plain_run(k_prefill[i / 2], k_decode[i % 2]);
+}
+
+// Checks a `sweep --json` output against the plain runs: same points, same order, same
+// figures (all but "sim"), varied keys as given.
+static void check_json_points(const char *what) {
+    ensure_plain();
+    json_error_t je;
+    json_t *arr = json_loads(out_buf, 0, &je);
+    ck_assert_msg(json_is_array(arr), "%s: stdout is not a JSON list: %s", what, je.text);
+    ck_assert_int_eq(json_array_size(arr), NPOINTS);
+    for (int i = 0; i < NPOINTS; i++) {
+        json_t *pt = json_deep_copy(json_array_get(arr, i));
+        json_t *v = json_object_get(pt, "vary");
+        ck_assert_int_eq(json_integer_value(json_object_get(v, "cluster.prefill.instances")),
+                         k_prefill[i / 2]);
+        ck_assert_int_eq(json_integer_value(json_object_get(v, "cluster.decode.instances")),
+                         k_decode[i % 2]);
+        ck_assert_msg(json_is_object(json_object_get(pt, "ttft_ms")), "%s: point %d lacks ttft_ms",
+                      what, i);
+        static const char *extra[] = {"sim", "vary", "idx", "dir", "point_status"};
+        for (size_t k = 0; k < sizeof extra / sizeof extra[0]; k++) json_object_del(pt, extra[k]);
+        if (!json_equal(pt, plain[i])) {
+            char *a = json_dumps(pt, JSON_SORT_KEYS | JSON_COMPACT);
+            char *b = json_dumps(plain[i], JSON_SORT_KEYS | JSON_COMPACT);
+            ck_abort_msg("%s: point %d differs from a plain run:\nsweep %.400s\nplain %.400s", what,
+                         i, a, b);
+        }
+        json_decref(pt);
+    }
+    json_decref(arr);
+}
+
+START_TEST(test_sweep_points_equal_plain_runs) {
+    ck_assert_msg(sh("%s sweep " BASE " " VARY " -o %s/a --json", bin(), tmpdir) == 0, "%s",
+                  err_buf);
+    check_json_points("-j 1");
+    // each point directory holds its own run
+    ensure_plain();
+    char p[512];
+    snprintf(p, sizeof p, "%s/a/points/0003_cluster.prefill.instances=3_cluster.decode.instances=2/summary.json", tmpdir);
+    json_error_t je;
+    json_t *s = json_load_file(p, 0, &je);
+    ck_assert_msg(s, "%s: %s", p, je.text);
+    json_object_del(s, "sim");
+    ck_assert(json_equal(s, plain[3]));
+    json_decref(s);
+    snprintf(p, sizeof p, "%s/a/points/0003_cluster.prefill.instances=3_cluster.decode.instances=2/results.db", tmpdir);
+    ck_assert(access(p, R_OK) == 0);
+}
+END_TEST
+
+START_TEST(test_sweep_j2_equals_j1) {
+    ck_assert_msg(sh("%s sweep " BASE " " VARY " -j 2 -o %s/b --json", bin(), tmpdir) == 0, "%s",
+                  err_buf);
+    check_json_points("-j 2");
+    ck_assert_msg(strstr(err_buf, "4 run now"), "stderr: %s", err_buf);
+}
+END_TEST
+
+START_TEST(test_sweep_mpi_equals_plain) {
+#ifndef KVF_HAVE_MPI
+    fprintf(stderr, "test_sweep_mpi_equals_plain: built without MPI, skipped\n");
+    return;
+#else
+    if (sh("command -v mpirun") != 0) {
+        fprintf(stderr, "test_sweep_mpi_equals_plain: no mpirun, skipped\n");
+        return;
+    }
+    int rc = sh("mpirun --allow-run-as-root --oversubscribe -n 2 %s sweep " BASE " " VARY
+                " -o %s/m --json",
+                bin(), tmpdir);
+    ck_assert_msg(rc == 0, "mpirun exit %d: %s", rc, err_buf);
+    ck_assert_msg(strstr(err_buf, "gathered over MPI ranks"), "not gathered over ranks: %s",
+                  err_buf);
+    check_json_points("mpirun -n 2");
+#endif
+}
+END_TEST
+
+START_TEST(test_sweep_db_and_csv) {
+    ck_assert_msg(sh("%s sweep " BASE " " VARY " -o %s/d", bin(), tmpdir) == 0, "%s", err_buf);
+    ensure_plain();
+    char p[256];
+    snprintf(p, sizeof p, "%s/d/sweep.db", tmpdir);
+    sqlite3 *db = NULL;
+    ck_assert(sqlite3_open_v2(p, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(db,
+                                "SELECT idx, \"cluster.prefill.instances\", \"cluster.decode.instances\","
+                                " status, ttft_p90_ms, tpot_p90_ms, hit_rate, gpus, cost_usd,"
+                                " slo_attainment, saturation FROM point ORDER BY idx",
+                                -1, &q, NULL);
+    ck_assert_msg(rc == SQLITE_OK, "%s", sqlite3_errmsg(db));
+    int n = 0;
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        int i = sqlite3_column_int(q, 0);
+        ck_assert_int_eq(i, n);
+        ck_assert_int_eq(sqlite3_column_int(q, 1), k_prefill[i / 2]);
+        ck_assert_int_eq(sqlite3_column_int(q, 2), k_decode[i % 2]);
+        ck_assert_str_eq((const char *)sqlite3_column_text(q, 3), "completed");
+        json_t *s = plain[i];
+        double t90 = json_real_value(json_object_get(json_object_get(s, "ttft_ms"), "p90"));
+        double p90 = json_real_value(json_object_get(json_object_get(s, "tpot_ms"), "p90"));
+        double hr = json_real_value(json_object_get(json_object_get(s, "cache"), "hit_rate"));
+        double att = json_real_value(json_object_get(json_object_get(s, "slo"), "attainment"));
+        ck_assert_msg(sqlite3_column_double(q, 4) == t90, "point %d ttft %g vs %g", i,
+                      sqlite3_column_double(q, 4), t90);
+        ck_assert(sqlite3_column_double(q, 5) == p90);
+        ck_assert(sqlite3_column_double(q, 6) == hr);
+        ck_assert(sqlite3_column_double(q, 7) == k_prefill[i / 2] + k_decode[i % 2]);
+        ck_assert(sqlite3_column_double(q, 8) > 0);
+        ck_assert(sqlite3_column_double(q, 9) == att);
+        const char *sat = json_string_value(json_object_get(json_object_get(s, "saturation"), "state"));
+        ck_assert_str_eq((const char *)sqlite3_column_text(q, 10), sat);
+        n++;
+    }
+    ck_assert_int_eq(n, NPOINTS);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    // CSV: a header and one line per point
+    snprintf(p, sizeof p, "%s/d/sweep.csv", tmpdir);
+    FILE *f = fopen(p, "r");
+    ck_assert(f);
+    char line[8192];
+    int lines = 0;
+    ck_assert(fgets(line, sizeof line, f));
+    ck_assert_msg(strstr(line, "cluster.prefill.instances") && strstr(line, "ttft_p90_ms"), "%s", line);
+    while (fgets(line, sizeof line, f)) lines++;
+    fclose(f);
+    ck_assert_int_eq(lines, NPOINTS);
+}
+END_TEST
+
+static int64_t mtime_ns(const char *p) {
+    struct stat sb;
+    if (stat(p, &sb)) return -1;
+    return (int64_t)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
+}
+
+START_TEST(test_sweep_resume_reruns_only_missing) {
+    ck_assert_msg(sh("%s sweep " BASE " " VARY " -o %s/r", bin(), tmpdir) == 0, "%s", err_buf);
+    ck_assert_msg(strstr(err_buf, "4 run now, 0 already done"), "%s", err_buf);
+    char sum[NPOINTS][512];
+    int64_t before[NPOINTS];
+    for (int i = 0; i < NPOINTS; i++) {
+        snprintf(sum[i], sizeof sum[i],
+                 "%s/r/points/%04d_cluster.prefill.instances=%d_cluster.decode.instances=%d/summary.json",
+                 tmpdir, i, k_prefill[i / 2], k_decode[i % 2]);
+        before[i] = mtime_ns(sum[i]);
+        ck_assert_msg(before[i] > 0, "missing %s", sum[i]);
+    }
+    // an interrupted sweep: one point never finished
+    ck_assert(unlink(sum[2]) == 0);
+    ck_assert_msg(sh("%s sweep " BASE " " VARY " -o %s/r --json", bin(), tmpdir) == 0, "%s", err_buf);
+    ck_assert_msg(strstr(err_buf, "1 run now, 3 already done"), "%s", err_buf);
+    for (int i = 0; i < NPOINTS; i++) {
+        int64_t t = mtime_ns(sum[i]);
+        ck_assert_msg(t > 0, "missing %s after resume", sum[i]);
+        if (i != 2) ck_assert_msg(t == before[i], "point %d was run again", i);
+    }
+    check_json_points("resumed");
+    // a different sweep into the same directory is refused
+    ck_assert_int_eq(sh("%s sweep " BASE " --vary cluster.prefill.instances=1,2 -o %s/r", bin(), tmpdir), 2);
+    ck_assert_msg(strstr(err_buf, "another sweep"), "%s", err_buf);
+}
+END_TEST
+
+START_TEST(test_sweep_bad_vary) {
+    static const struct {
+        const char *args, *want;
+    } cases[] = {
+        {"--vary cluster.prefill.instances", "cluster.prefill.instances"},
+        {"--vary cluster.prefill.instances=", "cluster.prefill.instances"},
+        {"--vary cluster.prefill.instances=1,,2", "cluster.prefill.instances"},
+        {"--vary =1,2", "=1,2"},
+        {"--vary cluster.prefil.instances=1,2", "cluster.prefil.instances"},
+        {"--vary cluster.prefill.instances=1,two", "two"},
+        {"--vary cluster.prefill.instances=1 --vary cluster.prefill.instances=2", "twice"},
+        {"--vary cluster.decode.instances=1 --set cluster.nope=3", "cluster.nope"},
+        {"--vary cluster.prefill.instances=-1,1", "cluster.prefill.instances"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = sh("%s sweep " BASE " %s -o %s/bad", bin(), cases[i].args, tmpdir);
+        ck_assert_msg(rc == 2, "'%s': exit %d, want 2 (%s)", cases[i].args, rc, err_buf);
+        ck_assert_msg(strstr(err_buf, cases[i].want), "'%s': message lacks '%s': %s",
+                      cases[i].args, cases[i].want, err_buf);
+    }
+    char p[256];
+    snprintf(p, sizeof p, "%s/bad/points", tmpdir);
+    ck_assert_msg(access(p, F_OK) != 0, "a bad sweep created %s", p);
+    ck_assert_int_eq(sh("%s sweep " BASE, bin()), 2);   // no --vary
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("sweep");
+    TCase *t = tcase_create("sweep");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 300);
+    tcase_add_test(t, test_sweep_points_equal_plain_runs);
+    tcase_add_test(t, test_sweep_j2_equals_j1);
+    tcase_add_test(t, test_sweep_mpi_equals_plain);
+    tcase_add_test(t, test_sweep_db_and_csv);
+    tcase_add_test(t, test_sweep_resume_reruns_only_missing);
+    tcase_add_test(t, test_sweep_bad_vary);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void) {
+    SRunner *r = srunner_create(suite());
+    srunner_set_fork_status(r, CK_NOFORK);
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? 1 : 0;
+}
