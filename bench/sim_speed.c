@@ -109,6 +109,19 @@ int main(int argc, char **argv) {
     }
     sim_run_opts o = {.quiet = true};
     void *sv = NULL;
+    // the same hour without the prefix cache: what the KV store costs per event
+    static sim_config nocache;
+    nocache = cfg;
+    sim_config_set(&nocache, "kv_cache.prefix_cache=false", &err);
+    if (sim_run(&nocache, &o, &sv, &err)) {
+        fprintf(stderr, "run failed: %s\n", err.msg);
+        return 1;
+    }
+    json_t *si0 = json_object_get((json_t *)sv, "sim");
+    double ev0 = json_number_value(json_object_get(si0, "events"));
+    double w0 = json_number_value(json_object_get(si0, "wall_s"));
+    printf("without prefix cache: %.0f events in %.2f s wall: %.2f M events/s\n", ev0, w0, ev0 / w0 / 1e6);
+    json_decref(sv);
     int64_t t0 = kvf_wall_ns();
     if (sim_run(&cfg, &o, &sv, &err)) {
         fprintf(stderr, "run failed: %s\n", err.msg);

@@ -70,6 +70,12 @@ typedef struct sim_config {
     char generate_profile[32];    // "" = replay the trace; chatbot|agent|coding|mixed
     double generate_rate_rps;
     double generate_duration_s;
+    char generate_arrival[16];    // poisson | gamma | diurnal
+    double generate_cv;           // gamma: coefficient of variation of the gaps (0 = default)
+    double generate_mean_turns;   // turns per session (0 = the profile's)
+    int32_t generate_system_tokens;  // system prompt tokens (-1 = the profile's)
+    uint32_t generate_input_len, generate_output_len;  // fixed new/answer tokens (0 = drawn)
+    double generate_images_p;     // probability a request carries one image
     // cluster
     sim_mode mode;
     sim_pool_cfg vision, prefill, decode;

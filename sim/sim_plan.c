@@ -8,7 +8,8 @@
 // Search for the least-cost cluster (instance counts per pool), relying on monotonicity: more
 // prefill instances never make TTFT worse, more decode instances never make TPOT worse.
 //   1. generous point: from the scenario's counts, double the pool whose SLO fails (both when
-//      the run is not stable) until a feasible (P, D) is found, within --max-gpus;
+//      the run is not stable) until a feasible (P, D) is found, within --max-gpus (when the
+//      budget is full, one instance moves to the failing pool; both failing = infeasible);
 //   2. prefill: bisect the smallest p in [1, P] with TTFT within bound and stable at (p, D);
 //   3. decode: bisect the smallest d in [1, D] with TPOT within bound and stable at (p, d);
 //   4. joint check of (p, d); while it fails, add an instance to the pool whose SLO fails;
@@ -145,6 +146,14 @@ static plan_eval eval(planner *pl, int p, int d, int gp, int gd, double rate) {
     return e;
 }
 
+static bool find_eval_const(const planner *pl, int p, int d, int gp, int gd, double rate) {
+    for (size_t i = 0; i < pl->n; i++) {
+        const plan_eval *e = &pl->ev[i];
+        if (e->p == p && e->d == d && e->gp == gp && e->gd == gd && e->rate == rate) return true;
+    }
+    return false;
+}
+
 static bool ok_at(planner *pl, int p, int d, int g) {
     return eval(pl, p, d, g, g, 0).ok;
 }
@@ -232,7 +241,7 @@ static bool search(planner *pl, int g, bool vary_ratio, plan_cands *cands) {
         plan_eval e = eval(pl, p, d, g, g, 0);
         if (pl->st) return false;
         if (e.ok) break;
-        if (!e.ran || it > 24) return false;
+        if (!e.ran || it > 64) return false;
         bool gp = !e.ttft_ok || !e.stable || pl->colocated;
         bool gd = !pl->colocated && (!e.tpot_ok || !e.stable);
         int np = gp ? KVF_MIN(2 * p, cap) : p, nd = gd ? KVF_MIN(2 * d, cap) : d;
@@ -240,7 +249,16 @@ static bool search(planner *pl, int g, bool vary_ratio, plan_cands *cands) {
             if (np - p >= nd - d) np--;
             else nd--;
         }
-        if (np == p && nd == d) return false;
+        if (np == p && nd == d) {
+            // The budget is full: move one instance to the pool that fails. When both fail,
+            // no split of this budget can succeed (each pool's SLO is monotone in its count).
+            bool wp = !e.ttft_ok || (!e.stable && e.util_p >= e.util_d);
+            bool wd = !e.tpot_ok || (!e.stable && e.util_d > e.util_p);
+            if (pl->colocated || (wp && wd) || (!wp && !wd)) return false;
+            np = wp ? p + 1 : p - 1;
+            nd = wp ? d - 1 : d + 1;
+            if (np < 1 || nd < 1 || find_eval_const(pl, np, nd, g, g, 0)) return false;
+        }
         p = np;
         d = nd;
     }

@@ -87,6 +87,7 @@ static const char *const schedulers[] = {"fcfs", "spf", "priority", NULL};
 static const char *const preemptions[] = {"recompute", "swap", NULL};
 static const char *const buckets[] = {"as_recorded", "spread", NULL};
 static const char *const gen_profiles[] = {"chatbot", "agent", "coding", "mixed", NULL};
+static const char *const gen_arrivals[] = {"poisson", "gamma", "diurnal", NULL};
 #define prefill_routers sim_prefill_router_names   // the policy tables of sim_router.c
 #define decode_routers sim_decode_router_names
 
@@ -133,6 +134,13 @@ static const keydef key_table[] = {
     NAME("workload.generate.profile", generate_profile, gen_profiles),
     NUM("workload.generate.rate_rps", generate_rate_rps, NT_DBL, F_GT, 0, BIG, 1),
     NUM("workload.generate.duration_s", generate_duration_s, NT_DBL, F_GT, 0, BIG, 1),
+    NAME("workload.generate.arrival", generate_arrival, gen_arrivals),
+    NUM("workload.generate.cv", generate_cv, NT_DBL, 0, 0, BIG, 1),
+    NUM("workload.generate.mean_turns", generate_mean_turns, NT_DBL, 0, 0, 1e6, 1),
+    NUM("workload.generate.system_tokens", generate_system_tokens, NT_I32, F_INT, -1, 1e8, 1),
+    NUM("workload.generate.input_len", generate_input_len, NT_U32, F_INT, 0, 1e8, 1),
+    NUM("workload.generate.output_len", generate_output_len, NT_U32, F_INT, 0, 1e8, 1),
+    NUM("workload.generate.images_p", generate_images_p, NT_DBL, 0, 0, 1, 1),
     ENUM("cluster.mode", mode, modes),
     POOL_KEYS(vision),
     POOL_KEYS(prefill),
@@ -258,6 +266,8 @@ void sim_config_default(sim_config *c) {
     c->trace_opt.limit_requests = 0;
     c->generate_rate_rps = 1.0;
     c->generate_duration_s = 600.0;
+    copy_str(c->generate_arrival, sizeof c->generate_arrival, "poisson");
+    c->generate_system_tokens = -1;
 
     c->mode = SIM_DISAGGREGATED;
     pool_default(&c->vision, 0, 1);

@@ -12,6 +12,15 @@ kvf_status sim_open_generator(const sim_config *cfg, trc_reader **out, kvf_err *
                         cfg->path[0] ? cfg->path : "scenario", cfg->generate_profile);
     if (cfg->generate_rate_rps > 0) g.rate_rps = cfg->generate_rate_rps;
     if (cfg->generate_duration_s > 0) g.duration_s = cfg->generate_duration_s;
+    if (!trc_arrival_parse(cfg->generate_arrival, &g.arrival))
+        return kvf_fail(err, KVF_EINVAL, "workload.generate.arrival: unknown process '%s'",
+                        cfg->generate_arrival);
+    if (cfg->generate_cv > 0) g.cv = cfg->generate_cv;
+    if (cfg->generate_mean_turns > 0) g.mean_turns = cfg->generate_mean_turns;
+    if (cfg->generate_system_tokens >= 0) g.system_tokens = cfg->generate_system_tokens;
+    g.input_len = cfg->generate_input_len;
+    g.output_len = cfg->generate_output_len;
+    g.images_p = cfg->generate_images_p;
     g.seed = cfg->seed;
     g.block_tokens = cfg->block_tokens;
     trc_options o = cfg->trace_opt;
