@@ -52,12 +52,22 @@ static grid pick_grid(bool quick, bool gpu) {
 
 typedef struct stat3 {
     double med, p10, p90;
+    uint32_t n;                  // repeats measured
 } stat3;
 
 static stat3 stats(double *v, uint32_t n) {
     kvf_sort_doubles(v, n);
     return (stat3){kvf_percentile_sorted(v, n, 50), kvf_percentile_sorted(v, n, 10),
-                   kvf_percentile_sorted(v, n, 90)};
+                   kvf_percentile_sorted(v, n, 90), n};
+}
+
+// Short steps get more repeats (until MIN_TOTAL_NS of measurements, at most MAX_REPS), so that
+// their median is not one scheduler hiccup away from the truth.
+enum { MAX_REPS = 41 };
+#define MIN_TOTAL_NS 3e8
+
+static bool more_reps(uint32_t done, uint32_t reps, double total) {
+    return done < reps || (total < MIN_TOTAL_NS && done < MAX_REPS);
 }
 
 static void put_row(FILE *f, FILE *prog, const eng_engine *e, const char *op, uint32_t batch,
@@ -78,7 +88,8 @@ static kvf_status time_prefill(eng_engine *e, uint32_t T, uint32_t C, uint32_t r
                                kvf_err *err) {
     eng_seq *s[2] = {NULL, NULL};
     int32_t *tok = kvf_malloc((size_t)(T + C + 1) * sizeof *tok);
-    double *v = kvf_malloc((reps + 1) * sizeof *v);
+    double *v = kvf_malloc((MAX_REPS + reps + 1) * sizeof *v), total = 0;
+    uint32_t done = 0;
     kvf_status st = KVF_OK;
     uint32_t nsets = 2;
     for (uint32_t k = 0; k < nsets; k++) {
@@ -92,14 +103,14 @@ static kvf_status time_prefill(eng_engine *e, uint32_t T, uint32_t C, uint32_t r
             st = KVF_OK;
         }
     }
-    for (uint32_t r = 0; r <= reps; r++) {   // r == 0: warm-up
+    for (uint32_t r = 0; r == 0 || more_reps(done, reps, total); r++) {   // r == 0: warm-up
         eng_seq *q = s[r % nsets];
         for (uint32_t i = 0; i < T; i++) tok[i] = (int32_t)tok_of((uint64_t)r * 131 + i, e->m.vocab);
         if ((st = eng_prefill(e, q, tok, T, NULL, NULL, err))) goto done;
-        if (r) v[r - 1] = (double)eng_last_forward_ns(e);
+        if (r) total += v[done++] = (double)eng_last_forward_ns(e);
         eng_seq_truncate(e, q, C);
     }
-    *out = stats(v, reps);
+    *out = stats(v, done);
 done:
     for (uint32_t k = 0; k < 2; k++) eng_seq_close(e, s[k]);
     free(tok);
@@ -112,7 +123,8 @@ static kvf_status time_decode(eng_engine *e, uint32_t B, uint32_t C, uint32_t re
     eng_seq **s = kvf_calloc(2 * (size_t)B, sizeof *s);
     int32_t *tok = kvf_malloc(B * sizeof *tok);
     uint32_t *ctx = kvf_malloc(B * sizeof *ctx);
-    double *v = kvf_malloc((reps + 1) * sizeof *v);
+    double *v = kvf_malloc((MAX_REPS + reps + 1) * sizeof *v), total = 0;
+    uint32_t done = 0;
     kvf_status st = KVF_OK;
     uint32_t nsets = 2;
     *ctx_sum = 0;
@@ -140,14 +152,14 @@ static kvf_status time_decode(eng_engine *e, uint32_t B, uint32_t C, uint32_t re
         }
         st = KVF_OK;
     }
-    for (uint32_t r = 0; r <= reps; r++) {
+    for (uint32_t r = 0; r == 0 || more_reps(done, reps, total); r++) {   // r == 0: warm-up
         eng_seq **q = s + (size_t)(r % nsets) * B;
         for (uint32_t i = 0; i < B; i++) tok[i] = (int32_t)tok_of((uint64_t)r * 31 + i, e->m.vocab);
         if ((st = eng_decode(e, q, tok, B, NULL, NULL, err))) goto done;
-        if (r) v[r - 1] = (double)eng_last_forward_ns(e);
-        for (uint32_t i = 0; i < B; i++) eng_seq_truncate(e, q[i], ctx[i] + 1);
+        if (r) total += v[done++] = (double)eng_last_forward_ns(e);
+        for (uint32_t i = 0; i < B; i++) eng_seq_truncate(e, q[i], ctx[i]);
     }
-    *out = stats(v, reps);
+    *out = stats(v, done);
 done:
     for (uint32_t i = 0; i < 2 * B; i++) eng_seq_close(e, s[i]);
     free(s), free(tok), free(ctx), free(v);
@@ -278,7 +290,7 @@ kvf_status eng_profile_run(const eng_profile_config *c, FILE *f, FILE *prog, kvf
             if (st) goto fail;
             double fl, by;
             eng_step_work(&m, 1, &T, &C, elem, &fl, &by);
-            put_row(f, prog, e, "prefill", 1, T, C, s, g.repeats, fl, by);
+            put_row(f, prog, e, "prefill", 1, T, C, s, s.n, fl, by);
         }
     for (uint32_t i = 0; i < g.ndc; i++)
         for (uint32_t j = 0; j < g.ndb; j++) {
@@ -299,14 +311,14 @@ kvf_status eng_profile_run(const eng_profile_config *c, FILE *f, FILE *prog, kvf
             double fl, by;
             eng_step_work(&m, B, nn, cc, elem, &fl, &by);
             free(nn), free(cc);
-            put_row(f, prog, e, "decode", B, 1, (uint32_t)(cs / B + 0.5), s, g.repeats, fl, by);
+            put_row(f, prog, e, "decode", B, 1, (uint32_t)(cs / B + 0.5), s, s.n, fl, by);
         }
     for (uint32_t j = 0; j < g.nhb; j++) {
         stat3 s;
         double cm;
         uint32_t steps = c->quick ? 12 : 24;
         if ((st = time_host(e, g.hb[j], steps, &s, &cm, err))) goto fail;
-        put_row(f, prog, e, "host_overhead", g.hb[j], 1, (uint32_t)(cm + 0.5), s, steps - 1, 0, 0);
+        put_row(f, prog, e, "host_overhead", g.hb[j], 1, (uint32_t)(cm + 0.5), s, s.n, 0, 0);
     }
     if (prog) fprintf(prog, "profile: %.1f s\n", (double)(kvf_wall_ns() - t0) / 1e9);
     eng_destroy(e);
@@ -402,9 +414,9 @@ kvf_status eng_profile_check(const eng_profile_config *c, const char *path, FILE
             stat3 s;
             double cs;
             if (!strcmp(probe[i].op, "prefill"))
-                st = time_prefill(e, probe[i].newt, probe[i].ctx, 3, &s, err);
+                st = time_prefill(e, probe[i].newt, probe[i].ctx, 5, &s, err);
             else
-                st = time_decode(e, probe[i].batch, probe[i].ctx, 3, &s, &cs, err);
+                st = time_decode(e, probe[i].batch, probe[i].ctx, 5, &s, &cs, err);
             if (st) {
                 eng_destroy(e);
                 goto done;

@@ -586,7 +586,7 @@ static void start_decode_transfer(sim_cluster *c, sim_inst *pin, uint32_t slot) 
     uint32_t id = sim_router_decode(c->cfg->router_decode)(c, dp, r);
     r->dinst = id;
     r->state = SIM_RS_TRANSFER;
-    double bytes = (double)r->input * c->kv_bytes_token;
+    double bytes = mdl_kv_seq_bytes(&c->model, r->input);   // window layers send their window
     c->m.kv_transfer_bytes += bytes;
 
     if (pin->link_xfer == SIM_NONE) {
@@ -696,7 +696,7 @@ static void decode_preempt(sim_cluster *c, sim_inst *in) {
         if (c->cfg->preemption == SIM_PREEMPT_SWAP && c->hw.pcie_Bps > 0) {
             // out and back in over PCIe
             r->state = SIM_RS_SWAPPED;
-            double s = 2.0 * ctx_tokens(r) * c->kv_bytes_token / c->hw.pcie_Bps;
+            double s = 2.0 * mdl_kv_seq_bytes(&c->model, ctx_tokens(r)) / c->hw.pcie_Bps;
             push_ev(c, c->now + (sim_time)(s * 1e9), SIM_EV_SWAPIN, 0, slot, NULL);
         } else {
             r->recompute = ctx_tokens(r);
@@ -1109,9 +1109,12 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
             if (st) return st;
         }
         mdl_parallel par = pool_parallel(c, p->cfg);
-        double kvcap = p->cfg->kv_tokens > 0
-                           ? (double)p->cfg->kv_tokens
-                           : mdl_kv_capacity_tokens(&c->model, &c->hw, &par, cfg->activation_reserve);
+        double kvcap = mdl_kv_capacity_tokens(&c->model, &c->hw, &par, cfg->activation_reserve);
+        // sliding-window layers hold only their window per sequence, not the whole context:
+        // count capacity in full-layer tokens (the window part is a small constant per request)
+        if (c->model.window && c->model.window_layers && c->model.kv_bytes_per_token_full > 0)
+            kvcap *= c->model.kv_bytes_per_token / c->model.kv_bytes_per_token_full;
+        if (p->cfg->kv_tokens > 0) kvcap = (double)p->cfg->kv_tokens;
         if (p->n && k != SIM_POOL_VISION && kvcap < 1)
             return kvf_fail(err, KVF_EINVAL,
                             "%s: model %s (%.1f GB of weights) does not fit %d x %s GPU(s) of "

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sim.h"
 #include "sim_cli.h"
@@ -114,10 +115,19 @@ static plan_eval eval(planner *pl, int p, int d, int gp, int gd, double rate) {
         for (int i = 0; i < ns && !st; i++) st = sim_config_set(c, sets[i], &pl->err);
         if (!st) st = sim_config_validate(c, &pl->err);
         void *sj = NULL;
+        bool tty = isatty(2);
+        if (!st && tty) {
+            char r[48] = "";
+            if (rate > 0) snprintf(r, sizeof r, ", %.4g req/s", rate);
+            fprintf(stderr, "\r  plan: run %d: prefill %d x %d, decode %d x %d%s ", pl->runs + 1, p,
+                    gp, d, gd, r);
+            fflush(stderr);
+        }
         if (!st) {
             sim_run_opts o = {.quiet = true};
             st = sim_run(c, &o, &sj, &pl->err);
             pl->runs++;
+            if (tty) fprintf(stderr, "\r%72s\r", "");
         }
         if (st) {
             pl->st = st;

@@ -290,7 +290,9 @@ START_TEST(test_engine_too_big_and_no_device) {
     eng_options_default(&o);
     o.block_tokens = 100000;
     ck_assert_int_eq(eng_create(&e, &m, &o, &err), KVF_EINVAL);
-    // cuda is refused cleanly where there is no device (or no CUDA build)
+    // cuda is refused cleanly where there is no device (or no CUDA build); head_dim 32 so
+    // that a host with a GPU builds it
+    m.head_dim = 32;
     eng_options_default(&o);
     o.backend = ENG_BACKEND_CUDA;
     o.max_context = 64;
