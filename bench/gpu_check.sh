@@ -67,6 +67,9 @@ for m in "${MODELS[@]}"; do
     say "profile $m (limit ${limit}s)"
     timeout "$limit" "$ENGINE" profile --model "$m" --backend cuda -o "$OUT/cuda-$m.csv" \
         2>>"$LOG"
-    say "profile $m: exit $? at +$((SECONDS - START)) s ($(grep -vc '^#' "$OUT/cuda-$m.csv" 2>/dev/null || echo 0) lines)"
+    rc=$?
+    rows=$(grep -vc '^#' "$OUT/cuda-$m.csv" 2>/dev/null)
+    say "profile $m: exit $rc at +$((SECONDS - START)) s (${rows:-0} csv lines)"
+    [ "${rows:-0}" = 0 ] && rm -f "$OUT/cuda-$m.csv"
 done
 say "done in $((SECONDS - START)) s; files: $(ls "$OUT" | tr '\n' ' ')"

@@ -47,7 +47,8 @@ typedef struct eng_model_desc {
     uint32_t expert_ffn;      // inner size of one expert
     uint32_t dense_layers;    // MoE: leading layers with a dense FFN
     uint32_t window;          // sliding window in tokens, 0 = none
-    uint32_t window_layers;   // how many layers use the window: layers 0, 2, 4, ... (alternate)
+    uint32_t window_layers;   // how many layers use the window: layers 0, 2, 4, ... (alternate;
+                              //   beyond the even layers, odd layers 1, 3, ... from the start)
     float rope_theta;         // RoPE base (default 10000)
     float norm_eps;           // RMSNorm epsilon (default 1e-5)
 } eng_model_desc;
@@ -61,7 +62,8 @@ kvf_status eng_model_desc_parse(eng_model_desc *m, const char *text, const char 
 // models_dir NULL means $KVF_MODELS_DIR, else <source>/models. KVF_ENOENT if missing.
 kvf_status eng_model_desc_load(eng_model_desc *m, const char *name_or_path,
                                const char *models_dir, kvf_err *err);
-// True when layer i uses the sliding window (i even, among the first window_layers such).
+// True when layer i uses the sliding window: i even and i/2 < window_layers; when
+// window_layers exceeds the even layers, also odd i with i/2 < window_layers - even layers.
 bool eng_layer_windowed(const eng_model_desc *m, uint32_t layer);
 // True when layer i has a routed-expert FFN.
 bool eng_layer_moe(const eng_model_desc *m, uint32_t layer);

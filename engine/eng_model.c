@@ -167,9 +167,8 @@ kvf_status eng_model_desc_parse(eng_model_desc *m, const char *text, const char 
     }
     if (m->window_layers && !m->window)
         BAD("%s: window_layers (%u) set but window is 0", path, m->window_layers);
-    if (m->window_layers > (m->layers + 1) / 2)
-        BAD("%s: window_layers (%u) exceeds the even layers (%u): windowed layers alternate",
-            path, m->window_layers, (m->layers + 1) / 2);
+    if (m->window_layers > m->layers)
+        BAD("%s: window_layers (%u) exceeds layers (%u)", path, m->window_layers, m->layers);
 #undef BAD
     return KVF_OK;
 }
@@ -210,8 +209,11 @@ kvf_status eng_model_desc_load(eng_model_desc *m, const char *name_or_path,
 }
 
 bool eng_layer_windowed(const eng_model_desc *m, uint32_t layer) {
-    if (!m->window || !m->window_layers || layer % 2) return false;
-    return layer / 2 < m->window_layers;
+    if (!m->window || !m->window_layers || layer >= m->layers) return false;
+    uint32_t even = (m->layers + 1) / 2;
+    if (layer % 2 == 0) return layer / 2 < m->window_layers;
+    // more windowed layers than even ones (Gemma-3: 52 of 62): odd layers from the start
+    return m->window_layers > even && layer / 2 < m->window_layers - even;
 }
 
 bool eng_layer_moe(const eng_model_desc *m, uint32_t layer) {
@@ -338,7 +340,7 @@ void eng_step_work(const eng_model_desc *m, uint32_t nseq, const uint32_t *new_t
             double S = (double)m->shared_experts * f;
             fl += 2 * T * d * E;                          // router
             fl += 2 * T * k * 3 * d * f + 2 * T * 3 * d * S;
-            double touched = T * k < E ? T * k : E;       // experts whose weights are read
+            double touched = E * (1 - pow(1 - k / E, T)); // expected distinct experts hit
             by += (d * E + touched * 3 * d * f + 3 * d * S) * elem_bytes;
         }
         by += 2 * T * d * 4 * 4;                          // residual stream traffic (fp32)

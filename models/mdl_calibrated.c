@@ -409,9 +409,10 @@ static void cal_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out) {
         oor = true;
         qx = (double)b->images * s->model.tokens_per_image;
     } else {
-        // Split the batch: prefill-like chunks (T tokens, pair-preserving context) and
-        // decode-like sequences (count, mean context).
-        double Tp = 0, pairs = 0, Bd = 0, Td = 0, Cd = 0;
+        // A step costs what the engine's serving loop executes: one batched decode call for
+        // the sequences that decode (count, mean context) and one prefill call per chunk
+        // (tokens, context). Points measured by the profiler come back exactly.
+        double Bd = 0, Td = 0, Cd = 0;
         uint32_t np = 0;
         for (uint32_t i = 0; i < b->n; i++) {
             double n = b->seqs[i].new_tokens, ctx = b->seqs[i].cached_tokens;
@@ -422,35 +423,31 @@ static void cal_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out) {
                 Td += n;
                 Cd += ctx;
             } else {
-                Tp += n;
-                pairs += n * ctx + n * (n + 1) / 2;
+                bool o = false;
+                fwd += grid_eval(&c->pre, n, ctx, &o);
+                if (o && !oor) {
+                    oor = true;
+                    qx = n;
+                    qy = ctx;
+                }
                 np++;
             }
         }
-        if (Bd > 0) Cd /= Bd;
-        if (np == 0) {
-            // Decode (speculative: every draft token is a row of the GEMMs).
-            primary = &c->dec;
-            qx = Td;
-            qy = Cd;
-            fwd = grid_eval(&c->dec, qx, qy, &oor);
-        } else {
-            // Decode tokens of a mixed batch ride along in the GEMMs as one-token chunks
-            // (one key each); their context cost comes from the decode table.
-            double T = Tp + Td;
-            pairs += Td;
-            qx = T;
-            qy = (pairs - T * (T + 1) / 2) / T;
-            fwd = grid_eval(&c->pre, qx, qy, &oor);
-            if (Bd > 0 && !oor) {
-                bool o2 = false;
-                double inc = grid_eval(&c->dec, Td, Cd, &o2) - grid_eval(&c->dec, Td, 0, &o2);
-                if (o2) {
-                    oor = true;
-                } else {
-                    fwd += KVF_MAX(inc, 0.0);
-                }
+        if (Bd > 0) {
+            Cd /= Bd;
+            bool o = false;
+            fwd += grid_eval(&c->dec, Td, Cd, &o);
+            if (o && !oor) {
+                oor = true;
+                qx = Td;
+                qy = Cd;
+                primary = &c->dec;
             }
+        }
+        if (!oor) {
+            qx = np ? 0 : Td;
+            qy = np ? 0 : Cd;
+            if (!np) primary = &c->dec;
         }
     }
     if (oor) {

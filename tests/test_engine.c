@@ -261,6 +261,17 @@ START_TEST(test_model_bad_input) {
     ck_assert_int_eq(eng_model_desc_parse(&m, buf, "x.yaml", &err), KVF_EINVAL);
     ck_assert_msg(strstr(err.msg, "experts_active"), "%s", err.msg);
 
+    // more windowed layers than even ones: even layers first, then odd ones from the start
+    snprintf(buf, sizeof buf, "%swindow: 16\nwindow_layers: 3\n", base);
+    ck_assert_int_eq(eng_model_desc_parse(&m, buf, "x.yaml", &err), KVF_OK);
+    ck_assert(eng_layer_windowed(&m, 0) && eng_layer_windowed(&m, 1));
+    m.layers = 6, m.window_layers = 4;
+    for (uint32_t l = 0; l < 6; l++)
+        ck_assert_msg(eng_layer_windowed(&m, l) == (l % 2 == 0 || l == 1), "layer %u", l);
+    snprintf(buf, sizeof buf, "%swindow: 16\nwindow_layers: 3\nlayers: 2\n", base);
+    ck_assert_int_eq(eng_model_desc_parse(&m, buf, "x.yaml", &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "window_layers"), "%s", err.msg);
+
     snprintf(buf, sizeof buf, "%sattention: mla\n", base);
     ck_assert_int_eq(eng_model_desc_parse(&m, buf, "x.yaml", &err), KVF_EINVAL);
 

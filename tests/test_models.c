@@ -554,17 +554,14 @@ START_TEST(test_calibrated_exact_and_interpolated) {
     ck_assert_msg(llabs(got - llround(t_dec(8, mean) + t_host(8))) <= 1, "decode mix %lld",
                   (long long)got);
     ck_assert(!ex);
-    // two prefill chunks = one chunk of 100 tokens at the pair-preserving context
+    // two prefill chunks = two prefill calls, as the engine's serving loop runs them
     mdl_seq two[2] = {{50, 1000}, {50, 1000}};
-    double ceff = (2 * (50.0 * 1000 + 50.0 * 51 / 2) - 100.0 * 101 / 2) / 100;
     got = cost_of(s, MDL_PREFILL, two, 2, &ex);
-    ck_assert_msg(llabs(got - llround(t_pre(100, ceff) + t_host(2))) <= 1, "chunks %lld vs %.0f",
-                  (long long)got, t_pre(100, ceff) + t_host(2));
-    // mixed: prefill table at (chunk + decode tokens), plus the decode context increment
+    ck_assert_msg(llabs(got - llround(2 * t_pre(50, 1000) + t_host(2))) <= 1, "chunks %lld vs %.0f",
+                  (long long)got, 2 * t_pre(50, 1000) + t_host(2));
+    // mixed: one prefill call for the chunk plus one batched decode call for the others
     mdl_seq mix[5] = {{100, 1000}, {1, 2048}, {1, 2048}, {1, 2048}, {1, 2048}};
-    double T = 104, pairs = 100.0 * 1000 + 100.0 * 101 / 2 + 4;
-    double cm = (pairs - T * (T + 1) / 2) / T;
-    double expect = t_pre(T, cm) + (t_dec(4, 2048) - t_dec(4, 0)) + t_host(5);
+    double expect = t_pre(100, 1000) + t_dec(4, 2048) + t_host(5);
     got = cost_of(s, MDL_MIXED, mix, 5, &ex);
     ck_assert_msg(llabs(got - llround(expect)) <= 1, "mixed %lld vs %.0f", (long long)got, expect);
     ck_assert(!ex);
