@@ -13,13 +13,12 @@
 #include "eng_int.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage:\n"
-            "  kvfleet engine profile [--model M] [--backend cpu|cuda] [--quick] [-o FILE]\n"
-            "                         [--check PROFILE] [--threads N] [--seed N]\n"
-            "  kvfleet engine info [--model M] [--backend cpu|cuda]\n"
-            "  kvfleet engine bench gemm|attn [--backend cpu|cuda] [--threads N]\n"
-            "  kvfleet engine serve --trace FILE ...   (the kvfleet command; see its help)\n");
+    fprintf(f, "usage:\n"
+               "  kvfleet engine profile [--model M] [--backend cpu|cuda] [--quick] [-o FILE]\n"
+               "                         [--check PROFILE] [--threads N] [--seed N]\n"
+               "  kvfleet engine info [--model M] [--backend cpu|cuda]\n"
+               "  kvfleet engine bench gemm|attn [--backend cpu|cuda] [--threads N]\n"
+               "  kvfleet engine serve --trace FILE ...   (the kvfleet command; see its help)\n");
 }
 
 static int fail(kvf_status st, const kvf_err *err) {
@@ -39,18 +38,25 @@ static kvf_status parse_args(int argc, char **argv, args *a, kvf_err *err) {
     for (int i = 2; i < argc; i++) {
         const char *s = argv[i];
         bool has = i + 1 < argc;
-        if (!strcmp(s, "--quick")) a->quick = true;
-        else if (!strcmp(s, "--model") && has) a->model = argv[++i];
-        else if (!strcmp(s, "--backend") && has) a->backend = argv[++i];
-        else if ((!strcmp(s, "-o") || !strcmp(s, "--output")) && has) a->out = argv[++i];
-        else if (!strcmp(s, "--check") && has) a->check = argv[++i];
+        if (!strcmp(s, "--quick"))
+            a->quick = true;
+        else if (!strcmp(s, "--model") && has)
+            a->model = argv[++i];
+        else if (!strcmp(s, "--backend") && has)
+            a->backend = argv[++i];
+        else if ((!strcmp(s, "-o") || !strcmp(s, "--output")) && has)
+            a->out = argv[++i];
+        else if (!strcmp(s, "--check") && has)
+            a->check = argv[++i];
         else if ((!strcmp(s, "--threads") || !strcmp(s, "--seed")) && has) {
             char *end;
             unsigned long long v = strtoull(argv[++i], &end, 10);
             if (*end || !*argv[i])
                 return kvf_fail(err, KVF_EINVAL, "%s: expected a number, got '%s'", s, argv[i]);
-            if (s[2] == 't') a->threads = (uint32_t)v;
-            else a->seed = v;
+            if (s[2] == 't')
+                a->threads = (uint32_t)v;
+            else
+                a->seed = v;
         } else if (s[0] != '-' && !a->what) {
             a->what = s;
         } else {
@@ -63,12 +69,12 @@ static kvf_status parse_args(int argc, char **argv, args *a, kvf_err *err) {
 
 static int cmd_profile(const args *a) {
     kvf_err err = {0};
-    eng_profile_config c = {.model = a->model, .threads = a->threads, .quick = a->quick,
-                            .seed = a->seed};
+    eng_profile_config c = {
+        .model = a->model, .threads = a->threads, .quick = a->quick, .seed = a->seed};
     kvf_status st = KVF_OK;
     if (a->backend && (st = eng_backend_parse(a->backend, &c.backend, &err))) return fail(st, &err);
     if (a->check) {
-        if (!a->backend) {   // the profile's own backend
+        if (!a->backend) { // the profile's own backend
             char *text = NULL;
             size_t len;
             if (kvf_read_file(a->check, &text, &len, &err) == KVF_OK) {
@@ -105,16 +111,16 @@ static int cmd_info(const args *a) {
     if ((st = eng_create(&e, &m, &o, &err))) return fail(st, &err);
     double w, kv, act;
     eng_arena_bytes(e, &w, &kv, &act);
-    printf("model %s: %u layers, hidden %u, heads %u/%u x %u, ffn %u, vocab %u", m.name,
-           m.layers, m.hidden, m.heads, m.kv_heads, m.head_dim, m.ffn, m.vocab);
+    printf("model %s: %u layers, hidden %u, heads %u/%u x %u, ffn %u, vocab %u", m.name, m.layers,
+           m.hidden, m.heads, m.kv_heads, m.head_dim, m.ffn, m.vocab);
     if (m.experts)
         printf(", experts %u top-%u + %u shared (ffn %u), %u dense layers", m.experts,
                m.experts_active, m.shared_experts, m.expert_ffn, m.dense_layers);
     if (m.window) printf(", window %u on %u layers", m.window, m.window_layers);
     printf("\nbackend %s on %s\narenas: weights %.1f MiB (%zu params), KV %.1f MiB (%u blocks of "
-           "%u tokens), activations %.1f MiB\n", eng_backend_name(o.backend), eng_hardware_id(e),
-           w / (1 << 20), eng_layout_get(e)->total, kv / (1 << 20), eng_opts(e)->kv_blocks,
-           eng_opts(e)->block_tokens, act / (1 << 20));
+           "%u tokens), activations %.1f MiB\n",
+           eng_backend_name(o.backend), eng_hardware_id(e), w / (1 << 20), eng_layout_get(e)->total,
+           kv / (1 << 20), eng_opts(e)->kv_blocks, eng_opts(e)->block_tokens, act / (1 << 20));
     eng_destroy(e);
     return 0;
 }
@@ -122,14 +128,16 @@ static int cmd_info(const args *a) {
 // CPU GEMM throughput: the shapes of a tiny model's prefill and a square one.
 static int bench_cpu_gemm(uint32_t threads) {
     eng_cpu_set_threads(threads);
-    static const uint32_t shapes[][3] = {{512, 1536, 512}, {512, 4096, 512}, {2048, 2048, 2048},
-                                         {16, 3072, 512}};
+    static const uint32_t shapes[][3] = {
+        {512, 1536, 512}, {512, 4096, 512}, {2048, 2048, 2048}, {16, 3072, 512}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         uint32_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
         float *A = kvf_malloc((size_t)M * K * 4), *B = kvf_malloc((size_t)N * K * 4);
         float *C = kvf_malloc((size_t)M * N * 4);
-        for (size_t i = 0; i < (size_t)M * K; i++) A[i] = eng_kv_value(1, i);
-        for (size_t i = 0; i < (size_t)N * K; i++) B[i] = eng_kv_value(2, i);
+        for (size_t i = 0; i < (size_t)M * K; i++)
+            A[i] = eng_kv_value(1, i);
+        for (size_t i = 0; i < (size_t)N * K; i++)
+            B[i] = eng_kv_value(2, i);
         double v[7];
         for (int r = -1; r < 7; r++) {
             int64_t t0 = kvf_wall_ns();
@@ -152,8 +160,10 @@ static int cmd_bench(const args *a) {
     const char *what = a->what ? a->what : "gemm";
     if (be == ENG_BACKEND_CPU) {
         if (!strcmp(what, "gemm")) return bench_cpu_gemm(a->threads);
-        kvf_fail(&err, KVF_EINVAL, "engine bench %s: cpu supports gemm only (decode attention "
-                 "is in the profile's decode rows)", what);
+        kvf_fail(&err, KVF_EINVAL,
+                 "engine bench %s: cpu supports gemm only (decode attention "
+                 "is in the profile's decode rows)",
+                 what);
         return fail(KVF_EINVAL, &err);
     }
 #ifdef KVF_HAVE_CUDA
@@ -164,20 +174,21 @@ static int cmd_bench(const args *a) {
     char name[ENG_NAME_MAX] = "";
     eng_cuda_device_name(name, sizeof name);
     if (!strcmp(what, "gemm")) {
-        static const int shapes[][3] = {{8192, 8192, 8192}, {4096, 14336, 4096},
-                                        {4096, 4096, 14336}, {2048, 6144, 4096},
+        static const int shapes[][3] = {{8192, 8192, 8192},
+                                        {4096, 14336, 4096},
+                                        {4096, 4096, 14336},
+                                        {2048, 6144, 4096},
                                         {64, 6144, 4096}};
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-            printf("gemm %s bf16 M=%d N=%d K=%d: %.1f TFLOP/s\n", name, shapes[s][0],
-                   shapes[s][1], shapes[s][2],
-                   eng_cuda_bench_gemm(shapes[s][0], shapes[s][1], shapes[s][2], 20));
+            printf("gemm %s bf16 M=%d N=%d K=%d: %.1f TFLOP/s\n", name, shapes[s][0], shapes[s][1],
+                   shapes[s][2], eng_cuda_bench_gemm(shapes[s][0], shapes[s][1], shapes[s][2], 20));
         return 0;
     }
     if (!strcmp(what, "attn")) {
         static const int shapes[][2] = {{16, 4096}, {64, 4096}, {128, 8192}, {32, 32768}};
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-            printf("decode attention %s bf16 batch=%d context=%d heads=32/8x128: %.0f GB/s\n",
-                   name, shapes[s][0], shapes[s][1],
+            printf("decode attention %s bf16 batch=%d context=%d heads=32/8x128: %.0f GB/s\n", name,
+                   shapes[s][0], shapes[s][1],
                    eng_cuda_bench_decode_attn(shapes[s][0], shapes[s][1], 32, 8, 128, 16, 20));
         return 0;
     }

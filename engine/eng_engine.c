@@ -19,11 +19,21 @@ void eng_options_default(eng_options *o) {
     o->seed = 1;
 }
 
-const eng_model_desc *eng_model(const eng_engine *e) { return &e->m; }
-const eng_options *eng_opts(const eng_engine *e) { return &e->o; }
-const eng_layout *eng_layout_get(const eng_engine *e) { return &e->lay; }
-const char *eng_hardware_id(const eng_engine *e) { return e->hw; }
-int64_t eng_last_forward_ns(const eng_engine *e) { return e->last_forward_ns; }
+const eng_model_desc *eng_model(const eng_engine *e) {
+    return &e->m;
+}
+const eng_options *eng_opts(const eng_engine *e) {
+    return &e->o;
+}
+const eng_layout *eng_layout_get(const eng_engine *e) {
+    return &e->lay;
+}
+const char *eng_hardware_id(const eng_engine *e) {
+    return e->hw;
+}
+int64_t eng_last_forward_ns(const eng_engine *e) {
+    return e->last_forward_ns;
+}
 
 void eng_arena_bytes(const eng_engine *e, double *w, double *kv, double *act) {
     if (w) *w = e->bytes_w;
@@ -57,27 +67,49 @@ static kvf_status cuda_create(eng_engine *e, kvf_err *err) {
     eng_cuda_layer *cl = kvf_calloc(m->layers, sizeof *cl);
     for (uint32_t l = 0; l < m->layers; l++) {
         const eng_layer_layout *L = &e->lay.layer[l];
-        cl[l] = (eng_cuda_layer){L->attn_norm, L->wqkv,   L->wo,       L->ffn_norm,
-                                 L->w_gu,      L->w_down, L->router,   L->exp_gu,
-                                 L->exp_down,  L->sh_gu,  L->sh_down,  eng_layer_windowed(m, l),
+        cl[l] = (eng_cuda_layer){L->attn_norm,       L->wqkv,    L->wo,
+                                 L->ffn_norm,        L->w_gu,    L->w_down,
+                                 L->router,          L->exp_gu,  L->exp_down,
+                                 L->sh_gu,           L->sh_down, eng_layer_windowed(m, l),
                                  eng_layer_moe(m, l)};
     }
     uint32_t nt = eng_layout_tensors(&e->lay, m);
     size_t *toff = kvf_malloc(nt * sizeof *toff), *tn = kvf_malloc(nt * sizeof *tn);
     uint32_t *tk = kvf_malloc(nt * sizeof *tk), *tc = kvf_malloc(nt * sizeof *tc);
-    for (uint32_t t = 0; t < nt; t++) eng_layout_tensor(&e->lay, m, t, &toff[t], &tn[t], &tk[t],
-                                                        &tc[t]);
+    for (uint32_t t = 0; t < nt; t++)
+        eng_layout_tensor(&e->lay, m, t, &toff[t], &tn[t], &tk[t], &tc[t]);
     eng_cuda_spec s = {
-        .layers = m->layers, .hidden = m->hidden, .heads = m->heads, .kv_heads = m->kv_heads,
-        .head_dim = m->head_dim, .ffn = m->ffn, .vocab = m->vocab, .experts = m->experts,
-        .experts_active = m->experts_active, .expert_ffn = m->expert_ffn,
-        .shared_ffn = m->shared_experts * m->expert_ffn, .window = m->window,
-        .rope_theta = m->rope_theta, .norm_eps = m->norm_eps, .seed = e->o.seed,
-        .embed = e->lay.embed, .final_norm = e->lay.final_norm, .lm_head = e->lay.lm_head,
-        .total = e->lay.total, .layer = cl, .n_tensors = nt, .t_off = toff, .t_n = tn,
-        .t_kind = tk, .t_cols = tc, .nblocks = e->nblocks, .block_tokens = e->bt,
-        .max_step_tokens = e->o.max_step_tokens, .max_seqs = e->o.max_seqs,
-        .max_context = e->o.max_context, .max_blocks = e->max_blocks,
+        .layers = m->layers,
+        .hidden = m->hidden,
+        .heads = m->heads,
+        .kv_heads = m->kv_heads,
+        .head_dim = m->head_dim,
+        .ffn = m->ffn,
+        .vocab = m->vocab,
+        .experts = m->experts,
+        .experts_active = m->experts_active,
+        .expert_ffn = m->expert_ffn,
+        .shared_ffn = m->shared_experts * m->expert_ffn,
+        .window = m->window,
+        .rope_theta = m->rope_theta,
+        .norm_eps = m->norm_eps,
+        .seed = e->o.seed,
+        .embed = e->lay.embed,
+        .final_norm = e->lay.final_norm,
+        .lm_head = e->lay.lm_head,
+        .total = e->lay.total,
+        .layer = cl,
+        .n_tensors = nt,
+        .t_off = toff,
+        .t_n = tn,
+        .t_kind = tk,
+        .t_cols = tc,
+        .nblocks = e->nblocks,
+        .block_tokens = e->bt,
+        .max_step_tokens = e->o.max_step_tokens,
+        .max_seqs = e->o.max_seqs,
+        .max_context = e->o.max_context,
+        .max_blocks = e->max_blocks,
         .mem_limit_bytes = e->o.mem_limit_bytes,
     };
     char msg[512] = "";
@@ -105,7 +137,8 @@ void eng_backend_fill_kv(eng_engine *e, const uint32_t *block, const uint32_t *s
         return;
     }
 #endif
-    for (uint32_t i = 0; i < nseg; i++) eng_cpu_fill_kv(e, block[i], slot0[i], n[i], seed + i);
+    for (uint32_t i = 0; i < nseg; i++)
+        eng_cpu_fill_kv(e, block[i], slot0[i], n[i], seed + i);
 }
 
 kvf_status eng_create(eng_engine **out, const eng_model_desc *m, const eng_options *o,
@@ -127,7 +160,7 @@ kvf_status eng_create(eng_engine **out, const eng_model_desc *m, const eng_optio
     e->bt = opt.block_tokens;
     e->max_blocks = (opt.max_context + e->bt - 1) / e->bt;
     uint64_t nb = opt.kv_blocks;
-    if (!nb) {   // default: every sequence at max_context, within a KV budget
+    if (!nb) { // default: every sequence at max_context, within a KV budget
         double budget = opt.backend == ENG_BACKEND_CUDA ? 16.0 * (1 << 30) : 1.0 * (1 << 30);
         double per_block = (double)m->layers * 2 * e->bt * m->kv_heads * m->head_dim *
                            (opt.backend == ENG_BACKEND_CUDA ? 2 : 4);
@@ -158,13 +191,15 @@ kvf_status eng_create(eng_engine **out, const eng_model_desc *m, const eng_optio
     if (opt.backend == ENG_BACKEND_CUDA) {
 #ifdef KVF_HAVE_CUDA
         if (eng_cuda_device_count() <= 0) {
-            st = kvf_fail(err, KVF_ENODEV, "backend cuda: no CUDA device is visible (driver "
+            st = kvf_fail(err, KVF_ENODEV,
+                          "backend cuda: no CUDA device is visible (driver "
                           "missing or no GPU); use --backend cpu");
             goto fail;
         }
         if ((st = cuda_create(e, err))) goto fail;
 #else
-        st = kvf_fail(err, KVF_ENODEV, "backend cuda: this kvfleet was built without CUDA "
+        st = kvf_fail(err, KVF_ENODEV,
+                      "backend cuda: this kvfleet was built without CUDA "
                       "(configure with -DKVFLEET_CUDA=ON on a host with the CUDA toolkit)");
         goto fail;
 #endif
@@ -175,11 +210,13 @@ kvf_status eng_create(eng_engine **out, const eng_model_desc *m, const eng_optio
         double limit = opt.mem_limit_bytes > 0 ? opt.mem_limit_bytes : eng_phys_mem_bytes() * 0.9;
         double need = e->bytes_w + e->bytes_kv + e->bytes_act;
         if (need > limit) {
-            st = kvf_fail(err, KVF_ENOMEM, "model %s does not fit in memory on the cpu backend: "
-                          "needs %.2f GiB (weights %.2f, KV %.2f for %u blocks, activations "
-                          "%.2f) but the limit is %.2f GiB", m->name, need / (1 << 30),
-                          e->bytes_w / (1 << 30), e->bytes_kv / (1 << 30), e->nblocks,
-                          e->bytes_act / (1 << 30), limit / (1 << 30));
+            st =
+                kvf_fail(err, KVF_ENOMEM,
+                         "model %s does not fit in memory on the cpu backend: "
+                         "needs %.2f GiB (weights %.2f, KV %.2f for %u blocks, activations "
+                         "%.2f) but the limit is %.2f GiB",
+                         m->name, need / (1 << 30), e->bytes_w / (1 << 30), e->bytes_kv / (1 << 30),
+                         e->nblocks, e->bytes_act / (1 << 30), limit / (1 << 30));
             goto fail;
         }
         eng_cpu_hardware_id(e->hw, sizeof e->hw);
@@ -217,8 +254,7 @@ static void run_pass(eng_engine *e, const eng_batch *b, float *logits, int32_t *
 #ifdef KVF_HAVE_CUDA
     if (e->cuda) {
         float ms = 0;
-        eng_cuda_forward(e->cuda, b, e->router_bias, logits, next, e->route_idx, e->route_w,
-                         &ms);
+        eng_cuda_forward(e->cuda, b, e->router_bias, logits, next, e->route_idx, e->route_w, &ms);
         e->last_forward_ns = (int64_t)(ms * 1e6);
         e->route_ntok = b->ntok;
         return;
@@ -237,19 +273,21 @@ static void table_copy(eng_engine *e, uint32_t i, const eng_seq *s) {
 static kvf_status check_tokens(const eng_engine *e, const int32_t *t, uint32_t n, kvf_err *err) {
     for (uint32_t i = 0; i < n; i++)
         if (t[i] < 0 || (uint32_t)t[i] >= e->m.vocab)
-            return kvf_fail(err, KVF_EINVAL, "token %u: id %d outside the vocabulary (%u)", i,
-                            t[i], e->m.vocab);
+            return kvf_fail(err, KVF_EINVAL, "token %u: id %d outside the vocabulary (%u)", i, t[i],
+                            e->m.vocab);
     return KVF_OK;
 }
 
-kvf_status eng_prefill(eng_engine *e, eng_seq *s, const int32_t *tokens, uint32_t n,
-                       float *logits, int32_t *next, kvf_err *err) {
+kvf_status eng_prefill(eng_engine *e, eng_seq *s, const int32_t *tokens, uint32_t n, float *logits,
+                       int32_t *next, kvf_err *err) {
     if (n == 0 || n > e->o.max_step_tokens)
-        return kvf_fail(err, KVF_EINVAL, "prefill of %u tokens: must be 1..max_step_tokens "
-                        "(%u)", n, e->o.max_step_tokens);
+        return kvf_fail(err, KVF_EINVAL,
+                        "prefill of %u tokens: must be 1..max_step_tokens "
+                        "(%u)",
+                        n, e->o.max_step_tokens);
     if ((uint64_t)s->len + n > e->o.max_context)
-        return kvf_fail(err, KVF_EINVAL, "prefill: %u + %u tokens exceed max_context (%u)",
-                        s->len, n, e->o.max_context);
+        return kvf_fail(err, KVF_EINVAL, "prefill: %u + %u tokens exceed max_context (%u)", s->len,
+                        n, e->o.max_context);
     kvf_status st = check_tokens(e, tokens, n, err);
     if (st) return st;
     if (!eng_seq_reserve(e, s, n))
@@ -261,8 +299,8 @@ kvf_status eng_prefill(eng_engine *e, eng_seq *s, const int32_t *tokens, uint32_
     }
     e->b_start[0] = 0, e->b_new[0] = n, e->b_ctx[0] = s->len;
     table_copy(e, 0, s);
-    eng_batch b = {1, n, e->b_tokens, e->b_pos, e->b_start, e->b_new, e->b_ctx, e->b_table,
-                   e->max_blocks};
+    eng_batch b = {1,        n,        e->b_tokens, e->b_pos,     e->b_start,
+                   e->b_new, e->b_ctx, e->b_table,  e->max_blocks};
     run_pass(e, &b, logits, next);
     eng_seq_commit(e, s, tokens, n);
     return KVF_OK;
@@ -281,11 +319,12 @@ kvf_status eng_decode(eng_engine *e, eng_seq *const *seqs, const int32_t *tokens
             return kvf_fail(err, KVF_EINVAL, "decode: sequence %u is at max_context (%u)", i,
                             e->o.max_context);
         need += eng_kv_blocks_needed(e, seqs[i], 1);
-        for (uint32_t j = 0; j < i; j++) KVF_ASSERT(seqs[j] != seqs[i]);
+        for (uint32_t j = 0; j < i; j++)
+            KVF_ASSERT(seqs[j] != seqs[i]);
     }
     if (need > eng_kv_blocks_available(e))
-        return kvf_fail(err, KVF_ENOMEM, "KV cache full: %u more blocks needed, %u available",
-                        need, eng_kv_blocks_available(e));
+        return kvf_fail(err, KVF_ENOMEM, "KV cache full: %u more blocks needed, %u available", need,
+                        eng_kv_blocks_available(e));
     for (uint32_t i = 0; i < n; i++) {
         bool ok = eng_seq_reserve(e, seqs[i], 1);
         KVF_ASSERT(ok);
@@ -294,9 +333,10 @@ kvf_status eng_decode(eng_engine *e, eng_seq *const *seqs, const int32_t *tokens
         e->b_start[i] = i, e->b_new[i] = 1, e->b_ctx[i] = seqs[i]->len;
         table_copy(e, i, seqs[i]);
     }
-    eng_batch b = {n, n, e->b_tokens, e->b_pos, e->b_start, e->b_new, e->b_ctx, e->b_table,
-                   e->max_blocks};
+    eng_batch b = {n,        n,        e->b_tokens, e->b_pos,     e->b_start,
+                   e->b_new, e->b_ctx, e->b_table,  e->max_blocks};
     run_pass(e, &b, logits, next);
-    for (uint32_t i = 0; i < n; i++) eng_seq_commit(e, seqs[i], &tokens[i], 1);
+    for (uint32_t i = 0; i < n; i++)
+        eng_seq_commit(e, seqs[i], &tokens[i], 1);
     return KVF_OK;
 }

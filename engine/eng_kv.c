@@ -22,15 +22,17 @@ kvf_status eng_kv_init(eng_engine *e, kvf_err *err) {
     e->blocks = kvf_try_calloc(n, sizeof *e->blocks, err);
     e->free_stack = kvf_try_malloc((size_t)n * sizeof *e->free_stack, err);
     uint32_t nb = 16;
-    while (nb < 2 * n) nb *= 2;
+    while (nb < 2 * n)
+        nb *= 2;
     e->buckets = kvf_try_malloc((size_t)nb * sizeof *e->buckets, err);
     e->seqs = kvf_try_calloc(e->o.max_seqs, sizeof *e->seqs, err);
     if (!e->blocks || !e->free_stack || !e->buckets || !e->seqs) return KVF_ENOMEM;
     e->bucket_mask = nb - 1;
-    for (uint32_t i = 0; i < nb; i++) e->buckets[i] = NIL;
+    for (uint32_t i = 0; i < nb; i++)
+        e->buckets[i] = NIL;
     for (uint32_t i = 0; i < n; i++) {
         e->blocks[i].hnext = e->blocks[i].lru_prev = e->blocks[i].lru_next = NIL;
-        e->free_stack[i] = n - 1 - i;   // pop gives block 0 first
+        e->free_stack[i] = n - 1 - i; // pop gives block 0 first
     }
     e->nfree = n;
     e->lru_head = e->lru_tail = NIL;
@@ -67,20 +69,26 @@ static void table_remove(eng_engine *e, uint32_t b) {
 
 static void lru_unlink(eng_engine *e, uint32_t b) {
     eng_block *k = &e->blocks[b];
-    if (k->lru_prev != NIL) e->blocks[k->lru_prev].lru_next = k->lru_next;
-    else e->lru_head = k->lru_next;
-    if (k->lru_next != NIL) e->blocks[k->lru_next].lru_prev = k->lru_prev;
-    else e->lru_tail = k->lru_prev;
+    if (k->lru_prev != NIL)
+        e->blocks[k->lru_prev].lru_next = k->lru_next;
+    else
+        e->lru_head = k->lru_next;
+    if (k->lru_next != NIL)
+        e->blocks[k->lru_next].lru_prev = k->lru_prev;
+    else
+        e->lru_tail = k->lru_prev;
     k->lru_prev = k->lru_next = NIL;
     e->ncached--;
 }
 
-static void lru_push(eng_engine *e, uint32_t b) {   // newest at the tail
+static void lru_push(eng_engine *e, uint32_t b) { // newest at the tail
     eng_block *k = &e->blocks[b];
     k->lru_prev = e->lru_tail;
     k->lru_next = NIL;
-    if (e->lru_tail != NIL) e->blocks[e->lru_tail].lru_next = b;
-    else e->lru_head = b;
+    if (e->lru_tail != NIL)
+        e->blocks[e->lru_tail].lru_next = b;
+    else
+        e->lru_head = b;
     e->lru_tail = b;
     e->ncached++;
 }
@@ -104,18 +112,23 @@ static void block_release(eng_engine *e, uint32_t b) {
     eng_block *k = &e->blocks[b];
     KVF_ASSERT(k->refs > 0);
     if (--k->refs) return;
-    if (k->hashed) lru_push(e, b);
-    else e->free_stack[e->nfree++] = b;
+    if (k->hashed)
+        lru_push(e, b);
+    else
+        e->free_stack[e->nfree++] = b;
 }
 
 static uint64_t block_hash(uint64_t prev, const int32_t *tok, uint32_t n) {
-    uint64_t h = kvf_hash_combine(prev, 0x6b766665u);   // "kvfe": chain start marker
-    for (uint32_t i = 0; i < n; i++) h = kvf_hash_combine(h, (uint64_t)(uint32_t)tok[i]);
+    uint64_t h = kvf_hash_combine(prev, 0x6b766665u); // "kvfe": chain start marker
+    for (uint32_t i = 0; i < n; i++)
+        h = kvf_hash_combine(h, (uint64_t)(uint32_t)tok[i]);
     return h;
 }
 
 // ---- sequences ----------------------------------------------------------------------------
-uint32_t eng_kv_blocks_available(const eng_engine *e) { return e->nfree + e->ncached; }
+uint32_t eng_kv_blocks_available(const eng_engine *e) {
+    return e->nfree + e->ncached;
+}
 
 uint32_t eng_kv_blocks_needed(const eng_engine *e, const eng_seq *s, uint32_t n) {
     uint64_t need = ((uint64_t)s->len + n + e->bt - 1) / e->bt;
@@ -140,10 +153,11 @@ kvf_status eng_seq_open(eng_engine *e, const int32_t *tokens, uint32_t n, eng_se
     *out = NULL;
     if (cached) *cached = 0;
     if (n == 0 || n > e->o.max_context)
-        return kvf_fail(err, KVF_EINVAL, "sequence of %u tokens: must be 1..max_context (%u)",
-                        n, e->o.max_context);
+        return kvf_fail(err, KVF_EINVAL, "sequence of %u tokens: must be 1..max_context (%u)", n,
+                        e->o.max_context);
     uint32_t slot = 0;
-    while (slot < e->o.max_seqs && e->seqs[slot]) slot++;
+    while (slot < e->o.max_seqs && e->seqs[slot])
+        slot++;
     if (slot == e->o.max_seqs)
         return kvf_fail(err, KVF_ENOMEM, "all %u sequence slots are in use", e->o.max_seqs);
     for (uint32_t i = 0; i < n; i++)
@@ -181,7 +195,8 @@ kvf_status eng_seq_open(eng_engine *e, const int32_t *tokens, uint32_t n, eng_se
 void eng_seq_close(eng_engine *e, eng_seq *s) {
     if (!s) return;
     // Release back to front so that the LRU evicts a prefix's tail before its head.
-    for (uint32_t i = s->nblocks; i-- > 0;) block_release(e, s->table[i]);
+    for (uint32_t i = s->nblocks; i-- > 0;)
+        block_release(e, s->table[i]);
     KVF_ASSERT(e->seqs[s->slot] == s);
     e->seqs[s->slot] = NULL;
     e->nseqs_open--;
@@ -191,7 +206,9 @@ void eng_seq_close(eng_engine *e, eng_seq *s) {
     free(s);
 }
 
-uint32_t eng_seq_len(const eng_seq *s) { return s->len; }
+uint32_t eng_seq_len(const eng_seq *s) {
+    return s->len;
+}
 
 uint32_t eng_seq_block_refs(const eng_engine *e, const eng_seq *s, uint32_t i) {
     return i < s->nblocks ? e->blocks[s->table[i]].refs : 0;
@@ -238,7 +255,8 @@ void eng_seq_commit(eng_engine *e, eng_seq *s, const int32_t *tok, uint32_t n) {
 void eng_seq_truncate(eng_engine *e, eng_seq *s, uint32_t n) {
     KVF_ASSERT(n <= s->len);
     uint32_t keep = (n + e->bt - 1) / e->bt;
-    while (s->nblocks > keep) block_release(e, s->table[--s->nblocks]);
+    while (s->nblocks > keep)
+        block_release(e, s->table[--s->nblocks]);
     if (n % e->bt && keep) {
         // The last kept block will be rewritten: it must be private and unhashed.
         uint32_t b = s->table[keep - 1];
@@ -251,8 +269,10 @@ void eng_seq_truncate(eng_engine *e, eng_seq *s, uint32_t n) {
 kvf_status eng_seq_extend_synthetic(eng_engine *e, eng_seq *s, uint32_t n, uint64_t seed,
                                     kvf_err *err) {
     if (!eng_seq_reserve(e, s, n))
-        return kvf_fail(err, KVF_ENOMEM, "KV cache: no room for %u more tokens (%u blocks "
-                        "available)", n, eng_kv_blocks_available(e));
+        return kvf_fail(err, KVF_ENOMEM,
+                        "KV cache: no room for %u more tokens (%u blocks "
+                        "available)",
+                        n, eng_kv_blocks_available(e));
     int32_t *tok = kvf_malloc((size_t)(n ? n : 1) * sizeof *tok);
     for (uint32_t i = 0; i < n; i++)
         tok[i] = (int32_t)(eng_mix64(seed * 7919 + s->len + i) % e->m.vocab);

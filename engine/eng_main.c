@@ -2,4 +2,6 @@
 // engine build (-DKVFLEET_ENGINE_ONLY=ON) on hosts that have only a compiler and CUDA.
 #include "eng.h"
 
-int main(int argc, char **argv) { return eng_cli_main(argc, argv); }
+int main(int argc, char **argv) {
+    return eng_cli_main(argc, argv);
+}

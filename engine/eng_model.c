@@ -37,9 +37,11 @@ static const struct {
 };
 
 static char *trim(char *s) {
-    while (isspace((unsigned char)*s)) s++;
+    while (isspace((unsigned char)*s))
+        s++;
     char *e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
+    while (e > s && isspace((unsigned char)e[-1]))
+        *--e = 0;
     return s;
 }
 
@@ -61,7 +63,7 @@ static bool parse_u32(const char *s, uint32_t *out) {
     if (!*s) return false;
     char *end;
     errno = 0;
-    double d = strtod(s, &end);   // accepts 4096, 4.096e3
+    double d = strtod(s, &end); // accepts 4096, 4.096e3
     if (errno || *trim(end) || d < 0 || d > 4294967295.0 || d != floor(d)) return false;
     *out = (uint32_t)d;
     return true;
@@ -80,8 +82,7 @@ kvf_status eng_model_desc_parse(eng_model_desc *m, const char *text, const char 
         line++;
         const char *nl = strchr(p, '\n');
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        if (len >= sizeof buf)
-            return kvf_fail(err, KVF_EPARSE, "%s:%d: line too long", path, line);
+        if (len >= sizeof buf) return kvf_fail(err, KVF_EPARSE, "%s:%d: line too long", path, line);
         memcpy(buf, p, len);
         buf[len] = 0;
         p = nl ? nl + 1 : p + len;
@@ -89,25 +90,31 @@ kvf_status eng_model_desc_parse(eng_model_desc *m, const char *text, const char 
         if (!*s || *s == '#' || !strcmp(s, "---")) continue;
         char *colon = strchr(s, ':');
         if (!colon || colon == s)
-            return kvf_fail(err, KVF_EPARSE, "%s:%d: expected 'key: value', got '%s'", path,
-                            line, s);
+            return kvf_fail(err, KVF_EPARSE, "%s:%d: expected 'key: value', got '%s'", path, line,
+                            s);
         *colon = 0;
         char *key = trim(s);
         char *val = clean_value(colon + 1);
         for (char *k = key; *k; k++)
             if (!(isalnum((unsigned char)*k) || *k == '_' || *k == '-'))
-                return kvf_fail(err, KVF_EPARSE, "%s:%d: malformed key '%s' (nested YAML is "
-                                "not supported: model files are flat)", path, line, key);
+                return kvf_fail(err, KVF_EPARSE,
+                                "%s:%d: malformed key '%s' (nested YAML is "
+                                "not supported: model files are flat)",
+                                path, line, key);
         if (!*val)
-            return kvf_fail(err, KVF_EPARSE, "%s:%d: key '%s' has no value (model files are "
-                            "flat key: value lines)", path, line, key);
+            return kvf_fail(err, KVF_EPARSE,
+                            "%s:%d: key '%s' has no value (model files are "
+                            "flat key: value lines)",
+                            path, line, key);
         bool done = false;
         for (size_t i = 0; i < sizeof u32_keys / sizeof u32_keys[0]; i++) {
             if (strcmp(key, u32_keys[i].key)) continue;
             uint32_t v;
             if (!parse_u32(val, &v))
-                return kvf_fail(err, KVF_EPARSE, "%s:%d: %s: expected a non-negative integer, "
-                                "got '%s'", path, line, key, val);
+                return kvf_fail(err, KVF_EPARSE,
+                                "%s:%d: %s: expected a non-negative integer, "
+                                "got '%s'",
+                                path, line, key, val);
             *(uint32_t *)((char *)m + u32_keys[i].off) = v;
             seen[i] = true;
             done = true;
@@ -117,19 +124,27 @@ kvf_status eng_model_desc_parse(eng_model_desc *m, const char *text, const char 
             snprintf(m->name, sizeof m->name, "%s", val);
         } else if (!strcmp(key, "attention")) {
             if (!strcmp(val, "mla"))
-                return kvf_fail(err, KVF_EINVAL, "%s:%d: attention: mla is not supported by "
-                                "the engine yet (gqa only)", path, line);
+                return kvf_fail(err, KVF_EINVAL,
+                                "%s:%d: attention: mla is not supported by "
+                                "the engine yet (gqa only)",
+                                path, line);
             if (strcmp(val, "gqa"))
-                return kvf_fail(err, KVF_EPARSE, "%s:%d: attention: expected gqa or mla, got "
-                                "'%s'", path, line, val);
+                return kvf_fail(err, KVF_EPARSE,
+                                "%s:%d: attention: expected gqa or mla, got "
+                                "'%s'",
+                                path, line, val);
         } else if (!strcmp(key, "rope_theta") || !strcmp(key, "norm_eps")) {
             char *end;
             double d = strtod(val, &end);
             if (*trim(end) || !(d > 0))
-                return kvf_fail(err, KVF_EPARSE, "%s:%d: %s: expected a positive number, got "
-                                "'%s'", path, line, key, val);
-            if (key[0] == 'r') m->rope_theta = (float)d;
-            else m->norm_eps = (float)d;
+                return kvf_fail(err, KVF_EPARSE,
+                                "%s:%d: %s: expected a positive number, got "
+                                "'%s'",
+                                path, line, key, val);
+            if (key[0] == 'r')
+                m->rope_theta = (float)d;
+            else
+                m->norm_eps = (float)d;
         }
         // other keys (weight_bytes_per_param, vision_params, ...) are the simulator's
     }
@@ -149,8 +164,8 @@ kvf_status eng_model_desc_parse(eng_model_desc *m, const char *text, const char 
 #define BAD(...) return kvf_fail(err, KVF_EINVAL, __VA_ARGS__)
     if (!m->layers || !m->hidden || !m->heads || !m->head_dim || !m->vocab)
         BAD("%s: layers, hidden, heads, head_dim and vocab must be positive", path);
-    if (m->heads % m->kv_heads) BAD("%s: heads (%u) must be a multiple of kv_heads (%u)", path,
-                                    m->heads, m->kv_heads);
+    if (m->heads % m->kv_heads)
+        BAD("%s: heads (%u) must be a multiple of kv_heads (%u)", path, m->heads, m->kv_heads);
     if (m->head_dim % 2) BAD("%s: head_dim (%u) must be even (RoPE)", path, m->head_dim);
     if (m->vocab > (1u << 30)) BAD("%s: vocab (%u) too large", path, m->vocab);
     if (m->experts) {
@@ -160,8 +175,7 @@ kvf_status eng_model_desc_parse(eng_model_desc *m, const char *text, const char 
         if (!m->expert_ffn) BAD("%s: expert_ffn must be positive when experts > 0", path);
         if (m->dense_layers > m->layers)
             BAD("%s: dense_layers (%u) exceeds layers (%u)", path, m->dense_layers, m->layers);
-        if (m->dense_layers && !m->ffn)
-            BAD("%s: ffn must be positive when dense_layers > 0", path);
+        if (m->dense_layers && !m->ffn) BAD("%s: ffn must be positive when dense_layers > 0", path);
     } else if (!m->ffn) {
         BAD("%s: ffn must be positive for a dense model", path);
     }
@@ -173,11 +187,10 @@ kvf_status eng_model_desc_parse(eng_model_desc *m, const char *text, const char 
     return KVF_OK;
 }
 
-kvf_status eng_model_desc_load(eng_model_desc *m, const char *name_or_path,
-                               const char *models_dir, kvf_err *err) {
+kvf_status eng_model_desc_load(eng_model_desc *m, const char *name_or_path, const char *models_dir,
+                               kvf_err *err) {
     char path[4096];
-    if (!name_or_path || !*name_or_path)
-        return kvf_fail(err, KVF_EINVAL, "model: empty name");
+    if (!name_or_path || !*name_or_path) return kvf_fail(err, KVF_EINVAL, "model: empty name");
     if (strchr(name_or_path, '/') || kvf_endswith(name_or_path, ".yaml")) {
         snprintf(path, sizeof path, "%s", name_or_path);
     } else {
@@ -291,17 +304,39 @@ void eng_layout_tensor(const eng_layout *lay, const eng_model_desc *m, uint32_t 
     }
     const eng_layer_layout *L = &lay->layer[(i - 1) / SLOTS];
     switch ((i - 1) % SLOTS) {
-    case 0: *off = L->attn_norm, *n = d, *kind = 1; break;
-    case 1: *off = L->wqkv, *n = qkv * d; break;
-    case 2: *off = L->wo, *n = d * m->heads * hd, *cols = (uint32_t)(m->heads * hd); break;
-    case 3: *off = L->ffn_norm, *n = d, *kind = 1; break;
-    case 4: *off = L->w_gu, *n = 2 * (size_t)m->ffn * d; break;
-    case 5: *off = L->w_down, *n = d * m->ffn, *cols = m->ffn; break;
-    case 6: *off = L->router, *n = E * d; break;
-    case 7: *off = L->exp_gu, *n = E * 2 * f * d; break;
-    case 8: *off = L->exp_down, *n = E * d * f, *cols = (uint32_t)f; break;
-    case 9: *off = L->sh_gu, *n = 2 * S * d; break;
-    default: *off = L->sh_down, *n = d * S, *cols = (uint32_t)(S ? S : 1); break;
+    case 0:
+        *off = L->attn_norm, *n = d, *kind = 1;
+        break;
+    case 1:
+        *off = L->wqkv, *n = qkv * d;
+        break;
+    case 2:
+        *off = L->wo, *n = d * m->heads * hd, *cols = (uint32_t)(m->heads * hd);
+        break;
+    case 3:
+        *off = L->ffn_norm, *n = d, *kind = 1;
+        break;
+    case 4:
+        *off = L->w_gu, *n = 2 * (size_t)m->ffn * d;
+        break;
+    case 5:
+        *off = L->w_down, *n = d * m->ffn, *cols = m->ffn;
+        break;
+    case 6:
+        *off = L->router, *n = E * d;
+        break;
+    case 7:
+        *off = L->exp_gu, *n = E * 2 * f * d;
+        break;
+    case 8:
+        *off = L->exp_down, *n = E * d * f, *cols = (uint32_t)f;
+        break;
+    case 9:
+        *off = L->sh_gu, *n = 2 * S * d;
+        break;
+    default:
+        *off = L->sh_down, *n = d * S, *cols = (uint32_t)(S ? S : 1);
+        break;
     }
     if (*off == ENG_NONE) *n = 0;
 }
@@ -311,7 +346,8 @@ void eng_step_work(const eng_model_desc *m, uint32_t nseq, const uint32_t *new_t
                    const uint32_t *context, double elem_bytes, double *flops, double *bytes) {
     double d = m->hidden, hd = m->head_dim, H = m->heads, KV = m->kv_heads;
     double T = 0;
-    for (uint32_t i = 0; i < nseq; i++) T += new_tokens[i];
+    for (uint32_t i = 0; i < nseq; i++)
+        T += new_tokens[i];
     double attn_params = d * (H + 2 * KV) * hd + d * H * hd;
     double fl = 0, by = 0;
     for (uint32_t l = 0; l < m->layers; l++) {
@@ -331,22 +367,22 @@ void eng_step_work(const eng_model_desc *m, uint32_t nseq, const uint32_t *new_t
             kv_read += span;
         }
         fl += 4 * keys * H * hd;
-        by += (kv_read + T) * 2 * KV * hd * elem_bytes;   // read K,V once per sequence + write
+        by += (kv_read + T) * 2 * KV * hd * elem_bytes; // read K,V once per sequence + write
         if (!eng_layer_moe(m, l)) {
             fl += 2 * T * 3 * d * m->ffn;
             by += 3 * d * m->ffn * elem_bytes;
         } else {
             double f = m->expert_ffn, k = m->experts_active, E = m->experts;
             double S = (double)m->shared_experts * f;
-            fl += 2 * T * d * E;                          // router
+            fl += 2 * T * d * E; // router
             fl += 2 * T * k * 3 * d * f + 2 * T * 3 * d * S;
             double touched = E * (1 - pow(1 - k / E, T)); // expected distinct experts hit
             by += (d * E + touched * 3 * d * f + 3 * d * S) * elem_bytes;
         }
-        by += 2 * T * d * 4 * 4;                          // residual stream traffic (fp32)
+        by += 2 * T * d * 4 * 4; // residual stream traffic (fp32)
     }
-    fl += 2 * nseq * d * m->vocab;                        // LM head, last token per sequence
-    by += (double)m->vocab * d * elem_bytes + T * d * elem_bytes;   // head + embedding rows
+    fl += 2 * nseq * d * m->vocab; // LM head, last token per sequence
+    by += (double)m->vocab * d * elem_bytes + T * d * elem_bytes; // head + embedding rows
     *flops = fl;
     *bytes = by;
 }
@@ -366,7 +402,8 @@ void eng_sanitize_id(char *s) {
         if (c == '-' && (w == s || w[-1] == '-')) continue;
         *w++ = c;
     }
-    while (w > s && w[-1] == '-') w--;
+    while (w > s && w[-1] == '-')
+        w--;
     *w = 0;
 }
 
@@ -390,10 +427,15 @@ void eng_cpu_hardware_id(char *out, size_t cap) {
 }
 
 kvf_status eng_backend_parse(const char *s, eng_backend *out, kvf_err *err) {
-    if (kvf_streq(s, "cpu")) *out = ENG_BACKEND_CPU;
-    else if (kvf_streq(s, "cuda") || kvf_streq(s, "gpu")) *out = ENG_BACKEND_CUDA;
-    else return kvf_fail(err, KVF_EINVAL, "backend: expected cpu or cuda, got '%s'", s ? s : "");
+    if (kvf_streq(s, "cpu"))
+        *out = ENG_BACKEND_CPU;
+    else if (kvf_streq(s, "cuda") || kvf_streq(s, "gpu"))
+        *out = ENG_BACKEND_CUDA;
+    else
+        return kvf_fail(err, KVF_EINVAL, "backend: expected cpu or cuda, got '%s'", s ? s : "");
     return KVF_OK;
 }
 
-const char *eng_backend_name(eng_backend b) { return b == ENG_BACKEND_CUDA ? "cuda" : "cpu"; }
+const char *eng_backend_name(eng_backend b) {
+    return b == ENG_BACKEND_CUDA ? "cuda" : "cpu";
+}

@@ -15,11 +15,11 @@
 #include "eng_int.h"
 
 typedef struct grid {
-    const uint32_t *pt, *pc;     // prefill new tokens x context
+    const uint32_t *pt, *pc; // prefill new tokens x context
     uint32_t npt, npc;
-    const uint32_t *db, *dc;     // decode batch x mean context
+    const uint32_t *db, *dc; // decode batch x mean context
     uint32_t ndb, ndc;
-    const uint32_t *hb;          // host-overhead batches
+    const uint32_t *hb; // host-overhead batches
     uint32_t nhb;
     uint32_t repeats;
 } grid;
@@ -52,7 +52,7 @@ static grid pick_grid(bool quick, bool gpu) {
 
 typedef struct stat3 {
     double med, p10, p90;
-    uint32_t n;                  // repeats measured
+    uint32_t n; // repeats measured
 } stat3;
 
 static stat3 stats(double *v, uint32_t n) {
@@ -81,7 +81,9 @@ static void put_row(FILE *f, FILE *prog, const eng_engine *e, const char *op, ui
                 op, batch, newt, ctx, s.med / 1e6, s.p10 / 1e6, s.p90 / 1e6);
 }
 
-static uint32_t tok_of(uint64_t i, uint32_t vocab) { return (uint32_t)(eng_mix64(i) % vocab); }
+static uint32_t tok_of(uint64_t i, uint32_t vocab) {
+    return (uint32_t)(eng_mix64(i) % vocab);
+}
 
 // Median etc. of prefill of T tokens over C context (two sequences alternated).
 static kvf_status time_prefill(eng_engine *e, uint32_t T, uint32_t C, uint32_t reps, stat3 *out,
@@ -97,22 +99,24 @@ static kvf_status time_prefill(eng_engine *e, uint32_t T, uint32_t C, uint32_t r
         if ((st = eng_seq_open(e, tok, 1, &s[k], NULL, err))) goto done;
         if ((st = eng_seq_extend_synthetic(e, s[k], C, 1000 + k, err))) {
             if (k == 0) goto done;
-            eng_seq_close(e, s[k]);   // no room for a second set: reuse the first
+            eng_seq_close(e, s[k]); // no room for a second set: reuse the first
             s[k] = NULL;
             nsets = 1;
             st = KVF_OK;
         }
     }
-    for (uint32_t r = 0; r == 0 || more_reps(done, reps, total); r++) {   // r == 0: warm-up
+    for (uint32_t r = 0; r == 0 || more_reps(done, reps, total); r++) { // r == 0: warm-up
         eng_seq *q = s[r % nsets];
-        for (uint32_t i = 0; i < T; i++) tok[i] = (int32_t)tok_of((uint64_t)r * 131 + i, e->m.vocab);
+        for (uint32_t i = 0; i < T; i++)
+            tok[i] = (int32_t)tok_of((uint64_t)r * 131 + i, e->m.vocab);
         if ((st = eng_prefill(e, q, tok, T, NULL, NULL, err))) goto done;
         if (r) total += v[done++] = (double)eng_last_forward_ns(e);
         eng_seq_truncate(e, q, C);
     }
     *out = stats(v, done);
 done:
-    for (uint32_t k = 0; k < 2; k++) eng_seq_close(e, s[k]);
+    for (uint32_t k = 0; k < 2; k++)
+        eng_seq_close(e, s[k]);
     free(tok);
     free(v);
     return st;
@@ -140,7 +144,7 @@ static kvf_status time_decode(eng_engine *e, uint32_t B, uint32_t C, uint32_t re
             if ((st = eng_seq_open(e, tok, 1, q, NULL, err)) ||
                 (st = eng_seq_extend_synthetic(e, *q, ctx[i], 99 * k + i, err))) {
                 if (k == 0) goto done;
-                nsets = 1;   // tight arena: one set only
+                nsets = 1; // tight arena: one set only
                 break;
             }
         }
@@ -152,23 +156,26 @@ static kvf_status time_decode(eng_engine *e, uint32_t B, uint32_t C, uint32_t re
         }
         st = KVF_OK;
     }
-    for (uint32_t r = 0; r == 0 || more_reps(done, reps, total); r++) {   // r == 0: warm-up
+    for (uint32_t r = 0; r == 0 || more_reps(done, reps, total); r++) { // r == 0: warm-up
         eng_seq **q = s + (size_t)(r % nsets) * B;
-        for (uint32_t i = 0; i < B; i++) tok[i] = (int32_t)tok_of((uint64_t)r * 31 + i, e->m.vocab);
+        for (uint32_t i = 0; i < B; i++)
+            tok[i] = (int32_t)tok_of((uint64_t)r * 31 + i, e->m.vocab);
         if ((st = eng_decode(e, q, tok, B, NULL, NULL, err))) goto done;
         if (r) total += v[done++] = (double)eng_last_forward_ns(e);
-        for (uint32_t i = 0; i < B; i++) eng_seq_truncate(e, q[i], ctx[i]);
+        for (uint32_t i = 0; i < B; i++)
+            eng_seq_truncate(e, q[i], ctx[i]);
     }
     *out = stats(v, done);
 done:
-    for (uint32_t i = 0; i < 2 * B; i++) eng_seq_close(e, s[i]);
+    for (uint32_t i = 0; i < 2 * B; i++)
+        eng_seq_close(e, s[i]);
     free(s), free(tok), free(ctx), free(v);
     return st;
 }
 
 // Host overhead: the serving loop's decode steps of batch B, step time minus forward time.
-static kvf_status time_host(eng_engine *e, uint32_t B, uint32_t steps, stat3 *out,
-                            double *ctx_mean, kvf_err *err) {
+static kvf_status time_host(eng_engine *e, uint32_t B, uint32_t steps, stat3 *out, double *ctx_mean,
+                            kvf_err *err) {
     eng_request *r = kvf_calloc(B, sizeof *r);
     for (uint32_t i = 0; i < B; i++) {
         r[i].input_tokens = 32;
@@ -202,7 +209,8 @@ static kvf_status time_host(eng_engine *e, uint32_t B, uint32_t steps, stat3 *ou
 
 static uint32_t max_of(const uint32_t *v, uint32_t n) {
     uint32_t m = 0;
-    for (uint32_t i = 0; i < n; i++) m = KVF_MAX(m, v[i]);
+    for (uint32_t i = 0; i < n; i++)
+        m = KVF_MAX(m, v[i]);
     return m;
 }
 
@@ -223,7 +231,8 @@ static kvf_status make_engine(eng_engine **e, const eng_model_desc *m, eng_backe
     uint64_t bt = o.block_tokens;
     uint64_t need_p = 2 * ((pt + pc) / bt + 2);
     uint64_t dsum = 0;
-    for (uint32_t i = 0; i < g->ndc; i++) dsum = KVF_MAX(dsum, (uint64_t)g->dc[i]);
+    for (uint32_t i = 0; i < g->ndc; i++)
+        dsum = KVF_MAX(dsum, (uint64_t)g->dc[i]);
     uint64_t need_d = 2 * ((uint64_t)db * (dsum / bt + 3));
     o.kv_blocks = (uint32_t)KVF_MAX(need_p, need_d);
     kvf_status st = eng_create(e, m, &o, err);
@@ -237,29 +246,33 @@ static kvf_status make_engine(eng_engine **e, const eng_model_desc *m, eng_backe
 
 kvf_status eng_profile_run(const eng_profile_config *c, FILE *f, FILE *prog, kvf_err *err) {
     eng_model_desc m;
-    kvf_status st = eng_model_desc_load(&m, c->model ? c->model : "tiny-dense", c->models_dir,
-                                        err);
+    kvf_status st = eng_model_desc_load(&m, c->model ? c->model : "tiny-dense", c->models_dir, err);
     if (st) return st;
     grid g = pick_grid(c->quick, c->backend == ENG_BACKEND_CUDA);
     eng_engine *e = NULL;
     if ((st = make_engine(&e, &m, c->backend, c->threads, c->seed, &g, err))) return st;
     int64_t t0 = kvf_wall_ns();
-    fprintf(f, "# kvfleet_version: %s\n# model: %s\n# hardware_id: %s\n# backend: %s\n",
-            KVF_VERSION, m.name, e->hw, eng_backend_name(c->backend));
+    fprintf(f,
+            "# kvfleet_version: %s\n# model: %s\n# hardware_id: %s\n# hardware: %s\n"
+            "# backend: %s\n",
+            KVF_VERSION, m.name, e->hw, e->hw, eng_backend_name(c->backend));
     fprintf(f, "# threads: %u\n", c->threads ? c->threads : 1);
 #ifdef KVF_HAVE_BLAS
     fprintf(f, "# gemm: %s\n", c->backend == ENG_BACKEND_CUDA ? "cublas-bf16" : "openblas-fp32");
 #else
     fprintf(f, "# gemm: %s\n", c->backend == ENG_BACKEND_CUDA ? "cublas-bf16" : "builtin-fp32");
 #endif
-    fprintf(f, "# block_tokens: %u\n# sweep: %s\n# timing: %s, median of repeats after one "
-            "warm-up\n", e->bt, c->quick ? "quick" : "full",
+    fprintf(f,
+            "# block_tokens: %u\n# sweep: %s\n# timing: %s; median of repeats after one "
+            "warm-up\n",
+            e->bt, c->quick ? "quick" : "full",
             c->backend == ENG_BACKEND_CUDA ? "cuda events" : "wall clock");
     double elem = c->backend == ENG_BACKEND_CUDA ? 2 : 4;
     // MoE: how much a skewed router (Zipf-like bias) changes step time, as comment lines.
     if (m.experts) {
         float *bias = kvf_malloc(m.experts * sizeof *bias);
-        for (uint32_t i = 0; i < m.experts; i++) bias[i] = -1.5f * logf((float)i + 1.0f);
+        for (uint32_t i = 0; i < m.experts; i++)
+            bias[i] = -1.5f * logf((float)i + 1.0f);
         uint32_t T = g.pt[g.npt / 2], B = g.db[g.ndb / 2];
         stat3 a, b;
         double cs;
@@ -276,7 +289,7 @@ kvf_status eng_profile_run(const eng_profile_config *c, FILE *f, FILE *prog, kvf
         free(bias);
     }
     fprintf(f, "model,hardware,backend,op,batch,new_tokens,context,median_ns,p10_ns,p90_ns,"
-            "repeats,flops,bytes\n");
+               "repeats,flops,bytes\n");
     for (uint32_t i = 0; i < g.npc; i++)
         for (uint32_t j = 0; j < g.npt; j++) {
             uint32_t T = g.pt[j], C = g.pc[i];
@@ -366,8 +379,8 @@ kvf_status eng_profile_check(const eng_profile_config *c, const char *path, FILE
         }
         crow r;
         char mm[128], hw[128], be[16];
-        if (sscanf(p, "%127[^,],%127[^,],%15[^,],%31[^,],%u,%u,%u,%lf", mm, hw, be, r.op,
-                   &r.batch, &r.newt, &r.ctx, &r.med) != 8) {
+        if (sscanf(p, "%127[^,],%127[^,],%15[^,],%31[^,],%u,%u,%u,%lf", mm, hw, be, r.op, &r.batch,
+                   &r.newt, &r.ctx, &r.med) != 8) {
             st = kvf_fail(err, KVF_EPARSE, "%s:%d: malformed row", path, line);
             goto done;
         }
@@ -422,8 +435,8 @@ kvf_status eng_profile_check(const eng_profile_config *c, const char *path, FILE
                 goto done;
             }
             ratios[i] = s.med / (probe[i].med > 0 ? probe[i].med : 1);
-            fprintf(out, "%s,%u,%u,%u,%.0f,%.0f,%.3f\n", probe[i].op, probe[i].batch,
-                    probe[i].newt, probe[i].ctx, probe[i].med, s.med, ratios[i]);
+            fprintf(out, "%s,%u,%u,%u,%.0f,%.0f,%.3f\n", probe[i].op, probe[i].batch, probe[i].newt,
+                    probe[i].ctx, probe[i].med, s.med, ratios[i]);
         }
         eng_destroy(e);
         stat3 d = stats(ratios, np);

@@ -21,9 +21,9 @@ enum { ST_PENDING = 0, ST_WAITING, ST_PREFILL, ST_DECODE, ST_DONE, ST_REJECTED }
 typedef struct rq {
     uint32_t state;
     eng_seq *seq;
-    int32_t *tok;           // prompt then generated tokens
-    uint32_t ntok;          // prompt + generated
-    uint32_t target;        // tokens to hold in KV before decoding (ntok at admission, or -1)
+    int32_t *tok;    // prompt then generated tokens
+    uint32_t ntok;   // prompt + generated
+    uint32_t target; // tokens to hold in KV before decoding (ntok at admission, or -1)
     uint32_t generated;
     bool admitted_once;
 } rq;
@@ -35,11 +35,11 @@ typedef struct loop {
     size_t n;
     rq *rs;
     eng_serve_result *out;
-    uint32_t *waiting, nwait;      // request indices, FIFO (front = 0)
-    uint32_t *running, nrun;       // admission order (last = newest)
+    uint32_t *waiting, nwait; // request indices, FIFO (front = 0)
+    uint32_t *running, nrun;  // admission order (last = newest)
     int64_t t0, skew;
     size_t cap_steps;
-    size_t left;                   // requests not yet done (rejected ones excluded)
+    size_t left; // requests not yet done (rejected ones excluded)
 } loop;
 
 void eng_serve_config_default(eng_serve_config *c) {
@@ -59,7 +59,9 @@ void eng_serve_result_free(eng_serve_result *r) {
     memset(r, 0, sizeof *r);
 }
 
-static int64_t now_ns(const loop *L) { return kvf_wall_ns() - L->t0 + L->skew; }
+static int64_t now_ns(const loop *L) {
+    return kvf_wall_ns() - L->t0 + L->skew;
+}
 
 static void sleep_until(loop *L, int64_t t) {
     int64_t d = t - now_ns(L);
@@ -171,7 +173,7 @@ static kvf_status step(loop *L, bool *did, kvf_err *err) {
     // ---- prefill chunks within the remaining budget ---------------------------------------
     uint32_t budget = c->max_batch_tokens > nd ? c->max_batch_tokens - nd : 0;
     uint32_t slots = c->max_batch_requests > nd ? c->max_batch_requests - nd : 0;
-    uint32_t pdone[1024], npd = 0;   // requests whose prefill finished with a new token
+    uint32_t pdone[1024], npd = 0; // requests whose prefill finished with a new token
     int32_t pnext[1024];
     for (uint32_t pass = 0; pass < 2 && budget && slots; pass++) {
         // pass 0: running prefills (oldest first); pass 1: admissions from the queue
@@ -179,7 +181,8 @@ static kvf_status step(loop *L, bool *did, kvf_err *err) {
         while (budget && slots) {
             uint32_t ri;
             if (pass == 0) {
-                while (i < L->nrun && L->rs[L->running[i]].state != ST_PREFILL) i++;
+                while (i < L->nrun && L->rs[L->running[i]].state != ST_PREFILL)
+                    i++;
                 if (i >= L->nrun) break;
                 ri = L->running[i++];
             } else {
@@ -191,11 +194,11 @@ static kvf_status step(loop *L, bool *did, kvf_err *err) {
             if (pass == 1) {
                 uint32_t cached = 0;
                 kvf_status st = eng_seq_open(e, q->tok, q->target, &q->seq, &cached, err);
-                if (st == KVF_ENOMEM) break;   // no sequence slot: wait
+                if (st == KVF_ENOMEM) break; // no sequence slot: wait
                 if (st) return st;
                 uint32_t rest = q->target - cached;
                 if (eng_kv_blocks_needed(e, q->seq, rest) > eng_kv_blocks_available(e)) {
-                    eng_seq_close(e, q->seq);   // the whole prompt must fit to be admitted
+                    eng_seq_close(e, q->seq); // the whole prompt must fit to be admitted
                     q->seq = NULL;
                     break;
                 }
@@ -230,7 +233,7 @@ static kvf_status step(loop *L, bool *did, kvf_err *err) {
             *did = true;
             if (len + chunk == q->target) {
                 q->state = ST_DECODE;
-                if (q->target == q->ntok && npd < 1024) {   // fresh prompt: its first token
+                if (q->target == q->ntok && npd < 1024) { // fresh prompt: its first token
                     pdone[npd] = ri;
                     pnext[npd++] = next;
                 }
@@ -267,7 +270,7 @@ static kvf_status step(loop *L, bool *did, kvf_err *err) {
     if (rec.tokens) {
         rec.duration_ns = te - ts;
         rec.forward_ns = fwd;
-        rec.phase = rec.prefill_tokens == 0        ? ENG_STEP_DECODE
+        rec.phase = rec.prefill_tokens == 0            ? ENG_STEP_DECODE
                     : rec.prefill_tokens == rec.tokens ? ENG_STEP_PREFILL
                                                        : ENG_STEP_MIXED;
         record_step(L, &rec);
@@ -282,8 +285,8 @@ static int cmp_arrival(const void *a, const void *b, void *ctx) {
     return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 
-kvf_status eng_serve_on(eng_engine *e, const eng_serve_config *c, const eng_request *reqs,
-                        size_t n, eng_serve_result *out, kvf_err *err) {
+kvf_status eng_serve_on(eng_engine *e, const eng_serve_config *c, const eng_request *reqs, size_t n,
+                        eng_serve_result *out, kvf_err *err) {
     memset(out, 0, sizeof *out);
     const eng_model_desc *m = eng_model(e);
     uint32_t arena = e->nblocks * e->bt;
@@ -317,7 +320,8 @@ kvf_status eng_serve_on(eng_engine *e, const eng_serve_config *c, const eng_requ
     }
     qsort_r(order, n, sizeof *order, cmp_arrival, (void *)reqs);
     size_t next_arrival = 0;
-    for (size_t i = 0; i < n; i++) L.left += L.rs[i].state != ST_REJECTED;
+    for (size_t i = 0; i < n; i++)
+        L.left += L.rs[i].state != ST_REJECTED;
     kvf_status st = KVF_OK;
     L.t0 = kvf_wall_ns();
     while (L.left) {
@@ -334,8 +338,10 @@ kvf_status eng_serve_on(eng_engine *e, const eng_serve_config *c, const eng_requ
             if (next_arrival < n) {
                 sleep_until(&L, reqs[order[next_arrival]].arrival_ns);
             } else if (!L.nrun && L.nwait) {
-                st = kvf_fail(err, KVF_ERUN, "serve: request %u cannot be admitted (KV arena "
-                              "of %u blocks)", L.waiting[0], e->nblocks);
+                st = kvf_fail(err, KVF_ERUN,
+                              "serve: request %u cannot be admitted (KV arena "
+                              "of %u blocks)",
+                              L.waiting[0], e->nblocks);
                 break;
             }
         }
@@ -357,16 +363,17 @@ kvf_status eng_serve_run(const eng_serve_config *c, const eng_request *reqs, siz
     for (size_t i = 0; i < n; i++) {
         const eng_request *r = &reqs[i];
         if (!r->input_tokens || !r->output_tokens || r->arrival_ns < 0)
-            return kvf_fail(err, KVF_EINVAL, "request %zu: input_tokens and output_tokens must "
-                            "be >= 1 and arrival_ns >= 0", i);
+            return kvf_fail(err, KVF_EINVAL,
+                            "request %zu: input_tokens and output_tokens must "
+                            "be >= 1 and arrival_ns >= 0",
+                            i);
         if (r->n_blocks && !r->blocks)
             return kvf_fail(err, KVF_EINVAL, "request %zu: n_blocks %u without blocks", i,
                             r->n_blocks);
         maxlen = KVF_MAX(maxlen, (uint64_t)r->input_tokens + r->output_tokens);
     }
     eng_model_desc m;
-    kvf_status st = eng_model_desc_load(&m, c->model ? c->model : "tiny-dense", c->models_dir,
-                                        err);
+    kvf_status st = eng_model_desc_load(&m, c->model ? c->model : "tiny-dense", c->models_dir, err);
     if (st) return st;
     eng_options o;
     eng_options_default(&o);
@@ -379,10 +386,14 @@ kvf_status eng_serve_run(const eng_serve_config *c, const eng_request *reqs, siz
     if (mbr > 1024) return kvf_fail(err, KVF_EINVAL, "max_batch_requests (%u) above 1024", mbr);
     o.max_step_tokens = KVF_MAX(mbt, mbr);
     o.max_seqs = mbr + 2;
-    uint64_t per_req = (maxlen + o.block_tokens - 1) / o.block_tokens;
-    o.kv_blocks = c->kv_blocks ? c->kv_blocks : (uint32_t)KVF_MIN(per_req * mbr, 1u << 20);
-    uint64_t arena = (uint64_t)o.kv_blocks * o.block_tokens;
-    o.max_context = (uint32_t)KVF_MAX(16, KVF_MIN(maxlen, arena));
+    // default arena (kv_blocks 0): every running request at the longest length, within the
+    // engine's default KV budget (1 GiB cpu, 16 GiB cuda)
+    o.kv_blocks = c->kv_blocks;
+    if (maxlen > (1u << 24)) return kvf_fail(err, KVF_EINVAL, "requests longer than 16M tokens");
+    o.max_context = (uint32_t)KVF_MAX(16, maxlen);
+    if (o.kv_blocks)
+        o.max_context =
+            (uint32_t)KVF_MAX(16, KVF_MIN(maxlen, (uint64_t)o.kv_blocks * o.block_tokens));
     eng_engine *e = NULL;
     if ((st = eng_create(&e, &m, &o, err))) return st;
     eng_serve_config cc = *c;

@@ -10,6 +10,8 @@
 //   1. generous point: from the scenario's counts, double the pool whose SLO fails (both when
 //      the run is not stable) until a feasible (P, D) is found, within --max-gpus (when the
 //      budget is full, one instance moves to the failing pool; both failing = infeasible);
+//      a stable run whose failing p90 improves by less than 1 % when its pool doubles has hit a
+//      floor more instances cannot lower, and the plan is infeasible (said with the reason);
 //   2. prefill: bisect the smallest p in [1, P] with TTFT within bound and stable at (p, D);
 //   3. decode: bisect the smallest d in [1, D] with TPOT within bound and stable at (p, d);
 //   4. joint check of (p, d); while it fails, add an instance to the pool whose SLO fails;
@@ -31,6 +33,7 @@
 // trace; the bisection returns one boundary, not necessarily the highest feasible rate.
 #include <jansson.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,32 +46,53 @@
 enum { PLAN_SETS_MAX = 256, PLAN_GPI_MAX = 16, PLAN_INST_CAP = 4096 };
 
 typedef struct plan_eval {
-    int32_t p, d;                 // prefill, decode instances
-    int32_t gp, gd;               // GPUs per instance of each pool
-    double rate;                  // workload rate (req/s), 0 = the scenario's
-    bool ran;                     // false: over --max-gpus, not run
-    bool ok;                      // feasible: stable, completed > 0, both SLOs met
+    int32_t p, d;   // prefill, decode instances
+    int32_t gp, gd; // GPUs per instance of each pool
+    double rate;    // workload rate (req/s), 0 = the scenario's
+    bool ran;       // false: over --max-gpus, not run
+    bool ok;        // feasible: stable, completed > 0, both SLOs met
     bool ttft_ok, tpot_ok, stable;
-    double ttft_p90, tpot_p90;    // ms
-    double attainment;            // slo.attainment
-    double cost_day;              // USD per day
-    double gpus;                  // all GPUs of the run
-    double util_p, util_d;        // busy fraction per pool
-    char sat[16];                 // saturation.state
+    double ttft_p90, tpot_p90; // ms
+    double attainment;         // slo.attainment
+    double cost_day;           // USD per day
+    double gpus;               // all GPUs of the run
+    double util_p, util_d;     // busy fraction per pool
+    char sat[16];              // saturation.state
 } plan_eval;
 
+// GPUs per instance of each pool during one search.
+typedef struct plan_size {
+    int32_t gp, gd; // prefill, decode
+    char label[48]; // for messages, e.g. "1 GPU per instance"
+} plan_size;
+
 typedef struct planner {
-    sim_config *base;             // scenario + --set + --slo
-    double slo_ttft, slo_tpot;    // bounds (ms)
-    int max_gpus;                 // 0 = no limit
+    sim_config *base;          // scenario + --set + --slo
+    double slo_ttft, slo_tpot; // bounds (ms)
+    int max_gpus;              // 0 = no limit
     bool colocated;
-    const char *rate_key;         // workload.rate_rps or workload.generate.rate_rps
-    plan_eval *ev;                // every configuration evaluated (memo)
+    const char *rate_key; // workload.rate_rps or workload.generate.rate_rps
+    plan_eval *ev;        // every configuration evaluated (memo)
     size_t n, cap;
-    int runs;                     // simulations run
-    kvf_status st;                // first failure of a run; the search stops
+    int runs;      // simulations run
+    char why[512]; // why a search found nothing (for the output)
+    kvf_status st; // first failure of a run; the search stops
     kvf_err err;
 } planner;
+
+static void note(planner *pl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(planner *pl, const char *fmt, ...) {
+    size_t n = strlen(pl->why);
+    if (n + 4 >= sizeof pl->why) return;
+    if (n) {
+        memcpy(pl->why + n, "; ", 3);
+        n += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pl->why + n, sizeof pl->why - n, fmt, ap);
+    va_end(ap);
+}
 
 static double ratio_max(const planner *pl, const plan_eval *e) {
     return fmax(e->ttft_p90 / pl->slo_ttft, e->tpot_p90 / pl->slo_tpot);
@@ -111,8 +135,10 @@ static plan_eval eval(planner *pl, int p, int d, int gp, int gd, double rate) {
         snprintf(buf[3], sizeof buf[3], "cluster.decode.gpus_per_instance=%d", gd);
         int ns = 4;
         if (rate > 0) snprintf(buf[ns++], sizeof buf[0], "%s=%.17g", pl->rate_key, rate);
-        for (int i = 0; i < ns; i++) sets[i] = buf[i];
-        for (int i = 0; i < ns && !st; i++) st = sim_config_set(c, sets[i], &pl->err);
+        for (int i = 0; i < ns; i++)
+            sets[i] = buf[i];
+        for (int i = 0; i < ns && !st; i++)
+            st = sim_config_set(c, sets[i], &pl->err);
         if (!st) st = sim_config_validate(c, &pl->err);
         void *sj = NULL;
         bool tty = isatty(2);
@@ -164,19 +190,19 @@ static bool find_eval_const(const planner *pl, int p, int d, int gp, int gd, dou
     return false;
 }
 
-static bool ok_at(planner *pl, int p, int d, int g) {
-    return eval(pl, p, d, g, g, 0).ok;
+static bool ok_at(planner *pl, int p, int d, const plan_size *z) {
+    return eval(pl, p, d, z->gp, z->gd, 0).ok;
 }
 
 // Walks (p, d) down one instance at a time while it stays feasible (see step 5).
-static void descend(planner *pl, int *p, int *d, int g) {
+static void descend(planner *pl, int *p, int *d, const plan_size *z) {
     for (bool moved = true; moved && !pl->st;) {
         moved = false;
-        while (*p > 1 && ok_at(pl, *p - 1, *d, g)) {
+        while (*p > 1 && ok_at(pl, *p - 1, *d, z)) {
             (*p)--;
             moved = true;
         }
-        while (!pl->colocated && *d > 1 && ok_at(pl, *p, *d - 1, g)) {
+        while (!pl->colocated && *d > 1 && ok_at(pl, *p, *d - 1, z)) {
             (*d)--;
             moved = true;
         }
@@ -184,138 +210,192 @@ static void descend(planner *pl, int *p, int *d, int g) {
 }
 
 // Smallest x in (lo, hi] with pred true, given pred(hi) true and pred(lo) false (or lo = 0).
-static int bisect(planner *pl, int lo, int hi, bool (*pred)(planner *, int, int, int, int),
-                  int other, int g) {
+static int bisect(planner *pl, int lo, int hi,
+                  bool (*pred)(planner *, int, int, const plan_size *, int), int other,
+                  const plan_size *z) {
     while (hi - lo > 1 && !pl->st) {
         int mid = lo + (hi - lo) / 2;
-        if (pred(pl, mid, other, g, 0)) hi = mid;
-        else lo = mid;
+        if (pred(pl, mid, other, z, 0))
+            hi = mid;
+        else
+            lo = mid;
     }
     return hi;
 }
 
 // Phase predicates: x is the count being searched, other the fixed count of the other pool.
-static bool pred_prefill(planner *pl, int x, int other, int g, int unused) {
+static bool pred_prefill(planner *pl, int x, int other, const plan_size *z, int unused) {
     (void)unused;
-    plan_eval e = eval(pl, x, other, g, g, 0);
+    plan_eval e = eval(pl, x, other, z->gp, z->gd, 0);
     return e.ran && e.ttft_ok && e.stable;
 }
 
-static bool pred_decode(planner *pl, int x, int other, int g, int unused) {
+static bool pred_decode(planner *pl, int x, int other, const plan_size *z, int unused) {
     (void)unused;
-    plan_eval e = eval(pl, other, x, g, g, 0);
+    plan_eval e = eval(pl, other, x, z->gp, z->gd, 0);
     return e.ran && e.tpot_ok && e.stable;
 }
 
-static bool pred_joint_decode(planner *pl, int x, int other, int g, int unused) {
+static bool pred_joint_decode(planner *pl, int x, int other, const plan_size *z, int unused) {
     (void)unused;
-    return eval(pl, other, x, g, g, 0).ok;
+    return eval(pl, other, x, z->gp, z->gd, 0).ok;
 }
 
-static int inst_cap(const planner *pl, int g) {
+static int inst_cap(const planner *pl, const plan_size *z) {
     if (pl->max_gpus <= 0) return PLAN_INST_CAP;
-    int c = pl->max_gpus / g;
+    int c = pl->max_gpus / KVF_MIN(z->gp, z->gd);
     return c < 1 ? 1 : (c > PLAN_INST_CAP ? PLAN_INST_CAP : c);
 }
 
 // Candidate configurations (locally minimal feasible points) found by one search.
 typedef struct plan_cands {
-    int p[64], d[64], g[64];
+    int p[64], d[64];
+    plan_size z[64];
     int n;
 } plan_cands;
 
-static void add_cand(plan_cands *c, int p, int d, int g) {
+static void add_cand(plan_cands *c, int p, int d, const plan_size *z) {
     for (int i = 0; i < c->n; i++)
-        if (c->p[i] == p && c->d[i] == d && c->g[i] == g) return;
+        if (c->p[i] == p && c->d[i] == d && c->z[i].gp == z->gp && c->z[i].gd == z->gd) return;
     if (c->n < 64) {
         c->p[c->n] = p;
         c->d[c->n] = d;
-        c->g[c->n] = g;
+        c->z[c->n] = *z;
         c->n++;
     }
 }
 
 // Runs the search of the header comment for GPUs-per-instance g. Returns false when no
 // feasible configuration was found within the limits.
-static bool search(planner *pl, int g, bool vary_ratio, plan_cands *cands) {
+static bool search(planner *pl, const plan_size *z, bool vary_ratio, plan_cands *cands) {
     const sim_config *b = pl->base;
-    int cap = inst_cap(pl, g);
-    int p = KVF_MAX(1, KVF_MIN(b->prefill.instances, cap));
-    int d = pl->colocated ? b->decode.instances : KVF_MAX(1, KVF_MIN(b->decode.instances, cap));
+    int cap = inst_cap(pl, z);
+    // colocated: the scenario's prefill + decode instances form one pool; the search sizes it
+    // as prefill.instances with decode.instances = 0
+    int p = pl->colocated ? b->prefill.instances + b->decode.instances : b->prefill.instances;
+    p = KVF_MAX(1, KVF_MIN(p, cap));
+    int d = pl->colocated ? 0 : KVF_MAX(1, KVF_MIN(b->decode.instances, cap));
     // 1. generous feasible point, within --max-gpus (start and growth trimmed to fit)
-    while (pl->max_gpus > 0 && est_gpus(pl, p, d, g, g) > pl->max_gpus && (p > 1 || d > 1)) {
-        if (p >= d || pl->colocated || d == 1) p = KVF_MAX(1, p - 1);
-        else d--;
+    while (pl->max_gpus > 0 && est_gpus(pl, p, d, z->gp, z->gd) > pl->max_gpus &&
+           (p > 1 || d > 1)) {
+        if (p >= d || pl->colocated || d == 1)
+            p = KVF_MAX(1, p - 1);
+        else
+            d--;
     }
+    plan_eval prev;
+    memset(&prev, 0, sizeof prev);
+    bool have_prev = false;
     for (int it = 0;; it++) {
-        plan_eval e = eval(pl, p, d, g, g, 0);
+        plan_eval e = eval(pl, p, d, z->gp, z->gd, 0);
         if (pl->st) return false;
         if (e.ok) break;
-        if (!e.ran || it > 64) return false;
+        if (!e.ran || it > 64) {
+            if (!e.ran) note(pl, "%s: over --max-gpus before the SLOs are met", z->label);
+            return false;
+        }
+        // A stable run whose failing p90 did not improve by 1 % when its pool doubled has hit
+        // a floor that more instances cannot lower (e.g. the compute time of the longest
+        // prompts): more doubling would only cost runs.
+        if (have_prev && e.stable && prev.stable) {
+            if (!e.ttft_ok && e.p >= 2 * prev.p && e.ttft_p90 >= 0.99 * prev.ttft_p90) {
+                note(pl,
+                     "%s: TTFT p90 stays at %.1f ms (bound %.0f) from %d to "
+                     "%d prefill instances",
+                     z->label, e.ttft_p90, pl->slo_ttft, prev.p, e.p);
+                return false;
+            }
+            bool d_doubled = pl->colocated ? e.p >= 2 * prev.p : e.d >= 2 * prev.d;
+            if (!e.tpot_ok && d_doubled && e.tpot_p90 >= 0.99 * prev.tpot_p90) {
+                note(pl,
+                     "%s: TPOT p90 stays at %.2f ms (bound %.0f) from %d to "
+                     "%d %s instances",
+                     z->label, e.tpot_p90, pl->slo_tpot, pl->colocated ? prev.p : prev.d,
+                     pl->colocated ? e.p : e.d, pl->colocated ? "colocated" : "decode");
+                return false;
+            }
+        }
+        prev = e;
+        have_prev = true;
         bool gp = !e.ttft_ok || !e.stable || pl->colocated;
         bool gd = !pl->colocated && (!e.tpot_ok || !e.stable);
         int np = gp ? KVF_MIN(2 * p, cap) : p, nd = gd ? KVF_MIN(2 * d, cap) : d;
-        while (pl->max_gpus > 0 && est_gpus(pl, np, nd, g, g) > pl->max_gpus && (np > p || nd > d)) {
-            if (np - p >= nd - d) np--;
-            else nd--;
+        while (pl->max_gpus > 0 && est_gpus(pl, np, nd, z->gp, z->gd) > pl->max_gpus &&
+               (np > p || nd > d)) {
+            if (np - p >= nd - d)
+                np--;
+            else
+                nd--;
         }
         if (np == p && nd == d) {
             // The budget is full: move one instance to the pool that fails. When both fail,
             // no split of this budget can succeed (each pool's SLO is monotone in its count).
             bool wp = !e.ttft_ok || (!e.stable && e.util_p >= e.util_d);
             bool wd = !e.tpot_ok || (!e.stable && e.util_d > e.util_p);
-            if (pl->colocated || (wp && wd) || (!wp && !wd)) return false;
+            if (pl->max_gpus <= 0 || pl->colocated || (wp && wd) || (!wp && !wd)) {
+                note(pl, "%s: no split of %s meets the SLOs", z->label,
+                     pl->max_gpus > 0 ? "--max-gpus" : "the instance limit");
+                return false;
+            }
             np = wp ? p + 1 : p - 1;
             nd = wp ? d - 1 : d + 1;
-            if (np < 1 || nd < 1 || find_eval_const(pl, np, nd, g, g, 0)) return false;
+            if (np < 1 || nd < 1 || np > cap || nd > cap ||
+                find_eval_const(pl, np, nd, z->gp, z->gd, 0)) {
+                note(pl, "%s: no split of --max-gpus meets the SLOs", z->label);
+                return false;
+            }
         }
         p = np;
         d = nd;
     }
     int P = p, D = d;
     if (pl->colocated) {
-        p = bisect(pl, 0, P, pred_prefill, d, g);
-        while (!pl->st && !ok_at(pl, p, d, g) && p < P) p++;
-        descend(pl, &p, &d, g);
-        add_cand(cands, p, d, g);
+        p = bisect(pl, 0, P, pred_prefill, d, z);
+        while (!pl->st && !ok_at(pl, p, d, z) && p < P)
+            p++;
+        descend(pl, &p, &d, z);
+        add_cand(cands, p, d, z);
         return !pl->st;
     }
     // 2. prefill with decode generous
-    p = bisect(pl, 0, P, pred_prefill, D, g);
+    p = bisect(pl, 0, P, pred_prefill, D, z);
     // 3. decode with that prefill (widen if even D fails there)
-    while (!pl->st && !pred_decode(pl, D, p, g, 0) && D < cap) D = KVF_MIN(2 * D, cap);
-    d = bisect(pl, 0, D, pred_decode, p, g);
+    while (!pl->st && !pred_decode(pl, D, p, z, 0) && D < cap)
+        D = KVF_MIN(2 * D, cap);
+    d = bisect(pl, 0, D, pred_decode, p, z);
     // 4. joint check, fixed up by adding to the failing pool
     for (int it = 0; it < 256 && !pl->st; it++) {
-        plan_eval e = eval(pl, p, d, g, g, 0);
+        plan_eval e = eval(pl, p, d, z->gp, z->gd, 0);
         if (e.ok) break;
         if (!e.ran) return false;
         bool more_p = !e.ttft_ok, more_d = !e.tpot_ok;
-        if (!more_p && !more_d) {     // unstable: grow the busier pool
-            if (e.util_p >= e.util_d) more_p = true;
-            else more_d = true;
+        if (!more_p && !more_d) { // unstable: grow the busier pool
+            if (e.util_p >= e.util_d)
+                more_p = true;
+            else
+                more_d = true;
         }
         if (more_p) p++;
         if (more_d) d++;
         if (p > cap || d > cap) return false;
     }
-    if (pl->st || !ok_at(pl, p, d, g)) return false;
+    if (pl->st || !ok_at(pl, p, d, z)) return false;
     if (!vary_ratio) {
         // 5. walk down, 6. ratio neighbours
-        descend(pl, &p, &d, g);
-        add_cand(cands, p, d, g);
+        descend(pl, &p, &d, z);
+        add_cand(cands, p, d, z);
         int bp = p, bd = d;
         const int dp[2] = {1, -1}, dd[2] = {-1, 1};
         for (int k = 0; k < 2 && !pl->st; k++) {
             int np = bp + dp[k], nd = bd + dd[k];
             if (np < 1 || nd < 1) continue;
-            if (ok_at(pl, np, nd, g)) {
-                descend(pl, &np, &nd, g);
-                add_cand(cands, np, nd, g);
+            if (ok_at(pl, np, nd, z)) {
+                descend(pl, &np, &nd, z);
+                add_cand(cands, np, nd, z);
             }
         }
-        ok_at(pl, bp + 1, bd, g);     // so a runner-up always exists
-        ok_at(pl, bp, bd + 1, g);
+        ok_at(pl, bp + 1, bd, z); // so a runner-up always exists
+        ok_at(pl, bp, bd + 1, z);
         return !pl->st;
     }
     // --vary-ratio: the frontier p -> least feasible d, for p from the bisected prefill count
@@ -323,18 +403,19 @@ static bool search(planner *pl, int g, bool vary_ratio, plan_cands *cands) {
     int start = KVF_MAX(1, p - 1), dhi = d;
     double best_gpus = INFINITY;
     for (int q = start; q <= cap && !pl->st; q++) {
-        if (est_gpus(pl, q, 1, g, g) > best_gpus) break;
+        if (est_gpus(pl, q, 1, z->gp, z->gd) > best_gpus) break;
         int hi = KVF_MAX(dhi, 1);
-        while (!pl->st && !ok_at(pl, q, hi, g) && hi < cap) hi = KVF_MIN(2 * hi, cap);
-        if (!ok_at(pl, q, hi, g)) continue;
-        int dm = bisect(pl, 0, hi, pred_joint_decode, q, g);
+        while (!pl->st && !ok_at(pl, q, hi, z) && hi < cap)
+            hi = KVF_MIN(2 * hi, cap);
+        if (!ok_at(pl, q, hi, z)) continue;
+        int dm = bisect(pl, 0, hi, pred_joint_decode, q, z);
         int qq = q, dd2 = dm;
-        descend(pl, &qq, &dd2, g);
-        add_cand(cands, qq, dd2, g);
-        double gg = est_gpus(pl, qq, dd2, g, g);
+        descend(pl, &qq, &dd2, z);
+        add_cand(cands, qq, dd2, z);
+        double gg = est_gpus(pl, qq, dd2, z->gp, z->gd);
         if (gg < best_gpus) best_gpus = gg;
         dhi = dm;
-        if (dm == 1) break;           // more prefill cannot lower decode further
+        if (dm == 1) break; // more prefill cannot lower decode further
     }
     return !pl->st;
 }
@@ -368,7 +449,9 @@ static json_t *config_json(const planner *pl, const plan_eval *e) {
     return c;
 }
 
-static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+static json_t *num(double v) {
+    return isfinite(v) ? json_real(v) : json_null();
+}
 
 static json_t *slo_json(const planner *pl, const plan_eval *e) {
     json_t *s = json_object();
@@ -405,9 +488,11 @@ static void why_not(const planner *pl, const plan_eval *e, char *out, size_t n) 
     size_t k = 0;
     out[0] = '\0';
     if (!e->ttft_ok)
-        k += (size_t)snprintf(out + k, n - k, "TTFT p90 %.1f ms > %.0f; ", e->ttft_p90, pl->slo_ttft);
+        k += (size_t)snprintf(out + k, n - k, "TTFT p90 %.1f ms > %.0f; ", e->ttft_p90,
+                              pl->slo_ttft);
     if (!e->tpot_ok && k < n)
-        k += (size_t)snprintf(out + k, n - k, "TPOT p90 %.2f ms > %.0f; ", e->tpot_p90, pl->slo_tpot);
+        k += (size_t)snprintf(out + k, n - k, "TPOT p90 %.2f ms > %.0f; ", e->tpot_p90,
+                              pl->slo_tpot);
     if (k < n) snprintf(out + k, n - k, "%s", e->sat);
 }
 
@@ -503,12 +588,14 @@ static int find_max_rate(planner *pl, double tol, bool json_out) {
     }
     while (lo > 0 && !pl->st && hi - lo > tol * lo) {
         double mid = 0.5 * (lo + hi);
-        if (eval(pl, p, d, gp, gd, mid).ok) lo = mid;
-        else hi = mid;
+        if (eval(pl, p, d, gp, gd, mid).ok)
+            lo = mid;
+        else
+            hi = mid;
     }
     if (pl->st) {
         fprintf(stderr, "kvfleet: %s\n", pl->err.msg);
-        return 1;
+        return kvf_exit_code(pl->st);
     }
     const plan_eval *best = lo > 0 ? find_eval(pl, p, d, gp, gd, lo) : NULL;
     const plan_eval *fail = find_eval(pl, p, d, gp, gd, hi);
@@ -535,14 +622,15 @@ static int find_max_rate(planner *pl, double tol, bool json_out) {
         json_decref(o);
         return 0;
     }
-    printf("kvfleet plan --find max-rate: scenario %s, SLO TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms\n",
-           b->name, pl->slo_ttft, pl->slo_tpot);
+    printf(
+        "kvfleet plan --find max-rate: scenario %s, SLO TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms\n",
+        b->name, pl->slo_ttft, pl->slo_tpot);
     printf("  cluster    prefill %d x %d GPU + decode %d x %d GPU\n", p, gp, d, gd);
     if (!best) {
         printf("  no rate down to %.4g req/s meets the SLOs (%s)\n", hi, why);
     } else {
-        printf("  max rate   %.4g req/s (%.2f x the scenario's %.4g req/s); at %.4g req/s: %s\n", lo,
-               lo / r0, r0, hi, why);
+        printf("  max rate   %.4g req/s (%.2f x the scenario's %.4g req/s); at %.4g req/s: %s\n",
+               lo, lo / r0, r0, hi, why);
         print_eval(pl, "at max", best);
     }
     printf("  search     %d runs (bracket by doubling, then bisection to %.1f %%)\n", pl->runs,
@@ -570,17 +658,26 @@ static int plan_main(planner *pl, int argc, char **argv) {
                 return 2;
             }
             if (nslo < 2) snprintf(slo_sets[nslo++], sizeof slo_sets[0], "slo.%s=%.17g", key, v);
-        } else if (!strcmp(a, "--set") && more && nsets < PLAN_SETS_MAX) sets[nsets++] = argv[++i];
-        else if (!strcmp(a, "--max-gpus") && more) maxg = argv[++i];
-        else if (!strcmp(a, "--gpus-per-instance") && more) gpi = argv[++i];
-        else if (!strcmp(a, "--find") && more) find = argv[++i];
-        else if (!strcmp(a, "--tol") && more) tols = argv[++i];
-        else if (!strcmp(a, "--vary-ratio")) vary_ratio = true;
-        else if (!strcmp(a, "--json")) json_out = true;
+        } else if (!strcmp(a, "--set") && more && nsets < PLAN_SETS_MAX)
+            sets[nsets++] = argv[++i];
+        else if (!strcmp(a, "--max-gpus") && more)
+            maxg = argv[++i];
+        else if (!strcmp(a, "--gpus-per-instance") && more)
+            gpi = argv[++i];
+        else if (!strcmp(a, "--find") && more)
+            find = argv[++i];
+        else if (!strcmp(a, "--tol") && more)
+            tols = argv[++i];
+        else if (!strcmp(a, "--vary-ratio"))
+            vary_ratio = true;
+        else if (!strcmp(a, "--json"))
+            json_out = true;
         else if (a[0] == '-') {
-            fprintf(stderr, "kvfleet plan: unknown option '%s'%s\n", a, more ? "" : " (or missing its value)");
+            fprintf(stderr, "kvfleet plan: unknown option '%s'%s\n", a,
+                    more ? "" : " (or missing its value)");
             return usage_plan();
-        } else if (!scenario) scenario = a;
+        } else if (!scenario)
+            scenario = a;
         else {
             fprintf(stderr, "kvfleet plan: unexpected argument '%s'\n", a);
             return usage_plan();
@@ -595,7 +692,8 @@ static int plan_main(planner *pl, int argc, char **argv) {
         char *end = NULL;
         long v = strtol(maxg, &end, 10);
         if (!*maxg || *end || v < 1 || v > 1000000) {
-            fprintf(stderr, "kvfleet plan: --max-gpus wants a positive whole number, not '%s'\n", maxg);
+            fprintf(stderr, "kvfleet plan: --max-gpus wants a positive whole number, not '%s'\n",
+                    maxg);
             return 2;
         }
         pl->max_gpus = (int)v;
@@ -616,7 +714,9 @@ static int plan_main(planner *pl, int argc, char **argv) {
             char *end = NULL;
             long v = strtol(s, &end, 10);
             if (end == s || (*end && *end != ',') || v < 1 || v > 4096 || ng == PLAN_GPI_MAX) {
-                fprintf(stderr, "kvfleet plan: --gpus-per-instance wants a list like 1,2,4,8, not '%s'\n", gpi);
+                fprintf(stderr,
+                        "kvfleet plan: --gpus-per-instance wants a list like 1,2,4,8, not '%s'\n",
+                        gpi);
                 return 2;
             }
             gvals[ng++] = (int)v;
@@ -626,7 +726,8 @@ static int plan_main(planner *pl, int argc, char **argv) {
     }
     pl->base = kvf_malloc(sizeof *pl->base);
     kvf_status st = sim_points_load(pl->base, scenario, sets, nsets, &err);
-    for (int i = 0; !st && i < nslo; i++) st = sim_config_set(pl->base, slo_sets[i], &err);
+    for (int i = 0; !st && i < nslo; i++)
+        st = sim_config_set(pl->base, slo_sets[i], &err);
     if (!st) st = sim_config_validate(pl->base, &err);
     if (st) {
         fprintf(stderr, "kvfleet: %s\n", err.msg);
@@ -635,26 +736,44 @@ static int plan_main(planner *pl, int argc, char **argv) {
     pl->slo_ttft = pl->base->slo_ttft_p90_ms;
     pl->slo_tpot = pl->base->slo_tpot_p90_ms;
     pl->colocated = pl->base->mode == SIM_COLOCATED;
-    pl->rate_key = pl->base->generate_profile[0] ? "workload.generate.rate_rps" : "workload.rate_rps";
+    pl->rate_key =
+        pl->base->generate_profile[0] ? "workload.generate.rate_rps" : "workload.rate_rps";
     if (!(pl->slo_ttft > 0) || !(pl->slo_tpot > 0)) {
-        fprintf(stderr, "kvfleet plan: the SLO bounds must be positive (slo.ttft_p90_ms, slo.tpot_p90_ms)\n");
+        fprintf(
+            stderr,
+            "kvfleet plan: the SLO bounds must be positive (slo.ttft_p90_ms, slo.tpot_p90_ms)\n");
         return 2;
     }
+    if (pl->base->n_schedule > 0 && !find)
+        fprintf(stderr,
+                "kvfleet plan: note: cluster.schedule changes instance counts by time of day "
+                "and overrides the counts the plan tries\n");
     if (find) return find_max_rate(pl, tol, json_out);
-    if (ng == 0) {
-        gvals[0] = pl->base->prefill.gpus_per_instance;
-        ng = 1;
+    // instance sizes to search: the scenario's own (each pool its own), or each listed size
+    // for both pools
+    plan_size sizes[PLAN_GPI_MAX];
+    int nsz = ng ? ng : 1;
+    for (int i = 0; i < nsz; i++) {
+        sizes[i].gp = ng ? gvals[i] : pl->base->prefill.gpus_per_instance;
+        sizes[i].gd = ng ? gvals[i] : pl->base->decode.gpus_per_instance;
+        if (sizes[i].gp == sizes[i].gd)
+            snprintf(sizes[i].label, sizeof sizes[i].label, "%d GPU%s per instance", sizes[i].gp,
+                     sizes[i].gp == 1 ? "" : "s");
+        else
+            snprintf(sizes[i].label, sizeof sizes[i].label,
+                     "%d/%d GPUs per prefill/decode instance", sizes[i].gp, sizes[i].gd);
     }
 
     plan_cands cands = {.n = 0};
-    for (int i = 0; i < ng && !pl->st; i++) search(pl, gvals[i], vary_ratio, &cands);
+    for (int i = 0; i < nsz && !pl->st; i++)
+        search(pl, &sizes[i], vary_ratio, &cands);
     if (pl->st) {
         fprintf(stderr, "kvfleet: %s\n", pl->err.msg);
-        return 1;
+        return kvf_exit_code(pl->st);
     }
     const plan_eval *best = NULL, *second = NULL;
     for (int i = 0; i < cands.n; i++) {
-        const plan_eval *e = find_eval(pl, cands.p[i], cands.d[i], cands.g[i], cands.g[i], 0);
+        const plan_eval *e = find_eval(pl, cands.p[i], cands.d[i], cands.z[i].gp, cands.z[i].gd, 0);
         if (e && e->ok && (!best || better(pl, e, best))) best = e;
     }
     for (size_t i = 0; best && i < pl->n; i++) {
@@ -662,7 +781,8 @@ static int plan_main(planner *pl, int argc, char **argv) {
         if (e != best && e->ok && (!second || better(pl, e, second))) second = e;
     }
     // The "one instance fewer" neighbours of the chosen point (run by the walk-down).
-    const plan_eval *fewer_p = best && best->p > 1 ? find_eval(pl, best->p - 1, best->d, best->gp, best->gd, 0) : NULL;
+    const plan_eval *fewer_p =
+        best && best->p > 1 ? find_eval(pl, best->p - 1, best->d, best->gp, best->gd, 0) : NULL;
     const plan_eval *fewer_d = best && !pl->colocated && best->d > 1
                                    ? find_eval(pl, best->p, best->d - 1, best->gp, best->gd, 0)
                                    : NULL;
@@ -676,6 +796,7 @@ static int plan_main(planner *pl, int argc, char **argv) {
             json_object_set_new(o, "slo", slo_json(pl, best));
         }
         json_object_set_new(o, "runs", json_integer(pl->runs));
+        if (!best) json_object_set_new(o, "why", json_string(pl->why));
         json_object_set_new(o, "runner_up", second ? eval_json(pl, second) : json_null());
         json_t *nb = json_array();
         if (fewer_p) json_array_append_new(nb, eval_json(pl, fewer_p));
@@ -683,7 +804,8 @@ static int plan_main(planner *pl, int argc, char **argv) {
         json_object_set_new(o, "one_fewer", nb);
         json_object_set_new(o, "search", json_string(vary_ratio ? "frontier" : "bisect+walk-down"));
         json_t *all = json_array();
-        for (size_t i = 0; i < pl->n; i++) json_array_append_new(all, eval_json(pl, &pl->ev[i]));
+        for (size_t i = 0; i < pl->n; i++)
+            json_array_append_new(all, eval_json(pl, &pl->ev[i]));
         json_object_set_new(o, "evaluated", all);
         char *t = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
         printf("%s\n", t);
@@ -691,18 +813,24 @@ static int plan_main(planner *pl, int argc, char **argv) {
         json_decref(o);
         return 0;
     }
-    printf("kvfleet plan: scenario %s, SLO TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms, stable runs only%s\n",
+    printf("kvfleet plan: scenario %s, SLO TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms, stable runs "
+           "only%s\n",
            pl->base->name, pl->slo_ttft, pl->slo_tpot, pl->max_gpus ? "" : "");
     if (!best) {
         printf("  no configuration meets the SLOs%s\n",
                pl->max_gpus ? " within --max-gpus" : " within the search limits");
+        if (pl->why[0]) printf("  %-10s %s\n", "why", pl->why);
     } else {
         print_eval(pl, "chosen", best);
         if (second) print_eval(pl, "runner-up", second);
         char why[256];
         if (fewer_p) {
             why_not(pl, fewer_p, why, sizeof why);
-            printf("  %-10s prefill %d, decode %d: %s\n", "one fewer", fewer_p->p, fewer_p->d, why);
+            if (pl->colocated)
+                printf("  %-10s %d colocated instances: %s\n", "one fewer", fewer_p->p, why);
+            else
+                printf("  %-10s prefill %d, decode %d: %s\n", "one fewer", fewer_p->p, fewer_p->d,
+                       why);
         }
         if (fewer_d) {
             why_not(pl, fewer_d, why, sizeof why);

@@ -42,11 +42,12 @@
 #include "sim_points.h"
 
 // ---- shared helpers (sim_points.h) ------------------------------------------------------------
-kvf_status sim_points_load(sim_config *c, const char *scenario, const char *const *sets,
-                           int nsets, kvf_err *err) {
+kvf_status sim_points_load(sim_config *c, const char *scenario, const char *const *sets, int nsets,
+                           kvf_err *err) {
     sim_config_default(c);
     kvf_status st = sim_config_load(c, scenario, err);
-    for (int i = 0; !st && i < nsets; i++) st = sim_config_set(c, sets[i], err);
+    for (int i = 0; !st && i < nsets; i++)
+        st = sim_config_set(c, sets[i], err);
     return st;
 }
 
@@ -86,18 +87,12 @@ double sim_points_cost_per_day(const sim_config *c, const void *summary) {
     return sim_points_gpus(summary) * c->econ.gpu_hour_usd * 24;
 }
 
-void *sim_points_deterministic(const void *summary) {
-    json_t *c = json_deep_copy((const json_t *)summary);
-    if (c) json_object_del(c, "sim");
-    return c;
-}
-
 // ---- the sweep's definition ---------------------------------------------------------------------
 enum { SW_KEYS_MAX = 16, SW_SETS_MAX = 256, SW_POINTS_MAX = 100000 };
 
 typedef struct sw_key {
-    char key[SIM_KEY_MAX + 64];   // dotted scenario key
-    char **vals;                  // values as given (owned)
+    char key[SIM_KEY_MAX + 64]; // dotted scenario key
+    char **vals;                // values as given (owned)
     int n;
 } sw_key;
 
@@ -108,14 +103,14 @@ typedef struct sweep {
     sw_key keys[SW_KEYS_MAX];
     int nkeys;
     int npoints;
-    const char *out;              // DIR
+    const char *out; // DIR
     int jobs;
     bool json;
-    sim_config *base;             // scenario + --set
-    char **names;                 // per point: directory name under points/
-    json_t **summary;             // per point: gathered summary, NULL = failed / not run
-    bool *ran;                    // per point: run by this invocation
-    int rank, size;               // MPI rank and size (0, 1 without MPI)
+    sim_config *base; // scenario + --set
+    char **names;     // per point: directory name under points/
+    json_t **summary; // per point: gathered summary, NULL = failed / not run
+    bool *ran;        // per point: run by this invocation
+    int rank, size;   // MPI rank and size (0, 1 without MPI)
 } sweep;
 
 static volatile int g_interrupt;
@@ -168,7 +163,8 @@ static kvf_status parse_vary(sw_key *k, const char *arg, kvf_err *err) {
 
 // Value index of key k at point idx (row-major, last key fastest).
 static int point_val(const sweep *s, int idx, int k) {
-    for (int j = s->nkeys - 1; j > k; j--) idx /= s->keys[j].n;
+    for (int j = s->nkeys - 1; j > k; j--)
+        idx /= s->keys[j].n;
     return idx % s->keys[k].n;
 }
 
@@ -189,7 +185,8 @@ static kvf_status point_config(const sweep *s, int idx, sim_config *c, kvf_err *
 static char *point_name(const sweep *s, int idx) {
     char buf[256];
     int width = 4;
-    for (int n = s->npoints - 1; n >= 10000; n /= 10) width++;
+    for (int n = s->npoints - 1; n >= 10000; n /= 10)
+        width++;
     size_t len = (size_t)snprintf(buf, sizeof buf, "%0*d", width, idx);
     for (int k = 0; k < s->nkeys && len < sizeof buf - 1; k++) {
         len += (size_t)snprintf(buf + len, sizeof buf - len, "_%s=%s", s->keys[k].key,
@@ -200,8 +197,9 @@ static char *point_name(const sweep *s, int idx) {
     buf[len] = '\0';
     for (char *p = buf; *p; p++) {
         char ch = *p;
-        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                  ch == '.' || ch == '_' || ch == '-' || ch == '=' || ch == '+';
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-' || ch == '=' ||
+                  ch == '+';
         if (!ok) *p = '_';
     }
     return kvf_strdup(buf);
@@ -248,8 +246,8 @@ static kvf_status run_point(const sweep *s, int idx, kvf_err *err) {
     kvf_status st = point_config(s, idx, c, err);
     void *sj = NULL;
     if (!st) {
-        sim_run_opts o = {.out_dir = part, .quiet = true, .write_db = true,
-                          .interrupt = &g_interrupt};
+        sim_run_opts o = {
+            .out_dir = part, .quiet = true, .write_db = true, .interrupt = &g_interrupt};
         st = sim_run(c, &o, &sj, err);
         json_decref(sj);
     }
@@ -265,11 +263,13 @@ static kvf_status run_point(const sweep *s, int idx, kvf_err *err) {
 static json_t *definition(const sweep *s) {
     json_t *d = json_object(), *sets = json_array(), *vary = json_array();
     json_object_set_new(d, "scenario", json_string(s->scenario));
-    for (int i = 0; i < s->nsets; i++) json_array_append_new(sets, json_string(s->sets[i]));
+    for (int i = 0; i < s->nsets; i++)
+        json_array_append_new(sets, json_string(s->sets[i]));
     for (int k = 0; k < s->nkeys; k++) {
         json_t *o = json_object(), *v = json_array();
         json_object_set_new(o, "key", json_string(s->keys[k].key));
-        for (int j = 0; j < s->keys[k].n; j++) json_array_append_new(v, json_string(s->keys[k].vals[j]));
+        for (int j = 0; j < s->keys[k].n; j++)
+            json_array_append_new(v, json_string(s->keys[k].vals[j]));
         json_object_set_new(o, "values", v);
         json_array_append_new(vary, o);
     }
@@ -329,7 +329,7 @@ static const struct {
     {"output_tok_s", "throughput.output_tok_s"},
     {"prefill_tok_s_per_gpu", "throughput.prefill_input_tok_s_per_gpu"},
     {"decode_tok_s_per_gpu", "throughput.decode_output_tok_s_per_gpu"},
-    {"gpus", NULL},                 // vision + prefill + decode
+    {"gpus", NULL}, // vision + prefill + decode
     {"gpu_hours", "gpu_hours"},
     {"cost_usd", "economics.cost_usd"},
     {"cost_per_day_usd", "economics.cost_per_day_usd"},
@@ -345,7 +345,9 @@ static double fig(const json_t *sm, int f) {
     return k_figs[f].path ? sim_points_num(sm, k_figs[f].path) : sim_points_gpus(sm);
 }
 
-static const char *point_status(const sweep *s, int i) { return s->summary[i] ? "completed" : "failed"; }
+static const char *point_status(const sweep *s, int i) {
+    return s->summary[i] ? "completed" : "failed";
+}
 
 static void sql_quote_ident(char *out, size_t n, const char *id) {
     size_t j = 0;
@@ -417,8 +419,10 @@ static kvf_status write_db(const sweep *s, kvf_err *err) {
         sqlite3_bind_text(ins, c++, point_status(s, i), -1, SQLITE_STATIC);
         for (int f = 0; f < N_FIGS; f++) {
             double v = fig(s->summary[i], f);
-            if (isfinite(v)) sqlite3_bind_double(ins, c++, v);
-            else sqlite3_bind_null(ins, c++);
+            if (isfinite(v))
+                sqlite3_bind_double(ins, c++, v);
+            else
+                sqlite3_bind_null(ins, c++);
         }
         if (s->summary[i])
             sqlite3_bind_text(ins, c++, sim_points_str(s->summary[i], "saturation.state"), -1,
@@ -444,8 +448,10 @@ static kvf_status write_db(const sweep *s, kvf_err *err) {
     if (!st) st = sql_exec(db, "COMMIT;", tmp, err);
 done:
     sqlite3_finalize(ins);
-    if (db && sqlite3_close(db) != SQLITE_OK && !st) st = kvf_fail(err, KVF_ERUN, "%s: cannot close", tmp);
-    if (!st && rename(tmp, path)) st = kvf_fail(err, KVF_EIO, "%s: cannot write: %s", path, strerror(errno));
+    if (db && sqlite3_close(db) != SQLITE_OK && !st)
+        st = kvf_fail(err, KVF_ERUN, "%s: cannot close", tmp);
+    if (!st && rename(tmp, path))
+        st = kvf_fail(err, KVF_EIO, "%s: cannot write: %s", path, strerror(errno));
     if (st) unlink(tmp);
     return st;
 }
@@ -475,7 +481,8 @@ static kvf_status write_csv(const sweep *s, kvf_err *err) {
         csv_field(f, s->keys[k].key);
     }
     fputs(",dir,status", f);
-    for (int fi = 0; fi < N_FIGS; fi++) fprintf(f, ",%s", k_figs[fi].col);
+    for (int fi = 0; fi < N_FIGS; fi++)
+        fprintf(f, ",%s", k_figs[fi].col);
     fputs(",saturation\n", f);
     for (int i = 0; i < s->npoints; i++) {
         fprintf(f, "%d", i);
@@ -488,8 +495,10 @@ static kvf_status write_csv(const sweep *s, kvf_err *err) {
         fprintf(f, ",%s", point_status(s, i));
         for (int fi = 0; fi < N_FIGS; fi++) {
             double v = fig(s->summary[i], fi);
-            if (isfinite(v)) fprintf(f, ",%.10g", v);
-            else fputc(',', f);
+            if (isfinite(v))
+                fprintf(f, ",%.10g", v);
+            else
+                fputc(',', f);
         }
         fprintf(f, ",%s\n", s->summary[i] ? sim_points_str(s->summary[i], "saturation.state") : "");
     }
@@ -521,7 +530,8 @@ static void print_json(const sweep *s) {
         json_t *p = s->summary[i] ? json_deep_copy(s->summary[i]) : json_object();
         json_t *v = json_object();
         for (int k = 0; k < s->nkeys; k++)
-            json_object_set_new(v, s->keys[k].key, typed_value(s->keys[k].vals[point_val(s, i, k)]));
+            json_object_set_new(v, s->keys[k].key,
+                                typed_value(s->keys[k].vals[point_val(s, i, k)]));
         json_object_set_new(p, "idx", json_integer(i));
         json_object_set_new(p, "vary", v);
         json_object_set_new(p, "dir", json_string(s->names[i]));
@@ -536,12 +546,14 @@ static void print_json(const sweep *s) {
 
 static void print_table(const sweep *s) {
     printf("%5s", "idx");
-    for (int k = 0; k < s->nkeys; k++) printf("  %14s", s->keys[k].key);
+    for (int k = 0; k < s->nkeys; k++)
+        printf("  %14s", s->keys[k].key);
     printf("  %10s %10s %8s %10s %6s %10s  %s\n", "ttft_p90", "tpot_p90", "hit_rate", "out_tok/s",
            "gpus", "$/day", "saturation");
     for (int i = 0; i < s->npoints; i++) {
         printf("%5d", i);
-        for (int k = 0; k < s->nkeys; k++) printf("  %14s", s->keys[k].vals[point_val(s, i, k)]);
+        for (int k = 0; k < s->nkeys; k++)
+            printf("  %14s", s->keys[k].vals[point_val(s, i, k)]);
         const json_t *m = s->summary[i];
         if (!m) {
             printf("  failed\n");
@@ -556,13 +568,14 @@ static void print_table(const sweep *s) {
     printf("results in %s/ (sweep.db, sweep.csv, points/)\n", s->out);
 }
 
-// ---- running -------------------------------------------------------------------------------------
+// ---- running
+// -------------------------------------------------------------------------------------
 static void report_failure(const sweep *s, int idx, const kvf_err *err) {
     fprintf(stderr, "kvfleet sweep: point %d (%s): %s\n", idx, s->names[idx], err->msg);
 }
 
 // Runs the points idx with todo[idx] in this process, in order.
-static int run_inline(sweep *s, const bool *todo, int ntodo, rpt_progress *bar) {
+static int run_inline(sweep *s, const bool *todo, rpt_progress *bar) {
     int failed = 0, done = 0;
     for (int i = 0; i < s->npoints && !g_interrupt; i++) {
         if (!todo[i]) continue;
@@ -575,12 +588,11 @@ static int run_inline(sweep *s, const bool *todo, int ntodo, rpt_progress *bar) 
         if (!st) s->ran[i] = true;
         rpt_progress_update(bar, ++done);
     }
-    (void)ntodo;
     return failed;
 }
 
 // Runs the points with todo[idx] in up to s->jobs forked workers, one point per child.
-static int run_forked(sweep *s, const bool *todo, int ntodo, rpt_progress *bar) {
+static int run_forked(sweep *s, const bool *todo, rpt_progress *bar) {
     pid_t *pid_of = kvf_calloc((size_t)s->npoints, sizeof *pid_of);
     int running = 0, next = 0, failed = 0, done = 0;
     fflush(stdout);
@@ -622,7 +634,8 @@ static int run_forked(sweep *s, const bool *todo, int ntodo, rpt_progress *bar) 
         pid_of[idx] = 0;
         running--;
         bool ok = WIFEXITED(wst) && WEXITSTATUS(wst) == 0;
-        if (ok) s->ran[idx] = true;
+        if (ok)
+            s->ran[idx] = true;
         else if (!g_interrupt) {
             if (WIFSIGNALED(wst))
                 fprintf(stderr, "kvfleet sweep: point %d (%s): worker killed by signal %d\n", idx,
@@ -631,7 +644,6 @@ static int run_forked(sweep *s, const bool *todo, int ntodo, rpt_progress *bar) 
         }
         rpt_progress_update(bar, ++done);
     }
-    (void)ntodo;
     free(pid_of);
     return failed;
 }
@@ -708,15 +720,20 @@ static int sweep_main(sweep *s, int argc, char **argv) {
                 return 2;
             }
             s->sets[s->nsets++] = argv[++i];
-        } else if (!strcmp(a, "-j") && more) jobs = argv[++i];
-        else if (!strncmp(a, "-j", 2) && a[2]) jobs = a + 2;
-        else if (!strcmp(a, "-o") && more) s->out = argv[++i];
-        else if (!strcmp(a, "--json")) s->json = true;
+        } else if (!strcmp(a, "-j") && more)
+            jobs = argv[++i];
+        else if (!strncmp(a, "-j", 2) && a[2])
+            jobs = a + 2;
+        else if (!strcmp(a, "-o") && more)
+            s->out = argv[++i];
+        else if (!strcmp(a, "--json"))
+            s->json = true;
         else if (a[0] == '-') {
             fprintf(stderr, "kvfleet sweep: unknown option '%s'%s\n", a,
                     more ? "" : " (or missing its value)");
             return usage_sweep();
-        } else if (!s->scenario) s->scenario = a;
+        } else if (!s->scenario)
+            s->scenario = a;
         else {
             fprintf(stderr, "kvfleet sweep: unexpected argument '%s'\n", a);
             return usage_sweep();
@@ -732,7 +749,8 @@ static int sweep_main(sweep *s, int argc, char **argv) {
         char *end = NULL;
         long j = strtol(jobs, &end, 10);
         if (!*jobs || *end || j < 1 || j > 1024) {
-            fprintf(stderr, "kvfleet sweep: -j wants a number of workers (1..1024), not '%s'\n", jobs);
+            fprintf(stderr, "kvfleet sweep: -j wants a number of workers (1..1024), not '%s'\n",
+                    jobs);
             return 2;
         }
         s->jobs = (int)j;
@@ -760,12 +778,20 @@ static int sweep_main(sweep *s, int argc, char **argv) {
             memcpy(tmp, s->base, sizeof *tmp);
             snprintf(a, sizeof a, "%s=%s", k->key, k->vals[j]);
             st = sim_config_set(tmp, a, &err);
-            if (st) kvf_err_prefix(&err, "--vary %s", k->key);
+            if (st) {
+                // "--set KEY: what" -> "--vary KEY=VALUE: what"
+                char what[sizeof err.msg];
+                const char *m = err.msg, *colon = strstr(m, ": ");
+                snprintf(what, sizeof what, "%s",
+                         !strncmp(m, "--set ", 6) && colon ? colon + 2 : m);
+                kvf_fail(&err, st, "--vary %s=%s: %s", k->key, k->vals[j], what);
+            }
         }
         npoints *= k->n;
     }
     if (!st && npoints > SW_POINTS_MAX)
-        st = kvf_fail(&err, KVF_EINVAL, "--vary: %.0f points, more than %d", npoints, SW_POINTS_MAX);
+        st =
+            kvf_fail(&err, KVF_EINVAL, "--vary: %.0f points, more than %d", npoints, SW_POINTS_MAX);
     s->npoints = (int)npoints;
     // Every point's configuration is consistent, before anything runs.
     for (int i = 0; !st && i < s->npoints; i++) {
@@ -793,7 +819,8 @@ static int sweep_main(sweep *s, int argc, char **argv) {
     s->names = kvf_calloc((size_t)s->npoints, sizeof *s->names);
     s->summary = kvf_calloc((size_t)s->npoints, sizeof *s->summary);
     s->ran = kvf_calloc((size_t)s->npoints, sizeof *s->ran);
-    for (int i = 0; i < s->npoints; i++) s->names[i] = point_name(s, i);
+    for (int i = 0; i < s->npoints; i++)
+        s->names[i] = point_name(s, i);
     st = check_definition(s, &err);
     if (st) {
         if (s->rank == 0) fprintf(stderr, "kvfleet: %s\n", err.msg);
@@ -802,10 +829,9 @@ static int sweep_main(sweep *s, int argc, char **argv) {
 
     // Which points this process runs: not done yet, and (under MPI) its share.
     bool *todo = kvf_calloc((size_t)s->npoints, sizeof *todo);
-    int ntodo = 0, mine = 0;
+    int ntodo = 0;
     for (int i = 0; i < s->npoints; i++) {
         if (i % s->size != s->rank) continue;
-        mine++;
         if (!point_done(s, i)) {
             todo[i] = true;
             ntodo++;
@@ -817,13 +843,17 @@ static int sweep_main(sweep *s, int argc, char **argv) {
     char label[64];
     snprintf(label, sizeof label, "sweep %d points", ntodo);
     rpt_progress_init(&bar, label, ntodo);
-    if (s->json || s->rank != 0) bar.enabled = bar.enabled && s->rank == 0;
-    int failed = (s->jobs > 1 && s->size == 1) ? run_forked(s, todo, ntodo, &bar)
-                                               : run_inline(s, todo, ntodo, &bar);
-    if (ntodo) rpt_progress_done(&bar);
+    if (s->rank != 0) bar.enabled = false; // one bar, rank 0's share
+    int failed =
+        (s->jobs > 1 && s->size == 1) ? run_forked(s, todo, &bar) : run_inline(s, todo, &bar);
+    if (g_interrupt && bar.drawn)
+        fputc('\n', stderr);
+    else if (ntodo)
+        rpt_progress_done(&bar);
     free(todo);
     int nran = 0;
-    for (int i = 0; i < s->npoints; i++) nran += s->ran[i];
+    for (int i = 0; i < s->npoints; i++)
+        nran += s->ran[i];
 
     // Gather: every point's summary from its directory (or, under MPI, from its rank).
     for (int i = 0; i < s->npoints; i++)
@@ -837,18 +867,20 @@ static int sweep_main(sweep *s, int argc, char **argv) {
         failed = tot[1];
     }
 #endif
-    (void)mine;
     if (s->rank != 0) return failed || g_interrupt ? 1 : 0;
     int missing = 0;
-    for (int i = 0; i < s->npoints; i++) missing += !s->summary[i];
+    for (int i = 0; i < s->npoints; i++)
+        missing += !s->summary[i];
     st = write_db(s, &err);
     if (!st) st = write_csv(s, &err);
     if (st) {
         fprintf(stderr, "kvfleet: %s\n", err.msg);
         return 1;
     }
-    if (s->json) print_json(s);
-    else print_table(s);
+    if (s->json)
+        print_json(s);
+    else
+        print_table(s);
     fprintf(stderr, "kvfleet sweep: %d points: %d run now, %d already done, %d missing%s\n",
             s->npoints, nran, s->npoints - missing - nran, missing,
             s->size > 1 ? " (gathered over MPI ranks)" : "");
@@ -881,7 +913,8 @@ int sim_cli_sweep(int argc, char **argv) {
 #endif
     (void)mpi;
     for (int k = 0; k < s.nkeys; k++) {
-        for (int j = 0; j < s.keys[k].n; j++) free(s.keys[k].vals[j]);
+        for (int j = 0; j < s.keys[k].n; j++)
+            free(s.keys[k].vals[j]);
         free(s.keys[k].vals);
     }
     for (int i = 0; s.names && i < s.npoints; i++) {

@@ -59,7 +59,8 @@ static eng_engine *make_engine(const eng_model_desc *m, uint32_t bt, uint32_t kv
 }
 
 static void tokens_fill(int32_t *t, uint32_t n, uint32_t vocab, uint32_t salt) {
-    for (uint32_t i = 0; i < n; i++) t[i] = (int32_t)((i * 2654435761u + salt * 40503u) % vocab);
+    for (uint32_t i = 0; i < n; i++)
+        t[i] = (int32_t)((i * 2654435761u + salt * 40503u) % vocab);
 }
 
 static void assert_close(const float *a, const float *b, uint32_t n, const char *what) {
@@ -73,16 +74,19 @@ static void assert_close(const float *a, const float *b, uint32_t n, const char 
 // ---- naive reference: plain loops over the weight arena, every position ------------------
 static void ref_rmsnorm(float *o, const float *x, const float *g, uint32_t d, float eps) {
     double ss = 0;
-    for (uint32_t i = 0; i < d; i++) ss += (double)x[i] * x[i];
+    for (uint32_t i = 0; i < d; i++)
+        ss += (double)x[i] * x[i];
     float r = (float)(1.0 / sqrt(ss / d + eps));
-    for (uint32_t i = 0; i < d; i++) o[i] = x[i] * r * g[i];
+    for (uint32_t i = 0; i < d; i++)
+        o[i] = x[i] * r * g[i];
 }
 
 // y(rows) = W(rows, cols) x
 static void ref_matvec(float *y, const float *W, const float *x, uint32_t rows, uint32_t cols) {
     for (uint32_t r = 0; r < rows; r++) {
         double s = 0;
-        for (uint32_t c = 0; c < cols; c++) s += (double)W[(size_t)r * cols + c] * x[c];
+        for (uint32_t c = 0; c < cols; c++)
+            s += (double)W[(size_t)r * cols + c] * x[c];
         y[r] = (float)s;
     }
 }
@@ -103,9 +107,11 @@ static void ref_ffn(float *out, const float *x, const float *gu, const float *dn
                     uint32_t f, float scale) {
     float *g = malloc(2 * f * sizeof *g), *h = malloc(f * sizeof *h), *y = malloc(d * sizeof *y);
     ref_matvec(g, gu, x, 2 * f, d);
-    for (uint32_t i = 0; i < f; i++) h[i] = g[i] / (1.0f + expf(-g[i])) * g[f + i];
+    for (uint32_t i = 0; i < f; i++)
+        h[i] = g[i] / (1.0f + expf(-g[i])) * g[f + i];
     ref_matvec(y, dn, h, d, f);
-    for (uint32_t i = 0; i < d; i++) out[i] += scale * y[i];
+    for (uint32_t i = 0; i < d; i++)
+        out[i] += scale * y[i];
     free(g), free(h), free(y);
 }
 
@@ -128,8 +134,10 @@ static void ref_forward(const eng_engine *e, const int32_t *tok, uint32_t n, flo
         for (uint32_t t = 0; t < n; t++) {
             ref_rmsnorm(xn, x + (size_t)t * d, W + ly->attn_norm, d, m->norm_eps);
             ref_matvec(tmp, W + ly->wqkv, xn, qd + 2 * kvd, d);
-            for (uint32_t h = 0; h < H; h++) ref_rope(tmp + h * hd, hd, t, m->rope_theta);
-            for (uint32_t h = 0; h < KV; h++) ref_rope(tmp + qd + h * hd, hd, t, m->rope_theta);
+            for (uint32_t h = 0; h < H; h++)
+                ref_rope(tmp + h * hd, hd, t, m->rope_theta);
+            for (uint32_t h = 0; h < KV; h++)
+                ref_rope(tmp + qd + h * hd, hd, t, m->rope_theta);
             memcpy(q + (size_t)t * qd, tmp, qd * 4);
             memcpy(k + (size_t)t * kvd, tmp + qd, kvd * 4);
             memcpy(v + (size_t)t * kvd, tmp + qd + kvd, kvd * 4);
@@ -145,20 +153,24 @@ static void ref_forward(const eng_engine *e, const int32_t *tok, uint32_t n, flo
                     }
                     double s = 0;
                     for (uint32_t i = 0; i < hd; i++)
-                        s += (double)q[(size_t)t * qd + h * hd + i] * k[(size_t)j * kvd + g * hd + i];
+                        s += (double)q[(size_t)t * qd + h * hd + i] *
+                             k[(size_t)j * kvd + g * hd + i];
                     p[j] = (float)(s / sqrt((double)hd));
                     if (p[j] > mx) mx = p[j];
                 }
-                for (uint32_t j = 0; j <= t; j++) sum += (p[j] = isinf(p[j]) ? 0 : expf(p[j] - (float)mx));
+                for (uint32_t j = 0; j <= t; j++)
+                    sum += (p[j] = isinf(p[j]) ? 0 : expf(p[j] - (float)mx));
                 for (uint32_t i = 0; i < hd; i++) {
                     double o = 0;
-                    for (uint32_t j = 0; j <= t; j++) o += p[j] / sum * v[(size_t)j * kvd + g * hd + i];
+                    for (uint32_t j = 0; j <= t; j++)
+                        o += p[j] / sum * v[(size_t)j * kvd + g * hd + i];
                     att[h * hd + i] = (float)o;
                 }
             }
             float *y = tmp;
             ref_matvec(y, W + ly->wo, att, d, qd);
-            for (uint32_t i = 0; i < d; i++) x[(size_t)t * d + i] += y[i];
+            for (uint32_t i = 0; i < d; i++)
+                x[(size_t)t * d + i] += y[i];
         }
         for (uint32_t t = 0; t < n; t++) {
             float *xt = x + (size_t)t * d;
@@ -172,10 +184,12 @@ static void ref_forward(const eng_engine *e, const int32_t *tok, uint32_t n, flo
             float z[64];
             ref_matvec(z, W + ly->router, xn, E, d);
             if (bias)
-                for (uint32_t i = 0; i < E; i++) z[i] += bias[i];
+                for (uint32_t i = 0; i < E; i++)
+                    z[i] += bias[i];
             // top-k: sort indices by logit (descending, lower index first on ties)
             uint32_t order[64];
-            for (uint32_t i = 0; i < E; i++) order[i] = i;
+            for (uint32_t i = 0; i < E; i++)
+                order[i] = i;
             for (uint32_t i = 0; i < E; i++)
                 for (uint32_t j = i + 1; j < E; j++)
                     if (z[order[j]] > z[order[i]] ||
@@ -185,7 +199,8 @@ static void ref_forward(const eng_engine *e, const int32_t *tok, uint32_t n, flo
                         order[j] = s;
                     }
             double den = 0;
-            for (uint32_t j = 0; j < K; j++) den += exp(z[order[j]] - z[order[0]]);
+            for (uint32_t j = 0; j < K; j++)
+                den += exp(z[order[j]] - z[order[0]]);
             for (uint32_t j = 0; j < K; j++) {
                 uint32_t ex = order[j];
                 if (l == rl && rsel) rsel[t * K + j] = (int32_t)ex;
@@ -220,7 +235,8 @@ START_TEST(test_model_files_load) {
     kvf_err err = {0};
     ck_assert_int_eq(eng_model_desc_load(&m, "tiny-swa", NULL, &err), KVF_OK);
     // alternate layers windowed: 0, 2, 4, 6
-    for (uint32_t l = 0; l < 8; l++) ck_assert_int_eq(eng_layer_windowed(&m, l), l % 2 == 0);
+    for (uint32_t l = 0; l < 8; l++)
+        ck_assert_int_eq(eng_layer_windowed(&m, l), l % 2 == 0);
     ck_assert_int_eq(eng_model_desc_load(&m, "tiny-moe", NULL, &err), KVF_OK);
     ck_assert(!eng_layer_moe(&m, 0));
     ck_assert(eng_layer_moe(&m, 1));
@@ -262,13 +278,13 @@ START_TEST(test_model_bad_input) {
     ck_assert_msg(strstr(err.msg, "experts_active"), "%s", err.msg);
 
     // more windowed layers than even ones: even layers first, then odd ones from the start
-    snprintf(buf, sizeof buf, "%swindow: 16\nwindow_layers: 3\n", base);
+    snprintf(buf, sizeof buf, "%swindow: 16\nwindow_layers: 2\n", base);
     ck_assert_int_eq(eng_model_desc_parse(&m, buf, "x.yaml", &err), KVF_OK);
     ck_assert(eng_layer_windowed(&m, 0) && eng_layer_windowed(&m, 1));
     m.layers = 6, m.window_layers = 4;
     for (uint32_t l = 0; l < 6; l++)
         ck_assert_msg(eng_layer_windowed(&m, l) == (l % 2 == 0 || l == 1), "layer %u", l);
-    snprintf(buf, sizeof buf, "%swindow: 16\nwindow_layers: 3\nlayers: 2\n", base);
+    snprintf(buf, sizeof buf, "%swindow: 16\nwindow_layers: 3\n", base);
     ck_assert_int_eq(eng_model_desc_parse(&m, buf, "x.yaml", &err), KVF_EINVAL);
     ck_assert_msg(strstr(err.msg, "window_layers"), "%s", err.msg);
 
@@ -284,7 +300,7 @@ START_TEST(test_engine_too_big_and_no_device) {
     eng_model_desc m = small_model(0, 0, 0);
     eng_options o;
     eng_options_default(&o);
-    o.mem_limit_bytes = 1 << 20;   // 1 MiB: the weights alone are larger
+    o.mem_limit_bytes = 1 << 20; // 1 MiB: the weights alone are larger
     eng_engine *e = NULL;
     kvf_err err = {0};
     ck_assert_int_eq(eng_create(&e, &m, &o, &err), KVF_ENOMEM);
@@ -337,7 +353,7 @@ START_TEST(test_prefill_cached_prefix_equals_full) {
     ck_assert_int_eq(eng_seq_open(b, tok, P, &p, &cached, &err), KVF_OK);
     ck_assert_int_eq(eng_prefill(b, p, tok, P, NULL, NULL, &err), KVF_OK);
     ck_assert_int_eq(eng_seq_open(b, tok, N, &q, &cached, &err), KVF_OK);
-    ck_assert_uint_eq(cached, P);   // 6 full blocks of 4 found by hash
+    ck_assert_uint_eq(cached, P); // 6 full blocks of 4 found by hash
     for (uint32_t i = 0; i < P / 4; i++) {
         ck_assert_uint_eq(eng_seq_block_id(q, i), eng_seq_block_id(p, i));
         ck_assert_uint_eq(eng_seq_block_refs(b, q, i), 2);
@@ -363,7 +379,7 @@ static void check_decode_vs_reference(const eng_model_desc *m) {
     uint32_t V = m->vocab, N = 30, K = 11;
     eng_engine *e = make_engine(m, 4, 128);
     int32_t tok[3][64];
-    uint32_t start[3] = {K, 5, 17};   // different context lengths in one decode batch
+    uint32_t start[3] = {K, 5, 17}; // different context lengths in one decode batch
     float *ref = malloc((size_t)N * V * 4), *lg = malloc((size_t)3 * V * 4);
     float *refs[3];
     eng_seq *s[3];
@@ -380,7 +396,8 @@ static void check_decode_vs_reference(const eng_model_desc *m) {
     // step by step: batch of three sequences at different positions
     for (uint32_t step = 0; step + 17 < N; step++) {
         int32_t in[3];
-        for (int i = 0; i < 3; i++) in[i] = tok[i][start[i] + step];
+        for (int i = 0; i < 3; i++)
+            in[i] = tok[i][start[i] + step];
         ck_assert_int_eq(eng_decode(e, s, in, 3, lg, NULL, &err), KVF_OK);
         for (int i = 0; i < 3; i++) {
             char what[64];
@@ -393,12 +410,13 @@ static void check_decode_vs_reference(const eng_model_desc *m) {
     uint32_t cached;
     int32_t tok2[64];
     memcpy(tok2, tok[0], sizeof tok2);
-    tok2[0] = (tok2[0] + 1) % (int32_t)V;   // no prefix hit
+    tok2[0] = (tok2[0] + 1) % (int32_t)V; // no prefix hit
     ref_forward(e, tok2, N, ref, 0, NULL, NULL);
     ck_assert_int_eq(eng_seq_open(e, tok2, N, &f, &cached, &err), KVF_OK);
     ck_assert_int_eq(eng_prefill(e, f, tok2, N, lg, NULL, &err), KVF_OK);
     assert_close(lg, ref + (size_t)(N - 1) * V, V, "full prefill vs reference");
-    for (int i = 0; i < 3; i++) free(refs[i]);
+    for (int i = 0; i < 3; i++)
+        free(refs[i]);
     free(ref), free(lg);
     eng_destroy(e);
 }
@@ -416,7 +434,7 @@ START_TEST(test_decode_matches_reference_moe) {
 END_TEST
 
 START_TEST(test_decode_matches_reference_swa) {
-    eng_model_desc m = small_model(0, 8, 1);   // layer 0 windowed (8 tokens), layers 1-2 full
+    eng_model_desc m = small_model(0, 8, 1); // layer 0 windowed (8 tokens), layers 1-2 full
     check_decode_vs_reference(&m);
 }
 END_TEST
@@ -430,12 +448,12 @@ START_TEST(test_window_ignores_outside_tokens) {
     tokens_fill(tok, N, V, 3);
     float *a = malloc(V * 4), *b = malloc(V * 4), *c = malloc(V * 4);
     kvf_err err = {0};
-    for (int mode = 0; mode < 2; mode++) {   // 0: prefill, 1: prefill + decode of the last
+    for (int mode = 0; mode < 2; mode++) { // 0: prefill, 1: prefill + decode of the last
         float *outs[3] = {a, b, c};
         for (int v = 0; v < 3; v++) {
             memcpy(pert, tok, sizeof pert);
-            if (v == 1) pert[N - 9] = (pert[N - 9] + 7) % (int32_t)V;   // just outside
-            if (v == 2) pert[N - 8] = (pert[N - 8] + 7) % (int32_t)V;   // just inside
+            if (v == 1) pert[N - 9] = (pert[N - 9] + 7) % (int32_t)V; // just outside
+            if (v == 2) pert[N - 8] = (pert[N - 8] + 7) % (int32_t)V; // just inside
             eng_engine *e = make_engine(&m, 4, 64);
             eng_seq *s;
             uint32_t cached;
@@ -444,16 +462,18 @@ START_TEST(test_window_ignores_outside_tokens) {
                 ck_assert_int_eq(eng_prefill(e, s, pert, N, outs[v], NULL, &err), KVF_OK);
             } else {
                 ck_assert_int_eq(eng_prefill(e, s, pert, N - 1, NULL, NULL, &err), KVF_OK);
-                ck_assert_int_eq(eng_decode(e, &s, &pert[N - 1], 1, outs[v], NULL, &err),
-                                 KVF_OK);
+                ck_assert_int_eq(eng_decode(e, &s, &pert[N - 1], 1, outs[v], NULL, &err), KVF_OK);
             }
             eng_destroy(e);
         }
         for (uint32_t i = 0; i < V; i++)
-            ck_assert_msg(a[i] == b[i], "mode %d: logit %u moved (%g vs %g) after changing a "
-                          "token outside the window", mode, i, (double)a[i], (double)b[i]);
+            ck_assert_msg(a[i] == b[i],
+                          "mode %d: logit %u moved (%g vs %g) after changing a "
+                          "token outside the window",
+                          mode, i, (double)a[i], (double)b[i]);
         float diff = 0;
-        for (uint32_t i = 0; i < V; i++) diff = fmaxf(diff, fabsf(a[i] - c[i]));
+        for (uint32_t i = 0; i < V; i++)
+            diff = fmaxf(diff, fabsf(a[i] - c[i]));
         ck_assert_msg(diff > 1e-4f, "mode %d: a token inside the window had no effect", mode);
     }
     free(a), free(b), free(c);
@@ -470,12 +490,12 @@ START_TEST(test_moe_routing_top_k) {
     kvf_err err = {0};
     for (int biased = 0; biased < 2; biased++) {
         float bias[6] = {0, 0, 0, 0, 0, 0};
-        if (biased) bias[3] = 50, bias[5] = 40;   // every token must pick experts 3 then 5
+        if (biased) bias[3] = 50, bias[5] = 40; // every token must pick experts 3 then 5
         eng_set_router_bias(e, biased ? bias : NULL);
         for (uint32_t layer = 1; layer < m.layers; layer++) {
             eng_seq *s;
             uint32_t cached;
-            tok[0] = (int32_t)(layer + 3 * biased);   // fresh prefix each time
+            tok[0] = (int32_t)(layer + 3 * biased); // fresh prefix each time
             ref_forward(e, tok, N, ref, layer, sel, biased ? bias : NULL);
             ck_assert_int_eq(eng_seq_open(e, tok, N, &s, &cached, &err), KVF_OK);
             ck_assert_int_eq(eng_prefill(e, s, tok, N, NULL, NULL, &err), KVF_OK);
@@ -485,9 +505,10 @@ START_TEST(test_moe_routing_top_k) {
             for (uint32_t t = 0; t < N; t++) {
                 float sum = 0;
                 for (uint32_t j = 0; j < k; j++) {
-                    ck_assert_msg(idx[t * k + j] == sel[t * k + j], "layer %u token %u slot %u: "
-                                  "expert %d, reference %d", layer, t, j, idx[t * k + j],
-                                  sel[t * k + j]);
+                    ck_assert_msg(idx[t * k + j] == sel[t * k + j],
+                                  "layer %u token %u slot %u: "
+                                  "expert %d, reference %d",
+                                  layer, t, j, idx[t * k + j], sel[t * k + j]);
                     sum += w[t * k + j];
                 }
                 ck_assert_msg(fabsf(sum - 1) < 1e-5f, "weights sum to %g", (double)sum);
@@ -496,7 +517,7 @@ START_TEST(test_moe_routing_top_k) {
             eng_seq_close(e, s);
         }
     }
-    ck_assert_uint_eq(eng_last_routing(e, 0, NULL, NULL), 0);   // dense layer
+    ck_assert_uint_eq(eng_last_routing(e, 0, NULL, NULL), 0); // dense layer
     eng_destroy(e);
     free(ref);
 }
@@ -509,7 +530,7 @@ START_TEST(test_prefix_blocks_shared_and_freed) {
     int32_t a[40], b[40];
     tokens_fill(a, 40, m.vocab, 9);
     memcpy(b, a, sizeof b);
-    b[35] = (b[35] + 1) % (int32_t)m.vocab;   // differs in block 8
+    b[35] = (b[35] + 1) % (int32_t)m.vocab; // differs in block 8
     kvf_err err = {0};
     eng_seq *sa, *sb;
     uint32_t cached;
@@ -519,20 +540,22 @@ START_TEST(test_prefix_blocks_shared_and_freed) {
     eng_kv_stats_get(e, &st);
     ck_assert_uint_eq(st.used, 10);
     ck_assert_int_eq(eng_seq_open(e, b, 40, &sb, &cached, &err), KVF_OK);
-    ck_assert_uint_eq(cached, 32);   // blocks 0..7 equal, block 8 differs
+    ck_assert_uint_eq(cached, 32); // blocks 0..7 equal, block 8 differs
     ck_assert_int_eq(eng_prefill(e, sb, b + 32, 8, NULL, NULL, &err), KVF_OK);
     eng_kv_stats_get(e, &st);
     ck_assert_uint_eq(st.used, 12);
     ck_assert_uint_eq(st.shared, 8);
-    for (uint32_t i = 0; i < 8; i++) ck_assert_uint_eq(eng_seq_block_refs(e, sb, i), 2);
+    for (uint32_t i = 0; i < 8; i++)
+        ck_assert_uint_eq(eng_seq_block_refs(e, sb, i), 2);
     ck_assert_uint_eq(eng_seq_block_refs(e, sb, 8), 1);
     eng_seq_close(e, sa);
-    for (uint32_t i = 0; i < 8; i++) ck_assert_uint_eq(eng_seq_block_refs(e, sb, i), 1);
+    for (uint32_t i = 0; i < 8; i++)
+        ck_assert_uint_eq(eng_seq_block_refs(e, sb, i), 1);
     eng_seq_close(e, sb);
     eng_kv_stats_get(e, &st);
     ck_assert_uint_eq(st.used, 0);
     ck_assert_uint_eq(st.free + st.cached, 24);
-    ck_assert_uint_eq(st.cached, 12);   // all full blocks stay findable
+    ck_assert_uint_eq(st.cached, 12); // all full blocks stay findable
     // a later sequence with the same prefix finds them again
     eng_seq *sc;
     ck_assert_int_eq(eng_seq_open(e, a, 40, &sc, &cached, &err), KVF_OK);
@@ -569,7 +592,7 @@ START_TEST(test_serve_preempts_when_kv_runs_out) {
     eng_serve_config_default(&c);
     c.model = path;
     c.block_tokens = 4;
-    c.kv_blocks = 16;            // 64 tokens for everyone
+    c.kv_blocks = 16; // 64 tokens for everyone
     c.max_batch_tokens = 32;
     c.max_batch_requests = 8;
     c.threads = 1;
@@ -580,11 +603,11 @@ START_TEST(test_serve_preempts_when_kv_runs_out) {
     for (int i = 0; i < 5; i++) {
         r[i].arrival_ns = i * 1000;
         r[i].input_tokens = 12;
-        r[i].output_tokens = 14;   // 4 x 26 tokens > 64: someone must be preempted
+        r[i].output_tokens = 14; // 4 x 26 tokens > 64: someone must be preempted
         r[i].n_blocks = 3;
-        r[i].blocks = shared;      // same prompt: prefix reuse too
+        r[i].blocks = shared; // same prompt: prefix reuse too
     }
-    r[5].arrival_ns = 5000;        // longer than the whole arena: rejected, no crash
+    r[5].arrival_ns = 5000; // longer than the whole arena: rejected, no crash
     r[5].input_tokens = 60;
     r[5].output_tokens = 20;
     eng_serve_result res;

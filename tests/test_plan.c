@@ -94,10 +94,12 @@ static outcome run_config(int prefill, int decode, double rate) {
     r.tpot_p90 = json_number_value(json_object_get(json_object_get(s, "tpot_ms"), "p90"));
     r.bound_ttft = c->slo_ttft_p90_ms;
     r.bound_tpot = c->slo_tpot_p90_ms;
-    r.cost_day = json_number_value(json_object_get(json_object_get(s, "economics"), "cost_per_day_usd"));
+    r.cost_day =
+        json_number_value(json_object_get(json_object_get(s, "economics"), "cost_per_day_usd"));
     snprintf(r.state, sizeof r.state, "%s",
              json_string_value(json_object_get(json_object_get(s, "saturation"), "state")));
-    long long completed = json_integer_value(json_object_get(json_object_get(s, "requests"), "completed"));
+    long long completed =
+        json_integer_value(json_object_get(json_object_get(s, "requests"), "completed"));
     r.meets = !strcmp(r.state, "stable") && completed > 0 && r.ttft_p90 <= r.bound_ttft &&
               r.tpot_p90 <= r.bound_tpot;
     json_decref(s);
@@ -108,7 +110,8 @@ static outcome run_config(int prefill, int decode, double rate) {
 static json_t *parse_out(void) {
     json_error_t je;
     json_t *o = json_loads(out_buf, 0, &je);
-    ck_assert_msg(json_is_object(o), "stdout is not JSON (%s): %.300s\nstderr: %s", je.text, out_buf, err_buf);
+    ck_assert_msg(json_is_object(o), "stdout is not JSON (%s): %.300s\nstderr: %.2000s", je.text,
+                  out_buf, err_buf);
     return o;
 }
 
@@ -121,16 +124,19 @@ static double jnum(json_t *o, const char *a, const char *b) {
 
 START_TEST(test_plan_choice_is_minimal) {
     int rc = sh("%s plan " SCEN " --json", bin());
-    ck_assert_msg(rc == 0, "exit %d: %s", rc, err_buf);
+    ck_assert_msg(rc == 0, "exit %d: %.2000s", rc, err_buf);
     json_t *o = parse_out();
     ck_assert(json_is_true(json_object_get(o, "feasible")));
-    int p = (int)jnum(o, "config", "prefill_instances"), d = (int)jnum(o, "config", "decode_instances");
+    int p = (int)jnum(o, "config", "prefill_instances"),
+        d = (int)jnum(o, "config", "decode_instances");
     int runs = (int)jnum(o, "runs", NULL);
-    ck_assert_msg(p > 1 && d > 1, "the scenario should need more than one instance per pool: %d, %d", p, d);
+    ck_assert_msg(p > 1 && d > 1,
+                  "the scenario should need more than one instance per pool: %d, %d", p, d);
 
     outcome chosen = run_config(p, d, 0);
-    ck_assert_msg(chosen.meets, "chosen (%d, %d): TTFT p90 %.1f / %.0f, TPOT p90 %.2f / %.0f, %s", p, d,
-                  chosen.ttft_p90, chosen.bound_ttft, chosen.tpot_p90, chosen.bound_tpot, chosen.state);
+    ck_assert_msg(chosen.meets, "chosen (%d, %d): TTFT p90 %.1f / %.0f, TPOT p90 %.2f / %.0f, %s",
+                  p, d, chosen.ttft_p90, chosen.bound_ttft, chosen.tpot_p90, chosen.bound_tpot,
+                  chosen.state);
     outcome fewer_p = run_config(p - 1, d, 0);
     ck_assert_msg(!fewer_p.meets, "(%d, %d) meets the SLOs too: TTFT p90 %.1f, TPOT p90 %.2f, %s",
                   p - 1, d, fewer_p.ttft_p90, fewer_p.tpot_p90, fewer_p.state);
@@ -168,7 +174,7 @@ START_TEST(test_plan_max_rate_brackets) {
     int rc = sh("%s plan " SCEN " --find max-rate --tol 0.02 --set cluster.prefill.instances=%d"
                 " --set cluster.decode.instances=%d --json",
                 bin(), p, d);
-    ck_assert_msg(rc == 0, "exit %d: %s", rc, err_buf);
+    ck_assert_msg(rc == 0, "exit %d: %.2000s", rc, err_buf);
     json_t *o = parse_out();
     ck_assert(json_is_true(json_object_get(o, "feasible")));
     double lo = jnum(o, "max_rate_rps", NULL), hi = jnum(o, "first_failing_rate_rps", NULL);
@@ -199,23 +205,23 @@ START_TEST(test_plan_bad_input) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int rc = sh("%s plan " SCEN " %s", bin(), cases[i].args);
-        ck_assert_msg(rc == 2, "'%s': exit %d, want 2 (%s)", cases[i].args, rc, err_buf);
-        ck_assert_msg(strstr(err_buf, cases[i].want), "'%s': message lacks '%s': %s",
+        ck_assert_msg(rc == 2, "'%s': exit %d, want 2 (%.2000s)", cases[i].args, rc, err_buf);
+        ck_assert_msg(strstr(err_buf, cases[i].want), "'%s': message lacks '%s': %.2000s",
                       cases[i].args, cases[i].want, err_buf);
     }
     ck_assert_int_eq(sh("%s plan", bin()), 2);
     ck_assert_int_eq(sh("%s plan %s/nope.yaml", bin(), tmpdir), 2);
-    ck_assert_msg(strstr(err_buf, "nope.yaml"), "%s", err_buf);
+    ck_assert_msg(strstr(err_buf, "nope.yaml"), "%.2000s", err_buf);
 }
 END_TEST
 
 START_TEST(test_plan_max_gpus_infeasible) {
     // Two GPUs cannot carry this load: the planner says so instead of picking something.
     int rc = sh("%s plan " SCEN " --max-gpus 2 --json", bin());
-    ck_assert_msg(rc == 0, "exit %d: %s", rc, err_buf);
+    ck_assert_msg(rc == 0, "exit %d: %.2000s", rc, err_buf);
     json_t *o = parse_out();
     ck_assert(json_is_false(json_object_get(o, "feasible")));
-    outcome one_one = run_config(1, 1, 0);   // the only split of 2 GPUs
+    outcome one_one = run_config(1, 1, 0); // the only split of 2 GPUs
     ck_assert(!one_one.meets);
     json_decref(o);
 }

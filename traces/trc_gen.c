@@ -218,7 +218,7 @@ static int gen_next(trc_source *src, trc_rec *rec, kvf_err *err) {
     size_t nb = (size_t)(in / B);
     extend_ids(x, s, nb);
     trc_rec_reserve(rec, nb);
-    memcpy(rec->blocks, s->ids, nb * sizeof *rec->blocks);
+    if (nb) memcpy(rec->blocks, s->ids, nb * sizeof *rec->blocks);
     rec->nb = (uint32_t)nb;
     rec->src_bt = B;
     rec->t_ns = (int64_t)llround(t * 1e9);

@@ -21,29 +21,29 @@
 #include <cblas.h>
 #endif
 
-enum { QCHUNK = 128 };   // query rows per score block in chunked attention
+enum { QCHUNK = 128 }; // query rows per score block in chunked attention
 
 struct eng_cpu {
-    float *w;             // weight arena
-    float *kv;            // KV arena
-    float *act;           // activation arena
+    float *w;   // weight arena
+    float *kv;  // KV arena
+    float *act; // activation arena
     // views into act
-    float *x;             // (T, d) residual stream
-    float *xn;            // (T, d) normed
-    float *qkv;           // (T, qkvd)
-    float *att;           // (T, qd)
-    float *gu;            // (T, 2 F)
-    float *h;             // (T, F)
-    float *rl;            // (T, E) router logits
-    float *xg, *yg;       // (T, d) rows gathered for one expert, its output
-    float *kc, *vc;       // (L, kvd) gathered K and V
-    float *sc;            // (QCHUNK, L) scores
-    float *xl;            // (S, d) last rows, normed
-    float *lg;            // (S, V) logits
-    float *inv_freq;      // (head_dim / 2)
-    int32_t *ecnt;        // (E + 1) tokens per expert, then offsets
-    int32_t *etok;        // (T k) token of each routed slot, grouped by expert
-    float *ew;            // (T k) weight of each routed slot
+    float *x;        // (T, d) residual stream
+    float *xn;       // (T, d) normed
+    float *qkv;      // (T, qkvd)
+    float *att;      // (T, qd)
+    float *gu;       // (T, 2 F)
+    float *h;        // (T, F)
+    float *rl;       // (T, E) router logits
+    float *xg, *yg;  // (T, d) rows gathered for one expert, its output
+    float *kc, *vc;  // (L, kvd) gathered K and V
+    float *sc;       // (QCHUNK, L) scores
+    float *xl;       // (S, d) last rows, normed
+    float *lg;       // (S, V) logits
+    float *inv_freq; // (head_dim / 2)
+    int32_t *ecnt;   // (E + 1) tokens per expert, then offsets
+    int32_t *etok;   // (T k) token of each routed slot, grouped by expert
+    float *ew;       // (T k) weight of each routed slot
 };
 
 // ---- GEMM ---------------------------------------------------------------------------------
@@ -59,8 +59,8 @@ void eng_sgemm_nt(uint32_t M, uint32_t N, uint32_t K, float alpha, const float *
                   const float *B, size_t ldb, float beta, float *C, size_t ldc) {
     if (!M || !N) return;
 #ifdef KVF_HAVE_BLAS
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, alpha, A,
-                (int)lda, B, (int)ldb, beta, C, (int)ldc);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, alpha, A, (int)lda,
+                B, (int)ldb, beta, C, (int)ldc);
 #else
     enum { BI = 16, BJ = 64 };
     for (uint32_t i0 = 0; i0 < M; i0 += BI)
@@ -77,7 +77,8 @@ void eng_sgemm_nt(uint32_t M, uint32_t N, uint32_t K, float alpha, const float *
                         s2 += a[k + 2] * b[k + 2];
                         s3 += a[k + 3] * b[k + 3];
                     }
-                    for (; k < K; k++) s0 += a[k] * b[k];
+                    for (; k < K; k++)
+                        s0 += a[k] * b[k];
                     float *c = &C[(size_t)i * ldc + j];
                     *c = alpha * ((s0 + s1) + (s2 + s3)) + (beta != 0 ? beta * *c : 0);
                 }
@@ -86,8 +87,8 @@ void eng_sgemm_nt(uint32_t M, uint32_t N, uint32_t K, float alpha, const float *
 }
 
 // C(M,N) = A(M,K) B(K,N) (beta 0), row-major.
-static void sgemm_nn(uint32_t M, uint32_t N, uint32_t K, const float *A, size_t lda,
-                     const float *B, size_t ldb, float *C, size_t ldc) {
+static void sgemm_nn(uint32_t M, uint32_t N, uint32_t K, const float *A, size_t lda, const float *B,
+                     size_t ldb, float *C, size_t ldc) {
 #ifdef KVF_HAVE_BLAS
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A,
                 (int)lda, B, (int)ldb, 0.0f, C, (int)ldc);
@@ -99,7 +100,8 @@ static void sgemm_nn(uint32_t M, uint32_t N, uint32_t K, const float *A, size_t 
             float a = A[(size_t)i * lda + k];
             if (a == 0) continue;
             const float *b = B + (size_t)k * ldb;
-            for (uint32_t j = 0; j < N; j++) c[j] += a * b[j];
+            for (uint32_t j = 0; j < N; j++)
+                c[j] += a * b[j];
         }
     }
 #endif
@@ -120,24 +122,24 @@ static void act_sizes(const eng_model_desc *m, const eng_options *o, size_t *sz,
     size_t qd = (size_t)m->heads * m->head_dim, kvd = (size_t)m->kv_heads * m->head_dim;
     size_t F = ffn_max(m), E = m->experts ? m->experts : 1, k = KVF_MAX(m->experts_active, 1);
     size_t i = 0;
-    sz[i++] = T * d;                     // x
-    sz[i++] = T * d;                     // xn
-    sz[i++] = T * (qd + 2 * kvd);        // qkv
-    sz[i++] = T * qd;                    // att
-    sz[i++] = T * 2 * F;                 // gu
-    sz[i++] = T * F;                     // h
-    sz[i++] = T * E;                     // rl
-    sz[i++] = T * d;                     // xg
-    sz[i++] = T * d;                     // yg
-    sz[i++] = L * kvd;                   // kc
-    sz[i++] = L * kvd;                   // vc
-    sz[i++] = (size_t)KVF_MAX(QCHUNK, m->heads) * L;   // sc
-    sz[i++] = S * d;                     // xl
-    sz[i++] = S * m->vocab;              // lg
-    sz[i++] = m->head_dim / 2;           // inv_freq
-    sz[i++] = E + 1;                     // ecnt (int32)
-    sz[i++] = T * k;                     // etok (int32)
-    sz[i++] = T * k;                     // ew
+    sz[i++] = T * d;                                 // x
+    sz[i++] = T * d;                                 // xn
+    sz[i++] = T * (qd + 2 * kvd);                    // qkv
+    sz[i++] = T * qd;                                // att
+    sz[i++] = T * 2 * F;                             // gu
+    sz[i++] = T * F;                                 // h
+    sz[i++] = T * E;                                 // rl
+    sz[i++] = T * d;                                 // xg
+    sz[i++] = T * d;                                 // yg
+    sz[i++] = L * kvd;                               // kc
+    sz[i++] = L * kvd;                               // vc
+    sz[i++] = (size_t)KVF_MAX(QCHUNK, m->heads) * L; // sc
+    sz[i++] = S * d;                                 // xl
+    sz[i++] = S * m->vocab;                          // lg
+    sz[i++] = m->head_dim / 2;                       // inv_freq
+    sz[i++] = E + 1;                                 // ecnt (int32)
+    sz[i++] = T * k;                                 // etok (int32)
+    sz[i++] = T * k;                                 // ew
     *n = (int)i;
 }
 
@@ -146,7 +148,8 @@ double eng_cpu_act_bytes(const eng_model_desc *m, const eng_options *o) {
     int n;
     act_sizes(m, o, sz, &n);
     double t = 0;
-    for (int i = 0; i < n; i++) t += (double)sz[i] * 4;
+    for (int i = 0; i < n; i++)
+        t += (double)sz[i] * 4;
     return t;
 }
 
@@ -155,21 +158,24 @@ kvf_status eng_cpu_create(eng_engine *e, kvf_err *err) {
     eng_cpu *c = kvf_calloc(1, sizeof *c);
     e->cpu = c;
     c->w = kvf_try_malloc(e->lay.total * sizeof(float), err);
-    if (!c->w) return kvf_fail(err, KVF_ENOMEM, "weights: cannot allocate %.2f GiB",
-                               e->bytes_w / (1 << 30));
+    if (!c->w)
+        return kvf_fail(err, KVF_ENOMEM, "weights: cannot allocate %.2f GiB",
+                        e->bytes_w / (1 << 30));
     c->kv = kvf_try_malloc((size_t)e->nblocks * e->block_elems * sizeof(float), err);
-    if (!c->kv) return kvf_fail(err, KVF_ENOMEM, "KV cache: cannot allocate %.2f GiB",
-                                e->bytes_kv / (1 << 30));
+    if (!c->kv)
+        return kvf_fail(err, KVF_ENOMEM, "KV cache: cannot allocate %.2f GiB",
+                        e->bytes_kv / (1 << 30));
     size_t sz[32], tot = 0;
     int n;
     act_sizes(m, &e->o, sz, &n);
-    for (int i = 0; i < n; i++) tot += (sz[i] + 15) & ~(size_t)15;
+    for (int i = 0; i < n; i++)
+        tot += (sz[i] + 15) & ~(size_t)15;
     c->act = kvf_try_calloc(tot, sizeof(float), err);
-    if (!c->act) return kvf_fail(err, KVF_ENOMEM, "activations: cannot allocate %.2f GiB",
-                                 (double)tot * 4 / (1 << 30));
-    float **views[] = {&c->x,  &c->xn, &c->qkv, &c->att, &c->gu, &c->h,
-                       &c->rl, &c->xg, &c->yg,  &c->kc,  &c->vc, &c->sc,
-                       &c->xl, &c->lg, &c->inv_freq};
+    if (!c->act)
+        return kvf_fail(err, KVF_ENOMEM, "activations: cannot allocate %.2f GiB",
+                        (double)tot * 4 / (1 << 30));
+    float **views[] = {&c->x,  &c->xn, &c->qkv, &c->att, &c->gu, &c->h,  &c->rl,      &c->xg,
+                       &c->yg, &c->kc, &c->vc,  &c->sc,  &c->xl, &c->lg, &c->inv_freq};
     size_t off = 0;
     int vi = 0;
     for (; vi < (int)(sizeof views / sizeof views[0]); vi++) {
@@ -195,7 +201,9 @@ kvf_status eng_cpu_create(eng_engine *e, kvf_err *err) {
     return KVF_OK;
 }
 
-const float *eng_weights_cpu(const eng_engine *e) { return e->cpu ? e->cpu->w : NULL; }
+const float *eng_weights_cpu(const eng_engine *e) {
+    return e->cpu ? e->cpu->w : NULL;
+}
 
 void eng_cpu_destroy(eng_engine *e) {
     eng_cpu *c = e->cpu;
@@ -220,15 +228,16 @@ void eng_cpu_fill_kv(eng_engine *e, uint32_t block, uint32_t slot0, uint32_t n, 
 
 // ---- pieces of the pass -------------------------------------------------------------------
 // out(n, d) = x / rms(x) * g
-static void rmsnorm(float *out, const float *x, const float *g, uint32_t n, uint32_t d,
-                    float eps) {
+static void rmsnorm(float *out, const float *x, const float *g, uint32_t n, uint32_t d, float eps) {
     for (uint32_t t = 0; t < n; t++) {
         const float *a = x + (size_t)t * d;
         float *o = out + (size_t)t * d;
         float ss = 0;
-        for (uint32_t i = 0; i < d; i++) ss += a[i] * a[i];
+        for (uint32_t i = 0; i < d; i++)
+            ss += a[i] * a[i];
         float r = 1.0f / sqrtf(ss / (float)d + eps);
-        for (uint32_t i = 0; i < d; i++) o[i] = a[i] * r * g[i];
+        for (uint32_t i = 0; i < d; i++)
+            o[i] = a[i] * r * g[i];
     }
 }
 
@@ -247,14 +256,17 @@ static void rope(float *v, uint32_t nh, uint32_t hd, int32_t pos, const float *i
     }
 }
 
-static inline float silu(float x) { return x / (1.0f + expf(-x)); }
+static inline float silu(float x) {
+    return x / (1.0f + expf(-x));
+}
 
 // h(n, F) = silu(gu[:, :F]) * gu[:, F:]
 static void swiglu(float *h, const float *gu, uint32_t n, size_t F) {
     for (uint32_t t = 0; t < n; t++) {
         const float *g = gu + (size_t)t * 2 * F, *u = g + F;
         float *o = h + (size_t)t * F;
-        for (size_t i = 0; i < F; i++) o[i] = silu(g[i]) * u[i];
+        for (size_t i = 0; i < F; i++)
+            o[i] = silu(g[i]) * u[i];
     }
 }
 
@@ -284,10 +296,12 @@ static inline float dotv(const float *a, const float *b, uint32_t n) {
         s2 += load4(a + i + 8) * load4(b + i + 8);
         s3 += load4(a + i + 12) * load4(b + i + 12);
     }
-    for (; i + 4 <= n; i += 4) s0 += load4(a + i) * load4(b + i);
+    for (; i + 4 <= n; i += 4)
+        s0 += load4(a + i) * load4(b + i);
     v4f t = (s0 + s1) + (s2 + s3);
     float r = (t[0] + t[1]) + (t[2] + t[3]);
-    for (; i < n; i++) r += a[i] * b[i];
+    for (; i < n; i++)
+        r += a[i] * b[i];
     return r;
 }
 
@@ -299,7 +313,8 @@ static inline void axpyv(float *y, float a, const float *x, uint32_t n) {
         v4f r = load4(y + i) + av * load4(x + i);
         memcpy(y + i, &r, sizeof r);
     }
-    for (; i < n; i++) y[i] += a * x[i];
+    for (; i < n; i++)
+        y[i] += a * x[i];
 }
 
 static float *kv_at(eng_engine *e, uint32_t layer, int v, const eng_batch *b, uint32_t s,
@@ -320,28 +335,32 @@ static void attend(eng_engine *e, const eng_batch *b, uint32_t s, uint32_t l) {
     bool win = eng_layer_windowed(m, l);
     uint32_t w = m->window;
     float scale = 1.0f / sqrtf((float)hd);
-    uint32_t lo = (win && C + 1 > w) ? C + 1 - w : 0;   // first key the first query sees
+    uint32_t lo = (win && C + 1 > w) ? C + 1 - w : 0; // first key the first query sees
     uint32_t L = C + n - lo;
     if (n == 1) {
         // decode: straight from the pages, one kv head group at a time so each K and V row
         // is read once for the G query heads that share it
         for (uint32_t g = 0; g < KVH; g++) {
             const float *q = c->qkv + (size_t)t0 * qkvd + (size_t)g * G * hd;
-            float *sc = c->sc;   // (G, L)
+            float *sc = c->sc; // (G, L)
             for (uint32_t j = 0; j < L;) {
                 const float *kb = kv_at(e, l, 0, b, s, lo + j) + (size_t)g * hd;
                 uint32_t cnt = KVF_MIN(e->bt - (lo + j) % e->bt, L - j);
                 for (uint32_t r = 0; r < cnt; r++)
                     for (uint32_t h = 0; h < G; h++)
-                        sc[(size_t)h * L + j + r] = dotv(q + (size_t)h * hd, kb + r * kvd, hd) * scale;
+                        sc[(size_t)h * L + j + r] =
+                            dotv(q + (size_t)h * hd, kb + r * kvd, hd) * scale;
                 j += cnt;
             }
             for (uint32_t h = 0; h < G; h++) {
                 float *row = sc + (size_t)h * L, mx = -INFINITY, sum = 0;
-                for (uint32_t j = 0; j < L; j++) mx = row[j] > mx ? row[j] : mx;
-                for (uint32_t j = 0; j < L; j++) sum += (row[j] = expf(row[j] - mx));
+                for (uint32_t j = 0; j < L; j++)
+                    mx = row[j] > mx ? row[j] : mx;
+                for (uint32_t j = 0; j < L; j++)
+                    sum += (row[j] = expf(row[j] - mx));
                 float inv = 1.0f / sum;
-                for (uint32_t j = 0; j < L; j++) row[j] *= inv;
+                for (uint32_t j = 0; j < L; j++)
+                    row[j] *= inv;
                 memset(c->att + (size_t)t0 * qd + (size_t)(g * G + h) * hd, 0, hd * 4);
             }
             for (uint32_t j = 0; j < L;) {
@@ -370,22 +389,25 @@ static void attend(eng_engine *e, const eng_batch *b, uint32_t s, uint32_t l) {
             // keys this block of queries may see: [lo, C + r0 + rn)
             uint32_t Lk = C + r0 + rn - lo;
             const float *q = c->qkv + (size_t)(t0 + r0) * qkvd + (size_t)h * hd;
-            eng_sgemm_nt(rn, Lk, hd, scale, q, qkvd, c->kc + (size_t)g * hd, kvd, 0.0f, c->sc,
-                         Lk);
+            eng_sgemm_nt(rn, Lk, hd, scale, q, qkvd, c->kc + (size_t)g * hd, kvd, 0.0f, c->sc, Lk);
             for (uint32_t r = 0; r < rn; r++) {
-                uint32_t qp = C + r0 + r;                       // query position
+                uint32_t qp = C + r0 + r; // query position
                 uint32_t first = (win && qp + 1 > w) ? qp + 1 - w : 0;
                 float *row = c->sc + (size_t)r * Lk;
                 float mx = -INFINITY;
                 for (uint32_t j = 0; j < Lk; j++) {
                     uint32_t kp = lo + j;
-                    if (kp < first || kp > qp) row[j] = -INFINITY;
-                    else if (row[j] > mx) mx = row[j];
+                    if (kp < first || kp > qp)
+                        row[j] = -INFINITY;
+                    else if (row[j] > mx)
+                        mx = row[j];
                 }
                 float sum = 0;
-                for (uint32_t j = 0; j < Lk; j++) sum += (row[j] = expf(row[j] - mx));
+                for (uint32_t j = 0; j < Lk; j++)
+                    sum += (row[j] = expf(row[j] - mx));
                 float inv = 1.0f / sum;
-                for (uint32_t j = 0; j < Lk; j++) row[j] *= inv;
+                for (uint32_t j = 0; j < Lk; j++)
+                    row[j] *= inv;
             }
             sgemm_nn(rn, hd, Lk, c->sc, Lk, c->vc + (size_t)g * hd, kvd,
                      c->att + (size_t)(t0 + r0) * qd + (size_t)h * hd, qd);
@@ -406,14 +428,16 @@ static void moe(eng_engine *e, uint32_t l, uint32_t n) {
     for (uint32_t t = 0; t < n; t++) {
         float *z = c->rl + (size_t)t * E;
         if (e->router_bias)
-            for (uint32_t i = 0; i < E; i++) z[i] += e->router_bias[i];
+            for (uint32_t i = 0; i < E; i++)
+                z[i] += e->router_bias[i];
         // top-k by repeated argmax (lowest index wins ties); weights = softmax over the k
         float sum = 0, top = -INFINITY;
         for (uint32_t j = 0; j < k; j++) {
             int32_t best = -1;
             for (uint32_t i = 0; i < E; i++) {
                 bool taken = false;
-                for (uint32_t q = 0; q < j; q++) taken |= ridx[t * k + q] == (int32_t)i;
+                for (uint32_t q = 0; q < j; q++)
+                    taken |= ridx[t * k + q] == (int32_t)i;
                 if (!taken && (best < 0 || z[i] > z[best])) best = (int32_t)i;
             }
             ridx[t * k + j] = best;
@@ -421,12 +445,15 @@ static void moe(eng_engine *e, uint32_t l, uint32_t n) {
             rw[t * k + j] = expf(z[best] - top);
             sum += rw[t * k + j];
         }
-        for (uint32_t j = 0; j < k; j++) rw[t * k + j] /= sum;
+        for (uint32_t j = 0; j < k; j++)
+            rw[t * k + j] /= sum;
     }
     // group slots by expert
     memset(c->ecnt, 0, (E + 1) * sizeof *c->ecnt);
-    for (uint32_t s = 0; s < n * k; s++) c->ecnt[ridx[s] + 1]++;
-    for (uint32_t i = 0; i < E; i++) c->ecnt[i + 1] += c->ecnt[i];
+    for (uint32_t s = 0; s < n * k; s++)
+        c->ecnt[ridx[s] + 1]++;
+    for (uint32_t i = 0; i < E; i++)
+        c->ecnt[i + 1] += c->ecnt[i];
     int32_t fill[1024];
     int32_t *pos = E <= 1024 ? fill : kvf_malloc(E * sizeof *pos);
     memcpy(pos, c->ecnt, E * sizeof *pos);
@@ -449,7 +476,8 @@ static void moe(eng_engine *e, uint32_t l, uint32_t n) {
         for (uint32_t r = 0; r < cnt; r++) {
             float *xr = c->x + (size_t)c->etok[a + r] * d, wr = c->ew[a + r];
             const float *y = c->yg + (size_t)r * d;
-            for (uint32_t j = 0; j < d; j++) xr[j] += wr * y[j];
+            for (uint32_t j = 0; j < d; j++)
+                xr[j] += wr * y[j];
         }
     }
 }
@@ -464,8 +492,7 @@ void eng_cpu_forward(eng_engine *e, const eng_batch *b, float *logits, int32_t *
     for (uint32_t l = 0; l < m->layers; l++) {
         const eng_layer_layout *L = &e->lay.layer[l];
         rmsnorm(c->xn, c->x, c->w + L->attn_norm, n, d, m->norm_eps);
-        eng_sgemm_nt(n, (uint32_t)qkvd, d, 1.0f, c->xn, d, c->w + L->wqkv, d, 0.0f, c->qkv,
-                     qkvd);
+        eng_sgemm_nt(n, (uint32_t)qkvd, d, 1.0f, c->xn, d, c->w + L->wqkv, d, 0.0f, c->qkv, qkvd);
         for (uint32_t s = 0; s < b->nseq; s++)
             for (uint32_t j = 0; j < b->nnew[s]; j++) {
                 uint32_t t = b->start[s] + j;
@@ -475,7 +502,8 @@ void eng_cpu_forward(eng_engine *e, const eng_batch *b, float *logits, int32_t *
                 memcpy(kv_at(e, l, 0, b, s, (uint32_t)b->pos[t]), row + qd, kvd * 4);
                 memcpy(kv_at(e, l, 1, b, s, (uint32_t)b->pos[t]), row + qd + kvd, kvd * 4);
             }
-        for (uint32_t s = 0; s < b->nseq; s++) attend(e, b, s, l);
+        for (uint32_t s = 0; s < b->nseq; s++)
+            attend(e, b, s, l);
         eng_sgemm_nt(n, d, (uint32_t)qd, 1.0f, c->att, qd, c->w + L->wo, qd, 1.0f, c->x, d);
         rmsnorm(c->xn, c->x, c->w + L->ffn_norm, n, d, m->norm_eps);
         if (!eng_layer_moe(m, l)) {

@@ -27,23 +27,23 @@
 
 #include "eng_cuda.h"
 
-#define CUDA_CHECK(x)                                                                          \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "kvfleet: CUDA error '%s' at %s:%d: %s\n", cudaGetErrorString(e_), \
-                    __FILE__, __LINE__, #x);                                                   \
-            abort();                                                                           \
-        }                                                                                      \
+#define CUDA_CHECK(x)                                                                              \
+    do {                                                                                           \
+        cudaError_t e_ = (x);                                                                      \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "kvfleet: CUDA error '%s' at %s:%d: %s\n", cudaGetErrorString(e_),     \
+                    __FILE__, __LINE__, #x);                                                       \
+            abort();                                                                               \
+        }                                                                                          \
     } while (0)
-#define CUBLAS_CHECK(x)                                                                        \
-    do {                                                                                       \
-        cublasStatus_t s_ = (x);                                                               \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                     \
-            fprintf(stderr, "kvfleet: cuBLAS error %d at %s:%d: %s\n", (int)s_, __FILE__,      \
-                    __LINE__, #x);                                                             \
-            abort();                                                                           \
-        }                                                                                      \
+#define CUBLAS_CHECK(x)                                                                            \
+    do {                                                                                           \
+        cublasStatus_t s_ = (x);                                                                   \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                         \
+            fprintf(stderr, "kvfleet: cuBLAS error %d at %s:%d: %s\n", (int)s_, __FILE__,          \
+                    __LINE__, #x);                                                                 \
+            abort();                                                                               \
+        }                                                                                          \
     } while (0)
 #define LAUNCH_CHECK() CUDA_CHECK(cudaGetLastError())
 
@@ -77,7 +77,7 @@ __device__ static inline float kv_value(uint64_t seed, uint64_t j) {
 struct eng_cuda_ctx {
     eng_cuda_spec s;
     std::vector<eng_cuda_layer> layer;
-    uint32_t qd, kvd, qkvd, G, F, K;   // derived sizes; F = widest FFN; K = top-k (>= 1)
+    uint32_t qd, kvd, qkvd, G, F, K; // derived sizes; F = widest FFN; K = top-k (>= 1)
     size_t block_elems;
     bf16 *w, *kv;
     char *act;
@@ -87,8 +87,8 @@ struct eng_cuda_ctx {
     int *ridx, *gtok, *slot_of, *amax, *meta;
     float *bias;
     size_t meta_ints;
-    int *h_meta;                       // pinned staging for the batch metadata
-    uint32_t *seg, *h_seg, seg_cap;    // synthetic-fill segments (device, pinned host)
+    int *h_meta;                    // pinned staging for the batch metadata
+    uint32_t *seg, *h_seg, seg_cap; // synthetic-fill segments (device, pinned host)
     std::vector<int> h_ridx, h_gtok, h_slot, h_cnt;
     std::vector<float> h_rw;
     cudaStream_t st;
@@ -102,8 +102,8 @@ static void gemm(eng_cuda_ctx *c, int M, int N, int K, const bf16 *A, int lda, c
     // row-major C(M,N) = A(M,K) W(N,K)^T  ==  column-major C^T(N,M) = W^T... (see README)
     if (M <= 0 || N <= 0) return;
     float alpha = 1.0f;
-    CUBLAS_CHECK(cublasGemmEx(c->cb, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, W, CUDA_R_16BF,
-                              ldw, A, CUDA_R_16BF, lda, &beta, C, ct, ldc, CUBLAS_COMPUTE_32F,
+    CUBLAS_CHECK(cublasGemmEx(c->cb, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, W, CUDA_R_16BF, ldw,
+                              A, CUDA_R_16BF, lda, &beta, C, ct, ldc, CUBLAS_COMPUTE_32F,
                               CUBLAS_GEMM_DEFAULT));
 }
 
@@ -125,19 +125,22 @@ __global__ void k_fill(bf16 *p, size_t n, uint64_t seed) {
 __global__ void k_embed(float *x, const bf16 *emb, const int *tok, int d) {
     int t = blockIdx.x;
     const bf16 *e = emb + (size_t)tok[t] * d;
-    for (int i = threadIdx.x; i < d; i += blockDim.x) x[(size_t)t * d + i] = __bfloat162float(e[i]);
+    for (int i = threadIdx.x; i < d; i += blockDim.x)
+        x[(size_t)t * d + i] = __bfloat162float(e[i]);
 }
 
 __device__ static inline float block_sum(float v) {
     __shared__ float sh[32];
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
     int w = threadIdx.x / 32, l = threadIdx.x % 32;
     __syncthreads();
     if (l == 0) sh[w] = v;
     __syncthreads();
     int nw = (blockDim.x + 31) / 32;
     v = l < nw ? sh[l] : 0.0f;
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
 
@@ -147,7 +150,8 @@ __global__ void k_rmsnorm(bf16 *out, const float *x, const bf16 *g, const int *r
     int r = blockIdx.x;
     const float *a = x + (size_t)(rows ? rows[r] : r) * d;
     float ss = 0;
-    for (int i = threadIdx.x; i < d; i += blockDim.x) ss += a[i] * a[i];
+    for (int i = threadIdx.x; i < d; i += blockDim.x)
+        ss += a[i] * a[i];
     ss = block_sum(ss);
     float inv = rsqrtf(ss / d + eps);
     for (int i = threadIdx.x; i < d; i += blockDim.x)
@@ -169,7 +173,7 @@ __global__ void k_rope_store(float *qkv, bf16 *kv, const int *pos, const int *to
         int h = k / half, i = k % half;
         float s, co;
         sincosf((float)p * inv_freq[i], &s, &co);
-        float *v = row + (size_t)h * hd;   // q heads then k heads (contiguous)
+        float *v = row + (size_t)h * hd; // q heads then k heads (contiguous)
         float x0 = v[i], x1 = v[i + half];
         float y0 = x0 * co - x1 * s, y1 = x0 * s + x1 * co;
         v[i] = y0;
@@ -184,7 +188,8 @@ __global__ void k_rope_store(float *qkv, bf16 *kv, const int *pos, const int *to
 }
 
 __device__ static inline float warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
 
@@ -202,7 +207,8 @@ __global__ void k_attn_prefill(bf16 *out, const float *qkv, const bf16 *kv, cons
     int qd = H * hd, kvd = KVH * hd;
     const float *q = qkv + (size_t)t * (qd + 2 * kvd) + (size_t)h * hd + lane * DPL;
     float qr[DPL], o[DPL];
-    for (int i = 0; i < DPL; i++) qr[i] = q[i] * scale, o[i] = 0;
+    for (int i = 0; i < DPL; i++)
+        qr[i] = q[i] * scale, o[i] = 0;
     int p = pos[t];
     int first = window > 0 && p + 1 > window ? p + 1 - window : 0;
     const int *tab = table + tokseq[t] * stride;
@@ -211,16 +217,19 @@ __global__ void k_attn_prefill(bf16 *out, const float *qkv, const bf16 *kv, cons
         const bf16 *kr = kv + (size_t)tab[j / bt] * block_elems + layer_off +
                          (size_t)(j % bt) * kvd + (size_t)g * hd + lane * DPL;
         float s = 0;
-        for (int i = 0; i < DPL; i++) s += qr[i] * __bfloat162float(kr[i]);
+        for (int i = 0; i < DPL; i++)
+            s += qr[i] * __bfloat162float(kr[i]);
         s = warp_sum(s);
         float mn = fmaxf(m, s), corr = __expf(m - mn), e = __expf(s - mn);
         const bf16 *vr = kr + (size_t)bt * kvd;
         l = l * corr + e;
-        for (int i = 0; i < DPL; i++) o[i] = o[i] * corr + e * __bfloat162float(vr[i]);
+        for (int i = 0; i < DPL; i++)
+            o[i] = o[i] * corr + e * __bfloat162float(vr[i]);
         m = mn;
     }
     bf16 *dst = out + (size_t)t * qd + (size_t)h * hd + lane * DPL;
-    for (int i = 0; i < DPL; i++) dst[i] = __float2bfloat16(o[i] / l);
+    for (int i = 0; i < DPL; i++)
+        dst[i] = __float2bfloat16(o[i] / l);
 }
 
 // Decode attention, split-K: block (seq, kv head, split) of DEC_WARPS warps; warp w takes keys
@@ -228,14 +237,14 @@ __global__ void k_attn_prefill(bf16 *out, const float *qkv, const bf16 *kv, cons
 // Writes un-normalised partials (o, m, l) per (seq, head, split).
 template <int DPL, int G>
 __global__ void k_attn_decode(float *part_o, float *part_ml, const float *qkv, const bf16 *kv,
-                              const int *pos, const int *table, int stride, int H, int KVH,
-                              int bt, size_t block_elems, size_t layer_off, int window,
-                              float scale, int nsplit) {
+                              const int *pos, const int *table, int stride, int H, int KVH, int bt,
+                              size_t block_elems, size_t layer_off, int window, float scale,
+                              int nsplit) {
     const int hd = DPL * 32;
     int s = blockIdx.x, g = blockIdx.y, sp = blockIdx.z;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     int qd = H * hd, kvd = KVH * hd;
-    int p = pos[s];   // decode: token s belongs to sequence s
+    int p = pos[s]; // decode: token s belongs to sequence s
     int first = window > 0 && p + 1 > window ? p + 1 - window : 0;
     int k0 = first + sp * SPLIT_KEYS, k1 = min(p + 1, k0 + SPLIT_KEYS);
     float qr[G][DPL], o[G][DPL], m[G], l[G];
@@ -243,7 +252,8 @@ __global__ void k_attn_decode(float *part_o, float *part_ml, const float *qkv, c
 #pragma unroll
     for (int h = 0; h < G; h++) {
         m[h] = -INFINITY, l[h] = 0;
-        for (int i = 0; i < DPL; i++) qr[h][i] = q[h * hd + i] * scale, o[h][i] = 0;
+        for (int i = 0; i < DPL; i++)
+            qr[h][i] = q[h * hd + i] * scale, o[h][i] = 0;
     }
     const int *tab = table + s * stride;
     for (int j = k0 + warp; j < k1; j += DEC_WARPS) {
@@ -251,15 +261,18 @@ __global__ void k_attn_decode(float *part_o, float *part_ml, const float *qkv, c
                          (size_t)(j % bt) * kvd + (size_t)g * hd + lane * DPL;
         const bf16 *vr = kr + (size_t)bt * kvd;
         float kf[DPL], vf[DPL];
-        for (int i = 0; i < DPL; i++) kf[i] = __bfloat162float(kr[i]), vf[i] = __bfloat162float(vr[i]);
+        for (int i = 0; i < DPL; i++)
+            kf[i] = __bfloat162float(kr[i]), vf[i] = __bfloat162float(vr[i]);
 #pragma unroll
         for (int h = 0; h < G; h++) {
             float d = 0;
-            for (int i = 0; i < DPL; i++) d += qr[h][i] * kf[i];
+            for (int i = 0; i < DPL; i++)
+                d += qr[h][i] * kf[i];
             d = warp_sum(d);
             float mn = fmaxf(m[h], d), corr = __expf(m[h] - mn), e = __expf(d - mn);
             l[h] = l[h] * corr + e;
-            for (int i = 0; i < DPL; i++) o[h][i] = o[h][i] * corr + e * vf[i];
+            for (int i = 0; i < DPL; i++)
+                o[h][i] = o[h][i] * corr + e * vf[i];
             m[h] = mn;
         }
     }
@@ -269,13 +282,15 @@ __global__ void k_attn_decode(float *part_o, float *part_ml, const float *qkv, c
 #pragma unroll
     for (int h = 0; h < G; h++) {
         if (lane == 0) sm[warp][h][0] = m[h], sm[warp][h][1] = l[h];
-        for (int i = 0; i < DPL; i++) so[warp][h][lane * DPL + i] = o[h][i];
+        for (int i = 0; i < DPL; i++)
+            so[warp][h][lane * DPL + i] = o[h][i];
     }
     __syncthreads();
     for (int k = threadIdx.x; k < G * hd; k += blockDim.x) {
         int h = k / hd, i = k % hd;
         float M = -INFINITY;
-        for (int w = 0; w < DEC_WARPS; w++) M = fmaxf(M, sm[w][h][0]);
+        for (int w = 0; w < DEC_WARPS; w++)
+            M = fmaxf(M, sm[w][h][0]);
         float L = 0, O = 0;
         if (M > -INFINITY)
             for (int w = 0; w < DEC_WARPS; w++) {
@@ -290,11 +305,12 @@ __global__ void k_attn_decode(float *part_o, float *part_ml, const float *qkv, c
 }
 
 // Merges the splits of (seq, head) into att (bf16).
-__global__ void k_attn_merge(bf16 *out, const float *part_o, const float *part_ml, int H,
-                             int hd, int nsplit) {
-    int sh = blockIdx.x;   // seq * H + head
+__global__ void k_attn_merge(bf16 *out, const float *part_o, const float *part_ml, int H, int hd,
+                             int nsplit) {
+    int sh = blockIdx.x; // seq * H + head
     float M = -INFINITY;
-    for (int k = 0; k < nsplit; k++) M = fmaxf(M, part_ml[((size_t)sh * nsplit + k) * 2]);
+    for (int k = 0; k < nsplit; k++)
+        M = fmaxf(M, part_ml[((size_t)sh * nsplit + k) * 2]);
     for (int i = threadIdx.x; i < hd; i += blockDim.x) {
         float L = 0, O = 0;
         for (int k = 0; k < nsplit; k++) {
@@ -321,19 +337,20 @@ __global__ void k_swiglu(bf16 *h, const float *gu, int n, int F) {
 }
 
 // Top-k of each token's router logits (lowest index wins ties), weights = softmax over the k.
-__global__ void k_topk(int *idx, float *w, float *logits, const float *bias, int n, int E,
-                       int K) {
+__global__ void k_topk(int *idx, float *w, float *logits, const float *bias, int n, int E, int K) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
     float *z = logits + (size_t)t * E;
     if (bias)
-        for (int i = 0; i < E; i++) z[i] += bias[i];
+        for (int i = 0; i < E; i++)
+            z[i] += bias[i];
     float top = 0, sum = 0;
     for (int j = 0; j < K; j++) {
         int best = -1;
         for (int i = 0; i < E; i++) {
             bool taken = false;
-            for (int q = 0; q < j; q++) taken |= idx[t * K + q] == i;
+            for (int q = 0; q < j; q++)
+                taken |= idx[t * K + q] == i;
             if (!taken && (best < 0 || z[i] > z[best])) best = i;
         }
         idx[t * K + j] = best;
@@ -341,14 +358,16 @@ __global__ void k_topk(int *idx, float *w, float *logits, const float *bias, int
         w[t * K + j] = __expf(z[best] - top);
         sum += w[t * K + j];
     }
-    for (int j = 0; j < K; j++) w[t * K + j] /= sum;
+    for (int j = 0; j < K; j++)
+        w[t * K + j] /= sum;
 }
 
 // xg(slot, :) = xn(gtok[slot], :)
 __global__ void k_gather(bf16 *xg, const bf16 *xn, const int *gtok, int d) {
     int s = blockIdx.x;
     const bf16 *src = xn + (size_t)gtok[s] * d;
-    for (int i = threadIdx.x; i < d; i += blockDim.x) xg[(size_t)s * d + i] = src[i];
+    for (int i = threadIdx.x; i < d; i += blockDim.x)
+        xg[(size_t)s * d + i] = src[i];
 }
 
 // x(t, :) += sum_j w(t, j) yg(slot_of(t, j), :)
@@ -357,7 +376,8 @@ __global__ void k_combine(float *x, const float *yg, const int *slot_of, const f
     int t = blockIdx.x;
     for (int i = threadIdx.x; i < d; i += blockDim.x) {
         float acc = 0;
-        for (int j = 0; j < K; j++) acc += w[t * K + j] * yg[(size_t)slot_of[t * K + j] * d + i];
+        for (int j = 0; j < K; j++)
+            acc += w[t * K + j] * yg[(size_t)slot_of[t * K + j] * d + i];
         x[(size_t)t * d + i] += acc;
     }
 }
@@ -395,66 +415,95 @@ static int grid_for(size_t n, int threads) {
 template <int DPL>
 static void launch_prefill(eng_cuda_ctx *c, cudaStream_t st, bf16 *out, const float *qkv,
                            const bf16 *kv, const int *pos, const int *tokseq, const int *table,
-                           int stride, int ntok, int H, int KVH, int bt, size_t be,
-                           size_t loff, int window, float scale) {
+                           int stride, int ntok, int H, int KVH, int bt, size_t be, size_t loff,
+                           int window, float scale) {
     int warps = ntok * H, threads = 128;
     int blocks = (warps * 32 + threads - 1) / threads;
-    k_attn_prefill<DPL><<<blocks, threads, 0, st>>>(out, qkv, kv, pos, tokseq, table, stride,
-                                                    ntok, H, KVH, bt, be, loff, window, scale);
+    k_attn_prefill<DPL><<<blocks, threads, 0, st>>>(out, qkv, kv, pos, tokseq, table, stride, ntok,
+                                                    H, KVH, bt, be, loff, window, scale);
     LAUNCH_CHECK();
 }
 
 template <int DPL, int G>
 static void launch_decode(cudaStream_t st, bf16 *out, float *po, float *pml, const float *qkv,
-                          const bf16 *kv, const int *pos, const int *table, int stride,
-                          int nseq, int H, int KVH, int bt, size_t be, size_t loff, int window,
-                          float scale, int nsplit) {
+                          const bf16 *kv, const int *pos, const int *table, int stride, int nseq,
+                          int H, int KVH, int bt, size_t be, size_t loff, int window, float scale,
+                          int nsplit) {
     dim3 grid(nseq, KVH, nsplit);
-    k_attn_decode<DPL, G><<<grid, DEC_WARPS * 32, 0, st>>>(po, pml, qkv, kv, pos, table, stride,
-                                                           H, KVH, bt, be, loff, window, scale,
-                                                           nsplit);
+    k_attn_decode<DPL, G><<<grid, DEC_WARPS * 32, 0, st>>>(
+        po, pml, qkv, kv, pos, table, stride, H, KVH, bt, be, loff, window, scale, nsplit);
     LAUNCH_CHECK();
     k_attn_merge<<<nseq * H, 128, 0, st>>>(out, po, pml, H, DPL * 32, nsplit);
     LAUNCH_CHECK();
 }
 
 // Query heads per kv head that the split-K decode kernel is instantiated for.
-static bool decode_supported(uint32_t G) { return G == 1 || G == 2 || G == 4 || G == 8; }
+static bool decode_supported(uint32_t G) {
+    return G == 1 || G == 2 || G == 4 || G == 8;
+}
 
-static void attention_prefill(eng_cuda_ctx *c, int dpl, bf16 *out, const float *qkv,
-                              const bf16 *kv, const int *pos, const int *tokseq,
-                              const int *table, int stride, int ntok, size_t loff, int window) {
+static void attention_prefill(eng_cuda_ctx *c, int dpl, bf16 *out, const float *qkv, const bf16 *kv,
+                              const int *pos, const int *tokseq, const int *table, int stride,
+                              int ntok, size_t loff, int window) {
     const eng_cuda_spec &s = c->s;
     float scale = 1.0f / sqrtf((float)s.head_dim);
     int H = s.heads, KVH = s.kv_heads, bt = s.block_tokens;
     size_t be = c->block_elems;
+#define PRE(D)                                                                                     \
+    launch_prefill<D>(c, c->st, out, qkv, kv, pos, tokseq, table, stride, ntok, H, KVH, bt, be,    \
+                      loff, window, scale)
     switch (dpl) {
-    case 1: launch_prefill<1>(c, c->st, out, qkv, kv, pos, tokseq, table, stride, ntok, H, KVH, bt, be, loff, window, scale); break;
-    case 2: launch_prefill<2>(c, c->st, out, qkv, kv, pos, tokseq, table, stride, ntok, H, KVH, bt, be, loff, window, scale); break;
-    case 4: launch_prefill<4>(c, c->st, out, qkv, kv, pos, tokseq, table, stride, ntok, H, KVH, bt, be, loff, window, scale); break;
-    default: launch_prefill<8>(c, c->st, out, qkv, kv, pos, tokseq, table, stride, ntok, H, KVH, bt, be, loff, window, scale); break;
+    case 1:
+        PRE(1);
+        break;
+    case 2:
+        PRE(2);
+        break;
+    case 4:
+        PRE(4);
+        break;
+    default:
+        PRE(8);
+        break;
     }
+#undef PRE
 }
 
 static void attention_decode(cudaStream_t st, int dpl, bf16 *out, float *po, float *pml,
                              const float *qkv, const bf16 *kv, const int *pos, const int *table,
-                             int stride, int nseq, int H, int KVH, int bt, size_t be,
-                             size_t loff, int window, float scale, int nsplit) {
-#define DEC(D, G_)                                                                             \
-    launch_decode<D, G_>(st, out, po, pml, qkv, kv, pos, table, stride, nseq, H, KVH, bt, be, \
+                             int stride, int nseq, int H, int KVH, int bt, size_t be, size_t loff,
+                             int window, float scale, int nsplit) {
+#define DEC(D, G_)                                                                                 \
+    launch_decode<D, G_>(st, out, po, pml, qkv, kv, pos, table, stride, nseq, H, KVH, bt, be,      \
                          loff, window, scale, nsplit)
-#define DEC_G(D)                                                                               \
-    switch (H / KVH) {                                                                         \
-    case 1: DEC(D, 1); break;                                                                  \
-    case 2: DEC(D, 2); break;                                                                  \
-    case 4: DEC(D, 4); break;                                                                  \
-    default: DEC(D, 8); break;                                                                 \
+#define DEC_G(D)                                                                                   \
+    switch (H / KVH) {                                                                             \
+    case 1:                                                                                        \
+        DEC(D, 1);                                                                                 \
+        break;                                                                                     \
+    case 2:                                                                                        \
+        DEC(D, 2);                                                                                 \
+        break;                                                                                     \
+    case 4:                                                                                        \
+        DEC(D, 4);                                                                                 \
+        break;                                                                                     \
+    default:                                                                                       \
+        DEC(D, 8);                                                                                 \
+        break;                                                                                     \
     }
     switch (dpl) {
-    case 1: DEC_G(1); break;
-    case 2: DEC_G(2); break;
-    case 4: DEC_G(4); break;
-    default: DEC_G(8); break;
+    case 1:
+        DEC_G(1);
+        break;
+    case 2:
+        DEC_G(2);
+        break;
+    case 4:
+        DEC_G(4);
+        break;
+    default:
+        DEC_G(8);
+        break;
     }
 #undef DEC_G
 #undef DEC
@@ -464,7 +513,7 @@ static void attention_decode(cudaStream_t st, int dpl, bf16 *out, float *po, flo
 extern "C" int eng_cuda_device_count(void) {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {
-        cudaGetLastError();   // clear the sticky "no driver" error
+        cudaGetLastError(); // clear the sticky "no driver" error
         return 0;
     }
     return n;
@@ -477,10 +526,11 @@ extern "C" int eng_cuda_device_name(char *out, size_t cap) {
     return 0;
 }
 
-static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
+static size_t align256(size_t n) {
+    return (n + 255) & ~(size_t)255;
+}
 
-extern "C" int eng_cuda_create(eng_cuda_ctx **out, const eng_cuda_spec *sp, char *msg,
-                               size_t cap) {
+extern "C" int eng_cuda_create(eng_cuda_ctx **out, const eng_cuda_spec *sp, char *msg, size_t cap) {
     *out = NULL;
     if (eng_cuda_device_count() <= 0) {
         snprintf(msg, cap, "no CUDA device is visible");
@@ -509,29 +559,33 @@ extern "C" int eng_cuda_create(eng_cuda_ctx **out, const eng_cuda_spec *sp, char
     c->meta_ints = 3 * T + 3 * S + S * (size_t)s.max_blocks + 16;
     // activation arena: sizes in bytes, in view order
     size_t sz[] = {
-        T * d * 4,             // x
-        T * c->qkvd * 4,       // qkv
-        T * 2 * c->F * 4,      // gu
-        T * E * 4,             // rl
-        TK * 4,                // rw
-        TK * 2 * (size_t)std::max(s.expert_ffn, 1u) * 4,   // gug
-        TK * d * 4,            // yg
-        S * s.vocab * 4,       // lg
-        (size_t)s.head_dim / 2 * 4,                     // inv_freq
-        S * s.heads * nsplit_max * s.head_dim * 4,      // part_o
-        S * s.heads * nsplit_max * 2 * 4,               // part_ml
-        T * d * 2,             // xn
-        T * c->qd * 2,         // att
-        T * c->F * 2,          // h
-        TK * d * 2,            // xg
-        TK * (size_t)std::max(s.expert_ffn, 1u) * 2,    // hg
-        S * d * 2,             // xl
-        TK * 4, TK * 4, TK * 4, S * 4,   // ridx, gtok, slot_of, amax
-        c->meta_ints * 4,      // meta
-        E * 4,                 // bias
+        T * d * 4,                                       // x
+        T * c->qkvd * 4,                                 // qkv
+        T * 2 * c->F * 4,                                // gu
+        T * E * 4,                                       // rl
+        TK * 4,                                          // rw
+        TK * 2 * (size_t)std::max(s.expert_ffn, 1u) * 4, // gug
+        TK * d * 4,                                      // yg
+        S * s.vocab * 4,                                 // lg
+        (size_t)s.head_dim / 2 * 4,                      // inv_freq
+        S * s.heads * nsplit_max * s.head_dim * 4,       // part_o
+        S * s.heads * nsplit_max * 2 * 4,                // part_ml
+        T * d * 2,                                       // xn
+        T * c->qd * 2,                                   // att
+        T * c->F * 2,                                    // h
+        TK * d * 2,                                      // xg
+        TK * (size_t)std::max(s.expert_ffn, 1u) * 2,     // hg
+        S * d * 2,                                       // xl
+        TK * 4,
+        TK * 4,
+        TK * 4,
+        S * 4,            // ridx, gtok, slot_of, amax
+        c->meta_ints * 4, // meta
+        E * 4,            // bias
     };
     size_t nsz = sizeof sz / sizeof sz[0], act = 0;
-    for (size_t i = 0; i < nsz; i++) act += align256(sz[i]);
+    for (size_t i = 0; i < nsz; i++)
+        act += align256(sz[i]);
     c->bytes_w = (double)s.total * 2;
     c->bytes_kv = (double)s.nblocks * c->block_elems * 2;
     c->bytes_act = (double)act;
@@ -539,9 +593,10 @@ extern "C" int eng_cuda_create(eng_cuda_ctx **out, const eng_cuda_spec *sp, char
     CUDA_CHECK(cudaSetDevice(0));
     CUDA_CHECK(cudaMemGetInfo(&fr, &tot));
     double limit = s.mem_limit_bytes > 0 ? s.mem_limit_bytes : 0.95 * (double)fr;
-    double need = c->bytes_w + c->bytes_kv + c->bytes_act + 512.0 * (1 << 20);  // + cuBLAS
+    double need = c->bytes_w + c->bytes_kv + c->bytes_act + 512.0 * (1 << 20); // + cuBLAS
     if (need > limit) {
-        snprintf(msg, cap, "the model needs %.2f GiB on the device (weights %.2f, KV %.2f for "
+        snprintf(msg, cap,
+                 "the model needs %.2f GiB on the device (weights %.2f, KV %.2f for "
                  "%u blocks, activations %.2f, workspace 0.5) but %.2f GiB are available",
                  need / (1 << 30), c->bytes_w / (1 << 30), c->bytes_kv / (1 << 30), s.nblocks,
                  c->bytes_act / (1 << 30), limit / (1 << 30));
@@ -559,14 +614,13 @@ extern "C" int eng_cuda_create(eng_cuda_ctx **out, const eng_cuda_spec *sp, char
     CUDA_CHECK(cudaMalloc(&c->act, act));
     CUDA_CHECK(cudaMemsetAsync(c->kv, 0, (size_t)s.nblocks * c->block_elems * 2, c->st));
     char *p = c->act;
-    void **views[] = {(void **)&c->x,       (void **)&c->qkv,    (void **)&c->gu,
-                      (void **)&c->rl,      (void **)&c->rw,     (void **)&c->gug,
-                      (void **)&c->yg,      (void **)&c->lg,     (void **)&c->inv_freq,
-                      (void **)&c->part_o,  (void **)&c->part_ml, (void **)&c->xn,
-                      (void **)&c->att,     (void **)&c->h,      (void **)&c->xg,
-                      (void **)&c->hg,      (void **)&c->xl,     (void **)&c->ridx,
-                      (void **)&c->gtok,    (void **)&c->slot_of, (void **)&c->amax,
-                      (void **)&c->meta,    (void **)&c->bias};
+    void **views[] = {
+        (void **)&c->x,        (void **)&c->qkv,    (void **)&c->gu,      (void **)&c->rl,
+        (void **)&c->rw,       (void **)&c->gug,    (void **)&c->yg,      (void **)&c->lg,
+        (void **)&c->inv_freq, (void **)&c->part_o, (void **)&c->part_ml, (void **)&c->xn,
+        (void **)&c->att,      (void **)&c->h,      (void **)&c->xg,      (void **)&c->hg,
+        (void **)&c->xl,       (void **)&c->ridx,   (void **)&c->gtok,    (void **)&c->slot_of,
+        (void **)&c->amax,     (void **)&c->meta,   (void **)&c->bias};
     for (size_t i = 0; i < nsz; i++) {
         *views[i] = p;
         p += align256(sz[i]);
@@ -578,13 +632,12 @@ extern "C" int eng_cuda_create(eng_cuda_ctx **out, const eng_cuda_spec *sp, char
     std::vector<float> inv(s.head_dim / 2);
     for (uint32_t i = 0; i < s.head_dim / 2; i++)
         inv[i] = powf(s.rope_theta, -2.0f * (float)i / (float)s.head_dim);
-    CUDA_CHECK(cudaMemcpyAsync(c->inv_freq, inv.data(), inv.size() * 4, cudaMemcpyHostToDevice,
-                               c->st));
+    CUDA_CHECK(
+        cudaMemcpyAsync(c->inv_freq, inv.data(), inv.size() * 4, cudaMemcpyHostToDevice, c->st));
     for (uint32_t t = 0; t < sp->n_tensors; t++) {
         if (!sp->t_n[t] || sp->t_off[t] == NONE) continue;
-        k_init<<<grid_for(sp->t_n[t], 256), 256, 0, c->st>>>(c->w + sp->t_off[t], sp->t_n[t],
-                                                             s.seed, t, sp->t_kind[t],
-                                                             sp->t_cols[t]);
+        k_init<<<grid_for(sp->t_n[t], 256), 256, 0, c->st>>>(
+            c->w + sp->t_off[t], sp->t_n[t], s.seed, t, sp->t_kind[t], sp->t_cols[t]);
         LAUNCH_CHECK();
     }
     CUDA_CHECK(cudaStreamSynchronize(c->st));
@@ -618,8 +671,8 @@ extern "C" void eng_cuda_arena_bytes(const eng_cuda_ctx *c, double *w, double *k
 }
 
 // Segment i = blockIdx.x, layer and K/V = blockIdx.y: seg = (block, slot0, n) triples.
-__global__ void k_fill_segments(bf16 *kv, const uint32_t *seg, size_t block_elems, int bt,
-                                int kvd, uint64_t seed) {
+__global__ void k_fill_segments(bf16 *kv, const uint32_t *seg, size_t block_elems, int bt, int kvd,
+                                uint64_t seed) {
     uint32_t b = seg[blockIdx.x * 3], s0 = seg[blockIdx.x * 3 + 1], n = seg[blockIdx.x * 3 + 2];
     bf16 *p = kv + (size_t)b * block_elems + (size_t)blockIdx.y * bt * kvd + (size_t)s0 * kvd;
     uint64_t sd = seed + blockIdx.x * 131 + blockIdx.y;
@@ -636,13 +689,13 @@ extern "C" void eng_cuda_fill_kv(eng_cuda_ctx *c, const uint32_t *block, const u
             c->h_seg[3 * i + 1] = slot0[i0 + i];
             c->h_seg[3 * i + 2] = n[i0 + i];
         }
-        CUDA_CHECK(cudaMemcpyAsync(c->seg, c->h_seg, (size_t)k * 12, cudaMemcpyHostToDevice,
-                                   c->st));
+        CUDA_CHECK(
+            cudaMemcpyAsync(c->seg, c->h_seg, (size_t)k * 12, cudaMemcpyHostToDevice, c->st));
         dim3 grid(k, c->s.layers * 2);
-        k_fill_segments<<<grid, 256, 0, c->st>>>(c->kv, c->seg, c->block_elems,
-                                                 c->s.block_tokens, c->kvd, seed + i0);
+        k_fill_segments<<<grid, 256, 0, c->st>>>(c->kv, c->seg, c->block_elems, c->s.block_tokens,
+                                                 c->kvd, seed + i0);
         LAUNCH_CHECK();
-        CUDA_CHECK(cudaStreamSynchronize(c->st));   // h_seg is reused
+        CUDA_CHECK(cudaStreamSynchronize(c->st)); // h_seg is reused
     }
 }
 
@@ -661,8 +714,8 @@ static void moe(eng_cuda_ctx *c, const eng_cuda_layer &L, int n, bool has_bias, 
     const eng_cuda_spec &s = c->s;
     int d = s.hidden, E = s.experts, K = c->K, f = s.expert_ffn;
     gemm(c, n, E, d, c->xn, d, c->w + L.router, d, c->rl, CUDA_R_32F, E, 0.0f);
-    k_topk<<<(n + 127) / 128, 128, 0, c->st>>>(c->ridx, c->rw, c->rl, has_bias ? c->bias : NULL,
-                                               n, E, K);
+    k_topk<<<(n + 127) / 128, 128, 0, c->st>>>(c->ridx, c->rw, c->rl, has_bias ? c->bias : NULL, n,
+                                               E, K);
     LAUNCH_CHECK();
     int nk = n * K;
     CUDA_CHECK(cudaMemcpyAsync(c->h_ridx.data(), c->ridx, nk * 4, cudaMemcpyDeviceToHost, c->st));
@@ -670,8 +723,10 @@ static void moe(eng_cuda_ctx *c, const eng_cuda_layer &L, int n, bool has_bias, 
     CUDA_CHECK(cudaStreamSynchronize(c->st));
     if (ridx) memcpy(ridx, c->h_ridx.data(), nk * 4), memcpy(rw, c->h_rw.data(), nk * 4);
     std::fill(c->h_cnt.begin(), c->h_cnt.end(), 0);
-    for (int k = 0; k < nk; k++) c->h_cnt[c->h_ridx[k] + 1]++;
-    for (int e = 0; e < E; e++) c->h_cnt[e + 1] += c->h_cnt[e];
+    for (int k = 0; k < nk; k++)
+        c->h_cnt[c->h_ridx[k] + 1]++;
+    for (int e = 0; e < E; e++)
+        c->h_cnt[e + 1] += c->h_cnt[e];
     std::vector<int> fill(c->h_cnt.begin(), c->h_cnt.end() - 1);
     for (int k = 0; k < nk; k++) {
         int slot = fill[c->h_ridx[k]]++;
@@ -679,8 +734,8 @@ static void moe(eng_cuda_ctx *c, const eng_cuda_layer &L, int n, bool has_bias, 
         c->h_slot[k] = slot;
     }
     CUDA_CHECK(cudaMemcpyAsync(c->gtok, c->h_gtok.data(), nk * 4, cudaMemcpyHostToDevice, c->st));
-    CUDA_CHECK(cudaMemcpyAsync(c->slot_of, c->h_slot.data(), nk * 4, cudaMemcpyHostToDevice,
-                               c->st));
+    CUDA_CHECK(
+        cudaMemcpyAsync(c->slot_of, c->h_slot.data(), nk * 4, cudaMemcpyHostToDevice, c->st));
     k_gather<<<nk, 128, 0, c->st>>>(c->xg, c->xn, c->gtok, d);
     LAUNCH_CHECK();
     for (int e = 0; e < E; e++) {
@@ -698,19 +753,20 @@ static void moe(eng_cuda_ctx *c, const eng_cuda_layer &L, int n, bool has_bias, 
 }
 
 extern "C" void eng_cuda_forward(eng_cuda_ctx *c, const eng_batch *b, const float *router_bias,
-                                 float *logits, int32_t *next, int32_t *route_idx,
-                                 float *route_w, float *device_ms) {
+                                 float *logits, int32_t *next, int32_t *route_idx, float *route_w,
+                                 float *device_ms) {
     const eng_cuda_spec &s = c->s;
     int n = (int)b->ntok, ns = (int)b->nseq, d = s.hidden, stride = (int)b->table_stride;
     // metadata: tokens | pos | tokseq | last | table
     int *m = c->h_meta;
-    size_t o_tok = 0, o_pos = n, o_seq = 2 * (size_t)n, o_last = 3 * (size_t)n,
-           o_tab = o_last + ns;
-    for (int i = 0; i < n; i++) m[o_tok + i] = b->tokens[i], m[o_pos + i] = b->pos[i];
+    size_t o_tok = 0, o_pos = n, o_seq = 2 * (size_t)n, o_last = 3 * (size_t)n, o_tab = o_last + ns;
+    for (int i = 0; i < n; i++)
+        m[o_tok + i] = b->tokens[i], m[o_pos + i] = b->pos[i];
     bool decode = true;
     int maxpos = 0;
     for (int q = 0; q < ns; q++) {
-        for (uint32_t j = 0; j < b->nnew[q]; j++) m[o_seq + b->start[q] + j] = q;
+        for (uint32_t j = 0; j < b->nnew[q]; j++)
+            m[o_seq + b->start[q] + j] = q;
         m[o_last + q] = (int)(b->start[q] + b->nnew[q] - 1);
         decode &= b->nnew[q] == 1 && b->start[q] == (uint32_t)q;
         maxpos = std::max(maxpos, (int)(b->ctx[q] + b->nnew[q]));
@@ -724,8 +780,8 @@ extern "C" void eng_cuda_forward(eng_cuda_ctx *c, const eng_batch *b, const floa
     const int *d_last = c->meta + o_last, *d_tab = c->meta + o_tab;
     bool has_bias = router_bias && s.experts;
     if (has_bias)
-        CUDA_CHECK(cudaMemcpyAsync(c->bias, router_bias, s.experts * 4, cudaMemcpyHostToDevice,
-                                   c->st));
+        CUDA_CHECK(
+            cudaMemcpyAsync(c->bias, router_bias, s.experts * 4, cudaMemcpyHostToDevice, c->st));
     int dpl = s.head_dim / 32;
     float scale = 1.0f / sqrtf((float)s.head_dim);
     k_embed<<<n, 128, 0, c->st>>>(c->x, c->w + s.embed, d_tok, d);
@@ -737,16 +793,16 @@ extern "C" void eng_cuda_forward(eng_cuda_ctx *c, const eng_batch *b, const floa
         k_rmsnorm<<<n, 256, 0, c->st>>>(c->xn, c->x, c->w + L.attn_norm, NULL, d, s.norm_eps);
         LAUNCH_CHECK();
         gemm(c, n, c->qkvd, d, c->xn, d, c->w + L.wqkv, d, c->qkv, CUDA_R_32F, c->qkvd, 0.0f);
-        k_rope_store<<<n, 128, 0, c->st>>>(c->qkv, c->kv, d_pos, d_seq, d_tab, stride,
-                                           c->inv_freq, s.heads, s.kv_heads, s.head_dim,
-                                           s.block_tokens, c->block_elems, loff);
+        k_rope_store<<<n, 128, 0, c->st>>>(c->qkv, c->kv, d_pos, d_seq, d_tab, stride, c->inv_freq,
+                                           s.heads, s.kv_heads, s.head_dim, s.block_tokens,
+                                           c->block_elems, loff);
         LAUNCH_CHECK();
         if (decode && decode_supported(c->G)) {
             int keys = win ? std::min(win, maxpos) : maxpos;
             int lsplit = std::max(1, (keys + SPLIT_KEYS - 1) / SPLIT_KEYS);
-            attention_decode(c->st, dpl, c->att, c->part_o, c->part_ml, c->qkv, c->kv, d_pos,
-                             d_tab, stride, ns, s.heads, s.kv_heads, s.block_tokens,
-                             c->block_elems, loff, win, scale, lsplit);
+            attention_decode(c->st, dpl, c->att, c->part_o, c->part_ml, c->qkv, c->kv, d_pos, d_tab,
+                             stride, ns, s.heads, s.kv_heads, s.block_tokens, c->block_elems, loff,
+                             win, scale, lsplit);
         } else {
             attention_prefill(c, dpl, c->att, c->qkv, c->kv, d_pos, d_seq, d_tab, stride, n, loff,
                               win);
@@ -771,10 +827,9 @@ extern "C" void eng_cuda_forward(eng_cuda_ctx *c, const eng_batch *b, const floa
     LAUNCH_CHECK();
     CUDA_CHECK(cudaEventRecord(c->ev1, c->st));
     if (logits)
-        CUDA_CHECK(cudaMemcpyAsync(logits, c->lg, (size_t)ns * s.vocab * 4,
-                                   cudaMemcpyDeviceToHost, c->st));
-    if (next)
-        CUDA_CHECK(cudaMemcpyAsync(next, c->amax, ns * 4, cudaMemcpyDeviceToHost, c->st));
+        CUDA_CHECK(cudaMemcpyAsync(logits, c->lg, (size_t)ns * s.vocab * 4, cudaMemcpyDeviceToHost,
+                                   c->st));
+    if (next) CUDA_CHECK(cudaMemcpyAsync(next, c->amax, ns * 4, cudaMemcpyDeviceToHost, c->st));
     CUDA_CHECK(cudaStreamSynchronize(c->st));
     float ms = 0;
     CUDA_CHECK(cudaEventElapsedTime(&ms, c->ev0, c->ev1));
@@ -834,7 +889,7 @@ extern "C" double eng_cuda_bench_decode_attn(int batch, int context, int heads, 
     CUDA_CHECK(cudaStreamCreate(&st));
     int kvd = kv_heads * head_dim, qd = heads * head_dim;
     int nb = (context + bt - 1) / bt, stride = nb;
-    size_t be = (size_t)2 * bt * kvd;   // one layer: K then V
+    size_t be = (size_t)2 * bt * kvd; // one layer: K then V
     size_t nblocks = (size_t)batch * nb;
     bf16 *kv, *out;
     float *qkv, *po, *pml;
@@ -852,11 +907,13 @@ extern "C" double eng_cuda_bench_decode_attn(int batch, int context, int heads, 
     CUDA_CHECK(cudaMemsetAsync(qkv, 0, (size_t)batch * (qd + 2 * kvd) * 4, st));
     // scattered block tables: a fixed permutation of the arena
     std::vector<int> hp(batch, context - 1), ht(nblocks);
-    for (size_t i = 0; i < nblocks; i++) ht[i] = (int)((i * 2654435761ULL) % nblocks);
+    for (size_t i = 0; i < nblocks; i++)
+        ht[i] = (int)((i * 2654435761ULL) % nblocks);
     std::vector<char> used(nblocks, 0);
-    for (size_t i = 0; i < nblocks; i++) {   // make it a permutation
+    for (size_t i = 0; i < nblocks; i++) { // make it a permutation
         size_t k = ht[i];
-        while (used[k]) k = (k + 1) % nblocks;
+        while (used[k])
+            k = (k + 1) % nblocks;
         used[k] = 1;
         ht[i] = (int)k;
     }
@@ -869,8 +926,8 @@ extern "C" double eng_cuda_bench_decode_attn(int batch, int context, int heads, 
     float scale = 1.0f / sqrtf((float)head_dim);
     for (int i = -3; i < iters; i++) {
         CUDA_CHECK(cudaEventRecord(e0, st));
-        attention_decode(st, head_dim / 32, out, po, pml, qkv, kv, pos, table, stride, batch,
-                         heads, kv_heads, bt, be, 0, 0, scale, nsplit);
+        attention_decode(st, head_dim / 32, out, po, pml, qkv, kv, pos, table, stride, batch, heads,
+                         kv_heads, bt, be, 0, 0, scale, nsplit);
         CUDA_CHECK(cudaEventRecord(e1, st));
         CUDA_CHECK(cudaEventSynchronize(e1));
         float ms;
