@@ -119,9 +119,9 @@ uint64_t kvf_hash64(uint64_t x) {
     return splitmix64(&s);
 }
 
-uint64_t kvf_hash_combine(uint64_t a, uint64_t b) {
-    return kvf_hash64(a ^ (kvf_hash64(b) + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2)));
-}
+// hash(hash(a) + b): distinct (a, b) pairs collide only by chance (2^-64), also for small ones
+// (the boost-style xor-shift mix it replaces collided on small ids).
+uint64_t kvf_hash_combine(uint64_t a, uint64_t b) { return kvf_hash64(kvf_hash64(a) + b); }
 
 void kvf_rng_init(kvf_rng *r, uint64_t seed, uint64_t stream) {
     uint64_t x = kvf_hash_combine(seed, stream);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "eng.h"
 
@@ -639,6 +640,90 @@ START_TEST(test_serve_preempts_when_kv_runs_out) {
 }
 END_TEST
 
+// ---- profiler -----------------------------------------------------------------------------
+START_TEST(test_profile_csv_contract) {
+    char dir[] = "/tmp/kvf_engtest_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char model[256], csv[256];
+    snprintf(model, sizeof model, "%s/pico.yaml", dir);
+    snprintf(csv, sizeof csv, "%s/profile.csv", dir);
+    FILE *f = fopen(model, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "# a tiny model\nname: pico\nlayers: 2\nhidden: 64\nheads: 4\nkv_heads: 2\n"
+               "head_dim: 16\nffn: 128\nvocab: 256\nattention: gqa\n");
+    fclose(f);
+    eng_profile_config c = {.model = model, .quick = true, .seed = 3};
+    kvf_err err = {0};
+    f = fopen(csv, "w");
+    ck_assert_int_eq(eng_profile_run(&c, f, NULL, &err), KVF_OK);
+    fclose(f);
+    char *text = NULL;
+    size_t len;
+    ck_assert_int_eq(kvf_read_file(csv, &text, &len, &err), KVF_OK);
+    const char *keys[] = {"# kvfleet_version: ", "# model: pico\n",
+                          "# hardware_id: ", "# backend: cpu\n", "# threads: "};
+    for (int i = 0; i < 5; i++)
+        ck_assert_msg(strstr(text, keys[i]), "missing '%s'", keys[i]);
+    ck_assert_ptr_null(strstr(text, "date"));
+    const char *hdr = "\nmodel,hardware,backend,op,batch,new_tokens,context,median_ns,p10_ns,"
+                      "p90_ns,repeats,flops,bytes\n";
+    char *rows = strstr(text, hdr);
+    ck_assert_ptr_nonnull(rows);
+    rows += strlen(hdr);
+    int n[3] = {0, 0, 0};
+    double last_flops = 0;
+    for (char *line = strtok(rows, "\n"); line; line = strtok(NULL, "\n")) {
+        char mm[64], hw[64], be[16], op[32];
+        unsigned b, t, ctx, reps;
+        double med, p10, p90, fl, by;
+        int got = sscanf(line, "%63[^,],%63[^,],%15[^,],%31[^,],%u,%u,%u,%lf,%lf,%lf,%u,%lf,%lf",
+                         mm, hw, be, op, &b, &t, &ctx, &med, &p10, &p90, &reps, &fl, &by);
+        ck_assert_msg(got == 13, "row '%s': %d fields", line, got);
+        ck_assert_str_eq(mm, "pico");
+        ck_assert_str_eq(be, "cpu");
+        ck_assert_msg(p10 <= med && med <= p90 && med > 0, "row '%s'", line);
+        ck_assert_uint_ge(reps, 3);
+        if (!strcmp(op, "prefill")) {
+            n[0]++;
+            ck_assert_uint_eq(b, 1);
+            // independent count: GEMMs 2 T params + causal attention + LM head (last token)
+            double params = 2 * (64.0 * (4 + 2 * 2) * 16 + 64.0 * 64 + 3 * 64.0 * 128); // 2 layers
+            double keys_seen = (double)t * ctx + (double)t * (t + 1) / 2;
+            double expect = 2.0 * t * params + 2 * 4 * 4 * 16 * keys_seen + 2.0 * 64 * 256;
+            ck_assert_msg(fabs(fl - expect) <= 1e-5 * expect, // CSV keeps 6 digits
+                          "prefill %u/%u flops %g, expected %g", t, ctx, fl, expect);
+            if (ctx == 0) {
+                ck_assert(fl > last_flops);
+                last_flops = fl;
+            }
+        } else if (!strcmp(op, "decode")) {
+            n[1]++;
+            ck_assert_uint_eq(t, 1);
+            ck_assert(fl > 0 && by > 0);
+        } else {
+            ck_assert_str_eq(op, "host_overhead");
+            n[2]++;
+        }
+    }
+    ck_assert_msg(n[0] >= 6 && n[1] >= 8 && n[2] >= 2, "rows: %d prefill %d decode %d host", n[0],
+                  n[1], n[2]);
+    free(text);
+    // --check re-measures against the file
+    char out[256];
+    snprintf(out, sizeof out, "%s/check.txt", dir);
+    f = fopen(out, "w");
+    ck_assert_int_eq(eng_profile_check(&c, csv, f, &err), KVF_OK);
+    fclose(f);
+    ck_assert_int_eq(kvf_read_file(out, &text, &len, &err), KVF_OK);
+    ck_assert_msg(strstr(text, "median drift"), "%s", text);
+    free(text);
+    remove(out);
+    remove(csv);
+    remove(model);
+    rmdir(dir);
+}
+END_TEST
+
 static Suite *engine_suite(void) {
     Suite *s = suite_create("engine");
     TCase *tc = tcase_create("cpu");
@@ -654,6 +739,7 @@ static Suite *engine_suite(void) {
     tcase_add_test(tc, test_moe_routing_top_k);
     tcase_add_test(tc, test_prefix_blocks_shared_and_freed);
     tcase_add_test(tc, test_serve_preempts_when_kv_runs_out);
+    tcase_add_test(tc, test_profile_csv_contract);
     suite_add_tcase(s, tc);
     return s;
 }
