@@ -239,7 +239,7 @@ typedef struct eng_serve_config {
     const char *models_dir; // NULL = default
     eng_backend backend;
     uint32_t max_batch_tokens;   // token budget of one step (decodes + prefill chunks), default 512
-    uint32_t max_batch_requests; // most sequences in one step, default 32
+    uint32_t max_batch_requests; // most requests running at once (so per step), default 32
     uint32_t kv_blocks;          // KV arena size in blocks; 0 = max_batch_requests requests of
                                  //   the longest length, within 1 GiB (cpu) / 16 GiB (cuda)
     uint32_t block_tokens;       // tokens per block = the trace's block size, default 16

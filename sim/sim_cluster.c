@@ -494,15 +494,9 @@ static void count_prefill_work(sim_cluster *c, const sim_req *r, uint32_t replay
     c->m.prefill_flops_window_full += f_actual + (c->swa_replay ? wfrac * (f - f_actual) : 0);
 }
 
-static void prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
-    sim_req *r = REQ(c, slot);
-    const sim_config *cfg = c->cfg;
-    r->pinst = in->id;
-    persist_answer(c, in, r);
-    uint32_t tiers[SIM_TIERS];
-    uint32_t nb = sim_cluster_prefix(c, in, r, tiers, true, false);
-    r->hit_blocks = nb;
-    uint32_t bt = cfg->block_tokens;
+// Sets r's hit prefix to nb blocks (tiers[] of them by tier) and derives the tokens to compute.
+static void set_prefix(sim_cluster *c, sim_req *r, uint32_t nb, const uint32_t tiers[SIM_TIERS]) {
+    uint32_t bt = c->cfg->block_tokens;
     uint64_t hit = (uint64_t)nb * bt;
     if (hit > r->input - 1) hit = r->input - 1;   // at least one prompt token is computed
     // tokens by tier follow the prefix order HBM/DRAM/SSD block by block; the cap trims the last
@@ -512,21 +506,24 @@ static void prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
         r->hit[t] = (uint32_t)tok;
         left -= tok;
     }
+    r->hit_blocks = nb;
     r->cached = (uint32_t)hit;
-    uint32_t replay = c->swa_replay ? KVF_MIN(cfg->swa_replay_tokens, r->cached) : 0;
+    uint32_t replay = c->swa_replay ? KVF_MIN(c->cfg->swa_replay_tokens, r->cached) : 0;
     r->compute_tokens = r->input - r->cached + replay;
+}
+
+// A request reaches its prefill instance: look up its prefix in every tier and start the loads
+// of what sits in DRAM or the SSD store (they proceed while it queues).
+static void prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
+    sim_req *r = REQ(c, slot);
+    const sim_config *cfg = c->cfg;
+    r->pinst = in->id;
+    persist_answer(c, in, r);
+    uint32_t tiers[SIM_TIERS];
+    uint32_t nb = sim_cluster_prefix(c, in, r, tiers, true, false);
+    set_prefix(c, r, nb, tiers);
     r->computed = 0;
-    sim_metrics *m = &c->m;
-    m->prompt_tokens += r->input;
-    m->iv_prompt += r->input;
-    m->hit_tokens += r->cached;
-    m->iv_hit += r->cached;
-    m->miss_tokens += r->input - r->cached;
-    for (int t = 0; t < SIM_TIERS; t++) {
-        m->hit_tier[t] += r->hit[t];
-        m->iv_hit_tier[t] += r->hit[t];
-    }
-    count_prefill_work(c, r, replay);
+    r->blocks_written = nb;
     // loads from DRAM (PCIe) and SSD (storage network) run in parallel on their own links
     r->pending_loads = 0;
     double by[SIM_TIERS] = {0, (double)tiers[SIM_TIER_DRAM] * c->block_bytes,
@@ -534,7 +531,7 @@ static void prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
     uint32_t lk[SIM_TIERS] = {SIM_NONE, in->link_dram, in->link_ssd};
     for (int t = SIM_TIER_DRAM; t < SIM_TIERS; t++) {
         if (by[t] <= 0) continue;
-        m->load_bytes[t] += by[t];
+        c->m.load_bytes[t] += by[t];
         if (lk[t] == SIM_NONE) continue;
         r->pending_loads++;
         link_send(c, lk[t], by[t], slot);
@@ -550,6 +547,56 @@ static void prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
         sim_rheap_push(&in->ready, queue_key(c, pool_of(c, in)->cfg, r), slot);
     }
     try_start(c, in);
+}
+
+// The request's first chunk is being scheduled: blocks that requests ahead of it computed
+// while it queued are in this instance's HBM now and extend its hit prefix (a server looks
+// the prefix up when it schedules, not only when the request arrives). The prompt's hit/miss
+// accounting is final from here on.
+static void prefill_first_schedule(sim_cluster *c, sim_inst *in, sim_req *r) {
+    if (c->cfg->prefix_cache) {
+        uint32_t k = r->hit_blocks, extra = 0;
+        while (k < r->n_blocks && sim_bcache_has(&in->hbm, r->blocks[k], c->now)) {
+            sim_bcache_touch(&in->hbm, r->blocks[k], c->now, r->cls);
+            k++, extra++;
+        }
+        if (extra) {
+            uint32_t tiers[SIM_TIERS], before = r->compute_tokens;
+            // tier counts in blocks, from the tokens set at admission
+            uint32_t bt = c->cfg->block_tokens;
+            for (int t = 0; t < SIM_TIERS; t++) tiers[t] = (r->hit[t] + bt - 1) / bt;
+            tiers[SIM_TIER_HBM] += extra;
+            set_prefix(c, r, k, tiers);
+            if (r->blocks_written < k) r->blocks_written = k;
+            in->queued_tokens -= (double)before - r->compute_tokens;
+        }
+    }
+    sim_metrics *m = &c->m;
+    m->prompt_tokens += r->input;
+    m->iv_prompt += r->input;
+    m->hit_tokens += r->cached;
+    m->iv_hit += r->cached;
+    m->miss_tokens += r->input - r->cached;
+    for (int t = 0; t < SIM_TIERS; t++) {
+        m->hit_tier[t] += r->hit[t];
+        m->iv_hit_tier[t] += r->hit[t];
+    }
+    count_prefill_work(c, r, r->compute_tokens + r->cached - r->input);
+}
+
+// Blocks of the prompt whose KV now exists (computed or loaded) enter the instance's HBM
+// prefix cache as chunks complete, so a request scheduled behind this one can reuse them.
+static void write_blocks(sim_cluster *c, sim_inst *in, sim_req *r, uint32_t upto) {
+    if (!c->cfg->prefix_cache) return;
+    for (uint32_t k = r->blocks_written; k < upto && k < r->n_blocks; k++) {
+        if (k + 4 < upto) {
+            sim_bcache_prefetch(&in->hbm, r->blocks[k + 4]);
+            sim_bcache_prefetch(&c->ssd, r->blocks[k + 4]);
+        }
+        hbm_put(c, in, r->blocks[k], r->cls);
+        if (c->cfg->write_through && c->ssd.capacity) ssd_put(c, in, r->blocks[k], r->cls);
+    }
+    if (upto > r->blocks_written) r->blocks_written = KVF_MIN(upto, r->n_blocks);
 }
 
 static uint32_t queue_len(const sim_inst *in) {
@@ -606,18 +653,7 @@ static void prefill_finish(sim_cluster *c, sim_inst *in, uint32_t slot) {
     c->m.output_tokens++;
     c->m.iv_out++;
     c->m.iv_in += r->input;
-    // the computed blocks now live in this instance's HBM (and the SSD with write-through);
-    // the hit prefix was promoted at lookup
-    if (c->cfg->prefix_cache) {
-        for (uint32_t k = r->hit_blocks; k < r->n_blocks; k++) {
-            if (k + 4 < r->n_blocks) {
-                sim_bcache_prefetch(&in->hbm, r->blocks[k + 4]);
-                sim_bcache_prefetch(&c->ssd, r->blocks[k + 4]);
-            }
-            hbm_put(c, in, r->blocks[k], r->cls);
-            if (c->cfg->write_through && c->ssd.capacity) ssd_put(c, in, r->blocks[k], r->cls);
-        }
-    }
+    write_blocks(c, in, r, r->n_blocks);
     if (r->produced >= r->output) {
         if (c->colocated) {   // release the KV claimed when its prefill started
             in->n_prefilling--;
@@ -795,6 +831,10 @@ static uint32_t take_prefill_chunks(sim_cluster *c, sim_inst *in, int64_t budget
         }
         uint32_t s2;
         sim_rheap_pop(&in->ready, &s2);
+        if (r->computed == 0 && !r->scheduled) {
+            r->scheduled = true;
+            prefill_first_schedule(c, in, r);
+        }
         uint32_t rem = r->compute_tokens - r->computed;
         uint32_t ch = (uint32_t)KVF_MIN((int64_t)rem, KVF_MIN(budget, lim));
         if (r->computed == 0) r->queue_ns += c->now - r->enq_ns;
@@ -895,6 +935,8 @@ static void on_step_done(sim_cluster *c, sim_inst *in) {
         r->in_batch = false;
         r->computed += in->chunk[i];
         in->queued_tokens -= in->chunk[i];
+        // prompt tokens whose KV exists: the hit prefix (minus replayed tokens) + computed
+        write_blocks(c, in, r, (r->input - r->compute_tokens + r->computed) / c->cfg->block_tokens);
         if (r->computed >= r->compute_tokens) prefill_finish(c, in, slot);
         else sim_rheap_push(&in->ready, queue_key(c, p->cfg, r), slot);
     }

@@ -70,6 +70,7 @@ typedef struct sim_req {
     uint32_t recompute;         // decode: tokens to recompute after a preemption
     uint32_t n_blocks, blocks_cap;
     uint32_t hit_blocks;        // leading blocks found in the cache at lookup
+    uint32_t blocks_written;    // leading blocks already in this instance's HBM cache
     uint64_t *blocks;           // chained block ids (buffer kept across reuse of the slot)
     uint32_t pending_loads;     // tier loads in flight
     uint32_t next_waiter;       // closed loop: next request waiting on the same prev
@@ -81,6 +82,7 @@ typedef struct sim_req {
     uint8_t cls, flags;
     uint8_t state;              // sim_req_state
     bool in_batch;              // part of the current step of its instance
+    bool scheduled;             // its first prefill chunk was scheduled (prompt accounted)
     bool loads_overlap;         // loads overlap compute (step may wait for them)
 } sim_req;
 

@@ -193,6 +193,33 @@ __device__ static inline float warp_sum(float v) {
     return v;
 }
 
+// Lane slice of a bf16 row -> DPL floats, with one vector load (the slice is DPL*2-byte
+// aligned: rows start at multiples of head_dim elements).
+template <int DPL> __device__ static inline void load_slice(const bf16 *p, float *f) {
+    if constexpr (DPL == 1) {
+        f[0] = __bfloat162float(p[0]);
+    } else if constexpr (DPL == 2) {
+        float2 v = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(p));
+        f[0] = v.x, f[1] = v.y;
+    } else if constexpr (DPL == 4) {
+        uint2 u = *reinterpret_cast<const uint2 *>(p);
+        const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&u);
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            float2 v = __bfloat1622float2(h[k]);
+            f[2 * k] = v.x, f[2 * k + 1] = v.y;
+        }
+    } else {
+        uint4 u = *reinterpret_cast<const uint4 *>(p);
+        const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&u);
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            float2 v = __bfloat1622float2(h[k]);
+            f[2 * k] = v.x, f[2 * k + 1] = v.y;
+        }
+    }
+}
+
 // Prefill (and fallback) attention: one warp per (token, query head), online softmax over
 // the keys [first, pos] read from the pages; lane i holds dims [i*DPL, (i+1)*DPL).
 template <int DPL>
@@ -216,15 +243,19 @@ __global__ void k_attn_prefill(bf16 *out, const float *qkv, const bf16 *kv, cons
     for (int j = first; j <= p; j++) {
         const bf16 *kr = kv + (size_t)tab[j / bt] * block_elems + layer_off +
                          (size_t)(j % bt) * kvd + (size_t)g * hd + lane * DPL;
+        float kf[DPL], vf[DPL];
+        load_slice<DPL>(kr, kf);
+        load_slice<DPL>(kr + (size_t)bt * kvd, vf);
         float s = 0;
+#pragma unroll
         for (int i = 0; i < DPL; i++)
-            s += qr[i] * __bfloat162float(kr[i]);
+            s += qr[i] * kf[i];
         s = warp_sum(s);
         float mn = fmaxf(m, s), corr = __expf(m - mn), e = __expf(s - mn);
-        const bf16 *vr = kr + (size_t)bt * kvd;
         l = l * corr + e;
+#pragma unroll
         for (int i = 0; i < DPL; i++)
-            o[i] = o[i] * corr + e * __bfloat162float(vr[i]);
+            o[i] = o[i] * corr + e * vf[i];
         m = mn;
     }
     bf16 *dst = out + (size_t)t * qd + (size_t)h * hd + lane * DPL;
@@ -261,8 +292,8 @@ __global__ void k_attn_decode(float *part_o, float *part_ml, const float *qkv, c
                          (size_t)(j % bt) * kvd + (size_t)g * hd + lane * DPL;
         const bf16 *vr = kr + (size_t)bt * kvd;
         float kf[DPL], vf[DPL];
-        for (int i = 0; i < DPL; i++)
-            kf[i] = __bfloat162float(kr[i]), vf[i] = __bfloat162float(vr[i]);
+        load_slice<DPL>(kr, kf);
+        load_slice<DPL>(vr, vf);
 #pragma unroll
         for (int h = 0; h < G; h++) {
             float d = 0;
