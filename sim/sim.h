@@ -101,6 +101,8 @@ typedef struct sim_config {
     bool persist_decode;          // persist prompt + answer of finished turns
     uint32_t swa_replay_tokens;   // R for hybrid models
     bool prefix_cache;            // master switch of prefix reuse
+    bool step_sequential;         // a step runs its chunks one after another (a CPU engine):
+                                  // a chunk's blocks are reusable by later chunks of the step
     // decoding
     uint32_t draft_tokens;
     double acceptance;

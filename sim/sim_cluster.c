@@ -844,6 +844,8 @@ static uint32_t take_prefill_chunks(sim_cluster *c, sim_inst *in, int64_t budget
         in->chunk[n] = ch;
         c->seqs[n] = (mdl_seq){ch, r->input - r->compute_tokens + r->computed};
         r->in_batch = true;
+        if (c->cfg->step_sequential)   // later chunks of this step see this chunk's blocks
+            write_blocks(c, in, r, (r->input - r->compute_tokens + r->computed + ch) / c->cfg->block_tokens);
         budget -= ch;
         n++;
     }

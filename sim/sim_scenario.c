@@ -155,6 +155,7 @@ static const keydef key_table[] = {
     BOOL("router.reject_over_slo", router_reject_slo),
     NUM("kv_cache.block_tokens", block_tokens, NT_U32, F_INT, 1, 1 << 20, 1),
     BOOL("kv_cache.prefix_cache", prefix_cache),
+    BOOL("kv_cache.step_sequential", step_sequential),
     NUM("kv_cache.hbm_cache_frac", hbm_cache_frac, NT_DBL, 0, 0, 1, 1),
     NUM("kv_cache.activation_reserve", activation_reserve, NT_DBL, 0, 0, 0.99, 1),
     CAP("kv_cache.dram.gb_per_node", dram.capacity_bytes, 1e9),

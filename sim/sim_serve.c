@@ -124,16 +124,45 @@ static kvf_status shape_trace(const serve_args *a, const char *path, size_t *n, 
     if (st) return st;
     st = trc_writer_open(&w, path, a->block_tokens, err);
     if (st) goto done;
+    // read all (shaped traces are small), then write in arrival order with ids 0..n-1:
+    // closed-loop turns are replayed open loop at their recorded times on both sides
     *n = 0;
+    size_t cap = 0, bcap = 0, nb = 0;
+    trc_request *all = NULL;
+    uint64_t *bl = NULL;
+    size_t *boff = NULL;
     trc_request r;
     int rc;
     while ((rc = trc_reader_next(rd, &r, err)) > 0) {
-        // closed-loop turns are replayed at their recorded times on both sides
-        r.prev_id = -1;
-        r.think_ns = 0;
-        if ((st = trc_writer_put(w, &r, err))) goto done;
+        size_t c0 = cap;
+        kvf_grow((void **)&all, &cap, *n + 1, sizeof *all);
+        kvf_grow((void **)&boff, &c0, *n + 1, sizeof *boff);
+        kvf_grow((void **)&bl, &bcap, nb + r.n_blocks + 1, sizeof *bl);
+        memcpy(bl + nb, r.blocks, r.n_blocks * sizeof *bl);
+        all[*n] = r;
+        boff[*n] = nb;
+        nb += r.n_blocks;
         (*n)++;
     }
+    // stable insertion sort by arrival (traces are short and mostly ordered already)
+    size_t *order = kvf_malloc((*n + 1) * sizeof *order);
+    for (size_t i = 0; i < *n; i++) {
+        size_t j = i;
+        while (j > 0 && all[order[j - 1]].arrival_ns > all[i].arrival_ns) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    for (size_t i = 0; rc >= 0 && i < *n && !st; i++) {
+        trc_request q = all[order[i]];
+        q.id = i;
+        q.prev_id = -1;
+        q.think_ns = 0;
+        q.blocks = bl + boff[order[i]];
+        st = trc_writer_put(w, &q, err);
+    }
+    free(order), free(all), free(bl), free(boff);
     if (rc < 0) st = err->code ? err->code : KVF_EPARSE;
     snprintf(notes, nn, "%s", trc_reader_notes(rd));
 done:
@@ -455,9 +484,17 @@ static json_t *metric_errors(const double *real, const double *sim, size_t n, do
     return o;
 }
 
-static const char *default_profile(const char *model, const char *backend, char *buf, size_t n) {
+// The shipped profile models/profiles/<backend>-<model>.csv when it was measured on hardware
+// with this machine's id, else NULL.
+static const char *default_profile(const char *model, const char *backend, const char *hw,
+                                   char *buf, size_t n) {
     snprintf(buf, n, "%s/models/profiles/%s-%s.csv", KVF_SOURCE_DIR, backend, model);
-    return access(buf, R_OK) == 0 ? buf : NULL;
+    mdl_profile p;
+    kvf_err e = {0};
+    if (access(buf, R_OK) != 0 || mdl_profile_load(&p, buf, &e) != KVF_OK) return NULL;
+    bool same = kvf_streq(p.hardware, hw);
+    mdl_profile_free(&p);
+    return same ? buf : NULL;
 }
 
 int sim_cli_validate(int argc, char **argv) {
@@ -474,20 +511,7 @@ int sim_cli_validate(int argc, char **argv) {
     snprintf(shaped, sizeof shaped, "%s/trace.jsonl", out);
     size_t n;
     if ((st = shape_trace(&a, shaped, &n, notes, sizeof notes, &err))) return fail(&err, st);
-    // 1. the profile the simulator is calibrated from: given, shipped, or measured now
-    const char *profile = a.profile ? a.profile : default_profile(a.model, a.backend, prof, sizeof prof);
-    if (!profile) {
-        snprintf(prof, sizeof prof, "%s/profile.csv", out);
-        FILE *f = fopen(prof, "w");
-        if (!f) return fail(&err, kvf_fail(&err, KVF_EIO, "%s: cannot write", prof));
-        eng_profile_config pc = {.model = a.model, .backend = b, .threads = a.threads, .quick = true, .seed = 1};
-        if (!a.json) fprintf(stderr, "kvfleet validate: no profile for %s on %s; measuring one (--quick)\n", a.model, a.backend);
-        st = eng_profile_run(&pc, f, NULL, &err);
-        fclose(f);
-        if (st) return fail(&err, st);
-        profile = prof;
-    }
-    // 2. the real engine
+    // 1. the real engine
     eng_serve_config ec;
     eng_serve_result res = {0};
     eng_request *reqs = NULL;
@@ -495,6 +519,27 @@ int sim_cli_validate(int argc, char **argv) {
     if ((st = serve(&a, shaped, &ec, &res, &reqs, &blocks, &n, &err))) {
         free(reqs), free(blocks);
         return fail(&err, st);
+    }
+    // 2. the profile the simulator is calibrated from: given, or shipped for this machine, or
+    //    measured now (a shipped profile of another machine would not be this machine's)
+    const char *profile = a.profile ? a.profile
+                                    : default_profile(a.model, a.backend, res.hardware, prof, sizeof prof);
+    if (!profile) {
+        snprintf(prof, sizeof prof, "%s/profile.csv", out);
+        FILE *f = fopen(prof, "w");
+        if (!f) st = kvf_fail(&err, KVF_EIO, "%s: cannot write", prof);
+        eng_profile_config pc = {.model = a.model, .backend = b, .threads = a.threads, .quick = true, .seed = 1};
+        if (!st && !a.json)
+            fprintf(stderr, "kvfleet validate: no profile of %s on %s; measuring one (--quick)\n",
+                    a.model, res.hardware);
+        if (!st) st = eng_profile_run(&pc, f, NULL, &err);
+        if (f) fclose(f);
+        if (st) {
+            eng_serve_result_free(&res);
+            free(reqs), free(blocks);
+            return fail(&err, st);
+        }
+        profile = prof;
     }
     // 3. the simulator on the same requests and configuration, calibrated from the profile
     static sim_config cfg;
@@ -505,7 +550,7 @@ int sim_cli_validate(int argc, char **argv) {
                           "cluster.decode.instances=0", "cluster.prefill.gpus_per_instance=1",
                           "workload.format=kvfleet", "kv_cache.ssd.capacity_tb=0",
                           "kv_cache.hbm_cache_frac=1", "kv_cache.persist_decode=false",
-                          "router.prefill=round_robin"};
+                          "router.prefill=round_robin", "kv_cache.step_sequential=true"};
     for (size_t i = 0; !st && i < sizeof sets / sizeof sets[0]; i++) st = sim_config_set(&cfg, sets[i], &err);
     snprintf(cfg.dir, sizeof cfg.dir, "%s", KVF_SOURCE_DIR);
     snprintf(set, sizeof set, "model=%s", a.model);
