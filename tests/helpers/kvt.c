@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sim.h"
 
@@ -18,6 +19,12 @@ const char *kvt_shared_trace(const char *name) {
     const char *d = getenv("KVF_SHARED");
     char *b = ring[k++ & 7];
     snprintf(b, sizeof ring[0], "%s/traces/%s", d ? d : "../shared", name);
+    // without the shared folder, the copies bundled in traces/data serve (same bytes)
+    if (access(b, R_OK) != 0) {
+        char alt[1024];
+        snprintf(alt, sizeof alt, "%s/traces/data/%s", kvt_src(), name);
+        if (access(alt, R_OK) == 0) snprintf(b, sizeof ring[0], "%s", alt);
+    }
     return b;
 }
 
