@@ -484,19 +484,6 @@ static json_t *metric_errors(const double *real, const double *sim, size_t n, do
     return o;
 }
 
-// The shipped profile models/profiles/<backend>-<model>.csv when it was measured on hardware
-// with this machine's id, else NULL.
-static const char *default_profile(const char *model, const char *backend, const char *hw,
-                                   char *buf, size_t n) {
-    snprintf(buf, n, "%s/models/profiles/%s-%s.csv", KVF_SOURCE_DIR, backend, model);
-    mdl_profile p;
-    kvf_err e = {0};
-    if (access(buf, R_OK) != 0 || mdl_profile_load(&p, buf, &e) != KVF_OK) return NULL;
-    bool same = kvf_streq(p.hardware, hw);
-    mdl_profile_free(&p);
-    return same ? buf : NULL;
-}
-
 int sim_cli_validate(int argc, char **argv) {
     serve_args a;
     int rc = parse_args(argc, argv, "validate", &a);
@@ -520,18 +507,18 @@ int sim_cli_validate(int argc, char **argv) {
         free(reqs), free(blocks);
         return fail(&err, st);
     }
-    // 2. the profile the simulator is calibrated from: given, or shipped for this machine, or
-    //    measured now (a shipped profile of another machine would not be this machine's)
-    const char *profile = a.profile ? a.profile
-                                    : default_profile(a.model, a.backend, res.hardware, prof, sizeof prof);
+    // 2. the profile the simulator is calibrated from: given, or measured now on this machine
+    //    and backend, right after the engine's run, under the same conditions (a stored profile
+    //    drifts with the machine's load and clock; see `kvfleet engine profile --check`)
+    const char *profile = a.profile;
     if (!profile) {
         snprintf(prof, sizeof prof, "%s/profile.csv", out);
         FILE *f = fopen(prof, "w");
         if (!f) st = kvf_fail(&err, KVF_EIO, "%s: cannot write", prof);
         eng_profile_config pc = {.model = a.model, .backend = b, .threads = a.threads, .quick = true, .seed = 1};
         if (!st && !a.json)
-            fprintf(stderr, "kvfleet validate: no profile of %s on %s; measuring one (--quick)\n",
-                    a.model, res.hardware);
+            fprintf(stderr, "kvfleet validate: profiling %s on %s (--quick)\n", a.model,
+                    res.hardware);
         if (!st) st = eng_profile_run(&pc, f, NULL, &err);
         if (f) fclose(f);
         if (st) {
