@@ -367,7 +367,55 @@ static int fail(kvf_err *err, kvf_status st) {
     return kvf_exit_code(st);
 }
 
+// `kvfleet engine fit PROFILE [--hardware H] [-o FILE]`: fits the roofline's efficiency
+// factors (compute, memory, attention, per-step overhead) to a profile and writes them with
+// their error, so hardware that was never measured can be predicted from datasheet peaks.
+static int engine_fit(int argc, char **argv) {
+    const char *path = NULL, *hwname = NULL, *out = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--hardware") && i + 1 < argc) hwname = argv[++i];
+        else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
+        else if (argv[i][0] != '-' && !path) path = argv[i];
+        else {
+            fprintf(stderr, "usage: kvfleet engine fit PROFILE [--hardware H] [-o FILE]\n");
+            return 2;
+        }
+    }
+    if (!path) {
+        fprintf(stderr, "usage: kvfleet engine fit PROFILE [--hardware H] [-o FILE]\n");
+        return 2;
+    }
+    kvf_err err = {0};
+    mdl_profile p = {0};
+    mdl_model m;
+    mdl_hardware hw;
+    mdl_fit f;
+    char dir[SIM_PATH_MAX], fit_path[SIM_PATH_MAX + 8];
+    snprintf(dir, sizeof dir, "%s/models", KVF_SOURCE_DIR);
+    kvf_status st = mdl_profile_load(&p, path, &err);
+    if (!st) st = mdl_model_load(&m, p.model, dir, &err);
+    // the profile's own hardware when a file describes it, else the CPU/GPU named
+    if (!st) st = mdl_hardware_load(&hw, hwname ? hwname : (!strcmp(p.backend, "cpu") ? "cpu" : "h200"), dir, &err);
+    if (!st) st = mdl_fit_profile(&f, &p, &m, &hw, NULL, &err);
+    if (!out) {
+        snprintf(fit_path, sizeof fit_path, "%s", path);
+        char *dot = strrchr(fit_path, '.');
+        if (dot && !strcmp(dot, ".csv")) *dot = 0;
+        strcat(fit_path, ".fit");
+        out = fit_path;
+    }
+    if (!st) st = mdl_fit_write(&f, out, &err);
+    mdl_profile_free(&p);
+    if (st) return fail(&err, st);
+    printf("fit of %s (%u rows, %s on %s): compute %.3f, memory %.3f, attention %.3f, step "
+           "overhead %.1f us; error rms %.1f %%, max %.1f %%\nwritten to %s\n",
+           path, f.rows, f.model, f.hardware, f.eff.compute, f.eff.memory, f.eff.attention,
+           f.eff.step_overhead_ns / 1e3, 100 * f.err_rms, 100 * f.err_max, out);
+    return 0;
+}
+
 int sim_cli_engine(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "fit")) return engine_fit(argc, argv);
     if (argc < 2 || strcmp(argv[1], "serve")) return eng_cli_main(argc, argv);
     serve_args a;
     int rc = parse_args(argc - 1, argv + 1, "engine serve", &a);
