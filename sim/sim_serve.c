@@ -105,6 +105,41 @@ static int parse_args(int argc, char **argv, const char *cmd, serve_args *a) {
     return 0;
 }
 
+// A whole (small) trace in memory: requests with their blocks in one array.
+typedef struct mem_trace {
+    trc_request *r;     // n requests; r[i].blocks points into blocks once loaded
+    uint64_t *blocks;
+    size_t n;
+} mem_trace;
+
+// Reads rd to its end into *t. Returns the reader's error on a malformed line.
+static kvf_status mem_trace_read(trc_reader *rd, mem_trace *t, kvf_err *err) {
+    size_t cap = 0, bcap = 0, nb = 0, c0;
+    size_t *boff = NULL;
+    memset(t, 0, sizeof *t);
+    trc_request r;
+    int rc;
+    while ((rc = trc_reader_next(rd, &r, err)) > 0) {
+        c0 = cap;
+        kvf_grow((void **)&t->r, &cap, t->n + 1, sizeof *t->r);
+        kvf_grow((void **)&boff, &c0, t->n + 1, sizeof *boff);
+        kvf_grow((void **)&t->blocks, &bcap, nb + r.n_blocks + 1, sizeof *t->blocks);
+        memcpy(t->blocks + nb, r.blocks, r.n_blocks * sizeof *t->blocks);
+        t->r[t->n] = r;
+        boff[t->n++] = nb;
+        nb += r.n_blocks;
+    }
+    for (size_t i = 0; i < t->n; i++) t->r[i].blocks = t->blocks + boff[i];
+    free(boff);
+    return rc < 0 ? (err->code ? err->code : KVF_EPARSE) : KVF_OK;
+}
+
+static void mem_trace_free(mem_trace *t) {
+    free(t->r);
+    free(t->blocks);
+    memset(t, 0, sizeof *t);
+}
+
 // Shapes the trace and writes it, open loop, to path in canonical JSONL at block_tokens.
 static kvf_status shape_trace(const serve_args *a, const char *path, size_t *n, char *notes,
                               size_t nn, kvf_err *err) {
@@ -126,44 +161,28 @@ static kvf_status shape_trace(const serve_args *a, const char *path, size_t *n, 
     if (st) goto done;
     // read all (shaped traces are small), then write in arrival order with ids 0..n-1:
     // closed-loop turns are replayed open loop at their recorded times on both sides
-    *n = 0;
-    size_t cap = 0, bcap = 0, nb = 0;
-    trc_request *all = NULL;
-    uint64_t *bl = NULL;
-    size_t *boff = NULL;
-    trc_request r;
-    int rc;
-    while ((rc = trc_reader_next(rd, &r, err)) > 0) {
-        size_t c0 = cap;
-        kvf_grow((void **)&all, &cap, *n + 1, sizeof *all);
-        kvf_grow((void **)&boff, &c0, *n + 1, sizeof *boff);
-        kvf_grow((void **)&bl, &bcap, nb + r.n_blocks + 1, sizeof *bl);
-        memcpy(bl + nb, r.blocks, r.n_blocks * sizeof *bl);
-        all[*n] = r;
-        boff[*n] = nb;
-        nb += r.n_blocks;
-        (*n)++;
-    }
+    mem_trace t;
+    st = mem_trace_read(rd, &t, err);
+    *n = t.n;
     // stable insertion sort by arrival (traces are short and mostly ordered already)
-    size_t *order = kvf_malloc((*n + 1) * sizeof *order);
-    for (size_t i = 0; i < *n; i++) {
+    size_t *order = kvf_malloc((t.n + 1) * sizeof *order);
+    for (size_t i = 0; i < t.n; i++) {
         size_t j = i;
-        while (j > 0 && all[order[j - 1]].arrival_ns > all[i].arrival_ns) {
+        while (j > 0 && t.r[order[j - 1]].arrival_ns > t.r[i].arrival_ns) {
             order[j] = order[j - 1];
             j--;
         }
         order[j] = i;
     }
-    for (size_t i = 0; rc >= 0 && i < *n && !st; i++) {
-        trc_request q = all[order[i]];
+    for (size_t i = 0; i < t.n && !st; i++) {
+        trc_request q = t.r[order[i]];
         q.id = i;
         q.prev_id = -1;
         q.think_ns = 0;
-        q.blocks = bl + boff[order[i]];
         st = trc_writer_put(w, &q, err);
     }
-    free(order), free(all), free(bl), free(boff);
-    if (rc < 0) st = err->code ? err->code : KVF_EPARSE;
+    free(order);
+    mem_trace_free(&t);
     snprintf(notes, nn, "%s", trc_reader_notes(rd));
 done:
     if (w) {
@@ -186,35 +205,23 @@ static kvf_status load_requests(const char *path, uint32_t block_tokens, eng_req
     trc_reader *rd = NULL;
     kvf_status st = trc_reader_open(&rd, path, &o, err);
     if (st) return st;
-    size_t cap = 0, bcap = 0, nb = 0;
-    eng_request *rq = NULL;
-    uint64_t *bl = NULL;
-    size_t *boff = NULL;
-    *n = 0;
-    trc_request r;
-    int rc;
-    while ((rc = trc_reader_next(rd, &r, err)) > 0) {
-        size_t c0 = cap;
-        kvf_grow((void **)&rq, &cap, *n + 1, sizeof *rq);
-        kvf_grow((void **)&boff, &c0, *n + 1, sizeof *boff);
-        kvf_grow((void **)&bl, &bcap, nb + r.n_blocks, sizeof *bl);
-        memcpy(bl + nb, r.blocks, r.n_blocks * sizeof *bl);
-        rq[*n] = (eng_request){.arrival_ns = r.arrival_ns, .input_tokens = r.input_tokens,
-                               .output_tokens = r.output_tokens, .n_blocks = r.n_blocks,
-                               .session = r.session};
-        boff[*n] = nb;
-        nb += r.n_blocks;
-        (*n)++;
-    }
+    mem_trace t;
+    st = mem_trace_read(rd, &t, err);
     trc_reader_close(rd);
-    if (rc < 0) {
-        free(rq), free(bl), free(boff);
-        return err->code ? err->code : KVF_EPARSE;
+    if (st) {
+        mem_trace_free(&t);
+        return st;
     }
-    for (size_t i = 0; i < *n; i++) rq[i].blocks = rq[i].n_blocks ? bl + boff[i] : NULL;
-    free(boff);
+    eng_request *rq = kvf_calloc(t.n + 1, sizeof *rq);
+    for (size_t i = 0; i < t.n; i++)
+        rq[i] = (eng_request){.arrival_ns = t.r[i].arrival_ns, .input_tokens = t.r[i].input_tokens,
+                              .output_tokens = t.r[i].output_tokens, .n_blocks = t.r[i].n_blocks,
+                              .blocks = t.r[i].n_blocks ? t.r[i].blocks : NULL,
+                              .session = t.r[i].session};
+    free(t.r);
     *out = rq;
-    *blocks = bl;
+    *blocks = t.blocks;
+    *n = t.n;
     return KVF_OK;
 }
 

@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helpers/kvt.h"
+
 static const char *bin(void) {
     const char *b = getenv("KVF_BIN");
     return b ? b : "build/kvfleet";
@@ -184,10 +186,4 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) {
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? 1 : 0;
-}
+int main(void) { return kvt_main(suite()); }

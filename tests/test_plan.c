@@ -13,51 +13,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helpers/kvt.h"
 #include "sim.h"
 
-static const char *bin(void) {
-    const char *b = getenv("KVF_BIN");
-    return b ? b : "build/kvfleet";
-}
-
-static const char *src(void) {
-    const char *d = getenv("KVF_SOURCE_DIR");
-    return d ? d : ".";
-}
-
-static char out_buf[1 << 20], err_buf[65536];
-static char tmpdir[64];
-
-static int sh(const char *fmt, ...) {
-    char line[4096], cmd[8192], errp[128];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    snprintf(errp, sizeof errp, "%s/stderr.txt", tmpdir);
-    snprintf(cmd, sizeof cmd, "cd %s && %s 2>%s", src(), line, errp);
-    FILE *p = popen(cmd, "r");
-    ck_assert(p);
-    size_t n = fread(out_buf, 1, sizeof out_buf - 1, p);
-    out_buf[n] = 0;
-    int st = pclose(p);
-    FILE *f = fopen(errp, "r");
-    n = f ? fread(err_buf, 1, sizeof err_buf - 1, f) : 0;
-    err_buf[n] = 0;
-    if (f) fclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
-static void setup(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/kvf_plan_XXXXXX");
-    ck_assert(mkdtemp(tmpdir));
-}
-
-static void teardown(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    (void)!system(cmd);
-}
+static void setup(void) { kvt_tmp_make("kvf_plan"); }
+static void teardown(void) { kvt_tmp_remove(); }
 
 #define SCEN "scenarios/capacity-plan.yaml"
 
@@ -72,7 +32,7 @@ static outcome run_config(int prefill, int decode, double rate) {
     sim_config *c = malloc(sizeof *c);
     kvf_err err = {0};
     char path[1024], a[128];
-    snprintf(path, sizeof path, "%s/" SCEN, src());
+    snprintf(path, sizeof path, "%s/" SCEN, kvt_src());
     sim_config_default(c);
     ck_assert_msg(sim_config_load(c, path, &err) == KVF_OK, "%s", err.msg);
     snprintf(a, sizeof a, "cluster.prefill.instances=%d", prefill);
@@ -109,9 +69,9 @@ static outcome run_config(int prefill, int decode, double rate) {
 
 static json_t *parse_out(void) {
     json_error_t je;
-    json_t *o = json_loads(out_buf, 0, &je);
+    json_t *o = json_loads(kvt_out, 0, &je);
     ck_assert_msg(json_is_object(o), "stdout is not JSON (%s): %.300s\nstderr: %.2000s", je.text,
-                  out_buf, err_buf);
+                  kvt_out, kvt_err);
     return o;
 }
 
@@ -123,8 +83,8 @@ static double jnum(json_t *o, const char *a, const char *b) {
 }
 
 START_TEST(test_plan_choice_is_minimal) {
-    int rc = sh("%s plan " SCEN " --json", bin());
-    ck_assert_msg(rc == 0, "exit %d: %.2000s", rc, err_buf);
+    int rc = kvt_sh("%s plan " SCEN " --json", kvt_bin());
+    ck_assert_msg(rc == 0, "exit %d: %.2000s", rc, kvt_err);
     json_t *o = parse_out();
     ck_assert(json_is_true(json_object_get(o, "feasible")));
     int p = (int)jnum(o, "config", "prefill_instances"),
@@ -171,10 +131,10 @@ END_TEST
 
 START_TEST(test_plan_max_rate_brackets) {
     const int p = 8, d = 5;
-    int rc = sh("%s plan " SCEN " --find max-rate --tol 0.02 --set cluster.prefill.instances=%d"
+    int rc = kvt_sh("%s plan " SCEN " --find max-rate --tol 0.02 --set cluster.prefill.instances=%d"
                 " --set cluster.decode.instances=%d --json",
-                bin(), p, d);
-    ck_assert_msg(rc == 0, "exit %d: %.2000s", rc, err_buf);
+                kvt_bin(), p, d);
+    ck_assert_msg(rc == 0, "exit %d: %.2000s", rc, kvt_err);
     json_t *o = parse_out();
     ck_assert(json_is_true(json_object_get(o, "feasible")));
     double lo = jnum(o, "max_rate_rps", NULL), hi = jnum(o, "first_failing_rate_rps", NULL);
@@ -204,21 +164,21 @@ START_TEST(test_plan_bad_input) {
         {"--gpus-per-instance 1,x", "1,x"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int rc = sh("%s plan " SCEN " %s", bin(), cases[i].args);
-        ck_assert_msg(rc == 2, "'%s': exit %d, want 2 (%.2000s)", cases[i].args, rc, err_buf);
-        ck_assert_msg(strstr(err_buf, cases[i].want), "'%s': message lacks '%s': %.2000s",
-                      cases[i].args, cases[i].want, err_buf);
+        int rc = kvt_sh("%s plan " SCEN " %s", kvt_bin(), cases[i].args);
+        ck_assert_msg(rc == 2, "'%s': exit %d, want 2 (%.2000s)", cases[i].args, rc, kvt_err);
+        ck_assert_msg(strstr(kvt_err, cases[i].want), "'%s': message lacks '%s': %.2000s",
+                      cases[i].args, cases[i].want, kvt_err);
     }
-    ck_assert_int_eq(sh("%s plan", bin()), 2);
-    ck_assert_int_eq(sh("%s plan %s/nope.yaml", bin(), tmpdir), 2);
-    ck_assert_msg(strstr(err_buf, "nope.yaml"), "%.2000s", err_buf);
+    ck_assert_int_eq(kvt_sh("%s plan", kvt_bin()), 2);
+    ck_assert_int_eq(kvt_sh("%s plan %s/nope.yaml", kvt_bin(), kvt_tmp), 2);
+    ck_assert_msg(strstr(kvt_err, "nope.yaml"), "%.2000s", kvt_err);
 }
 END_TEST
 
 START_TEST(test_plan_max_gpus_infeasible) {
     // Two GPUs cannot carry this load: the planner says so instead of picking something.
-    int rc = sh("%s plan " SCEN " --max-gpus 2 --json", bin());
-    ck_assert_msg(rc == 0, "exit %d: %.2000s", rc, err_buf);
+    int rc = kvt_sh("%s plan " SCEN " --max-gpus 2 --json", kvt_bin());
+    ck_assert_msg(rc == 0, "exit %d: %.2000s", rc, kvt_err);
     json_t *o = parse_out();
     ck_assert(json_is_false(json_object_get(o, "feasible")));
     outcome one_one = run_config(1, 1, 0); // the only split of 2 GPUs
@@ -240,10 +200,4 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) {
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? 1 : 0;
-}
+int main(void) { return kvt_main(suite()); }

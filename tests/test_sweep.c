@@ -15,52 +15,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helpers/kvt.h"
 #include "sim.h"
 
-static const char *bin(void) {
-    const char *b = getenv("KVF_BIN");
-    return b ? b : "build/kvfleet";
-}
-
-static const char *src(void) {
-    const char *d = getenv("KVF_SOURCE_DIR");
-    return d ? d : ".";
-}
-
-static char out_buf[1 << 20], err_buf[65536];
-static char tmpdir[64];
-
-// Runs a shell command line in the repository root; stdout into out_buf, stderr into err_buf.
-static int sh(const char *fmt, ...) {
-    char line[4096], cmd[8192], errp[128];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    snprintf(errp, sizeof errp, "%s/stderr.txt", tmpdir);
-    snprintf(cmd, sizeof cmd, "cd %s && %s 2>%s", src(), line, errp);
-    FILE *p = popen(cmd, "r");
-    ck_assert(p);
-    size_t n = fread(out_buf, 1, sizeof out_buf - 1, p);
-    out_buf[n] = 0;
-    int st = pclose(p);
-    FILE *f = fopen(errp, "r");
-    n = f ? fread(err_buf, 1, sizeof err_buf - 1, f) : 0;
-    err_buf[n] = 0;
-    if (f) fclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
-static void setup(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/kvf_sweep_XXXXXX");
-    ck_assert(mkdtemp(tmpdir));
-}
-
-static void teardown(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    (void)!system(cmd);
-}
+static void setup(void) { kvt_tmp_make("kvf_sweep"); }
+static void teardown(void) { kvt_tmp_remove(); }
 
 #define BASE "scenarios/quickstart.yaml --set workload.limit_requests=300"
 #define VARY "--vary cluster.prefill.instances=1,3 --vary cluster.decode.instances=1,2"
@@ -84,7 +43,7 @@ static json_t *plain_run(int p, int d) {
     sim_config *c = malloc(sizeof *c);
     kvf_err err = {0};
     char path[1024], a[128];
-    snprintf(path, sizeof path, "%s/scenarios/quickstart.yaml", src());
+    snprintf(path, sizeof path, "%s/scenarios/quickstart.yaml", kvt_src());
     sim_config_default(c);
     ck_assert_msg(sim_config_load(c, path, &err) == KVF_OK, "%s", err.msg);
     ck_assert(sim_config_set(c, "workload.limit_requests=300", &err) == KVF_OK);
@@ -112,7 +71,7 @@ static void ensure_plain(void) {
 static void check_json_points(const char *what) {
     ensure_plain();
     json_error_t je;
-    json_t *arr = json_loads(out_buf, 0, &je);
+    json_t *arr = json_loads(kvt_out, 0, &je);
     ck_assert_msg(json_is_array(arr), "%s: stdout is not a JSON list: %s", what, je.text);
     ck_assert_int_eq(json_array_size(arr), NPOINTS);
     for (int i = 0; i < NPOINTS; i++) {
@@ -139,15 +98,15 @@ static void check_json_points(const char *what) {
 }
 
 START_TEST(test_sweep_points_equal_plain_runs) {
-    ck_assert_msg(sh("%s sweep " BASE " " VARY " -o %s/a --json", bin(), tmpdir) == 0, "%.2000s",
-                  err_buf);
+    ck_assert_msg(kvt_sh("%s sweep " BASE " " VARY " -o %s/a --json", kvt_bin(), kvt_tmp) == 0, "%.2000s",
+                  kvt_err);
     check_json_points("-j 1");
     // each point directory holds its own run
     ensure_plain();
     char p[512];
     snprintf(p, sizeof p,
              "%s/a/points/0003_cluster.prefill.instances=3_cluster.decode.instances=2/summary.json",
-             tmpdir);
+             kvt_tmp);
     json_error_t je;
     json_t *s = json_load_file(p, 0, &je);
     ck_assert_msg(s, "%s: %s", p, je.text);
@@ -156,16 +115,16 @@ START_TEST(test_sweep_points_equal_plain_runs) {
     json_decref(s);
     snprintf(p, sizeof p,
              "%s/a/points/0003_cluster.prefill.instances=3_cluster.decode.instances=2/results.db",
-             tmpdir);
+             kvt_tmp);
     ck_assert(access(p, R_OK) == 0);
 }
 END_TEST
 
 START_TEST(test_sweep_j2_equals_j1) {
-    ck_assert_msg(sh("%s sweep " BASE " " VARY " -j 2 -o %s/b --json", bin(), tmpdir) == 0,
-                  "%.2000s", err_buf);
+    ck_assert_msg(kvt_sh("%s sweep " BASE " " VARY " -j 2 -o %s/b --json", kvt_bin(), kvt_tmp) == 0,
+                  "%.2000s", kvt_err);
     check_json_points("-j 2");
-    ck_assert_msg(strstr(err_buf, "4 run now"), "stderr: %.2000s", err_buf);
+    ck_assert_msg(strstr(kvt_err, "4 run now"), "stderr: %.2000s", kvt_err);
 }
 END_TEST
 
@@ -174,28 +133,28 @@ START_TEST(test_sweep_mpi_equals_plain) {
     fprintf(stderr, "test_sweep_mpi_equals_plain: built without MPI, skipped\n");
     return;
 #else
-    if (sh("command -v mpirun") != 0) {
+    if (kvt_sh("command -v mpirun") != 0) {
         fprintf(stderr, "test_sweep_mpi_equals_plain: no mpirun, skipped\n");
         return;
     }
     // Open MPI's own allocations are reported as leaks by LeakSanitizer; not ours to judge.
-    int rc = sh(
+    int rc = kvt_sh(
         "ASAN_OPTIONS=detect_leaks=0 mpirun --allow-run-as-root --oversubscribe -n 2 %s sweep " BASE
         " " VARY " -o %s/m --json",
-        bin(), tmpdir);
-    ck_assert_msg(rc == 0, "mpirun exit %d: %.2000s", rc, err_buf);
-    ck_assert_msg(strstr(err_buf, "gathered over MPI ranks"), "not gathered over ranks: %.2000s",
-                  err_buf);
+        kvt_bin(), kvt_tmp);
+    ck_assert_msg(rc == 0, "mpirun exit %d: %.2000s", rc, kvt_err);
+    ck_assert_msg(strstr(kvt_err, "gathered over MPI ranks"), "not gathered over ranks: %.2000s",
+                  kvt_err);
     check_json_points("mpirun -n 2");
 #endif
 }
 END_TEST
 
 START_TEST(test_sweep_db_and_csv) {
-    ck_assert_msg(sh("%s sweep " BASE " " VARY " -o %s/d", bin(), tmpdir) == 0, "%.2000s", err_buf);
+    ck_assert_msg(kvt_sh("%s sweep " BASE " " VARY " -o %s/d", kvt_bin(), kvt_tmp) == 0, "%.2000s", kvt_err);
     ensure_plain();
     char p[256];
-    snprintf(p, sizeof p, "%s/d/sweep.db", tmpdir);
+    snprintf(p, sizeof p, "%s/d/sweep.db", kvt_tmp);
     sqlite3 *db = NULL;
     ck_assert(sqlite3_open_v2(p, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
     sqlite3_stmt *q = NULL;
@@ -234,7 +193,7 @@ START_TEST(test_sweep_db_and_csv) {
     sqlite3_finalize(q);
     sqlite3_close(db);
     // CSV: a header and one line per point
-    snprintf(p, sizeof p, "%s/d/sweep.csv", tmpdir);
+    snprintf(p, sizeof p, "%s/d/sweep.csv", kvt_tmp);
     FILE *f = fopen(p, "r");
     ck_assert(f);
     char line[8192];
@@ -256,23 +215,23 @@ static int64_t mtime_ns(const char *p) {
 }
 
 START_TEST(test_sweep_resume_reruns_only_missing) {
-    ck_assert_msg(sh("%s sweep " BASE " " VARY " -o %s/r", bin(), tmpdir) == 0, "%.2000s", err_buf);
-    ck_assert_msg(strstr(err_buf, "4 run now, 0 already done"), "%.2000s", err_buf);
+    ck_assert_msg(kvt_sh("%s sweep " BASE " " VARY " -o %s/r", kvt_bin(), kvt_tmp) == 0, "%.2000s", kvt_err);
+    ck_assert_msg(strstr(kvt_err, "4 run now, 0 already done"), "%.2000s", kvt_err);
     char sum[NPOINTS][512];
     int64_t before[NPOINTS];
     for (int i = 0; i < NPOINTS; i++) {
         snprintf(sum[i], sizeof sum[i],
                  "%s/r/points/%04d_cluster.prefill.instances=%d_cluster.decode.instances=%d/"
                  "summary.json",
-                 tmpdir, i, k_prefill[i / 2], k_decode[i % 2]);
+                 kvt_tmp, i, k_prefill[i / 2], k_decode[i % 2]);
         before[i] = mtime_ns(sum[i]);
         ck_assert_msg(before[i] > 0, "missing %s", sum[i]);
     }
     // an interrupted sweep: one point never finished
     ck_assert(unlink(sum[2]) == 0);
-    ck_assert_msg(sh("%s sweep " BASE " " VARY " -o %s/r --json", bin(), tmpdir) == 0, "%.2000s",
-                  err_buf);
-    ck_assert_msg(strstr(err_buf, "1 run now, 3 already done"), "%.2000s", err_buf);
+    ck_assert_msg(kvt_sh("%s sweep " BASE " " VARY " -o %s/r --json", kvt_bin(), kvt_tmp) == 0, "%.2000s",
+                  kvt_err);
+    ck_assert_msg(strstr(kvt_err, "1 run now, 3 already done"), "%.2000s", kvt_err);
     for (int i = 0; i < NPOINTS; i++) {
         int64_t t = mtime_ns(sum[i]);
         ck_assert_msg(t > 0, "missing %s after resume", sum[i]);
@@ -281,8 +240,8 @@ START_TEST(test_sweep_resume_reruns_only_missing) {
     check_json_points("resumed");
     // a different sweep into the same directory is refused
     ck_assert_int_eq(
-        sh("%s sweep " BASE " --vary cluster.prefill.instances=1,2 -o %s/r", bin(), tmpdir), 2);
-    ck_assert_msg(strstr(err_buf, "another sweep"), "%.2000s", err_buf);
+        kvt_sh("%s sweep " BASE " --vary cluster.prefill.instances=1,2 -o %s/r", kvt_bin(), kvt_tmp), 2);
+    ck_assert_msg(strstr(kvt_err, "another sweep"), "%.2000s", kvt_err);
 }
 END_TEST
 
@@ -301,15 +260,15 @@ START_TEST(test_sweep_bad_vary) {
         {"--vary cluster.prefill.instances=-1,1", "cluster.prefill.instances"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int rc = sh("%s sweep " BASE " %s -o %s/bad", bin(), cases[i].args, tmpdir);
-        ck_assert_msg(rc == 2, "'%s': exit %d, want 2 (%.2000s)", cases[i].args, rc, err_buf);
-        ck_assert_msg(strstr(err_buf, cases[i].want), "'%s': message lacks '%s': %.2000s",
-                      cases[i].args, cases[i].want, err_buf);
+        int rc = kvt_sh("%s sweep " BASE " %s -o %s/bad", kvt_bin(), cases[i].args, kvt_tmp);
+        ck_assert_msg(rc == 2, "'%s': exit %d, want 2 (%.2000s)", cases[i].args, rc, kvt_err);
+        ck_assert_msg(strstr(kvt_err, cases[i].want), "'%s': message lacks '%s': %.2000s",
+                      cases[i].args, cases[i].want, kvt_err);
     }
     char p[256];
-    snprintf(p, sizeof p, "%s/bad/points", tmpdir);
+    snprintf(p, sizeof p, "%s/bad/points", kvt_tmp);
     ck_assert_msg(access(p, F_OK) != 0, "a bad sweep created %s", p);
-    ck_assert_int_eq(sh("%s sweep " BASE, bin()), 2); // no --vary
+    ck_assert_int_eq(kvt_sh("%s sweep " BASE, kvt_bin()), 2); // no --vary
 }
 END_TEST
 

@@ -1,9 +1,11 @@
 // tests/helpers/kvt.c -- see kvt.h.
 #include "kvt.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sim.h"
@@ -66,4 +68,43 @@ int kvt_main(Suite *s) {
     int failed = srunner_ntests_failed(r);
     srunner_free(r);
     return failed ? 1 : 0;
+}
+
+const char *kvt_bin(void) {
+    const char *b = getenv("KVF_BIN");
+    return b ? b : "build/kvfleet";
+}
+
+char kvt_tmp[64];
+char kvt_out[1 << 20], kvt_err[65536];
+
+void kvt_tmp_make(const char *prefix) {
+    snprintf(kvt_tmp, sizeof kvt_tmp, "/tmp/%s_XXXXXX", prefix);
+    ck_assert(mkdtemp(kvt_tmp));
+}
+
+void kvt_tmp_remove(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", kvt_tmp);
+    (void)!system(cmd);
+}
+
+int kvt_sh(const char *fmt, ...) {
+    char line[4096], cmd[8192], errp[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    snprintf(errp, sizeof errp, "%s/stderr.txt", kvt_tmp);
+    snprintf(cmd, sizeof cmd, "cd %s && %s 2>%s", kvt_src(), line, errp);
+    FILE *p = popen(cmd, "r");
+    ck_assert(p);
+    size_t n = fread(kvt_out, 1, sizeof kvt_out - 1, p);
+    kvt_out[n] = 0;
+    int st = pclose(p);
+    FILE *f = fopen(errp, "r");
+    n = f ? fread(kvt_err, 1, sizeof kvt_err - 1, f) : 0;
+    kvt_err[n] = 0;
+    if (f) fclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }

@@ -18,6 +18,16 @@ json_t *kvt_run(const char *scenario, const char *trace, const char *const *sets
                 const char *out_dir);
 // A number of the summary by dotted path ("ttft_ms.p90"); fails the test when missing.
 double kvt_num(json_t *s, const char *path);
+// The kvfleet binary under test ($KVF_BIN, else build/kvfleet).
+const char *kvt_bin(void);
+// A fresh temporary directory in kvt_tmp (prefix names it); kvt_tmp_remove deletes it.
+extern char kvt_tmp[64];
+void kvt_tmp_make(const char *prefix);
+void kvt_tmp_remove(void);
+// Runs a shell command line (printf-style) in the repository root: stdout into kvt_out,
+// stderr into kvt_err; returns the exit status (128 when it did not exit normally).
+extern char kvt_out[1 << 20], kvt_err[65536];
+int kvt_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 // Runs the suite, returns the process exit code.
 int kvt_main(Suite *s);
 
