@@ -190,6 +190,8 @@ typedef struct sim_cluster {
     sim_time stale_at;          // router snapshot time
     double ep_skew_base;        // MoE skew after the redundant-expert balancer
     FILE *timeline;             // Chrome trace of batch steps (--trace-out), NULL = off
+    rpt_progress progress;      // bar on stderr (terminals only)
+    bool show_progress;
     uint64_t timeline_events;
 } sim_cluster;
 

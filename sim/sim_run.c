@@ -31,10 +31,22 @@ kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl
 
 // ---- progress ----------------------------------------------------------------------------------
 void sim_run_progress(sim_cluster *c) {
-    if (!c->opts || c->opts->quiet || !isatty(2)) return;
-    fprintf(stderr, "\r  simulated %8.1f s | arrived %llu | completed %llu | in flight %llu   ",
-            (double)c->now * 1e-9, (unsigned long long)c->arrived,
-            (unsigned long long)c->completed, (unsigned long long)c->in_flight);
+    if (c->show_progress) rpt_progress_update(&c->progress, (double)c->completed + (double)c->rejected);
+}
+
+// A progress bar over the requests the run will serve, when stderr is a terminal: the total
+// comes from a counting pass over the trace (progress never changes results).
+static void progress_start(sim_cluster *c, const sim_config *cfg, const sim_run_opts *o,
+                           const char *trace) {
+    if (o->quiet || !isatty(2)) return;
+    uint64_t total = 0;
+    trc_options opt = cfg->trace_opt;
+    opt.block_tokens = cfg->block_tokens;
+    if (cfg->generate_profile[0]) total = (uint64_t)(cfg->generate_rate_rps * cfg->generate_duration_s);
+    else if (trc_count(trace, &opt, &total, NULL) != KVF_OK) return;
+    if (!total) return;
+    rpt_progress_init(&c->progress, "run", (double)total);
+    c->show_progress = true;
 }
 
 // ---- summary -------------------------------------------------------------------------------------
@@ -364,12 +376,13 @@ kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_
         st = write_run_table(c.db, cfg, trace, rd, err);
         if (st) goto done;
     }
+    progress_start(&c, cfg, o, trace);
     int64_t t0 = kvf_wall_ns();
     st = sim_cluster_open_trace(&c, rd);
     if (st == KVF_OK) st = sim_cluster_loop(&c);
     double wall_s = (double)(kvf_wall_ns() - t0) * 1e-9;
     if (o->interrupt && *o->interrupt) st = KVF_EINTR;
-    if (!o->quiet && isatty(2)) fputc('\n', stderr);
+    if (c.show_progress) rpt_progress_done(&c.progress);
     if (st && st != KVF_EINTR) goto done;
     kvf_status run_st = st;
     rpt_econ_result econ;
