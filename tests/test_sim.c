@@ -253,6 +253,8 @@ START_TEST(test_md1_queueing_delay) {
     double span = kvt_num(sv, "sim.simulated_s");
     double rho_real = (double)n / span * D;
     double want = rho_real * D / (2 * (1 - rho_real));
+    printf("M/D/1: rho %.3f, D %.4f s, simulated Wq %.4f s, formula %.4f s (%+.2f %%)\n", rho_real, D,
+           wq, want, 100 * (wq - want) / want);
     ck_assert_msg(fabs(wq - want) / want < 0.06, "M/D/1: Wq %.4f s, formula %.4f s (rho %.3f, D %.4f s)",
                   wq, want, rho_real, D);
     json_decref(sv);
