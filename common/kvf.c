@@ -114,11 +114,6 @@ static uint64_t splitmix64(uint64_t *x) {
     return z ^ (z >> 31);
 }
 
-uint64_t kvf_hash64(uint64_t x) {
-    uint64_t s = x;
-    return splitmix64(&s);
-}
-
 // hash(hash(a) + b): distinct (a, b) pairs collide only by chance (2^-64), also for small ones
 // (the boost-style xor-shift mix it replaces collided on small ids).
 uint64_t kvf_hash_combine(uint64_t a, uint64_t b) { return kvf_hash64(kvf_hash64(a) + b); }

@@ -77,8 +77,14 @@ double kvf_rng_gamma(kvf_rng *r, double shape, double scale);  // mean shape*sca
 double kvf_rng_lognormal(kvf_rng *r, double mu, double sigma);
 uint32_t kvf_rng_below(kvf_rng *r, uint32_t n);      // uniform in [0, n), n > 0
 
-// 64-bit mixing hash (splitmix64 finaliser) and a combiner for chained block ids.
-uint64_t kvf_hash64(uint64_t x);
+// 64-bit mixing hash (splitmix64 finaliser; inline: it sits in every hash-table probe) and a
+// combiner for chained block ids.
+static inline uint64_t kvf_hash64(uint64_t x) {
+    uint64_t z = x + 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
 uint64_t kvf_hash_combine(uint64_t a, uint64_t b);
 
 // ---- small numeric helpers --------------------------------------------------------------
