@@ -112,6 +112,28 @@ START_TEST(test_schedule_changes_gpu_hours) {
 }
 END_TEST
 
+START_TEST(test_vision_stage) {
+    kvt_tmp_make("kvf_vis");
+    // half the requests carry an image: they pass through the vision pool before prefill,
+    // and the vision encoder's work shows as that pool's busy time
+    char dir[] = "/tmp/kvf_vis_XXXXXX";
+    ck_assert(mkdtemp(dir));
+    const char *sets[] = {"model=gemma-3-27b", "cluster.vision.instances=1",
+                          "cluster.prefill.gpus_per_instance=2", "cluster.decode.gpus_per_instance=2",
+                          "workload.generate={profile: chatbot, rate_rps: 4, duration_s: 120, images_p: 0.5}"};
+    json_t *s = kvt_run("quickstart.yaml", NULL, sets, 5, dir);
+    ck_assert_int_eq(kvt_num(s, "gpus.vision"), 1);
+    ck_assert_msg(kvt_num(s, "utilization.vision") > 0, "vision pool never busy");
+    json_decref(s);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd,
+             "sqlite3 %s/results.db 'SELECT COUNT(*) FROM request WHERE vision_instance >= 0'", dir);
+    ck_assert_int_eq(kvt_sh("%s", cmd), 0);
+    long with_image = atol(kvt_out);
+    ck_assert_msg(with_image > 100, "only %ld requests went through the vision pool", with_image);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("policies");
     TCase *t = tcase_create("policies");
@@ -122,6 +144,7 @@ static Suite *suite(void) {
     tcase_add_test(t, test_overload_is_flagged);
     tcase_add_test(t, test_disaggregation_keeps_tpot_flat);
     tcase_add_test(t, test_schedule_changes_gpu_hours);
+    tcase_add_test(t, test_vision_stage);
     suite_add_tcase(s, t);
     return s;
 }
