@@ -209,6 +209,7 @@ typedef struct eng_profile_config {
     uint32_t threads; // CPU GEMM threads, 0 = 1
     bool quick;       // small sweep (about a minute on a 2-core CPU)
     uint64_t seed;
+    uint32_t max_context; // > 0: extend the context axes (doubling) to cover this many tokens
 } eng_profile_config;
 
 // Runs the sweep and writes the profile CSV to f (format in engine/README.md: `# key: value`

@@ -244,11 +244,30 @@ static kvf_status make_engine(eng_engine **e, const eng_model_desc *m, eng_backe
     return st;
 }
 
+// Copies axis a (n points) into buf and appends doubled points until the last covers want
+// (capped at 16 points). Returns the new count.
+static uint32_t extend_axis(const uint32_t *a, uint32_t n, uint32_t want, uint32_t *buf) {
+    memcpy(buf, a, n * sizeof *a);
+    uint32_t last = n ? buf[n - 1] : 0;
+    while (n < 16 && last < want) {
+        last = last ? last * 2 : 1024;
+        buf[n++] = last;
+    }
+    return n;
+}
+
 kvf_status eng_profile_run(const eng_profile_config *c, FILE *f, FILE *prog, kvf_err *err) {
     eng_model_desc m;
     kvf_status st = eng_model_desc_load(&m, c->model ? c->model : "tiny-dense", c->models_dir, err);
     if (st) return st;
     grid g = pick_grid(c->quick, c->backend == ENG_BACKEND_CUDA);
+    uint32_t pcb[16], dcb[16];
+    if (c->max_context) {   // a trace with longer contexts: measure them rather than extrapolate
+        g.npc = extend_axis(g.pc, g.npc, c->max_context, pcb);
+        g.pc = pcb;
+        g.ndc = extend_axis(g.dc, g.ndc, c->max_context, dcb);
+        g.dc = dcb;
+    }
     eng_engine *e = NULL;
     if ((st = make_engine(&e, &m, c->backend, c->threads, c->seed, &g, err))) return st;
     int64_t t0 = kvf_wall_ns();

@@ -570,7 +570,12 @@ int sim_cli_validate(int argc, char **argv) {
         snprintf(prof, sizeof prof, "%s/profile.csv", out);
         FILE *f = fopen(prof, "w");
         if (!f) st = kvf_fail(&err, KVF_EIO, "%s: cannot write", prof);
-        eng_profile_config pc = {.model = a.model, .backend = b, .threads = a.threads, .quick = true, .seed = 1};
+        // the quick grid, its context axes stretched to the longest request of this trace
+        uint32_t maxctx = 0;
+        for (size_t i = 0; i < n; i++)
+            maxctx = KVF_MAX(maxctx, reqs[i].input_tokens + reqs[i].output_tokens);
+        eng_profile_config pc = {.model = a.model, .backend = b, .threads = a.threads, .quick = true,
+                                 .seed = 1, .max_context = maxctx};
         if (!st && !a.json)
             fprintf(stderr, "kvfleet validate: profiling %s on %s (--quick)\n", a.model,
                     res.hardware);
