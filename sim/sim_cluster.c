@@ -538,7 +538,6 @@ static void prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
     }
     in->queued_tokens += r->compute_tokens;
     r->enq_ns = c->now;
-    r->loads_overlap = cfg->overlap_load;
     if (r->pending_loads && !cfg->overlap_load) {
         r->state = SIM_RS_LOADING;
         in->n_loading++;
@@ -1294,7 +1293,6 @@ void sim_cluster_free(sim_cluster *c) {
     for (uint32_t i = 0; i < c->req_cap; i++) free(c->req[i].blocks);
     free(c->req);
     free(c->seqs);
-    free(c->scratch_slots);
     sim_bcache_free(&c->ssd);
     done_free(&c->done);
     sim_queue_destroy(c->q);

@@ -83,7 +83,6 @@ typedef struct sim_req {
     uint8_t state;              // sim_req_state
     bool in_batch;              // part of the current step of its instance
     bool scheduled;             // its first prefill chunk was scheduled (prompt accounted)
-    bool loads_overlap;         // loads overlap compute (step may wait for them)
 } sim_req;
 
 // A min-heap of request slots by (key, seq): FCFS uses key 0, SPF the prompt length,
@@ -122,7 +121,7 @@ typedef struct sim_inst {
     sim_bcache hbm, dram;       // prefix cache in HBM, DRAM of its node
     uint32_t link_dram, link_ssd, link_xfer, link_ssd_write;  // link ids, SIM_NONE = none
     kvf_rng rng;
-    uint64_t steps, step_tokens;
+    uint64_t steps;             // batch steps run
 } sim_inst;
 
 typedef struct sim_pool {
@@ -178,7 +177,6 @@ typedef struct sim_cluster {
     sim_donemap done;
     uint64_t arrived, completed, rejected, in_flight, seq;
     sim_time last_arrival_ns, first_arrival_ns;
-    uint32_t *scratch_slots;
     mdl_seq *seqs;
     size_t seqs_cap;
     sim_metrics m;
