@@ -334,20 +334,20 @@ uint32_t sim_cluster_prefix(sim_cluster *c, sim_inst *in, const sim_req *r, uint
             if (in) sim_bcache_prefetch(&in->hbm, r->blocks[k + 4]);
             if (!local_only) sim_bcache_prefetch(&c->ssd, r->blocks[k + 4]);
         }
+        // with touch, a found block is refreshed in the same probe (LRU position, retention)
         int tier;
-        if (in && sim_bcache_has(&in->hbm, b, c->now)) tier = SIM_TIER_HBM;
-        else if (in && sim_bcache_has(&in->dram, b, c->now)) tier = SIM_TIER_DRAM;
-        else if (!local_only && sim_bcache_has(&c->ssd, b, c->now)) tier = SIM_TIER_SSD;
+        if (in && (touch ? sim_bcache_hit(&in->hbm, b, c->now, r->cls) : sim_bcache_has(&in->hbm, b, c->now)))
+            tier = SIM_TIER_HBM;
+        else if (in && (touch ? sim_bcache_hit(&in->dram, b, c->now, r->cls) : sim_bcache_has(&in->dram, b, c->now)))
+            tier = SIM_TIER_DRAM;
+        else if (!local_only &&
+                 (touch ? sim_bcache_hit(&c->ssd, b, c->now, r->cls) : sim_bcache_has(&c->ssd, b, c->now)))
+            tier = SIM_TIER_SSD;
         else break;
         hit[tier]++;
-        if (touch) {
-            // a hit is loaded into this instance's HBM: promote it there now, so the prefill
-            // only has to write the blocks it computes
-            if (tier == SIM_TIER_SSD) sim_bcache_touch(&c->ssd, b, c->now, r->cls);
-            else if (tier == SIM_TIER_DRAM) sim_bcache_touch(&in->dram, b, c->now, r->cls);
-            if (tier == SIM_TIER_HBM) sim_bcache_touch(&in->hbm, b, c->now, r->cls);
-            else hbm_put(c, in, b, r->cls);
-        }
+        // a hit is loaded into this instance's HBM: promote it there now, so the prefill only
+        // has to write the blocks it computes
+        if (touch && tier != SIM_TIER_HBM) hbm_put(c, in, b, r->cls);
     }
     return k;
 }
@@ -555,10 +555,7 @@ static void prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
 static void prefill_first_schedule(sim_cluster *c, sim_inst *in, sim_req *r) {
     if (c->cfg->prefix_cache) {
         uint32_t k = r->hit_blocks, extra = 0;
-        while (k < r->n_blocks && sim_bcache_has(&in->hbm, r->blocks[k], c->now)) {
-            sim_bcache_touch(&in->hbm, r->blocks[k], c->now, r->cls);
-            k++, extra++;
-        }
+        while (k < r->n_blocks && sim_bcache_hit(&in->hbm, r->blocks[k], c->now, r->cls)) k++, extra++;
         if (extra) {
             uint32_t tiers[SIM_TIERS], before = r->compute_tokens;
             // tier counts in blocks, from the tokens set at admission

@@ -94,11 +94,7 @@ bool sim_bcache_has(sim_bcache *c, uint64_t id, sim_time now) {
     return true;
 }
 
-void sim_bcache_touch(sim_bcache *c, uint64_t id, sim_time now, int cls) {
-    if (!c->used) return;
-    size_t i = hfind(c, id);
-    if (c->h[i].val == SIM_BC_NONE) return;
-    uint32_t s = c->h[i].val;
+static void touch_slot(sim_bcache *c, uint32_t s, sim_time now, int cls) {
     unlink_slot(c, s);
     c->slots[s].touched = now;
     // the longest-lived class that touched a block keeps it
@@ -107,6 +103,26 @@ void sim_bcache_touch(sim_bcache *c, uint64_t id, sim_time now, int cls) {
         if (a <= 0 || (b > 0 && a > b)) c->slots[s].cls = (uint8_t)cls;
     }
     push_head(c, s);
+}
+
+void sim_bcache_touch(sim_bcache *c, uint64_t id, sim_time now, int cls) {
+    if (!c->used) return;
+    size_t i = hfind(c, id);
+    if (c->h[i].val != SIM_BC_NONE) touch_slot(c, c->h[i].val, now, cls);
+}
+
+bool sim_bcache_hit(sim_bcache *c, uint64_t id, sim_time now, int cls) {
+    if (!c->used) return false;
+    size_t i = hfind(c, id);
+    if (c->h[i].val == SIM_BC_NONE) return false;
+    uint32_t s = c->h[i].val;
+    if (expired_at(c, &c->slots[s], now)) {
+        drop(c, s);
+        c->expired++;
+        return false;
+    }
+    touch_slot(c, s, now, cls);
+    return true;
 }
 
 uint64_t sim_bcache_expire(sim_bcache *c, sim_time now) {

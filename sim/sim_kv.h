@@ -47,6 +47,8 @@ void sim_bcache_init(sim_bcache *c, uint64_t capacity, const int64_t *retention_
 void sim_bcache_free(sim_bcache *c);
 // True when id is present and not expired at now; an expired entry is dropped.
 bool sim_bcache_has(sim_bcache *c, uint64_t id, sim_time now);
+// sim_bcache_has and, when present, sim_bcache_touch in one probe.
+bool sim_bcache_hit(sim_bcache *c, uint64_t id, sim_time now, int cls);
 // Marks id as used at now (moves it to MRU, extends its life); no-op when absent.
 void sim_bcache_touch(sim_bcache *c, uint64_t id, sim_time now, int cls);
 // Inserts (or touches) id. When the tier is full, the LRU entry is evicted first and its id
