@@ -5,29 +5,39 @@
 #include <stdlib.h>
 #include <string.h>
 
-// Bin i >= 1 covers [B^(i-1-OFF), B^(i-OFF)) ms with B = 1.01 and OFF chosen so 1 ns maps
-// to bin 1; values below that go to bin 1 too.
-#define HIST_BASE 1.01
-#define HIST_MIN 1e-6
-static double log_base;
+// Log-linear bins read straight off the double's bits (no log() per token): bin 0 holds
+// exact zeros; bin 1 + ((exponent - EXP0) << 7 | top 7 mantissa bits) covers
+// [2^e (1 + m/128), 2^e (1 + (m+1)/128)), so every bin is under 0.8 % wide. Values below
+// 2^(EXP0 - 1023) ms (about 1 ns) share the first bin.
+#define HIST_MBITS 7
+#define HIST_EXP0 (1023 - 20)
 
-void sim_hist_init(sim_hist *h) {
-    memset(h, 0, sizeof *h);
-    log_base = log(HIST_BASE);
-}
+void sim_hist_init(sim_hist *h) { memset(h, 0, sizeof *h); }
 
 void sim_hist_free(sim_hist *h) {
     free(h->count);
     memset(h, 0, sizeof *h);
 }
 
+static size_t hist_bin(double v) {
+    if (!(v > 0)) return 0;
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    int64_t e = (int64_t)((bits >> 52) & 0x7ff) - HIST_EXP0;
+    if (e < 0) return 1;
+    return 1 + ((size_t)e << HIST_MBITS | (size_t)((bits >> (52 - HIST_MBITS)) & ((1u << HIST_MBITS) - 1)));
+}
+
+static double hist_mid(size_t b) {
+    if (b == 0) return 0;
+    b -= 1;
+    double m = (double)(b & ((1u << HIST_MBITS) - 1)), e = (double)(b >> HIST_MBITS);
+    return ldexp(1.0 + (m + 0.5) / (1 << HIST_MBITS), (int)e + HIST_EXP0 - 1023);
+}
+
 void sim_hist_add(sim_hist *h, double v, uint64_t w) {
     if (w == 0) return;
-    size_t b = 0;
-    if (v > 0) {
-        double x = v < HIST_MIN ? HIST_MIN : v;
-        b = 1 + (size_t)floor(log(x / HIST_MIN) / log_base);
-    }
+    size_t b = hist_bin(v);
     if (b >= h->nbins) {
         size_t cap = h->nbins;
         kvf_grow((void **)&h->count, &cap, b + 1, sizeof *h->count);
@@ -45,13 +55,9 @@ double sim_hist_percentile(const sim_hist *h, double p) {
     uint64_t acc = 0;
     for (size_t b = 0; b < h->nbins; b++) {
         acc += h->count[b];
-        if ((double)acc >= want && h->count[b]) {
-            if (b == 0) return 0;
-            // geometric middle of the bin
-            return HIST_MIN * pow(HIST_BASE, (double)(b - 1) + 0.5);
-        }
+        if ((double)acc >= want && h->count[b]) return hist_mid(b);
     }
-    return HIST_MIN * pow(HIST_BASE, (double)h->nbins);
+    return hist_mid(h->nbins ? h->nbins - 1 : 0);
 }
 
 void sim_samples_add(sim_samples *s, double v) {

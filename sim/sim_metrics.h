@@ -6,7 +6,7 @@
 
 #include "kvf.h"
 
-// Log-spaced histogram of non-negative values with ~0.5 % relative resolution; exact mean.
+// Log-linear histogram of non-negative values with < 0.8 % relative resolution; exact mean.
 typedef struct sim_hist {
     uint64_t *count;        // bins; bin 0 holds exact zeros
     size_t nbins;

@@ -14,6 +14,7 @@
 #include "sim.h"
 #include "sim_kv.h"
 #include "sim_link.h"
+#include "sim_metrics.h"
 #include "sim_queue.h"
 
 static const char *src_dir(void) { return kvt_src(); }
@@ -93,6 +94,31 @@ START_TEST(test_bcache_lru_and_retention) {
     ck_assert(sim_bcache_has(&c, 4999, 5199) && sim_bcache_has(&c, 4997, 5199));
     ck_assert(!sim_bcache_has(&c, 4996, 5199));
     sim_bcache_free(&c);
+}
+END_TEST
+
+START_TEST(test_hist_percentiles_within_resolution) {
+    // the ITL histogram against exact order statistics of the same values
+    sim_hist h;
+    sim_hist_init(&h);
+    kvf_rng r;
+    kvf_rng_init(&r, 3, 0);
+    enum { N = 20000 };
+    static double v[N];
+    for (int i = 0; i < N; i++) {
+        v[i] = i % 10 == 0 ? 0 : kvf_rng_lognormal(&r, 2.5, 1.0);   // ms, with exact zeros
+        sim_hist_add(&h, v[i], 1);
+    }
+    kvf_sort_doubles(v, N);
+    double ps[] = {50, 90, 99};
+    for (int k = 0; k < 3; k++) {
+        double exact = v[(size_t)(ps[k] / 100.0 * N) - 1], got = sim_hist_percentile(&h, ps[k]);
+        ck_assert_msg(fabs(got - exact) <= 0.008 * exact + 1e-9, "p%.0f: histogram %.4f, exact %.4f",
+                      ps[k], got, exact);
+    }
+    ck_assert_msg(sim_hist_percentile(&h, 5) == 0, "zeros lost");
+    ck_assert_uint_eq(h.total, N);
+    sim_hist_free(&h);
 }
 END_TEST
 
@@ -293,6 +319,7 @@ static Suite *suite(void) {
     tcase_add_test(k, test_queue_orders_by_time_then_seq);
     tcase_add_test(k, test_link_shares_bandwidth_fairly);
     tcase_add_test(k, test_bcache_lru_and_retention);
+    tcase_add_test(k, test_hist_percentiles_within_resolution);
     suite_add_tcase(s, k);
     TCase *e = tcase_create("end_to_end");
     tcase_set_timeout(e, 600);
