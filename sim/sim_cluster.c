@@ -330,10 +330,12 @@ uint32_t sim_cluster_prefix(sim_cluster *c, sim_inst *in, const sim_req *r, uint
     uint32_t k = 0;
     for (; k < r->n_blocks; k++) {
         uint64_t b = r->blocks[k];
-        if (k + 4 < r->n_blocks) {
-            if (in) sim_bcache_prefetch(&in->hbm, r->blocks[k + 4]);
-            if (!local_only) sim_bcache_prefetch(&c->ssd, r->blocks[k + 4]);
+        // two-stage prefetch: buckets 8 blocks ahead, the slots they point to 4 ahead
+        if (k + 8 < r->n_blocks) {
+            if (in) sim_bcache_prefetch(&in->hbm, r->blocks[k + 8]);
+            if (!local_only) sim_bcache_prefetch(&c->ssd, r->blocks[k + 8]);
         }
+        if (k + 4 < r->n_blocks && !local_only) sim_bcache_prefetch_slot(&c->ssd, r->blocks[k + 4]);
         // with touch, a found block is refreshed in the same probe (LRU position, retention)
         int tier;
         if (in && (touch ? sim_bcache_hit(&in->hbm, b, c->now, r->cls) : sim_bcache_has(&in->hbm, b, c->now)))

@@ -61,6 +61,13 @@ bool sim_bcache_put(sim_bcache *c, uint64_t id, sim_time now, int cls, uint64_t 
 static inline void sim_bcache_prefetch(const sim_bcache *c, uint64_t id) {
     if (c->used) __builtin_prefetch(&c->h[(size_t)kvf_hash64(id) & (c->hcap - 1)]);
 }
+// Second stage of the prefetch pipeline: once id's bucket is in cache (prefetched a few
+// blocks earlier), fetch the slot it points to, which a hit will touch.
+static inline void sim_bcache_prefetch_slot(const sim_bcache *c, uint64_t id) {
+    if (!c->used) return;
+    const struct sim_bentry *e = &c->h[(size_t)kvf_hash64(id) & (c->hcap - 1)];
+    if (e->val != SIM_BC_NONE && e->key == id) __builtin_prefetch(&c->slots[e->val]);
+}
 // Drops every entry expired at now (walks the class tails). Returns how many.
 uint64_t sim_bcache_expire(sim_bcache *c, sim_time now);
 
