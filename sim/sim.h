@@ -85,7 +85,8 @@ typedef struct sim_config {
     sim_schedule_entry schedule[SIM_SCHEDULE_MAX];
     sim_preempt preemption;
     // routers
-    char router_prefill[32];      // round_robin | least_loaded | p2c | cache_aware | ttft_estimate
+    char router_prefill[32];      // round_robin | least_loaded | least_work | p2c | cache_aware |
+                                  // ttft_estimate
     char router_decode[32];       // round_robin | least_kv | least_requests
     double router_stale_ns;       // routers see load this old
     bool router_reject_slo;       // ttft_estimate: reject requests whose estimate breaks the SLO

@@ -539,6 +539,8 @@ static void prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
         link_send(c, lk[t], by[t], slot);
     }
     in->queued_tokens += r->compute_tokens;
+    r->work_s = sim_cluster_prefill_s(c, pool_of(c, in), r->compute_tokens, r->input - r->compute_tokens);
+    in->queued_work_s += r->work_s;
     r->enq_ns = c->now;
     if (r->pending_loads && !cfg->overlap_load) {
         r->state = SIM_RS_LOADING;
@@ -567,6 +569,10 @@ static void prefill_first_schedule(sim_cluster *c, sim_inst *in, sim_req *r) {
             set_prefix(c, r, k, tiers);
             if (r->blocks_written < k) r->blocks_written = k;
             in->queued_tokens -= (double)before - r->compute_tokens;
+            in->queued_work_s -= r->work_s;
+            r->work_s = sim_cluster_prefill_s(c, pool_of(c, in), r->compute_tokens,
+                                              r->input - r->compute_tokens);
+            in->queued_work_s += r->work_s;
         }
     }
     sim_metrics *m = &c->m;
@@ -820,6 +826,7 @@ static uint32_t take_prefill_chunks(sim_cluster *c, sim_inst *in, int64_t budget
                 uint32_t s2;
                 sim_rheap_pop(&in->ready, &s2);
                 in->queued_tokens -= r->compute_tokens;
+                in->queued_work_s -= r->work_s;
                 reject(c, slot, "kv_capacity");
                 continue;
             }
@@ -935,6 +942,10 @@ static void on_step_done(sim_cluster *c, sim_inst *in) {
         r->in_batch = false;
         r->computed += in->chunk[i];
         in->queued_tokens -= in->chunk[i];
+        // the request's estimated work drains in proportion to its computed tokens
+        double done_s = r->compute_tokens ? r->work_s * in->chunk[i] / r->compute_tokens : 0;
+        in->queued_work_s -= done_s;
+        if (in->queued_work_s < 0) in->queued_work_s = 0;
         // prompt tokens whose KV exists: the hit prefix (minus replayed tokens) + computed
         write_blocks(c, in, r, (r->input - r->compute_tokens + r->computed) / c->cfg->block_tokens);
         if (r->computed >= r->compute_tokens) prefill_finish(c, in, slot);

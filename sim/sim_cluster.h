@@ -66,6 +66,7 @@ typedef struct sim_req {
     uint32_t cached;            // prompt tokens served from cache
     uint32_t hit[SIM_TIERS];    // cached tokens by tier
     uint32_t compute_tokens;    // prompt tokens to compute (miss + SWA replay)
+    double work_s;              // step-model seconds of that prefill (router signal)
     uint32_t computed;          // of those, done
     uint32_t recompute;         // decode: tokens to recompute after a preemption
     uint32_t n_blocks, blocks_cap;
@@ -112,11 +113,13 @@ typedef struct sim_inst {
     uint32_t n_loading;         // prefill: requests loading
     uint32_t n_prefilling;      // colocated: requests holding KV while still in prefill
     double queued_tokens;       // prefill: tokens still to compute (router signal)
+    double queued_work_s;       // prefill: step-model seconds of the work still to compute,
+                                // attention over each request's context included
     double kv_used;             // decode/colocated: tokens of KV held
     double kv_cap;              // tokens of KV capacity
     double busy_ns;             // time stepping
     double busy_ns_sampled;     // busy_ns at the last sample
-    double stale_queued, stale_kv;  // router's stale view
+    double stale_queued, stale_kv, stale_work;  // router's stale view
     uint32_t stale_n;
     sim_bcache hbm, dram;       // prefix cache in HBM, DRAM of its node
     uint32_t link_dram, link_ssd, link_xfer, link_ssd_write;  // link ids, SIM_NONE = none

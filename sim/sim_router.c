@@ -17,6 +17,7 @@ static void refresh(sim_cluster *c, sim_pool *p) {
     for (uint32_t i = 0; i < p->n; i++) {
         sim_inst *in = &c->inst[p->first + i];
         in->stale_queued = in->queued_tokens;
+        in->stale_work = in->queued_work_s;
         in->stale_kv = in->kv_used + (double)in->dwait.n;
         in->stale_n = in->n_running + (uint32_t)in->dwait.n;
     }
@@ -24,6 +25,10 @@ static void refresh(sim_cluster *c, sim_pool *p) {
 
 static double queued(sim_cluster *c, const sim_inst *in) {
     return c->cfg->router_stale_ns > 0 ? in->stale_queued : in->queued_tokens;
+}
+
+static double queued_work(sim_cluster *c, const sim_inst *in) {
+    return c->cfg->router_stale_ns > 0 ? in->stale_work : in->queued_work_s;
 }
 
 static double kv_load(sim_cluster *c, const sim_inst *in) {
@@ -67,6 +72,13 @@ static uint32_t pick_least_loaded(sim_cluster *c, sim_pool *p, sim_req *r) {
     return argmin(c, p, queued);
 }
 
+// Balances attention compute and input tokens together: the step model's time for the work
+// still queued on each instance (long contexts weigh more than their token count).
+static uint32_t pick_least_work(sim_cluster *c, sim_pool *p, sim_req *r) {
+    (void)r;
+    return argmin(c, p, queued_work);
+}
+
 // Power of two choices: two random active instances, the less loaded wins.
 static uint32_t pick_p2c(sim_cluster *c, sim_pool *p, sim_req *r) {
     (void)r;
@@ -105,9 +117,6 @@ static uint32_t pick_ttft_estimate(sim_cluster *c, sim_pool *p, sim_req *r) {
     refresh(c, p);
     uint32_t best = SIM_NONE;
     double be = 0;
-    // compute rate of an instance, from the step model on a typical chunk
-    double chunk = (double)(p->cfg->max_batch_tokens > 0 ? p->cfg->max_batch_tokens : 8192);
-    double per_tok = sim_cluster_prefill_s(c, p, (uint32_t)chunk, 0) / chunk;
     for (uint32_t i = 0; i < p->n; i++) {
         sim_inst *in = &c->inst[p->first + i];
         if (!in->active) continue;
@@ -119,7 +128,7 @@ static uint32_t pick_ttft_estimate(sim_cluster *c, sim_pool *p, sim_req *r) {
             load = fmax(load, sim_link_estimate_s(&c->links[in->link_dram].link, hit[1] * c->block_bytes));
         if (hit[2] && in->link_ssd != SIM_NONE)
             load = fmax(load, sim_link_estimate_s(&c->links[in->link_ssd].link, hit[2] * c->block_bytes));
-        double q = queued(c, in) * per_tok;
+        double q = queued_work(c, in);   // step-model time of the work queued ahead
         double comp = sim_cluster_prefill_s(c, p, (uint32_t)(r->input - cached), (uint32_t)cached);
         double e = (c->cfg->overlap_load ? fmax(load, q) : load + q) + comp;
         if (best == SIM_NONE || e < be) {
@@ -151,7 +160,7 @@ typedef struct {
 static const route_entry prefill_table[] = {
     {"round_robin", pick_rr},       {"least_loaded", pick_least_loaded},
     {"p2c", pick_p2c},              {"cache_aware", pick_cache_aware},
-    {"ttft_estimate", pick_ttft_estimate},
+    {"ttft_estimate", pick_ttft_estimate}, {"least_work", pick_least_work},
 };
 static const route_entry decode_table[] = {
     {"round_robin", pick_rr},
@@ -159,7 +168,7 @@ static const route_entry decode_table[] = {
     {"least_requests", pick_least_requests},
 };
 const char *const sim_prefill_router_names[] = {"round_robin", "least_loaded", "p2c", "cache_aware",
-                                               "ttft_estimate", NULL};
+                                               "ttft_estimate", "least_work", NULL};
 const char *const sim_decode_router_names[] = {"round_robin", "least_kv", "least_requests", NULL};
 
 sim_route_fn sim_router_prefill(const char *name) {
