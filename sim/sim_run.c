@@ -410,7 +410,7 @@ kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_
     if (st == KVF_EINTR) kvf_fail(err, KVF_EINTR, "interrupted; partial results kept");
 done:
     if (c.db) {
-        if (st && st != KVF_EINTR) rpt_db_run_set(c.db, "status", st == KVF_EINTR ? "interrupted" : "failed", NULL);
+        if (st && st != KVF_EINTR) rpt_db_run_set(c.db, "status", "failed", NULL);
         kvf_err e2 = {0};
         if (rpt_db_close(c.db, &e2) && !st) st = kvf_fail(err, e2.code, "%s", e2.msg);
         c.db = NULL;
