@@ -1272,7 +1272,10 @@ kvf_status sim_cluster_loop(sim_cluster *c) {
         default: KVF_ASSERT(!"unknown event kind");
         }
         if ((++n & 0xffff) == 0) {
-            if (c->opts && c->opts->interrupt && *c->opts->interrupt) return KVF_EINTR;
+            if (c->opts && c->opts->interrupt && *c->opts->interrupt) {
+                pool_gpu_account(c);   // GPU-hours up to the interruption
+                return KVF_EINTR;
+            }
             sim_run_progress(c);
         }
     }
