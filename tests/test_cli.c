@@ -168,6 +168,31 @@ START_TEST(test_cli_run_writes_contract_keys) {
 }
 END_TEST
 
+START_TEST(test_cli_interrupt_keeps_results) {
+    // a long run stopped by SIGINT exits 1 and leaves a readable database marked interrupted
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "cd %s && (%s run scenarios/quickstart.yaml --set 'workload.generate={profile: chatbot, "
+             "rate_rps: 20, duration_s: 3600000}' -o %s/intr --no-report -q >/dev/null 2>&1 & p=$!; "
+             "sleep 2; kill -INT $p; wait $p; echo rc=$?)",
+             src(), bin(), tmpdir);
+    FILE *p = popen(cmd, "r");
+    ck_assert(p);
+    size_t n = fread(out_buf, 1, sizeof out_buf - 1, p);
+    out_buf[n] = 0;
+    pclose(p);
+    ck_assert_msg(strstr(out_buf, "rc=1"), "interrupted run: %s", out_buf);
+    snprintf(cmd, sizeof cmd, "sqlite3 %s/intr/results.db \"SELECT value FROM run WHERE key='status'\"",
+             tmpdir);
+    p = popen(cmd, "r");
+    ck_assert(p);
+    n = fread(out_buf, 1, sizeof out_buf - 1, p);
+    out_buf[n] = 0;
+    ck_assert_int_eq(pclose(p), 0);
+    ck_assert_msg(!strcmp(out_buf, "interrupted\n"), "run.status = '%s'", out_buf);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("cli");
     TCase *t = tcase_create("cli");
@@ -182,6 +207,7 @@ static Suite *suite(void) {
     tcase_add_test(t, test_cli_malformed_trace_line);
     tcase_add_test(t, test_cli_usage_errors);
     tcase_add_test(t, test_cli_run_writes_contract_keys);
+    tcase_add_test(t, test_cli_interrupt_keeps_results);
     suite_add_tcase(s, t);
     return s;
 }
