@@ -76,6 +76,8 @@ typedef struct sim_config {
     int32_t generate_system_tokens;  // system prompt tokens (-1 = the profile's)
     uint32_t generate_input_len, generate_output_len;  // fixed new/answer tokens (0 = drawn)
     double generate_images_p;     // probability a request carries one image
+    bool generate_closed_loop;    // continued turns wait for the previous turn + think time
+    double generate_think_s;      // closed loop: mean think time (0 = the generator's 5 s)
     // cluster
     sim_mode mode;
     sim_pool_cfg vision, prefill, decode;

@@ -141,6 +141,8 @@ static const keydef key_table[] = {
     NUM("workload.generate.input_len", generate_input_len, NT_U32, F_INT, 0, 1e8, 1),
     NUM("workload.generate.output_len", generate_output_len, NT_U32, F_INT, 0, 1e8, 1),
     NUM("workload.generate.images_p", generate_images_p, NT_DBL, 0, 0, 1, 1),
+    BOOL("workload.generate.closed_loop", generate_closed_loop),
+    NUM("workload.generate.think_s", generate_think_s, NT_DBL, 0, 0, BIG, 1),
     ENUM("cluster.mode", mode, modes),
     POOL_KEYS(vision),
     POOL_KEYS(prefill),

@@ -21,6 +21,8 @@ kvf_status sim_open_generator(const sim_config *cfg, trc_reader **out, kvf_err *
     g.input_len = cfg->generate_input_len;
     g.output_len = cfg->generate_output_len;
     g.images_p = cfg->generate_images_p;
+    g.closed_loop = cfg->generate_closed_loop;
+    if (cfg->generate_think_s > 0) g.think_s = cfg->generate_think_s;
     g.seed = cfg->seed;
     g.block_tokens = cfg->block_tokens;
     trc_options o = cfg->trace_opt;

@@ -194,7 +194,8 @@ char *trc_stats_json(const trc_stats *s);
 // random (the oldest is retired when a 65th opens). A continued turn's prompt is the previous
 // prompt + the previous answer + new tokens, so its block ids extend the previous chain; the
 // first turn starts with the class's shared system prompt (same ids in every session of the
-// class). Generated turns are open loop (prev_id = -1); session and turn are set.
+// class). Generated turns are open loop (prev_id = -1) unless closed_loop is set; session and
+// turn are set.
 typedef enum trc_gen_profile {
     TRC_GEN_CHATBOT = 0,   // short system prompt, ~3 turns, user messages and answers
     TRC_GEN_AGENT,         // long system+tools prompt, ~12-turn loops of tool outputs
@@ -226,6 +227,9 @@ typedef struct trc_gen_options {
     double mean_turns;        // > 0 overrides the profile's mean turns per session (1 = single)
     int32_t system_tokens;    // >= 0 overrides the profile's system prompt length
     uint32_t max_context;     // a session ends before its prompt would exceed this, default 131072
+    bool closed_loop;         // a continued turn waits for the previous one (prev_id) and then
+                              // think_s on average (exponential); new sessions stay open loop
+    double think_s;           // closed loop: mean think/tool time between turns, default 5
 } trc_gen_options;
 
 void trc_gen_options_default(trc_gen_options *g);

@@ -279,6 +279,10 @@ static int cmd_gen(int argc, char **argv) {
         } else if (!strcmp(a, "--seed")) {
             if (!u64(v, &n)) return fail("bad --seed '%s'", v);
             g.seed = n;
+        } else if (!strcmp(a, "--think")) {
+            if (!num(v, &d) || d < 0) return fail("bad --think '%s' (seconds >= 0)", v);
+            g.think_s = d;
+            g.closed_loop = true;
         } else if (!strcmp(a, "--turns")) {
             if (!num(v, &d) || d < 1) return fail("bad --turns '%s' (>= 1)", v);
             g.mean_turns = d;

@@ -43,6 +43,7 @@ typedef struct gsess {
     uint32_t sys;        // system prompt tokens
     uint64_t *ids;       // chained ids of full blocks of the stream
     size_t nids, capids;
+    int64_t last_key;    // key of the session's previous turn (closed loop), -1 = none
 } gsess;
 
 typedef struct gsrc {
@@ -71,6 +72,7 @@ void trc_gen_options_default(trc_gen_options *g) {
     g->block_tokens = 64;
     g->system_tokens = -1;
     g->max_context = 131072;
+    g->think_s = 5;
 }
 
 static const char *prof_names[] = {"chatbot", "agent", "coding", "mixed"};
@@ -158,6 +160,7 @@ static gsess *new_session(gsrc *x) {
     s->sys = x->g.system_tokens >= 0 ? (uint32_t)x->g.system_tokens : profiles[s->kind].sys_tokens;
     s->len = s->sys;
     s->nids = 0;
+    s->last_key = -1;
     return s;
 }
 
@@ -232,6 +235,11 @@ static int gen_next(trc_source *src, trc_rec *rec, kvf_err *err) {
     rec->key = x->n++;
     rec->prev_key = -1;
     rec->think_ns = 0;
+    if (x->g.closed_loop && s->last_key >= 0) {
+        rec->prev_key = s->last_key;
+        rec->think_ns = (int64_t)llround(kvf_rng_exp(&x->ses, x->g.think_s) * 1e9);
+    }
+    s->last_key = (int64_t)rec->key;
     rec->line = (long)rec->key + 1;
     s->len = (uint32_t)KVF_MIN((uint64_t)in + out, (uint64_t)UINT32_MAX);
     (void)err;
