@@ -1076,6 +1076,49 @@ START_TEST(test_cli) {
 }
 END_TEST
 
+START_TEST(test_gen_closed_loop) {
+    // closed loop: every continued turn names the previous turn of its own session and waits
+    // a positive think time after it; first turns stay open loop
+    trc_gen_options g;
+    trc_gen_options_default(&g);
+    g.profile = TRC_GEN_AGENT;
+    g.rate_rps = 5;
+    g.duration_s = 300;
+    g.closed_loop = true;
+    g.think_s = 2;
+    trc_reader *r = NULL;
+    kvf_err err = {0};
+    ck_assert_msg(!trc_gen_open(&r, &g, NULL, &err), "%s", err.msg);
+    enum { MAXN = 4096 };
+    static uint64_t sess[MAXN];
+    static uint32_t turn[MAXN];
+    trc_request q;
+    uint64_t n = 0, closed = 0;
+    double think = 0;
+    while (trc_reader_next(r, &q, &err) > 0 && n < MAXN) {
+        ck_assert_uint_eq(q.id, n);
+        sess[n] = q.session;
+        turn[n] = q.turn;
+        if (q.turn == 0) {
+            ck_assert_msg(q.prev_id == -1, "first turn %llu waits on %lld", (unsigned long long)n,
+                          (long long)q.prev_id);
+        } else {
+            ck_assert_msg(q.prev_id >= 0 && (uint64_t)q.prev_id < n, "turn %u of request %llu: prev %lld",
+                          q.turn, (unsigned long long)n, (long long)q.prev_id);
+            ck_assert_msg(sess[q.prev_id] == q.session && turn[q.prev_id] + 1 == q.turn,
+                          "request %llu does not follow its session's previous turn", (unsigned long long)n);
+            ck_assert(q.think_ns >= 0);
+            think += (double)q.think_ns * 1e-9;
+            closed++;
+        }
+        n++;
+    }
+    trc_reader_close(r);
+    ck_assert_msg(closed > 500, "only %llu closed-loop turns", (unsigned long long)closed);
+    ck_assert_msg(fabs(think / (double)closed - 2.0) < 0.2, "mean think %.3f s, want 2", think / (double)closed);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("traces");
     TCase *tc = tcase_create("core");
@@ -1093,6 +1136,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_gen_lengths);
     tcase_add_test(tc, test_gen_reuse_matches_structure);
     tcase_add_test(tc, test_gen_deterministic);
+    tcase_add_test(tc, test_gen_closed_loop);
     tcase_add_test(tc, test_stats_sketch_large);
     tcase_add_test(tc, test_stats_lru_sizes);
     tcase_add_test(tc, test_bad_inputs);
