@@ -199,13 +199,22 @@ double kvf_percentile_sorted(const double *v, size_t n, double p) {
     return i + 1 < n ? v[i] * (1 - f) + v[i + 1] * f : v[i];
 }
 
-bool kvf_parse_duration_ns(const char *s, int64_t *out_ns) {
+// A non-negative finite number at the start of s; *unit points past it and any spaces.
+static bool number_with_unit(const char *s, double *v, const char **unit) {
     if (!s || !*s) return false;
     char *end;
     errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno || !isfinite(v) || v < 0) return false;
+    *v = strtod(s, &end);
+    if (end == s || errno || !isfinite(*v) || *v < 0) return false;
     while (*end == ' ') end++;
+    *unit = end;
+    return true;
+}
+
+bool kvf_parse_duration_ns(const char *s, int64_t *out_ns) {
+    double v;
+    const char *end;
+    if (!number_with_unit(s, &v, &end)) return false;
     double mult;
     if (!*end || !strcmp(end, "s")) mult = 1e9;
     else if (!strcmp(end, "ms")) mult = 1e6;
@@ -223,12 +232,9 @@ bool kvf_parse_duration_ns(const char *s, int64_t *out_ns) {
 }
 
 bool kvf_parse_bytes(const char *s, double *out) {
-    if (!s || !*s) return false;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno || !isfinite(v) || v < 0) return false;
-    while (*end == ' ') end++;
+    double v;
+    const char *end;
+    if (!number_with_unit(s, &v, &end)) return false;
     static const struct {
         const char *u;
         double m;

@@ -81,17 +81,21 @@ static bool expired_at(const sim_bcache *c, const sim_bslot *e, sim_time now) {
     return r > 0 && now - e->touched >= r;
 }
 
-bool sim_bcache_has(sim_bcache *c, uint64_t id, sim_time now) {
-    if (!c->used) return false;
-    size_t i = hfind(c, id);
-    if (c->h[i].val == SIM_BC_NONE) return false;
-    uint32_t s = c->h[i].val;
-    if (expired_at(c, &c->slots[s], now)) {
+// The slot holding id when present and alive at now, else SIM_BC_NONE (an expired entry is
+// dropped on the way).
+static uint32_t find_live(sim_bcache *c, uint64_t id, sim_time now) {
+    if (!c->used) return SIM_BC_NONE;
+    uint32_t s = c->h[hfind(c, id)].val;
+    if (s != SIM_BC_NONE && expired_at(c, &c->slots[s], now)) {
         drop(c, s);
         c->expired++;
-        return false;
+        return SIM_BC_NONE;
     }
-    return true;
+    return s;
+}
+
+bool sim_bcache_has(sim_bcache *c, uint64_t id, sim_time now) {
+    return find_live(c, id, now) != SIM_BC_NONE;
 }
 
 static void touch_slot(sim_bcache *c, uint32_t s, sim_time now, int cls) {
@@ -112,15 +116,8 @@ void sim_bcache_touch(sim_bcache *c, uint64_t id, sim_time now, int cls) {
 }
 
 bool sim_bcache_hit(sim_bcache *c, uint64_t id, sim_time now, int cls) {
-    if (!c->used) return false;
-    size_t i = hfind(c, id);
-    if (c->h[i].val == SIM_BC_NONE) return false;
-    uint32_t s = c->h[i].val;
-    if (expired_at(c, &c->slots[s], now)) {
-        drop(c, s);
-        c->expired++;
-        return false;
-    }
+    uint32_t s = find_live(c, id, now);
+    if (s == SIM_BC_NONE) return false;
     touch_slot(c, s, now, cls);
     return true;
 }

@@ -421,31 +421,46 @@ static int engine_fit(int argc, char **argv) {
     return 0;
 }
 
+// The first half of `engine serve` and `validate`: makes out/, shapes the trace into
+// out/trace.jsonl (shaped, notes) and serves it on the engine. On failure nothing is left to
+// free and *err says why.
+static kvf_status shape_and_serve(const serve_args *a, const char *out, char *shaped, size_t ns,
+                                  char *notes, size_t nn, eng_serve_config *ec,
+                                  eng_serve_result *res, eng_request **reqs, uint64_t **blocks,
+                                  size_t *n, kvf_err *err) {
+    eng_backend b;
+    kvf_status st = eng_backend_parse(a->backend, &b, err);
+    if (!st) st = kvf_mkdirs(out, err);
+    if (st) return st;
+    snprintf(shaped, ns, "%s/trace.jsonl", out);
+    if ((st = shape_trace(a, shaped, n, notes, nn, err))) return st;
+    *reqs = NULL;
+    *blocks = NULL;
+    memset(res, 0, sizeof *res);
+    if ((st = serve(a, shaped, ec, res, reqs, blocks, n, err))) {
+        free(*reqs), free(*blocks);
+        *reqs = NULL, *blocks = NULL;
+    }
+    return st;
+}
+
 int sim_cli_engine(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "fit")) return engine_fit(argc, argv);
     if (argc < 2 || strcmp(argv[1], "serve")) return eng_cli_main(argc, argv);
     serve_args a;
     int rc = parse_args(argc - 1, argv + 1, "engine serve", &a);
     if (rc) return rc;
-    eng_backend b;
     kvf_err err = {0};
-    if (eng_backend_parse(a.backend, &b, &err)) return fail(&err, KVF_EINVAL);
     const char *out = a.out ? a.out : "out/engine-serve";
-    kvf_status st = kvf_mkdirs(out, &err);
-    if (st) return fail(&err, st);
     char shaped[2048], notes[256];
-    snprintf(shaped, sizeof shaped, "%s/trace.jsonl", out);
     size_t n;
-    if ((st = shape_trace(&a, shaped, &n, notes, sizeof notes, &err))) return fail(&err, st);
     eng_serve_config ec;
-    eng_serve_result res = {0};
-    eng_request *reqs = NULL;
-    uint64_t *blocks = NULL;
-    st = serve(&a, shaped, &ec, &res, &reqs, &blocks, &n, &err);
-    if (st) {
-        free(reqs), free(blocks);
-        return fail(&err, st);
-    }
+    eng_serve_result res;
+    eng_request *reqs;
+    uint64_t *blocks;
+    kvf_status st = shape_and_serve(&a, out, shaped, sizeof shaped, notes, sizeof notes, &ec, &res,
+                                    &reqs, &blocks, &n, &err);
+    if (st) return fail(&err, st);
     json_t *s = serve_summary(&a, &res);
     char path[2100];
     snprintf(path, sizeof path, "%s/summary.json", out);
@@ -545,23 +560,18 @@ int sim_cli_validate(int argc, char **argv) {
     if (rc) return rc;
     kvf_err err = {0};
     eng_backend b;
-    if (eng_backend_parse(a.backend, &b, &err)) return fail(&err, KVF_EINVAL);
+    eng_backend_parse(a.backend, &b, NULL);   // checked by shape_and_serve
     const char *out = a.out ? a.out : "out/validate";
-    kvf_status st = kvf_mkdirs(out, &err);
-    if (st) return fail(&err, st);
     char shaped[2048], notes[256], prof[2048], path[4096];
-    snprintf(shaped, sizeof shaped, "%s/trace.jsonl", out);
     size_t n;
-    if ((st = shape_trace(&a, shaped, &n, notes, sizeof notes, &err))) return fail(&err, st);
     // 1. the real engine
     eng_serve_config ec;
-    eng_serve_result res = {0};
-    eng_request *reqs = NULL;
-    uint64_t *blocks = NULL;
-    if ((st = serve(&a, shaped, &ec, &res, &reqs, &blocks, &n, &err))) {
-        free(reqs), free(blocks);
-        return fail(&err, st);
-    }
+    eng_serve_result res;
+    eng_request *reqs;
+    uint64_t *blocks;
+    kvf_status st = shape_and_serve(&a, out, shaped, sizeof shaped, notes, sizeof notes, &ec, &res,
+                                    &reqs, &blocks, &n, &err);
+    if (st) return fail(&err, st);
     // 2. the profile the simulator is calibrated from: given, or measured now on this machine
     //    and backend, right after the engine's run, under the same conditions (a stored profile
     //    drifts with the machine's load and clock; see `kvfleet engine profile --check`)

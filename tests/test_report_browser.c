@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helpers/kvt.h"
 #include "rpt.h"
 
 static char tmpdir[256];
@@ -84,20 +85,6 @@ static void fake_run(const char *dir) {
     json_decref(s);
 }
 
-static char *slurp(const char *path) {
-    char *t = NULL;
-    size_t n;
-    kvf_err err = {0};
-    ck_assert_msg(kvf_read_file(path, &t, &n, &err) == KVF_OK, "%s", err.msg);
-    return t;
-}
-
-static int count_of(const char *hay, const char *needle) {
-    int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
-    return n;
-}
-
 static int run_browser(const char *args, const char *out) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
@@ -123,20 +110,20 @@ START_TEST(test_report_renders_in_chromium) {
     snprintf(dom_path, sizeof dom_path, "%s/dom.html", tmpdir);
     int rc = run_browser("--dump-dom", dom_path);
     ck_assert_msg(rc == 0, "%s --dump-dom exited %d (see %s/browser.log)", browser, rc, tmpdir);
-    char *dom = slurp(dom_path);
+    char *dom = kvt_slurp(dom_path);
     ck_assert_msg(strlen(dom) > 1000, "DOM of %zu bytes", strlen(dom));
     ck_assert(strstr(dom, "Headline figures") != NULL);
     ck_assert(strstr(dom, "id=\"headline-table\"") != NULL);
     ck_assert(strstr(dom, "id=\"economics-table\"") != NULL);
     ck_assert(strstr(dom, "id=\"sens-hit-table\"") != NULL);
-    ck_assert_msg(count_of(dom, "<table") >= 6, "%d tables", count_of(dom, "<table"));
+    ck_assert_msg(kvt_count(dom, "<table") >= 6, "%d tables", kvt_count(dom, "<table"));
     ck_assert(strstr(dom, "data-key=\"ttft_ms.p90\"") != NULL);
-    int figures = count_of(dom, "<figure");
+    int figures = kvt_count(dom, "<figure");
     ck_assert_msg(figures >= 10, "%d charts", figures);
     if (gp) {
-        int svgs = count_of(dom, "<svg");
+        int svgs = kvt_count(dom, "<svg");
         ck_assert_msg(svgs == figures, "%d svg elements for %d charts", svgs, figures);
-        ck_assert(count_of(dom, "<path") > 10 * figures);   // drawn lines, not empty frames
+        ck_assert(kvt_count(dom, "<path") > 10 * figures);   // drawn lines, not empty frames
     } else {
         ck_assert(strstr(dom, "Charts not drawn") != NULL);
     }

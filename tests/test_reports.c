@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helpers/kvt.h"
 #include "rpt.h"
 
 static bool near(double a, double b) { return fabs(a - b) <= 1e-9 * (1 + fabs(b)); }
@@ -569,20 +570,6 @@ static json_t *fake_run(const char *dir, int n, double duration_s, double vary,
     return s;
 }
 
-static char *slurp(const char *path) {
-    char *t = NULL;
-    size_t n;
-    kvf_err err = {0};
-    ck_assert_msg(kvf_read_file(path, &t, &n, &err) == KVF_OK, "%s", err.msg);
-    return t;
-}
-
-static int count_of(const char *hay, const char *needle) {
-    int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
-    return n;
-}
-
 static bool have_gnuplot(void) { return system("command -v gnuplot >/dev/null 2>&1") == 0; }
 
 // Every data-key/data-value cell of the page equals the number at that key in summary.json.
@@ -631,9 +618,9 @@ START_TEST(test_report_html_and_md) {
     ck_assert_msg(rpt_report_write(tmpdir, true, true, &err) == KVF_OK, "%s", err.msg);
     char path[600];
     snprintf(path, sizeof path, "%s/report.html", tmpdir);
-    char *html = slurp(path);
+    char *html = kvt_slurp(path);
     snprintf(path, sizeof path, "%s/report.md", tmpdir);
-    char *md = slurp(path);
+    char *md = kvt_slurp(path);
 
     // sections and tables
     const char *ids[] = {"id=\"run-table\"", "id=\"headline-table\"", "id=\"economics-table\"",
@@ -679,13 +666,13 @@ START_TEST(test_report_html_and_md) {
         ck_assert_msg(access(path, R_OK) == 0, "no %s", path);
     }
     if (have_gnuplot()) {
-        ck_assert_int_eq(count_of(html, "<svg"), (int)nch);
-        ck_assert_int_eq(count_of(md, "](report_files/"), (int)nch);
+        ck_assert_int_eq(kvt_count(html, "<svg"), (int)nch);
+        ck_assert_int_eq(kvt_count(md, "](report_files/"), (int)nch);
         ck_assert(strstr(html, "Charts not drawn") == NULL);
     }
     // the TTFT CDF: sorted, ends at 1, 800 quantiles of 3000 requests
     snprintf(path, sizeof path, "%s/report_files/ttft_cdf.dat", tmpdir);
-    char *dat = slurp(path);
+    char *dat = kvt_slurp(path);
     char *line = strchr(dat, '\n') + 1;
     double prev = -1, y = 0;
     int pts = 0;
@@ -712,8 +699,8 @@ START_TEST(test_report_html_and_md) {
     ck_assert_int_eq(rpt_report_write(tmpdir, true, false, &err), KVF_OK);
     unsetenv("KVF_NO_GNUPLOT");
     snprintf(path, sizeof path, "%s/report.html", tmpdir);
-    html = slurp(path);
-    ck_assert_int_eq(count_of(html, "<svg"), 0);
+    html = kvt_slurp(path);
+    ck_assert_int_eq(kvt_count(html, "<svg"), 0);
     ck_assert(strstr(html, "Charts not drawn") != NULL);
     ck_assert(strstr(html, "report_files/ttft_cdf.dat") != NULL);
     snprintf(path, sizeof path, "%s/report_files/charts.gp", tmpdir);
@@ -728,9 +715,9 @@ START_TEST(test_report_html_and_md) {
     free(saved);
     ck_assert_int_eq(st, KVF_OK);
     snprintf(path, sizeof path, "%s/report.html", tmpdir);
-    html = slurp(path);
+    html = kvt_slurp(path);
     ck_assert(strstr(html, "gnuplot is not installed") != NULL);
-    ck_assert_int_eq(count_of(html, "<svg"), 0);
+    ck_assert_int_eq(kvt_count(html, "<svg"), 0);
     free(html);
     json_decref(sum);
     rm_tmp();
@@ -755,7 +742,7 @@ START_TEST(test_report_bad_dirs) {
     fclose(f);
     ck_assert_int_eq(rpt_report_write(tmpdir, true, true, &err), KVF_OK);
     snprintf(path, sizeof path, "%s/report.html", tmpdir);
-    char *html = slurp(path);
+    char *html = kvt_slurp(path);
     ck_assert(strstr(html, "No results.db") != NULL);
     ck_assert(strstr(html, "data-value=\"12.5\"") != NULL);
     free(html);
@@ -798,7 +785,7 @@ START_TEST(test_compare_json_and_table) {
     f = fopen(out, "w");
     ck_assert_int_eq(rpt_compare_write(f, dirs, 2, false, false, &err), KVF_OK);
     fclose(f);
-    char *txt = slurp(out);
+    char *txt = kvt_slurp(out);
     ck_assert(strstr(txt, "TPOT p90 (ms)") != NULL);
     ck_assert(strstr(txt, "(+20.0%)") != NULL);
     ck_assert(strstr(txt, "router.prefill") != NULL);

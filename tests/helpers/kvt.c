@@ -108,3 +108,17 @@ int kvt_sh(const char *fmt, ...) {
     if (f) fclose(f);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
+
+char *kvt_slurp(const char *path) {
+    char *t = NULL;
+    size_t n;
+    kvf_err err = {0};
+    ck_assert_msg(kvf_read_file(path, &t, &n, &err) == KVF_OK, "%s", err.msg);
+    return t;
+}
+
+int kvt_count(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}

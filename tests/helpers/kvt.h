@@ -28,6 +28,10 @@ void kvt_tmp_remove(void);
 // stderr into kvt_err; returns the exit status (128 when it did not exit normally).
 extern char kvt_out[1 << 20], kvt_err[65536];
 int kvt_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+// A whole file as a NUL-terminated string (caller frees); fails the test when unreadable.
+char *kvt_slurp(const char *path);
+// Occurrences of needle in hay (non-overlapping).
+int kvt_count(const char *hay, const char *needle);
 // Runs the suite, returns the process exit code.
 int kvt_main(Suite *s);
 
