@@ -129,12 +129,39 @@ typedef struct mdl_seq {
 
 typedef enum mdl_phase { MDL_PREFILL = 0, MDL_DECODE, MDL_MIXED, MDL_VISION } mdl_phase;
 
+// Context caps of a model's attention: a query of a capped layer kind sees at most `cap` keys.
+// Cap 0 is the sliding window (window layers); cap 1 is reserved for sparse attention's top-k.
+// A cap of 0 means that kind is absent.
+enum { MDL_CAP_WINDOW = 0, MDL_CAP_TOPK, MDL_CAPS };
+
+// Decode sequences given by running sums instead of entries: n sequences, each computing one
+// new token over its own cached context c_i >= 1. A step model answers exactly what it answers
+// for the same sequences listed in mdl_batch.seqs (bit for bit: sums of integers are exact in
+// doubles up to 2^53), so a simulator can keep these sums per instance and pay O(1) per step
+// instead of O(batch).
+typedef struct mdl_decode_sum {
+    uint32_t n;                 // sequences
+    double sum_ctx;             // sum of c_i
+    double sum_min[MDL_CAPS];   // sum of min(c_i + 1, cap_j) for each cap the model has
+                                // (mdl_model_caps); ignored where the cap is 0
+} mdl_decode_sum;
+
 typedef struct mdl_batch {
     mdl_phase phase;
     const mdl_seq *seqs;        // n entries
     uint32_t n;
     uint32_t images;            // vision phase: images to encode
+    const mdl_decode_sum *dsum; // more decode sequences as sums (NULL = none); they count as
+                                // sequences of the batch in every phase but vision
 } mdl_batch;
+
+// The model's context caps (MDL_CAPS entries, 0 = none): caps[MDL_CAP_WINDOW] = window.
+void mdl_model_caps(const mdl_model *m, uint32_t caps[MDL_CAPS]);
+// Adds a sequence of cached context ctx (>= 1) to a decode sum, and removes it.
+void mdl_decode_sum_add(mdl_decode_sum *d, const uint32_t caps[MDL_CAPS], double ctx);
+void mdl_decode_sum_sub(mdl_decode_sum *d, const uint32_t caps[MDL_CAPS], double ctx);
+// Sequences in the batch: n plus those of dsum.
+uint32_t mdl_batch_size(const mdl_batch *b);
 
 typedef struct mdl_step_cost {
     int64_t ns;                 // step duration
@@ -178,6 +205,7 @@ typedef struct mdl_stepper_vt {
     const char *name;                                              // "roofline", "calibrated"
     void (*cost)(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out);
     void (*destroy)(mdl_stepper *s);
+    bool decode_sums;           // cost() accepts mdl_batch.dsum (else: list every sequence)
 } mdl_stepper_vt;
 struct mdl_stepper {
     const mdl_stepper_vt *vt;

@@ -74,6 +74,60 @@ static double pairs(double n, double c, double w) {
     return (w * (w + 1) - c * (c + 1)) / 2 + (hi - w) * w;
 }
 
+void mdl_model_caps(const mdl_model *m, uint32_t caps[MDL_CAPS]) {
+    for (int j = 0; j < MDL_CAPS; j++) caps[j] = 0;
+    caps[MDL_CAP_WINDOW] = m->window;
+}
+
+static void dsum_step(mdl_decode_sum *d, const uint32_t caps[MDL_CAPS], double ctx, double sign) {
+    d->n = (uint32_t)((int64_t)d->n + (int64_t)sign);
+    d->sum_ctx += sign * ctx;
+    for (int j = 0; j < MDL_CAPS; j++)
+        if (caps[j]) d->sum_min[j] += sign * KVF_MIN(ctx + 1, (double)caps[j]);
+}
+
+void mdl_decode_sum_add(mdl_decode_sum *d, const uint32_t caps[MDL_CAPS], double ctx) {
+    dsum_step(d, caps, ctx, 1);
+}
+
+void mdl_decode_sum_sub(mdl_decode_sum *d, const uint32_t caps[MDL_CAPS], double ctx) {
+    KVF_ASSERT(d->n > 0);
+    dsum_step(d, caps, ctx, -1);
+}
+
+uint32_t mdl_batch_size(const mdl_batch *b) {
+    return b->n + (b->dsum && b->phase != MDL_VISION ? b->dsum->n : 0);
+}
+
+// MLA attention FLOPs per (query, key) pair and layer for a chunk of n tokens over c cached:
+// the absorbed form, or the expanded form plus up-projecting the cached latents, whichever is
+// cheaper. *fixed gets the per-layer extra of the expanded form.
+static double mla_fpp(const mdl_model *m, double pf, double c, double *fixed) {
+    double heads = m->heads, hd = m->head_dim;
+    // Absorbed form: scores over the latent (kv_lora + rope) and values in the latent.
+    double absorbed = 2.0 * heads * (m->kv_lora_rank + m->rope_dim) + 2.0 * heads * m->kv_lora_rank;
+    // Expanded form: per-head q.k over (head_dim + rope) and p.v over head_dim, after
+    // up-projecting the c cached latents to keys and values.
+    double expanded = 2.0 * heads * (hd + m->rope_dim) + 2.0 * heads * hd;
+    double up = 2.0 * c * m->kv_lora_rank * heads * 2.0 * hd;
+    *fixed = 0;
+    if (pf * absorbed <= pf * expanded + up) return absorbed;
+    *fixed = up;
+    return expanded;
+}
+
+// One-token sequences over c >= 1 cached tokens are summed before the attention terms are
+// formed, so a batch listed per sequence and the same batch given as sums (mdl_decode_sum)
+// cost the same to the last bit. For them pairs(1, c, w) = min(c + 1, w) and MLA always takes
+// the absorbed form (checked: its condition is weakest at c = 1).
+static bool one_token_summable(const mdl_model *m, double n, double c) {
+    if (n != 1 || c < 1) return false;
+    if (m->attention != MDL_ATTN_MLA) return true;
+    double fixed;
+    mla_fpp(m, 2, 1, &fixed);
+    return fixed == 0;
+}
+
 void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
     memset(w, 0, sizeof *w);
     double act_elem = m->kv_bytes_per_elem; // activations in the KV precision
@@ -88,12 +142,17 @@ void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) 
         w->bytes[MDL_WG_DENSE] = w->weight_bytes[MDL_WG_DENSE];
         return;
     }
+    const mdl_decode_sum *ds = b->dsum;
     double T = 0, rows = 0;
     for (uint32_t i = 0; i < b->n; i++) {
         double n = b->seqs[i].new_tokens;
         if (n <= 0) continue;
         T += n;
         rows += b->phase == MDL_DECODE ? n : 1; // prefill: logits of the last token only
+    }
+    if (ds && ds->n) {
+        T += ds->n;
+        rows += ds->n;
     }
     if (T <= 0) return;
     w->tokens = T;
@@ -131,28 +190,23 @@ void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) 
     double wl = m->window ? m->window_layers : 0, fl = m->layers - wl;
     double kvl = m->kv_bytes_per_token_layer;
     double heads = m->heads, hd = m->head_dim;
+    uint32_t caps[MDL_CAPS];
+    mdl_model_caps(m, caps);
+    mdl_decode_sum one = {0};   // the batch's one-token sequences, summed
+    if (ds) one = *ds;
     for (uint32_t i = 0; i < b->n; i++) {
         double n = b->seqs[i].new_tokens, c = b->seqs[i].cached_tokens;
         if (n <= 0) continue;
+        if (one_token_summable(m, n, c)) {
+            mdl_decode_sum_add(&one, caps, c);
+            continue;
+        }
         double pf = pairs(n, c, 0), pw = pairs(n, c, m->window);
         double fpp, fixed = 0; // FLOPs per (query, key) pair and layer; per-layer extra
-        if (m->attention == MDL_ATTN_MLA) {
-            // Absorbed form: scores over the latent (kv_lora + rope) and values in the latent.
-            double absorbed =
-                2.0 * heads * (m->kv_lora_rank + m->rope_dim) + 2.0 * heads * m->kv_lora_rank;
-            // Expanded form: per-head q.k over (head_dim + rope) and p.v over head_dim, after
-            // up-projecting the c cached latents to keys and values.
-            double expanded = 2.0 * heads * (hd + m->rope_dim) + 2.0 * heads * hd;
-            double up = 2.0 * c * m->kv_lora_rank * heads * 2.0 * hd;
-            if (pf * absorbed <= pf * expanded + up) {
-                fpp = absorbed;
-            } else {
-                fpp = expanded;
-                fixed = up;
-            }
-        } else {
+        if (m->attention == MDL_ATTN_MLA)
+            fpp = mla_fpp(m, pf, c, &fixed);
+        else
             fpp = 4.0 * heads * hd;
-        }
         w->flops[MDL_WG_ATTN_FULL] += fl * (pf * fpp + fixed);
         w->flops[MDL_WG_ATTN_WINDOW] += wl * (pw * fpp + fixed);
         // KV read once per step per sequence and layer (the chunk's own keys included), and
@@ -160,6 +214,16 @@ void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) 
         double rd_full = c + n, rd_win = m->window ? KVF_MIN(c + n, (double)m->window) : c + n;
         w->bytes[MDL_WG_ATTN_FULL] += fl * kvl * (rd_full + n);
         w->bytes[MDL_WG_ATTN_WINDOW] += wl * kvl * (rd_win + n);
+    }
+    if (one.n) {
+        // pairs(1, c, 0) = c + 1 keys read; window layers min(c + 1, window); one token written
+        double fixed, fpp = m->attention == MDL_ATTN_MLA ? mla_fpp(m, 2, 1, &fixed) : 4.0 * heads * hd;
+        double pf = one.sum_ctx + one.n;
+        double pw = m->window ? one.sum_min[MDL_CAP_WINDOW] : pf;
+        w->flops[MDL_WG_ATTN_FULL] += fl * (pf * fpp);
+        w->flops[MDL_WG_ATTN_WINDOW] += wl * (pw * fpp);
+        w->bytes[MDL_WG_ATTN_FULL] += fl * kvl * (pf + one.n);
+        w->bytes[MDL_WG_ATTN_WINDOW] += wl * kvl * (pw + one.n);
     }
 }
 
@@ -302,7 +366,7 @@ static void roofline_destroy(mdl_stepper *s) {
     free(s);
 }
 
-static const mdl_stepper_vt roofline_vt = {"roofline", roofline_cost, roofline_destroy};
+static const mdl_stepper_vt roofline_vt = {"roofline", roofline_cost, roofline_destroy, true};
 
 mdl_stepper *mdl_roofline_create(const mdl_model *m, const mdl_hardware *hw,
                                  const mdl_parallel *par, const mdl_efficiency *eff) {

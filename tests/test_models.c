@@ -233,7 +233,7 @@ END_TEST
 static mdl_batch one(mdl_phase ph, mdl_seq *s, uint32_t new_tokens, uint32_t cached) {
     s->new_tokens = new_tokens;
     s->cached_tokens = cached;
-    mdl_batch b = {ph, s, 1, 0};
+    mdl_batch b = {ph, s, 1, 0, NULL};
     return b;
 }
 
@@ -282,12 +282,12 @@ START_TEST(test_work_moe_and_vision) {
     mdl_seq many[512];
     for (int i = 0; i < 512; i++)
         many[i] = (mdl_seq){1, 100};
-    mdl_batch big = {MDL_DECODE, many, 512, 0};
+    mdl_batch big = {MDL_DECODE, many, 512, 0, NULL};
     mdl_batch_work_detail(&ds, &big, &w);
     ck_assert_msg(w.experts_touched > 255 && w.experts_touched <= 256, "%g", w.experts_touched);
     // vision: 2 FLOPs per encoder parameter per image token
     mdl_model g = load_model("gemma-3-27b");
-    mdl_batch v = {MDL_VISION, NULL, 0, 3};
+    mdl_batch v = {MDL_VISION, NULL, 0, 3, NULL};
     double f, y;
     mdl_batch_work(&g, &v, &f, &y);
     ck_assert_double_eq_tol(f, 2.0 * 417e6 * 3 * 256, 1);
@@ -323,7 +323,7 @@ START_TEST(test_roofline_decode_memory_bound) {
     ck_assert_uint_eq(st->extrapolations, 0);
     mdl_stepper_destroy(st);
     // empty batch costs nothing
-    mdl_batch empty = {MDL_DECODE, NULL, 0, 0};
+    mdl_batch empty = {MDL_DECODE, NULL, 0, 0, NULL};
     mdl_roofline_eval(&m, &h, NULL, &e, &empty, &c);
     ck_assert_int_eq(c.ns, 0);
 }
@@ -372,7 +372,7 @@ START_TEST(test_roofline_monotone) {
             mdl_seq s[16];
             for (int i = 0; i < 16; i++)
                 s[i] = (mdl_seq){1, ctx};
-            mdl_batch b = {MDL_DECODE, s, 16, 0};
+            mdl_batch b = {MDL_DECODE, s, 16, 0, NULL};
             mdl_step_cost c;
             mdl_roofline_eval(&m, &h, &par, NULL, &b, &c);
             // window-only growth can be flat once the window is full; never decreasing
@@ -385,7 +385,7 @@ START_TEST(test_roofline_monotone) {
         for (int i = 0; i < 1024; i++)
             s[i] = (mdl_seq){1, 2048};
         for (uint32_t n = 1; n <= 1024; n *= 2) { // decode batch
-            mdl_batch b = {MDL_DECODE, s, n, 0};
+            mdl_batch b = {MDL_DECODE, s, n, 0, NULL};
             mdl_step_cost c;
             mdl_roofline_eval(&m, &h, &par, NULL, &b, &c);
             ck_assert_msg(c.ns > prev, "%s decode batch %u", models[k], n);
@@ -427,7 +427,7 @@ START_TEST(test_roofline_tp_halves_compute) {
     mdl_seq many[256];
     for (int i = 0; i < 256; i++)
         many[i] = (mdl_seq){1, 4096};
-    mdl_batch d = {MDL_DECODE, many, 256, 0};
+    mdl_batch d = {MDL_DECODE, many, 256, 0, NULL};
     mdl_parallel even = {16, 1, 16, 1.0}, skew = {16, 1, 16, 1.5};
     mdl_roofline_eval(&ds, &h, &even, &e, &d, &c1);
     mdl_roofline_eval(&ds, &h, &skew, &e, &d, &c4);
@@ -506,7 +506,7 @@ static mdl_stepper *make_cal(const mdl_model *m, const mdl_hardware *h, const ch
 }
 
 static int64_t cost_of(mdl_stepper *s, mdl_phase ph, const mdl_seq *seqs, uint32_t n, bool *ex) {
-    mdl_batch b = {ph, seqs, n, 0};
+    mdl_batch b = {ph, seqs, n, 0, NULL};
     mdl_step_cost c;
     mdl_stepper_cost(s, &b, &c);
     if (ex) *ex = c.extrapolated;
@@ -595,7 +595,7 @@ START_TEST(test_calibrated_extrapolation_flagged) {
     mdl_efficiency e;
     mdl_efficiency_default(&e);
     mdl_step_cost r128, r64;
-    mdl_batch b128 = {MDL_DECODE, d, 128, 0}, b64 = {MDL_DECODE, d, 64, 0};
+    mdl_batch b128 = {MDL_DECODE, d, 128, 0, NULL}, b64 = {MDL_DECODE, d, 64, 0, NULL};
     mdl_roofline_eval(&m, &h, NULL, &e, &b128, &r128);
     mdl_roofline_eval(&m, &h, NULL, &e, &b64, &r64);
     double expect = (double)r128.ns * (t_dec(64, 1024) / (double)r64.ns) + t_host(64);
@@ -698,7 +698,7 @@ START_TEST(test_fit_recovers_efficiency) {
     for (int i = 0; i < 6; i++)
         for (int j = 0; j < 3; j++) {
             mdl_seq s = {Ts[i], Cs[j]};
-            mdl_batch b = {MDL_PREFILL, &s, 1, 0};
+            mdl_batch b = {MDL_PREFILL, &s, 1, 0, NULL};
             mdl_step_cost c;
             mdl_roofline_eval(&m, &h, NULL, &truth, &b, &c);
             n +=
@@ -710,7 +710,7 @@ START_TEST(test_fit_recovers_efficiency) {
         for (int j = 0; j < 3; j++) {
             for (uint32_t k = 0; k < Bs[i]; k++)
                 seqs[k] = (mdl_seq){1, Cs[j]};
-            mdl_batch b = {MDL_DECODE, seqs, Bs[i], 0};
+            mdl_batch b = {MDL_DECODE, seqs, Bs[i], 0, NULL};
             mdl_step_cost c;
             mdl_roofline_eval(&m, &h, NULL, &truth, &b, &c);
             n += snprintf(buf + n, sizeof buf - n, "tiny-dense,cpu,cpu,decode,%u,1,%u,%lld,,,3,,\n",
@@ -755,6 +755,87 @@ START_TEST(test_fit_recovers_efficiency) {
 }
 END_TEST
 
+
+// A decode batch given as running sums costs exactly (bit for bit) what the same sequences
+// listed one by one cost, under the roofline and the calibrated model, for dense, MoE, MLA and
+// sliding-window models, alone and beside prefill chunks (mixed steps).
+START_TEST(test_decode_sums_match_listed) {
+    const char *models[] = {"llama-3.1-8b", "deepseek-v3", "gpt-oss-120b", "gemma-3-27b", "tiny-dense"};
+    mdl_hardware hw = load_hw("h100");
+    uint64_t x = 88172645463325252ULL;
+    for (size_t k = 0; k < sizeof models / sizeof *models; k++) {
+        mdl_model m = load_model(models[k]);
+        uint32_t caps[MDL_CAPS];
+        mdl_model_caps(&m, caps);
+        mdl_parallel par = {.gpus = 8, .tp = 8, .ep = m.experts ? 8 : 1, .ep_skew = 1.2};
+        mdl_stepper *roof = mdl_roofline_create(&m, &hw, &par, NULL);
+        for (int trial = 0; trial < 40; trial++) {
+            enum { N = 300 };
+            mdl_seq all[N + 2];
+            mdl_decode_sum ds = {0};
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            uint32_t n = 1 + (uint32_t)(x % N);
+            for (uint32_t i = 0; i < n; i++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                uint32_t ctx = 1 + (uint32_t)(x % (trial < 20 ? 9000 : 200000));
+                all[i] = (mdl_seq){1, ctx};
+                mdl_decode_sum_add(&ds, caps, ctx);
+            }
+            // two prefill chunks in the mixed trials, listed in both forms
+            uint32_t np = trial % 2 ? 2 : 0;
+            mdl_seq pre[2] = {{777, 4096}, {2048, 0}};
+            for (uint32_t i = 0; i < np; i++) all[n + i] = pre[i];
+            mdl_phase ph = np ? MDL_MIXED : MDL_DECODE;
+            mdl_batch listed = {.phase = ph, .seqs = all, .n = n + np};
+            mdl_batch summed = {.phase = ph, .seqs = pre, .n = np, .dsum = &ds};
+            ck_assert_uint_eq(mdl_batch_size(&listed), mdl_batch_size(&summed));
+            mdl_work a, b;
+            mdl_batch_work_detail(&m, &listed, &a);
+            mdl_batch_work_detail(&m, &summed, &b);
+            for (int g = 0; g < MDL_WG_COUNT; g++) {
+                ck_assert_msg(a.flops[g] == b.flops[g], "%s trial %d group %d: flops %.17g vs %.17g",
+                              models[k], trial, g, a.flops[g], b.flops[g]);
+                ck_assert_msg(a.bytes[g] == b.bytes[g], "%s trial %d group %d: bytes %.17g vs %.17g",
+                              models[k], trial, g, a.bytes[g], b.bytes[g]);
+            }
+            mdl_step_cost ca, cb;
+            mdl_stepper_cost(roof, &listed, &ca);
+            mdl_stepper_cost(roof, &summed, &cb);
+            ck_assert_msg(ca.ns == cb.ns, "%s trial %d: %lld vs %lld ns", models[k], trial,
+                          (long long)ca.ns, (long long)cb.ns);
+            ck_assert_int_gt(ca.ns, 0);
+        }
+        mdl_stepper_destroy(roof);
+    }
+    // calibrated: the decode table at (batch, mean context) and the host overhead by batch size
+    mdl_model m = load_model("tiny-dense");
+    mdl_hardware cpu = load_hw("cpu");
+    char prof[1200];
+    snprintf(prof, sizeof prof, "%s/profiles/cpu-tiny-dense.csv", models_dir);
+    mdl_stepper *cal = NULL;
+    kvf_err err = {0};
+    ck_assert_msg(mdl_calibrated_create(&cal, &m, &cpu, NULL, NULL, prof, &err) == KVF_OK, "%s", err.msg);
+    uint32_t caps[MDL_CAPS];
+    mdl_model_caps(&m, caps);
+    for (uint32_t n = 1; n <= 64; n += 7) {
+        mdl_seq all[64];
+        mdl_decode_sum ds = {0};
+        for (uint32_t i = 0; i < n; i++) {
+            all[i] = (mdl_seq){1, 3 + 37 * i};
+            mdl_decode_sum_add(&ds, caps, 3 + 37 * i);
+        }
+        mdl_batch listed = {.phase = MDL_DECODE, .seqs = all, .n = n};
+        mdl_batch summed = {.phase = MDL_DECODE, .dsum = &ds};
+        mdl_step_cost ca, cb;
+        mdl_stepper_cost(cal, &listed, &ca);
+        mdl_stepper_cost(cal, &summed, &cb);
+        ck_assert_msg(ca.ns == cb.ns, "calibrated n %u: %lld vs %lld ns", n, (long long)ca.ns,
+                      (long long)cb.ns);
+    }
+    mdl_stepper_destroy(cal);
+}
+END_TEST
+
 static Suite *models_suite(void) {
     Suite *s = suite_create("models");
     TCase *t = tcase_create("files");
@@ -775,6 +856,7 @@ static Suite *models_suite(void) {
     tcase_add_test(t, test_roofline_monotone);
     tcase_add_test(t, test_roofline_tp_halves_compute);
     tcase_add_test(t, test_kv_capacity);
+    tcase_add_test(t, test_decode_sums_match_listed);
     suite_add_tcase(s, t);
     t = tcase_create("calibrated");
     tcase_add_checked_fixture(t, setup_dirs, cleanup_dirs);
