@@ -82,9 +82,45 @@ typedef struct sim_req {
     uint16_t images;
     uint8_t cls, flags;
     uint8_t state;              // sim_req_state
+    uint32_t dgen;              // decode sums: membership generation (stale heap entries)
+    int64_t dctx0;              // decode sums: context - step count of its instance (constant
+                                // while a member: both grow by one per step)
+    uint64_t dk0;               // decode sums: step count when produced/last_ns were synced
+    bool dfin;                  // decode sums: finishes at the step being retired
     bool in_batch;              // part of the current step of its instance
     bool scheduled;             // its first prefill chunk was scheduled (prompt accounted)
 } sim_req;
+
+// A min-heap of (key, request slot, membership generation): decode finishes and window
+// saturations by step count. Entries of requests that left are skipped on pop (lazy delete).
+typedef struct sim_gheap {
+    struct sim_gentry {
+        uint64_t key;
+        uint32_t slot, gen;
+    } *e;
+    size_t n, cap;
+} sim_gheap;
+
+// Running sums of a decode batch (see "decode sums" in sim_cluster.c). Member i holds context
+// dctx0_i + k during step k + 1, so the batch is n, sum_ctx = a + n k and, per context cap,
+// the sequences below the cap (n_below, a_below) plus those at it.
+typedef struct sim_dsum {
+    uint64_t k;                 // decode steps completed on the instance
+    uint32_t n;                 // members (each emits one token per step)
+    int64_t a;                  // sum of dctx0 over members
+    uint32_t caps[MDL_CAPS];    // the model's context caps (0 = none)
+    uint32_t n_below[MDL_CAPS]; // members with context + 1 < cap
+    int64_t a_below[MDL_CAPS];  // sum of dctx0 over those
+    sim_gheap below[MDL_CAPS];  // those by the step count at which they reach the cap
+    sim_gheap fin;              // members by the step count after which they finish
+    sim_time last_end;          // end of the last decode step
+    uint32_t *fresh;            // members yet to emit here: their first gap is their own
+    uint32_t n_fresh, fresh_cap;
+    uint32_t *recomp;           // running requests whose next step rebuilds their KV
+    uint32_t n_recomp, recomp_cap;
+    uint32_t *scratch;          // finishing positions, ordered as the listed path visits them
+    size_t scratch_cap;
+} sim_dsum;
 
 // A min-heap of request slots by (key, seq): FCFS uses key 0, SPF the prompt length,
 // priority the class.
@@ -110,6 +146,9 @@ typedef struct sim_inst {
     uint32_t n_batch, batch_cap;
     uint32_t *running;          // decode: admitted requests
     uint32_t n_running, running_cap;
+    uint32_t n_structured;      // running requests with structured output (mask per step)
+    bool dsum_on;               // decode by running sums (else every sequence is listed)
+    sim_dsum ds;                // decode sums (dsum_on)
     uint32_t n_loading;         // prefill: requests loading
     uint32_t n_prefilling;      // colocated: requests holding KV while still in prefill
     double queued_tokens;       // prefill: tokens still to compute (router signal)
@@ -194,6 +233,7 @@ typedef struct sim_cluster {
     rpt_progress progress;      // bar on stderr (terminals only)
     bool show_progress;
     uint64_t timeline_events;
+    uint32_t dgen;              // decode-sum membership generations handed out
 } sim_cluster;
 
 // Routers (sim_router.c): return an instance id of the pool.

@@ -132,7 +132,7 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_set_new(s, "ttft_ms", stats_obj(&m->ttft_ms));
     json_object_set_new(s, "tpot_ms", stats_obj(&m->tpot_ms));
     json_t *itl = json_object();
-    json_object_set_new(itl, "mean", json_real(m->itl_ms.total ? m->itl_ms.sum / (double)m->itl_ms.total : 0));
+    json_object_set_new(itl, "mean", json_real(sim_hist_mean(&m->itl_ms)));
     json_object_set_new(itl, "p50", json_real(sim_hist_percentile(&m->itl_ms, 50)));
     json_object_set_new(itl, "p90", json_real(sim_hist_percentile(&m->itl_ms, 90)));
     json_object_set_new(itl, "p99", json_real(sim_hist_percentile(&m->itl_ms, 99)));

@@ -313,6 +313,96 @@ START_TEST(test_halving_load_cuts_ttft) {
 }
 END_TEST
 
+
+// Decode by running sums (O(1) per step) against the reference path that lists every sequence:
+// the same runs, figure for figure, and the same request rows in the same order, on real
+// traces, under overload with preemption (recompute and swap), colocated mixed batches, a
+// sliding-window model, structured output and the calibrated step model.
+static char *request_rows(const char *dir) {
+    char db[1200];
+    snprintf(db, sizeof db, "%s/results.db", dir);
+    sqlite3 *h = NULL;
+    ck_assert_int_eq(sqlite3_open(db, &h), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    ck_assert_int_eq(sqlite3_prepare_v2(h, "select * from request order by rowid", -1, &st, NULL), SQLITE_OK);
+    size_t cap = 1 << 16, n = 0;
+    char *out = malloc(cap);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        for (int i = 0; i < sqlite3_column_count(st); i++) {
+            const char *t = (const char *)sqlite3_column_text(st, i);
+            size_t l = t ? strlen(t) : 1;
+            if (n + l + 2 >= cap) out = realloc(out, cap *= 2);
+            memcpy(out + n, t ? t : "-", l);
+            n += l;
+            out[n++] = i + 1 < sqlite3_column_count(st) ? ',' : '\n';
+        }
+    }
+    out[n] = 0;
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return out;
+}
+
+START_TEST(test_decode_sums_match_listed_path) {
+    struct {
+        const char *scenario, *trace, *sets[8];
+        int nsets;
+    } cases[] = {
+        {"quickstart.yaml", "mooncake_conversation.jsonl",
+         {"workload.limit_requests=3000", "workload.time_scale=0.3", "cluster.decode.instances=1",
+          "cluster.decode.kv_tokens=300000"}, 4},
+        {"quickstart.yaml", "mooncake_conversation.jsonl",
+         {"workload.limit_requests=2000", "workload.time_scale=0.3", "cluster.decode.instances=1",
+          "cluster.decode.kv_tokens=250000", "cluster.preemption=swap", "structured.share=0.3",
+          "structured.mask_us=40"}, 7},
+        {"quickstart.yaml", "mooncake_conversation.jsonl",
+         {"workload.limit_requests=2000", "cluster.mode=colocated", "cluster.prefill.instances=3",
+          "cluster.decode.instances=0", "cluster.prefill.kv_tokens=400000"}, 5},
+        {"quickstart.yaml", "weka_agentic_dev.jsonl",
+         {"workload.limit_requests=1500", "model=gpt-oss-120b", "workload.format=auto"}, 3},
+        {"quickstart.yaml", "azure2023_conv.csv",
+         {"workload.limit_requests=2000", "model=gemma-3-27b", "workload.format=azure",
+          "workload.time_scale=0.5"}, 4},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char d1[64], d2[64];
+        kvt_tmp_make("kvf_dsum_a");
+        snprintf(d1, sizeof d1, "%s", kvt_tmp);
+        kvt_tmp_make("kvf_dsum_b");
+        snprintf(d2, sizeof d2, "%s", kvt_tmp);
+        const char *trace = kvt_shared_trace(cases[k].trace);
+        kvt_decode_listed = false;
+        json_t *fast = kvt_run(cases[k].scenario, trace, cases[k].sets, cases[k].nsets, d1);
+        kvt_decode_listed = true;
+        json_t *slow = kvt_run(cases[k].scenario, trace, cases[k].sets, cases[k].nsets, d2);
+        kvt_decode_listed = false;
+        ck_assert_msg(kvt_num(fast, "requests.completed") > 500, "case %zu: %g completed", k,
+                      kvt_num(fast, "requests.completed"));
+        printf("decode sums vs listed, case %zu: ttft p90 %.3f / %.3f ms, tpot p90 %.4f / %.4f ms, "
+               "itl p99 %.4f / %.4f ms, preemptions %g\n", k, kvt_num(fast, "ttft_ms.p90"),
+               kvt_num(slow, "ttft_ms.p90"), kvt_num(fast, "tpot_ms.p90"), kvt_num(slow, "tpot_ms.p90"),
+               kvt_num(fast, "itl_ms.p99"), kvt_num(slow, "itl_ms.p99"),
+               kvt_num(fast, "steps.preemptions"));
+        json_object_del(fast, "sim");
+        json_object_del(slow, "sim");
+        char *a = json_dumps(fast, JSON_SORT_KEYS), *b = json_dumps(slow, JSON_SORT_KEYS);
+        size_t i = 0;
+        while (a[i] && a[i] == b[i]) i++;
+        ck_assert_msg(!strcmp(a, b), "case %zu: summaries differ at ...%.120s... vs ...%.120s...", k,
+                      a + (i > 60 ? i - 60 : 0), b + (i > 60 ? i - 60 : 0));
+        free(a), free(b);
+        char *ra = request_rows(d1), *rb = request_rows(d2);
+        ck_assert_msg(!strcmp(ra, rb), "case %zu: request rows differ", k);
+        free(ra), free(rb);
+        json_decref(fast), json_decref(slow);
+        snprintf(kvt_tmp, sizeof kvt_tmp, "%s", d1);
+        kvt_tmp_remove();
+        snprintf(kvt_tmp, sizeof kvt_tmp, "%s", d2);
+        kvt_tmp_remove();
+    }
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("sim");
     TCase *k = tcase_create("kernel");
@@ -325,6 +415,7 @@ static Suite *suite(void) {
     tcase_set_timeout(e, 600);
     tcase_add_test(e, test_run_is_deterministic);
     tcase_add_test(e, test_invariants_on_real_traces);
+    tcase_add_test(e, test_decode_sums_match_listed_path);
     tcase_add_test(e, test_md1_queueing_delay);
     tcase_add_test(e, test_more_decode_instances_cut_tpot_under_overload);
     tcase_add_test(e, test_halving_load_cuts_ttft);
