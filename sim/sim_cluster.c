@@ -109,7 +109,17 @@ static void reschedule_link(sim_cluster *c, uint32_t id) {
 }
 
 static void link_send(sim_cluster *c, uint32_t id, double bytes, uint64_t tag) {
-    sim_link *l = &c->links[id].link;
+    sim_link_ref *lr = &c->links[id];
+    sim_link *l = &lr->link;
+    if (lr->kind == LINK_SSDW) {
+        // Nobody waits for a write-down: no flow and no event, only the backlog it builds
+        // (the link busy until busy_until at full rate), whose peak the summary reports.
+        sim_time start = lr->busy_until > c->now ? lr->busy_until : c->now;
+        lr->busy_until = start + (sim_time)llround(bytes / l->Bps * 1e9);
+        double backlog = (double)(lr->busy_until - c->now) * 1e-9;
+        if (backlog > c->m.ssd_write_backlog_s_peak) c->m.ssd_write_backlog_s_peak = backlog;
+        return;
+    }
     // latency is charged as bytes at line rate so it shares the one completion event
     sim_link_add(l, c->now, bytes + (double)l->latency_ns * 1e-9 * l->Bps, tag);
     reschedule_link(c, id);
@@ -1221,7 +1231,6 @@ static void on_link(sim_cluster *c, uint32_t id) {
     uint64_t tag;
     while (sim_link_pop_done(&lr->link, c->now, &tag)) {
         sim_inst *in = &c->inst[lr->inst];
-        if (lr->kind == LINK_SSDW) continue;
         uint32_t slot = (uint32_t)tag;
         sim_req *r = REQ(c, slot);
         if (lr->kind == LINK_XFER) {

@@ -181,6 +181,7 @@ typedef struct sim_link_ref {
     sim_link link;
     uint32_t inst;
     uint8_t kind;               // SIM_TIER_DRAM/SSD load, 3 = KV transfer, 4 = SSD write
+    sim_time busy_until;        // SSD write links: end of the writes queued so far
 } sim_link_ref;
 
 typedef struct sim_donemap {    // closed loop: trace id -> completion (open addressing)

@@ -46,6 +46,7 @@ typedef struct sim_metrics {
     double prefill_flops, prefill_flops_no_reuse, prefill_flops_window_full;
     double load_bytes[3];           // bytes loaded from each tier
     double ssd_write_bytes, kv_transfer_bytes;
+    double ssd_write_backlog_s_peak; // longest queue of write-downs on an instance's SSD link (s)
     double store_bytes_peak;
     uint64_t extrapolated_steps, steps;
     // interval accumulators for the time series (reset at each sample)

@@ -188,6 +188,7 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_set_new(lb, "ssd", json_real(m->load_bytes[SIM_TIER_SSD]));
     json_object_set_new(ca, "load_bytes", lb);
     json_object_set_new(ca, "ssd_write_bytes", json_real(m->ssd_write_bytes));
+    json_object_set_new(ca, "ssd_write_backlog_s_peak", json_real(m->ssd_write_backlog_s_peak));
     json_object_set_new(ca, "kv_transfer_bytes", json_real(m->kv_transfer_bytes));
     json_t *pf = json_object();
     json_object_set_new(pf, "actual", json_real(m->prefill_flops));
