@@ -262,6 +262,9 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_set_new(sm, "extrapolated_steps", json_integer((json_int_t)m->extrapolated_steps));
     json_object_set_new(sm, "extrapolated", json_boolean(m->extrapolated_steps > 0));
     json_object_set_new(sm, "preemptions", json_integer((json_int_t)m->preemptions));
+    json_object_set_new(sm, "decode_steps", json_integer((json_int_t)m->decode_steps));
+    json_object_set_new(sm, "decode_mean_batch",
+                        json_real(m->decode_steps ? (double)m->decode_step_seqs / (double)m->decode_steps : 0));
     json_object_set_new(s, "steps", sm);
 
     json_t *tr = json_object();
