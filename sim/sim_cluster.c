@@ -132,6 +132,7 @@ static uint32_t add_link(sim_cluster *c, double Bps, sim_time lat, uint32_t inst
     sim_link_init(&r->link, Bps, lat);
     r->inst = inst;
     r->kind = kind;
+    r->busy_until = 0;
     return (uint32_t)c->n_links++;
 }
 
@@ -626,8 +627,7 @@ static void route_prefill(sim_cluster *c, uint32_t slot) {
         reject(c, slot, "no_instance");
         return;
     }
-    sim_route_fn fn = sim_router_prefill(c->cfg->router_prefill);
-    uint32_t id = fn(c, p, r);
+    uint32_t id = p->route(c, p, r);
     if (id == SIM_NONE) {
         reject(c, slot, "slo");
         return;
@@ -646,7 +646,7 @@ static void start_decode_transfer(sim_cluster *c, sim_inst *pin, uint32_t slot) 
         reject(c, slot, "no_instance");
         return;
     }
-    uint32_t id = sim_router_decode(c->cfg->router_decode)(c, dp, r);
+    uint32_t id = dp->route(c, dp, r);
     r->dinst = id;
     r->state = SIM_RS_TRANSFER;
     double bytes = mdl_kv_seq_bytes(&c->model, r->input);   // window layers send their window
@@ -1106,7 +1106,16 @@ static uint32_t take_prefill_chunks(sim_cluster *c, sim_inst *in, int64_t budget
     return n;
 }
 
+static void try_start_step(sim_cluster *c, sim_inst *in);
+
+// Starts a step if the instance can; every change of an instance's load ends here (admission,
+// step ends, arrivals in its queues), so its router index is brought up to date here.
 static void try_start(sim_cluster *c, sim_inst *in) {
+    try_start_step(c, in);
+    sim_router_touch(c, in);
+}
+
+static void try_start_step(sim_cluster *c, sim_inst *in) {
     if (in->busy || c->status != KVF_OK) return;
     sim_pool *p = pool_of(c, in);
     mdl_step_cost k;
@@ -1360,7 +1369,10 @@ static void on_schedule(sim_cluster *c, uint32_t e) {
         uint32_t w = (uint32_t)KVF_MIN((uint32_t)want[k], p->n);
         if (w < 1) w = 1;
         p->n_active = w;
-        for (uint32_t i = 0; i < p->n; i++) c->inst[p->first + i].active = i < w;
+        for (uint32_t i = 0; i < p->n; i++) {
+            c->inst[p->first + i].active = i < w;
+            sim_router_touch(c, &c->inst[p->first + i]);
+        }
     }
 }
 
@@ -1481,6 +1493,8 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
     else if (cfg->prefix_cache && cfg->ssd.capacity_bytes > 0)
         ssd_blocks = (uint64_t)(cfg->ssd.capacity_bytes / c->block_bytes);
     sim_bcache_init(&c->ssd, ssd_blocks, cfg->retention_ns);
+    sim_router_init(c, &c->pool[SIM_POOL_PREFILL], true);
+    sim_router_init(c, &c->pool[SIM_POOL_DECODE], false);
     c->q = sim_queue_create(1024);
     if (o && o->timeline_path) {
         c->timeline = fopen(o->timeline_path, "w");
@@ -1577,7 +1591,10 @@ void sim_cluster_free(sim_cluster *c) {
     free(c->inst);
     for (uint32_t i = 0; i < c->n_links; i++) sim_link_free(&c->links[i].link);
     free(c->links);
-    for (int k = 0; k < SIM_POOLS; k++) mdl_stepper_destroy(c->pool[k].stepper);
+    for (int k = 0; k < SIM_POOLS; k++) {
+        mdl_stepper_destroy(c->pool[k].stepper);
+        sim_router_free(&c->pool[k]);
+    }
     for (uint32_t i = 0; i < c->req_cap; i++) free(c->req[i].blocks);
     free(c->req);
     free(c->seqs);

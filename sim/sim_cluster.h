@@ -166,6 +166,11 @@ typedef struct sim_inst {
     uint64_t steps;             // batch steps run
 } sim_inst;
 
+struct sim_cluster;
+struct sim_pool;
+struct sim_req;
+typedef uint32_t (*sim_route_fn)(struct sim_cluster *c, struct sim_pool *p, struct sim_req *r);
+
 typedef struct sim_pool {
     sim_pool_kind kind;
     const sim_pool_cfg *cfg;
@@ -173,6 +178,17 @@ typedef struct sim_pool {
     uint32_t n_active;
     mdl_stepper *stepper;
     uint32_t rr;                // round-robin cursor
+    sim_route_fn route;         // the pool's router, resolved once
+    double (*load)(const struct sim_cluster *, const struct sim_inst *);  // what a min-load
+                                // router minimises (NULL: the router scans or draws)
+    sim_time stale_at;          // the pool's router snapshot time (router.stale_ms)
+    // Min-load index: a tournament tree over the pool's instances, leaf i = load of instance
+    // first + i (+inf when inactive), node = the lower of its children (the left on ties, as
+    // a scan in index order picks the first); updated per instance in O(log n).
+    //   node 1 = root; children of k: 2k, 2k + 1; leaves [lsize, 2 lsize)
+    double *lval;
+    uint32_t *larg;
+    uint32_t lsize;
     double gpu_ns;              // integral of active GPUs over time
     sim_time gpu_last;
 } sim_pool;
@@ -228,7 +244,6 @@ typedef struct sim_cluster {
     kvf_err *err;               // first error inside a handler stops the run
     kvf_status status;
     kvf_rng rng;                // cluster-level draws (routers)
-    sim_time stale_at;          // router snapshot time
     double ep_skew_base;        // MoE skew after the redundant-expert balancer
     FILE *timeline;             // Chrome trace of batch steps (--trace-out), NULL = off
     rpt_progress progress;      // bar on stderr (terminals only)
@@ -238,9 +253,13 @@ typedef struct sim_cluster {
 } sim_cluster;
 
 // Routers (sim_router.c): return an instance id of the pool.
-typedef uint32_t (*sim_route_fn)(sim_cluster *c, sim_pool *p, sim_req *r);
 sim_route_fn sim_router_prefill(const char *name);
 sim_route_fn sim_router_decode(const char *name);
+// Resolves the pool's router (name from the scenario) and builds its min-load index.
+void sim_router_init(sim_cluster *c, sim_pool *p, bool prefill);
+// The instance's load changed (or its active flag): updates its pool's min-load index.
+void sim_router_touch(sim_cluster *c, const sim_inst *in);
+void sim_router_free(sim_pool *p);
 
 // Longest cached prefix of r on instance in (blocks), by tier (shared with routers). With
 // local_only the shared SSD is not consulted (the prefix ends at the first non-local block).

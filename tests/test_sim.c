@@ -403,6 +403,46 @@ START_TEST(test_decode_sums_match_listed_path) {
 }
 END_TEST
 
+
+// Min-load routers answer from an index updated per instance (O(log n)); with router_check
+// every answer is asserted against a scan of the pool, under live and stale load figures and
+// a time-of-day schedule that switches instances off and on. The runs must also route: the
+// chosen instances are spread (a broken index would send everything to one).
+START_TEST(test_router_index_matches_scan) {
+    const char *sets[][6] = {
+        {"router.prefill=least_loaded", "router.decode=least_kv", "workload.limit_requests=3000",
+         "cluster.prefill.instances=5", "cluster.decode.instances=4", NULL},
+        {"router.prefill=least_work", "router.decode=least_requests", "workload.limit_requests=3000",
+         "cluster.prefill.instances=5", "cluster.decode.instances=4", "router.stale_ms=200"},
+        {"router.prefill=least_loaded", "router.decode=least_kv", "workload.limit_requests=3000",
+         "cluster.prefill.instances=6", "cluster.decode.instances=4",
+         "cluster.schedule=[{from_h: 0, prefill: 2, decode: 1}, {from_h: 0.1, prefill: 6, decode: 4}, {from_h: 0.2, prefill: 3, decode: 2}]"},
+    };
+    for (size_t k = 0; k < sizeof sets / sizeof *sets; k++) {
+        int n = 0;
+        while (n < 6 && sets[k][n]) n++;
+        kvt_router_check = true;
+        kvt_tmp_make("kvf_router");
+        json_t *s = kvt_run("quickstart.yaml", kvt_shared_trace("mooncake_conversation.jsonl"), sets[k], n, kvt_tmp);
+        kvt_router_check = false;
+        ck_assert_int_eq((int)kvt_num(s, "requests.completed"), 3000);
+        char db[128];
+        snprintf(db, sizeof db, "%s/results.db", kvt_tmp);
+        sqlite3 *h = NULL;
+        ck_assert_int_eq(sqlite3_open(db, &h), SQLITE_OK);
+        sqlite3_stmt *st = NULL;
+        ck_assert_int_eq(sqlite3_prepare_v2(h, "select count(distinct prefill_instance), count(distinct decode_instance) from request", -1, &st, NULL), SQLITE_OK);
+        ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+        int np = sqlite3_column_int(st, 0), nd = sqlite3_column_int(st, 1);
+        sqlite3_finalize(st);
+        sqlite3_close(h);
+        ck_assert_msg(np >= 3 && nd >= 2, "case %zu: %d prefill and %d decode instances used", k, np, nd);
+        json_decref(s);
+        kvt_tmp_remove();
+    }
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("sim");
     TCase *k = tcase_create("kernel");
@@ -416,6 +456,7 @@ static Suite *suite(void) {
     tcase_add_test(e, test_run_is_deterministic);
     tcase_add_test(e, test_invariants_on_real_traces);
     tcase_add_test(e, test_decode_sums_match_listed_path);
+    tcase_add_test(e, test_router_index_matches_scan);
     tcase_add_test(e, test_md1_queueing_delay);
     tcase_add_test(e, test_more_decode_instances_cut_tpot_under_overload);
     tcase_add_test(e, test_halving_load_cuts_ttft);
