@@ -166,6 +166,7 @@ typedef struct sim_run_opts {
     double timeline_from_s, timeline_to_s;
     volatile int *interrupt;      // set non-zero (e.g. by SIGINT) to stop early
     bool router_check;            // min-load routers assert their index against a scan (tests)
+    bool decode_single;           // no runs of decode steps in one event (tests compare)
     bool decode_listed;           // decode steps list every running sequence (the O(batch)
                                   // reference path) instead of running sums; tests compare
 } sim_run_opts;

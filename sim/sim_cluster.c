@@ -838,15 +838,71 @@ static void dsum_leave(sim_cluster *c, sim_inst *in, uint32_t slot) {
     if (r->dk0 == d->k) u32_remove(d->fresh, &d->n_fresh, slot);
 }
 
-// The batch's decode members as the step model's sums.
-static mdl_decode_sum dsum_batch(const sim_dsum *d) {
-    mdl_decode_sum b = {.n = d->n, .sum_ctx = (double)(d->a + (int64_t)d->n * (int64_t)d->k)};
+// The batch's decode members as the step model's sums at step count k (>= d->k, and no
+// member reaching a cap in between).
+static mdl_decode_sum dsum_batch_at(const sim_dsum *d, uint64_t k) {
+    mdl_decode_sum b = {.n = d->n, .sum_ctx = (double)(d->a + (int64_t)d->n * (int64_t)k)};
     for (int j = 0; j < MDL_CAPS; j++) {
         if (!d->caps[j]) continue;
-        int64_t below = d->a_below[j] + (int64_t)d->n_below[j] * (int64_t)(d->k + 1);
+        int64_t below = d->a_below[j] + (int64_t)d->n_below[j] * (int64_t)(k + 1);
         b.sum_min[j] = (double)(below + (int64_t)(d->n - d->n_below[j]) * d->caps[j]);
     }
     return b;
+}
+
+static mdl_decode_sum dsum_batch(const sim_dsum *d) { return dsum_batch_at(d, d->k); }
+
+// ---- runs of decode steps --------------------------------------------------------------------
+// Between two changes of a decode batch (an admission, a finish, a member reaching a window,
+// a preemption) its steps differ only by each member's context growing by one. Such a stretch
+// is one event: the steps' durations are computed one by one (the same step-model calls as
+// single steps), only the last step's end is scheduled, and the steps before it are settled
+// when it fires (dsum_run_settle). A request arriving for the instance meanwhile (its decode
+// queue or, colocated, its prefill queue) cuts the run at the first step end not before it,
+// where a single-step instance would admit it. Runs are taken only where nothing reads the
+// instance between steps except the sampler (which settles what has passed): not under a
+// router that balances decode KV over several instances, not with per-step random skew, not
+// with a step timeline.
+enum { RUN_MAX = 4096 };
+
+// Steps of the run in flight whose ends lie strictly before t (the last one excluded: its
+// event settles it).
+static uint32_t run_passed(const sim_inst *in, sim_time t) {
+    uint32_t lo = 0, hi = in->run_m ? in->run_m - 1 : 0;   // first j with run_end[j] >= t
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (in->run_end[mid] < t) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+// Settles steps [0, upto) of the run in flight: their tokens, ITL gaps and KV.
+static void dsum_run_settle(sim_cluster *c, sim_inst *in, uint32_t upto) {
+    sim_dsum *d = &in->ds;
+    uint32_t n = d->n;
+    for (uint32_t j = 0; j < upto; j++) {
+        sim_time end = in->run_end[j];
+        uint32_t steady = n - d->n_fresh;
+        if (steady) sim_hist_add_ns(&c->m.itl_ms, end - d->last_end, steady);
+        for (uint32_t i = 0; i < d->n_fresh; i++)
+            sim_hist_add_ns(&c->m.itl_ms, end - REQ(c, d->fresh[i])->last_ns, 1);
+        d->n_fresh = 0;
+        in->kv_used += n;
+        c->m.output_tokens += n;
+        if (j >= in->run_attr) c->m.iv_out += n;
+        c->m.decode_step_tokens += n;
+        c->m.decode_step_seqs += n;
+        c->m.decode_steps++;
+        d->k++;
+        d->last_end = end;
+    }
+}
+
+// KV held by the instance at now, with the steps of its run that have passed.
+static double inst_kv_used(const sim_inst *in, sim_time now) {
+    if (in->run_m <= 1 || !in->busy) return in->kv_used;
+    return in->kv_used + (double)in->ds.n * run_passed(in, now);
 }
 
 static void pos_push(uint32_t *h, size_t *n, uint32_t v) {
@@ -1111,6 +1167,21 @@ static void try_start_step(sim_cluster *c, sim_inst *in);
 // Starts a step if the instance can; every change of an instance's load ends here (admission,
 // step ends, arrivals in its queues), so its router index is brought up to date here.
 static void try_start(sim_cluster *c, sim_inst *in) {
+    if (in->busy && in->run_m > 1 && (in->dwait.n || in->ready.n)) {
+        // a request for this instance: the run ends at the first step end not before now
+        uint32_t j = run_passed(in, c->now);
+        if (j + 1 < in->run_m) {
+            // the steps cut off were costed but never run
+            for (uint32_t i = j + 1; i < in->run_m; i++) {
+                c->m.steps--;
+                if (in->run_ext[i]) c->m.extrapolated_steps--;
+            }
+            in->run_m = j + 1;
+            sim_queue_cancel(c->q, in->step_seq);
+            in->step_end = in->run_end[j];
+            push_ev(c, in->step_end, SIM_EV_STEP_DONE, in->id, 0, &in->step_seq);
+        }
+    }
     try_start_step(c, in);
     sim_router_touch(c, in);
 }
@@ -1184,6 +1255,37 @@ static void try_start_step(sim_cluster *c, sim_inst *in) {
     if (!ndec && !in->n_batch) return;
     step_cost(c, p, phase, n, 0, &ds, &k);
     if (in->n_structured) k.ns += (sim_time)(in->n_structured * c->cfg->structured_mask_ns);
+    in->run_m = 0;
+    in->run_attr = 0;
+    if (in->runs_on && phase == MDL_DECODE && !n && ds.n && !in->dwait.n && !in->ready.n) {
+        sim_dsum *d = &in->ds;
+        uint64_t m = RUN_MAX;
+        if (d->fin.n) m = KVF_MIN(m, d->fin.e[0].key - d->k);
+        for (int j = 0; j < MDL_CAPS; j++)
+            if (d->caps[j] && d->below[j].n) m = KVF_MIN(m, d->below[j].e[0].key - d->k);
+        double room = in->kv_cap - in->kv_used;   // the step after which KV overflows is the last
+        m = room < 0 ? 1 : KVF_MIN(m, (uint64_t)floor(room / ds.n) + 1);
+        if (m > 1) {
+            if (m > in->run_cap) {
+                size_t cap = in->run_cap, cap2 = in->run_cap;
+                kvf_grow((void **)&in->run_end, &cap, m, sizeof *in->run_end);
+                kvf_grow((void **)&in->run_ext, &cap2, m, sizeof *in->run_ext);
+                in->run_cap = (uint32_t)cap;
+            }
+            in->run_end[0] = c->now + k.ns;
+            in->run_ext[0] = k.extrapolated;
+            for (uint32_t j = 1; j < m; j++) {
+                mdl_decode_sum dj = dsum_batch_at(d, d->k + j);
+                mdl_step_cost kj;
+                step_cost(c, p, MDL_DECODE, 0, 0, &dj, &kj);
+                if (in->n_structured) kj.ns += (sim_time)(in->n_structured * c->cfg->structured_mask_ns);
+                in->run_end[j] = in->run_end[j - 1] + kj.ns;
+                in->run_ext[j] = kj.extrapolated;
+            }
+            in->run_m = (uint32_t)m;
+            k.ns = in->run_end[m - 1] - c->now;
+        }
+    }
     begin_step(c, in, &k, ndec + in->n_batch, tokens);
 }
 
@@ -1208,6 +1310,10 @@ static void on_step_done(sim_cluster *c, sim_inst *in) {
     if (in->pool == SIM_POOL_DECODE || c->colocated) {
         c->m.decode_steps++;
         if (in->dsum_on) {
+            if (in->run_m > 1) {
+                dsum_run_settle(c, in, in->run_m - 1);
+                in->run_m = 0;
+            }
             dsum_step_done(c, in);
         } else {
             for (uint32_t i = 0; i < in->n_running;)
@@ -1329,7 +1435,12 @@ static void on_sample(sim_cluster *c, double interval_s) {
             in->busy_ns_sampled = b;
             q += queue_len(in);
             run += in->n_running + in->n_batch;
-            kvu += in->kv_used;
+            kvu += inst_kv_used(in, c->now);
+            if (in->busy && in->run_m > 1) {   // tokens of the run's steps that have passed
+                uint32_t passed = run_passed(in, c->now);
+                m->iv_out += (uint64_t)in->ds.n * (passed - in->run_attr);
+                in->run_attr = passed;
+            }
             kvc += in->kv_cap;
         }
         qlen += (uint64_t)q;
@@ -1468,6 +1579,11 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
                           p->stepper && p->stepper->vt->decode_sums && cfg->draft_tokens == 0 &&
                           !(o && o->decode_listed);
             if (in->dsum_on) mdl_model_caps(&c->model, in->ds.caps);
+            // runs of steps where no decode router reads this instance's KV between steps
+            in->runs_on = in->dsum_on && !(o && o->decode_single) && !(o && o->timeline_path) &&
+                          !(cfg->ep_skew_sd > 0 && c->model.experts) &&
+                          (c->colocated || counts[SIM_POOL_DECODE] == 1 ||
+                           strcmp(cfg->router_decode, "least_kv") != 0);
             kvf_rng_init(&in->rng, cfg->seed, 0x1000u + id);
             in->link_dram = in->link_ssd = in->link_xfer = in->link_ssd_write = SIM_NONE;
             uint64_t hbm_blocks = 0, dram_blocks = 0;
@@ -1584,6 +1700,8 @@ void sim_cluster_free(sim_cluster *c) {
         free(in->batch);
         free(in->chunk);
         free(in->running);
+        free(in->run_end);
+        free(in->run_ext);
         dsum_free(&in->ds);
         sim_bcache_free(&in->hbm);
         sim_bcache_free(&in->dram);

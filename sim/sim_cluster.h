@@ -148,7 +148,12 @@ typedef struct sim_inst {
     uint32_t n_running, running_cap;
     uint32_t n_structured;      // running requests with structured output (mask per step)
     bool dsum_on;               // decode by running sums (else every sequence is listed)
+    bool runs_on;               // dsum_on, and stretches of identical steps may be one event
     sim_dsum ds;                // decode sums (dsum_on)
+    sim_time *run_end;          // a run of run_m decode steps in one event: end of each step
+    bool *run_ext;              // whether each step's cost was extrapolated
+    uint32_t run_m, run_cap;    // steps in the run in flight (0/1: a plain step)
+    uint32_t run_attr;          // of those, steps whose tokens the sampler has counted
     uint32_t n_loading;         // prefill: requests loading
     uint32_t n_prefilling;      // colocated: requests holding KV while still in prefill
     double queued_tokens;       // prefill: tokens still to compute (router signal)

@@ -318,13 +318,13 @@ END_TEST
 // the same runs, figure for figure, and the same request rows in the same order, on real
 // traces, under overload with preemption (recompute and swap), colocated mixed batches, a
 // sliding-window model, structured output and the calibrated step model.
-static char *request_rows(const char *dir) {
+static char *table_rows(const char *dir, const char *sql) {
     char db[1200];
     snprintf(db, sizeof db, "%s/results.db", dir);
     sqlite3 *h = NULL;
     ck_assert_int_eq(sqlite3_open(db, &h), SQLITE_OK);
     sqlite3_stmt *st = NULL;
-    ck_assert_int_eq(sqlite3_prepare_v2(h, "select * from request order by rowid", -1, &st, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
     size_t cap = 1 << 16, n = 0;
     char *out = malloc(cap);
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -363,6 +363,9 @@ START_TEST(test_decode_sums_match_listed_path) {
         {"quickstart.yaml", "azure2023_conv.csv",
          {"workload.limit_requests=2000", "model=gemma-3-27b", "workload.format=azure",
           "workload.time_scale=0.5"}, 4},
+        {"quickstart.yaml", "azure2023_conv.csv",
+         {"workload.limit_requests=3000", "model=gemma-3-27b", "workload.format=azure",
+          "router.decode=round_robin", "cluster.decode.instances=3", "output.sample_interval_s=1"}, 6},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         char d1[64], d2[64];
@@ -371,11 +374,12 @@ START_TEST(test_decode_sums_match_listed_path) {
         kvt_tmp_make("kvf_dsum_b");
         snprintf(d2, sizeof d2, "%s", kvt_tmp);
         const char *trace = kvt_shared_trace(cases[k].trace);
+        // sums with runs of steps (the default) against listed single steps
         kvt_decode_listed = false;
         json_t *fast = kvt_run(cases[k].scenario, trace, cases[k].sets, cases[k].nsets, d1);
-        kvt_decode_listed = true;
+        kvt_decode_listed = kvt_decode_single = true;
         json_t *slow = kvt_run(cases[k].scenario, trace, cases[k].sets, cases[k].nsets, d2);
-        kvt_decode_listed = false;
+        kvt_decode_listed = kvt_decode_single = false;
         ck_assert_msg(kvt_num(fast, "requests.completed") > 500, "case %zu: %g completed", k,
                       kvt_num(fast, "requests.completed"));
         printf("decode sums vs listed, case %zu: ttft p90 %.3f / %.3f ms, tpot p90 %.4f / %.4f ms, "
@@ -383,6 +387,8 @@ START_TEST(test_decode_sums_match_listed_path) {
                kvt_num(slow, "ttft_ms.p90"), kvt_num(fast, "tpot_ms.p90"), kvt_num(slow, "tpot_ms.p90"),
                kvt_num(fast, "itl_ms.p99"), kvt_num(slow, "itl_ms.p99"),
                kvt_num(fast, "steps.preemptions"));
+        printf("  events: %g with sums and runs, %g listed\n", kvt_num(fast, "sim.events"),
+               kvt_num(slow, "sim.events"));
         json_object_del(fast, "sim");
         json_object_del(slow, "sim");
         char *a = json_dumps(fast, JSON_SORT_KEYS), *b = json_dumps(slow, JSON_SORT_KEYS);
@@ -391,9 +397,16 @@ START_TEST(test_decode_sums_match_listed_path) {
         ck_assert_msg(!strcmp(a, b), "case %zu: summaries differ at ...%.120s... vs ...%.120s...", k,
                       a + (i > 60 ? i - 60 : 0), b + (i > 60 ? i - 60 : 0));
         free(a), free(b);
-        char *ra = request_rows(d1), *rb = request_rows(d2);
-        ck_assert_msg(!strcmp(ra, rb), "case %zu: request rows differ", k);
-        free(ra), free(rb);
+        const char *tables[] = {"select * from request order by rowid",
+                                "select * from timeseries order by rowid"};
+        for (int t = 0; t < 2; t++) {
+            char *ra = table_rows(d1, tables[t]), *rb = table_rows(d2, tables[t]);
+            size_t d = 0;
+            while (ra[d] && ra[d] == rb[d]) d++;
+            ck_assert_msg(!strcmp(ra, rb), "case %zu: %s: rows differ at ...%.100s... vs ...%.100s...",
+                          k, tables[t], ra + (d > 50 ? d - 50 : 0), rb + (d > 50 ? d - 50 : 0));
+            free(ra), free(rb);
+        }
         json_decref(fast), json_decref(slow);
         snprintf(kvt_tmp, sizeof kvt_tmp, "%s", d1);
         kvt_tmp_remove();
