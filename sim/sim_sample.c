@@ -258,7 +258,7 @@ void sim_sample_summary(json_t *s, const sim_sample_plan *p, const sim_sampler *
         json_object_set_new(e, "full", json_integer(p->full[k]));
         json_object_set_new(e, "sampled", json_integer(p->sampled[k]));
         // load per simulated instance relative to the full run's: rate x full / sampled
-        json_object_set_new(e, "load_factor", json_real(p->sampled[k] > 0 ? p->rate * p->full[k] / p->sampled[k] : 0));
+        json_object_set_new(e, "load_factor", p->sampled[k] > 0 ? json_real(p->rate * p->full[k] / p->sampled[k]) : json_null());
         json_object_set_new(is, pn[k], e);
     }
     json_object_set_new(o, "instances_scaled", is);
