@@ -346,11 +346,55 @@ START_TEST(test_sample_rate_refused) {
 }
 END_TEST
 
+// Rounding: nearest whole instance, halves up, in every pool and schedule entry; the store
+// scales by R; a schedule entry rounded to nothing is refused.
+START_TEST(test_sample_plan_rounding) {
+    static sim_config c;
+    sim_config_default(&c);
+    c.prefill.instances = 25;
+    c.decode.instances = 14;
+    c.vision.instances = 0;
+    c.ssd.capacity_bytes = 2e12;
+    c.n_schedule = 2;
+    c.schedule[0] = (sim_schedule_entry){.from_h = 8, .prefill = 40, .decode = -1};
+    c.schedule[1] = (sim_schedule_entry){.from_h = 20, .prefill = 5, .decode = 6};
+    c.sample_rate = 0.1;
+    sim_sample_plan p;
+    kvf_err err = {0};
+    ck_assert_msg(sim_sample_plan_make(&c, &p, &err) == KVF_OK, "%s", err.msg);
+    ck_assert_int_eq(p.sampled[0], 0);
+    ck_assert_int_eq(p.sampled[1], 3);   // 2.5 rounds up
+    ck_assert_int_eq(p.sampled[2], 1);   // 1.4 rounds down
+    ck_assert_int_eq(p.sched_sampled[0][0], 4);
+    ck_assert_int_eq(p.sched_sampled[0][1], -1);   // unchanged stays unchanged
+    ck_assert_int_eq(p.sched_sampled[1][0], 1);    // 0.5 rounds up
+    ck_assert_int_eq(p.sched_sampled[1][1], 1);
+    ck_assert(fabs(p.ssd_sampled_bytes - 2e11) < 1);
+    ck_assert(fabs(sim_sample_pool_factor(&p, 1, false) - 25.0 / 3) < 1e-12);
+    ck_assert(fabs(sim_sample_pool_factor(&p, 1, true) - 39.0 / 4) < 1e-12);
+    sim_sample_apply(&p, &c);
+    ck_assert_int_eq(c.prefill.instances, 3);
+    ck_assert_int_eq(c.schedule[0].prefill, 4);
+    ck_assert(fabs(c.ssd.capacity_bytes - 2e11) < 1);
+    // 4 x 0.1 = 0.4: a schedule entry's pool would vanish
+    sim_config_default(&c);
+    c.prefill.instances = 40;
+    c.decode.instances = 20;
+    c.n_schedule = 1;
+    c.schedule[0] = (sim_schedule_entry){.from_h = 2, .prefill = 4, .decode = -1};
+    c.sample_rate = 0.1;
+    ck_assert_int_eq(sim_sample_plan_make(&c, &p, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "schedule") && strstr(err.msg, "workload.sample_rate"), "%s",
+                  err.msg);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("sample");
     TCase *t = tcase_create("sample");
     tcase_set_timeout(t, 600);
     tcase_add_test(t, test_sample_rate_refused);
+    tcase_add_test(t, test_sample_plan_rounding);
     tcase_add_test(t, test_sample_groups_whole);
     tcase_add_test(t, test_sample_error_mooncake);
     tcase_add_test(t, test_sample_error_agentic);
