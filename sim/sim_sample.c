@@ -2,6 +2,7 @@
 // cluster shrinks with them, and how the summary is turned back into full-fleet figures.
 // See sim_sample.h for the contract.
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,13 +17,27 @@ static int32_t scale_count(int32_t n, double r) {
     return n > 0 ? (int32_t)floor((double)n * r + 0.5) : n;
 }
 
+// The least rate that keeps every pool and schedule entry at one instance or more: 0.5 / the
+// smallest positive count.
+static double least_rate(const sim_config *c) {
+    int32_t m = INT32_MAX;
+    const int32_t v[3] = {c->vision.instances, c->prefill.instances, c->decode.instances};
+    for (int k = 0; k < 3; k++)
+        if (v[k] > 0 && v[k] < m) m = v[k];
+    for (int32_t e = 0; e < c->n_schedule; e++) {
+        if (c->schedule[e].prefill > 0 && c->schedule[e].prefill < m) m = c->schedule[e].prefill;
+        if (c->schedule[e].decode > 0 && c->schedule[e].decode < m) m = c->schedule[e].decode;
+    }
+    return m == INT32_MAX ? 0 : 0.5 / m;
+}
+
 static kvf_status refuse(const sim_config *c, kvf_err *err, const char *what, int32_t n) {
     char where[SIM_PATH_MAX + 128];
     sim_config_where(c, "workload.sample_rate", where, sizeof where);
     return kvf_fail(err, KVF_EINVAL,
                     "%s: %g leaves %s with 0 instances (%d x %g rounds to 0); the rate must be "
                     ">= %g for this cluster",
-                    where, c->sample_rate, what, n, c->sample_rate, 0.5 / n);
+                    where, c->sample_rate, what, n, c->sample_rate, least_rate(c));
 }
 
 kvf_status sim_sample_plan_make(const sim_config *c, sim_sample_plan *p, kvf_err *err) {

@@ -339,10 +339,11 @@ START_TEST(test_sample_rate_refused) {
         ck_assert_msg(rc == 2, "sample_rate=%s: exit %d, stderr %s", bad[i], rc, kvt_err);
         ck_assert_msg(strstr(kvt_err, "workload.sample_rate"), "sample_rate=%s: %s", bad[i], kvt_err);
     }
-    // 0.01 of 40 prefill instances rounds to 0: the message gives the least rate that works
+    // 0.01 of 40 prefill and 20 decode instances rounds to 0: the message gives the least
+    // rate that keeps both (0.5 / 20)
     kvt_sh("%s run scenarios/sampling-mooncake.yaml -q -o /tmp/kvf_sample_x --set "
            "workload.sample_rate=0.01", kvt_bin());
-    ck_assert_msg(strstr(kvt_err, "0 instances") && strstr(kvt_err, ">= 0.0125"), "%s", kvt_err);
+    ck_assert_msg(strstr(kvt_err, "0 instances") && strstr(kvt_err, ">= 0.025 "), "%s", kvt_err);
 }
 END_TEST
 
