@@ -270,9 +270,10 @@ END_TEST
 // kept share of groups is R.
 START_TEST(test_sample_groups_whole) {
     const char *traces[] = {kvt_shared_trace("mooncake_conversation.jsonl"),
-                            kvt_shared_trace("weka_agentic_dev.jsonl")};
-    const char *fmts[] = {"mooncake", "sessions"};
-    for (int k = 0; k < 2; k++) {
+                            kvt_shared_trace("weka_agentic_dev.jsonl"),
+                            kvt_shared_trace("azure2023_conv.csv")};
+    const char *fmts[] = {"mooncake", "sessions", "azure"};
+    for (int k = 0; k < 3; k++) {
         if (access(traces[k], R_OK) != 0) continue;   // the agentic trace is not bundled
         trc_options o;
         trc_options_default(&o);
@@ -284,7 +285,7 @@ START_TEST(test_sample_groups_whole) {
         sim_sampler s;
         ck_assert_int_eq(sim_sampler_init(&s, 0.3, &err), KVF_OK);
         // group -> decision, a small open-addressing table
-        size_t cap = 1 << 16;
+        size_t cap = 1 << 17;
         uint64_t *key = calloc(cap, sizeof *key);
         int8_t *dec = calloc(cap, 1);
         size_t groups = 0, kept_groups = 0, mixed = 0;
@@ -319,9 +320,13 @@ START_TEST(test_sample_groups_whole) {
             ck_assert_msg(s.key_root > s.read * 9 / 10, "only %llu of %llu keyed by a root",
                           (unsigned long long)s.key_root, (unsigned long long)s.read);
             ck_assert_msg(groups > 5000, "only %zu groups", groups);
-        } else {
+        } else if (k == 1) {
             ck_assert_msg(s.key_session == s.read, "sessions not keyed by session");
             ck_assert_uint_eq(groups, 29);
+        } else {
+            // no sessions, no blocks: every request is its own group
+            ck_assert_msg(s.key_request == s.read && groups == s.read, "azure: %zu groups of %llu",
+                          groups, (unsigned long long)s.read);
         }
         free(key);
         free(dec);
