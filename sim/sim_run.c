@@ -45,6 +45,7 @@ static void progress_start(sim_cluster *c, const sim_config *cfg, const sim_run_
     opt.block_tokens = cfg->block_tokens;
     if (cfg->generate_profile[0]) total = (uint64_t)(cfg->generate_rate_rps * cfg->generate_duration_s);
     else if (trc_count(trace, &opt, &total, NULL) != KVF_OK) return;
+    total = (uint64_t)((double)total * cfg->sample_rate);   // sampled runs serve ~R of it
     if (!total) return;
     rpt_progress_init(&c->progress, "run", (double)total);
     c->show_progress = true;
