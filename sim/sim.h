@@ -78,6 +78,8 @@ typedef struct sim_config {
     double generate_images_p;     // probability a request carries one image
     bool generate_closed_loop;    // continued turns wait for the previous turn + think time
     double generate_think_s;      // closed loop: mean think time (0 = the generator's 5 s)
+    double sample_rate;           // R in (0, 1]: simulate sessions/prefix roots hashing below R
+                                  // on a cluster scaled by R (sim/sim_sample.h), 1 = all
     // cluster
     sim_mode mode;
     sim_pool_cfg vision, prefill, decode;

@@ -14,6 +14,7 @@
 
 #include "sim_cluster.h"
 #include "sim_run.h"
+#include "sim_sample.h"
 
 #define LINK_DRAM 0
 #define LINK_SSD 1
@@ -303,6 +304,7 @@ static void read_trace(sim_cluster *c) {
             c->reader_done = true;
             return;
         }
+        if (c->sampler && !sim_sample_keep(c->sampler, &t)) continue;
         uint32_t slot = req_from_trace(c, &t);
         sim_req *r = REQ(c, slot);
         if (c->closed_loop) {

@@ -222,6 +222,7 @@ typedef struct sim_cluster {
     sim_queue *q;
     sim_time now;
     trc_reader *reader;
+    struct sim_sampler *sampler;  // workload.sample_rate < 1: requests it drops are skipped
     bool reader_done, read_pending;
     bool closed_loop;           // the trace may hold closed-loop turns
     trc_request peek;           // open-loop request read ahead
