@@ -12,7 +12,10 @@
 
 enum { MDL_NAME_MAX = 64 };
 
-typedef enum mdl_attn { MDL_ATTN_GQA = 0, MDL_ATTN_MLA } mdl_attn;
+// gqa: grouped-query attention; mla: multi-head latent attention (absorbed in decode);
+// dsa: DeepSeek Sparse Attention, MLA whose queries attend to the index_topk keys a
+// lightning indexer selects after scoring the whole context (FP8 index keys).
+typedef enum mdl_attn { MDL_ATTN_GQA = 0, MDL_ATTN_MLA, MDL_ATTN_DSA } mdl_attn;
 
 // A model, as read from models/<name>.yaml (flat scalar keys; see models/README.md).
 typedef struct mdl_model {
@@ -24,10 +27,13 @@ typedef struct mdl_model {
     uint32_t head_dim;          // per-head dimension
     uint32_t ffn;               // dense FFN inner size (SwiGLU: 3 matrices)
     uint32_t vocab;             // vocabulary size
-    mdl_attn attention;         // gqa or mla
+    mdl_attn attention;         // gqa, mla or dsa
     uint32_t kv_lora_rank;      // MLA: compressed KV rank (0 otherwise)
     uint32_t rope_dim;          // MLA: decoupled rope dims stored per token
     uint32_t q_lora_rank;       // MLA: query compression rank
+    uint32_t index_heads;       // DSA: indexer heads (index_n_heads)
+    uint32_t index_head_dim;    // DSA: indexer head dimension (index_head_dim)
+    uint32_t index_topk;        // DSA: keys each query attends to (index_topk)
     uint32_t experts;           // routed experts, 0 = dense
     uint32_t experts_active;    // top-k
     uint32_t shared_experts;    // always-on experts
@@ -54,7 +60,8 @@ typedef struct mdl_model {
     double expert_params;       // parameters of one routed expert (3 * hidden * expert_ffn)
     double dense_weight_bytes;  // weights outside the experts (attention, dense FFN, embeddings)
     double expert_weight_bytes; // routed + shared expert weights
-    double kv_bytes_per_token_layer;    // one layer's KV bytes per token
+    double kv_bytes_per_token_layer;    // one layer's KV bytes per token (DSA: latent + index key)
+    double index_bytes_per_token_layer; // DSA: the FP8 index key + its fp32 scale (0 otherwise)
 } mdl_model;
 
 typedef struct mdl_hardware {
@@ -130,7 +137,7 @@ typedef struct mdl_seq {
 typedef enum mdl_phase { MDL_PREFILL = 0, MDL_DECODE, MDL_MIXED, MDL_VISION } mdl_phase;
 
 // Context caps of a model's attention: a query of a capped layer kind sees at most `cap` keys.
-// Cap 0 is the sliding window (window layers); cap 1 is reserved for sparse attention's top-k.
+// Cap 0 is the sliding window (window layers); cap 1 is sparse attention's top-k (DSA).
 // A cap of 0 means that kind is absent.
 enum { MDL_CAP_WINDOW = 0, MDL_CAP_TOPK, MDL_CAPS };
 
@@ -155,7 +162,8 @@ typedef struct mdl_batch {
                                 // sequences of the batch in every phase but vision
 } mdl_batch;
 
-// The model's context caps (MDL_CAPS entries, 0 = none): caps[MDL_CAP_WINDOW] = window.
+// The model's context caps (MDL_CAPS entries, 0 = none): caps[MDL_CAP_WINDOW] = window,
+// caps[MDL_CAP_TOPK] = index_topk for dsa.
 void mdl_model_caps(const mdl_model *m, uint32_t caps[MDL_CAPS]);
 // Adds a sequence of cached context ctx (>= 1) to a decode sum, and removes it.
 void mdl_decode_sum_add(mdl_decode_sum *d, const uint32_t caps[MDL_CAPS], double ctx);
@@ -189,7 +197,16 @@ typedef struct mdl_step_cost {
 void mdl_batch_work(const mdl_model *m, const mdl_batch *b, double *flops, double *bytes);
 
 // The same work split into the groups the roofline bounds separately.
-enum { MDL_WG_DENSE = 0, MDL_WG_EXPERT, MDL_WG_ATTN_FULL, MDL_WG_ATTN_WINDOW, MDL_WG_COUNT };
+// attn_index: DSA's lightning indexer (FP8 scores of every query against every cached index
+// key); attn_full then holds the attention over the selected top-k keys only.
+enum {
+    MDL_WG_DENSE = 0,
+    MDL_WG_EXPERT,
+    MDL_WG_ATTN_FULL,
+    MDL_WG_ATTN_WINDOW,
+    MDL_WG_ATTN_INDEX,
+    MDL_WG_COUNT
+};
 typedef struct mdl_work {
     double flops[MDL_WG_COUNT]; // FLOPs per group (dense: non-expert GEMMs incl. vision)
     double bytes[MDL_WG_COUNT]; // HBM bytes per group (dense: weights + activations)

@@ -42,6 +42,9 @@ static const field model_fields[] = {
     MF(kv_lora_rank, F_U32, 0),
     MF(rope_dim, F_U32, 0),
     MF(q_lora_rank, F_U32, 0),
+    MF(index_heads, F_U32, 0),
+    MF(index_head_dim, F_U32, 0),
+    MF(index_topk, F_U32, 0),
     MF(experts, F_U32, 0),
     MF(experts_active, F_U32, 0),
     MF(shared_experts, F_U32, 0),
@@ -104,7 +107,7 @@ static const char *type_word(ftype t) {
     case F_DBL: return "a number";
     case F_STR: return "a string";
     case F_BOOL: return "true or false";
-    case F_ATTN: return "gqa or mla";
+    case F_ATTN: return "gqa, mla or dsa";
     }
     return "?";
 }
@@ -165,6 +168,10 @@ static bool parse_value(const field *f, const char *v, void *obj, const char **w
         }
         if (kvf_streq(v, "mla")) {
             *(mdl_attn *)p = MDL_ATTN_MLA;
+            return true;
+        }
+        if (kvf_streq(v, "dsa")) {
+            *(mdl_attn *)p = MDL_ATTN_DSA;
             return true;
         }
         return false;
@@ -306,7 +313,8 @@ static void stem(char *out, const char *path) {
 void mdl_model_derive(mdl_model *m) {
     double h = m->hidden, hd = m->head_dim, nh = m->heads, nkv = m->kv_heads;
     double attn;
-    if (m->attention == MDL_ATTN_MLA) {
+    bool latent = m->attention == MDL_ATTN_MLA || m->attention == MDL_ATTN_DSA;
+    if (latent) {
         // q: hidden -> q_lora (+norm) -> heads*(nope+rope); kv: hidden -> kv_lora+rope (+norm)
         // -> heads*(nope + v); o: heads*v -> hidden. nope = v = head_dim.
         double qk = hd + m->rope_dim;
@@ -315,6 +323,13 @@ void mdl_model_derive(mdl_model *m) {
         double kv = h * (m->kv_lora_rank + m->rope_dim) + m->kv_lora_rank +
                     (double)m->kv_lora_rank * nh * 2.0 * hd;
         attn = q + kv + nh * hd * h;
+        if (m->attention == MDL_ATTN_DSA) {
+            // Lightning indexer: wq_b (q_lora -> index heads x dim), wk (hidden -> dim) with
+            // its LayerNorm (weight + bias), weights_proj (hidden -> index heads).
+            double ih = m->index_heads, id = m->index_head_dim;
+            double qin = m->q_lora_rank ? m->q_lora_rank : h;
+            attn += qin * ih * id + h * id + 2.0 * id + h * ih;
+        }
     } else {
         attn = h * nh * hd + 2.0 * h * nkv * hd + nh * hd * h;
     }
@@ -338,9 +353,13 @@ void mdl_model_derive(mdl_model *m) {
     m->expert_weight_bytes = experts_total * ebpp;
     m->dense_weight_bytes = (m->params - experts_total) * m->weight_bytes_per_param;
     m->weight_bytes = m->dense_weight_bytes + m->expert_weight_bytes;
-    double per_layer = m->attention == MDL_ATTN_MLA
-                           ? (double)(m->kv_lora_rank + m->rope_dim) * m->kv_bytes_per_elem
-                           : 2.0 * nkv * hd * m->kv_bytes_per_elem;
+    double per_layer = latent ? (double)(m->kv_lora_rank + m->rope_dim) * m->kv_bytes_per_elem
+                              : 2.0 * nkv * hd * m->kv_bytes_per_elem;
+    // DSA index keys: index_head_dim FP8 values and one fp32 scale per token and layer
+    // (DeepGEMM's fp8_mqa_logits layout: kv [seq, head_dim] e4m3 with a float scale per row).
+    m->index_bytes_per_token_layer =
+        m->attention == MDL_ATTN_DSA ? (double)m->index_head_dim * 1.0 + 4.0 : 0;
+    per_layer += m->index_bytes_per_token_layer;
     m->kv_bytes_per_token_layer = per_layer;
     uint32_t wl = m->window ? m->window_layers : 0;
     m->kv_bytes_per_token_window = wl * per_layer;
@@ -361,9 +380,24 @@ static kvf_status model_check(mdl_model *m, const char *path, const int *seen, i
     if (m->heads % m->kv_heads)
         return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'kv_heads' (%u) must divide heads (%u)", path,
                         LINE("kv_heads"), m->kv_heads, m->heads);
-    if (m->attention == MDL_ATTN_MLA && m->kv_lora_rank == 0)
-        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'kv_lora_rank' must be positive for mla", path,
-                        LINE("kv_lora_rank"));
+    if (m->attention != MDL_ATTN_GQA && m->kv_lora_rank == 0)
+        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'kv_lora_rank' must be positive for %s", path,
+                        LINE("kv_lora_rank"), m->attention == MDL_ATTN_DSA ? "dsa" : "mla");
+    {
+        static const char *const ikeys[] = {"index_heads", "index_head_dim", "index_topk"};
+        uint32_t iv[] = {m->index_heads, m->index_head_dim, m->index_topk};
+        for (int i = 0; i < 3; i++) {
+            if (m->attention == MDL_ATTN_DSA && iv[i] == 0)
+                return kvf_fail(err, KVF_EINVAL, "%s:%d: key '%s' must be positive for dsa", path,
+                                LINE(ikeys[i]), ikeys[i]);
+            if (m->attention != MDL_ATTN_DSA && iv[i] != 0)
+                return kvf_fail(err, KVF_EINVAL, "%s:%d: key '%s' applies to attention: dsa only",
+                                path, LINE(ikeys[i]), ikeys[i]);
+        }
+    }
+    if (m->attention == MDL_ATTN_DSA && m->window)
+        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'window' cannot combine with attention: dsa",
+                        path, LINE("window"));
     if (m->experts) {
         if (m->experts_active == 0 || m->experts_active > m->experts)
             return kvf_fail(err, KVF_EINVAL,

@@ -77,6 +77,7 @@ static double pairs(double n, double c, double w) {
 void mdl_model_caps(const mdl_model *m, uint32_t caps[MDL_CAPS]) {
     for (int j = 0; j < MDL_CAPS; j++) caps[j] = 0;
     caps[MDL_CAP_WINDOW] = m->window;
+    if (m->attention == MDL_ATTN_DSA) caps[MDL_CAP_TOPK] = m->index_topk;
 }
 
 static void dsum_step(mdl_decode_sum *d, const uint32_t caps[MDL_CAPS], double ctx, double sign) {
@@ -120,6 +121,8 @@ static double mla_fpp(const mdl_model *m, double pf, double c, double *fixed) {
 // formed, so a batch listed per sequence and the same batch given as sums (mdl_decode_sum)
 // cost the same to the last bit. For them pairs(1, c, w) = min(c + 1, w) and MLA always takes
 // the absorbed form (checked: its condition is weakest at c = 1).
+// DSA always runs in the absorbed (MQA) form: the selected keys differ per query, so there is
+// no shared set of latents to up-project.
 static bool one_token_summable(const mdl_model *m, double n, double c) {
     if (n != 1 || c < 1) return false;
     if (m->attention != MDL_ATTN_MLA) return true;
@@ -190,6 +193,14 @@ void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) 
     double wl = m->window ? m->window_layers : 0, fl = m->layers - wl;
     double kvl = m->kv_bytes_per_token_layer;
     double heads = m->heads, hd = m->head_dim;
+    // DSA: indexer FLOPs per (query, key) pair and layer, 2 * index_heads * index_head_dim for
+    // the FP8 dot products plus 2 * index_heads for the ReLU-weighted sum over heads; attention
+    // in the absorbed form over the selected keys; index keys and latents read apart.
+    bool dsa = m->attention == MDL_ATTN_DSA;
+    double ifpp = dsa ? 2.0 * m->index_heads * m->index_head_dim + 2.0 * m->index_heads : 0;
+    double dfpp = dsa ? 2.0 * heads * (m->kv_lora_rank + m->rope_dim) + 2.0 * heads * m->kv_lora_rank
+                      : 0;
+    double ikl = m->index_bytes_per_token_layer, lkl = kvl - ikl;
     uint32_t caps[MDL_CAPS];
     mdl_model_caps(m, caps);
     mdl_decode_sum one = {0};   // the batch's one-token sequences, summed
@@ -202,6 +213,15 @@ void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) 
             continue;
         }
         double pf = pairs(n, c, 0), pw = pairs(n, c, m->window);
+        if (dsa) {
+            // The indexer scores every (query, key) pair; attention sees the top-k of each.
+            double pk = pairs(n, c, m->index_topk);
+            w->flops[MDL_WG_ATTN_INDEX] += fl * pf * ifpp;
+            w->bytes[MDL_WG_ATTN_INDEX] += fl * ikl * (c + n + n);
+            w->flops[MDL_WG_ATTN_FULL] += fl * pk * dfpp;
+            w->bytes[MDL_WG_ATTN_FULL] += fl * lkl * (KVF_MIN(c + n, (double)m->index_topk) + n);
+            continue;
+        }
         double fpp, fixed = 0; // FLOPs per (query, key) pair and layer; per-layer extra
         if (m->attention == MDL_ATTN_MLA)
             fpp = mla_fpp(m, pf, c, &fixed);
@@ -215,7 +235,14 @@ void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) 
         w->bytes[MDL_WG_ATTN_FULL] += fl * kvl * (rd_full + n);
         w->bytes[MDL_WG_ATTN_WINDOW] += wl * kvl * (rd_win + n);
     }
-    if (one.n) {
+    if (one.n && dsa) {
+        // indexer: c + 1 keys scored; attention: min(c + 1, topk) keys; one token written
+        double pf = one.sum_ctx + one.n, pk = one.sum_min[MDL_CAP_TOPK];
+        w->flops[MDL_WG_ATTN_INDEX] += fl * pf * ifpp;
+        w->bytes[MDL_WG_ATTN_INDEX] += fl * ikl * (pf + one.n);
+        w->flops[MDL_WG_ATTN_FULL] += fl * pk * dfpp;
+        w->bytes[MDL_WG_ATTN_FULL] += fl * lkl * (pk + one.n);
+    } else if (one.n) {
         // pairs(1, c, 0) = c + 1 keys read; window layers min(c + 1, window); one token written
         double fixed, fpp = m->attention == MDL_ATTN_MLA ? mla_fpp(m, 2, 1, &fixed) : 4.0 * heads * hd;
         double pf = one.sum_ctx + one.n;
@@ -243,7 +270,7 @@ void mdl_batch_work(const mdl_model *m, const mdl_batch *b, double *flops, doubl
 // every rank needs; GQA replicates a KV head when there are more ranks than KV heads.
 static double kv_repl(const mdl_model *m, const mdl_parallel *p) {
     if (p->tp <= 1) return 1;
-    if (m->attention == MDL_ATTN_MLA) return p->tp;
+    if (m->attention != MDL_ATTN_GQA) return p->tp;
     return p->tp > m->kv_heads ? (double)p->tp / m->kv_heads : 1;
 }
 
@@ -277,15 +304,16 @@ void mdl_roofline_eval_work(const mdl_model *m, const mdl_hardware *hw, const md
         (m->weight_bytes_per_param == 1 && hw->fp8_flops > 0) ? hw->fp8_flops * eff.compute : bf16;
     double peak_e = (ebpp == 1 && hw->fp8_flops > 0) ? hw->fp8_flops * eff.compute : bf16;
     double attn = hw->bf16_flops * (eff.attention > 0 ? eff.attention : eff.compute);
-    double peak[MDL_WG_COUNT] = {peak_d, peak_e, attn, attn};
-    double wshard[MDL_WG_COUNT] = {p.tp, expert_shards(&p), 1, 1};
+    double index_peak = hw->fp8_flops > 0 ? hw->fp8_flops * eff.compute : attn; // FP8 indexer
+    double peak[MDL_WG_COUNT] = {peak_d, peak_e, attn, attn, index_peak};
+    double wshard[MDL_WG_COUNT] = {p.tp, expert_shards(&p), 1, 1, 1};
     double repl = kv_repl(m, &p);
     double total = 0, worst = -1;
     for (int g = 0; g < MDL_WG_COUNT; g++) {
         if (w->flops[g] <= 0 && w->bytes[g] <= 0) continue;
         double tc = w->flops[g] / (G * peak[g]);
         double other = w->bytes[g] - w->weight_bytes[g];
-        if (g >= MDL_WG_ATTN_FULL) other *= repl;
+        if (g >= MDL_WG_ATTN_FULL) other *= repl; // attention groups
         double tm = (w->weight_bytes[g] / wshard[g] + other / G) / bw;
         double t = KVF_MAX(tc, tm);
         if (g == MDL_WG_EXPERT) t *= p.ep_skew;

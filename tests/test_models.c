@@ -195,7 +195,15 @@ START_TEST(test_files_bad_input) {
                        "bad.yaml:1", "missing required key 'vocab'");
     expect_model_error(GOOD "layers: 3\n", KVF_EPARSE, "bad.yaml:7", "repeated");
     expect_model_error(GOOD "window: {a: 1}\n", KVF_EPARSE, "bad.yaml:7", "'window'");
-    expect_model_error(GOOD "attention: linear\n", KVF_EPARSE, "bad.yaml:7", "gqa or mla");
+    expect_model_error(GOOD "attention: linear\n", KVF_EPARSE, "bad.yaml:7", "gqa, mla or dsa");
+    // DSA needs the latent and the indexer figures; index keys on other kinds are refused
+    expect_model_error(GOOD "attention: dsa\nkv_lora_rank: 16\nindex_heads: 4\nindex_topk: 8\n",
+                       KVF_EINVAL, "bad.yaml:1", "'index_head_dim' must be positive for dsa");
+    expect_model_error(GOOD "index_topk: 2048\n", KVF_EINVAL, "bad.yaml:7",
+                       "'index_topk' applies to attention: dsa only");
+    expect_model_error(GOOD "attention: dsa\nkv_lora_rank: 16\nindex_heads: 4\n"
+                            "index_head_dim: 8\nindex_topk: -1\n",
+                       KVF_EINVAL, "bad.yaml:11", "'index_topk' must not be negative");
     expect_model_error(GOOD "window: 128\n", KVF_EINVAL, "bad.yaml:7", "window_layers");
     expect_model_error(GOOD "experts: 8\nexperts_active: 9\nexpert_ffn: 16\n", KVF_EINVAL,
                        "bad.yaml:8", "experts_active");
@@ -759,8 +767,73 @@ END_TEST
 // A decode batch given as running sums costs exactly (bit for bit) what the same sequences
 // listed one by one cost, under the roofline and the calibrated model, for dense, MoE, MLA and
 // sliding-window models, alone and beside prefill chunks (mixed steps).
+// DeepSeek Sparse Attention against dense MLA (DeepSeek-V3.2-Exp against DeepSeek-V3, the same
+// structure but for the indexer), by hand from the public description: 61 layers, 128 heads,
+// kv_lora_rank 512, rope 64, head dim 128; indexer 64 heads x 128 dims in FP8, top-k 2048.
+START_TEST(test_dsa_against_mla) {
+    mdl_model mla = load_model("deepseek-v3"), dsa = load_model("deepseek-v3.2-exp");
+    uint32_t caps[MDL_CAPS];
+    mdl_model_caps(&dsa, caps);
+    ck_assert_uint_eq(caps[MDL_CAP_TOPK], 2048);
+    mdl_model_caps(&mla, caps);
+    ck_assert_uint_eq(caps[MDL_CAP_TOPK], 0);
+    const double L = 61, H = 128, R = 512, RO = 64, HD = 128, IH = 64, ID = 128, K = 2048;
+    // KV per token and layer: latent 576 x 2 B; index key 128 FP8 + one fp32 scale
+    ck_assert_double_eq(mla.kv_bytes_per_token_layer, 1152);
+    ck_assert_double_eq(dsa.kv_bytes_per_token_layer, 1152 + 132);
+    // Indexer weights: q_lora x 64 x 128 + hidden x 128 + LayerNorm + hidden x 64 per layer
+    ck_assert_double_eq(dsa.params - mla.params, L * (1536 * IH * ID + 7168 * ID + 2 * ID + 7168 * IH));
+    const double ctxs[2] = {32768, 131072};
+    for (int i = 0; i < 2; i++) {
+        double n = ctxs[i];
+        // Prefill of an n-token prompt. Dense MLA: every causal pair, in the expanded form
+        // (cheaper with no cached latents): QK over 128 + 64 dims and PV over 128, per head.
+        double pairs = n * (n + 1) / 2;
+        double mla_f = L * pairs * (2 * H * (HD + RO) + 2 * H * HD);
+        // DSA: query p sees min(p, 2048) keys, in the absorbed form (QK over 576, PV over 512);
+        // the indexer scores every pair: 2 x 64 x 128 FLOPs + 2 x 64 for the weighted sum.
+        double sel = K * (K + 1) / 2 + (n - K) * K;
+        double dsa_f = L * sel * (2 * H * (R + RO) + 2 * H * R);
+        double idx_f = L * pairs * (2 * IH * ID + 2 * IH);
+        mdl_seq s = {(uint32_t)n, 0};
+        mdl_batch b = {.phase = MDL_PREFILL, .seqs = &s, .n = 1};
+        mdl_work wm, wd;
+        mdl_batch_work_detail(&mla, &b, &wm);
+        mdl_batch_work_detail(&dsa, &b, &wd);
+        ck_assert_msg(near(wm.flops[MDL_WG_ATTN_FULL], mla_f, 1e-12), "mla prefill %.6g vs %.6g",
+                      wm.flops[MDL_WG_ATTN_FULL], mla_f);
+        ck_assert_msg(near(wd.flops[MDL_WG_ATTN_FULL], dsa_f, 1e-12), "dsa prefill %.6g vs %.6g",
+                      wd.flops[MDL_WG_ATTN_FULL], dsa_f);
+        ck_assert_msg(near(wd.flops[MDL_WG_ATTN_INDEX], idx_f, 1e-12), "indexer %.6g vs %.6g",
+                      wd.flops[MDL_WG_ATTN_INDEX], idx_f);
+        ck_assert_double_eq(wm.flops[MDL_WG_ATTN_INDEX], 0);
+        // 32k: 1.65e15 vs 2.68e15 per prompt; 128k: 1.32e16 vs 4.29e16 -- sparse is cheaper
+        // and the gap widens with the context
+        ck_assert(dsa_f + idx_f < mla_f);
+        printf("prefill %6.0f tokens: MLA %.4g FLOPs, DSA %.4g (attention %.4g + indexer %.4g)\n",
+               n, mla_f, dsa_f + idx_f, dsa_f, idx_f);
+        // Decode of one token over n cached: MLA reads n + 1 latents and writes one; DSA
+        // reads 2048 latents and n + 1 index keys, writes one of each.
+        mdl_seq d = {1, (uint32_t)n};
+        mdl_batch bd = {.phase = MDL_DECODE, .seqs = &d, .n = 1};
+        mdl_batch_work_detail(&mla, &bd, &wm);
+        mdl_batch_work_detail(&dsa, &bd, &wd);
+        double mla_b = L * 1152 * (n + 1 + 1);
+        double dsa_b = L * 1152 * (K + 1) + L * 132 * (n + 1 + 1);
+        ck_assert_double_eq(wm.bytes[MDL_WG_ATTN_FULL], mla_b);
+        ck_assert_double_eq(wd.bytes[MDL_WG_ATTN_FULL] + wd.bytes[MDL_WG_ATTN_INDEX], dsa_b);
+        ck_assert_double_eq(wd.flops[MDL_WG_ATTN_FULL], L * K * (2 * H * (R + RO) + 2 * H * R));
+        ck_assert_double_eq(wd.flops[MDL_WG_ATTN_INDEX], L * (n + 1) * (2 * IH * ID + 2 * IH));
+        printf("decode over %6.0f: MLA reads %.4g B, DSA %.4g B (%.3gx)\n", n, mla_b, dsa_b,
+               mla_b / dsa_b);
+    }
+}
+END_TEST
+
 START_TEST(test_decode_sums_match_listed) {
-    const char *models[] = {"llama-3.1-8b", "deepseek-v3", "gpt-oss-120b", "gemma-3-27b", "tiny-dense"};
+    const char *models[] = {"llama-3.1-8b",  "deepseek-v3",       "gpt-oss-120b",
+                            "gemma-3-27b",   "tiny-dense",        "deepseek-v3.2-exp",
+                            "qwen3-235b-a22b"};
     mdl_hardware hw = load_hw("h100");
     uint64_t x = 88172645463325252ULL;
     for (size_t k = 0; k < sizeof models / sizeof *models; k++) {
@@ -857,6 +930,7 @@ static Suite *models_suite(void) {
     tcase_add_test(t, test_roofline_tp_halves_compute);
     tcase_add_test(t, test_kv_capacity);
     tcase_add_test(t, test_decode_sums_match_listed);
+    tcase_add_test(t, test_dsa_against_mla);
     suite_add_tcase(s, t);
     t = tcase_create("calibrated");
     tcase_add_checked_fixture(t, setup_dirs, cleanup_dirs);
