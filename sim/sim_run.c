@@ -20,6 +20,11 @@ kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl
                             const mdl_parallel *par, const sim_run_opts *o, mdl_stepper **out,
                             kvf_err *err) {
     if (o && o->engine_backend) return sim_engine_stepper_create(cfg, m, hw, par, o, out, err);
+    mdl_parallel p = par ? *par : (mdl_parallel){0};
+    if (!par) mdl_parallel_default(&p);
+    p.route_nodes = cfg->ep_route_nodes;
+    p.two_batch = cfg->ep_two_batch;
+    par = &p;
     if (!strcmp(cfg->step_model, "calibrated")) {
         char prof[SIM_PATH_MAX];
         sim_config_resolve(cfg, cfg->profile, prof, sizeof prof);
