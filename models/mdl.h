@@ -232,6 +232,7 @@ typedef struct mdl_step_cost {
                                 // (calibrated: the profile's host_overhead; roofline: the
                                 // step overhead)
     bool compute_bound;         // the largest work group was limited by FLOP/s, not bytes
+    bool table_fallback;        // table model: an applicable term came from the roofline
 } mdl_step_cost;
 
 // FLOPs and HBM bytes of a batch for the whole model (no parallelism), used by steppers and
@@ -282,9 +283,11 @@ struct mdl_stepper {
     mdl_efficiency eff;
     uint64_t calls;              // cost() calls
     uint64_t extrapolations;     // calls answered outside the measured range
+    uint64_t table_fallbacks;    // table model: calls with a term answered by the roofline
 };
 
-// Step cost of a batch (dispatches through the vtable; counts extrapolations).
+// Step cost of a batch (dispatches through the vtable; counts extrapolations and table
+// fallbacks).
 void mdl_stepper_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out);
 void mdl_stepper_destroy(mdl_stepper *s);
 
@@ -342,6 +345,35 @@ void mdl_parts_finish(const mdl_parts *pp, const mdl_work *w, mdl_step_cost *out
 // Same from precomputed work (fits evaluate one batch under many efficiency factors).
 void mdl_roofline_eval_work(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
                             const mdl_efficiency *eff, const mdl_work *w, mdl_step_cost *out);
+// Table: the roofline's terms (mdl_roofline_parts), each replaced by the hardware file's
+// kernel tables where they cover it (models/mdl_table.c lists the terms and rules); counts
+// in table_fallbacks the calls where an applicable term fell back to the roofline. A batch
+// given as sums costs exactly what it costs listed. Never fails.
+mdl_stepper *mdl_table_create(const mdl_model *m, const mdl_hardware *hw,
+                              const mdl_parallel *par, const mdl_efficiency *eff);
+// One term of a step's time, traced to its origin: table rows (file lines row_lo..row_hi and
+// the first row's source) or, with row_lo = 0, the roofline term named in `how`.
+enum { MDL_EXPLAIN_MAX = 24 };
+typedef struct mdl_term {
+    char name[32];
+    double s;                   // seconds (negative: time hidden, e.g. by overlap)
+    int row_lo, row_hi;         // hardware file lines of the rows used (0 = roofline)
+    char source[MDL_KSRC_MAX];
+    char how[240];
+} mdl_term;
+typedef struct mdl_explain {
+    mdl_term t[MDL_EXPLAIN_MAX];
+    int n;
+    double total_s;             // the step time (as out->ns)
+    double tokens, seqs, gpus;
+} mdl_explain;
+// The table model's answer for one batch (use_tables = false: the roofline's, term by term;
+// its step time equals mdl_roofline_eval's). ex (may be NULL) gets the terms, indented names
+// ("  gemm") being parts of the term that follows; *fell_back (may be NULL) whether an
+// applicable term used the roofline.
+void mdl_table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
+                    const mdl_efficiency *eff, const mdl_batch *b, bool use_tables,
+                    mdl_step_cost *out, mdl_explain *ex, bool *fell_back);
 // Calibrated: engine profile (CSV written by `kvfleet engine profile`) for this model.
 // Errors name the profile path and line. (Implemented in models/mdl_calibrated.c.)
 // Uses the profile's rows whose model column equals m->name (KVF_EINVAL when there are none).

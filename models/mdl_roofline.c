@@ -462,6 +462,7 @@ void mdl_stepper_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out) {
     s->vt->cost(s, b, out);
     s->calls++;
     if (out->extrapolated) s->extrapolations++;
+    if (out->table_fallback) s->table_fallbacks++;
 }
 
 void mdl_stepper_destroy(mdl_stepper *s) {
