@@ -16,7 +16,7 @@ static void usage(FILE *f) {
             "usage:\n"
             "  kvfleet run SCENARIO [-o DIR] [--set K=V]... [--trace FILE] [--seed N] [--json]\n"
             "  kvfleet run SCENARIO --explain-step [--step-phase decode|prefill] [--step-seqs N]\n"
-            "              [--step-context C] [--step-prompt T] [--set K=V]...\n"
+            "              [--step-context C] [--step-prompt T] [--step-chunks N] [--set K=V]...\n"
             "  kvfleet hw check FILE\n"
             "  kvfleet trace stats|gen|convert ...\n"
             "  kvfleet engine profile [--model M] [--backend cpu|cuda] [--quick] [-o FILE]\n"

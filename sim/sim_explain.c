@@ -43,7 +43,7 @@ static void print_terms(FILE *f, const char *title, const mdl_explain *ex, const
 }
 
 int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, double context,
-                     double prompt) {
+                     double prompt, double chunks) {
     char path[SIM_PATH_MAX + 128], dir[SIM_PATH_MAX + 128];
     kvf_err err = {0};
     mdl_model m;
@@ -90,9 +90,11 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
         }
         nseq = n;
     } else {
-        // one chunk per GPU of the pool's chunk size (or the prompt) after `context` cached
+        // `chunks` prompt chunks per TP group (default 1) of the pool's chunk size (or the
+        // prompt) after `context` cached
         double chunk = prompt > 0 ? prompt : (pc->chunk_tokens > 0 ? (double)pc->chunk_tokens : 8192);
-        uint32_t n = par.gpus / par.tp ? par.gpus / par.tp : 1;
+        uint32_t groups = par.gpus / par.tp ? par.gpus / par.tp : 1;
+        uint32_t n = groups * (uint32_t)(chunks >= 1 ? chunks : 1);
         seqs = kvf_calloc(n, sizeof *seqs);
         for (uint32_t i = 0; i < n; i++)
             seqs[i] = (mdl_seq){(uint32_t)chunk, (uint32_t)(context > 0 ? context : 0)};
@@ -102,6 +104,7 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
         nseq = n;
         per_gpu = chunk;
     }
+    double chunks_per_gpu = decode ? 0 : nseq / par.gpus;
     mdl_step_cost ct, cr;
     mdl_explain et, er;
     bool fb = false;
@@ -116,8 +119,9 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
                nseq, nseq / par.gpus, 1 + draft, draft ? "s (1 + MTP/draft)" : "", context,
                et.tokens);
     else
-        printf("  batch: %.0f prompt chunks of %.0f tokens after %.0f cached; %.0f tokens\n", nseq,
-               per_gpu, context, et.tokens);
+        printf("  batch: %.0f prompt chunks (%.3g per GPU) of %.0f tokens after %.0f cached; %.0f "
+               "tokens\n",
+               nseq, chunks_per_gpu, per_gpu, context, et.tokens);
     if (par.route_nodes) printf("  routing: a token's experts on at most %u scale-up domains\n", par.route_nodes);
     print_terms(stdout, "table model", &et, hw.path);
     printf("  (%s)\n", fb ? "some terms fell back to the roofline: this step counts in "
@@ -129,9 +133,15 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
     if (decode)
         printf("per GPU: table %.0f tok/s (%.1f ms/step), roofline %.0f tok/s (%.1f ms/step)\n",
                tok_s_gpu, ct.ns / 1e6, tok_s_gpu_r, cr.ns / 1e6);
-    else
-        printf("per GPU: table %.0f prompt tok/s, roofline %.0f prompt tok/s\n", tok_s_gpu,
-               tok_s_gpu_r);
+    else {
+        // prompt tokens served per GPU counting the cached prefix (as published figures that
+        // include cache hits do), and the tokens computed
+        double whole = (per_gpu + (context > 0 ? context : 0)) / per_gpu;
+        printf("per GPU: table %.0f tok/s (%.0f computed, %.1f ms/step), roofline %.0f tok/s "
+               "(%.0f computed, %.1f ms/step)\n",
+               tok_s_gpu * whole, tok_s_gpu, ct.ns / 1e6, tok_s_gpu_r * whole, tok_s_gpu_r,
+               cr.ns / 1e6);
+    }
     free(seqs);
     return 0;
 }

@@ -498,6 +498,7 @@ static int usage_run(void) {
             "                   [--trace-out FILE [--trace-window FROM_S:TO_S]]\n"
             "       kvfleet run SCENARIO --explain-step [--step-phase decode|prefill]\n"
             "                   [--step-seqs N_PER_GPU] [--step-context C] [--step-prompt T]\n"
+            "                   [--step-chunks N_PER_GPU]\n"
             "                   [--set K=V]...\n");
     return 2;
 }
@@ -507,7 +508,7 @@ int sim_cli_run(int argc, char **argv) {
     const char *timeline = NULL, *window = NULL;
     bool json_out = false, quiet = false, report = true, explain = false;
     const char *step_phase = "decode";
-    double step_seqs = 0, step_ctx = 0, step_prompt = 0;
+    double step_seqs = 0, step_ctx = 0, step_prompt = 0, step_chunks = 0;
     const char *sets[256];
     int nsets = 0;
     for (int i = 1; i < argc; i++) {
@@ -526,7 +527,7 @@ int sim_cli_run(int argc, char **argv) {
         else if (!strcmp(a, "--explain-step")) explain = true;
         else if (!strcmp(a, "--step-phase") && more) step_phase = argv[++i];
         else if ((!strcmp(a, "--step-seqs") || !strcmp(a, "--step-context") ||
-                  !strcmp(a, "--step-prompt")) && more) {
+                  !strcmp(a, "--step-prompt") || !strcmp(a, "--step-chunks")) && more) {
             char *end;
             double v = strtod(argv[++i], &end);
             if (*end || !(v > 0) || v > 1e9) {
@@ -535,6 +536,7 @@ int sim_cli_run(int argc, char **argv) {
             }
             if (!strcmp(a, "--step-seqs")) step_seqs = v;
             else if (!strcmp(a, "--step-context")) step_ctx = v;
+            else if (!strcmp(a, "--step-chunks")) step_chunks = v;
             else step_prompt = v;
         }
         else if (a[0] == '-' ) {
@@ -567,7 +569,8 @@ int sim_cli_run(int argc, char **argv) {
         fprintf(stderr, "kvfleet: %s\n", err.msg);
         return kvf_exit_code(st);
     }
-    if (explain) return sim_explain_step(&cfg, step_phase, step_seqs, step_ctx, step_prompt);
+    if (explain)
+        return sim_explain_step(&cfg, step_phase, step_seqs, step_ctx, step_prompt, step_chunks);
     if (engine && strcmp(engine, "cpu") && strcmp(engine, "cuda")) {
         fprintf(stderr, "kvfleet run: --engine must be cpu or cuda, not '%s'\n", engine);
         return 2;
