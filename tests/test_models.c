@@ -830,6 +830,138 @@ START_TEST(test_dsa_against_mla) {
 }
 END_TEST
 
+// The table model without tables is the roofline, term for term (to the nanosecond); with the
+// hardware file's tables each term comes from the rows, as recomputed here by hand from the
+// published figures (DeepEP, DeepGEMM, FlashMLA rows of h800.yaml).
+START_TEST(test_table_model_terms) {
+    mdl_model ds = load_model("deepseek-v3");
+    mdl_hardware h800 = load_hw("h800"), b200 = load_hw("b200");
+    mdl_parallel par = {.gpus = 144, .tp = 1, .ep = 144, .ep_skew = 1.0, .route_nodes = 4,
+                        .two_batch = true};
+    uint32_t caps[MDL_CAPS];
+    mdl_model_caps(&ds, caps);
+    mdl_decode_sum d = {0};
+    for (int i = 0; i < 144 * 90; i++) mdl_decode_sum_add(&d, caps, 5000);
+    mdl_batch b = {.phase = MDL_DECODE, .dsum = &d};
+    mdl_step_cost roof, t0, t1;
+    mdl_explain ex;
+    bool fb = true;
+    mdl_roofline_eval(&ds, &h800, &par, NULL, &b, &roof);
+    mdl_table_eval(&ds, &h800, &par, NULL, &b, false, &t0, &ex, &fb);
+    ck_assert_int_eq(t0.ns, roof.ns);
+    ck_assert(!fb);
+    mdl_table_eval(&ds, &h800, &par, NULL, &b, true, &t1, &ex, &fb);
+    ck_assert(!fb); // every applicable term has rows on H800
+    const mdl_term *disp = NULL, *comb = NULL, *attn = NULL, *exp = NULL;
+    for (int i = 0; i < ex.n; i++) {
+        if (!strcmp(ex.t[i].name, "EP dispatch")) disp = &ex.t[i];
+        if (!strcmp(ex.t[i].name, "EP combine")) comb = &ex.t[i];
+        if (!strcmp(ex.t[i].name, "attention")) attn = &ex.t[i];
+        if (!strcmp(ex.t[i].name, "expert GEMMs")) exp = &ex.t[i];
+    }
+    ck_assert(disp && comb && attn && exp);
+    // DeepEP low-latency rows: 39 GB/s at EP128 and EP256 for dispatch; 39 and 40 for combine.
+    // 90 tokens x top-8 x 7168 x 1 B (FP8) per GPU and layer, 58 MoE layers.
+    double bd = 90.0 * 8 * 7168, gc = 39 + log(144.0 / 128) / log(2.0) * (40 - 39);
+    ck_assert_msg(near(disp->s, 58 * bd / 39e9, 1e-9), "dispatch %.6g", disp->s);
+    ck_assert_msg(near(comb->s, 58 * 2 * bd / (gc * 1e9), 1e-9), "combine %.6g", comb->s);
+    ck_assert(disp->row_lo > 0 && strstr(disp->source, "DeepEP"));
+    // FlashMLA row: max(KV bytes / 3000 GB/s, FLOPs / 660 TFLOPS) per GPU; KV read and written
+    // per GPU = 90 x (5001 + 1) latents x 61 layers x 1152 B; absorbed FLOPs per key and layer
+    // 2 x 128 x 576 + 2 x 128 x 512 -- compute-bound here (11.6 ms against 10.5 ms)
+    double kv = 90.0 * (5001 + 1) * 61 * 1152, fl = 90.0 * 5001 * 61 * (2 * 128 * 576 + 2 * 128 * 512);
+    double want = KVF_MAX(kv / 3000e9, fl / 660e12);
+    ck_assert_msg(near(attn->s, want, 1e-9), "attention %.6g vs %.6g", attn->s, want);
+    ck_assert(fl / 660e12 > kv / 3000e9);
+    ck_assert(strstr(attn->source, "FlashMLA"));
+    // DeepGEMM masked rows by tokens per expert: 12960 x 8 / 256 = 405 per expert, between the
+    // m = 256 and m = 512 rows (log-linear): gate+up 932..1040, down 815..916 TFLOPS
+    double f = log(405.0 / 256) / log(2.0);
+    double gu = 932 + f * (1040 - 932), dn = 815 + f * (916 - 815);
+    double routed = 2.0 * 12960 * 58 * 8 * ds.expert_params;
+    double shared_part = exp->s - (routed * 2 / 3 / (gu * 1e12) + routed / 3 / (dn * 1e12)) / 144;
+    ck_assert_msg(shared_part > 0 && shared_part < 0.25 * exp->s, "expert term %.6g", exp->s);
+    // two micro-batches hide communication up to the compute there is
+    double comm = disp->s + comb->s, sum = 0;
+    for (int i = 0; i < ex.n; i++)
+        if (ex.t[i].name[0] != ' ' && strcmp(ex.t[i].name, "overlap")) sum += ex.t[i].s;
+    ck_assert_msg(near(ex.total_s, sum - KVF_MIN(comm, sum - comm - ex.t[ex.n - 1].s), 1e-6),
+                  "total %.6g vs terms %.6g", ex.total_s, sum);
+    // no tables: every step is a fallback, counted by the stepper
+    mdl_stepper *s = mdl_table_create(&ds, &b200, &par, NULL);
+    mdl_step_cost c;
+    for (int i = 0; i < 3; i++) mdl_stepper_cost(s, &b, &c);
+    ck_assert_uint_eq(s->table_fallbacks, 3);
+    mdl_roofline_eval(&ds, &b200, &par, NULL, &b, &roof);
+    ck_assert_int_eq(c.ns, roof.ns);
+    mdl_stepper_destroy(s);
+    // node-limited routing: fewer NIC copies than unlimited routing over 18 nodes
+    mdl_ep_comm e4, eall;
+    mdl_parallel unl = par;
+    unl.route_nodes = 0;
+    mdl_ep_comm_time(&ds, &h800, &par, NULL, 90, &e4);
+    mdl_ep_comm_time(&ds, &h800, &unl, NULL, 90, &eall);
+    // 4 nodes: 4 (1 - (3/4)^8) = 3.60 distinct, 17/18 remote; 18 nodes: 18 (1 - (17/18)^8) = 6.65
+    ck_assert_msg(near(e4.nic_copies, 4 * (1 - pow(0.75, 8)) * 17 / 18, 1e-12), "%.6g", e4.nic_copies);
+    ck_assert_msg(near(eall.nic_copies, 18 * (1 - pow(17.0 / 18, 8)) * 17 / 18, 1e-12), "%.6g",
+                  eall.nic_copies);
+    ck_assert_double_eq(e4.fabric_copies, 8.0 * 7 / 8);
+    // FP8 dispatch (1 B) + BF16 combine (2 B) per hidden element
+    ck_assert_double_eq(e4.bytes_per_copy, 7168.0 * 3);
+}
+END_TEST
+
+// Kernel tables in hardware files: rows parse with their sources; bad rows are refused naming
+// file:line and key; `hw check` rules (peaks, monotone series) name the offending row.
+START_TEST(test_hardware_kernel_tables) {
+    mdl_hardware h = load_hw("h800");
+    kvf_err err = {0};
+    ck_assert_uint_ge(h.nkrows, 40);
+    ck_assert_int_eq(mdl_hardware_check(&h, &err), KVF_OK);
+    ck_assert_int_eq(mdl_hardware_check(&(mdl_hardware){0}, &err), KVF_OK);
+#define HWB "name: g\nbf16_flops: 1e15\nfp8_flops: 2e15\nhbm_bytes: 8e10\nhbm_Bps: 3e12\n" \
+            "scaleup_Bps: 4e11\nnic_Bps: 4e10\nkernels:\n"
+#define SRC ", source: \"repo/x README.md @ 0123abcd\"}\n"
+    const char *p = write_tmp("k.yaml", HWB "  - {kind: gemm_fp8, m: 64, n: 8, k: 8, tflops: 200" SRC
+                                            "  - {kind: gemm_fp8, m: 128, n: 8, k: 8, tflops: 150" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_OK);
+    ck_assert_int_eq(mdl_hardware_check(&h, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "k.yaml:10") && strstr(err.msg, "must not fall"), "%s", err.msg);
+    p = write_tmp("k.yaml", HWB "  - {kind: gemm_fp8, m: 64, n: 8, k: 8, tflops: 2500" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_OK);
+    ck_assert_int_eq(mdl_hardware_check(&h, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "k.yaml:9") && strstr(err.msg, "datasheet peak"), "%s", err.msg);
+    p = write_tmp("k.yaml", HWB "  - {kind: decode_attn, attention: mla, head_dim: 576, GBps: 3100, "
+                                "tflops: 600" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_OK);
+    ck_assert_int_eq(mdl_hardware_check(&h, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "hbm_Bps"), "%s", err.msg);
+    // parse errors
+    p = write_tmp("k.yaml", HWB "  - {kind: gemm_fp8, m: 64, n: 8, k: 8, tflops: 200}\n");
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_EPARSE);
+    ck_assert_msg(strstr(err.msg, "k.yaml:9") && strstr(err.msg, "'kernels.source' missing"), "%s",
+                  err.msg);
+    p = write_tmp("k.yaml", HWB "  - {kind: gemm_fp8, m: -64, n: 8, k: 8, tflops: 200" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "k.yaml:9") && strstr(err.msg, "'kernels.m' must be positive"),
+                  "%s", err.msg);
+    p = write_tmp("k.yaml", HWB "  - {kind: gemm_fp9, m: 64" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_EPARSE);
+    ck_assert_msg(strstr(err.msg, "unknown kind 'gemm_fp9'"), "%s", err.msg);
+    p = write_tmp("k.yaml", HWB "  - {kind: ep_dispatch, mode: low_latency, ep: 8, GBps: 90" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_EPARSE);
+    ck_assert_msg(strstr(err.msg, "'kernels.tokens' missing"), "%s", err.msg);
+    p = write_tmp("k.yaml", HWB "  - {kind: allreduce, gpus: 8, bytes: 1e6, GBps: 90, colour: 1" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_EPARSE);
+    ck_assert_msg(strstr(err.msg, "unknown key 'kernels.colour'"), "%s", err.msg);
+    p = write_tmp("k.yaml", HWB "  - {kind: gemm_fp8, m: 64, n: 8, k: 8, tflops: fast" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_EPARSE);
+    ck_assert_msg(strstr(err.msg, "'kernels.tflops': expected a number"), "%s", err.msg);
+#undef HWB
+#undef SRC
+}
+END_TEST
+
 START_TEST(test_decode_sums_match_listed) {
     const char *models[] = {"llama-3.1-8b",  "deepseek-v3",       "gpt-oss-120b",
                             "gemma-3-27b",   "tiny-dense",        "deepseek-v3.2-exp",
@@ -842,6 +974,13 @@ START_TEST(test_decode_sums_match_listed) {
         mdl_model_caps(&m, caps);
         mdl_parallel par = {.gpus = 8, .tp = 8, .ep = m.experts ? 8 : 1, .ep_skew = 1.2};
         mdl_stepper *roof = mdl_roofline_create(&m, &hw, &par, NULL);
+        // the table model on the hardware with the most tables, wide EP with DP attention and
+        // two micro-batches when the model has experts
+        mdl_parallel wide = {.gpus = 144, .tp = m.experts ? 1 : 8, .ep = m.experts ? 144 : 1,
+                             .ep_skew = 1.1, .route_nodes = m.experts ? 4 : 0,
+                             .two_batch = m.experts > 0};
+        mdl_hardware h800 = load_hw("h800");
+        mdl_stepper *tab = mdl_table_create(&m, &h800, &wide, NULL);
         for (int trial = 0; trial < 40; trial++) {
             enum { N = 300 };
             mdl_seq all[N + 2];
@@ -877,8 +1016,14 @@ START_TEST(test_decode_sums_match_listed) {
             ck_assert_msg(ca.ns == cb.ns, "%s trial %d: %lld vs %lld ns", models[k], trial,
                           (long long)ca.ns, (long long)cb.ns);
             ck_assert_int_gt(ca.ns, 0);
+            mdl_stepper_cost(tab, &listed, &ca);
+            mdl_stepper_cost(tab, &summed, &cb);
+            ck_assert_msg(ca.ns == cb.ns && ca.table_fallback == cb.table_fallback,
+                          "%s trial %d: table %lld vs %lld ns", models[k], trial, (long long)ca.ns,
+                          (long long)cb.ns);
         }
         mdl_stepper_destroy(roof);
+        mdl_stepper_destroy(tab);
     }
     // calibrated: the decode table at (batch, mean context) and the host overhead by batch size
     mdl_model m = load_model("tiny-dense");
@@ -931,6 +1076,8 @@ static Suite *models_suite(void) {
     tcase_add_test(t, test_kv_capacity);
     tcase_add_test(t, test_decode_sums_match_listed);
     tcase_add_test(t, test_dsa_against_mla);
+    tcase_add_test(t, test_table_model_terms);
+    tcase_add_test(t, test_hardware_kernel_tables);
     suite_add_tcase(s, t);
     t = tcase_create("calibrated");
     tcase_add_checked_fixture(t, setup_dirs, cleanup_dirs);
