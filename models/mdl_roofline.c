@@ -66,6 +66,15 @@ static mdl_parallel par_norm(const mdl_parallel *in) {
     return p;
 }
 
+static mdl_efficiency eff_or_default(const mdl_efficiency *in) {
+    mdl_efficiency e;
+    if (in)
+        e = *in;
+    else
+        mdl_efficiency_default(&e);
+    return e;
+}
+
 // Sum over key counts min(p, w) for p = c+1 .. c+n: the (query, key) pairs of a chunk of n new
 // tokens after c cached ones, causal inside the chunk, each query seeing at most w keys
 // (w = 0: no window).
@@ -293,11 +302,7 @@ double mdl_ep_comm_time(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
                         const mdl_efficiency *eff_in, double tok, mdl_ep_comm *o) {
     memset(o, 0, sizeof *o);
     mdl_parallel p = par_norm(par);
-    mdl_efficiency eff;
-    if (eff_in)
-        eff = *eff_in;
-    else
-        mdl_efficiency_default(&eff);
+    mdl_efficiency eff = eff_or_default(eff_in);
     if (p.ep <= 1 || !m->moe_layers || tok <= 0) return 0;
     double ce = eff.comm > 0 ? eff.comm : 0.7;
     double domain = hw->scaleup_domain ? hw->scaleup_domain : 8, k = m->experts_active;
@@ -327,11 +332,7 @@ void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
     memset(pp, 0, sizeof *pp);
     if (w->tokens <= 0) return;
     mdl_parallel p = par_norm(par_in);
-    mdl_efficiency eff;
-    if (eff_in)
-        eff = *eff_in;
-    else
-        mdl_efficiency_default(&eff);
+    mdl_efficiency eff = eff_or_default(eff_in);
     double G = p.gpus;
     double bw = hw->hbm_Bps * eff.memory;
     double bf16 = hw->bf16_flops * eff.compute;

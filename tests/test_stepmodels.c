@@ -14,40 +14,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char *bin(void) {
-    const char *b = getenv("KVF_BIN");
-    return b ? b : "build/kvfleet";
-}
-
-static const char *src(void) {
-    const char *d = getenv("KVF_SOURCE_DIR");
-    return d ? d : ".";
-}
-
-static char out_buf[1 << 17];
+#include "helpers/kvt.h"
 
 // Runs `kvfleet ARGS` in the source tree; returns the exit code, stdout+stderr in out_buf.
+#define out_buf kvt_out
 static int kvf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int kvf(const char *fmt, ...) {
-    char args[4096], cmd[8192];
+    char args[4096];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
-    snprintf(cmd, sizeof cmd, "cd %s && %s %s 2>&1", src(), bin(), args);
-    FILE *p = popen(cmd, "r");
-    ck_assert(p);
-    size_t n = fread(out_buf, 1, sizeof out_buf - 1, p);
-    out_buf[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    return kvt_sh("{ %s %s 2>&1; }", kvt_bin(), args);
 }
 
-static char tmpdir[64];
-
+#define tmpdir kvt_tmp
 static void setup(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/kvf_steps_XXXXXX");
-    ck_assert(mkdtemp(tmpdir));
+    kvt_tmp_make("kvf_steps");
 }
 
 static void write_file(const char *path, const char *text) {
@@ -128,7 +111,7 @@ END_TEST
 START_TEST(test_hw_check) {
     DIR *dir;
     char p[1200];
-    snprintf(p, sizeof p, "%s/models/hardware", src());
+    snprintf(p, sizeof p, "%s/models/hardware", kvt_src());
     ck_assert((dir = opendir(p)));
     struct dirent *e;
     int n = 0;
@@ -225,7 +208,7 @@ static double check_get(const char *line, const char *key) {
 // table and the errors reported there are brought up to date.
 START_TEST(test_published_points) {
     char dpath[1200];
-    snprintf(dpath, sizeof dpath, "%s/scenarios/published", src());
+    snprintf(dpath, sizeof dpath, "%s/scenarios/published", kvt_src());
     DIR *dir = opendir(dpath);
     ck_assert(dir);
     struct dirent *e;
@@ -284,7 +267,7 @@ END_TEST
 static Suite *suite(void) {
     Suite *s = suite_create("stepmodels");
     TCase *t = tcase_create("stepmodels");
-    tcase_add_checked_fixture(t, setup, NULL);
+    tcase_add_checked_fixture(t, setup, kvt_tmp_remove);
     tcase_set_timeout(t, 600);
     tcase_add_test(t, test_table_model_on_real_trace);
     tcase_add_test(t, test_hw_check);
@@ -297,9 +280,5 @@ static Suite *suite(void) {
 }
 
 int main(void) {
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? 1 : 0;
+    return kvt_main(suite());
 }
