@@ -115,8 +115,9 @@ static void term_add(mdl_explain *ex, const char *name, double s, const mdl_hard
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, "%s", name);
     t->s = s;
-    t->row_lo = lo >= 0 ? hw->krows[lo].line : 0;
-    t->row_hi = hi >= 0 ? hw->krows[hi].line : 0;
+    int a = lo >= 0 ? hw->krows[lo].line : 0, b = hi >= 0 ? hw->krows[hi].line : 0;
+    t->row_lo = a && b ? KVF_MIN(a, b) : a;
+    t->row_hi = a && b ? KVF_MAX(a, b) : b;
     if (lo >= 0) snprintf(t->source, sizeof t->source, "%s", hw->krows[lo].source);
     va_list ap;
     va_start(ap, fmt);
@@ -198,7 +199,6 @@ void mdl_table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_parall
         int ns = dense_shapes(m, sh);
         double mt = T / (G / p.tp); // rows of one TP group's GEMMs
         double covered_f = 0, covered_s = 0;
-        int first_lo = -1, first_hi = -1;
         for (int i = 0; use_tables && i < ns; i++) {
             shape_ctx c = {.n = sh[i].n, .k = sh[i].k};
             if (!lookup(hw, gk, pred_shape, &c, x_m, y_tflops, mt, &y, &lo, &hi)) continue;
@@ -206,7 +206,6 @@ void mdl_table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_parall
             double s = f / p.tp / (G / p.tp) / (y * 1e12);
             covered_f += f;
             covered_s += s;
-            if (first_lo < 0) first_lo = lo, first_hi = hi;
             term_add(ex, "  gemm", s, hw, lo, hi, "%s n=%.0f k=%.0f m=%.0f: %.0f TFLOPS (%s)",
                      sh[i].what, sh[i].n, sh[i].k, mt, y, mdl_kkind_name(gk));
         }
@@ -222,9 +221,8 @@ void mdl_table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_parall
         } else {
             fb = fb || use_tables;
         }
-        term_add(ex, "dense GEMMs", pp.group_s[MDL_WG_DENSE], hw, covered_f > 0 ? first_lo : -1,
-                 covered_f > 0 ? first_hi : -1, "%s",
-                 covered_f > 0 ? "table rows above + roofline rest"
+        term_add(ex, "dense GEMMs", pp.group_s[MDL_WG_DENSE], hw, -1, -1, "%s",
+                 covered_f > 0 ? "the gemm rows above + the roofline rest"
                                : "roofline: max(FLOPs / (peak x compute), bytes / (HBM x memory))");
     }
 
