@@ -887,6 +887,29 @@ START_TEST(test_table_model_terms) {
         if (ex.t[i].name[0] != ' ' && strcmp(ex.t[i].name, "overlap")) sum += ex.t[i].s;
     ck_assert_msg(near(ex.total_s, sum - KVF_MIN(comm, sum - comm - ex.t[ex.n - 1].s), 1e-6),
                   "total %.6g vs terms %.6g", ex.total_s, sum);
+    // the same wide batch with varied contexts, listed and as sums, through the table rows
+    // (FlashMLA, DeepGEMM, DeepEP): the same nanosecond and no fallback either way; DSA too
+    const char *names[] = {"deepseek-v3", "deepseek-v3.2-exp"};
+    for (int k = 0; k < 2; k++) {
+        mdl_model mk = load_model(names[k]);
+        mdl_model_caps(&mk, caps);
+        enum { NS = 144 * 90 };
+        static mdl_seq all[NS];
+        mdl_decode_sum dv = {0};
+        for (int i = 0; i < NS; i++) {
+            all[i] = (mdl_seq){1, (uint32_t)(1 + (i * 7919) % 12000)};
+            mdl_decode_sum_add(&dv, caps, all[i].cached_tokens);
+        }
+        mdl_batch bl = {.phase = MDL_DECODE, .seqs = all, .n = NS}, bs = {.phase = MDL_DECODE, .dsum = &dv};
+        mdl_step_cost ca, cb;
+        bool fa, fb2;
+        mdl_table_eval(&mk, &h800, &par, NULL, &bl, true, &ca, NULL, &fa);
+        mdl_table_eval(&mk, &h800, &par, NULL, &bs, true, &cb, NULL, &fb2);
+        ck_assert_msg(ca.ns == cb.ns && fa == fb2, "%s: %lld vs %lld", names[k], (long long)ca.ns,
+                      (long long)cb.ns);
+        ck_assert(k == 1 || !fa); // DSA has no decode_attn row: its attention falls back
+        ck_assert(k == 0 || fa);
+    }
     // no tables: every step is a fallback, counted by the stepper
     mdl_stepper *s = mdl_table_create(&ds, &b200, &par, NULL);
     mdl_step_cost c;
