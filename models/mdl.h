@@ -118,7 +118,8 @@ typedef struct mdl_hardware {
 
 // `kvfleet hw check`: the kernel tables are physically sane -- no figure above the datasheet
 // peak (tflops <= the dtype's peak, attention GBps <= hbm_Bps, EP GBps <= scale-up + NIC,
-// all-reduce GBps <= scale-up), and monotone where physics says so (GEMM tflops never fall
+// all-reduce GBps <= scale-up, both directions: in-switch
+// reduction lets bus bandwidth pass one direction's rate), and monotone where physics says so (GEMM tflops never fall
 // as m grows for one shape; prefill attention tflops never fall as seqlen grows; all-reduce
 // bus bandwidth never falls as the message grows). KVF_EINVAL naming file:line of the first
 // bad row and why.

@@ -959,6 +959,22 @@ START_TEST(test_hardware_kernel_tables) {
     ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_OK);
     ck_assert_int_eq(mdl_hardware_check(&h, &err), KVF_EINVAL);
     ck_assert_msg(strstr(err.msg, "hbm_Bps"), "%s", err.msg);
+    // all-reduce bus bandwidth: above one direction (200 GB/s here) is possible with in-switch
+    // reduction, above both (400) is not; it must not fall as messages grow
+    p = write_tmp("k.yaml", HWB "  - {kind: allreduce, gpus: 8, bytes: 1e6, GBps: 150" SRC
+                                "  - {kind: allreduce, gpus: 8, bytes: 1e8, GBps: 380" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_OK);
+    ck_assert_int_eq(mdl_hardware_check(&h, &err), KVF_OK);
+    p = write_tmp("k.yaml", HWB "  - {kind: allreduce, gpus: 8, bytes: 1e6, GBps: 150" SRC
+                                "  - {kind: allreduce, gpus: 8, bytes: 1e8, GBps: 420" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_OK);
+    ck_assert_int_eq(mdl_hardware_check(&h, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "k.yaml:10") && strstr(err.msg, "both directions"), "%s", err.msg);
+    p = write_tmp("k.yaml", HWB "  - {kind: allreduce, gpus: 8, bytes: 1e6, GBps: 150" SRC
+                                "  - {kind: allreduce, gpus: 8, bytes: 1e8, GBps: 120" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_OK);
+    ck_assert_int_eq(mdl_hardware_check(&h, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "k.yaml:10") && strstr(err.msg, "as bytes grows"), "%s", err.msg);
     // parse errors
     p = write_tmp("k.yaml", HWB "  - {kind: gemm_fp8, m: 64, n: 8, k: 8, tflops: 200}\n");
     ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_EPARSE);
