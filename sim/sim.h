@@ -58,12 +58,14 @@ typedef struct sim_config {
     uint64_t seed;
     char model[SIM_PATH_MAX];     // models/<name>.yaml or a path
     char hardware[SIM_PATH_MAX];  // models/hardware/<name>.yaml or a path
-    char step_model[32];          // roofline | calibrated
+    char step_model[32];          // roofline | calibrated | table
     char profile[SIM_PATH_MAX];   // calibrated: engine profile CSV
     mdl_efficiency eff;           // roofline efficiency factors (efficiency.*)
     double ep_skew;               // MoE: hottest GPU load over mean (>= 1)
     double ep_redundant_experts;  // fraction of redundant experts the EP balancer adds (0..1)
     double ep_skew_sd;            // > 0: skew drawn per MoE step, max(1, N(ep_skew, sd))
+    uint32_t ep_route_nodes;      // node-limited routing: scale-up domains per token (0 = any)
+    bool ep_two_batch;            // two micro-batches overlap communication with compute
     // workload
     char trace[SIM_PATH_MAX];     // trace file ("" with generate)
     trc_options trace_opt;        // format, time_scale, rate_rps, limit, window, bucket, ...

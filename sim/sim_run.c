@@ -21,13 +21,19 @@ kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl
                             const mdl_parallel *par, const sim_run_opts *o, mdl_stepper **out,
                             kvf_err *err) {
     if (o && o->engine_backend) return sim_engine_stepper_create(cfg, m, hw, par, o, out, err);
+    mdl_parallel p = par ? *par : (mdl_parallel){0};
+    if (!par) mdl_parallel_default(&p);
+    p.route_nodes = cfg->ep_route_nodes;
+    p.two_batch = cfg->ep_two_batch;
+    par = &p;
     if (!strcmp(cfg->step_model, "calibrated")) {
         char prof[SIM_PATH_MAX];
         sim_config_resolve(cfg, cfg->profile, prof, sizeof prof);
         return mdl_calibrated_create(out, m, hw, par, &cfg->eff, prof, err);
     }
-    *out = mdl_roofline_create(m, hw, par, &cfg->eff);
-    return *out ? KVF_OK : kvf_fail(err, KVF_ENOMEM, "cannot create the roofline step model");
+    if (!strcmp(cfg->step_model, "table")) *out = mdl_table_create(m, hw, par, &cfg->eff);
+    else *out = mdl_roofline_create(m, hw, par, &cfg->eff);
+    return *out ? KVF_OK : kvf_fail(err, KVF_ENOMEM, "cannot create the %s step model", cfg->step_model);
 }
 
 // ---- progress ----------------------------------------------------------------------------------
@@ -276,6 +282,13 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_set_new(sm, "steps", json_integer((json_int_t)m->steps));
     json_object_set_new(sm, "extrapolated_steps", json_integer((json_int_t)m->extrapolated_steps));
     json_object_set_new(sm, "extrapolated", json_boolean(m->extrapolated_steps > 0));
+    if (!strcmp(cfg->step_model, "table") && !(c->opts && c->opts->engine_backend)) {
+        // steps where a term the kernel tables do not cover came from the roofline
+        uint64_t fb = 0;
+        for (int i = 0; i < SIM_POOLS; i++)
+            if (c->pool[i].stepper) fb += c->pool[i].stepper->table_fallbacks;
+        json_object_set_new(sm, "table_fallbacks", json_integer((json_int_t)fb));
+    }
     json_object_set_new(sm, "preemptions", json_integer((json_int_t)m->preemptions));
     json_object_set_new(sm, "decode_steps", json_integer((json_int_t)m->decode_steps));
     json_object_set_new(sm, "decode_mean_batch",
@@ -543,14 +556,20 @@ static int usage_run(void) {
     fprintf(stderr,
             "usage: kvfleet run SCENARIO [-o DIR] [--set K=V]... [--trace FILE] [--seed N]\n"
             "                   [--json] [--quiet] [--no-report] [--engine cpu|cuda]\n"
-            "                   [--trace-out FILE [--trace-window FROM_S:TO_S]]\n");
+            "                   [--trace-out FILE [--trace-window FROM_S:TO_S]]\n"
+            "       kvfleet run SCENARIO --explain-step [--step-phase decode|prefill]\n"
+            "                   [--step-seqs N_PER_GPU] [--step-context C] [--step-prompt T]\n"
+            "                   [--step-chunks N_PER_GPU]\n"
+            "                   [--set K=V]...\n");
     return 2;
 }
 
 int sim_cli_run(int argc, char **argv) {
     const char *scenario = NULL, *out = NULL, *trace = NULL, *seed = NULL, *engine = NULL;
     const char *timeline = NULL, *window = NULL;
-    bool json_out = false, quiet = false, report = true;
+    bool json_out = false, quiet = false, report = true, explain = false;
+    const char *step_phase = "decode";
+    double step_seqs = 0, step_ctx = 0, step_prompt = 0, step_chunks = 0;
     const char *sets[256];
     int nsets = 0;
     for (int i = 1; i < argc; i++) {
@@ -566,6 +585,21 @@ int sim_cli_run(int argc, char **argv) {
         else if (!strcmp(a, "--json")) json_out = true;
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = true;
         else if (!strcmp(a, "--no-report")) report = false;
+        else if (!strcmp(a, "--explain-step")) explain = true;
+        else if (!strcmp(a, "--step-phase") && more) step_phase = argv[++i];
+        else if ((!strcmp(a, "--step-seqs") || !strcmp(a, "--step-context") ||
+                  !strcmp(a, "--step-prompt") || !strcmp(a, "--step-chunks")) && more) {
+            char *end;
+            double v = strtod(argv[++i], &end);
+            if (*end || !(v > 0) || v > 1e9) {
+                fprintf(stderr, "kvfleet run: %s wants a number in (0, 1e9], not '%s'\n", a, argv[i]);
+                return 2;
+            }
+            if (!strcmp(a, "--step-seqs")) step_seqs = v;
+            else if (!strcmp(a, "--step-context")) step_ctx = v;
+            else if (!strcmp(a, "--step-chunks")) step_chunks = v;
+            else step_prompt = v;
+        }
         else if (a[0] == '-' ) {
             fprintf(stderr, "kvfleet run: unknown option '%s'\n", a);
             return usage_run();
@@ -596,6 +630,8 @@ int sim_cli_run(int argc, char **argv) {
         fprintf(stderr, "kvfleet: %s\n", err.msg);
         return kvf_exit_code(st);
     }
+    if (explain)
+        return sim_explain_step(&cfg, step_phase, step_seqs, step_ctx, step_prompt, step_chunks);
     if (engine && strcmp(engine, "cpu") && strcmp(engine, "cuda")) {
         fprintf(stderr, "kvfleet run: --engine must be cpu or cuda, not '%s'\n", engine);
         return 2;

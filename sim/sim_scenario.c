@@ -82,7 +82,7 @@ typedef struct keydef {
 #define CAP(k, f, sc)                                                                              \
     { k, K_CAP, 0, 0, OFF(f), SZ(f), 0, 0, BIG, sc, NULL }
 
-static const char *const step_models[] = {"roofline", "calibrated", NULL};
+static const char *const step_models[] = {"roofline", "calibrated", "table", NULL};
 static const char *const modes[] = {"disaggregated", "colocated", NULL};
 static const char *const schedulers[] = {"fcfs", "spf", "priority", NULL};
 static const char *const preemptions[] = {"recompute", "swap", NULL};
@@ -120,6 +120,8 @@ static const keydef key_table[] = {
     NUM("moe.ep_skew", ep_skew, NT_DBL, 0, 1, BIG, 1),
     NUM("moe.redundant_experts", ep_redundant_experts, NT_DBL, 0, 0, 1, 1),
     NUM("moe.ep_skew_sd", ep_skew_sd, NT_DBL, 0, 0, BIG, 1),
+    NUM("moe.route_nodes", ep_route_nodes, NT_U32, F_INT, 0, 1 << 20, 1),
+    BOOL("moe.two_batch_overlap", ep_two_batch),
     STR("workload.trace", trace, F_NULL),
     {"workload.format", K_FMT, 0, 0, OFF(trace_opt.format), SZ(trace_opt.format), 0, 0, 0, 1, NULL},
     NUM("workload.time_scale", trace_opt.time_scale, NT_DBL, F_GT, 0, BIG, 1),
@@ -1085,6 +1087,43 @@ static kvf_status check_pool(const sim_config *c, const sim_pool_cfg *p, const c
     return KVF_OK;
 }
 
+// The large-EP keys apply only to an MoE model whose experts a pool spreads over GPUs
+// (route_nodes: over more than one scale-up domain); anything else is refused.
+static kvf_status check_moe_keys(const sim_config *c, kvf_err *err) {
+    if (!c->ep_route_nodes && !c->ep_two_batch) return KVF_OK;
+    const char *key = c->ep_route_nodes ? "moe.route_nodes" : "moe.two_batch_overlap";
+    char path[SIM_PATH_MAX + 128], dir[SIM_PATH_MAX + 128];
+    mdl_model m;
+    mdl_hardware hw;
+    kvf_err e2 = {0};
+    sim_config_resolve(c, "models", dir, sizeof dir);
+    sim_config_model_path(c, path, sizeof path);
+    if (mdl_model_load(&m, path, dir, &e2)) return vfail(c, err, "model", "%s", e2.msg);
+    sim_config_hardware_path(c, path, sizeof path);
+    if (mdl_hardware_load(&hw, path, dir, &e2)) return vfail(c, err, "hardware", "%s", e2.msg);
+    if (!m.experts) return vfail(c, err, key, "applies to MoE models only (%s has no experts)", m.name);
+    const sim_pool_cfg *pools[] = {&c->prefill, &c->decode};
+    uint32_t max_ep = 0;
+    for (int i = 0; i < 2; i++) {
+        if (pools[i]->instances < 1) continue;
+        int ep = pools[i]->ep > 0 ? pools[i]->ep : pools[i]->gpus_per_instance;
+        if ((uint32_t)ep > max_ep) max_ep = (uint32_t)ep;
+    }
+    if (max_ep <= 1) return vfail(c, err, key, "needs a pool with expert parallelism (ep > 1)");
+    if (c->ep_route_nodes) {
+        uint32_t dom = hw.scaleup_domain ? hw.scaleup_domain : 8;
+        if (max_ep <= dom)
+            return vfail(c, err, "moe.route_nodes",
+                         "no pool spreads experts over more than one scale-up domain (largest "
+                         "ep %u, %s domain %u GPUs)", max_ep, hw.name, dom);
+        if (c->ep_route_nodes >= m.experts_active)
+            return vfail(c, err, "moe.route_nodes",
+                         "%u does not limit routing: a token has only %u experts", c->ep_route_nodes,
+                         m.experts_active);
+    }
+    return KVF_OK;
+}
+
 kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
     char path[SIM_PATH_MAX + 128];
     kvf_status st;
@@ -1101,10 +1140,11 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
             return vfail(c, err, "step_model", "calibrated needs a profile (key 'profile')");
         sim_config_profile_path(c, path, sizeof path);
         if (!is_file(path)) return vfail(c, err, "profile", "%s: No such file", path);
-    } else if (strcmp(c->step_model, "roofline")) {
-        return vfail(c, err, "step_model", "unknown value '%s' (allowed: roofline|calibrated)",
-                     c->step_model);
+    } else if (strcmp(c->step_model, "roofline") && strcmp(c->step_model, "table")) {
+        return vfail(c, err, "step_model",
+                     "unknown value '%s' (allowed: roofline|calibrated|table)", c->step_model);
     }
+    if ((st = check_moe_keys(c, err))) return st;
 
     if (c->generate_profile[0]) {
         if (name_index(gen_profiles, c->generate_profile) < 0)
