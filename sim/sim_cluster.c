@@ -164,6 +164,7 @@ static void step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, 
     if (out->ns < 1) out->ns = 1;
     c->m.steps++;
     if (out->extrapolated) c->m.extrapolated_steps++;
+    if (out->table_fallback) c->m.table_fallbacks++;
 }
 
 double sim_cluster_prefill_s(sim_cluster *c, sim_pool *p, uint32_t tokens, uint32_t cached) {
@@ -1176,7 +1177,8 @@ static void try_start(sim_cluster *c, sim_inst *in) {
             // the steps cut off were costed but never run
             for (uint32_t i = j + 1; i < in->run_m; i++) {
                 c->m.steps--;
-                if (in->run_ext[i]) c->m.extrapolated_steps--;
+                if (in->run_ext[i] & 1) c->m.extrapolated_steps--;
+                if (in->run_ext[i] & 2) c->m.table_fallbacks--;
             }
             in->run_m = j + 1;
             sim_queue_cancel(c->q, in->step_seq);
@@ -1275,14 +1277,14 @@ static void try_start_step(sim_cluster *c, sim_inst *in) {
                 in->run_cap = (uint32_t)cap;
             }
             in->run_end[0] = c->now + k.ns;
-            in->run_ext[0] = k.extrapolated;
+            in->run_ext[0] = (uint8_t)(k.extrapolated | k.table_fallback << 1);
             for (uint32_t j = 1; j < m; j++) {
                 mdl_decode_sum dj = dsum_batch_at(d, d->k + j);
                 mdl_step_cost kj;
                 step_cost(c, p, MDL_DECODE, 0, 0, &dj, &kj);
                 if (in->n_structured) kj.ns += (sim_time)(in->n_structured * c->cfg->structured_mask_ns);
                 in->run_end[j] = in->run_end[j - 1] + kj.ns;
-                in->run_ext[j] = kj.extrapolated;
+                in->run_ext[j] = (uint8_t)(kj.extrapolated | kj.table_fallback << 1);
             }
             in->run_m = (uint32_t)m;
             k.ns = in->run_end[m - 1] - c->now;

@@ -151,7 +151,7 @@ typedef struct sim_inst {
     bool runs_on;               // dsum_on, and stretches of identical steps may be one event
     sim_dsum ds;                // decode sums (dsum_on)
     sim_time *run_end;          // a run of run_m decode steps in one event: end of each step
-    bool *run_ext;              // whether each step's cost was extrapolated
+    uint8_t *run_ext;           // each step's cost: 1 extrapolated, 2 a table fallback
     uint32_t run_m, run_cap;    // steps in the run in flight (0/1: a plain step)
     uint32_t run_attr;          // of those, steps whose tokens the sampler has counted
     uint32_t n_loading;         // prefill: requests loading

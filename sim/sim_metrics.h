@@ -49,6 +49,7 @@ typedef struct sim_metrics {
     double ssd_write_backlog_s_peak; // longest queue of write-downs on an instance's SSD link (s)
     double store_bytes_peak;
     uint64_t extrapolated_steps, steps;
+    uint64_t table_fallbacks;       // steps with a term the kernel tables do not cover
     // interval accumulators for the time series (reset at each sample)
     uint64_t iv_in, iv_out, iv_prompt, iv_hit, iv_hit_tier[3];
 } sim_metrics;

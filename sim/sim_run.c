@@ -284,10 +284,7 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_set_new(sm, "extrapolated", json_boolean(m->extrapolated_steps > 0));
     if (!strcmp(cfg->step_model, "table") && !(c->opts && c->opts->engine_backend)) {
         // steps where a term the kernel tables do not cover came from the roofline
-        uint64_t fb = 0;
-        for (int i = 0; i < SIM_POOLS; i++)
-            if (c->pool[i].stepper) fb += c->pool[i].stepper->table_fallbacks;
-        json_object_set_new(sm, "table_fallbacks", json_integer((json_int_t)fb));
+        json_object_set_new(sm, "table_fallbacks", json_integer((json_int_t)m->table_fallbacks));
     }
     json_object_set_new(sm, "preemptions", json_integer((json_int_t)m->preemptions));
     json_object_set_new(sm, "decode_steps", json_integer((json_int_t)m->decode_steps));
