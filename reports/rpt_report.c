@@ -642,15 +642,29 @@ static void cell_num(page *p, const char *key, double x) {
     rpt_buf_printf(&p->m, " %s |", s);
 }
 
-static void cell_pct(page *p, double x) {
+// A fraction shown in percent; key (may be NULL) names its summary.json path, data-value
+// keeps the exact fraction.
+static void cell_pct_key(page *p, const char *key, double x) {
     char s[64];
     if (isfinite(x))
         snprintf(s, sizeof s, "%.2f %%", x * 100);
     else
         snprintf(s, sizeof s, "n/a");
-    rpt_buf_printf(&p->h, "<td class=\"num\">%s</td>", s);
+    rpt_buf_puts(&p->h, "<td class=\"num\"");
+    if (key) {
+        rpt_buf_puts(&p->h, " data-key=\"");
+        rpt_buf_html(&p->h, key);
+        rpt_buf_puts(&p->h, "\"");
+        if (isfinite(x))
+            rpt_buf_printf(&p->h, " data-value=\"%.17g\"", x);
+        else
+            rpt_buf_puts(&p->h, " data-value=\"null\"");
+    }
+    rpt_buf_printf(&p->h, ">%s</td>", s);
     rpt_buf_printf(&p->m, " %s |", s);
 }
+
+static void cell_pct(page *p, double x) { cell_pct_key(p, NULL, x); }
 
 static void cell_json(page *p, const char *key, json_t *v) {
     if (json_is_number(v))
@@ -879,7 +893,7 @@ static void sec_economics(rep *r, page *p) {
         {"revenue_per_day_usd", "revenue per day (USD)"},
         {"revenue_input_per_day_usd", "  of which input tokens"},
         {"revenue_output_per_day_usd", "  of which output tokens"},
-        {"margin", "margin, (revenue - cost) / revenue (fraction)"},
+        {"margin", "margin, (revenue - cost) / revenue (%)"},
         {"cost_per_gpu_hour_usd", "all-in cost per GPU-hour (USD)"},
         {"cost_per_mtok_usd.input", "cost per million input tokens (USD)"},
         {"cost_per_mtok_usd.output", "cost per million output tokens (USD)"},
@@ -888,10 +902,16 @@ static void sec_economics(rep *r, page *p) {
         {"cash_opex_per_day_usd", "cash opex per day (USD)"},
         {"payback_days", "payback of capex (days)"},
         {"break_even_price_factor", "break-even price factor (all prices x)"},
-        {"break_even_output_usd_per_mtok",
-         "break-even output price (USD/Mtok; < 0: input revenue alone covers cost)"},
-        {"hit_rate", "cache hit rate (billing)"},
-        {"utilization", "utilisation (GPU-hour weighted)"},
+        {"break_even_output_usd_per_mtok", "break-even output price (USD/Mtok, input prices kept)"},
+        {"break_even_note", "  why it is 0 or missing"},
+        {"day_basis", "how the run is placed in a day"},
+        {"offpeak_share", "share of the day's tokens billed off-peak (%)"},
+        {"ssd_tb_billed", "SSD billed (TB)"},
+        {"ssd_basis", "  what the SSD figure rests on"},
+        {"hit_rate", "cache hit rate (billing, %)"},
+        {"hit_sensitivity_basis", "hit-rate sensitivity rests on"},
+        {"utilization", "utilisation (GPU-hour weighted, %)"},
+        {"capacity_utilization", "utilisation at capacity (busiest pool full, %)"},
         {"cost_usd", "cost over the run (USD)"},
         {"revenue_usd", "revenue over the run (USD)"},
     };
@@ -906,6 +926,8 @@ static void sec_economics(rep *r, page *p) {
         cell_text(p, rows[i].label);
         if (!strcmp(rows[i].key, "payback_days") && json_is_null(v))
             cell_text(p, "never (revenue does not cover cash opex)");
+        else if (strstr(rows[i].label, "(%)") || strstr(rows[i].label, ", %)"))
+            cell_pct_key(p, key, json_is_number(v) ? json_number_value(v) : NAN);
         else
             cell_json(p, key, v);
         cell_text(p, key);
@@ -940,13 +962,17 @@ static void sec_economics(rep *r, page *p) {
         both_heading(p, 3, "sens-hit", "Margin and payback against the cache-hit rate");
         both_para(p, "meta",
                   "Each row gives every class this hit rate and re-bills it; prefill GPUs scale "
-                  "with (1 - h) + h x hit_cost_ratio relative to this run. 'Margin, revenue held' "
-                  "keeps this run's revenue and shows the cost side alone.");
+                  "with 1 - s x h relative to this run, s (economics.hit_saving_per_unit_hit_rate) "
+                  "the share of prefill work a unit of hit rate saves, taken from this run's "
+                  "prefill FLOPs with and without reuse (economics.hit_sensitivity_basis). "
+                  "'Margin, revenue held' keeps this run's revenue and shows the cost side alone.");
         sens_table(p, e, "hit_rate", "sens-hit-table", "hit rate", true);
         hit_story(p, e);
         if (json_array_size(json_object_get(sens, "utilization"))) {
             both_heading(p, 3, "sens-util", "Against utilisation");
-            both_para(p, "meta", "Same fleet; traffic, and so revenue, scaled to the utilisation.");
+            both_para(p, "meta", "Same fleet; traffic, and so revenue, scaled to the utilisation, "
+                                 "up to capacity: the last row is where the busiest pool is fully "
+                                 "busy; no row goes past it.");
             sens_table(p, e, "utilization", "sens-util-table", "utilisation", false);
         }
         both_heading(p, 3, "sens-price", "Against price");

@@ -173,14 +173,10 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_set_new(ca, "stored_bytes_end", json_real((double)c->ssd.used * c->block_bytes));
     json_object_set_new(ca, "block_bytes", json_real(c->block_bytes));
     json_object_set_new(ca, "ssd_capacity_bytes", num_or_null(cfg->ssd.capacity_bytes < 0 ? INFINITY : cfg->ssd.capacity_bytes));
-    // steady state of a store that keeps everything for its retention: write rate x retention
+    // steady state of a store that keeps everything for its retention: per class, the class's
+    // write rate x its retention (filled below from the economics input)
     double wr = sim_s > 0 ? (double)c->ssd.inserted * c->block_bytes / sim_s : 0;
-    json_t *ss = json_object();
-    for (int k = 0; k < TRC_CLASS_COUNT; k++)
-        if (cfg->retention_ns[k] > 0)
-            json_object_set_new(ss, trc_class_name(k), json_real(wr * (double)cfg->retention_ns[k] * 1e-9));
     json_object_set_new(ca, "ssd_write_Bps", json_real(wr));
-    json_object_set_new(ca, "steady_state_bytes_by_retention", ss);
     json_object_set_new(ca, "evicted_blocks", json_integer((json_int_t)c->ssd.evicted));
     json_object_set_new(ca, "expired_blocks", json_integer((json_int_t)c->ssd.expired));
     json_t *lb = json_object();
@@ -240,13 +236,27 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     ei->gpus[RPT_POOL_VISION] = c->pool[SIM_POOL_VISION].n * (double)cfg->vision.gpus_per_instance;
     ei->utilization[RPT_POOL_VISION] = pool_util(c, SIM_POOL_VISION);
     ei->ssd_tb = (cfg->ssd.capacity_bytes < 0 ? peak : cfg->ssd.capacity_bytes) / 1e12;
+    ei->ssd_unbounded = cfg->ssd.capacity_bytes < 0;
+    ei->ssd_write_Bps = wr;
+    ei->prefill_flops = m->prefill_flops;
+    ei->prefill_flops_no_reuse = m->prefill_flops_no_reuse;
+    for (int k = 0; k < ei->n_cls; k++)
+        for (int t = 0; t < TRC_CLASS_COUNT; t++)
+            if (!strcmp(ei->cls[k].cls, trc_class_name(t)))
+                ei->cls[k].retention_s = (double)cfg->retention_ns[t] * 1e-9;
     ei->dram_tb = cfg->dram.capacity_bytes > 0
                       ? cfg->dram.capacity_bytes * c->pool[SIM_POOL_PREFILL].n / 1e12
                       : 0;
-    if (sim_s > 0 && rpt_econ_compute(&cfg->econ, ei, econ_out, err) == KVF_OK)
+    json_t *ss = json_object();
+    if (sim_s > 0 && rpt_econ_compute(&cfg->econ, ei, econ_out, err) == KVF_OK) {
         json_object_set_new(s, "economics", rpt_econ_to_json(&cfg->econ, econ_out));
-    else
+        for (int k = 0; k < ei->n_cls; k++)
+            if (isfinite(econ_out->ssd_tb_by_class[k]))
+                json_object_set_new(ss, ei->cls[k].cls, json_real(econ_out->ssd_tb_by_class[k] * 1e12));
+    } else {
         json_object_set_new(s, "economics", json_null());
+    }
+    json_object_set_new(ca, "steady_state_bytes_by_retention", ss);
 
     double drain, growth;
     const char *sat = saturation(c, &drain, &growth);
