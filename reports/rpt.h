@@ -157,6 +157,8 @@ typedef struct rpt_econ_config {
                                  // when the run reports no prefill FLOPs (sensitivity)
     double day_profile[24];      // share of a day's traffic in each UTC hour (normalised)
     bool day_profile_set;        // false: flat (or the run's own schedule when >= 1 day)
+    double gpu_hour_range[2];    // all-in USD per GPU-hour, low and high (0, 0 = none): the
+                                 // cost and margin are also given at both ends, as if rented
 } rpt_econ_config;
 
 // Scenario keys below `economics.` (rpt_econ_config_set), type and default:
@@ -179,6 +181,7 @@ typedef struct rpt_econ_config {
 //   free_share                number in [0, 1]                    0
 //   trace_start_utc           "HH:MM"                             "00:00"
 //   day_profile               24 numbers >= 0, not all 0          flat
+//   gpu_hour_usd_range        [low, high], 0 <= low <= high       none
 //   hit_cost_ratio            number in [0, 1]                    0.05 (runs without FLOPs)
 // Fills *c with the defaults above.
 void rpt_econ_config_default(rpt_econ_config *c);
@@ -275,6 +278,8 @@ typedef struct rpt_econ_result {
     const char *hit_basis;       // "prefill FLOPs of this run" or "hit_cost_ratio"
     double capacity_utilization; // fleet utilisation at which the busiest pool is fully busy
     char break_even_note[200];   // why the output break-even is clamped or missing; "" if not
+    double range_cost_per_day_usd[2];   // at gpu_hour_range low/high (NaN without a range)
+    double range_margin[2];
     rpt_econ_sens by_hit_rate;
     rpt_econ_sens by_utilization;   // empty when utilisation is unknown
     rpt_econ_sens by_price;

@@ -131,6 +131,16 @@ kvf_status rpt_econ_config_set(rpt_econ_config *c, const char *key, const char *
         if (!strcmp(key, "offpeak.price_factor")) c->offpeak_on = true;
         return KVF_OK;
     }
+    if (!strcmp(key, "gpu_hour_usd_range")) {
+        double lo, hi;
+        char tail;
+        if (!value || sscanf(value, " [ %lf , %lf ] %c", &lo, &hi, &tail) != 2 || !isfinite(lo) ||
+            !isfinite(hi) || lo < 0 || hi < lo || hi > 1e9)
+            return bad_value(err, key, value, "[low, high] USD per GPU-hour, 0 <= low <= high");
+        c->gpu_hour_range[0] = lo;
+        c->gpu_hour_range[1] = hi;
+        return KVF_OK;
+    }
     if (!strcmp(key, "day_profile")) {
         // "[s0, s1, ..., s23]" (a YAML flow sequence as text), or null for flat
         if (is_null(value)) {
@@ -599,6 +609,20 @@ kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
         r->break_even_output_usd_per_mtok = be;
     }
 
+    // the all-in range: every GPU-hour at the low and the high price, storage as above
+    for (int e = 0; e < 2; e++) {
+        r->range_cost_per_day_usd[e] = NAN;
+        r->range_margin[e] = NAN;
+        if (!(c->gpu_hour_range[1] > 0)) continue;
+        rpt_econ_config rc = *c;
+        rc.own = false;
+        rc.gpu_hour_usd = c->gpu_hour_range[e];
+        double parts[RPT_COST_N];
+        cost_parts(&rc, in, ssd_tb, r->gpu_hours_per_day, parts);
+        r->range_cost_per_day_usd[e] = sum_parts(parts);
+        r->range_margin[e] = margin_of(rv.total, r->range_cost_per_day_usd[e]);
+    }
+
     double uw = 0, ugh = 0, umax = 0;
     for (int p = 0; p < RPT_POOL_N; p++)
         if (in->utilization[p] >= 0 && in->gpu_hours[p] > 0) {
@@ -761,7 +785,21 @@ json_t *rpt_econ_to_json(const rpt_econ_config *c, const rpt_econ_result *r) {
         for (int h = 0; h < 24; h++) json_array_append_new(dpj, jnum(c->day_profile[h]));
         json_object_set_new(o, "day_profile", dpj);
     }
+    if (c && c->gpu_hour_range[1] > 0) {
+        // scalars, so a dotted path names each ("economics.gpu_hour_range.margin_at_high")
+        json_t *g = json_object();
+        json_object_set_new(g, "low_usd", jnum(c->gpu_hour_range[0]));
+        json_object_set_new(g, "high_usd", jnum(c->gpu_hour_range[1]));
+        json_object_set_new(g, "cost_per_day_usd_at_low", jnum(r->range_cost_per_day_usd[0]));
+        json_object_set_new(g, "cost_per_day_usd_at_high", jnum(r->range_cost_per_day_usd[1]));
+        json_object_set_new(g, "margin_at_low", jnum(r->range_margin[0]));
+        json_object_set_new(g, "margin_at_high", jnum(r->range_margin[1]));
+        json_object_set_new(o, "gpu_hour_range", g);
+    }
     json_object_set_new(o, "ssd_tb_billed", jnum(r->ssd_tb_billed));
+    double tok_day = r->input_tokens_per_day + r->output_tokens_per_day;
+    json_object_set_new(o, "ssd_bytes_per_daily_token",
+                        jnum(tok_day > 0 ? r->ssd_tb_billed * 1e12 / tok_day : NAN));
     json_object_set_new(o, "ssd_basis", json_string(r->ssd_basis ? r->ssd_basis : ""));
     json_object_set_new(o, "hit_saving_per_unit_hit_rate", jnum(r->hit_saving));
     json_object_set_new(o, "hit_sensitivity_basis", json_string(r->hit_basis ? r->hit_basis : ""));

@@ -876,6 +876,67 @@ static void hit_story(page *p, json_t *e) {
     both_para(p, "meta", line);
 }
 
+// Published figures beside the run's (summary.json "published", from the scenario's
+// `published` section): the first section when present, every row marked input or output.
+static void sec_published(rep *r, page *p) {
+    json_t *a = json_object_get(r->summary, "published");
+    if (!json_is_array(a) || !json_array_size(a)) return;
+    both_heading(p, 2, "published", "Published against simulated");
+    both_para(p, "meta",
+              "Each published figure beside the run's. 'input' rows are set by the scenario (the "
+              "simulated column shows the value the run used, where the summary holds it); "
+              "'output' rows are produced by the run and are checks, never fitted. The gap is "
+              "against the nearer end of a published range; 'rests on' names what the simulated "
+              "figure depends on.");
+    static const char *const heads[] = {"figure", "published", "simulated", "gap",
+                                        "input/output", "what it rests on"};
+    tab_open(p, "published-table", heads, 6, "lrrrll");
+    size_t i;
+    json_t *o;
+    json_array_foreach(a, i, o) {
+        const char *name = json_string_value(json_object_get(o, "name"));
+        const char *unit = json_string_value(json_object_get(o, "unit"));
+        const char *role = json_string_value(json_object_get(o, "role"));
+        const char *key = json_string_value(json_object_get(o, "summary_key"));
+        const char *rests = json_string_value(json_object_get(o, "rests_on"));
+        char lab[160], pub[128], v1[48], v2[48];
+        snprintf(lab, sizeof lab, "%s%s%s%s", name ? name : "?", unit && *unit ? " (" : "",
+                 unit && *unit ? unit : "", unit && *unit ? ")" : "");
+        rpt_fmt_num(rpt_json_num(o, "value"), v1, sizeof v1);
+        if (json_is_number(json_object_get(o, "high"))) {
+            rpt_fmt_num(rpt_json_num(o, "high"), v2, sizeof v2);
+            snprintf(pub, sizeof pub, "%s - %s", v1, v2);
+        } else {
+            snprintf(pub, sizeof pub, "%s", v1);
+        }
+        row_open(p);
+        cell_text(p, lab);
+        cell_text(p, pub);
+        json_t *sim = json_object_get(o, "simulated");
+        char dk[160];
+        snprintf(dk, sizeof dk, "published.%s", name ? name : "?");
+        if (json_is_number(sim))
+            cell_num(p, dk, json_number_value(sim));
+        else
+            cell_text(p, role && !strcmp(role, "input") ? "used as published" : "n/a");
+        json_t *g = json_object_get(o, "gap_pct");
+        if (json_is_number(g)) {
+            char gs[48];
+            snprintf(gs, sizeof gs, "%+.1f %%", json_number_value(g));
+            cell_text(p, gs);
+        } else {
+            cell_text(p, "-");
+        }
+        cell_text(p, role ? role : "?");
+        char rs[400];
+        snprintf(rs, sizeof rs, "%s%s%s%s", rests ? rests : "", key && *key ? " [" : "",
+                 key && *key ? key : "", key && *key ? "]" : "");
+        cell_text(p, rs);
+        row_close(p);
+    }
+    tab_close(p);
+}
+
 static void sec_economics(rep *r, page *p) {
     both_heading(p, 2, "economics", "Economics");
     json_t *e = json_object_get(r->summary, "economics");
@@ -1163,7 +1224,10 @@ kvf_status rpt_report_write(const char *dir, bool html, bool md, kvf_err *err) {
     rpt_buf_html(&pg.h, title);
     rpt_buf_printf(&pg.h, "</title>\n<style>%s</style></head><body>\n<h1>", CSS);
     rpt_buf_html(&pg.h, title);
-    rpt_buf_puts(&pg.h, "</h1>\n<nav><a href=\"#scenario\">scenario</a><a href=\"#headline\">"
+    rpt_buf_puts(&pg.h, "</h1>\n<nav>");
+    if (json_array_size(json_object_get(r->summary, "published")))
+        rpt_buf_puts(&pg.h, "<a href=\"#published\">published</a>");
+    rpt_buf_puts(&pg.h, "<a href=\"#scenario\">scenario</a><a href=\"#headline\">"
                         "headline</a><a href=\"#charts\">charts</a><a href=\"#economics\">"
                         "economics</a>");
     if (r->validation) rpt_buf_puts(&pg.h, "<a href=\"#validation\">validation</a>");
@@ -1172,6 +1236,7 @@ kvf_status rpt_report_write(const char *dir, bool html, bool md, kvf_err *err) {
     rpt_buf_puts(&pg.m, "Results directory: `");
     rpt_buf_puts(&pg.m, dir);
     rpt_buf_puts(&pg.m, "` (summary.json, results.db).\n");
+    sec_published(r, &pg);
     sec_run(r, &pg);
     sec_headline(r, &pg);
     sec_charts(r, &pg);

@@ -41,6 +41,10 @@ typedef struct sim_metrics {
     double load_bytes[3];           // bytes loaded from each tier
     double ssd_write_bytes, kv_transfer_bytes;
     double store_bytes_peak;
+    // per traffic class (trc_class): completed requests, sums of TTFT (ms) and of generation
+    // speed (tok/s, requests with >= 2 output tokens) and their count
+    uint64_t cls_done[8], cls_gen_n[8];
+    double cls_ttft_ms[8], cls_gen_tok_s[8];
     uint64_t extrapolated_steps, steps;
     // interval accumulators for the time series (reset at each sample)
     uint64_t iv_in, iv_out, iv_prompt, iv_hit, iv_hit_tier[3];

@@ -14,6 +14,7 @@
 #include "sim.h"
 #include "sim_cli.h"
 #include "sim_run.h"
+#include "rpt_util.h"
 
 // ---- step models ----------------------------------------------------------------------------
 kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl_hardware *hw,
@@ -142,6 +143,18 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_del(gen, "p90");
     json_object_del(gen, "p99");
     json_object_set_new(s, "gen_tok_s_per_request", gen);
+    json_t *bc = json_object();
+    for (int k = 0; k < TRC_CLASS_COUNT; k++) {
+        if (!m->cls_done[k]) continue;
+        json_t *o = json_object();
+        json_object_set_new(o, "completed", json_integer((json_int_t)m->cls_done[k]));
+        json_object_set_new(o, "ttft_ms_mean", json_real(m->cls_ttft_ms[k] / (double)m->cls_done[k]));
+        json_object_set_new(o, "gen_tok_s_mean",
+                            m->cls_gen_n[k] ? json_real(m->cls_gen_tok_s[k] / (double)m->cls_gen_n[k])
+                                            : json_null());
+        json_object_set_new(bc, trc_class_name(k), o);
+    }
+    json_object_set_new(s, "by_class", bc);
 
     int ppool = SIM_POOL_PREFILL, dpool = c->colocated ? SIM_POOL_PREFILL : SIM_POOL_DECODE;
     json_t *tp = json_object();
@@ -305,6 +318,30 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_set_new(si, "events_per_s", json_real(wall_s > 0 ? (double)events / wall_s : 0));
     json_object_set_new(si, "simulated_s", json_real(sim_s));
     json_object_set_new(s, "sim", si);
+
+    // published figures beside the run's: the gap is against the nearer end of a range
+    if (cfg->n_published) {
+        json_t *pa = json_array();
+        for (int k = 0; k < cfg->n_published; k++) {
+            const sim_published *p = &cfg->published[k];
+            json_t *o = json_object();
+            json_object_set_new(o, "name", json_string(p->name));
+            json_object_set_new(o, "role", json_string(p->output ? "output" : "input"));
+            json_object_set_new(o, "value", json_real(p->value));
+            json_object_set_new(o, "high", isnan(p->high) ? json_null() : json_real(p->high));
+            json_object_set_new(o, "unit", json_string(p->unit));
+            json_object_set_new(o, "summary_key", json_string(p->summary_key));
+            double x = p->summary_key[0] ? rpt_json_num(s, p->summary_key) * p->scale : NAN;
+            double ref = isnan(p->high) || x < p->value ? p->value : x > p->high ? p->high : x;
+            json_object_set_new(o, "simulated", isfinite(x) ? json_real(x) : json_null());
+            json_object_set_new(o, "gap_pct", isfinite(x) && ref != 0
+                                                  ? json_real(100.0 * (x - ref) / fabs(ref))
+                                                  : json_null());
+            json_object_set_new(o, "rests_on", json_string(p->rests_on));
+            json_array_append_new(pa, o);
+        }
+        json_object_set_new(s, "published", pa);
+    }
     return s;
 }
 

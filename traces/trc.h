@@ -200,7 +200,7 @@ typedef enum trc_gen_profile {
     TRC_GEN_CHATBOT = 0,   // short system prompt, ~3 turns, user messages and answers
     TRC_GEN_AGENT,         // long system+tools prompt, ~12-turn loops of tool outputs
     TRC_GEN_CODING,        // repository context on the first turn, ~6 turns
-    TRC_GEN_MIXED,         // sessions drawn 50 % chatbot, 30 % agent, 20 % coding
+    TRC_GEN_MIXED,         // sessions drawn 50 % chatbot, 30 % agent, 20 % coding (or mix[])
 } trc_gen_profile;
 
 typedef enum trc_arrival {
@@ -230,6 +230,8 @@ typedef struct trc_gen_options {
     bool closed_loop;         // a continued turn waits for the previous one (prev_id) and then
                               // think_s on average (exponential); new sessions stay open loop
     double think_s;           // closed loop: mean think/tool time between turns, default 5
+    double mix[3];            // mixed: shares of new sessions that are chatbot, agent, coding
+                              // (normalised; all 0 = the default 0.5, 0.3, 0.2)
 } trc_gen_options;
 
 void trc_gen_options_default(trc_gen_options *g);
