@@ -96,6 +96,8 @@ void *rpt_db_handle(rpt_db *db);
 //                Utilisation u (GPU-hour weighted busy share): same fleet, traffic scaled by
 //                u/u0, up to the point where the busiest pool is fully busy (capacity; rows
 //                beyond it are not drawn). Price: all prices times a factor.
+//   per GW       copies of this cluster filling a gigawatt: 1e9 / (power_w_per_gpu * pue) GPUs,
+//                every per-day figure scaled by that over the cluster's GPUs (JSON per_gigawatt)
 //   units        margin is a fraction in JSON and the database; the report shows it in percent
 //                in every table and chart.
 

@@ -796,6 +796,18 @@ json_t *rpt_econ_to_json(const rpt_econ_config *c, const rpt_econ_result *r) {
         json_object_set_new(g, "margin_at_high", jnum(r->range_margin[1]));
         json_object_set_new(o, "gpu_hour_range", g);
     }
+    // a gigawatt of copies of this cluster: GPUs per GW from wall power and PUE
+    if (c && c->power_w_per_gpu > 0 && r->gpus > 0) {
+        double per_gw = 1e9 / (c->power_w_per_gpu * c->pue), k = per_gw / r->gpus;
+        json_t *g = json_object();
+        json_object_set_new(g, "gpus", jnum(per_gw));
+        json_object_set_new(g, "cost_per_day_usd", jnum(r->cost_per_day_usd * k));
+        json_object_set_new(g, "revenue_per_day_usd", jnum(r->revenue_per_day_usd * k));
+        json_object_set_new(g, "tokens_per_day",
+                            jnum((r->input_tokens_per_day + r->output_tokens_per_day) * k));
+        json_object_set_new(g, "ssd_tb", jnum(r->ssd_tb_billed * k));
+        json_object_set_new(o, "per_gigawatt", g);
+    }
     json_object_set_new(o, "ssd_tb_billed", jnum(r->ssd_tb_billed));
     double tok_day = r->input_tokens_per_day + r->output_tokens_per_day;
     json_object_set_new(o, "ssd_bytes_per_daily_token",

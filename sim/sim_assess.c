@@ -4,7 +4,8 @@
 //      `kvfleet trace stats` prints);
 //   2. the hit rate a shared store reaches by size and retention: the trace's prefix blocks
 //      replayed in arrival order through an LRU store of that size whose entries expire that
-//      long after their last use (trc_replay_hit_rate) -- simulated, not multiplied out. Sizes
+//      long after their last use (trc_replay_grid: every cell in one pass, the same figures as
+//      replaying each store, trc_replay_hit_rate) -- simulated, not multiplied out. Sizes
 //      are shares of the trace's distinct blocks, in bytes through the reference model's KV
 //      bytes per token;
 //   3. cost per million tokens: the trace run on the reference design (a scenario, default
@@ -370,18 +371,19 @@ int sim_cli_assess(int argc, char **argv) {
     json_t *grid = json_array(), *ttls = json_array();
     for (int t = 0; t < N_TTLS; t++) json_array_append_new(ttls, json_real(TTL_S[t]));
     double distinct = rp ? (double)trc_replay_distinct_blocks(rp) : 0;
+    uint64_t caps[N_SIZES];
+    double cells[N_SIZES * N_TTLS];
+    for (int z = 0; z < N_SIZES; z++)
+        caps[z] = SIZE_SHARE[z] > 0 ? (uint64_t)ceil(SIZE_SHARE[z] * distinct) : 0;
+    if (!s) s = trc_replay_grid(rp, caps, N_SIZES, TTL_S, N_TTLS, cells, &err);
     for (int z = 0; !s && z < N_SIZES; z++) {
-        uint64_t cap = SIZE_SHARE[z] > 0 ? (uint64_t)ceil(SIZE_SHARE[z] * distinct) : 0;
+        uint64_t cap = caps[z];
         json_t *row = json_object(), *hr = json_array();
         json_object_set_new(row, "size_share", json_real(SIZE_SHARE[z]));
         json_object_set_new(row, "size_blocks", json_real(cap ? (double)cap : distinct));
         json_object_set_new(row, "size_bytes",
                             json_real((cap ? (double)cap : distinct) * st.block_tokens * bpt));
-        for (int t = 0; !s && t < N_TTLS; t++) {
-            double h = NAN;
-            s = trc_replay_hit_rate(rp, cap, TTL_S[t], &h, &err);
-            json_array_append_new(hr, json_real(h));
-        }
+        for (int t = 0; t < N_TTLS; t++) json_array_append_new(hr, json_real(cells[z * N_TTLS + t]));
         json_object_set_new(row, "hit_rate", hr);
         json_array_append_new(grid, row);
     }

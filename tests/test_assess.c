@@ -72,12 +72,49 @@ START_TEST(test_replay_hand_worked) {
     ck_assert_double_eq_tol(replay(p, 2, 0), 0.4, 1e-12);
     // 1 block: [1] after r0; r1 hits 1 (64); r2 hits 1 (64): 128 / 640
     ck_assert_double_eq_tol(replay(p, 1, 0), 0.2, 1e-12);
+    // the one-pass grid gives the same figures
+    const uint64_t caps[] = {1, 2, 3, 0};
+    const double ttls[] = {100, 990, 0};
+    double g[12];
+    ck_assert_int_eq(trc_replay_grid(p, caps, 4, ttls, 3, g, &err), KVF_OK);
+    for (int c = 0; c < 4; c++)
+        for (int t = 0; t < 3; t++)
+            ck_assert_double_eq_tol(g[c * 3 + t], replay(p, caps[c], ttls[t]), 1e-15);
     trc_replay_free(p);
     // the unbounded store kept forever is trace stats' ideal
     trc_stats st;
     ck_assert_msg(trc_stats_file(path, &o, &st, &err) == KVF_OK, "%s", err.msg);
     ck_assert_double_eq_tol(st.ideal_hit_rate, 0.5, 1e-12);
     kvt_tmp_remove();
+}
+END_TEST
+
+// The one-pass grid equals a replay of each store, cell by cell, on real traffic (the first
+// 3,000 Mooncake requests: bursts of equal timestamps, 512-token blocks split in eight).
+START_TEST(test_replay_grid_equals_lru) {
+    trc_options o;
+    trc_options_default(&o);
+    o.limit_requests = 3000;
+    trc_reader *r;
+    kvf_err err = {0};
+    ck_assert_msg(trc_reader_open(&r, kvt_shared_trace("mooncake_conversation.jsonl"), &o, &err) ==
+                      KVF_OK, "%s", err.msg);
+    trc_replay *p;
+    ck_assert_msg(trc_replay_load(r, &p, &err) == KVF_OK, "%s", err.msg);
+    trc_reader_close(r);
+    uint64_t d = trc_replay_distinct_blocks(p);
+    const uint64_t caps[] = {d / 100, d / 20, d / 3, 0};
+    const double ttls[] = {30, 300, 1800, 0};
+    double g[16];
+    ck_assert_int_eq(trc_replay_grid(p, caps, 4, ttls, 4, g, &err), KVF_OK);
+    for (int c = 0; c < 4; c++)
+        for (int t = 0; t < 4; t++) {
+            double h = replay(p, caps[c], ttls[t]);
+            ck_assert_msg(fabs(g[c * 4 + t] - h) < 1e-12, "cap %llu ttl %g: grid %.9f, LRU %.9f",
+                          (unsigned long long)caps[c], ttls[t], g[c * 4 + t], h);
+        }
+    ck_assert(g[0] < g[3 * 4 + 3]);   // not all equal: the grid separates its cells
+    trc_replay_free(p);
 }
 END_TEST
 
@@ -202,6 +239,7 @@ int main(void) {
     TCase *t = tcase_create("assess");
     tcase_set_timeout(t, 600);
     tcase_add_test(t, test_replay_hand_worked);
+    tcase_add_test(t, test_replay_grid_equals_lru);
     tcase_add_test(t, test_assess_bad_input);
     tcase_add_test(t, test_assess_mooncake);
     if (access(kvt_shared_trace("weka_agentic_dev.jsonl"), R_OK) == 0)

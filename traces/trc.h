@@ -264,6 +264,11 @@ kvf_status trc_replay_load(trc_reader *r, trc_replay **out, kvf_err *err);
 // entries expire ttl_s seconds after their last use (<= 0 = never).
 kvf_status trc_replay_hit_rate(const trc_replay *p, uint64_t capacity_blocks, double ttl_s,
                                double *hit_rate, kvf_err *err);
+// The same for every (capacity, retention) pair at once, in one pass (stack distances and
+// ages per block reference); hit_rate[c * nt + t] for caps[c] and ttl_s[t]. Gives exactly what
+// trc_replay_hit_rate gives, cell by cell.
+kvf_status trc_replay_grid(const trc_replay *p, const uint64_t *caps, int nc, const double *ttl_s,
+                           int nt, double *hit_rate, kvf_err *err);
 uint64_t trc_replay_requests(const trc_replay *p);
 uint64_t trc_replay_distinct_blocks(const trc_replay *p);
 uint32_t trc_replay_block_tokens(const trc_replay *p);

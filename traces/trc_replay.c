@@ -245,3 +245,85 @@ kvf_status trc_replay_hit_rate(const trc_replay *p, uint64_t capacity_blocks, do
     *hit_rate = p->input_tokens ? (double)hit_tokens / (double)p->input_tokens : 0.0;
     return KVF_OK;
 }
+
+// ---- the whole grid in one pass ---------------------------------------------------------------
+// For every block reference, at its request's lookup: its age (time since its last use) and its
+// LRU stack distance (distinct blocks used since its last use, from a Fenwick tree over use
+// positions that marks each block's latest use). In a store of capacity C with retention T a
+// block is present iff it was used before, age <= T and distance < C: the blocks used after it
+// are younger, so none of them has expired if it has not, and it leaves an LRU of C entries
+// exactly when C others have been used since. Each cell's hit is then the leading run of
+// present blocks, by the rule of trc_replay_hit_rate.
+typedef struct last_use {
+    uint64_t key;
+    uint64_t pos;     // 1-based use position
+    int64_t t_ns;
+} last_use;
+
+kvf_status trc_replay_grid(const trc_replay *p, const uint64_t *caps, int nc, const double *ttl_s,
+                           int nt, double *hit_rate, kvf_err *err) {
+    uint64_t nref = p->n_blocks;
+    uint32_t *sd = malloc((nref ? nref : 1) * sizeof *sd);
+    int64_t *age = malloc((nref ? nref : 1) * sizeof *age);
+    uint32_t *bit = calloc(nref + 2, sizeof *bit);
+    size_t tcap = 16;
+    while (tcap < 2 * (size_t)p->distinct + 2) tcap <<= 1;
+    last_use *tab = calloc(tcap, sizeof *tab);   // key 0 is stored with pos 0 = empty
+    double *hits = calloc((size_t)nc * (size_t)nt, sizeof *hits);
+    if (!sd || !age || !bit || !tab || !hits) {
+        free(sd), free(age), free(bit), free(tab), free(hits);
+        return kvf_fail(err, KVF_ENOMEM, "trace replay: out of memory");
+    }
+    uint64_t pos = 0, marked = 0;
+    for (uint64_t i = 0; i < p->n; i++) {
+        const rq *q = &p->rq[i];
+        const uint64_t *b = p->blocks + q->first;
+        uint32_t *qsd = sd + q->first;
+        int64_t *qage = age + q->first;
+        for (uint32_t k = 0; k < q->n_blocks; k++) {
+            size_t h = kvf_hash64(b[k]) & (tcap - 1);
+            while (tab[h].pos && tab[h].key != b[k]) h = (h + 1) & (tcap - 1);
+            if (!tab[h].pos) {
+                qsd[k] = UINT32_MAX;
+                qage[k] = INT64_MAX;
+                continue;
+            }
+            uint64_t upto = 0;   // marks at positions <= last use
+            for (uint64_t x = tab[h].pos; x; x -= x & (~x + 1)) upto += bit[x];
+            uint64_t d = marked - upto;
+            qsd[k] = d >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)d;
+            qage[k] = q->t_ns - tab[h].t_ns;
+        }
+        for (uint32_t j = q->n_blocks; j-- > 0;) {   // touches, last block first
+            size_t h = kvf_hash64(b[j]) & (tcap - 1);
+            while (tab[h].pos && tab[h].key != b[j]) h = (h + 1) & (tcap - 1);
+            if (tab[h].pos) {
+                for (uint64_t x = tab[h].pos; x <= nref; x += x & (~x + 1)) bit[x]--;
+                marked--;
+            }
+            pos++;
+            for (uint64_t x = pos; x <= nref; x += x & (~x + 1)) bit[x]++;
+            marked++;
+            tab[h].key = b[j];
+            tab[h].pos = pos;
+            tab[h].t_ns = q->t_ns;
+        }
+        for (int c = 0; c < nc; c++) {
+            uint64_t cap = caps[c] && caps[c] < p->distinct ? caps[c] : 0;
+            for (int t = 0; t < nt; t++) {
+                int64_t ttl = ttl_s[t] > 0 ? (int64_t)(ttl_s[t] * 1e9) : INT64_MAX;
+                uint32_t k = 0;
+                while (k < q->n_blocks && qage[k] != INT64_MAX && qage[k] <= ttl &&
+                       (!cap || qsd[k] < cap))
+                    k++;
+                uint64_t hh = (uint64_t)k * p->block_tokens;
+                if (hh > (uint64_t)q->input_tokens - 1) hh = q->input_tokens - 1;
+                hits[(size_t)c * (size_t)nt + (size_t)t] += (double)hh;
+            }
+        }
+    }
+    for (size_t z = 0; z < (size_t)nc * (size_t)nt; z++)
+        hit_rate[z] = p->input_tokens ? hits[z] / (double)p->input_tokens : 0.0;
+    free(sd), free(age), free(bit), free(tab), free(hits);
+    return KVF_OK;
+}
