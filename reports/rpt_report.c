@@ -623,11 +623,9 @@ static void cell_text(page *p, const char *s) {
     rpt_buf_puts(&p->m, " |");
 }
 
-// A number cell; key (may be NULL) names its summary.json path, and the exact value is kept
-// in data-value.
-static void cell_num(page *p, const char *key, double x) {
-    char s[64];
-    rpt_fmt_num(x, s, sizeof s);
+// A number cell showing text s; key (may be NULL) names its summary.json path, and the exact
+// value x is kept in data-value.
+static void cell_keyed(page *p, const char *key, double x, const char *s) {
     rpt_buf_puts(&p->h, "<td class=\"num\"");
     if (key) {
         rpt_buf_puts(&p->h, " data-key=\"");
@@ -642,26 +640,20 @@ static void cell_num(page *p, const char *key, double x) {
     rpt_buf_printf(&p->m, " %s |", s);
 }
 
-// A fraction shown in percent; key (may be NULL) names its summary.json path, data-value
-// keeps the exact fraction.
+static void cell_num(page *p, const char *key, double x) {
+    char s[64];
+    rpt_fmt_num(x, s, sizeof s);
+    cell_keyed(p, key, x, s);
+}
+
+// A fraction shown in percent (data-value keeps the fraction).
 static void cell_pct_key(page *p, const char *key, double x) {
     char s[64];
     if (isfinite(x))
         snprintf(s, sizeof s, "%.2f %%", x * 100);
     else
         snprintf(s, sizeof s, "n/a");
-    rpt_buf_puts(&p->h, "<td class=\"num\"");
-    if (key) {
-        rpt_buf_puts(&p->h, " data-key=\"");
-        rpt_buf_html(&p->h, key);
-        rpt_buf_puts(&p->h, "\"");
-        if (isfinite(x))
-            rpt_buf_printf(&p->h, " data-value=\"%.17g\"", x);
-        else
-            rpt_buf_puts(&p->h, " data-value=\"null\"");
-    }
-    rpt_buf_printf(&p->h, ">%s</td>", s);
-    rpt_buf_printf(&p->m, " %s |", s);
+    cell_keyed(p, key, x, s);
 }
 
 static void cell_pct(page *p, double x) { cell_pct_key(p, NULL, x); }

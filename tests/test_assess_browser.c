@@ -3,34 +3,12 @@
 // screenshot of the page must not be blank. Exits 77 (skipped) when no Chromium is installed.
 // KVF_TEST_KEEP=1 keeps the directory with the page and its screenshot.
 #include <check.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "helpers/kvt.h"
-
-static char browser[64];
-
-static bool on_path(const char *prog) {
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", prog);
-    return system(cmd) == 0;
-}
-
-static int run_browser(const char *page, const char *args, const char *out) {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd,
-             "u=$(mktemp -d) && timeout 180 %s --headless --no-sandbox --disable-gpu "
-             "--disable-quic --no-first-run --disable-background-networking "
-             "--disable-component-update --disable-sync --user-data-dir=\"$u\" %s "
-             "'file://%s' > '%s' 2>'%s/browser.log'; rc=$?; rm -rf \"$u\"; exit $rc",
-             browser, args, page, out, kvt_tmp);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 START_TEST(test_assess_page_in_chromium) {
     kvt_tmp_make("kvf_assess_browser");
@@ -40,8 +18,8 @@ START_TEST(test_assess_page_in_chromium) {
     char page[200], dom_path[200];
     snprintf(page, sizeof page, "%s/a/assess.html", kvt_tmp);
     snprintf(dom_path, sizeof dom_path, "%s/dom.html", kvt_tmp);
-    rc = run_browser(page, "--dump-dom", dom_path);
-    ck_assert_msg(rc == 0, "%s --dump-dom exited %d (see %s/browser.log)", browser, rc, kvt_tmp);
+    rc = kvt_browser_run(page, "--dump-dom", dom_path, kvt_tmp);
+    ck_assert_msg(rc == 0, "--dump-dom exited %d (see %s/browser.log)", rc, kvt_tmp);
     char *dom = kvt_slurp(dom_path);
     ck_assert(strstr(dom, "Ideal hit rate") != NULL);
     ck_assert(strstr(dom, "id=\"assess-ideal\"") != NULL);
@@ -54,24 +32,9 @@ START_TEST(test_assess_page_in_chromium) {
     ck_assert(strstr(dom, "data-key=\"with_store.cost_per_mtok_usd_busy\"") != NULL);
     free(dom);
 
-    char png[200], args[400], out[200];
+    char png[200];
     snprintf(png, sizeof png, "%s/screenshot.png", kvt_tmp);
-    snprintf(args, sizeof args, "--window-size=1280,1600 --hide-scrollbars --screenshot='%s'", png);
-    snprintf(out, sizeof out, "%s/screenshot.log", kvt_tmp);
-    rc = run_browser(page, args, out);
-    ck_assert_msg(rc == 0, "screenshot exited %d", rc);
-    FILE *f = fopen(png, "rb");
-    ck_assert_ptr_nonnull(f);
-    unsigned char h[24];
-    ck_assert_int_eq(fread(h, 1, 24, f), 24);
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fclose(f);
-    ck_assert(!memcmp(h, "\x89PNG", 4));
-    unsigned w = (unsigned)h[16] << 24 | (unsigned)h[17] << 16 | (unsigned)h[18] << 8 | h[19];
-    unsigned hh = (unsigned)h[20] << 24 | (unsigned)h[21] << 16 | (unsigned)h[22] << 8 | h[23];
-    ck_assert_msg(w == 1280 && hh == 1600, "screenshot %ux%u", w, hh);
-    ck_assert_msg(size > 30000, "screenshot of %ld bytes: blank page?", size);
+    kvt_browser_screenshot(page, png, 1280, 1600, 30000, kvt_tmp);
     if (getenv("KVF_TEST_KEEP"))
         fprintf(stderr, "kept %s (a/assess.html, screenshot.png)\n", kvt_tmp);
     else
@@ -80,10 +43,7 @@ START_TEST(test_assess_page_in_chromium) {
 END_TEST
 
 int main(void) {
-    static const char *const names[] = {"chromium", "chromium-browser", "google-chrome"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !browser[0]; i++)
-        if (on_path(names[i])) snprintf(browser, sizeof browser, "%s", names[i]);
-    if (!browser[0]) {
+    if (!kvt_browser()) {
         fprintf(stderr, "test_assess_browser: no chromium on PATH; skipped\n");
         return 77;
     }
