@@ -30,6 +30,7 @@ static void usage(FILE *f) {
             "  kvfleet plan SCENARIO [--slo ttft_p90_ms=X] [--slo tpot_p90_ms=Y] [--max-gpus N]\n"
             "               [--vary-ratio] [--gpus-per-instance LIST] [--find max-rate] [--tol X]\n"
             "               [--set K=V]... [--json]\n"
+            "  kvfleet assess TRACE [--json] [-o DIR] [--format F] [--scenario FILE] [--set K=V]...\n"
             "  kvfleet report DIR [--format html|md]\n"
             "  kvfleet compare DIR... [--json]\n"
             "  kvfleet version\n",
@@ -49,6 +50,7 @@ int main(int argc, char **argv) {
         {"run", sim_cli_run},         {"trace", trc_cli_main},
         {"engine", sim_cli_engine},   {"validate", sim_cli_validate},
         {"sweep", sim_cli_sweep},     {"plan", sim_cli_plan},
+        {"assess", sim_cli_assess},
         {"report", rpt_report_cli_main}, {"compare", rpt_compare_cli_main},
         {"hw", sim_cli_hw},
     };

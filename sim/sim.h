@@ -39,7 +39,7 @@ typedef struct sim_schedule_entry {
 } sim_schedule_entry;
 
 // Where a key of the scenario was set (for messages that name file:line and key).
-enum { SIM_KEY_LINES_MAX = 256, SIM_KEY_MAX = 64 };
+enum { SIM_KEY_LINES_MAX = 256, SIM_KEY_MAX = 64, SIM_PUBLISHED_MAX = 32 };
 typedef struct sim_key_line {
     char key[SIM_KEY_MAX];        // dotted key, e.g. "cluster.prefill.instances"
     int32_t line;                 // 1-based line in the scenario file; -1 = set by --set
@@ -50,6 +50,20 @@ typedef struct sim_tier_cfg {
     double read_Bps, write_Bps;   // bandwidth per instance path, bytes/s
     double latency_ns;            // per transfer
 } sim_tier_cfg;
+
+// One published figure (scenario section `published.NAME`): value (and high for a range),
+// role input (the scenario sets it) or output (the run produces it), the summary.json key of
+// the simulated figure, the factor from that key's unit to the published one, the unit, and
+// what the simulated figure rests on.
+typedef struct sim_published {
+    char name[48];
+    double value, high;           // high NaN = a single figure
+    bool output;                  // role: output (else input)
+    char summary_key[96];         // "" = none (an input used as is)
+    double scale;                 // published unit per summary unit (default 1)
+    char unit[24];
+    char rests_on[240];
+} sim_published;
 
 typedef struct sim_config {
     char name[SIM_NAME_MAX];
@@ -82,6 +96,7 @@ typedef struct sim_config {
     double generate_think_s;      // closed loop: mean think time (0 = the generator's 5 s)
     double sample_rate;           // R in (0, 1]: simulate sessions/prefix roots hashing below R
                                   // on a cluster scaled by R (sim/sim_sample.h), 1 = all
+    double generate_mix[3];       // mixed: shares of new sessions chatbot, agent, coding (0 = default)
     // cluster
     sim_mode mode;
     sim_pool_cfg vision, prefill, decode;
@@ -122,6 +137,10 @@ typedef struct sim_config {
     // outputs
     double sample_interval_s;     // time-series sampling period
     bool write_requests;          // request table rows
+    // published figures to set beside the run's (section `published`): checks, never inputs
+    // to a fit; each names the summary.json key it compares with and what it rests on
+    int32_t n_published;
+    sim_published published[SIM_PUBLISHED_MAX];
     // where each key was set (filled by sim_config_load/sim_config_set; defaults have none)
     int32_t n_key_lines;
     sim_key_line key_lines[SIM_KEY_LINES_MAX];

@@ -447,11 +447,13 @@ static void finish(sim_cluster *c, uint32_t slot, const char *status) {
         double e2e = (double)(c->now - r->arrival_ns) * 1e-6;
         sim_samples_add(&c->m.ttft_ms, ttft);
         sim_samples_add(&c->m.e2e_ms, e2e);
+        if (r->cls < 8) c->m.cls_done[r->cls]++, c->m.cls_ttft_ms[r->cls] += ttft;
         bool tpot_ok = true;
         if (r->produced > 1) {
             double tpot = (double)(r->last_ns - r->first_ns) * 1e-6 / (r->produced - 1);
             sim_samples_add(&c->m.tpot_ms, tpot);
             if (tpot > 0) sim_samples_add(&c->m.gen_tok_s, 1000.0 / tpot);
+            if (tpot > 0 && r->cls < 8) c->m.cls_gen_tok_s[r->cls] += 1000.0 / tpot, c->m.cls_gen_n[r->cls]++;
             tpot_ok = tpot <= c->cfg->slo_tpot_p90_ms;
         }
         if (ttft <= c->cfg->slo_ttft_p90_ms && tpot_ok) c->m.slo_ok++;

@@ -48,6 +48,10 @@ typedef struct sim_metrics {
     double ssd_write_bytes, kv_transfer_bytes;
     double ssd_write_backlog_s_peak; // longest queue of write-downs on an instance's SSD link (s)
     double store_bytes_peak;
+    // per traffic class (trc_class): completed requests, sums of TTFT (ms) and of generation
+    // speed (tok/s, requests with >= 2 output tokens) and their count
+    uint64_t cls_done[8], cls_gen_n[8];
+    double cls_ttft_ms[8], cls_gen_tok_s[8];
     uint64_t extrapolated_steps, steps;
     uint64_t table_fallbacks;       // steps with a term the kernel tables do not cover
     // interval accumulators for the time series (reset at each sample)

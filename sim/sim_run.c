@@ -15,6 +15,7 @@
 #include "sim_cli.h"
 #include "sim_run.h"
 #include "sim_sample.h"
+#include "rpt_util.h"
 
 // ---- step models ----------------------------------------------------------------------------
 kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl_hardware *hw,
@@ -157,6 +158,18 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_del(gen, "p90");
     json_object_del(gen, "p99");
     json_object_set_new(s, "gen_tok_s_per_request", gen);
+    json_t *bc = json_object();
+    for (int k = 0; k < TRC_CLASS_COUNT; k++) {
+        if (!m->cls_done[k]) continue;
+        json_t *o = json_object();
+        json_object_set_new(o, "completed", json_integer((json_int_t)m->cls_done[k]));
+        json_object_set_new(o, "ttft_ms_mean", json_real(m->cls_ttft_ms[k] / (double)m->cls_done[k]));
+        json_object_set_new(o, "gen_tok_s_mean",
+                            m->cls_gen_n[k] ? json_real(m->cls_gen_tok_s[k] / (double)m->cls_gen_n[k])
+                                            : json_null());
+        json_object_set_new(bc, trc_class_name(k), o);
+    }
+    json_object_set_new(s, "by_class", bc);
 
     int ppool = SIM_POOL_PREFILL, dpool = c->colocated ? SIM_POOL_PREFILL : SIM_POOL_DECODE;
     json_t *tp = json_object();
@@ -188,14 +201,10 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_set_new(ca, "stored_bytes_end", json_real((double)c->ssd.used * c->block_bytes));
     json_object_set_new(ca, "block_bytes", json_real(c->block_bytes));
     json_object_set_new(ca, "ssd_capacity_bytes", num_or_null(cfg->ssd.capacity_bytes < 0 ? INFINITY : cfg->ssd.capacity_bytes));
-    // steady state of a store that keeps everything for its retention: write rate x retention
+    // steady state of a store that keeps everything for its retention: per class, the class's
+    // write rate x its retention (filled below from the economics input)
     double wr = sim_s > 0 ? (double)c->ssd.inserted * c->block_bytes / sim_s : 0;
-    json_t *ss = json_object();
-    for (int k = 0; k < TRC_CLASS_COUNT; k++)
-        if (cfg->retention_ns[k] > 0)
-            json_object_set_new(ss, trc_class_name(k), json_real(wr * (double)cfg->retention_ns[k] * 1e-9));
     json_object_set_new(ca, "ssd_write_Bps", json_real(wr));
-    json_object_set_new(ca, "steady_state_bytes_by_retention", ss);
     json_object_set_new(ca, "evicted_blocks", json_integer((json_int_t)c->ssd.evicted));
     json_object_set_new(ca, "expired_blocks", json_integer((json_int_t)c->ssd.expired));
     json_t *lb = json_object();
@@ -256,6 +265,14 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     ei->gpus[RPT_POOL_VISION] = c->pool[SIM_POOL_VISION].n * (double)cfg->vision.gpus_per_instance;
     ei->utilization[RPT_POOL_VISION] = pool_util(c, SIM_POOL_VISION);
     ei->ssd_tb = (cfg->ssd.capacity_bytes < 0 ? peak : cfg->ssd.capacity_bytes) / 1e12;
+    ei->ssd_unbounded = cfg->ssd.capacity_bytes < 0;
+    ei->ssd_write_Bps = wr;
+    ei->prefill_flops = m->prefill_flops;
+    ei->prefill_flops_no_reuse = m->prefill_flops_no_reuse;
+    for (int k = 0; k < ei->n_cls; k++)
+        for (int t = 0; t < TRC_CLASS_COUNT; t++)
+            if (!strcmp(ei->cls[k].cls, trc_class_name(t)))
+                ei->cls[k].retention_s = (double)cfg->retention_ns[t] * 1e-9;
     ei->dram_tb = cfg->dram.capacity_bytes > 0
                       ? cfg->dram.capacity_bytes * c->pool[SIM_POOL_PREFILL].n / 1e12
                       : 0;
@@ -265,10 +282,16 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
         have_raw = rpt_econ_compute(&cfg->econ, ei, &econ_raw, err) == KVF_OK;
         sim_sample_scale_econ(ei, &smp->plan, c->colocated);
     }
-    if (sim_s > 0 && rpt_econ_compute(&cfg->econ, ei, econ_out, err) == KVF_OK)
+    json_t *ss = json_object();
+    if (sim_s > 0 && rpt_econ_compute(&cfg->econ, ei, econ_out, err) == KVF_OK) {
         json_object_set_new(s, "economics", rpt_econ_to_json(&cfg->econ, econ_out));
-    else
+        for (int k = 0; k < ei->n_cls; k++)
+            if (isfinite(econ_out->ssd_tb_by_class[k]))
+                json_object_set_new(ss, ei->cls[k].cls, json_real(econ_out->ssd_tb_by_class[k] * 1e12));
+    } else {
         json_object_set_new(s, "economics", json_null());
+    }
+    json_object_set_new(ca, "steady_state_bytes_by_retention", ss);
 
     double drain, growth;
     const char *sat = saturation(c, &drain, &growth);
@@ -335,6 +358,29 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
             json_object_set_new(raw, "economics.cost_usd", json_real(econ_raw.cost_usd));
             json_object_set_new(raw, "economics.revenue_usd", json_real(econ_raw.revenue_usd));
         }
+    }
+    // published figures beside the run's: the gap is against the nearer end of a range
+    if (cfg->n_published) {
+        json_t *pa = json_array();
+        for (int k = 0; k < cfg->n_published; k++) {
+            const sim_published *p = &cfg->published[k];
+            json_t *o = json_object();
+            json_object_set_new(o, "name", json_string(p->name));
+            json_object_set_new(o, "role", json_string(p->output ? "output" : "input"));
+            json_object_set_new(o, "value", json_real(p->value));
+            json_object_set_new(o, "high", isnan(p->high) ? json_null() : json_real(p->high));
+            json_object_set_new(o, "unit", json_string(p->unit));
+            json_object_set_new(o, "summary_key", json_string(p->summary_key));
+            double x = p->summary_key[0] ? rpt_json_num(s, p->summary_key) * p->scale : NAN;
+            double ref = isnan(p->high) || x < p->value ? p->value : x > p->high ? p->high : x;
+            json_object_set_new(o, "simulated", isfinite(x) ? json_real(x) : json_null());
+            json_object_set_new(o, "gap_pct", isfinite(x) && ref != 0
+                                                  ? json_real(100.0 * (x - ref) / fabs(ref))
+                                                  : json_null());
+            json_object_set_new(o, "rests_on", json_string(p->rests_on));
+            json_array_append_new(pa, o);
+        }
+        json_object_set_new(s, "published", pa);
     }
     return s;
 }

@@ -147,6 +147,9 @@ static const keydef key_table[] = {
     NUM("workload.generate.images_p", generate_images_p, NT_DBL, 0, 0, 1, 1),
     BOOL("workload.generate.closed_loop", generate_closed_loop),
     NUM("workload.generate.think_s", generate_think_s, NT_DBL, 0, 0, BIG, 1),
+    NUM("workload.generate.mix.chatbot", generate_mix[0], NT_DBL, 0, 0, 1e6, 1),
+    NUM("workload.generate.mix.agent", generate_mix[1], NT_DBL, 0, 0, 1e6, 1),
+    NUM("workload.generate.mix.coding", generate_mix[2], NT_DBL, 0, 0, 1e6, 1),
     ENUM("cluster.mode", mode, modes),
     POOL_KEYS(vision),
     POOL_KEYS(prefill),
@@ -198,6 +201,7 @@ static const char *const sections[] = {
     "moe",
     "workload",
     "workload.generate",
+    "workload.generate.mix",
     "cluster",
     "cluster.vision",
     "cluster.prefill",
@@ -213,6 +217,7 @@ static const char *const sections[] = {
     "slo",
     "economics",
     "output",
+    "published",
 };
 
 #define N_KEYS (sizeof key_table / sizeof key_table[0])
@@ -238,6 +243,73 @@ static bool under_economics(const char *key) {
 
 static void copy_str(char *dst, size_t n, const char *src) {
     snprintf(dst, n, "%s", src);
+}
+
+// published.NAME.FIELD = text: one field of a published figure (see sim_published).
+static kvf_status set_published(sim_config *c, const char *key, const char *text, char *why,
+                                size_t wn) {
+    const char *name = key + 10, *dot = strchr(name, '.');
+    if (!dot || dot == name || (size_t)(dot - name) >= sizeof c->published[0].name ||
+        strchr(dot + 1, '.')) {
+        snprintf(why, wn, "expected published.NAME.FIELD");
+        return KVF_EINVAL;
+    }
+    size_t nl = (size_t)(dot - name);
+    const char *field = dot + 1;
+    int k;
+    for (k = 0; k < c->n_published; k++)
+        if (strlen(c->published[k].name) == nl && !strncmp(c->published[k].name, name, nl)) break;
+    if (k == c->n_published) {
+        if (k == SIM_PUBLISHED_MAX) {
+            snprintf(why, wn, "more than %d published figures", SIM_PUBLISHED_MAX);
+            return KVF_EINVAL;
+        }
+        sim_published *p = &c->published[k];
+        memset(p, 0, sizeof *p);
+        memcpy(p->name, name, nl);
+        p->value = NAN;
+        p->high = NAN;
+        p->scale = 1;
+        p->output = true;
+        c->n_published++;
+    }
+    sim_published *p = &c->published[k];
+    char *end;
+    if (!strcmp(field, "value") || !strcmp(field, "high") || !strcmp(field, "scale")) {
+        double v = strtod(text, &end);
+        if (end == text || *end || !isfinite(v)) {
+            snprintf(why, wn, "'%.60s' is not a number", text);
+            return KVF_EINVAL;
+        }
+        if (!strcmp(field, "scale") && !(v != 0)) {
+            snprintf(why, wn, "must not be 0");
+            return KVF_EINVAL;
+        }
+        *(!strcmp(field, "value") ? &p->value : !strcmp(field, "high") ? &p->high : &p->scale) = v;
+    } else if (!strcmp(field, "role")) {
+        if (strcmp(text, "input") && strcmp(text, "output")) {
+            snprintf(why, wn, "unknown value '%.60s' (allowed: input|output)", text);
+            return KVF_EINVAL;
+        }
+        p->output = !strcmp(text, "output");
+    } else if (!strcmp(field, "summary_key") || !strcmp(field, "unit") ||
+               !strcmp(field, "rests_on")) {
+        char *dst = !strcmp(field, "unit") ? p->unit
+                    : !strcmp(field, "rests_on") ? p->rests_on : p->summary_key;
+        size_t cap = !strcmp(field, "unit") ? sizeof p->unit
+                     : !strcmp(field, "rests_on") ? sizeof p->rests_on : sizeof p->summary_key;
+        size_t len = strlen(text);
+        if (len >= cap) {
+            snprintf(why, wn, "longer than %zu characters", cap - 1);
+            return KVF_EINVAL;
+        }
+        memcpy(dst, text, len + 1);
+    } else {
+        snprintf(why, wn, "unknown field (known: value, high, role, summary_key, scale, unit, "
+                          "rests_on)");
+        return KVF_EINVAL;
+    }
+    return KVF_OK;
 }
 
 static void pool_default(sim_pool_cfg *p, int32_t instances, int32_t gpus) {
@@ -801,6 +873,19 @@ static kvf_status apply_node(apply_ctx *x, const char *key, const yaml_node_t *n
         record_line(c, key, line);
         return KVF_OK;
     }
+    if (!strncmp(key, "published.", 10) && n->type != YAML_MAPPING_NODE) {
+        char text[1024], why[200];
+        size_t used = 0;
+        flow_text(x->doc, n, text, sizeof text, &used);
+        if (set_published(c, key, text, why, sizeof why))
+            return fail_at(x, KVF_EPARSE, key, kline, "%s", why);
+        record_line(c, key, line);
+        return KVF_OK;
+    }
+    if (!strncmp(key, "published.", 10) && !strchr(key + 10, '.')) {
+        record_line(c, key, line);
+        return apply_mapping(x, key, n);
+    }
     if (is_section(key)) {
         if (!strcmp(key, "workload.generate") && is_null(n)) {
             c->generate_profile[0] = '\0';
@@ -1146,6 +1231,16 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
     }
     if ((st = check_moe_keys(c, err))) return st;
 
+    for (int k = 0; k < c->n_published; k++) {
+        const sim_published *p = &c->published[k];
+        char key[96];
+        snprintf(key, sizeof key, "published.%s", p->name);
+        if (!isfinite(p->value)) return vfail(c, err, key, "needs a value");
+        if (p->output && !p->summary_key[0])
+            return vfail(c, err, key, "an output needs the summary_key it compares with");
+        if (!isnan(p->high) && p->high < p->value)
+            return vfail(c, err, key, "high %g is below value %g", p->high, p->value);
+    }
     if (c->generate_profile[0]) {
         if (name_index(gen_profiles, c->generate_profile) < 0)
             return vfail(c, err, "workload.generate.profile",
@@ -1155,6 +1250,10 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
             return vfail(c, err, "workload.generate.rate_rps", "must be > 0");
         if (!(c->generate_duration_s > 0))
             return vfail(c, err, "workload.generate.duration_s", "must be > 0");
+        double mix = c->generate_mix[0] + c->generate_mix[1] + c->generate_mix[2];
+        if (mix > 0 && strcmp(c->generate_profile, "mixed"))
+            return vfail(c, err, "workload.generate.mix",
+                         "applies only to profile mixed (profile is '%s')", c->generate_profile);
     } else {
         if (!c->trace[0])
             return vfail(c, err, "workload.trace",

@@ -40,6 +40,16 @@ int kvt_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *kvt_slurp(const char *path);
 // Occurrences of needle in hay (non-overlapping).
 int kvt_count(const char *hay, const char *needle);
+// Headless Chromium for page tests: the browser on PATH (chromium, chromium-browser,
+// google-chrome), or NULL when none is installed (the test then exits 77).
+const char *kvt_browser(void);
+// Runs the browser on file `page` with extra args (e.g. --dump-dom), stdout into out, its
+// stderr into logdir/browser.log; a fresh profile each time. Returns its exit status.
+int kvt_browser_run(const char *page, const char *args, const char *out, const char *logdir);
+// Takes a w x h screenshot of page into png and checks it: a PNG of that size and more than
+// min_bytes (a blank page compresses to a few kB). Fails the test otherwise.
+void kvt_browser_screenshot(const char *page, const char *png, unsigned w, unsigned h,
+                            long min_bytes, const char *logdir);
 // Runs the suite, returns the process exit code.
 int kvt_main(Suite *s);
 
