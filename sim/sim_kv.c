@@ -36,15 +36,22 @@ static void hrehash(sim_bcache *c) {
     free(old);
 }
 
+// True when an entry at j whose home is h may move back to the hole at i (h is not
+// cyclically within (i, j]): the backward-shift rule of linear probing.
+static bool may_shift(size_t i, size_t j, size_t h, size_t mask) {
+    return ((j - h) & mask) >= ((j - i) & mask);
+}
+
 // Backward-shift deletion at hash position i.
 static void hdel(sim_bcache *c, size_t i) {
     size_t mask = c->hcap - 1;
     c->h[i].val = SIM_BC_NONE;
-    for (size_t j = (i + 1) & mask; c->h[j].val != SIM_BC_NONE; j = (j + 1) & mask) {
-        struct sim_bentry e = c->h[j];
-        c->h[j].val = SIM_BC_NONE;
-        c->h[hfind(c, e.key)] = e;
-    }
+    for (size_t j = (i + 1) & mask; c->h[j].val != SIM_BC_NONE; j = (j + 1) & mask)
+        if (may_shift(i, j, sim_bcache_home_(c, c->h[j].key), mask)) {
+            c->h[i] = c->h[j];
+            c->h[j].val = SIM_BC_NONE;
+            i = j;
+        }
 }
 
 static void unlink_slot(sim_bcache *c, uint32_t s) {
@@ -274,13 +281,14 @@ static void grebuild(sim_bcache *c) {
 // Frees bucket i (no block left in it): backward-shift deletion.
 static void gdel(sim_bcache *c, size_t i) {
     size_t mask = c->gcap - 1;
-    c->g[i].key = UINT64_MAX;
+    memset(&c->g[i], 0xff, sizeof c->g[i]);
     c->gused--;
-    for (size_t j = (i + 1) & mask; c->g[j].key != UINT64_MAX; j = (j + 1) & mask) {
-        sim_bgroup e = c->g[j];
-        c->g[j].key = UINT64_MAX;
-        c->g[gfind(c, e.key)] = e;
-    }
+    for (size_t j = (i + 1) & mask; c->g[j].key != UINT64_MAX; j = (j + 1) & mask)
+        if (may_shift(i, j, (size_t)kvf_hash64(c->g[j].key) & mask, mask)) {
+            c->g[i] = c->g[j];
+            memset(&c->g[j], 0xff, sizeof c->g[j]);
+            i = j;
+        }
 }
 
 // Empties sub-block j of bucket i (present, expired at a lookup): the run loses it.
@@ -339,6 +347,7 @@ static void gput(sim_bcache *c, uint64_t id, sim_time now, int cls) {
             return;
         }
     } else {
+        memset(g, 0xff, sizeof *g);
         g->key = SIM_BC_GROUP_KEY(id);
         c->gused++;
     }
