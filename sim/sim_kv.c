@@ -391,9 +391,10 @@ void sim_bcache_init(sim_bcache *c, uint64_t capacity, const int64_t *retention_
         c->g = galloc(c->gcap);
         return;
     }
-    // sized up front: a hash at load <= 1/2 and every slot the capacity can use (up to 2^26
-    // blocks; a larger capacity grows as it fills)
-    uint64_t want = KVF_MIN(capacity, (uint64_t)1 << 26);
+    // sized up front: a hash at load <= 1/2 and every slot the capacity can use, up to 2^20
+    // blocks (64 MiB); a larger capacity (a sized SSD store) grows as it fills, so a short run
+    // does not pay for a store it never fills
+    uint64_t want = KVF_MIN(capacity, (uint64_t)1 << 20);
     size_t hcap = 16;
     while (hcap < 2 * want) hcap *= 2;
     halloc(c, hcap);
