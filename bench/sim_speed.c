@@ -182,10 +182,15 @@ int main(int argc, char **argv) {
            ev, simulated, wall, loop_wall);
     printf("simulator: %.2f M events/s = %.1f %% of the bare queue; %.0f simulated s per wall s\n",
            ev / loop_wall / 1e6, 100 * ev / loop_wall / bare, simulated / loop_wall);
+    json_t *ca = json_object_get(s, "cache");
     printf("cache hit rate %.3f, saturation %s, peak RSS %.0f MB\n",
-           json_number_value(json_object_get(json_object_get(s, "cache"), "hit_rate")),
+           json_number_value(json_object_get(ca, "hit_rate")),
            json_string_value(json_object_get(json_object_get(s, "saturation"), "state")),
            ru.ru_maxrss / 1024.0);
+    printf("store index: %.1f bytes per stored block, %.0f blocks at the peak\n",
+           json_number_value(json_object_get(ca, "index_bytes_per_block")),
+           json_number_value(json_object_get(ca, "stored_bytes_peak")) /
+               json_number_value(json_object_get(ca, "block_bytes")));
     json_decref(s);
     remove(trace);
 

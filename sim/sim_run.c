@@ -207,6 +207,10 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_set_new(ca, "ssd_write_Bps", json_real(wr));
     json_object_set_new(ca, "evicted_blocks", json_integer((json_int_t)c->ssd.evicted));
     json_object_set_new(ca, "expired_blocks", json_integer((json_int_t)c->ssd.expired));
+    // the store's block index in memory (tables and run queues) per block at its peak
+    json_object_set_new(ca, "index_bytes_per_block",
+                        num_or_null(c->ssd.peak ? (double)sim_bcache_index_bytes(&c->ssd) / (double)c->ssd.peak
+                                                : NAN));
     json_t *lb = json_object();
     json_object_set_new(lb, "dram", json_real(m->load_bytes[SIM_TIER_DRAM]));
     json_object_set_new(lb, "ssd", json_real(m->load_bytes[SIM_TIER_SSD]));

@@ -91,7 +91,9 @@ typedef struct trc_options {
 // drop requests; a request whose prev_id was dropped becomes open loop.
 
 // Id of sub-block j (0-based) of a source block with id `id`, when a trace's S-token blocks
-// are split into S/B blocks of the simulator's B tokens: kvf_hash64(kvf_hash64(id) + j).
+// are split into S/B blocks of the simulator's B tokens: the high 61 bits
+// kvf_hash64(kvf_hash64(id) + j / 8), the low 3 bits j % 8, so the sub-blocks of one source
+// block share a group key (id & ~7) the KV store keeps in one bucket (sim_kv.h).
 // Chained ids stay chained (id already names the whole prefix). When B is a multiple of S,
 // a B-token block takes the id of the last S-token block it covers; when S == B ids pass
 // unchanged. Only full B-token blocks inside input_tokens get ids.
