@@ -118,11 +118,16 @@ START_TEST(test_lean_modules_carry_their_libraries) {
 }
 END_TEST
 
+// kvt_tmp/kvfleet: a copy of the binary with no module beside it.
+static void lone_copy(void) {
+    kvt_tmp_make("lean");
+    ck_assert_int_eq(kvt_sh("cp %s %s/kvfleet", kvt_bin(), kvt_tmp), 0);
+}
+
 // A copy of kvfleet alone in a directory: --engine cuda names the module it could not load
 // (or says the build has no CUDA), exit 1, no crash.
 START_TEST(test_lean_missing_cuda_module_is_named) {
-    kvt_tmp_make("lean");
-    ck_assert_int_eq(kvt_sh("cp %s %s/kvfleet", kvt_bin(), kvt_tmp), 0);
+    lone_copy();
     int rc = kvt_sh("env -u KVF_MODULE_DIR %s/kvfleet run scenarios/quickstart.yaml --engine cuda "
                     "--set workload.limit_requests=5 --no-report -o %s/out",
                     kvt_tmp, kvt_tmp);
@@ -139,8 +144,7 @@ END_TEST
 // Under an MPI launcher's environment but without the MPI module, a sweep says why and runs
 // every point itself (exit 0), as a build without MPI does.
 START_TEST(test_lean_missing_mpi_module_falls_back) {
-    kvt_tmp_make("lean");
-    ck_assert_int_eq(kvt_sh("cp %s %s/kvfleet", kvt_bin(), kvt_tmp), 0);
+    lone_copy();
     int rc = kvt_sh("env -u KVF_MODULE_DIR OMPI_COMM_WORLD_SIZE=2 %s/kvfleet sweep "
                     "scenarios/quickstart.yaml --set workload.limit_requests=20 "
                     "--vary cluster.decode.instances=1,2 -o %s/sw",

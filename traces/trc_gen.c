@@ -220,17 +220,22 @@ static void extend_ids(gsrc *x, gsess *s, size_t n) {
     if (n > s->nids) s->nids = n;
 }
 
+// A new session's class (mixed: 50 % chatbot, 30 % agent, 20 % coding), id and system prompt.
+static void draw_session(gsrc *x, uint8_t *kind, uint64_t *uid, uint32_t *sys) {
+    if (x->g.profile == TRC_GEN_MIXED) {
+        double u = kvf_rng_uniform(&x->ses);
+        *kind = u < 0.5 ? TRC_GEN_CHATBOT : u < 0.8 ? TRC_GEN_AGENT : TRC_GEN_CODING;
+    } else *kind = (uint8_t)x->g.profile;
+    *uid = kvf_hash_combine(x->g.seed, ++x->next_uid);
+    if (!*uid) *uid = 1;
+    *sys = x->g.system_tokens >= 0 ? (uint32_t)x->g.system_tokens : profiles[*kind].sys_tokens;
+}
+
 static gsess *new_session(gsrc *x) {
     gsess *s = &x->pool[x->next_slot++ % POOL];
     s->live = true;
-    if (x->g.profile == TRC_GEN_MIXED) {
-        double u = kvf_rng_uniform(&x->ses);
-        s->kind = u < 0.5 ? TRC_GEN_CHATBOT : u < 0.8 ? TRC_GEN_AGENT : TRC_GEN_CODING;
-    } else s->kind = (uint8_t)x->g.profile;
-    s->uid = kvf_hash_combine(x->g.seed, ++x->next_uid);
-    if (!s->uid) s->uid = 1;
+    draw_session(x, &s->kind, &s->uid, &s->sys);
     s->turns = 0;
-    s->sys = x->g.system_tokens >= 0 ? (uint32_t)x->g.system_tokens : profiles[s->kind].sys_tokens;
     s->len = s->sys;
     s->nids = 0;
     s->last_key = -1;
@@ -337,13 +342,7 @@ static uint32_t days_new_session(gsrc *x) {
     }
     dsess *s = &x->ds[si];
     memset(s, 0, sizeof *s);
-    if (x->g.profile == TRC_GEN_MIXED) {
-        double u = kvf_rng_uniform(&x->ses);
-        s->kind = u < 0.5 ? TRC_GEN_CHATBOT : u < 0.8 ? TRC_GEN_AGENT : TRC_GEN_CODING;
-    } else s->kind = (uint8_t)x->g.profile;
-    s->uid = kvf_hash_combine(x->g.seed, ++x->next_uid);
-    if (!s->uid) s->uid = 1;
-    s->sys = x->g.system_tokens >= 0 ? (uint32_t)x->g.system_tokens : profiles[s->kind].sys_tokens;
+    draw_session(x, &s->kind, &s->uid, &s->sys);
     s->len = s->sys;
     s->left = visit_turns(x, s->kind);
     s->last_key = -1;
