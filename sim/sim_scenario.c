@@ -1140,6 +1140,10 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
             return vfail(c, err, "workload.generate.rate_rps", "must be > 0");
         if (!(c->generate_duration_s > 0))
             return vfail(c, err, "workload.generate.duration_s", "must be > 0");
+        if (c->generate_days > 0 && c->trace_opt.time_scale != 1.0)
+            return vfail(c, err, "workload.time_scale",
+                         "would stretch the days of generate.days; set generate.rate_rps "
+                         "(or workload.rate_rps) instead");
         if (c->generate_days > 0 && c->generate_mean_turns > 0 && c->generate_mean_turns < 1)
             return vfail(c, err, "workload.generate.mean_turns",
                          "must be >= 1 (or 0, the profile's) with generate.days");

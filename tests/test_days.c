@@ -235,6 +235,33 @@ START_TEST(test_days_return_reuses_prefix) {
 }
 END_TEST
 
+// workload.rate_rps on days-mode traffic sets the generator's rate (the day stays 24 h).
+START_TEST(test_days_rate_keeps_the_clock) {
+    trc_gen_options g;
+    trc_gen_options_default(&g);
+    g.profile = TRC_GEN_CHATBOT;
+    g.days = 2;
+    g.rate_rps = 0.1;
+    trc_options o;
+    trc_options_default(&o);
+    o.rate_rps = 0.3;
+    trc_reader *r;
+    kvf_err err = {0};
+    ck_assert_msg(!trc_gen_open(&r, &g, &o, &err), "%s", err.msg);
+    trc_request q;
+    size_t n = 0;
+    double last = 0;
+    while (trc_reader_next(r, &q, &err) == 1)
+        n++, last = (double)q.arrival_ns / 1e9;
+    trc_reader_close(r);
+    double rate = n / (2 * 86400.0);
+    fprintf(stderr, "days: rate_rps 0.3 over 0.1: %zu requests, %.3f/s, last at %.0f s\n", n,
+            rate, last);
+    ck_assert_msg(last > 1.9 * 86400 && last <= 2 * 86400, "last request at %.0f s", last);
+    ck_assert_msg(fabs(rate / 0.3 - 1) <= 0.15, "rate %.3f/s", rate);
+}
+END_TEST
+
 START_TEST(test_days_deterministic_by_seed) {
     trc_gen_options g;
     trc_gen_options_default(&g);
@@ -267,6 +294,7 @@ START_TEST(test_days_keys_range_checked) {
         {"workload.generate.return.chatbot.sigma=9", "workload.generate.return.chatbot.sigma"},
         {"workload.generate.return.batch.p=0.5", "workload.generate.return.batch.p"},
         {"workload.generate.mean_turns=0.5", "workload.generate.mean_turns"},
+        {"workload.time_scale=2", "workload.time_scale"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = kvt_sh("%s run scenarios/fleet-days.yaml --set %s --no-report -o /tmp/kvf_days_x",
@@ -285,6 +313,7 @@ static Suite *suite(void) {
     tcase_add_test(t, test_days_hourly_counts_follow_rhythm);
     tcase_add_test(t, test_days_returns_follow_distribution);
     tcase_add_test(t, test_days_return_reuses_prefix);
+    tcase_add_test(t, test_days_rate_keeps_the_clock);
     tcase_add_test(t, test_days_deterministic_by_seed);
     tcase_add_test(t, test_days_keys_range_checked);
     suite_add_tcase(s, t);

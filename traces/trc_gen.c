@@ -685,6 +685,22 @@ kvf_status trc_gen_open(trc_reader **out, const trc_gen_options *g, const trc_op
         o.block_tokens = g->block_tokens;
     }
     if (!o.block_tokens) return kvf_fail(err, KVF_EINVAL, "block_tokens must be >= 1");
+    trc_gen_options gd;
+    if (g->days > 0) {
+        // Days mode keeps the clock: a rescaled time axis would shorten the day and the week.
+        // A target rate becomes the generator's own rate instead.
+        if (o.time_scale != 1.0)
+            return kvf_fail(err, KVF_EINVAL,
+                            "time_scale %g would stretch the days of generate.days; set "
+                            "generate.rate_rps instead",
+                            o.time_scale);
+        if (o.rate_rps > 0) {
+            gd = *g;
+            gd.rate_rps = o.rate_rps;
+            o.rate_rps = 0;
+            g = &gd;
+        }
+    }
     trc_source *src;
     kvf_status st = trc_src_gen(&src, g, err);
     if (st) return st;
