@@ -85,6 +85,8 @@ typedef struct sim_config {
     uint32_t generate_start_weekday;  // weekday at t = 0, 0 = Monday
     double generate_warmup_days;  // sessions generated this long before t = 0
     trc_gen_return generate_return[3];  // per class chatbot, agent, coding: p, median_h, sigma
+    double sample_rate;           // R in (0, 1]: simulate sessions/prefix roots hashing below R
+                                  // on a cluster scaled by R (sim/sim_sample.h), 1 = all
     // cluster
     sim_mode mode;
     sim_pool_cfg vision, prefill, decode;
@@ -172,6 +174,10 @@ typedef struct sim_run_opts {
     const char *timeline_path;    // Chrome trace JSON of batch steps, NULL = off
     double timeline_from_s, timeline_to_s;
     volatile int *interrupt;      // set non-zero (e.g. by SIGINT) to stop early
+    bool router_check;            // min-load routers assert their index against a scan (tests)
+    bool decode_single;           // no runs of decode steps in one event (tests compare)
+    bool decode_listed;           // decode steps list every running sequence (the O(batch)
+                                  // reference path) instead of running sums; tests compare
 } sim_run_opts;
 
 // Runs the scenario. On success *summary_json holds the summary (jansson json_t *, caller

@@ -14,6 +14,7 @@
 #include "sim.h"
 #include "sim_cli.h"
 #include "sim_run.h"
+#include "sim_sample.h"
 
 // ---- step models ----------------------------------------------------------------------------
 kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl_hardware *hw,
@@ -44,6 +45,7 @@ static void progress_start(sim_cluster *c, const sim_config *cfg, const sim_run_
     opt.block_tokens = cfg->block_tokens;
     if (cfg->generate_profile[0]) total = (uint64_t)(cfg->generate_rate_rps * cfg->generate_duration_s);
     else if (trc_count(trace, &opt, &total, NULL) != KVF_OK) return;
+    total = (uint64_t)((double)total * cfg->sample_rate);   // sampled runs serve ~R of it
     if (!total) return;
     rpt_progress_init(&c->progress, "run", (double)total);
     c->show_progress = true;
@@ -100,8 +102,15 @@ static double pool_util(const sim_cluster *c, int k) {
     return avail > 0 ? busy / avail : 0;
 }
 
+// A sampled run (workload.sample_rate < 1): the plan that scaled the cluster and the filter.
+typedef struct run_sampling {
+    sim_sample_plan plan;
+    sim_sampler sampler;
+} run_sampling;
+
 static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader *rd,
-                             double wall_s, rpt_econ_result *econ_out, kvf_err *err) {
+                             double wall_s, const run_sampling *smp, rpt_econ_result *econ_out,
+                             kvf_err *err) {
     const sim_config *cfg = c->cfg;
     sim_metrics *m = &c->m;
     json_t *s = json_object();
@@ -132,7 +141,7 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_set_new(s, "ttft_ms", stats_obj(&m->ttft_ms));
     json_object_set_new(s, "tpot_ms", stats_obj(&m->tpot_ms));
     json_t *itl = json_object();
-    json_object_set_new(itl, "mean", json_real(m->itl_ms.total ? m->itl_ms.sum / (double)m->itl_ms.total : 0));
+    json_object_set_new(itl, "mean", json_real(sim_hist_mean(&m->itl_ms)));
     json_object_set_new(itl, "p50", json_real(sim_hist_percentile(&m->itl_ms, 50)));
     json_object_set_new(itl, "p90", json_real(sim_hist_percentile(&m->itl_ms, 90)));
     json_object_set_new(itl, "p99", json_real(sim_hist_percentile(&m->itl_ms, 99)));
@@ -188,6 +197,7 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_set_new(lb, "ssd", json_real(m->load_bytes[SIM_TIER_SSD]));
     json_object_set_new(ca, "load_bytes", lb);
     json_object_set_new(ca, "ssd_write_bytes", json_real(m->ssd_write_bytes));
+    json_object_set_new(ca, "ssd_write_backlog_s_peak", json_real(m->ssd_write_backlog_s_peak));
     json_object_set_new(ca, "kv_transfer_bytes", json_real(m->kv_transfer_bytes));
     json_t *pf = json_object();
     json_object_set_new(pf, "actual", json_real(m->prefill_flops));
@@ -243,6 +253,12 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     ei->dram_tb = cfg->dram.capacity_bytes > 0
                       ? cfg->dram.capacity_bytes * c->pool[SIM_POOL_PREFILL].n / 1e12
                       : 0;
+    rpt_econ_result econ_raw;
+    bool have_raw = false;
+    if (smp && sim_s > 0) {   // the sampled fleet's own figures, then the full fleet's
+        have_raw = rpt_econ_compute(&cfg->econ, ei, &econ_raw, err) == KVF_OK;
+        sim_sample_scale_econ(ei, &smp->plan, c->colocated);
+    }
     if (sim_s > 0 && rpt_econ_compute(&cfg->econ, ei, econ_out, err) == KVF_OK)
         json_object_set_new(s, "economics", rpt_econ_to_json(&cfg->econ, econ_out));
     else
@@ -261,6 +277,9 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_set_new(sm, "extrapolated_steps", json_integer((json_int_t)m->extrapolated_steps));
     json_object_set_new(sm, "extrapolated", json_boolean(m->extrapolated_steps > 0));
     json_object_set_new(sm, "preemptions", json_integer((json_int_t)m->preemptions));
+    json_object_set_new(sm, "decode_steps", json_integer((json_int_t)m->decode_steps));
+    json_object_set_new(sm, "decode_mean_batch",
+                        json_real(m->decode_steps ? (double)m->decode_step_seqs / (double)m->decode_steps : 0));
     json_object_set_new(s, "steps", sm);
 
     json_t *tr = json_object();
@@ -295,6 +314,18 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_set_new(si, "events_per_s", json_real(wall_s > 0 ? (double)events / wall_s : 0));
     json_object_set_new(si, "simulated_s", json_real(sim_s));
     json_object_set_new(s, "sim", si);
+
+    if (smp) {
+        double gh_full = 0;
+        for (int k = 0; k < SIM_POOLS; k++)
+            gh_full += pool_gpu_s(c, k) / 3600.0 * sim_sample_pool_factor(&smp->plan, k, c->colocated);
+        sim_sample_summary(s, &smp->plan, &smp->sampler, c->colocated, gh_full);
+        json_t *raw = json_object_get(json_object_get(s, "sampling"), "sampled");
+        if (have_raw) {
+            json_object_set_new(raw, "economics.cost_usd", json_real(econ_raw.cost_usd));
+            json_object_set_new(raw, "economics.revenue_usd", json_real(econ_raw.revenue_usd));
+        }
+    }
     return s;
 }
 
@@ -338,6 +369,9 @@ static kvf_status write_run_table(rpt_db *db, const sim_config *cfg, const char 
         kvf_status st = rpt_db_run_set(db, kv[i][0], kv[i][1], err);
         if (st) return st;
     }
+    snprintf(buf, sizeof buf, "%.17g", cfg->sample_rate);
+    kvf_status st = rpt_db_run_set(db, "sample_rate", buf, err);
+    if (st) return st;
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)cfg->seed);
     return rpt_db_run_set(db, "seed", buf, err);
 }
@@ -363,7 +397,31 @@ kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_
     sim_cluster c;
     trc_reader *rd = NULL;
     char trace[SIM_PATH_MAX], path[SIM_PATH_MAX + 32];
-    kvf_status st = sim_cluster_init(&c, cfg, o, err);
+    // sampling: the cluster is built from a copy scaled by R; the summary states both
+    run_sampling *smp = NULL;
+    sim_config *scaled = NULL;
+    kvf_status st;
+    if (cfg->sample_rate < 1) {
+        smp = calloc(1, sizeof *smp);
+        scaled = malloc(sizeof *scaled);
+        if (!smp || !scaled) {
+            free(smp);
+            free(scaled);
+            return kvf_fail(err, KVF_ENOMEM, "no memory for the sampled scenario");
+        }
+        st = sim_sample_plan_make(cfg, &smp->plan, err);
+        if (!st) st = sim_sampler_init(&smp->sampler, cfg->sample_rate, err);
+        if (st) {
+            free(smp);
+            free(scaled);
+            return st;
+        }
+        *scaled = *cfg;
+        sim_sample_apply(&smp->plan, scaled);
+        cfg = scaled;
+    }
+    st = sim_cluster_init(&c, cfg, o, err);
+    if (smp) c.sampler = &smp->sampler;
     if (st) goto done;
     st = open_workload(cfg, &rd, trace, sizeof trace, err);
     if (st) goto done;
@@ -387,7 +445,7 @@ kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_
     kvf_status run_st = st;
     rpt_econ_result econ;
     memset(&econ, 0, sizeof econ);
-    json_t *s = build_summary(&c, trace, rd, wall_s, &econ, err);
+    json_t *s = build_summary(&c, trace, rd, wall_s, smp, &econ, err);
     if (run_st == KVF_EINTR) json_object_set_new(s, "status", json_string("interrupted"));
     if (o->out_dir) {
         snprintf(path, sizeof path, "%s/summary.json", o->out_dir);
@@ -417,6 +475,9 @@ done:
     }
     trc_reader_close(rd);
     sim_cluster_free(&c);
+    if (smp) sim_sampler_free(&smp->sampler);
+    free(smp);
+    free(scaled);
     return st;
 }
 

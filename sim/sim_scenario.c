@@ -25,6 +25,7 @@
 #include <yaml.h>
 
 #include "sim.h"
+#include "sim_sample.h"
 
 // ---- the key table ------------------------------------------------------------------------
 
@@ -131,6 +132,7 @@ static const keydef key_table[] = {
     BOOL("workload.skip_bad", trace_opt.skip_bad),
     NUM("workload.session_rate", trace_opt.session_rate, NT_DBL, 0, 0, BIG, 1),
     NUM("workload.session_users", trace_opt.session_users, NT_U32, F_INT, 0, 4e9, 1),
+    NUM("workload.sample_rate", sample_rate, NT_DBL, F_GT, 0, 1, 1),
     NAME("workload.generate.profile", generate_profile, gen_profiles),
     NUM("workload.generate.rate_rps", generate_rate_rps, NT_DBL, F_GT, 0, BIG, 1),
     NUM("workload.generate.duration_s", generate_duration_s, NT_DBL, F_GT, 0, BIG, 1),
@@ -285,6 +287,7 @@ void sim_config_default(sim_config *c) {
     c->trace_opt.rate_rps = 0;
     c->trace_opt.length_scale = 1.0;
     c->trace_opt.limit_requests = 0;
+    c->sample_rate = 1.0;
     c->generate_rate_rps = 1.0;
     c->generate_duration_s = 600.0;
     copy_str(c->generate_arrival, sizeof c->generate_arrival, "poisson");
@@ -1178,6 +1181,8 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
                      "colocated mode needs at least 1 instance (cluster.prefill.instances + "
                      "cluster.decode.instances)");
     }
+    sim_sample_plan plan;   // workload.sample_rate: every pool keeps at least one instance
+    if ((st = sim_sample_plan_make(c, &plan, err))) return st;
     if (!(c->kv_transfer_Bps > 0))
         return vfail(c, err, "cluster.network.kv_transfer_GBps", "must be > 0");
     if (name_index(prefill_routers, c->router_prefill) < 0)

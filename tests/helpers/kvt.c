@@ -30,6 +30,8 @@ const char *kvt_shared_trace(const char *name) {
     return b;
 }
 
+bool kvt_decode_listed, kvt_decode_single, kvt_router_check;
+
 json_t *kvt_run(const char *scenario, const char *trace, const char *const *sets, int n,
                 const char *out_dir) {
     static sim_config cfg;
@@ -45,7 +47,8 @@ json_t *kvt_run(const char *scenario, const char *trace, const char *const *sets
     for (int i = 0; i < n; i++)
         ck_assert_msg(sim_config_set(&cfg, sets[i], &err) == KVF_OK, "%s: %s", sets[i], err.msg);
     ck_assert_msg(sim_config_validate(&cfg, &err) == KVF_OK, "%s", err.msg);
-    sim_run_opts o = {.out_dir = out_dir, .quiet = true, .write_db = out_dir != NULL};
+    sim_run_opts o = {.out_dir = out_dir, .quiet = true, .write_db = out_dir != NULL,
+                      .decode_listed = kvt_decode_listed, .decode_single = kvt_decode_single, .router_check = kvt_router_check};
     void *s = NULL;
     kvf_status st = sim_run(&cfg, &o, &s, &err);
     ck_assert_msg(st == KVF_OK, "run failed: %s", err.msg);

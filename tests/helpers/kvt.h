@@ -5,6 +5,7 @@
 
 #include <check.h>
 #include <jansson.h>
+#include <stdbool.h>
 
 // The repository root ($KVF_SOURCE_DIR, else ".").
 const char *kvt_src(void);
@@ -16,6 +17,13 @@ const char *kvt_shared_trace(const char *name);
 // test with the message on any error.
 json_t *kvt_run(const char *scenario, const char *trace, const char *const *sets, int n,
                 const char *out_dir);
+// When set, kvt_run lists every decode sequence per step (the reference path) instead of
+// keeping running sums (sim_run_opts.decode_listed).
+extern bool kvt_decode_listed;
+// When set, kvt_run takes every decode step as its own event (sim_run_opts.decode_single).
+extern bool kvt_decode_single;
+// When set, kvt_run asserts every min-load routing against a scan (sim_run_opts.router_check).
+extern bool kvt_router_check;
 // A number of the summary by dotted path ("ttft_ms.p90"); fails the test when missing.
 double kvt_num(json_t *s, const char *path);
 // The kvfleet binary under test ($KVF_BIN, else build/kvfleet).
