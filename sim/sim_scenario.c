@@ -150,6 +150,20 @@ static const keydef key_table[] = {
     NUM("workload.generate.mix.chatbot", generate_mix[0], NT_DBL, 0, 0, 1e6, 1),
     NUM("workload.generate.mix.agent", generate_mix[1], NT_DBL, 0, 0, 1e6, 1),
     NUM("workload.generate.mix.coding", generate_mix[2], NT_DBL, 0, 0, 1e6, 1),
+    NUM("workload.generate.days", generate_days, NT_DBL, 0, 0, 3660, 1),
+    NUM("workload.generate.diurnal_amplitude", generate_diurnal_amplitude, NT_DBL, 0, 0, 0.99, 1),
+    NUM("workload.generate.peak_hour", generate_peak_hour, NT_DBL, 0, 0, 23.99, 1),
+    NUM("workload.generate.weekend_ratio", generate_weekend_ratio, NT_DBL, F_GT, 0, 10, 1),
+    NUM("workload.generate.start_weekday", generate_start_weekday, NT_U32, F_INT, 0, 6, 1),
+    NUM("workload.generate.warmup_days", generate_warmup_days, NT_DBL, 0, 0, 365, 1),
+#define RETURN_KEYS(c, i)                                                                          \
+    NUM("workload.generate.return." #c ".p", generate_return[i].p, NT_DBL, 0, 0, 0.99, 1),         \
+        NUM("workload.generate.return." #c ".median_h", generate_return[i].median_h, NT_DBL, F_GT, \
+            0, 87840, 1),                                                                          \
+        NUM("workload.generate.return." #c ".sigma", generate_return[i].sigma, NT_DBL, 0, 0, 5, 1)
+    RETURN_KEYS(chatbot, TRC_GEN_CHATBOT),
+    RETURN_KEYS(agent, TRC_GEN_AGENT),
+    RETURN_KEYS(coding, TRC_GEN_CODING),
     ENUM("cluster.mode", mode, modes),
     POOL_KEYS(vision),
     POOL_KEYS(prefill),
@@ -202,6 +216,10 @@ static const char *const sections[] = {
     "workload",
     "workload.generate",
     "workload.generate.mix",
+    "workload.generate.return",
+    "workload.generate.return.chatbot",
+    "workload.generate.return.agent",
+    "workload.generate.return.coding",
     "cluster",
     "cluster.vision",
     "cluster.prefill",
@@ -348,6 +366,16 @@ void sim_config_default(sim_config *c) {
     c->generate_duration_s = 600.0;
     copy_str(c->generate_arrival, sizeof c->generate_arrival, "poisson");
     c->generate_system_tokens = -1;
+    {
+        trc_gen_options g; // days mode defaults: the generator's (sources in trc_gen.c)
+        trc_gen_options_default(&g);
+        c->generate_diurnal_amplitude = g.diurnal_amplitude;
+        c->generate_peak_hour = g.peak_hour;
+        c->generate_weekend_ratio = g.weekend_ratio;
+        c->generate_start_weekday = g.start_weekday;
+        c->generate_warmup_days = g.warmup_days;
+        memcpy(c->generate_return, g.ret, sizeof c->generate_return);
+    }
 
     c->mode = SIM_DISAGGREGATED;
     pool_default(&c->vision, 0, 1);
@@ -1254,6 +1282,13 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
         if (mix > 0 && strcmp(c->generate_profile, "mixed"))
             return vfail(c, err, "workload.generate.mix",
                          "applies only to profile mixed (profile is '%s')", c->generate_profile);
+        if (c->generate_days > 0 && c->trace_opt.time_scale != 1.0)
+            return vfail(c, err, "workload.time_scale",
+                         "would stretch the days of generate.days; set generate.rate_rps "
+                         "(or workload.rate_rps) instead");
+        if (c->generate_days > 0 && c->generate_mean_turns > 0 && c->generate_mean_turns < 1)
+            return vfail(c, err, "workload.generate.mean_turns",
+                         "must be >= 1 (or 0, the profile's) with generate.days");
     } else {
         if (!c->trace[0])
             return vfail(c, err, "workload.trace",
