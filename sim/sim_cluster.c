@@ -379,6 +379,7 @@ static void ssd_write(sim_cluster *c, sim_inst *in, uint64_t new_blocks) {
 static void ssd_put(sim_cluster *c, sim_inst *in, uint64_t id, int cls) {
     uint64_t before = c->ssd.inserted;
     sim_bcache_put(&c->ssd, id, c->now, cls, NULL);
+    c->m.cls_store_writes[cls] += c->ssd.inserted - before;
     ssd_write(c, in, c->ssd.inserted - before);
 }
 
@@ -599,6 +600,8 @@ static void prefill_first_schedule(sim_cluster *c, sim_inst *in, sim_req *r) {
     m->hit_tokens += r->cached;
     m->iv_hit += r->cached;
     m->miss_tokens += r->input - r->cached;
+    m->cls_prompt[r->cls] += r->input;
+    m->cls_hit[r->cls] += r->cached;
     for (int t = 0; t < SIM_TIERS; t++) {
         m->hit_tier[t] += r->hit[t];
         m->iv_hit_tier[t] += r->hit[t];
@@ -1471,6 +1474,22 @@ static void on_sample(sim_cluster *c, double interval_s) {
     double store = (double)c->ssd.used * c->block_bytes;
     if (store > m->store_bytes_peak) m->store_bytes_peak = store;
     ts(c, "kv", -1, "kv_store_bytes", store);
+    // the store by class; a class's steady state is what it holds once the run has lasted its
+    // retention (before that the store is still filling)
+    for (int k = 0; k < TRC_CLASS_COUNT; k++) {
+        uint64_t u = c->ssd.used_cls[k];
+        if (!u && !m->cls_store_peak[k] && !m->cls_store_writes[k]) continue;
+        char name[48];
+        snprintf(name, sizeof name, "kv_store_bytes_%s", trc_class_name(k));
+        ts(c, "kv", -1, name, (double)u * c->block_bytes);
+        if (u > m->cls_store_peak[k]) m->cls_store_peak[k] = u;
+        int64_t ret = c->cfg->retention_ns[k];
+        if (ret > 0 && c->now >= ret) {
+            m->cls_store_steady_sum[k] += (double)u;
+            m->cls_store_steady_n[k]++;
+            if (u > m->cls_store_steady_peak[k]) m->cls_store_steady_peak[k] = u;
+        }
+    }
     ts(c, "kv", -1, "hbm_cache_bytes", (double)hbm_blocks * c->block_bytes);
     m->iv_in = m->iv_out = m->iv_prompt = m->iv_hit = 0;
     memset(m->iv_hit_tier, 0, sizeof m->iv_hit_tier);

@@ -172,6 +172,11 @@ void sim_sample_scale_econ(rpt_econ_input *ei, const sim_sample_plan *p, bool co
     // the store: the full capacity when bounded, the measured peak over R when unlimited
     ei->ssd_tb = p->ssd_full_bytes > 0 ? p->ssd_full_bytes / 1e12 : ei->ssd_tb / p->rate;
     ei->dram_tb *= sim_sample_pool_factor(p, 1, colocated);
+    ei->ssd_write_Bps /= p->rate;
+    for (int i = 0; i < ei->n_cls; i++) {
+        ei->cls[i].write_Bps /= p->rate;
+        ei->cls[i].steady_tb /= p->rate;
+    }
     for (int i = 0; i < ei->n_cls; i++)
         for (int j = 0; j < 2; j++) {
             ei->cls[i].hit[j] /= p->rate;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sqlite3.h>
 
 #include "helpers/kvt.h"
 #include "trc.h"
@@ -306,6 +307,85 @@ START_TEST(test_days_keys_range_checked) {
 }
 END_TEST
 
+
+// Two days of returning sessions through a store that keeps every class 4 hours: the store
+// grows while the run is younger than the retention, then holds what a day's cycle brings and
+// no more (the same hour of day gives the same occupancy on both days), and the run reports
+// per class what it wrote, held and needed, the economics billing the measured need.
+static double hour_mean(sqlite3 *h, const char *metric, int hour) {
+    char q[256];
+    snprintf(q, sizeof q, "select avg(value) from timeseries where metric = '%s' and t_s >= %d and t_s < %d",
+             metric, hour * 3600, (hour + 1) * 3600);
+    sqlite3_stmt *st = NULL;
+    ck_assert_int_eq(sqlite3_prepare_v2(h, q, -1, &st, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    double v = sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+START_TEST(test_days_store_levels_off_at_retention) {
+    const char *sets[] = {"workload.generate.days=2", "workload.generate.rate_rps=0.1",
+                          "kv_cache.ssd.retention.chatbot=4h", "kv_cache.ssd.retention.agent=4h",
+                          "kv_cache.ssd.retention.coding=4h"};
+    kvt_tmp_make("kvf_days_store");
+    json_t *s = kvt_run("fleet-days.yaml", NULL, sets, 5, kvt_tmp);
+    char db[128];
+    snprintf(db, sizeof db, "%s/results.db", kvt_tmp);
+    sqlite3 *h = NULL;
+    ck_assert_int_eq(sqlite3_open(db, &h), SQLITE_OK);
+    // filling: the first hours hold less than the same hours a day later
+    double first = hour_mean(h, "kv_store_bytes", 1), later = hour_mean(h, "kv_store_bytes", 25);
+    printf("store: hour 1 %.1f GB, hour 25 %.1f GB\n", first / 1e9, later / 1e9);
+    ck_assert_msg(first < 0.8 * later, "hour 1 %.3g B not below hour 25 %.3g B", first, later);
+    // levelled: past the retention, day 2 holds what day 1 held, on the day's mean and at its
+    // busiest hour (hour by hour it is noisy: an hour carries few sessions at this rate)
+    double d1 = 0, d2 = 0;
+    for (int hr = 4; hr < 24; hr++) {
+        d1 += hour_mean(h, "kv_store_bytes", hr) / 20;
+        d2 += hour_mean(h, "kv_store_bytes", hr + 24) / 20;
+    }
+    printf("store: mean of hours 4-23 %.1f GB on day 1, %.1f GB on day 2\n", d1 / 1e9, d2 / 1e9);
+    ck_assert_msg(fabs(d2 - d1) <= 0.1 * d1, "day 1 %.3g B, day 2 %.3g B", d1, d2);
+    double p1 = 0, p2 = 0;
+    for (int hr = 4; hr < 24; hr++) {
+        p1 = fmax(p1, hour_mean(h, "kv_store_bytes", hr));
+        p2 = fmax(p2, hour_mean(h, "kv_store_bytes", hr + 24));
+    }
+    printf("store: busiest hour %.1f GB on day 1, %.1f GB on day 2\n", p1 / 1e9, p2 / 1e9);
+    ck_assert_msg(fabs(p2 - p1) <= 0.15 * p1, "busiest hour: day 1 %.3g B, day 2 %.3g B", p1, p2);
+    sqlite3_close(h);
+    // by class, from the run: every class wrote, held, and has a steady state under 4 h
+    json_t *bc = json_object_get(json_object_get(s, "cache"), "by_class");
+    ck_assert_ptr_nonnull(bc);
+    const char *cls[] = {"chatbot", "agent", "coding"};
+    double need = 0;
+    for (int k = 0; k < 3; k++) {
+        json_t *o = json_object_get(bc, cls[k]);
+        ck_assert_msg(o != NULL, "no %s in cache.by_class", cls[k]);
+        double hr = json_number_value(json_object_get(o, "hit_rate"));
+        double sp = json_number_value(json_object_get(o, "stored_bytes_steady_peak"));
+        double pk = json_number_value(json_object_get(o, "stored_bytes_peak"));
+        double wr = json_number_value(json_object_get(o, "store_write_Bps"));
+        printf("%s: hit rate %.3f, writes %.1f MB/s, steady peak %.1f GB, peak %.1f GB\n", cls[k], hr,
+               wr / 1e6, sp / 1e9, pk / 1e9);
+        ck_assert_msg(hr > 0 && hr < 1 && wr > 0 && sp > 0 && sp <= pk, "%s: hit %.3f writes %g steady %g peak %g",
+                      cls[k], hr, wr, sp, pk);
+        // a store kept 4 h cannot hold more than 4 h of the class's writes at their peak rate;
+        // it holds at least a tenth of what 4 h at the mean rate write
+        ck_assert_msg(sp >= 0.1 * wr * 4 * 3600, "%s: steady %g B against writes %g B/s", cls[k], sp, wr);
+        need += sp;
+    }
+    json_t *ec = json_object_get(s, "economics");
+    const char *basis = json_string_value(json_object_get(ec, "ssd_basis"));
+    ck_assert_msg(basis && strstr(basis, "measured"), "ssd basis '%s'", basis ? basis : "(none)");
+    double billed = json_number_value(json_object_get(ec, "ssd_tb_billed")) * 1e12;
+    ck_assert_msg(fabs(billed - need) <= 1e-6 * need, "billed %.6g B, classes need %.6g B", billed, need);
+    json_decref(s);
+    kvt_tmp_remove();
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("days");
     TCase *t = tcase_create("days");
@@ -316,6 +396,7 @@ static Suite *suite(void) {
     tcase_add_test(t, test_days_rate_keeps_the_clock);
     tcase_add_test(t, test_days_deterministic_by_seed);
     tcase_add_test(t, test_days_keys_range_checked);
+    tcase_add_test(t, test_days_store_levels_off_at_retention);
     suite_add_tcase(s, t);
     return s;
 }
