@@ -159,6 +159,7 @@ typedef struct rpt_econ_config {
                                  // when the run reports no prefill FLOPs (sensitivity)
     double day_profile[24];      // share of a day's traffic in each UTC hour (normalised)
     bool day_profile_set;        // false: flat (or the run's own schedule when >= 1 day)
+    double day_profile_given[24]; // the shares as the scenario gave them (written back as such)
     double gpu_hour_range[2];    // all-in USD per GPU-hour, low and high (0, 0 = none): the
                                  // cost and margin are also given at both ends, as if rented
 } rpt_econ_config;
@@ -193,6 +194,9 @@ void rpt_econ_config_default(rpt_econ_config *c);
 // or a bad value (the caller prefixes file:line).
 kvf_status rpt_econ_config_set(rpt_econ_config *c, const char *key, const char *value,
                                kvf_err *err);
+// The configuration as the mapping below `economics.` of a scenario (every key with its value;
+// rpt_econ_config_set of each gives *c back). New reference.
+struct json_t *rpt_econ_config_to_json(const rpt_econ_config *c);
 // Whether simulated time t_s (seconds from the trace start) falls in the off-peak window.
 bool rpt_econ_is_offpeak(const rpt_econ_config *c, double t_s);
 

@@ -95,38 +95,41 @@ static kvf_status bad_value(kvf_err *err, const char *key, const char *value, co
                     value ? value : "(none)", want);
 }
 
+// The numeric keys below `economics.`: where each goes and its range (set and written back).
+static const struct econ_num {
+    const char *key;
+    size_t off;
+    double lo, hi;
+} econ_nums[] = {
+    {"gpu_hour_usd", offsetof(rpt_econ_config, gpu_hour_usd), 0, 1e9},
+    {"capex_per_gpu_usd", offsetof(rpt_econ_config, capex_per_gpu_usd), 0, 1e12},
+    {"depreciation_years", offsetof(rpt_econ_config, depreciation_years), 1e-3, 100},
+    {"power_w_per_gpu", offsetof(rpt_econ_config, power_w_per_gpu), 0, 1e6},
+    {"kwh_usd", offsetof(rpt_econ_config, kwh_usd), 0, 1e3},
+    {"pue", offsetof(rpt_econ_config, pue), 1, 10},
+    {"ssd_tb_month_usd", offsetof(rpt_econ_config, ssd_tb_month_usd), 0, 1e9},
+    {"dram_tb_month_usd", offsetof(rpt_econ_config, dram_tb_month_usd), 0, 1e9},
+    {"network_usd_per_gpu_hour", offsetof(rpt_econ_config, network_usd_per_gpu_hour), 0,
+     1e9},
+    {"offpeak.price_factor", offsetof(rpt_econ_config, offpeak_price_factor), 0, 1e3},
+    {"free_share", offsetof(rpt_econ_config, free_share), 0, 1},
+    {"hit_cost_ratio", offsetof(rpt_econ_config, hit_cost_ratio), 0, 1},
+};
+#define N_ECON_NUMS (sizeof econ_nums / sizeof econ_nums[0])
+
 kvf_status rpt_econ_config_set(rpt_econ_config *c, const char *key, const char *value,
                                kvf_err *err) {
-    static const struct {
-        const char *key;
-        size_t off;
-        double lo, hi;
-    } nums[] = {
-        {"gpu_hour_usd", offsetof(rpt_econ_config, gpu_hour_usd), 0, 1e9},
-        {"capex_per_gpu_usd", offsetof(rpt_econ_config, capex_per_gpu_usd), 0, 1e12},
-        {"depreciation_years", offsetof(rpt_econ_config, depreciation_years), 1e-3, 100},
-        {"power_w_per_gpu", offsetof(rpt_econ_config, power_w_per_gpu), 0, 1e6},
-        {"kwh_usd", offsetof(rpt_econ_config, kwh_usd), 0, 1e3},
-        {"pue", offsetof(rpt_econ_config, pue), 1, 10},
-        {"ssd_tb_month_usd", offsetof(rpt_econ_config, ssd_tb_month_usd), 0, 1e9},
-        {"dram_tb_month_usd", offsetof(rpt_econ_config, dram_tb_month_usd), 0, 1e9},
-        {"network_usd_per_gpu_hour", offsetof(rpt_econ_config, network_usd_per_gpu_hour), 0,
-         1e9},
-        {"offpeak.price_factor", offsetof(rpt_econ_config, offpeak_price_factor), 0, 1e3},
-        {"free_share", offsetof(rpt_econ_config, free_share), 0, 1},
-        {"hit_cost_ratio", offsetof(rpt_econ_config, hit_cost_ratio), 0, 1},
-    };
     if (!key) return kvf_fail(err, KVF_EINVAL, "economics: empty key");
-    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
-        if (strcmp(key, nums[i].key)) continue;
-        double *dst = (double *)((char *)c + nums[i].off);
+    for (size_t i = 0; i < N_ECON_NUMS; i++) {
+        if (strcmp(key, econ_nums[i].key)) continue;
+        double *dst = (double *)((char *)c + econ_nums[i].off);
         if (!strcmp(key, "gpu_hour_usd") && is_null(value)) {
             c->own = true;           // no rent price: the GPUs are owned
             return KVF_OK;
         }
         char want[96];
-        snprintf(want, sizeof want, "a number in [%g, %g]", nums[i].lo, nums[i].hi);
-        if (!parse_num(value, nums[i].lo, nums[i].hi, dst))
+        snprintf(want, sizeof want, "a number in [%g, %g]", econ_nums[i].lo, econ_nums[i].hi);
+        if (!parse_num(value, econ_nums[i].lo, econ_nums[i].hi, dst))
             return bad_value(err, key, value, want);
         if (!strcmp(key, "offpeak.price_factor")) c->offpeak_on = true;
         return KVF_OK;
@@ -176,7 +179,7 @@ kvf_status rpt_econ_config_set(rpt_econ_config *c, const char *key, const char *
         q++;
         while (*q == ' ') q++;
         if (*q || n != 24 || !(sum > 0)) return bad_value(err, key, value, want);
-        for (int h = 0; h < 24; h++) c->day_profile[h] = v[h] / sum;
+        for (int h = 0; h < 24; h++) c->day_profile[h] = v[h] / sum, c->day_profile_given[h] = v[h];
         c->day_profile_set = true;
         return KVF_OK;
     }
@@ -920,4 +923,61 @@ fail:
     sqlite3_finalize(st);
     sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
     return s;
+}
+
+// ---- the configuration back as scenario data ----------------------------------------------
+
+static json_t *tod_json(double t) {
+    char buf[48];
+    int s = (int)lround(t < 0 ? 0 : t > DAY_S ? DAY_S : t);
+    snprintf(buf, sizeof buf, "%02d:%02d:%02d", s / 3600, s / 60 % 60, s % 60);
+    return json_string(buf);
+}
+
+static json_t *prices_json(const rpt_econ_prices *p) {
+    json_t *o = json_object();
+    if (!isnan(p->input_hit)) json_object_set_new(o, "input_hit", json_real(p->input_hit));
+    if (!isnan(p->input_miss)) json_object_set_new(o, "input_miss", json_real(p->input_miss));
+    if (!isnan(p->output)) json_object_set_new(o, "output", json_real(p->output));
+    return o;
+}
+
+json_t *rpt_econ_config_to_json(const rpt_econ_config *c) {
+    json_t *o = json_object();
+    json_object_set_new(o, "cost_model", json_string(c->own ? "own" : "rent"));
+    for (size_t i = 0; i < N_ECON_NUMS; i++) {
+        double v = *(const double *)((const char *)c + econ_nums[i].off);
+        const char *dot = strchr(econ_nums[i].key, '.');
+        if (!dot) {
+            json_object_set_new(o, econ_nums[i].key, json_real(v));
+            continue;
+        }
+        if (!c->offpeak_on) continue;   // offpeak.*: only inside an active window
+        char sec[32];
+        snprintf(sec, sizeof sec, "%.*s", (int)(dot - econ_nums[i].key), econ_nums[i].key);
+        json_t *sub = json_object_get(o, sec);
+        if (!sub) json_object_set_new(o, sec, sub = json_object());
+        json_object_set_new(sub, dot + 1, json_real(v));
+    }
+    if (c->offpeak_on) {
+        json_t *w = json_object_get(o, "offpeak");
+        json_object_set_new(w, "start_utc", tod_json(c->offpeak_start_s));
+        json_object_set_new(w, "end_utc", tod_json(c->offpeak_end_s));
+    } else {
+        json_object_set_new(o, "offpeak", json_null());
+    }
+    json_t *pr = prices_json(&c->prices);
+    for (int k = 0; k < c->n_cls; k++) json_object_set_new(pr, c->cls[k].cls, prices_json(&c->cls[k].p));
+    json_object_set_new(o, "prices_per_mtok", pr);
+    json_object_set_new(o, "trace_start_utc", tod_json(c->trace_start_s));
+    if (c->day_profile_set) {
+        json_t *a = json_array();
+        for (int h = 0; h < 24; h++) json_array_append_new(a, json_real(c->day_profile_given[h]));
+        json_object_set_new(o, "day_profile", a);
+    } else {
+        json_object_set_new(o, "day_profile", json_null());
+    }
+    json_object_set_new(o, "gpu_hour_usd_range",
+                        json_pack("[f, f]", c->gpu_hour_range[0], c->gpu_hour_range[1]));
+    return o;
 }

@@ -65,6 +65,17 @@ typedef struct sim_published {
     char rests_on[240];
 } sim_published;
 
+// Thresholds of the saturation verdict (saturation.*; sim/sim_saturation.c, scenarios/README.md).
+typedef struct sim_saturation_cfg {
+    double queue_growth;          // a pool's queue grows: by more than this many requests ...
+    double queue_growth_frac;     // ... and more than this share of its mean, over the 2nd half
+    double wait_growth_s;         // queueing time grows by more than this over the 2nd half (s)
+    double max_wait_s;            // mean queueing time over the 2nd half above this (s; 0 = the
+                                  // TTFT SLO) is a standing backlog
+    double drain_frac, drain_s;   // the run drains longer than both after the last arrival
+    double reject_frac;           // more than this share of arrivals rejected
+} sim_saturation_cfg;
+
 typedef struct sim_config {
     char name[SIM_NAME_MAX];
     char path[SIM_PATH_MAX];      // scenario file (for messages), "" when built in code
@@ -139,6 +150,7 @@ typedef struct sim_config {
     double structured_share;      // share of requests flagged structured at arrival (0..1)
     // SLO
     double slo_ttft_p90_ms, slo_tpot_p90_ms;
+    sim_saturation_cfg sat;       // saturation verdict thresholds
     // economics (delegated to reports/)
     rpt_econ_config econ;         // see reports/rpt.h (rpt_econ_config_set handles economics.*)
     // outputs
@@ -169,6 +181,12 @@ kvf_status sim_config_set(sim_config *c, const char *assignment, kvf_err *err);
 kvf_status sim_config_validate(const sim_config *c, kvf_err *err);
 // Resolves a path from the scenario against c->dir (absolute paths unchanged).
 void sim_config_resolve(const sim_config *c, const char *p, char *out, size_t n);
+// The fully resolved scenario (design.md §10 `config`): a mapping with the scenario file's keys,
+// every key the loader accepts with its value (paths made absolute, so it runs the same from
+// any folder). Loading it as a scenario gives the same configuration. New reference.
+struct json_t *sim_config_to_json(const sim_config *c);
+// The same as YAML block text (malloc'd; NULL when out of memory).
+char *sim_config_to_yaml(const sim_config *c);
 // Files named by the scenario, resolved against c->dir: model (a bare name is
 // <dir>/models/NAME.yaml), hardware (<dir>/models/hardware/NAME.yaml), profile (a path). A value
 // with a '/' or ending in .yaml/.yml is a path (relative ones against c->dir). Pass the result

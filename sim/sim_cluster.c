@@ -458,6 +458,8 @@ static void finish(sim_cluster *c, uint32_t slot, const char *status) {
             tpot_ok = tpot <= c->cfg->slo_tpot_p90_ms;
         }
         if (ttft <= c->cfg->slo_ttft_p90_ms && tpot_ok) c->m.slo_ok++;
+        sim_metrics_wait_add(&c->m, (double)r->arrival_ns * 1e-9, (double)r->queue_ns * 1e-9,
+                             c->cfg->sample_interval_s);
     } else {
         c->rejected++;
         c->m.output_rejected += r->output - r->produced;
@@ -1433,9 +1435,13 @@ static void on_sample(sim_cluster *c, double interval_s) {
         hbm_blocks += c->inst[i].hbm.used;
     }
     static const char *names[SIM_POOLS] = {"vision", "prefill", "decode"};
+    sim_samples_add(&m->sample_t, (double)c->now * 1e-9);
     for (int k = 0; k < SIM_POOLS; k++) {
         sim_pool *p = &c->pool[k];
-        if (!p->n) continue;
+        if (!p->n) {
+            sim_samples_add(&m->pool_queue[k], 0);
+            continue;
+        }
         double busy = 0, q = 0, run = 0, kvu = 0, kvc = 0;
         for (uint32_t i = 0; i < p->n; i++) {
             sim_inst *in = &c->inst[p->first + i];
@@ -1453,6 +1459,7 @@ static void on_sample(sim_cluster *c, double interval_s) {
             kvc += in->kv_cap;
         }
         qlen += (uint64_t)q;
+        sim_samples_add(&m->pool_queue[k], q);
         double util = p->n_active ? busy / (interval_s * 1e9 * p->n_active) : 0;
         ts(c, names[k], -1, "utilization", util > 1 ? 1 : util);
         ts(c, names[k], -1, "queue_len", q);

@@ -89,6 +89,25 @@ void sim_samples_free(sim_samples *s) {
     memset(s, 0, sizeof *s);
 }
 
+void sim_metrics_wait_add(sim_metrics *m, double arrival_s, double queue_s, double interval_s) {
+    if (!(interval_s > 0) || !(arrival_s >= 0) || !isfinite(queue_s)) return;
+    size_t b = (size_t)(arrival_s / interval_s);
+    if (b >= m->wait_bins) {
+        if (b >= m->wait_cap) {
+            size_t cap = m->wait_cap;
+            kvf_grow((void **)&m->wait_sum, &cap, b + 1, sizeof *m->wait_sum);
+            cap = m->wait_cap;
+            kvf_grow((void **)&m->wait_n, &cap, b + 1, sizeof *m->wait_n);
+            m->wait_cap = cap;
+        }
+        memset(m->wait_sum + m->wait_bins, 0, (b + 1 - m->wait_bins) * sizeof *m->wait_sum);
+        memset(m->wait_n + m->wait_bins, 0, (b + 1 - m->wait_bins) * sizeof *m->wait_n);
+        m->wait_bins = b + 1;
+    }
+    m->wait_sum[b] += queue_s;
+    m->wait_n[b]++;
+}
+
 void sim_metrics_init(sim_metrics *m) {
     memset(m, 0, sizeof *m);
     sim_hist_init(&m->itl_ms);
@@ -100,5 +119,12 @@ void sim_metrics_free(sim_metrics *m) {
     sim_samples_free(&m->e2e_ms);
     sim_samples_free(&m->gen_tok_s);
     sim_samples_free(&m->queue_len);
+    sim_samples_free(&m->sample_t);
+    for (int k = 0; k < 3; k++) sim_samples_free(&m->pool_queue[k]);
+    free(m->wait_sum);
+    free(m->wait_n);
+    m->wait_sum = NULL;
+    m->wait_n = NULL;
+    m->wait_bins = m->wait_cap = 0;
     sim_hist_free(&m->itl_ms);
 }

@@ -63,10 +63,19 @@ typedef struct sim_metrics {
     double cls_store_steady_sum[TRC_CLASS_COUNT];
     uint64_t cls_store_steady_n[TRC_CLASS_COUNT], cls_store_peak[TRC_CLASS_COUNT];
     uint64_t cls_store_steady_peak[TRC_CLASS_COUNT];
+    // the saturation check's inputs (sim_saturation.c): each sample's time (s) and queue
+    // length per pool (vision, prefill, decode), and the queueing time of completed requests
+    // summed per arrival interval of output.sample_interval_s
+    sim_samples sample_t, pool_queue[3];
+    double *wait_sum;
+    uint64_t *wait_n;
+    size_t wait_bins, wait_cap;
     // interval accumulators for the time series (reset at each sample)
     uint64_t iv_in, iv_out, iv_prompt, iv_hit, iv_hit_tier[3];
 } sim_metrics;
 
+// Adds one completed request's queueing time (s) to the bin of its arrival (s).
+void sim_metrics_wait_add(sim_metrics *m, double arrival_s, double queue_s, double interval_s);
 void sim_metrics_init(sim_metrics *m);
 void sim_metrics_free(sim_metrics *m);
 

@@ -73,32 +73,6 @@ static json_t *stats_obj(sim_samples *s) {
 
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
-// Saturation: did the queues settle (stable), hold a backlog that drained after the arrivals
-// stopped (backlogged), or grow through the run (overloaded)?
-static const char *saturation(const sim_cluster *c, double *drain_s, double *growth) {
-    const sim_samples *q = &c->m.queue_len;
-    double span = (double)(c->last_arrival_ns - c->first_arrival_ns) * 1e-9;
-    *drain_s = (double)(c->now - c->last_arrival_ns) * 1e-9;
-    size_t n = q->n;
-    double interval = c->cfg->sample_interval_s > 0 ? c->cfg->sample_interval_s : 10;
-    size_t n_arr = (size_t)(((double)c->last_arrival_ns * 1e-9) / interval);
-    if (n_arr < n) n = n_arr;
-    *growth = 0;
-    if (n >= 6) {
-        double a = 0, b = 0;
-        size_t k = n / 3;
-        for (size_t i = 0; i < k; i++) a += q->v[i];
-        for (size_t i = n - k; i < n; i++) b += q->v[i];
-        a /= (double)k;
-        b /= (double)k;
-        *growth = b - a;
-        if (b > 2 * a + 8 && *drain_s > 0.05 * span && *drain_s > 30) return "overloaded";
-    }
-    if (*drain_s > 0.05 * span && *drain_s > 30) return "backlogged";
-    if (c->rejected > c->arrived / 100 + 1) return "backlogged";
-    return "stable";
-}
-
 static double pool_gpu_s(const sim_cluster *c, int k) { return c->pool[k].gpu_ns * 1e-9; }
 
 static double pool_util(const sim_cluster *c, int k) {
@@ -323,13 +297,7 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     }
     json_object_set_new(ca, "steady_state_bytes_by_retention", ss);
 
-    double drain, growth;
-    const char *sat = saturation(c, &drain, &growth);
-    json_t *st = json_object();
-    json_object_set_new(st, "state", json_string(sat));
-    json_object_set_new(st, "drain_s", json_real(drain));
-    json_object_set_new(st, "queue_growth", json_real(growth));
-    json_object_set_new(s, "saturation", st);
+    json_object_set_new(s, "saturation", sim_saturation_json(c));
 
     json_t *sm = json_object();
     json_object_set_new(sm, "steps", json_integer((json_int_t)m->steps));
@@ -420,6 +388,7 @@ static kvf_status summary_to_db(rpt_db *db, json_t *o, const char *prefix, kvf_e
     const char *k;
     json_t *v;
     json_object_foreach(o, k, v) {
+        if (!*prefix && !strcmp(k, "config")) continue;   // in run(config) as YAML
         char key[256];
         snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", k);
         kvf_status st = KVF_OK;
@@ -462,6 +431,15 @@ static kvf_status write_run_table(rpt_db *db, const sim_config *cfg, const char 
     return rpt_db_run_set(db, "seed", buf, err);
 }
 
+// run(key = 'config'): the resolved scenario as YAML (the same as summary.json's "config").
+static kvf_status write_run_config(rpt_db *db, const sim_config *cfg, kvf_err *err) {
+    char *yaml = sim_config_to_yaml(cfg);
+    if (!yaml) return kvf_fail(err, KVF_ENOMEM, "cannot write the configuration as YAML");
+    kvf_status st = rpt_db_run_set(db, "config", yaml, err);
+    free(yaml);
+    return st;
+}
+
 static kvf_status open_workload(const sim_config *cfg, trc_reader **rd, char *trace, size_t n,
                                 kvf_err *err) {
     if (cfg->generate_profile[0]) {
@@ -487,6 +465,7 @@ kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_
     run_sampling *smp = NULL;
     sim_config *scaled = NULL;
     kvf_status st;
+    const sim_config *given = cfg;   // the scenario as resolved, before any sampling scales it
     if (cfg->sample_rate < 1) {
         smp = calloc(1, sizeof *smp);
         scaled = malloc(sizeof *scaled);
@@ -519,6 +498,7 @@ kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_
         st = rpt_db_create(&c.db, path, err);
         if (st) goto done;
         st = write_run_table(c.db, cfg, trace, rd, err);
+        if (!st) st = write_run_config(c.db, given, err);
         if (st) goto done;
     }
     progress_start(&c, cfg, o, trace);
@@ -534,6 +514,7 @@ kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_
     memset(&econ, 0, sizeof econ);
     json_t *s = build_summary(&c, trace, rd, wall_s, smp, &econ, err);
     if (run_st == KVF_EINTR) json_object_set_new(s, "status", json_string("interrupted"));
+    json_object_set_new(s, "config", sim_config_to_json(given));
     if (o->out_dir) {
         snprintf(path, sizeof path, "%s/summary.json", o->out_dir);
         if (json_dump_file(s, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10))) {

@@ -30,6 +30,10 @@ kvf_status sim_open_generator(const sim_config *cfg, trc_reader **out, kvf_err *
 // code.
 int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, double context,
                      double prompt, double chunks);
+// The saturation verdict of a finished run (design.md §10, sim_saturation.c): the object
+// summary.json holds under "saturation" (state stable | backlogged | overloaded, the reason,
+// and the trends it was decided from). New reference.
+struct json_t *sim_saturation_json(const sim_cluster *c);
 // Redraws the progress bar (stderr, terminals only).
 void sim_run_progress(sim_cluster *c);
 
