@@ -423,7 +423,7 @@ void sim_config_default(sim_config *c) {
     c->structured_mask_ns = 0;
     c->slo_ttft_p90_ms = 2000;
     c->slo_tpot_p90_ms = 50;
-    c->sat = (sim_saturation_cfg){.queue_growth = 8, .queue_growth_frac = 0.5,
+    c->sat = (sim_saturation_cfg){.queue_growth = 8, .queue_growth_frac = 0.25,
                                   .wait_growth_s = 1, .max_wait_s = 0, .drain_frac = 0.05,
                                   .drain_s = 30, .reject_frac = 0.01};
     rpt_econ_config_default(&c->econ);
