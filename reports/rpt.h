@@ -194,6 +194,10 @@ void rpt_econ_config_default(rpt_econ_config *c);
 // or a bad value (the caller prefixes file:line).
 kvf_status rpt_econ_config_set(rpt_econ_config *c, const char *key, const char *value,
                                kvf_err *err);
+// Adds every key of a run's resolved scenario (summary.json "config", or any mapping o below
+// dotted prefix) to out as dotted key -> text (lists as compact flow text), so configurations
+// compare key by key (compare, sweep).
+void rpt_config_keys(struct json_t *out, struct json_t *o, const char *prefix);
 // The configuration as the mapping below `economics.` of a scenario (every key with its value;
 // rpt_econ_config_set of each gives *c back). New reference.
 struct json_t *rpt_econ_config_to_json(const rpt_econ_config *c);

@@ -2,8 +2,9 @@
 // several runs side by side, with the difference of each in percent against the first run.
 //
 // Inputs are each DIR/summary.json (a path to a .json file is taken as it is). When the
-// runs have results.db files, the run-table keys whose values differ between runs are shown
-// as the runs' "varied" keys, so a table of policies names the policy of each column.
+// runs carry their configuration (summary.json "config"), its keys whose values differ between
+// runs are shown as the runs' "varied" keys, so a table of policies names the policy of each
+// column; older runs fall back to their results.db run tables.
 #include <jansson.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -19,8 +20,26 @@ typedef struct cmp_run {
     char dir[4096];
     char label[64];
     json_t *sum;                 // summary object
-    json_t *run;                 // run table as an object of strings (may be empty)
+    json_t *run;                 // run table as an object of strings (may be empty), or the
+                                 // keys of summary.json's "config" when it has one
+    bool has_config;
 } cmp_run;
+
+void rpt_config_keys(json_t *run, json_t *o, const char *prefix) {
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v) {
+        char key[512];
+        snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", k);
+        if (json_is_object(v)) {
+            rpt_config_keys(run, v, key);
+            continue;
+        }
+        char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        json_object_set_new(run, key, json_string(text ? text : json_string_value(v)));
+        free(text);
+    }
+}
 
 static kvf_status load_run(cmp_run *c, const char *arg, kvf_err *err) {
     char path[4200];
@@ -52,6 +71,12 @@ static kvf_status load_run(cmp_run *c, const char *arg, kvf_err *err) {
     c->label[n] = '\0';
 
     c->run = json_object();
+    json_t *cfg = json_object_get(c->sum, "config");
+    if (json_is_object(cfg)) {   // the run's whole configuration: its keys are what varies
+        rpt_config_keys(c->run, cfg, "");
+        c->has_config = true;
+        return KVF_OK;
+    }
     snprintf(path, sizeof path, "%s/results.db", c->dir);
     sqlite3 *db = NULL;
     if (access(path, F_OK) == 0 &&
@@ -78,9 +103,9 @@ static json_t *varied_keys(cmp_run *r, int n) {
         const char *k;
         json_t *v;
         json_object_foreach(r[i].run, k, v) {
-            if (strstr(k, "wall") || strstr(k, "time_utc") || strstr(k, "started") ||
+            if (!r[i].has_config && (strstr(k, "wall") || strstr(k, "time_utc") || strstr(k, "started") ||
                 strstr(k, "finished") || strstr(k, "out_dir") || strstr(k, "output") ||
-                !strcmp(k, "status"))
+                !strcmp(k, "status")))
                 continue;
             bool listed = false;
             size_t j;
@@ -104,7 +129,7 @@ static double pct_diff(double v, double v0) {
     return 100.0 * (v - v0) / fabs(v0);
 }
 
-static const char *const SKIP[] = {"economics.sensitivity", NULL};
+static const char *const SKIP[] = {"economics.sensitivity", "config", NULL};
 
 // Keys shown: the headline list, then (with all) every other scalar leaf of any run.
 static json_t *shown_keys(cmp_run *r, int n, bool all) {

@@ -522,10 +522,50 @@ static json_t *typed_value(const char *v) {
     return json_string(v);
 }
 
+// The configuration keys (summary.json "config") whose values differ between the points that
+// ran: the varied keys, and whatever else they set.
+static json_t *config_differs(const sweep *s, json_t **flat) {
+    json_t *keys = json_array();
+    int first = -1;
+    for (int i = 0; i < s->npoints; i++) {
+        flat[i] = json_object();
+        const json_t *cfg = s->summary[i] ? json_object_get(s->summary[i], "config") : NULL;
+        if (json_is_object(cfg)) {
+            rpt_config_keys(flat[i], (json_t *)cfg, "");
+            if (first < 0) first = i;
+        }
+    }
+    if (first < 0) return keys;
+    const char *k;
+    json_t *v;
+    json_object_foreach(flat[first], k, v) {
+        for (int i = 0; i < s->npoints; i++) {
+            if (!json_object_size(flat[i])) continue;
+            json_t *o = json_object_get(flat[i], k);
+            if (!o || !json_equal(o, v)) {
+                json_array_append_new(keys, json_string(k));
+                break;
+            }
+        }
+    }
+    return keys;
+}
+
 static void print_json(const sweep *s) {
     json_t *arr = json_array();
+    json_t **flat = kvf_calloc((size_t)s->npoints, sizeof *flat);
+    json_t *differs = config_differs(s, flat);
     for (int i = 0; i < s->npoints; i++) {
         json_t *p = s->summary[i] ? json_deep_copy(s->summary[i]) : json_object();
+        json_t *d = json_object();   // this point's values of the keys that differ
+        size_t j;
+        json_t *e;
+        json_array_foreach(differs, j, e) {
+            json_t *x = json_object_get(flat[i], json_string_value(e));
+            json_object_set_new(d, json_string_value(e), x ? typed_value(json_string_value(x)) : json_null());
+        }
+        json_object_set_new(p, "config_differs", d);
+        json_decref(flat[i]);
         json_t *v = json_object();
         for (int k = 0; k < s->nkeys; k++)
             json_object_set_new(v, s->keys[k].key,
@@ -540,6 +580,8 @@ static void print_json(const sweep *s) {
     printf("%s\n", txt);
     free(txt);
     json_decref(arr);
+    json_decref(differs);
+    free(flat);
 }
 
 static void print_table(const sweep *s) {
@@ -563,6 +605,16 @@ static void print_table(const sweep *s) {
                sim_points_num(m, "economics.cost_per_day_usd"),
                sim_points_str(m, "saturation.state"));
     }
+    json_t **flat = kvf_calloc((size_t)s->npoints, sizeof *flat);
+    json_t *differs = config_differs(s, flat);
+    printf("configuration keys that differ between points:");
+    size_t j;
+    json_t *e;
+    json_array_foreach(differs, j, e) printf("%s %s", j ? "," : "", json_string_value(e));
+    printf("%s\n", json_array_size(differs) ? "" : " none");
+    for (int i = 0; i < s->npoints; i++) json_decref(flat[i]);
+    json_decref(differs);
+    free(flat);
     printf("results in %s/ (sweep.db, sweep.csv, points/)\n", s->out);
 }
 

@@ -16,13 +16,17 @@ typedef struct rt_case {
     const char *sets;   // extra command-line arguments
 } rt_case;
 
-static const rt_case cases[] = {
-    {"quickstart", ""},
+// the larger scenarios (tcase "large", a ctest of its own: test_results_config_large)
+static const rt_case large[] = {
     {"deepseek-reference", ""},
-    {"cluster-1000gpu", ""},
     {"ep-decode-144", ""},
     // one simulated day of the three (the run's length, not its keys, is what the set cuts)
     {"fleet-days", "--set workload.generate.days=1"},
+};
+
+static const rt_case cases[] = {
+    {"quickstart", ""},
+    {"cluster-1000gpu", ""},
     {"capacity-plan",
      "--set cluster.prefill.instances=3 --set cluster.decode.instances=2 "
      "--set 'economics.day_profile=[1,1,1,1,1,1,2,3,4,5,5,5,5,5,5,4,3,3,3,2,2,1,1,1]' "
@@ -74,8 +78,7 @@ static void assert_same(json_t *a, json_t *b, const char *what) {
     ck_assert_msg(!d[0], "%s: summaries differ at %s", what, d);
 }
 
-START_TEST(test_config_reproduces_summary) {
-    const rt_case *c = &cases[_i];
+static void roundtrip(const rt_case *c) {
     kvt_tmp_make("kvf_rtc");
     ck_assert_msg(kvt_sh("%s run scenarios/%s.yaml -o %s/a -q %s", kvt_bin(), c->scenario, kvt_tmp,
                          c->sets) == 0,
@@ -102,6 +105,15 @@ START_TEST(test_config_reproduces_summary) {
     assert_same(a, b, c->scenario);
     json_decref(a), json_decref(b);
     kvt_tmp_remove();
+}
+
+START_TEST(test_config_reproduces_summary) {
+    roundtrip(&cases[_i]);
+}
+END_TEST
+
+START_TEST(test_config_reproduces_summary_large) {
+    roundtrip(&large[_i]);
 }
 END_TEST
 
@@ -167,6 +179,10 @@ static Suite *suite(void) {
     tcase_add_test(t, test_run_table_yaml_reproduces);
     tcase_add_test(t, test_changed_config_changes_summary);
     suite_add_tcase(s, t);
+    TCase *l = tcase_create("large");
+    tcase_set_timeout(l, 600);
+    tcase_add_loop_test(l, test_config_reproduces_summary_large, 0, (int)(sizeof large / sizeof large[0]));
+    suite_add_tcase(s, l);
     return s;
 }
 
