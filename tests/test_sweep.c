@@ -81,9 +81,15 @@ static void check_json_points(const char *what) {
                          k_prefill[i / 2]);
         ck_assert_int_eq(json_integer_value(json_object_get(v, "cluster.decode.instances")),
                          k_decode[i % 2]);
+        // the configuration keys that differ between points are exactly the varied ones
+        json_t *cd = json_object_get(pt, "config_differs");
+        ck_assert_msg(json_object_size(cd) == 2 &&
+                          json_integer_value(json_object_get(cd, "cluster.prefill.instances")) == k_prefill[i / 2] &&
+                          json_integer_value(json_object_get(cd, "cluster.decode.instances")) == k_decode[i % 2],
+                      "%s: point %d config_differs %s", what, i, json_dumps(cd, JSON_COMPACT));
         ck_assert_msg(json_is_object(json_object_get(pt, "ttft_ms")), "%s: point %d lacks ttft_ms",
                       what, i);
-        static const char *extra[] = {"sim", "vary", "idx", "dir", "point_status"};
+        static const char *extra[] = {"sim", "vary", "idx", "dir", "point_status", "config_differs"};
         for (size_t k = 0; k < sizeof extra / sizeof extra[0]; k++)
             json_object_del(pt, extra[k]);
         if (!json_equal(pt, plain[i])) {
