@@ -104,9 +104,16 @@ static void fail_run(sim_cluster *c, kvf_status st) {
 static void reschedule_link(sim_cluster *c, uint32_t id) {
     sim_link *l = &c->links[id].link;
     sim_time t = sim_link_next_ns(l, c->now);
+    // One timer per link: a pending one that fires no later than the next completion stays
+    // (adding a flow only delays the others; the early firing re-arms); an earlier completion
+    // replaces it.
+    if (l->ev_seq && t >= 0 && l->ev_t <= t) return;
     if (l->ev_seq) sim_queue_cancel(c->q, l->ev_seq);
     l->ev_seq = 0;
-    if (t >= 0) push_ev(c, t, SIM_EV_LINK, 0, id, &l->ev_seq);
+    if (t >= 0) {
+        push_ev(c, t, SIM_EV_LINK, 0, id, &l->ev_seq);
+        l->ev_t = t;
+    }
 }
 
 static void link_send(sim_cluster *c, uint32_t id, double bytes, uint64_t tag) {
