@@ -1182,26 +1182,19 @@ void sim_config_profile_path(const sim_config *c, char *out, size_t n) {
     sim_config_resolve(c, c->profile, out, n);
 }
 
-// True when key was given (in the file or by --set), not left at its default.
-static bool key_given(const sim_config *c, const char *key) {
-    for (int32_t i = 0; i < c->n_key_lines; i++)
-        if (!strcmp(c->key_lines[i].key, key)) return true;
-    return false;
-}
-
 // Every pool key applies to every pool kind that has it, as one queue policy (scheduler,
 // queue_limit, max_batch_requests, and the token budget for the pools that batch tokens);
-// the few that cannot apply are refused when given:
+// the few that cannot apply are refused when given (and left out of sim_config_to_json):
 //   vision  batches images: max_batch_tokens, chunk_tokens and kv_tokens do not apply
 //   decode  steps one token per sequence: chunk_tokens does not apply
 //   decode  in colocated mode: its instances join the prefill pool's step model, so their
 //           shape (gpus_per_instance, tp, ep) must be the prefill pool's; they keep the decode
 //           pool's queue policy and KV capacity (and in colocated mode chunk_tokens applies)
-static kvf_status check_pool_keys_apply(const sim_config *c, kvf_err *err) {
+// Returns why key cannot apply to c, or NULL when it can.
+static const char *pool_key_refused(const sim_config *c, const char *key) {
     static const char *const vision_no[] = {"max_batch_tokens", "chunk_tokens", "kv_tokens", NULL};
     static const char *const decode_no[] = {"chunk_tokens", NULL};
-
-    struct {
+    static const struct {
         const char *pool;
         const char *const *keys;
         const char *why;
@@ -1209,6 +1202,18 @@ static kvf_status check_pool_keys_apply(const sim_config *c, kvf_err *err) {
         {"vision", vision_no, "the vision pool batches images, not tokens or KV"},
         {"decode", decode_no, "decode steps compute one token per sequence: there is nothing to chunk"},
     };
+    for (size_t r = 0; r < sizeof rules / sizeof *rules; r++) {
+        if (r == 1 && c->mode == SIM_COLOCATED) continue;   // colocated decode instances chunk
+        for (int k = 0; rules[r].keys[k]; k++) {
+            char name[96];
+            snprintf(name, sizeof name, "cluster.%s.%s", rules[r].pool, rules[r].keys[k]);
+            if (!strcmp(name, key)) return rules[r].why;
+        }
+    }
+    return NULL;
+}
+
+static kvf_status check_pool_keys_apply(const sim_config *c, kvf_err *err) {
     if (c->mode == SIM_COLOCATED && c->decode.instances > 0) {
         const sim_pool_cfg *p = &c->prefill, *d = &c->decode;
         if (d->gpus_per_instance != p->gpus_per_instance || d->tp != p->tp || d->ep != p->ep)
@@ -1217,13 +1222,9 @@ static kvf_status check_pool_keys_apply(const sim_config *c, kvf_err *err) {
                          "and ep (%d, %d, %d) must equal cluster.prefill's (%d, %d, %d)",
                          d->gpus_per_instance, d->tp, d->ep, p->gpus_per_instance, p->tp, p->ep);
     }
-    for (size_t r = 0; r < sizeof rules / sizeof *rules; r++) {
-        if (r == 1 && c->mode == SIM_COLOCATED) continue;   // colocated decode instances chunk
-        for (int k = 0; rules[r].keys && rules[r].keys[k]; k++) {
-            char key[96];
-            snprintf(key, sizeof key, "cluster.%s.%s", rules[r].pool, rules[r].keys[k]);
-            if (key_given(c, key)) return vfail(c, err, key, "does not apply: %s", rules[r].why);
-        }
+    for (int32_t i = 0; i < c->n_key_lines; i++) {
+        const char *why = pool_key_refused(c, c->key_lines[i].key);
+        if (why) return vfail(c, err, c->key_lines[i].key, "does not apply: %s", why);
     }
     return KVF_OK;
 }
@@ -1539,6 +1540,7 @@ json_t *sim_config_to_json(const sim_config *c) {
         const keydef *d = &key_table[i];
         // setting any workload.generate key turns the generator on: write them only when on
         if (!generate && !strncmp(d->key, "workload.generate.", 18)) continue;
+        if (pool_key_refused(c, d->key)) continue;   // a key that cannot apply is refused
         const char *leaf = NULL;
         json_t *sec = json_section(root, d->key, &leaf);
         json_object_set_new(sec, leaf, leaf_json(c, d));
