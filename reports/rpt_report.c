@@ -1073,7 +1073,7 @@ static void sec_validation(rep *r, page *p) {
 
 static void sec_all(rep *r, page *p) {
     both_heading(p, 2, "all", "All summary figures");
-    static const char *const skip[] = {"economics.sensitivity", NULL};
+    static const char *const skip[] = {"economics.sensitivity", "config", NULL};   // config: the inputs, not figures
     rpt_leaf *l;
     size_t n = rpt_json_leaves(r->summary, skip, &l);
     static const char *const heads[] = {"summary.json key", "value"};
