@@ -76,6 +76,13 @@ typedef struct mdl_hardware {
 // mapping of scalar keys (models/README.md). Errors name file:line and key: unknown or
 // duplicate key, wrong type, negative or zero where positive is needed, inconsistent counts
 // (KVF_EPARSE / KVF_EINVAL); a missing file is KVF_ENOENT and names the path tried.
+// Bounds for YAML input (models/mdl_yaml_guard.c): nesting depth, and nodes once aliases are
+// expanded. mdl_yaml_guard refuses deeper, larger or self-referencing (alias loop) text with
+// KVF_EPARSE naming where:line; run it before yaml_parser_load.
+#define MDL_YAML_MAX_DEPTH 64
+#define MDL_YAML_MAX_NODES 1000000
+kvf_status mdl_yaml_guard(const char *where, const char *text, size_t len, kvf_err *err);
+
 kvf_status mdl_model_load(mdl_model *m, const char *name_or_path, const char *models_dir,
                           kvf_err *err);
 // Same for models_dir/hardware/<name>.yaml (or a path). Required: bf16_flops, hbm_bytes,

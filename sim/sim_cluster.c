@@ -1261,10 +1261,19 @@ kvf_status sim_cluster_loop(sim_cluster *c) {
             try_start(c, in);
             break;
         }
-        case SIM_EV_SAMPLE:
+        case SIM_EV_SAMPLE: {
             on_sample(c, interval);
-            push_ev(c, c->now + (sim_time)(interval * 1e9), SIM_EV_SAMPLE, 0, 0, NULL);
+            // Work bounded by events, not simulated time: across an idle gap (no request
+            // between arrival and end, e.g. before an outlier timestamp) the samples would all
+            // read zero, so the next one goes to the last interval boundary before the next
+            // event.
+            sim_time step = (sim_time)(interval * 1e9), next = c->now + step, t_ev;
+            if (c->arrived == c->completed + c->rejected && sim_queue_peek_time(c->q, &t_ev) &&
+                t_ev > next)
+                next += (t_ev - next) / step * step;
+            push_ev(c, next, SIM_EV_SAMPLE, 0, 0, NULL);
             break;
+        }
         case SIM_EV_SCHEDULE:
             on_schedule(c, (uint32_t)ev.arg[0]);
             push_ev(c, c->now + 86400 * KVF_NS_PER_S, SIM_EV_SCHEDULE, 0, ev.arg[0], NULL);

@@ -256,8 +256,8 @@ static void gen_close(trc_source *src) {
 
 // Lengths CSV: a header naming num_prefill_tokens and num_decode_tokens, then integers.
 static kvf_status load_lengths(gsrc *x, const char *path, kvf_err *err) {
-    FILE *f = fopen(path, "r");
-    if (!f) return kvf_fail(err, KVF_ENOENT, "%s: cannot open lengths file", path);
+    FILE *f = kvf_open_input(path, err);
+    if (!f) return err ? err->code : KVF_ENOENT;
     trc_lines l = {.f = f};
     char *line;
     kvf_status st = KVF_OK;
