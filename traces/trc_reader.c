@@ -520,17 +520,23 @@ static kvf_status open_source(trc_source **src, FILE *f, const char *path, const
 static kvf_status check_options(const trc_options *o, kvf_err *err) {
     uint32_t B = o->block_tokens;
     if (B == 0) return kvf_fail(err, KVF_EINVAL, "block_tokens must be >= 1");
-    if (!(o->time_scale > 0) || !isfinite(o->time_scale))
-        return kvf_fail(err, KVF_EINVAL, "time_scale must be > 0");
-    if (!(o->length_scale > 0) || !isfinite(o->length_scale))
-        return kvf_fail(err, KVF_EINVAL, "length_scale must be > 0");
-    if (o->rate_rps < 0 || !isfinite(o->rate_rps))
-        return kvf_fail(err, KVF_EINVAL, "rate_rps must be >= 0");
+    if (!(o->time_scale >= 1e-6 && o->time_scale <= 1e6))
+        return kvf_fail(err, KVF_EINVAL, "time_scale must be in [1e-6, 1e6], got %g",
+                        o->time_scale);
+    if (!(o->length_scale >= 1e-3 && o->length_scale <= 1e3))
+        return kvf_fail(err, KVF_EINVAL, "length_scale must be in [0.001, 1000], got %g",
+                        o->length_scale);
+    if (!(o->rate_rps >= 0 && o->rate_rps <= 1e6))
+        return kvf_fail(err, KVF_EINVAL, "rate_rps must be in [0, 1e6], got %g", o->rate_rps);
+    if (o->session_users > 10000000)
+        return kvf_fail(err, KVF_EINVAL, "session_users must be at most 1e7, got %u",
+                        o->session_users);
     if (o->start_ns < 0 || o->end_ns < 0 || (o->end_ns > 0 && o->end_ns <= o->start_ns))
         return kvf_fail(err, KVF_EINVAL, "bad time window [%lld, %lld) ns",
                         (long long)o->start_ns, (long long)o->end_ns);
-    if (o->session_rate < 0 || !isfinite(o->session_rate))
-        return kvf_fail(err, KVF_EINVAL, "session_rate must be >= 0");
+    if (!(o->session_rate >= 0 && o->session_rate <= 1e6))
+        return kvf_fail(err, KVF_EINVAL, "session_rate must be in [0, 1e6], got %g",
+                        o->session_rate);
     return KVF_OK;
 }
 
