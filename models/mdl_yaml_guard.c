@@ -28,6 +28,12 @@ static int find_anchor(anchor *a, int n, const char *name) {
 }
 
 kvf_status mdl_yaml_guard(const char *where, const char *text, size_t len, kvf_err *err) {
+    const char *nul = memchr(text, 0, len);
+    if (nul) {   // libyaml would stop there and silently drop the rest
+        int line = 1;
+        for (const char *q = text; q < nul; q++) line += *q == '\n';
+        return kvf_fail(err, KVF_EPARSE, "%s:%d: a NUL byte (a binary file?)", where, line);
+    }
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p)) return kvf_fail(err, KVF_ENOMEM, "%s: cannot create a YAML parser", where);
     yaml_parser_set_input_string(&p, (const unsigned char *)text, len);

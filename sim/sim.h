@@ -169,6 +169,12 @@ typedef struct sim_run_opts {
     volatile int *interrupt;      // set non-zero (e.g. by SIGINT) to stop early
 } sim_run_opts;
 
+// The i-th numeric scenario key (0-based) with its allowed range in the file's unit (lo
+// excluded when *lo_open) and whether it must be whole; false past the last. For tests that
+// walk every key.
+bool sim_config_key_info(size_t i, const char **key, double *lo, double *hi, bool *integer,
+                         bool *lo_open);
+
 // ---- result directories (sim_run.c) ----------------------------------------------------------
 // A run never writes into its result directory DIR: it writes DIR.tmp.<pid> beside it and
 // renames that into place when everything is written, so DIR holds a complete result or the

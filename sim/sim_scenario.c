@@ -220,6 +220,21 @@ static const keydef *find_key(const char *key) {
     return NULL;
 }
 
+bool sim_config_key_info(size_t i, const char **key, double *lo, double *hi, bool *integer,
+                         bool *lo_open) {
+    for (size_t j = 0, k = 0; j < N_KEYS; j++) {
+        if (key_table[j].kind != K_NUM) continue;
+        if (k++ != i) continue;
+        *key = key_table[j].key;
+        *lo = key_table[j].lo;
+        *hi = key_table[j].hi;
+        *integer = key_table[j].flags & F_INT;
+        *lo_open = key_table[j].flags & F_GT;
+        return true;
+    }
+    return false;
+}
+
 static bool is_section(const char *key) {
     for (size_t i = 0; i < N_SECTIONS; i++)
         if (!strcmp(sections[i], key)) return true;
