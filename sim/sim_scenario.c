@@ -92,16 +92,16 @@ static const char *const gen_arrivals[] = {"poisson", "gamma", "diurnal", NULL};
 #define decode_routers sim_decode_router_names
 
 #define POOL_KEYS(p)                                                                               \
-    NUM("cluster." #p ".instances", p.instances, NT_I32, F_INT, 0, 1e6, 1),                        \
-        NUM("cluster." #p ".gpus_per_instance", p.gpus_per_instance, NT_I32, F_INT, 1, 1e6, 1),    \
-        NUM("cluster." #p ".tp", p.tp, NT_I32, F_INT, 0, 1e6, 1),                                  \
-        NUM("cluster." #p ".ep", p.ep, NT_I32, F_INT, 0, 1e6, 1),                                  \
-        NUM("cluster." #p ".max_batch_tokens", p.max_batch_tokens, NT_I64, F_INT, 1, 1e12, 1),     \
-        NUM("cluster." #p ".chunk_tokens", p.chunk_tokens, NT_I64, F_INT, 0, 1e12, 1),             \
-        NUM("cluster." #p ".max_batch_requests", p.max_batch_requests, NT_I32, F_INT, 1, 1e9, 1),  \
+    NUM("cluster." #p ".instances", p.instances, NT_I32, F_INT, 0, 1e5, 1),                        \
+        NUM("cluster." #p ".gpus_per_instance", p.gpus_per_instance, NT_I32, F_INT, 1, 4096, 1),    \
+        NUM("cluster." #p ".tp", p.tp, NT_I32, F_INT, 0, 4096, 1),                                  \
+        NUM("cluster." #p ".ep", p.ep, NT_I32, F_INT, 0, 4096, 1),                                  \
+        NUM("cluster." #p ".max_batch_tokens", p.max_batch_tokens, NT_I64, F_INT, 1, 1e8, 1),     \
+        NUM("cluster." #p ".chunk_tokens", p.chunk_tokens, NT_I64, F_INT, 0, 1e8, 1),             \
+        NUM("cluster." #p ".max_batch_requests", p.max_batch_requests, NT_I32, F_INT, 1, 1e6, 1),  \
         ENUM("cluster." #p ".scheduler", p.scheduler, schedulers),                                 \
-        NUM("cluster." #p ".queue_limit", p.queue_limit, NT_I64, F_INT, 0, 1e15, 1),               \
-        NUM("cluster." #p ".kv_tokens", p.kv_tokens, NT_I64, F_INT, 0, 1e15, 1)
+        NUM("cluster." #p ".queue_limit", p.queue_limit, NT_I64, F_INT, 0, 1e9, 1),               \
+        NUM("cluster." #p ".kv_tokens", p.kv_tokens, NT_I64, F_INT, 0, 1e12, 1)
 
 static const keydef key_table[] = {
     STR("name", name, 0),
@@ -136,10 +136,10 @@ static const keydef key_table[] = {
     NUM("workload.generate.duration_s", generate_duration_s, NT_DBL, F_GT, 0, 3.2e7, 1),
     NAME("workload.generate.arrival", generate_arrival, gen_arrivals),
     NUM("workload.generate.cv", generate_cv, NT_DBL, 0, 0, 100, 1),
-    NUM("workload.generate.mean_turns", generate_mean_turns, NT_DBL, 0, 0, 1e6, 1),
-    NUM("workload.generate.system_tokens", generate_system_tokens, NT_I32, F_INT, -1, 1e8, 1),
-    NUM("workload.generate.input_len", generate_input_len, NT_U32, F_INT, 0, 1e8, 1),
-    NUM("workload.generate.output_len", generate_output_len, NT_U32, F_INT, 0, 1e8, 1),
+    NUM("workload.generate.mean_turns", generate_mean_turns, NT_DBL, 0, 0, 1e4, 1),
+    NUM("workload.generate.system_tokens", generate_system_tokens, NT_I32, F_INT, -1, 1e7, 1),
+    NUM("workload.generate.input_len", generate_input_len, NT_U32, F_INT, 0, 1e7, 1),
+    NUM("workload.generate.output_len", generate_output_len, NT_U32, F_INT, 0, 1e7, 1),
     NUM("workload.generate.images_p", generate_images_p, NT_DBL, 0, 0, 1, 1),
     BOOL("workload.generate.closed_loop", generate_closed_loop),
     NUM("workload.generate.think_s", generate_think_s, NT_DBL, 0, 0, 604800, 1),
