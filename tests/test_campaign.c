@@ -353,12 +353,25 @@ static void trace_case(const char *name, const char *fmt, const char *ext, const
     add(2, want, f2, nm, RUN " --trace %s --set workload.format=%s", RUNARGS(S), p, fmt);
 }
 
+typedef struct row_case {
+    const char *name, *row, *frag;
+} row_case;
+
+// One trace case per row: the text before (header, a good line) then the bad row.
+static void row_cases(const char *fmt, const char *ext, const char *before, const row_case *r,
+                      size_t n) {
+    char t[4096];
+    for (size_t i = 0; i < n; i++) {
+        int len = snprintf(t, sizeof t, "%s%s\n", before, r[i].row);
+        ck_assert(len > 0 && (size_t)len < sizeof t);
+        trace_case(r[i].name, fmt, ext, t, -1, r[i].frag);
+    }
+}
+
 static void trace_cases(void) {
     char t[4096];
     // Mooncake
-    const struct {
-        const char *name, *line, *frag;
-    } moon[] = {
+    static const row_case moon[] = {
         {"negative input", "{\"timestamp\": 0, \"input_length\": -4, \"output_length\": 5}",
          "input_length"},
         {"string input", "{\"timestamp\": 0, \"input_length\": \"x\", \"output_length\": 5}",
@@ -389,10 +402,7 @@ static void trace_cases(void) {
         {"nested bomb", "{\"timestamp\": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]], \"input_length\": 10, \"output_length\": 5}",
          "timestamp"},
     };
-    for (size_t i = 0; i < sizeof moon / sizeof moon[0]; i++) {
-        snprintf(t, sizeof t, "%s%s\n", MOON_OK, moon[i].line);
-        trace_case(moon[i].name, "mooncake", "jsonl", t, -1, moon[i].frag);
-    }
+    row_cases("mooncake", "jsonl", MOON_OK, moon, sizeof moon / sizeof moon[0]);
     // time going backwards (mooncake, kvfleet)
     snprintf(t, sizeof t, "%s{\"timestamp\": 5000, \"input_length\": 10, \"output_length\": 5}\n"
                           "{\"timestamp\": 10, \"input_length\": 10, \"output_length\": 5}\n", MOON_OK);
@@ -419,9 +429,7 @@ static void trace_cases(void) {
     // Azure CSV
     const char *AZ = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
     trace_case("header only", "azure", "csv", AZ, -1, "no requests");
-    const struct {
-        const char *name, *row, *frag;
-    } az[] = {
+    static const row_case az[] = {
         {"negative tokens", "2023-11-16 18:15:46.6805900,-5,44", "ContextTokens"},
         {"word tokens", "2023-11-16 18:15:46.6805900,lots,44", "ContextTokens"},
         {"huge tokens", "2023-11-16 18:15:46.6805900,99999999999999999999,44", "ContextTokens"},
@@ -430,10 +438,8 @@ static void trace_cases(void) {
         {"missing column", "2023-11-16 18:15:46.6805900,374", "GeneratedTokens"},
         {"unclosed quote", "\"2023-11-16 18:15:46.6805900,374,44", "TIMESTAMP"},
     };
-    for (size_t i = 0; i < sizeof az / sizeof az[0]; i++) {
-        snprintf(t, sizeof t, "%s2023-11-16 18:15:45.6805900,374,44\n%s\n", AZ, az[i].row);
-        trace_case(az[i].name, "azure", "csv", t, -1, az[i].frag);
-    }
+    snprintf(t, sizeof t, "%s2023-11-16 18:15:45.6805900,374,44\n", AZ);
+    row_cases("azure", "csv", t, az, sizeof az / sizeof az[0]);
     snprintf(t, sizeof t, "%s2023-11-16 18:15:47,374,44\n2023-11-16 18:15:45,374,44\n", AZ);
     trace_case("time backwards", "azure", "csv", t, -1, "'TIMESTAMP': time goes backwards");
     trace_case("missing header column", "azure", "csv", "TIMESTAMP,ContextTokens\n1,2\n", -1,
@@ -442,22 +448,16 @@ static void trace_cases(void) {
                "\xef\xbb\xbfTIMESTAMP,ContextTokens\n1,2\n", -1, "GeneratedTokens");
     // BurstGPT
     const char *BG = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n";
-    const struct {
-        const char *name, *row, *frag;
-    } bg[] = {
+    static const row_case bg[] = {
         {"negative tokens", "5,ChatGPT,-472,18,490,Conversation log", "Request tokens"},
         {"word timestamp", "soon,ChatGPT,472,18,490,Conversation log", "Timestamp"},
         {"negative timestamp", "-5,ChatGPT,472,18,490,Conversation log", "Timestamp"},
         {"huge response", "5,ChatGPT,472,1e300,490,Conversation log", "Response tokens"},
     };
-    for (size_t i = 0; i < sizeof bg / sizeof bg[0]; i++) {
-        snprintf(t, sizeof t, "%s1,ChatGPT,472,18,490,Conversation log\n%s\n", BG, bg[i].row);
-        trace_case(bg[i].name, "burstgpt", "csv", t, -1, bg[i].frag);
-    }
+    snprintf(t, sizeof t, "%s1,ChatGPT,472,18,490,Conversation log\n", BG);
+    row_cases("burstgpt", "csv", t, bg, sizeof bg / sizeof bg[0]);
     // Sessions
-    const struct {
-        const char *name, *line, *frag;
-    } ss[] = {
+    static const row_case ss[] = {
         {"negative api_time",
          "{\"requests\": [{\"t\": 0, \"in\": 10, \"out\": 5, \"api_time\": -3}]}", "api_time"},
         {"negative think_time",
@@ -471,10 +471,7 @@ static void trace_cases(void) {
         {"subagent without requests", "{\"requests\": [{\"t\": 0, \"type\": \"subagent\"}]}",
          "subagent"},
     };
-    for (size_t i = 0; i < sizeof ss / sizeof ss[0]; i++) {
-        snprintf(t, sizeof t, "%s\n", ss[i].line);
-        trace_case(ss[i].name, "sessions", "jsonl", t, -1, ss[i].frag);
-    }
+    row_cases("sessions", "jsonl", "", ss, sizeof ss / sizeof ss[0]);
 }
 
 // ---- model and hardware files -----------------------------------------------------------------

@@ -301,26 +301,41 @@ static void write_trace(void) {
     fclose(f);
 }
 
+// A dry run (no fault) counts allocations and I/O calls; then allocation failures (the first
+// a_dense, then a_sparse spread over the rest), I/O errors (io_dense + io_sparse) and full-disk
+// errors (full_sparse), each in a child through one(); prints what happened.
+static void inject(const char *what, int (*work)(void *), void (*one)(int, long), long a_dense,
+                   long a_sparse, long io_dense, long io_sparse, long full_sparse,
+                   void (*dry)(const outcome *)) {
+    memset(ends, 0, sizeof ends);
+    io_fail_code = SQLITE_IOERR_WRITE;
+    outcome o = in_child(work, NULL, false, 0);
+    ck_assert_msg(o.code == 0, "dry run failed: %d %s", o.code, o.msg);
+    long allocs, ios;
+    dry_counts(&allocs, &ios);
+    if (dry) dry(&o);
+    memset(ends, 0, sizeof ends);
+    sweep_points(0, allocs, a_dense, a_sparse, one);
+    sweep_points(1, ios, io_dense, io_sparse, one);
+    io_fail_code = SQLITE_FULL;
+    sweep_points(1, ios, 0, full_sparse, one);
+    printf("fault injection, %s: %ld allocations, %ld I/O calls per run\n", what, allocs, ios);
+    static const char *const kind[2] = {"allocation failures", "I/O failures"};
+    for (int k = 0; k < 2; k++)
+        printf("  %-20s %d injected: %d completed, %d clean errors; "
+               "integrity_check ok on every database\n",
+               kind[k], ends[k][END_OK] + ends[k][END_CLEAN_ERROR], ends[k][END_OK],
+               ends[k][END_CLEAN_ERROR]);
+}
+
+static void reference_run(const outcome *o) { check_run_end(0, 0, o); }
+
 START_TEST(test_faults_whole_run) {
     kvt_tmp_make("kvf_faults");
     write_trace();
     snprintf(run_out, sizeof run_out, "%s/o", kvt_tmp);
     install_faults();
-    outcome o = in_child(run_cli, NULL, false, 0);
-    ck_assert_msg(o.code == 0, "dry run failed: %d %s", o.code, o.msg);
-    long allocs, ios;
-    dry_counts(&allocs, &ios);
-    check_run_end(0, 0, &o);
-    ends[0][END_OK] = 0;
-    sweep_points(0, allocs, 60, 140, one_run);
-    sweep_points(1, ios, 400, 100, one_run);
-    io_fail_code = SQLITE_FULL;
-    sweep_points(1, ios, 0, 60, one_run);
-    printf("fault injection, whole run: %ld allocations, %ld I/O calls per run\n", allocs, ios);
-    printf("  allocation failures: %d injected: %d completed, %d clean errors\n",
-           ends[0][END_OK] + ends[0][END_CLEAN_ERROR], ends[0][END_OK], ends[0][END_CLEAN_ERROR]);
-    printf("  I/O failures:        %d injected: %d completed, %d clean errors\n",
-           ends[1][END_OK] + ends[1][END_CLEAN_ERROR], ends[1][END_OK], ends[1][END_CLEAN_ERROR]);
+    inject("whole run", run_cli, one_run, 60, 140, 400, 100, 60, reference_run);
     ck_assert_int_gt(ends[0][END_CLEAN_ERROR], 50);
     ck_assert_int_gt(ends[1][END_CLEAN_ERROR], 50);
     kvt_tmp_remove();
@@ -377,20 +392,7 @@ START_TEST(test_faults_results_db) {
     kvt_tmp_make("kvf_faultdb");
     snprintf(db_path, sizeof db_path, "%s/r.db", kvt_tmp);
     install_faults();
-    memset(ends, 0, sizeof ends);
-    outcome o = in_child(db_work, NULL, false, 0);
-    ck_assert_msg(o.code == 0, "dry run failed: %d %s", o.code, o.msg);
-    long allocs, ios;
-    dry_counts(&allocs, &ios);
-    sweep_points(0, allocs, 50, 100, one_db);
-    sweep_points(1, ios, 150, 100, one_db);
-    io_fail_code = SQLITE_FULL;
-    sweep_points(1, ios, 0, 50, one_db);
-    printf("fault injection, results database: %ld allocations, %ld I/O calls\n", allocs, ios);
-    printf("  allocation failures: %d injected: %d completed, %d clean errors; all integrity ok\n",
-           ends[0][END_OK] + ends[0][END_CLEAN_ERROR], ends[0][END_OK], ends[0][END_CLEAN_ERROR]);
-    printf("  I/O failures:        %d injected: %d completed, %d clean errors; all integrity ok\n",
-           ends[1][END_OK] + ends[1][END_CLEAN_ERROR], ends[1][END_OK], ends[1][END_CLEAN_ERROR]);
+    inject("results database", db_work, one_db, 50, 100, 150, 100, 50, NULL);
     ck_assert_int_gt(ends[1][END_CLEAN_ERROR], 100);
     kvt_tmp_remove();
 }
