@@ -278,11 +278,11 @@ void mdl_roofline_eval_work(const mdl_model *m, const mdl_hardware *hw, const md
     double fixed_s =
         eff.step_overhead_ns * 1e-9 + (text ? m->layers * eff.layer_overhead_ns * 1e-9 : 0);
     double s = total + comm_s + fixed_s;
-    out->ns = (int64_t)llround(s * 1e9);
+    out->ns = mdl_ns(s * 1e9);
     if (out->ns < 1) out->ns = 1;
-    out->comm_ns = (int64_t)llround(comm_s * 1e9);
+    out->comm_ns = mdl_ns(comm_s * 1e9);
     out->comm_bytes = comm_bytes;
-    out->host_ns = (int64_t)llround(eff.step_overhead_ns);
+    out->host_ns = mdl_ns(eff.step_overhead_ns);
 }
 
 void mdl_roofline_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,

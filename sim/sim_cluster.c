@@ -148,6 +148,13 @@ static void step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, 
     }
     mdl_batch b = {.phase = phase, .seqs = c->seqs, .n = n, .images = images};
     mdl_stepper_cost(p->stepper, &b, out);
+    if (out->ns > (int64_t)MDL_MAX_STEP_NS && c->status == KVF_OK) {
+        kvf_fail(c->err, KVF_EINVAL,
+                 "one batch step would take over an hour of simulated time: the model is far "
+                 "too large for the hardware and efficiency factors (keys model, hardware, "
+                 "efficiency.*)");
+        fail_run(c, KVF_EINVAL);
+    }
     if (out->ns < 1) out->ns = 1;
     c->m.steps++;
     if (out->extrapolated) c->m.extrapolated_steps++;

@@ -634,6 +634,11 @@ static void extreme_cases(void) {
     p = put("wide4e9.jsonl", big, (long)n);
     add(2, "input_length", "too large", "input_length 4e9", RUN " --trace %s", RUNARGS(S), p);
     free(big);
+    put("slowgpu.yaml", "name: slow\nbf16_flops: 1e9\nhbm_bytes: 80e9\nhbm_Bps: 1e6\n", -1);
+    snprintf(t, sizeof t, "%s/slowgpu.yaml", T);
+    add(2, "one batch step", "efficiency", "steps over an hour (slowest hardware, 0.001 efficiency)",
+        RUN " --set hardware=%s --set efficiency.compute=0.001 --set efficiency.memory=0.001",
+        RUNARGS(S), t);
     add(0, "arrived", NULL, "sample interval at its 1 ms floor",
         RUN " --set output.sample_interval_s=0.001", RUNARGS(S));
     put("bom.csv",
