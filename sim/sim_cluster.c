@@ -1175,13 +1175,17 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
         if (c->model.window && c->model.window_layers && c->model.kv_bytes_per_token_full > 0)
             kvcap *= c->model.kv_bytes_per_token / c->model.kv_bytes_per_token_full;
         if (p->cfg->kv_tokens > 0) kvcap = (double)p->cfg->kv_tokens;
-        if (p->n && k != SIM_POOL_VISION && kvcap < 1)
+        if (p->n && k != SIM_POOL_VISION && kvcap < 1) {
+            char key[64], where[SIM_PATH_MAX + 128];
+            snprintf(key, sizeof key, "cluster.%s.gpus_per_instance",
+                     k == SIM_POOL_PREFILL ? "prefill" : "decode");
+            sim_config_where(cfg, key, where, sizeof where);
             return kvf_fail(err, KVF_EINVAL,
-                            "%s: model %s (%.1f GB of weights) does not fit %d x %s GPU(s) of "
-                            "cluster.%s",
-                            cfg->path[0] ? cfg->path : "scenario", c->model.name,
-                            c->model.weight_bytes / 1e9, p->cfg->gpus_per_instance, c->hw.name,
-                            k == SIM_POOL_PREFILL ? "prefill" : "decode");
+                            "%s: model %s (%.1f GB of weights, key 'model') does not fit %d x %s "
+                            "GPU(s) (key 'hardware') with room for KV; give more GPUs per "
+                            "instance", where, c->model.name, c->model.weight_bytes / 1e9,
+                            p->cfg->gpus_per_instance, c->hw.name);
+        }
         for (uint32_t i = 0; i < p->n; i++, id++) {
             sim_inst *in = &c->inst[id];
             in->id = id;

@@ -276,6 +276,10 @@ static void scenario_cases(void) {
     scenario_file("generated workload too large", y, ":", "over the");
     snprintf(y, sizeof y, "workload: {trace: %s/tiny.jsonl}\ncluster:\n  prefill: {gpus_per_instance: 8, tp: 3}\n", T);
     scenario_file("tp does not divide", y, ":3:", "must divide");
+    snprintf(y, sizeof y, "model: llama-3.1-70b\nworkload: {trace: %s/tiny.jsonl}\n"
+             "cluster: {prefill: {gpus_per_instance: 1}}\n", T);
+    scenario_file("model does not fit its GPUs", y, ":3: key 'cluster.prefill.gpus_per_instance'",
+                  "does not fit");
     snprintf(y, sizeof y, "model: %s/n_bad_model.yaml\nworkload: {trace: %s/tiny.jsonl}\n", T, T);
     put("n_bad_model.yaml", "name: x\nlayers: 2\nhidden: 64\nheads: 0\nvocab: 10\n", -1);
     scenario_file("model with zero heads", y, "n_bad_model.yaml:4", "heads");
