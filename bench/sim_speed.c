@@ -73,6 +73,48 @@ static long repeat_trace(const char *in, const char *out, int copies) {
     return n;
 }
 
+
+// Runs scenarios/<name> with the overrides; prints wall, events, events/s as a share of the
+// bare loop, and the figures named. Returns the summary (caller decrefs) or NULL.
+static json_t *bench_scenario(const char *repo, const char *label, const char *name,
+                              const char *const *sets, int n, double bare) {
+    static sim_config cfg;
+    kvf_err err = {0};
+    char path[2048];
+    snprintf(path, sizeof path, "%s/scenarios/%s", repo, name);
+    sim_config_default(&cfg);
+    if (sim_config_load(&cfg, path, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++)
+        if (sim_config_set(&cfg, sets[i], &err)) {
+            fprintf(stderr, "%s: %s\n", sets[i], err.msg);
+            return NULL;
+        }
+    if (sim_config_validate(&cfg, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return NULL;
+    }
+    sim_run_opts o = {.quiet = true};
+    void *sv = NULL;
+    int64_t t0 = kvf_wall_ns();
+    if (sim_run(&cfg, &o, &sv, &err)) {
+        fprintf(stderr, "%s: run failed: %s\n", label, err.msg);
+        return NULL;
+    }
+    double wall = (double)(kvf_wall_ns() - t0) * 1e-9;
+    json_t *s = sv, *si = json_object_get(s, "sim");
+    double ev = json_number_value(json_object_get(si, "events"));
+    double loop = json_number_value(json_object_get(si, "wall_s"));
+    printf("%s: %lld requests, %.0f events, %.0f simulated s in %.2f s wall (loop %.2f s); "
+           "%.2f M events/s = %.1f %% of the bare queue; %.0f ns per event\n",
+           label, (long long)json_integer_value(json_object_get(json_object_get(s, "requests"), "arrived")),
+           ev, json_number_value(json_object_get(si, "simulated_s")), wall, loop, ev / loop / 1e6,
+           100 * ev / loop / bare, loop / ev * 1e9);
+    return s;
+}
+
 int main(int argc, char **argv) {
     const char *repo = argc > 1 ? argv[1] : ".";
     const char *shared = argc > 2 ? argv[2] : "../shared";
@@ -146,5 +188,53 @@ int main(int argc, char **argv) {
            ru.ru_maxrss / 1024.0);
     json_decref(s);
     remove(trace);
+
+    // One 144-GPU expert-parallel decode instance holding ~10 k sequences, 15 simulated minutes.
+    json_t *ep = bench_scenario(repo, "ep-decode-144 (15 simulated min)", "ep-decode-144.yaml", NULL, 0, bare);
+    if (ep) {
+        json_t *st = json_object_get(ep, "steps");
+        printf("  decode: %.0f steps, %.0f sequences per step on average, TPOT p50 %.1f ms\n",
+               json_number_value(json_object_get(st, "decode_steps")),
+               json_number_value(json_object_get(st, "decode_mean_batch")),
+               json_number_value(json_object_get(json_object_get(ep, "tpot_ms"), "p50")));
+        json_decref(ep);
+    }
+    // The first 10,000 requests of the Azure 2023 conversation trace on 8 colocated
+    // Llama-class instances, round-robin, no prefix cache (the workload Vidur's own benchmark
+    // reports; 102.4 s for Vidur on this machine kind).
+    char az[2300];
+    snprintf(az, sizeof az, "workload.trace=%s/traces/azure2023_conv.csv", shared);
+    const char *vid[] = {az, "workload.format=azure", "workload.limit_requests=10000",
+                         "cluster.mode=colocated", "cluster.prefill.instances=8",
+                         "cluster.decode.instances=0", "cluster.prefill.gpus_per_instance=1",
+                         "kv_cache.prefix_cache=false", "router.prefill=round_robin"};
+    json_t *v = bench_scenario(repo, "azure 10k requests, 8 colocated instances", "quickstart.yaml", vid,
+                               (int)(sizeof vid / sizeof *vid), bare);
+    if (v) {
+        double w = json_number_value(json_object_get(json_object_get(v, "sim"), "wall_s"));
+        printf("  vs Vidur's 102.4 s on the same workload: %.0fx\n", 102.4 / w);
+        json_decref(v);
+    }
+    // Cost per event from 1 k to 10 k GPUs: the 1,000-GPU cluster and ten times its instances
+    // at ten times the rate (no prefix cache, so the block index does not enter).
+    const char *g1[] = {"kv_cache.prefix_cache=false", "workload.limit_requests=40000"};
+    const char *g10[] = {"kv_cache.prefix_cache=false", "workload.limit_requests=40000",
+                         "workload.rate_rps=1000", "cluster.prefill.instances=600",
+                         "cluster.decode.instances=650"};
+    char t1[2300];
+    snprintf(t1, sizeof t1, "workload.trace=%s/traces/mooncake_conversation.jsonl", shared);
+    const char *g1t[] = {t1, g1[0], g1[1]};
+    const char *g10t[] = {t1, g10[0], g10[1], g10[2], g10[3], g10[4]};
+    json_t *a = bench_scenario(repo, "1,000 GPUs (40k requests)", "cluster-1000gpu.yaml", g1t, 3, bare);
+    json_t *b = bench_scenario(repo, "10,000 GPUs (40k requests)", "cluster-1000gpu.yaml", g10t, 6, bare);
+    if (a && b) {
+        double ca = json_number_value(json_object_get(json_object_get(a, "sim"), "wall_s")) /
+                    json_number_value(json_object_get(json_object_get(a, "sim"), "events"));
+        double cb = json_number_value(json_object_get(json_object_get(b, "sim"), "wall_s")) /
+                    json_number_value(json_object_get(json_object_get(b, "sim"), "events"));
+        printf("  cost per event 10k / 1k GPUs: %.2f\n", cb / ca);
+    }
+    json_decref(a);
+    json_decref(b);
     return 0;
 }

@@ -123,11 +123,11 @@ kvf_status eng_model_desc_parse(eng_model_desc *m, const char *text, const char 
         if (!strcmp(key, "name")) {
             snprintf(m->name, sizeof m->name, "%s", val);
         } else if (!strcmp(key, "attention")) {
-            if (!strcmp(val, "mla"))
+            if (!strcmp(val, "mla") || !strcmp(val, "dsa"))
                 return kvf_fail(err, KVF_EINVAL,
-                                "%s:%d: attention: mla is not supported by "
+                                "%s:%d: attention: %s is not supported by "
                                 "the engine yet (gqa only)",
-                                path, line);
+                                path, line, val);
             if (strcmp(val, "gqa"))
                 return kvf_fail(err, KVF_EPARSE,
                                 "%s:%d: attention: expected gqa or mla, got "

@@ -14,7 +14,10 @@
 
 enum { MDL_NAME_MAX = 64 };
 
-typedef enum mdl_attn { MDL_ATTN_GQA = 0, MDL_ATTN_MLA } mdl_attn;
+// gqa: grouped-query attention; mla: multi-head latent attention (absorbed in decode);
+// dsa: DeepSeek Sparse Attention, MLA whose queries attend to the index_topk keys a
+// lightning indexer selects after scoring the whole context (FP8 index keys).
+typedef enum mdl_attn { MDL_ATTN_GQA = 0, MDL_ATTN_MLA, MDL_ATTN_DSA } mdl_attn;
 
 // A model, as read from models/<name>.yaml (flat scalar keys; see models/README.md).
 typedef struct mdl_model {
@@ -26,10 +29,13 @@ typedef struct mdl_model {
     uint32_t head_dim;          // per-head dimension
     uint32_t ffn;               // dense FFN inner size (SwiGLU: 3 matrices)
     uint32_t vocab;             // vocabulary size
-    mdl_attn attention;         // gqa or mla
+    mdl_attn attention;         // gqa, mla or dsa
     uint32_t kv_lora_rank;      // MLA: compressed KV rank (0 otherwise)
     uint32_t rope_dim;          // MLA: decoupled rope dims stored per token
     uint32_t q_lora_rank;       // MLA: query compression rank
+    uint32_t index_heads;       // DSA: indexer heads (index_n_heads)
+    uint32_t index_head_dim;    // DSA: indexer head dimension (index_head_dim)
+    uint32_t index_topk;        // DSA: keys each query attends to (index_topk)
     uint32_t experts;           // routed experts, 0 = dense
     uint32_t experts_active;    // top-k
     uint32_t shared_experts;    // always-on experts
@@ -56,8 +62,45 @@ typedef struct mdl_model {
     double expert_params;       // parameters of one routed expert (3 * hidden * expert_ffn)
     double dense_weight_bytes;  // weights outside the experts (attention, dense FFN, embeddings)
     double expert_weight_bytes; // routed + shared expert weights
-    double kv_bytes_per_token_layer;    // one layer's KV bytes per token
+    double kv_bytes_per_token_layer;    // one layer's KV bytes per token (DSA: latent + index key)
+    double index_bytes_per_token_layer; // DSA: the FP8 index key + its fp32 scale (0 otherwise)
 } mdl_model;
+
+// Kernel tables (`kernels:` in a hardware file): measured figures of one kernel family, each
+// row with its source. Kinds and their columns (models/README.md):
+//   gemm_fp8, gemm_bf16   m, n, k -> tflops (achieved; D = A[m,k] B[n,k]^T)
+//   grouped_fp8           groups, m (per group), n, k -> tflops (MoE experts)
+//   decode_attn           attention (mla|gqa), head_dim -> GBps (memory-bound), tflops
+//                         (compute-bound)
+//   prefill_attn          attention, head_dim, seqlen -> tflops (causal)
+//   ep_dispatch, ep_combine  mode (low_latency|normal), ep, tokens (per GPU) -> GBps
+//                         (logical: tokens x top-k x hidden x element bytes / time), us
+//   allreduce             gpus, bytes -> GBps (bus bandwidth)
+typedef enum mdl_kkind {
+    MDL_K_GEMM_FP8 = 0,
+    MDL_K_GEMM_BF16,
+    MDL_K_GROUPED_FP8,
+    MDL_K_DECODE_ATTN,
+    MDL_K_PREFILL_ATTN,
+    MDL_K_EP_DISPATCH,
+    MDL_K_EP_COMBINE,
+    MDL_K_ALLREDUCE,
+    MDL_K_KINDS
+} mdl_kkind;
+enum { MDL_KROWS_MAX = 96, MDL_KSRC_MAX = 200 };
+typedef struct mdl_krow {
+    mdl_kkind kind;
+    double m, n, k, groups;     // GEMM shape
+    double head_dim, seqlen;    // attention
+    mdl_attn attention;         // attention kind the row was measured for
+    bool low_latency;           // EP: low-latency (decode) kernels, else normal (prefill)
+    double ep, tokens;          // EP size; tokens per GPU per batch
+    double gpus, bytes;         // all-reduce
+    double tflops, GBps, us;    // the measured figures (0 = not given)
+    int line;                   // line in the hardware file
+    char source[MDL_KSRC_MAX];  // repository + file + commit, or paper + table
+} mdl_krow;
+const char *mdl_kkind_name(mdl_kkind k);
 
 typedef struct mdl_hardware {
     char name[MDL_NAME_MAX];
@@ -70,7 +113,19 @@ typedef struct mdl_hardware {
     double nic_Bps;             // effective network bandwidth per GPU, bytes/s
     double power_w;             // board power, W
     uint32_t scaleup_domain;    // GPUs joined by the scale-up fabric (8 for HGX, 72 for NVL72)
+    char path[1024];            // file it was read from (for messages)
+    uint32_t nkrows;            // kernel table rows
+    mdl_krow krows[MDL_KROWS_MAX];
 } mdl_hardware;
+
+// `kvfleet hw check`: the kernel tables are physically sane -- no figure above the datasheet
+// peak (tflops <= the dtype's peak, attention GBps <= hbm_Bps, EP GBps <= scale-up + NIC,
+// all-reduce GBps <= scale-up, both directions: in-switch
+// reduction lets bus bandwidth pass one direction's rate), and monotone where physics says so (GEMM tflops never fall
+// as m grows for one shape; prefill attention tflops never fall as seqlen grows; all-reduce
+// bus bandwidth never falls as the message grows). KVF_EINVAL naming file:line of the first
+// bad row and why.
+kvf_status mdl_hardware_check(const mdl_hardware *h, kvf_err *err);
 
 // Loads models/<name>.yaml (or a path: anything containing '/' or ending in .yaml/.yml) into
 // *m and derives its figures. models_dir is the directory holding the model files (NULL:
@@ -115,6 +170,9 @@ typedef struct mdl_parallel {
     uint32_t tp;                // tensor-parallel degree (attention/dense FFN split)
     uint32_t ep;                // expert-parallel degree (MoE experts spread)
     double ep_skew;             // >= 1: load of the hottest GPU over the mean (MoE layers)
+    uint32_t route_nodes;       // node-limited routing: a token's experts lie on at most this
+                                // many scale-up domains (DeepSeek-V3: 4); 0 = unlimited
+    bool two_batch;             // two micro-batches overlap EP/TP communication with compute
 } mdl_parallel;
 
 // One GPU, tp = ep = 1, no skew.
@@ -146,12 +204,40 @@ typedef struct mdl_seq {
 
 typedef enum mdl_phase { MDL_PREFILL = 0, MDL_DECODE, MDL_MIXED, MDL_VISION } mdl_phase;
 
+// Context caps of a model's attention: a query of a capped layer kind sees at most `cap` keys.
+// Cap 0 is the sliding window (window layers); cap 1 is sparse attention's top-k (DSA).
+// A cap of 0 means that kind is absent.
+enum { MDL_CAP_WINDOW = 0, MDL_CAP_TOPK, MDL_CAPS };
+
+// Decode sequences given by running sums instead of entries: n sequences, each computing one
+// new token over its own cached context c_i >= 1. A step model answers exactly what it answers
+// for the same sequences listed in mdl_batch.seqs (bit for bit: sums of integers are exact in
+// doubles up to 2^53), so a simulator can keep these sums per instance and pay O(1) per step
+// instead of O(batch).
+typedef struct mdl_decode_sum {
+    uint32_t n;                 // sequences
+    double sum_ctx;             // sum of c_i
+    double sum_min[MDL_CAPS];   // sum of min(c_i + 1, cap_j) for each cap the model has
+                                // (mdl_model_caps); ignored where the cap is 0
+} mdl_decode_sum;
+
 typedef struct mdl_batch {
     mdl_phase phase;
     const mdl_seq *seqs;        // n entries
     uint32_t n;
     uint32_t images;            // vision phase: images to encode
+    const mdl_decode_sum *dsum; // more decode sequences as sums (NULL = none); they count as
+                                // sequences of the batch in every phase but vision
 } mdl_batch;
+
+// The model's context caps (MDL_CAPS entries, 0 = none): caps[MDL_CAP_WINDOW] = window,
+// caps[MDL_CAP_TOPK] = index_topk for dsa.
+void mdl_model_caps(const mdl_model *m, uint32_t caps[MDL_CAPS]);
+// Adds a sequence of cached context ctx (>= 1) to a decode sum, and removes it.
+void mdl_decode_sum_add(mdl_decode_sum *d, const uint32_t caps[MDL_CAPS], double ctx);
+void mdl_decode_sum_sub(mdl_decode_sum *d, const uint32_t caps[MDL_CAPS], double ctx);
+// Sequences in the batch: n plus those of dsum.
+uint32_t mdl_batch_size(const mdl_batch *b);
 
 typedef struct mdl_step_cost {
     int64_t ns;                 // step duration
@@ -164,6 +250,7 @@ typedef struct mdl_step_cost {
                                 // (calibrated: the profile's host_overhead; roofline: the
                                 // step overhead)
     bool compute_bound;         // the largest work group was limited by FLOP/s, not bytes
+    bool table_fallback;        // table model: an applicable term came from the roofline
 } mdl_step_cost;
 
 // FLOPs and HBM bytes of a batch for the whole model (no parallelism), used by steppers and
@@ -179,7 +266,16 @@ typedef struct mdl_step_cost {
 void mdl_batch_work(const mdl_model *m, const mdl_batch *b, double *flops, double *bytes);
 
 // The same work split into the groups the roofline bounds separately.
-enum { MDL_WG_DENSE = 0, MDL_WG_EXPERT, MDL_WG_ATTN_FULL, MDL_WG_ATTN_WINDOW, MDL_WG_COUNT };
+// attn_index: DSA's lightning indexer (FP8 scores of every query against every cached index
+// key); attn_full then holds the attention over the selected top-k keys only.
+enum {
+    MDL_WG_DENSE = 0,
+    MDL_WG_EXPERT,
+    MDL_WG_ATTN_FULL,
+    MDL_WG_ATTN_WINDOW,
+    MDL_WG_ATTN_INDEX,
+    MDL_WG_COUNT
+};
 typedef struct mdl_work {
     double flops[MDL_WG_COUNT]; // FLOPs per group (dense: non-expert GEMMs incl. vision)
     double bytes[MDL_WG_COUNT]; // HBM bytes per group (dense: weights + activations)
@@ -195,6 +291,7 @@ typedef struct mdl_stepper_vt {
     const char *name;                                              // "roofline", "calibrated"
     void (*cost)(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out);
     void (*destroy)(mdl_stepper *s);
+    bool decode_sums;           // cost() accepts mdl_batch.dsum (else: list every sequence)
 } mdl_stepper_vt;
 struct mdl_stepper {
     const mdl_stepper_vt *vt;
@@ -204,9 +301,11 @@ struct mdl_stepper {
     mdl_efficiency eff;
     uint64_t calls;              // cost() calls
     uint64_t extrapolations;     // calls answered outside the measured range
+    uint64_t table_fallbacks;    // table model: calls with a term answered by the roofline
 };
 
-// Step cost of a batch (dispatches through the vtable; counts extrapolations).
+// Step cost of a batch (dispatches through the vtable; counts extrapolations and table
+// fallbacks).
 void mdl_stepper_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out);
 void mdl_stepper_destroy(mdl_stepper *s);
 
@@ -220,15 +319,79 @@ mdl_stepper *mdl_roofline_create(const mdl_model *m, const mdl_hardware *hw,
 // (dense: tp; experts: max(tp, ep)) and the rest by gpus; the expert group is multiplied
 // by ep_skew; KV is replicated across TP ranks for MLA (and GQA with tp > kv_heads). Plus
 // 2 all-reduces per layer under tp > 1 (1 on MoE layers when ep > 1), dispatch + combine
-// all-to-alls per MoE layer under ep > 1 (across scale-up domains: one copy per remote
-// domain a token's experts live in), less the comm_overlap share hidden under compute,
-// plus step_overhead_ns + layers * layer_overhead_ns.
+// all-to-alls per MoE layer under ep > 1 (mdl_ep_comm), less the comm_overlap share hidden
+// under compute (two_batch: all of it, up to the compute there is, while every micro-batch
+// reads the weights again and launches its own kernels), plus step_overhead_ns +
+// layers * layer_overhead_ns.
 // An empty batch costs 0.
 void mdl_roofline_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
                        const mdl_efficiency *eff, const mdl_batch *b, mdl_step_cost *out);
+// Dispatch + combine of one MoE layer for `tokens_per_gpu` tokens on each GPU (FP8 dispatch
+// for FP8 models, combine in the activation precision). Inside one scale-up domain each token
+// goes to its k experts' GPUs over the fabric: k (ep-1)/ep copies. When EP spans D domains a
+// token crosses the NIC once per remote domain holding one of its experts -- expected
+// distinct domains among k experts, S (1 - (1 - 1/S)^k) with S = min(D, route_nodes), times
+// (D-1)/D remote -- and fans out over the fabric there (k (g-1)/g copies, g GPUs per domain);
+// NIC and fabric run at once, the slower sets the time. Sets the bytes each GPU sends per
+// layer over each link; returns seconds per layer (with two collective latencies), before
+// ep_skew. comm is the achieved fraction of the link peaks.
+typedef struct mdl_ep_comm {
+    double nic_copies, fabric_copies;   // hidden-sized copies per token over each link
+    double nic_bytes, fabric_bytes;     // bytes per GPU per layer (dispatch + combine)
+    double nic_s, fabric_s;             // seconds per layer on each link
+    double bytes_per_copy;              // hidden x (dispatch + combine element bytes)
+} mdl_ep_comm;
+double mdl_ep_comm_time(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
+                        const mdl_efficiency *eff, double tokens_per_gpu, mdl_ep_comm *out);
+// The roofline's terms before they are summed: per work group max(compute, memory) seconds
+// (the expert group times ep_skew), TP all-reduces and EP dispatch/combine seconds, the share
+// of collectives hidden under compute, fixed overheads. mdl_parts_finish sums them into a
+// step cost exactly as mdl_roofline_eval_work does; the table model replaces terms between.
+typedef struct mdl_parts {
+    bool valid;                 // the batch has work
+    double group_s[MDL_WG_COUNT], tc[MDL_WG_COUNT], tm[MDL_WG_COUNT];
+    double peak[MDL_WG_COUNT];  // achieved FLOP/s per GPU assumed for each group
+    double tp_comm_s, ep_comm_s, allreduces;
+    mdl_ep_comm ep;             // one MoE layer's dispatch + combine (roofline)
+    double overlap;             // share of collectives hidden under compute
+    bool tbo;                   // two micro-batches
+    double fixed_s, host_ns, comm_bytes, ep_skew;
+} mdl_parts;
+void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
+                        const mdl_efficiency *eff, const mdl_work *w, mdl_parts *pp);
+void mdl_parts_finish(const mdl_parts *pp, const mdl_work *w, mdl_step_cost *out);
 // Same from precomputed work (fits evaluate one batch under many efficiency factors).
 void mdl_roofline_eval_work(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
                             const mdl_efficiency *eff, const mdl_work *w, mdl_step_cost *out);
+// Table: the roofline's terms (mdl_roofline_parts), each replaced by the hardware file's
+// kernel tables where they cover it (models/mdl_table.c lists the terms and rules); counts
+// in table_fallbacks the calls where an applicable term fell back to the roofline. A batch
+// given as sums costs exactly what it costs listed. Never fails.
+mdl_stepper *mdl_table_create(const mdl_model *m, const mdl_hardware *hw,
+                              const mdl_parallel *par, const mdl_efficiency *eff);
+// One term of a step's time, traced to its origin: table rows (file lines row_lo..row_hi and
+// the first row's source) or, with row_lo = 0, the roofline term named in `how`.
+enum { MDL_EXPLAIN_MAX = 24 };
+typedef struct mdl_term {
+    char name[32];
+    double s;                   // seconds (negative: time hidden, e.g. by overlap)
+    int row_lo, row_hi;         // hardware file lines of the rows used (0 = roofline)
+    char source[MDL_KSRC_MAX];
+    char how[240];
+} mdl_term;
+typedef struct mdl_explain {
+    mdl_term t[MDL_EXPLAIN_MAX];
+    int n;
+    double total_s;             // the step time (as out->ns)
+    double tokens, seqs, gpus;
+} mdl_explain;
+// The table model's answer for one batch (use_tables = false: the roofline's, term by term;
+// its step time equals mdl_roofline_eval's). ex (may be NULL) gets the terms, indented names
+// ("  gemm") being parts of the term that follows; *fell_back (may be NULL) whether an
+// applicable term used the roofline.
+void mdl_table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
+                    const mdl_efficiency *eff, const mdl_batch *b, bool use_tables,
+                    mdl_step_cost *out, mdl_explain *ex, bool *fell_back);
 // Calibrated: engine profile (CSV written by `kvfleet engine profile`) for this model.
 // Errors name the profile path and line. (Implemented in models/mdl_calibrated.c.)
 // Uses the profile's rows whose model column equals m->name (KVF_EINVAL when there are none).

@@ -433,6 +433,11 @@ static void cal_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out) {
                 np++;
             }
         }
+        if (b->dsum && b->dsum->n) {   // summed decode sequences: one token each
+            Bd += b->dsum->n;
+            Td += b->dsum->n;
+            Cd += b->dsum->sum_ctx;
+        }
         if (Bd > 0) {
             Cd /= Bd;
             bool o = false;
@@ -458,7 +463,7 @@ static void cal_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out) {
         fwd = (double)roof.ns * r;
         out->extrapolated = true;
     }
-    double host = host_eval(c, b->n);
+    double host = host_eval(c, mdl_batch_size(b));
     out->ns = mdl_ns(fwd + host);
     if (out->ns < 1) out->ns = 1;
     out->host_ns = mdl_ns(host);
@@ -473,7 +478,7 @@ static void cal_destroy(mdl_stepper *s) {
     free(c);
 }
 
-static const mdl_stepper_vt cal_vt = {"calibrated", cal_cost, cal_destroy};
+static const mdl_stepper_vt cal_vt = {"calibrated", cal_cost, cal_destroy, true};
 
 kvf_status mdl_calibrated_create(mdl_stepper **out, const mdl_model *m, const mdl_hardware *hw,
                                  const mdl_parallel *par, const mdl_efficiency *eff,

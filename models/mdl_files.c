@@ -17,7 +17,7 @@
 
 // ---- field tables ----------------------------------------------------------------------
 
-typedef enum ftype { F_U32, F_DBL, F_STR, F_BOOL, F_ATTN } ftype;
+typedef enum ftype { F_U32, F_DBL, F_STR, F_BOOL, F_ATTN, F_KROWS } ftype;
 enum { F_REQ = 1, F_POS = 2 }; // required; must be > 0
 
 typedef struct field {
@@ -42,6 +42,9 @@ static const field model_fields[] = {
     MF(kv_lora_rank, F_U32, 0),
     MF(rope_dim, F_U32, 0),
     MF(q_lora_rank, F_U32, 0),
+    MF(index_heads, F_U32, 0),
+    MF(index_head_dim, F_U32, 0),
+    MF(index_topk, F_U32, 0),
     MF(experts, F_U32, 0),
     MF(experts_active, F_U32, 0),
     MF(shared_experts, F_U32, 0),
@@ -59,6 +62,7 @@ static const field model_fields[] = {
 #undef MF
 
 #define HF(k, t, fl) {#k, t, offsetof(mdl_hardware, k), fl}
+#define kernels nkrows
 static const field hw_fields[] = {
     HF(name, F_STR, 0),
     HF(bf16_flops, F_DBL, F_REQ | F_POS),
@@ -70,8 +74,10 @@ static const field hw_fields[] = {
     HF(nic_Bps, F_DBL, 0),
     HF(power_w, F_DBL, 0),
     HF(scaleup_domain, F_U32, F_POS),
+    HF(kernels, F_KROWS, 0),
 };
 #undef HF
+#undef kernels
 
 #define FF(k, t, fl) {#k, t, offsetof(mdl_fit, k), fl}
 #define FE(k, fl) {#k, F_DBL, offsetof(mdl_fit, eff) + offsetof(mdl_efficiency, k), fl}
@@ -104,7 +110,8 @@ static const char *type_word(ftype t) {
     case F_DBL: return "a number";
     case F_STR: return "a string";
     case F_BOOL: return "true or false";
-    case F_ATTN: return "gqa or mla";
+    case F_ATTN: return "gqa, mla or dsa";
+    case F_KROWS: return "a list of kernel rows";
     }
     return "?";
 }
@@ -176,6 +183,8 @@ static bool parse_value(const field *f, const char *v, void *obj, const char **w
             return true;
         }
         return false;
+    case F_KROWS:
+        return false;
     case F_ATTN:
         if (kvf_streq(v, "gqa") || kvf_streq(v, "mha")) {
             *(mdl_attn *)p = MDL_ATTN_GQA;
@@ -185,9 +194,152 @@ static bool parse_value(const field *f, const char *v, void *obj, const char **w
             *(mdl_attn *)p = MDL_ATTN_MLA;
             return true;
         }
+        if (kvf_streq(v, "dsa")) {
+            *(mdl_attn *)p = MDL_ATTN_DSA;
+            return true;
+        }
         return false;
     }
     return false;
+}
+
+// ---- kernel tables ---------------------------------------------------------------------
+
+static const char *const kkind_names[MDL_K_KINDS] = {
+    "gemm_fp8", "gemm_bf16", "grouped_fp8", "decode_attn", "prefill_attn",
+    "ep_dispatch", "ep_combine", "allreduce"};
+
+const char *mdl_kkind_name(mdl_kkind k) {
+    return k < MDL_K_KINDS ? kkind_names[k] : "?";
+}
+
+// Columns a row of each kind needs (besides kind, source and its figures).
+static const char *const kneeds[MDL_K_KINDS] = {
+    "m n k tflops", "m n k tflops", "groups m n k tflops", "attention head_dim GBps tflops",
+    "attention head_dim seqlen tflops", "mode ep tokens GBps", "mode ep tokens GBps",
+    "gpus bytes GBps"};
+
+static kvf_status krow_parse(const char *path, yaml_document_t *doc, yaml_node_t *row,
+                             mdl_krow *r, kvf_err *err) {
+    int line = (int)row->start_mark.line + 1;
+    memset(r, 0, sizeof *r);
+    r->line = line;
+    r->kind = MDL_K_KINDS;
+    if (row->type != YAML_MAPPING_NODE)
+        return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'kernels': each row must be a mapping", path,
+                        line);
+    char have[400] = " ";
+    for (yaml_node_pair_t *pr = row->data.mapping.pairs.start; pr < row->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k = yaml_document_get_node(doc, pr->key);
+        yaml_node_t *v = yaml_document_get_node(doc, pr->value);
+        int kl = (int)k->start_mark.line + 1;
+        if (k->type != YAML_SCALAR_NODE || v->type != YAML_SCALAR_NODE)
+            return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'kernels': row values must be scalars",
+                            path, kl);
+        const char *key = (const char *)k->data.scalar.value;
+        const char *val = (const char *)v->data.scalar.value;
+        char tok[40];
+        snprintf(tok, sizeof tok, " %s ", key);
+        if (strstr(have, tok))
+            return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'kernels.%s' repeated in one row", path,
+                            kl, key);
+        if (strlen(have) + strlen(key) + 2 < sizeof have) {
+            strcat(have, key);
+            strcat(have, " ");
+        }
+        if (kvf_streq(key, "kind")) {
+            for (int i = 0; i < MDL_K_KINDS; i++)
+                if (kvf_streq(val, kkind_names[i])) r->kind = (mdl_kkind)i;
+            if (r->kind == MDL_K_KINDS)
+                return kvf_fail(err, KVF_EPARSE,
+                                "%s:%d: key 'kernels.kind': unknown kind '%s' (allowed: gemm_fp8, "
+                                "gemm_bf16, grouped_fp8, decode_attn, prefill_attn, ep_dispatch, "
+                                "ep_combine, allreduce)",
+                                path, kl, val);
+        } else if (kvf_streq(key, "source")) {
+            if (strlen(val) < 8 || strlen(val) >= MDL_KSRC_MAX)
+                return kvf_fail(err, KVF_EINVAL,
+                                "%s:%d: key 'kernels.source' must name the repository, file and "
+                                "commit or the paper and table (8 to %d characters)",
+                                path, kl, MDL_KSRC_MAX - 1);
+            strcpy(r->source, val);
+        } else if (kvf_streq(key, "attention")) {
+            if (kvf_streq(val, "gqa")) r->attention = MDL_ATTN_GQA;
+            else if (kvf_streq(val, "mla")) r->attention = MDL_ATTN_MLA;
+            else if (kvf_streq(val, "dsa")) r->attention = MDL_ATTN_DSA;
+            else
+                return kvf_fail(err, KVF_EPARSE,
+                                "%s:%d: key 'kernels.attention': expected gqa, mla or dsa, got '%s'",
+                                path, kl, val);
+        } else if (kvf_streq(key, "mode")) {
+            if (kvf_streq(val, "low_latency")) r->low_latency = true;
+            else if (!kvf_streq(val, "normal"))
+                return kvf_fail(err, KVF_EPARSE,
+                                "%s:%d: key 'kernels.mode': expected low_latency or normal, got '%s'",
+                                path, kl, val);
+        } else {
+            static const struct { const char *k; size_t off; } nums[] = {
+                {"m", offsetof(mdl_krow, m)},           {"n", offsetof(mdl_krow, n)},
+                {"k", offsetof(mdl_krow, k)},           {"groups", offsetof(mdl_krow, groups)},
+                {"head_dim", offsetof(mdl_krow, head_dim)}, {"seqlen", offsetof(mdl_krow, seqlen)},
+                {"ep", offsetof(mdl_krow, ep)},         {"tokens", offsetof(mdl_krow, tokens)},
+                {"gpus", offsetof(mdl_krow, gpus)},     {"bytes", offsetof(mdl_krow, bytes)},
+                {"tflops", offsetof(mdl_krow, tflops)}, {"GBps", offsetof(mdl_krow, GBps)},
+                {"us", offsetof(mdl_krow, us)}};
+            size_t i = 0;
+            while (i < sizeof nums / sizeof nums[0] && !kvf_streq(nums[i].k, key))
+                i++;
+            if (i == sizeof nums / sizeof nums[0])
+                return kvf_fail(err, KVF_EPARSE, "%s:%d: unknown key 'kernels.%s'", path, kl, key);
+            char *end;
+            errno = 0;
+            double d = strtod(val, &end);
+            if (!*val || *end || errno || !isfinite(d))
+                return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'kernels.%s': expected a number, got '%s'",
+                                path, kl, key, val);
+            if (!(d > 0))
+                return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'kernels.%s' must be positive (got '%s')",
+                                path, kl, key, val);
+            *(double *)((char *)r + nums[i].off) = d;
+        }
+    }
+    if (r->kind == MDL_K_KINDS)
+        return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'kernels': row without 'kind'", path, line);
+    if (!r->source[0])
+        return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'kernels.source' missing: every row names "
+                        "where its figures come from", path, line);
+    // the columns this kind needs
+    char need[64];
+    snprintf(need, sizeof need, "%s", kneeds[r->kind]);
+    for (char *t = strtok(need, " "); t; t = strtok(NULL, " ")) {
+        char tok[40];
+        snprintf(tok, sizeof tok, " %s ", t);
+        if (!strstr(have, tok))
+            return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'kernels.%s' missing (a %s row needs %s)",
+                            path, line, t, kkind_names[r->kind], kneeds[r->kind]);
+    }
+    return KVF_OK;
+}
+
+static kvf_status krows_parse(const char *path, yaml_document_t *doc, yaml_node_t *seq,
+                              mdl_hardware *h, kvf_err *err) {
+    int line = (int)seq->start_mark.line + 1;
+    if (seq->type != YAML_SEQUENCE_NODE)
+        return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'kernels': expected a list of rows", path,
+                        line);
+    h->nkrows = 0;
+    for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top;
+         it++) {
+        yaml_node_t *row = yaml_document_get_node(doc, *it);
+        if (h->nkrows == MDL_KROWS_MAX)
+            return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'kernels': more than %d rows", path,
+                            (int)row->start_mark.line + 1, MDL_KROWS_MAX);
+        kvf_status st = krow_parse(path, doc, row, &h->krows[h->nkrows], err);
+        if (st) return st;
+        h->nkrows++;
+    }
+    return KVF_OK;
 }
 
 // Reads path as a flat mapping into obj through the field table. seen[i] records the line
@@ -253,6 +405,10 @@ static kvf_status read_flat(const char *path, const field *fields, size_t nf, vo
             goto done;
         }
         seen[i] = line;
+        if (fields[i].type == F_KROWS) {
+            if ((st = krows_parse(path, &doc, v, obj, err))) goto done;
+            continue;
+        }
         if (v->type != YAML_SCALAR_NODE) {
             st = kvf_fail(err, KVF_EPARSE, "%s:%d: key '%s': expected %s, not a nested value", path,
                           (int)v->start_mark.line + 1, key, type_word(fields[i].type));
@@ -328,7 +484,8 @@ static void stem(char *out, const char *path) {
 void mdl_model_derive(mdl_model *m) {
     double h = m->hidden, hd = m->head_dim, nh = m->heads, nkv = m->kv_heads;
     double attn;
-    if (m->attention == MDL_ATTN_MLA) {
+    bool latent = m->attention == MDL_ATTN_MLA || m->attention == MDL_ATTN_DSA;
+    if (latent) {
         // q: hidden -> q_lora (+norm) -> heads*(nope+rope); kv: hidden -> kv_lora+rope (+norm)
         // -> heads*(nope + v); o: heads*v -> hidden. nope = v = head_dim.
         double qk = hd + m->rope_dim;
@@ -337,6 +494,13 @@ void mdl_model_derive(mdl_model *m) {
         double kv = h * (m->kv_lora_rank + m->rope_dim) + m->kv_lora_rank +
                     (double)m->kv_lora_rank * nh * 2.0 * hd;
         attn = q + kv + nh * hd * h;
+        if (m->attention == MDL_ATTN_DSA) {
+            // Lightning indexer: wq_b (q_lora -> index heads x dim), wk (hidden -> dim) with
+            // its LayerNorm (weight + bias), weights_proj (hidden -> index heads).
+            double ih = m->index_heads, id = m->index_head_dim;
+            double qin = m->q_lora_rank ? m->q_lora_rank : h;
+            attn += qin * ih * id + h * id + 2.0 * id + h * ih;
+        }
     } else {
         attn = h * nh * hd + 2.0 * h * nkv * hd + nh * hd * h;
     }
@@ -360,9 +524,13 @@ void mdl_model_derive(mdl_model *m) {
     m->expert_weight_bytes = experts_total * ebpp;
     m->dense_weight_bytes = (m->params - experts_total) * m->weight_bytes_per_param;
     m->weight_bytes = m->dense_weight_bytes + m->expert_weight_bytes;
-    double per_layer = m->attention == MDL_ATTN_MLA
-                           ? (double)(m->kv_lora_rank + m->rope_dim) * m->kv_bytes_per_elem
-                           : 2.0 * nkv * hd * m->kv_bytes_per_elem;
+    double per_layer = latent ? (double)(m->kv_lora_rank + m->rope_dim) * m->kv_bytes_per_elem
+                              : 2.0 * nkv * hd * m->kv_bytes_per_elem;
+    // DSA index keys: index_head_dim FP8 values and one fp32 scale per token and layer
+    // (DeepGEMM's fp8_mqa_logits layout: kv [seq, head_dim] e4m3 with a float scale per row).
+    m->index_bytes_per_token_layer =
+        m->attention == MDL_ATTN_DSA ? (double)m->index_head_dim * 1.0 + 4.0 : 0;
+    per_layer += m->index_bytes_per_token_layer;
     m->kv_bytes_per_token_layer = per_layer;
     uint32_t wl = m->window ? m->window_layers : 0;
     m->kv_bytes_per_token_window = wl * per_layer;
@@ -383,9 +551,24 @@ static kvf_status model_check(mdl_model *m, const char *path, const int *seen, i
     if (m->heads % m->kv_heads)
         return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'kv_heads' (%u) must divide heads (%u)", path,
                         LINE("kv_heads"), m->kv_heads, m->heads);
-    if (m->attention == MDL_ATTN_MLA && m->kv_lora_rank == 0)
-        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'kv_lora_rank' must be positive for mla", path,
-                        LINE("kv_lora_rank"));
+    if (m->attention != MDL_ATTN_GQA && m->kv_lora_rank == 0)
+        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'kv_lora_rank' must be positive for %s", path,
+                        LINE("kv_lora_rank"), m->attention == MDL_ATTN_DSA ? "dsa" : "mla");
+    {
+        static const char *const ikeys[] = {"index_heads", "index_head_dim", "index_topk"};
+        uint32_t iv[] = {m->index_heads, m->index_head_dim, m->index_topk};
+        for (int i = 0; i < 3; i++) {
+            if (m->attention == MDL_ATTN_DSA && iv[i] == 0)
+                return kvf_fail(err, KVF_EINVAL, "%s:%d: key '%s' must be positive for dsa", path,
+                                LINE(ikeys[i]), ikeys[i]);
+            if (m->attention != MDL_ATTN_DSA && iv[i] != 0)
+                return kvf_fail(err, KVF_EINVAL, "%s:%d: key '%s' applies to attention: dsa only",
+                                path, LINE(ikeys[i]), ikeys[i]);
+        }
+    }
+    if (m->attention == MDL_ATTN_DSA && m->window)
+        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'window' cannot combine with attention: dsa",
+                        path, LINE("window"));
     if (m->experts) {
         if (m->experts_active == 0 || m->experts_active > m->experts)
             return kvf_fail(err, KVF_EINVAL,
@@ -472,6 +655,7 @@ kvf_status mdl_hardware_load(mdl_hardware *h, const char *name_or_path, const ch
                         name_or_path);
     if (st) return st;
     if (!seen_line(hw_fields, NF, seen, "name")) stem(h->name, path);
+    snprintf(h->path, sizeof h->path, "%s", path);
     return KVF_OK;
 }
 

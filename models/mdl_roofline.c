@@ -48,6 +48,8 @@ void mdl_parallel_default(mdl_parallel *p) {
     p->tp = 1;
     p->ep = 1;
     p->ep_skew = 1.0;
+    p->route_nodes = 0;
+    p->two_batch = false;
 }
 
 // Normalised copy: gpus >= 1, 1 <= tp, ep <= gpus, skew >= 1.
@@ -59,7 +61,18 @@ static mdl_parallel par_norm(const mdl_parallel *in) {
     p.tp = in->tp ? KVF_MIN(in->tp, p.gpus) : 1;
     p.ep = in->ep ? KVF_MIN(in->ep, p.gpus) : 1;
     p.ep_skew = in->ep_skew > 1.0 ? in->ep_skew : 1.0;
+    p.route_nodes = in->route_nodes;
+    p.two_batch = in->two_batch;
     return p;
+}
+
+static mdl_efficiency eff_or_default(const mdl_efficiency *in) {
+    mdl_efficiency e;
+    if (in)
+        e = *in;
+    else
+        mdl_efficiency_default(&e);
+    return e;
 }
 
 // Sum over key counts min(p, w) for p = c+1 .. c+n: the (query, key) pairs of a chunk of n new
@@ -72,6 +85,63 @@ static double pairs(double n, double c, double w) {
     if (lo >= w) return n * w;
     // p from lo..w grows, then (hi - w) queries see w keys
     return (w * (w + 1) - c * (c + 1)) / 2 + (hi - w) * w;
+}
+
+void mdl_model_caps(const mdl_model *m, uint32_t caps[MDL_CAPS]) {
+    for (int j = 0; j < MDL_CAPS; j++) caps[j] = 0;
+    caps[MDL_CAP_WINDOW] = m->window;
+    if (m->attention == MDL_ATTN_DSA) caps[MDL_CAP_TOPK] = m->index_topk;
+}
+
+static void dsum_step(mdl_decode_sum *d, const uint32_t caps[MDL_CAPS], double ctx, double sign) {
+    d->n = (uint32_t)((int64_t)d->n + (int64_t)sign);
+    d->sum_ctx += sign * ctx;
+    for (int j = 0; j < MDL_CAPS; j++)
+        if (caps[j]) d->sum_min[j] += sign * KVF_MIN(ctx + 1, (double)caps[j]);
+}
+
+void mdl_decode_sum_add(mdl_decode_sum *d, const uint32_t caps[MDL_CAPS], double ctx) {
+    dsum_step(d, caps, ctx, 1);
+}
+
+void mdl_decode_sum_sub(mdl_decode_sum *d, const uint32_t caps[MDL_CAPS], double ctx) {
+    KVF_ASSERT(d->n > 0);
+    dsum_step(d, caps, ctx, -1);
+}
+
+uint32_t mdl_batch_size(const mdl_batch *b) {
+    return b->n + (b->dsum && b->phase != MDL_VISION ? b->dsum->n : 0);
+}
+
+// MLA attention FLOPs per (query, key) pair and layer for a chunk of n tokens over c cached:
+// the absorbed form, or the expanded form plus up-projecting the cached latents, whichever is
+// cheaper. *fixed gets the per-layer extra of the expanded form.
+static double mla_fpp(const mdl_model *m, double pf, double c, double *fixed) {
+    double heads = m->heads, hd = m->head_dim;
+    // Absorbed form: scores over the latent (kv_lora + rope) and values in the latent.
+    double absorbed = 2.0 * heads * (m->kv_lora_rank + m->rope_dim) + 2.0 * heads * m->kv_lora_rank;
+    // Expanded form: per-head q.k over (head_dim + rope) and p.v over head_dim, after
+    // up-projecting the c cached latents to keys and values.
+    double expanded = 2.0 * heads * (hd + m->rope_dim) + 2.0 * heads * hd;
+    double up = 2.0 * c * m->kv_lora_rank * heads * 2.0 * hd;
+    *fixed = 0;
+    if (pf * absorbed <= pf * expanded + up) return absorbed;
+    *fixed = up;
+    return expanded;
+}
+
+// One-token sequences over c >= 1 cached tokens are summed before the attention terms are
+// formed, so a batch listed per sequence and the same batch given as sums (mdl_decode_sum)
+// cost the same to the last bit. For them pairs(1, c, w) = min(c + 1, w) and MLA always takes
+// the absorbed form (checked: its condition is weakest at c = 1).
+// DSA always runs in the absorbed (MQA) form: the selected keys differ per query, so there is
+// no shared set of latents to up-project.
+static bool one_token_summable(const mdl_model *m, double n, double c) {
+    if (n != 1 || c < 1) return false;
+    if (m->attention != MDL_ATTN_MLA) return true;
+    double fixed;
+    mla_fpp(m, 2, 1, &fixed);
+    return fixed == 0;
 }
 
 void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
@@ -88,12 +158,17 @@ void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) 
         w->bytes[MDL_WG_DENSE] = w->weight_bytes[MDL_WG_DENSE];
         return;
     }
+    const mdl_decode_sum *ds = b->dsum;
     double T = 0, rows = 0;
     for (uint32_t i = 0; i < b->n; i++) {
         double n = b->seqs[i].new_tokens;
         if (n <= 0) continue;
         T += n;
         rows += b->phase == MDL_DECODE ? n : 1; // prefill: logits of the last token only
+    }
+    if (ds && ds->n) {
+        T += ds->n;
+        rows += ds->n;
     }
     if (T <= 0) return;
     w->tokens = T;
@@ -131,28 +206,40 @@ void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) 
     double wl = m->window ? m->window_layers : 0, fl = m->layers - wl;
     double kvl = m->kv_bytes_per_token_layer;
     double heads = m->heads, hd = m->head_dim;
+    // DSA: indexer FLOPs per (query, key) pair and layer, 2 * index_heads * index_head_dim for
+    // the FP8 dot products plus 2 * index_heads for the ReLU-weighted sum over heads; attention
+    // in the absorbed form over the selected keys; index keys and latents read apart.
+    bool dsa = m->attention == MDL_ATTN_DSA;
+    double ifpp = dsa ? 2.0 * m->index_heads * m->index_head_dim + 2.0 * m->index_heads : 0;
+    double dfpp = dsa ? 2.0 * heads * (m->kv_lora_rank + m->rope_dim) + 2.0 * heads * m->kv_lora_rank
+                      : 0;
+    double ikl = m->index_bytes_per_token_layer, lkl = kvl - ikl;
+    uint32_t caps[MDL_CAPS];
+    mdl_model_caps(m, caps);
+    mdl_decode_sum one = {0};   // the batch's one-token sequences, summed
+    if (ds) one = *ds;
     for (uint32_t i = 0; i < b->n; i++) {
         double n = b->seqs[i].new_tokens, c = b->seqs[i].cached_tokens;
         if (n <= 0) continue;
-        double pf = pairs(n, c, 0), pw = pairs(n, c, m->window);
-        double fpp, fixed = 0; // FLOPs per (query, key) pair and layer; per-layer extra
-        if (m->attention == MDL_ATTN_MLA) {
-            // Absorbed form: scores over the latent (kv_lora + rope) and values in the latent.
-            double absorbed =
-                2.0 * heads * (m->kv_lora_rank + m->rope_dim) + 2.0 * heads * m->kv_lora_rank;
-            // Expanded form: per-head q.k over (head_dim + rope) and p.v over head_dim, after
-            // up-projecting the c cached latents to keys and values.
-            double expanded = 2.0 * heads * (hd + m->rope_dim) + 2.0 * heads * hd;
-            double up = 2.0 * c * m->kv_lora_rank * heads * 2.0 * hd;
-            if (pf * absorbed <= pf * expanded + up) {
-                fpp = absorbed;
-            } else {
-                fpp = expanded;
-                fixed = up;
-            }
-        } else {
-            fpp = 4.0 * heads * hd;
+        if (one_token_summable(m, n, c)) {
+            mdl_decode_sum_add(&one, caps, c);
+            continue;
         }
+        double pf = pairs(n, c, 0), pw = pairs(n, c, m->window);
+        if (dsa) {
+            // The indexer scores every (query, key) pair; attention sees the top-k of each.
+            double pk = pairs(n, c, m->index_topk);
+            w->flops[MDL_WG_ATTN_INDEX] += fl * pf * ifpp;
+            w->bytes[MDL_WG_ATTN_INDEX] += fl * ikl * (c + n + n);
+            w->flops[MDL_WG_ATTN_FULL] += fl * pk * dfpp;
+            w->bytes[MDL_WG_ATTN_FULL] += fl * lkl * (KVF_MIN(c + n, (double)m->index_topk) + n);
+            continue;
+        }
+        double fpp, fixed = 0; // FLOPs per (query, key) pair and layer; per-layer extra
+        if (m->attention == MDL_ATTN_MLA)
+            fpp = mla_fpp(m, pf, c, &fixed);
+        else
+            fpp = 4.0 * heads * hd;
         w->flops[MDL_WG_ATTN_FULL] += fl * (pf * fpp + fixed);
         w->flops[MDL_WG_ATTN_WINDOW] += wl * (pw * fpp + fixed);
         // KV read once per step per sequence and layer (the chunk's own keys included), and
@@ -160,6 +247,23 @@ void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) 
         double rd_full = c + n, rd_win = m->window ? KVF_MIN(c + n, (double)m->window) : c + n;
         w->bytes[MDL_WG_ATTN_FULL] += fl * kvl * (rd_full + n);
         w->bytes[MDL_WG_ATTN_WINDOW] += wl * kvl * (rd_win + n);
+    }
+    if (one.n && dsa) {
+        // indexer: c + 1 keys scored; attention: min(c + 1, topk) keys; one token written
+        double pf = one.sum_ctx + one.n, pk = one.sum_min[MDL_CAP_TOPK];
+        w->flops[MDL_WG_ATTN_INDEX] += fl * pf * ifpp;
+        w->bytes[MDL_WG_ATTN_INDEX] += fl * ikl * (pf + one.n);
+        w->flops[MDL_WG_ATTN_FULL] += fl * pk * dfpp;
+        w->bytes[MDL_WG_ATTN_FULL] += fl * lkl * (pk + one.n);
+    } else if (one.n) {
+        // pairs(1, c, 0) = c + 1 keys read; window layers min(c + 1, window); one token written
+        double fixed, fpp = m->attention == MDL_ATTN_MLA ? mla_fpp(m, 2, 1, &fixed) : 4.0 * heads * hd;
+        double pf = one.sum_ctx + one.n;
+        double pw = m->window ? one.sum_min[MDL_CAP_WINDOW] : pf;
+        w->flops[MDL_WG_ATTN_FULL] += fl * (pf * fpp);
+        w->flops[MDL_WG_ATTN_WINDOW] += wl * (pw * fpp);
+        w->bytes[MDL_WG_ATTN_FULL] += fl * kvl * (pf + one.n);
+        w->bytes[MDL_WG_ATTN_WINDOW] += wl * kvl * (pw + one.n);
     }
 }
 
@@ -179,7 +283,7 @@ void mdl_batch_work(const mdl_model *m, const mdl_batch *b, double *flops, doubl
 // every rank needs; GQA replicates a KV head when there are more ranks than KV heads.
 static double kv_repl(const mdl_model *m, const mdl_parallel *p) {
     if (p->tp <= 1) return 1;
-    if (m->attention == MDL_ATTN_MLA) return p->tp;
+    if (m->attention != MDL_ATTN_GQA) return p->tp;
     return p->tp > m->kv_heads ? (double)p->tp / m->kv_heads : 1;
 }
 
@@ -194,16 +298,41 @@ static double link_Bps(const mdl_hardware *hw, uint32_t span) {
     return hw->nic_Bps > 0 ? hw->nic_Bps : up;
 }
 
-void mdl_roofline_eval_work(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par_in,
-                            const mdl_efficiency *eff_in, const mdl_work *w, mdl_step_cost *out) {
-    memset(out, 0, sizeof *out);
+double mdl_ep_comm_time(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
+                        const mdl_efficiency *eff_in, double tok, mdl_ep_comm *o) {
+    memset(o, 0, sizeof *o);
+    mdl_parallel p = par_norm(par);
+    mdl_efficiency eff = eff_or_default(eff_in);
+    if (p.ep <= 1 || !m->moe_layers || tok <= 0) return 0;
+    double ce = eff.comm > 0 ? eff.comm : 0.7;
+    double domain = hw->scaleup_domain ? hw->scaleup_domain : 8, k = m->experts_active;
+    double act_elem = m->kv_bytes_per_elem;
+    double disp_elem = m->weight_bytes_per_param == 1 ? 1 : act_elem;
+    o->bytes_per_copy = m->hidden * (disp_elem + act_elem);
+    double fabric = hw->scaleup_Bps / 2 * ce; // unidirectional, achieved
+    double nic = (hw->nic_Bps > 0 ? hw->nic_Bps : hw->scaleup_Bps / 2) * ce;
+    if (p.ep <= domain) {
+        o->fabric_copies = k * (p.ep - 1) / p.ep;
+    } else {
+        double D = ceil(p.ep / domain);
+        double S = p.route_nodes ? KVF_MIN(D, (double)p.route_nodes) : D;
+        double distinct = S * (1 - pow(1 - 1 / S, k));
+        o->nic_copies = distinct * (D - 1) / D;
+        o->fabric_copies = k * (domain - 1) / domain;
+    }
+    o->nic_bytes = tok * o->nic_copies * o->bytes_per_copy;
+    o->fabric_bytes = tok * o->fabric_copies * o->bytes_per_copy;
+    o->nic_s = nic > 0 ? o->nic_bytes / nic : 0;
+    o->fabric_s = fabric > 0 ? o->fabric_bytes / fabric : 0;
+    return 2 * eff.comm_latency_ns * 1e-9 + KVF_MAX(o->nic_s, o->fabric_s);
+}
+
+void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par_in,
+                        const mdl_efficiency *eff_in, const mdl_work *w, mdl_parts *pp) {
+    memset(pp, 0, sizeof *pp);
     if (w->tokens <= 0) return;
     mdl_parallel p = par_norm(par_in);
-    mdl_efficiency eff;
-    if (eff_in)
-        eff = *eff_in;
-    else
-        mdl_efficiency_default(&eff);
+    mdl_efficiency eff = eff_or_default(eff_in);
     double G = p.gpus;
     double bw = hw->hbm_Bps * eff.memory;
     double bf16 = hw->bf16_flops * eff.compute;
@@ -213,33 +342,28 @@ void mdl_roofline_eval_work(const mdl_model *m, const mdl_hardware *hw, const md
         (m->weight_bytes_per_param == 1 && hw->fp8_flops > 0) ? hw->fp8_flops * eff.compute : bf16;
     double peak_e = (ebpp == 1 && hw->fp8_flops > 0) ? hw->fp8_flops * eff.compute : bf16;
     double attn = hw->bf16_flops * (eff.attention > 0 ? eff.attention : eff.compute);
-    double peak[MDL_WG_COUNT] = {peak_d, peak_e, attn, attn};
-    double wshard[MDL_WG_COUNT] = {p.tp, expert_shards(&p), 1, 1};
+    double index_peak = hw->fp8_flops > 0 ? hw->fp8_flops * eff.compute : attn; // FP8 indexer
+    double peak[MDL_WG_COUNT] = {peak_d, peak_e, attn, attn, index_peak};
+    double wshard[MDL_WG_COUNT] = {p.tp, expert_shards(&p), 1, 1, 1};
     double repl = kv_repl(m, &p);
-    double total = 0, worst = -1;
+    bool text = w->logit_rows > 0;
+    // two micro-batches each stream the weights they use and launch their own kernels
+    pp->tbo = p.two_batch && text && w->tokens >= 2;
+    double launches = pp->tbo ? 2 : 1;
     for (int g = 0; g < MDL_WG_COUNT; g++) {
+        pp->peak[g] = peak[g];
         if (w->flops[g] <= 0 && w->bytes[g] <= 0) continue;
         double tc = w->flops[g] / (G * peak[g]);
         double other = w->bytes[g] - w->weight_bytes[g];
-        if (g >= MDL_WG_ATTN_FULL) other *= repl;
-        double tm = (w->weight_bytes[g] / wshard[g] + other / G) / bw;
+        if (g >= MDL_WG_ATTN_FULL) other *= repl; // attention groups
+        double tm = (launches * w->weight_bytes[g] / wshard[g] + other / G) / bw;
         double t = KVF_MAX(tc, tm);
         if (g == MDL_WG_EXPERT) t *= p.ep_skew;
-        total += t;
-        if (t > worst) {
-            worst = t;
-            out->compute_bound = tc >= tm;
-        }
-    }
-    out->flops = 0;
-    out->bytes = 0;
-    for (int g = 0; g < MDL_WG_COUNT; g++) {
-        out->flops += w->flops[g];
-        out->bytes += w->bytes[g];
+        pp->tc[g] = tc;
+        pp->tm[g] = tm;
+        pp->group_s[g] = t;
     }
     // Collectives (not in the vision phase: the encoder runs on one GPU in practice).
-    double comm_s = 0, comm_bytes = 0;
-    bool text = w->logit_rows > 0;
     double act_elem = m->kv_bytes_per_elem, ce = eff.comm > 0 ? eff.comm : 0.7;
     if (text && p.tp > 1) {
         double up = link_Bps(hw, p.tp);
@@ -247,42 +371,58 @@ void mdl_roofline_eval_work(const mdl_model *m, const mdl_hardware *hw, const md
         double msg = tok_group * m->hidden * act_elem;
         double per = 2.0 * (p.tp - 1) / p.tp * msg; // ring all-reduce, bytes per rank
         double n_ar = m->layers + (m->layers - (p.ep > 1 ? m->moe_layers : 0));
-        if (up > 0) comm_s += n_ar * (eff.comm_latency_ns * 1e-9 + per / (up * ce));
-        comm_bytes += n_ar * per * G;
+        if (up > 0) pp->tp_comm_s = n_ar * (eff.comm_latency_ns * 1e-9 + per / (up * ce));
+        pp->comm_bytes += n_ar * per * G;
+        pp->allreduces = n_ar;
     }
     if (text && p.ep > 1 && m->moe_layers) {
-        // Dispatch + combine per MoE layer. Inside one scale-up domain each token goes to its
-        // k experts' GPUs; across domains (DeepEP-style) a token crosses the network once per
-        // remote domain that holds one of its experts, then fans out over the scale-up fabric.
-        // FP8 models dispatch in FP8; combine returns in the activation precision.
-        double domain = hw->scaleup_domain ? hw->scaleup_domain : 8, k = m->experts_active;
-        double tok = w->tokens / G; // tokens each GPU dispatches
-        double copies;              // hidden-sized copies per token over the slowest link
-        if (p.ep <= domain) {
-            copies = k * (p.ep - 1) / p.ep;
-        } else {
-            double nodes = p.ep / domain;
-            copies = nodes * (1 - pow(1 - 1 / nodes, k)) * (nodes - 1) / nodes;
-        }
-        double up = link_Bps(hw, p.ep);
-        double disp_elem = m->weight_bytes_per_param == 1 ? 1 : act_elem;
-        double per = tok * copies * m->hidden * (disp_elem + act_elem);
-        double t1 = 2 * eff.comm_latency_ns * 1e-9 + (up > 0 ? per / (up * ce) : 0);
-        comm_s += m->moe_layers * t1 * p.ep_skew;
-        comm_bytes += m->moe_layers * per * G;
+        double t1 = mdl_ep_comm_time(m, hw, &p, &eff, w->tokens / G, &pp->ep);
+        pp->ep_comm_s = m->moe_layers * t1 * p.ep_skew;
+        pp->comm_bytes += m->moe_layers * (pp->ep.nic_bytes + pp->ep.fabric_bytes) * G;
     }
     // Collectives hidden under compute (two micro-batches, as DeepSeek's serving does): at
     // most the overlap share of them, and never more than the compute there is.
-    double ov = eff.comm_overlap > 0 ? KVF_MIN(eff.comm_overlap, 1.0) : 0;
-    comm_s -= KVF_MIN(comm_s * ov, total);
-    double fixed_s =
-        eff.step_overhead_ns * 1e-9 + (text ? m->layers * eff.layer_overhead_ns * 1e-9 : 0);
-    double s = total + comm_s + fixed_s;
+    pp->overlap = eff.comm_overlap > 0 ? KVF_MIN(eff.comm_overlap, 1.0) : 0;
+    if (pp->tbo) pp->overlap = 1;
+    pp->fixed_s = eff.step_overhead_ns * 1e-9 +
+                  (text ? launches * m->layers * eff.layer_overhead_ns * 1e-9 : 0);
+    pp->host_ns = eff.step_overhead_ns;
+    pp->ep_skew = p.ep_skew;
+    pp->valid = true;
+}
+
+void mdl_parts_finish(const mdl_parts *pp, const mdl_work *w, mdl_step_cost *out) {
+    memset(out, 0, sizeof *out);
+    if (!pp->valid) return;
+    double total = 0, worst = -1;
+    for (int g = 0; g < MDL_WG_COUNT; g++) {
+        if (w->flops[g] <= 0 && w->bytes[g] <= 0) continue;
+        double t = pp->group_s[g];
+        total += t;
+        if (t > worst) {
+            worst = t;
+            out->compute_bound = pp->tc[g] >= pp->tm[g];
+        }
+        out->flops += w->flops[g];
+        out->bytes += w->bytes[g];
+    }
+    double comm_s = 0;
+    comm_s += pp->tp_comm_s;
+    comm_s += pp->ep_comm_s;
+    comm_s -= KVF_MIN(comm_s * pp->overlap, total);
+    double s = total + comm_s + pp->fixed_s;
     out->ns = mdl_ns(s * 1e9);
     if (out->ns < 1) out->ns = 1;
     out->comm_ns = mdl_ns(comm_s * 1e9);
-    out->comm_bytes = comm_bytes;
-    out->host_ns = mdl_ns(eff.step_overhead_ns);
+    out->comm_bytes = pp->comm_bytes;
+    out->host_ns = mdl_ns(pp->host_ns);
+}
+
+void mdl_roofline_eval_work(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par_in,
+                            const mdl_efficiency *eff_in, const mdl_work *w, mdl_step_cost *out) {
+    mdl_parts pp;
+    mdl_roofline_parts(m, hw, par_in, eff_in, w, &pp);
+    mdl_parts_finish(&pp, w, out);
 }
 
 void mdl_roofline_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
@@ -302,7 +442,7 @@ static void roofline_destroy(mdl_stepper *s) {
     free(s);
 }
 
-static const mdl_stepper_vt roofline_vt = {"roofline", roofline_cost, roofline_destroy};
+static const mdl_stepper_vt roofline_vt = {"roofline", roofline_cost, roofline_destroy, true};
 
 mdl_stepper *mdl_roofline_create(const mdl_model *m, const mdl_hardware *hw,
                                  const mdl_parallel *par, const mdl_efficiency *eff) {
@@ -323,6 +463,7 @@ void mdl_stepper_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out) {
     s->vt->cost(s, b, out);
     s->calls++;
     if (out->extrapolated) s->extrapolations++;
+    if (out->table_fallback) s->table_fallbacks++;
 }
 
 void mdl_stepper_destroy(mdl_stepper *s) {

@@ -57,24 +57,49 @@ void *rpt_db_handle(rpt_db *db);
 
 // ---- economics (reports/rpt_econ.c) -----------------------------------------------------
 // Money figures of a run from the scenario's `economics` keys and the run's GPU-hours and
-// token counts. Every figure "per day" is the run's rate scaled to 86,400 s. Model, in short:
+// token counts. Model, in short:
+//   a day        the run's rate of traffic is placed in a day: trace t = 0 falls at
+//                trace_start_utc, and each hour of the day carries day_profile[h] (shares, default
+//                flat) of the day's traffic. The day's tokens are the run's tokens x 86400 / E,
+//                E = integral over the run of d(t) (d = 24 x the hour's share, mean 1; E = the
+//                run's length for a flat profile), and the off-peak share of the day's tokens is
+//                the profile's share inside the window -- never where a short run happens to
+//                fall. Without day_profile, a run of a day or more keeps its own schedule: its
+//                requests are billed peak/off-peak by arrival and scaled by 86400 / run length.
+//                Costs: the fleet's GPU-hours per run second x 86400 (provisioned all day).
 //   GPU part     rent: gpu_hour_usd per GPU-hour; own: capex/(depreciation_years*8760 h)
 //   power part   own only: power_w_per_gpu/1000 * pue * kwh_usd per GPU-hour (rent includes it)
 //   network      network_usd_per_gpu_hour per GPU-hour
-//   SSD, DRAM    TB provisioned * usd per TB-month / (365/12) per day
-//   revenue      (1 - free_share) * sum over class, period of factor * (hit*p_hit + miss*p_miss
-//                + out*p_out) / 1e6, factor = offpeak.price_factor inside the off-peak window
+//   SSD          bounded store: its capacity. Unbounded store: the store the retention needs in
+//                steady state, sum over classes of (class write rate x class retention), the
+//                class write rate being the store's write rate split by the class's cache-miss
+//                input tokens (the blocks written are the computed ones); never less than the
+//                run's peak; a class kept forever is billed at its share of the peak. Billed
+//                TB x ssd_tb_month_usd / (365/12) per day.
+//   DRAM         TB provisioned * dram_tb_month_usd / (365/12) per day
+//   revenue      (1 - free_share) * sum over class of (hit*p_hit + miss*p_miss + out*p_out) / 1e6
+//                x (1 - s_off + s_off * offpeak.price_factor), s_off the day's off-peak share
 //   payback      capex_per_gpu_usd * GPUs / (revenue/day - cash opex/day), cash opex = power
 //                (always from the power keys, as if owned) + SSD + DRAM + network; +inf when the
 //                denominator is not positive (JSON null)
+//   break-even   price factor: cost / revenue. Output price with input prices kept: (cost -
+//                input revenue) / billable output Mtok, clamped at 0 with break_even_note saying
+//                that input revenue alone covers the cost.
 //   cost/Mtok    GPU-proportional parts split by GPU-hours: vision + prefill -> input, decode ->
 //                output, colocated by colocated_input_share (else by computed tokens: miss
 //                input vs output); SSD and DRAM -> input. Divided by all input (hit + miss) or
 //                output tokens, billed or free.
 //   sensitivity  hit rate h: every class gets hit rate h; prefill GPU-hours (and GPUs) scale by
-//                w(h)/w(h0), w(h) = (1-h) + h*hit_cost_ratio (a hit costs that fraction of a
-//                computed token); revenue re-billed. Utilisation u: same fleet, traffic (tokens,
-//                revenue) scaled by u/u0. Price: all prices times a factor.
+//                w(h)/w(h0), w(h) = 1 - s*h, s the share of prefill FLOPs a unit of hit rate
+//                saves, from the run's own prefill FLOPs (1 - actual/no_reuse) / h0; only a run
+//                without FLOPs falls back to s = 1 - hit_cost_ratio; revenue re-billed.
+//                Utilisation u (GPU-hour weighted busy share): same fleet, traffic scaled by
+//                u/u0, up to the point where the busiest pool is fully busy (capacity; rows
+//                beyond it are not drawn). Price: all prices times a factor.
+//   per GW       copies of this cluster filling a gigawatt: 1e9 / (power_w_per_gpu * pue) GPUs,
+//                every per-day figure scaled by that over the cluster's GPUs (JSON per_gigawatt)
+//   units        margin is a fraction in JSON and the database; the report shows it in percent
+//                in every table and chart.
 
 struct json_t;                   // jansson's object type
 
@@ -130,7 +155,12 @@ typedef struct rpt_econ_config {
     int n_cls;
     double free_share;           // fraction of traffic not billed, [0, 1]
     double trace_start_s;        // time of day (s after 00:00 UTC) at trace t = 0
-    double hit_cost_ratio;       // cost of a hit token relative to a computed one (sensitivity)
+    double hit_cost_ratio;       // cost of a hit token relative to a computed one; used only
+                                 // when the run reports no prefill FLOPs (sensitivity)
+    double day_profile[24];      // share of a day's traffic in each UTC hour (normalised)
+    bool day_profile_set;        // false: flat (or the run's own schedule when >= 1 day)
+    double gpu_hour_range[2];    // all-in USD per GPU-hour, low and high (0, 0 = none): the
+                                 // cost and margin are also given at both ends, as if rented
 } rpt_econ_config;
 
 // Scenario keys below `economics.` (rpt_econ_config_set), type and default:
@@ -152,7 +182,9 @@ typedef struct rpt_econ_config {
 //   prices_per_mtok.CLASS.input_hit|input_miss|output  per-class override (<= 16 classes)
 //   free_share                number in [0, 1]                    0
 //   trace_start_utc           "HH:MM"                             "00:00"
-//   hit_cost_ratio            number in [0, 1]                    0.05
+//   day_profile               24 numbers >= 0, not all 0          flat
+//   gpu_hour_usd_range        [low, high], 0 <= low <= high       none
+//   hit_cost_ratio            number in [0, 1]                    0.05 (runs without FLOPs)
 // Fills *c with the defaults above.
 void rpt_econ_config_default(rpt_econ_config *c);
 // Sets one key below `economics.` from its text, e.g. ("offpeak.start_utc", "16:30"),
@@ -169,6 +201,7 @@ typedef struct rpt_econ_class_usage {
     double hit[2];               // cache-hit input tokens, [0] peak, [1] off-peak
     double miss[2];              // cache-miss input tokens
     double output[2];            // output tokens
+    double retention_s;          // SSD retention of the class (s); <= 0 = kept until evicted
 } rpt_econ_class_usage;
 
 typedef struct rpt_econ_input {
@@ -179,6 +212,10 @@ typedef struct rpt_econ_input {
     double colocated_input_share;    // share of colocated GPU time that is prefill; NaN = tokens
     double ssd_tb;               // SSD provisioned for the KV store (TB; peak stored if unbounded)
     double dram_tb;              // DRAM for the KV tier (TB)
+    bool ssd_unbounded;          // the store has no capacity: bill the store retention needs
+    double ssd_write_Bps;        // bytes written to the store per run second
+    double prefill_flops;        // prefill FLOPs spent (with reuse); 0 = unknown
+    double prefill_flops_no_reuse;   // the same prompts computed without any reuse
     rpt_econ_class_usage cls[RPT_ECON_MAX_CLASSES];
     int n_cls;                   // classes beyond the limit are added to the last slot ("other")
 } rpt_econ_input;
@@ -198,6 +235,7 @@ typedef struct rpt_econ_sens_row {
     double margin_fixed_revenue; // hit-rate table: margin with revenue held at the actual
     double payback_days;         // +inf when never
     double prefill_gpus;         // hit-rate table: re-derived prefill (+colocated) GPUs
+    bool capped;                 // utilisation table: the row at capacity (busiest pool full)
 } rpt_econ_sens_row;
 
 typedef struct rpt_econ_sens {
@@ -232,6 +270,18 @@ typedef struct rpt_econ_result {
     double hit_rate;             // hit / (hit + miss), all classes
     double utilization;          // GPU-hour weighted; NaN when unknown
     double input_tokens_per_day, output_tokens_per_day;
+    const char *day_basis;       // "day_profile", "flat day profile", "the run's own schedule"
+    double offpeak_share;        // share of the day's tokens billed off-peak
+    double day_scale;            // the day's tokens / the run's tokens
+    double ssd_tb_billed;        // SSD billed (TB)
+    const char *ssd_basis;       // "capacity", "retention steady state", "peak stored"
+    double ssd_tb_by_class[RPT_ECON_MAX_CLASSES];   // steady-state store by class (TB); NaN: none
+    double hit_saving;           // s: share of prefill work saved per unit of hit rate
+    const char *hit_basis;       // "prefill FLOPs of this run" or "hit_cost_ratio"
+    double capacity_utilization; // fleet utilisation at which the busiest pool is fully busy
+    char break_even_note[200];   // why the output break-even is clamped or missing; "" if not
+    double range_cost_per_day_usd[2];   // at gpu_hour_range low/high (NaN without a range)
+    double range_margin[2];
     rpt_econ_sens by_hit_rate;
     rpt_econ_sens by_utilization;   // empty when utilisation is unknown
     rpt_econ_sens by_price;

@@ -1,10 +1,11 @@
 // reports/rpt_econ.c -- cost, revenue, margin, payback and their sensitivities.
 //
-// The model is written out in reports/rpt.h above rpt_econ_config. Figures are computed per
-// day from the run's rates (period figures x 86400 / simulated_s), so a one-hour run and a
-// one-day run of the same steady traffic give the same daily figures. The off-peak split is
-// done by the caller per request (rpt_econ_input_add), by arrival time, which is how the
-// provider bills; the daily scaling keeps that split as observed during the run.
+// The model is written out in reports/rpt.h above rpt_econ_config. A day's figures place the
+// run's traffic in a day by the day profile (flat unless economics.day_profile says otherwise):
+// the day's tokens are the run's scaled by 86400 / E (E = the run's length weighted by the
+// profile), and the off-peak share is the profile's, so a short run billed at 00:00 and at
+// 09:00 gives the same day. A run of a day or more without a profile keeps its own schedule
+// (requests bucketed peak/off-peak by arrival, rpt_econ_input_add).
 //
 // Sensitivity tables are closed-form re-evaluations of the same model with one input moved;
 // no run is repeated. Margin against the hit rate is a ratio of two functions linear in the
@@ -44,6 +45,8 @@ void rpt_econ_config_default(rpt_econ_config *c) {
     c->free_share = 0;
     c->trace_start_s = 0;
     c->hit_cost_ratio = 0.05;
+    for (int h = 0; h < 24; h++) c->day_profile[h] = 1.0 / 24;
+    c->day_profile_set = false;
 }
 
 // ---- parsing ----------------------------------------------------------------------------
@@ -126,6 +129,55 @@ kvf_status rpt_econ_config_set(rpt_econ_config *c, const char *key, const char *
         if (!parse_num(value, nums[i].lo, nums[i].hi, dst))
             return bad_value(err, key, value, want);
         if (!strcmp(key, "offpeak.price_factor")) c->offpeak_on = true;
+        return KVF_OK;
+    }
+    if (!strcmp(key, "gpu_hour_usd_range")) {
+        double lo, hi;
+        char tail;
+        if (!value || sscanf(value, " [ %lf , %lf ] %c", &lo, &hi, &tail) != 2 || !isfinite(lo) ||
+            !isfinite(hi) || lo < 0 || hi < lo || hi > 1e9)
+            return bad_value(err, key, value, "[low, high] USD per GPU-hour, 0 <= low <= high");
+        c->gpu_hour_range[0] = lo;
+        c->gpu_hour_range[1] = hi;
+        return KVF_OK;
+    }
+    if (!strcmp(key, "day_profile")) {
+        // "[s0, s1, ..., s23]" (a YAML flow sequence as text), or null for flat
+        if (is_null(value)) {
+            for (int h = 0; h < 24; h++) c->day_profile[h] = 1.0 / 24;
+            c->day_profile_set = false;
+            return KVF_OK;
+        }
+        const char *want = "a list of 24 shares >= 0 (hours 00-23 UTC), not all 0";
+        const char *q = value;
+        while (q && *q == ' ') q++;
+        if (!q || *q != '[') return bad_value(err, key, value, want);
+        q++;
+        double v[24], sum = 0;
+        int n = 0;
+        for (;;) {
+            while (*q == ' ') q++;
+            if (*q == ']' && n == 0) break;
+            char *end;
+            double x = strtod(q, &end);
+            if (end == q || !isfinite(x) || x < 0 || x > 1e12 || n == 24)
+                return bad_value(err, key, value, want);
+            v[n++] = x;
+            sum += x;
+            q = end;
+            while (*q == ' ') q++;
+            if (*q == ',') {
+                q++;
+                continue;
+            }
+            if (*q == ']') break;
+            return bad_value(err, key, value, want);
+        }
+        q++;
+        while (*q == ' ') q++;
+        if (*q || n != 24 || !(sum > 0)) return bad_value(err, key, value, want);
+        for (int h = 0; h < 24; h++) c->day_profile[h] = v[h] / sum;
+        c->day_profile_set = true;
         return KVF_OK;
     }
     if (!strcmp(key, "cost_model")) {
@@ -245,8 +297,52 @@ static rpt_econ_prices class_prices(const rpt_econ_config *c, const char *cls) {
     return p;
 }
 
+// Seconds of [a, b) inside the off-peak window, for 0 <= a <= b <= 86400 (time of day).
+static double window_overlap(const rpt_econ_config *c, double a, double b) {
+    if (!c->offpeak_on || c->offpeak_start_s == c->offpeak_end_s) return 0.0;
+    double s = c->offpeak_start_s, e = c->offpeak_end_s;
+    if (s < e) return KVF_MAX(0.0, KVF_MIN(b, e) - KVF_MAX(a, s));
+    return KVF_MAX(0.0, b - KVF_MAX(a, s)) + KVF_MAX(0.0, KVF_MIN(b, e) - a);   // wraps
+}
+
+// How the run's traffic is placed in a day: the day's tokens per run token, the off-peak
+// share of the day's tokens, and what the two rest on.
+typedef struct day_place {
+    bool own_schedule;        // use the run's own peak/off-peak buckets
+    double scale;             // day tokens / run tokens
+    double offpeak_share;     // share of the day's tokens off-peak (profile modes)
+    const char *basis;
+} day_place;
+
+static day_place place_in_day(const rpt_econ_config *c, const rpt_econ_input *in) {
+    day_place d = {false, DAY_S / in->simulated_s, 0.0, "flat day profile"};
+    if (!c->day_profile_set && in->simulated_s >= DAY_S) {
+        d.own_schedule = true;
+        d.basis = "the run's own schedule (a day or more)";
+        return d;
+    }
+    if (c->day_profile_set) d.basis = "day_profile";
+    // off-peak share of a day: each hour's share x the part of the hour inside the window
+    for (int h = 0; h < 24; h++)
+        d.offpeak_share += c->day_profile[h] * window_overlap(c, h * 3600.0, (h + 1) * 3600.0) / 3600.0;
+    // E = integral over the run of 24 x share(hour), walked hour by hour from trace_start_utc
+    double e = 0, t = 0, T = in->simulated_s;
+    while (t < T) {
+        double tod = fmod(c->trace_start_s + t, DAY_S);
+        int h = (int)(tod / 3600.0);
+        if (h > 23) h = 23;
+        double step = KVF_MIN((h + 1) * 3600.0 - tod, T - t);
+        if (step <= 0) step = KVF_MIN(1e-6, T - t);
+        e += 24.0 * c->day_profile[h] * step;
+        t += step;
+    }
+    d.scale = e > 0 ? DAY_S / e : 0.0;
+    if (!(e > 0)) d.basis = "day_profile (the run falls in hours with no traffic share)";
+    return d;
+}
+
 // How the revenue is re-evaluated: traffic scale, forced hit rate (NaN = as observed),
-// price factor, and a uniform output price override (NaN = the configured ones).
+// price factor.
 typedef struct rev_case {
     double traffic;
     double hit_rate;
@@ -259,29 +355,49 @@ typedef struct rev_out {
     double out_mtok_weighted;             // billable output Mtok/day x period factor
 } rev_out;
 
-static rev_out revenue(const rpt_econ_config *c, const rpt_econ_input *in, rev_case rc) {
+static rev_out revenue(const rpt_econ_config *c, const rpt_econ_input *in, const day_place *dp,
+                       rev_case rc) {
     rev_out r;
     memset(&r, 0, sizeof r);
-    double day = DAY_S / in->simulated_s * rc.traffic;
+    double day = dp->scale * rc.traffic;
     double bill = (1.0 - c->free_share) * rc.price_factor;
+    double off_f = c->offpeak_on ? c->offpeak_price_factor : 1.0;
     for (int k = 0; k < in->n_cls; k++) {
         const rpt_econ_class_usage *u = &in->cls[k];
         rpt_econ_prices p = class_prices(c, u->cls);
+        // per period: tokens and price factor; in profile modes both buckets are pooled and
+        // billed at the day's mean factor
+        double hit[2], miss[2], out[2], f[2];
+        if (dp->own_schedule) {
+            for (int per = 0; per < 2; per++) {
+                hit[per] = u->hit[per];
+                miss[per] = u->miss[per];
+                out[per] = u->output[per];
+            }
+            f[0] = 1.0;
+            f[1] = off_f;
+        } else {
+            hit[0] = u->hit[0] + u->hit[1];
+            miss[0] = u->miss[0] + u->miss[1];
+            out[0] = u->output[0] + u->output[1];
+            hit[1] = miss[1] = out[1] = 0;
+            f[0] = 1.0 - dp->offpeak_share + dp->offpeak_share * off_f;
+            f[1] = 0;
+        }
         double cls_rev = 0;
         for (int per = 0; per < 2; per++) {
-            double f = per ? (c->offpeak_on ? c->offpeak_price_factor : 1.0) : 1.0;
-            double hit = u->hit[per], miss = u->miss[per];
+            double h = hit[per], m = miss[per];
             if (!isnan(rc.hit_rate)) {
-                double t = hit + miss;
-                hit = rc.hit_rate * t;
-                miss = t - hit;
+                double t = h + m;
+                h = rc.hit_rate * t;
+                m = t - h;
             }
-            double ri = f * bill * (hit * p.input_hit + miss * p.input_miss) / 1e6 * day;
-            double ro = f * bill * u->output[per] * p.output / 1e6 * day;
+            double ri = f[per] * bill * (h * p.input_hit + m * p.input_miss) / 1e6 * day;
+            double ro = f[per] * bill * out[per] * p.output / 1e6 * day;
             r.input += ri;
             r.output += ro;
             cls_rev += ri + ro;
-            r.out_mtok_weighted += f * (1.0 - c->free_share) * u->output[per] / 1e6 * day;
+            r.out_mtok_weighted += f[per] * (1.0 - c->free_share) * out[per] / 1e6 * day;
         }
         r.by_class[k] = cls_rev;
     }
@@ -294,14 +410,14 @@ static double power_per_gpu_hour(const rpt_econ_config *c) {
     return c->power_w_per_gpu / 1000.0 * c->pue * c->kwh_usd;
 }
 
-// Cost parts per day for gpu_h_day GPU-hours a day.
-static void cost_parts(const rpt_econ_config *c, const rpt_econ_input *in, double gpu_h_day,
-                       double parts[RPT_COST_N]) {
+// Cost parts per day for gpu_h_day GPU-hours a day and ssd_tb of SSD billed.
+static void cost_parts(const rpt_econ_config *c, const rpt_econ_input *in, double ssd_tb,
+                       double gpu_h_day, double parts[RPT_COST_N]) {
     double per_gpu_h = c->own ? c->capex_per_gpu_usd / (c->depreciation_years * HOURS_PER_YEAR)
                               : c->gpu_hour_usd;
     parts[RPT_COST_GPU] = per_gpu_h * gpu_h_day;
     parts[RPT_COST_POWER] = c->own ? power_per_gpu_hour(c) * gpu_h_day : 0.0;
-    parts[RPT_COST_SSD] = in->ssd_tb * c->ssd_tb_month_usd / DAYS_PER_MONTH;
+    parts[RPT_COST_SSD] = ssd_tb * c->ssd_tb_month_usd / DAYS_PER_MONTH;
     parts[RPT_COST_DRAM] = in->dram_tb * c->dram_tb_month_usd / DAYS_PER_MONTH;
     parts[RPT_COST_NETWORK] = c->network_usd_per_gpu_hour * gpu_h_day;
 }
@@ -312,10 +428,9 @@ static double sum_parts(const double parts[RPT_COST_N]) {
     return s;
 }
 
-static double payback(const rpt_econ_config *c, const rpt_econ_input *in, double gpus,
-                      double gpu_h_day, double rev_day, double *opex_out) {
-    double opex = power_per_gpu_hour(c) * gpu_h_day +
-                  in->ssd_tb * c->ssd_tb_month_usd / DAYS_PER_MONTH +
+static double payback(const rpt_econ_config *c, const rpt_econ_input *in, double ssd_tb,
+                      double gpus, double gpu_h_day, double rev_day, double *opex_out) {
+    double opex = power_per_gpu_hour(c) * gpu_h_day + ssd_tb * c->ssd_tb_month_usd / DAYS_PER_MONTH +
                   in->dram_tb * c->dram_tb_month_usd / DAYS_PER_MONTH +
                   c->network_usd_per_gpu_hour * gpu_h_day;
     if (opex_out) *opex_out = opex;
@@ -323,6 +438,37 @@ static double payback(const rpt_econ_config *c, const rpt_econ_input *in, double
     if (capex <= 0) return 0.0;
     double gain = rev_day - opex;
     return gain > 0 ? capex / gain : INFINITY;
+}
+
+// The SSD to bill (TB) and what it rests on; fills by_class (TB, NaN where not by retention).
+static double ssd_billed(const rpt_econ_input *in, const char **basis,
+                         double by_class[RPT_ECON_MAX_CLASSES]) {
+    for (int k = 0; k < RPT_ECON_MAX_CLASSES; k++) by_class[k] = NAN;
+    double miss = 0;
+    for (int k = 0; k < in->n_cls; k++) miss += in->cls[k].miss[0] + in->cls[k].miss[1];
+    double steady = 0, forever_share = 0;
+    bool any = false;
+    for (int k = 0; k < in->n_cls; k++) {
+        double share = miss > 0 ? (in->cls[k].miss[0] + in->cls[k].miss[1]) / miss : 0;
+        if (in->cls[k].retention_s > 0) {
+            by_class[k] = in->ssd_write_Bps * share * in->cls[k].retention_s / 1e12;
+            steady += by_class[k];
+            any = true;
+        } else {
+            forever_share += share;
+        }
+    }
+    if (!in->ssd_unbounded) {
+        *basis = "capacity";
+        return in->ssd_tb;
+    }
+    double tb = steady + forever_share * in->ssd_tb;
+    if (!any || tb < in->ssd_tb) {
+        *basis = "peak stored during the run";
+        return in->ssd_tb;
+    }
+    *basis = "retention steady state (class write rate x retention)";
+    return tb;
 }
 
 static double margin_of(double rev, double cost) {
@@ -353,6 +499,10 @@ static kvf_status check_in(const rpt_econ_input *in, kvf_err *err) {
     if (!(in->ssd_tb >= 0) || !(in->dram_tb >= 0) || !isfinite(in->ssd_tb) ||
         !isfinite(in->dram_tb))
         return kvf_fail(err, KVF_EINVAL, "economics: bad SSD or DRAM terabytes");
+    if (!(in->ssd_write_Bps >= 0) || !isfinite(in->ssd_write_Bps) || !(in->prefill_flops >= 0) ||
+        !isfinite(in->prefill_flops) || !(in->prefill_flops_no_reuse >= 0) ||
+        !isfinite(in->prefill_flops_no_reuse))
+        return kvf_fail(err, KVF_EINVAL, "economics: bad SSD write rate or prefill FLOPs");
     if (in->n_cls < 0 || in->n_cls > RPT_ECON_MAX_CLASSES)
         return kvf_fail(err, KVF_EINVAL, "economics: bad class count %d", in->n_cls);
     for (int k = 0; k < in->n_cls; k++)
@@ -371,8 +521,11 @@ kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
     kvf_status st = check_in(in, err);
     if (st) return st;
     rpt_econ_result *r = out;
-    double to_day = DAY_S / in->simulated_s;
+    double to_day = DAY_S / in->simulated_s;   // GPU-hours: the fleet is provisioned all day
+    day_place dp = place_in_day(c, in);
     r->days = in->simulated_s / DAY_S;
+    r->day_basis = dp.basis;
+    r->day_scale = dp.scale;
     double gh_total = 0, gpus = 0;
     for (int p = 0; p < RPT_POOL_N; p++) {
         gh_total += in->gpu_hours[p];
@@ -382,19 +535,24 @@ kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
     r->gpu_hours = gh_total;
     r->gpu_hours_per_day = gh_total * to_day;
 
-    double hit = 0, miss = 0, outp = 0;
+    double hit = 0, miss = 0, outp = 0, off = 0;
     for (int k = 0; k < in->n_cls; k++)
         for (int per = 0; per < 2; per++) {
             hit += in->cls[k].hit[per];
             miss += in->cls[k].miss[per];
             outp += in->cls[k].output[per];
+            if (per) off += in->cls[k].hit[1] + in->cls[k].miss[1] + in->cls[k].output[1];
         }
+    r->offpeak_share = dp.own_schedule ? (hit + miss + outp > 0 ? off / (hit + miss + outp) : 0)
+                                       : dp.offpeak_share;
     r->hit_rate = hit + miss > 0 ? hit / (hit + miss) : NAN;
-    r->input_tokens_per_day = (hit + miss) * to_day;
-    r->output_tokens_per_day = outp * to_day;
+    r->input_tokens_per_day = (hit + miss) * dp.scale;
+    r->output_tokens_per_day = outp * dp.scale;
 
     // costs
-    cost_parts(c, in, r->gpu_hours_per_day, r->cost_per_day_by_part);
+    double ssd_tb = ssd_billed(in, &r->ssd_basis, r->ssd_tb_by_class);
+    r->ssd_tb_billed = ssd_tb;
+    cost_parts(c, in, ssd_tb, r->gpu_hours_per_day, r->cost_per_day_by_part);
     r->cost_per_day_usd = sum_parts(r->cost_per_day_by_part);
     for (int i = 0; i < RPT_COST_N; i++)
         r->cost_per_gpu_hour_by_part[i] =
@@ -404,7 +562,7 @@ kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
     r->cost_usd = r->cost_per_day_usd * r->days;
 
     // revenue
-    rev_out rv = revenue(c, in, (rev_case){1.0, NAN, 1.0});
+    rev_out rv = revenue(c, in, &dp, (rev_case){1.0, NAN, 1.0});
     r->revenue_per_day_usd = rv.total;
     r->revenue_input_per_day_usd = rv.input;
     r->revenue_output_per_day_usd = rv.output;
@@ -432,32 +590,68 @@ kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
 
     // payback and break-even
     r->capex_usd = c->capex_per_gpu_usd * gpus;
-    r->payback_days =
-        payback(c, in, gpus, r->gpu_hours_per_day, rv.total, &r->cash_opex_per_day_usd);
+    r->payback_days = payback(c, in, ssd_tb, gpus, r->gpu_hours_per_day, rv.total,
+                              &r->cash_opex_per_day_usd);
     r->break_even_price_factor = rv.total > 0 ? r->cost_per_day_usd / rv.total : NAN;
-    r->break_even_output_usd_per_mtok =
-        rv.out_mtok_weighted > 0 ? (r->cost_per_day_usd - rv.input) / rv.out_mtok_weighted : NAN;
+    if (!(rv.out_mtok_weighted > 0)) {
+        r->break_even_output_usd_per_mtok = NAN;
+        snprintf(r->break_even_note, sizeof r->break_even_note,
+                 "no billable output tokens: no output price breaks even on its own");
+    } else {
+        double be = (r->cost_per_day_usd - rv.input) / rv.out_mtok_weighted;
+        if (be < 0) {
+            snprintf(r->break_even_note, sizeof r->break_even_note,
+                     "input revenue alone (%.4g USD/day) covers the cost (%.4g USD/day): any "
+                     "output price >= 0 breaks even",
+                     rv.input, r->cost_per_day_usd);
+            be = 0;
+        }
+        r->break_even_output_usd_per_mtok = be;
+    }
 
-    double uw = 0, ugh = 0;
+    // the all-in range: every GPU-hour at the low and the high price, storage as above
+    for (int e = 0; e < 2; e++) {
+        r->range_cost_per_day_usd[e] = NAN;
+        r->range_margin[e] = NAN;
+        if (!(c->gpu_hour_range[1] > 0)) continue;
+        rpt_econ_config rc = *c;
+        rc.own = false;
+        rc.gpu_hour_usd = c->gpu_hour_range[e];
+        double parts[RPT_COST_N];
+        cost_parts(&rc, in, ssd_tb, r->gpu_hours_per_day, parts);
+        r->range_cost_per_day_usd[e] = sum_parts(parts);
+        r->range_margin[e] = margin_of(rv.total, r->range_cost_per_day_usd[e]);
+    }
+
+    double uw = 0, ugh = 0, umax = 0;
     for (int p = 0; p < RPT_POOL_N; p++)
         if (in->utilization[p] >= 0 && in->gpu_hours[p] > 0) {
             uw += in->utilization[p] * in->gpu_hours[p];
             ugh += in->gpu_hours[p];
+            umax = KVF_MAX(umax, in->utilization[p]);
         }
     r->utilization = ugh > 0 ? uw / ugh : NAN;
+    r->capacity_utilization = umax > 0 ? r->utilization / umax : NAN;
 
-    // sensitivity: cache-hit rate
+    // sensitivity: cache-hit rate. w(h) = 1 - s*h is the prefill work at hit rate h relative
+    // to no reuse; s from this run's prefill FLOPs where it has them.
     rpt_econ_sens *sh = &r->by_hit_rate;
     static const double hgrid[] = {0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1};
     for (size_t i = 0; i < sizeof hgrid / sizeof hgrid[0]; i++) sens_insert(sh, hgrid[i]);
     double h0 = isnan(r->hit_rate) ? 0 : r->hit_rate;
     if (!isnan(r->hit_rate)) sens_insert(sh, h0);
-    double lam = c->hit_cost_ratio;
-    double w0 = KVF_MAX((1 - h0) + h0 * lam, 1e-9);
+    double sv = 1.0 - c->hit_cost_ratio;
+    r->hit_basis = "hit_cost_ratio";
+    if (in->prefill_flops > 0 && in->prefill_flops_no_reuse >= in->prefill_flops && h0 > 0) {
+        sv = KVF_MIN(1.0, (1.0 - in->prefill_flops / in->prefill_flops_no_reuse) / h0);
+        r->hit_basis = "prefill FLOPs of this run";
+    }
+    r->hit_saving = sv;
+    double w0 = KVF_MAX(1 - sv * h0, 1e-9);
     for (int i = 0; i < sh->n; i++) {
         rpt_econ_sens_row *row = &sh->row[i];
         double h = row->x;
-        double ratio = KVF_MAX((1 - h) + h * lam, 1e-9) / w0;
+        double ratio = KVF_MAX(1 - sv * h, 1e-9) / w0;
         double gh[RPT_POOL_N], g[RPT_POOL_N];
         for (int p = 0; p < RPT_POOL_N; p++) {
             gh[p] = in->gpu_hours[p];
@@ -472,30 +666,35 @@ kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
             ghd += gh[p] * to_day;
             gs += g[p];
         }
-        cost_parts(c, in, ghd, parts);
-        rev_out rh = revenue(c, in, (rev_case){1.0, isnan(r->hit_rate) ? NAN : h, 1.0});
+        cost_parts(c, in, ssd_tb, ghd, parts);
+        rev_out rh = revenue(c, in, &dp, (rev_case){1.0, isnan(r->hit_rate) ? NAN : h, 1.0});
         row->cost_per_day_usd = sum_parts(parts);
         row->revenue_per_day_usd = rh.total;
         row->margin = margin_of(rh.total, row->cost_per_day_usd);
         row->margin_fixed_revenue = margin_of(rv.total, row->cost_per_day_usd);
-        row->payback_days = payback(c, in, gs, ghd, rh.total, NULL);
+        row->payback_days = payback(c, in, ssd_tb, gs, ghd, rh.total, NULL);
         row->prefill_gpus = g[RPT_POOL_PREFILL] + g[RPT_POOL_COLOCATED] * coloc_in;
     }
 
-    // sensitivity: utilisation (same fleet, traffic scaled by u / u0)
+    // sensitivity: utilisation (same fleet, traffic scaled by u / u0), up to capacity: the
+    // utilisation at which the busiest pool is fully busy
     if (r->utilization > 0) {
         rpt_econ_sens *su = &r->by_utilization;
-        for (int i = 1; i <= 10; i++) sens_insert(su, i / 10.0);
+        double ucap = r->capacity_utilization;
+        for (int i = 1; i <= 10; i++)
+            if (i / 10.0 < ucap - 1e-9) sens_insert(su, i / 10.0);
         sens_insert(su, r->utilization);
+        sens_insert(su, ucap);
         for (int i = 0; i < su->n; i++) {
             rpt_econ_sens_row *row = &su->row[i];
-            rev_out ru = revenue(c, in, (rev_case){row->x / r->utilization, NAN, 1.0});
+            rev_out ru = revenue(c, in, &dp, (rev_case){row->x / r->utilization, NAN, 1.0});
             row->cost_per_day_usd = r->cost_per_day_usd;
             row->revenue_per_day_usd = ru.total;
             row->margin = margin_of(ru.total, r->cost_per_day_usd);
             row->margin_fixed_revenue = NAN;
-            row->payback_days = payback(c, in, gpus, r->gpu_hours_per_day, ru.total, NULL);
+            row->payback_days = payback(c, in, ssd_tb, gpus, r->gpu_hours_per_day, ru.total, NULL);
             row->prefill_gpus = in->gpus[RPT_POOL_PREFILL] + in->gpus[RPT_POOL_COLOCATED] * coloc_in;
+            row->capped = fabs(row->x - ucap) < 1e-9;
         }
     }
 
@@ -513,7 +712,7 @@ kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
         row->revenue_per_day_usd = rev;
         row->margin = margin_of(rev, r->cost_per_day_usd);
         row->margin_fixed_revenue = NAN;
-        row->payback_days = payback(c, in, gpus, r->gpu_hours_per_day, rev, NULL);
+        row->payback_days = payback(c, in, ssd_tb, gpus, r->gpu_hours_per_day, rev, NULL);
         row->prefill_gpus = in->gpus[RPT_POOL_PREFILL] + in->gpus[RPT_POOL_COLOCATED] * coloc_in;
     }
     return KVF_OK;
@@ -537,6 +736,7 @@ static json_t *sens_json(const rpt_econ_sens *s) {
         json_object_set_new(o, "margin_fixed_revenue", jnum(w->margin_fixed_revenue));
         json_object_set_new(o, "payback_days", jnum(w->payback_days));
         json_object_set_new(o, "prefill_gpus", jnum(w->prefill_gpus));
+        if (w->capped) json_object_set_new(o, "capacity", json_true());
         json_array_append_new(a, o);
     }
     return a;
@@ -574,7 +774,48 @@ json_t *rpt_econ_to_json(const rpt_econ_config *c, const rpt_econ_result *r) {
     json_object_set_new(o, "break_even_price_factor", jnum(r->break_even_price_factor));
     json_object_set_new(o, "break_even_output_usd_per_mtok",
                         jnum(r->break_even_output_usd_per_mtok));
+    if (r->break_even_note[0])
+        json_object_set_new(o, "break_even_note", json_string(r->break_even_note));
     json_object_set_new(o, "input_cost_share", jnum(r->input_cost_share));
+    json_object_set_new(o, "day_basis", json_string(r->day_basis ? r->day_basis : ""));
+    json_object_set_new(o, "offpeak_share", jnum(r->offpeak_share));
+    json_object_set_new(o, "trace_start_utc_s", jnum(c ? c->trace_start_s : NAN));
+    if (c && c->day_profile_set) {
+        json_t *dpj = json_array();
+        for (int h = 0; h < 24; h++) json_array_append_new(dpj, jnum(c->day_profile[h]));
+        json_object_set_new(o, "day_profile", dpj);
+    }
+    if (c && c->gpu_hour_range[1] > 0) {
+        // scalars, so a dotted path names each ("economics.gpu_hour_range.margin_at_high")
+        json_t *g = json_object();
+        json_object_set_new(g, "low_usd", jnum(c->gpu_hour_range[0]));
+        json_object_set_new(g, "high_usd", jnum(c->gpu_hour_range[1]));
+        json_object_set_new(g, "cost_per_day_usd_at_low", jnum(r->range_cost_per_day_usd[0]));
+        json_object_set_new(g, "cost_per_day_usd_at_high", jnum(r->range_cost_per_day_usd[1]));
+        json_object_set_new(g, "margin_at_low", jnum(r->range_margin[0]));
+        json_object_set_new(g, "margin_at_high", jnum(r->range_margin[1]));
+        json_object_set_new(o, "gpu_hour_range", g);
+    }
+    // a gigawatt of copies of this cluster: GPUs per GW from wall power and PUE
+    if (c && c->power_w_per_gpu > 0 && r->gpus > 0) {
+        double per_gw = 1e9 / (c->power_w_per_gpu * c->pue), k = per_gw / r->gpus;
+        json_t *g = json_object();
+        json_object_set_new(g, "gpus", jnum(per_gw));
+        json_object_set_new(g, "cost_per_day_usd", jnum(r->cost_per_day_usd * k));
+        json_object_set_new(g, "revenue_per_day_usd", jnum(r->revenue_per_day_usd * k));
+        json_object_set_new(g, "tokens_per_day",
+                            jnum((r->input_tokens_per_day + r->output_tokens_per_day) * k));
+        json_object_set_new(g, "ssd_tb", jnum(r->ssd_tb_billed * k));
+        json_object_set_new(o, "per_gigawatt", g);
+    }
+    json_object_set_new(o, "ssd_tb_billed", jnum(r->ssd_tb_billed));
+    double tok_day = r->input_tokens_per_day + r->output_tokens_per_day;
+    json_object_set_new(o, "ssd_bytes_per_daily_token",
+                        jnum(tok_day > 0 ? r->ssd_tb_billed * 1e12 / tok_day : NAN));
+    json_object_set_new(o, "ssd_basis", json_string(r->ssd_basis ? r->ssd_basis : ""));
+    json_object_set_new(o, "hit_saving_per_unit_hit_rate", jnum(r->hit_saving));
+    json_object_set_new(o, "hit_sensitivity_basis", json_string(r->hit_basis ? r->hit_basis : ""));
+    json_object_set_new(o, "capacity_utilization", jnum(r->capacity_utilization));
     json_object_set_new(o, "hit_rate", jnum(r->hit_rate));
     json_object_set_new(o, "utilization", jnum(r->utilization));
     json_object_set_new(o, "input_tokens_per_day", jnum(r->input_tokens_per_day));
@@ -607,6 +848,9 @@ kvf_status rpt_econ_write_db(rpt_db *db, const rpt_econ_result *r, kvf_err *err)
         {"economics.break_even_output_usd_per_mtok", r->break_even_output_usd_per_mtok},
         {"economics.gpu_hours", r->gpu_hours},
         {"economics.hit_rate", r->hit_rate},
+        {"economics.offpeak_share", r->offpeak_share},
+        {"economics.ssd_tb_billed", r->ssd_tb_billed},
+        {"economics.hit_saving_per_unit_hit_rate", r->hit_saving},
     };
     kvf_status s;
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)

@@ -624,11 +624,9 @@ static void cell_text(page *p, const char *s) {
     rpt_buf_puts(&p->m, " |");
 }
 
-// A number cell; key (may be NULL) names its summary.json path, and the exact value is kept
-// in data-value.
-static void cell_num(page *p, const char *key, double x) {
-    char s[64];
-    rpt_fmt_num(x, s, sizeof s);
+// A number cell showing text s; key (may be NULL) names its summary.json path, and the exact
+// value x is kept in data-value.
+static void cell_keyed(page *p, const char *key, double x, const char *s) {
     rpt_buf_puts(&p->h, "<td class=\"num\"");
     if (key) {
         rpt_buf_puts(&p->h, " data-key=\"");
@@ -643,15 +641,23 @@ static void cell_num(page *p, const char *key, double x) {
     rpt_buf_printf(&p->m, " %s |", s);
 }
 
-static void cell_pct(page *p, double x) {
+static void cell_num(page *p, const char *key, double x) {
+    char s[64];
+    rpt_fmt_num(x, s, sizeof s);
+    cell_keyed(p, key, x, s);
+}
+
+// A fraction shown in percent (data-value keeps the fraction).
+static void cell_pct_key(page *p, const char *key, double x) {
     char s[64];
     if (isfinite(x))
         snprintf(s, sizeof s, "%.2f %%", x * 100);
     else
         snprintf(s, sizeof s, "n/a");
-    rpt_buf_printf(&p->h, "<td class=\"num\">%s</td>", s);
-    rpt_buf_printf(&p->m, " %s |", s);
+    cell_keyed(p, key, x, s);
 }
+
+static void cell_pct(page *p, double x) { cell_pct_key(p, NULL, x); }
 
 static void cell_json(page *p, const char *key, json_t *v) {
     if (json_is_number(v))
@@ -863,6 +869,67 @@ static void hit_story(page *p, json_t *e) {
     both_para(p, "meta", line);
 }
 
+// Published figures beside the run's (summary.json "published", from the scenario's
+// `published` section): the first section when present, every row marked input or output.
+static void sec_published(rep *r, page *p) {
+    json_t *a = json_object_get(r->summary, "published");
+    if (!json_is_array(a) || !json_array_size(a)) return;
+    both_heading(p, 2, "published", "Published against simulated");
+    both_para(p, "meta",
+              "Each published figure beside the run's. 'input' rows are set by the scenario (the "
+              "simulated column shows the value the run used, where the summary holds it); "
+              "'output' rows are produced by the run and are checks, never fitted. The gap is "
+              "against the nearer end of a published range; 'rests on' names what the simulated "
+              "figure depends on.");
+    static const char *const heads[] = {"figure", "published", "simulated", "gap",
+                                        "input/output", "what it rests on"};
+    tab_open(p, "published-table", heads, 6, "lrrrll");
+    size_t i;
+    json_t *o;
+    json_array_foreach(a, i, o) {
+        const char *name = json_string_value(json_object_get(o, "name"));
+        const char *unit = json_string_value(json_object_get(o, "unit"));
+        const char *role = json_string_value(json_object_get(o, "role"));
+        const char *key = json_string_value(json_object_get(o, "summary_key"));
+        const char *rests = json_string_value(json_object_get(o, "rests_on"));
+        char lab[160], pub[128], v1[48], v2[48];
+        snprintf(lab, sizeof lab, "%s%s%s%s", name ? name : "?", unit && *unit ? " (" : "",
+                 unit && *unit ? unit : "", unit && *unit ? ")" : "");
+        rpt_fmt_num(rpt_json_num(o, "value"), v1, sizeof v1);
+        if (json_is_number(json_object_get(o, "high"))) {
+            rpt_fmt_num(rpt_json_num(o, "high"), v2, sizeof v2);
+            snprintf(pub, sizeof pub, "%s - %s", v1, v2);
+        } else {
+            snprintf(pub, sizeof pub, "%s", v1);
+        }
+        row_open(p);
+        cell_text(p, lab);
+        cell_text(p, pub);
+        json_t *sim = json_object_get(o, "simulated");
+        char dk[160];
+        snprintf(dk, sizeof dk, "published.%s", name ? name : "?");
+        if (json_is_number(sim))
+            cell_num(p, dk, json_number_value(sim));
+        else
+            cell_text(p, role && !strcmp(role, "input") ? "used as published" : "n/a");
+        json_t *g = json_object_get(o, "gap_pct");
+        if (json_is_number(g)) {
+            char gs[48];
+            snprintf(gs, sizeof gs, "%+.1f %%", json_number_value(g));
+            cell_text(p, gs);
+        } else {
+            cell_text(p, "-");
+        }
+        cell_text(p, role ? role : "?");
+        char rs[400];
+        snprintf(rs, sizeof rs, "%s%s%s%s", rests ? rests : "", key && *key ? " [" : "",
+                 key && *key ? key : "", key && *key ? "]" : "");
+        cell_text(p, rs);
+        row_close(p);
+    }
+    tab_close(p);
+}
+
 static void sec_economics(rep *r, page *p) {
     both_heading(p, 2, "economics", "Economics");
     json_t *e = json_object_get(r->summary, "economics");
@@ -880,7 +947,7 @@ static void sec_economics(rep *r, page *p) {
         {"revenue_per_day_usd", "revenue per day (USD)"},
         {"revenue_input_per_day_usd", "  of which input tokens"},
         {"revenue_output_per_day_usd", "  of which output tokens"},
-        {"margin", "margin, (revenue - cost) / revenue (fraction)"},
+        {"margin", "margin, (revenue - cost) / revenue (%)"},
         {"cost_per_gpu_hour_usd", "all-in cost per GPU-hour (USD)"},
         {"cost_per_mtok_usd.input", "cost per million input tokens (USD)"},
         {"cost_per_mtok_usd.output", "cost per million output tokens (USD)"},
@@ -889,10 +956,16 @@ static void sec_economics(rep *r, page *p) {
         {"cash_opex_per_day_usd", "cash opex per day (USD)"},
         {"payback_days", "payback of capex (days)"},
         {"break_even_price_factor", "break-even price factor (all prices x)"},
-        {"break_even_output_usd_per_mtok",
-         "break-even output price (USD/Mtok; < 0: input revenue alone covers cost)"},
-        {"hit_rate", "cache hit rate (billing)"},
-        {"utilization", "utilisation (GPU-hour weighted)"},
+        {"break_even_output_usd_per_mtok", "break-even output price (USD/Mtok, input prices kept)"},
+        {"break_even_note", "  why it is 0 or missing"},
+        {"day_basis", "how the run is placed in a day"},
+        {"offpeak_share", "share of the day's tokens billed off-peak (%)"},
+        {"ssd_tb_billed", "SSD billed (TB)"},
+        {"ssd_basis", "  what the SSD figure rests on"},
+        {"hit_rate", "cache hit rate (billing, %)"},
+        {"hit_sensitivity_basis", "hit-rate sensitivity rests on"},
+        {"utilization", "utilisation (GPU-hour weighted, %)"},
+        {"capacity_utilization", "utilisation at capacity (busiest pool full, %)"},
         {"cost_usd", "cost over the run (USD)"},
         {"revenue_usd", "revenue over the run (USD)"},
     };
@@ -907,6 +980,8 @@ static void sec_economics(rep *r, page *p) {
         cell_text(p, rows[i].label);
         if (!strcmp(rows[i].key, "payback_days") && json_is_null(v))
             cell_text(p, "never (revenue does not cover cash opex)");
+        else if (strstr(rows[i].label, "(%)") || strstr(rows[i].label, ", %)"))
+            cell_pct_key(p, key, json_is_number(v) ? json_number_value(v) : NAN);
         else
             cell_json(p, key, v);
         cell_text(p, key);
@@ -941,13 +1016,17 @@ static void sec_economics(rep *r, page *p) {
         both_heading(p, 3, "sens-hit", "Margin and payback against the cache-hit rate");
         both_para(p, "meta",
                   "Each row gives every class this hit rate and re-bills it; prefill GPUs scale "
-                  "with (1 - h) + h x hit_cost_ratio relative to this run. 'Margin, revenue held' "
-                  "keeps this run's revenue and shows the cost side alone.");
+                  "with 1 - s x h relative to this run, s (economics.hit_saving_per_unit_hit_rate) "
+                  "the share of prefill work a unit of hit rate saves, taken from this run's "
+                  "prefill FLOPs with and without reuse (economics.hit_sensitivity_basis). "
+                  "'Margin, revenue held' keeps this run's revenue and shows the cost side alone.");
         sens_table(p, e, "hit_rate", "sens-hit-table", "hit rate", true);
         hit_story(p, e);
         if (json_array_size(json_object_get(sens, "utilization"))) {
             both_heading(p, 3, "sens-util", "Against utilisation");
-            both_para(p, "meta", "Same fleet; traffic, and so revenue, scaled to the utilisation.");
+            both_para(p, "meta", "Same fleet; traffic, and so revenue, scaled to the utilisation, "
+                                 "up to capacity: the last row is where the busiest pool is fully "
+                                 "busy; no row goes past it.");
             sens_table(p, e, "utilization", "sens-util-table", "utilisation", false);
         }
         both_heading(p, 3, "sens-price", "Against price");
@@ -1138,7 +1217,10 @@ kvf_status rpt_report_write(const char *dir, bool html, bool md, kvf_err *err) {
     rpt_buf_html(&pg.h, title);
     rpt_buf_printf(&pg.h, "</title>\n<style>%s</style></head><body>\n<h1>", CSS);
     rpt_buf_html(&pg.h, title);
-    rpt_buf_puts(&pg.h, "</h1>\n<nav><a href=\"#scenario\">scenario</a><a href=\"#headline\">"
+    rpt_buf_puts(&pg.h, "</h1>\n<nav>");
+    if (json_array_size(json_object_get(r->summary, "published")))
+        rpt_buf_puts(&pg.h, "<a href=\"#published\">published</a>");
+    rpt_buf_puts(&pg.h, "<a href=\"#scenario\">scenario</a><a href=\"#headline\">"
                         "headline</a><a href=\"#charts\">charts</a><a href=\"#economics\">"
                         "economics</a>");
     if (r->validation) rpt_buf_puts(&pg.h, "<a href=\"#validation\">validation</a>");
@@ -1147,6 +1229,7 @@ kvf_status rpt_report_write(const char *dir, bool html, bool md, kvf_err *err) {
     rpt_buf_puts(&pg.m, "Results directory: `");
     rpt_buf_puts(&pg.m, dir);
     rpt_buf_puts(&pg.m, "` (summary.json, results.db).\n");
+    sec_published(r, &pg);
     sec_run(r, &pg);
     sec_headline(r, &pg);
     sec_charts(r, &pg);

@@ -16,6 +16,9 @@ static void usage(FILE *f) {
             "\n"
             "usage:\n"
             "  kvfleet run SCENARIO [-o DIR] [--set K=V]... [--trace FILE] [--seed N] [--json]\n"
+            "  kvfleet run SCENARIO --explain-step [--step-phase decode|prefill] [--step-seqs N]\n"
+            "              [--step-context C] [--step-prompt T] [--step-chunks N] [--set K=V]...\n"
+            "  kvfleet hw check FILE\n"
             "  kvfleet trace stats|gen|convert ...\n"
             "  kvfleet engine profile [--model M] [--backend cpu|cuda] [--quick] [-o FILE]\n"
             "                 [--check PROFILE]\n"
@@ -28,6 +31,7 @@ static void usage(FILE *f) {
             "  kvfleet plan SCENARIO [--slo ttft_p90_ms=X] [--slo tpot_p90_ms=Y] [--max-gpus N]\n"
             "               [--vary-ratio] [--gpus-per-instance LIST] [--find max-rate] [--tol X]\n"
             "               [--set K=V]... [--json]\n"
+            "  kvfleet assess TRACE [--json] [-o DIR] [--format F] [--scenario FILE] [--set K=V]...\n"
             "  kvfleet report DIR [--format html|md]\n"
             "  kvfleet compare DIR... [--json]\n"
             "  kvfleet version\n",
@@ -50,7 +54,9 @@ int main(int argc, char **argv) {
         {"run", sim_cli_run},         {"trace", trc_cli_main},
         {"engine", sim_cli_engine},   {"validate", sim_cli_validate},
         {"sweep", sim_cli_sweep},     {"plan", sim_cli_plan},
+        {"assess", sim_cli_assess},
         {"report", rpt_report_cli_main}, {"compare", rpt_compare_cli_main},
+        {"hw", sim_cli_hw},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(cmd, cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);

@@ -41,7 +41,7 @@ typedef struct sim_schedule_entry {
 } sim_schedule_entry;
 
 // Where a key of the scenario was set (for messages that name file:line and key).
-enum { SIM_KEY_LINES_MAX = 256, SIM_KEY_MAX = 64 };
+enum { SIM_KEY_LINES_MAX = 256, SIM_KEY_MAX = 64, SIM_PUBLISHED_MAX = 32 };
 typedef struct sim_key_line {
     char key[SIM_KEY_MAX];        // dotted key, e.g. "cluster.prefill.instances"
     int32_t line;                 // 1-based line in the scenario file; -1 = set by --set
@@ -53,6 +53,20 @@ typedef struct sim_tier_cfg {
     double latency_ns;            // per transfer
 } sim_tier_cfg;
 
+// One published figure (scenario section `published.NAME`): value (and high for a range),
+// role input (the scenario sets it) or output (the run produces it), the summary.json key of
+// the simulated figure, the factor from that key's unit to the published one, the unit, and
+// what the simulated figure rests on.
+typedef struct sim_published {
+    char name[48];
+    double value, high;           // high NaN = a single figure
+    bool output;                  // role: output (else input)
+    char summary_key[96];         // "" = none (an input used as is)
+    double scale;                 // published unit per summary unit (default 1)
+    char unit[24];
+    char rests_on[240];
+} sim_published;
+
 typedef struct sim_config {
     char name[SIM_NAME_MAX];
     char path[SIM_PATH_MAX];      // scenario file (for messages), "" when built in code
@@ -60,12 +74,14 @@ typedef struct sim_config {
     uint64_t seed;
     char model[SIM_PATH_MAX];     // models/<name>.yaml or a path
     char hardware[SIM_PATH_MAX];  // models/hardware/<name>.yaml or a path
-    char step_model[32];          // roofline | calibrated
+    char step_model[32];          // roofline | calibrated | table
     char profile[SIM_PATH_MAX];   // calibrated: engine profile CSV
     mdl_efficiency eff;           // roofline efficiency factors (efficiency.*)
     double ep_skew;               // MoE: hottest GPU load over mean (>= 1)
     double ep_redundant_experts;  // fraction of redundant experts the EP balancer adds (0..1)
     double ep_skew_sd;            // > 0: skew drawn per MoE step, max(1, N(ep_skew, sd))
+    uint32_t ep_route_nodes;      // node-limited routing: scale-up domains per token (0 = any)
+    bool ep_two_batch;            // two micro-batches overlap communication with compute
     // workload
     char trace[SIM_PATH_MAX];     // trace file ("" with generate)
     trc_options trace_opt;        // format, time_scale, rate_rps, limit, window, bucket, ...
@@ -80,6 +96,9 @@ typedef struct sim_config {
     double generate_images_p;     // probability a request carries one image
     bool generate_closed_loop;    // continued turns wait for the previous turn + think time
     double generate_think_s;      // closed loop: mean think time (0 = the generator's 5 s)
+    double sample_rate;           // R in (0, 1]: simulate sessions/prefix roots hashing below R
+                                  // on a cluster scaled by R (sim/sim_sample.h), 1 = all
+    double generate_mix[3];       // mixed: shares of new sessions chatbot, agent, coding (0 = default)
     // cluster
     sim_mode mode;
     sim_pool_cfg vision, prefill, decode;
@@ -120,6 +139,10 @@ typedef struct sim_config {
     // outputs
     double sample_interval_s;     // time-series sampling period
     bool write_requests;          // request table rows
+    // published figures to set beside the run's (section `published`): checks, never inputs
+    // to a fit; each names the summary.json key it compares with and what it rests on
+    int32_t n_published;
+    sim_published published[SIM_PUBLISHED_MAX];
     // where each key was set (filled by sim_config_load/sim_config_set; defaults have none)
     int32_t n_key_lines;
     sim_key_line key_lines[SIM_KEY_LINES_MAX];
@@ -167,6 +190,10 @@ typedef struct sim_run_opts {
     const char *timeline_path;    // Chrome trace JSON of batch steps, NULL = off
     double timeline_from_s, timeline_to_s;
     volatile int *interrupt;      // set non-zero (e.g. by SIGINT) to stop early
+    bool router_check;            // min-load routers assert their index against a scan (tests)
+    bool decode_single;           // no runs of decode steps in one event (tests compare)
+    bool decode_listed;           // decode steps list every running sequence (the O(batch)
+                                  // reference path) instead of running sums; tests compare
 } sim_run_opts;
 
 // The i-th numeric scenario key (0-based) with its allowed range in the file's unit (lo

@@ -14,6 +14,7 @@
 
 #include "sim_cluster.h"
 #include "sim_run.h"
+#include "sim_sample.h"
 
 #define LINK_DRAM 0
 #define LINK_SSD 1
@@ -109,7 +110,17 @@ static void reschedule_link(sim_cluster *c, uint32_t id) {
 }
 
 static void link_send(sim_cluster *c, uint32_t id, double bytes, uint64_t tag) {
-    sim_link *l = &c->links[id].link;
+    sim_link_ref *lr = &c->links[id];
+    sim_link *l = &lr->link;
+    if (lr->kind == LINK_SSDW) {
+        // Nobody waits for a write-down: no flow and no event, only the backlog it builds
+        // (the link busy until busy_until at full rate), whose peak the summary reports.
+        sim_time start = lr->busy_until > c->now ? lr->busy_until : c->now;
+        lr->busy_until = start + (sim_time)llround(bytes / l->Bps * 1e9);
+        double backlog = (double)(lr->busy_until - c->now) * 1e-9;
+        if (backlog > c->m.ssd_write_backlog_s_peak) c->m.ssd_write_backlog_s_peak = backlog;
+        return;
+    }
     // latency is charged as bytes at line rate so it shares the one completion event
     sim_link_add(l, c->now, bytes + (double)l->latency_ns * 1e-9 * l->Bps, tag);
     reschedule_link(c, id);
@@ -122,6 +133,7 @@ static uint32_t add_link(sim_cluster *c, double Bps, sim_time lat, uint32_t inst
     sim_link_init(&r->link, Bps, lat);
     r->inst = inst;
     r->kind = kind;
+    r->busy_until = 0;
     return (uint32_t)c->n_links++;
 }
 
@@ -140,13 +152,14 @@ static void batch_reserve(sim_inst *in, uint32_t n) {
 }
 
 static void step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, uint32_t images,
-                      mdl_step_cost *out) {
+                      const mdl_decode_sum *ds, mdl_step_cost *out) {
     if (c->cfg->ep_skew_sd > 0 && c->model.experts) {
         // the hottest GPU's load varies step to step; the step waits for it
         double sk = c->ep_skew_base + c->cfg->ep_skew_sd * kvf_rng_normal(&c->rng);
         p->stepper->par.ep_skew = sk > 1 ? sk : 1;
     }
-    mdl_batch b = {.phase = phase, .seqs = c->seqs, .n = n, .images = images};
+    mdl_batch b = {.phase = phase, .seqs = c->seqs, .n = n, .images = images,
+                   .dsum = ds && ds->n ? ds : NULL};
     mdl_stepper_cost(p->stepper, &b, out);
     if (out->ns > (int64_t)MDL_MAX_STEP_NS && c->status == KVF_OK) {
         kvf_fail(c->err, KVF_EINVAL,
@@ -158,6 +171,7 @@ static void step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, 
     if (out->ns < 1) out->ns = 1;
     c->m.steps++;
     if (out->extrapolated) c->m.extrapolated_steps++;
+    if (out->table_fallback) c->m.table_fallbacks++;
 }
 
 double sim_cluster_prefill_s(sim_cluster *c, sim_pool *p, uint32_t tokens, uint32_t cached) {
@@ -298,6 +312,7 @@ static void read_trace(sim_cluster *c) {
             c->reader_done = true;
             return;
         }
+        if (c->sampler && !sim_sample_keep(c->sampler, &t)) continue;
         uint32_t slot = req_from_trace(c, &t);
         sim_req *r = REQ(c, slot);
         if (c->closed_loop) {
@@ -439,11 +454,13 @@ static void finish(sim_cluster *c, uint32_t slot, const char *status) {
         double e2e = (double)(c->now - r->arrival_ns) * 1e-6;
         sim_samples_add(&c->m.ttft_ms, ttft);
         sim_samples_add(&c->m.e2e_ms, e2e);
+        if (r->cls < 8) c->m.cls_done[r->cls]++, c->m.cls_ttft_ms[r->cls] += ttft;
         bool tpot_ok = true;
         if (r->produced > 1) {
             double tpot = (double)(r->last_ns - r->first_ns) * 1e-6 / (r->produced - 1);
             sim_samples_add(&c->m.tpot_ms, tpot);
             if (tpot > 0) sim_samples_add(&c->m.gen_tok_s, 1000.0 / tpot);
+            if (tpot > 0 && r->cls < 8) c->m.cls_gen_tok_s[r->cls] += 1000.0 / tpot, c->m.cls_gen_n[r->cls]++;
             tpot_ok = tpot <= c->cfg->slo_tpot_p90_ms;
         }
         if (ttft <= c->cfg->slo_ttft_p90_ms && tpot_ok) c->m.slo_ok++;
@@ -486,6 +503,7 @@ static void reject(sim_cluster *c, uint32_t slot, const char *why) {
 // ---- prefill ---------------------------------------------------------------------------------
 static void try_start(sim_cluster *c, sim_inst *in);
 static void running_add(sim_inst *in, sim_req *r, uint32_t slot);
+static void dsum_join(sim_cluster *c, sim_inst *in, uint32_t slot);
 
 static void count_prefill_work(sim_cluster *c, const sim_req *r, uint32_t replay) {
     mdl_seq s[1];
@@ -621,8 +639,7 @@ static void route_prefill(sim_cluster *c, uint32_t slot) {
         reject(c, slot, "no_instance");
         return;
     }
-    sim_route_fn fn = sim_router_prefill(c->cfg->router_prefill);
-    uint32_t id = fn(c, p, r);
+    uint32_t id = p->route(c, p, r);
     if (id == SIM_NONE) {
         reject(c, slot, "slo");
         return;
@@ -641,7 +658,7 @@ static void start_decode_transfer(sim_cluster *c, sim_inst *pin, uint32_t slot) 
         reject(c, slot, "no_instance");
         return;
     }
-    uint32_t id = sim_router_decode(c->cfg->router_decode)(c, dp, r);
+    uint32_t id = dp->route(c, dp, r);
     r->dinst = id;
     r->state = SIM_RS_TRANSFER;
     double bytes = mdl_kv_seq_bytes(&c->model, r->input);   // window layers send their window
@@ -679,6 +696,7 @@ static void prefill_finish(sim_cluster *c, sim_inst *in, uint32_t slot) {
         r->state = SIM_RS_DECODE;
         r->dinst = in->id;
         running_add(in, r, slot);
+        if (in->dsum_on) dsum_join(c, in, slot);
         return;
     }
     start_decode_transfer(c, in, slot);
@@ -686,6 +704,7 @@ static void prefill_finish(sim_cluster *c, sim_inst *in, uint32_t slot) {
 
 // ---- decode ----------------------------------------------------------------------------------
 static void running_add(sim_inst *in, sim_req *r, uint32_t slot) {
+    if (r->flags & TRC_F_STRUCTURED) in->n_structured++;
     if (in->n_running + 1 > in->running_cap) {
         size_t cap = in->running_cap;
         kvf_grow((void **)&in->running, &cap, in->n_running + 1, sizeof *in->running);
@@ -696,6 +715,7 @@ static void running_add(sim_inst *in, sim_req *r, uint32_t slot) {
 }
 
 static void running_remove(sim_cluster *c, sim_inst *in, uint32_t pos) {
+    if (REQ(c, in->running[pos])->flags & TRC_F_STRUCTURED) in->n_structured--;
     uint32_t last = in->running[--in->n_running];
     if (pos < in->n_running) {
         in->running[pos] = last;
@@ -704,6 +724,287 @@ static void running_remove(sim_cluster *c, sim_inst *in, uint32_t pos) {
 }
 
 static uint32_t ctx_tokens(const sim_req *r) { return r->input + r->produced - 1; }
+
+// ---- decode sums -----------------------------------------------------------------------------
+// A decode instance keeps its batch as running sums (sim_dsum) so a step costs O(1) in the
+// batch size, not O(batch): the step model takes (n, sum of contexts, sums capped by the
+// window), a heap of finish steps retires requests, and the ITL histogram takes one weighted
+// add per step. Every member emits one token per step (no draft tokens: speculative steps
+// draw acceptance per sequence and take the listed path), so member i's context during step
+// k + 1 is dctx0_i + k, and its produced count and last token time are brought up to date
+// (dsum_sync) only when something reads them. Requests that rebuild their KV after a
+// preemption are listed for that one step (recomp), then join.
+//
+// The listed path (sim_run_opts.decode_listed, and any instance whose step model needs every
+// sequence) is kept as the reference: both give the same runs (tests/test_sim.c compares),
+// because step models cost summed and listed one-token sequences to the bit and finishing
+// requests leave the running array in the order the listed path visits them.
+static void gheap_push(sim_gheap *h, uint64_t key, uint32_t slot, uint32_t gen) {
+    if (h->n == h->cap) kvf_grow((void **)&h->e, &h->cap, h->n + 1, sizeof *h->e);
+    size_t i = h->n++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (h->e[p].key <= key) break;
+        h->e[i] = h->e[p];
+        i = p;
+    }
+    h->e[i] = (struct sim_gentry){key, slot, gen};
+}
+
+static struct sim_gentry gheap_pop(sim_gheap *h) {
+    KVF_ASSERT(h->n > 0);
+    struct sim_gentry top = h->e[0], last = h->e[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && h->e[c + 1].key < h->e[c].key) c++;
+        if (h->e[c].key >= last.key) break;
+        h->e[i] = h->e[c];
+        i = c;
+    }
+    if (h->n) h->e[i] = last;
+    return top;
+}
+
+static void gheap_free(sim_gheap *h) {
+    free(h->e);
+    memset(h, 0, sizeof *h);
+}
+
+static void u32_append(uint32_t **a, uint32_t *n, uint32_t *cap, uint32_t v) {
+    if (*n == *cap) {
+        size_t c2 = *cap;
+        kvf_grow((void **)a, &c2, *n + 1, sizeof **a);
+        *cap = (uint32_t)c2;
+    }
+    (*a)[(*n)++] = v;
+}
+
+static bool u32_remove(uint32_t *a, uint32_t *n, uint32_t v) {
+    for (uint32_t i = 0; i < *n; i++)
+        if (a[i] == v) {
+            memmove(a + i, a + i + 1, (*n - i - 1) * sizeof *a);
+            (*n)--;
+            return true;
+        }
+    return false;
+}
+
+static void dsum_free(sim_dsum *d) {
+    for (int j = 0; j < MDL_CAPS; j++) gheap_free(&d->below[j]);
+    gheap_free(&d->fin);
+    free(d->fresh);
+    free(d->recomp);
+    free(d->scratch);
+    memset(d, 0, sizeof *d);
+}
+
+// Brings a member's produced count and last token time up to the instance's step count.
+static void dsum_sync(sim_inst *in, sim_req *r) {
+    if (!in->dsum_on || !r->dgen || in->ds.k <= r->dk0) return;
+    r->produced += (uint32_t)(in->ds.k - r->dk0);
+    r->last_ns = in->ds.last_end;
+    r->dk0 = in->ds.k;
+}
+
+// r (running on in, produced and last_ns current) becomes a member from the next step on.
+static void dsum_join(sim_cluster *c, sim_inst *in, uint32_t slot) {
+    sim_dsum *d = &in->ds;
+    sim_req *r = REQ(c, slot);
+    KVF_ASSERT(!r->dgen && !r->recompute && r->produced < r->output);
+    if (++c->dgen == 0) c->dgen = 1;
+    r->dgen = c->dgen;
+    r->dk0 = d->k;
+    r->dctx0 = (int64_t)ctx_tokens(r) - (int64_t)d->k;
+    d->n++;
+    d->a += r->dctx0;
+    for (int j = 0; j < MDL_CAPS; j++) {
+        if (!d->caps[j]) continue;
+        int64_t at = (int64_t)d->caps[j] - 1 - r->dctx0;   // step count reaching the cap
+        if ((int64_t)d->k < at) {
+            d->n_below[j]++;
+            d->a_below[j] += r->dctx0;
+            gheap_push(&d->below[j], (uint64_t)at, slot, r->dgen);
+        }
+    }
+    gheap_push(&d->fin, d->k + (r->output - r->produced), slot, r->dgen);
+    u32_append(&d->fresh, &d->n_fresh, &d->fresh_cap, slot);
+}
+
+// r (a member, synced) leaves the sums; its heap entries go stale.
+static void dsum_leave(sim_cluster *c, sim_inst *in, uint32_t slot) {
+    sim_dsum *d = &in->ds;
+    sim_req *r = REQ(c, slot);
+    KVF_ASSERT(r->dgen && d->n > 0);
+    d->n--;
+    d->a -= r->dctx0;
+    for (int j = 0; j < MDL_CAPS; j++) {
+        if (!d->caps[j]) continue;
+        if ((int64_t)d->k < (int64_t)d->caps[j] - 1 - r->dctx0) {
+            d->n_below[j]--;
+            d->a_below[j] -= r->dctx0;
+        }
+    }
+    r->dgen = 0;
+    if (r->dk0 == d->k) u32_remove(d->fresh, &d->n_fresh, slot);
+}
+
+// The batch's decode members as the step model's sums at step count k (>= d->k, and no
+// member reaching a cap in between).
+static mdl_decode_sum dsum_batch_at(const sim_dsum *d, uint64_t k) {
+    mdl_decode_sum b = {.n = d->n, .sum_ctx = (double)(d->a + (int64_t)d->n * (int64_t)k)};
+    for (int j = 0; j < MDL_CAPS; j++) {
+        if (!d->caps[j]) continue;
+        int64_t below = d->a_below[j] + (int64_t)d->n_below[j] * (int64_t)(k + 1);
+        b.sum_min[j] = (double)(below + (int64_t)(d->n - d->n_below[j]) * d->caps[j]);
+    }
+    return b;
+}
+
+static mdl_decode_sum dsum_batch(const sim_dsum *d) { return dsum_batch_at(d, d->k); }
+
+// ---- runs of decode steps --------------------------------------------------------------------
+// Between two changes of a decode batch (an admission, a finish, a member reaching a window,
+// a preemption) its steps differ only by each member's context growing by one. Such a stretch
+// is one event: the steps' durations are computed one by one (the same step-model calls as
+// single steps), only the last step's end is scheduled, and the steps before it are settled
+// when it fires (dsum_run_settle). A request arriving for the instance meanwhile (its decode
+// queue or, colocated, its prefill queue) cuts the run at the first step end not before it,
+// where a single-step instance would admit it. Runs are taken only where nothing reads the
+// instance between steps except the sampler (which settles what has passed): not under a
+// router that balances decode KV over several instances, not with per-step random skew, not
+// with a step timeline.
+enum { RUN_MAX = 4096 };
+
+// Steps of the run in flight whose ends lie strictly before t (the last one excluded: its
+// event settles it).
+static uint32_t run_passed(const sim_inst *in, sim_time t) {
+    uint32_t lo = 0, hi = in->run_m ? in->run_m - 1 : 0;   // first j with run_end[j] >= t
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (in->run_end[mid] < t) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+// Settles steps [0, upto) of the run in flight: their tokens, ITL gaps and KV.
+static void dsum_run_settle(sim_cluster *c, sim_inst *in, uint32_t upto) {
+    sim_dsum *d = &in->ds;
+    uint32_t n = d->n;
+    for (uint32_t j = 0; j < upto; j++) {
+        sim_time end = in->run_end[j];
+        uint32_t steady = n - d->n_fresh;
+        if (steady) sim_hist_add_ns(&c->m.itl_ms, end - d->last_end, steady);
+        for (uint32_t i = 0; i < d->n_fresh; i++)
+            sim_hist_add_ns(&c->m.itl_ms, end - REQ(c, d->fresh[i])->last_ns, 1);
+        d->n_fresh = 0;
+        in->kv_used += n;
+        c->m.output_tokens += n;
+        if (j >= in->run_attr) c->m.iv_out += n;
+        c->m.decode_step_tokens += n;
+        c->m.decode_step_seqs += n;
+        c->m.decode_steps++;
+        d->k++;
+        d->last_end = end;
+    }
+}
+
+// KV held by the instance at now, with the steps of its run that have passed.
+static double inst_kv_used(const sim_inst *in, sim_time now) {
+    if (in->run_m <= 1 || !in->busy) return in->kv_used;
+    return in->kv_used + (double)in->ds.n * run_passed(in, now);
+}
+
+static void pos_push(uint32_t *h, size_t *n, uint32_t v) {
+    size_t i = (*n)++;
+    while (i > 0 && h[(i - 1) / 2] > v) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = v;
+}
+
+static uint32_t pos_pop(uint32_t *h, size_t *n) {
+    uint32_t top = h[0], last = h[--(*n)];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && h[c + 1] < h[c]) c++;
+        if (h[c] >= last) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n) h[i] = last;
+    return top;
+}
+
+// The end of a decode step on an instance keeping sums: every member emits one token; those
+// whose last token it was finish, in the order the listed path would finish them.
+static void dsum_step_done(sim_cluster *c, sim_inst *in) {
+    sim_dsum *d = &in->ds;
+    uint32_t n = d->n;
+    if (n) {
+        uint32_t steady = n - d->n_fresh;
+        if (steady) sim_hist_add_ns(&c->m.itl_ms, c->now - d->last_end, steady);
+        for (uint32_t i = 0; i < d->n_fresh; i++)
+            sim_hist_add_ns(&c->m.itl_ms, c->now - REQ(c, d->fresh[i])->last_ns, 1);
+        d->n_fresh = 0;
+        in->kv_used += n;
+        c->m.output_tokens += n;
+        c->m.iv_out += n;
+        c->m.decode_step_tokens += n;
+        c->m.decode_step_seqs += n;
+    }
+    d->k++;
+    d->last_end = c->now;
+    for (uint32_t i = 0; i < d->n_recomp; i++) {   // their KV is rebuilt: they decode from now
+        sim_req *r = REQ(c, d->recomp[i]);
+        r->recompute = 0;
+        dsum_join(c, in, d->recomp[i]);
+    }
+    d->n_recomp = 0;
+    for (int j = 0; j < MDL_CAPS; j++) {
+        sim_gheap *h = &d->below[j];
+        while (h->n && h->e[0].key <= d->k) {
+            struct sim_gentry e = gheap_pop(h);
+            sim_req *r = REQ(c, e.slot);
+            if (r->dgen != e.gen) continue;   // left since
+            d->n_below[j]--;
+            d->a_below[j] -= r->dctx0;
+        }
+    }
+    // finishing members, by running-array position
+    size_t nf = 0;
+    while (d->fin.n && d->fin.e[0].key <= d->k) {
+        struct sim_gentry e = gheap_pop(&d->fin);
+        sim_req *r = REQ(c, e.slot);
+        if (r->dgen != e.gen) continue;
+        KVF_ASSERT(e.key == d->k);
+        if (nf + 2 > d->scratch_cap) kvf_grow((void **)&d->scratch, &d->scratch_cap, nf + 2, sizeof *d->scratch);
+        dsum_sync(in, r);
+        KVF_ASSERT(r->produced == r->output);
+        r->dfin = true;
+        pos_push(d->scratch, &nf, r->qpos);
+    }
+    // The listed path walks the array upwards; a finished request's place is taken by the
+    // last one, visited next. Stale positions (past the end) are skipped.
+    while (nf) {
+        uint32_t p = pos_pop(d->scratch, &nf);
+        if (p >= in->n_running) continue;
+        uint32_t slot = in->running[p];
+        sim_req *r = REQ(c, slot);
+        if (!r->dfin) continue;
+        r->dfin = false;
+        dsum_leave(c, in, slot);
+        in->kv_used -= ctx_tokens(r);
+        running_remove(c, in, p);
+        if (p < in->n_running && REQ(c, in->running[p])->dfin) pos_push(d->scratch, &nf, p);
+        finish(c, slot, "completed");
+    }
+}
 
 // Admits waiting requests while batch slots and KV capacity allow. A request that could never
 // fit in an empty instance is rejected.
@@ -727,6 +1028,10 @@ static void decode_admit(sim_cluster *c, sim_inst *in) {
         r->state = SIM_RS_DECODE;
         in->kv_used += ctx_tokens(r);   // KV held = tokens whose KV exists; steps add theirs
         running_add(in, r, slot);
+        if (in->dsum_on) {
+            if (r->recompute) u32_append(&in->ds.recomp, &in->ds.n_recomp, &in->ds.recomp_cap, slot);
+            else dsum_join(c, in, slot);
+        }
     }
 }
 
@@ -735,6 +1040,14 @@ static void decode_preempt(sim_cluster *c, sim_inst *in) {
     while (in->kv_used > in->kv_cap && in->n_running > 1) {
         uint32_t slot = in->running[in->n_running - 1];
         sim_req *r = REQ(c, slot);
+        if (in->dsum_on) {
+            if (r->dgen) {
+                dsum_sync(in, r);
+                dsum_leave(c, in, slot);
+            } else {
+                u32_remove(in->ds.recomp, &in->ds.n_recomp, slot);
+            }
+        }
         running_remove(c, in, in->n_running - 1);
         in->kv_used -= ctx_tokens(r);
         r->preemptions++;
@@ -767,9 +1080,8 @@ static bool decode_emit(sim_cluster *c, sim_inst *in, uint32_t pos) {
         k++;
     }
     if (k > r->output - r->produced) k = r->output - r->produced;
-    double gap = (double)(c->now - r->last_ns) * 1e-6;
-    sim_hist_add(&c->m.itl_ms, gap, 1);
-    sim_hist_add(&c->m.itl_ms, 0, k - 1);
+    sim_hist_add_ns(&c->m.itl_ms, c->now - r->last_ns, 1);
+    sim_hist_add_ns(&c->m.itl_ms, 0, k - 1);
     r->produced += k;
     r->last_ns = c->now;
     in->kv_used += k;
@@ -801,15 +1113,13 @@ static void timeline_step(sim_cluster *c, sim_inst *in, const mdl_step_cost *k, 
     (void)pools;
 }
 
-static void begin_step(sim_cluster *c, sim_inst *in, const mdl_step_cost *k) {
+// n sequences computing tokens new tokens in all (timeline only).
+static void begin_step(sim_cluster *c, sim_inst *in, const mdl_step_cost *k, uint32_t n,
+                       uint64_t tokens) {
     if (c->timeline) {
         static const char *names[] = {"prefill", "decode", "mixed", "vision"};
-        uint64_t tok = 0;
-        uint32_t n = in->pool == SIM_POOL_VISION ? in->n_batch : in->n_running + in->n_batch;
-        for (uint32_t i = 0; i < in->n_running; i++) tok += c->seqs[i].new_tokens;
-        for (uint32_t i = 0; i < in->n_batch; i++) tok += in->chunk ? in->chunk[i] : 0;
         int ph = in->pool == SIM_POOL_VISION ? 3 : in->n_running && in->n_batch ? 2 : in->n_running ? 1 : 0;
-        timeline_step(c, in, k, names[ph], n, tok);
+        timeline_step(c, in, k, names[ph], n, tokens);
     }
     in->busy = true;
     in->step_start = c->now;
@@ -864,7 +1174,32 @@ static uint32_t take_prefill_chunks(sim_cluster *c, sim_inst *in, int64_t budget
     return n;
 }
 
+static void try_start_step(sim_cluster *c, sim_inst *in);
+
+// Starts a step if the instance can; every change of an instance's load ends here (admission,
+// step ends, arrivals in its queues), so its router index is brought up to date here.
 static void try_start(sim_cluster *c, sim_inst *in) {
+    if (in->busy && in->run_m > 1 && (in->dwait.n || in->ready.n)) {
+        // a request for this instance: the run ends at the first step end not before now
+        uint32_t j = run_passed(in, c->now);
+        if (j + 1 < in->run_m) {
+            // the steps cut off were costed but never run
+            for (uint32_t i = j + 1; i < in->run_m; i++) {
+                c->m.steps--;
+                if (in->run_ext[i] & 1) c->m.extrapolated_steps--;
+                if (in->run_ext[i] & 2) c->m.table_fallbacks--;
+            }
+            in->run_m = j + 1;
+            sim_queue_cancel(c->q, in->step_seq);
+            in->step_end = in->run_end[j];
+            push_ev(c, in->step_end, SIM_EV_STEP_DONE, in->id, 0, &in->step_seq);
+        }
+    }
+    try_start_step(c, in);
+    sim_router_touch(c, in);
+}
+
+static void try_start_step(sim_cluster *c, sim_inst *in) {
     if (in->busy || c->status != KVF_OK) return;
     sim_pool *p = pool_of(c, in);
     mdl_step_cost k;
@@ -881,28 +1216,43 @@ static void try_start(sim_cluster *c, sim_inst *in) {
         }
         if (!n) return;
         in->n_batch = n;
-        step_cost(c, p, MDL_VISION, 0, images, &k);
-        begin_step(c, in, &k);
+        step_cost(c, p, MDL_VISION, 0, images, NULL, &k);
+        begin_step(c, in, &k, n, images);
         return;
     }
-    uint32_t n = 0;
+    uint32_t n = 0;        // sequences listed in c->seqs
+    uint32_t ndec = 0;     // decoding sequences, listed or summed
     mdl_phase phase = MDL_PREFILL;
-    uint32_t structured = 0;
+    mdl_decode_sum ds = {0};
+    uint64_t tokens = 0;
     if (in->pool == SIM_POOL_DECODE || c->colocated) {
         decode_admit(c, in);
-        seqs_reserve(c, in->n_running);
-        for (uint32_t i = 0; i < in->n_running; i++) {
-            sim_req *r = REQ(c, in->running[i]);
-            c->seqs[i] = r->recompute ? (mdl_seq){r->recompute, 0}
-                                      : (mdl_seq){1 + c->cfg->draft_tokens, ctx_tokens(r)};
-            if (r->flags & TRC_F_STRUCTURED) structured++;
+        if (in->dsum_on) {
+            // members as sums; requests rebuilding their KV listed
+            seqs_reserve(c, in->ds.n_recomp);
+            for (uint32_t i = 0; i < in->ds.n_recomp; i++) {
+                c->seqs[i] = (mdl_seq){REQ(c, in->ds.recomp[i])->recompute, 0};
+                tokens += c->seqs[i].new_tokens;
+            }
+            n = in->ds.n_recomp;
+            ds = dsum_batch(&in->ds);
+            tokens += ds.n;
+        } else {
+            seqs_reserve(c, in->n_running);
+            for (uint32_t i = 0; i < in->n_running; i++) {
+                sim_req *r = REQ(c, in->running[i]);
+                c->seqs[i] = r->recompute ? (mdl_seq){r->recompute, 0}
+                                          : (mdl_seq){1 + c->cfg->draft_tokens, ctx_tokens(r)};
+                tokens += c->seqs[i].new_tokens;
+            }
+            n = in->n_running;
         }
-        n = in->n_running;
+        ndec = in->n_running;
         phase = MDL_DECODE;
     }
     in->n_batch = 0;
     if (in->pool == SIM_POOL_PREFILL) {
-        int64_t budget = p->cfg->max_batch_tokens - (int64_t)n * (1 + c->cfg->draft_tokens);
+        int64_t budget = p->cfg->max_batch_tokens - (int64_t)ndec * (1 + c->cfg->draft_tokens);
         uint32_t n2 = take_prefill_chunks(c, in, budget > 0 ? budget : 0, n);
         in->n_batch = n2 - n;
         // batch[] holds prefill chunks at [n, n2): shift them to the front
@@ -910,14 +1260,46 @@ static void try_start(sim_cluster *c, sim_inst *in) {
             memmove(in->batch, in->batch + n, in->n_batch * sizeof *in->batch);
             memmove(in->chunk, in->chunk + n, in->n_batch * sizeof *in->chunk);
         }
-        if (n && in->n_batch) phase = MDL_MIXED;
+        for (uint32_t i = 0; i < in->n_batch; i++) tokens += in->chunk[i];
+        if (ndec && in->n_batch) phase = MDL_MIXED;
         else if (in->n_batch) phase = MDL_PREFILL;
         n = n2;
     }
-    if (!n) return;
-    step_cost(c, p, phase, n, 0, &k);
-    if (structured) k.ns += (sim_time)(structured * c->cfg->structured_mask_ns);
-    begin_step(c, in, &k);
+    if (!ndec && !in->n_batch) return;
+    step_cost(c, p, phase, n, 0, &ds, &k);
+    if (in->n_structured) k.ns += (sim_time)(in->n_structured * c->cfg->structured_mask_ns);
+    in->run_m = 0;
+    in->run_attr = 0;
+    if (in->runs_on && phase == MDL_DECODE && !n && ds.n && !in->dwait.n && !in->ready.n) {
+        sim_dsum *d = &in->ds;
+        uint64_t m = RUN_MAX;
+        if (d->fin.n) m = KVF_MIN(m, d->fin.e[0].key - d->k);
+        for (int j = 0; j < MDL_CAPS; j++)
+            if (d->caps[j] && d->below[j].n) m = KVF_MIN(m, d->below[j].e[0].key - d->k);
+        double room = in->kv_cap - in->kv_used;   // the step after which KV overflows is the last
+        m = room < 0 ? 1 : KVF_MIN(m, (uint64_t)floor(room / ds.n) + 1);
+        if (m > 1) {
+            if (m > in->run_cap) {
+                size_t cap = in->run_cap, cap2 = in->run_cap;
+                kvf_grow((void **)&in->run_end, &cap, m, sizeof *in->run_end);
+                kvf_grow((void **)&in->run_ext, &cap2, m, sizeof *in->run_ext);
+                in->run_cap = (uint32_t)cap;
+            }
+            in->run_end[0] = c->now + k.ns;
+            in->run_ext[0] = (uint8_t)(k.extrapolated | k.table_fallback << 1);
+            for (uint32_t j = 1; j < m; j++) {
+                mdl_decode_sum dj = dsum_batch_at(d, d->k + j);
+                mdl_step_cost kj;
+                step_cost(c, p, MDL_DECODE, 0, 0, &dj, &kj);
+                if (in->n_structured) kj.ns += (sim_time)(in->n_structured * c->cfg->structured_mask_ns);
+                in->run_end[j] = in->run_end[j - 1] + kj.ns;
+                in->run_ext[j] = (uint8_t)(kj.extrapolated | kj.table_fallback << 1);
+            }
+            in->run_m = (uint32_t)m;
+            k.ns = in->run_end[m - 1] - c->now;
+        }
+    }
+    begin_step(c, in, &k, ndec + in->n_batch, tokens);
 }
 
 static void on_step_done(sim_cluster *c, sim_inst *in) {
@@ -940,8 +1322,16 @@ static void on_step_done(sim_cluster *c, sim_inst *in) {
     // decode tokens first (requests that were running when the step began)
     if (in->pool == SIM_POOL_DECODE || c->colocated) {
         c->m.decode_steps++;
-        for (uint32_t i = 0; i < in->n_running;)
-            if (!decode_emit(c, in, i)) i++;
+        if (in->dsum_on) {
+            if (in->run_m > 1) {
+                dsum_run_settle(c, in, in->run_m - 1);
+                in->run_m = 0;
+            }
+            dsum_step_done(c, in);
+        } else {
+            for (uint32_t i = 0; i < in->n_running;)
+                if (!decode_emit(c, in, i)) i++;
+        }
     }
     for (uint32_t i = 0; i < in->n_batch; i++) {
         uint32_t slot = in->batch[i];
@@ -969,7 +1359,6 @@ static void on_link(sim_cluster *c, uint32_t id) {
     uint64_t tag;
     while (sim_link_pop_done(&lr->link, c->now, &tag)) {
         sim_inst *in = &c->inst[lr->inst];
-        if (lr->kind == LINK_SSDW) continue;
         uint32_t slot = (uint32_t)tag;
         sim_req *r = REQ(c, slot);
         if (lr->kind == LINK_XFER) {
@@ -1059,7 +1448,12 @@ static void on_sample(sim_cluster *c, double interval_s) {
             in->busy_ns_sampled = b;
             q += queue_len(in);
             run += in->n_running + in->n_batch;
-            kvu += in->kv_used;
+            kvu += inst_kv_used(in, c->now);
+            if (in->busy && in->run_m > 1) {   // tokens of the run's steps that have passed
+                uint32_t passed = run_passed(in, c->now);
+                m->iv_out += (uint64_t)in->ds.n * (passed - in->run_attr);
+                in->run_attr = passed;
+            }
             kvc += in->kv_cap;
         }
         qlen += (uint64_t)q;
@@ -1099,7 +1493,10 @@ static void on_schedule(sim_cluster *c, uint32_t e) {
         uint32_t w = (uint32_t)KVF_MIN((uint32_t)want[k], p->n);
         if (w < 1) w = 1;
         p->n_active = w;
-        for (uint32_t i = 0; i < p->n; i++) c->inst[p->first + i].active = i < w;
+        for (uint32_t i = 0; i < p->n; i++) {
+            c->inst[p->first + i].active = i < w;
+            sim_router_touch(c, &c->inst[p->first + i]);
+        }
     }
 }
 
@@ -1193,6 +1590,17 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
             in->idx = i;
             in->active = true;
             in->kv_cap = kvcap;
+            // decode by running sums where the step model takes them and every sequence
+            // emits one token per step
+            in->dsum_on = (k == SIM_POOL_DECODE || (c->colocated && k == SIM_POOL_PREFILL)) &&
+                          p->stepper && p->stepper->vt->decode_sums && cfg->draft_tokens == 0 &&
+                          !(o && o->decode_listed);
+            if (in->dsum_on) mdl_model_caps(&c->model, in->ds.caps);
+            // runs of steps where no decode router reads this instance's KV between steps
+            in->runs_on = in->dsum_on && !(o && o->decode_single) && !(o && o->timeline_path) &&
+                          !(cfg->ep_skew_sd > 0 && c->model.experts) &&
+                          (c->colocated || counts[SIM_POOL_DECODE] == 1 ||
+                           strcmp(cfg->router_decode, "least_kv") != 0);
             kvf_rng_init(&in->rng, cfg->seed, 0x1000u + id);
             in->link_dram = in->link_ssd = in->link_xfer = in->link_ssd_write = SIM_NONE;
             uint64_t hbm_blocks = 0, dram_blocks = 0;
@@ -1218,6 +1626,8 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
     else if (cfg->prefix_cache && cfg->ssd.capacity_bytes > 0)
         ssd_blocks = (uint64_t)(cfg->ssd.capacity_bytes / c->block_bytes);
     sim_bcache_init(&c->ssd, ssd_blocks, cfg->retention_ns);
+    sim_router_init(c, &c->pool[SIM_POOL_PREFILL], true);
+    sim_router_init(c, &c->pool[SIM_POOL_DECODE], false);
     c->q = sim_queue_create(1024);
     if (o && o->timeline_path) {
         c->timeline = fopen(o->timeline_path, "w");
@@ -1316,13 +1726,19 @@ void sim_cluster_free(sim_cluster *c) {
         free(in->batch);
         free(in->chunk);
         free(in->running);
+        free(in->run_end);
+        free(in->run_ext);
+        dsum_free(&in->ds);
         sim_bcache_free(&in->hbm);
         sim_bcache_free(&in->dram);
     }
     free(c->inst);
     for (uint32_t i = 0; i < c->n_links; i++) sim_link_free(&c->links[i].link);
     free(c->links);
-    for (int k = 0; k < SIM_POOLS; k++) mdl_stepper_destroy(c->pool[k].stepper);
+    for (int k = 0; k < SIM_POOLS; k++) {
+        mdl_stepper_destroy(c->pool[k].stepper);
+        sim_router_free(&c->pool[k]);
+    }
     for (uint32_t i = 0; i < c->req_cap; i++) free(c->req[i].blocks);
     free(c->req);
     free(c->seqs);

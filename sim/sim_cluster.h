@@ -82,9 +82,45 @@ typedef struct sim_req {
     uint16_t images;
     uint8_t cls, flags;
     uint8_t state;              // sim_req_state
+    uint32_t dgen;              // decode sums: membership generation (stale heap entries)
+    int64_t dctx0;              // decode sums: context - step count of its instance (constant
+                                // while a member: both grow by one per step)
+    uint64_t dk0;               // decode sums: step count when produced/last_ns were synced
+    bool dfin;                  // decode sums: finishes at the step being retired
     bool in_batch;              // part of the current step of its instance
     bool scheduled;             // its first prefill chunk was scheduled (prompt accounted)
 } sim_req;
+
+// A min-heap of (key, request slot, membership generation): decode finishes and window
+// saturations by step count. Entries of requests that left are skipped on pop (lazy delete).
+typedef struct sim_gheap {
+    struct sim_gentry {
+        uint64_t key;
+        uint32_t slot, gen;
+    } *e;
+    size_t n, cap;
+} sim_gheap;
+
+// Running sums of a decode batch (see "decode sums" in sim_cluster.c). Member i holds context
+// dctx0_i + k during step k + 1, so the batch is n, sum_ctx = a + n k and, per context cap,
+// the sequences below the cap (n_below, a_below) plus those at it.
+typedef struct sim_dsum {
+    uint64_t k;                 // decode steps completed on the instance
+    uint32_t n;                 // members (each emits one token per step)
+    int64_t a;                  // sum of dctx0 over members
+    uint32_t caps[MDL_CAPS];    // the model's context caps (0 = none)
+    uint32_t n_below[MDL_CAPS]; // members with context + 1 < cap
+    int64_t a_below[MDL_CAPS];  // sum of dctx0 over those
+    sim_gheap below[MDL_CAPS];  // those by the step count at which they reach the cap
+    sim_gheap fin;              // members by the step count after which they finish
+    sim_time last_end;          // end of the last decode step
+    uint32_t *fresh;            // members yet to emit here: their first gap is their own
+    uint32_t n_fresh, fresh_cap;
+    uint32_t *recomp;           // running requests whose next step rebuilds their KV
+    uint32_t n_recomp, recomp_cap;
+    uint32_t *scratch;          // finishing positions, ordered as the listed path visits them
+    size_t scratch_cap;
+} sim_dsum;
 
 // A min-heap of request slots by (key, seq): FCFS uses key 0, SPF the prompt length,
 // priority the class.
@@ -110,6 +146,14 @@ typedef struct sim_inst {
     uint32_t n_batch, batch_cap;
     uint32_t *running;          // decode: admitted requests
     uint32_t n_running, running_cap;
+    uint32_t n_structured;      // running requests with structured output (mask per step)
+    bool dsum_on;               // decode by running sums (else every sequence is listed)
+    bool runs_on;               // dsum_on, and stretches of identical steps may be one event
+    sim_dsum ds;                // decode sums (dsum_on)
+    sim_time *run_end;          // a run of run_m decode steps in one event: end of each step
+    uint8_t *run_ext;           // each step's cost: 1 extrapolated, 2 a table fallback
+    uint32_t run_m, run_cap;    // steps in the run in flight (0/1: a plain step)
+    uint32_t run_attr;          // of those, steps whose tokens the sampler has counted
     uint32_t n_loading;         // prefill: requests loading
     uint32_t n_prefilling;      // colocated: requests holding KV while still in prefill
     double queued_tokens;       // prefill: tokens still to compute (router signal)
@@ -127,6 +171,11 @@ typedef struct sim_inst {
     uint64_t steps;             // batch steps run
 } sim_inst;
 
+struct sim_cluster;
+struct sim_pool;
+struct sim_req;
+typedef uint32_t (*sim_route_fn)(struct sim_cluster *c, struct sim_pool *p, struct sim_req *r);
+
 typedef struct sim_pool {
     sim_pool_kind kind;
     const sim_pool_cfg *cfg;
@@ -134,6 +183,17 @@ typedef struct sim_pool {
     uint32_t n_active;
     mdl_stepper *stepper;
     uint32_t rr;                // round-robin cursor
+    sim_route_fn route;         // the pool's router, resolved once
+    double (*load)(const struct sim_cluster *, const struct sim_inst *);  // what a min-load
+                                // router minimises (NULL: the router scans or draws)
+    sim_time stale_at;          // the pool's router snapshot time (router.stale_ms)
+    // Min-load index: a tournament tree over the pool's instances, leaf i = load of instance
+    // first + i (+inf when inactive), node = the lower of its children (the left on ties, as
+    // a scan in index order picks the first); updated per instance in O(log n).
+    //   node 1 = root; children of k: 2k, 2k + 1; leaves [lsize, 2 lsize)
+    double *lval;
+    uint32_t *larg;
+    uint32_t lsize;
     double gpu_ns;              // integral of active GPUs over time
     sim_time gpu_last;
 } sim_pool;
@@ -142,6 +202,7 @@ typedef struct sim_link_ref {
     sim_link link;
     uint32_t inst;
     uint8_t kind;               // SIM_TIER_DRAM/SSD load, 3 = KV transfer, 4 = SSD write
+    sim_time busy_until;        // SSD write links: end of the writes queued so far
 } sim_link_ref;
 
 typedef struct sim_donemap {    // closed loop: trace id -> completion (open addressing)
@@ -161,6 +222,7 @@ typedef struct sim_cluster {
     sim_queue *q;
     sim_time now;
     trc_reader *reader;
+    struct sim_sampler *sampler;  // workload.sample_rate < 1: requests it drops are skipped
     bool reader_done, read_pending;
     bool closed_loop;           // the trace may hold closed-loop turns
     trc_request peek;           // open-loop request read ahead
@@ -188,18 +250,22 @@ typedef struct sim_cluster {
     kvf_err *err;               // first error inside a handler stops the run
     kvf_status status;
     kvf_rng rng;                // cluster-level draws (routers)
-    sim_time stale_at;          // router snapshot time
     double ep_skew_base;        // MoE skew after the redundant-expert balancer
     FILE *timeline;             // Chrome trace of batch steps (--trace-out), NULL = off
     rpt_progress progress;      // bar on stderr (terminals only)
     bool show_progress;
     uint64_t timeline_events;
+    uint32_t dgen;              // decode-sum membership generations handed out
 } sim_cluster;
 
 // Routers (sim_router.c): return an instance id of the pool.
-typedef uint32_t (*sim_route_fn)(sim_cluster *c, sim_pool *p, sim_req *r);
 sim_route_fn sim_router_prefill(const char *name);
 sim_route_fn sim_router_decode(const char *name);
+// Resolves the pool's router (name from the scenario) and builds its min-load index.
+void sim_router_init(sim_cluster *c, sim_pool *p, bool prefill);
+// The instance's load changed (or its active flag): updates its pool's min-load index.
+void sim_router_touch(sim_cluster *c, const sim_inst *in);
+void sim_router_free(sim_pool *p);
 
 // Longest cached prefix of r on instance in (blocks), by tier (shared with routers). With
 // local_only the shared SSD is not consulted (the prefix ends at the first non-local block).

@@ -49,6 +49,25 @@ void sim_hist_add(sim_hist *h, double v, uint64_t w) {
     h->sum += v * (double)w;
 }
 
+void sim_hist_add_ns(sim_hist *h, int64_t ns, uint64_t w) {
+    if (w == 0) return;
+    size_t b = hist_bin((double)ns * 1e-6);
+    if (b >= h->nbins) {
+        size_t cap = h->nbins;
+        kvf_grow((void **)&h->count, &cap, b + 1, sizeof *h->count);
+        memset(h->count + h->nbins, 0, (cap - h->nbins) * sizeof *h->count);
+        h->nbins = cap;
+    }
+    h->count[b] += w;
+    h->total += w;
+    h->sum_ns += (__int128)ns * w;
+}
+
+double sim_hist_mean(const sim_hist *h) {
+    if (!h->total) return 0;
+    return (h->sum + (double)h->sum_ns * 1e-6) / (double)h->total;
+}
+
 double sim_hist_percentile(const sim_hist *h, double p) {
     if (!h->total) return 0;
     double want = p / 100.0 * (double)h->total;

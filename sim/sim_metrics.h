@@ -12,11 +12,17 @@ typedef struct sim_hist {
     size_t nbins;
     uint64_t total;
     double sum;
+    __int128 sum_ns;        // exact sum of values added in ns (sim_hist_add_ns)
 } sim_hist;
 
 void sim_hist_init(sim_hist *h);
 void sim_hist_free(sim_hist *h);
 void sim_hist_add(sim_hist *h, double v, uint64_t weight);
+// Adds weight values of ns nanoseconds, binned in ms; their sum is kept exactly, so one
+// weighted add equals weight single adds to the last bit (sim_hist_mean).
+void sim_hist_add_ns(sim_hist *h, int64_t ns, uint64_t weight);
+// Mean of everything added (ms).
+double sim_hist_mean(const sim_hist *h);
 double sim_hist_percentile(const sim_hist *h, double p);
 
 typedef struct sim_samples {   // growable array of doubles
@@ -40,8 +46,14 @@ typedef struct sim_metrics {
     double prefill_flops, prefill_flops_no_reuse, prefill_flops_window_full;
     double load_bytes[3];           // bytes loaded from each tier
     double ssd_write_bytes, kv_transfer_bytes;
+    double ssd_write_backlog_s_peak; // longest queue of write-downs on an instance's SSD link (s)
     double store_bytes_peak;
+    // per traffic class (trc_class): completed requests, sums of TTFT (ms) and of generation
+    // speed (tok/s, requests with >= 2 output tokens) and their count
+    uint64_t cls_done[8], cls_gen_n[8];
+    double cls_ttft_ms[8], cls_gen_tok_s[8];
     uint64_t extrapolated_steps, steps;
+    uint64_t table_fallbacks;       // steps with a term the kernel tables do not cover
     // interval accumulators for the time series (reset at each sample)
     uint64_t iv_in, iv_out, iv_prompt, iv_hit, iv_hit_tier[3];
 } sim_metrics;

@@ -4,16 +4,18 @@
 // Prefill routers see each instance's load through a snapshot refreshed every
 // router.stale_ms (real routers act on old load reports); 0 means they see the present.
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sim_cluster.h"
 
-// Load signals, possibly stale.
+// Load signals, possibly stale: with router.stale_ms > 0 each pool's routers read a snapshot
+// taken at most that long ago (per pool: a decode-side refresh does not stand for the prefill
+// side); with 0 they read the live figures and no snapshot is kept.
 static void refresh(sim_cluster *c, sim_pool *p) {
-    if (c->cfg->router_stale_ns > 0 && c->now - c->stale_at < (sim_time)c->cfg->router_stale_ns &&
-        c->stale_at > 0)
-        return;
-    c->stale_at = c->now;
+    if (c->cfg->router_stale_ns <= 0) return;
+    if (p->stale_at > 0 && c->now - p->stale_at < (sim_time)c->cfg->router_stale_ns) return;
+    p->stale_at = c->now;
     for (uint32_t i = 0; i < p->n; i++) {
         sim_inst *in = &c->inst[p->first + i];
         in->stale_queued = in->queued_tokens;
@@ -21,28 +23,48 @@ static void refresh(sim_cluster *c, sim_pool *p) {
         in->stale_kv = in->kv_used + (double)in->dwait.n;
         in->stale_n = in->n_running + (uint32_t)in->dwait.n;
     }
+    // the index follows the snapshot
+    for (uint32_t i = 0; i < p->n && p->load; i++) sim_router_touch(c, &c->inst[p->first + i]);
 }
 
-static double queued(sim_cluster *c, const sim_inst *in) {
+static double queued(const sim_cluster *c, const sim_inst *in) {
     return c->cfg->router_stale_ns > 0 ? in->stale_queued : in->queued_tokens;
 }
 
-static double queued_work(sim_cluster *c, const sim_inst *in) {
+static double queued_work(const sim_cluster *c, const sim_inst *in) {
     return c->cfg->router_stale_ns > 0 ? in->stale_work : in->queued_work_s;
 }
 
-static double kv_load(sim_cluster *c, const sim_inst *in) {
+static double kv_load(const sim_cluster *c, const sim_inst *in) {
     double used = c->cfg->router_stale_ns > 0 ? in->stale_kv : in->kv_used + (double)in->dwait.n;
     return used / (in->kv_cap > 0 ? in->kv_cap : 1);
 }
 
-static double requests(sim_cluster *c, const sim_inst *in) {
+static double requests(const sim_cluster *c, const sim_inst *in) {
     return c->cfg->router_stale_ns > 0 ? in->stale_n : in->n_running + (double)in->dwait.n;
 }
 
+// ---- min-load index -------------------------------------------------------------------------
+static void lindex_pull(sim_pool *p, uint32_t k) {
+    uint32_t l = 2 * k, r = l + 1;
+    bool left = p->lval[l] <= p->lval[r];
+    p->lval[k] = left ? p->lval[l] : p->lval[r];
+    p->larg[k] = left ? p->larg[l] : p->larg[r];
+}
+
+void sim_router_touch(sim_cluster *c, const sim_inst *in) {
+    sim_pool *p = &c->pool[in->pool];
+    if (!p->lval) return;
+    // a snapshot router sees the instance change only at the next refresh
+    uint32_t k = p->lsize + in->idx;
+    double v = in->active ? p->load(c, in) : INFINITY;
+    if (v == p->lval[k]) return;
+    p->lval[k] = v;
+    for (k /= 2; k >= 1; k /= 2) lindex_pull(p, k);
+}
+
 // The active instance of the pool with the least load (first one on ties).
-static uint32_t argmin(sim_cluster *c, sim_pool *p, double (*load)(sim_cluster *, const sim_inst *)) {
-    refresh(c, p);
+static uint32_t argmin_scan(sim_cluster *c, sim_pool *p, double (*load)(const sim_cluster *, const sim_inst *)) {
     uint32_t best = SIM_NONE;
     double bl = 0;
     for (uint32_t i = 0; i < p->n; i++) {
@@ -54,6 +76,14 @@ static uint32_t argmin(sim_cluster *c, sim_pool *p, double (*load)(sim_cluster *
             bl = l;
         }
     }
+    return best;
+}
+
+static uint32_t argmin(sim_cluster *c, sim_pool *p, double (*load)(const sim_cluster *, const sim_inst *)) {
+    refresh(c, p);
+    if (!p->lval || p->load != load) return argmin_scan(c, p, load);
+    uint32_t best = p->lval[1] == INFINITY ? SIM_NONE : p->first + p->larg[1];
+    if (c->opts && c->opts->router_check) KVF_ASSERT(best == argmin_scan(c, p, load));
     return best;
 }
 
@@ -170,6 +200,33 @@ static const route_entry decode_table[] = {
 const char *const sim_prefill_router_names[] = {"round_robin", "least_loaded", "p2c", "cache_aware",
                                                "ttft_estimate", "least_work", NULL};
 const char *const sim_decode_router_names[] = {"round_robin", "least_kv", "least_requests", NULL};
+
+void sim_router_init(sim_cluster *c, sim_pool *p, bool prefill) {
+    p->route = prefill ? sim_router_prefill(c->cfg->router_prefill) : sim_router_decode(c->cfg->router_decode);
+    p->load = NULL;
+    if (p->route == pick_least_loaded) p->load = queued;
+    else if (p->route == pick_least_work) p->load = queued_work;
+    else if (p->route == pick_least_kv) p->load = kv_load;
+    else if (p->route == pick_least_requests) p->load = requests;
+    if (!p->load || !p->n) return;
+    p->lsize = 1;
+    while (p->lsize < p->n) p->lsize *= 2;
+    p->lval = kvf_malloc(2 * p->lsize * sizeof *p->lval);
+    p->larg = kvf_malloc(2 * p->lsize * sizeof *p->larg);
+    for (uint32_t i = 0; i < p->lsize; i++) {
+        const sim_inst *in = i < p->n ? &c->inst[p->first + i] : NULL;
+        p->lval[p->lsize + i] = in && in->active ? p->load(c, in) : INFINITY;
+        p->larg[p->lsize + i] = i;
+    }
+    for (uint32_t k = p->lsize - 1; k >= 1; k--) lindex_pull(p, k);
+}
+
+void sim_router_free(sim_pool *p) {
+    free(p->lval);
+    free(p->larg);
+    p->lval = NULL;
+    p->larg = NULL;
+}
 
 sim_route_fn sim_router_prefill(const char *name) {
     for (size_t i = 0; i < sizeof prefill_table / sizeof prefill_table[0]; i++)

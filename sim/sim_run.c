@@ -20,19 +20,27 @@
 #include "sim.h"
 #include "sim_cli.h"
 #include "sim_run.h"
+#include "sim_sample.h"
+#include "rpt_util.h"
 
 // ---- step models ----------------------------------------------------------------------------
 kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl_hardware *hw,
                             const mdl_parallel *par, const sim_run_opts *o, mdl_stepper **out,
                             kvf_err *err) {
     if (o && o->engine_backend) return sim_engine_stepper_create(cfg, m, hw, par, o, out, err);
+    mdl_parallel p = par ? *par : (mdl_parallel){0};
+    if (!par) mdl_parallel_default(&p);
+    p.route_nodes = cfg->ep_route_nodes;
+    p.two_batch = cfg->ep_two_batch;
+    par = &p;
     if (!strcmp(cfg->step_model, "calibrated")) {
         char prof[SIM_PATH_MAX];
         sim_config_resolve(cfg, cfg->profile, prof, sizeof prof);
         return mdl_calibrated_create(out, m, hw, par, &cfg->eff, prof, err);
     }
-    *out = mdl_roofline_create(m, hw, par, &cfg->eff);
-    return *out ? KVF_OK : kvf_fail(err, KVF_ENOMEM, "cannot create the roofline step model");
+    if (!strcmp(cfg->step_model, "table")) *out = mdl_table_create(m, hw, par, &cfg->eff);
+    else *out = mdl_roofline_create(m, hw, par, &cfg->eff);
+    return *out ? KVF_OK : kvf_fail(err, KVF_ENOMEM, "cannot create the %s step model", cfg->step_model);
 }
 
 // ---- progress ----------------------------------------------------------------------------------
@@ -50,6 +58,7 @@ static void progress_start(sim_cluster *c, const sim_config *cfg, const sim_run_
     opt.block_tokens = cfg->block_tokens;
     if (cfg->generate_profile[0]) total = (uint64_t)(cfg->generate_rate_rps * cfg->generate_duration_s);
     else if (trc_count(trace, &opt, &total, NULL) != KVF_OK) return;
+    total = (uint64_t)((double)total * cfg->sample_rate);   // sampled runs serve ~R of it
     if (!total) return;
     rpt_progress_init(&c->progress, "run", (double)total);
     c->show_progress = true;
@@ -106,8 +115,15 @@ static double pool_util(const sim_cluster *c, int k) {
     return avail > 0 ? busy / avail : 0;
 }
 
+// A sampled run (workload.sample_rate < 1): the plan that scaled the cluster and the filter.
+typedef struct run_sampling {
+    sim_sample_plan plan;
+    sim_sampler sampler;
+} run_sampling;
+
 static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader *rd,
-                             double wall_s, rpt_econ_result *econ_out, kvf_err *err) {
+                             double wall_s, const run_sampling *smp, rpt_econ_result *econ_out,
+                             kvf_err *err) {
     const sim_config *cfg = c->cfg;
     sim_metrics *m = &c->m;
     json_t *s = json_object();
@@ -141,7 +157,7 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_set_new(s, "ttft_ms", stats_obj(&m->ttft_ms));
     json_object_set_new(s, "tpot_ms", stats_obj(&m->tpot_ms));
     json_t *itl = json_object();
-    json_object_set_new(itl, "mean", json_real(m->itl_ms.total ? m->itl_ms.sum / (double)m->itl_ms.total : 0));
+    json_object_set_new(itl, "mean", json_real(sim_hist_mean(&m->itl_ms)));
     json_object_set_new(itl, "p50", json_real(sim_hist_percentile(&m->itl_ms, 50)));
     json_object_set_new(itl, "p90", json_real(sim_hist_percentile(&m->itl_ms, 90)));
     json_object_set_new(itl, "p99", json_real(sim_hist_percentile(&m->itl_ms, 99)));
@@ -151,6 +167,18 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_del(gen, "p90");
     json_object_del(gen, "p99");
     json_object_set_new(s, "gen_tok_s_per_request", gen);
+    json_t *bc = json_object();
+    for (int k = 0; k < TRC_CLASS_COUNT; k++) {
+        if (!m->cls_done[k]) continue;
+        json_t *o = json_object();
+        json_object_set_new(o, "completed", json_integer((json_int_t)m->cls_done[k]));
+        json_object_set_new(o, "ttft_ms_mean", json_real(m->cls_ttft_ms[k] / (double)m->cls_done[k]));
+        json_object_set_new(o, "gen_tok_s_mean",
+                            m->cls_gen_n[k] ? json_real(m->cls_gen_tok_s[k] / (double)m->cls_gen_n[k])
+                                            : json_null());
+        json_object_set_new(bc, trc_class_name(k), o);
+    }
+    json_object_set_new(s, "by_class", bc);
 
     int ppool = SIM_POOL_PREFILL, dpool = c->colocated ? SIM_POOL_PREFILL : SIM_POOL_DECODE;
     json_t *tp = json_object();
@@ -182,14 +210,10 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_set_new(ca, "stored_bytes_end", json_real((double)c->ssd.used * c->block_bytes));
     json_object_set_new(ca, "block_bytes", json_real(c->block_bytes));
     json_object_set_new(ca, "ssd_capacity_bytes", num_or_null(cfg->ssd.capacity_bytes < 0 ? INFINITY : cfg->ssd.capacity_bytes));
-    // steady state of a store that keeps everything for its retention: write rate x retention
+    // steady state of a store that keeps everything for its retention: per class, the class's
+    // write rate x its retention (filled below from the economics input)
     double wr = sim_s > 0 ? (double)c->ssd.inserted * c->block_bytes / sim_s : 0;
-    json_t *ss = json_object();
-    for (int k = 0; k < TRC_CLASS_COUNT; k++)
-        if (cfg->retention_ns[k] > 0)
-            json_object_set_new(ss, trc_class_name(k), json_real(wr * (double)cfg->retention_ns[k] * 1e-9));
     json_object_set_new(ca, "ssd_write_Bps", json_real(wr));
-    json_object_set_new(ca, "steady_state_bytes_by_retention", ss);
     json_object_set_new(ca, "evicted_blocks", json_integer((json_int_t)c->ssd.evicted));
     json_object_set_new(ca, "expired_blocks", json_integer((json_int_t)c->ssd.expired));
     json_t *lb = json_object();
@@ -197,6 +221,7 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_set_new(lb, "ssd", json_real(m->load_bytes[SIM_TIER_SSD]));
     json_object_set_new(ca, "load_bytes", lb);
     json_object_set_new(ca, "ssd_write_bytes", json_real(m->ssd_write_bytes));
+    json_object_set_new(ca, "ssd_write_backlog_s_peak", json_real(m->ssd_write_backlog_s_peak));
     json_object_set_new(ca, "kv_transfer_bytes", json_real(m->kv_transfer_bytes));
     json_t *pf = json_object();
     json_object_set_new(pf, "actual", json_real(m->prefill_flops));
@@ -249,13 +274,33 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     ei->gpus[RPT_POOL_VISION] = c->pool[SIM_POOL_VISION].n * (double)cfg->vision.gpus_per_instance;
     ei->utilization[RPT_POOL_VISION] = pool_util(c, SIM_POOL_VISION);
     ei->ssd_tb = (cfg->ssd.capacity_bytes < 0 ? peak : cfg->ssd.capacity_bytes) / 1e12;
+    ei->ssd_unbounded = cfg->ssd.capacity_bytes < 0;
+    ei->ssd_write_Bps = wr;
+    ei->prefill_flops = m->prefill_flops;
+    ei->prefill_flops_no_reuse = m->prefill_flops_no_reuse;
+    for (int k = 0; k < ei->n_cls; k++)
+        for (int t = 0; t < TRC_CLASS_COUNT; t++)
+            if (!strcmp(ei->cls[k].cls, trc_class_name(t)))
+                ei->cls[k].retention_s = (double)cfg->retention_ns[t] * 1e-9;
     ei->dram_tb = cfg->dram.capacity_bytes > 0
                       ? cfg->dram.capacity_bytes * c->pool[SIM_POOL_PREFILL].n / 1e12
                       : 0;
-    if (sim_s > 0 && rpt_econ_compute(&cfg->econ, ei, econ_out, err) == KVF_OK)
+    rpt_econ_result econ_raw;
+    bool have_raw = false;
+    if (smp && sim_s > 0) {   // the sampled fleet's own figures, then the full fleet's
+        have_raw = rpt_econ_compute(&cfg->econ, ei, &econ_raw, err) == KVF_OK;
+        sim_sample_scale_econ(ei, &smp->plan, c->colocated);
+    }
+    json_t *ss = json_object();
+    if (sim_s > 0 && rpt_econ_compute(&cfg->econ, ei, econ_out, err) == KVF_OK) {
         json_object_set_new(s, "economics", rpt_econ_to_json(&cfg->econ, econ_out));
-    else
+        for (int k = 0; k < ei->n_cls; k++)
+            if (isfinite(econ_out->ssd_tb_by_class[k]))
+                json_object_set_new(ss, ei->cls[k].cls, json_real(econ_out->ssd_tb_by_class[k] * 1e12));
+    } else {
         json_object_set_new(s, "economics", json_null());
+    }
+    json_object_set_new(ca, "steady_state_bytes_by_retention", ss);
 
     double drain, growth;
     const char *sat = saturation(c, &drain, &growth);
@@ -269,7 +314,14 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_set_new(sm, "steps", json_integer((json_int_t)m->steps));
     json_object_set_new(sm, "extrapolated_steps", json_integer((json_int_t)m->extrapolated_steps));
     json_object_set_new(sm, "extrapolated", json_boolean(m->extrapolated_steps > 0));
+    if (!strcmp(cfg->step_model, "table") && !(c->opts && c->opts->engine_backend)) {
+        // steps where a term the kernel tables do not cover came from the roofline
+        json_object_set_new(sm, "table_fallbacks", json_integer((json_int_t)m->table_fallbacks));
+    }
     json_object_set_new(sm, "preemptions", json_integer((json_int_t)m->preemptions));
+    json_object_set_new(sm, "decode_steps", json_integer((json_int_t)m->decode_steps));
+    json_object_set_new(sm, "decode_mean_batch",
+                        json_real(m->decode_steps ? (double)m->decode_step_seqs / (double)m->decode_steps : 0));
     json_object_set_new(s, "steps", sm);
 
     json_t *tr = json_object();
@@ -304,6 +356,41 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_set_new(si, "events_per_s", json_real(wall_s > 0 ? (double)events / wall_s : 0));
     json_object_set_new(si, "simulated_s", json_real(sim_s));
     json_object_set_new(s, "sim", si);
+
+    if (smp) {
+        double gh_full = 0;
+        for (int k = 0; k < SIM_POOLS; k++)
+            gh_full += pool_gpu_s(c, k) / 3600.0 * sim_sample_pool_factor(&smp->plan, k, c->colocated);
+        sim_sample_summary(s, &smp->plan, &smp->sampler, c->colocated, gh_full);
+        json_t *raw = json_object_get(json_object_get(s, "sampling"), "sampled");
+        if (have_raw) {
+            json_object_set_new(raw, "economics.cost_usd", json_real(econ_raw.cost_usd));
+            json_object_set_new(raw, "economics.revenue_usd", json_real(econ_raw.revenue_usd));
+        }
+    }
+    // published figures beside the run's: the gap is against the nearer end of a range
+    if (cfg->n_published) {
+        json_t *pa = json_array();
+        for (int k = 0; k < cfg->n_published; k++) {
+            const sim_published *p = &cfg->published[k];
+            json_t *o = json_object();
+            json_object_set_new(o, "name", json_string(p->name));
+            json_object_set_new(o, "role", json_string(p->output ? "output" : "input"));
+            json_object_set_new(o, "value", json_real(p->value));
+            json_object_set_new(o, "high", isnan(p->high) ? json_null() : json_real(p->high));
+            json_object_set_new(o, "unit", json_string(p->unit));
+            json_object_set_new(o, "summary_key", json_string(p->summary_key));
+            double x = p->summary_key[0] ? rpt_json_num(s, p->summary_key) * p->scale : NAN;
+            double ref = isnan(p->high) || x < p->value ? p->value : x > p->high ? p->high : x;
+            json_object_set_new(o, "simulated", isfinite(x) ? json_real(x) : json_null());
+            json_object_set_new(o, "gap_pct", isfinite(x) && ref != 0
+                                                  ? json_real(100.0 * (x - ref) / fabs(ref))
+                                                  : json_null());
+            json_object_set_new(o, "rests_on", json_string(p->rests_on));
+            json_array_append_new(pa, o);
+        }
+        json_object_set_new(s, "published", pa);
+    }
     return s;
 }
 
@@ -347,6 +434,9 @@ static kvf_status write_run_table(rpt_db *db, const sim_config *cfg, const char 
         kvf_status st = rpt_db_run_set(db, kv[i][0], kv[i][1], err);
         if (st) return st;
     }
+    snprintf(buf, sizeof buf, "%.17g", cfg->sample_rate);
+    kvf_status st = rpt_db_run_set(db, "sample_rate", buf, err);
+    if (st) return st;
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)cfg->seed);
     return rpt_db_run_set(db, "seed", buf, err);
 }
@@ -372,7 +462,31 @@ kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_
     sim_cluster c;
     trc_reader *rd = NULL;
     char trace[SIM_PATH_MAX], path[SIM_PATH_MAX + 32];
-    kvf_status st = sim_cluster_init(&c, cfg, o, err);
+    // sampling: the cluster is built from a copy scaled by R; the summary states both
+    run_sampling *smp = NULL;
+    sim_config *scaled = NULL;
+    kvf_status st;
+    if (cfg->sample_rate < 1) {
+        smp = calloc(1, sizeof *smp);
+        scaled = malloc(sizeof *scaled);
+        if (!smp || !scaled) {
+            free(smp);
+            free(scaled);
+            return kvf_fail(err, KVF_ENOMEM, "no memory for the sampled scenario");
+        }
+        st = sim_sample_plan_make(cfg, &smp->plan, err);
+        if (!st) st = sim_sampler_init(&smp->sampler, cfg->sample_rate, err);
+        if (st) {
+            free(smp);
+            free(scaled);
+            return st;
+        }
+        *scaled = *cfg;
+        sim_sample_apply(&smp->plan, scaled);
+        cfg = scaled;
+    }
+    st = sim_cluster_init(&c, cfg, o, err);
+    if (smp) c.sampler = &smp->sampler;
     if (st) goto done;
     st = open_workload(cfg, &rd, trace, sizeof trace, err);
     if (st) goto done;
@@ -402,7 +516,7 @@ kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_
     kvf_status run_st = st;
     rpt_econ_result econ;
     memset(&econ, 0, sizeof econ);
-    json_t *s = build_summary(&c, trace, rd, wall_s, &econ, err);
+    json_t *s = build_summary(&c, trace, rd, wall_s, smp, &econ, err);
     if (run_st == KVF_EINTR) json_object_set_new(s, "status", json_string("interrupted"));
     if (o->out_dir) {
         snprintf(path, sizeof path, "%s/summary.json", o->out_dir);
@@ -432,6 +546,9 @@ done:
     }
     trc_reader_close(rd);
     sim_cluster_free(&c);
+    if (smp) sim_sampler_free(&smp->sampler);
+    free(smp);
+    free(scaled);
     return st;
 }
 
@@ -676,14 +793,20 @@ static int usage_run(void) {
     fprintf(stderr,
             "usage: kvfleet run SCENARIO [-o DIR] [--set K=V]... [--trace FILE] [--seed N]\n"
             "                   [--json] [--quiet] [--no-report] [--force] [--engine cpu|cuda]\n"
-            "                   [--trace-out FILE [--trace-window FROM_S:TO_S]]\n");
+            "                   [--trace-out FILE [--trace-window FROM_S:TO_S]]\n"
+            "       kvfleet run SCENARIO --explain-step [--step-phase decode|prefill]\n"
+            "                   [--step-seqs N_PER_GPU] [--step-context C] [--step-prompt T]\n"
+            "                   [--step-chunks N_PER_GPU]\n"
+            "                   [--set K=V]...\n");
     return 2;
 }
 
 int sim_cli_run(int argc, char **argv) {
     const char *scenario = NULL, *out = NULL, *trace = NULL, *seed = NULL, *engine = NULL;
     const char *timeline = NULL, *window = NULL;
-    bool json_out = false, quiet = false, report = true, force = false;
+    bool json_out = false, quiet = false, report = true, explain = false, force = false;
+    const char *step_phase = "decode";
+    double step_seqs = 0, step_ctx = 0, step_prompt = 0, step_chunks = 0;
     const char *sets[256];
     int nsets = 0;
     for (int i = 1; i < argc; i++) {
@@ -700,6 +823,21 @@ int sim_cli_run(int argc, char **argv) {
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = true;
         else if (!strcmp(a, "--no-report")) report = false;
         else if (!strcmp(a, "--force")) force = true;
+        else if (!strcmp(a, "--explain-step")) explain = true;
+        else if (!strcmp(a, "--step-phase") && more) step_phase = argv[++i];
+        else if ((!strcmp(a, "--step-seqs") || !strcmp(a, "--step-context") ||
+                  !strcmp(a, "--step-prompt") || !strcmp(a, "--step-chunks")) && more) {
+            char *end;
+            double v = strtod(argv[++i], &end);
+            if (*end || !(v > 0) || v > 1e9) {
+                fprintf(stderr, "kvfleet run: %s wants a number in (0, 1e9], not '%s'\n", a, argv[i]);
+                return 2;
+            }
+            if (!strcmp(a, "--step-seqs")) step_seqs = v;
+            else if (!strcmp(a, "--step-context")) step_ctx = v;
+            else if (!strcmp(a, "--step-chunks")) step_chunks = v;
+            else step_prompt = v;
+        }
         else if (a[0] == '-' ) {
             fprintf(stderr, "kvfleet run: unknown option '%s'\n", a);
             return usage_run();
@@ -730,6 +868,8 @@ int sim_cli_run(int argc, char **argv) {
         fprintf(stderr, "kvfleet: %s\n", err.msg);
         return kvf_exit_code(st);
     }
+    if (explain)
+        return sim_explain_step(&cfg, step_phase, step_seqs, step_ctx, step_prompt, step_chunks);
     if (engine && strcmp(engine, "cpu") && strcmp(engine, "cuda")) {
         fprintf(stderr, "kvfleet run: --engine must be cpu or cuda, not '%s'\n", engine);
         return 2;

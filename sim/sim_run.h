@@ -24,6 +24,12 @@ kvf_status sim_engine_stepper_create(const sim_config *cfg, const mdl_model *m,
                                      const sim_run_opts *o, mdl_stepper **out, kvf_err *err);
 // workload.generate: synthetic traffic as a trace stream (sim_workload.c).
 kvf_status sim_open_generator(const sim_config *cfg, trc_reader **out, kvf_err *err);
+// `kvfleet run SCENARIO --explain-step`: prints the table model's and the roofline's terms for
+// one representative step of a pool (decode: per_gpu sequences per GPU at `context`; prefill:
+// `chunks` chunks of `prompt` tokens per TP group after `context` cached). Returns the exit
+// code.
+int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, double context,
+                     double prompt, double chunks);
 // Redraws the progress bar (stderr, terminals only).
 void sim_run_progress(sim_cluster *c);
 

@@ -25,6 +25,7 @@
 #include <yaml.h>
 
 #include "sim.h"
+#include "sim_sample.h"
 
 // ---- the key table ------------------------------------------------------------------------
 
@@ -81,7 +82,7 @@ typedef struct keydef {
 #define CAP(k, f, sc)                                                                              \
     { k, K_CAP, 0, 0, OFF(f), SZ(f), 0, 0, BIG, sc, NULL }
 
-static const char *const step_models[] = {"roofline", "calibrated", NULL};
+static const char *const step_models[] = {"roofline", "calibrated", "table", NULL};
 static const char *const modes[] = {"disaggregated", "colocated", NULL};
 static const char *const schedulers[] = {"fcfs", "spf", "priority", NULL};
 static const char *const preemptions[] = {"recompute", "swap", NULL};
@@ -119,6 +120,8 @@ static const keydef key_table[] = {
     NUM("moe.ep_skew", ep_skew, NT_DBL, 0, 1, 100, 1),
     NUM("moe.redundant_experts", ep_redundant_experts, NT_DBL, 0, 0, 1, 1),
     NUM("moe.ep_skew_sd", ep_skew_sd, NT_DBL, 0, 0, 10, 1),
+    NUM("moe.route_nodes", ep_route_nodes, NT_U32, F_INT, 0, 1 << 20, 1),
+    BOOL("moe.two_batch_overlap", ep_two_batch),
     STR("workload.trace", trace, F_NULL),
     {"workload.format", K_FMT, 0, 0, OFF(trace_opt.format), SZ(trace_opt.format), 0, 0, 0, 1, NULL},
     NUM("workload.time_scale", trace_opt.time_scale, NT_DBL, 0, 1e-6, 1e6, 1),
@@ -131,6 +134,7 @@ static const keydef key_table[] = {
     BOOL("workload.skip_bad", trace_opt.skip_bad),
     NUM("workload.session_rate", trace_opt.session_rate, NT_DBL, 0, 0, 1e6, 1),
     NUM("workload.session_users", trace_opt.session_users, NT_U32, F_INT, 0, 1e7, 1),
+    NUM("workload.sample_rate", sample_rate, NT_DBL, F_GT, 0, 1, 1),
     NAME("workload.generate.profile", generate_profile, gen_profiles),
     NUM("workload.generate.rate_rps", generate_rate_rps, NT_DBL, F_GT, 0, 1e6, 1),
     NUM("workload.generate.duration_s", generate_duration_s, NT_DBL, F_GT, 0, 3.2e7, 1),
@@ -143,6 +147,9 @@ static const keydef key_table[] = {
     NUM("workload.generate.images_p", generate_images_p, NT_DBL, 0, 0, 1, 1),
     BOOL("workload.generate.closed_loop", generate_closed_loop),
     NUM("workload.generate.think_s", generate_think_s, NT_DBL, 0, 0, 604800, 1),
+    NUM("workload.generate.mix.chatbot", generate_mix[0], NT_DBL, 0, 0, 1e6, 1),
+    NUM("workload.generate.mix.agent", generate_mix[1], NT_DBL, 0, 0, 1e6, 1),
+    NUM("workload.generate.mix.coding", generate_mix[2], NT_DBL, 0, 0, 1e6, 1),
     ENUM("cluster.mode", mode, modes),
     POOL_KEYS(vision),
     POOL_KEYS(prefill),
@@ -194,6 +201,7 @@ static const char *const sections[] = {
     "moe",
     "workload",
     "workload.generate",
+    "workload.generate.mix",
     "cluster",
     "cluster.vision",
     "cluster.prefill",
@@ -209,6 +217,7 @@ static const char *const sections[] = {
     "slo",
     "economics",
     "output",
+    "published",
 };
 
 #define N_KEYS (sizeof key_table / sizeof key_table[0])
@@ -251,6 +260,73 @@ static void copy_str(char *dst, size_t n, const char *src) {
     snprintf(dst, n, "%s", src);
 }
 
+// published.NAME.FIELD = text: one field of a published figure (see sim_published).
+static kvf_status set_published(sim_config *c, const char *key, const char *text, char *why,
+                                size_t wn) {
+    const char *name = key + 10, *dot = strchr(name, '.');
+    if (!dot || dot == name || (size_t)(dot - name) >= sizeof c->published[0].name ||
+        strchr(dot + 1, '.')) {
+        snprintf(why, wn, "expected published.NAME.FIELD");
+        return KVF_EINVAL;
+    }
+    size_t nl = (size_t)(dot - name);
+    const char *field = dot + 1;
+    int k;
+    for (k = 0; k < c->n_published; k++)
+        if (strlen(c->published[k].name) == nl && !strncmp(c->published[k].name, name, nl)) break;
+    if (k == c->n_published) {
+        if (k == SIM_PUBLISHED_MAX) {
+            snprintf(why, wn, "more than %d published figures", SIM_PUBLISHED_MAX);
+            return KVF_EINVAL;
+        }
+        sim_published *p = &c->published[k];
+        memset(p, 0, sizeof *p);
+        memcpy(p->name, name, nl);
+        p->value = NAN;
+        p->high = NAN;
+        p->scale = 1;
+        p->output = true;
+        c->n_published++;
+    }
+    sim_published *p = &c->published[k];
+    char *end;
+    if (!strcmp(field, "value") || !strcmp(field, "high") || !strcmp(field, "scale")) {
+        double v = strtod(text, &end);
+        if (end == text || *end || !isfinite(v)) {
+            snprintf(why, wn, "'%.60s' is not a number", text);
+            return KVF_EINVAL;
+        }
+        if (!strcmp(field, "scale") && !(v != 0)) {
+            snprintf(why, wn, "must not be 0");
+            return KVF_EINVAL;
+        }
+        *(!strcmp(field, "value") ? &p->value : !strcmp(field, "high") ? &p->high : &p->scale) = v;
+    } else if (!strcmp(field, "role")) {
+        if (strcmp(text, "input") && strcmp(text, "output")) {
+            snprintf(why, wn, "unknown value '%.60s' (allowed: input|output)", text);
+            return KVF_EINVAL;
+        }
+        p->output = !strcmp(text, "output");
+    } else if (!strcmp(field, "summary_key") || !strcmp(field, "unit") ||
+               !strcmp(field, "rests_on")) {
+        char *dst = !strcmp(field, "unit") ? p->unit
+                    : !strcmp(field, "rests_on") ? p->rests_on : p->summary_key;
+        size_t cap = !strcmp(field, "unit") ? sizeof p->unit
+                     : !strcmp(field, "rests_on") ? sizeof p->rests_on : sizeof p->summary_key;
+        size_t len = strlen(text);
+        if (len >= cap) {
+            snprintf(why, wn, "longer than %zu characters", cap - 1);
+            return KVF_EINVAL;
+        }
+        memcpy(dst, text, len + 1);
+    } else {
+        snprintf(why, wn, "unknown field (known: value, high, role, summary_key, scale, unit, "
+                          "rests_on)");
+        return KVF_EINVAL;
+    }
+    return KVF_OK;
+}
+
 static void pool_default(sim_pool_cfg *p, int32_t instances, int32_t gpus) {
     p->instances = instances;
     p->gpus_per_instance = gpus;
@@ -282,6 +358,7 @@ void sim_config_default(sim_config *c) {
     c->trace_opt.rate_rps = 0;
     c->trace_opt.length_scale = 1.0;
     c->trace_opt.limit_requests = 0;
+    c->sample_rate = 1.0;
     c->generate_rate_rps = 1.0;
     c->generate_duration_s = 600.0;
     copy_str(c->generate_arrival, sizeof c->generate_arrival, "poisson");
@@ -813,6 +890,19 @@ static kvf_status apply_node(apply_ctx *x, const char *key, const yaml_node_t *n
         record_line(c, key, line);
         return KVF_OK;
     }
+    if (!strncmp(key, "published.", 10) && n->type != YAML_MAPPING_NODE) {
+        char text[1024], why[200];
+        size_t used = 0;
+        flow_text(x->doc, n, text, sizeof text, &used);
+        if (set_published(c, key, text, why, sizeof why))
+            return fail_at(x, KVF_EPARSE, key, kline, "%s", why);
+        record_line(c, key, line);
+        return KVF_OK;
+    }
+    if (!strncmp(key, "published.", 10) && !strchr(key + 10, '.')) {
+        record_line(c, key, line);
+        return apply_mapping(x, key, n);
+    }
     if (is_section(key)) {
         if (!strcmp(key, "workload.generate") && is_null(n)) {
             c->generate_profile[0] = '\0';
@@ -1132,6 +1222,43 @@ static kvf_status check_pool(const sim_config *c, const sim_pool_cfg *p, const c
     return KVF_OK;
 }
 
+// The large-EP keys apply only to an MoE model whose experts a pool spreads over GPUs
+// (route_nodes: over more than one scale-up domain); anything else is refused.
+static kvf_status check_moe_keys(const sim_config *c, kvf_err *err) {
+    if (!c->ep_route_nodes && !c->ep_two_batch) return KVF_OK;
+    const char *key = c->ep_route_nodes ? "moe.route_nodes" : "moe.two_batch_overlap";
+    char path[SIM_PATH_MAX + 128], dir[SIM_PATH_MAX + 128];
+    mdl_model m;
+    mdl_hardware hw;
+    kvf_err e2 = {0};
+    sim_config_resolve(c, "models", dir, sizeof dir);
+    sim_config_model_path(c, path, sizeof path);
+    if (mdl_model_load(&m, path, dir, &e2)) return vfail(c, err, "model", "%s", e2.msg);
+    sim_config_hardware_path(c, path, sizeof path);
+    if (mdl_hardware_load(&hw, path, dir, &e2)) return vfail(c, err, "hardware", "%s", e2.msg);
+    if (!m.experts) return vfail(c, err, key, "applies to MoE models only (%s has no experts)", m.name);
+    const sim_pool_cfg *pools[] = {&c->prefill, &c->decode};
+    uint32_t max_ep = 0;
+    for (int i = 0; i < 2; i++) {
+        if (pools[i]->instances < 1) continue;
+        int ep = pools[i]->ep > 0 ? pools[i]->ep : pools[i]->gpus_per_instance;
+        if ((uint32_t)ep > max_ep) max_ep = (uint32_t)ep;
+    }
+    if (max_ep <= 1) return vfail(c, err, key, "needs a pool with expert parallelism (ep > 1)");
+    if (c->ep_route_nodes) {
+        uint32_t dom = hw.scaleup_domain ? hw.scaleup_domain : 8;
+        if (max_ep <= dom)
+            return vfail(c, err, "moe.route_nodes",
+                         "no pool spreads experts over more than one scale-up domain (largest "
+                         "ep %u, %s domain %u GPUs)", max_ep, hw.name, dom);
+        if (c->ep_route_nodes >= m.experts_active)
+            return vfail(c, err, "moe.route_nodes",
+                         "%u does not limit routing: a token has only %u experts", c->ep_route_nodes,
+                         m.experts_active);
+    }
+    return KVF_OK;
+}
+
 kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
     char path[SIM_PATH_MAX + 128];
     kvf_status st;
@@ -1148,11 +1275,22 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
             return vfail(c, err, "step_model", "calibrated needs a profile (key 'profile')");
         sim_config_profile_path(c, path, sizeof path);
         if (!is_file(path)) return vfail(c, err, "profile", "%s: %s", path, not_file_why(path));
-    } else if (strcmp(c->step_model, "roofline")) {
-        return vfail(c, err, "step_model", "unknown value '%s' (allowed: roofline|calibrated)",
-                     c->step_model);
+    } else if (strcmp(c->step_model, "roofline") && strcmp(c->step_model, "table")) {
+        return vfail(c, err, "step_model",
+                     "unknown value '%s' (allowed: roofline|calibrated|table)", c->step_model);
     }
+    if ((st = check_moe_keys(c, err))) return st;
 
+    for (int k = 0; k < c->n_published; k++) {
+        const sim_published *p = &c->published[k];
+        char key[96];
+        snprintf(key, sizeof key, "published.%s", p->name);
+        if (!isfinite(p->value)) return vfail(c, err, key, "needs a value");
+        if (p->output && !p->summary_key[0])
+            return vfail(c, err, key, "an output needs the summary_key it compares with");
+        if (!isnan(p->high) && p->high < p->value)
+            return vfail(c, err, key, "high %g is below value %g", p->high, p->value);
+    }
     if (c->generate_profile[0]) {
         if (name_index(gen_profiles, c->generate_profile) < 0)
             return vfail(c, err, "workload.generate.profile",
@@ -1166,6 +1304,10 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
             return vfail(c, err, "workload.generate.rate_rps",
                          "rate_rps x duration_s = %g requests, over the %g a run may hold",
                          c->generate_rate_rps * c->generate_duration_s, SIM_MAX_REQUESTS);
+        double mix = c->generate_mix[0] + c->generate_mix[1] + c->generate_mix[2];
+        if (mix > 0 && strcmp(c->generate_profile, "mixed"))
+            return vfail(c, err, "workload.generate.mix",
+                         "applies only to profile mixed (profile is '%s')", c->generate_profile);
     } else {
         if (!c->trace[0])
             return vfail(c, err, "workload.trace",
@@ -1215,6 +1357,8 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
                      "colocated mode needs at least 1 instance (cluster.prefill.instances + "
                      "cluster.decode.instances)");
     }
+    sim_sample_plan plan;   // workload.sample_rate: every pool keeps at least one instance
+    if ((st = sim_sample_plan_make(c, &plan, err))) return st;
     if (!(c->kv_transfer_Bps > 0))
         return vfail(c, err, "cluster.network.kv_transfer_GBps", "must be > 0");
     if (name_index(prefill_routers, c->router_prefill) < 0)

@@ -23,6 +23,7 @@ kvf_status sim_open_generator(const sim_config *cfg, trc_reader **out, kvf_err *
     g.images_p = cfg->generate_images_p;
     g.closed_loop = cfg->generate_closed_loop;
     if (cfg->generate_think_s > 0) g.think_s = cfg->generate_think_s;
+    for (int k = 0; k < 3; k++) g.mix[k] = cfg->generate_mix[k];
     g.seed = cfg->seed;
     g.block_tokens = cfg->block_tokens;
     trc_options o = cfg->trace_opt;

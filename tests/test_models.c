@@ -195,7 +195,15 @@ START_TEST(test_files_bad_input) {
                        "bad.yaml:1", "missing required key 'vocab'");
     expect_model_error(GOOD "layers: 3\n", KVF_EPARSE, "bad.yaml:7", "repeated");
     expect_model_error(GOOD "window: {a: 1}\n", KVF_EPARSE, "bad.yaml:7", "'window'");
-    expect_model_error(GOOD "attention: linear\n", KVF_EPARSE, "bad.yaml:7", "gqa or mla");
+    expect_model_error(GOOD "attention: linear\n", KVF_EPARSE, "bad.yaml:7", "gqa, mla or dsa");
+    // DSA needs the latent and the indexer figures; index keys on other kinds are refused
+    expect_model_error(GOOD "attention: dsa\nkv_lora_rank: 16\nindex_heads: 4\nindex_topk: 8\n",
+                       KVF_EINVAL, "bad.yaml:1", "'index_head_dim' must be positive for dsa");
+    expect_model_error(GOOD "index_topk: 2048\n", KVF_EINVAL, "bad.yaml:7",
+                       "'index_topk' applies to attention: dsa only");
+    expect_model_error(GOOD "attention: dsa\nkv_lora_rank: 16\nindex_heads: 4\n"
+                            "index_head_dim: 8\nindex_topk: -1\n",
+                       KVF_EINVAL, "bad.yaml:11", "'index_topk' must not be negative");
     expect_model_error(GOOD "window: 128\n", KVF_EINVAL, "bad.yaml:7", "window_layers");
     expect_model_error(GOOD "experts: 8\nexperts_active: 9\nexpert_ffn: 16\n", KVF_EINVAL,
                        "bad.yaml:8", "experts_active");
@@ -233,7 +241,7 @@ END_TEST
 static mdl_batch one(mdl_phase ph, mdl_seq *s, uint32_t new_tokens, uint32_t cached) {
     s->new_tokens = new_tokens;
     s->cached_tokens = cached;
-    mdl_batch b = {ph, s, 1, 0};
+    mdl_batch b = {ph, s, 1, 0, NULL};
     return b;
 }
 
@@ -282,12 +290,12 @@ START_TEST(test_work_moe_and_vision) {
     mdl_seq many[512];
     for (int i = 0; i < 512; i++)
         many[i] = (mdl_seq){1, 100};
-    mdl_batch big = {MDL_DECODE, many, 512, 0};
+    mdl_batch big = {MDL_DECODE, many, 512, 0, NULL};
     mdl_batch_work_detail(&ds, &big, &w);
     ck_assert_msg(w.experts_touched > 255 && w.experts_touched <= 256, "%g", w.experts_touched);
     // vision: 2 FLOPs per encoder parameter per image token
     mdl_model g = load_model("gemma-3-27b");
-    mdl_batch v = {MDL_VISION, NULL, 0, 3};
+    mdl_batch v = {MDL_VISION, NULL, 0, 3, NULL};
     double f, y;
     mdl_batch_work(&g, &v, &f, &y);
     ck_assert_double_eq_tol(f, 2.0 * 417e6 * 3 * 256, 1);
@@ -323,7 +331,7 @@ START_TEST(test_roofline_decode_memory_bound) {
     ck_assert_uint_eq(st->extrapolations, 0);
     mdl_stepper_destroy(st);
     // empty batch costs nothing
-    mdl_batch empty = {MDL_DECODE, NULL, 0, 0};
+    mdl_batch empty = {MDL_DECODE, NULL, 0, 0, NULL};
     mdl_roofline_eval(&m, &h, NULL, &e, &empty, &c);
     ck_assert_int_eq(c.ns, 0);
 }
@@ -354,7 +362,7 @@ END_TEST
 START_TEST(test_roofline_monotone) {
     const char *models[] = {"llama-3.1-8b", "deepseek-v3", "gpt-oss-120b", "gemma-3-27b"};
     mdl_hardware h = load_hw("h200");
-    mdl_parallel par = {8, 8, 1, 1.0};
+    mdl_parallel par = {8, 8, 1, 1.0, 0, false};
     for (int k = 0; k < 4; k++) {
         mdl_model m = load_model(models[k]);
         int64_t prev = 0;
@@ -372,7 +380,7 @@ START_TEST(test_roofline_monotone) {
             mdl_seq s[16];
             for (int i = 0; i < 16; i++)
                 s[i] = (mdl_seq){1, ctx};
-            mdl_batch b = {MDL_DECODE, s, 16, 0};
+            mdl_batch b = {MDL_DECODE, s, 16, 0, NULL};
             mdl_step_cost c;
             mdl_roofline_eval(&m, &h, &par, NULL, &b, &c);
             // window-only growth can be flat once the window is full; never decreasing
@@ -385,7 +393,7 @@ START_TEST(test_roofline_monotone) {
         for (int i = 0; i < 1024; i++)
             s[i] = (mdl_seq){1, 2048};
         for (uint32_t n = 1; n <= 1024; n *= 2) { // decode batch
-            mdl_batch b = {MDL_DECODE, s, n, 0};
+            mdl_batch b = {MDL_DECODE, s, n, 0, NULL};
             mdl_step_cost c;
             mdl_roofline_eval(&m, &h, &par, NULL, &b, &c);
             ck_assert_msg(c.ns > prev, "%s decode batch %u", models[k], n);
@@ -402,7 +410,7 @@ START_TEST(test_roofline_tp_halves_compute) {
     mdl_efficiency_default(&e);
     mdl_seq s;
     mdl_batch b = one(MDL_PREFILL, &s, 8192, 0);
-    mdl_parallel p4 = {4, 4, 1, 1}, p8 = {8, 8, 1, 1};
+    mdl_parallel p4 = {4, 4, 1, 1, 0, false}, p8 = {8, 8, 1, 1, 0, false};
     mdl_step_cost c4, c8;
     mdl_roofline_eval(&m, &h, &p4, &e, &b, &c4);
     mdl_roofline_eval(&m, &h, &p8, &e, &b, &c8);
@@ -418,7 +426,7 @@ START_TEST(test_roofline_tp_halves_compute) {
     ck_assert_msg(llabs(c8o.ns - (c8.ns - c8.comm_ns)) <= 1, "overlap %lld vs %lld - %lld",
                   (long long)c8o.ns, (long long)c8.ns, (long long)c8.comm_ns);
     // 1 GPU has no collectives
-    mdl_parallel p1 = {1, 1, 1, 1};
+    mdl_parallel p1 = {1, 1, 1, 1, 0, false};
     mdl_step_cost c1;
     mdl_roofline_eval(&m, &h, &p1, &e, &b, &c1);
     ck_assert_int_eq(c1.comm_ns, 0);
@@ -427,8 +435,8 @@ START_TEST(test_roofline_tp_halves_compute) {
     mdl_seq many[256];
     for (int i = 0; i < 256; i++)
         many[i] = (mdl_seq){1, 4096};
-    mdl_batch d = {MDL_DECODE, many, 256, 0};
-    mdl_parallel even = {16, 1, 16, 1.0}, skew = {16, 1, 16, 1.5};
+    mdl_batch d = {MDL_DECODE, many, 256, 0, NULL};
+    mdl_parallel even = {16, 1, 16, 1.0, 0, false}, skew = {16, 1, 16, 1.5, 0, false};
     mdl_roofline_eval(&ds, &h, &even, &e, &d, &c1);
     mdl_roofline_eval(&ds, &h, &skew, &e, &d, &c4);
     ck_assert_msg(c4.ns > c1.ns, "skew %lld even %lld", (long long)c4.ns, (long long)c1.ns);
@@ -443,7 +451,7 @@ START_TEST(test_kv_capacity) {
     ck_assert_msg(near(cap, expect, 0.01), "cap %.0f vs %.0f", cap, expect);
     mdl_model m70 = load_model("llama-3.1-70b");
     ck_assert_double_eq(mdl_kv_capacity_tokens(&m70, &h, NULL, 0.1), 0); // 141 GB > 80 GB
-    mdl_parallel p8 = {8, 8, 1, 1};
+    mdl_parallel p8 = {8, 8, 1, 1, 0, false};
     expect = (8 * 80e9 * 0.9 - 2 * 70.6e9) / 327680;
     cap = mdl_kv_capacity_tokens(&m70, &h, &p8, 0.1);
     ck_assert_msg(near(cap, expect, 0.01), "70b tp8 cap %.0f vs %.0f", cap, expect);
@@ -506,7 +514,7 @@ static mdl_stepper *make_cal(const mdl_model *m, const mdl_hardware *h, const ch
 }
 
 static int64_t cost_of(mdl_stepper *s, mdl_phase ph, const mdl_seq *seqs, uint32_t n, bool *ex) {
-    mdl_batch b = {ph, seqs, n, 0};
+    mdl_batch b = {ph, seqs, n, 0, NULL};
     mdl_step_cost c;
     mdl_stepper_cost(s, &b, &c);
     if (ex) *ex = c.extrapolated;
@@ -595,7 +603,7 @@ START_TEST(test_calibrated_extrapolation_flagged) {
     mdl_efficiency e;
     mdl_efficiency_default(&e);
     mdl_step_cost r128, r64;
-    mdl_batch b128 = {MDL_DECODE, d, 128, 0}, b64 = {MDL_DECODE, d, 64, 0};
+    mdl_batch b128 = {MDL_DECODE, d, 128, 0, NULL}, b64 = {MDL_DECODE, d, 64, 0, NULL};
     mdl_roofline_eval(&m, &h, NULL, &e, &b128, &r128);
     mdl_roofline_eval(&m, &h, NULL, &e, &b64, &r64);
     double expect = (double)r128.ns * (t_dec(64, 1024) / (double)r64.ns) + t_host(64);
@@ -698,7 +706,7 @@ START_TEST(test_fit_recovers_efficiency) {
     for (int i = 0; i < 6; i++)
         for (int j = 0; j < 3; j++) {
             mdl_seq s = {Ts[i], Cs[j]};
-            mdl_batch b = {MDL_PREFILL, &s, 1, 0};
+            mdl_batch b = {MDL_PREFILL, &s, 1, 0, NULL};
             mdl_step_cost c;
             mdl_roofline_eval(&m, &h, NULL, &truth, &b, &c);
             n +=
@@ -710,7 +718,7 @@ START_TEST(test_fit_recovers_efficiency) {
         for (int j = 0; j < 3; j++) {
             for (uint32_t k = 0; k < Bs[i]; k++)
                 seqs[k] = (mdl_seq){1, Cs[j]};
-            mdl_batch b = {MDL_DECODE, seqs, Bs[i], 0};
+            mdl_batch b = {MDL_DECODE, seqs, Bs[i], 0, NULL};
             mdl_step_cost c;
             mdl_roofline_eval(&m, &h, NULL, &truth, &b, &c);
             n += snprintf(buf + n, sizeof buf - n, "tiny-dense,cpu,cpu,decode,%u,1,%u,%lld,,,3,,\n",
@@ -755,6 +763,336 @@ START_TEST(test_fit_recovers_efficiency) {
 }
 END_TEST
 
+
+// A decode batch given as running sums costs exactly (bit for bit) what the same sequences
+// listed one by one cost, under the roofline and the calibrated model, for dense, MoE, MLA and
+// sliding-window models, alone and beside prefill chunks (mixed steps).
+// DeepSeek Sparse Attention against dense MLA (DeepSeek-V3.2-Exp against DeepSeek-V3, the same
+// structure but for the indexer), by hand from the public description: 61 layers, 128 heads,
+// kv_lora_rank 512, rope 64, head dim 128; indexer 64 heads x 128 dims in FP8, top-k 2048.
+START_TEST(test_dsa_against_mla) {
+    mdl_model mla = load_model("deepseek-v3"), dsa = load_model("deepseek-v3.2-exp");
+    uint32_t caps[MDL_CAPS];
+    mdl_model_caps(&dsa, caps);
+    ck_assert_uint_eq(caps[MDL_CAP_TOPK], 2048);
+    mdl_model_caps(&mla, caps);
+    ck_assert_uint_eq(caps[MDL_CAP_TOPK], 0);
+    const double L = 61, H = 128, R = 512, RO = 64, HD = 128, IH = 64, ID = 128, K = 2048;
+    // KV per token and layer: latent 576 x 2 B; index key 128 FP8 + one fp32 scale
+    ck_assert_double_eq(mla.kv_bytes_per_token_layer, 1152);
+    ck_assert_double_eq(dsa.kv_bytes_per_token_layer, 1152 + 132);
+    // Indexer weights: q_lora x 64 x 128 + hidden x 128 + LayerNorm + hidden x 64 per layer
+    ck_assert_double_eq(dsa.params - mla.params, L * (1536 * IH * ID + 7168 * ID + 2 * ID + 7168 * IH));
+    const double ctxs[2] = {32768, 131072};
+    for (int i = 0; i < 2; i++) {
+        double n = ctxs[i];
+        // Prefill of an n-token prompt. Dense MLA: every causal pair, in the expanded form
+        // (cheaper with no cached latents): QK over 128 + 64 dims and PV over 128, per head.
+        double pairs = n * (n + 1) / 2;
+        double mla_f = L * pairs * (2 * H * (HD + RO) + 2 * H * HD);
+        // DSA: query p sees min(p, 2048) keys, in the absorbed form (QK over 576, PV over 512);
+        // the indexer scores every pair: 2 x 64 x 128 FLOPs + 2 x 64 for the weighted sum.
+        double sel = K * (K + 1) / 2 + (n - K) * K;
+        double dsa_f = L * sel * (2 * H * (R + RO) + 2 * H * R);
+        double idx_f = L * pairs * (2 * IH * ID + 2 * IH);
+        mdl_seq s = {(uint32_t)n, 0};
+        mdl_batch b = {.phase = MDL_PREFILL, .seqs = &s, .n = 1};
+        mdl_work wm, wd;
+        mdl_batch_work_detail(&mla, &b, &wm);
+        mdl_batch_work_detail(&dsa, &b, &wd);
+        ck_assert_msg(near(wm.flops[MDL_WG_ATTN_FULL], mla_f, 1e-12), "mla prefill %.6g vs %.6g",
+                      wm.flops[MDL_WG_ATTN_FULL], mla_f);
+        ck_assert_msg(near(wd.flops[MDL_WG_ATTN_FULL], dsa_f, 1e-12), "dsa prefill %.6g vs %.6g",
+                      wd.flops[MDL_WG_ATTN_FULL], dsa_f);
+        ck_assert_msg(near(wd.flops[MDL_WG_ATTN_INDEX], idx_f, 1e-12), "indexer %.6g vs %.6g",
+                      wd.flops[MDL_WG_ATTN_INDEX], idx_f);
+        ck_assert_double_eq(wm.flops[MDL_WG_ATTN_INDEX], 0);
+        // 32k: 1.65e15 vs 2.68e15 per prompt; 128k: 1.32e16 vs 4.29e16 -- sparse is cheaper
+        // and the gap widens with the context
+        ck_assert(dsa_f + idx_f < mla_f);
+        printf("prefill %6.0f tokens: MLA %.4g FLOPs, DSA %.4g (attention %.4g + indexer %.4g)\n",
+               n, mla_f, dsa_f + idx_f, dsa_f, idx_f);
+        // Decode of one token over n cached: MLA reads n + 1 latents and writes one; DSA
+        // reads 2048 latents and n + 1 index keys, writes one of each.
+        mdl_seq d = {1, (uint32_t)n};
+        mdl_batch bd = {.phase = MDL_DECODE, .seqs = &d, .n = 1};
+        mdl_batch_work_detail(&mla, &bd, &wm);
+        mdl_batch_work_detail(&dsa, &bd, &wd);
+        double mla_b = L * 1152 * (n + 1 + 1);
+        double dsa_b = L * 1152 * (K + 1) + L * 132 * (n + 1 + 1);
+        ck_assert_double_eq(wm.bytes[MDL_WG_ATTN_FULL], mla_b);
+        ck_assert_double_eq(wd.bytes[MDL_WG_ATTN_FULL] + wd.bytes[MDL_WG_ATTN_INDEX], dsa_b);
+        ck_assert_double_eq(wd.flops[MDL_WG_ATTN_FULL], L * K * (2 * H * (R + RO) + 2 * H * R));
+        ck_assert_double_eq(wd.flops[MDL_WG_ATTN_INDEX], L * (n + 1) * (2 * IH * ID + 2 * IH));
+        printf("decode over %6.0f: MLA reads %.4g B, DSA %.4g B (%.3gx)\n", n, mla_b, dsa_b,
+               mla_b / dsa_b);
+    }
+}
+END_TEST
+
+// The table model without tables is the roofline, term for term (to the nanosecond); with the
+// hardware file's tables each term comes from the rows, as recomputed here by hand from the
+// published figures (DeepEP, DeepGEMM, FlashMLA rows of h800.yaml).
+START_TEST(test_table_model_terms) {
+    mdl_model ds = load_model("deepseek-v3");
+    mdl_hardware h800 = load_hw("h800"), b200 = load_hw("b200");
+    mdl_parallel par = {.gpus = 144, .tp = 1, .ep = 144, .ep_skew = 1.0, .route_nodes = 4,
+                        .two_batch = true};
+    uint32_t caps[MDL_CAPS];
+    mdl_model_caps(&ds, caps);
+    mdl_decode_sum d = {0};
+    for (int i = 0; i < 144 * 90; i++) mdl_decode_sum_add(&d, caps, 5000);
+    mdl_batch b = {.phase = MDL_DECODE, .dsum = &d};
+    mdl_step_cost roof, t0, t1;
+    mdl_explain ex;
+    bool fb = true;
+    mdl_roofline_eval(&ds, &h800, &par, NULL, &b, &roof);
+    mdl_table_eval(&ds, &h800, &par, NULL, &b, false, &t0, &ex, &fb);
+    ck_assert_int_eq(t0.ns, roof.ns);
+    ck_assert(!fb);
+    mdl_table_eval(&ds, &h800, &par, NULL, &b, true, &t1, &ex, &fb);
+    ck_assert(!fb); // every applicable term has rows on H800
+    const mdl_term *disp = NULL, *comb = NULL, *attn = NULL, *exp = NULL;
+    for (int i = 0; i < ex.n; i++) {
+        if (!strcmp(ex.t[i].name, "EP dispatch")) disp = &ex.t[i];
+        if (!strcmp(ex.t[i].name, "EP combine")) comb = &ex.t[i];
+        if (!strcmp(ex.t[i].name, "attention")) attn = &ex.t[i];
+        if (!strcmp(ex.t[i].name, "expert GEMMs")) exp = &ex.t[i];
+    }
+    ck_assert(disp && comb && attn && exp);
+    // DeepEP low-latency rows: 39 GB/s at EP128 and EP256 for dispatch; 39 and 40 for combine.
+    // 90 tokens x top-8 x 7168 x 1 B (FP8) per GPU and layer, 58 MoE layers.
+    double bd = 90.0 * 8 * 7168, gc = 39 + log(144.0 / 128) / log(2.0) * (40 - 39);
+    ck_assert_msg(near(disp->s, 58 * bd / 39e9, 1e-9), "dispatch %.6g", disp->s);
+    ck_assert_msg(near(comb->s, 58 * 2 * bd / (gc * 1e9), 1e-9), "combine %.6g", comb->s);
+    ck_assert(disp->row_lo > 0 && strstr(disp->source, "DeepEP"));
+    // FlashMLA row: max(KV bytes / 3000 GB/s, FLOPs / 660 TFLOPS) per GPU; KV read and written
+    // per GPU = 90 x (5001 + 1) latents x 61 layers x 1152 B; absorbed FLOPs per key and layer
+    // 2 x 128 x 576 + 2 x 128 x 512 -- compute-bound here (11.6 ms against 10.5 ms)
+    double kv = 90.0 * (5001 + 1) * 61 * 1152, fl = 90.0 * 5001 * 61 * (2 * 128 * 576 + 2 * 128 * 512);
+    double want = KVF_MAX(kv / 3000e9, fl / 660e12);
+    ck_assert_msg(near(attn->s, want, 1e-9), "attention %.6g vs %.6g", attn->s, want);
+    ck_assert(fl / 660e12 > kv / 3000e9);
+    ck_assert(strstr(attn->source, "FlashMLA"));
+    // DeepGEMM masked rows by tokens per expert: 12960 x 8 / 256 = 405 per expert, between the
+    // m = 256 and m = 512 rows (log-linear): gate+up 932..1040, down 815..916 TFLOPS
+    double f = log(405.0 / 256) / log(2.0);
+    double gu = 932 + f * (1040 - 932), dn = 815 + f * (916 - 815);
+    double routed = 2.0 * 12960 * 58 * 8 * ds.expert_params;
+    double shared_part = exp->s - (routed * 2 / 3 / (gu * 1e12) + routed / 3 / (dn * 1e12)) / 144;
+    ck_assert_msg(shared_part > 0 && shared_part < 0.25 * exp->s, "expert term %.6g", exp->s);
+    // two micro-batches hide communication up to the compute there is
+    double comm = disp->s + comb->s, sum = 0;
+    for (int i = 0; i < ex.n; i++)
+        if (ex.t[i].name[0] != ' ' && strcmp(ex.t[i].name, "overlap")) sum += ex.t[i].s;
+    ck_assert_msg(near(ex.total_s, sum - KVF_MIN(comm, sum - comm - ex.t[ex.n - 1].s), 1e-6),
+                  "total %.6g vs terms %.6g", ex.total_s, sum);
+    // the same wide batch with varied contexts, listed and as sums, through the table rows
+    // (FlashMLA, DeepGEMM, DeepEP): the same nanosecond and no fallback either way; DSA too
+    const char *names[] = {"deepseek-v3", "deepseek-v3.2-exp"};
+    for (int k = 0; k < 2; k++) {
+        mdl_model mk = load_model(names[k]);
+        mdl_model_caps(&mk, caps);
+        enum { NS = 144 * 90 };
+        static mdl_seq all[NS];
+        mdl_decode_sum dv = {0};
+        for (int i = 0; i < NS; i++) {
+            all[i] = (mdl_seq){1, (uint32_t)(1 + (i * 7919) % 12000)};
+            mdl_decode_sum_add(&dv, caps, all[i].cached_tokens);
+        }
+        mdl_batch bl = {.phase = MDL_DECODE, .seqs = all, .n = NS}, bs = {.phase = MDL_DECODE, .dsum = &dv};
+        mdl_step_cost ca, cb;
+        bool fa, fb2;
+        mdl_table_eval(&mk, &h800, &par, NULL, &bl, true, &ca, NULL, &fa);
+        mdl_table_eval(&mk, &h800, &par, NULL, &bs, true, &cb, NULL, &fb2);
+        ck_assert_msg(ca.ns == cb.ns && fa == fb2, "%s: %lld vs %lld", names[k], (long long)ca.ns,
+                      (long long)cb.ns);
+        ck_assert(k == 1 || !fa); // DSA has no decode_attn row: its attention falls back
+        ck_assert(k == 0 || fa);
+    }
+    // no tables: every step is a fallback, counted by the stepper
+    mdl_stepper *s = mdl_table_create(&ds, &b200, &par, NULL);
+    mdl_step_cost c;
+    for (int i = 0; i < 3; i++) mdl_stepper_cost(s, &b, &c);
+    ck_assert_uint_eq(s->table_fallbacks, 3);
+    mdl_roofline_eval(&ds, &b200, &par, NULL, &b, &roof);
+    ck_assert_int_eq(c.ns, roof.ns);
+    mdl_stepper_destroy(s);
+    // node-limited routing: fewer NIC copies than unlimited routing over 18 nodes
+    mdl_ep_comm e4, eall;
+    mdl_parallel unl = par;
+    unl.route_nodes = 0;
+    mdl_ep_comm_time(&ds, &h800, &par, NULL, 90, &e4);
+    mdl_ep_comm_time(&ds, &h800, &unl, NULL, 90, &eall);
+    // 4 nodes: 4 (1 - (3/4)^8) = 3.60 distinct, 17/18 remote; 18 nodes: 18 (1 - (17/18)^8) = 6.65
+    ck_assert_msg(near(e4.nic_copies, 4 * (1 - pow(0.75, 8)) * 17 / 18, 1e-12), "%.6g", e4.nic_copies);
+    ck_assert_msg(near(eall.nic_copies, 18 * (1 - pow(17.0 / 18, 8)) * 17 / 18, 1e-12), "%.6g",
+                  eall.nic_copies);
+    ck_assert_double_eq(e4.fabric_copies, 8.0 * 7 / 8);
+    // FP8 dispatch (1 B) + BF16 combine (2 B) per hidden element
+    ck_assert_double_eq(e4.bytes_per_copy, 7168.0 * 3);
+}
+END_TEST
+
+// Kernel tables in hardware files: rows parse with their sources; bad rows are refused naming
+// file:line and key; `hw check` rules (peaks, monotone series) name the offending row.
+START_TEST(test_hardware_kernel_tables) {
+    mdl_hardware h = load_hw("h800");
+    kvf_err err = {0};
+    ck_assert_uint_ge(h.nkrows, 40);
+    ck_assert_int_eq(mdl_hardware_check(&h, &err), KVF_OK);
+    ck_assert_int_eq(mdl_hardware_check(&(mdl_hardware){0}, &err), KVF_OK);
+#define HWB "name: g\nbf16_flops: 1e15\nfp8_flops: 2e15\nhbm_bytes: 8e10\nhbm_Bps: 3e12\n" \
+            "scaleup_Bps: 4e11\nnic_Bps: 4e10\nkernels:\n"
+#define SRC ", source: \"repo/x README.md @ 0123abcd\"}\n"
+    const char *p = write_tmp("k.yaml", HWB "  - {kind: gemm_fp8, m: 64, n: 8, k: 8, tflops: 200" SRC
+                                            "  - {kind: gemm_fp8, m: 128, n: 8, k: 8, tflops: 150" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_OK);
+    ck_assert_int_eq(mdl_hardware_check(&h, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "k.yaml:10") && strstr(err.msg, "must not fall"), "%s", err.msg);
+    p = write_tmp("k.yaml", HWB "  - {kind: gemm_fp8, m: 64, n: 8, k: 8, tflops: 2500" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_OK);
+    ck_assert_int_eq(mdl_hardware_check(&h, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "k.yaml:9") && strstr(err.msg, "datasheet peak"), "%s", err.msg);
+    p = write_tmp("k.yaml", HWB "  - {kind: decode_attn, attention: mla, head_dim: 576, GBps: 3100, "
+                                "tflops: 600" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_OK);
+    ck_assert_int_eq(mdl_hardware_check(&h, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "hbm_Bps"), "%s", err.msg);
+    // all-reduce bus bandwidth: above one direction (200 GB/s here) is possible with in-switch
+    // reduction, above both (400) is not; it must not fall as messages grow
+    p = write_tmp("k.yaml", HWB "  - {kind: allreduce, gpus: 8, bytes: 1e6, GBps: 150" SRC
+                                "  - {kind: allreduce, gpus: 8, bytes: 1e8, GBps: 380" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_OK);
+    ck_assert_int_eq(mdl_hardware_check(&h, &err), KVF_OK);
+    p = write_tmp("k.yaml", HWB "  - {kind: allreduce, gpus: 8, bytes: 1e6, GBps: 150" SRC
+                                "  - {kind: allreduce, gpus: 8, bytes: 1e8, GBps: 420" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_OK);
+    ck_assert_int_eq(mdl_hardware_check(&h, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "k.yaml:10") && strstr(err.msg, "both directions"), "%s", err.msg);
+    p = write_tmp("k.yaml", HWB "  - {kind: allreduce, gpus: 8, bytes: 1e6, GBps: 150" SRC
+                                "  - {kind: allreduce, gpus: 8, bytes: 1e8, GBps: 120" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_OK);
+    ck_assert_int_eq(mdl_hardware_check(&h, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "k.yaml:10") && strstr(err.msg, "as bytes grows"), "%s", err.msg);
+    // parse errors
+    p = write_tmp("k.yaml", HWB "  - {kind: gemm_fp8, m: 64, n: 8, k: 8, tflops: 200}\n");
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_EPARSE);
+    ck_assert_msg(strstr(err.msg, "k.yaml:9") && strstr(err.msg, "'kernels.source' missing"), "%s",
+                  err.msg);
+    p = write_tmp("k.yaml", HWB "  - {kind: gemm_fp8, m: -64, n: 8, k: 8, tflops: 200" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "k.yaml:9") && strstr(err.msg, "'kernels.m' must be positive"),
+                  "%s", err.msg);
+    p = write_tmp("k.yaml", HWB "  - {kind: gemm_fp9, m: 64" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_EPARSE);
+    ck_assert_msg(strstr(err.msg, "unknown kind 'gemm_fp9'"), "%s", err.msg);
+    p = write_tmp("k.yaml", HWB "  - {kind: ep_dispatch, mode: low_latency, ep: 8, GBps: 90" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_EPARSE);
+    ck_assert_msg(strstr(err.msg, "'kernels.tokens' missing"), "%s", err.msg);
+    p = write_tmp("k.yaml", HWB "  - {kind: allreduce, gpus: 8, bytes: 1e6, GBps: 90, colour: 1" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_EPARSE);
+    ck_assert_msg(strstr(err.msg, "unknown key 'kernels.colour'"), "%s", err.msg);
+    p = write_tmp("k.yaml", HWB "  - {kind: gemm_fp8, m: 64, n: 8, k: 8, tflops: fast" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_EPARSE);
+    ck_assert_msg(strstr(err.msg, "'kernels.tflops': expected a number"), "%s", err.msg);
+#undef HWB
+#undef SRC
+}
+END_TEST
+
+START_TEST(test_decode_sums_match_listed) {
+    const char *models[] = {"llama-3.1-8b",  "deepseek-v3",       "gpt-oss-120b",
+                            "gemma-3-27b",   "tiny-dense",        "deepseek-v3.2-exp",
+                            "qwen3-235b-a22b"};
+    mdl_hardware hw = load_hw("h100");
+    uint64_t x = 88172645463325252ULL;
+    for (size_t k = 0; k < sizeof models / sizeof *models; k++) {
+        mdl_model m = load_model(models[k]);
+        uint32_t caps[MDL_CAPS];
+        mdl_model_caps(&m, caps);
+        mdl_parallel par = {.gpus = 8, .tp = 8, .ep = m.experts ? 8 : 1, .ep_skew = 1.2};
+        mdl_stepper *roof = mdl_roofline_create(&m, &hw, &par, NULL);
+        // the table model on the hardware with the most tables, wide EP with DP attention and
+        // two micro-batches when the model has experts
+        mdl_parallel wide = {.gpus = 144, .tp = m.experts ? 1 : 8, .ep = m.experts ? 144 : 1,
+                             .ep_skew = 1.1, .route_nodes = m.experts ? 4 : 0,
+                             .two_batch = m.experts > 0};
+        mdl_hardware h800 = load_hw("h800");
+        mdl_stepper *tab = mdl_table_create(&m, &h800, &wide, NULL);
+        for (int trial = 0; trial < 40; trial++) {
+            enum { N = 300 };
+            mdl_seq all[N + 2];
+            mdl_decode_sum ds = {0};
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            uint32_t n = 1 + (uint32_t)(x % N);
+            for (uint32_t i = 0; i < n; i++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                uint32_t ctx = 1 + (uint32_t)(x % (trial < 20 ? 9000 : 200000));
+                all[i] = (mdl_seq){1, ctx};
+                mdl_decode_sum_add(&ds, caps, ctx);
+            }
+            // two prefill chunks in the mixed trials, listed in both forms
+            uint32_t np = trial % 2 ? 2 : 0;
+            mdl_seq pre[2] = {{777, 4096}, {2048, 0}};
+            for (uint32_t i = 0; i < np; i++) all[n + i] = pre[i];
+            mdl_phase ph = np ? MDL_MIXED : MDL_DECODE;
+            mdl_batch listed = {.phase = ph, .seqs = all, .n = n + np};
+            mdl_batch summed = {.phase = ph, .seqs = pre, .n = np, .dsum = &ds};
+            ck_assert_uint_eq(mdl_batch_size(&listed), mdl_batch_size(&summed));
+            mdl_work a, b;
+            mdl_batch_work_detail(&m, &listed, &a);
+            mdl_batch_work_detail(&m, &summed, &b);
+            for (int g = 0; g < MDL_WG_COUNT; g++) {
+                ck_assert_msg(a.flops[g] == b.flops[g], "%s trial %d group %d: flops %.17g vs %.17g",
+                              models[k], trial, g, a.flops[g], b.flops[g]);
+                ck_assert_msg(a.bytes[g] == b.bytes[g], "%s trial %d group %d: bytes %.17g vs %.17g",
+                              models[k], trial, g, a.bytes[g], b.bytes[g]);
+            }
+            mdl_step_cost ca, cb;
+            mdl_stepper_cost(roof, &listed, &ca);
+            mdl_stepper_cost(roof, &summed, &cb);
+            ck_assert_msg(ca.ns == cb.ns, "%s trial %d: %lld vs %lld ns", models[k], trial,
+                          (long long)ca.ns, (long long)cb.ns);
+            ck_assert_int_gt(ca.ns, 0);
+            mdl_stepper_cost(tab, &listed, &ca);
+            mdl_stepper_cost(tab, &summed, &cb);
+            ck_assert_msg(ca.ns == cb.ns && ca.table_fallback == cb.table_fallback,
+                          "%s trial %d: table %lld vs %lld ns", models[k], trial, (long long)ca.ns,
+                          (long long)cb.ns);
+        }
+        mdl_stepper_destroy(roof);
+        mdl_stepper_destroy(tab);
+    }
+    // calibrated: the decode table at (batch, mean context) and the host overhead by batch size
+    mdl_model m = load_model("tiny-dense");
+    mdl_hardware cpu = load_hw("cpu");
+    char prof[1200];
+    snprintf(prof, sizeof prof, "%s/profiles/cpu-tiny-dense.csv", models_dir);
+    mdl_stepper *cal = NULL;
+    kvf_err err = {0};
+    ck_assert_msg(mdl_calibrated_create(&cal, &m, &cpu, NULL, NULL, prof, &err) == KVF_OK, "%s", err.msg);
+    uint32_t caps[MDL_CAPS];
+    mdl_model_caps(&m, caps);
+    for (uint32_t n = 1; n <= 64; n += 7) {
+        mdl_seq all[64];
+        mdl_decode_sum ds = {0};
+        for (uint32_t i = 0; i < n; i++) {
+            all[i] = (mdl_seq){1, 3 + 37 * i};
+            mdl_decode_sum_add(&ds, caps, 3 + 37 * i);
+        }
+        mdl_batch listed = {.phase = MDL_DECODE, .seqs = all, .n = n};
+        mdl_batch summed = {.phase = MDL_DECODE, .dsum = &ds};
+        mdl_step_cost ca, cb;
+        mdl_stepper_cost(cal, &listed, &ca);
+        mdl_stepper_cost(cal, &summed, &cb);
+        ck_assert_msg(ca.ns == cb.ns, "calibrated n %u: %lld vs %lld ns", n, (long long)ca.ns,
+                      (long long)cb.ns);
+    }
+    mdl_stepper_destroy(cal);
+}
+END_TEST
+
 static Suite *models_suite(void) {
     Suite *s = suite_create("models");
     TCase *t = tcase_create("files");
@@ -775,6 +1113,10 @@ static Suite *models_suite(void) {
     tcase_add_test(t, test_roofline_monotone);
     tcase_add_test(t, test_roofline_tp_halves_compute);
     tcase_add_test(t, test_kv_capacity);
+    tcase_add_test(t, test_decode_sums_match_listed);
+    tcase_add_test(t, test_dsa_against_mla);
+    tcase_add_test(t, test_table_model_terms);
+    tcase_add_test(t, test_hardware_kernel_tables);
     suite_add_tcase(s, t);
     t = tcase_create("calibrated");
     tcase_add_checked_fixture(t, setup_dirs, cleanup_dirs);

@@ -86,15 +86,9 @@ static void fake_run(const char *dir) {
 }
 
 static int run_browser(const char *args, const char *out) {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd,
-             "u=$(mktemp -d) && timeout 180 %s --headless --no-sandbox --disable-gpu "
-             "--disable-quic --no-first-run --disable-background-networking "
-             "--disable-component-update --disable-sync --user-data-dir=\"$u\" %s "
-             "'file://%s/report.html' > '%s' 2>'%s/browser.log'; rc=$?; rm -rf \"$u\"; exit $rc",
-             browser, args, tmpdir, out, tmpdir);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char page[400];
+    snprintf(page, sizeof page, "%s/report.html", tmpdir);
+    return kvt_browser_run(page, args, out, tmpdir);
 }
 
 START_TEST(test_report_renders_in_chromium) {
@@ -130,27 +124,10 @@ START_TEST(test_report_renders_in_chromium) {
     free(dom);
 
     // a screenshot: a PNG of the window size
-    char png[600];
+    char png[600], page[600];
     snprintf(png, sizeof png, "%s/screenshot.png", tmpdir);
-    char args[700];
-    snprintf(args, sizeof args, "--window-size=1280,8000 --hide-scrollbars --screenshot='%s'",
-             png);
-    char out[600];
-    snprintf(out, sizeof out, "%s/screenshot.log", tmpdir);
-    rc = run_browser(args, out);
-    ck_assert_msg(rc == 0, "screenshot exited %d", rc);
-    FILE *f = fopen(png, "rb");
-    ck_assert_ptr_nonnull(f);
-    unsigned char h[24];
-    ck_assert_int_eq(fread(h, 1, 24, f), 24);
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fclose(f);
-    ck_assert(!memcmp(h, "\x89PNG", 4));
-    unsigned w = (unsigned)h[16] << 24 | (unsigned)h[17] << 16 | (unsigned)h[18] << 8 | h[19];
-    unsigned hh = (unsigned)h[20] << 24 | (unsigned)h[21] << 16 | (unsigned)h[22] << 8 | h[23];
-    ck_assert_msg(w == 1280 && hh == 8000, "screenshot %ux%u", w, hh);
-    ck_assert_msg(size > 50000, "screenshot of %ld bytes: blank page?", size);
+    snprintf(page, sizeof page, "%s/report.html", tmpdir);
+    kvt_browser_screenshot(page, png, 1280, 8000, 50000, tmpdir);
     if (getenv("KVF_TEST_KEEP")) {
         fprintf(stderr, "kept %s (report.html, screenshot.png)\n", tmpdir);
     } else {
@@ -162,13 +139,12 @@ START_TEST(test_report_renders_in_chromium) {
 END_TEST
 
 int main(void) {
-    static const char *const names[] = {"chromium", "chromium-browser", "google-chrome"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !browser[0]; i++)
-        if (on_path(names[i])) snprintf(browser, sizeof browser, "%s", names[i]);
-    if (!browser[0]) {
+    const char *b = kvt_browser();
+    if (!b) {
         fprintf(stderr, "test_report_browser: no chromium on PATH; skipped\n");
         return 77;
     }
+    snprintf(browser, sizeof browser, "%s", b);
     Suite *s = suite_create("report_browser");
     TCase *t = tcase_create("chromium");
     tcase_set_timeout(t, 400);

@@ -190,10 +190,14 @@ START_TEST(test_econ_hand_calculation_rent) {
     // by hand: 6 GPU-hours in one hour -> 144 GPU-hours a day
     double gpu = 2.0 * 144, net = 0.5 * 144, ssd = 3 * 10 * 12.0 / 365.0;
     double cost = gpu + net + ssd;
-    // revenue per hour: peak 0.75*(1*1 + 1*10 + 1*20) = 23.25, off-peak 0.75*0.5*(2*1 + 1*20)
-    // = 8.25 -> 31.5 per hour, 756 a day
-    double rev = (0.75 * 31 + 0.375 * 22) * 24;
-    ck_assert(NEAR(rev, 756));
+    // revenue: the one-hour run is placed in a flat day; the window 16:30-00:30 holds 8 of
+    // 24 hours, so a third of the day's tokens pay half: factor 1 - (1/3)(1 - 0.5) = 5/6.
+    // Tokens 3e6 hit, 1e6 miss, 2e6 output an hour: 3*1 + 1*10 + 2*20 = 53 USD at full
+    // price, x 0.75 billed x 5/6 = 33.125 an hour, 795 a day -- where the run falls in the
+    // day does not matter.
+    double rev = 0.75 * (5.0 / 6.0) * 53 * 24;
+    ck_assert(NEAR(rev, 795));
+    ck_assert(NEAR(r.offpeak_share, 1.0 / 3.0));
     ck_assert_msg(NEAR(r.cost_per_day_by_part[RPT_COST_GPU], gpu), "%g",
                   r.cost_per_day_by_part[RPT_COST_GPU]);
     ck_assert(NEAR(r.cost_per_day_by_part[RPT_COST_NETWORK], net));
@@ -202,7 +206,7 @@ START_TEST(test_econ_hand_calculation_rent) {
     ck_assert(NEAR(r.cost_per_day_usd, cost));
     ck_assert_msg(NEAR(r.revenue_per_day_usd, rev), "rev %g want %g", r.revenue_per_day_usd, rev);
     ck_assert(NEAR(r.cost_usd, cost / 24));
-    ck_assert(NEAR(r.revenue_usd, 31.5));
+    ck_assert(NEAR(r.revenue_usd, 33.125));
     ck_assert(NEAR(r.margin, (rev - cost) / rev));
     ck_assert(NEAR(r.cost_per_gpu_hour_usd, cost / 144));
     ck_assert(NEAR(r.cost_per_gpu_hour_by_part[RPT_COST_GPU], 2.0));
@@ -217,7 +221,7 @@ START_TEST(test_econ_hand_calculation_rent) {
     ck_assert(NEAR(r.payback_days, 180000 / (rev - opex)));
     // break-even: all prices x cost/rev; output price with input prices kept
     ck_assert(NEAR(r.break_even_price_factor, cost / rev));
-    double rev_in = (0.75 * 11 + 0.375 * 2) * 24, out_w = (0.75 + 0.375) * 24;
+    double rev_in = 0.75 * (5.0 / 6.0) * 13 * 24, out_w = 0.75 * (5.0 / 6.0) * 2 * 24;
     ck_assert(NEAR(r.revenue_input_per_day_usd, rev_in));
     ck_assert(NEAR(r.break_even_output_usd_per_mtok, (cost - rev_in) / out_w));
     // the price table holds the break-even factor, where margin is 0
@@ -264,8 +268,7 @@ START_TEST(test_econ_class_prices_and_free_share) {
     kvf_err err = {0};
     ck_assert_int_eq(rpt_econ_compute(&c, &in, &r, &err), KVF_OK);
     ck_assert_int_eq(in.n_cls, 2);
-    // no discount now; the tokens were already bucketed with the window on, so the chatbot
-    // off-peak bucket counts at factor 1 now that the window is off
+    // no discount now: every token at its full price
     double chat = (1 * 1 + 1 * 10 + 1 * 20) + (2 * 1 + 1 * 20);
     double agent = 1 * 10 + 1 * 40;
     ck_assert_msg(NEAR(r.revenue_per_day_by_class[0], chat * 24), "%g", r.revenue_per_day_by_class[0]);
@@ -375,8 +378,8 @@ START_TEST(test_econ_margin_monotone_in_hit_rate) {
         ck_assert_int_eq(rpt_econ_compute(&c, &in, &r, &err), KVF_OK);
         double h0 = r.hit_rate, w0 = (1 - h0) + h0 * 0.1;
         double dC = -(1 - 0.1) / w0 * in.gpu_hours[RPT_POOL_PREFILL] * 24 * (2 + 0.5);
-        // revenue slope: both periods re-billed (2e6 input tokens each, factor 1 and 0.5)
-        double dR = -(10 - 1) / 1e6 * 0.75 * (2e6 * 24 * 1.0 + 2e6 * 24 * 0.5);
+        // revenue slope: 4e6 input tokens an hour re-billed at the day's mean factor 5/6
+        double dR = -(10 - 1) / 1e6 * 0.75 * 4e6 * 24 * (5.0 / 6.0);
         int want = dC * r.revenue_per_day_usd < r.cost_per_day_usd * dR ? 1 : -1;
         int got = margin_direction(&r);
         ck_assert_msg(got == want, "case %d: direction %d, predicted %d", k, got, want);
@@ -395,7 +398,14 @@ START_TEST(test_econ_utilization_and_price_tables) {
     kvf_err err = {0};
     ck_assert_int_eq(rpt_econ_compute(&c, &in, &r, &err), KVF_OK);
     ck_assert(NEAR(r.utilization, (0.5 * 2 + 0.2 * 4) / 6));
-    ck_assert(r.by_utilization.n >= 10);
+    // capacity: the busiest pool (prefill, 50 % busy) is full at twice the traffic, i.e. a
+    // fleet utilisation of 2 x 0.3 = 0.6; the table stops there and marks that row
+    const rpt_econ_sens *su = &r.by_utilization;
+    ck_assert(NEAR(r.capacity_utilization, 0.6));
+    ck_assert_int_eq(su->n, 6);   // 0.1 .. 0.5 and 0.6
+    ck_assert(NEAR(su->row[su->n - 1].x, 0.6) && su->row[su->n - 1].capped);
+    ck_assert(NEAR(su->row[su->n - 1].revenue_per_day_usd, 2 * r.revenue_per_day_usd));
+    for (int i = 0; i < su->n - 1; i++) ck_assert(!su->row[i].capped && su->row[i].x < 0.6);
     for (int i = 1; i < r.by_utilization.n; i++) {
         const rpt_econ_sens_row *a = &r.by_utilization.row[i - 1], *b = &r.by_utilization.row[i];
         ck_assert(b->margin > a->margin);
@@ -422,6 +432,156 @@ START_TEST(test_econ_utilization_and_price_tables) {
     j = rpt_econ_to_json(&c, &r);
     ck_assert(json_is_null(json_object_get(j, "payback_days")));
     json_decref(j);
+}
+END_TEST
+
+// A 15-minute run: 1e6 hit, 1e6 miss and 1e6 output tokens at the default prices
+// (0.028 / 0.28 / 0.42 USD per Mtok) and the default off-peak window 16:30-00:30 at half price.
+static double day_revenue_at(const char *start, const char *profile, rpt_econ_result *r) {
+    rpt_econ_config c;
+    rpt_econ_config_default(&c);
+    set_ok(&c, "trace_start_utc", start);
+    if (profile) set_ok(&c, "day_profile", profile);
+    rpt_econ_input in;
+    rpt_econ_input_init(&in);
+    in.simulated_s = 900;
+    in.gpu_hours[RPT_POOL_PREFILL] = 1;
+    in.gpus[RPT_POOL_PREFILL] = 4;
+    // both requests in the run's first minutes: at 00:00 they fall in the off-peak window,
+    // at 09:00 in the peak -- the day's revenue must not follow them
+    rpt_econ_input_add(&in, &c, "chatbot", 10, 1e6, 0, 5e5);
+    rpt_econ_input_add(&in, &c, "chatbot", 20, 0, 1e6, 5e5);
+    kvf_err err = {0};
+    ck_assert_int_eq(rpt_econ_compute(&c, &in, r, &err), KVF_OK);
+    return r->revenue_per_day_usd;
+}
+
+START_TEST(test_econ_day_placement) {
+    rpt_econ_result r0, r9;
+    double at0 = day_revenue_at("00:00", NULL, &r0);
+    double at9 = day_revenue_at("09:00", NULL, &r9);
+    // by hand: 0.028 + 0.28 + 0.42 = 0.728 USD a run, 96 runs a day = 69.888 USD at full
+    // price; a flat day has 8 of 24 hours off-peak at half price -> x 5/6 = 58.24 USD a day
+    ck_assert_msg(NEAR(at0, 58.24), "00:00: %.6f USD/day", at0);
+    ck_assert_msg(NEAR(at9, 58.24), "09:00: %.6f USD/day", at9);
+    ck_assert(NEAR(r0.offpeak_share, 1.0 / 3.0) && NEAR(r9.offpeak_share, 1.0 / 3.0));
+    ck_assert(NEAR(r0.input_tokens_per_day, 2e6 * 96));
+    ck_assert_str_eq(r0.day_basis, "flat day profile");
+    // an explicit flat profile is the same day
+    double flat = day_revenue_at("09:00", "[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]", &r9);
+    ck_assert(NEAR(flat, 58.24));
+    // a day whose 09:00 hour carries 10 % of the traffic (the rest spread evenly): a run at
+    // 09:00-09:15 sees 2.4 x the day's mean rate, so the day holds 96 / 2.4 = 40 runs' worth
+    char prof[1000];
+    size_t u = 0;
+    u += (size_t)snprintf(prof + u, sizeof prof - u, "[");
+    for (int h = 0; h < 24; h++)
+        u += (size_t)snprintf(prof + u, sizeof prof - u, "%s%.17g", h ? ", " : "",
+                              h == 9 ? 0.1 : 0.9 / 23);
+    snprintf(prof + u, sizeof prof - u, "]");
+    double peaky = day_revenue_at("09:00", prof, &r9);
+    ck_assert_msg(NEAR(r9.day_scale, 40), "scale %g", r9.day_scale);
+    // off-peak hours 16:30-00:30: half of hour 16, hours 17-23, half of hour 0: 8 x 0.9/23
+    double s_off = 8 * 0.9 / 23;
+    ck_assert(NEAR(r9.offpeak_share, s_off));
+    ck_assert(NEAR(peaky, 0.728 * 40 * (1 - 0.5 * s_off)));
+    // the same profile read from a run at 00:00 (share 0.9/23 of a flat 1/24): more runs a day
+    day_revenue_at("00:00", prof, &r0);
+    ck_assert(NEAR(r0.day_scale, 96 * (1.0 / 24) / (0.9 / 23)));
+    // bad profiles are refused, naming the key
+    rpt_econ_config c;
+    rpt_econ_config_default(&c);
+    kvf_err err = {0};
+    ck_assert_int_eq(rpt_econ_config_set(&c, "day_profile", "[1, 2, 3]", &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "day_profile") != NULL, "%s", err.msg);
+    ck_assert_int_eq(rpt_econ_config_set(&c, "day_profile",
+                                         "[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]", &err),
+                     KVF_EINVAL);
+    ck_assert_int_eq(rpt_econ_config_set(&c, "day_profile",
+                                         "[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,-1]", &err),
+                     KVF_EINVAL);
+    ck_assert_int_eq(rpt_econ_config_set(&c, "day_profile", "flat", &err), KVF_EINVAL);
+}
+END_TEST
+
+// Payback from numbers worked by hand: an owned 8-GPU cluster, two classes with their own
+// retention on an unbounded store, revenue from output only.
+START_TEST(test_econ_payback_hand_worked) {
+    rpt_econ_config c;
+    rpt_econ_config_default(&c);
+    set_ok(&c, "cost_model", "own");
+    set_ok(&c, "capex_per_gpu_usd", "30000");
+    set_ok(&c, "power_w_per_gpu", "1000");
+    set_ok(&c, "pue", "1.25");
+    set_ok(&c, "kwh_usd", "0.1");
+    set_ok(&c, "ssd_tb_month_usd", "8");
+    set_ok(&c, "offpeak", "null");
+    set_ok(&c, "prices_per_mtok.input_hit", "0");
+    set_ok(&c, "prices_per_mtok.input_miss", "0");
+    set_ok(&c, "prices_per_mtok.output", "1");
+    rpt_econ_input in;
+    rpt_econ_input_init(&in);
+    in.simulated_s = 900;
+    in.gpu_hours[RPT_POOL_PREFILL] = 1;   // 4 GPUs for a quarter hour
+    in.gpu_hours[RPT_POOL_DECODE] = 1;
+    in.gpus[RPT_POOL_PREFILL] = 4;
+    in.gpus[RPT_POOL_DECODE] = 4;
+    in.ssd_unbounded = true;
+    in.ssd_tb = 5;                         // peak stored during the short run
+    in.ssd_write_Bps = 1e9;
+    rpt_econ_input_add(&in, &c, "agent", 100, 0, 3e6, 6e6);
+    rpt_econ_input_add(&in, &c, "chatbot", 200, 0, 1e6, 4e6);
+    in.cls[0].retention_s = 3 * 86400.0;
+    in.cls[1].retention_s = 7 * 86400.0;
+    rpt_econ_result r;
+    kvf_err err = {0};
+    ck_assert_int_eq(rpt_econ_compute(&c, &in, &r, &err), KVF_OK);
+    // revenue: 10 Mtok output a quarter hour x 96 x 1 USD = 960 USD/day
+    ck_assert(NEAR(r.revenue_per_day_usd, 960));
+    // store: writes split by miss tokens 3:1 -> agent 0.75 GB/s x 3 d = 194.4 TB, chatbot
+    // 0.25 GB/s x 7 d = 151.2 TB; 345.6 TB x 8 USD / (365/12) = 90.8975 USD/day
+    ck_assert(NEAR(r.ssd_tb_by_class[0], 194.4) && NEAR(r.ssd_tb_by_class[1], 151.2));
+    ck_assert(NEAR(r.ssd_tb_billed, 345.6));
+    ck_assert(fabs(r.cost_per_day_by_part[RPT_COST_SSD] - 90.8975) < 1e-3);
+    // cash opex: power 1 kW x 1.25 x 0.1 = 0.125 USD per GPU-hour x 192 GPU-hours = 24 USD/day
+    ck_assert(fabs(r.cash_opex_per_day_usd - 114.8975) < 1e-3);
+    // payback: 8 x 30000 / (960 - 114.8975) = 283.99 days
+    ck_assert_msg(fabs(r.payback_days - 283.99) < 0.01, "payback %.4f", r.payback_days);
+    // a bounded store is billed at its capacity
+    in.ssd_unbounded = false;
+    ck_assert_int_eq(rpt_econ_compute(&c, &in, &r, &err), KVF_OK);
+    ck_assert(NEAR(r.ssd_tb_billed, 5));
+    ck_assert_str_eq(r.ssd_basis, "capacity");
+}
+END_TEST
+
+// The break-even output price is never negative: when input revenue alone covers the cost it
+// is 0 with a note saying so. The hit-rate sensitivity uses the run's own prefill FLOPs.
+START_TEST(test_econ_break_even_and_flops_sensitivity) {
+    rpt_econ_config c;
+    rpt_econ_input in;
+    tiny_case(&c, &in);
+    set_ok(&c, "prices_per_mtok.input_miss", "1000");
+    rpt_econ_result r;
+    kvf_err err = {0};
+    ck_assert_int_eq(rpt_econ_compute(&c, &in, &r, &err), KVF_OK);
+    ck_assert(r.revenue_input_per_day_usd > r.cost_per_day_usd);
+    ck_assert(r.break_even_output_usd_per_mtok == 0);
+    ck_assert_msg(strstr(r.break_even_note, "input revenue alone") != NULL, "%s",
+                  r.break_even_note);
+    ck_assert_str_eq(r.hit_basis, "hit_cost_ratio");
+    // FLOPs: reuse cut prefill work from 100 to 40 at a 75 % hit rate -> each unit of hit
+    // rate saves 0.8 of the work; at h = 0 the prefill pool needs 1 / 0.4 = 2.5 x the GPUs
+    in.prefill_flops = 40;
+    in.prefill_flops_no_reuse = 100;
+    ck_assert_int_eq(rpt_econ_compute(&c, &in, &r, &err), KVF_OK);
+    ck_assert_str_eq(r.hit_basis, "prefill FLOPs of this run");
+    ck_assert(NEAR(r.hit_saving, 0.8));
+    ck_assert(NEAR(r.by_hit_rate.row[0].x, 0));
+    ck_assert_msg(NEAR(r.by_hit_rate.row[0].prefill_gpus, 2 * 2.5), "%g",
+                  r.by_hit_rate.row[0].prefill_gpus);
+    // h = 1: 1 - 0.8 = 0.2 of the no-reuse work, / 0.4 -> half the prefill GPUs
+    ck_assert(NEAR(r.by_hit_rate.row[r.by_hit_rate.n - 1].prefill_gpus, 1));
 }
 END_TEST
 
@@ -855,6 +1015,9 @@ static Suite *suite(void) {
     tcase_add_test(t, test_econ_config_bad_keys);
     tcase_add_test(t, test_econ_margin_monotone_in_hit_rate);
     tcase_add_test(t, test_econ_utilization_and_price_tables);
+    tcase_add_test(t, test_econ_day_placement);
+    tcase_add_test(t, test_econ_payback_hand_worked);
+    tcase_add_test(t, test_econ_break_even_and_flops_sensitivity);
     tcase_add_test(t, test_econ_write_db);
     suite_add_tcase(s, t);
     t = tcase_create("report");

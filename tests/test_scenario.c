@@ -409,6 +409,13 @@ static const bad_case bad_cases[] = {
     {"missing_trace.yaml", true, KVF_ENOENT, ":6:", "workload.trace", "no_such_trace"},
     {"colocated_empty.yaml", true, KVF_EINVAL, ":6:", "cluster.mode", "at least 1"},
     {"bad_economics.yaml", false, KVF_EINVAL, ":4:", "economics.gpu_hour_usd", NULL},
+    {"bad_day_profile.yaml", false, KVF_EINVAL, ":4:", "economics.day_profile", "24 shares"},
+    {"bad_published_field.yaml", false, KVF_EPARSE, ":6:", "published.hit rate.colour",
+     "unknown field"},
+    {"bad_published_role.yaml", false, KVF_EPARSE, ":6:", "published.hit rate.role", "maybe"},
+    {"published_output_no_key.yaml", true, KVF_EINVAL, ":11:", "published.hit rate",
+     "summary_key"},
+    {"mix_not_mixed.yaml", true, KVF_EINVAL, ":9:", "workload.generate.mix", "mixed"},
 };
 
 START_TEST(test_config_bad_file) {

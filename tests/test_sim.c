@@ -313,6 +313,149 @@ START_TEST(test_halving_load_cuts_ttft) {
 }
 END_TEST
 
+
+// Decode by running sums (O(1) per step) against the reference path that lists every sequence:
+// the same runs, figure for figure, and the same request rows in the same order, on real
+// traces, under overload with preemption (recompute and swap), colocated mixed batches, a
+// sliding-window model, structured output and the calibrated step model.
+static char *table_rows(const char *dir, const char *sql) {
+    char db[1200];
+    snprintf(db, sizeof db, "%s/results.db", dir);
+    sqlite3 *h = NULL;
+    ck_assert_int_eq(sqlite3_open(db, &h), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    ck_assert_int_eq(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+    size_t cap = 1 << 16, n = 0;
+    char *out = malloc(cap);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        for (int i = 0; i < sqlite3_column_count(st); i++) {
+            const char *t = (const char *)sqlite3_column_text(st, i);
+            size_t l = t ? strlen(t) : 1;
+            if (n + l + 2 >= cap) out = realloc(out, cap *= 2);
+            memcpy(out + n, t ? t : "-", l);
+            n += l;
+            out[n++] = i + 1 < sqlite3_column_count(st) ? ',' : '\n';
+        }
+    }
+    out[n] = 0;
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return out;
+}
+
+START_TEST(test_decode_sums_match_listed_path) {
+    struct {
+        const char *scenario, *trace, *sets[8];
+        int nsets;
+    } cases[] = {
+        {"quickstart.yaml", "mooncake_conversation.jsonl",
+         {"workload.limit_requests=3000", "workload.time_scale=0.3", "cluster.decode.instances=1",
+          "cluster.decode.kv_tokens=300000"}, 4},
+        {"quickstart.yaml", "mooncake_conversation.jsonl",
+         {"workload.limit_requests=2000", "workload.time_scale=0.3", "cluster.decode.instances=1",
+          "cluster.decode.kv_tokens=250000", "cluster.preemption=swap", "structured.share=0.3",
+          "structured.mask_us=40"}, 7},
+        {"quickstart.yaml", "mooncake_conversation.jsonl",
+         {"workload.limit_requests=2000", "cluster.mode=colocated", "cluster.prefill.instances=3",
+          "cluster.decode.instances=0", "cluster.prefill.kv_tokens=400000"}, 5},
+        {"quickstart.yaml", "weka_agentic_dev.jsonl",
+         {"workload.limit_requests=1500", "model=gpt-oss-120b", "workload.format=auto"}, 3},
+        {"quickstart.yaml", "azure2023_conv.csv",
+         {"workload.limit_requests=2000", "model=gemma-3-27b", "workload.format=azure",
+          "workload.time_scale=0.5"}, 4},
+        {"quickstart.yaml", "azure2023_conv.csv",
+         {"workload.limit_requests=3000", "model=gemma-3-27b", "workload.format=azure",
+          "router.decode=round_robin", "cluster.decode.instances=3", "output.sample_interval_s=1"}, 6},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char d1[64], d2[64];
+        kvt_tmp_make("kvf_dsum_a");
+        snprintf(d1, sizeof d1, "%s", kvt_tmp);
+        kvt_tmp_make("kvf_dsum_b");
+        snprintf(d2, sizeof d2, "%s", kvt_tmp);
+        const char *trace = kvt_shared_trace(cases[k].trace);
+        // sums with runs of steps (the default) against listed single steps
+        kvt_decode_listed = false;
+        json_t *fast = kvt_run(cases[k].scenario, trace, cases[k].sets, cases[k].nsets, d1);
+        kvt_decode_listed = kvt_decode_single = true;
+        json_t *slow = kvt_run(cases[k].scenario, trace, cases[k].sets, cases[k].nsets, d2);
+        kvt_decode_listed = kvt_decode_single = false;
+        ck_assert_msg(kvt_num(fast, "requests.completed") > 500, "case %zu: %g completed", k,
+                      kvt_num(fast, "requests.completed"));
+        printf("decode sums vs listed, case %zu: ttft p90 %.3f / %.3f ms, tpot p90 %.4f / %.4f ms, "
+               "itl p99 %.4f / %.4f ms, preemptions %g\n", k, kvt_num(fast, "ttft_ms.p90"),
+               kvt_num(slow, "ttft_ms.p90"), kvt_num(fast, "tpot_ms.p90"), kvt_num(slow, "tpot_ms.p90"),
+               kvt_num(fast, "itl_ms.p99"), kvt_num(slow, "itl_ms.p99"),
+               kvt_num(fast, "steps.preemptions"));
+        printf("  events: %g with sums and runs, %g listed\n", kvt_num(fast, "sim.events"),
+               kvt_num(slow, "sim.events"));
+        json_object_del(fast, "sim");
+        json_object_del(slow, "sim");
+        char *a = json_dumps(fast, JSON_SORT_KEYS), *b = json_dumps(slow, JSON_SORT_KEYS);
+        size_t i = 0;
+        while (a[i] && a[i] == b[i]) i++;
+        ck_assert_msg(!strcmp(a, b), "case %zu: summaries differ at ...%.120s... vs ...%.120s...", k,
+                      a + (i > 60 ? i - 60 : 0), b + (i > 60 ? i - 60 : 0));
+        free(a), free(b);
+        const char *tables[] = {"select * from request order by rowid",
+                                "select * from timeseries order by rowid"};
+        for (int t = 0; t < 2; t++) {
+            char *ra = table_rows(d1, tables[t]), *rb = table_rows(d2, tables[t]);
+            size_t d = 0;
+            while (ra[d] && ra[d] == rb[d]) d++;
+            ck_assert_msg(!strcmp(ra, rb), "case %zu: %s: rows differ at ...%.100s... vs ...%.100s...",
+                          k, tables[t], ra + (d > 50 ? d - 50 : 0), rb + (d > 50 ? d - 50 : 0));
+            free(ra), free(rb);
+        }
+        json_decref(fast), json_decref(slow);
+        snprintf(kvt_tmp, sizeof kvt_tmp, "%s", d1);
+        kvt_tmp_remove();
+        snprintf(kvt_tmp, sizeof kvt_tmp, "%s", d2);
+        kvt_tmp_remove();
+    }
+}
+END_TEST
+
+
+// Min-load routers answer from an index updated per instance (O(log n)); with router_check
+// every answer is asserted against a scan of the pool, under live and stale load figures and
+// a time-of-day schedule that switches instances off and on. The runs must also route: the
+// chosen instances are spread (a broken index would send everything to one).
+START_TEST(test_router_index_matches_scan) {
+    const char *sets[][6] = {
+        {"router.prefill=least_loaded", "router.decode=least_kv", "workload.limit_requests=3000",
+         "cluster.prefill.instances=5", "cluster.decode.instances=4", NULL},
+        {"router.prefill=least_work", "router.decode=least_requests", "workload.limit_requests=3000",
+         "cluster.prefill.instances=5", "cluster.decode.instances=4", "router.stale_ms=200"},
+        {"router.prefill=least_loaded", "router.decode=least_kv", "workload.limit_requests=3000",
+         "cluster.prefill.instances=6", "cluster.decode.instances=4",
+         "cluster.schedule=[{from_h: 0, prefill: 2, decode: 1}, {from_h: 0.1, prefill: 6, decode: 4}, {from_h: 0.2, prefill: 3, decode: 2}]"},
+    };
+    for (size_t k = 0; k < sizeof sets / sizeof *sets; k++) {
+        int n = 0;
+        while (n < 6 && sets[k][n]) n++;
+        kvt_router_check = true;
+        kvt_tmp_make("kvf_router");
+        json_t *s = kvt_run("quickstart.yaml", kvt_shared_trace("mooncake_conversation.jsonl"), sets[k], n, kvt_tmp);
+        kvt_router_check = false;
+        ck_assert_int_eq((int)kvt_num(s, "requests.completed"), 3000);
+        char db[128];
+        snprintf(db, sizeof db, "%s/results.db", kvt_tmp);
+        sqlite3 *h = NULL;
+        ck_assert_int_eq(sqlite3_open(db, &h), SQLITE_OK);
+        sqlite3_stmt *st = NULL;
+        ck_assert_int_eq(sqlite3_prepare_v2(h, "select count(distinct prefill_instance), count(distinct decode_instance) from request", -1, &st, NULL), SQLITE_OK);
+        ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+        int np = sqlite3_column_int(st, 0), nd = sqlite3_column_int(st, 1);
+        sqlite3_finalize(st);
+        sqlite3_close(h);
+        ck_assert_msg(np >= 3 && nd >= 2, "case %zu: %d prefill and %d decode instances used", k, np, nd);
+        json_decref(s);
+        kvt_tmp_remove();
+    }
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("sim");
     TCase *k = tcase_create("kernel");
@@ -325,6 +468,8 @@ static Suite *suite(void) {
     tcase_set_timeout(e, 600);
     tcase_add_test(e, test_run_is_deterministic);
     tcase_add_test(e, test_invariants_on_real_traces);
+    tcase_add_test(e, test_decode_sums_match_listed_path);
+    tcase_add_test(e, test_router_index_matches_scan);
     tcase_add_test(e, test_md1_queueing_delay);
     tcase_add_test(e, test_more_decode_instances_cut_tpot_under_overload);
     tcase_add_test(e, test_halving_load_cuts_ttft);

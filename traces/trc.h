@@ -204,7 +204,7 @@ typedef enum trc_gen_profile {
     TRC_GEN_CHATBOT = 0,   // short system prompt, ~3 turns, user messages and answers
     TRC_GEN_AGENT,         // long system+tools prompt, ~12-turn loops of tool outputs
     TRC_GEN_CODING,        // repository context on the first turn, ~6 turns
-    TRC_GEN_MIXED,         // sessions drawn 50 % chatbot, 30 % agent, 20 % coding
+    TRC_GEN_MIXED,         // sessions drawn 50 % chatbot, 30 % agent, 20 % coding (or mix[])
 } trc_gen_profile;
 
 typedef enum trc_arrival {
@@ -234,6 +234,8 @@ typedef struct trc_gen_options {
     bool closed_loop;         // a continued turn waits for the previous one (prev_id) and then
                               // think_s on average (exponential); new sessions stay open loop
     double think_s;           // closed loop: mean think/tool time between turns, default 5
+    double mix[3];            // mixed: shares of new sessions that are chatbot, agent, coding
+                              // (normalised; all 0 = the default 0.5, 0.3, 0.2)
 } trc_gen_options;
 
 void trc_gen_options_default(trc_gen_options *g);
@@ -252,5 +254,29 @@ kvf_status trc_gen_write(const trc_gen_options *g, const char *path, uint64_t *n
 
 // Command line: `kvfleet trace stats|gen|convert ...`; argv[0] is "trace". Returns exit code.
 int trc_cli_main(int argc, char **argv);
+
+// ---- shared-store replay (trc_replay.c) --------------------------------------------------
+// A trace's requests loaded in arrival order (ties in stream order) and replayed through a
+// store of a given capacity (LRU) and retention (TTL). Hit rule of trc_stats_compute: the
+// longest run of leading blocks present and not expired, as tokens, at most input - 1; then
+// all the request's blocks are touched last-to-first at its arrival time. An unbounded store
+// kept forever reaches ideal_hit_rate. Memory: 8 bytes per block reference plus 24 per entry.
+typedef struct trc_replay trc_replay;
+// Reads r to its end. KVF_EINVAL for a trace without requests, the reader's error otherwise.
+kvf_status trc_replay_load(trc_reader *r, trc_replay **out, kvf_err *err);
+// Hit tokens / input tokens of a store of capacity_blocks blocks (0 = unbounded) whose
+// entries expire ttl_s seconds after their last use (<= 0 = never).
+kvf_status trc_replay_hit_rate(const trc_replay *p, uint64_t capacity_blocks, double ttl_s,
+                               double *hit_rate, kvf_err *err);
+// The same for every (capacity, retention) pair at once, in one pass (stack distances and
+// ages per block reference); hit_rate[c * nt + t] for caps[c] and ttl_s[t]. Gives exactly what
+// trc_replay_hit_rate gives, cell by cell.
+kvf_status trc_replay_grid(const trc_replay *p, const uint64_t *caps, int nc, const double *ttl_s,
+                           int nt, double *hit_rate, kvf_err *err);
+uint64_t trc_replay_requests(const trc_replay *p);
+uint64_t trc_replay_distinct_blocks(const trc_replay *p);
+uint32_t trc_replay_block_tokens(const trc_replay *p);
+double trc_replay_span_s(const trc_replay *p);   // last arrival - first arrival
+void trc_replay_free(trc_replay *p);
 
 #endif

@@ -99,11 +99,20 @@ bool trc_arrival_parse(const char *s, trc_arrival *out) {
     return false;
 }
 
+// Shares of new sessions by kind for the mixed profile (mix[] normalised, or the default).
+static void mix_shares(const trc_gen_options *g, double w[3]) {
+    double s = g->mix[0] + g->mix[1] + g->mix[2];
+    for (int k = 0; k < 3; k++) w[k] = s > 0 ? g->mix[k] / s : (k == 0 ? 0.5 : k == 1 ? 0.3 : 0.2);
+}
+
 static double gen_mean_turns(const gsrc *x) {
     if (x->g.mean_turns > 0) return x->g.mean_turns;
-    if (x->g.profile == TRC_GEN_MIXED)
-        return 0.5 * profiles[0].mean_turns + 0.3 * profiles[1].mean_turns +
-               0.2 * profiles[2].mean_turns;
+    if (x->g.profile == TRC_GEN_MIXED) {
+        double w[3];
+        mix_shares(&x->g, w);
+        return w[0] * profiles[0].mean_turns + w[1] * profiles[1].mean_turns +
+               w[2] * profiles[2].mean_turns;
+    }
     return profiles[x->g.profile].mean_turns;
 }
 
@@ -151,8 +160,9 @@ static gsess *new_session(gsrc *x) {
     gsess *s = &x->pool[x->next_slot++ % POOL];
     s->live = true;
     if (x->g.profile == TRC_GEN_MIXED) {
-        double u = kvf_rng_uniform(&x->ses);
-        s->kind = u < 0.5 ? TRC_GEN_CHATBOT : u < 0.8 ? TRC_GEN_AGENT : TRC_GEN_CODING;
+        double u = kvf_rng_uniform(&x->ses), w[3];
+        mix_shares(&x->g, w);
+        s->kind = u < w[0] ? TRC_GEN_CHATBOT : u < w[0] + w[1] ? TRC_GEN_AGENT : TRC_GEN_CODING;
     } else s->kind = (uint8_t)x->g.profile;
     s->uid = kvf_hash_combine(x->g.seed, ++x->next_uid);
     if (!s->uid) s->uid = 1;
@@ -334,6 +344,9 @@ kvf_status trc_src_gen(trc_source **out, const trc_gen_options *g, kvf_err *err)
         return kvf_fail(err, KVF_EINVAL, "generate: diurnal amplitude must be in [0, 1)");
     if (g->images_p < 0 || g->images_p > 1)
         return kvf_fail(err, KVF_EINVAL, "generate: images must be a probability in [0, 1]");
+    for (int k = 0; k < 3; k++)
+        if (!(g->mix[k] >= 0) || !isfinite(g->mix[k]))
+            return kvf_fail(err, KVF_EINVAL, "generate: mix shares must be >= 0");
     if (!g->block_tokens || g->max_context < 2)
         return kvf_fail(err, KVF_EINVAL, "generate: block_tokens and max_context must be > 0");
     gsrc *x = kvf_calloc(1, sizeof *x);

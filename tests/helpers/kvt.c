@@ -30,6 +30,8 @@ const char *kvt_shared_trace(const char *name) {
     return b;
 }
 
+bool kvt_decode_listed, kvt_decode_single, kvt_router_check;
+
 json_t *kvt_run(const char *scenario, const char *trace, const char *const *sets, int n,
                 const char *out_dir) {
     static sim_config cfg;
@@ -45,7 +47,8 @@ json_t *kvt_run(const char *scenario, const char *trace, const char *const *sets
     for (int i = 0; i < n; i++)
         ck_assert_msg(sim_config_set(&cfg, sets[i], &err) == KVF_OK, "%s: %s", sets[i], err.msg);
     ck_assert_msg(sim_config_validate(&cfg, &err) == KVF_OK, "%s", err.msg);
-    sim_run_opts o = {.out_dir = out_dir, .quiet = true, .write_db = out_dir != NULL};
+    sim_run_opts o = {.out_dir = out_dir, .quiet = true, .write_db = out_dir != NULL,
+                      .decode_listed = kvt_decode_listed, .decode_single = kvt_decode_single, .router_check = kvt_router_check};
     void *s = NULL;
     kvf_status st = sim_run(&cfg, &o, &s, &err);
     ck_assert_msg(st == KVF_OK, "run failed: %s", err.msg);
@@ -121,4 +124,51 @@ int kvt_count(const char *hay, const char *needle) {
     int n = 0;
     for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
     return n;
+}
+
+const char *kvt_browser(void) {
+    static char found[64];
+    static const char *const names[] = {"chromium", "chromium-browser", "google-chrome"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !found[0]; i++) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", names[i]);
+        if (system(cmd) == 0) snprintf(found, sizeof found, "%s", names[i]);
+    }
+    return found[0] ? found : NULL;
+}
+
+int kvt_browser_run(const char *page, const char *args, const char *out, const char *logdir) {
+    const char *b = kvt_browser();
+    ck_assert_ptr_nonnull(b);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "u=$(mktemp -d) && timeout 180 %s --headless --no-sandbox --disable-gpu "
+             "--disable-quic --no-first-run --disable-background-networking "
+             "--disable-component-update --disable-sync --user-data-dir=\"$u\" %s "
+             "'file://%s' > '%s' 2>'%s/browser.log'; rc=$?; rm -rf \"$u\"; exit $rc",
+             b, args, page, out, logdir);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+void kvt_browser_screenshot(const char *page, const char *png, unsigned w, unsigned h,
+                            long min_bytes, const char *logdir) {
+    char args[1200], out[1100];
+    snprintf(args, sizeof args, "--window-size=%u,%u --hide-scrollbars --screenshot='%s'", w, h,
+             png);
+    snprintf(out, sizeof out, "%s/screenshot.log", logdir);
+    int rc = kvt_browser_run(page, args, out, logdir);
+    ck_assert_msg(rc == 0, "screenshot exited %d (see %s/browser.log)", rc, logdir);
+    FILE *f = fopen(png, "rb");
+    ck_assert_msg(f != NULL, "no screenshot at %s", png);
+    unsigned char hd[24];
+    ck_assert_int_eq(fread(hd, 1, 24, f), 24);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fclose(f);
+    ck_assert(!memcmp(hd, "\x89PNG", 4));
+    unsigned pw = (unsigned)hd[16] << 24 | (unsigned)hd[17] << 16 | (unsigned)hd[18] << 8 | hd[19];
+    unsigned ph = (unsigned)hd[20] << 24 | (unsigned)hd[21] << 16 | (unsigned)hd[22] << 8 | hd[23];
+    ck_assert_msg(pw == w && ph == h, "screenshot %ux%u, want %ux%u", pw, ph, w, h);
+    ck_assert_msg(size > min_bytes, "screenshot of %ld bytes: blank page?", size);
 }

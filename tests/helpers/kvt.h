@@ -5,6 +5,7 @@
 
 #include <check.h>
 #include <jansson.h>
+#include <stdbool.h>
 
 // The repository root ($KVF_SOURCE_DIR, else ".").
 const char *kvt_src(void);
@@ -16,6 +17,13 @@ const char *kvt_shared_trace(const char *name);
 // test with the message on any error.
 json_t *kvt_run(const char *scenario, const char *trace, const char *const *sets, int n,
                 const char *out_dir);
+// When set, kvt_run lists every decode sequence per step (the reference path) instead of
+// keeping running sums (sim_run_opts.decode_listed).
+extern bool kvt_decode_listed;
+// When set, kvt_run takes every decode step as its own event (sim_run_opts.decode_single).
+extern bool kvt_decode_single;
+// When set, kvt_run asserts every min-load routing against a scan (sim_run_opts.router_check).
+extern bool kvt_router_check;
 // A number of the summary by dotted path ("ttft_ms.p90"); fails the test when missing.
 double kvt_num(json_t *s, const char *path);
 // The kvfleet binary under test ($KVF_BIN, else build/kvfleet).
@@ -32,6 +40,16 @@ int kvt_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *kvt_slurp(const char *path);
 // Occurrences of needle in hay (non-overlapping).
 int kvt_count(const char *hay, const char *needle);
+// Headless Chromium for page tests: the browser on PATH (chromium, chromium-browser,
+// google-chrome), or NULL when none is installed (the test then exits 77).
+const char *kvt_browser(void);
+// Runs the browser on file `page` with extra args (e.g. --dump-dom), stdout into out, its
+// stderr into logdir/browser.log; a fresh profile each time. Returns its exit status.
+int kvt_browser_run(const char *page, const char *args, const char *out, const char *logdir);
+// Takes a w x h screenshot of page into png and checks it: a PNG of that size and more than
+// min_bytes (a blank page compresses to a few kB). Fails the test otherwise.
+void kvt_browser_screenshot(const char *page, const char *png, unsigned w, unsigned h,
+                            long min_bytes, const char *logdir);
 // Runs the suite, returns the process exit code.
 int kvt_main(Suite *s);
 

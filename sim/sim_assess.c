@@ -1,0 +1,481 @@
+// sim/sim_assess.c -- `kvfleet assess TRACE`: what a shared KV store would do for one's own
+// traffic. Three parts, each named in the output by what it rests on:
+//   1. ideal_hit_rate: an unbounded prefix cache kept forever (trc_stats_compute, the figure
+//      `kvfleet trace stats` prints);
+//   2. the hit rate a shared store reaches by size and retention: the trace's prefix blocks
+//      replayed in arrival order through an LRU store of that size whose entries expire that
+//      long after their last use (trc_replay_grid: every cell in one pass, the same figures as
+//      replaying each store, trc_replay_hit_rate) -- simulated, not multiplied out. Sizes
+//      are shares of the trace's distinct blocks, in bytes through the reference model's KV
+//      bytes per token;
+//   3. cost per million tokens: the trace run on the reference design (a scenario, default
+//      scenarios/deepseek-reference.yaml, its generator replaced by the trace) and on the same
+//      cluster without a shared store (kv_cache.ssd.capacity_tb = 0). Two figures each: as
+//      provisioned (the fleet's cost per day over the day's tokens) and at busy GPU-hours (each
+//      pool's GPU cost times its busy share, as if the fleet were sized to the traffic), the
+//      latter being what a light trace would cost on a fleet it shares.
+// Writes DIR/assess.json and DIR/assess.html (one page), DIR/with_store/ and DIR/no_store/
+// (the two runs). Exit 0, 1 when a run fails, 2 on bad usage or input.
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpt.h"
+#include "rpt_util.h"
+#include "sim.h"
+#include "sim_cli.h"
+#include "trc.h"
+
+#define N_SIZES 5
+#define N_TTLS 6
+static const double SIZE_SHARE[N_SIZES] = {0.01, 0.05, 0.2, 0.5, 0};   // 0 = unbounded
+static const double TTL_S[N_TTLS] = {300, 1800, 3 * 3600, 86400, 3 * 86400, 0};   // 0 = never
+
+static int usage_assess(FILE *f, int rc) {
+    fprintf(f,
+            "usage: kvfleet assess TRACE [--json] [-o DIR] [--format F] [--scenario FILE]\n"
+            "                      [--set K=V]... [-q]\n"
+            "  For TRACE (any format `kvfleet trace stats` reads): the ideal hit rate, the hit\n"
+            "  rate a shared store reaches by size and retention (the trace replayed through an\n"
+            "  LRU store with expiry), and cost per million tokens on the reference design with\n"
+            "  and without a shared store.\n"
+            "  -o DIR          where assess.json, assess.html and the two runs go\n"
+            "                  (default out/assess-<trace name>)\n"
+            "  --json          print assess.json on stdout instead of the text summary\n"
+            "  --format F      trace format (default: detected)\n"
+            "  --scenario FILE the reference design (default scenarios/deepseek-reference.yaml)\n"
+            "  --set K=V       scenario key for both runs, e.g. workload.time_scale=0.1 to\n"
+            "                  bring a light trace up to the design's load\n"
+            "  -q              print nothing but errors\n");
+    return rc;
+}
+
+static void fmt_bytes(double b, char *out, size_t n) {
+    static const char *const u[] = {"B", "KB", "MB", "GB", "TB", "PB", "EB"};
+    int i = 0;
+    while (b >= 1000 && i < 6) {
+        b /= 1000;
+        i++;
+    }
+    snprintf(out, n, "%.3g %s", b, u[i]);
+}
+
+static void fmt_ttl(double s, char *out, size_t n) {
+    if (s <= 0)
+        snprintf(out, n, "never");
+    else if (s >= 86400)
+        snprintf(out, n, "%g d", s / 86400);
+    else if (s >= 3600)
+        snprintf(out, n, "%g h", s / 3600);
+    else
+        snprintf(out, n, "%g min", s / 60);
+}
+
+// One run of the trace on the scenario; store_off removes the shared store. The summary's
+// figures that the page shows are copied into a new object.
+static kvf_status run_design(const char *scenario, const char *trace, const char *format,
+                             const char *const *sets, int nsets, bool store_off,
+                             const char *out_dir, json_t **fig, double *bytes_per_token,
+                             kvf_err *err) {
+    static sim_config cfg;
+    sim_config_default(&cfg);
+    kvf_status st = sim_config_load(&cfg, scenario, err);
+    char a[SIM_PATH_MAX + 64];
+    if (!st) st = sim_config_set(&cfg, "workload.generate=null", err);
+    if (!st) {
+        snprintf(a, sizeof a, "workload.trace=%s", trace);
+        st = sim_config_set(&cfg, a, err);
+    }
+    if (!st && format) {
+        snprintf(a, sizeof a, "workload.format=%s", format);
+        st = sim_config_set(&cfg, a, err);
+    }
+    for (int i = 0; !st && i < nsets; i++) st = sim_config_set(&cfg, sets[i], err);
+    if (!st && store_off) st = sim_config_set(&cfg, "kv_cache.ssd.capacity_tb=0", err);
+    if (!st) st = sim_config_validate(&cfg, err);
+    if (st) return st;
+    sim_run_opts o = {.out_dir = out_dir, .quiet = true, .write_db = true};
+    void *sj = NULL;
+    st = sim_run(&cfg, &o, &sj, err);
+    if (st) return st;
+    json_t *s = sj;
+    json_t *f = json_object();
+    double gh = rpt_json_num(s, "gpu_hours");
+    double gp = rpt_json_num(s, "gpus.prefill"), gd = rpt_json_num(s, "gpus.decode"),
+           gv = rpt_json_num(s, "gpus.vision");
+    double up = rpt_json_num(s, "utilization.prefill"), ud = rpt_json_num(s, "utilization.decode"),
+           uv = rpt_json_num(s, "utilization.vision");
+    bool coloc = !strcmp(json_string_value(json_object_get(s, "mode")) ? json_string_value(json_object_get(s, "mode")) : "", "colocated");
+    double g_all = gp + (coloc ? 0 : gd) + gv;
+    double busy = g_all > 0 ? (up * gp + (coloc ? 0 : ud * gd) + (isfinite(uv) ? uv * gv : 0)) / g_all
+                            : NAN;
+    double cost_day = rpt_json_num(s, "economics.cost_per_day_usd");
+    double gpu_parts = rpt_json_num(s, "economics.cost_per_day_usd_by_part.gpu") +
+                       rpt_json_num(s, "economics.cost_per_day_usd_by_part.power") +
+                       rpt_json_num(s, "economics.cost_per_day_usd_by_part.network");
+    double store_parts = rpt_json_num(s, "economics.cost_per_day_usd_by_part.ssd") +
+                         rpt_json_num(s, "economics.cost_per_day_usd_by_part.dram");
+    double mtok_day = (rpt_json_num(s, "economics.input_tokens_per_day") +
+                       rpt_json_num(s, "economics.output_tokens_per_day")) / 1e6;
+    struct {
+        const char *k;
+        double v;
+    } rows[] = {
+        {"hit_rate", rpt_json_num(s, "cache.hit_rate")},
+        {"ttft_ms_mean", rpt_json_num(s, "ttft_ms.mean")},
+        {"ttft_ms_p90", rpt_json_num(s, "ttft_ms.p90")},
+        {"tpot_ms_p90", rpt_json_num(s, "tpot_ms.p90")},
+        {"requests_completed", rpt_json_num(s, "requests.completed")},
+        {"gpus", g_all},
+        {"gpu_hours", gh},
+        {"busy_share", busy},
+        {"utilization_prefill", up},
+        {"utilization_decode", ud},
+        {"ssd_tb_billed", rpt_json_num(s, "economics.ssd_tb_billed")},
+        {"cost_per_day_usd", cost_day},
+        {"cost_per_gpu_hour_usd", rpt_json_num(s, "economics.cost_per_gpu_hour_usd")},
+        {"cost_per_mtok_input_usd", rpt_json_num(s, "economics.cost_per_mtok_usd.input")},
+        {"cost_per_mtok_output_usd", rpt_json_num(s, "economics.cost_per_mtok_usd.output")},
+        {"cost_per_mtok_usd_provisioned", mtok_day > 0 ? cost_day / mtok_day : NAN},
+        {"cost_per_mtok_usd_busy",
+         mtok_day > 0 && isfinite(busy) ? (gpu_parts * busy + store_parts) / mtok_day : NAN},
+        {"prefill_flops", rpt_json_num(s, "cache.prefill_flops.actual")},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        json_object_set_new(f, rows[i].k, isfinite(rows[i].v) ? json_real(rows[i].v) : json_null());
+    json_t *sat = rpt_json_path(s, "saturation.state");
+    json_object_set_new(f, "saturation", json_string(json_is_string(sat) ? json_string_value(sat) : "n/a"));
+    json_t *m = json_object_get(s, "model"), *hw = json_object_get(s, "hardware");
+    json_object_set_new(f, "model", json_string(json_is_string(m) ? json_string_value(m) : ""));
+    json_object_set_new(f, "hardware", json_string(json_is_string(hw) ? json_string_value(hw) : ""));
+    if (bytes_per_token)
+        *bytes_per_token = rpt_json_num(s, "cache.block_bytes") / (double)cfg.block_tokens;
+    json_decref(s);
+    *fig = f;
+    return KVF_OK;
+}
+
+// ---- the page -------------------------------------------------------------------------------
+static void td_num(rpt_buf *b, const char *key, double x) {
+    char s[64];
+    rpt_fmt_num(x, s, sizeof s);
+    rpt_buf_puts(b, "<td class=\"num\"");
+    if (key) {
+        rpt_buf_puts(b, " data-key=\"");
+        rpt_buf_html(b, key);
+        rpt_buf_printf(b, "\" data-value=\"%.17g\"", x);
+    }
+    rpt_buf_printf(b, ">%s</td>", s);
+}
+
+static void write_page(rpt_buf *b, json_t *j) {
+    const char *trace = json_string_value(json_object_get(j, "trace"));
+    rpt_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                    "<title>kvfleet assess</title><style>"
+                    "body{font-family:Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;"
+                    "padding:0 1em;color:#222}table{border-collapse:collapse;margin:.6em 0;"
+                    "font-size:.92em}th,td{border:1px solid #ccc;padding:.25em .6em}"
+                    "th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:"
+                    "tabular-nums}.meta{color:#444;font-size:.9em}h1{font-size:1.5em}"
+                    "</style></head><body>\n<h1>Assessment of ");
+    rpt_buf_html(b, trace ? trace : "trace");
+    rpt_buf_puts(b, "</h1>\n<p class=\"meta\">");
+    char line[600];
+    snprintf(line, sizeof line,
+             "%.0f requests over %.4g h (format %s); %.0f distinct %u-token blocks. Reference "
+             "design: %s (%s on %s). All figures below are outputs of this trace; the inputs "
+             "are the trace, the scenario and the grid.",
+             rpt_json_num(j, "requests"), rpt_json_num(j, "span_s") / 3600,
+             json_string_value(json_object_get(j, "format")), rpt_json_num(j, "distinct_blocks"),
+             (unsigned)rpt_json_num(j, "block_tokens"),
+             json_string_value(json_object_get(j, "scenario")),
+             json_string_value(rpt_json_path(j, "with_store.model")),
+             json_string_value(rpt_json_path(j, "with_store.hardware")));
+    rpt_buf_html(b, line);
+    rpt_buf_puts(b, "</p>\n<h2 id=\"ideal\">Ideal hit rate</h2>\n"
+                    "<table id=\"assess-ideal\"><tr><th>figure</th><th>value</th><th>rests on</th>"
+                    "</tr><tr><td>ideal hit rate (unbounded store, kept forever)</td>");
+    td_num(b, "ideal_hit_rate", rpt_json_num(j, "ideal_hit_rate"));
+    rpt_buf_puts(b, "<td>prefix blocks of the trace; as <code>kvfleet trace stats</code></td></tr>"
+                    "</table>\n<h2 id=\"store\">Hit rate a shared store reaches, by size and "
+                    "retention</h2>\n<p class=\"meta\">The trace's prefix blocks replayed in arrival "
+                    "order through an LRU store of that size whose entries expire that long after "
+                    "their last use. Size as a share of the trace's distinct blocks and in bytes of "
+                    "the reference model's KV cache. A retention longer than the trace's span acts "
+                    "as 'never' for this trace.</p>\n<table id=\"assess-store-grid\"><tr><th>store "
+                    "size</th>");
+    json_t *ttls = json_object_get(j, "retention_s");
+    size_t i, k;
+    json_t *v;
+    json_array_foreach(ttls, i, v) {
+        char t[32];
+        fmt_ttl(json_number_value(v), t, sizeof t);
+        rpt_buf_printf(b, "<th>retention %s</th>", t);
+    }
+    rpt_buf_puts(b, "</tr>\n");
+    json_t *grid = json_object_get(j, "store_grid");
+    json_array_foreach(grid, i, v) {
+        double share = rpt_json_num(v, "size_share");
+        char bytes[32];
+        fmt_bytes(rpt_json_num(v, "size_bytes"), bytes, sizeof bytes);
+        if (share > 0)
+            snprintf(line, sizeof line, "%g %% (%s)", share * 100, bytes);
+        else
+            snprintf(line, sizeof line, "unbounded (%s)", bytes);
+        rpt_buf_puts(b, "<tr><td>");
+        rpt_buf_html(b, line);
+        rpt_buf_puts(b, "</td>");
+        json_t *hr = json_object_get(v, "hit_rate");
+        json_t *h;
+        json_array_foreach(hr, k, h) {
+            double x = json_number_value(h);
+            rpt_buf_printf(b, "<td class=\"num\" style=\"background:rgba(40,120,200,%.2f)\" "
+                              "data-value=\"%.17g\">%.1f %%</td>",
+                           0.05 + 0.5 * x, x, 100 * x);
+        }
+        rpt_buf_puts(b, "</tr>\n");
+    }
+    rpt_buf_puts(b, "</table>\n<h2 id=\"cost\">Cost per million tokens on the reference design</h2>\n"
+                    "<p class=\"meta\">The trace run on the reference design and on the same cluster "
+                    "without a shared store (<code>kv_cache.ssd.capacity_tb = 0</code>). 'As "
+                    "provisioned' divides the fleet's cost per day by the day's tokens; 'at busy "
+                    "GPU-hours' bills each pool only for its busy share (a fleet sized to, or shared "
+                    "with, this traffic) plus the store. The store is billed at what its retention "
+                    "needs (economics.ssd_basis).</p>\n<table id=\"assess-cost\"><tr><th>figure</th>"
+                    "<th>with shared store</th><th>without</th><th>change</th></tr>\n");
+    static const struct {
+        const char *k, *label;
+        bool pct;
+    } rows[] = {
+        {"hit_rate", "cache hit rate (simulated)", true},
+        {"ttft_ms_mean", "TTFT mean (ms)", false},
+        {"ttft_ms_p90", "TTFT p90 (ms)", false},
+        {"tpot_ms_p90", "TPOT p90 (ms)", false},
+        {"busy_share", "busy share of GPU time", true},
+        {"ssd_tb_billed", "SSD billed (TB)", false},
+        {"cost_per_day_usd", "cost per day (USD)", false},
+        {"cost_per_mtok_usd_provisioned", "cost per Mtok, as provisioned (USD)", false},
+        {"cost_per_mtok_usd_busy", "cost per Mtok, at busy GPU-hours (USD)", false},
+        {"cost_per_mtok_input_usd", "cost per input Mtok, as provisioned (USD)", false},
+        {"cost_per_mtok_output_usd", "cost per output Mtok, as provisioned (USD)", false},
+    };
+    json_t *w = json_object_get(j, "with_store"), *n = json_object_get(j, "no_store");
+    for (i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        double a = rpt_json_num(w, rows[i].k), c = rpt_json_num(n, rows[i].k);
+        rpt_buf_puts(b, "<tr><td>");
+        rpt_buf_html(b, rows[i].label);
+        rpt_buf_puts(b, "</td>");
+        char key[96];
+        snprintf(key, sizeof key, "with_store.%s", rows[i].k);
+        if (rows[i].pct) {
+            rpt_buf_printf(b, "<td class=\"num\" data-key=\"%s\" data-value=\"%.17g\">%.2f %%</td>",
+                           key, a, 100 * a);
+            rpt_buf_printf(b, "<td class=\"num\">%.2f %%</td><td class=\"num\">%+.2f pt</td>",
+                           100 * c, 100 * (a - c));
+        } else {
+            td_num(b, key, a);
+            td_num(b, NULL, c);
+            if (c != 0 && isfinite(a) && isfinite(c))
+                rpt_buf_printf(b, "<td class=\"num\">%+.1f %%</td>", 100 * (a - c) / c);
+            else
+                rpt_buf_puts(b, "<td>n/a</td>");
+        }
+        rpt_buf_puts(b, "</tr>\n");
+    }
+    rpt_buf_puts(b, "</table>\n<p class=\"meta\">Runs: <code>with_store/</code> and "
+                    "<code>no_store/</code> beside this page (summary.json, report.html).</p>\n"
+                    "</body></html>\n");
+}
+
+int sim_cli_assess(int argc, char **argv) {
+    const char *trace = NULL, *out = NULL, *format = NULL, *scenario = NULL;
+    bool json_out = false, quiet = false;
+    const char *sets[64];
+    int nsets = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool more = i + 1 < argc;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage_assess(stdout, 0);
+        if (!strcmp(a, "-o") && more) out = argv[++i];
+        else if (!strcmp(a, "--format") && more) format = argv[++i];
+        else if (!strcmp(a, "--scenario") && more) scenario = argv[++i];
+        else if (!strcmp(a, "--set") && more && nsets < 64) sets[nsets++] = argv[++i];
+        else if (!strcmp(a, "--json")) json_out = true;
+        else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) quiet = true;
+        else if (a[0] == '-') {
+            fprintf(stderr, "kvfleet assess: unknown or incomplete option '%s'\n", a);
+            return usage_assess(stderr, 2);
+        } else if (!trace) trace = a;
+        else {
+            fprintf(stderr, "kvfleet assess: unexpected argument '%s'\n", a);
+            return usage_assess(stderr, 2);
+        }
+    }
+    if (!trace) return usage_assess(stderr, 2);
+    char scen_buf[SIM_PATH_MAX];
+    if (!scenario) {
+        snprintf(scen_buf, sizeof scen_buf, "%s/scenarios/deepseek-reference.yaml", KVF_SOURCE_DIR);
+        scenario = scen_buf;
+    }
+    kvf_err err = {0};
+    trc_options opt;
+    trc_options_default(&opt);
+    if (format && !trc_format_parse(format, &opt.format)) {
+        fprintf(stderr, "kvfleet assess: --format: unknown format '%s'\n", format);
+        return 2;
+    }
+    // 1. ideal hit rate, as `trace stats`
+    trc_stats st;
+    kvf_status s = trc_stats_file(trace, &opt, &st, &err);
+    if (!s && st.requests == 0)
+        s = kvf_fail(&err, KVF_EINVAL, "%s: the trace holds no requests", trace);
+    if (s) {
+        fprintf(stderr, "kvfleet assess: %s\n", err.msg);
+        return kvf_exit_code(s);
+    }
+    // 3 first (it gives the KV bytes per token for the sizes): the two runs
+    char dir[SIM_PATH_MAX], sub[SIM_PATH_MAX + 32];
+    if (!out) {
+        const char *base = strrchr(trace, '/');
+        base = base ? base + 1 : trace;
+        char stem[256];
+        snprintf(stem, sizeof stem, "%s", base);
+        char *dot = strchr(stem, '.');
+        if (dot && dot != stem) *dot = '\0';
+        snprintf(dir, sizeof dir, "out/assess-%s", stem);
+    } else {
+        snprintf(dir, sizeof dir, "%s", out);
+    }
+    json_t *with = NULL, *without = NULL;
+    double bpt = NAN;
+    snprintf(sub, sizeof sub, "%s/with_store", dir);
+    s = run_design(scenario, trace, format, sets, nsets, false, sub, &with, &bpt, &err);
+    if (!s) {
+        snprintf(sub, sizeof sub, "%s/no_store", dir);
+        s = run_design(scenario, trace, format, sets, nsets, true, sub, &without, NULL, &err);
+    }
+    if (s) {
+        fprintf(stderr, "kvfleet assess: %s\n", err.msg);
+        json_decref(with);
+        return kvf_exit_code(s);
+    }
+    // 2. the store grid, replayed
+    trc_reader *rd = NULL;
+    trc_replay *rp = NULL;
+    s = trc_reader_open(&rd, trace, &opt, &err);
+    if (!s) s = trc_replay_load(rd, &rp, &err);
+    trc_reader_close(rd);
+    json_t *j = json_object();
+    json_t *grid = json_array(), *ttls = json_array();
+    for (int t = 0; t < N_TTLS; t++) json_array_append_new(ttls, json_real(TTL_S[t]));
+    double distinct = rp ? (double)trc_replay_distinct_blocks(rp) : 0;
+    uint64_t caps[N_SIZES];
+    double cells[N_SIZES * N_TTLS];
+    for (int z = 0; z < N_SIZES; z++)
+        caps[z] = SIZE_SHARE[z] > 0 ? (uint64_t)ceil(SIZE_SHARE[z] * distinct) : 0;
+    if (!s) s = trc_replay_grid(rp, caps, N_SIZES, TTL_S, N_TTLS, cells, &err);
+    for (int z = 0; !s && z < N_SIZES; z++) {
+        uint64_t cap = caps[z];
+        json_t *row = json_object(), *hr = json_array();
+        json_object_set_new(row, "size_share", json_real(SIZE_SHARE[z]));
+        json_object_set_new(row, "size_blocks", json_real(cap ? (double)cap : distinct));
+        json_object_set_new(row, "size_bytes",
+                            json_real((cap ? (double)cap : distinct) * st.block_tokens * bpt));
+        for (int t = 0; t < N_TTLS; t++) json_array_append_new(hr, json_real(cells[z * N_TTLS + t]));
+        json_object_set_new(row, "hit_rate", hr);
+        json_array_append_new(grid, row);
+    }
+    if (s) {
+        fprintf(stderr, "kvfleet assess: %s\n", err.msg);
+        trc_replay_free(rp);
+        json_decref(j);
+        json_decref(grid);
+        json_decref(ttls);
+        json_decref(with);
+        json_decref(without);
+        return kvf_exit_code(s);
+    }
+    json_object_set_new(j, "trace", json_string(trace));
+    json_object_set_new(j, "format", json_string(trc_format_name(st.format)));
+    json_object_set_new(j, "reader_notes", json_string(st.notes));
+    json_object_set_new(j, "scenario", json_string(scenario));
+    json_t *sj = json_array();
+    for (int i = 0; i < nsets; i++) json_array_append_new(sj, json_string(sets[i]));
+    json_object_set_new(j, "set", sj);
+    json_object_set_new(j, "requests", json_real((double)st.requests));
+    json_object_set_new(j, "span_s", json_real(trc_replay_span_s(rp)));
+    json_object_set_new(j, "block_tokens", json_integer(st.block_tokens));
+    json_object_set_new(j, "distinct_blocks", json_real(distinct));
+    json_object_set_new(j, "kv_bytes_per_token", isfinite(bpt) ? json_real(bpt) : json_null());
+    json_object_set_new(j, "ideal_hit_rate", json_real(st.ideal_hit_rate));
+    json_object_set_new(j, "retention_s", ttls);
+    json_object_set_new(j, "store_grid", grid);
+    json_object_set_new(j, "with_store", with);
+    json_object_set_new(j, "no_store", without);
+    trc_replay_free(rp);
+
+    char path[SIM_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/assess.json", dir);
+    char *txt = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    s = rpt_write_text(path, txt, strlen(txt), &err);
+    rpt_buf page = {0};
+    if (!s) {
+        write_page(&page, j);
+        snprintf(path, sizeof path, "%s/assess.html", dir);
+        s = rpt_write_text(path, page.p, page.n, &err);
+    }
+    rpt_buf_free(&page);
+    if (s) {
+        fprintf(stderr, "kvfleet assess: %s\n", err.msg);
+        free(txt);
+        json_decref(j);
+        return kvf_exit_code(s);
+    }
+    if (json_out) {
+        printf("%s\n", txt);
+    } else if (!quiet) {
+        printf("trace %s: %.0f requests, %.4g h, ideal hit rate %.4f\n", trace,
+               (double)st.requests, rpt_json_num(j, "span_s") / 3600, st.ideal_hit_rate);
+        printf("shared store hit rate (rows: size; columns: retention)\n%-22s", "");
+        for (int t = 0; t < N_TTLS; t++) {
+            char tl[32];
+            fmt_ttl(TTL_S[t], tl, sizeof tl);
+            printf(" %9s", tl);
+        }
+        printf("\n");
+        size_t i;
+        json_t *v;
+        json_array_foreach(json_object_get(j, "store_grid"), i, v) {
+            char lab[64], by[32];
+            fmt_bytes(rpt_json_num(v, "size_bytes"), by, sizeof by);
+            double sh = rpt_json_num(v, "size_share");
+            if (sh > 0)
+                snprintf(lab, sizeof lab, "%g %% (%s)", sh * 100, by);
+            else
+                snprintf(lab, sizeof lab, "unbounded (%s)", by);
+            printf("%-22s", lab);
+            size_t k;
+            json_t *h;
+            json_array_foreach(json_object_get(v, "hit_rate"), k, h)
+                printf(" %8.2f%%", 100 * json_number_value(h));
+            printf("\n");
+        }
+        printf("reference design (%s): with store | without\n", scenario);
+        printf("  hit rate               %8.4f | %8.4f\n", rpt_json_num(j, "with_store.hit_rate"),
+               rpt_json_num(j, "no_store.hit_rate"));
+        printf("  TTFT mean (ms)         %8.4g | %8.4g\n", rpt_json_num(j, "with_store.ttft_ms_mean"),
+               rpt_json_num(j, "no_store.ttft_ms_mean"));
+        printf("  USD/Mtok provisioned   %8.4g | %8.4g\n",
+               rpt_json_num(j, "with_store.cost_per_mtok_usd_provisioned"),
+               rpt_json_num(j, "no_store.cost_per_mtok_usd_provisioned"));
+        printf("  USD/Mtok busy GPU-h    %8.4g | %8.4g\n",
+               rpt_json_num(j, "with_store.cost_per_mtok_usd_busy"),
+               rpt_json_num(j, "no_store.cost_per_mtok_usd_busy"));
+        printf("results in %s/ (assess.json, assess.html)\n", dir);
+    }
+    free(txt);
+    json_decref(j);
+    return 0;
+}

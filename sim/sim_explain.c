@@ -1,0 +1,178 @@
+// sim/sim_explain.c -- `kvfleet run SCENARIO --explain-step` (the step-time breakdown of one
+// representative step of a pool, each term traced to a kernel-table row or a roofline term)
+// and `kvfleet hw check FILE` (kernel tables of a hardware file are physically sane).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+#include "sim_cli.h"
+#include "sim_run.h"
+
+// The parallelism a pool's instances run with, as the cluster builds it (TP and EP default
+// to all the instance's GPUs; redundant experts shrink the hottest GPU's excess load).
+static mdl_parallel explain_parallel(const sim_config *cfg, const mdl_model *m,
+                                     const sim_pool_cfg *pc) {
+    mdl_parallel par;
+    mdl_parallel_default(&par);
+    par.gpus = (uint32_t)pc->gpus_per_instance;
+    par.tp = (uint32_t)(pc->tp > 0 ? pc->tp : pc->gpus_per_instance);
+    par.ep = (uint32_t)(pc->ep > 0 ? pc->ep : pc->gpus_per_instance);
+    par.ep_skew = cfg->ep_skew > 1 ? cfg->ep_skew : 1.0;
+    if (m->experts && cfg->ep_redundant_experts > 0)
+        par.ep_skew = 1.0 + (par.ep_skew - 1.0) * (1.0 - KVF_MIN(cfg->ep_redundant_experts, 1.0));
+    par.route_nodes = cfg->ep_route_nodes;
+    par.two_batch = cfg->ep_two_batch;
+    return par;
+}
+
+static void print_terms(FILE *f, const char *title, const mdl_explain *ex, const char *hw_path) {
+    fprintf(f, "%s: %.3f ms per step\n", title, ex->total_s * 1e3);
+    fprintf(f, "  %-22s %10s  %s\n", "term", "ms", "origin");
+    for (int i = 0; i < ex->n; i++) {
+        const mdl_term *t = &ex->t[i];
+        fprintf(f, "  %-22s %10.3f  %s\n", t->name, t->s * 1e3, t->how);
+        if (t->row_lo) {
+            if (t->row_hi && t->row_hi != t->row_lo)
+                fprintf(f, "  %-22s %10s    rows %s:%d and :%d -- %s\n", "", "", hw_path, t->row_lo,
+                        t->row_hi, t->source);
+            else
+                fprintf(f, "  %-22s %10s    row %s:%d -- %s\n", "", "", hw_path, t->row_lo, t->source);
+        }
+    }
+}
+
+int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, double context,
+                     double prompt, double chunks) {
+    char path[SIM_PATH_MAX + 128], dir[SIM_PATH_MAX + 128];
+    kvf_err err = {0};
+    mdl_model m;
+    mdl_hardware hw;
+    sim_config_resolve(cfg, "models", dir, sizeof dir);
+    sim_config_model_path(cfg, path, sizeof path);
+    if (mdl_model_load(&m, path, dir, &err) || (sim_config_hardware_path(cfg, path, sizeof path),
+                                                mdl_hardware_load(&hw, path, dir, &err))) {
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return 2;
+    }
+    bool decode = !strcmp(phase, "decode");
+    if (!decode && strcmp(phase, "prefill")) {
+        fprintf(stderr, "kvfleet run: --step-phase must be decode or prefill, not '%s'\n", phase);
+        return 2;
+    }
+    const sim_pool_cfg *pc = decode || cfg->mode == SIM_COLOCATED ? &cfg->decode : &cfg->prefill;
+    if (!decode && cfg->mode == SIM_DISAGGREGATED) pc = &cfg->prefill;
+    mdl_parallel par = explain_parallel(cfg, &m, pc);
+    uint32_t draft = cfg->draft_tokens;
+    mdl_batch b = {0};
+    mdl_decode_sum ds = {0};
+    mdl_seq *seqs = NULL;
+    double nseq;
+    if (decode) {
+        if (per_gpu <= 0) per_gpu = (double)pc->max_batch_requests / par.gpus;
+        nseq = per_gpu * par.gpus;
+        if (nseq < 1) nseq = 1;
+        if (context < 1) context = 4096;
+        uint32_t n = (uint32_t)(nseq + 0.5);
+        b.phase = MDL_DECODE;
+        if (draft == 0) {
+            uint32_t caps[MDL_CAPS];
+            mdl_model_caps(&m, caps);
+            for (uint32_t i = 0; i < n; i++) mdl_decode_sum_add(&ds, caps, context);
+            b.dsum = &ds;
+        } else {
+            // speculative (MTP) steps: every sequence computes 1 + draft tokens
+            seqs = kvf_calloc(n, sizeof *seqs);
+            for (uint32_t i = 0; i < n; i++)
+                seqs[i] = (mdl_seq){1 + draft, (uint32_t)context};
+            b.seqs = seqs;
+            b.n = n;
+        }
+        nseq = n;
+    } else {
+        // `chunks` prompt chunks per TP group (default 1) of the pool's chunk size (or the
+        // prompt) after `context` cached
+        double chunk = prompt > 0 ? prompt : (pc->chunk_tokens > 0 ? (double)pc->chunk_tokens : 8192);
+        uint32_t groups = par.gpus / par.tp ? par.gpus / par.tp : 1;
+        uint32_t n = groups * (uint32_t)(chunks >= 1 ? chunks : 1);
+        seqs = kvf_calloc(n, sizeof *seqs);
+        for (uint32_t i = 0; i < n; i++)
+            seqs[i] = (mdl_seq){(uint32_t)chunk, (uint32_t)(context > 0 ? context : 0)};
+        b.phase = MDL_PREFILL;
+        b.seqs = seqs;
+        b.n = n;
+        nseq = n;
+        per_gpu = chunk;
+    }
+    double chunks_per_gpu = decode ? 0 : nseq / par.gpus;
+    mdl_step_cost ct, cr;
+    mdl_explain et, er;
+    bool fb = false;
+    mdl_table_eval(&m, &hw, &par, &cfg->eff, &b, true, &ct, &et, &fb);
+    mdl_table_eval(&m, &hw, &par, &cfg->eff, &b, false, &cr, &er, NULL);
+    printf("explain-step: one %s step of %s on %u x %s (tp %u, ep %u, ep_skew %.3g%s%s)\n",
+           phase, m.name, par.gpus, hw.name, par.tp, par.ep, par.ep_skew,
+           par.two_batch ? ", two micro-batches" : "",
+           par.route_nodes ? ", node-limited routing" : "");
+    if (decode)
+        printf("  batch: %.0f sequences (%.1f per GPU) x %u token%s, context %.0f; %.0f tokens\n",
+               nseq, nseq / par.gpus, 1 + draft, draft ? "s (1 + MTP/draft)" : "", context,
+               et.tokens);
+    else
+        printf("  batch: %.0f prompt chunks (%.3g per GPU) of %.0f tokens after %.0f cached; %.0f "
+               "tokens\n",
+               nseq, chunks_per_gpu, per_gpu, context, et.tokens);
+    if (par.route_nodes) printf("  routing: a token's experts on at most %u scale-up domains\n", par.route_nodes);
+    print_terms(stdout, "table model", &et, hw.path);
+    printf("  (%s)\n", fb ? "some terms fell back to the roofline: this step counts in "
+                            "steps.table_fallbacks"
+                          : "every applicable term answered by a kernel table");
+    print_terms(stdout, "roofline", &er, hw.path);
+    double tok_s_gpu = et.tokens / ct.ns * 1e9 / par.gpus;
+    double tok_s_gpu_r = er.tokens / cr.ns * 1e9 / par.gpus;
+    if (decode)
+        printf("per GPU: table %.0f tok/s (%.1f ms/step), roofline %.0f tok/s (%.1f ms/step)\n",
+               tok_s_gpu, ct.ns / 1e6, tok_s_gpu_r, cr.ns / 1e6);
+    else {
+        // prompt tokens served per GPU counting the cached prefix (as published figures that
+        // include cache hits do), and the tokens computed
+        double whole = (per_gpu + (context > 0 ? context : 0)) / per_gpu;
+        printf("per GPU: table %.0f tok/s (%.0f computed, %.1f ms/step), roofline %.0f tok/s "
+               "(%.0f computed, %.1f ms/step)\n",
+               tok_s_gpu * whole, tok_s_gpu, ct.ns / 1e6, tok_s_gpu_r * whole, tok_s_gpu_r,
+               cr.ns / 1e6);
+    }
+    free(seqs);
+    return 0;
+}
+
+int sim_cli_hw(int argc, char **argv) {
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: kvfleet hw check FILE [-q]\n"
+               "  checks a hardware file: keys and values, and its kernel tables (no figure above\n"
+               "  the datasheet peak, monotone where physics says so); exit 2 naming the row.\n");
+        return 0;
+    }
+    if (argc < 3 || strcmp(argv[1], "check")) {
+        fprintf(stderr, "usage: kvfleet hw check FILE [-q]\n");
+        return 2;
+    }
+    bool quiet = argc > 3 && (!strcmp(argv[3], "-q") || !strcmp(argv[3], "--quiet"));
+    static mdl_hardware h;
+    kvf_err err = {0};
+    kvf_status st = mdl_hardware_load(&h, argv[2], NULL, &err);
+    if (!st) st = mdl_hardware_check(&h, &err);
+    if (st) {
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return 2;
+    }
+    if (!quiet) {
+        unsigned count[MDL_K_KINDS] = {0};
+        for (uint32_t i = 0; i < h.nkrows; i++) count[h.krows[i].kind]++;
+        printf("%s: ok (%s, %u kernel rows", h.path, h.name, h.nkrows);
+        for (int k = 0; k < MDL_K_KINDS; k++)
+            if (count[k]) printf("; %s %u", mdl_kkind_name((mdl_kkind)k), count[k]);
+        printf(")\n");
+    }
+    return 0;
+}

@@ -1,0 +1,320 @@
+// sim/sim_sample.c -- workload.sample_rate: which requests a sampled run keeps, how the
+// cluster shrinks with them, and how the summary is turned back into full-fleet figures.
+// See sim_sample.h for the contract.
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_sample.h"
+
+// Salts keep the three key kinds apart (session 5 and request 5 draw different hashes).
+#define SALT_SESSION 0x5e5510a5e5510a5eULL
+#define SALT_ROOT 0x7007b10c7007b10cULL
+#define SALT_REQUEST 0x4e9e57124e9e5712ULL
+
+static int32_t scale_count(int32_t n, double r) {
+    return n > 0 ? (int32_t)floor((double)n * r + 0.5) : n;
+}
+
+// The least rate that keeps every pool and schedule entry at one instance or more: 0.5 / the
+// smallest positive count.
+static double least_rate(const sim_config *c) {
+    int32_t m = INT32_MAX;
+    const int32_t v[3] = {c->vision.instances, c->prefill.instances, c->decode.instances};
+    for (int k = 0; k < 3; k++)
+        if (v[k] > 0 && v[k] < m) m = v[k];
+    for (int32_t e = 0; e < c->n_schedule; e++) {
+        if (c->schedule[e].prefill > 0 && c->schedule[e].prefill < m) m = c->schedule[e].prefill;
+        if (c->schedule[e].decode > 0 && c->schedule[e].decode < m) m = c->schedule[e].decode;
+    }
+    return m == INT32_MAX ? 0 : 0.5 / m;
+}
+
+static kvf_status refuse(const sim_config *c, kvf_err *err, const char *what, int32_t n) {
+    char where[SIM_PATH_MAX + 128];
+    sim_config_where(c, "workload.sample_rate", where, sizeof where);
+    return kvf_fail(err, KVF_EINVAL,
+                    "%s: %g leaves %s with 0 instances (%d x %g rounds to 0); the rate must be "
+                    ">= %g for this cluster",
+                    where, c->sample_rate, what, n, c->sample_rate, least_rate(c));
+}
+
+kvf_status sim_sample_plan_make(const sim_config *c, sim_sample_plan *p, kvf_err *err) {
+    memset(p, 0, sizeof *p);
+    double r = c->sample_rate;
+    p->rate = r;
+    if (!(r > 0 && r <= 1)) {
+        char where[SIM_PATH_MAX + 128];
+        sim_config_where(c, "workload.sample_rate", where, sizeof where);
+        return kvf_fail(err, KVF_EINVAL, "%s: must be in (0, 1], got %g", where, r);
+    }
+    if (r < 1 && c->trace_opt.session_users > 0 && !c->generate_profile[0]) {
+        char where[SIM_PATH_MAX + 128];
+        sim_config_where(c, "workload.sample_rate", where, sizeof where);
+        return kvf_fail(err, KVF_EINVAL,
+                        "%s: sessions started by a fixed user population (workload.session_users "
+                        "= %u) chain every session to an earlier one and cannot be sampled; use "
+                        "workload.session_rate (Poisson session starts) with a sample rate",
+                        where, c->trace_opt.session_users);
+    }
+    const sim_pool_cfg *pools[SIM_SAMPLE_POOLS] = {&c->vision, &c->prefill, &c->decode};
+    static const char *const names[SIM_SAMPLE_POOLS] = {
+        "cluster.vision.instances", "cluster.prefill.instances", "cluster.decode.instances"};
+    for (int k = 0; k < SIM_SAMPLE_POOLS; k++) {
+        p->full[k] = pools[k]->instances;
+        p->sampled[k] = scale_count(pools[k]->instances, r);
+        if (p->full[k] > 0 && p->sampled[k] < 1) return refuse(c, err, names[k], p->full[k]);
+    }
+    p->n_schedule = c->n_schedule;
+    for (int32_t e = 0; e < c->n_schedule; e++) {
+        int32_t v[2] = {c->schedule[e].prefill, c->schedule[e].decode};
+        for (int k = 0; k < 2; k++) {
+            p->sched_full[e][k] = v[k];
+            p->sched_sampled[e][k] = v[k] < 0 ? v[k] : scale_count(v[k], r);
+            if (v[k] > 0 && p->sched_sampled[e][k] < 1)
+                return refuse(c, err, k ? "a cluster.schedule entry's decode"
+                                        : "a cluster.schedule entry's prefill", v[k]);
+        }
+    }
+    p->ssd_full_bytes = c->ssd.capacity_bytes;
+    p->ssd_sampled_bytes = c->ssd.capacity_bytes > 0 ? c->ssd.capacity_bytes * r
+                                                     : c->ssd.capacity_bytes;
+    return KVF_OK;
+}
+
+void sim_sample_apply(const sim_sample_plan *p, sim_config *c) {
+    c->vision.instances = p->sampled[0];
+    c->prefill.instances = p->sampled[1];
+    c->decode.instances = p->sampled[2];
+    for (int32_t e = 0; e < p->n_schedule && e < c->n_schedule; e++) {
+        c->schedule[e].prefill = p->sched_sampled[e][0];
+        c->schedule[e].decode = p->sched_sampled[e][1];
+    }
+    c->ssd.capacity_bytes = p->ssd_sampled_bytes;
+}
+
+double sim_sample_pool_factor(const sim_sample_plan *p, int pool, bool colocated) {
+    double full = p->full[pool], sampled = p->sampled[pool];
+    if (colocated && pool == 1) {
+        full += p->full[2];
+        sampled += p->sampled[2];
+    }
+    return sampled > 0 ? full / sampled : 1;
+}
+
+// ---- the filter ------------------------------------------------------------------------------
+kvf_status sim_sampler_init(sim_sampler *s, double rate, kvf_err *err) {
+    memset(s, 0, sizeof *s);
+    if (!(rate > 0 && rate <= 1))
+        return kvf_fail(err, KVF_EINVAL, "workload.sample_rate: must be in (0, 1], got %g", rate);
+    s->rate = rate;
+    s->threshold = (uint64_t)ldexp(rate, 53);
+    return KVF_OK;
+}
+
+// Shrinks the common prefix to what t shares with it; the first request with blocks sets it.
+static void common_update(sim_sampler *s, const trc_request *t) {
+    if (!s->have_common) {
+        s->common = malloc((t->n_blocks ? t->n_blocks : 1) * sizeof *s->common);
+        if (!s->common) return;   // no prefix learnt: roots fall back to request ids
+        memcpy(s->common, t->blocks, t->n_blocks * sizeof *s->common);
+        s->n_common = t->n_blocks;
+        s->have_common = true;
+        return;
+    }
+    uint32_t n = s->n_common < t->n_blocks ? s->n_common : t->n_blocks, i = 0;
+    while (i < n && s->common[i] == t->blocks[i]) i++;
+    s->n_common = i;
+}
+
+bool sim_sample_keep(sim_sampler *s, const trc_request *t) {
+    uint64_t key;
+    s->read++;
+    s->read_input += t->input_tokens;
+    s->read_output += t->output_tokens;
+    if (t->session) {
+        key = kvf_hash64(t->session ^ SALT_SESSION);
+        s->key_session++;
+    } else {
+        if (t->n_blocks) common_update(s, t);
+        if (t->n_blocks && s->have_common && t->n_blocks > s->n_common) {
+            key = kvf_hash64(t->blocks[s->n_common] ^ SALT_ROOT);
+            s->key_root++;
+        } else {
+            key = kvf_hash64(t->id ^ SALT_REQUEST);
+            s->key_request++;
+        }
+    }
+    s->last_group = key;
+    bool keep = (key >> 11) < s->threshold;
+    if (keep) {
+        s->kept++;
+        s->kept_input += t->input_tokens;
+        s->kept_output += t->output_tokens;
+    }
+    return keep;
+}
+
+void sim_sampler_free(sim_sampler *s) {
+    free(s->common);
+    s->common = NULL;
+}
+
+void sim_sample_scale_econ(rpt_econ_input *ei, const sim_sample_plan *p, bool colocated) {
+    static const int pools[RPT_POOL_N] = {[RPT_POOL_VISION] = 0, [RPT_POOL_PREFILL] = 1,
+                                          [RPT_POOL_DECODE] = 2, [RPT_POOL_COLOCATED] = 1};
+    for (int k = 0; k < RPT_POOL_N; k++) {
+        double f = sim_sample_pool_factor(p, pools[k], colocated && k == RPT_POOL_COLOCATED);
+        ei->gpu_hours[k] *= f;
+        ei->gpus[k] *= f;
+    }
+    // the store: the full capacity when bounded, the measured peak over R when unlimited
+    ei->ssd_tb = p->ssd_full_bytes > 0 ? p->ssd_full_bytes / 1e12 : ei->ssd_tb / p->rate;
+    ei->dram_tb *= sim_sample_pool_factor(p, 1, colocated);
+    for (int i = 0; i < ei->n_cls; i++)
+        for (int j = 0; j < 2; j++) {
+            ei->cls[i].hit[j] /= p->rate;
+            ei->cls[i].miss[j] /= p->rate;
+            ei->cls[i].output[j] /= p->rate;
+        }
+}
+
+// ---- the summary -----------------------------------------------------------------------------
+// Totals of traffic (divided by R). A trailing ".*" scales every number of that object.
+static const char *const traffic_totals[] = {
+    "requests.arrived",        "requests.completed",      "requests.rejected",
+    "requests.unfinished",     "requests.rejected_by_reason.*",
+    "throughput.input_tok_s",  "throughput.output_tok_s", "slo.goodput_req_s",
+    "cache.hit_tokens",        "cache.miss_tokens",       "cache.by_tier_tokens.*",
+    "cache.stored_bytes_peak", "cache.stored_bytes_end",  "cache.ssd_write_Bps",
+    "cache.steady_state_bytes_by_retention.*",            "cache.evicted_blocks",
+    "cache.expired_blocks",    "cache.load_bytes.*",      "cache.ssd_write_bytes",
+    "cache.kv_transfer_bytes", "cache.prefill_flops.actual",
+    "cache.prefill_flops.no_reuse", "cache.prefill_flops.window_full_recompute",
+    NULL,
+};
+
+// The object holding the last component of a dotted path, and that component.
+static json_t *parent_of(json_t *s, const char *path, char *last, size_t n) {
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", path);
+    json_t *o = s;
+    char *p = buf, *dot;
+    while (o && (dot = strchr(p, '.'))) {
+        *dot = 0;
+        o = json_object_get(o, p);
+        p = dot + 1;
+    }
+    snprintf(last, n, "%s", p);
+    return json_is_object(o) ? o : NULL;
+}
+
+// Replaces o[key] by its value times f and keeps the raw value in raw[path].
+static void scale_value(json_t *o, const char *key, const char *path, double f, json_t *raw) {
+    json_t *v = json_object_get(o, key);
+    if (!json_is_number(v)) return;
+    json_object_set(raw, path, v);
+    if (json_is_integer(v))
+        json_object_set_new(o, key, json_integer((json_int_t)llround((double)json_integer_value(v) * f)));
+    else
+        json_object_set_new(o, key, json_real(json_real_value(v) * f));
+}
+
+static void scale_path(json_t *s, const char *path, double f, json_t *raw) {
+    char last[128];
+    json_t *o = parent_of(s, path, last, sizeof last);
+    if (!o) return;
+    if (strcmp(last, "*")) {
+        scale_value(o, last, path, f, raw);
+        return;
+    }
+    char prefix[128];
+    snprintf(prefix, sizeof prefix, "%.*s", (int)(strlen(path) - 2), path);
+    const char *k;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(o, tmp, k, v) {
+        char full[192];
+        snprintf(full, sizeof full, "%s.%s", prefix, k);
+        scale_value(o, k, full, f, raw);
+    }
+}
+
+void sim_sample_summary(json_t *s, const sim_sample_plan *p, const sim_sampler *sm,
+                        bool colocated, double gpu_hours_full) {
+    json_t *raw = json_object();
+    double inv = 1.0 / p->rate;
+    for (int i = 0; traffic_totals[i]; i++) scale_path(s, traffic_totals[i], inv, raw);
+    static const char *const gpu_keys[SIM_SAMPLE_POOLS] = {"gpus.vision", "gpus.prefill",
+                                                           "gpus.decode"};
+    for (int k = 0; k < SIM_SAMPLE_POOLS; k++)
+        scale_path(s, gpu_keys[k], sim_sample_pool_factor(p, k, colocated), raw);
+    json_t *gh = json_object_get(s, "gpu_hours");
+    if (json_is_number(gh)) {
+        json_object_set(raw, "gpu_hours", gh);
+        json_object_set_new(s, "gpu_hours", json_real(gpu_hours_full));
+    }
+    json_t *ca = json_object_get(s, "cache");
+    if (json_is_object(ca) && p->ssd_full_bytes > 0) {
+        json_object_set(raw, "cache.ssd_capacity_bytes", json_object_get(ca, "ssd_capacity_bytes"));
+        json_object_set_new(ca, "ssd_capacity_bytes", json_real(p->ssd_full_bytes));
+    }
+
+    json_t *o = json_object();
+    json_object_set_new(o, "rate", json_real(p->rate));
+    json_object_set_new(o, "key", json_string(
+        "session id; else the prefix root (first block beyond the prefix all requests share); "
+        "else the request id. Kept iff hash(key) < rate * 2^64 (seed-independent)"));
+    json_t *is = json_object();
+    static const char *const pn[SIM_SAMPLE_POOLS] = {"vision", "prefill", "decode"};
+    for (int k = 0; k < SIM_SAMPLE_POOLS; k++) {
+        json_t *e = json_object();
+        json_object_set_new(e, "full", json_integer(p->full[k]));
+        json_object_set_new(e, "sampled", json_integer(p->sampled[k]));
+        // load per simulated instance relative to the full run's: rate x full / sampled
+        json_object_set_new(e, "load_factor", p->sampled[k] > 0 ? json_real(p->rate * p->full[k] / p->sampled[k]) : json_null());
+        json_object_set_new(is, pn[k], e);
+    }
+    json_object_set_new(o, "instances_scaled", is);
+    if (p->n_schedule) {
+        json_t *sc = json_array();
+        for (int32_t e = 0; e < p->n_schedule; e++) {
+            json_t *x = json_object();
+            json_object_set_new(x, "prefill_full", json_integer(p->sched_full[e][0]));
+            json_object_set_new(x, "prefill_sampled", json_integer(p->sched_sampled[e][0]));
+            json_object_set_new(x, "decode_full", json_integer(p->sched_full[e][1]));
+            json_object_set_new(x, "decode_sampled", json_integer(p->sched_sampled[e][1]));
+            json_array_append_new(sc, x);
+        }
+        json_object_set_new(o, "schedule_scaled", sc);
+    }
+    json_object_set_new(o, "rounding",
+                        json_string("instances: nearest integer, halves up; a pool whose load_factor "
+                                    "is not 1 runs that much hotter (> 1) or cooler (< 1) than the "
+                                    "full fleet, which biases queueing delays"));
+    json_t *st = json_object();
+    json_object_set_new(st, "full", p->ssd_full_bytes < 0 ? json_string("unlimited") : json_real(p->ssd_full_bytes));
+    json_object_set_new(st, "sampled", p->ssd_sampled_bytes < 0 ? json_string("unlimited") : json_real(p->ssd_sampled_bytes));
+    json_object_set_new(o, "ssd_capacity_bytes", st);
+    json_object_set_new(o, "unscaled", json_string(
+        "per-instance HBM, DRAM per node, link bandwidths, batch and queue limits; arrival, "
+        "session and generator rates are thinned by the sampling itself"));
+    json_t *rq = json_object();
+    json_object_set_new(rq, "read", json_integer((json_int_t)sm->read));
+    json_object_set_new(rq, "kept", json_integer((json_int_t)sm->kept));
+    json_object_set_new(rq, "kept_share", json_real(sm->read ? (double)sm->kept / (double)sm->read : 0));
+    json_object_set_new(rq, "input_tokens_read", json_integer((json_int_t)sm->read_input));
+    json_object_set_new(rq, "input_tokens_kept", json_integer((json_int_t)sm->kept_input));
+    json_object_set_new(rq, "output_tokens_read", json_integer((json_int_t)sm->read_output));
+    json_object_set_new(rq, "output_tokens_kept", json_integer((json_int_t)sm->kept_output));
+    json_object_set_new(rq, "keyed_by_session", json_integer((json_int_t)sm->key_session));
+    json_object_set_new(rq, "keyed_by_prefix_root", json_integer((json_int_t)sm->key_root));
+    json_object_set_new(rq, "keyed_by_request", json_integer((json_int_t)sm->key_request));
+    json_object_set_new(o, "requests", rq);
+    json_object_set_new(o, "totals", json_string(
+        "traffic totals divided by rate; GPU counts, GPU-hours and economics scaled by each "
+        "pool's full/sampled instances; per-request figures as measured; raw under sampled"));
+    json_object_set_new(o, "sampled", raw);
+    json_object_set_new(s, "sampling", o);
+}

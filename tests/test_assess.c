@@ -1,0 +1,251 @@
+// tests/test_assess.c -- the shared-store replay (hit rates worked by hand on a three-request
+// trace) and `kvfleet assess` on the bundled Mooncake trace and the agentic sessions: the
+// ideal hit rate equals `trace stats`, the store grid is simulated (monotone in size and
+// retention, reaching the ideal only unbounded and kept long enough), both runs of the
+// reference design are there, and bad input exits 2.
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "helpers/kvt.h"
+#include "trc.h"
+
+// Three requests on 64-token blocks: r0 at 0 s [1,2,3] (192 tokens), r1 at 10 s [1,2,3,4]
+// (256), r2 at 1000 s [1,2,5] (192). 640 input tokens.
+static void hand_trace(const char *path) {
+    trc_writer *w;
+    kvf_err err = {0};
+    ck_assert_msg(trc_writer_open(&w, path, 64, &err) == KVF_OK, "%s", err.msg);
+    static const uint64_t b0[] = {1, 2, 3}, b1[] = {1, 2, 3, 4}, b2[] = {1, 2, 5};
+    const struct {
+        int64_t t_s;
+        uint32_t in;
+        const uint64_t *b;
+        uint32_t n;
+    } rq[] = {{0, 192, b0, 3}, {10, 256, b1, 4}, {1000, 192, b2, 3}};
+    for (int i = 0; i < 3; i++) {
+        trc_request q = {.id = (uint64_t)i, .arrival_ns = rq[i].t_s * 1000000000LL,
+                         .input_tokens = rq[i].in, .output_tokens = 10, .prev_id = -1,
+                         .n_blocks = rq[i].n, .blocks = rq[i].b};
+        ck_assert_msg(trc_writer_put(w, &q, &err) == KVF_OK, "%s", err.msg);
+    }
+    ck_assert_msg(trc_writer_close(w, &err) == KVF_OK, "%s", err.msg);
+}
+
+static double replay(const trc_replay *p, uint64_t cap, double ttl) {
+    double h = NAN;
+    kvf_err err = {0};
+    ck_assert_msg(trc_replay_hit_rate(p, cap, ttl, &h, &err) == KVF_OK, "%s", err.msg);
+    return h;
+}
+
+START_TEST(test_replay_hand_worked) {
+    kvt_tmp_make("kvf_assess");
+    char path[128];
+    snprintf(path, sizeof path, "%s/hand.jsonl", kvt_tmp);
+    hand_trace(path);
+    trc_options o;
+    trc_options_default(&o);
+    o.block_tokens = 64;
+    trc_reader *r;
+    kvf_err err = {0};
+    ck_assert_msg(trc_reader_open(&r, path, &o, &err) == KVF_OK, "%s", err.msg);
+    trc_replay *p;
+    ck_assert_msg(trc_replay_load(r, &p, &err) == KVF_OK, "%s", err.msg);
+    trc_reader_close(r);
+    ck_assert_uint_eq(trc_replay_requests(p), 3);
+    ck_assert_uint_eq(trc_replay_distinct_blocks(p), 5);
+    // unbounded, never: r1 hits 3 blocks (192), r2 hits 2 (128): 320 / 640
+    ck_assert_double_eq_tol(replay(p, 0, 0), 0.5, 1e-12);
+    // retention 100 s: r2 comes 990 s after the last use of [1,2]: nothing left -> 192 / 640
+    ck_assert_double_eq_tol(replay(p, 0, 100), 0.3, 1e-12);
+    // retention 990 s exactly is still alive (expiry is strictly after)
+    ck_assert_double_eq_tol(replay(p, 0, 990), 0.5, 1e-12);
+    // 3 blocks: r1 hits 3; its touches 4,3,2,1 cycle the store back to [1,2,3]; r2 hits 2
+    ck_assert_double_eq_tol(replay(p, 3, 0), 0.5, 1e-12);
+    // 2 blocks: after r0 the store holds [1,2]; r1 hits 2 (128) and ends with [1,2]; r2 hits
+    // 2 (128): 256 / 640
+    ck_assert_double_eq_tol(replay(p, 2, 0), 0.4, 1e-12);
+    // 1 block: [1] after r0; r1 hits 1 (64); r2 hits 1 (64): 128 / 640
+    ck_assert_double_eq_tol(replay(p, 1, 0), 0.2, 1e-12);
+    // the one-pass grid gives the same figures
+    const uint64_t caps[] = {1, 2, 3, 0};
+    const double ttls[] = {100, 990, 0};
+    double g[12];
+    ck_assert_int_eq(trc_replay_grid(p, caps, 4, ttls, 3, g, &err), KVF_OK);
+    for (int c = 0; c < 4; c++)
+        for (int t = 0; t < 3; t++)
+            ck_assert_double_eq_tol(g[c * 3 + t], replay(p, caps[c], ttls[t]), 1e-15);
+    trc_replay_free(p);
+    // the unbounded store kept forever is trace stats' ideal
+    trc_stats st;
+    ck_assert_msg(trc_stats_file(path, &o, &st, &err) == KVF_OK, "%s", err.msg);
+    ck_assert_double_eq_tol(st.ideal_hit_rate, 0.5, 1e-12);
+    kvt_tmp_remove();
+}
+END_TEST
+
+// The one-pass grid equals a replay of each store, cell by cell, on real traffic (the first
+// 3,000 Mooncake requests: bursts of equal timestamps, 512-token blocks split in eight).
+START_TEST(test_replay_grid_equals_lru) {
+    trc_options o;
+    trc_options_default(&o);
+    o.limit_requests = 3000;
+    trc_reader *r;
+    kvf_err err = {0};
+    ck_assert_msg(trc_reader_open(&r, kvt_shared_trace("mooncake_conversation.jsonl"), &o, &err) ==
+                      KVF_OK, "%s", err.msg);
+    trc_replay *p;
+    ck_assert_msg(trc_replay_load(r, &p, &err) == KVF_OK, "%s", err.msg);
+    trc_reader_close(r);
+    uint64_t d = trc_replay_distinct_blocks(p);
+    const uint64_t caps[] = {d / 100, d / 20, d / 3, 0};
+    const double ttls[] = {30, 300, 1800, 0};
+    double g[16];
+    ck_assert_int_eq(trc_replay_grid(p, caps, 4, ttls, 4, g, &err), KVF_OK);
+    for (int c = 0; c < 4; c++)
+        for (int t = 0; t < 4; t++) {
+            double h = replay(p, caps[c], ttls[t]);
+            ck_assert_msg(fabs(g[c * 4 + t] - h) < 1e-12, "cap %llu ttl %g: grid %.9f, LRU %.9f",
+                          (unsigned long long)caps[c], ttls[t], g[c * 4 + t], h);
+        }
+    ck_assert(g[0] < g[3 * 4 + 3]);   // not all equal: the grid separates its cells
+    trc_replay_free(p);
+}
+END_TEST
+
+START_TEST(test_assess_bad_input) {
+    kvt_tmp_make("kvf_assess");
+    ck_assert_int_eq(kvt_sh("%s assess", kvt_bin()), 2);
+    ck_assert_int_eq(kvt_sh("%s assess --help", kvt_bin()), 0);
+    ck_assert_msg(strstr(kvt_out, "usage: kvfleet assess TRACE") != NULL, "%s", kvt_out);
+    ck_assert_int_eq(kvt_sh("%s assess %s/missing.jsonl -o %s/o", kvt_bin(), kvt_tmp, kvt_tmp), 2);
+    ck_assert_msg(strstr(kvt_err, "missing.jsonl") != NULL, "%s", kvt_err);
+    // a Mooncake line with a bad field: named by file and line
+    char path[128];
+    snprintf(path, sizeof path, "%s/bad.jsonl", kvt_tmp);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 5, \"hash_ids\": [1]}\n"
+          "{\"timestamp\": 10, \"input_length\": -4, \"output_length\": 5, \"hash_ids\": [1]}\n",
+          f);
+    fclose(f);
+    ck_assert_int_eq(kvt_sh("%s assess %s -o %s/o", kvt_bin(), path, kvt_tmp), 2);
+    ck_assert_msg(strstr(kvt_err, "bad.jsonl:2") != NULL, "%s", kvt_err);
+    ck_assert_int_eq(kvt_sh("%s assess %s --bogus", kvt_bin(), path), 2);
+    ck_assert_int_eq(kvt_sh("%s assess %s --set kv_cache.nonsense=1 -o %s/o",
+                            kvt_bin(), kvt_shared_trace("mooncake_conversation.jsonl"), kvt_tmp), 2);
+    ck_assert_msg(strstr(kvt_err, "kv_cache.nonsense") != NULL, "%s", kvt_err);
+    kvt_tmp_remove();
+}
+END_TEST
+
+// Runs assess on trace, checks what holds for any trace, returns the parsed assess.json.
+static json_t *assess(const char *trace) {
+    ck_assert_msg(access(trace, R_OK) == 0, "%s not readable", trace);
+    kvt_tmp_make("kvf_assess");
+    int rc = kvt_sh("%s assess %s --json -o %s/a", kvt_bin(), trace, kvt_tmp);
+    ck_assert_msg(rc == 0, "assess exited %d: %s", rc, kvt_err);
+    json_error_t je;
+    json_t *j = json_loads(kvt_out, 0, &je);
+    ck_assert_msg(j, "stdout is not JSON: %s", je.text);
+    // the ideal hit rate is the one `trace stats` prints
+    rc = kvt_sh("%s trace stats %s --json", kvt_bin(), trace);
+    ck_assert_int_eq(rc, 0);
+    json_t *ts = json_loads(kvt_out, 0, &je);
+    ck_assert_msg(ts, "trace stats --json: %s", je.text);
+    double ideal = kvt_num(j, "ideal_hit_rate");
+    ck_assert_double_eq_tol(ideal, kvt_num(ts, "ideal_hit_rate"), 1e-6);
+    json_decref(ts);
+    // the grid: rows by size (last unbounded), columns by retention (last never)
+    json_t *grid = json_object_get(j, "store_grid");
+    size_t nz = json_array_size(grid), nt = json_array_size(json_object_get(j, "retention_s"));
+    ck_assert(nz >= 4 && nt >= 4);
+    double prev_row[16];
+    for (size_t z = 0; z < nz; z++) {
+        json_t *row = json_array_get(grid, z);
+        json_t *hr = json_object_get(row, "hit_rate");
+        ck_assert_uint_eq(json_array_size(hr), nt);
+        ck_assert(kvt_num(row, "size_bytes") > 0);
+        for (size_t t = 0; t < nt; t++) {
+            double h = json_number_value(json_array_get(hr, t));
+            ck_assert(h >= 0 && h <= ideal + 1e-12);
+            if (t) ck_assert_msg(h >= json_number_value(json_array_get(hr, t - 1)) - 1e-12,
+                                 "size %zu: hit rate falls with longer retention", z);
+            if (z) ck_assert_msg(h >= prev_row[t] - 1e-12, "retention %zu: falls with size", t);
+            prev_row[t] = h;
+        }
+    }
+    // unbounded and kept forever reaches the ideal; the smallest store does not
+    ck_assert_double_eq_tol(prev_row[nt - 1], ideal, 1e-12);
+    double smallest = json_number_value(json_array_get(
+        json_object_get(json_array_get(grid, 0), "hit_rate"), nt - 1));
+    ck_assert_msg(smallest < ideal - 0.01, "1 %% store %.4f vs ideal %.4f", smallest, ideal);
+    // both runs of the reference design, with costs
+    const char *runs[] = {"with_store", "no_store"};
+    for (int i = 0; i < 2; i++) {
+        json_t *r = json_object_get(j, runs[i]);
+        ck_assert_ptr_nonnull(r);
+        ck_assert(kvt_num(r, "requests_completed") > 0);
+        ck_assert(kvt_num(r, "cost_per_mtok_usd_provisioned") > 0);
+        ck_assert(kvt_num(r, "cost_per_mtok_usd_busy") > 0);
+        ck_assert(kvt_num(r, "cost_per_mtok_usd_busy") <=
+                  kvt_num(r, "cost_per_mtok_usd_provisioned") + 1e-12);
+    }
+    ck_assert_double_eq_tol(kvt_num(json_object_get(j, "no_store"), "ssd_tb_billed"), 0, 1e-12);
+    ck_assert(kvt_num(json_object_get(j, "with_store"), "ssd_tb_billed") > 0);
+    ck_assert(kvt_num(json_object_get(j, "with_store"), "hit_rate") >=
+              kvt_num(json_object_get(j, "no_store"), "hit_rate") - 1e-9);
+    // the page and the two runs are written
+    char p[200];
+    snprintf(p, sizeof p, "%s/a/assess.html", kvt_tmp);
+    char *html = kvt_slurp(p);
+    ck_assert(strstr(html, "id=\"assess-store-grid\"") && strstr(html, "id=\"assess-cost\"") &&
+              strstr(html, "id=\"assess-ideal\""));
+    free(html);
+    snprintf(p, sizeof p, "%s/a/no_store/summary.json", kvt_tmp);
+    ck_assert_int_eq(access(p, R_OK), 0);
+    kvt_tmp_remove();
+    return j;
+}
+
+START_TEST(test_assess_mooncake) {
+    json_t *j = assess(kvt_shared_trace("mooncake_conversation.jsonl"));
+    ck_assert_double_eq_tol(kvt_num(j, "ideal_hit_rate"), 0.374, 0.001);   // README figure
+    ck_assert(kvt_num(j, "requests") == 12031);
+    json_decref(j);
+}
+END_TEST
+
+START_TEST(test_assess_agentic) {
+    json_t *j = assess(kvt_shared_trace("weka_agentic_dev.jsonl"));
+    ck_assert_double_eq_tol(kvt_num(j, "ideal_hit_rate"), 0.967, 0.001);   // README figure
+    ck_assert(kvt_num(j, "requests") == 2641);
+    // sessions last hours: a 5-minute retention loses reuse an unbounded store keeps
+    json_t *grid = json_object_get(j, "store_grid");
+    json_t *last = json_object_get(json_array_get(grid, json_array_size(grid) - 1), "hit_rate");
+    ck_assert(json_number_value(json_array_get(last, 0)) <
+              json_number_value(json_array_get(last, json_array_size(last) - 1)) - 0.01);
+    json_decref(j);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("assess");
+    TCase *t = tcase_create("assess");
+    tcase_set_timeout(t, 600);
+    tcase_add_test(t, test_replay_hand_worked);
+    tcase_add_test(t, test_replay_grid_equals_lru);
+    tcase_add_test(t, test_assess_bad_input);
+    tcase_add_test(t, test_assess_mooncake);
+    if (access(kvt_shared_trace("weka_agentic_dev.jsonl"), R_OK) == 0)
+        tcase_add_test(t, test_assess_agentic);
+    else
+        fprintf(stderr, "test_assess: weka_agentic_dev.jsonl absent; the agentic case is not run\n");
+    suite_add_tcase(s, t);
+    return kvt_main(s);
+}

@@ -1,0 +1,144 @@
+// tests/test_reference.c -- the reference scenario as a reader meets it: every published
+// figure is marked input or output and sits beside the run's in the report's first section;
+// the hit rate comes from the traffic mix (three classes in the run), not from a chosen turn
+// count; the all-in cost range gives a margin at each end; the same run placed at 00:00 and at
+// 09:00 gives the same per-day revenue (flat day profile). Also: the generator's mix shares.
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers/kvt.h"
+#include "trc.h"
+
+static json_t *load_summary(const char *dir) {
+    char p[200];
+    snprintf(p, sizeof p, "%s/summary.json", dir);
+    json_error_t je;
+    json_t *s = json_load_file(p, 0, &je);
+    ck_assert_msg(s, "%s: %s", p, je.text);
+    return s;
+}
+
+START_TEST(test_reference_published_table) {
+    kvt_tmp_make("kvf_ref");
+    int rc = kvt_sh("%s run scenarios/deepseek-reference.yaml -q -o %s/a", kvt_bin(), kvt_tmp);
+    ck_assert_msg(rc == 0, "run exited %d: %s", rc, kvt_err);
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/a", kvt_tmp);
+    json_t *s = load_summary(dir);
+    json_t *pub = json_object_get(s, "published");
+    size_t n = json_array_size(pub);
+    ck_assert_msg(n >= 10, "%zu published rows", n);
+    int inputs = 0, outputs = 0;
+    size_t i;
+    json_t *o;
+    json_array_foreach(pub, i, o) {
+        const char *role = json_string_value(json_object_get(o, "role"));
+        ck_assert_ptr_nonnull(role);
+        if (!strcmp(role, "input")) inputs++;
+        else if (!strcmp(role, "output")) {
+            outputs++;
+            ck_assert_msg(json_is_number(json_object_get(o, "simulated")), "row %zu: no figure", i);
+        } else ck_abort_msg("row %zu: role '%s'", i, role);
+        // the hit rate is an output of the traffic, compared with the run's own figure
+        if (!strcmp(json_string_value(json_object_get(o, "name")), "cache hit rate")) {
+            ck_assert_str_eq(role, "output");
+            ck_assert_double_eq_tol(kvt_num(o, "simulated"), kvt_num(s, "cache.hit_rate"), 1e-12);
+        }
+    }
+    ck_assert(inputs >= 3 && outputs >= 6);
+    // the traffic is a mix of three classes, each with its generation speed
+    const char *cls[] = {"chatbot", "agent", "coding"};
+    for (int k = 0; k < 3; k++) {
+        char key[64];
+        snprintf(key, sizeof key, "by_class.%s.gen_tok_s_mean", cls[k]);
+        ck_assert(kvt_num(s, key) > 0);
+    }
+    // the all-in cost range: a margin at each end, lower at the higher price
+    ck_assert(kvt_num(s, "economics.gpu_hour_range.margin_at_low") >
+              kvt_num(s, "economics.gpu_hour_range.margin_at_high"));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(s, "economics"), "ssd_basis")),
+                     "retention steady state (class write rate x retention)");
+    // the report opens with the table, one input/output cell per row
+    char p[200];
+    snprintf(p, sizeof p, "%s/report.html", dir);
+    char *html = kvt_slurp(p);
+    const char *h2 = strstr(html, "<h2");
+    ck_assert_ptr_nonnull(h2);
+    ck_assert_msg(!strncmp(h2, "<h2 id=\"published\"", 18), "first section: %.60s", h2);
+    ck_assert(strstr(html, "id=\"published-table\"") != NULL);
+    ck_assert_int_eq(kvt_count(html, "<td>input</td>"), inputs);
+    ck_assert_int_eq(kvt_count(html, "<td>output</td>"), outputs);
+    free(html);
+
+    // the same run placed at 09:00: a flat day, the same per-day revenue and cost
+    rc = kvt_sh("%s run scenarios/deepseek-reference.yaml -q -o %s/b --no-report "
+                "--set economics.trace_start_utc=09:00", kvt_bin(), kvt_tmp);
+    ck_assert_int_eq(rc, 0);
+    snprintf(dir, sizeof dir, "%s/b", kvt_tmp);
+    json_t *s9 = load_summary(dir);
+    ck_assert_double_eq_tol(kvt_num(s9, "economics.revenue_per_day_usd"),
+                            kvt_num(s, "economics.revenue_per_day_usd"), 1e-9);
+    ck_assert_double_eq_tol(kvt_num(s9, "economics.offpeak_share"), 1.0 / 3.0, 1e-9);
+    json_decref(s9);
+    json_decref(s);
+    kvt_tmp_remove();
+}
+END_TEST
+
+// Shares of classes among generated sessions follow workload.generate.mix.
+static void class_counts(const double mix[3], uint64_t n[TRC_CLASS_COUNT]) {
+    trc_gen_options g;
+    trc_gen_options_default(&g);
+    g.profile = TRC_GEN_MIXED;
+    g.rate_rps = 20;
+    g.duration_s = 300;
+    g.mean_turns = 1;   // every arrival a new session: classes count sessions
+    for (int k = 0; k < 3; k++) g.mix[k] = mix[k];
+    trc_reader *r;
+    kvf_err err = {0};
+    ck_assert_msg(trc_gen_open(&r, &g, NULL, &err) == KVF_OK, "%s", err.msg);
+    memset(n, 0, TRC_CLASS_COUNT * sizeof *n);
+    trc_request q;
+    int rc;
+    while ((rc = trc_reader_next(r, &q, &err)) == 1) n[q.cls]++;
+    ck_assert_int_eq(rc, 0);
+    trc_reader_close(r);
+}
+
+START_TEST(test_generator_mix) {
+    uint64_t n[TRC_CLASS_COUNT];
+    class_counts((const double[3]){0, 1, 0}, n);
+    ck_assert(n[TRC_CLASS_AGENT] > 1000);
+    ck_assert(n[TRC_CLASS_CHATBOT] == 0 && n[TRC_CLASS_CODING] == 0);
+    class_counts((const double[3]){1, 1, 2}, n);   // normalised: 25 / 25 / 50 %
+    double tot = (double)(n[0] + n[1] + n[2]);
+    ck_assert_msg(fabs(n[TRC_CLASS_CODING] / tot - 0.5) < 0.04, "coding %.3f", n[2] / tot);
+    ck_assert_msg(fabs(n[TRC_CLASS_CHATBOT] / tot - 0.25) < 0.04, "chat %.3f", n[0] / tot);
+    // all zero: the default 50 / 30 / 20
+    class_counts((const double[3]){0, 0, 0}, n);
+    tot = (double)(n[0] + n[1] + n[2]);
+    ck_assert_msg(fabs(n[TRC_CLASS_CHATBOT] / tot - 0.5) < 0.04, "chat %.3f", n[0] / tot);
+    // negative shares are refused
+    trc_gen_options g;
+    trc_gen_options_default(&g);
+    g.profile = TRC_GEN_MIXED;
+    g.mix[1] = -1;
+    trc_reader *r = NULL;
+    kvf_err err = {0};
+    ck_assert_int_eq(trc_gen_open(&r, &g, NULL, &err), KVF_EINVAL);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("reference");
+    TCase *t = tcase_create("reference");
+    tcase_set_timeout(t, 600);
+    tcase_add_test(t, test_generator_mix);
+    tcase_add_test(t, test_reference_published_table);
+    suite_add_tcase(s, t);
+    return kvt_main(s);
+}
