@@ -6,6 +6,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 shared=${KVF_SHARED:-$here/../shared}
 [ -d "$shared/traces" ] || shared=$here   # fall back to the bundled traces (traces/data)
 [ -f "$shared/traces/mooncake_conversation.jsonl" ] || { mkdir -p /tmp/kvf_sh/traces; cp "$here/traces/data/mooncake_conversation.jsonl" /tmp/kvf_sh/traces/; shared=/tmp/kvf_sh; }
+echo "== startup (RSS and wall before simulating)"
+"$here/bench/startup.sh" "$build"
 echo "== simulator speed"
 "$build/bench/sim_speed" "$here" "$shared" 1
 for b in "$build"/bench/*; do

@@ -126,6 +126,18 @@ FILE *kvf_open_input(const char *path, kvf_err *err);
 // Creates a directory and its parents (like mkdir -p). KVF_EIO on failure.
 kvf_status kvf_mkdirs(const char *path, kvf_err *err);
 
+// Optional parts built as shared objects beside the executables (libkvfleet-cuda.so,
+// libkvfleet-mpi.so) and loaded only by the commands that use them, so the common paths start
+// without CUDA or MPI in memory. kvf_module_open looks for `file` in $KVF_MODULE_DIR, in the
+// running executable's directory, in its parent (build/bench -> build) and in
+// <exe>/../lib/kvfleet, then lets dlopen search (LD_LIBRARY_PATH). Returns the handle (never
+// closed: the module stays for the process's life), or NULL with KVF_ENODEV and every place
+// tried (and dlopen's reason) in *err. global: make its symbols and its dependencies' visible
+// to later loads (Open MPI loads its own plugins that way).
+void *kvf_module_open(const char *file, bool global, kvf_err *err);
+// The address of symbol `name` in module `h`, or NULL with KVF_ENODEV naming file and symbol.
+void *kvf_module_sym(void *h, const char *file, const char *name, kvf_err *err);
+
 #define KVF_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define KVF_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define KVF_NS_PER_S 1000000000LL

@@ -127,6 +127,8 @@ static int cmd_info(const args *a) {
 
 // CPU GEMM throughput: the shapes of a tiny model's prefill and a square one.
 static int bench_cpu_gemm(uint32_t threads) {
+    kvf_err err = {0};
+    if (eng_cpu_blas_load(&err)) return fail(KVF_ERUN, &err);
     eng_cpu_set_threads(threads);
     static const uint32_t shapes[][3] = {
         {512, 1536, 512}, {512, 4096, 512}, {2048, 2048, 2048}, {16, 3072, 512}};
@@ -167,6 +169,11 @@ static int cmd_bench(const args *a) {
         return fail(KVF_EINVAL, &err);
     }
 #ifdef KVF_HAVE_CUDA
+    char why[512];
+    if (eng_cuda_load(why, sizeof why)) {
+        kvf_fail(&err, KVF_ENODEV, "backend cuda: %s", why);
+        return fail(KVF_ENODEV, &err);
+    }
     if (eng_cuda_device_count() <= 0) {
         kvf_fail(&err, KVF_ENODEV, "backend cuda: no CUDA device is visible");
         return fail(KVF_ENODEV, &err);

@@ -56,6 +56,20 @@ typedef struct eng_cuda_spec {
 
 typedef struct eng_cuda_ctx eng_cuda_ctx;
 
+// The backend is a shared object (libkvfleet-cuda.so, linked with cudart and cuBLAS) that the
+// engine loads on first use (engine/eng_cuda_load.c), so nothing that stays on the CPU maps
+// CUDA. The C side defines the functions below as calls into the module; the module defines
+// them for real, plus eng_cuda_abi, which must return ENG_CUDA_ABI (bump it when a signature
+// or struct here changes, so a stale module is refused rather than called wrongly).
+#define ENG_CUDA_ABI 1
+#define ENG_CUDA_MODULE "libkvfleet-cuda.so"
+int eng_cuda_abi(void);
+// Loads the module once (thread-safe). 0 when it is loaded; otherwise ENG_CUDA_NODEV with the
+// reason (where it was looked for, dlopen's message) in msg. Without the module
+// eng_cuda_device_count is 0, eng_cuda_create fails with ENG_CUDA_NODEV and the benches
+// return < 0; the calls taking a context are never reached.
+int eng_cuda_load(char *msg, size_t cap);
+
 // Devices visible (0 when the driver or device is missing).
 int eng_cuda_device_count(void);
 // Name of device 0 into out; 0 on success.

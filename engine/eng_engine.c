@@ -190,6 +190,11 @@ kvf_status eng_create(eng_engine **out, const eng_model_desc *m, const eng_optio
     if ((st = eng_kv_init(e, err))) goto fail;
     if (opt.backend == ENG_BACKEND_CUDA) {
 #ifdef KVF_HAVE_CUDA
+        char why[512];
+        if (eng_cuda_load(why, sizeof why)) {
+            st = kvf_fail(err, KVF_ENODEV, "backend cuda: %s; use --backend cpu", why);
+            goto fail;
+        }
         if (eng_cuda_device_count() <= 0) {
             st = kvf_fail(err, KVF_ENODEV,
                           "backend cuda: no CUDA device is visible (driver "

@@ -120,7 +120,10 @@ double eng_cpu_act_bytes(const eng_model_desc *m, const eng_options *o);
 // C(M,N) = alpha A(M,K) B(N,K)^T + beta C, row-major with leading dims (BLAS or blocked loop).
 void eng_sgemm_nt(uint32_t M, uint32_t N, uint32_t K, float alpha, const float *A, size_t lda,
                   const float *B, size_t ldb, float beta, float *C, size_t ldc);
-// Sets the GEMM thread count (0 = all cores).
+// Loads OpenBLAS (once, on first use; built with KVF_HAVE_BLAS) before any GEMM: KVF_ERUN
+// naming the library when it cannot be loaded. KVF_OK without BLAS (the blocked loop).
+kvf_status eng_cpu_blas_load(kvf_err *err);
+// Sets the GEMM thread count (0 = all cores). After eng_cpu_blas_load.
 void eng_cpu_set_threads(uint32_t n);
 
 // ---- eng_serve.c --------------------------------------------------------------------------

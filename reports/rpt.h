@@ -202,6 +202,10 @@ typedef struct rpt_econ_class_usage {
     double miss[2];              // cache-miss input tokens
     double output[2];            // output tokens
     double retention_s;          // SSD retention of the class (s); <= 0 = kept until evicted
+    bool write_known;            // write_Bps was counted by the run (else: split by misses)
+    double write_Bps;            // the class's bytes written to the store per run second
+    bool steady_known;           // the run outlasted the retention and measured the store:
+    double steady_tb;            // the class's mean occupancy from then on (TB)
 } rpt_econ_class_usage;
 
 typedef struct rpt_econ_input {

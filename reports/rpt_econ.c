@@ -448,10 +448,17 @@ static double ssd_billed(const rpt_econ_input *in, const char **basis,
     for (int k = 0; k < in->n_cls; k++) miss += in->cls[k].miss[0] + in->cls[k].miss[1];
     double steady = 0, forever_share = 0;
     bool any = false;
+    int measured = 0, ret_classes = 0;
     for (int k = 0; k < in->n_cls; k++) {
         double share = miss > 0 ? (in->cls[k].miss[0] + in->cls[k].miss[1]) / miss : 0;
         if (in->cls[k].retention_s > 0) {
-            by_class[k] = in->ssd_write_Bps * share * in->cls[k].retention_s / 1e12;
+            // measured where the run outlasted the retention, else the class's write rate
+            // (counted, or the store's split by misses) times its retention
+            double wbps = in->cls[k].write_known ? in->cls[k].write_Bps : in->ssd_write_Bps * share;
+            by_class[k] = in->cls[k].steady_known ? in->cls[k].steady_tb
+                                                  : wbps * in->cls[k].retention_s / 1e12;
+            measured += in->cls[k].steady_known;
+            ret_classes++;
             steady += by_class[k];
             any = true;
         } else {
@@ -467,7 +474,10 @@ static double ssd_billed(const rpt_econ_input *in, const char **basis,
         *basis = "peak stored during the run";
         return in->ssd_tb;
     }
-    *basis = "retention steady state (class write rate x retention)";
+    *basis = measured == ret_classes ? "retention steady state measured in the run"
+             : measured ? "retention steady state (measured where the run outlasted the retention, "
+                          "else class write rate x retention)"
+                        : "retention steady state (class write rate x retention)";
     return tb;
 }
 

@@ -96,6 +96,13 @@ typedef struct sim_config {
     double generate_images_p;     // probability a request carries one image
     bool generate_closed_loop;    // continued turns wait for the previous turn + think time
     double generate_think_s;      // closed loop: mean think time (0 = the generator's 5 s)
+    double generate_days;         // > 0: days of returning sessions (trc.h, days mode)
+    double generate_diurnal_amplitude; // daily cycle amplitude A in [0, 1)
+    double generate_peak_hour;    // hour of the daily peak
+    double generate_weekend_ratio;  // a weekend day's rate over a weekday's
+    uint32_t generate_start_weekday;  // weekday at t = 0, 0 = Monday
+    double generate_warmup_days;  // sessions generated this long before t = 0
+    trc_gen_return generate_return[3];  // per class chatbot, agent, coding: p, median_h, sigma
     double sample_rate;           // R in (0, 1]: simulate sessions/prefix roots hashing below R
                                   // on a cluster scaled by R (sim/sim_sample.h), 1 = all
     double generate_mix[3];       // mixed: shares of new sessions chatbot, agent, coding (0 = default)

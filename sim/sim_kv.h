@@ -2,13 +2,46 @@
 // expiry after a per-class retention (sim_bcache). The cluster holds one per prefill instance
 // for HBM, one per node for DRAM and one shared SSD store.
 //
-// Layout: an open-addressing hash (block id -> slot) over a slot array; slots are threaded
-// on one doubly linked list per traffic class, most recently touched at the head. Because
-// every entry of a class has the same retention, each class list is ordered by expiry as well
-// as by recency, so expired entries are found at the tails and the LRU victim is the oldest of
-// the class tails.
+// Block ids come in groups: ids that differ only in their low 3 bits (the sub-blocks of one
+// trace block, see trc_block_sub_id) share a group key id & ~7, and both layouts below place
+// a group's blocks side by side, so a prefix walk pays about one cache miss per trace block
+// rather than one per block. Which ids share a group never changes an answer, only where
+// blocks sit in memory.
 //
-//   hash[i] -> slot --prev/next--> slot ...   (class 0 list: head = MRU ... tail = LRU)
+// Two layouts, chosen by capacity at init; both give the same answers block for block.
+//
+// LRU layout (a capacity limit: HBM, a sized DRAM or SSD): an open-addressing hash (block id
+// -> slot) over a slot array, both sized up front from the capacity; slots are threaded on
+// one doubly linked list per traffic class, most recently touched at the head. Every entry of
+// a class has the same retention, so each class list is ordered by expiry as well as by
+// recency: expired entries are found at the tails and the LRU victim is the oldest of the
+// class tails. Group g's block j hashes to home bucket hash(g) + j.
+//
+//   hash[i] {id, slot} -> slot {id, touched, prev, next, cls} --prev/next--> slot ...
+//                                            (class 0 list: head = MRU ... tail = LRU)
+//
+// Compact layout (no capacity limit: the retention-only store, the common production case):
+// no list and no slot; one 64-byte bucket per group in an open-addressing table (linear
+// probing on the group key, load <= 3/4), the block's state in the bucket itself:
+//
+//   byte 0        8       15      22                                      57      64
+//        +--------+-------+-------+------ ... ---------------------------+-------+
+//        | group  | sub 0 | sub 1 |        sub 2 .. sub 6                 | sub 7 |
+//        +--------+-------+-------+------ ... ---------------------------+-------+
+//   group = id & ~7 (all ones: free bucket); sub j = block (group | j), 7 bytes little endian:
+//        bits 55..3: touched ns (53 bits: 104 days) | bits 2..0: class (7 = absent)
+//
+// 8 bytes a block for a full group; 64 for a block alone in its group. Expiry = touched +
+// retention[class], checked lazily when a block is looked up. Occupancy stays exact without
+// visiting entries: per class, a queue of runs {expiry, blocks} in expiry order (a class's
+// expiries are appended in time order, so the queue only grows at its tail);
+// sim_bcache_expire(now) pops the runs that expired by now and remembers now as the purge
+// time. A block whose expiry is at or before the purge time is gone (counted when its run was
+// popped) even while its bytes still sit in a bucket; buckets holding only such blocks are
+// reclaimed when the table is rebuilt, so the table follows the live blocks, not all ever
+// stored.
+//
+//   runs[cls]: head -> {exp, n} {exp, n} ... {exp, n} <- tail      (exp increasing)
 #ifndef SIM_KV_H
 #define SIM_KV_H
 
@@ -16,6 +49,8 @@
 #include "trc.h"
 
 #define SIM_BC_NONE UINT32_MAX
+#define SIM_BC_GROUP 8                          // blocks per group (low id bits)
+#define SIM_BC_GROUP_KEY(id) ((id) & ~(uint64_t)(SIM_BC_GROUP - 1))
 
 typedef struct sim_bslot {
     uint64_t id;            // block id
@@ -24,11 +59,24 @@ typedef struct sim_bslot {
     uint8_t cls;            // traffic class (retention)
 } sim_bslot;
 
+typedef struct sim_bgroup {     // compact layout bucket (see the diagram above)
+    uint64_t key;               // group key id & ~7; UINT64_MAX = free
+    uint8_t sub[SIM_BC_GROUP][7];
+} sim_bgroup;
+
+typedef struct sim_brun {
+    sim_time exp;           // expiry of these blocks
+    uint64_t n;             // blocks held with this expiry (0 once all were touched again)
+} sim_brun;
+
 typedef struct sim_bcache {
-    uint64_t capacity;      // blocks; UINT64_MAX = unlimited
+    uint64_t capacity;      // blocks; UINT64_MAX = unlimited (compact layout)
     uint64_t used;          // blocks held
     uint64_t peak;          // most blocks ever held
+    uint64_t used_cls[TRC_CLASS_COUNT];   // blocks held by class (sums to used)
     const int64_t *retention_ns;  // per class, <= 0 never expires (borrowed)
+    bool compact;           // compact layout (no capacity limit)
+    // LRU layout
     struct sim_bentry {     // hash entry: key and slot side by side (one cache line probe)
         uint64_t key;
         uint32_t val;       // slot index, SIM_BC_NONE = empty
@@ -39,36 +87,61 @@ typedef struct sim_bcache {
     size_t nslots, slots_cap;
     uint32_t free_head;     // free slot list through .next
     uint32_t head[TRC_CLASS_COUNT], tail[TRC_CLASS_COUNT];
+    // compact layout
+    sim_bgroup *g;          // gcap buckets, 64-byte aligned
+    size_t gcap, gused;     // power of two; buckets holding a group
+    sim_time purged;        // last sim_bcache_expire time: blocks expired by then are gone
+    struct sim_bruns {
+        sim_brun *r;
+        size_t head, tail, cap, memo;   // live runs [head, tail); memo: last run found
+    } runs[TRC_CLASS_COUNT];
     uint64_t inserted, evicted, expired;   // counters (blocks)
 } sim_bcache;
 
-// capacity 0 makes a disabled tier (holds nothing). retention is borrowed, may be NULL.
+// capacity 0 makes a disabled tier (holds nothing); UINT64_MAX the compact layout; any other
+// capacity the LRU layout with its tables sized for it up front. retention is borrowed, may be
+// NULL.
 void sim_bcache_init(sim_bcache *c, uint64_t capacity, const int64_t *retention_ns);
 void sim_bcache_free(sim_bcache *c);
 // True when id is present and not expired at now; an expired entry is dropped.
 bool sim_bcache_has(sim_bcache *c, uint64_t id, sim_time now);
 // sim_bcache_has and, when present, sim_bcache_touch in one probe.
 bool sim_bcache_hit(sim_bcache *c, uint64_t id, sim_time now, int cls);
-// Marks id as used at now (moves it to MRU, extends its life); no-op when absent.
+// Marks id as used at now (moves it to MRU, extends its life); no-op when absent. An entry
+// expired but not yet dropped (by a lookup or sim_bcache_expire) is revived.
 void sim_bcache_touch(sim_bcache *c, uint64_t id, sim_time now, int cls);
 // Inserts (or touches) id. When the tier is full, the LRU entry is evicted first and its id
 // returned in *evicted (true returned); expired entries are purged before evicting live ones.
-// A disabled tier ignores the call.
+// A disabled tier ignores the call. now never decreases from call to call.
 bool sim_bcache_put(sim_bcache *c, uint64_t id, sim_time now, int cls, uint64_t *evicted);
-// Hints the CPU to fetch id's hash bucket: call a few blocks ahead in a loop over a prompt's
+// Drops every entry expired at now. Returns how many.
+uint64_t sim_bcache_expire(sim_bcache *c, sim_time now);
+// Blocks of each class alive at t (held and not expired by t): the store's occupancy by class.
+// t no earlier than the last sim_bcache_expire; changes nothing.
+void sim_bcache_used_at(const sim_bcache *c, sim_time t, uint64_t out[TRC_CLASS_COUNT]);
+// Bytes the index holds in memory (tables, slots, run queues).
+size_t sim_bcache_index_bytes(const sim_bcache *c);
+
+static inline size_t sim_bcache_home_(const sim_bcache *c, uint64_t id) {
+    return c->compact ? (size_t)kvf_hash64(SIM_BC_GROUP_KEY(id)) & (c->gcap - 1)
+                      : ((size_t)kvf_hash64(SIM_BC_GROUP_KEY(id)) + (id & (SIM_BC_GROUP - 1))) &
+                            (c->hcap - 1);
+}
+// Hints the CPU to fetch id's bucket: call a few blocks ahead in a loop over a prompt's
 // blocks, so the (large, random-access) tables of the shared store are not one DRAM miss per
 // block.
 static inline void sim_bcache_prefetch(const sim_bcache *c, uint64_t id) {
-    if (c->used) __builtin_prefetch(&c->h[(size_t)kvf_hash64(id) & (c->hcap - 1)]);
-}
-// Second stage of the prefetch pipeline: once id's bucket is in cache (prefetched a few
-// blocks earlier), fetch the slot it points to, which a hit will touch.
-static inline void sim_bcache_prefetch_slot(const sim_bcache *c, uint64_t id) {
     if (!c->used) return;
-    const struct sim_bentry *e = &c->h[(size_t)kvf_hash64(id) & (c->hcap - 1)];
+    if (c->compact) __builtin_prefetch(&c->g[sim_bcache_home_(c, id)]);
+    else __builtin_prefetch(&c->h[sim_bcache_home_(c, id)]);
+}
+// Second stage of the prefetch pipeline (LRU layout): once id's bucket is in cache
+// (prefetched a few blocks earlier), fetch the slot it points to, which a hit will touch. The
+// compact layout keeps the block in its bucket: nothing to do.
+static inline void sim_bcache_prefetch_slot(const sim_bcache *c, uint64_t id) {
+    if (!c->used || c->compact) return;
+    const struct sim_bentry *e = &c->h[sim_bcache_home_(c, id)];
     if (e->val != SIM_BC_NONE && e->key == id) __builtin_prefetch(&c->slots[e->val]);
 }
-// Drops every entry expired at now (walks the class tails). Returns how many.
-uint64_t sim_bcache_expire(sim_bcache *c, sim_time now);
 
 #endif

@@ -5,6 +5,7 @@
 #define SIM_METRICS_H
 
 #include "kvf.h"
+#include "trc.h"
 
 // Log-linear histogram of non-negative values with < 0.8 % relative resolution; exact mean.
 typedef struct sim_hist {
@@ -54,6 +55,14 @@ typedef struct sim_metrics {
     double cls_ttft_ms[8], cls_gen_tok_s[8];
     uint64_t extrapolated_steps, steps;
     uint64_t table_fallbacks;       // steps with a term the kernel tables do not cover
+    // by traffic class (trc_class): prompt and hit tokens, blocks written to the shared store,
+    // and the store's occupancy in blocks sampled once the run is longer than the class's
+    // retention (its steady state: sum and count of samples, peak)
+    uint64_t cls_prompt[TRC_CLASS_COUNT], cls_hit[TRC_CLASS_COUNT];
+    uint64_t cls_store_writes[TRC_CLASS_COUNT];
+    double cls_store_steady_sum[TRC_CLASS_COUNT];
+    uint64_t cls_store_steady_n[TRC_CLASS_COUNT], cls_store_peak[TRC_CLASS_COUNT];
+    uint64_t cls_store_steady_peak[TRC_CLASS_COUNT];
     // interval accumulators for the time series (reset at each sample)
     uint64_t iv_in, iv_out, iv_prompt, iv_hit, iv_hit_tier[3];
 } sim_metrics;

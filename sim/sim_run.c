@@ -203,6 +203,25 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
         json_object_set_new(btt, tn[t], json_integer((json_int_t)m->hit_tier[t]));
     }
     json_object_set_new(ca, "by_tier", bt);
+    // by traffic class: hit rate, what the class writes to the store, what the store holds of
+    // it (steady: mean occupancy once the run has lasted the class's retention; null before)
+    json_t *bycls = json_object();
+    for (int k = 0; k < TRC_CLASS_COUNT; k++) {
+        if (!m->cls_prompt[k] && !m->cls_store_writes[k] && !m->cls_store_peak[k]) continue;
+        json_t *o = json_object();
+        json_object_set_new(o, "prompt_tokens", json_integer((json_int_t)m->cls_prompt[k]));
+        json_object_set_new(o, "hit_rate", json_real(m->cls_prompt[k] ? (double)m->cls_hit[k] / (double)m->cls_prompt[k] : 0));
+        json_object_set_new(o, "retention_s", num_or_null(cfg->retention_ns[k] > 0 ? (double)cfg->retention_ns[k] * 1e-9 : NAN));
+        json_object_set_new(o, "store_write_Bps", json_real(sim_s > 0 ? (double)m->cls_store_writes[k] * c->block_bytes / sim_s : 0));
+        json_object_set_new(o, "stored_bytes_peak", json_real((double)m->cls_store_peak[k] * c->block_bytes));
+        json_object_set_new(o, "stored_bytes_end", json_real((double)c->ssd.used_cls[k] * c->block_bytes));
+        json_object_set_new(o, "stored_bytes_steady",
+                            num_or_null(m->cls_store_steady_n[k] ? m->cls_store_steady_sum[k] / (double)m->cls_store_steady_n[k] * c->block_bytes : NAN));
+        json_object_set_new(o, "stored_bytes_steady_peak",
+                            num_or_null(m->cls_store_steady_n[k] ? (double)m->cls_store_steady_peak[k] * c->block_bytes : NAN));
+        json_object_set_new(bycls, trc_class_name(k), o);
+    }
+    json_object_set_new(ca, "by_class", bycls);
     json_object_set_new(ca, "by_tier_tokens", btt);
     double peak = (double)c->ssd.peak * c->block_bytes;
     if (peak < m->store_bytes_peak) peak = m->store_bytes_peak;
@@ -216,6 +235,10 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_set_new(ca, "ssd_write_Bps", json_real(wr));
     json_object_set_new(ca, "evicted_blocks", json_integer((json_int_t)c->ssd.evicted));
     json_object_set_new(ca, "expired_blocks", json_integer((json_int_t)c->ssd.expired));
+    // the store's block index in memory (tables and run queues) per block at its peak
+    json_object_set_new(ca, "index_bytes_per_block",
+                        num_or_null(c->ssd.peak ? (double)sim_bcache_index_bytes(&c->ssd) / (double)c->ssd.peak
+                                                : NAN));
     json_t *lb = json_object();
     json_object_set_new(lb, "dram", json_real(m->load_bytes[SIM_TIER_DRAM]));
     json_object_set_new(lb, "ssd", json_real(m->load_bytes[SIM_TIER_SSD]));
@@ -280,8 +303,15 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     ei->prefill_flops_no_reuse = m->prefill_flops_no_reuse;
     for (int k = 0; k < ei->n_cls; k++)
         for (int t = 0; t < TRC_CLASS_COUNT; t++)
-            if (!strcmp(ei->cls[k].cls, trc_class_name(t)))
+            if (!strcmp(ei->cls[k].cls, trc_class_name(t))) {
                 ei->cls[k].retention_s = (double)cfg->retention_ns[t] * 1e-9;
+                ei->cls[k].write_known = sim_s > 0;
+                ei->cls[k].write_Bps = sim_s > 0 ? (double)m->cls_store_writes[t] * c->block_bytes / sim_s : 0;
+                ei->cls[k].steady_known = m->cls_store_steady_n[t] > 0;
+                // the store a retention needs: the most the class held once the run had
+                // lasted its retention (the daily cycle's peak, not its mean)
+                ei->cls[k].steady_tb = (double)m->cls_store_steady_peak[t] * c->block_bytes / 1e12;
+            }
     ei->dram_tb = cfg->dram.capacity_bytes > 0
                       ? cfg->dram.capacity_bytes * c->pool[SIM_POOL_PREFILL].n / 1e12
                       : 0;
@@ -475,7 +505,8 @@ kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_
             return kvf_fail(err, KVF_ENOMEM, "no memory for the sampled scenario");
         }
         st = sim_sample_plan_make(cfg, &smp->plan, err);
-        if (!st) st = sim_sampler_init(&smp->sampler, cfg->sample_rate, err);
+        // a generated workload is drawn at R x its rate: the filter keeps all it is given
+        if (!st) st = sim_sampler_init(&smp->sampler, smp->plan.generated ? 1.0 : cfg->sample_rate, err);
         if (st) {
             free(smp);
             free(scaled);

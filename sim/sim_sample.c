@@ -44,6 +44,7 @@ kvf_status sim_sample_plan_make(const sim_config *c, sim_sample_plan *p, kvf_err
     memset(p, 0, sizeof *p);
     double r = c->sample_rate;
     p->rate = r;
+    p->generated = c->generate_profile[0] != 0;
     if (!(r > 0 && r <= 1)) {
         char where[SIM_PATH_MAX + 128];
         sim_config_where(c, "workload.sample_rate", where, sizeof where);
@@ -92,6 +93,9 @@ void sim_sample_apply(const sim_sample_plan *p, sim_config *c) {
         c->schedule[e].decode = p->sched_sampled[e][1];
     }
     c->ssd.capacity_bytes = p->ssd_sampled_bytes;
+    // Generated sessions are independent draws: R x the rate draws a sample of sessions with
+    // the same distribution as hashing R of them, without generating the rest.
+    if (p->generated) c->generate_rate_rps *= p->rate;
 }
 
 double sim_sample_pool_factor(const sim_sample_plan *p, int pool, bool colocated) {
@@ -172,6 +176,11 @@ void sim_sample_scale_econ(rpt_econ_input *ei, const sim_sample_plan *p, bool co
     // the store: the full capacity when bounded, the measured peak over R when unlimited
     ei->ssd_tb = p->ssd_full_bytes > 0 ? p->ssd_full_bytes / 1e12 : ei->ssd_tb / p->rate;
     ei->dram_tb *= sim_sample_pool_factor(p, 1, colocated);
+    ei->ssd_write_Bps /= p->rate;
+    for (int i = 0; i < ei->n_cls; i++) {
+        ei->cls[i].write_Bps /= p->rate;
+        ei->cls[i].steady_tb /= p->rate;
+    }
     for (int i = 0; i < ei->n_cls; i++)
         for (int j = 0; j < 2; j++) {
             ei->cls[i].hit[j] /= p->rate;
@@ -264,8 +273,9 @@ void sim_sample_summary(json_t *s, const sim_sample_plan *p, const sim_sampler *
     json_t *o = json_object();
     json_object_set_new(o, "rate", json_real(p->rate));
     json_object_set_new(o, "key", json_string(
-        "session id; else the prefix root (first block beyond the prefix all requests share); "
-        "else the request id. Kept iff hash(key) < rate * 2^64 (seed-independent)"));
+        p->generated ? "generated workload: sessions drawn at rate x workload.generate.rate_rps"
+                     : "session id; else the prefix root (first block beyond the prefix all requests "
+                       "share); else the request id. Kept iff hash(key) < rate * 2^64 (seed-independent)"));
     json_t *is = json_object();
     static const char *const pn[SIM_SAMPLE_POOLS] = {"vision", "prefill", "decode"};
     for (int k = 0; k < SIM_SAMPLE_POOLS; k++) {

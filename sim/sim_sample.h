@@ -35,6 +35,8 @@ typedef struct sim_sample_plan {
     int32_t sched_full[SIM_SCHEDULE_MAX][2];   // prefill, decode per entry (-1 = unchanged)
     int32_t sched_sampled[SIM_SCHEDULE_MAX][2];
     double ssd_full_bytes, ssd_sampled_bytes;  // < 0 unlimited, 0 off
+    bool generated;                            // a generated workload: its sessions are drawn
+                                               // at R x the rate instead of drawn and dropped
 } sim_sample_plan;
 
 // Computes the scaled counts of c under c->sample_rate. KVF_EINVAL (exit 2) naming

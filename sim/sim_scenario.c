@@ -150,6 +150,20 @@ static const keydef key_table[] = {
     NUM("workload.generate.mix.chatbot", generate_mix[0], NT_DBL, 0, 0, 1e6, 1),
     NUM("workload.generate.mix.agent", generate_mix[1], NT_DBL, 0, 0, 1e6, 1),
     NUM("workload.generate.mix.coding", generate_mix[2], NT_DBL, 0, 0, 1e6, 1),
+    NUM("workload.generate.days", generate_days, NT_DBL, 0, 0, 3660, 1),
+    NUM("workload.generate.diurnal_amplitude", generate_diurnal_amplitude, NT_DBL, 0, 0, 0.99, 1),
+    NUM("workload.generate.peak_hour", generate_peak_hour, NT_DBL, 0, 0, 23.99, 1),
+    NUM("workload.generate.weekend_ratio", generate_weekend_ratio, NT_DBL, F_GT, 0, 10, 1),
+    NUM("workload.generate.start_weekday", generate_start_weekday, NT_U32, F_INT, 0, 6, 1),
+    NUM("workload.generate.warmup_days", generate_warmup_days, NT_DBL, 0, 0, 365, 1),
+#define RETURN_KEYS(c, i)                                                                          \
+    NUM("workload.generate.return." #c ".p", generate_return[i].p, NT_DBL, 0, 0, 0.99, 1),         \
+        NUM("workload.generate.return." #c ".median_h", generate_return[i].median_h, NT_DBL, F_GT, \
+            0, 87840, 1),                                                                          \
+        NUM("workload.generate.return." #c ".sigma", generate_return[i].sigma, NT_DBL, 0, 0, 5, 1)
+    RETURN_KEYS(chatbot, TRC_GEN_CHATBOT),
+    RETURN_KEYS(agent, TRC_GEN_AGENT),
+    RETURN_KEYS(coding, TRC_GEN_CODING),
     ENUM("cluster.mode", mode, modes),
     POOL_KEYS(vision),
     POOL_KEYS(prefill),
@@ -202,6 +216,10 @@ static const char *const sections[] = {
     "workload",
     "workload.generate",
     "workload.generate.mix",
+    "workload.generate.return",
+    "workload.generate.return.chatbot",
+    "workload.generate.return.agent",
+    "workload.generate.return.coding",
     "cluster",
     "cluster.vision",
     "cluster.prefill",
@@ -363,9 +381,20 @@ void sim_config_default(sim_config *c) {
     c->generate_duration_s = 600.0;
     copy_str(c->generate_arrival, sizeof c->generate_arrival, "poisson");
     c->generate_system_tokens = -1;
+    {
+        trc_gen_options g; // days mode defaults: the generator's (sources in trc_gen.c)
+        trc_gen_options_default(&g);
+        c->generate_diurnal_amplitude = g.diurnal_amplitude;
+        c->generate_peak_hour = g.peak_hour;
+        c->generate_weekend_ratio = g.weekend_ratio;
+        c->generate_start_weekday = g.start_weekday;
+        c->generate_warmup_days = g.warmup_days;
+        memcpy(c->generate_return, g.ret, sizeof c->generate_return);
+    }
 
     c->mode = SIM_DISAGGREGATED;
     pool_default(&c->vision, 0, 1);
+    c->vision.max_batch_requests = 64;   // requests (their images) encoded per vision step
     pool_default(&c->prefill, 2, 8);
     pool_default(&c->decode, 2, 8);
     c->kv_transfer_Bps = 50e9;
@@ -1191,6 +1220,52 @@ void sim_config_profile_path(const sim_config *c, char *out, size_t n) {
     sim_config_resolve(c, c->profile, out, n);
 }
 
+// True when key was given (in the file or by --set), not left at its default.
+static bool key_given(const sim_config *c, const char *key) {
+    for (int32_t i = 0; i < c->n_key_lines; i++)
+        if (!strcmp(c->key_lines[i].key, key)) return true;
+    return false;
+}
+
+// Every pool key applies to every pool kind that has it, as one queue policy (scheduler,
+// queue_limit, max_batch_requests, and the token budget for the pools that batch tokens);
+// the few that cannot apply are refused when given:
+//   vision  batches images: max_batch_tokens, chunk_tokens and kv_tokens do not apply
+//   decode  steps one token per sequence: chunk_tokens does not apply
+//   decode  in colocated mode: its instances join the prefill pool's step model, so their
+//           shape (gpus_per_instance, tp, ep) must be the prefill pool's; they keep the decode
+//           pool's queue policy and KV capacity (and in colocated mode chunk_tokens applies)
+static kvf_status check_pool_keys_apply(const sim_config *c, kvf_err *err) {
+    static const char *const vision_no[] = {"max_batch_tokens", "chunk_tokens", "kv_tokens", NULL};
+    static const char *const decode_no[] = {"chunk_tokens", NULL};
+
+    struct {
+        const char *pool;
+        const char *const *keys;
+        const char *why;
+    } rules[] = {
+        {"vision", vision_no, "the vision pool batches images, not tokens or KV"},
+        {"decode", decode_no, "decode steps compute one token per sequence: there is nothing to chunk"},
+    };
+    if (c->mode == SIM_COLOCATED && c->decode.instances > 0) {
+        const sim_pool_cfg *p = &c->prefill, *d = &c->decode;
+        if (d->gpus_per_instance != p->gpus_per_instance || d->tp != p->tp || d->ep != p->ep)
+            return vfail(c, err, "cluster.decode.gpus_per_instance",
+                         "colocated instances share one shape: cluster.decode's gpus_per_instance, tp "
+                         "and ep (%d, %d, %d) must equal cluster.prefill's (%d, %d, %d)",
+                         d->gpus_per_instance, d->tp, d->ep, p->gpus_per_instance, p->tp, p->ep);
+    }
+    for (size_t r = 0; r < sizeof rules / sizeof *rules; r++) {
+        if (r == 1 && c->mode == SIM_COLOCATED) continue;   // colocated decode instances chunk
+        for (int k = 0; rules[r].keys && rules[r].keys[k]; k++) {
+            char key[96];
+            snprintf(key, sizeof key, "cluster.%s.%s", rules[r].pool, rules[r].keys[k]);
+            if (key_given(c, key)) return vfail(c, err, key, "does not apply: %s", rules[r].why);
+        }
+    }
+    return KVF_OK;
+}
+
 static kvf_status check_pool(const sim_config *c, const sim_pool_cfg *p, const char *pool,
                              kvf_err *err) {
     char key[64];
@@ -1308,6 +1383,13 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
         if (mix > 0 && strcmp(c->generate_profile, "mixed"))
             return vfail(c, err, "workload.generate.mix",
                          "applies only to profile mixed (profile is '%s')", c->generate_profile);
+        if (c->generate_days > 0 && c->trace_opt.time_scale != 1.0)
+            return vfail(c, err, "workload.time_scale",
+                         "would stretch the days of generate.days; set generate.rate_rps "
+                         "(or workload.rate_rps) instead");
+        if (c->generate_days > 0 && c->generate_mean_turns > 0 && c->generate_mean_turns < 1)
+            return vfail(c, err, "workload.generate.mean_turns",
+                         "must be >= 1 (or 0, the profile's) with generate.days");
     } else {
         if (!c->trace[0])
             return vfail(c, err, "workload.trace",
@@ -1343,6 +1425,7 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
                              "%s asks 0 instances; a pool keeps at least 1 running", key);
         }
     }
+    if ((st = check_pool_keys_apply(c, err))) return st;
     if (c->mode == SIM_DISAGGREGATED) {
         if (c->prefill.instances < 1)
             return vfail(c, err, "cluster.prefill.instances",

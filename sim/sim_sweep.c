@@ -17,9 +17,9 @@
 // - Runs are deterministic, so a point's summary does not depend on which worker process or
 //   MPI rank ran it, nor on -j; only the wall-clock figures under "sim" differ.
 // - Workers are fork()ed children (-j N), each running one point at a time; the parent only
-//   schedules and gathers. Under Open MPI (built with KVF_HAVE_MPI, launched by mpirun with
-//   more than one rank) point i runs on rank i mod size, in process, and the ranks send each
-//   summary's JSON text to rank 0, which writes the outputs.
+//   schedules and gathers. Under Open MPI (mpirun with more than one rank; the MPI module
+//   libkvfleet-mpi.so is loaded then, see sim_mpi.h) point i runs on rank i mod size, in
+//   process, and the ranks send each summary's JSON text to rank 0, which writes the outputs.
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
@@ -34,12 +34,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifdef KVF_HAVE_MPI
-#include <mpi.h>
-#endif
-
 #include "sim.h"
 #include "sim_cli.h"
+#include "sim_mpi.h"
 #include "sim_points.h"
 
 // ---- shared helpers (sim_points.h) ------------------------------------------------------------
@@ -112,6 +109,7 @@ typedef struct sweep {
     json_t **summary; // per point: gathered summary, NULL = failed / not run
     bool *ran;        // per point: run by this invocation
     int rank, size;   // MPI rank and size (0, 1 without MPI)
+    const sim_mpi_api *mpi; // loaded MPI module (under mpirun), else NULL
 } sweep;
 
 static volatile int g_interrupt;
@@ -674,7 +672,6 @@ static json_t *load_point(const sweep *s, int idx) {
     return json_load_file(p, 0, &je);
 }
 
-#ifdef KVF_HAVE_MPI
 // Rank r != 0 sends, for each of its points in increasing idx, {idx, len} then len bytes of
 // summary JSON (len 0: failed). Rank 0 receives them in the same order per source, so
 // MPI's non-overtaking rule between a pair of ranks keeps them matched.
@@ -689,8 +686,8 @@ static void mpi_gather(sweep *s) {
             point_path(s, i, "/summary.json", p, sizeof p);
             if (!file_exists(p) || kvf_read_file(p, &txt, &len, &err)) len = 0;
             int hdr[2] = {i, (int)len};
-            MPI_Send(hdr, 2, MPI_INT, 0, TAG_HDR, MPI_COMM_WORLD);
-            if (len) MPI_Send(txt, (int)len, MPI_CHAR, 0, TAG_TXT, MPI_COMM_WORLD);
+            s->mpi->send_ints(hdr, 2, 0, TAG_HDR);
+            if (len) s->mpi->send_chars(txt, (int)len, 0, TAG_TXT);
             free(txt);
         }
         return;
@@ -699,13 +696,13 @@ static void mpi_gather(sweep *s) {
         int src = i % s->size;
         if (src == 0) continue;
         int hdr[2];
-        MPI_Recv(hdr, 2, MPI_INT, src, TAG_HDR, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        s->mpi->recv_ints(hdr, 2, src, TAG_HDR);
         KVF_ASSERT(hdr[0] == i);
         json_decref(s->summary[i]);
         s->summary[i] = NULL;
         if (hdr[1] > 0) {
             char *txt = kvf_malloc((size_t)hdr[1] + 1);
-            MPI_Recv(txt, hdr[1], MPI_CHAR, src, TAG_TXT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            s->mpi->recv_chars(txt, hdr[1], src, TAG_TXT);
             txt[hdr[1]] = '\0';
             json_error_t je;
             s->summary[i] = json_loads(txt, 0, &je);
@@ -713,7 +710,6 @@ static void mpi_gather(sweep *s) {
         }
     }
 }
-#endif
 
 static bool mpi_wanted(void) {
     const char *e = getenv("OMPI_COMM_WORLD_SIZE");
@@ -883,15 +879,13 @@ static int sweep_main(sweep *s, int argc, char **argv) {
     // Gather: every point's summary from its directory (or, under MPI, from its rank).
     for (int i = 0; i < s->npoints; i++)
         if (i % s->size == s->rank) s->summary[i] = load_point(s, i);
-#ifdef KVF_HAVE_MPI
     if (s->size > 1) {
         mpi_gather(s);
         int tot[2] = {0, 0}, loc[2] = {nran, failed};
-        MPI_Reduce(loc, tot, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+        s->mpi->sum_to_root(loc, tot, 2);
         nran = tot[0];
         failed = tot[1];
     }
-#endif
     if (s->rank != 0) return failed || g_interrupt ? 1 : 0;
     int missing = 0;
     for (int i = 0; i < s->npoints; i++)
@@ -920,23 +914,16 @@ int sim_cli_sweep(int argc, char **argv) {
     static sweep s;
     memset(&s, 0, sizeof s);
     s.size = 1;
-    bool mpi = false;
-#ifdef KVF_HAVE_MPI
     if (mpi_wanted()) {
-        MPI_Init(NULL, NULL);
-        MPI_Comm_rank(MPI_COMM_WORLD, &s.rank);
-        MPI_Comm_size(MPI_COMM_WORLD, &s.size);
-        mpi = true;
+        kvf_err err = {0};
+        s.mpi = sim_mpi_load(&err);
+        if (s.mpi)
+            s.mpi->init(&s.rank, &s.size);
+        else
+            fprintf(stderr, "kvfleet sweep: %s; every rank runs the whole sweep\n", err.msg);
     }
-#else
-    if (mpi_wanted())
-        fprintf(stderr, "kvfleet sweep: built without MPI; every rank runs the whole sweep\n");
-#endif
     int rc = sweep_main(&s, argc, argv);
-#ifdef KVF_HAVE_MPI
-    if (mpi) MPI_Finalize();
-#endif
-    (void)mpi;
+    if (s.mpi) s.mpi->finalize();
     for (int k = 0; k < s.nkeys; k++) {
         for (int j = 0; j < s.keys[k].n; j++)
             free(s.keys[k].vals[j]);

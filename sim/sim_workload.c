@@ -1,5 +1,7 @@
 // sim/sim_workload.c -- workload.generate: synthetic traffic from the trace generator,
 // streamed to the cluster like a trace (deterministic by the scenario's seed).
+#include <string.h>
+
 #include "sim_run.h"
 
 kvf_status sim_open_generator(const sim_config *cfg, trc_reader **out, kvf_err *err) {
@@ -24,6 +26,13 @@ kvf_status sim_open_generator(const sim_config *cfg, trc_reader **out, kvf_err *
     g.closed_loop = cfg->generate_closed_loop;
     if (cfg->generate_think_s > 0) g.think_s = cfg->generate_think_s;
     for (int k = 0; k < 3; k++) g.mix[k] = cfg->generate_mix[k];
+    g.days = cfg->generate_days;
+    g.diurnal_amplitude = cfg->generate_diurnal_amplitude;
+    g.peak_hour = cfg->generate_peak_hour;
+    g.weekend_ratio = cfg->generate_weekend_ratio;
+    g.start_weekday = cfg->generate_start_weekday;
+    g.warmup_days = cfg->generate_warmup_days;
+    memcpy(g.ret, cfg->generate_return, sizeof g.ret);
     g.seed = cfg->seed;
     g.block_tokens = cfg->block_tokens;
     trc_options o = cfg->trace_opt;

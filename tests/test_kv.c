@@ -1,7 +1,8 @@
 // tests/test_kv.c -- the shared KV store on real traces: the simulated hit rate against the
 // trace's ideal prefix reuse (computed by the trace statistics, an independent pass), growth
 // with capacity and retention, the shared SSD's effect on agentic sessions, and SWA bounded
-// replay cutting prefill FLOPs.
+// replay cutting prefill FLOPs; the compact block index against the reference one
+// (tests/helpers/kv_ref.c), operation for operation on a real trace.
 #include <check.h>
 #include <jansson.h>
 #include <math.h>
@@ -10,8 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "helpers/kv_ref.h"
 #include "helpers/kvt.h"
 #include "sim.h"
+#include "sim_kv.h"
 #include "trc.h"
 
 static const char *shared(const char *name) { return kvt_shared_trace(name); }
@@ -117,6 +120,198 @@ START_TEST(test_swa_bounded_replay_cuts_prefill_flops) {
 }
 END_TEST
 
+
+// ---- the block index against the reference, operation for operation --------------------------
+// One tier under test (sim_bcache) and the reference (kvt_refcache) fed the same calls; every
+// answer and counter must agree after each call.
+typedef struct kv_pair {
+    sim_bcache n;
+    kvt_refcache r;
+} kv_pair;
+
+static void pair_check(const kv_pair *p, const char *what, uint64_t op) {
+    ck_assert_msg(p->n.used == p->r.used && p->n.inserted == p->r.inserted &&
+                      p->n.expired == p->r.expired && p->n.evicted == p->r.evicted &&
+                      p->n.peak == p->r.peak,
+                  "%s, op %llu: used %llu/%llu inserted %llu/%llu expired %llu/%llu evicted "
+                  "%llu/%llu peak %llu/%llu (index/reference)",
+                  what, (unsigned long long)op, (unsigned long long)p->n.used,
+                  (unsigned long long)p->r.used, (unsigned long long)p->n.inserted,
+                  (unsigned long long)p->r.inserted, (unsigned long long)p->n.expired,
+                  (unsigned long long)p->r.expired, (unsigned long long)p->n.evicted,
+                  (unsigned long long)p->r.evicted, (unsigned long long)p->n.peak,
+                  (unsigned long long)p->r.peak);
+}
+
+static bool pair_hit(kv_pair *p, uint64_t id, sim_time now, int cls, bool touch, uint64_t op) {
+    bool a = touch ? sim_bcache_hit(&p->n, id, now, cls) : sim_bcache_has(&p->n, id, now);
+    bool b = touch ? kvt_refcache_hit(&p->r, id, now, cls) : kvt_refcache_has(&p->r, id, now);
+    ck_assert_msg(a == b, "op %llu: lookup answers %d, reference %d", (unsigned long long)op, a, b);
+    pair_check(p, "lookup", op);
+    return a;
+}
+
+static bool pair_put(kv_pair *p, uint64_t id, sim_time now, int cls, uint64_t *ev, uint64_t op) {
+    uint64_t e1 = 0, e2 = 0;
+    bool a = sim_bcache_put(&p->n, id, now, cls, &e1), b = kvt_refcache_put(&p->r, id, now, cls, &e2);
+    ck_assert_msg(a == b && (!a || e1 == e2), "op %llu: put evicts %d %llx, reference %d %llx",
+                  (unsigned long long)op, a, (unsigned long long)e1, b, (unsigned long long)e2);
+    pair_check(p, "put", op);
+    if (a && ev) *ev = e1;
+    return a;
+}
+
+// The reference's blocks by class, counted on its class lists.
+static void ref_by_class(const kvt_refcache *r, uint64_t out[TRC_CLASS_COUNT]) {
+    for (int k = 0; k < TRC_CLASS_COUNT; k++) {
+        out[k] = 0;
+        for (uint32_t s = r->head[k]; s != KVT_REF_NONE; s = r->slots[s].next) out[k]++;
+    }
+}
+
+// Purge at t: occupancy by class predicted before it (sim_bcache_used_at) equals what the
+// reference holds after it.
+static void pair_expire(kv_pair *p, sim_time t, uint64_t op) {
+    uint64_t pred[TRC_CLASS_COUNT], got[TRC_CLASS_COUNT];
+    sim_bcache_used_at(&p->n, t, pred);
+    uint64_t a = sim_bcache_expire(&p->n, t), b = kvt_refcache_expire(&p->r, t);
+    ck_assert_msg(a == b, "op %llu: expire drops %llu, reference %llu", (unsigned long long)op,
+                  (unsigned long long)a, (unsigned long long)b);
+    pair_check(p, "expire", op);
+    ref_by_class(&p->r, got);
+    for (int k = 0; k < TRC_CLASS_COUNT; k++) {
+        ck_assert_msg(pred[k] == got[k] && p->n.used_cls[k] == got[k],
+                      "op %llu class %d: occupancy %llu predicted, %llu held, reference %llu",
+                      (unsigned long long)op, k, (unsigned long long)pred[k],
+                      (unsigned long long)p->n.used_cls[k], (unsigned long long)got[k]);
+    }
+}
+
+// Replays the Mooncake trace through an HBM tier (LRU, hbm_blocks) in front of a shared store
+// (ssd_blocks; UINT64_MAX = no limit) the way the cluster does: a prefix walk across both
+// tiers that stops at the first miss, SSD hits promoted into HBM with HBM evictions written
+// back to the store, a router probe (no touch) before the walk, the missing blocks written to
+// both after a delay, and purges every 7.3 s (not a multiple of any retention). Classes are
+// spread over the requests so blocks change class.
+static void replay_side_by_side(uint64_t hbm_blocks, uint64_t ssd_blocks, const int64_t *ret,
+                                int64_t limit, double *bytes_per_block) {
+    trc_options o;
+    trc_options_default(&o);
+    ck_assert(trc_format_parse("mooncake", &o.format));
+    o.bucket = TRC_BUCKET_SPREAD;
+    o.limit_requests = limit;
+    o.time_scale = 0.25;   // four times the recorded rate: more sharing within a retention
+    trc_reader *rd;
+    kvf_err err = {0};
+    ck_assert_msg(!trc_reader_open(&rd, shared("mooncake_conversation.jsonl"), &o, &err), "%s",
+                  err.msg);
+    kv_pair hbm, ssd;
+    sim_bcache_init(&hbm.n, hbm_blocks, ret);
+    kvt_refcache_init(&hbm.r, hbm_blocks, ret);
+    sim_bcache_init(&ssd.n, ssd_blocks, ret);
+    kvt_refcache_init(&ssd.r, ssd_blocks, ret);
+    ck_assert(ssd.n.compact == (ssd_blocks == UINT64_MAX));
+    trc_request q;
+    uint64_t op = 0, hits = 0, looked = 0, expired_lookups = 0;
+    sim_time next_purge = 7300000000LL, last = 0;
+    int rc;
+    while ((rc = trc_reader_next(rd, &q, &err)) == 1) {
+        sim_time now = q.arrival_ns < last ? last : q.arrival_ns;   // calls never go back in time
+        while (next_purge <= now) {
+            pair_expire(&hbm, next_purge, op);
+            pair_expire(&ssd, next_purge, op++);
+            next_purge += 7300000000LL;
+        }
+        int cls = (int)(kvf_hash64((uint64_t)op) % TRC_CLASS_COUNT);
+        if (q.n_blocks) pair_hit(&ssd, q.blocks[0], now, cls, false, op++);
+        uint32_t k = 0;
+        for (; k < q.n_blocks; k++, op++) {
+            looked++;
+            if (pair_hit(&hbm, q.blocks[k], now, cls, true, op)) continue;
+            if (!pair_hit(&ssd, q.blocks[k], now, cls, true, op)) break;
+            uint64_t ev;
+            if (pair_put(&hbm, q.blocks[k], now, cls, &ev, op)) pair_put(&ssd, ev, now, cls, NULL, op);
+        }
+        hits += k;
+        // the prompt's computed blocks land a millisecond later
+        sim_time later = now + 1000000;
+        for (uint32_t j = k; j < q.n_blocks; j++, op++) {
+            uint64_t ev;
+            if (pair_put(&hbm, q.blocks[j], later, cls, &ev, op)) pair_put(&ssd, ev, later, cls, NULL, op);
+            pair_put(&ssd, q.blocks[j], later, cls, NULL, op);
+        }
+        last = later;
+        expired_lookups = ssd.r.expired;
+    }
+    ck_assert_msg(rc == 0, "%s", err.msg);
+    pair_expire(&hbm, next_purge, op);
+    pair_expire(&ssd, next_purge, op);
+    // the replay exercised what it compares
+    ck_assert_msg(hits > looked / 10 && hits < looked, "%llu hits of %llu lookups",
+                  (unsigned long long)hits, (unsigned long long)looked);
+    ck_assert_msg(hbm.r.evicted > 0, "HBM never evicted");
+    if (ret) ck_assert_msg(expired_lookups > 0, "nothing expired in the store");
+    if (ssd_blocks != UINT64_MAX) ck_assert_msg(ssd.r.evicted > 0, "the store never evicted");
+    if (bytes_per_block) *bytes_per_block = (double)sim_bcache_index_bytes(&ssd.n) / (double)ssd.n.peak;
+    trc_reader_close(rd);
+    sim_bcache_free(&hbm.n);
+    kvt_refcache_free(&hbm.r);
+    sim_bcache_free(&ssd.n);
+    kvt_refcache_free(&ssd.r);
+}
+
+START_TEST(test_compact_index_matches_reference_on_trace) {
+    // retention from 30 s to never, so blocks expire, revive and change class
+    static const int64_t ret[TRC_CLASS_COUNT] = {120 * 1000000000LL, 45 * 1000000000LL,
+                                                 30 * 1000000000LL, 0, 600 * 1000000000LL};
+    double bpb = 0;
+    replay_side_by_side(3000, UINT64_MAX, ret, 6000, &bpb);   // retention-only store
+    replay_side_by_side(3000, 200000, ret, 4000, NULL);       // a store with a capacity
+    replay_side_by_side(3000, UINT64_MAX, NULL, 3000, NULL);  // nothing expires
+    // the compact store's index, per stored block (tables and run queues at the peak)
+    ck_assert_msg(bpb > 0 && bpb <= 16, "%.1f index bytes per stored block", bpb);
+}
+END_TEST
+
+// A retention-only store's occupancy falls when its blocks expire, though nothing looks them
+// up again; buckets of expired groups are reclaimed as the table fills, so it stays sized by
+// the live blocks.
+START_TEST(test_compact_store_occupancy_by_class) {
+    static const int64_t ret[TRC_CLASS_COUNT] = {10 * 1000000000LL, 0, 3 * 1000000000LL, 0, 0};
+    sim_bcache c;
+    sim_bcache_init(&c, UINT64_MAX, ret);
+    const sim_time s = 1000000000LL;
+    for (uint64_t i = 0; i < 800; i++) sim_bcache_put(&c, i << 3 | 1, 0, TRC_CLASS_CHATBOT, NULL);
+    for (uint64_t i = 0; i < 300; i++) sim_bcache_put(&c, (1000 + i) << 3, s, TRC_CLASS_AGENT, NULL);
+    for (uint64_t i = 0; i < 200; i++) sim_bcache_put(&c, (5000 + i) << 3, 2 * s, TRC_CLASS_CODING, NULL);
+    uint64_t u[TRC_CLASS_COUNT];
+    sim_bcache_used_at(&c, 4 * s, u);
+    ck_assert(u[TRC_CLASS_CHATBOT] == 800 && u[TRC_CLASS_AGENT] == 300 && u[TRC_CLASS_CODING] == 200);
+    sim_bcache_used_at(&c, 5 * s, u);   // coding expired at 2 s + 3 s
+    ck_assert(u[TRC_CLASS_CHATBOT] == 800 && u[TRC_CLASS_CODING] == 0);
+    sim_bcache_used_at(&c, 10 * s, u);
+    ck_assert(u[TRC_CLASS_CHATBOT] == 0 && u[TRC_CLASS_AGENT] == 300);
+    ck_assert_uint_eq(sim_bcache_expire(&c, 10 * s), 1000);
+    ck_assert(c.used == 300 && c.used_cls[TRC_CLASS_CHATBOT] == 0 && c.expired == 1000);
+    ck_assert(!sim_bcache_has(&c, 5 << 3 | 1, 10 * s));
+    ck_assert(sim_bcache_has(&c, 1000 << 3, 10 * s));
+    // a block put again after it expired is stored anew; a live one is only touched
+    sim_bcache_put(&c, 5 << 3 | 1, 11 * s, TRC_CLASS_CHATBOT, NULL);
+    sim_bcache_put(&c, 1000 << 3, 11 * s, TRC_CLASS_AGENT, NULL);
+    ck_assert(c.inserted == 1301 && c.used == 301);
+    // 100 k more groups expiring 10 s after their insert: the table follows the live ones
+    for (uint64_t i = 0; i < 100000; i++) {
+        sim_time t = 12 * s + (sim_time)i * (s / 1000);
+        if (i % 1000 == 0) sim_bcache_expire(&c, t);
+        sim_bcache_put(&c, (100000 + i) << 3, t, TRC_CLASS_CHATBOT, NULL);
+    }
+    ck_assert_msg(c.used < 12000, "%llu held", (unsigned long long)c.used);
+    ck_assert_msg(c.gcap <= 32768, "%zu buckets for %llu live groups", c.gcap,
+                  (unsigned long long)c.used);
+    sim_bcache_free(&c);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("kv");
     TCase *t = tcase_create("kv");
@@ -125,6 +320,8 @@ static Suite *suite(void) {
     tcase_add_test(t, test_hit_rate_grows_with_capacity_and_retention);
     tcase_add_test(t, test_shared_ssd_on_agentic_sessions);
     tcase_add_test(t, test_swa_bounded_replay_cuts_prefill_flops);
+    tcase_add_test(t, test_compact_index_matches_reference_on_trace);
+    tcase_add_test(t, test_compact_store_occupancy_by_class);
     suite_add_tcase(s, t);
     return s;
 }

@@ -300,8 +300,17 @@ START_TEST(test_block_mapping_512_to_64) {
     ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
     ck_assert_uint_eq(q.n_blocks, 1300 / 64);
     const uint64_t src[3] = {10, 11, 12};
-    for (uint32_t i = 0; i < q.n_blocks; i++)
-        ck_assert_msg(q.blocks[i] == kvf_hash64(kvf_hash64(src[i / 8]) + i % 8), "block %u", i);
+    for (uint32_t i = 0; i < q.n_blocks; i++) {
+        // one group per source block: its high 61 bits, the sub-block index in the low 3
+        ck_assert_msg(q.blocks[i] == ((kvf_hash64(kvf_hash64(src[i / 8])) & ~7ULL) | (i % 8)),
+                      "block %u", i);
+        ck_assert_msg(i % 8 == 0 || (q.blocks[i] >> 3) == (q.blocks[i - 1] >> 3), "block %u", i);
+        ck_assert_msg(i % 8 != 0 || i == 0 || (q.blocks[i] >> 3) != (q.blocks[i - 1] >> 3),
+                      "block %u", i);
+    }
+    // more than 8 sub-blocks: every 8 get their own group
+    ck_assert(trc_block_sub_id(11, 9) >> 3 != trc_block_sub_id(11, 1) >> 3);
+    ck_assert_uint_eq(trc_block_sub_id(11, 9) & 7, 1);
     ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
     ck_assert_int_eq(q.arrival_ns, 1000LL * 1000000);
     ck_assert_uint_eq(q.n_blocks, 16);

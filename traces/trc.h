@@ -37,6 +37,8 @@ typedef enum trc_class {
 #define TRC_F_FAILED 0x1u       // recorded as failed in the source trace (BurstGPT)
 #define TRC_F_STRUCTURED 0x2u   // structured (constrained) output
 #define TRC_F_FREE 0x4u         // not billed
+#define TRC_F_RETURN 0x8u       // first request of a session's returning visit (generator,
+                                // days mode): its prompt resends the session's history
 
 // Bucketed timestamps (Mooncake's ~3 s buckets): replay as recorded or spread uniformly.
 typedef enum trc_bucket_mode { TRC_BUCKET_AS_RECORDED = 0, TRC_BUCKET_SPREAD } trc_bucket_mode;
@@ -95,7 +97,9 @@ typedef struct trc_options {
 // drop requests; a request whose prev_id was dropped becomes open loop.
 
 // Id of sub-block j (0-based) of a source block with id `id`, when a trace's S-token blocks
-// are split into S/B blocks of the simulator's B tokens: kvf_hash64(kvf_hash64(id) + j).
+// are split into S/B blocks of the simulator's B tokens: the high 61 bits
+// kvf_hash64(kvf_hash64(id) + j / 8), the low 3 bits j % 8, so the sub-blocks of one source
+// block share a group key (id & ~7) the KV store keeps in one bucket (sim_kv.h).
 // Chained ids stay chained (id already names the whole prefix). When B is a multiple of S,
 // a B-token block takes the id of the last S-token block it covers; when S == B ids pass
 // unchanged. Only full B-token blocks inside input_tokens get ids.
@@ -213,6 +217,22 @@ typedef enum trc_arrival {
     TRC_ARRIVAL_DIURNAL,      // Poisson with rate r*(1 + A sin(2 pi t / period))
 } trc_arrival;
 
+// Days mode (days > 0): sessions come back. A session is a series of visits; a visit is a
+// burst of turns (geometric, mean mean_turns of the class) think_s apart; after its last turn
+// the session returns with probability p, after a lognormal time (median median_h, shape sigma)
+// redrawn until the rhythm below accepts it (users come back when they are active), and its
+// next prompt resends its whole history, so the return re-uses the session's prefix blocks.
+// New sessions arrive at a rate shaped by a day (1 + A cos(2 pi (hour - peak_hour) / 24)) and
+// a week (weekend days weekend_ratio times a weekday), normalised to mean 1, and scaled so the
+// mean request rate, returns included, is rate_rps once returns have built up; generation
+// starts warmup_days before t = 0 (nothing before 0 is emitted), so the stream is in that
+// steady state from the start. The figures' sources are in trc_gen.c and scenarios/README.md.
+typedef struct trc_gen_return {
+    double p;                 // probability that a visit is followed by another, [0, 0.99]
+    double median_h;          // median time from a visit's last turn to the return, hours
+    double sigma;             // lognormal shape: sd of ln(return time)
+} trc_gen_return;
+
 typedef struct trc_gen_options {
     trc_gen_profile profile;  // default chatbot
     double rate_rps;          // mean arrival rate, default 1
@@ -236,6 +256,12 @@ typedef struct trc_gen_options {
     double think_s;           // closed loop: mean think/tool time between turns, default 5
     double mix[3];            // mixed: shares of new sessions that are chatbot, agent, coding
                               // (normalised; all 0 = the default 0.5, 0.3, 0.2)
+    double days;              // > 0: days mode over this many days (duration_s = days * 86400)
+    double peak_hour;         // days mode: hour of day of the peak rate, [0, 24), default 14
+    double weekend_ratio;     // days mode: a Saturday's or Sunday's rate over a weekday's, 0.7
+    uint32_t start_weekday;   // days mode: weekday at t = 0, 0 = Monday .. 6 = Sunday
+    double warmup_days;       // days mode: sessions generated this long before t = 0, default 7
+    trc_gen_return ret[3];    // days mode: returns per class, TRC_GEN_CHATBOT..CODING
 } trc_gen_options;
 
 void trc_gen_options_default(trc_gen_options *g);

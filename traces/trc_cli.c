@@ -17,6 +17,9 @@ static void usage(FILE *f) {
             "      [--arrival poisson|gamma|diurnal] [--cv X] [--input-len N] [--output-len N]\n"
             "      [--lengths FILE] [--images P] [--turns X] [--system-tokens N]\n"
             "      [--max-requests N] [--block-tokens N] [--seed N] [-o FILE]\n"
+            "      days of returning sessions: --days D [--amplitude A] [--peak-hour H]\n"
+            "      [--weekend-ratio X] [--start-weekday 0-6] [--warmup-days D]\n"
+            "      [--return CLASS=P,MEDIAN_H,SIGMA]...   (CLASS chatbot|agent|coding)\n"
             "  kvfleet trace convert FILE -o OUT.jsonl [--format F] [--block-tokens N] [SHAPING]\n"
             "SHAPING: [--limit N] [--time-scale X] [--length-scale X] [--rate R] [--start S]\n"
             "         [--end S] [--bucket as_recorded|spread] [--seed N] [--skip-bad]\n"
@@ -295,6 +298,34 @@ static int cmd_gen(int argc, char **argv) {
         } else if (!strcmp(a, "--block-tokens")) {
             if (!u64(v, &n) || n < 1 || n > 1 << 20) return fail("bad --block-tokens '%s'", v);
             g.block_tokens = (uint32_t)n;
+        } else if (!strcmp(a, "--days")) {
+            if (!num(v, &d) || !(d > 0)) return fail("bad --days '%s' (> 0)", v);
+            g.days = d;
+        } else if (!strcmp(a, "--amplitude")) {
+            if (!num(v, &d)) return fail("bad --amplitude '%s'", v);
+            g.diurnal_amplitude = d;
+        } else if (!strcmp(a, "--peak-hour")) {
+            if (!num(v, &d)) return fail("bad --peak-hour '%s'", v);
+            g.peak_hour = d;
+        } else if (!strcmp(a, "--weekend-ratio")) {
+            if (!num(v, &d)) return fail("bad --weekend-ratio '%s'", v);
+            g.weekend_ratio = d;
+        } else if (!strcmp(a, "--start-weekday")) {
+            if (!u64(v, &n) || n > 6) return fail("bad --start-weekday '%s' (0 = Monday .. 6)", v);
+            g.start_weekday = (uint32_t)n;
+        } else if (!strcmp(a, "--warmup-days")) {
+            if (!num(v, &d)) return fail("bad --warmup-days '%s'", v);
+            g.warmup_days = d;
+        } else if (!strcmp(a, "--return")) {
+            static const char *cls[3] = {"chatbot", "agent", "coding"};
+            char name[16];
+            double p, med, sg;
+            int k = -1;
+            if (sscanf(v, "%15[a-z]=%lf,%lf,%lf", name, &p, &med, &sg) == 4)
+                for (int c = 0; c < 3; c++)
+                    if (!strcmp(name, cls[c])) k = c;
+            if (k < 0) return fail("bad --return '%s' (CLASS=P,MEDIAN_H,SIGMA)", v);
+            g.ret[k] = (trc_gen_return){p, med, sg};
         } else if (!strcmp(a, "-o")) out = v;
         else return fail("trace gen: unknown option '%s'", a);
     }

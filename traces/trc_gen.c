@@ -9,8 +9,14 @@
 // system prompt for blocks wholly inside it (shared by every session of the class) and the
 // session's own text otherwise.
 //
-// Random streams (seed, k): 1 arrivals, 2 sessions and lengths; runs are pure functions of
-// the options.
+// Days mode (options.days > 0, trc.h) replaces the session pool by an event list: each
+// session's next turn or return is a timed event, new sessions come from a thinned Poisson
+// process shaped by the day and the week, and a session's block ids are recomputed from its
+// (uid, conversation, length) when it is emitted, so a session waiting days for its return
+// costs a few dozen bytes. Its parameters and their sources are listed at days_defaults below.
+//
+// Random streams (seed, k): 1 arrivals, 2 sessions and lengths, 3 days mode's visits and
+// returns; runs are pure functions of the options.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +52,26 @@ typedef struct gsess {
     int64_t last_key;    // key of the session's previous turn (closed loop), -1 = none
 } gsess;
 
+// Days mode: one session (a user's conversation and its later visits).
+typedef struct dsess {
+    uint64_t uid;     // session id (never 0)
+    uint32_t len;     // tokens of the conversation so far (last prompt + last answer)
+    uint32_t sys;     // system prompt tokens
+    uint32_t turns;   // turns so far, all visits
+    uint32_t conv;    // conversation number: a context that would overflow starts a new one
+    uint32_t left;    // turns left in the current visit
+    uint8_t kind;     // TRC_GEN_CHATBOT..CODING
+    bool returning;   // its next turn opens a returning visit
+    int64_t last_key; // key of its previous emitted turn, -1 = none
+    double think;     // s: gap before its next turn within the visit (closed loop's think)
+} dsess;
+
+typedef struct devt {
+    double t;      // s
+    uint64_t seq;  // tie-break: order of scheduling
+    uint32_t s;    // index into ds
+} devt;
+
 typedef struct gsrc {
     trc_source base;
     trc_gen_options g;
@@ -57,7 +83,42 @@ typedef struct gsrc {
     uint64_t next_uid;
     uint32_t *len_in, *len_out;
     size_t nlens;
+    // days mode
+    kvf_rng vis;            // stream 3: visit lengths, think gaps, returns
+    dsess *ds;              // sessions; free slots listed in dfree
+    size_t nds, capds;
+    uint32_t *dfree;
+    size_t nfree, capfree;
+    devt *heap;             // min-heap on (t, seq): next turns and returns
+    size_t nh, caph;
+    uint64_t seq;
+    double next_new;        // s: next new session
+    double r_new;           // new sessions per s at rhythm 1
+    double rmax;            // maximum of the rhythm
+    double horizon;         // s
 } gsrc;
+
+// Days mode defaults and where they come from. No public trace gives per-class return times
+// of LLM sessions; the figures below are assumptions chosen to be plausible, and a scenario
+// should set its own (workload.generate.return.*). What is published is the shape:
+// - Daily cycle and weekly dip: the week-long Azure LLM inference traces of 2024 (Stojkovic et
+//   al., "DynamoLLM", HPCA 2025; github.com/Azure/AzurePublicDataset, AzureLLMInferenceDataset2024)
+//   and 213 days of Azure OpenAI traffic in BurstGPT (Wang et al., arXiv 2401.17644) show
+//   request rates that follow the working day and drop at weekends. The amplitude 0.5 (peak
+//   three times the trough), the 14:00 peak and the weekend ratio 0.7 are assumptions of that
+//   shape, not fitted values.
+// - Turns per visit: the profiles above (3 chatbot, 12 agent, 6 coding), unchanged.
+// - Returns (p = probability that a visit is followed by another; lognormal median, sigma):
+//   chatbot 0.5, 20 h, 1.2: people come back to a conversation about once a day (assumption);
+//   agent 0.6, 4 h, 1.5: an agent task resumed after a review within the working day, with a
+//     long tail (assumption);
+//   coding 0.7, 16 h, 1.0: a repository session resumed the next working day (assumption).
+// - warmup_days 7: long enough that returns with these medians have built up by t = 0.
+static const trc_gen_return days_ret[3] = {
+    [TRC_GEN_CHATBOT] = {0.5, 20, 1.2},
+    [TRC_GEN_AGENT] = {0.6, 4, 1.5},
+    [TRC_GEN_CODING] = {0.7, 16, 1.0},
+};
 
 void trc_gen_options_default(trc_gen_options *g) {
     memset(g, 0, sizeof *g);
@@ -73,6 +134,10 @@ void trc_gen_options_default(trc_gen_options *g) {
     g->system_tokens = -1;
     g->max_context = 131072;
     g->think_s = 5;
+    g->peak_hour = 14;
+    g->weekend_ratio = 0.7;
+    g->warmup_days = 7;
+    memcpy(g->ret, days_ret, sizeof g->ret);
 }
 
 static const char *prof_names[] = {"chatbot", "agent", "coding", "mixed"};
@@ -143,31 +208,51 @@ static void draw_turn(gsrc *x, const gsess *s, uint32_t *new_tokens, uint32_t *o
     *out_tokens = out;
 }
 
+// Id of block i of a stream: blocks wholly inside the system prompt carry the class's shared
+// content, the others the conversation's own (session uid, conversation number conv; conv 0
+// hashes as the uid alone). A block's content, and so everything before it, is fixed by its
+// stream and position (a session's system prompt is fixed by its class), so the id is a hash
+// of (stream, position): equal ids <=> equal prefixes. Eight consecutive blocks of a stream
+// share the id's high 61 bits and differ in the low 3 (the layout trc_block_sub_id gives the
+// sub-blocks of a trace block), so the store's index keeps them in one bucket (sim_kv.h).
+// prev is unused: ids no longer chain (kept for the callers' shape).
+static uint64_t block_id(const gsrc *x, uint64_t prev, uint8_t kind, uint32_t sys, uint64_t uid,
+                         uint32_t conv, size_t i) {
+    (void)prev;
+    uint64_t stream;
+    if ((uint64_t)(i + 1) * x->g.block_tokens <= sys)
+        stream = kvf_hash_combine(x->g.seed ^ 0x5757ULL, kind);
+    else
+        stream = kvf_hash_combine(conv ? kvf_hash_combine(uid, conv) : uid, 0x636f6e76ULL);
+    uint64_t hi = kvf_hash_combine(kvf_hash_combine(0x6b7666ULL, stream), (uint64_t)(i >> 3));
+    return (hi & ~(uint64_t)7) | (uint64_t)(i & 7);
+}
+
 // Extends the session's id chain to cover n full blocks.
 static void extend_ids(gsrc *x, gsess *s, size_t n) {
-    uint32_t B = x->g.block_tokens;
     if (n > s->capids) kvf_grow((void **)&s->ids, &s->capids, n, sizeof *s->ids);
-    uint64_t sys_seed = kvf_hash_combine(x->g.seed ^ 0x5757ULL, s->kind);
-    for (size_t i = s->nids; i < n; i++) {
-        bool in_sys = (uint64_t)(i + 1) * B <= s->sys;
-        uint64_t content = in_sys ? kvf_hash_combine(sys_seed, i) : kvf_hash_combine(s->uid, i);
-        s->ids[i] = kvf_hash_combine(i ? s->ids[i - 1] : 0x6b7666ULL, content);
-    }
+    for (size_t i = s->nids; i < n; i++)
+        s->ids[i] = block_id(x, i ? s->ids[i - 1] : 0, s->kind, s->sys, s->uid, 0, i);
     if (n > s->nids) s->nids = n;
+}
+
+// A new session's class (mixed: 50 % chatbot, 30 % agent, 20 % coding), id and system prompt.
+static void draw_session(gsrc *x, uint8_t *kind, uint64_t *uid, uint32_t *sys) {
+    if (x->g.profile == TRC_GEN_MIXED) {
+        double u = kvf_rng_uniform(&x->ses), w[3];
+        mix_shares(&x->g, w);
+        *kind = u < w[0] ? TRC_GEN_CHATBOT : u < w[0] + w[1] ? TRC_GEN_AGENT : TRC_GEN_CODING;
+    } else *kind = (uint8_t)x->g.profile;
+    *uid = kvf_hash_combine(x->g.seed, ++x->next_uid);
+    if (!*uid) *uid = 1;
+    *sys = x->g.system_tokens >= 0 ? (uint32_t)x->g.system_tokens : profiles[*kind].sys_tokens;
 }
 
 static gsess *new_session(gsrc *x) {
     gsess *s = &x->pool[x->next_slot++ % POOL];
     s->live = true;
-    if (x->g.profile == TRC_GEN_MIXED) {
-        double u = kvf_rng_uniform(&x->ses), w[3];
-        mix_shares(&x->g, w);
-        s->kind = u < w[0] ? TRC_GEN_CHATBOT : u < w[0] + w[1] ? TRC_GEN_AGENT : TRC_GEN_CODING;
-    } else s->kind = (uint8_t)x->g.profile;
-    s->uid = kvf_hash_combine(x->g.seed, ++x->next_uid);
-    if (!s->uid) s->uid = 1;
+    draw_session(x, &s->kind, &s->uid, &s->sys);
     s->turns = 0;
-    s->sys = x->g.system_tokens >= 0 ? (uint32_t)x->g.system_tokens : profiles[s->kind].sys_tokens;
     s->len = s->sys;
     s->nids = 0;
     s->last_key = -1;
@@ -194,8 +279,203 @@ static double next_gap(gsrc *x) {
     }
 }
 
+// ---- days mode ------------------------------------------------------------------------------
+enum { DAY_S = 86400 };
+
+// The rate multiplier at time t (s; t = 0 is midnight of weekday start_weekday): the daily
+// cosine times the weekday/weekend factor, normalised so its mean over a week is 1.
+static double rhythm(const trc_gen_options *g, double t) {
+    double day = floor(t / DAY_S), hour = (t - day * DAY_S) / 3600;
+    long wd = (((long)day + (long)g->start_weekday) % 7 + 7) % 7; // 5, 6 = Saturday, Sunday
+    double week = (wd >= 5 ? g->weekend_ratio : 1.0) * 7 / (5 + 2 * g->weekend_ratio);
+    return (1 + g->diurnal_amplitude * cos(2 * M_PI * (hour - g->peak_hour) / 24)) * week;
+}
+
+static double rhythm_max(const trc_gen_options *g) {
+    return (1 + g->diurnal_amplitude) * KVF_MAX(1.0, g->weekend_ratio) * 7 /
+           (5 + 2 * g->weekend_ratio);
+}
+
+static double class_turns(const gsrc *x, int kind) {
+    return x->g.mean_turns > 0 ? x->g.mean_turns : profiles[kind].mean_turns;
+}
+
+// Turns of one visit: geometric on {1, 2, ...} with the class's mean.
+static uint32_t visit_turns(gsrc *x, int kind) {
+    double m = class_turns(x, kind);
+    if (m <= 1) return 1;
+    double u = 1 - kvf_rng_uniform(&x->vis); // (0, 1]
+    double k = 1 + floor(log(u) / log(1 - 1 / m));
+    return k > 1e6 ? 1000000u : (uint32_t)k;
+}
+
+static void heap_push(gsrc *x, double t, uint32_t si) {
+    if (x->nh + 1 > x->caph) kvf_grow((void **)&x->heap, &x->caph, x->nh + 1, sizeof *x->heap);
+    devt e = {t, x->seq++, si};
+    size_t i = x->nh++;
+    while (i) {
+        size_t up = (i - 1) / 2;
+        const devt *p = &x->heap[up];
+        if (p->t < e.t || (p->t == e.t && p->seq < e.seq)) break;
+        x->heap[i] = *p;
+        i = up;
+    }
+    x->heap[i] = e;
+}
+
+static devt heap_pop(gsrc *x) {
+    KVF_ASSERT(x->nh > 0);
+    devt top = x->heap[0], e = x->heap[--x->nh];
+    size_t i = 0, n = x->nh;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && (x->heap[c + 1].t < x->heap[c].t ||
+                          (x->heap[c + 1].t == x->heap[c].t && x->heap[c + 1].seq < x->heap[c].seq)))
+            c++;
+        if (e.t < x->heap[c].t || (e.t == x->heap[c].t && e.seq < x->heap[c].seq)) break;
+        x->heap[i] = x->heap[c];
+        i = c;
+    }
+    if (n) x->heap[i] = e;
+    return top;
+}
+
+// Next new-session time after t: Poisson at r_new * rhythm, by thinning.
+static double days_next_new(gsrc *x, double t) {
+    double lmax = x->r_new * x->rmax;
+    for (;;) {
+        t += kvf_rng_exp(&x->arr, 1.0 / lmax);
+        if (kvf_rng_uniform(&x->arr) * x->rmax <= rhythm(&x->g, t)) return t;
+    }
+}
+
+static uint32_t days_new_session(gsrc *x) {
+    uint32_t si;
+    if (x->nfree) si = x->dfree[--x->nfree];
+    else {
+        if (x->nds + 1 > x->capds) kvf_grow((void **)&x->ds, &x->capds, x->nds + 1, sizeof *x->ds);
+        si = (uint32_t)x->nds++;
+    }
+    dsess *s = &x->ds[si];
+    memset(s, 0, sizeof *s);
+    draw_session(x, &s->kind, &s->uid, &s->sys);
+    s->len = s->sys;
+    s->left = visit_turns(x, s->kind);
+    s->last_key = -1;
+    return si;
+}
+
+// After session si's turn at time t: schedule its next turn, its return, or free it.
+static void days_schedule(gsrc *x, uint32_t si, double t) {
+    dsess *s = &x->ds[si];
+    if (--s->left > 0) {
+        s->think = kvf_rng_exp(&x->vis, x->g.think_s);
+        heap_push(x, t + s->think, si);
+        return;
+    }
+    const trc_gen_return *r = &x->g.ret[s->kind];
+    if (kvf_rng_uniform(&x->vis) < r->p) {
+        double tr;
+        do // the class's return time, accepted in proportion to the rhythm at the return
+            tr = t + 3600 * kvf_rng_lognormal(&x->vis, log(r->median_h), r->sigma);
+        while (kvf_rng_uniform(&x->vis) * x->rmax > rhythm(&x->g, tr));
+        if (tr <= x->horizon) {
+            s->returning = true;
+            s->left = visit_turns(x, s->kind);
+            heap_push(x, tr, si);
+            return;
+        }
+    }
+    if (x->nfree + 1 > x->capfree)
+        kvf_grow((void **)&x->dfree, &x->capfree, x->nfree + 1, sizeof *x->dfree);
+    x->dfree[x->nfree++] = si;
+}
+
+// Session si's turn at time t; fills rec when emit (t >= 0), else only advances the session.
+static void days_turn(gsrc *x, uint32_t si, double t, trc_rec *rec, bool emit) {
+    dsess *s = &x->ds[si];
+    gsess view = {.kind = s->kind, .turns = s->turns};
+    uint32_t add, out;
+    draw_turn(x, &view, &add, &out);
+    bool first_of_visit = s->returning || s->turns == 0;
+    uint8_t flags = s->returning ? TRC_F_RETURN : 0;
+    s->returning = false;
+    if ((uint64_t)s->len + add > x->g.max_context) { // a new conversation, same system prompt
+        s->conv++;
+        s->len = s->sys;
+    }
+    uint64_t in = KVF_MAX((uint64_t)1, KVF_MIN((uint64_t)s->len + add, (uint64_t)x->g.max_context));
+    if (emit) {
+        size_t nb = (size_t)(in / x->g.block_tokens);
+        trc_rec_reserve(rec, nb);
+        uint64_t prev = 0;
+        for (size_t i = 0; i < nb; i++)
+            prev = rec->blocks[i] = block_id(x, prev, s->kind, s->sys, s->uid, s->conv, i);
+        rec->nb = (uint32_t)nb;
+        rec->src_bt = x->g.block_tokens;
+        rec->t_ns = (int64_t)llround(t * 1e9);
+        rec->in = (uint32_t)in;
+        rec->out = out;
+        rec->cls = prof_class[s->kind];
+        rec->flags = flags;
+        rec->images = x->g.images_p > 0 && kvf_rng_uniform(&x->ses) < x->g.images_p ? 1 : 0;
+        rec->session = s->uid;
+        rec->turn = s->turns;
+        rec->key = x->n++;
+        rec->prev_key = -1;
+        rec->think_ns = 0;
+        if (x->g.closed_loop && !first_of_visit && s->last_key >= 0) {
+            rec->prev_key = s->last_key;
+            rec->think_ns = (int64_t)llround(s->think * 1e9);
+        }
+        rec->line = (long)rec->key + 1;
+        s->last_key = (int64_t)rec->key;
+    } else s->last_key = -1;
+    s->turns++;
+    s->len = (uint32_t)KVF_MIN(in + out, (uint64_t)UINT32_MAX);
+    days_schedule(x, si, t);
+}
+
+static int days_next(gsrc *x, trc_rec *rec) {
+    for (;;) {
+        if (x->g.max_requests > 0 && (int64_t)x->n >= x->g.max_requests) return 0;
+        double th = x->nh ? x->heap[0].t : INFINITY, t;
+        if (KVF_MIN(x->next_new, th) > x->horizon) return 0;
+        uint32_t si;
+        if (x->next_new <= th) {
+            t = x->next_new;
+            si = days_new_session(x);
+            x->next_new = days_next_new(x, t);
+        } else {
+            devt e = heap_pop(x);
+            t = e.t;
+            si = e.s;
+        }
+        bool emit = t >= 0;
+        days_turn(x, si, t, rec, emit);
+        if (emit) return 1;
+    }
+}
+
+// Days mode set-up: the new-session rate that gives rate_rps requests per s in the steady
+// state (a session makes turns/(1 - p) requests on average), and the first arrival.
+static void days_init(gsrc *x) {
+    static const double mix[3] = {0.5, 0.3, 0.2};
+    double per_session = 0;
+    for (int k = 0; k < 3; k++) {
+        double w = x->g.profile == TRC_GEN_MIXED ? mix[k] : (k == (int)x->g.profile);
+        per_session += w * class_turns(x, k) / (1 - x->g.ret[k].p);
+    }
+    x->r_new = x->g.rate_rps / per_session;
+    x->rmax = rhythm_max(&x->g);
+    x->horizon = x->g.days * DAY_S;
+    x->next_new = days_next_new(x, -x->g.warmup_days * DAY_S);
+}
+
 static int gen_next(trc_source *src, trc_rec *rec, kvf_err *err) {
     gsrc *x = (gsrc *)src;
+    if (x->g.days > 0) return days_next(x, rec);
     if (x->g.max_requests > 0 && (int64_t)x->n >= x->g.max_requests) return 0;
     double t = x->t + next_gap(x);
     if (x->g.duration_s > 0 && t > x->g.duration_s) return 0;
@@ -259,6 +539,9 @@ static int gen_next(trc_source *src, trc_rec *rec, kvf_err *err) {
 static void gen_close(trc_source *src) {
     gsrc *x = (gsrc *)src;
     for (size_t i = 0; i < POOL; i++) free(x->pool[i].ids);
+    free(x->ds);
+    free(x->dfree);
+    free(x->heap);
     free(x->len_in);
     free(x->len_out);
     free(x);
@@ -349,11 +632,45 @@ kvf_status trc_src_gen(trc_source **out, const trc_gen_options *g, kvf_err *err)
             return kvf_fail(err, KVF_EINVAL, "generate: mix shares must be >= 0");
     if (!g->block_tokens || g->max_context < 2)
         return kvf_fail(err, KVF_EINVAL, "generate: block_tokens and max_context must be > 0");
+    if (!(g->days >= 0) || g->days > 3660)
+        return kvf_fail(err, KVF_EINVAL, "generate: days must be in [0, 3660]");
+    if (g->days > 0) {
+        static const char *cls[3] = {"chatbot", "agent", "coding"};
+        if (!(g->diurnal_amplitude >= 0 && g->diurnal_amplitude < 1))
+            return kvf_fail(err, KVF_EINVAL, "generate: diurnal_amplitude must be in [0, 1)");
+        if (!(g->peak_hour >= 0 && g->peak_hour < 24))
+            return kvf_fail(err, KVF_EINVAL, "generate: peak_hour must be in [0, 24)");
+        if (!(g->weekend_ratio > 0 && g->weekend_ratio <= 10))
+            return kvf_fail(err, KVF_EINVAL, "generate: weekend_ratio must be in (0, 10]");
+        if (g->start_weekday > 6)
+            return kvf_fail(err, KVF_EINVAL, "generate: start_weekday must be 0 (Monday) .. 6");
+        if (!(g->warmup_days >= 0 && g->warmup_days <= 365))
+            return kvf_fail(err, KVF_EINVAL, "generate: warmup_days must be in [0, 365]");
+        if (g->mean_turns > 0 && g->mean_turns < 1)
+            return kvf_fail(err, KVF_EINVAL, "generate: mean_turns must be >= 1 in days mode");
+        for (int k = 0; k < 3; k++) {
+            const trc_gen_return *r = &g->ret[k];
+            if (!(r->p >= 0 && r->p <= 0.99))
+                return kvf_fail(err, KVF_EINVAL, "generate: return.%s.p must be in [0, 0.99]",
+                                cls[k]);
+            if (!(r->median_h > 0 && r->median_h <= 24 * 3660.0))
+                return kvf_fail(err, KVF_EINVAL,
+                                "generate: return.%s.median_h must be in (0, 87840] hours", cls[k]);
+            if (!(r->sigma >= 0 && r->sigma <= 5))
+                return kvf_fail(err, KVF_EINVAL, "generate: return.%s.sigma must be in [0, 5]",
+                                cls[k]);
+        }
+    }
     gsrc *x = kvf_calloc(1, sizeof *x);
     x->g = *g;
     x->g.lengths_path = NULL;
     kvf_rng_init(&x->arr, g->seed, 1);
     kvf_rng_init(&x->ses, g->seed, 2);
+    kvf_rng_init(&x->vis, g->seed, 3);
+    if (g->days > 0) {
+        x->g.duration_s = g->days * DAY_S;
+        days_init(x);
+    }
     if (g->lengths_path) {
         kvf_status st = load_lengths(x, g->lengths_path, err);
         if (st) {
@@ -368,11 +685,22 @@ kvf_status trc_src_gen(trc_source **out, const trc_gen_options *g, kvf_err *err)
     x->base.origin_zero = true;
     snprintf(x->base.notes, sizeof x->base.notes,
              "generated: profile=%s arrival=%s rate=%g/s seed=%llu lengths=%s",
-             trc_gen_profile_name(g->profile), trc_arrival_name(g->arrival), g->rate_rps,
+             trc_gen_profile_name(g->profile),
+             g->days > 0 ? "days" : trc_arrival_name(g->arrival), g->rate_rps,
              (unsigned long long)g->seed,
              g->input_len || g->output_len ? "fixed"
              : g->lengths_path             ? "empirical"
                                            : "profile");
+    if (g->days > 0) {
+        size_t n = strlen(x->base.notes);
+        snprintf(x->base.notes + n, sizeof x->base.notes - n,
+                 " days=%g amplitude=%g peak_hour=%g weekend_ratio=%g start_weekday=%u "
+                 "warmup_days=%g return(p,median_h,sigma)=%g,%g,%g/%g,%g,%g/%g,%g,%g",
+                 g->days, g->diurnal_amplitude, g->peak_hour, g->weekend_ratio, g->start_weekday,
+                 g->warmup_days, g->ret[0].p, g->ret[0].median_h, g->ret[0].sigma, g->ret[1].p,
+                 g->ret[1].median_h, g->ret[1].sigma, g->ret[2].p, g->ret[2].median_h,
+                 g->ret[2].sigma);
+    }
     *out = &x->base;
     return KVF_OK;
 }
@@ -387,6 +715,22 @@ kvf_status trc_gen_open(trc_reader **out, const trc_gen_options *g, const trc_op
         o.block_tokens = g->block_tokens;
     }
     if (!o.block_tokens) return kvf_fail(err, KVF_EINVAL, "block_tokens must be >= 1");
+    trc_gen_options gd;
+    if (g->days > 0) {
+        // Days mode keeps the clock: a rescaled time axis would shorten the day and the week.
+        // A target rate becomes the generator's own rate instead.
+        if (o.time_scale != 1.0)
+            return kvf_fail(err, KVF_EINVAL,
+                            "time_scale %g would stretch the days of generate.days; set "
+                            "generate.rate_rps instead",
+                            o.time_scale);
+        if (o.rate_rps > 0) {
+            gd = *g;
+            gd.rate_rps = o.rate_rps;
+            o.rate_rps = 0;
+            g = &gd;
+        }
+    }
     trc_source *src;
     kvf_status st = trc_src_gen(&src, g, err);
     if (st) return st;

@@ -133,9 +133,10 @@ long trc_lines_next(trc_lines *l, char **out) {
 }
 
 uint64_t trc_block_sub_id(uint64_t id, uint32_t j) {
-    // kvf_hash64 is a bijection, so for a fixed j distinct ids stay distinct, and different j
-    // collide only by chance (2^-64). (kvf_hash_combine(id, j) collides for small ids.)
-    return kvf_hash64(kvf_hash64(id) + j);
+    // Sub-blocks 8m..8m+7 share the high 61 bits (a group the block index keeps together) and
+    // carry j % 8 in the low 3. kvf_hash64 is a bijection, so distinct (id, j / 8) pairs
+    // collide only by chance (2^-61). (kvf_hash_combine(id, j) collides for small ids.)
+    return (kvf_hash64(kvf_hash64(id) + (j >> 3)) & ~(uint64_t)7) | (j & 7);
 }
 
 // ---- the reader -------------------------------------------------------------------------

@@ -12,13 +12,16 @@
 // from the pages into contiguous scratch and uses two GEMMs per head (scores, then P V); a
 // single new token (decode) reads the pages directly.
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "eng_int.h"
 
 #ifdef KVF_HAVE_BLAS
-#include <cblas.h>
+#include <cblas.h> // the CBLAS enums only: the library itself is loaded on first use
+#include <dlfcn.h>
+#include <pthread.h>
 #endif
 
 enum { QCHUNK = 128 }; // query rows per score block in chunked attention
@@ -47,9 +50,49 @@ struct eng_cpu {
 };
 
 // ---- GEMM ---------------------------------------------------------------------------------
+// OpenBLAS is opened with dlopen when the first CPU engine (or GEMM bench) needs it, not linked:
+// loading it starts its thread pool and maps ~3 MB, which every simulator command would pay.
+#ifdef KVF_HAVE_BLAS
+typedef void (*blas_sgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE,
+                              blasint, blasint, blasint, float, const float *, blasint,
+                              const float *, blasint, float, float *, blasint);
+static struct {
+    blas_sgemm_fn sgemm;
+    void (*set_threads)(int);
+    char why[512]; // why loading failed
+} g_blas;
+static pthread_once_t g_blas_once = PTHREAD_ONCE_INIT;
+
+static void blas_load_once(void) {
+    void *h = dlopen(KVF_BLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
+    void *f = h ? dlsym(h, "cblas_sgemm") : NULL, *t = h ? dlsym(h, "openblas_set_num_threads") : NULL;
+    if (!f || !t) {
+        const char *e = dlerror();
+        snprintf(g_blas.why, sizeof g_blas.why, "cannot load %s: %s", KVF_BLAS_SONAME,
+                 e ? e : "cblas_sgemm or openblas_set_num_threads missing");
+        return;
+    }
+    memcpy(&g_blas.set_threads, &t, sizeof t); // POSIX: dlsym's pointer converts
+    memcpy(&g_blas.sgemm, &f, sizeof f);
+}
+#endif
+
+kvf_status eng_cpu_blas_load(kvf_err *err) {
+#ifdef KVF_HAVE_BLAS
+    pthread_once(&g_blas_once, blas_load_once);
+    if (!g_blas.sgemm)
+        return kvf_fail(err, KVF_ERUN, "backend cpu: %s (install OpenBLAS or rebuild without it)",
+                        g_blas.why);
+#else
+    (void)err;
+#endif
+    return KVF_OK;
+}
+
 void eng_cpu_set_threads(uint32_t n) {
 #ifdef KVF_HAVE_BLAS
-    openblas_set_num_threads(n ? (int)n : 1);
+    KVF_ASSERT(g_blas.set_threads); // eng_cpu_blas_load succeeded
+    g_blas.set_threads(n ? (int)n : 1);
 #else
     (void)n;
 #endif
@@ -59,7 +102,8 @@ void eng_sgemm_nt(uint32_t M, uint32_t N, uint32_t K, float alpha, const float *
                   const float *B, size_t ldb, float beta, float *C, size_t ldc) {
     if (!M || !N) return;
 #ifdef KVF_HAVE_BLAS
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, alpha, A, (int)lda,
+    KVF_ASSERT(g_blas.sgemm);
+    g_blas.sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, alpha, A, (int)lda,
                 B, (int)ldb, beta, C, (int)ldc);
 #else
     enum { BI = 16, BJ = 64 };
@@ -90,7 +134,8 @@ void eng_sgemm_nt(uint32_t M, uint32_t N, uint32_t K, float alpha, const float *
 static void sgemm_nn(uint32_t M, uint32_t N, uint32_t K, const float *A, size_t lda, const float *B,
                      size_t ldb, float *C, size_t ldc) {
 #ifdef KVF_HAVE_BLAS
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A,
+    KVF_ASSERT(g_blas.sgemm);
+    g_blas.sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A,
                 (int)lda, B, (int)ldb, 0.0f, C, (int)ldc);
 #else
     for (uint32_t i = 0; i < M; i++) {
@@ -155,6 +200,8 @@ double eng_cpu_act_bytes(const eng_model_desc *m, const eng_options *o) {
 
 kvf_status eng_cpu_create(eng_engine *e, kvf_err *err) {
     const eng_model_desc *m = &e->m;
+    kvf_status st = eng_cpu_blas_load(err);
+    if (st) return st;
     eng_cpu *c = kvf_calloc(1, sizeof *c);
     e->cpu = c;
     c->w = kvf_try_malloc(e->lay.total * sizeof(float), err);

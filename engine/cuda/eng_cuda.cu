@@ -541,6 +541,10 @@ static void attention_decode(cudaStream_t st, int dpl, bf16 *out, float *po, flo
 }
 
 // ---- public entry points --------------------------------------------------------------------
+extern "C" int eng_cuda_abi(void) {
+    return ENG_CUDA_ABI;
+}
+
 extern "C" int eng_cuda_device_count(void) {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {
