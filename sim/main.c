@@ -1,5 +1,6 @@
 // sim/main.c -- the kvfleet command: dispatches to the subcommands of each library.
 // Exit codes: 0 ok; 1 the run failed; 2 bad usage or bad input.
+#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,6 +39,9 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    // jansson through the checked allocator: out of memory while building a summary ends
+    // the run with a message (exit 1) instead of a summary with keys silently missing
+    json_set_alloc_funcs(kvf_malloc, free);
     if (argc < 2) {
         usage(stderr);
         return 2;
