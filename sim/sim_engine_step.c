@@ -131,3 +131,124 @@ kvf_status sim_engine_stepper_create(const sim_config *cfg, const mdl_model *m,
     *out = &s->base;
     return KVF_OK;
 }
+
+// ---- replay of measured step durations ------------------------------------------------------
+// Served steps indexed by shape key (decodes, prefill chunks, prefill tokens) then total
+// context; a batch takes the duration of the served step with its key and the nearest context.
+typedef struct rp_entry {
+    uint32_t nd, np, ptok;
+    uint64_t ctx;
+    int64_t ns;
+} rp_entry;
+
+typedef struct replay_stepper {
+    mdl_stepper base;
+    mdl_stepper *inner;
+    sim_step_replay *r;
+    rp_entry *e;
+    size_t n;
+    double ratio[3]; // served / inner prediction, median by kind: prefill, decode, mixed
+    double scale;
+} replay_stepper;
+
+static rp_entry rp_key(const mdl_seq *s, uint32_t n) {
+    rp_entry k = {0};
+    for (uint32_t i = 0; i < n; i++) {
+        if (s[i].new_tokens == 1) k.nd++;
+        else k.np++, k.ptok += s[i].new_tokens;
+        k.ctx += s[i].cached_tokens;
+    }
+    return k;
+}
+
+static int rp_cmp(const void *a, const void *b) {
+    const rp_entry *x = a, *y = b;
+    if (x->nd != y->nd) return x->nd < y->nd ? -1 : 1;
+    if (x->np != y->np) return x->np < y->np ? -1 : 1;
+    if (x->ptok != y->ptok) return x->ptok < y->ptok ? -1 : 1;
+    if (x->ctx != y->ctx) return x->ctx < y->ctx ? -1 : 1;
+    return 0;
+}
+
+static int rp_kind(const rp_entry *k) {
+    return k->nd && k->np ? 2 : k->nd ? 1 : 0;
+}
+
+static void rp_cost(mdl_stepper *sb, const mdl_batch *b, mdl_step_cost *out) {
+    replay_stepper *s = (replay_stepper *)sb;
+    s->inner->vt->cost(s->inner, b, out); // flops, bytes and the fallback
+    if (s->r && b->phase != MDL_VISION) {
+        rp_entry k = rp_key(b->seqs, b->n);
+        // first entry with this key (lower bound), then the nearest context among its run
+        size_t lo = 0, hi = s->n;
+        rp_entry q = k;
+        q.ctx = 0;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (rp_cmp(&s->e[mid], &q) < 0) lo = mid + 1;
+            else hi = mid;
+        }
+        const rp_entry *best = NULL;
+        uint64_t bd = UINT64_MAX;
+        for (size_t i = lo; i < s->n && s->e[i].nd == k.nd && s->e[i].np == k.np && s->e[i].ptok == k.ptok; i++) {
+            uint64_t d = s->e[i].ctx > k.ctx ? s->e[i].ctx - k.ctx : k.ctx - s->e[i].ctx;
+            if (d < bd) bd = d, best = &s->e[i];
+            if (s->e[i].ctx > k.ctx) break;
+        }
+        if (best && (double)bd <= 0.02 * (double)k.ctx + 16.0 * b->n) {
+            out->ns = best->ns;
+            s->r->matched++;
+        } else {
+            out->ns = (int64_t)((double)out->ns * s->ratio[rp_kind(&k)]);
+            s->r->fallback++;
+        }
+        out->extrapolated = false;
+    }
+    if (s->scale > 0) out->ns = (int64_t)((double)out->ns * s->scale);
+    if (out->ns < 1) out->ns = 1;
+}
+
+static void rp_destroy(mdl_stepper *sb) {
+    replay_stepper *s = (replay_stepper *)sb;
+    mdl_stepper_destroy(s->inner);
+    free(s->e);
+    free(s);
+}
+
+static const mdl_stepper_vt rp_vt = {.name = "replay", .cost = rp_cost, .destroy = rp_destroy};
+
+mdl_stepper *sim_replay_stepper_wrap(mdl_stepper *inner, const sim_run_opts *o) {
+    replay_stepper *s = kvf_calloc(1, sizeof *s);
+    s->base = *inner;
+    s->base.vt = &rp_vt;
+    s->inner = inner;
+    s->r = o->replay;
+    s->scale = o->step_scale;
+    s->ratio[0] = s->ratio[1] = s->ratio[2] = 1;
+    if (s->r && s->r->n) {
+        s->e = kvf_malloc(s->r->n * sizeof *s->e);
+        double *rt[3];
+        size_t nr[3] = {0, 0, 0};
+        for (int k = 0; k < 3; k++) rt[k] = kvf_malloc(s->r->n * sizeof(double));
+        for (size_t i = 0; i < s->r->n; i++) {
+            const sim_replay_step *p = &s->r->steps[i];
+            rp_entry k = rp_key(p->seqs, p->n);
+            k.ns = p->ns;
+            s->e[s->n++] = k;
+            mdl_batch b = {.phase = k.nd && k.np ? MDL_MIXED : k.nd ? MDL_DECODE : MDL_PREFILL,
+                           .seqs = p->seqs, .n = p->n};
+            mdl_step_cost c;
+            inner->vt->cost(inner, &b, &c);
+            if (c.ns > 0) rt[rp_kind(&k)][nr[rp_kind(&k)]++] = (double)p->ns / (double)c.ns;
+        }
+        qsort(s->e, s->n, sizeof *s->e, rp_cmp);
+        for (int k = 0; k < 3; k++) {
+            if (nr[k]) {
+                kvf_sort_doubles(rt[k], nr[k]);
+                s->ratio[k] = kvf_percentile_sorted(rt[k], nr[k], 50);
+            }
+            free(rt[k]);
+        }
+    }
+    return &s->base;
+}

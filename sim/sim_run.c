@@ -20,13 +20,17 @@ kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl
                             const mdl_parallel *par, const sim_run_opts *o, mdl_stepper **out,
                             kvf_err *err) {
     if (o && o->engine_backend) return sim_engine_stepper_create(cfg, m, hw, par, o, out, err);
+    kvf_status st = KVF_OK;
     if (!strcmp(cfg->step_model, "calibrated")) {
         char prof[SIM_PATH_MAX];
         sim_config_resolve(cfg, cfg->profile, prof, sizeof prof);
-        return mdl_calibrated_create(out, m, hw, par, &cfg->eff, prof, err);
+        st = mdl_calibrated_create(out, m, hw, par, &cfg->eff, prof, err);
+    } else {
+        *out = mdl_roofline_create(m, hw, par, &cfg->eff);
+        if (!*out) st = kvf_fail(err, KVF_ENOMEM, "cannot create the roofline step model");
     }
-    *out = mdl_roofline_create(m, hw, par, &cfg->eff);
-    return *out ? KVF_OK : kvf_fail(err, KVF_ENOMEM, "cannot create the roofline step model");
+    if (!st && o && (o->replay || o->step_scale > 0)) *out = sim_replay_stepper_wrap(*out, o);
+    return st;
 }
 
 // ---- progress ----------------------------------------------------------------------------------
