@@ -230,6 +230,9 @@ kvf_status eng_profile_run(const eng_profile_config *c, FILE *f, FILE *progress,
 // when c->check_max_ratio > 1 and a probe's ratio falls outside [1/r, r].
 kvf_status eng_profile_check(const eng_profile_config *c, const char *path, FILE *out,
                              kvf_err *err);
+// The same, and *ratio = the median measured/stored ratio over the probes.
+kvf_status eng_profile_check_ratio(const eng_profile_config *c, const char *path, FILE *out,
+                                   double *ratio, kvf_err *err);
 
 // Timing probes: ENG_PROBE_SHAPES fixed small steps (prefill 12@0 and 128@256, decode 4@256 and
 // 16@512 as new tokens or batch @ context) on an engine of their own (~1 MB of KV next to the

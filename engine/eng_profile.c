@@ -378,6 +378,13 @@ typedef struct crow {
 
 kvf_status eng_profile_check(const eng_profile_config *c, const char *path, FILE *out,
                              kvf_err *err) {
+    double r;
+    return eng_profile_check_ratio(c, path, out, &r, err);
+}
+
+kvf_status eng_profile_check_ratio(const eng_profile_config *c, const char *path, FILE *out,
+                                   double *ratio, kvf_err *err) {
+    *ratio = NAN;
     char *text = NULL;
     size_t len = 0;
     kvf_status st = kvf_read_file(path, &text, &len, err);
@@ -495,6 +502,7 @@ kvf_status eng_profile_check(const eng_profile_config *c, const char *path, FILE
         }
         eng_destroy(e);
         stat3 d = stats(ratios, np);
+        *ratio = d.med;
         fprintf(out, "# median drift (measured/stored): %.3f over %u probes (%s clock)\n", d.med, np,
                 cpu ? "thread cpu" : "wall");
         if (outside)

@@ -628,6 +628,7 @@ static void idle_probe(void *ctx, int64_t idle_ns) {
 typedef struct noise {
     double band_cpu, band_wall;   // relative half-widths of the probes' spread (incl. drift)
     double drift_cpu, drift_wall; // after/before - 1, median over shapes
+    double drift_profile;         // a given profile: its rows re-measured now, median ratio - 1
     double steal;                 // served steps: median wall/cpu - 1
     double loop;                  // serve wall not in steps nor waiting, per busy ns
     size_t probes[4];
@@ -701,7 +702,7 @@ static double pct_common(const double *real, const double *v, size_t n, double p
 }
 
 // One error table: mean/p50/p90/p99 of each metric, real and sim, error and noise band
-// (half the spread of the sim run at the low and high ends of the step-time noise, over real;
+// (how far the sim moves when every step is slower or faster by the step-time noise, over real;
 // lo/hi may be NULL: band 0). *worst and *band get the largest |error| and band over p50/p90.
 static json_t *error_table(const side *real, const side *sim, const side *lo, const side *hi,
                            size_t n, double *worst, double *band) {
@@ -720,8 +721,8 @@ static json_t *error_table(const side *real, const side *sim, const side *lo, co
             double e = r > 0 ? 100 * (sv - r) / r : NAN;
             double b = 0;
             if (lo && hi && r > 0)
-                b = 100 * fabs(pct_common(real->v[m], hi->v[m], n, ps[k], buf) -
-                               pct_common(real->v[m], lo->v[m], n, ps[k], buf)) / (2 * r);
+                b = 100 * fmax(fabs(pct_common(real->v[m], hi->v[m], n, ps[k], buf) - sv),
+                               fabs(sv - pct_common(real->v[m], lo->v[m], n, ps[k], buf))) / r;
             json_t *x = json_object();
             json_object_set_new(x, "real", json_real(isfinite(r) ? r : 0));
             json_object_set_new(x, "sim", json_real(isfinite(sv) ? sv : 0));
@@ -741,11 +742,12 @@ static json_t *error_table(const side *real, const side *sim, const side *lo, co
 }
 
 // The verdict of one fidelity: the band wider than the tolerance says nothing either way.
+// An error beyond the tolerance by more than the band fails whatever the band.
 static const char *verdict(double worst, double band, double tol) {
+    if (worst - band > tol) return "fail";
     if (band > tol) return "inconclusive";
     if (worst <= tol) return "pass";
-    if (worst - band <= tol) return "inconclusive";
-    return "fail";
+    return "inconclusive";
 }
 
 static void verdict_obj(json_t *o, double worst, double band, double tol) {
@@ -1001,6 +1003,21 @@ int sim_cli_validate(int argc, char **argv) {
         if (!st) st = mdl_profile_load(&mp, profile, &err);
         if (st) goto early;
     }
+    // a given profile: a few of its rows re-measured now and after the serve (its drift)
+    double pr[2] = {NAN, NAN};
+    eng_profile_config cc = {.model = a.model, .backend = b, .threads = a.threads, .seed = 1,
+                             .check_bound_ms = 150};
+    if (a.profile) {
+        snprintf(path, sizeof path, "%s/profile_check.txt", out);
+        FILE *f = fopen(path, "w");
+        if (!f) {
+            st = kvf_fail(&err, KVF_EIO, "%s: cannot write", path);
+            goto early;
+        }
+        st = eng_profile_check_ratio(&cc, profile, f, &pr[0], &err);
+        fclose(f);
+        if (st) goto early;
+    }
     for (int r = 0; r < 3 * ENG_PROBE_SHAPES; r++) probe_once(&pl, 0);
     if (pl.st) {
         st = pl.st;
@@ -1020,8 +1037,17 @@ int sim_cli_validate(int argc, char **argv) {
     if (st) goto early;
     for (int r = 0; r < 3 * ENG_PROBE_SHAPES; r++) probe_once(&pl, 2);
     if (pl.st && !st) st = pl.st, err = pl.err;
+    if (a.profile && !st) {
+        snprintf(path, sizeof path, "%s/profile_check.txt", out);
+        FILE *f = fopen(path, "a");
+        if (f) {
+            st = eng_profile_check_ratio(&cc, profile, f, &pr[1], &err);
+            fclose(f);
+        }
+    }
     // 4. noise: probe bands, steal (wall over CPU of the served steps), loop time unaccounted
     noise nz = {0};
+    if (isfinite(pr[0])) nz.drift_profile = (isfinite(pr[1]) ? (pr[0] + pr[1]) / 2 : pr[0]) - 1;
     probe_band(&pl, true, &nz.band_cpu, &nz.drift_cpu);
     probe_band(&pl, false, &nz.band_wall, &nz.drift_wall);
     for (size_t i = 0; i < pl.n; i++) nz.probes[pl.v[i].phase]++;
@@ -1061,7 +1087,11 @@ int sim_cli_validate(int argc, char **argv) {
     double step_worst = 0;
     uint64_t flagged = 0;
     if (!st) {
-        stepj = step_fidelity(&res, stp, &gf, cpu_clock, 100 * nz.band_cpu, TOL_STEP, pred, resid,
+        // the step band: the probes' spread by the profile's clock (wall: plus steal), plus how
+        // far a given profile has drifted from this machine now
+        double bs = cpu_clock ? nz.band_cpu + fabs(nz.drift_profile)
+                              : nz.band_wall + fmax(fmax(0, nz.steal), fabs(nz.drift_profile));
+        stepj = step_fidelity(&res, stp, &gf, cpu_clock, 100 * bs, TOL_STEP, pred, resid,
                               flag, &flagged, &step_worst);
         st = write_steps_csv(out, &res, pred, resid, flag, &err);
     }
@@ -1086,21 +1116,23 @@ int sim_cli_validate(int argc, char **argv) {
     sim_step_replay rp = {.steps = rsteps, .n = res.n_steps};
     // end to end: the model's clock against the serve's wall clock, so the band covers the
     // probes' wall spread and the time other processes took from the engine (steal)
-    double b_e2e = nz.band_wall + (cpu_clock ? fmax(0, nz.steal) : 0);
+    // (a wall-clock profile re-measured now already carries the steal in its drift)
+    double b_e2e = cpu_clock ? nz.band_wall + fmax(0, nz.steal) + fabs(nz.drift_profile)
+                             : nz.band_wall + fmax(fmax(0, nz.steal), fabs(nz.drift_profile));
     double b_sch = nz.loop;
     void *sj = NULL;
     char simdir[2200], d2[2300];
     snprintf(simdir, sizeof simdir, "%s/sim", out);
     if (!st) st = sim_side(&a, &ec, profile, shaped, simdir, NULL, 0, n, &e2e, &sj, &err);
     snprintf(d2, sizeof d2, "%s/bands/e2e-lo", out);
-    if (!st) st = sim_side(&a, &ec, profile, shaped, d2, NULL, fmax(0.05, 1 - b_e2e), n, &e2e_lo, NULL, &err);
+    if (!st) st = sim_side(&a, &ec, profile, shaped, d2, NULL, 1 / (1 + b_e2e), n, &e2e_lo, NULL, &err);
     snprintf(d2, sizeof d2, "%s/bands/e2e-hi", out);
     if (!st) st = sim_side(&a, &ec, profile, shaped, d2, NULL, 1 + b_e2e, n, &e2e_hi, NULL, &err);
     snprintf(d2, sizeof d2, "%s/sim-replay", out);
     if (!st) st = sim_side(&a, &ec, profile, shaped, d2, &rp, 0, n, &sch, NULL, &err);
     uint64_t matched = rp.matched, fallback = rp.fallback;
     snprintf(d2, sizeof d2, "%s/bands/replay-lo", out);
-    if (!st) st = sim_side(&a, &ec, profile, shaped, d2, &rp, fmax(0.05, 1 - b_sch), n, &sch_lo, NULL, &err);
+    if (!st) st = sim_side(&a, &ec, profile, shaped, d2, &rp, 1 / (1 + b_sch), n, &sch_lo, NULL, &err);
     snprintf(d2, sizeof d2, "%s/bands/replay-hi", out);
     if (!st) st = sim_side(&a, &ec, profile, shaped, d2, &rp, 1 + b_sch, n, &sch_hi, NULL, &err);
     // 7. the tables and the verdicts
@@ -1163,6 +1195,7 @@ int sim_cli_validate(int argc, char **argv) {
         json_object_set_new(nj, "drift_cpu_pct", json_real(100 * nz.drift_cpu));
         json_object_set_new(nj, "drift_wall_pct", json_real(100 * nz.drift_wall));
         json_object_set_new(nj, "steal_pct", json_real(100 * nz.steal));
+        json_object_set_new(nj, "profile_drift_pct", json_real(100 * nz.drift_profile));
         json_object_set_new(nj, "loop_unaccounted_pct", json_real(100 * nz.loop));
         json_object_set_new(nj, "probes_before", json_integer((json_int_t)nz.probes[0]));
         json_object_set_new(nj, "probes_during", json_integer((json_int_t)nz.probes[1]));
