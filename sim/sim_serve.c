@@ -629,6 +629,7 @@ typedef struct noise {
     double band_cpu, band_wall;   // relative half-widths of the probes' spread (incl. drift)
     double drift_cpu, drift_wall; // after/before - 1, median over shapes
     double drift_profile;         // a given profile: its rows re-measured now, median ratio - 1
+    double profile_unstable;      // half the relative change of that ratio over the serve
     double steal;                 // served steps: median wall/cpu - 1
     double loop;                  // serve wall not in steps nor waiting, per busy ns
     size_t probes[4];
@@ -1047,7 +1048,10 @@ int sim_cli_validate(int argc, char **argv) {
     }
     // 4. noise: probe bands, steal (wall over CPU of the served steps), loop time unaccounted
     noise nz = {0};
+    // a given profile's level against this machine is part of the error it makes; how much
+    // that level moved from before to after the serve is noise
     if (isfinite(pr[0])) nz.drift_profile = (isfinite(pr[1]) ? (pr[0] + pr[1]) / 2 : pr[0]) - 1;
+    if (isfinite(pr[0]) && isfinite(pr[1])) nz.profile_unstable = fabs(pr[1] - pr[0]) / (pr[0] + pr[1]);
     probe_band(&pl, true, &nz.band_cpu, &nz.drift_cpu);
     probe_band(&pl, false, &nz.band_wall, &nz.drift_wall);
     for (size_t i = 0; i < pl.n; i++) nz.probes[pl.v[i].phase]++;
@@ -1089,8 +1093,8 @@ int sim_cli_validate(int argc, char **argv) {
     if (!st) {
         // the step band: the probes' spread by the profile's clock (wall: plus steal), plus how
         // far a given profile has drifted from this machine now
-        double bs = cpu_clock ? nz.band_cpu + fabs(nz.drift_profile)
-                              : nz.band_wall + fmax(fmax(0, nz.steal), fabs(nz.drift_profile));
+        double bs = cpu_clock ? nz.band_cpu + nz.profile_unstable
+                              : nz.band_wall + fmax(0, nz.steal) + nz.profile_unstable;
         stepj = step_fidelity(&res, stp, &gf, cpu_clock, 100 * bs, TOL_STEP, pred, resid,
                               flag, &flagged, &step_worst);
         st = write_steps_csv(out, &res, pred, resid, flag, &err);
@@ -1116,9 +1120,7 @@ int sim_cli_validate(int argc, char **argv) {
     sim_step_replay rp = {.steps = rsteps, .n = res.n_steps};
     // end to end: the model's clock against the serve's wall clock, so the band covers the
     // probes' wall spread and the time other processes took from the engine (steal)
-    // (a wall-clock profile re-measured now already carries the steal in its drift)
-    double b_e2e = cpu_clock ? nz.band_wall + fmax(0, nz.steal) + fabs(nz.drift_profile)
-                             : nz.band_wall + fmax(fmax(0, nz.steal), fabs(nz.drift_profile));
+    double b_e2e = nz.band_wall + fmax(0, nz.steal) + nz.profile_unstable;
     double b_sch = nz.loop;
     void *sj = NULL;
     char simdir[2200], d2[2300];
@@ -1196,6 +1198,7 @@ int sim_cli_validate(int argc, char **argv) {
         json_object_set_new(nj, "drift_wall_pct", json_real(100 * nz.drift_wall));
         json_object_set_new(nj, "steal_pct", json_real(100 * nz.steal));
         json_object_set_new(nj, "profile_drift_pct", json_real(100 * nz.drift_profile));
+        json_object_set_new(nj, "profile_unstable_pct", json_real(100 * nz.profile_unstable));
         json_object_set_new(nj, "loop_unaccounted_pct", json_real(100 * nz.loop));
         json_object_set_new(nj, "probes_before", json_integer((json_int_t)nz.probes[0]));
         json_object_set_new(nj, "probes_during", json_integer((json_int_t)nz.probes[1]));
