@@ -291,6 +291,7 @@ enum { ENG_REQ_DONE = 0, ENG_REQ_REJECTED = 1 }; // eng_request_result.status
 typedef struct eng_request_result {
     int64_t arrival_ns;     // when it was due (== request arrival_ns)
     int64_t admitted_ns;    // first time it was scheduled
+    int64_t seen_ns;        // when the loop took it into its queue (arrival + wake-up latency)
     int64_t first_token_ns; // end of the step that produced its first token
     int64_t last_token_ns;  // end of the step that produced its last token
     int64_t completion_ns;  // when it left the server (== last_token_ns), -1 if rejected
@@ -313,6 +314,8 @@ typedef struct eng_step_record {
     uint32_t tokens;         // tokens computed (prefill chunk tokens + decodes)
     uint32_t prefill_tokens; // of which prefill
     uint32_t context_tokens; // sum of the cached context the step attended over
+    int64_t after_ns;        // the loop's own time after the step until the next step began,
+                             //   waits for arrivals (and probes in them) excluded
     int64_t cpu_ns;          // thread CPU time of the whole step (CLOCK_THREAD_CPUTIME_ID):
                              //   what the step cost this thread, whatever else ran beside it
     uint32_t decode_seqs;    // sequences that decoded one token

@@ -38,6 +38,8 @@ typedef struct loop {
     uint32_t *waiting, nwait; // request indices, FIFO (front = 0)
     uint32_t *running, nrun;  // admission order (last = newest)
     int64_t t0, skew;
+    bool woke; // the last wait ended: arrivals taken next were seen at the wake-up
+    int64_t last_end, idle_at_end; // end of the last recorded step, idle_ns then
     size_t cap_steps, cap_chunks;
     size_t left; // requests not yet done (rejected ones excluded)
 } loop;
@@ -88,6 +90,7 @@ static void sleep_until(loop *L, int64_t t) {
         nanosleep(&ts, NULL);
     }
     int64_t t2 = now_ns(L);
+    L->woke = true;
     L->out->idle_ns += t2 - t0;
     if (t2 > t) L->out->late_ns += t2 - t;
 }
@@ -163,6 +166,7 @@ static kvf_status step(loop *L, bool *did, kvf_err *err) {
     size_t chunk0 = L->out->n_chunks;
     eng_step_record rec = {0};
     rec.start_ns = ts;
+    int64_t gap = L->out->n_steps ? ts - L->last_end - (L->out->idle_ns - L->idle_at_end) : 0;
     *did = false;
     // ---- decode set: oldest first, making room by preempting the newest -------------------
     eng_seq *dseq[1024];
@@ -302,6 +306,9 @@ static kvf_status step(loop *L, bool *did, kvf_err *err) {
         rec.chunk0 = (uint32_t)chunk0;
         rec.n_chunks = (uint32_t)(L->out->n_chunks - chunk0);
         rec.forward_ns = fwd;
+        if (L->out->n_steps) L->out->steps[L->out->n_steps - 1].after_ns = gap > 0 ? gap : 0;
+        L->last_end = te;
+        L->idle_at_end = L->out->idle_ns;
         rec.phase = rec.prefill_tokens == 0            ? ENG_STEP_DECODE
                     : rec.prefill_tokens == rec.tokens ? ENG_STEP_PREFILL
                                                        : ENG_STEP_MIXED;
@@ -365,7 +372,11 @@ kvf_status eng_serve_on(eng_engine *e, const eng_serve_config *c, const eng_requ
             if (L.rs[ri].state == ST_REJECTED) continue;
             L.rs[ri].state = ST_WAITING;
             L.waiting[L.nwait++] = ri;
+            // woken from a wait: it was seen late by the wake-up latency (noise, not
+            // scheduling); otherwise it was due while a step ran and is seen as it arrived
+            out->requests[ri].seen_ns = L.woke ? t : reqs[ri].arrival_ns;
         }
+        L.woke = false;
         bool did = false;
         if ((st = step(&L, &did, err))) break;
         if (!did && L.left) {

@@ -139,6 +139,7 @@ typedef struct rp_entry {
     uint32_t nd, np, ptok;
     uint64_t ctx;
     int64_t ns;
+    size_t idx; // position in the serve
 } rp_entry;
 
 typedef struct replay_stepper {
@@ -149,7 +150,21 @@ typedef struct replay_stepper {
     size_t n;
     double ratio[3]; // served / inner prediction, median by kind: prefill, decode, mixed
     double scale;
+    // the previous answer, counted once mdl_stepper_cost has counted it as a step (router
+    // estimates call the vtable directly and are not steps)
+    uint64_t seen_calls;
+    int pending;   // 0 none, 1 matched, 2 fallback
+    size_t cursor; // serve position of the last step replayed
 } replay_stepper;
+
+static void rp_commit(replay_stepper *s) {
+    if (s->base.calls != s->seen_calls && s->pending && s->r) {
+        if (s->pending == 1) s->r->matched++;
+        else s->r->fallback++;
+    }
+    s->seen_calls = s->base.calls;
+    s->pending = 0;
+}
 
 static rp_entry rp_key(const mdl_seq *s, uint32_t n) {
     rp_entry k = {0};
@@ -176,31 +191,39 @@ static int rp_kind(const rp_entry *k) {
 
 static void rp_cost(mdl_stepper *sb, const mdl_batch *b, mdl_step_cost *out) {
     replay_stepper *s = (replay_stepper *)sb;
+    rp_commit(s);
     s->inner->vt->cost(s->inner, b, out); // flops, bytes and the fallback
     if (s->r && b->phase != MDL_VISION) {
         rp_entry k = rp_key(b->seqs, b->n);
-        // first entry with this key (lower bound), then the nearest context among its run
-        size_t lo = 0, hi = s->n;
+        // the served steps with this key and a context within tolerance (a contiguous run of
+        // the sorted table); of those the one nearest in serve order to the step after the
+        // last one replayed (durations drift over a serve), then nearest in context
+        uint64_t tol = (uint64_t)(0.02 * (double)k.ctx + 16.0 * b->n);
         rp_entry q = k;
-        q.ctx = 0;
+        q.ctx = k.ctx > tol ? k.ctx - tol : 0;
+        size_t lo = 0, hi = s->n;
         while (lo < hi) {
             size_t mid = (lo + hi) / 2;
             if (rp_cmp(&s->e[mid], &q) < 0) lo = mid + 1;
             else hi = mid;
         }
         const rp_entry *best = NULL;
-        uint64_t bd = UINT64_MAX;
-        for (size_t i = lo; i < s->n && s->e[i].nd == k.nd && s->e[i].np == k.np && s->e[i].ptok == k.ptok; i++) {
-            uint64_t d = s->e[i].ctx > k.ctx ? s->e[i].ctx - k.ctx : k.ctx - s->e[i].ctx;
-            if (d < bd) bd = d, best = &s->e[i];
-            if (s->e[i].ctx > k.ctx) break;
+        size_t want = s->cursor + 1, bd = SIZE_MAX;
+        uint64_t bc = UINT64_MAX;
+        for (size_t i = lo; i < s->n && s->e[i].nd == k.nd && s->e[i].np == k.np &&
+                            s->e[i].ptok == k.ptok && s->e[i].ctx <= k.ctx + tol;
+             i++) {
+            size_t d = s->e[i].idx > want ? s->e[i].idx - want : want - s->e[i].idx;
+            uint64_t dc = s->e[i].ctx > k.ctx ? s->e[i].ctx - k.ctx : k.ctx - s->e[i].ctx;
+            if (d < bd || (d == bd && dc < bc)) bd = d, bc = dc, best = &s->e[i];
         }
-        if (best && (double)bd <= 0.02 * (double)k.ctx + 16.0 * b->n) {
+        if (best) {
             out->ns = best->ns;
-            s->r->matched++;
+            s->cursor = best->idx;
+            s->pending = 1;
         } else {
             out->ns = (int64_t)((double)out->ns * s->ratio[rp_kind(&k)]);
-            s->r->fallback++;
+            s->pending = 2;
         }
         out->extrapolated = false;
     }
@@ -210,6 +233,7 @@ static void rp_cost(mdl_stepper *sb, const mdl_batch *b, mdl_step_cost *out) {
 
 static void rp_destroy(mdl_stepper *sb) {
     replay_stepper *s = (replay_stepper *)sb;
+    rp_commit(s);
     mdl_stepper_destroy(s->inner);
     free(s->e);
     free(s);
@@ -234,6 +258,7 @@ mdl_stepper *sim_replay_stepper_wrap(mdl_stepper *inner, const sim_run_opts *o) 
             const sim_replay_step *p = &s->r->steps[i];
             rp_entry k = rp_key(p->seqs, p->n);
             k.ns = p->ns;
+            k.idx = i;
             s->e[s->n++] = k;
             mdl_batch b = {.phase = k.nd && k.np ? MDL_MIXED : k.nd ? MDL_DECODE : MDL_PREFILL,
                            .seqs = p->seqs, .n = p->n};
