@@ -198,10 +198,17 @@ END_TEST
 
 static Suite *suite(void) {
     Suite *s = suite_create("validate");
-    TCase *t = tcase_create("validate");
+    // one case each, run as separate tests (CK_RUN_CASE): extrapolation, window, wrong_profile
+    TCase *t = tcase_create("extrapolation");
     tcase_set_timeout(t, 600);
     tcase_add_test(t, test_extrapolation_is_flagged);
+    suite_add_tcase(s, t);
+    t = tcase_create("window");
+    tcase_set_timeout(t, 600);
     tcase_add_test(t, test_validate_mooncake_window);
+    suite_add_tcase(s, t);
+    t = tcase_create("wrong_profile");
+    tcase_set_timeout(t, 600);
     tcase_add_test(t, test_validate_wrong_profile_fails);
     suite_add_tcase(s, t);
     return s;
