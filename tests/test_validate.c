@@ -126,6 +126,19 @@ START_TEST(test_validate_mooncake_window) {
         steps += kvt_num(v, key);
     }
     ck_assert_int_eq((int)steps, (int)kvt_num(v, "serve.steps"));
+    // the simulator run's report carries both error tables, the step residuals and the
+    // per-request scatter's data
+    snprintf(path, sizeof path, "%s/rel/out/sim/report.html", dir);
+    char *html = kvt_slurp(path);
+    ck_assert_msg(html, "no report.html");
+    const char *parts[] = {"validation-scheduling-table", "validation-table", "validation-steps-table",
+                           "validation-shapes-table", "chart-validation_ttft"};
+    for (int i = 0; i < 5; i++) ck_assert_msg(strstr(html, parts[i]), "report lacks %s", parts[i]);
+    free(html);
+    snprintf(path, sizeof path, "%s/rel/out/sim/report_files/validation_ttft.dat", dir);
+    char *dat = kvt_slurp(path);
+    ck_assert_msg(dat && kvt_count(dat, "\n") >= 2 * 40, "scatter data: %d lines", dat ? kvt_count(dat, "\n") : -1);
+    free(dat);
     json_decref(v);
 }
 END_TEST
