@@ -389,7 +389,7 @@ kvf_status eng_profile_check_ratio(const eng_profile_config *c, const char *path
     size_t len = 0;
     kvf_status st = kvf_read_file(path, &text, &len, err);
     if (st) return st;
-    char model[ENG_NAME_MAX] = "", backend[16] = "";
+    char model[ENG_NAME_MAX] = "", backend[16] = "", hardware[ENG_NAME_MAX] = "";
     bool cpu = false; // the profile was timed by the thread's CPU clock: so is the check
     crow *rows = NULL;
     size_t nr = 0, cap = 0;
@@ -403,6 +403,7 @@ kvf_status eng_profile_check_ratio(const eng_profile_config *c, const char *path
         if (*p == '#') {
             sscanf(p, "# model: %63s", model);
             sscanf(p, "# backend: %15s", backend);
+            sscanf(p, "# hardware: %63s", hardware);
             if (strstr(p, "# timing: thread cpu clock")) cpu = true;
             continue;
         }
@@ -481,6 +482,12 @@ kvf_status eng_profile_check_ratio(const eng_profile_config *c, const char *path
         if ((st = make_engine(&e, &m, cc.backend, cc.threads, cc.seed, &g, err))) goto done;
         double ratios[PROBES];
         uint32_t outside = 0;
+        if (hardware[0] && strcmp(hardware, eng_hardware_id(e))) {
+            fprintf(out, "# warning: the profile was measured on '%s', this machine is '%s'\n",
+                    hardware, eng_hardware_id(e));
+            fprintf(stderr, "kvfleet: warning: %s was measured on '%s', this machine is '%s'\n",
+                    path, hardware, eng_hardware_id(e));
+        }
         fprintf(out, "op,batch,new_tokens,context,stored_ns,measured_ns,ratio\n");
         for (uint32_t i = 0; i < np; i++) {
             stat3 s;

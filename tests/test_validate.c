@@ -209,12 +209,89 @@ START_TEST(test_extrapolation_is_flagged) {
 }
 END_TEST
 
+static int run_cmd(const char *args, char *msg, size_t n, char *dir_out) {
+    char dir[] = "/tmp/kvf_valc_XXXXXX";
+    ck_assert(mkdtemp(dir));
+    if (dir_out) strcpy(dir_out, dir);
+    const char *bin = getenv("KVF_BIN") ? getenv("KVF_BIN") : "build/kvfleet";
+    char cmd[4096], path[128];
+    snprintf(cmd, sizeof cmd, "cd %s && %s%s%s %s > out.txt 2>&1", dir, bin[0] == '/' ? "" : kvt_src(),
+             bin[0] == '/' ? "" : "/", bin, args);
+    int st = system(cmd);
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    char *t = kvt_slurp(path);
+    snprintf(msg, n, "%s", t ? t : "");
+    free(t);
+    ck_assert(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+// A profile from another machine: named with both hardware ids and refused under --strict
+// (before anything is served); windows must be ordered.
+START_TEST(test_validate_refuses) {
+    char other[] = "/tmp/kvf_otherhw_XXXXXX", src[1200], args[4096], msg[8192];
+    snprintf(src, sizeof src, "%s/models/profiles/cpu-tiny-dense.csv", kvt_src());
+    int fd = mkstemp(other);
+    ck_assert(fd >= 0);
+    FILE *out = fdopen(fd, "w"), *in = fopen(src, "r");
+    char line[1024];
+    while (fgets(line, sizeof line, in)) {
+        if (!strncmp(line, "# hardware: ", 12)) fputs("# hardware: cpu-some-other-model\n", out);
+        else fputs(line, out);
+    }
+    fclose(in), fclose(out);
+    snprintf(args, sizeof args, "validate --trace %s --limit 5 --length-scale 0.02 --profile %s --strict",
+             kvt_shared_trace("mooncake_conversation.jsonl"), other);
+    ck_assert_int_eq(run_cmd(args, msg, sizeof msg, NULL), 2);
+    ck_assert_msg(strstr(msg, "cpu-some-other-model") && strstr(msg, "--strict"), "%s", msg);
+    ck_assert_msg(!strstr(msg, "serving"), "served before refusing: %s", msg);
+    unlink(other);
+    snprintf(args, sizeof args, "validate --trace %s --start 20 --end 10",
+             kvt_shared_trace("mooncake_conversation.jsonl"));
+    ck_assert_int_eq(run_cmd(args, msg, sizeof msg, NULL), 2);
+    ck_assert_msg(strstr(msg, "--end"), "%s", msg);
+}
+END_TEST
+
+// engine serve: a window of the trace (on its own time axis), a relative -o under the working
+// directory, every step in steps.csv.
+START_TEST(test_engine_serve_window) {
+    char args[4096], msg[8192], dir[64], path[256];
+    snprintf(args, sizeof args,
+             "engine serve --trace %s --start 1800 --end 1806 --length-scale 0.01 -o rel/serve",
+             kvt_shared_trace("mooncake_conversation.jsonl"));
+    ck_assert_msg(run_cmd(args, msg, sizeof msg, dir) == 0, "%s", msg);
+    // the window holds the requests of [1800 s, 1806 s): Mooncake's 3 s buckets, ~4 req/s
+    snprintf(path, sizeof path, "%s/rel/serve/trace.jsonl", dir);
+    char *t = kvt_slurp(path);
+    ck_assert_msg(t, "no trace.jsonl under the working directory");
+    int reqs = kvt_count(t, "\n");
+    free(t);
+    ck_assert_msg(reqs >= 5 && reqs <= 60, "%d requests in a 6 s window", reqs);
+    snprintf(path, sizeof path, "%s/rel/serve/steps.csv", dir);
+    t = kvt_slurp(path);
+    ck_assert_msg(t, "no steps.csv");
+    int steps = kvt_count(t, "\n") - 1;
+    free(t);
+    ck_assert_msg(steps >= 2, "%d steps for %d requests", steps, reqs);
+    snprintf(path, sizeof path, "%s/rel/serve/summary.json", dir);
+    json_error_t e;
+    json_t *s = json_load_file(path, 0, &e);
+    ck_assert_msg(s, "summary: %s", e.text);
+    ck_assert_int_eq((int)kvt_num(s, "requests.arrived"), reqs);
+    ck_assert_int_eq((int)kvt_num(s, "steps.steps"), steps);
+    json_decref(s);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("validate");
     // one case each, run as separate tests (CK_RUN_CASE): extrapolation, window, wrong_profile
     TCase *t = tcase_create("extrapolation");
     tcase_set_timeout(t, 600);
     tcase_add_test(t, test_extrapolation_is_flagged);
+    tcase_add_test(t, test_validate_refuses);
+    tcase_add_test(t, test_engine_serve_window);
     suite_add_tcase(s, t);
     t = tcase_create("window");
     tcase_set_timeout(t, 600);
