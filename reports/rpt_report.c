@@ -1035,6 +1035,16 @@ static void sec_economics(rep *r, page *p) {
     }
 }
 
+// A table row: one or two text cells, then x's values under keys.
+static void json_row(page *p, const char *a, const char *b, json_t *x, const char *const *keys,
+                     int n) {
+    row_open(p);
+    cell_text(p, a);
+    if (b) cell_text(p, b);
+    for (int i = 0; i < n; i++) cell_json(p, NULL, json_object_get(x, keys[i]));
+    row_close(p);
+}
+
 // One error table of validation.json (real, sim, error and its noise band per figure).
 static void validation_table(page *p, json_t *t, const char *id) {
     static const char *const heads[] = {"figure", "real", "sim", "error %", "band +-%"};
@@ -1047,13 +1057,8 @@ static void validation_table(page *p, json_t *t, const char *id) {
             if (!json_is_object(c)) continue;
             char lab[64];
             snprintf(lab, sizeof lab, "%s %s", metrics[i], stats[j]);
-            row_open(p);
-            cell_text(p, lab);
-            cell_json(p, NULL, json_object_get(c, "real"));
-            cell_json(p, NULL, json_object_get(c, "sim"));
-            cell_json(p, NULL, json_object_get(c, "error_pct"));
-            cell_json(p, NULL, json_object_get(c, "band_pct"));
-            row_close(p);
+            static const char *const keys[] = {"real", "sim", "error_pct", "band_pct"};
+            json_row(p, lab, NULL, c, keys, 4);
         }
     tab_close(p);
 }
@@ -1120,14 +1125,9 @@ static void sec_validation(rep *r, page *p) {
         for (int k = 0; k < 3; k++) {
             json_t *x = json_object_get(json_object_get(stf, "kinds"), kinds[k]);
             if (!json_is_object(x)) continue;
-            row_open(p);
-            cell_text(p, kinds[k]);
-            cell_json(p, NULL, json_object_get(x, "steps"));
-            cell_json(p, NULL, json_object_get(x, "median_residual_pct"));
-            cell_json(p, NULL, json_object_get(x, "median_abs_residual_pct"));
-            cell_json(p, NULL, json_object_get(x, "p90_abs_residual_pct"));
-            cell_json(p, NULL, json_object_get(x, "flagged"));
-            row_close(p);
+            static const char *const keys[] = {"steps", "median_residual_pct", "median_abs_residual_pct",
+                                               "p90_abs_residual_pct", "flagged"};
+            json_row(p, kinds[k], NULL, x, keys, 5);
         }
         tab_close(p);
         static const char *const h2[] = {"kind", "shape", "steps", "median residual %", "p10 %", "p90 %"};
@@ -1135,14 +1135,10 @@ static void sec_validation(rep *r, page *p) {
         json_t *sh = json_object_get(stf, "shapes");
         for (size_t i = 0; i < json_array_size(sh); i++) {
             json_t *x = json_array_get(sh, i);
-            row_open(p);
-            cell_text(p, json_string_value(json_object_get(x, "kind")));
-            cell_text(p, json_string_value(json_object_get(x, "shape")));
-            cell_json(p, NULL, json_object_get(x, "steps"));
-            cell_json(p, NULL, json_object_get(x, "median_residual_pct"));
-            cell_json(p, NULL, json_object_get(x, "p10_residual_pct"));
-            cell_json(p, NULL, json_object_get(x, "p90_residual_pct"));
-            row_close(p);
+            static const char *const keys[] = {"steps", "median_residual_pct", "p10_residual_pct",
+                                               "p90_residual_pct"};
+            json_row(p, json_string_value(json_object_get(x, "kind")),
+                     json_string_value(json_object_get(x, "shape")), x, keys, 4);
         }
         tab_close(p);
         snprintf(line, sizeof line,
