@@ -155,11 +155,12 @@ typedef struct replay_stepper {
     uint64_t seen_calls;
     int pending;   // 0 none, 1 matched, 2 fallback
     size_t cursor; // serve position of the last step replayed
+    size_t pending_cursor;
 } replay_stepper;
 
 static void rp_commit(replay_stepper *s) {
     if (s->base.calls != s->seen_calls && s->pending && s->r) {
-        if (s->pending == 1) s->r->matched++;
+        if (s->pending == 1) s->r->matched++, s->cursor = s->pending_cursor;
         else s->r->fallback++;
     }
     s->seen_calls = s->base.calls;
@@ -219,7 +220,7 @@ static void rp_cost(mdl_stepper *sb, const mdl_batch *b, mdl_step_cost *out) {
         }
         if (best) {
             out->ns = best->ns;
-            s->cursor = best->idx;
+            s->pending_cursor = best->idx;
             s->pending = 1;
         } else {
             out->ns = (int64_t)((double)out->ns * s->ratio[rp_kind(&k)]);
