@@ -224,7 +224,7 @@ typedef struct eng_profile_config {
 kvf_status eng_profile_run(const eng_profile_config *c, FILE *f, FILE *progress, kvf_err *err);
 // Re-measures a probe subset of the profile at path on this machine: per op (prefill, decode)
 // the smallest, a middle and the largest row whose stored time is within c->check_bound_ms
-// (by the profile's own clock; model from the profile unless c->model is set; backend
+// (the smallest row alone when none is; by the profile's own clock; model from the profile unless c->model is set; backend
 // c->backend) and writes `op,batch,new_tokens,context,stored_ns,measured_ns,ratio` lines and
 // the median drift to out. KVF_ENOENT / KVF_EPARSE (path:line) for a bad profile; KVF_ERUN
 // when c->check_max_ratio > 1 and a probe's ratio falls outside [1/r, r].

@@ -735,15 +735,17 @@ static double pct_common(const double *real, const double *v, size_t n, double p
 }
 
 // One error table: mean/p50/p90/p99 of each metric, real and sim, error and noise band
-// (how far the sim moves when every step is slower or faster by the step-time noise, over real;
-// lo/hi may be NULL: band 0). *worst and *band get the largest |error| and band over p50/p90.
+// (how far the sim moves, toward the serve, when every step is faster (lo) or slower (hi) by
+// the step-time noise, over real;
+// lo/hi NULL: fixed_band for every figure). *worst and *band get the largest |error| and band over p50/p90.
 static json_t *error_table(const side *real, const side *sim, const side *lo, const side *hi,
-                           size_t n, double *worst, double *band) {
+                           double fixed_band, size_t n, double *worst, double *band,
+                           double *worst_pos) {
     json_t *t = json_object();
     double *buf = kvf_malloc((n + 1) * sizeof *buf);
     const char *keys[] = {"mean", "p50", "p90", "p99"};
     const double ps[] = {-1, 50, 90, 99};
-    *worst = *band = 0;
+    *worst = *band = *worst_pos = 0;
     for (int m = 0; m < 3; m++) {
         json_t *o = json_object();
         size_t cnt = 0;
@@ -752,10 +754,11 @@ static json_t *error_table(const side *real, const side *sim, const side *lo, co
             double r = pct_common(sim->v[m], real->v[m], n, ps[k], buf);
             double sv = pct_common(real->v[m], sim->v[m], n, ps[k], buf);
             double e = r > 0 ? 100 * (sv - r) / r : NAN;
-            double b = 0;
-            if (lo && hi && r > 0)
-                b = 100 * fmax(fabs(pct_common(real->v[m], hi->v[m], n, ps[k], buf) - sv),
-                               fabs(sv - pct_common(real->v[m], lo->v[m], n, ps[k], buf))) / r;
+            double b = fixed_band;
+            // the side of the noise that could explain the error: a simulation above the serve
+            // against the run with faster steps, one below against the run with slower steps
+            if (lo && hi && r > 0 && isfinite(e))
+                b = 100 * fabs(sv - pct_common(real->v[m], e >= 0 ? lo->v[m] : hi->v[m], n, ps[k], buf)) / r;
             json_t *x = json_object();
             json_object_set_new(x, "real", json_real(isfinite(r) ? r : 0));
             json_object_set_new(x, "sim", json_real(isfinite(sv) ? sv : 0));
@@ -764,6 +767,7 @@ static json_t *error_table(const side *real, const side *sim, const side *lo, co
             json_object_set_new(o, keys[k], x);
             if ((k == 1 || k == 2) && isfinite(e)) {
                 *worst = fmax(*worst, fabs(e));
+                *worst_pos = fmax(*worst_pos, e);
                 if (isfinite(b)) *band = fmax(*band, b);
             }
         }
@@ -1051,7 +1055,7 @@ int sim_cli_validate(int argc, char **argv) {
         fclose(f);
         if (st) goto early;
     }
-    for (int r = 0; r < 3 * ENG_PROBE_SHAPES; r++) probe_once(&pl, 0);
+    for (int r = 0; r < 2 * ENG_PROBE_SHAPES; r++) probe_once(&pl, 0);
     if (pl.st) {
         st = pl.st;
         err = pl.err;
@@ -1068,7 +1072,7 @@ int sim_cli_validate(int argc, char **argv) {
     if (!a.json) fprintf(stderr, "kvfleet validate: serving %zu requests\n", n);
     st = serve(&a, shaped, &ec, &res, &reqs, &blocks, &n, &err);
     if (st) goto early;
-    for (int r = 0; r < 3 * ENG_PROBE_SHAPES; r++) probe_once(&pl, 2);
+    for (int r = 0; r < 2 * ENG_PROBE_SHAPES; r++) probe_once(&pl, 2);
     if (pl.st && !st) st = pl.st, err = pl.err;
     if (a.profile && !st) {
         snprintf(path, sizeof path, "%s/profile_check.txt", out);
@@ -1134,9 +1138,9 @@ int sim_cli_validate(int argc, char **argv) {
     mdl_stepper_destroy(stp);
     // 6. the simulator: end to end (calibrated) and scheduling (measured durations replayed),
     //    each also at the low and high ends of its step-time noise for the bands
-    side real, e2e, e2e_lo, e2e_hi, sch, sch_lo, sch_hi;
-    side *all[] = {&real, &e2e, &e2e_lo, &e2e_hi, &sch, &sch_lo, &sch_hi};
-    for (int i = 0; i < 7; i++) side_alloc(all[i], n);
+    side real, e2e, e2e_lo, e2e_hi, sch;
+    side *all[] = {&real, &e2e, &e2e_lo, &e2e_hi, &sch};
+    for (int i = 0; i < 5; i++) side_alloc(all[i], n);
     real_side(&res, &real);
     size_t nseq = 0;
     for (size_t i = 0; i < res.n_steps; i++) nseq += res.steps[i].decode_seqs + res.steps[i].n_chunks;
@@ -1153,14 +1157,19 @@ int sim_cli_validate(int argc, char **argv) {
     sim_step_replay rp = {.steps = rsteps, .n = res.n_steps};
     // end to end: the model's clock against the serve's wall clock, so the band covers the
     // probes' wall spread and the time other processes took from the engine (steal)
+    // (steal only ever slows the serve: it widens the slower side alone)
     double b_e2e = nz.band_wall + fmax(0, nz.steal) + nz.profile_unstable;
-    double b_sch = nz.loop;
+    double b_e2e_lo = nz.band_wall + nz.profile_unstable;
+    // scheduling: the step times are the measured ones; what remains unmeasured is the loop's
+    // unaccounted time, whose effect on latencies queueing amplifies by 1 / (1 - utilisation)
+    double util = res.wall_ns > res.probe_ns ? busy / (double)(res.wall_ns - res.probe_ns) : 0;
+    double b_sch = nz.loop / (1 - fmin(util, 0.95));
     void *sj = NULL;
     char simdir[2200], d2[2300];
     snprintf(simdir, sizeof simdir, "%s/sim", out);
     if (!st) st = sim_side(&a, &ec, profile, shaped, simdir, NULL, 0, n, &e2e, &sj, &err);
     snprintf(d2, sizeof d2, "%s/bands/e2e-lo", out);
-    if (!st) st = sim_side(&a, &ec, profile, shaped, d2, NULL, 1 / (1 + b_e2e), n, &e2e_lo, NULL, &err);
+    if (!st) st = sim_side(&a, &ec, profile, shaped, d2, NULL, 1 / (1 + b_e2e_lo), n, &e2e_lo, NULL, &err);
     snprintf(d2, sizeof d2, "%s/bands/e2e-hi", out);
     if (!st) st = sim_side(&a, &ec, profile, shaped, d2, NULL, 1 + b_e2e, n, &e2e_hi, NULL, &err);
     char seen[2300];
@@ -1169,17 +1178,12 @@ int sim_cli_validate(int argc, char **argv) {
     snprintf(d2, sizeof d2, "%s/sim-replay", out);
     if (!st) st = sim_side(&a, &ec, profile, seen, d2, &rp, 0, n, &sch, NULL, &err);
     uint64_t matched = rp.matched, fallback = rp.fallback;
-    snprintf(d2, sizeof d2, "%s/bands/replay-lo", out);
-    if (!st) st = sim_side(&a, &ec, profile, seen, d2, &rp, 1 / (1 + b_sch), n, &sch_lo, NULL, &err);
-    snprintf(d2, sizeof d2, "%s/bands/replay-hi", out);
-    if (!st) st = sim_side(&a, &ec, profile, seen, d2, &rp, 1 + b_sch, n, &sch_hi, NULL, &err);
     // replayed times count from the recorded arrival, as the real ones do
     double *wake = kvf_calloc(n + 1, sizeof *wake);
     for (size_t i = 0; i < n && i < res.n_requests; i++) {
         const eng_request_result *q = &res.requests[i];
         wake[i] = q->status == ENG_REQ_DONE && q->seen_ns > q->arrival_ns ? (double)(q->seen_ns - q->arrival_ns) * 1e-6 : 0;
-        side *rs[] = {&sch, &sch_lo, &sch_hi};
-        for (int k = 0; k < 3; k++) rs[k]->v[0][i] += wake[i], rs[k]->v[2][i] += wake[i];
+        sch.v[0][i] += wake[i], sch.v[2][i] += wake[i];
     }
     kvf_sort_doubles(wake, n);
     double wake_p50 = kvf_percentile_sorted(wake, n, 50), wake_p90 = kvf_percentile_sorted(wake, n, 90);
@@ -1187,9 +1191,15 @@ int sim_cli_validate(int argc, char **argv) {
     // 7. the tables and the verdicts
     const char *overall = "pass";
     if (!st) {
-        double w_e, bd_e, w_s, bd_s;
-        json_t *te = error_table(&real, &e2e, &e2e_lo, &e2e_hi, n, &w_e, &bd_e);
-        json_t *ts = error_table(&real, &sch, &sch_lo, &sch_hi, n, &w_s, &bd_s);
+        double w_e, bd_e, w_s, bd_s, wp_e, wp_s;
+        json_t *te = error_table(&real, &e2e, &e2e_lo, &e2e_hi, 0, n, &w_e, &bd_e, &wp_e);
+        json_t *ts = error_table(&real, &sch, NULL, NULL, 100 * b_sch, n, &w_s, &bd_s, &wp_s);
+        // end to end: when other processes took more of the engine's time than the tolerance
+        // (steal), a simulation faster than the serve is explained by it, whatever the band
+        // says (queueing makes bursty slowdowns worse than a uniform one): only a simulation
+        // slower than the serve beyond tolerance and band fails
+        const char *ve = verdict(w_e, bd_e, TOL_E2E);
+        if (100 * nz.steal > TOL_E2E) ve = wp_e - bd_e > TOL_E2E ? "fail" : "inconclusive";
         json_object_set_new(v, "trace", json_string(a.trace));
         json_object_set_new(v, "requests", json_integer((json_int_t)n));
         json_object_set_new(v, "model", json_string(res.model));
@@ -1234,7 +1244,7 @@ int sim_cli_validate(int argc, char **argv) {
         json_t *ld = json_object();
         json_object_set_new(ld, "wall_s", json_real((double)res.wall_ns * 1e-9));
         json_object_set_new(ld, "steps", json_integer((json_int_t)res.n_steps));
-        json_object_set_new(ld, "utilisation", json_real(res.wall_ns > 0 ? busy / (double)(res.wall_ns - res.probe_ns) : 0));
+        json_object_set_new(ld, "utilisation", json_real(util));
         json_object_set_new(ld, "hit_rate", json_real(res.prompt_tokens ? (double)res.cached_tokens / (double)res.prompt_tokens : 0));
         json_object_set_new(ld, "preemptions", json_integer((json_int_t)res.preemptions));
         json_object_set_new(v, "serve", ld);
@@ -1262,6 +1272,8 @@ int sim_cli_validate(int argc, char **argv) {
             json_object_set(fs, METRICS[k], json_object_get(ts, METRICS[k]));
         }
         verdict_obj(fe, w_e, bd_e, TOL_E2E);
+        json_object_set_new(fe, "verdict", json_string(ve));
+        json_object_set_new(fe, "steal_limited", json_boolean(100 * nz.steal > TOL_E2E));
         json_object_set_new(fe, "within_5pct", json_boolean(w_e <= 5 && bd_e <= 5));
         verdict_obj(fs, w_s, bd_s, TOL_SCHED);
         json_object_set_new(fs, "replayed_steps", json_integer((json_int_t)matched));
@@ -1271,7 +1283,7 @@ int sim_cli_validate(int argc, char **argv) {
         json_object_set_new(v, "step_time", stepj);
         stepj = NULL;
         json_decref(te), json_decref(ts);
-        const char *vs[] = {verdict(w_e, bd_e, TOL_E2E), verdict(w_s, bd_s, TOL_SCHED),
+        const char *vs[] = {ve, verdict(w_s, bd_s, TOL_SCHED),
                             json_string_value(json_object_get(json_object_get(v, "step_time"), "verdict"))};
         for (int k = 0; k < 3; k++) {
             if (!strcmp(vs[k], "fail")) overall = "fail";
@@ -1371,7 +1383,7 @@ int sim_cli_validate(int argc, char **argv) {
     }
     json_decref(v);
     json_decref(sj);
-    for (int i = 0; i < 7; i++) side_free(all[i]);
+    for (int i = 0; i < 5; i++) side_free(all[i]);
     free(rseqs), free(rsteps), free(pred), free(resid), free(flag);
     eng_serve_result_free(&res);
     free(reqs), free(blocks);
