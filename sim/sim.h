@@ -173,6 +173,7 @@ typedef struct sim_step_replay {
     const sim_replay_step *steps;
     size_t n;
     uint64_t matched, fallback; // filled by the run
+    FILE *misses;               // optional: one line per step answered by the fallback
 } sim_step_replay;
 
 typedef struct sim_run_opts {

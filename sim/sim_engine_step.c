@@ -7,6 +7,7 @@
 // summed and the sequences closed. Slow but exact for the models the engine can hold (the
 // tiny-* models on a CPU; any on a large GPU). Contexts beyond the arena are clamped and the
 // step counted as extrapolated.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -225,6 +226,13 @@ static void rp_cost(mdl_stepper *sb, const mdl_batch *b, mdl_step_cost *out) {
         } else {
             out->ns = (int64_t)((double)out->ns * s->ratio[rp_kind(&k)]);
             s->pending = 2;
+            if (s->r->misses) { // a step to inspect (router estimates land here too: no "step")
+                fprintf(s->r->misses, "after served step %zu: decodes %u, chunks", s->cursor, k.nd);
+                for (uint32_t i = 0; i < b->n; i++)
+                    if (b->seqs[i].new_tokens != 1)
+                        fprintf(s->r->misses, " %u@%u", b->seqs[i].new_tokens, b->seqs[i].cached_tokens);
+                fprintf(s->r->misses, ", context %llu\n", (unsigned long long)k.ctx);
+            }
         }
         out->extrapolated = false;
     }

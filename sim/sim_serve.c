@@ -1175,8 +1175,12 @@ int sim_cli_validate(int argc, char **argv) {
     char seen[2300];
     snprintf(seen, sizeof seen, "%s/trace-seen.jsonl", out);
     if (!st) st = write_seen_trace(shaped, seen, ec.block_tokens, &res, &err);
+    snprintf(d2, sizeof d2, "%s/replay_misses.txt", out);
+    rp.misses = fopen(d2, "w");
     snprintf(d2, sizeof d2, "%s/sim-replay", out);
     if (!st) st = sim_side(&a, &ec, profile, seen, d2, &rp, 0, n, &sch, NULL, &err);
+    if (rp.misses) fclose(rp.misses);
+    rp.misses = NULL;
     uint64_t matched = rp.matched, fallback = rp.fallback;
     // replayed times count from the recorded arrival, as the real ones do
     double *wake = kvf_calloc(n + 1, sizeof *wake);
