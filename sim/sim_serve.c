@@ -668,7 +668,7 @@ typedef struct noise {
 } noise;
 
 // Band of one clock: per shape, the larger of half the spread of its phase medians (drift)
-// and its own (p90 - p10) / 2 over the median; then the median over shapes.
+// and its own (p90 - p10) / 2 over the median; then the largest over shapes.
 static void probe_band(const probe_log *L, bool cpu, double *band, double *drift) {
     double bs[ENG_PROBE_SHAPES], ds[ENG_PROBE_SHAPES];
     uint32_t nb = 0, ndr = 0;
@@ -700,7 +700,7 @@ static void probe_band(const probe_log *L, bool cpu, double *band, double *drift
     }
     kvf_sort_doubles(bs, nb);
     kvf_sort_doubles(ds, ndr);
-    *band = nb ? kvf_percentile_sorted(bs, nb, 50) : 0;
+    *band = nb ? bs[nb - 1] : 0;
     *drift = ndr ? kvf_percentile_sorted(ds, ndr, 50) : 0;
     free(v), free(w);
 }
