@@ -249,13 +249,13 @@ int main(int argc, char **argv) {
     if (fd) {
         json_t *bc = json_object_get(json_object_get(fd, "cache"), "by_class");
         const char *k;
-        json_t *o;
-        json_object_foreach(bc, k, o) {
-            json_t *st = json_object_get(o, "stored_bytes_steady_peak");
+        json_t *co;
+        json_object_foreach(bc, k, co) {
+            json_t *st = json_object_get(co, "stored_bytes_steady_peak");
             printf("  %-8s hit rate %.3f, store peak %.1f GB, end %.1f GB, steady %s\n", k,
-                   json_number_value(json_object_get(o, "hit_rate")),
-                   json_number_value(json_object_get(o, "stored_bytes_peak")) / 1e9,
-                   json_number_value(json_object_get(o, "stored_bytes_end")) / 1e9,
+                   json_number_value(json_object_get(co, "hit_rate")),
+                   json_number_value(json_object_get(co, "stored_bytes_peak")) / 1e9,
+                   json_number_value(json_object_get(co, "stored_bytes_end")) / 1e9,
                    json_is_number(st) ? "reached" : "not reached (run shorter than the retention)");
         }
         json_decref(fd);
