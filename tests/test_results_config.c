@@ -171,6 +171,33 @@ START_TEST(test_changed_config_changes_summary) {
 }
 END_TEST
 
+// compare names the configuration keys that differ between runs, and only those.
+START_TEST(test_compare_shows_differing_keys) {
+    kvt_tmp_make("kvf_rtd");
+    const char *base = "--set workload.limit_requests=300";
+    ck_assert_int_eq(kvt_sh("%s run scenarios/quickstart.yaml -q -o %s/a %s", kvt_bin(), kvt_tmp, base), 0);
+    ck_assert_int_eq(kvt_sh("%s run scenarios/quickstart.yaml -q -o %s/b %s --set router.decode=round_robin "
+                            "--set saturation.drain_s=60",
+                            kvt_bin(), kvt_tmp, base),
+                     0);
+    ck_assert_int_eq(kvt_sh("%s compare %s/a %s/b --json", kvt_bin(), kvt_tmp, kvt_tmp), 0);
+    json_error_t je;
+    json_t *arr = json_loads(kvt_out, 0, &je);
+    ck_assert_msg(json_is_array(arr) && json_array_size(arr) == 2, "compare --json: %s", je.text);
+    json_t *v0 = json_object_get(json_array_get(arr, 0), "varied"),
+           *v1 = json_object_get(json_array_get(arr, 1), "varied");
+    ck_assert_msg(json_object_size(v1) == 2, "varied keys: %s", json_dumps(v1, JSON_COMPACT));
+    ck_assert_str_eq(json_string_value(json_object_get(v0, "router.decode")), "least_kv");
+    ck_assert_str_eq(json_string_value(json_object_get(v1, "router.decode")), "round_robin");
+    ck_assert_str_eq(json_string_value(json_object_get(v1, "saturation.drain_s")), "60.0");
+    json_decref(arr);
+    ck_assert_int_eq(kvt_sh("%s compare %s/a %s/b", kvt_bin(), kvt_tmp, kvt_tmp), 0);
+    ck_assert_msg(strstr(kvt_out, "router.decode") && !strstr(kvt_out, "cluster.prefill.instances"),
+                  "%.3000s", kvt_out);
+    kvt_tmp_remove();
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("results_config");
     TCase *t = tcase_create("core");
@@ -178,6 +205,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(t, test_config_reproduces_summary, 0, (int)(sizeof cases / sizeof cases[0]));
     tcase_add_test(t, test_run_table_yaml_reproduces);
     tcase_add_test(t, test_changed_config_changes_summary);
+    tcase_add_test(t, test_compare_shows_differing_keys);
     suite_add_tcase(s, t);
     TCase *l = tcase_create("large");
     tcase_set_timeout(l, 600);
