@@ -20,8 +20,7 @@ typedef struct rt_case {
 static const rt_case large[] = {
     {"deepseek-reference", ""},
     {"ep-decode-144", ""},
-    // one simulated day of the three (the run's length, not its keys, is what the set cuts)
-    {"fleet-days", "--set workload.generate.days=1"},
+    {"fleet-days", ""},
 };
 
 static const rt_case cases[] = {
