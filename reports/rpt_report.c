@@ -49,6 +49,7 @@ typedef struct chart {
     bool bars;                   // boxes with text x labels
     bool logx;
     bool points_last;            // last series drawn as points (a marker)
+    bool zero_y;                 // non-negative series: y from 0 with headroom above the top
     bool svg_ok;                 // SVG produced
 } chart;
 
@@ -84,7 +85,7 @@ static void gp_label(rpt_buf *b, const char *s) {
         char c = *s;
         if (c == '"' || c == '\\' || c == '\n' || c == '@' || c == '^' || c == '_' || c == '&' ||
             c == '{' || c == '}' || c == '~')
-            c = (c == '_' ? ' ' : c == '\n' ? ' ' : '-');
+            c = c == '_' ? '_' : c == '\n' ? ' ' : '-';   // labels are set noenhanced
         rpt_buf_putn(b, &c, 1);
     }
     rpt_buf_putn(b, "\"", 1);
@@ -277,6 +278,9 @@ static void chart_script(rep *r, const chart *c) {
     gp_label(g, c->ylabel);
     rpt_buf_puts(g, "\n");
     if (c->logx) rpt_buf_puts(g, "set logscale x\n");
+    // a flat series sits inside the plot, never on the x axis or the top border; lines that
+    // coincide stay told apart by their dash
+    if (c->zero_y) rpt_buf_puts(g, "set yrange [0:*]\nset offsets 0, 0, graph 0.12, 0\n");
     if (c->bars) {
         rpt_buf_printf(g, "set style fill solid 0.8 border -1\nset boxwidth 0.6\nset yrange [0:*]\n"
                           "set xtics rotate by -20\n"
@@ -287,8 +291,10 @@ static void chart_script(rep *r, const chart *c) {
     rpt_buf_puts(g, "plot ");
     for (int i = 0; i < c->n_series; i++) {
         bool pts = c->points_last && i == c->n_series - 1;
-        rpt_buf_printf(g, "%s\"%s.dat\" index %d using 1:2 with %s title ", i ? ", " : "",
+        rpt_buf_printf(g, "%s\"%s.dat\" index %d using 1:2 with %s", i ? ", " : "",
                        c->name, i, pts ? "points pt 7 ps 1.5 lc rgb \"#e15759\"" : "lines lw 2");
+        if (!pts && i > 0) rpt_buf_printf(g, " dt %d", i + 1);
+        rpt_buf_puts(g, " title ");
         gp_label(g, c->label[i]);
     }
     rpt_buf_puts(g, "\n");
@@ -415,6 +421,7 @@ static kvf_status chart_ts(rep *r, const ts_spec *sp, kvf_err *err) {
     bool hours = tmax > 7200;
     chart *c = chart_new(r, sp->name, sp->title, hours ? "time (h)" : "time (s)", sp->ylabel);
     if (!c) return KVF_OK;
+    c->zero_y = true;
     FILE *f = chart_data(r, c, err);
     if (!f) return KVF_EIO;
     fprintf(f, "# time (%s) vs value; one block per series\n", hours ? "h" : "s");
@@ -642,7 +649,7 @@ static void cell_keyed(page *p, const char *key, double x, const char *s) {
 
 static void cell_num(page *p, const char *key, double x) {
     char s[64];
-    rpt_fmt_num(x, s, sizeof s);
+    rpt_fmt_keyed(key, x, s, sizeof s);
     cell_keyed(p, key, x, s);
 }
 

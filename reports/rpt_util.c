@@ -212,3 +212,31 @@ const rpt_headline RPT_HEADLINE[] = {
     {"sim.events", "events"},
 };
 const size_t RPT_HEADLINE_N = sizeof RPT_HEADLINE / sizeof RPT_HEADLINE[0];
+
+char *rpt_fmt_bytes(double x, char *out, size_t n) {
+    if (!isfinite(x)) return rpt_fmt_num(x, out, n);
+    static const char *const units[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB"};
+    double a = fabs(x);
+    int u = 0;
+    while (a >= 999.5 && u < 6) {
+        a /= 1000;
+        u++;
+    }
+    if (u == 0)
+        snprintf(out, n, "%.0f B", x);
+    else
+        snprintf(out, n, "%.3g %s", x < 0 ? -a : a, units[u]);
+    return out;
+}
+
+bool rpt_key_is_bytes(const char *key) {
+    if (!key) return false;
+    const char *dot = strrchr(key, '.');
+    const char *last = dot ? dot + 1 : key;
+    size_t l = strlen(last);
+    return l >= 5 && !strcmp(last + l - 5, "bytes");
+}
+
+char *rpt_fmt_keyed(const char *key, double x, char *out, size_t n) {
+    return rpt_key_is_bytes(key) ? rpt_fmt_bytes(x, out, n) : rpt_fmt_num(x, out, n);
+}

@@ -27,6 +27,13 @@ void rpt_buf_md(rpt_buf *b, const char *s);
 // Formats a number for a table cell: integers exactly, others to 4-6 significant digits;
 // NaN/inf as "n/a"/"inf". Returns out.
 char *rpt_fmt_num(double x, char *out, size_t n);
+// Formats a byte count in decimal units to 3 significant digits ("9.99 TB", "512 B");
+// NaN/inf as rpt_fmt_num does. Returns out.
+char *rpt_fmt_bytes(double x, char *out, size_t n);
+// True when the dotted key names a byte count (its last part ends in "bytes").
+bool rpt_key_is_bytes(const char *key);
+// A number for the table cell of key: bytes formatted as rpt_fmt_bytes, others rpt_fmt_num.
+char *rpt_fmt_keyed(const char *key, double x, char *out, size_t n);
 
 // One scalar leaf of a JSON object tree.
 typedef struct rpt_leaf {
