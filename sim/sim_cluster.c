@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sim_cluster.h"
+#include "sim_trace.h"
 #include "sim_run.h"
 #include "sim_sample.h"
 
@@ -20,6 +21,8 @@
 #define LINK_SSD 1
 #define LINK_XFER 3
 #define LINK_SSDW 4
+// what a link carries, as the trace names its track (sim_trace.h)
+static const char *const LINK_WHAT[] = {"DRAM read", "SSD read", "link", "KV transfer out", "SSD write"};
 
 // ---- request heap -------------------------------------------------------------------------
 void sim_rheap_push(sim_rheap *h, uint64_t key, uint32_t slot) {
@@ -117,12 +120,14 @@ static void link_send(sim_cluster *c, uint32_t id, double bytes, uint64_t tag) {
         // (the link busy until busy_until at full rate), whose peak the summary reports.
         sim_time start = lr->busy_until > c->now ? lr->busy_until : c->now;
         lr->busy_until = start + (sim_time)llround(bytes / l->Bps * 1e9);
+        sim_trace_flow(c->timeline, start, lr->busy_until, c->inst[lr->inst].pool, c->inst[lr->inst].idx, LINK_WHAT[lr->kind], bytes);
         double backlog = (double)(lr->busy_until - c->now) * 1e-9;
         if (backlog > c->m.ssd_write_backlog_s_peak) c->m.ssd_write_backlog_s_peak = backlog;
         return;
     }
     // latency is charged as bytes at line rate so it shares the one completion event
     sim_link_add(l, c->now, bytes + (double)l->latency_ns * 1e-9 * l->Bps, tag);
+    sim_trace_flow_begin(c->timeline, c->now, c->inst[lr->inst].pool, c->inst[lr->inst].idx, LINK_WHAT[lr->kind], (uint64_t)id << 32 | tag, bytes);
     reschedule_link(c, id);
 }
 
@@ -1093,29 +1098,13 @@ static bool decode_emit(sim_cluster *c, sim_inst *in, uint32_t pos) {
 }
 
 // ---- step formation --------------------------------------------------------------------------
-// One complete ("X") event per step in Chrome trace format: pid = pool, tid = instance.
-static void timeline_step(sim_cluster *c, sim_inst *in, const mdl_step_cost *k, const char *what,
-                          uint32_t n, uint64_t tokens) {
-    double t0 = (double)c->now * 1e-9;
-    if (t0 < c->opts->timeline_from_s || (c->opts->timeline_to_s > 0 && t0 > c->opts->timeline_to_s))
-        return;
-    static const char *pools[SIM_POOLS] = {"vision", "prefill", "decode"};
-    fprintf(c->timeline,
-            "%s{\"name\":\"%s\",\"cat\":\"step\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,"
-            "\"pid\":%d,\"tid\":%u,\"args\":{\"batch\":%u,\"tokens\":%llu,\"flops\":%.4g,"
-            "\"bytes\":%.4g}}",
-            c->timeline_events++ ? ",\n" : "", what, (double)c->now * 1e-3, (double)k->ns * 1e-3,
-            (int)in->pool, in->idx, n, (unsigned long long)tokens, k->flops, k->bytes);
-    (void)pools;
-}
-
 // n sequences computing tokens new tokens in all (timeline only).
 static void begin_step(sim_cluster *c, sim_inst *in, const mdl_step_cost *k, uint32_t n,
                        uint64_t tokens) {
     if (c->timeline) {
         static const char *names[] = {"prefill", "decode", "mixed", "vision"};
         int ph = in->pool == SIM_POOL_VISION ? 3 : in->n_running && in->n_batch ? 2 : in->n_running ? 1 : 0;
-        timeline_step(c, in, k, names[ph], n, tokens);
+        sim_trace_step(c->timeline, c->now, k->ns, in->pool, in->idx, names[ph], n, tokens, k->flops, k->bytes);
     }
     in->busy = true;
     in->step_start = c->now;
@@ -1357,6 +1346,7 @@ static void on_link(sim_cluster *c, uint32_t id) {
         sim_inst *in = &c->inst[lr->inst];
         uint32_t slot = (uint32_t)tag;
         sim_req *r = REQ(c, slot);
+        sim_trace_flow_end(c->timeline, c->now, in->pool, in->idx, LINK_WHAT[lr->kind], (uint64_t)id << 32 | tag);
         if (lr->kind == LINK_XFER) {
             sim_inst *d = &c->inst[r->dinst];
             r->state = SIM_RS_DECODE_WAIT;
@@ -1443,6 +1433,7 @@ static void on_sample(sim_cluster *c, double interval_s) {
             busy += b - in->busy_ns_sampled;
             in->busy_ns_sampled = b;
             q += queue_len(in);
+            sim_trace_counter(c->timeline, c->now, in->pool, in->idx, "queue", queue_len(in));
             run += in->n_running + in->n_batch;
             kvu += inst_kv_used(in, c->now);
             if (in->busy && in->run_m > 1) {   // tokens of the run's steps that have passed
@@ -1638,15 +1629,10 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
     sim_router_init(c, &c->pool[SIM_POOL_DECODE], false);
     c->q = sim_queue_create(1024);
     if (o && o->timeline_path) {
-        c->timeline = fopen(o->timeline_path, "w");
-        if (!c->timeline) return kvf_fail(err, KVF_EIO, "%s: cannot write the timeline", o->timeline_path);
-        // process names so viewers label the pools
-        fprintf(c->timeline, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
-        static const char *pools[SIM_POOLS] = {"vision pool", "prefill pool", "decode pool"};
-        for (int k = 0; k < SIM_POOLS; k++)
-            fprintf(c->timeline,
-                    "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"%s\"}},\n",
-                    k, c->colocated && k == SIM_POOL_PREFILL ? "colocated pool" : pools[k]);
+        static const char *pools[SIM_POOLS] = {"vision", "prefill", "decode"};
+        const char *names[SIM_POOLS] = {pools[0], c->colocated ? "colocated" : pools[1], pools[2]};
+        kvf_status tst = sim_trace_open(&c->timeline, o->timeline_path, o->timeline_from_s, o->timeline_to_s, names, SIM_POOLS, err);
+        if (tst) return tst;
     }
     return KVF_OK;
 }
@@ -1713,11 +1699,7 @@ kvf_status sim_cluster_loop(sim_cluster *c) {
 }
 
 void sim_cluster_free(sim_cluster *c) {
-    if (c->timeline) {
-        if (!c->timeline_events) fprintf(c->timeline, "{\"name\":\"empty\",\"ph\":\"i\",\"ts\":0,\"pid\":0}");
-        fprintf(c->timeline, "\n]}\n");
-        fclose(c->timeline);
-    }
+    sim_trace_close(c->timeline, NULL);
     for (uint32_t i = 0; i < c->n_inst; i++) {
         sim_inst *in = &c->inst[i];
         sim_rheap_free(&in->ready);
