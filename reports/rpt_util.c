@@ -192,7 +192,7 @@ const rpt_headline RPT_HEADLINE[] = {
     {"cache.by_tier.hbm", "hits from HBM"},
     {"cache.by_tier.dram", "hits from DRAM"},
     {"cache.by_tier.ssd", "hits from SSD"},
-    {"cache.stored_bytes_peak", "KV store peak bytes"},
+    {"cache.stored_bytes_peak", "KV store peak"},
     {"gpus.vision", "vision GPUs"},
     {"gpus.prefill", "prefill GPUs"},
     {"gpus.decode", "decode GPUs"},
@@ -233,8 +233,12 @@ bool rpt_key_is_bytes(const char *key) {
     if (!key) return false;
     const char *dot = strrchr(key, '.');
     const char *last = dot ? dot + 1 : key;
-    size_t l = strlen(last);
-    return l >= 5 && !strcmp(last + l - 5, "bytes");
+    // "bytes" as a word of the name ("stored_bytes_peak", "block_bytes"), not a rate
+    // ("bytes_per_daily_token")
+    for (const char *p = last; (p = strstr(p, "bytes")); p += 5)
+        if ((p == last || p[-1] == '_') && (p[5] == 0 || (p[5] == '_' && strncmp(p + 5, "_per", 4))))
+            return true;
+    return false;
 }
 
 char *rpt_fmt_keyed(const char *key, double x, char *out, size_t n) {

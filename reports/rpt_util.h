@@ -30,7 +30,8 @@ char *rpt_fmt_num(double x, char *out, size_t n);
 // Formats a byte count in decimal units to 3 significant digits ("9.99 TB", "512 B");
 // NaN/inf as rpt_fmt_num does. Returns out.
 char *rpt_fmt_bytes(double x, char *out, size_t n);
-// True when the dotted key names a byte count (its last part ends in "bytes").
+// True when the dotted key names a byte count: "bytes" is a word of its last part, not
+// followed by "_per" ("cache.stored_bytes_peak" yes, "ssd_bytes_per_daily_token" no).
 bool rpt_key_is_bytes(const char *key);
 // A number for the table cell of key: bytes formatted as rpt_fmt_bytes, others rpt_fmt_num.
 char *rpt_fmt_keyed(const char *key, double x, char *out, size_t n);
