@@ -199,9 +199,9 @@ kvf_status rpt_points_html(const char *path, const char *title, const struct jso
     char *dot = strrchr(files, '.'), *slash = strrchr(files, '/');
     if (dot && (!slash || dot > slash)) *dot = '\0';
     strncat(files, "_files", sizeof files - strlen(files) - 1);
-    if (mkdir(files, 0755) != 0 && errno != EEXIST) {
+    if (kvf_mkdirs(files, err)) {   // and the page's folder
         json_decref(keys);
-        return kvf_fail(err, KVF_EIO, "%s: cannot create: %s", files, strerror(errno));
+        return err->code;
     }
     const char *why = NULL;
     int drawn = frontier_files(files, points, &why, err);
@@ -236,7 +236,8 @@ kvf_status rpt_points_html(const char *path, const char *title, const struct jso
                      "color:#222}table{border-collapse:collapse;font-size:13px}td,th{border:1px "
                      "solid #ccc;padding:3px 8px}th{background:#f3f3f3;text-align:left}"
                      "td.num{text-align:right;font-variant-numeric:tabular-nums}"
-                     "p.note{color:#555;font-size:13px}</style></head><body>\n<h1>");
+                     "p.note{color:#555;font-size:13px}td.label{font-size:11px;word-break:break-all;"
+                     "max-width:22em}</style></head><body>\n<h1>");
     rpt_buf_html(&h, title);
     rpt_buf_printf(&h, "</h1>\n<h2 id=\"points\">Points</h2>\n<p class=\"note\">%zu point%s. "
                        "Inputs: the keys in the middle columns (what tells the points apart); "
@@ -253,7 +254,8 @@ kvf_status rpt_points_html(const char *path, const char *title, const struct jso
     rpt_buf_puts(&h, "</tr></thead><tbody>\n");
     json_t *p;
     json_array_foreach(points, i, p) {
-        rpt_buf_printf(&h, "<tr class=\"point\"><td class=\"num\">%zu</td><td>", i + 1);
+        rpt_buf_printf(&h, "<tr class=\"point\"><td class=\"num\">%zu</td><td class=\"label\">",
+                       i + 1);
         rpt_buf_html(&h, json_string_value(json_object_get(p, "label")));
         rpt_buf_puts(&h, "</td>");
         size_t j;
