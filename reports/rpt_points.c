@@ -49,46 +49,6 @@ static int cmp_pt(const void *a, const void *b) {
     return x->att > y->att ? -1 : x->att < y->att;
 }
 
-static bool on_path(const char *prog) {
-    const char *path = getenv("PATH");
-    char buf[4096];
-    while (path && *path) {
-        const char *colon = strchr(path, ':');
-        size_t len = colon ? (size_t)(colon - path) : strlen(path);
-        if (len > 0 && len + strlen(prog) + 2 < sizeof buf) {
-            memcpy(buf, path, len);
-            snprintf(buf + len, sizeof buf - len, "/%s", prog);
-            if (access(buf, X_OK) == 0) return true;
-        }
-        if (!colon) break;
-        path = colon + 1;
-    }
-    return false;
-}
-
-// Runs `gnuplot script` in dir, output to dir/gnuplot.log; true on exit status 0.
-static bool run_gnuplot(const char *dir, const char *script) {
-    char log[4200];
-    snprintf(log, sizeof log, "%s/gnuplot.log", dir);
-    pid_t pid = fork();
-    if (pid < 0) return false;
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        if (chdir(dir) != 0) _exit(127);
-        execlp("gnuplot", "gnuplot", script, (char *)NULL);
-        _exit(127);
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 static char *slurp(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -215,9 +175,9 @@ kvf_status rpt_points_html(const char *path, const char *title, const struct jso
     if (drawn > 0) {
         if (off && *off && strcmp(off, "0"))
             snprintf(note, sizeof note, "gnuplot disabled (KVF_NO_GNUPLOT=%s)", off);
-        else if (!on_path("gnuplot"))
+        else if (!rpt_on_path("gnuplot"))
             snprintf(note, sizeof note, "gnuplot is not installed (not on PATH)");
-        else if (!run_gnuplot(files, "frontier.gp"))
+        else if (rpt_gnuplot(files, "frontier.gp") != 0)
             snprintf(note, sizeof note, "gnuplot failed; see gnuplot.log beside the chart data");
         else {
             char sp[4300];

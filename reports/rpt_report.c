@@ -91,24 +91,6 @@ static void gp_label(rpt_buf *b, const char *s) {
     rpt_buf_putn(b, "\"", 1);
 }
 
-static bool find_on_path(const char *prog) {
-    const char *path = getenv("PATH");
-    if (!path) return false;
-    char buf[4096];
-    while (*path) {
-        const char *colon = strchr(path, ':');
-        size_t len = colon ? (size_t)(colon - path) : strlen(path);
-        if (len > 0 && len + strlen(prog) + 2 < sizeof buf) {
-            memcpy(buf, path, len);
-            snprintf(buf + len, sizeof buf - len, "/%s", prog);
-            if (access(buf, X_OK) == 0) return true;
-        }
-        if (!colon) break;
-        path = colon + 1;
-    }
-    return false;
-}
-
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -514,9 +496,8 @@ static kvf_status chart_sens(rep *r, const char *kind, const char *name, const c
 }
 
 static void run_gnuplot(rep *r) {
-    char gp_path[4200], log_path[4200];
+    char gp_path[4200];
     snprintf(gp_path, sizeof gp_path, "%s/charts.gp", r->files);
-    snprintf(log_path, sizeof log_path, "%s/gnuplot.log", r->files);
     rpt_buf all = {0};
     rpt_buf_puts(&all, "# kvfleet report charts: run `gnuplot charts.gp` in this folder\n"
                        "set terminal svg size 820,380 font \"Helvetica,12\" "
@@ -526,25 +507,11 @@ static void run_gnuplot(rep *r) {
     rpt_write_text(gp_path, all.p, all.n, &e2);
     rpt_buf_free(&all);
     if (!r->gnuplot || r->nch == 0) return;
-    pid_t pid = fork();
-    if (pid < 0) {
+    int status = rpt_gnuplot(r->files, "charts.gp");
+    if (status < 0) {
         snprintf(r->gnuplot_note, sizeof r->gnuplot_note, "could not start gnuplot: %s",
                  strerror(errno));
         return;
-    }
-    if (pid == 0) {
-        int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        if (chdir(r->files) != 0) _exit(127);
-        execlp("gnuplot", "gnuplot", "charts.gp", (char *)NULL);
-        _exit(127);
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         snprintf(r->gnuplot_note, sizeof r->gnuplot_note,
@@ -1175,7 +1142,7 @@ kvf_status rpt_report_write(const char *dir, bool html, bool md, kvf_err *err) {
     if (nog && *nog && strcmp(nog, "0")) {
         snprintf(r->gnuplot_note, sizeof r->gnuplot_note, "gnuplot disabled (KVF_NO_GNUPLOT=%s)",
                  nog);
-    } else if (!find_on_path("gnuplot")) {
+    } else if (!rpt_on_path("gnuplot")) {
         snprintf(r->gnuplot_note, sizeof r->gnuplot_note, "gnuplot is not installed (not on PATH)");
     } else {
         r->gnuplot = true;

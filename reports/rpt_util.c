@@ -1,10 +1,15 @@
 // reports/rpt_util.c -- text buffer, escaping, number formatting, JSON leaves (rpt_util.h).
+#define _POSIX_C_SOURCE 200809L
 #include "rpt_util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 void rpt_buf_free(rpt_buf *b) {
     if (!b) return;
@@ -243,4 +248,44 @@ bool rpt_key_is_bytes(const char *key) {
 
 char *rpt_fmt_keyed(const char *key, double x, char *out, size_t n) {
     return rpt_key_is_bytes(key) ? rpt_fmt_bytes(x, out, n) : rpt_fmt_num(x, out, n);
+}
+
+bool rpt_on_path(const char *prog) {
+    const char *path = getenv("PATH");
+    if (!path) return false;
+    char buf[4096];
+    while (*path) {
+        const char *colon = strchr(path, ':');
+        size_t len = colon ? (size_t)(colon - path) : strlen(path);
+        if (len > 0 && len + strlen(prog) + 2 < sizeof buf) {
+            memcpy(buf, path, len);
+            snprintf(buf + len, sizeof buf - len, "/%s", prog);
+            if (access(buf, X_OK) == 0) return true;
+        }
+        if (!colon) break;
+        path = colon + 1;
+    }
+    return false;
+}
+
+int rpt_gnuplot(const char *dir, const char *script) {
+    char log_path[4200];
+    snprintf(log_path, sizeof log_path, "%s/gnuplot.log", dir);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        if (chdir(dir) != 0) _exit(127);
+        execlp("gnuplot", "gnuplot", script, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return status;
 }

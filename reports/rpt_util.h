@@ -52,6 +52,12 @@ json_t *rpt_json_path(json_t *root, const char *dotted);
 // Number at a dotted path: NaN when missing or not a number.
 double rpt_json_num(json_t *root, const char *dotted);
 
+// True when prog is an executable file in a folder of $PATH.
+bool rpt_on_path(const char *prog);
+// Runs `gnuplot script` in dir, its output into dir/gnuplot.log; returns the wait status
+// (0 = exited 0), -1 when it could not fork (errno set).
+int rpt_gnuplot(const char *dir, const char *script);
+
 // Writes text to path (replacing it). KVF_EIO naming the path.
 kvf_status rpt_write_text(const char *path, const char *text, size_t n, kvf_err *err);
 
