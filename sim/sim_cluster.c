@@ -120,14 +120,14 @@ static void link_send(sim_cluster *c, uint32_t id, double bytes, uint64_t tag) {
         // (the link busy until busy_until at full rate), whose peak the summary reports.
         sim_time start = lr->busy_until > c->now ? lr->busy_until : c->now;
         lr->busy_until = start + (sim_time)llround(bytes / l->Bps * 1e9);
-        sim_trace_flow(c->timeline, start, lr->busy_until, c->inst[lr->inst].pool, c->inst[lr->inst].idx, LINK_WHAT[lr->kind], bytes);
+        if (c->timeline) sim_trace_flow(c->timeline, start, lr->busy_until, c->inst[lr->inst].pool, c->inst[lr->inst].idx, LINK_WHAT[lr->kind], bytes);
         double backlog = (double)(lr->busy_until - c->now) * 1e-9;
         if (backlog > c->m.ssd_write_backlog_s_peak) c->m.ssd_write_backlog_s_peak = backlog;
         return;
     }
     // latency is charged as bytes at line rate so it shares the one completion event
     sim_link_add(l, c->now, bytes + (double)l->latency_ns * 1e-9 * l->Bps, tag);
-    sim_trace_flow_begin(c->timeline, c->now, c->inst[lr->inst].pool, c->inst[lr->inst].idx, LINK_WHAT[lr->kind], (uint64_t)id << 32 | tag, bytes);
+    if (c->timeline) sim_trace_flow_begin(c->timeline, c->now, c->inst[lr->inst].pool, c->inst[lr->inst].idx, LINK_WHAT[lr->kind], (uint64_t)id << 32 | tag, bytes);
     reschedule_link(c, id);
 }
 
@@ -1346,7 +1346,7 @@ static void on_link(sim_cluster *c, uint32_t id) {
         sim_inst *in = &c->inst[lr->inst];
         uint32_t slot = (uint32_t)tag;
         sim_req *r = REQ(c, slot);
-        sim_trace_flow_end(c->timeline, c->now, in->pool, in->idx, LINK_WHAT[lr->kind], (uint64_t)id << 32 | tag);
+        if (c->timeline) sim_trace_flow_end(c->timeline, c->now, in->pool, in->idx, LINK_WHAT[lr->kind], (uint64_t)id << 32 | tag);
         if (lr->kind == LINK_XFER) {
             sim_inst *d = &c->inst[r->dinst];
             r->state = SIM_RS_DECODE_WAIT;
@@ -1433,7 +1433,7 @@ static void on_sample(sim_cluster *c, double interval_s) {
             busy += b - in->busy_ns_sampled;
             in->busy_ns_sampled = b;
             q += queue_len(in);
-            sim_trace_counter(c->timeline, c->now, in->pool, in->idx, "queue", queue_len(in));
+            if (c->timeline) sim_trace_counter(c->timeline, c->now, in->pool, in->idx, "queue", queue_len(in));
             run += in->n_running + in->n_batch;
             kvu += inst_kv_used(in, c->now);
             if (in->busy && in->run_m > 1) {   // tokens of the run's steps that have passed
