@@ -107,9 +107,16 @@ static void fail_run(sim_cluster *c, kvf_status st) {
 static void reschedule_link(sim_cluster *c, uint32_t id) {
     sim_link *l = &c->links[id].link;
     sim_time t = sim_link_next_ns(l, c->now);
+    // One timer per link: a pending one that fires no later than the next completion stays
+    // (adding a flow only delays the others; the early firing re-arms); an earlier completion
+    // replaces it.
+    if (l->ev_seq && t >= 0 && l->ev_t <= t) return;
     if (l->ev_seq) sim_queue_cancel(c->q, l->ev_seq);
     l->ev_seq = 0;
-    if (t >= 0) push_ev(c, t, SIM_EV_LINK, 0, id, &l->ev_seq);
+    if (t >= 0) {
+        push_ev(c, t, SIM_EV_LINK, 0, id, &l->ev_seq);
+        l->ev_t = t;
+    }
 }
 
 static void link_send(sim_cluster *c, uint32_t id, double bytes, uint64_t tag) {
@@ -571,7 +578,7 @@ static void prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
         in->n_loading++;
     } else {
         r->state = SIM_RS_PREFILL;
-        sim_rheap_push(&in->ready, queue_key(c, pool_of(c, in)->cfg, r), slot);
+        sim_rheap_push(&in->ready, queue_key(c, in->pcfg, r), slot);
     }
     try_start(c, in);
 }
@@ -645,7 +652,8 @@ static void route_prefill(sim_cluster *c, uint32_t slot) {
         reject(c, slot, "slo");
         return;
     }
-    if (p->cfg->queue_limit > 0 && (int64_t)queue_len(&c->inst[id]) >= p->cfg->queue_limit) {
+    const sim_pool_cfg *ipc = c->inst[id].pcfg;
+    if (ipc->queue_limit > 0 && (int64_t)queue_len(&c->inst[id]) >= ipc->queue_limit) {
         reject(c, slot, "queue");
         return;
     }
@@ -665,10 +673,16 @@ static void start_decode_transfer(sim_cluster *c, sim_inst *pin, uint32_t slot) 
     double bytes = mdl_kv_seq_bytes(&c->model, r->input);   // window layers send their window
     c->m.kv_transfer_bytes += bytes;
 
+    // the decode pool's admission control: a full wait queue refuses the request (its prefill
+    // is spent; a real router would hold or drop it, the simulator counts it rejected)
+    if (c->inst[id].pcfg->queue_limit > 0 && (int64_t)c->inst[id].dwait.n >= c->inst[id].pcfg->queue_limit) {
+        reject(c, slot, "queue");
+        return;
+    }
     if (pin->link_xfer == SIM_NONE) {
         r->state = SIM_RS_DECODE_WAIT;
         r->enq_ns = c->now;
-        sim_rheap_push(&c->inst[id].dwait, r->seq, slot);
+        sim_rheap_push(&c->inst[id].dwait, queue_key(c, c->inst[id].pcfg, r), slot);
         try_start(c, &c->inst[id]);
     } else {
         link_send(c, pin->link_xfer, bytes, slot);
@@ -1010,8 +1024,12 @@ static void dsum_step_done(sim_cluster *c, sim_inst *in) {
 // Admits waiting requests while batch slots and KV capacity allow. A request that could never
 // fit in an empty instance is rejected.
 static void decode_admit(sim_cluster *c, sim_inst *in) {
-    const sim_pool_cfg *pc = pool_of(c, in)->cfg;
+    const sim_pool_cfg *pc = in->pcfg;
     uint32_t maxb = pc->max_batch_requests > 0 ? (uint32_t)pc->max_batch_requests : UINT32_MAX;
+    // a decode pool's token budget caps its batch too (one token per sequence, plus drafts);
+    // colocated, the budget is shared with prefill chunks when the step forms
+    if (!c->colocated && pc->max_batch_tokens > 0)
+        maxb = (uint32_t)KVF_MIN((int64_t)maxb, KVF_MAX(pc->max_batch_tokens / (1 + (int64_t)c->cfg->draft_tokens), 1));
     while (in->dwait.n && in->n_running + in->n_prefilling < maxb) {
         uint32_t slot = in->dwait.slot[0];
         sim_req *r = REQ(c, slot);
@@ -1062,7 +1080,7 @@ static void decode_preempt(sim_cluster *c, sim_inst *in) {
         } else {
             r->recompute = ctx_tokens(r);
             r->state = SIM_RS_DECODE_WAIT;
-            sim_rheap_push(&in->dwait, r->seq, slot);
+            sim_rheap_push(&in->dwait, queue_key(c, in->pcfg, r), slot);
         }
     }
 }
@@ -1116,10 +1134,11 @@ static void begin_step(sim_cluster *c, sim_inst *in, const mdl_step_cost *k, uin
 // Fills the batch with prefill chunks from the ready queue within budget tokens. Colocated
 // instances claim KV for a request when its first chunk is scheduled.
 static uint32_t take_prefill_chunks(sim_cluster *c, sim_inst *in, int64_t budget, uint32_t n) {
-    const sim_pool_cfg *pc = pool_of(c, in)->cfg;
+    const sim_pool_cfg *pc = in->pcfg;
     int64_t lim = pc->chunk_tokens > 0 ? pc->chunk_tokens : budget;
     uint32_t maxb = pc->max_batch_requests > 0 ? (uint32_t)pc->max_batch_requests : UINT32_MAX;
     while (budget > 0 && in->ready.n) {
+        if (!c->colocated && n >= maxb) break;   // requests per prefill step
         uint32_t slot = in->ready.slot[0];
         sim_req *r = REQ(c, slot);
         if (c->colocated && r->computed == 0) {
@@ -1191,7 +1210,8 @@ static void try_start_step(sim_cluster *c, sim_inst *in) {
     if (in->pool == SIM_POOL_VISION) {
         uint32_t n = 0, images = 0;
         uint32_t slot;
-        while (in->ready.n && n < 64) {
+        uint32_t maxb = (uint32_t)in->pcfg->max_batch_requests;
+        while (in->ready.n && n < maxb) {
             sim_rheap_pop(&in->ready, &slot);
             sim_req *r = REQ(c, slot);
             r->queue_ns += c->now - r->enq_ns;
@@ -1237,7 +1257,7 @@ static void try_start_step(sim_cluster *c, sim_inst *in) {
     }
     in->n_batch = 0;
     if (in->pool == SIM_POOL_PREFILL) {
-        int64_t budget = p->cfg->max_batch_tokens - (int64_t)ndec * (1 + c->cfg->draft_tokens);
+        int64_t budget = in->pcfg->max_batch_tokens - (int64_t)ndec * (1 + c->cfg->draft_tokens);
         uint32_t n2 = take_prefill_chunks(c, in, budget > 0 ? budget : 0, n);
         in->n_batch = n2 - n;
         // batch[] holds prefill chunks at [n, n2): shift them to the front
@@ -1297,7 +1317,6 @@ static void on_step_done(sim_cluster *c, sim_inst *in) {
     in->waiting_loads = false;
     in->busy = false;
     in->busy_ns += (double)(c->now - in->step_start);
-    sim_pool *p = pool_of(c, in);
     if (in->pool == SIM_POOL_VISION) {
         for (uint32_t i = 0; i < in->n_batch; i++) route_prefill(c, in->batch[i]);
         in->n_batch = 0;
@@ -1331,7 +1350,7 @@ static void on_step_done(sim_cluster *c, sim_inst *in) {
         // prompt tokens whose KV exists: the hit prefix (minus replayed tokens) + computed
         write_blocks(c, in, r, (r->input - r->compute_tokens + r->computed) / c->cfg->block_tokens);
         if (r->computed >= r->compute_tokens) prefill_finish(c, in, slot);
-        else sim_rheap_push(&in->ready, queue_key(c, p->cfg, r), slot);
+        else sim_rheap_push(&in->ready, queue_key(c, in->pcfg, r), slot);
     }
     in->n_batch = 0;
     if (in->pool == SIM_POOL_DECODE || c->colocated) decode_preempt(c, in);
@@ -1351,7 +1370,7 @@ static void on_link(sim_cluster *c, uint32_t id) {
             sim_inst *d = &c->inst[r->dinst];
             r->state = SIM_RS_DECODE_WAIT;
             r->enq_ns = c->now;
-            sim_rheap_push(&d->dwait, r->seq, slot);
+            sim_rheap_push(&d->dwait, queue_key(c, d->pcfg, r), slot);
             try_start(c, d);
             continue;
         }
@@ -1360,7 +1379,7 @@ static void on_link(sim_cluster *c, uint32_t id) {
         if (r->state == SIM_RS_LOADING) {
             in->n_loading--;
             r->state = SIM_RS_PREFILL;
-            sim_rheap_push(&in->ready, queue_key(c, pool_of(c, in)->cfg, r), slot);
+            sim_rheap_push(&in->ready, queue_key(c, in->pcfg, r), slot);
             try_start(c, in);
         } else if (r->in_batch && in->waiting_loads) {
             on_step_done(c, in);
@@ -1386,10 +1405,14 @@ static void on_arrival(sim_cluster *c, uint32_t slot) {
             sim_inst *in = &c->inst[vp->first + i];
             if (in->active && (!best || in->ready.n < best->ready.n)) best = in;
         }
+        if (best->pcfg->queue_limit > 0 && (int64_t)best->ready.n >= best->pcfg->queue_limit) {
+            reject(c, slot, "queue");
+            return;
+        }
         r->vinst = best->id;
         r->state = SIM_RS_VISION;
         r->enq_ns = c->now;
-        sim_rheap_push(&best->ready, r->seq, slot);
+        sim_rheap_push(&best->ready, queue_key(c, best->pcfg, r), slot);
         try_start(c, best);
         return;
     }
@@ -1588,7 +1611,10 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
             in->pool = (sim_pool_kind)k;
             in->idx = i;
             in->active = true;
-            in->kv_cap = kvcap;
+            // colocated: the instances counted under cluster.decode keep its queue policy and KV
+            in->pcfg = c->colocated && k == SIM_POOL_PREFILL && i >= (uint32_t)cfg->prefill.instances
+                           ? &cfg->decode : p->cfg;
+            in->kv_cap = in->pcfg->kv_tokens > 0 ? (double)in->pcfg->kv_tokens : kvcap;
             // decode by running sums where the step model takes them and every sequence
             // emits one token per step
             in->dsum_on = (k == SIM_POOL_DECODE || (c->colocated && k == SIM_POOL_PREFILL)) &&
@@ -1672,7 +1698,7 @@ kvf_status sim_cluster_loop(sim_cluster *c) {
             sim_req *r = REQ(c, (uint32_t)ev.arg[0]);
             sim_inst *in = &c->inst[r->dinst];
             r->state = SIM_RS_DECODE_WAIT;
-            sim_rheap_push(&in->dwait, r->seq, (uint32_t)ev.arg[0]);
+            sim_rheap_push(&in->dwait, queue_key(c, in->pcfg, r), (uint32_t)ev.arg[0]);
             try_start(c, in);
             break;
         }

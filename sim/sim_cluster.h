@@ -134,6 +134,8 @@ typedef struct sim_inst {
     uint32_t id;                // index in cluster.inst
     sim_pool_kind pool;
     uint32_t idx;               // index within its pool
+    const sim_pool_cfg *pcfg;   // its queue policy: the pool's (colocated: an instance counted
+                                // under cluster.decode keeps cluster.decode's)
     bool active;                // receives new requests (time-of-day schedule)
     bool busy;                  // a step is in flight
     bool waiting_loads;         // step compute ended, waits for overlapped loads

@@ -5,7 +5,9 @@
 // b bytes started when S = s0 ends when S = s0 + b. Flows sit in a min-heap by that target, so
 // an arrival or departure costs O(log n) and only the earliest completion needs an event.
 // The caller owns event scheduling: after any change it asks sim_link_next_ns() and
-// (re)schedules one completion event, cancelling the previous one (seq kept in ev_seq).
+// keeps one completion timer (seq in ev_seq, time in ev_t): re-armed, not cancelled, when the
+// next completion moves later (it fires, finds nothing done and re-arms), replaced only when
+// it moves earlier.
 #ifndef SIM_LINK_H
 #define SIM_LINK_H
 
@@ -24,6 +26,7 @@ typedef struct sim_link {
     sim_flow *flows;        // min-heap by target
     size_t n, cap;
     uint64_t ev_seq;        // pending completion event, 0 = none
+    int64_t ev_t;           // its time
     double bytes_total;     // bytes carried (completed or in progress), for utilisation
     double busy_ns;         // time with at least one flow
 } sim_link;

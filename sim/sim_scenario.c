@@ -379,6 +379,7 @@ void sim_config_default(sim_config *c) {
 
     c->mode = SIM_DISAGGREGATED;
     pool_default(&c->vision, 0, 1);
+    c->vision.max_batch_requests = 64;   // requests (their images) encoded per vision step
     pool_default(&c->prefill, 2, 8);
     pool_default(&c->decode, 2, 8);
     c->kv_transfer_Bps = 50e9;
@@ -1169,6 +1170,52 @@ void sim_config_profile_path(const sim_config *c, char *out, size_t n) {
     sim_config_resolve(c, c->profile, out, n);
 }
 
+// True when key was given (in the file or by --set), not left at its default.
+static bool key_given(const sim_config *c, const char *key) {
+    for (int32_t i = 0; i < c->n_key_lines; i++)
+        if (!strcmp(c->key_lines[i].key, key)) return true;
+    return false;
+}
+
+// Every pool key applies to every pool kind that has it, as one queue policy (scheduler,
+// queue_limit, max_batch_requests, and the token budget for the pools that batch tokens);
+// the few that cannot apply are refused when given:
+//   vision  batches images: max_batch_tokens, chunk_tokens and kv_tokens do not apply
+//   decode  steps one token per sequence: chunk_tokens does not apply
+//   decode  in colocated mode: its instances join the prefill pool's step model, so their
+//           shape (gpus_per_instance, tp, ep) must be the prefill pool's; they keep the decode
+//           pool's queue policy and KV capacity (and in colocated mode chunk_tokens applies)
+static kvf_status check_pool_keys_apply(const sim_config *c, kvf_err *err) {
+    static const char *const vision_no[] = {"max_batch_tokens", "chunk_tokens", "kv_tokens", NULL};
+    static const char *const decode_no[] = {"chunk_tokens", NULL};
+
+    struct {
+        const char *pool;
+        const char *const *keys;
+        const char *why;
+    } rules[] = {
+        {"vision", vision_no, "the vision pool batches images, not tokens or KV"},
+        {"decode", decode_no, "decode steps compute one token per sequence: there is nothing to chunk"},
+    };
+    if (c->mode == SIM_COLOCATED && c->decode.instances > 0) {
+        const sim_pool_cfg *p = &c->prefill, *d = &c->decode;
+        if (d->gpus_per_instance != p->gpus_per_instance || d->tp != p->tp || d->ep != p->ep)
+            return vfail(c, err, "cluster.decode.gpus_per_instance",
+                         "colocated instances share one shape: cluster.decode's gpus_per_instance, tp "
+                         "and ep (%d, %d, %d) must equal cluster.prefill's (%d, %d, %d)",
+                         d->gpus_per_instance, d->tp, d->ep, p->gpus_per_instance, p->tp, p->ep);
+    }
+    for (size_t r = 0; r < sizeof rules / sizeof *rules; r++) {
+        if (r == 1 && c->mode == SIM_COLOCATED) continue;   // colocated decode instances chunk
+        for (int k = 0; rules[r].keys && rules[r].keys[k]; k++) {
+            char key[96];
+            snprintf(key, sizeof key, "cluster.%s.%s", rules[r].pool, rules[r].keys[k]);
+            if (key_given(c, key)) return vfail(c, err, key, "does not apply: %s", rules[r].why);
+        }
+    }
+    return KVF_OK;
+}
+
 static kvf_status check_pool(const sim_config *c, const sim_pool_cfg *p, const char *pool,
                              kvf_err *err) {
     char key[64];
@@ -1306,6 +1353,7 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
     if ((st = check_pool(c, &c->vision, "vision", err))) return st;
     if ((st = check_pool(c, &c->prefill, "prefill", err))) return st;
     if ((st = check_pool(c, &c->decode, "decode", err))) return st;
+    if ((st = check_pool_keys_apply(c, err))) return st;
     if (c->mode == SIM_DISAGGREGATED) {
         if (c->prefill.instances < 1)
             return vfail(c, err, "cluster.prefill.instances",

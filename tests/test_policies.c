@@ -134,6 +134,108 @@ START_TEST(test_vision_stage) {
 }
 END_TEST
 
+
+// One queue policy for every pool: scheduler, queue_limit and max_batch_requests change what
+// each pool kind does (vision, prefill, decode), and a key that cannot apply is refused.
+static double rejected_queue(json_t *s) {
+    return kvt_num(s, "requests.rejected_by_reason.queue");
+}
+
+static json_t *vision_run(const char *extra) {
+    const char *sets[] = {"model=gemma-3-27b", "cluster.vision.instances=1",
+                          "cluster.prefill.gpus_per_instance=2", "cluster.decode.gpus_per_instance=2",
+                          "workload.generate={profile: mixed, rate_rps: 3000, duration_s: 2, images_p: 1}",
+                          extra};
+    return kvt_run("quickstart.yaml", NULL, sets, extra ? 6 : 5, NULL);
+}
+
+START_TEST(test_pool_policy_vision) {
+    json_t *base = vision_run(NULL);
+    json_t *b2 = vision_run("cluster.vision.max_batch_requests=1");
+    json_t *spf = vision_run("cluster.vision.scheduler=spf");
+    json_t *ql = vision_run("cluster.vision.queue_limit=1");
+    double t0 = kvt_num(base, "ttft_ms.mean"), t1 = kvt_num(b2, "ttft_ms.mean");
+    double p0 = kvt_num(base, "ttft_ms.p50"), ps = kvt_num(spf, "ttft_ms.p50");
+    printf("vision: TTFT mean %.1f ms (batch 64) vs %.1f ms (batch 1); p50 fcfs %.1f vs spf %.1f; "
+           "queue limit 1 rejects %g\n", t0, t1, p0, ps, rejected_queue(ql));
+    ck_assert_msg(t1 != t0, "vision max_batch_requests changed nothing (%.3f ms)", t0);
+    ck_assert_msg(ps != p0, "vision scheduler changed nothing (p50 %.3f ms)", p0);
+    ck_assert_msg(rejected_queue(base) == 0 && rejected_queue(ql) > 0,
+                  "vision queue_limit: %g rejected (none without it: %g)", rejected_queue(ql),
+                  rejected_queue(base));
+    json_decref(base), json_decref(b2), json_decref(spf), json_decref(ql);
+}
+END_TEST
+
+START_TEST(test_pool_policy_prefill) {
+    const char *a[] = {"workload.limit_requests=3000", "workload.time_scale=0.4", "cluster.prefill.instances=2"};
+    const char *b[] = {"workload.limit_requests=3000", "workload.time_scale=0.4", "cluster.prefill.instances=2",
+                       "cluster.prefill.max_batch_requests=1"};
+    const char *c2[] = {"workload.limit_requests=3000", "workload.time_scale=0.4", "cluster.prefill.instances=2",
+                        "cluster.prefill.scheduler=spf"};
+    const char *d[] = {"workload.limit_requests=3000", "workload.time_scale=0.4", "cluster.prefill.instances=2",
+                       "cluster.prefill.queue_limit=2"};
+    json_t *sa = run(a, 3), *sb = run(b, 4), *sc = run(c2, 4), *sd = run(d, 4);
+    printf("prefill: TTFT mean %.1f ms, one request per step %.1f ms, spf p50 %.1f vs %.1f ms, "
+           "queue limit 2 rejects %g\n", kvt_num(sa, "ttft_ms.mean"), kvt_num(sb, "ttft_ms.mean"),
+           kvt_num(sc, "ttft_ms.p50"), kvt_num(sa, "ttft_ms.p50"), rejected_queue(sd));
+    ck_assert_msg(kvt_num(sb, "ttft_ms.mean") > kvt_num(sa, "ttft_ms.mean"),
+                  "one request per prefill step did not slow TTFT");
+    ck_assert_msg(kvt_num(sc, "ttft_ms.p50") < kvt_num(sa, "ttft_ms.p50"), "spf did not cut TTFT p50");
+    ck_assert_msg(rejected_queue(sd) > 0, "prefill queue_limit rejected nothing");
+    json_decref(sa), json_decref(sb), json_decref(sc), json_decref(sd);
+}
+END_TEST
+
+START_TEST(test_pool_policy_decode) {
+    // one decode instance with little KV: requests wait for decode admission
+    const char *a[] = {"workload.limit_requests=2500", "workload.time_scale=0.3", "cluster.decode.instances=1",
+                       "cluster.prefill.instances=4", "cluster.decode.kv_tokens=400000"};
+    const char *b[] = {"workload.limit_requests=2500", "workload.time_scale=0.3", "cluster.decode.instances=1",
+                       "cluster.prefill.instances=4", "cluster.decode.kv_tokens=400000",
+                       "cluster.decode.scheduler=spf"};
+    const char *c2[] = {"workload.limit_requests=2500", "workload.time_scale=0.3", "cluster.decode.instances=1",
+                        "cluster.prefill.instances=4", "cluster.decode.max_batch_requests=16"};
+    const char *c0[] = {"workload.limit_requests=2500", "workload.time_scale=0.3", "cluster.decode.instances=1",
+                        "cluster.prefill.instances=4"};
+    const char *d[] = {"workload.limit_requests=2500", "workload.time_scale=0.3", "cluster.decode.instances=1",
+                       "cluster.prefill.instances=4", "cluster.decode.kv_tokens=400000",
+                       "cluster.decode.queue_limit=5"};
+    json_t *sa = run(a, 5), *sb = run(b, 6), *sc = run(c2, 5), *sd = run(d, 6), *s0 = run(c0, 4);
+    printf("decode: E2E p50 fcfs %.0f ms, spf %.0f ms; mean batch %.1f, capped at 16 %.1f; queue "
+           "limit 5 rejects %g\n", kvt_num(sa, "e2e_ms.p50"), kvt_num(sb, "e2e_ms.p50"),
+           kvt_num(s0, "steps.decode_mean_batch"), kvt_num(sc, "steps.decode_mean_batch"), rejected_queue(sd));
+    ck_assert_msg(kvt_num(sb, "e2e_ms.p50") != kvt_num(sa, "e2e_ms.p50"), "decode scheduler changed nothing");
+    ck_assert_msg(kvt_num(sc, "steps.decode_mean_batch") <= 16 && kvt_num(s0, "steps.decode_mean_batch") > 16,
+                  "decode batch: %.1f capped at 16, %.1f without", kvt_num(sc, "steps.decode_mean_batch"),
+                  kvt_num(s0, "steps.decode_mean_batch"));
+    json_decref(s0);
+    ck_assert_msg(rejected_queue(sa) == 0 && rejected_queue(sd) > 0, "decode queue_limit rejected %g",
+                  rejected_queue(sd));
+    json_decref(sa), json_decref(sb), json_decref(sc), json_decref(sd);
+}
+END_TEST
+
+START_TEST(test_pool_keys_that_cannot_apply_are_refused) {
+    const char *bad[] = {"cluster.vision.max_batch_tokens=4096", "cluster.vision.chunk_tokens=512",
+                         "cluster.vision.kv_tokens=1000", "cluster.decode.chunk_tokens=512"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int rc = kvt_sh("%s run scenarios/quickstart.yaml --set %s --set workload.limit_requests=5 -q",
+                        kvt_bin(), bad[i]);
+        ck_assert_msg(rc == 2, "%s: exit %d", bad[i], rc);
+        const char *key = strchr(bad[i], '=') ? bad[i] : bad[i];
+        char k[64];
+        snprintf(k, sizeof k, "%.*s", (int)(strchr(key, '=') - key), key);
+        ck_assert_msg(strstr(kvt_err, k) && strstr(kvt_err, "does not apply"), "%s: %s", bad[i], kvt_err);
+    }
+    // colocated: the decode instances join the prefill pool's step model, so its shape must match
+    int rc = kvt_sh("%s run scenarios/quickstart.yaml --set cluster.mode=colocated --set "
+                    "cluster.decode.gpus_per_instance=4 --set workload.limit_requests=5 -q", kvt_bin());
+    ck_assert_msg(rc == 2 && strstr(kvt_err, "cluster.decode.gpus_per_instance"),
+                  "colocated decode shape: exit %d: %s", rc, kvt_err);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("policies");
     TCase *t = tcase_create("policies");
@@ -145,6 +247,10 @@ static Suite *suite(void) {
     tcase_add_test(t, test_disaggregation_keeps_tpot_flat);
     tcase_add_test(t, test_schedule_changes_gpu_hours);
     tcase_add_test(t, test_vision_stage);
+    tcase_add_test(t, test_pool_policy_vision);
+    tcase_add_test(t, test_pool_policy_prefill);
+    tcase_add_test(t, test_pool_policy_decode);
+    tcase_add_test(t, test_pool_keys_that_cannot_apply_are_refused);
     suite_add_tcase(s, t);
     return s;
 }

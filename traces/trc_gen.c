@@ -208,17 +208,24 @@ static void draw_turn(gsrc *x, const gsess *s, uint32_t *new_tokens, uint32_t *o
     *out_tokens = out;
 }
 
-// Id of block i of a stream whose block i-1 has id prev (i = 0: prev ignored): blocks wholly
-// inside the system prompt carry the class's shared content, the others the conversation's own
-// (session uid, conversation number conv; conv 0 hashes as the uid alone).
+// Id of block i of a stream: blocks wholly inside the system prompt carry the class's shared
+// content, the others the conversation's own (session uid, conversation number conv; conv 0
+// hashes as the uid alone). A block's content, and so everything before it, is fixed by its
+// stream and position (a session's system prompt is fixed by its class), so the id is a hash
+// of (stream, position): equal ids <=> equal prefixes. Eight consecutive blocks of a stream
+// share the id's high 61 bits and differ in the low 3 (the layout trc_block_sub_id gives the
+// sub-blocks of a trace block), so the store's index keeps them in one bucket (sim_kv.h).
+// prev is unused: ids no longer chain (kept for the callers' shape).
 static uint64_t block_id(const gsrc *x, uint64_t prev, uint8_t kind, uint32_t sys, uint64_t uid,
                          uint32_t conv, size_t i) {
-    uint64_t content;
+    (void)prev;
+    uint64_t stream;
     if ((uint64_t)(i + 1) * x->g.block_tokens <= sys)
-        content = kvf_hash_combine(kvf_hash_combine(x->g.seed ^ 0x5757ULL, kind), i);
+        stream = kvf_hash_combine(x->g.seed ^ 0x5757ULL, kind);
     else
-        content = kvf_hash_combine(conv ? kvf_hash_combine(uid, conv) : uid, i);
-    return kvf_hash_combine(i ? prev : 0x6b7666ULL, content);
+        stream = kvf_hash_combine(conv ? kvf_hash_combine(uid, conv) : uid, 0x636f6e76ULL);
+    uint64_t hi = kvf_hash_combine(kvf_hash_combine(0x6b7666ULL, stream), (uint64_t)(i >> 3));
+    return (hi & ~(uint64_t)7) | (uint64_t)(i & 7);
 }
 
 // Extends the session's id chain to cover n full blocks.
