@@ -47,6 +47,11 @@ static bool parse_num(const char *s, double *v) {
     return e != s && !*e && isfinite(*v) && *v >= 0;
 }
 
+// The options of serve and validate that take a value.
+static const char SERVE_VALUED[] =
+    "--trace --model --backend -o --profile --format --limit --time-scale --length-scale --rate "
+    "--max-batch-tokens --max-batch-requests --kv-blocks --block-tokens --threads";
+
 // Parses the shared options from argv[first..); returns 0 or an exit code.
 static int parse_args(int argc, char **argv, const char *cmd, serve_args *a) {
     memset(a, 0, sizeof *a);
@@ -63,7 +68,13 @@ static int parse_args(int argc, char **argv, const char *cmd, serve_args *a) {
         if (!strcmp(o, "--json")) a->json = true;
         else if (!strcmp(o, "--skip-bad")) a->sh.skip_bad = true;
         else if (!v) {
-            fprintf(stderr, "kvfleet %s: option '%s' needs a value, or is unknown\n", cmd, o);
+            if (kvf_cli_missing_value(o, true, SERVE_VALUED))
+                fprintf(stderr, "kvfleet %s: option '%s' needs a value\n", cmd, o);
+            else
+                fprintf(stderr, "kvfleet %s: unknown option '%s'\n", cmd, o);
+            return usage(stderr, cmd, 2);
+        } else if (!kvf_cli_missing_value(o, true, SERVE_VALUED)) {
+            fprintf(stderr, "kvfleet %s: unknown option '%s'\n", cmd, o);
             return usage(stderr, cmd, 2);
         } else {
             i++;

@@ -145,6 +145,8 @@ START_TEST(test_missing_value_is_named) {
         {"engine profile -o", "-o"},
         {"engine fit x.csv -o", "-o"},
         {"compare out/a --html", "--html"},
+        {"validate --trace traces/data/mooncake_conversation.jsonl -o", "-o"},
+        {"engine serve --trace traces/data/mooncake_conversation.jsonl --limit", "--limit"},
     };
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
         int rc = kvt_sh("%s %s", kvt_bin(), lines[i][0]);
