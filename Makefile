@@ -20,7 +20,7 @@ build: setup $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
-	$(BUILD)/kvfleet run scenarios/quickstart.yaml -o out/quickstart
+	$(BUILD)/kvfleet run scenarios/quickstart.yaml -o out/quickstart --force
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900

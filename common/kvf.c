@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 kvf_status kvf_fail(kvf_err *err, kvf_status code, const char *fmt, ...) {
@@ -78,21 +80,37 @@ void kvf_assert_fail(const char *expr, const char *file, int line) {
     abort();
 }
 
+bool (*kvf_alloc_hook)(size_t n);
+
 static void *oom(size_t n) {
     fprintf(stderr, "kvfleet: out of memory allocating %zu bytes\n", n);
-    abort();
+    fflush(stderr);
+    _exit(1);
+}
+
+void *kvf_hooked_malloc(size_t n) {
+    if (kvf_alloc_hook && !kvf_alloc_hook(n)) return NULL;
+    return malloc(n ? n : 1);
+}
+void *kvf_hooked_realloc(void *p, size_t n) {
+    if (kvf_alloc_hook && !kvf_alloc_hook(n)) return NULL;
+    return realloc(p, n ? n : 1);
+}
+static void *hooked_calloc(size_t n, size_t size) {
+    if (kvf_alloc_hook && !kvf_alloc_hook(n * size)) return NULL;
+    return calloc(n ? n : 1, size ? size : 1);
 }
 
 void *kvf_malloc(size_t n) {
-    void *p = malloc(n ? n : 1);
+    void *p = kvf_hooked_malloc(n);
     return p ? p : oom(n);
 }
 void *kvf_calloc(size_t n, size_t size) {
-    void *p = calloc(n ? n : 1, size ? size : 1);
+    void *p = hooked_calloc(n, size);
     return p ? p : oom(n * size);
 }
 void *kvf_realloc(void *p, size_t n) {
-    void *q = realloc(p, n ? n : 1);
+    void *q = kvf_hooked_realloc(p, n);
     return q ? q : oom(n);
 }
 char *kvf_strdup(const char *s) {
@@ -100,12 +118,12 @@ char *kvf_strdup(const char *s) {
     return memcpy(kvf_malloc(n), s, n);
 }
 void *kvf_try_malloc(size_t n, kvf_err *err) {
-    void *p = malloc(n ? n : 1);
+    void *p = kvf_hooked_malloc(n);
     if (!p) kvf_fail(err, KVF_ENOMEM, "cannot allocate %zu bytes", n);
     return p;
 }
 void *kvf_try_calloc(size_t n, size_t size, kvf_err *err) {
-    void *p = calloc(n ? n : 1, size ? size : 1);
+    void *p = hooked_calloc(n, size);
     if (!p) kvf_fail(err, KVF_ENOMEM, "cannot allocate %zu x %zu bytes", n, size);
     return p;
 }
@@ -114,10 +132,10 @@ void kvf_grow(void **buf, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap) return;
     size_t c = *cap ? *cap : 16;
     while (c < need) {
-        KVF_ASSERT(c < SIZE_MAX / 2);
+        if (c >= SIZE_MAX / 2) oom(SIZE_MAX);
         c *= 2;
     }
-    KVF_ASSERT(c <= SIZE_MAX / elem);
+    if (c > SIZE_MAX / elem) oom(SIZE_MAX);
     *buf = kvf_realloc(*buf, c * elem);
     *cap = c;
 }
@@ -279,20 +297,95 @@ bool kvf_endswith(const char *s, const char *suffix) {
     return n >= m && !strcmp(s + n - m, suffix);
 }
 
-kvf_status kvf_read_file(const char *path, char **out, size_t *len, kvf_err *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return kvf_fail(err, errno == ENOENT ? KVF_ENOENT : KVF_EIO, "%s: %s", path,
-                            strerror(errno));
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        kvf_grow((void **)&buf, &cap, n + 65536 + 1, 1);
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0) break;
+// Opens path for reading after checking what it is: never blocks on a FIFO (O_NONBLOCK, then
+// fstat on the descriptor itself, so the check and the open see the same file).
+static int open_regular(const char *path, struct stat *sb, kvf_err *err) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return kvf_fail(err, KVF_ENOENT, "%s: No such file", path), -1;
+        if (errno == EISDIR)
+            return kvf_fail(err, KVF_EINVAL, "%s: is a directory, not a file", path), -1;
+        return kvf_fail(err, errno == EACCES ? KVF_EINVAL : KVF_EIO, "%s: cannot open: %s", path,
+                        strerror(errno)),
+               -1;
     }
-    int bad = ferror(f);
-    fclose(f);
+    if (fstat(fd, sb) != 0) {
+        kvf_fail(err, KVF_EIO, "%s: cannot stat: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(sb->st_mode)) {
+        const char *what = S_ISDIR(sb->st_mode)    ? "a directory"
+                           : S_ISFIFO(sb->st_mode) ? "a FIFO (pipe)"
+                           : S_ISCHR(sb->st_mode)  ? "a character device"
+                           : S_ISBLK(sb->st_mode)  ? "a block device"
+                           : S_ISSOCK(sb->st_mode) ? "a socket"
+                                                   : "not a regular file";
+        kvf_fail(err, KVF_EINVAL, "%s: is %s, not a regular file", path, what);
+        close(fd);
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
+}
+
+FILE *kvf_open_input(const char *path, kvf_err *err) {
+    struct stat sb;
+    int fd = open_regular(path, &sb, err);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        kvf_fail(err, KVF_ENOMEM, "%s: cannot open: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
+kvf_status kvf_read_file(const char *path, char **out, size_t *len, kvf_err *err) {
+    struct stat sb;
+    int fd = open_regular(path, &sb, err);
+    if (fd < 0) return err ? err->code : KVF_EIO;
+    if (sb.st_size > (off_t)KVF_READ_MAX) {
+        close(fd);
+        return kvf_fail(err, KVF_EINVAL, "%s: %lld bytes, over the %u MiB limit for this file",
+                        path, (long long)sb.st_size, KVF_READ_MAX >> 20);
+    }
+    char *buf = kvf_try_malloc((size_t)sb.st_size + 65536 + 1, err);
+    if (!buf) {
+        close(fd);
+        return KVF_ENOMEM;
+    }
+    size_t cap = (size_t)sb.st_size + 65536, n = 0;
+    bool bad = false;
+    for (;;) {   // the file may grow while read: stop at the cap
+        ssize_t got = read(fd, buf + n, cap - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            bad = true;
+            break;
+        }
+        if (got == 0) break;
+        n += (size_t)got;
+        if (n == cap) {
+            if (cap > KVF_READ_MAX) {
+                close(fd);
+                free(buf);
+                return kvf_fail(err, KVF_EINVAL, "%s: over the %u MiB limit for this file", path,
+                                KVF_READ_MAX >> 20);
+            }
+            char *nb = kvf_hooked_realloc(buf, cap * 2 + 1);
+            if (!nb) {
+                close(fd);
+                free(buf);
+                return kvf_fail(err, KVF_ENOMEM, "%s: out of memory reading it", path);
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    close(fd);
     if (bad) {
         free(buf);
         return kvf_fail(err, KVF_EIO, "%s: read error", path);

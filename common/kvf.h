@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define KVF_VERSION "0.1.0"
 
@@ -55,7 +56,8 @@ bool kvf_cli_missing_value(const char *a, bool last, const char *valued);
     } while (0)
 _Noreturn void kvf_assert_fail(const char *expr, const char *file, int line);
 
-// Allocation, tier 1: small and bounded; aborts with a message on failure.
+// Allocation, tier 1: small and bounded; on failure prints "kvfleet: out of memory ..." and
+// exits 1 (a clean exit, not abort(): out of memory is a resource limit, not a bug).
 void *kvf_malloc(size_t n);
 void *kvf_calloc(size_t n, size_t size);
 void *kvf_realloc(void *p, size_t n);
@@ -63,6 +65,14 @@ char *kvf_strdup(const char *s);
 // Allocation, tier 2: large or input-sized; returns NULL and fills *err (KVF_ENOMEM).
 void *kvf_try_malloc(size_t n, kvf_err *err);
 void *kvf_try_calloc(size_t n, size_t size, kvf_err *err);
+
+// Allocator hook (fault injection in tests): every kvf_* allocation, jansson's and SQLite's
+// (once rpt_ wires them) asks kvf_alloc_hook(n) first when it is set; false = behave as if the
+// allocation failed. NULL (the default) costs one pointer test.
+extern bool (*kvf_alloc_hook)(size_t n);
+// malloc/realloc through the hook (for libraries that take allocator functions).
+void *kvf_hooked_malloc(size_t n);
+void *kvf_hooked_realloc(void *p, size_t n);
 
 // Grows *buf (elements of elem bytes, capacity *cap) to hold at least need elements.
 // Doubling; aborts on overflow or failure (tier 1).
@@ -112,8 +122,14 @@ int64_t kvf_wall_ns(void);
 // Simple string helpers.
 bool kvf_streq(const char *a, const char *b);
 bool kvf_endswith(const char *s, const char *suffix);
-// Reads a whole file into a NUL-terminated buffer (caller frees). KVF_ENOENT/KVF_EIO.
+// Reads a whole file into a NUL-terminated buffer (caller frees). KVF_ENOENT when missing;
+// KVF_EINVAL (exit 2) for a path that is not a regular file (a directory, FIFO, device) or a
+// file over KVF_READ_MAX bytes; KVF_EIO for a read error.
+#define KVF_READ_MAX (64u << 20)
 kvf_status kvf_read_file(const char *path, char **out, size_t *len, kvf_err *err);
+// Opens an input file for reading, refusing anything but a regular file without blocking
+// (a FIFO is opened non-blocking, checked, and refused). NULL with *err filled as above.
+FILE *kvf_open_input(const char *path, kvf_err *err);
 // Creates a directory and its parents (like mkdir -p). KVF_EIO on failure.
 kvf_status kvf_mkdirs(const char *path, kvf_err *err);
 

@@ -8,6 +8,8 @@
 #ifndef MDL_H
 #define MDL_H
 
+#include <math.h>
+
 #include "kvf.h"
 
 enum { MDL_NAME_MAX = 64 };
@@ -131,6 +133,21 @@ kvf_status mdl_hardware_check(const mdl_hardware *h, kvf_err *err);
 // mapping of scalar keys (models/README.md). Errors name file:line and key: unknown or
 // duplicate key, wrong type, negative or zero where positive is needed, inconsistent counts
 // (KVF_EPARSE / KVF_EINVAL); a missing file is KVF_ENOENT and names the path tried.
+// The longest batch step the models report: an hour. A longer one (a model far too large for
+// its hardware, efficiency factors near zero) is saturated here, converted without overflow,
+// and the simulator refuses the run naming the keys.
+#define MDL_MAX_STEP_NS 3.6e12
+static inline int64_t mdl_ns(double ns) {
+    return ns >= 0 && ns <= MDL_MAX_STEP_NS ? (int64_t)llround(ns) : ns >= 0 || ns != ns ? (int64_t)(MDL_MAX_STEP_NS + 1) : 0;
+}
+
+// Bounds for YAML input (models/mdl_yaml_guard.c): nesting depth, and nodes once aliases are
+// expanded. mdl_yaml_guard refuses deeper, larger or self-referencing (alias loop) text with
+// KVF_EPARSE naming where:line; run it before yaml_parser_load.
+#define MDL_YAML_MAX_DEPTH 64
+#define MDL_YAML_MAX_NODES 1000000
+kvf_status mdl_yaml_guard(const char *where, const char *text, size_t len, kvf_err *err);
+
 kvf_status mdl_model_load(mdl_model *m, const char *name_or_path, const char *models_dir,
                           kvf_err *err);
 // Same for models_dir/hardware/<name>.yaml (or a path). Required: bf16_flops, hbm_bytes,

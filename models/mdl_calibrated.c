@@ -464,9 +464,9 @@ static void cal_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out) {
         out->extrapolated = true;
     }
     double host = host_eval(c, mdl_batch_size(b));
-    out->ns = (int64_t)llround(fwd + host);
+    out->ns = mdl_ns(fwd + host);
     if (out->ns < 1) out->ns = 1;
-    out->host_ns = (int64_t)llround(host);
+    out->host_ns = mdl_ns(host);
 }
 
 static void cal_destroy(mdl_stepper *s) {

@@ -117,6 +117,21 @@ static const char *type_word(ftype t) {
 }
 // clang-format on
 
+// Smallest physically meaningful value of a positive number (a rate of 1e-300 FLOP/s is a
+// typo, and turns step times into overflowing integers).
+static double phys_min(const char *key) {
+    if (!strcmp(key, "bf16_flops")) return 1e9;                    // 1 GFLOP/s
+    if (!strcmp(key, "hbm_bytes") || !strcmp(key, "hbm_Bps")) return 1e6;   // 1 MB, 1 MB/s
+    if (!strcmp(key, "compute") || !strcmp(key, "memory") || !strcmp(key, "comm")) return 1e-3;
+    return 0;
+}
+static const char *phys_min_why(const char *key) {
+    if (!strcmp(key, "bf16_flops")) return "must be >= 1e9 (FLOP/s)";
+    if (!strcmp(key, "hbm_bytes")) return "must be >= 1e6 (bytes)";
+    if (!strcmp(key, "hbm_Bps")) return "must be >= 1e6 (bytes/s)";
+    return "must be >= 0.001";
+}
+
 // Parses one scalar into the field. Returns false with *why set on failure.
 static bool parse_value(const field *f, const char *v, void *obj, const char **why) {
     char *p = (char *)obj + f->off;
@@ -148,6 +163,9 @@ static bool parse_value(const field *f, const char *v, void *obj, const char **w
         if (*end || !isfinite(d)) return false;
         if (d < 0) return (*why = "must not be negative"), false;
         if ((f->flags & F_POS) && d == 0) return (*why = "must be positive"), false;
+        if (d > 1e30) return (*why = "is too large (over 1e30)"), false;
+        if ((f->flags & F_POS) && d < phys_min(f->key))
+            return (*why = phys_min_why(f->key)), false;
         *(double *)p = d;
         return true;
     }
@@ -328,20 +346,24 @@ static kvf_status krows_parse(const char *path, yaml_document_t *doc, yaml_node_
 // of key i (0 = absent). *map_line gets the line of the mapping. Required keys are checked.
 static kvf_status read_flat(const char *path, const field *fields, size_t nf, void *obj, int *seen,
                             int *map_line, kvf_err *err) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return kvf_fail(err, errno == ENOENT ? KVF_ENOENT : KVF_EIO, "%s: cannot open: %s", path,
-                        strerror(errno));
+    char *text = NULL;
+    size_t len = 0;
+    kvf_status rst = kvf_read_file(path, &text, &len, err);
+    if (rst) return rst;
+    if ((rst = mdl_yaml_guard(path, text, len, err))) {
+        free(text);
+        return rst;
+    }
     yaml_parser_t parser;
     yaml_document_t doc;
     kvf_status st = KVF_OK;
     bool have_doc = false;
     memset(seen, 0, nf * sizeof *seen);
     if (!yaml_parser_initialize(&parser)) {
-        fclose(fp);
+        free(text);
         return kvf_fail(err, KVF_ENOMEM, "%s: cannot create a YAML parser", path);
     }
-    yaml_parser_set_input_file(&parser, fp);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     if (!yaml_parser_load(&parser, &doc)) {
         st = kvf_fail(err, KVF_EPARSE, "%s:%d: YAML syntax error: %s", path,
                       (int)parser.problem_mark.line + 1,
@@ -414,7 +436,7 @@ static kvf_status read_flat(const char *path, const field *fields, size_t nf, vo
 done:
     if (have_doc) yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
-    fclose(fp);
+    free(text);
     return st;
 }
 

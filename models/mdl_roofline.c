@@ -411,11 +411,11 @@ void mdl_parts_finish(const mdl_parts *pp, const mdl_work *w, mdl_step_cost *out
     comm_s += pp->ep_comm_s;
     comm_s -= KVF_MIN(comm_s * pp->overlap, total);
     double s = total + comm_s + pp->fixed_s;
-    out->ns = (int64_t)llround(s * 1e9);
+    out->ns = mdl_ns(s * 1e9);
     if (out->ns < 1) out->ns = 1;
-    out->comm_ns = (int64_t)llround(comm_s * 1e9);
+    out->comm_ns = mdl_ns(comm_s * 1e9);
     out->comm_bytes = pp->comm_bytes;
-    out->host_ns = (int64_t)llround(pp->host_ns);
+    out->host_ns = mdl_ns(pp->host_ns);
 }
 
 void mdl_roofline_eval_work(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par_in,

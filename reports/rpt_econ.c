@@ -913,6 +913,7 @@ kvf_status rpt_econ_write_db(rpt_db *db, const rpt_econ_result *r, kvf_err *err)
             if (rc != SQLITE_DONE) goto fail;
         }
     sqlite3_finalize(st);
+    st = NULL;   // a failing COMMIT must not finalize it twice
     if (sqlite3_exec(h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) goto fail;
     return KVF_OK;
 fail:

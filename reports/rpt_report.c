@@ -66,6 +66,7 @@ typedef struct rep {
     int nch;
     rpt_buf gp;                  // the gnuplot script
     bool gnuplot;
+    bool write_failed;           // a chart data file could not be written whole
     char gnuplot_note[512];
 } rep;
 
@@ -344,7 +345,7 @@ static kvf_status chart_cdf(rep *r, const char *col, const char *name, const cha
             cdf_block(f, cv[k], cn[k]);
             copy_str(c->label[c->n_series++], sizeof c->label[0], cls[k]);
         }
-    fclose(f);
+    if (ferror(f) | fclose(f)) r->write_failed = true;
     double lo = all[0] > 0 ? all[0] : 0, hi = all[n - 1];
     c->logx = lo > 0 && hi / lo > 100;
     double p50 = kvf_percentile_sorted(all, n, 50), p90 = kvf_percentile_sorted(all, n, 90),
@@ -412,7 +413,7 @@ static kvf_status chart_ts(rep *r, const ts_spec *sp, kvf_err *err) {
         write_series_block(f, sel[i], hours ? 3600.0 : 1.0, sp->scale);
         copy_str(c->label[c->n_series++], sizeof c->label[0], lab[i]);
     }
-    fclose(f);
+    if (ferror(f) | fclose(f)) r->write_failed = true;
     rpt_buf cap = {0};
     rpt_buf_puts(&cap, "From the timeseries table: ");
     for (int i = 0; i < k; i++)
@@ -443,7 +444,7 @@ static kvf_status chart_cost(rep *r, kvf_err *err) {
         fprintf(f, "\"%s\" %.9g\n", PARTS[i], v);
         tot += v;
     }
-    fclose(f);
+    if (ferror(f) | fclose(f)) r->write_failed = true;
     snprintf(c->caption, sizeof c->caption,
              "Total %.4g USD per GPU-hour (economics.cost_per_gpu_hour_usd_by_part).", tot);
     chart_script(r, c);
@@ -488,7 +489,7 @@ static kvf_status chart_sens(rep *r, const char *kind, const char *name, const c
         copy_str(c->label[c->n_series++], sizeof c->label[0], "this run");
         c->points_last = true;
     }
-    fclose(f);
+    if (ferror(f) | fclose(f)) r->write_failed = true;
     snprintf(c->caption, sizeof c->caption, "From economics.sensitivity.%s in summary.json.",
              kind);
     chart_script(r, c);
@@ -1220,6 +1221,9 @@ kvf_status rpt_report_write(const char *dir, bool html, bool md, kvf_err *err) {
         snprintf(path, sizeof path, "%s/report.md", dir);
         if ((s = rpt_write_text(path, pg.m.p, pg.m.n, err))) goto out;
     }
+    if (r->write_failed)
+        s = kvf_fail(err, KVF_EIO, "%s/report_files: chart data could not be written (disk full?)",
+                     dir);
 out:
     rpt_buf_free(&pg.h);
     rpt_buf_free(&pg.m);

@@ -1,5 +1,6 @@
 // sim/main.c -- the kvfleet command: dispatches to the subcommands of each library.
 // Exit codes: 0 ok; 1 the run failed; 2 bad usage or bad input.
+#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,7 +16,7 @@ static void usage(FILE *f) {
             "\n"
             "usage:\n"
             "  kvfleet run SCENARIO [-o DIR] [--set K=V]... [--trace FILE] [--seed N] [--json]\n"
-            "              [-q|--quiet] [--no-report] [--engine cpu|cuda]\n"
+            "              [-q|--quiet] [--no-report] [--force] [--engine cpu|cuda]\n"
             "              [--trace-out FILE [--trace-window FROM_S:TO_S]]\n"
             "  kvfleet run SCENARIO --explain-step [--step-phase decode|prefill] [--step-seqs N]\n"
             "              [--step-context C] [--step-prompt T] [--step-chunks N] [--set K=V]...\n"
@@ -31,7 +32,11 @@ static void usage(FILE *f) {
             "  kvfleet trace stats FILE [--format F] [--block-tokens N] [--json] [SHAPING]\n"
             "                [--cache-tokens N,N,...]\n"
             "  kvfleet trace gen --profile chatbot|agent|coding|mixed [--rate R] [--duration S]\n"
-            "                [-o FILE] ...\n"
+            "                [--arrival poisson|gamma|diurnal] [--cv X] [--input-len N]\n"
+            "                [--output-len N] [--lengths FILE] [--images P] [--turns X]\n"
+            "                [--system-tokens N] [--max-requests N] [--block-tokens N] [--seed N]\n"
+            "                [-o FILE] [--days D [--amplitude A] [--peak-hour H] [--weekend-ratio X]\n"
+            "                [--start-weekday 0-6] [--warmup-days D] [--return CLASS=P,MEDIAN_H,SIGMA]...]\n"
             "  kvfleet trace convert FILE -o OUT.jsonl [--format F] [--block-tokens N] [SHAPING]\n"
             "  kvfleet engine profile [--model M] [--backend cpu|cuda] [--quick] [-o FILE]\n"
             "                 [--check PROFILE] [--threads N] [--seed N]\n"
@@ -46,7 +51,9 @@ static void usage(FILE *f) {
             "  kvfleet version\n"
             "  kvfleet help | --help\n"
             "\n"
-            "  SHAPING: [--limit N] [--time-scale X] [--length-scale X] [--rate R] ...\n"
+            "  SHAPING: [--limit N] [--time-scale X] [--length-scale X] [--rate R] [--start S]\n"
+            "           [--end S] [--bucket as_recorded|spread] [--seed N] [--skip-bad]\n"
+            "           [--session-rate R] [--session-users N] [--source-block-tokens N]\n"
             "  SERVING: [--format F] [--limit N] [--time-scale X] [--length-scale X] [--rate R]\n"
             "           [--skip-bad] [--max-batch-tokens N] [--max-batch-requests N]\n"
             "           [--kv-blocks N] [--block-tokens N] [--threads N]\n"
@@ -56,6 +63,9 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    // jansson through the checked allocator: out of memory while building a summary ends
+    // the run with a message (exit 1) instead of a summary with keys silently missing
+    json_set_alloc_funcs(kvf_malloc, free);
     if (argc < 2) {
         usage(stderr);
         return 2;

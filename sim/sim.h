@@ -12,6 +12,8 @@
 #include "trc.h"
 
 enum { SIM_PATH_MAX = 1024, SIM_NAME_MAX = 128, SIM_SCHEDULE_MAX = 48 };
+// The most requests one generated workload may ask for (rate_rps x duration_s).
+#define SIM_MAX_REQUESTS 1e8
 
 typedef enum sim_mode { SIM_DISAGGREGATED = 0, SIM_COLOCATED } sim_mode;
 typedef enum sim_sched { SIM_SCHED_FCFS = 0, SIM_SCHED_SPF, SIM_SCHED_PRIORITY } sim_sched;
@@ -200,6 +202,37 @@ typedef struct sim_run_opts {
     bool decode_listed;           // decode steps list every running sequence (the O(batch)
                                   // reference path) instead of running sums; tests compare
 } sim_run_opts;
+
+// The i-th numeric scenario key (0-based) with its allowed range in the file's unit (lo
+// excluded when *lo_open) and whether it must be whole; false past the last. For tests that
+// walk every key.
+bool sim_config_key_info(size_t i, const char **key, double *lo, double *hi, bool *integer,
+                         bool *lo_open);
+
+// ---- result directories (sim_run.c) ----------------------------------------------------------
+// A run never writes into its result directory DIR: it writes DIR.tmp.<pid> beside it and
+// renames that into place when everything is written, so DIR holds a complete result or the
+// previous one, never a mix. DIR.lock (flock, released by the kernel when the process dies,
+// SIGKILL included) keeps two runs apart; whoever takes it removes what a killed run left
+// (DIR.tmp.*, DIR.old.*). An existing non-empty DIR is kept unless force.
+typedef struct sim_outdir {
+    char final[SIM_PATH_MAX];
+    char tmp[SIM_PATH_MAX + 32];
+    char lock[SIM_PATH_MAX + 8];
+    int lock_fd;   // -1 = not held
+} sim_outdir;
+// Takes the lock, checks DIR, clears stale leftovers and creates the temporary directory.
+// KVF_EINVAL (exit 2) when DIR holds a result and !force or another run holds the lock.
+kvf_status sim_outdir_begin(sim_outdir *d, const char *dir, bool force, kvf_err *err);
+// Renames the temporary directory to DIR (replacing an old one) and releases the lock.
+kvf_status sim_outdir_commit(sim_outdir *d, kvf_err *err);
+// Removes the temporary directory and releases the lock (a failed run leaves DIR as it was).
+void sim_outdir_abort(sim_outdir *d);
+// Takes an exclusive flock on path (created if needed) without waiting: KVF_EINVAL naming
+// path when another process holds it. *fd gets the descriptor to close to release it.
+kvf_status sim_lock_file(const char *path, int *fd, kvf_err *err);
+// Removes a directory tree (missing is fine).
+void sim_remove_tree(const char *path);
 
 // Runs the scenario. On success *summary_json holds the summary (jansson json_t *, caller
 // decrefs) and, with out_dir, summary.json and results.db are written there.

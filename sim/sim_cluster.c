@@ -173,6 +173,13 @@ static void step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, 
     mdl_batch b = {.phase = phase, .seqs = c->seqs, .n = n, .images = images,
                    .dsum = ds && ds->n ? ds : NULL};
     mdl_stepper_cost(p->stepper, &b, out);
+    if (out->ns > (int64_t)MDL_MAX_STEP_NS && c->status == KVF_OK) {
+        kvf_fail(c->err, KVF_EINVAL,
+                 "one batch step would take over an hour of simulated time: the model is far "
+                 "too large for the hardware and efficiency factors (keys model, hardware, "
+                 "efficiency.*)");
+        fail_run(c, KVF_EINVAL);
+    }
     if (out->ns < 1) out->ns = 1;
     c->m.steps++;
     if (out->extrapolated) c->m.extrapolated_steps++;
@@ -1598,13 +1605,17 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
         if (c->model.window && c->model.window_layers && c->model.kv_bytes_per_token_full > 0)
             kvcap *= c->model.kv_bytes_per_token / c->model.kv_bytes_per_token_full;
         if (p->cfg->kv_tokens > 0) kvcap = (double)p->cfg->kv_tokens;
-        if (p->n && k != SIM_POOL_VISION && kvcap < 1)
+        if (p->n && k != SIM_POOL_VISION && kvcap < 1) {
+            char key[64], where[SIM_PATH_MAX + 128];
+            snprintf(key, sizeof key, "cluster.%s.gpus_per_instance",
+                     k == SIM_POOL_PREFILL ? "prefill" : "decode");
+            sim_config_where(cfg, key, where, sizeof where);
             return kvf_fail(err, KVF_EINVAL,
-                            "%s: model %s (%.1f GB of weights) does not fit %d x %s GPU(s) of "
-                            "cluster.%s",
-                            cfg->path[0] ? cfg->path : "scenario", c->model.name,
-                            c->model.weight_bytes / 1e9, p->cfg->gpus_per_instance, c->hw.name,
-                            k == SIM_POOL_PREFILL ? "prefill" : "decode");
+                            "%s: model %s (%.1f GB of weights, key 'model') does not fit %d x %s "
+                            "GPU(s) (key 'hardware') with room for KV; give more GPUs per "
+                            "instance", where, c->model.name, c->model.weight_bytes / 1e9,
+                            p->cfg->gpus_per_instance, c->hw.name);
+        }
         for (uint32_t i = 0; i < p->n; i++, id++) {
             sim_inst *in = &c->inst[id];
             in->id = id;
@@ -1702,10 +1713,19 @@ kvf_status sim_cluster_loop(sim_cluster *c) {
             try_start(c, in);
             break;
         }
-        case SIM_EV_SAMPLE:
+        case SIM_EV_SAMPLE: {
             on_sample(c, interval);
-            push_ev(c, c->now + (sim_time)(interval * 1e9), SIM_EV_SAMPLE, 0, 0, NULL);
+            // Work bounded by events, not simulated time: across an idle gap (no request
+            // between arrival and end, e.g. before an outlier timestamp) the samples would all
+            // read zero, so the next one goes to the last interval boundary before the next
+            // event.
+            sim_time step = (sim_time)(interval * 1e9), next = c->now + step, t_ev;
+            if (c->arrived == c->completed + c->rejected && sim_queue_peek_time(c->q, &t_ev) &&
+                t_ev > next)
+                next += (t_ev - next) / step * step;
+            push_ev(c, next, SIM_EV_SAMPLE, 0, 0, NULL);
             break;
+        }
         case SIM_EV_SCHEDULE:
             on_schedule(c, (uint32_t)ev.arg[0]);
             push_ev(c, c->now + 86400 * KVF_NS_PER_S, SIM_EV_SCHEDULE, 0, ev.arg[0], NULL);

@@ -128,3 +128,9 @@ bool sim_queue_pop(sim_queue *q, sim_event *out) {
 size_t sim_queue_size(const sim_queue *q) { return q->n - q->ncancel; }
 
 uint64_t sim_queue_popped(const sim_queue *q) { return q->popped; }
+
+bool sim_queue_peek_time(const sim_queue *q, sim_time *t) {
+    if (!q->n) return false;
+    *t = q->heap[0].t;   // may be a cancelled event: never later than the next live one
+    return true;
+}

@@ -37,5 +37,8 @@ void sim_queue_cancel(sim_queue *q, uint64_t seq);
 size_t sim_queue_size(const sim_queue *q);
 // Events popped so far (live ones only).
 uint64_t sim_queue_popped(const sim_queue *q);
+// A lower bound on the time of the next live event (the heap top, cancelled or not); false
+// when the queue is empty.
+bool sim_queue_peek_time(const sim_queue *q, sim_time *t);
 
 #endif

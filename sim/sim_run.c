@@ -3,12 +3,18 @@
 //
 // Determinism: the summary is a function of (scenario, trace, seed) apart from the figures
 // under "sim" that measure wall time; nothing here reads the clock except for those.
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sim.h"
@@ -142,7 +148,10 @@ static json_t *build_summary(sim_cluster *c, const char *trace_path, trc_reader 
     json_object_set_new(why, "slo", json_integer((json_int_t)m->rejected_slo));
     json_object_set_new(why, "capacity", json_integer((json_int_t)m->rejected_fit));
     json_object_set_new(rq, "rejected_by_reason", why);
-    json_object_set_new(rq, "unfinished", json_integer((json_int_t)c->in_flight));
+    // arrived and neither completed nor rejected (in_flight also counts requests read ahead
+    // of their arrival)
+    json_object_set_new(rq, "unfinished",
+                        json_integer((json_int_t)(c->arrived - c->completed - c->rejected)));
     json_object_set_new(s, "requests", rq);
 
     json_object_set_new(s, "ttft_ms", stats_obj(&m->ttft_ms));
@@ -529,6 +538,12 @@ kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_
     if (o->interrupt && *o->interrupt) st = KVF_EINTR;
     if (c.show_progress) rpt_progress_done(&c.progress);
     if (st && st != KVF_EINTR) goto done;
+    if (!st && c.arrived == 0) {
+        st = kvf_fail(err, KVF_EPARSE,
+                      "%s: no requests to simulate (the trace, or its window/limit, is empty)",
+                      trace);
+        goto done;
+    }
     kvf_status run_st = st;
     rpt_econ_result econ;
     memset(&econ, 0, sizeof econ);
@@ -566,6 +581,170 @@ done:
     free(smp);
     free(scaled);
     return st;
+}
+
+// ---- result directories ------------------------------------------------------------------------
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(p) ? 0 : 0;   // best effort: keep going
+}
+
+void sim_remove_tree(const char *path) {
+    struct stat sb;
+    if (lstat(path, &sb) != 0) return;
+    if (!S_ISDIR(sb.st_mode)) {
+        unlink(path);
+        return;
+    }
+    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+kvf_status sim_lock_file(const char *path, int *fd, kvf_err *err) {
+    *fd = -1;
+    for (int tries = 0; tries < 8; tries++) {
+        int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (f < 0) return kvf_fail(err, KVF_EIO, "%s: cannot create the lock: %s", path, strerror(errno));
+        if (flock(f, LOCK_EX | LOCK_NB) != 0) {
+            close(f);
+            if (errno == EWOULDBLOCK)
+                return kvf_fail(err, KVF_EINVAL,
+                                "%s: another kvfleet process is writing this result; wait for "
+                                "it or choose another -o", path);
+            return kvf_fail(err, KVF_EIO, "%s: cannot lock: %s", path, strerror(errno));
+        }
+        // The holder before us may have unlinked the file after we opened it: the lock must
+        // be on the file the path names now.
+        struct stat a, b;
+        if (fstat(f, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
+            char pid[32];
+            int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+            if (ftruncate(f, 0) == 0 && write(f, pid, (size_t)n) < 0) { /* informative only */ }
+            *fd = f;
+            return KVF_OK;
+        }
+        close(f);
+    }
+    return kvf_fail(err, KVF_EIO, "%s: cannot take the lock", path);
+}
+
+static bool dir_is_empty(const char *path) {
+    DIR *d = opendir(path);
+    if (!d) return false;
+    struct dirent *e;
+    bool empty = true;
+    while (empty && (e = readdir(d)))
+        empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+    closedir(d);
+    return empty;
+}
+
+// Removes DIR.tmp.* and DIR.old.* beside DIR: what a killed run left (we hold the lock).
+static void remove_leftovers(const char *final) {
+    char parent[SIM_PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", final);
+    char *slash = strrchr(parent, '/');
+    const char *base = slash ? slash + 1 : final;
+    if (slash) *slash = '\0';
+    DIR *d = opendir(slash ? (parent[0] ? parent : "/") : ".");
+    if (!d) return;
+    size_t bl = strlen(base);
+    struct dirent *e;
+    char p[SIM_PATH_MAX + 300];
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, base, bl) ||
+            (strncmp(e->d_name + bl, ".tmp.", 5) && strncmp(e->d_name + bl, ".old.", 5)))
+            continue;
+        snprintf(p, sizeof p, "%s%s%s", slash ? (parent[0] ? parent : "") : "", slash ? "/" : "",
+                 e->d_name);
+        sim_remove_tree(p);
+    }
+    closedir(d);
+}
+
+kvf_status sim_outdir_begin(sim_outdir *d, const char *dir, bool force, kvf_err *err) {
+    memset(d, 0, sizeof *d);
+    d->lock_fd = -1;
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    if (n == 0 || n >= sizeof d->final - 1)
+        return kvf_fail(err, KVF_EINVAL, "-o '%s': not a usable directory name", dir);
+    snprintf(d->final, sizeof d->final, "%.*s", (int)n, dir);
+    const char *base = strrchr(d->final, '/');
+    base = base ? base + 1 : d->final;
+    if (!strcmp(base, ".") || !strcmp(base, "..") || !strcmp(d->final, "/"))
+        return kvf_fail(err, KVF_EINVAL, "-o '%s': name a result directory, not '%s'", dir, base);
+    char parent[SIM_PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", d->final);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) {
+        *slash = '\0';
+        kvf_status st = kvf_mkdirs(parent, err);
+        if (st) return st;
+    }
+    snprintf(d->lock, sizeof d->lock, "%s.lock", d->final);
+    kvf_status st = sim_lock_file(d->lock, &d->lock_fd, err);
+    if (st) return st;
+    struct stat sb;
+    if (stat(d->final, &sb) == 0) {
+        if (!S_ISDIR(sb.st_mode)) {
+            sim_outdir_abort(d);
+            return kvf_fail(err, KVF_EINVAL, "-o %s: exists and is not a directory", d->final);
+        }
+        if (!force && !dir_is_empty(d->final)) {
+            sim_outdir_abort(d);
+            return kvf_fail(err, KVF_EINVAL,
+                            "-o %s: holds an earlier result, kept; give --force to replace it "
+                            "or choose another directory", d->final);
+        }
+    }
+    remove_leftovers(d->final);
+    snprintf(d->tmp, sizeof d->tmp, "%s.tmp.%d", d->final, (int)getpid());
+    if (mkdir(d->tmp, 0755) != 0) {
+        kvf_fail(err, KVF_EIO, "%s: cannot create: %s", d->tmp, strerror(errno));
+        d->tmp[0] = '\0';
+        sim_outdir_abort(d);
+        return KVF_EIO;
+    }
+    return KVF_OK;
+}
+
+static void release_lock(sim_outdir *d) {
+    if (d->lock_fd < 0) return;
+    unlink(d->lock);   // before the close: a waiter re-checks the inode (sim_lock_file)
+    close(d->lock_fd);
+    d->lock_fd = -1;
+}
+
+void sim_outdir_abort(sim_outdir *d) {
+    if (d->tmp[0]) sim_remove_tree(d->tmp);
+    d->tmp[0] = '\0';
+    release_lock(d);
+}
+
+kvf_status sim_outdir_commit(sim_outdir *d, kvf_err *err) {
+    char old[SIM_PATH_MAX + 32];
+    snprintf(old, sizeof old, "%s.old.%d", d->final, (int)getpid());
+    struct stat sb;
+    bool had = stat(d->final, &sb) == 0;
+    if (had && rename(d->final, old) != 0) {
+        kvf_status st = kvf_fail(err, KVF_EIO, "%s: cannot move the earlier result aside: %s",
+                                 d->final, strerror(errno));
+        sim_outdir_abort(d);
+        return st;
+    }
+    if (rename(d->tmp, d->final) != 0) {
+        kvf_status st = kvf_fail(err, KVF_EIO, "%s: cannot rename to %s: %s", d->tmp, d->final,
+                                 strerror(errno));
+        if (had) rename(old, d->final);
+        sim_outdir_abort(d);
+        return st;
+    }
+    d->tmp[0] = '\0';
+    if (had) sim_remove_tree(old);
+    release_lock(d);
+    return KVF_OK;
 }
 
 // ---- command line ----------------------------------------------------------------------------
@@ -633,6 +812,21 @@ static void print_headline(json_t *s, const char *out_dir, bool report) {
         printf("results in %s/ (summary.json, results.db%s)\n", out_dir, report ? ", report.html" : "");
 }
 
+// "FROM:TO" in seconds, both finite, 0 <= FROM < TO.
+static bool parse_window(const char *s, double *from, double *to) {
+    char *end;
+    errno = 0;
+    double a = strtod(s, &end);
+    if (end == s || *end != ':' || errno) return false;
+    const char *b0 = end + 1;
+    double b = strtod(b0, &end);
+    if (end == b0 || *end || errno) return false;
+    if (!isfinite(a) || !isfinite(b) || a < 0 || b <= a || b > 9e9) return false;
+    *from = a;
+    *to = b;
+    return true;
+}
+
 // Options of `run` that take a value (a missing one is named as missing, not as unknown).
 static const char RUN_VALUED[] = "-o --set --trace --seed --engine --trace-out --trace-window "
                                  "--step-phase --step-seqs --step-context --step-prompt --step-chunks";
@@ -640,7 +834,7 @@ static const char RUN_VALUED[] = "-o --set --trace --seed --engine --trace-out -
 static int usage_run(FILE *f, int rc) {
     fprintf(f,
             "usage: kvfleet run SCENARIO [-o DIR] [--set K=V]... [--trace FILE] [--seed N]\n"
-            "                   [--json] [--quiet] [--no-report] [--engine cpu|cuda]\n"
+            "                   [--json] [--quiet] [--no-report] [--force] [--engine cpu|cuda]\n"
             "                   [--trace-out FILE [--trace-window FROM_S:TO_S]]\n"
             "       kvfleet run SCENARIO --explain-step [--step-phase decode|prefill]\n"
             "                   [--step-seqs N_PER_GPU] [--step-context C] [--step-prompt T]\n"
@@ -657,7 +851,7 @@ static int usage_run(FILE *f, int rc) {
 int sim_cli_run(int argc, char **argv) {
     const char *scenario = NULL, *out = NULL, *trace = NULL, *seed = NULL, *engine = NULL;
     const char *timeline = NULL, *window = NULL;
-    bool json_out = false, quiet = false, report = true, explain = false;
+    bool json_out = false, quiet = false, report = true, explain = false, force = false;
     const char *step_phase = "decode";
     double step_seqs = 0, step_ctx = 0, step_prompt = 0, step_chunks = 0;
     const char *sets[256];
@@ -680,6 +874,7 @@ int sim_cli_run(int argc, char **argv) {
         else if (!strcmp(a, "--json")) json_out = true;
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = true;
         else if (!strcmp(a, "--no-report")) report = false;
+        else if (!strcmp(a, "--force")) force = true;
         else if (!strcmp(a, "--explain-step")) explain = true;
         else if (!strcmp(a, "--step-phase") && more) step_phase = argv[++i];
         else if ((!strcmp(a, "--step-seqs") || !strcmp(a, "--step-context") ||
@@ -738,23 +933,48 @@ int sim_cli_run(int argc, char **argv) {
     }
     sim_run_opts o = {.out_dir = out, .quiet = quiet || json_out, .write_db = true,
                       .engine_backend = engine, .timeline_path = timeline, .interrupt = &g_interrupt};
-    if (window && sscanf(window, "%lf:%lf", &o.timeline_from_s, &o.timeline_to_s) != 2) {
-        fprintf(stderr, "kvfleet run: --trace-window wants FROM_S:TO_S, not '%s'\n", window);
+    if (window && !parse_window(window, &o.timeline_from_s, &o.timeline_to_s)) {
+        fprintf(stderr,
+                "kvfleet run: --trace-window wants FROM_S:TO_S with 0 <= FROM_S < TO_S "
+                "(seconds), not '%s'\n", window);
         return 2;
     }
+    if (window && !timeline) {
+        fprintf(stderr, "kvfleet run: --trace-window needs --trace-out FILE\n");
+        return 2;
+    }
+    sim_outdir od;
+    st = sim_outdir_begin(&od, out, force, &err);
+    if (st) {
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return kvf_exit_code(st);
+    }
+    o.out_dir = od.tmp;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     void *sj = NULL;
     st = sim_run(&cfg, &o, &sj, &err);
     json_t *s = sj;
     if (st && st != KVF_EINTR) {
+        sim_outdir_abort(&od);
         fprintf(stderr, "kvfleet: %s\n", err.msg);
         return kvf_exit_code(st);
     }
     if (report && st == KVF_OK) {
         kvf_err e2 = {0};
-        if (rpt_report_write(out, true, true, &e2))
-            fprintf(stderr, "kvfleet: report not written: %s\n", e2.msg);
+        if (rpt_report_write(od.tmp, true, true, &e2)) {
+            sim_outdir_abort(&od);
+            json_decref(s);
+            fprintf(stderr, "kvfleet: report not written: %s; nothing written to %s\n", e2.msg,
+                    od.final);
+            return 1;
+        }
+    }
+    kvf_status cst = sim_outdir_commit(&od, &err);
+    if (cst) {
+        json_decref(s);
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return kvf_exit_code(cst);
     }
     if (json_out && !quiet) {
         char *txt = json_dumps(s, JSON_INDENT(2) | JSON_REAL_PRECISION(10));

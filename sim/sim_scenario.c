@@ -93,16 +93,16 @@ static const char *const gen_arrivals[] = {"poisson", "gamma", "diurnal", NULL};
 #define decode_routers sim_decode_router_names
 
 #define POOL_KEYS(p)                                                                               \
-    NUM("cluster." #p ".instances", p.instances, NT_I32, F_INT, 0, 1e6, 1),                        \
-        NUM("cluster." #p ".gpus_per_instance", p.gpus_per_instance, NT_I32, F_INT, 1, 1e6, 1),    \
-        NUM("cluster." #p ".tp", p.tp, NT_I32, F_INT, 0, 1e6, 1),                                  \
-        NUM("cluster." #p ".ep", p.ep, NT_I32, F_INT, 0, 1e6, 1),                                  \
-        NUM("cluster." #p ".max_batch_tokens", p.max_batch_tokens, NT_I64, F_INT, 1, 1e12, 1),     \
-        NUM("cluster." #p ".chunk_tokens", p.chunk_tokens, NT_I64, F_INT, 0, 1e12, 1),             \
-        NUM("cluster." #p ".max_batch_requests", p.max_batch_requests, NT_I32, F_INT, 1, 1e9, 1),  \
+    NUM("cluster." #p ".instances", p.instances, NT_I32, F_INT, 0, 1e5, 1),                        \
+        NUM("cluster." #p ".gpus_per_instance", p.gpus_per_instance, NT_I32, F_INT, 1, 4096, 1),    \
+        NUM("cluster." #p ".tp", p.tp, NT_I32, F_INT, 0, 4096, 1),                                  \
+        NUM("cluster." #p ".ep", p.ep, NT_I32, F_INT, 0, 4096, 1),                                  \
+        NUM("cluster." #p ".max_batch_tokens", p.max_batch_tokens, NT_I64, F_INT, 1, 1e8, 1),     \
+        NUM("cluster." #p ".chunk_tokens", p.chunk_tokens, NT_I64, F_INT, 0, 1e8, 1),             \
+        NUM("cluster." #p ".max_batch_requests", p.max_batch_requests, NT_I32, F_INT, 1, 1e6, 1),  \
         ENUM("cluster." #p ".scheduler", p.scheduler, schedulers),                                 \
-        NUM("cluster." #p ".queue_limit", p.queue_limit, NT_I64, F_INT, 0, 1e15, 1),               \
-        NUM("cluster." #p ".kv_tokens", p.kv_tokens, NT_I64, F_INT, 0, 1e15, 1)
+        NUM("cluster." #p ".queue_limit", p.queue_limit, NT_I64, F_INT, 0, 1e9, 1),               \
+        NUM("cluster." #p ".kv_tokens", p.kv_tokens, NT_I64, F_INT, 0, 1e12, 1)
 
 static const keydef key_table[] = {
     STR("name", name, 0),
@@ -111,42 +111,42 @@ static const keydef key_table[] = {
     STR("hardware", hardware, 0),
     NAME("step_model", step_model, step_models),
     STR("profile", profile, F_NULL),
-    NUM("efficiency.compute", eff.compute, NT_DBL, F_GT, 0, 1, 1),
-    NUM("efficiency.memory", eff.memory, NT_DBL, F_GT, 0, 1, 1),
-    NUM("efficiency.comm", eff.comm, NT_DBL, F_GT, 0, 1, 1),
-    NUM("efficiency.step_overhead_us", eff.step_overhead_ns, NT_DBL, 0, 0, BIG, 1e3),
-    NUM("efficiency.layer_overhead_us", eff.layer_overhead_ns, NT_DBL, 0, 0, BIG, 1e3),
-    NUM("efficiency.comm_latency_us", eff.comm_latency_ns, NT_DBL, 0, 0, BIG, 1e3),
-    NUM("moe.ep_skew", ep_skew, NT_DBL, 0, 1, BIG, 1),
+    NUM("efficiency.compute", eff.compute, NT_DBL, 0, 1e-3, 1, 1),
+    NUM("efficiency.memory", eff.memory, NT_DBL, 0, 1e-3, 1, 1),
+    NUM("efficiency.comm", eff.comm, NT_DBL, 0, 1e-3, 1, 1),
+    NUM("efficiency.step_overhead_us", eff.step_overhead_ns, NT_DBL, 0, 0, 1e6, 1e3),
+    NUM("efficiency.layer_overhead_us", eff.layer_overhead_ns, NT_DBL, 0, 0, 1e5, 1e3),
+    NUM("efficiency.comm_latency_us", eff.comm_latency_ns, NT_DBL, 0, 0, 1e6, 1e3),
+    NUM("moe.ep_skew", ep_skew, NT_DBL, 0, 1, 100, 1),
     NUM("moe.redundant_experts", ep_redundant_experts, NT_DBL, 0, 0, 1, 1),
-    NUM("moe.ep_skew_sd", ep_skew_sd, NT_DBL, 0, 0, BIG, 1),
+    NUM("moe.ep_skew_sd", ep_skew_sd, NT_DBL, 0, 0, 10, 1),
     NUM("moe.route_nodes", ep_route_nodes, NT_U32, F_INT, 0, 1 << 20, 1),
     BOOL("moe.two_batch_overlap", ep_two_batch),
     STR("workload.trace", trace, F_NULL),
     {"workload.format", K_FMT, 0, 0, OFF(trace_opt.format), SZ(trace_opt.format), 0, 0, 0, 1, NULL},
-    NUM("workload.time_scale", trace_opt.time_scale, NT_DBL, F_GT, 0, BIG, 1),
-    NUM("workload.rate_rps", trace_opt.rate_rps, NT_DBL, F_NULL, 0, BIG, 1),
-    NUM("workload.length_scale", trace_opt.length_scale, NT_DBL, F_GT, 0, BIG, 1),
-    NUM("workload.limit_requests", trace_opt.limit_requests, NT_I64, F_NULL | F_INT, 0, 9e18, 1),
+    NUM("workload.time_scale", trace_opt.time_scale, NT_DBL, 0, 1e-6, 1e6, 1),
+    NUM("workload.rate_rps", trace_opt.rate_rps, NT_DBL, F_NULL, 0, 1e6, 1),
+    NUM("workload.length_scale", trace_opt.length_scale, NT_DBL, 0, 1e-3, 1e3, 1),
+    NUM("workload.limit_requests", trace_opt.limit_requests, NT_I64, F_NULL | F_INT, 0, 1e12, 1),
     NUM("workload.start_s", trace_opt.start_ns, NT_I64, 0, 0, 9e9, 1e9),
     NUM("workload.end_s", trace_opt.end_ns, NT_I64, F_NULL, 0, 9e9, 1e9),
     ENUM("workload.bucket", trace_opt.bucket, buckets),
     BOOL("workload.skip_bad", trace_opt.skip_bad),
-    NUM("workload.session_rate", trace_opt.session_rate, NT_DBL, 0, 0, BIG, 1),
-    NUM("workload.session_users", trace_opt.session_users, NT_U32, F_INT, 0, 4e9, 1),
+    NUM("workload.session_rate", trace_opt.session_rate, NT_DBL, 0, 0, 1e6, 1),
+    NUM("workload.session_users", trace_opt.session_users, NT_U32, F_INT, 0, 1e7, 1),
     NUM("workload.sample_rate", sample_rate, NT_DBL, F_GT, 0, 1, 1),
     NAME("workload.generate.profile", generate_profile, gen_profiles),
-    NUM("workload.generate.rate_rps", generate_rate_rps, NT_DBL, F_GT, 0, BIG, 1),
-    NUM("workload.generate.duration_s", generate_duration_s, NT_DBL, F_GT, 0, BIG, 1),
+    NUM("workload.generate.rate_rps", generate_rate_rps, NT_DBL, F_GT, 0, 1e6, 1),
+    NUM("workload.generate.duration_s", generate_duration_s, NT_DBL, F_GT, 0, 3.2e7, 1),
     NAME("workload.generate.arrival", generate_arrival, gen_arrivals),
-    NUM("workload.generate.cv", generate_cv, NT_DBL, 0, 0, BIG, 1),
-    NUM("workload.generate.mean_turns", generate_mean_turns, NT_DBL, 0, 0, 1e6, 1),
-    NUM("workload.generate.system_tokens", generate_system_tokens, NT_I32, F_INT, -1, 1e8, 1),
-    NUM("workload.generate.input_len", generate_input_len, NT_U32, F_INT, 0, 1e8, 1),
-    NUM("workload.generate.output_len", generate_output_len, NT_U32, F_INT, 0, 1e8, 1),
+    NUM("workload.generate.cv", generate_cv, NT_DBL, 0, 0, 100, 1),
+    NUM("workload.generate.mean_turns", generate_mean_turns, NT_DBL, 0, 0, 1e4, 1),
+    NUM("workload.generate.system_tokens", generate_system_tokens, NT_I32, F_INT, -1, 1e7, 1),
+    NUM("workload.generate.input_len", generate_input_len, NT_U32, F_INT, 0, 1e7, 1),
+    NUM("workload.generate.output_len", generate_output_len, NT_U32, F_INT, 0, 1e7, 1),
     NUM("workload.generate.images_p", generate_images_p, NT_DBL, 0, 0, 1, 1),
     BOOL("workload.generate.closed_loop", generate_closed_loop),
-    NUM("workload.generate.think_s", generate_think_s, NT_DBL, 0, 0, BIG, 1),
+    NUM("workload.generate.think_s", generate_think_s, NT_DBL, 0, 0, 604800, 1),
     NUM("workload.generate.mix.chatbot", generate_mix[0], NT_DBL, 0, 0, 1e6, 1),
     NUM("workload.generate.mix.agent", generate_mix[1], NT_DBL, 0, 0, 1e6, 1),
     NUM("workload.generate.mix.coding", generate_mix[2], NT_DBL, 0, 0, 1e6, 1),
@@ -168,13 +168,13 @@ static const keydef key_table[] = {
     POOL_KEYS(vision),
     POOL_KEYS(prefill),
     POOL_KEYS(decode),
-    NUM("cluster.network.kv_transfer_GBps", kv_transfer_Bps, NT_DBL, F_GT, 0, BIG, 1e9),
-    NUM("cluster.network.latency_us", net_latency_ns, NT_DBL, 0, 0, BIG, 1e3),
+    NUM("cluster.network.kv_transfer_GBps", kv_transfer_Bps, NT_DBL, 0, 1e-3, 1e6, 1e9),
+    NUM("cluster.network.latency_us", net_latency_ns, NT_DBL, 0, 0, 1e7, 1e3),
     {"cluster.schedule", K_SCHEDULE, 0, F_NULL, OFF(schedule), SZ(schedule), 0, 0, 0, 1, NULL},
     ENUM("cluster.preemption", preemption, preemptions),
     NAME("router.prefill", router_prefill, prefill_routers),
     NAME("router.decode", router_decode, decode_routers),
-    NUM("router.stale_ms", router_stale_ns, NT_DBL, 0, 0, BIG, 1e6),
+    NUM("router.stale_ms", router_stale_ns, NT_DBL, 0, 0, 3.6e6, 1e6),
     BOOL("router.reject_over_slo", router_reject_slo),
     NUM("kv_cache.block_tokens", block_tokens, NT_U32, F_INT, 1, 1 << 20, 1),
     BOOL("kv_cache.prefix_cache", prefix_cache),
@@ -182,14 +182,14 @@ static const keydef key_table[] = {
     NUM("kv_cache.hbm_cache_frac", hbm_cache_frac, NT_DBL, 0, 0, 1, 1),
     NUM("kv_cache.activation_reserve", activation_reserve, NT_DBL, 0, 0, 0.99, 1),
     CAP("kv_cache.dram.gb_per_node", dram.capacity_bytes, 1e9),
-    NUM2("kv_cache.dram.GBps", dram.read_Bps, dram.write_Bps, NT_DBL, F_GT, 0, BIG, 1e9),
-    NUM("kv_cache.dram.read_GBps", dram.read_Bps, NT_DBL, F_GT, 0, BIG, 1e9),
-    NUM("kv_cache.dram.write_GBps", dram.write_Bps, NT_DBL, F_GT, 0, BIG, 1e9),
-    NUM("kv_cache.dram.latency_us", dram.latency_ns, NT_DBL, 0, 0, BIG, 1e3),
+    NUM2("kv_cache.dram.GBps", dram.read_Bps, dram.write_Bps, NT_DBL, 0, 1e-3, 1e6, 1e9),
+    NUM("kv_cache.dram.read_GBps", dram.read_Bps, NT_DBL, 0, 1e-3, 1e6, 1e9),
+    NUM("kv_cache.dram.write_GBps", dram.write_Bps, NT_DBL, 0, 1e-3, 1e6, 1e9),
+    NUM("kv_cache.dram.latency_us", dram.latency_ns, NT_DBL, 0, 0, 1e7, 1e3),
     CAP("kv_cache.ssd.capacity_tb", ssd.capacity_bytes, 1e12),
-    NUM("kv_cache.ssd.read_GBps", ssd.read_Bps, NT_DBL, F_GT, 0, BIG, 1e9),
-    NUM("kv_cache.ssd.write_GBps", ssd.write_Bps, NT_DBL, F_GT, 0, BIG, 1e9),
-    NUM("kv_cache.ssd.latency_us", ssd.latency_ns, NT_DBL, 0, 0, BIG, 1e3),
+    NUM("kv_cache.ssd.read_GBps", ssd.read_Bps, NT_DBL, 0, 1e-3, 1e6, 1e9),
+    NUM("kv_cache.ssd.write_GBps", ssd.write_Bps, NT_DBL, 0, 1e-3, 1e6, 1e9),
+    NUM("kv_cache.ssd.latency_us", ssd.latency_ns, NT_DBL, 0, 0, 1e7, 1e3),
     DUR("kv_cache.ssd.retention.chatbot", retention_ns[TRC_CLASS_CHATBOT]),
     DUR("kv_cache.ssd.retention.agent", retention_ns[TRC_CLASS_AGENT]),
     DUR("kv_cache.ssd.retention.coding", retention_ns[TRC_CLASS_CODING]),
@@ -201,11 +201,11 @@ static const keydef key_table[] = {
     NUM("kv_cache.swa_replay_tokens", swa_replay_tokens, NT_U32, F_INT, 0, 1 << 24, 1),
     NUM("speculative.draft_tokens", draft_tokens, NT_U32, F_INT, 0, 64, 1),
     NUM("speculative.acceptance", acceptance, NT_DBL, 0, 0, 1, 1),
-    NUM("structured.mask_us", structured_mask_ns, NT_DBL, 0, 0, BIG, 1e3),
+    NUM("structured.mask_us", structured_mask_ns, NT_DBL, 0, 0, 1e6, 1e3),
     NUM("structured.share", structured_share, NT_DBL, 0, 0, 1, 1),
-    NUM("slo.ttft_p90_ms", slo_ttft_p90_ms, NT_DBL, F_GT, 0, BIG, 1),
-    NUM("slo.tpot_p90_ms", slo_tpot_p90_ms, NT_DBL, F_GT, 0, BIG, 1),
-    NUM("output.sample_interval_s", sample_interval_s, NT_DBL, F_GT, 0, BIG, 1),
+    NUM("slo.ttft_p90_ms", slo_ttft_p90_ms, NT_DBL, F_GT, 0, 8.64e7, 1),
+    NUM("slo.tpot_p90_ms", slo_tpot_p90_ms, NT_DBL, F_GT, 0, 6e4, 1),
+    NUM("output.sample_interval_s", sample_interval_s, NT_DBL, 0, 1e-3, 86400, 1),
     BOOL("output.requests", write_requests),
 };
 
@@ -245,6 +245,21 @@ static const keydef *find_key(const char *key) {
     for (size_t i = 0; i < N_KEYS; i++)
         if (!strcmp(key_table[i].key, key)) return &key_table[i];
     return NULL;
+}
+
+bool sim_config_key_info(size_t i, const char **key, double *lo, double *hi, bool *integer,
+                         bool *lo_open) {
+    for (size_t j = 0, k = 0; j < N_KEYS; j++) {
+        if (key_table[j].kind != K_NUM) continue;
+        if (k++ != i) continue;
+        *key = key_table[j].key;
+        *lo = key_table[j].lo;
+        *hi = key_table[j].hi;
+        *integer = key_table[j].flags & F_INT;
+        *lo_open = key_table[j].flags & F_GT;
+        return true;
+    }
+    return false;
 }
 
 static bool is_section(const char *key) {
@@ -549,7 +564,13 @@ static int name_index(const char *const *names, const char *s) {
     return -1;
 }
 
+// The key table's ranges keep every value inside its target type; the assertion guards the
+// conversion itself (a double out of an integer's range is undefined behaviour).
 static void store_num(void *dst, num_type t, double v) {
+    static const double lim[][2] = {
+        [NT_DBL] = {-1e308, 1e308}, [NT_I32] = {-2147483648.0, 2147483647.0},
+        [NT_U32] = {0, 4294967295.0}, [NT_I64] = {-9.2e18, 9.2e18}};
+    KVF_ASSERT(v >= lim[t][0] && v <= lim[t][1]);
     switch (t) {
     case NT_DBL:
         *(double *)dst = v;
@@ -736,16 +757,9 @@ static kvf_status apply_leaf(apply_ctx *x, const keydef *d, const char *key, con
             if (d->flags & F_INT && v != floor(v))
                 return fail_at(x, KVF_EINVAL, key, line, "expects a whole number, got %s", s);
             bool low = d->flags & F_GT ? !(v > d->lo) : !(v >= d->lo);
-            bool interval = d->hi < 1e3; // a true range, not a sanity bound
-            if (low && !interval)
-                return fail_at(x, KVF_EINVAL, key, line, "must be %s %g, got %s",
-                               d->flags & F_GT ? ">" : ">=", d->lo, s);
-            if (low || v > d->hi) {
-                if (!interval)
-                    return fail_at(x, KVF_EINVAL, key, line, "must be <= %g, got %s", d->hi, s);
+            if (low || v > d->hi)
                 return fail_at(x, KVF_EINVAL, key, line, "must be in %s%g, %g], got %s",
                                d->flags & F_GT ? "(" : "[", d->lo, d->hi, s);
-            }
         }
         store_num(dst, (num_type)d->ntype, v * d->scale);
         if (d->off2) store_num((char *)c + d->off2, (num_type)d->ntype, v * d->scale);
@@ -773,6 +787,9 @@ static kvf_status apply_leaf(apply_ctx *x, const keydef *d, const char *key, con
         } else if (!kvf_parse_bytes(s, &v))
             return fail_at(x, KVF_EPARSE, key, line,
                            "expects a number, a size like 100PiB, or unlimited, got '%s'", s);
+        if (v > 1e21)
+            return fail_at(x, KVF_EINVAL, key, line,
+                           "must be at most 1e21 bytes (1 ZB) or unlimited, got '%s'", s);
         *(double *)dst = v;
         break;
     }
@@ -1001,6 +1018,10 @@ kvf_status sim_config_load(sim_config *c, const char *path, kvf_err *err) {
         free(text);
         return kvf_fail(err, KVF_EINVAL, "%s: path too long", path);
     }
+    if ((st = mdl_yaml_guard(path, text, len, err))) {
+        free(text);
+        return st;
+    }
     copy_str(c->path, sizeof c->path, path);
     scenario_dir(path, c->dir, sizeof c->dir);
     // Default name: the file's stem.
@@ -1079,8 +1100,13 @@ kvf_status sim_config_set(sim_config *c, const char *assignment, kvf_err *err) {
     yaml_document_t doc;
     if (!yaml_parser_initialize(&parser))
         return kvf_fail(err, KVF_ENOMEM, "--set %s: cannot initialise the YAML parser", key);
+    kvf_status st = mdl_yaml_guard("--set", value, strlen(value), err);
+    if (st) {
+        yaml_parser_delete(&parser);
+        if (err) err->code = KVF_EINVAL;
+        return KVF_EINVAL;
+    }
     yaml_parser_set_input_string(&parser, (const unsigned char *)value, strlen(value));
-    kvf_status st;
     if (!yaml_parser_load(&parser, &doc)) {
         st = kvf_fail(err, KVF_EINVAL, "--set %s: malformed value '%s': %s", key, value,
                       parser.problem ? parser.problem : "cannot parse");
@@ -1088,6 +1114,20 @@ kvf_status sim_config_set(sim_config *c, const char *assignment, kvf_err *err) {
         return st;
     }
     yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (root) {   // a value is one document: a second one would be silently ignored
+        yaml_document_t doc2;
+        bool two = !yaml_parser_load(&parser, &doc2);
+        if (!two) {
+            two = yaml_document_get_root_node(&doc2) != NULL;
+            yaml_document_delete(&doc2);
+        }
+        if (two) {
+            yaml_document_delete(&doc);
+            yaml_parser_delete(&parser);
+            return kvf_fail(err, KVF_EINVAL,
+                            "--set %s: the value holds more than one YAML document ('---')", key);
+        }
+    }
     apply_ctx x = {.c = c, .path = NULL, .doc = &doc, .err = err};
     if (!root) {
         // An empty value is null.
@@ -1124,6 +1164,16 @@ void sim_config_resolve(const sim_config *c, const char *p, char *out, size_t n)
 static bool is_file(const char *path) {
     struct stat s;
     return stat(path, &s) == 0 && S_ISREG(s.st_mode);
+}
+
+// Why path is not a usable input file: "No such file" (missing) or what it is instead.
+static const char *not_file_why(const char *path) {
+    struct stat s;
+    if (stat(path, &s) != 0) return "No such file";
+    if (S_ISDIR(s.st_mode)) return "is a directory, not a file";
+    if (S_ISFIFO(s.st_mode)) return "is a FIFO (pipe), not a regular file";
+    if (S_ISCHR(s.st_mode) || S_ISBLK(s.st_mode)) return "is a device, not a regular file";
+    return "is not a regular file";
 }
 
 __attribute__((format(printf, 4, 5))) static kvf_status
@@ -1290,16 +1340,16 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
 
     if (!c->model[0]) return vfail(c, err, "model", "must not be empty");
     sim_config_model_path(c, path, sizeof path);
-    if (!is_file(path)) return vfail(c, err, "model", "%s: No such file", path);
+    if (!is_file(path)) return vfail(c, err, "model", "%s: %s", path, not_file_why(path));
     if (!c->hardware[0]) return vfail(c, err, "hardware", "must not be empty");
     sim_config_hardware_path(c, path, sizeof path);
-    if (!is_file(path)) return vfail(c, err, "hardware", "%s: No such file", path);
+    if (!is_file(path)) return vfail(c, err, "hardware", "%s: %s", path, not_file_why(path));
 
     if (!strcmp(c->step_model, "calibrated")) {
         if (!c->profile[0])
             return vfail(c, err, "step_model", "calibrated needs a profile (key 'profile')");
         sim_config_profile_path(c, path, sizeof path);
-        if (!is_file(path)) return vfail(c, err, "profile", "%s: No such file", path);
+        if (!is_file(path)) return vfail(c, err, "profile", "%s: %s", path, not_file_why(path));
     } else if (strcmp(c->step_model, "roofline") && strcmp(c->step_model, "table")) {
         return vfail(c, err, "step_model",
                      "unknown value '%s' (allowed: roofline|calibrated|table)", c->step_model);
@@ -1325,6 +1375,10 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
             return vfail(c, err, "workload.generate.rate_rps", "must be > 0");
         if (!(c->generate_duration_s > 0))
             return vfail(c, err, "workload.generate.duration_s", "must be > 0");
+        if (c->generate_rate_rps * c->generate_duration_s > SIM_MAX_REQUESTS)
+            return vfail(c, err, "workload.generate.rate_rps",
+                         "rate_rps x duration_s = %g requests, over the %g a run may hold",
+                         c->generate_rate_rps * c->generate_duration_s, SIM_MAX_REQUESTS);
         double mix = c->generate_mix[0] + c->generate_mix[1] + c->generate_mix[2];
         if (mix > 0 && strcmp(c->generate_profile, "mixed"))
             return vfail(c, err, "workload.generate.mix",
@@ -1341,7 +1395,8 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
             return vfail(c, err, "workload.trace",
                          "no trace given (set workload.trace or workload.generate)");
         sim_config_resolve(c, c->trace, path, sizeof path);
-        if (!is_file(path)) return vfail(c, err, "workload.trace", "%s: No such file", path);
+        if (!is_file(path))
+            return vfail(c, err, "workload.trace", "%s: %s", path, not_file_why(path));
     }
     if (!(c->trace_opt.time_scale > 0)) return vfail(c, err, "workload.time_scale", "must be > 0");
     if (!(c->trace_opt.length_scale > 0))
@@ -1353,6 +1408,23 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
     if ((st = check_pool(c, &c->vision, "vision", err))) return st;
     if ((st = check_pool(c, &c->prefill, "prefill", err))) return st;
     if ((st = check_pool(c, &c->decode, "decode", err))) return st;
+    for (int32_t e = 0; e < c->n_schedule; e++) {
+        const sim_schedule_entry *s = &c->schedule[e];
+        char key[64];
+        const int32_t want[2] = {s->prefill, s->decode}, have[2] = {c->prefill.instances,
+                                                                    c->decode.instances};
+        static const char *const pn[2] = {"prefill", "decode"};
+        for (int k = 0; k < 2; k++) {
+            snprintf(key, sizeof key, "cluster.schedule[%d].%s", e, pn[k]);
+            if (want[k] > have[k])
+                return vfail(c, err, "cluster.schedule",
+                             "%s asks %d instances, more than the %d of cluster.%s.instances",
+                             key, want[k], have[k], pn[k]);
+            if (want[k] == 0 && have[k] > 0)
+                return vfail(c, err, "cluster.schedule",
+                             "%s asks 0 instances; a pool keeps at least 1 running", key);
+        }
+    }
     if ((st = check_pool_keys_apply(c, err))) return st;
     if (c->mode == SIM_DISAGGREGATED) {
         if (c->prefill.instances < 1)

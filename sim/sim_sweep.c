@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -228,10 +229,24 @@ static void remove_flat_dir(const char *dir) {
     rmdir(dir);
 }
 
+// A point is done when its summary.json is a complete summary: it parses, and holds the
+// request counts of a run that was not interrupted. Anything else (a truncated file, a
+// directory left by a killed process) is removed so the point runs again.
 static bool point_done(const sweep *s, int idx) {
     char p[SIM_PATH_MAX + 300];
     point_path(s, idx, "/summary.json", p, sizeof p);
-    return file_exists(p);
+    if (!file_exists(p)) return false;
+    json_error_t je;
+    json_t *j = json_load_file(p, 0, &je);
+    bool ok = json_is_object(j) && json_is_object(json_object_get(j, "requests")) &&
+              json_is_integer(json_object_get(json_object_get(j, "requests"), "arrived")) &&
+              !json_object_get(j, "status");
+    json_decref(j);
+    if (!ok) {
+        point_path(s, idx, "", p, sizeof p);
+        remove_flat_dir(p);
+    }
+    return ok;
 }
 
 // Runs point idx into its .partial directory and renames it into place. Prints nothing;
@@ -612,6 +627,7 @@ static int run_inline(sweep *s, const bool *todo, rpt_progress *bar) {
 // Runs the points with todo[idx] in up to s->jobs forked workers, one point per child.
 static int run_forked(sweep *s, const bool *todo, rpt_progress *bar) {
     pid_t *pid_of = kvf_calloc((size_t)s->npoints, sizeof *pid_of);
+    pid_t parent = getpid();
     int running = 0, next = 0, failed = 0, done = 0;
     fflush(stdout);
     fflush(stderr);
@@ -629,6 +645,9 @@ static int run_forked(sweep *s, const bool *todo, rpt_progress *bar) {
                 continue;
             }
             if (pid == 0) {
+                // a worker dies with its parent: no orphan keeps writing after a SIGKILL
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (getppid() != parent) _exit(1);
                 kvf_err err = {0};
                 kvf_status st = run_point(s, next, &err);
                 if (st && st != KVF_EINTR) report_failure(s, next, &err);
@@ -842,6 +861,12 @@ static int sweep_main(sweep *s, int argc, char **argv) {
     for (int i = 0; i < s->npoints; i++)
         s->names[i] = point_name(s, i);
     st = check_definition(s, &err);
+    int lock_fd = -1;
+    if (!st && s->size == 1) {   // one sweep process per directory (MPI ranks share it)
+        char lp[SIM_PATH_MAX + 32];
+        snprintf(lp, sizeof lp, "%s/sweep.lock", s->out);
+        st = sim_lock_file(lp, &lock_fd, &err);
+    }
     if (st) {
         if (s->rank == 0) fprintf(stderr, "kvfleet: %s\n", err.msg);
         return kvf_exit_code(st);

@@ -109,17 +109,28 @@ START_TEST(test_cli_bad_set) {
 END_TEST
 
 START_TEST(test_cli_malformed_trace_line) {
-    char t[128];
+    char t[128], good[128];
     snprintf(t, sizeof t, "%s/trace.jsonl", tmpdir);
+    snprintf(good, sizeof good, "%s/good.jsonl", tmpdir);
+    write_file(good, "{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 5, \"hash_ids\": [1]}\n");
     write_file(t, "{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 5, \"hash_ids\": [1]}\n"
                   "{\"timestamp\": 10, \"input_length\": 100, \"output_length\": 5, \"hash_ids\": [1]}\n"
                   "{\"timestamp\": 20, \"input_length\": -4, \"output_length\": 5, \"hash_ids\": [2]}\n");
-    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --trace %s -o %s/o --no-report", t, tmpdir), 2);
+    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --trace %s -o %s/o --no-report", good, tmpdir), 0);
+    char sum[160];
+    snprintf(sum, sizeof sum, "%s/o/summary.json", tmpdir);
+    char *before = kvt_slurp(sum);
+    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --trace %s -o %s/o --no-report --force", t, tmpdir), 2);
     EXPECT_MSG("trace.jsonl:3", "input_length");
-    // what was written before the bad line is kept: the database exists and is readable
-    char db[160];
-    snprintf(db, sizeof db, "%s/o/results.db", tmpdir);
-    ck_assert_msg(access(db, R_OK) == 0, "no database kept at %s", db);
+    // a failed run leaves the earlier result as it was: no mix of old and new files
+    char *after = kvt_slurp(sum);
+    ck_assert_str_eq(before, after);
+    free(before);
+    free(after);
+    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --trace %s -o %s/o2 --no-report", t, tmpdir), 2);
+    char o2[160];
+    snprintf(o2, sizeof o2, "%s/o2", tmpdir);
+    ck_assert_msg(access(o2, F_OK) != 0, "a failed run left %s", o2);
 }
 END_TEST
 

@@ -46,8 +46,9 @@ END_TEST
 START_TEST(test_top_usage_lists_every_option) {
     ck_assert_int_eq(kvt_sh("%s --help", kvt_bin()), 0);
     char *top = kvf_strdup(kvt_out);
-    static const char *const cmds[] = {"run", "plan", "sweep", "compare", "assess", "report",
-                                       "engine fit", "validate"};
+    static const char *const cmds[] = {"run",      "plan",         "sweep",      "compare",
+                                       "assess",   "report",       "engine fit", "validate",
+                                       "trace",    "engine serve", "engine",     "hw"};
     int checked = 0;
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         ck_assert_int_eq(kvt_sh("%s %s --help", kvt_bin(), cmds[i]), 0);
@@ -70,6 +71,7 @@ START_TEST(test_top_usage_lists_every_option) {
     }
     ck_assert_msg(checked > 40, "only %d options checked", checked);
     static const char *const named[] = {"--quiet",   "--no-report", "--engine", "--trace-out",
+                                        "--force",
                                         "--all",     "--html",      "exit 3",   "trace convert",
                                         "hw check",  "engine serve"};
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
@@ -91,17 +93,17 @@ START_TEST(test_quiet_prints_nothing) {
     ck_assert_msg(access(p, R_OK) == 0, "-q wrote no summary.json");
     // --json with -q: still nothing; an error still shows under -q
     rc = kvt_sh("%s run scenarios/quickstart.yaml --set workload.limit_requests=150 -q --json "
-                "--no-report -o %s/q",
+                "--no-report -o %s/q2",
                 kvt_bin(), kvt_tmp);
     ck_assert_int_eq(rc, 0);
     ck_assert_msg(!kvt_out[0], "-q --json printed: %.200s", kvt_out);
-    rc = kvt_sh("%s run scenarios/quickstart.yaml --set cluster.prefill.instances=-1 -q -o %s/q",
+    rc = kvt_sh("%s run scenarios/quickstart.yaml --set cluster.prefill.instances=-1 -q -o %s/q3",
                 kvt_bin(), kvt_tmp);
     ck_assert_int_eq(rc, 2);
     ck_assert(strstr(kvt_err, "cluster.prefill.instances"));
     // without -q the summary is printed
     rc = kvt_sh("%s run scenarios/quickstart.yaml --set workload.limit_requests=150 --no-report "
-                "-o %s/q",
+                "-o %s/q4",
                 kvt_bin(), kvt_tmp);
     ck_assert_int_eq(rc, 0);
     ck_assert(strstr(kvt_out, "SLO"));

@@ -253,7 +253,7 @@ START_TEST(test_published_points) {
                       "%s: predicted table %.0f roofline %.0f, recorded %.0f / %.0f", e->d_name, t,
                       rf, want_t, want_r);
         // the scenario itself is a valid scenario
-        ck_assert_msg(kvf("run scenarios/published/%s --set workload.generate.duration_s=2 -o %s/p "
+        ck_assert_msg(kvf("run scenarios/published/%s --set workload.generate.duration_s=2 -o %s/p --force "
                           "--no-report -q",
                           e->d_name, tmpdir) == 0,
                       "%s does not run: %s", e->d_name, out_buf);

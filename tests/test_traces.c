@@ -957,7 +957,7 @@ START_TEST(test_bad_inputs) {
     expect_error(WRITE("aztime.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n"
                                      "2023-11-16 18:15:46.6805900,374,4\n"
                                      "2023-11-16 18:15:45.0,374,4\n"),
-                 &o, "aztime.csv:3: field 'timestamp'", "backwards");
+                 &o, "aztime.csv:3: field 'TIMESTAMP'", "backwards");
     expect_error(WRITE("azhdr.csv", "TIMESTAMP,ContextTokens,Foo\n1,2,3\n"), &o,
                  "azhdr.csv:1: field 'GeneratedTokens'", "missing from the header");
     expect_error(WRITE("bgbad.csv", "Timestamp,Model,Request tokens,Response tokens,Total "

@@ -11,6 +11,10 @@
 
 #include "kvf.h"
 
+// Input bounds: tokens of one request (prompt or output), and block ids of one record.
+#define TRC_MAX_TOKENS 1e7
+#define TRC_MAX_BLOCKS 1048576
+
 typedef enum trc_format {
     TRC_FMT_AUTO = 0,
     TRC_FMT_MOONCAKE,   // {"timestamp": ms, "input_length", "output_length", "hash_ids"}

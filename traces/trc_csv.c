@@ -87,8 +87,7 @@ static int read_row(csrc *c, kvf_err *err) {
         char *line;
         long len = trc_lines_next(&c->lines, &line);
         if (len < 0) {
-            if (ferror(c->lines.f))
-                return kvf_fail(err, KVF_EIO, "%s:%ld: read error", c->path, c->lines.line), -1;
+            if (trc_lines_error(&c->lines, c->path, err)) return -1;
             csv_fini(&c->p, cb_field, cb_row, c);
             return c->row_done ? 1 : 0;
         }
@@ -188,10 +187,12 @@ static int tokens(csrc *c, kvf_err *err, int col, uint32_t *out, bool *was_zero)
         while (*end == ' ') end++;
         if (end == v || *end || !isfinite(d) || d != floor(d) || d < 0)
             return fail_field(c, err, col, "not a token count ('%s')", v);
-        if (d > 4e9) return fail_field(c, err, col, "length too large (%s)", v);
+        if (d > TRC_MAX_TOKENS)
+            return fail_field(c, err, col, "length too large (%s; at most 10000000 tokens)", v);
         x = (uint64_t)d;
     }
-    if (x > 4000000000ULL) return fail_field(c, err, col, "length too large (%s)", v);
+    if (x > (uint64_t)TRC_MAX_TOKENS)
+        return fail_field(c, err, col, "length too large (%s; at most 10000000 tokens)", v);
     if (was_zero) *was_zero = x == 0;
     *out = x ? (uint32_t)x : 1;
     return 0;
@@ -305,6 +306,10 @@ static int csv_next(trc_source *s, trc_rec *rec, kvf_err *err) {
         if (rc == 0) {
             if (!c->header_done)
                 return kvf_fail(err, KVF_EPARSE, "%s:%ld: empty file (no header)", c->path,
+                                c->lines.line + 1),
+                       -1;
+            if (!c->seq && !s->skipped)
+                return kvf_fail(err, KVF_EPARSE, "%s:%ld: no requests (only a header)", c->path,
                                 c->lines.line + 1),
                        -1;
             return 0;

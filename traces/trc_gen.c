@@ -549,8 +549,8 @@ static void gen_close(trc_source *src) {
 
 // Lengths CSV: a header naming num_prefill_tokens and num_decode_tokens, then integers.
 static kvf_status load_lengths(gsrc *x, const char *path, kvf_err *err) {
-    FILE *f = fopen(path, "r");
-    if (!f) return kvf_fail(err, KVF_ENOENT, "%s: cannot open lengths file", path);
+    FILE *f = kvf_open_input(path, err);
+    if (!f) return err ? err->code : KVF_ENOENT;
     trc_lines l = {.f = f};
     char *line;
     kvf_status st = KVF_OK;
@@ -608,6 +608,16 @@ kvf_status trc_src_gen(trc_source **out, const trc_gen_options *g, kvf_err *err)
         return kvf_fail(err, KVF_EINVAL, "generate: rate_rps must be > 0");
     if (!(g->duration_s > 0) && g->max_requests <= 0)
         return kvf_fail(err, KVF_EINVAL, "generate: give duration_s > 0 or max_requests > 0");
+    if (g->rate_rps > 1e6)
+        return kvf_fail(err, KVF_EINVAL, "generate: rate_rps must be at most 1e6, got %g",
+                        g->rate_rps);
+    if (!(g->duration_s <= 3.2e7))
+        return kvf_fail(err, KVF_EINVAL, "generate: duration_s must be at most 3.2e7 (a year), got %g",
+                        g->duration_s);
+    if (g->max_requests <= 0 && g->rate_rps * g->duration_s > 1e8)
+        return kvf_fail(err, KVF_EINVAL,
+                        "generate: rate x duration = %g requests, over the 1e8 limit (give "
+                        "max_requests or a lower rate)", g->rate_rps * g->duration_s);
     if ((unsigned)g->profile > TRC_GEN_MIXED || (unsigned)g->arrival > TRC_ARRIVAL_DIURNAL)
         return kvf_fail(err, KVF_EINVAL, "generate: unknown profile or arrival process");
     if (g->arrival == TRC_ARRIVAL_GAMMA && !(g->cv > 0))

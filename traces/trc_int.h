@@ -51,15 +51,22 @@ struct trc_source {
 // Ensures rec->blocks holds n entries.
 void trc_rec_reserve(trc_rec *rec, size_t n);
 
-// Line reader over a FILE (long lines, NUL bytes, CRLF).
+// Line reader over a FILE (long lines up to TRC_LINE_MAX, NUL bytes, CRLF, a UTF-8 byte-order
+// mark before the first line).
+#define TRC_LINE_MAX (64L << 20)
 typedef struct trc_lines {
     FILE *f;
     char *buf;
     size_t cap;
     long line;             // number of the line last returned (1-based)
+    bool too_long;         // stopped at a line over TRC_LINE_MAX bytes
 } trc_lines;
-// Next non-blank line without its line end; returns its length, or -1 at end of file.
+// Next non-blank line without its line end; returns its length, or -1 at end of file, on a
+// read error or at a line over TRC_LINE_MAX (see trc_lines_error).
 long trc_lines_next(trc_lines *l, char **out);
+// After trc_lines_next returned -1: KVF_OK at a clean end of file, else the error (a read
+// error, or a line too long) as "path:line: ..." in *err.
+kvf_status trc_lines_error(const trc_lines *l, const char *path, kvf_err *err);
 
 // Source constructors (formats.c, gen.c). path is kept for messages.
 kvf_status trc_src_mooncake(trc_source **out, FILE *f, const char *path, const trc_options *o,

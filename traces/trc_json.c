@@ -85,7 +85,7 @@ static int jtokens(const jctx *c, json_t *o, const char *name, uint32_t *out) {
         snprintf(msg, sizeof msg, "negative length (%.0f)", d);
         return jbad(c, name, msg);
     }
-    if (d > 4e9) return jbad(c, name, "length too large");
+    if (d > TRC_MAX_TOKENS) return jbad(c, name, "length too large (at most 10000000 tokens)");
     if (d != floor(d)) return jbad(c, name, "not an integer");
     *out = d < 1 ? 1 : (uint32_t)d;
     return 0;
@@ -99,6 +99,7 @@ static int jblocks(const jctx *c, json_t *o, const char *name, trc_rec *rec, uin
     if (!a || json_is_null(a)) return 0;
     if (!json_is_array(a)) return jbad(c, name, "not an array");
     size_t n = json_array_size(a);
+    if (n > TRC_MAX_BLOCKS) return jbad(c, name, "more than 1048576 entries");
     trc_rec_reserve(rec, n);
     for (size_t i = 0; i < n; i++) {
         json_t *v = json_array_get(a, i);
@@ -114,12 +115,32 @@ static int jblocks(const jctx *c, json_t *o, const char *name, trc_rec *rec, uin
     return 0;
 }
 
+// The object key whose value stands at byte pos of line (the last "key": before it).
+static bool key_before(const char *line, int pos, char *out, size_t n) {
+    int i = pos;
+    while (i > 0 && line[i - 1] != ':') i--;
+    if (i <= 0) return false;
+    i--;   // at ':'
+    while (i > 0 && (line[i - 1] == ' ' || line[i - 1] == '\t')) i--;
+    if (i <= 0 || line[i - 1] != '"') return false;
+    int end = --i;
+    while (i > 0 && line[i - 1] != '"') i--;
+    if (i <= 0) return false;
+    snprintf(out, n, "%.*s", end - i, line + i);
+    return true;
+}
+
 static json_t *jparse_line(const jctx *c, const char *line, long len) {
     json_error_t je;
-    json_t *o = json_loadb(line, (size_t)len, 0, &je);
+    json_t *o = json_loadb(line, (size_t)len, JSON_REJECT_DUPLICATES, &je);
     if (!o) {
-        kvf_fail(c->err, KVF_EPARSE, "%s:%ld: bad JSON at column %d: %s", c->path, c->line,
-                 je.column, je.text);
+        char field[64];
+        if (json_error_code(&je) == json_error_numeric_overflow && key_before(line, je.position, field, sizeof field))
+            kvf_fail(c->err, KVF_EPARSE, "%s:%ld: field '%s': integer too large (at column %d)",
+                     c->path, c->line, field, je.column);
+        else
+            kvf_fail(c->err, KVF_EPARSE, "%s:%ld: bad JSON at column %d: %s", c->path, c->line,
+                     je.column, je.text);
         return NULL;
     }
     if (!json_is_object(o)) {
@@ -280,8 +301,7 @@ static int jsrc_next_with(jsrc *j, line_parser parse, bool own_key, trc_rec *rec
         char *line;
         long len = trc_lines_next(&j->lines, &line);
         if (len < 0) {
-            if (ferror(j->lines.f))
-                return kvf_fail(err, KVF_EIO, "%s:%ld: read error", j->path, j->lines.line), -1;
+            if (trc_lines_error(&j->lines, j->path, err)) return -1;
             if (!j->any)
                 return kvf_fail(err, KVF_EPARSE, "%s:%ld: empty file (no requests)", j->path,
                                 j->lines.line + 1),
@@ -420,8 +440,10 @@ static int flatten(ssrc *x, jctx *c, json_t *reqs, double base_t, int64_t spawne
         bool has_think;
         if (jnum(c, q, "api_time", false, &api, NULL)) return -1;
         if (jnum(c, q, "think_time", false, &think, &has_think)) return -1;
-        if (api < 0 || api > 1e9) api = 0;
-        if (has_think && (think < 0 || think > 1e9)) has_think = false;
+        if (api < 0) return jbad(c, "api_time", "negative");
+        if (api > 1e9) return jbad(c, "api_time", "too large (s)");
+        if (has_think && think < 0) return jbad(c, "think_time", "negative");
+        if (has_think && think > 1e9) return jbad(c, "think_time", "too large (s)");
         flat_req *f = fr_push(x);
         size_t me = x->nfr - 1;
         f->abs_t = base_t + t;
@@ -500,6 +522,7 @@ static int sessions_next(trc_source *s, trc_rec *rec, kvf_err *err) {
         char *line;
         long len = trc_lines_next(&x->j.lines, &line);
         if (len < 0) {
+            if (trc_lines_error(&x->j.lines, x->j.path, err)) return -1;
             if (!x->j.any)
                 return kvf_fail(err, KVF_EPARSE, "%s:%ld: empty file (no sessions)", x->j.path,
                                 x->j.lines.line + 1),

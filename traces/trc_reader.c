@@ -84,11 +84,45 @@ bool trc_parse_u64(const char *s, uint64_t *out) {
     return true;
 }
 
+// One line into l->buf (with its '\n' when there is one), at most TRC_LINE_MAX bytes.
+static long read_line(trc_lines *l) {
+    size_t n = 0;
+    int ch;
+    flockfile(l->f);
+    while ((ch = getc_unlocked(l->f)) != EOF) {
+        if (n + 2 > l->cap) {
+            if (l->cap >= (size_t)TRC_LINE_MAX) {
+                l->too_long = true;
+                break;
+            }
+            kvf_grow((void **)&l->buf, &l->cap, l->cap ? l->cap * 2 : 4096, 1);
+        }
+        l->buf[n++] = (char)ch;
+        if (ch == '\n') break;
+    }
+    funlockfile(l->f);
+    if (l->too_long || (n == 0 && ch == EOF)) return -1;
+    l->buf[n] = 0;
+    return (long)n;
+}
+
+kvf_status trc_lines_error(const trc_lines *l, const char *path, kvf_err *err) {
+    if (l->too_long)
+        return kvf_fail(err, KVF_EPARSE, "%s:%ld: line longer than %ld MiB", path, l->line + 1,
+                        TRC_LINE_MAX >> 20);
+    if (ferror(l->f)) return kvf_fail(err, KVF_EIO, "%s:%ld: read error", path, l->line + 1);
+    return KVF_OK;
+}
+
 long trc_lines_next(trc_lines *l, char **out) {
     for (;;) {
-        ssize_t n = getline(&l->buf, &l->cap, l->f);
+        long n = read_line(l);
         if (n < 0) return -1;
         l->line++;
+        if (l->line == 1 && n >= 3 && !memcmp(l->buf, "\xEF\xBB\xBF", 3)) {   // UTF-8 BOM
+            memmove(l->buf, l->buf + 3, (size_t)n - 2);
+            n -= 3;
+        }
         while (n > 0 && (l->buf[n - 1] == '\n' || l->buf[n - 1] == '\r')) l->buf[--n] = 0;
         long i = 0;
         while (i < n && (l->buf[i] == ' ' || l->buf[i] == '\t')) i++;
@@ -192,6 +226,17 @@ static void rec_swap(trc_rec *a, trc_rec *b) {
     *b = t;
 }
 
+// The name of a format's arrival-time field, for messages.
+static const char *time_field(trc_format f) {
+    switch (f) {
+    case TRC_FMT_AZURE: return "TIMESTAMP";
+    case TRC_FMT_BURSTGPT: return "Timestamp";
+    case TRC_FMT_KVFLEET: return "arrival_ns";
+    case TRC_FMT_SESSIONS: return "t";
+    default: return "timestamp";
+    }
+}
+
 // Reads one source record that passes the key and monotonic checks into *rec.
 static int pull_checked(trc_reader *r, trc_rec *rec, kvf_err *err) {
     for (;;) {
@@ -215,8 +260,9 @@ static int pull_checked(trc_reader *r, trc_rec *rec, kvf_err *err) {
                 continue;
             }
             kvf_fail(err, KVF_EPARSE,
-                     "%s:%ld: field 'timestamp': time goes backwards (%.3f s after %.3f s)",
-                     r->path, rec->line, (double)rec->t_ns / 1e9, (double)r->last_open_t / 1e9);
+                     "%s:%ld: field '%s': time goes backwards (%.3f s after %.3f s)", r->path,
+                     rec->line, time_field(r->src->fmt), (double)rec->t_ns / 1e9,
+                     (double)r->last_open_t / 1e9);
             return -1;
         }
         if (!r->have_first) {   // the time origin is the first record as recorded
@@ -421,7 +467,7 @@ static kvf_status detect(FILE *f, const char *path, trc_format *out, kvf_err *er
     if (ferror(f)) return kvf_fail(err, KVF_EIO, "%s: read error", path);
     rewind(f);
     buf[n] = 0;
-    size_t i = 0;
+    size_t i = n >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3) ? 3 : 0;   // UTF-8 byte-order mark
     long line = 1;
     while (i < n && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r')) {
         if (buf[i] == '\n') line++;
@@ -475,17 +521,23 @@ static kvf_status open_source(trc_source **src, FILE *f, const char *path, const
 static kvf_status check_options(const trc_options *o, kvf_err *err) {
     uint32_t B = o->block_tokens;
     if (B == 0) return kvf_fail(err, KVF_EINVAL, "block_tokens must be >= 1");
-    if (!(o->time_scale > 0) || !isfinite(o->time_scale))
-        return kvf_fail(err, KVF_EINVAL, "time_scale must be > 0");
-    if (!(o->length_scale > 0) || !isfinite(o->length_scale))
-        return kvf_fail(err, KVF_EINVAL, "length_scale must be > 0");
-    if (o->rate_rps < 0 || !isfinite(o->rate_rps))
-        return kvf_fail(err, KVF_EINVAL, "rate_rps must be >= 0");
+    if (!(o->time_scale >= 1e-6 && o->time_scale <= 1e6))
+        return kvf_fail(err, KVF_EINVAL, "time_scale must be in [1e-6, 1e6], got %g",
+                        o->time_scale);
+    if (!(o->length_scale >= 1e-3 && o->length_scale <= 1e3))
+        return kvf_fail(err, KVF_EINVAL, "length_scale must be in [0.001, 1000], got %g",
+                        o->length_scale);
+    if (!(o->rate_rps >= 0 && o->rate_rps <= 1e6))
+        return kvf_fail(err, KVF_EINVAL, "rate_rps must be in [0, 1e6], got %g", o->rate_rps);
+    if (o->session_users > 10000000)
+        return kvf_fail(err, KVF_EINVAL, "session_users must be at most 1e7, got %u",
+                        o->session_users);
     if (o->start_ns < 0 || o->end_ns < 0 || (o->end_ns > 0 && o->end_ns <= o->start_ns))
         return kvf_fail(err, KVF_EINVAL, "bad time window [%lld, %lld) ns",
                         (long long)o->start_ns, (long long)o->end_ns);
-    if (o->session_rate < 0 || !isfinite(o->session_rate))
-        return kvf_fail(err, KVF_EINVAL, "session_rate must be >= 0");
+    if (!(o->session_rate >= 0 && o->session_rate <= 1e6))
+        return kvf_fail(err, KVF_EINVAL, "session_rate must be in [0, 1e6], got %g",
+                        o->session_rate);
     return KVF_OK;
 }
 
@@ -530,9 +582,8 @@ kvf_status trc_reader_open(trc_reader **out, const char *path, const trc_options
     else trc_options_default(&o);
     kvf_status st = check_options(&o, err);
     if (st) return st;
-    FILE *f = fopen(path, "rb");
-    if (!f) return kvf_fail(err, errno == ENOENT ? KVF_ENOENT : KVF_EIO, "%s: %s", path,
-                            strerror(errno));
+    FILE *f = kvf_open_input(path, err);
+    if (!f) return err ? err->code : KVF_EIO;
     trc_format fmt = o.format;
     if (fmt == TRC_FMT_AUTO && (st = detect(f, path, &fmt, err))) {
         fclose(f);

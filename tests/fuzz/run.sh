@@ -1,53 +1,77 @@
 #!/bin/sh
-# tests/fuzz/run.sh -- builds the libFuzzer target once per trace format and runs each for
-# SECONDS (default 60). Usage: tests/fuzz/run.sh [SECONDS] [FORMAT...]
-# Needs clang with libFuzzer (Debian: libclang-rt-14-dev). Work goes to build-fuzz/.
+# tests/fuzz/run.sh -- builds the libFuzzer targets (CMake, KVFLEET_FUZZ=ON, clang with ASan
+# and UBSan, in build-fuzz/) and runs each for SECONDS (default 20) from a seed corpus of real
+# files, printing the executions reached. Usage: tests/fuzz/run.sh [SECONDS] [TARGET...]
+# Targets: fuzz_readers_{mooncake,azure,burstgpt,sessions,kvfleet,auto}, fuzz_scenario,
+# fuzz_model, fuzz_resultsdb. Needs clang with libFuzzer (Debian: clang, libclang-rt-14-dev).
+# Exit 1 on any crash, sanitizer report, leak or timeout (artifacts in build-fuzz/artifacts/).
 set -eu
 cd "$(dirname "$0")/../.."
-SECS=${1:-60}
+SECS=${1:-20}
 [ $# -gt 0 ] && shift
-FORMATS=${*:-"mooncake azure burstgpt sessions kvfleet auto"}
-OUT=build-fuzz
-mkdir -p "$OUT"
-CC=${CC:-clang}
-SRC="tests/fuzz/fuzz_readers.c traces/trc_reader.c traces/trc_json.c traces/trc_csv.c
-     traces/trc_writer.c traces/trc_gen.c traces/trc_stats.c common/kvf.c"
+B=build-fuzz
+ALL="fuzz_readers_mooncake fuzz_readers_azure fuzz_readers_burstgpt fuzz_readers_sessions
+     fuzz_readers_kvfleet fuzz_readers_auto fuzz_scenario fuzz_model fuzz_resultsdb"
+TARGETS=${*:-$ALL}
+CC=${CC:-clang} cmake -S . -B $B -DKVFLEET_FUZZ=ON -DKVFLEET_SANITIZE=address,undefined \
+    -DKVFLEET_CUDA=OFF -DKVFLEET_MPI=OFF -DKVFLEET_WERROR=ON >/dev/null
+cmake --build $B -j "$(nproc)" --target fuzz >/dev/null
 SH=${KVF_SHARED:-../shared}/traces
+mkdir -p $B/artifacts
 
-seed() { # seed corpus: a flags byte then the head of a real or small trace
-    d="$OUT/corpus_$1"; mkdir -p "$d"
+# seed corpus: a mode/flags byte, then the head of a real file
+seed_file() { # DIR BYTE FILE
+    [ -f "$3" ] || return 0
+    { printf "\\$(printf %o "$2")"; head -c 6000 "$3"; } > "$1/s$2_$(basename "$3")"
+}
+seed() {
+    d=$B/corpus/$1
+    mkdir -p "$d"
     case $1 in
-    mooncake) src=traces/data/mooncake_conversation.jsonl ;;
-    azure) src=traces/data/azure2023_conv.csv ;;
-    sessions) src=$SH/weka_agentic_dev.jsonl ;;
-    *) src= ;;
-    esac
-    if [ "$1" = burstgpt ]; then
-        printf '\000Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type,Session ID\n5,ChatGPT,472,18,490,Conversation log,a\n45,GPT-4,10,0,10,API log,a\n' > "$d/s0"
-    elif [ "$1" = kvfleet ] || [ "$1" = auto ]; then
+    fuzz_readers_mooncake) for fl in 0 3 12 33; do seed_file "$d" $fl traces/data/mooncake_conversation.jsonl; done ;;
+    fuzz_readers_azure) for fl in 0 3 12 33; do seed_file "$d" $fl traces/data/azure2023_conv.csv; done ;;
+    fuzz_readers_sessions) for fl in 0 3 12 33; do seed_file "$d" $fl "$SH/weka_agentic_dev.jsonl"; done ;;
+    fuzz_readers_burstgpt)
+        printf '\000Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type,Session ID\n5,ChatGPT,472,18,490,Conversation log,a\n45,GPT-4,10,0,10,API log,a\n' > "$d/s0" ;;
+    fuzz_readers_kvfleet|fuzz_readers_auto)
         printf '\000{"id":0,"arrival_ns":0,"input_tokens":130,"output_tokens":3,"class":"agent","flags":0,"images":1,"session":7,"turn":0,"prev_id":-1,"think_ns":0,"block_tokens":64,"blocks":[1,-2]}\n{"id":1,"arrival_ns":5,"input_tokens":200,"output_tokens":3,"session":7,"turn":1,"prev_id":0,"think_ns":9,"block_tokens":64,"blocks":[1,-2,3]}\n' > "$d/s0"
-    fi
-    if [ -n "$src" ] && [ -f "$src" ]; then
-        for fl in 0 3 12 33; do
-            { printf "\\$(printf %o $fl)"; head -c 3000 "$src"; } > "$d/s$fl"
-        done
-    fi
+        seed_file "$d" 0 traces/data/mooncake_conversation.jsonl ;;
+    fuzz_scenario)
+        for f in scenarios/*.yaml; do seed_file "$d" 0 "$f"; done
+        printf '\001cluster.prefill={instances: 4, gpus_per_instance: 2}' > "$d/set1"
+        printf '\001economics.gpu_hour_usd=[1, 2]' > "$d/set2"
+        printf '\001cluster.schedule=[{from_h: 0, prefill: 1}, {from_h: 8, prefill: 2}]' > "$d/set3" ;;
+    fuzz_model)
+        for f in models/*.yaml; do seed_file "$d" 0 "$f"; done
+        for f in models/hardware/*.yaml; do seed_file "$d" 1 "$f"; done ;;
+    fuzz_resultsdb)
+        if [ -x build/kvfleet ] && [ ! -f "$d/r.db" ]; then
+            rm -rf $B/seed_run
+            build/kvfleet run scenarios/quickstart.yaml --set workload.limit_requests=8 \
+                --set output.sample_interval_s=60 -q --no-report -o $B/seed_run >/dev/null 2>&1 &&
+                cp $B/seed_run/results.db "$d/r.db" || true
+        fi
+        printf 'SQLite format 3\000' > "$d/hdr" ;;
+    esac
 }
 
-for fmt in $FORMATS; do
-    F=$(echo "$fmt" | tr a-z A-Z)
-    $CC -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-        -DFUZZ_FORMAT=TRC_FMT_$F -D_GNU_SOURCE -Icommon -Itraces $SRC \
-        -ljansson -lcsv -lm -o "$OUT/fuzz_$fmt"
-    seed "$fmt"
-    echo "== fuzz_$fmt for ${SECS}s"
+total=0
+for t in $TARGETS; do
+    seed "$t"
+    maxlen=8192
+    [ "$t" = fuzz_resultsdb ] && maxlen=131072
+    log=$B/$t.log
     rc=0
-    "$OUT/fuzz_$fmt" -max_total_time="$SECS" -max_len=8192 -rss_limit_mb=2048 \
-        -print_final_stats=1 -artifact_prefix="$OUT/${fmt}-" "$OUT/corpus_$fmt" \
-        > "$OUT/fuzz_$fmt.log" 2>&1 || rc=$?
-    grep -E "^(stat::|SUMMARY|Done)|ERROR" "$OUT/fuzz_$fmt.log" || true
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        $B/fuzz/$t -max_total_time="$SECS" -max_len=$maxlen -rss_limit_mb=2048 -timeout=10 \
+        -print_final_stats=1 -artifact_prefix="$B/artifacts/$t-" $B/corpus/$t >"$log" 2>&1 || rc=$?
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
+    printf 'fuzz %-24s %4ss  %9s executions\n' "$t" "${secs:-?}" "${execs:-?}"
     if [ $rc -ne 0 ]; then
-        echo "fuzz_$fmt: FAILED (exit $rc; log and artifacts in $OUT)"; exit 1
+        grep -E "ERROR|SUMMARY|runtime error|Test unit written" "$log" | head -20
+        echo "$t: FAILED (exit $rc; log $log, artifacts in $B/artifacts/)"
+        exit 1
     fi
 done
-echo "fuzz: all formats clean"
+echo "fuzz: all targets clean"
