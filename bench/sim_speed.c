@@ -242,6 +242,46 @@ int main(int argc, char **argv) {
         printf("  cost per event 10k / 1k GPUs: %.2f\n", c10 / c1);
     }
     remove(big);
+
+    // Three simulated days of returning sessions under 3 d / 7 d retention: the store and hit
+    // rate by class from the run.
+    json_t *fd = bench_scenario(repo, "fleet-days (3 simulated days)", "fleet-days.yaml", NULL, 0, bare);
+    if (fd) {
+        json_t *bc = json_object_get(json_object_get(fd, "cache"), "by_class");
+        const char *k;
+        json_t *co;
+        json_object_foreach(bc, k, co) {
+            json_t *st = json_object_get(co, "stored_bytes_steady_peak");
+            printf("  %-8s hit rate %.3f, store peak %.1f GB, end %.1f GB, steady %s\n", k,
+                   json_number_value(json_object_get(co, "hit_rate")),
+                   json_number_value(json_object_get(co, "stored_bytes_peak")) / 1e9,
+                   json_number_value(json_object_get(co, "stored_bytes_end")) / 1e9,
+                   json_is_number(st) ? "reached" : "not reached (run shorter than the retention)");
+        }
+        json_decref(fd);
+    }
+    // One simulated day of a ~1,800-GPU fleet at ~7 M input / ~2 M output tokens/s, sampled at
+    // 1/24 (set KVF_BENCH_FLEET_DAY=0 to skip: it takes minutes).
+    const char *fdy = getenv("KVF_BENCH_FLEET_DAY");
+    if (!fdy || strcmp(fdy, "0")) {
+        const char *fs[] = {"workload.sample_rate=0.0416667"};
+        json_t *f = bench_scenario(repo, "fleet-day (1 simulated day, sampled 1/24)", "fleet-day.yaml", fs, 1, bare);
+        if (f) {
+            struct rusage ru2;
+            getrusage(RUSAGE_SELF, &ru2);
+            json_t *t = json_object_get(f, "throughput");
+            printf("  full fleet: %.2f M input, %.2f M output tok/s, hit rate %.3f, TTFT p90 %.0f ms, "
+                   "TPOT p90 %.1f ms, saturation %s; peak RSS of the process %.0f MB\n",
+                   json_number_value(json_object_get(t, "input_tok_s")) / 1e6,
+                   json_number_value(json_object_get(t, "output_tok_s")) / 1e6,
+                   json_number_value(json_object_get(json_object_get(f, "cache"), "hit_rate")),
+                   json_number_value(json_object_get(json_object_get(f, "ttft_ms"), "p90")),
+                   json_number_value(json_object_get(json_object_get(f, "tpot_ms"), "p90")),
+                   json_string_value(json_object_get(json_object_get(f, "saturation"), "state")),
+                   ru2.ru_maxrss / 1024.0);
+            json_decref(f);
+        }
+    }
     json_decref(a);
     json_decref(b);
     return 0;

@@ -210,6 +210,11 @@ typedef struct eng_profile_config {
     bool quick;       // small sweep (about a minute on a 2-core CPU)
     uint64_t seed;
     uint32_t max_context; // > 0: extend the context axes (doubling) to cover this many tokens
+    bool cpu_clock;       // cpu backend: time steps by the thread's CPU clock (robust to other
+                          //   processes taking the core) instead of the wall clock
+    double check_bound_ms;  // --check: probe rows whose stored time is at most this (0 = 2000)
+    double check_max_ratio; // --check: > 1 fails (KVF_ERUN) when a probe's measured/stored
+                            //   ratio leaves [1/r, r]; 0 = report only
 } eng_profile_config;
 
 // Runs the sweep and writes the profile CSV to f (format in engine/README.md: `# key: value`
@@ -217,12 +222,33 @@ typedef struct eng_profile_config {
 // model,hardware,backend,op,batch,new_tokens,context,median_ns,p10_ns,p90_ns,repeats,flops,bytes).
 // progress (may be NULL) gets one line per row.
 kvf_status eng_profile_run(const eng_profile_config *c, FILE *f, FILE *progress, kvf_err *err);
-// Re-measures a probe subset (up to 6 prefill/decode rows) of the profile at path on this
-// machine (model from the profile unless c->model is set; backend c->backend) and writes
-// `op,batch,new_tokens,context,stored_ns,measured_ns,ratio` lines and the median drift to out.
-// KVF_ENOENT / KVF_EPARSE (path:line) for a bad profile.
+// Re-measures a probe subset of the profile at path on this machine: per op (prefill, decode)
+// the smallest, a middle and the largest row whose stored time is within c->check_bound_ms
+// (the smallest row alone when none is; by the profile's own clock; model from the profile unless c->model is set; backend
+// c->backend) and writes `op,batch,new_tokens,context,stored_ns,measured_ns,ratio` lines and
+// the median drift to out. KVF_ENOENT / KVF_EPARSE (path:line) for a bad profile; KVF_ERUN
+// when c->check_max_ratio > 1 and a probe's ratio falls outside [1/r, r].
 kvf_status eng_profile_check(const eng_profile_config *c, const char *path, FILE *out,
                              kvf_err *err);
+// The same, and *ratio = the median measured/stored ratio over the probes.
+kvf_status eng_profile_check_ratio(const eng_profile_config *c, const char *path, FILE *out,
+                                   double *ratio, kvf_err *err);
+
+// Timing probes: ENG_PROBE_SHAPES fixed small steps (prefill 12@0 and 128@256, decode 4@256 and
+// 16@512 as new tokens or batch @ context) on an engine of their own (~1 MB of KV next to the
+// weights), timed one step at a time by wall and thread CPU clocks. Measured before, during
+// (in idle gaps) and after a serve, their spread is how much this machine's speed moved.
+enum { ENG_PROBE_SHAPES = 4 };
+typedef struct eng_prober eng_prober;
+kvf_status eng_prober_create(eng_prober **out, const char *model, const char *models_dir,
+                             eng_backend b, uint32_t threads, kvf_err *err);
+// One timed step of probe shape i (< ENG_PROBE_SHAPES).
+kvf_status eng_prober_run(eng_prober *p, uint32_t shape, double *wall_ns, double *cpu_ns,
+                          kvf_err *err);
+void eng_prober_destroy(eng_prober *p);
+const char *eng_prober_hardware(const eng_prober *p); // the hardware id the engine reports
+// "prefill 12@0" etc.
+void eng_probe_shape(uint32_t i, char *name, size_t n);
 
 // ---- serving loop -----------------------------------------------------------------------
 // One request of a (time-scaled) trace.
@@ -247,9 +273,17 @@ typedef struct eng_serve_config {
     uint32_t threads;            // CPU GEMM threads, 0 = 1
     uint64_t seed;               // weight seed
     bool no_sleep;               // tests: admit requests as if time jumped to their arrival
+    // Optional: called when the loop is idle and the next arrival is at least idle_min_ns
+    // away, before it sleeps; gets the idle time left (ns). Used to run timing probes in the
+    // gaps (on another engine) without delaying any request. Its time is counted in probe_ns.
+    void (*idle_hook)(void *ctx, int64_t idle_ns);
+    void *idle_ctx;
+    int64_t idle_min_ns;
 } eng_serve_config;
 
 void eng_serve_config_default(eng_serve_config *c);
+// CPU time consumed by the calling thread (CLOCK_THREAD_CPUTIME_ID), ns.
+int64_t eng_thread_cpu_ns(void);
 
 enum { ENG_REQ_DONE = 0, ENG_REQ_REJECTED = 1 }; // eng_request_result.status
 
@@ -257,6 +291,7 @@ enum { ENG_REQ_DONE = 0, ENG_REQ_REJECTED = 1 }; // eng_request_result.status
 typedef struct eng_request_result {
     int64_t arrival_ns;     // when it was due (== request arrival_ns)
     int64_t admitted_ns;    // first time it was scheduled
+    int64_t seen_ns;        // when the loop took it into its queue (arrival + wake-up latency)
     int64_t first_token_ns; // end of the step that produced its first token
     int64_t last_token_ns;  // end of the step that produced its last token
     int64_t completion_ns;  // when it left the server (== last_token_ns), -1 if rejected
@@ -279,13 +314,31 @@ typedef struct eng_step_record {
     uint32_t tokens;         // tokens computed (prefill chunk tokens + decodes)
     uint32_t prefill_tokens; // of which prefill
     uint32_t context_tokens; // sum of the cached context the step attended over
+    int64_t after_ns;        // the loop's own time after the step until the next step began,
+                             //   waits for arrivals (and probes in them) excluded
+    int64_t cpu_ns;          // thread CPU time of the whole step (CLOCK_THREAD_CPUTIME_ID):
+                             //   what the step cost this thread, whatever else ran beside it
+    uint32_t decode_seqs;    // sequences that decoded one token
+    uint32_t decode_context; // sum of their contexts
+    uint32_t chunk0;         // its prefill chunks: chunks[chunk0 .. chunk0 + n_chunks)
+    uint32_t n_chunks;
 } eng_step_record;
+
+// One prefill chunk of a step: tokens computed over context already in KV.
+typedef struct eng_chunk {
+    uint32_t tokens, context;
+} eng_chunk;
 
 typedef struct eng_serve_result {
     eng_request_result *requests; // [n_requests], same order as the input
     size_t n_requests;
     eng_step_record *steps; // [n_steps]
     size_t n_steps;
+    eng_chunk *chunks; // [n_chunks], referenced by steps
+    size_t n_chunks;
+    int64_t idle_ns;  // time the loop waited for arrivals (sleeping or in idle_hook)
+    int64_t probe_ns; // of which spent in idle_hook
+    int64_t late_ns;  // sum over waits of how late the loop woke after the arrival it awaited
     uint64_t preemptions;
     uint64_t prompt_tokens;  // sum of input tokens (first admissions)
     uint64_t cached_tokens;  // of which served from the prefix cache

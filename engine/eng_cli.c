@@ -1,7 +1,7 @@
 // engine/eng_cli.c -- the engine's commands (argv[1] is the subcommand; argv[0] is "engine"
 // under kvfleet or the program name under kvfleet-engine):
-//   profile [--model M] [--backend cpu|cuda] [--quick] [-o FILE] [--check PROFILE]
-//           [--threads N] [--seed N]
+//   profile [--model M] [--backend cpu|cuda] [--quick] [--cpu-clock] [-o FILE]
+//           [--check PROFILE [--bound-ms X] [--max-ratio R]] [--threads N] [--seed N]
 //   info    [--model M] [--backend B]        model, arena sizes, hardware id
 //   bench   gemm|attn [--backend B] [--threads N]   GEMM GFLOP/s, decode-attention GB/s
 // `engine serve` reads traces and lives in the kvfleet command (sim/); this file only points
@@ -14,8 +14,9 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage:\n"
-               "  kvfleet engine profile [--model M] [--backend cpu|cuda] [--quick] [-o FILE]\n"
-               "                         [--check PROFILE] [--threads N] [--seed N]\n"
+               "  kvfleet engine profile [--model M] [--backend cpu|cuda] [--quick] [--cpu-clock]\n"
+               "                         [-o FILE] [--threads N] [--seed N]\n"
+               "  kvfleet engine profile --check PROFILE [--bound-ms X] [--max-ratio R]\n"
                "  kvfleet engine info [--model M] [--backend cpu|cuda]\n"
                "  kvfleet engine bench gemm|attn [--backend cpu|cuda] [--threads N]\n"
                "  kvfleet engine serve --trace FILE ...   (the kvfleet command; see its help)\n");
@@ -30,7 +31,8 @@ typedef struct args {
     const char *model, *out, *check, *backend, *what;
     uint32_t threads;
     uint64_t seed;
-    bool quick;
+    bool quick, cpu_clock;
+    double bound_ms, max_ratio;
 } args;
 
 static kvf_status parse_args(int argc, char **argv, args *a, kvf_err *err) {
@@ -40,6 +42,21 @@ static kvf_status parse_args(int argc, char **argv, args *a, kvf_err *err) {
         bool has = i + 1 < argc;
         if (!strcmp(s, "--quick"))
             a->quick = true;
+        else if (!strcmp(s, "--cpu-clock"))
+            a->cpu_clock = true;
+        else if ((!strcmp(s, "--bound-ms") || !strcmp(s, "--max-ratio")) && has) {
+            char *end;
+            double v = strtod(argv[++i], &end);
+            if (*end || !*argv[i] || !(v > 0) || v > 1e9)
+                return kvf_fail(err, KVF_EINVAL, "%s: expected a number > 0, got '%s'", s, argv[i]);
+            if (s[2] == 'b')
+                a->bound_ms = v;
+            else if (v <= 1)
+                return kvf_fail(err, KVF_EINVAL, "--max-ratio: expected a number > 1, got '%s'",
+                                argv[i]);
+            else
+                a->max_ratio = v;
+        }
         else if (!strcmp(s, "--model") && has)
             a->model = argv[++i];
         else if (!strcmp(s, "--backend") && has)
@@ -71,7 +88,8 @@ static kvf_status parse_args(int argc, char **argv, args *a, kvf_err *err) {
 static int cmd_profile(const args *a) {
     kvf_err err = {0};
     eng_profile_config c = {
-        .model = a->model, .threads = a->threads, .quick = a->quick, .seed = a->seed};
+        .model = a->model, .threads = a->threads, .quick = a->quick, .seed = a->seed,
+        .cpu_clock = a->cpu_clock, .check_bound_ms = a->bound_ms, .check_max_ratio = a->max_ratio};
     kvf_status st = KVF_OK;
     if (a->backend && (st = eng_backend_parse(a->backend, &c.backend, &err))) return fail(st, &err);
     if (a->check) {

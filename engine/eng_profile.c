@@ -24,11 +24,13 @@ typedef struct grid {
     uint32_t repeats;
 } grid;
 
-static const uint32_t Q_PT[] = {32, 128, 512}, Q_PC[] = {0, 1024};
-static const uint32_t Q_DB[] = {1, 4, 16, 32}, Q_DC[] = {128, 1024};
+// Denser where serving lands: prefill chunks under 32 tokens (what is left after a cache
+// hit), decode batches 2-8 and short contexts.
+static const uint32_t Q_PT[] = {4, 12, 32, 128, 512}, Q_PC[] = {0, 256, 1024};
+static const uint32_t Q_DB[] = {1, 2, 4, 8, 16, 32}, Q_DC[] = {32, 256, 1024};
 static const uint32_t Q_HB[] = {1, 16};
-static const uint32_t F_PT[] = {16, 64, 256, 512, 1024}, F_PC[] = {0, 512, 2048};
-static const uint32_t F_DB[] = {1, 4, 16, 32, 64}, F_DC[] = {128, 512, 2048};
+static const uint32_t F_PT[] = {4, 8, 16, 32, 64, 256, 512, 1024}, F_PC[] = {0, 128, 512, 2048};
+static const uint32_t F_DB[] = {1, 2, 4, 8, 16, 32, 64}, F_DC[] = {32, 128, 512, 2048};
 static const uint32_t F_HB[] = {1, 8, 32};
 // On a GPU, shapes grow: larger chunks and batches.
 static const uint32_t G_PT[] = {16, 64, 256, 512, 1024, 2048, 4096},
@@ -67,7 +69,8 @@ enum { MAX_REPS = 41 };
 #define MIN_TOTAL_NS 3e8
 
 static bool more_reps(uint32_t done, uint32_t reps, double total) {
-    return done < reps || (total < MIN_TOTAL_NS && done < MAX_REPS);
+    // quick sweeps (3 repeats) settle for half the measured time
+    return done < reps || (total < (reps <= 3 ? MIN_TOTAL_NS / 2 : MIN_TOTAL_NS) && done < MAX_REPS);
 }
 
 static void put_row(FILE *f, FILE *prog, const eng_engine *e, const char *op, uint32_t batch,
@@ -86,8 +89,8 @@ static uint32_t tok_of(uint64_t i, uint32_t vocab) {
 }
 
 // Median etc. of prefill of T tokens over C context (two sequences alternated).
-static kvf_status time_prefill(eng_engine *e, uint32_t T, uint32_t C, uint32_t reps, stat3 *out,
-                               kvf_err *err) {
+static kvf_status time_prefill(eng_engine *e, uint32_t T, uint32_t C, uint32_t reps, bool cpu,
+                               stat3 *out, kvf_err *err) {
     eng_seq *s[2] = {NULL, NULL};
     int32_t *tok = kvf_malloc((size_t)(T + C + 1) * sizeof *tok);
     double *v = kvf_malloc((MAX_REPS + reps + 1) * sizeof *v), total = 0;
@@ -109,8 +112,10 @@ static kvf_status time_prefill(eng_engine *e, uint32_t T, uint32_t C, uint32_t r
         eng_seq *q = s[r % nsets];
         for (uint32_t i = 0; i < T; i++)
             tok[i] = (int32_t)tok_of((uint64_t)r * 131 + i, e->m.vocab);
+        int64_t c0 = eng_thread_cpu_ns();
         if ((st = eng_prefill(e, q, tok, T, NULL, NULL, err))) goto done;
-        if (r) total += v[done++] = (double)eng_last_forward_ns(e);
+        double t = cpu ? (double)(eng_thread_cpu_ns() - c0) : (double)eng_last_forward_ns(e);
+        if (r) total += v[done++] = t;
         eng_seq_truncate(e, q, C);
     }
     *out = stats(v, done);
@@ -122,8 +127,8 @@ done:
     return st;
 }
 
-static kvf_status time_decode(eng_engine *e, uint32_t B, uint32_t C, uint32_t reps, stat3 *out,
-                              double *ctx_sum, kvf_err *err) {
+static kvf_status time_decode(eng_engine *e, uint32_t B, uint32_t C, uint32_t reps, bool cpu,
+                              stat3 *out, double *ctx_sum, kvf_err *err) {
     eng_seq **s = kvf_calloc(2 * (size_t)B, sizeof *s);
     int32_t *tok = kvf_malloc(B * sizeof *tok);
     uint32_t *ctx = kvf_malloc(B * sizeof *ctx);
@@ -160,8 +165,10 @@ static kvf_status time_decode(eng_engine *e, uint32_t B, uint32_t C, uint32_t re
         eng_seq **q = s + (size_t)(r % nsets) * B;
         for (uint32_t i = 0; i < B; i++)
             tok[i] = (int32_t)tok_of((uint64_t)r * 31 + i, e->m.vocab);
+        int64_t c0 = eng_thread_cpu_ns();
         if ((st = eng_decode(e, q, tok, B, NULL, NULL, err))) goto done;
-        if (r) total += v[done++] = (double)eng_last_forward_ns(e);
+        double t = cpu ? (double)(eng_thread_cpu_ns() - c0) : (double)eng_last_forward_ns(e);
+        if (r) total += v[done++] = t;
         for (uint32_t i = 0; i < B; i++)
             eng_seq_truncate(e, q[i], ctx[i]);
     }
@@ -285,7 +292,9 @@ kvf_status eng_profile_run(const eng_profile_config *c, FILE *f, FILE *prog, kvf
             "# block_tokens: %u\n# sweep: %s\n# timing: %s; median of repeats after one "
             "warm-up\n",
             e->bt, c->quick ? "quick" : "full",
-            c->backend == ENG_BACKEND_CUDA ? "cuda events" : "wall clock");
+            c->backend == ENG_BACKEND_CUDA ? "cuda events"
+            : c->cpu_clock                 ? "thread cpu clock"
+                                           : "wall clock");
     double elem = c->backend == ENG_BACKEND_CUDA ? 2 : 4;
     // MoE: how much a skewed router (Zipf-like bias) changes step time, as comment lines.
     if (m.experts) {
@@ -295,14 +304,14 @@ kvf_status eng_profile_run(const eng_profile_config *c, FILE *f, FILE *prog, kvf
         uint32_t T = g.pt[g.npt / 2], B = g.db[g.ndb / 2];
         stat3 a, b;
         double cs;
-        if ((st = time_prefill(e, T, 0, g.repeats, &a, err))) goto fail;
+        if ((st = time_prefill(e, T, 0, g.repeats, c->cpu_clock, &a, err))) goto fail;
         eng_set_router_bias(e, bias);
-        if ((st = time_prefill(e, T, 0, g.repeats, &b, err))) goto fail;
+        if ((st = time_prefill(e, T, 0, g.repeats, c->cpu_clock, &b, err))) goto fail;
         eng_set_router_bias(e, NULL);
         fprintf(f, "# moe_skew_prefill_%u_ratio: %.3f\n", T, b.med / a.med);
-        if ((st = time_decode(e, B, g.dc[0], g.repeats, &a, &cs, err))) goto fail;
+        if ((st = time_decode(e, B, g.dc[0], g.repeats, c->cpu_clock, &a, &cs, err))) goto fail;
         eng_set_router_bias(e, bias);
-        if ((st = time_decode(e, B, g.dc[0], g.repeats, &b, &cs, err))) goto fail;
+        if ((st = time_decode(e, B, g.dc[0], g.repeats, c->cpu_clock, &b, &cs, err))) goto fail;
         eng_set_router_bias(e, NULL);
         fprintf(f, "# moe_skew_decode_b%u_ratio: %.3f\n", B, b.med / a.med);
         free(bias);
@@ -314,7 +323,7 @@ kvf_status eng_profile_run(const eng_profile_config *c, FILE *f, FILE *prog, kvf
             uint32_t T = g.pt[j], C = g.pc[i];
             if (T + C > e->o.max_context) continue;
             stat3 s;
-            st = time_prefill(e, T, C, g.repeats, &s, err);
+            st = time_prefill(e, T, C, g.repeats, c->cpu_clock, &s, err);
             if (st == KVF_ENOMEM) {
                 if (prog) fprintf(prog, "  prefill %u over %u: skipped (%s)\n", T, C, err->msg);
                 continue;
@@ -329,7 +338,7 @@ kvf_status eng_profile_run(const eng_profile_config *c, FILE *f, FILE *prog, kvf
             uint32_t B = g.db[j], C = g.dc[i];
             stat3 s;
             double cs;
-            st = time_decode(e, B, C, g.repeats, &s, &cs, err);
+            st = time_decode(e, B, C, g.repeats, c->cpu_clock, &s, &cs, err);
             if (st == KVF_ENOMEM) {
                 if (prog) fprintf(prog, "  decode %u at %u: skipped (%s)\n", B, C, err->msg);
                 continue;
@@ -369,11 +378,19 @@ typedef struct crow {
 
 kvf_status eng_profile_check(const eng_profile_config *c, const char *path, FILE *out,
                              kvf_err *err) {
+    double r;
+    return eng_profile_check_ratio(c, path, out, &r, err);
+}
+
+kvf_status eng_profile_check_ratio(const eng_profile_config *c, const char *path, FILE *out,
+                                   double *ratio, kvf_err *err) {
+    *ratio = NAN;
     char *text = NULL;
     size_t len = 0;
     kvf_status st = kvf_read_file(path, &text, &len, err);
     if (st) return st;
-    char model[ENG_NAME_MAX] = "", backend[16] = "";
+    char model[ENG_NAME_MAX] = "", backend[16] = "", hardware[ENG_NAME_MAX] = "";
+    bool cpu = false; // the profile was timed by the thread's CPU clock: so is the check
     crow *rows = NULL;
     size_t nr = 0, cap = 0;
     int line = 0;
@@ -386,6 +403,8 @@ kvf_status eng_profile_check(const eng_profile_config *c, const char *path, FILE
         if (*p == '#') {
             sscanf(p, "# model: %63s", model);
             sscanf(p, "# backend: %15s", backend);
+            sscanf(p, "# hardware: %63s", hardware);
+            if (strstr(p, "# timing: thread cpu clock")) cpu = true;
             continue;
         }
         if (!header) {
@@ -418,14 +437,36 @@ kvf_status eng_profile_check(const eng_profile_config *c, const char *path, FILE
         if (backend[0] && !c->backend) eng_backend_parse(backend, &cc.backend, NULL);
         eng_model_desc m;
         if ((st = eng_model_desc_load(&m, cc.model, cc.models_dir, err))) goto done;
-        // probe: up to 6 rows spread over the file, smallest work first within each op
+        // probes per op: the smallest, a middle and the largest row whose stored time is
+        // within the bound (large shapes drift differently from small ones: compute
+        // saturation, caches), so a profile is checked where it is used hardest
         enum { PROBES = 6 };
+        double bound_ns = c->check_bound_ms > 0 ? c->check_bound_ms * 1e6 : 2e9;
         crow probe[PROBES];
         uint32_t np = 0;
-        for (size_t i = 0; i < nr && np < PROBES; i += KVF_MAX(1, nr / PROBES)) {
-            if (rows[i].newt * (rows[i].ctx + 1.0) > 4e6 && rows[i].batch == 1) continue;
-            probe[np++] = rows[i];
+        for (int op = 0; op < 2; op++) {
+            const char *want = op ? "decode" : "prefill";
+            size_t idx[512], k = 0;
+            size_t small = SIZE_MAX; // the smallest row: probed when none is within the bound
+            for (size_t i = 0; i < nr && k < 512; i++) {
+                if (strcmp(rows[i].op, want)) continue;
+                if (rows[i].med <= bound_ns) idx[k++] = i;
+                if (small == SIZE_MAX || rows[i].med < rows[small].med) small = i;
+            }
+            if (!k && small != SIZE_MAX) idx[k++] = small;
+            if (!k) continue;
+            // order by stored time: work grows with it
+            for (size_t i = 1; i < k; i++)
+                for (size_t j = i; j > 0 && rows[idx[j - 1]].med > rows[idx[j]].med; j--) {
+                    size_t t = idx[j];
+                    idx[j] = idx[j - 1];
+                    idx[j - 1] = t;
+                }
+            size_t pick[3] = {0, k / 2, k - 1};
+            for (int q = 0; q < 3; q++)
+                if (q == 0 || pick[q] != pick[q - 1]) probe[np++] = rows[idx[pick[q]]];
         }
+
         uint32_t mt = 16, mc = 16, mb = 1, mdc = 16;
         for (uint32_t i = 0; i < np; i++) {
             if (!strcmp(probe[i].op, "prefill")) {
@@ -441,28 +482,134 @@ kvf_status eng_profile_check(const eng_profile_config *c, const char *path, FILE
         eng_engine *e = NULL;
         if ((st = make_engine(&e, &m, cc.backend, cc.threads, cc.seed, &g, err))) goto done;
         double ratios[PROBES];
+        uint32_t outside = 0;
+        if (hardware[0] && strcmp(hardware, eng_hardware_id(e))) {
+            fprintf(out, "# warning: the profile was measured on '%s', this machine is '%s'\n",
+                    hardware, eng_hardware_id(e));
+            fprintf(stderr, "kvfleet: warning: %s was measured on '%s', this machine is '%s'\n",
+                    path, hardware, eng_hardware_id(e));
+        }
         fprintf(out, "op,batch,new_tokens,context,stored_ns,measured_ns,ratio\n");
         for (uint32_t i = 0; i < np; i++) {
             stat3 s;
             double cs;
             if (!strcmp(probe[i].op, "prefill"))
-                st = time_prefill(e, probe[i].newt, probe[i].ctx, 5, &s, err);
+                st = time_prefill(e, probe[i].newt, probe[i].ctx, 3, cpu, &s, err);
             else
-                st = time_decode(e, probe[i].batch, probe[i].ctx, 5, &s, &cs, err);
+                st = time_decode(e, probe[i].batch, probe[i].ctx, 3, cpu, &s, &cs, err);
             if (st) {
                 eng_destroy(e);
                 goto done;
             }
             ratios[i] = s.med / (probe[i].med > 0 ? probe[i].med : 1);
+            if (c->check_max_ratio > 1 &&
+                (ratios[i] > c->check_max_ratio || ratios[i] < 1 / c->check_max_ratio))
+                outside++;
             fprintf(out, "%s,%u,%u,%u,%.0f,%.0f,%.3f\n", probe[i].op, probe[i].batch, probe[i].newt,
                     probe[i].ctx, probe[i].med, s.med, ratios[i]);
         }
         eng_destroy(e);
         stat3 d = stats(ratios, np);
-        fprintf(out, "# median drift (measured/stored): %.3f over %u probes\n", d.med, np);
+        *ratio = d.med;
+        fprintf(out, "# median drift (measured/stored): %.3f over %u probes (%s clock)\n", d.med, np,
+                cpu ? "thread cpu" : "wall");
+        if (outside)
+            st = kvf_fail(err, KVF_ERUN,
+                          "%s: %u of %u probes drifted beyond x%.2f of the stored times (median "
+                          "ratio %.3f): re-profile this machine",
+                          path, outside, np, c->check_max_ratio, d.med);
     }
 done:
     free(rows);
     free(text);
     return st;
+}
+
+// ---- probes -------------------------------------------------------------------------------
+// Fixed shapes timed one step at a time on an engine of their own, before, between (in the
+// serving loop's idle gaps) and after a serve: how much the machine's speed moved.
+static const struct {
+    bool decode;
+    uint32_t n, ctx; // prefill: tokens over ctx; decode: batch at ctx each
+} PROBE_SHAPES[ENG_PROBE_SHAPES] = {{false, 12, 0}, {false, 128, 256}, {true, 4, 256}, {true, 16, 512}};
+
+struct eng_prober {
+    eng_engine *e;
+    eng_seq *seq[16];
+    int32_t tok[128];
+    uint64_t k;
+};
+
+void eng_probe_shape(uint32_t i, char *name, size_t n) {
+    if (i >= ENG_PROBE_SHAPES) {
+        snprintf(name, n, "?");
+        return;
+    }
+    snprintf(name, n, "%s %u@%u", PROBE_SHAPES[i].decode ? "decode" : "prefill", PROBE_SHAPES[i].n,
+             PROBE_SHAPES[i].ctx);
+}
+
+kvf_status eng_prober_create(eng_prober **out, const char *model, const char *models_dir,
+                             eng_backend b, uint32_t threads, kvf_err *err) {
+    *out = NULL;
+    eng_model_desc m;
+    kvf_status st = eng_model_desc_load(&m, model ? model : "tiny-dense", models_dir, err);
+    if (st) return st;
+    eng_options o;
+    eng_options_default(&o);
+    o.backend = b;
+    o.threads = threads;
+    o.max_step_tokens = 256;
+    o.max_seqs = 20;
+    o.max_context = 1024;
+    o.kv_blocks = 16 * (1024 / o.block_tokens) + 64;
+    eng_prober *p = kvf_calloc(1, sizeof *p);
+    if ((st = eng_create(&p->e, &m, &o, err))) {
+        free(p);
+        return st;
+    }
+    for (uint32_t i = 0; i < 16 && !st; i++) {
+        int32_t t = (int32_t)tok_of(4242 + i, m.vocab);
+        st = eng_seq_open(p->e, &t, 1, &p->seq[i], NULL, err);
+    }
+    if (st) {
+        eng_prober_destroy(p);
+        return st;
+    }
+    *out = p;
+    return KVF_OK;
+}
+
+kvf_status eng_prober_run(eng_prober *p, uint32_t shape, double *wall_ns, double *cpu_ns,
+                          kvf_err *err) {
+    if (shape >= ENG_PROBE_SHAPES) return kvf_fail(err, KVF_EINVAL, "probe shape %u", shape);
+    uint32_t n = PROBE_SHAPES[shape].n, ctx = PROBE_SHAPES[shape].ctx;
+    uint32_t nseq = PROBE_SHAPES[shape].decode ? n : 1;
+    kvf_status st = KVF_OK;
+    for (uint32_t i = 0; i < nseq && !st; i++) {
+        eng_seq_truncate(p->e, p->seq[i], 0);
+        if (ctx) st = eng_seq_extend_synthetic(p->e, p->seq[i], ctx, 77 + i, err);
+    }
+    if (st) return st;
+    p->k++;
+    for (uint32_t i = 0; i < 128; i++)
+        p->tok[i] = (int32_t)tok_of(p->k * 131 + i, p->e->m.vocab);
+    int64_t w0 = kvf_wall_ns(), c0 = eng_thread_cpu_ns();
+    st = PROBE_SHAPES[shape].decode ? eng_decode(p->e, p->seq, p->tok, n, NULL, NULL, err)
+                                    : eng_prefill(p->e, p->seq[0], p->tok, n, NULL, NULL, err);
+    *cpu_ns = (double)(eng_thread_cpu_ns() - c0);
+    *wall_ns = (double)(kvf_wall_ns() - w0);
+    return st;
+}
+
+const char *eng_prober_hardware(const eng_prober *p) {
+    return eng_hardware_id(p->e);
+}
+
+void eng_prober_destroy(eng_prober *p) {
+    if (!p) return;
+    for (uint32_t i = 0; i < 16; i++)
+        eng_seq_close(p->e, p->seq[i]);
+    eng_destroy(p->e);
+    free(p);
 }

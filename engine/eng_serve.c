@@ -38,7 +38,9 @@ typedef struct loop {
     uint32_t *waiting, nwait; // request indices, FIFO (front = 0)
     uint32_t *running, nrun;  // admission order (last = newest)
     int64_t t0, skew;
-    size_t cap_steps;
+    bool woke; // the last wait ended: arrivals taken next were seen at the wake-up
+    int64_t last_end, idle_at_end; // end of the last recorded step, idle_ns then
+    size_t cap_steps, cap_chunks;
     size_t left; // requests not yet done (rejected ones excluded)
 } loop;
 
@@ -52,10 +54,17 @@ void eng_serve_config_default(eng_serve_config *c) {
     c->seed = 1;
 }
 
+int64_t eng_thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * KVF_NS_PER_S + ts.tv_nsec;
+}
+
 void eng_serve_result_free(eng_serve_result *r) {
     if (!r) return;
     free(r->requests);
     free(r->steps);
+    free(r->chunks);
     memset(r, 0, sizeof *r);
 }
 
@@ -64,14 +73,33 @@ static int64_t now_ns(const loop *L) {
 }
 
 static void sleep_until(loop *L, int64_t t) {
-    int64_t d = t - now_ns(L);
+    int64_t t0 = now_ns(L), d = t - t0;
     if (d <= 0) return;
     if (L->c->no_sleep) {
         L->skew += d;
         return;
     }
-    struct timespec ts = {(time_t)(d / KVF_NS_PER_S), (long)(d % KVF_NS_PER_S)};
-    nanosleep(&ts, NULL);
+    if (L->c->idle_hook && d >= L->c->idle_min_ns) {
+        L->c->idle_hook(L->c->idle_ctx, d);
+        int64_t t1 = now_ns(L);
+        L->out->probe_ns += t1 - t0;
+        d = t - t1;
+    }
+    if (d > 0) {
+        struct timespec ts = {(time_t)(d / KVF_NS_PER_S), (long)(d % KVF_NS_PER_S)};
+        nanosleep(&ts, NULL);
+    }
+    int64_t t2 = now_ns(L);
+    L->woke = true;
+    L->out->idle_ns += t2 - t0;
+    if (t2 > t) L->out->late_ns += t2 - t;
+}
+
+static void record_chunk(loop *L, uint32_t tokens, uint32_t context) {
+    if (L->out->n_chunks == L->cap_chunks)
+        kvf_grow((void **)&L->out->chunks, &L->cap_chunks, L->out->n_chunks + 1,
+                 sizeof *L->out->chunks);
+    L->out->chunks[L->out->n_chunks++] = (eng_chunk){tokens, context};
 }
 
 // Token j of request i's prompt: derived from the block id, so equal ids give equal tokens.
@@ -134,9 +162,11 @@ static void record_step(loop *L, const eng_step_record *s) {
 static kvf_status step(loop *L, bool *did, kvf_err *err) {
     eng_engine *e = L->e;
     const eng_serve_config *c = L->c;
-    int64_t ts = now_ns(L), fwd = 0;
+    int64_t ts = now_ns(L), fwd = 0, cpu0 = eng_thread_cpu_ns();
+    size_t chunk0 = L->out->n_chunks;
     eng_step_record rec = {0};
     rec.start_ns = ts;
+    int64_t gap = L->out->n_steps ? ts - L->last_end - (L->out->idle_ns - L->idle_at_end) : 0;
     *did = false;
     // ---- decode set: oldest first, making room by preempting the newest -------------------
     eng_seq *dseq[1024];
@@ -162,6 +192,8 @@ static kvf_status step(loop *L, bool *did, kvf_err *err) {
             dtok[i] = q->tok[q->ntok - 1];
             rec.context_tokens += eng_seq_len(q->seq);
         }
+        rec.decode_context = rec.context_tokens;
+        rec.decode_seqs = nd;
         kvf_status st = eng_decode(e, dseq, dtok, nd, NULL, dnext, err);
         fwd += eng_last_forward_ns(e);
         if (st) return st;
@@ -229,6 +261,7 @@ static kvf_status step(loop *L, bool *did, kvf_err *err) {
             rec.batch++;
             rec.tokens += chunk;
             rec.prefill_tokens += chunk;
+            record_chunk(L, chunk, len);
             L->out->prefill_tokens += chunk;
             *did = true;
             if (len + chunk == q->target) {
@@ -246,7 +279,7 @@ static kvf_status step(loop *L, bool *did, kvf_err *err) {
         *did = true;
     }
     // ---- emit tokens at the end of the step ------------------------------------------------
-    int64_t te = now_ns(L);
+    int64_t te = now_ns(L), cpu1 = eng_thread_cpu_ns();
     for (uint32_t i = 0; i < nd; i++) {
         rq *q = &L->rs[dreq[i]];
         q->tok[q->ntok++] = dnext[i];
@@ -269,11 +302,19 @@ static kvf_status step(loop *L, bool *did, kvf_err *err) {
     }
     if (rec.tokens) {
         rec.duration_ns = te - ts;
+        rec.cpu_ns = cpu1 - cpu0;
+        rec.chunk0 = (uint32_t)chunk0;
+        rec.n_chunks = (uint32_t)(L->out->n_chunks - chunk0);
         rec.forward_ns = fwd;
+        if (L->out->n_steps) L->out->steps[L->out->n_steps - 1].after_ns = gap > 0 ? gap : 0;
+        L->last_end = te;
+        L->idle_at_end = L->out->idle_ns;
         rec.phase = rec.prefill_tokens == 0            ? ENG_STEP_DECODE
                     : rec.prefill_tokens == rec.tokens ? ENG_STEP_PREFILL
                                                        : ENG_STEP_MIXED;
         record_step(L, &rec);
+    } else {
+        L->out->n_chunks = chunk0;
     }
     return KVF_OK;
 }
@@ -331,7 +372,11 @@ kvf_status eng_serve_on(eng_engine *e, const eng_serve_config *c, const eng_requ
             if (L.rs[ri].state == ST_REJECTED) continue;
             L.rs[ri].state = ST_WAITING;
             L.waiting[L.nwait++] = ri;
+            // woken from a wait: it was seen late by the wake-up latency (noise, not
+            // scheduling); otherwise it was due while a step ran and is seen as it arrived
+            out->requests[ri].seen_ns = L.woke ? t : reqs[ri].arrival_ns;
         }
+        L.woke = false;
         bool did = false;
         if ((st = step(&L, &did, err))) break;
         if (!did && L.left) {

@@ -50,6 +50,7 @@ typedef struct chart {
     bool logx;
     bool points_last;            // last series drawn as points (a marker)
     bool zero_y;                 // non-negative series: y from 0 with headroom above the top
+    bool scatter;                // every series as points, with the line y = x
     bool svg_ok;                 // SVG produced
 } chart;
 
@@ -271,6 +272,16 @@ static void chart_script(rep *r, const chart *c) {
                        c->name);
         return;
     }
+    if (c->scatter) {
+        rpt_buf_puts(g, "set size ratio -1\nplot ");
+        for (int i = 0; i < c->n_series; i++) {
+            rpt_buf_printf(g, "%s\"%s.dat\" index %d using 1:2 with points pt %d ps 0.6 title ",
+                           i ? ", " : "", c->name, i, 7 - 2 * i);
+            gp_label(g, c->label[i]);
+        }
+        rpt_buf_puts(g, ", x with lines lc rgb \"#999999\" dt 2 title \"y = x\"\n");
+        return;
+    }
     rpt_buf_puts(g, "plot ");
     for (int i = 0; i < c->n_series; i++) {
         bool pts = c->points_last && i == c->n_series - 1;
@@ -448,6 +459,75 @@ static kvf_status chart_cost(rep *r, kvf_err *err) {
     snprintf(c->caption, sizeof c->caption,
              "Total %.4g USD per GPU-hour (economics.cost_per_gpu_hour_usd_by_part).", tot);
     chart_script(r, c);
+    return KVF_OK;
+}
+
+// Validation (a `kvfleet validate` run): real against simulated TTFT per request, end to end
+// and with the measured step times replayed (from requests_compare.csv), and the step-time
+// residuals by shape (validation.json).
+static kvf_status chart_validation(rep *r, kvf_err *err) {
+    if (!r->validation) return KVF_OK;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/requests_compare.csv", r->dir);
+    char *text = NULL;
+    size_t len = 0;
+    kvf_err e2 = {0};
+    if (kvf_read_file(path, &text, &len, &e2) == KVF_OK) {
+        chart *c = chart_new(r, "validation_ttft", "Validation: real against simulated TTFT per request",
+                             "real TTFT (ms)", "simulated TTFT (ms)");
+        if (c) {
+            c->scatter = true;
+            c->n_series = 2;
+            copy_str(c->label[0], sizeof c->label[0], "end to end (calibrated)");
+            copy_str(c->label[1], sizeof c->label[1], "scheduling (measured steps replayed)");
+            FILE *f = chart_data(r, c, err);
+            if (!f) {
+                free(text);
+                return KVF_EIO;
+            }
+            for (int k = 0; k < 2; k++) {
+                const char *l = strchr(text, '\n');
+                while (l && l[1]) {
+                    double id, real, sim, rep_;
+                    if (sscanf(l + 1, "%lf,%lf,%lf,%lf", &id, &real, &sim, &rep_) == 4 && isfinite(real)) {
+                        double y = k ? rep_ : sim;
+                        if (isfinite(y)) fprintf(f, "%.9g %.9g\n", real, y);
+                    }
+                    l = strchr(l + 1, '\n');
+                }
+                fprintf(f, "\n\n");
+            }
+            fclose(f);
+            snprintf(c->caption, sizeof c->caption,
+                     "One point per request: x measured on the engine, y simulated (inputs: the "
+                     "served trace; outputs: both TTFTs). On the dashed line the simulator is exact.");
+            chart_script(r, c);
+        }
+        free(text);
+    }
+    json_t *shapes = json_object_get(json_object_get(r->validation, "step_time"), "shapes");
+    if (json_array_size(shapes)) {
+        chart *c = chart_new(r, "validation_residuals",
+                             "Validation: step-time residual by step shape (median)", "",
+                             "predicted / measured - 1 (%)");
+        if (!c) return KVF_OK;
+        c->bars = true;
+        FILE *f = chart_data(r, c, err);
+        if (!f) return KVF_EIO;
+        for (size_t i = 0; i < json_array_size(shapes); i++) {
+            json_t *x = json_array_get(shapes, i);
+            fprintf(f, "\"%s %s (%lld)\" %.9g\n", json_string_value(json_object_get(x, "kind")),
+                    json_string_value(json_object_get(x, "shape")),
+                    (long long)json_integer_value(json_object_get(x, "steps")),
+                    rpt_json_num(x, "median_residual_pct"));
+        }
+        fclose(f);
+        snprintf(c->caption, sizeof c->caption,
+                 "Served steps grouped by kind and size (steps in brackets): the calibrated step "
+                 "model's prediction against the measured time (clock: %s).",
+                 json_string_value(json_object_get(json_object_get(r->validation, "step_time"), "clock")));
+        chart_script(r, c);
+    }
     return KVF_OK;
 }
 
@@ -1009,39 +1089,117 @@ static void sec_economics(rep *r, page *p) {
     }
 }
 
-static void sec_validation(rep *r, page *p) {
-    if (!r->validation) return;
-    both_heading(p, 2, "validation", "Validation against the real engine");
-    json_t *v = r->validation;
-    char line[600], nreq[32] = "n/a";
-    const char *trace = json_string_value(json_object_get(v, "trace"));
-    if (json_is_number(json_object_get(v, "requests")))
-        snprintf(nreq, sizeof nreq, "%.0f", json_number_value(json_object_get(v, "requests")));
-    snprintf(line, sizeof line, "Trace %s, %s requests; error = 100 x (sim - real) / real.",
-             trace ? trace : "n/a", nreq);
-    both_para(p, "meta", line);
-    static const char *const heads[] = {"figure", "real", "sim", "error %"};
-    tab_open(p, "validation-table", heads, 4, NULL);
+// A table row: one or two text cells, then x's values under keys.
+static void json_row(page *p, const char *a, const char *b, json_t *x, const char *const *keys,
+                     int n) {
+    row_open(p);
+    cell_text(p, a);
+    if (b) cell_text(p, b);
+    for (int i = 0; i < n; i++) cell_json(p, NULL, json_object_get(x, keys[i]));
+    row_close(p);
+}
+
+// One error table of validation.json (real, sim, error and its noise band per figure).
+static void validation_table(page *p, json_t *t, const char *id) {
+    static const char *const heads[] = {"figure", "real", "sim", "error %", "band +-%"};
+    tab_open(p, id, heads, 5, NULL);
     static const char *const metrics[] = {"ttft_ms", "tpot_ms", "e2e_ms", "itl_ms"};
     static const char *const stats[] = {"mean", "p50", "p90", "p99"};
     for (size_t i = 0; i < 4; i++)
         for (size_t j = 0; j < 4; j++) {
-            json_t *c = json_object_get(json_object_get(v, metrics[i]), stats[j]);
+            json_t *c = json_object_get(json_object_get(t, metrics[i]), stats[j]);
             if (!json_is_object(c)) continue;
             char lab[64];
             snprintf(lab, sizeof lab, "%s %s", metrics[i], stats[j]);
-            row_open(p);
-            cell_text(p, lab);
-            cell_json(p, NULL, json_object_get(c, "real"));
-            cell_json(p, NULL, json_object_get(c, "sim"));
-            cell_json(p, NULL, json_object_get(c, "error_pct"));
-            row_close(p);
+            static const char *const keys[] = {"real", "sim", "error_pct", "band_pct"};
+            json_row(p, lab, NULL, c, keys, 4);
         }
     tab_close(p);
+}
+
+static void verdict_line(page *p, json_t *f, const char *what) {
+    char line[400];
+    snprintf(line, sizeof line, "%s: %s (worst %.3g %%, noise band +-%.3g %%, tolerance %.3g %%).",
+             what, json_string_value(json_object_get(f, "verdict")) ? json_string_value(json_object_get(f, "verdict")) : "n/a",
+             rpt_json_num(f, "worst_error_pct"), rpt_json_num(f, "band_pct"), rpt_json_num(f, "tolerance_pct"));
+    both_para(p, "meta", line);
+}
+
+static void sec_validation(rep *r, page *p) {
+    if (!r->validation) return;
+    both_heading(p, 2, "validation", "Validation against the real engine");
+    json_t *v = r->validation;
+    char line[900], nreq[32] = "n/a";
+    const char *trace = json_string_value(json_object_get(v, "trace"));
+    if (json_is_number(json_object_get(v, "requests")))
+        snprintf(nreq, sizeof nreq, "%.0f", json_number_value(json_object_get(v, "requests")));
+    snprintf(line, sizeof line,
+             "Trace %s, %s requests; error = 100 x (sim - real) / real. Inputs: the served trace and "
+             "the profile; outputs: every figure below. Band: how far the simulated figure moves "
+             "when every step is slower or faster by the measured step-time noise.",
+             trace ? trace : "n/a", nreq);
+    both_para(p, "meta", line);
+    json_t *ld = json_object_get(v, "serve"), *nz = json_object_get(v, "noise");
+    if (json_is_object(ld) && json_is_object(nz)) {
+        snprintf(line, sizeof line,
+                 "Serve: %.3g s, utilisation %.2f, hit rate %.1f %%. Noise: probes +-%.3g %% (thread "
+                 "CPU) and +-%.3g %% (wall), drift %+.3g %%, steal %.3g %%, wake-up latency p90 %.3g ms; "
+                 "overall verdict %s.",
+                 rpt_json_num(ld, "wall_s"), rpt_json_num(ld, "utilisation"), 100 * rpt_json_num(ld, "hit_rate"),
+                 rpt_json_num(nz, "probe_cpu_band_pct"), rpt_json_num(nz, "probe_wall_band_pct"),
+                 rpt_json_num(nz, "drift_wall_pct"), rpt_json_num(nz, "steal_pct"),
+                 rpt_json_num(nz, "wakeup_latency_ms_p90"),
+                 json_string_value(json_object_get(v, "verdict")) ? json_string_value(json_object_get(v, "verdict")) : "n/a");
+        both_para(p, "meta", line);
+    }
+    json_t *sch = json_object_get(v, "scheduling");
+    if (json_is_object(sch)) {
+        both_heading(p, 3, "validation-scheduling", "Scheduling fidelity (measured step times replayed)");
+        verdict_line(p, sch, "Scheduling");
+        validation_table(p, sch, "validation-scheduling-table");
+    }
+    both_heading(p, 3, "validation-e2e", "End to end (calibrated step model)");
+    json_t *e2e = json_object_get(v, "end_to_end");
+    if (json_is_object(e2e)) verdict_line(p, e2e, "End to end");
+    validation_table(p, json_is_object(e2e) ? e2e : v, "validation-table");
     json_t *corr = json_object_get(v, "per_request_corr");
     if (json_is_object(corr)) {
         snprintf(line, sizeof line, "Per-request correlation: TTFT %.4g, end-to-end %.4g.",
                  rpt_json_num(corr, "ttft"), rpt_json_num(corr, "e2e"));
+        both_para(p, "meta", line);
+    }
+    json_t *stf = json_object_get(v, "step_time");
+    if (json_is_object(stf)) {
+        both_heading(p, 3, "validation-steps", "Step-time fidelity (every served step)");
+        verdict_line(p, stf, "Step time (median |residual| per kind)");
+        static const char *const heads[] = {"kind", "steps", "median residual %", "median |residual| %",
+                                            "p90 |residual| %", "flagged"};
+        tab_open(p, "validation-steps-table", heads, 6, NULL);
+        static const char *const kinds[] = {"prefill", "decode", "mixed"};
+        for (int k = 0; k < 3; k++) {
+            json_t *x = json_object_get(json_object_get(stf, "kinds"), kinds[k]);
+            if (!json_is_object(x)) continue;
+            static const char *const keys[] = {"steps", "median_residual_pct", "median_abs_residual_pct",
+                                               "p90_abs_residual_pct", "flagged"};
+            json_row(p, kinds[k], NULL, x, keys, 5);
+        }
+        tab_close(p);
+        static const char *const h2[] = {"kind", "shape", "steps", "median residual %", "p10 %", "p90 %"};
+        tab_open(p, "validation-shapes-table", h2, 6, NULL);
+        json_t *sh = json_object_get(stf, "shapes");
+        for (size_t i = 0; i < json_array_size(sh); i++) {
+            json_t *x = json_array_get(sh, i);
+            static const char *const keys[] = {"steps", "median_residual_pct", "p10_residual_pct",
+                                               "p90_residual_pct"};
+            json_row(p, json_string_value(json_object_get(x, "kind")),
+                     json_string_value(json_object_get(x, "shape")), x, keys, 4);
+        }
+        tab_close(p);
+        snprintf(line, sizeof line,
+                 "Flagged: %.0f served steps outside the profile (extrapolated above it or below its "
+                 "grid); every step with its prediction and flag is in steps.csv. Charts "
+                 "validation_ttft and validation_residuals draw them.",
+                 rpt_json_num(stf, "flagged_steps"));
         both_para(p, "meta", line);
     }
 }
@@ -1170,6 +1328,7 @@ kvf_status rpt_report_write(const char *dir, bool html, bool md, kvf_err *err) {
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
         if ((s = chart_ts(r, &specs[i], err))) goto out;
     if ((s = chart_cost(r, err))) goto out;
+    if ((s = chart_validation(r, err))) goto out;
     if ((s = chart_sens(r, "hit_rate", "margin_vs_hit", "Margin against cache-hit rate",
                         "cache hit rate (%)", 100, rpt_json_num(r->summary, "economics.hit_rate"),
                         err)))

@@ -189,6 +189,25 @@ void sim_config_where(const sim_config *c, const char *key, char *out, size_t n)
 // The outcome of a run, the figures of summary.json in typed form.
 typedef struct sim_summary sim_summary;
 
+// Measured step durations to replay (`kvfleet validate`'s scheduling fidelity): each served
+// step as the batch the step model is asked about (decodes are the 1-token sequences) and the
+// wall time it took. The run's step model answers a batch with the duration of the served
+// step of the same shape (decodes, prefill chunks and tokens equal; nearest total context
+// within 2 % + 16 tokens a sequence); a batch no served step matches gets the scenario's step
+// model times the served/predicted median ratio of its kind. The stepper counts into matched
+// and fallback.
+typedef struct sim_replay_step {
+    const mdl_seq *seqs; // decodes and prefill chunks of the step
+    uint32_t n;
+    int64_t ns; // measured duration
+} sim_replay_step;
+typedef struct sim_step_replay {
+    const sim_replay_step *steps;
+    size_t n;
+    uint64_t matched, fallback; // filled by the run
+    FILE *misses;               // optional: one line per step answered by the fallback
+} sim_step_replay;
+
 typedef struct sim_run_opts {
     const char *out_dir;          // NULL: no files written
     bool quiet;                   // no progress bar
@@ -201,6 +220,8 @@ typedef struct sim_run_opts {
     bool decode_single;           // no runs of decode steps in one event (tests compare)
     bool decode_listed;           // decode steps list every running sequence (the O(batch)
                                   // reference path) instead of running sums; tests compare
+    sim_step_replay *replay;      // step durations measured on the engine, NULL = off
+    double step_scale;            // > 0: every step duration multiplied by this (noise bands)
 } sim_run_opts;
 
 // The i-th numeric scenario key (0-based) with its allowed range in the file's unit (lo

@@ -538,7 +538,9 @@ static void count_prefill_work(sim_cluster *c, const sim_req *r, uint32_t replay
 static void set_prefix(sim_cluster *c, sim_req *r, uint32_t nb, const uint32_t tiers[SIM_TIERS]) {
     uint32_t bt = c->cfg->block_tokens;
     uint64_t hit = (uint64_t)nb * bt;
-    if (hit > r->input - 1) hit = r->input - 1;   // at least one prompt token is computed
+    // at least one prompt token is computed; a paged cache attaches whole blocks only, so a
+    // fully cached prompt recomputes its last block (as the engine and vLLM do)
+    if (hit > r->input - 1) hit = (uint64_t)(r->input - 1) / bt * bt;
     // tokens by tier follow the prefix order HBM/DRAM/SSD block by block; the cap trims the last
     uint64_t left = hit;
     for (int t = 0; t < SIM_TIERS; t++) {

@@ -7,6 +7,7 @@
 // summed and the sequences closed. Slow but exact for the models the engine can hold (the
 // tiny-* models on a CPU; any on a large GPU). Contexts beyond the arena are clamped and the
 // step counted as extrapolated.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,4 +131,158 @@ kvf_status sim_engine_stepper_create(const sim_config *cfg, const mdl_model *m,
     s->host_ns = (int64_t)cfg->eff.step_overhead_ns;
     *out = &s->base;
     return KVF_OK;
+}
+
+// ---- replay of measured step durations ------------------------------------------------------
+// Served steps indexed by shape key (decodes, prefill chunks, prefill tokens) then total
+// context; a batch takes the duration of the served step with its key and the nearest context.
+typedef struct rp_entry {
+    uint32_t nd, np, ptok;
+    uint64_t ctx;
+    int64_t ns;
+    size_t idx; // position in the serve
+} rp_entry;
+
+typedef struct replay_stepper {
+    mdl_stepper base;
+    mdl_stepper *inner;
+    sim_step_replay *r;
+    rp_entry *e;
+    size_t n;
+    double ratio[3]; // served / inner prediction, median by kind: prefill, decode, mixed
+    double scale;
+    // the previous answer, counted once mdl_stepper_cost has counted it as a step (router
+    // estimates call the vtable directly and are not steps)
+    uint64_t seen_calls;
+    int pending;   // 0 none, 1 matched, 2 fallback
+    size_t cursor; // serve position of the last step replayed
+    size_t pending_cursor;
+} replay_stepper;
+
+static void rp_commit(replay_stepper *s) {
+    if (s->base.calls != s->seen_calls && s->pending && s->r) {
+        if (s->pending == 1) s->r->matched++, s->cursor = s->pending_cursor;
+        else s->r->fallback++;
+    }
+    s->seen_calls = s->base.calls;
+    s->pending = 0;
+}
+
+static rp_entry rp_key(const mdl_seq *s, uint32_t n) {
+    rp_entry k = {0};
+    for (uint32_t i = 0; i < n; i++) {
+        if (s[i].new_tokens == 1) k.nd++;
+        else k.np++, k.ptok += s[i].new_tokens;
+        k.ctx += s[i].cached_tokens;
+    }
+    return k;
+}
+
+static int rp_cmp(const void *a, const void *b) {
+    const rp_entry *x = a, *y = b;
+    if (x->nd != y->nd) return x->nd < y->nd ? -1 : 1;
+    if (x->np != y->np) return x->np < y->np ? -1 : 1;
+    if (x->ptok != y->ptok) return x->ptok < y->ptok ? -1 : 1;
+    if (x->ctx != y->ctx) return x->ctx < y->ctx ? -1 : 1;
+    return 0;
+}
+
+static int rp_kind(const rp_entry *k) {
+    return k->nd && k->np ? 2 : k->nd ? 1 : 0;
+}
+
+static void rp_cost(mdl_stepper *sb, const mdl_batch *b, mdl_step_cost *out) {
+    replay_stepper *s = (replay_stepper *)sb;
+    rp_commit(s);
+    s->inner->vt->cost(s->inner, b, out); // flops, bytes and the fallback
+    if (s->r && b->phase != MDL_VISION) {
+        rp_entry k = rp_key(b->seqs, b->n);
+        // the served steps with this key and a context within tolerance (a contiguous run of
+        // the sorted table); of those the one nearest in serve order to the step after the
+        // last one replayed (durations drift over a serve), then nearest in context
+        uint64_t tol = (uint64_t)(0.02 * (double)k.ctx + 16.0 * b->n);
+        rp_entry q = k;
+        q.ctx = k.ctx > tol ? k.ctx - tol : 0;
+        size_t lo = 0, hi = s->n;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (rp_cmp(&s->e[mid], &q) < 0) lo = mid + 1;
+            else hi = mid;
+        }
+        const rp_entry *best = NULL;
+        size_t want = s->cursor + 1, bd = SIZE_MAX;
+        uint64_t bc = UINT64_MAX;
+        for (size_t i = lo; i < s->n && s->e[i].nd == k.nd && s->e[i].np == k.np &&
+                            s->e[i].ptok == k.ptok && s->e[i].ctx <= k.ctx + tol;
+             i++) {
+            size_t d = s->e[i].idx > want ? s->e[i].idx - want : want - s->e[i].idx;
+            uint64_t dc = s->e[i].ctx > k.ctx ? s->e[i].ctx - k.ctx : k.ctx - s->e[i].ctx;
+            if (d < bd || (d == bd && dc < bc)) bd = d, bc = dc, best = &s->e[i];
+        }
+        if (best) {
+            out->ns = best->ns;
+            s->pending_cursor = best->idx;
+            s->pending = 1;
+        } else {
+            out->ns = (int64_t)((double)out->ns * s->ratio[rp_kind(&k)]);
+            s->pending = 2;
+            if (s->r->misses) { // a step to inspect (router estimates land here too: no "step")
+                fprintf(s->r->misses, "after served step %zu: decodes %u, chunks", s->cursor, k.nd);
+                for (uint32_t i = 0; i < b->n; i++)
+                    if (b->seqs[i].new_tokens != 1)
+                        fprintf(s->r->misses, " %u@%u", b->seqs[i].new_tokens, b->seqs[i].cached_tokens);
+                fprintf(s->r->misses, ", context %llu\n", (unsigned long long)k.ctx);
+            }
+        }
+        out->extrapolated = false;
+    }
+    if (s->scale > 0) out->ns = (int64_t)((double)out->ns * s->scale);
+    if (out->ns < 1) out->ns = 1;
+}
+
+static void rp_destroy(mdl_stepper *sb) {
+    replay_stepper *s = (replay_stepper *)sb;
+    rp_commit(s);
+    mdl_stepper_destroy(s->inner);
+    free(s->e);
+    free(s);
+}
+
+static const mdl_stepper_vt rp_vt = {.name = "replay", .cost = rp_cost, .destroy = rp_destroy};
+
+mdl_stepper *sim_replay_stepper_wrap(mdl_stepper *inner, const sim_run_opts *o) {
+    replay_stepper *s = kvf_calloc(1, sizeof *s);
+    s->base = *inner;
+    s->base.vt = &rp_vt;
+    s->inner = inner;
+    s->r = o->replay;
+    s->scale = o->step_scale;
+    s->ratio[0] = s->ratio[1] = s->ratio[2] = 1;
+    if (s->r && s->r->n) {
+        s->e = kvf_malloc(s->r->n * sizeof *s->e);
+        double *rt[3];
+        size_t nr[3] = {0, 0, 0};
+        for (int k = 0; k < 3; k++) rt[k] = kvf_malloc(s->r->n * sizeof(double));
+        for (size_t i = 0; i < s->r->n; i++) {
+            const sim_replay_step *p = &s->r->steps[i];
+            rp_entry k = rp_key(p->seqs, p->n);
+            k.ns = p->ns;
+            k.idx = i;
+            s->e[s->n++] = k;
+            mdl_batch b = {.phase = k.nd && k.np ? MDL_MIXED : k.nd ? MDL_DECODE : MDL_PREFILL,
+                           .seqs = p->seqs, .n = p->n};
+            mdl_step_cost c;
+            inner->vt->cost(inner, &b, &c);
+            if (c.ns > 0) rt[rp_kind(&k)][nr[rp_kind(&k)]++] = (double)p->ns / (double)c.ns;
+        }
+        qsort(s->e, s->n, sizeof *s->e, rp_cmp);
+        for (int k = 0; k < 3; k++) {
+            if (nr[k]) {
+                kvf_sort_doubles(rt[k], nr[k]);
+                s->ratio[k] = kvf_percentile_sorted(rt[k], nr[k], 50);
+            }
+            free(rt[k]);
+        }
+    }
+    return &s->base;
 }

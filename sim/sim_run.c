@@ -33,14 +33,18 @@ kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl
     p.route_nodes = cfg->ep_route_nodes;
     p.two_batch = cfg->ep_two_batch;
     par = &p;
+    kvf_status st = KVF_OK;
     if (!strcmp(cfg->step_model, "calibrated")) {
         char prof[SIM_PATH_MAX];
         sim_config_resolve(cfg, cfg->profile, prof, sizeof prof);
-        return mdl_calibrated_create(out, m, hw, par, &cfg->eff, prof, err);
+        st = mdl_calibrated_create(out, m, hw, par, &cfg->eff, prof, err);
+    } else {
+        *out = !strcmp(cfg->step_model, "table") ? mdl_table_create(m, hw, par, &cfg->eff)
+                                                 : mdl_roofline_create(m, hw, par, &cfg->eff);
+        if (!*out) st = kvf_fail(err, KVF_ENOMEM, "cannot create the %s step model", cfg->step_model);
     }
-    if (!strcmp(cfg->step_model, "table")) *out = mdl_table_create(m, hw, par, &cfg->eff);
-    else *out = mdl_roofline_create(m, hw, par, &cfg->eff);
-    return *out ? KVF_OK : kvf_fail(err, KVF_ENOMEM, "cannot create the %s step model", cfg->step_model);
+    if (!st && o && (o->replay || o->step_scale > 0)) *out = sim_replay_stepper_wrap(*out, o);
+    return st;
 }
 
 // ---- progress ----------------------------------------------------------------------------------

@@ -22,6 +22,9 @@ void sim_cluster_free(sim_cluster *c);
 kvf_status sim_engine_stepper_create(const sim_config *cfg, const mdl_model *m,
                                      const mdl_hardware *hw, const mdl_parallel *par,
                                      const sim_run_opts *o, mdl_stepper **out, kvf_err *err);
+// Wraps base (owned from then on) to answer with o->replay's measured durations and/or scale
+// every answer by o->step_scale (sim_engine_step.c).
+mdl_stepper *sim_replay_stepper_wrap(mdl_stepper *base, const sim_run_opts *o);
 // workload.generate: synthetic traffic as a trace stream (sim_workload.c).
 kvf_status sim_open_generator(const sim_config *cfg, trc_reader **out, kvf_err *err);
 // `kvfleet run SCENARIO --explain-step`: prints the table model's and the roofline's terms for

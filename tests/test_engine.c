@@ -632,6 +632,24 @@ START_TEST(test_serve_preempts_when_kv_runs_out) {
         dec += res.steps[i].tokens - res.steps[i].prefill_tokens;
     ck_assert_uint_eq(dec, res.decode_tokens);
     ck_assert_uint_ge(res.decode_tokens, 5 * 13);
+    // every step's shape: its decodes and prefill chunks add up to its tokens; its thread CPU
+    // time is measured
+    size_t chunks = 0;
+    for (size_t i = 0; i < res.n_steps; i++) {
+        const eng_step_record *k = &res.steps[i];
+        ck_assert_uint_eq(k->chunk0, chunks);
+        ck_assert(k->chunk0 + k->n_chunks <= res.n_chunks);
+        uint32_t pt = 0;
+        for (uint32_t j = 0; j < k->n_chunks; j++) pt += res.chunks[k->chunk0 + j].tokens;
+        ck_assert_uint_eq(pt, k->prefill_tokens);
+        ck_assert_uint_eq(k->decode_seqs + k->prefill_tokens, k->tokens);
+        ck_assert_uint_eq(k->decode_seqs + k->n_chunks, k->batch);
+        ck_assert_msg(k->cpu_ns > 0 && k->duration_ns > 0, "step %zu: cpu %lld wall %lld", i,
+                      (long long)k->cpu_ns, (long long)k->duration_ns);
+        ck_assert(k->after_ns >= 0);
+        chunks += k->n_chunks;
+    }
+    ck_assert_uint_eq(chunks, res.n_chunks);
     eng_serve_result_free(&res);
     // a bad request is named
     r[0].input_tokens = 0;
@@ -641,6 +659,12 @@ START_TEST(test_serve_preempts_when_kv_runs_out) {
 END_TEST
 
 // ---- profiler -----------------------------------------------------------------------------
+static int kvt_count_lines(const char *t) {
+    int n = 0;
+    for (; *t; t++) n += *t == '\n';
+    return n;
+}
+
 START_TEST(test_profile_csv_contract) {
     char dir[] = "/tmp/kvf_engtest_XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -716,7 +740,55 @@ START_TEST(test_profile_csv_contract) {
     fclose(f);
     ck_assert_int_eq(kvf_read_file(out, &text, &len, &err), KVF_OK);
     ck_assert_msg(strstr(text, "median drift"), "%s", text);
+    // the probes reach the largest shapes of the file (the pico model's are far within the
+    // default bound): the biggest decode batch and prefill chunk, each with a finite ratio
+    ck_assert_msg(strstr(text, "decode,32,1,"), "largest decode batch not probed:\n%s", text);
+    ck_assert_msg(strstr(text, "prefill,1,512,"), "largest prefill chunk not probed:\n%s", text);
+    int probes = 0;
+    for (char *l = strstr(text, "\n") + 1; *l && *l != '#'; l = strchr(l, '\n') + 1) {
+        double ratio = 0;
+        ck_assert(sscanf(l, "%*[^,],%*u,%*u,%*u,%*f,%*f,%lf", &ratio) == 1);
+        ck_assert_msg(ratio > 0 && isfinite(ratio), "%s", l);
+        probes++;
+    }
+    ck_assert_int_ge(probes, 4);
     free(text);
+    // a bound keeps the large shapes out: below every row, only each op's smallest is probed
+    c.check_bound_ms = 1e-3;
+    f = fopen(out, "w");
+    ck_assert_int_eq(eng_profile_check(&c, csv, f, &err), KVF_OK);
+    fclose(f);
+    ck_assert_int_eq(kvf_read_file(out, &text, &len, &err), KVF_OK);
+    ck_assert_msg(kvt_count_lines(text) == 1 + 2 + 1, "expected 2 probes:\n%s", text);
+    ck_assert_msg(!strstr(text, "decode,32,1,") && !strstr(text, "prefill,1,512,"), "%s", text);
+    free(text);
+    c.check_bound_ms = 0;
+    // a profile 100 times too fast is caught by --max-ratio
+    char fast[300];
+    snprintf(fast, sizeof fast, "%s/fast.csv", dir);
+    ck_assert_int_eq(kvf_read_file(csv, &text, &len, &err), KVF_OK);
+    f = fopen(fast, "w");
+    for (char *l = text, *nl; l && *l; l = nl ? nl + 1 : NULL) {
+        nl = strchr(l, '\n');
+        if (nl) *nl = 0;
+        char mm[64], hw[64], be[16], op[32];
+        unsigned b, t, ctx, reps;
+        double med, p10, p90, fl, by;
+        if (sscanf(l, "%63[^,],%63[^,],%15[^,],%31[^,],%u,%u,%u,%lf,%lf,%lf,%u,%lf,%lf", mm, hw, be, op,
+                   &b, &t, &ctx, &med, &p10, &p90, &reps, &fl, &by) == 13)
+            fprintf(f, "%s,%s,%s,%s,%u,%u,%u,%.0f,%.0f,%.0f,%u,%g,%g\n", mm, hw, be, op, b, t, ctx,
+                    med / 100 + 1, p10 / 100 + 1, p90 / 100 + 1, reps, fl, by);
+        else
+            fprintf(f, "%s\n", l);
+    }
+    fclose(f);
+    free(text);
+    c.check_max_ratio = 3;
+    FILE *o2 = fopen(out, "w");
+    ck_assert_int_eq(eng_profile_check(&c, fast, o2, &err), KVF_ERUN);
+    fclose(o2);
+    ck_assert_msg(strstr(err.msg, "drifted"), "%s", err.msg);
+    remove(fast);
     remove(out);
     remove(csv);
     remove(model);
