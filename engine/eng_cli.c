@@ -76,7 +76,8 @@ static kvf_status parse_args(int argc, char **argv, args *a, kvf_err *err) {
                 a->seed = v;
         } else if (s[0] != '-' && !a->what) {
             a->what = s;
-        } else if (kvf_cli_missing_value(s, !has, "--model --backend -o --output --check --threads --seed --bound-ms --max-ratio")) {
+        } else if (kvf_cli_missing_value(s, !has, "--model --backend -o --output --check "
+                                                  "--threads --seed --bound-ms --max-ratio")) {
             return kvf_fail(err, KVF_EINVAL, "engine %s: option '%s' needs a value", argv[1], s);
         } else {
             return kvf_fail(err, KVF_EINVAL, "engine %s: unknown option '%s'", argv[1], s);

@@ -175,7 +175,8 @@ kvf_status rpt_compare_html(const char *path, const char *const *dirs, int n, kv
             json_t *e;
             json_array_foreach(varied, j, e) {
                 json_t *v = json_object_get(r[m].run, json_string_value(e));
-                json_object_set_new(k, json_string_value(e), json_string(v ? json_string_value(v) : "-"));
+                json_object_set_new(k, json_string_value(e),
+                                    json_string(v ? json_string_value(v) : "-"));
             }
             json_array_append_new(pts, json_pack("{s:s, s:o, s:O}", "label", r[m].dir, "keys", k,
                                                  "summary", r[m].sum));
