@@ -260,12 +260,12 @@ int main(int argc, char **argv) {
         }
         json_decref(fd);
     }
-    // One simulated day of a ~1,800-GPU fleet at ~7 M input / ~2 M output tokens/s, sampled at
-    // 1/24 (set KVF_BENCH_FLEET_DAY=0 to skip: it takes minutes).
+    // One simulated day of a ~2,000-GPU fleet at ~7 M input / ~2 M output tokens/s, sampled at
+    // 1/16 (set KVF_BENCH_FLEET_DAY=0 to skip: it takes minutes).
     const char *fdy = getenv("KVF_BENCH_FLEET_DAY");
     if (!fdy || strcmp(fdy, "0")) {
-        const char *fs[] = {"workload.sample_rate=0.0416667"};
-        json_t *f = bench_scenario(repo, "fleet-day (1 simulated day, sampled 1/24)", "fleet-day.yaml", fs, 1, bare);
+        const char *fs[] = {"workload.sample_rate=0.0625"};
+        json_t *f = bench_scenario(repo, "fleet-day (1 simulated day, sampled 1/16)", "fleet-day.yaml", fs, 1, bare);
         if (f) {
             struct rusage ru2;
             getrusage(RUSAGE_SELF, &ru2);

@@ -35,8 +35,8 @@ static double hist_mid(size_t b) {
     return ldexp(1.0 + (m + 0.5) / (1 << HIST_MBITS), (int)e + HIST_EXP0 - 1023);
 }
 
-void sim_hist_add(sim_hist *h, double v, uint64_t w) {
-    if (w == 0) return;
+// Counts w values in the bin of v (ms), growing the bins as needed.
+static void hist_count(sim_hist *h, double v, uint64_t w) {
     size_t b = hist_bin(v);
     if (b >= h->nbins) {
         size_t cap = h->nbins;
@@ -46,20 +46,17 @@ void sim_hist_add(sim_hist *h, double v, uint64_t w) {
     }
     h->count[b] += w;
     h->total += w;
+}
+
+void sim_hist_add(sim_hist *h, double v, uint64_t w) {
+    if (w == 0) return;
+    hist_count(h, v, w);
     h->sum += v * (double)w;
 }
 
 void sim_hist_add_ns(sim_hist *h, int64_t ns, uint64_t w) {
     if (w == 0) return;
-    size_t b = hist_bin((double)ns * 1e-6);
-    if (b >= h->nbins) {
-        size_t cap = h->nbins;
-        kvf_grow((void **)&h->count, &cap, b + 1, sizeof *h->count);
-        memset(h->count + h->nbins, 0, (cap - h->nbins) * sizeof *h->count);
-        h->nbins = cap;
-    }
-    h->count[b] += w;
-    h->total += w;
+    hist_count(h, (double)ns * 1e-6, w);
     h->sum_ns += (__int128)ns * w;
 }
 
