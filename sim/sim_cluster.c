@@ -24,6 +24,32 @@
 // what a link carries, as the trace names its track (sim_trace.h)
 static const char *const LINK_WHAT[] = {"DRAM read", "SSD read", "link", "KV transfer out", "SSD write"};
 
+// ---- the request state machine ----------------------------------------------------------------
+// Every transition a request makes, asserted (a bug, not an input error, breaks it):
+//   FREE -> WAITING_PREV | PENDING;  WAITING_PREV -> PENDING;  PENDING -> VISION | LOADING |
+//   PREFILL;  VISION -> LOADING | PREFILL;  LOADING -> PREFILL;  PREFILL -> TRANSFER | DECODE
+//   (colocated);  TRANSFER -> DECODE_WAIT;  DECODE_WAIT -> DECODE;  DECODE -> DECODE_WAIT
+//   (preempted, recompute) | SWAPPED;  SWAPPED -> DECODE_WAIT;  any -> FREE (finished/rejected)
+#define RS(x) (1u << SIM_RS_##x)
+static const uint32_t rs_from[] = {
+    [SIM_RS_FREE] = ~RS(FREE),
+    [SIM_RS_WAITING_PREV] = RS(FREE),
+    [SIM_RS_PENDING] = RS(FREE) | RS(WAITING_PREV),
+    [SIM_RS_VISION] = RS(PENDING),
+    [SIM_RS_LOADING] = RS(PENDING) | RS(VISION),
+    [SIM_RS_PREFILL] = RS(PENDING) | RS(VISION) | RS(LOADING),
+    [SIM_RS_TRANSFER] = RS(PREFILL),
+    [SIM_RS_DECODE_WAIT] = RS(TRANSFER) | RS(DECODE) | RS(SWAPPED),
+    [SIM_RS_DECODE] = RS(DECODE_WAIT) | RS(PREFILL),
+    [SIM_RS_SWAPPED] = RS(DECODE),
+};
+#undef RS
+
+static void set_state(sim_req *r, sim_req_state to) {
+    KVF_ASSERT(rs_from[to] & (1u << r->state));
+    r->state = (uint8_t)to;
+}
+
 // ---- request heap -------------------------------------------------------------------------
 void sim_rheap_push(sim_rheap *h, uint64_t key, uint32_t slot) {
     if (h->n == h->cap) {
@@ -272,7 +298,7 @@ static uint32_t req_alloc(sim_cluster *c) {
 
 static void req_free(sim_cluster *c, uint32_t slot) {
     sim_req *r = REQ(c, slot);
-    r->state = SIM_RS_FREE;
+    set_state(r, SIM_RS_FREE);
     r->next_waiter = c->free_req;
     c->free_req = slot;
 }
@@ -336,17 +362,17 @@ static void read_trace(sim_cluster *c) {
             if (i != SIZE_MAX && c->done.done_ns[i] < 0) {
                 // previous turn still in flight: wait for it
                 sim_req *p = REQ(c, (uint32_t)(-c->done.done_ns[i] - 1));
-                r->state = SIM_RS_WAITING_PREV;
+                set_state(r, SIM_RS_WAITING_PREV);
                 r->next_waiter = p->waiters;
                 p->waiters = slot;
             } else {
                 sim_time t0 = i != SIZE_MAX ? c->done.done_ns[i] + r->think_ns : r->recorded_ns;
-                r->state = SIM_RS_PENDING;
+                set_state(r, SIM_RS_PENDING);
                 push_ev(c, t0 > c->now ? t0 : c->now, SIM_EV_ARRIVAL, 0, slot, NULL);
             }
             continue;
         }
-        r->state = SIM_RS_PENDING;
+        set_state(r, SIM_RS_PENDING);
         sim_time at = r->recorded_ns > c->now ? r->recorded_ns : c->now;
         push_ev(c, at, SIM_EV_ARRIVAL, 1, slot, NULL);   // dst 1: triggers the next read
         c->read_pending = true;
@@ -496,7 +522,7 @@ static void finish(sim_cluster *c, uint32_t slot, const char *status) {
     for (uint32_t w = r->waiters; w != SIM_NONE;) {
         sim_req *x = REQ(c, w);
         uint32_t next = x->next_waiter;
-        x->state = SIM_RS_PENDING;
+        set_state(x, SIM_RS_PENDING);
         push_ev(c, c->now + x->think_ns, SIM_EV_ARRIVAL, 0, w, NULL);
         w = next;
     }
@@ -583,10 +609,10 @@ static void prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
     in->queued_work_s += r->work_s;
     r->enq_ns = c->now;
     if (r->pending_loads && !cfg->overlap_load) {
-        r->state = SIM_RS_LOADING;
+        set_state(r, SIM_RS_LOADING);
         in->n_loading++;
     } else {
-        r->state = SIM_RS_PREFILL;
+        set_state(r, SIM_RS_PREFILL);
         sim_rheap_push(&in->ready, queue_key(c, in->pcfg, r), slot);
     }
     try_start(c, in);
@@ -678,7 +704,7 @@ static void start_decode_transfer(sim_cluster *c, sim_inst *pin, uint32_t slot) 
     }
     uint32_t id = dp->route(c, dp, r);
     r->dinst = id;
-    r->state = SIM_RS_TRANSFER;
+    set_state(r, SIM_RS_TRANSFER);
     double bytes = mdl_kv_seq_bytes(&c->model, r->input);   // window layers send their window
     c->m.kv_transfer_bytes += bytes;
 
@@ -689,7 +715,7 @@ static void start_decode_transfer(sim_cluster *c, sim_inst *pin, uint32_t slot) 
         return;
     }
     if (pin->link_xfer == SIM_NONE) {
-        r->state = SIM_RS_DECODE_WAIT;
+        set_state(r, SIM_RS_DECODE_WAIT);
         r->enq_ns = c->now;
         sim_rheap_push(&c->inst[id].dwait, queue_key(c, c->inst[id].pcfg, r), slot);
         try_start(c, &c->inst[id]);
@@ -717,7 +743,7 @@ static void prefill_finish(sim_cluster *c, sim_inst *in, uint32_t slot) {
     if (c->colocated) {
         // KV is already here (claimed when its prefill started): join the running batch
         in->n_prefilling--;
-        r->state = SIM_RS_DECODE;
+        set_state(r, SIM_RS_DECODE);
         r->dinst = in->id;
         running_add(in, r, slot);
         if (in->dsum_on) dsum_join(c, in, slot);
@@ -1053,7 +1079,7 @@ static void decode_admit(sim_cluster *c, sim_inst *in) {
         uint32_t s2;
         sim_rheap_pop(&in->dwait, &s2);
         r->queue_ns += c->now - r->enq_ns;
-        r->state = SIM_RS_DECODE;
+        set_state(r, SIM_RS_DECODE);
         in->kv_used += ctx_tokens(r);   // KV held = tokens whose KV exists; steps add theirs
         running_add(in, r, slot);
         if (in->dsum_on) {
@@ -1083,12 +1109,12 @@ static void decode_preempt(sim_cluster *c, sim_inst *in) {
         r->enq_ns = c->now;
         if (c->cfg->preemption == SIM_PREEMPT_SWAP && c->hw.pcie_Bps > 0) {
             // out and back in over PCIe
-            r->state = SIM_RS_SWAPPED;
+            set_state(r, SIM_RS_SWAPPED);
             double s = 2.0 * mdl_kv_seq_bytes(&c->model, ctx_tokens(r)) / c->hw.pcie_Bps;
             push_ev(c, c->now + (sim_time)(s * 1e9), SIM_EV_SWAPIN, 0, slot, NULL);
         } else {
             r->recompute = ctx_tokens(r);
-            r->state = SIM_RS_DECODE_WAIT;
+            set_state(r, SIM_RS_DECODE_WAIT);
             sim_rheap_push(&in->dwait, queue_key(c, in->pcfg, r), slot);
         }
     }
@@ -1377,7 +1403,7 @@ static void on_link(sim_cluster *c, uint32_t id) {
         if (c->timeline) sim_trace_flow_end(c->timeline, c->now, in->pool, in->idx, LINK_WHAT[lr->kind], (uint64_t)id << 32 | tag);
         if (lr->kind == LINK_XFER) {
             sim_inst *d = &c->inst[r->dinst];
-            r->state = SIM_RS_DECODE_WAIT;
+            set_state(r, SIM_RS_DECODE_WAIT);
             r->enq_ns = c->now;
             sim_rheap_push(&d->dwait, queue_key(c, d->pcfg, r), slot);
             try_start(c, d);
@@ -1387,7 +1413,7 @@ static void on_link(sim_cluster *c, uint32_t id) {
         if (--r->pending_loads) continue;
         if (r->state == SIM_RS_LOADING) {
             in->n_loading--;
-            r->state = SIM_RS_PREFILL;
+            set_state(r, SIM_RS_PREFILL);
             sim_rheap_push(&in->ready, queue_key(c, in->pcfg, r), slot);
             try_start(c, in);
         } else if (r->in_batch && in->waiting_loads) {
@@ -1419,7 +1445,7 @@ static void on_arrival(sim_cluster *c, uint32_t slot) {
             return;
         }
         r->vinst = best->id;
-        r->state = SIM_RS_VISION;
+        set_state(r, SIM_RS_VISION);
         r->enq_ns = c->now;
         sim_rheap_push(&best->ready, queue_key(c, best->pcfg, r), slot);
         try_start(c, best);
@@ -1710,7 +1736,7 @@ kvf_status sim_cluster_loop(sim_cluster *c) {
         case SIM_EV_SWAPIN: {
             sim_req *r = REQ(c, (uint32_t)ev.arg[0]);
             sim_inst *in = &c->inst[r->dinst];
-            r->state = SIM_RS_DECODE_WAIT;
+            set_state(r, SIM_RS_DECODE_WAIT);
             sim_rheap_push(&in->dwait, queue_key(c, in->pcfg, r), (uint32_t)ev.arg[0]);
             try_start(c, in);
             break;
