@@ -53,6 +53,22 @@ int kvf_exit_code(kvf_status s) {
     }
 }
 
+bool kvf_cli_help(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--")) return false;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return true;
+    }
+    return false;
+}
+
+bool kvf_cli_missing_value(const char *a, bool last, const char *valued) {
+    if (!last || !a || a[0] != '-') return false;
+    size_t n = strlen(a);
+    for (const char *p = valued; (p = strstr(p, a)); p += n)
+        if ((p == valued || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0)) return true;
+    return false;
+}
+
 const char *kvf_status_name(kvf_status s) {
     static const char *names[] = {"ok",     "parse error", "invalid", "not found", "i/o error",
                                   "no memory", "run failed", "interrupted", "no device"};

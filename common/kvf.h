@@ -42,6 +42,13 @@ void kvf_err_prefix(kvf_err *err, const char *fmt, ...) __attribute__((format(pr
 int kvf_exit_code(kvf_status s);
 const char *kvf_status_name(kvf_status s);
 
+// Command-line helpers shared by the CLIs (pure: the caller prints).
+// True when argv[1..] asks for help (--help or -h) before any "--".
+bool kvf_cli_help(int argc, char **argv);
+// True when option A is one of VALUED (space-separated, e.g. "-o --set --seed") and has no
+// argument after it (LAST): its value is missing, rather than the option being unknown.
+bool kvf_cli_missing_value(const char *a, bool last, const char *valued);
+
 // Always-on assertion for bugs (never for bad input): prints expression and file:line, aborts.
 #define KVF_ASSERT(c)                                                                          \
     do {                                                                                       \

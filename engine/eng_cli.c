@@ -76,9 +76,11 @@ static kvf_status parse_args(int argc, char **argv, args *a, kvf_err *err) {
                 a->seed = v;
         } else if (s[0] != '-' && !a->what) {
             a->what = s;
+        } else if (kvf_cli_missing_value(s, !has, "--model --backend -o --output --check "
+                                                  "--threads --seed --bound-ms --max-ratio")) {
+            return kvf_fail(err, KVF_EINVAL, "engine %s: option '%s' needs a value", argv[1], s);
         } else {
-            return kvf_fail(err, KVF_EINVAL, "engine %s: unknown or incomplete option '%s'",
-                            argv[1], s);
+            return kvf_fail(err, KVF_EINVAL, "engine %s: unknown option '%s'", argv[1], s);
         }
     }
     return KVF_OK;
@@ -232,6 +234,10 @@ int eng_cli_main(int argc, char **argv) {
         return argc < 2 ? 2 : 0;
     }
     const char *sub = argv[1];
+    if (kvf_cli_help(argc - 1, argv + 1)) {
+        usage(stdout);
+        return 0;
+    }
     args a;
     kvf_err err = {0};
     if (!strcmp(sub, "serve")) {

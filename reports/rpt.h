@@ -347,5 +347,18 @@ int rpt_compare_cli_main(int argc, char **argv);
 // runs) and "diff_pct" (dotted key -> percent against the first). all: every figure.
 kvf_status rpt_compare_write(FILE *out, const char *const *dirs, int n, bool json, bool all,
                              kvf_err *err);
+// Writes the comparison as an HTML page at path (rpt_points_html): one row per run, the
+// run-table keys that differ between the runs, and the cost / SLO attainment frontier chart.
+kvf_status rpt_compare_html(const char *path, const char *const *dirs, int n, kvf_err *err);
+
+// ---- pages of several runs (reports/rpt_points.c) -----------------------------------------
+// An HTML page of runs side by side (compare --html, a sweep's sweep.html) at path: a table
+// with one row per point (#, label, the keys that tell the points apart, then headline
+// figures; cells carry data-key and data-value) and the frontier chart of cost per day
+// against SLO attainment, drawn by gnuplot into <path stem>_files/ and inlined as SVG; the
+// page says why when there is no chart (no gnuplot, KVF_NO_GNUPLOT set, no figures).
+// points: a JSON array of {"label": text, "keys": {key: text}, "summary": object or null}.
+kvf_status rpt_points_html(const char *path, const char *title, const struct json_t *points,
+                           kvf_err *err);
 
 #endif

@@ -174,17 +174,48 @@ static const char *label_of(const char *key) {
     return key;
 }
 
-static void cell_str(json_t *v, char *out, size_t n) {
+static void cell_str(const char *key, json_t *v, char *out, size_t n) {
     if (!v)
         snprintf(out, n, "-");
     else if (json_is_number(v))
-        rpt_fmt_num(json_number_value(v), out, n);
+        rpt_fmt_keyed(key, json_number_value(v), out, n);
     else if (json_is_string(v))
         snprintf(out, n, "%s", json_string_value(v));
     else if (json_is_boolean(v))
         snprintf(out, n, "%s", json_is_true(v) ? "true" : "false");
     else
         snprintf(out, n, "n/a");
+}
+
+kvf_status rpt_compare_html(const char *path, const char *const *dirs, int n, kvf_err *err) {
+    if (n < 1) return kvf_fail(err, KVF_EINVAL, "compare: no results directories given");
+    cmp_run *r = kvf_calloc((size_t)n, sizeof *r);
+    kvf_status s = KVF_OK;
+    for (int i = 0; i < n && !s; i++) s = load_run(&r[i], dirs[i], err);
+    if (!s) {
+        json_t *varied = varied_keys(r, n), *pts = json_array();
+        for (int m = 0; m < n; m++) {
+            json_t *k = json_object();
+            size_t j;
+            json_t *e;
+            json_array_foreach(varied, j, e) {
+                json_t *v = json_object_get(r[m].run, json_string_value(e));
+                json_object_set_new(k, json_string_value(e),
+                                    json_string(v ? json_string_value(v) : "-"));
+            }
+            json_array_append_new(pts, json_pack("{s:s, s:o, s:O}", "label", r[m].dir, "keys", k,
+                                                 "summary", r[m].sum));
+        }
+        s = rpt_points_html(path, "kvfleet compare", pts, err);
+        json_decref(pts);
+        json_decref(varied);
+    }
+    for (int i = 0; i < n; i++) {
+        json_decref(r[i].sum);
+        json_decref(r[i].run);
+    }
+    free(r);
+    return s;
 }
 
 // A right-aligned cell of width w; longer text keeps its end ("...mooncake.jsonl").
@@ -208,7 +239,6 @@ static void print_table(FILE *out, cmp_run *r, int n, json_t *keys, json_t *vari
         int l = (int)strlen(json_string_value(e));
         if (l > w0) w0 = l;
     }
-    if (w0 > 48) w0 = 48;
     int wc = 24;
     for (int m = 0; m < n; m++)
         fprintf(out, "run %d: %s (scenario %s)\n", m + 1, r[m].dir,
@@ -217,7 +247,7 @@ static void print_table(FILE *out, cmp_run *r, int n, json_t *keys, json_t *vari
     fprintf(out, "\n%-*s", w0, "figure");
     for (int m = 0; m < n; m++) {
         char h[64];
-        snprintf(h, sizeof h, "%d: %.20s", m + 1, r[m].label);
+        snprintf(h, sizeof h, "run %d", m + 1);
         fprintf(out, "  %*s", wc, h);
     }
     fprintf(out, "\n");
@@ -225,7 +255,7 @@ static void print_table(FILE *out, cmp_run *r, int n, json_t *keys, json_t *vari
     fputc('\n', out);
     json_array_foreach(varied, j, e) {
         const char *k = json_string_value(e);
-        fprintf(out, "%-*.*s", w0, w0, k);
+        fprintf(out, "%-*s", w0, k);
         for (int m = 0; m < n; m++) {
             json_t *v = json_object_get(r[m].run, k);
             put_cell(out, v ? json_string_value(v) : "-", wc);
@@ -234,12 +264,12 @@ static void print_table(FILE *out, cmp_run *r, int n, json_t *keys, json_t *vari
     }
     json_array_foreach(keys, j, e) {
         const char *k = json_string_value(e);
-        fprintf(out, "%-*.*s", w0, w0, label_of(k));
+        fprintf(out, "%-*s", w0, label_of(k));
         double v0 = rpt_json_num(r[0].sum, k);
         for (int m = 0; m < n; m++) {
             json_t *v = rpt_json_path(r[m].sum, k);
             char s[64], cell[96];
-            cell_str(v, s, sizeof s);
+            cell_str(k, v, s, sizeof s);
             if (m > 0 && json_is_number(v)) {
                 double d = pct_diff(json_number_value(v), v0);
                 if (isfinite(d))
@@ -313,17 +343,26 @@ out:
 
 int rpt_compare_cli_main(int argc, char **argv) {
     bool json = false, all = false;
+    const char *html = NULL;
     const char **dirs = kvf_calloc((size_t)argc + 1, sizeof *dirs);
     int n = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json"))
+        if (!strcmp(argv[i], "--html") && i + 1 < argc)
+            html = argv[++i];
+        else if (!strcmp(argv[i], "--html")) {
+            fprintf(stderr, "kvfleet: compare: option '--html' needs a value (the page to write)\n");
+            free(dirs);
+            return 2;
+        } else if (!strcmp(argv[i], "--json"))
             json = true;
         else if (!strcmp(argv[i], "--all"))
             all = true;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: kvfleet compare DIR... [--json] [--all]\n"
+            printf("usage: kvfleet compare DIR... [--json] [--all] [--html FILE]\n"
                    "  headline figures of several runs side by side, with differences in\n"
-                   "  percent against the first; --all adds every figure of summary.json\n");
+                   "  percent against the first; --all adds every figure of summary.json;\n"
+                   "  --html also writes FILE: a table of the runs and the chart of cost per\n"
+                   "  day against SLO attainment (FILE's stem + _files/ holds its data)\n");
             free(dirs);
             return 0;
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -335,12 +374,13 @@ int rpt_compare_cli_main(int argc, char **argv) {
         }
     }
     if (n == 0) {
-        fprintf(stderr, "kvfleet: usage: kvfleet compare DIR... [--json] [--all]\n");
+        fprintf(stderr, "kvfleet: usage: kvfleet compare DIR... [--json] [--all] [--html FILE]\n");
         free(dirs);
         return 2;
     }
     kvf_err err = {0};
     kvf_status s = rpt_compare_write(stdout, dirs, n, json, all, &err);
+    if (!s && html) s = rpt_compare_html(html, dirs, n, &err);
     free(dirs);
     if (s) {
         fprintf(stderr, "kvfleet: %s\n", err.msg);

@@ -49,6 +49,7 @@ typedef struct chart {
     bool bars;                   // boxes with text x labels
     bool logx;
     bool points_last;            // last series drawn as points (a marker)
+    bool zero_y;                 // non-negative series: y from 0 with headroom above the top
     bool scatter;                // every series as points, with the line y = x
     bool svg_ok;                 // SVG produced
 } chart;
@@ -86,28 +87,10 @@ static void gp_label(rpt_buf *b, const char *s) {
         char c = *s;
         if (c == '"' || c == '\\' || c == '\n' || c == '@' || c == '^' || c == '_' || c == '&' ||
             c == '{' || c == '}' || c == '~')
-            c = (c == '_' ? ' ' : c == '\n' ? ' ' : '-');
+            c = c == '_' ? '_' : c == '\n' ? ' ' : '-';   // labels are set noenhanced
         rpt_buf_putn(b, &c, 1);
     }
     rpt_buf_putn(b, "\"", 1);
-}
-
-static bool find_on_path(const char *prog) {
-    const char *path = getenv("PATH");
-    if (!path) return false;
-    char buf[4096];
-    while (*path) {
-        const char *colon = strchr(path, ':');
-        size_t len = colon ? (size_t)(colon - path) : strlen(path);
-        if (len > 0 && len + strlen(prog) + 2 < sizeof buf) {
-            memcpy(buf, path, len);
-            snprintf(buf + len, sizeof buf - len, "/%s", prog);
-            if (access(buf, X_OK) == 0) return true;
-        }
-        if (!colon) break;
-        path = colon + 1;
-    }
-    return false;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -279,6 +262,9 @@ static void chart_script(rep *r, const chart *c) {
     gp_label(g, c->ylabel);
     rpt_buf_puts(g, "\n");
     if (c->logx) rpt_buf_puts(g, "set logscale x\n");
+    // a flat series sits inside the plot, never on the x axis or the top border; lines that
+    // coincide stay told apart by their dash
+    if (c->zero_y) rpt_buf_puts(g, "set yrange [0:*]\nset offsets 0, 0, graph 0.12, 0\n");
     if (c->bars) {
         rpt_buf_printf(g, "set style fill solid 0.8 border -1\nset boxwidth 0.6\nset yrange [0:*]\n"
                           "set xtics rotate by -20\n"
@@ -299,8 +285,10 @@ static void chart_script(rep *r, const chart *c) {
     rpt_buf_puts(g, "plot ");
     for (int i = 0; i < c->n_series; i++) {
         bool pts = c->points_last && i == c->n_series - 1;
-        rpt_buf_printf(g, "%s\"%s.dat\" index %d using 1:2 with %s title ", i ? ", " : "",
+        rpt_buf_printf(g, "%s\"%s.dat\" index %d using 1:2 with %s", i ? ", " : "",
                        c->name, i, pts ? "points pt 7 ps 1.5 lc rgb \"#e15759\"" : "lines lw 2");
+        if (!pts && i > 0) rpt_buf_printf(g, " dt %d", i + 1);
+        rpt_buf_puts(g, " title ");
         gp_label(g, c->label[i]);
     }
     rpt_buf_puts(g, "\n");
@@ -427,6 +415,7 @@ static kvf_status chart_ts(rep *r, const ts_spec *sp, kvf_err *err) {
     bool hours = tmax > 7200;
     chart *c = chart_new(r, sp->name, sp->title, hours ? "time (h)" : "time (s)", sp->ylabel);
     if (!c) return KVF_OK;
+    c->zero_y = true;
     FILE *f = chart_data(r, c, err);
     if (!f) return KVF_EIO;
     fprintf(f, "# time (%s) vs value; one block per series\n", hours ? "h" : "s");
@@ -588,9 +577,8 @@ static kvf_status chart_sens(rep *r, const char *kind, const char *name, const c
 }
 
 static void run_gnuplot(rep *r) {
-    char gp_path[4200], log_path[4200];
+    char gp_path[4200];
     snprintf(gp_path, sizeof gp_path, "%s/charts.gp", r->files);
-    snprintf(log_path, sizeof log_path, "%s/gnuplot.log", r->files);
     rpt_buf all = {0};
     rpt_buf_puts(&all, "# kvfleet report charts: run `gnuplot charts.gp` in this folder\n"
                        "set terminal svg size 820,380 font \"Helvetica,12\" "
@@ -600,25 +588,11 @@ static void run_gnuplot(rep *r) {
     rpt_write_text(gp_path, all.p, all.n, &e2);
     rpt_buf_free(&all);
     if (!r->gnuplot || r->nch == 0) return;
-    pid_t pid = fork();
-    if (pid < 0) {
+    int status = rpt_gnuplot(r->files, "charts.gp");
+    if (status < 0) {
         snprintf(r->gnuplot_note, sizeof r->gnuplot_note, "could not start gnuplot: %s",
                  strerror(errno));
         return;
-    }
-    if (pid == 0) {
-        int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        if (chdir(r->files) != 0) _exit(127);
-        execlp("gnuplot", "gnuplot", "charts.gp", (char *)NULL);
-        _exit(127);
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         snprintf(r->gnuplot_note, sizeof r->gnuplot_note,
@@ -723,7 +697,7 @@ static void cell_keyed(page *p, const char *key, double x, const char *s) {
 
 static void cell_num(page *p, const char *key, double x) {
     char s[64];
-    rpt_fmt_num(x, s, sizeof s);
+    rpt_fmt_keyed(key, x, s, sizeof s);
     cell_keyed(p, key, x, s);
 }
 
@@ -1327,7 +1301,7 @@ kvf_status rpt_report_write(const char *dir, bool html, bool md, kvf_err *err) {
     if (nog && *nog && strcmp(nog, "0")) {
         snprintf(r->gnuplot_note, sizeof r->gnuplot_note, "gnuplot disabled (KVF_NO_GNUPLOT=%s)",
                  nog);
-    } else if (!find_on_path("gnuplot")) {
+    } else if (!rpt_on_path("gnuplot")) {
         snprintf(r->gnuplot_note, sizeof r->gnuplot_note, "gnuplot is not installed (not on PATH)");
     } else {
         r->gnuplot = true;

@@ -1,10 +1,15 @@
 // reports/rpt_util.c -- text buffer, escaping, number formatting, JSON leaves (rpt_util.h).
+#define _POSIX_C_SOURCE 200809L
 #include "rpt_util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 void rpt_buf_free(rpt_buf *b) {
     if (!b) return;
@@ -192,7 +197,7 @@ const rpt_headline RPT_HEADLINE[] = {
     {"cache.by_tier.hbm", "hits from HBM"},
     {"cache.by_tier.dram", "hits from DRAM"},
     {"cache.by_tier.ssd", "hits from SSD"},
-    {"cache.stored_bytes_peak", "KV store peak bytes"},
+    {"cache.stored_bytes_peak", "KV store peak"},
     {"gpus.vision", "vision GPUs"},
     {"gpus.prefill", "prefill GPUs"},
     {"gpus.decode", "decode GPUs"},
@@ -212,3 +217,75 @@ const rpt_headline RPT_HEADLINE[] = {
     {"sim.events", "events"},
 };
 const size_t RPT_HEADLINE_N = sizeof RPT_HEADLINE / sizeof RPT_HEADLINE[0];
+
+char *rpt_fmt_bytes(double x, char *out, size_t n) {
+    if (!isfinite(x)) return rpt_fmt_num(x, out, n);
+    static const char *const units[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB"};
+    double a = fabs(x);
+    int u = 0;
+    while (a >= 999.5 && u < 6) {
+        a /= 1000;
+        u++;
+    }
+    if (u == 0)
+        snprintf(out, n, "%.0f B", x);
+    else
+        snprintf(out, n, "%.3g %s", x < 0 ? -a : a, units[u]);
+    return out;
+}
+
+bool rpt_key_is_bytes(const char *key) {
+    if (!key) return false;
+    const char *dot = strrchr(key, '.');
+    const char *last = dot ? dot + 1 : key;
+    // "bytes" as a word of the name ("stored_bytes_peak", "block_bytes"), not a rate
+    // ("bytes_per_daily_token")
+    for (const char *p = last; (p = strstr(p, "bytes")); p += 5)
+        if ((p == last || p[-1] == '_') && (p[5] == 0 || (p[5] == '_' && strncmp(p + 5, "_per", 4))))
+            return true;
+    return false;
+}
+
+char *rpt_fmt_keyed(const char *key, double x, char *out, size_t n) {
+    return rpt_key_is_bytes(key) ? rpt_fmt_bytes(x, out, n) : rpt_fmt_num(x, out, n);
+}
+
+bool rpt_on_path(const char *prog) {
+    const char *path = getenv("PATH");
+    if (!path) return false;
+    char buf[4096];
+    while (*path) {
+        const char *colon = strchr(path, ':');
+        size_t len = colon ? (size_t)(colon - path) : strlen(path);
+        if (len > 0 && len + strlen(prog) + 2 < sizeof buf) {
+            memcpy(buf, path, len);
+            snprintf(buf + len, sizeof buf - len, "/%s", prog);
+            if (access(buf, X_OK) == 0) return true;
+        }
+        if (!colon) break;
+        path = colon + 1;
+    }
+    return false;
+}
+
+int rpt_gnuplot(const char *dir, const char *script) {
+    char log_path[4200];
+    snprintf(log_path, sizeof log_path, "%s/gnuplot.log", dir);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        if (chdir(dir) != 0) _exit(127);
+        execlp("gnuplot", "gnuplot", script, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return status;
+}

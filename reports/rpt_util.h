@@ -27,6 +27,14 @@ void rpt_buf_md(rpt_buf *b, const char *s);
 // Formats a number for a table cell: integers exactly, others to 4-6 significant digits;
 // NaN/inf as "n/a"/"inf". Returns out.
 char *rpt_fmt_num(double x, char *out, size_t n);
+// Formats a byte count in decimal units to 3 significant digits ("9.99 TB", "512 B");
+// NaN/inf as rpt_fmt_num does. Returns out.
+char *rpt_fmt_bytes(double x, char *out, size_t n);
+// True when the dotted key names a byte count: "bytes" is a word of its last part, not
+// followed by "_per" ("cache.stored_bytes_peak" yes, "ssd_bytes_per_daily_token" no).
+bool rpt_key_is_bytes(const char *key);
+// A number for the table cell of key: bytes formatted as rpt_fmt_bytes, others rpt_fmt_num.
+char *rpt_fmt_keyed(const char *key, double x, char *out, size_t n);
 
 // One scalar leaf of a JSON object tree.
 typedef struct rpt_leaf {
@@ -43,6 +51,12 @@ void rpt_leaves_free(rpt_leaf *l, size_t n);
 json_t *rpt_json_path(json_t *root, const char *dotted);
 // Number at a dotted path: NaN when missing or not a number.
 double rpt_json_num(json_t *root, const char *dotted);
+
+// True when prog is an executable file in a folder of $PATH.
+bool rpt_on_path(const char *prog);
+// Runs `gnuplot script` in dir, its output into dir/gnuplot.log; returns the wait status
+// (0 = exited 0), -1 when it could not fork (errno set).
+int rpt_gnuplot(const char *dir, const char *script);
 
 // Writes text to path (replacing it). KVF_EIO naming the path.
 kvf_status rpt_write_text(const char *path, const char *text, size_t n, kvf_err *err);

@@ -298,6 +298,10 @@ int sim_cli_assess(int argc, char **argv) {
         const char *a = argv[i];
         bool more = i + 1 < argc;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage_assess(stdout, 0);
+        if (kvf_cli_missing_value(a, !more, "-o --format --scenario --set")) {
+            fprintf(stderr, "kvfleet assess: option '%s' needs a value\n", a);
+            return usage_assess(stderr, 2);
+        }
         if (!strcmp(a, "-o") && more) out = argv[++i];
         else if (!strcmp(a, "--format") && more) format = argv[++i];
         else if (!strcmp(a, "--scenario") && more) scenario = argv[++i];
@@ -305,7 +309,7 @@ int sim_cli_assess(int argc, char **argv) {
         else if (!strcmp(a, "--json")) json_out = true;
         else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) quiet = true;
         else if (a[0] == '-') {
-            fprintf(stderr, "kvfleet assess: unknown or incomplete option '%s'\n", a);
+            fprintf(stderr, "kvfleet assess: unknown option '%s'\n", a);
             return usage_assess(stderr, 2);
         } else if (!trace) trace = a;
         else {

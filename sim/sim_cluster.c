@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sim_cluster.h"
+#include "sim_trace.h"
 #include "sim_run.h"
 #include "sim_sample.h"
 
@@ -20,6 +21,34 @@
 #define LINK_SSD 1
 #define LINK_XFER 3
 #define LINK_SSDW 4
+// what a link carries, as the trace names its track (sim_trace.h)
+static const char *const LINK_WHAT[] = {"DRAM read", "SSD read", "link", "KV transfer out", "SSD write"};
+
+// ---- the request state machine ----------------------------------------------------------------
+// Every transition a request makes, asserted (a bug, not an input error, breaks it):
+//   FREE -> WAITING_PREV | PENDING;  WAITING_PREV -> PENDING;  PENDING -> VISION | LOADING |
+//   PREFILL;  VISION -> LOADING | PREFILL;  LOADING -> PREFILL;  PREFILL -> TRANSFER | DECODE
+//   (colocated);  TRANSFER -> DECODE_WAIT;  DECODE_WAIT -> DECODE;  DECODE -> DECODE_WAIT
+//   (preempted, recompute) | SWAPPED;  SWAPPED -> DECODE_WAIT;  any -> FREE (finished/rejected)
+#define RS(x) (1u << SIM_RS_##x)
+static const uint32_t rs_from[] = {
+    [SIM_RS_FREE] = ~RS(FREE),
+    [SIM_RS_WAITING_PREV] = RS(FREE),
+    [SIM_RS_PENDING] = RS(FREE) | RS(WAITING_PREV),
+    [SIM_RS_VISION] = RS(PENDING),
+    [SIM_RS_LOADING] = RS(PENDING) | RS(VISION),
+    [SIM_RS_PREFILL] = RS(PENDING) | RS(VISION) | RS(LOADING),
+    [SIM_RS_TRANSFER] = RS(PREFILL),
+    [SIM_RS_DECODE_WAIT] = RS(TRANSFER) | RS(DECODE) | RS(SWAPPED),
+    [SIM_RS_DECODE] = RS(DECODE_WAIT) | RS(PREFILL),
+    [SIM_RS_SWAPPED] = RS(DECODE),
+};
+#undef RS
+
+static void set_state(sim_req *r, sim_req_state to) {
+    KVF_ASSERT(rs_from[to] & (1u << r->state));
+    r->state = (uint8_t)to;
+}
 
 // ---- request heap -------------------------------------------------------------------------
 void sim_rheap_push(sim_rheap *h, uint64_t key, uint32_t slot) {
@@ -124,12 +153,14 @@ static void link_send(sim_cluster *c, uint32_t id, double bytes, uint64_t tag) {
         // (the link busy until busy_until at full rate), whose peak the summary reports.
         sim_time start = lr->busy_until > c->now ? lr->busy_until : c->now;
         lr->busy_until = start + (sim_time)llround(bytes / l->Bps * 1e9);
+        if (c->timeline) sim_trace_flow(c->timeline, start, lr->busy_until, c->inst[lr->inst].pool, c->inst[lr->inst].idx, LINK_WHAT[lr->kind], bytes);
         double backlog = (double)(lr->busy_until - c->now) * 1e-9;
         if (backlog > c->m.ssd_write_backlog_s_peak) c->m.ssd_write_backlog_s_peak = backlog;
         return;
     }
     // latency is charged as bytes at line rate so it shares the one completion event
     sim_link_add(l, c->now, bytes + (double)l->latency_ns * 1e-9 * l->Bps, tag);
+    if (c->timeline) sim_trace_flow_begin(c->timeline, c->now, c->inst[lr->inst].pool, c->inst[lr->inst].idx, LINK_WHAT[lr->kind], (uint64_t)id << 32 | tag, bytes);
     reschedule_link(c, id);
 }
 
@@ -267,7 +298,7 @@ static uint32_t req_alloc(sim_cluster *c) {
 
 static void req_free(sim_cluster *c, uint32_t slot) {
     sim_req *r = REQ(c, slot);
-    r->state = SIM_RS_FREE;
+    set_state(r, SIM_RS_FREE);
     r->next_waiter = c->free_req;
     c->free_req = slot;
 }
@@ -331,17 +362,17 @@ static void read_trace(sim_cluster *c) {
             if (i != SIZE_MAX && c->done.done_ns[i] < 0) {
                 // previous turn still in flight: wait for it
                 sim_req *p = REQ(c, (uint32_t)(-c->done.done_ns[i] - 1));
-                r->state = SIM_RS_WAITING_PREV;
+                set_state(r, SIM_RS_WAITING_PREV);
                 r->next_waiter = p->waiters;
                 p->waiters = slot;
             } else {
                 sim_time t0 = i != SIZE_MAX ? c->done.done_ns[i] + r->think_ns : r->recorded_ns;
-                r->state = SIM_RS_PENDING;
+                set_state(r, SIM_RS_PENDING);
                 push_ev(c, t0 > c->now ? t0 : c->now, SIM_EV_ARRIVAL, 0, slot, NULL);
             }
             continue;
         }
-        r->state = SIM_RS_PENDING;
+        set_state(r, SIM_RS_PENDING);
         sim_time at = r->recorded_ns > c->now ? r->recorded_ns : c->now;
         push_ev(c, at, SIM_EV_ARRIVAL, 1, slot, NULL);   // dst 1: triggers the next read
         c->read_pending = true;
@@ -493,7 +524,7 @@ static void finish(sim_cluster *c, uint32_t slot, const char *status) {
     for (uint32_t w = r->waiters; w != SIM_NONE;) {
         sim_req *x = REQ(c, w);
         uint32_t next = x->next_waiter;
-        x->state = SIM_RS_PENDING;
+        set_state(x, SIM_RS_PENDING);
         push_ev(c, c->now + x->think_ns, SIM_EV_ARRIVAL, 0, w, NULL);
         w = next;
     }
@@ -580,10 +611,10 @@ static void prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
     in->queued_work_s += r->work_s;
     r->enq_ns = c->now;
     if (r->pending_loads && !cfg->overlap_load) {
-        r->state = SIM_RS_LOADING;
+        set_state(r, SIM_RS_LOADING);
         in->n_loading++;
     } else {
-        r->state = SIM_RS_PREFILL;
+        set_state(r, SIM_RS_PREFILL);
         sim_rheap_push(&in->ready, queue_key(c, in->pcfg, r), slot);
     }
     try_start(c, in);
@@ -675,7 +706,7 @@ static void start_decode_transfer(sim_cluster *c, sim_inst *pin, uint32_t slot) 
     }
     uint32_t id = dp->route(c, dp, r);
     r->dinst = id;
-    r->state = SIM_RS_TRANSFER;
+    set_state(r, SIM_RS_TRANSFER);
     double bytes = mdl_kv_seq_bytes(&c->model, r->input);   // window layers send their window
     c->m.kv_transfer_bytes += bytes;
 
@@ -686,7 +717,7 @@ static void start_decode_transfer(sim_cluster *c, sim_inst *pin, uint32_t slot) 
         return;
     }
     if (pin->link_xfer == SIM_NONE) {
-        r->state = SIM_RS_DECODE_WAIT;
+        set_state(r, SIM_RS_DECODE_WAIT);
         r->enq_ns = c->now;
         sim_rheap_push(&c->inst[id].dwait, queue_key(c, c->inst[id].pcfg, r), slot);
         try_start(c, &c->inst[id]);
@@ -714,7 +745,7 @@ static void prefill_finish(sim_cluster *c, sim_inst *in, uint32_t slot) {
     if (c->colocated) {
         // KV is already here (claimed when its prefill started): join the running batch
         in->n_prefilling--;
-        r->state = SIM_RS_DECODE;
+        set_state(r, SIM_RS_DECODE);
         r->dinst = in->id;
         running_add(in, r, slot);
         if (in->dsum_on) dsum_join(c, in, slot);
@@ -1050,7 +1081,7 @@ static void decode_admit(sim_cluster *c, sim_inst *in) {
         uint32_t s2;
         sim_rheap_pop(&in->dwait, &s2);
         r->queue_ns += c->now - r->enq_ns;
-        r->state = SIM_RS_DECODE;
+        set_state(r, SIM_RS_DECODE);
         in->kv_used += ctx_tokens(r);   // KV held = tokens whose KV exists; steps add theirs
         running_add(in, r, slot);
         if (in->dsum_on) {
@@ -1080,12 +1111,12 @@ static void decode_preempt(sim_cluster *c, sim_inst *in) {
         r->enq_ns = c->now;
         if (c->cfg->preemption == SIM_PREEMPT_SWAP && c->hw.pcie_Bps > 0) {
             // out and back in over PCIe
-            r->state = SIM_RS_SWAPPED;
+            set_state(r, SIM_RS_SWAPPED);
             double s = 2.0 * mdl_kv_seq_bytes(&c->model, ctx_tokens(r)) / c->hw.pcie_Bps;
             push_ev(c, c->now + (sim_time)(s * 1e9), SIM_EV_SWAPIN, 0, slot, NULL);
         } else {
             r->recompute = ctx_tokens(r);
-            r->state = SIM_RS_DECODE_WAIT;
+            set_state(r, SIM_RS_DECODE_WAIT);
             sim_rheap_push(&in->dwait, queue_key(c, in->pcfg, r), slot);
         }
     }
@@ -1122,29 +1153,13 @@ static bool decode_emit(sim_cluster *c, sim_inst *in, uint32_t pos) {
 }
 
 // ---- step formation --------------------------------------------------------------------------
-// One complete ("X") event per step in Chrome trace format: pid = pool, tid = instance.
-static void timeline_step(sim_cluster *c, sim_inst *in, const mdl_step_cost *k, const char *what,
-                          uint32_t n, uint64_t tokens) {
-    double t0 = (double)c->now * 1e-9;
-    if (t0 < c->opts->timeline_from_s || (c->opts->timeline_to_s > 0 && t0 > c->opts->timeline_to_s))
-        return;
-    static const char *pools[SIM_POOLS] = {"vision", "prefill", "decode"};
-    fprintf(c->timeline,
-            "%s{\"name\":\"%s\",\"cat\":\"step\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,"
-            "\"pid\":%d,\"tid\":%u,\"args\":{\"batch\":%u,\"tokens\":%llu,\"flops\":%.4g,"
-            "\"bytes\":%.4g}}",
-            c->timeline_events++ ? ",\n" : "", what, (double)c->now * 1e-3, (double)k->ns * 1e-3,
-            (int)in->pool, in->idx, n, (unsigned long long)tokens, k->flops, k->bytes);
-    (void)pools;
-}
-
 // n sequences computing tokens new tokens in all (timeline only).
 static void begin_step(sim_cluster *c, sim_inst *in, const mdl_step_cost *k, uint32_t n,
                        uint64_t tokens) {
     if (c->timeline) {
         static const char *names[] = {"prefill", "decode", "mixed", "vision"};
         int ph = in->pool == SIM_POOL_VISION ? 3 : in->n_running && in->n_batch ? 2 : in->n_running ? 1 : 0;
-        timeline_step(c, in, k, names[ph], n, tokens);
+        sim_trace_step(c->timeline, c->now, k->ns, in->pool, in->idx, names[ph], n, tokens, k->flops, k->bytes);
     }
     in->busy = true;
     in->step_start = c->now;
@@ -1387,9 +1402,10 @@ static void on_link(sim_cluster *c, uint32_t id) {
         sim_inst *in = &c->inst[lr->inst];
         uint32_t slot = (uint32_t)tag;
         sim_req *r = REQ(c, slot);
+        if (c->timeline) sim_trace_flow_end(c->timeline, c->now, in->pool, in->idx, LINK_WHAT[lr->kind], (uint64_t)id << 32 | tag);
         if (lr->kind == LINK_XFER) {
             sim_inst *d = &c->inst[r->dinst];
-            r->state = SIM_RS_DECODE_WAIT;
+            set_state(r, SIM_RS_DECODE_WAIT);
             r->enq_ns = c->now;
             sim_rheap_push(&d->dwait, queue_key(c, d->pcfg, r), slot);
             try_start(c, d);
@@ -1399,7 +1415,7 @@ static void on_link(sim_cluster *c, uint32_t id) {
         if (--r->pending_loads) continue;
         if (r->state == SIM_RS_LOADING) {
             in->n_loading--;
-            r->state = SIM_RS_PREFILL;
+            set_state(r, SIM_RS_PREFILL);
             sim_rheap_push(&in->ready, queue_key(c, in->pcfg, r), slot);
             try_start(c, in);
         } else if (r->in_batch && in->waiting_loads) {
@@ -1431,7 +1447,7 @@ static void on_arrival(sim_cluster *c, uint32_t slot) {
             return;
         }
         r->vinst = best->id;
-        r->state = SIM_RS_VISION;
+        set_state(r, SIM_RS_VISION);
         r->enq_ns = c->now;
         sim_rheap_push(&best->ready, queue_key(c, best->pcfg, r), slot);
         try_start(c, best);
@@ -1481,6 +1497,7 @@ static void on_sample(sim_cluster *c, double interval_s) {
             busy += b - in->busy_ns_sampled;
             in->busy_ns_sampled = b;
             q += queue_len(in);
+            if (c->timeline) sim_trace_counter(c->timeline, c->now, in->pool, in->idx, "queue", queue_len(in));
             run += in->n_running + in->n_batch;
             kvu += inst_kv_used(in, c->now);
             if (in->busy && in->run_m > 1) {   // tokens of the run's steps that have passed
@@ -1684,15 +1701,10 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
     sim_router_init(c, &c->pool[SIM_POOL_DECODE], false);
     c->q = sim_queue_create(1024);
     if (o && o->timeline_path) {
-        c->timeline = fopen(o->timeline_path, "w");
-        if (!c->timeline) return kvf_fail(err, KVF_EIO, "%s: cannot write the timeline", o->timeline_path);
-        // process names so viewers label the pools
-        fprintf(c->timeline, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
-        static const char *pools[SIM_POOLS] = {"vision pool", "prefill pool", "decode pool"};
-        for (int k = 0; k < SIM_POOLS; k++)
-            fprintf(c->timeline,
-                    "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"%s\"}},\n",
-                    k, c->colocated && k == SIM_POOL_PREFILL ? "colocated pool" : pools[k]);
+        static const char *pools[SIM_POOLS] = {"vision", "prefill", "decode"};
+        const char *names[SIM_POOLS] = {pools[0], c->colocated ? "colocated" : pools[1], pools[2]};
+        kvf_status tst = sim_trace_open(&c->timeline, o->timeline_path, o->timeline_from_s, o->timeline_to_s, names, SIM_POOLS, err);
+        if (tst) return tst;
     }
     return KVF_OK;
 }
@@ -1731,7 +1743,7 @@ kvf_status sim_cluster_loop(sim_cluster *c) {
         case SIM_EV_SWAPIN: {
             sim_req *r = REQ(c, (uint32_t)ev.arg[0]);
             sim_inst *in = &c->inst[r->dinst];
-            r->state = SIM_RS_DECODE_WAIT;
+            set_state(r, SIM_RS_DECODE_WAIT);
             sim_rheap_push(&in->dwait, queue_key(c, in->pcfg, r), (uint32_t)ev.arg[0]);
             try_start(c, in);
             break;
@@ -1768,11 +1780,7 @@ kvf_status sim_cluster_loop(sim_cluster *c) {
 }
 
 void sim_cluster_free(sim_cluster *c) {
-    if (c->timeline) {
-        if (!c->timeline_events) fprintf(c->timeline, "{\"name\":\"empty\",\"ph\":\"i\",\"ts\":0,\"pid\":0}");
-        fprintf(c->timeline, "\n]}\n");
-        fclose(c->timeline);
-    }
+    sim_trace_close(c->timeline, NULL);
     for (uint32_t i = 0; i < c->n_inst; i++) {
         sim_inst *in = &c->inst[i];
         sim_rheap_free(&in->ready);

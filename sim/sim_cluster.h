@@ -253,10 +253,9 @@ typedef struct sim_cluster {
     kvf_status status;
     kvf_rng rng;                // cluster-level draws (routers)
     double ep_skew_base;        // MoE skew after the redundant-expert balancer
-    FILE *timeline;             // Chrome trace of batch steps (--trace-out), NULL = off
+    struct sim_trace *timeline; // Chrome / Perfetto trace (--trace-out, sim_trace.h), NULL = off
     rpt_progress progress;      // bar on stderr (terminals only)
     bool show_progress;
-    uint64_t timeline_events;
     uint32_t dgen;              // decode-sum membership generations handed out
 } sim_cluster;
 

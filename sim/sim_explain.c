@@ -147,7 +147,7 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
 }
 
 int sim_cli_hw(int argc, char **argv) {
-    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+    if (kvf_cli_help(argc, argv)) {
         printf("usage: kvfleet hw check FILE [-q]\n"
                "  checks a hardware file: keys and values, and its kernel tables (no figure above\n"
                "  the datasheet peak, monotone where physics says so); exit 2 naming the row.\n");

@@ -509,15 +509,21 @@ static void print_eval(const planner *pl, const char *label, const plan_eval *e)
            100 * e->attainment, e->sat);
 }
 
-static int usage_plan(void) {
-    fprintf(stderr,
+// Exit code of a plan that finds nothing feasible (no configuration, or no rate, meets the
+// SLOs): distinct from 1 (the runs failed) and 2 (bad usage or input).
+#define PLAN_EXIT_INFEASIBLE 3
+
+static int usage_plan(FILE *f, int rc) {
+    fprintf(f,
             "usage: kvfleet plan SCENARIO [--slo ttft_p90_ms=X] [--slo tpot_p90_ms=Y]\n"
             "                    [--max-gpus N] [--vary-ratio] [--gpus-per-instance G1,G2,...]\n"
             "                    [--set K=V]... [--json]\n"
             "       kvfleet plan SCENARIO --find max-rate [--slo ...] [--tol FRACTION] [--json]\n"
             "  least-cost instance counts per pool meeting the SLOs on stable runs; or the\n"
-            "  highest workload rate the scenario's cluster serves within them\n");
-    return 2;
+            "  highest workload rate the scenario's cluster serves within them\n"
+            "exit codes: 0 a plan was found; 3 nothing feasible meets the SLOs; 1 a run failed;\n"
+            "            2 bad usage or input\n");
+    return rc;
 }
 
 // "--slo NAME=X": NAME one of the scenario's SLO keys, X a positive number.
@@ -620,7 +626,7 @@ static int find_max_rate(planner *pl, double tol, bool json_out) {
         printf("%s\n", t);
         free(t);
         json_decref(o);
-        return 0;
+        return best ? 0 : PLAN_EXIT_INFEASIBLE;
     }
     printf(
         "kvfleet plan --find max-rate: scenario %s, SLO TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms\n",
@@ -635,7 +641,7 @@ static int find_max_rate(planner *pl, double tol, bool json_out) {
     }
     printf("  search     %d runs (bracket by doubling, then bisection to %.1f %%)\n", pl->runs,
            100 * tol);
-    return 0;
+    return best ? 0 : PLAN_EXIT_INFEASIBLE;
 }
 
 static int plan_main(planner *pl, int argc, char **argv) {
@@ -646,9 +652,14 @@ static int plan_main(planner *pl, int argc, char **argv) {
     char slo_sets[2][96];
     int nslo = 0;
     kvf_err err = {0};
+    if (kvf_cli_help(argc, argv)) return usage_plan(stdout, 0);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool more = i + 1 < argc;
+        if (kvf_cli_missing_value(a, !more, "--slo --set --max-gpus --gpus-per-instance --find --tol")) {
+            fprintf(stderr, "kvfleet plan: option '%s' needs a value\n", a);
+            return usage_plan(stderr, 2);
+        }
         if (!strcmp(a, "--slo") && more) {
             char key[64];
             double v = 0;
@@ -673,17 +684,16 @@ static int plan_main(planner *pl, int argc, char **argv) {
         else if (!strcmp(a, "--json"))
             json_out = true;
         else if (a[0] == '-') {
-            fprintf(stderr, "kvfleet plan: unknown option '%s'%s\n", a,
-                    more ? "" : " (or missing its value)");
-            return usage_plan();
+            fprintf(stderr, "kvfleet plan: unknown option '%s'\n", a);
+            return usage_plan(stderr, 2);
         } else if (!scenario)
             scenario = a;
         else {
             fprintf(stderr, "kvfleet plan: unexpected argument '%s'\n", a);
-            return usage_plan();
+            return usage_plan(stderr, 2);
         }
     }
-    if (!scenario) return usage_plan();
+    if (!scenario) return usage_plan(stderr, 2);
     if (find && strcmp(find, "max-rate")) {
         fprintf(stderr, "kvfleet plan: --find knows max-rate, not '%s'\n", find);
         return 2;
@@ -811,7 +821,7 @@ static int plan_main(planner *pl, int argc, char **argv) {
         printf("%s\n", t);
         free(t);
         json_decref(o);
-        return 0;
+        return best ? 0 : PLAN_EXIT_INFEASIBLE;
     }
     printf("kvfleet plan: scenario %s, SLO TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms, stable runs "
            "only%s\n",
@@ -841,7 +851,7 @@ static int plan_main(planner *pl, int argc, char **argv) {
     printf("  search     %d runs (%s)\n", pl->runs,
            vary_ratio ? "bisection, then the prefill:decode frontier"
                       : "bisection per pool, joint check, walk-down, ratio neighbours");
-    return 0;
+    return best ? 0 : PLAN_EXIT_INFEASIBLE;
 }
 
 int sim_cli_plan(int argc, char **argv) {

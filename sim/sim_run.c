@@ -746,7 +746,7 @@ static double jget(json_t *s, const char *a, const char *b) {
     return json_is_number(o) ? json_number_value(o) : NAN;
 }
 
-static void print_headline(json_t *s, const char *out_dir) {
+static void print_headline(json_t *s, const char *out_dir, bool report) {
     json_t *rq = json_object_get(s, "requests");
     printf("scenario %s  (%s on %s, %s, %s step model)\n", json_string_value(json_object_get(s, "scenario")),
            json_string_value(json_object_get(s, "model")), json_string_value(json_object_get(s, "hardware")),
@@ -769,10 +769,16 @@ static void print_headline(json_t *s, const char *out_dir) {
            100 * jget(s, "cache", "hit_rate"), 100 * json_number_value(json_object_get(bt, "hbm")),
            100 * json_number_value(json_object_get(bt, "dram")),
            100 * json_number_value(json_object_get(bt, "ssd")));
-    printf("  GPUs         prefill %lld, decode %lld; %.1f GPU-hours; utilisation prefill %.0f %%, decode %.0f %%\n",
-           (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "prefill")),
+    long long vis = (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "vision"));
+    char vgpus[48] = "", vutil[48] = "";
+    if (vis > 0) {
+        snprintf(vgpus, sizeof vgpus, "vision %lld, ", vis);
+        snprintf(vutil, sizeof vutil, "vision %.0f %%, ", 100 * jget(s, "utilization", "vision"));
+    }
+    printf("  GPUs         %sprefill %lld, decode %lld; %.1f GPU-hours; utilisation %sprefill %.0f %%, decode %.0f %%\n",
+           vgpus, (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "prefill")),
            (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "decode")),
-           jget(s, "gpu_hours", NULL), 100 * jget(s, "utilization", "prefill"),
+           jget(s, "gpu_hours", NULL), vutil, 100 * jget(s, "utilization", "prefill"),
            100 * jget(s, "utilization", "decode"));
     printf("  SLO          attainment %.1f %% (TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms)\n",
            100 * jget(s, "slo", "attainment"), jget(s, "slo", "ttft_p90_ms"), jget(s, "slo", "tpot_p90_ms"));
@@ -787,7 +793,8 @@ static void print_headline(json_t *s, const char *out_dir) {
                (long long)json_integer_value(json_object_get(json_object_get(s, "steps"), "extrapolated_steps")));
     printf("  simulator    %.0f events in %.2f s wall (%.2f M events/s)\n", jget(s, "sim", "events"),
            jget(s, "sim", "wall_s"), jget(s, "sim", "events_per_s") / 1e6);
-    if (out_dir) printf("results in %s/ (summary.json, results.db, report.html)\n", out_dir);
+    if (out_dir)
+        printf("results in %s/ (summary.json, results.db%s)\n", out_dir, report ? ", report.html" : "");
 }
 
 // "FROM:TO" in seconds, both finite, 0 <= FROM < TO.
@@ -805,16 +812,25 @@ static bool parse_window(const char *s, double *from, double *to) {
     return true;
 }
 
-static int usage_run(void) {
-    fprintf(stderr,
+// Options of `run` that take a value (a missing one is named as missing, not as unknown).
+static const char RUN_VALUED[] = "-o --set --trace --seed --engine --trace-out --trace-window "
+                                 "--step-phase --step-seqs --step-context --step-prompt --step-chunks";
+
+static int usage_run(FILE *f, int rc) {
+    fprintf(f,
             "usage: kvfleet run SCENARIO [-o DIR] [--set K=V]... [--trace FILE] [--seed N]\n"
             "                   [--json] [--quiet] [--no-report] [--force] [--engine cpu|cuda]\n"
             "                   [--trace-out FILE [--trace-window FROM_S:TO_S]]\n"
             "       kvfleet run SCENARIO --explain-step [--step-phase decode|prefill]\n"
             "                   [--step-seqs N_PER_GPU] [--step-context C] [--step-prompt T]\n"
             "                   [--step-chunks N_PER_GPU]\n"
-            "                   [--set K=V]...\n");
-    return 2;
+            "                   [--set K=V]...\n"
+            "  -q, --quiet     print nothing but errors (no progress, no summary, no JSON)\n"
+            "  --no-report     write summary.json and results.db only, no report.html\n"
+            "  --json          print summary.json on stdout instead of the summary lines\n"
+            "  --trace-out F   write a Chrome/Perfetto trace (steps, KV transfers, storage I/O,\n"
+            "                  queue depth per instance) of the --trace-window span\n");
+    return rc;
 }
 
 int sim_cli_run(int argc, char **argv) {
@@ -825,9 +841,14 @@ int sim_cli_run(int argc, char **argv) {
     double step_seqs = 0, step_ctx = 0, step_prompt = 0, step_chunks = 0;
     const char *sets[256];
     int nsets = 0;
+    if (kvf_cli_help(argc, argv)) return usage_run(stdout, 0);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool more = i + 1 < argc;
+        if (kvf_cli_missing_value(a, !more, RUN_VALUED)) {
+            fprintf(stderr, "kvfleet run: option '%s' needs a value\n", a);
+            return usage_run(stderr, 2);
+        }
         if (!strcmp(a, "-o") && more) out = argv[++i];
         else if (!strcmp(a, "--set") && more && nsets < 256) sets[nsets++] = argv[++i];
         else if (!strcmp(a, "--trace") && more) trace = argv[++i];
@@ -856,14 +877,14 @@ int sim_cli_run(int argc, char **argv) {
         }
         else if (a[0] == '-' ) {
             fprintf(stderr, "kvfleet run: unknown option '%s'\n", a);
-            return usage_run();
+            return usage_run(stderr, 2);
         } else if (!scenario) scenario = a;
         else {
             fprintf(stderr, "kvfleet run: unexpected argument '%s'\n", a);
-            return usage_run();
+            return usage_run(stderr, 2);
         }
     }
-    if (!scenario) return usage_run();
+    if (!scenario) return usage_run(stderr, 2);
     static sim_config cfg;
     kvf_err err = {0};
     sim_config_default(&cfg);
@@ -940,12 +961,12 @@ int sim_cli_run(int argc, char **argv) {
         fprintf(stderr, "kvfleet: %s\n", err.msg);
         return kvf_exit_code(cst);
     }
-    if (json_out) {
+    if (json_out && !quiet) {
         char *txt = json_dumps(s, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
         printf("%s\n", txt);
         free(txt);
-    } else {
-        print_headline(s, out);
+    } else if (!quiet) {
+        print_headline(s, out, report);
     }
     json_decref(s);
     if (st == KVF_EINTR) {

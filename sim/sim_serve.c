@@ -35,14 +35,14 @@ typedef struct serve_args {
     uint32_t max_batch_tokens, max_batch_requests, kv_blocks, block_tokens, threads;
 } serve_args;
 
-static int usage(const char *cmd) {
-    fprintf(stderr,
+static int usage(FILE *f, const char *cmd, int rc) {
+    fprintf(f,
             "usage: kvfleet %s --trace FILE [--model M] [--backend cpu|cuda] [--format F]\n"
             "          [--start S] [--end S] [--limit N] [--time-scale X] [--length-scale X]\n"
             "          [--rate R] [--skip-bad] [--max-batch-tokens N] [--max-batch-requests N]\n"
             "          [--kv-blocks N] [--block-tokens N] [--threads N]%s [-o DIR] [--json]\n",
             cmd, strcmp(cmd, "validate") ? "" : " [--profile P] [--strict]");
-    return 2;
+    return rc;
 }
 
 static bool parse_num(const char *s, double *v) {
@@ -50,6 +50,11 @@ static bool parse_num(const char *s, double *v) {
     *v = strtod(s, &e);
     return e != s && !*e && isfinite(*v) && *v >= 0;
 }
+
+// The options of serve and validate that take a value.
+static const char SERVE_VALUED[] =
+    "--trace --model --backend -o --profile --format --limit --time-scale --length-scale --rate "
+    "--max-batch-tokens --max-batch-requests --kv-blocks --block-tokens --threads --start --end";
 
 // Parses the shared options from argv[first..); returns 0 or an exit code.
 static int parse_args(int argc, char **argv, const char *cmd, serve_args *a) {
@@ -68,8 +73,14 @@ static int parse_args(int argc, char **argv, const char *cmd, serve_args *a) {
         else if (!strcmp(o, "--skip-bad")) a->sh.skip_bad = true;
         else if (!strcmp(o, "--strict") && !strcmp(cmd, "validate")) a->strict = true;
         else if (!v) {
-            fprintf(stderr, "kvfleet %s: unknown option or missing value '%s'\n", cmd, o);
-            return usage(cmd);
+            if (kvf_cli_missing_value(o, true, SERVE_VALUED))
+                fprintf(stderr, "kvfleet %s: option '%s' needs a value\n", cmd, o);
+            else
+                fprintf(stderr, "kvfleet %s: unknown option '%s'\n", cmd, o);
+            return usage(stderr, cmd, 2);
+        } else if (!kvf_cli_missing_value(o, true, SERVE_VALUED)) {
+            fprintf(stderr, "kvfleet %s: unknown option '%s'\n", cmd, o);
+            return usage(stderr, cmd, 2);
         } else {
             i++;
             if (!strcmp(o, "--trace")) a->trace = v;
@@ -100,14 +111,14 @@ static int parse_args(int argc, char **argv, const char *cmd, serve_args *a) {
                 else if (!strcmp(o, "--end") && x > 0 && x < 1e9) a->end_s = x;
                 else {
                     fprintf(stderr, "kvfleet %s: unknown option or bad value '%s %s'\n", cmd, o, v);
-                    return usage(cmd);
+                    return usage(stderr, cmd, 2);
                 }
             }
         }
     }
     if (!a->trace) {
         fprintf(stderr, "kvfleet %s: --trace is required\n", cmd);
-        return usage(cmd);
+        return usage(stderr, cmd, 2);
     }
     if (a->end_s > 0 && a->end_s <= a->start_s) {
         fprintf(stderr, "kvfleet %s: --end (%g s) must be after --start (%g s)\n", cmd, a->end_s,
@@ -434,7 +445,17 @@ static int fail(kvf_err *err, kvf_status st) {
 // their error, so hardware that was never measured can be predicted from datasheet peaks.
 static int engine_fit(int argc, char **argv) {
     const char *path = NULL, *hwname = NULL, *out = NULL;
+    if (kvf_cli_help(argc - 1, argv + 1)) {
+        printf("usage: kvfleet engine fit PROFILE [--hardware H] [-o FILE]\n"
+               "  fits the kernel tables of hardware H (default: the profile's backend) to a\n"
+               "  profile from `kvfleet engine profile`; writes FILE, else PROFILE.fit (less .csv)\n");
+        return 0;
+    }
     for (int i = 2; i < argc; i++) {
+        if (kvf_cli_missing_value(argv[i], i + 1 == argc, "--hardware -o")) {
+            fprintf(stderr, "kvfleet engine fit: option '%s' needs a value\n", argv[i]);
+            return 2;
+        }
         if (!strcmp(argv[i], "--hardware") && i + 1 < argc) hwname = argv[++i];
         else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
         else if (argv[i][0] != '-' && !path) path = argv[i];
@@ -502,6 +523,7 @@ static kvf_status shape_and_serve(const serve_args *a, const char *out, char *sh
 int sim_cli_engine(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "fit")) return engine_fit(argc, argv);
     if (argc < 2 || strcmp(argv[1], "serve")) return eng_cli_main(argc, argv);
+    if (kvf_cli_help(argc - 1, argv + 1)) return usage(stdout, "engine serve", 0);
     serve_args a;
     int rc = parse_args(argc - 1, argv + 1, "engine serve", &a);
     if (rc) return rc;
@@ -977,6 +999,7 @@ static bool file_has(const char *path, const char *needle) {
 
 int sim_cli_validate(int argc, char **argv) {
     serve_args a;
+    if (kvf_cli_help(argc, argv)) return usage(stdout, "validate", 0);
     int rc = parse_args(argc, argv, "validate", &a);
     if (rc) return rc;
     kvf_err err = {0};

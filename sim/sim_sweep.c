@@ -119,15 +119,16 @@ static void on_signal(int sig) {
     g_interrupt = 1;
 }
 
-static int usage_sweep(void) {
-    fprintf(stderr,
+static int usage_sweep(FILE *f, int rc) {
+    fprintf(f,
             "usage: kvfleet sweep SCENARIO --vary KEY=V1,V2,... [--vary ...] [--set K=V]...\n"
             "                     [-j N] [-o DIR] [--json]\n"
             "  runs every combination of the varied scenario keys (one full run each, in\n"
             "  DIR/points/) and gathers them into DIR/sweep.db and DIR/sweep.csv; a rerun\n"
             "  resumes (finished points are not run again); under mpirun the points are spread\n"
-            "  over the ranks\n");
-    return 2;
+            "  over the ranks; DIR/sweep.html tabulates the points and charts cost against\n"
+            "  SLO attainment\n");
+    return rc;
 }
 
 // Parses "KEY=V1,V2,..." into k. Messages name the option.
@@ -599,6 +600,25 @@ static void print_json(const sweep *s) {
     free(flat);
 }
 
+// DIR/sweep.html: a row per point (its varied keys, headline figures) and the cost / SLO
+// attainment frontier chart.
+static kvf_status write_html(const sweep *s, kvf_err *err) {
+    json_t *pts = json_array();
+    for (int i = 0; i < s->npoints; i++) {
+        json_t *k = json_object();
+        for (int j = 0; j < s->nkeys; j++)
+            json_object_set_new(k, s->keys[j].key, json_string(s->keys[j].vals[point_val(s, i, j)]));
+        json_array_append_new(pts, json_pack("{s:s, s:o, s:O}", "label", s->names[i], "keys", k,
+                                             "summary", s->summary[i] ? s->summary[i] : json_null()));
+    }
+    char path[SIM_PATH_MAX + 16], title[SIM_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/sweep.html", s->out);
+    snprintf(title, sizeof title, "kvfleet sweep of %s", s->scenario);
+    kvf_status st = rpt_points_html(path, title, pts, err);
+    json_decref(pts);
+    return st;
+}
+
 static void print_table(const sweep *s) {
     printf("%5s", "idx");
     for (int k = 0; k < s->nkeys; k++)
@@ -630,7 +650,7 @@ static void print_table(const sweep *s) {
     for (int i = 0; i < s->npoints; i++) json_decref(flat[i]);
     json_decref(differs);
     free(flat);
-    printf("results in %s/ (sweep.db, sweep.csv, points/)\n", s->out);
+    printf("results in %s/ (sweep.db, sweep.csv, sweep.html, points/)\n", s->out);
 }
 
 // ---- running
@@ -772,9 +792,14 @@ static int sweep_main(sweep *s, int argc, char **argv) {
     const char *vary[SW_KEYS_MAX];
     int nvary = 0;
     const char *jobs = NULL;
+    if (kvf_cli_help(argc, argv)) return usage_sweep(stdout, 0);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool more = i + 1 < argc;
+        if (kvf_cli_missing_value(a, !more, "--vary --set -j -o")) {
+            fprintf(stderr, "kvfleet sweep: option '%s' needs a value\n", a);
+            return usage_sweep(stderr, 2);
+        }
         if (!strcmp(a, "--vary") && more) {
             if (nvary == SW_KEYS_MAX) {
                 fprintf(stderr, "kvfleet sweep: at most %d --vary options\n", SW_KEYS_MAX);
@@ -796,20 +821,19 @@ static int sweep_main(sweep *s, int argc, char **argv) {
         else if (!strcmp(a, "--json"))
             s->json = true;
         else if (a[0] == '-') {
-            fprintf(stderr, "kvfleet sweep: unknown option '%s'%s\n", a,
-                    more ? "" : " (or missing its value)");
-            return usage_sweep();
+            fprintf(stderr, "kvfleet sweep: unknown option '%s'\n", a);
+            return usage_sweep(stderr, 2);
         } else if (!s->scenario)
             s->scenario = a;
         else {
             fprintf(stderr, "kvfleet sweep: unexpected argument '%s'\n", a);
-            return usage_sweep();
+            return usage_sweep(stderr, 2);
         }
     }
-    if (!s->scenario) return usage_sweep();
+    if (!s->scenario) return usage_sweep(stderr, 2);
     if (nvary == 0) {
         fprintf(stderr, "kvfleet sweep: give at least one --vary KEY=V1,V2,...\n");
-        return usage_sweep();
+        return usage_sweep(stderr, 2);
     }
     s->jobs = 1;
     if (jobs) {
@@ -944,6 +968,7 @@ static int sweep_main(sweep *s, int argc, char **argv) {
         missing += !s->summary[i];
     st = write_db(s, &err);
     if (!st) st = write_csv(s, &err);
+    if (!st) st = write_html(s, &err);
     if (st) {
         fprintf(stderr, "kvfleet: %s\n", err.msg);
         return 1;

@@ -87,8 +87,9 @@ static const char *fresh(const char *ext) {
     return p;
 }
 
-// `kvfleet run` of scenario file sc with extra arguments, into a fresh output directory.
-#define RUN "%s run %s -q --no-report -o %s/o%d"
+// `kvfleet run` of scenario file sc with extra arguments, into a fresh output directory. Not
+// -q: the cases that must finish are checked on the summary the run prints ("31 arrived").
+#define RUN "%s run %s --no-report -o %s/o%d"
 #define RUNARGS(sc) kvt_bin(), sc, T, ncases
 
 // ---- generated: every numeric key ---------------------------------------------------------------

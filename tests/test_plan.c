@@ -176,9 +176,10 @@ START_TEST(test_plan_bad_input) {
 END_TEST
 
 START_TEST(test_plan_max_gpus_infeasible) {
-    // Two GPUs cannot carry this load: the planner says so instead of picking something.
+    // Two GPUs cannot carry this load: the planner says so instead of picking something, and
+    // exits 3 (nothing feasible)
     int rc = kvt_sh("%s plan " SCEN " --max-gpus 2 --json", kvt_bin());
-    ck_assert_msg(rc == 0, "exit %d: %.2000s", rc, kvt_err);
+    ck_assert_msg(rc == 3, "exit %d: %.2000s", rc, kvt_err);
     json_t *o = parse_out();
     ck_assert(json_is_false(json_object_get(o, "feasible")));
     outcome one_one = run_config(1, 1, 0); // the only split of 2 GPUs

@@ -147,7 +147,9 @@ static int cmd_stats(int argc, char **argv) {
                 if (!num(t, &b) || b < 1) return fail("bad cache size '%s'", t);
                 sizes[nsizes++] = b;
             }
-        } else if (argv[i][0] == '-') return fail("trace stats: unknown option '%s'", argv[i]);
+        } else if (!strcmp(argv[i], "--cache-tokens"))
+            return fail("trace stats: option '%s' needs a value", argv[i]);
+        else if (argv[i][0] == '-') return fail("trace stats: unknown option '%s'", argv[i]);
         else if (!path) path = argv[i];
         else return fail("trace stats: unexpected argument '%s'", argv[i]);
     }
@@ -226,6 +228,7 @@ static int cmd_convert(int argc, char **argv) {
         if (rc < 0) return 2;
         if (rc) continue;
         if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
+        else if (!strcmp(argv[i], "-o")) return fail("trace convert: option '%s' needs a value", argv[i]);
         else if (argv[i][0] == '-') return fail("trace convert: unknown option '%s'", argv[i]);
         else if (!path) path = argv[i];
         else return fail("trace convert: unexpected argument '%s'", argv[i]);
@@ -252,7 +255,9 @@ static int cmd_gen(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double d;
         uint64_t n;
-        if (!v) return fail("trace gen: %s needs a value (or is unknown)", a);
+        if (!v && a[0] == '-' && a[1] == '-') return fail("trace gen: option '%s' needs a value", a);
+        if (!v && !strcmp(a, "-o")) return fail("trace gen: option '%s' needs a value", a);
+        if (!v) return fail("trace gen: unknown option '%s'", a);
         i++;
         if (!strcmp(a, "--profile")) {
             if (!trc_gen_profile_parse(v, &g.profile)) return fail("unknown profile '%s'", v);
@@ -343,6 +348,11 @@ int trc_cli_main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
+    }
+    bool known = !strcmp(argv[1], "stats") || !strcmp(argv[1], "gen") || !strcmp(argv[1], "convert");
+    if (known && kvf_cli_help(argc - 1, argv + 1)) {
+        usage(stdout);
+        return 0;
     }
     if (!strcmp(argv[1], "stats")) return cmd_stats(argc - 1, argv + 1);
     if (!strcmp(argv[1], "gen")) return cmd_gen(argc - 1, argv + 1);
