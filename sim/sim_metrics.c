@@ -86,21 +86,27 @@ void sim_samples_free(sim_samples *s) {
     memset(s, 0, sizeof *s);
 }
 
+// Bins start one sample interval wide; an arrival past the last bin doubles their width (pairs
+// merged), so memory stays SIM_WAIT_BINS however long the trace runs.
 void sim_metrics_wait_add(sim_metrics *m, double arrival_s, double queue_s, double interval_s) {
-    if (!(interval_s > 0) || !(arrival_s >= 0) || !isfinite(queue_s)) return;
-    size_t b = (size_t)(arrival_s / interval_s);
-    if (b >= m->wait_bins) {
-        if (b >= m->wait_cap) {
-            size_t cap = m->wait_cap;
-            kvf_grow((void **)&m->wait_sum, &cap, b + 1, sizeof *m->wait_sum);
-            cap = m->wait_cap;
-            kvf_grow((void **)&m->wait_n, &cap, b + 1, sizeof *m->wait_n);
-            m->wait_cap = cap;
-        }
-        memset(m->wait_sum + m->wait_bins, 0, (b + 1 - m->wait_bins) * sizeof *m->wait_sum);
-        memset(m->wait_n + m->wait_bins, 0, (b + 1 - m->wait_bins) * sizeof *m->wait_n);
-        m->wait_bins = b + 1;
+    if (!(interval_s > 0) || !(arrival_s >= 0) || !isfinite(arrival_s) || !isfinite(queue_s)) return;
+    if (!m->wait_sum) {
+        m->wait_sum = kvf_calloc(SIM_WAIT_BINS, sizeof *m->wait_sum);
+        m->wait_n = kvf_calloc(SIM_WAIT_BINS, sizeof *m->wait_n);
+        m->wait_bin_s = interval_s;
     }
+    while (arrival_s / m->wait_bin_s >= SIM_WAIT_BINS) {
+        for (size_t i = 0; i < SIM_WAIT_BINS / 2; i++) {
+            m->wait_sum[i] = m->wait_sum[2 * i] + m->wait_sum[2 * i + 1];
+            m->wait_n[i] = m->wait_n[2 * i] + m->wait_n[2 * i + 1];
+        }
+        memset(m->wait_sum + SIM_WAIT_BINS / 2, 0, SIM_WAIT_BINS / 2 * sizeof *m->wait_sum);
+        memset(m->wait_n + SIM_WAIT_BINS / 2, 0, SIM_WAIT_BINS / 2 * sizeof *m->wait_n);
+        m->wait_bin_s *= 2;
+        m->wait_bins = (m->wait_bins + 1) / 2;
+    }
+    size_t b = (size_t)(arrival_s / m->wait_bin_s);
+    if (b >= m->wait_bins) m->wait_bins = b + 1;
     m->wait_sum[b] += queue_s;
     m->wait_n[b]++;
 }
@@ -122,6 +128,6 @@ void sim_metrics_free(sim_metrics *m) {
     free(m->wait_n);
     m->wait_sum = NULL;
     m->wait_n = NULL;
-    m->wait_bins = m->wait_cap = 0;
+    m->wait_bins = 0;
     sim_hist_free(&m->itl_ms);
 }

@@ -34,6 +34,8 @@ typedef struct sim_samples {   // growable array of doubles
 void sim_samples_add(sim_samples *s, double v);
 void sim_samples_free(sim_samples *s);
 
+#define SIM_WAIT_BINS 4096
+
 typedef struct sim_metrics {
     sim_samples ttft_ms, tpot_ms, e2e_ms, gen_tok_s, queue_len;
     sim_hist itl_ms;
@@ -65,11 +67,13 @@ typedef struct sim_metrics {
     uint64_t cls_store_steady_peak[TRC_CLASS_COUNT];
     // the saturation check's inputs (sim_saturation.c): each sample's time (s) and queue
     // length per pool (vision, prefill, decode), and the queueing time of completed requests
-    // summed per arrival interval of output.sample_interval_s
+    // summed per arrival bin: wait_bins bins of wait_bin_s (one sample interval, doubled as
+    // often as needed to keep within SIM_WAIT_BINS)
     sim_samples sample_t, pool_queue[3];
     double *wait_sum;
     uint64_t *wait_n;
-    size_t wait_bins, wait_cap;
+    size_t wait_bins;
+    double wait_bin_s;
     // interval accumulators for the time series (reset at each sample)
     uint64_t iv_in, iv_out, iv_prompt, iv_hit, iv_hit_tier[3];
 } sim_metrics;

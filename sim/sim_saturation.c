@@ -9,7 +9,8 @@
 //     the queue grows when G > saturation.queue_growth and G > saturation.queue_growth_frac x
 //     its mean over W;
 //   - waiting-time trend: per-request queueing time (all queues a request passed; completed
-//     requests, binned by arrival interval), the slope of the bins' means over W weighted by
+//     requests, binned by arrival: one sample interval, wider for long runs, sim_metrics.h),
+//     the slope of the bins' means over W weighted by
 //     their counts, times W's length = the growth Gw; and its mean over W.
 // overloaded: a pool's queue grows and Gw > saturation.wait_growth_s (both trends rise).
 // backlogged: otherwise any of: one trend rises alone; the mean queueing time over W exceeds
@@ -52,7 +53,6 @@ json_t *sim_saturation_json(const sim_cluster *c) {
     if (!(t1 > t0)) t0 = t1 = 0;
     double span = t1 - t0, mid = t0 + span / 2, half = t1 - mid;
     double drain = (double)(c->now - c->last_arrival_ns) * 1e-9;
-    double interval = cfg->sample_interval_s > 0 ? cfg->sample_interval_s : 10;
 
     // queue trend per pool
     json_t *by_pool = json_object();
@@ -79,13 +79,13 @@ json_t *sim_saturation_json(const sim_cluster *c) {
     // waiting-time trend
     fit w = {0};
     for (size_t b = 0; b < m->wait_bins; b++) {
-        double tb = ((double)b + 0.5) * interval;
+        double tb = ((double)b + 0.5) * m->wait_bin_s;
         if (!m->wait_n[b] || tb < mid || tb > t1) continue;
         fit_add(&w, tb - mid, m->wait_sum[b] / (double)m->wait_n[b], (double)m->wait_n[b]);
     }
     size_t bins = 0;
     for (size_t b = 0; b < m->wait_bins; b++) {
-        double tb = ((double)b + 0.5) * interval;
+        double tb = ((double)b + 0.5) * m->wait_bin_s;
         bins += m->wait_n[b] && tb >= mid && tb <= t1;
     }
     double wait_growth = bins >= 4 ? fit_slope(&w) * half : 0, wait_mean = fit_mean(&w);
