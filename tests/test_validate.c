@@ -73,10 +73,10 @@ START_TEST(test_validate_mooncake_window) {
     // twice: with the measured step times (scheduling) and with the bundled profile (end to end)
     char prof[1200], shaping[1400], dir[64];
     snprintf(prof, sizeof prof, "%s/models/profiles/cpu-tiny-dense.csv", kvt_src());
-    snprintf(shaping, sizeof shaping, "--start 1800 --limit 40 --length-scale 0.02 --profile %s", prof);
+    snprintf(shaping, sizeof shaping, "--start 1800 --limit 100 --length-scale 0.02 --profile %s", prof);
     int rc;
     json_t *v = validate(kvt_shared_trace("mooncake_conversation.jsonl"), shaping, &rc, dir);
-    ck_assert_int_eq(json_integer_value(json_object_get(v, "requests")), 40);
+    ck_assert_int_eq(json_integer_value(json_object_get(v, "requests")), 100);
     ck_assert(fabs(kvt_num(v, "window.start_s") - 1800) < 1e-9);
     ck_assert_msg(kvt_num(v, "serve.hit_rate") > 0.3, "window without reuse: hit rate %g", kvt_num(v, "serve.hit_rate"));
     // scheduling fidelity: the measured step times leave only the scheduling to differ, and
