@@ -1114,13 +1114,12 @@ int sim_cli_validate(int argc, char **argv) {
     probe_band(&pl, true, &nz.band_cpu, &nz.drift_cpu);
     probe_band(&pl, false, &nz.band_wall, &nz.drift_wall);
     for (size_t i = 0; i < pl.n; i++) nz.probes[pl.v[i].phase]++;
-    double busy = 0, cpu_sum = 0;
+    double busy = 0;
     {
         double *ratio = kvf_malloc((res.n_steps + 1) * sizeof *ratio);
         size_t nr = 0;
         for (size_t i = 0; i < res.n_steps; i++) {
             busy += (double)(res.steps[i].duration_ns + res.steps[i].after_ns);
-            cpu_sum += (double)res.steps[i].cpu_ns;
             if (res.steps[i].cpu_ns > 0) ratio[nr++] = (double)res.steps[i].duration_ns / (double)res.steps[i].cpu_ns;
         }
         kvf_sort_doubles(ratio, nr);
