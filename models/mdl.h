@@ -233,9 +233,8 @@ typedef struct mdl_batch {
 // The model's context caps (MDL_CAPS entries, 0 = none): caps[MDL_CAP_WINDOW] = window,
 // caps[MDL_CAP_TOPK] = index_topk for dsa.
 void mdl_model_caps(const mdl_model *m, uint32_t caps[MDL_CAPS]);
-// Adds a sequence of cached context ctx (>= 1) to a decode sum, and removes it.
+// Adds a sequence of cached context ctx (>= 1) to a decode sum.
 void mdl_decode_sum_add(mdl_decode_sum *d, const uint32_t caps[MDL_CAPS], double ctx);
-void mdl_decode_sum_sub(mdl_decode_sum *d, const uint32_t caps[MDL_CAPS], double ctx);
 // Sequences in the batch: n plus those of dsum.
 uint32_t mdl_batch_size(const mdl_batch *b);
 

@@ -93,20 +93,11 @@ void mdl_model_caps(const mdl_model *m, uint32_t caps[MDL_CAPS]) {
     if (m->attention == MDL_ATTN_DSA) caps[MDL_CAP_TOPK] = m->index_topk;
 }
 
-static void dsum_step(mdl_decode_sum *d, const uint32_t caps[MDL_CAPS], double ctx, double sign) {
-    d->n = (uint32_t)((int64_t)d->n + (int64_t)sign);
-    d->sum_ctx += sign * ctx;
-    for (int j = 0; j < MDL_CAPS; j++)
-        if (caps[j]) d->sum_min[j] += sign * KVF_MIN(ctx + 1, (double)caps[j]);
-}
-
 void mdl_decode_sum_add(mdl_decode_sum *d, const uint32_t caps[MDL_CAPS], double ctx) {
-    dsum_step(d, caps, ctx, 1);
-}
-
-void mdl_decode_sum_sub(mdl_decode_sum *d, const uint32_t caps[MDL_CAPS], double ctx) {
-    KVF_ASSERT(d->n > 0);
-    dsum_step(d, caps, ctx, -1);
+    d->n++;
+    d->sum_ctx += ctx;
+    for (int j = 0; j < MDL_CAPS; j++)
+        if (caps[j]) d->sum_min[j] += KVF_MIN(ctx + 1, (double)caps[j]);
 }
 
 uint32_t mdl_batch_size(const mdl_batch *b) {

@@ -848,7 +848,7 @@ static void dsum_free(sim_dsum *d) {
     gheap_free(&d->fin);
     free(d->fresh);
     free(d->recomp);
-    free(d->scratch);
+    sim_rheap_free(&d->fin_pos);
     memset(d, 0, sizeof *d);
 }
 
@@ -969,30 +969,6 @@ static double inst_kv_used(const sim_inst *in, sim_time now) {
     return in->kv_used + (double)in->ds.n * run_passed(in, now);
 }
 
-static void pos_push(uint32_t *h, size_t *n, uint32_t v) {
-    size_t i = (*n)++;
-    while (i > 0 && h[(i - 1) / 2] > v) {
-        h[i] = h[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h[i] = v;
-}
-
-static uint32_t pos_pop(uint32_t *h, size_t *n) {
-    uint32_t top = h[0], last = h[--(*n)];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= *n) break;
-        if (c + 1 < *n && h[c + 1] < h[c]) c++;
-        if (h[c] >= last) break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (*n) h[i] = last;
-    return top;
-}
-
 // The end of a decode step on an instance keeping sums: every member emits one token; those
 // whose last token it was finish, in the order the listed path would finish them.
 static void dsum_step_done(sim_cluster *c, sim_inst *in) {
@@ -1029,22 +1005,20 @@ static void dsum_step_done(sim_cluster *c, sim_inst *in) {
         }
     }
     // finishing members, by running-array position
-    size_t nf = 0;
     while (d->fin.n && d->fin.e[0].key <= d->k) {
         struct sim_gentry e = gheap_pop(&d->fin);
         sim_req *r = REQ(c, e.slot);
         if (r->dgen != e.gen) continue;
         KVF_ASSERT(e.key == d->k);
-        if (nf + 2 > d->scratch_cap) kvf_grow((void **)&d->scratch, &d->scratch_cap, nf + 2, sizeof *d->scratch);
         dsum_sync(in, r);
         KVF_ASSERT(r->produced == r->output);
         r->dfin = true;
-        pos_push(d->scratch, &nf, r->qpos);
+        sim_rheap_push(&d->fin_pos, r->qpos, r->qpos);
     }
     // The listed path walks the array upwards; a finished request's place is taken by the
     // last one, visited next. Stale positions (past the end) are skipped.
-    while (nf) {
-        uint32_t p = pos_pop(d->scratch, &nf);
+    uint32_t p;
+    while (sim_rheap_pop(&d->fin_pos, &p)) {
         if (p >= in->n_running) continue;
         uint32_t slot = in->running[p];
         sim_req *r = REQ(c, slot);
@@ -1053,7 +1027,7 @@ static void dsum_step_done(sim_cluster *c, sim_inst *in) {
         dsum_leave(c, in, slot);
         in->kv_used -= ctx_tokens(r);
         running_remove(c, in, p);
-        if (p < in->n_running && REQ(c, in->running[p])->dfin) pos_push(d->scratch, &nf, p);
+        if (p < in->n_running && REQ(c, in->running[p])->dfin) sim_rheap_push(&d->fin_pos, p, p);
         finish(c, slot, "completed");
     }
 }

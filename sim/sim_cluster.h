@@ -91,6 +91,14 @@ typedef struct sim_req {
     bool scheduled;             // its first prefill chunk was scheduled (prompt accounted)
 } sim_req;
 
+// A min-heap of request slots by (key, seq): FCFS uses key 0, SPF the prompt length,
+// priority the class.
+typedef struct sim_rheap {
+    uint64_t *key;              // (key << 32 | low bits of seq) packed by the caller
+    uint32_t *slot;
+    size_t n, cap;
+} sim_rheap;
+
 // A min-heap of (key, request slot, membership generation): decode finishes and window
 // saturations by step count. Entries of requests that left are skipped on pop (lazy delete).
 typedef struct sim_gheap {
@@ -118,17 +126,10 @@ typedef struct sim_dsum {
     uint32_t n_fresh, fresh_cap;
     uint32_t *recomp;           // running requests whose next step rebuilds their KV
     uint32_t n_recomp, recomp_cap;
-    uint32_t *scratch;          // finishing positions, ordered as the listed path visits them
-    size_t scratch_cap;
+    sim_rheap fin_pos;           // finishing members by running-array position (the order the
+                                // listed path visits them)
 } sim_dsum;
 
-// A min-heap of request slots by (key, seq): FCFS uses key 0, SPF the prompt length,
-// priority the class.
-typedef struct sim_rheap {
-    uint64_t *key;              // (key << 32 | low bits of seq) packed by the caller
-    uint32_t *slot;
-    size_t n, cap;
-} sim_rheap;
 
 typedef struct sim_inst {
     uint32_t id;                // index in cluster.inst
