@@ -24,7 +24,7 @@
 #include "helpers/kvt.h"
 #include "rpt.h"
 #include "sim.h"
-#include "sim_cli.h"
+#include "cli.h"
 
 // ---- allocation failures ---------------------------------------------------------------------
 static long alloc_count, alloc_fail_at;   // fail the alloc_fail_at-th allocation (0 = never)

@@ -7,7 +7,7 @@
 #include "eng.h"
 #include "kvf.h"
 #include "rpt.h"
-#include "sim_cli.h"
+#include "cli.h"
 #include "trc.h"
 
 static void usage(FILE *f) {

@@ -35,9 +35,9 @@
 #include <unistd.h>
 
 #include "sim.h"
-#include "sim_cli.h"
+#include "cli.h"
 #include "sim_mpi.h"
-#include "sim_points.h"
+#include "cli_points.h"
 
 // ---- shared helpers (sim_points.h) ------------------------------------------------------------
 kvf_status sim_points_load(sim_config *c, const char *scenario, const char *const *sets, int nsets,

@@ -15,7 +15,7 @@
 
 #include "eng.h"
 #include "sim.h"
-#include "sim_cli.h"
+#include "cli.h"
 
 typedef struct shaping {
     int64_t limit;

@@ -25,7 +25,7 @@
 #include "rpt.h"
 #include "rpt_util.h"
 #include "sim.h"
-#include "sim_cli.h"
+#include "cli.h"
 #include "trc.h"
 
 #define N_SIZES 5

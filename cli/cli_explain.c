@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "sim.h"
-#include "sim_cli.h"
+#include "cli.h"
 #include "sim_run.h"
 
 // The parallelism a pool's instances run with, as the cluster builds it (TP and EP default

@@ -4,6 +4,19 @@
 #define SIM_RUN_H
 
 #include "sim_cluster.h"
+#include "sim_sample.h"
+
+// A sampled run (workload.sample_rate < 1): the plan that scaled the cluster and the filter.
+typedef struct sim_run_sampling {
+    sim_sample_plan plan;
+    sim_sampler sampler;
+} sim_run_sampling;
+
+// summary.json of a finished run (sim/measure/sim_summary.c): a new reference the caller owns;
+// econ_out gets the economics it was computed from. NULL with err set on failure.
+struct json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd,
+                                 double wall_s, const sim_run_sampling *smp,
+                                 rpt_econ_result *econ_out, kvf_err *err);
 
 // Builds the step-time model a pool uses (roofline, calibrated, or the engine in the loop).
 kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl_hardware *hw,

@@ -40,8 +40,8 @@
 #include <unistd.h>
 
 #include "sim.h"
-#include "sim_cli.h"
-#include "sim_points.h"
+#include "cli.h"
+#include "cli_points.h"
 
 enum { PLAN_SETS_MAX = 256, PLAN_GPI_MAX = 16, PLAN_INST_CAP = 4096 };
 

@@ -1,0 +1,265 @@
+// cli/cli_run.c -- `kvfleet run SCENARIO`: options, signals, the run (sim_run) and the
+// headline it prints.
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "sim.h"
+#include "sim_run.h"
+#include "rpt_util.h"
+
+// ---- command line ----------------------------------------------------------------------------
+static volatile int g_interrupt;
+
+static void on_signal(int sig) {
+    (void)sig;
+    g_interrupt = 1;
+}
+
+static double jget(json_t *s, const char *a, const char *b) {
+    json_t *o = json_object_get(s, a);
+    if (b) o = json_object_get(o, b);
+    return json_is_number(o) ? json_number_value(o) : NAN;
+}
+
+static void print_headline(json_t *s, const char *out_dir, bool report) {
+    json_t *rq = json_object_get(s, "requests");
+    printf("scenario %s  (%s on %s, %s, %s step model)\n", json_string_value(json_object_get(s, "scenario")),
+           json_string_value(json_object_get(s, "model")), json_string_value(json_object_get(s, "hardware")),
+           json_string_value(json_object_get(s, "mode")), json_string_value(json_object_get(s, "step_model")));
+    printf("  requests     %lld arrived, %lld completed, %lld rejected over %.1f simulated s\n",
+           (long long)json_integer_value(json_object_get(rq, "arrived")),
+           (long long)json_integer_value(json_object_get(rq, "completed")),
+           (long long)json_integer_value(json_object_get(rq, "rejected")), jget(s, "sim", "simulated_s"));
+    printf("  TTFT ms      mean %.1f  p50 %.1f  p90 %.1f  p99 %.1f\n", jget(s, "ttft_ms", "mean"),
+           jget(s, "ttft_ms", "p50"), jget(s, "ttft_ms", "p90"), jget(s, "ttft_ms", "p99"));
+    printf("  TPOT ms      mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f\n", jget(s, "tpot_ms", "mean"),
+           jget(s, "tpot_ms", "p50"), jget(s, "tpot_ms", "p90"), jget(s, "tpot_ms", "p99"));
+    printf("  throughput   %.0f input tok/s, %.0f output tok/s; per GPU: prefill %.0f in tok/s, "
+           "decode %.0f out tok/s\n",
+           jget(s, "throughput", "input_tok_s"), jget(s, "throughput", "output_tok_s"),
+           jget(s, "throughput", "prefill_input_tok_s_per_gpu"),
+           jget(s, "throughput", "decode_output_tok_s_per_gpu"));
+    json_t *bt = json_object_get(json_object_get(s, "cache"), "by_tier");
+    printf("  cache        hit rate %.1f %% (hbm %.1f, dram %.1f, ssd %.1f)\n",
+           100 * jget(s, "cache", "hit_rate"), 100 * json_number_value(json_object_get(bt, "hbm")),
+           100 * json_number_value(json_object_get(bt, "dram")),
+           100 * json_number_value(json_object_get(bt, "ssd")));
+    long long vis = (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "vision"));
+    char vgpus[48] = "", vutil[48] = "";
+    if (vis > 0) {
+        snprintf(vgpus, sizeof vgpus, "vision %lld, ", vis);
+        snprintf(vutil, sizeof vutil, "vision %.0f %%, ", 100 * jget(s, "utilization", "vision"));
+    }
+    printf("  GPUs         %sprefill %lld, decode %lld; %.1f GPU-hours; utilisation %sprefill %.0f %%, decode %.0f %%\n",
+           vgpus, (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "prefill")),
+           (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "decode")),
+           jget(s, "gpu_hours", NULL), vutil, 100 * jget(s, "utilization", "prefill"),
+           100 * jget(s, "utilization", "decode"));
+    printf("  SLO          attainment %.1f %% (TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms)\n",
+           100 * jget(s, "slo", "attainment"), jget(s, "slo", "ttft_p90_ms"), jget(s, "slo", "tpot_p90_ms"));
+    json_t *e = json_object_get(s, "economics");
+    if (json_is_object(e))
+        printf("  economics    cost $%.2f, revenue $%.2f, margin %.1f %%, $%.2f per GPU-hour\n",
+               jget(e, "cost_usd", NULL), jget(e, "revenue_usd", NULL), 100 * jget(e, "margin", NULL),
+               jget(e, "cost_per_gpu_hour_usd", NULL));
+    printf("  saturation   %s\n", json_string_value(json_object_get(json_object_get(s, "saturation"), "state")));
+    if (json_is_true(json_object_get(json_object_get(s, "steps"), "extrapolated")))
+        printf("  note         the calibrated step model extrapolated outside its profile in %lld steps\n",
+               (long long)json_integer_value(json_object_get(json_object_get(s, "steps"), "extrapolated_steps")));
+    printf("  simulator    %.0f events in %.2f s wall (%.2f M events/s)\n", jget(s, "sim", "events"),
+           jget(s, "sim", "wall_s"), jget(s, "sim", "events_per_s") / 1e6);
+    if (out_dir)
+        printf("results in %s/ (summary.json, results.db%s)\n", out_dir, report ? ", report.html" : "");
+}
+
+// "FROM:TO" in seconds, both finite, 0 <= FROM < TO.
+static bool parse_window(const char *s, double *from, double *to) {
+    char *end;
+    errno = 0;
+    double a = strtod(s, &end);
+    if (end == s || *end != ':' || errno) return false;
+    const char *b0 = end + 1;
+    double b = strtod(b0, &end);
+    if (end == b0 || *end || errno) return false;
+    if (!isfinite(a) || !isfinite(b) || a < 0 || b <= a || b > 9e9) return false;
+    *from = a;
+    *to = b;
+    return true;
+}
+
+// Options of `run` that take a value (a missing one is named as missing, not as unknown).
+static const char RUN_VALUED[] = "-o --set --trace --seed --engine --trace-out --trace-window "
+                                 "--step-phase --step-seqs --step-context --step-prompt --step-chunks";
+
+static int usage_run(FILE *f, int rc) {
+    fprintf(f,
+            "usage: kvfleet run SCENARIO [-o DIR] [--set K=V]... [--trace FILE] [--seed N]\n"
+            "                   [--json] [--quiet] [--no-report] [--force] [--engine cpu|cuda]\n"
+            "                   [--trace-out FILE [--trace-window FROM_S:TO_S]]\n"
+            "       kvfleet run SCENARIO --explain-step [--step-phase decode|prefill]\n"
+            "                   [--step-seqs N_PER_GPU] [--step-context C] [--step-prompt T]\n"
+            "                   [--step-chunks N_PER_GPU]\n"
+            "                   [--set K=V]...\n"
+            "  -q, --quiet     print nothing but errors (no progress, no summary, no JSON)\n"
+            "  --no-report     write summary.json and results.db only, no report.html\n"
+            "  --json          print summary.json on stdout instead of the summary lines\n"
+            "  --trace-out F   write a Chrome/Perfetto trace (steps, KV transfers, storage I/O,\n"
+            "                  queue depth per instance) of the --trace-window span\n");
+    return rc;
+}
+
+int sim_cli_run(int argc, char **argv) {
+    const char *scenario = NULL, *out = NULL, *trace = NULL, *seed = NULL, *engine = NULL;
+    const char *timeline = NULL, *window = NULL;
+    bool json_out = false, quiet = false, report = true, explain = false, force = false;
+    const char *step_phase = "decode";
+    double step_seqs = 0, step_ctx = 0, step_prompt = 0, step_chunks = 0;
+    const char *sets[256];
+    int nsets = 0;
+    if (kvf_cli_help(argc, argv)) return usage_run(stdout, 0);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool more = i + 1 < argc;
+        if (kvf_cli_missing_value(a, !more, RUN_VALUED)) {
+            fprintf(stderr, "kvfleet run: option '%s' needs a value\n", a);
+            return usage_run(stderr, 2);
+        }
+        if (!strcmp(a, "-o") && more) out = argv[++i];
+        else if (!strcmp(a, "--set") && more && nsets < 256) sets[nsets++] = argv[++i];
+        else if (!strcmp(a, "--trace") && more) trace = argv[++i];
+        else if (!strcmp(a, "--seed") && more) seed = argv[++i];
+        else if (!strcmp(a, "--engine") && more) engine = argv[++i];
+        else if (!strcmp(a, "--trace-out") && more) timeline = argv[++i];
+        else if (!strcmp(a, "--trace-window") && more) window = argv[++i];
+        else if (!strcmp(a, "--json")) json_out = true;
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = true;
+        else if (!strcmp(a, "--no-report")) report = false;
+        else if (!strcmp(a, "--force")) force = true;
+        else if (!strcmp(a, "--explain-step")) explain = true;
+        else if (!strcmp(a, "--step-phase") && more) step_phase = argv[++i];
+        else if ((!strcmp(a, "--step-seqs") || !strcmp(a, "--step-context") ||
+                  !strcmp(a, "--step-prompt") || !strcmp(a, "--step-chunks")) && more) {
+            char *end;
+            double v = strtod(argv[++i], &end);
+            if (*end || !(v > 0) || v > 1e9) {
+                fprintf(stderr, "kvfleet run: %s wants a number in (0, 1e9], not '%s'\n", a, argv[i]);
+                return 2;
+            }
+            if (!strcmp(a, "--step-seqs")) step_seqs = v;
+            else if (!strcmp(a, "--step-context")) step_ctx = v;
+            else if (!strcmp(a, "--step-chunks")) step_chunks = v;
+            else step_prompt = v;
+        }
+        else if (a[0] == '-' ) {
+            fprintf(stderr, "kvfleet run: unknown option '%s'\n", a);
+            return usage_run(stderr, 2);
+        } else if (!scenario) scenario = a;
+        else {
+            fprintf(stderr, "kvfleet run: unexpected argument '%s'\n", a);
+            return usage_run(stderr, 2);
+        }
+    }
+    if (!scenario) return usage_run(stderr, 2);
+    static sim_config cfg;
+    kvf_err err = {0};
+    sim_config_default(&cfg);
+    kvf_status st = sim_config_load(&cfg, scenario, &err);
+    for (int i = 0; !st && i < nsets; i++) st = sim_config_set(&cfg, sets[i], &err);
+    if (!st && trace) {
+        char a[SIM_PATH_MAX + 32];
+        snprintf(a, sizeof a, "workload.trace=%s", trace);
+        st = sim_config_set(&cfg, a, &err);
+    }
+    if (!st && seed) {
+        char a[64];
+        snprintf(a, sizeof a, "seed=%s", seed);
+        st = sim_config_set(&cfg, a, &err);
+    }
+    if (!st) st = sim_config_validate(&cfg, &err);
+    if (st) {
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return kvf_exit_code(st);
+    }
+    if (explain)
+        return sim_explain_step(&cfg, step_phase, step_seqs, step_ctx, step_prompt, step_chunks);
+    if (engine && strcmp(engine, "cpu") && strcmp(engine, "cuda")) {
+        fprintf(stderr, "kvfleet run: --engine must be cpu or cuda, not '%s'\n", engine);
+        return 2;
+    }
+    char outbuf[SIM_PATH_MAX];
+    if (!out) {
+        snprintf(outbuf, sizeof outbuf, "out/%s", cfg.name[0] ? cfg.name : "run");
+        out = outbuf;
+    }
+    sim_run_opts o = {.out_dir = out, .quiet = quiet || json_out, .write_db = true,
+                      .engine_backend = engine, .timeline_path = timeline, .interrupt = &g_interrupt};
+    if (window && !parse_window(window, &o.timeline_from_s, &o.timeline_to_s)) {
+        fprintf(stderr,
+                "kvfleet run: --trace-window wants FROM_S:TO_S with 0 <= FROM_S < TO_S "
+                "(seconds), not '%s'\n", window);
+        return 2;
+    }
+    if (window && !timeline) {
+        fprintf(stderr, "kvfleet run: --trace-window needs --trace-out FILE\n");
+        return 2;
+    }
+    sim_outdir od;
+    st = sim_outdir_begin(&od, out, force, &err);
+    if (st) {
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return kvf_exit_code(st);
+    }
+    o.out_dir = od.tmp;
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    void *sj = NULL;
+    st = sim_run(&cfg, &o, &sj, &err);
+    json_t *s = sj;
+    if (st && st != KVF_EINTR) {
+        sim_outdir_abort(&od);
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return kvf_exit_code(st);
+    }
+    if (report && st == KVF_OK) {
+        kvf_err e2 = {0};
+        if (rpt_report_write(od.tmp, true, true, &e2)) {
+            sim_outdir_abort(&od);
+            json_decref(s);
+            fprintf(stderr, "kvfleet: report not written: %s; nothing written to %s\n", e2.msg,
+                    od.final);
+            return 1;
+        }
+    }
+    kvf_status cst = sim_outdir_commit(&od, &err);
+    if (cst) {
+        json_decref(s);
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return kvf_exit_code(cst);
+    }
+    if (json_out && !quiet) {
+        char *txt = json_dumps(s, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        printf("%s\n", txt);
+        free(txt);
+    } else if (!quiet) {
+        print_headline(s, out, report);
+    }
+    json_decref(s);
+    if (st == KVF_EINTR) {
+        fprintf(stderr, "kvfleet: interrupted; partial results in %s\n", out);
+        return 1;
+    }
+    return 0;
+}
+

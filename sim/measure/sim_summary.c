@@ -1,0 +1,338 @@
+// sim/measure/sim_summary.c -- summary.json (design.md §5) of a finished run: the metrics, the
+// cluster's GPU time, the economics, the invariants and the sampling, from the cluster state.
+//
+// Determinism: every figure is a function of (scenario, trace, seed) apart from those under
+// "sim" that measure wall time (wall_s, events_per_s), which the caller passes in.
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+#include "sim_run.h"
+#include "sim_sample.h"
+#include "rpt_util.h"
+
+static json_t *stats_obj(sim_samples *s) {
+    json_t *o = json_object();
+    double sum = 0;
+    for (size_t i = 0; i < s->n; i++) sum += s->v[i];
+    kvf_sort_doubles(s->v, s->n);
+    json_object_set_new(o, "mean", json_real(s->n ? sum / (double)s->n : 0));
+    json_object_set_new(o, "p50", json_real(kvf_percentile_sorted(s->v, s->n, 50)));
+    json_object_set_new(o, "p90", json_real(kvf_percentile_sorted(s->v, s->n, 90)));
+    json_object_set_new(o, "p99", json_real(kvf_percentile_sorted(s->v, s->n, 99)));
+    return o;
+}
+
+static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+static double pool_gpu_s(const sim_cluster *c, int k) { return c->pool[k].gpu_ns * 1e-9; }
+
+static double pool_util(const sim_cluster *c, int k) {
+    const sim_pool *p = &c->pool[k];
+    double busy = 0, avail = 0;
+    for (uint32_t i = 0; i < p->n; i++) busy += c->inst[p->first + i].busy_ns;
+    avail = p->cfg && p->cfg->gpus_per_instance ? p->gpu_ns / p->cfg->gpus_per_instance : 0;
+    return avail > 0 ? busy / avail : 0;
+}
+
+
+json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd,
+                          double wall_s, const sim_run_sampling *smp, rpt_econ_result *econ_out,
+                             kvf_err *err) {
+    const sim_config *cfg = c->cfg;
+    sim_metrics *m = &c->m;
+    json_t *s = json_object();
+    double sim_s = (double)c->now * 1e-9;
+    json_object_set_new(s, "scenario", json_string(cfg->name));
+    json_object_set_new(s, "seed", json_integer((json_int_t)cfg->seed));
+    json_object_set_new(s, "kvfleet_version", json_string(KVF_VERSION));
+    json_object_set_new(s, "step_model", json_string(c->opts && c->opts->engine_backend
+                                                         ? "engine"
+                                                         : cfg->step_model));
+    if (!strcmp(cfg->step_model, "calibrated")) json_object_set_new(s, "profile", json_string(cfg->profile));
+    json_object_set_new(s, "model", json_string(c->model.name));
+    json_object_set_new(s, "hardware", json_string(c->hw.name));
+    json_object_set_new(s, "mode", json_string(c->colocated ? "colocated" : "disaggregated"));
+
+    json_t *rq = json_object();
+    json_object_set_new(rq, "arrived", json_integer((json_int_t)c->arrived));
+    json_object_set_new(rq, "completed", json_integer((json_int_t)c->completed));
+    json_object_set_new(rq, "rejected", json_integer((json_int_t)c->rejected));
+    json_t *why = json_object();
+    json_object_set_new(why, "queue", json_integer((json_int_t)m->rejected_queue));
+    json_object_set_new(why, "slo", json_integer((json_int_t)m->rejected_slo));
+    json_object_set_new(why, "capacity", json_integer((json_int_t)m->rejected_fit));
+    json_object_set_new(rq, "rejected_by_reason", why);
+    // arrived and neither completed nor rejected (in_flight also counts requests read ahead
+    // of their arrival)
+    json_object_set_new(rq, "unfinished",
+                        json_integer((json_int_t)(c->arrived - c->completed - c->rejected)));
+    json_object_set_new(s, "requests", rq);
+
+    json_object_set_new(s, "ttft_ms", stats_obj(&m->ttft_ms));
+    json_object_set_new(s, "tpot_ms", stats_obj(&m->tpot_ms));
+    json_t *itl = json_object();
+    json_object_set_new(itl, "mean", json_real(sim_hist_mean(&m->itl_ms)));
+    json_object_set_new(itl, "p50", json_real(sim_hist_percentile(&m->itl_ms, 50)));
+    json_object_set_new(itl, "p90", json_real(sim_hist_percentile(&m->itl_ms, 90)));
+    json_object_set_new(itl, "p99", json_real(sim_hist_percentile(&m->itl_ms, 99)));
+    json_object_set_new(s, "itl_ms", itl);
+    json_object_set_new(s, "e2e_ms", stats_obj(&m->e2e_ms));
+    json_t *gen = stats_obj(&m->gen_tok_s);
+    json_object_del(gen, "p90");
+    json_object_del(gen, "p99");
+    json_object_set_new(s, "gen_tok_s_per_request", gen);
+    json_t *bc = json_object();
+    for (int k = 0; k < TRC_CLASS_COUNT; k++) {
+        if (!m->cls_done[k]) continue;
+        json_t *o = json_object();
+        json_object_set_new(o, "completed", json_integer((json_int_t)m->cls_done[k]));
+        json_object_set_new(o, "ttft_ms_mean", json_real(m->cls_ttft_ms[k] / (double)m->cls_done[k]));
+        json_object_set_new(o, "gen_tok_s_mean",
+                            m->cls_gen_n[k] ? json_real(m->cls_gen_tok_s[k] / (double)m->cls_gen_n[k])
+                                            : json_null());
+        json_object_set_new(bc, trc_class_name(k), o);
+    }
+    json_object_set_new(s, "by_class", bc);
+
+    int ppool = SIM_POOL_PREFILL, dpool = c->colocated ? SIM_POOL_PREFILL : SIM_POOL_DECODE;
+    json_t *tp = json_object();
+    json_object_set_new(tp, "input_tok_s", json_real(sim_s > 0 ? (double)m->prompt_tokens / sim_s : 0));
+    json_object_set_new(tp, "output_tok_s", json_real(sim_s > 0 ? (double)m->output_tokens / sim_s : 0));
+    double pgs = pool_gpu_s(c, ppool), dgs = pool_gpu_s(c, dpool);
+    json_object_set_new(tp, "prefill_input_tok_s_per_gpu", json_real(pgs > 0 ? (double)m->prompt_tokens / pgs : 0));
+    json_object_set_new(tp, "decode_output_tok_s_per_gpu", json_real(dgs > 0 ? (double)m->output_tokens / dgs : 0));
+    json_object_set_new(tp, "tokens_per_decode_step_per_request",
+                        json_real(m->decode_step_seqs ? (double)m->decode_step_tokens / (double)m->decode_step_seqs : 0));
+    json_object_set_new(s, "throughput", tp);
+
+    json_t *ca = json_object();
+    double pr = (double)m->prompt_tokens;
+    json_object_set_new(ca, "hit_rate", json_real(pr > 0 ? (double)m->hit_tokens / pr : 0));
+    json_object_set_new(ca, "hit_tokens", json_integer((json_int_t)m->hit_tokens));
+    json_object_set_new(ca, "miss_tokens", json_integer((json_int_t)m->miss_tokens));
+    json_t *bt = json_object(), *btt = json_object();
+    static const char *tn[SIM_TIERS] = {"hbm", "dram", "ssd"};
+    for (int t = 0; t < SIM_TIERS; t++) {
+        json_object_set_new(bt, tn[t], json_real(pr > 0 ? (double)m->hit_tier[t] / pr : 0));
+        json_object_set_new(btt, tn[t], json_integer((json_int_t)m->hit_tier[t]));
+    }
+    json_object_set_new(ca, "by_tier", bt);
+    // by traffic class: hit rate, what the class writes to the store, what the store holds of
+    // it (steady: mean occupancy once the run has lasted the class's retention; null before)
+    json_t *bycls = json_object();
+    for (int k = 0; k < TRC_CLASS_COUNT; k++) {
+        if (!m->cls_prompt[k] && !m->cls_store_writes[k] && !m->cls_store_peak[k]) continue;
+        json_t *o = json_object();
+        json_object_set_new(o, "prompt_tokens", json_integer((json_int_t)m->cls_prompt[k]));
+        json_object_set_new(o, "hit_rate", json_real(m->cls_prompt[k] ? (double)m->cls_hit[k] / (double)m->cls_prompt[k] : 0));
+        json_object_set_new(o, "retention_s", num_or_null(cfg->retention_ns[k] > 0 ? (double)cfg->retention_ns[k] * 1e-9 : NAN));
+        json_object_set_new(o, "store_write_Bps", json_real(sim_s > 0 ? (double)m->cls_store_writes[k] * c->block_bytes / sim_s : 0));
+        json_object_set_new(o, "stored_bytes_peak", json_real((double)m->cls_store_peak[k] * c->block_bytes));
+        json_object_set_new(o, "stored_bytes_end", json_real((double)c->ssd.used_cls[k] * c->block_bytes));
+        json_object_set_new(o, "stored_bytes_steady",
+                            num_or_null(m->cls_store_steady_n[k] ? m->cls_store_steady_sum[k] / (double)m->cls_store_steady_n[k] * c->block_bytes : NAN));
+        json_object_set_new(o, "stored_bytes_steady_peak",
+                            num_or_null(m->cls_store_steady_n[k] ? (double)m->cls_store_steady_peak[k] * c->block_bytes : NAN));
+        json_object_set_new(bycls, trc_class_name(k), o);
+    }
+    json_object_set_new(ca, "by_class", bycls);
+    json_object_set_new(ca, "by_tier_tokens", btt);
+    double peak = (double)c->ssd.peak * c->block_bytes;
+    if (peak < m->store_bytes_peak) peak = m->store_bytes_peak;
+    json_object_set_new(ca, "stored_bytes_peak", json_real(peak));
+    json_object_set_new(ca, "stored_bytes_end", json_real((double)c->ssd.used * c->block_bytes));
+    json_object_set_new(ca, "block_bytes", json_real(c->block_bytes));
+    json_object_set_new(ca, "ssd_capacity_bytes", num_or_null(cfg->ssd.capacity_bytes < 0 ? INFINITY : cfg->ssd.capacity_bytes));
+    // steady state of a store that keeps everything for its retention: per class, the class's
+    // write rate x its retention (filled below from the economics input)
+    double wr = sim_s > 0 ? (double)c->ssd.inserted * c->block_bytes / sim_s : 0;
+    json_object_set_new(ca, "ssd_write_Bps", json_real(wr));
+    json_object_set_new(ca, "evicted_blocks", json_integer((json_int_t)c->ssd.evicted));
+    json_object_set_new(ca, "expired_blocks", json_integer((json_int_t)c->ssd.expired));
+    // the store's block index in memory (tables and run queues) per block at its peak
+    json_object_set_new(ca, "index_bytes_per_block",
+                        num_or_null(c->ssd.peak ? (double)sim_bcache_index_bytes(&c->ssd) / (double)c->ssd.peak
+                                                : NAN));
+    json_t *lb = json_object();
+    json_object_set_new(lb, "dram", json_real(m->load_bytes[SIM_TIER_DRAM]));
+    json_object_set_new(lb, "ssd", json_real(m->load_bytes[SIM_TIER_SSD]));
+    json_object_set_new(ca, "load_bytes", lb);
+    json_object_set_new(ca, "ssd_write_bytes", json_real(m->ssd_write_bytes));
+    json_object_set_new(ca, "ssd_write_backlog_s_peak", json_real(m->ssd_write_backlog_s_peak));
+    json_object_set_new(ca, "kv_transfer_bytes", json_real(m->kv_transfer_bytes));
+    json_t *pf = json_object();
+    json_object_set_new(pf, "actual", json_real(m->prefill_flops));
+    json_object_set_new(pf, "no_reuse", json_real(m->prefill_flops_no_reuse));
+    json_object_set_new(pf, "window_full_recompute", json_real(m->prefill_flops_window_full));
+    json_object_set_new(pf, "swa_replay", json_boolean(c->swa_replay));
+    json_object_set_new(ca, "prefill_flops", pf);
+    json_object_set_new(s, "cache", ca);
+
+    json_t *g = json_object();
+    json_object_set_new(g, "vision", json_integer(c->pool[SIM_POOL_VISION].n * (json_int_t)cfg->vision.gpus_per_instance));
+    json_object_set_new(g, "prefill", json_integer(c->pool[SIM_POOL_PREFILL].n * (json_int_t)cfg->prefill.gpus_per_instance));
+    json_object_set_new(g, "decode", json_integer(c->pool[SIM_POOL_DECODE].n * (json_int_t)cfg->decode.gpus_per_instance));
+    json_object_set_new(s, "gpus", g);
+    double gh = (pool_gpu_s(c, 0) + pool_gpu_s(c, 1) + pool_gpu_s(c, 2)) / 3600.0;
+    json_object_set_new(s, "gpu_hours", json_real(gh));
+    json_t *u = json_object();
+    json_object_set_new(u, "vision", json_real(pool_util(c, SIM_POOL_VISION)));
+    json_object_set_new(u, "prefill", json_real(pool_util(c, SIM_POOL_PREFILL)));
+    json_object_set_new(u, "decode", json_real(pool_util(c, dpool)));
+    json_object_set_new(s, "utilization", u);
+
+    json_t *slo = json_object();
+    json_object_set_new(slo, "ttft_p90_ms", json_real(cfg->slo_ttft_p90_ms));
+    json_object_set_new(slo, "tpot_p90_ms", json_real(cfg->slo_tpot_p90_ms));
+    json_object_set_new(slo, "attainment", json_real(c->arrived ? (double)m->slo_ok / (double)c->arrived : 0));
+    json_object_set_new(slo, "goodput_req_s", json_real(sim_s > 0 ? (double)m->slo_ok / sim_s : 0));
+    double t90 = kvf_percentile_sorted(m->ttft_ms.v, m->ttft_ms.n, 90);
+    double p90 = kvf_percentile_sorted(m->tpot_ms.v, m->tpot_ms.n, 90);
+    json_object_set_new(slo, "met", json_boolean(c->completed && t90 <= cfg->slo_ttft_p90_ms &&
+                                                 p90 <= cfg->slo_tpot_p90_ms));
+    json_object_set_new(s, "slo", slo);
+
+    // economics: GPU-hours by pool, tokens by class (added per request as they finished)
+    rpt_econ_input *ei = &c->econ_in;
+    ei->simulated_s = sim_s;
+    if (c->colocated) {
+        ei->gpu_hours[RPT_POOL_COLOCATED] = pool_gpu_s(c, SIM_POOL_PREFILL) / 3600;
+        ei->gpus[RPT_POOL_COLOCATED] = c->pool[SIM_POOL_PREFILL].n * (double)cfg->prefill.gpus_per_instance;
+        ei->utilization[RPT_POOL_COLOCATED] = pool_util(c, SIM_POOL_PREFILL);
+    } else {
+        ei->gpu_hours[RPT_POOL_PREFILL] = pool_gpu_s(c, SIM_POOL_PREFILL) / 3600;
+        ei->gpu_hours[RPT_POOL_DECODE] = pool_gpu_s(c, SIM_POOL_DECODE) / 3600;
+        ei->gpus[RPT_POOL_PREFILL] = c->pool[SIM_POOL_PREFILL].n * (double)cfg->prefill.gpus_per_instance;
+        ei->gpus[RPT_POOL_DECODE] = c->pool[SIM_POOL_DECODE].n * (double)cfg->decode.gpus_per_instance;
+        ei->utilization[RPT_POOL_PREFILL] = pool_util(c, SIM_POOL_PREFILL);
+        ei->utilization[RPT_POOL_DECODE] = pool_util(c, SIM_POOL_DECODE);
+    }
+    ei->gpu_hours[RPT_POOL_VISION] = pool_gpu_s(c, SIM_POOL_VISION) / 3600;
+    ei->gpus[RPT_POOL_VISION] = c->pool[SIM_POOL_VISION].n * (double)cfg->vision.gpus_per_instance;
+    ei->utilization[RPT_POOL_VISION] = pool_util(c, SIM_POOL_VISION);
+    ei->ssd_tb = (cfg->ssd.capacity_bytes < 0 ? peak : cfg->ssd.capacity_bytes) / 1e12;
+    ei->ssd_unbounded = cfg->ssd.capacity_bytes < 0;
+    ei->ssd_write_Bps = wr;
+    ei->prefill_flops = m->prefill_flops;
+    ei->prefill_flops_no_reuse = m->prefill_flops_no_reuse;
+    for (int k = 0; k < ei->n_cls; k++)
+        for (int t = 0; t < TRC_CLASS_COUNT; t++)
+            if (!strcmp(ei->cls[k].cls, trc_class_name(t))) {
+                ei->cls[k].retention_s = (double)cfg->retention_ns[t] * 1e-9;
+                ei->cls[k].write_known = sim_s > 0;
+                ei->cls[k].write_Bps = sim_s > 0 ? (double)m->cls_store_writes[t] * c->block_bytes / sim_s : 0;
+                ei->cls[k].steady_known = m->cls_store_steady_n[t] > 0;
+                // the store a retention needs: the most the class held once the run had
+                // lasted its retention (the daily cycle's peak, not its mean)
+                ei->cls[k].steady_tb = (double)m->cls_store_steady_peak[t] * c->block_bytes / 1e12;
+            }
+    ei->dram_tb = cfg->dram.capacity_bytes > 0
+                      ? cfg->dram.capacity_bytes * c->pool[SIM_POOL_PREFILL].n / 1e12
+                      : 0;
+    rpt_econ_result econ_raw;
+    bool have_raw = false;
+    if (smp && sim_s > 0) {   // the sampled fleet's own figures, then the full fleet's
+        have_raw = rpt_econ_compute(&cfg->econ, ei, &econ_raw, err) == KVF_OK;
+        sim_sample_scale_econ(ei, &smp->plan, c->colocated);
+    }
+    json_t *ss = json_object();
+    if (sim_s > 0 && rpt_econ_compute(&cfg->econ, ei, econ_out, err) == KVF_OK) {
+        json_object_set_new(s, "economics", rpt_econ_to_json(&cfg->econ, econ_out));
+        for (int k = 0; k < ei->n_cls; k++)
+            if (isfinite(econ_out->ssd_tb_by_class[k]))
+                json_object_set_new(ss, ei->cls[k].cls, json_real(econ_out->ssd_tb_by_class[k] * 1e12));
+    } else {
+        json_object_set_new(s, "economics", json_null());
+    }
+    json_object_set_new(ca, "steady_state_bytes_by_retention", ss);
+
+    json_object_set_new(s, "saturation", sim_saturation_json(c));
+
+    json_t *sm = json_object();
+    json_object_set_new(sm, "steps", json_integer((json_int_t)m->steps));
+    json_object_set_new(sm, "extrapolated_steps", json_integer((json_int_t)m->extrapolated_steps));
+    json_object_set_new(sm, "extrapolated", json_boolean(m->extrapolated_steps > 0));
+    if (!strcmp(cfg->step_model, "table") && !(c->opts && c->opts->engine_backend)) {
+        // steps where a term the kernel tables do not cover came from the roofline
+        json_object_set_new(sm, "table_fallbacks", json_integer((json_int_t)m->table_fallbacks));
+    }
+    json_object_set_new(sm, "preemptions", json_integer((json_int_t)m->preemptions));
+    json_object_set_new(sm, "decode_steps", json_integer((json_int_t)m->decode_steps));
+    json_object_set_new(sm, "decode_mean_batch",
+                        json_real(m->decode_steps ? (double)m->decode_step_seqs / (double)m->decode_steps : 0));
+    json_object_set_new(s, "steps", sm);
+
+    json_t *tr = json_object();
+    json_object_set_new(tr, "path", json_string(trace_path));
+    json_object_set_new(tr, "format", json_string(trc_format_name(trc_reader_format(rd))));
+    json_object_set_new(tr, "notes", json_string(trc_reader_notes(rd)));
+    json_object_set_new(tr, "skipped_lines", json_integer((json_int_t)trc_reader_skipped(rd)));
+    json_object_set_new(s, "trace", tr);
+
+    // conservation checks, read by the tests: all zero or equal on a correct run
+    json_t *inv = json_object();
+    double kv_held = 0;
+    uint64_t cached_blocks_over = 0;
+    for (uint32_t i = 0; i < c->n_inst; i++) {
+        kv_held += c->inst[i].kv_used;
+        if (c->inst[i].hbm.peak > c->inst[i].hbm.capacity) cached_blocks_over++;
+        if (c->inst[i].dram.peak > c->inst[i].dram.capacity) cached_blocks_over++;
+    }
+    if (c->ssd.peak > c->ssd.capacity) cached_blocks_over++;
+    json_object_set_new(inv, "kv_tokens_held_end", json_real(kv_held));
+    json_object_set_new(inv, "in_flight_end", json_integer((json_int_t)c->in_flight));
+    json_object_set_new(inv, "output_tokens_requested", json_integer((json_int_t)m->output_requested));
+    json_object_set_new(inv, "output_tokens_produced", json_integer((json_int_t)m->output_tokens));
+    json_object_set_new(inv, "output_tokens_rejected", json_integer((json_int_t)m->output_rejected));
+    json_object_set_new(inv, "tiers_over_capacity", json_integer((json_int_t)cached_blocks_over));
+    json_object_set_new(s, "invariants", inv);
+
+    uint64_t events = sim_queue_popped(c->q);
+    json_t *si = json_object();
+    json_object_set_new(si, "events", json_integer((json_int_t)events));
+    json_object_set_new(si, "wall_s", json_real(wall_s));
+    json_object_set_new(si, "events_per_s", json_real(wall_s > 0 ? (double)events / wall_s : 0));
+    json_object_set_new(si, "simulated_s", json_real(sim_s));
+    json_object_set_new(s, "sim", si);
+
+    if (smp) {
+        double gh_full = 0;
+        for (int k = 0; k < SIM_POOLS; k++)
+            gh_full += pool_gpu_s(c, k) / 3600.0 * sim_sample_pool_factor(&smp->plan, k, c->colocated);
+        sim_sample_summary(s, &smp->plan, &smp->sampler, c->colocated, gh_full);
+        json_t *raw = json_object_get(json_object_get(s, "sampling"), "sampled");
+        if (have_raw) {
+            json_object_set_new(raw, "economics.cost_usd", json_real(econ_raw.cost_usd));
+            json_object_set_new(raw, "economics.revenue_usd", json_real(econ_raw.revenue_usd));
+        }
+    }
+    // published figures beside the run's: the gap is against the nearer end of a range
+    if (cfg->n_published) {
+        json_t *pa = json_array();
+        for (int k = 0; k < cfg->n_published; k++) {
+            const sim_published *p = &cfg->published[k];
+            json_t *o = json_object();
+            json_object_set_new(o, "name", json_string(p->name));
+            json_object_set_new(o, "role", json_string(p->output ? "output" : "input"));
+            json_object_set_new(o, "value", json_real(p->value));
+            json_object_set_new(o, "high", isnan(p->high) ? json_null() : json_real(p->high));
+            json_object_set_new(o, "unit", json_string(p->unit));
+            json_object_set_new(o, "summary_key", json_string(p->summary_key));
+            double x = p->summary_key[0] ? rpt_json_num(s, p->summary_key) * p->scale : NAN;
+            double ref = isnan(p->high) || x < p->value ? p->value : x > p->high ? p->high : x;
+            json_object_set_new(o, "simulated", isfinite(x) ? json_real(x) : json_null());
+            json_object_set_new(o, "gap_pct", isfinite(x) && ref != 0
+                                                  ? json_real(100.0 * (x - ref) / fabs(ref))
+                                                  : json_null());
+            json_object_set_new(o, "rests_on", json_string(p->rests_on));
+            json_array_append_new(pa, o);
+        }
+        json_object_set_new(s, "published", pa);
+    }
+    return s;
+}
+

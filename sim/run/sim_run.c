@@ -1,0 +1,242 @@
+// sim/run/sim_run.c -- one run: opens the trace, builds the cluster, runs the event loop and
+// turns the outcome into summary.json (design.md §5, sim/measure/sim_summary.c), the results
+// database and the report. The command line is cli/cli_run.c; result directories sim_outdir.c.
+//
+// Determinism: the summary is a function of (scenario, trace, seed) apart from the figures
+// under "sim" that measure wall time; nothing here reads the clock except for those.
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sim.h"
+#include "sim_run.h"
+#include "sim_sample.h"
+#include "rpt_util.h"
+
+// ---- step models ----------------------------------------------------------------------------
+kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl_hardware *hw,
+                            const mdl_parallel *par, const sim_run_opts *o, mdl_stepper **out,
+                            kvf_err *err) {
+    if (o && o->engine_backend) return sim_engine_stepper_create(cfg, m, hw, par, o, out, err);
+    mdl_parallel p = par ? *par : (mdl_parallel){0};
+    if (!par) mdl_parallel_default(&p);
+    p.route_nodes = cfg->ep_route_nodes;
+    p.two_batch = cfg->ep_two_batch;
+    par = &p;
+    kvf_status st = KVF_OK;
+    if (!strcmp(cfg->step_model, "calibrated")) {
+        char prof[SIM_PATH_MAX];
+        sim_config_resolve(cfg, cfg->profile, prof, sizeof prof);
+        st = mdl_calibrated_create(out, m, hw, par, &cfg->eff, prof, err);
+    } else {
+        *out = !strcmp(cfg->step_model, "table") ? mdl_table_create(m, hw, par, &cfg->eff)
+                                                 : mdl_roofline_create(m, hw, par, &cfg->eff);
+        if (!*out) st = kvf_fail(err, KVF_ENOMEM, "cannot create the %s step model", cfg->step_model);
+    }
+    if (!st && o && (o->replay || o->step_scale > 0)) *out = sim_replay_stepper_wrap(*out, o);
+    return st;
+}
+
+// ---- progress ----------------------------------------------------------------------------------
+void sim_run_progress(sim_cluster *c) {
+    if (c->show_progress) rpt_progress_update(&c->progress, (double)c->completed + (double)c->rejected);
+}
+
+// A progress bar over the requests the run will serve, when stderr is a terminal: the total
+// comes from a counting pass over the trace (progress never changes results).
+static void progress_start(sim_cluster *c, const sim_config *cfg, const sim_run_opts *o,
+                           const char *trace) {
+    if (o->quiet || !isatty(2)) return;
+    uint64_t total = 0;
+    trc_options opt = cfg->trace_opt;
+    opt.block_tokens = cfg->block_tokens;
+    if (cfg->generate_profile[0]) total = (uint64_t)(cfg->generate_rate_rps * cfg->generate_duration_s);
+    else if (trc_count(trace, &opt, &total, NULL) != KVF_OK) return;
+    total = (uint64_t)((double)total * cfg->sample_rate);   // sampled runs serve ~R of it
+    if (!total) return;
+    rpt_progress_init(&c->progress, "run", (double)total);
+    c->show_progress = true;
+}
+
+// Writes every number and string of the summary as summary(key, value) rows.
+static kvf_status summary_to_db(rpt_db *db, json_t *o, const char *prefix, kvf_err *err) {
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v) {
+        if (!*prefix && !strcmp(k, "config")) continue;   // in run(config) as YAML
+        char key[256];
+        snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", k);
+        kvf_status st = KVF_OK;
+        if (json_is_object(v)) st = summary_to_db(db, v, key, err);
+        else if (json_is_number(v)) st = rpt_db_summary_set(db, key, json_number_value(v), err);
+        else if (json_is_string(v)) st = rpt_db_summary_set_text(db, key, json_string_value(v), err);
+        else if (json_is_boolean(v)) st = rpt_db_summary_set(db, key, json_is_true(v) ? 1 : 0, err);
+        if (st) return st;
+    }
+    return KVF_OK;
+}
+
+static kvf_status write_run_table(rpt_db *db, const sim_config *cfg, const char *trace,
+                                  trc_reader *rd, kvf_err *err) {
+    char buf[64];
+    const char *kv[][2] = {
+        {"scenario", cfg->name},
+        {"scenario_file", cfg->path},
+        {"kvfleet_version", KVF_VERSION},
+        {"model", cfg->model},
+        {"hardware", cfg->hardware},
+        {"step_model", cfg->step_model},
+        {"profile", cfg->profile},
+        {"trace", trace},
+        {"trace_format", trc_format_name(trc_reader_format(rd))},
+        {"trace_notes", trc_reader_notes(rd)},
+        {"mode", cfg->mode == SIM_COLOCATED ? "colocated" : "disaggregated"},
+        {"router_prefill", cfg->router_prefill},
+        {"router_decode", cfg->router_decode},
+        {"status", "running"},
+    };
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
+        kvf_status st = rpt_db_run_set(db, kv[i][0], kv[i][1], err);
+        if (st) return st;
+    }
+    snprintf(buf, sizeof buf, "%.17g", cfg->sample_rate);
+    kvf_status st = rpt_db_run_set(db, "sample_rate", buf, err);
+    if (st) return st;
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)cfg->seed);
+    return rpt_db_run_set(db, "seed", buf, err);
+}
+
+// run(key = 'config'): the resolved scenario as YAML (the same as summary.json's "config").
+static kvf_status write_run_config(rpt_db *db, const sim_config *cfg, kvf_err *err) {
+    char *yaml = sim_config_to_yaml(cfg);
+    if (!yaml) return kvf_fail(err, KVF_ENOMEM, "cannot write the configuration as YAML");
+    kvf_status st = rpt_db_run_set(db, "config", yaml, err);
+    free(yaml);
+    return st;
+}
+
+static kvf_status open_workload(const sim_config *cfg, trc_reader **rd, char *trace, size_t n,
+                                kvf_err *err) {
+    if (cfg->generate_profile[0]) {
+        snprintf(trace, n, "generate:%s", cfg->generate_profile);
+        return sim_open_generator(cfg, rd, err);
+    }
+    sim_config_resolve(cfg, cfg->trace, trace, n);
+    trc_options o = cfg->trace_opt;
+    o.block_tokens = cfg->block_tokens;
+    o.seed = cfg->seed;
+    return trc_reader_open(rd, trace, &o, err);
+}
+
+kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_json,
+                   kvf_err *err) {
+    sim_run_opts defaults = {0};
+    if (!o) o = &defaults;
+    *summary_json = NULL;
+    sim_cluster c;
+    trc_reader *rd = NULL;
+    char trace[SIM_PATH_MAX], path[SIM_PATH_MAX + 32];
+    // sampling: the cluster is built from a copy scaled by R; the summary states both
+    sim_run_sampling *smp = NULL;
+    sim_config *scaled = NULL;
+    kvf_status st;
+    const sim_config *given = cfg;   // the scenario as resolved, before any sampling scales it
+    if (cfg->sample_rate < 1) {
+        smp = calloc(1, sizeof *smp);
+        scaled = malloc(sizeof *scaled);
+        if (!smp || !scaled) {
+            free(smp);
+            free(scaled);
+            return kvf_fail(err, KVF_ENOMEM, "no memory for the sampled scenario");
+        }
+        st = sim_sample_plan_make(cfg, &smp->plan, err);
+        // a generated workload is drawn at R x its rate: the filter keeps all it is given
+        if (!st) st = sim_sampler_init(&smp->sampler, smp->plan.generated ? 1.0 : cfg->sample_rate, err);
+        if (st) {
+            free(smp);
+            free(scaled);
+            return st;
+        }
+        *scaled = *cfg;
+        sim_sample_apply(&smp->plan, scaled);
+        cfg = scaled;
+    }
+    st = sim_cluster_init(&c, cfg, o, err);
+    if (smp) c.sampler = &smp->sampler;
+    if (st) goto done;
+    st = open_workload(cfg, &rd, trace, sizeof trace, err);
+    if (st) goto done;
+    if (o->out_dir) {
+        st = kvf_mkdirs(o->out_dir, err);
+        if (st) goto done;
+        snprintf(path, sizeof path, "%s/results.db", o->out_dir);
+        st = rpt_db_create(&c.db, path, err);
+        if (st) goto done;
+        st = write_run_table(c.db, cfg, trace, rd, err);
+        if (!st) st = write_run_config(c.db, given, err);
+        if (st) goto done;
+    }
+    progress_start(&c, cfg, o, trace);
+    int64_t t0 = kvf_wall_ns();
+    st = sim_cluster_open_trace(&c, rd);
+    if (st == KVF_OK) st = sim_cluster_loop(&c);
+    double wall_s = (double)(kvf_wall_ns() - t0) * 1e-9;
+    if (o->interrupt && *o->interrupt) st = KVF_EINTR;
+    if (c.show_progress) rpt_progress_done(&c.progress);
+    if (st && st != KVF_EINTR) goto done;
+    if (!st && c.arrived == 0) {
+        st = kvf_fail(err, KVF_EPARSE,
+                      "%s: no requests to simulate (the trace, or its window/limit, is empty)",
+                      trace);
+        goto done;
+    }
+    kvf_status run_st = st;
+    rpt_econ_result econ;
+    memset(&econ, 0, sizeof econ);
+    json_t *s = sim_summary_build(&c, trace, rd, wall_s, smp, &econ, err);
+    if (run_st == KVF_EINTR) json_object_set_new(s, "status", json_string("interrupted"));
+    json_object_set_new(s, "config", sim_config_to_json(given));
+    if (o->out_dir) {
+        snprintf(path, sizeof path, "%s/summary.json", o->out_dir);
+        if (json_dump_file(s, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10))) {
+            json_decref(s);
+            st = kvf_fail(err, KVF_EIO, "%s: cannot write", path);
+            goto done;
+        }
+        st = summary_to_db(c.db, s, "", err);
+        if (!st && json_is_object(json_object_get(s, "economics")))
+            st = rpt_econ_write_db(c.db, &econ, err);
+        if (!st) st = rpt_db_run_set(c.db, "status", run_st == KVF_EINTR ? "interrupted" : "completed", err);
+        if (st) {
+            json_decref(s);
+            goto done;
+        }
+    }
+    *summary_json = s;
+    st = run_st;
+    if (st == KVF_EINTR) kvf_fail(err, KVF_EINTR, "interrupted; partial results kept");
+done:
+    if (c.db) {
+        if (st && st != KVF_EINTR) rpt_db_run_set(c.db, "status", "failed", NULL);
+        kvf_err e2 = {0};
+        if (rpt_db_close(c.db, &e2) && !st) st = kvf_fail(err, e2.code, "%s", e2.msg);
+        c.db = NULL;
+    }
+    trc_reader_close(rd);
+    sim_cluster_free(&c);
+    if (smp) sim_sampler_free(&smp->sampler);
+    free(smp);
+    free(scaled);
+    return st;
+}
+
