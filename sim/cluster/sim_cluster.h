@@ -260,6 +260,111 @@ typedef struct sim_cluster {
     uint32_t dgen;              // decode-sum membership generations handed out
 } sim_cluster;
 
+// ---- calls between the cluster's rooms (sim/README.md) ----------------------------------
+enum { SIM_RUN_MAX = 4096 };   // most decode steps one run event stands for (pool_decode.c)
+typedef enum sim_link_kind { SIM_LINK_DRAM = 0, SIM_LINK_SSD = 1, SIM_LINK_XFER = 3, SIM_LINK_SSDW = 4 } sim_link_kind;
+extern const char *const sim_link_what[];   // what a link kind carries, as the timeline names it
+
+static inline sim_req *sim_req_at(sim_cluster *c, uint32_t slot) { return &c->req[slot]; }
+
+static inline void sim_ev_push(sim_cluster *c, sim_time t, uint16_t kind, uint32_t dst, uint64_t a0,
+                    uint64_t *seq_out) {
+    sim_event ev = {.t = t, .dst = dst, .kind = kind, .arg = {a0, 0}};
+    uint64_t s = sim_queue_push(c->q, &ev);
+    if (seq_out) *seq_out = s;
+}
+
+static inline void sim_fail_run(sim_cluster *c, kvf_status st) {
+    if (c->status == KVF_OK) c->status = st;
+}
+
+static inline sim_pool *sim_pool_of(sim_cluster *c, const sim_inst *in) { return &c->pool[in->pool]; }
+
+static inline uint32_t sim_inst_queue_len(const sim_inst *in) {
+    return (uint32_t)(in->ready.n + in->n_loading + in->dwait.n);
+}
+
+static inline uint32_t sim_req_ctx_tokens(const sim_req *r) { return r->input + r->produced - 1; }
+
+static inline void sim_seqs_reserve(sim_cluster *c, size_t n) {
+    if (n > c->seqs_cap) kvf_grow((void **)&c->seqs, &c->seqs_cap, n, sizeof *c->seqs);
+}
+
+static inline void sim_batch_reserve(sim_inst *in, uint32_t n) {
+    if (n <= in->batch_cap) return;
+    size_t c1 = in->batch_cap, c2 = in->batch_cap;
+    kvf_grow((void **)&in->batch, &c1, n, sizeof *in->batch);
+    kvf_grow((void **)&in->chunk, &c2, n, sizeof *in->chunk);
+    in->batch_cap = (uint32_t)c1;
+}
+
+// cluster/sim_request.c
+void sim_req_set_state(sim_req *r, sim_req_state to);
+size_t sim_done_slot(sim_donemap *d, uint64_t id, bool insert);
+void sim_done_free(sim_donemap *d);
+void sim_read_trace(sim_cluster *c);
+void sim_req_write_row(sim_cluster *c, const sim_req *r, const char *status);
+void sim_req_finish(sim_cluster *c, uint32_t slot, const char *status);
+void sim_req_reject(sim_cluster *c, uint32_t slot, const char *why);
+void sim_on_arrival(sim_cluster *c, uint32_t slot);
+
+// cluster/policy/sim_order.c
+uint64_t sim_queue_key(const sim_cluster *c, const sim_pool_cfg *pc, const sim_req *r);
+
+// cluster/sim_links.c
+void sim_link_rearm(sim_cluster *c, uint32_t id);
+void sim_link_send(sim_cluster *c, uint32_t id, double bytes, uint64_t tag);
+uint32_t sim_link_new(sim_cluster *c, double Bps, sim_time lat, uint32_t inst, uint8_t kind);
+void sim_on_link(sim_cluster *c, uint32_t id);
+
+// cluster/sim_step.c
+void sim_step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, uint32_t images,
+                      const mdl_decode_sum *ds, mdl_step_cost *out);
+void sim_step_begin(sim_cluster *c, sim_inst *in, const mdl_step_cost *k, uint32_t n,
+                       uint64_t tokens);
+void sim_inst_kick(sim_cluster *c, sim_inst *in);
+void sim_inst_form_step(sim_cluster *c, sim_inst *in);
+void sim_inst_step_done(sim_cluster *c, sim_inst *in);
+
+// cluster/kv/sim_tiers.c
+void sim_tier_ssd_write(sim_cluster *c, sim_inst *in, uint64_t new_blocks);
+void sim_tier_ssd_put(sim_cluster *c, sim_inst *in, uint64_t id, int cls);
+void sim_tier_hbm_put(sim_cluster *c, sim_inst *in, uint64_t id, int cls);
+void sim_tier_persist_answer(sim_cluster *c, sim_inst *in, const sim_req *r);
+void sim_tier_write_blocks(sim_cluster *c, sim_inst *in, sim_req *r, uint32_t upto);
+
+// cluster/pools/pool_prefill.c
+void sim_prefill_count_work(sim_cluster *c, const sim_req *r, uint32_t replay);
+void sim_prefill_set_prefix(sim_cluster *c, sim_req *r, uint32_t nb, const uint32_t tiers[SIM_TIERS]);
+void sim_prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot);
+void sim_prefill_first_schedule(sim_cluster *c, sim_inst *in, sim_req *r);
+void sim_prefill_route(sim_cluster *c, uint32_t slot);
+void sim_decode_transfer(sim_cluster *c, sim_inst *pin, uint32_t slot);
+void sim_prefill_finish(sim_cluster *c, sim_inst *in, uint32_t slot);
+uint32_t sim_prefill_take_chunks(sim_cluster *c, sim_inst *in, int64_t budget, uint32_t n);
+
+// cluster/pools/pool_decode.c
+void sim_decode_running_add(sim_inst *in, sim_req *r, uint32_t slot);
+void sim_decode_running_remove(sim_cluster *c, sim_inst *in, uint32_t pos);
+void sim_dsum_free(sim_dsum *d);
+void sim_dsum_sync(sim_inst *in, sim_req *r);
+void sim_dsum_join(sim_cluster *c, sim_inst *in, uint32_t slot);
+void sim_dsum_leave(sim_cluster *c, sim_inst *in, uint32_t slot);
+mdl_decode_sum sim_dsum_batch_at(const sim_dsum *d, uint64_t k);
+mdl_decode_sum sim_dsum_batch(const sim_dsum *d);
+uint32_t sim_run_passed(const sim_inst *in, sim_time t);
+void sim_dsum_run_settle(sim_cluster *c, sim_inst *in, uint32_t upto);
+double sim_inst_kv_used(const sim_inst *in, sim_time now);
+void sim_dsum_step_done(sim_cluster *c, sim_inst *in);
+void sim_decode_admit(sim_cluster *c, sim_inst *in);
+void sim_decode_preempt(sim_cluster *c, sim_inst *in);
+bool sim_decode_emit(sim_cluster *c, sim_inst *in, uint32_t pos);
+
+// measure/sim_timeseries.c
+void sim_ts(sim_cluster *c, const char *pool, int32_t inst, const char *metric, double v);
+void sim_pool_gpu_account(sim_cluster *c);
+void sim_on_sample(sim_cluster *c, double interval_s);
+
 // Routers (sim_router.c): return an instance id of the pool.
 sim_route_fn sim_router_prefill(const char *name);
 sim_route_fn sim_router_decode(const char *name);

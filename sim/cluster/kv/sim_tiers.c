@@ -1,0 +1,100 @@
+// sim/cluster/kv/sim_tiers.c -- the KV tier cascade over the block caches (sim_kv.c): prefix
+// lookup through HBM, DRAM and the shared SSD store, inserts with evictions cascading HBM ->
+// DRAM -> SSD, write-through/write-back, and persisting finished answers.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_cluster.h"
+#include "sim_run.h"
+#include "sim_sample.h"
+#include "sim_trace.h"
+
+uint32_t sim_cluster_prefix(sim_cluster *c, sim_inst *in, const sim_req *r, uint32_t hit[SIM_TIERS],
+                            bool touch, bool local_only) {
+    for (int t = 0; t < SIM_TIERS; t++) hit[t] = 0;
+    if (!c->cfg->prefix_cache) return 0;
+    uint32_t k = 0;
+    for (; k < r->n_blocks; k++) {
+        uint64_t b = r->blocks[k];
+        // two-stage prefetch: buckets 8 blocks ahead, the slots they point to 4 ahead
+        if (k + 8 < r->n_blocks) {
+            if (in) sim_bcache_prefetch(&in->hbm, r->blocks[k + 8]);
+            if (!local_only) sim_bcache_prefetch(&c->ssd, r->blocks[k + 8]);
+        }
+        if (k + 4 < r->n_blocks && !local_only) sim_bcache_prefetch_slot(&c->ssd, r->blocks[k + 4]);
+        // with touch, a found block is refreshed in the same probe (LRU position, retention)
+        int tier;
+        if (in && (touch ? sim_bcache_hit(&in->hbm, b, c->now, r->cls) : sim_bcache_has(&in->hbm, b, c->now)))
+            tier = SIM_TIER_HBM;
+        else if (in && (touch ? sim_bcache_hit(&in->dram, b, c->now, r->cls) : sim_bcache_has(&in->dram, b, c->now)))
+            tier = SIM_TIER_DRAM;
+        else if (!local_only &&
+                 (touch ? sim_bcache_hit(&c->ssd, b, c->now, r->cls) : sim_bcache_has(&c->ssd, b, c->now)))
+            tier = SIM_TIER_SSD;
+        else break;
+        hit[tier]++;
+        // a hit is loaded into this instance's HBM: promote it there now, so the prefill only
+        // has to write the blocks it computes
+        if (touch && tier != SIM_TIER_HBM) sim_tier_hbm_put(c, in, b, r->cls);
+    }
+    return k;
+}
+
+void sim_tier_ssd_write(sim_cluster *c, sim_inst *in, uint64_t new_blocks) {
+    if (!new_blocks) return;
+    double bytes = (double)new_blocks * c->block_bytes;
+    c->m.ssd_write_bytes += bytes;
+    if (in && in->link_ssd_write != SIM_NONE) sim_link_send(c, in->link_ssd_write, bytes, 0);
+}
+
+void sim_tier_ssd_put(sim_cluster *c, sim_inst *in, uint64_t id, int cls) {
+    uint64_t before = c->ssd.inserted;
+    sim_bcache_put(&c->ssd, id, c->now, cls, NULL);
+    c->m.cls_store_writes[cls] += c->ssd.inserted - before;
+    sim_tier_ssd_write(c, in, c->ssd.inserted - before);
+}
+
+// Inserts a block into the instance's HBM prefix cache; evictions cascade HBM -> DRAM -> SSD
+// (SSD only in write-back mode: with write-through it already holds them).
+void sim_tier_hbm_put(sim_cluster *c, sim_inst *in, uint64_t id, int cls) {
+    uint64_t ev;
+    if (!sim_bcache_put(&in->hbm, id, c->now, cls, &ev)) return;
+    uint64_t ev2;
+    if (in->dram.capacity) {
+        if (sim_bcache_put(&in->dram, ev, c->now, cls, &ev2) && !c->cfg->write_through &&
+            c->ssd.capacity)
+            sim_tier_ssd_put(c, in, ev2, cls);
+    } else if (!c->cfg->write_through && c->ssd.capacity) {
+        sim_tier_ssd_put(c, in, ev, cls);
+    }
+}
+
+// A finished turn's answer is persisted with the prompt: the next turn of the session names
+// those blocks with its own ids, so they are written when that turn is looked up, stamped
+// with the time the answer finished (no later than now).
+void sim_tier_persist_answer(sim_cluster *c, sim_inst *in, const sim_req *r) {
+    if (!c->cfg->persist_decode || !c->closed_loop || r->prev_id < 0 || !c->ssd.capacity) return;
+    size_t i = sim_done_slot(&c->done, (uint64_t)r->prev_id, false);
+    if (i == SIZE_MAX || c->done.done_ns[i] < 0) return;
+    uint32_t pn = c->done.n_blocks[i];
+    if (!pn || r->n_blocks < pn || r->blocks[pn - 1] != c->done.last_block[i]) return;
+    uint32_t upto = KVF_MIN(r->n_blocks, c->done.tokens[i] / c->cfg->block_tokens);
+    for (uint32_t k = pn; k < upto; k++) sim_tier_ssd_put(c, in, r->blocks[k], r->cls);
+}
+
+// Blocks of the prompt whose KV now exists (computed or loaded) enter the instance's HBM
+// prefix cache as chunks complete, so a request scheduled behind this one can reuse them.
+void sim_tier_write_blocks(sim_cluster *c, sim_inst *in, sim_req *r, uint32_t upto) {
+    if (!c->cfg->prefix_cache) return;
+    for (uint32_t k = r->blocks_written; k < upto && k < r->n_blocks; k++) {
+        if (k + 4 < upto) {
+            sim_bcache_prefetch(&in->hbm, r->blocks[k + 4]);
+            sim_bcache_prefetch(&c->ssd, r->blocks[k + 4]);
+        }
+        sim_tier_hbm_put(c, in, r->blocks[k], r->cls);
+        if (c->cfg->write_through && c->ssd.capacity) sim_tier_ssd_put(c, in, r->blocks[k], r->cls);
+    }
+    if (upto > r->blocks_written) r->blocks_written = KVF_MIN(upto, r->n_blocks);
+}

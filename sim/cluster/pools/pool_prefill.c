@@ -1,0 +1,251 @@
+// sim/cluster/pools/pool_prefill.c -- the prefill side: routing to an instance, prefix lookup and
+// tier loads at admission, chunks taken into a step, the first token, and the hand-off to
+// decode (KV transfer) or, colocated, to the running batch.
+//
+// Invariant: every prompt token is either a hit (cached) or a miss, and at least one is
+// computed.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_cluster.h"
+#include "sim_run.h"
+#include "sim_sample.h"
+#include "sim_trace.h"
+
+void sim_prefill_count_work(sim_cluster *c, const sim_req *r, uint32_t replay) {
+    mdl_seq s[1];
+    mdl_batch b = {.phase = MDL_PREFILL, .seqs = s, .n = 1};
+    double f, by;
+    s[0] = (mdl_seq){r->compute_tokens, r->cached - replay};
+    mdl_batch_work(&c->model, &b, &f, &by);
+    c->m.prefill_flops += f;
+    double f_actual = f;
+    s[0] = (mdl_seq){r->input, 0};
+    mdl_batch_work(&c->model, &b, &f, &by);
+    c->m.prefill_flops_no_reuse += f;
+    // without bounded replay, a hit would recompute the window layers over the whole prefix
+    double wfrac = c->model.layers ? (double)c->model.window_layers / c->model.layers : 0;
+    c->m.prefill_flops_window_full += f_actual + (c->swa_replay ? wfrac * (f - f_actual) : 0);
+}
+
+// Sets r's hit prefix to nb blocks (tiers[] of them by tier) and derives the tokens to compute.
+void sim_prefill_set_prefix(sim_cluster *c, sim_req *r, uint32_t nb, const uint32_t tiers[SIM_TIERS]) {
+    uint32_t bt = c->cfg->block_tokens;
+    uint64_t hit = (uint64_t)nb * bt;
+    // at least one prompt token is computed; a paged cache attaches whole blocks only, so a
+    // fully cached prompt recomputes its last block (as the engine and vLLM do)
+    if (hit > r->input - 1) hit = (uint64_t)(r->input - 1) / bt * bt;
+    // tokens by tier follow the prefix order HBM/DRAM/SSD block by block; the cap trims the last
+    uint64_t left = hit;
+    for (int t = 0; t < SIM_TIERS; t++) {
+        uint64_t tok = KVF_MIN((uint64_t)tiers[t] * bt, left);
+        r->hit[t] = (uint32_t)tok;
+        left -= tok;
+    }
+    r->hit_blocks = nb;
+    r->cached = (uint32_t)hit;
+    uint32_t replay = c->swa_replay ? KVF_MIN(c->cfg->swa_replay_tokens, r->cached) : 0;
+    r->compute_tokens = r->input - r->cached + replay;
+}
+
+// A request reaches its prefill instance: look up its prefix in every tier and start the loads
+// of what sits in DRAM or the SSD store (they proceed while it queues).
+void sim_prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
+    sim_req *r = sim_req_at(c, slot);
+    const sim_config *cfg = c->cfg;
+    r->pinst = in->id;
+    sim_tier_persist_answer(c, in, r);
+    uint32_t tiers[SIM_TIERS];
+    uint32_t nb = sim_cluster_prefix(c, in, r, tiers, true, false);
+    sim_prefill_set_prefix(c, r, nb, tiers);
+    r->computed = 0;
+    r->blocks_written = nb;
+    // loads from DRAM (PCIe) and SSD (storage network) run in parallel on their own links
+    r->pending_loads = 0;
+    double by[SIM_TIERS] = {0, (double)tiers[SIM_TIER_DRAM] * c->block_bytes,
+                            (double)tiers[SIM_TIER_SSD] * c->block_bytes};
+    uint32_t lk[SIM_TIERS] = {SIM_NONE, in->link_dram, in->link_ssd};
+    for (int t = SIM_TIER_DRAM; t < SIM_TIERS; t++) {
+        if (by[t] <= 0) continue;
+        c->m.load_bytes[t] += by[t];
+        if (lk[t] == SIM_NONE) continue;
+        r->pending_loads++;
+        sim_link_send(c, lk[t], by[t], slot);
+    }
+    in->queued_tokens += r->compute_tokens;
+    r->work_s = sim_cluster_prefill_s(c, sim_pool_of(c, in), r->compute_tokens, r->input - r->compute_tokens);
+    in->queued_work_s += r->work_s;
+    r->enq_ns = c->now;
+    if (r->pending_loads && !cfg->overlap_load) {
+        sim_req_set_state(r, SIM_RS_LOADING);
+        in->n_loading++;
+    } else {
+        sim_req_set_state(r, SIM_RS_PREFILL);
+        sim_rheap_push(&in->ready, sim_queue_key(c, in->pcfg, r), slot);
+    }
+    sim_inst_kick(c, in);
+}
+
+// The request's first chunk is being scheduled: blocks that requests ahead of it computed
+// while it queued are in this instance's HBM now and extend its hit prefix (a server looks
+// the prefix up when it schedules, not only when the request arrives). The prompt's hit/miss
+// accounting is final from here on.
+void sim_prefill_first_schedule(sim_cluster *c, sim_inst *in, sim_req *r) {
+    if (c->cfg->prefix_cache) {
+        uint32_t k = r->hit_blocks, extra = 0;
+        while (k < r->n_blocks && sim_bcache_hit(&in->hbm, r->blocks[k], c->now, r->cls)) k++, extra++;
+        if (extra) {
+            uint32_t tiers[SIM_TIERS], before = r->compute_tokens;
+            // tier counts in blocks, from the tokens set at admission
+            uint32_t bt = c->cfg->block_tokens;
+            for (int t = 0; t < SIM_TIERS; t++) tiers[t] = (r->hit[t] + bt - 1) / bt;
+            tiers[SIM_TIER_HBM] += extra;
+            sim_prefill_set_prefix(c, r, k, tiers);
+            if (r->blocks_written < k) r->blocks_written = k;
+            in->queued_tokens -= (double)before - r->compute_tokens;
+            in->queued_work_s -= r->work_s;
+            r->work_s = sim_cluster_prefill_s(c, sim_pool_of(c, in), r->compute_tokens,
+                                              r->input - r->compute_tokens);
+            in->queued_work_s += r->work_s;
+        }
+    }
+    sim_metrics *m = &c->m;
+    m->prompt_tokens += r->input;
+    m->iv_prompt += r->input;
+    m->hit_tokens += r->cached;
+    m->iv_hit += r->cached;
+    m->miss_tokens += r->input - r->cached;
+    m->cls_prompt[r->cls] += r->input;
+    m->cls_hit[r->cls] += r->cached;
+    for (int t = 0; t < SIM_TIERS; t++) {
+        m->hit_tier[t] += r->hit[t];
+        m->iv_hit_tier[t] += r->hit[t];
+    }
+    sim_prefill_count_work(c, r, r->compute_tokens + r->cached - r->input);
+}
+
+void sim_prefill_route(sim_cluster *c, uint32_t slot) {
+    sim_pool *p = &c->pool[SIM_POOL_PREFILL];
+    sim_req *r = sim_req_at(c, slot);
+    if (p->n_active == 0) {
+        sim_req_reject(c, slot, "no_instance");
+        return;
+    }
+    uint32_t id = p->route(c, p, r);
+    if (id == SIM_NONE) {
+        sim_req_reject(c, slot, "slo");
+        return;
+    }
+    const sim_pool_cfg *ipc = c->inst[id].pcfg;
+    if (ipc->queue_limit > 0 && (int64_t)sim_inst_queue_len(&c->inst[id]) >= ipc->queue_limit) {
+        sim_req_reject(c, slot, "queue");
+        return;
+    }
+    sim_prefill_admit(c, &c->inst[id], slot);
+}
+
+void sim_decode_transfer(sim_cluster *c, sim_inst *pin, uint32_t slot) {
+    sim_req *r = sim_req_at(c, slot);
+    sim_pool *dp = &c->pool[SIM_POOL_DECODE];
+    if (dp->n_active == 0) {
+        sim_req_reject(c, slot, "no_instance");
+        return;
+    }
+    uint32_t id = dp->route(c, dp, r);
+    r->dinst = id;
+    sim_req_set_state(r, SIM_RS_TRANSFER);
+    double bytes = mdl_kv_seq_bytes(&c->model, r->input);   // window layers send their window
+    c->m.kv_transfer_bytes += bytes;
+
+    // the decode pool's admission control: a full wait queue refuses the request (its prefill
+    // is spent; a real router would hold or drop it, the simulator counts it rejected)
+    if (c->inst[id].pcfg->queue_limit > 0 && (int64_t)c->inst[id].dwait.n >= c->inst[id].pcfg->queue_limit) {
+        sim_req_reject(c, slot, "queue");
+        return;
+    }
+    if (pin->link_xfer == SIM_NONE) {
+        sim_req_set_state(r, SIM_RS_DECODE_WAIT);
+        r->enq_ns = c->now;
+        sim_rheap_push(&c->inst[id].dwait, sim_queue_key(c, c->inst[id].pcfg, r), slot);
+        sim_inst_kick(c, &c->inst[id]);
+    } else {
+        sim_link_send(c, pin->link_xfer, bytes, slot);
+    }
+}
+
+void sim_prefill_finish(sim_cluster *c, sim_inst *in, uint32_t slot) {
+    sim_req *r = sim_req_at(c, slot);
+    r->first_ns = r->last_ns = c->now;
+    r->produced = 1;
+    c->m.output_tokens++;
+    c->m.iv_out++;
+    c->m.iv_in += r->input;
+    sim_tier_write_blocks(c, in, r, r->n_blocks);
+    if (r->produced >= r->output) {
+        if (c->colocated) {   // release the KV claimed when its prefill started
+            in->n_prefilling--;
+            in->kv_used -= r->input;
+        }
+        sim_req_finish(c, slot, "completed");
+        return;
+    }
+    if (c->colocated) {
+        // KV is already here (claimed when its prefill started): join the running batch
+        in->n_prefilling--;
+        sim_req_set_state(r, SIM_RS_DECODE);
+        r->dinst = in->id;
+        sim_decode_running_add(in, r, slot);
+        if (in->dsum_on) sim_dsum_join(c, in, slot);
+        return;
+    }
+    sim_decode_transfer(c, in, slot);
+}
+
+// Fills the batch with prefill chunks from the ready queue within budget tokens. Colocated
+// instances claim KV for a request when its first chunk is scheduled.
+uint32_t sim_prefill_take_chunks(sim_cluster *c, sim_inst *in, int64_t budget, uint32_t n) {
+    const sim_pool_cfg *pc = in->pcfg;
+    int64_t lim = pc->chunk_tokens > 0 ? pc->chunk_tokens : budget;
+    uint32_t maxb = pc->max_batch_requests > 0 ? (uint32_t)pc->max_batch_requests : UINT32_MAX;
+    while (budget > 0 && in->ready.n) {
+        if (!c->colocated && n >= maxb) break;   // requests per prefill step
+        uint32_t slot = in->ready.slot[0];
+        sim_req *r = sim_req_at(c, slot);
+        if (c->colocated && r->computed == 0) {
+            double need = (double)r->input + 1;
+            if (need > in->kv_cap) {
+                uint32_t s2;
+                sim_rheap_pop(&in->ready, &s2);
+                in->queued_tokens -= r->compute_tokens;
+                in->queued_work_s -= r->work_s;
+                sim_req_reject(c, slot, "kv_capacity");
+                continue;
+            }
+            if (in->kv_used + need > in->kv_cap || in->n_running + in->n_prefilling >= maxb) break;
+            in->kv_used += r->input;
+            in->n_prefilling++;
+        }
+        uint32_t s2;
+        sim_rheap_pop(&in->ready, &s2);
+        if (r->computed == 0 && !r->scheduled) {
+            r->scheduled = true;
+            sim_prefill_first_schedule(c, in, r);
+        }
+        uint32_t rem = r->compute_tokens - r->computed;
+        uint32_t ch = (uint32_t)KVF_MIN((int64_t)rem, KVF_MIN(budget, lim));
+        if (r->computed == 0) r->queue_ns += c->now - r->enq_ns;
+        sim_batch_reserve(in, n + 1);
+        sim_seqs_reserve(c, n + 1);
+        in->batch[n] = slot;
+        in->chunk[n] = ch;
+        c->seqs[n] = (mdl_seq){ch, r->input - r->compute_tokens + r->computed};
+        r->in_batch = true;
+        if (c->cfg->step_sequential)   // later chunks of this step see this chunk's blocks
+            sim_tier_write_blocks(c, in, r, (r->input - r->compute_tokens + r->computed + ch) / c->cfg->block_tokens);
+        budget -= ch;
+        n++;
+    }
+    return n;
+}

@@ -1,0 +1,239 @@
+// sim/cluster/sim_step.c -- batch steps: costing a step on the pool's step model, starting it,
+// and the instance's two entry points: sim_inst_kick (something changed: start a step if the
+// instance can) and sim_inst_step_done. What a step holds is the pool's (sim_pool.h).
+//
+// Invariant: one STEP_DONE event per batch step (or per run of identical decode steps);
+// tokens advance by arithmetic, never one event per token.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_cluster.h"
+#include "sim_run.h"
+#include "sim_sample.h"
+#include "sim_trace.h"
+
+void sim_step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, uint32_t images,
+                      const mdl_decode_sum *ds, mdl_step_cost *out) {
+    if (c->cfg->ep_skew_sd > 0 && c->model.experts) {
+        // the hottest GPU's load varies step to step; the step waits for it
+        double sk = c->ep_skew_base + c->cfg->ep_skew_sd * kvf_rng_normal(&c->rng);
+        p->stepper->par.ep_skew = sk > 1 ? sk : 1;
+    }
+    mdl_batch b = {.phase = phase, .seqs = c->seqs, .n = n, .images = images,
+                   .dsum = ds && ds->n ? ds : NULL};
+    mdl_stepper_cost(p->stepper, &b, out);
+    if (out->ns > (int64_t)MDL_MAX_STEP_NS && c->status == KVF_OK) {
+        kvf_fail(c->err, KVF_EINVAL,
+                 "one batch step would take over an hour of simulated time: the model is far "
+                 "too large for the hardware and efficiency factors (keys model, hardware, "
+                 "efficiency.*)");
+        sim_fail_run(c, KVF_EINVAL);
+    }
+    if (out->ns < 1) out->ns = 1;
+    c->m.steps++;
+    if (out->extrapolated) c->m.extrapolated_steps++;
+    if (out->table_fallback) c->m.table_fallbacks++;
+}
+
+double sim_cluster_prefill_s(sim_cluster *c, sim_pool *p, uint32_t tokens, uint32_t cached) {
+    mdl_seq s = {.new_tokens = tokens ? tokens : 1, .cached_tokens = cached};
+    mdl_batch b = {.phase = MDL_PREFILL, .seqs = &s, .n = 1};
+    mdl_step_cost k;
+    // direct vtable call: router estimates are not steps and are not counted
+    p->stepper->vt->cost(p->stepper, &b, &k);
+    return (double)k.ns * 1e-9;
+}
+
+// n sequences computing tokens new tokens in all (timeline only).
+void sim_step_begin(sim_cluster *c, sim_inst *in, const mdl_step_cost *k, uint32_t n,
+                       uint64_t tokens) {
+    if (c->timeline) {
+        static const char *names[] = {"prefill", "decode", "mixed", "vision"};
+        int ph = in->pool == SIM_POOL_VISION ? 3 : in->n_running && in->n_batch ? 2 : in->n_running ? 1 : 0;
+        sim_trace_step(c->timeline, c->now, k->ns, in->pool, in->idx, names[ph], n, tokens, k->flops, k->bytes);
+    }
+    in->busy = true;
+    in->step_start = c->now;
+    in->step_end = c->now + k->ns;
+    in->steps++;
+    sim_ev_push(c, in->step_end, SIM_EV_STEP_DONE, in->id, 0, &in->step_seq);
+}
+
+// Starts a step if the instance can; every change of an instance's load ends here (admission,
+// step ends, arrivals in its queues), so its router index is brought up to date here.
+void sim_inst_kick(sim_cluster *c, sim_inst *in) {
+    if (in->busy && in->run_m > 1 && (in->dwait.n || in->ready.n)) {
+        // a request for this instance: the run ends at the first step end not before now
+        uint32_t j = sim_run_passed(in, c->now);
+        if (j + 1 < in->run_m) {
+            // the steps cut off were costed but never run
+            for (uint32_t i = j + 1; i < in->run_m; i++) {
+                c->m.steps--;
+                if (in->run_ext[i] & 1) c->m.extrapolated_steps--;
+                if (in->run_ext[i] & 2) c->m.table_fallbacks--;
+            }
+            in->run_m = j + 1;
+            sim_queue_cancel(c->q, in->step_seq);
+            in->step_end = in->run_end[j];
+            sim_ev_push(c, in->step_end, SIM_EV_STEP_DONE, in->id, 0, &in->step_seq);
+        }
+    }
+    sim_inst_form_step(c, in);
+    sim_router_touch(c, in);
+}
+
+void sim_inst_form_step(sim_cluster *c, sim_inst *in) {
+    if (in->busy || c->status != KVF_OK) return;
+    sim_pool *p = sim_pool_of(c, in);
+    mdl_step_cost k;
+    if (in->pool == SIM_POOL_VISION) {
+        uint32_t n = 0, images = 0;
+        uint32_t slot;
+        uint32_t maxb = (uint32_t)in->pcfg->max_batch_requests;
+        while (in->ready.n && n < maxb) {
+            sim_rheap_pop(&in->ready, &slot);
+            sim_req *r = sim_req_at(c, slot);
+            r->queue_ns += c->now - r->enq_ns;
+            sim_batch_reserve(in, n + 1);
+            in->batch[n++] = slot;
+            images += r->images;
+        }
+        if (!n) return;
+        in->n_batch = n;
+        sim_step_cost(c, p, MDL_VISION, 0, images, NULL, &k);
+        sim_step_begin(c, in, &k, n, images);
+        return;
+    }
+    uint32_t n = 0;        // sequences listed in c->seqs
+    uint32_t ndec = 0;     // decoding sequences, listed or summed
+    mdl_phase phase = MDL_PREFILL;
+    mdl_decode_sum ds = {0};
+    uint64_t tokens = 0;
+    if (in->pool == SIM_POOL_DECODE || c->colocated) {
+        sim_decode_admit(c, in);
+        if (in->dsum_on) {
+            // members as sums; requests rebuilding their KV listed
+            sim_seqs_reserve(c, in->ds.n_recomp);
+            for (uint32_t i = 0; i < in->ds.n_recomp; i++) {
+                c->seqs[i] = (mdl_seq){sim_req_at(c, in->ds.recomp[i])->recompute, 0};
+                tokens += c->seqs[i].new_tokens;
+            }
+            n = in->ds.n_recomp;
+            ds = sim_dsum_batch(&in->ds);
+            tokens += ds.n;
+        } else {
+            sim_seqs_reserve(c, in->n_running);
+            for (uint32_t i = 0; i < in->n_running; i++) {
+                sim_req *r = sim_req_at(c, in->running[i]);
+                c->seqs[i] = r->recompute ? (mdl_seq){r->recompute, 0}
+                                          : (mdl_seq){1 + c->cfg->draft_tokens, sim_req_ctx_tokens(r)};
+                tokens += c->seqs[i].new_tokens;
+            }
+            n = in->n_running;
+        }
+        ndec = in->n_running;
+        phase = MDL_DECODE;
+    }
+    in->n_batch = 0;
+    if (in->pool == SIM_POOL_PREFILL) {
+        int64_t budget = in->pcfg->max_batch_tokens - (int64_t)ndec * (1 + c->cfg->draft_tokens);
+        uint32_t n2 = sim_prefill_take_chunks(c, in, budget > 0 ? budget : 0, n);
+        in->n_batch = n2 - n;
+        // batch[] holds prefill chunks at [n, n2): shift them to the front
+        if (n && in->n_batch) {
+            memmove(in->batch, in->batch + n, in->n_batch * sizeof *in->batch);
+            memmove(in->chunk, in->chunk + n, in->n_batch * sizeof *in->chunk);
+        }
+        for (uint32_t i = 0; i < in->n_batch; i++) tokens += in->chunk[i];
+        if (ndec && in->n_batch) phase = MDL_MIXED;
+        else if (in->n_batch) phase = MDL_PREFILL;
+        n = n2;
+    }
+    if (!ndec && !in->n_batch) return;
+    sim_step_cost(c, p, phase, n, 0, &ds, &k);
+    if (in->n_structured) k.ns += (sim_time)(in->n_structured * c->cfg->structured_mask_ns);
+    in->run_m = 0;
+    in->run_attr = 0;
+    if (in->runs_on && phase == MDL_DECODE && !n && ds.n && !in->dwait.n && !in->ready.n) {
+        sim_dsum *d = &in->ds;
+        uint64_t m = SIM_RUN_MAX;
+        if (d->fin.n) m = KVF_MIN(m, d->fin.e[0].key - d->k);
+        for (int j = 0; j < MDL_CAPS; j++)
+            if (d->caps[j] && d->below[j].n) m = KVF_MIN(m, d->below[j].e[0].key - d->k);
+        double room = in->kv_cap - in->kv_used;   // the step after which KV overflows is the last
+        m = room < 0 ? 1 : KVF_MIN(m, (uint64_t)floor(room / ds.n) + 1);
+        if (m > 1) {
+            if (m > in->run_cap) {
+                size_t cap = in->run_cap, cap2 = in->run_cap;
+                kvf_grow((void **)&in->run_end, &cap, m, sizeof *in->run_end);
+                kvf_grow((void **)&in->run_ext, &cap2, m, sizeof *in->run_ext);
+                in->run_cap = (uint32_t)cap;
+            }
+            in->run_end[0] = c->now + k.ns;
+            in->run_ext[0] = (uint8_t)(k.extrapolated | k.table_fallback << 1);
+            for (uint32_t j = 1; j < m; j++) {
+                mdl_decode_sum dj = sim_dsum_batch_at(d, d->k + j);
+                mdl_step_cost kj;
+                sim_step_cost(c, p, MDL_DECODE, 0, 0, &dj, &kj);
+                if (in->n_structured) kj.ns += (sim_time)(in->n_structured * c->cfg->structured_mask_ns);
+                in->run_end[j] = in->run_end[j - 1] + kj.ns;
+                in->run_ext[j] = (uint8_t)(kj.extrapolated | kj.table_fallback << 1);
+            }
+            in->run_m = (uint32_t)m;
+            k.ns = in->run_end[m - 1] - c->now;
+        }
+    }
+    sim_step_begin(c, in, &k, ndec + in->n_batch, tokens);
+}
+
+void sim_inst_step_done(sim_cluster *c, sim_inst *in) {
+    // an overlapped load that is still running holds the step (its layers wait for the KV)
+    for (uint32_t i = 0; i < in->n_batch; i++)
+        if (sim_req_at(c, in->batch[i])->pending_loads) {
+            in->waiting_loads = true;
+            return;
+        }
+    in->waiting_loads = false;
+    in->busy = false;
+    in->busy_ns += (double)(c->now - in->step_start);
+    if (in->pool == SIM_POOL_VISION) {
+        for (uint32_t i = 0; i < in->n_batch; i++) sim_prefill_route(c, in->batch[i]);
+        in->n_batch = 0;
+        sim_inst_kick(c, in);
+        return;
+    }
+    // decode tokens first (requests that were running when the step began)
+    if (in->pool == SIM_POOL_DECODE || c->colocated) {
+        c->m.decode_steps++;
+        if (in->dsum_on) {
+            if (in->run_m > 1) {
+                sim_dsum_run_settle(c, in, in->run_m - 1);
+                in->run_m = 0;
+            }
+            sim_dsum_step_done(c, in);
+        } else {
+            for (uint32_t i = 0; i < in->n_running;)
+                if (!sim_decode_emit(c, in, i)) i++;
+        }
+    }
+    for (uint32_t i = 0; i < in->n_batch; i++) {
+        uint32_t slot = in->batch[i];
+        sim_req *r = sim_req_at(c, slot);
+        r->in_batch = false;
+        r->computed += in->chunk[i];
+        in->queued_tokens -= in->chunk[i];
+        // the request's estimated work drains in proportion to its computed tokens
+        double done_s = r->compute_tokens ? r->work_s * in->chunk[i] / r->compute_tokens : 0;
+        in->queued_work_s -= done_s;
+        if (in->queued_work_s < 0) in->queued_work_s = 0;
+        // prompt tokens whose KV exists: the hit prefix (minus replayed tokens) + computed
+        sim_tier_write_blocks(c, in, r, (r->input - r->compute_tokens + r->computed) / c->cfg->block_tokens);
+        if (r->computed >= r->compute_tokens) sim_prefill_finish(c, in, slot);
+        else sim_rheap_push(&in->ready, sim_queue_key(c, in->pcfg, r), slot);
+    }
+    in->n_batch = 0;
+    if (in->pool == SIM_POOL_DECODE || c->colocated) sim_decode_preempt(c, in);
+    sim_inst_kick(c, in);
+}
