@@ -113,6 +113,10 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
             sim_inst *in = &c->inst[id];
             in->id = id;
             in->pool = (sim_pool_kind)k;
+            in->ops = k == SIM_POOL_VISION    ? &sim_pool_vision_ops
+                      : k == SIM_POOL_DECODE  ? &sim_pool_decode_ops
+                      : c->colocated          ? &sim_pool_colocated_ops
+                                              : &sim_pool_prefill_ops;
             in->idx = i;
             in->active = true;
             // colocated: the instances counted under cluster.decode keep its queue policy and KV
@@ -175,10 +179,62 @@ kvf_status sim_cluster_open_trace(sim_cluster *c, trc_reader *rd) {
     return c->status;
 }
 
+// ---- the events and their handlers -------------------------------------------------------
+// One handler per event kind, in a table (no switch in the loop): a new kind is an enum entry
+// in sim_cluster.h and a line here.
+static void ev_arrival_read(sim_cluster *c, const sim_event *ev) {
+    sim_on_arrival(c, (uint32_t)ev->arg[0]);
+    sim_read_trace(c);
+}
+
+static void ev_arrival(sim_cluster *c, const sim_event *ev) { sim_on_arrival(c, (uint32_t)ev->arg[0]); }
+
+static void ev_step_done(sim_cluster *c, const sim_event *ev) {
+    sim_inst_step_done(c, &c->inst[ev->dst]);
+}
+
+static void ev_link(sim_cluster *c, const sim_event *ev) { sim_on_link(c, (uint32_t)ev->arg[0]); }
+
+// A swapped-out request is back in HBM: it waits for admission again (its queue time runs
+// from the preemption).
+static void ev_swapin(sim_cluster *c, const sim_event *ev) {
+    sim_req *r = sim_req_at(c, (uint32_t)ev->arg[0]);
+    sim_inst *in = &c->inst[r->dinst];
+    sim_req_set_state(r, SIM_RS_DECODE_WAIT);
+    sim_rheap_push(&in->dwait, sim_queue_key(c, in->pcfg, r), (uint32_t)ev->arg[0]);
+    sim_inst_kick(c, in);
+}
+
+static void ev_sample(sim_cluster *c, const sim_event *ev) {
+    (void)ev;
+    double interval = c->sample_interval_s;
+    sim_on_sample(c, interval);
+    // Work bounded by events, not simulated time: across an idle gap (no request between
+    // arrival and end, e.g. before an outlier timestamp) the samples would all read zero, so
+    // the next one goes to the last interval boundary before the next event.
+    sim_time step = (sim_time)(interval * 1e9), next = c->now + step, t_ev;
+    if (c->arrived == c->completed + c->rejected && sim_queue_peek_time(c->q, &t_ev) && t_ev > next)
+        next += (t_ev - next) / step * step;
+    sim_ev_push(c, next, SIM_EV_SAMPLE, 0, 0, NULL);
+}
+
+static void ev_schedule(sim_cluster *c, const sim_event *ev) {
+    on_schedule(c, (uint32_t)ev->arg[0]);
+    sim_ev_push(c, c->now + 86400 * KVF_NS_PER_S, SIM_EV_SCHEDULE, 0, ev->arg[0], NULL);
+}
+
+typedef void (*sim_ev_fn)(sim_cluster *c, const sim_event *ev);
+static const sim_ev_fn handlers[SIM_EV_KINDS] = {
+    [SIM_EV_ARRIVAL_READ] = ev_arrival_read, [SIM_EV_ARRIVAL] = ev_arrival,
+    [SIM_EV_STEP_DONE] = ev_step_done,       [SIM_EV_LINK] = ev_link,
+    [SIM_EV_SAMPLE] = ev_sample,             [SIM_EV_SCHEDULE] = ev_schedule,
+    [SIM_EV_SWAPIN] = ev_swapin,
+};
+
 kvf_status sim_cluster_loop(sim_cluster *c) {
     const sim_config *cfg = c->cfg;
-    double interval = cfg->sample_interval_s > 0 ? cfg->sample_interval_s : 10;
-    sim_ev_push(c, (sim_time)(interval * 1e9), SIM_EV_SAMPLE, 0, 0, NULL);
+    c->sample_interval_s = cfg->sample_interval_s > 0 ? cfg->sample_interval_s : 10;
+    sim_ev_push(c, (sim_time)(c->sample_interval_s * 1e9), SIM_EV_SAMPLE, 0, 0, NULL);
     for (int32_t e = 0; e < cfg->n_schedule; e++) {
         // time-of-day entries repeat daily from the trace start at 00:00 UTC
         sim_ev_push(c, (sim_time)(cfg->schedule[e].from_h * 3600e9), SIM_EV_SCHEDULE, 0, (uint64_t)e, NULL);
@@ -191,40 +247,8 @@ kvf_status sim_cluster_loop(sim_cluster *c) {
         if ((ev.kind == SIM_EV_SAMPLE || ev.kind == SIM_EV_SCHEDULE) && c->reader_done && !c->in_flight)
             break;
         c->now = ev.t;
-        switch (ev.kind) {
-        case SIM_EV_ARRIVAL:
-            sim_on_arrival(c, (uint32_t)ev.arg[0]);
-            if (ev.dst == 1) sim_read_trace(c);
-            break;
-        case SIM_EV_STEP_DONE: sim_inst_step_done(c, &c->inst[ev.dst]); break;
-        case SIM_EV_LINK: sim_on_link(c, (uint32_t)ev.arg[0]); break;
-        case SIM_EV_SWAPIN: {
-            sim_req *r = sim_req_at(c, (uint32_t)ev.arg[0]);
-            sim_inst *in = &c->inst[r->dinst];
-            sim_req_set_state(r, SIM_RS_DECODE_WAIT);
-            sim_rheap_push(&in->dwait, sim_queue_key(c, in->pcfg, r), (uint32_t)ev.arg[0]);
-            sim_inst_kick(c, in);
-            break;
-        }
-        case SIM_EV_SAMPLE: {
-            sim_on_sample(c, interval);
-            // Work bounded by events, not simulated time: across an idle gap (no request
-            // between arrival and end, e.g. before an outlier timestamp) the samples would all
-            // read zero, so the next one goes to the last interval boundary before the next
-            // event.
-            sim_time step = (sim_time)(interval * 1e9), next = c->now + step, t_ev;
-            if (c->arrived == c->completed + c->rejected && sim_queue_peek_time(c->q, &t_ev) &&
-                t_ev > next)
-                next += (t_ev - next) / step * step;
-            sim_ev_push(c, next, SIM_EV_SAMPLE, 0, 0, NULL);
-            break;
-        }
-        case SIM_EV_SCHEDULE:
-            on_schedule(c, (uint32_t)ev.arg[0]);
-            sim_ev_push(c, c->now + 86400 * KVF_NS_PER_S, SIM_EV_SCHEDULE, 0, ev.arg[0], NULL);
-            break;
-        default: KVF_ASSERT(!"unknown event kind");
-        }
+        KVF_ASSERT(ev.kind > 0 && ev.kind < SIM_EV_KINDS && handlers[ev.kind]);
+        handlers[ev.kind](c, &ev);
         if ((++n & 0xffff) == 0) {
             if (c->opts && c->opts->interrupt && *c->opts->interrupt) {
                 sim_pool_gpu_account(c);   // GPU-hours up to the interruption

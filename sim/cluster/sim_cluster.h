@@ -19,19 +19,22 @@
 #include "sim_kv.h"
 #include "sim_link.h"
 #include "sim_metrics.h"
+#include "sim_pool.h"
 #include "sim_queue.h"
 #include "trc.h"
 
 #define SIM_NONE UINT32_MAX
 
 enum {
-    SIM_EV_READ = 1,        // pull the next request(s) from the trace
-    SIM_EV_ARRIVAL,         // arg0 = slot: request reaches the frontend
+    SIM_EV_ARRIVAL_READ = 1, // arg0 = slot: an open-loop request reaches the frontend, and the
+                            // trace is read on to the next one
+    SIM_EV_ARRIVAL,         // arg0 = slot: request reaches the frontend (closed-loop turns)
     SIM_EV_STEP_DONE,       // dst = instance: batch step ends
     SIM_EV_LINK,            // arg0 = link id: earliest transfer on that link completes
     SIM_EV_SAMPLE,          // time-series sample
     SIM_EV_SCHEDULE,        // arg0 = schedule entry: instance counts change
     SIM_EV_SWAPIN,          // arg0 = slot: swapped-out request is back in HBM
+    SIM_EV_KINDS
 };
 
 typedef enum sim_pool_kind { SIM_POOL_VISION = 0, SIM_POOL_PREFILL, SIM_POOL_DECODE, SIM_POOLS } sim_pool_kind;
@@ -134,6 +137,8 @@ typedef struct sim_dsum {
 typedef struct sim_inst {
     uint32_t id;                // index in cluster.inst
     sim_pool_kind pool;
+    const sim_pool_ops *ops;    // what its steps do (sim_pool.h): vision, prefill, decode or
+                                // colocated
     uint32_t idx;               // index within its pool
     const sim_pool_cfg *pcfg;   // its queue policy: the pool's (colocated: an instance counted
                                 // under cluster.decode keeps cluster.decode's)
@@ -258,6 +263,7 @@ typedef struct sim_cluster {
     rpt_progress progress;      // bar on stderr (terminals only)
     bool show_progress;
     uint32_t dgen;              // decode-sum membership generations handed out
+    double sample_interval_s;   // time-series sampling interval (sim.sample_interval_s or 10)
 } sim_cluster;
 
 // ---- calls between the cluster's rooms (sim/README.md) ----------------------------------
@@ -324,6 +330,8 @@ void sim_step_begin(sim_cluster *c, sim_inst *in, const mdl_step_cost *k, uint32
                        uint64_t tokens);
 void sim_inst_kick(sim_cluster *c, sim_inst *in);
 void sim_inst_form_step(sim_cluster *c, sim_inst *in);
+void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill);
+void sim_step_settle_batch(sim_cluster *c, sim_inst *in, bool decode);
 void sim_inst_step_done(sim_cluster *c, sim_inst *in);
 
 // cluster/kv/sim_tiers.c

@@ -67,10 +67,7 @@ void sim_on_link(sim_cluster *c, uint32_t id) {
         if (c->timeline) sim_trace_flow_end(c->timeline, c->now, in->pool, in->idx, sim_link_what[lr->kind], (uint64_t)id << 32 | tag);
         if (lr->kind == SIM_LINK_XFER) {
             sim_inst *d = &c->inst[r->dinst];
-            sim_req_set_state(r, SIM_RS_DECODE_WAIT);
-            r->enq_ns = c->now;
-            sim_rheap_push(&d->dwait, sim_queue_key(c, d->pcfg, r), slot);
-            sim_inst_kick(c, d);
+            d->ops->enqueue(c, d, slot);
             continue;
         }
         KVF_ASSERT(r->pending_loads > 0);

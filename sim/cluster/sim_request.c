@@ -238,7 +238,7 @@ void sim_read_trace(sim_cluster *c) {
         }
         sim_req_set_state(r, SIM_RS_PENDING);
         sim_time at = r->recorded_ns > c->now ? r->recorded_ns : c->now;
-        sim_ev_push(c, at, SIM_EV_ARRIVAL, 1, slot, NULL);   // dst 1: triggers the next read
+        sim_ev_push(c, at, SIM_EV_ARRIVAL_READ, 0, slot, NULL);
         c->read_pending = true;
         return;
     }
@@ -349,11 +349,7 @@ void sim_on_arrival(sim_cluster *c, uint32_t slot) {
             sim_req_reject(c, slot, "queue");
             return;
         }
-        r->vinst = best->id;
-        sim_req_set_state(r, SIM_RS_VISION);
-        r->enq_ns = c->now;
-        sim_rheap_push(&best->ready, sim_queue_key(c, best->pcfg, r), slot);
-        sim_inst_kick(c, best);
+        best->ops->enqueue(c, best, slot);
         return;
     }
     sim_prefill_route(c, slot);

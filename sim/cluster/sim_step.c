@@ -86,32 +86,21 @@ void sim_inst_kick(sim_cluster *c, sim_inst *in) {
 
 void sim_inst_form_step(sim_cluster *c, sim_inst *in) {
     if (in->busy || c->status != KVF_OK) return;
+    in->ops->form_step(c, in);
+}
+
+// Forms a step of decode tokens (decode: every running sequence, after admission) and/or
+// prefill chunks (prefill: within the token budget the decode tokens leave), costs it, and
+// starts it; a decode-only step on an instance keeping sums may become a run of steps.
+void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill) {
     sim_pool *p = sim_pool_of(c, in);
     mdl_step_cost k;
-    if (in->pool == SIM_POOL_VISION) {
-        uint32_t n = 0, images = 0;
-        uint32_t slot;
-        uint32_t maxb = (uint32_t)in->pcfg->max_batch_requests;
-        while (in->ready.n && n < maxb) {
-            sim_rheap_pop(&in->ready, &slot);
-            sim_req *r = sim_req_at(c, slot);
-            r->queue_ns += c->now - r->enq_ns;
-            sim_batch_reserve(in, n + 1);
-            in->batch[n++] = slot;
-            images += r->images;
-        }
-        if (!n) return;
-        in->n_batch = n;
-        sim_step_cost(c, p, MDL_VISION, 0, images, NULL, &k);
-        sim_step_begin(c, in, &k, n, images);
-        return;
-    }
     uint32_t n = 0;        // sequences listed in c->seqs
     uint32_t ndec = 0;     // decoding sequences, listed or summed
     mdl_phase phase = MDL_PREFILL;
     mdl_decode_sum ds = {0};
     uint64_t tokens = 0;
-    if (in->pool == SIM_POOL_DECODE || c->colocated) {
+    if (decode) {
         sim_decode_admit(c, in);
         if (in->dsum_on) {
             // members as sums; requests rebuilding their KV listed
@@ -137,7 +126,7 @@ void sim_inst_form_step(sim_cluster *c, sim_inst *in) {
         phase = MDL_DECODE;
     }
     in->n_batch = 0;
-    if (in->pool == SIM_POOL_PREFILL) {
+    if (prefill) {
         int64_t budget = in->pcfg->max_batch_tokens - (int64_t)ndec * (1 + c->cfg->draft_tokens);
         uint32_t n2 = sim_prefill_take_chunks(c, in, budget > 0 ? budget : 0, n);
         in->n_batch = n2 - n;
@@ -198,14 +187,15 @@ void sim_inst_step_done(sim_cluster *c, sim_inst *in) {
     in->waiting_loads = false;
     in->busy = false;
     in->busy_ns += (double)(c->now - in->step_start);
-    if (in->pool == SIM_POOL_VISION) {
-        for (uint32_t i = 0; i < in->n_batch; i++) sim_prefill_route(c, in->batch[i]);
-        in->n_batch = 0;
-        sim_inst_kick(c, in);
-        return;
-    }
-    // decode tokens first (requests that were running when the step began)
-    if (in->pool == SIM_POOL_DECODE || c->colocated) {
+    in->ops->step_done(c, in);
+    sim_inst_kick(c, in);
+}
+
+// The end of a step formed by sim_step_form_batch: decode tokens first (requests that were
+// running when the step began), then the prefill chunks; with decode, preemption until the
+// KV held fits.
+void sim_step_settle_batch(sim_cluster *c, sim_inst *in, bool decode) {
+    if (decode) {
         c->m.decode_steps++;
         if (in->dsum_on) {
             if (in->run_m > 1) {
@@ -234,6 +224,5 @@ void sim_inst_step_done(sim_cluster *c, sim_inst *in) {
         else sim_rheap_push(&in->ready, sim_queue_key(c, in->pcfg, r), slot);
     }
     in->n_batch = 0;
-    if (in->pool == SIM_POOL_DECODE || c->colocated) sim_decode_preempt(c, in);
-    sim_inst_kick(c, in);
+    if (decode) sim_decode_preempt(c, in);
 }

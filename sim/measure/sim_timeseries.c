@@ -52,7 +52,7 @@ void sim_on_sample(sim_cluster *c, double interval_s) {
             q += sim_inst_queue_len(in);
             if (c->timeline) sim_trace_counter(c->timeline, c->now, in->pool, in->idx, "queue", sim_inst_queue_len(in));
             run += in->n_running + in->n_batch;
-            kvu += sim_inst_kv_used(in, c->now);
+            kvu += in->ops->kv_used(in, c->now);
             if (in->busy && in->run_m > 1) {   // tokens of the run's steps that have passed
                 uint32_t passed = sim_run_passed(in, c->now);
                 m->iv_out += (uint64_t)in->ds.n * (passed - in->run_attr);

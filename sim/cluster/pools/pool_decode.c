@@ -377,3 +377,24 @@ bool sim_decode_emit(sim_cluster *c, sim_inst *in, uint32_t pos) {
     sim_req_finish(c, slot, "completed");
     return true;
 }
+
+// ---- the pool's table (sim_pool.h) ---------------------------------------------------------
+// A request whose KV reached the instance (transferred, or no link) waits for admission.
+static void decode_enqueue(sim_cluster *c, sim_inst *in, uint32_t slot) {
+    sim_req *r = sim_req_at(c, slot);
+    sim_req_set_state(r, SIM_RS_DECODE_WAIT);
+    r->enq_ns = c->now;
+    sim_rheap_push(&in->dwait, sim_queue_key(c, in->pcfg, r), slot);
+    sim_inst_kick(c, in);
+}
+
+static void decode_form_step(sim_cluster *c, sim_inst *in) {
+    sim_step_form_batch(c, in, true, false);
+}
+
+static void decode_step_done(sim_cluster *c, sim_inst *in) {
+    sim_step_settle_batch(c, in, true);
+}
+
+const sim_pool_ops sim_pool_decode_ops = {"decode", decode_enqueue, decode_form_step,
+                                          decode_step_done, sim_inst_kv_used};

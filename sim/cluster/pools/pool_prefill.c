@@ -143,7 +143,7 @@ void sim_prefill_route(sim_cluster *c, uint32_t slot) {
         sim_req_reject(c, slot, "queue");
         return;
     }
-    sim_prefill_admit(c, &c->inst[id], slot);
+    c->inst[id].ops->enqueue(c, &c->inst[id], slot);
 }
 
 void sim_decode_transfer(sim_cluster *c, sim_inst *pin, uint32_t slot) {
@@ -166,10 +166,7 @@ void sim_decode_transfer(sim_cluster *c, sim_inst *pin, uint32_t slot) {
         return;
     }
     if (pin->link_xfer == SIM_NONE) {
-        sim_req_set_state(r, SIM_RS_DECODE_WAIT);
-        r->enq_ns = c->now;
-        sim_rheap_push(&c->inst[id].dwait, sim_queue_key(c, c->inst[id].pcfg, r), slot);
-        sim_inst_kick(c, &c->inst[id]);
+        c->inst[id].ops->enqueue(c, &c->inst[id], slot);
     } else {
         sim_link_send(c, pin->link_xfer, bytes, slot);
     }
@@ -249,3 +246,15 @@ uint32_t sim_prefill_take_chunks(sim_cluster *c, sim_inst *in, int64_t budget, u
     }
     return n;
 }
+
+// ---- the pool's table (sim_pool.h) ---------------------------------------------------------
+static void prefill_form_step(sim_cluster *c, sim_inst *in) {
+    sim_step_form_batch(c, in, false, true);
+}
+
+static void prefill_step_done(sim_cluster *c, sim_inst *in) {
+    sim_step_settle_batch(c, in, false);
+}
+
+const sim_pool_ops sim_pool_prefill_ops = {"prefill", sim_prefill_admit, prefill_form_step,
+                                           prefill_step_done, sim_inst_kv_used};
