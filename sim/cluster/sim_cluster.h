@@ -40,6 +40,17 @@ enum {
 typedef enum sim_pool_kind { SIM_POOL_VISION = 0, SIM_POOL_PREFILL, SIM_POOL_DECODE, SIM_POOLS } sim_pool_kind;
 typedef enum sim_tier { SIM_TIER_HBM = 0, SIM_TIER_DRAM, SIM_TIER_SSD, SIM_TIERS } sim_tier;
 
+// How a request leaves the run; names as the request table's status column holds them.
+typedef enum sim_outcome {
+    SIM_OUT_COMPLETED = 0,
+    SIM_OUT_REJECT_QUEUE,       // a queue was at its queue_limit
+    SIM_OUT_REJECT_SLO,         // the router predicted an SLO miss (ttft_estimate)
+    SIM_OUT_REJECT_NO_INSTANCE, // no active instance in a pool it needs
+    SIM_OUT_REJECT_KV,          // its context can never fit an instance's KV
+    SIM_OUTCOMES
+} sim_outcome;
+extern const char *const sim_outcome_name[SIM_OUTCOMES];
+
 typedef enum sim_req_state {
     SIM_RS_FREE = 0,
     SIM_RS_WAITING_PREV,    // closed loop: waits for the previous turn
@@ -309,9 +320,12 @@ void sim_req_set_state(sim_req *r, sim_req_state to);
 size_t sim_done_slot(sim_donemap *d, uint64_t id, bool insert);
 void sim_done_free(sim_donemap *d);
 void sim_read_trace(sim_cluster *c);
-void sim_req_write_row(sim_cluster *c, const sim_req *r, const char *status);
-void sim_req_finish(sim_cluster *c, uint32_t slot, const char *status);
-void sim_req_reject(sim_cluster *c, uint32_t slot, const char *why);
+// The request leaves the run (completed or rejected): metrics, its row, economics, closed-loop
+// successors released, slot freed.
+void sim_req_finish(sim_cluster *c, uint32_t slot, sim_outcome out);
+// Rejects the request (why != SIM_OUT_COMPLETED), counted by reason.
+void sim_req_reject(sim_cluster *c, uint32_t slot, sim_outcome why);
+void sim_req_write_row(sim_cluster *c, const sim_req *r, sim_outcome out);
 void sim_on_arrival(sim_cluster *c, uint32_t slot);
 
 // cluster/policy/sim_order.c

@@ -244,7 +244,7 @@ void sim_read_trace(sim_cluster *c) {
     }
 }
 
-void sim_req_write_row(sim_cluster *c, const sim_req *r, const char *status) {
+void sim_req_write_row(sim_cluster *c, const sim_req *r, sim_outcome out) {
     if (!c->db || !c->cfg->write_requests) return;
     rpt_request_row row = {
         .id = r->id,
@@ -260,9 +260,9 @@ void sim_req_write_row(sim_cluster *c, const sim_req *r, const char *status) {
         .ttft_s = r->first_ns >= 0 ? (double)(r->first_ns - r->arrival_ns) * 1e-9 : NAN,
         .tpot_s = r->produced > 1 ? (double)(r->last_ns - r->first_ns) * 1e-9 / (r->produced - 1)
                                   : NAN,
-        .e2e_s = !strcmp(status, "completed") ? (double)(c->now - r->arrival_ns) * 1e-9 : NAN,
+        .e2e_s = out == SIM_OUT_COMPLETED ? (double)(c->now - r->arrival_ns) * 1e-9 : NAN,
         .queue_s = (double)r->queue_ns * 1e-9,
-        .status = status,
+        .status = sim_outcome_name[out],
         .hit_hbm = r->hit[SIM_TIER_HBM],
         .hit_dram = r->hit[SIM_TIER_DRAM],
         .hit_ssd = r->hit[SIM_TIER_SSD],
@@ -271,22 +271,32 @@ void sim_req_write_row(sim_cluster *c, const sim_req *r, const char *status) {
     if (rpt_db_request(c->db, &row, c->err) != KVF_OK) sim_fail_run(c, KVF_ERUN);
 }
 
-void sim_req_finish(sim_cluster *c, uint32_t slot, const char *status) {
+const char *const sim_outcome_name[SIM_OUTCOMES] = {
+    [SIM_OUT_COMPLETED] = "completed",
+    [SIM_OUT_REJECT_QUEUE] = "rejected:queue",
+    [SIM_OUT_REJECT_SLO] = "rejected:slo",
+    [SIM_OUT_REJECT_NO_INSTANCE] = "rejected:no_instance",
+    [SIM_OUT_REJECT_KV] = "rejected:kv_capacity",
+};
+
+void sim_req_finish(sim_cluster *c, uint32_t slot, sim_outcome out) {
     sim_req *r = sim_req_at(c, slot);
-    bool ok = !strcmp(status, "completed");
+    KVF_ASSERT(out < SIM_OUTCOMES);
+    KVF_ASSERT(r->cls < TRC_CLASS_COUNT);
+    bool ok = out == SIM_OUT_COMPLETED;
     if (ok) {
         c->completed++;
         double ttft = (double)(r->first_ns - r->arrival_ns) * 1e-6;
         double e2e = (double)(c->now - r->arrival_ns) * 1e-6;
         sim_samples_add(&c->m.ttft_ms, ttft);
         sim_samples_add(&c->m.e2e_ms, e2e);
-        if (r->cls < 8) c->m.cls_done[r->cls]++, c->m.cls_ttft_ms[r->cls] += ttft;
+        c->m.cls_done[r->cls]++, c->m.cls_ttft_ms[r->cls] += ttft;
         bool tpot_ok = true;
         if (r->produced > 1) {
             double tpot = (double)(r->last_ns - r->first_ns) * 1e-6 / (r->produced - 1);
             sim_samples_add(&c->m.tpot_ms, tpot);
             if (tpot > 0) sim_samples_add(&c->m.gen_tok_s, 1000.0 / tpot);
-            if (tpot > 0 && r->cls < 8) c->m.cls_gen_tok_s[r->cls] += 1000.0 / tpot, c->m.cls_gen_n[r->cls]++;
+            if (tpot > 0) c->m.cls_gen_tok_s[r->cls] += 1000.0 / tpot, c->m.cls_gen_n[r->cls]++;
             tpot_ok = tpot <= c->cfg->slo_tpot_p90_ms;
         }
         if (ttft <= c->cfg->slo_ttft_p90_ms && tpot_ok) c->m.slo_ok++;
@@ -296,7 +306,7 @@ void sim_req_finish(sim_cluster *c, uint32_t slot, const char *status) {
         c->rejected++;
         c->m.output_rejected += r->output - r->produced;
     }
-    sim_req_write_row(c, r, status);
+    sim_req_write_row(c, r, out);
     if (r->pinst != SIM_NONE)
         rpt_econ_input_add(&c->econ_in, &c->cfg->econ, trc_class_name(r->cls),
                            (double)r->arrival_ns * 1e-9, r->cached, r->input - r->cached,
@@ -319,13 +329,12 @@ void sim_req_finish(sim_cluster *c, uint32_t slot, const char *status) {
     req_free(c, slot);
 }
 
-void sim_req_reject(sim_cluster *c, uint32_t slot, const char *why) {
-    char st[64];
-    snprintf(st, sizeof st, "rejected:%s", why);
-    if (!strcmp(why, "queue")) c->m.rejected_queue++;
-    else if (!strcmp(why, "slo")) c->m.rejected_slo++;
+void sim_req_reject(sim_cluster *c, uint32_t slot, sim_outcome why) {
+    KVF_ASSERT(why != SIM_OUT_COMPLETED && why < SIM_OUTCOMES);
+    if (why == SIM_OUT_REJECT_QUEUE) c->m.rejected_queue++;
+    else if (why == SIM_OUT_REJECT_SLO) c->m.rejected_slo++;
     else c->m.rejected_fit++;
-    sim_req_finish(c, slot, st);
+    sim_req_finish(c, slot, why);
 }
 
 void sim_on_arrival(sim_cluster *c, uint32_t slot) {
@@ -346,7 +355,7 @@ void sim_on_arrival(sim_cluster *c, uint32_t slot) {
             if (in->active && (!best || in->ready.n < best->ready.n)) best = in;
         }
         if (best->pcfg->queue_limit > 0 && (int64_t)best->ready.n >= best->pcfg->queue_limit) {
-            sim_req_reject(c, slot, "queue");
+            sim_req_reject(c, slot, SIM_OUT_REJECT_QUEUE);
             return;
         }
         best->ops->enqueue(c, best, slot);

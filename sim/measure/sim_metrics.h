@@ -53,8 +53,8 @@ typedef struct sim_metrics {
     double store_bytes_peak;
     // per traffic class (trc_class): completed requests, sums of TTFT (ms) and of generation
     // speed (tok/s, requests with >= 2 output tokens) and their count
-    uint64_t cls_done[8], cls_gen_n[8];
-    double cls_ttft_ms[8], cls_gen_tok_s[8];
+    uint64_t cls_done[TRC_CLASS_COUNT], cls_gen_n[TRC_CLASS_COUNT];
+    double cls_ttft_ms[TRC_CLASS_COUNT], cls_gen_tok_s[TRC_CLASS_COUNT];
     uint64_t extrapolated_steps, steps;
     uint64_t table_fallbacks;       // steps with a term the kernel tables do not cover
     // by traffic class (trc_class): prompt and hit tokens, blocks written to the shared store,

@@ -280,7 +280,7 @@ void sim_dsum_step_done(sim_cluster *c, sim_inst *in) {
         in->kv_used -= sim_req_ctx_tokens(r);
         sim_decode_running_remove(c, in, p);
         if (p < in->n_running && sim_req_at(c, in->running[p])->dfin) sim_rheap_push(&d->fin_pos, p, p);
-        sim_req_finish(c, slot, "completed");
+        sim_req_finish(c, slot, SIM_OUT_COMPLETED);
     }
 }
 
@@ -300,7 +300,7 @@ void sim_decode_admit(sim_cluster *c, sim_inst *in) {
         if (need > in->kv_cap) {
             uint32_t s2;
             sim_rheap_pop(&in->dwait, &s2);
-            sim_req_reject(c, slot, "kv_capacity");
+            sim_req_reject(c, slot, SIM_OUT_REJECT_KV);
             continue;
         }
         if (in->kv_used + need > in->kv_cap) break;
@@ -374,7 +374,7 @@ bool sim_decode_emit(sim_cluster *c, sim_inst *in, uint32_t pos) {
     if (r->produced < r->output) return false;
     in->kv_used -= sim_req_ctx_tokens(r);
     sim_decode_running_remove(c, in, pos);
-    sim_req_finish(c, slot, "completed");
+    sim_req_finish(c, slot, SIM_OUT_COMPLETED);
     return true;
 }
 

@@ -130,17 +130,17 @@ void sim_prefill_route(sim_cluster *c, uint32_t slot) {
     sim_pool *p = &c->pool[SIM_POOL_PREFILL];
     sim_req *r = sim_req_at(c, slot);
     if (p->n_active == 0) {
-        sim_req_reject(c, slot, "no_instance");
+        sim_req_reject(c, slot, SIM_OUT_REJECT_NO_INSTANCE);
         return;
     }
     uint32_t id = p->route(c, p, r);
     if (id == SIM_NONE) {
-        sim_req_reject(c, slot, "slo");
+        sim_req_reject(c, slot, SIM_OUT_REJECT_SLO);
         return;
     }
     const sim_pool_cfg *ipc = c->inst[id].pcfg;
     if (ipc->queue_limit > 0 && (int64_t)sim_inst_queue_len(&c->inst[id]) >= ipc->queue_limit) {
-        sim_req_reject(c, slot, "queue");
+        sim_req_reject(c, slot, SIM_OUT_REJECT_QUEUE);
         return;
     }
     c->inst[id].ops->enqueue(c, &c->inst[id], slot);
@@ -150,7 +150,7 @@ void sim_decode_transfer(sim_cluster *c, sim_inst *pin, uint32_t slot) {
     sim_req *r = sim_req_at(c, slot);
     sim_pool *dp = &c->pool[SIM_POOL_DECODE];
     if (dp->n_active == 0) {
-        sim_req_reject(c, slot, "no_instance");
+        sim_req_reject(c, slot, SIM_OUT_REJECT_NO_INSTANCE);
         return;
     }
     uint32_t id = dp->route(c, dp, r);
@@ -162,7 +162,7 @@ void sim_decode_transfer(sim_cluster *c, sim_inst *pin, uint32_t slot) {
     // the decode pool's admission control: a full wait queue refuses the request (its prefill
     // is spent; a real router would hold or drop it, the simulator counts it rejected)
     if (c->inst[id].pcfg->queue_limit > 0 && (int64_t)c->inst[id].dwait.n >= c->inst[id].pcfg->queue_limit) {
-        sim_req_reject(c, slot, "queue");
+        sim_req_reject(c, slot, SIM_OUT_REJECT_QUEUE);
         return;
     }
     if (pin->link_xfer == SIM_NONE) {
@@ -185,7 +185,7 @@ void sim_prefill_finish(sim_cluster *c, sim_inst *in, uint32_t slot) {
             in->n_prefilling--;
             in->kv_used -= r->input;
         }
-        sim_req_finish(c, slot, "completed");
+        sim_req_finish(c, slot, SIM_OUT_COMPLETED);
         return;
     }
     if (c->colocated) {
@@ -217,7 +217,7 @@ uint32_t sim_prefill_take_chunks(sim_cluster *c, sim_inst *in, int64_t budget, u
                 sim_rheap_pop(&in->ready, &s2);
                 in->queued_tokens -= r->compute_tokens;
                 in->queued_work_s -= r->work_s;
-                sim_req_reject(c, slot, "kv_capacity");
+                sim_req_reject(c, slot, SIM_OUT_REJECT_KV);
                 continue;
             }
             if (in->kv_used + need > in->kv_cap || in->n_running + in->n_prefilling >= maxb) break;
