@@ -157,6 +157,13 @@ void kvf_rng_init(kvf_rng *r, uint64_t seed, uint64_t stream) {
     for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
 }
 
+void kvf_rng_init_named(kvf_rng *r, uint64_t seed, const char *purpose) {
+    KVF_ASSERT(purpose && *purpose);
+    uint64_t h = 0xcbf29ce484222325ULL;   // FNV-1a of the purpose's name
+    for (const unsigned char *p = (const unsigned char *)purpose; *p; p++) h = (h ^ *p) * 0x100000001b3ULL;
+    kvf_rng_init(r, seed, h);
+}
+
 static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 uint64_t kvf_rng_u64(kvf_rng *r) {

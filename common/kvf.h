@@ -86,6 +86,9 @@ typedef struct kvf_rng {
 } kvf_rng;
 
 void kvf_rng_init(kvf_rng *r, uint64_t seed, uint64_t stream);
+// One stream per purpose ("router.p2c", "workload.structured", ...): seeded from the run's
+// seed and the purpose's name, so adding draws for one purpose never moves another's.
+void kvf_rng_init_named(kvf_rng *r, uint64_t seed, const char *purpose);
 uint64_t kvf_rng_u64(kvf_rng *r);
 double kvf_rng_uniform(kvf_rng *r);                  // [0, 1)
 double kvf_rng_exp(kvf_rng *r, double mean);         // exponential with this mean

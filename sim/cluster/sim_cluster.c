@@ -55,7 +55,9 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
     c->err = err;
     c->free_req = SIM_NONE;
     c->colocated = cfg->mode == SIM_COLOCATED;
-    kvf_rng_init(&c->rng, cfg->seed, 0xC1u);
+    kvf_rng_init_named(&c->rng_route, cfg->seed, "router.p2c");
+    kvf_rng_init_named(&c->rng_structured, cfg->seed, "workload.structured");
+    kvf_rng_init_named(&c->rng_skew, cfg->seed, "ep.skew");
     sim_metrics_init(&c->m);
     rpt_econ_input_init(&c->econ_in);
     char path[SIM_PATH_MAX], dir[SIM_PATH_MAX];

@@ -268,7 +268,9 @@ typedef struct sim_cluster {
     rpt_db *db;
     kvf_err *err;               // first error inside a handler stops the run
     kvf_status status;
-    kvf_rng rng;                // cluster-level draws (routers)
+    kvf_rng rng_route;          // the p2c router's draws
+    kvf_rng rng_structured;     // which requests ask for structured output
+    kvf_rng rng_skew;           // the hottest EP GPU's load, step to step
     double ep_skew_base;        // MoE skew after the redundant-expert balancer
     struct sim_trace *timeline; // Chrome / Perfetto trace (--trace-out, sim_trace.h), NULL = off
     rpt_progress progress;      // bar on stderr (terminals only)

@@ -342,7 +342,7 @@ void sim_on_arrival(sim_cluster *c, uint32_t slot) {
     r->arrival_ns = c->now;
     r->seq = c->seq++;
     c->arrived++;
-    if (c->cfg->structured_share > 0 && kvf_rng_uniform(&c->rng) < c->cfg->structured_share)
+    if (c->cfg->structured_share > 0 && kvf_rng_uniform(&c->rng_structured) < c->cfg->structured_share)
         r->flags |= TRC_F_STRUCTURED;
     c->m.output_requested += r->output;
     if (c->arrived == 1) c->first_arrival_ns = c->now;

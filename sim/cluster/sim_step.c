@@ -18,7 +18,7 @@ void sim_step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, uin
                       const mdl_decode_sum *ds, mdl_step_cost *out) {
     if (c->cfg->ep_skew_sd > 0 && c->model.experts) {
         // the hottest GPU's load varies step to step; the step waits for it
-        double sk = c->ep_skew_base + c->cfg->ep_skew_sd * kvf_rng_normal(&c->rng);
+        double sk = c->ep_skew_base + c->cfg->ep_skew_sd * kvf_rng_normal(&c->rng_skew);
         p->stepper->par.ep_skew = sk > 1 ? sk : 1;
     }
     mdl_batch b = {.phase = phase, .seqs = c->seqs, .n = n, .images = images,

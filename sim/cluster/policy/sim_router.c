@@ -114,7 +114,7 @@ static uint32_t pick_p2c(sim_cluster *c, sim_pool *p, sim_req *r) {
     (void)r;
     refresh(c, p);
     uint32_t n = p->n_active ? p->n_active : p->n;
-    uint32_t a = p->first + kvf_rng_below(&c->rng, n), b = p->first + kvf_rng_below(&c->rng, n);
+    uint32_t a = p->first + kvf_rng_below(&c->rng_route, n), b = p->first + kvf_rng_below(&c->rng_route, n);
     if (!c->inst[a].active || !c->inst[b].active) return pick_least_loaded(c, p, r);
     return queued(c, &c->inst[a]) <= queued(c, &c->inst[b]) ? a : b;
 }
