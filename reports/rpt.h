@@ -311,22 +311,61 @@ struct json_t *rpt_econ_to_json(const rpt_econ_config *c, const rpt_econ_result 
 // revenue_per_day_usd, margin, margin_fixed_revenue, payback_days, prefill_gpus).
 kvf_status rpt_econ_write_db(rpt_db *db, const rpt_econ_result *r, kvf_err *err);
 
-// ---- progress bar (reports/rpt_progress.c) ----------------------------------------------
-// Draws "label [####......]  42.0% done/total  elapsed  ETA" on stderr, only when stderr is a
-// terminal, at most ten times a second. Caller-owned; no cleanup beyond rpt_progress_done.
+// ---- progress of long commands (reports/rpt_progress.c) ----------------------------------
+// On stderr. On a terminal: "label [####....]  42.0% what  elapsed  ETA", redrawn in place at
+// most ten times a second. Anywhere else: one line every interval_s seconds of wall-clock time
+// (rpt_progress_interval_s: KVF_PROGRESS_S, default 10, 0 = no lines), the first interval_s
+// after the start, e.g.
+//   run: 12.5% done, simulated 3.00 h of 24.0 h, 45210 arrivals, elapsed 10.0 s, 2.41 M
+//   events/s, ETA 1.17 min
+// Two kinds of work: counted (rpt_progress_init + rpt_progress_update: points of a sweep) and
+// simulated (rpt_progress_init_sim + rpt_progress_sim: the fraction is simulated time over the
+// span when the span is known, else arrivals over the expected arrivals; clamped to 100 %,
+// and a count past its expected total is shown as a count). Caller-owned, no allocation; a
+// zeroed struct is disabled. Display only: nothing here reaches a result.
+typedef struct rpt_progress_state {
+    double sim_s;                // simulated time reached (s from the trace start)
+    double arrived;              // requests arrived so far
+    double finished;             // requests completed or rejected so far
+    double events;               // events handled so far
+} rpt_progress_state;
+
 typedef struct rpt_progress {
     const char *label;           // borrowed, shown first
-    double total;                // units of work (requests, points, simulated seconds)
+    double total;                // counted: units of work (points)
+    bool sim;                    // simulated kind (rpt_progress_init_sim)
+    double span_s;               // simulated: the span the run covers (s); 0 = unknown
+    double arrivals;             // simulated: expected arrivals; 0 = unknown
+    rpt_progress_state last;     // simulated: the latest state given
+    double interval_s;           // seconds between lines off a terminal; 0 = none
     int64_t start_ns;            // wall clock at init (display only)
-    int64_t last_ns;             // last draw
-    bool enabled;                // stderr is a terminal and not done
+    int64_t last_ns;             // last draw (0 = none yet)
+    int64_t rate_ns;             // events/s is measured since this draw ...
+    double rate_events;          // ... and this many events
+    bool tty;                    // stderr is a terminal: the bar; else lines
+    bool enabled;                // drawing at all (tty, or interval_s > 0), and not done
     bool drawn;                  // something was drawn
+    int lines;                   // lines printed off a terminal
 } rpt_progress;
 
+// Seconds between progress lines off a terminal: KVF_PROGRESS_S (>= 0), else 10.
+double rpt_progress_interval_s(void);
+// Counted work of total units (<= 0: unknown, counts shown alone).
 void rpt_progress_init(rpt_progress *p, const char *label, double total);
-// Redraws with done units finished (rate-limited; cheap to call often).
+// A simulation covering span_s simulated seconds (<= 0: unknown) with about arrivals requests
+// (<= 0: unknown). Prefer the span: it is what a multi-day run is measured by.
+void rpt_progress_init_sim(rpt_progress *p, const char *label, double span_s, double arrivals);
+// Lines every interval_s (>= 0; 0 = none) off a terminal, instead of KVF_PROGRESS_S.
+void rpt_progress_set_interval(rpt_progress *p, double interval_s);
+// Nothing more is drawn (-q). Accepts NULL.
+void rpt_progress_disable(rpt_progress *p);
+// Counted: done units finished (rate-limited; cheap to call often). Accepts NULL.
 void rpt_progress_update(rpt_progress *p, double done);
-// Draws 100 % and ends the line. Accepts NULL.
+// Simulated: the run's state now (rate-limited: one clock read per call; call it every few
+// thousand events). p from rpt_progress_init_sim. Accepts NULL p.
+void rpt_progress_sim(rpt_progress *p, const rpt_progress_state *st);
+// Ends: on a terminal draws the end and ends the line; off a terminal prints a last line
+// when it printed any. Accepts NULL.
 void rpt_progress_done(rpt_progress *p);
 
 // Command line: `kvfleet report DIR [--format html|md]`, argv[0] = "report".
@@ -338,7 +377,19 @@ int rpt_report_cli_main(int argc, char **argv);
 // on PATH and KVF_NO_GNUPLOT is unset or "0", otherwise the pages say why and keep the data.
 // Headline and economics cells carry data-key (summary.json path) and data-value (exact).
 // KVF_ENOENT without summary.json, KVF_EPARSE (file:line) for bad JSON, KVF_EIO/KVF_ERUN.
+// The page opens with the answer (#answer: saturation verdict, cost per million tokens,
+// margin, SLO attainment, GPUs per pool, each figure a data-key/data-value span), then the
+// charts, the economics and validation tables, the inputs, and every figure last. The pages
+// name the result directory as rpt_report_final_dir(dir) gives it.
 kvf_status rpt_report_write(const char *dir, bool html, bool md, kvf_err *err);
+// As rpt_report_write, the pages naming final_dir as the result directory (a run writes into
+// a temporary directory renamed to final_dir afterwards). final_dir NULL or "": derived from
+// dir by rpt_report_final_dir. dir non-empty.
+kvf_status rpt_report_write_as(const char *dir, const char *final_dir, bool html, bool md,
+                               kvf_err *err);
+// The final name of a results directory written under a temporary one: "out/ref.tmp.28517"
+// -> "out/ref" (the ".tmp.<pid>" suffix a run's writer adds); other names unchanged.
+void rpt_report_final_dir(const char *dir, char *out, size_t n);
 // `kvfleet compare DIR... [--json] [--all]`, argv[0] = "compare".
 int rpt_compare_cli_main(int argc, char **argv);
 // Writes the comparison of the runs in dirs (each DIR/summary.json, or a .json path) to out:

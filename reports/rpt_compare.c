@@ -35,7 +35,7 @@ void rpt_config_keys(json_t *run, json_t *o, const char *prefix) {
             rpt_config_keys(run, v, key);
             continue;
         }
-        char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
         json_object_set_new(run, key, json_string(text ? text : json_string_value(v)));
         free(text);
     }

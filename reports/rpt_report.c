@@ -51,6 +51,8 @@ typedef struct chart {
     bool points_last;            // last series drawn as points (a marker)
     bool zero_y;                 // non-negative series: y from 0 with headroom above the top
     bool scatter;                // every series as points, with the line y = x
+    int y2_from;                 // series from this index on the right axis (0 = none)
+    char y2label[80];            // the right axis's label
     bool svg_ok;                 // SVG produced
 } chart;
 
@@ -282,11 +284,18 @@ static void chart_script(rep *r, const chart *c) {
         rpt_buf_puts(g, ", x with lines lc rgb \"#999999\" dt 2 title \"y = x\"\n");
         return;
     }
+    if (c->y2_from > 0) {
+        // a figure of another size on its own axis, never drawn against the left one
+        rpt_buf_puts(g, "set y2tics\nset y2range [0:*]\nset border 11\nset y2label ");
+        gp_label(g, c->y2label);
+        rpt_buf_puts(g, "\n");
+    }
     rpt_buf_puts(g, "plot ");
     for (int i = 0; i < c->n_series; i++) {
         bool pts = c->points_last && i == c->n_series - 1;
-        rpt_buf_printf(g, "%s\"%s.dat\" index %d using 1:2 with %s", i ? ", " : "",
-                       c->name, i, pts ? "points pt 7 ps 1.5 lc rgb \"#e15759\"" : "lines lw 2");
+        rpt_buf_printf(g, "%s\"%s.dat\" index %d using 1:2%s with %s", i ? ", " : "",
+                       c->name, i, c->y2_from > 0 && i >= c->y2_from ? " axes x1y2" : "",
+                       pts ? "points pt 7 ps 1.5 lc rgb \"#e15759\"" : "lines lw 2");
         if (!pts && i > 0) rpt_buf_printf(g, " dt %d", i + 1);
         rpt_buf_puts(g, " title ");
         gp_label(g, c->label[i]);
@@ -299,7 +308,7 @@ static void cdf_block(FILE *f, double *v, size_t n) {
     size_t k = n > RPT_MAX_CDF ? RPT_MAX_CDF : n;
     for (size_t i = 0; i < k; i++) {
         size_t idx = k == n ? i : (size_t)((double)i * (double)(n - 1) / (double)(k - 1));
-        fprintf(f, "%.9g %.9g\n", v[idx], (double)(idx + 1) / (double)n);
+        fprintf(f, "%.9g %.9g\n", v[idx], 100.0 * (double)(idx + 1) / (double)n);
     }
     fprintf(f, "\n\n");
 }
@@ -341,7 +350,18 @@ static kvf_status chart_cdf(rep *r, const char *col, const char *name, const cha
     sqlite3_finalize(st);
     kvf_status s = KVF_OK;
     if (n == 0) goto done;
-    chart *c = chart_new(r, name, title, xl, "fraction of requests");
+    double vmax = 0;
+    for (size_t i = 0; i < n; i++) vmax = KVF_MAX(vmax, all[i]);
+    char xlab[80];
+    snprintf(xlab, sizeof xlab, "%s", xl);
+    if (vmax > 20000) {   // tens of seconds and more: the axis in seconds
+        for (size_t i = 0; i < n; i++) all[i] /= 1000;
+        for (int k = 0; k < ncls; k++)
+            for (size_t i = 0; i < cn[k]; i++) cv[k][i] /= 1000;
+        char *u = strstr(xlab, "(ms)");
+        if (u) memcpy(u, "(s) ", 4);
+    }
+    chart *c = chart_new(r, name, title, xlab, "share of requests (%)");
     if (!c) goto done;
     FILE *f = chart_data(r, c, err);
     if (!f) {
@@ -350,7 +370,7 @@ static kvf_status chart_cdf(rep *r, const char *col, const char *name, const cha
     }
     fprintf(f, "# %s (ms) vs cumulative fraction; block 0 all requests, then per class\n", col);
     cdf_block(f, all, n);
-    copy_str(c->label[c->n_series++], sizeof c->label[0], "all");
+    copy_str(c->label[c->n_series++], sizeof c->label[0], "all requests");
     if (ncls > 1)
         for (int k = 0; k < ncls && c->n_series < RPT_MAX_SERIES; k++) {
             cdf_block(f, cv[k], cn[k]);
@@ -359,11 +379,14 @@ static kvf_status chart_cdf(rep *r, const char *col, const char *name, const cha
     if (ferror(f) | fclose(f)) r->write_failed = true;
     double lo = all[0] > 0 ? all[0] : 0, hi = all[n - 1];
     c->logx = lo > 0 && hi / lo > 100;
-    double p50 = kvf_percentile_sorted(all, n, 50), p90 = kvf_percentile_sorted(all, n, 90),
-           p99 = kvf_percentile_sorted(all, n, 99);
+    double ms = vmax > 20000 ? 1000 : 1;
+    char d50[32], d90[32], d99[32];
+    rpt_fmt_duration(kvf_percentile_sorted(all, n, 50) * ms / 1000, d50, sizeof d50);
+    rpt_fmt_duration(kvf_percentile_sorted(all, n, 90) * ms / 1000, d90, sizeof d90);
+    rpt_fmt_duration(kvf_percentile_sorted(all, n, 99) * ms / 1000, d99, sizeof d99);
     snprintf(c->caption, sizeof c->caption,
-             "%zu requests: p50 %.4g ms, p90 %.4g ms, p99 %.4g ms (from the request table)%s.", n,
-             p50, p90, p99, too_many ? "; classes beyond the first five only in 'all'" : "");
+             "%zu requests: p50 %s, p90 %s, p99 %s (from the request table)%s.", n, d50, d90,
+             d99, too_many ? "; classes beyond the first five only in 'all'" : "");
     chart_script(r, c);
 done:
     free(all);
@@ -376,7 +399,41 @@ typedef struct ts_spec {
     const char *metrics[5];      // one series per metric (pool preference order) ...
     bool by_pool;                // ... or one per pool of metrics[0]
     double scale;                // multiply values
+    bool bytes;                  // values in bytes: the axis in B, kB ... PB by the largest
+    bool y2_last;                // the second metric on the right axis, labelled y2label
+    const char *y2label;
 } ts_spec;
+
+// Words for a series in a legend (never the metric's code name).
+static const char *series_words(const char *metric) {
+    static const struct {
+        const char *metric, *words;
+    } W[] = {
+        {"input_tok_s", "input tokens/s"},       {"output_tok_s", "output tokens/s"},
+        {"hit_rate", "all tiers"},               {"hit_rate_hbm", "from HBM"},
+        {"hit_rate_dram", "from DRAM"},          {"hit_rate_ssd", "from SSD"},
+        {"kv_store_bytes", "shared KV store"},   {"hbm_cache_bytes", "HBM prefix cache"},
+        {"dram_cache_bytes", "DRAM cache"},      {"queue_len", "queued requests"},
+        {"running_requests", "running requests"},{"utilization", "busy share"},
+        {"kv_used_frac", "KV capacity in use"},  {"instances", "instances"},
+    };
+    for (size_t i = 0; i < sizeof W / sizeof W[0]; i++)
+        if (!strcmp(W[i].metric, metric)) return W[i].words;
+    return metric;
+}
+
+// The unit a byte axis is drawn in for values up to max: divisor and name.
+static double bytes_axis(double max, const char **unit) {
+    static const char *const u[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB"};
+    int k = 0;
+    double d = 1;
+    while (max / d >= 1000 && k < 6) {
+        d *= 1000;
+        k++;
+    }
+    *unit = u[k];
+    return d;
+}
 
 static kvf_status chart_ts(rep *r, const ts_spec *sp, kvf_err *err) {
     ts_series *sel[RPT_MAX_SERIES];
@@ -388,7 +445,8 @@ static kvf_status chart_ts(rep *r, const ts_spec *sp, kvf_err *err) {
             ts_series *s = ts_find(r, sp->metrics[0], pools[i]);
             if (!s) continue;
             sel[k] = s;
-            snprintf(lab[k++], sizeof lab[0], "%s%s", pools[i], s->per_instance ? " (mean)" : "");
+            snprintf(lab[k++], sizeof lab[0], "%s%s", pools[i],
+                     s->per_instance ? ", mean of instances" : "");
         }
         for (size_t i = 0; i < r->nts && k < RPT_MAX_SERIES; i++) {   // other pool names
             ts_series *s = &r->ts[i];
@@ -405,32 +463,52 @@ static kvf_status chart_ts(rep *r, const ts_spec *sp, kvf_err *err) {
             ts_series *s = ts_find_any(r, sp->metrics[i]);
             if (!s) continue;
             sel[k] = s;
-            snprintf(lab[k++], sizeof lab[0], "%s", sp->metrics[i]);
+            snprintf(lab[k++], sizeof lab[0], "%s", series_words(sp->metrics[i]));
         }
     }
     if (k == 0) return KVF_OK;
     double tmax = 0;
     for (int i = 0; i < k; i++)
         if (sel[i]->n) tmax = KVF_MAX(tmax, sel[i]->t[sel[i]->n - 1]);
-    bool hours = tmax > 7200;
-    chart *c = chart_new(r, sp->name, sp->title, hours ? "time (h)" : "time (s)", sp->ylabel);
+    // the time axis in s, min, h or d, and a byte axis in the unit of its largest value
+    double tdiv = tmax > 3 * 86400 ? 86400 : tmax > 7200 ? 3600 : tmax > 600 ? 60 : 1;
+    const char *tunit = tdiv == 86400 ? "d" : tdiv == 3600 ? "h" : tdiv == 60 ? "min" : "s";
+    char xl[32], yl[96];
+    snprintf(xl, sizeof xl, "simulated time (%s)", tunit);
+    double scale = sp->scale;
+    snprintf(yl, sizeof yl, "%s", sp->ylabel);
+    if (sp->bytes) {
+        double vmax = 0;
+        for (int i = 0; i < k; i++)
+            for (size_t j = 0; j < sel[i]->n; j++) vmax = KVF_MAX(vmax, sel[i]->v[j]);
+        const char *unit;
+        scale = 1 / bytes_axis(vmax, &unit);
+        snprintf(yl, sizeof yl, "%s (%s)", sp->ylabel, unit);
+    }
+    chart *c = chart_new(r, sp->name, sp->title, xl, yl);
     if (!c) return KVF_OK;
     c->zero_y = true;
+    if (sp->y2_last && k == 2 && !strcmp(sel[1]->metric, sp->metrics[1])) {
+        c->y2_from = 1;
+        copy_str(c->y2label, sizeof c->y2label, sp->y2label);
+        snprintf(yl, sizeof yl, "%s", series_words(sel[0]->metric));
+        copy_str(c->ylabel, sizeof c->ylabel, yl);
+    }
     FILE *f = chart_data(r, c, err);
     if (!f) return KVF_EIO;
-    fprintf(f, "# time (%s) vs value; one block per series\n", hours ? "h" : "s");
+    fprintf(f, "# time (%s) vs value; one block per series\n", tunit);
     for (int i = 0; i < k; i++) {
         fprintf(f, "# %s / %s\n", sel[i]->metric, sel[i]->pool);
-        write_series_block(f, sel[i], hours ? 3600.0 : 1.0, sp->scale);
+        write_series_block(f, sel[i], tdiv, scale);
         copy_str(c->label[c->n_series++], sizeof c->label[0], lab[i]);
     }
     if (ferror(f) | fclose(f)) r->write_failed = true;
     rpt_buf cap = {0};
     rpt_buf_puts(&cap, "From the timeseries table: ");
     for (int i = 0; i < k; i++)
-        rpt_buf_printf(&cap, "%s%s (pool %s%s)", i ? ", " : "", sel[i]->metric, sel[i]->pool,
-                       sel[i]->per_instance ? ", mean over instances" : "");
-    rpt_buf_puts(&cap, ".");
+        rpt_buf_printf(&cap, "%s%s (%s pool%s)", i ? ", " : "", series_words(sel[i]->metric),
+                       sel[i]->pool, sel[i]->per_instance ? ", mean over instances" : "");
+    rpt_buf_puts(&cap, c->y2_from ? "; the second on the right axis." : ".");
     copy_str(c->caption, sizeof c->caption, cap.p);
     rpt_buf_free(&cap);
     chart_script(r, c);
@@ -438,12 +516,13 @@ static kvf_status chart_ts(rep *r, const ts_spec *sp, kvf_err *err) {
 }
 
 static const char *const PARTS[] = {"gpu", "power", "ssd", "dram", "network"};
+static const char *const PART_WORDS[] = {"GPUs", "power", "SSD", "DRAM", "network"};
 
 static kvf_status chart_cost(rep *r, kvf_err *err) {
     json_t *e = json_object_get(r->summary, "economics");
     json_t *byh = json_object_get(e, "cost_per_gpu_hour_usd_by_part");
     if (!json_is_object(byh)) return KVF_OK;
-    chart *c = chart_new(r, "cost_breakdown", "All-in cost per accelerator-hour by part", "",
+    chart *c = chart_new(r, "cost_breakdown", "All-in cost per GPU-hour by part", "",
                          "USD per GPU-hour");
     if (!c) return KVF_OK;
     c->bars = true;
@@ -452,12 +531,13 @@ static kvf_status chart_cost(rep *r, kvf_err *err) {
     double tot = 0;
     for (size_t i = 0; i < 5; i++) {
         double v = json_number_value(json_object_get(byh, PARTS[i]));
-        fprintf(f, "\"%s\" %.9g\n", PARTS[i], v);
+        fprintf(f, "\"%s\" %.9g\n", PART_WORDS[i], v);
         tot += v;
     }
     if (ferror(f) | fclose(f)) r->write_failed = true;
-    snprintf(c->caption, sizeof c->caption,
-             "Total %.4g USD per GPU-hour (economics.cost_per_gpu_hour_usd_by_part).", tot);
+    char tt[32];
+    rpt_fmt_unit(RPT_U_USD, tot, tt, sizeof tt);
+    snprintf(c->caption, sizeof c->caption, "Total %s per GPU-hour, all in.", tt);
     chart_script(r, c);
     return KVF_OK;
 }
@@ -570,8 +650,8 @@ static kvf_status chart_sens(rep *r, const char *kind, const char *name, const c
         c->points_last = true;
     }
     if (ferror(f) | fclose(f)) r->write_failed = true;
-    snprintf(c->caption, sizeof c->caption, "From economics.sensitivity.%s in summary.json.",
-             kind);
+    snprintf(c->caption, sizeof c->caption,
+             "The run's economics recomputed along the axis; the red dot is this run.");
     chart_script(r, c);
     return KVF_OK;
 }
@@ -669,6 +749,18 @@ static void row_close(page *p) {
     rpt_buf_puts(&p->m, "\n");
 }
 
+static void cell_text(page *p, const char *s);
+
+// A cell naming a summary.json key (kept for reference beside the words).
+static void cell_code(page *p, const char *key) {
+    rpt_buf_puts(&p->h, "<td class=\"key\">");
+    rpt_buf_html(&p->h, key);
+    rpt_buf_puts(&p->h, "</td>");
+    rpt_buf_puts(&p->m, " `");
+    rpt_buf_md(&p->m, key);
+    rpt_buf_puts(&p->m, "` |");
+}
+
 static void cell_text(page *p, const char *s) {
     rpt_buf_puts(&p->h, "<td>");
     rpt_buf_html(&p->h, s);
@@ -704,10 +796,7 @@ static void cell_num(page *p, const char *key, double x) {
 // A fraction shown in percent (data-value keeps the fraction).
 static void cell_pct_key(page *p, const char *key, double x) {
     char s[64];
-    if (isfinite(x))
-        snprintf(s, sizeof s, "%.2f %%", x * 100);
-    else
-        snprintf(s, sizeof s, "n/a");
+    rpt_fmt_pct(x, s, sizeof s);
     cell_keyed(p, key, x, s);
 }
 
@@ -768,7 +857,8 @@ static void sec_run(rep *r, page *p) {
             rpt_buf_puts(&p->m, " (below) |");
             rpt_buf_printf(&longs, "\n`%s`:\n\n```\n%s\n```\n", k, v);
         } else {
-            cell_text(p, v);
+            char shown[200];
+            cell_text(p, rpt_fmt_text_value(v, shown, sizeof shown));
         }
         row_close(p);
     }
@@ -779,32 +869,228 @@ static void sec_run(rep *r, page *p) {
 }
 
 
-static void sec_headline(rep *r, page *p) {
-    both_heading(p, 2, "headline", "Headline figures");
-    static const char *const heads[] = {"figure", "value", "summary.json key"};
-    tab_open(p, "headline-table", heads, 3, "lrl");
-    int shown = 0;
-    for (size_t i = 0; i < RPT_HEADLINE_N; i++) {
-        json_t *v = rpt_json_path(r->summary, RPT_HEADLINE[i].key);
-        if (!v) continue;
-        row_open(p);
-        cell_text(p, RPT_HEADLINE[i].label);
-        cell_json(p, RPT_HEADLINE[i].key, v);
-        cell_text(p, RPT_HEADLINE[i].key);
-        row_close(p);
-        shown++;
+// ---- the answer block ---------------------------------------------------------------------
+// The first thing on the page: cost per million tokens, margin, SLO attainment (and goodput),
+// the saturation verdict with its reason, and the GPUs per pool. Every figure is a
+// <span class="v" data-key=KEY data-value=EXACT> inside an element with a fixed id
+// (hl-saturation, hl-cost, hl-margin, hl-slo, hl-gpus, hl-more), so a reader or a browser
+// test finds each one and compares it with summary.json.
+
+static void ans_text(page *p, const char *t) {
+    rpt_buf_html(&p->h, t);
+    rpt_buf_puts(&p->m, t);
+}
+
+// One figure at key (NaN when missing), formatted in the key's unit.
+static void ans_value(page *p, json_t *sum, const char *key) {
+    if (!rpt_json_path(sum, key)) {   // not in summary.json: nothing to point at
+        rpt_buf_puts(&p->h, "<span class=\"v na\">n/a</span>");
+        rpt_buf_puts(&p->m, "n/a");
+        return;
     }
-    tab_close(p);
-    if (!shown) both_para(p, "note", "summary.json holds none of the headline figures.");
-    json_t *sat = json_object_get(r->summary, "saturation");
-    if (json_is_object(sat)) sat = json_object_get(sat, "state");
-    if (json_is_string(sat)) {
-        char line[200];
-        snprintf(line, sizeof line, "Saturation check: %s.", json_string_value(sat));
-        both_para(p, json_string_value(sat) && strcmp(json_string_value(sat), "stable")
-                         ? "warn" : "meta",
-                  line);
+    double x = rpt_json_num(sum, key);
+    char t[64];
+    rpt_fmt_keyed(key, x, t, sizeof t);
+    rpt_buf_puts(&p->h, "<span class=\"v\" data-key=\"");
+    rpt_buf_html(&p->h, key);
+    if (isfinite(x))
+        rpt_buf_printf(&p->h, "\" data-value=\"%.17g\">", x);
+    else
+        rpt_buf_puts(&p->h, "\" data-value=\"null\">");
+    rpt_buf_html(&p->h, t);
+    rpt_buf_puts(&p->h, "</span>");
+    rpt_buf_printf(&p->m, "**%s**", t);
+}
+
+static void ans_card_open(page *p, const char *id, const char *label) {
+    rpt_buf_printf(&p->h, "<div class=\"card\" id=\"%s\"><div class=\"lab\">", id);
+    rpt_buf_html(&p->h, label);
+    rpt_buf_puts(&p->h, "</div><div class=\"big\">");
+    rpt_buf_printf(&p->m, "- %s: ", label);
+}
+
+static void ans_card_sub(page *p) {
+    rpt_buf_puts(&p->h, "</div><div class=\"sub\">");
+    rpt_buf_puts(&p->m, " (");
+}
+
+static void ans_card_close(page *p, bool had_sub) {
+    rpt_buf_puts(&p->h, "</div></div>\n");
+    rpt_buf_puts(&p->m, had_sub ? ")\n" : "\n");
+}
+
+static void ans_saturation(rep *r, page *p) {
+    const char *state = json_string_value(rpt_json_path(r->summary, "saturation.state"));
+    const char *why = json_string_value(rpt_json_path(r->summary, "saturation.reason"));
+    const char *cls = !state ? "unknown" : !strcmp(state, "stable") ? "stable"
+                      : !strcmp(state, "overloaded")                ? "overloaded"
+                                                                     : "backlogged";
+    rpt_buf_printf(&p->h, "<div class=\"verdict verdict-%s\" id=\"hl-saturation\" data-state=\"",
+                   cls);
+    rpt_buf_html(&p->h, state ? state : "unknown");
+    rpt_buf_puts(&p->h, "\"><b>");
+    rpt_buf_puts(&p->m, "**");
+    char head[64];
+    snprintf(head, sizeof head, "%s", state ? state : "Saturation not checked");
+    head[0] = (char)(head[0] >= 'a' && head[0] <= 'z' ? head[0] - 32 : head[0]);
+    ans_text(p, head);
+    rpt_buf_puts(&p->h, "</b>");
+    rpt_buf_puts(&p->m, "**");
+    if (state && !strcmp(state, "stable"))
+        ans_text(p, ": the cluster keeps up with this traffic");
+    else if (state)
+        ans_text(p, ": the cluster does not keep up; figures grow with the run's length");
+    else
+        ans_text(p, ": summary.json has no saturation verdict");
+    if (why) {
+        rpt_buf_puts(&p->h, " <span class=\"why\">(");
+        rpt_buf_puts(&p->m, " (");
+        ans_text(p, why);
+        rpt_buf_puts(&p->h, ")</span>");
+        rpt_buf_puts(&p->m, ")");
     }
+    rpt_buf_puts(&p->h, ".</div>\n");
+    rpt_buf_puts(&p->m, ".\n\n");
+}
+
+static void ans_money(rep *r, page *p) {
+    json_t *s = r->summary;
+    bool econ = json_is_object(json_object_get(s, "economics"));
+    ans_card_open(p, "hl-cost", "cost per million tokens");
+    if (econ) {
+        ans_value(p, s, "economics.cost_per_mtok_usd.input");
+        ans_text(p, " input, ");
+        ans_value(p, s, "economics.cost_per_mtok_usd.output");
+        ans_text(p, " output");
+        ans_card_sub(p);
+        char t[48];
+        rpt_fmt_unit(RPT_U_USD, rpt_json_num(s, "economics.cost_per_gpu_hour_usd"), t, sizeof t);
+        ans_text(p, "all-in ");
+        ans_text(p, t);
+        ans_text(p, " per GPU-hour");
+        ans_card_close(p, true);
+    } else {
+        ans_text(p, "n/a (no economics in summary.json)");
+        ans_card_close(p, false);
+    }
+    ans_card_open(p, "hl-margin", "margin");
+    if (econ) {
+        ans_value(p, s, "economics.margin");
+        ans_card_sub(p);
+        char a[48], b[48];
+        rpt_fmt_unit(RPT_U_USD, rpt_json_num(s, "economics.revenue_per_day_usd"), a, sizeof a);
+        rpt_fmt_unit(RPT_U_USD, rpt_json_num(s, "economics.cost_per_day_usd"), b, sizeof b);
+        ans_text(p, "revenue ");
+        ans_text(p, a);
+        ans_text(p, " against cost ");
+        ans_text(p, b);
+        ans_text(p, " per day");
+        ans_card_close(p, true);
+    } else {
+        ans_text(p, "n/a");
+        ans_card_close(p, false);
+    }
+}
+
+static void ans_slo(rep *r, page *p) {
+    json_t *s = r->summary;
+    ans_card_open(p, "hl-slo", "SLO attainment");
+    ans_value(p, s, "slo.attainment");
+    if (rpt_json_path(s, "slo.goodput_rps")) {
+        ans_text(p, ", goodput ");
+        ans_value(p, s, "slo.goodput_rps");
+    }
+    ans_card_sub(p);
+    char a[32], b[32];
+    rpt_fmt_unit(RPT_U_MS, rpt_json_num(s, "slo.ttft_p90_ms"), a, sizeof a);
+    rpt_fmt_unit(RPT_U_MS, rpt_json_num(s, "slo.tpot_p90_ms"), b, sizeof b);
+    char line[160];
+    snprintf(line, sizeof line, "requests within TTFT %s and TPOT %s (p90 targets)", a, b);
+    ans_text(p, line);
+    ans_card_close(p, true);
+}
+
+static void ans_gpus(rep *r, page *p) {
+    json_t *s = r->summary;
+    const char *mode = json_string_value(json_object_get(s, "mode"));
+    bool coloc = mode && !strcmp(mode, "colocated");
+    double gv = rpt_json_num(s, "gpus.vision"), gp = rpt_json_num(s, "gpus.prefill"),
+           gd = rpt_json_num(s, "gpus.decode");
+    ans_card_open(p, "hl-gpus", "GPUs per pool");
+    bool any = false;
+    if (isfinite(gv) && gv > 0) {
+        ans_text(p, "vision ");
+        ans_value(p, s, "gpus.vision");
+        any = true;
+    }
+    if (coloc) {   // one pool serves both phases: its GPUs are counted under prefill
+        ans_text(p, any ? ", colocated " : "colocated ");
+        if (isfinite(gd) && gd > 0) {
+            char t[32];
+            snprintf(t, sizeof t, "%.0f", gp + gd);
+            rpt_buf_printf(&p->h, "<span class=\"v\" data-gpus=\"%.0f\">%s</span>", gp + gd, t);
+            rpt_buf_printf(&p->m, "**%s**", t);
+        } else {
+            ans_value(p, s, "gpus.prefill");
+        }
+    } else if (isfinite(gp) || isfinite(gd)) {
+        ans_text(p, any ? ", prefill " : "prefill ");
+        ans_value(p, s, "gpus.prefill");
+        ans_text(p, ", decode ");
+        ans_value(p, s, "gpus.decode");
+    } else if (!any) {
+        ans_text(p, "n/a");
+    }
+    ans_card_sub(p);
+    char u1[32], u2[32], line[200];
+    rpt_fmt_pct(rpt_json_num(s, "utilization.prefill"), u1, sizeof u1);
+    rpt_fmt_pct(rpt_json_num(s, "utilization.decode"), u2, sizeof u2);
+    if (coloc)
+        snprintf(line, sizeof line, "busy %s of the time", u1);
+    else
+        snprintf(line, sizeof line, "busy: prefill %s, decode %s", u1, u2);
+    ans_text(p, line);
+    ans_card_close(p, true);
+}
+
+// The line under the cards: latency, throughput, cache and the run's extent.
+static void ans_more(rep *r, page *p) {
+    json_t *s = r->summary;
+    static const struct {
+        const char *key, *label;
+    } F[] = {
+        {"ttft_ms.p90", "TTFT p90 "},       {"tpot_ms.p90", "TPOT p90 "},
+        {"throughput.output_tok_s", "output "}, {"cache.hit_rate", "cache hit rate "},
+        {"requests.completed", "requests completed "}, {"sim.simulated_s", "simulated "},
+    };
+    rpt_buf_puts(&p->h, "<p class=\"keyline\" id=\"hl-more\">");
+    int k = 0;
+    for (size_t i = 0; i < sizeof F / sizeof F[0]; i++) {
+        if (!rpt_json_path(s, F[i].key)) continue;
+        if (k++) ans_text(p, " · ");
+        ans_text(p, F[i].label);
+        ans_value(p, s, F[i].key);
+        if (!strcmp(F[i].key, "requests.completed") && rpt_json_path(s, "requests.arrived")) {
+            ans_text(p, " of ");
+            ans_value(p, s, "requests.arrived");
+        }
+    }
+    rpt_buf_puts(&p->h, "</p>\n");
+    rpt_buf_puts(&p->m, "\n\n");
+}
+
+static void sec_answer(rep *r, page *p) {
+    rpt_buf_puts(&p->h, "<section id=\"answer\" class=\"answer\">\n");
+    rpt_buf_puts(&p->m, "\n");
+    ans_saturation(r, p);
+    rpt_buf_puts(&p->h, "<div class=\"cards\">\n");
+    ans_money(r, p);
+    ans_slo(r, p);
+    ans_gpus(r, p);
+    rpt_buf_puts(&p->h, "</div>\n");
+    rpt_buf_puts(&p->m, "\n");
+    ans_more(r, p);
+    rpt_buf_puts(&p->h, "</section>\n");
 }
 
 // Appends a gnuplot SVG with its element ids prefixed by the chart name, so several charts
@@ -839,6 +1125,7 @@ static void sec_charts(rep *r, page *p) {
         both_para(p, "warn", line);
     }
     if (r->nch == 0) both_para(p, "note", "No chart data: the database has no requests or timeseries.");
+    rpt_buf_puts(&p->h, "<div class=\"charts\">\n");
     for (int i = 0; i < r->nch; i++) {
         const chart *c = &r->ch[i];
         rpt_buf_printf(&p->h, "<figure id=\"chart-%s\"><h3>", c->name);
@@ -866,27 +1153,37 @@ static void sec_charts(rep *r, page *p) {
                        c->name);
         rpt_buf_printf(&p->m, "%s Data: `report_files/%s.dat`.\n\n", c->caption, c->name);
     }
+    rpt_buf_puts(&p->h, "</div>\n");
 }
 
 static void sens_table(page *p, json_t *e, const char *kind, const char *id, const char *xname,
                        bool with_fixed) {
     json_t *a = json_object_get(json_object_get(e, "sensitivity"), kind);
     if (!json_is_array(a) || !json_array_size(a)) return;
-    const char *heads[7] = {xname, "cost/day (USD)", "revenue/day (USD)", "margin",
-                            "payback (days)", "prefill GPUs", "margin, revenue held"};
+    const char *heads[7] = {xname, "cost per day", "revenue per day", "margin",
+                            "payback", "prefill GPUs", "margin, revenue held"};
     tab_open(p, id, heads, with_fixed ? 7 : 6, NULL);
     size_t i;
     json_t *row;
+    bool frac_x = strcmp(kind, "price") != 0;   // hit rate and utilisation are shares
     json_array_foreach(a, i, row) {
         row_open(p);
-        cell_num(p, NULL, json_number_value(json_object_get(row, "x")));
-        cell_json(p, NULL, json_object_get(row, "cost_per_day_usd"));
-        cell_json(p, NULL, json_object_get(row, "revenue_per_day_usd"));
+        double x = json_number_value(json_object_get(row, "x"));
+        char t[48];
+        if (frac_x)
+            rpt_fmt_pct(x, t, sizeof t);
+        else
+            snprintf(t, sizeof t, "%.3g x", x);
+        cell_keyed(p, NULL, x, t);
+        double c = rpt_json_num(row, "cost_per_day_usd"), rv = rpt_json_num(row, "revenue_per_day_usd");
+        cell_keyed(p, NULL, c, rpt_fmt_unit(RPT_U_USD, c, t, sizeof t));
+        cell_keyed(p, NULL, rv, rpt_fmt_unit(RPT_U_USD, rv, t, sizeof t));
         json_t *m = json_object_get(row, "margin");
         cell_pct(p, json_is_number(m) ? json_number_value(m) : NAN);
         json_t *pb = json_object_get(row, "payback_days");
         if (json_is_number(pb))
-            cell_num(p, NULL, json_number_value(pb));
+            cell_keyed(p, NULL, json_number_value(pb),
+                       rpt_fmt_unit(RPT_U_DAYS, json_number_value(pb), t, sizeof t));
         else
             cell_text(p, "never");
         cell_json(p, NULL, json_object_get(row, "prefill_gpus"));
@@ -997,31 +1294,31 @@ static void sec_economics(rep *r, page *p) {
         {"cost_model", "cost model (rent or own)"},
         {"gpus", "GPUs"},
         {"gpu_hours_per_day", "GPU-hours per day"},
-        {"cost_per_day_usd", "cost per day (USD)"},
-        {"revenue_per_day_usd", "revenue per day (USD)"},
+        {"cost_per_day_usd", "cost per day"},
+        {"revenue_per_day_usd", "revenue per day"},
         {"revenue_input_per_day_usd", "  of which input tokens"},
         {"revenue_output_per_day_usd", "  of which output tokens"},
-        {"margin", "margin, (revenue - cost) / revenue (%)"},
-        {"cost_per_gpu_hour_usd", "all-in cost per GPU-hour (USD)"},
-        {"cost_per_mtok_usd.input", "cost per million input tokens (USD)"},
-        {"cost_per_mtok_usd.output", "cost per million output tokens (USD)"},
+        {"margin", "margin, (revenue - cost) / revenue"},
+        {"cost_per_gpu_hour_usd", "all-in cost per GPU-hour"},
+        {"cost_per_mtok_usd.input", "cost per million input tokens"},
+        {"cost_per_mtok_usd.output", "cost per million output tokens"},
         {"input_cost_share", "share of cost attributed to input"},
-        {"capex_usd", "capex (USD)"},
-        {"cash_opex_per_day_usd", "cash opex per day (USD)"},
-        {"payback_days", "payback of capex (days)"},
+        {"capex_usd", "capex"},
+        {"cash_opex_per_day_usd", "cash opex per day"},
+        {"payback_days", "payback of capex"},
         {"break_even_price_factor", "break-even price factor (all prices x)"},
-        {"break_even_output_usd_per_mtok", "break-even output price (USD/Mtok, input prices kept)"},
+        {"break_even_output_usd_per_mtok", "break-even output price per million tokens (input prices kept)"},
         {"break_even_note", "  why it is 0 or missing"},
         {"day_basis", "how the run is placed in a day"},
-        {"offpeak_share", "share of the day's tokens billed off-peak (%)"},
+        {"offpeak_share", "share of the day's tokens billed off-peak"},
         {"ssd_tb_billed", "SSD billed (TB)"},
         {"ssd_basis", "  what the SSD figure rests on"},
-        {"hit_rate", "cache hit rate (billing, %)"},
+        {"hit_rate", "cache hit rate (billing)"},
         {"hit_sensitivity_basis", "hit-rate sensitivity rests on"},
-        {"utilization", "utilisation (GPU-hour weighted, %)"},
-        {"capacity_utilization", "utilisation at capacity (busiest pool full, %)"},
-        {"cost_usd", "cost over the run (USD)"},
-        {"revenue_usd", "revenue over the run (USD)"},
+        {"utilization", "utilisation (GPU-hour weighted)"},
+        {"capacity_utilization", "utilisation at capacity (busiest pool full)"},
+        {"cost_usd", "cost over the run"},
+        {"revenue_usd", "revenue over the run"},
     };
     static const char *const heads[] = {"figure", "value", "summary.json key"};
     tab_open(p, "economics-table", heads, 3, "lrl");
@@ -1034,11 +1331,9 @@ static void sec_economics(rep *r, page *p) {
         cell_text(p, rows[i].label);
         if (!strcmp(rows[i].key, "payback_days") && json_is_null(v))
             cell_text(p, "never (revenue does not cover cash opex)");
-        else if (strstr(rows[i].label, "(%)") || strstr(rows[i].label, ", %)"))
-            cell_pct_key(p, key, json_is_number(v) ? json_number_value(v) : NAN);
         else
             cell_json(p, key, v);
-        cell_text(p, key);
+        cell_code(p, key);
         row_close(p);
     }
     tab_close(p);
@@ -1047,7 +1342,7 @@ static void sec_economics(rep *r, page *p) {
     json_t *ph = json_object_get(e, "cost_per_gpu_hour_usd_by_part");
     if (json_is_object(pd)) {
         both_heading(p, 3, "cost-parts", "Cost by part");
-        static const char *const h2[] = {"part", "USD per day", "USD per GPU-hour", "share"};
+        static const char *const h2[] = {"part", "per day", "per GPU-hour", "share"};
         tab_open(p, "cost-parts-table", h2, 4, NULL);
         double tot = 0;
         for (size_t i = 0; i < 5; i++) tot += json_number_value(json_object_get(pd, PARTS[i]));
@@ -1057,7 +1352,7 @@ static void sec_economics(rep *r, page *p) {
             snprintf(k1, sizeof k1, "economics.cost_per_day_usd_by_part.%s", PARTS[i]);
             snprintf(k2, sizeof k2, "economics.cost_per_gpu_hour_usd_by_part.%s", PARTS[i]);
             row_open(p);
-            cell_text(p, PARTS[i]);
+            cell_text(p, PART_WORDS[i]);
             cell_json(p, k1, json_object_get(pd, PARTS[i]));
             cell_json(p, k2, json_object_get(ph, PARTS[i]));
             cell_pct(p, tot > 0 ? d / tot : NAN);
@@ -1209,12 +1504,15 @@ static void sec_all(rep *r, page *p) {
     static const char *const skip[] = {"economics.sensitivity", "config", NULL};   // config: the inputs, not figures
     rpt_leaf *l;
     size_t n = rpt_json_leaves(r->summary, skip, &l);
-    static const char *const heads[] = {"summary.json key", "value"};
-    tab_open(p, "all-table", heads, 2, "lr");
+    static const char *const heads[] = {"figure", "value", "summary.json key"};
+    tab_open(p, "all-table", heads, 3, "lrl");
     for (size_t i = 0; i < n; i++) {
+        char words[200];
+        rpt_key_words(l[i].key, words, sizeof words);
         row_open(p);
-        cell_text(p, l[i].key);
+        cell_text(p, words);
         cell_json(p, l[i].key, l[i].value);
+        cell_code(p, l[i].key);
         row_close(p);
     }
     tab_close(p);
@@ -1232,15 +1530,29 @@ static void sec_defs(page *p) {
 }
 
 static const char CSS[] =
-    "body{font-family:Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;"
-    "color:#222}h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;"
-    "margin-top:1.8em}table{border-collapse:collapse;margin:.6em 0;font-size:.92em}"
-    "th,td{border:1px solid #ddd;padding:.25em .6em;text-align:left;vertical-align:top}"
-    "th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}"
-    "figure{margin:1em 0}figure svg{max-width:100%;height:auto}figcaption{font-size:.85em;"
-    "color:#555}.warn{background:#fff4e0;border-left:4px solid #e0a000;padding:.4em .8em}"
-    ".note{color:#777}.meta{color:#444}nav a{margin-right:1em}pre{white-space:pre-wrap;"
-    "font-size:.85em}";
+    "body{font-family:Helvetica,Arial,sans-serif;max-width:1320px;margin:0 auto;padding:12px 20px;"
+    "color:#222}h1{font-size:1.45em;margin:.2em 0}h2{border-bottom:1px solid #ccc;"
+    "padding-bottom:.2em;margin-top:1.6em}table{border-collapse:collapse;margin:.6em 0;"
+    "font-size:.92em}th,td{border:1px solid #ddd;padding:.25em .6em;text-align:left;"
+    "vertical-align:top}th{background:#f3f3f3}td.num{text-align:right;"
+    "font-variant-numeric:tabular-nums}td.key{color:#777;font-family:monospace;font-size:.85em}"
+    "figure{margin:0}figure svg{width:100%;height:auto}figure h3{font-size:1em;margin:.4em 0}"
+    "figcaption{font-size:.82em;color:#555}.charts{display:grid;"
+    "grid-template-columns:repeat(auto-fill,minmax(600px,1fr));gap:18px 24px}"
+    ".warn{background:#fff4e0;border-left:4px solid #e0a000;padding:.4em .8em}"
+    ".note{color:#777}.meta{color:#444;margin:.2em 0}nav{margin:.6em 0;font-size:.9em}"
+    "nav a{margin-right:1em}pre{white-space:pre-wrap;font-size:.85em}"
+    ".answer{margin:.5em 0 .8em}.verdict{padding:.5em .9em;border-radius:4px;margin:.4em 0;"
+    "font-size:1.05em}.verdict-stable{background:#e6f4ea;border-left:6px solid #2e7d32}"
+    ".verdict-backlogged{background:#fff4e0;border-left:6px solid #e0a000}"
+    ".verdict-overloaded{background:#fde8e8;border-left:6px solid #c62828}"
+    ".verdict-unknown{background:#f3f3f3;border-left:6px solid #999}.why{color:#555}"
+    ".cards{display:grid;grid-template-columns:1.5fr 1fr 1.2fr 1.1fr;gap:12px;margin:.6em 0}"
+    ".card{border:1px solid #ddd;border-radius:6px;padding:.6em .8em;background:#fafafa}"
+    ".card .lab{font-size:.8em;color:#666;text-transform:uppercase;letter-spacing:.04em}"
+    ".card .big{font-size:1.35em;margin:.25em 0}.card .big .v{font-weight:bold}"
+    ".card .sub{font-size:.82em;color:#555}.keyline{font-size:.95em;color:#333}"
+    ".keyline .v{font-weight:bold}";
 
 // ---- entry ------------------------------------------------------------------------------
 
@@ -1256,122 +1568,172 @@ static void rep_free(rep *r) {
     rpt_buf_free(&r->gp);
 }
 
-kvf_status rpt_report_write(const char *dir, bool html, bool md, kvf_err *err) {
-    rep R;
-    memset(&R, 0, sizeof R);
-    rep *r = &R;
-    r->dir = dir;
-    kvf_status s = KVF_OK;
-    page pg;
-    memset(&pg, 0, sizeof pg);
-    char path[4200];
+void rpt_report_final_dir(const char *dir, char *out, size_t n) {
+    KVF_ASSERT(dir && out && n > 0);
+    snprintf(out, n, "%s", dir);
+    // DIR.tmp.PID: the directory a run writes before it is renamed to DIR
+    char *t = strstr(out, ".tmp.");
+    while (t) {
+        char *next = strstr(t + 1, ".tmp.");
+        if (!next) break;
+        t = next;
+    }
+    if (!t || t == out || !t[5]) return;
+    for (const char *q = t + 5; *q; q++)
+        if ((*q < '0' || *q > '9') && !(*q == '/' && !q[1])) return;
+    *t = '\0';
+}
 
+// Reads summary.json, validation.json and opens results.db; decides whether gnuplot draws.
+static kvf_status rep_load(rep *r, kvf_err *err) {
+    char path[4200];
+    const char *dir = r->dir;
     snprintf(path, sizeof path, "%s/summary.json", dir);
     json_error_t je;
-    if (access(path, F_OK) != 0) {
-        s = kvf_fail(err, KVF_ENOENT, "%s: not found (is %s a results directory?)", path, dir);
-        goto out;
-    }
+    if (access(path, F_OK) != 0)
+        return kvf_fail(err, KVF_ENOENT, "%s: not found (is %s a results directory?)", path, dir);
     r->summary = json_load_file(path, 0, &je);
-    if (!r->summary || !json_is_object(r->summary)) {
-        s = kvf_fail(err, KVF_EPARSE, "%s:%d: %s", path, je.line,
-                     r->summary ? "not a JSON object" : je.text);
-        goto out;
-    }
+    if (!r->summary || !json_is_object(r->summary))
+        return kvf_fail(err, KVF_EPARSE, "%s:%d: %s", path, je.line,
+                        r->summary ? "not a JSON object" : je.text);
     snprintf(path, sizeof path, "%s/validation.json", dir);
     if (access(path, F_OK) == 0) {
         r->validation = json_load_file(path, 0, &je);
-        if (!r->validation) {
-            s = kvf_fail(err, KVF_EPARSE, "%s:%d: %s", path, je.line, je.text);
-            goto out;
-        }
+        if (!r->validation) return kvf_fail(err, KVF_EPARSE, "%s:%d: %s", path, je.line, je.text);
     }
     snprintf(path, sizeof path, "%s/results.db", dir);
     if (access(path, F_OK) != 0) {
         snprintf(r->db_note, sizeof r->db_note,
                  "No results.db in this directory: no run table, CDFs or time series.");
     } else if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        s = kvf_fail(err, KVF_ERUN, "%s: %s", path, r->db ? sqlite3_errmsg(r->db) : "cannot open");
-        goto out;
+        return kvf_fail(err, KVF_ERUN, "%s: %s", path,
+                        r->db ? sqlite3_errmsg(r->db) : "cannot open");
     }
     snprintf(r->files, sizeof r->files, "%s/report_files", dir);
-    if ((s = kvf_mkdirs(r->files, err))) goto out;
-
+    kvf_status s = kvf_mkdirs(r->files, err);
+    if (s) return s;
     const char *nog = getenv("KVF_NO_GNUPLOT");
-    if (nog && *nog && strcmp(nog, "0")) {
+    if (nog && *nog && strcmp(nog, "0"))
         snprintf(r->gnuplot_note, sizeof r->gnuplot_note, "gnuplot disabled (KVF_NO_GNUPLOT=%s)",
                  nog);
-    } else if (!rpt_on_path("gnuplot")) {
+    else if (!rpt_on_path("gnuplot"))
         snprintf(r->gnuplot_note, sizeof r->gnuplot_note, "gnuplot is not installed (not on PATH)");
-    } else {
+    else
         r->gnuplot = true;
-    }
+    return KVF_OK;
+}
 
-    if ((s = load_timeseries(r, err))) goto out;
+// Every chart's data and script, then one gnuplot process for them all.
+static kvf_status rep_charts(rep *r, kvf_err *err) {
+    kvf_status s;
+    if ((s = load_timeseries(r, err))) return s;
     if ((s = chart_cdf(r, "ttft_s", "ttft_cdf", "TTFT distribution (CDF)", "TTFT (ms)", err)))
-        goto out;
+        return s;
     if ((s = chart_cdf(r, "tpot_s", "tpot_cdf", "TPOT distribution (CDF)", "TPOT (ms)", err)))
-        goto out;
+        return s;
     static const ts_spec specs[] = {
         {"throughput", "Throughput over time", "tokens/s", {"input_tok_s", "output_tok_s"},
-         false, 1},
-        {"queue_len", "Queue length over time", "queued requests", {"queue_len"}, true, 1},
-        {"running", "Running requests over time", "requests", {"running_requests"}, true, 1},
-        {"hit_rate", "Cache hit rate over time, by tier", "hit rate",
-         {"hit_rate", "hit_rate_hbm", "hit_rate_dram", "hit_rate_ssd"}, false, 1},
-        {"kv_store", "KV store occupancy", "stored KV (GB)",
-         {"kv_store_bytes", "hbm_cache_bytes", "dram_cache_bytes"}, false, 1e-9},
-        {"kv_used", "HBM KV cache in use", "fraction of KV capacity", {"kv_used_frac"}, true, 1},
-        {"utilization", "Utilisation per pool", "busy fraction", {"utilization"}, true, 1},
-        {"instances", "Instances per pool over time", "instances", {"instances"}, true, 1},
+         false, 1, false, true, "output tokens/s"},
+        {"queue_len", "Queue length over time", "queued requests", {"queue_len"}, true, 1,
+         false, false, NULL},
+        {"running", "Running requests over time", "requests", {"running_requests"}, true, 1,
+         false, false, NULL},
+        {"hit_rate", "Cache hit rate over time, by tier", "hit rate (%)",
+         {"hit_rate", "hit_rate_hbm", "hit_rate_dram", "hit_rate_ssd"}, false, 100, false,
+         false, NULL},
+        {"kv_store", "KV store occupancy", "stored KV",
+         {"kv_store_bytes", "hbm_cache_bytes", "dram_cache_bytes"}, false, 1, true, false, NULL},
+        {"kv_used", "HBM KV cache in use", "share of KV capacity (%)", {"kv_used_frac"}, true,
+         100, false, false, NULL},
+        {"utilization", "Utilisation per pool", "busy share (%)", {"utilization"}, true, 100,
+         false, false, NULL},
+        {"instances", "Instances per pool over time", "instances", {"instances"}, true, 1, false,
+         false, NULL},
     };
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
-        if ((s = chart_ts(r, &specs[i], err))) goto out;
-    if ((s = chart_cost(r, err))) goto out;
-    if ((s = chart_validation(r, err))) goto out;
+        if ((s = chart_ts(r, &specs[i], err))) return s;
+    if ((s = chart_cost(r, err))) return s;
+    if ((s = chart_validation(r, err))) return s;
     if ((s = chart_sens(r, "hit_rate", "margin_vs_hit", "Margin against cache-hit rate",
                         "cache hit rate (%)", 100, rpt_json_num(r->summary, "economics.hit_rate"),
                         err)))
-        goto out;
+        return s;
     if ((s = chart_sens(r, "utilization", "margin_vs_util", "Margin against utilisation",
                         "utilisation (%)", 100, rpt_json_num(r->summary, "economics.utilization"),
                         err)))
-        goto out;
+        return s;
     if ((s = chart_sens(r, "price", "margin_vs_price", "Margin against price",
                         "price factor (x configured prices)", 1, 1.0, err)))
-        goto out;
+        return s;
     run_gnuplot(r);
+    return KVF_OK;
+}
 
-    const char *name = json_string_value(json_object_get(r->summary, "scenario"));
-    char title[300];
-    snprintf(title, sizeof title, "kvfleet report: %s", name ? name : dir);
-    rpt_buf_puts(&pg.h, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-                        "<meta name=\"viewport\" content=\"width=device-width\">\n<title>");
-    rpt_buf_html(&pg.h, title);
-    rpt_buf_printf(&pg.h, "</title>\n<style>%s</style></head><body>\n<h1>", CSS);
-    rpt_buf_html(&pg.h, title);
-    rpt_buf_puts(&pg.h, "</h1>\n<nav>");
-    if (json_array_size(json_object_get(r->summary, "published")))
-        rpt_buf_puts(&pg.h, "<a href=\"#published\">published</a>");
-    rpt_buf_puts(&pg.h, "<a href=\"#scenario\">scenario</a><a href=\"#headline\">"
-                        "headline</a><a href=\"#charts\">charts</a><a href=\"#economics\">"
-                        "economics</a>");
-    if (r->validation) rpt_buf_puts(&pg.h, "<a href=\"#validation\">validation</a>");
-    rpt_buf_puts(&pg.h, "<a href=\"#all\">all figures</a></nav>\n");
-    rpt_buf_printf(&pg.m, "# %s\n\n", title);
-    rpt_buf_puts(&pg.m, "Results directory: `");
-    rpt_buf_puts(&pg.m, dir);
-    rpt_buf_puts(&pg.m, "` (summary.json, results.db).\n");
-    sec_published(r, &pg);
-    sec_run(r, &pg);
-    sec_headline(r, &pg);
-    sec_charts(r, &pg);
-    sec_economics(r, &pg);
-    sec_validation(r, &pg);
-    sec_all(r, &pg);
-    sec_defs(&pg);
-    rpt_buf_puts(&pg.h, "</body></html>\n");
+// The page: title and the run's identity, the answer, then charts, tables, figures.
+static void rep_page(rep *r, page *pg, const char *shown) {
+    json_t *s = r->summary;
+    const char *name = json_string_value(json_object_get(s, "scenario"));
+    char title[4200];
+    snprintf(title, sizeof title, "kvfleet report: %s", name ? name : shown);
+    rpt_buf_puts(&pg->h, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+                         "<meta name=\"viewport\" content=\"width=device-width\">\n<title>");
+    rpt_buf_html(&pg->h, title);
+    rpt_buf_printf(&pg->h, "</title>\n<style>%s</style></head><body>\n<h1>", CSS);
+    rpt_buf_html(&pg->h, title);
+    rpt_buf_puts(&pg->h, "</h1>\n");
+    rpt_buf_printf(&pg->m, "# %s\n\n", title);
+    char line[5000], seed[32] = "n/a";
+    if (json_is_number(json_object_get(s, "seed")))
+        snprintf(seed, sizeof seed, "%.0f", json_number_value(json_object_get(s, "seed")));
+    const char *model = json_string_value(json_object_get(s, "model"));
+    const char *hw = json_string_value(json_object_get(s, "hardware"));
+    const char *stepm = json_string_value(json_object_get(s, "step_model"));
+    snprintf(line, sizeof line, "Results in %s. Model %s on %s, %s step model, seed %s.", shown,
+             model ? model : "n/a", hw ? hw : "n/a", stepm ? stepm : "n/a", seed);
+    rpt_buf_puts(&pg->h, "<p class=\"meta\" id=\"results-dir\" data-dir=\"");
+    rpt_buf_html(&pg->h, shown);
+    rpt_buf_puts(&pg->h, "\">");
+    rpt_buf_html(&pg->h, line);
+    rpt_buf_puts(&pg->h, "</p>\n");
+    rpt_buf_printf(&pg->m, "Results directory: `%s` (summary.json, results.db). Model %s on %s, "
+                           "%s step model, seed %s.\n",
+                   shown, model ? model : "n/a", hw ? hw : "n/a", stepm ? stepm : "n/a", seed);
+    sec_answer(r, pg);
+    rpt_buf_puts(&pg->h, "<nav>");
+    if (json_array_size(json_object_get(s, "published")))
+        rpt_buf_puts(&pg->h, "<a href=\"#published\">published</a>");
+    rpt_buf_puts(&pg->h, "<a href=\"#charts\">charts</a><a href=\"#economics\">economics</a>");
+    if (r->validation) rpt_buf_puts(&pg->h, "<a href=\"#validation\">validation</a>");
+    rpt_buf_puts(&pg->h, "<a href=\"#scenario\">scenario and inputs</a><a href=\"#all\">all "
+                         "figures</a></nav>\n");
+    sec_published(r, pg);
+    sec_charts(r, pg);
+    sec_economics(r, pg);
+    sec_validation(r, pg);
+    sec_run(r, pg);
+    sec_all(r, pg);
+    sec_defs(pg);
+    rpt_buf_puts(&pg->h, "</body></html>\n");
+}
 
+kvf_status rpt_report_write_as(const char *dir, const char *final_dir, bool html, bool md,
+                               kvf_err *err) {
+    KVF_ASSERT(dir && *dir && err);
+    rep R;
+    memset(&R, 0, sizeof R);
+    rep *r = &R;
+    r->dir = dir;
+    page pg;
+    memset(&pg, 0, sizeof pg);
+    char shown[4096], path[4200];
+    if (final_dir && *final_dir)
+        snprintf(shown, sizeof shown, "%s", final_dir);
+    else
+        rpt_report_final_dir(dir, shown, sizeof shown);
+    kvf_status s = rep_load(r, err);
+    if (!s) s = rep_charts(r, err);
+    if (s) goto out;
+    rep_page(r, &pg, shown);
     if (html) {
         snprintf(path, sizeof path, "%s/report.html", dir);
         if ((s = rpt_write_text(path, pg.h.p, pg.h.n, err))) goto out;
@@ -1388,4 +1750,8 @@ out:
     rpt_buf_free(&pg.m);
     rep_free(r);
     return s;
+}
+
+kvf_status rpt_report_write(const char *dir, bool html, bool md, kvf_err *err) {
+    return rpt_report_write_as(dir, NULL, html, md, err);
 }

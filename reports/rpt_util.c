@@ -176,23 +176,23 @@ const rpt_headline RPT_HEADLINE[] = {
     {"requests.arrived", "requests arrived"},
     {"requests.completed", "requests completed"},
     {"requests.rejected", "requests rejected"},
-    {"saturation.state", "saturation (stable / backlogged / overloaded)"},
-    {"ttft_ms.mean", "TTFT mean (ms)"},
-    {"ttft_ms.p50", "TTFT p50 (ms)"},
-    {"ttft_ms.p90", "TTFT p90 (ms)"},
-    {"ttft_ms.p99", "TTFT p99 (ms)"},
-    {"tpot_ms.mean", "TPOT mean (ms)"},
-    {"tpot_ms.p50", "TPOT p50 (ms)"},
-    {"tpot_ms.p90", "TPOT p90 (ms)"},
-    {"tpot_ms.p99", "TPOT p99 (ms)"},
-    {"itl_ms.p90", "ITL p90 (ms)"},
-    {"e2e_ms.p50", "end-to-end p50 (ms)"},
-    {"e2e_ms.p90", "end-to-end p90 (ms)"},
-    {"gen_tok_s_per_request.mean", "generation speed per request (tok/s)"},
+    {"saturation.state", "saturation"},
+    {"ttft_ms.mean", "TTFT mean"},
+    {"ttft_ms.p50", "TTFT p50"},
+    {"ttft_ms.p90", "TTFT p90"},
+    {"ttft_ms.p99", "TTFT p99"},
+    {"tpot_ms.mean", "TPOT mean"},
+    {"tpot_ms.p50", "TPOT p50"},
+    {"tpot_ms.p90", "TPOT p90"},
+    {"tpot_ms.p99", "TPOT p99"},
+    {"itl_ms.p90", "ITL p90"},
+    {"e2e_ms.p50", "end-to-end p50"},
+    {"e2e_ms.p90", "end-to-end p90"},
+    {"gen_tok_s_per_request.mean", "generation speed per request (tokens/s)"},
     {"throughput.input_tok_s", "input tokens/s"},
     {"throughput.output_tok_s", "output tokens/s"},
-    {"throughput.prefill_input_tok_s_per_gpu", "prefill input tok/s per GPU (cache-inclusive)"},
-    {"throughput.decode_output_tok_s_per_gpu", "decode output tok/s per GPU"},
+    {"throughput.prefill_input_tok_s_per_gpu", "prefill input tokens/s per GPU (hits included)"},
+    {"throughput.decode_output_tok_s_per_gpu", "decode output tokens/s per GPU"},
     {"cache.hit_rate", "cache hit rate"},
     {"cache.by_tier.hbm", "hits from HBM"},
     {"cache.by_tier.dram", "hits from DRAM"},
@@ -205,15 +205,16 @@ const rpt_headline RPT_HEADLINE[] = {
     {"utilization.prefill", "prefill utilisation"},
     {"utilization.decode", "decode utilisation"},
     {"slo.attainment", "SLO attainment"},
-    {"slo.goodput_req_s", "goodput (req/s)"},
-    {"economics.cost_usd", "cost (USD, run period)"},
-    {"economics.revenue_usd", "revenue (USD, run period)"},
-    {"economics.margin", "margin (fraction of revenue)"},
-    {"economics.cost_per_gpu_hour_usd", "all-in cost per GPU-hour (USD)"},
-    {"economics.cost_per_mtok_usd.input", "cost per M input tokens (USD)"},
-    {"economics.cost_per_mtok_usd.output", "cost per M output tokens (USD)"},
-    {"economics.payback_days", "payback (days)"},
-    {"sim.simulated_s", "simulated time (s)"},
+    {"slo.goodput_req_s", "goodput"},
+    {"slo.goodput_rps", "goodput, class SLOs"},
+    {"economics.cost_usd", "cost over the run"},
+    {"economics.revenue_usd", "revenue over the run"},
+    {"economics.margin", "margin"},
+    {"economics.cost_per_gpu_hour_usd", "all-in cost per GPU-hour"},
+    {"economics.cost_per_mtok_usd.input", "cost per million input tokens"},
+    {"economics.cost_per_mtok_usd.output", "cost per million output tokens"},
+    {"economics.payback_days", "payback of capex"},
+    {"sim.simulated_s", "simulated time"},
     {"sim.events", "events"},
 };
 const size_t RPT_HEADLINE_N = sizeof RPT_HEADLINE / sizeof RPT_HEADLINE[0];
@@ -247,7 +248,269 @@ bool rpt_key_is_bytes(const char *key) {
 }
 
 char *rpt_fmt_keyed(const char *key, double x, char *out, size_t n) {
-    return rpt_key_is_bytes(key) ? rpt_fmt_bytes(x, out, n) : rpt_fmt_num(x, out, n);
+    KVF_ASSERT(out && n > 0);
+    rpt_unit u = rpt_key_unit(key);
+    if (u != RPT_U_RATE || !isfinite(x)) return rpt_fmt_unit(u, x, out, n);
+    // a rate says what it counts
+    char t[48];
+    rpt_fmt_sig(x, 3, t, sizeof t);
+    const char *what = strstr(key, "tok_s") ? "tokens/s"
+                       : strstr(key, "req_s") || strstr(key, "rps") ? "requests/s"
+                       : strstr(key, "events_per_s") ? "events/s" : "/s";
+    snprintf(out, n, "%s%s%s", t, what[0] == '/' ? "" : " ", what);
+    return out;
+}
+
+// ---- units --------------------------------------------------------------------------------
+
+static bool ends_with(const char *s, size_t len, const char *suf) {
+    size_t m = strlen(suf);
+    return len >= m && !strncmp(s + len - m, suf, m);
+}
+
+static bool has_word(const char *s, size_t len, const char *w) {
+    size_t m = strlen(w);
+    for (size_t i = 0; i + m <= len; i++)
+        if (!strncmp(s + i, w, m) && (i == 0 || s[i - 1] == '_') &&
+            (i + m == len || s[i + m] == '_'))
+            return true;
+    return false;
+}
+
+// The unit of one part of a key (no dots), or RPT_U_NUM.
+static rpt_unit part_unit(const char *p, size_t len) {
+    if (ends_with(p, len, "_pct")) return RPT_U_PCT;
+    if (has_word(p, len, "usd")) return RPT_U_USD;
+    if (ends_with(p, len, "Bps")) return RPT_U_BPS;
+    if (ends_with(p, len, "tok_s") || ends_with(p, len, "req_s") || ends_with(p, len, "rps") ||
+        ends_with(p, len, "_per_s"))
+        return RPT_U_RATE;
+    if (ends_with(p, len, "_ms") || (len == 2 && !strncmp(p, "ms", 2))) return RPT_U_MS;
+    if (ends_with(p, len, "_days") || (len == 4 && !strncmp(p, "days", 4))) return RPT_U_DAYS;
+    if (ends_with(p, len, "_s") && !has_word(p, len, "per")) return RPT_U_S;
+    bool per = has_word(p, len, "per");
+    if (!per && (has_word(p, len, "rate") || has_word(p, len, "margin") ||
+                 has_word(p, len, "attainment") || has_word(p, len, "share") ||
+                 has_word(p, len, "frac") || has_word(p, len, "utilization") ||
+                 has_word(p, len, "utilisation")))
+        return RPT_U_FRAC;
+    return RPT_U_NUM;
+}
+
+rpt_unit rpt_key_unit(const char *key) {
+    if (!key || !*key) return RPT_U_NUM;
+    if (rpt_key_is_bytes(key)) return RPT_U_BYTES;
+    const char *dot = strrchr(key, '.');
+    const char *last = dot ? dot + 1 : key;
+    rpt_unit u = part_unit(last, strlen(last));
+    if (u != RPT_U_NUM) return u;
+    // the unit of a statistic is its parent's ("ttft_ms.p90", "utilization.prefill",
+    // "cache.by_tier.hbm", "cost_per_mtok_usd.input")
+    if (!dot) return RPT_U_NUM;
+    const char *pe = dot, *ps = pe;
+    while (ps > key && ps[-1] != '.') ps--;
+    u = part_unit(ps, (size_t)(pe - ps));
+    if (u == RPT_U_FRAC || u == RPT_U_MS || u == RPT_U_USD || u == RPT_U_S || u == RPT_U_RATE ||
+        u == RPT_U_PCT)
+        return u;
+    if (has_word(ps, (size_t)(pe - ps), "by_tier") || !strncmp(ps, "by_tier", 7)) return RPT_U_FRAC;
+    return RPT_U_NUM;
+}
+
+char *rpt_fmt_sig(double x, int sig, char *out, size_t n) {
+    KVF_ASSERT(out && n > 0 && sig >= 1 && sig <= 17);
+    if (!isfinite(x)) return rpt_fmt_num(x, out, n);
+    double a = fabs(x);
+    if (a < 1e4) {
+        if (x == floor(x)) {
+            snprintf(out, n, "%.0f", x);
+            return out;
+        }
+        int mag = a > 0 ? (int)floor(log10(a)) : 0;
+        int dec = sig - 1 - mag;
+        if (dec < 0) dec = 0;
+        if (dec > 12) {   // tiny: keep sig digits without an exponent up to 1e-12
+            dec = 12;
+        }
+        snprintf(out, n, "%.*f", dec, x);
+        return out;
+    }
+    static const char *const pre[] = {"k", "M", "G", "T", "P", "E"};
+    int k = -1;
+    while (a >= 999.95 && k < 5) {
+        a /= 1000;
+        k++;
+    }
+    int mag = (int)floor(log10(a));
+    int dec = sig - 1 - mag;
+    if (dec < 0) dec = 0;
+    snprintf(out, n, "%s%.*f %s", x < 0 ? "-" : "", dec, a, pre[k]);
+    return out;
+}
+
+char *rpt_fmt_duration(double s, char *out, size_t n) {
+    KVF_ASSERT(out && n > 0);
+    if (!isfinite(s)) return rpt_fmt_num(s, out, n);
+    static const struct {
+        double below, div;
+        const char *unit;
+    } steps[] = {
+        {1e-6, 1e-9, "ns"}, {1e-3, 1e-6, "us"}, {1, 1e-3, "ms"}, {120, 1, "s"},
+        {7200, 60, "min"}, {172800, 3600, "h"}, {INFINITY, 86400, "d"},
+    };
+    double a = fabs(s);
+    size_t i = 0;
+    while (a >= steps[i].below) i++;
+    if (s == 0) i = 3;
+    double v = s / steps[i].div;
+    double av = fabs(v);
+    int dec = av >= 100 ? 0 : av >= 10 ? 1 : 2;
+    snprintf(out, n, "%.*f %s", dec, v, steps[i].unit);
+    return out;
+}
+
+char *rpt_fmt_pct(double frac, char *out, size_t n) {
+    KVF_ASSERT(out && n > 0);
+    if (!isfinite(frac)) return rpt_fmt_num(frac, out, n);
+    double v = 100 * frac, a = fabs(v);
+    int dec = a >= 99.95 || a == 0 ? (v == floor(v) ? 0 : 1) : a >= 10 ? 1 : a >= 1 ? 2 : 3;
+    if (a >= 100 && v == floor(v)) dec = 0;
+    snprintf(out, n, "%.*f %%", dec, v);
+    return out;
+}
+
+static char *fmt_usd(double x, char *out, size_t n) {
+    char t[48];
+    double a = fabs(x);
+    if (a >= 1e6) {
+        rpt_fmt_sig(a, 3, t, sizeof t);
+    } else if (a >= 1000) {
+        long long v = (long long)llround(a);
+        snprintf(t, sizeof t, "%lld,%03lld", v / 1000, v % 1000);
+    } else if (a == 0) {
+        snprintf(t, sizeof t, "0");
+    } else {
+        rpt_fmt_sig(a, a < 100 ? 3 : 4, t, sizeof t);
+        if (a == floor(a)) snprintf(t, sizeof t, "%.0f", a);
+    }
+    snprintf(out, n, "%s$%s", x < 0 ? "-" : "", t);
+    return out;
+}
+
+char *rpt_fmt_unit(rpt_unit u, double x, char *out, size_t n) {
+    KVF_ASSERT(out && n > 0);
+    if (isnan(x)) return rpt_fmt_num(x, out, n);
+    if (isinf(x) && x > 0 && u == RPT_U_DAYS) {
+        snprintf(out, n, "never");
+        return out;
+    }
+    if (!isfinite(x)) return rpt_fmt_num(x, out, n);
+    char t[48];
+    switch (u) {
+    case RPT_U_FRAC: return rpt_fmt_pct(x, out, n);
+    case RPT_U_PCT:
+        rpt_fmt_sig(x, 3, t, sizeof t);
+        snprintf(out, n, "%s %%", t);
+        return out;
+    case RPT_U_BYTES: return rpt_fmt_bytes(x, out, n);
+    case RPT_U_BPS:
+        rpt_fmt_bytes(x, t, sizeof t);
+        snprintf(out, n, "%s/s", t);
+        return out;
+    case RPT_U_MS: return rpt_fmt_duration(x / 1000, out, n);
+    case RPT_U_S: return rpt_fmt_duration(x, out, n);
+    case RPT_U_DAYS: return rpt_fmt_duration(x * 86400, out, n);
+    case RPT_U_USD: return fmt_usd(x, out, n);
+    case RPT_U_RATE:
+        rpt_fmt_sig(x, 3, t, sizeof t);
+        snprintf(out, n, "%s/s", t);
+        return out;
+    case RPT_U_NUM: break;
+    }
+    if (x == floor(x) && fabs(x) < 1e7) {
+        snprintf(out, n, "%.0f", x);
+        return out;
+    }
+    return rpt_fmt_sig(x, 4, out, n);
+}
+
+// Code names and the words shown for them.
+static const struct {
+    const char *code, *words;
+} WORDS[] = {
+    {"ttft", "TTFT"}, {"tpot", "TPOT"}, {"itl", "ITL"}, {"e2e", "end-to-end"},
+    {"slo", "SLO"}, {"kv", "KV"}, {"hbm", "HBM"}, {"dram", "DRAM"}, {"ssd", "SSD"},
+    {"gpu", "GPU"}, {"gpus", "GPUs"}, {"mtok", "million tokens"}, {"usd", ""}, {"ms", ""},
+    {"tok", "tokens"}, {"req", "requests"}, {"rps", "requests/s"}, {"pct", "%"},
+    {"p50", "p50"}, {"p90", "p90"}, {"p99", "p99"}, {"utilization", "utilisation"},
+    {"Bps", "bytes/s"}, {"tb", "TB"}, {"flops", "FLOPs"}, {"ep", "EP"}, {"tp", "TP"},
+    {"gen", "generation"}, {"mape", "MAPE"}, {"ttl", "retention"}, {"kwh", "kWh"},
+};
+
+void rpt_key_words(const char *key, char *out, size_t n) {
+    KVF_ASSERT(out && n > 0);
+    out[0] = '\0';
+    if (!key) return;
+    for (size_t i = 0; i < RPT_HEADLINE_N; i++)
+        if (!strcmp(RPT_HEADLINE[i].key, key)) {
+            snprintf(out, n, "%s", RPT_HEADLINE[i].label);
+            return;
+        }
+    size_t o = 0;
+    const char *p = key;
+    bool first_word = true;
+    while (*p && o + 1 < n) {
+        if (*p == '.') {
+            if (o + 2 < n) {
+                out[o++] = ',';
+                out[o++] = ' ';
+            }
+            p++;
+            first_word = true;
+            continue;
+        }
+        size_t len = strcspn(p, "._");
+        const char *w = NULL;
+        for (size_t i = 0; i < sizeof WORDS / sizeof WORDS[0]; i++)
+            if (strlen(WORDS[i].code) == len && !strncmp(WORDS[i].code, p, len)) w = WORDS[i].words;
+        if (w && !*w) {   // a unit the value carries: dropped from the label
+            p += len;
+            if (*p == '_') p++;
+            continue;
+        }
+        if (!first_word && o > 0 && out[o - 1] != ' ' && o + 1 < n) out[o++] = ' ';
+        if (w) {
+            size_t m = strlen(w);
+            if (o + m >= n) m = n - o - 1;
+            memcpy(out + o, w, m);
+            o += m;
+        } else {
+            size_t m = len;
+            if (o + m >= n) m = n - o - 1;
+            memcpy(out + o, p, m);
+            o += m;
+        }
+        first_word = false;
+        p += len;
+        if (*p == '_') p++;
+    }
+    while (o > 0 && (out[o - 1] == ' ' || out[o - 1] == ',')) o--;
+    out[o] = '\0';
+}
+
+char *rpt_fmt_text_value(const char *text, char *out, size_t n) {
+    KVF_ASSERT(out && n > 0);
+    if (!text) text = "";
+    char *end = NULL;
+    double v = strtod(text, &end);
+    size_t digits = 0;
+    for (const char *q = text; *q; q++) digits += *q >= '0' && *q <= '9';
+    if (end && end != text && *end == '\0' && isfinite(v) && digits > 15) {
+        snprintf(out, n, "%.15g", v);
+        return out;
+    }
+    snprintf(out, n, "%s", text);
+    return out;
 }
 
 bool rpt_on_path(const char *prog) {

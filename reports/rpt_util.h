@@ -33,8 +33,44 @@ char *rpt_fmt_bytes(double x, char *out, size_t n);
 // True when the dotted key names a byte count: "bytes" is a word of its last part, not
 // followed by "_per" ("cache.stored_bytes_peak" yes, "ssd_bytes_per_daily_token" no).
 bool rpt_key_is_bytes(const char *key);
-// A number for the table cell of key: bytes formatted as rpt_fmt_bytes, others rpt_fmt_num.
+// A number for the table cell of key, in the unit rpt_key_unit gives it (rpt_fmt_value).
 char *rpt_fmt_keyed(const char *key, double x, char *out, size_t n);
+
+// ---- one unit system for every page -------------------------------------------------------
+// What a summary.json figure measures, read off its dotted key (design.md §5 names):
+typedef enum rpt_unit {
+    RPT_U_NUM = 0,     // a plain number: 3-4 significant digits, k/M/G above 10,000
+    RPT_U_FRAC,        // a fraction in [0, 1] (hit rates, margin, attainment, shares,
+                       // utilisations): shown in percent
+    RPT_U_PCT,         // already in percent (error_pct, gap_pct)
+    RPT_U_BYTES,       // bytes: B, kB, MB, GB, TB, PB by magnitude
+    RPT_U_BPS,         // bytes per second: kB/s ... by magnitude
+    RPT_U_MS,          // a duration in milliseconds (ttft_ms.p90, ttft_p90_ms)
+    RPT_U_S,           // a duration in seconds (simulated_s, drain_s)
+    RPT_U_DAYS,        // a duration in days (payback_days)
+    RPT_U_USD,         // money (any key with usd): "$1,234", "$0.0600", "$1.23 M"
+    RPT_U_RATE,        // per second (tok_s, req_s, rps, events_per_s): SI prefix by magnitude
+} rpt_unit;
+// The unit of a summary.json key; RPT_U_NUM when the key says nothing. key may be NULL.
+rpt_unit rpt_key_unit(const char *key);
+// x in unit u as text for people; NaN as "n/a", +inf as "never" for days, else "inf".
+// Durations pick ns, us, ms, s, min, h or d by magnitude; 3 significant digits.
+// Returns out (n > 0).
+char *rpt_fmt_unit(rpt_unit u, double x, char *out, size_t n);
+// A number to sig (3 or 4) significant digits, never in exponent form: k, M, G, T, P above
+// 10,000 ("37.6 k"), integers below 10,000 exactly. Returns out.
+char *rpt_fmt_sig(double x, int sig, char *out, size_t n);
+// A duration of s seconds: "943 ms", "5.40 s", "1.89 h", "3.00 d". Returns out.
+char *rpt_fmt_duration(double s, char *out, size_t n);
+// A fraction in percent to 3 significant digits ("94.8 %", "0.12 %", "100 %"). Returns out.
+char *rpt_fmt_pct(double frac, char *out, size_t n);
+// A summary.json key in words for a label: the headline label when the key has one, else
+// its parts with words for the code names ("cache.by_tier.hbm" -> "cache, by tier, HBM").
+void rpt_key_words(const char *key, char *out, size_t n);
+// A value stored as text (run table, configuration): a number with more than 15 significant
+// digits ("0.69999999999999996") rewritten to the shortest form that reads back the same to
+// 15 digits ("0.7"); other text unchanged. Returns out.
+char *rpt_fmt_text_value(const char *text, char *out, size_t n);
 
 // One scalar leaf of a JSON object tree.
 typedef struct rpt_leaf {

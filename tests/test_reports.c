@@ -10,10 +10,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "helpers/kvt.h"
 #include "rpt.h"
+#include "rpt_util.h"
 
 static bool near(double a, double b) { return fabs(a - b) <= 1e-9 * (1 + fabs(b)); }
 #define NEAR(a, b) near((a), (b))
@@ -783,7 +785,7 @@ START_TEST(test_report_html_and_md) {
     char *md = kvt_slurp(path);
 
     // sections and tables
-    const char *ids[] = {"id=\"run-table\"", "id=\"headline-table\"", "id=\"economics-table\"",
+    const char *ids[] = {"id=\"run-table\"", "id=\"answer\"", "id=\"economics-table\"",
                          "id=\"cost-parts-table\"", "id=\"sens-hit-table\"",
                          "id=\"sens-util-table\"", "id=\"sens-price-table\"",
                          "id=\"validation-table\"", "id=\"all-table\""};
@@ -845,10 +847,13 @@ START_TEST(test_report_html_and_md) {
         line = strchr(line, '\n') + 1;
     }
     ck_assert_int_eq(pts, 800);
-    ck_assert(NEAR(y, 1.0));
+    ck_assert(NEAR(y, 100.0));   // percent of requests
     free(dat);
-    // markdown: the same headline figure, formatted
-    ck_assert(strstr(md, "| TTFT p90 (ms) |") != NULL);
+    // markdown: the same headline figure, in words and its unit
+    char want[96], ms[32];
+    snprintf(want, sizeof want, "| TTFT p90 | %s |",
+             rpt_fmt_duration(kvt_num(sum, "ttft_ms.p90") / 1000, ms, sizeof ms));
+    ck_assert_msg(strstr(md, want) != NULL, "no '%s' in report.md", want);
     ck_assert(strstr(md, "## Economics") != NULL);
     ck_assert(strstr(md, "## Validation against the real engine") != NULL);
     free(html);
@@ -881,6 +886,106 @@ START_TEST(test_report_html_and_md) {
     free(html);
     json_decref(sum);
     rm_tmp();
+}
+END_TEST
+
+// The text of the element holding data-key="key" inside the answer block, or "".
+static void answer_value(const char *html, const char *key, char *out, size_t n) {
+    out[0] = 0;
+    const char *a = strstr(html, "id=\"answer\"");
+    const char *end = a ? strstr(a, "</section>") : NULL;
+    char pat[160];
+    snprintf(pat, sizeof pat, "data-key=\"%s\"", key);
+    const char *c = a ? strstr(a, pat) : NULL;
+    if (!c || c > end) return;
+    c = strchr(c, '>');
+    const char *e = c ? strchr(c, '<') : NULL;
+    if (!e) return;
+    snprintf(out, n, "%.*s", (int)(e - c - 1), c + 1);
+}
+
+// The page opens with the answer, in one unit system, and names the final directory.
+START_TEST(test_report_answer_first) {
+    mk_tmp();
+    char dir[600], path[700];
+    snprintf(dir, sizeof dir, "%s/ref.tmp.28517", tmpdir);
+    kvf_err err = {0};
+    ck_assert_int_eq(kvf_mkdirs(dir, &err), KVF_OK);
+    json_t *sum = fake_run(dir, 500, 900, 0, "cache_aware");
+    ck_assert_msg(rpt_report_write(dir, true, true, &err) == KVF_OK, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    char *html = kvt_slurp(path);
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    char *md = kvt_slurp(path);
+    char want[700];
+    snprintf(want, sizeof want, "Results directory: `%s/ref`", tmpdir);
+    ck_assert_msg(strstr(md, want), "report.md does not name %s/ref", tmpdir);
+    ck_assert_msg(!strstr(md, ".tmp.28517") && !strstr(html, ".tmp.28517"),
+                  "a page names the temporary directory");
+    // order: answer, charts, economics, inputs, every figure
+    const char *ans = strstr(html, "id=\"answer\""), *ch = strstr(html, "id=\"charts\""),
+               *ec = strstr(html, "id=\"economics\""), *in = strstr(html, "id=\"scenario\""),
+               *all = strstr(html, "id=\"all\"");
+    ck_assert_msg(ans && ch && ec && in && all && ans < ch && ch < ec && ec < in && in < all,
+                  "sections out of order");
+    ck_assert_msg(!strstr(html, "<table") || strstr(html, "<table") > ch,
+                  "a table before the charts");
+    // the figures of the answer, each formatted in its unit
+    char got[64], exp[64];
+    answer_value(html, "economics.margin", got, sizeof got);
+    rpt_fmt_pct(kvt_num(sum, "economics.margin"), exp, sizeof exp);
+    ck_assert_msg(!strcmp(got, exp) && strchr(got, '%'), "margin '%s', want '%s'", got, exp);
+    answer_value(html, "economics.cost_per_mtok_usd.input", got, sizeof got);
+    ck_assert_msg(got[0] == '$' && fabs(strtod(got + 1, NULL) -
+                                        kvt_num(sum, "economics.cost_per_mtok_usd.input")) <
+                                       0.006 * kvt_num(sum, "economics.cost_per_mtok_usd.input"),
+                  "input cost '%s', summary %g", got, kvt_num(sum, "economics.cost_per_mtok_usd.input"));
+    answer_value(html, "gpus.prefill", got, sizeof got);
+    ck_assert_str_eq(got, "2");
+    answer_value(html, "gpus.decode", got, sizeof got);
+    ck_assert_str_eq(got, "3");
+    ck_assert(strstr(html, "id=\"hl-saturation\" data-state=\"stable\""));
+    ck_assert(strstr(md, "**Stable**"));
+    // no fraction shown as a bare fraction: the margin row of every figure is in percent
+    snprintf(want, sizeof want, "| margin | %s |", exp);
+    ck_assert_msg(strstr(md, want), "no '%s' in report.md", want);
+    free(html);
+    free(md);
+
+    // colocated: one pool, "colocated N"
+    json_object_set_new(sum, "mode", json_string("colocated"));
+    json_object_set_new(sum, "gpus", json_pack("{s:i, s:i, s:i}", "vision", 0, "prefill", 6,
+                                               "decode", 0));
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    ck_assert_int_eq(json_dump_file(sum, path, JSON_REAL_PRECISION(17)), 0);
+    ck_assert_int_eq(rpt_report_write_as(dir, "final/name", true, true, &err), KVF_OK);
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    html = kvt_slurp(path);
+    const char *g = strstr(html, "id=\"hl-gpus\"");
+    ck_assert(g);
+    ck_assert_msg(strstr(g, "colocated <span class=\"v\" data-key=\"gpus.prefill\" "
+                            "data-value=\"6\">6</span>"), "%.300s", g);
+    ck_assert_msg(!strstr(g, "decode <span") || strstr(g, "decode <span") > strstr(g, "</div></div>"),
+                  "a colocated run shows a decode pool");
+    ck_assert(strstr(html, "data-dir=\"final/name\""));
+    free(html);
+    json_decref(sum);
+    rm_tmp();
+}
+END_TEST
+
+START_TEST(test_report_final_dir_names) {
+    char out[256];
+    rpt_report_final_dir("out/ref.tmp.28517", out, sizeof out);
+    ck_assert_str_eq(out, "out/ref");
+    rpt_report_final_dir("out/ref.tmp.28517/", out, sizeof out);
+    ck_assert_str_eq(out, "out/ref");
+    rpt_report_final_dir("out/ref", out, sizeof out);
+    ck_assert_str_eq(out, "out/ref");
+    rpt_report_final_dir("out/a.tmp.x1", out, sizeof out);   // not a pid
+    ck_assert_str_eq(out, "out/a.tmp.x1");
+    rpt_report_final_dir("out/x.tmp.1/sim.tmp.22", out, sizeof out);
+    ck_assert_str_eq(out, "out/x.tmp.1/sim");
 }
 END_TEST
 
@@ -946,7 +1051,7 @@ START_TEST(test_compare_json_and_table) {
     ck_assert_int_eq(rpt_compare_write(f, dirs, 2, false, false, &err), KVF_OK);
     fclose(f);
     char *txt = kvt_slurp(out);
-    ck_assert(strstr(txt, "TPOT p90 (ms)") != NULL);
+    ck_assert(strstr(txt, "TPOT p90") != NULL);
     ck_assert(strstr(txt, "(+20.0%)") != NULL);
     ck_assert(strstr(txt, "router.prefill") != NULL);
     ck_assert(strstr(txt, "round_robin") != NULL);
@@ -988,15 +1093,100 @@ START_TEST(test_cli_report_and_compare) {
 }
 END_TEST
 
-START_TEST(test_progress_quiet_off_terminal) {
+// Runs fn with stderr going to a file (not a terminal); returns what it printed.
+static char *stderr_of(void (*fn)(void)) {
+    char path[300];
+    snprintf(path, sizeof path, "/tmp/kvf_progress_XXXXXX");
+    int fd = mkstemp(path);
+    ck_assert(fd >= 0);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    fn();
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    close(fd);
+    char *txt = kvt_slurp(path);
+    unlink(path);
+    return txt;
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+// Off a terminal with the default interval: nothing within the first seconds.
+static void progress_short(void) {
+    unsetenv("KVF_PROGRESS_S");
     rpt_progress p;
-    rpt_progress_init(&p, "run", 100);
-    if (isatty(2)) return;               // drawing is for people; nothing to check
-    ck_assert(!p.enabled);
+    rpt_progress_init(&p, "sweep", 100);
+    ck_assert(!p.tty && p.enabled && p.interval_s == 10);
     for (int i = 0; i <= 100; i++) rpt_progress_update(&p, i);
     rpt_progress_done(&p);
     ck_assert(!p.drawn);
     rpt_progress_done(NULL);
+    setenv("KVF_PROGRESS_S", "0", 1);   // 0: no lines at all
+    rpt_progress_init(&p, "sweep", 100);
+    ck_assert(!p.enabled);
+    unsetenv("KVF_PROGRESS_S");
+}
+
+// A multi-day run: 3 simulated days, far more arrivals than a rate x duration guess of 120.
+static void progress_days(void) {
+    rpt_progress p;
+    rpt_progress_init_sim(&p, "run", 3 * 86400.0, 120);
+    rpt_progress_set_interval(&p, 0.002);
+    for (int i = 1; i <= 30; i++) {
+        rpt_progress_state st = {.sim_s = 86400.0 * 3 * i / 40, .arrived = 400.0 * i,
+                                 .finished = 390.0 * i, .events = 1e5 * i};
+        rpt_progress_sim(&p, &st);
+        sleep_ms(3);
+    }
+    rpt_progress_done(&p);
+}
+
+// A trace of known size and unknown span: by arrivals.
+static void progress_trace(void) {
+    rpt_progress p;
+    rpt_progress_init_sim(&p, "validate", 0, 1000);
+    rpt_progress_set_interval(&p, 0.002);
+    for (int i = 1; i <= 10; i++) {
+        rpt_progress_state st = {.sim_s = 6.0 * i, .arrived = 50.0 * i, .finished = 40.0 * i,
+                                 .events = 1e4 * i};
+        rpt_progress_sim(&p, &st);
+        sleep_ms(3);
+    }
+    rpt_progress_done(&p);
+}
+
+START_TEST(test_progress_lines_off_terminal) {
+    char *out = stderr_of(progress_short);
+    ck_assert_msg(out[0] == '\0', "a short command printed: %s", out);
+    free(out);
+    out = stderr_of(progress_days);
+    int lines = kvt_count(out, "\n");
+    ck_assert_msg(lines >= 5, "%d lines: %s", lines, out);
+    ck_assert_msg(!strchr(out, '\r') && !strstr(out, "\033"), "bar control codes in a log");
+    // by simulated time: every percentage is sim_s / span, below 100 % until the end
+    double prev = -1;
+    for (const char *l = out; *l; l = strchr(l, '\n') + 1) {
+        ck_assert_msg(!strncmp(l, "run: ", 5), "line '%.60s'", l);
+        double pct = strtod(l + 5, NULL);
+        ck_assert_msg(pct >= prev && pct <= 75.0 + 1e-9, "percentage %.1f after %.1f", pct, prev);
+        prev = pct;
+        ck_assert_msg(strstr(l, "simulated ") && strstr(l, " of 3.00 d") && strstr(l, "events/s") &&
+                          strstr(l, "elapsed "), "line '%.120s'", l);
+        ck_assert_msg(!strstr(l, "/120") && !strstr(l, "of 120"), "arrivals against 120: %.120s", l);
+        if (!strchr(l, '\n')) break;
+    }
+    ck_assert_msg(prev > 50, "last percentage %.1f", prev);
+    free(out);
+    out = stderr_of(progress_trace);
+    ck_assert_msg(strstr(out, "validate: ") && strstr(out, " of 1000 arrivals ("), "%s", out);
+    ck_assert_msg(!strstr(out, "100.0%"), "%s", out);
+    free(out);
 }
 END_TEST
 
@@ -1024,9 +1214,11 @@ static Suite *suite(void) {
     tcase_set_timeout(t, 120);
     tcase_add_test(t, test_report_html_and_md);
     tcase_add_test(t, test_report_bad_dirs);
+    tcase_add_test(t, test_report_answer_first);
+    tcase_add_test(t, test_report_final_dir_names);
     tcase_add_test(t, test_compare_json_and_table);
     tcase_add_test(t, test_cli_report_and_compare);
-    tcase_add_test(t, test_progress_quiet_off_terminal);
+    tcase_add_test(t, test_progress_lines_off_terminal);
     suite_add_tcase(s, t);
     return s;
 }
