@@ -132,7 +132,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     // one simulated hour at the scenario's rate: enough copies of the 12k-request trace
-    int copies = (int)(cfg.trace_opt.rate_rps * 3600 * hours / 12031) + 1;
+    int copies = (int)(cfg.workload.opt.rate_rps * 3600 * hours / 12031) + 1;
     snprintf(trace, sizeof trace, "/tmp/kvf_bench_trace_%d.jsonl", copies);
     char src[2048];
     snprintf(src, sizeof src, "%s/traces/mooncake_conversation.jsonl", shared);
@@ -143,7 +143,7 @@ int main(int argc, char **argv) {
     }
     snprintf(set, sizeof set, "workload.trace=%s", trace);
     sim_config_set(&cfg, set, &err);
-    snprintf(set, sizeof set, "workload.limit_requests=%ld", (long)(cfg.trace_opt.rate_rps * 3600 * hours));
+    snprintf(set, sizeof set, "workload.limit_requests=%ld", (long)(cfg.workload.opt.rate_rps * 3600 * hours));
     sim_config_set(&cfg, set, &err);
     if (sim_config_validate(&cfg, &err)) {
         fprintf(stderr, "%s\n", err.msg);

@@ -151,7 +151,7 @@ static kvf_status run_design(const char *scenario, const char *trace, const char
     json_object_set_new(f, "model", json_string(json_is_string(m) ? json_string_value(m) : ""));
     json_object_set_new(f, "hardware", json_string(json_is_string(hw) ? json_string_value(hw) : ""));
     if (bytes_per_token)
-        *bytes_per_token = rpt_json_num(s, "cache.block_bytes") / (double)cfg.block_tokens;
+        *bytes_per_token = rpt_json_num(s, "cache.block_bytes") / (double)cfg.kv.block_tokens;
     json_decref(s);
     *fig = f;
     return KVF_OK;

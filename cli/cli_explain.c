@@ -18,11 +18,11 @@ static mdl_parallel explain_parallel(const sim_config *cfg, const mdl_model *m,
     par.gpus = (uint32_t)pc->gpus_per_instance;
     par.tp = (uint32_t)(pc->tp > 0 ? pc->tp : pc->gpus_per_instance);
     par.ep = (uint32_t)(pc->ep > 0 ? pc->ep : pc->gpus_per_instance);
-    par.ep_skew = cfg->ep_skew > 1 ? cfg->ep_skew : 1.0;
-    if (m->experts && cfg->ep_redundant_experts > 0)
-        par.ep_skew = 1.0 + (par.ep_skew - 1.0) * (1.0 - KVF_MIN(cfg->ep_redundant_experts, 1.0));
-    par.route_nodes = cfg->ep_route_nodes;
-    par.two_batch = cfg->ep_two_batch;
+    par.ep_skew = cfg->moe.skew > 1 ? cfg->moe.skew : 1.0;
+    if (m->experts && cfg->moe.redundant_experts > 0)
+        par.ep_skew = 1.0 + (par.ep_skew - 1.0) * (1.0 - KVF_MIN(cfg->moe.redundant_experts, 1.0));
+    par.route_nodes = cfg->moe.route_nodes;
+    par.two_batch = cfg->moe.two_batch;
     return par;
 }
 
@@ -60,10 +60,10 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
         fprintf(stderr, "kvfleet run: --step-phase must be decode or prefill, not '%s'\n", phase);
         return 2;
     }
-    const sim_pool_cfg *pc = decode || cfg->mode == SIM_COLOCATED ? &cfg->decode : &cfg->prefill;
-    if (!decode && cfg->mode == SIM_DISAGGREGATED) pc = &cfg->prefill;
+    const sim_pool_cfg *pc = decode || cfg->cluster.mode == SIM_COLOCATED ? &cfg->cluster.decode : &cfg->cluster.prefill;
+    if (!decode && cfg->cluster.mode == SIM_DISAGGREGATED) pc = &cfg->cluster.prefill;
     mdl_parallel par = explain_parallel(cfg, &m, pc);
-    uint32_t draft = cfg->draft_tokens;
+    uint32_t draft = cfg->decoding.draft_tokens;
     mdl_batch b = {0};
     mdl_decode_sum ds = {0};
     mdl_seq *seqs = NULL;

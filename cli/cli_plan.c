@@ -100,7 +100,7 @@ static double ratio_max(const planner *pl, const plan_eval *e) {
 
 static double est_gpus(const planner *pl, int p, int d, int gp, int gd) {
     const sim_config *b = pl->base;
-    return (double)b->vision.instances * b->vision.gpus_per_instance + (double)p * gp +
+    return (double)b->cluster.vision.instances * b->cluster.vision.gpus_per_instance + (double)p * gp +
            (pl->colocated ? 0 : (double)d * gd);
 }
 
@@ -272,9 +272,9 @@ static bool search(planner *pl, const plan_size *z, bool vary_ratio, plan_cands 
     int cap = inst_cap(pl, z);
     // colocated: the scenario's prefill + decode instances form one pool; the search sizes it
     // as prefill.instances with decode.instances = 0
-    int p = pl->colocated ? b->prefill.instances + b->decode.instances : b->prefill.instances;
+    int p = pl->colocated ? b->cluster.prefill.instances + b->cluster.decode.instances : b->cluster.prefill.instances;
     p = KVF_MAX(1, KVF_MIN(p, cap));
-    int d = pl->colocated ? 0 : KVF_MAX(1, KVF_MIN(b->decode.instances, cap));
+    int d = pl->colocated ? 0 : KVF_MAX(1, KVF_MIN(b->cluster.decode.instances, cap));
     // 1. generous feasible point, within --max-gpus (start and growth trimmed to fit)
     while (pl->max_gpus > 0 && est_gpus(pl, p, d, z->gp, z->gd) > pl->max_gpus &&
            (p > 1 || d > 1)) {
@@ -442,7 +442,7 @@ static json_t *config_json(const planner *pl, const plan_eval *e) {
     json_object_set_new(c, "gpus_per_instance", json_integer(e->gp));
     json_object_set_new(c, "prefill_gpus_per_instance", json_integer(e->gp));
     json_object_set_new(c, "decode_gpus_per_instance", json_integer(e->gd));
-    json_object_set_new(c, "vision_instances", json_integer(pl->base->vision.instances));
+    json_object_set_new(c, "vision_instances", json_integer(pl->base->cluster.vision.instances));
     json_object_set_new(c, "mode", json_string(pl->colocated ? "colocated" : "disaggregated"));
     json_object_set_new(c, "gpus", json_real(e->gpus));
     if (e->rate > 0) json_object_set_new(c, "rate_rps", json_real(e->rate));
@@ -547,12 +547,12 @@ static kvf_status parse_slo(const char *arg, char *key, size_t kn, double *v, kv
 
 static double natural_rate(const planner *pl, kvf_err *err, kvf_status *st) {
     const sim_config *b = pl->base;
-    if (b->generate_profile[0]) return b->generate_rate_rps;
-    if (b->trace_opt.rate_rps > 0) return b->trace_opt.rate_rps;
+    if (b->workload.gen.profile[0]) return b->workload.gen.rate_rps;
+    if (b->workload.opt.rate_rps > 0) return b->workload.opt.rate_rps;
     char path[SIM_PATH_MAX];
-    sim_config_resolve(b, b->trace, path, sizeof path);
-    trc_options o = b->trace_opt;
-    o.block_tokens = b->block_tokens;
+    sim_config_resolve(b, b->workload.trace, path, sizeof path);
+    trc_options o = b->workload.opt;
+    o.block_tokens = b->kv.block_tokens;
     o.seed = b->seed;
     trc_stats ts;
     *st = trc_stats_file(path, &o, &ts, err);
@@ -573,8 +573,8 @@ static int find_max_rate(planner *pl, double tol, bool json_out) {
         return kvf_exit_code(st);
     }
     const sim_config *b = pl->base;
-    int p = b->prefill.instances, d = b->decode.instances;
-    int gp = b->prefill.gpus_per_instance, gd = b->decode.gpus_per_instance;
+    int p = b->cluster.prefill.instances, d = b->cluster.decode.instances;
+    int gp = b->cluster.prefill.gpus_per_instance, gd = b->cluster.decode.gpus_per_instance;
     double lo = 0, hi = 0;
     if (eval(pl, p, d, gp, gd, r0).ok) {
         lo = r0;
@@ -743,18 +743,18 @@ static int plan_main(planner *pl, int argc, char **argv) {
         fprintf(stderr, "kvfleet: %s\n", err.msg);
         return kvf_exit_code(st);
     }
-    pl->slo_ttft = pl->base->slo_ttft_p90_ms;
-    pl->slo_tpot = pl->base->slo_tpot_p90_ms;
-    pl->colocated = pl->base->mode == SIM_COLOCATED;
+    pl->slo_ttft = pl->base->slo.ttft_p90_ms;
+    pl->slo_tpot = pl->base->slo.tpot_p90_ms;
+    pl->colocated = pl->base->cluster.mode == SIM_COLOCATED;
     pl->rate_key =
-        pl->base->generate_profile[0] ? "workload.generate.rate_rps" : "workload.rate_rps";
+        pl->base->workload.gen.profile[0] ? "workload.generate.rate_rps" : "workload.rate_rps";
     if (!(pl->slo_ttft > 0) || !(pl->slo_tpot > 0)) {
         fprintf(
             stderr,
             "kvfleet plan: the SLO bounds must be positive (slo.ttft_p90_ms, slo.tpot_p90_ms)\n");
         return 2;
     }
-    if (pl->base->n_schedule > 0 && !find)
+    if (pl->base->cluster.n_schedule > 0 && !find)
         fprintf(stderr,
                 "kvfleet plan: note: cluster.schedule changes instance counts by time of day "
                 "and overrides the counts the plan tries\n");
@@ -764,8 +764,8 @@ static int plan_main(planner *pl, int argc, char **argv) {
     plan_size sizes[PLAN_GPI_MAX];
     int nsz = ng ? ng : 1;
     for (int i = 0; i < nsz; i++) {
-        sizes[i].gp = ng ? gvals[i] : pl->base->prefill.gpus_per_instance;
-        sizes[i].gd = ng ? gvals[i] : pl->base->decode.gpus_per_instance;
+        sizes[i].gp = ng ? gvals[i] : pl->base->cluster.prefill.gpus_per_instance;
+        sizes[i].gd = ng ? gvals[i] : pl->base->cluster.decode.gpus_per_instance;
         if (sizes[i].gp == sizes[i].gd)
             snprintf(sizes[i].label, sizeof sizes[i].label, "%d GPU%s per instance", sizes[i].gp,
                      sizes[i].gp == 1 ? "" : "s");

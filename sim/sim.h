@@ -78,46 +78,47 @@ typedef struct sim_saturation_cfg {
     double reject_frac;           // more than this share of arrivals rejected
 } sim_saturation_cfg;
 
-typedef struct sim_config {
-    char name[SIM_NAME_MAX];
-    char path[SIM_PATH_MAX];      // scenario file (for messages), "" when built in code
-    char dir[SIM_PATH_MAX];       // directory relative paths resolve against (the repo root)
-    uint64_t seed;
-    char model[SIM_PATH_MAX];     // models/<name>.yaml or a path
-    char hardware[SIM_PATH_MAX];  // models/hardware/<name>.yaml or a path
-    char step_model[32];          // roofline | calibrated | table
-    char profile[SIM_PATH_MAX];   // calibrated: engine profile CSV
-    mdl_efficiency eff;           // roofline efficiency factors (efficiency.*)
-    double ep_skew;               // MoE: hottest GPU load over mean (>= 1)
-    double ep_redundant_experts;  // fraction of redundant experts the EP balancer adds (0..1)
-    double ep_skew_sd;            // > 0: skew drawn per MoE step, max(1, N(ep_skew, sd))
-    uint32_t ep_route_nodes;      // node-limited routing: scale-up domains per token (0 = any)
-    bool ep_two_batch;            // two micro-batches overlap communication with compute
-    // workload
+// The areas of a scenario, one sub-struct each (the key table in sim/config/ maps every
+// scenario key to its field and holds its range; nothing else checks a range).
+typedef struct sim_moe_cfg {      // moe.*
+    double skew;                  // hottest GPU load over mean (>= 1)
+    double redundant_experts;     // fraction of redundant experts the EP balancer adds (0..1)
+    double skew_sd;               // > 0: skew drawn per MoE step, max(1, N(skew, sd))
+    uint32_t route_nodes;         // node-limited routing: scale-up domains per token (0 = any)
+    bool two_batch;               // two micro-batches overlap communication with compute
+} sim_moe_cfg;
+
+typedef struct sim_generate_cfg { // workload.generate.*: synthetic traffic (trc_gen_options)
+    char profile[32];             // "" = replay the trace; chatbot|agent|coding|mixed
+    double rate_rps;
+    double duration_s;
+    char arrival[16];             // poisson | gamma | diurnal
+    double cv;                    // gamma: coefficient of variation of the gaps (0 = default)
+    double mean_turns;            // turns per session (0 = the profile's)
+    int32_t system_tokens;        // system prompt tokens (-1 = the profile's)
+    uint32_t input_len, output_len;  // fixed new/answer tokens (0 = drawn)
+    double images_p;              // probability a request carries one image
+    bool closed_loop;             // continued turns wait for the previous turn + think time
+    double think_s;               // closed loop: mean think time (0 = the generator's 5 s)
+    double days;                  // > 0: days of returning sessions (trc.h, days mode)
+    double diurnal_amplitude;     // daily cycle amplitude A in [0, 1)
+    double peak_hour;             // hour of the daily peak
+    double weekend_ratio;         // a weekend day's rate over a weekday's
+    uint32_t start_weekday;       // weekday at t = 0, 0 = Monday
+    double warmup_days;           // sessions generated this long before t = 0
+    trc_gen_return ret[3];        // per class chatbot, agent, coding: p, median_h, sigma
+    double mix[3];                // mixed: shares of new sessions chatbot, agent, coding (0 = default)
+} sim_generate_cfg;
+
+typedef struct sim_workload_cfg { // workload.*
     char trace[SIM_PATH_MAX];     // trace file ("" with generate)
-    trc_options trace_opt;        // format, time_scale, rate_rps, limit, window, bucket, ...
-    char generate_profile[32];    // "" = replay the trace; chatbot|agent|coding|mixed
-    double generate_rate_rps;
-    double generate_duration_s;
-    char generate_arrival[16];    // poisson | gamma | diurnal
-    double generate_cv;           // gamma: coefficient of variation of the gaps (0 = default)
-    double generate_mean_turns;   // turns per session (0 = the profile's)
-    int32_t generate_system_tokens;  // system prompt tokens (-1 = the profile's)
-    uint32_t generate_input_len, generate_output_len;  // fixed new/answer tokens (0 = drawn)
-    double generate_images_p;     // probability a request carries one image
-    bool generate_closed_loop;    // continued turns wait for the previous turn + think time
-    double generate_think_s;      // closed loop: mean think time (0 = the generator's 5 s)
-    double generate_days;         // > 0: days of returning sessions (trc.h, days mode)
-    double generate_diurnal_amplitude; // daily cycle amplitude A in [0, 1)
-    double generate_peak_hour;    // hour of the daily peak
-    double generate_weekend_ratio;  // a weekend day's rate over a weekday's
-    uint32_t generate_start_weekday;  // weekday at t = 0, 0 = Monday
-    double generate_warmup_days;  // sessions generated this long before t = 0
-    trc_gen_return generate_return[3];  // per class chatbot, agent, coding: p, median_h, sigma
+    trc_options opt;              // format, time_scale, rate_rps, limit, window, bucket, ...
     double sample_rate;           // R in (0, 1]: simulate sessions/prefix roots hashing below R
-                                  // on a cluster scaled by R (sim/sim_sample.h), 1 = all
-    double generate_mix[3];       // mixed: shares of new sessions chatbot, agent, coding (0 = default)
-    // cluster
+                                  // on a cluster scaled by R (sim/run/sim_sample.h), 1 = all
+    sim_generate_cfg gen;
+} sim_workload_cfg;
+
+typedef struct sim_cluster_cfg {  // cluster.*, mode
     sim_mode mode;
     sim_pool_cfg vision, prefill, decode;
     double kv_transfer_Bps;       // prefill -> decode KV link per prefill instance
@@ -125,13 +126,17 @@ typedef struct sim_config {
     int32_t n_schedule;
     sim_schedule_entry schedule[SIM_SCHEDULE_MAX];
     sim_preempt preemption;
-    // routers
-    char router_prefill[32];      // round_robin | least_loaded | least_work | p2c | cache_aware |
+} sim_cluster_cfg;
+
+typedef struct sim_router_cfg {   // router.*
+    char prefill[32];             // round_robin | least_loaded | least_work | p2c | cache_aware |
                                   // ttft_estimate
-    char router_decode[32];       // round_robin | least_kv | least_requests
-    double router_stale_ns;       // routers see load this old
-    bool router_reject_slo;       // ttft_estimate: reject requests whose estimate breaks the SLO
-    // KV cache
+    char decode[32];              // round_robin | least_kv | least_requests
+    double stale_ns;              // routers see load this old
+    bool reject_slo;              // ttft_estimate: reject requests whose estimate breaks the SLO
+} sim_router_cfg;
+
+typedef struct sim_kv_cfg {       // kv.*, cache.*
     uint32_t block_tokens;
     double hbm_cache_frac;        // share of a prefill instance's KV capacity kept as prefix cache
     double activation_reserve;    // share of HBM kept for activations
@@ -145,19 +150,44 @@ typedef struct sim_config {
     bool prefix_cache;            // master switch of prefix reuse
     bool step_sequential;         // a step runs its chunks one after another (a CPU engine):
                                   // a chunk's blocks are reusable by later chunks of the step
-    // decoding
+} sim_kv_cfg;
+
+typedef struct sim_decoding_cfg { // decoding.*
     uint32_t draft_tokens;
     double acceptance;
     double structured_mask_ns;    // per-step mask cost per structured request
     double structured_share;      // share of requests flagged structured at arrival (0..1)
-    // SLO
-    double slo_ttft_p90_ms, slo_tpot_p90_ms;
-    sim_saturation_cfg sat;       // saturation verdict thresholds
-    // economics (delegated to reports/)
-    rpt_econ_config econ;         // see reports/rpt.h (rpt_econ_config_set handles economics.*)
-    // outputs
+} sim_decoding_cfg;
+
+typedef struct sim_slo_cfg {      // slo.*
+    double ttft_p90_ms, tpot_p90_ms;
+} sim_slo_cfg;
+
+typedef struct sim_output_cfg {   // output.*
     double sample_interval_s;     // time-series sampling period
     bool write_requests;          // request table rows
+} sim_output_cfg;
+
+typedef struct sim_config {
+    char name[SIM_NAME_MAX];
+    char path[SIM_PATH_MAX];      // scenario file (for messages), "" when built in code
+    char dir[SIM_PATH_MAX];       // directory relative paths resolve against (the repo root)
+    uint64_t seed;
+    char model[SIM_PATH_MAX];     // models/<name>.yaml or a path
+    char hardware[SIM_PATH_MAX];  // models/hardware/<name>.yaml or a path
+    char step_model[32];          // roofline | calibrated | table
+    char profile[SIM_PATH_MAX];   // calibrated: engine profile CSV
+    mdl_efficiency eff;           // roofline efficiency factors (efficiency.*)
+    sim_moe_cfg moe;
+    sim_workload_cfg workload;
+    sim_cluster_cfg cluster;
+    sim_router_cfg router;
+    sim_kv_cfg kv;
+    sim_decoding_cfg decoding;
+    sim_slo_cfg slo;
+    sim_saturation_cfg sat;       // saturation verdict thresholds
+    rpt_econ_config econ;         // economics.* (reports/rpt.h; rpt_econ_config_set)
+    sim_output_cfg output;
     // published figures to set beside the run's (section `published`): checks, never inputs
     // to a fit; each names the summary.json key it compares with and what it rests on
     int32_t n_published;

@@ -52,8 +52,8 @@ static outcome run_config(int prefill, int decode, double rate) {
     memset(&r, 0, sizeof r);
     r.ttft_p90 = json_number_value(json_object_get(json_object_get(s, "ttft_ms"), "p90"));
     r.tpot_p90 = json_number_value(json_object_get(json_object_get(s, "tpot_ms"), "p90"));
-    r.bound_ttft = c->slo_ttft_p90_ms;
-    r.bound_tpot = c->slo_tpot_p90_ms;
+    r.bound_ttft = c->slo.ttft_p90_ms;
+    r.bound_tpot = c->slo.tpot_p90_ms;
     r.cost_day =
         json_number_value(json_object_get(json_object_get(s, "economics"), "cost_per_day_usd"));
     snprintf(r.state, sizeof r.state, "%s",

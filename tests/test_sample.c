@@ -106,8 +106,8 @@ static uint64_t *trace_groups(const char *scenario, const char *trace, size_t n,
                               sim_sampler *smp) {
     static sim_config cfg;
     load_cfg(&cfg, scenario, trace, NULL, 0);
-    trc_options o = cfg.trace_opt;
-    o.block_tokens = cfg.block_tokens;
+    trc_options o = cfg.workload.opt;
+    o.block_tokens = cfg.kv.block_tokens;
     o.seed = cfg.seed;
     kvf_err err = {0};
     trc_reader *rd = NULL;
@@ -364,14 +364,14 @@ END_TEST
 START_TEST(test_sample_plan_rounding) {
     static sim_config c;
     sim_config_default(&c);
-    c.prefill.instances = 25;
-    c.decode.instances = 14;
-    c.vision.instances = 0;
-    c.ssd.capacity_bytes = 2e12;
-    c.n_schedule = 2;
-    c.schedule[0] = (sim_schedule_entry){.from_h = 8, .prefill = 40, .decode = -1};
-    c.schedule[1] = (sim_schedule_entry){.from_h = 20, .prefill = 5, .decode = 6};
-    c.sample_rate = 0.1;
+    c.cluster.prefill.instances = 25;
+    c.cluster.decode.instances = 14;
+    c.cluster.vision.instances = 0;
+    c.kv.ssd.capacity_bytes = 2e12;
+    c.cluster.n_schedule = 2;
+    c.cluster.schedule[0] = (sim_schedule_entry){.from_h = 8, .prefill = 40, .decode = -1};
+    c.cluster.schedule[1] = (sim_schedule_entry){.from_h = 20, .prefill = 5, .decode = 6};
+    c.workload.sample_rate = 0.1;
     sim_sample_plan p;
     kvf_err err = {0};
     ck_assert_msg(sim_sample_plan_make(&c, &p, &err) == KVF_OK, "%s", err.msg);
@@ -386,16 +386,16 @@ START_TEST(test_sample_plan_rounding) {
     ck_assert(fabs(sim_sample_pool_factor(&p, 1, false) - 25.0 / 3) < 1e-12);
     ck_assert(fabs(sim_sample_pool_factor(&p, 1, true) - 39.0 / 4) < 1e-12);
     sim_sample_apply(&p, &c);
-    ck_assert_int_eq(c.prefill.instances, 3);
-    ck_assert_int_eq(c.schedule[0].prefill, 4);
-    ck_assert(fabs(c.ssd.capacity_bytes - 2e11) < 1);
+    ck_assert_int_eq(c.cluster.prefill.instances, 3);
+    ck_assert_int_eq(c.cluster.schedule[0].prefill, 4);
+    ck_assert(fabs(c.kv.ssd.capacity_bytes - 2e11) < 1);
     // 4 x 0.1 = 0.4: a schedule entry's pool would vanish
     sim_config_default(&c);
-    c.prefill.instances = 40;
-    c.decode.instances = 20;
-    c.n_schedule = 1;
-    c.schedule[0] = (sim_schedule_entry){.from_h = 2, .prefill = 4, .decode = -1};
-    c.sample_rate = 0.1;
+    c.cluster.prefill.instances = 40;
+    c.cluster.decode.instances = 20;
+    c.cluster.n_schedule = 1;
+    c.cluster.schedule[0] = (sim_schedule_entry){.from_h = 2, .prefill = 4, .decode = -1};
+    c.workload.sample_rate = 0.1;
     ck_assert_int_eq(sim_sample_plan_make(&c, &p, &err), KVF_EINVAL);
     ck_assert_msg(strstr(err.msg, "schedule") && strstr(err.msg, "workload.sample_rate"), "%s",
                   err.msg);

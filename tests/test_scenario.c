@@ -50,49 +50,49 @@ START_TEST(test_config_defaults) {
     ck_assert_str_eq(c->model, "llama-3.1-8b");
     ck_assert_str_eq(c->hardware, "h100");
     ck_assert_str_eq(c->step_model, "roofline");
-    ck_assert_str_eq(c->trace, "traces/data/azure2023_conv.csv");
-    ck_assert_int_eq(c->trace_opt.format, TRC_FMT_AUTO);
-    ASSERT_NEAR(c->trace_opt.time_scale, 1.0);
-    ASSERT_NEAR(c->trace_opt.rate_rps, 0.0);
-    ck_assert_int_eq(c->trace_opt.limit_requests, 0);
-    ck_assert_str_eq(c->generate_profile, "");
-    ck_assert_int_eq(c->mode, SIM_DISAGGREGATED);
-    ck_assert_int_eq(c->vision.instances, 0);
-    ck_assert_int_eq(c->vision.gpus_per_instance, 1);
-    ck_assert_int_eq(c->prefill.instances, 2);
-    ck_assert_int_eq(c->prefill.gpus_per_instance, 8);
-    ck_assert_int_eq(c->prefill.max_batch_tokens, 16384);
-    ck_assert_int_eq(c->prefill.scheduler, SIM_SCHED_FCFS);
-    ck_assert_int_eq(c->decode.instances, 2);
-    ck_assert_int_eq(c->decode.gpus_per_instance, 8);
-    ck_assert_int_eq(c->decode.max_batch_requests, 256);
-    ck_assert_int_eq(c->decode.scheduler, SIM_SCHED_FCFS);
-    ASSERT_NEAR(c->kv_transfer_Bps, 50e9);
-    ASSERT_NEAR(c->net_latency_ns, 20e3);
-    ck_assert_int_eq(c->n_schedule, 0);
-    ck_assert_str_eq(c->router_prefill, "cache_aware");
-    ck_assert_str_eq(c->router_decode, "least_kv");
-    ck_assert_uint_eq(c->block_tokens, 64);
-    ck_assert_uint_eq(c->trace_opt.block_tokens, 64);
-    ASSERT_NEAR(c->dram.capacity_bytes, 0);
-    ASSERT_NEAR(c->dram.read_Bps, 64e9);
-    ASSERT_NEAR(c->ssd.capacity_bytes, 0);
-    ASSERT_NEAR(c->ssd.read_Bps, 40e9);
-    ASSERT_NEAR(c->ssd.write_Bps, 20e9);
-    ck_assert_int_eq(c->retention_ns[TRC_CLASS_CHATBOT], 7LL * 86400 * 1000000000LL);
-    ck_assert_int_eq(c->retention_ns[TRC_CLASS_AGENT], 3LL * 86400 * 1000000000LL);
-    ck_assert_uint_eq(c->swa_replay_tokens, 128);
-    ck_assert_uint_eq(c->draft_tokens, 0);
-    ASSERT_NEAR(c->acceptance, 0.0);
-    ASSERT_NEAR(c->slo_ttft_p90_ms, 2000);
-    ASSERT_NEAR(c->slo_tpot_p90_ms, 50);
+    ck_assert_str_eq(c->workload.trace, "traces/data/azure2023_conv.csv");
+    ck_assert_int_eq(c->workload.opt.format, TRC_FMT_AUTO);
+    ASSERT_NEAR(c->workload.opt.time_scale, 1.0);
+    ASSERT_NEAR(c->workload.opt.rate_rps, 0.0);
+    ck_assert_int_eq(c->workload.opt.limit_requests, 0);
+    ck_assert_str_eq(c->workload.gen.profile, "");
+    ck_assert_int_eq(c->cluster.mode, SIM_DISAGGREGATED);
+    ck_assert_int_eq(c->cluster.vision.instances, 0);
+    ck_assert_int_eq(c->cluster.vision.gpus_per_instance, 1);
+    ck_assert_int_eq(c->cluster.prefill.instances, 2);
+    ck_assert_int_eq(c->cluster.prefill.gpus_per_instance, 8);
+    ck_assert_int_eq(c->cluster.prefill.max_batch_tokens, 16384);
+    ck_assert_int_eq(c->cluster.prefill.scheduler, SIM_SCHED_FCFS);
+    ck_assert_int_eq(c->cluster.decode.instances, 2);
+    ck_assert_int_eq(c->cluster.decode.gpus_per_instance, 8);
+    ck_assert_int_eq(c->cluster.decode.max_batch_requests, 256);
+    ck_assert_int_eq(c->cluster.decode.scheduler, SIM_SCHED_FCFS);
+    ASSERT_NEAR(c->cluster.kv_transfer_Bps, 50e9);
+    ASSERT_NEAR(c->cluster.net_latency_ns, 20e3);
+    ck_assert_int_eq(c->cluster.n_schedule, 0);
+    ck_assert_str_eq(c->router.prefill, "cache_aware");
+    ck_assert_str_eq(c->router.decode, "least_kv");
+    ck_assert_uint_eq(c->kv.block_tokens, 64);
+    ck_assert_uint_eq(c->workload.opt.block_tokens, 64);
+    ASSERT_NEAR(c->kv.dram.capacity_bytes, 0);
+    ASSERT_NEAR(c->kv.dram.read_Bps, 64e9);
+    ASSERT_NEAR(c->kv.ssd.capacity_bytes, 0);
+    ASSERT_NEAR(c->kv.ssd.read_Bps, 40e9);
+    ASSERT_NEAR(c->kv.ssd.write_Bps, 20e9);
+    ck_assert_int_eq(c->kv.retention_ns[TRC_CLASS_CHATBOT], 7LL * 86400 * 1000000000LL);
+    ck_assert_int_eq(c->kv.retention_ns[TRC_CLASS_AGENT], 3LL * 86400 * 1000000000LL);
+    ck_assert_uint_eq(c->kv.swa_replay_tokens, 128);
+    ck_assert_uint_eq(c->decoding.draft_tokens, 0);
+    ASSERT_NEAR(c->decoding.acceptance, 0.0);
+    ASSERT_NEAR(c->slo.ttft_p90_ms, 2000);
+    ASSERT_NEAR(c->slo.tpot_p90_ms, 50);
     // Defaults stated outside §7 (scenarios/README.md).
-    ASSERT_NEAR(c->hbm_cache_frac, 0.8);
-    ASSERT_NEAR(c->activation_reserve, 0.1);
-    ck_assert(c->write_through && c->overlap_load && c->persist_decode && c->prefix_cache);
-    ASSERT_NEAR(c->sample_interval_s, 10);
-    ck_assert(c->write_requests);
-    ck_assert_int_eq(c->preemption, SIM_PREEMPT_RECOMPUTE);
+    ASSERT_NEAR(c->kv.hbm_cache_frac, 0.8);
+    ASSERT_NEAR(c->kv.activation_reserve, 0.1);
+    ck_assert(c->kv.write_through && c->kv.overlap_load && c->kv.persist_decode && c->kv.prefix_cache);
+    ASSERT_NEAR(c->output.sample_interval_s, 10);
+    ck_assert(c->output.write_requests);
+    ck_assert_int_eq(c->cluster.preemption, SIM_PREEMPT_RECOMPUTE);
     // efficiency defaults are models/'s.
     mdl_efficiency eff;
     mdl_efficiency_default(&eff);
@@ -119,21 +119,21 @@ START_TEST(test_config_quickstart_loads) {
     ck_assert_msg(sim_config_load(c, src("scenarios/quickstart.yaml", p, sizeof p), &e) == KVF_OK,
                   "%s", e.msg);
     ck_assert_str_eq(c->name, "quickstart");
-    ck_assert_str_eq(c->trace, "traces/data/mooncake_conversation.jsonl");
-    ck_assert_int_eq(c->trace_opt.format, TRC_FMT_MOONCAKE);
-    ck_assert_int_eq(c->trace_opt.bucket, TRC_BUCKET_SPREAD);
-    ck_assert_int_eq(c->prefill.instances, 4);
-    ck_assert_int_eq(c->prefill.gpus_per_instance, 1);
-    ck_assert_int_eq(c->decode.instances, 2);
-    ck_assert_int_eq(c->decode.gpus_per_instance, 1);
-    ASSERT_NEAR(c->ssd.capacity_bytes, 10e12);
+    ck_assert_str_eq(c->workload.trace, "traces/data/mooncake_conversation.jsonl");
+    ck_assert_int_eq(c->workload.opt.format, TRC_FMT_MOONCAKE);
+    ck_assert_int_eq(c->workload.opt.bucket, TRC_BUCKET_SPREAD);
+    ck_assert_int_eq(c->cluster.prefill.instances, 4);
+    ck_assert_int_eq(c->cluster.prefill.gpus_per_instance, 1);
+    ck_assert_int_eq(c->cluster.decode.instances, 2);
+    ck_assert_int_eq(c->cluster.decode.gpus_per_instance, 1);
+    ASSERT_NEAR(c->kv.ssd.capacity_bytes, 10e12);
     // scenarios/ lives in the repository root: relative paths resolve there.
     char root[PATH_MAX], dir[PATH_MAX];
     ck_assert_ptr_nonnull(realpath(g_src, root));
     ck_assert_ptr_nonnull(realpath(c->dir, dir));
     ck_assert_str_eq(dir, root);
     char tr[PATH_MAX], want[PATH_MAX + 64];
-    sim_config_resolve(c, c->trace, tr, sizeof tr);
+    sim_config_resolve(c, c->workload.trace, tr, sizeof tr);
     SNP(want, sizeof want, "%s/traces/data/mooncake_conversation.jsonl", root);
     ck_assert_str_eq(tr, want);
     // The model, hardware and trace files it names are part of the repository.
@@ -163,15 +163,15 @@ START_TEST(test_config_flow_equals_block) {
     kvf_err e = {0};
     ck_assert_msg(sim_config_load(ca, a, &e) == KVF_OK, "%s", e.msg);
     ck_assert_msg(sim_config_load(cb, b, &e) == KVF_OK, "%s", e.msg);
-    ck_assert_int_eq(ca->prefill.instances, 3);
-    ck_assert_int_eq(cb->prefill.instances, 3);
-    ck_assert_int_eq(ca->prefill.tp, 2);
-    ck_assert_int_eq(cb->prefill.gpus_per_instance, 2);
-    ck_assert(ca->ssd.capacity_bytes < 0 && cb->ssd.capacity_bytes < 0);
-    ck_assert(ca->retention_ns[TRC_CLASS_AGENT] <= 0 && cb->retention_ns[TRC_CLASS_AGENT] <= 0);
+    ck_assert_int_eq(ca->cluster.prefill.instances, 3);
+    ck_assert_int_eq(cb->cluster.prefill.instances, 3);
+    ck_assert_int_eq(ca->cluster.prefill.tp, 2);
+    ck_assert_int_eq(cb->cluster.prefill.gpus_per_instance, 2);
+    ck_assert(ca->kv.ssd.capacity_bytes < 0 && cb->kv.ssd.capacity_bytes < 0);
+    ck_assert(ca->kv.retention_ns[TRC_CLASS_AGENT] <= 0 && cb->kv.retention_ns[TRC_CLASS_AGENT] <= 0);
     // Untouched keys keep their defaults.
-    ck_assert_int_eq(ca->decode.instances, 2);
-    ck_assert_int_eq(cb->retention_ns[TRC_CLASS_CHATBOT], 7LL * 86400 * 1000000000LL);
+    ck_assert_int_eq(ca->cluster.decode.instances, 2);
+    ck_assert_int_eq(cb->kv.retention_ns[TRC_CLASS_CHATBOT], 7LL * 86400 * 1000000000LL);
     // Name from the file stem; dir = the file's own folder (not under scenarios/).
     ck_assert_str_eq(ca->name, "a");
     char real[PATH_MAX];
@@ -242,62 +242,62 @@ static void set_ok(sim_config *c, const char *a) {
 START_TEST(test_config_set_each_type) {
     sim_config *c = cfg_new();
     set_ok(c, "cluster.prefill.instances=5"); // int
-    ck_assert_int_eq(c->prefill.instances, 5);
+    ck_assert_int_eq(c->cluster.prefill.instances, 5);
     set_ok(c, "seed=18446744073709551615"); // u64, exact
     ck_assert_uint_eq(c->seed, UINT64_MAX);
-    ck_assert_uint_eq(c->trace_opt.seed, UINT64_MAX);
+    ck_assert_uint_eq(c->workload.opt.seed, UINT64_MAX);
     set_ok(c, "cluster.network.kv_transfer_GBps=12.5"); // GB/s -> bytes/s
-    ASSERT_NEAR(c->kv_transfer_Bps, 12.5e9);
+    ASSERT_NEAR(c->cluster.kv_transfer_Bps, 12.5e9);
     set_ok(c, "cluster.network.latency_us=7"); // us -> ns
-    ASSERT_NEAR(c->net_latency_ns, 7000);
+    ASSERT_NEAR(c->cluster.net_latency_ns, 7000);
     set_ok(c, "router.stale_ms=3"); // ms -> ns
-    ASSERT_NEAR(c->router_stale_ns, 3e6);
+    ASSERT_NEAR(c->router.stale_ns, 3e6);
     set_ok(c, "kv_cache.dram.gb_per_node=512"); // GB -> bytes
-    ASSERT_NEAR(c->dram.capacity_bytes, 512e9);
+    ASSERT_NEAR(c->kv.dram.capacity_bytes, 512e9);
     set_ok(c, "kv_cache.dram.GBps=100"); // one key, both directions
-    ASSERT_NEAR(c->dram.read_Bps, 100e9);
-    ASSERT_NEAR(c->dram.write_Bps, 100e9);
+    ASSERT_NEAR(c->kv.dram.read_Bps, 100e9);
+    ASSERT_NEAR(c->kv.dram.write_Bps, 100e9);
     set_ok(c, "kv_cache.ssd.capacity_tb=unlimited"); // capacity keyword
-    ck_assert(c->ssd.capacity_bytes < 0);
+    ck_assert(c->kv.ssd.capacity_bytes < 0);
     set_ok(c, "kv_cache.ssd.capacity_tb=2.5");
-    ASSERT_NEAR(c->ssd.capacity_bytes, 2.5e12);
+    ASSERT_NEAR(c->kv.ssd.capacity_bytes, 2.5e12);
     set_ok(c, "kv_cache.ssd.capacity_tb=1PiB"); // explicit byte size
-    ASSERT_NEAR(c->ssd.capacity_bytes, 1125899906842624.0);
+    ASSERT_NEAR(c->kv.ssd.capacity_bytes, 1125899906842624.0);
     set_ok(c, "kv_cache.write_through=false"); // bool
-    ck_assert(!c->write_through);
+    ck_assert(!c->kv.write_through);
     set_ok(c, "kv_cache.prefix_cache=no");
-    ck_assert(!c->prefix_cache);
+    ck_assert(!c->kv.prefix_cache);
     set_ok(c, "cluster.mode=colocated"); // enum
-    ck_assert_int_eq(c->mode, SIM_COLOCATED);
+    ck_assert_int_eq(c->cluster.mode, SIM_COLOCATED);
     set_ok(c, "cluster.decode.scheduler=spf");
-    ck_assert_int_eq(c->decode.scheduler, SIM_SCHED_SPF);
+    ck_assert_int_eq(c->cluster.decode.scheduler, SIM_SCHED_SPF);
     set_ok(c, "cluster.preemption=swap");
-    ck_assert_int_eq(c->preemption, SIM_PREEMPT_SWAP);
+    ck_assert_int_eq(c->cluster.preemption, SIM_PREEMPT_SWAP);
     set_ok(c, "workload.bucket=spread");
-    ck_assert_int_eq(c->trace_opt.bucket, TRC_BUCKET_SPREAD);
+    ck_assert_int_eq(c->workload.opt.bucket, TRC_BUCKET_SPREAD);
     set_ok(c, "workload.format=azure"); // trace format
-    ck_assert_int_eq(c->trace_opt.format, TRC_FMT_AZURE);
+    ck_assert_int_eq(c->workload.opt.format, TRC_FMT_AZURE);
     set_ok(c, "router.prefill=ttft_estimate"); // name
-    ck_assert_str_eq(c->router_prefill, "ttft_estimate");
+    ck_assert_str_eq(c->router.prefill, "ttft_estimate");
     set_ok(c, "model=models/custom.yaml"); // string
     ck_assert_str_eq(c->model, "models/custom.yaml");
     set_ok(c, "kv_cache.ssd.retention.coding=36h"); // duration
-    ck_assert_int_eq(c->retention_ns[TRC_CLASS_CODING], 36LL * 3600 * 1000000000LL);
+    ck_assert_int_eq(c->kv.retention_ns[TRC_CLASS_CODING], 36LL * 3600 * 1000000000LL);
     set_ok(c, "kv_cache.ssd.retention.batch=never");
-    ck_assert(c->retention_ns[TRC_CLASS_BATCH] <= 0);
+    ck_assert(c->kv.retention_ns[TRC_CLASS_BATCH] <= 0);
     set_ok(c, "workload.rate_rps=20"); // nullable number
-    ASSERT_NEAR(c->trace_opt.rate_rps, 20);
+    ASSERT_NEAR(c->workload.opt.rate_rps, 20);
     set_ok(c, "workload.rate_rps=null");
-    ASSERT_NEAR(c->trace_opt.rate_rps, 0);
+    ASSERT_NEAR(c->workload.opt.rate_rps, 0);
     set_ok(c, "workload.limit_requests=1000");
-    ck_assert_int_eq(c->trace_opt.limit_requests, 1000);
+    ck_assert_int_eq(c->workload.opt.limit_requests, 1000);
     set_ok(c, "workload.limit_requests="); // empty = null
-    ck_assert_int_eq(c->trace_opt.limit_requests, 0);
+    ck_assert_int_eq(c->workload.opt.limit_requests, 0);
     set_ok(c, "workload.start_s=1.5"); // s -> ns
-    ck_assert_int_eq(c->trace_opt.start_ns, 1500000000LL);
+    ck_assert_int_eq(c->workload.opt.start_ns, 1500000000LL);
     set_ok(c, "kv_cache.block_tokens=16"); // reader block size follows
-    ck_assert_uint_eq(c->block_tokens, 16);
-    ck_assert_uint_eq(c->trace_opt.block_tokens, 16);
+    ck_assert_uint_eq(c->kv.block_tokens, 16);
+    ck_assert_uint_eq(c->workload.opt.block_tokens, 16);
     set_ok(c, "efficiency.step_overhead_us=250");
     ASSERT_NEAR(c->eff.step_overhead_ns, 250e3);
     set_ok(c, "efficiency.comm_latency_us=12");
@@ -305,24 +305,24 @@ START_TEST(test_config_set_each_type) {
     set_ok(c, "efficiency.compute=0.45");
     ASSERT_NEAR(c->eff.compute, 0.45);
     set_ok(c, "structured.mask_us=40");
-    ASSERT_NEAR(c->structured_mask_ns, 40e3);
+    ASSERT_NEAR(c->decoding.structured_mask_ns, 40e3);
     set_ok(c, "cluster.decode={instances: 6, max_batch_requests: 64}"); // flow mapping
-    ck_assert_int_eq(c->decode.instances, 6);
-    ck_assert_int_eq(c->decode.max_batch_requests, 64);
-    ck_assert_int_eq(c->decode.gpus_per_instance, 8); // untouched
+    ck_assert_int_eq(c->cluster.decode.instances, 6);
+    ck_assert_int_eq(c->cluster.decode.max_batch_requests, 64);
+    ck_assert_int_eq(c->cluster.decode.gpus_per_instance, 8); // untouched
     set_ok(c, "cluster.schedule=[{from_h: 0, prefill: 2, decode: 3}, {from_h: 8.5, decode: 6}]");
-    ck_assert_int_eq(c->n_schedule, 2);
-    ASSERT_NEAR(c->schedule[1].from_h, 8.5);
-    ck_assert_int_eq(c->schedule[0].prefill, 2);
-    ck_assert_int_eq(c->schedule[1].prefill, -1);
-    ck_assert_int_eq(c->schedule[1].decode, 6);
+    ck_assert_int_eq(c->cluster.n_schedule, 2);
+    ASSERT_NEAR(c->cluster.schedule[1].from_h, 8.5);
+    ck_assert_int_eq(c->cluster.schedule[0].prefill, 2);
+    ck_assert_int_eq(c->cluster.schedule[1].prefill, -1);
+    ck_assert_int_eq(c->cluster.schedule[1].decode, 6);
     set_ok(c, "cluster.schedule=null");
-    ck_assert_int_eq(c->n_schedule, 0);
+    ck_assert_int_eq(c->cluster.n_schedule, 0);
     set_ok(c, "workload.generate={profile: agent, rate_rps: 4}"); // generate on
-    ck_assert_str_eq(c->generate_profile, "agent");
-    ASSERT_NEAR(c->generate_rate_rps, 4);
+    ck_assert_str_eq(c->workload.gen.profile, "agent");
+    ASSERT_NEAR(c->workload.gen.rate_rps, 4);
     set_ok(c, "workload.generate=null"); // and off
-    ck_assert_str_eq(c->generate_profile, "");
+    ck_assert_str_eq(c->workload.gen.profile, "");
     set_ok(c, "economics.gpu_hour_usd=3.5"); // delegated to reports/
     ASSERT_NEAR(c->econ.gpu_hour_usd, 3.5);
     set_ok(c, "economics.prices_per_mtok.output=1.1");
@@ -343,10 +343,10 @@ START_TEST(test_config_set_after_load) {
     char p[PATH_MAX];
     ck_assert_msg(sim_config_load(c, src("scenarios/quickstart.yaml", p, sizeof p), &e) == KVF_OK,
                   "%s", e.msg);
-    ck_assert_int_eq(c->prefill.instances, 4);
+    ck_assert_int_eq(c->cluster.prefill.instances, 4);
     set_ok(c, "cluster.prefill.instances=9");
-    ck_assert_int_eq(c->prefill.instances, 9);
-    ck_assert_int_eq(c->decode.instances, 2);
+    ck_assert_int_eq(c->cluster.prefill.instances, 9);
+    ck_assert_int_eq(c->cluster.decode.instances, 2);
     free(c);
 }
 END_TEST
@@ -459,12 +459,12 @@ START_TEST(test_config_validate_in_code) {
     sim_config *c = cfg_new();
     kvf_err e = {0};
     SNP(c->dir, sizeof c->dir, "%s", g_src);
-    c->generate_profile[0] = '\0';
-    SNP(c->trace, sizeof c->trace, "traces/data/mooncake_conversation.jsonl");
-    c->decode.instances = 0;
+    c->workload.gen.profile[0] = '\0';
+    SNP(c->workload.trace, sizeof c->workload.trace, "traces/data/mooncake_conversation.jsonl");
+    c->cluster.decode.instances = 0;
     ck_assert_int_eq(sim_config_validate(c, &e), KVF_EINVAL);
     ck_assert_msg(strstr(e.msg, "key 'cluster.decode.instances'"), "%s", e.msg);
-    c->decode.instances = 1;
+    c->cluster.decode.instances = 1;
     SNP(c->step_model, sizeof c->step_model, "calibrated");
     ck_assert_int_eq(sim_config_validate(c, &e), KVF_EINVAL);
     ck_assert_msg(strstr(e.msg, "profile"), "%s", e.msg);
@@ -472,7 +472,7 @@ START_TEST(test_config_validate_in_code) {
     ck_assert_int_eq(sim_config_validate(c, &e), KVF_ENOENT);
     ck_assert_msg(strstr(e.msg, "no_such_profile.csv"), "%s", e.msg);
     SNP(c->step_model, sizeof c->step_model, "roofline");
-    c->prefill.tp = 3; // does not divide 8 GPUs
+    c->cluster.prefill.tp = 3; // does not divide 8 GPUs
     ck_assert_int_eq(sim_config_validate(c, &e), KVF_EINVAL);
     ck_assert_msg(strstr(e.msg, "cluster.prefill.tp"), "%s", e.msg);
     free(c);

@@ -11,7 +11,7 @@
 #include "sim_trace.h"
 
 static void on_schedule(sim_cluster *c, uint32_t e) {
-    const sim_schedule_entry *s = &c->cfg->schedule[e];
+    const sim_schedule_entry *s = &c->cfg->cluster.schedule[e];
     sim_pool_gpu_account(c);
     int32_t want[SIM_POOLS] = {-1, s->prefill, s->decode};
     for (int k = SIM_POOL_PREFILL; k < SIM_POOLS; k++) {
@@ -33,10 +33,10 @@ static mdl_parallel pool_parallel(const sim_cluster *c, const sim_pool_cfg *pc) 
     mdl_parallel par = {.gpus = (uint32_t)pc->gpus_per_instance,
                         .tp = (uint32_t)(pc->tp > 0 ? pc->tp : pc->gpus_per_instance),
                         .ep = (uint32_t)(pc->ep > 0 ? pc->ep : pc->gpus_per_instance),
-                        .ep_skew = cfg->ep_skew > 1 ? cfg->ep_skew : 1.0};
-    if (c->model.experts && cfg->ep_redundant_experts > 0) {
+                        .ep_skew = cfg->moe.skew > 1 ? cfg->moe.skew : 1.0};
+    if (c->model.experts && cfg->moe.redundant_experts > 0) {
         // redundant copies of hot experts spread the hottest GPU's load
-        par.ep_skew = 1.0 + (par.ep_skew - 1.0) * (1.0 - KVF_MIN(cfg->ep_redundant_experts, 1.0));
+        par.ep_skew = 1.0 + (par.ep_skew - 1.0) * (1.0 - KVF_MIN(cfg->moe.redundant_experts, 1.0));
     }
     return par;
 }
@@ -54,7 +54,7 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
     c->opts = o;
     c->err = err;
     c->free_req = SIM_NONE;
-    c->colocated = cfg->mode == SIM_COLOCATED;
+    c->colocated = cfg->cluster.mode == SIM_COLOCATED;
     kvf_rng_init_named(&c->rng_route, cfg->seed, "router.p2c");
     kvf_rng_init_named(&c->rng_structured, cfg->seed, "workload.structured");
     kvf_rng_init_named(&c->rng_skew, cfg->seed, "ep.skew");
@@ -68,14 +68,14 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
     sim_config_hardware_path(cfg, path, sizeof path);
     st = mdl_hardware_load(&c->hw, path, dir, err);
     if (st) return st;
-    c->swa_replay = c->model.window > 0 && c->model.window_layers > 0 && cfg->swa_replay_tokens > 0;
+    c->swa_replay = c->model.window > 0 && c->model.window_layers > 0 && cfg->kv.swa_replay_tokens > 0;
     double stored_tok = c->swa_replay ? c->model.kv_bytes_per_token_full : c->model.kv_bytes_per_token;
-    c->block_bytes = stored_tok * cfg->block_tokens;
+    c->block_bytes = stored_tok * cfg->kv.block_tokens;
     c->kv_bytes_token = c->model.kv_bytes_per_token;
     // pools: colocated folds prefill + decode instances into one pool (same GPU count)
-    const sim_pool_cfg *pcfg[SIM_POOLS] = {&cfg->vision, &cfg->prefill, &cfg->decode};
-    uint32_t counts[SIM_POOLS] = {(uint32_t)cfg->vision.instances, (uint32_t)cfg->prefill.instances,
-                                  (uint32_t)cfg->decode.instances};
+    const sim_pool_cfg *pcfg[SIM_POOLS] = {&cfg->cluster.vision, &cfg->cluster.prefill, &cfg->cluster.decode};
+    uint32_t counts[SIM_POOLS] = {(uint32_t)cfg->cluster.vision.instances, (uint32_t)cfg->cluster.prefill.instances,
+                                  (uint32_t)cfg->cluster.decode.instances};
     if (c->colocated) {
         counts[SIM_POOL_PREFILL] += counts[SIM_POOL_DECODE];
         counts[SIM_POOL_DECODE] = 0;
@@ -94,7 +94,7 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
             if (st) return st;
         }
         mdl_parallel par = pool_parallel(c, p->cfg);
-        double kvcap = mdl_kv_capacity_tokens(&c->model, &c->hw, &par, cfg->activation_reserve);
+        double kvcap = mdl_kv_capacity_tokens(&c->model, &c->hw, &par, cfg->kv.activation_reserve);
         // sliding-window layers hold only their window per sequence, not the whole context:
         // count capacity in full-layer tokens (the window part is a small constant per request)
         if (c->model.window && c->model.window_layers && c->model.kv_bytes_per_token_full > 0)
@@ -122,45 +122,45 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
             in->idx = i;
             in->active = true;
             // colocated: the instances counted under cluster.decode keep its queue policy and KV
-            in->pcfg = c->colocated && k == SIM_POOL_PREFILL && i >= (uint32_t)cfg->prefill.instances
-                           ? &cfg->decode : p->cfg;
+            in->pcfg = c->colocated && k == SIM_POOL_PREFILL && i >= (uint32_t)cfg->cluster.prefill.instances
+                           ? &cfg->cluster.decode : p->cfg;
             in->kv_cap = in->pcfg->kv_tokens > 0 ? (double)in->pcfg->kv_tokens : kvcap;
             // decode by running sums where the step model takes them and every sequence
             // emits one token per step
             in->dsum_on = (k == SIM_POOL_DECODE || (c->colocated && k == SIM_POOL_PREFILL)) &&
-                          p->stepper && p->stepper->vt->decode_sums && cfg->draft_tokens == 0 &&
+                          p->stepper && p->stepper->vt->decode_sums && cfg->decoding.draft_tokens == 0 &&
                           !(o && o->decode_listed);
             if (in->dsum_on) mdl_model_caps(&c->model, in->ds.caps);
             // runs of steps where no decode router reads this instance's KV between steps
             in->runs_on = in->dsum_on && !(o && o->decode_single) && !(o && o->timeline_path) &&
-                          !(cfg->ep_skew_sd > 0 && c->model.experts) &&
+                          !(cfg->moe.skew_sd > 0 && c->model.experts) &&
                           (c->colocated || counts[SIM_POOL_DECODE] == 1 ||
-                           strcmp(cfg->router_decode, "least_kv") != 0);
+                           strcmp(cfg->router.decode, "least_kv") != 0);
             kvf_rng_init(&in->rng, cfg->seed, 0x1000u + id);
             in->link_dram = in->link_ssd = in->link_xfer = in->link_ssd_write = SIM_NONE;
             uint64_t hbm_blocks = 0, dram_blocks = 0;
-            if (k == SIM_POOL_PREFILL && cfg->prefix_cache) {
-                hbm_blocks = (uint64_t)(kvcap * cfg->hbm_cache_frac *
-                                        (c->kv_bytes_token / stored_tok) / cfg->block_tokens);
-                if (cfg->dram.capacity_bytes < 0) dram_blocks = UINT64_MAX;
-                else dram_blocks = (uint64_t)(cfg->dram.capacity_bytes / c->block_bytes);
-                in->link_dram = sim_link_new(c, cfg->dram.read_Bps, (sim_time)cfg->dram.latency_ns, id, SIM_LINK_DRAM);
-                if (cfg->ssd.capacity_bytes != 0) {
-                    in->link_ssd = sim_link_new(c, cfg->ssd.read_Bps, (sim_time)cfg->ssd.latency_ns, id, SIM_LINK_SSD);
-                    in->link_ssd_write = sim_link_new(c, cfg->ssd.write_Bps, 0, id, SIM_LINK_SSDW);
+            if (k == SIM_POOL_PREFILL && cfg->kv.prefix_cache) {
+                hbm_blocks = (uint64_t)(kvcap * cfg->kv.hbm_cache_frac *
+                                        (c->kv_bytes_token / stored_tok) / cfg->kv.block_tokens);
+                if (cfg->kv.dram.capacity_bytes < 0) dram_blocks = UINT64_MAX;
+                else dram_blocks = (uint64_t)(cfg->kv.dram.capacity_bytes / c->block_bytes);
+                in->link_dram = sim_link_new(c, cfg->kv.dram.read_Bps, (sim_time)cfg->kv.dram.latency_ns, id, SIM_LINK_DRAM);
+                if (cfg->kv.ssd.capacity_bytes != 0) {
+                    in->link_ssd = sim_link_new(c, cfg->kv.ssd.read_Bps, (sim_time)cfg->kv.ssd.latency_ns, id, SIM_LINK_SSD);
+                    in->link_ssd_write = sim_link_new(c, cfg->kv.ssd.write_Bps, 0, id, SIM_LINK_SSDW);
                 }
                 if (!c->colocated)
-                    in->link_xfer = sim_link_new(c, cfg->kv_transfer_Bps, (sim_time)cfg->net_latency_ns, id, SIM_LINK_XFER);
+                    in->link_xfer = sim_link_new(c, cfg->cluster.kv_transfer_Bps, (sim_time)cfg->cluster.net_latency_ns, id, SIM_LINK_XFER);
             }
-            sim_bcache_init(&in->hbm, hbm_blocks, cfg->retention_ns);
-            sim_bcache_init(&in->dram, dram_blocks, cfg->retention_ns);
+            sim_bcache_init(&in->hbm, hbm_blocks, cfg->kv.retention_ns);
+            sim_bcache_init(&in->dram, dram_blocks, cfg->kv.retention_ns);
         }
     }
     uint64_t ssd_blocks = 0;
-    if (cfg->prefix_cache && cfg->ssd.capacity_bytes < 0) ssd_blocks = UINT64_MAX;
-    else if (cfg->prefix_cache && cfg->ssd.capacity_bytes > 0)
-        ssd_blocks = (uint64_t)(cfg->ssd.capacity_bytes / c->block_bytes);
-    sim_bcache_init(&c->ssd, ssd_blocks, cfg->retention_ns);
+    if (cfg->kv.prefix_cache && cfg->kv.ssd.capacity_bytes < 0) ssd_blocks = UINT64_MAX;
+    else if (cfg->kv.prefix_cache && cfg->kv.ssd.capacity_bytes > 0)
+        ssd_blocks = (uint64_t)(cfg->kv.ssd.capacity_bytes / c->block_bytes);
+    sim_bcache_init(&c->ssd, ssd_blocks, cfg->kv.retention_ns);
     sim_router_init(c, &c->pool[SIM_POOL_PREFILL], true);
     sim_router_init(c, &c->pool[SIM_POOL_DECODE], false);
     c->q = sim_queue_create(1024);
@@ -235,11 +235,11 @@ static const sim_ev_fn handlers[SIM_EV_KINDS] = {
 
 kvf_status sim_cluster_loop(sim_cluster *c) {
     const sim_config *cfg = c->cfg;
-    c->sample_interval_s = cfg->sample_interval_s > 0 ? cfg->sample_interval_s : 10;
+    c->sample_interval_s = cfg->output.sample_interval_s > 0 ? cfg->output.sample_interval_s : 10;
     sim_ev_push(c, (sim_time)(c->sample_interval_s * 1e9), SIM_EV_SAMPLE, 0, 0, NULL);
-    for (int32_t e = 0; e < cfg->n_schedule; e++) {
+    for (int32_t e = 0; e < cfg->cluster.n_schedule; e++) {
         // time-of-day entries repeat daily from the trace start at 00:00 UTC
-        sim_ev_push(c, (sim_time)(cfg->schedule[e].from_h * 3600e9), SIM_EV_SCHEDULE, 0, (uint64_t)e, NULL);
+        sim_ev_push(c, (sim_time)(cfg->cluster.schedule[e].from_h * 3600e9), SIM_EV_SCHEDULE, 0, (uint64_t)e, NULL);
     }
     sim_event ev;
     uint64_t n = 0;

@@ -245,7 +245,7 @@ void sim_read_trace(sim_cluster *c) {
 }
 
 void sim_req_write_row(sim_cluster *c, const sim_req *r, sim_outcome out) {
-    if (!c->db || !c->cfg->write_requests) return;
+    if (!c->db || !c->cfg->output.write_requests) return;
     rpt_request_row row = {
         .id = r->id,
         .cls = trc_class_name(r->cls),
@@ -297,11 +297,11 @@ void sim_req_finish(sim_cluster *c, uint32_t slot, sim_outcome out) {
             sim_samples_add(&c->m.tpot_ms, tpot);
             if (tpot > 0) sim_samples_add(&c->m.gen_tok_s, 1000.0 / tpot);
             if (tpot > 0) c->m.cls_gen_tok_s[r->cls] += 1000.0 / tpot, c->m.cls_gen_n[r->cls]++;
-            tpot_ok = tpot <= c->cfg->slo_tpot_p90_ms;
+            tpot_ok = tpot <= c->cfg->slo.tpot_p90_ms;
         }
-        if (ttft <= c->cfg->slo_ttft_p90_ms && tpot_ok) c->m.slo_ok++;
+        if (ttft <= c->cfg->slo.ttft_p90_ms && tpot_ok) c->m.slo_ok++;
         sim_metrics_wait_add(&c->m, (double)r->arrival_ns * 1e-9, (double)r->queue_ns * 1e-9,
-                             c->cfg->sample_interval_s);
+                             c->cfg->output.sample_interval_s);
     } else {
         c->rejected++;
         c->m.output_rejected += r->output - r->produced;
@@ -342,7 +342,7 @@ void sim_on_arrival(sim_cluster *c, uint32_t slot) {
     r->arrival_ns = c->now;
     r->seq = c->seq++;
     c->arrived++;
-    if (c->cfg->structured_share > 0 && kvf_rng_uniform(&c->rng_structured) < c->cfg->structured_share)
+    if (c->cfg->decoding.structured_share > 0 && kvf_rng_uniform(&c->rng_structured) < c->cfg->decoding.structured_share)
         r->flags |= TRC_F_STRUCTURED;
     c->m.output_requested += r->output;
     if (c->arrived == 1) c->first_arrival_ns = c->now;

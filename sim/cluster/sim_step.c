@@ -16,9 +16,9 @@
 
 void sim_step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, uint32_t images,
                       const mdl_decode_sum *ds, mdl_step_cost *out) {
-    if (c->cfg->ep_skew_sd > 0 && c->model.experts) {
+    if (c->cfg->moe.skew_sd > 0 && c->model.experts) {
         // the hottest GPU's load varies step to step; the step waits for it
-        double sk = c->ep_skew_base + c->cfg->ep_skew_sd * kvf_rng_normal(&c->rng_skew);
+        double sk = c->ep_skew_base + c->cfg->moe.skew_sd * kvf_rng_normal(&c->rng_skew);
         p->stepper->par.ep_skew = sk > 1 ? sk : 1;
     }
     mdl_batch b = {.phase = phase, .seqs = c->seqs, .n = n, .images = images,
@@ -117,7 +117,7 @@ void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill
             for (uint32_t i = 0; i < in->n_running; i++) {
                 sim_req *r = sim_req_at(c, in->running[i]);
                 c->seqs[i] = r->recompute ? (mdl_seq){r->recompute, 0}
-                                          : (mdl_seq){1 + c->cfg->draft_tokens, sim_req_ctx_tokens(r)};
+                                          : (mdl_seq){1 + c->cfg->decoding.draft_tokens, sim_req_ctx_tokens(r)};
                 tokens += c->seqs[i].new_tokens;
             }
             n = in->n_running;
@@ -127,7 +127,7 @@ void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill
     }
     in->n_batch = 0;
     if (prefill) {
-        int64_t budget = in->pcfg->max_batch_tokens - (int64_t)ndec * (1 + c->cfg->draft_tokens);
+        int64_t budget = in->pcfg->max_batch_tokens - (int64_t)ndec * (1 + c->cfg->decoding.draft_tokens);
         uint32_t n2 = sim_prefill_take_chunks(c, in, budget > 0 ? budget : 0, n);
         in->n_batch = n2 - n;
         // batch[] holds prefill chunks at [n, n2): shift them to the front
@@ -142,7 +142,7 @@ void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill
     }
     if (!ndec && !in->n_batch) return;
     sim_step_cost(c, p, phase, n, 0, &ds, &k);
-    if (in->n_structured) k.ns += (sim_time)(in->n_structured * c->cfg->structured_mask_ns);
+    if (in->n_structured) k.ns += (sim_time)(in->n_structured * c->cfg->decoding.structured_mask_ns);
     in->run_m = 0;
     in->run_attr = 0;
     if (in->runs_on && phase == MDL_DECODE && !n && ds.n && !in->dwait.n && !in->ready.n) {
@@ -166,7 +166,7 @@ void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill
                 mdl_decode_sum dj = sim_dsum_batch_at(d, d->k + j);
                 mdl_step_cost kj;
                 sim_step_cost(c, p, MDL_DECODE, 0, 0, &dj, &kj);
-                if (in->n_structured) kj.ns += (sim_time)(in->n_structured * c->cfg->structured_mask_ns);
+                if (in->n_structured) kj.ns += (sim_time)(in->n_structured * c->cfg->decoding.structured_mask_ns);
                 in->run_end[j] = in->run_end[j - 1] + kj.ns;
                 in->run_ext[j] = (uint8_t)(kj.extrapolated | kj.table_fallback << 1);
             }
@@ -219,7 +219,7 @@ void sim_step_settle_batch(sim_cluster *c, sim_inst *in, bool decode) {
         in->queued_work_s -= done_s;
         if (in->queued_work_s < 0) in->queued_work_s = 0;
         // prompt tokens whose KV exists: the hit prefix (minus replayed tokens) + computed
-        sim_tier_write_blocks(c, in, r, (r->input - r->compute_tokens + r->computed) / c->cfg->block_tokens);
+        sim_tier_write_blocks(c, in, r, (r->input - r->compute_tokens + r->computed) / c->cfg->kv.block_tokens);
         if (r->computed >= r->compute_tokens) sim_prefill_finish(c, in, slot);
         else sim_rheap_push(&in->ready, sim_queue_key(c, in->pcfg, r), slot);
     }

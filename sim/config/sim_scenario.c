@@ -93,17 +93,17 @@ static const char *const gen_arrivals[] = {"poisson", "gamma", "diurnal", NULL};
 #define prefill_routers sim_prefill_router_names   // the policy tables of sim_router.c
 #define decode_routers sim_decode_router_names
 
-#define POOL_KEYS(p)                                                                               \
-    NUM("cluster." #p ".instances", p.instances, NT_I32, F_INT, 0, 1e5, 1),                        \
-        NUM("cluster." #p ".gpus_per_instance", p.gpus_per_instance, NT_I32, F_INT, 1, 4096, 1),    \
-        NUM("cluster." #p ".tp", p.tp, NT_I32, F_INT, 0, 4096, 1),                                  \
-        NUM("cluster." #p ".ep", p.ep, NT_I32, F_INT, 0, 4096, 1),                                  \
-        NUM("cluster." #p ".max_batch_tokens", p.max_batch_tokens, NT_I64, F_INT, 1, 1e8, 1),     \
-        NUM("cluster." #p ".chunk_tokens", p.chunk_tokens, NT_I64, F_INT, 0, 1e8, 1),             \
-        NUM("cluster." #p ".max_batch_requests", p.max_batch_requests, NT_I32, F_INT, 1, 1e6, 1),  \
-        ENUM("cluster." #p ".scheduler", p.scheduler, schedulers),                                 \
-        NUM("cluster." #p ".queue_limit", p.queue_limit, NT_I64, F_INT, 0, 1e9, 1),               \
-        NUM("cluster." #p ".kv_tokens", p.kv_tokens, NT_I64, F_INT, 0, 1e12, 1)
+#define POOL_KEYS(p, f)                                                                               \
+    NUM("cluster." #p ".instances", f.instances, NT_I32, F_INT, 0, 1e5, 1),                        \
+        NUM("cluster." #p ".gpus_per_instance", f.gpus_per_instance, NT_I32, F_INT, 1, 4096, 1),    \
+        NUM("cluster." #p ".tp", f.tp, NT_I32, F_INT, 0, 4096, 1),                                  \
+        NUM("cluster." #p ".ep", f.ep, NT_I32, F_INT, 0, 4096, 1),                                  \
+        NUM("cluster." #p ".max_batch_tokens", f.max_batch_tokens, NT_I64, F_INT, 1, 1e8, 1),     \
+        NUM("cluster." #p ".chunk_tokens", f.chunk_tokens, NT_I64, F_INT, 0, 1e8, 1),             \
+        NUM("cluster." #p ".max_batch_requests", f.max_batch_requests, NT_I32, F_INT, 1, 1e6, 1),  \
+        ENUM("cluster." #p ".scheduler", f.scheduler, schedulers),                                 \
+        NUM("cluster." #p ".queue_limit", f.queue_limit, NT_I64, F_INT, 0, 1e9, 1),               \
+        NUM("cluster." #p ".kv_tokens", f.kv_tokens, NT_I64, F_INT, 0, 1e12, 1)
 
 static const keydef key_table[] = {
     STR("name", name, 0),
@@ -118,94 +118,94 @@ static const keydef key_table[] = {
     NUM("efficiency.step_overhead_us", eff.step_overhead_ns, NT_DBL, 0, 0, 1e6, 1e3),
     NUM("efficiency.layer_overhead_us", eff.layer_overhead_ns, NT_DBL, 0, 0, 1e5, 1e3),
     NUM("efficiency.comm_latency_us", eff.comm_latency_ns, NT_DBL, 0, 0, 1e6, 1e3),
-    NUM("moe.ep_skew", ep_skew, NT_DBL, 0, 1, 100, 1),
-    NUM("moe.redundant_experts", ep_redundant_experts, NT_DBL, 0, 0, 1, 1),
-    NUM("moe.ep_skew_sd", ep_skew_sd, NT_DBL, 0, 0, 10, 1),
-    NUM("moe.route_nodes", ep_route_nodes, NT_U32, F_INT, 0, 1 << 20, 1),
-    BOOL("moe.two_batch_overlap", ep_two_batch),
-    STR("workload.trace", trace, F_NULL),
-    {"workload.format", K_FMT, 0, 0, OFF(trace_opt.format), SZ(trace_opt.format), 0, 0, 0, 1, NULL},
-    NUM("workload.time_scale", trace_opt.time_scale, NT_DBL, 0, 1e-6, 1e6, 1),
-    NUM("workload.rate_rps", trace_opt.rate_rps, NT_DBL, F_NULL, 0, 1e6, 1),
-    NUM("workload.length_scale", trace_opt.length_scale, NT_DBL, 0, 1e-3, 1e3, 1),
-    NUM("workload.limit_requests", trace_opt.limit_requests, NT_I64, F_NULL | F_INT, 0, 1e12, 1),
-    NUM("workload.start_s", trace_opt.start_ns, NT_I64, 0, 0, 9e9, 1e9),
-    NUM("workload.end_s", trace_opt.end_ns, NT_I64, F_NULL, 0, 9e9, 1e9),
-    ENUM("workload.bucket", trace_opt.bucket, buckets),
-    BOOL("workload.skip_bad", trace_opt.skip_bad),
-    NUM("workload.session_rate", trace_opt.session_rate, NT_DBL, 0, 0, 1e6, 1),
-    NUM("workload.session_users", trace_opt.session_users, NT_U32, F_INT, 0, 1e7, 1),
-    NUM("workload.sample_rate", sample_rate, NT_DBL, F_GT, 0, 1, 1),
-    NAME("workload.generate.profile", generate_profile, gen_profiles),
-    NUM("workload.generate.rate_rps", generate_rate_rps, NT_DBL, F_GT, 0, 1e6, 1),
-    NUM("workload.generate.duration_s", generate_duration_s, NT_DBL, F_GT, 0, 3.2e7, 1),
-    NAME("workload.generate.arrival", generate_arrival, gen_arrivals),
-    NUM("workload.generate.cv", generate_cv, NT_DBL, 0, 0, 100, 1),
-    NUM("workload.generate.mean_turns", generate_mean_turns, NT_DBL, 0, 0, 1e4, 1),
-    NUM("workload.generate.system_tokens", generate_system_tokens, NT_I32, F_INT, -1, 1e7, 1),
-    NUM("workload.generate.input_len", generate_input_len, NT_U32, F_INT, 0, 1e7, 1),
-    NUM("workload.generate.output_len", generate_output_len, NT_U32, F_INT, 0, 1e7, 1),
-    NUM("workload.generate.images_p", generate_images_p, NT_DBL, 0, 0, 1, 1),
-    BOOL("workload.generate.closed_loop", generate_closed_loop),
-    NUM("workload.generate.think_s", generate_think_s, NT_DBL, 0, 0, 604800, 1),
-    NUM("workload.generate.mix.chatbot", generate_mix[0], NT_DBL, 0, 0, 1e6, 1),
-    NUM("workload.generate.mix.agent", generate_mix[1], NT_DBL, 0, 0, 1e6, 1),
-    NUM("workload.generate.mix.coding", generate_mix[2], NT_DBL, 0, 0, 1e6, 1),
-    NUM("workload.generate.days", generate_days, NT_DBL, 0, 0, 3660, 1),
-    NUM("workload.generate.diurnal_amplitude", generate_diurnal_amplitude, NT_DBL, 0, 0, 0.99, 1),
-    NUM("workload.generate.peak_hour", generate_peak_hour, NT_DBL, 0, 0, 23.99, 1),
-    NUM("workload.generate.weekend_ratio", generate_weekend_ratio, NT_DBL, F_GT, 0, 10, 1),
-    NUM("workload.generate.start_weekday", generate_start_weekday, NT_U32, F_INT, 0, 6, 1),
-    NUM("workload.generate.warmup_days", generate_warmup_days, NT_DBL, 0, 0, 365, 1),
+    NUM("moe.ep_skew", moe.skew, NT_DBL, 0, 1, 100, 1),
+    NUM("moe.redundant_experts", moe.redundant_experts, NT_DBL, 0, 0, 1, 1),
+    NUM("moe.ep_skew_sd", moe.skew_sd, NT_DBL, 0, 0, 10, 1),
+    NUM("moe.route_nodes", moe.route_nodes, NT_U32, F_INT, 0, 1 << 20, 1),
+    BOOL("moe.two_batch_overlap", moe.two_batch),
+    STR("workload.trace", workload.trace, F_NULL),
+    {"workload.format", K_FMT, 0, 0, OFF(workload.opt.format), SZ(workload.opt.format), 0, 0, 0, 1, NULL},
+    NUM("workload.time_scale", workload.opt.time_scale, NT_DBL, 0, 1e-6, 1e6, 1),
+    NUM("workload.rate_rps", workload.opt.rate_rps, NT_DBL, F_NULL, 0, 1e6, 1),
+    NUM("workload.length_scale", workload.opt.length_scale, NT_DBL, 0, 1e-3, 1e3, 1),
+    NUM("workload.limit_requests", workload.opt.limit_requests, NT_I64, F_NULL | F_INT, 0, 1e12, 1),
+    NUM("workload.start_s", workload.opt.start_ns, NT_I64, 0, 0, 9e9, 1e9),
+    NUM("workload.end_s", workload.opt.end_ns, NT_I64, F_NULL, 0, 9e9, 1e9),
+    ENUM("workload.bucket", workload.opt.bucket, buckets),
+    BOOL("workload.skip_bad", workload.opt.skip_bad),
+    NUM("workload.session_rate", workload.opt.session_rate, NT_DBL, 0, 0, 1e6, 1),
+    NUM("workload.session_users", workload.opt.session_users, NT_U32, F_INT, 0, 1e7, 1),
+    NUM("workload.sample_rate", workload.sample_rate, NT_DBL, F_GT, 0, 1, 1),
+    NAME("workload.generate.profile", workload.gen.profile, gen_profiles),
+    NUM("workload.generate.rate_rps", workload.gen.rate_rps, NT_DBL, F_GT, 0, 1e6, 1),
+    NUM("workload.generate.duration_s", workload.gen.duration_s, NT_DBL, F_GT, 0, 3.2e7, 1),
+    NAME("workload.generate.arrival", workload.gen.arrival, gen_arrivals),
+    NUM("workload.generate.cv", workload.gen.cv, NT_DBL, 0, 0, 100, 1),
+    NUM("workload.generate.mean_turns", workload.gen.mean_turns, NT_DBL, 0, 0, 1e4, 1),
+    NUM("workload.generate.system_tokens", workload.gen.system_tokens, NT_I32, F_INT, -1, 1e7, 1),
+    NUM("workload.generate.input_len", workload.gen.input_len, NT_U32, F_INT, 0, 1e7, 1),
+    NUM("workload.generate.output_len", workload.gen.output_len, NT_U32, F_INT, 0, 1e7, 1),
+    NUM("workload.generate.images_p", workload.gen.images_p, NT_DBL, 0, 0, 1, 1),
+    BOOL("workload.generate.closed_loop", workload.gen.closed_loop),
+    NUM("workload.generate.think_s", workload.gen.think_s, NT_DBL, 0, 0, 604800, 1),
+    NUM("workload.generate.mix.chatbot", workload.gen.mix[0], NT_DBL, 0, 0, 1e6, 1),
+    NUM("workload.generate.mix.agent", workload.gen.mix[1], NT_DBL, 0, 0, 1e6, 1),
+    NUM("workload.generate.mix.coding", workload.gen.mix[2], NT_DBL, 0, 0, 1e6, 1),
+    NUM("workload.generate.days", workload.gen.days, NT_DBL, 0, 0, 3660, 1),
+    NUM("workload.generate.diurnal_amplitude", workload.gen.diurnal_amplitude, NT_DBL, 0, 0, 0.99, 1),
+    NUM("workload.generate.peak_hour", workload.gen.peak_hour, NT_DBL, 0, 0, 23.99, 1),
+    NUM("workload.generate.weekend_ratio", workload.gen.weekend_ratio, NT_DBL, F_GT, 0, 10, 1),
+    NUM("workload.generate.start_weekday", workload.gen.start_weekday, NT_U32, F_INT, 0, 6, 1),
+    NUM("workload.generate.warmup_days", workload.gen.warmup_days, NT_DBL, 0, 0, 365, 1),
 #define RETURN_KEYS(c, i)                                                                          \
-    NUM("workload.generate.return." #c ".p", generate_return[i].p, NT_DBL, 0, 0, 0.99, 1),         \
-        NUM("workload.generate.return." #c ".median_h", generate_return[i].median_h, NT_DBL, F_GT, \
+    NUM("workload.generate.return." #c ".p", workload.gen.ret[i].p, NT_DBL, 0, 0, 0.99, 1),         \
+        NUM("workload.generate.return." #c ".median_h", workload.gen.ret[i].median_h, NT_DBL, F_GT, \
             0, 87840, 1),                                                                          \
-        NUM("workload.generate.return." #c ".sigma", generate_return[i].sigma, NT_DBL, 0, 0, 5, 1)
+        NUM("workload.generate.return." #c ".sigma", workload.gen.ret[i].sigma, NT_DBL, 0, 0, 5, 1)
     RETURN_KEYS(chatbot, TRC_GEN_CHATBOT),
     RETURN_KEYS(agent, TRC_GEN_AGENT),
     RETURN_KEYS(coding, TRC_GEN_CODING),
-    ENUM("cluster.mode", mode, modes),
-    POOL_KEYS(vision),
-    POOL_KEYS(prefill),
-    POOL_KEYS(decode),
-    NUM("cluster.network.kv_transfer_GBps", kv_transfer_Bps, NT_DBL, 0, 1e-3, 1e6, 1e9),
-    NUM("cluster.network.latency_us", net_latency_ns, NT_DBL, 0, 0, 1e7, 1e3),
-    {"cluster.schedule", K_SCHEDULE, 0, F_NULL, OFF(schedule), SZ(schedule), 0, 0, 0, 1, NULL},
-    ENUM("cluster.preemption", preemption, preemptions),
-    NAME("router.prefill", router_prefill, prefill_routers),
-    NAME("router.decode", router_decode, decode_routers),
-    NUM("router.stale_ms", router_stale_ns, NT_DBL, 0, 0, 3.6e6, 1e6),
-    BOOL("router.reject_over_slo", router_reject_slo),
-    NUM("kv_cache.block_tokens", block_tokens, NT_U32, F_INT, 1, 1 << 20, 1),
-    BOOL("kv_cache.prefix_cache", prefix_cache),
-    BOOL("kv_cache.step_sequential", step_sequential),
-    NUM("kv_cache.hbm_cache_frac", hbm_cache_frac, NT_DBL, 0, 0, 1, 1),
-    NUM("kv_cache.activation_reserve", activation_reserve, NT_DBL, 0, 0, 0.99, 1),
-    CAP("kv_cache.dram.gb_per_node", dram.capacity_bytes, 1e9),
-    NUM2("kv_cache.dram.GBps", dram.read_Bps, dram.write_Bps, NT_DBL, 0, 1e-3, 1e6, 1e9),
-    NUM("kv_cache.dram.read_GBps", dram.read_Bps, NT_DBL, 0, 1e-3, 1e6, 1e9),
-    NUM("kv_cache.dram.write_GBps", dram.write_Bps, NT_DBL, 0, 1e-3, 1e6, 1e9),
-    NUM("kv_cache.dram.latency_us", dram.latency_ns, NT_DBL, 0, 0, 1e7, 1e3),
-    CAP("kv_cache.ssd.capacity_tb", ssd.capacity_bytes, 1e12),
-    NUM("kv_cache.ssd.read_GBps", ssd.read_Bps, NT_DBL, 0, 1e-3, 1e6, 1e9),
-    NUM("kv_cache.ssd.write_GBps", ssd.write_Bps, NT_DBL, 0, 1e-3, 1e6, 1e9),
-    NUM("kv_cache.ssd.latency_us", ssd.latency_ns, NT_DBL, 0, 0, 1e7, 1e3),
-    DUR("kv_cache.ssd.retention.chatbot", retention_ns[TRC_CLASS_CHATBOT]),
-    DUR("kv_cache.ssd.retention.agent", retention_ns[TRC_CLASS_AGENT]),
-    DUR("kv_cache.ssd.retention.coding", retention_ns[TRC_CLASS_CODING]),
-    DUR("kv_cache.ssd.retention.batch", retention_ns[TRC_CLASS_BATCH]),
-    DUR("kv_cache.ssd.retention.other", retention_ns[TRC_CLASS_OTHER]),
-    BOOL("kv_cache.write_through", write_through),
-    BOOL("kv_cache.overlap_load", overlap_load),
-    BOOL("kv_cache.persist_decode", persist_decode),
-    NUM("kv_cache.swa_replay_tokens", swa_replay_tokens, NT_U32, F_INT, 0, 1 << 24, 1),
-    NUM("speculative.draft_tokens", draft_tokens, NT_U32, F_INT, 0, 64, 1),
-    NUM("speculative.acceptance", acceptance, NT_DBL, 0, 0, 1, 1),
-    NUM("structured.mask_us", structured_mask_ns, NT_DBL, 0, 0, 1e6, 1e3),
-    NUM("structured.share", structured_share, NT_DBL, 0, 0, 1, 1),
-    NUM("slo.ttft_p90_ms", slo_ttft_p90_ms, NT_DBL, F_GT, 0, 8.64e7, 1),
-    NUM("slo.tpot_p90_ms", slo_tpot_p90_ms, NT_DBL, F_GT, 0, 6e4, 1),
+    ENUM("cluster.mode", cluster.mode, modes),
+    POOL_KEYS(vision, cluster.vision),
+    POOL_KEYS(prefill, cluster.prefill),
+    POOL_KEYS(decode, cluster.decode),
+    NUM("cluster.network.kv_transfer_GBps", cluster.kv_transfer_Bps, NT_DBL, 0, 1e-3, 1e6, 1e9),
+    NUM("cluster.network.latency_us", cluster.net_latency_ns, NT_DBL, 0, 0, 1e7, 1e3),
+    {"cluster.schedule", K_SCHEDULE, 0, F_NULL, OFF(cluster.schedule), SZ(cluster.schedule), 0, 0, 0, 1, NULL},
+    ENUM("cluster.preemption", cluster.preemption, preemptions),
+    NAME("router.prefill", router.prefill, prefill_routers),
+    NAME("router.decode", router.decode, decode_routers),
+    NUM("router.stale_ms", router.stale_ns, NT_DBL, 0, 0, 3.6e6, 1e6),
+    BOOL("router.reject_over_slo", router.reject_slo),
+    NUM("kv_cache.block_tokens", kv.block_tokens, NT_U32, F_INT, 1, 1 << 20, 1),
+    BOOL("kv_cache.prefix_cache", kv.prefix_cache),
+    BOOL("kv_cache.step_sequential", kv.step_sequential),
+    NUM("kv_cache.hbm_cache_frac", kv.hbm_cache_frac, NT_DBL, 0, 0, 1, 1),
+    NUM("kv_cache.activation_reserve", kv.activation_reserve, NT_DBL, 0, 0, 0.99, 1),
+    CAP("kv_cache.dram.gb_per_node", kv.dram.capacity_bytes, 1e9),
+    NUM2("kv_cache.dram.GBps", kv.dram.read_Bps, kv.dram.write_Bps, NT_DBL, 0, 1e-3, 1e6, 1e9),
+    NUM("kv_cache.dram.read_GBps", kv.dram.read_Bps, NT_DBL, 0, 1e-3, 1e6, 1e9),
+    NUM("kv_cache.dram.write_GBps", kv.dram.write_Bps, NT_DBL, 0, 1e-3, 1e6, 1e9),
+    NUM("kv_cache.dram.latency_us", kv.dram.latency_ns, NT_DBL, 0, 0, 1e7, 1e3),
+    CAP("kv_cache.ssd.capacity_tb", kv.ssd.capacity_bytes, 1e12),
+    NUM("kv_cache.ssd.read_GBps", kv.ssd.read_Bps, NT_DBL, 0, 1e-3, 1e6, 1e9),
+    NUM("kv_cache.ssd.write_GBps", kv.ssd.write_Bps, NT_DBL, 0, 1e-3, 1e6, 1e9),
+    NUM("kv_cache.ssd.latency_us", kv.ssd.latency_ns, NT_DBL, 0, 0, 1e7, 1e3),
+    DUR("kv_cache.ssd.retention.chatbot", kv.retention_ns[TRC_CLASS_CHATBOT]),
+    DUR("kv_cache.ssd.retention.agent", kv.retention_ns[TRC_CLASS_AGENT]),
+    DUR("kv_cache.ssd.retention.coding", kv.retention_ns[TRC_CLASS_CODING]),
+    DUR("kv_cache.ssd.retention.batch", kv.retention_ns[TRC_CLASS_BATCH]),
+    DUR("kv_cache.ssd.retention.other", kv.retention_ns[TRC_CLASS_OTHER]),
+    BOOL("kv_cache.write_through", kv.write_through),
+    BOOL("kv_cache.overlap_load", kv.overlap_load),
+    BOOL("kv_cache.persist_decode", kv.persist_decode),
+    NUM("kv_cache.swa_replay_tokens", kv.swa_replay_tokens, NT_U32, F_INT, 0, 1 << 24, 1),
+    NUM("speculative.draft_tokens", decoding.draft_tokens, NT_U32, F_INT, 0, 64, 1),
+    NUM("speculative.acceptance", decoding.acceptance, NT_DBL, 0, 0, 1, 1),
+    NUM("structured.mask_us", decoding.structured_mask_ns, NT_DBL, 0, 0, 1e6, 1e3),
+    NUM("structured.share", decoding.structured_share, NT_DBL, 0, 0, 1, 1),
+    NUM("slo.ttft_p90_ms", slo.ttft_p90_ms, NT_DBL, F_GT, 0, 8.64e7, 1),
+    NUM("slo.tpot_p90_ms", slo.tpot_p90_ms, NT_DBL, F_GT, 0, 6e4, 1),
     NUM("saturation.queue_growth", sat.queue_growth, NT_DBL, 0, 0, 1e9, 1),
     NUM("saturation.queue_growth_frac", sat.queue_growth_frac, NT_DBL, 0, 0, 100, 1),
     NUM("saturation.wait_growth_s", sat.wait_growth_s, NT_DBL, 0, 0, 3.2e7, 1),
@@ -213,8 +213,8 @@ static const keydef key_table[] = {
     NUM("saturation.drain_frac", sat.drain_frac, NT_DBL, 0, 0, 1, 1),
     NUM("saturation.drain_s", sat.drain_s, NT_DBL, 0, 0, 3.2e7, 1),
     NUM("saturation.reject_frac", sat.reject_frac, NT_DBL, 0, 0, 1, 1),
-    NUM("output.sample_interval_s", sample_interval_s, NT_DBL, 0, 1e-3, 86400, 1),
-    BOOL("output.requests", write_requests),
+    NUM("output.sample_interval_s", output.sample_interval_s, NT_DBL, 0, 1e-3, 86400, 1),
+    BOOL("output.requests", output.write_requests),
 };
 
 // Mappings that hold keys. "economics" is a section whose contents reports/ checks.
@@ -375,85 +375,85 @@ void sim_config_default(sim_config *c) {
     copy_str(c->hardware, sizeof c->hardware, "h100");
     copy_str(c->step_model, sizeof c->step_model, "roofline");
     mdl_efficiency_default(&c->eff);
-    c->ep_skew = 1.0;
-    c->ep_redundant_experts = 0.0;
+    c->moe.skew = 1.0;
+    c->moe.redundant_experts = 0.0;
 
-    copy_str(c->trace, sizeof c->trace, "traces/data/azure2023_conv.csv");
-    trc_options_default(&c->trace_opt);
-    c->trace_opt.format = TRC_FMT_AUTO;
-    c->trace_opt.time_scale = 1.0;
-    c->trace_opt.rate_rps = 0;
-    c->trace_opt.length_scale = 1.0;
-    c->trace_opt.limit_requests = 0;
-    c->sample_rate = 1.0;
-    c->generate_rate_rps = 1.0;
-    c->generate_duration_s = 600.0;
-    copy_str(c->generate_arrival, sizeof c->generate_arrival, "poisson");
-    c->generate_system_tokens = -1;
+    copy_str(c->workload.trace, sizeof c->workload.trace, "traces/data/azure2023_conv.csv");
+    trc_options_default(&c->workload.opt);
+    c->workload.opt.format = TRC_FMT_AUTO;
+    c->workload.opt.time_scale = 1.0;
+    c->workload.opt.rate_rps = 0;
+    c->workload.opt.length_scale = 1.0;
+    c->workload.opt.limit_requests = 0;
+    c->workload.sample_rate = 1.0;
+    c->workload.gen.rate_rps = 1.0;
+    c->workload.gen.duration_s = 600.0;
+    copy_str(c->workload.gen.arrival, sizeof c->workload.gen.arrival, "poisson");
+    c->workload.gen.system_tokens = -1;
     {
         trc_gen_options g; // days mode defaults: the generator's (sources in trc_gen.c)
         trc_gen_options_default(&g);
-        c->generate_diurnal_amplitude = g.diurnal_amplitude;
-        c->generate_peak_hour = g.peak_hour;
-        c->generate_weekend_ratio = g.weekend_ratio;
-        c->generate_start_weekday = g.start_weekday;
-        c->generate_warmup_days = g.warmup_days;
-        memcpy(c->generate_return, g.ret, sizeof c->generate_return);
+        c->workload.gen.diurnal_amplitude = g.diurnal_amplitude;
+        c->workload.gen.peak_hour = g.peak_hour;
+        c->workload.gen.weekend_ratio = g.weekend_ratio;
+        c->workload.gen.start_weekday = g.start_weekday;
+        c->workload.gen.warmup_days = g.warmup_days;
+        memcpy(c->workload.gen.ret, g.ret, sizeof c->workload.gen.ret);
     }
 
-    c->mode = SIM_DISAGGREGATED;
-    pool_default(&c->vision, 0, 1);
-    c->vision.max_batch_requests = 64;   // requests (their images) encoded per vision step
-    pool_default(&c->prefill, 2, 8);
-    pool_default(&c->decode, 2, 8);
-    c->kv_transfer_Bps = 50e9;
-    c->net_latency_ns = 20e3;
-    c->preemption = SIM_PREEMPT_RECOMPUTE;
+    c->cluster.mode = SIM_DISAGGREGATED;
+    pool_default(&c->cluster.vision, 0, 1);
+    c->cluster.vision.max_batch_requests = 64;   // requests (their images) encoded per vision step
+    pool_default(&c->cluster.prefill, 2, 8);
+    pool_default(&c->cluster.decode, 2, 8);
+    c->cluster.kv_transfer_Bps = 50e9;
+    c->cluster.net_latency_ns = 20e3;
+    c->cluster.preemption = SIM_PREEMPT_RECOMPUTE;
 
-    copy_str(c->router_prefill, sizeof c->router_prefill, "cache_aware");
-    copy_str(c->router_decode, sizeof c->router_decode, "least_kv");
-    c->router_stale_ns = 0;
-    c->router_reject_slo = false;
+    copy_str(c->router.prefill, sizeof c->router.prefill, "cache_aware");
+    copy_str(c->router.decode, sizeof c->router.decode, "least_kv");
+    c->router.stale_ns = 0;
+    c->router.reject_slo = false;
 
-    c->block_tokens = 64;
-    c->hbm_cache_frac = 0.8;
-    c->activation_reserve = 0.1;
-    c->dram =
+    c->kv.block_tokens = 64;
+    c->kv.hbm_cache_frac = 0.8;
+    c->kv.activation_reserve = 0.1;
+    c->kv.dram =
         (sim_tier_cfg){.capacity_bytes = 0, .read_Bps = 64e9, .write_Bps = 64e9, .latency_ns = 1e3};
-    c->ssd = (sim_tier_cfg){
+    c->kv.ssd = (sim_tier_cfg){
         .capacity_bytes = 0, .read_Bps = 40e9, .write_Bps = 20e9, .latency_ns = 100e3};
     const int64_t day = 86400 * KVF_NS_PER_S;
-    c->retention_ns[TRC_CLASS_CHATBOT] = 7 * day;
-    c->retention_ns[TRC_CLASS_AGENT] = 3 * day;
-    c->retention_ns[TRC_CLASS_CODING] = 3 * day;
-    c->retention_ns[TRC_CLASS_BATCH] = 1 * day;
-    c->retention_ns[TRC_CLASS_OTHER] = 7 * day;
-    c->write_through = true;
-    c->overlap_load = true;
-    c->persist_decode = true;
-    c->swa_replay_tokens = 128;
-    c->prefix_cache = true;
+    c->kv.retention_ns[TRC_CLASS_CHATBOT] = 7 * day;
+    c->kv.retention_ns[TRC_CLASS_AGENT] = 3 * day;
+    c->kv.retention_ns[TRC_CLASS_CODING] = 3 * day;
+    c->kv.retention_ns[TRC_CLASS_BATCH] = 1 * day;
+    c->kv.retention_ns[TRC_CLASS_OTHER] = 7 * day;
+    c->kv.write_through = true;
+    c->kv.overlap_load = true;
+    c->kv.persist_decode = true;
+    c->kv.swa_replay_tokens = 128;
+    c->kv.prefix_cache = true;
 
-    c->draft_tokens = 0;
-    c->acceptance = 0.0;
-    c->structured_mask_ns = 0;
-    c->slo_ttft_p90_ms = 2000;
-    c->slo_tpot_p90_ms = 50;
+    c->decoding.draft_tokens = 0;
+    c->decoding.acceptance = 0.0;
+    c->decoding.structured_mask_ns = 0;
+    c->slo.ttft_p90_ms = 2000;
+    c->slo.tpot_p90_ms = 50;
     c->sat = (sim_saturation_cfg){.queue_growth = 8, .queue_growth_frac = 0.25,
                                   .wait_growth_s = 1, .max_wait_s = 0, .drain_frac = 0.05,
                                   .drain_s = 30, .reject_frac = 0.01};
     rpt_econ_config_default(&c->econ);
-    c->sample_interval_s = 10;
-    c->write_requests = true;
+    c->output.sample_interval_s = 10;
+    c->output.write_requests = true;
 
-    c->trace_opt.block_tokens = c->block_tokens;
-    c->trace_opt.seed = c->seed;
+    c->workload.opt.block_tokens = c->kv.block_tokens;
+    c->workload.opt.seed = c->seed;
 }
 
 // Keys that mirror others: the reader's block size and seed follow the scenario's.
 static void sync_derived(sim_config *c) {
-    c->trace_opt.block_tokens = c->block_tokens;
-    c->trace_opt.seed = c->seed;
+    c->workload.opt.block_tokens = c->kv.block_tokens;
+    c->workload.opt.seed = c->seed;
 }
 
 // ---- where keys were set ------------------------------------------------------------------
@@ -602,7 +602,7 @@ static void store_num(void *dst, num_type t, double v) {
 static kvf_status apply_schedule(apply_ctx *x, const char *key, const yaml_node_t *n, int line) {
     sim_config *c = x->c;
     if (is_null(n)) {
-        c->n_schedule = 0;
+        c->cluster.n_schedule = 0;
         return KVF_OK;
     }
     if (n->type != YAML_SEQUENCE_NODE)
@@ -664,8 +664,8 @@ static kvf_status apply_schedule(apply_ctx *x, const char *key, const yaml_node_
                            tmp[count - 1].from_h);
         tmp[count++] = s;
     }
-    memcpy(c->schedule, tmp, sizeof tmp[0] * (size_t)count);
-    c->n_schedule = count;
+    memcpy(c->cluster.schedule, tmp, sizeof tmp[0] * (size_t)count);
+    c->cluster.n_schedule = count;
     return KVF_OK;
 }
 
@@ -703,8 +703,8 @@ static kvf_status apply_leaf(apply_ctx *x, const keydef *d, const char *key, con
     bool null = is_null(n);
     if (null && !(d->flags & F_NULL) && d->kind != K_STR)
         return fail_at(x, KVF_EPARSE, key, line, "must not be null");
-    if (!strncmp(key, "workload.generate.", 18) && !c->generate_profile[0])
-        copy_str(c->generate_profile, sizeof c->generate_profile, "chatbot");
+    if (!strncmp(key, "workload.generate.", 18) && !c->workload.gen.profile[0])
+        copy_str(c->workload.gen.profile, sizeof c->workload.gen.profile, "chatbot");
 
     switch ((key_kind)d->kind) {
     case K_STR:
@@ -946,7 +946,7 @@ static kvf_status apply_node(apply_ctx *x, const char *key, const yaml_node_t *n
     }
     if (is_section(key)) {
         if (!strcmp(key, "workload.generate") && is_null(n)) {
-            c->generate_profile[0] = '\0';
+            c->workload.gen.profile[0] = '\0';
             record_line(c, key, line);
             return KVF_OK;
         }
@@ -955,8 +955,8 @@ static kvf_status apply_node(apply_ctx *x, const char *key, const yaml_node_t *n
                            node_kind_name(n), n->type == YAML_SCALAR_NODE ? " '" : "",
                            n->type == YAML_SCALAR_NODE ? scalar(n) : "",
                            n->type == YAML_SCALAR_NODE ? "'" : "");
-        if (!strcmp(key, "workload.generate") && !c->generate_profile[0])
-            copy_str(c->generate_profile, sizeof c->generate_profile, "chatbot");
+        if (!strcmp(key, "workload.generate") && !c->workload.gen.profile[0])
+            copy_str(c->workload.gen.profile, sizeof c->workload.gen.profile, "chatbot");
         record_line(c, key, line);
         return apply_mapping(x, key, n);
     }
@@ -1253,7 +1253,7 @@ static const char *pool_key_refused(const sim_config *c, const char *key) {
         {"decode", decode_no, "decode steps compute one token per sequence: there is nothing to chunk"},
     };
     for (size_t r = 0; r < sizeof rules / sizeof *rules; r++) {
-        if (r == 1 && c->mode == SIM_COLOCATED) continue;   // colocated decode instances chunk
+        if (r == 1 && c->cluster.mode == SIM_COLOCATED) continue;   // colocated decode instances chunk
         for (int k = 0; rules[r].keys[k]; k++) {
             char name[96];
             snprintf(name, sizeof name, "cluster.%s.%s", rules[r].pool, rules[r].keys[k]);
@@ -1264,8 +1264,8 @@ static const char *pool_key_refused(const sim_config *c, const char *key) {
 }
 
 static kvf_status check_pool_keys_apply(const sim_config *c, kvf_err *err) {
-    if (c->mode == SIM_COLOCATED && c->decode.instances > 0) {
-        const sim_pool_cfg *p = &c->prefill, *d = &c->decode;
+    if (c->cluster.mode == SIM_COLOCATED && c->cluster.decode.instances > 0) {
+        const sim_pool_cfg *p = &c->cluster.prefill, *d = &c->cluster.decode;
         if (d->gpus_per_instance != p->gpus_per_instance || d->tp != p->tp || d->ep != p->ep)
             return vfail(c, err, "cluster.decode.gpus_per_instance",
                          "colocated instances share one shape: cluster.decode's gpus_per_instance, tp "
@@ -1313,8 +1313,8 @@ static kvf_status check_pool(const sim_config *c, const sim_pool_cfg *p, const c
 // The large-EP keys apply only to an MoE model whose experts a pool spreads over GPUs
 // (route_nodes: over more than one scale-up domain); anything else is refused.
 static kvf_status check_moe_keys(const sim_config *c, kvf_err *err) {
-    if (!c->ep_route_nodes && !c->ep_two_batch) return KVF_OK;
-    const char *key = c->ep_route_nodes ? "moe.route_nodes" : "moe.two_batch_overlap";
+    if (!c->moe.route_nodes && !c->moe.two_batch) return KVF_OK;
+    const char *key = c->moe.route_nodes ? "moe.route_nodes" : "moe.two_batch_overlap";
     char path[SIM_PATH_MAX + 128], dir[SIM_PATH_MAX + 128];
     mdl_model m;
     mdl_hardware hw;
@@ -1325,7 +1325,7 @@ static kvf_status check_moe_keys(const sim_config *c, kvf_err *err) {
     sim_config_hardware_path(c, path, sizeof path);
     if (mdl_hardware_load(&hw, path, dir, &e2)) return vfail(c, err, "hardware", "%s", e2.msg);
     if (!m.experts) return vfail(c, err, key, "applies to MoE models only (%s has no experts)", m.name);
-    const sim_pool_cfg *pools[] = {&c->prefill, &c->decode};
+    const sim_pool_cfg *pools[] = {&c->cluster.prefill, &c->cluster.decode};
     uint32_t max_ep = 0;
     for (int i = 0; i < 2; i++) {
         if (pools[i]->instances < 1) continue;
@@ -1333,15 +1333,15 @@ static kvf_status check_moe_keys(const sim_config *c, kvf_err *err) {
         if ((uint32_t)ep > max_ep) max_ep = (uint32_t)ep;
     }
     if (max_ep <= 1) return vfail(c, err, key, "needs a pool with expert parallelism (ep > 1)");
-    if (c->ep_route_nodes) {
+    if (c->moe.route_nodes) {
         uint32_t dom = hw.scaleup_domain ? hw.scaleup_domain : 8;
         if (max_ep <= dom)
             return vfail(c, err, "moe.route_nodes",
                          "no pool spreads experts over more than one scale-up domain (largest "
                          "ep %u, %s domain %u GPUs)", max_ep, hw.name, dom);
-        if (c->ep_route_nodes >= m.experts_active)
+        if (c->moe.route_nodes >= m.experts_active)
             return vfail(c, err, "moe.route_nodes",
-                         "%u does not limit routing: a token has only %u experts", c->ep_route_nodes,
+                         "%u does not limit routing: a token has only %u experts", c->moe.route_nodes,
                          m.experts_active);
     }
     return KVF_OK;
@@ -1379,53 +1379,53 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
         if (!isnan(p->high) && p->high < p->value)
             return vfail(c, err, key, "high %g is below value %g", p->high, p->value);
     }
-    if (c->generate_profile[0]) {
-        if (name_index(gen_profiles, c->generate_profile) < 0)
+    if (c->workload.gen.profile[0]) {
+        if (name_index(gen_profiles, c->workload.gen.profile) < 0)
             return vfail(c, err, "workload.generate.profile",
                          "unknown value '%s' (allowed: chatbot|agent|coding|mixed)",
-                         c->generate_profile);
-        if (!(c->generate_rate_rps > 0))
+                         c->workload.gen.profile);
+        if (!(c->workload.gen.rate_rps > 0))
             return vfail(c, err, "workload.generate.rate_rps", "must be > 0");
-        if (!(c->generate_duration_s > 0))
+        if (!(c->workload.gen.duration_s > 0))
             return vfail(c, err, "workload.generate.duration_s", "must be > 0");
-        if (c->generate_rate_rps * c->generate_duration_s > SIM_MAX_REQUESTS)
+        if (c->workload.gen.rate_rps * c->workload.gen.duration_s > SIM_MAX_REQUESTS)
             return vfail(c, err, "workload.generate.rate_rps",
                          "rate_rps x duration_s = %g requests, over the %g a run may hold",
-                         c->generate_rate_rps * c->generate_duration_s, SIM_MAX_REQUESTS);
-        double mix = c->generate_mix[0] + c->generate_mix[1] + c->generate_mix[2];
-        if (mix > 0 && strcmp(c->generate_profile, "mixed"))
+                         c->workload.gen.rate_rps * c->workload.gen.duration_s, SIM_MAX_REQUESTS);
+        double mix = c->workload.gen.mix[0] + c->workload.gen.mix[1] + c->workload.gen.mix[2];
+        if (mix > 0 && strcmp(c->workload.gen.profile, "mixed"))
             return vfail(c, err, "workload.generate.mix",
-                         "applies only to profile mixed (profile is '%s')", c->generate_profile);
-        if (c->generate_days > 0 && c->trace_opt.time_scale != 1.0)
+                         "applies only to profile mixed (profile is '%s')", c->workload.gen.profile);
+        if (c->workload.gen.days > 0 && c->workload.opt.time_scale != 1.0)
             return vfail(c, err, "workload.time_scale",
                          "would stretch the days of generate.days; set generate.rate_rps "
                          "(or workload.rate_rps) instead");
-        if (c->generate_days > 0 && c->generate_mean_turns > 0 && c->generate_mean_turns < 1)
+        if (c->workload.gen.days > 0 && c->workload.gen.mean_turns > 0 && c->workload.gen.mean_turns < 1)
             return vfail(c, err, "workload.generate.mean_turns",
                          "must be >= 1 (or 0, the profile's) with generate.days");
     } else {
-        if (!c->trace[0])
+        if (!c->workload.trace[0])
             return vfail(c, err, "workload.trace",
                          "no trace given (set workload.trace or workload.generate)");
-        sim_config_resolve(c, c->trace, path, sizeof path);
+        sim_config_resolve(c, c->workload.trace, path, sizeof path);
         if (!is_file(path))
             return vfail(c, err, "workload.trace", "%s: %s", path, not_file_why(path));
     }
-    if (!(c->trace_opt.time_scale > 0)) return vfail(c, err, "workload.time_scale", "must be > 0");
-    if (!(c->trace_opt.length_scale > 0))
+    if (!(c->workload.opt.time_scale > 0)) return vfail(c, err, "workload.time_scale", "must be > 0");
+    if (!(c->workload.opt.length_scale > 0))
         return vfail(c, err, "workload.length_scale", "must be > 0");
-    if (c->trace_opt.rate_rps < 0) return vfail(c, err, "workload.rate_rps", "must be >= 0");
-    if (c->trace_opt.end_ns && c->trace_opt.end_ns <= c->trace_opt.start_ns)
+    if (c->workload.opt.rate_rps < 0) return vfail(c, err, "workload.rate_rps", "must be >= 0");
+    if (c->workload.opt.end_ns && c->workload.opt.end_ns <= c->workload.opt.start_ns)
         return vfail(c, err, "workload.end_s", "must be after workload.start_s");
 
-    if ((st = check_pool(c, &c->vision, "vision", err))) return st;
-    if ((st = check_pool(c, &c->prefill, "prefill", err))) return st;
-    if ((st = check_pool(c, &c->decode, "decode", err))) return st;
-    for (int32_t e = 0; e < c->n_schedule; e++) {
-        const sim_schedule_entry *s = &c->schedule[e];
+    if ((st = check_pool(c, &c->cluster.vision, "vision", err))) return st;
+    if ((st = check_pool(c, &c->cluster.prefill, "prefill", err))) return st;
+    if ((st = check_pool(c, &c->cluster.decode, "decode", err))) return st;
+    for (int32_t e = 0; e < c->cluster.n_schedule; e++) {
+        const sim_schedule_entry *s = &c->cluster.schedule[e];
         char key[64];
-        const int32_t want[2] = {s->prefill, s->decode}, have[2] = {c->prefill.instances,
-                                                                    c->decode.instances};
+        const int32_t want[2] = {s->prefill, s->decode}, have[2] = {c->cluster.prefill.instances,
+                                                                    c->cluster.decode.instances};
         static const char *const pn[2] = {"prefill", "decode"};
         for (int k = 0; k < 2; k++) {
             snprintf(key, sizeof key, "cluster.schedule[%d].%s", e, pn[k]);
@@ -1439,42 +1439,42 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
         }
     }
     if ((st = check_pool_keys_apply(c, err))) return st;
-    if (c->mode == SIM_DISAGGREGATED) {
-        if (c->prefill.instances < 1)
+    if (c->cluster.mode == SIM_DISAGGREGATED) {
+        if (c->cluster.prefill.instances < 1)
             return vfail(c, err, "cluster.prefill.instances",
                          "disaggregated mode needs at least 1 prefill instance, got %d",
-                         c->prefill.instances);
-        if (c->decode.instances < 1)
+                         c->cluster.prefill.instances);
+        if (c->cluster.decode.instances < 1)
             return vfail(c, err, "cluster.decode.instances",
                          "disaggregated mode needs at least 1 decode instance, got %d",
-                         c->decode.instances);
-    } else if (c->prefill.instances + c->decode.instances < 1) {
+                         c->cluster.decode.instances);
+    } else if (c->cluster.prefill.instances + c->cluster.decode.instances < 1) {
         return vfail(c, err, "cluster.mode",
                      "colocated mode needs at least 1 instance (cluster.prefill.instances + "
                      "cluster.decode.instances)");
     }
     sim_sample_plan plan;   // workload.sample_rate: every pool keeps at least one instance
     if ((st = sim_sample_plan_make(c, &plan, err))) return st;
-    if (!(c->kv_transfer_Bps > 0))
+    if (!(c->cluster.kv_transfer_Bps > 0))
         return vfail(c, err, "cluster.network.kv_transfer_GBps", "must be > 0");
-    if (name_index(prefill_routers, c->router_prefill) < 0)
-        return vfail(c, err, "router.prefill", "unknown value '%s'", c->router_prefill);
-    if (name_index(decode_routers, c->router_decode) < 0)
-        return vfail(c, err, "router.decode", "unknown value '%s'", c->router_decode);
-    if (c->block_tokens < 1) return vfail(c, err, "kv_cache.block_tokens", "must be >= 1");
-    if (c->hbm_cache_frac < 0 || c->hbm_cache_frac > 1)
+    if (name_index(prefill_routers, c->router.prefill) < 0)
+        return vfail(c, err, "router.prefill", "unknown value '%s'", c->router.prefill);
+    if (name_index(decode_routers, c->router.decode) < 0)
+        return vfail(c, err, "router.decode", "unknown value '%s'", c->router.decode);
+    if (c->kv.block_tokens < 1) return vfail(c, err, "kv_cache.block_tokens", "must be >= 1");
+    if (c->kv.hbm_cache_frac < 0 || c->kv.hbm_cache_frac > 1)
         return vfail(c, err, "kv_cache.hbm_cache_frac", "must be in [0, 1]");
-    if (c->activation_reserve < 0 || c->activation_reserve >= 1)
+    if (c->kv.activation_reserve < 0 || c->kv.activation_reserve >= 1)
         return vfail(c, err, "kv_cache.activation_reserve", "must be in [0, 1)");
-    if (c->dram.capacity_bytes != 0 && !(c->dram.read_Bps > 0 && c->dram.write_Bps > 0))
+    if (c->kv.dram.capacity_bytes != 0 && !(c->kv.dram.read_Bps > 0 && c->kv.dram.write_Bps > 0))
         return vfail(c, err, "kv_cache.dram.GBps", "must be > 0");
-    if (c->ssd.capacity_bytes != 0 && !(c->ssd.read_Bps > 0 && c->ssd.write_Bps > 0))
+    if (c->kv.ssd.capacity_bytes != 0 && !(c->kv.ssd.read_Bps > 0 && c->kv.ssd.write_Bps > 0))
         return vfail(c, err, "kv_cache.ssd.read_GBps", "read and write bandwidth must be > 0");
-    if (c->acceptance < 0 || c->acceptance > 1)
+    if (c->decoding.acceptance < 0 || c->decoding.acceptance > 1)
         return vfail(c, err, "speculative.acceptance", "must be in [0, 1]");
-    if (!(c->slo_ttft_p90_ms > 0)) return vfail(c, err, "slo.ttft_p90_ms", "must be > 0");
-    if (!(c->slo_tpot_p90_ms > 0)) return vfail(c, err, "slo.tpot_p90_ms", "must be > 0");
-    if (!(c->sample_interval_s > 0))
+    if (!(c->slo.ttft_p90_ms > 0)) return vfail(c, err, "slo.ttft_p90_ms", "must be > 0");
+    if (!(c->slo.tpot_p90_ms > 0)) return vfail(c, err, "slo.tpot_p90_ms", "must be > 0");
+    if (!(c->output.sample_interval_s > 0))
         return vfail(c, err, "output.sample_interval_s", "must be > 0");
     return KVF_OK;
 }
@@ -1589,10 +1589,10 @@ static json_t *leaf_json(const sim_config *c, const keydef *d) {
         return num_json(file_value(v, d->scale), false);
     }
     case K_SCHEDULE: {
-        if (!c->n_schedule) return json_null();
+        if (!c->cluster.n_schedule) return json_null();
         json_t *a = json_array();
-        for (int32_t i = 0; i < c->n_schedule; i++) {
-            const sim_schedule_entry *s = &c->schedule[i];
+        for (int32_t i = 0; i < c->cluster.n_schedule; i++) {
+            const sim_schedule_entry *s = &c->cluster.schedule[i];
             json_t *e = json_object();
             json_object_set_new(e, "from_h", num_json(s->from_h, true));
             if (s->prefill >= 0) json_object_set_new(e, "prefill", json_integer(s->prefill));
@@ -1607,7 +1607,7 @@ static json_t *leaf_json(const sim_config *c, const keydef *d) {
 
 json_t *sim_config_to_json(const sim_config *c) {
     json_t *root = json_object();
-    bool generate = c->generate_profile[0] != '\0';
+    bool generate = c->workload.gen.profile[0] != '\0';
     for (size_t i = 0; i < N_KEYS; i++) {
         const keydef *d = &key_table[i];
         // setting any workload.generate key turns the generator on: write them only when on

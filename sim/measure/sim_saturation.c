@@ -90,7 +90,7 @@ json_t *sim_saturation_json(const sim_cluster *c) {
     }
     double wait_growth = bins >= 4 ? fit_slope(&w) * half : 0, wait_mean = fit_mean(&w);
     bool wait_grows = wait_growth > th->wait_growth_s;
-    double wait_limit = th->max_wait_s > 0 ? th->max_wait_s : cfg->slo_ttft_p90_ms * 1e-3;
+    double wait_limit = th->max_wait_s > 0 ? th->max_wait_s : cfg->slo.ttft_p90_ms * 1e-3;
 
     bool drains = drain > th->drain_frac * span && drain > th->drain_s;
     bool rejects = (double)c->rejected > th->reject_frac * (double)c->arrived + 1;

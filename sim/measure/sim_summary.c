@@ -129,7 +129,7 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
         json_t *o = json_object();
         json_object_set_new(o, "prompt_tokens", json_integer((json_int_t)m->cls_prompt[k]));
         json_object_set_new(o, "hit_rate", json_real(m->cls_prompt[k] ? (double)m->cls_hit[k] / (double)m->cls_prompt[k] : 0));
-        json_object_set_new(o, "retention_s", num_or_null(cfg->retention_ns[k] > 0 ? (double)cfg->retention_ns[k] * 1e-9 : NAN));
+        json_object_set_new(o, "retention_s", num_or_null(cfg->kv.retention_ns[k] > 0 ? (double)cfg->kv.retention_ns[k] * 1e-9 : NAN));
         json_object_set_new(o, "store_write_Bps", json_real(sim_s > 0 ? (double)m->cls_store_writes[k] * c->block_bytes / sim_s : 0));
         json_object_set_new(o, "stored_bytes_peak", json_real((double)m->cls_store_peak[k] * c->block_bytes));
         json_object_set_new(o, "stored_bytes_end", json_real((double)c->ssd.used_cls[k] * c->block_bytes));
@@ -146,7 +146,7 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
     json_object_set_new(ca, "stored_bytes_peak", json_real(peak));
     json_object_set_new(ca, "stored_bytes_end", json_real((double)c->ssd.used * c->block_bytes));
     json_object_set_new(ca, "block_bytes", json_real(c->block_bytes));
-    json_object_set_new(ca, "ssd_capacity_bytes", num_or_null(cfg->ssd.capacity_bytes < 0 ? INFINITY : cfg->ssd.capacity_bytes));
+    json_object_set_new(ca, "ssd_capacity_bytes", num_or_null(cfg->kv.ssd.capacity_bytes < 0 ? INFINITY : cfg->kv.ssd.capacity_bytes));
     // steady state of a store that keeps everything for its retention: per class, the class's
     // write rate x its retention (filled below from the economics input)
     double wr = sim_s > 0 ? (double)c->ssd.inserted * c->block_bytes / sim_s : 0;
@@ -173,9 +173,9 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
     json_object_set_new(s, "cache", ca);
 
     json_t *g = json_object();
-    json_object_set_new(g, "vision", json_integer(c->pool[SIM_POOL_VISION].n * (json_int_t)cfg->vision.gpus_per_instance));
-    json_object_set_new(g, "prefill", json_integer(c->pool[SIM_POOL_PREFILL].n * (json_int_t)cfg->prefill.gpus_per_instance));
-    json_object_set_new(g, "decode", json_integer(c->pool[SIM_POOL_DECODE].n * (json_int_t)cfg->decode.gpus_per_instance));
+    json_object_set_new(g, "vision", json_integer(c->pool[SIM_POOL_VISION].n * (json_int_t)cfg->cluster.vision.gpus_per_instance));
+    json_object_set_new(g, "prefill", json_integer(c->pool[SIM_POOL_PREFILL].n * (json_int_t)cfg->cluster.prefill.gpus_per_instance));
+    json_object_set_new(g, "decode", json_integer(c->pool[SIM_POOL_DECODE].n * (json_int_t)cfg->cluster.decode.gpus_per_instance));
     json_object_set_new(s, "gpus", g);
     double gh = (pool_gpu_s(c, 0) + pool_gpu_s(c, 1) + pool_gpu_s(c, 2)) / 3600.0;
     json_object_set_new(s, "gpu_hours", json_real(gh));
@@ -186,14 +186,14 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
     json_object_set_new(s, "utilization", u);
 
     json_t *slo = json_object();
-    json_object_set_new(slo, "ttft_p90_ms", json_real(cfg->slo_ttft_p90_ms));
-    json_object_set_new(slo, "tpot_p90_ms", json_real(cfg->slo_tpot_p90_ms));
+    json_object_set_new(slo, "ttft_p90_ms", json_real(cfg->slo.ttft_p90_ms));
+    json_object_set_new(slo, "tpot_p90_ms", json_real(cfg->slo.tpot_p90_ms));
     json_object_set_new(slo, "attainment", json_real(c->arrived ? (double)m->slo_ok / (double)c->arrived : 0));
     json_object_set_new(slo, "goodput_req_s", json_real(sim_s > 0 ? (double)m->slo_ok / sim_s : 0));
     double t90 = kvf_percentile_sorted(m->ttft_ms.v, m->ttft_ms.n, 90);
     double p90 = kvf_percentile_sorted(m->tpot_ms.v, m->tpot_ms.n, 90);
-    json_object_set_new(slo, "met", json_boolean(c->completed && t90 <= cfg->slo_ttft_p90_ms &&
-                                                 p90 <= cfg->slo_tpot_p90_ms));
+    json_object_set_new(slo, "met", json_boolean(c->completed && t90 <= cfg->slo.ttft_p90_ms &&
+                                                 p90 <= cfg->slo.tpot_p90_ms));
     json_object_set_new(s, "slo", slo);
 
     // economics: GPU-hours by pool, tokens by class (added per request as they finished)
@@ -201,28 +201,28 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
     ei->simulated_s = sim_s;
     if (c->colocated) {
         ei->gpu_hours[RPT_POOL_COLOCATED] = pool_gpu_s(c, SIM_POOL_PREFILL) / 3600;
-        ei->gpus[RPT_POOL_COLOCATED] = c->pool[SIM_POOL_PREFILL].n * (double)cfg->prefill.gpus_per_instance;
+        ei->gpus[RPT_POOL_COLOCATED] = c->pool[SIM_POOL_PREFILL].n * (double)cfg->cluster.prefill.gpus_per_instance;
         ei->utilization[RPT_POOL_COLOCATED] = pool_util(c, SIM_POOL_PREFILL);
     } else {
         ei->gpu_hours[RPT_POOL_PREFILL] = pool_gpu_s(c, SIM_POOL_PREFILL) / 3600;
         ei->gpu_hours[RPT_POOL_DECODE] = pool_gpu_s(c, SIM_POOL_DECODE) / 3600;
-        ei->gpus[RPT_POOL_PREFILL] = c->pool[SIM_POOL_PREFILL].n * (double)cfg->prefill.gpus_per_instance;
-        ei->gpus[RPT_POOL_DECODE] = c->pool[SIM_POOL_DECODE].n * (double)cfg->decode.gpus_per_instance;
+        ei->gpus[RPT_POOL_PREFILL] = c->pool[SIM_POOL_PREFILL].n * (double)cfg->cluster.prefill.gpus_per_instance;
+        ei->gpus[RPT_POOL_DECODE] = c->pool[SIM_POOL_DECODE].n * (double)cfg->cluster.decode.gpus_per_instance;
         ei->utilization[RPT_POOL_PREFILL] = pool_util(c, SIM_POOL_PREFILL);
         ei->utilization[RPT_POOL_DECODE] = pool_util(c, SIM_POOL_DECODE);
     }
     ei->gpu_hours[RPT_POOL_VISION] = pool_gpu_s(c, SIM_POOL_VISION) / 3600;
-    ei->gpus[RPT_POOL_VISION] = c->pool[SIM_POOL_VISION].n * (double)cfg->vision.gpus_per_instance;
+    ei->gpus[RPT_POOL_VISION] = c->pool[SIM_POOL_VISION].n * (double)cfg->cluster.vision.gpus_per_instance;
     ei->utilization[RPT_POOL_VISION] = pool_util(c, SIM_POOL_VISION);
-    ei->ssd_tb = (cfg->ssd.capacity_bytes < 0 ? peak : cfg->ssd.capacity_bytes) / 1e12;
-    ei->ssd_unbounded = cfg->ssd.capacity_bytes < 0;
+    ei->ssd_tb = (cfg->kv.ssd.capacity_bytes < 0 ? peak : cfg->kv.ssd.capacity_bytes) / 1e12;
+    ei->ssd_unbounded = cfg->kv.ssd.capacity_bytes < 0;
     ei->ssd_write_Bps = wr;
     ei->prefill_flops = m->prefill_flops;
     ei->prefill_flops_no_reuse = m->prefill_flops_no_reuse;
     for (int k = 0; k < ei->n_cls; k++)
         for (int t = 0; t < TRC_CLASS_COUNT; t++)
             if (!strcmp(ei->cls[k].cls, trc_class_name(t))) {
-                ei->cls[k].retention_s = (double)cfg->retention_ns[t] * 1e-9;
+                ei->cls[k].retention_s = (double)cfg->kv.retention_ns[t] * 1e-9;
                 ei->cls[k].write_known = sim_s > 0;
                 ei->cls[k].write_Bps = sim_s > 0 ? (double)m->cls_store_writes[t] * c->block_bytes / sim_s : 0;
                 ei->cls[k].steady_known = m->cls_store_steady_n[t] > 0;
@@ -230,8 +230,8 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
                 // lasted its retention (the daily cycle's peak, not its mean)
                 ei->cls[k].steady_tb = (double)m->cls_store_steady_peak[t] * c->block_bytes / 1e12;
             }
-    ei->dram_tb = cfg->dram.capacity_bytes > 0
-                      ? cfg->dram.capacity_bytes * c->pool[SIM_POOL_PREFILL].n / 1e12
+    ei->dram_tb = cfg->kv.dram.capacity_bytes > 0
+                      ? cfg->kv.dram.capacity_bytes * c->pool[SIM_POOL_PREFILL].n / 1e12
                       : 0;
     rpt_econ_result econ_raw;
     bool have_raw = false;

@@ -92,7 +92,7 @@ void sim_on_sample(sim_cluster *c, double interval_s) {
         snprintf(name, sizeof name, "kv_store_bytes_%s", trc_class_name(k));
         sim_ts(c, "kv", -1, name, (double)u * c->block_bytes);
         if (u > m->cls_store_peak[k]) m->cls_store_peak[k] = u;
-        int64_t ret = c->cfg->retention_ns[k];
+        int64_t ret = c->cfg->kv.retention_ns[k];
         if (ret > 0 && c->now >= ret) {
             m->cls_store_steady_sum[k] += (double)u;
             m->cls_store_steady_n[k]++;

@@ -30,8 +30,8 @@ kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl
     if (o && o->engine_backend) return sim_engine_stepper_create(cfg, m, hw, par, o, out, err);
     mdl_parallel p = par ? *par : (mdl_parallel){0};
     if (!par) mdl_parallel_default(&p);
-    p.route_nodes = cfg->ep_route_nodes;
-    p.two_batch = cfg->ep_two_batch;
+    p.route_nodes = cfg->moe.route_nodes;
+    p.two_batch = cfg->moe.two_batch;
     par = &p;
     kvf_status st = KVF_OK;
     if (!strcmp(cfg->step_model, "calibrated")) {
@@ -58,11 +58,11 @@ static void progress_start(sim_cluster *c, const sim_config *cfg, const sim_run_
                            const char *trace) {
     if (o->quiet || !isatty(2)) return;
     uint64_t total = 0;
-    trc_options opt = cfg->trace_opt;
-    opt.block_tokens = cfg->block_tokens;
-    if (cfg->generate_profile[0]) total = (uint64_t)(cfg->generate_rate_rps * cfg->generate_duration_s);
+    trc_options opt = cfg->workload.opt;
+    opt.block_tokens = cfg->kv.block_tokens;
+    if (cfg->workload.gen.profile[0]) total = (uint64_t)(cfg->workload.gen.rate_rps * cfg->workload.gen.duration_s);
     else if (trc_count(trace, &opt, &total, NULL) != KVF_OK) return;
-    total = (uint64_t)((double)total * cfg->sample_rate);   // sampled runs serve ~R of it
+    total = (uint64_t)((double)total * cfg->workload.sample_rate);   // sampled runs serve ~R of it
     if (!total) return;
     rpt_progress_init(&c->progress, "run", (double)total);
     c->show_progress = true;
@@ -100,16 +100,16 @@ static kvf_status write_run_table(rpt_db *db, const sim_config *cfg, const char 
         {"trace", trace},
         {"trace_format", trc_format_name(trc_reader_format(rd))},
         {"trace_notes", trc_reader_notes(rd)},
-        {"mode", cfg->mode == SIM_COLOCATED ? "colocated" : "disaggregated"},
-        {"router_prefill", cfg->router_prefill},
-        {"router_decode", cfg->router_decode},
+        {"mode", cfg->cluster.mode == SIM_COLOCATED ? "colocated" : "disaggregated"},
+        {"router_prefill", cfg->router.prefill},
+        {"router_decode", cfg->router.decode},
         {"status", "running"},
     };
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
         kvf_status st = rpt_db_run_set(db, kv[i][0], kv[i][1], err);
         if (st) return st;
     }
-    snprintf(buf, sizeof buf, "%.17g", cfg->sample_rate);
+    snprintf(buf, sizeof buf, "%.17g", cfg->workload.sample_rate);
     kvf_status st = rpt_db_run_set(db, "sample_rate", buf, err);
     if (st) return st;
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)cfg->seed);
@@ -127,13 +127,13 @@ static kvf_status write_run_config(rpt_db *db, const sim_config *cfg, kvf_err *e
 
 static kvf_status open_workload(const sim_config *cfg, trc_reader **rd, char *trace, size_t n,
                                 kvf_err *err) {
-    if (cfg->generate_profile[0]) {
-        snprintf(trace, n, "generate:%s", cfg->generate_profile);
+    if (cfg->workload.gen.profile[0]) {
+        snprintf(trace, n, "generate:%s", cfg->workload.gen.profile);
         return sim_open_generator(cfg, rd, err);
     }
-    sim_config_resolve(cfg, cfg->trace, trace, n);
-    trc_options o = cfg->trace_opt;
-    o.block_tokens = cfg->block_tokens;
+    sim_config_resolve(cfg, cfg->workload.trace, trace, n);
+    trc_options o = cfg->workload.opt;
+    o.block_tokens = cfg->kv.block_tokens;
     o.seed = cfg->seed;
     return trc_reader_open(rd, trace, &o, err);
 }
@@ -151,7 +151,7 @@ kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_
     sim_config *scaled = NULL;
     kvf_status st;
     const sim_config *given = cfg;   // the scenario as resolved, before any sampling scales it
-    if (cfg->sample_rate < 1) {
+    if (cfg->workload.sample_rate < 1) {
         smp = calloc(1, sizeof *smp);
         scaled = malloc(sizeof *scaled);
         if (!smp || !scaled) {
@@ -161,7 +161,7 @@ kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_
         }
         st = sim_sample_plan_make(cfg, &smp->plan, err);
         // a generated workload is drawn at R x its rate: the filter keeps all it is given
-        if (!st) st = sim_sampler_init(&smp->sampler, smp->plan.generated ? 1.0 : cfg->sample_rate, err);
+        if (!st) st = sim_sampler_init(&smp->sampler, smp->plan.generated ? 1.0 : cfg->workload.sample_rate, err);
         if (st) {
             free(smp);
             free(scaled);

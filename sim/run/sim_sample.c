@@ -21,12 +21,12 @@ static int32_t scale_count(int32_t n, double r) {
 // smallest positive count.
 static double least_rate(const sim_config *c) {
     int32_t m = INT32_MAX;
-    const int32_t v[3] = {c->vision.instances, c->prefill.instances, c->decode.instances};
+    const int32_t v[3] = {c->cluster.vision.instances, c->cluster.prefill.instances, c->cluster.decode.instances};
     for (int k = 0; k < 3; k++)
         if (v[k] > 0 && v[k] < m) m = v[k];
-    for (int32_t e = 0; e < c->n_schedule; e++) {
-        if (c->schedule[e].prefill > 0 && c->schedule[e].prefill < m) m = c->schedule[e].prefill;
-        if (c->schedule[e].decode > 0 && c->schedule[e].decode < m) m = c->schedule[e].decode;
+    for (int32_t e = 0; e < c->cluster.n_schedule; e++) {
+        if (c->cluster.schedule[e].prefill > 0 && c->cluster.schedule[e].prefill < m) m = c->cluster.schedule[e].prefill;
+        if (c->cluster.schedule[e].decode > 0 && c->cluster.schedule[e].decode < m) m = c->cluster.schedule[e].decode;
     }
     return m == INT32_MAX ? 0 : 0.5 / m;
 }
@@ -37,29 +37,29 @@ static kvf_status refuse(const sim_config *c, kvf_err *err, const char *what, in
     return kvf_fail(err, KVF_EINVAL,
                     "%s: %g leaves %s with 0 instances (%d x %g rounds to 0); the rate must be "
                     ">= %g for this cluster",
-                    where, c->sample_rate, what, n, c->sample_rate, least_rate(c));
+                    where, c->workload.sample_rate, what, n, c->workload.sample_rate, least_rate(c));
 }
 
 kvf_status sim_sample_plan_make(const sim_config *c, sim_sample_plan *p, kvf_err *err) {
     memset(p, 0, sizeof *p);
-    double r = c->sample_rate;
+    double r = c->workload.sample_rate;
     p->rate = r;
-    p->generated = c->generate_profile[0] != 0;
+    p->generated = c->workload.gen.profile[0] != 0;
     if (!(r > 0 && r <= 1)) {
         char where[SIM_PATH_MAX + 128];
         sim_config_where(c, "workload.sample_rate", where, sizeof where);
         return kvf_fail(err, KVF_EINVAL, "%s: must be in (0, 1], got %g", where, r);
     }
-    if (r < 1 && c->trace_opt.session_users > 0 && !c->generate_profile[0]) {
+    if (r < 1 && c->workload.opt.session_users > 0 && !c->workload.gen.profile[0]) {
         char where[SIM_PATH_MAX + 128];
         sim_config_where(c, "workload.sample_rate", where, sizeof where);
         return kvf_fail(err, KVF_EINVAL,
                         "%s: sessions started by a fixed user population (workload.session_users "
                         "= %u) chain every session to an earlier one and cannot be sampled; use "
                         "workload.session_rate (Poisson session starts) with a sample rate",
-                        where, c->trace_opt.session_users);
+                        where, c->workload.opt.session_users);
     }
-    const sim_pool_cfg *pools[SIM_SAMPLE_POOLS] = {&c->vision, &c->prefill, &c->decode};
+    const sim_pool_cfg *pools[SIM_SAMPLE_POOLS] = {&c->cluster.vision, &c->cluster.prefill, &c->cluster.decode};
     static const char *const names[SIM_SAMPLE_POOLS] = {
         "cluster.vision.instances", "cluster.prefill.instances", "cluster.decode.instances"};
     for (int k = 0; k < SIM_SAMPLE_POOLS; k++) {
@@ -67,9 +67,9 @@ kvf_status sim_sample_plan_make(const sim_config *c, sim_sample_plan *p, kvf_err
         p->sampled[k] = scale_count(pools[k]->instances, r);
         if (p->full[k] > 0 && p->sampled[k] < 1) return refuse(c, err, names[k], p->full[k]);
     }
-    p->n_schedule = c->n_schedule;
-    for (int32_t e = 0; e < c->n_schedule; e++) {
-        int32_t v[2] = {c->schedule[e].prefill, c->schedule[e].decode};
+    p->n_schedule = c->cluster.n_schedule;
+    for (int32_t e = 0; e < c->cluster.n_schedule; e++) {
+        int32_t v[2] = {c->cluster.schedule[e].prefill, c->cluster.schedule[e].decode};
         for (int k = 0; k < 2; k++) {
             p->sched_full[e][k] = v[k];
             p->sched_sampled[e][k] = v[k] < 0 ? v[k] : scale_count(v[k], r);
@@ -78,24 +78,24 @@ kvf_status sim_sample_plan_make(const sim_config *c, sim_sample_plan *p, kvf_err
                                         : "a cluster.schedule entry's prefill", v[k]);
         }
     }
-    p->ssd_full_bytes = c->ssd.capacity_bytes;
-    p->ssd_sampled_bytes = c->ssd.capacity_bytes > 0 ? c->ssd.capacity_bytes * r
-                                                     : c->ssd.capacity_bytes;
+    p->ssd_full_bytes = c->kv.ssd.capacity_bytes;
+    p->ssd_sampled_bytes = c->kv.ssd.capacity_bytes > 0 ? c->kv.ssd.capacity_bytes * r
+                                                     : c->kv.ssd.capacity_bytes;
     return KVF_OK;
 }
 
 void sim_sample_apply(const sim_sample_plan *p, sim_config *c) {
-    c->vision.instances = p->sampled[0];
-    c->prefill.instances = p->sampled[1];
-    c->decode.instances = p->sampled[2];
-    for (int32_t e = 0; e < p->n_schedule && e < c->n_schedule; e++) {
-        c->schedule[e].prefill = p->sched_sampled[e][0];
-        c->schedule[e].decode = p->sched_sampled[e][1];
+    c->cluster.vision.instances = p->sampled[0];
+    c->cluster.prefill.instances = p->sampled[1];
+    c->cluster.decode.instances = p->sampled[2];
+    for (int32_t e = 0; e < p->n_schedule && e < c->cluster.n_schedule; e++) {
+        c->cluster.schedule[e].prefill = p->sched_sampled[e][0];
+        c->cluster.schedule[e].decode = p->sched_sampled[e][1];
     }
-    c->ssd.capacity_bytes = p->ssd_sampled_bytes;
+    c->kv.ssd.capacity_bytes = p->ssd_sampled_bytes;
     // Generated sessions are independent draws: R x the rate draws a sample of sessions with
     // the same distribution as hashing R of them, without generating the rest.
-    if (p->generated) c->generate_rate_rps *= p->rate;
+    if (p->generated) c->workload.gen.rate_rps *= p->rate;
 }
 
 double sim_sample_pool_factor(const sim_sample_plan *p, int pool, bool colocated) {

@@ -14,7 +14,7 @@
 uint32_t sim_cluster_prefix(sim_cluster *c, sim_inst *in, const sim_req *r, uint32_t hit[SIM_TIERS],
                             bool touch, bool local_only) {
     for (int t = 0; t < SIM_TIERS; t++) hit[t] = 0;
-    if (!c->cfg->prefix_cache) return 0;
+    if (!c->cfg->kv.prefix_cache) return 0;
     uint32_t k = 0;
     for (; k < r->n_blocks; k++) {
         uint64_t b = r->blocks[k];
@@ -63,10 +63,10 @@ void sim_tier_hbm_put(sim_cluster *c, sim_inst *in, uint64_t id, int cls) {
     if (!sim_bcache_put(&in->hbm, id, c->now, cls, &ev)) return;
     uint64_t ev2;
     if (in->dram.capacity) {
-        if (sim_bcache_put(&in->dram, ev, c->now, cls, &ev2) && !c->cfg->write_through &&
+        if (sim_bcache_put(&in->dram, ev, c->now, cls, &ev2) && !c->cfg->kv.write_through &&
             c->ssd.capacity)
             sim_tier_ssd_put(c, in, ev2, cls);
-    } else if (!c->cfg->write_through && c->ssd.capacity) {
+    } else if (!c->cfg->kv.write_through && c->ssd.capacity) {
         sim_tier_ssd_put(c, in, ev, cls);
     }
 }
@@ -75,26 +75,26 @@ void sim_tier_hbm_put(sim_cluster *c, sim_inst *in, uint64_t id, int cls) {
 // those blocks with its own ids, so they are written when that turn is looked up, stamped
 // with the time the answer finished (no later than now).
 void sim_tier_persist_answer(sim_cluster *c, sim_inst *in, const sim_req *r) {
-    if (!c->cfg->persist_decode || !c->closed_loop || r->prev_id < 0 || !c->ssd.capacity) return;
+    if (!c->cfg->kv.persist_decode || !c->closed_loop || r->prev_id < 0 || !c->ssd.capacity) return;
     size_t i = sim_done_slot(&c->done, (uint64_t)r->prev_id, false);
     if (i == SIZE_MAX || c->done.done_ns[i] < 0) return;
     uint32_t pn = c->done.n_blocks[i];
     if (!pn || r->n_blocks < pn || r->blocks[pn - 1] != c->done.last_block[i]) return;
-    uint32_t upto = KVF_MIN(r->n_blocks, c->done.tokens[i] / c->cfg->block_tokens);
+    uint32_t upto = KVF_MIN(r->n_blocks, c->done.tokens[i] / c->cfg->kv.block_tokens);
     for (uint32_t k = pn; k < upto; k++) sim_tier_ssd_put(c, in, r->blocks[k], r->cls);
 }
 
 // Blocks of the prompt whose KV now exists (computed or loaded) enter the instance's HBM
 // prefix cache as chunks complete, so a request scheduled behind this one can reuse them.
 void sim_tier_write_blocks(sim_cluster *c, sim_inst *in, sim_req *r, uint32_t upto) {
-    if (!c->cfg->prefix_cache) return;
+    if (!c->cfg->kv.prefix_cache) return;
     for (uint32_t k = r->blocks_written; k < upto && k < r->n_blocks; k++) {
         if (k + 4 < upto) {
             sim_bcache_prefetch(&in->hbm, r->blocks[k + 4]);
             sim_bcache_prefetch(&c->ssd, r->blocks[k + 4]);
         }
         sim_tier_hbm_put(c, in, r->blocks[k], r->cls);
-        if (c->cfg->write_through && c->ssd.capacity) sim_tier_ssd_put(c, in, r->blocks[k], r->cls);
+        if (c->cfg->kv.write_through && c->ssd.capacity) sim_tier_ssd_put(c, in, r->blocks[k], r->cls);
     }
     if (upto > r->blocks_written) r->blocks_written = KVF_MIN(upto, r->n_blocks);
 }

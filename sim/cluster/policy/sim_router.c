@@ -13,8 +13,8 @@
 // taken at most that long ago (per pool: a decode-side refresh does not stand for the prefill
 // side); with 0 they read the live figures and no snapshot is kept.
 static void refresh(sim_cluster *c, sim_pool *p) {
-    if (c->cfg->router_stale_ns <= 0) return;
-    if (p->stale_at > 0 && c->now - p->stale_at < (sim_time)c->cfg->router_stale_ns) return;
+    if (c->cfg->router.stale_ns <= 0) return;
+    if (p->stale_at > 0 && c->now - p->stale_at < (sim_time)c->cfg->router.stale_ns) return;
     p->stale_at = c->now;
     for (uint32_t i = 0; i < p->n; i++) {
         sim_inst *in = &c->inst[p->first + i];
@@ -28,20 +28,20 @@ static void refresh(sim_cluster *c, sim_pool *p) {
 }
 
 static double queued(const sim_cluster *c, const sim_inst *in) {
-    return c->cfg->router_stale_ns > 0 ? in->stale_queued : in->queued_tokens;
+    return c->cfg->router.stale_ns > 0 ? in->stale_queued : in->queued_tokens;
 }
 
 static double queued_work(const sim_cluster *c, const sim_inst *in) {
-    return c->cfg->router_stale_ns > 0 ? in->stale_work : in->queued_work_s;
+    return c->cfg->router.stale_ns > 0 ? in->stale_work : in->queued_work_s;
 }
 
 static double kv_load(const sim_cluster *c, const sim_inst *in) {
-    double used = c->cfg->router_stale_ns > 0 ? in->stale_kv : in->kv_used + (double)in->dwait.n;
+    double used = c->cfg->router.stale_ns > 0 ? in->stale_kv : in->kv_used + (double)in->dwait.n;
     return used / (in->kv_cap > 0 ? in->kv_cap : 1);
 }
 
 static double requests(const sim_cluster *c, const sim_inst *in) {
-    return c->cfg->router_stale_ns > 0 ? in->stale_n : in->n_running + (double)in->dwait.n;
+    return c->cfg->router.stale_ns > 0 ? in->stale_n : in->n_running + (double)in->dwait.n;
 }
 
 // ---- min-load index -------------------------------------------------------------------------
@@ -131,7 +131,7 @@ static uint32_t pick_cache_aware(sim_cluster *c, sim_pool *p, sim_req *r) {
         if (!in->active) continue;
         uint32_t hit[3];
         sim_cluster_prefix(c, in, r, hit, false, true);
-        double local = (double)(hit[0] + hit[1]) * c->cfg->block_tokens;
+        double local = (double)(hit[0] + hit[1]) * c->cfg->kv.block_tokens;
         double s = local - queued(c, in);
         if (best == SIM_NONE || s > bs) {
             best = in->id;
@@ -152,7 +152,7 @@ static uint32_t pick_ttft_estimate(sim_cluster *c, sim_pool *p, sim_req *r) {
         if (!in->active) continue;
         uint32_t hit[3];
         uint32_t nb = sim_cluster_prefix(c, in, r, hit, false, true);
-        double cached = KVF_MIN((double)nb * c->cfg->block_tokens, (double)r->input - 1);
+        double cached = KVF_MIN((double)nb * c->cfg->kv.block_tokens, (double)r->input - 1);
         double load = 0;
         if (hit[1] && in->link_dram != SIM_NONE)
             load = fmax(load, sim_link_estimate_s(&c->links[in->link_dram].link, hit[1] * c->block_bytes));
@@ -160,13 +160,13 @@ static uint32_t pick_ttft_estimate(sim_cluster *c, sim_pool *p, sim_req *r) {
             load = fmax(load, sim_link_estimate_s(&c->links[in->link_ssd].link, hit[2] * c->block_bytes));
         double q = queued_work(c, in);   // step-model time of the work queued ahead
         double comp = sim_cluster_prefill_s(c, p, (uint32_t)(r->input - cached), (uint32_t)cached);
-        double e = (c->cfg->overlap_load ? fmax(load, q) : load + q) + comp;
+        double e = (c->cfg->kv.overlap_load ? fmax(load, q) : load + q) + comp;
         if (best == SIM_NONE || e < be) {
             best = in->id;
             be = e;
         }
     }
-    if (c->cfg->router_reject_slo && best != SIM_NONE && be * 1e3 > c->cfg->slo_ttft_p90_ms)
+    if (c->cfg->router.reject_slo && best != SIM_NONE && be * 1e3 > c->cfg->slo.ttft_p90_ms)
         return SIM_NONE;
     return best;
 }
@@ -202,7 +202,7 @@ const char *const sim_prefill_router_names[] = {"round_robin", "least_loaded", "
 const char *const sim_decode_router_names[] = {"round_robin", "least_kv", "least_requests", NULL};
 
 void sim_router_init(sim_cluster *c, sim_pool *p, bool prefill) {
-    p->route = prefill ? sim_router_prefill(c->cfg->router_prefill) : sim_router_decode(c->cfg->router_decode);
+    p->route = prefill ? sim_router_prefill(c->cfg->router.prefill) : sim_router_decode(c->cfg->router.decode);
     p->load = NULL;
     if (p->route == pick_least_loaded) p->load = queued;
     else if (p->route == pick_least_work) p->load = queued_work;

@@ -292,7 +292,7 @@ void sim_decode_admit(sim_cluster *c, sim_inst *in) {
     // a decode pool's token budget caps its batch too (one token per sequence, plus drafts);
     // colocated, the budget is shared with prefill chunks when the step forms
     if (!c->colocated && pc->max_batch_tokens > 0)
-        maxb = (uint32_t)KVF_MIN((int64_t)maxb, KVF_MAX(pc->max_batch_tokens / (1 + (int64_t)c->cfg->draft_tokens), 1));
+        maxb = (uint32_t)KVF_MIN((int64_t)maxb, KVF_MAX(pc->max_batch_tokens / (1 + (int64_t)c->cfg->decoding.draft_tokens), 1));
     while (in->dwait.n && in->n_running + in->n_prefilling < maxb) {
         uint32_t slot = in->dwait.slot[0];
         sim_req *r = sim_req_at(c, slot);
@@ -335,7 +335,7 @@ void sim_decode_preempt(sim_cluster *c, sim_inst *in) {
         r->preemptions++;
         c->m.preemptions++;
         r->enq_ns = c->now;
-        if (c->cfg->preemption == SIM_PREEMPT_SWAP && c->hw.pcie_Bps > 0) {
+        if (c->cfg->cluster.preemption == SIM_PREEMPT_SWAP && c->hw.pcie_Bps > 0) {
             // out and back in over PCIe
             sim_req_set_state(r, SIM_RS_SWAPPED);
             double s = 2.0 * mdl_kv_seq_bytes(&c->model, sim_req_ctx_tokens(r)) / c->hw.pcie_Bps;
@@ -357,8 +357,8 @@ bool sim_decode_emit(sim_cluster *c, sim_inst *in, uint32_t pos) {
         return false;
     }
     uint32_t k = 1;
-    for (uint32_t d = 0; d < c->cfg->draft_tokens; d++) {
-        if (kvf_rng_uniform(&in->rng) >= c->cfg->acceptance) break;
+    for (uint32_t d = 0; d < c->cfg->decoding.draft_tokens; d++) {
+        if (kvf_rng_uniform(&in->rng) >= c->cfg->decoding.acceptance) break;
         k++;
     }
     if (k > r->output - r->produced) k = r->output - r->produced;

@@ -32,7 +32,7 @@ void sim_prefill_count_work(sim_cluster *c, const sim_req *r, uint32_t replay) {
 
 // Sets r's hit prefix to nb blocks (tiers[] of them by tier) and derives the tokens to compute.
 void sim_prefill_set_prefix(sim_cluster *c, sim_req *r, uint32_t nb, const uint32_t tiers[SIM_TIERS]) {
-    uint32_t bt = c->cfg->block_tokens;
+    uint32_t bt = c->cfg->kv.block_tokens;
     uint64_t hit = (uint64_t)nb * bt;
     // at least one prompt token is computed; a paged cache attaches whole blocks only, so a
     // fully cached prompt recomputes its last block (as the engine and vLLM do)
@@ -46,7 +46,7 @@ void sim_prefill_set_prefix(sim_cluster *c, sim_req *r, uint32_t nb, const uint3
     }
     r->hit_blocks = nb;
     r->cached = (uint32_t)hit;
-    uint32_t replay = c->swa_replay ? KVF_MIN(c->cfg->swa_replay_tokens, r->cached) : 0;
+    uint32_t replay = c->swa_replay ? KVF_MIN(c->cfg->kv.swa_replay_tokens, r->cached) : 0;
     r->compute_tokens = r->input - r->cached + replay;
 }
 
@@ -78,7 +78,7 @@ void sim_prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
     r->work_s = sim_cluster_prefill_s(c, sim_pool_of(c, in), r->compute_tokens, r->input - r->compute_tokens);
     in->queued_work_s += r->work_s;
     r->enq_ns = c->now;
-    if (r->pending_loads && !cfg->overlap_load) {
+    if (r->pending_loads && !cfg->kv.overlap_load) {
         sim_req_set_state(r, SIM_RS_LOADING);
         in->n_loading++;
     } else {
@@ -93,13 +93,13 @@ void sim_prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
 // the prefix up when it schedules, not only when the request arrives). The prompt's hit/miss
 // accounting is final from here on.
 void sim_prefill_first_schedule(sim_cluster *c, sim_inst *in, sim_req *r) {
-    if (c->cfg->prefix_cache) {
+    if (c->cfg->kv.prefix_cache) {
         uint32_t k = r->hit_blocks, extra = 0;
         while (k < r->n_blocks && sim_bcache_hit(&in->hbm, r->blocks[k], c->now, r->cls)) k++, extra++;
         if (extra) {
             uint32_t tiers[SIM_TIERS], before = r->compute_tokens;
             // tier counts in blocks, from the tokens set at admission
-            uint32_t bt = c->cfg->block_tokens;
+            uint32_t bt = c->cfg->kv.block_tokens;
             for (int t = 0; t < SIM_TIERS; t++) tiers[t] = (r->hit[t] + bt - 1) / bt;
             tiers[SIM_TIER_HBM] += extra;
             sim_prefill_set_prefix(c, r, k, tiers);
@@ -239,8 +239,8 @@ uint32_t sim_prefill_take_chunks(sim_cluster *c, sim_inst *in, int64_t budget, u
         in->chunk[n] = ch;
         c->seqs[n] = (mdl_seq){ch, r->input - r->compute_tokens + r->computed};
         r->in_batch = true;
-        if (c->cfg->step_sequential)   // later chunks of this step see this chunk's blocks
-            sim_tier_write_blocks(c, in, r, (r->input - r->compute_tokens + r->computed + ch) / c->cfg->block_tokens);
+        if (c->cfg->kv.step_sequential)   // later chunks of this step see this chunk's blocks
+            sim_tier_write_blocks(c, in, r, (r->input - r->compute_tokens + r->computed + ch) / c->cfg->kv.block_tokens);
         budget -= ch;
         n++;
     }
