@@ -305,4 +305,153 @@ uint32_t trc_replay_block_tokens(const trc_replay *p);
 double trc_replay_span_s(const trc_replay *p);   // last arrival - first arrival
 void trc_replay_free(trc_replay *p);
 
+// ---- measured benchmark runs (trc_measured.c) ----------------------------------------------
+// A real serving benchmark read into one plain struct: per request what the client measured,
+// the run's own summary figures, and the configuration as far as the run states it. Times are
+// in seconds; a figure the run does not give is NAN. Formats (TRC_MEAS_AUTO detects them):
+//   vllm            `vllm bench serve` / benchmark_serving.py result JSON; per-request arrays
+//                   (ttfts, itls, input_lens, ...) only when saved (--save-detailed); one object
+//                   per line with --append-result
+//   inference-perf  a run folder or its results/ folder (summary_lifecycle_metrics.json,
+//                   stage_N_lifecycle_metrics.json, config.yaml, per_request_lifecycle_metrics
+//                   .json when saved, exp-config.yaml beside results/), or the summary file
+//   sglang          bench_serving JSONL, one run per line (per request with --output-details)
+// Unreadable or inconsistent runs (missing keys, array lengths that disagree, negative times,
+// ttft > e2e, NaN, percentiles out of order) give KVF_EPARSE with "file:line: field 'x': ...".
+typedef enum trc_measured_format {
+    TRC_MEAS_AUTO = 0,
+    TRC_MEAS_VLLM,
+    TRC_MEAS_INFERENCE_PERF,
+    TRC_MEAS_SGLANG,
+} trc_measured_format;
+
+typedef struct trc_measured_stat {
+    double mean, p50, p90, p99;     // s; NAN where the run gives none
+} trc_measured_stat;
+
+typedef struct trc_measured_req {
+    double arrival_s;               // send time after the first request's, s; NAN: not saved
+    uint32_t input_tokens;          // prompt tokens as the client counted them
+    uint32_t output_tokens;         // tokens received (0 for a failed request)
+    double ttft_s;                  // NAN for a failed or non-streamed request
+    double itl_mean_s;              // mean gap between tokens; NAN with fewer than 2 tokens
+    double e2e_s;                   // send to last token; failed: send to the failure (or NAN)
+    uint64_t itl_first;             // index of its first gap in trc_measured.itl_s
+    uint32_t n_itl;                 // gaps saved for it (0 when the run saved none)
+    uint32_t stage;                 // load stage (inference-perf), else 0
+    bool ok;                        // the client counted it a success
+} trc_measured_req;
+
+typedef struct trc_measured_summary {
+    trc_measured_stat ttft_s, itl_s, tpot_s, e2e_s;
+    uint64_t completed, failed;     // requests
+    double duration_s;              // the span the throughputs divide by
+    double request_rps;             // completed / duration_s
+    double input_tok_s, output_tok_s;        // tokens of completed requests / duration_s
+    double input_tokens_mean, output_tokens_mean;   // per completed request
+} trc_measured_summary;
+
+#define TRC_MEAS_MAX_STAGES 16
+#define TRC_MEAS_MAX_QUANTILES 16
+
+typedef struct trc_measured_stage {
+    double rate_rps;                // offered rate
+    double duration_s;              // sending window
+    double start_s;                 // offset of its window from the run start (estimated when
+                                    // the run saved no per-request times: see notes)
+    uint64_t requests;              // requests sent in it
+} trc_measured_stage;
+
+typedef struct trc_measured_config {
+    char model[160];                // "" unknown
+    char hardware[64];              // "" unknown (none of the formats records it by itself)
+    char backend[32];               // server type / backend as the run names it
+    char date[32];                  // as recorded, "" unknown
+    int tp;                         // tensor parallel size, 0 unknown
+    int max_num_seqs;               // 0 unknown
+    int max_num_batched_tokens;     // 0 unknown
+    int max_model_len;              // 0 unknown
+    int prefix_caching;             // 1 on, 0 off, -1 unknown
+    double request_rate_rps;        // offered rate; INFINITY = all at once; NAN unknown
+    double burstiness;              // gamma shape of the gaps (1 = Poisson); NAN unknown
+    int max_concurrency;            // client limit on requests in flight, 0 = none
+    double client_timeout_s;        // a request still open after this fails; NAN unknown
+    bool ignore_eos;                // every request generates exactly its max_tokens
+    uint32_t n_stages;              // load stages (inference-perf), 0 = one implicit stage
+    trc_measured_stage stages[TRC_MEAS_MAX_STAGES];
+    // Synthetic shared-prefix workload (inference-perf shared_prefix), prompts = 0 when none:
+    // `prompts` fixed prompts sent in turn, each a group's system prompt + its own question.
+    uint32_t prompts, prompt_groups;
+    uint32_t system_prompt_len, question_len, output_len;   // tokens
+} trc_measured_config;
+
+typedef struct trc_measured {
+    trc_measured_format format;
+    char path[512];                 // the file read (for inference-perf: the summary file)
+    uint32_t runs, run;             // runs in the file, and the 0-based one read
+    trc_measured_config config;
+    trc_measured_summary summary;   // as the run itself reports it
+    trc_measured_req *req;          // n_req requests in send order; empty when none saved
+    uint64_t n_req;
+    double *itl_s;                  // n_itl gaps, s, request after request
+    uint64_t n_itl;
+    uint32_t n_len_q;               // reported prompt-length distribution: at quantile
+    double len_q[TRC_MEAS_MAX_QUANTILES];        // len_q[i] (0..1) the prompt has
+    double len_q_tokens[TRC_MEAS_MAX_QUANTILES]; // len_q_tokens[i] tokens (inference-perf)
+    char notes[768];                // choices the reader made, for results to record
+} trc_measured;
+
+// Zeroes *m (every figure NAN, counts 0). trc_measured_read does it itself.
+void trc_measured_init(trc_measured *m);
+// Frees what *m owns and re-initialises it; NULL is allowed.
+void trc_measured_free(trc_measured *m);
+// Reads the run at path (file or, for inference-perf, folder) in format fmt (AUTO detects it
+// from the content). run selects one run of a file holding several (vLLM --append-result,
+// SGLang JSONL): 0-based, -1 = the last. On success *out owns its arrays (trc_measured_free).
+// KVF_ENOENT for a missing path, KVF_EINVAL for a run index past the end, KVF_EPARSE for an
+// undetectable format or an unreadable or inconsistent run ("file:line: field 'x': ...").
+kvf_status trc_measured_read(const char *path, trc_measured_format fmt, int run,
+                             trc_measured *out, kvf_err *err);
+// Recomputes the summary from the per-request data as the benchmark tools do (numpy's linear
+// percentiles; TTFT, TPOT and E2E over completed requests; TPOT = (e2e - ttft) / (output - 1)
+// for vLLM and SGLang, (last - first token time) / (token times - 1) for inference-perf; ITL
+// over every saved gap, or the per-request means when no gaps were saved; rates over
+// m->summary.duration_s). KVF_EINVAL
+// when the run saved no per-request data.
+kvf_status trc_measured_summarize(const trc_measured *m, trc_measured_summary *out,
+                                  kvf_err *err);
+// Writes the run's requests as a canonical kvfleet trace (trc_writer; "-" = stdout) with
+// block ids of block_tokens tokens, arrivals in send order. With per-request send times they
+// are used as recorded; without them they are drawn (from seed) as the load generator drew
+// them: inference-perf stages (exponential gaps scaled to each stage's window), vLLM gamma
+// gaps of shape burstiness scaled to n / rate, SGLang exponential gaps. Lengths are the
+// recorded ones; a failed request is flagged TRC_F_FAILED and keeps the length it asked for
+// (output_len, else the completed mean). With a shared-prefix workload request k of a stage
+// uses prompt k % prompts, prompt p belongs to group p % prompt_groups, and its blocks share
+// ids with its group over system_prompt_len tokens and with itself over the whole prompt;
+// without one no ids are written (the run does not say what was shared). Without per-request
+// lengths, prompt p's length is the reported distribution's quantile (p + 0.5) / prompts.
+// *n_written may be NULL. KVF_EINVAL for a run with no requests to write.
+kvf_status trc_measured_write_trace(const trc_measured *m, const char *path,
+                                    uint32_t block_tokens, uint64_t seed, uint64_t *n_written,
+                                    kvf_err *err);
+const char *trc_measured_format_name(trc_measured_format f);
+bool trc_measured_format_parse(const char *s, trc_measured_format *out);
+
+// A manifest of measured runs (CSV with a header; validation/training/manifest.csv): one row
+// per run, columns experiment, model, hardware, tp, workload, overloaded (yes/no) at least.
+typedef struct trc_measured_entry {
+    char experiment[128];           // folder name, beside the manifest
+    char dir[640];                  // <manifest's folder>/<experiment>
+    char model[160];
+    char hardware[64];
+    char workload[32];
+    int tp;
+    bool overloaded;                // client time-outs or queues that grew all run
+} trc_measured_entry;
+// Reads the manifest; *out (n entries) is the caller's to free(). KVF_EPARSE names the line
+// and column of a bad or missing field.
+kvf_status trc_measured_manifest_read(const char *path, trc_measured_entry **out, size_t *n,
+                                      kvf_err *err);
+
 #endif
