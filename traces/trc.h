@@ -398,6 +398,10 @@ typedef struct trc_measured {
     uint32_t n_len_q;               // reported prompt-length distribution: at quantile
     double len_q[TRC_MEAS_MAX_QUANTILES];        // len_q[i] (0..1) the prompt has
     double len_q_tokens[TRC_MEAS_MAX_QUANTILES]; // len_q_tokens[i] tokens (inference-perf)
+    double token_times_per_token;   // inference-perf, ignore_eos: ((E2E - TTFT) / output_len)
+                                    // / ITL mean, the client's timestamps per generated token
+                                    // (2.0 in validation/training: ITL = half a decode step);
+                                    // NAN when not computable
     char notes[768];                // choices the reader made, for results to record
 } trc_measured;
 

@@ -69,6 +69,7 @@ void trc_measured_init(trc_measured *m) {
     m->config.request_rate_rps = NAN;
     m->config.burstiness = NAN;
     m->config.client_timeout_s = NAN;
+    m->token_times_per_token = NAN;
 }
 
 void trc_measured_free(trc_measured *m) {
@@ -1125,6 +1126,13 @@ static kvf_status read_inference_perf(const char *path, trc_measured *m, kvf_err
                   (unsigned long long)sent, (unsigned long long)stage_sum);
             return KVF_EPARSE;
         }
+    }
+    const trc_measured_summary *sm = &m->summary;
+    if (cf->ignore_eos && cf->output_len && sm->itl_s.mean > 0 && sm->e2e_s.mean > sm->ttft_s.mean) {
+        m->token_times_per_token =
+            (sm->e2e_s.mean - sm->ttft_s.mean) / cf->output_len / sm->itl_s.mean;
+        note(m, "%.2f token times per generated token (ITL mean = per-token time / %.2f)",
+             m->token_times_per_token, m->token_times_per_token);
     }
     if (cf->n_stages > 1)
         note(m, "stage starts estimated: previous stage's span + 2 s (inference-perf waits "
