@@ -432,6 +432,29 @@ START_TEST(test_vllm_fixture) {
     }
     json_decref(o);
     trc_measured_free(&m);
+    // the older benchmark_serving.py layout: no failed, latencies or start_times; E2E is then
+    // TTFT + the gaps, arrivals are drawn at the run's rate (n / rate for the last)
+    o = load_json(path);
+    json_object_del(o, "failed");
+    json_object_del(o, "latencies");
+    json_object_del(o, "start_times");
+    char *txt = json_dumps(o, JSON_REAL_PRECISION(17));
+    const char *p2 = tmp_path("vllm_old.json");
+    FILE *f = fopen(p2, "w");
+    fputs(txt, f);
+    fclose(f);
+    free(txt);
+    ck_assert_msg(!trc_measured_read(p2, TRC_MEAS_AUTO, -1, &m, &err), "%s", err.msg);
+    ck_assert_int_eq(m.format, TRC_MEAS_VLLM);
+    ck_assert(isnan(m.req[0].arrival_s));
+    ck_assert_msg(!trc_measured_summarize(&m, &r, &err), "%s", err.msg);
+    stat_eq_file("vllm old layout", o, "e2el", NULL, &r.e2e_s, true);
+    const char *out = tmp_path("vllm_old.jsonl");
+    uint64_t nw;
+    ck_assert(!trc_measured_write_trace(&m, out, 64, 9, &nw, &err));
+    ck_assert_uint_eq(nw, n);
+    json_decref(o);
+    trc_measured_free(&m);
 }
 END_TEST
 

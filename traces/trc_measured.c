@@ -659,6 +659,7 @@ static int read_bench_json(const mctx *c, json_t *o, trc_measured *m, bool sglan
         failed = m->n_req - ok;
         if (isnan(m->req[0].arrival_s)) note(m, "no per-request send times (start_times)");
     } else note(m, "summary only (no per-request arrays)");
+    if (!cf->model[0]) note(m, "model not recorded in the run");
     s->failed = failed;
     return 0;
 }
@@ -1350,9 +1351,12 @@ kvf_status trc_measured_write_trace(const trc_measured *m, const char *path,
             const trc_measured_req *q = &m->req[i];
             if (have_t) r[i].t = q->arrival_s;
             else if (rate > 0 && isfinite(rate)) {
-                // vLLM: gamma(shape, 1 / (rate shape)) gaps, the first request at 0
-                // (SGLang: exponential, shape 1); vLLM rescales the sum to n / rate
-                if (i) t += isinf(shape) ? 1.0 / rate : kvf_rng_gamma(&rng, shape, 1.0 / (rate * shape));
+                // vLLM: request i waits the sum of i + 1 gamma(shape, 1 / (rate shape)) gaps,
+                // the sum rescaled so the last waits n / rate; SGLang: the first goes at once,
+                // then an exponential gap after each
+                bool gap = m->format == TRC_MEAS_VLLM || i > 0;
+                if (gap)
+                    t += isinf(shape) ? 1.0 / rate : kvf_rng_gamma(&rng, shape, 1.0 / (rate * shape));
                 r[i].t = t;
                 sum = t;
             } else r[i].t = 0;
