@@ -390,7 +390,8 @@ kvf_status rpt_report_write_as(const char *dir, const char *final_dir, bool html
 // The final name of a results directory written under a temporary one: "out/ref.tmp.28517"
 // -> "out/ref" (the ".tmp.<pid>" suffix a run's writer adds); other names unchanged.
 void rpt_report_final_dir(const char *dir, char *out, size_t n);
-// `kvfleet compare DIR... [--json] [--all]`, argv[0] = "compare".
+// `kvfleet compare DIR... [--json] [--all] [--html FILE] [--baseline NAME]`, argv[0] =
+// "compare". --baseline: a 1-based number, a directory as given, or its last part.
 int rpt_compare_cli_main(int argc, char **argv);
 // Writes the comparison of the runs in dirs (each DIR/summary.json, or a .json path) to out:
 // a text table with differences in percent against dirs[0], or with json a list of points,
@@ -398,17 +399,48 @@ int rpt_compare_cli_main(int argc, char **argv);
 // runs) and "diff_pct" (dotted key -> percent against the first). all: every figure.
 kvf_status rpt_compare_write(FILE *out, const char *const *dirs, int n, bool json, bool all,
                              kvf_err *err);
+// As rpt_compare_write, differences against dirs[baseline] (0 <= baseline < n) instead of the
+// first. Text too long for a column (a break-even sentence) is marked [k] in its cell and
+// printed whole below the table.
+kvf_status rpt_compare_write_base(FILE *out, const char *const *dirs, int n, bool json,
+                                  bool all, int baseline, kvf_err *err);
 // Writes the comparison as an HTML page at path (rpt_points_html): one row per run, the
 // run-table keys that differ between the runs, and the cost / SLO attainment frontier chart.
 kvf_status rpt_compare_html(const char *path, const char *const *dirs, int n, kvf_err *err);
+// As rpt_compare_html with a column of differences against dirs[baseline] (0 <= baseline < n).
+kvf_status rpt_compare_page(const char *path, const char *const *dirs, int n, int baseline,
+                            kvf_err *err);
+
+// ---- the assessment page (reports/rpt_assess.c) -------------------------------------------
+// Writes assess.html at path from the object `kvfleet assess` writes to assess.json: the
+// answer first (#answer: #hl-saturation the reference run's verdict, #hl-hit the hit rate
+// with a shared store, #hl-ideal the ideal hit rate, #hl-cost and #hl-busy the cost per
+// million tokens with and without the store; each figure a data-key (its assess.json path) /
+// data-value span), then the store grid, the cost table and the ideal hit rate.
+// KVF_EINVAL when assess is not an object, KVF_EIO naming path.
+kvf_status rpt_assess_html(const char *path, const struct json_t *assess, kvf_err *err);
 
 // ---- pages of several runs (reports/rpt_points.c) -----------------------------------------
-// An HTML page of runs side by side (compare --html, a sweep's sweep.html) at path: a table
-// with one row per point (#, label, the keys that tell the points apart, then headline
-// figures; cells carry data-key and data-value) and the frontier chart of cost per day
-// against SLO attainment, drawn by gnuplot into <path stem>_files/ and inlined as SVG; the
-// page says why when there is no chart (no gnuplot, KVF_NO_GNUPLOT set, no figures).
-// points: a JSON array of {"label": text, "keys": {key: text}, "summary": object or null}.
+// An HTML page of runs side by side (compare --html, a sweep's sweep.html) at path. It opens
+// with the answer (#answer: #hl-cheapest the cheapest stable point, #hl-best-slo the highest
+// SLO attainment among stable points, #hl-states the count of stable, backlogged or
+// overloaded, and unfinished points; figures in data-key/data-value spans), then the chart of
+// cost per day against SLO attainment (frontier through stable points only; nearby points
+// share one label, so labels never overlap), drawn by gnuplot into <path stem>_files/ and
+// inlined as SVG (the page says why when there is none), then a table with one row per point
+// (#, run, the keys that tell the points apart, status -- the saturation verdict, or
+// "unfinished: reason" --, with opts->diffs a column against the baseline, then the figures;
+// cells carry data-key and data-value), and the text figures (break-even notes) whole.
+// points: a JSON array of {"label": text, "keys": {key: text}, "summary": object or null,
+// optional "status": "completed" or why not (e.g. "unfinished"), optional "reason": text}.
+// A point without a summary, or with a status other than "completed", is unfinished.
+typedef struct rpt_points_opts {
+    bool diffs;                  // a column of differences against the baseline
+    int baseline;                // 0-based index of the baseline point
+} rpt_points_opts;
+kvf_status rpt_points_page(const char *path, const char *title, const struct json_t *points,
+                           const rpt_points_opts *opts, kvf_err *err);
+// rpt_points_page without differences (a sweep's page).
 kvf_status rpt_points_html(const char *path, const char *title, const struct json_t *points,
                            kvf_err *err);
 

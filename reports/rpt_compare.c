@@ -188,7 +188,14 @@ static void cell_str(const char *key, json_t *v, char *out, size_t n) {
 }
 
 kvf_status rpt_compare_html(const char *path, const char *const *dirs, int n, kvf_err *err) {
+    return rpt_compare_page(path, dirs, n, 0, err);
+}
+
+kvf_status rpt_compare_page(const char *path, const char *const *dirs, int n, int baseline,
+                            kvf_err *err) {
+    KVF_ASSERT(path && err && (n == 0 || dirs));
     if (n < 1) return kvf_fail(err, KVF_EINVAL, "compare: no results directories given");
+    KVF_ASSERT(baseline >= 0 && baseline < n);
     cmp_run *r = kvf_calloc((size_t)n, sizeof *r);
     kvf_status s = KVF_OK;
     for (int i = 0; i < n && !s; i++) s = load_run(&r[i], dirs[i], err);
@@ -206,7 +213,8 @@ kvf_status rpt_compare_html(const char *path, const char *const *dirs, int n, kv
             json_array_append_new(pts, json_pack("{s:s, s:o, s:O}", "label", r[m].dir, "keys", k,
                                                  "summary", r[m].sum));
         }
-        s = rpt_points_html(path, "kvfleet compare", pts, err);
+        rpt_points_opts po = {.diffs = true, .baseline = baseline};
+        s = rpt_points_page(path, "kvfleet compare", pts, &po, err);
         json_decref(pts);
         json_decref(varied);
     }
@@ -218,16 +226,30 @@ kvf_status rpt_compare_html(const char *path, const char *const *dirs, int n, kv
     return s;
 }
 
-// A right-aligned cell of width w; longer text keeps its end ("...mooncake.jsonl").
-static void put_cell(FILE *out, const char *s, int w) {
+// Text too long for its cell, printed whole below the table.
+typedef struct notes {
+    rpt_buf b;
+    int n;
+} notes;
+
+// A right-aligned cell of width w. Longer text: a path keeps its end ("...mooncake.jsonl");
+// a sentence gets a mark [k] in the cell and is printed whole below the table.
+static void put_cell(FILE *out, const char *s, int w, notes *nt) {
     int len = (int)strlen(s);
-    if (len <= w)
+    if (len <= w) {
         fprintf(out, "  %*s", w, s);
-    else
+    } else if (nt && strchr(s, ' ')) {
+        char mark[16];
+        snprintf(mark, sizeof mark, "[%d]", ++nt->n);
+        fprintf(out, "  %*s", w, mark);
+        rpt_buf_printf(&nt->b, "%s %s\n", mark, s);
+    } else {
         fprintf(out, "  ...%s", s + len - (w - 3));
+    }
 }
 
-static void print_table(FILE *out, cmp_run *r, int n, json_t *keys, json_t *varied) {
+static void print_table(FILE *out, cmp_run *r, int n, json_t *keys, json_t *varied, int base) {
+    notes nt = {0};
     int w0 = 12;
     size_t j;
     json_t *e;
@@ -258,19 +280,21 @@ static void print_table(FILE *out, cmp_run *r, int n, json_t *keys, json_t *vari
         fprintf(out, "%-*s", w0, k);
         for (int m = 0; m < n; m++) {
             json_t *v = json_object_get(r[m].run, k);
-            put_cell(out, v ? json_string_value(v) : "-", wc);
+            char shown[256];
+            put_cell(out, v ? rpt_fmt_text_value(json_string_value(v), shown, sizeof shown) : "-",
+                     wc, &nt);
         }
         fprintf(out, "\n");
     }
     json_array_foreach(keys, j, e) {
         const char *k = json_string_value(e);
         fprintf(out, "%-*s", w0, label_of(k));
-        double v0 = rpt_json_num(r[0].sum, k);
+        double v0 = rpt_json_num(r[base].sum, k);
         for (int m = 0; m < n; m++) {
             json_t *v = rpt_json_path(r[m].sum, k);
-            char s[64], cell[96];
+            char s[400], cell[440];
             cell_str(k, v, s, sizeof s);
-            if (m > 0 && json_is_number(v)) {
+            if (m != base && json_is_number(v)) {
                 double d = pct_diff(json_number_value(v), v0);
                 if (isfinite(d))
                     snprintf(cell, sizeof cell, "%s (%+.1f%%)", s, d);
@@ -279,14 +303,16 @@ static void print_table(FILE *out, cmp_run *r, int n, json_t *keys, json_t *vari
             } else {
                 snprintf(cell, sizeof cell, "%s", s);
             }
-            put_cell(out, cell, wc);
+            put_cell(out, cell, wc, &nt);
         }
         fprintf(out, "\n");
     }
-    fprintf(out, "\n(differences in percent against run 1)\n");
+    fprintf(out, "\n(differences in percent against run %d)\n", base + 1);
+    if (nt.b.p) fprintf(out, "\n%s", nt.b.p);
+    rpt_buf_free(&nt.b);
 }
 
-static json_t *points_json(cmp_run *r, int n, json_t *keys, json_t *varied) {
+static json_t *points_json(cmp_run *r, int n, json_t *keys, json_t *varied, int base) {
     json_t *a = json_array();
     for (int m = 0; m < n; m++) {
         json_t *p = json_deep_copy(r[m].sum);
@@ -304,7 +330,7 @@ static json_t *points_json(cmp_run *r, int n, json_t *keys, json_t *varied) {
             const char *k = json_string_value(e);
             json_t *v = rpt_json_path(r[m].sum, k);
             if (!json_is_number(v)) continue;
-            double d = pct_diff(json_number_value(v), rpt_json_num(r[0].sum, k));
+            double d = pct_diff(json_number_value(v), rpt_json_num(r[base].sum, k));
             json_object_set_new(dp, k, isfinite(d) ? json_real(d) : json_null());
         }
         json_object_set_new(p, "diff_pct", dp);
@@ -315,7 +341,14 @@ static json_t *points_json(cmp_run *r, int n, json_t *keys, json_t *varied) {
 
 kvf_status rpt_compare_write(FILE *out, const char *const *dirs, int n, bool json, bool all,
                              kvf_err *err) {
+    return rpt_compare_write_base(out, dirs, n, json, all, 0, err);
+}
+
+kvf_status rpt_compare_write_base(FILE *out, const char *const *dirs, int n, bool json,
+                                  bool all, int baseline, kvf_err *err) {
+    KVF_ASSERT(out && err && (n == 0 || dirs));
     if (n < 1) return kvf_fail(err, KVF_EINVAL, "compare: no results directories given");
+    KVF_ASSERT(baseline >= 0 && baseline < n);
     cmp_run *r = kvf_calloc((size_t)n, sizeof *r);
     kvf_status s = KVF_OK;
     for (int i = 0; i < n; i++)
@@ -323,12 +356,12 @@ kvf_status rpt_compare_write(FILE *out, const char *const *dirs, int n, bool jso
     json_t *varied = varied_keys(r, n);
     json_t *keys = shown_keys(r, n, all);
     if (json) {
-        json_t *a = points_json(r, n, keys, varied);
+        json_t *a = points_json(r, n, keys, varied, baseline);
         json_dumpf(a, out, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
         fputc('\n', out);
         json_decref(a);
     } else {
-        print_table(out, r, n, keys, varied);
+        print_table(out, r, n, keys, varied, baseline);
     }
     json_decref(varied);
     json_decref(keys);
@@ -341,46 +374,83 @@ out:
     return s;
 }
 
+// The run named by --baseline: a 1-based number, a directory as given, or its last part.
+static int find_baseline(const char *name, const char *const *dirs, int n) {
+    char *end = NULL;
+    long k = strtol(name, &end, 10);
+    if (end && end != name && !*end && k >= 1 && k <= n) return (int)k - 1;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(dirs[i], name)) return i;
+    for (int i = 0; i < n; i++) {
+        const char *b = strrchr(dirs[i], '/');
+        b = b && b[1] ? b + 1 : dirs[i];
+        size_t len = strlen(name);
+        if (!strncmp(b, name, len) && (b[len] == '\0' || b[len] == '/')) return i;
+    }
+    return -1;
+}
+
+static int usage(FILE *f, int rc) {
+    fprintf(f, "usage: kvfleet compare DIR... [--json] [--all] [--html FILE] [--baseline NAME]\n"
+               "  headline figures of several runs side by side, with differences in\n"
+               "  percent against the baseline (the first run unless --baseline names one);\n"
+               "  --all adds every figure of summary.json;\n"
+               "  --html also writes FILE: the answer, the chart of cost per day against SLO\n"
+               "  attainment and a table of the runs with a column of differences against the\n"
+               "  baseline (FILE's stem + _files/ holds its data);\n"
+               "  --baseline NAME: the run to compare against, by its number (1 = first), its\n"
+               "  directory as given, or the directory's last part\n");
+    return rc;
+}
+
 int rpt_compare_cli_main(int argc, char **argv) {
     bool json = false, all = false;
-    const char *html = NULL;
+    const char *html = NULL, *base = NULL;
     const char **dirs = kvf_calloc((size_t)argc + 1, sizeof *dirs);
     int n = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--html") && i + 1 < argc)
-            html = argv[++i];
-        else if (!strcmp(argv[i], "--html")) {
-            fprintf(stderr, "kvfleet: compare: option '--html' needs a value (the page to write)\n");
+        const char *a = argv[i];
+        if ((!strcmp(a, "--html") || !strcmp(a, "--baseline")) && i + 1 >= argc) {
+            fprintf(stderr, "kvfleet: compare: option '%s' needs a value (%s)\n", a,
+                    a[2] == 'h' ? "the page to write" : "a run's number or directory");
             free(dirs);
             return 2;
-        } else if (!strcmp(argv[i], "--json"))
+        }
+        if (!strcmp(a, "--html"))
+            html = argv[++i];
+        else if (!strcmp(a, "--baseline"))
+            base = argv[++i];
+        else if (!strcmp(a, "--json"))
             json = true;
-        else if (!strcmp(argv[i], "--all"))
+        else if (!strcmp(a, "--all"))
             all = true;
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: kvfleet compare DIR... [--json] [--all] [--html FILE]\n"
-                   "  headline figures of several runs side by side, with differences in\n"
-                   "  percent against the first; --all adds every figure of summary.json;\n"
-                   "  --html also writes FILE: a table of the runs and the chart of cost per\n"
-                   "  day against SLO attainment (FILE's stem + _files/ holds its data)\n");
+        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             free(dirs);
-            return 0;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "kvfleet: compare: unknown option '%s'\n", argv[i]);
+            return usage(stdout, 0);
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "kvfleet: compare: unknown option '%s'\n", a);
             free(dirs);
             return 2;
         } else {
-            dirs[n++] = argv[i];
+            dirs[n++] = a;
         }
     }
     if (n == 0) {
-        fprintf(stderr, "kvfleet: usage: kvfleet compare DIR... [--json] [--all] [--html FILE]\n");
+        fprintf(stderr, "kvfleet: usage: kvfleet compare DIR... [--json] [--all] [--html FILE] "
+                        "[--baseline NAME]\n");
+        free(dirs);
+        return 2;
+    }
+    int b = base ? find_baseline(base, dirs, n) : 0;
+    if (b < 0) {
+        fprintf(stderr, "kvfleet: compare: --baseline '%s' is none of the %d runs given (a number "
+                        "1..%d, a directory as given, or its last part)\n", base, n, n);
         free(dirs);
         return 2;
     }
     kvf_err err = {0};
-    kvf_status s = rpt_compare_write(stdout, dirs, n, json, all, &err);
-    if (!s && html) s = rpt_compare_html(html, dirs, n, &err);
+    kvf_status s = rpt_compare_write_base(stdout, dirs, n, json, all, b, &err);
+    if (!s && html) s = rpt_compare_page(html, dirs, n, b, &err);
     free(dirs);
     if (s) {
         fprintf(stderr, "kvfleet: %s\n", err.msg);

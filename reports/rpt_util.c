@@ -285,7 +285,7 @@ static rpt_unit part_unit(const char *p, size_t len) {
     if (ends_with(p, len, "tok_s") || ends_with(p, len, "req_s") || ends_with(p, len, "rps") ||
         ends_with(p, len, "_per_s"))
         return RPT_U_RATE;
-    if (ends_with(p, len, "_ms") || (len == 2 && !strncmp(p, "ms", 2))) return RPT_U_MS;
+    if (ends_with(p, len, "_ms") || has_word(p, len, "ms")) return RPT_U_MS;
     if (ends_with(p, len, "_days") || (len == 4 && !strncmp(p, "days", 4))) return RPT_U_DAYS;
     if (ends_with(p, len, "_s") && !has_word(p, len, "per")) return RPT_U_S;
     bool per = has_word(p, len, "per");
