@@ -717,6 +717,40 @@ START_TEST(test_malformed_runs) {
                  ":%ld: field 'successes.latency.time_to_first_token.mean': NaN", want_line);
         expect_bad(p, TRC_MEAS_INFERENCE_PERF, -1, want, NULL);
     }
+    {   // inference-perf per-request report: request 3 ends before it starts
+        char d[600], f[700];
+        snprintf(d, sizeof d, "%s", tmp_path("ip_req"));
+        mkdir(d, 0755);
+        snprintf(f, sizeof f, "%s/results", d);
+        mkdir(f, 0755);
+        static const char *copy[] = {"summary_lifecycle_metrics.json", "config.yaml"};
+        for (int i = 0; i < 2; i++) {
+            char from[300];
+            snprintf(from, sizeof from, "tests/data/measured/ip_small/results/%s", copy[i]);
+            char *t = slurp(src_path(from));
+            snprintf(f, sizeof f, "%s/results/%s", d, copy[i]);
+            spit(f, t);
+            free(t);
+        }
+        json_t *a = load_json(
+            src_path("tests/data/measured/ip_small/results/per_request_lifecycle_metrics.json"));
+        json_t *q = json_array_get(a, 3);
+        json_object_set_new(q, "end_time", json_real(jget(q, "start_time") - 1));
+        char *t = json_dumps(a, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+        long want_line = 1, seen = 0;
+        for (char *c = t; *c; c++) {
+            if (*c == '\n') want_line++;
+            if (!strncmp(c, "\"end_time\"", 10) && ++seen == 4) break;
+        }
+        snprintf(f, sizeof f, "%s/results/per_request_lifecycle_metrics.json", d);
+        spit(f, t);
+        free(t);
+        json_decref(a);
+        char want[96];
+        snprintf(want, sizeof want, "per_request_lifecycle_metrics.json:%ld: field '[3].end_time'",
+                 want_line);
+        expect_bad(d, TRC_MEAS_AUTO, -1, want, "before start_time");
+    }
     {   // not a benchmark result at all
         const char *p = tmp_path("other.json");
         spit(p, "{\"foo\": 1}\n");

@@ -170,6 +170,13 @@ static long field_line(const char *text, size_t base, long fallback, const char 
     size_t pos = base;
     bool found = false;
     const char *s = field;
+    long skip = 0;   // "[k].key" (an entry of a top-level list): the (k + 1)-th "key"
+    if (*s == '[') {
+        skip = strtol(s + 1, NULL, 10);
+        s += strcspn(s, "]");
+        if (*s) s++;
+        if (*s == '.') s++;
+    }
     while (*s) {
         size_t n = strcspn(s, ".[");
         if (n) {
@@ -178,6 +185,10 @@ static long field_line(const char *text, size_t base, long fallback, const char 
             memcpy(key, s, n);
             key[n] = 0;
             long at = find_key(text, pos, key, n);
+            while (at >= 0 && skip > 0) {
+                at = find_key(text, (size_t)at + n, key, n);
+                skip--;
+            }
             if (at < 0) break;
             pos = (size_t)at;
             found = true;
@@ -623,9 +634,9 @@ static int read_bench_json(const mctx *c, json_t *o, trc_measured *m, bool sglan
     uint64_t failed;
     if (jcount(c, o, "", "completed", REQ, &completed, NULL)) return -1;
     if (jcount(c, o, "", "failed", 0, &failed, &has_failed)) return -1;
-    if (jnumber(c, o, "", sglang ? "duration" : "duration", REQ | POS, &s->duration_s)) return -1;
+    if (jnumber(c, o, "", "duration", REQ | POS, &s->duration_s)) return -1;
     double tin, tout;
-    if (jnumber(c, o, "", sglang ? "total_input_tokens" : "total_input_tokens", NONNEG, &tin) ||
+    if (jnumber(c, o, "", "total_input_tokens", NONNEG, &tin) ||
         jnumber(c, o, "", "total_output_tokens", NONNEG, &tout) ||
         jnumber(c, o, "", "request_throughput", NONNEG, &s->request_rps) ||
         jnumber(c, o, "", "output_throughput", NONNEG, &s->output_tok_s))
@@ -956,8 +967,9 @@ static int read_ip_requests(const char *path, trc_measured *m, kvf_err *err) {
         if (jcount(&c, r, pre, "info.output_tokens", 0, &u, NULL)) goto done;
         out = (double)u;
         if (t_end < t_start) {
-            mfail(&c, "end_time", "before start_time (%.6f < %.6f) in request %zu", t_end,
-                  t_start, i);
+            char f[48];
+            snprintf(f, sizeof f, "[%zu].end_time", i);
+            mfail(&c, f, "before start_time (%.6f < %.6f)", t_end, t_start);
             goto done;
         }
         json_t *e = json_object_get(r, "error");
@@ -1147,6 +1159,13 @@ static kvf_status read_inference_perf(const char *path, trc_measured *m, kvf_err
                   (unsigned long long)m->n_req, (unsigned long long)sent);
             return KVF_EPARSE;
         }
+        // stages ran one after another: the first stages[0].requests sends are stage 0, ...
+        uint64_t i = 0;
+        for (uint32_t k = 0; k < cf->n_stages && i < m->n_req; k++)
+            for (uint64_t j = 0; j < cf->stages[k].requests && i < m->n_req; j++)
+                m->req[i++].stage = k;
+        if (i < m->n_req && cf->n_stages)
+            while (i < m->n_req) m->req[i++].stage = cf->n_stages - 1;
     } else note(m, "no per-request report (per_request_lifecycle_metrics.json)");
     return KVF_OK;
 }
@@ -1368,9 +1387,11 @@ kvf_status trc_measured_write_trace(const trc_measured *m, const char *path,
             double f = ((double)total / rate) / sum;
             for (uint64_t i = 0; i < total; i++) r[i].t *= f;
         }
-        if (cf->prompts) {   // prompts in turn, restarting each stage (one stage here)
-            for (uint64_t i = 0; i < total; i++) {
-                r[i].prompt = (uint32_t)(i % cf->prompts);
+        if (cf->prompts) {   // prompts in turn, starting again with each stage
+            uint64_t k = 0;
+            for (uint64_t i = 0; i < total; i++, k++) {
+                if (i && m->req[i].stage != m->req[i - 1].stage) k = 0;
+                r[i].prompt = (uint32_t)(k % cf->prompts);
                 r[i].has_prompt = true;
             }
         }
