@@ -14,6 +14,9 @@
 // Input bounds: tokens of one request (prompt or output), and block ids of one record.
 #define TRC_MAX_TOKENS 1e7
 #define TRC_MAX_BLOCKS 1048576
+// Arrivals and think times after time scaling or a rate rescale (s); past it a reader fails
+// naming the field and the option (int64 ns holds 9.2e9 s).
+#define TRC_MAX_TIME_S 9e9
 
 typedef enum trc_format {
     TRC_FMT_AUTO = 0,
@@ -76,7 +79,14 @@ typedef struct trc_options {
     // sessions format: how sessions start
     double session_rate;      // > 0: Poisson session starts at this rate (per s)
     uint32_t session_users;   // > 0: N concurrent users, each starts the next session on finish
+    uint8_t cache;            // TRC_CACHE_*: keep the parsed trace in a binary cache
 } trc_options;
+// The trace cache (trc_cache.c): a file trace parsed once is kept in binary in
+// $XDG_CACHE_HOME/kvfleet (else ~/.cache/kvfleet), keyed by the trace's path, size, mtime,
+// inode and the options its parse depends on; later opens replay it without parsing and give
+// identical requests. Stale or corrupt files are ignored and rebuilt.
+enum { TRC_CACHE_AUTO = 0,   // on when $KVFLEET_TRACE_CACHE is "1" or "on"
+       TRC_CACHE_OFF, TRC_CACHE_ON };
 // Agentic sessions (TRC_FMT_SESSIONS), the choices made:
 //  - stream order: sessions in file order, each session's requests together, ordered by
 //    recorded time (parent and subagent requests interleaved); prev_id always names an
@@ -114,6 +124,19 @@ typedef struct trc_reader trc_reader;
 // (KVF_ENOENT / KVF_EIO) or an undetectable format (KVF_EPARSE). Caller owns the reader.
 kvf_status trc_reader_open(trc_reader **out, const char *path, const trc_options *opt,
                            kvf_err *err);
+// What a first pass over a trace found, on its own time axis (before time_scale / rate_rps).
+typedef struct trc_pass {
+    uint64_t requests;        // requests the reader yields (after window, limit, skip_bad)
+    double span_s;            // last arrival - first arrival
+    double rate_rps;          // (requests - 1) / span_s, the trace's mean rate; 0 if undefined
+} trc_pass;
+// trc_reader_open that always makes the first pass and fills *pass (may be NULL): the text
+// is parsed once, into a binary spool (or the cache) the reader then replays, so counting or
+// measuring costs no second parse. trc_reader_open makes the same pass only for rate_rps > 0.
+kvf_status trc_reader_open_pass(trc_reader **out, const char *path, const trc_options *opt,
+                                trc_pass *pass, kvf_err *err);
+// The reader's first pass, NULL when none was made.
+const trc_pass *trc_reader_pass(const trc_reader *r);
 // Reads the next request into *out. Returns 1 when a request was read, 0 at end of trace,
 // -1 on error with *err naming file:line:field (KVF_EPARSE). out->blocks stays valid until the
 // next call or close.
@@ -140,11 +163,22 @@ bool trc_class_parse(const char *s, int *out);
 //  "prev_id","think_ns","block_tokens","blocks"}; 64-bit ids above INT64_MAX (session, blocks)
 // are written as their two's-complement signed value so any JSON reader parses them.
 // path "-" writes to stdout.
+// Files are written to a temporary name beside path (O_EXCL|O_NOFOLLOW) and renamed into
+// place by trc_writer_close, so a reader never sees half a file and a failed run leaves the
+// old one. KVF_EINVAL, naming the file, for an output that exists (without TRC_W_FORCE), is
+// not a regular file, or is the same file as input (device + inode; input may be NULL).
 typedef struct trc_writer trc_writer;
+#define TRC_W_FORCE 0x1u   // replace an existing output
+kvf_status trc_writer_create(trc_writer **out, const char *path, uint32_t block_tokens,
+                             unsigned flags, const char *input, kvf_err *err);
+// trc_writer_create(out, path, block_tokens, TRC_W_FORCE, NULL, err).
 kvf_status trc_writer_open(trc_writer **out, const char *path, uint32_t block_tokens,
                            kvf_err *err);
 kvf_status trc_writer_put(trc_writer *w, const trc_request *r, kvf_err *err);
+// Finishes the file and renames it into place (nothing is renamed after a write error).
 kvf_status trc_writer_close(trc_writer *w, kvf_err *err);
+// Abandons the output: the temporary file is removed, an existing output is kept.
+void trc_writer_discard(trc_writer *w);
 
 // ---- statistics -------------------------------------------------------------------------
 // One streaming pass over a reader. Memory is flat in trace length except for the set of
@@ -264,6 +298,11 @@ typedef struct trc_gen_options {
     trc_gen_return ret[3];    // days mode: returns per class, TRC_GEN_CHATBOT..CODING
 } trc_gen_options;
 
+// Generator bounds: the expected request count of a run without max_requests (rate x
+// duration, or rate x days x 86400) and the lowest rate (req/s); past them trc_gen_open fails.
+#define TRC_GEN_MAX_REQUESTS 1e8
+#define TRC_GEN_MIN_RATE 1e-6
+
 void trc_gen_options_default(trc_gen_options *g);
 const char *trc_gen_profile_name(trc_gen_profile p);
 bool trc_gen_profile_parse(const char *s, trc_gen_profile *out);
@@ -291,7 +330,8 @@ typedef struct trc_replay trc_replay;
 // Reads r to its end. KVF_EINVAL for a trace without requests, the reader's error otherwise.
 kvf_status trc_replay_load(trc_reader *r, trc_replay **out, kvf_err *err);
 // Hit tokens / input tokens of a store of capacity_blocks blocks (0 = unbounded) whose
-// entries expire ttl_s seconds after their last use (<= 0 = never).
+// entries expire ttl_s seconds after their last use (an entry whose age equals ttl_s is
+// expired, as in the simulator's store; <= 0 = never).
 kvf_status trc_replay_hit_rate(const trc_replay *p, uint64_t capacity_blocks, double ttl_s,
                                double *hit_rate, kvf_err *err);
 // The same for every (capacity, retention) pair at once, in one pass (stack distances and

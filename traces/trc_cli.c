@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trc.h"
+#include "trc_int.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -16,14 +16,19 @@ static void usage(FILE *f) {
             "  kvfleet trace gen --profile chatbot|agent|coding|mixed [--rate R] [--duration S]\n"
             "      [--arrival poisson|gamma|diurnal] [--cv X] [--input-len N] [--output-len N]\n"
             "      [--lengths FILE] [--images P] [--turns X] [--system-tokens N]\n"
-            "      [--max-requests N] [--block-tokens N] [--seed N] [-o FILE]\n"
+            "      [--max-requests N] [--block-tokens N] [--seed N] [-o FILE] [--force]\n"
             "      days of returning sessions: --days D [--amplitude A] [--peak-hour H]\n"
             "      [--weekend-ratio X] [--start-weekday 0-6] [--warmup-days D]\n"
             "      [--return CLASS=P,MEDIAN_H,SIGMA]...   (CLASS chatbot|agent|coding)\n"
-            "  kvfleet trace convert FILE -o OUT.jsonl [--format F] [--block-tokens N] [SHAPING]\n"
+            "  kvfleet trace convert FILE -o OUT.jsonl [--force] [--format F] [--block-tokens N]\n"
+            "      [SHAPING]\n"
+            "  -o FILE is written beside itself and renamed into place; an existing FILE is kept\n"
+            "  unless --force, and FILE may never be the input itself\n"
             "SHAPING: [--limit N] [--time-scale X] [--length-scale X] [--rate R] [--start S]\n"
             "         [--end S] [--bucket as_recorded|spread] [--seed N] [--skip-bad]\n"
             "         [--session-rate R] [--session-users N] [--source-block-tokens N]\n"
+            "         [--cache | --no-cache]   (binary copy of the parsed trace in\n"
+            "         $XDG_CACHE_HOME/kvfleet; default: on when KVFLEET_TRACE_CACHE=1)\n"
             "formats: auto mooncake azure burstgpt sessions kvfleet\n");
 }
 
@@ -59,6 +64,10 @@ static int shaping(int argc, char **argv, int *i, trc_options *o) {
     uint64_t n;
     if (!strcmp(a, "--skip-bad")) {
         o->skip_bad = true;
+        return 1;
+    }
+    if (!strcmp(a, "--cache") || !strcmp(a, "--no-cache")) {
+        o->cache = a[2] == 'c' ? TRC_CACHE_ON : TRC_CACHE_OFF;
         return 1;
     }
 #define NEEDV                                                                                 \
@@ -196,10 +205,10 @@ static int cmd_stats(int argc, char **argv) {
     return 0;
 }
 
-static int copy_out(trc_reader *r, const char *out, uint32_t bt) {
+static int copy_out(trc_reader *r, const char *out, uint32_t bt, bool force, const char *input) {
     kvf_err err = {0};
     trc_writer *w;
-    kvf_status st = trc_writer_open(&w, out, bt, &err);
+    kvf_status st = trc_writer_create(&w, out, bt, force ? TRC_W_FORCE : 0, input, &err);
     if (st) return fprintf(stderr, "kvfleet: %s\n", err.msg), kvf_exit_code(st);
     trc_request q;
     int rc;
@@ -210,7 +219,9 @@ static int copy_out(trc_reader *r, const char *out, uint32_t bt) {
     }
     if (rc < 0) st = err.code ? err.code : KVF_EPARSE;
     kvf_err err2 = {0};
-    kvf_status st2 = trc_writer_close(w, &err2);
+    kvf_status st2 = KVF_OK;
+    if (st) trc_writer_discard(w);   // a failed read keeps any earlier output
+    else st2 = trc_writer_close(w, &err2);
     if (st) return fprintf(stderr, "kvfleet: %s\n", err.msg), kvf_exit_code(st);
     if (st2) return fprintf(stderr, "kvfleet: %s\n", err2.msg), kvf_exit_code(st2);
     if (strcmp(out, "-"))
@@ -223,11 +234,13 @@ static int cmd_convert(int argc, char **argv) {
     trc_options o;
     trc_options_default(&o);
     const char *path = NULL, *out = NULL;
+    bool force = false;
     for (int i = 1; i < argc; i++) {
         int rc = shaping(argc, argv, &i, &o);
         if (rc < 0) return 2;
         if (rc) continue;
-        if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
+        if (!strcmp(argv[i], "--force")) force = true;
+        else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "-o")) return fail("trace convert: option '%s' needs a value", argv[i]);
         else if (argv[i][0] == '-') return fail("trace convert: unknown option '%s'", argv[i]);
         else if (!path) path = argv[i];
@@ -239,9 +252,12 @@ static int cmd_convert(int argc, char **argv) {
     }
     kvf_err err = {0};
     trc_reader *r;
-    kvf_status st = trc_reader_open(&r, path, &o, &err);
+    // the output is checked before the input is read: a refusal costs nothing
+    kvf_status st = strcmp(out, "-") ? trc_output_check(out, path, force, &err) : KVF_OK;
     if (st) return fprintf(stderr, "kvfleet: %s\n", err.msg), kvf_exit_code(st);
-    int rc = copy_out(r, out, o.block_tokens);
+    st = trc_reader_open(&r, path, &o, &err);
+    if (st) return fprintf(stderr, "kvfleet: %s\n", err.msg), kvf_exit_code(st);
+    int rc = copy_out(r, out, o.block_tokens, force, path);
     trc_reader_close(r);
     return rc;
 }
@@ -250,11 +266,15 @@ static int cmd_gen(int argc, char **argv) {
     trc_gen_options g;
     trc_gen_options_default(&g);
     const char *out = "-";
-    bool have_profile = false;
+    bool have_profile = false, force = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double d;
         uint64_t n;
+        if (!strcmp(a, "--force")) {
+            force = true;
+            continue;
+        }
         if (!v && a[0] == '-' && a[1] == '-') return fail("trace gen: option '%s' needs a value", a);
         if (!v && !strcmp(a, "-o")) return fail("trace gen: option '%s' needs a value", a);
         if (!v) return fail("trace gen: unknown option '%s'", a);
@@ -337,9 +357,11 @@ static int cmd_gen(int argc, char **argv) {
     if (!have_profile) return fail("trace gen: --profile is required%s", "");
     kvf_err err = {0};
     trc_reader *r;
-    kvf_status st = trc_gen_open(&r, &g, NULL, &err);
+    kvf_status st = strcmp(out, "-") ? trc_output_check(out, g.lengths_path, force, &err) : KVF_OK;
     if (st) return fprintf(stderr, "kvfleet: %s\n", err.msg), kvf_exit_code(st);
-    int rc = copy_out(r, out, g.block_tokens);
+    st = trc_gen_open(&r, &g, NULL, &err);
+    if (st) return fprintf(stderr, "kvfleet: %s\n", err.msg), kvf_exit_code(st);
+    int rc = copy_out(r, out, g.block_tokens, force, g.lengths_path);
     trc_reader_close(r);
     return rc;
 }

@@ -37,6 +37,7 @@ typedef struct csrc {
     char row[MAX_FIELDS * (MAX_FIELD_LEN + 1)];
     size_t off[MAX_FIELDS];
     int nf, nf_total;
+    uint32_t nul_mask;    // fields of the row holding a NUL byte (bit i = field i)
     bool row_done;
     long row_line;    // line where the row being built started (0 = none yet)
     bool in_row;
@@ -61,7 +62,8 @@ static void cb_field(void *s, size_t len, void *data) {
         if (len > MAX_FIELD_LEN) len = MAX_FIELD_LEN;
         memcpy(c->row + base, s ? s : "", s ? len : 0);
         c->row[base + (s ? len : 0)] = 0;
-        // NUL bytes inside a field end it early; the field then fails its number check
+        // a NUL byte inside a field would end it early and hide the rest: the row is refused
+        if (s && len && memchr(s, 0, len)) c->nul_mask |= 1u << c->nf;
         c->off[c->nf++] = base;
     }
     c->nf_total++;
@@ -81,6 +83,7 @@ static const char *field(const csrc *c, int col) {
 // Reads lines until one CSV record is complete. 1 = row ready, 0 = end of file, -1 = error.
 static int read_row(csrc *c, kvf_err *err) {
     c->nf = c->nf_total = 0;
+    c->nul_mask = 0;
     c->row_done = false;
     c->in_row = false;
     for (;;) {
@@ -260,14 +263,36 @@ static int header(csrc *c, kvf_err *err) {
     return 0;
 }
 
+// The header name of column i, for messages ("column N" past the header or before it).
+static const char *col_name(const csrc *c, int i, char *buf, size_t n) {
+    for (int j = 0; j < C_NCOLS; j++)
+        if (c->col[j] == i) return c->colname[j];
+    snprintf(buf, n, "column %d", i + 1);
+    return buf;
+}
+
+// Fails naming field i when it holds a NUL byte (which would end it early and hide the rest).
+static int nul_check(const csrc *c, int i, kvf_err *err) {
+    if (i < 0 || i >= MAX_FIELDS || !(c->nul_mask >> i & 1)) return 0;
+    char buf[32];
+    return kvf_fail(err, KVF_EPARSE, "%s:%ld: field '%s': holds a NUL byte", c->path,
+                    c->row_line, col_name(c, i, buf, sizeof buf)),
+           -1;
+}
+
 static int parse_row(csrc *c, trc_rec *rec, kvf_err *err) {
+    // the fields in the order they are parsed, then any other field of the row
+    if (nul_check(c, c->col[C_TS], err)) return -1;
     const char *ts = field(c, c->col[C_TS]);
     if (!ts || is_blank(ts)) return fail_field(c, err, C_TS, "missing%s", "");
     int64_t t;
     if (!parse_time(ts, &t)) return fail_field(c, err, C_TS, "not a timestamp ('%s')", ts);
     bool zero_out = false, zero_in = false;
-    if (tokens(c, err, C_IN, &rec->in, &zero_in) || tokens(c, err, C_OUT, &rec->out, &zero_out))
+    if (nul_check(c, c->col[C_IN], err) || tokens(c, err, C_IN, &rec->in, &zero_in) ||
+        nul_check(c, c->col[C_OUT], err) || tokens(c, err, C_OUT, &rec->out, &zero_out))
         return -1;
+    for (int i = 0; i < c->nf && i < MAX_FIELDS; i++)
+        if (nul_check(c, i, err)) return -1;
     rec->t_ns = t;
     rec->cls = c->cls;
     rec->flags = 0;
@@ -315,6 +340,10 @@ static int csv_next(trc_source *s, trc_rec *rec, kvf_err *err) {
             return 0;
         }
         if (!c->header_done) {
+            if (c->nul_mask)
+                return kvf_fail(err, KVF_EPARSE, "%s:%ld: field 'column %d': header holds a NUL "
+                                "byte", c->path, c->row_line, __builtin_ctz(c->nul_mask) + 1),
+                       -1;
             if (header(c, err)) return -1;
             c->header_done = true;
             continue;
@@ -331,7 +360,7 @@ static int csv_next(trc_source *s, trc_rec *rec, kvf_err *err) {
 static void csv_close(trc_source *s) {
     csrc *c = (csrc *)s;
     csv_free(&c->p);
-    free(c->lines.buf);
+    trc_lines_free(&c->lines);
     free(c->path);
     free(c->sess);
     free(c);

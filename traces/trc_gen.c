@@ -286,7 +286,10 @@ enum { DAY_S = 86400 };
 // cosine times the weekday/weekend factor, normalised so its mean over a week is 1.
 static double rhythm(const trc_gen_options *g, double t) {
     double day = floor(t / DAY_S), hour = (t - day * DAY_S) / 3600;
-    long wd = (((long)day + (long)g->start_weekday) % 7 + 7) % 7; // 5, 6 = Saturday, Sunday
+    // the weekday in floating point: no integer cast of a day count (t is only bounded by
+    // the horizon and the warm-up, but a caller's far-off draw must not overflow a long)
+    double wd = fmod(day + g->start_weekday, 7); // 5, 6 = Saturday, Sunday
+    if (wd < 0) wd += 7;
     double week = (wd >= 5 ? g->weekend_ratio : 1.0) * 7 / (5 + 2 * g->weekend_ratio);
     return (1 + g->diurnal_amplitude * cos(2 * M_PI * (hour - g->peak_hour) / 24)) * week;
 }
@@ -346,6 +349,7 @@ static double days_next_new(gsrc *x, double t) {
     double lmax = x->r_new * x->rmax;
     for (;;) {
         t += kvf_rng_exp(&x->arr, 1.0 / lmax);
+        if (t > x->horizon) return t;   // past the end: no need to thin
         if (kvf_rng_uniform(&x->arr) * x->rmax <= rhythm(&x->g, t)) return t;
     }
 }
@@ -469,7 +473,7 @@ static void days_init(gsrc *x) {
     }
     x->r_new = x->g.rate_rps / per_session;
     x->rmax = rhythm_max(&x->g);
-    x->horizon = x->g.days * DAY_S;
+    x->horizon = x->g.days * DAY_S;   // set before the first draw, which stops past it
     x->next_new = days_next_new(x, -x->g.warmup_days * DAY_S);
 }
 
@@ -597,7 +601,7 @@ static kvf_status load_lengths(gsrc *x, const char *path, kvf_err *err) {
     }
     if (!x->nlens) st = kvf_fail(err, KVF_EPARSE, "%s: no rows", path);
 done:
-    free(l.buf);
+    trc_lines_free(&l);
     fclose(f);
     return st;
 }
@@ -614,10 +618,24 @@ kvf_status trc_src_gen(trc_source **out, const trc_gen_options *g, kvf_err *err)
     if (!(g->duration_s <= 3.2e7))
         return kvf_fail(err, KVF_EINVAL, "generate: duration_s must be at most 3.2e7 (a year), got %g",
                         g->duration_s);
-    if (g->max_requests <= 0 && g->rate_rps * g->duration_s > 1e8)
+    if (!(g->days >= 0) || g->days > 3660)
+        return kvf_fail(err, KVF_EINVAL, "generate: days must be in [0, 3660], got %g", g->days);
+    // Every quantity the generator derives is bounded here, before use: the expected number of
+    // requests (days mode: days x 86400 x rate_rps, returns included by construction) and the
+    // rate itself, whose gaps feed the clock (1e-30 req/s would draw a first arrival 1e30 s out).
+    double horizon_s = g->days > 0 ? g->days * 86400 : g->duration_s;
+    if (g->rate_rps < TRC_GEN_MIN_RATE)
         return kvf_fail(err, KVF_EINVAL,
-                        "generate: rate x duration = %g requests, over the 1e8 limit (give "
-                        "max_requests or a lower rate)", g->rate_rps * g->duration_s);
+                        "generate: rate_rps (--rate) must be at least %g req/s, got %g",
+                        TRC_GEN_MIN_RATE, g->rate_rps);
+    if (g->max_requests <= 0 && g->rate_rps * horizon_s > TRC_GEN_MAX_REQUESTS)
+        return kvf_fail(err, KVF_EINVAL,
+                        g->days > 0
+                            ? "generate: days x 86400 x rate_rps (--days x --rate) = %g requests, "
+                              "over the %g limit (give max_requests or a lower rate)"
+                            : "generate: rate_rps x duration_s (--rate x --duration) = %g "
+                              "requests, over the %g limit (give max_requests or a lower rate)",
+                        g->rate_rps * horizon_s, TRC_GEN_MAX_REQUESTS);
     if ((unsigned)g->profile > TRC_GEN_MIXED || (unsigned)g->arrival > TRC_ARRIVAL_DIURNAL)
         return kvf_fail(err, KVF_EINVAL, "generate: unknown profile or arrival process");
     if (g->arrival == TRC_ARRIVAL_GAMMA && !(g->cv > 0))
@@ -630,10 +648,17 @@ kvf_status trc_src_gen(trc_source **out, const trc_gen_options *g, kvf_err *err)
     for (int k = 0; k < 3; k++)
         if (!(g->mix[k] >= 0) || !isfinite(g->mix[k]))
             return kvf_fail(err, KVF_EINVAL, "generate: mix shares must be >= 0");
+    if (g->input_len > TRC_MAX_TOKENS || g->output_len > TRC_MAX_TOKENS ||
+        g->max_context > TRC_MAX_TOKENS)
+        return kvf_fail(err, KVF_EINVAL,
+                        "generate: input_len, output_len and max_context (--input-len, "
+                        "--output-len) must be at most %g tokens",
+                        TRC_MAX_TOKENS);
+    if (!(g->think_s >= 0 && g->think_s <= 1e7))
+        return kvf_fail(err, KVF_EINVAL, "generate: think_s (--think) must be in [0, 1e7] s, got %g",
+                        g->think_s);
     if (!g->block_tokens || g->max_context < 2)
         return kvf_fail(err, KVF_EINVAL, "generate: block_tokens and max_context must be > 0");
-    if (!(g->days >= 0) || g->days > 3660)
-        return kvf_fail(err, KVF_EINVAL, "generate: days must be in [0, 3660]");
     if (g->days > 0) {
         static const char *cls[3] = {"chatbot", "agent", "coding"};
         if (!(g->diurnal_amplitude >= 0 && g->diurnal_amplitude < 1))
@@ -646,6 +671,11 @@ kvf_status trc_src_gen(trc_source **out, const trc_gen_options *g, kvf_err *err)
             return kvf_fail(err, KVF_EINVAL, "generate: start_weekday must be 0 (Monday) .. 6");
         if (!(g->warmup_days >= 0 && g->warmup_days <= 365))
             return kvf_fail(err, KVF_EINVAL, "generate: warmup_days must be in [0, 365]");
+        if (g->rate_rps * g->warmup_days * 86400 > 10 * TRC_GEN_MAX_REQUESTS)
+            return kvf_fail(err, KVF_EINVAL,
+                            "generate: warmup_days x 86400 x rate_rps (--warmup-days x --rate) = "
+                            "%g requests drawn before t = 0, over the %g limit",
+                            g->rate_rps * g->warmup_days * 86400, 10 * TRC_GEN_MAX_REQUESTS);
         if (g->mean_turns > 0 && g->mean_turns < 1)
             return kvf_fail(err, KVF_EINVAL, "generate: mean_turns must be >= 1 in days mode");
         for (int k = 0; k < 3; k++) {
@@ -748,7 +778,7 @@ kvf_status trc_gen_write(const trc_gen_options *g, const char *path, uint64_t *n
     kvf_status st = trc_gen_open(&r, g, NULL, err);
     if (st) return st;
     trc_writer *w;
-    if ((st = trc_writer_open(&w, path, g->block_tokens, err))) {
+    if ((st = trc_writer_create(&w, path, g->block_tokens, TRC_W_FORCE, g->lengths_path, err))) {
         trc_reader_close(r);
         return st;
     }
@@ -760,7 +790,9 @@ kvf_status trc_gen_write(const trc_gen_options *g, const char *path, uint64_t *n
         n++;
     }
     if (rc < 0) st = err ? err->code : KVF_ERUN;
-    kvf_status st2 = trc_writer_close(w, st ? NULL : err);
+    kvf_status st2 = KVF_OK;
+    if (st) trc_writer_discard(w);
+    else st2 = trc_writer_close(w, err);
     trc_reader_close(r);
     if (n_written) *n_written = n;
     return st ? st : st2;

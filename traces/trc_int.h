@@ -13,6 +13,7 @@
 #define TRC_INT_H
 
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "trc.h"
 
@@ -60,7 +61,11 @@ typedef struct trc_lines {
     size_t cap;
     long line;             // number of the line last returned (1-based)
     bool too_long;         // stopped at a line over TRC_LINE_MAX bytes
+    char *rb;              // read buffer: bytes rb[rpos..rlen) not yet consumed
+    size_t rpos, rlen;
 } trc_lines;
+// Frees the buffers of l (not the FILE).
+void trc_lines_free(trc_lines *l);
 // Next non-blank line without its line end; returns its length, or -1 at end of file, on a
 // read error or at a line over TRC_LINE_MAX (see trc_lines_error).
 long trc_lines_next(trc_lines *l, char **out);
@@ -82,6 +87,46 @@ kvf_status trc_src_gen(trc_source **out, const trc_gen_options *g, kvf_err *err)
 // Wraps a source into a reader (takes ownership of src and f, which may be NULL).
 kvf_status trc_reader_from_source(trc_reader **out, trc_source *src, FILE *f, const char *path,
                                   const trc_options *opt, kvf_err *err);
+
+// ---- binary spool and cache (trc_cache.c) ---------------------------------------------------
+#define TRC_CACHE_VERSION 1u
+typedef struct trc_cache_key trc_cache_key;
+// Whether o asks for the persistent cache (TRC_CACHE_ON, or AUTO and $KVFLEET_TRACE_CACHE).
+bool trc_cache_enabled(const trc_options *o);
+// The cache directory ($XDG_CACHE_HOME/kvfleet or $HOME/.cache/kvfleet) into buf.
+kvf_status trc_cache_dir(char *buf, size_t n, kvf_err *err);
+// The key of the trace open as f at path under o (format detected), and its cache file path
+// into cpath; NULL when the trace cannot be keyed (no real path, no cache directory).
+trc_cache_key *trc_cache_key_make(FILE *f, const char *path, const trc_options *o,
+                                  trc_format detected, char *cpath, size_t n);
+// A source replaying the cache file cpath when it is complete, intact and made for want:
+// KVF_OK, else a status (the caller parses instead).
+kvf_status trc_cache_open(trc_source **out, const char *cpath, const trc_cache_key *want);
+// Wraps a live source so every record it yields is also written to a spool: the cache file
+// cpath (renamed into place when the source ends cleanly) when cpath and ck are given and
+// writable, else an anonymous temporary file. Returns in unchanged when no file can be made.
+trc_source *trc_tee_wrap(trc_source *in, const char *cpath, const trc_cache_key *ck);
+bool trc_is_tee(const trc_source *s);
+// A source replaying what the tee s wrote, continuing with the live source if the tee had
+// not reached the end; takes ownership of s. NULL (s untouched) when the spool failed.
+trc_source *trc_tee_replay(trc_source *s);
+
+// ---- files (trc_writer.c) ----------------------------------------------------------------
+// "a FIFO (pipe)", "a directory", ... for a non-regular st_mode.
+const char *trc_file_kind(mode_t m);
+// Checks that an output path may be written: KVF_OK when it does not exist; KVF_EINVAL naming
+// it when it is not a regular file, is the same file as input (dev + inode), or exists and
+// !force.
+kvf_status trc_output_check(const char *path, const char *input, bool force, kvf_err *err);
+// Creates a temporary file beside path (O_CREAT|O_EXCL|O_NOFOLLOW); *tmp is its name (owned).
+kvf_status trc_atomic_create(const char *path, FILE **f, char **tmp, kvf_err *err);
+// Closes f; keep: renames tmp over path (fails on a write error), else removes tmp. Frees tmp.
+kvf_status trc_atomic_commit(FILE *f, char *tmp, const char *path, bool keep, kvf_err *err);
+
+// Mooncake and canonical JSON lines go through a hand-written scanner first (trc_json.c) and
+// to jansson only when it gives up; false sends every line to jansson (the reference; tests
+// compare the two).
+extern bool trc_json_fast;
 
 // Parses an unsigned decimal integer field (no sign, no junk); false on failure.
 bool trc_parse_u64(const char *s, uint64_t *out);

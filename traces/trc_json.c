@@ -152,6 +152,236 @@ static json_t *jparse_line(const jctx *c, const char *line, long len) {
     return o;
 }
 
+// ---- the fast path ----------------------------------------------------------------------------
+// Mooncake and canonical lines are flat objects of integers, a few plain strings and one
+// integer array. This scanner reads exactly that shape into fixed slots without building a
+// tree, and gives up (the line then goes to jansson, the reference) on anything else: escapes,
+// non-ASCII or control bytes, reals or exponents, true/false, nesting, unknown or repeated
+// keys, integers of 19 digits or more, leading zeros, trailing commas, junk after the object.
+// It also gives up on any value jansson's path would refuse, so that path writes every error
+// message: the fast path only ever accepts, and accepts exactly what jansson accepts, with
+// the same values (test_traces compares both on every bundled trace).
+bool trc_json_fast = true;
+
+enum { FV_ABSENT = 0, FV_INT, FV_STR, FV_NULL, FV_ARR };
+
+typedef struct fval {
+    int type;
+    int64_t i;
+    const char *s;     // FV_STR: bytes (no escapes), not terminated
+    size_t n;          // FV_STR: length; FV_ARR: entries (in rec->blocks)
+} fval;
+
+static inline const char *fs_ws(const char *p, const char *e) {
+    while (p < e && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) p++;
+    return p;
+}
+
+// A JSON integer that fits int64 as jansson reads it (no leading zeros, no fraction or
+// exponent; [-2^63, 2^63 - 1], beyond which jansson reports an overflow).
+static inline const char *fs_int(const char *p, const char *e, int64_t *out) {
+    bool neg = false;
+    if (p < e && *p == '-') {
+        neg = true;
+        p++;
+    }
+    const char *d = p;
+    uint64_t v = 0;
+    while (p < e && *p >= '0' && *p <= '9' && p - d < 18) v = v * 10 + (uint64_t)(*p++ - '0');
+    if (p < e && *p >= '0' && *p <= '9') {   // a 19th digit: checked against the range
+        uint64_t dig = (uint64_t)(*p++ - '0');
+        uint64_t lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+        if (v > (lim - dig) / 10) return NULL;
+        v = v * 10 + dig;
+        if (p < e && *p >= '0' && *p <= '9') return NULL;
+    }
+    size_t nd = (size_t)(p - d);
+    if (nd == 0 || (nd > 1 && *d == '0')) return NULL;
+    if (p < e && (*p == '.' || *p == 'e' || *p == 'E')) return NULL;
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return p;
+}
+
+// Scans a flat object whose keys are among names[0..nk) into v[]; integer arrays go into
+// rec->blocks. False when the line is not of that shape (the caller falls back to jansson).
+static bool fs_object(const char *p, const char *e, const char *const *names, int nk, fval *v,
+                      trc_rec *rec) {
+    for (int k = 0; k < nk; k++) v[k].type = FV_ABSENT;
+    p = fs_ws(p, e);
+    if (p >= e || *p++ != '{') return false;
+    p = fs_ws(p, e);
+    if (p < e && *p == '}') return fs_ws(p + 1, e) == e;
+    for (;;) {
+        if (p >= e || *p++ != '"') return false;
+        const char *ks = p;
+        while (p < e && *p != '"') {
+            if (*p == '\\' || (unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) return false;
+            p++;
+        }
+        if (p >= e) return false;
+        size_t kn = (size_t)(p - ks);
+        p++;
+        int k = 0;
+        while (k < nk && !(strlen(names[k]) == kn && !memcmp(names[k], ks, kn))) k++;
+        if (k == nk || v[k].type != FV_ABSENT) return false;   // unknown or repeated key
+        p = fs_ws(p, e);
+        if (p >= e || *p++ != ':') return false;
+        p = fs_ws(p, e);
+        if (p >= e) return false;
+        fval *x = &v[k];
+        if (*p == '-' || (*p >= '0' && *p <= '9')) {
+            if (!(p = fs_int(p, e, &x->i))) return false;
+            x->type = FV_INT;
+        } else if (*p == '"') {
+            x->s = ++p;
+            while (p < e && *p != '"') {
+                if (*p == '\\' || (unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+                    return false;
+                p++;
+            }
+            if (p >= e) return false;
+            x->n = (size_t)(p - x->s);
+            p++;
+            x->type = FV_STR;
+        } else if (*p == 'n') {
+            if (e - p < 4 || memcmp(p, "null", 4)) return false;
+            p += 4;
+            x->type = FV_NULL;
+        } else if (*p == '[') {
+            size_t n = 0;
+            p = fs_ws(p + 1, e);
+            if (p < e && *p == ']') p++;
+            else
+                for (;;) {
+                    int64_t id;
+                    if (!(p = fs_int(p, e, &id))) return false;
+                    if (n >= TRC_MAX_BLOCKS) return false;
+                    if (n >= rec->cap) trc_rec_reserve(rec, n < 64 ? 64 : 2 * n);
+                    rec->blocks[n++] = (uint64_t)id;
+                    p = fs_ws(p, e);
+                    if (p < e && *p == ',') {
+                        p = fs_ws(p + 1, e);
+                        continue;
+                    }
+                    if (p < e && *p == ']') {
+                        p++;
+                        break;
+                    }
+                    return false;
+                }
+            x->n = n;
+            x->type = FV_ARR;
+        } else return false;
+        p = fs_ws(p, e);
+        if (p < e && *p == ',') {
+            p = fs_ws(p + 1, e);
+            continue;
+        }
+        if (p < e && *p == '}') return fs_ws(p + 1, e) == e;
+        return false;
+    }
+}
+
+// A token count as jtokens reads it: an integer in [0, TRC_MAX_TOKENS], 0 -> 1.
+static bool fs_tokens(const fval *x, uint32_t *out) {
+    if (x->type != FV_INT || x->i < 0 || x->i > (int64_t)TRC_MAX_TOKENS) return false;
+    *out = x->i < 1 ? 1 : (uint32_t)x->i;
+    return true;
+}
+
+// An optional integer in [lo, hi] (absent or null = 0).
+static bool fs_opt(const fval *x, int64_t lo, int64_t hi, int64_t *out) {
+    *out = 0;
+    if (x->type == FV_ABSENT || x->type == FV_NULL) return true;
+    if (x->type != FV_INT || x->i < lo || x->i > hi) return false;
+    *out = x->i;
+    return true;
+}
+
+#define JINT_MAX 4611686018427387903LL
+
+static const char *const mk_names[] = {"timestamp", "input_length", "output_length", "hash_ids"};
+
+// The fast path of mooncake_parse: true with *rec filled, false to fall back.
+static bool mooncake_fast(const char *line, long len, uint32_t src_bt, trc_rec *rec) {
+    fval v[4];
+    if (!fs_object(line, line + len, mk_names, 4, v, rec)) return false;
+    if (v[0].type != FV_INT || v[0].i < 0 || v[0].i > 9000000000000LL) return false;
+    if (!fs_tokens(&v[1], &rec->in) || !fs_tokens(&v[2], &rec->out)) return false;
+    if (v[3].type == FV_ARR) rec->nb = (uint32_t)v[3].n;
+    else if (v[3].type == FV_ABSENT || v[3].type == FV_NULL) rec->nb = 0;
+    else return false;
+    rec->t_ns = (int64_t)llround((double)v[0].i * 1e6);   // as jnum + llround compute it
+    rec->cls = TRC_CLASS_CHATBOT;
+    rec->flags = 0;
+    rec->images = 0;
+    rec->session = 0;
+    rec->turn = 0;
+    rec->prev_key = -1;
+    rec->think_ns = 0;
+    rec->src_bt = src_bt;
+    return true;
+}
+
+enum { KV_ID, KV_ARR, KV_IN, KV_OUT, KV_CLASS, KV_FLAGS, KV_IMAGES, KV_SESSION, KV_TURN, KV_PREV,
+       KV_THINK, KV_BT, KV_BLOCKS, KV_N };
+static const char *const kv_names[KV_N] = {
+    "id", "arrival_ns", "input_tokens", "output_tokens", "class", "flags", "images", "session",
+    "turn", "prev_id", "think_ns", "block_tokens", "blocks"};
+
+// The fast path of kvfleet_parse (seq: the key when "id" is absent).
+static bool kvfleet_fast(const char *line, long len, uint32_t src_bt_opt, uint64_t seq,
+                         trc_rec *rec) {
+    fval v[KV_N];
+    int64_t x;
+    if (!fs_object(line, line + len, kv_names, KV_N, v, rec)) return false;
+    if (v[KV_ARR].type != FV_INT || v[KV_ARR].i < 0 || v[KV_ARR].i > JINT_MAX) return false;
+    rec->t_ns = v[KV_ARR].i;
+    if (!fs_tokens(&v[KV_IN], &rec->in) || !fs_tokens(&v[KV_OUT], &rec->out)) return false;
+    if (v[KV_ID].type == FV_INT) rec->key = (uint64_t)v[KV_ID].i;
+    else if (v[KV_ID].type == FV_ABSENT) rec->key = seq;
+    else return false;
+    rec->cls = TRC_CLASS_CHATBOT;
+    if (v[KV_CLASS].type == FV_STR) {
+        char name[16];
+        int k;
+        if (v[KV_CLASS].n >= sizeof name) return false;
+        memcpy(name, v[KV_CLASS].s, v[KV_CLASS].n);
+        name[v[KV_CLASS].n] = 0;
+        if (!trc_class_parse(name, &k)) return false;
+        rec->cls = (uint8_t)k;
+    } else if (v[KV_CLASS].type == FV_INT) {
+        if (v[KV_CLASS].i < 0 || v[KV_CLASS].i >= TRC_CLASS_COUNT) return false;
+        rec->cls = (uint8_t)v[KV_CLASS].i;
+    } else if (v[KV_CLASS].type != FV_ABSENT && v[KV_CLASS].type != FV_NULL) return false;
+    if (!fs_opt(&v[KV_FLAGS], 0, 255, &x)) return false;
+    rec->flags = (uint8_t)x;
+    if (!fs_opt(&v[KV_IMAGES], 0, 65535, &x)) return false;
+    rec->images = (uint16_t)x;
+    if (v[KV_SESSION].type == FV_INT) rec->session = (uint64_t)v[KV_SESSION].i;
+    else if (v[KV_SESSION].type == FV_ABSENT || v[KV_SESSION].type == FV_NULL) rec->session = 0;
+    else return false;
+    if (!fs_opt(&v[KV_TURN], 0, 4000000000LL, &x)) return false;
+    rec->turn = (uint32_t)x;
+    if (v[KV_PREV].type == FV_INT && v[KV_PREV].i < 0) rec->prev_key = -1;
+    else if (v[KV_PREV].type == FV_INT && v[KV_PREV].i <= JINT_MAX) rec->prev_key = v[KV_PREV].i;
+    else if (v[KV_PREV].type == FV_ABSENT || v[KV_PREV].type == FV_NULL) rec->prev_key = -1;
+    else return false;
+    if (rec->prev_key >= 0 && (uint64_t)rec->prev_key >= rec->key) return false;
+    if (!fs_opt(&v[KV_THINK], 0, JINT_MAX, &x)) return false;
+    rec->think_ns = x;
+    uint32_t bt = 64;
+    if (v[KV_BT].type == FV_INT) {
+        if (v[KV_BT].i < 1 || v[KV_BT].i > 1 << 24) return false;
+        bt = (uint32_t)v[KV_BT].i;
+    } else if (v[KV_BT].type != FV_ABSENT && v[KV_BT].type != FV_NULL) return false;
+    rec->src_bt = src_bt_opt ? src_bt_opt : bt;
+    if (v[KV_BLOCKS].type == FV_ARR) rec->nb = (uint32_t)v[KV_BLOCKS].n;
+    else if (v[KV_BLOCKS].type == FV_ABSENT || v[KV_BLOCKS].type == FV_NULL) rec->nb = 0;
+    else return false;
+    return true;
+}
+
 // ---- Mooncake -----------------------------------------------------------------------------
 typedef struct jsrc {
     trc_source base;
@@ -164,12 +394,18 @@ typedef struct jsrc {
 
 static void jsrc_close(trc_source *s) {
     jsrc *j = (jsrc *)s;
-    free(j->lines.buf);
+    trc_lines_free(&j->lines);
     free(j->path);
     free(j);
 }
 
 static int mooncake_parse(jsrc *j, const char *line, long len, trc_rec *rec, kvf_err *err) {
+    if (trc_json_fast &&
+        mooncake_fast(line, len, j->opt.source_block_tokens ? j->opt.source_block_tokens : 512,
+                      rec)) {
+        rec->line = j->lines.line;
+        return 0;
+    }
     jctx c = {j->path, j->lines.line, err};
     json_t *o = jparse_line(&c, line, len);
     if (!o) return -1;
@@ -204,6 +440,10 @@ done:
 }
 
 static int kvfleet_parse(jsrc *j, const char *line, long len, trc_rec *rec, kvf_err *err) {
+    if (trc_json_fast && kvfleet_fast(line, len, j->opt.source_block_tokens, j->seq, rec)) {
+        rec->line = j->lines.line;
+        return 0;
+    }
     jctx c = {j->path, j->lines.line, err};
     json_t *o = jparse_line(&c, line, len);
     if (!o) return -1;

@@ -11,6 +11,7 @@
 // Bucket spreading keeps order: a bucket's k arrivals get k sorted uniform offsets within
 // [t, min(t + bucket, next t)), so arrivals stay non-decreasing. Only one bucket is buffered.
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,26 +85,47 @@ bool trc_parse_u64(const char *s, uint64_t *out) {
     return true;
 }
 
-// One line into l->buf (with its '\n' when there is one), at most TRC_LINE_MAX bytes.
+// One line into l->buf (with its '\n' when there is one), at most TRC_LINE_MAX bytes. Bytes
+// come from a read buffer in chunks and lines are found with memchr (not a getc per byte).
+#define TRC_READ_CHUNK (256u << 10)
 static long read_line(trc_lines *l) {
     size_t n = 0;
-    int ch;
-    flockfile(l->f);
-    while ((ch = getc_unlocked(l->f)) != EOF) {
-        if (n + 2 > l->cap) {
-            if (l->cap >= (size_t)TRC_LINE_MAX) {
-                l->too_long = true;
-                break;
-            }
-            kvf_grow((void **)&l->buf, &l->cap, l->cap ? l->cap * 2 : 4096, 1);
+    bool nl = false;
+    while (!nl) {
+        if (l->rpos >= l->rlen) {
+            if (!l->rb) l->rb = kvf_malloc(TRC_READ_CHUNK);
+            l->rlen = fread(l->rb, 1, TRC_READ_CHUNK, l->f);
+            l->rpos = 0;
+            if (!l->rlen) break;
         }
-        l->buf[n++] = (char)ch;
-        if (ch == '\n') break;
+        const char *s = l->rb + l->rpos;
+        size_t avail = l->rlen - l->rpos;
+        const char *e = memchr(s, '\n', avail);
+        size_t take = e ? (size_t)(e - s) + 1 : avail;
+        if (n + take + 2 > (size_t)TRC_LINE_MAX) {
+            l->too_long = true;
+            return -1;
+        }
+        if (n + take + 1 > l->cap) {
+            size_t want = l->cap ? l->cap * 2 : 4096;
+            while (want < n + take + 1) want *= 2;
+            kvf_grow((void **)&l->buf, &l->cap, want, 1);
+        }
+        memcpy(l->buf + n, s, take);
+        n += take;
+        l->rpos += take;
+        nl = e != NULL;
     }
-    funlockfile(l->f);
-    if (l->too_long || (n == 0 && ch == EOF)) return -1;
+    if (n == 0) return -1;
     l->buf[n] = 0;
     return (long)n;
+}
+
+void trc_lines_free(trc_lines *l) {
+    free(l->buf);
+    free(l->rb);
+    l->buf = l->rb = NULL;
+    l->cap = l->rpos = l->rlen = 0;
 }
 
 kvf_status trc_lines_error(const trc_lines *l, const char *path, kvf_err *err) {
@@ -166,11 +188,15 @@ struct trc_reader {
     uint64_t first_key, last_key;
     key_range *drops;
     size_t ndrops, capdrops;
+    key_range *holes;      // keys the source skipped over (never records): a prev naming one
+    size_t nholes, capholes;   // points nowhere
     uint64_t emitted;
     bool done;
     uint64_t skipped;      // core-level skips (non-monotonic lines)
     uint64_t *blocks;      // mapped ids of the request last returned
     size_t capblocks;
+    trc_pass pass;         // the first pass, when one was made
+    bool have_pass;
     char notes[512];
 };
 
@@ -199,6 +225,18 @@ static int64_t out_id_of(const trc_reader *r, uint64_t key) {
     return (int64_t)(key - r->first_key - below);
 }
 
+// True when key was never a record of the source: below the first key or in a hole.
+static bool key_is_hole(const trc_reader *r, uint64_t key) {
+    if (!r->have_key || key < r->first_key) return true;
+    size_t lo = 0, hi = r->nholes;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (r->holes[mid].hi < key) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < r->nholes && r->holes[lo].lo <= key;
+}
+
 // Registers a record's key (gaps in keys count as drops). False if keys do not increase.
 static bool note_key(trc_reader *r, uint64_t key) {
     if (!r->have_key) {
@@ -208,6 +246,10 @@ static bool note_key(trc_reader *r, uint64_t key) {
         return true;
     }
     if (key <= r->last_key) return false;
+    if (key > r->last_key + 1) {
+        kvf_grow((void **)&r->holes, &r->capholes, r->nholes + 1, sizeof *r->holes);
+        r->holes[r->nholes++] = (key_range){r->last_key + 1, key - 1};
+    }
     for (uint64_t k = r->last_key + 1; k < key && k - r->last_key < 4; k++) drop_key(r, k);
     if (key - r->last_key >= 4) {
         // a wide gap: one range
@@ -346,18 +388,41 @@ static int pull(trc_reader *r, trc_rec **out, kvf_err *err) {
     return 1;
 }
 
-static int64_t clamp_ns(double v) {
-    if (!(v > 0)) return 0;
-    if (v > 9.0e18) return (int64_t)9.0e18;
-    return (int64_t)llround(v);
+// A scaled time (ns) into *out; false when it lies past TRC_MAX_TIME_S (never clamped: a
+// clamped arrival would silently pile the tail of a trace onto one instant).
+static bool scale_ns(double v, int64_t *out) {
+    if (v != v) return false;
+    if (v <= 0) {
+        *out = 0;
+        return true;
+    }
+    if (!(v <= TRC_MAX_TIME_S * 1e9)) return false;
+    *out = (int64_t)llround(v);
+    return true;
 }
 
-static uint32_t scale_len(uint32_t v, double s) {
-    if (s == 1.0) return v;
+// A scaled length (tokens, >= 1) into *out; false past TRC_MAX_TOKENS.
+static bool scale_len(uint32_t v, double s, uint32_t *out) {
+    if (s == 1.0) {
+        *out = v;
+        return true;
+    }
     double x = floor((double)v * s + 0.5);
     if (x < 1) x = 1;
-    if (x > 4e9) x = 4e9;
-    return (uint32_t)x;
+    if (!(x <= TRC_MAX_TOKENS)) return false;
+    *out = (uint32_t)x;
+    return true;
+}
+
+// The name of a format's token-count fields, for messages.
+static const char *len_field(trc_format f, bool input) {
+    switch (f) {
+    case TRC_FMT_AZURE: return input ? "ContextTokens" : "GeneratedTokens";
+    case TRC_FMT_BURSTGPT: return input ? "Request tokens" : "Response tokens";
+    case TRC_FMT_KVFLEET: return input ? "input_tokens" : "output_tokens";
+    case TRC_FMT_SESSIONS: return input ? "in" : "out";
+    default: return input ? "input_length" : "output_length";
+    }
 }
 
 // Maps rec's blocks (S tokens) onto B tokens into r->blocks; returns the count.
@@ -418,17 +483,54 @@ int trc_reader_next(trc_reader *r, trc_request *out, kvf_err *err) {
             return -1;
         }
         memset(out, 0, sizeof *out);
+        const char *scaled_by = r->opt.rate_rps > 0 ? "rate_rps" : "time_scale";
+        double scale_v = r->opt.rate_rps > 0 ? r->opt.rate_rps : r->opt.time_scale;
+        if (!scale_ns((double)(rel - r->opt.start_ns) * r->factor, &out->arrival_ns)) {
+            r->done = true;
+            kvf_fail(err, KVF_EINVAL,
+                     "%s:%ld: field '%s': arrival %.6g s after %s %g is past the %g s limit",
+                     r->path, rec->line, time_field(r->src->fmt),
+                     (double)(rel - r->opt.start_ns) * r->factor / 1e9, scaled_by, scale_v,
+                     TRC_MAX_TIME_S);
+            return -1;
+        }
+        bool in_ok = scale_len(rec->in, r->opt.length_scale, &out->input_tokens);
+        if (!in_ok || !scale_len(rec->out, r->opt.length_scale, &out->output_tokens)) {
+            r->done = true;
+            kvf_fail(err, KVF_EINVAL,
+                     "%s:%ld: field '%s': %u tokens x length_scale %g is over the %g-token "
+                     "limit",
+                     r->path, rec->line, len_field(r->src->fmt, !in_ok),
+                     in_ok ? rec->out : rec->in, r->opt.length_scale, TRC_MAX_TOKENS);
+            return -1;
+        }
         out->id = r->emitted++;
-        out->arrival_ns = clamp_ns((double)(rel - r->opt.start_ns) * r->factor);
-        out->input_tokens = scale_len(rec->in, r->opt.length_scale);
-        out->output_tokens = scale_len(rec->out, r->opt.length_scale);
         out->cls = rec->cls;
         out->flags = rec->flags;
         out->images = rec->images;
         out->session = rec->session;
         out->turn = rec->turn;
+        if (rec->prev_key >= 0 && !r->opt.skip_bad &&
+            ((uint64_t)rec->prev_key >= rec->key || key_is_hole(r, (uint64_t)rec->prev_key))) {
+            r->done = true;
+            kvf_fail(err, KVF_EPARSE,
+                     "%s:%ld: field 'prev_id': %lld names %s", r->path, rec->line,
+                     (long long)rec->prev_key,
+                     (uint64_t)rec->prev_key == rec->key ? "this request itself"
+                     : (uint64_t)rec->prev_key > rec->key ? "a later request (must name an "
+                                                            "earlier one)"
+                                                          : "no request of the trace");
+            return -1;
+        }
         out->prev_id = rec->prev_key >= 0 ? out_id_of(r, (uint64_t)rec->prev_key) : -1;
-        out->think_ns = out->prev_id >= 0 ? clamp_ns((double)rec->think_ns * r->factor) : 0;
+        if (out->prev_id >= 0 && !scale_ns((double)rec->think_ns * r->factor, &out->think_ns)) {
+            r->done = true;
+            kvf_fail(err, KVF_EINVAL,
+                     "%s:%ld: field '%s': think time %.6g s after %s %g is past the %g s limit",
+                     r->path, rec->line, r->src->fmt == TRC_FMT_SESSIONS ? "think_time" : "think_ns",
+                     (double)rec->think_ns * r->factor / 1e9, scaled_by, scale_v, TRC_MAX_TIME_S);
+            return -1;
+        }
         out->n_blocks = map_blocks(r, rec, out->input_tokens);
         out->blocks = r->blocks;
         return 1;
@@ -455,6 +557,7 @@ void trc_reader_close(trc_reader *r) {
     rec_free(&r->look);
     rec_free(&r->one);
     free(r->drops);
+    free(r->holes);
     free(r->blocks);
     free(r->path);
     free(r);
@@ -541,9 +644,6 @@ static kvf_status check_options(const trc_options *o, kvf_err *err) {
     return KVF_OK;
 }
 
-// First pass for a rate rescale: the trace's own mean rate (1 / mean gap).
-static kvf_status measure_rate(trc_reader *proto, double *rate, kvf_err *err);
-
 kvf_status trc_reader_from_source(trc_reader **out, trc_source *src, FILE *f, const char *path,
                                   const trc_options *opt, kvf_err *err) {
     trc_reader *r = kvf_calloc(1, sizeof *r);
@@ -574,50 +674,8 @@ static void append_note(trc_reader *r, const char *fmt, double v) {
     snprintf(r->notes + n, sizeof r->notes - n, "; %s", tmp);
 }
 
-kvf_status trc_reader_open(trc_reader **out, const char *path, const trc_options *opt,
-                           kvf_err *err) {
-    *out = NULL;
-    trc_options o;
-    if (opt) o = *opt;
-    else trc_options_default(&o);
-    kvf_status st = check_options(&o, err);
-    if (st) return st;
-    FILE *f = kvf_open_input(path, err);
-    if (!f) return err ? err->code : KVF_EIO;
-    trc_format fmt = o.format;
-    if (fmt == TRC_FMT_AUTO && (st = detect(f, path, &fmt, err))) {
-        fclose(f);
-        return st;
-    }
-    trc_source *src = NULL;
-    if ((st = open_source(&src, f, path, &o, fmt, err))) {
-        fclose(f);
-        return st;
-    }
-    trc_reader *r;
-    trc_reader_from_source(&r, src, f, path, &o, err);
-    if (o.rate_rps > 0) {
-        double rate = 0;
-        if ((st = measure_rate(r, &rate, err))) {
-            trc_reader_close(r);
-            return st;
-        }
-        if (rate > 0) r->factor = rate / o.rate_rps;
-        append_note(r, "rate rescaled to %g req/s", o.rate_rps);
-        append_note(r, "(trace mean %g req/s)", rate);
-    } else if (o.time_scale != 1.0) append_note(r, "time_scale=%g", o.time_scale);
-    if (o.length_scale != 1.0) append_note(r, "length_scale=%g", o.length_scale);
-    *out = r;
-    return KVF_OK;
-}
-
-static kvf_status measure_rate(trc_reader *proto, double *rate, kvf_err *err) {
-    trc_options o = proto->opt;
-    o.rate_rps = 0;
-    o.time_scale = 1;
-    trc_reader *r;
-    kvf_status st = trc_reader_open(&r, proto->path, &o, err);
-    if (st) return st;
+// Reads r (a reader without rescale) to its end or its stop: the first pass's figures.
+static kvf_status run_pass(trc_reader *r, trc_pass *p, kvf_err *err) {
     trc_request q;
     uint64_t n = 0;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
@@ -627,10 +685,144 @@ static kvf_status measure_rate(trc_reader *proto, double *rate, kvf_err *err) {
         lo = KVF_MIN(lo, q.arrival_ns);
         hi = KVF_MAX(hi, q.arrival_ns);
     }
-    trc_reader_close(r);
-    if (rc < 0) return err ? err->code : KVF_EPARSE;
-    *rate = n >= 2 && hi > lo ? (double)(n - 1) / ((double)(hi - lo) / 1e9) : 0;
+    if (rc < 0) return err && err->code ? err->code : KVF_EPARSE;
+    p->requests = n;
+    p->span_s = n ? (double)(hi - lo) / 1e9 : 0;
+    p->rate_rps = n >= 2 && hi > lo ? (double)(n - 1) / ((double)(hi - lo) / 1e9) : 0;
     return KVF_OK;
+}
+
+// The first pass over src, made by a reader core without rescale over the same source (the
+// records it pulls are exactly the ones the real reader will pull: window, limit and bucket
+// spreading do not depend on the time factor). The source stays with the caller.
+static kvf_status pass_over(trc_source *src, const char *path, const trc_options *o,
+                            trc_pass *p, kvf_err *err) {
+    trc_options m = *o;
+    m.rate_rps = 0;
+    m.time_scale = 1;
+    trc_reader *shadow;
+    trc_reader_from_source(&shadow, src, NULL, path, &m, err);
+    kvf_status st = run_pass(shadow, p, err);
+    shadow->src = NULL;   // borrowed
+    trc_reader_close(shadow);
+    return st;
+}
+
+// The slow first pass: a second reader over the file (when no spool could be written).
+static kvf_status pass_reopen(const char *path, const trc_options *o, trc_pass *p,
+                              kvf_err *err) {
+    trc_options m = *o;
+    m.rate_rps = 0;
+    m.time_scale = 1;
+    m.cache = TRC_CACHE_OFF;
+    trc_reader *r;
+    kvf_status st = trc_reader_open(&r, path, &m, err);
+    if (st) return st;
+    st = run_pass(r, p, err);
+    trc_reader_close(r);
+    return st;
+}
+
+// Opens the source of path: the cache when it holds this trace, else the parser (teed into
+// the cache or a spool when spool is set or the cache is on). *f is the open file or NULL.
+static kvf_status open_any(trc_source **src, FILE **fp, const char *path, const trc_options *o,
+                           bool spool, kvf_err *err) {
+    *src = NULL;
+    FILE *f = kvf_open_input(path, err);
+    *fp = f;
+    if (!f) return err && err->code ? err->code : KVF_EIO;
+    trc_format fmt = o->format;
+    kvf_status st;
+    if (fmt == TRC_FMT_AUTO && (st = detect(f, path, &fmt, err))) return st;
+    char cpath[PATH_MAX + 64];
+    trc_cache_key *ck = trc_cache_enabled(o)
+                            ? trc_cache_key_make(f, path, o, fmt, cpath, sizeof cpath)
+                            : NULL;
+    if (ck && trc_cache_open(src, cpath, ck) == KVF_OK) {
+        free(ck);
+        fclose(f);
+        *fp = NULL;
+        return KVF_OK;
+    }
+    if ((st = open_source(src, f, path, o, fmt, err))) {
+        free(ck);
+        return st;
+    }
+    if (ck || spool) *src = trc_tee_wrap(*src, ck ? cpath : NULL, ck);
+    free(ck);
+    return KVF_OK;
+}
+
+kvf_status trc_reader_open_pass(trc_reader **out, const char *path, const trc_options *opt,
+                                trc_pass *pass, kvf_err *err) {
+    *out = NULL;
+    trc_options o;
+    if (opt) o = *opt;
+    else trc_options_default(&o);
+    kvf_status st = check_options(&o, err);
+    if (st) return st;
+    bool want_pass = pass || o.rate_rps > 0;
+    trc_source *src;
+    FILE *f;
+    if ((st = open_any(&src, &f, path, &o, want_pass, err))) {
+        if (src) src->close(src);
+        if (f) fclose(f);
+        return st;
+    }
+    trc_pass p = {0};
+    if (want_pass) {
+        if ((st = pass_over(src, path, &o, &p, err))) {
+            src->close(src);
+            if (f) fclose(f);
+            return st;
+        }
+        trc_source *again = NULL;
+        if (trc_is_tee(src)) again = trc_tee_replay(src);
+        else if (!f) {   // a cache: open it once more from the start
+            src->close(src);
+            if ((st = open_any(&again, &f, path, &o, false, err))) {
+                if (again) again->close(again);
+                if (f) fclose(f);
+                return st;
+            }
+        }
+        if (!again) {   // no spool: read the text a second time
+            src->close(src);
+            if (f) fclose(f);
+            if ((st = pass_reopen(path, &o, &p, err))) return st;
+            o.cache = TRC_CACHE_OFF;
+            if ((st = open_any(&again, &f, path, &o, false, err))) {
+                if (again) again->close(again);
+                if (f) fclose(f);
+                return st;
+            }
+        }
+        src = again;
+    }
+    trc_reader *r;
+    trc_reader_from_source(&r, src, f, path, &o, err);
+    if (want_pass) {
+        r->pass = p;
+        r->have_pass = true;
+    }
+    if (pass) *pass = p;
+    if (o.rate_rps > 0) {
+        if (p.rate_rps > 0) r->factor = p.rate_rps / o.rate_rps;
+        append_note(r, "rate rescaled to %g req/s", o.rate_rps);
+        append_note(r, "(trace mean %g req/s)", p.rate_rps);
+    } else if (o.time_scale != 1.0) append_note(r, "time_scale=%g", o.time_scale);
+    if (o.length_scale != 1.0) append_note(r, "length_scale=%g", o.length_scale);
+    *out = r;
+    return KVF_OK;
+}
+
+kvf_status trc_reader_open(trc_reader **out, const char *path, const trc_options *opt,
+                           kvf_err *err) {
+    return trc_reader_open_pass(out, path, opt, NULL, err);
+}
+
+const trc_pass *trc_reader_pass(const trc_reader *r) {
+    return r && r->have_pass ? &r->pass : NULL;
 }
 
 kvf_status trc_count(const char *path, const trc_options *opt, uint64_t *n, kvf_err *err) {

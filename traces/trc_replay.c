@@ -8,7 +8,9 @@
 // all its blocks are touched last-to-first, so a prefix outlives its tail, with the request's
 // arrival as their time. Because touches come in time order, the least recently used entry is
 // also the oldest: eviction for capacity and expiry by retention both take from the LRU end.
-// A block found but expired is a miss (and is dropped before the touches re-insert it).
+// A block found but expired is a miss (and is dropped before the touches re-insert it). An
+// entry whose age equals the retention is expired (age >= ttl), the rule of the simulator's
+// store (sim_kv), so `assess` and `run` agree at the boundary.
 #include <stdlib.h>
 #include <string.h>
 
@@ -233,7 +235,7 @@ kvf_status trc_replay_hit_rate(const trc_replay *p, uint64_t capacity_blocks, do
         const rq *q = &p->rq[i];
         const uint64_t *b = p->blocks + q->first;
         if (ttl)   // expire what ran out of retention (the oldest entries sit at the tail)
-            while (l.tail != NIL && q->t_ns - l.nodes[l.tail].t_ns > ttl) lru_pop_tail(&l);
+            while (l.tail != NIL && q->t_ns - l.nodes[l.tail].t_ns >= ttl) lru_pop_tail(&l);
         uint64_t k = 0;
         while (k < q->n_blocks && l.tab[lru_slot(&l, b[k])]) k++;
         uint64_t h = k * p->block_tokens;
@@ -250,7 +252,7 @@ kvf_status trc_replay_hit_rate(const trc_replay *p, uint64_t capacity_blocks, do
 // For every block reference, at its request's lookup: its age (time since its last use) and its
 // LRU stack distance (distinct blocks used since its last use, from a Fenwick tree over use
 // positions that marks each block's latest use). In a store of capacity C with retention T a
-// block is present iff it was used before, age <= T and distance < C: the blocks used after it
+// block is present iff it was used before, age < T and distance < C: the blocks used after it
 // are younger, so none of them has expired if it has not, and it leaves an LRU of C entries
 // exactly when C others have been used since. Each cell's hit is then the leading run of
 // present blocks, by the rule of trc_replay_hit_rate.
@@ -313,7 +315,7 @@ kvf_status trc_replay_grid(const trc_replay *p, const uint64_t *caps, int nc, co
             for (int t = 0; t < nt; t++) {
                 int64_t ttl = ttl_s[t] > 0 ? (int64_t)(ttl_s[t] * 1e9) : INT64_MAX;
                 uint32_t k = 0;
-                while (k < q->n_blocks && qage[k] != INT64_MAX && qage[k] <= ttl &&
+                while (k < q->n_blocks && qage[k] != INT64_MAX && qage[k] < ttl &&
                        (!cap || qsd[k] < cap))
                     k++;
                 uint64_t hh = (uint64_t)k * p->block_tokens;
