@@ -470,7 +470,9 @@ kvf_status trc_measured_summarize(const trc_measured *m, trc_measured_summary *o
 // them: inference-perf stages (exponential gaps scaled to each stage's window), vLLM gamma
 // gaps of shape burstiness scaled to n / rate, SGLang exponential gaps. Lengths are the
 // recorded ones; a failed request is flagged TRC_F_FAILED and keeps the length it asked for
-// (output_len, else the completed mean). With a shared-prefix workload request k of a stage
+// (output_len, else the completed mean); without per-request data none is flagged (which ones
+// failed is unknown: config.client_timeout_s says when the client gave up). With a
+// shared-prefix workload request k of a stage
 // uses prompt k % prompts, prompt p belongs to group p % prompt_groups, and its blocks share
 // ids with its group over system_prompt_len tokens and with itself over the whole prompt;
 // without one no ids are written (the run does not say what was shared). Without per-request
