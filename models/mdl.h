@@ -17,7 +17,52 @@ enum { MDL_NAME_MAX = 64 };
 // gqa: grouped-query attention; mla: multi-head latent attention (absorbed in decode);
 // dsa: DeepSeek Sparse Attention, MLA whose queries attend to the index_topk keys a
 // lightning indexer selects after scoring the whole context (FP8 index keys).
-typedef enum mdl_attn { MDL_ATTN_GQA = 0, MDL_ATTN_MLA, MDL_ATTN_DSA } mdl_attn;
+// csa / hca: DeepSeek-V4's compressed attention (one head_dim-wide KV head shared by keys and
+// values). Every layer keeps a sliding window; the layers of `layer_pattern` also attend a
+// global KV compressed `ratio` tokens to one entry: sparsely (csa: the index_topk entries an
+// indexer picks) or densely (hca: every entry). `hca` names a model whose compressed layers
+// are all dense; the pattern decides per layer either way.
+typedef enum mdl_attn {
+    MDL_ATTN_GQA = 0,
+    MDL_ATTN_MLA,
+    MDL_ATTN_DSA,
+    MDL_ATTN_CSA,
+    MDL_ATTN_HCA
+} mdl_attn;
+// True for the compressed-attention family (csa, hca).
+static inline bool mdl_attn_compressed(mdl_attn a) {
+    return a == MDL_ATTN_CSA || a == MDL_ATTN_HCA;
+}
+
+// Numeric precision of weights, KV or GEMM inputs. AUTO: as the model file says (activations:
+// fp8 for FP8-weight models, whose GEMMs quantize their inputs, bf16 otherwise).
+typedef enum mdl_prec { MDL_PREC_AUTO = 0, MDL_PREC_BF16, MDL_PREC_FP8, MDL_PREC_FP4 } mdl_prec;
+// Bytes per element: bf16 2, fp8 1, fp4 0.5 (block scales counted apart); AUTO 0.
+double mdl_prec_bytes(mdl_prec p);
+// The precision whose tensor-core rate a tensor of `bytes` per element runs at (>= 2 bf16,
+// >= 1 fp8, else fp4: MXFP4's 0.53125 is fp4).
+mdl_prec mdl_prec_of_bytes(double bytes);
+const char *mdl_prec_name(mdl_prec p);
+// "bf16", "fp8" or "fp4" (and "auto"); false for anything else.
+bool mdl_prec_parse(const char *s, mdl_prec *out);
+
+// Per-layer roles of a csa/hca model (`layer_pattern`, models/README.md):
+//   swa      window only
+//   csa      owns a compressed KV pool (ratio R) and an indexer; attends its top-k entries
+//   hca      owns a compressed KV pool (ratio R); attends every entry (no indexer)
+//   reindex  scores the last owner's pool with its own indexer queries, attends the top-k
+//   reuse    attends the selection of the last layer that scored (no KV, no indexer)
+typedef enum mdl_lkind { MDL_LK_SWA = 0, MDL_LK_CSA, MDL_LK_HCA, MDL_LK_REINDEX, MDL_LK_REUSE } mdl_lkind;
+enum { MDL_LAYERS_MAX = 128, MDL_LCLASS_MAX = 24, MDL_ACCEPT_MAX = 16 };
+// Layers of one kind that cost the same per token (derived): same kind and ratio, same side
+// of the bounded-replay boundary, same candidate-pool cap.
+typedef struct mdl_lclass {
+    uint8_t kind;               // MDL_LK_*
+    bool bounded;               // decoder layer past the last KV owner: bounded prefill replay
+    bool pool_capped;           // its indexer scores only the candidate pool
+    uint16_t ratio;             // compression of the KV it attends (0: swa)
+    uint32_t count;             // layers
+} mdl_lclass;
 
 // A model, as read from models/<name>.yaml (flat scalar keys; see models/README.md).
 typedef struct mdl_model {
@@ -43,13 +88,47 @@ typedef struct mdl_model {
     uint32_t dense_layers;      // MoE: leading layers with a dense FFN
     uint32_t window;            // sliding window in tokens, 0 = none
     uint32_t window_layers;     // how many layers use the window (the rest are full attention)
-    uint32_t weight_bytes_per_param;  // 2 = bf16, 1 = fp8
-    uint32_t kv_bytes_per_elem;       // 2 = bf16 KV
+    double weight_bytes_per_param;    // 2 = bf16, 1 = fp8, 0.5 = fp4 (may be fractional)
+    double kv_bytes_per_elem;         // 2 = bf16 KV, 1 = fp8, 0.5 = fp4 (csa/hca: compressed KV)
     double vision_params;       // vision encoder parameters, 0 = text only
     uint32_t tokens_per_image;  // prompt tokens one image becomes
     bool tied_embeddings;       // output projection shares the input embedding matrix
     double expert_weight_bytes_per_param;  // routed/shared expert weights; 0 = as the rest
                                            // (gpt-oss MXFP4: 4.25 bits = 0.53125)
+    mdl_prec act_precision;     // GEMM inputs (the A of WxAy); AUTO: fp8 for fp8 weights, else bf16
+    // csa / hca (DeepSeek-V4 family; models/README.md "Compressed attention"):
+    uint8_t layer_kind[MDL_LAYERS_MAX];   // MDL_LK_* per layer (layer_pattern)
+    uint16_t layer_ratio[MDL_LAYERS_MAX]; // compression ratio of the KV layer l attends (0: swa)
+    uint32_t pattern_layers;    // layers layer_pattern names (must equal layers)
+    uint32_t o_lora_rank;       // grouped low-rank output projection rank (0 = plain o_proj)
+    uint32_t o_groups;          // output projection groups
+    uint32_t compress_overlap;  // csa owners' compressor windows overlap this many blocks (>= 1)
+    bool index_compressor;      // csa owners compress index keys with a compressor of their own
+    uint32_t candidate_source_layer;  // layer whose selection forms the candidate pool
+    uint32_t candidate_blocks;        // candidate pool: blocks kept ...
+    uint32_t candidate_block_tokens;  // ... of this many compressed entries (0 = no pool)
+    bool candidate_caps_scoring;      // later indexers score only the pool (else: all entries)
+    uint32_t encoder_layers;    // encoder-decoder: layers [0, encoder_layers) encode (0 = none)
+    uint32_t decoder_replay_tokens;   // prefill: decoder layers past the last KV owner compute
+                                      // only the last R tokens of each chunk (0 = every token)
+    double swa_bytes_per_elem;  // window entry element size (0 = max(kv_bytes_per_elem, 1))
+    double index_bytes_per_elem;      // index key element size (csa; 0 = kv_bytes_per_elem)
+    uint32_t kv_scale_block;    // sub-byte KV: one scale byte per this many elements (0 = none)
+    uint32_t index_scale_block; // sub-byte index keys: one scale byte per this many (0 = none)
+    bool kv_layout_physical;    // KV entries at an engine's physical layout (phys_*), not logical
+    double phys_kv_entry_bytes, phys_swa_entry_bytes, phys_index_entry_bytes;  // bytes per entry
+    double swa_lifetime_s;      // how long a sequence's SWA state is kept (0 = as the global KV)
+    double kv_lifetime_s;       // how long the global (compressed) KV is persisted (0 = scenario)
+    uint32_t hc_mult;           // mHC residual streams (0 or 1 = plain residual)
+    double engram_params;       // Engram hash-table parameters: memory, no FLOPs
+    double engram_bytes_per_param;    // their bytes per parameter (0 = weight_bytes_per_param)
+    double engram_bytes_per_token;    // bytes a token reads from the tables (all Engram layers)
+    double aux_params;          // GEMM parameters outside the blocks every token passes through
+    // DSpark block speculative decoding (mdl_spec_from_model; 0 layers = none)
+    uint32_t dspark_layers, dspark_block, dspark_experts, dspark_experts_active;
+    uint32_t dspark_markov_rank, dspark_taps;
+    uint32_t dspark_naccept;    // entries of dspark_accept
+    double dspark_accept[MDL_ACCEPT_MAX];  // P(draft i accepted | drafts before it accepted)
     // derived by mdl_model_derive():
     double params;              // total parameters
     double active_params;       // parameters touched per token
@@ -64,6 +143,18 @@ typedef struct mdl_model {
     double expert_weight_bytes; // routed + shared expert weights
     double kv_bytes_per_token_layer;    // one layer's KV bytes per token (DSA: latent + index key)
     double index_bytes_per_token_layer; // DSA: the FP8 index key + its fp32 scale (0 otherwise)
+    // csa / hca (derived; 0 otherwise):
+    double kv_entry_bytes;      // one compressed KV entry (logical or physical layout)
+    double swa_entry_bytes;     // one sliding-window entry
+    double index_entry_bytes;   // one compressed index key
+    double swa_state_bytes;     // fixed per-sequence compressor state (FP32 partial groups)
+    uint32_t replay_start_layer;      // first bounded decoder layer (layers = none)
+    double active_params_prefill;     // per prompt token past the last R of its chunk (no
+                                      // bounded layers, no output projection)
+    double bounded_dense_params;      // non-expert block parameters of the bounded layers
+    uint32_t bounded_moe_layers;      // MoE layers among the bounded layers
+    uint32_t nlclass;
+    mdl_lclass lclass[MDL_LCLASS_MAX];
 } mdl_model;
 
 // Kernel tables (`kernels:` in a hardware file): measured figures of one kernel family, each
@@ -106,6 +197,7 @@ typedef struct mdl_hardware {
     char name[MDL_NAME_MAX];
     double bf16_flops;          // dense peak FLOP/s per GPU
     double fp8_flops;           // dense peak FLOP/s per GPU
+    double fp4_flops;           // dense peak FP4 FLOP/s per GPU (0 = no FP4 tensor path)
     double hbm_bytes;           // bytes of HBM per GPU
     double hbm_Bps;             // HBM bandwidth, bytes/s
     double scaleup_Bps;         // NVLink-class bandwidth per GPU, bidirectional bytes/s
@@ -163,6 +255,29 @@ void mdl_model_derive(mdl_model *m);
 // KV bytes held for one sequence of `tokens` context: full layers store every token, window
 // layers at most `window` tokens.
 double mdl_kv_seq_bytes(const mdl_model *m, double tokens);
+// csa/hca models (others: see each): bytes of one sequence of `tokens` context, split by
+// lifetime. The global KV is what a prefix cache persists (kv_lifetime_s) and what SWA
+// bounded replay loads back: every owner layer's compressed entries, floor(tokens / ratio)
+// of them (an incomplete group is not published), main entry + index key. The SWA state is
+// what replaying the last window of tokens rebuilds and what a host pool keeps for
+// swa_lifetime_s: every layer's window, min(tokens, window) entries, plus the owners'
+// compressor state (fixed, FP32). mdl_kv_seq_bytes is their sum for csa/hca models.
+// Other models: kv = the full-attention layers' KV, swa = the window layers'. tokens >= 0.
+double mdl_model_kv_bytes_seq(const mdl_model *m, double tokens);
+double mdl_model_swa_bytes_seq(const mdl_model *m, double tokens);
+// Overrides the precision of weights (dense and experts alike), the KV cache and the GEMM
+// inputs of a loaded model and re-derives every figure (weight bytes, KV bytes, peaks the
+// roofline picks). MDL_PREC_AUTO leaves that part as loaded. csa/hca: kv sets the compressed
+// entries' element size; windows stay at least FP8 (max(kv, 1 byte)); index keys keep their
+// own precision; a physical layout (kv_layout_physical) keeps its fixed entry sizes.
+void mdl_model_apply_precision(mdl_model *m, mdl_prec weights, mdl_prec kv, mdl_prec activations);
+// The precision GEMMs of weights stored at `weight_bytes` per parameter run at: the wider of
+// the weights' and the model's activations' (act_precision resolved).
+mdl_prec mdl_model_gemm_precision(const mdl_model *m, double weight_bytes);
+// Peak FLOP/s of hw at precision p, falling back to the next wider precision the device has
+// (fp4 -> fp8 -> bf16).
+double mdl_hw_peak(const mdl_hardware *hw, mdl_prec p);
+
 
 // Parallelism inside one instance.
 typedef struct mdl_parallel {
@@ -206,8 +321,11 @@ typedef enum mdl_phase { MDL_PREFILL = 0, MDL_DECODE, MDL_MIXED, MDL_VISION } md
 
 // Context caps of a model's attention: a query of a capped layer kind sees at most `cap` keys.
 // Cap 0 is the sliding window (window layers); cap 1 is sparse attention's top-k (DSA).
+// csa/hca: a query at position p sees p / r compressed entries (continuous in the step
+// models), so min(p / r, topk) = min(p, r topk) / r: cap 1 is r topk for the first sparse
+// ratio, cap 2 for the second, cap 3 r pool for indexers capped by the candidate pool.
 // A cap of 0 means that kind is absent.
-enum { MDL_CAP_WINDOW = 0, MDL_CAP_TOPK, MDL_CAPS };
+enum { MDL_CAP_WINDOW = 0, MDL_CAP_TOPK, MDL_CAP_TOPK2, MDL_CAP_POOL, MDL_CAPS };
 
 // Decode sequences given by running sums instead of entries: n sequences, each computing one
 // new token over its own cached context c_i >= 1. A step model answers exactly what it answers
@@ -231,8 +349,11 @@ typedef struct mdl_batch {
 } mdl_batch;
 
 // The model's context caps (MDL_CAPS entries, 0 = none): caps[MDL_CAP_WINDOW] = window,
-// caps[MDL_CAP_TOPK] = index_topk for dsa.
+// caps[MDL_CAP_TOPK] = index_topk for dsa; csa/hca as above (mdl_model_sparse_ratios).
 void mdl_model_caps(const mdl_model *m, uint32_t caps[MDL_CAPS]);
+// csa/hca: the distinct compression ratios of the sparse layers (csa, reindex, reuse), in
+// layer order, at most 2 (the loader refuses more); returns how many.
+uint32_t mdl_model_sparse_ratios(const mdl_model *m, uint32_t ratios[2]);
 // Adds a sequence of cached context ctx (>= 1) to a decode sum.
 void mdl_decode_sum_add(mdl_decode_sum *d, const uint32_t caps[MDL_CAPS], double ctx);
 // Sequences in the batch: n plus those of dsum.
@@ -424,6 +545,42 @@ double mdl_kv_capacity_tokens(const mdl_model *m, const mdl_hardware *hw,
 // The bytes behind mdl_kv_capacity_tokens (<= 0 when the weights do not fit).
 double mdl_kv_capacity_bytes(const mdl_model *m, const mdl_hardware *hw,
                              const mdl_parallel *par, double activation_reserve_frac);
+
+// ---- block speculative decoding (DSpark) -------------------------------------------------
+// A draft stack of `layers` decoder layers (window attention, an own MoE) drafts block - 1
+// tokens per sequence in one parallel pass over `block` positions (the last accepted token
+// and block - 1 noise tokens), from the hidden states of `taps` target layers (main_proj,
+// taps x hidden -> hidden), its logits through the target's head, each position then biased
+// by a rank-`markov_rank` Markov term. The target verifies the block in one step: every
+// decoding sequence computes `block` tokens. accept[i] is the probability draft i + 1 is
+// accepted given drafts 1..i were (the confidence schedule lowers it along the block).
+typedef struct mdl_spec {
+    uint32_t layers;            // draft decoder layers (0 = no speculative decoding)
+    uint32_t block;             // tokens per sequence in a verify step (>= 2)
+    uint32_t experts;           // draft MoE routed experts (0 = the target's)
+    uint32_t experts_active;    // draft top-k (0 = the target's)
+    uint32_t markov_rank;       // Markov bias rank (0 = none)
+    uint32_t taps;              // target layers feeding main_proj (>= 1)
+    uint32_t naccept;           // entries of accept (block - 1; missing ones repeat the last)
+    double accept[MDL_ACCEPT_MAX];
+    mdl_model draft;            // the draft stack as a model (mdl_spec_prepare)
+} mdl_spec;
+// From the model file's dspark_* keys; KVF_EINVAL naming the key when the model has no
+// DSpark stack or its figures are inconsistent. Calls mdl_spec_prepare.
+kvf_status mdl_spec_from_model(mdl_spec *s, const mdl_model *m, kvf_err *err);
+// Builds s->draft from the target m (after the scenario changed any field of s).
+void mdl_spec_prepare(mdl_spec *s, const mdl_model *m);
+// Expected tokens a sequence emits per verify step: 1 + sum_i prod_{j<=i} accept[j] over the
+// block - 1 drafts (the target's own token at the first rejection, or after the last draft).
+double mdl_spec_tokens_per_step(const mdl_spec *s);
+// Bytes of the draft stack's own weights (head and embedding are the target's).
+double mdl_spec_weight_bytes(const mdl_spec *s);
+// One speculative decode step: drafting (the roofline of s->draft on the stepper's hardware,
+// parallelism and efficiency) plus verifying (the stepper's answer for `verify`, every
+// sequence listed with new_tokens == s->block; no decode sums). *out gets the sum; *draft
+// (may be NULL) the drafting part alone.
+void mdl_spec_step_cost(mdl_stepper *st, const mdl_spec *s, const mdl_batch *verify,
+                        mdl_step_cost *out, mdl_step_cost *draft);
 
 // ---- engine profiles and efficiency fits ------------------------------------------------
 // Profile CSV (written by `kvfleet engine profile`): `# key: value` comment lines (model,

@@ -480,6 +480,13 @@ static void cal_destroy(mdl_stepper *s) {
 
 static const mdl_stepper_vt cal_vt = {"calibrated", cal_cost, cal_destroy, true};
 
+// A csa/hca model without profile rows: the roofline, flagged as outside the measured range.
+static void cal_roof_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out) {
+    mdl_roofline_eval(&s->model, &s->hw, &s->par, &s->eff, b, out);
+    out->extrapolated = out->ns > 0;
+}
+static const mdl_stepper_vt cal_roof_vt = {"calibrated", cal_roof_cost, cal_destroy, true};
+
 kvf_status mdl_calibrated_create(mdl_stepper **out, const mdl_model *m, const mdl_hardware *hw,
                                  const mdl_parallel *par, const mdl_efficiency *eff,
                                  const char *profile_path, kvf_err *err) {
@@ -518,6 +525,16 @@ kvf_status mdl_calibrated_create(mdl_stepper **out, const mdl_model *m, const md
         q[1] = r->context;
         q[2] = r->median_ns;
         q[3] = ratio;
+    }
+    if (npre + ndec == 0 && mdl_attn_compressed(m->attention)) {
+        // The engine cannot run csa/hca models, so no profile measures one: the roofline
+        // answers, every step flagged extrapolated (the run says so in its summary).
+        free(qp);
+        free(qd);
+        mdl_profile_free(&p);
+        c->base.vt = &cal_roof_vt;
+        *out = &c->base;
+        return KVF_OK;
     }
     if (npre + ndec == 0) {
         if (p.n && p.model[0])

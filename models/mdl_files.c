@@ -17,7 +17,8 @@
 
 // ---- field tables ----------------------------------------------------------------------
 
-typedef enum ftype { F_U32, F_DBL, F_STR, F_BOOL, F_ATTN, F_KROWS } ftype;
+typedef enum ftype { F_U32, F_DBL, F_STR, F_BOOL, F_ATTN, F_KROWS, F_PREC, F_PATTERN, F_LIST,
+                     F_LAYOUT } ftype;
 enum { F_REQ = 1, F_POS = 2 }; // required; must be > 0
 
 typedef struct field {
@@ -52,12 +53,46 @@ static const field model_fields[] = {
     MF(dense_layers, F_U32, 0),
     MF(window, F_U32, 0),
     MF(window_layers, F_U32, 0),
-    MF(weight_bytes_per_param, F_U32, F_POS),
-    MF(kv_bytes_per_elem, F_U32, F_POS),
+    MF(weight_bytes_per_param, F_DBL, F_POS),
+    MF(kv_bytes_per_elem, F_DBL, F_POS),
     MF(vision_params, F_DBL, 0),
     MF(tokens_per_image, F_U32, 0),
     MF(tied_embeddings, F_BOOL, 0),
     MF(expert_weight_bytes_per_param, F_DBL, 0),
+    {"activations", F_PREC, offsetof(mdl_model, act_precision), 0},
+    {"layer_pattern", F_PATTERN, offsetof(mdl_model, layer_kind), 0},
+    MF(o_lora_rank, F_U32, 0),
+    MF(o_groups, F_U32, 0),
+    MF(compress_overlap, F_U32, F_POS),
+    MF(index_compressor, F_BOOL, 0),
+    MF(candidate_source_layer, F_U32, 0),
+    MF(candidate_blocks, F_U32, 0),
+    MF(candidate_block_tokens, F_U32, 0),
+    MF(candidate_caps_scoring, F_BOOL, 0),
+    MF(encoder_layers, F_U32, 0),
+    MF(decoder_replay_tokens, F_U32, 0),
+    MF(swa_bytes_per_elem, F_DBL, 0),
+    MF(index_bytes_per_elem, F_DBL, 0),
+    MF(kv_scale_block, F_U32, 0),
+    MF(index_scale_block, F_U32, 0),
+    {"kv_layout", F_LAYOUT, offsetof(mdl_model, kv_layout_physical), 0},
+    MF(phys_kv_entry_bytes, F_DBL, 0),
+    MF(phys_swa_entry_bytes, F_DBL, 0),
+    MF(phys_index_entry_bytes, F_DBL, 0),
+    MF(swa_lifetime_s, F_DBL, 0),
+    MF(kv_lifetime_s, F_DBL, 0),
+    MF(hc_mult, F_U32, 0),
+    MF(engram_params, F_DBL, 0),
+    MF(engram_bytes_per_param, F_DBL, 0),
+    MF(engram_bytes_per_token, F_DBL, 0),
+    MF(aux_params, F_DBL, 0),
+    MF(dspark_layers, F_U32, 0),
+    MF(dspark_block, F_U32, 0),
+    MF(dspark_experts, F_U32, 0),
+    MF(dspark_experts_active, F_U32, 0),
+    MF(dspark_markov_rank, F_U32, 0),
+    MF(dspark_taps, F_U32, 0),
+    {"dspark_accept", F_LIST, offsetof(mdl_model, dspark_accept), 0},
 };
 #undef MF
 
@@ -110,8 +145,12 @@ static const char *type_word(ftype t) {
     case F_DBL: return "a number";
     case F_STR: return "a string";
     case F_BOOL: return "true or false";
-    case F_ATTN: return "gqa, mla or dsa";
+    case F_ATTN: return "gqa, mla, dsa, csa or hca";
     case F_KROWS: return "a list of kernel rows";
+    case F_PREC: return "bf16, fp8 or fp4";
+    case F_PATTERN: return "layer tokens (swa, csaR, hcaR, reindex, reuse; xN, (...)*N)";
+    case F_LIST: return "numbers in [0, 1] separated by spaces";
+    case F_LAYOUT: return "logical or physical";
     }
     return "?";
 }
@@ -130,6 +169,122 @@ static const char *phys_min_why(const char *key) {
     if (!strcmp(key, "hbm_bytes")) return "must be >= 1e6 (bytes)";
     if (!strcmp(key, "hbm_Bps")) return "must be >= 1e6 (bytes/s)";
     return "must be >= 0.001";
+}
+
+// ---- per-layer pattern and lists (csa/hca, DSpark) ----------------------------------------
+
+static _Thread_local char why_buf[200];
+
+// One pattern token: swa | csaR | hcaR | reindex | reuse, optionally *N. Appends to m.
+static bool pattern_token(const char *t, size_t n, mdl_model *m, const char **why) {
+    static const struct { const char *w; mdl_lkind k; bool ratio; } kinds[] = {
+        {"swa", MDL_LK_SWA, false},       {"csa", MDL_LK_CSA, true},
+        {"hca", MDL_LK_HCA, true},        {"reindex", MDL_LK_REINDEX, false},
+        {"reuse", MDL_LK_REUSE, false}};
+    char tok[40];
+    if (n >= sizeof tok) n = sizeof tok - 1;
+    memcpy(tok, t, n);
+    tok[n] = 0;
+    unsigned long rep = 1, ratio = 0;
+    char *star = strchr(tok, '*');
+    if (star) {
+        char *end;
+        rep = strtoul(star + 1, &end, 10);
+        if (*end || rep == 0 || rep > MDL_LAYERS_MAX) {
+            snprintf(why_buf, sizeof why_buf, "has a bad repeat in '%s'", tok);
+            return (*why = why_buf), false;
+        }
+        *star = 0;
+    }
+    size_t i = 0;
+    for (; i < sizeof kinds / sizeof kinds[0]; i++) {
+        size_t kl = strlen(kinds[i].w);
+        if (strncmp(tok, kinds[i].w, kl)) continue;
+        const char *r = tok + kl;
+        if (kinds[i].ratio) {
+            char *end;
+            ratio = strtoul(r, &end, 10);
+            if (!*r || *end || ratio == 0 || ratio > 65535) continue;
+        } else if (*r) {
+            continue;
+        }
+        break;
+    }
+    if (i == sizeof kinds / sizeof kinds[0]) {
+        snprintf(why_buf, sizeof why_buf,
+                 "has an unknown layer token '%s' (swa, csaR, hcaR, reindex, reuse)", tok);
+        return (*why = why_buf), false;
+    }
+    for (unsigned long k = 0; k < rep; k++) {
+        if (m->pattern_layers >= MDL_LAYERS_MAX) {
+            snprintf(why_buf, sizeof why_buf, "names more than %d layers", MDL_LAYERS_MAX);
+            return (*why = why_buf), false;
+        }
+        m->layer_kind[m->pattern_layers] = (uint8_t)kinds[i].k;
+        m->layer_ratio[m->pattern_layers++] = (uint16_t)ratio;
+    }
+    return true;
+}
+
+// "swa*2 (csa4 hca128)*20 csa4": tokens separated by spaces or commas, one level of groups.
+static bool parse_pattern(const char *v, mdl_model *m, const char **why) {
+    m->pattern_layers = 0;
+    const char *p = v;
+    while (*p) {
+        while (*p == ' ' || *p == ',' || *p == '\t') p++;
+        if (!*p) break;
+        if (*p == '(') {
+            const char *close = strchr(p, ')');
+            if (!close || close[1] != '*') {
+                snprintf(why_buf, sizeof why_buf, "has a group without ')*N'");
+                return (*why = why_buf), false;
+            }
+            char *end;
+            unsigned long rep = strtoul(close + 2, &end, 10);
+            if (end == close + 2 || rep == 0 || rep > MDL_LAYERS_MAX) {
+                snprintf(why_buf, sizeof why_buf, "has a bad group repeat");
+                return (*why = why_buf), false;
+            }
+            for (unsigned long r = 0; r < rep; r++) {
+                const char *q = p + 1;
+                while (q < close) {
+                    while (q < close && (*q == ' ' || *q == ',')) q++;
+                    const char *e = q;
+                    while (e < close && *e != ' ' && *e != ',') e++;
+                    if (e > q && !pattern_token(q, (size_t)(e - q), m, why)) return false;
+                    q = e;
+                }
+            }
+            p = end;
+            continue;
+        }
+        const char *e = p;
+        while (*e && *e != ' ' && *e != ',' && *e != '\t') e++;
+        if (!pattern_token(p, (size_t)(e - p), m, why)) return false;
+        p = e;
+    }
+    if (!m->pattern_layers) return (*why = "names no layers"), false;
+    return true;
+}
+
+// "0.9 0.8 0.7": acceptance probabilities, each in [0, 1].
+static bool parse_accept(const char *v, mdl_model *m, const char **why) {
+    m->dspark_naccept = 0;
+    const char *p = v;
+    while (*p) {
+        while (*p == ' ' || *p == ',') p++;
+        if (!*p) break;
+        char *end;
+        errno = 0;
+        double d = strtod(p, &end);
+        if (end == p || errno || !(d >= 0 && d <= 1))
+            return (*why = "must be numbers in [0, 1]"), false;
+        if (m->dspark_naccept == MDL_ACCEPT_MAX) return (*why = "has more than 16 entries"), false;
+        m->dspark_accept[m->dspark_naccept++] = d;
+        p = end;
+    }
+    if (!m->dspark_naccept) return (*why = "is empty"), false;
+    return true;
 }
 
 // Parses one scalar into the field. Returns false with *why set on failure.
@@ -185,6 +340,20 @@ static bool parse_value(const field *f, const char *v, void *obj, const char **w
         return false;
     case F_KROWS:
         return false;
+    case F_PREC: {
+        mdl_prec pr;
+        if (!mdl_prec_parse(v, &pr)) return false;
+        *(mdl_prec *)p = pr;
+        return true;
+    }
+    case F_LAYOUT:
+        if (!kvf_streq(v, "logical") && !kvf_streq(v, "physical")) return false;
+        *(bool *)p = kvf_streq(v, "physical");
+        return true;
+    case F_PATTERN:
+        return parse_pattern(v, (mdl_model *)obj, why);
+    case F_LIST:
+        return parse_accept(v, (mdl_model *)obj, why);
     case F_ATTN:
         if (kvf_streq(v, "gqa") || kvf_streq(v, "mha")) {
             *(mdl_attn *)p = MDL_ATTN_GQA;
@@ -196,6 +365,10 @@ static bool parse_value(const field *f, const char *v, void *obj, const char **w
         }
         if (kvf_streq(v, "dsa")) {
             *(mdl_attn *)p = MDL_ATTN_DSA;
+            return true;
+        }
+        if (kvf_streq(v, "csa") || kvf_streq(v, "hca")) {
+            *(mdl_attn *)p = v[0] == 'c' ? MDL_ATTN_CSA : MDL_ATTN_HCA;
             return true;
         }
         return false;
@@ -481,10 +654,160 @@ static void stem(char *out, const char *path) {
 
 // ---- models ----------------------------------------------------------------------------
 
+// ---- precision ---------------------------------------------------------------------------
+
+double mdl_prec_bytes(mdl_prec p) {
+    return p == MDL_PREC_BF16 ? 2 : p == MDL_PREC_FP8 ? 1 : p == MDL_PREC_FP4 ? 0.5 : 0;
+}
+
+mdl_prec mdl_prec_of_bytes(double bytes) {
+    KVF_ASSERT(bytes > 0);
+    return bytes >= 2 ? MDL_PREC_BF16 : bytes >= 1 ? MDL_PREC_FP8 : MDL_PREC_FP4;
+}
+
+const char *mdl_prec_name(mdl_prec p) {
+    static const char *const n[] = {"auto", "bf16", "fp8", "fp4"};
+    return (unsigned)p < 4 ? n[p] : "?";
+}
+
+bool mdl_prec_parse(const char *s, mdl_prec *out) {
+    for (int i = 0; i < 4; i++)
+        if (s && kvf_streq(s, mdl_prec_name((mdl_prec)i))) {
+            *out = (mdl_prec)i;
+            return true;
+        }
+    return false;
+}
+
+mdl_prec mdl_model_gemm_precision(const mdl_model *m, double weight_bytes) {
+    KVF_ASSERT(m && weight_bytes > 0);
+    mdl_prec w = mdl_prec_of_bytes(weight_bytes);
+    mdl_prec a = m->act_precision;
+    if (a == MDL_PREC_AUTO) a = m->weight_bytes_per_param == 1 ? MDL_PREC_FP8 : MDL_PREC_BF16;
+    return w < a ? w : a; // enum order: bf16 < fp8 < fp4, the wider has the smaller value
+}
+
+double mdl_hw_peak(const mdl_hardware *hw, mdl_prec p) {
+    KVF_ASSERT(hw && hw->bf16_flops > 0);
+    if (p == MDL_PREC_FP4 && hw->fp4_flops > 0) return hw->fp4_flops;
+    if ((p == MDL_PREC_FP4 || p == MDL_PREC_FP8) && hw->fp8_flops > 0) return hw->fp8_flops;
+    return hw->bf16_flops;
+}
+
+void mdl_model_apply_precision(mdl_model *m, mdl_prec weights, mdl_prec kv, mdl_prec act) {
+    KVF_ASSERT(m && m->layers > 0);
+    if (weights != MDL_PREC_AUTO) {
+        m->weight_bytes_per_param = mdl_prec_bytes(weights);
+        m->expert_weight_bytes_per_param = 0; // experts as the rest
+    }
+    if (kv != MDL_PREC_AUTO) {
+        m->kv_bytes_per_elem = mdl_prec_bytes(kv);
+        m->swa_bytes_per_elem = 0; // windows: max(kv, 1 byte)
+    }
+    if (act != MDL_PREC_AUTO) m->act_precision = act;
+    mdl_model_derive(m);
+}
+
+// ---- models ----------------------------------------------------------------------------
+
+// Entry bytes of `dim` elements at `bpe` bytes, plus one scale byte per `block` elements when
+// the elements are sub-byte (FP4 needs block scales; FP8 and wider are counted without).
+static double entry_bytes(double dim, double bpe, uint32_t block) {
+    return dim * bpe + (bpe < 1 && block ? ceil(dim / block) : 0);
+}
+
+// Attention parameters of layer l of a csa/hca model: q (low rank), the one shared KV head,
+// the grouped low-rank output projection, attention sinks; owners add their compressor
+// (wkv + wgate when pooling, ratio > 1; twice as wide when windows overlap), indexers their
+// query projection and head weights, csa owners with index_compressor the index compressor.
+static double compressed_layer_attn(const mdl_model *m, uint32_t l) {
+    double h = m->hidden, hd = m->head_dim, nh = m->heads, q = m->q_lora_rank;
+    double ih = m->index_heads, id = m->index_head_dim, r = m->layer_ratio[l];
+    mdl_lkind k = (mdl_lkind)m->layer_kind[l];
+    double a = q ? h * q + q + q * nh * hd : h * nh * hd;
+    a += h * hd + hd;
+    a += m->o_lora_rank ? nh * hd * m->o_lora_rank + (double)m->o_groups * m->o_lora_rank * h
+                        : nh * hd * h;
+    a += nh;
+    bool owner = k == MDL_LK_CSA || k == MDL_LK_HCA;
+    double coff = k == MDL_LK_CSA ? m->compress_overlap : 1, mats = r > 1 ? 2 : 1;
+    if (owner) a += h * hd * mats * coff + (r > 1 ? r * coff * hd : 0);
+    if (k == MDL_LK_CSA || k == MDL_LK_REINDEX) a += (q ? q : h) * ih * id + h * ih;
+    if (k == MDL_LK_CSA && m->index_compressor) a += h * id * mats * coff;
+    return a;
+}
+
+// csa/hca: the per-layer sums (attention parameters, bounded share, KV entries, classes).
+static void derive_compressed(mdl_model *m, double norms, double router, double ffn_dense,
+                              double *attn_total) {
+    uint32_t last_owner = 0;
+    for (uint32_t l = 0; l < m->layers; l++)
+        if (m->layer_kind[l] == MDL_LK_CSA || m->layer_kind[l] == MDL_LK_HCA) last_owner = l;
+    m->replay_start_layer = m->layers;
+    if (m->encoder_layers && m->decoder_replay_tokens)
+        m->replay_start_layer = KVF_MAX(m->encoder_layers, last_owner + 1);
+    double phys = m->kv_layout_physical;
+    double swa_bpe = m->swa_bytes_per_elem > 0 ? m->swa_bytes_per_elem
+                                               : KVF_MAX(m->kv_bytes_per_elem, 1.0);
+    double ibpe = m->index_bytes_per_elem > 0 ? m->index_bytes_per_elem : m->kv_bytes_per_elem;
+    m->kv_entry_bytes = phys ? m->phys_kv_entry_bytes
+                             : entry_bytes(m->head_dim, m->kv_bytes_per_elem, m->kv_scale_block);
+    m->swa_entry_bytes = phys ? m->phys_swa_entry_bytes
+                              : entry_bytes(m->head_dim, swa_bpe, m->kv_scale_block);
+    m->index_entry_bytes = phys ? m->phys_index_entry_bytes
+                                : entry_bytes(m->index_head_dim, ibpe, m->index_scale_block);
+    double global = 0, state = 0, attn = 0, bdense = 0;
+    m->bounded_moe_layers = 0;
+    m->nlclass = 0;
+    for (uint32_t l = 0; l < m->layers; l++) {
+        mdl_lkind k = (mdl_lkind)m->layer_kind[l];
+        double r = m->layer_ratio[l], a = compressed_layer_attn(m, l);
+        attn += a;
+        bool moe = m->experts && l >= m->dense_layers, bounded = l >= m->replay_start_layer;
+        if (bounded) {
+            bdense += a + norms + (moe ? router : ffn_dense);
+            m->bounded_moe_layers += moe;
+        }
+        if (k == MDL_LK_CSA || k == MDL_LK_HCA) {
+            bool csa = k == MDL_LK_CSA;
+            double coff = csa ? m->compress_overlap : 1;
+            global += (m->kv_entry_bytes + (csa ? m->index_entry_bytes : 0)) / r;
+            if (r > 1) {
+                state += 2 * r * coff * m->head_dim * 4;
+                if (csa && m->index_compressor) state += 2 * r * coff * m->index_head_dim * 4;
+            }
+        }
+        bool capped = m->candidate_caps_scoring && m->candidate_blocks &&
+                      m->candidate_block_tokens && l > m->candidate_source_layer &&
+                      (k == MDL_LK_CSA || k == MDL_LK_REINDEX);
+        uint32_t c = 0;
+        while (c < m->nlclass && !(m->lclass[c].kind == k && m->lclass[c].ratio == r &&
+                                   m->lclass[c].bounded == bounded &&
+                                   m->lclass[c].pool_capped == capped))
+            c++;
+        KVF_ASSERT(c < MDL_LCLASS_MAX);
+        if (c == m->nlclass)
+            m->lclass[m->nlclass++] = (mdl_lclass){(uint8_t)k, bounded, capped, (uint16_t)r, 0};
+        m->lclass[c].count++;
+    }
+    m->bounded_dense_params = bdense;
+    m->swa_state_bytes = state;
+    m->window_layers = m->layers;
+    m->kv_bytes_per_token_full = global;
+    m->kv_bytes_per_token_window = m->layers * m->swa_entry_bytes;
+    m->kv_bytes_per_token = global + m->kv_bytes_per_token_window;
+    m->kv_bytes_per_token_layer = m->kv_entry_bytes;
+    m->index_bytes_per_token_layer = m->index_entry_bytes;
+    *attn_total = attn;
+}
+
 void mdl_model_derive(mdl_model *m) {
+    KVF_ASSERT(m && m->layers > 0 && m->heads > 0 && m->hidden > 0);
+    KVF_ASSERT(m->weight_bytes_per_param > 0 && m->kv_bytes_per_elem > 0);
     double h = m->hidden, hd = m->head_dim, nh = m->heads, nkv = m->kv_heads;
     double attn;
     bool latent = m->attention == MDL_ATTN_MLA || m->attention == MDL_ATTN_DSA;
+    bool comp = mdl_attn_compressed(m->attention);
     if (latent) {
         // q: hidden -> q_lora (+norm) -> heads*(nope+rope); kv: hidden -> kv_lora+rope (+norm)
         // -> heads*(nope + v); o: heads*v -> hidden. nope = v = head_dim.
@@ -505,6 +828,11 @@ void mdl_model_derive(mdl_model *m) {
         attn = h * nh * hd + 2.0 * h * nkv * hd + nh * hd * h;
     }
     double norms = 2.0 * h; // two RMSNorms per block
+    if (comp && m->hc_mult > 1) {
+        // mHC: per block two mappings, hc*h -> hc^2 + 2 hc coefficients (+ bias)
+        double hc = m->hc_mult, nco = hc * hc + 2 * hc;
+        norms += 2.0 * (hc * h * nco + nco);
+    }
     m->moe_layers = m->experts ? m->layers - m->dense_layers : 0;
     double dense_l = m->layers - m->moe_layers;
     double ffn_dense = 3.0 * h * m->ffn;
@@ -514,16 +842,38 @@ void mdl_model_derive(mdl_model *m) {
     double moe_act = (m->experts_active + m->shared_experts) * m->expert_params + router;
     m->embedding_params = (double)m->vocab * h;
     double head = m->embedding_params; // output projection
-    double blocks_common = m->layers * (attn + norms) + dense_l * ffn_dense + h; // + final norm
+    double attn_layers = m->layers * (attn + norms);
+    if (comp) {
+        double total;
+        derive_compressed(m, norms, router, ffn_dense, &total);
+        attn_layers = total + m->layers * norms;
+    }
+    double blocks_common = attn_layers + dense_l * ffn_dense + h; // + final norm
     double experts_total = m->moe_layers * (m->experts + m->shared_experts) * m->expert_params;
     m->params = blocks_common + m->moe_layers * moe_all + m->embedding_params +
                 (m->tied_embeddings ? 0 : head) + m->vision_params;
     m->active_params = blocks_common + m->moe_layers * moe_act + head;
+    if (comp) {
+        // Engram tables are memory (a lookup per token), aux GEMMs every token passes
+        m->params += m->engram_params + m->aux_params;
+        m->active_params += m->aux_params;
+        // a prompt token past its chunk's last R skips the bounded layers and the head
+        m->active_params_prefill = m->active_params - m->bounded_dense_params -
+                                   m->bounded_moe_layers * (moe_act - router) - head;
+    } else {
+        m->active_params_prefill = m->active_params;
+        m->replay_start_layer = m->layers;
+    }
     double ebpp = m->expert_weight_bytes_per_param > 0 ? m->expert_weight_bytes_per_param
                                                        : m->weight_bytes_per_param;
     m->expert_weight_bytes = experts_total * ebpp;
-    m->dense_weight_bytes = (m->params - experts_total) * m->weight_bytes_per_param;
+    double engram_b = m->engram_params * (m->engram_bytes_per_param > 0
+                                              ? m->engram_bytes_per_param
+                                              : m->weight_bytes_per_param);
+    m->dense_weight_bytes =
+        (m->params - experts_total - m->engram_params) * m->weight_bytes_per_param + engram_b;
     m->weight_bytes = m->dense_weight_bytes + m->expert_weight_bytes;
+    if (comp) return;
     double per_layer = latent ? (double)(m->kv_lora_rank + m->rope_dim) * m->kv_bytes_per_elem
                               : 2.0 * nkv * hd * m->kv_bytes_per_elem;
     // DSA index keys: index_head_dim FP8 values and one fp32 scale per token and layer
@@ -538,32 +888,148 @@ void mdl_model_derive(mdl_model *m) {
     m->kv_bytes_per_token = m->layers * per_layer;
 }
 
+double mdl_model_kv_bytes_seq(const mdl_model *m, double tokens) {
+    KVF_ASSERT(m && tokens >= 0);
+    if (!mdl_attn_compressed(m->attention)) return m->kv_bytes_per_token_full * tokens;
+    double b = 0;
+    for (uint32_t l = 0; l < m->layers; l++) {
+        mdl_lkind k = (mdl_lkind)m->layer_kind[l];
+        if (k != MDL_LK_CSA && k != MDL_LK_HCA) continue;
+        b += floor(tokens / m->layer_ratio[l]) *
+             (m->kv_entry_bytes + (k == MDL_LK_CSA ? m->index_entry_bytes : 0));
+    }
+    return b;
+}
+
+double mdl_model_swa_bytes_seq(const mdl_model *m, double tokens) {
+    KVF_ASSERT(m && tokens >= 0);
+    double w = m->window ? KVF_MIN(tokens, (double)m->window) : tokens;
+    if (!mdl_attn_compressed(m->attention)) return m->kv_bytes_per_token_window * w;
+    return tokens > 0 ? m->kv_bytes_per_token_window * w + m->swa_state_bytes : 0;
+}
+
 double mdl_kv_seq_bytes(const mdl_model *m, double tokens) {
+    if (mdl_attn_compressed(m->attention))
+        return mdl_model_kv_bytes_seq(m, tokens) + mdl_model_swa_bytes_seq(m, tokens);
     double w = m->window ? KVF_MIN(tokens, (double)m->window) : tokens;
     return m->kv_bytes_per_token_full * tokens + m->kv_bytes_per_token_window * w;
+}
+
+#define LINE(k)                                                                                    \
+    (seen_line(model_fields, nf, seen, k) ? seen_line(model_fields, nf, seen, k) : map_line)
+
+// csa/hca: the layer pattern, its owners, the keys that go with it (and none of theirs
+// elsewhere). Assigns reindex/reuse layers the ratio of the owner before them.
+static kvf_status compressed_check(mdl_model *m, const char *path, const int *seen, int map_line,
+                                   kvf_err *err) {
+    const size_t nf = sizeof model_fields / sizeof model_fields[0];
+    bool comp = mdl_attn_compressed(m->attention);
+    if (!comp) {
+        static const char *const ck[] = {"layer_pattern", "o_lora_rank", "encoder_layers",
+                                         "decoder_replay_tokens", "kv_layout", "candidate_blocks",
+                                         "dspark_layers", "engram_params", "hc_mult"};
+        for (size_t i = 0; i < sizeof ck / sizeof ck[0]; i++)
+            if (seen_line(model_fields, nf, seen, ck[i]))
+                return kvf_fail(err, KVF_EINVAL,
+                                "%s:%d: key '%s' applies to attention: csa or hca only", path,
+                                LINE(ck[i]), ck[i]);
+        return KVF_OK;
+    }
+    if (m->pattern_layers != m->layers)
+        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'layer_pattern' names %u layers, layers is %u",
+                        path, LINE("layer_pattern"), m->pattern_layers, m->layers);
+    if (!m->window)
+        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'window' must be positive for csa/hca (every "
+                        "layer keeps a sliding window)", path, LINE("window"));
+    if (m->window_layers && m->window_layers != m->layers)
+        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'window_layers' must equal layers (%u) for "
+                        "csa/hca", path, LINE("window_layers"), m->layers);
+    m->window_layers = m->layers;
+    uint16_t ratio = 0;
+    bool scores = false;
+    for (uint32_t l = 0; l < m->layers; l++) {
+        mdl_lkind k = (mdl_lkind)m->layer_kind[l];
+        if (k == MDL_LK_CSA || k == MDL_LK_HCA) ratio = m->layer_ratio[l];
+        if ((k == MDL_LK_REINDEX || k == MDL_LK_REUSE) && !ratio)
+            return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'layer_pattern': layer %u (%s) has no "
+                            "earlier csa/hca layer owning the compressed KV", path,
+                            LINE("layer_pattern"), l, k == MDL_LK_REUSE ? "reuse" : "reindex");
+        if (k == MDL_LK_REINDEX || k == MDL_LK_REUSE) m->layer_ratio[l] = ratio;
+        scores |= k == MDL_LK_CSA || k == MDL_LK_REINDEX;
+    }
+    uint32_t rr[2];
+    uint32_t nr = 0;
+    for (uint32_t l = 0; l < m->layers; l++) {
+        mdl_lkind k = (mdl_lkind)m->layer_kind[l];
+        if (k == MDL_LK_SWA || k == MDL_LK_HCA) continue;
+        bool have = false;
+        for (uint32_t i = 0; i < nr; i++) have |= rr[i] == m->layer_ratio[l];
+        if (have) continue;
+        if (nr == 2)
+            return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'layer_pattern': sparse layers at more "
+                            "than 2 compression ratios", path, LINE("layer_pattern"));
+        rr[nr++] = m->layer_ratio[l];
+    }
+    static const char *const ikeys[] = {"index_heads", "index_head_dim", "index_topk"};
+    uint32_t iv[] = {m->index_heads, m->index_head_dim, m->index_topk};
+    for (int i = 0; i < 3 && scores; i++)
+        if (!iv[i])
+            return kvf_fail(err, KVF_EINVAL, "%s:%d: key '%s' must be positive: layer_pattern "
+                            "has csa or reindex layers", path, LINE(ikeys[i]), ikeys[i]);
+    if (m->o_lora_rank && (!m->o_groups || m->heads % m->o_groups))
+        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'o_groups' must divide heads (%u)", path,
+                        LINE("o_groups"), m->heads);
+    if (m->encoder_layers > m->layers)
+        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'encoder_layers' exceeds layers (%u)", path,
+                        LINE("encoder_layers"), m->layers);
+    if (m->candidate_blocks && (m->candidate_source_layer >= m->layers ||
+                                (m->layer_kind[m->candidate_source_layer] != MDL_LK_CSA)))
+        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'candidate_source_layer' must name a csa "
+                        "layer", path, LINE("candidate_source_layer"));
+    if (m->kv_layout_physical) {
+        static const char *const pk[] = {"phys_kv_entry_bytes", "phys_swa_entry_bytes",
+                                         "phys_index_entry_bytes"};
+        double pv[] = {m->phys_kv_entry_bytes, m->phys_swa_entry_bytes, m->phys_index_entry_bytes};
+        for (int i = 0; i < 3; i++)
+            if (!(pv[i] > 0) && (i < 2 || scores))
+                return kvf_fail(err, KVF_EINVAL, "%s:%d: key '%s' must be positive with "
+                                "kv_layout: physical", path, LINE(pk[i]), pk[i]);
+    }
+    if (m->dspark_layers) {
+        if (m->dspark_block < 2 || m->dspark_block - 1 > MDL_ACCEPT_MAX)
+            return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'dspark_block' must be in 2..%d", path,
+                            LINE("dspark_block"), MDL_ACCEPT_MAX + 1);
+        if (!m->dspark_naccept || m->dspark_naccept > m->dspark_block - 1)
+            return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'dspark_accept' needs 1 to dspark_block "
+                            "- 1 (%u) entries", path, LINE("dspark_accept"), m->dspark_block - 1);
+    }
+    return KVF_OK;
 }
 
 static kvf_status model_check(mdl_model *m, const char *path, const int *seen, int map_line,
                               kvf_err *err) {
     const size_t nf = sizeof model_fields / sizeof model_fields[0];
-#define LINE(k)                                                                                    \
-    (seen_line(model_fields, nf, seen, k) ? seen_line(model_fields, nf, seen, k) : map_line)
     if (m->heads % m->kv_heads)
         return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'kv_heads' (%u) must divide heads (%u)", path,
                         LINE("kv_heads"), m->kv_heads, m->heads);
-    if (m->attention != MDL_ATTN_GQA && m->kv_lora_rank == 0)
+    bool latent = m->attention == MDL_ATTN_MLA || m->attention == MDL_ATTN_DSA;
+    if (latent && m->kv_lora_rank == 0)
         return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'kv_lora_rank' must be positive for %s", path,
                         LINE("kv_lora_rank"), m->attention == MDL_ATTN_DSA ? "dsa" : "mla");
+    kvf_status cst = compressed_check(m, path, seen, map_line, err);
+    if (cst) return cst;
     {
         static const char *const ikeys[] = {"index_heads", "index_head_dim", "index_topk"};
         uint32_t iv[] = {m->index_heads, m->index_head_dim, m->index_topk};
+        bool comp = mdl_attn_compressed(m->attention);
         for (int i = 0; i < 3; i++) {
             if (m->attention == MDL_ATTN_DSA && iv[i] == 0)
                 return kvf_fail(err, KVF_EINVAL, "%s:%d: key '%s' must be positive for dsa", path,
                                 LINE(ikeys[i]), ikeys[i]);
-            if (m->attention != MDL_ATTN_DSA && iv[i] != 0)
-                return kvf_fail(err, KVF_EINVAL, "%s:%d: key '%s' applies to attention: dsa only",
-                                path, LINE(ikeys[i]), ikeys[i]);
+            if (m->attention != MDL_ATTN_DSA && !comp && iv[i] != 0)
+                return kvf_fail(err, KVF_EINVAL,
+                                "%s:%d: key '%s' applies to attention: dsa, csa or hca only", path,
+                                LINE(ikeys[i]), ikeys[i]);
         }
     }
     if (m->attention == MDL_ATTN_DSA && m->window)
@@ -605,9 +1071,9 @@ static kvf_status model_check(mdl_model *m, const char *path, const int *seen, i
                         "%s:%d: key 'tokens_per_image' must be positive with "
                         "vision_params",
                         path, LINE("tokens_per_image"));
-#undef LINE
     return KVF_OK;
 }
+#undef LINE
 
 kvf_status mdl_model_load(mdl_model *m, const char *name_or_path, const char *models_dir,
                           kvf_err *err) {
@@ -618,6 +1084,7 @@ kvf_status mdl_model_load(mdl_model *m, const char *name_or_path, const char *mo
     m->attention = MDL_ATTN_GQA;
     m->weight_bytes_per_param = 2;
     m->kv_bytes_per_elem = 2;
+    m->compress_overlap = 1;
     enum { NF = sizeof model_fields / sizeof model_fields[0] };
     int seen[NF], map_line = 1;
     kvf_status st = read_flat(path, model_fields, NF, m, seen, &map_line, err);

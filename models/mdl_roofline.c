@@ -16,6 +16,7 @@
 #include "mdl.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,10 +88,46 @@ static double pairs(double n, double c, double w) {
     return (w * (w + 1) - c * (c + 1)) / 2 + (hi - w) * w;
 }
 
+uint32_t mdl_model_sparse_ratios(const mdl_model *m, uint32_t ratios[2]) {
+    KVF_ASSERT(m);
+    uint32_t n = 0;
+    ratios[0] = ratios[1] = 0;
+    if (!mdl_attn_compressed(m->attention)) return 0;
+    for (uint32_t c = 0; c < m->nlclass; c++) {
+        const mdl_lclass *k = &m->lclass[c];
+        if (k->kind == MDL_LK_SWA || k->kind == MDL_LK_HCA) continue;
+        if ((n > 0 && ratios[0] == k->ratio) || (n > 1 && ratios[1] == k->ratio)) continue;
+        KVF_ASSERT(n < 2); // the loader refuses more
+        ratios[n++] = k->ratio;
+    }
+    return n;
+}
+
+// csa/hca: the ratio of the pool-capped indexers (the loader's pattern gives them one: the
+// candidate source's), 0 when none is capped.
+static uint32_t pool_ratio(const mdl_model *m) {
+    for (uint32_t c = 0; c < m->nlclass; c++)
+        if (m->lclass[c].pool_capped) return m->lclass[c].ratio;
+    return 0;
+}
+
+static double pool_entries(const mdl_model *m) {
+    return (double)m->candidate_blocks * m->candidate_block_tokens;
+}
+
 void mdl_model_caps(const mdl_model *m, uint32_t caps[MDL_CAPS]) {
+    KVF_ASSERT(m && caps);
     for (int j = 0; j < MDL_CAPS; j++) caps[j] = 0;
     caps[MDL_CAP_WINDOW] = m->window;
     if (m->attention == MDL_ATTN_DSA) caps[MDL_CAP_TOPK] = m->index_topk;
+    if (mdl_attn_compressed(m->attention)) {
+        uint32_t rr[2];
+        uint32_t n = mdl_model_sparse_ratios(m, rr);
+        if (n > 0) caps[MDL_CAP_TOPK] = rr[0] * m->index_topk;
+        if (n > 1) caps[MDL_CAP_TOPK2] = rr[1] * m->index_topk;
+        uint32_t pr = pool_ratio(m);
+        if (pr) caps[MDL_CAP_POOL] = (uint32_t)KVF_MIN(pr * pool_entries(m), 4294967295.0);
+    }
 }
 
 void mdl_decode_sum_add(mdl_decode_sum *d, const uint32_t caps[MDL_CAPS], double ctx) {
@@ -135,9 +172,135 @@ static bool one_token_summable(const mdl_model *m, double n, double c) {
     return fixed == 0;
 }
 
+// ---- csa / hca attention ---------------------------------------------------------------
+// Per layer class (mdl_lclass), for a chunk of n' new tokens after c' cached (bounded decoder
+// layers: the last min(n, R) tokens of the chunk, the rest counted as context):
+//   window     pairs(n', c', W) at 4 heads head_dim FLOPs; reads min(c' + n', W) entries once,
+//              writes n'
+//   compressed a query at position p sees p / r entries (continuous; the loader's exact
+//              floor matters for memory only): dense (hca) all of them, sparse the top-k, so
+//              pairs(n', c', 0) / r or pairs(n', c', r topk) / r; reads the entries once per
+//              sequence (sparse: at most n' topk of them); owners write n' / r entries
+//   indexer    csa owners and reindex layers score every visible entry (or the candidate
+//              pool's) at 2 index_heads index_head_dim + 2 index_heads FLOPs, reading the
+//              index keys once
+// One-token sequences are summed first (mdl_decode_sum), so listed and summed decode batches
+// cost the same to the bit: min(c + 1, r cap) / r is a cap of the sums.
+
+typedef struct cwork {
+    double fpp, ifpp, topk, pool;
+    uint32_t rr[2], nr;
+} cwork;
+
+static void comp_chunk(const mdl_model *m, const cwork *cw, const mdl_lclass *k, double n,
+                       double c, mdl_work *w) {
+    double L = k->count, W = m->window, r = k->ratio;
+    if (k->bounded && m->decoder_replay_tokens && n > m->decoder_replay_tokens) {
+        c += n - m->decoder_replay_tokens;
+        n = m->decoder_replay_tokens;
+    }
+    w->flops[MDL_WG_ATTN_WINDOW] += L * pairs(n, c, W) * cw->fpp;
+    w->bytes[MDL_WG_ATTN_WINDOW] += L * m->swa_entry_bytes * (KVF_MIN(c + n, W) + n);
+    if (k->kind == MDL_LK_SWA) return;
+    bool dense = k->kind == MDL_LK_HCA;
+    double pc = dense ? pairs(n, c, 0) / r : pairs(n, c, r * cw->topk) / r;
+    double vis = (c + n) / r, rd = dense ? vis : KVF_MIN(vis, n * cw->topk);
+    w->flops[MDL_WG_ATTN_FULL] += L * pc * cw->fpp;
+    w->bytes[MDL_WG_ATTN_FULL] += L * m->kv_entry_bytes * rd;
+    if (k->kind == MDL_LK_CSA || k->kind == MDL_LK_HCA)
+        w->bytes[MDL_WG_ATTN_FULL] += L * m->kv_entry_bytes * n / r;
+    if (k->kind == MDL_LK_CSA) w->bytes[MDL_WG_ATTN_INDEX] += L * m->index_entry_bytes * n / r;
+    if (k->kind != MDL_LK_CSA && k->kind != MDL_LK_REINDEX) return;
+    double ps = k->pool_capped ? pairs(n, c, r * cw->pool) / r : pairs(n, c, 0) / r;
+    w->flops[MDL_WG_ATTN_INDEX] += L * ps * cw->ifpp;
+    w->bytes[MDL_WG_ATTN_INDEX] +=
+        L * m->index_entry_bytes * (k->pool_capped ? KVF_MIN(vis, cw->pool) : vis);
+}
+
+// The same for the summed one-token sequences (n' = 1 on every layer).
+static void comp_sums(const mdl_model *m, const cwork *cw, const mdl_lclass *k,
+                      const mdl_decode_sum *d, mdl_work *w) {
+    double L = k->count, r = k->ratio, N = d->n, all = d->sum_ctx + N;
+    double pw = m->window ? d->sum_min[MDL_CAP_WINDOW] : all;
+    w->flops[MDL_WG_ATTN_WINDOW] += L * pw * cw->fpp;
+    w->bytes[MDL_WG_ATTN_WINDOW] += L * m->swa_entry_bytes * (pw + N);
+    if (k->kind == MDL_LK_SWA) return;
+    bool dense = k->kind == MDL_LK_HCA;
+    int cap = k->ratio == cw->rr[0] ? MDL_CAP_TOPK : MDL_CAP_TOPK2;
+    double pc = dense ? all / r : d->sum_min[cap] / r;
+    w->flops[MDL_WG_ATTN_FULL] += L * pc * cw->fpp;
+    w->bytes[MDL_WG_ATTN_FULL] += L * m->kv_entry_bytes * pc;
+    if (k->kind == MDL_LK_CSA || k->kind == MDL_LK_HCA)
+        w->bytes[MDL_WG_ATTN_FULL] += L * m->kv_entry_bytes * N / r;
+    if (k->kind == MDL_LK_CSA) w->bytes[MDL_WG_ATTN_INDEX] += L * m->index_entry_bytes * N / r;
+    if (k->kind != MDL_LK_CSA && k->kind != MDL_LK_REINDEX) return;
+    double ps = k->pool_capped ? d->sum_min[MDL_CAP_POOL] / r : all / r;
+    w->flops[MDL_WG_ATTN_INDEX] += L * ps * cw->ifpp;
+    w->bytes[MDL_WG_ATTN_INDEX] += L * m->index_entry_bytes * ps;
+}
+
+static void compressed_attn_work(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
+    cwork cw = {.fpp = 4.0 * m->heads * m->head_dim,
+                .ifpp = 2.0 * m->index_heads * m->index_head_dim + 2.0 * m->index_heads,
+                .topk = m->index_topk,
+                .pool = pool_entries(m)};
+    cw.nr = mdl_model_sparse_ratios(m, cw.rr);
+    uint32_t caps[MDL_CAPS];
+    mdl_model_caps(m, caps);
+    mdl_decode_sum one = {0};
+    if (b->dsum) one = *b->dsum;
+    for (uint32_t i = 0; i < b->n; i++) {
+        double n = b->seqs[i].new_tokens, c = b->seqs[i].cached_tokens;
+        if (n <= 0) continue;
+        if (n == 1 && c >= 1) {
+            mdl_decode_sum_add(&one, caps, c);
+            continue;
+        }
+        for (uint32_t k = 0; k < m->nlclass; k++) comp_chunk(m, &cw, &m->lclass[k], n, c, w);
+    }
+    if (one.n)
+        for (uint32_t k = 0; k < m->nlclass; k++) comp_sums(m, &cw, &m->lclass[k], &one, w);
+}
+
+// Dense and expert groups of a csa/hca model: T tokens through the layers before the bounded
+// decoder, Tb through the bounded ones (each chunk's last R tokens); Engram lookups are
+// memory traffic, its tables never count as weights read (a token reads its rows only);
+// mHC widens the residual stream hc_mult times (4 (hc - 1) more hidden-sized reads and
+// writes per block).
+static void compressed_work(const mdl_model *m, double T, double Tb, double rows, mdl_work *w) {
+    double h = m->hidden, wbpp = m->weight_bytes_per_param, head = m->embedding_params;
+    double ebpp = m->expert_weight_bytes_per_param > 0 ? m->expert_weight_bytes_per_param : wbpp;
+    double per_tok_experts = (double)m->experts_active + m->shared_experts;
+    double block_dense =
+        m->active_params - head - m->moe_layers * per_tok_experts * m->expert_params;
+    double bd = m->bounded_dense_params, Lb = m->layers - m->replay_start_layer;
+    w->flops[MDL_WG_DENSE] = 2.0 * (T * (block_dense - bd) + Tb * bd) + 2.0 * rows * head;
+    double engram_b = m->engram_params * (m->engram_bytes_per_param > 0
+                                              ? m->engram_bytes_per_param
+                                              : wbpp);
+    double wd = m->dense_weight_bytes - engram_b - m->vision_params * wbpp;
+    if (!m->tied_embeddings) wd -= m->embedding_params * wbpp;
+    w->weight_bytes[MDL_WG_DENSE] = wd;
+    double per_block = 12.0 + (m->hc_mult > 1 ? 4.0 * (m->hc_mult - 1) : 0);
+    double act = (T * (m->layers - Lb) + Tb * Lb) * per_block * h * 2.0 + T * h * wbpp +
+                 T * m->engram_bytes_per_token;
+    w->bytes[MDL_WG_DENSE] = wd + act;
+    if (!m->moe_layers) return;
+    double E = m->experts, k = m->experts_active, mb = m->bounded_moe_layers;
+    double touched = E * (1.0 - pow(1.0 - k / E, T)), tb = E * (1.0 - pow(1.0 - k / E, Tb));
+    w->experts_touched = touched;
+    w->flops[MDL_WG_EXPERT] =
+        2.0 * (T * (m->moe_layers - mb) + Tb * mb) * per_tok_experts * m->expert_params;
+    double we = ((m->moe_layers - mb) * touched + mb * tb + m->moe_layers * m->shared_experts) *
+                m->expert_params * ebpp;
+    w->weight_bytes[MDL_WG_EXPERT] = we;
+    w->bytes[MDL_WG_EXPERT] = we;
+}
+
 void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
+    KVF_ASSERT(m && b && w && (b->n == 0 || b->seqs));
     memset(w, 0, sizeof *w);
-    double act_elem = m->kv_bytes_per_elem; // activations in the KV precision
+    double act_elem = 2.0; // the residual stream and its collectives move in bf16
     if (b->phase == MDL_VISION) {
         // The vision encoder as 2 FLOPs per parameter per image token; its attention over the
         // tokens of one image (a few hundred) is small beside the GEMMs and is left out.
@@ -150,15 +313,18 @@ void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) 
         return;
     }
     const mdl_decode_sum *ds = b->dsum;
-    double T = 0, rows = 0;
+    double T = 0, rows = 0, Tb = 0; // Tb: tokens through the bounded decoder layers
+    double R = m->decoder_replay_tokens;
     for (uint32_t i = 0; i < b->n; i++) {
         double n = b->seqs[i].new_tokens;
         if (n <= 0) continue;
         T += n;
+        Tb += R > 0 ? KVF_MIN(n, R) : n;
         rows += b->phase == MDL_DECODE ? n : 1; // prefill: logits of the last token only
     }
     if (ds && ds->n) {
         T += ds->n;
+        Tb += ds->n;
         rows += ds->n;
     }
     if (T <= 0) return;
@@ -171,6 +337,12 @@ void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) 
     // Non-expert parameters a token passes through inside the blocks.
     double block_dense =
         m->active_params - head - m->moe_layers * per_tok_experts * m->expert_params;
+
+    if (mdl_attn_compressed(m->attention)) {
+        compressed_work(m, T, Tb, rows, w);
+        compressed_attn_work(m, b, w);
+        return;
+    }
 
     // dense group
     w->flops[MDL_WG_DENSE] = 2.0 * T * block_dense + 2.0 * rows * head;
@@ -297,8 +469,11 @@ double mdl_ep_comm_time(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
     if (p.ep <= 1 || !m->moe_layers || tok <= 0) return 0;
     double ce = eff.comm > 0 ? eff.comm : 0.7;
     double domain = hw->scaleup_domain ? hw->scaleup_domain : 8, k = m->experts_active;
-    double act_elem = m->kv_bytes_per_elem;
-    double disp_elem = m->weight_bytes_per_param == 1 ? 1 : act_elem;
+    double act_elem = 2.0; // combine in bf16
+    // dispatch in the precision the expert GEMMs take their inputs (DeepEP FP8 for W8A8)
+    double ebpp = m->expert_weight_bytes_per_param > 0 ? m->expert_weight_bytes_per_param
+                                                       : m->weight_bytes_per_param;
+    double disp_elem = KVF_MIN(mdl_prec_bytes(mdl_model_gemm_precision(m, ebpp)), act_elem);
     o->bytes_per_copy = m->hidden * (disp_elem + act_elem);
     double fabric = hw->scaleup_Bps / 2 * ce; // unidirectional, achieved
     double nic = (hw->nic_Bps > 0 ? hw->nic_Bps : hw->scaleup_Bps / 2) * ce;
@@ -329,11 +504,19 @@ void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
     double bf16 = hw->bf16_flops * eff.compute;
     double ebpp = m->expert_weight_bytes_per_param > 0 ? m->expert_weight_bytes_per_param
                                                        : m->weight_bytes_per_param;
+    // GEMMs at the wider of the weights' and the activations' precision (W8A8 at the FP8
+    // rate, W4A16 at the BF16 rate, W4A4 at the FP4 rate where the device has one)
     double peak_d =
-        (m->weight_bytes_per_param == 1 && hw->fp8_flops > 0) ? hw->fp8_flops * eff.compute : bf16;
-    double peak_e = (ebpp == 1 && hw->fp8_flops > 0) ? hw->fp8_flops * eff.compute : bf16;
+        mdl_hw_peak(hw, mdl_model_gemm_precision(m, m->weight_bytes_per_param)) * eff.compute;
+    double peak_e = mdl_hw_peak(hw, mdl_model_gemm_precision(m, ebpp)) * eff.compute;
+    (void)bf16;
     double attn = hw->bf16_flops * (eff.attention > 0 ? eff.attention : eff.compute);
     double index_peak = hw->fp8_flops > 0 ? hw->fp8_flops * eff.compute : attn; // FP8 indexer
+    if (mdl_attn_compressed(m->attention) && m->index_entry_bytes > 0) {
+        double ib = m->index_bytes_per_elem > 0 ? m->index_bytes_per_elem : m->kv_bytes_per_elem;
+        if (mdl_prec_of_bytes(ib) == MDL_PREC_FP4 && hw->fp4_flops > 0)
+            index_peak = hw->fp4_flops * eff.compute; // FP4 index keys score at the FP4 rate
+    }
     double peak[MDL_WG_COUNT] = {peak_d, peak_e, attn, attn, index_peak};
     double wshard[MDL_WG_COUNT] = {p.tp, expert_shards(&p), 1, 1, 1};
     double repl = kv_repl(m, &p);
@@ -355,7 +538,7 @@ void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
         pp->group_s[g] = t;
     }
     // Collectives (not in the vision phase: the encoder runs on one GPU in practice).
-    double act_elem = m->kv_bytes_per_elem, ce = eff.comm > 0 ? eff.comm : 0.7;
+    double act_elem = 2.0, ce = eff.comm > 0 ? eff.comm : 0.7; // bf16 residual stream
     if (text && p.tp > 1) {
         double up = link_Bps(hw, p.tp);
         double tok_group = w->tokens / (G / p.tp); // data-parallel replicas split the batch
@@ -480,4 +663,111 @@ double mdl_kv_capacity_tokens(const mdl_model *m, const mdl_hardware *hw, const 
     double per_tok = m->kv_bytes_per_token * kv_repl(m, &p);
     if (bytes <= 0 || per_tok <= 0) return 0;
     return floor(bytes / per_tok);
+}
+
+// ---- block speculative decoding (DSpark) -------------------------------------------------
+// The draft stack is a model of its own (mdl_spec_prepare): the target's geometry with
+// `layers` window-only layers and the draft MoE, its extra GEMMs (main_proj, the Markov
+// bias) as aux_params; the embedding and head are the target's (aliased), so they count in
+// its FLOPs but not in mdl_spec_weight_bytes.
+
+void mdl_spec_prepare(mdl_spec *s, const mdl_model *m) {
+    KVF_ASSERT(s && m && s->layers > 0 && s->layers <= MDL_LAYERS_MAX && s->block >= 2);
+    mdl_model *d = &s->draft;
+    *d = *m;
+    snprintf(d->name, sizeof d->name, "%.50s-draft", m->name);
+    d->layers = s->layers;
+    d->dense_layers = 0;
+    if (s->experts) d->experts = s->experts;
+    if (s->experts_active) d->experts_active = KVF_MIN(s->experts_active, d->experts);
+    if (mdl_attn_compressed(m->attention)) {
+        // window-capped draft attention (ratio 0 on the draft layers of the target config)
+        for (uint32_t l = 0; l < d->layers; l++) {
+            d->layer_kind[l] = MDL_LK_SWA;
+            d->layer_ratio[l] = 0;
+        }
+        d->pattern_layers = d->layers;
+    } else if (d->window_layers > d->layers) {
+        d->window_layers = d->layers;
+    }
+    d->encoder_layers = d->decoder_replay_tokens = 0;
+    d->candidate_blocks = 0;
+    d->engram_params = d->engram_bytes_per_token = 0;
+    d->vision_params = 0;
+    d->dspark_layers = 0;
+    d->aux_params = (double)KVF_MAX(s->taps, 1u) * m->hidden * m->hidden +
+                    (double)s->markov_rank * m->vocab;
+    mdl_model_derive(d);
+}
+
+kvf_status mdl_spec_from_model(mdl_spec *s, const mdl_model *m, kvf_err *err) {
+    KVF_ASSERT(s && m);
+    memset(s, 0, sizeof *s);
+    if (!m->dspark_layers)
+        return kvf_fail(err, KVF_EINVAL, "model %s has no DSpark draft stack (key 'dspark_layers')",
+                        m->name);
+    if (m->dspark_block < 2 || !m->dspark_naccept)
+        return kvf_fail(err, KVF_EINVAL, "model %s: keys 'dspark_block' (>= 2) and 'dspark_accept' "
+                        "are needed with dspark_layers", m->name);
+    s->layers = m->dspark_layers;
+    s->block = m->dspark_block;
+    s->experts = m->dspark_experts;
+    s->experts_active = m->dspark_experts_active;
+    s->markov_rank = m->dspark_markov_rank;
+    s->taps = m->dspark_taps ? m->dspark_taps : 1;
+    s->naccept = m->dspark_naccept;
+    memcpy(s->accept, m->dspark_accept, sizeof s->accept);
+    mdl_spec_prepare(s, m);
+    return KVF_OK;
+}
+
+double mdl_spec_tokens_per_step(const mdl_spec *s) {
+    KVF_ASSERT(s && s->block >= 2 && s->naccept >= 1 && s->naccept <= MDL_ACCEPT_MAX);
+    double e = 1, p = 1;
+    for (uint32_t i = 0; i + 1 < s->block; i++) {
+        double a = s->accept[KVF_MIN(i, s->naccept - 1)];
+        KVF_ASSERT(a >= 0 && a <= 1);
+        p *= a;
+        e += p;
+    }
+    return e;
+}
+
+double mdl_spec_weight_bytes(const mdl_spec *s) {
+    KVF_ASSERT(s && s->layers > 0);
+    const mdl_model *d = &s->draft;
+    double aliased = d->embedding_params * (d->tied_embeddings ? 1 : 2);
+    return d->weight_bytes - aliased * d->weight_bytes_per_param;
+}
+
+void mdl_spec_step_cost(mdl_stepper *st, const mdl_spec *s, const mdl_batch *verify,
+                        mdl_step_cost *out, mdl_step_cost *draft) {
+    KVF_ASSERT(st && s && verify && out && s->layers > 0 && s->block >= 2);
+    KVF_ASSERT(verify->phase != MDL_VISION && (!verify->dsum || verify->dsum->n == 0));
+    for (uint32_t i = 0; i < verify->n; i++)
+        KVF_ASSERT(verify->seqs[i].new_tokens == s->block || verify->phase != MDL_DECODE);
+    mdl_step_cost v, d;
+    mdl_stepper_cost(st, verify, &v);
+    mdl_work w;
+    mdl_batch db = *verify;
+    db.phase = MDL_DECODE; // the draft computes `block` positions of every listed sequence
+    mdl_batch_work_detail(&s->draft, &db, &w);
+    mdl_parts pp;
+    mdl_roofline_parts(&s->draft, &st->hw, &st->par, &st->eff, &w, &pp);
+    if (pp.valid) {
+        // same engine step: no second host overhead; the Markov bias runs block sequential
+        // small steps (a launch each)
+        pp.fixed_s += (s->block * st->eff.layer_overhead_ns - st->eff.step_overhead_ns) * 1e-9;
+        pp.fixed_s = KVF_MAX(pp.fixed_s, 0.0);
+        pp.host_ns = 0;
+    }
+    mdl_parts_finish(&pp, &w, &d);
+    if (!pp.valid) d.ns = 0;
+    *out = v;
+    out->ns = v.ns + d.ns;
+    out->flops += d.flops;
+    out->bytes += d.bytes;
+    out->comm_bytes += d.comm_bytes;
+    out->comm_ns += d.comm_ns;
+    if (draft) *draft = d;
 }

@@ -195,12 +195,13 @@ START_TEST(test_files_bad_input) {
                        "bad.yaml:1", "missing required key 'vocab'");
     expect_model_error(GOOD "layers: 3\n", KVF_EPARSE, "bad.yaml:7", "repeated");
     expect_model_error(GOOD "window: {a: 1}\n", KVF_EPARSE, "bad.yaml:7", "'window'");
-    expect_model_error(GOOD "attention: linear\n", KVF_EPARSE, "bad.yaml:7", "gqa, mla or dsa");
+    expect_model_error(GOOD "attention: linear\n", KVF_EPARSE, "bad.yaml:7",
+                       "gqa, mla, dsa, csa or hca");
     // DSA needs the latent and the indexer figures; index keys on other kinds are refused
     expect_model_error(GOOD "attention: dsa\nkv_lora_rank: 16\nindex_heads: 4\nindex_topk: 8\n",
                        KVF_EINVAL, "bad.yaml:1", "'index_head_dim' must be positive for dsa");
     expect_model_error(GOOD "index_topk: 2048\n", KVF_EINVAL, "bad.yaml:7",
-                       "'index_topk' applies to attention: dsa only");
+                       "'index_topk' applies to attention: dsa, csa or hca only");
     expect_model_error(GOOD "attention: dsa\nkv_lora_rank: 16\nindex_heads: 4\n"
                             "index_head_dim: 8\nindex_topk: -1\n",
                        KVF_EINVAL, "bad.yaml:11", "'index_topk' must not be negative");
@@ -1001,10 +1002,278 @@ START_TEST(test_hardware_kernel_tables) {
 }
 END_TEST
 
+
+// ---- compressed attention (DeepSeek-V4 family), precision, DSpark ----------------------
+
+// DeepSeek-V4.1-Flash's KV: the published figures (design brief; aisimulate docs/deepseek-v41.md
+// and docs/deepseek-v41-storage.md) against what the loader derives from the file's pattern,
+// precision and layout keys, and against a hand count from the same keys.
+START_TEST(test_v41_kv_layout) {
+    mdl_model m = load_model("deepseek-v4.1-flash");
+    ck_assert_int_eq(m.attention, MDL_ATTN_CSA);
+    // hand count: owners are layers 2, 8, 14 (ratio 2) and 20 (ratio 1); FP4 entries carry a
+    // scale byte per 16 (main) or 32 (index) elements
+    double main_e = m.head_dim * 0.5 + m.head_dim / 16.0, idx_e = m.index_head_dim * 0.5 + 4;
+    double by_hand = (main_e + idx_e) * (1.0 + 3.0 / 2.0);
+    ck_assert_msg(fabs(m.kv_bytes_per_token_full - by_hand) < 1e-9, "%.3f vs %.3f",
+                  m.kv_bytes_per_token_full, by_hand);
+    ck_assert_msg(fabs(m.kv_bytes_per_token_full - 890) < 1, "logical %.2f B/token",
+                  m.kv_bytes_per_token_full);
+    ck_assert_double_eq(m.swa_entry_bytes, 512); // FP8 window entries
+    // SGLang's physical layout from the phys_* keys
+    m.kv_layout_physical = true;
+    mdl_model_derive(&m);
+    ck_assert_msg(fabs(m.kv_bytes_per_token_full - 1630) < 1, "physical %.2f B/token",
+                  m.kv_bytes_per_token_full);
+    double T = 131072, kv = mdl_model_kv_bytes_seq(&m, T), swa = mdl_model_swa_bytes_seq(&m, T);
+    double mib = (kv + swa) / 1048576.0;
+    ck_assert_msg(fabs(mib - 206.6) < 0.05, "131072 tokens: %.4f MiB (kv %.0f + swa %.0f)", mib,
+                  kv, swa);
+    ck_assert_double_eq(mdl_kv_seq_bytes(&m, T), kv + swa);
+    // the window part is bounded, the global part grows with the sequence
+    ck_assert_double_eq(mdl_model_swa_bytes_seq(&m, 2 * T), swa);
+    ck_assert_msg(mdl_model_kv_bytes_seq(&m, 2 * T) == 2 * kv, "global KV linear in tokens");
+    ck_assert_double_eq(mdl_model_swa_bytes_seq(&m, 0), 0);
+    // an incomplete ratio-2 group is not published: 1 token has only the ratio-1 owner's entry
+    ck_assert_double_eq(mdl_model_kv_bytes_seq(&m, 1), 584 + 68);
+    ck_assert_msg(m.swa_lifetime_s > 0 && m.kv_lifetime_s > 100 * m.swa_lifetime_s,
+                  "lifetimes %g / %g", m.swa_lifetime_s, m.kv_lifetime_s);
+}
+END_TEST
+
+START_TEST(test_v4_params_and_pattern) {
+    mdl_model f = load_model("deepseek-v4-flash");
+    ck_assert_msg(near(f.params, 284e9, 0.01), "v4 flash params %.4g", f.params);
+    ck_assert_msg(near(f.active_params, 13e9, 0.04), "v4 flash active %.4g", f.active_params);
+    int n[5] = {0};
+    for (uint32_t l = 0; l < f.layers; l++) n[f.layer_kind[l]]++;
+    ck_assert_msg(n[MDL_LK_SWA] == 2 && n[MDL_LK_CSA] == 21 && n[MDL_LK_HCA] == 20,
+                  "swa %d csa %d hca %d", n[MDL_LK_SWA], n[MDL_LK_CSA], n[MDL_LK_HCA]);
+    ck_assert_uint_eq(f.layer_ratio[42], 4);
+    ck_assert_uint_eq(f.layer_ratio[41], 128);
+    // global KV: 21 x (512 + 64) / 4 + 20 x 512 / 128 at FP8 entries and FP4 index keys
+    ck_assert_double_eq(f.kv_bytes_per_token_full, 21 * 576 / 4.0 + 20 * 512 / 128.0);
+    mdl_model v = load_model("deepseek-v4.1-flash");
+    double backbone = v.params - v.engram_params;
+    ck_assert_msg(near(backbone, 552e9, 0.01), "v4.1 backbone %.4g", backbone);
+    ck_assert_msg(near(v.active_params, 16e9, 0.04), "v4.1 decode active %.4g", v.active_params);
+    ck_assert_msg(near(v.active_params_prefill, 8e9, 0.05), "v4.1 prefill active %.4g",
+                  v.active_params_prefill);
+    ck_assert_uint_eq(v.replay_start_layer, 21); // layer 20 owns the decoder's KV
+    int k[5] = {0};
+    for (uint32_t l = 0; l < v.layers; l++) k[v.layer_kind[l]]++;
+    ck_assert_msg(k[MDL_LK_SWA] == 2 && k[MDL_LK_CSA] == 4 && k[MDL_LK_REINDEX] == 4 &&
+                      k[MDL_LK_REUSE] == 30,
+                  "swa %d full %d reindex %d reuse %d", k[0], k[1], k[3], k[4]);
+    ck_assert_uint_eq(v.layer_ratio[19], 2); // reuse layers take their owner's ratio
+    ck_assert_uint_eq(v.layer_ratio[39], 1);
+    // Engram tables are weights in memory (~203 GB) but no FLOPs: active excludes them
+    ck_assert_msg(v.weight_bytes > 190e9 + v.engram_params && v.engram_params > 190e9, "%.4g",
+                  v.weight_bytes);
+}
+END_TEST
+
+// Decode memory-bound and growing with the batch; bounded decoder replay cuts a long prefill
+// chunk's GEMM FLOPs to the encoder's share.
+START_TEST(test_compressed_roofline) {
+    mdl_model m = load_model("deepseek-v4.1-flash");
+    mdl_hardware hw = load_hw("b200");
+    mdl_parallel par = {.gpus = 8, .tp = 8, .ep = 8, .ep_skew = 1};
+    double prev = 0;
+    for (uint32_t B = 1; B <= 256; B *= 4) {
+        mdl_seq s[256];
+        for (uint32_t i = 0; i < B; i++) s[i] = (mdl_seq){1, 8192};
+        mdl_batch b = {.phase = MDL_DECODE, .seqs = s, .n = B};
+        mdl_step_cost c;
+        mdl_roofline_eval(&m, &hw, &par, NULL, &b, &c);
+        ck_assert_msg(c.ns > prev, "batch %u: %lld ns after %.0f", B, (long long)c.ns, prev);
+        if (B == 1) ck_assert_msg(!c.compute_bound, "batch 1 decode compute-bound");
+        prev = (double)c.ns;
+    }
+    mdl_seq p = {8192, 0};
+    mdl_batch pb = {.phase = MDL_PREFILL, .seqs = &p, .n = 1};
+    mdl_work bounded, full;
+    mdl_batch_work_detail(&m, &pb, &bounded);
+    mdl_model nf = m;
+    nf.decoder_replay_tokens = 0;
+    mdl_model_derive(&nf);
+    mdl_batch_work_detail(&nf, &pb, &full);
+    double g_b = bounded.flops[MDL_WG_DENSE] + bounded.flops[MDL_WG_EXPERT];
+    double g_f = full.flops[MDL_WG_DENSE] + full.flops[MDL_WG_EXPERT];
+    double want = (m.active_params_prefill * (8192 - 128) + m.active_params * 128) /
+                  (nf.active_params * 8192 - (8192 - 1) * m.embedding_params);
+    ck_assert_msg(fabs(g_b / g_f - want) < 0.01, "bounded / full GEMM FLOPs %.4f, want %.4f",
+                  g_b / g_f, want);
+    ck_assert_msg(bounded.flops[MDL_WG_ATTN_WINDOW] < full.flops[MDL_WG_ATTN_WINDOW], "window");
+    // sparse attention: per query at most topk compressed + window keys, so 128k context
+    // costs about as much per decode token as 32k in attention FLOPs, while HCA-free V4.1's
+    // indexer grows with the context
+    mdl_seq d32 = {1, 32768}, d128 = {1, 131072};
+    mdl_batch b32 = {.phase = MDL_DECODE, .seqs = &d32, .n = 1};
+    mdl_batch b128 = {.phase = MDL_DECODE, .seqs = &d128, .n = 1};
+    mdl_work w32, w128;
+    mdl_batch_work_detail(&m, &b32, &w32);
+    mdl_batch_work_detail(&m, &b128, &w128);
+    ck_assert_double_eq(w32.flops[MDL_WG_ATTN_FULL], w128.flops[MDL_WG_ATTN_FULL]);
+    ck_assert_msg(w128.flops[MDL_WG_ATTN_INDEX] > 3.9 * w32.flops[MDL_WG_ATTN_INDEX], "indexer");
+    // V4-Flash's HCA layers attend every compressed entry: they grow with the context
+    mdl_model f = load_model("deepseek-v4-flash");
+    mdl_batch_work_detail(&f, &b32, &w32);
+    mdl_batch_work_detail(&f, &b128, &w128);
+    ck_assert_msg(w128.flops[MDL_WG_ATTN_FULL] > w32.flops[MDL_WG_ATTN_FULL], "hca");
+}
+END_TEST
+
+START_TEST(test_precision_override) {
+    mdl_model m = load_model("llama-3.1-8b");
+    mdl_hardware hw = load_hw("b200");
+    double wb = m.weight_bytes, kv = m.kv_bytes_per_token;
+    mdl_seq p = {8192, 0};
+    mdl_batch b = {.phase = MDL_PREFILL, .seqs = &p, .n = 1};
+    mdl_step_cost c16, c8, c4a16, c4;
+    mdl_roofline_eval(&m, &hw, NULL, NULL, &b, &c16);
+    mdl_model m8 = m;
+    mdl_model_apply_precision(&m8, MDL_PREC_FP8, MDL_PREC_FP8, MDL_PREC_AUTO);
+    ck_assert_double_eq(m8.weight_bytes, wb / 2);
+    ck_assert_double_eq(m8.kv_bytes_per_token, kv / 2);
+    mdl_roofline_eval(&m8, &hw, NULL, NULL, &b, &c8);
+    ck_assert_msg(c8.ns < 0.7 * c16.ns, "fp8 prefill %lld vs bf16 %lld", (long long)c8.ns,
+                  (long long)c16.ns);
+    // fp4 weights with bf16 GEMM inputs run at the bf16 rate (W4A16) ...
+    mdl_model m4 = m;
+    mdl_model_apply_precision(&m4, MDL_PREC_FP4, MDL_PREC_AUTO, MDL_PREC_BF16);
+    ck_assert_double_eq(m4.weight_bytes, wb / 4);
+    ck_assert_int_eq(mdl_model_gemm_precision(&m4, m4.weight_bytes_per_param), MDL_PREC_BF16);
+    mdl_roofline_eval(&m4, &hw, NULL, NULL, &b, &c4a16);
+    ck_assert_msg(llabs(c4a16.ns - c16.ns) < c16.ns / 20, "W4A16 %lld vs bf16 %lld",
+                  (long long)c4a16.ns, (long long)c16.ns);
+    // ... and W4A4 at the FP4 peak where the device has one (else the FP8 one)
+    mdl_model_apply_precision(&m4, MDL_PREC_AUTO, MDL_PREC_AUTO, MDL_PREC_FP4);
+    hw.fp4_flops = 2 * hw.fp8_flops;
+    mdl_roofline_eval(&m4, &hw, NULL, NULL, &b, &c4);
+    ck_assert_msg(c4.ns < 0.7 * c8.ns, "W4A4 %lld vs fp8 %lld", (long long)c4.ns,
+                  (long long)c8.ns);
+    hw.fp4_flops = 0;
+    ck_assert_double_eq(mdl_hw_peak(&hw, MDL_PREC_FP4), hw.fp8_flops);
+    // FP8 model files keep their FP8 GEMMs; gpt-oss's MXFP4 experts (0.53125 B) theirs at bf16
+    mdl_model ds = load_model("deepseek-v3");
+    ck_assert_int_eq(mdl_model_gemm_precision(&ds, 1), MDL_PREC_FP8);
+    mdl_model oss = load_model("gpt-oss-120b");
+    ck_assert_double_eq(oss.expert_weight_bytes_per_param, 0.53125);
+    ck_assert_int_eq(mdl_model_gemm_precision(&oss, 0.53125), MDL_PREC_BF16);
+    // csa: bf16 KV re-derives the entries; the FP4 index keys stay
+    mdl_model v = load_model("deepseek-v4.1-flash");
+    mdl_model_apply_precision(&v, MDL_PREC_AUTO, MDL_PREC_BF16, MDL_PREC_AUTO);
+    ck_assert_double_eq(v.kv_bytes_per_token_full, (1024 + 68) * 2.5);
+    ck_assert_double_eq(v.swa_entry_bytes, 1024);
+    mdl_prec pr;
+    ck_assert(mdl_prec_parse("fp4", &pr) && pr == MDL_PREC_FP4 && !mdl_prec_parse("int4", &pr));
+    ck_assert_double_eq(mdl_prec_bytes(MDL_PREC_FP4), 0.5);
+}
+END_TEST
+
+START_TEST(test_dspark_block) {
+    mdl_model m = load_model("deepseek-v4.1-flash");
+    mdl_spec sp;
+    kvf_err err = {0};
+    ck_assert_int_eq(mdl_spec_from_model(&sp, &m, &err), KVF_OK);
+    ck_assert_uint_eq(sp.block, 5);
+    // expected tokens per verify step from the file's acceptance curve, by hand
+    double e = 1, pr = 1;
+    for (uint32_t i = 0; i < sp.block - 1; i++) e += (pr *= m.dspark_accept[i]);
+    ck_assert_double_eq_tol(mdl_spec_tokens_per_step(&sp), e, 1e-12);
+    ck_assert_msg(e > 1 && e < sp.block, "tokens per step %.3f", e);
+    mdl_spec all = sp;
+    all.naccept = 1;
+    all.accept[0] = 1;
+    ck_assert_double_eq(mdl_spec_tokens_per_step(&all), sp.block);
+    all.accept[0] = 0;
+    ck_assert_double_eq(mdl_spec_tokens_per_step(&all), 1);
+    // draft + verify: more than verifying alone, the draft a small share of it
+    mdl_hardware hw = load_hw("gb200");
+    mdl_parallel par = {.gpus = 8, .tp = 1, .ep = 8, .ep_skew = 1};
+    mdl_stepper *st = mdl_roofline_create(&m, &hw, &par, NULL);
+    mdl_seq s[64];
+    for (int i = 0; i < 64; i++) s[i] = (mdl_seq){sp.block, 4096};
+    mdl_batch b = {.phase = MDL_DECODE, .seqs = s, .n = 64};
+    mdl_step_cost v, tot, dr;
+    mdl_stepper_cost(st, &b, &v);
+    mdl_spec_step_cost(st, &sp, &b, &tot, &dr);
+    ck_assert_msg(dr.ns > 0 && tot.ns == v.ns + dr.ns && dr.ns < v.ns / 2,
+                  "verify %lld draft %lld total %lld", (long long)v.ns, (long long)dr.ns,
+                  (long long)tot.ns);
+    ck_assert_msg(mdl_spec_weight_bytes(&sp) > 1e9 && mdl_spec_weight_bytes(&sp) < 0.1 * m.weight_bytes,
+                  "draft weights %.4g", mdl_spec_weight_bytes(&sp));
+    mdl_stepper_destroy(st);
+    mdl_model l = load_model("llama-3.1-8b");
+    ck_assert_int_eq(mdl_spec_from_model(&sp, &l, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "dspark_layers"), "%s", err.msg);
+}
+END_TEST
+
+#define CSA "name: c\nlayers: 3\nhidden: 64\nheads: 4\nkv_heads: 1\nhead_dim: 32\nvocab: 100\n" \
+            "ffn: 128\nattention: csa\nwindow: 8\nindex_heads: 2\nindex_head_dim: 8\nindex_topk: 4\n"
+
+START_TEST(test_compressed_bad_input) {
+    mdl_model m;
+    kvf_err err = {0};
+    ck_assert_int_eq(mdl_model_load(&m, write_tmp("c.yaml", CSA "layer_pattern: swa csa4 reuse\n"),
+                                    NULL, &err),
+                     KVF_OK);
+    ck_assert_uint_eq(m.layer_ratio[2], 4);
+    expect_model_error(CSA "layer_pattern: swa csa4 mla\n", KVF_EINVAL, "bad.yaml:14",
+                       "unknown layer token 'mla'");
+    expect_model_error(CSA "layer_pattern: swa*2\n", KVF_EINVAL, "bad.yaml:14",
+                       "names 2 layers, layers is 3");
+    expect_model_error(CSA "layer_pattern: reuse csa2 swa\n", KVF_EINVAL, "bad.yaml:14",
+                       "layer 0 (reuse) has no earlier csa/hca layer");
+    expect_model_error(CSA "layer_pattern: csa1 csa2 csa4\n", KVF_EINVAL, "bad.yaml:14",
+                       "more than 2 compression ratios");
+    expect_model_error(CSA "layer_pattern: (swa csa2\n", KVF_EINVAL, "bad.yaml:14", "group");
+    expect_model_error(CSA "layer_pattern: swa csa2 swa\nkv_layout: physical\n", KVF_EINVAL,
+                       "bad.yaml:1", "'phys_kv_entry_bytes' must be positive");
+    expect_model_error(CSA "layer_pattern: swa csa2 swa\nkv_layout: packed\n", KVF_EPARSE,
+                       "bad.yaml:15", "logical or physical");
+    expect_model_error(CSA "layer_pattern: swa csa2 swa\nactivations: int8\n", KVF_EPARSE,
+                       "bad.yaml:15", "bf16, fp8 or fp4");
+    expect_model_error(CSA "layer_pattern: swa csa2 swa\ndspark_layers: 1\ndspark_block: 3\n"
+                           "dspark_accept: 0.9 1.5\n",
+                       KVF_EINVAL, "bad.yaml:17", "'dspark_accept' must be numbers in [0, 1]");
+    expect_model_error(GOOD "layer_pattern: swa swa\n", KVF_EINVAL, "bad.yaml:7",
+                       "'layer_pattern' applies to attention: csa or hca only");
+    // fractional weight bytes are accepted, negative ones refused
+    ck_assert_int_eq(mdl_model_load(&m, write_tmp("f.yaml", GOOD "weight_bytes_per_param: 0.5\n"),
+                                    NULL, &err),
+                     KVF_OK);
+    ck_assert_double_eq(m.weight_bytes_per_param, 0.5);
+    expect_model_error(GOOD "weight_bytes_per_param: -1\n", KVF_EINVAL, "bad.yaml:7",
+                       "must not be negative");
+}
+END_TEST
+
+// The calibrated model accepts csa/hca models without profile rows: roofline, flagged.
+START_TEST(test_calibrated_compressed_fallback) {
+    mdl_model m = load_model("deepseek-v4-flash");
+    mdl_hardware h = load_hw("b200");
+    mdl_stepper *s = NULL;
+    kvf_err err = {0};
+    ck_assert_int_eq(mdl_calibrated_create(&s, &m, &h, NULL, NULL, write_profile("tiny-dense"), &err),
+                     KVF_OK);
+    mdl_seq q = {1, 1000};
+    mdl_batch b = {.phase = MDL_DECODE, .seqs = &q, .n = 1};
+    mdl_step_cost c, r;
+    mdl_stepper_cost(s, &b, &c);
+    mdl_roofline_eval(&m, &h, NULL, NULL, &b, &r);
+    ck_assert(c.extrapolated && c.ns == r.ns);
+    ck_assert_uint_eq(s->extrapolations, 1);
+    mdl_stepper_destroy(s);
+}
+END_TEST
+
 START_TEST(test_decode_sums_match_listed) {
-    const char *models[] = {"llama-3.1-8b",  "deepseek-v3",       "gpt-oss-120b",
-                            "gemma-3-27b",   "tiny-dense",        "deepseek-v3.2-exp",
-                            "qwen3-235b-a22b"};
+    const char *models[] = {"llama-3.1-8b",      "deepseek-v3",       "gpt-oss-120b",
+                            "gemma-3-27b",       "tiny-dense",        "deepseek-v3.2-exp",
+                            "qwen3-235b-a22b",   "deepseek-v4-flash", "deepseek-v4.1-flash"};
     mdl_hardware hw = load_hw("h100");
     uint64_t x = 88172645463325252ULL;
     for (size_t k = 0; k < sizeof models / sizeof *models; k++) {
@@ -1117,6 +1386,12 @@ static Suite *models_suite(void) {
     tcase_add_test(t, test_dsa_against_mla);
     tcase_add_test(t, test_table_model_terms);
     tcase_add_test(t, test_hardware_kernel_tables);
+    tcase_add_test(t, test_v41_kv_layout);
+    tcase_add_test(t, test_v4_params_and_pattern);
+    tcase_add_test(t, test_compressed_roofline);
+    tcase_add_test(t, test_precision_override);
+    tcase_add_test(t, test_dspark_block);
+    tcase_add_test(t, test_compressed_bad_input);
     suite_add_tcase(s, t);
     t = tcase_create("calibrated");
     tcase_add_checked_fixture(t, setup_dirs, cleanup_dirs);
@@ -1125,6 +1400,7 @@ static Suite *models_suite(void) {
     tcase_add_test(t, test_calibrated_extrapolation_flagged);
     tcase_add_test(t, test_calibrated_bad_profiles);
     tcase_add_test(t, test_fit_recovers_efficiency);
+    tcase_add_test(t, test_calibrated_compressed_fallback);
     suite_add_tcase(s, t);
     return s;
 }
