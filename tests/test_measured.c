@@ -551,9 +551,44 @@ START_TEST(test_inference_perf_per_request) {
         if (i >= 2 && o.nb[i] && o.nb[i - 2]) ck_assert(o.b0[i] == o.b0[i - 2]);   // same group
     }
     rd_free(&o);
+    trc_measured_free(&m);
+    // the later per-request layout (info.request_metrics / info.response_metrics) reads the same
+    char d[600], f[700];
+    snprintf(d, sizeof d, "%s", tmp_path("ip_later"));
+    mkdir(d, 0755);
+    snprintf(f, sizeof f, "%s/results", d);
+    mkdir(f, 0755);
+    static const char *copy[] = {"summary_lifecycle_metrics.json", "config.yaml"};
+    for (int i = 0; i < 2; i++) {
+        char from[300];
+        snprintf(from, sizeof from, "tests/data/measured/ip_small/results/%s", copy[i]);
+        char *t = slurp(src_path(from));
+        snprintf(f, sizeof f, "%s/results/%s", d, copy[i]);
+        spit(f, t);
+        free(t);
+    }
+    for (size_t i = 0; i < json_array_size(pr); i++) {
+        json_t *q = json_array_get(pr, i), *info = json_object_get(q, "info");
+        json_t *later = json_pack("{s:{s:{s:O}},s:{s:O,s:O}}", "request_metrics", "text",
+                                  "input_tokens", json_object_get(info, "input_tokens"),
+                                  "response_metrics", "output_tokens",
+                                  json_object_get(info, "output_tokens"), "output_token_times",
+                                  json_object_get(info, "output_token_times"));
+        ck_assert(later != NULL);
+        json_object_set_new(q, "info", later);
+    }
+    snprintf(f, sizeof f, "%s/results/per_request_lifecycle_metrics.json", d);
+    ck_assert(!json_dump_file(pr, f, JSON_INDENT(2) | JSON_REAL_PRECISION(17)));
+    ck_assert_msg(!trc_measured_read(d, TRC_MEAS_INFERENCE_PERF, -1, &m, &err), "%s", err.msg);
+    trc_measured_summary r2;
+    ck_assert_msg(!trc_measured_summarize(&m, &r2, &err), "%s", err.msg);
+    CLOSE(r2.ttft_s.mean, r.ttft_s.mean, 1e-12, "later layout ttft");
+    CLOSE(r2.itl_s.p90, r.itl_s.p90, 1e-12, "later layout itl p90");
+    CLOSE(r2.tpot_s.mean, r.tpot_s.mean, 1e-12, "later layout tpot");
+    CLOSE(r2.input_tok_s, r.input_tok_s, 1e-12, "later layout input tok/s");
+    trc_measured_free(&m);
     json_decref(s);
     json_decref(pr);
-    trc_measured_free(&m);
 }
 END_TEST
 

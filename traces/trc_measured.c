@@ -959,12 +959,20 @@ static int read_ip_requests(const char *path, trc_measured *m, kvf_err *err) {
         }
         double t_start, t_end, in, out;
         uint64_t u;
+        // info.{input_tokens, output_tokens, output_token_times} (2025-26 layout) or
+        // info.request_metrics.text.input_tokens, info.response_metrics.{output_tokens,
+        // output_token_times} (later releases)
+        bool newer = jpath(r, "info.response_metrics") != NULL;
+        const char *k_in = jpath(r, "info.input_tokens") || !newer
+                               ? "info.input_tokens"
+                               : "info.request_metrics.text.input_tokens";
+        const char *k_out = newer ? "info.response_metrics.output_tokens" : "info.output_tokens";
         if (jnumber(&c, r, pre, "start_time", REQ | NONNEG, &t_start) ||
             jnumber(&c, r, pre, "end_time", REQ | NONNEG, &t_end) ||
-            jcount(&c, r, pre, "info.input_tokens", 0, &u, NULL))
+            jcount(&c, r, pre, k_in, 0, &u, NULL))
             goto done;
         in = (double)u;
-        if (jcount(&c, r, pre, "info.output_tokens", 0, &u, NULL)) goto done;
+        if (jcount(&c, r, pre, k_out, 0, &u, NULL)) goto done;
         out = (double)u;
         if (t_end < t_start) {
             char f[48];
@@ -980,7 +988,8 @@ static int read_ip_requests(const char *path, trc_measured *m, kvf_err *err) {
         q->output_tokens = q->ok ? (out > TRC_MAX_TOKENS ? (uint32_t)TRC_MAX_TOKENS : (uint32_t)out)
                                  : 0;
         q->e2e_s = t_end - t_start;
-        json_t *tt = jpath(r, "info.output_token_times");
+        json_t *tt = jpath(r, newer ? "info.response_metrics.output_token_times"
+                                    : "info.output_token_times");
         size_t k = tt && json_is_array(tt) ? json_array_size(tt) : 0;
         if (q->ok && k > 1) {
             double prev = NAN;
