@@ -1,6 +1,11 @@
 // tests/test_report_browser.c -- renders report.html in headless Chromium and checks that the
-// browser sees the charts (inline SVG) and the tables. Exits 77 (skipped) when no Chromium is
-// installed. KVF_TEST_KEEP=1 keeps the directory with the page and its screenshot.
+// browser sees the charts (inline SVG) and the tables, and that a quickstart run's page opens
+// with its answer: at 1400x900 the answer block (#answer) lies wholly inside the window
+// (measured by the browser: a copy of the page with a probe script that writes the block's
+// box into the DOM), and every figure in it equals summary.json, formatted in its unit.
+// Exits 77 (skipped) when no Chromium is installed. KVF_TEST_KEEP=1 keeps the directories
+// with the pages and their screenshots; KVF_SCREENSHOT_DIR=D copies the 1400x900 screenshot
+// to D/report.png.
 #include <check.h>
 #include <jansson.h>
 #include <math.h>
@@ -12,6 +17,7 @@
 
 #include "helpers/kvt.h"
 #include "rpt.h"
+#include "rpt_util.h"
 
 static char tmpdir[256];
 static char browser[64];
@@ -106,8 +112,8 @@ START_TEST(test_report_renders_in_chromium) {
     ck_assert_msg(rc == 0, "%s --dump-dom exited %d (see %s/browser.log)", browser, rc, tmpdir);
     char *dom = kvt_slurp(dom_path);
     ck_assert_msg(strlen(dom) > 1000, "DOM of %zu bytes", strlen(dom));
-    ck_assert(strstr(dom, "Headline figures") != NULL);
-    ck_assert(strstr(dom, "id=\"headline-table\"") != NULL);
+    ck_assert(strstr(dom, "id=\"answer\"") != NULL);
+    ck_assert(strstr(dom, "id=\"all-table\"") != NULL);
     ck_assert(strstr(dom, "id=\"economics-table\"") != NULL);
     ck_assert(strstr(dom, "id=\"sens-hit-table\"") != NULL);
     ck_assert_msg(kvt_count(dom, "<table") >= 6, "%d tables", kvt_count(dom, "<table"));
@@ -138,6 +144,177 @@ START_TEST(test_report_renders_in_chromium) {
 }
 END_TEST
 
+// The probe: the boxes of the answer block and the first chart, and the window, as the
+// browser laid them out, written into <body> attributes for --dump-dom.
+static const char PROBE[] =
+    "<script>(function(){var b=document.body;function box(q){var e=document.querySelector(q);"
+    "if(!e)return 'none';var r=e.getBoundingClientRect();return r.top+','+r.bottom+','+r.left+"
+    "','+r.right;}b.setAttribute('data-probe-viewport',innerWidth+'x'+innerHeight);"
+    "b.setAttribute('data-probe-answer',box('#answer'));"
+    "b.setAttribute('data-probe-chart',box('figure'));})();</script>";
+
+// Renders a copy of page with the probe at w x h; returns the DOM (caller frees).
+static char *probe_dom(const char *page, const char *dir, unsigned w, unsigned h) {
+    char *html = kvt_slurp(page);
+    char *end = strstr(html, "</body>");
+    ck_assert_ptr_nonnull(end);
+    char probe[600], out[600], args[128];
+    snprintf(probe, sizeof probe, "%s/probe.html", dir);
+    FILE *f = fopen(probe, "w");
+    ck_assert_ptr_nonnull(f);
+    fwrite(html, 1, (size_t)(end - html), f);
+    fputs(PROBE, f);
+    fputs(end, f);
+    fclose(f);
+    free(html);
+    snprintf(out, sizeof out, "%s/probe_dom.html", dir);
+    snprintf(args, sizeof args, "--window-size=%u,%u --dump-dom", w, h);
+    int rc = kvt_browser_run(probe, args, out, dir);
+    ck_assert_msg(rc == 0, "probe exited %d (see %s/browser.log)", rc, dir);
+    return kvt_slurp(out);
+}
+
+// The value of attribute name in dom (first occurrence), or "".
+static void attr(const char *dom, const char *name, char *out, size_t n) {
+    char pat[80];
+    snprintf(pat, sizeof pat, "%s=\"", name);
+    const char *p = strstr(dom, pat);
+    out[0] = 0;
+    if (!p) return;
+    p += strlen(pat);
+    const char *e = strchr(p, '"');
+    if (e) snprintf(out, n, "%.*s", (int)(e - p), p);
+}
+
+// A shown figure read back, in the unit summary.json keeps it in (key decides: _ms keys in
+// ms, fractions as fractions), independently of the formatter: "943 ms", "5.40 s", "2.53 min",
+// "58.1 %", "$0.0600", "$12,765", "963 tokens/s", "37.6 k tokens/s", "4". NaN when unreadable.
+static double read_back(const char *key, const char *text) {
+    char num[64];
+    size_t k = 0;
+    const char *p = text;
+    if (*p == '$') p++;
+    for (; *p && k + 1 < sizeof num && (strchr("0123456789.-", *p) || *p == ','); p++)
+        if (*p != ',') num[k++] = *p;
+    num[k] = 0;
+    if (!k) return NAN;
+    double x = strtod(num, NULL);
+    while (*p == ' ') p++;
+    if (*p == 'k' && p[1] == ' ') x *= 1e3, p += 2;
+    else if (*p == 'M' && p[1] == ' ') x *= 1e6, p += 2;
+    else if (*p == 'G' && p[1] == ' ') x *= 1e9, p += 2;
+    double s = 1;   // seconds per shown unit
+    bool dur = true;
+    if (!strncmp(p, "ms", 2)) s = 1e-3;
+    else if (!strncmp(p, "us", 2)) s = 1e-6;
+    else if (!strncmp(p, "min", 3)) s = 60;
+    else if (!strncmp(p, "s", 1) && (p[1] == 0 || p[1] == ' ')) s = 1;
+    else if (!strncmp(p, "h", 1) && p[1] == 0) s = 3600;
+    else if (!strncmp(p, "d", 1) && p[1] == 0) s = 86400;
+    else dur = false;
+    if (*p == '%') return x / 100;
+    if (dur) return strstr(key, "_ms") ? x * s * 1e3 : x * s;
+    return x;
+}
+
+// Every data-key figure inside the answer block: value equal to summary.json, text formatted
+// in the key's unit and, read back, within 3 significant digits of the value. Returns how
+// many.
+static int check_answer_figures(const char *dom, json_t *sum) {
+    const char *a = strstr(dom, "id=\"answer\"");
+    ck_assert_msg(a, "no answer block");
+    const char *end = strstr(a, "</section>");
+    ck_assert_ptr_nonnull(end);
+    int n = 0;
+    for (const char *p = a; (p = strstr(p, "data-key=\"")) && p < end; n++) {
+        p += 10;
+        const char *q = strchr(p, '"');
+        char key[160], want[64], text[96];
+        snprintf(key, sizeof key, "%.*s", (int)(q - p), p);
+        const char *dv = strstr(q, "data-value=\"");
+        ck_assert_msg(dv && dv < strchr(q, '>'), "%s: no data-value", key);
+        double page = strtod(dv + 12, NULL);
+        double x = kvt_num(sum, key);
+        ck_assert_msg(page == x, "%s: page %.17g, summary.json %.17g", key, page, x);
+        const char *t = strchr(dv, '>') + 1;
+        snprintf(text, sizeof text, "%.*s", (int)(strchr(t, '<') - t), t);
+        rpt_fmt_keyed(key, x, want, sizeof want);
+        ck_assert_msg(!strcmp(text, want), "%s: shown '%s', want '%s'", key, text, want);
+        double back = read_back(key, text);
+        ck_assert_msg(fabs(back - x) <= 0.0051 * fabs(x) + 1e-12,
+                      "%s: shown '%s' reads %.6g, summary.json %.6g", key, text, back, x);
+        ck_assert_msg(!strstr(text, "e+") && !strstr(text, "e-"), "%s: '%s'", key, text);
+    }
+    return n;
+}
+
+// A quickstart run's report: the answer is the first thing, wholly visible at 1400x900.
+START_TEST(test_report_answer_above_the_fold) {
+    kvt_tmp_make("kvf_report_fold");
+    int rc = kvt_sh("%s run scenarios/quickstart.yaml --set workload.limit_requests=400 -q -o %s/r",
+                    kvt_bin(), kvt_tmp);
+    ck_assert_msg(rc == 0, "run exited %d: %s", rc, kvt_err);
+    char dir[200], page[300], path[300];
+    snprintf(dir, sizeof dir, "%s/r", kvt_tmp);
+    snprintf(page, sizeof page, "%s/report.html", dir);
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    json_error_t je;
+    json_t *sum = json_load_file(path, 0, &je);
+    ck_assert_msg(sum, "%s: %s", path, je.text);
+    char *dom = probe_dom(page, dir, 1400, 900);
+    char vp[64], box[128];
+    attr(dom, "data-probe-viewport", vp, sizeof vp);
+    // a 1400x900 window: headless Chromium lays the page out in what is left of it once its
+    // frame is taken off (757 px high), stricter than the 900 px of a screenshot
+    int vw = 0, vh = 0;
+    ck_assert_msg(sscanf(vp, "%dx%d", &vw, &vh) == 2 && vw == 1400 && vh >= 700 && vh <= 900,
+                  "viewport %s", vp);
+    attr(dom, "data-probe-answer", box, sizeof box);
+    double top, bottom, left, right;
+    ck_assert_msg(sscanf(box, "%lf,%lf,%lf,%lf", &top, &bottom, &left, &right) == 4,
+                  "answer box '%s'", box);
+    ck_assert_msg(top >= 0 && bottom <= vh && left >= 0 && right <= vw,
+                  "answer block at %.0f..%.0f px (viewport %d px high)", top, bottom, vh);
+    attr(dom, "data-probe-chart", box, sizeof box);
+    double ctop = 0;
+    sscanf(box, "%lf", &ctop);
+    fprintf(stderr, "report.html at %s: answer %.0f..%.0f px, first chart from %.0f px\n", vp,
+            top, bottom, ctop);
+    ck_assert_msg(ctop > bottom && ctop < vh, "first chart at %.0f px", ctop);
+    // the figures: cost per Mtok, margin, attainment, GPUs, the line below
+    int n = check_answer_figures(dom, sum);
+    ck_assert_msg(n >= 8, "%d figures in the answer", n);
+    static const char *const must[] = {"economics.cost_per_mtok_usd.input", "economics.margin",
+                                       "slo.attainment", "gpus.prefill", "gpus.decode"};
+    const char *a = strstr(dom, "id=\"answer\"");
+    for (size_t i = 0; i < sizeof must / sizeof must[0]; i++) {
+        char pat[128];
+        snprintf(pat, sizeof pat, "data-key=\"%s\"", must[i]);
+        ck_assert_msg(strstr(a, pat), "the answer lacks %s", must[i]);
+    }
+    const char *state = json_string_value(json_object_get(json_object_get(sum, "saturation"), "state"));
+    char want[96];
+    snprintf(want, sizeof want, "id=\"hl-saturation\" data-state=\"%s\"", state);
+    ck_assert_msg(strstr(dom, want), "no verdict %s", state);
+    const char *reason = json_string_value(json_object_get(json_object_get(sum, "saturation"), "reason"));
+    ck_assert_msg(reason && strstr(a, reason), "the verdict lacks its reason");
+    // the page names the final directory, and the full figures table comes last
+    ck_assert(strstr(dom, "data-dir=\"") && !strstr(dom, ".tmp."));
+    ck_assert(strstr(dom, "id=\"all-table\"") > strstr(dom, "id=\"charts\""));
+    free(dom);
+    char png[300];
+    snprintf(png, sizeof png, "%s/report.png", kvt_tmp);
+    kvt_browser_screenshot(page, png, 1400, 900, 30000, kvt_tmp);
+    const char *keep = getenv("KVF_SCREENSHOT_DIR");
+    if (keep) ck_assert_int_eq(kvt_sh("cp %s %s/report.png", png, keep), 0);
+    json_decref(sum);
+    if (getenv("KVF_TEST_KEEP"))
+        fprintf(stderr, "kept %s (r/report.html, report.png)\n", kvt_tmp);
+    else
+        kvt_tmp_remove();
+}
+END_TEST
+
 int main(void) {
     const char *b = kvt_browser();
     if (!b) {
@@ -149,6 +326,7 @@ int main(void) {
     TCase *t = tcase_create("chromium");
     tcase_set_timeout(t, 400);
     tcase_add_test(t, test_report_renders_in_chromium);
+    tcase_add_test(t, test_report_answer_above_the_fold);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
