@@ -42,7 +42,7 @@ for c in "${cases[@]}"; do
     bin=$old; [ $side = new ] && bin=$new
     # shellcheck disable=SC2086
     (cd "$here" && "$bin" run "$s" $extra -q -o "$work/$side-$name" --no-report) \
-      > "$work/$side-$name.log" 2>&1 || echo "exit $? ($side)" >> "$work/$side-$name.rc"
+      > "$work/$side-$name.log" 2>&1 || echo "exit $?" >> "$work/$side-$name.rc"
   done
   if ! cmp -s "$work/old-$name.rc" "$work/new-$name.rc" 2>/dev/null &&
      [ -e "$work/old-$name.rc" -o -e "$work/new-$name.rc" ]; then ok=0; fi

@@ -1,0 +1,303 @@
+// sim/config/sim_validate.c -- cross-key checks of a loaded scenario (keys that cannot apply are
+// refused, files named exist); ranges are the key table's, not checked again here.
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <jansson.h>
+#include <yaml.h>
+
+#include "sim.h"
+#include "sim_keys.h"
+#include "sim_sample.h"
+
+// ---- validation ---------------------------------------------------------------------------
+
+void sim_config_resolve(const sim_config *c, const char *p, char *out, size_t n) {
+    if (p[0] == '/' || !c->dir[0] || !strcmp(c->dir, "."))
+        copy_str(out, n, p);
+    else
+        snprintf(out, n, "%s/%s", c->dir, p);
+}
+
+static bool is_file(const char *path) {
+    struct stat s;
+    return stat(path, &s) == 0 && S_ISREG(s.st_mode);
+}
+
+// Why path is not a usable input file: "No such file" (missing) or what it is instead.
+static const char *not_file_why(const char *path) {
+    struct stat s;
+    if (stat(path, &s) != 0) return "No such file";
+    if (S_ISDIR(s.st_mode)) return "is a directory, not a file";
+    if (S_ISFIFO(s.st_mode)) return "is a FIFO (pipe), not a regular file";
+    if (S_ISCHR(s.st_mode) || S_ISBLK(s.st_mode)) return "is a device, not a regular file";
+    return "is not a regular file";
+}
+
+__attribute__((format(printf, 4, 5))) static kvf_status
+vfail(const sim_config *c, kvf_err *err, const char *key, const char *fmt, ...) {
+    char where[SIM_PATH_MAX + 128], what[768];
+    sim_config_where(c, key, where, sizeof where);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return kvf_fail(err, KVF_EINVAL, "%s: %s", where, what);
+}
+
+// The file a key names is not a usable input: KVF_ENOENT when it is missing, KVF_EINVAL when
+// it is something else (a directory, a FIFO, ...); the message names the key and the path.
+static kvf_status file_fail(const sim_config *c, kvf_err *err, const char *key, const char *path) {
+    char where[SIM_PATH_MAX + 128];
+    sim_config_where(c, key, where, sizeof where);
+    struct stat sb;
+    kvf_status code = stat(path, &sb) != 0 ? KVF_ENOENT : KVF_EINVAL;
+    return kvf_fail(err, code, "%s: %s: %s", where, path, not_file_why(path));
+}
+
+// A model/hardware name: a path when it has a '/' or ends in .yaml/.yml, else
+// <dir>/<folder>/<name>.yaml, falling back to the installed kvfleet's own models folder (so a
+// scenario kept anywhere can name the bundled models).
+static void resolve_named(const sim_config *c, const char *name, const char *folder, char *out,
+                          size_t n) {
+    if (strchr(name, '/') || kvf_endswith(name, ".yaml") || kvf_endswith(name, ".yml")) {
+        sim_config_resolve(c, name, out, n);
+        return;
+    }
+    char rel[SIM_PATH_MAX + 64];
+    snprintf(rel, sizeof rel, "%s/%s.yaml", folder, name);
+    sim_config_resolve(c, rel, out, n);
+    struct stat sb;
+    if (stat(out, &sb) != 0) {
+        char alt[SIM_PATH_MAX + 128];
+        snprintf(alt, sizeof alt, "%s/%s/%s.yaml", KVF_SOURCE_DIR, folder, name);
+        if (stat(alt, &sb) == 0) snprintf(out, n, "%s", alt);
+    }
+}
+
+void sim_config_model_path(const sim_config *c, char *out, size_t n) {
+    resolve_named(c, c->model, "models", out, n);
+}
+
+void sim_config_hardware_path(const sim_config *c, char *out, size_t n) {
+    resolve_named(c, c->hardware, "models/hardware", out, n);
+}
+
+void sim_config_profile_path(const sim_config *c, char *out, size_t n) {
+    sim_config_resolve(c, c->profile, out, n);
+}
+
+// Every pool key applies to every pool kind that has it, as one queue policy (scheduler,
+// queue_limit, max_batch_requests, and the token budget for the pools that batch tokens);
+// the few that cannot apply are refused when given (and left out of sim_config_to_json):
+//   vision  batches images: max_batch_tokens, chunk_tokens and kv_tokens do not apply
+//   decode  steps one token per sequence: chunk_tokens does not apply
+//   decode  in colocated mode: its instances join the prefill pool's step model, so their
+//           shape (gpus_per_instance, tp, ep) must be the prefill pool's; they keep the decode
+//           pool's queue policy and KV capacity (and in colocated mode chunk_tokens applies)
+// Returns why key cannot apply to c, or NULL when it can.
+const char *sim_key_refused_for_pool(const sim_config *c, const char *key) {
+    static const char *const vision_no[] = {"max_batch_tokens", "chunk_tokens", "kv_tokens", NULL};
+    static const char *const decode_no[] = {"chunk_tokens", NULL};
+    static const struct {
+        const char *pool;
+        const char *const *keys;
+        const char *why;
+    } rules[] = {
+        {"vision", vision_no, "the vision pool batches images, not tokens or KV"},
+        {"decode", decode_no, "decode steps compute one token per sequence: there is nothing to chunk"},
+    };
+    for (size_t r = 0; r < sizeof rules / sizeof *rules; r++) {
+        if (r == 1 && c->cluster.mode == SIM_COLOCATED) continue;   // colocated decode instances chunk
+        for (int k = 0; rules[r].keys[k]; k++) {
+            char name[96];
+            snprintf(name, sizeof name, "cluster.%s.%s", rules[r].pool, rules[r].keys[k]);
+            if (!strcmp(name, key)) return rules[r].why;
+        }
+    }
+    return NULL;
+}
+
+static kvf_status check_pool_keys_apply(const sim_config *c, kvf_err *err) {
+    if (c->cluster.mode == SIM_COLOCATED && c->cluster.decode.instances > 0) {
+        const sim_pool_cfg *p = &c->cluster.prefill, *d = &c->cluster.decode;
+        if (d->gpus_per_instance != p->gpus_per_instance || d->tp != p->tp || d->ep != p->ep)
+            return vfail(c, err, "cluster.decode.gpus_per_instance",
+                         "colocated instances share one shape: cluster.decode's gpus_per_instance, tp "
+                         "and ep (%d, %d, %d) must equal cluster.prefill's (%d, %d, %d)",
+                         d->gpus_per_instance, d->tp, d->ep, p->gpus_per_instance, p->tp, p->ep);
+    }
+    for (int32_t i = 0; i < c->n_key_lines; i++) {
+        const char *why = sim_key_refused_for_pool(c, c->key_lines[i].key);
+        if (why) return vfail(c, err, c->key_lines[i].key, "does not apply: %s", why);
+    }
+    return KVF_OK;
+}
+
+static kvf_status check_pool(const sim_config *c, const sim_pool_cfg *p, const char *pool,
+                             kvf_err *err) {
+    char key[64];   // ranges are the key table's (sim_key_check_ranges); here what joins keys
+    snprintf(key, sizeof key, "cluster.%s.tp", pool);
+    if (p->tp < 0 || (p->tp > 0 && p->gpus_per_instance % p->tp))
+        return vfail(c, err, key, "must divide gpus_per_instance (%d), got %d",
+                     p->gpus_per_instance, p->tp);
+    snprintf(key, sizeof key, "cluster.%s.ep", pool);
+    if (p->ep < 0 || (p->ep > 0 && p->gpus_per_instance % p->ep))
+        return vfail(c, err, key, "must divide gpus_per_instance (%d), got %d",
+                     p->gpus_per_instance, p->ep);
+    return KVF_OK;
+}
+
+// The large-EP keys apply only to an MoE model whose experts a pool spreads over GPUs
+// (route_nodes: over more than one scale-up domain); anything else is refused.
+static kvf_status check_moe_keys(const sim_config *c, kvf_err *err) {
+    if (!c->moe.route_nodes && !c->moe.two_batch) return KVF_OK;
+    const char *key = c->moe.route_nodes ? "moe.route_nodes" : "moe.two_batch_overlap";
+    char path[SIM_PATH_MAX + 128], dir[SIM_PATH_MAX + 128];
+    mdl_model m;
+    mdl_hardware hw;
+    kvf_err e2 = {0};
+    sim_config_resolve(c, "models", dir, sizeof dir);
+    sim_config_model_path(c, path, sizeof path);
+    if (mdl_model_load(&m, path, dir, &e2)) return vfail(c, err, "model", "%s", e2.msg);
+    sim_config_hardware_path(c, path, sizeof path);
+    if (mdl_hardware_load(&hw, path, dir, &e2)) return vfail(c, err, "hardware", "%s", e2.msg);
+    if (!m.experts) return vfail(c, err, key, "applies to MoE models only (%s has no experts)", m.name);
+    const sim_pool_cfg *pools[] = {&c->cluster.prefill, &c->cluster.decode};
+    uint32_t max_ep = 0;
+    for (int i = 0; i < 2; i++) {
+        if (pools[i]->instances < 1) continue;
+        int ep = pools[i]->ep > 0 ? pools[i]->ep : pools[i]->gpus_per_instance;
+        if ((uint32_t)ep > max_ep) max_ep = (uint32_t)ep;
+    }
+    if (max_ep <= 1) return vfail(c, err, key, "needs a pool with expert parallelism (ep > 1)");
+    if (c->moe.route_nodes) {
+        uint32_t dom = hw.scaleup_domain ? hw.scaleup_domain : 8;
+        if (max_ep <= dom)
+            return vfail(c, err, "moe.route_nodes",
+                         "no pool spreads experts over more than one scale-up domain (largest "
+                         "ep %u, %s domain %u GPUs)", max_ep, hw.name, dom);
+        if (c->moe.route_nodes >= m.experts_active)
+            return vfail(c, err, "moe.route_nodes",
+                         "%u does not limit routing: a token has only %u experts", c->moe.route_nodes,
+                         m.experts_active);
+    }
+    return KVF_OK;
+}
+
+kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
+    char path[SIM_PATH_MAX + 128];
+    kvf_status st;
+    if ((st = sim_key_check_ranges(c, err))) return st;
+
+    if (!c->model[0]) return vfail(c, err, "model", "must not be empty");
+    sim_config_model_path(c, path, sizeof path);
+    if (!is_file(path)) return file_fail(c, err, "model", path);
+    if (!c->hardware[0]) return vfail(c, err, "hardware", "must not be empty");
+    sim_config_hardware_path(c, path, sizeof path);
+    if (!is_file(path)) return file_fail(c, err, "hardware", path);
+
+    if (!strcmp(c->step_model, "calibrated")) {
+        if (!c->profile[0])
+            return vfail(c, err, "step_model", "calibrated needs a profile (key 'profile')");
+        sim_config_profile_path(c, path, sizeof path);
+        if (!is_file(path)) return file_fail(c, err, "profile", path);
+    } else if (strcmp(c->step_model, "roofline") && strcmp(c->step_model, "table")) {
+        return vfail(c, err, "step_model",
+                     "unknown value '%s' (allowed: roofline|calibrated|table)", c->step_model);
+    }
+    if ((st = check_moe_keys(c, err))) return st;
+
+    for (int k = 0; k < c->n_published; k++) {
+        const sim_published *p = &c->published[k];
+        char key[96];
+        snprintf(key, sizeof key, "published.%s", p->name);
+        if (!isfinite(p->value)) return vfail(c, err, key, "needs a value");
+        if (p->output && !p->summary_key[0])
+            return vfail(c, err, key, "an output needs the summary_key it compares with");
+        if (!isnan(p->high) && p->high < p->value)
+            return vfail(c, err, key, "high %g is below value %g", p->high, p->value);
+    }
+    if (c->workload.gen.profile[0]) {
+        if (!(c->workload.gen.rate_rps > 0))
+            return vfail(c, err, "workload.generate.rate_rps", "must be > 0");
+        if (!(c->workload.gen.duration_s > 0))
+            return vfail(c, err, "workload.generate.duration_s", "must be > 0");
+        if (c->workload.gen.rate_rps * c->workload.gen.duration_s > SIM_MAX_REQUESTS)
+            return vfail(c, err, "workload.generate.rate_rps",
+                         "rate_rps x duration_s = %g requests, over the %g a run may hold",
+                         c->workload.gen.rate_rps * c->workload.gen.duration_s, SIM_MAX_REQUESTS);
+        double mix = c->workload.gen.mix[0] + c->workload.gen.mix[1] + c->workload.gen.mix[2];
+        if (mix > 0 && strcmp(c->workload.gen.profile, "mixed"))
+            return vfail(c, err, "workload.generate.mix",
+                         "applies only to profile mixed (profile is '%s')", c->workload.gen.profile);
+        if (c->workload.gen.days > 0 && c->workload.opt.time_scale != 1.0)
+            return vfail(c, err, "workload.time_scale",
+                         "would stretch the days of generate.days; set generate.rate_rps "
+                         "(or workload.rate_rps) instead");
+        if (c->workload.gen.days > 0 && c->workload.gen.mean_turns > 0 && c->workload.gen.mean_turns < 1)
+            return vfail(c, err, "workload.generate.mean_turns",
+                         "must be >= 1 (or 0, the profile's) with generate.days");
+    } else {
+        if (!c->workload.trace[0])
+            return vfail(c, err, "workload.trace",
+                         "no trace given (set workload.trace or workload.generate)");
+        sim_config_resolve(c, c->workload.trace, path, sizeof path);
+        if (!is_file(path))
+            return file_fail(c, err, "workload.trace", path);
+    }
+    if (c->workload.opt.end_ns && c->workload.opt.end_ns <= c->workload.opt.start_ns)
+        return vfail(c, err, "workload.end_s", "must be after workload.start_s");
+
+    if ((st = check_pool(c, &c->cluster.vision, "vision", err))) return st;
+    if ((st = check_pool(c, &c->cluster.prefill, "prefill", err))) return st;
+    if ((st = check_pool(c, &c->cluster.decode, "decode", err))) return st;
+    for (int32_t e = 0; e < c->cluster.n_schedule; e++) {
+        const sim_schedule_entry *s = &c->cluster.schedule[e];
+        char key[64];
+        const int32_t want[2] = {s->prefill, s->decode}, have[2] = {c->cluster.prefill.instances,
+                                                                    c->cluster.decode.instances};
+        static const char *const pn[2] = {"prefill", "decode"};
+        for (int k = 0; k < 2; k++) {
+            snprintf(key, sizeof key, "cluster.schedule[%d].%s", e, pn[k]);
+            if (want[k] > have[k])
+                return vfail(c, err, "cluster.schedule",
+                             "%s asks %d instances, more than the %d of cluster.%s.instances",
+                             key, want[k], have[k], pn[k]);
+            if (want[k] == 0 && have[k] > 0)
+                return vfail(c, err, "cluster.schedule",
+                             "%s asks 0 instances; a pool keeps at least 1 running", key);
+        }
+    }
+    if ((st = check_pool_keys_apply(c, err))) return st;
+    if (c->cluster.mode == SIM_DISAGGREGATED) {
+        if (c->cluster.prefill.instances < 1)
+            return vfail(c, err, "cluster.prefill.instances",
+                         "disaggregated mode needs at least 1 prefill instance, got %d",
+                         c->cluster.prefill.instances);
+        if (c->cluster.decode.instances < 1)
+            return vfail(c, err, "cluster.decode.instances",
+                         "disaggregated mode needs at least 1 decode instance, got %d",
+                         c->cluster.decode.instances);
+    } else if (c->cluster.prefill.instances + c->cluster.decode.instances < 1) {
+        return vfail(c, err, "cluster.mode",
+                     "colocated mode needs at least 1 instance (cluster.prefill.instances + "
+                     "cluster.decode.instances)");
+    }
+    sim_sample_plan plan;   // workload.sample_rate: every pool keeps at least one instance
+    if ((st = sim_sample_plan_make(c, &plan, err))) return st;
+    if (!(c->cluster.kv_transfer_Bps > 0))
+        return vfail(c, err, "cluster.network.kv_transfer_GBps", "must be > 0");
+    if (c->kv.dram.capacity_bytes != 0 && !(c->kv.dram.read_Bps > 0 && c->kv.dram.write_Bps > 0))
+        return vfail(c, err, "kv_cache.dram.GBps", "must be > 0");
+    if (c->kv.ssd.capacity_bytes != 0 && !(c->kv.ssd.read_Bps > 0 && c->kv.ssd.write_Bps > 0))
+        return vfail(c, err, "kv_cache.ssd.read_GBps", "read and write bandwidth must be > 0");
+    return KVF_OK;
+}
