@@ -490,6 +490,7 @@ static const mdl_stepper_vt cal_roof_vt = {"calibrated", cal_roof_cost, cal_dest
 kvf_status mdl_calibrated_create(mdl_stepper **out, const mdl_model *m, const mdl_hardware *hw,
                                  const mdl_parallel *par, const mdl_efficiency *eff,
                                  const char *profile_path, kvf_err *err) {
+    KVF_ASSERT(out && m && hw && profile_path);
     *out = NULL;
     mdl_profile p;
     kvf_status st = mdl_profile_load(&p, profile_path, err);

@@ -909,6 +909,7 @@ double mdl_model_swa_bytes_seq(const mdl_model *m, double tokens) {
 }
 
 double mdl_kv_seq_bytes(const mdl_model *m, double tokens) {
+    KVF_ASSERT(m && tokens >= 0);
     if (mdl_attn_compressed(m->attention))
         return mdl_model_kv_bytes_seq(m, tokens) + mdl_model_swa_bytes_seq(m, tokens);
     double w = m->window ? KVF_MIN(tokens, (double)m->window) : tokens;

@@ -297,6 +297,73 @@ static void compressed_work(const mdl_model *m, double T, double Tb, double rows
     w->bytes[MDL_WG_EXPERT] = we;
 }
 
+// Attention groups of a gqa/mla/dsa model (full and window layers, DSA's indexer).
+static void attn_work(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
+    const mdl_decode_sum *ds = b->dsum;
+    double wl = m->window ? m->window_layers : 0, fl = m->layers - wl;
+    double kvl = m->kv_bytes_per_token_layer;
+    double heads = m->heads, hd = m->head_dim;
+    // DSA: indexer FLOPs per (query, key) pair and layer, 2 * index_heads * index_head_dim for
+    // the FP8 dot products plus 2 * index_heads for the ReLU-weighted sum over heads; attention
+    // in the absorbed form over the selected keys; index keys and latents read apart.
+    bool dsa = m->attention == MDL_ATTN_DSA;
+    double ifpp = dsa ? 2.0 * m->index_heads * m->index_head_dim + 2.0 * m->index_heads : 0;
+    double dfpp = dsa ? 2.0 * heads * (m->kv_lora_rank + m->rope_dim) + 2.0 * heads * m->kv_lora_rank
+                      : 0;
+    double ikl = m->index_bytes_per_token_layer, lkl = kvl - ikl;
+    uint32_t caps[MDL_CAPS];
+    mdl_model_caps(m, caps);
+    mdl_decode_sum one = {0};   // the batch's one-token sequences, summed
+    if (ds) one = *ds;
+    for (uint32_t i = 0; i < b->n; i++) {
+        double n = b->seqs[i].new_tokens, c = b->seqs[i].cached_tokens;
+        if (n <= 0) continue;
+        if (one_token_summable(m, n, c)) {
+            mdl_decode_sum_add(&one, caps, c);
+            continue;
+        }
+        double pf = pairs(n, c, 0), pw = pairs(n, c, m->window);
+        if (dsa) {
+            // The indexer scores every (query, key) pair; attention sees the top-k of each.
+            double pk = pairs(n, c, m->index_topk);
+            w->flops[MDL_WG_ATTN_INDEX] += fl * pf * ifpp;
+            w->bytes[MDL_WG_ATTN_INDEX] += fl * ikl * (c + n + n);
+            w->flops[MDL_WG_ATTN_FULL] += fl * pk * dfpp;
+            w->bytes[MDL_WG_ATTN_FULL] += fl * lkl * (KVF_MIN(c + n, (double)m->index_topk) + n);
+            continue;
+        }
+        double fpp, fixed = 0; // FLOPs per (query, key) pair and layer; per-layer extra
+        if (m->attention == MDL_ATTN_MLA)
+            fpp = mla_fpp(m, pf, c, &fixed);
+        else
+            fpp = 4.0 * heads * hd;
+        w->flops[MDL_WG_ATTN_FULL] += fl * (pf * fpp + fixed);
+        w->flops[MDL_WG_ATTN_WINDOW] += wl * (pw * fpp + fixed);
+        // KV read once per step per sequence and layer (the chunk's own keys included), and
+        // the new tokens' KV written.
+        double rd_full = c + n, rd_win = m->window ? KVF_MIN(c + n, (double)m->window) : c + n;
+        w->bytes[MDL_WG_ATTN_FULL] += fl * kvl * (rd_full + n);
+        w->bytes[MDL_WG_ATTN_WINDOW] += wl * kvl * (rd_win + n);
+    }
+    if (one.n && dsa) {
+        // indexer: c + 1 keys scored; attention: min(c + 1, topk) keys; one token written
+        double pf = one.sum_ctx + one.n, pk = one.sum_min[MDL_CAP_TOPK];
+        w->flops[MDL_WG_ATTN_INDEX] += fl * pf * ifpp;
+        w->bytes[MDL_WG_ATTN_INDEX] += fl * ikl * (pf + one.n);
+        w->flops[MDL_WG_ATTN_FULL] += fl * pk * dfpp;
+        w->bytes[MDL_WG_ATTN_FULL] += fl * lkl * (pk + one.n);
+    } else if (one.n) {
+        // pairs(1, c, 0) = c + 1 keys read; window layers min(c + 1, window); one token written
+        double fixed, fpp = m->attention == MDL_ATTN_MLA ? mla_fpp(m, 2, 1, &fixed) : 4.0 * heads * hd;
+        double pf = one.sum_ctx + one.n;
+        double pw = m->window ? one.sum_min[MDL_CAP_WINDOW] : pf;
+        w->flops[MDL_WG_ATTN_FULL] += fl * (pf * fpp);
+        w->flops[MDL_WG_ATTN_WINDOW] += wl * (pw * fpp);
+        w->bytes[MDL_WG_ATTN_FULL] += fl * kvl * (pf + one.n);
+        w->bytes[MDL_WG_ATTN_WINDOW] += wl * kvl * (pw + one.n);
+    }
+}
+
 void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
     KVF_ASSERT(m && b && w && (b->n == 0 || b->seqs));
     memset(w, 0, sizeof *w);
@@ -365,69 +432,7 @@ void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) 
         w->bytes[MDL_WG_EXPERT] = we;
     }
 
-    // attention groups
-    double wl = m->window ? m->window_layers : 0, fl = m->layers - wl;
-    double kvl = m->kv_bytes_per_token_layer;
-    double heads = m->heads, hd = m->head_dim;
-    // DSA: indexer FLOPs per (query, key) pair and layer, 2 * index_heads * index_head_dim for
-    // the FP8 dot products plus 2 * index_heads for the ReLU-weighted sum over heads; attention
-    // in the absorbed form over the selected keys; index keys and latents read apart.
-    bool dsa = m->attention == MDL_ATTN_DSA;
-    double ifpp = dsa ? 2.0 * m->index_heads * m->index_head_dim + 2.0 * m->index_heads : 0;
-    double dfpp = dsa ? 2.0 * heads * (m->kv_lora_rank + m->rope_dim) + 2.0 * heads * m->kv_lora_rank
-                      : 0;
-    double ikl = m->index_bytes_per_token_layer, lkl = kvl - ikl;
-    uint32_t caps[MDL_CAPS];
-    mdl_model_caps(m, caps);
-    mdl_decode_sum one = {0};   // the batch's one-token sequences, summed
-    if (ds) one = *ds;
-    for (uint32_t i = 0; i < b->n; i++) {
-        double n = b->seqs[i].new_tokens, c = b->seqs[i].cached_tokens;
-        if (n <= 0) continue;
-        if (one_token_summable(m, n, c)) {
-            mdl_decode_sum_add(&one, caps, c);
-            continue;
-        }
-        double pf = pairs(n, c, 0), pw = pairs(n, c, m->window);
-        if (dsa) {
-            // The indexer scores every (query, key) pair; attention sees the top-k of each.
-            double pk = pairs(n, c, m->index_topk);
-            w->flops[MDL_WG_ATTN_INDEX] += fl * pf * ifpp;
-            w->bytes[MDL_WG_ATTN_INDEX] += fl * ikl * (c + n + n);
-            w->flops[MDL_WG_ATTN_FULL] += fl * pk * dfpp;
-            w->bytes[MDL_WG_ATTN_FULL] += fl * lkl * (KVF_MIN(c + n, (double)m->index_topk) + n);
-            continue;
-        }
-        double fpp, fixed = 0; // FLOPs per (query, key) pair and layer; per-layer extra
-        if (m->attention == MDL_ATTN_MLA)
-            fpp = mla_fpp(m, pf, c, &fixed);
-        else
-            fpp = 4.0 * heads * hd;
-        w->flops[MDL_WG_ATTN_FULL] += fl * (pf * fpp + fixed);
-        w->flops[MDL_WG_ATTN_WINDOW] += wl * (pw * fpp + fixed);
-        // KV read once per step per sequence and layer (the chunk's own keys included), and
-        // the new tokens' KV written.
-        double rd_full = c + n, rd_win = m->window ? KVF_MIN(c + n, (double)m->window) : c + n;
-        w->bytes[MDL_WG_ATTN_FULL] += fl * kvl * (rd_full + n);
-        w->bytes[MDL_WG_ATTN_WINDOW] += wl * kvl * (rd_win + n);
-    }
-    if (one.n && dsa) {
-        // indexer: c + 1 keys scored; attention: min(c + 1, topk) keys; one token written
-        double pf = one.sum_ctx + one.n, pk = one.sum_min[MDL_CAP_TOPK];
-        w->flops[MDL_WG_ATTN_INDEX] += fl * pf * ifpp;
-        w->bytes[MDL_WG_ATTN_INDEX] += fl * ikl * (pf + one.n);
-        w->flops[MDL_WG_ATTN_FULL] += fl * pk * dfpp;
-        w->bytes[MDL_WG_ATTN_FULL] += fl * lkl * (pk + one.n);
-    } else if (one.n) {
-        // pairs(1, c, 0) = c + 1 keys read; window layers min(c + 1, window); one token written
-        double fixed, fpp = m->attention == MDL_ATTN_MLA ? mla_fpp(m, 2, 1, &fixed) : 4.0 * heads * hd;
-        double pf = one.sum_ctx + one.n;
-        double pw = m->window ? one.sum_min[MDL_CAP_WINDOW] : pf;
-        w->flops[MDL_WG_ATTN_FULL] += fl * (pf * fpp);
-        w->flops[MDL_WG_ATTN_WINDOW] += wl * (pw * fpp);
-        w->bytes[MDL_WG_ATTN_FULL] += fl * kvl * (pf + one.n);
-        w->bytes[MDL_WG_ATTN_WINDOW] += wl * kvl * (pw + one.n);
-    }
+    attn_work(m, b, w);
 }
 
 void mdl_batch_work(const mdl_model *m, const mdl_batch *b, double *flops, double *bytes) {
@@ -463,6 +468,7 @@ static double link_Bps(const mdl_hardware *hw, uint32_t span) {
 
 double mdl_ep_comm_time(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
                         const mdl_efficiency *eff_in, double tok, mdl_ep_comm *o) {
+    KVF_ASSERT(m && hw && o && tok >= 0);
     memset(o, 0, sizeof *o);
     mdl_parallel p = par_norm(par);
     mdl_efficiency eff = eff_or_default(eff_in);
@@ -495,6 +501,7 @@ double mdl_ep_comm_time(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
 
 void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par_in,
                         const mdl_efficiency *eff_in, const mdl_work *w, mdl_parts *pp) {
+    KVF_ASSERT(m && hw && w && pp && hw->bf16_flops > 0 && hw->hbm_Bps > 0);
     memset(pp, 0, sizeof *pp);
     if (w->tokens <= 0) return;
     mdl_parallel p = par_norm(par_in);
