@@ -383,6 +383,9 @@ typedef struct mdl_step_cost {
 //          chunk are causal inside the chunk; window layers see at most `window` keys.
 //   bytes: weights once per step (MoE: the expected number of distinct experts the step's
 //          tokens route to), the KV the step reads and writes, and activation traffic.
+//   csa/hca: per layer class (mdl_lclass), window + compressed pairs and the indexer
+//          (models/mdl_roofline.c); bounded decoder layers see each chunk's last
+//          decoder_replay_tokens tokens, their GEMMs too.
 void mdl_batch_work(const mdl_model *m, const mdl_batch *b, double *flops, double *bytes);
 
 // The same work split into the groups the roofline bounds separately.
@@ -514,7 +517,9 @@ void mdl_table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_parall
                     mdl_step_cost *out, mdl_explain *ex, bool *fell_back);
 // Calibrated: engine profile (CSV written by `kvfleet engine profile`) for this model.
 // Errors name the profile path and line. (Implemented in models/mdl_calibrated.c.)
-// Uses the profile's rows whose model column equals m->name (KVF_EINVAL when there are none).
+// Uses the profile's rows whose model column equals m->name (KVF_EINVAL when there are none;
+// a csa/hca model, which the engine cannot run, gets the roofline instead, every step
+// flagged extrapolated).
 //   prefill rows: a grid new_tokens x context; decode rows: batch x context; host_overhead
 //   rows: by batch. Interpolation is piecewise linear on each axis (columns of equal
 //   new_tokens/batch, linear in context inside a column, then linear across columns), so
