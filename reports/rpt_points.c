@@ -291,7 +291,7 @@ static const char CSS[] =
     "border-radius:6px;padding:.5em .8em;background:#fafafa}.card .lab{font-size:.8em;"
     "color:#666;text-transform:uppercase;letter-spacing:.04em}.card .big{font-size:1.25em;"
     "margin:.2em 0}.card .sub{font-size:.82em;color:#555}.v{font-weight:bold}"
-    "tr.unfinished td{color:#888}tr.base td{background:#f4f8ff}.st-stable{color:#2e7d32}"
+    "tr[data-unfinished] td{color:#888}tr[data-baseline] td{background:#f4f8ff}.st-stable{color:#2e7d32}"
     ".st-backlogged{color:#b07000}.st-overloaded{color:#c62828}";
 
 static void span_value(rpt_buf *h, const char *key, json_t *s) {
@@ -470,10 +470,10 @@ static void sec_table(rpt_buf *h, const pts *P, const json_t *points, json_t *ke
     json_array_foreach(points, i, p) {
         const pt *q = &P->p[i];
         const char *label = json_string_value(json_object_get(p, "label"));
-        rpt_buf_printf(h, "<tr class=\"point%s%s\"><td class=\"num\">%zu</td><td class=\"label\" "
+        rpt_buf_printf(h, "<tr class=\"point\"%s%s><td class=\"num\">%zu</td><td class=\"label\" "
                           "title=\"",
-                       q->state == PT_UNFINISHED ? " unfinished" : "",
-                       (int)i == P->baseline ? " base" : "", i + 1);
+                       q->state == PT_UNFINISHED ? " data-unfinished=\"1\"" : "",
+                       (int)i == P->baseline ? " data-baseline=\"1\"" : "", i + 1);
         rpt_buf_html(h, label);
         rpt_buf_puts(h, "\">");
         rpt_buf_html(h, base_name(label));
