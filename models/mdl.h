@@ -160,13 +160,21 @@ typedef struct mdl_model {
 // Kernel tables (`kernels:` in a hardware file): measured figures of one kernel family, each
 // row with its source. Kinds and their columns (models/README.md):
 //   gemm_fp8, gemm_bf16   m, n, k -> tflops (achieved; D = A[m,k] B[n,k]^T)
-//   grouped_fp8           groups, m (per group), n, k -> tflops (MoE experts)
+//   grouped_fp8, grouped_bf16  groups, m (per group), n, k -> tflops (MoE expert GEMMs alone)
 //   decode_attn           attention (mla|gqa), head_dim -> GBps (memory-bound), tflops
 //                         (compute-bound)
 //   prefill_attn          attention, head_dim, seqlen -> tflops (causal)
 //   ep_dispatch, ep_combine  mode (low_latency|normal), ep, tokens (per GPU) -> GBps
 //                         (logical: tokens x top-k x hidden x element bytes / time), us
 //   allreduce             gpus, bytes -> GBps (bus bandwidth)
+//   decode_gqa            heads, kv_heads, head_dim (per GPU), batch, context -> us (one
+//                         layer's decode attention over bf16 KV), GBps (KV bytes / time)
+//   prefill_gqa           heads, kv_heads, head_dim (per GPU), batch, seqlen -> tflops (causal)
+//   moe_bf16, moe_fp8     experts, topk, hidden, inter, tp, ep, tokens (entering the op on one
+//                         GPU) -> tflops (the GPU's expert FLOPs / time), us: one fused MoE
+//                         layer (routing, token permutation, grouped GEMMs, un-permutation)
+//   moe_routing           experts, topk, tokens -> us (router top-k selection)
+//   moe_permute           hidden, topk, tokens -> us (permute + un-permute of the tokens)
 typedef enum mdl_kkind {
     MDL_K_GEMM_FP8 = 0,
     MDL_K_GEMM_BF16,
@@ -176,9 +184,17 @@ typedef enum mdl_kkind {
     MDL_K_EP_DISPATCH,
     MDL_K_EP_COMBINE,
     MDL_K_ALLREDUCE,
+    MDL_K_GROUPED_BF16,
+    MDL_K_DECODE_GQA,
+    MDL_K_PREFILL_GQA,
+    MDL_K_MOE_BF16,
+    MDL_K_MOE_FP8,
+    MDL_K_MOE_ROUTING,
+    MDL_K_MOE_PERMUTE,
     MDL_K_KINDS
 } mdl_kkind;
-enum { MDL_KROWS_MAX = 96, MDL_KSRC_MAX = 200 };
+// Rows per file; distinct `source` strings per file (rows share them by index).
+enum { MDL_KROWS_MAX = 512, MDL_KSRC_MAX = 200, MDL_KSRCS_MAX = 32 };
 typedef struct mdl_krow {
     mdl_kkind kind;
     double m, n, k, groups;     // GEMM shape
@@ -187,9 +203,13 @@ typedef struct mdl_krow {
     bool low_latency;           // EP: low-latency (decode) kernels, else normal (prefill)
     double ep, tokens;          // EP size; tokens per GPU per batch
     double gpus, bytes;         // all-reduce
+    double heads, kv_heads;     // attention heads per GPU (decode_gqa, prefill_gqa)
+    double batch, context;      // sequences per GPU; cached tokens per sequence (decode)
+    double experts, topk;       // MoE: routed experts of the model, experts per token
+    double hidden, inter, tp;   // MoE: hidden size, expert inner size, expert TP degree
     double tflops, GBps, us;    // the measured figures (0 = not given)
     int line;                   // line in the hardware file
-    char source[MDL_KSRC_MAX];  // repository + file + commit, or paper + table
+    uint16_t src;               // index into mdl_hardware.sources
 } mdl_krow;
 const char *mdl_kkind_name(mdl_kkind k);
 
@@ -203,21 +223,53 @@ typedef struct mdl_hardware {
     double scaleup_Bps;         // NVLink-class bandwidth per GPU, bidirectional bytes/s
     double pcie_Bps;            // host-device bandwidth per direction, bytes/s
     double nic_Bps;             // effective network bandwidth per GPU, bytes/s
-    double power_w;             // board power, W
+    double power_idle_w;        // board power idle (powered, no work), W (`power_w.idle`)
+    double power_peak_w;        // board power at full load (TDP), W (`power_w.peak`)
     uint32_t scaleup_domain;    // GPUs joined by the scale-up fabric (8 for HGX, 72 for NVL72)
     char path[1024];            // file it was read from (for messages)
-    uint32_t nkrows;            // kernel table rows
+    uint32_t nkrows;            // kernel table rows, in file order
     mdl_krow krows[MDL_KROWS_MAX];
+    // the rows sorted once at load (mdl_hardware_index): by kind, then the columns naming a
+    // series (GEMM n, k; attention heads; MoE shape and layout; EP mode; all-reduce GPUs),
+    // then the axes the figure varies along (m, batch, context, seqlen, tokens, ep, bytes)
+    uint16_t order[MDL_KROWS_MAX];
+    uint16_t kind_at[MDL_K_KINDS + 1];  // order[kind_at[k] .. kind_at[k + 1]) are kind k
+    bool indexed;               // order and kind_at describe krows
+    uint32_t nsources;
+    char sources[MDL_KSRCS_MAX][MDL_KSRC_MAX];  // repository + file + commit, or paper + table
 } mdl_hardware;
 
-// `kvfleet hw check`: the kernel tables are physically sane -- no figure above the datasheet
-// peak (tflops <= the dtype's peak, attention GBps <= hbm_Bps, EP GBps <= scale-up + NIC,
-// all-reduce GBps <= scale-up, both directions: in-switch
-// reduction lets bus bandwidth pass one direction's rate), and monotone where physics says so (GEMM tflops never fall
-// as m grows for one shape; prefill attention tflops never fall as seqlen grows; all-reduce
-// bus bandwidth never falls as the message grows). KVF_EINVAL naming file:line of the first
-// bad row and why.
+// The source string of row r of h.
+static inline const char *mdl_krow_source(const mdl_hardware *h, const mdl_krow *r) {
+    return r->src < h->nsources ? h->sources[r->src] : "";
+}
+// Sorts h's rows into h->order (see there) and sets h->indexed. mdl_hardware_load calls it;
+// call it again after changing krows by hand. Never fails.
+void mdl_hardware_index(mdl_hardware *h);
+
+// `kvfleet hw check`: the kernel tables are physically sane. Each rule names file:line of the
+// first bad row and why (KVF_EINVAL):
+//   peaks      no tflops above the dtype's datasheet peak (bf16_flops, fp8_flops), no
+//              attention GBps above hbm_Bps, no EP GBps above scale-up (one direction) + NIC,
+//              no all-reduce bus bandwidth above the scale-up fabric's two directions (in-switch
+//              reduction lets it pass one direction's rate) -- mdl_hardware_check_peaks;
+//   duplicates two rows of one kind with the same shape (every column but the figures);
+//   monotone   GEMM, grouped and fused-MoE tflops never fall as m / tokens grow for one shape;
+//              prefill_attn tflops never fall as seqlen grows; all-reduce bus bandwidth never
+//              falls as the message grows; decode_gqa / prefill_gqa / routing / permutation
+//              time never falls as batch, context, seqlen or tokens grow.
+// Unknown kinds and columns are refused by the loader (KVF_EPARSE naming file:line).
+// h must be indexed (as mdl_hardware_load leaves it) or have no rows.
 kvf_status mdl_hardware_check(const mdl_hardware *h, kvf_err *err);
+// The peaks rule alone, with the same messages: what `run` under `step_model: table` refuses
+// before it starts (mdl_table_open).
+kvf_status mdl_hardware_check_peaks(const mdl_hardware *h, kvf_err *err);
+// `kvfleet hw check FILE...`: loads one hardware file (a name or a path, as mdl_hardware_load)
+// and checks it. *rows (may be NULL) gets its kernel rows, counted by kind (MDL_K_KINDS
+// entries). KVF_ENOENT / KVF_EPARSE / KVF_EINVAL from the load, KVF_EINVAL from the check,
+// each naming file:line; KVF_ENOMEM when the hardware struct cannot be allocated.
+kvf_status mdl_hardware_check_file(const char *name_or_path, const char *models_dir,
+                                   unsigned rows[MDL_K_KINDS], kvf_err *err);
 
 // Loads models/<name>.yaml (or a path: anything containing '/' or ending in .yaml/.yml) into
 // *m and derives its figures. models_dir is the directory holding the model files (NULL:
@@ -243,7 +295,9 @@ kvf_status mdl_yaml_guard(const char *where, const char *text, size_t len, kvf_e
 kvf_status mdl_model_load(mdl_model *m, const char *name_or_path, const char *models_dir,
                           kvf_err *err);
 // Same for models_dir/hardware/<name>.yaml (or a path). Required: bf16_flops, hbm_bytes,
-// hbm_Bps (> 0); the other figures default to 0 (scaleup_domain to 8).
+// hbm_Bps (> 0); the other figures default to 0 (scaleup_domain to 8). `power_w` is a mapping
+// `{idle: W, peak: W}` (both required, idle <= peak); the old scalar form is refused naming
+// file:line and the key. The kernel rows are indexed (mdl_hardware_index) before it returns.
 kvf_status mdl_hardware_load(mdl_hardware *h, const char *name_or_path, const char *models_dir,
                              kvf_err *err);
 // Recomputes the derived fields of *m from its structural fields. Conventions:
@@ -492,9 +546,14 @@ void mdl_roofline_eval_work(const mdl_model *m, const mdl_hardware *hw, const md
 // given as sums costs exactly what it costs listed. Never fails.
 mdl_stepper *mdl_table_create(const mdl_model *m, const mdl_hardware *hw,
                               const mdl_parallel *par, const mdl_efficiency *eff);
+// mdl_table_create after the hardware file's rows passed mdl_hardware_check_peaks: a row
+// above the datasheet peak is refused (KVF_EINVAL naming file:line, as `hw check` words it)
+// and *out is NULL. What `run` with `step_model: table` calls.
+kvf_status mdl_table_open(mdl_stepper **out, const mdl_model *m, const mdl_hardware *hw,
+                          const mdl_parallel *par, const mdl_efficiency *eff, kvf_err *err);
 // One term of a step's time, traced to its origin: table rows (file lines row_lo..row_hi and
 // the first row's source) or, with row_lo = 0, the roofline term named in `how`.
-enum { MDL_EXPLAIN_MAX = 24 };
+enum { MDL_EXPLAIN_MAX = 32 };
 typedef struct mdl_term {
     char name[32];
     double s;                   // seconds (negative: time hidden, e.g. by overlap)

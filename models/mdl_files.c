@@ -18,7 +18,7 @@
 // ---- field tables ----------------------------------------------------------------------
 
 typedef enum ftype { F_U32, F_DBL, F_STR, F_BOOL, F_ATTN, F_KROWS, F_PREC, F_PATTERN, F_LIST,
-                     F_LAYOUT } ftype;
+                     F_LAYOUT, F_POWER } ftype;
 enum { F_REQ = 1, F_POS = 2 }; // required; must be > 0
 
 typedef struct field {
@@ -102,12 +102,13 @@ static const field hw_fields[] = {
     HF(name, F_STR, 0),
     HF(bf16_flops, F_DBL, F_REQ | F_POS),
     HF(fp8_flops, F_DBL, 0),
+    HF(fp4_flops, F_DBL, 0),
     HF(hbm_bytes, F_DBL, F_REQ | F_POS),
     HF(hbm_Bps, F_DBL, F_REQ | F_POS),
     HF(scaleup_Bps, F_DBL, 0),
     HF(pcie_Bps, F_DBL, 0),
     HF(nic_Bps, F_DBL, 0),
-    HF(power_w, F_DBL, 0),
+    {"power_w", F_POWER, offsetof(mdl_hardware, power_idle_w), 0},
     HF(scaleup_domain, F_U32, F_POS),
     HF(kernels, F_KROWS, 0),
 };
@@ -151,6 +152,7 @@ static const char *type_word(ftype t) {
     case F_PATTERN: return "layer tokens (swa, csaR, hcaR, reindex, reuse; xN, (...)*N)";
     case F_LIST: return "numbers in [0, 1] separated by spaces";
     case F_LAYOUT: return "logical or physical";
+    case F_POWER: return "a mapping {idle: W, peak: W}";
     }
     return "?";
 }
@@ -339,6 +341,7 @@ static bool parse_value(const field *f, const char *v, void *obj, const char **w
         }
         return false;
     case F_KROWS:
+    case F_POWER:
         return false;
     case F_PREC: {
         mdl_prec pr;
@@ -379,8 +382,9 @@ static bool parse_value(const field *f, const char *v, void *obj, const char **w
 // ---- kernel tables ---------------------------------------------------------------------
 
 static const char *const kkind_names[MDL_K_KINDS] = {
-    "gemm_fp8", "gemm_bf16", "grouped_fp8", "decode_attn", "prefill_attn",
-    "ep_dispatch", "ep_combine", "allreduce"};
+    "gemm_fp8",     "gemm_bf16",   "grouped_fp8", "decode_attn", "prefill_attn",
+    "ep_dispatch",  "ep_combine",  "allreduce",   "grouped_bf16", "decode_gqa",
+    "prefill_gqa",  "moe_bf16",    "moe_fp8",     "moe_routing", "moe_permute"};
 
 const char *mdl_kkind_name(mdl_kkind k) {
     return k < MDL_K_KINDS ? kkind_names[k] : "?";
@@ -390,14 +394,28 @@ const char *mdl_kkind_name(mdl_kkind k) {
 static const char *const kneeds[MDL_K_KINDS] = {
     "m n k tflops", "m n k tflops", "groups m n k tflops", "attention head_dim GBps tflops",
     "attention head_dim seqlen tflops", "mode ep tokens GBps", "mode ep tokens GBps",
-    "gpus bytes GBps"};
+    "gpus bytes GBps", "groups m n k tflops", "heads kv_heads head_dim batch context us",
+    "heads kv_heads head_dim batch seqlen tflops",
+    "experts topk hidden inter tp ep tokens tflops",
+    "experts topk hidden inter tp ep tokens tflops", "experts topk tokens us",
+    "hidden topk tokens us"};
+
+// Index of source string val in h->sources, added when new.
+static int source_intern(mdl_hardware *h, const char *val) {
+    for (uint32_t i = 0; i < h->nsources; i++)
+        if (kvf_streq(h->sources[i], val)) return (int)i;
+    if (h->nsources == MDL_KSRCS_MAX) return -1;
+    snprintf(h->sources[h->nsources], MDL_KSRC_MAX, "%s", val);
+    return (int)h->nsources++;
+}
 
 static kvf_status krow_parse(const char *path, yaml_document_t *doc, yaml_node_t *row,
-                             mdl_krow *r, kvf_err *err) {
+                             mdl_hardware *h, mdl_krow *r, kvf_err *err) {
     int line = (int)row->start_mark.line + 1;
     memset(r, 0, sizeof *r);
     r->line = line;
     r->kind = MDL_K_KINDS;
+    bool have_source = false;
     if (row->type != YAML_MAPPING_NODE)
         return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'kernels': each row must be a mapping", path,
                         line);
@@ -424,19 +442,28 @@ static kvf_status krow_parse(const char *path, yaml_document_t *doc, yaml_node_t
         if (kvf_streq(key, "kind")) {
             for (int i = 0; i < MDL_K_KINDS; i++)
                 if (kvf_streq(val, kkind_names[i])) r->kind = (mdl_kkind)i;
-            if (r->kind == MDL_K_KINDS)
+            if (r->kind == MDL_K_KINDS) {
+                char all[400] = "";
+                for (int i = 0; i < MDL_K_KINDS; i++)
+                    snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", i ? ", " : "",
+                             kkind_names[i]);
                 return kvf_fail(err, KVF_EPARSE,
-                                "%s:%d: key 'kernels.kind': unknown kind '%s' (allowed: gemm_fp8, "
-                                "gemm_bf16, grouped_fp8, decode_attn, prefill_attn, ep_dispatch, "
-                                "ep_combine, allreduce)",
-                                path, kl, val);
+                                "%s:%d: key 'kernels.kind': unknown kind '%s' (allowed: %s)", path,
+                                kl, val, all);
+            }
         } else if (kvf_streq(key, "source")) {
             if (strlen(val) < 8 || strlen(val) >= MDL_KSRC_MAX)
                 return kvf_fail(err, KVF_EINVAL,
                                 "%s:%d: key 'kernels.source' must name the repository, file and "
                                 "commit or the paper and table (8 to %d characters)",
                                 path, kl, MDL_KSRC_MAX - 1);
-            strcpy(r->source, val);
+            int si = source_intern(h, val);
+            if (si < 0)
+                return kvf_fail(err, KVF_EINVAL,
+                                "%s:%d: key 'kernels.source': more than %d distinct sources in "
+                                "one file", path, kl, MDL_KSRCS_MAX);
+            r->src = (uint16_t)si;
+            have_source = true;
         } else if (kvf_streq(key, "attention")) {
             if (kvf_streq(val, "gqa")) r->attention = MDL_ATTN_GQA;
             else if (kvf_streq(val, "mla")) r->attention = MDL_ATTN_MLA;
@@ -458,6 +485,11 @@ static kvf_status krow_parse(const char *path, yaml_document_t *doc, yaml_node_t
                 {"head_dim", offsetof(mdl_krow, head_dim)}, {"seqlen", offsetof(mdl_krow, seqlen)},
                 {"ep", offsetof(mdl_krow, ep)},         {"tokens", offsetof(mdl_krow, tokens)},
                 {"gpus", offsetof(mdl_krow, gpus)},     {"bytes", offsetof(mdl_krow, bytes)},
+                {"heads", offsetof(mdl_krow, heads)},   {"kv_heads", offsetof(mdl_krow, kv_heads)},
+                {"batch", offsetof(mdl_krow, batch)},   {"context", offsetof(mdl_krow, context)},
+                {"experts", offsetof(mdl_krow, experts)}, {"topk", offsetof(mdl_krow, topk)},
+                {"hidden", offsetof(mdl_krow, hidden)}, {"inter", offsetof(mdl_krow, inter)},
+                {"tp", offsetof(mdl_krow, tp)},
                 {"tflops", offsetof(mdl_krow, tflops)}, {"GBps", offsetof(mdl_krow, GBps)},
                 {"us", offsetof(mdl_krow, us)}};
             size_t i = 0;
@@ -479,7 +511,7 @@ static kvf_status krow_parse(const char *path, yaml_document_t *doc, yaml_node_t
     }
     if (r->kind == MDL_K_KINDS)
         return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'kernels': row without 'kind'", path, line);
-    if (!r->source[0])
+    if (!have_source)
         return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'kernels.source' missing: every row names "
                         "where its figures come from", path, line);
     // the columns this kind needs
@@ -502,16 +534,66 @@ static kvf_status krows_parse(const char *path, yaml_document_t *doc, yaml_node_
         return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'kernels': expected a list of rows", path,
                         line);
     h->nkrows = 0;
+    h->nsources = 0;
+    h->indexed = false;
     for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top;
          it++) {
         yaml_node_t *row = yaml_document_get_node(doc, *it);
         if (h->nkrows == MDL_KROWS_MAX)
             return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'kernels': more than %d rows", path,
                             (int)row->start_mark.line + 1, MDL_KROWS_MAX);
-        kvf_status st = krow_parse(path, doc, row, &h->krows[h->nkrows], err);
+        kvf_status st = krow_parse(path, doc, row, h, &h->krows[h->nkrows], err);
         if (st) return st;
         h->nkrows++;
     }
+    return KVF_OK;
+}
+
+// `power_w: {idle: W, peak: W}` into p[0] (idle) and p[1] (peak). The scalar form of older
+// files is refused: one figure cannot say both.
+_Static_assert(offsetof(mdl_hardware, power_peak_w) ==
+                   offsetof(mdl_hardware, power_idle_w) + sizeof(double),
+               "power_peak_w follows power_idle_w");
+static kvf_status power_parse(const char *path, yaml_document_t *doc, yaml_node_t *v, double *p,
+                              kvf_err *err) {
+    int line = (int)v->start_mark.line + 1;
+    if (v->type != YAML_MAPPING_NODE)
+        return kvf_fail(err, KVF_EPARSE,
+                        "%s:%d: key 'power_w': expected a mapping {idle: W, peak: W} (board "
+                        "power idle and at full load); the scalar form is not read", path, line);
+    int seen[2] = {0, 0};
+    for (yaml_node_pair_t *pr = v->data.mapping.pairs.start; pr < v->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k = yaml_document_get_node(doc, pr->key);
+        yaml_node_t *x = yaml_document_get_node(doc, pr->value);
+        int kl = (int)k->start_mark.line + 1;
+        const char *key = k->type == YAML_SCALAR_NODE ? (const char *)k->data.scalar.value : "";
+        int i = kvf_streq(key, "idle") ? 0 : kvf_streq(key, "peak") ? 1 : -1;
+        if (i < 0)
+            return kvf_fail(err, KVF_EPARSE, "%s:%d: unknown key 'power_w.%s' (idle, peak)", path,
+                            kl, key);
+        if (seen[i])
+            return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'power_w.%s' repeated", path, kl, key);
+        seen[i] = kl;
+        const char *val = x->type == YAML_SCALAR_NODE ? (const char *)x->data.scalar.value : "";
+        char *end;
+        errno = 0;
+        double d = strtod(val, &end);
+        if (!*val || *end || errno || !isfinite(d))
+            return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'power_w.%s': expected a number of W, "
+                            "got '%s'", path, kl, key, val);
+        if (!(d > 0) || d > 1e6)
+            return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'power_w.%s' must be in (0, 1e6] W "
+                            "(got '%s')", path, kl, key, val);
+        p[i] = d;
+    }
+    for (int i = 0; i < 2; i++)
+        if (!seen[i])
+            return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'power_w.%s' missing", path, line,
+                            i ? "peak" : "idle");
+    if (p[0] > p[1])
+        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'power_w.idle' (%g W) is above "
+                        "'power_w.peak' (%g W)", path, seen[0], p[0], p[1]);
     return KVF_OK;
 }
 
@@ -580,6 +662,11 @@ static kvf_status read_flat(const char *path, const field *fields, size_t nf, vo
         seen[i] = line;
         if (fields[i].type == F_KROWS) {
             if ((st = krows_parse(path, &doc, v, obj, err))) goto done;
+            continue;
+        }
+        if (fields[i].type == F_POWER) {
+            if ((st = power_parse(path, &doc, v, (double *)((char *)obj + fields[i].off), err)))
+                goto done;
             continue;
         }
         if (v->type != YAML_SCALAR_NODE) {
@@ -1124,6 +1211,7 @@ kvf_status mdl_hardware_load(mdl_hardware *h, const char *name_or_path, const ch
     if (st) return st;
     if (!seen_line(hw_fields, NF, seen, "name")) stem(h->name, path);
     snprintf(h->path, sizeof h->path, "%s", path);
+    mdl_hardware_index(h);
     return KVF_OK;
 }
 

@@ -3,20 +3,34 @@
 // table covers it, and `kvfleet hw check`'s sanity rules for those tables.
 //
 // Terms and the tables that answer them (models/README.md):
-//   dense GEMMs     gemm_fp8 / gemm_bf16 rows of the model's projection shapes (n, k), by m =
-//                   tokens per TP group; the rest of the dense group (output projection,
-//                   router, shapes without rows) stays on the roofline
-//   expert GEMMs    grouped_fp8 rows of the expert shapes (gate+up: n = 2 ffn, k = hidden;
-//                   down: n = hidden, k = ffn) by tokens per local expert; shared experts by
-//                   gemm_fp8 rows of the same shapes at m = tokens per GPU
-//   attention       decode: the decode_attn row of the model's attention kind, max(bytes /
-//                   GBps, FLOPs / tflops) per GPU; prefill: prefill_attn rows by sequence length
+//   dense GEMMs     gemm_fp8 / gemm_bf16 rows at the model's per-GPU projection shapes (TP
+//                   splits n of column-parallel projections, k of row-parallel ones), by m =
+//                   tokens per TP group; log-bilinear between the (n, k) grid points that
+//                   bracket a shape; the rest of the dense group (output projection, router,
+//                   shapes without rows) stays on the roofline
+//   expert GEMMs    moe_bf16 / moe_fp8 rows (one fused MoE layer, balanced routing) of the
+//                   model's expert shape and (tp, ep) layout by tokens entering the op on a
+//                   GPU; else grouped_fp8 / grouped_bf16 rows of the expert shapes (gate+up:
+//                   n = 2 ffn, k = hidden; down: n = hidden, k = ffn) by tokens per expert.
+//                   Shared experts by gemm rows at m = tokens per GPU.
+//   MoE routing     moe_routing rows; inside the fused rows; otherwise not a term of its own
+//                   (the router GEMM is in the dense group)
+//   MoE permutation moe_permute rows; inside the fused rows; beside grouped GEMM rows (which
+//                   time the GEMMs alone) the permute + un-permute HBM traffic at the
+//                   roofline's memory factor
+//   attention       decode: GQA by decode_gqa rows (per-GPU heads, by batch and mean context,
+//                   log-log between rows), MLA by the decode_attn row, max(bytes / GBps, FLOPs
+//                   / tflops); prefill: prefill_gqa rows by chunks and token-weighted sequence
+//                   length, else prefill_attn rows by sequence length
+//   TP all-reduce   allreduce rows of tp GPUs by message bytes (bus bandwidth)
 //   dispatch/combine ep_dispatch / ep_combine rows of the mode the phase uses (decode:
 //                   low_latency, else normal), interpolated in ep, within 4x of the measured
 //                   tokens per GPU
-// Interpolation is linear in log(m), log(seqlen) or log(ep) between the two nearest rows;
-// outside the measured range the term is the roofline's (a fallback). Every step with at
-// least one applicable term answered by the roofline counts in table_fallbacks.
+// Interpolation is linear in log(x) between the two nearest rows (times: log-log); outside the
+// measured range the term is the roofline's (a fallback). Every step with at least one
+// applicable term answered by the roofline counts in table_fallbacks. Rows are found through
+// the index mdl_hardware_index builds once at load: per kind, series sorted by their shape
+// columns, each sorted along its axis; a lookup scans one kind's rows, never sorts.
 #include "mdl.h"
 
 #include <math.h>
@@ -25,140 +39,788 @@
 #include <stdlib.h>
 #include <string.h>
 
-// Interpolated figure at x from rows (xs ascending, unique) -- log-linear in x. Returns false
-// outside [xs[0], xs[n-1]]. *lo / *hi get the bracketing rows.
-static bool interp(const double *xs, const double *ys, const int *idx, int n, double x, double *y,
-                   int *lo, int *hi) {
-    if (n <= 0 || x < xs[0] * (1 - 1e-9) || x > xs[n - 1] * (1 + 1e-9)) return false;
-    for (int i = 0; i < n; i++) {
-        if (fabs(xs[i] - x) <= 1e-9 * x) {
-            *y = ys[i];
-            *lo = *hi = idx[i];
-            return true;
+// ---- row index ---------------------------------------------------------------------------
+
+enum { KEY_MAX = 6 };
+
+// The columns naming the series a row belongs to; returns how many.
+static int row_key(const mdl_krow *r, double *key) {
+    switch (r->kind) {
+    case MDL_K_GEMM_FP8:
+    case MDL_K_GEMM_BF16:
+    case MDL_K_GROUPED_FP8:
+    case MDL_K_GROUPED_BF16:
+        key[0] = r->n, key[1] = r->k;
+        return 2;
+    case MDL_K_DECODE_ATTN:
+    case MDL_K_PREFILL_ATTN:
+        key[0] = r->attention, key[1] = r->head_dim;
+        return 2;
+    case MDL_K_EP_DISPATCH:
+    case MDL_K_EP_COMBINE:
+        key[0] = r->low_latency;
+        return 1;
+    case MDL_K_ALLREDUCE:
+        key[0] = r->gpus;
+        return 1;
+    case MDL_K_DECODE_GQA:
+    case MDL_K_PREFILL_GQA:
+        key[0] = r->heads, key[1] = r->kv_heads, key[2] = r->head_dim;
+        return 3;
+    case MDL_K_MOE_BF16:
+    case MDL_K_MOE_FP8:
+        key[0] = r->experts, key[1] = r->topk, key[2] = r->hidden, key[3] = r->inter;
+        key[4] = r->tp, key[5] = r->ep;
+        return 6;
+    case MDL_K_MOE_ROUTING:
+        key[0] = r->experts, key[1] = r->topk;
+        return 2;
+    case MDL_K_MOE_PERMUTE:
+        key[0] = r->hidden, key[1] = r->topk;
+        return 2;
+    case MDL_K_KINDS:
+        break;
+    }
+    KVF_ASSERT(!"row kind");
+    return 0;
+}
+
+// The axis a series is sorted along (2-D kinds: the outer one).
+static double row_x(const mdl_krow *r) {
+    switch (r->kind) {
+    case MDL_K_GEMM_FP8:
+    case MDL_K_GEMM_BF16:
+    case MDL_K_GROUPED_FP8:
+    case MDL_K_GROUPED_BF16: return r->m;
+    case MDL_K_PREFILL_ATTN: return r->seqlen;
+    case MDL_K_EP_DISPATCH:
+    case MDL_K_EP_COMBINE: return r->ep;
+    case MDL_K_ALLREDUCE: return r->bytes;
+    case MDL_K_DECODE_GQA:
+    case MDL_K_PREFILL_GQA: return r->batch;
+    case MDL_K_MOE_BF16:
+    case MDL_K_MOE_FP8:
+    case MDL_K_MOE_ROUTING:
+    case MDL_K_MOE_PERMUTE: return r->tokens;
+    default: return 0;
+    }
+}
+
+// The inner axis of 2-D kinds (0 otherwise).
+static double row_x2(const mdl_krow *r) {
+    return r->kind == MDL_K_DECODE_GQA ? r->context : r->kind == MDL_K_PREFILL_GQA ? r->seqlen : 0;
+}
+
+// A shape column outside key and axes (grouped: groups; EP: tokens): rows differing in it
+// are not duplicates, but lookups treat them as one point (the first in order).
+static double row_extra(const mdl_krow *r) {
+    if (r->kind == MDL_K_GROUPED_FP8 || r->kind == MDL_K_GROUPED_BF16) return r->groups;
+    if (r->kind == MDL_K_EP_DISPATCH || r->kind == MDL_K_EP_COMBINE) return r->tokens;
+    return 0;
+}
+
+static int dcmp(double a, double b) {
+    return a < b ? -1 : a > b ? 1 : 0;
+}
+
+// Orders rows by (kind, key, x, x2, extra, line).
+static int row_cmp(const mdl_krow *a, const mdl_krow *b) {
+    if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
+    double ka[KEY_MAX], kb[KEY_MAX];
+    int n = row_key(a, ka);
+    row_key(b, kb);
+    for (int i = 0; i < n; i++)
+        if (dcmp(ka[i], kb[i])) return dcmp(ka[i], kb[i]);
+    int c = dcmp(row_x(a), row_x(b));
+    if (!c) c = dcmp(row_x2(a), row_x2(b));
+    if (!c) c = dcmp(row_extra(a), row_extra(b));
+    return c ? c : dcmp(a->line, b->line);
+}
+
+static bool same_key(const mdl_krow *a, const mdl_krow *b) {
+    if (a->kind != b->kind) return false;
+    double ka[KEY_MAX], kb[KEY_MAX];
+    int n = row_key(a, ka);
+    row_key(b, kb);
+    for (int i = 0; i < n; i++)
+        if (ka[i] != kb[i]) return false;
+    return true;
+}
+
+void mdl_hardware_index(mdl_hardware *h) {
+    KVF_ASSERT(h && h->nkrows <= MDL_KROWS_MAX);
+    // insertion sort: a few hundred rows, once per load, stable on equal rows
+    for (uint32_t i = 0; i < h->nkrows; i++) {
+        KVF_ASSERT(h->krows[i].kind < MDL_K_KINDS);
+        uint32_t j = i;
+        while (j > 0 && row_cmp(&h->krows[h->order[j - 1]], &h->krows[i]) > 0) {
+            h->order[j] = h->order[j - 1];
+            j--;
         }
-        if (i + 1 < n && xs[i] < x && x < xs[i + 1]) {
-            double f = log(x / xs[i]) / log(xs[i + 1] / xs[i]);
-            *y = ys[i] + f * (ys[i + 1] - ys[i]);
-            *lo = idx[i];
-            *hi = idx[i + 1];
-            return true;
-        }
+        h->order[j] = (uint16_t)i;
+    }
+    uint32_t at = 0;
+    for (int k = 0; k <= MDL_K_KINDS; k++) {
+        while (at < h->nkrows && (int)h->krows[h->order[at]].kind < k) at++;
+        h->kind_at[k] = (uint16_t)at;
+    }
+    h->indexed = true;
+}
+
+static const mdl_krow *row_at(const mdl_hardware *hw, int i) {
+    return &hw->krows[hw->order[i]];
+}
+
+// The run [*a, *b) of index positions holding the series of `kind` with key `key`.
+static bool series_find(const mdl_hardware *hw, mdl_kkind kind, const double *key, int nkey,
+                        int *a, int *b) {
+    KVF_ASSERT(kind < MDL_K_KINDS && nkey <= KEY_MAX);
+    KVF_ASSERT(hw->indexed || hw->nkrows == 0);
+    if (!hw->indexed) return false;
+    for (int i = hw->kind_at[kind]; i < hw->kind_at[kind + 1]; i++) {
+        double k[KEY_MAX];
+        int n = row_key(row_at(hw, i), k);
+        KVF_ASSERT(n == nkey);
+        bool eq = true;
+        for (int j = 0; j < n && eq; j++) eq = k[j] == key[j];
+        if (!eq) continue;
+        *a = i;
+        while (i < hw->kind_at[kind + 1] && same_key(row_at(hw, i), row_at(hw, *a))) i++;
+        *b = i;
+        return true;
     }
     return false;
 }
 
-// Rows of one kind selected by a predicate, sorted by their x.
-typedef bool (*row_pred)(const mdl_krow *r, const void *ctx);
-typedef double (*row_x)(const mdl_krow *r);
-typedef double (*row_y)(const mdl_krow *r);
+typedef enum fig { FIG_TFLOPS, FIG_GBPS, FIG_US, FIG_TOKENS } fig;
+static double fig_of(const mdl_krow *r, fig f) {
+    return f == FIG_TFLOPS ? r->tflops : f == FIG_GBPS ? r->GBps : f == FIG_US ? r->us : r->tokens;
+}
 
-static bool lookup(const mdl_hardware *hw, mdl_kkind kind, row_pred pred, const void *ctx,
-                   row_x fx, row_y fy, double x, double *y, int *lo, int *hi) {
-    double xs[MDL_KROWS_MAX], ys[MDL_KROWS_MAX];
-    int idx[MDL_KROWS_MAX], n = 0;
-    for (uint32_t i = 0; i < hw->nkrows; i++) {
-        const mdl_krow *r = &hw->krows[i];
-        if (r->kind != kind || (pred && !pred(r, ctx))) continue;
-        // insertion by x; a repeated x keeps the first row
-        double rx = fx(r);
-        int j = n;
-        bool dup = false;
-        for (int q = 0; q < n; q++)
-            if (xs[q] == rx) dup = true;
-        if (dup) continue;
-        while (j > 0 && xs[j - 1] > rx) {
-            xs[j] = xs[j - 1];
-            ys[j] = ys[j - 1];
-            idx[j] = idx[j - 1];
-            j--;
+// Where a lookup landed: the rows used (krows indices, -1 none) for the explanation.
+typedef struct hit {
+    int lo, hi;
+} hit;
+static void hit_join(hit *h, const hit *o) {
+    if (o->lo >= 0 && (h->lo < 0 || o->lo < h->lo)) h->lo = o->lo;
+    if (o->hi >= 0 && (h->hi < 0 || o->hi > h->hi)) h->hi = o->hi;
+}
+
+// The figure at x along the run [a, b) of index positions sorted by `axis` (0: row_x, 1:
+// row_x2), linear in log(x) (log_y: log-log). Rows repeating an x count once (the first).
+// False outside the run's range.
+static bool run_interp(const mdl_hardware *hw, int a, int b, int axis, double x, fig f,
+                       bool log_y, double *y, hit *h) {
+    int prev = -1;
+    double px = 0;
+    for (int i = a; i < b; i++) {
+        const mdl_krow *r = row_at(hw, i);
+        double rx = axis ? row_x2(r) : row_x(r);
+        if (prev >= 0 && rx == px) continue;
+        if (fabs(rx - x) <= 1e-9 * x) {
+            *y = fig_of(r, f);
+            h->lo = h->hi = hw->order[i];
+            return *y > 0;
         }
-        xs[j] = rx;
-        ys[j] = fy(r);
-        idx[j] = (int)i;
-        n++;
+        if (rx > x) {
+            if (prev < 0) return false;
+            const mdl_krow *q = row_at(hw, prev);
+            double y0 = fig_of(q, f), y1 = fig_of(r, f);
+            if (!(y0 > 0 && y1 > 0)) return false;
+            double t = log(x / px) / log(rx / px);
+            *y = log_y ? exp(log(y0) + t * (log(y1) - log(y0))) : y0 + t * (y1 - y0);
+            h->lo = hw->order[prev];
+            h->hi = hw->order[i];
+            return true;
+        }
+        prev = i;
+        px = rx;
     }
-    return interp(xs, ys, idx, n, x, y, lo, hi);
+    return false;
 }
 
-typedef struct shape_ctx {
-    double n, k;
-    mdl_attn attention;
-    double head_dim;
-    bool low_latency;
-} shape_ctx;
+// 1-D lookup: the series of kind with key, at x.
+static bool look1(const mdl_hardware *hw, mdl_kkind kind, const double *key, int nkey, double x,
+                  fig f, bool log_y, double *y, hit *h) {
+    int a, b;
+    h->lo = h->hi = -1;
+    return x > 0 && series_find(hw, kind, key, nkey, &a, &b) &&
+           run_interp(hw, a, b, 0, x, f, log_y, y, h);
+}
 
-static bool pred_shape(const mdl_krow *r, const void *c) {
-    const shape_ctx *s = c;
-    return r->n == s->n && r->k == s->k;
+// 2-D lookup (decode_gqa, prefill_gqa): bracket x among the series' outer values, interpolate
+// each bracketing sub-run at x2, then across x.
+static bool look2(const mdl_hardware *hw, mdl_kkind kind, const double *key, int nkey, double x,
+                  double x2, fig f, bool log_y, double *y, hit *h) {
+    int a, b;
+    h->lo = h->hi = -1;
+    if (!(x > 0 && x2 > 0) || !series_find(hw, kind, key, nkey, &a, &b)) return false;
+    int lo_a = -1, lo_b = -1, hi_a = -1, hi_b = -1;
+    for (int i = a; i < b;) {
+        int j = i;
+        double rx = row_x(row_at(hw, i));
+        while (j < b && row_x(row_at(hw, j)) == rx) j++;
+        if (rx <= x * (1 + 1e-9)) lo_a = i, lo_b = j;
+        if (rx >= x * (1 - 1e-9)) {
+            hi_a = i, hi_b = j;
+            break;
+        }
+        i = j;
+    }
+    if (lo_a < 0 || hi_a < 0) return false;
+    double y0, y1;
+    hit h0, h1;
+    if (!run_interp(hw, lo_a, lo_b, 1, x2, f, log_y, &y0, &h0) ||
+        !run_interp(hw, hi_a, hi_b, 1, x2, f, log_y, &y1, &h1))
+        return false;
+    *h = h0;
+    hit_join(h, &h1);
+    double xa = row_x(row_at(hw, lo_a)), xb = row_x(row_at(hw, hi_a));
+    if (xa == xb) {
+        *y = y0;
+        return true;
+    }
+    double t = log(x / xa) / log(xb / xa);
+    *y = log_y ? exp(log(y0) + t * (log(y1) - log(y0))) : y0 + t * (y1 - y0);
+    return true;
 }
-static bool pred_attn(const mdl_krow *r, const void *c) {
-    const shape_ctx *s = c;
-    return r->attention == s->attention && r->head_dim == s->head_dim;
-}
-static bool pred_mode(const mdl_krow *r, const void *c) {
-    const shape_ctx *s = c;
-    return r->low_latency == s->low_latency;
-}
-static double x_m(const mdl_krow *r) { return r->m; }
-static double x_seqlen(const mdl_krow *r) { return r->seqlen; }
-static double x_ep(const mdl_krow *r) { return r->ep; }
-static double y_tflops(const mdl_krow *r) { return r->tflops; }
-static double y_GBps(const mdl_krow *r) { return r->GBps; }
-static double y_tokens(const mdl_krow *r) { return r->tokens; }
 
-static void term_add(mdl_explain *ex, const char *name, double s, const mdl_hardware *hw, int lo,
-                     int hi, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
-static void term_add(mdl_explain *ex, const char *name, double s, const mdl_hardware *hw, int lo,
-                     int hi, const char *fmt, ...) {
+// GEMM lookup at (m, n, k): the series (n_i, k_j) of the grid points bracketing n and k
+// (n among those measured at both bracketing k), each interpolated at m, then log-bilinear in
+// n and k. Exact shapes use their own series alone.
+static bool look_gemm(const mdl_hardware *hw, mdl_kkind kind, double m, double n, double k,
+                      double *y, hit *h) {
+    KVF_ASSERT(kind == MDL_K_GEMM_FP8 || kind == MDL_K_GEMM_BF16 || kind == MDL_K_GROUPED_FP8 ||
+               kind == MDL_K_GROUPED_BF16);
+    h->lo = h->hi = -1;
+    if (!(m > 0 && n > 0 && k > 0) || !hw->indexed) return false;
+    double klo = 0, khi = 0;
+    for (int i = hw->kind_at[kind]; i < hw->kind_at[kind + 1]; i++) {
+        double rk = row_at(hw, i)->k;
+        if (rk <= k && rk > klo) klo = rk;
+        if (rk >= k && (khi == 0 || rk < khi)) khi = rk;
+    }
+    if (klo == 0 || khi == 0) return false;
+    // rows sorted by (n, k): one pass over the runs of equal n
+    double nlo = 0, nhi = 0;
+    for (int i = hw->kind_at[kind], end = hw->kind_at[kind + 1]; i < end;) {
+        double rn = row_at(hw, i)->n;
+        bool has_lo = false, has_hi = false;
+        for (; i < end && row_at(hw, i)->n == rn; i++) {
+            has_lo = has_lo || row_at(hw, i)->k == klo;
+            has_hi = has_hi || row_at(hw, i)->k == khi;
+        }
+        if (!has_lo || !has_hi) continue;
+        if (rn <= n && rn > nlo) nlo = rn;
+        if (rn >= n && (nhi == 0 || rn < nhi)) nhi = rn;
+    }
+    if (nlo == 0 || nhi == 0) return false;
+    double ns[2] = {nlo, nhi}, ks[2] = {klo, khi}, v[2][2];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            double key[2] = {ns[i], ks[j]};
+            hit c;
+            if (!look1(hw, kind, key, 2, m, FIG_TFLOPS, false, &v[i][j], &c)) return false;
+            hit_join(h, &c);
+        }
+    double tn = nhi > nlo ? log(n / nlo) / log(nhi / nlo) : 0;
+    double tk = khi > klo ? log(k / klo) / log(khi / klo) : 0;
+    double a0 = v[0][0] + tk * (v[0][1] - v[0][0]), a1 = v[1][0] + tk * (v[1][1] - v[1][0]);
+    *y = a0 + tn * (a1 - a0);
+    return *y > 0;
+}
+
+// ---- explanation -------------------------------------------------------------------------
+
+static void term_add(mdl_explain *ex, const char *name, double s, const mdl_hardware *hw, hit h,
+                     const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void term_add(mdl_explain *ex, const char *name, double s, const mdl_hardware *hw, hit h,
+                     const char *fmt, ...) {
     if (!ex || ex->n >= MDL_EXPLAIN_MAX) return;
     mdl_term *t = &ex->t[ex->n++];
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, "%s", name);
     t->s = s;
-    int a = lo >= 0 ? hw->krows[lo].line : 0, b = hi >= 0 ? hw->krows[hi].line : 0;
+    int a = h.lo >= 0 ? hw->krows[h.lo].line : 0, b = h.hi >= 0 ? hw->krows[h.hi].line : 0;
     t->row_lo = a && b ? KVF_MIN(a, b) : a;
     t->row_hi = a && b ? KVF_MAX(a, b) : b;
-    if (lo >= 0) snprintf(t->source, sizeof t->source, "%s", hw->krows[lo].source);
+    if (h.lo >= 0) snprintf(t->source, sizeof t->source, "%s", mdl_krow_source(hw, &hw->krows[h.lo]));
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(t->how, sizeof t->how, fmt, ap);
     va_end(ap);
 }
 
-// The model's GEMM shapes outside the experts (n, k, FLOPs per token per layer count): the
-// projections of one block. Only shapes whose FLOPs are in the dense group.
+static const hit NOHIT = {-1, -1};
+
+// ---- the model's shapes and kinds ----------------------------------------------------------
+
+// One GEMM outside the routed experts, per GPU: n, k after tensor parallelism, the layers it
+// runs in. FLOPs per GPU are 2 x rows x n x k x layers.
 typedef struct gemm_shape {
     double n, k, layers;
     const char *what;
 } gemm_shape;
 
-static int dense_shapes(const mdl_model *m, gemm_shape *sh) {
+static int dense_shapes(const mdl_model *m, double tp, gemm_shape *sh) {
     int n = 0;
     double h = m->hidden, L = m->layers, hd = m->head_dim, H = m->heads;
-    if (m->attention != MDL_ATTN_GQA) {
+    if (m->attention == MDL_ATTN_MLA || m->attention == MDL_ATTN_DSA) {
         double qk = hd + m->rope_dim;
         if (m->q_lora_rank) {
+            // the down projections are replicated under TP (every rank needs the latents)
             sh[n++] = (gemm_shape){m->q_lora_rank + m->kv_lora_rank + m->rope_dim, h, L,
                                    "q_a+kv_a projection"};
-            sh[n++] = (gemm_shape){H * qk, m->q_lora_rank, L, "q_b projection"};
+            sh[n++] = (gemm_shape){H * qk / tp, m->q_lora_rank, L, "q_b projection"};
         }
-        sh[n++] = (gemm_shape){H * 2 * hd, m->kv_lora_rank, L, "kv_b projection (absorbed)"};
-        sh[n++] = (gemm_shape){h, H * hd, L, "o projection"};
-    } else {
-        sh[n++] = (gemm_shape){(H + 2.0 * m->kv_heads) * hd, h, L, "qkv projection"};
-        sh[n++] = (gemm_shape){h, H * hd, L, "o projection"};
+        sh[n++] = (gemm_shape){H * 2 * hd / tp, m->kv_lora_rank, L, "kv_b projection (absorbed)"};
+        sh[n++] = (gemm_shape){h, H * hd / tp, L, "o projection"};
+    } else if (m->attention == MDL_ATTN_GQA) {
+        double kv = KVF_MAX(m->kv_heads / tp, 1.0); // KV heads replicated past tp = kv_heads
+        sh[n++] = (gemm_shape){(H / tp + 2 * kv) * hd, h, L, "qkv projection"};
+        sh[n++] = (gemm_shape){h, H * hd / tp, L, "o projection"};
     }
-    double dl = m->layers - m->moe_layers;
+    double dl = (double)m->layers - m->moe_layers;
     if (m->ffn && dl > 0) {
-        sh[n++] = (gemm_shape){2.0 * m->ffn, h, dl, "dense FFN gate+up"};
-        sh[n++] = (gemm_shape){h, m->ffn, dl, "dense FFN down"};
+        sh[n++] = (gemm_shape){2.0 * m->ffn / tp, h, dl, "dense FFN gate+up"};
+        sh[n++] = (gemm_shape){h, m->ffn / tp, dl, "dense FFN down"};
     }
     return n;
+}
+
+// The GEMM, grouped-GEMM and fused-MoE kinds for weights of `wbytes` per parameter: a table
+// answers only the precision it measured (MDL_K_KINDS: none, e.g. MXFP4 experts). FP8 weights
+// run FP8 GEMMs (block-scaled inputs), as the roofline assumes.
+static void gemm_kinds(double wbytes, mdl_kkind *gemm, mdl_kkind *grouped, mdl_kkind *moe) {
+    *gemm = *grouped = *moe = MDL_K_KINDS;
+    if (wbytes == 2) *gemm = MDL_K_GEMM_BF16, *grouped = MDL_K_GROUPED_BF16, *moe = MDL_K_MOE_BF16;
+    if (wbytes == 1) *gemm = MDL_K_GEMM_FP8, *grouped = MDL_K_GROUPED_FP8, *moe = MDL_K_MOE_FP8;
+}
+
+// ---- one evaluation --------------------------------------------------------------------------
+
+typedef struct tab {
+    const mdl_model *m;
+    const mdl_hardware *hw;
+    const mdl_batch *b;
+    const mdl_work *w;
+    mdl_parts *pp;
+    mdl_parallel p;
+    mdl_efficiency eff;
+    double G, T;                // GPUs; tokens through the GEMMs
+    bool use, decode;           // tables on; decode phase
+    mdl_kkind gemm, e_gemm, e_grouped, e_moe;  // kinds for dense and expert weights
+    mdl_explain *ex;
+    bool fb;                    // an applicable term came from the roofline
+} tab;
+
+// Marks a term answered by the roofline although tables were asked for.
+static void fallback(tab *c) {
+    if (c->use) c->fb = true;
+}
+
+// Seconds of one GEMM shape on one GPU at `rows` rows, from the table; false: no rows.
+static bool gemm_time(const tab *c, mdl_kkind kind, const gemm_shape *s, double rows, double *sec,
+                      double *tflops, hit *h) {
+    if (kind == MDL_K_KINDS || !look_gemm(c->hw, kind, rows, s->n, s->k, tflops, h)) return false;
+    *sec = 2.0 * rows * s->n * s->k * s->layers / (*tflops * 1e12);
+    return true;
+}
+
+static void table_dense(tab *c) {
+    const mdl_work *w = c->w;
+    if (w->flops[MDL_WG_DENSE] <= 0) return;
+    double roof = c->pp->group_s[MDL_WG_DENSE];
+    gemm_shape sh[8];
+    int ns = dense_shapes(c->m, c->p.tp, sh);
+    double mt = c->T / (c->G / c->p.tp); // rows of one TP group's GEMMs
+    double covered_f = 0, covered_s = 0;
+    for (int i = 0; c->use && i < ns; i++) {
+        double s, y;
+        hit h;
+        if (!gemm_time(c, c->gemm, &sh[i], mt, &s, &y, &h)) continue;
+        covered_f += 2.0 * mt * sh[i].n * sh[i].k * sh[i].layers * c->G; // all GPUs
+        covered_s += s;
+        term_add(c->ex, "  gemm", s, c->hw, h, "%s n=%.0f k=%.0f m=%.0f: %.0f TFLOPS (%s)",
+                 sh[i].what, sh[i].n, sh[i].k, mt, y, mdl_kkind_name(c->gemm));
+    }
+    if (covered_f > 0) {
+        double frac = KVF_MAX(0.0, 1 - covered_f / w->flops[MDL_WG_DENSE]);
+        double rs = roof * frac; // the roofline's time for what no row covers
+        c->pp->group_s[MDL_WG_DENSE] = covered_s + rs;
+        term_add(c->ex, "  rest", rs, c->hw, NOHIT,
+                 "roofline: %.0f%% of dense FLOPs (output projection, router, shapes "
+                 "without rows) at the roofline's share", 100 * frac);
+        if (frac > 0.25) fallback(c);
+    } else {
+        fallback(c);
+    }
+    term_add(c->ex, "dense GEMMs", c->pp->group_s[MDL_WG_DENSE], c->hw, NOHIT, "%s",
+             covered_f > 0 ? "the gemm rows above + the roofline rest"
+                           : "roofline: max(FLOPs / (peak x compute), bytes / (HBM x memory))");
+}
+
+// The expert layout a fused-MoE row is measured in: (tp, ep) of the expert weights.
+static void moe_layout(const mdl_parallel *p, double *tp, double *ep) {
+    if (p->ep > 1 && p->tp <= p->ep) *tp = 1, *ep = p->ep;
+    else *tp = p->tp, *ep = 1;
+}
+
+// Shared experts by gemm rows at m = tokens per GPU: seconds into sh->s (0 without shared
+// experts); false when a shape has no rows.
+typedef struct shared_part {
+    double s, m, gu, dn;        // seconds; rows; gate+up and down TFLOPS
+    hit h;
+} shared_part;
+static bool shared_time(tab *c, double shared_f, shared_part *sh) {
+    memset(sh, 0, sizeof *sh);
+    sh->h = NOHIT;
+    if (shared_f <= 0) return true;
+    const mdl_model *m = c->m;
+    double f = (double)m->expert_ffn * m->shared_experts;
+    gemm_shape gu = {2.0 * f, m->hidden, m->moe_layers, "shared gate+up"};
+    gemm_shape dn = {m->hidden, f, m->moe_layers, "shared down"};
+    double s1, s2;
+    hit h2;
+    sh->m = c->T / c->G;
+    if (!gemm_time(c, c->e_gemm, &gu, sh->m, &s1, &sh->gu, &sh->h) ||
+        !gemm_time(c, c->e_gemm, &dn, sh->m, &s2, &sh->dn, &h2))
+        return false;
+    sh->s = s1 + s2;
+    hit_join(&sh->h, &h2);
+    return true;
+}
+static void shared_term(tab *c, const shared_part *sh) {
+    if (sh->s > 0)
+        term_add(c->ex, "  shared experts", sh->s, c->hw, sh->h, "%s m=%.0f: gate+up %.0f, down "
+                 "%.0f TFLOPS", mdl_kkind_name(c->e_gemm), sh->m, sh->gu, sh->dn);
+}
+
+// Routing and permutation terms beside GEMM-only (grouped) rows: their own rows when the
+// file has them. Permutation otherwise: under expert parallelism the dispatch and combine
+// kernels place tokens in per-expert buffers and reduce them back (DeepEP with masked grouped
+// GEMMs), so it is theirs; on one expert group it is HBM traffic (permute and un-permute each
+// read and write every (token, expert) copy of the hidden state). Seconds into *route, *perm.
+static void moe_side_terms(tab *c, double *route, double *perm, hit *hr, hit *hp, bool *r_rows,
+                           bool *p_rows) {
+    const mdl_model *m = c->m;
+    double tok = c->T / c->G, L = m->moe_layers, y;
+    double kr[2] = {m->experts, m->experts_active}, kp[2] = {m->hidden, m->experts_active};
+    *route = *perm = 0;
+    *r_rows = look1(c->hw, MDL_K_MOE_ROUTING, kr, 2, tok, FIG_US, true, &y, hr);
+    if (*r_rows) *route = L * y * 1e-6;
+    *p_rows = look1(c->hw, MDL_K_MOE_PERMUTE, kp, 2, tok, FIG_US, true, &y, hp);
+    if (*p_rows) {
+        *perm = L * y * 1e-6 * c->p.ep_skew;
+    } else if (c->p.ep > 1) {
+        *perm = 0;
+    } else {
+        double bytes = 4.0 * tok * m->experts_active * m->hidden * 2; // bf16 activations
+        *perm = L * bytes / (c->hw->hbm_Bps * c->eff.memory) * c->p.ep_skew;
+    }
+}
+
+// The fused-MoE rows (routing, permutation and expert GEMMs in one measured op). False when
+// no series covers the model's shape and layout at its tokens.
+static bool experts_fused(tab *c, double shared_f) {
+    const mdl_model *m = c->m;
+    if (c->e_moe == MDL_K_KINDS) return false;
+    double tp, ep, y;
+    moe_layout(&c->p, &tp, &ep);
+    double key[6] = {m->experts, m->experts_active, m->hidden, m->expert_ffn, tp, ep};
+    double X = c->T * tp * ep / c->G; // tokens entering the op on each GPU of an expert group
+    hit h;
+    if (!look1(c->hw, c->e_moe, key, 6, X, FIG_TFLOPS, false, &y, &h)) return false;
+    double fl = 2.0 * 3 * m->hidden * m->expert_ffn / tp * X * m->experts_active / ep;
+    double s = m->moe_layers * fl / (y * 1e12);
+    shared_part sh;
+    if (!shared_time(c, shared_f, &sh)) return false;
+    int line = c->hw->krows[h.lo].line;
+    term_add(c->ex, "MoE routing", 0, c->hw, h, "inside the fused %s row (line %d)",
+             mdl_kkind_name(c->e_moe), line);
+    term_add(c->ex, "MoE permutation", 0, c->hw, h, "inside the fused %s row (line %d)",
+             mdl_kkind_name(c->e_moe), line);
+    shared_term(c, &sh);
+    c->pp->group_s[MDL_WG_EXPERT] = (s + sh.s) * c->p.ep_skew;
+    term_add(c->ex, "expert GEMMs", c->pp->group_s[MDL_WG_EXPERT], c->hw, h,
+             "%s tp=%.0f ep=%.0f, %.0f tokens in/GPU (%.3g per expert): %.3g TFLOPS (routing, "
+             "permutation and grouped GEMMs in one op)%s; x ep_skew %.3g", mdl_kkind_name(c->e_moe),
+             tp, ep, X, X * m->experts_active / m->experts, y, sh.s > 0 ? " + shared" : "",
+             c->p.ep_skew);
+    return true;
+}
+
+// Grouped GEMM rows by tokens per expert, plus routing and permutation.
+static bool experts_grouped(tab *c, double routed_f, double shared_f) {
+    const mdl_model *m = c->m;
+    if (c->e_grouped == MDL_K_KINDS) return false;
+    double per_exp = c->T * m->experts_active / m->experts; // tokens per expert (instance)
+    double y1, y2;
+    hit h1, h2;
+    if (!look_gemm(c->hw, c->e_grouped, per_exp, 2.0 * m->expert_ffn, m->hidden, &y1, &h1) ||
+        !look_gemm(c->hw, c->e_grouped, per_exp, m->hidden, m->expert_ffn, &y2, &h2))
+        return false;
+    // gate+up is 2/3 of an expert's FLOPs, down 1/3; the hottest GPU sets the pace
+    double s = (routed_f * 2 / 3 / (y1 * 1e12) + routed_f / 3 / (y2 * 1e12)) / c->G;
+    shared_part sh;
+    if (!shared_time(c, shared_f, &sh)) return false;
+    double route, perm;
+    hit hr, hp;
+    bool rr, pr;
+    moe_side_terms(c, &route, &perm, &hr, &hp, &rr, &pr);
+    if (rr)
+        term_add(c->ex, "MoE routing", route, c->hw, hr, "moe_routing %.0f tokens/GPU x %u MoE "
+                 "layers", c->T / c->G, m->moe_layers);
+    else
+        term_add(c->ex, "MoE routing", 0, c->hw, NOHIT, "no moe_routing rows: the router GEMM is "
+                 "in the dense rest, top-k selection not timed");
+    if (pr)
+        term_add(c->ex, "MoE permutation", perm, c->hw, hp, "moe_permute %.0f tokens/GPU x %u MoE "
+                 "layers x ep_skew", c->T / c->G, m->moe_layers);
+    else if (c->p.ep > 1)
+        term_add(c->ex, "MoE permutation", 0, c->hw, NOHIT, "done by the EP dispatch and combine "
+                 "kernels (tokens land in per-expert buffers)");
+    else
+        term_add(c->ex, "MoE permutation", perm, c->hw, NOHIT, "roofline: permute + un-permute "
+                 "read and write %.3g MB/GPU/layer at %.0f%% of HBM x %u MoE layers x ep_skew "
+                 "(grouped rows time the GEMMs alone)",
+                 4.0 * c->T / c->G * m->experts_active * m->hidden * 2 / 1e6,
+                 100 * c->eff.memory, m->moe_layers);
+    hit_join(&h1, &h2);
+    shared_term(c, &sh);
+    c->pp->group_s[MDL_WG_EXPERT] = (s + sh.s) * c->p.ep_skew + route + perm;
+    term_add(c->ex, "expert GEMMs", (s + sh.s) * c->p.ep_skew, c->hw, h1,
+             "%s m=%.0f tokens/expert: gate+up %.0f, down %.0f TFLOPS%s; x ep_skew %.3g",
+             mdl_kkind_name(c->e_grouped), per_exp, y1, y2, sh.s > 0 ? " + shared" : "",
+             c->p.ep_skew);
+    return true;
+}
+
+static void table_experts(tab *c) {
+    const mdl_model *m = c->m;
+    const mdl_work *w = c->w;
+    if (w->flops[MDL_WG_EXPERT] <= 0) return;
+    double routed_f = 2.0 * c->T * m->moe_layers * m->experts_active * m->expert_params;
+    double shared_f = w->flops[MDL_WG_EXPERT] - routed_f;
+    int n0 = c->ex ? c->ex->n : 0;
+    if (c->use && (experts_fused(c, shared_f) || experts_grouped(c, routed_f, shared_f))) return;
+    if (c->ex) c->ex->n = n0; // drop the parts of a half-covered attempt
+    fallback(c);
+    term_add(c->ex, "MoE routing", 0, c->hw, NOHIT, "roofline: the router GEMM is in the dense "
+             "group");
+    term_add(c->ex, "MoE permutation", 0, c->hw, NOHIT, "roofline: in the expert group's "
+             "activation bytes");
+    term_add(c->ex, "expert GEMMs", c->pp->group_s[MDL_WG_EXPERT], c->hw, NOHIT,
+             "roofline: max(%.3g ms compute, %.3g ms weights+activations) x ep_skew %.3g",
+             c->pp->tc[MDL_WG_EXPERT] * 1e3, c->pp->tm[MDL_WG_EXPERT] * 1e3, c->p.ep_skew);
+}
+
+// Decode sequences' mean cached context (cap > 0: of min(c + 1, cap) - 1, the keys a window
+// layer reads beyond the new one), from the listed sequences and the sums alike (sums of
+// integers: exact, so listed and summed batches agree). False when a listed sequence computes
+// more than one token (the rows time one query per sequence).
+static bool decode_context(const tab *c, uint32_t cap, double *ctx) {
+    const mdl_batch *b = c->b;
+    double n = 0, sum = 0;
+    for (uint32_t i = 0; i < b->n; i++) {
+        if (b->seqs[i].new_tokens != 1) return false;
+        double cc = b->seqs[i].cached_tokens;
+        sum += cap ? KVF_MIN(cc + 1, (double)cap) : cc;
+        n++;
+    }
+    if (b->dsum) {
+        uint32_t caps[MDL_CAPS];
+        mdl_model_caps(c->m, caps);
+        if (cap && caps[MDL_CAP_WINDOW] != cap) return false;
+        sum += cap ? b->dsum->sum_min[MDL_CAP_WINDOW] : b->dsum->sum_ctx;
+        n += b->dsum->n;
+    }
+    if (n <= 0) return false;
+    *ctx = cap ? sum / n - 1 : sum / n;
+    return *ctx >= 1;
+}
+
+static bool attn_decode_gqa(tab *c, int g) {
+    const mdl_model *m = c->m;
+    if (m->attention != MDL_ATTN_GQA || m->kv_bytes_per_elem != 2) return false;
+    double tp = c->p.tp, ctx, y;
+    double layers = g == MDL_WG_ATTN_FULL ? (double)m->layers - m->window_layers : m->window_layers;
+    if (!decode_context(c, g == MDL_WG_ATTN_WINDOW ? m->window : 0, &ctx) || layers <= 0)
+        return false;
+    double key[3] = {m->heads / tp, KVF_MAX(m->kv_heads / tp, 1.0), m->head_dim};
+    double batch = mdl_batch_size(c->b) / (c->G / tp); // sequences per TP group
+    hit h;
+    if (!look2(c->hw, MDL_K_DECODE_GQA, key, 3, batch, ctx, FIG_US, true, &y, &h)) return false;
+    c->pp->group_s[g] = layers * y * 1e-6;
+    term_add(c->ex, g == MDL_WG_ATTN_FULL ? "attention" : "attention (window)", c->pp->group_s[g],
+             c->hw, h, "decode_gqa heads %.0f/%.0f per GPU, batch %.0f, context %.0f: %.3g us x "
+             "%.0f layers", key[0], key[1], batch, ctx, y, layers);
+    return true;
+}
+
+static bool attn_decode_mla(tab *c, int g) {
+    const mdl_model *m = c->m;
+    if (g != MDL_WG_ATTN_FULL) return false;
+    double hd = m->attention == MDL_ATTN_GQA ? m->head_dim : (double)m->kv_lora_rank + m->rope_dim;
+    double key[2] = {m->attention, hd};
+    int a, b;
+    if (!series_find(c->hw, MDL_K_DECODE_ATTN, key, 2, &a, &b)) return false;
+    const mdl_krow *r = row_at(c->hw, a);
+    // KV replicated across TP ranks as in the roofline
+    double tp = c->p.tp;
+    double repl = tp <= 1 ? 1 : m->attention != MDL_ATTN_GQA ? tp : tp > m->kv_heads ? tp / m->kv_heads : 1;
+    double bytes = c->w->bytes[g] / c->G * repl, fl = c->w->flops[g] / c->G;
+    double tb = bytes / (r->GBps * 1e9), tf = fl / (r->tflops * 1e12);
+    c->pp->group_s[g] = KVF_MAX(tb, tf);
+    hit h = {c->hw->order[a], c->hw->order[a]};
+    term_add(c->ex, "attention", c->pp->group_s[g], c->hw, h,
+             "decode_attn: max(%.3g GB / %.0f GB/s, %.3g TFLOP / %.0f TFLOPS) per GPU",
+             bytes / 1e9, r->GBps, fl / 1e12, r->tflops);
+    return true;
+}
+
+static bool attn_prefill(tab *c, int g) {
+    const mdl_model *m = c->m;
+    const mdl_batch *b = c->b;
+    if (g != MDL_WG_ATTN_FULL || b->phase != MDL_PREFILL) return false;
+    // sequence length: token-weighted end of the chunks
+    double num = 0, den = 0;
+    for (uint32_t i = 0; i < b->n; i++) {
+        num += (double)b->seqs[i].new_tokens *
+               ((double)b->seqs[i].cached_tokens + b->seqs[i].new_tokens);
+        den += b->seqs[i].new_tokens;
+    }
+    double sl = den > 0 ? num / den : 0, y;
+    if (sl <= 0) return false;
+    hit h;
+    if (m->attention == MDL_ATTN_GQA) {
+        double tp = c->p.tp, chunks = b->n / (c->G / tp);
+        double key[3] = {m->heads / tp, KVF_MAX(m->kv_heads / tp, 1.0), m->head_dim};
+        if (look2(c->hw, MDL_K_PREFILL_GQA, key, 3, chunks, sl, FIG_TFLOPS, false, &y, &h)) {
+            c->pp->group_s[g] = c->w->flops[g] / c->G / (y * 1e12);
+            term_add(c->ex, "attention", c->pp->group_s[g], c->hw, h,
+                     "prefill_gqa heads %.0f/%.0f per GPU, %.3g chunks, seqlen %.0f: %.0f TFLOPS",
+                     key[0], key[1], chunks, sl, y);
+            return true;
+        }
+    }
+    double hd = m->attention == MDL_ATTN_GQA ? m->head_dim : (double)m->kv_lora_rank + m->rope_dim;
+    double key[2] = {m->attention, hd};
+    if (!look1(c->hw, MDL_K_PREFILL_ATTN, key, 2, sl, FIG_TFLOPS, false, &y, &h)) return false;
+    c->pp->group_s[g] = c->w->flops[g] / c->G / (y * 1e12);
+    term_add(c->ex, "attention", c->pp->group_s[g], c->hw, h, "prefill_attn seqlen %.0f: %.0f TFLOPS",
+             sl, y);
+    return true;
+}
+
+static void table_attention(tab *c) {
+    static const char *const gname[MDL_WG_COUNT] = {"", "", "attention", "attention (window)",
+                                                    "indexer"};
+    for (int g = MDL_WG_ATTN_FULL; g < MDL_WG_COUNT; g++) {
+        if (c->w->flops[g] <= 0 && c->w->bytes[g] <= 0) continue;
+        bool ok = false;
+        if (c->use && g != MDL_WG_ATTN_INDEX)
+            ok = c->decode ? attn_decode_gqa(c, g) || attn_decode_mla(c, g) : attn_prefill(c, g);
+        if (ok) continue;
+        fallback(c);
+        term_add(c->ex, gname[g], c->pp->group_s[g], c->hw, NOHIT,
+                 "roofline: max(%.3g ms compute, %.3g ms KV bytes)", c->pp->tc[g] * 1e3,
+                 c->pp->tm[g] * 1e3);
+    }
+}
+
+static void table_allreduce(tab *c) {
+    if (c->pp->tp_comm_s <= 0) return;
+    double tp = c->p.tp, y;
+    double msg = c->T / (c->G / tp) * c->m->hidden * 2; // bf16 activations of a TP group
+    double key[1] = {tp};
+    hit h;
+    if (c->use && look1(c->hw, MDL_K_ALLREDUCE, key, 1, msg, FIG_GBPS, false, &y, &h)) {
+        double t = msg * 2 * (tp - 1) / tp / (y * 1e9);
+        c->pp->tp_comm_s = c->pp->allreduces * t;
+        term_add(c->ex, "TP all-reduce", c->pp->tp_comm_s, c->hw, h,
+                 "allreduce %.0f GPUs, %.3g MB: %.0f GB/s bus bandwidth x %.0f all-reduces", tp,
+                 msg / 1e6, y, c->pp->allreduces);
+        return;
+    }
+    fallback(c);
+    term_add(c->ex, "TP all-reduce", c->pp->tp_comm_s, c->hw, NOHIT,
+             "roofline: %.0f ring all-reduces over the scale-up fabric", c->pp->allreduces);
+}
+
+static void table_ep(tab *c) {
+    const mdl_model *m = c->m;
+    mdl_parts *pp = c->pp;
+    if (pp->ep_comm_s <= 0) return;
+    double tok = c->T / c->G, ep = c->p.ep;
+    double key[1] = {c->decode};
+    double gd, gc, t0d;
+    hit hd, hc, hu;
+    if (c->use && look1(c->hw, MDL_K_EP_DISPATCH, key, 1, ep, FIG_GBPS, false, &gd, &hd) &&
+        look1(c->hw, MDL_K_EP_COMBINE, key, 1, ep, FIG_GBPS, false, &gc, &hc) &&
+        look1(c->hw, MDL_K_EP_DISPATCH, key, 1, ep, FIG_TOKENS, false, &t0d, &hu) &&
+        tok >= t0d / 4 && tok <= t0d * 4) {
+        bool fp8 = m->weight_bytes_per_param == 1;
+        double k = m->experts_active, h = m->hidden;
+        double de = fp8 ? 1 : m->kv_bytes_per_elem, ce = m->kv_bytes_per_elem;
+        // low-latency kernels: logical bytes = tokens x top-k x hidden x element; normal
+        // kernels: the bottleneck link's bytes (NIC across domains)
+        double copies = c->decode ? k : pp->ep.nic_copies > 0 ? pp->ep.nic_copies
+                                                               : pp->ep.fabric_copies;
+        double bd = tok * copies * h * de, bc = tok * copies * h * ce;
+        double td = bd / (gd * 1e9), tc = bc / (gc * 1e9);
+        pp->ep_comm_s = m->moe_layers * (td + tc) * c->p.ep_skew;
+        const char *mode = c->decode ? "low_latency" : "normal";
+        term_add(c->ex, "EP dispatch", m->moe_layers * td * c->p.ep_skew, c->hw, hd,
+                 "ep_dispatch %s ep=%u: %.3g MB/GPU/layer at %.0f GB/s x %u MoE layers", mode,
+                 c->p.ep, bd / 1e6, gd, m->moe_layers);
+        term_add(c->ex, "EP combine", m->moe_layers * tc * c->p.ep_skew, c->hw, hc,
+                 "ep_combine %s ep=%u: %.3g MB/GPU/layer at %.0f GB/s x %u MoE layers", mode,
+                 c->p.ep, bc / 1e6, gc, m->moe_layers);
+        return;
+    }
+    fallback(c);
+    term_add(c->ex, "EP dispatch+combine", pp->ep_comm_s, c->hw, NOHIT,
+             "roofline: NIC %.3g copies/token, fabric %.3g copies/token, %.3g KB per "
+             "copy; max(NIC %.3g us, fabric %.3g us) + 2 latencies per layer x %u layers",
+             pp->ep.nic_copies, pp->ep.fabric_copies, pp->ep.bytes_per_copy / 1e3,
+             pp->ep.nic_s * 1e6, pp->ep.fabric_s * 1e6, m->moe_layers);
+}
+
+// The overlap and fixed terms, and the total (as out->ns).
+static void table_close(tab *c, const mdl_step_cost *out) {
+    if (!c->ex) return;
+    mdl_parts *pp = c->pp;
+    double total = 0;
+    for (int g = 0; g < MDL_WG_COUNT; g++) total += pp->group_s[g];
+    double comm = pp->tp_comm_s + pp->ep_comm_s;
+    double hidden = KVF_MIN(comm * pp->overlap, total);
+    term_add(c->ex, "overlap", -hidden, c->hw, NOHIT, "%s: hides min(%.0f%% of communication, "
+             "compute)", pp->tbo ? "two micro-batches" : "efficiency.comm_overlap",
+             100 * pp->overlap);
+    term_add(c->ex, "fixed", pp->fixed_s, c->hw, NOHIT, "step overhead + layers x layer overhead%s",
+             pp->tbo ? " x 2 micro-batches" : "");
+    c->ex->total_s = (double)out->ns * 1e-9;
+}
+
+static mdl_parallel par_norm(const mdl_parallel *par_in) {
+    mdl_parallel p;
+    mdl_parallel_default(&p);
+    if (par_in) {
+        p = *par_in;
+        if (!p.gpus) p.gpus = 1;
+        if (!p.tp || p.tp > p.gpus) p.tp = p.tp ? p.gpus : 1;
+        if (!p.ep || p.ep > p.gpus) p.ep = p.ep ? p.gpus : 1;
+        if (p.ep_skew < 1) p.ep_skew = 1;
+    }
+    return p;
 }
 
 void mdl_table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par_in,
                     const mdl_efficiency *eff, const mdl_batch *b, bool use_tables,
                     mdl_step_cost *out, mdl_explain *ex, bool *fell_back) {
+    KVF_ASSERT(m && hw && b && out);
+    KVF_ASSERT(hw->indexed || hw->nkrows == 0);
     mdl_work w;
     mdl_batch_work_detail(m, b, &w);
     mdl_parts pp;
@@ -169,233 +831,31 @@ void mdl_table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_parall
         mdl_parts_finish(&pp, &w, out);
         return;
     }
-    mdl_parallel p;
-    mdl_parallel_default(&p);
-    if (par_in) {
-        p = *par_in;
-        if (!p.gpus) p.gpus = 1;
-        if (!p.tp || p.tp > p.gpus) p.tp = p.tp ? p.gpus : 1;
-        if (!p.ep || p.ep > p.gpus) p.ep = p.ep ? p.gpus : 1;
-        if (p.ep_skew < 1) p.ep_skew = 1;
-    }
-    double G = p.gpus, T = w.tokens;
-    bool decode = b->phase == MDL_DECODE;
-    bool fb = false;
-    uint32_t bs = mdl_batch_size(b);
+    tab c = {.m = m, .hw = hw, .b = b, .w = &w, .pp = &pp, .p = par_norm(par_in),
+             .use = use_tables, .decode = b->phase == MDL_DECODE, .ex = ex};
+    if (eff) c.eff = *eff;
+    else mdl_efficiency_default(&c.eff);
+    if (!(c.eff.memory > 0)) c.eff.memory = 0.8;
+    c.G = c.p.gpus;
+    c.T = w.tokens;
+    mdl_kkind unused1, unused2;
+    gemm_kinds(m->weight_bytes_per_param, &c.gemm, &unused1, &unused2);
+    double ebpp = m->expert_weight_bytes_per_param > 0 ? m->expert_weight_bytes_per_param
+                                                       : m->weight_bytes_per_param;
+    gemm_kinds(ebpp, &c.e_gemm, &c.e_grouped, &c.e_moe);
     if (ex) {
-        ex->tokens = T;
-        ex->seqs = bs;
-        ex->gpus = G;
+        ex->tokens = c.T;
+        ex->seqs = mdl_batch_size(b);
+        ex->gpus = c.G;
     }
-    bool fp8 = m->weight_bytes_per_param == 1;
-    mdl_kkind gk = fp8 ? MDL_K_GEMM_FP8 : MDL_K_GEMM_BF16;
-    int lo, hi;
-    double y;
-
-    // ---- dense GEMMs
-    if (w.flops[MDL_WG_DENSE] > 0) {
-        double roof = pp.group_s[MDL_WG_DENSE];
-        gemm_shape sh[8];
-        int ns = dense_shapes(m, sh);
-        double mt = T / (G / p.tp); // rows of one TP group's GEMMs
-        double covered_f = 0, covered_s = 0;
-        for (int i = 0; use_tables && i < ns; i++) {
-            shape_ctx c = {.n = sh[i].n, .k = sh[i].k};
-            if (!lookup(hw, gk, pred_shape, &c, x_m, y_tflops, mt, &y, &lo, &hi)) continue;
-            double f = 2.0 * T * sh[i].n * sh[i].k * sh[i].layers; // all GPUs
-            double s = f / p.tp / (G / p.tp) / (y * 1e12);
-            covered_f += f;
-            covered_s += s;
-            term_add(ex, "  gemm", s, hw, lo, hi, "%s n=%.0f k=%.0f m=%.0f: %.0f TFLOPS (%s)",
-                     sh[i].what, sh[i].n, sh[i].k, mt, y, mdl_kkind_name(gk));
-        }
-        if (covered_f > 0) {
-            double rest = w.flops[MDL_WG_DENSE] - covered_f;
-            double frac = rest / w.flops[MDL_WG_DENSE];
-            double rs = roof * frac; // the roofline's time for what no row covers
-            pp.group_s[MDL_WG_DENSE] = covered_s + rs;
-            term_add(ex, "  rest", rs, hw, -1, -1,
-                     "roofline: %.0f%% of dense FLOPs (output projection, router, shapes "
-                     "without rows) at the roofline's share", 100 * frac);
-            if (frac > 0.25) fb = true;
-        } else {
-            fb = fb || use_tables;
-        }
-        term_add(ex, "dense GEMMs", pp.group_s[MDL_WG_DENSE], hw, -1, -1, "%s",
-                 covered_f > 0 ? "the gemm rows above + the roofline rest"
-                               : "roofline: max(FLOPs / (peak x compute), bytes / (HBM x memory))");
-    }
-
-    // ---- expert GEMMs
-    if (w.flops[MDL_WG_EXPERT] > 0) {
-        bool ok = use_tables && fp8;
-        double routed_f = 2.0 * T * m->moe_layers * m->experts_active * m->expert_params;
-        double shared_f = w.flops[MDL_WG_EXPERT] - routed_f;
-        double per_exp = T * m->experts_active / m->experts; // tokens per expert (instance)
-        double mg = T / G;
-        double s = 0;
-        int l1 = -1, h1 = -1;
-        char how[200] = "";
-        if (ok) {
-            shape_ctx gu = {.n = 2.0 * m->expert_ffn, .k = m->hidden};
-            shape_ctx dn = {.n = m->hidden, .k = m->expert_ffn};
-            double y1, y2;
-            int a, bb, c2, d;
-            ok = lookup(hw, MDL_K_GROUPED_FP8, pred_shape, &gu, x_m, y_tflops, per_exp, &y1, &a, &bb) &&
-                 lookup(hw, MDL_K_GROUPED_FP8, pred_shape, &dn, x_m, y_tflops, per_exp, &y2, &c2, &d);
-            if (ok) {
-                // gate+up is 2/3 of an expert's FLOPs, down 1/3; the hottest GPU sets the pace
-                s = (routed_f * 2 / 3 / (y1 * 1e12) + routed_f / 3 / (y2 * 1e12)) / G;
-                l1 = a;
-                h1 = d;
-                snprintf(how, sizeof how,
-                         "grouped_fp8 m=%.0f tokens/expert: gate+up %.0f, down %.0f TFLOPS", per_exp,
-                         y1, y2);
-            }
-            if (ok && shared_f > 0) {
-                double z1, z2;
-                int e1, e2, e3, e4;
-                ok = lookup(hw, gk, pred_shape, &gu, x_m, y_tflops, mg, &z1, &e1, &e2) &&
-                     lookup(hw, gk, pred_shape, &dn, x_m, y_tflops, mg, &z2, &e3, &e4);
-                if (ok) {
-                    s += (shared_f * 2 / 3 / (z1 * 1e12) + shared_f / 3 / (z2 * 1e12)) / G;
-                    size_t used = strlen(how);
-                    snprintf(how + used, sizeof how - used, "; shared m=%.0f: %.0f, %.0f", mg, z1, z2);
-                }
-            }
-        }
-        if (ok) {
-            pp.group_s[MDL_WG_EXPERT] = s * p.ep_skew;
-            term_add(ex, "expert GEMMs", pp.group_s[MDL_WG_EXPERT], hw, l1, h1, "%s; x ep_skew %.3g",
-                     how, p.ep_skew);
-        } else {
-            fb = fb || use_tables;
-            term_add(ex, "expert GEMMs", pp.group_s[MDL_WG_EXPERT], hw, -1, -1,
-                     "roofline: max(%.3g ms compute, %.3g ms weights+activations) x ep_skew %.3g",
-                     pp.tc[MDL_WG_EXPERT] * 1e3, pp.tm[MDL_WG_EXPERT] * 1e3, p.ep_skew);
-        }
-    }
-
-    // ---- attention
-    static const char *const gname[MDL_WG_COUNT] = {"", "", "attention", "attention (window)",
-                                                    "indexer"};
-    for (int g = MDL_WG_ATTN_FULL; g < MDL_WG_COUNT; g++) {
-        if (w.flops[g] <= 0 && w.bytes[g] <= 0) continue;
-        bool ok = false;
-        if (use_tables && g == MDL_WG_ATTN_FULL) {
-            double hd = m->attention == MDL_ATTN_GQA ? m->head_dim : m->kv_lora_rank + m->rope_dim;
-            shape_ctx c = {.attention = m->attention, .head_dim = hd};
-            if (decode) {
-                for (uint32_t i = 0; i < hw->nkrows && !ok; i++) {
-                    const mdl_krow *r = &hw->krows[i];
-                    if (r->kind != MDL_K_DECODE_ATTN || !pred_attn(r, &c)) continue;
-                    // KV replicated across TP ranks as in the roofline
-                    double repl = p.tp <= 1                       ? 1
-                                  : m->attention != MDL_ATTN_GQA  ? p.tp
-                                  : p.tp > m->kv_heads            ? (double)p.tp / m->kv_heads
-                                                                  : 1;
-                    double bytes = w.bytes[g] / G * repl, fl = w.flops[g] / G;
-                    double tb = bytes / (r->GBps * 1e9), tf = fl / (r->tflops * 1e12);
-                    pp.group_s[g] = KVF_MAX(tb, tf);
-                    ok = true;
-                    term_add(ex, gname[g], pp.group_s[g], hw, (int)i, (int)i,
-                             "decode_attn: max(%.3g GB / %.0f GB/s, %.3g TFLOP / %.0f TFLOPS) per GPU",
-                             bytes / 1e9, r->GBps, fl / 1e12, r->tflops);
-                }
-            } else if (b->phase == MDL_PREFILL) {
-                // sequence length: token-weighted end of the chunks
-                double num = 0, den = 0;
-                for (uint32_t i = 0; i < b->n; i++) {
-                    num += (double)b->seqs[i].new_tokens *
-                           ((double)b->seqs[i].cached_tokens + b->seqs[i].new_tokens);
-                    den += b->seqs[i].new_tokens;
-                }
-                double sl = den > 0 ? num / den : 0;
-                if (sl > 0 && lookup(hw, MDL_K_PREFILL_ATTN, pred_attn, &c, x_seqlen, y_tflops, sl,
-                                     &y, &lo, &hi)) {
-                    pp.group_s[g] = w.flops[g] / G / (y * 1e12);
-                    ok = true;
-                    term_add(ex, gname[g], pp.group_s[g], hw, lo, hi,
-                             "prefill_attn seqlen %.0f: %.0f TFLOPS", sl, y);
-                }
-            }
-        }
-        if (!ok) {
-            fb = fb || use_tables;
-            term_add(ex, gname[g], pp.group_s[g], hw, -1, -1,
-                     "roofline: max(%.3g ms compute, %.3g ms KV bytes)", pp.tc[g] * 1e3,
-                     pp.tm[g] * 1e3);
-        }
-    }
-
-    // ---- TP all-reduce (no tables yet: roofline)
-    if (pp.tp_comm_s > 0) {
-        fb = fb || use_tables;
-        term_add(ex, "TP all-reduce", pp.tp_comm_s, hw, -1, -1,
-                 "roofline: %.0f ring all-reduces over the scale-up fabric", pp.allreduces);
-    }
-
-    // ---- EP dispatch + combine
-    if (pp.ep_comm_s > 0) {
-        bool ok = false;
-        double tok = T / G;
-        if (use_tables) {
-            shape_ctx c = {.low_latency = decode};
-            double gd, gc, t0d, t0c;
-            int a, bb, c2, d, u1, u2, u3, u4;
-            if (lookup(hw, MDL_K_EP_DISPATCH, pred_mode, &c, x_ep, y_GBps, p.ep, &gd, &a, &bb) &&
-                lookup(hw, MDL_K_EP_COMBINE, pred_mode, &c, x_ep, y_GBps, p.ep, &gc, &c2, &d) &&
-                lookup(hw, MDL_K_EP_DISPATCH, pred_mode, &c, x_ep, y_tokens, p.ep, &t0d, &u1, &u2) &&
-                lookup(hw, MDL_K_EP_COMBINE, pred_mode, &c, x_ep, y_tokens, p.ep, &t0c, &u3, &u4) &&
-                tok >= t0d / 4 && tok <= t0d * 4) {
-                double k = m->experts_active, h = m->hidden;
-                double de = fp8 ? 1 : m->kv_bytes_per_elem, ce = m->kv_bytes_per_elem;
-                double bd, bc;
-                if (decode) {
-                    // low-latency kernels: logical bytes = tokens x top-k x hidden x element
-                    bd = tok * k * h * de;
-                    bc = tok * k * h * ce;
-                } else {
-                    // normal kernels: the bottleneck link's bytes (NIC across domains)
-                    double copies = pp.ep.nic_copies > 0 ? pp.ep.nic_copies : pp.ep.fabric_copies;
-                    bd = tok * copies * h * de;
-                    bc = tok * copies * h * ce;
-                }
-                double td = bd / (gd * 1e9), tc = bc / (gc * 1e9);
-                pp.ep_comm_s = m->moe_layers * (td + tc) * p.ep_skew;
-                ok = true;
-                term_add(ex, "EP dispatch", m->moe_layers * td * p.ep_skew, hw, a, bb,
-                         "ep_dispatch %s ep=%u: %.3g MB/GPU/layer at %.0f GB/s x %u MoE layers",
-                         decode ? "low_latency" : "normal", p.ep, bd / 1e6, gd, m->moe_layers);
-                term_add(ex, "EP combine", m->moe_layers * tc * p.ep_skew, hw, c2, d,
-                         "ep_combine %s ep=%u: %.3g MB/GPU/layer at %.0f GB/s x %u MoE layers",
-                         decode ? "low_latency" : "normal", p.ep, bc / 1e6, gc, m->moe_layers);
-            }
-        }
-        if (!ok) {
-            fb = fb || use_tables;
-            term_add(ex, "EP dispatch+combine", pp.ep_comm_s, hw, -1, -1,
-                     "roofline: NIC %.3g copies/token, fabric %.3g copies/token, %.3g KB per "
-                     "copy; max(NIC %.3g us, fabric %.3g us) + 2 latencies per layer x %u layers",
-                     pp.ep.nic_copies, pp.ep.fabric_copies, pp.ep.bytes_per_copy / 1e3,
-                     pp.ep.nic_s * 1e6, pp.ep.fabric_s * 1e6, m->moe_layers);
-        }
-    }
-
+    table_dense(&c);
+    table_experts(&c);
+    table_attention(&c);
+    table_allreduce(&c);
+    table_ep(&c);
     mdl_parts_finish(&pp, &w, out);
-    if (ex) {
-        double total = 0;
-        for (int g = 0; g < MDL_WG_COUNT; g++) total += pp.group_s[g];
-        double comm = pp.tp_comm_s + pp.ep_comm_s;
-        double hidden = KVF_MIN(comm * pp.overlap, total);
-        term_add(ex, "overlap", -hidden, hw, -1, -1,
-                 "%s: hides min(%.0f%% of communication, compute)",
-                 pp.tbo ? "two micro-batches" : "efficiency.comm_overlap", 100 * pp.overlap);
-        term_add(ex, "fixed", pp.fixed_s, hw, -1, -1,
-                 "step overhead + layers x layer overhead%s", pp.tbo ? " x 2 micro-batches" : "");
-        ex->total_s = (double)out->ns * 1e-9;
-    }
-    if (fell_back) *fell_back = fb;
+    table_close(&c, out);
+    if (fell_back) *fell_back = c.fb;
 }
 
 // ---- the stepper -----------------------------------------------------------------------
@@ -414,90 +874,180 @@ static const mdl_stepper_vt table_vt = {"table", table_cost, table_destroy, true
 
 mdl_stepper *mdl_table_create(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
                               const mdl_efficiency *eff) {
+    KVF_ASSERT(m && hw);
     mdl_stepper *s = mdl_roofline_create(m, hw, par, eff);
+    if (!s->hw.indexed) mdl_hardware_index(&s->hw);
     s->vt = &table_vt;
     return s;
 }
 
+kvf_status mdl_table_open(mdl_stepper **out, const mdl_model *m, const mdl_hardware *hw,
+                          const mdl_parallel *par, const mdl_efficiency *eff, kvf_err *err) {
+    KVF_ASSERT(out && m && hw);
+    *out = NULL;
+    kvf_status st = mdl_hardware_check_peaks(hw, err);
+    if (st) return st;
+    *out = mdl_table_create(m, hw, par, eff);
+    return KVF_OK;
+}
+
 // ---- hw check ----------------------------------------------------------------------------
 
-kvf_status mdl_hardware_check(const mdl_hardware *h, kvf_err *err) {
-    const char *path = h->path[0] ? h->path : h->name;
+static const char *hw_path(const mdl_hardware *h) {
+    return h->path[0] ? h->path : h->name;
+}
+
+// The datasheet peak a row's tflops is bounded by, and its key; 0 when the kind has none.
+static double tflops_peak(const mdl_hardware *h, mdl_kkind k, const char **what) {
+    switch (k) {
+    case MDL_K_GEMM_FP8:
+    case MDL_K_GROUPED_FP8:
+    case MDL_K_MOE_FP8:
+        *what = "fp8_flops";
+        return h->fp8_flops > 0 ? h->fp8_flops : h->bf16_flops;
+    case MDL_K_GEMM_BF16:
+    case MDL_K_GROUPED_BF16:
+    case MDL_K_MOE_BF16:
+    case MDL_K_PREFILL_ATTN:
+    case MDL_K_DECODE_ATTN:
+    case MDL_K_PREFILL_GQA:
+    case MDL_K_DECODE_GQA:
+        *what = "bf16_flops";
+        return h->bf16_flops;
+    default:
+        *what = NULL;
+        return 0;
+    }
+}
+
+kvf_status mdl_hardware_check_peaks(const mdl_hardware *h, kvf_err *err) {
+    KVF_ASSERT(h && h->nkrows <= MDL_KROWS_MAX);
+    const char *path = hw_path(h);
     for (uint32_t i = 0; i < h->nkrows; i++) {
         const mdl_krow *r = &h->krows[i];
-        double peak = 0;
-        const char *what = NULL;
-        switch (r->kind) {
-        case MDL_K_GEMM_FP8:
-        case MDL_K_GROUPED_FP8:
-            peak = h->fp8_flops > 0 ? h->fp8_flops : h->bf16_flops;
-            what = "fp8_flops";
-            break;
-        case MDL_K_GEMM_BF16:
-        case MDL_K_PREFILL_ATTN:
-        case MDL_K_DECODE_ATTN:
-            peak = h->bf16_flops;
-            what = "bf16_flops";
-            break;
-        default:
-            break;
-        }
+        const char *what = NULL, *kn = mdl_kkind_name(r->kind);
+        double peak = tflops_peak(h, r->kind, &what);
         if (what && r->tflops * 1e12 > peak)
             return kvf_fail(err, KVF_EINVAL,
                             "%s:%d: kernels row (%s): tflops %.6g is above the datasheet peak "
-                            "%s = %.6g TFLOP/s",
-                            path, r->line, mdl_kkind_name(r->kind), r->tflops, what, peak / 1e12);
-        if (r->kind == MDL_K_DECODE_ATTN && r->GBps * 1e9 > h->hbm_Bps)
+                            "%s = %.6g TFLOP/s", path, r->line, kn, r->tflops, what, peak / 1e12);
+        if ((r->kind == MDL_K_DECODE_ATTN || r->kind == MDL_K_DECODE_GQA) &&
+            r->GBps * 1e9 > h->hbm_Bps)
             return kvf_fail(err, KVF_EINVAL,
-                            "%s:%d: kernels row (decode_attn): GBps %.6g is above hbm_Bps %.6g GB/s",
-                            path, r->line, r->GBps, h->hbm_Bps / 1e9);
+                            "%s:%d: kernels row (%s): GBps %.6g is above hbm_Bps %.6g GB/s", path,
+                            r->line, kn, r->GBps, h->hbm_Bps / 1e9);
         if ((r->kind == MDL_K_EP_DISPATCH || r->kind == MDL_K_EP_COMBINE) &&
             r->GBps * 1e9 > h->scaleup_Bps / 2 + h->nic_Bps)
             return kvf_fail(err, KVF_EINVAL,
                             "%s:%d: kernels row (%s): GBps %.6g is above what the scale-up fabric "
-                            "and the NIC carry together (%.6g GB/s per direction)",
-                            path, r->line, mdl_kkind_name(r->kind), r->GBps,
-                            (h->scaleup_Bps / 2 + h->nic_Bps) / 1e9);
+                            "and the NIC carry together (%.6g GB/s per direction)", path, r->line,
+                            kn, r->GBps, (h->scaleup_Bps / 2 + h->nic_Bps) / 1e9);
         // bus bandwidth can exceed one direction's link rate with in-switch reduction (NVLS:
         // ~470 GB/s on 8 x H100 with 450 GB/s per direction), never both directions together
         if (r->kind == MDL_K_ALLREDUCE && r->GBps * 1e9 > h->scaleup_Bps)
             return kvf_fail(err, KVF_EINVAL,
                             "%s:%d: kernels row (allreduce): bus bandwidth %.6g GB/s is above the "
-                            "scale-up fabric's %.6g GB/s (both directions)",
-                            path, r->line, r->GBps, h->scaleup_Bps / 1e9);
-        // monotone: a later row of the same series with a larger x must not be slower
-        for (uint32_t j = 0; j < h->nkrows; j++) {
-            const mdl_krow *q = &h->krows[j];
-            if (q->kind != r->kind || j == i) continue;
-            bool same = false;
-            double xr = 0, xq = 0, yr = 0, yq = 0;
-            const char *xn = "", *yn = "";
-            switch (r->kind) {
-            case MDL_K_GEMM_FP8:
-            case MDL_K_GEMM_BF16:
-            case MDL_K_GROUPED_FP8:
-                same = q->n == r->n && q->k == r->k;
-                xr = r->m, xq = q->m, yr = r->tflops, yq = q->tflops, xn = "m", yn = "tflops";
-                break;
-            case MDL_K_PREFILL_ATTN:
-                same = q->attention == r->attention && q->head_dim == r->head_dim;
-                xr = r->seqlen, xq = q->seqlen, yr = r->tflops, yq = q->tflops;
-                xn = "seqlen", yn = "tflops";
-                break;
-            case MDL_K_ALLREDUCE:
-                same = q->gpus == r->gpus;
-                xr = r->bytes, xq = q->bytes, yr = r->GBps, yq = q->GBps, xn = "bytes", yn = "GBps";
-                break;
-            default:
-                break;
-            }
-            if (same && xq < xr && yq > yr)
+                            "scale-up fabric's %.6g GB/s (both directions)", path, r->line, r->GBps,
+                            h->scaleup_Bps / 1e9);
+    }
+    return KVF_OK;
+}
+
+// The monotone rule of a kind: the figure that must not fall as an axis grows (FIG_TOKENS:
+// none), and its name.
+static fig mono_fig(mdl_kkind k, const char **yn) {
+    switch (k) {
+    case MDL_K_GEMM_FP8:
+    case MDL_K_GEMM_BF16:
+    case MDL_K_GROUPED_FP8:
+    case MDL_K_GROUPED_BF16:
+    case MDL_K_MOE_BF16:
+    case MDL_K_MOE_FP8:
+    case MDL_K_PREFILL_ATTN: *yn = "tflops"; return FIG_TFLOPS;
+    case MDL_K_ALLREDUCE: *yn = "GBps"; return FIG_GBPS;
+    case MDL_K_DECODE_GQA:
+    case MDL_K_PREFILL_GQA:
+    case MDL_K_MOE_ROUTING:
+    case MDL_K_MOE_PERMUTE: *yn = "us"; return FIG_US;
+    default: *yn = ""; return FIG_TOKENS;
+    }
+}
+
+static const char *axis_name(mdl_kkind k, int axis) {
+    switch (k) {
+    case MDL_K_PREFILL_ATTN: return "seqlen";
+    case MDL_K_ALLREDUCE: return "bytes";
+    case MDL_K_DECODE_GQA: return axis ? "context" : "batch";
+    case MDL_K_PREFILL_GQA: return axis ? "seqlen" : "batch";
+    case MDL_K_MOE_BF16:
+    case MDL_K_MOE_FP8:
+    case MDL_K_MOE_ROUTING:
+    case MDL_K_MOE_PERMUTE: return "tokens";
+    default: return "m";
+    }
+}
+
+// Duplicates and monotone series within the run [a, b) of one series.
+static kvf_status check_series(const mdl_hardware *h, int a, int b, kvf_err *err) {
+    const char *path = hw_path(h), *yn;
+    for (int i = a; i < b; i++) {
+        const mdl_krow *r = row_at(h, i);
+        fig f = mono_fig(r->kind, &yn);
+        for (int j = a; j < b; j++) {
+            const mdl_krow *q = row_at(h, j);
+            if (j == i) continue;
+            bool sx = row_x(q) == row_x(r), sx2 = row_x2(q) == row_x2(r);
+            if (sx && sx2 && row_extra(q) == row_extra(r) && q->line < r->line)
+                return kvf_fail(err, KVF_EINVAL,
+                                "%s:%d: kernels row (%s): the same shape as line %d (a duplicate "
+                                "row of one series)", path, r->line, mdl_kkind_name(r->kind),
+                                q->line);
+            if (f == FIG_TOKENS) continue;
+            // along one axis at a time: the other axis equal
+            int axis = -1;
+            if (sx2 && row_x(q) < row_x(r)) axis = 0;
+            if (sx && row_x2(q) < row_x2(r)) axis = 1;
+            if (axis < 0) continue;
+            double yr = fig_of(r, f), yq = fig_of(q, f);
+            if (yr > 0 && yq > yr) {
+                const char *xn = axis_name(r->kind, axis);
+                double xr = axis ? row_x2(r) : row_x(r), xq = axis ? row_x2(q) : row_x(q);
                 return kvf_fail(err, KVF_EINVAL,
                                 "%s:%d: kernels row (%s): %s %.6g at %s %.6g is below %.6g at the "
                                 "smaller %s %.6g (line %d); it must not fall as %s grows",
                                 path, r->line, mdl_kkind_name(r->kind), yn, yr, xn, xr, yq, xn, xq,
                                 q->line, xn);
+            }
         }
     }
     return KVF_OK;
+}
+
+kvf_status mdl_hardware_check(const mdl_hardware *h, kvf_err *err) {
+    KVF_ASSERT(h && (h->indexed || h->nkrows == 0));
+    kvf_status st = mdl_hardware_check_peaks(h, err);
+    if (st || !h->nkrows) return st;
+    for (uint32_t i = 0; i < h->nkrows;) {
+        uint32_t j = i;
+        while (j < h->nkrows && same_key(row_at(h, (int)j), row_at(h, (int)i))) j++;
+        if ((st = check_series(h, (int)i, (int)j, err))) return st;
+        i = j;
+    }
+    return KVF_OK;
+}
+
+kvf_status mdl_hardware_check_file(const char *name_or_path, const char *models_dir,
+                                   unsigned rows[MDL_K_KINDS], kvf_err *err) {
+    KVF_ASSERT(name_or_path);
+    mdl_hardware *h = malloc(sizeof *h);
+    if (!h) return kvf_fail(err, KVF_ENOMEM, "%s: cannot allocate a hardware description",
+                            name_or_path);
+    kvf_status st = mdl_hardware_load(h, name_or_path, models_dir, err);
+    if (!st) st = mdl_hardware_check(h, err);
+    if (!st && rows) {
+        memset(rows, 0, MDL_K_KINDS * sizeof *rows);
+        for (uint32_t i = 0; i < h->nkrows; i++) rows[h->krows[i].kind]++;
+    }
+    free(h);
+    return st;
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "helpers/kvt.h"
+#include "mdl.h"
 
 // Runs `kvfleet ARGS` in the source tree; returns the exit code, stdout+stderr in out_buf.
 #define out_buf kvt_out
@@ -55,8 +56,9 @@ static json_int_t steps_field(json_t *s, const char *k) {
     return json_integer_value(v);
 }
 
-// The real Mooncake trace through the table model: on H100 a Llama-3.1-8B step has no rows for
-// its bf16 GEMM shapes, so every step falls back. DeepSeek-V3 on H800 at this trace's load
+// The real Mooncake trace through the table model: on H100 a Llama-3.1-8B step has bf16 GEMM
+// and GQA decode rows (AIConfigurator), but decode batches past the measured batch x context
+// grid fall back; on MI300X (no tables) every step does. DeepSeek-V3 on H800 at this trace's load
 // decodes a few sequences per GPU: its experts see far fewer tokens than DeepGEMM's smallest
 // measured m (256 per expert), so those steps fall back too (a wide-EP instance at ~90
 // sequences per GPU is covered: test_explain_step_144).
@@ -70,6 +72,17 @@ START_TEST(test_table_model_on_real_trace) {
     json_t *s = summary(d);
     ck_assert_str_eq(json_string_value(json_object_get(s, "step_model")), "table");
     json_int_t steps = steps_field(s, "steps"), fb = steps_field(s, "table_fallbacks");
+    ck_assert_int_gt(steps, 100);
+    ck_assert_msg(fb > 0 && fb < steps, "fallbacks %lld of %lld steps", (long long)fb,
+                  (long long)steps);
+    json_decref(s);
+    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set step_model=table --set hardware=mi300x "
+                         "--set workload.limit_requests=300 -o %s/mi --no-report -q",
+                         tmpdir),
+                     0);
+    snprintf(d, sizeof d, "%s/mi", tmpdir);
+    s = summary(d);
+    steps = steps_field(s, "steps"), fb = steps_field(s, "table_fallbacks");
     ck_assert_int_gt(steps, 100);
     ck_assert_int_eq(fb, steps);
     json_decref(s);
@@ -143,6 +156,279 @@ START_TEST(test_hw_check) {
     ck_assert_msg(strstr(out_buf, "hw.yaml:4") && strstr(out_buf, "'hbm_Bps'"), "%s", out_buf);
     ck_assert_int_eq(kvf("hw check"), 2);
     ck_assert_int_eq(kvf("hw --help"), 0);
+    // each kind of bad row names its file:line
+#define HW "name: g\nbf16_flops: 989e12\nfp8_flops: 1979e12\nhbm_bytes: 8e10\nhbm_Bps: 3.35e12\n" \
+           "kernels:\n"
+#define SRC ", source: \"a/b README.md @ 1234567\"}\n"
+    static const struct {
+        const char *rows, *where, *why;
+    } bad[] = {
+        {"  - {kind: gemm_bf16, m: 64, n: 4096, k: 4096, tflops: 100" SRC
+         "  - {kind: gemm_bf16, m: 128, n: 4096, k: 4096, tflops: 200" SRC
+         "  - {kind: gemm_bf16, m: 64, n: 4096, k: 4096, tflops: 100" SRC,
+         "hw.yaml:9", "the same shape as line 7"},
+        {"  - {kind: gemm_fp6, m: 64, n: 8, k: 8, tflops: 1" SRC, "hw.yaml:7",
+         "unknown kind 'gemm_fp6'"},
+        {"  - {kind: decode_gqa, heads: 32, kv_heads: 8, head_dim: 128, batch: 1, context: 1023, "
+         "us: 20" SRC
+         "  - {kind: decode_gqa, heads: 32, kv_heads: 8, head_dim: 128, batch: 8, context: 1023, "
+         "us: 15" SRC,
+         "hw.yaml:8", "must not fall as batch grows"},
+        {"  - {kind: decode_gqa, heads: 32, kv_heads: 8, head_dim: 128, batch: 8, context: 4095, "
+         "us: 20" SRC
+         "  - {kind: decode_gqa, heads: 32, kv_heads: 8, head_dim: 128, batch: 8, context: 1023, "
+         "us: 25" SRC,
+         "hw.yaml:7", "must not fall as context grows"},
+        {"  - {kind: moe_bf16, experts: 128, topk: 8, hidden: 4096, inter: 1536, tp: 1, ep: 8, "
+         "tokens: 64, tflops: 40" SRC
+         "  - {kind: moe_bf16, experts: 128, topk: 8, hidden: 4096, inter: 1536, tp: 1, ep: 8, "
+         "tokens: 16, tflops: 50" SRC,
+         "hw.yaml:7", "as tokens grows"},
+        {"  - {kind: prefill_gqa, heads: 32, kv_heads: 8, head_dim: 128, batch: 1, seqlen: 4096, "
+         "tflops: 1000" SRC,
+         "hw.yaml:7", "datasheet peak bf16_flops"},
+        {"  - {kind: moe_fp8, experts: 256, topk: 8, hidden: 7168, inter: 2048, tp: 1, ep: 8, "
+         "tokens: 64, tflops: 2100" SRC,
+         "hw.yaml:7", "datasheet peak fp8_flops"},
+        {"  - {kind: decode_gqa, heads: 8, kv_heads: 1, head_dim: 128, batch: 8, context: 1023, "
+         "us: 20, GBps: 3400" SRC,
+         "hw.yaml:7", "above hbm_Bps"},
+        {"  - {kind: decode_gqa, heads: 8, kv_heads: 1, head_dim: 128, batch: 8, us: 20" SRC,
+         "hw.yaml:7", "'kernels.context' missing"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char text[2048];
+        snprintf(text, sizeof text, HW "%s", bad[i].rows);
+        write_file(p, text);
+        ck_assert_msg(kvf("hw check %s", p) == 2, "case %zu: %s", i, out_buf);
+        ck_assert_msg(strstr(out_buf, bad[i].where) && strstr(out_buf, bad[i].why),
+                      "case %zu: want %s ... %s, got %s", i, bad[i].where, bad[i].why, out_buf);
+    }
+    // board power is a mapping {idle, peak}; the old scalar is refused naming file:line and key
+    write_file(p, "name: g\nbf16_flops: 989e12\nhbm_bytes: 8e10\nhbm_Bps: 3.35e12\npower_w: 700\n");
+    ck_assert_int_eq(kvf("hw check %s", p), 2);
+    ck_assert_msg(strstr(out_buf, "hw.yaml:5") && strstr(out_buf, "'power_w'") &&
+                      strstr(out_buf, "{idle: W, peak: W}"), "%s", out_buf);
+    write_file(p, "name: g\nbf16_flops: 989e12\nhbm_bytes: 8e10\nhbm_Bps: 3.35e12\n"
+                  "power_w: {idle: 800, peak: 700}\n");
+    ck_assert_int_eq(kvf("hw check %s", p), 2);
+    ck_assert_msg(strstr(out_buf, "hw.yaml:5") && strstr(out_buf, "'power_w.idle'"), "%s", out_buf);
+    write_file(p, "name: g\nbf16_flops: 989e12\nhbm_bytes: 8e10\nhbm_Bps: 3.35e12\n"
+                  "power_w: {idle: 80}\n");
+    ck_assert_int_eq(kvf("hw check %s", p), 2);
+    ck_assert_msg(strstr(out_buf, "hw.yaml:5") && strstr(out_buf, "'power_w.peak' missing"), "%s",
+                  out_buf);
+}
+END_TEST
+
+// `hw check` of several files: mdl_hardware_check_file on each shipped file, its rows counted
+// by kind; every file carries its power figures and its precision peaks in order.
+START_TEST(test_hw_check_files) {
+    static const char *const names[] = {"h100", "h200", "h800", "b200", "gb200", "mi300x",
+                                        "ascend-910c", "cpu"};
+    unsigned total = 0;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        kvf_err err = {0};
+        unsigned rows[MDL_K_KINDS];
+        ck_assert_msg(mdl_hardware_check_file(names[i], NULL, rows, &err) == KVF_OK, "%s: %s",
+                      names[i], err.msg);
+        mdl_hardware *h = malloc(sizeof *h);
+        ck_assert(h && mdl_hardware_load(h, names[i], NULL, &err) == KVF_OK);
+        unsigned n = 0;
+        for (int k = 0; k < MDL_K_KINDS; k++) n += rows[k];
+        ck_assert_uint_eq(n, h->nkrows);
+        total += n;
+        ck_assert_msg(h->power_idle_w > 0 && h->power_peak_w >= h->power_idle_w, "%s: power %g/%g",
+                      names[i], h->power_idle_w, h->power_peak_w);
+        ck_assert(h->fp8_flops == 0 || h->fp8_flops >= h->bf16_flops);
+        ck_assert(h->fp4_flops == 0 || h->fp4_flops >= h->fp8_flops);
+        // the imported tables stay moderate and each row names its source
+        ck_assert_uint_le(h->nkrows, 450);
+        for (uint32_t r = 0; r < h->nkrows; r++)
+            ck_assert(strlen(mdl_krow_source(h, &h->krows[r])) >= 8);
+        free(h);
+    }
+    ck_assert_uint_ge(total, 1000);
+    kvf_err err = {0};
+    ck_assert_int_eq(mdl_hardware_check_file("no-such-gpu", NULL, NULL, &err), KVF_ENOENT);
+    ck_assert_msg(strstr(err.msg, "no-such-gpu"), "%s", err.msg);
+}
+END_TEST
+
+static mdl_hardware *hw_load(const char *name) {
+    mdl_hardware *h = malloc(sizeof *h);
+    kvf_err err = {0};
+    ck_assert(h);
+    ck_assert_msg(mdl_hardware_load(h, name, NULL, &err) == KVF_OK, "%s: %s", name, err.msg);
+    return h;
+}
+
+static mdl_model model_load(const char *name) {
+    mdl_model m;
+    kvf_err err = {0};
+    ck_assert_msg(mdl_model_load(&m, name, NULL, &err) == KVF_OK, "%s: %s", name, err.msg);
+    return m;
+}
+
+// The row of h matching every column given (NaN: any); fails the test when there is none.
+static const mdl_krow *row_find(const mdl_hardware *h, mdl_kkind kind, double heads,
+                                double batch, double context, double m, double n, double k) {
+    for (uint32_t i = 0; i < h->nkrows; i++) {
+        const mdl_krow *r = &h->krows[i];
+        if (r->kind == kind && (isnan(heads) || r->heads == heads) &&
+            (isnan(batch) || r->batch == batch) && (isnan(context) || r->context == context) &&
+            (isnan(m) || r->m == m) && (isnan(n) || r->n == n) && (isnan(k) || r->k == k))
+            return r;
+    }
+    ck_abort_msg("%s: no %s row", h->path, mdl_kkind_name(kind));
+    return NULL;
+}
+
+static const mdl_term *term_find(const mdl_explain *ex, const char *name, const char *how) {
+    for (int i = 0; i < ex->n; i++)
+        if (!strcmp(ex->t[i].name, name) && (!how || strstr(ex->t[i].how, how))) return &ex->t[i];
+    return NULL;
+}
+
+static bool near(double a, double b, double rel) {
+    return fabs(a - b) <= rel * fabs(b);
+}
+
+// The table terms recomputed by hand from the rows the file holds (AIConfigurator's H100):
+// GQA decode attention at a measured point and between two (log-log in context), a bf16 GEMM
+// at a measured shape, a fused MoE layer; a row above the peak refused by mdl_table_open as
+// `hw check` words it; rows given in any order answer the same (sorted once at load).
+START_TEST(test_table_rows_by_hand) {
+    mdl_hardware *h = hw_load("h100");
+    mdl_model ll = model_load("llama-3.1-8b");
+    ck_assert(h->indexed);
+    enum { NS = 1024 };
+    static mdl_seq seqs[NS];
+    mdl_explain ex;
+    mdl_step_cost c;
+    bool fb;
+    // 8 sequences at a measured context: 32 layers x the row's time
+    const mdl_krow *r0 = row_find(h, MDL_K_DECODE_GQA, 32, 8, 2047, NAN, NAN, NAN);
+    const mdl_krow *r1 = row_find(h, MDL_K_DECODE_GQA, 32, 8, 16383, NAN, NAN, NAN);
+    for (int i = 0; i < 8; i++) seqs[i] = (mdl_seq){1, 2047};
+    mdl_batch b = {.phase = MDL_DECODE, .seqs = seqs, .n = 8};
+    mdl_table_eval(&ll, h, NULL, NULL, &b, true, &c, &ex, &fb);
+    const mdl_term *t = term_find(&ex, "attention", "decode_gqa");
+    ck_assert_msg(t, "no decode_gqa attention term");
+    ck_assert_msg(near(t->s, 32 * r0->us * 1e-6, 1e-9), "attention %.9g vs 32 x %.6g us", t->s,
+                  r0->us);
+    ck_assert_int_eq(t->row_lo, r0->line);
+    ck_assert(strstr(t->source, "aiconfigurator") && strstr(t->source, "generation_attention"));
+    // between the two contexts: log-log
+    for (int i = 0; i < 8; i++) seqs[i] = (mdl_seq){1, 5000};
+    mdl_table_eval(&ll, h, NULL, NULL, &b, true, &c, &ex, &fb);
+    t = term_find(&ex, "attention", "decode_gqa");
+    double f = log(5000.0 / 2047) / log(16383.0 / 2047);
+    double want = 32 * exp(log(r0->us) + f * (log(r1->us) - log(r0->us))) * 1e-6;
+    ck_assert_msg(t && near(t->s, want, 1e-9), "attention %.9g vs %.9g", t ? t->s : -1, want);
+    ck_assert(t->row_lo == r0->line && t->row_hi == r1->line);
+    // 1024 decode tokens: the qkv projection (n = 6144, k = 4096) at the m = 1024 row
+    const mdl_krow *g = row_find(h, MDL_K_GEMM_BF16, NAN, NAN, NAN, 1024, 6144, 4096);
+    for (int i = 0; i < NS; i++) seqs[i] = (mdl_seq){1, 100};
+    b.n = NS;
+    mdl_table_eval(&ll, h, NULL, NULL, &b, true, &c, &ex, &fb);
+    t = term_find(&ex, "  gemm", "qkv projection");
+    want = 2.0 * 1024 * 6144 * 4096 * 32 / (g->tflops * 1e12);
+    ck_assert_msg(t && near(t->s, want, 1e-9), "qkv %.9g vs %.9g", t ? t->s : -1, want);
+    ck_assert_int_eq(t->row_lo, g->line);
+    // Qwen3-235B-A22B on 8 GPUs (TP8 attention, EP8 experts), 64 sequences: the fused MoE row
+    // at 64 tokens; routing and permutation named as inside it
+    mdl_model qw = model_load("qwen3-235b-a22b");
+    mdl_parallel par = {.gpus = 8, .tp = 8, .ep = 8, .ep_skew = 1.25};
+    const mdl_krow *mo = NULL;
+    for (uint32_t i = 0; i < h->nkrows && !mo; i++) {
+        const mdl_krow *r = &h->krows[i];
+        if (r->kind == MDL_K_MOE_BF16 && r->experts == 128 && r->tp == 1 && r->ep == 8 &&
+            r->tokens == 64)
+            mo = r;
+    }
+    ck_assert(mo);
+    b.n = 64;
+    mdl_table_eval(&qw, h, &par, NULL, &b, true, &c, &ex, &fb);
+    t = term_find(&ex, "expert GEMMs", "moe_bf16");
+    double fl = 2.0 * 3 * 4096 * 1536 * 64 * 8 / 8;
+    want = qw.moe_layers * fl / (mo->tflops * 1e12) * 1.25;
+    ck_assert_msg(t && near(t->s, want, 1e-9), "experts %.9g vs %.9g", t ? t->s : -1, want);
+    ck_assert_int_eq(t->row_lo, mo->line);
+    ck_assert(term_find(&ex, "MoE routing", "fused") && term_find(&ex, "MoE permutation", "fused"));
+    // the same rows in reverse order: the same answer to the nanosecond
+    char path[256], text[1 << 16];
+    snprintf(path, sizeof path, "%s/rev.yaml", tmpdir);
+    int len = snprintf(text, sizeof text, "name: rev\nbf16_flops: 989e12\nfp8_flops: 1979e12\n"
+                       "hbm_bytes: 80e9\nhbm_Bps: 3.35e12\nkernels:\n");
+    for (int i = (int)h->nkrows - 1; i >= 0 && len < (int)sizeof text - 600; i--) {
+        const mdl_krow *r = &h->krows[i];
+        if (r->kind != MDL_K_DECODE_GQA && r->kind != MDL_K_GEMM_BF16) continue;
+        if (r->kind == MDL_K_DECODE_GQA)
+            len += snprintf(text + len, sizeof text - len,
+                            "  - {kind: decode_gqa, heads: %g, kv_heads: %g, head_dim: %g, batch: "
+                            "%g, context: %g, us: %.17g, source: \"%s\"}\n", r->heads, r->kv_heads,
+                            r->head_dim, r->batch, r->context, r->us, mdl_krow_source(h, r));
+        else
+            len += snprintf(text + len, sizeof text - len,
+                            "  - {kind: gemm_bf16, m: %g, n: %g, k: %g, tflops: %.17g, source: "
+                            "\"%s\"}\n", r->m, r->n, r->k, r->tflops, mdl_krow_source(h, r));
+    }
+    write_file(path, text);
+    mdl_hardware *rv = hw_load(path);
+    mdl_step_cost c1, c2;
+    bool f1, f2;
+    for (int i = 0; i < NS; i++) seqs[i] = (mdl_seq){1, (uint32_t)(50 + i * 3)};
+    b.n = 300;
+    mdl_table_eval(&ll, h, NULL, NULL, &b, true, &c1, NULL, &f1);
+    mdl_table_eval(&ll, rv, NULL, NULL, &b, true, &c2, NULL, &f2);
+    ck_assert_msg(c1.ns == c2.ns && f1 == f2, "%lld vs %lld ns", (long long)c1.ns,
+                  (long long)c2.ns);
+    free(rv);
+    // a row above the datasheet peak: `run` under the table model refuses it as hw check does
+    snprintf(path, sizeof path, "%s/peak.yaml", tmpdir);
+    write_file(path, "name: p\nbf16_flops: 989e12\nhbm_bytes: 8e10\nhbm_Bps: 3.35e12\nkernels:\n"
+                     "  - {kind: gemm_bf16, m: 64, n: 4096, k: 4096, tflops: 990, source: \"a/b "
+                     "README.md @ 1234567\"}\n");
+    mdl_hardware *pk = hw_load(path);
+    kvf_err e1 = {0}, e2 = {0};
+    mdl_stepper *st = (mdl_stepper *)1;
+    ck_assert_int_eq(mdl_table_open(&st, &ll, pk, NULL, NULL, &e1), KVF_EINVAL);
+    ck_assert(st == NULL);
+    ck_assert_int_eq(mdl_hardware_check(pk, &e2), KVF_EINVAL);
+    ck_assert_str_eq(e1.msg, e2.msg);
+    ck_assert_msg(strstr(e1.msg, "peak.yaml:6") && strstr(e1.msg, "datasheet peak"), "%s", e1.msg);
+    ck_assert_int_eq(mdl_table_open(&st, &ll, h, NULL, NULL, &e1), KVF_OK);
+    ck_assert(st);
+    mdl_stepper_cost(st, &b, &c2);
+    ck_assert_int_eq(c2.ns, c1.ns);
+    mdl_stepper_destroy(st);
+    free(pk);
+    free(h);
+}
+END_TEST
+
+// --explain-step on an MoE step lists the expert-GEMM, routing and permutation terms with the
+// rows they came from; on a dense model each projection names its GEMM row.
+START_TEST(test_explain_step_moe_and_dense) {
+    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set step_model=table "
+                         "--set model=qwen3-235b-a22b --set cluster.decode.gpus_per_instance=8 "
+                         "--set cluster.decode.tp=8 --set cluster.decode.ep=8 --explain-step "
+                         "--step-seqs 8 --step-context 2000"),
+                     0);
+    const char *want[] = {"MoE routing", "MoE permutation", "expert GEMMs", "moe_bf16",
+                          "inside the fused", "decode_gqa", "h100.yaml:", "moe_perf.parquet",
+                          "TP all-reduce", "allreduce 8 GPUs"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        ck_assert_msg(strstr(out_buf, want[i]), "explain lacks '%s':\n%s", want[i], out_buf);
+    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set step_model=table --explain-step "
+                         "--step-seqs 16 --step-context 1000"),
+                     0);
+    const char *dense[] = {"qkv projection", "o projection", "dense FFN gate+up", "dense FFN down",
+                           "gemm_perf.parquet", "generation_attention_perf.parquet",
+                           "every applicable term answered by a kernel table"};
+    for (size_t i = 0; i < sizeof dense / sizeof *dense; i++)
+        ck_assert_msg(strstr(out_buf, dense[i]), "explain lacks '%s':\n%s", dense[i], out_buf);
 }
 END_TEST
 
@@ -271,6 +557,9 @@ static Suite *suite(void) {
     tcase_set_timeout(t, 600);
     tcase_add_test(t, test_table_model_on_real_trace);
     tcase_add_test(t, test_hw_check);
+    tcase_add_test(t, test_hw_check_files);
+    tcase_add_test(t, test_table_rows_by_hand);
+    tcase_add_test(t, test_explain_step_moe_and_dense);
     tcase_add_test(t, test_bad_model_file_exit_2);
     tcase_add_test(t, test_large_ep_keys_refused);
     tcase_add_test(t, test_explain_step_144);
