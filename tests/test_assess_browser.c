@@ -1,14 +1,123 @@
 // tests/test_assess_browser.c -- renders the page of `kvfleet assess` (bundled Mooncake trace)
 // in headless Chromium: the browser must see the three tables with their figures, and a
-// screenshot of the page must not be blank. Exits 77 (skipped) when no Chromium is installed.
-// KVF_TEST_KEEP=1 keeps the directory with the page and its screenshot.
+// screenshot of the page must not be blank. The page of the reports module (rpt_assess_html,
+// from the run's assess.json) must open with its answer wholly inside a 1400x900 window,
+// every figure in it equal to assess.json and shown in its unit. Exits 77 (skipped) when no
+// Chromium is installed. KVF_TEST_KEEP=1 keeps the directory with the pages and screenshots;
+// KVF_SCREENSHOT_DIR=D copies the 1400x900 screenshot to D/assess.png.
 #include <check.h>
+#include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "helpers/kvt.h"
+#include "rpt.h"
+#include "rpt_util.h"
+
+static const char PROBE[] =
+    "<script>(function(){var b=document.body;var e=document.getElementById('answer');"
+    "var r=e?e.getBoundingClientRect():null;b.setAttribute('data-probe-viewport',innerWidth+'x'+"
+    "innerHeight);b.setAttribute('data-probe-answer',r?r.top+','+r.bottom:'none');})();"
+    "</script>";
+
+static void attr(const char *dom, const char *name, char *out, size_t n) {
+    char pat[80];
+    snprintf(pat, sizeof pat, "%s=\"", name);
+    const char *p = strstr(dom, pat);
+    out[0] = 0;
+    if (!p) return;
+    p += strlen(pat);
+    const char *e = strchr(p, '"');
+    if (e) snprintf(out, n, "%.*s", (int)(e - p), p);
+}
+
+// The number a shown figure reads as, in assess.json's unit for key ("37.4 %" -> 0.374,
+// "$3.51" -> 3.51, "1.07 s" -> 1070 for an _ms key).
+static double read_back(const char *key, const char *text) {
+    char num[64];
+    size_t k = 0;
+    const char *p = text + (text[0] == '$');
+    for (; *p && k + 1 < sizeof num && (strchr("0123456789.-", *p) || *p == ','); p++)
+        if (*p != ',') num[k++] = *p;
+    num[k] = 0;
+    double x = k ? strtod(num, NULL) : NAN;
+    while (*p == ' ') p++;
+    if (*p == '%') return x / 100;
+    double s = !strncmp(p, "ms", 2) ? 1e-3 : !strncmp(p, "min", 3) ? 60 : *p == 's' ? 1 : 0;
+    if (s > 0) return strstr(key, "_ms") ? x * s * 1e3 : x * s;
+    return x;
+}
+
+// The answer of the reports module's page: inside the window, figures equal to assess.json.
+static void check_module_page(const char *dir) {
+    char path[300], page[300], probe[300], out[300];
+    snprintf(path, sizeof path, "%s/assess.json", dir);
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    ck_assert_msg(j, "%s: %s", path, je.text);
+    snprintf(page, sizeof page, "%s/assess_page.html", dir);
+    kvf_err err = {0};
+    ck_assert_msg(rpt_assess_html(page, j, &err) == KVF_OK, "%s", err.msg);
+    char *html = kvt_slurp(page);
+    char *end = strstr(html, "</body>");
+    ck_assert_ptr_nonnull(end);
+    snprintf(probe, sizeof probe, "%s/probe.html", dir);
+    FILE *f = fopen(probe, "w");
+    fwrite(html, 1, (size_t)(end - html), f);
+    fputs(PROBE, f);
+    fputs(end, f);
+    fclose(f);
+    free(html);
+    snprintf(out, sizeof out, "%s/probe_dom.html", dir);
+    int rc = kvt_browser_run(probe, "--window-size=1400,900 --dump-dom", out, kvt_tmp);
+    ck_assert_msg(rc == 0, "probe exited %d", rc);
+    char *dom = kvt_slurp(out);
+    char vp[64], box[128];
+    attr(dom, "data-probe-viewport", vp, sizeof vp);
+    attr(dom, "data-probe-answer", box, sizeof box);
+    int vw = 0, vh = 0;
+    double top = -1, bottom = 1e9;
+    ck_assert(sscanf(vp, "%dx%d", &vw, &vh) == 2 && vw == 1400 && vh >= 700);
+    ck_assert_msg(sscanf(box, "%lf,%lf", &top, &bottom) == 2, "answer box '%s'", box);
+    fprintf(stderr, "assess page at %s: answer %.0f..%.0f px\n", vp, top, bottom);
+    ck_assert_msg(top >= 0 && bottom <= vh, "answer at %.0f..%.0f px", top, bottom);
+    const char *a = strstr(dom, "id=\"answer\""), *ae = a ? strstr(a, "</section>") : NULL;
+    ck_assert(a && ae);
+    int n = 0;
+    for (const char *p = a; (p = strstr(p, "data-key=\"")) && p < ae; n++) {
+        p += 10;
+        char key[128], text[64];
+        snprintf(key, sizeof key, "%.*s", (int)(strchr(p, '"') - p), p);
+        const char *dv = strstr(p, "data-value=\"") + 12;
+        double x = kvt_num(j, key);
+        ck_assert_msg(strtod(dv, NULL) == x, "%s: page %.17g, assess.json %.17g", key,
+                      strtod(dv, NULL), x);
+        const char *t = strchr(dv, '>') + 1;
+        snprintf(text, sizeof text, "%.*s", (int)(strchr(t, '<') - t), t);
+        double back = read_back(key, text);
+        ck_assert_msg(fabs(back - x) <= 0.0051 * fabs(x), "%s: '%s' reads %.6g, json %.6g", key,
+                      text, back, x);
+    }
+    ck_assert_msg(n >= 7, "%d figures in the answer", n);
+    ck_assert(strstr(a, "data-key=\"with_store.hit_rate\"") &&
+              strstr(a, "data-key=\"with_store.cost_per_mtok_usd_provisioned\"") &&
+              strstr(a, "data-key=\"ideal_hit_rate\""));
+    char want[96];
+    snprintf(want, sizeof want, "data-state=\"%s\"",
+             json_string_value(json_object_get(json_object_get(j, "with_store"), "saturation")));
+    ck_assert_msg(strstr(a, want), "no verdict %s", want);
+    ck_assert_int_eq(kvt_count(dom, "<table"), 3);
+    free(dom);
+    char png[300];
+    snprintf(png, sizeof png, "%s/assess.png", kvt_tmp);
+    kvt_browser_screenshot(page, png, 1400, 900, 30000, kvt_tmp);
+    const char *keep = getenv("KVF_SCREENSHOT_DIR");
+    if (keep) ck_assert_int_eq(kvt_sh("cp %s %s/assess.png", png, keep), 0);
+    json_decref(j);
+}
 
 START_TEST(test_assess_page_in_chromium) {
     kvt_tmp_make("kvf_assess_browser");
@@ -35,6 +144,9 @@ START_TEST(test_assess_page_in_chromium) {
     char png[200];
     snprintf(png, sizeof png, "%s/screenshot.png", kvt_tmp);
     kvt_browser_screenshot(page, png, 1280, 1600, 30000, kvt_tmp);
+    char dir[200];
+    snprintf(dir, sizeof dir, "%s/a", kvt_tmp);
+    check_module_page(dir);
     if (getenv("KVF_TEST_KEEP"))
         fprintf(stderr, "kept %s (a/assess.html, screenshot.png)\n", kvt_tmp);
     else
