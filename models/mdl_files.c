@@ -409,6 +409,40 @@ static int source_intern(mdl_hardware *h, const char *val) {
     return (int)h->nsources++;
 }
 
+// One numeric column of a kernel row (`kernels.KEY: val`), positive.
+static kvf_status krow_number(const char *path, int kl, const char *key, const char *val,
+                              mdl_krow *r, kvf_err *err) {
+    static const struct { const char *k; size_t off; } nums[] = {
+        {"m", offsetof(mdl_krow, m)},           {"n", offsetof(mdl_krow, n)},
+        {"k", offsetof(mdl_krow, k)},           {"groups", offsetof(mdl_krow, groups)},
+        {"head_dim", offsetof(mdl_krow, head_dim)}, {"seqlen", offsetof(mdl_krow, seqlen)},
+        {"ep", offsetof(mdl_krow, ep)},         {"tokens", offsetof(mdl_krow, tokens)},
+        {"gpus", offsetof(mdl_krow, gpus)},     {"bytes", offsetof(mdl_krow, bytes)},
+        {"heads", offsetof(mdl_krow, heads)},   {"kv_heads", offsetof(mdl_krow, kv_heads)},
+        {"batch", offsetof(mdl_krow, batch)},   {"context", offsetof(mdl_krow, context)},
+        {"experts", offsetof(mdl_krow, experts)}, {"topk", offsetof(mdl_krow, topk)},
+        {"hidden", offsetof(mdl_krow, hidden)}, {"inter", offsetof(mdl_krow, inter)},
+        {"tp", offsetof(mdl_krow, tp)},
+        {"tflops", offsetof(mdl_krow, tflops)}, {"GBps", offsetof(mdl_krow, GBps)},
+        {"us", offsetof(mdl_krow, us)}};
+    size_t i = 0;
+    while (i < sizeof nums / sizeof nums[0] && !kvf_streq(nums[i].k, key))
+        i++;
+    if (i == sizeof nums / sizeof nums[0])
+        return kvf_fail(err, KVF_EPARSE, "%s:%d: unknown key 'kernels.%s'", path, kl, key);
+    char *end;
+    errno = 0;
+    double d = strtod(val, &end);
+    if (!*val || *end || errno || !isfinite(d))
+        return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'kernels.%s': expected a number, got '%s'",
+                        path, kl, key, val);
+    if (!(d > 0))
+        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'kernels.%s' must be positive (got '%s')",
+                        path, kl, key, val);
+    *(double *)((char *)r + nums[i].off) = d;
+    return KVF_OK;
+}
+
 static kvf_status krow_parse(const char *path, yaml_document_t *doc, yaml_node_t *row,
                              mdl_hardware *h, mdl_krow *r, kvf_err *err) {
     int line = (int)row->start_mark.line + 1;
@@ -479,34 +513,8 @@ static kvf_status krow_parse(const char *path, yaml_document_t *doc, yaml_node_t
                                 "%s:%d: key 'kernels.mode': expected low_latency or normal, got '%s'",
                                 path, kl, val);
         } else {
-            static const struct { const char *k; size_t off; } nums[] = {
-                {"m", offsetof(mdl_krow, m)},           {"n", offsetof(mdl_krow, n)},
-                {"k", offsetof(mdl_krow, k)},           {"groups", offsetof(mdl_krow, groups)},
-                {"head_dim", offsetof(mdl_krow, head_dim)}, {"seqlen", offsetof(mdl_krow, seqlen)},
-                {"ep", offsetof(mdl_krow, ep)},         {"tokens", offsetof(mdl_krow, tokens)},
-                {"gpus", offsetof(mdl_krow, gpus)},     {"bytes", offsetof(mdl_krow, bytes)},
-                {"heads", offsetof(mdl_krow, heads)},   {"kv_heads", offsetof(mdl_krow, kv_heads)},
-                {"batch", offsetof(mdl_krow, batch)},   {"context", offsetof(mdl_krow, context)},
-                {"experts", offsetof(mdl_krow, experts)}, {"topk", offsetof(mdl_krow, topk)},
-                {"hidden", offsetof(mdl_krow, hidden)}, {"inter", offsetof(mdl_krow, inter)},
-                {"tp", offsetof(mdl_krow, tp)},
-                {"tflops", offsetof(mdl_krow, tflops)}, {"GBps", offsetof(mdl_krow, GBps)},
-                {"us", offsetof(mdl_krow, us)}};
-            size_t i = 0;
-            while (i < sizeof nums / sizeof nums[0] && !kvf_streq(nums[i].k, key))
-                i++;
-            if (i == sizeof nums / sizeof nums[0])
-                return kvf_fail(err, KVF_EPARSE, "%s:%d: unknown key 'kernels.%s'", path, kl, key);
-            char *end;
-            errno = 0;
-            double d = strtod(val, &end);
-            if (!*val || *end || errno || !isfinite(d))
-                return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'kernels.%s': expected a number, got '%s'",
-                                path, kl, key, val);
-            if (!(d > 0))
-                return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'kernels.%s' must be positive (got '%s')",
-                                path, kl, key, val);
-            *(double *)((char *)r + nums[i].off) = d;
+            kvf_status st = krow_number(path, kl, key, val, r, err);
+            if (st) return st;
         }
     }
     if (r->kind == MDL_K_KINDS)
