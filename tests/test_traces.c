@@ -5,6 +5,8 @@
 // Expected values are computed here by other means (own JSON scan, own maps), never copied
 // from the library's output. Real traces come from $KVF_SHARED/traces (or traces/data).
 #include <check.h>
+#include <fcntl.h>
+#include <time.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "trc.h"
+#include "trc_int.h"
 
 // ---- helpers ------------------------------------------------------------------------------
 static char g_tmp[256];
@@ -1128,6 +1130,692 @@ START_TEST(test_gen_closed_loop) {
 }
 END_TEST
 
+// ---- hardening: bounds, references, bytes, outputs ------------------------------------------
+static const char *kvf_bin(void) {
+    const char *bin = getenv("KVF_BIN");
+    struct stat st;
+    return bin && !stat(bin, &st) ? bin : NULL;
+}
+
+START_TEST(test_gen_bounds) {
+    trc_gen_options g;
+    trc_gen_options_default(&g);
+    trc_reader *r = NULL;
+    kvf_err err = {0};
+    // a vanishing rate in days mode drew a first arrival 1e30 s out (a float-to-long overflow
+    // in the weekday): refused, naming the key and the option
+    g.days = 1;
+    g.rate_rps = 1e-30;
+    ck_assert_int_eq(trc_gen_open(&r, &g, NULL, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "rate_rps") && strstr(err.msg, "--rate"), "%s", err.msg);
+    // days x rate escaped the request cap (duration_s was checked, not the days)
+    g.rate_rps = 1000;
+    g.days = 3660;
+    ck_assert_int_eq(trc_gen_open(&r, &g, NULL, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "days x 86400 x rate_rps") && strstr(err.msg, "--days"), "%s",
+                  err.msg);
+    // the same product under max_requests is bounded by it: the stream stops there
+    g.max_requests = 50;
+    g.warmup_days = 0;
+    ck_assert_msg(!trc_gen_open(&r, &g, NULL, &err), "%s", err.msg);
+    trc_request q;
+    uint64_t n = 0;
+    while (trc_reader_next(r, &q, &err) == 1) n++;
+    trc_reader_close(r);
+    ck_assert_uint_eq(n, 50);
+    // the warm-up before t = 0 is work too
+    g.rate_rps = 1e5;
+    g.warmup_days = 365;
+    ck_assert_int_eq(trc_gen_open(&r, &g, NULL, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "warmup_days"), "%s", err.msg);
+    // the lowest rate allowed, over a month: far-off draws stay finite and inside the horizon
+    trc_gen_options_default(&g);
+    g.days = 30;
+    g.rate_rps = TRC_GEN_MIN_RATE;
+    ck_assert_msg(!trc_gen_open(&r, &g, NULL, &err), "%s", err.msg);
+    while (trc_reader_next(r, &q, &err) == 1)
+        ck_assert_msg(q.arrival_ns >= 0 && q.arrival_ns <= 30LL * 86400 * KVF_NS_PER_S,
+                      "arrival %lld", (long long)q.arrival_ns);
+    trc_reader_close(r);
+    // open-loop mode: rate x duration, and the think time
+    trc_gen_options_default(&g);
+    g.rate_rps = 1e6;
+    g.duration_s = 3e7;
+    ck_assert_int_eq(trc_gen_open(&r, &g, NULL, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "rate_rps x duration_s") && strstr(err.msg, "--duration"), "%s",
+                  err.msg);
+    trc_gen_options_default(&g);
+    g.closed_loop = true;
+    g.think_s = 1e300;
+    ck_assert_int_eq(trc_gen_open(&r, &g, NULL, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "think_s"), "%s", err.msg);
+    trc_gen_options_default(&g);
+    g.output_len = 1u << 30;
+    ck_assert_int_eq(trc_gen_open(&r, &g, NULL, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "output_len"), "%s", err.msg);
+    // the command: exit 2 with the option named
+    const char *bin = kvf_bin();
+    if (!bin) return;
+    static char out[1 << 14];
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s trace gen --profile chatbot --days 1 --rate 1e-30 2>&1", bin);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+    ck_assert_msg(strstr(out, "--rate"), "%s", out);
+    snprintf(cmd, sizeof cmd, "%s trace gen --profile chatbot --days 3660 --rate 1000 2>&1", bin);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+    ck_assert_msg(strstr(out, "--days x --rate"), "%s", out);
+}
+END_TEST
+
+START_TEST(test_scaling_refused_not_clamped) {
+    mk_tmp();
+    trc_options o = opts(64);
+    // 1e7 s x time_scale 1e6 = 1e13 s: used to become 9e9 s without a word
+    const char *far = WRITE("far.jsonl", "{\"arrival_ns\":0,\"input_tokens\":5,\"output_tokens\":1}\n"
+                                         "{\"arrival_ns\":10000000000000000,\"input_tokens\":5,"
+                                         "\"output_tokens\":1}\n");
+    o.time_scale = 1e6;
+    expect_error(far, &o, "far.jsonl:2: field 'arrival_ns'", "time_scale");
+    // in range: scaled exactly, not clamped
+    const char *near = WRITE("near.jsonl", "{\"arrival_ns\":0,\"input_tokens\":5,\"output_tokens\":1}\n"
+                                           "{\"arrival_ns\":1000000000000,\"input_tokens\":5,"
+                                           "\"output_tokens\":1}\n");
+    trc_reader *r;
+    kvf_err err = {0};
+    trc_request q;
+    ck_assert_msg(!trc_reader_open(&r, near, &o, &err), "%s", err.msg);
+    ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
+    ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
+    ck_assert_int_eq(q.arrival_ns, 1000000000000000000LL);
+    trc_reader_close(r);
+    // a rate rescale that stretches past the limit names rate_rps
+    o = opts(64);
+    o.rate_rps = 1e-10;
+    expect_error(WRITE("two.jsonl", "{\"arrival_ns\":0,\"input_tokens\":5,\"output_tokens\":1}\n"
+                                    "{\"arrival_ns\":1000000000,\"input_tokens\":5,"
+                                    "\"output_tokens\":1}\n"),
+                 &o, "two.jsonl:2: field 'arrival_ns'", "rate_rps");
+    // think times scale too
+    o = opts(64);
+    o.time_scale = 1e6;
+    expect_error(WRITE("think.jsonl", "{\"id\":0,\"arrival_ns\":0,\"input_tokens\":5,\"output_tokens\":1}\n"
+                                      "{\"id\":1,\"arrival_ns\":5,\"input_tokens\":5,"
+                                      "\"output_tokens\":1,\"prev_id\":0,"
+                                      "\"think_ns\":100000000000000000}\n"),
+                 &o, "think.jsonl:2: field 'think_ns'", "time_scale");
+    // lengths: 1e5 tokens x 1000 is over the 1e7 limit (was clamped to 4e9)
+    o = opts(64);
+    o.length_scale = 1000;
+    expect_error(WRITE("long.jsonl", "{\"arrival_ns\":0,\"input_tokens\":100000,\"output_tokens\":1}\n"),
+                 &o, "long.jsonl:1: field 'input_tokens'", "length_scale");
+    expect_error(WRITE("longo.jsonl", "{\"arrival_ns\":0,\"input_tokens\":1,\"output_tokens\":20000}\n"),
+                 &o, "longo.jsonl:1: field 'output_tokens'", "length_scale");
+    const char *mk = trace_path("mooncake_conversation.jsonl");
+    if (mk) expect_error(mk, &o, "mooncake_conversation.jsonl:", "field 'input_length'");
+}
+END_TEST
+
+START_TEST(test_prev_id_refused) {
+    mk_tmp();
+    const char *ok0 = "{\"id\":0,\"arrival_ns\":0,\"input_tokens\":5,\"output_tokens\":1}\n";
+    char buf[1024];
+    for (int fast = 1; fast >= 0; fast--) {
+        trc_json_fast = fast;
+        trc_options o = opts(64);
+        snprintf(buf, sizeof buf, "%s{\"id\":5,\"arrival_ns\":1,\"input_tokens\":5,"
+                 "\"output_tokens\":1,\"prev_id\":3}\n", ok0);
+        const char *gap = WRITE("gap.jsonl", buf);
+        expect_error(gap, &o, "gap.jsonl:2: field 'prev_id'", "no request");
+        expect_error(WRITE("below.jsonl",
+                           "{\"id\":10,\"arrival_ns\":0,\"input_tokens\":5,\"output_tokens\":1}\n"
+                           "{\"id\":11,\"arrival_ns\":1,\"input_tokens\":5,\"output_tokens\":1,"
+                           "\"prev_id\":4}\n"),
+                     &o, "below.jsonl:2: field 'prev_id'", "no request");
+        snprintf(buf, sizeof buf, "%s{\"id\":1,\"arrival_ns\":1,\"input_tokens\":5,"
+                 "\"output_tokens\":1,\"prev_id\":1}\n", ok0);
+        expect_error(WRITE("self.jsonl", buf), &o, "self.jsonl:2: field 'prev_id'", "earlier");
+        snprintf(buf, sizeof buf, "%s{\"id\":1,\"arrival_ns\":1,\"input_tokens\":5,"
+                 "\"output_tokens\":1,\"prev_id\":2}\n", ok0);
+        expect_error(WRITE("fwd.jsonl", buf), &o, "fwd.jsonl:2: field 'prev_id'", "earlier");
+        // without ids the key is the line's position: prev_id 1 on line 2 is itself
+        expect_error(WRITE("noid.jsonl",
+                           "{\"arrival_ns\":0,\"input_tokens\":5,\"output_tokens\":1}\n"
+                           "{\"arrival_ns\":1,\"input_tokens\":5,\"output_tokens\":1,"
+                           "\"prev_id\":1}\n"),
+                     &o, "noid.jsonl:2: field 'prev_id'", NULL);
+        // skip_bad: a reference into a hole becomes open loop
+        trc_options sk = o;
+        sk.skip_bad = true;
+        trc_reader *r;
+        kvf_err err = {0};
+        trc_request q;
+        ck_assert_msg(!trc_reader_open(&r, gap, &sk, &err), "%s", err.msg);
+        ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
+        ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
+        ck_assert_int_eq(q.prev_id, -1);
+        trc_reader_close(r);
+        // a reference to a request the window dropped is legitimate: open loop, no error
+        snprintf(buf, sizeof buf, "%s{\"id\":1,\"arrival_ns\":2000000000,\"input_tokens\":5,"
+                 "\"output_tokens\":1,\"prev_id\":0}\n", ok0);
+        const char *win = WRITE("win.jsonl", buf);
+        trc_options wo = o;
+        wo.start_ns = KVF_NS_PER_S;
+        ck_assert_msg(!trc_reader_open(&r, win, &wo, &err), "%s", err.msg);
+        ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
+        ck_assert_int_eq(q.prev_id, -1);
+        trc_reader_close(r);
+        ck_assert_msg(!trc_reader_open(&r, win, &o, &err), "%s", err.msg);
+        ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
+        ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
+        ck_assert_int_eq(q.prev_id, 0);
+        trc_reader_close(r);
+    }
+}
+END_TEST
+
+START_TEST(test_csv_nul_refused) {
+    mk_tmp();
+    trc_options o = opts(64);
+    static const char az[] = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                             "2023-11-16 18:15:46.6805900,374,44\n"
+                             "2023-11-16 18:15:47.6805900,37\0" "4,44\n";
+    expect_error(write_tmp("nul.csv", az, sizeof az - 1), &o, "nul.csv:3: field 'ContextTokens'",
+                 "NUL");
+    static const char az2[] = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                              "2023-11-16 18:15:46.68\0" "05900,374,44\n";
+    expect_error(write_tmp("nult.csv", az2, sizeof az2 - 1), &o, "nult.csv:2: field 'TIMESTAMP'",
+                 "NUL");
+    // a field nothing parses as a number (the model name) was silently cut short
+    static const char bg[] = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+                             "1,Chat\0" "GPT,10,5,15,Conversation log\n";
+    expect_error(write_tmp("nulm.csv", bg, sizeof bg - 1), &o, "nulm.csv:2: field 'Model'", "NUL");
+    static const char ex[] = "TIMESTAMP,ContextTokens,GeneratedTokens,Note\n"
+                             "2023-11-16 18:15:46.6805900,374,44,a\0" "b\n";
+    expect_error(write_tmp("nulx.csv", ex, sizeof ex - 1), &o, "nulx.csv:2: field 'column 4'",
+                 "NUL");
+    static const char hd[] = "TIMESTAMP,Context\0" "Tokens,GeneratedTokens\n"
+                             "2023-11-16 18:15:46.6805900,374,44\n";
+    o.format = TRC_FMT_AZURE;   // detection stops at the NUL
+    expect_error(write_tmp("nulh.csv", hd, sizeof hd - 1), &o, "nulh.csv:1: field 'column 2'",
+                 "NUL");
+}
+END_TEST
+
+static bool dir_has_tmp(const char *dir) {
+    char cmd[600], out[4096];
+    snprintf(cmd, sizeof cmd, "ls -a %s", dir);
+    run_cmd(cmd, out, sizeof out);
+    return strstr(out, ".tmp.") != NULL;
+}
+
+static char *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    rewind(f);
+    char *b = malloc((size_t)len + 1);
+    *n = fread(b, 1, (size_t)len, f);
+    fclose(f);
+    return b;
+}
+
+START_TEST(test_outputs_safe) {
+    mk_tmp();
+    const char *in = WRITE("in.jsonl", "{\"arrival_ns\":0,\"input_tokens\":5,\"output_tokens\":1}\n"
+                                       "{\"arrival_ns\":7,\"input_tokens\":9,\"output_tokens\":2}\n");
+    size_t n0, n1;
+    char *orig = slurp(in, &n0);
+    static char same_buf[3][512], fifo[512], dirp[512], oldp[512];   // tmp_path's buffers rotate
+    snprintf(same_buf[0], 512, "%s", in);
+    snprintf(same_buf[1], 512, "%s", tmp_path("sym.jsonl"));
+    snprintf(same_buf[2], 512, "%s", tmp_path("hard.jsonl"));
+    in = same_buf[0];
+    ck_assert(symlink(in, same_buf[1]) == 0);
+    ck_assert(link(in, same_buf[2]) == 0);
+    trc_writer *w;
+    kvf_err err = {0};
+    const char *same[] = {same_buf[0], same_buf[1], same_buf[2]};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(trc_writer_create(&w, same[i], 64, TRC_W_FORCE, in, &err), KVF_EINVAL);
+        ck_assert_msg(strstr(err.msg, same[i]) && strstr(err.msg, "same file"), "%s", err.msg);
+    }
+    // an existing output is kept unless forced; a discarded write keeps it too
+    snprintf(oldp, 512, "%s", WRITE("old.jsonl", "keep me\n"));
+    const char *old = oldp;
+    ck_assert_int_eq(trc_writer_create(&w, old, 64, 0, in, &err), KVF_EINVAL);
+    ck_assert_msg(strstr(err.msg, "old.jsonl") && strstr(err.msg, "--force"), "%s", err.msg);
+    ck_assert_msg(!trc_writer_create(&w, old, 64, TRC_W_FORCE, in, &err), "%s", err.msg);
+    trc_request q = {.input_tokens = 1, .output_tokens = 1, .prev_id = -1};
+    ck_assert(!trc_writer_put(w, &q, &err));
+    ck_assert(dir_has_tmp(g_tmp));   // written beside, under a temporary name
+    trc_writer_discard(w);
+    size_t nk;
+    char *kept = slurp(old, &nk);
+    ck_assert(nk == 8 && !memcmp(kept, "keep me\n", 8));
+    free(kept);
+    ck_assert(!dir_has_tmp(g_tmp));
+    ck_assert_msg(!trc_writer_create(&w, old, 64, TRC_W_FORCE, in, &err), "%s", err.msg);
+    ck_assert(!trc_writer_put(w, &q, &err));
+    ck_assert(!trc_writer_close(w, &err));
+    kept = slurp(old, &nk);
+    ck_assert(nk > 8 && !strncmp(kept, "{\"id\":0", 7));
+    free(kept);
+    ck_assert(!dir_has_tmp(g_tmp));
+    // special files, as outputs and as inputs (a FIFO must not block the open)
+    snprintf(fifo, 512, "%s", tmp_path("fifo"));
+    snprintf(dirp, 512, "%s", tmp_path("dir"));
+    ck_assert(mkfifo(fifo, 0600) == 0);
+    ck_assert(mkdir(dirp, 0700) == 0);
+    const char *special[] = {fifo, dirp, "/dev/null"};
+    const char *kind[] = {"FIFO", "directory", "character device"};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(trc_writer_create(&w, special[i], 64, TRC_W_FORCE, NULL, &err),
+                         KVF_EINVAL);
+        ck_assert_msg(strstr(err.msg, special[i]) && strstr(err.msg, kind[i]), "%s", err.msg);
+        trc_reader *r;
+        ck_assert_int_ne(trc_reader_open(&r, special[i], NULL, &err), KVF_OK);
+        ck_assert_msg(strstr(err.msg, special[i]) && strstr(err.msg, kind[i]), "%s", err.msg);
+    }
+    // the command: exit 2, the file named, the input intact
+    const char *bin = kvf_bin();
+    if (bin) {
+        static char out[1 << 14];
+        char cmd[2048];
+        for (int i = 0; i < 3; i++) {
+            snprintf(cmd, sizeof cmd, "%s trace convert %s -o %s --force 2>&1", bin, in, same[i]);
+            ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+            ck_assert_msg(strstr(out, same[i]) && strstr(out, "same file"), "%s", out);
+            snprintf(cmd, sizeof cmd, "%s trace convert %s -o %s 2>&1", bin, same[i], in);
+            ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+        }
+        char *now = slurp(in, &n1);
+        ck_assert(n1 == n0 && !memcmp(now, orig, n0));
+        free(now);
+        snprintf(cmd, sizeof cmd, "%s trace convert %s -o %s 2>&1", bin, in, old);
+        ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+        ck_assert_msg(strstr(out, "old.jsonl") && strstr(out, "--force"), "%s", out);
+        snprintf(cmd, sizeof cmd, "%s trace convert %s -o %s --force 2>&1", bin, in, old);
+        ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 0);
+        snprintf(cmd, sizeof cmd, "%s trace convert %s -o %s 2>&1", bin, in, fifo);
+        ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+        ck_assert_msg(strstr(out, "FIFO"), "%s", out);
+        snprintf(cmd, sizeof cmd, "%s trace gen --profile chatbot --duration 10 -o %s 2>&1", bin,
+                 old);
+        ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+        snprintf(cmd, sizeof cmd, "%s trace gen --profile chatbot --duration 10 -o %s --force 2>&1",
+                 bin, old);
+        ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 0);
+        ck_assert(!dir_has_tmp(g_tmp));
+    }
+    free(orig);
+}
+END_TEST
+
+START_TEST(test_replay_retention_boundary) {
+    // three requests on the same four blocks at 0 s, 10 s and 19.999999999 s: with a 10 s
+    // retention the second finds them exactly 10 s old (expired, the rule of the simulator's
+    // store: age >= retention), the third 9.999999999 s old (kept)
+    mk_tmp();
+    const char *p = WRITE("ret.jsonl",
+                          "{\"arrival_ns\":0,\"input_tokens\":256,\"output_tokens\":1,\"blocks\":[1,2,3,4]}\n"
+                          "{\"arrival_ns\":10000000000,\"input_tokens\":256,\"output_tokens\":1,"
+                          "\"blocks\":[1,2,3,4]}\n"
+                          "{\"arrival_ns\":19999999999,\"input_tokens\":256,\"output_tokens\":1,"
+                          "\"blocks\":[1,2,3,4]}\n");
+    trc_options o = opts(64);
+    trc_reader *r;
+    kvf_err err = {0};
+    ck_assert_msg(!trc_reader_open(&r, p, &o, &err), "%s", err.msg);
+    trc_replay *rp;
+    ck_assert_msg(!trc_replay_load(r, &rp, &err), "%s", err.msg);
+    trc_reader_close(r);
+    const double ttl[] = {10.0, 10.5, 9.0, 0};
+    // hits: 10 s -> only the third (255 of 768 tokens); 10.5 s -> both; 9 s -> none; 0 -> both
+    const double want[] = {255.0 / 768, 510.0 / 768, 0.0, 510.0 / 768};
+    double grid[4];
+    const uint64_t caps[] = {0};
+    ck_assert(!trc_replay_grid(rp, caps, 1, ttl, 4, grid, &err));
+    for (int i = 0; i < 4; i++) {
+        double h;
+        ck_assert(!trc_replay_hit_rate(rp, 0, ttl[i], &h, &err));
+        ck_assert_msg(fabs(h - want[i]) < 1e-12 && fabs(grid[i] - want[i]) < 1e-12,
+                      "ttl %g s: hit rate %.6f, grid %.6f, want %.6f", ttl[i], h, grid[i], want[i]);
+    }
+    trc_replay_free(rp);
+}
+END_TEST
+
+// ---- one parse, the cache, the fast scanner ---------------------------------------------------
+// Reads a and b side by side and compares every request field by field; returns the count.
+static uint64_t compare_reads(const char *pa, const trc_options *oa, const char *pb,
+                              const trc_options *ob, bool notes) {
+    trc_reader *a, *b;
+    kvf_err ea = {0}, eb = {0};
+    kvf_status sa = trc_reader_open(&a, pa, oa, &ea), sb = trc_reader_open(&b, pb, ob, &eb);
+    ck_assert_msg(sa == sb && !strcmp(ea.msg, eb.msg), "open %s: %d '%s' vs %d '%s'", pa, sa,
+                  ea.msg, sb, eb.msg);
+    if (sa) return 0;
+    if (notes) ck_assert_str_eq(trc_reader_notes(a), trc_reader_notes(b));
+    trc_request x, y;
+    uint64_t m = 0;
+    for (;;) {
+        int ra = trc_reader_next(a, &x, &ea), rb = trc_reader_next(b, &y, &eb);
+        ck_assert_msg(ra == rb, "%s: request %llu: rc %d vs %d ('%s' / '%s')", pa,
+                      (unsigned long long)m, ra, rb, ea.msg, eb.msg);
+        if (ra < 0) ck_assert_str_eq(ea.msg, eb.msg);
+        if (ra <= 0) break;
+        req_eq(&x, &y, m++);
+    }
+    ck_assert_uint_eq(trc_reader_skipped(a), trc_reader_skipped(b));
+    trc_reader_close(a);
+    trc_reader_close(b);
+    return m;
+}
+
+static void copy_file(const char *from, const char *to) {
+    size_t n;
+    char *b = slurp(from, &n);
+    ck_assert(b != NULL);
+    FILE *f = fopen(to, "wb");
+    ck_assert(f && fwrite(b, 1, n, f) == n);
+    fclose(f);
+    free(b);
+}
+
+START_TEST(test_rate_rescale_one_parse) {
+    mk_tmp();
+    const char *names[] = {"mooncake_conversation.jsonl", "azure2023_conv.csv",
+                           "weka_agentic_dev.jsonl"};
+    for (int i = 0; i < 3; i++) {
+        const char *src = trace_path(names[i]);
+        if (!src) continue;
+        for (int variant = 0; variant < 2; variant++) {
+            trc_options o = opts(64);
+            if (variant) {   // a first pass that stops early, with spreading
+                o.limit_requests = 300;
+                o.bucket = TRC_BUCKET_SPREAD;
+            }
+            // the reference: an unscaled read gives the trace's rate, then a plain time scale
+            uint64_t n = 0;
+            int64_t lo = INT64_MAX, hi = INT64_MIN;
+            trc_reader *r;
+            kvf_err err = {0};
+            trc_request q;
+            ck_assert_msg(!trc_reader_open(&r, src, &o, &err), "%s", err.msg);
+            while (trc_reader_next(r, &q, &err) == 1) {
+                n++;
+                lo = KVF_MIN(lo, q.arrival_ns);
+                hi = KVF_MAX(hi, q.arrival_ns);
+            }
+            trc_reader_close(r);
+            double rate = (double)(n - 1) / ((double)(hi - lo) / 1e9), R = 7.5;
+            trc_options ref = o, fast = o;
+            ref.time_scale = rate / R;
+            fast.rate_rps = R;
+            // the text is parsed once: after the open, the file may even go away
+            char path[600];
+            snprintf(path, sizeof path, "%s/copy_%d", g_tmp, i);
+            copy_file(src, path);
+            trc_pass pass;
+            ck_assert_msg(!trc_reader_open_pass(&r, path, &fast, &pass, &err), "%s", err.msg);
+            ck_assert_uint_eq(pass.requests, n);
+            ck_assert_msg(pass.rate_rps == rate, "%s: pass rate %.17g vs %.17g", names[i],
+                          pass.rate_rps, rate);
+            ck_assert(trc_reader_pass(r) && trc_reader_pass(r)->requests == n);
+            FILE *t = fopen(path, "w");   // truncated under the open reader
+            fclose(t);
+            trc_reader *a;
+            ck_assert_msg(!trc_reader_open(&a, src, &ref, &err), "%s", err.msg);
+            trc_request x;
+            uint64_t m = 0;
+            int ra, rb;
+            while ((ra = trc_reader_next(a, &x, &err)) == 1) {
+                rb = trc_reader_next(r, &q, &err);
+                ck_assert_msg(rb == 1, "%s: the spooled reader ended at %llu of %llu: %s",
+                              names[i], (unsigned long long)m, (unsigned long long)n, err.msg);
+                req_eq(&x, &q, m++);
+            }
+            ck_assert_int_eq(trc_reader_next(r, &q, &err), 0);
+            ck_assert_uint_eq(m, n);
+            trc_reader_close(a);
+            trc_reader_close(r);
+            // and the spooled reader with a rescale equals the plain one when the file stays
+            copy_file(src, path);
+            ck_assert_uint_eq(compare_reads(src, &ref, path, &fast, false), n);
+        }
+    }
+}
+END_TEST
+
+static ino_t inode_of(const char *path) {
+    struct stat st;
+    return stat(path, &st) ? 0 : st.st_ino;
+}
+
+// The one cache file in dir into out (NULL if none or several).
+static const char *only_cache_file(const char *dir, char *out, size_t n) {
+    char cmd[1200], list[4096];
+    snprintf(cmd, sizeof cmd, "ls %.1000s 2>/dev/null", dir);
+    run_cmd(cmd, list, sizeof list);
+    char *nl = strchr(list, '\n');
+    if (!nl || strchr(nl + 1, '\n') || !strstr(list, ".trc")) return NULL;
+    *nl = 0;
+    snprintf(out, n, "%.700s/%.180s", dir, list);
+    return out;
+}
+
+START_TEST(test_cache_identical_and_robust) {
+    mk_tmp();
+    char home[600], dir[700], cfile[900];
+    snprintf(home, sizeof home, "%s/xdg", g_tmp);
+    setenv("XDG_CACHE_HOME", home, 1);
+    snprintf(dir, sizeof dir, "%s/kvfleet", home);
+    const char *names[] = {"mooncake_conversation.jsonl", "azure2023_conv.csv",
+                           "weka_agentic_dev.jsonl"};
+    for (int i = 0; i < 3; i++) {
+        const char *src = trace_path(names[i]);
+        if (!src) continue;
+        char path[600];
+        snprintf(path, sizeof path, "%s/t_%s", g_tmp, names[i]);
+        copy_file(src, path);
+        char cmd[1400];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        ck_assert_int_eq(system(cmd), 0);
+        trc_options off = opts(64), on = opts(64);
+        off.cache = TRC_CACHE_OFF;
+        on.cache = TRC_CACHE_ON;
+        uint64_t n = compare_reads(path, &off, path, &on, true);   // builds the cache
+        ck_assert(n > 0);
+        ck_assert_msg(only_cache_file(dir, cfile, sizeof cfile), "no cache file in %s", dir);
+        ino_t ino = inode_of(cfile);
+        ck_assert_uint_eq(compare_reads(path, &off, path, &on, true), n);   // read from the cache
+        ck_assert_msg(inode_of(cfile) == ino, "a valid cache was rebuilt");
+        // shaping on top of the cache: rate, window, limit, spreading, another block size
+        trc_options s1 = off, s2 = on;
+        s1.rate_rps = s2.rate_rps = 3;
+        s1.bucket = s2.bucket = TRC_BUCKET_SPREAD;
+        s1.block_tokens = s2.block_tokens = 16;
+        s1.limit_requests = s2.limit_requests = 1000;
+        compare_reads(path, &s1, path, &s2, true);
+        ck_assert(inode_of(cfile) == ino);
+        // corrupt: one byte in the middle, one in the version; then truncated
+        size_t len;
+        char *b = slurp(cfile, &len);
+        long offs[2] = {(long)len / 2, 8};
+        for (int k = 0; k < 3; k++) {
+            FILE *f = fopen(cfile, k < 2 ? "r+b" : "wb");
+            ck_assert(f != NULL);
+            if (k < 2) {
+                fseek(f, offs[k], SEEK_SET);
+                fputc(b[offs[k]] ^ 0x5a, f);
+            } else ck_assert(fwrite(b, 1, len / 3, f) == len / 3);
+            fclose(f);
+            ino_t bad = inode_of(cfile);
+            ck_assert_uint_eq(compare_reads(path, &off, path, &on, true), n);
+            ck_assert_msg(inode_of(cfile) != bad, "%s: corrupt cache %d not rebuilt", names[i], k);
+        }
+        free(b);
+        // stale: the trace changes (same size, later mtime) -> the new content is read
+        b = slurp(path, &len);
+        char *dig = NULL;
+        for (char *c = b + len / 2; c < b + len; c++)
+            if (*c >= '1' && *c <= '8') {
+                dig = c;
+                break;
+            }
+        ck_assert(dig != NULL);
+        (*dig)++;
+        FILE *f = fopen(path, "r+b");
+        fwrite(b, 1, len, f);
+        fclose(f);
+        free(b);
+        struct timespec ts[2] = {{0, UTIME_OMIT}, {time(NULL) + 100, 0}};
+        ck_assert(utimensat(AT_FDCWD, path, ts, 0) == 0);
+        compare_reads(path, &off, path, &on, true);
+    }
+    unsetenv("XDG_CACHE_HOME");
+}
+END_TEST
+
+// Every bundled trace file, both ways: the fast scanner against jansson, field by field.
+static void fast_vs_jansson(const char *path, const trc_options *o) {
+    trc_reader *a, *b;
+    kvf_err ea = {0}, eb = {0};
+    trc_json_fast = true;
+    kvf_status sa = trc_reader_open(&a, path, o, &ea);
+    trc_json_fast = false;
+    kvf_status sb = trc_reader_open(&b, path, o, &eb);
+    ck_assert_msg(sa == sb && !strcmp(ea.msg, eb.msg), "open %s: '%s' vs '%s'", path, ea.msg,
+                  eb.msg);
+    if (sa) return;
+    trc_request x, y;
+    uint64_t m = 0;
+    for (;;) {
+        trc_json_fast = true;
+        int ra = trc_reader_next(a, &x, &ea);
+        trc_json_fast = false;
+        int rb = trc_reader_next(b, &y, &eb);
+        ck_assert_msg(ra == rb, "%s: request %llu: fast %d '%s', jansson %d '%s'", path,
+                      (unsigned long long)m, ra, ea.msg, rb, eb.msg);
+        if (ra < 0) ck_assert_str_eq(ea.msg, eb.msg);
+        if (ra <= 0) break;
+        req_eq(&x, &y, m++);
+    }
+    ck_assert_uint_eq(trc_reader_skipped(a), trc_reader_skipped(b));
+    trc_reader_close(a);
+    trc_reader_close(b);
+    trc_json_fast = true;
+}
+
+START_TEST(test_json_fast_matches_jansson) {
+    mk_tmp();
+    char dirs[2][1100];
+    const char *sh = getenv("KVF_SHARED"), *src = getenv("KVF_SOURCE_DIR");
+    snprintf(dirs[0], sizeof dirs[0], "%s/traces/data", src ? src : ".");
+    snprintf(dirs[1], sizeof dirs[1], "%s/traces", sh ? sh : "../shared");
+    int files = 0;
+    for (int d = 0; d < 2; d++) {
+        char cmd[1200], list[8192];
+        snprintf(cmd, sizeof cmd, "ls %.1000s 2>/dev/null", dirs[d]);
+        run_cmd(cmd, list, sizeof list);
+        for (char *save = NULL, *nm = strtok_r(list, "\n", &save); nm;
+             nm = strtok_r(NULL, "\n", &save)) {
+            if (strstr(nm, ".md")) continue;
+            char path[1400];
+            snprintf(path, sizeof path, "%.1000s/%.300s", dirs[d], nm);
+            trc_options o = opts(64);
+            fast_vs_jansson(path, &o);
+            o.block_tokens = 512;
+            o.skip_bad = true;
+            fast_vs_jansson(path, &o);
+            files++;
+            // the canonical form of the trace (19-digit signed ids), both ways
+            if (strstr(nm, ".jsonl")) {
+                uint64_t n = roundtrip(path, &o, "canon.jsonl");
+                ck_assert(n > 0);
+                fast_vs_jansson(tmp_path("canon.jsonl"), &o);
+            }
+        }
+    }
+    ck_assert_msg(files >= 3, "only %d bundled traces found", files);
+    // odd lines: each alone in a file, read both ways: the same requests or the same message
+    static const char *mk[] = {
+        "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"hash_ids\": [1, 2]}",
+        "{ \"timestamp\" :1 ,\"input_length\":5,\t\"output_length\":3,\"hash_ids\":[ 1 , 2 ] } ",
+        "{\"timestamp\": 1.5, \"input_length\": 5, \"output_length\": 3}",
+        "{\"timestamp\": 1e3, \"input_length\": 5, \"output_length\": 3}",
+        "{\"timestamp\": -1, \"input_length\": 5, \"output_length\": 3}",
+        "{\"timestamp\": -0, \"input_length\": 5, \"output_length\": 3}",
+        "{\"timestamp\": 01, \"input_length\": 5, \"output_length\": 3}",
+        "{\"timestamp\": 9000000000001, \"input_length\": 5, \"output_length\": 3}",
+        "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"hash_ids\": "
+        "[9223372036854775807, -9223372036854775808]}",
+        "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"hash_ids\": "
+        "[9223372036854775808]}",
+        "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"hash_ids\": "
+        "[12345678901234567890123]}",
+        "{\"time\\u0073tamp\": 1, \"input_length\": 5, \"output_length\": 3}",
+        "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"foo\": 1}",
+        "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"timestamp\": 2}",
+        "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"hash_ids\": true}",
+        "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"x\": {\"a\": []}}",
+        "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3,}",
+        "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3}x",
+        "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3",
+        "{}",
+        "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"hash_ids\": null}",
+        "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"hash_ids\": []}",
+        "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"hash_ids\": [1.0]}",
+        "{\"timestamp\": 1, \"input_length\": \"5\", \"output_length\": 3}",
+        "{\"timestamp\": 1, \"input_length\": 0, \"output_length\": 0}",
+        "{\"timestamp\": 1, \"input_length\": 10000001, \"output_length\": 3}",
+        "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"n\\u00e9\": 1}",
+        "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"hash_ids\": [1,]}",
+        "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"hash_ids\": [1 2]}",
+    };
+    static const char *kv[] = {
+        "{\"id\":0,\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"class\":\"agent\","
+        "\"flags\":3,\"images\":1,\"session\":-7,\"turn\":2,\"prev_id\":-1,\"think_ns\":0,"
+        "\"block_tokens\":64,\"blocks\":[-4879180131546014871]}",
+        "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"class\":\"unknown\"}",
+        "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"class\":3}",
+        "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"class\":9}",
+        "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"class\":null}",
+        "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"prev_id\":-5}",
+        "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"prev_id\":null}",
+        "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"flags\":256}",
+        "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"flags\":1.5}",
+        "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"images\":70000}",
+        "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"turn\":4000000001}",
+        "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"block_tokens\":0}",
+        "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"block_tokens\":16,"
+        "\"blocks\":[1,2,3,4]}",
+        "{\"id\":null,\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2}",
+        "{\"id\":-3,\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2}",
+        "{\"arrival_ns\":-5,\"input_tokens\":70,\"output_tokens\":2}",
+        "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"think_ns\":-1}",
+        "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"session\":\"a\"}",
+        "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"extra\":1}",
+        "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"class\":\"ag\\u0065nt\"}",
+    };
+    trc_options o = opts(64);
+    char line[512];
+    for (size_t i = 0; i < sizeof mk / sizeof mk[0]; i++) {
+        snprintf(line, sizeof line, "%s\n", mk[i]);
+        trc_options om = o;
+        om.format = TRC_FMT_MOONCAKE;
+        fast_vs_jansson(WRITE("odd.jsonl", line), &om);
+    }
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
+        snprintf(line, sizeof line, "%s\n", kv[i]);
+        trc_options ok = o;
+        ok.format = TRC_FMT_KVFLEET;
+        fast_vs_jansson(WRITE("oddk.jsonl", line), &ok);
+    }
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("traces");
     TCase *tc = tcase_create("core");
@@ -1150,6 +1838,15 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_stats_lru_sizes);
     tcase_add_test(tc, test_bad_inputs);
     tcase_add_test(tc, test_cli);
+    tcase_add_test(tc, test_gen_bounds);
+    tcase_add_test(tc, test_scaling_refused_not_clamped);
+    tcase_add_test(tc, test_prev_id_refused);
+    tcase_add_test(tc, test_csv_nul_refused);
+    tcase_add_test(tc, test_outputs_safe);
+    tcase_add_test(tc, test_replay_retention_boundary);
+    tcase_add_test(tc, test_rate_rescale_one_parse);
+    tcase_add_test(tc, test_cache_identical_and_robust);
+    tcase_add_test(tc, test_json_fast_matches_jansson);
     suite_add_tcase(s, tc);
     return s;
 }
