@@ -1116,6 +1116,29 @@ START_TEST(test_compressed_roofline) {
     mdl_batch_work_detail(&m, &b128, &w128);
     ck_assert_double_eq(w32.flops[MDL_WG_ATTN_FULL], w128.flops[MDL_WG_ATTN_FULL]);
     ck_assert_msg(w128.flops[MDL_WG_ATTN_INDEX] > 3.9 * w32.flops[MDL_WG_ATTN_INDEX], "indexer");
+    // the candidate pool, when it caps scoring, bounds the later indexers' work; sums stay
+    // exact with its cap
+    mdl_model cp = m;
+    cp.candidate_caps_scoring = true;
+    mdl_model_derive(&cp);
+    uint32_t caps[MDL_CAPS];
+    mdl_model_caps(&cp, caps);
+    ck_assert_uint_eq(caps[MDL_CAP_POOL], 2048 * 8); // ratio-1 owner (layer 20)'s group
+    mdl_work wc;
+    mdl_batch_work_detail(&cp, &b128, &wc);
+    ck_assert_msg(wc.flops[MDL_WG_ATTN_INDEX] < 0.8 * w128.flops[MDL_WG_ATTN_INDEX],
+                  "pool-capped indexer %.4g vs %.4g", wc.flops[MDL_WG_ATTN_INDEX],
+                  w128.flops[MDL_WG_ATTN_INDEX]);
+    mdl_seq few[3] = {{1, 100}, {1, 20000}, {1, 131072}};
+    mdl_decode_sum ds = {0};
+    for (int i = 0; i < 3; i++) mdl_decode_sum_add(&ds, caps, few[i].cached_tokens);
+    mdl_batch listed = {.phase = MDL_DECODE, .seqs = few, .n = 3};
+    mdl_batch summed = {.phase = MDL_DECODE, .dsum = &ds};
+    mdl_work wl, wsum;
+    mdl_batch_work_detail(&cp, &listed, &wl);
+    mdl_batch_work_detail(&cp, &summed, &wsum);
+    for (int g = 0; g < MDL_WG_COUNT; g++)
+        ck_assert_msg(wl.flops[g] == wsum.flops[g] && wl.bytes[g] == wsum.bytes[g], "group %d", g);
     // V4-Flash's HCA layers attend every compressed entry: they grow with the context
     mdl_model f = load_model("deepseek-v4-flash");
     mdl_batch_work_detail(&f, &b32, &w32);
