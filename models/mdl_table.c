@@ -389,12 +389,18 @@ static int dense_shapes(const mdl_model *m, double tp, gemm_shape *sh) {
 }
 
 // The GEMM, grouped-GEMM and fused-MoE kinds for weights of `wbytes` per parameter: a table
-// answers only the precision it measured (MDL_K_KINDS: none, e.g. MXFP4 experts). FP8 weights
-// run FP8 GEMMs (block-scaled inputs), as the roofline assumes.
-static void gemm_kinds(double wbytes, mdl_kkind *gemm, mdl_kkind *grouped, mdl_kkind *moe) {
+// answers only the precision it measured -- bf16 rows bf16 weights and inputs, fp8 rows
+// (block-scaled) fp8 weights and inputs (mdl_model_gemm_precision); MDL_K_KINDS: none (W8A16,
+// MXFP4 experts, ...).
+static void gemm_kinds(const mdl_model *m, double wbytes, mdl_kkind *gemm, mdl_kkind *grouped,
+                       mdl_kkind *moe) {
     *gemm = *grouped = *moe = MDL_K_KINDS;
-    if (wbytes == 2) *gemm = MDL_K_GEMM_BF16, *grouped = MDL_K_GROUPED_BF16, *moe = MDL_K_MOE_BF16;
-    if (wbytes == 1) *gemm = MDL_K_GEMM_FP8, *grouped = MDL_K_GROUPED_FP8, *moe = MDL_K_MOE_FP8;
+    if (!(wbytes > 0)) return;
+    mdl_prec p = mdl_model_gemm_precision(m, wbytes);
+    if (p == MDL_PREC_BF16 && wbytes == 2)
+        *gemm = MDL_K_GEMM_BF16, *grouped = MDL_K_GROUPED_BF16, *moe = MDL_K_MOE_BF16;
+    if (p == MDL_PREC_FP8 && wbytes == 1)
+        *gemm = MDL_K_GEMM_FP8, *grouped = MDL_K_GROUPED_FP8, *moe = MDL_K_MOE_FP8;
 }
 
 // ---- one evaluation --------------------------------------------------------------------------
@@ -839,10 +845,10 @@ void mdl_table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_parall
     c.G = c.p.gpus;
     c.T = w.tokens;
     mdl_kkind unused1, unused2;
-    gemm_kinds(m->weight_bytes_per_param, &c.gemm, &unused1, &unused2);
+    gemm_kinds(m, m->weight_bytes_per_param, &c.gemm, &unused1, &unused2);
     double ebpp = m->expert_weight_bytes_per_param > 0 ? m->expert_weight_bytes_per_param
                                                        : m->weight_bytes_per_param;
-    gemm_kinds(ebpp, &c.e_gemm, &c.e_grouped, &c.e_moe);
+    gemm_kinds(m, ebpp, &c.e_gemm, &c.e_grouped, &c.e_moe);
     if (ex) {
         ex->tokens = c.T;
         ex->seqs = mdl_batch_size(b);
