@@ -292,7 +292,7 @@ static const char CSS[] =
     "color:#666;text-transform:uppercase;letter-spacing:.04em}.card .big{font-size:1.25em;"
     "margin:.2em 0}.card .sub{font-size:.82em;color:#555}.v{font-weight:bold}"
     "tr[data-unfinished] td{color:#888}tr[data-baseline] td{background:#f4f8ff}.st-stable{color:#2e7d32}"
-    ".st-backlogged{color:#b07000}.st-overloaded{color:#c62828}";
+    ".st-backlogged{color:#b07000}.st-overloaded{color:#c62828}.tablewrap{overflow-x:auto}";
 
 static void span_value(rpt_buf *h, const char *key, json_t *s) {
     double x = rpt_json_num(s, key);
@@ -453,7 +453,7 @@ static void sec_table(rpt_buf *h, const pts *P, const json_t *points, json_t *ke
     json_t *e, *p;
     rpt_buf_puts(h, "<h2 id=\"points\">Points</h2>\n<p class=\"note\">Inputs: the keys after the "
                     "run's name (what tells the points apart); outputs: every figure after them, "
-                    "from each point's summary.json.</p>\n<table id=\"points-table\"><thead><tr>"
+                    "from each point's summary.json.</p>\n<div class=\"tablewrap\"><table id=\"points-table\"><thead><tr>"
                     "<th>#</th><th>run</th>");
     json_array_foreach(keys, i, e) {
         rpt_buf_puts(h, "<th class=\"key\">");
@@ -492,7 +492,7 @@ static void sec_table(rpt_buf *h, const pts *P, const json_t *points, json_t *ke
             fig_cell(h, FIGS[f].key, json_is_object(s) ? rpt_json_path(s, FIGS[f].key) : NULL);
         rpt_buf_puts(h, "</tr>\n");
     }
-    rpt_buf_puts(h, "</tbody></table>\n");
+    rpt_buf_puts(h, "</tbody></table></div>\n");
 }
 
 // Text figures that tell the points apart (break-even notes, the basis of a figure), each

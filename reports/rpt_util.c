@@ -356,7 +356,7 @@ char *rpt_fmt_duration(double s, char *out, size_t n) {
         const char *unit;
     } steps[] = {
         {1e-6, 1e-9, "ns"}, {1e-3, 1e-6, "us"}, {1, 1e-3, "ms"}, {120, 1, "s"},
-        {7200, 60, "min"}, {172800, 3600, "h"}, {INFINITY, 86400, "d"},
+        {3600, 60, "min"}, {172800, 3600, "h"}, {INFINITY, 86400, "d"},
     };
     double a = fabs(s);
     size_t i = 0;

@@ -35,6 +35,51 @@ START_TEST(test_bytes_formatting) {
 }
 END_TEST
 
+// One unit system: fractions in percent, durations and bytes by magnitude, 3-4 significant
+// digits, never an exponent or 17 digits.
+START_TEST(test_units_by_key) {
+    char s[64];
+    ck_assert_str_eq(rpt_fmt_keyed("economics.margin", 0.4988, s, sizeof s), "49.9 %");
+    ck_assert_str_eq(rpt_fmt_keyed("slo.attainment", 1.0, s, sizeof s), "100 %");
+    ck_assert_str_eq(rpt_fmt_keyed("cache.hit_rate", 0.0012, s, sizeof s), "0.120 %");
+    ck_assert_str_eq(rpt_fmt_keyed("utilization.decode", 0.973461456, s, sizeof s), "97.3 %");
+    ck_assert_str_eq(rpt_fmt_keyed("cache.by_tier.ssd", 0.098, s, sizeof s), "9.80 %");
+    ck_assert_str_eq(rpt_fmt_keyed("e2e_ms.p99", 6812754.7, s, sizeof s), "1.89 h");
+    ck_assert_str_eq(rpt_fmt_keyed("ttft_ms.p90", 942.77, s, sizeof s), "943 ms");
+    ck_assert_str_eq(rpt_fmt_keyed("ttft_ms.p99", 5403.15, s, sizeof s), "5.40 s");
+    ck_assert_str_eq(rpt_fmt_keyed("slo.tpot_p90_ms", 50, s, sizeof s), "50.0 ms");
+    ck_assert_str_eq(rpt_fmt_keyed("sim.simulated_s", 151.678, s, sizeof s), "2.53 min");
+    ck_assert_str_eq(rpt_fmt_keyed("sim.simulated_s", 3 * 86400.0, s, sizeof s), "3.00 d");
+    ck_assert_str_eq(rpt_fmt_keyed("economics.payback_days", 266.12, s, sizeof s), "266 d");
+    ck_assert_str_eq(rpt_fmt_keyed("economics.payback_days", INFINITY, s, sizeof s), "never");
+    ck_assert_str_eq(rpt_fmt_keyed("economics.cost_per_mtok_usd.input", 0.06003542, s, sizeof s),
+                     "$0.0600");
+    ck_assert_str_eq(rpt_fmt_keyed("economics.cost_per_day_usd", 12765.4, s, sizeof s), "$12,765");
+    ck_assert_str_eq(rpt_fmt_keyed("economics.capex_usd", 4.32e7, s, sizeof s), "$43.2 M");
+    ck_assert_str_eq(rpt_fmt_keyed("throughput.output_tok_s", 963.05, s, sizeof s), "963 tokens/s");
+    ck_assert_str_eq(rpt_fmt_keyed("throughput.input_tok_s", 37649.0, s, sizeof s),
+                     "37.6 k tokens/s");
+    ck_assert_str_eq(rpt_fmt_keyed("cache.stored_bytes_peak", 3.2e15, s, sizeof s), "3.2 PB");
+    ck_assert_str_eq(rpt_fmt_keyed("gpu_hours", 0.2527968535, s, sizeof s), "0.2528");
+    ck_assert_str_eq(rpt_fmt_keyed("sim.events", 29554, s, sizeof s), "29554");
+    ck_assert_str_eq(rpt_fmt_keyed("sim.events", 1.234e9, s, sizeof s), "1.234 G");
+    ck_assert_str_eq(rpt_fmt_text_value("0.69999999999999996", s, sizeof s), "0.7");
+    ck_assert_str_eq(rpt_fmt_text_value("cache_aware", s, sizeof s), "cache_aware");
+    ck_assert_str_eq(rpt_fmt_text_value("12", s, sizeof s), "12");
+    char w[128];
+    rpt_key_words("cache.by_tier.hbm", w, sizeof w);   // a headline figure: its label
+    ck_assert_str_eq(w, "hits from HBM");
+    rpt_key_words("cache.by_tier_tokens.ssd", w, sizeof w);
+    ck_assert_str_eq(w, "cache, by tier tokens, SSD");
+    rpt_key_words("economics.cost_per_mtok_usd.input", w, sizeof w);
+    ck_assert_str_eq(w, "cost per million input tokens");
+    rpt_key_words("throughput.decode_output_tok_s_per_gpu", w, sizeof w);
+    ck_assert_str_eq(w, "decode output tokens/s per GPU");
+    rpt_key_words("saturation.wait_growth_s", w, sizeof w);
+    ck_assert_str_eq(w, "saturation, wait growth s");
+}
+END_TEST
+
 // A quickstart run's report: units, legends, chart ranges.
 START_TEST(test_report_units_and_charts) {
     kvt_tmp_make("kvf_rep_units");
@@ -50,15 +95,33 @@ START_TEST(test_report_units_and_charts) {
     ck_assert_msg(row, "no KV store peak row");
     ck_assert_msg(strstr(row, " GB |") || strstr(row, " TB |") || strstr(row, " MB |"),
                   "KV store peak: %.80s", row);
-    row = strstr(md, "| cache.block_bytes |");
-    ck_assert_msg(row && !strncmp(row, "| cache.block_bytes | 8.39 MB |", 30), "%.60s",
+    row = strstr(md, "| cache, block bytes |");
+    ck_assert_msg(row && !strncmp(row, "| cache, block bytes | 8.39 MB |", 32), "%.60s",
                   row ? row : "(no block_bytes row)");
+    // no figure as a bare fraction or in 17 digits
+    ck_assert_msg(!strstr(md, "99999999") && !strstr(md, "00000001"), "17-digit numbers in report.md");
+    row = strstr(md, "| margin |");
+    ck_assert_msg(row && strstr(row, " %"), "margin not in percent: %.60s", row ? row : "");
     free(md);
     snprintf(p, sizeof p, "%s/r/report_files/charts.gp", kvt_tmp);
     char *gp = kvt_slurp(p);
-    // legends keep underscores (the charts are set noenhanced)
-    ck_assert_msg(strstr(gp, "title \"hit_rate_hbm\""), "hit-rate legend lost its underscores");
-    ck_assert_msg(!strstr(gp, "title \"hit rate hbm\""), "underscores turned into spaces");
+    // legends in words, never the metrics' code names
+    ck_assert_msg(strstr(gp, "title \"from HBM\""), "no 'from HBM' legend in the hit-rate chart");
+    ck_assert_msg(!strstr(gp, "title \"hit_rate_hbm\"") && !strstr(gp, "title \"output_tok_s\""),
+                  "a legend in code names");
+    // output tokens on their own axis, not on the input axis
+    const char *tp = strstr(gp, "set output \"throughput.svg\"");
+    ck_assert(tp);
+    const char *tpe = strstr(tp + 1, "set output");
+    const char *y2 = strstr(tp, "axes x1y2 with lines lw 2 dt 2 title \"output tokens/s\"");
+    ck_assert_msg(y2 && (!tpe || y2 < tpe), "output tokens/s not on the right axis");
+    // the KV store axis in the unit of its largest value
+    const char *kv = strstr(gp, "set output \"kv_store.svg\"");
+    if (kv) {
+        const char *kve = strstr(kv + 1, "set output");
+        const char *yl = strstr(kv, "set ylabel \"stored KV (");
+        ck_assert_msg(yl && (!kve || yl < kve), "KV store axis without its unit");
+    }
     // the instances chart starts at zero with headroom, its second line dashed
     const char *ins = strstr(gp, "set output \"instances.svg\"");
     ck_assert(ins);
@@ -281,6 +344,7 @@ int main(void) {
     TCase *t = tcase_create("units");
     tcase_set_timeout(t, 300);
     tcase_add_test(t, test_bytes_formatting);
+    tcase_add_test(t, test_units_by_key);
     tcase_add_test(t, test_report_units_and_charts);
     tcase_add_test(t, test_vision_gpus_printed);
     tcase_add_test(t, test_trace_out_tracks);
