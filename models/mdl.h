@@ -35,7 +35,8 @@ static inline bool mdl_attn_compressed(mdl_attn a) {
 }
 
 // Numeric precision of weights, KV or GEMM inputs. AUTO: as the model file says (activations:
-// fp8 for FP8-weight models, whose GEMMs quantize their inputs, bf16 otherwise).
+// fp8 when the (dense) weights are FP8 or narrower, whose GEMMs quantize their inputs (W8A8,
+// W4A8), bf16 otherwise).
 typedef enum mdl_prec { MDL_PREC_AUTO = 0, MDL_PREC_BF16, MDL_PREC_FP8, MDL_PREC_FP4 } mdl_prec;
 // Bytes per element: bf16 2, fp8 1, fp4 0.5 (block scales counted apart); AUTO 0.
 double mdl_prec_bytes(mdl_prec p);
@@ -95,7 +96,7 @@ typedef struct mdl_model {
     bool tied_embeddings;       // output projection shares the input embedding matrix
     double expert_weight_bytes_per_param;  // routed/shared expert weights; 0 = as the rest
                                            // (gpt-oss MXFP4: 4.25 bits = 0.53125)
-    mdl_prec act_precision;     // GEMM inputs (the A of WxAy); AUTO: fp8 for fp8 weights, else bf16
+    mdl_prec act_precision;     // GEMM inputs (the A of WxAy); AUTO: fp8 for <= fp8 weights, else bf16
     // csa / hca (DeepSeek-V4 family; models/README.md "Compressed attention"):
     uint8_t layer_kind[MDL_LAYERS_MAX];   // MDL_LK_* per layer (layer_pattern)
     uint16_t layer_ratio[MDL_LAYERS_MAX]; // compression ratio of the KV layer l attends (0: swa)

@@ -778,7 +778,7 @@ mdl_prec mdl_model_gemm_precision(const mdl_model *m, double weight_bytes) {
     KVF_ASSERT(m && weight_bytes > 0);
     mdl_prec w = mdl_prec_of_bytes(weight_bytes);
     mdl_prec a = m->act_precision;
-    if (a == MDL_PREC_AUTO) a = m->weight_bytes_per_param == 1 ? MDL_PREC_FP8 : MDL_PREC_BF16;
+    if (a == MDL_PREC_AUTO) a = m->weight_bytes_per_param <= 1 ? MDL_PREC_FP8 : MDL_PREC_BF16;
     return w < a ? w : a; // enum order: bf16 < fp8 < fp4, the wider has the smaller value
 }
 

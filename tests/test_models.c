@@ -836,7 +836,17 @@ END_TEST
 // published figures (DeepEP, DeepGEMM, FlashMLA rows of h800.yaml).
 START_TEST(test_table_model_terms) {
     mdl_model ds = load_model("deepseek-v3");
-    mdl_hardware h800 = load_hw("h800"), b200 = load_hw("b200");
+    mdl_hardware h800 = load_hw("h800"), b200;
+    {
+        // B200's datasheet figures without kernel tables (design.md §1)
+        const char *p = write_tmp("b200-bare.yaml",
+                                  "name: b200-bare\nbf16_flops: 2250e12\nfp8_flops: 4500e12\n"
+                                  "hbm_bytes: 180e9\nhbm_Bps: 8e12\nscaleup_Bps: 1800e9\n"
+                                  "nic_Bps: 40e9\n");
+        kvf_err err = {0};
+        ck_assert_msg(mdl_hardware_load(&b200, p, NULL, &err) == KVF_OK, "%s", err.msg);
+        ck_assert_uint_eq(b200.nkrows, 0);
+    }
     mdl_parallel par = {.gpus = 144, .tp = 1, .ep = 144, .ep_skew = 1.0, .route_nodes = 4,
                         .two_batch = true};
     uint32_t caps[MDL_CAPS];
