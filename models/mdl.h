@@ -641,9 +641,10 @@ double mdl_spec_tokens_per_step(const mdl_spec *s);
 // Bytes of the draft stack's own weights (head and embedding are the target's).
 double mdl_spec_weight_bytes(const mdl_spec *s);
 // One speculative decode step: drafting (the roofline of s->draft on the stepper's hardware,
-// parallelism and efficiency) plus verifying (the stepper's answer for `verify`, every
-// sequence listed with new_tokens == s->block; no decode sums). *out gets the sum; *draft
-// (may be NULL) the drafting part alone.
+// parallelism and efficiency) plus verifying (the stepper's answer for `verify`: a decode
+// batch, every sequence listed with new_tokens == s->block over its cached context; no decode
+// sums; prefill chunks go in a step of their own). *out gets the sum; *draft (may be NULL)
+// the drafting part alone. Counts one call of the stepper.
 void mdl_spec_step_cost(mdl_stepper *st, const mdl_spec *s, const mdl_batch *verify,
                         mdl_step_cost *out, mdl_step_cost *draft);
 

@@ -750,15 +750,12 @@ double mdl_spec_weight_bytes(const mdl_spec *s) {
 void mdl_spec_step_cost(mdl_stepper *st, const mdl_spec *s, const mdl_batch *verify,
                         mdl_step_cost *out, mdl_step_cost *draft) {
     KVF_ASSERT(st && s && verify && out && s->layers > 0 && s->block >= 2);
-    KVF_ASSERT(verify->phase != MDL_VISION && (!verify->dsum || verify->dsum->n == 0));
-    for (uint32_t i = 0; i < verify->n; i++)
-        KVF_ASSERT(verify->seqs[i].new_tokens == s->block || verify->phase != MDL_DECODE);
+    KVF_ASSERT(verify->phase == MDL_DECODE && (!verify->dsum || verify->dsum->n == 0));
+    for (uint32_t i = 0; i < verify->n; i++) KVF_ASSERT(verify->seqs[i].new_tokens == s->block);
     mdl_step_cost v, d;
     mdl_stepper_cost(st, verify, &v);
     mdl_work w;
-    mdl_batch db = *verify;
-    db.phase = MDL_DECODE; // the draft computes `block` positions of every listed sequence
-    mdl_batch_work_detail(&s->draft, &db, &w);
+    mdl_batch_work_detail(&s->draft, verify, &w); // `block` positions of every sequence
     mdl_parts pp;
     mdl_roofline_parts(&s->draft, &st->hw, &st->par, &st->eff, &w, &pp);
     if (pp.valid) {
