@@ -528,44 +528,57 @@ static kvf_status check_in(const rpt_econ_input *in, kvf_err *err) {
     return KVF_OK;
 }
 
-kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
-                            rpt_econ_result *out, kvf_err *err) {
-    memset(out, 0, sizeof *out);
-    kvf_status st = check_in(in, err);
-    if (st) return st;
-    rpt_econ_result *r = out;
-    double to_day = DAY_S / in->simulated_s;   // GPU-hours: the fleet is provisioned all day
-    day_place dp = place_in_day(c, in);
-    r->days = in->simulated_s / DAY_S;
-    r->day_basis = dp.basis;
-    r->day_scale = dp.scale;
-    double gh_total = 0, gpus = 0;
+// What rpt_econ_compute's steps share: the inputs, the day placement, the store billed, the
+// run's revenue and the colocated pool's input share.
+typedef struct econ_ctx {
+    const rpt_econ_config *c;
+    const rpt_econ_input *in;
+    rpt_econ_result *r;
+    day_place dp;
+    double to_day;               // run seconds -> a day
+    double gh_total;             // GPU-hours over the run, all pools
+    double hit, miss, outp;      // the run's tokens
+    double ssd_tb;               // SSD billed (TB)
+    double coloc_in;             // share of colocated GPU time counted as input
+    rev_out rv;                  // revenue per day at the configured prices
+} econ_ctx;
+
+// GPUs, GPU-hours, the day's tokens and the hit rate.
+static void econ_tokens(econ_ctx *x) {
+    const rpt_econ_input *in = x->in;
+    rpt_econ_result *r = x->r;
+    double gpus = 0, off = 0;
     for (int p = 0; p < RPT_POOL_N; p++) {
-        gh_total += in->gpu_hours[p];
+        x->gh_total += in->gpu_hours[p];
         gpus += in->gpus[p];
     }
     r->gpus = gpus;
-    r->gpu_hours = gh_total;
-    r->gpu_hours_per_day = gh_total * to_day;
-
-    double hit = 0, miss = 0, outp = 0, off = 0;
+    r->gpu_hours = x->gh_total;
+    r->gpu_hours_per_day = x->gh_total * x->to_day;
     for (int k = 0; k < in->n_cls; k++)
         for (int per = 0; per < 2; per++) {
-            hit += in->cls[k].hit[per];
-            miss += in->cls[k].miss[per];
-            outp += in->cls[k].output[per];
+            x->hit += in->cls[k].hit[per];
+            x->miss += in->cls[k].miss[per];
+            x->outp += in->cls[k].output[per];
             if (per) off += in->cls[k].hit[1] + in->cls[k].miss[1] + in->cls[k].output[1];
         }
-    r->offpeak_share = dp.own_schedule ? (hit + miss + outp > 0 ? off / (hit + miss + outp) : 0)
-                                       : dp.offpeak_share;
-    r->hit_rate = hit + miss > 0 ? hit / (hit + miss) : NAN;
-    r->input_tokens_per_day = (hit + miss) * dp.scale;
-    r->output_tokens_per_day = outp * dp.scale;
+    double all = x->hit + x->miss + x->outp;
+    r->offpeak_share = x->dp.own_schedule ? (all > 0 ? off / all : 0) : x->dp.offpeak_share;
+    r->hit_rate = x->hit + x->miss > 0 ? x->hit / (x->hit + x->miss) : NAN;
+    r->input_tokens_per_day = (x->hit + x->miss) * x->dp.scale;
+    r->output_tokens_per_day = x->outp * x->dp.scale;
+    double ci = in->colocated_input_share;
+    x->coloc_in = ci >= 0 && ci <= 1 ? ci
+                  : x->miss + x->outp > 0 ? x->miss / (x->miss + x->outp) : 0.5;
+}
 
-    // costs
-    double ssd_tb = ssd_billed(in, &r->ssd_basis, r->ssd_tb_by_class);
-    r->ssd_tb_billed = ssd_tb;
-    cost_parts(c, in, ssd_tb, r->gpu_hours_per_day, r->cost_per_day_by_part);
+// Cost by part, revenue, margin, and cost per million input and output tokens.
+static void econ_money(econ_ctx *x) {
+    const rpt_econ_input *in = x->in;
+    rpt_econ_result *r = x->r;
+    x->ssd_tb = ssd_billed(in, &r->ssd_basis, r->ssd_tb_by_class);
+    r->ssd_tb_billed = x->ssd_tb;
+    cost_parts(x->c, in, x->ssd_tb, r->gpu_hours_per_day, r->cost_per_day_by_part);
     r->cost_per_day_usd = sum_parts(r->cost_per_day_by_part);
     for (int i = 0; i < RPT_COST_N; i++)
         r->cost_per_gpu_hour_by_part[i] =
@@ -573,22 +586,17 @@ kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
     r->cost_per_gpu_hour_usd =
         r->gpu_hours_per_day > 0 ? r->cost_per_day_usd / r->gpu_hours_per_day : NAN;
     r->cost_usd = r->cost_per_day_usd * r->days;
-
-    // revenue
-    rev_out rv = revenue(c, in, &dp, (rev_case){1.0, NAN, 1.0});
-    r->revenue_per_day_usd = rv.total;
-    r->revenue_input_per_day_usd = rv.input;
-    r->revenue_output_per_day_usd = rv.output;
-    memcpy(r->revenue_per_day_by_class, rv.by_class, sizeof rv.by_class);
-    r->revenue_usd = rv.total * r->days;
-    r->margin = margin_of(rv.total, r->cost_per_day_usd);
-
+    x->rv = revenue(x->c, in, &x->dp, (rev_case){1.0, NAN, 1.0});
+    r->revenue_per_day_usd = x->rv.total;
+    r->revenue_input_per_day_usd = x->rv.input;
+    r->revenue_output_per_day_usd = x->rv.output;
+    memcpy(r->revenue_per_day_by_class, x->rv.by_class, sizeof x->rv.by_class);
+    r->revenue_usd = x->rv.total * r->days;
+    r->margin = margin_of(x->rv.total, r->cost_per_day_usd);
     // cost per million tokens: GPU-proportional parts by GPU-hour share, storage to input
-    double coloc_in = in->colocated_input_share;
-    if (!(coloc_in >= 0 && coloc_in <= 1)) coloc_in = miss + outp > 0 ? miss / (miss + outp) : 0.5;
     double gh_in = in->gpu_hours[RPT_POOL_VISION] + in->gpu_hours[RPT_POOL_PREFILL] +
-                   in->gpu_hours[RPT_POOL_COLOCATED] * coloc_in;
-    double gpu_share_in = gh_total > 0 ? gh_in / gh_total : 0.5;
+                   in->gpu_hours[RPT_POOL_COLOCATED] * x->coloc_in;
+    double gpu_share_in = x->gh_total > 0 ? gh_in / x->gh_total : 0.5;
     double gpu_parts = r->cost_per_day_by_part[RPT_COST_GPU] +
                        r->cost_per_day_by_part[RPT_COST_POWER] +
                        r->cost_per_day_by_part[RPT_COST_NETWORK];
@@ -600,28 +608,32 @@ kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
         r->input_tokens_per_day > 0 ? cost_in / (r->input_tokens_per_day / 1e6) : NAN;
     r->cost_per_mtok_output_usd =
         r->output_tokens_per_day > 0 ? cost_out / (r->output_tokens_per_day / 1e6) : NAN;
+}
 
-    // payback and break-even
-    r->capex_usd = c->capex_per_gpu_usd * gpus;
-    r->payback_days = payback(c, in, ssd_tb, gpus, r->gpu_hours_per_day, rv.total,
+// Payback, break-even, the all-in price range and the GPU-hour weighted utilisation.
+static void econ_limits(econ_ctx *x) {
+    const rpt_econ_config *c = x->c;
+    const rpt_econ_input *in = x->in;
+    rpt_econ_result *r = x->r;
+    r->capex_usd = c->capex_per_gpu_usd * r->gpus;
+    r->payback_days = payback(c, in, x->ssd_tb, r->gpus, r->gpu_hours_per_day, x->rv.total,
                               &r->cash_opex_per_day_usd);
-    r->break_even_price_factor = rv.total > 0 ? r->cost_per_day_usd / rv.total : NAN;
-    if (!(rv.out_mtok_weighted > 0)) {
+    r->break_even_price_factor = x->rv.total > 0 ? r->cost_per_day_usd / x->rv.total : NAN;
+    if (!(x->rv.out_mtok_weighted > 0)) {
         r->break_even_output_usd_per_mtok = NAN;
         snprintf(r->break_even_note, sizeof r->break_even_note,
                  "no billable output tokens: no output price breaks even on its own");
     } else {
-        double be = (r->cost_per_day_usd - rv.input) / rv.out_mtok_weighted;
+        double be = (r->cost_per_day_usd - x->rv.input) / x->rv.out_mtok_weighted;
         if (be < 0) {
             snprintf(r->break_even_note, sizeof r->break_even_note,
                      "input revenue alone (%.4g USD/day) covers the cost (%.4g USD/day): any "
                      "output price >= 0 breaks even",
-                     rv.input, r->cost_per_day_usd);
+                     x->rv.input, r->cost_per_day_usd);
             be = 0;
         }
         r->break_even_output_usd_per_mtok = be;
     }
-
     // the all-in range: every GPU-hour at the low and the high price, storage as above
     for (int e = 0; e < 2; e++) {
         r->range_cost_per_day_usd[e] = NAN;
@@ -631,11 +643,10 @@ kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
         rc.own = false;
         rc.gpu_hour_usd = c->gpu_hour_range[e];
         double parts[RPT_COST_N];
-        cost_parts(&rc, in, ssd_tb, r->gpu_hours_per_day, parts);
+        cost_parts(&rc, in, x->ssd_tb, r->gpu_hours_per_day, parts);
         r->range_cost_per_day_usd[e] = sum_parts(parts);
-        r->range_margin[e] = margin_of(rv.total, r->range_cost_per_day_usd[e]);
+        r->range_margin[e] = margin_of(x->rv.total, r->range_cost_per_day_usd[e]);
     }
-
     double uw = 0, ugh = 0, umax = 0;
     for (int p = 0; p < RPT_POOL_N; p++)
         if (in->utilization[p] >= 0 && in->gpu_hours[p] > 0) {
@@ -645,9 +656,14 @@ kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
         }
     r->utilization = ugh > 0 ? uw / ugh : NAN;
     r->capacity_utilization = umax > 0 ? r->utilization / umax : NAN;
+}
 
-    // sensitivity: cache-hit rate. w(h) = 1 - s*h is the prefill work at hit rate h relative
-    // to no reuse; s from this run's prefill FLOPs where it has them.
+// Sensitivity to the cache-hit rate. w(h) = 1 - s*h is the prefill work at hit rate h
+// relative to no reuse; s from this run's prefill FLOPs where it has them.
+static void econ_sens_hit(econ_ctx *x) {
+    const rpt_econ_config *c = x->c;
+    const rpt_econ_input *in = x->in;
+    rpt_econ_result *r = x->r;
     rpt_econ_sens *sh = &r->by_hit_rate;
     static const double hgrid[] = {0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1};
     for (size_t i = 0; i < sizeof hgrid / sizeof hgrid[0]; i++) sens_insert(sh, hgrid[i]);
@@ -660,7 +676,7 @@ kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
         r->hit_basis = "prefill FLOPs of this run";
     }
     r->hit_saving = sv;
-    double w0 = KVF_MAX(1 - sv * h0, 1e-9);
+    double w0 = KVF_MAX(1 - sv * h0, 1e-9), ci = x->coloc_in;
     for (int i = 0; i < sh->n; i++) {
         rpt_econ_sens_row *row = &sh->row[i];
         double h = row->x;
@@ -672,25 +688,31 @@ kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
         }
         gh[RPT_POOL_PREFILL] *= ratio;
         g[RPT_POOL_PREFILL] *= ratio;
-        gh[RPT_POOL_COLOCATED] *= coloc_in * ratio + (1 - coloc_in);
-        g[RPT_POOL_COLOCATED] *= coloc_in * ratio + (1 - coloc_in);
+        gh[RPT_POOL_COLOCATED] *= ci * ratio + (1 - ci);
+        g[RPT_POOL_COLOCATED] *= ci * ratio + (1 - ci);
         double ghd = 0, gs = 0, parts[RPT_COST_N];
         for (int p = 0; p < RPT_POOL_N; p++) {
-            ghd += gh[p] * to_day;
+            ghd += gh[p] * x->to_day;
             gs += g[p];
         }
-        cost_parts(c, in, ssd_tb, ghd, parts);
-        rev_out rh = revenue(c, in, &dp, (rev_case){1.0, isnan(r->hit_rate) ? NAN : h, 1.0});
+        cost_parts(c, in, x->ssd_tb, ghd, parts);
+        rev_out rh = revenue(c, in, &x->dp, (rev_case){1.0, isnan(r->hit_rate) ? NAN : h, 1.0});
         row->cost_per_day_usd = sum_parts(parts);
         row->revenue_per_day_usd = rh.total;
         row->margin = margin_of(rh.total, row->cost_per_day_usd);
-        row->margin_fixed_revenue = margin_of(rv.total, row->cost_per_day_usd);
-        row->payback_days = payback(c, in, ssd_tb, gs, ghd, rh.total, NULL);
-        row->prefill_gpus = g[RPT_POOL_PREFILL] + g[RPT_POOL_COLOCATED] * coloc_in;
+        row->margin_fixed_revenue = margin_of(x->rv.total, row->cost_per_day_usd);
+        row->payback_days = payback(c, in, x->ssd_tb, gs, ghd, rh.total, NULL);
+        row->prefill_gpus = g[RPT_POOL_PREFILL] + g[RPT_POOL_COLOCATED] * ci;
     }
+}
 
-    // sensitivity: utilisation (same fleet, traffic scaled by u / u0), up to capacity: the
-    // utilisation at which the busiest pool is fully busy
+// Sensitivity to utilisation (same fleet, traffic scaled by u / u0) up to capacity, the
+// utilisation at which the busiest pool is fully busy; and to the price factor.
+static void econ_sens_util_price(econ_ctx *x) {
+    const rpt_econ_config *c = x->c;
+    const rpt_econ_input *in = x->in;
+    rpt_econ_result *r = x->r;
+    double pgpus = in->gpus[RPT_POOL_PREFILL] + in->gpus[RPT_POOL_COLOCATED] * x->coloc_in;
     if (r->utilization > 0) {
         rpt_econ_sens *su = &r->by_utilization;
         double ucap = r->capacity_utilization;
@@ -700,18 +722,17 @@ kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
         sens_insert(su, ucap);
         for (int i = 0; i < su->n; i++) {
             rpt_econ_sens_row *row = &su->row[i];
-            rev_out ru = revenue(c, in, &dp, (rev_case){row->x / r->utilization, NAN, 1.0});
+            rev_out ru = revenue(c, in, &x->dp, (rev_case){row->x / r->utilization, NAN, 1.0});
             row->cost_per_day_usd = r->cost_per_day_usd;
             row->revenue_per_day_usd = ru.total;
             row->margin = margin_of(ru.total, r->cost_per_day_usd);
             row->margin_fixed_revenue = NAN;
-            row->payback_days = payback(c, in, ssd_tb, gpus, r->gpu_hours_per_day, ru.total, NULL);
-            row->prefill_gpus = in->gpus[RPT_POOL_PREFILL] + in->gpus[RPT_POOL_COLOCATED] * coloc_in;
+            row->payback_days =
+                payback(c, in, x->ssd_tb, r->gpus, r->gpu_hours_per_day, ru.total, NULL);
+            row->prefill_gpus = pgpus;
             row->capped = fabs(row->x - ucap) < 1e-9;
         }
     }
-
-    // sensitivity: price factor
     rpt_econ_sens *sp = &r->by_price;
     static const double pgrid[] = {0.1, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 3};
     for (size_t i = 0; i < sizeof pgrid / sizeof pgrid[0]; i++) sens_insert(sp, pgrid[i]);
@@ -720,14 +741,33 @@ kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
         sens_insert(sp, r->break_even_price_factor);
     for (int i = 0; i < sp->n; i++) {
         rpt_econ_sens_row *row = &sp->row[i];
-        double rev = rv.total * row->x;
+        double rev = x->rv.total * row->x;
         row->cost_per_day_usd = r->cost_per_day_usd;
         row->revenue_per_day_usd = rev;
         row->margin = margin_of(rev, r->cost_per_day_usd);
         row->margin_fixed_revenue = NAN;
-        row->payback_days = payback(c, in, ssd_tb, gpus, r->gpu_hours_per_day, rev, NULL);
-        row->prefill_gpus = in->gpus[RPT_POOL_PREFILL] + in->gpus[RPT_POOL_COLOCATED] * coloc_in;
+        row->payback_days = payback(c, in, x->ssd_tb, r->gpus, r->gpu_hours_per_day, rev, NULL);
+        row->prefill_gpus = pgpus;
     }
+}
+
+kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
+                            rpt_econ_result *out, kvf_err *err) {
+    KVF_ASSERT(c && in && out);
+    memset(out, 0, sizeof *out);
+    kvf_status st = check_in(in, err);
+    if (st) return st;
+    econ_ctx x = {.c = c, .in = in, .r = out};
+    x.to_day = DAY_S / in->simulated_s;   // GPU-hours: the fleet is provisioned all day
+    x.dp = place_in_day(c, in);
+    out->days = in->simulated_s / DAY_S;
+    out->day_basis = x.dp.basis;
+    out->day_scale = x.dp.scale;
+    econ_tokens(&x);
+    econ_money(&x);
+    econ_limits(&x);
+    econ_sens_hit(&x);
+    econ_sens_util_price(&x);
     return KVF_OK;
 }
 
