@@ -289,7 +289,7 @@ static void write_page(rpt_buf *b, json_t *j) {
                     "</body></html>\n");
 }
 
-int sim_cli_assess(int argc, char **argv) {
+int cli_assess(int argc, char **argv) {
     const char *trace = NULL, *out = NULL, *format = NULL, *scenario = NULL;
     bool json_out = false, quiet = false;
     const char *sets[64];

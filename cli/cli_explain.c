@@ -146,7 +146,7 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
     return 0;
 }
 
-int sim_cli_hw(int argc, char **argv) {
+int cli_hw(int argc, char **argv) {
     if (kvf_cli_help(argc, argv)) {
         printf("usage: kvfleet hw check FILE [-q]\n"
                "  checks a hardware file: keys and values, and its kernel tables (no figure above\n"

@@ -854,7 +854,7 @@ static int plan_main(planner *pl, int argc, char **argv) {
     return best ? 0 : PLAN_EXIT_INFEASIBLE;
 }
 
-int sim_cli_plan(int argc, char **argv) {
+int cli_plan(int argc, char **argv) {
     planner pl;
     memset(&pl, 0, sizeof pl);
     int rc = plan_main(&pl, argc, argv);

@@ -120,7 +120,7 @@ static int usage_run(FILE *f, int rc) {
     return rc;
 }
 
-int sim_cli_run(int argc, char **argv) {
+int cli_run(int argc, char **argv) {
     const char *scenario = NULL, *out = NULL, *trace = NULL, *seed = NULL, *engine = NULL;
     const char *timeline = NULL, *window = NULL;
     bool json_out = false, quiet = false, report = true, explain = false, force = false;

@@ -520,7 +520,7 @@ static kvf_status shape_and_serve(const serve_args *a, const char *out, char *sh
     return st;
 }
 
-int sim_cli_engine(int argc, char **argv) {
+int cli_engine(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "fit")) return engine_fit(argc, argv);
     if (argc < 2 || strcmp(argv[1], "serve")) return eng_cli_main(argc, argv);
     if (kvf_cli_help(argc - 1, argv + 1)) return usage(stdout, "engine serve", 0);
@@ -997,7 +997,7 @@ static bool file_has(const char *path, const char *needle) {
 #define TOL_STEP 5.0
 #define TOL_E2E 10.0
 
-int sim_cli_validate(int argc, char **argv) {
+int cli_validate(int argc, char **argv) {
     serve_args a;
     if (kvf_cli_help(argc, argv)) return usage(stdout, "validate", 0);
     int rc = parse_args(argc, argv, "validate", &a);

@@ -987,7 +987,7 @@ static int sweep_main(sweep *s, int argc, char **argv) {
     return missing ? 1 : 0;
 }
 
-int sim_cli_sweep(int argc, char **argv) {
+int cli_sweep(int argc, char **argv) {
     static sweep s;
     memset(&s, 0, sizeof s);
     s.size = 1;

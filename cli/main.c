@@ -1,4 +1,5 @@
-// sim/main.c -- the kvfleet command: dispatches to the subcommands of each library.
+// cli/main.c -- the kvfleet command: dispatches to the commands of cli/ (cli.h) and of the
+// other libraries (trace, report, compare) by name.
 // Exit codes: 0 ok; 1 the run failed; 2 bad usage or bad input.
 #include <jansson.h>
 #include <stdio.h>
@@ -74,16 +75,21 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *cmd = argv[1];
+    // one row per command: its name and its entry point (argv[0] = the name)
     static const struct {
         const char *name;
         int (*fn)(int, char **);
     } cmds[] = {
-        {"run", sim_cli_run},         {"trace", trc_cli_main},
-        {"engine", sim_cli_engine},   {"validate", sim_cli_validate},
-        {"sweep", sim_cli_sweep},     {"plan", sim_cli_plan},
-        {"assess", sim_cli_assess},
-        {"report", rpt_report_cli_main}, {"compare", rpt_compare_cli_main},
-        {"hw", sim_cli_hw},
+        {"run", cli_run},
+        {"trace", trc_cli_main},
+        {"engine", cli_engine},
+        {"validate", cli_validate},
+        {"sweep", cli_sweep},
+        {"plan", cli_plan},
+        {"assess", cli_assess},
+        {"report", rpt_report_cli_main},
+        {"compare", rpt_compare_cli_main},
+        {"hw", cli_hw},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(cmd, cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);

@@ -2,7 +2,7 @@
 // the allocator hook (kvf_alloc_hook, which this test also installs under SQLite's allocator;
 // jansson allocates through kvf_malloc, as main() sets it); I/O failures through a SQLite VFS shim that fails the Nth read, write,
 // sync or truncate with SQLITE_IOERR or SQLITE_FULL. Each injection runs in a child process:
-//  - a whole `kvfleet run` (sim_cli_run in the child): it must exit 0, or 1/2 with a
+//  - a whole `kvfleet run` (cli_run in the child): it must exit 0, or 1/2 with a
 //    "kvfleet:" message, never die by a signal; when it fails, the result directory must not
 //    exist (nothing that looks complete) and any database a run left must pass
 //    `pragma integrity_check`;
@@ -226,7 +226,7 @@ static int run_cli(void *arg) {
     char *argv[] = {"run",         "scenarios/quickstart.yaml", "--trace", trace, "-o", run_out,
                     "-q",          "--no-report",
                     "--set",       "output.sample_interval_s=0.05", NULL};
-    return sim_cli_run(10, argv);
+    return cli_run(10, argv);
 }
 
 static void check_run_end(int kind, long n, const outcome *o) {
