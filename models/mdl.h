@@ -176,6 +176,8 @@ typedef struct mdl_model {
 //                         layer (routing, token permutation, grouped GEMMs, un-permutation)
 //   moe_routing           experts, topk, tokens -> us (router top-k selection)
 //   moe_permute           hidden, topk, tokens -> us (permute + un-permute of the tokens)
+//   decode_mla            heads (per GPU), kv_bytes (latent element bytes), batch, context ->
+//                         us (one layer's absorbed MLA decode attention), GBps (optional)
 typedef enum mdl_kkind {
     MDL_K_GEMM_FP8 = 0,
     MDL_K_GEMM_BF16,
@@ -192,6 +194,7 @@ typedef enum mdl_kkind {
     MDL_K_MOE_FP8,
     MDL_K_MOE_ROUTING,
     MDL_K_MOE_PERMUTE,
+    MDL_K_DECODE_MLA,
     MDL_K_KINDS
 } mdl_kkind;
 // Rows per file; distinct `source` strings per file (rows share them by index).
@@ -208,6 +211,7 @@ typedef struct mdl_krow {
     double batch, context;      // sequences per GPU; cached tokens per sequence (decode)
     double experts, topk;       // MoE: routed experts of the model, experts per token
     double hidden, inter, tp;   // MoE: hidden size, expert inner size, expert TP degree
+    double kv_bytes;            // decode_mla: bytes per cached latent element (2 bf16, 1 fp8)
     double tflops, GBps, us;    // the measured figures (0 = not given)
     int line;                   // line in the hardware file
     uint16_t src;               // index into mdl_hardware.sources

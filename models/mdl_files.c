@@ -384,7 +384,8 @@ static bool parse_value(const field *f, const char *v, void *obj, const char **w
 static const char *const kkind_names[MDL_K_KINDS] = {
     "gemm_fp8",     "gemm_bf16",   "grouped_fp8", "decode_attn", "prefill_attn",
     "ep_dispatch",  "ep_combine",  "allreduce",   "grouped_bf16", "decode_gqa",
-    "prefill_gqa",  "moe_bf16",    "moe_fp8",     "moe_routing", "moe_permute"};
+    "prefill_gqa",  "moe_bf16",    "moe_fp8",     "moe_routing", "moe_permute",
+    "decode_mla"};
 
 const char *mdl_kkind_name(mdl_kkind k) {
     return k < MDL_K_KINDS ? kkind_names[k] : "?";
@@ -398,7 +399,7 @@ static const char *const kneeds[MDL_K_KINDS] = {
     "heads kv_heads head_dim batch seqlen tflops",
     "experts topk hidden inter tp ep tokens tflops",
     "experts topk hidden inter tp ep tokens tflops", "experts topk tokens us",
-    "hidden topk tokens us"};
+    "hidden topk tokens us", "heads kv_bytes batch context us"};
 
 // Index of source string val in h->sources, added when new.
 static int source_intern(mdl_hardware *h, const char *val) {
@@ -422,7 +423,7 @@ static kvf_status krow_number(const char *path, int kl, const char *key, const c
         {"batch", offsetof(mdl_krow, batch)},   {"context", offsetof(mdl_krow, context)},
         {"experts", offsetof(mdl_krow, experts)}, {"topk", offsetof(mdl_krow, topk)},
         {"hidden", offsetof(mdl_krow, hidden)}, {"inter", offsetof(mdl_krow, inter)},
-        {"tp", offsetof(mdl_krow, tp)},
+        {"tp", offsetof(mdl_krow, tp)},         {"kv_bytes", offsetof(mdl_krow, kv_bytes)},
         {"tflops", offsetof(mdl_krow, tflops)}, {"GBps", offsetof(mdl_krow, GBps)},
         {"us", offsetof(mdl_krow, us)}};
     size_t i = 0;

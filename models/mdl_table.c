@@ -10,18 +10,20 @@
 //                   shapes without rows) stays on the roofline
 //   expert GEMMs    moe_bf16 / moe_fp8 rows (one fused MoE layer, balanced routing) of the
 //                   model's expert shape and (tp, ep) layout by tokens entering the op on a
-//                   GPU; else grouped_fp8 / grouped_bf16 rows of the expert shapes (gate+up:
-//                   n = 2 ffn, k = hidden; down: n = hidden, k = ffn) by tokens per expert.
-//                   Shared experts by gemm rows at m = tokens per GPU.
+//                   GPU (an ep between two measured: linear in log(ep)); else grouped_fp8 /
+//                   grouped_bf16 rows of the expert shapes (gate+up: n = 2 ffn, k = hidden;
+//                   down: n = hidden, k = ffn) by tokens per expert. Shared experts by gemm
+//                   rows at m = tokens per GPU.
 //   MoE routing     moe_routing rows; inside the fused rows; otherwise not a term of its own
 //                   (the router GEMM is in the dense group)
 //   MoE permutation moe_permute rows; inside the fused rows; beside grouped GEMM rows (which
-//                   time the GEMMs alone) the permute + un-permute HBM traffic at the
-//                   roofline's memory factor
+//                   time the GEMMs alone): under EP the dispatch/combine kernels' work, else the
+//                   permute + un-permute HBM traffic at the roofline's memory factor
 //   attention       decode: GQA by decode_gqa rows (per-GPU heads, by batch and mean context,
-//                   log-log between rows), MLA by the decode_attn row, max(bytes / GBps, FLOPs
-//                   / tflops); prefill: prefill_gqa rows by chunks and token-weighted sequence
-//                   length, else prefill_attn rows by sequence length
+//                   log-log between rows), MLA by decode_mla rows the same way, else by the
+//                   decode_attn row, max(bytes / GBps, FLOPs / tflops); prefill: prefill_gqa
+//                   rows by chunks and token-weighted sequence length, else prefill_attn rows
+//                   by sequence length
 //   TP all-reduce   allreduce rows of tp GPUs by message bytes (bus bandwidth)
 //   dispatch/combine ep_dispatch / ep_combine rows of the mode the phase uses (decode:
 //                   low_latency, else normal), interpolated in ep, within 4x of the measured
@@ -78,6 +80,9 @@ static int row_key(const mdl_krow *r, double *key) {
     case MDL_K_MOE_PERMUTE:
         key[0] = r->hidden, key[1] = r->topk;
         return 2;
+    case MDL_K_DECODE_MLA:
+        key[0] = r->heads, key[1] = r->kv_bytes;
+        return 2;
     case MDL_K_KINDS:
         break;
     }
@@ -91,24 +96,33 @@ static double row_x(const mdl_krow *r) {
     case MDL_K_GEMM_FP8:
     case MDL_K_GEMM_BF16:
     case MDL_K_GROUPED_FP8:
-    case MDL_K_GROUPED_BF16: return r->m;
-    case MDL_K_PREFILL_ATTN: return r->seqlen;
+    case MDL_K_GROUPED_BF16:
+        return r->m;
+    case MDL_K_PREFILL_ATTN:
+        return r->seqlen;
     case MDL_K_EP_DISPATCH:
-    case MDL_K_EP_COMBINE: return r->ep;
-    case MDL_K_ALLREDUCE: return r->bytes;
+    case MDL_K_EP_COMBINE:
+        return r->ep;
+    case MDL_K_ALLREDUCE:
+        return r->bytes;
     case MDL_K_DECODE_GQA:
-    case MDL_K_PREFILL_GQA: return r->batch;
+    case MDL_K_DECODE_MLA:
+    case MDL_K_PREFILL_GQA:
+        return r->batch;
     case MDL_K_MOE_BF16:
     case MDL_K_MOE_FP8:
     case MDL_K_MOE_ROUTING:
-    case MDL_K_MOE_PERMUTE: return r->tokens;
-    default: return 0;
+    case MDL_K_MOE_PERMUTE:
+        return r->tokens;
+    default:
+        return 0;
     }
 }
 
 // The inner axis of 2-D kinds (0 otherwise).
 static double row_x2(const mdl_krow *r) {
-    return r->kind == MDL_K_DECODE_GQA ? r->context : r->kind == MDL_K_PREFILL_GQA ? r->seqlen : 0;
+    if (r->kind == MDL_K_DECODE_GQA || r->kind == MDL_K_DECODE_MLA) return r->context;
+    return r->kind == MDL_K_PREFILL_GQA ? r->seqlen : 0;
 }
 
 // A shape column outside key and axes (grouped: groups; EP: tokens): rows differing in it
@@ -161,7 +175,8 @@ void mdl_hardware_index(mdl_hardware *h) {
     }
     uint32_t at = 0;
     for (int k = 0; k <= MDL_K_KINDS; k++) {
-        while (at < h->nkrows && (int)h->krows[h->order[at]].kind < k) at++;
+        while (at < h->nkrows && (int)h->krows[h->order[at]].kind < k)
+            at++;
         h->kind_at[k] = (uint16_t)at;
     }
     h->indexed = true;
@@ -172,8 +187,8 @@ static const mdl_krow *row_at(const mdl_hardware *hw, int i) {
 }
 
 // The run [*a, *b) of index positions holding the series of `kind` with key `key`.
-static bool series_find(const mdl_hardware *hw, mdl_kkind kind, const double *key, int nkey,
-                        int *a, int *b) {
+static bool series_find(const mdl_hardware *hw, mdl_kkind kind, const double *key, int nkey, int *a,
+                        int *b) {
     KVF_ASSERT(kind < MDL_K_KINDS && nkey <= KEY_MAX);
     KVF_ASSERT(hw->indexed || hw->nkrows == 0);
     if (!hw->indexed) return false;
@@ -182,10 +197,12 @@ static bool series_find(const mdl_hardware *hw, mdl_kkind kind, const double *ke
         int n = row_key(row_at(hw, i), k);
         KVF_ASSERT(n == nkey);
         bool eq = true;
-        for (int j = 0; j < n && eq; j++) eq = k[j] == key[j];
+        for (int j = 0; j < n && eq; j++)
+            eq = k[j] == key[j];
         if (!eq) continue;
         *a = i;
-        while (i < hw->kind_at[kind + 1] && same_key(row_at(hw, i), row_at(hw, *a))) i++;
+        while (i < hw->kind_at[kind + 1] && same_key(row_at(hw, i), row_at(hw, *a)))
+            i++;
         *b = i;
         return true;
     }
@@ -209,8 +226,8 @@ static void hit_join(hit *h, const hit *o) {
 // The figure at x along the run [a, b) of index positions sorted by `axis` (0: row_x, 1:
 // row_x2), linear in log(x) (log_y: log-log). Rows repeating an x count once (the first).
 // False outside the run's range.
-static bool run_interp(const mdl_hardware *hw, int a, int b, int axis, double x, fig f,
-                       bool log_y, double *y, hit *h) {
+static bool run_interp(const mdl_hardware *hw, int a, int b, int axis, double x, fig f, bool log_y,
+                       double *y, hit *h) {
     int prev = -1;
     double px = 0;
     for (int i = a; i < b; i++) {
@@ -259,7 +276,8 @@ static bool look2(const mdl_hardware *hw, mdl_kkind kind, const double *key, int
     for (int i = a; i < b;) {
         int j = i;
         double rx = row_x(row_at(hw, i));
-        while (j < b && row_x(row_at(hw, j)) == rx) j++;
+        while (j < b && row_x(row_at(hw, j)) == rx)
+            j++;
         if (rx <= x * (1 + 1e-9)) lo_a = i, lo_b = j;
         if (rx >= x * (1 - 1e-9)) {
             hi_a = i, hi_b = j;
@@ -330,6 +348,36 @@ static bool look_gemm(const mdl_hardware *hw, mdl_kkind kind, double m, double n
     return *y > 0;
 }
 
+// Fused-MoE lookup: the series of the model's experts at expert layout (tp, ep), at X tokens;
+// between two measured ep of the same tp, linear in log(ep) (each interpolated at X).
+static bool look_moe(const mdl_hardware *hw, mdl_kkind kind, const double *key5, double ep,
+                     double X, double *y, hit *h) {
+    double key[6] = {key5[0], key5[1], key5[2], key5[3], key5[4], ep};
+    if (look1(hw, kind, key, 6, X, FIG_TFLOPS, false, y, h)) return true;
+    h->lo = h->hi = -1;
+    if (!hw->indexed) return false;
+    double elo = 0, ehi = 0;
+    for (int i = hw->kind_at[kind]; i < hw->kind_at[kind + 1]; i++) {
+        const mdl_krow *r = row_at(hw, i);
+        if (r->experts != key5[0] || r->topk != key5[1] || r->hidden != key5[2] ||
+            r->inter != key5[3] || r->tp != key5[4])
+            continue;
+        if (r->ep < ep && r->ep > elo) elo = r->ep;
+        if (r->ep > ep && (ehi == 0 || r->ep < ehi)) ehi = r->ep;
+    }
+    if (elo == 0 || ehi == 0) return false;
+    double y0, y1;
+    hit h0, h1;
+    key[5] = elo;
+    if (!look1(hw, kind, key, 6, X, FIG_TFLOPS, false, &y0, &h0)) return false;
+    key[5] = ehi;
+    if (!look1(hw, kind, key, 6, X, FIG_TFLOPS, false, &y1, &h1)) return false;
+    *h = h0;
+    hit_join(h, &h1);
+    *y = y0 + log(ep / elo) / log(ehi / elo) * (y1 - y0);
+    return *y > 0;
+}
+
 // ---- explanation -------------------------------------------------------------------------
 
 static void term_add(mdl_explain *ex, const char *name, double s, const mdl_hardware *hw, hit h,
@@ -344,7 +392,8 @@ static void term_add(mdl_explain *ex, const char *name, double s, const mdl_hard
     int a = h.lo >= 0 ? hw->krows[h.lo].line : 0, b = h.hi >= 0 ? hw->krows[h.hi].line : 0;
     t->row_lo = a && b ? KVF_MIN(a, b) : a;
     t->row_hi = a && b ? KVF_MAX(a, b) : b;
-    if (h.lo >= 0) snprintf(t->source, sizeof t->source, "%s", mdl_krow_source(hw, &hw->krows[h.lo]));
+    if (h.lo >= 0)
+        snprintf(t->source, sizeof t->source, "%s", mdl_krow_source(hw, &hw->krows[h.lo]));
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(t->how, sizeof t->how, fmt, ap);
@@ -413,11 +462,11 @@ typedef struct tab {
     mdl_parts *pp;
     mdl_parallel p;
     mdl_efficiency eff;
-    double G, T;                // GPUs; tokens through the GEMMs
-    bool use, decode;           // tables on; decode phase
-    mdl_kkind gemm, e_gemm, e_grouped, e_moe;  // kinds for dense and expert weights
+    double G, T;                              // GPUs; tokens through the GEMMs
+    bool use, decode;                         // tables on; decode phase
+    mdl_kkind gemm, e_gemm, e_grouped, e_moe; // kinds for dense and expert weights
     mdl_explain *ex;
-    bool fb;                    // an applicable term came from the roofline
+    bool fb; // an applicable term came from the roofline
 } tab;
 
 // Marks a term answered by the roofline although tables were asked for.
@@ -456,7 +505,8 @@ static void table_dense(tab *c) {
         c->pp->group_s[MDL_WG_DENSE] = covered_s + rs;
         term_add(c->ex, "  rest", rs, c->hw, NOHIT,
                  "roofline: %.0f%% of dense FLOPs (output projection, router, shapes "
-                 "without rows) at the roofline's share", 100 * frac);
+                 "without rows) at the roofline's share",
+                 100 * frac);
         if (frac > 0.25) fallback(c);
     } else {
         fallback(c);
@@ -468,14 +518,16 @@ static void table_dense(tab *c) {
 
 // The expert layout a fused-MoE row is measured in: (tp, ep) of the expert weights.
 static void moe_layout(const mdl_parallel *p, double *tp, double *ep) {
-    if (p->ep > 1 && p->tp <= p->ep) *tp = 1, *ep = p->ep;
-    else *tp = p->tp, *ep = 1;
+    if (p->ep > 1 && p->tp <= p->ep)
+        *tp = 1, *ep = p->ep;
+    else
+        *tp = p->tp, *ep = 1;
 }
 
 // Shared experts by gemm rows at m = tokens per GPU: seconds into sh->s (0 without shared
 // experts); false when a shape has no rows.
 typedef struct shared_part {
-    double s, m, gu, dn;        // seconds; rows; gate+up and down TFLOPS
+    double s, m, gu, dn; // seconds; rows; gate+up and down TFLOPS
     hit h;
 } shared_part;
 static bool shared_time(tab *c, double shared_f, shared_part *sh) {
@@ -498,8 +550,10 @@ static bool shared_time(tab *c, double shared_f, shared_part *sh) {
 }
 static void shared_term(tab *c, const shared_part *sh) {
     if (sh->s > 0)
-        term_add(c->ex, "  shared experts", sh->s, c->hw, sh->h, "%s m=%.0f: gate+up %.0f, down "
-                 "%.0f TFLOPS", mdl_kkind_name(c->e_gemm), sh->m, sh->gu, sh->dn);
+        term_add(c->ex, "  shared experts", sh->s, c->hw, sh->h,
+                 "%s m=%.0f: gate+up %.0f, down "
+                 "%.0f TFLOPS",
+                 mdl_kkind_name(c->e_gemm), sh->m, sh->gu, sh->dn);
 }
 
 // Routing and permutation terms beside GEMM-only (grouped) rows: their own rows when the
@@ -533,10 +587,10 @@ static bool experts_fused(tab *c, double shared_f) {
     if (c->e_moe == MDL_K_KINDS) return false;
     double tp, ep, y;
     moe_layout(&c->p, &tp, &ep);
-    double key[6] = {m->experts, m->experts_active, m->hidden, m->expert_ffn, tp, ep};
+    double key[5] = {m->experts, m->experts_active, m->hidden, m->expert_ffn, tp};
     double X = c->T * tp * ep / c->G; // tokens entering the op on each GPU of an expert group
     hit h;
-    if (!look1(c->hw, c->e_moe, key, 6, X, FIG_TFLOPS, false, &y, &h)) return false;
+    if (!look_moe(c->hw, c->e_moe, key, ep, X, &y, &h)) return false;
     double fl = 2.0 * 3 * m->hidden * m->expert_ffn / tp * X * m->experts_active / ep;
     double s = m->moe_layers * fl / (y * 1e12);
     shared_part sh;
@@ -550,9 +604,9 @@ static bool experts_fused(tab *c, double shared_f) {
     c->pp->group_s[MDL_WG_EXPERT] = (s + sh.s) * c->p.ep_skew;
     term_add(c->ex, "expert GEMMs", c->pp->group_s[MDL_WG_EXPERT], c->hw, h,
              "%s tp=%.0f ep=%.0f, %.0f tokens in/GPU (%.3g per expert): %.3g TFLOPS (routing, "
-             "permutation and grouped GEMMs in one op)%s; x ep_skew %.3g", mdl_kkind_name(c->e_moe),
-             tp, ep, X, X * m->experts_active / m->experts, y, sh.s > 0 ? " + shared" : "",
-             c->p.ep_skew);
+             "permutation and grouped GEMMs in one op)%s; x ep_skew %.3g",
+             mdl_kkind_name(c->e_moe), tp, ep, X, X * m->experts_active / m->experts, y,
+             sh.s > 0 ? " + shared" : "", c->p.ep_skew);
     return true;
 }
 
@@ -575,23 +629,30 @@ static bool experts_grouped(tab *c, double routed_f, double shared_f) {
     bool rr, pr;
     moe_side_terms(c, &route, &perm, &hr, &hp, &rr, &pr);
     if (rr)
-        term_add(c->ex, "MoE routing", route, c->hw, hr, "moe_routing %.0f tokens/GPU x %u MoE "
-                 "layers", c->T / c->G, m->moe_layers);
+        term_add(c->ex, "MoE routing", route, c->hw, hr,
+                 "moe_routing %.0f tokens/GPU x %u MoE "
+                 "layers",
+                 c->T / c->G, m->moe_layers);
     else
-        term_add(c->ex, "MoE routing", 0, c->hw, NOHIT, "no moe_routing rows: the router GEMM is "
+        term_add(c->ex, "MoE routing", 0, c->hw, NOHIT,
+                 "no moe_routing rows: the router GEMM is "
                  "in the dense rest, top-k selection not timed");
     if (pr)
-        term_add(c->ex, "MoE permutation", perm, c->hw, hp, "moe_permute %.0f tokens/GPU x %u MoE "
-                 "layers x ep_skew", c->T / c->G, m->moe_layers);
+        term_add(c->ex, "MoE permutation", perm, c->hw, hp,
+                 "moe_permute %.0f tokens/GPU x %u MoE "
+                 "layers x ep_skew",
+                 c->T / c->G, m->moe_layers);
     else if (c->p.ep > 1)
-        term_add(c->ex, "MoE permutation", 0, c->hw, NOHIT, "done by the EP dispatch and combine "
+        term_add(c->ex, "MoE permutation", 0, c->hw, NOHIT,
+                 "done by the EP dispatch and combine "
                  "kernels (tokens land in per-expert buffers)");
     else
-        term_add(c->ex, "MoE permutation", perm, c->hw, NOHIT, "roofline: permute + un-permute "
+        term_add(c->ex, "MoE permutation", perm, c->hw, NOHIT,
+                 "roofline: permute + un-permute "
                  "read and write %.3g MB/GPU/layer at %.0f%% of HBM x %u MoE layers x ep_skew "
                  "(grouped rows time the GEMMs alone)",
-                 4.0 * c->T / c->G * m->experts_active * m->hidden * 2 / 1e6,
-                 100 * c->eff.memory, m->moe_layers);
+                 4.0 * c->T / c->G * m->experts_active * m->hidden * 2 / 1e6, 100 * c->eff.memory,
+                 m->moe_layers);
     hit_join(&h1, &h2);
     shared_term(c, &sh);
     c->pp->group_s[MDL_WG_EXPERT] = (s + sh.s) * c->p.ep_skew + route + perm;
@@ -612,9 +673,11 @@ static void table_experts(tab *c) {
     if (c->use && (experts_fused(c, shared_f) || experts_grouped(c, routed_f, shared_f))) return;
     if (c->ex) c->ex->n = n0; // drop the parts of a half-covered attempt
     fallback(c);
-    term_add(c->ex, "MoE routing", 0, c->hw, NOHIT, "roofline: the router GEMM is in the dense "
+    term_add(c->ex, "MoE routing", 0, c->hw, NOHIT,
+             "roofline: the router GEMM is in the dense "
              "group");
-    term_add(c->ex, "MoE permutation", 0, c->hw, NOHIT, "roofline: in the expert group's "
+    term_add(c->ex, "MoE permutation", 0, c->hw, NOHIT,
+             "roofline: in the expert group's "
              "activation bytes");
     term_add(c->ex, "expert GEMMs", c->pp->group_s[MDL_WG_EXPERT], c->hw, NOHIT,
              "roofline: max(%.3g ms compute, %.3g ms weights+activations) x ep_skew %.3g",
@@ -659,8 +722,28 @@ static bool attn_decode_gqa(tab *c, int g) {
     if (!look2(c->hw, MDL_K_DECODE_GQA, key, 3, batch, ctx, FIG_US, true, &y, &h)) return false;
     c->pp->group_s[g] = layers * y * 1e-6;
     term_add(c->ex, g == MDL_WG_ATTN_FULL ? "attention" : "attention (window)", c->pp->group_s[g],
-             c->hw, h, "decode_gqa heads %.0f/%.0f per GPU, batch %.0f, context %.0f: %.3g us x "
-             "%.0f layers", key[0], key[1], batch, ctx, y, layers);
+             c->hw, h,
+             "decode_gqa heads %.0f/%.0f per GPU, batch %.0f, context %.0f: %.3g us x "
+             "%.0f layers",
+             key[0], key[1], batch, ctx, y, layers);
+    return true;
+}
+
+// MLA decode by the decode_mla rows: heads per GPU, sequences per TP group, mean context.
+static bool attn_decode_mla_rows(tab *c, int g) {
+    const mdl_model *m = c->m;
+    double ctx, y;
+    if (g != MDL_WG_ATTN_FULL || m->attention != MDL_ATTN_MLA || !decode_context(c, 0, &ctx))
+        return false;
+    double tp = c->p.tp, key[2] = {m->heads / tp, m->kv_bytes_per_elem};
+    double batch = mdl_batch_size(c->b) / (c->G / tp);
+    hit h;
+    if (!look2(c->hw, MDL_K_DECODE_MLA, key, 2, batch, ctx, FIG_US, true, &y, &h)) return false;
+    c->pp->group_s[g] = m->layers * y * 1e-6;
+    term_add(c->ex, "attention", c->pp->group_s[g], c->hw, h,
+             "decode_mla %.0f heads per GPU, "
+             "batch %.0f, context %.0f: %.3g us x %u layers",
+             key[0], batch, ctx, y, m->layers);
     return true;
 }
 
@@ -674,14 +757,17 @@ static bool attn_decode_mla(tab *c, int g) {
     const mdl_krow *r = row_at(c->hw, a);
     // KV replicated across TP ranks as in the roofline
     double tp = c->p.tp;
-    double repl = tp <= 1 ? 1 : m->attention != MDL_ATTN_GQA ? tp : tp > m->kv_heads ? tp / m->kv_heads : 1;
+    double repl = tp <= 1                        ? 1
+                  : m->attention != MDL_ATTN_GQA ? tp
+                  : tp > m->kv_heads             ? tp / m->kv_heads
+                                                 : 1;
     double bytes = c->w->bytes[g] / c->G * repl, fl = c->w->flops[g] / c->G;
     double tb = bytes / (r->GBps * 1e9), tf = fl / (r->tflops * 1e12);
     c->pp->group_s[g] = KVF_MAX(tb, tf);
     hit h = {c->hw->order[a], c->hw->order[a]};
     term_add(c->ex, "attention", c->pp->group_s[g], c->hw, h,
-             "decode_attn: max(%.3g GB / %.0f GB/s, %.3g TFLOP / %.0f TFLOPS) per GPU",
-             bytes / 1e9, r->GBps, fl / 1e12, r->tflops);
+             "decode_attn: max(%.3g GB / %.0f GB/s, %.3g TFLOP / %.0f TFLOPS) per GPU", bytes / 1e9,
+             r->GBps, fl / 1e12, r->tflops);
     return true;
 }
 
@@ -714,8 +800,8 @@ static bool attn_prefill(tab *c, int g) {
     double key[2] = {m->attention, hd};
     if (!look1(c->hw, MDL_K_PREFILL_ATTN, key, 2, sl, FIG_TFLOPS, false, &y, &h)) return false;
     c->pp->group_s[g] = c->w->flops[g] / c->G / (y * 1e12);
-    term_add(c->ex, "attention", c->pp->group_s[g], c->hw, h, "prefill_attn seqlen %.0f: %.0f TFLOPS",
-             sl, y);
+    term_add(c->ex, "attention", c->pp->group_s[g], c->hw, h,
+             "prefill_attn seqlen %.0f: %.0f TFLOPS", sl, y);
     return true;
 }
 
@@ -726,7 +812,9 @@ static void table_attention(tab *c) {
         if (c->w->flops[g] <= 0 && c->w->bytes[g] <= 0) continue;
         bool ok = false;
         if (c->use && g != MDL_WG_ATTN_INDEX)
-            ok = c->decode ? attn_decode_gqa(c, g) || attn_decode_mla(c, g) : attn_prefill(c, g);
+            ok = c->decode
+                     ? attn_decode_gqa(c, g) || attn_decode_mla_rows(c, g) || attn_decode_mla(c, g)
+                     : attn_prefill(c, g);
         if (ok) continue;
         fallback(c);
         term_add(c->ex, gname[g], c->pp->group_s[g], c->hw, NOHIT,
@@ -771,8 +859,9 @@ static void table_ep(tab *c) {
         double de = fp8 ? 1 : m->kv_bytes_per_elem, ce = m->kv_bytes_per_elem;
         // low-latency kernels: logical bytes = tokens x top-k x hidden x element; normal
         // kernels: the bottleneck link's bytes (NIC across domains)
-        double copies = c->decode ? k : pp->ep.nic_copies > 0 ? pp->ep.nic_copies
-                                                               : pp->ep.fabric_copies;
+        double copies = c->decode               ? k
+                        : pp->ep.nic_copies > 0 ? pp->ep.nic_copies
+                                                : pp->ep.fabric_copies;
         double bd = tok * copies * h * de, bc = tok * copies * h * ce;
         double td = bd / (gd * 1e9), tc = bc / (gc * 1e9);
         pp->ep_comm_s = m->moe_layers * (td + tc) * c->p.ep_skew;
@@ -798,12 +887,14 @@ static void table_close(tab *c, const mdl_step_cost *out) {
     if (!c->ex) return;
     mdl_parts *pp = c->pp;
     double total = 0;
-    for (int g = 0; g < MDL_WG_COUNT; g++) total += pp->group_s[g];
+    for (int g = 0; g < MDL_WG_COUNT; g++)
+        total += pp->group_s[g];
     double comm = pp->tp_comm_s + pp->ep_comm_s;
     double hidden = KVF_MIN(comm * pp->overlap, total);
-    term_add(c->ex, "overlap", -hidden, c->hw, NOHIT, "%s: hides min(%.0f%% of communication, "
-             "compute)", pp->tbo ? "two micro-batches" : "efficiency.comm_overlap",
-             100 * pp->overlap);
+    term_add(c->ex, "overlap", -hidden, c->hw, NOHIT,
+             "%s: hides min(%.0f%% of communication, "
+             "compute)",
+             pp->tbo ? "two micro-batches" : "efficiency.comm_overlap", 100 * pp->overlap);
     term_add(c->ex, "fixed", pp->fixed_s, c->hw, NOHIT, "step overhead + layers x layer overhead%s",
              pp->tbo ? " x 2 micro-batches" : "");
     c->ex->total_s = (double)out->ns * 1e-9;
@@ -837,10 +928,19 @@ void mdl_table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_parall
         mdl_parts_finish(&pp, &w, out);
         return;
     }
-    tab c = {.m = m, .hw = hw, .b = b, .w = &w, .pp = &pp, .p = par_norm(par_in),
-             .use = use_tables, .decode = b->phase == MDL_DECODE, .ex = ex};
-    if (eff) c.eff = *eff;
-    else mdl_efficiency_default(&c.eff);
+    tab c = {.m = m,
+             .hw = hw,
+             .b = b,
+             .w = &w,
+             .pp = &pp,
+             .p = par_norm(par_in),
+             .use = use_tables,
+             .decode = b->phase == MDL_DECODE,
+             .ex = ex};
+    if (eff)
+        c.eff = *eff;
+    else
+        mdl_efficiency_default(&c.eff);
     if (!(c.eff.memory > 0)) c.eff.memory = 0.8;
     c.G = c.p.gpus;
     c.T = w.tokens;
@@ -918,6 +1018,7 @@ static double tflops_peak(const mdl_hardware *h, mdl_kkind k, const char **what)
     case MDL_K_DECODE_ATTN:
     case MDL_K_PREFILL_GQA:
     case MDL_K_DECODE_GQA:
+    case MDL_K_DECODE_MLA:
         *what = "bf16_flops";
         return h->bf16_flops;
     default:
@@ -936,8 +1037,10 @@ kvf_status mdl_hardware_check_peaks(const mdl_hardware *h, kvf_err *err) {
         if (what && r->tflops * 1e12 > peak)
             return kvf_fail(err, KVF_EINVAL,
                             "%s:%d: kernels row (%s): tflops %.6g is above the datasheet peak "
-                            "%s = %.6g TFLOP/s", path, r->line, kn, r->tflops, what, peak / 1e12);
-        if ((r->kind == MDL_K_DECODE_ATTN || r->kind == MDL_K_DECODE_GQA) &&
+                            "%s = %.6g TFLOP/s",
+                            path, r->line, kn, r->tflops, what, peak / 1e12);
+        if ((r->kind == MDL_K_DECODE_ATTN || r->kind == MDL_K_DECODE_GQA ||
+             r->kind == MDL_K_DECODE_MLA) &&
             r->GBps * 1e9 > h->hbm_Bps)
             return kvf_fail(err, KVF_EINVAL,
                             "%s:%d: kernels row (%s): GBps %.6g is above hbm_Bps %.6g GB/s", path,
@@ -946,15 +1049,15 @@ kvf_status mdl_hardware_check_peaks(const mdl_hardware *h, kvf_err *err) {
             r->GBps * 1e9 > h->scaleup_Bps / 2 + h->nic_Bps)
             return kvf_fail(err, KVF_EINVAL,
                             "%s:%d: kernels row (%s): GBps %.6g is above what the scale-up fabric "
-                            "and the NIC carry together (%.6g GB/s per direction)", path, r->line,
-                            kn, r->GBps, (h->scaleup_Bps / 2 + h->nic_Bps) / 1e9);
+                            "and the NIC carry together (%.6g GB/s per direction)",
+                            path, r->line, kn, r->GBps, (h->scaleup_Bps / 2 + h->nic_Bps) / 1e9);
         // bus bandwidth can exceed one direction's link rate with in-switch reduction (NVLS:
         // ~470 GB/s on 8 x H100 with 450 GB/s per direction), never both directions together
         if (r->kind == MDL_K_ALLREDUCE && r->GBps * 1e9 > h->scaleup_Bps)
             return kvf_fail(err, KVF_EINVAL,
                             "%s:%d: kernels row (allreduce): bus bandwidth %.6g GB/s is above the "
-                            "scale-up fabric's %.6g GB/s (both directions)", path, r->line, r->GBps,
-                            h->scaleup_Bps / 1e9);
+                            "scale-up fabric's %.6g GB/s (both directions)",
+                            path, r->line, r->GBps, h->scaleup_Bps / 1e9);
     }
     return KVF_OK;
 }
@@ -969,27 +1072,43 @@ static fig mono_fig(mdl_kkind k, const char **yn) {
     case MDL_K_GROUPED_BF16:
     case MDL_K_MOE_BF16:
     case MDL_K_MOE_FP8:
-    case MDL_K_PREFILL_ATTN: *yn = "tflops"; return FIG_TFLOPS;
-    case MDL_K_ALLREDUCE: *yn = "GBps"; return FIG_GBPS;
+    case MDL_K_PREFILL_ATTN:
+        *yn = "tflops";
+        return FIG_TFLOPS;
+    case MDL_K_ALLREDUCE:
+        *yn = "GBps";
+        return FIG_GBPS;
     case MDL_K_DECODE_GQA:
+    case MDL_K_DECODE_MLA:
     case MDL_K_PREFILL_GQA:
     case MDL_K_MOE_ROUTING:
-    case MDL_K_MOE_PERMUTE: *yn = "us"; return FIG_US;
-    default: *yn = ""; return FIG_TOKENS;
+    case MDL_K_MOE_PERMUTE:
+        *yn = "us";
+        return FIG_US;
+    default:
+        *yn = "";
+        return FIG_TOKENS;
     }
 }
 
 static const char *axis_name(mdl_kkind k, int axis) {
     switch (k) {
-    case MDL_K_PREFILL_ATTN: return "seqlen";
-    case MDL_K_ALLREDUCE: return "bytes";
-    case MDL_K_DECODE_GQA: return axis ? "context" : "batch";
-    case MDL_K_PREFILL_GQA: return axis ? "seqlen" : "batch";
+    case MDL_K_PREFILL_ATTN:
+        return "seqlen";
+    case MDL_K_ALLREDUCE:
+        return "bytes";
+    case MDL_K_DECODE_GQA:
+    case MDL_K_DECODE_MLA:
+        return axis ? "context" : "batch";
+    case MDL_K_PREFILL_GQA:
+        return axis ? "seqlen" : "batch";
     case MDL_K_MOE_BF16:
     case MDL_K_MOE_FP8:
     case MDL_K_MOE_ROUTING:
-    case MDL_K_MOE_PERMUTE: return "tokens";
-    default: return "m";
+    case MDL_K_MOE_PERMUTE:
+        return "tokens";
+    default:
+        return "m";
     }
 }
 
@@ -1006,8 +1125,8 @@ static kvf_status check_series(const mdl_hardware *h, int a, int b, kvf_err *err
             if (sx && sx2 && row_extra(q) == row_extra(r) && q->line < r->line)
                 return kvf_fail(err, KVF_EINVAL,
                                 "%s:%d: kernels row (%s): the same shape as line %d (a duplicate "
-                                "row of one series)", path, r->line, mdl_kkind_name(r->kind),
-                                q->line);
+                                "row of one series)",
+                                path, r->line, mdl_kkind_name(r->kind), q->line);
             if (f == FIG_TOKENS) continue;
             // along one axis at a time: the other axis equal
             int axis = -1;
@@ -1035,7 +1154,8 @@ kvf_status mdl_hardware_check(const mdl_hardware *h, kvf_err *err) {
     if (st || !h->nkrows) return st;
     for (uint32_t i = 0; i < h->nkrows;) {
         uint32_t j = i;
-        while (j < h->nkrows && same_key(row_at(h, (int)j), row_at(h, (int)i))) j++;
+        while (j < h->nkrows && same_key(row_at(h, (int)j), row_at(h, (int)i)))
+            j++;
         if ((st = check_series(h, (int)i, (int)j, err))) return st;
         i = j;
     }
@@ -1046,13 +1166,15 @@ kvf_status mdl_hardware_check_file(const char *name_or_path, const char *models_
                                    unsigned rows[MDL_K_KINDS], kvf_err *err) {
     KVF_ASSERT(name_or_path);
     mdl_hardware *h = malloc(sizeof *h);
-    if (!h) return kvf_fail(err, KVF_ENOMEM, "%s: cannot allocate a hardware description",
-                            name_or_path);
+    if (!h)
+        return kvf_fail(err, KVF_ENOMEM, "%s: cannot allocate a hardware description",
+                        name_or_path);
     kvf_status st = mdl_hardware_load(h, name_or_path, models_dir, err);
     if (!st) st = mdl_hardware_check(h, err);
     if (!st && rows) {
         memset(rows, 0, MDL_K_KINDS * sizeof *rows);
-        for (uint32_t i = 0; i < h->nkrows; i++) rows[h->krows[i].kind]++;
+        for (uint32_t i = 0; i < h->nkrows; i++)
+            rows[h->krows[i].kind]++;
     }
     free(h);
     return st;

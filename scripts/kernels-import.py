@@ -15,6 +15,8 @@ What it takes (TensorRT-LLM 1.3.0rc20 tables of each system; models/README.md ha
                         points that bracket the per-GPU projection shapes of the bundled models
   generation_attention_perf -> decode_gqa (bf16 KV, head_dim 128, full attention), us =
                         latency, GBps = KV bytes read / latency
+  generation_mla_perf       -> decode_mla (absorbed MLA decode of DeepSeek-V3's heads per GPU,
+                        the KV element size of its model file), us = latency
   context_attention_perf    -> prefill_gqa (bf16, no cached prefix), tflops = causal FLOPs /
                         latency
   moe_perf           -> moe_bf16 / moe_fp8 (fused MoE op: routing, token permutation, grouped
@@ -481,6 +483,31 @@ def decode_rows(src, system, models, hand, stats):
     return out
 
 
+def mla_rows(src, system, models, hand, stats):
+    if "decode_mla" in hand:
+        return []
+    path, rows = src.table(system, "mla", "generation_mla_perf")
+    dt = {2: "bfloat16", 1: "fp8"}
+    out = []
+    for md, _, tps, _, _ in models:
+        if md.get("attention") != "mla":
+            continue
+        kvb = md.get("kv_bytes_per_elem", 2)
+        have = {(r["num_heads"], r["batch_size"], r["step"]): r["latency"] for r in rows
+                if r["kv_cache_dtype"] == dt[kvb] and r["isl"] == 1}
+        cite = src.cite(path, system, "%s latent KV" % ("bf16" if kvb == 2 else "fp8"))
+        for tp in tps:
+            h = md["heads"] // tp
+            pts = [(b, s, have[(h, b, s)], None) for b in DECODE_BATCH for s in DECODE_STEP
+                   if (h, b, s) in have]
+            kept, d = monotone2(pts)
+            stats["dropped"] += d
+            for b, s, lat, _ in kept:
+                out.append(row("decode_mla", [("heads", h), ("kv_bytes", kvb), ("batch", b),
+                                              ("context", s), ("us", round(lat * 1e3, 3))], cite))
+    return out
+
+
 def prefill_rows(src, system, models, hand, stats):
     if "prefill_gqa" in hand:
         return []
@@ -616,6 +643,7 @@ def main():
         stats = {"dropped": 0}
         block = (gemm_rows(src, theirs, models, hand, stats) +
                  decode_rows(src, theirs, models, hand, stats) +
+                 mla_rows(src, theirs, models, hand, stats) +
                  prefill_rows(src, theirs, models, hand, stats) +
                  moe_rows(src, theirs, models, hand, stats) +
                  allreduce_rows(src, theirs, hand, stats))

@@ -356,6 +356,50 @@ START_TEST(test_table_rows_by_hand) {
     ck_assert_msg(t && near(t->s, want, 1e-9), "experts %.9g vs %.9g", t ? t->s : -1, want);
     ck_assert_int_eq(t->row_lo, mo->line);
     ck_assert(term_find(&ex, "MoE routing", "fused") && term_find(&ex, "MoE permutation", "fused"));
+    // DeepSeek-V3 (MLA, bf16 latents) on one H200: 8 sequences at a measured context take 61
+    // layers x the decode_mla row's time; EP48 on GB200 lies between the EP32 and EP64 rows
+    mdl_hardware *h2 = hw_load("h200");
+    mdl_model ds = model_load("deepseek-v3");
+    const mdl_krow *ml = NULL;
+    for (uint32_t i = 0; i < h2->nkrows && !ml; i++) {
+        const mdl_krow *r = &h2->krows[i];
+        if (r->kind == MDL_K_DECODE_MLA && r->heads == 128 && r->kv_bytes == ds.kv_bytes_per_elem &&
+            r->batch == 8 && r->context == 2047)
+            ml = r;
+    }
+    ck_assert(ml);
+    for (int i = 0; i < 8; i++) seqs[i] = (mdl_seq){1, 2047};
+    b.n = 8;
+    mdl_table_eval(&ds, h2, NULL, NULL, &b, true, &c, &ex, &fb);
+    t = term_find(&ex, "attention", "decode_mla");
+    ck_assert_msg(t && near(t->s, ds.layers * ml->us * 1e-6, 1e-9), "mla %.9g vs %u x %.6g us",
+                  t ? t->s : -1, ds.layers, ml->us);
+    free(h2);
+    mdl_hardware *gb = hw_load("gb200");
+    const mdl_krow *e32 = NULL, *e64 = NULL;
+    for (uint32_t i = 0; i < gb->nkrows; i++) {
+        const mdl_krow *r = &gb->krows[i];
+        if (r->kind != MDL_K_MOE_FP8 || r->experts != 256 || r->tp != 1 || r->tokens != 4096)
+            continue;
+        if (r->ep == 32) e32 = r;
+        if (r->ep == 64) e64 = r;
+    }
+    ck_assert(e32 && e64);
+    mdl_parallel p48 = {.gpus = 48, .tp = 1, .ep = 48, .ep_skew = 1};
+    for (int i = 0; i < NS; i++) seqs[i] = (mdl_seq){1, 1000};
+    mdl_decode_sum dsum = {0};
+    uint32_t caps[MDL_CAPS];
+    mdl_model_caps(&ds, caps);
+    for (int i = 0; i < 4096 - NS; i++) mdl_decode_sum_add(&dsum, caps, 1000);
+    mdl_batch b48 = {.phase = MDL_DECODE, .seqs = seqs, .n = NS, .dsum = &dsum}; // 4,096 tokens
+    mdl_table_eval(&ds, gb, &p48, NULL, &b48, true, &c, &ex, &fb);
+    t = term_find(&ex, "expert GEMMs", "moe_fp8");
+    const mdl_term *sh = term_find(&ex, "  shared experts", NULL);
+    double y48 = e32->tflops + log(48.0 / 32) / log(2.0) * (e64->tflops - e32->tflops);
+    want = ds.moe_layers * 2.0 * 3 * 7168 * 2048 * 4096 * 8 / 48 / (y48 * 1e12);
+    ck_assert_msg(t && sh && near(t->s - sh->s, want, 1e-9), "EP48 experts %.9g vs %.9g",
+                  t ? t->s - (sh ? sh->s : 0) : -1, want);
+    free(gb);
     // the same rows in reverse order: the same answer to the nanosecond
     char path[256], text[1 << 16];
     snprintf(path, sizeof path, "%s/rev.yaml", tmpdir);
