@@ -18,6 +18,17 @@ enum { SIM_PATH_MAX = 1024, SIM_NAME_MAX = 128, SIM_SCHEDULE_MAX = 48 };
 typedef enum sim_mode { SIM_DISAGGREGATED = 0, SIM_COLOCATED } sim_mode;
 typedef enum sim_sched { SIM_SCHED_FCFS = 0, SIM_SCHED_SPF, SIM_SCHED_PRIORITY } sim_sched;
 typedef enum sim_preempt { SIM_PREEMPT_RECOMPUTE = 0, SIM_PREEMPT_SWAP } sim_preempt;
+// The serving engine a pool's instances behave like (serving.preset, scenarios/README.md).
+typedef enum sim_serving_preset {
+    SIM_SERVING_NONE = 0, SIM_SERVING_VLLM, SIM_SERVING_SGLANG, SIM_SERVING_TRTLLM
+} sim_serving_preset;
+// Where the prefix cache lives: a slice of HBM of its own (hbm_cache_frac), or the free KV
+// blocks (evicted as running requests need them: vLLM, SGLang, TensorRT-LLM block reuse).
+typedef enum sim_prefix_home { SIM_PREFIX_SLICE = 0, SIM_PREFIX_FREE_BLOCKS } sim_prefix_home;
+// Admission of a request to a running batch: on the KV it needs now, preempting when later
+// tokens overflow (vLLM, SGLang), or reserving its whole context up front so nothing is ever
+// preempted (TensorRT-LLM's guaranteed-no-evict).
+typedef enum sim_admission { SIM_ADMIT_PREEMPT = 0, SIM_ADMIT_RESERVE } sim_admission;
 
 // One pool (vision, prefill or decode).
 typedef struct sim_pool_cfg {
@@ -159,6 +170,22 @@ typedef struct sim_decoding_cfg { // decoding.*
     double structured_share;      // share of requests flagged structured at arrival (0..1)
 } sim_decoding_cfg;
 
+typedef struct sim_serving_cfg { // serving.*: the serving engine's behaviour (presets fill what
+                                  // is not set explicitly; sim/config/sim_serving.c)
+    sim_serving_preset preset;
+    char fit[SIM_PATH_MAX];       // a `kvfleet fit` file whose terms fill keys not set here
+    double frontend_ns;           // per request: arrival -> scheduler (HTTP, tokenisation)
+    double step_overhead_ns;      // per step: the engine's CPU work that does not overlap the GPU
+    double step_overhead_seq_ns;  // per step and sequence in the batch
+    sim_prefix_home prefix_cache; // slice | free_blocks
+    sim_admission admission;      // preempt | reserve
+    double watermark;             // share of KV kept free at admission (vLLM 0.01)
+    uint32_t graph_buckets;       // > 0: decode batches up to this size padded to the next
+                                  // CUDA-graph capture size (1, 2, 4, 8, 16, 24, ... step 8)
+    double client_timeout_ns;     // > 0: a request not finished this long after arrival is
+                                  // abandoned by its client and aborted (counted, "timeout")
+} sim_serving_cfg;
+
 typedef struct sim_slo_cfg {      // slo.*
     double ttft_p90_ms, tpot_p90_ms;
 } sim_slo_cfg;
@@ -184,6 +211,7 @@ typedef struct sim_config {
     sim_router_cfg router;
     sim_kv_cfg kv;
     sim_decoding_cfg decoding;
+    sim_serving_cfg serving;
     sim_slo_cfg slo;
     sim_saturation_cfg sat;       // saturation verdict thresholds
     rpt_econ_config econ;         // economics.* (reports/rpt.h; rpt_econ_config_set)

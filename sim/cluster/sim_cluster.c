@@ -129,6 +129,7 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
             // emits one token per step
             in->dsum_on = (k == SIM_POOL_DECODE || (c->colocated && k == SIM_POOL_PREFILL)) &&
                           p->stepper && p->stepper->vt->decode_sums && cfg->decoding.draft_tokens == 0 &&
+                          cfg->serving.client_timeout_ns <= 0 &&   // aborts visit every sequence
                           !(o && o->decode_listed);
             if (in->dsum_on) mdl_model_caps(&c->model, in->ds.caps);
             // runs of steps where no decode router reads this instance's KV between steps
@@ -140,8 +141,14 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
             in->link_dram = in->link_ssd = in->link_xfer = in->link_ssd_write = SIM_NONE;
             uint64_t hbm_blocks = 0, dram_blocks = 0;
             if (k == SIM_POOL_PREFILL && cfg->kv.prefix_cache) {
-                hbm_blocks = (uint64_t)(kvcap * cfg->kv.hbm_cache_frac *
-                                        (c->kv_bytes_token / stored_tok) / cfg->kv.block_tokens);
+                c->hbm_blocks_per_token = (c->kv_bytes_token / stored_tok) / cfg->kv.block_tokens;
+                hbm_blocks = (uint64_t)(kvcap * cfg->kv.hbm_cache_frac * c->hbm_blocks_per_token);
+                if (cfg->serving.prefix_cache == SIM_PREFIX_FREE_BLOCKS) {
+                    // the cache is the free KV blocks: tables for all of them, the capacity
+                    // following what running requests leave (sim_tier_fit_free)
+                    hbm_blocks = (uint64_t)(in->kv_cap * c->hbm_blocks_per_token);
+                    in->hbm_blocks_max = hbm_blocks;
+                }
                 if (cfg->kv.dram.capacity_bytes < 0) dram_blocks = UINT64_MAX;
                 else dram_blocks = (uint64_t)(cfg->kv.dram.capacity_bytes / c->block_bytes);
                 in->link_dram = sim_link_new(c, cfg->kv.dram.read_Bps, (sim_time)cfg->kv.dram.latency_ns, id, SIM_LINK_DRAM);
@@ -225,12 +232,19 @@ static void ev_schedule(sim_cluster *c, const sim_event *ev) {
     sim_ev_push(c, c->now + 86400 * KVF_NS_PER_S, SIM_EV_SCHEDULE, 0, ev->arg[0], NULL);
 }
 
+static void ev_frontend(sim_cluster *c, const sim_event *ev) { sim_req_enter(c, (uint32_t)ev->arg[0]); }
+
+static void ev_timeout(sim_cluster *c, const sim_event *ev) {
+    sim_req_timeout(c, (uint32_t)ev->arg[0], ev->arg[1]);
+}
+
 typedef void (*sim_ev_fn)(sim_cluster *c, const sim_event *ev);
 static const sim_ev_fn handlers[SIM_EV_KINDS] = {
     [SIM_EV_ARRIVAL_READ] = ev_arrival_read, [SIM_EV_ARRIVAL] = ev_arrival,
     [SIM_EV_STEP_DONE] = ev_step_done,       [SIM_EV_LINK] = ev_link,
     [SIM_EV_SAMPLE] = ev_sample,             [SIM_EV_SCHEDULE] = ev_schedule,
-    [SIM_EV_SWAPIN] = ev_swapin,
+    [SIM_EV_SWAPIN] = ev_swapin,             [SIM_EV_FRONTEND] = ev_frontend,
+    [SIM_EV_TIMEOUT] = ev_timeout,
 };
 
 kvf_status sim_cluster_loop(sim_cluster *c) {
@@ -246,7 +260,8 @@ kvf_status sim_cluster_loop(sim_cluster *c) {
     while (c->status == KVF_OK && sim_queue_pop(c->q, &ev)) {
         KVF_ASSERT(ev.t >= c->now);
         // periodic events alone do not keep a finished run going
-        if ((ev.kind == SIM_EV_SAMPLE || ev.kind == SIM_EV_SCHEDULE) && c->reader_done && !c->in_flight)
+        if ((ev.kind == SIM_EV_SAMPLE || ev.kind == SIM_EV_SCHEDULE || ev.kind == SIM_EV_TIMEOUT) &&
+            c->reader_done && !c->in_flight)
             break;
         c->now = ev.t;
         KVF_ASSERT(ev.kind > 0 && ev.kind < SIM_EV_KINDS && handlers[ev.kind]);

@@ -34,6 +34,8 @@ enum {
     SIM_EV_SAMPLE,          // time-series sample
     SIM_EV_SCHEDULE,        // arg0 = schedule entry: instance counts change
     SIM_EV_SWAPIN,          // arg0 = slot: swapped-out request is back in HBM
+    SIM_EV_FRONTEND,        // arg0 = slot: the frontend hands the request to the scheduler
+    SIM_EV_TIMEOUT,         // arg0 = slot, arg1 = its arrival seq: its client gives up
     SIM_EV_KINDS
 };
 
@@ -47,6 +49,7 @@ typedef enum sim_outcome {
     SIM_OUT_REJECT_SLO,         // the router predicted an SLO miss (ttft_estimate)
     SIM_OUT_REJECT_NO_INSTANCE, // no active instance in a pool it needs
     SIM_OUT_REJECT_KV,          // its context can never fit an instance's KV
+    SIM_OUT_TIMEOUT,            // its client gave up (serving.client_timeout_s) and it was aborted
     SIM_OUTCOMES
 } sim_outcome;
 extern const char *const sim_outcome_name[SIM_OUTCOMES];
@@ -103,6 +106,7 @@ typedef struct sim_req {
     bool dfin;                  // decode sums: finishes at the step being retired
     bool in_batch;              // part of the current step of its instance
     bool scheduled;             // its first prefill chunk was scheduled (prompt accounted)
+    bool abandoned;             // its client gave up: aborted where it next stops
 } sim_req;
 
 // A min-heap of request slots by (key, seq): FCFS uses key 0, SPF the prompt length,
@@ -179,12 +183,16 @@ typedef struct sim_inst {
     double queued_work_s;       // prefill: step-model seconds of the work still to compute,
                                 // attention over each request's context included
     double kv_used;             // decode/colocated: tokens of KV held
+    double kv_reserved;         // serving.admission reserve: tokens still to come of the running
+                                // requests, held back from admission
     double kv_cap;              // tokens of KV capacity
     double busy_ns;             // time stepping
     double busy_ns_sampled;     // busy_ns at the last sample
     double stale_queued, stale_kv, stale_work;  // router's stale view
     uint32_t stale_n;
     sim_bcache hbm, dram;       // prefix cache in HBM, DRAM of its node
+    uint64_t hbm_blocks_max;    // serving.prefix_cache free_blocks: the HBM cache's tables (all
+                                // of the KV capacity), its capacity following the free blocks
     uint32_t link_dram, link_ssd, link_xfer, link_ssd_write;  // link ids, SIM_NONE = none
     kvf_rng rng;
     uint64_t steps;             // batch steps run
@@ -257,6 +265,7 @@ typedef struct sim_cluster {
     sim_bcache ssd;
     double block_bytes;         // bytes of one stored block
     double kv_bytes_token;      // bytes per token moved prefill -> decode
+    double hbm_blocks_per_token;  // HBM prefix-cache blocks one token of KV capacity holds
     bool swa_replay;            // hybrid model with bounded replay
     sim_donemap done;
     uint64_t arrived, completed, rejected, in_flight, seq;
@@ -291,6 +300,11 @@ static inline void sim_ev_push(sim_cluster *c, sim_time t, uint16_t kind, uint32
     sim_event ev = {.t = t, .dst = dst, .kind = kind, .arg = {a0, 0}};
     uint64_t s = sim_queue_push(c->q, &ev);
     if (seq_out) *seq_out = s;
+}
+
+static inline void sim_ev_push2(sim_cluster *c, sim_time t, uint16_t kind, uint64_t a0, uint64_t a1) {
+    sim_event ev = {.t = t, .dst = 0, .kind = kind, .arg = {a0, a1}};
+    sim_queue_push(c->q, &ev);
 }
 
 static inline void sim_fail_run(sim_cluster *c, kvf_status st) {
@@ -329,6 +343,11 @@ void sim_req_finish(sim_cluster *c, uint32_t slot, sim_outcome out);
 void sim_req_reject(sim_cluster *c, uint32_t slot, sim_outcome why);
 void sim_req_write_row(sim_cluster *c, const sim_req *r, sim_outcome out);
 void sim_on_arrival(sim_cluster *c, uint32_t slot);
+// The request reaches the scheduler (after the frontend): vision pool or prefill router.
+void sim_req_enter(sim_cluster *c, uint32_t slot);
+// Its client gave up: aborted at once where nothing holds it mid-step, else marked and aborted
+// where it next stops (sim_request.c).
+void sim_req_timeout(sim_cluster *c, uint32_t slot, uint64_t seq);
 
 // cluster/policy/sim_order.c
 uint64_t sim_queue_key(const sim_cluster *c, const sim_pool_cfg *pc, const sim_req *r);
@@ -355,6 +374,9 @@ void sim_tier_ssd_write(sim_cluster *c, sim_inst *in, uint64_t new_blocks);
 void sim_tier_ssd_put(sim_cluster *c, sim_inst *in, uint64_t id, int cls);
 void sim_tier_hbm_put(sim_cluster *c, sim_inst *in, uint64_t id, int cls);
 void sim_tier_persist_answer(sim_cluster *c, sim_inst *in, const sim_req *r);
+// serving.prefix_cache free_blocks: the instance's HBM prefix cache shrinks to the KV blocks
+// its running requests leave free (LRU blocks evicted down the cascade); no-op otherwise.
+void sim_tier_fit_free(sim_cluster *c, sim_inst *in);
 void sim_tier_write_blocks(sim_cluster *c, sim_inst *in, sim_req *r, uint32_t upto);
 
 // cluster/pools/pool_prefill.c
@@ -366,6 +388,9 @@ void sim_prefill_route(sim_cluster *c, uint32_t slot);
 void sim_decode_transfer(sim_cluster *c, sim_inst *pin, uint32_t slot);
 void sim_prefill_finish(sim_cluster *c, sim_inst *in, uint32_t slot);
 uint32_t sim_prefill_take_chunks(sim_cluster *c, sim_inst *in, int64_t budget, uint32_t n);
+// An abandoned request out of the instance's ready queue (not in a step): its queued work and
+// (colocated) claimed KV released, rejected as a time-out.
+void sim_prefill_abort(sim_cluster *c, sim_inst *in, uint32_t slot);
 
 // cluster/pools/pool_decode.c
 void sim_decode_running_add(sim_inst *in, sim_req *r, uint32_t slot);
@@ -381,6 +406,9 @@ void sim_dsum_run_settle(sim_cluster *c, sim_inst *in, uint32_t upto);
 double sim_inst_kv_used(const sim_inst *in, sim_time now);
 void sim_dsum_step_done(sim_cluster *c, sim_inst *in);
 void sim_decode_admit(sim_cluster *c, sim_inst *in);
+// Whether a request needing need_now tokens of KV now and remaining more as it decodes may be
+// admitted to the instance (serving.admission and serving.watermark).
+bool sim_decode_fits(const sim_cluster *c, const sim_inst *in, double need_now, double remaining);
 void sim_decode_preempt(sim_cluster *c, sim_inst *in);
 bool sim_decode_emit(sim_cluster *c, sim_inst *in, uint32_t pos);
 

@@ -277,6 +277,7 @@ const char *const sim_outcome_name[SIM_OUTCOMES] = {
     [SIM_OUT_REJECT_SLO] = "rejected:slo",
     [SIM_OUT_REJECT_NO_INSTANCE] = "rejected:no_instance",
     [SIM_OUT_REJECT_KV] = "rejected:kv_capacity",
+    [SIM_OUT_TIMEOUT] = "rejected:timeout",
 };
 
 void sim_req_finish(sim_cluster *c, uint32_t slot, sim_outcome out) {
@@ -333,6 +334,7 @@ void sim_req_reject(sim_cluster *c, uint32_t slot, sim_outcome why) {
     KVF_ASSERT(why != SIM_OUT_COMPLETED && why < SIM_OUTCOMES);
     if (why == SIM_OUT_REJECT_QUEUE) c->m.rejected_queue++;
     else if (why == SIM_OUT_REJECT_SLO) c->m.rejected_slo++;
+    else if (why == SIM_OUT_TIMEOUT) c->m.rejected_timeout++;
     else c->m.rejected_fit++;
     sim_req_finish(c, slot, why);
 }
@@ -347,6 +349,22 @@ void sim_on_arrival(sim_cluster *c, uint32_t slot) {
     c->m.output_requested += r->output;
     if (c->arrived == 1) c->first_arrival_ns = c->now;
     c->last_arrival_ns = c->now;
+    const sim_serving_cfg *sv = &c->cfg->serving;
+    if (sv->client_timeout_ns > 0)   // the client gives up this long after it sent the request
+        sim_ev_push2(c, c->now + (sim_time)llround(sv->client_timeout_ns), SIM_EV_TIMEOUT, slot, r->seq);
+    if (sv->frontend_ns > 0) {       // HTTP, tokenisation: the scheduler sees it later
+        sim_ev_push(c, c->now + (sim_time)llround(sv->frontend_ns), SIM_EV_FRONTEND, 0, slot, NULL);
+        return;
+    }
+    sim_req_enter(c, slot);
+}
+
+void sim_req_enter(sim_cluster *c, uint32_t slot) {
+    sim_req *r = sim_req_at(c, slot);
+    if (r->abandoned) {   // its client left while the frontend held it
+        sim_req_reject(c, slot, SIM_OUT_TIMEOUT);
+        return;
+    }
     sim_pool *vp = &c->pool[SIM_POOL_VISION];
     if (r->images && vp->n_active) {
         sim_inst *best = NULL;
@@ -362,4 +380,12 @@ void sim_on_arrival(sim_cluster *c, uint32_t slot) {
         return;
     }
     sim_prefill_route(c, slot);
+}
+
+void sim_req_timeout(sim_cluster *c, uint32_t slot, uint64_t seq) {
+    if (slot >= c->n_req) return;
+    sim_req *r = sim_req_at(c, slot);
+    // finished since (its slot free or reused by a later request): nothing to abort
+    if (r->state == SIM_RS_FREE || r->arrival_ns < 0 || r->seq != seq || r->abandoned) return;
+    r->abandoned = true;   // aborted where it next stops: a queue pop, a step end, a hand-off
 }

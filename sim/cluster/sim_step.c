@@ -24,6 +24,13 @@ void sim_step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, uin
     mdl_batch b = {.phase = phase, .seqs = c->seqs, .n = n, .images = images,
                    .dsum = ds && ds->n ? ds : NULL};
     mdl_stepper_cost(p->stepper, &b, out);
+    const sim_serving_cfg *sv = &c->cfg->serving;
+    if (sv->step_overhead_ns > 0 || sv->step_overhead_seq_ns > 0) {
+        // the serving engine's CPU work per step (scheduling, sampling, detokenising) that
+        // does not overlap the GPU: a fixed part and a part per sequence of the batch
+        double seqs = (double)n + (ds ? ds->n : 0);
+        out->ns += (int64_t)llround(sv->step_overhead_ns + sv->step_overhead_seq_ns * seqs);
+    }
     if (out->ns > (int64_t)MDL_MAX_STEP_NS && c->status == KVF_OK) {
         kvf_fail(c->err, KVF_EINVAL,
                  "one batch step would take over an hour of simulated time: the model is far "
@@ -84,6 +91,30 @@ void sim_inst_kick(sim_cluster *c, sim_inst *in) {
     sim_router_touch(c, in);
 }
 
+// CUDA-graph capture sizes (serving.graph_buckets): 1, 2, 4, then steps of 8 up to the largest.
+static uint32_t graph_bucket(uint32_t n, uint32_t largest) {
+    if (n > largest) return n;
+    uint32_t b = n <= 1 ? 1 : n <= 2 ? 2 : n <= 4 ? 4 : (n + 7) / 8 * 8;
+    return b > largest ? n : b;
+}
+
+// A decode step runs the graph of the next capture size: the padding sequences cost their
+// GEMM rows but attend to nothing (context 0). Summed sequences pad the sums, listed ones the
+// list. Returns the listed count.
+static uint32_t graph_pad(sim_cluster *c, sim_inst *in, mdl_decode_sum *ds, uint32_t listed) {
+    uint32_t gb = c->cfg->serving.graph_buckets;
+    if (!gb) return listed;
+    uint32_t tot = listed + ds->n, pad = graph_bucket(tot, gb) - tot;
+    if (!pad) return listed;
+    if (in->dsum_on && ds->n) {
+        ds->n += pad;
+        return listed;
+    }
+    sim_seqs_reserve(c, listed + pad);
+    for (uint32_t i = 0; i < pad; i++) c->seqs[listed + i] = (mdl_seq){1, 0};
+    return listed + pad;
+}
+
 void sim_inst_form_step(sim_cluster *c, sim_inst *in) {
     if (in->busy || c->status != KVF_OK) return;
     in->ops->form_step(c, in);
@@ -102,6 +133,7 @@ void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill
     uint64_t tokens = 0;
     if (decode) {
         sim_decode_admit(c, in);
+        sim_tier_fit_free(c, in);
         if (in->dsum_on) {
             // members as sums; requests rebuilding their KV listed
             sim_seqs_reserve(c, in->ds.n_recomp);
@@ -141,6 +173,7 @@ void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill
         n = n2;
     }
     if (!ndec && !in->n_batch) return;
+    if (phase == MDL_DECODE) n = graph_pad(c, in, &ds, n);
     sim_step_cost(c, p, phase, n, 0, &ds, &k);
     if (in->n_structured) k.ns += (sim_time)(in->n_structured * c->cfg->decoding.structured_mask_ns);
     in->run_m = 0;
@@ -164,6 +197,7 @@ void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill
             in->run_ext[0] = (uint8_t)(k.extrapolated | k.table_fallback << 1);
             for (uint32_t j = 1; j < m; j++) {
                 mdl_decode_sum dj = sim_dsum_batch_at(d, d->k + j);
+                graph_pad(c, in, &dj, 0);
                 mdl_step_cost kj;
                 sim_step_cost(c, p, MDL_DECODE, 0, 0, &dj, &kj);
                 if (in->n_structured) kj.ns += (sim_time)(in->n_structured * c->cfg->decoding.structured_mask_ns);
@@ -220,9 +254,11 @@ void sim_step_settle_batch(sim_cluster *c, sim_inst *in, bool decode) {
         if (in->queued_work_s < 0) in->queued_work_s = 0;
         // prompt tokens whose KV exists: the hit prefix (minus replayed tokens) + computed
         sim_tier_write_blocks(c, in, r, (r->input - r->compute_tokens + r->computed) / c->cfg->kv.block_tokens);
-        if (r->computed >= r->compute_tokens) sim_prefill_finish(c, in, slot);
+        if (r->abandoned && r->computed < r->compute_tokens) sim_prefill_abort(c, in, slot);
+        else if (r->computed >= r->compute_tokens) sim_prefill_finish(c, in, slot);
         else sim_rheap_push(&in->ready, sim_queue_key(c, in->pcfg, r), slot);
     }
     in->n_batch = 0;
     if (decode) sim_decode_preempt(c, in);
+    sim_tier_fit_free(c, in);
 }

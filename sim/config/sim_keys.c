@@ -42,6 +42,9 @@ static const char *const step_models[] = {"roofline", "calibrated", "table", NUL
 static const char *const modes[] = {"disaggregated", "colocated", NULL};
 static const char *const schedulers[] = {"fcfs", "spf", "priority", NULL};
 static const char *const preemptions[] = {"recompute", "swap", NULL};
+static const char *const serving_presets[] = {"none", "vllm", "sglang", "trtllm", NULL};
+static const char *const prefix_homes[] = {"slice", "free_blocks", NULL};
+static const char *const admissions[] = {"preempt", "reserve", NULL};
 static const char *const buckets[] = {"as_recorded", "spread", NULL};
 static const char *const gen_profiles[] = {"chatbot", "agent", "coding", "mixed", NULL};
 static const char *const gen_arrivals[] = {"poisson", "gamma", "diurnal", NULL};
@@ -157,6 +160,16 @@ const keydef sim_key_table[] = {
     NUM("kv_cache.swa_replay_tokens", kv.swa_replay_tokens, NT_U32, F_INT, 0, 1 << 24, 1),
     NUM("speculative.draft_tokens", decoding.draft_tokens, NT_U32, F_INT, 0, 64, 1),
     NUM("speculative.acceptance", decoding.acceptance, NT_DBL, 0, 0, 1, 1),
+    ENUM("serving.preset", serving.preset, serving_presets),
+    STR("serving.fit", serving.fit, F_NULL),
+    NUM("serving.frontend_ms", serving.frontend_ns, NT_DBL, 0, 0, 6e4, 1e6),
+    NUM("serving.step_overhead_us", serving.step_overhead_ns, NT_DBL, 0, 0, 1e6, 1e3),
+    NUM("serving.step_overhead_per_seq_us", serving.step_overhead_seq_ns, NT_DBL, 0, 0, 1e4, 1e3),
+    ENUM("serving.prefix_cache", serving.prefix_cache, prefix_homes),
+    ENUM("serving.admission", serving.admission, admissions),
+    NUM("serving.watermark", serving.watermark, NT_DBL, 0, 0, 0.5, 1),
+    NUM("serving.graph_buckets", serving.graph_buckets, NT_U32, F_INT, 0, 1 << 16, 1),
+    NUM("serving.client_timeout_s", serving.client_timeout_ns, NT_DBL, 0, 0, 8.64e6, 1e9),
     NUM("structured.mask_us", decoding.structured_mask_ns, NT_DBL, 0, 0, 1e6, 1e3),
     NUM("structured.share", decoding.structured_share, NT_DBL, 0, 0, 1, 1),
     NUM("slo.ttft_p90_ms", slo.ttft_p90_ms, NT_DBL, F_GT, 0, 8.64e7, 1),
@@ -193,6 +206,7 @@ const char *const sim_key_sections[] = {
     "kv_cache.dram",
     "kv_cache.ssd",
     "kv_cache.ssd.retention",
+    "serving",
     "speculative",
     "structured",
     "slo",

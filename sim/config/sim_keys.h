@@ -79,4 +79,11 @@ double sim_key_file_value(double stored, double scale);
 // and --set). KVF_EINVAL names the key (and file:line where it was set).
 kvf_status sim_key_check_ranges(const sim_config *c, kvf_err *err);
 
+// Stores v (in the struct's unit, range-checked by the caller) as type t at dst.
+void sim_key_store_num(void *dst, num_type t, double v);
+// serving.*: fills the keys not set explicitly from serving.preset, then from the terms of
+// the serving.fit file (sim_serving.c). Called after every load and --set. Errors name the
+// fit file, its line and the term.
+kvf_status sim_serving_resolve(sim_config *c, kvf_err *err);
+
 #endif

@@ -108,7 +108,7 @@ static int name_index(const char *const *names, const char *s) {
 
 // The key table's ranges keep every value inside its target type; the assertion guards the
 // conversion itself (a double out of an integer's range is undefined behaviour).
-static void store_num(void *dst, num_type t, double v) {
+void sim_key_store_num(void *dst, num_type t, double v) {
     static const double lim[][2] = {
         [NT_DBL] = {-1e308, 1e308}, [NT_I32] = {-2147483648.0, 2147483647.0},
         [NT_U32] = {0, 4294967295.0}, [NT_I64] = {-9.2e18, 9.2e18}};
@@ -303,8 +303,8 @@ static kvf_status apply_leaf(apply_ctx *x, const keydef *d, const char *key, con
                 return fail_at(x, KVF_EINVAL, key, line, "must be in %s%g, %g], got %s",
                                d->flags & F_GT ? "(" : "[", d->lo, d->hi, s);
         }
-        store_num(dst, (num_type)d->ntype, v * d->scale);
-        if (d->off2) store_num((char *)c + d->off2, (num_type)d->ntype, v * d->scale);
+        sim_key_store_num(dst, (num_type)d->ntype, v * d->scale);
+        if (d->off2) sim_key_store_num((char *)c + d->off2, (num_type)d->ntype, v * d->scale);
         break;
     }
     case K_DUR: {
@@ -614,7 +614,7 @@ kvf_status sim_config_load(sim_config *c, const char *path, kvf_err *err) {
         }
     }
     sim_config_sync_derived(c);
-    st = KVF_OK;
+    st = sim_serving_resolve(c, err);
 done:
     if (have_doc) yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
@@ -689,6 +689,7 @@ kvf_status sim_config_set(sim_config *c, const char *assignment, kvf_err *err) {
         if (err) err->code = st;
     }
     if (!st) sim_config_sync_derived(c);
+    if (!st) st = sim_serving_resolve(c, err);
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     return st;

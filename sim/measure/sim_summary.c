@@ -65,6 +65,7 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
     json_object_set_new(why, "queue", json_integer((json_int_t)m->rejected_queue));
     json_object_set_new(why, "slo", json_integer((json_int_t)m->rejected_slo));
     json_object_set_new(why, "capacity", json_integer((json_int_t)m->rejected_fit));
+    json_object_set_new(why, "timeout", json_integer((json_int_t)m->rejected_timeout));
     json_object_set_new(rq, "rejected_by_reason", why);
     // arrived and neither completed nor rejected (in_flight also counts requests read ahead
     // of their arrival)

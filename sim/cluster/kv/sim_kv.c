@@ -454,6 +454,25 @@ bool sim_bcache_put(sim_bcache *c, uint64_t id, sim_time now, int cls, uint64_t 
     return lru_put(c, id, now, cls, evicted);
 }
 
+bool sim_bcache_evict_lru(sim_bcache *c, sim_time now, uint64_t *id, int *cls) {
+    KVF_ASSERT(!c->compact);
+    if (!c->used) return false;
+    lru_expire(c, now);
+    if (!c->used) return false;
+    uint32_t victim = SIM_BC_NONE;
+    for (int k = 0; k < TRC_CLASS_COUNT; k++) {
+        uint32_t t = c->tail[k];
+        if (t != SIM_BC_NONE && (victim == SIM_BC_NONE || c->slots[t].touched < c->slots[victim].touched))
+            victim = t;
+    }
+    KVF_ASSERT(victim != SIM_BC_NONE);
+    *id = c->slots[victim].id;
+    *cls = c->slots[victim].cls;
+    drop(c, victim);
+    c->evicted++;
+    return true;
+}
+
 uint64_t sim_bcache_expire(sim_bcache *c, sim_time now) {
     return c->compact ? gexpire(c, now) : lru_expire(c, now);
 }

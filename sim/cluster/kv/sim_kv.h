@@ -116,6 +116,9 @@ void sim_bcache_touch(sim_bcache *c, uint64_t id, sim_time now, int cls);
 bool sim_bcache_put(sim_bcache *c, uint64_t id, sim_time now, int cls, uint64_t *evicted);
 // Drops every entry expired at now. Returns how many.
 uint64_t sim_bcache_expire(sim_bcache *c, sim_time now);
+// LRU layout: evicts the least recently touched block (expired ones first); false when empty.
+// *id and *cls get the block evicted.
+bool sim_bcache_evict_lru(sim_bcache *c, sim_time now, uint64_t *id, int *cls);
 // Blocks of each class alive at t (held and not expired by t): the store's occupancy by class.
 // t no earlier than the last sim_bcache_expire; changes nothing.
 void sim_bcache_used_at(const sim_bcache *c, sim_time t, uint64_t out[TRC_CLASS_COUNT]);

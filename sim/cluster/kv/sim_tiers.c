@@ -56,11 +56,9 @@ void sim_tier_ssd_put(sim_cluster *c, sim_inst *in, uint64_t id, int cls) {
     sim_tier_ssd_write(c, in, c->ssd.inserted - before);
 }
 
-// Inserts a block into the instance's HBM prefix cache; evictions cascade HBM -> DRAM -> SSD
-// (SSD only in write-back mode: with write-through it already holds them).
-void sim_tier_hbm_put(sim_cluster *c, sim_inst *in, uint64_t id, int cls) {
-    uint64_t ev;
-    if (!sim_bcache_put(&in->hbm, id, c->now, cls, &ev)) return;
+// A block evicted from an instance's HBM goes down the cascade: to its DRAM, whose own victim
+// goes to the SSD store in write-back mode (write-through: the store already holds it).
+static void cascade_down(sim_cluster *c, sim_inst *in, uint64_t ev, int cls) {
     uint64_t ev2;
     if (in->dram.capacity) {
         if (sim_bcache_put(&in->dram, ev, c->now, cls, &ev2) && !c->cfg->kv.write_through &&
@@ -69,6 +67,26 @@ void sim_tier_hbm_put(sim_cluster *c, sim_inst *in, uint64_t id, int cls) {
     } else if (!c->cfg->kv.write_through && c->ssd.capacity) {
         sim_tier_ssd_put(c, in, ev, cls);
     }
+}
+
+void sim_tier_fit_free(sim_cluster *c, sim_inst *in) {
+    if (c->cfg->serving.prefix_cache != SIM_PREFIX_FREE_BLOCKS || !in->hbm_blocks_max) return;
+    double free_tok = in->kv_cap - in->kv_used - in->kv_reserved;
+    uint64_t lim = free_tok > 0 ? (uint64_t)(free_tok * c->hbm_blocks_per_token) : 0;
+    if (lim > in->hbm_blocks_max) lim = in->hbm_blocks_max;
+    in->hbm.capacity = lim;
+    uint64_t id;
+    int cls;
+    while (in->hbm.used > lim && sim_bcache_evict_lru(&in->hbm, c->now, &id, &cls))
+        cascade_down(c, in, id, cls);
+}
+
+// Inserts a block into the instance's HBM prefix cache; evictions cascade HBM -> DRAM -> SSD
+// (SSD only in write-back mode: with write-through it already holds them).
+void sim_tier_hbm_put(sim_cluster *c, sim_inst *in, uint64_t id, int cls) {
+    uint64_t ev;
+    if (!sim_bcache_put(&in->hbm, id, c->now, cls, &ev)) return;
+    cascade_down(c, in, ev, cls);
 }
 
 // A finished turn's answer is persisted with the prompt: the next turn of the session names

@@ -205,6 +205,7 @@ void sim_dsum_run_settle(sim_cluster *c, sim_inst *in, uint32_t upto) {
             sim_hist_add_ns(&c->m.itl_ms, end - sim_req_at(c, d->fresh[i])->last_ns, 1);
         d->n_fresh = 0;
         in->kv_used += n;
+        if (c->cfg->serving.admission == SIM_ADMIT_RESERVE) in->kv_reserved -= n;
         c->m.output_tokens += n;
         if (j >= in->run_attr) c->m.iv_out += n;
         c->m.decode_step_tokens += n;
@@ -233,6 +234,7 @@ void sim_dsum_step_done(sim_cluster *c, sim_inst *in) {
             sim_hist_add_ns(&c->m.itl_ms, c->now - sim_req_at(c, d->fresh[i])->last_ns, 1);
         d->n_fresh = 0;
         in->kv_used += n;
+        if (c->cfg->serving.admission == SIM_ADMIT_RESERVE) in->kv_reserved -= n;
         c->m.output_tokens += n;
         c->m.iv_out += n;
         c->m.decode_step_tokens += n;
@@ -286,6 +288,14 @@ void sim_dsum_step_done(sim_cluster *c, sim_inst *in) {
 
 // Admits waiting requests while batch slots and KV capacity allow. A request that could never
 // fit in an empty instance is rejected.
+bool sim_decode_fits(const sim_cluster *c, const sim_inst *in, double need_now, double remaining) {
+    const sim_serving_cfg *sv = &c->cfg->serving;
+    double cap = in->kv_cap * (1 - sv->watermark);
+    if (sv->admission == SIM_ADMIT_RESERVE)
+        return in->kv_used + in->kv_reserved + need_now + remaining <= cap;
+    return in->kv_used + need_now <= cap;
+}
+
 void sim_decode_admit(sim_cluster *c, sim_inst *in) {
     const sim_pool_cfg *pc = in->pcfg;
     uint32_t maxb = pc->max_batch_requests > 0 ? (uint32_t)pc->max_batch_requests : UINT32_MAX;
@@ -297,18 +307,21 @@ void sim_decode_admit(sim_cluster *c, sim_inst *in) {
         uint32_t slot = in->dwait.slot[0];
         sim_req *r = sim_req_at(c, slot);
         double need = (double)sim_req_ctx_tokens(r) + 1;
-        if (need > in->kv_cap) {
+        bool reserve = c->cfg->serving.admission == SIM_ADMIT_RESERVE;
+        double remaining = reserve ? (double)(r->output - r->produced) : 0;
+        if (need + remaining > in->kv_cap || r->abandoned) {
             uint32_t s2;
             sim_rheap_pop(&in->dwait, &s2);
-            sim_req_reject(c, slot, SIM_OUT_REJECT_KV);
+            sim_req_reject(c, slot, r->abandoned ? SIM_OUT_TIMEOUT : SIM_OUT_REJECT_KV);
             continue;
         }
-        if (in->kv_used + need > in->kv_cap) break;
+        if (!sim_decode_fits(c, in, need, remaining)) break;
         uint32_t s2;
         sim_rheap_pop(&in->dwait, &s2);
         r->queue_ns += c->now - r->enq_ns;
         sim_req_set_state(r, SIM_RS_DECODE);
         in->kv_used += sim_req_ctx_tokens(r);   // KV held = tokens whose KV exists; steps add theirs
+        in->kv_reserved += remaining;
         sim_decode_running_add(in, r, slot);
         if (in->dsum_on) {
             if (r->recompute) u32_append(&in->ds.recomp, &in->ds.n_recomp, &in->ds.recomp_cap, slot);
@@ -332,6 +345,7 @@ void sim_decode_preempt(sim_cluster *c, sim_inst *in) {
         }
         sim_decode_running_remove(c, in, in->n_running - 1);
         in->kv_used -= sim_req_ctx_tokens(r);
+        if (c->cfg->serving.admission == SIM_ADMIT_RESERVE) in->kv_reserved -= r->output - r->produced;
         r->preemptions++;
         c->m.preemptions++;
         r->enq_ns = c->now;
@@ -352,6 +366,14 @@ void sim_decode_preempt(sim_cluster *c, sim_inst *in) {
 bool sim_decode_emit(sim_cluster *c, sim_inst *in, uint32_t pos) {
     uint32_t slot = in->running[pos];
     sim_req *r = sim_req_at(c, slot);
+    bool reserve = c->cfg->serving.admission == SIM_ADMIT_RESERVE;
+    if (r->abandoned) {   // its client gave up: aborted, its KV freed
+        in->kv_used -= sim_req_ctx_tokens(r);
+        if (reserve) in->kv_reserved -= r->output - r->produced;
+        sim_decode_running_remove(c, in, pos);
+        sim_req_reject(c, slot, SIM_OUT_TIMEOUT);
+        return true;
+    }
     if (r->recompute) {   // this step rebuilt its KV; no token
         r->recompute = 0;
         return false;
@@ -367,6 +389,7 @@ bool sim_decode_emit(sim_cluster *c, sim_inst *in, uint32_t pos) {
     r->produced += k;
     r->last_ns = c->now;
     in->kv_used += k;
+    if (reserve) in->kv_reserved -= k;
     c->m.output_tokens += k;
     c->m.iv_out += k;
     c->m.decode_step_tokens += k;

@@ -129,6 +129,10 @@ void sim_prefill_first_schedule(sim_cluster *c, sim_inst *in, sim_req *r) {
 void sim_prefill_route(sim_cluster *c, uint32_t slot) {
     sim_pool *p = &c->pool[SIM_POOL_PREFILL];
     sim_req *r = sim_req_at(c, slot);
+    if (r->abandoned) {   // its client gave up while it was encoded
+        sim_req_reject(c, slot, SIM_OUT_TIMEOUT);
+        return;
+    }
     if (p->n_active == 0) {
         sim_req_reject(c, slot, SIM_OUT_REJECT_NO_INSTANCE);
         return;
@@ -184,6 +188,7 @@ void sim_prefill_finish(sim_cluster *c, sim_inst *in, uint32_t slot) {
         if (c->colocated) {   // release the KV claimed when its prefill started
             in->n_prefilling--;
             in->kv_used -= r->input;
+            if (c->cfg->serving.admission == SIM_ADMIT_RESERVE) in->kv_reserved -= r->output - 1.0;
         }
         sim_req_finish(c, slot, SIM_OUT_COMPLETED);
         return;
@@ -202,6 +207,20 @@ void sim_prefill_finish(sim_cluster *c, sim_inst *in, uint32_t slot) {
 
 // Fills the batch with prefill chunks from the ready queue within budget tokens. Colocated
 // instances claim KV for a request when its first chunk is scheduled.
+void sim_prefill_abort(sim_cluster *c, sim_inst *in, uint32_t slot) {
+    sim_req *r = sim_req_at(c, slot);
+    KVF_ASSERT(r->abandoned && !r->in_batch);
+    in->queued_tokens -= (double)(r->compute_tokens - r->computed);
+    in->queued_work_s -= r->compute_tokens ? r->work_s * (r->compute_tokens - r->computed) / r->compute_tokens : 0;
+    if (in->queued_work_s < 0) in->queued_work_s = 0;
+    if (c->colocated && (r->computed > 0 || r->scheduled)) {   // release the KV its first chunk claimed
+        in->kv_used -= r->input;
+        if (c->cfg->serving.admission == SIM_ADMIT_RESERVE) in->kv_reserved -= r->output - 1.0;
+        in->n_prefilling--;
+    }
+    sim_req_reject(c, slot, SIM_OUT_TIMEOUT);
+}
+
 uint32_t sim_prefill_take_chunks(sim_cluster *c, sim_inst *in, int64_t budget, uint32_t n) {
     const sim_pool_cfg *pc = in->pcfg;
     int64_t lim = pc->chunk_tokens > 0 ? pc->chunk_tokens : budget;
@@ -210,9 +229,16 @@ uint32_t sim_prefill_take_chunks(sim_cluster *c, sim_inst *in, int64_t budget, u
         if (!c->colocated && n >= maxb) break;   // requests per prefill step
         uint32_t slot = in->ready.slot[0];
         sim_req *r = sim_req_at(c, slot);
+        if (r->abandoned) {   // its client gave up while it queued
+            uint32_t s2;
+            sim_rheap_pop(&in->ready, &s2);
+            sim_prefill_abort(c, in, slot);
+            continue;
+        }
         if (c->colocated && r->computed == 0) {
             double need = (double)r->input + 1;
-            if (need > in->kv_cap) {
+            double remaining = c->cfg->serving.admission == SIM_ADMIT_RESERVE ? r->output - 1.0 : 0;
+            if (need + remaining > in->kv_cap) {
                 uint32_t s2;
                 sim_rheap_pop(&in->ready, &s2);
                 in->queued_tokens -= r->compute_tokens;
@@ -220,8 +246,10 @@ uint32_t sim_prefill_take_chunks(sim_cluster *c, sim_inst *in, int64_t budget, u
                 sim_req_reject(c, slot, SIM_OUT_REJECT_KV);
                 continue;
             }
-            if (in->kv_used + need > in->kv_cap || in->n_running + in->n_prefilling >= maxb) break;
+            if (!sim_decode_fits(c, in, need, remaining) || in->n_running + in->n_prefilling >= maxb)
+                break;
             in->kv_used += r->input;
+            in->kv_reserved += remaining;
             in->n_prefilling++;
         }
         uint32_t s2;
