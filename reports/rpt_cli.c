@@ -5,6 +5,7 @@
 #include "rpt.h"
 
 int rpt_report_cli_main(int argc, char **argv) {
+    KVF_ASSERT(argc >= 1 && argv);
     const char *dir = NULL;
     bool html = true, md = true;
     for (int i = 1; i < argc; i++) {
@@ -21,7 +22,9 @@ int rpt_report_cli_main(int argc, char **argv) {
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: kvfleet report DIR [--format html|md|both]\n"
                    "  writes DIR/report.html and DIR/report.md (default: both) from\n"
-                   "  DIR/summary.json and DIR/results.db; charts by gnuplot when installed\n");
+                   "  DIR/summary.json and DIR/results.db: the answer first (cost per\n"
+                   "  million tokens, margin, SLO attainment, saturation, GPUs per pool),\n"
+                   "  then the charts (by gnuplot when installed), the tables, every figure\n");
             return 0;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "kvfleet: report: unknown option '%s'\n", a);

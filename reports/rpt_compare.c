@@ -26,6 +26,7 @@ typedef struct cmp_run {
 } cmp_run;
 
 void rpt_config_keys(json_t *run, json_t *o, const char *prefix) {
+    KVF_ASSERT(run && prefix);
     const char *k;
     json_t *v;
     json_object_foreach(o, k, v) {
@@ -404,6 +405,7 @@ static int usage(FILE *f, int rc) {
 }
 
 int rpt_compare_cli_main(int argc, char **argv) {
+    KVF_ASSERT(argc >= 1 && argv);
     bool json = false, all = false;
     const char *html = NULL, *base = NULL;
     const char **dirs = kvf_calloc((size_t)argc + 1, sizeof *dirs);

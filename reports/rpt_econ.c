@@ -268,6 +268,7 @@ void rpt_econ_input_init(rpt_econ_input *in) {
 void rpt_econ_input_add(rpt_econ_input *in, const rpt_econ_config *c, const char *cls,
                         double arrival_s, double hit_tokens, double miss_tokens,
                         double output_tokens) {
+    KVF_ASSERT(in && c);
     if (!cls) cls = "default";
     int k;
     for (k = 0; k < in->n_cls; k++)
@@ -796,6 +797,7 @@ static json_t *sens_json(const rpt_econ_sens *s) {
 }
 
 json_t *rpt_econ_to_json(const rpt_econ_config *c, const rpt_econ_result *r) {
+    KVF_ASSERT(r);   // c may be NULL: its keys are then left out
     json_t *o = json_object();
     json_object_set_new(o, "cost_usd", jnum(r->cost_usd));
     json_object_set_new(o, "revenue_usd", jnum(r->revenue_usd));
@@ -882,6 +884,8 @@ json_t *rpt_econ_to_json(const rpt_econ_config *c, const rpt_econ_result *r) {
 }
 
 kvf_status rpt_econ_write_db(rpt_db *db, const rpt_econ_result *r, kvf_err *err) {
+    KVF_ASSERT(r && err);
+    if (!db) return KVF_OK;   // as the other writers: no database, nothing to write
     struct {
         const char *k;
         double v;

@@ -18,6 +18,7 @@ void rpt_buf_free(rpt_buf *b) {
 }
 
 void rpt_buf_putn(rpt_buf *b, const char *s, size_t n) {
+    KVF_ASSERT(b && (s || n == 0));
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->n + n + 1) cap *= 2;
@@ -29,9 +30,13 @@ void rpt_buf_putn(rpt_buf *b, const char *s, size_t n) {
     b->p[b->n] = '\0';
 }
 
-void rpt_buf_puts(rpt_buf *b, const char *s) { rpt_buf_putn(b, s, strlen(s)); }
+void rpt_buf_puts(rpt_buf *b, const char *s) {
+    KVF_ASSERT(b && s);
+    rpt_buf_putn(b, s, strlen(s));
+}
 
 void rpt_buf_printf(rpt_buf *b, const char *fmt, ...) {
+    KVF_ASSERT(b && fmt);
     char tmp[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -51,6 +56,7 @@ void rpt_buf_printf(rpt_buf *b, const char *fmt, ...) {
 }
 
 void rpt_buf_html(rpt_buf *b, const char *s) {
+    KVF_ASSERT(b);
     if (!s) return;
     const char *run = s;
     for (; *s; s++) {
@@ -72,6 +78,7 @@ void rpt_buf_html(rpt_buf *b, const char *s) {
 }
 
 void rpt_buf_md(rpt_buf *b, const char *s) {
+    KVF_ASSERT(b);
     if (!s) return;
     for (; *s; s++) {
         if (*s == '|')
@@ -86,6 +93,7 @@ void rpt_buf_md(rpt_buf *b, const char *s) {
 }
 
 char *rpt_fmt_num(double x, char *out, size_t n) {
+    KVF_ASSERT(out && n > 0);
     if (isnan(x))
         snprintf(out, n, "n/a");
     else if (isinf(x))
@@ -130,6 +138,7 @@ static void leaves_rec(json_t *o, const char *prefix, const char *const *skip, r
 }
 
 size_t rpt_json_leaves(json_t *obj, const char *const *skip, rpt_leaf **out) {
+    KVF_ASSERT(out);
     size_t n = 0, cap = 0;
     *out = NULL;
     if (json_is_object(obj)) leaves_rec(obj, "", skip, out, &n, &cap);
@@ -142,6 +151,7 @@ void rpt_leaves_free(rpt_leaf *l, size_t n) {
 }
 
 json_t *rpt_json_path(json_t *root, const char *dotted) {
+    KVF_ASSERT(dotted);
     char part[256];
     const char *s = dotted;
     json_t *cur = root;
@@ -163,6 +173,7 @@ double rpt_json_num(json_t *root, const char *dotted) {
 }
 
 kvf_status rpt_write_text(const char *path, const char *text, size_t n, kvf_err *err) {
+    KVF_ASSERT(path && (text || n == 0) && err);
     FILE *f = fopen(path, "wb");
     if (!f) return kvf_fail(err, KVF_EIO, "%s: cannot write", path);
     bool ok = fwrite(text, 1, n, f) == n;
@@ -220,6 +231,7 @@ const rpt_headline RPT_HEADLINE[] = {
 const size_t RPT_HEADLINE_N = sizeof RPT_HEADLINE / sizeof RPT_HEADLINE[0];
 
 char *rpt_fmt_bytes(double x, char *out, size_t n) {
+    KVF_ASSERT(out && n > 0);
     if (!isfinite(x)) return rpt_fmt_num(x, out, n);
     static const char *const units[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB"};
     double a = fabs(x);
@@ -514,6 +526,7 @@ char *rpt_fmt_text_value(const char *text, char *out, size_t n) {
 }
 
 bool rpt_on_path(const char *prog) {
+    KVF_ASSERT(prog && *prog && !strchr(prog, '/'));
     const char *path = getenv("PATH");
     if (!path) return false;
     char buf[4096];
@@ -532,6 +545,7 @@ bool rpt_on_path(const char *prog) {
 }
 
 int rpt_gnuplot(const char *dir, const char *script) {
+    KVF_ASSERT(dir && script);
     char log_path[4200];
     snprintf(log_path, sizeof log_path, "%s/gnuplot.log", dir);
     pid_t pid = fork();

@@ -15,13 +15,18 @@ typedef struct rpt_buf {
     size_t cap;   // allocated bytes
 } rpt_buf;
 
+// A zeroed rpt_buf is empty; the buffer owns p. Appends abort when memory runs out
+// (kvf_realloc). Frees p and zeroes *b; accepts NULL.
 void rpt_buf_free(rpt_buf *b);
+// Appends the NUL-terminated s (not NULL).
 void rpt_buf_puts(rpt_buf *b, const char *s);
+// Appends n bytes of s (s may be NULL only when n is 0).
 void rpt_buf_putn(rpt_buf *b, const char *s, size_t n);
+// Appends printf-formatted text of any length.
 void rpt_buf_printf(rpt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-// Appends s with & < > " ' escaped for HTML text and attribute values.
+// Appends s with & < > " ' escaped for HTML text and attribute values (NULL: nothing).
 void rpt_buf_html(rpt_buf *b, const char *s);
-// Appends s for a Markdown table cell: | escaped, newlines as spaces.
+// Appends s for a Markdown table cell: | escaped, newlines as spaces (NULL: nothing).
 void rpt_buf_md(rpt_buf *b, const char *s);
 
 // Formats a number for a table cell: integers exactly, others to 4-6 significant digits;
@@ -88,7 +93,7 @@ json_t *rpt_json_path(json_t *root, const char *dotted);
 // Number at a dotted path: NaN when missing or not a number.
 double rpt_json_num(json_t *root, const char *dotted);
 
-// True when prog is an executable file in a folder of $PATH.
+// True when prog (a bare name, no '/') is an executable file in a folder of $PATH.
 bool rpt_on_path(const char *prog);
 // Runs `gnuplot script` in dir, its output into dir/gnuplot.log; returns the wait status
 // (0 = exited 0), -1 when it could not fork (errno set).
