@@ -186,8 +186,77 @@ static const mdl_krow *row_at(const mdl_hardware *hw, int i) {
     return &hw->krows[hw->order[i]];
 }
 
+// Lookups of one stepper repeat: its model, layout and hardware are fixed, so the series a
+// term uses and the grid points bracketing a shape are the same every step. A stepper keeps
+// them here (a memo of answers, never of figures); the explanation path runs without one.
+enum { TC_FIND = 64, TC_BRACKET = 32 };
+typedef struct tc_find {
+    mdl_kkind kind;
+    int nkey, a, b;
+    double key[KEY_MAX];
+    bool ok;
+} tc_find;
+typedef struct tc_bracket {
+    mdl_kkind kind;
+    double q[6];         // what was asked (GEMM: n, k; MoE: experts .. tp, ep)
+    double lo[2], hi[2]; // the bracketing values found (GEMM: n, k; MoE: ep)
+    bool ok;
+} tc_bracket;
+typedef struct tcache {
+    int nf, nb;
+    tc_find f[TC_FIND];
+    tc_bracket br[TC_BRACKET];
+} tcache;
+
+// Where lookups go: the hardware's rows and the stepper's memo (tc may be NULL).
+typedef struct lk {
+    const mdl_hardware *hw;
+    tcache *tc;
+} lk;
+
+static tc_bracket *bracket_memo(const lk *L, mdl_kkind kind, const double *q, int nq, bool *hit) {
+    *hit = false;
+    if (!L->tc) return NULL;
+    for (int i = 0; i < L->tc->nb; i++) {
+        tc_bracket *e = &L->tc->br[i];
+        if (e->kind == kind && !memcmp(e->q, q, (size_t)nq * sizeof *q)) return (*hit = true), e;
+    }
+    if (L->tc->nb == TC_BRACKET) return NULL;
+    tc_bracket *e = &L->tc->br[L->tc->nb++];
+    memset(e, 0, sizeof *e);
+    e->kind = kind;
+    memcpy(e->q, q, (size_t)nq * sizeof *q);
+    return e;
+}
+
+static bool series_scan(const mdl_hardware *hw, mdl_kkind kind, const double *key, int nkey, int *a,
+                        int *b);
+
 // The run [*a, *b) of index positions holding the series of `kind` with key `key`.
-static bool series_find(const mdl_hardware *hw, mdl_kkind kind, const double *key, int nkey, int *a,
+static bool series_find(const lk *L, mdl_kkind kind, const double *key, int nkey, int *a, int *b) {
+    KVF_ASSERT(kind < MDL_K_KINDS && nkey <= KEY_MAX);
+    tcache *tc = L->tc;
+    if (tc)
+        for (int i = 0; i < tc->nf; i++) {
+            const tc_find *e = &tc->f[i];
+            if (e->kind == kind && e->nkey == nkey &&
+                !memcmp(e->key, key, (size_t)nkey * sizeof *key)) {
+                *a = e->a, *b = e->b;
+                return e->ok;
+            }
+        }
+    bool ok = series_scan(L->hw, kind, key, nkey, a, b);
+    if (tc && tc->nf < TC_FIND) {
+        tc_find *e = &tc->f[tc->nf++];
+        memset(e, 0, sizeof *e);
+        e->kind = kind, e->nkey = nkey, e->ok = ok;
+        memcpy(e->key, key, (size_t)nkey * sizeof *key);
+        e->a = ok ? *a : 0, e->b = ok ? *b : 0;
+    }
+    return ok;
+}
+
+static bool series_scan(const mdl_hardware *hw, mdl_kkind kind, const double *key, int nkey, int *a,
                         int *b) {
     KVF_ASSERT(kind < MDL_K_KINDS && nkey <= KEY_MAX);
     KVF_ASSERT(hw->indexed || hw->nkrows == 0);
@@ -257,21 +326,22 @@ static bool run_interp(const mdl_hardware *hw, int a, int b, int axis, double x,
 }
 
 // 1-D lookup: the series of kind with key, at x.
-static bool look1(const mdl_hardware *hw, mdl_kkind kind, const double *key, int nkey, double x,
-                  fig f, bool log_y, double *y, hit *h) {
+static bool look1(const lk *L, mdl_kkind kind, const double *key, int nkey, double x, fig f,
+                  bool log_y, double *y, hit *h) {
     int a, b;
     h->lo = h->hi = -1;
-    return x > 0 && series_find(hw, kind, key, nkey, &a, &b) &&
-           run_interp(hw, a, b, 0, x, f, log_y, y, h);
+    return x > 0 && series_find(L, kind, key, nkey, &a, &b) &&
+           run_interp(L->hw, a, b, 0, x, f, log_y, y, h);
 }
 
 // 2-D lookup (decode_gqa, prefill_gqa): bracket x among the series' outer values, interpolate
 // each bracketing sub-run at x2, then across x.
-static bool look2(const mdl_hardware *hw, mdl_kkind kind, const double *key, int nkey, double x,
-                  double x2, fig f, bool log_y, double *y, hit *h) {
+static bool look2(const lk *L, mdl_kkind kind, const double *key, int nkey, double x, double x2,
+                  fig f, bool log_y, double *y, hit *h) {
+    const mdl_hardware *hw = L->hw;
     int a, b;
     h->lo = h->hi = -1;
-    if (!(x > 0 && x2 > 0) || !series_find(hw, kind, key, nkey, &a, &b)) return false;
+    if (!(x > 0 && x2 > 0) || !series_find(L, kind, key, nkey, &a, &b)) return false;
     int lo_a = -1, lo_b = -1, hi_a = -1, hi_b = -1;
     for (int i = a; i < b;) {
         int j = i;
@@ -303,15 +373,10 @@ static bool look2(const mdl_hardware *hw, mdl_kkind kind, const double *key, int
     return true;
 }
 
-// GEMM lookup at (m, n, k): the series (n_i, k_j) of the grid points bracketing n and k
-// (n among those measured at both bracketing k), each interpolated at m, then log-bilinear in
-// n and k. Exact shapes use their own series alone.
-static bool look_gemm(const mdl_hardware *hw, mdl_kkind kind, double m, double n, double k,
-                      double *y, hit *h) {
-    KVF_ASSERT(kind == MDL_K_GEMM_FP8 || kind == MDL_K_GEMM_BF16 || kind == MDL_K_GROUPED_FP8 ||
-               kind == MDL_K_GROUPED_BF16);
-    h->lo = h->hi = -1;
-    if (!(m > 0 && n > 0 && k > 0) || !hw->indexed) return false;
+// The grid points bracketing (n, k) among the rows of kind: k among all rows, n among those
+// measured at both bracketing k.
+static bool gemm_bracket(const mdl_hardware *hw, mdl_kkind kind, double n, double k, double *nlo_,
+                         double *nhi_, double *klo_, double *khi_) {
     double klo = 0, khi = 0;
     for (int i = hw->kind_at[kind]; i < hw->kind_at[kind + 1]; i++) {
         double rk = row_at(hw, i)->k;
@@ -333,12 +398,41 @@ static bool look_gemm(const mdl_hardware *hw, mdl_kkind kind, double m, double n
         if (rn >= n && (nhi == 0 || rn < nhi)) nhi = rn;
     }
     if (nlo == 0 || nhi == 0) return false;
+    *nlo_ = nlo, *nhi_ = nhi, *klo_ = klo, *khi_ = khi;
+    return true;
+}
+
+// GEMM lookup at (m, n, k): the series (n_i, k_j) of the grid points bracketing n and k
+// (n among those measured at both bracketing k), each interpolated at m, then log-bilinear in
+// n and k. Exact shapes use their own series alone.
+static bool look_gemm(const lk *L, mdl_kkind kind, double m, double n, double k, double *y,
+                      hit *h) {
+    KVF_ASSERT(kind == MDL_K_GEMM_FP8 || kind == MDL_K_GEMM_BF16 || kind == MDL_K_GROUPED_FP8 ||
+               kind == MDL_K_GROUPED_BF16);
+    const mdl_hardware *hw = L->hw;
+    h->lo = h->hi = -1;
+    if (!(m > 0 && n > 0 && k > 0) || !hw->indexed) return false;
+    double q[2] = {n, k};
+    bool known;
+    tc_bracket *e = bracket_memo(L, kind, q, 2, &known);
+    double nlo = 0, nhi = 0, klo = 0, khi = 0;
+    if (known) {
+        if (!e->ok) return false;
+        nlo = e->lo[0], nhi = e->hi[0], klo = e->lo[1], khi = e->hi[1];
+    } else {
+        bool ok = gemm_bracket(hw, kind, n, k, &nlo, &nhi, &klo, &khi);
+        if (e) {
+            e->ok = ok;
+            e->lo[0] = nlo, e->hi[0] = nhi, e->lo[1] = klo, e->hi[1] = khi;
+        }
+        if (!ok) return false;
+    }
     double ns[2] = {nlo, nhi}, ks[2] = {klo, khi}, v[2][2];
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++) {
             double key[2] = {ns[i], ks[j]};
             hit c;
-            if (!look1(hw, kind, key, 2, m, FIG_TFLOPS, false, &v[i][j], &c)) return false;
+            if (!look1(L, kind, key, 2, m, FIG_TFLOPS, false, &v[i][j], &c)) return false;
             hit_join(h, &c);
         }
     double tn = nhi > nlo ? log(n / nlo) / log(nhi / nlo) : 0;
@@ -350,28 +444,36 @@ static bool look_gemm(const mdl_hardware *hw, mdl_kkind kind, double m, double n
 
 // Fused-MoE lookup: the series of the model's experts at expert layout (tp, ep), at X tokens;
 // between two measured ep of the same tp, linear in log(ep) (each interpolated at X).
-static bool look_moe(const mdl_hardware *hw, mdl_kkind kind, const double *key5, double ep,
-                     double X, double *y, hit *h) {
+static bool look_moe(const lk *L, mdl_kkind kind, const double *key5, double ep, double X,
+                     double *y, hit *h) {
+    const mdl_hardware *hw = L->hw;
     double key[6] = {key5[0], key5[1], key5[2], key5[3], key5[4], ep};
-    if (look1(hw, kind, key, 6, X, FIG_TFLOPS, false, y, h)) return true;
+    if (look1(L, kind, key, 6, X, FIG_TFLOPS, false, y, h)) return true;
     h->lo = h->hi = -1;
     if (!hw->indexed) return false;
+    bool known;
+    tc_bracket *e = bracket_memo(L, kind, key, 6, &known);
     double elo = 0, ehi = 0;
-    for (int i = hw->kind_at[kind]; i < hw->kind_at[kind + 1]; i++) {
-        const mdl_krow *r = row_at(hw, i);
-        if (r->experts != key5[0] || r->topk != key5[1] || r->hidden != key5[2] ||
-            r->inter != key5[3] || r->tp != key5[4])
-            continue;
-        if (r->ep < ep && r->ep > elo) elo = r->ep;
-        if (r->ep > ep && (ehi == 0 || r->ep < ehi)) ehi = r->ep;
+    if (known) {
+        elo = e->lo[0], ehi = e->hi[0];
+    } else {
+        for (int i = hw->kind_at[kind]; i < hw->kind_at[kind + 1]; i++) {
+            const mdl_krow *r = row_at(hw, i);
+            if (r->experts != key5[0] || r->topk != key5[1] || r->hidden != key5[2] ||
+                r->inter != key5[3] || r->tp != key5[4])
+                continue;
+            if (r->ep < ep && r->ep > elo) elo = r->ep;
+            if (r->ep > ep && (ehi == 0 || r->ep < ehi)) ehi = r->ep;
+        }
+        if (e) e->lo[0] = elo, e->hi[0] = ehi, e->ok = elo > 0 && ehi > 0;
     }
     if (elo == 0 || ehi == 0) return false;
     double y0, y1;
     hit h0, h1;
     key[5] = elo;
-    if (!look1(hw, kind, key, 6, X, FIG_TFLOPS, false, &y0, &h0)) return false;
+    if (!look1(L, kind, key, 6, X, FIG_TFLOPS, false, &y0, &h0)) return false;
     key[5] = ehi;
-    if (!look1(hw, kind, key, 6, X, FIG_TFLOPS, false, &y1, &h1)) return false;
+    if (!look1(L, kind, key, 6, X, FIG_TFLOPS, false, &y1, &h1)) return false;
     *h = h0;
     hit_join(h, &h1);
     *y = y0 + log(ep / elo) / log(ehi / elo) * (y1 - y0);
@@ -457,6 +559,7 @@ static void gemm_kinds(const mdl_model *m, double wbytes, mdl_kkind *gemm, mdl_k
 typedef struct tab {
     const mdl_model *m;
     const mdl_hardware *hw;
+    lk L; // lookups: hw and the stepper's memo
     const mdl_batch *b;
     const mdl_work *w;
     mdl_parts *pp;
@@ -477,7 +580,7 @@ static void fallback(tab *c) {
 // Seconds of one GEMM shape on one GPU at `rows` rows, from the table; false: no rows.
 static bool gemm_time(const tab *c, mdl_kkind kind, const gemm_shape *s, double rows, double *sec,
                       double *tflops, hit *h) {
-    if (kind == MDL_K_KINDS || !look_gemm(c->hw, kind, rows, s->n, s->k, tflops, h)) return false;
+    if (kind == MDL_K_KINDS || !look_gemm(&c->L, kind, rows, s->n, s->k, tflops, h)) return false;
     *sec = 2.0 * rows * s->n * s->k * s->layers / (*tflops * 1e12);
     return true;
 }
@@ -567,9 +670,9 @@ static void moe_side_terms(tab *c, double *route, double *perm, hit *hr, hit *hp
     double tok = c->T / c->G, L = m->moe_layers, y;
     double kr[2] = {m->experts, m->experts_active}, kp[2] = {m->hidden, m->experts_active};
     *route = *perm = 0;
-    *r_rows = look1(c->hw, MDL_K_MOE_ROUTING, kr, 2, tok, FIG_US, true, &y, hr);
+    *r_rows = look1(&c->L, MDL_K_MOE_ROUTING, kr, 2, tok, FIG_US, true, &y, hr);
     if (*r_rows) *route = L * y * 1e-6;
-    *p_rows = look1(c->hw, MDL_K_MOE_PERMUTE, kp, 2, tok, FIG_US, true, &y, hp);
+    *p_rows = look1(&c->L, MDL_K_MOE_PERMUTE, kp, 2, tok, FIG_US, true, &y, hp);
     if (*p_rows) {
         *perm = L * y * 1e-6 * c->p.ep_skew;
     } else if (c->p.ep > 1) {
@@ -590,7 +693,7 @@ static bool experts_fused(tab *c, double shared_f) {
     double key[5] = {m->experts, m->experts_active, m->hidden, m->expert_ffn, tp};
     double X = c->T * tp * ep / c->G; // tokens entering the op on each GPU of an expert group
     hit h;
-    if (!look_moe(c->hw, c->e_moe, key, ep, X, &y, &h)) return false;
+    if (!look_moe(&c->L, c->e_moe, key, ep, X, &y, &h)) return false;
     double fl = 2.0 * 3 * m->hidden * m->expert_ffn / tp * X * m->experts_active / ep;
     double s = m->moe_layers * fl / (y * 1e12);
     shared_part sh;
@@ -617,8 +720,8 @@ static bool experts_grouped(tab *c, double routed_f, double shared_f) {
     double per_exp = c->T * m->experts_active / m->experts; // tokens per expert (instance)
     double y1, y2;
     hit h1, h2;
-    if (!look_gemm(c->hw, c->e_grouped, per_exp, 2.0 * m->expert_ffn, m->hidden, &y1, &h1) ||
-        !look_gemm(c->hw, c->e_grouped, per_exp, m->hidden, m->expert_ffn, &y2, &h2))
+    if (!look_gemm(&c->L, c->e_grouped, per_exp, 2.0 * m->expert_ffn, m->hidden, &y1, &h1) ||
+        !look_gemm(&c->L, c->e_grouped, per_exp, m->hidden, m->expert_ffn, &y2, &h2))
         return false;
     // gate+up is 2/3 of an expert's FLOPs, down 1/3; the hottest GPU sets the pace
     double s = (routed_f * 2 / 3 / (y1 * 1e12) + routed_f / 3 / (y2 * 1e12)) / c->G;
@@ -719,7 +822,7 @@ static bool attn_decode_gqa(tab *c, int g) {
     double key[3] = {m->heads / tp, KVF_MAX(m->kv_heads / tp, 1.0), m->head_dim};
     double batch = mdl_batch_size(c->b) / (c->G / tp); // sequences per TP group
     hit h;
-    if (!look2(c->hw, MDL_K_DECODE_GQA, key, 3, batch, ctx, FIG_US, true, &y, &h)) return false;
+    if (!look2(&c->L, MDL_K_DECODE_GQA, key, 3, batch, ctx, FIG_US, true, &y, &h)) return false;
     c->pp->group_s[g] = layers * y * 1e-6;
     term_add(c->ex, g == MDL_WG_ATTN_FULL ? "attention" : "attention (window)", c->pp->group_s[g],
              c->hw, h,
@@ -738,7 +841,7 @@ static bool attn_decode_mla_rows(tab *c, int g) {
     double tp = c->p.tp, key[2] = {m->heads / tp, m->kv_bytes_per_elem};
     double batch = mdl_batch_size(c->b) / (c->G / tp);
     hit h;
-    if (!look2(c->hw, MDL_K_DECODE_MLA, key, 2, batch, ctx, FIG_US, true, &y, &h)) return false;
+    if (!look2(&c->L, MDL_K_DECODE_MLA, key, 2, batch, ctx, FIG_US, true, &y, &h)) return false;
     c->pp->group_s[g] = m->layers * y * 1e-6;
     term_add(c->ex, "attention", c->pp->group_s[g], c->hw, h,
              "decode_mla %.0f heads per GPU, "
@@ -753,7 +856,7 @@ static bool attn_decode_mla(tab *c, int g) {
     double hd = m->attention == MDL_ATTN_GQA ? m->head_dim : (double)m->kv_lora_rank + m->rope_dim;
     double key[2] = {m->attention, hd};
     int a, b;
-    if (!series_find(c->hw, MDL_K_DECODE_ATTN, key, 2, &a, &b)) return false;
+    if (!series_find(&c->L, MDL_K_DECODE_ATTN, key, 2, &a, &b)) return false;
     const mdl_krow *r = row_at(c->hw, a);
     // KV replicated across TP ranks as in the roofline
     double tp = c->p.tp;
@@ -788,7 +891,7 @@ static bool attn_prefill(tab *c, int g) {
     if (m->attention == MDL_ATTN_GQA) {
         double tp = c->p.tp, chunks = b->n / (c->G / tp);
         double key[3] = {m->heads / tp, KVF_MAX(m->kv_heads / tp, 1.0), m->head_dim};
-        if (look2(c->hw, MDL_K_PREFILL_GQA, key, 3, chunks, sl, FIG_TFLOPS, false, &y, &h)) {
+        if (look2(&c->L, MDL_K_PREFILL_GQA, key, 3, chunks, sl, FIG_TFLOPS, false, &y, &h)) {
             c->pp->group_s[g] = c->w->flops[g] / c->G / (y * 1e12);
             term_add(c->ex, "attention", c->pp->group_s[g], c->hw, h,
                      "prefill_gqa heads %.0f/%.0f per GPU, %.3g chunks, seqlen %.0f: %.0f TFLOPS",
@@ -798,7 +901,7 @@ static bool attn_prefill(tab *c, int g) {
     }
     double hd = m->attention == MDL_ATTN_GQA ? m->head_dim : (double)m->kv_lora_rank + m->rope_dim;
     double key[2] = {m->attention, hd};
-    if (!look1(c->hw, MDL_K_PREFILL_ATTN, key, 2, sl, FIG_TFLOPS, false, &y, &h)) return false;
+    if (!look1(&c->L, MDL_K_PREFILL_ATTN, key, 2, sl, FIG_TFLOPS, false, &y, &h)) return false;
     c->pp->group_s[g] = c->w->flops[g] / c->G / (y * 1e12);
     term_add(c->ex, "attention", c->pp->group_s[g], c->hw, h,
              "prefill_attn seqlen %.0f: %.0f TFLOPS", sl, y);
@@ -829,7 +932,7 @@ static void table_allreduce(tab *c) {
     double msg = c->T / (c->G / tp) * c->m->hidden * 2; // bf16 activations of a TP group
     double key[1] = {tp};
     hit h;
-    if (c->use && look1(c->hw, MDL_K_ALLREDUCE, key, 1, msg, FIG_GBPS, false, &y, &h)) {
+    if (c->use && look1(&c->L, MDL_K_ALLREDUCE, key, 1, msg, FIG_GBPS, false, &y, &h)) {
         double t = msg * 2 * (tp - 1) / tp / (y * 1e9);
         c->pp->tp_comm_s = c->pp->allreduces * t;
         term_add(c->ex, "TP all-reduce", c->pp->tp_comm_s, c->hw, h,
@@ -850,9 +953,9 @@ static void table_ep(tab *c) {
     double key[1] = {c->decode};
     double gd, gc, t0d;
     hit hd, hc, hu;
-    if (c->use && look1(c->hw, MDL_K_EP_DISPATCH, key, 1, ep, FIG_GBPS, false, &gd, &hd) &&
-        look1(c->hw, MDL_K_EP_COMBINE, key, 1, ep, FIG_GBPS, false, &gc, &hc) &&
-        look1(c->hw, MDL_K_EP_DISPATCH, key, 1, ep, FIG_TOKENS, false, &t0d, &hu) &&
+    if (c->use && look1(&c->L, MDL_K_EP_DISPATCH, key, 1, ep, FIG_GBPS, false, &gd, &hd) &&
+        look1(&c->L, MDL_K_EP_COMBINE, key, 1, ep, FIG_GBPS, false, &gc, &hc) &&
+        look1(&c->L, MDL_K_EP_DISPATCH, key, 1, ep, FIG_TOKENS, false, &t0d, &hu) &&
         tok >= t0d / 4 && tok <= t0d * 4) {
         bool fp8 = m->weight_bytes_per_param == 1;
         double k = m->experts_active, h = m->hidden;
@@ -913,9 +1016,10 @@ static mdl_parallel par_norm(const mdl_parallel *par_in) {
     return p;
 }
 
-void mdl_table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par_in,
-                    const mdl_efficiency *eff, const mdl_batch *b, bool use_tables,
-                    mdl_step_cost *out, mdl_explain *ex, bool *fell_back) {
+// mdl_table_eval with the stepper's memo of lookups (tc may be NULL).
+static void table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par_in,
+                       const mdl_efficiency *eff, const mdl_batch *b, bool use_tables,
+                       mdl_step_cost *out, mdl_explain *ex, bool *fell_back, tcache *tc) {
     KVF_ASSERT(m && hw && b && out);
     KVF_ASSERT(hw->indexed || hw->nkrows == 0);
     mdl_work w;
@@ -937,6 +1041,7 @@ void mdl_table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_parall
              .use = use_tables,
              .decode = b->phase == MDL_DECODE,
              .ex = ex};
+    c.L = (lk){hw, tc};
     if (eff)
         c.eff = *eff;
     else
@@ -964,11 +1069,24 @@ void mdl_table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_parall
     if (fell_back) *fell_back = c.fb;
 }
 
+void mdl_table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par_in,
+                    const mdl_efficiency *eff, const mdl_batch *b, bool use_tables,
+                    mdl_step_cost *out, mdl_explain *ex, bool *fell_back) {
+    table_eval(m, hw, par_in, eff, b, use_tables, out, ex, fell_back, NULL);
+}
+
 // ---- the stepper -----------------------------------------------------------------------
+
+// The stepper and its memo of lookups (base first: freed as one block).
+typedef struct table_stepper {
+    mdl_stepper base;
+    tcache tc;
+} table_stepper;
 
 static void table_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out) {
     bool fb = false;
-    mdl_table_eval(&s->model, &s->hw, &s->par, &s->eff, b, true, out, NULL, &fb);
+    table_eval(&s->model, &s->hw, &s->par, &s->eff, b, true, out, NULL, &fb,
+               &((table_stepper *)s)->tc);
     out->table_fallback = fb;
 }
 
@@ -981,10 +1099,13 @@ static const mdl_stepper_vt table_vt = {"table", table_cost, table_destroy, true
 mdl_stepper *mdl_table_create(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
                               const mdl_efficiency *eff) {
     KVF_ASSERT(m && hw);
-    mdl_stepper *s = mdl_roofline_create(m, hw, par, eff);
-    if (!s->hw.indexed) mdl_hardware_index(&s->hw);
-    s->vt = &table_vt;
-    return s;
+    mdl_stepper *r = mdl_roofline_create(m, hw, par, eff);
+    table_stepper *t = kvf_calloc(1, sizeof *t);
+    t->base = *r;
+    mdl_stepper_destroy(r);
+    if (!t->base.hw.indexed) mdl_hardware_index(&t->base.hw);
+    t->base.vt = &table_vt;
+    return &t->base;
 }
 
 kvf_status mdl_table_open(mdl_stepper **out, const mdl_model *m, const mdl_hardware *hw,

@@ -429,6 +429,38 @@ START_TEST(test_table_rows_by_hand) {
     ck_assert_msg(c1.ns == c2.ns && f1 == f2, "%lld vs %lld ns", (long long)c1.ns,
                   (long long)c2.ns);
     free(rv);
+    // the stepper keeps a memo of its lookups: it answers what the plain evaluation answers,
+    // step after step, across phases, batch sizes and contexts (fallbacks included)
+    static const char *const pair[][2] = {{"llama-3.1-8b", "h100"}, {"qwen3-235b-a22b", "h200"},
+                                          {"deepseek-v3", "gb200"}, {"llama-3.1-70b", "b200"}};
+    for (size_t k = 0; k < sizeof pair / sizeof *pair; k++) {
+        mdl_model mm = model_load(pair[k][0]);
+        mdl_hardware *hh = hw_load(pair[k][1]);
+        mdl_parallel pp = {.gpus = 8, .tp = mm.experts ? 1 : 8, .ep = mm.experts ? 8 : 1,
+                           .ep_skew = 1.1};
+        mdl_stepper *sp = mdl_table_create(&mm, hh, &pp, NULL);
+        static mdl_seq sq[600];
+        uint64_t x = 2463534242ULL;
+        for (int trial = 0; trial < 200; trial++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            uint32_t n = 1 + (uint32_t)(x % 600);
+            bool pre = trial % 5 == 0;
+            for (uint32_t i = 0; i < n; i++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                sq[i] = (mdl_seq){pre ? 1 + (uint32_t)(x % 4000) : 1, (uint32_t)(x % 40000)};
+            }
+            mdl_batch bb = {.phase = pre ? MDL_PREFILL : MDL_DECODE, .seqs = sq,
+                            .n = pre ? 1 + n % 16 : n};
+            mdl_step_cost a1, a2;
+            bool ff;
+            mdl_stepper_cost(sp, &bb, &a1);
+            mdl_table_eval(&mm, hh, &pp, NULL, &bb, true, &a2, NULL, &ff);
+            ck_assert_msg(a1.ns == a2.ns && a1.table_fallback == ff, "%s on %s trial %d: %lld vs %lld",
+                          pair[k][0], pair[k][1], trial, (long long)a1.ns, (long long)a2.ns);
+        }
+        mdl_stepper_destroy(sp);
+        free(hh);
+    }
     // a row above the datasheet peak: `run` under the table model refuses it as hw check does
     snprintf(path, sizeof path, "%s/peak.yaml", tmpdir);
     write_file(path, "name: p\nbf16_flops: 989e12\nhbm_bytes: 8e10\nhbm_Bps: 3.35e12\nkernels:\n"
