@@ -575,7 +575,8 @@ typedef struct mdl_explain {
 // The table model's answer for one batch (use_tables = false: the roofline's, term by term;
 // its step time equals mdl_roofline_eval's). ex (may be NULL) gets the terms, indented names
 // ("  gemm") being parts of the term that follows; *fell_back (may be NULL) whether an
-// applicable term used the roofline.
+// applicable term used the roofline. m, hw, b, out non-NULL; hw indexed (as loaded) or without
+// rows. The stepper of mdl_table_create answers the same, keeping a memo of its lookups.
 void mdl_table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
                     const mdl_efficiency *eff, const mdl_batch *b, bool use_tables,
                     mdl_step_cost *out, mdl_explain *ex, bool *fell_back);
