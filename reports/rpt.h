@@ -367,6 +367,9 @@ void rpt_progress_sim(rpt_progress *p, const rpt_progress_state *st);
 // Ends: on a terminal draws the end and ends the line; off a terminal prints a last line
 // when it printed any. Accepts NULL.
 void rpt_progress_done(rpt_progress *p);
+// Simulated: rpt_progress_done with the run's final state (the last line says where the run
+// ended, not where the last rate-limited update was). Accepts NULL p.
+void rpt_progress_sim_done(rpt_progress *p, const rpt_progress_state *st);
 
 // Command line: `kvfleet report DIR [--format html|md]`, argv[0] = "report".
 int rpt_report_cli_main(int argc, char **argv);

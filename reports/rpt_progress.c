@@ -184,12 +184,18 @@ void rpt_progress_sim(rpt_progress *p, const rpt_progress_state *st) {
     if (due(p, now)) draw(p, st->finished, now, false);
 }
 
+void rpt_progress_sim_done(rpt_progress *p, const rpt_progress_state *st) {
+    if (!p || !p->enabled) return;
+    KVF_ASSERT(st && p->sim);
+    p->last = *st;
+    rpt_progress_done(p);
+}
+
 void rpt_progress_done(rpt_progress *p) {
     if (!p || !p->enabled) return;
     int64_t now = kvf_wall_ns();
     if (p->tty) {
-        if (p->sim && p->span_s > 0) p->last.sim_s = KVF_MAX(p->last.sim_s, p->span_s);
-        draw(p, p->total, now, true);
+        draw(p, p->sim ? p->last.finished : p->total, now, true);
         fputc('\n', stderr);
     } else if (p->lines) {   // a log that had lines gets the last one too
         draw(p, p->sim ? p->last.finished : p->total, now, true);
