@@ -336,6 +336,16 @@ START_TEST(test_table_rows_by_hand) {
     want = 2.0 * 1024 * 6144 * 4096 * 32 / (g->tflops * 1e12);
     ck_assert_msg(t && near(t->s, want, 1e-9), "qkv %.9g vs %.9g", t ? t->s : -1, want);
     ck_assert_int_eq(t->row_lo, g->line);
+    // the same model with FP8 weights (precision.weights: fp8): the block-FP8 row of that shape
+    mdl_model l8 = ll;
+    mdl_model_apply_precision(&l8, MDL_PREC_FP8, MDL_PREC_AUTO, MDL_PREC_AUTO);
+    const mdl_krow *g8 = row_find(h, MDL_K_GEMM_FP8, NAN, NAN, NAN, 1024, 6144, 4096);
+    mdl_table_eval(&l8, h, NULL, NULL, &b, true, &c, &ex, &fb);
+    t = term_find(&ex, "  gemm", "qkv projection");
+    want = 2.0 * 1024 * 6144 * 4096 * 32 / (g8->tflops * 1e12);
+    ck_assert_msg(t && near(t->s, want, 1e-9) && strstr(t->how, "gemm_fp8"), "fp8 qkv %.9g vs %.9g",
+                  t ? t->s : -1, want);
+    ck_assert(g8->tflops > g->tflops);
     // Qwen3-235B-A22B on 8 GPUs (TP8 attention, EP8 experts), 64 sequences: the fused MoE row
     // at 64 tokens; routing and permutation named as inside it
     mdl_model qw = model_load("qwen3-235b-a22b");
