@@ -41,9 +41,10 @@
 
 #include "sim.h"
 #include "cli.h"
+#include "cli_opts.h"
 #include "cli_points.h"
 
-enum { PLAN_SETS_MAX = 256, PLAN_GPI_MAX = 16, PLAN_INST_CAP = 4096 };
+enum { PLAN_GPI_MAX = 16, PLAN_INST_CAP = 4096 };
 
 typedef struct plan_eval {
     int32_t p, d;   // prefill, decode instances
@@ -265,107 +266,111 @@ static void add_cand(plan_cands *c, int p, int d, const plan_size *z) {
     }
 }
 
-// Runs the search of the header comment for GPUs-per-instance g. Returns false when no
-// feasible configuration was found within the limits.
-static bool search(planner *pl, const plan_size *z, bool vary_ratio, plan_cands *cands) {
+// The search's starting counts: the scenario's (colocated: prefill + decode instances form
+// one pool, sized as prefill.instances with decode.instances = 0), within the instance cap
+// and trimmed to --max-gpus.
+static void search_start(const planner *pl, const plan_size *z, int cap, int *p, int *d) {
     const sim_config *b = pl->base;
-    int cap = inst_cap(pl, z);
-    // colocated: the scenario's prefill + decode instances form one pool; the search sizes it
-    // as prefill.instances with decode.instances = 0
-    int p = pl->colocated ? b->cluster.prefill.instances + b->cluster.decode.instances : b->cluster.prefill.instances;
-    p = KVF_MAX(1, KVF_MIN(p, cap));
-    int d = pl->colocated ? 0 : KVF_MAX(1, KVF_MIN(b->cluster.decode.instances, cap));
-    // 1. generous feasible point, within --max-gpus (start and growth trimmed to fit)
-    while (pl->max_gpus > 0 && est_gpus(pl, p, d, z->gp, z->gd) > pl->max_gpus &&
-           (p > 1 || d > 1)) {
-        if (p >= d || pl->colocated || d == 1)
-            p = KVF_MAX(1, p - 1);
+    *p = pl->colocated ? b->cluster.prefill.instances + b->cluster.decode.instances
+                       : b->cluster.prefill.instances;
+    *p = KVF_MAX(1, KVF_MIN(*p, cap));
+    *d = pl->colocated ? 0 : KVF_MAX(1, KVF_MIN(b->cluster.decode.instances, cap));
+    while (pl->max_gpus > 0 && est_gpus(pl, *p, *d, z->gp, z->gd) > pl->max_gpus &&
+           (*p > 1 || *d > 1)) {
+        if (*p >= *d || pl->colocated || *d == 1)
+            *p = KVF_MAX(1, *p - 1);
         else
-            d--;
+            (*d)--;
     }
+}
+
+// A stable run whose failing p90 did not improve by 1 % when its pool doubled (from prev to e)
+// has hit a floor more instances cannot lower (e.g. the compute time of the longest prompts):
+// more doubling would only cost runs. True (with the reason noted) when so.
+static bool hit_floor(planner *pl, const plan_size *z, const plan_eval *e, const plan_eval *prev) {
+    if (!e->stable || !prev->stable) return false;
+    if (!e->ttft_ok && e->p >= 2 * prev->p && e->ttft_p90 >= 0.99 * prev->ttft_p90) {
+        note(pl,
+             "%s: TTFT p90 stays at %.1f ms (bound %.0f) from %d to "
+             "%d prefill instances",
+             z->label, e->ttft_p90, pl->slo_ttft, prev->p, e->p);
+        return true;
+    }
+    bool d_doubled = pl->colocated ? e->p >= 2 * prev->p : e->d >= 2 * prev->d;
+    if (!e->tpot_ok && d_doubled && e->tpot_p90 >= 0.99 * prev->tpot_p90) {
+        note(pl,
+             "%s: TPOT p90 stays at %.2f ms (bound %.0f) from %d to "
+             "%d %s instances",
+             z->label, e->tpot_p90, pl->slo_tpot, pl->colocated ? prev->p : prev->d,
+             pl->colocated ? e->p : e->d, pl->colocated ? "colocated" : "decode");
+        return true;
+    }
+    return false;
+}
+
+// The next counts after the infeasible run e at (p, d): the pool whose SLO fails doubled
+// (both when unstable), trimmed to --max-gpus; when the budget is full, one instance moved to
+// the failing pool. False (reason noted) when no split of the budget can succeed.
+static bool search_grow(planner *pl, const plan_size *z, int cap, const plan_eval *e, int *p,
+                        int *d) {
+    bool gp = !e->ttft_ok || !e->stable || pl->colocated;
+    bool gd = !pl->colocated && (!e->tpot_ok || !e->stable);
+    int np = gp ? KVF_MIN(2 * *p, cap) : *p, nd = gd ? KVF_MIN(2 * *d, cap) : *d;
+    while (pl->max_gpus > 0 && est_gpus(pl, np, nd, z->gp, z->gd) > pl->max_gpus &&
+           (np > *p || nd > *d)) {
+        if (np - *p >= nd - *d)
+            np--;
+        else
+            nd--;
+    }
+    if (np == *p && nd == *d) {
+        // The budget is full: move one instance to the pool that fails. When both fail, no
+        // split of this budget can succeed (each pool's SLO is monotone in its count).
+        bool wp = !e->ttft_ok || (!e->stable && e->util_p >= e->util_d);
+        bool wd = !e->tpot_ok || (!e->stable && e->util_d > e->util_p);
+        if (pl->max_gpus <= 0 || pl->colocated || (wp && wd) || (!wp && !wd)) {
+            note(pl, "%s: no split of %s meets the SLOs", z->label,
+                 pl->max_gpus > 0 ? "--max-gpus" : "the instance limit");
+            return false;
+        }
+        np = wp ? *p + 1 : *p - 1;
+        nd = wp ? *d - 1 : *d + 1;
+        if (np < 1 || nd < 1 || np > cap || nd > cap ||
+            find_eval_const(pl, np, nd, z->gp, z->gd, 0)) {
+            note(pl, "%s: no split of --max-gpus meets the SLOs", z->label);
+            return false;
+        }
+    }
+    *p = np;
+    *d = nd;
+    return true;
+}
+
+// Step 1: grows (p, d) until it is feasible. False when it never is within the limits.
+static bool search_generous(planner *pl, const plan_size *z, int cap, int *p, int *d) {
     plan_eval prev;
     memset(&prev, 0, sizeof prev);
     bool have_prev = false;
     for (int it = 0;; it++) {
-        plan_eval e = eval(pl, p, d, z->gp, z->gd, 0);
+        plan_eval e = eval(pl, *p, *d, z->gp, z->gd, 0);
         if (pl->st) return false;
-        if (e.ok) break;
+        if (e.ok) return true;
         if (!e.ran || it > 64) {
             if (!e.ran) note(pl, "%s: over --max-gpus before the SLOs are met", z->label);
             return false;
         }
-        // A stable run whose failing p90 did not improve by 1 % when its pool doubled has hit
-        // a floor that more instances cannot lower (e.g. the compute time of the longest
-        // prompts): more doubling would only cost runs.
-        if (have_prev && e.stable && prev.stable) {
-            if (!e.ttft_ok && e.p >= 2 * prev.p && e.ttft_p90 >= 0.99 * prev.ttft_p90) {
-                note(pl,
-                     "%s: TTFT p90 stays at %.1f ms (bound %.0f) from %d to "
-                     "%d prefill instances",
-                     z->label, e.ttft_p90, pl->slo_ttft, prev.p, e.p);
-                return false;
-            }
-            bool d_doubled = pl->colocated ? e.p >= 2 * prev.p : e.d >= 2 * prev.d;
-            if (!e.tpot_ok && d_doubled && e.tpot_p90 >= 0.99 * prev.tpot_p90) {
-                note(pl,
-                     "%s: TPOT p90 stays at %.2f ms (bound %.0f) from %d to "
-                     "%d %s instances",
-                     z->label, e.tpot_p90, pl->slo_tpot, pl->colocated ? prev.p : prev.d,
-                     pl->colocated ? e.p : e.d, pl->colocated ? "colocated" : "decode");
-                return false;
-            }
-        }
+        if (have_prev && hit_floor(pl, z, &e, &prev)) return false;
         prev = e;
         have_prev = true;
-        bool gp = !e.ttft_ok || !e.stable || pl->colocated;
-        bool gd = !pl->colocated && (!e.tpot_ok || !e.stable);
-        int np = gp ? KVF_MIN(2 * p, cap) : p, nd = gd ? KVF_MIN(2 * d, cap) : d;
-        while (pl->max_gpus > 0 && est_gpus(pl, np, nd, z->gp, z->gd) > pl->max_gpus &&
-               (np > p || nd > d)) {
-            if (np - p >= nd - d)
-                np--;
-            else
-                nd--;
-        }
-        if (np == p && nd == d) {
-            // The budget is full: move one instance to the pool that fails. When both fail,
-            // no split of this budget can succeed (each pool's SLO is monotone in its count).
-            bool wp = !e.ttft_ok || (!e.stable && e.util_p >= e.util_d);
-            bool wd = !e.tpot_ok || (!e.stable && e.util_d > e.util_p);
-            if (pl->max_gpus <= 0 || pl->colocated || (wp && wd) || (!wp && !wd)) {
-                note(pl, "%s: no split of %s meets the SLOs", z->label,
-                     pl->max_gpus > 0 ? "--max-gpus" : "the instance limit");
-                return false;
-            }
-            np = wp ? p + 1 : p - 1;
-            nd = wp ? d - 1 : d + 1;
-            if (np < 1 || nd < 1 || np > cap || nd > cap ||
-                find_eval_const(pl, np, nd, z->gp, z->gd, 0)) {
-                note(pl, "%s: no split of --max-gpus meets the SLOs", z->label);
-                return false;
-            }
-        }
-        p = np;
-        d = nd;
+        if (!search_grow(pl, z, cap, &e, p, d)) return false;
     }
-    int P = p, D = d;
-    if (pl->colocated) {
-        p = bisect(pl, 0, P, pred_prefill, d, z);
-        while (!pl->st && !ok_at(pl, p, d, z) && p < P)
-            p++;
-        descend(pl, &p, &d, z);
-        add_cand(cands, p, d, z);
-        return !pl->st;
-    }
-    // 2. prefill with decode generous
-    p = bisect(pl, 0, P, pred_prefill, D, z);
-    // 3. decode with that prefill (widen if even D fails there)
-    while (!pl->st && !pred_decode(pl, D, p, z, 0) && D < cap)
-        D = KVF_MIN(2 * D, cap);
-    d = bisect(pl, 0, D, pred_decode, p, z);
-    // 4. joint check, fixed up by adding to the failing pool
+}
+
+// Step 4: the joint check of (p, d), fixed up by adding an instance to the pool whose SLO
+// fails (unstable: the busier pool). False when it stays infeasible within the cap.
+static bool search_joint(planner *pl, const plan_size *z, int cap, int *p, int *d) {
     for (int it = 0; it < 256 && !pl->st; it++) {
-        plan_eval e = eval(pl, p, d, z->gp, z->gd, 0);
+        plan_eval e = eval(pl, *p, *d, z->gp, z->gd, 0);
         if (e.ok) break;
         if (!e.ran) return false;
         bool more_p = !e.ttft_ok, more_d = !e.tpot_ok;
@@ -375,31 +380,35 @@ static bool search(planner *pl, const plan_size *z, bool vary_ratio, plan_cands 
             else
                 more_d = true;
         }
-        if (more_p) p++;
-        if (more_d) d++;
-        if (p > cap || d > cap) return false;
+        if (more_p) (*p)++;
+        if (more_d) (*d)++;
+        if (*p > cap || *d > cap) return false;
     }
-    if (pl->st || !ok_at(pl, p, d, z)) return false;
-    if (!vary_ratio) {
-        // 5. walk down, 6. ratio neighbours
-        descend(pl, &p, &d, z);
-        add_cand(cands, p, d, z);
-        int bp = p, bd = d;
-        const int dp[2] = {1, -1}, dd[2] = {-1, 1};
-        for (int k = 0; k < 2 && !pl->st; k++) {
-            int np = bp + dp[k], nd = bd + dd[k];
-            if (np < 1 || nd < 1) continue;
-            if (ok_at(pl, np, nd, z)) {
-                descend(pl, &np, &nd, z);
-                add_cand(cands, np, nd, z);
-            }
+    return !pl->st && ok_at(pl, *p, *d, z);
+}
+
+// Steps 5 and 6 from the feasible (p, d): walk down, then the ratio neighbours, each
+// feasible one walked down too; (p+1, d) and (p, d+1) are run so a runner-up always exists.
+static void search_walk(planner *pl, const plan_size *z, int p, int d, plan_cands *cands) {
+    descend(pl, &p, &d, z);
+    add_cand(cands, p, d, z);
+    const int dp[2] = {1, -1}, dd[2] = {-1, 1};
+    for (int k = 0; k < 2 && !pl->st; k++) {
+        int np = p + dp[k], nd = d + dd[k];
+        if (np < 1 || nd < 1) continue;
+        if (ok_at(pl, np, nd, z)) {
+            descend(pl, &np, &nd, z);
+            add_cand(cands, np, nd, z);
         }
-        ok_at(pl, bp + 1, bd, z); // so a runner-up always exists
-        ok_at(pl, bp, bd + 1, z);
-        return !pl->st;
     }
-    // --vary-ratio: the frontier p -> least feasible d, for p from the bisected prefill count
-    // minus one upwards, while a point can still beat the best.
+    ok_at(pl, p + 1, d, z);
+    ok_at(pl, p, d + 1, z);
+}
+
+// --vary-ratio: the frontier p -> least feasible d, for p from the bisected prefill count
+// minus one upwards, while a point can still beat the best.
+static void search_frontier(planner *pl, const plan_size *z, int cap, int p, int d,
+                            plan_cands *cands) {
     int start = KVF_MAX(1, p - 1), dhi = d;
     double best_gpus = INFINITY;
     for (int q = start; q <= cap && !pl->st; q++) {
@@ -417,6 +426,34 @@ static bool search(planner *pl, const plan_size *z, bool vary_ratio, plan_cands 
         dhi = dm;
         if (dm == 1) break; // more prefill cannot lower decode further
     }
+}
+
+// Runs the search of the header comment for the instance size z, adding what it finds to
+// cands. Returns false when no feasible configuration was found within the limits.
+static bool search(planner *pl, const plan_size *z, bool vary_ratio, plan_cands *cands) {
+    int cap = inst_cap(pl, z), p, d;
+    search_start(pl, z, cap, &p, &d);
+    if (!search_generous(pl, z, cap, &p, &d)) return false;
+    int P = p, D = d;
+    if (pl->colocated) {
+        p = bisect(pl, 0, P, pred_prefill, d, z);
+        while (!pl->st && !ok_at(pl, p, d, z) && p < P)
+            p++;
+        descend(pl, &p, &d, z);
+        add_cand(cands, p, d, z);
+        return !pl->st;
+    }
+    // 2. prefill with decode generous
+    p = bisect(pl, 0, P, pred_prefill, D, z);
+    // 3. decode with that prefill (widen if even D fails there)
+    while (!pl->st && !pred_decode(pl, D, p, z, 0) && D < cap)
+        D = KVF_MIN(2 * D, cap);
+    d = bisect(pl, 0, D, pred_decode, p, z);
+    if (!search_joint(pl, z, cap, &p, &d)) return false;
+    if (vary_ratio)
+        search_frontier(pl, z, cap, p, d, cands);
+    else
+        search_walk(pl, z, p, d, cands);
     return !pl->st;
 }
 
@@ -644,100 +681,99 @@ static int find_max_rate(planner *pl, double tol, bool json_out) {
     return best ? 0 : PLAN_EXIT_INFEASIBLE;
 }
 
-static int plan_main(planner *pl, int argc, char **argv) {
-    const char *scenario = NULL, *find = NULL, *gpi = NULL, *maxg = NULL, *tols = NULL;
-    const char *sets[PLAN_SETS_MAX];
-    int nsets = 0;
-    bool json_out = false, vary_ratio = false;
-    char slo_sets[2][96];
-    int nslo = 0;
+// The command line of plan, as given (numbers checked by plan_numbers).
+typedef struct plan_args {
+    const char *scenario, *find, *gpi, *maxg, *tols;
+    bool vary_ratio;
+    char slo_sets[2][96]; // --slo as "slo.NAME=X" (the first two kept)
+    int nslo;
+    double tol;           // --tol, default 0.01
+    int gvals[PLAN_GPI_MAX], ng; // --gpus-per-instance
+    cli_common c;
+} plan_args;
+
+// --slo NAME=X, checked where it stands: appended to the plan_args at dst.
+static int slo_option(const cli_spec *s, const char *opt, const char *val, void *dst) {
+    (void)s, (void)opt;
+    plan_args *a = dst;
+    char key[64];
+    double v = 0;
     kvf_err err = {0};
-    if (kvf_cli_help(argc, argv)) return usage_plan(stdout, 0);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool more = i + 1 < argc;
-        if (kvf_cli_missing_value(a, !more, "--slo --set --max-gpus --gpus-per-instance --find --tol")) {
-            fprintf(stderr, "kvfleet plan: option '%s' needs a value\n", a);
-            return usage_plan(stderr, 2);
-        }
-        if (!strcmp(a, "--slo") && more) {
-            char key[64];
-            double v = 0;
-            kvf_status st = parse_slo(argv[++i], key, sizeof key, &v, &err);
-            if (st) {
-                fprintf(stderr, "kvfleet: %s\n", err.msg);
-                return 2;
-            }
-            if (nslo < 2) snprintf(slo_sets[nslo++], sizeof slo_sets[0], "slo.%s=%.17g", key, v);
-        } else if (!strcmp(a, "--set") && more && nsets < PLAN_SETS_MAX)
-            sets[nsets++] = argv[++i];
-        else if (!strcmp(a, "--max-gpus") && more)
-            maxg = argv[++i];
-        else if (!strcmp(a, "--gpus-per-instance") && more)
-            gpi = argv[++i];
-        else if (!strcmp(a, "--find") && more)
-            find = argv[++i];
-        else if (!strcmp(a, "--tol") && more)
-            tols = argv[++i];
-        else if (!strcmp(a, "--vary-ratio"))
-            vary_ratio = true;
-        else if (!strcmp(a, "--json"))
-            json_out = true;
-        else if (a[0] == '-') {
-            fprintf(stderr, "kvfleet plan: unknown option '%s'\n", a);
-            return usage_plan(stderr, 2);
-        } else if (!scenario)
-            scenario = a;
-        else {
-            fprintf(stderr, "kvfleet plan: unexpected argument '%s'\n", a);
-            return usage_plan(stderr, 2);
-        }
-    }
-    if (!scenario) return usage_plan(stderr, 2);
-    if (find && strcmp(find, "max-rate")) {
-        fprintf(stderr, "kvfleet plan: --find knows max-rate, not '%s'\n", find);
+    kvf_status st = parse_slo(val, key, sizeof key, &v, &err);
+    if (st) {
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
         return 2;
     }
-    if (maxg) {
+    if (a->nslo < 2) snprintf(a->slo_sets[a->nslo++], sizeof a->slo_sets[0], "slo.%s=%.17g", key, v);
+    return 0;
+}
+
+static int plan_parse(int argc, char **argv, plan_args *a) {
+    memset(a, 0, sizeof *a);
+    const cli_opt opts[] = {
+        CLI_OPT_CALL("--slo", a, slo_option),
+        CLI_OPT_STR("--max-gpus", &a->maxg),
+        CLI_OPT_STR("--gpus-per-instance", &a->gpi),
+        CLI_OPT_STR("--find", &a->find),
+        CLI_OPT_STR("--tol", &a->tols),
+        CLI_OPT_FLAG("--vary-ratio", &a->vary_ratio),
+    };
+    const cli_spec spec = {.cmd = "plan", .usage = usage_plan, .first = 1, .opts = opts,
+                           .nopts = (int)(sizeof opts / sizeof opts[0]), .pos = &a->scenario,
+                           .npos = 1, .common = CLI_SET | CLI_JSON};
+    int rc = cli_parse(&spec, argc, argv, &a->c);
+    if (rc == CLI_GO && !a->scenario) return usage_plan(stderr, 2);
+    return rc;
+}
+
+// --find, --max-gpus (into pl), --tol and --gpus-per-instance checked; 0 or 2.
+static int plan_numbers(plan_args *a, planner *pl) {
+    if (a->find && strcmp(a->find, "max-rate")) {
+        fprintf(stderr, "kvfleet plan: --find knows max-rate, not '%s'\n", a->find);
+        return 2;
+    }
+    if (a->maxg) {
         char *end = NULL;
-        long v = strtol(maxg, &end, 10);
-        if (!*maxg || *end || v < 1 || v > 1000000) {
+        long v = strtol(a->maxg, &end, 10);
+        if (!*a->maxg || *end || v < 1 || v > 1000000) {
             fprintf(stderr, "kvfleet plan: --max-gpus wants a positive whole number, not '%s'\n",
-                    maxg);
+                    a->maxg);
             return 2;
         }
         pl->max_gpus = (int)v;
     }
-    double tol = 0.01;
-    if (tols) {
+    a->tol = 0.01;
+    if (a->tols) {
         char *end = NULL;
-        tol = strtod(tols, &end);
-        if (!*tols || *end || !(tol > 0 && tol < 1)) {
-            fprintf(stderr, "kvfleet plan: --tol wants a fraction in (0, 1), not '%s'\n", tols);
+        a->tol = strtod(a->tols, &end);
+        if (!*a->tols || *end || !(a->tol > 0 && a->tol < 1)) {
+            fprintf(stderr, "kvfleet plan: --tol wants a fraction in (0, 1), not '%s'\n", a->tols);
             return 2;
         }
     }
-    int gvals[PLAN_GPI_MAX], ng = 0;
-    if (gpi) {
-        const char *s = gpi;
-        for (;;) {
-            char *end = NULL;
-            long v = strtol(s, &end, 10);
-            if (end == s || (*end && *end != ',') || v < 1 || v > 4096 || ng == PLAN_GPI_MAX) {
-                fprintf(stderr,
-                        "kvfleet plan: --gpus-per-instance wants a list like 1,2,4,8, not '%s'\n",
-                        gpi);
-                return 2;
-            }
-            gvals[ng++] = (int)v;
-            if (!*end) break;
-            s = end + 1;
+    for (const char *s = a->gpi; s;) {
+        char *end = NULL;
+        long v = strtol(s, &end, 10);
+        if (end == s || (*end && *end != ',') || v < 1 || v > 4096 || a->ng == PLAN_GPI_MAX) {
+            fprintf(stderr,
+                    "kvfleet plan: --gpus-per-instance wants a list like 1,2,4,8, not '%s'\n",
+                    a->gpi);
+            return 2;
         }
+        a->gvals[a->ng++] = (int)v;
+        s = *end ? end + 1 : NULL;
     }
+    return 0;
+}
+
+// The base configuration (scenario + --set + --slo, validated) and what the search reads of
+// it; 0 or the exit code after the message.
+static int plan_load(planner *pl, const plan_args *a) {
+    kvf_err err = {0};
     pl->base = kvf_malloc(sizeof *pl->base);
-    kvf_status st = sim_points_load(pl->base, scenario, sets, nsets, &err);
-    for (int i = 0; !st && i < nslo; i++)
-        st = sim_config_set(pl->base, slo_sets[i], &err);
+    kvf_status st = sim_points_load(pl->base, a->scenario, a->c.sets, a->c.nsets, &err);
+    for (int i = 0; !st && i < a->nslo; i++)
+        st = sim_config_set(pl->base, a->slo_sets[i], &err);
     if (!st) st = sim_config_validate(pl->base, &err);
     if (st) {
         fprintf(stderr, "kvfleet: %s\n", err.msg);
@@ -754,18 +790,20 @@ static int plan_main(planner *pl, int argc, char **argv) {
             "kvfleet plan: the SLO bounds must be positive (slo.ttft_p90_ms, slo.tpot_p90_ms)\n");
         return 2;
     }
-    if (pl->base->cluster.n_schedule > 0 && !find)
+    if (pl->base->cluster.n_schedule > 0 && !a->find)
         fprintf(stderr,
                 "kvfleet plan: note: cluster.schedule changes instance counts by time of day "
                 "and overrides the counts the plan tries\n");
-    if (find) return find_max_rate(pl, tol, json_out);
-    // instance sizes to search: the scenario's own (each pool its own), or each listed size
-    // for both pools
-    plan_size sizes[PLAN_GPI_MAX];
-    int nsz = ng ? ng : 1;
+    return 0;
+}
+
+// Instance sizes to search: the scenario's own (each pool its own), or each listed size for
+// both pools. Returns how many.
+static int plan_sizes(const planner *pl, const plan_args *a, plan_size *sizes) {
+    int nsz = a->ng ? a->ng : 1;
     for (int i = 0; i < nsz; i++) {
-        sizes[i].gp = ng ? gvals[i] : pl->base->cluster.prefill.gpus_per_instance;
-        sizes[i].gd = ng ? gvals[i] : pl->base->cluster.decode.gpus_per_instance;
+        sizes[i].gp = a->ng ? a->gvals[i] : pl->base->cluster.prefill.gpus_per_instance;
+        sizes[i].gd = a->ng ? a->gvals[i] : pl->base->cluster.decode.gpus_per_instance;
         if (sizes[i].gp == sizes[i].gd)
             snprintf(sizes[i].label, sizeof sizes[i].label, "%d GPU%s per instance", sizes[i].gp,
                      sizes[i].gp == 1 ? "" : "s");
@@ -773,85 +811,112 @@ static int plan_main(planner *pl, int argc, char **argv) {
             snprintf(sizes[i].label, sizeof sizes[i].label,
                      "%d/%d GPUs per prefill/decode instance", sizes[i].gp, sizes[i].gd);
     }
+    return nsz;
+}
 
-    plan_cands cands = {.n = 0};
-    for (int i = 0; i < nsz && !pl->st; i++)
-        search(pl, &sizes[i], vary_ratio, &cands);
-    if (pl->st) {
-        fprintf(stderr, "kvfleet: %s\n", pl->err.msg);
-        return kvf_exit_code(pl->st);
+// The answer of a search: the cheapest candidate, the runner-up (cheapest other feasible run)
+// and the chosen point's "one instance fewer" neighbours (run by the walk-down), NULL if none.
+typedef struct plan_answer {
+    const plan_eval *best, *second, *fewer_p, *fewer_d;
+} plan_answer;
+
+static plan_answer plan_choose(const planner *pl, const plan_cands *cands) {
+    plan_answer r = {0};
+    for (int i = 0; i < cands->n; i++) {
+        const plan_eval *e =
+            find_eval(pl, cands->p[i], cands->d[i], cands->z[i].gp, cands->z[i].gd, 0);
+        if (e && e->ok && (!r.best || better(pl, e, r.best))) r.best = e;
     }
-    const plan_eval *best = NULL, *second = NULL;
-    for (int i = 0; i < cands.n; i++) {
-        const plan_eval *e = find_eval(pl, cands.p[i], cands.d[i], cands.z[i].gp, cands.z[i].gd, 0);
-        if (e && e->ok && (!best || better(pl, e, best))) best = e;
-    }
-    for (size_t i = 0; best && i < pl->n; i++) {
+    for (size_t i = 0; r.best && i < pl->n; i++) {
         const plan_eval *e = &pl->ev[i];
-        if (e != best && e->ok && (!second || better(pl, e, second))) second = e;
+        if (e != r.best && e->ok && (!r.second || better(pl, e, r.second))) r.second = e;
     }
-    // The "one instance fewer" neighbours of the chosen point (run by the walk-down).
-    const plan_eval *fewer_p =
-        best && best->p > 1 ? find_eval(pl, best->p - 1, best->d, best->gp, best->gd, 0) : NULL;
-    const plan_eval *fewer_d = best && !pl->colocated && best->d > 1
-                                   ? find_eval(pl, best->p, best->d - 1, best->gp, best->gd, 0)
-                                   : NULL;
-    if (json_out) {
-        json_t *o = json_object();
-        json_object_set_new(o, "feasible", json_boolean(best != NULL));
-        json_object_set_new(o, "scenario", json_string(pl->base->name));
-        if (best) {
-            json_object_set_new(o, "config", config_json(pl, best));
-            json_object_set_new(o, "cost_per_day_usd", num(best->cost_day));
-            json_object_set_new(o, "slo", slo_json(pl, best));
-        }
-        json_object_set_new(o, "runs", json_integer(pl->runs));
-        if (!best) json_object_set_new(o, "why", json_string(pl->why));
-        json_object_set_new(o, "runner_up", second ? eval_json(pl, second) : json_null());
-        json_t *nb = json_array();
-        if (fewer_p) json_array_append_new(nb, eval_json(pl, fewer_p));
-        if (fewer_d) json_array_append_new(nb, eval_json(pl, fewer_d));
-        json_object_set_new(o, "one_fewer", nb);
-        json_object_set_new(o, "search", json_string(vary_ratio ? "frontier" : "bisect+walk-down"));
-        json_t *all = json_array();
-        for (size_t i = 0; i < pl->n; i++)
-            json_array_append_new(all, eval_json(pl, &pl->ev[i]));
-        json_object_set_new(o, "evaluated", all);
-        char *t = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-        printf("%s\n", t);
-        free(t);
-        json_decref(o);
-        return best ? 0 : PLAN_EXIT_INFEASIBLE;
+    const plan_eval *b = r.best;
+    r.fewer_p = b && b->p > 1 ? find_eval(pl, b->p - 1, b->d, b->gp, b->gd, 0) : NULL;
+    r.fewer_d =
+        b && !pl->colocated && b->d > 1 ? find_eval(pl, b->p, b->d - 1, b->gp, b->gd, 0) : NULL;
+    return r;
+}
+
+static void plan_print_json(const planner *pl, const plan_answer *r, bool vary_ratio) {
+    json_t *o = json_object();
+    json_object_set_new(o, "feasible", json_boolean(r->best != NULL));
+    json_object_set_new(o, "scenario", json_string(pl->base->name));
+    if (r->best) {
+        json_object_set_new(o, "config", config_json(pl, r->best));
+        json_object_set_new(o, "cost_per_day_usd", num(r->best->cost_day));
+        json_object_set_new(o, "slo", slo_json(pl, r->best));
     }
+    json_object_set_new(o, "runs", json_integer(pl->runs));
+    if (!r->best) json_object_set_new(o, "why", json_string(pl->why));
+    json_object_set_new(o, "runner_up", r->second ? eval_json(pl, r->second) : json_null());
+    json_t *nb = json_array();
+    if (r->fewer_p) json_array_append_new(nb, eval_json(pl, r->fewer_p));
+    if (r->fewer_d) json_array_append_new(nb, eval_json(pl, r->fewer_d));
+    json_object_set_new(o, "one_fewer", nb);
+    json_object_set_new(o, "search", json_string(vary_ratio ? "frontier" : "bisect+walk-down"));
+    json_t *all = json_array();
+    for (size_t i = 0; i < pl->n; i++)
+        json_array_append_new(all, eval_json(pl, &pl->ev[i]));
+    json_object_set_new(o, "evaluated", all);
+    char *t = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    printf("%s\n", t);
+    free(t);
+    json_decref(o);
+}
+
+static void plan_print_text(const planner *pl, const plan_answer *r, bool vary_ratio) {
     printf("kvfleet plan: scenario %s, SLO TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms, stable runs "
            "only%s\n",
            pl->base->name, pl->slo_ttft, pl->slo_tpot, pl->max_gpus ? "" : "");
-    if (!best) {
+    if (!r->best) {
         printf("  no configuration meets the SLOs%s\n",
                pl->max_gpus ? " within --max-gpus" : " within the search limits");
         if (pl->why[0]) printf("  %-10s %s\n", "why", pl->why);
     } else {
-        print_eval(pl, "chosen", best);
-        if (second) print_eval(pl, "runner-up", second);
+        print_eval(pl, "chosen", r->best);
+        if (r->second) print_eval(pl, "runner-up", r->second);
         char why[256];
-        if (fewer_p) {
-            why_not(pl, fewer_p, why, sizeof why);
+        const plan_eval *fp = r->fewer_p, *fd = r->fewer_d;
+        if (fp) {
+            why_not(pl, fp, why, sizeof why);
             if (pl->colocated)
-                printf("  %-10s %d colocated instances: %s\n", "one fewer", fewer_p->p, why);
+                printf("  %-10s %d colocated instances: %s\n", "one fewer", fp->p, why);
             else
-                printf("  %-10s prefill %d, decode %d: %s\n", "one fewer", fewer_p->p, fewer_p->d,
-                       why);
+                printf("  %-10s prefill %d, decode %d: %s\n", "one fewer", fp->p, fp->d, why);
         }
-        if (fewer_d) {
-            why_not(pl, fewer_d, why, sizeof why);
-            printf("  %-10s prefill %d, decode %d: %s\n", fewer_p ? "" : "one fewer", fewer_d->p,
-                   fewer_d->d, why);
+        if (fd) {
+            why_not(pl, fd, why, sizeof why);
+            printf("  %-10s prefill %d, decode %d: %s\n", fp ? "" : "one fewer", fd->p, fd->d,
+                   why);
         }
     }
     printf("  search     %d runs (%s)\n", pl->runs,
            vary_ratio ? "bisection, then the prefill:decode frontier"
                       : "bisection per pool, joint check, walk-down, ratio neighbours");
-    return best ? 0 : PLAN_EXIT_INFEASIBLE;
+}
+
+static int plan_main(planner *pl, int argc, char **argv) {
+    static plan_args a;
+    int rc = plan_parse(argc, argv, &a);
+    if (rc != CLI_GO) return rc;
+    if ((rc = plan_numbers(&a, pl)) || (rc = plan_load(pl, &a))) return rc;
+    if (a.find) return find_max_rate(pl, a.tol, a.c.json);
+    plan_size sizes[PLAN_GPI_MAX];
+    int nsz = plan_sizes(pl, &a, sizes);
+    plan_cands cands = {.n = 0};
+    for (int i = 0; i < nsz && !pl->st; i++)
+        search(pl, &sizes[i], a.vary_ratio, &cands);
+    if (pl->st) {
+        fprintf(stderr, "kvfleet: %s\n", pl->err.msg);
+        return kvf_exit_code(pl->st);
+    }
+    plan_answer r = plan_choose(pl, &cands);
+    if (a.c.json)
+        plan_print_json(pl, &r, a.vary_ratio);
+    else
+        plan_print_text(pl, &r, a.vary_ratio);
+    return r.best ? 0 : PLAN_EXIT_INFEASIBLE;
 }
 
 int cli_plan(int argc, char **argv) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_opts.h"
 #include "sim.h"
 #include "sim_run.h"
 #include "rpt_util.h"
@@ -99,10 +100,6 @@ static bool parse_window(const char *s, double *from, double *to) {
     return true;
 }
 
-// Options of `run` that take a value (a missing one is named as missing, not as unknown).
-static const char RUN_VALUED[] = "-o --set --trace --seed --engine --trace-out --trace-window "
-                                 "--step-phase --step-seqs --step-context --step-prompt --step-chunks";
-
 static int usage_run(FILE *f, int rc) {
     fprintf(f,
             "usage: kvfleet run SCENARIO [-o DIR] [--set K=V]... [--trace FILE] [--seed N]\n"
@@ -120,119 +117,118 @@ static int usage_run(FILE *f, int rc) {
     return rc;
 }
 
-int cli_run(int argc, char **argv) {
-    const char *scenario = NULL, *out = NULL, *trace = NULL, *seed = NULL, *engine = NULL;
-    const char *timeline = NULL, *window = NULL;
-    bool json_out = false, quiet = false, report = true, explain = false, force = false;
-    const char *step_phase = "decode";
-    double step_seqs = 0, step_ctx = 0, step_prompt = 0, step_chunks = 0;
-    const char *sets[256];
-    int nsets = 0;
-    if (kvf_cli_help(argc, argv)) return usage_run(stdout, 0);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool more = i + 1 < argc;
-        if (kvf_cli_missing_value(a, !more, RUN_VALUED)) {
-            fprintf(stderr, "kvfleet run: option '%s' needs a value\n", a);
-            return usage_run(stderr, 2);
-        }
-        if (!strcmp(a, "-o") && more) out = argv[++i];
-        else if (!strcmp(a, "--set") && more && nsets < 256) sets[nsets++] = argv[++i];
-        else if (!strcmp(a, "--trace") && more) trace = argv[++i];
-        else if (!strcmp(a, "--seed") && more) seed = argv[++i];
-        else if (!strcmp(a, "--engine") && more) engine = argv[++i];
-        else if (!strcmp(a, "--trace-out") && more) timeline = argv[++i];
-        else if (!strcmp(a, "--trace-window") && more) window = argv[++i];
-        else if (!strcmp(a, "--json")) json_out = true;
-        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = true;
-        else if (!strcmp(a, "--no-report")) report = false;
-        else if (!strcmp(a, "--force")) force = true;
-        else if (!strcmp(a, "--explain-step")) explain = true;
-        else if (!strcmp(a, "--step-phase") && more) step_phase = argv[++i];
-        else if ((!strcmp(a, "--step-seqs") || !strcmp(a, "--step-context") ||
-                  !strcmp(a, "--step-prompt") || !strcmp(a, "--step-chunks")) && more) {
-            char *end;
-            double v = strtod(argv[++i], &end);
-            if (*end || !(v > 0) || v > 1e9) {
-                fprintf(stderr, "kvfleet run: %s wants a number in (0, 1e9], not '%s'\n", a, argv[i]);
-                return 2;
-            }
-            if (!strcmp(a, "--step-seqs")) step_seqs = v;
-            else if (!strcmp(a, "--step-context")) step_ctx = v;
-            else if (!strcmp(a, "--step-chunks")) step_chunks = v;
-            else step_prompt = v;
-        }
-        else if (a[0] == '-' ) {
-            fprintf(stderr, "kvfleet run: unknown option '%s'\n", a);
-            return usage_run(stderr, 2);
-        } else if (!scenario) scenario = a;
-        else {
-            fprintf(stderr, "kvfleet run: unexpected argument '%s'\n", a);
-            return usage_run(stderr, 2);
-        }
-    }
-    if (!scenario) return usage_run(stderr, 2);
-    static sim_config cfg;
-    kvf_err err = {0};
-    sim_config_default(&cfg);
-    kvf_status st = sim_config_load(&cfg, scenario, &err);
-    for (int i = 0; !st && i < nsets; i++) st = sim_config_set(&cfg, sets[i], &err);
-    if (!st && trace) {
-        char a[SIM_PATH_MAX + 32];
-        snprintf(a, sizeof a, "workload.trace=%s", trace);
-        st = sim_config_set(&cfg, a, &err);
-    }
-    if (!st && seed) {
-        char a[64];
-        snprintf(a, sizeof a, "seed=%s", seed);
-        st = sim_config_set(&cfg, a, &err);
-    }
-    if (!st) st = sim_config_validate(&cfg, &err);
-    if (st) {
-        fprintf(stderr, "kvfleet: %s\n", err.msg);
-        return kvf_exit_code(st);
-    }
-    if (explain)
-        return sim_explain_step(&cfg, step_phase, step_seqs, step_ctx, step_prompt, step_chunks);
-    if (engine && strcmp(engine, "cpu") && strcmp(engine, "cuda")) {
-        fprintf(stderr, "kvfleet run: --engine must be cpu or cuda, not '%s'\n", engine);
+// The options of `run` beside the shared ones (cli_opts.h).
+typedef struct run_args {
+    const char *scenario;
+    const char *engine, *timeline, *window; // --engine, --trace-out, --trace-window
+    bool no_report, explain;
+    const char *step_phase;                 // --explain-step's batch ...
+    double step_seqs, step_ctx, step_prompt, step_chunks;
+    cli_common c;
+} run_args;
+
+// --step-seqs and the like: a number in (0, 1e9] into *(double *)dst.
+static int step_number(const cli_spec *s, const char *opt, const char *val, void *dst) {
+    char *end;
+    double v = strtod(val, &end);
+    if (*end || !(v > 0) || v > 1e9) {
+        fprintf(stderr, "kvfleet %s: %s wants a number in (0, 1e9], not '%s'\n", s->cmd, opt, val);
         return 2;
     }
-    char outbuf[SIM_PATH_MAX];
-    if (!out) {
-        snprintf(outbuf, sizeof outbuf, "out/%s", cfg.name[0] ? cfg.name : "run");
-        out = outbuf;
+    *(double *)dst = v;
+    return 0;
+}
+
+// Parses run's command line into *a; CLI_GO or the exit code.
+static int run_parse(int argc, char **argv, run_args *a) {
+    memset(a, 0, sizeof *a);
+    a->step_phase = "decode";
+    const cli_opt opts[] = {
+        CLI_OPT_STR("--engine", &a->engine),
+        CLI_OPT_STR("--trace-out", &a->timeline),
+        CLI_OPT_STR("--trace-window", &a->window),
+        CLI_OPT_FLAG("--no-report", &a->no_report),
+        CLI_OPT_FLAG("--explain-step", &a->explain),
+        CLI_OPT_STR("--step-phase", &a->step_phase),
+        CLI_OPT_CALL("--step-seqs", &a->step_seqs, step_number),
+        CLI_OPT_CALL("--step-context", &a->step_ctx, step_number),
+        CLI_OPT_CALL("--step-prompt", &a->step_prompt, step_number),
+        CLI_OPT_CALL("--step-chunks", &a->step_chunks, step_number),
+    };
+    const cli_spec spec = {
+        .cmd = "run", .usage = usage_run, .first = 1, .opts = opts,
+        .nopts = (int)(sizeof opts / sizeof opts[0]), .pos = &a->scenario, .npos = 1,
+        .common = CLI_OUT | CLI_SET | CLI_TRACE | CLI_SEED | CLI_JSON | CLI_QUIET | CLI_FORCE};
+    int rc = cli_parse(&spec, argc, argv, &a->c);
+    if (rc == CLI_GO && !a->scenario) return usage_run(stderr, 2);
+    return rc;
+}
+
+// The scenario over the defaults, then --set in order, --trace and --seed; validated.
+static kvf_status run_config(sim_config *cfg, const run_args *a, kvf_err *err) {
+    sim_config_default(cfg);
+    kvf_status st = sim_config_load(cfg, a->scenario, err);
+    for (int i = 0; !st && i < a->c.nsets; i++) st = sim_config_set(cfg, a->c.sets[i], err);
+    if (!st && a->c.trace) {
+        char set[SIM_PATH_MAX + 32];
+        snprintf(set, sizeof set, "workload.trace=%s", a->c.trace);
+        st = sim_config_set(cfg, set, err);
     }
-    sim_run_opts o = {.out_dir = out, .quiet = quiet || json_out, .write_db = true,
-                      .engine_backend = engine, .timeline_path = timeline, .interrupt = &g_interrupt};
-    if (window && !parse_window(window, &o.timeline_from_s, &o.timeline_to_s)) {
+    if (!st && a->c.seed) {
+        char set[64];
+        snprintf(set, sizeof set, "seed=%s", a->c.seed);
+        st = sim_config_set(cfg, set, err);
+    }
+    if (!st) st = sim_config_validate(cfg, err);
+    return st;
+}
+
+// Checks --engine and --trace-window and fills the run's options but the directory; 0 or 2.
+static int run_opts(const run_args *a, sim_run_opts *o) {
+    if (a->engine && strcmp(a->engine, "cpu") && strcmp(a->engine, "cuda")) {
+        fprintf(stderr, "kvfleet run: --engine must be cpu or cuda, not '%s'\n", a->engine);
+        return 2;
+    }
+    *o = (sim_run_opts){.quiet = a->c.quiet || a->c.json, .write_db = true,
+                        .engine_backend = a->engine, .timeline_path = a->timeline,
+                        .interrupt = &g_interrupt};
+    if (a->window && !parse_window(a->window, &o->timeline_from_s, &o->timeline_to_s)) {
         fprintf(stderr,
                 "kvfleet run: --trace-window wants FROM_S:TO_S with 0 <= FROM_S < TO_S "
-                "(seconds), not '%s'\n", window);
+                "(seconds), not '%s'\n", a->window);
         return 2;
     }
-    if (window && !timeline) {
+    if (a->window && !a->timeline) {
         fprintf(stderr, "kvfleet run: --trace-window needs --trace-out FILE\n");
         return 2;
     }
+    return 0;
+}
+
+// Runs cfg into out's temporary directory and, when it finished or was interrupted, writes
+// the report (unless --no-report) and commits the directory. Returns 0 with *summary set (an
+// interrupted run: *st KVF_EINTR), else the exit code after printing the message.
+static int run_into(const sim_config *cfg, sim_run_opts *o, const char *out, const run_args *a,
+                    json_t **summary, kvf_status *st) {
+    kvf_err err = {0};
     sim_outdir od;
-    st = sim_outdir_begin(&od, out, force, &err);
-    if (st) {
+    *st = sim_outdir_begin(&od, out, a->c.force, &err);
+    if (*st) {
         fprintf(stderr, "kvfleet: %s\n", err.msg);
-        return kvf_exit_code(st);
+        return kvf_exit_code(*st);
     }
-    o.out_dir = od.tmp;
+    o->out_dir = od.tmp;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     void *sj = NULL;
-    st = sim_run(&cfg, &o, &sj, &err);
+    *st = sim_run(cfg, o, &sj, &err);
     json_t *s = sj;
-    if (st && st != KVF_EINTR) {
+    if (*st && *st != KVF_EINTR) {
         sim_outdir_abort(&od);
         fprintf(stderr, "kvfleet: %s\n", err.msg);
-        return kvf_exit_code(st);
+        return kvf_exit_code(*st);
     }
-    if (report && st == KVF_OK) {
+    if (!a->no_report && *st == KVF_OK) {
         kvf_err e2 = {0};
         if (rpt_report_write(od.tmp, true, true, &e2)) {
             sim_outdir_abort(&od);
@@ -248,12 +244,40 @@ int cli_run(int argc, char **argv) {
         fprintf(stderr, "kvfleet: %s\n", err.msg);
         return kvf_exit_code(cst);
     }
-    if (json_out && !quiet) {
+    *summary = s;
+    return 0;
+}
+
+int cli_run(int argc, char **argv) {
+    run_args a;
+    int rc = run_parse(argc, argv, &a);
+    if (rc != CLI_GO) return rc;
+    static sim_config cfg;
+    kvf_err err = {0};
+    kvf_status st = run_config(&cfg, &a, &err);
+    if (st) {
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return kvf_exit_code(st);
+    }
+    if (a.explain)
+        return sim_explain_step(&cfg, a.step_phase, a.step_seqs, a.step_ctx, a.step_prompt,
+                                a.step_chunks);
+    sim_run_opts o;
+    if ((rc = run_opts(&a, &o))) return rc;
+    const char *out = a.c.out;
+    char outbuf[SIM_PATH_MAX];
+    if (!out) {
+        snprintf(outbuf, sizeof outbuf, "out/%s", cfg.name[0] ? cfg.name : "run");
+        out = outbuf;
+    }
+    json_t *s = NULL;
+    if ((rc = run_into(&cfg, &o, out, &a, &s, &st))) return rc;
+    if (a.c.json && !a.c.quiet) {
         char *txt = json_dumps(s, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
         printf("%s\n", txt);
         free(txt);
-    } else if (!quiet) {
-        print_headline(s, out, report);
+    } else if (!a.c.quiet) {
+        print_headline(s, out, !a.no_report);
     }
     json_decref(s);
     if (st == KVF_EINTR) {
@@ -262,4 +286,3 @@ int cli_run(int argc, char **argv) {
     }
     return 0;
 }
-

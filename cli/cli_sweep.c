@@ -36,6 +36,7 @@
 
 #include "sim.h"
 #include "cli.h"
+#include "cli_opts.h"
 #include "sim_mpi.h"
 #include "cli_points.h"
 
@@ -86,7 +87,7 @@ double sim_points_cost_per_day(const sim_config *c, const void *summary) {
 }
 
 // ---- the sweep's definition ---------------------------------------------------------------------
-enum { SW_KEYS_MAX = 16, SW_SETS_MAX = 256, SW_POINTS_MAX = 100000 };
+enum { SW_KEYS_MAX = 16, SW_POINTS_MAX = 100000 };
 
 typedef struct sw_key {
     char key[SIM_KEY_MAX + 64]; // dotted scenario key
@@ -96,7 +97,7 @@ typedef struct sw_key {
 
 typedef struct sweep {
     const char *scenario;
-    const char *sets[SW_SETS_MAX];
+    const char *const *sets; // --set, in order (into the command line's cli_common)
     int nsets;
     sw_key keys[SW_KEYS_MAX];
     int nkeys;
@@ -788,50 +789,25 @@ static bool mpi_wanted(void) {
     return e && atoi(e) > 1;
 }
 
-static int sweep_main(sweep *s, int argc, char **argv) {
-    const char *vary[SW_KEYS_MAX];
-    int nvary = 0;
+// The command line: scenario, --vary, --set, -j, -o, --json into *s (the --vary texts into
+// vary, parsed later); CLI_GO or the exit code.
+static int sweep_parse(sweep *s, int argc, char **argv, cli_common *c, cli_list *vary) {
     const char *jobs = NULL;
-    if (kvf_cli_help(argc, argv)) return usage_sweep(stdout, 0);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool more = i + 1 < argc;
-        if (kvf_cli_missing_value(a, !more, "--vary --set -j -o")) {
-            fprintf(stderr, "kvfleet sweep: option '%s' needs a value\n", a);
-            return usage_sweep(stderr, 2);
-        }
-        if (!strcmp(a, "--vary") && more) {
-            if (nvary == SW_KEYS_MAX) {
-                fprintf(stderr, "kvfleet sweep: at most %d --vary options\n", SW_KEYS_MAX);
-                return 2;
-            }
-            vary[nvary++] = argv[++i];
-        } else if (!strcmp(a, "--set") && more) {
-            if (s->nsets == SW_SETS_MAX) {
-                fprintf(stderr, "kvfleet sweep: at most %d --set options\n", SW_SETS_MAX);
-                return 2;
-            }
-            s->sets[s->nsets++] = argv[++i];
-        } else if (!strcmp(a, "-j") && more)
-            jobs = argv[++i];
-        else if (!strncmp(a, "-j", 2) && a[2])
-            jobs = a + 2;
-        else if (!strcmp(a, "-o") && more)
-            s->out = argv[++i];
-        else if (!strcmp(a, "--json"))
-            s->json = true;
-        else if (a[0] == '-') {
-            fprintf(stderr, "kvfleet sweep: unknown option '%s'\n", a);
-            return usage_sweep(stderr, 2);
-        } else if (!s->scenario)
-            s->scenario = a;
-        else {
-            fprintf(stderr, "kvfleet sweep: unexpected argument '%s'\n", a);
-            return usage_sweep(stderr, 2);
-        }
-    }
+    const cli_opt opts[] = {
+        CLI_OPT_LIST("--vary", vary),
+        {.name = "-j", .kind = CLI_STR, .dst = &jobs, .attached = true},
+    };
+    const cli_spec spec = {.cmd = "sweep", .usage = usage_sweep, .first = 1, .opts = opts,
+                           .nopts = (int)(sizeof opts / sizeof opts[0]), .pos = &s->scenario,
+                           .npos = 1, .common = CLI_SET | CLI_OUT | CLI_JSON};
+    int rc = cli_parse(&spec, argc, argv, c);
+    if (rc != CLI_GO) return rc;
+    s->sets = c->sets;
+    s->nsets = c->nsets;
+    s->out = c->out;
+    s->json = c->json;
     if (!s->scenario) return usage_sweep(stderr, 2);
-    if (nvary == 0) {
+    if (vary->n == 0) {
         fprintf(stderr, "kvfleet sweep: give at least one --vary KEY=V1,V2,...\n");
         return usage_sweep(stderr, 2);
     }
@@ -846,47 +822,52 @@ static int sweep_main(sweep *s, int argc, char **argv) {
         }
         s->jobs = (int)j;
     }
-    kvf_err err = {0};
-    s->base = kvf_malloc(sizeof *s->base);
-    kvf_status st = sim_points_load(s->base, s->scenario, s->sets, s->nsets, &err);
-    if (st) {
-        fprintf(stderr, "kvfleet: %s\n", err.msg);
-        return kvf_exit_code(st);
+    return CLI_GO;
+}
+
+// Adds the --vary text arg as key s->nkeys: well formed, a new key, each value accepted by the
+// scenario loader over the base configuration (tmp is scratch).
+static kvf_status sweep_add_key(sweep *s, const char *arg, sim_config *tmp, kvf_err *err) {
+    sw_key *k = &s->keys[s->nkeys];
+    kvf_status st = parse_vary(k, arg, err);
+    if (st) return st;
+    s->nkeys++;
+    for (int j = 0; j < s->nkeys - 1 && !st; j++)
+        if (!strcmp(s->keys[j].key, k->key))
+            st = kvf_fail(err, KVF_EINVAL, "--vary %s: key given twice", k->key);
+    for (int j = 0; j < k->n && !st; j++) {
+        char a[SIM_PATH_MAX + 128];
+        memcpy(tmp, s->base, sizeof *tmp);
+        snprintf(a, sizeof a, "%s=%s", k->key, k->vals[j]);
+        st = sim_config_set(tmp, a, err);
+        if (st) {
+            // "--set KEY: what" -> "--vary KEY=VALUE: what"
+            char what[sizeof err->msg];
+            const char *m = err->msg, *colon = strstr(m, ": ");
+            snprintf(what, sizeof what, "%s", !strncmp(m, "--set ", 6) && colon ? colon + 2 : m);
+            kvf_fail(err, st, "--vary %s=%s: %s", k->key, k->vals[j], what);
+        }
     }
-    // Every --vary: well formed, a new key, each value accepted by the scenario loader.
+    return st;
+}
+
+// The sweep's points over the base configuration (scenario + --set, loaded): every --vary
+// key, and every point's configuration checked before anything runs.
+static kvf_status sweep_define(sweep *s, const cli_list *vary, kvf_err *err) {
+    KVF_ASSERT(s->base && vary->n > 0);
+    kvf_status st = KVF_OK;
     sim_config *tmp = kvf_malloc(sizeof *tmp);
     double npoints = 1;
-    for (int v = 0; v < nvary && !st; v++) {
-        sw_key *k = &s->keys[s->nkeys];
-        st = parse_vary(k, vary[v], &err);
-        if (st) break;
-        s->nkeys++;
-        for (int j = 0; j < s->nkeys - 1 && !st; j++)
-            if (!strcmp(s->keys[j].key, k->key))
-                st = kvf_fail(&err, KVF_EINVAL, "--vary %s: key given twice", k->key);
-        for (int j = 0; j < k->n && !st; j++) {
-            char a[SIM_PATH_MAX + 128];
-            memcpy(tmp, s->base, sizeof *tmp);
-            snprintf(a, sizeof a, "%s=%s", k->key, k->vals[j]);
-            st = sim_config_set(tmp, a, &err);
-            if (st) {
-                // "--set KEY: what" -> "--vary KEY=VALUE: what"
-                char what[sizeof err.msg];
-                const char *m = err.msg, *colon = strstr(m, ": ");
-                snprintf(what, sizeof what, "%s",
-                         !strncmp(m, "--set ", 6) && colon ? colon + 2 : m);
-                kvf_fail(&err, st, "--vary %s=%s: %s", k->key, k->vals[j], what);
-            }
-        }
-        npoints *= k->n;
+    for (int v = 0; v < vary->n && !st; v++) {
+        st = sweep_add_key(s, vary->v[v], tmp, err);
+        if (!st) npoints *= s->keys[s->nkeys - 1].n;
     }
     if (!st && npoints > SW_POINTS_MAX)
-        st =
-            kvf_fail(&err, KVF_EINVAL, "--vary: %.0f points, more than %d", npoints, SW_POINTS_MAX);
+        st = kvf_fail(err, KVF_EINVAL, "--vary: %.0f points, more than %d", npoints,
+                      SW_POINTS_MAX);
     s->npoints = (int)npoints;
-    // Every point's configuration is consistent, before anything runs.
     for (int i = 0; !st && i < s->npoints; i++) {
-        st = point_config(s, i, tmp, &err);
+        st = point_config(s, i, tmp, err);
         if (st) {
             char where[512] = "";
             size_t n = 0;
@@ -894,17 +875,18 @@ static int sweep_main(sweep *s, int argc, char **argv) {
                 n += (size_t)snprintf(where + n, n < sizeof where ? sizeof where - n : 0, "%s%s=%s",
                                       k ? " " : "", s->keys[k].key,
                                       s->keys[k].vals[point_val(s, i, k)]);
-            kvf_err_prefix(&err, "point %d (%s)", i, where);
+            kvf_err_prefix(err, "point %d (%s)", i, where);
         }
     }
     free(tmp);
-    if (st) {
-        if (s->rank == 0) fprintf(stderr, "kvfleet: %s\n", err.msg);
-        return kvf_exit_code(st);
-    }
-    char outbuf[SIM_PATH_MAX];
+    return st;
+}
+
+// DIR and its points' names, the definition file checked or written, and (one process, not
+// MPI ranks sharing it) DIR/sweep.lock held; outbuf holds the default DIR.
+static kvf_status sweep_prepare_dir(sweep *s, char *outbuf, size_t n, kvf_err *err) {
     if (!s->out) {
-        snprintf(outbuf, sizeof outbuf, "out/sweep-%s", s->base->name[0] ? s->base->name : "run");
+        snprintf(outbuf, n, "out/sweep-%s", s->base->name[0] ? s->base->name : "run");
         s->out = outbuf;
     }
     s->names = kvf_calloc((size_t)s->npoints, sizeof *s->names);
@@ -912,19 +894,19 @@ static int sweep_main(sweep *s, int argc, char **argv) {
     s->ran = kvf_calloc((size_t)s->npoints, sizeof *s->ran);
     for (int i = 0; i < s->npoints; i++)
         s->names[i] = point_name(s, i);
-    st = check_definition(s, &err);
+    kvf_status st = check_definition(s, err);
     int lock_fd = -1;
-    if (!st && s->size == 1) {   // one sweep process per directory (MPI ranks share it)
+    if (!st && s->size == 1) {
         char lp[SIM_PATH_MAX + 32];
         snprintf(lp, sizeof lp, "%s/sweep.lock", s->out);
-        st = sim_lock_file(lp, &lock_fd, &err);
+        st = sim_lock_file(lp, &lock_fd, err); // held until the process ends
     }
-    if (st) {
-        if (s->rank == 0) fprintf(stderr, "kvfleet: %s\n", err.msg);
-        return kvf_exit_code(st);
-    }
+    return st;
+}
 
-    // Which points this process runs: not done yet, and (under MPI) its share.
+// Runs the points this process owns that are not done yet (under MPI: its share), inline or in
+// forked workers, behind one progress bar. Returns the points that failed; *nran those run.
+static int sweep_run_points(sweep *s, int *nran) {
     bool *todo = kvf_calloc((size_t)s->npoints, sizeof *todo);
     int ntodo = 0;
     for (int i = 0; i < s->npoints; i++) {
@@ -948,25 +930,20 @@ static int sweep_main(sweep *s, int argc, char **argv) {
     else if (ntodo)
         rpt_progress_done(&bar);
     free(todo);
-    int nran = 0;
+    *nran = 0;
     for (int i = 0; i < s->npoints; i++)
-        nran += s->ran[i];
+        *nran += s->ran[i];
+    return failed;
+}
 
-    // Gather: every point's summary from its directory (or, under MPI, from its rank).
-    for (int i = 0; i < s->npoints; i++)
-        if (i % s->size == s->rank) s->summary[i] = load_point(s, i);
-    if (s->size > 1) {
-        mpi_gather(s);
-        int tot[2] = {0, 0}, loc[2] = {nran, failed};
-        s->mpi->sum_to_root(loc, tot, 2);
-        nran = tot[0];
-        failed = tot[1];
-    }
-    if (s->rank != 0) return failed || g_interrupt ? 1 : 0;
+// Rank 0 (or the one process): sweep.db, sweep.csv, sweep.html, the table or JSON on stdout
+// and the count line on stderr; the exit code.
+static int sweep_report(sweep *s, int nran) {
     int missing = 0;
     for (int i = 0; i < s->npoints; i++)
         missing += !s->summary[i];
-    st = write_db(s, &err);
+    kvf_err err = {0};
+    kvf_status st = write_db(s, &err);
     if (!st) st = write_csv(s, &err);
     if (!st) st = write_html(s, &err);
     if (st) {
@@ -985,6 +962,45 @@ static int sweep_main(sweep *s, int argc, char **argv) {
         return 1;
     }
     return missing ? 1 : 0;
+}
+
+static int sweep_main(sweep *s, int argc, char **argv) {
+    static cli_common c; // static: s->sets points into it after the return
+    const char *vary_v[SW_KEYS_MAX];
+    cli_list vary = {vary_v, 0, SW_KEYS_MAX};
+    int rc = sweep_parse(s, argc, argv, &c, &vary);
+    if (rc != CLI_GO) return rc;
+    kvf_err err = {0};
+    s->base = kvf_malloc(sizeof *s->base);
+    kvf_status st = sim_points_load(s->base, s->scenario, s->sets, s->nsets, &err);
+    if (st) {
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return kvf_exit_code(st);
+    }
+    st = sweep_define(s, &vary, &err);
+    if (st) {
+        if (s->rank == 0) fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return kvf_exit_code(st);
+    }
+    char outbuf[SIM_PATH_MAX];
+    st = sweep_prepare_dir(s, outbuf, sizeof outbuf, &err);
+    if (st) {
+        if (s->rank == 0) fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return kvf_exit_code(st);
+    }
+    int nran = 0, failed = sweep_run_points(s, &nran);
+    // Gather: every point's summary from its directory (or, under MPI, from its rank).
+    for (int i = 0; i < s->npoints; i++)
+        if (i % s->size == s->rank) s->summary[i] = load_point(s, i);
+    if (s->size > 1) {
+        mpi_gather(s);
+        int tot[2] = {0, 0}, loc[2] = {nran, failed};
+        s->mpi->sum_to_root(loc, tot, 2);
+        nran = tot[0];
+        failed = tot[1];
+    }
+    if (s->rank != 0) return failed || g_interrupt ? 1 : 0;
+    return sweep_report(s, nran);
 }
 
 int cli_sweep(int argc, char **argv) {
