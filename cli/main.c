@@ -50,6 +50,9 @@ static void usage(FILE *f) {
             "  kvfleet engine fit PROFILE [--hardware H] [-o FILE]\n"
             "  kvfleet validate --trace FILE [--model M] [--backend B] [--profile P] [--strict]\n"
             "                   [SERVING] [-o DIR] [--json]\n"
+            "  kvfleet validate --measured RUN [--format vllm|inference-perf|sglang] [--run N]\n"
+            "                   [--model M] [--hardware H] [--scenario S] [--fit FILE]\n"
+            "                   [--set K=V]... [-o DIR] [--force] [--json]\n"
             "  kvfleet hw check FILE [-q]\n"
             "  kvfleet version\n"
             "  kvfleet help | --help\n"
@@ -83,7 +86,7 @@ int main(int argc, char **argv) {
         {"run", cli_run},
         {"trace", trc_cli_main},
         {"engine", cli_engine},
-        {"validate", cli_validate},
+        {"validate", cli_validate_any},
         {"sweep", cli_sweep},
         {"plan", cli_plan},
         {"assess", cli_assess},
