@@ -117,8 +117,86 @@ static const struct econ_num {
 };
 #define N_ECON_NUMS (sizeof econ_nums / sizeof econ_nums[0])
 
+// economics.day_profile: "[s0, s1, ..., s23]" (a YAML flow sequence as text), or null for
+// a flat day.
+static kvf_status set_day_profile(rpt_econ_config *c, const char *key, const char *value,
+                                  kvf_err *err) {
+    if (is_null(value)) {
+        for (int h = 0; h < 24; h++) c->day_profile[h] = 1.0 / 24;
+        c->day_profile_set = false;
+        return KVF_OK;
+    }
+    const char *want = "a list of 24 shares >= 0 (hours 00-23 UTC), not all 0";
+    const char *q = value;
+    while (q && *q == ' ') q++;
+    if (!q || *q != '[') return bad_value(err, key, value, want);
+    q++;
+    double v[24], sum = 0;
+    int n = 0;
+    for (;;) {
+        while (*q == ' ') q++;
+        if (*q == ']' && n == 0) break;
+        char *end;
+        double x = strtod(q, &end);
+        if (end == q || !isfinite(x) || x < 0 || x > 1e12 || n == 24)
+            return bad_value(err, key, value, want);
+        v[n++] = x;
+        sum += x;
+        q = end;
+        while (*q == ' ') q++;
+        if (*q == ',') {
+            q++;
+            continue;
+        }
+        if (*q == ']') break;
+        return bad_value(err, key, value, want);
+    }
+    q++;
+    while (*q == ' ') q++;
+    if (*q || n != 24 || !(sum > 0)) return bad_value(err, key, value, want);
+    for (int h = 0; h < 24; h++) c->day_profile[h] = v[h] / sum, c->day_profile_given[h] = v[h];
+    c->day_profile_set = true;
+    return KVF_OK;
+}
+
+// economics.prices_per_mtok.FIELD or .CLASS.FIELD; KVF_ENOENT for a key that is none of them.
+static kvf_status set_price(rpt_econ_config *c, const char *key, const char *value,
+                            kvf_err *err) {
+    static const char pfx[] = "prices_per_mtok.";
+    const char *rest = key + sizeof pfx - 1;
+    const char *dot = strchr(rest, '.');
+    double x;
+    if (!dot) {
+        double *f = price_field(&c->prices, rest);
+        if (!f) return KVF_ENOENT;
+        if (!parse_num(value, 0, 1e9, &x)) return bad_value(err, key, value, "a price >= 0");
+        *f = x;
+        return KVF_OK;
+    }
+    size_t n = (size_t)(dot - rest);
+    if (n == 0 || n >= RPT_ECON_NAME_LEN) return KVF_ENOENT;
+    rpt_econ_prices probe = {0, 0, 0};
+    if (!price_field(&probe, dot + 1)) return KVF_ENOENT;
+    if (!parse_num(value, 0, 1e9, &x)) return bad_value(err, key, value, "a price >= 0");
+    int k;
+    for (k = 0; k < c->n_cls; k++)
+        if (strlen(c->cls[k].cls) == n && !strncmp(c->cls[k].cls, rest, n)) break;
+    if (k == c->n_cls) {
+        if (c->n_cls == RPT_ECON_MAX_CLASSES)
+            return kvf_fail(err, KVF_EINVAL, "economics.%s: more than %d classes with prices", key,
+                            RPT_ECON_MAX_CLASSES);
+        memcpy(c->cls[k].cls, rest, n);
+        c->cls[k].cls[n] = '\0';
+        c->cls[k].p = (rpt_econ_prices){NAN, NAN, NAN};
+        c->n_cls++;
+    }
+    *price_field(&c->cls[k].p, dot + 1) = x;
+    return KVF_OK;
+}
+
 kvf_status rpt_econ_config_set(rpt_econ_config *c, const char *key, const char *value,
                                kvf_err *err) {
+    KVF_ASSERT(c && err);
     if (!key) return kvf_fail(err, KVF_EINVAL, "economics: empty key");
     for (size_t i = 0; i < N_ECON_NUMS; i++) {
         if (strcmp(key, econ_nums[i].key)) continue;
@@ -144,45 +222,7 @@ kvf_status rpt_econ_config_set(rpt_econ_config *c, const char *key, const char *
         c->gpu_hour_range[1] = hi;
         return KVF_OK;
     }
-    if (!strcmp(key, "day_profile")) {
-        // "[s0, s1, ..., s23]" (a YAML flow sequence as text), or null for flat
-        if (is_null(value)) {
-            for (int h = 0; h < 24; h++) c->day_profile[h] = 1.0 / 24;
-            c->day_profile_set = false;
-            return KVF_OK;
-        }
-        const char *want = "a list of 24 shares >= 0 (hours 00-23 UTC), not all 0";
-        const char *q = value;
-        while (q && *q == ' ') q++;
-        if (!q || *q != '[') return bad_value(err, key, value, want);
-        q++;
-        double v[24], sum = 0;
-        int n = 0;
-        for (;;) {
-            while (*q == ' ') q++;
-            if (*q == ']' && n == 0) break;
-            char *end;
-            double x = strtod(q, &end);
-            if (end == q || !isfinite(x) || x < 0 || x > 1e12 || n == 24)
-                return bad_value(err, key, value, want);
-            v[n++] = x;
-            sum += x;
-            q = end;
-            while (*q == ' ') q++;
-            if (*q == ',') {
-                q++;
-                continue;
-            }
-            if (*q == ']') break;
-            return bad_value(err, key, value, want);
-        }
-        q++;
-        while (*q == ' ') q++;
-        if (*q || n != 24 || !(sum > 0)) return bad_value(err, key, value, want);
-        for (int h = 0; h < 24; h++) c->day_profile[h] = v[h] / sum, c->day_profile_given[h] = v[h];
-        c->day_profile_set = true;
-        return KVF_OK;
-    }
+    if (!strcmp(key, "day_profile")) return set_day_profile(c, key, value, err);
     if (!strcmp(key, "cost_model")) {
         if (value && !strcmp(value, "rent"))
             c->own = false;
@@ -212,39 +252,10 @@ kvf_status rpt_econ_config_set(rpt_econ_config *c, const char *key, const char *
         }
         return KVF_OK;
     }
-    static const char pfx[] = "prices_per_mtok.";
-    if (!strncmp(key, pfx, sizeof pfx - 1)) {
-        const char *rest = key + sizeof pfx - 1;
-        const char *dot = strchr(rest, '.');
-        double x;
-        if (!dot) {
-            double *f = price_field(&c->prices, rest);
-            if (!f) goto unknown;
-            if (!parse_num(value, 0, 1e9, &x)) return bad_value(err, key, value, "a price >= 0");
-            *f = x;
-            return KVF_OK;
-        }
-        size_t n = (size_t)(dot - rest);
-        if (n == 0 || n >= RPT_ECON_NAME_LEN) goto unknown;
-        rpt_econ_prices probe = {0, 0, 0};
-        if (!price_field(&probe, dot + 1)) goto unknown;
-        if (!parse_num(value, 0, 1e9, &x)) return bad_value(err, key, value, "a price >= 0");
-        int k;
-        for (k = 0; k < c->n_cls; k++)
-            if (strlen(c->cls[k].cls) == n && !strncmp(c->cls[k].cls, rest, n)) break;
-        if (k == c->n_cls) {
-            if (c->n_cls == RPT_ECON_MAX_CLASSES)
-                return kvf_fail(err, KVF_EINVAL, "economics.%s: more than %d classes with prices",
-                                key, RPT_ECON_MAX_CLASSES);
-            memcpy(c->cls[k].cls, rest, n);
-            c->cls[k].cls[n] = '\0';
-            c->cls[k].p = (rpt_econ_prices){NAN, NAN, NAN};
-            c->n_cls++;
-        }
-        *price_field(&c->cls[k].p, dot + 1) = x;
-        return KVF_OK;
+    if (!strncmp(key, "prices_per_mtok.", 16)) {
+        kvf_status st = set_price(c, key, value, err);
+        if (st != KVF_ENOENT) return st;
     }
-unknown:
     return kvf_fail(err, KVF_EINVAL, "economics.%s: unknown key", key);
 }
 
