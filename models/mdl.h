@@ -168,8 +168,8 @@ typedef struct mdl_model {
 //   ep_dispatch, ep_combine  mode (low_latency|normal), ep, tokens (per GPU) -> GBps
 //                         (logical: tokens x top-k x hidden x element bytes / time), us
 //   allreduce             gpus, bytes -> GBps (bus bandwidth)
-//   decode_gqa            heads, kv_heads, head_dim (per GPU), batch, context -> us (one
-//                         layer's decode attention over bf16 KV), GBps (KV bytes / time)
+//   decode_gqa            heads, kv_heads, head_dim (per GPU), kv_bytes, batch, context -> us
+//                         (one layer's decode attention), GBps (KV bytes / time)
 //   prefill_gqa           heads, kv_heads, head_dim (per GPU), batch, seqlen -> tflops (causal)
 //   moe_bf16, moe_fp8     experts, topk, hidden, inter, tp, ep, tokens (entering the op on one
 //                         GPU) -> tflops (the GPU's expert FLOPs / time), us: one fused MoE
@@ -211,7 +211,7 @@ typedef struct mdl_krow {
     double batch, context;      // sequences per GPU; cached tokens per sequence (decode)
     double experts, topk;       // MoE: routed experts of the model, experts per token
     double hidden, inter, tp;   // MoE: hidden size, expert inner size, expert TP degree
-    double kv_bytes;            // decode_mla: bytes per cached latent element (2 bf16, 1 fp8)
+    double kv_bytes;            // decode_gqa, decode_mla: bytes per cached element (2 bf16, 1 fp8)
     double tflops, GBps, us;    // the measured figures (0 = not given)
     int line;                   // line in the hardware file
     uint16_t src;               // index into mdl_hardware.sources

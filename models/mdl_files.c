@@ -395,7 +395,7 @@ const char *mdl_kkind_name(mdl_kkind k) {
 static const char *const kneeds[MDL_K_KINDS] = {
     "m n k tflops", "m n k tflops", "groups m n k tflops", "attention head_dim GBps tflops",
     "attention head_dim seqlen tflops", "mode ep tokens GBps", "mode ep tokens GBps",
-    "gpus bytes GBps", "groups m n k tflops", "heads kv_heads head_dim batch context us",
+    "gpus bytes GBps", "groups m n k tflops", "heads kv_heads head_dim kv_bytes batch context us",
     "heads kv_heads head_dim batch seqlen tflops",
     "experts topk hidden inter tp ep tokens tflops",
     "experts topk hidden inter tp ep tokens tflops", "experts topk tokens us",

@@ -66,6 +66,8 @@ static int row_key(const mdl_krow *r, double *key) {
         key[0] = r->gpus;
         return 1;
     case MDL_K_DECODE_GQA:
+        key[0] = r->heads, key[1] = r->kv_heads, key[2] = r->head_dim, key[3] = r->kv_bytes;
+        return 4;
     case MDL_K_PREFILL_GQA:
         key[0] = r->heads, key[1] = r->kv_heads, key[2] = r->head_dim;
         return 3;
@@ -814,15 +816,16 @@ static bool decode_context(const tab *c, uint32_t cap, double *ctx) {
 
 static bool attn_decode_gqa(tab *c, int g) {
     const mdl_model *m = c->m;
-    if (m->attention != MDL_ATTN_GQA || m->kv_bytes_per_elem != 2) return false;
+    if (m->attention != MDL_ATTN_GQA) return false;
     double tp = c->p.tp, ctx, y;
     double layers = g == MDL_WG_ATTN_FULL ? (double)m->layers - m->window_layers : m->window_layers;
     if (!decode_context(c, g == MDL_WG_ATTN_WINDOW ? m->window : 0, &ctx) || layers <= 0)
         return false;
-    double key[3] = {m->heads / tp, KVF_MAX(m->kv_heads / tp, 1.0), m->head_dim};
+    double key[4] = {m->heads / tp, KVF_MAX(m->kv_heads / tp, 1.0), m->head_dim,
+                     m->kv_bytes_per_elem};
     double batch = mdl_batch_size(c->b) / (c->G / tp); // sequences per TP group
     hit h;
-    if (!look2(&c->L, MDL_K_DECODE_GQA, key, 3, batch, ctx, FIG_US, true, &y, &h)) return false;
+    if (!look2(&c->L, MDL_K_DECODE_GQA, key, 4, batch, ctx, FIG_US, true, &y, &h)) return false;
     c->pp->group_s[g] = layers * y * 1e-6;
     term_add(c->ex, g == MDL_WG_ATTN_FULL ? "attention" : "attention (window)", c->pp->group_s[g],
              c->hw, h,

@@ -13,8 +13,8 @@ What it takes (TensorRT-LLM 1.3.0rc20 tables of each system; models/README.md ha
   gemm_perf          -> gemm_bf16 (bfloat16), gemm_fp8 (fp8_block: DeepSeek's 1x128 / 128x128
                         block-scaled recipe), tflops = 2 m n k / latency, at the grid (n, k)
                         points that bracket the per-GPU projection shapes of the bundled models
-  generation_attention_perf -> decode_gqa (bf16 KV, head_dim 128, full attention), us =
-                        latency, GBps = KV bytes read / latency
+  generation_attention_perf -> decode_gqa (bf16 and fp8 KV, head_dim 128, full attention),
+                        us = latency, GBps = KV bytes read / latency
   generation_mla_perf       -> decode_mla (absorbed MLA decode of DeepSeek-V3's heads per GPU,
                         the KV element size of its model file), us = latency
   context_attention_perf    -> prefill_gqa (bf16, no cached prefix), tflops = causal FLOPs /
@@ -464,24 +464,27 @@ def decode_rows(src, system, models, hand, stats):
     if "decode_gqa" in hand:
         return []
     path, rows = src.table(system, "attention", "generation_attention_perf")
-    have = {}
-    for r in rows:
-        if r["window_size"] == 0 and r["kv_cache_dtype"] == "bfloat16" and r["isl"] == 1:
-            have[(r["num_heads"], r["num_key_value_heads"], r["head_dim"], r["batch_size"],
-                  r["step"])] = r["latency"]
-    out, cite = [], src.cite(path, system, "bf16 KV")
-    for h, kv, hd in gqa_configs(models):
-        pts = [(b, s, have[(h, kv, hd, b, s)], None) for b in DECODE_BATCH for s in DECODE_STEP
-               if (h, kv, hd, b, s) in have]
-        # time never falls as the batch or the context grows
-        kept, d = monotone2(pts)
-        stats["dropped"] += d
-        for b, s, lat, _ in kept:
-            kvb = 2.0 * b * kv * hd * 2 * (s + 1)
-            out.append(row("decode_gqa", [("heads", h), ("kv_heads", kv), ("head_dim", hd),
-                                          ("batch", b), ("context", s),
-                                          ("us", round(lat * 1e3, 3)),
-                                          ("GBps", round(kvb / (lat * 1e-3) / 1e9, 1))], cite))
+    out = []
+    for kvb, dt in ((2, "bfloat16"), (1, "fp8")):
+        have = {}
+        for r in rows:
+            if r["window_size"] == 0 and r["kv_cache_dtype"] == dt and r["isl"] == 1:
+                have[(r["num_heads"], r["num_key_value_heads"], r["head_dim"], r["batch_size"],
+                      r["step"])] = r["latency"]
+        cite = src.cite(path, system, "%s KV" % ("bf16" if kvb == 2 else "fp8"))
+        for h, kv, hd in gqa_configs(models):
+            pts = [(b, s, have[(h, kv, hd, b, s)], None) for b in DECODE_BATCH
+                   for s in DECODE_STEP if (h, kv, hd, b, s) in have]
+            # time never falls as the batch or the context grows
+            kept, d = monotone2(pts)
+            stats["dropped"] += d
+            for b, s, lat, _ in kept:
+                nb = 2.0 * b * kv * hd * kvb * (s + 1)
+                out.append(row("decode_gqa", [("heads", h), ("kv_heads", kv), ("head_dim", hd),
+                                              ("kv_bytes", kvb), ("batch", b), ("context", s),
+                                              ("us", round(lat * 1e3, 3)),
+                                              ("GBps", round(nb / (lat * 1e-3) / 1e9, 1))],
+                               cite))
     return out
 
 

@@ -169,14 +169,14 @@ START_TEST(test_hw_check) {
          "hw.yaml:9", "the same shape as line 7"},
         {"  - {kind: gemm_fp6, m: 64, n: 8, k: 8, tflops: 1" SRC, "hw.yaml:7",
          "unknown kind 'gemm_fp6'"},
-        {"  - {kind: decode_gqa, heads: 32, kv_heads: 8, head_dim: 128, batch: 1, context: 1023, "
+        {"  - {kind: decode_gqa, heads: 32, kv_heads: 8, head_dim: 128, kv_bytes: 2, batch: 1, context: 1023, "
          "us: 20" SRC
-         "  - {kind: decode_gqa, heads: 32, kv_heads: 8, head_dim: 128, batch: 8, context: 1023, "
+         "  - {kind: decode_gqa, heads: 32, kv_heads: 8, head_dim: 128, kv_bytes: 2, batch: 8, context: 1023, "
          "us: 15" SRC,
          "hw.yaml:8", "must not fall as batch grows"},
-        {"  - {kind: decode_gqa, heads: 32, kv_heads: 8, head_dim: 128, batch: 8, context: 4095, "
+        {"  - {kind: decode_gqa, heads: 32, kv_heads: 8, head_dim: 128, kv_bytes: 2, batch: 8, context: 4095, "
          "us: 20" SRC
-         "  - {kind: decode_gqa, heads: 32, kv_heads: 8, head_dim: 128, batch: 8, context: 1023, "
+         "  - {kind: decode_gqa, heads: 32, kv_heads: 8, head_dim: 128, kv_bytes: 2, batch: 8, context: 1023, "
          "us: 25" SRC,
          "hw.yaml:7", "must not fall as context grows"},
         {"  - {kind: moe_bf16, experts: 128, topk: 8, hidden: 4096, inter: 1536, tp: 1, ep: 8, "
@@ -190,10 +190,10 @@ START_TEST(test_hw_check) {
         {"  - {kind: moe_fp8, experts: 256, topk: 8, hidden: 7168, inter: 2048, tp: 1, ep: 8, "
          "tokens: 64, tflops: 2100" SRC,
          "hw.yaml:7", "datasheet peak fp8_flops"},
-        {"  - {kind: decode_gqa, heads: 8, kv_heads: 1, head_dim: 128, batch: 8, context: 1023, "
+        {"  - {kind: decode_gqa, heads: 8, kv_heads: 1, head_dim: 128, kv_bytes: 2, batch: 8, context: 1023, "
          "us: 20, GBps: 3400" SRC,
          "hw.yaml:7", "above hbm_Bps"},
-        {"  - {kind: decode_gqa, heads: 8, kv_heads: 1, head_dim: 128, batch: 8, us: 20" SRC,
+        {"  - {kind: decode_gqa, heads: 8, kv_heads: 1, head_dim: 128, kv_bytes: 2, batch: 8, us: 20" SRC,
          "hw.yaml:7", "'kernels.context' missing"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -277,6 +277,7 @@ static const mdl_krow *row_find(const mdl_hardware *h, mdl_kkind kind, double he
         const mdl_krow *r = &h->krows[i];
         if (r->kind == kind && (isnan(heads) || r->heads == heads) &&
             (isnan(batch) || r->batch == batch) && (isnan(context) || r->context == context) &&
+            (r->kind != MDL_K_DECODE_GQA || r->kv_bytes == 2) &&
             (isnan(m) || r->m == m) && (isnan(n) || r->n == n) && (isnan(k) || r->k == k))
             return r;
     }
@@ -319,6 +320,22 @@ START_TEST(test_table_rows_by_hand) {
                   r0->us);
     ck_assert_int_eq(t->row_lo, r0->line);
     ck_assert(strstr(t->source, "aiconfigurator") && strstr(t->source, "generation_attention"));
+    // an FP8 KV cache (precision.kv: fp8) reads the fp8 row of the same shape
+    mdl_model lk8 = ll;
+    mdl_model_apply_precision(&lk8, MDL_PREC_AUTO, MDL_PREC_FP8, MDL_PREC_AUTO);
+    const mdl_krow *rq = NULL;
+    for (uint32_t i = 0; i < h->nkrows && !rq; i++) {
+        const mdl_krow *r = &h->krows[i];
+        if (r->kind == MDL_K_DECODE_GQA && r->heads == 32 && r->kv_bytes == 1 && r->batch == 8 &&
+            r->context == 2047)
+            rq = r;
+    }
+    ck_assert(rq && rq->us != r0->us);
+    mdl_table_eval(&lk8, h, NULL, NULL, &b, true, &c, &ex, &fb);
+    t = term_find(&ex, "attention", "decode_gqa");
+    ck_assert_msg(t && near(t->s, 32 * rq->us * 1e-6, 1e-9), "fp8 KV attention %.9g vs %.6g us",
+                  t ? t->s : -1, rq->us);
+    ck_assert_int_eq(t->row_lo, rq->line);
     // between the two contexts: log-log
     for (int i = 0; i < 8; i++) seqs[i] = (mdl_seq){1, 5000};
     mdl_table_eval(&ll, h, NULL, NULL, &b, true, &c, &ex, &fb);
@@ -420,9 +437,10 @@ START_TEST(test_table_rows_by_hand) {
         if (r->kind != MDL_K_DECODE_GQA && r->kind != MDL_K_GEMM_BF16) continue;
         if (r->kind == MDL_K_DECODE_GQA)
             len += snprintf(text + len, sizeof text - len,
-                            "  - {kind: decode_gqa, heads: %g, kv_heads: %g, head_dim: %g, batch: "
-                            "%g, context: %g, us: %.17g, source: \"%s\"}\n", r->heads, r->kv_heads,
-                            r->head_dim, r->batch, r->context, r->us, mdl_krow_source(h, r));
+                            "  - {kind: decode_gqa, heads: %g, kv_heads: %g, head_dim: %g, kv_bytes: "
+                            "%g, batch: %g, context: %g, us: %.17g, source: \"%s\"}\n", r->heads,
+                            r->kv_heads, r->head_dim, r->kv_bytes, r->batch, r->context, r->us,
+                            mdl_krow_source(h, r));
         else
             len += snprintf(text + len, sizeof text - len,
                             "  - {kind: gemm_bf16, m: %g, n: %g, k: %g, tflops: %.17g, source: "
