@@ -477,6 +477,47 @@ static void trace_cases(void) {
          "subagent"},
     };
     row_cases("sessions", "jsonl", "", ss, sizeof ss / sizeof ss[0]);
+    // closed-loop references that name no earlier request
+    const char *K0 = "{\"id\":0,\"arrival_ns\":0,\"input_tokens\":10,\"output_tokens\":3}\n";
+    static const row_case kprev[] = {
+        {"prev_id names nothing",
+         "{\"id\":5,\"arrival_ns\":9,\"input_tokens\":10,\"output_tokens\":3,\"prev_id\":3}",
+         "'prev_id'"},
+        {"prev_id names itself",
+         "{\"id\":1,\"arrival_ns\":9,\"input_tokens\":10,\"output_tokens\":3,\"prev_id\":1}",
+         "'prev_id'"},
+        {"prev_id names a later request",
+         "{\"id\":1,\"arrival_ns\":9,\"input_tokens\":10,\"output_tokens\":3,\"prev_id\":7}",
+         "'prev_id'"},
+    };
+    row_cases("kvfleet", "jsonl", K0, kprev, sizeof kprev / sizeof kprev[0]);
+    // a NUL byte inside a CSV field
+    static const char aznul[] = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                "2023-11-16 18:15:46.6805900,37\0" "4,44\n";
+    trace_case("NUL in a field", "azure", "csv", aznul, (long)sizeof aznul - 1, "NUL byte");
+    // scaled arrivals past the time limit: refused, not clamped to 9e9 s
+    const char *far = put(fresh("jsonl"),
+                          "{\"id\":0,\"arrival_ns\":0,\"input_tokens\":10,\"output_tokens\":3}\n"
+                          "{\"id\":1,\"arrival_ns\":10000000000000000,\"input_tokens\":10,"
+                          "\"output_tokens\":3}\n",
+                          -1);
+    add(2, "'arrival_ns'", "time_scale", "time_scale past the arrival limit (run)",
+        RUN " --trace %s --set workload.format=kvfleet --set workload.time_scale=1e6", RUNARGS(S),
+        far);
+    add(2, "'arrival_ns'", "time_scale", "time_scale past the arrival limit (stats)",
+        "%s trace stats %s --time-scale 1e6", kvt_bin(), far);
+    add(2, "'input_tokens'", "length_scale", "length_scale past the token limit",
+        "%s trace stats %s --length-scale 1000 --format kvfleet", kvt_bin(),
+        put(fresh("jsonl"), "{\"arrival_ns\":0,\"input_tokens\":100000,\"output_tokens\":3}\n", -1));
+    // the generator's derived quantities
+    add(2, "rate_rps", "--rate", "trace gen days with a vanishing rate",
+        "%s trace gen --profile chatbot --days 1 --rate 1e-30", kvt_bin());
+    add(2, "days x 86400 x rate_rps", NULL, "trace gen days x rate over the cap",
+        "%s trace gen --profile chatbot --days 3660 --rate 1000", kvt_bin());
+    // an output that is the input
+    const char *in = put(fresh("jsonl"), MOON_OK, -1);
+    add(2, in, "same file", "trace convert onto its input",
+        "%s trace convert %s -o %s --force", kvt_bin(), in, in);
 }
 
 // ---- model and hardware files -----------------------------------------------------------------

@@ -110,7 +110,7 @@ kvf_status trc_cache_dir(char *buf, size_t n, kvf_err *err) {
 
 struct trc_cache_key {
     disk_key k;
-    char path[PATH_MAX];
+    char path[PATH_MAX + 256];   // real path, '\n', the name as given
 };
 
 static void key_fill(trc_cache_key *ck, const char *real, const struct stat *sb,
@@ -142,9 +142,14 @@ static uint64_t key_hash(const trc_cache_key *ck) {
 trc_cache_key *trc_cache_key_make(FILE *f, const char *path, const trc_options *o,
                                   trc_format detected, char *cpath, size_t n) {
     struct stat sb;
-    char real[PATH_MAX], dir[PATH_MAX];
+    char real[PATH_MAX + 256], dir[PATH_MAX];
     if (fstat(fileno(f), &sb) != 0 || !realpath(path, real)) return NULL;
     if (trc_cache_dir(dir, sizeof dir, NULL)) return NULL;
+    // the name as given joins the real path: a CSV's class comes from its file name ("code"),
+    // and a link may name the file differently
+    const char *base = strrchr(path, '/');
+    size_t rl = strlen(real);
+    snprintf(real + rl, sizeof real - rl, "\n%s", base ? base + 1 : path);
     trc_cache_key *ck = kvf_malloc(sizeof *ck);
     key_fill(ck, real, &sb, o, detected);
     int k = snprintf(cpath, n, "%s/%016llx.trc", dir, (unsigned long long)key_hash(ck));

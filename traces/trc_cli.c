@@ -27,8 +27,8 @@ static void usage(FILE *f) {
             "SHAPING: [--limit N] [--time-scale X] [--length-scale X] [--rate R] [--start S]\n"
             "         [--end S] [--bucket as_recorded|spread] [--seed N] [--skip-bad]\n"
             "         [--session-rate R] [--session-users N] [--source-block-tokens N]\n"
-            "         [--cache | --no-cache]   (binary copy of the parsed trace in\n"
-            "         $XDG_CACHE_HOME/kvfleet; default: on when KVFLEET_TRACE_CACHE=1)\n"
+            "environment: KVFLEET_TRACE_CACHE=1 keeps a binary copy of each parsed trace in\n"
+            "  $XDG_CACHE_HOME/kvfleet (else ~/.cache/kvfleet) that later reads replay\n"
             "formats: auto mooncake azure burstgpt sessions kvfleet\n");
 }
 
@@ -64,10 +64,6 @@ static int shaping(int argc, char **argv, int *i, trc_options *o) {
     uint64_t n;
     if (!strcmp(a, "--skip-bad")) {
         o->skip_bad = true;
-        return 1;
-    }
-    if (!strcmp(a, "--cache") || !strcmp(a, "--no-cache")) {
-        o->cache = a[2] == 'c' ? TRC_CACHE_ON : TRC_CACHE_OFF;
         return 1;
     }
 #define NEEDV                                                                                 \
