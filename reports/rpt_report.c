@@ -847,6 +847,9 @@ static void sec_run(rep *r, page *p) {
         const char *v = (const char *)sqlite3_column_text(st, 1);
         if (!k) continue;
         if (!v) v = "";
+        rpt_buf vb = {0};   // numbers of 17 digits (%.17g of 0.7) in 15
+        rpt_buf_text_numbers(&vb, v);
+        v = vb.p ? vb.p : "";
         bool lng = strchr(v, '\n') || strlen(v) > 160;
         row_open(p);
         cell_text(p, k);
@@ -857,10 +860,10 @@ static void sec_run(rep *r, page *p) {
             rpt_buf_puts(&p->m, " (below) |");
             rpt_buf_printf(&longs, "\n`%s`:\n\n```\n%s\n```\n", k, v);
         } else {
-            char shown[200];
-            cell_text(p, rpt_fmt_text_value(v, shown, sizeof shown));
+            cell_text(p, v);
         }
         row_close(p);
+        rpt_buf_free(&vb);
     }
     sqlite3_finalize(st);
     tab_close(p);

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "rpt_util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -565,4 +566,30 @@ int rpt_gnuplot(const char *dir, const char *script) {
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     return status;
+}
+
+void rpt_buf_text_numbers(rpt_buf *b, const char *text) {
+    KVF_ASSERT(b);
+    if (!text) return;
+    const char *run = text, *p = text;
+    while (*p) {
+        bool start = (*p >= '0' && *p <= '9') || (*p == '-' && p[1] >= '0' && p[1] <= '9');
+        bool after_word = p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '.' || p[-1] == '_');
+        if (!start || after_word) {
+            p++;
+            continue;
+        }
+        char *end = NULL;
+        double v = strtod(p, &end);
+        size_t digits = 0;
+        for (const char *q = p; q < end; q++) digits += *q >= '0' && *q <= '9';
+        bool word_follows = *end && (isalnum((unsigned char)*end) || *end == '_');
+        if (end > p && digits > 15 && isfinite(v) && !word_follows) {
+            rpt_buf_putn(b, run, (size_t)(p - run));
+            rpt_buf_printf(b, "%.15g", v);
+            run = end;
+        }
+        p = end > p ? end : p + 1;
+    }
+    rpt_buf_puts(b, run);
 }

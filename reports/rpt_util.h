@@ -76,6 +76,9 @@ void rpt_key_words(const char *key, char *out, size_t n);
 // digits ("0.69999999999999996") rewritten to the shortest form that reads back the same to
 // 15 digits ("0.7"); other text unchanged. Returns out.
 char *rpt_fmt_text_value(const char *text, char *out, size_t n);
+// Appends text with every number in it of more than 15 significant digits written to 15
+// ("ratio: 0.69999999999999996" -> "ratio: 0.7"); words with digits are left alone.
+void rpt_buf_text_numbers(rpt_buf *b, const char *text);
 
 // One scalar leaf of a JSON object tree.
 typedef struct rpt_leaf {

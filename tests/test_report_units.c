@@ -66,6 +66,11 @@ START_TEST(test_units_by_key) {
     ck_assert_str_eq(rpt_fmt_text_value("0.69999999999999996", s, sizeof s), "0.7");
     ck_assert_str_eq(rpt_fmt_text_value("cache_aware", s, sizeof s), "cache_aware");
     ck_assert_str_eq(rpt_fmt_text_value("12", s, sizeof s), "12");
+    rpt_buf tb = {0};
+    rpt_buf_text_numbers(&tb, "sample_rate: 0.69999999999999996\nv2: [0.10000000000000001, 3]\n"
+                              "id a1234567890123456789 -2.5");
+    ck_assert_str_eq(tb.p, "sample_rate: 0.7\nv2: [0.1, 3]\nid a1234567890123456789 -2.5");
+    rpt_buf_free(&tb);
     char w[128];
     rpt_key_words("cache.by_tier.hbm", w, sizeof w);   // a headline figure: its label
     ck_assert_str_eq(w, "hits from HBM");
