@@ -1052,8 +1052,8 @@ static void table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_par
     if (!(c.eff.memory > 0)) c.eff.memory = 0.8;
     c.G = c.p.gpus;
     c.T = w.tokens;
-    mdl_kkind unused1, unused2;
-    gemm_kinds(m, m->weight_bytes_per_param, &c.gemm, &unused1, &unused2);
+    mdl_kkind dense_grouped, dense_moe; // dense weights use the GEMM kind only
+    gemm_kinds(m, m->weight_bytes_per_param, &c.gemm, &dense_grouped, &dense_moe);
     double ebpp = m->expert_weight_bytes_per_param > 0 ? m->expert_weight_bytes_per_param
                                                        : m->weight_bytes_per_param;
     gemm_kinds(m, ebpp, &c.e_gemm, &c.e_grouped, &c.e_moe);
