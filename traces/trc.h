@@ -2,7 +2,8 @@
 // kvfleet JSONL writer, the synthetic generator and trace statistics.
 //
 // Every reader yields the same trc_request. Readers stream: memory is constant in trace
-// length (a rate rescale needs the mean rate first and takes it in a first pass over the file).
+// length (a rate rescale needs the mean rate first: a first pass parses the file once into a
+// binary spool on disk, which the reader then replays; see trc_reader_open_pass).
 // Block ids are chained prefix ids already mapped onto the simulator's block size
 // (opt.block_tokens): equal id at position i means equal content of tokens [0, (i+1)*bt).
 // Only full blocks get ids; a partial last block is never shared.

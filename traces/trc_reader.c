@@ -8,6 +8,11 @@
 // already names the whole prefix). S == B: ids pass unchanged. Only full B-token blocks
 // within input_tokens get ids (n_blocks <= floor(input_tokens / B)).
 //
+// First pass (rate rescale, or trc_reader_open_pass): a second reader core without rescale
+// reads the source through a tee that spools every source record in binary (trc_cache.c);
+// the real reader then replays the spool, so the text is parsed once. Window, limit and
+// spreading do not depend on the time factor, so both cores pull the same records.
+//
 // Bucket spreading keeps order: a bucket's k arrivals get k sorted uniform offsets within
 // [t, min(t + bucket, next t)), so arrivals stay non-decreasing. Only one bucket is buffered.
 #include <errno.h>
