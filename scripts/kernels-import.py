@@ -24,7 +24,7 @@ What it takes (TensorRT-LLM 1.3.0rc20 tables of each system; models/README.md ha
                         of the GPU / latency
   custom_allreduce_perf -> allreduce (bf16), GBps = bus bandwidth 2 (n-1)/n bytes / latency
 Rows of a series whose figure falls where physics says it must not (GEMM tflops as m grows,
-attention time as batch or context shrinks) are measurement noise; they are left out and
+attention time as batch or context grows) are measurement noise; they are left out and
 counted on stderr, so every written file passes `kvfleet hw check`.
 
 The rows go between the `# BEGIN kernels-import` and `# END kernels-import` lines of the
@@ -37,6 +37,9 @@ import re
 import struct
 import subprocess
 import sys
+
+
+# ---- a parquet reader (flat files as pyarrow writes them) ----------------------------------
 
 class Thrift:
     """Thrift compact protocol, just enough for parquet's footer and page headers."""
