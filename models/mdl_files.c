@@ -1206,6 +1206,7 @@ kvf_status mdl_model_load(mdl_model *m, const char *name_or_path, const char *mo
 
 kvf_status mdl_hardware_load(mdl_hardware *h, const char *name_or_path, const char *models_dir,
                              kvf_err *err) {
+    KVF_ASSERT(h);
     char path[1024];
     if (!name_or_path || !*name_or_path) return kvf_fail(err, KVF_EINVAL, "hardware: empty name");
     resolve(path, sizeof path, name_or_path, models_dir, "hardware/");
