@@ -169,10 +169,10 @@ static json_t *shown_keys(cmp_run *r, int n, bool all) {
     return keys;
 }
 
-static const char *label_of(const char *key) {
-    for (size_t i = 0; i < RPT_HEADLINE_N; i++)
-        if (!strcmp(RPT_HEADLINE[i].key, key)) return RPT_HEADLINE[i].label;
-    return key;
+// The key in words (the headline label when it has one). Returns out.
+static const char *label_of(const char *key, char *out, size_t n) {
+    rpt_key_words(key, out, n);
+    return out;
 }
 
 static void cell_str(const char *key, json_t *v, char *out, size_t n) {
@@ -234,7 +234,7 @@ typedef struct notes {
 } notes;
 
 // A right-aligned cell of width w. Longer text: a path keeps its end ("...mooncake.jsonl");
-// a sentence gets a mark [k] in the cell and is printed whole below the table.
+// a sentence (nt given) gets a mark [k] in the cell and is printed whole below the table.
 static void put_cell(FILE *out, const char *s, int w, notes *nt) {
     int len = (int)strlen(s);
     if (len <= w) {
@@ -255,14 +255,15 @@ static void print_table(FILE *out, cmp_run *r, int n, json_t *keys, json_t *vari
     size_t j;
     json_t *e;
     json_array_foreach(keys, j, e) {
-        int l = (int)strlen(label_of(json_string_value(e)));
+        char w[200];
+        int l = (int)strlen(label_of(json_string_value(e), w, sizeof w));
         if (l > w0) w0 = l;
     }
     json_array_foreach(varied, j, e) {
         int l = (int)strlen(json_string_value(e));
         if (l > w0) w0 = l;
     }
-    int wc = 24;
+    int wc = 26;
     for (int m = 0; m < n; m++)
         fprintf(out, "run %d: %s (scenario %s)\n", m + 1, r[m].dir,
                 json_string_value(json_object_get(r[m].sum, "scenario"))
@@ -283,19 +284,26 @@ static void print_table(FILE *out, cmp_run *r, int n, json_t *keys, json_t *vari
             json_t *v = json_object_get(r[m].run, k);
             char shown[256];
             put_cell(out, v ? rpt_fmt_text_value(json_string_value(v), shown, sizeof shown) : "-",
-                     wc, &nt);
+                     wc, NULL);
         }
         fprintf(out, "\n");
     }
     json_array_foreach(keys, j, e) {
         const char *k = json_string_value(e);
-        fprintf(out, "%-*s", w0, label_of(k));
+        char w[200];
+        fprintf(out, "%-*s", w0, label_of(k, w, sizeof w));
         double v0 = rpt_json_num(r[base].sum, k);
         for (int m = 0; m < n; m++) {
             json_t *v = rpt_json_path(r[m].sum, k);
             char s[400], cell[440];
             cell_str(k, v, s, sizeof s);
-            if (m != base && json_is_number(v)) {
+            if (m != base && json_is_number(v) && rpt_key_unit(k) == RPT_U_FRAC) {
+                double d = 100 * (json_number_value(v) - v0);   // shares differ in points
+                if (isfinite(d))
+                    snprintf(cell, sizeof cell, "%s (%+.1f pt)", s, d);
+                else
+                    snprintf(cell, sizeof cell, "%s (n/a)", s);
+            } else if (m != base && json_is_number(v)) {
                 double d = pct_diff(json_number_value(v), v0);
                 if (isfinite(d))
                     snprintf(cell, sizeof cell, "%s (%+.1f%%)", s, d);
@@ -304,11 +312,11 @@ static void print_table(FILE *out, cmp_run *r, int n, json_t *keys, json_t *vari
             } else {
                 snprintf(cell, sizeof cell, "%s", s);
             }
-            put_cell(out, cell, wc, &nt);
+            put_cell(out, cell, wc, json_is_string(v) ? &nt : NULL);
         }
         fprintf(out, "\n");
     }
-    fprintf(out, "\n(differences in percent against run %d)\n", base + 1);
+    fprintf(out, "\n(differences against run %d: in percent, shares in points)\n", base + 1);
     if (nt.b.p) fprintf(out, "\n%s", nt.b.p);
     rpt_buf_free(&nt.b);
 }
