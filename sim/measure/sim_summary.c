@@ -39,13 +39,9 @@ static double pool_util(const sim_cluster *c, int k) {
 }
 
 
-json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd,
-                          double wall_s, const sim_run_sampling *smp, rpt_econ_result *econ_out,
-                             kvf_err *err) {
+// The run's identity: scenario, seed, version, step model (and profile), model, hardware, mode.
+static void summary_header(json_t *s, const sim_cluster *c) {
     const sim_config *cfg = c->cfg;
-    sim_metrics *m = &c->m;
-    json_t *s = json_object();
-    double sim_s = (double)c->now * 1e-9;
     json_object_set_new(s, "scenario", json_string(cfg->name));
     json_object_set_new(s, "seed", json_integer((json_int_t)cfg->seed));
     json_object_set_new(s, "kvfleet_version", json_string(KVF_VERSION));
@@ -56,7 +52,11 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
     json_object_set_new(s, "model", json_string(c->model.name));
     json_object_set_new(s, "hardware", json_string(c->hw.name));
     json_object_set_new(s, "mode", json_string(c->colocated ? "colocated" : "disaggregated"));
+}
 
+// "requests": arrived, completed, rejected (and why), unfinished.
+static json_t *summary_requests(const sim_cluster *c) {
+    const sim_metrics *m = &c->m;
     json_t *rq = json_object();
     json_object_set_new(rq, "arrived", json_integer((json_int_t)c->arrived));
     json_object_set_new(rq, "completed", json_integer((json_int_t)c->completed));
@@ -71,8 +71,12 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
     // of their arrival)
     json_object_set_new(rq, "unfinished",
                         json_integer((json_int_t)(c->arrived - c->completed - c->rejected)));
-    json_object_set_new(s, "requests", rq);
+    return rq;
+}
 
+// The latencies (ttft, tpot, itl, e2e), generation speed per request and by class. Sorts the
+// metrics' samples in place (the SLO check reads them sorted).
+static void summary_latency(json_t *s, sim_metrics *m) {
     json_object_set_new(s, "ttft_ms", stats_obj(&m->ttft_ms));
     json_object_set_new(s, "tpot_ms", stats_obj(&m->tpot_ms));
     json_t *itl = json_object();
@@ -98,7 +102,11 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
         json_object_set_new(bc, trc_class_name(k), o);
     }
     json_object_set_new(s, "by_class", bc);
+}
 
+// "throughput": tokens per simulated second, and per GPU-second of the pool that made them.
+static json_t *summary_throughput(const sim_cluster *c, double sim_s) {
+    const sim_metrics *m = &c->m;
     int ppool = SIM_POOL_PREFILL, dpool = c->colocated ? SIM_POOL_PREFILL : SIM_POOL_DECODE;
     json_t *tp = json_object();
     json_object_set_new(tp, "input_tok_s", json_real(sim_s > 0 ? (double)m->prompt_tokens / sim_s : 0));
@@ -108,22 +116,15 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
     json_object_set_new(tp, "decode_output_tok_s_per_gpu", json_real(dgs > 0 ? (double)m->output_tokens / dgs : 0));
     json_object_set_new(tp, "tokens_per_decode_step_per_request",
                         json_real(m->decode_step_seqs ? (double)m->decode_step_tokens / (double)m->decode_step_seqs : 0));
-    json_object_set_new(s, "throughput", tp);
+    return tp;
+}
 
-    json_t *ca = json_object();
-    double pr = (double)m->prompt_tokens;
-    json_object_set_new(ca, "hit_rate", json_real(pr > 0 ? (double)m->hit_tokens / pr : 0));
-    json_object_set_new(ca, "hit_tokens", json_integer((json_int_t)m->hit_tokens));
-    json_object_set_new(ca, "miss_tokens", json_integer((json_int_t)m->miss_tokens));
-    json_t *bt = json_object(), *btt = json_object();
-    static const char *tn[SIM_TIERS] = {"hbm", "dram", "ssd"};
-    for (int t = 0; t < SIM_TIERS; t++) {
-        json_object_set_new(bt, tn[t], json_real(pr > 0 ? (double)m->hit_tier[t] / pr : 0));
-        json_object_set_new(btt, tn[t], json_integer((json_int_t)m->hit_tier[t]));
-    }
-    json_object_set_new(ca, "by_tier", bt);
-    // by traffic class: hit rate, what the class writes to the store, what the store holds of
-    // it (steady: mean occupancy once the run has lasted the class's retention; null before)
+// "cache.by_class": by traffic class, hit rate, what the class writes to the store, what the
+// store holds of it (steady: mean occupancy once the run has lasted the class's retention;
+// null before).
+static json_t *summary_cache_by_class(const sim_cluster *c, double sim_s) {
+    const sim_config *cfg = c->cfg;
+    const sim_metrics *m = &c->m;
     json_t *bycls = json_object();
     for (int k = 0; k < TRC_CLASS_COUNT; k++) {
         if (!m->cls_prompt[k] && !m->cls_store_writes[k] && !m->cls_store_peak[k]) continue;
@@ -140,18 +141,38 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
                             num_or_null(m->cls_store_steady_n[k] ? (double)m->cls_store_steady_peak[k] * c->block_bytes : NAN));
         json_object_set_new(bycls, trc_class_name(k), o);
     }
-    json_object_set_new(ca, "by_class", bycls);
+    return bycls;
+}
+
+// "cache": hits by tier and class, the shared store's occupancy and traffic, prefill FLOPs.
+// *peak gets the store's peak bytes and *wr its write rate (B/s), which the economics bill.
+static json_t *summary_cache(const sim_cluster *c, double sim_s, double *peak, double *wr) {
+    const sim_config *cfg = c->cfg;
+    const sim_metrics *m = &c->m;
+    json_t *ca = json_object();
+    double pr = (double)m->prompt_tokens;
+    json_object_set_new(ca, "hit_rate", json_real(pr > 0 ? (double)m->hit_tokens / pr : 0));
+    json_object_set_new(ca, "hit_tokens", json_integer((json_int_t)m->hit_tokens));
+    json_object_set_new(ca, "miss_tokens", json_integer((json_int_t)m->miss_tokens));
+    json_t *bt = json_object(), *btt = json_object();
+    static const char *tn[SIM_TIERS] = {"hbm", "dram", "ssd"};
+    for (int t = 0; t < SIM_TIERS; t++) {
+        json_object_set_new(bt, tn[t], json_real(pr > 0 ? (double)m->hit_tier[t] / pr : 0));
+        json_object_set_new(btt, tn[t], json_integer((json_int_t)m->hit_tier[t]));
+    }
+    json_object_set_new(ca, "by_tier", bt);
+    json_object_set_new(ca, "by_class", summary_cache_by_class(c, sim_s));
     json_object_set_new(ca, "by_tier_tokens", btt);
-    double peak = (double)c->ssd.peak * c->block_bytes;
-    if (peak < m->store_bytes_peak) peak = m->store_bytes_peak;
-    json_object_set_new(ca, "stored_bytes_peak", json_real(peak));
+    *peak = (double)c->ssd.peak * c->block_bytes;
+    if (*peak < m->store_bytes_peak) *peak = m->store_bytes_peak;
+    json_object_set_new(ca, "stored_bytes_peak", json_real(*peak));
     json_object_set_new(ca, "stored_bytes_end", json_real((double)c->ssd.used * c->block_bytes));
     json_object_set_new(ca, "block_bytes", json_real(c->block_bytes));
     json_object_set_new(ca, "ssd_capacity_bytes", num_or_null(cfg->kv.ssd.capacity_bytes < 0 ? INFINITY : cfg->kv.ssd.capacity_bytes));
     // steady state of a store that keeps everything for its retention: per class, the class's
-    // write rate x its retention (filled below from the economics input)
-    double wr = sim_s > 0 ? (double)c->ssd.inserted * c->block_bytes / sim_s : 0;
-    json_object_set_new(ca, "ssd_write_Bps", json_real(wr));
+    // write rate x its retention (filled in later from the economics input)
+    *wr = sim_s > 0 ? (double)c->ssd.inserted * c->block_bytes / sim_s : 0;
+    json_object_set_new(ca, "ssd_write_Bps", json_real(*wr));
     json_object_set_new(ca, "evicted_blocks", json_integer((json_int_t)c->ssd.evicted));
     json_object_set_new(ca, "expired_blocks", json_integer((json_int_t)c->ssd.expired));
     // the store's block index in memory (tables and run queues) per block at its peak
@@ -171,8 +192,13 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
     json_object_set_new(pf, "window_full_recompute", json_real(m->prefill_flops_window_full));
     json_object_set_new(pf, "swa_replay", json_boolean(c->swa_replay));
     json_object_set_new(ca, "prefill_flops", pf);
-    json_object_set_new(s, "cache", ca);
+    return ca;
+}
 
+// "gpus", "gpu_hours" and "utilization" per pool.
+static void summary_gpus(json_t *s, const sim_cluster *c) {
+    const sim_config *cfg = c->cfg;
+    int dpool = c->colocated ? SIM_POOL_PREFILL : SIM_POOL_DECODE;
     json_t *g = json_object();
     json_object_set_new(g, "vision", json_integer(c->pool[SIM_POOL_VISION].n * (json_int_t)cfg->cluster.vision.gpus_per_instance));
     json_object_set_new(g, "prefill", json_integer(c->pool[SIM_POOL_PREFILL].n * (json_int_t)cfg->cluster.prefill.gpus_per_instance));
@@ -185,7 +211,12 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
     json_object_set_new(u, "prefill", json_real(pool_util(c, SIM_POOL_PREFILL)));
     json_object_set_new(u, "decode", json_real(pool_util(c, dpool)));
     json_object_set_new(s, "utilization", u);
+}
 
+// "slo": the bounds, attainment, goodput and whether the p90s met them (samples sorted).
+static json_t *summary_slo(const sim_cluster *c, double sim_s) {
+    const sim_config *cfg = c->cfg;
+    const sim_metrics *m = &c->m;
     json_t *slo = json_object();
     json_object_set_new(slo, "ttft_p90_ms", json_real(cfg->slo.ttft_p90_ms));
     json_object_set_new(slo, "tpot_p90_ms", json_real(cfg->slo.tpot_p90_ms));
@@ -195,9 +226,15 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
     double p90 = kvf_percentile_sorted(m->tpot_ms.v, m->tpot_ms.n, 90);
     json_object_set_new(slo, "met", json_boolean(c->completed && t90 <= cfg->slo.ttft_p90_ms &&
                                                  p90 <= cfg->slo.tpot_p90_ms));
-    json_object_set_new(s, "slo", slo);
+    return slo;
+}
 
-    // economics: GPU-hours by pool, tokens by class (added per request as they finished)
+// The economics' input from the run: GPU-hours, GPUs and utilisation by pool, the store's
+// size and write rate, prefill FLOPs, each class's retention and store (tokens by class were
+// added per request as they finished).
+static void summary_econ_input(sim_cluster *c, double sim_s, double peak, double wr) {
+    const sim_config *cfg = c->cfg;
+    const sim_metrics *m = &c->m;
     rpt_econ_input *ei = &c->econ_in;
     ei->simulated_s = sim_s;
     if (c->colocated) {
@@ -234,10 +271,19 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
     ei->dram_tb = cfg->kv.dram.capacity_bytes > 0
                       ? cfg->kv.dram.capacity_bytes * c->pool[SIM_POOL_PREFILL].n / 1e12
                       : 0;
-    rpt_econ_result econ_raw;
-    bool have_raw = false;
+}
+
+// "economics" (null for a run of no simulated time) and cache.steady_state_bytes_by_retention.
+// A sampled run: *raw gets the sampled fleet's own figures first (*have_raw when computed),
+// then the input is scaled to the full fleet. econ_out gets what "economics" shows.
+static void summary_economics(json_t *s, json_t *ca, sim_cluster *c, double sim_s,
+                              const sim_run_sampling *smp, rpt_econ_result *econ_out,
+                              rpt_econ_result *raw, bool *have_raw, kvf_err *err) {
+    const sim_config *cfg = c->cfg;
+    rpt_econ_input *ei = &c->econ_in;
+    *have_raw = false;
     if (smp && sim_s > 0) {   // the sampled fleet's own figures, then the full fleet's
-        have_raw = rpt_econ_compute(&cfg->econ, ei, &econ_raw, err) == KVF_OK;
+        *have_raw = rpt_econ_compute(&cfg->econ, ei, raw, err) == KVF_OK;
         sim_sample_scale_econ(ei, &smp->plan, c->colocated);
     }
     json_t *ss = json_object();
@@ -250,9 +296,12 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
         json_object_set_new(s, "economics", json_null());
     }
     json_object_set_new(ca, "steady_state_bytes_by_retention", ss);
+}
 
-    json_object_set_new(s, "saturation", sim_saturation_json(c));
-
+// "steps": counts, extrapolations, table fallbacks (table model only), preemptions, decode batch.
+static json_t *summary_steps(const sim_cluster *c) {
+    const sim_config *cfg = c->cfg;
+    const sim_metrics *m = &c->m;
     json_t *sm = json_object();
     json_object_set_new(sm, "steps", json_integer((json_int_t)m->steps));
     json_object_set_new(sm, "extrapolated_steps", json_integer((json_int_t)m->extrapolated_steps));
@@ -265,16 +314,22 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
     json_object_set_new(sm, "decode_steps", json_integer((json_int_t)m->decode_steps));
     json_object_set_new(sm, "decode_mean_batch",
                         json_real(m->decode_steps ? (double)m->decode_step_seqs / (double)m->decode_steps : 0));
-    json_object_set_new(s, "steps", sm);
+    return sm;
+}
 
+// "trace": the file read, its format, the reader's notes and skipped lines.
+static json_t *summary_trace(const char *trace_path, trc_reader *rd) {
     json_t *tr = json_object();
     json_object_set_new(tr, "path", json_string(trace_path));
     json_object_set_new(tr, "format", json_string(trc_format_name(trc_reader_format(rd))));
     json_object_set_new(tr, "notes", json_string(trc_reader_notes(rd)));
     json_object_set_new(tr, "skipped_lines", json_integer((json_int_t)trc_reader_skipped(rd)));
-    json_object_set_new(s, "trace", tr);
+    return tr;
+}
 
-    // conservation checks, read by the tests: all zero or equal on a correct run
+// "invariants": conservation checks, read by the tests: all zero or equal on a correct run.
+static json_t *summary_invariants(const sim_cluster *c) {
+    const sim_metrics *m = &c->m;
     json_t *inv = json_object();
     double kv_held = 0;
     uint64_t cached_blocks_over = 0;
@@ -290,50 +345,87 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
     json_object_set_new(inv, "output_tokens_produced", json_integer((json_int_t)m->output_tokens));
     json_object_set_new(inv, "output_tokens_rejected", json_integer((json_int_t)m->output_rejected));
     json_object_set_new(inv, "tiers_over_capacity", json_integer((json_int_t)cached_blocks_over));
-    json_object_set_new(s, "invariants", inv);
+    return inv;
+}
 
+// "sim": events, wall time (the caller's measure), speed and simulated time.
+static json_t *summary_sim(const sim_cluster *c, double wall_s, double sim_s) {
     uint64_t events = sim_queue_popped(c->q);
     json_t *si = json_object();
     json_object_set_new(si, "events", json_integer((json_int_t)events));
     json_object_set_new(si, "wall_s", json_real(wall_s));
     json_object_set_new(si, "events_per_s", json_real(wall_s > 0 ? (double)events / wall_s : 0));
     json_object_set_new(si, "simulated_s", json_real(sim_s));
-    json_object_set_new(s, "sim", si);
-
-    if (smp) {
-        double gh_full = 0;
-        for (int k = 0; k < SIM_POOLS; k++)
-            gh_full += pool_gpu_s(c, k) / 3600.0 * sim_sample_pool_factor(&smp->plan, k, c->colocated);
-        sim_sample_summary(s, &smp->plan, &smp->sampler, c->colocated, gh_full);
-        json_t *raw = json_object_get(json_object_get(s, "sampling"), "sampled");
-        if (have_raw) {
-            json_object_set_new(raw, "economics.cost_usd", json_real(econ_raw.cost_usd));
-            json_object_set_new(raw, "economics.revenue_usd", json_real(econ_raw.revenue_usd));
-        }
-    }
-    // published figures beside the run's: the gap is against the nearer end of a range
-    if (cfg->n_published) {
-        json_t *pa = json_array();
-        for (int k = 0; k < cfg->n_published; k++) {
-            const sim_published *p = &cfg->published[k];
-            json_t *o = json_object();
-            json_object_set_new(o, "name", json_string(p->name));
-            json_object_set_new(o, "role", json_string(p->output ? "output" : "input"));
-            json_object_set_new(o, "value", json_real(p->value));
-            json_object_set_new(o, "high", isnan(p->high) ? json_null() : json_real(p->high));
-            json_object_set_new(o, "unit", json_string(p->unit));
-            json_object_set_new(o, "summary_key", json_string(p->summary_key));
-            double x = p->summary_key[0] ? rpt_json_num(s, p->summary_key) * p->scale : NAN;
-            double ref = isnan(p->high) || x < p->value ? p->value : x > p->high ? p->high : x;
-            json_object_set_new(o, "simulated", isfinite(x) ? json_real(x) : json_null());
-            json_object_set_new(o, "gap_pct", isfinite(x) && ref != 0
-                                                  ? json_real(100.0 * (x - ref) / fabs(ref))
-                                                  : json_null());
-            json_object_set_new(o, "rests_on", json_string(p->rests_on));
-            json_array_append_new(pa, o);
-        }
-        json_object_set_new(s, "published", pa);
-    }
-    return s;
+    return si;
 }
 
+// "sampling" of a sampled run: the full fleet's GPU-hours, and the sampled fleet's own cost
+// and revenue when they were computed.
+static void summary_sampling(json_t *s, const sim_cluster *c, const sim_run_sampling *smp,
+                             bool have_raw, const rpt_econ_result *raw) {
+    double gh_full = 0;
+    for (int k = 0; k < SIM_POOLS; k++)
+        gh_full += pool_gpu_s(c, k) / 3600.0 * sim_sample_pool_factor(&smp->plan, k, c->colocated);
+    sim_sample_summary(s, &smp->plan, &smp->sampler, c->colocated, gh_full);
+    json_t *sampled = json_object_get(json_object_get(s, "sampling"), "sampled");
+    if (have_raw) {
+        json_object_set_new(sampled, "economics.cost_usd", json_real(raw->cost_usd));
+        json_object_set_new(sampled, "economics.revenue_usd", json_real(raw->revenue_usd));
+    }
+}
+
+// "published": the scenario's published figures beside the run's; the gap is against the
+// nearer end of a range. Reads the summary s built so far.
+static json_t *summary_published(const sim_config *cfg, json_t *s) {
+    json_t *pa = json_array();
+    for (int k = 0; k < cfg->n_published; k++) {
+        const sim_published *p = &cfg->published[k];
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(p->name));
+        json_object_set_new(o, "role", json_string(p->output ? "output" : "input"));
+        json_object_set_new(o, "value", json_real(p->value));
+        json_object_set_new(o, "high", isnan(p->high) ? json_null() : json_real(p->high));
+        json_object_set_new(o, "unit", json_string(p->unit));
+        json_object_set_new(o, "summary_key", json_string(p->summary_key));
+        double x = p->summary_key[0] ? rpt_json_num(s, p->summary_key) * p->scale : NAN;
+        double ref = isnan(p->high) || x < p->value ? p->value : x > p->high ? p->high : x;
+        json_object_set_new(o, "simulated", isfinite(x) ? json_real(x) : json_null());
+        json_object_set_new(o, "gap_pct", isfinite(x) && ref != 0
+                                              ? json_real(100.0 * (x - ref) / fabs(ref))
+                                              : json_null());
+        json_object_set_new(o, "rests_on", json_string(p->rests_on));
+        json_array_append_new(pa, o);
+    }
+    return pa;
+}
+
+// summary.json of the finished run on c (contract in sim_run.h): the sections in their order.
+// Sorts c's latency samples and fills c->econ_in (scaled to the full fleet when sampled).
+json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd,
+                          double wall_s, const sim_run_sampling *smp, rpt_econ_result *econ_out,
+                             kvf_err *err) {
+    KVF_ASSERT(c && c->cfg && rd && econ_out);
+    json_t *s = json_object();
+    double sim_s = (double)c->now * 1e-9;
+    summary_header(s, c);
+    json_object_set_new(s, "requests", summary_requests(c));
+    summary_latency(s, &c->m);
+    json_object_set_new(s, "throughput", summary_throughput(c, sim_s));
+    double peak, wr;
+    json_t *ca = summary_cache(c, sim_s, &peak, &wr);
+    json_object_set_new(s, "cache", ca);
+    summary_gpus(s, c);
+    json_object_set_new(s, "slo", summary_slo(c, sim_s));
+    summary_econ_input(c, sim_s, peak, wr);
+    rpt_econ_result econ_raw;
+    bool have_raw;
+    summary_economics(s, ca, c, sim_s, smp, econ_out, &econ_raw, &have_raw, err);
+    json_object_set_new(s, "saturation", sim_saturation_json(c));
+    json_object_set_new(s, "steps", summary_steps(c));
+    json_object_set_new(s, "trace", summary_trace(trace_path, rd));
+    json_object_set_new(s, "invariants", summary_invariants(c));
+    json_object_set_new(s, "sim", summary_sim(c, wall_s, sim_s));
+    if (smp) summary_sampling(s, c, smp, have_raw, &econ_raw);
+    if (c->cfg->n_published) json_object_set_new(s, "published", summary_published(c->cfg, s));
+    return s;
+}
