@@ -1056,6 +1056,23 @@ START_TEST(test_compare_json_and_table) {
     ck_assert(strstr(txt, "router.prefill") != NULL);
     ck_assert(strstr(txt, "round_robin") != NULL);
     free(txt);
+    // against the second run: the first's differences are relative to it, shares in points
+    f = fopen(out, "w");
+    ck_assert_int_eq(rpt_compare_write_base(f, dirs, 2, true, false, 1, &err), KVF_OK);
+    fclose(f);
+    pts = json_load_file(out, 0, &je);
+    ck_assert(json_is_array(pts));
+    d = json_number_value(json_object_get(json_object_get(json_array_get(pts, 0), "diff_pct"),
+                                          "tpot_ms.p90"));
+    ck_assert_msg(fabs(d - 100 * (v0 - v1) / v1) < 1e-9, "diff against run 2: %g", d);
+    json_decref(pts);
+    f = fopen(out, "w");
+    ck_assert_int_eq(rpt_compare_write_base(f, dirs, 2, false, false, 1, &err), KVF_OK);
+    fclose(f);
+    txt = kvt_slurp(out);
+    ck_assert_msg(strstr(txt, "against run 2"), "%s", txt);
+    ck_assert_msg(strstr(txt, " pt)"), "no share difference in points: %s", txt);
+    free(txt);
     // a directory without summary.json
     const char *bad[] = {a, tmpdir};
     f = fopen(out, "w");
