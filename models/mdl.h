@@ -178,6 +178,8 @@ typedef struct mdl_model {
 //   moe_permute           hidden, topk, tokens -> us (permute + un-permute of the tokens)
 //   decode_mla            heads (per GPU), kv_bytes (latent element bytes), batch, context ->
 //                         us (one layer's absorbed MLA decode attention), GBps (optional)
+//   prefill_mla           heads (per GPU), batch, seqlen -> tflops (causal pairs x 2 heads x
+//                         (qk + v head dims) / time: the expanded-form attention kernel), us
 typedef enum mdl_kkind {
     MDL_K_GEMM_FP8 = 0,
     MDL_K_GEMM_BF16,
@@ -195,6 +197,7 @@ typedef enum mdl_kkind {
     MDL_K_MOE_ROUTING,
     MDL_K_MOE_PERMUTE,
     MDL_K_DECODE_MLA,
+    MDL_K_PREFILL_MLA,
     MDL_K_KINDS
 } mdl_kkind;
 // Rows per file; distinct `source` strings per file (rows share them by index).
@@ -361,6 +364,8 @@ typedef struct mdl_efficiency {
     double layer_overhead_ns;   // per-layer fixed cost (kernel launches), per step
     double comm_latency_ns;     // fixed cost of one collective (all-reduce, all-to-all)
     double attention;           // achieved / peak FLOP/s in attention kernels; 0 = compute
+    double attention_memory;    // achieved / peak HBM bandwidth reading KV in attention (decode
+                                // attention streams long contiguous pages); 0 = memory
     double comm_overlap;        // share (0..1) of collective time hidden under compute
 } mdl_efficiency;
 

@@ -385,7 +385,7 @@ static const char *const kkind_names[MDL_K_KINDS] = {
     "gemm_fp8",     "gemm_bf16",   "grouped_fp8", "decode_attn", "prefill_attn",
     "ep_dispatch",  "ep_combine",  "allreduce",   "grouped_bf16", "decode_gqa",
     "prefill_gqa",  "moe_bf16",    "moe_fp8",     "moe_routing", "moe_permute",
-    "decode_mla"};
+    "decode_mla",   "prefill_mla"};
 
 const char *mdl_kkind_name(mdl_kkind k) {
     return k < MDL_K_KINDS ? kkind_names[k] : "?";
@@ -399,7 +399,7 @@ static const char *const kneeds[MDL_K_KINDS] = {
     "heads kv_heads head_dim batch seqlen tflops",
     "experts topk hidden inter tp ep tokens tflops",
     "experts topk hidden inter tp ep tokens tflops", "experts topk tokens us",
-    "hidden topk tokens us", "heads kv_bytes batch context us"};
+    "hidden topk tokens us", "heads kv_bytes batch context us", "heads batch seqlen tflops"};
 
 // Index of source string val in h->sources, added when new.
 static int source_intern(mdl_hardware *h, const char *val) {

@@ -22,8 +22,8 @@
 //   attention       decode: GQA by decode_gqa rows (per-GPU heads, by batch and mean context,
 //                   log-log between rows), MLA by decode_mla rows the same way, else by the
 //                   decode_attn row, max(bytes / GBps, FLOPs / tflops); prefill: prefill_gqa
-//                   rows by chunks and token-weighted sequence length, else prefill_attn rows
-//                   by sequence length
+//                   (prefill_mla) rows by chunks and token-weighted sequence length, else
+//                   prefill_attn rows by sequence length
 //   TP all-reduce   allreduce rows of tp GPUs by message bytes (bus bandwidth)
 //   dispatch/combine ep_dispatch / ep_combine rows of the mode the phase uses (decode:
 //                   low_latency, else normal), interpolated in ep, within 4x of the measured
@@ -85,6 +85,9 @@ static int row_key(const mdl_krow *r, double *key) {
     case MDL_K_DECODE_MLA:
         key[0] = r->heads, key[1] = r->kv_bytes;
         return 2;
+    case MDL_K_PREFILL_MLA:
+        key[0] = r->heads;
+        return 1;
     case MDL_K_KINDS:
         break;
     }
@@ -110,6 +113,7 @@ static double row_x(const mdl_krow *r) {
     case MDL_K_DECODE_GQA:
     case MDL_K_DECODE_MLA:
     case MDL_K_PREFILL_GQA:
+    case MDL_K_PREFILL_MLA:
         return r->batch;
     case MDL_K_MOE_BF16:
     case MDL_K_MOE_FP8:
@@ -124,7 +128,7 @@ static double row_x(const mdl_krow *r) {
 // The inner axis of 2-D kinds (0 otherwise).
 static double row_x2(const mdl_krow *r) {
     if (r->kind == MDL_K_DECODE_GQA || r->kind == MDL_K_DECODE_MLA) return r->context;
-    return r->kind == MDL_K_PREFILL_GQA ? r->seqlen : 0;
+    return r->kind == MDL_K_PREFILL_GQA || r->kind == MDL_K_PREFILL_MLA ? r->seqlen : 0;
 }
 
 // A shape column outside key and axes (grouped: groups; EP: tokens): rows differing in it
@@ -902,6 +906,22 @@ static bool attn_prefill(tab *c, int g) {
             return true;
         }
     }
+    if (m->attention == MDL_ATTN_MLA) {
+        // the expanded-form kernel the rows time: 2 heads (qk + v) FLOPs per causal pair
+        double tp = c->p.tp, chunks = b->n / (c->G / tp), key[1] = {m->heads / tp}, pairs = 0;
+        for (uint32_t i = 0; i < b->n; i++) {
+            double t = b->seqs[i].new_tokens;
+            pairs += t * b->seqs[i].cached_tokens + t * (t + 1) / 2;
+        }
+        double fl = pairs * m->layers * 2.0 * m->heads * (2.0 * m->head_dim + m->rope_dim);
+        if (look2(&c->L, MDL_K_PREFILL_MLA, key, 1, chunks, sl, FIG_TFLOPS, false, &y, &h)) {
+            c->pp->group_s[g] = fl / c->G / (y * 1e12);
+            term_add(c->ex, "attention", c->pp->group_s[g], c->hw, h,
+                     "prefill_mla %.0f heads per GPU, %.3g chunks, seqlen %.0f: %.3g TFLOP at %.0f "
+                     "TFLOPS", key[0], chunks, sl, fl / c->G / 1e12, y);
+            return true;
+        }
+    }
     double hd = m->attention == MDL_ATTN_GQA ? m->head_dim : (double)m->kv_lora_rank + m->rope_dim;
     double key[2] = {m->attention, hd};
     if (!look1(&c->L, MDL_K_PREFILL_ATTN, key, 2, sl, FIG_TFLOPS, false, &y, &h)) return false;
@@ -1143,6 +1163,7 @@ static double tflops_peak(const mdl_hardware *h, mdl_kkind k, const char **what)
     case MDL_K_PREFILL_GQA:
     case MDL_K_DECODE_GQA:
     case MDL_K_DECODE_MLA:
+    case MDL_K_PREFILL_MLA:
         *what = "bf16_flops";
         return h->bf16_flops;
     default:
@@ -1205,6 +1226,7 @@ static fig mono_fig(mdl_kkind k, const char **yn) {
     case MDL_K_DECODE_GQA:
     case MDL_K_DECODE_MLA:
     case MDL_K_PREFILL_GQA:
+    case MDL_K_PREFILL_MLA:
     case MDL_K_MOE_ROUTING:
     case MDL_K_MOE_PERMUTE:
         *yn = "us";
@@ -1225,6 +1247,7 @@ static const char *axis_name(mdl_kkind k, int axis) {
     case MDL_K_DECODE_MLA:
         return axis ? "context" : "batch";
     case MDL_K_PREFILL_GQA:
+    case MDL_K_PREFILL_MLA:
         return axis ? "seqlen" : "batch";
     case MDL_K_MOE_BF16:
     case MDL_K_MOE_FP8:

@@ -17,6 +17,8 @@ What it takes (TensorRT-LLM 1.3.0rc20 tables of each system; models/README.md ha
                         us = latency, GBps = KV bytes read / latency
   generation_mla_perf       -> decode_mla (absorbed MLA decode of DeepSeek-V3's heads per GPU,
                         the KV element size of its model file), us = latency
+  context_mla_perf          -> prefill_mla (DeepSeek-V3's heads per GPU, bf16), tflops =
+                        causal pairs x 2 heads (qk + v head dims) / latency
   context_attention_perf    -> prefill_gqa (bf16, no cached prefix), tflops = causal FLOPs /
                         latency
   moe_perf           -> moe_bf16 / moe_fp8 (fused MoE op: routing, token permutation, grouped
@@ -516,6 +518,33 @@ def mla_rows(src, system, models, hand, stats):
     return out
 
 
+def mla_prefill_rows(src, system, models, hand, stats):
+    if "prefill_mla" in hand:
+        return []
+    path, rows = src.table(system, "mla", "context_mla_perf")
+    out = []
+    cite = src.cite(path, system, "bf16, causal")
+    for md, _, tps, _, _ in models:
+        if md.get("attention") != "mla":
+            continue
+        have = {(r["num_heads"], r["batch_size"], r["isl"]): r["latency"] for r in rows
+                if r["mla_dtype"] == "bfloat16" and r["kv_cache_dtype"] == "bfloat16" and
+                r["step"] == 0}
+        qk_v = 2 * md["head_dim"] + md.get("rope_dim", 0)  # nope + rope (qk) + v head dims
+        for tp in tps:
+            h = md["heads"] // tp
+            pts = [(b, s, have[(h, b, s)], None) for b in PREFILL_BATCH for s in PREFILL_ISL
+                   if (h, b, s) in have]
+            kept, d = monotone2(pts)
+            stats["dropped"] += d
+            for b, s, lat, _ in kept:
+                tf = b * s * (s + 1) / 2 * 2.0 * h * qk_v / (lat * 1e-3) / 1e12
+                out.append(row("prefill_mla", [("heads", h), ("batch", b), ("seqlen", s),
+                                               ("tflops", round(tf, 2)),
+                                               ("us", round(lat * 1e3, 3))], cite))
+    return out
+
+
 def prefill_rows(src, system, models, hand, stats):
     if "prefill_gqa" in hand:
         return []
@@ -653,6 +682,7 @@ def main():
                  decode_rows(src, theirs, models, hand, stats) +
                  mla_rows(src, theirs, models, hand, stats) +
                  prefill_rows(src, theirs, models, hand, stats) +
+                 mla_prefill_rows(src, theirs, models, hand, stats) +
                  moe_rows(src, theirs, models, hand, stats) +
                  allreduce_rows(src, theirs, hand, stats))
         print("%s: %d rows from %s (%d left out: a series falling against physics)" %

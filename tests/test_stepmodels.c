@@ -401,6 +401,20 @@ START_TEST(test_table_rows_by_hand) {
     t = term_find(&ex, "attention", "decode_mla");
     ck_assert_msg(t && near(t->s, ds.layers * ml->us * 1e-6, 1e-9), "mla %.9g vs %u x %.6g us",
                   t ? t->s : -1, ds.layers, ml->us);
+    // one 4,096-token prompt: the prefill_mla row at that length, over the kernel's own FLOPs
+    const mdl_krow *pm = NULL;
+    for (uint32_t i = 0; i < h2->nkrows && !pm; i++) {
+        const mdl_krow *r = &h2->krows[i];
+        if (r->kind == MDL_K_PREFILL_MLA && r->heads == 128 && r->batch == 1 && r->seqlen == 4096)
+            pm = r;
+    }
+    ck_assert(pm);
+    mdl_seq one = {4096, 0};
+    mdl_batch bp = {.phase = MDL_PREFILL, .seqs = &one, .n = 1};
+    mdl_table_eval(&ds, h2, NULL, NULL, &bp, true, &c, &ex, &fb);
+    t = term_find(&ex, "attention", "prefill_mla");
+    want = 4096.0 * 4097 / 2 * ds.layers * 2 * 128 * (2 * 128 + 64) / (pm->tflops * 1e12);
+    ck_assert_msg(t && near(t->s, want, 1e-9), "prefill mla %.9g vs %.9g", t ? t->s : -1, want);
     free(h2);
     mdl_hardware *gb = hw_load("gb200");
     const mdl_krow *e32 = NULL, *e64 = NULL;
