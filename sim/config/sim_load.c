@@ -199,146 +199,175 @@ static kvf_status apply_schedule(apply_ctx *x, const char *key, const yaml_node_
     return KVF_OK;
 }
 
-// line: where the key stands (its value may start on a later line).
+// A scalar's value for key (its keydef d, where it stands: line) into dst, the field d names;
+// one setter per key kind. null: the scalar is YAML null (already refused where d forbids it,
+// strings apart). Messages name the key and what it expects.
+typedef struct leaf {
+    apply_ctx *x;
+    const keydef *d;
+    const char *key;
+    int line;
+    const char *s; // the scalar's text
+    bool null;
+    char *dst;
+} leaf;
+
+static kvf_status set_str(const leaf *l) {
+    const keydef *d = l->d;
+    if (l->null && !(d->flags & F_NULL))
+        return fail_at(l->x, KVF_EPARSE, l->key, l->line, "must not be null");
+    if (strlen(l->s) >= d->size)
+        return fail_at(l->x, KVF_EINVAL, l->key, l->line, "longer than %zu characters",
+                       d->size - 1);
+    copy_str(l->dst, d->size, l->null ? "" : l->s);
+    return KVF_OK;
+}
+
+// K_NAME (the name copied) and K_ENUM (its index stored).
+static kvf_status set_name(const leaf *l) {
+    const keydef *d = l->d;
+    int i = name_index(d->names, l->s);
+    if (i < 0) {
+        char allowed[256];
+        join_names(d->names, allowed, sizeof allowed);
+        return fail_at(l->x, KVF_EINVAL, l->key, l->line, "unknown value '%s' (allowed: %s)",
+                       l->s, allowed);
+    }
+    if (d->kind == K_NAME)
+        copy_str(l->dst, d->size, l->s);
+    else
+        *(int *)l->dst = i;
+    return KVF_OK;
+}
+
+static kvf_status set_fmt(const leaf *l) {
+    trc_format f;
+    if (!trc_format_parse(l->s, &f)) {
+        char allowed[256];
+        size_t used = 0;
+        allowed[0] = '\0';
+        for (int i = TRC_FMT_AUTO; i <= TRC_FMT_KVFLEET; i++)
+            used += (size_t)snprintf(allowed + used, sizeof allowed - used, "%s%s", i ? "|" : "",
+                                     trc_format_name((trc_format)i));
+        return fail_at(l->x, KVF_EINVAL, l->key, l->line, "unknown value '%s' (allowed: %s)",
+                       l->s, allowed);
+    }
+    *(trc_format *)l->dst = f;
+    return KVF_OK;
+}
+
+static kvf_status set_bool(const leaf *l) {
+    bool b;
+    if (!sim_key_parse_bool(l->s, &b))
+        return fail_at(l->x, KVF_EPARSE, l->key, l->line, "expects true or false, got '%s'", l->s);
+    *(bool *)l->dst = b;
+    return KVF_OK;
+}
+
+static kvf_status set_u64(const leaf *l) {
+    const char *s = l->s;
+    char *end;
+    errno = 0;
+    if (*s == '-' || !isdigit((unsigned char)*s))
+        return fail_at(l->x, KVF_EPARSE, l->key, l->line,
+                       "expects a whole number >= 0, got '%s'", s);
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || *end)
+        return fail_at(l->x, KVF_EPARSE, l->key, l->line,
+                       "expects a whole number >= 0, got '%s'", s);
+    *(uint64_t *)l->dst = (uint64_t)v;
+    return KVF_OK;
+}
+
+// A number in the key table's range, in the file's unit, stored times scale (null: 0), into
+// the key's field and its second target if it has one.
+static kvf_status set_num(const leaf *l) {
+    const keydef *d = l->d;
+    double v = 0;
+    if (!l->null) {
+        if (!sim_key_parse_number(l->s, &v))
+            return fail_at(l->x, KVF_EPARSE, l->key, l->line, "expects %s, got '%s'",
+                           d->flags & F_INT ? "a whole number" : "a number", l->s);
+        if (d->flags & F_INT && v != floor(v))
+            return fail_at(l->x, KVF_EINVAL, l->key, l->line, "expects a whole number, got %s",
+                           l->s);
+        bool low = d->flags & F_GT ? !(v > d->lo) : !(v >= d->lo);
+        if (low || v > d->hi)
+            return fail_at(l->x, KVF_EINVAL, l->key, l->line, "must be in %s%g, %g], got %s",
+                           d->flags & F_GT ? "(" : "[", d->lo, d->hi, l->s);
+    }
+    sim_key_store_num(l->dst, (num_type)d->ntype, v * d->scale);
+    if (d->off2) sim_key_store_num((char *)l->x->c + d->off2, (num_type)d->ntype, v * d->scale);
+    return KVF_OK;
+}
+
+static kvf_status set_dur(const leaf *l) {
+    int64_t ns;
+    if (!strcmp(l->s, "never"))
+        ns = -1;
+    else if (!kvf_parse_duration_ns(l->s, &ns))
+        return fail_at(l->x, KVF_EPARSE, l->key, l->line,
+                       "expects a duration (e.g. 7d, 12h, 90m, 30s) or never, got '%s'", l->s);
+    *(int64_t *)l->dst = ns;
+    return KVF_OK;
+}
+
+static kvf_status set_cap(const leaf *l) {
+    const char *s = l->s;
+    double v;
+    if (!strcmp(s, "unlimited"))
+        v = -1;
+    else if (sim_key_parse_number(s, &v)) {
+        if (v < 0)
+            return fail_at(l->x, KVF_EINVAL, l->key, l->line,
+                           "must be >= 0 (0 = off) or unlimited, got %s", s);
+        v *= l->d->scale;
+    } else if (!kvf_parse_bytes(s, &v))
+        return fail_at(l->x, KVF_EPARSE, l->key, l->line,
+                       "expects a number, a size like 100PiB, or unlimited, got '%s'", s);
+    if (v > 1e21)
+        return fail_at(l->x, KVF_EINVAL, l->key, l->line,
+                       "must be at most 1e21 bytes (1 ZB) or unlimited, got '%s'", s);
+    *(double *)l->dst = v;
+    return KVF_OK;
+}
+
+// The setter of each scalar key kind (K_SCHEDULE takes a list: apply_schedule).
+static kvf_status (*const LEAF_SET[])(const leaf *) = {
+    [K_STR] = set_str,   [K_NAME] = set_name, [K_ENUM] = set_name,
+    [K_NUM] = set_num,   [K_U64] = set_u64,   [K_BOOL] = set_bool,
+    [K_DUR] = set_dur,   [K_CAP] = set_cap,   [K_FMT] = set_fmt,
+};
+
+// What a key of d's kind expects, for the message about a node that is not a scalar.
+static const char *leaf_want(const keydef *d) {
+    switch ((key_kind)d->kind) {
+    case K_NUM:
+    case K_U64: return d->flags & F_INT ? "a whole number" : "a number";
+    case K_BOOL: return "true or false";
+    case K_DUR: return "a duration (e.g. 7d, 12h, 30s) or never";
+    case K_CAP: return "a number or unlimited";
+    default: return "a string";
+    }
+}
+
+// Applies node n at key (its keydef d) to x->c. line: where the key stands (its value may
+// start on a later line). A key below workload.generate. turns the generator on (chatbot).
 static kvf_status apply_leaf(apply_ctx *x, const keydef *d, const char *key, const yaml_node_t *n,
                              int line) {
-    sim_config *c = x->c;
-    char *dst = (char *)c + d->off;
-    char allowed[256];
-
+    KVF_ASSERT(x && x->c && d && key && n);
     if (d->kind == K_SCHEDULE) return apply_schedule(x, key, n, line);
-    if (n->type != YAML_SCALAR_NODE) {
-        const char *want = "a scalar";
-        switch ((key_kind)d->kind) {
-        case K_NUM:
-        case K_U64:
-            want = d->flags & F_INT ? "a whole number" : "a number";
-            break;
-        case K_BOOL:
-            want = "true or false";
-            break;
-        case K_DUR:
-            want = "a duration (e.g. 7d, 12h, 30s) or never";
-            break;
-        case K_CAP:
-            want = "a number or unlimited";
-            break;
-        default:
-            want = "a string";
-            break;
-        }
-        return fail_at(x, KVF_EPARSE, key, line, "expects %s, got %s", want, node_kind_name(n));
-    }
-    const char *s = scalar(n);
-    bool null = is_null(n);
-    if (null && !(d->flags & F_NULL) && d->kind != K_STR)
+    if (n->type != YAML_SCALAR_NODE)
+        return fail_at(x, KVF_EPARSE, key, line, "expects %s, got %s", leaf_want(d),
+                       node_kind_name(n));
+    sim_config *c = x->c;
+    leaf l = {x, d, key, line, scalar(n), is_null(n), (char *)c + d->off};
+    if (l.null && !(d->flags & F_NULL) && d->kind != K_STR)
         return fail_at(x, KVF_EPARSE, key, line, "must not be null");
     if (!strncmp(key, "workload.generate.", 18) && !c->workload.gen.profile[0])
         copy_str(c->workload.gen.profile, sizeof c->workload.gen.profile, "chatbot");
-
-    switch ((key_kind)d->kind) {
-    case K_STR:
-        if (null && !(d->flags & F_NULL))
-            return fail_at(x, KVF_EPARSE, key, line, "must not be null");
-        if (strlen(s) >= d->size)
-            return fail_at(x, KVF_EINVAL, key, line, "longer than %zu characters", d->size - 1);
-        copy_str(dst, d->size, null ? "" : s);
-        break;
-    case K_NAME:
-    case K_ENUM: {
-        int i = name_index(d->names, s);
-        if (i < 0) {
-            join_names(d->names, allowed, sizeof allowed);
-            return fail_at(x, KVF_EINVAL, key, line, "unknown value '%s' (allowed: %s)", s,
-                           allowed);
-        }
-        if (d->kind == K_NAME)
-            copy_str(dst, d->size, s);
-        else
-            *(int *)dst = i;
-        break;
-    }
-    case K_FMT: {
-        trc_format f;
-        if (!trc_format_parse(s, &f)) {
-            size_t used = 0;
-            allowed[0] = '\0';
-            for (int i = TRC_FMT_AUTO; i <= TRC_FMT_KVFLEET; i++)
-                used += (size_t)snprintf(allowed + used, sizeof allowed - used, "%s%s",
-                                         i ? "|" : "", trc_format_name((trc_format)i));
-            return fail_at(x, KVF_EINVAL, key, line, "unknown value '%s' (allowed: %s)", s,
-                           allowed);
-        }
-        *(trc_format *)dst = f;
-        break;
-    }
-    case K_BOOL: {
-        bool b;
-        if (!sim_key_parse_bool(s, &b))
-            return fail_at(x, KVF_EPARSE, key, line, "expects true or false, got '%s'", s);
-        *(bool *)dst = b;
-        break;
-    }
-    case K_U64: {
-        char *end;
-        errno = 0;
-        if (*s == '-' || !isdigit((unsigned char)*s))
-            return fail_at(x, KVF_EPARSE, key, line, "expects a whole number >= 0, got '%s'", s);
-        unsigned long long v = strtoull(s, &end, 0);
-        if (errno || *end)
-            return fail_at(x, KVF_EPARSE, key, line, "expects a whole number >= 0, got '%s'", s);
-        *(uint64_t *)dst = (uint64_t)v;
-        break;
-    }
-    case K_NUM: {
-        double v = 0;
-        if (!null) {
-            if (!sim_key_parse_number(s, &v))
-                return fail_at(x, KVF_EPARSE, key, line, "expects %s, got '%s'",
-                               d->flags & F_INT ? "a whole number" : "a number", s);
-            if (d->flags & F_INT && v != floor(v))
-                return fail_at(x, KVF_EINVAL, key, line, "expects a whole number, got %s", s);
-            bool low = d->flags & F_GT ? !(v > d->lo) : !(v >= d->lo);
-            if (low || v > d->hi)
-                return fail_at(x, KVF_EINVAL, key, line, "must be in %s%g, %g], got %s",
-                               d->flags & F_GT ? "(" : "[", d->lo, d->hi, s);
-        }
-        sim_key_store_num(dst, (num_type)d->ntype, v * d->scale);
-        if (d->off2) sim_key_store_num((char *)c + d->off2, (num_type)d->ntype, v * d->scale);
-        break;
-    }
-    case K_DUR: {
-        int64_t ns;
-        if (!strcmp(s, "never"))
-            ns = -1;
-        else if (!kvf_parse_duration_ns(s, &ns))
-            return fail_at(x, KVF_EPARSE, key, line,
-                           "expects a duration (e.g. 7d, 12h, 90m, 30s) or never, got '%s'", s);
-        *(int64_t *)dst = ns;
-        break;
-    }
-    case K_CAP: {
-        double v;
-        if (!strcmp(s, "unlimited"))
-            v = -1;
-        else if (sim_key_parse_number(s, &v)) {
-            if (v < 0)
-                return fail_at(x, KVF_EINVAL, key, line,
-                               "must be >= 0 (0 = off) or unlimited, got %s", s);
-            v *= d->scale;
-        } else if (!kvf_parse_bytes(s, &v))
-            return fail_at(x, KVF_EPARSE, key, line,
-                           "expects a number, a size like 100PiB, or unlimited, got '%s'", s);
-        if (v > 1e21)
-            return fail_at(x, KVF_EINVAL, key, line,
-                           "must be at most 1e21 bytes (1 ZB) or unlimited, got '%s'", s);
-        *(double *)dst = v;
-        break;
-    }
-    case K_SCHEDULE:
-        break; // handled above
-    }
-    return KVF_OK;
+    KVF_ASSERT(d->kind < sizeof LEAF_SET / sizeof LEAF_SET[0] && LEAF_SET[d->kind]);
+    return LEAF_SET[d->kind](&l);
 }
 
 // Writes a node as YAML flow text ("[1, 2]", "{a: 1}", or the scalar itself) for economics.
