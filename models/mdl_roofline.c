@@ -41,6 +41,7 @@ void mdl_efficiency_default(mdl_efficiency *e) {
     e->layer_overhead_ns = 10e3;
     e->comm_latency_ns = 8e3;
     e->attention = 0;
+    e->attention_memory = 0;
     e->comm_overlap = 0;
 }
 
@@ -508,6 +509,7 @@ void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
     mdl_efficiency eff = eff_or_default(eff_in);
     double G = p.gpus;
     double bw = hw->hbm_Bps * eff.memory;
+    double bw_attn = hw->hbm_Bps * (eff.attention_memory > 0 ? eff.attention_memory : eff.memory);
     double bf16 = hw->bf16_flops * eff.compute;
     double ebpp = m->expert_weight_bytes_per_param > 0 ? m->expert_weight_bytes_per_param
                                                        : m->weight_bytes_per_param;
@@ -537,7 +539,8 @@ void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
         double tc = w->flops[g] / (G * peak[g]);
         double other = w->bytes[g] - w->weight_bytes[g];
         if (g >= MDL_WG_ATTN_FULL) other *= repl; // attention groups
-        double tm = (launches * w->weight_bytes[g] / wshard[g] + other / G) / bw;
+        double tm = (launches * w->weight_bytes[g] / wshard[g] + other / G) /
+                    (g >= MDL_WG_ATTN_FULL ? bw_attn : bw);
         double t = KVF_MAX(tc, tm);
         if (g == MDL_WG_EXPERT) t *= p.ep_skew;
         pp->tc[g] = tc;
