@@ -53,6 +53,8 @@ static void usage(FILE *f) {
             "  kvfleet validate --measured RUN [--format vllm|inference-perf|sglang] [--run N]\n"
             "                   [--model M] [--hardware H] [--scenario S] [--fit FILE]\n"
             "                   [--set K=V]... [-o DIR] [--force] [--json]\n"
+            "  kvfleet fit (--manifest CSV | --measured RUN... --hardware H) -o FILE\n"
+            "              [--term KEY:LO:HI:START]... [--max-evals N] [--no-loo]\n"
             "  kvfleet hw check FILE [-q]\n"
             "  kvfleet version\n"
             "  kvfleet help | --help\n"
@@ -86,7 +88,7 @@ int main(int argc, char **argv) {
         {"run", cli_run},
         {"trace", trc_cli_main},
         {"engine", cli_engine},
-        {"validate", cli_validate_any},
+        {"validate", cli_validate_any}, {"fit", cli_fit},
         {"sweep", cli_sweep},
         {"plan", cli_plan},
         {"assess", cli_assess},

@@ -73,6 +73,7 @@ const keydef sim_key_table[] = {
     NUM("efficiency.compute", eff.compute, NT_DBL, 0, 1e-3, 1, 1),
     NUM("efficiency.memory", eff.memory, NT_DBL, 0, 1e-3, 1, 1),
     NUM("efficiency.comm", eff.comm, NT_DBL, 0, 1e-3, 1, 1),
+    NUM("efficiency.attention_memory", eff.attention_memory, NT_DBL, 0, 0, 1, 1),
     NUM("efficiency.step_overhead_us", eff.step_overhead_ns, NT_DBL, 0, 0, 1e6, 1e3),
     NUM("efficiency.layer_overhead_us", eff.layer_overhead_ns, NT_DBL, 0, 0, 1e5, 1e3),
     NUM("efficiency.comm_latency_us", eff.comm_latency_ns, NT_DBL, 0, 0, 1e6, 1e3),

@@ -1,0 +1,480 @@
+// cli/cli_fit.c -- `kvfleet fit`: the few system-level terms that kernel tables do not give
+// (frontend latency, per-step host overhead, achieved memory bandwidth, the fixed cost of a
+// collective) fitted to a named training set of measured runs, written as a file a scenario
+// names (serving.fit), with the leave-one-out error of every headline metric.
+//
+// The objective is the mean over the training runs of each run's MAPE (TTFT mean, TTFT p90,
+// ITL mean, E2E mean; cli_measured.c). The search is Nelder-Mead over the terms scaled to
+// [0, 1] within their bounds (clamped), from fixed starting points, deterministic. Leave one
+// out: for each training run the terms are fitted again on the others (started from the full
+// fit) and the run is predicted with them; its errors are out of sample. Runs the manifest
+// marks overloaded (client time-outs censor what was measured) are left out of the training
+// set and named as such; they stay checks.
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cli_measured.h"
+
+enum { FIT_MAX_RUNS = 64, FIT_MAX_TERMS = 6 };
+
+typedef struct fit_term {
+    const char *key;            // scenario key
+    double lo, hi, start;       // bounds and starting value, in the key's file unit
+} fit_term;
+
+// The terms fitted by default; each is a system term no kernel table gives.
+static const fit_term default_terms[] = {
+    {"serving.frontend_ms", 0, 100, 10},         // HTTP, tokenisation, first-token return
+    {"efficiency.step_overhead_us", 0, 4000, 500},  // host work per step (scheduler, launches)
+    {"efficiency.memory", 0.4, 1.0, 0.8},        // achieved share of HBM bandwidth (weights)
+    {"efficiency.attention_memory", 0.4, 1.0, 0.8},  // the same, reading KV in attention
+    {"efficiency.comm_latency_us", 0, 100, 8},   // fixed cost of one collective (TP > 1)
+};
+
+typedef struct fit_run {
+    char name[128];
+    char hardware[64];
+    trc_measured m;
+    char trace[SIM_PATH_MAX + 64];
+    bool overloaded;
+} fit_run;
+
+typedef struct fit_ctx {
+    fit_run run[FIT_MAX_RUNS];
+    int n_run;
+    const fit_term *term;
+    int n_term;
+    const char *model;          // --model for every run (NULL: from the run)
+    char tmp[64];
+    long evals;
+    bool quiet;
+} fit_ctx;
+
+// Simulates run i with the terms at x (file units); t gets the comparison. false when the run
+// failed (its message in err).
+static bool eval_run(fit_ctx *f, int i, const double *x, cli_meas_table *t, kvf_err *err) {
+    char sets[FIT_MAX_TERMS][128];
+    const char *sp[FIT_MAX_TERMS];
+    for (int k = 0; k < f->n_term; k++) {
+        snprintf(sets[k], sizeof sets[k], "%s=%.9g", f->term[k].key, x[k]);
+        sp[k] = sets[k];
+    }
+    cli_meas_setup s = {.model = f->model, .hardware = f->run[i].hardware, .sets = sp,
+                        .n_sets = f->n_term, .seed = 1};
+    sim_config *cfg = kvf_malloc(sizeof *cfg);
+    char notes[1024] = "";
+    kvf_status st = cli_meas_scenario(&f->run[i].m, &s, f->run[i].trace, cfg, notes, sizeof notes, err);
+    void *sj = NULL;
+    if (!st) {
+        sim_run_opts o = {.quiet = true};
+        st = sim_run(cfg, &o, &sj, err);
+    }
+    if (!st) cli_meas_compare(&f->run[i].m, sj, t);
+    json_decref(sj);
+    free(cfg);
+    f->evals++;
+    return !st && isfinite(t->mape_pct);
+}
+
+// Mean MAPE over the runs with use[i], the terms at x.
+static double objective(fit_ctx *f, const bool *use, const double *x) {
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < f->n_run; i++) {
+        if (!use[i]) continue;
+        cli_meas_table t;
+        kvf_err e = {0};
+        // a run's MAPE counts at most 100 %: a configuration that overloads one run (its
+        // latencies thousands of per cent off) must not hide what it does to the others
+        sum += eval_run(f, i, x, &t, &e) ? KVF_MIN(t.mape_pct, 100.0) : 100.0;
+        n++;
+    }
+    return n ? sum / n : 1e6;
+}
+
+static void to_x(const fit_ctx *f, const double *u, double *x) {
+    for (int k = 0; k < f->n_term; k++) {
+        double v = u[k] < 0 ? 0 : u[k] > 1 ? 1 : u[k];
+        x[k] = f->term[k].lo + v * (f->term[k].hi - f->term[k].lo);
+    }
+}
+
+static double obj_u(fit_ctx *f, const bool *use, const double *u) {
+    double x[FIT_MAX_TERMS];
+    to_x(f, u, x);
+    return objective(f, use, x);
+}
+
+// Nelder-Mead in the unit cube from u0 (step: the initial simplex's edge), at most max_evals
+// objective evaluations; u0 gets the best point, the return is its objective.
+static double nelder_mead(fit_ctx *f, const bool *use, double *u0, double step, int max_evals) {
+    int d = f->n_term, np = d + 1;
+    double p[FIT_MAX_TERMS + 1][FIT_MAX_TERMS], y[FIT_MAX_TERMS + 1];
+    for (int i = 0; i < np; i++) {
+        for (int k = 0; k < d; k++) p[i][k] = u0[k];
+        if (i) p[i][i - 1] += p[i][i - 1] + step <= 1 ? step : -step;
+        y[i] = obj_u(f, use, p[i]);
+    }
+    int evals = np;
+    while (evals < max_evals) {
+        int hi = 0, lo = 0;
+        for (int i = 1; i < np; i++) {
+            if (y[i] > y[hi]) hi = i;
+            if (y[i] < y[lo]) lo = i;
+        }
+        int nh = lo;
+        for (int i = 0; i < np; i++)
+            if (i != hi && y[i] > y[nh]) nh = i;
+        if (fabs(y[hi] - y[lo]) < 0.02) break;   // 0.02 percentage points of MAPE
+        double c[FIT_MAX_TERMS] = {0}, r[FIT_MAX_TERMS], e[FIT_MAX_TERMS], k2[FIT_MAX_TERMS];
+        for (int i = 0; i < np; i++)
+            if (i != hi)
+                for (int k = 0; k < d; k++) c[k] += p[i][k] / d;
+        for (int k = 0; k < d; k++) r[k] = c[k] + (c[k] - p[hi][k]);
+        double yr = obj_u(f, use, r);
+        evals++;
+        if (yr < y[lo]) {
+            for (int k = 0; k < d; k++) e[k] = c[k] + 2 * (c[k] - p[hi][k]);
+            double ye = obj_u(f, use, e);
+            evals++;
+            if (ye < yr) memcpy(p[hi], e, sizeof e), y[hi] = ye;
+            else memcpy(p[hi], r, sizeof r), y[hi] = yr;
+        } else if (yr < y[nh]) {
+            memcpy(p[hi], r, sizeof r), y[hi] = yr;
+        } else {
+            for (int k = 0; k < d; k++) k2[k] = c[k] + 0.5 * (p[hi][k] - c[k]);
+            double yk = obj_u(f, use, k2);
+            evals++;
+            if (yk < y[hi]) {
+                memcpy(p[hi], k2, sizeof k2), y[hi] = yk;
+            } else {   // shrink towards the best
+                for (int i = 0; i < np; i++) {
+                    if (i == lo) continue;
+                    for (int k = 0; k < d; k++) p[i][k] = p[lo][k] + 0.5 * (p[i][k] - p[lo][k]);
+                    y[i] = obj_u(f, use, p[i]);
+                    evals++;
+                }
+            }
+        }
+    }
+    int lo = 0;
+    for (int i = 1; i < np; i++)
+        if (y[i] < y[lo]) lo = i;
+    for (int k = 0; k < d; k++) u0[k] = p[lo][k] < 0 ? 0 : p[lo][k] > 1 ? 1 : p[lo][k];
+    return y[lo];
+}
+
+// ---- inputs ---------------------------------------------------------------------------------
+static kvf_status add_run(fit_ctx *f, const char *dir, const char *name, const char *hw,
+                          bool overloaded, kvf_err *err) {
+    if (f->n_run >= FIT_MAX_RUNS)
+        return kvf_fail(err, KVF_EINVAL, "at most %d measured runs", FIT_MAX_RUNS);
+    fit_run *r = &f->run[f->n_run];
+    memset(r, 0, sizeof *r);
+    kvf_status st = trc_measured_read(dir, TRC_MEAS_AUTO, -1, &r->m, err);
+    if (st) return st;
+    snprintf(r->name, sizeof r->name, "%s", name);
+    snprintf(r->hardware, sizeof r->hardware, "%s", hw);
+    r->overloaded = overloaded;
+    snprintf(r->trace, sizeof r->trace, "%s/run%d.jsonl", f->tmp, f->n_run);
+    st = trc_measured_write_trace(&r->m, r->trace, 16, 1, NULL, err);
+    if (st) {
+        trc_measured_free(&r->m);
+        return st;
+    }
+    f->n_run++;
+    return KVF_OK;
+}
+
+// The manifest's hardware names a bundled file by its first letters ("h100-sxm" -> h100).
+static void hw_name(const char *s, char *out, size_t n) {
+    size_t k = 0;
+    while (s[k] && s[k] != '-' && s[k] != ' ' && k + 1 < n) {
+        out[k] = (char)(s[k] >= 'A' && s[k] <= 'Z' ? s[k] + 32 : s[k]);
+        k++;
+    }
+    out[k] = '\0';
+}
+
+// ---- output ---------------------------------------------------------------------------------
+typedef struct errs {
+    double e[CLI_MEAS_PRIMARY];   // mean |error| per headline metric, %
+    double mape;
+} errs;
+
+static void errs_add(errs *a, const cli_meas_table *t, int *n) {
+    for (int k = 0; k < CLI_MEAS_PRIMARY; k++) a->e[k] += fabs(t->m[k].error_pct);
+    a->mape += t->mape_pct;
+    (*n)++;
+}
+
+static void errs_div(errs *a, int n) {
+    for (int k = 0; k < CLI_MEAS_PRIMARY; k++) a->e[k] = n ? a->e[k] / n : NAN;
+    a->mape = n ? a->mape / n : NAN;
+}
+
+static void write_errs(FILE *o, const char *indent, const errs *a, const cli_meas_table *names) {
+    for (int k = 0; k < CLI_MEAS_PRIMARY; k++)
+        fprintf(o, "%s%s: %.2f\n", indent, names->m[k].name, a->e[k]);
+    fprintf(o, "%smape: %.2f\n", indent, a->mape);
+}
+
+static int usage(FILE *f, int rc) {
+    fprintf(f,
+            "usage: kvfleet fit (--manifest CSV | --measured RUN --hardware H ...) -o FILE\n"
+            "                   [--term KEY:LO:HI:START]... [--max-evals N] [--no-loo]\n"
+            "                   [--include-overloaded] [--model M] [--force] [-q]\n"
+            "  Fits system terms (default serving.frontend_ms, efficiency.step_overhead_us,\n"
+            "  efficiency.memory, efficiency.attention_memory, efficiency.comm_latency_us) to measured runs, writes them as\n"
+            "  a file a scenario names with serving.fit, and reports the in-sample and\n"
+            "  leave-one-out error of TTFT mean, TTFT p90, ITL mean and E2E mean.\n");
+    return rc;
+}
+
+static bool parse_num(const char *s, double *v) {
+    char *end;
+    errno = 0;
+    *v = strtod(s, &end);
+    return end != s && !*end && !errno && isfinite(*v);
+}
+
+int cli_fit(int argc, char **argv) {
+    fit_ctx *f = kvf_calloc(1, sizeof *f);
+    const char *manifest = NULL, *out = NULL, *hw = NULL;
+    const char *runs[FIT_MAX_RUNS];
+    int n_runs = 0, max_evals = 60, rc = 0;
+    bool loo = true, force = false, include_over = false;
+    fit_term terms[FIT_MAX_TERMS];
+    int n_terms = 0;
+    kvf_err err = {0};
+    kvf_status st = KVF_OK;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        bool valued = !strcmp(o, "--manifest") || !strcmp(o, "--measured") || !strcmp(o, "-o") ||
+                      !strcmp(o, "--hardware") || !strcmp(o, "--term") || !strcmp(o, "--max-evals") ||
+                      !strcmp(o, "--model");
+        if (valued && i + 1 >= argc) {
+            fprintf(stderr, "kvfleet fit: option %s needs a value\n", o);
+            rc = 2;
+            goto done;
+        }
+        const char *v = valued ? argv[++i] : NULL;
+        if (!strcmp(o, "--manifest")) manifest = v;
+        else if (!strcmp(o, "--measured")) {
+            if (n_runs >= FIT_MAX_RUNS) {
+                fprintf(stderr, "kvfleet fit: at most %d --measured\n", FIT_MAX_RUNS);
+                rc = 2;
+                goto done;
+            }
+            runs[n_runs++] = v;
+        } else if (!strcmp(o, "-o")) out = v;
+        else if (!strcmp(o, "--hardware")) hw = v;
+        else if (!strcmp(o, "--model")) f->model = v;
+        else if (!strcmp(o, "--max-evals")) {
+            double x;
+            if (!parse_num(v, &x) || x < 4 || x > 100000 || x != floor(x)) {
+                fprintf(stderr, "kvfleet fit: --max-evals %s: expected a whole number in [4, 100000]\n", v);
+                rc = 2;
+                goto done;
+            }
+            max_evals = (int)x;
+        } else if (!strcmp(o, "--term")) {
+            // KEY:LO:HI:START
+            char buf[160];
+            snprintf(buf, sizeof buf, "%s", v);
+            char *a = strtok(buf, ":"), *b = strtok(NULL, ":"), *c = strtok(NULL, ":"), *d = strtok(NULL, ":");
+            double lo, hi, s0;
+            if (n_terms >= FIT_MAX_TERMS || !a || !b || !c || !d || !parse_num(b, &lo) ||
+                !parse_num(c, &hi) || !parse_num(d, &s0) || !(lo < hi) || s0 < lo || s0 > hi) {
+                fprintf(stderr, "kvfleet fit: --term %s: expected KEY:LO:HI:START with LO < HI and "
+                                "START between (at most %d terms)\n", v, FIT_MAX_TERMS);
+                rc = 2;
+                goto done;
+            }
+            terms[n_terms] = (fit_term){kvf_strdup(a), lo, hi, s0};
+            n_terms++;
+        } else if (!strcmp(o, "--no-loo")) loo = false;
+        else if (!strcmp(o, "--include-overloaded")) include_over = true;
+        else if (!strcmp(o, "--force")) force = true;
+        else if (!strcmp(o, "-q") || !strcmp(o, "--quiet")) f->quiet = true;
+        else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+            usage(stdout, 0);
+            goto done;
+        } else {
+            fprintf(stderr, "kvfleet fit: unknown option '%s'\n", o);
+            rc = usage(stderr, 2);
+            goto done;
+        }
+    }
+    if (!out || (!manifest && !n_runs) || (n_runs && !hw)) {
+        fprintf(stderr, "kvfleet fit: needs -o FILE and --manifest CSV, or --measured RUN... with --hardware\n");
+        rc = usage(stderr, 2);
+        goto done;
+    }
+    struct stat sb;
+    if (!force && stat(out, &sb) == 0) {
+        fprintf(stderr, "kvfleet fit: %s exists; --force replaces it\n", out);
+        rc = 2;
+        goto done;
+    }
+    f->term = n_terms ? terms : default_terms;
+    f->n_term = n_terms ? n_terms : (int)(sizeof default_terms / sizeof default_terms[0]);
+    snprintf(f->tmp, sizeof f->tmp, "/tmp/kvfleet-fit.XXXXXX");
+    if (!mkdtemp(f->tmp)) {
+        fprintf(stderr, "kvfleet fit: cannot create a temporary directory: %s\n", strerror(errno));
+        rc = 1;
+        f->tmp[0] = '\0';
+        goto done;
+    }
+    if (manifest) {
+        trc_measured_entry *e = NULL;
+        size_t ne = 0;
+        if ((st = trc_measured_manifest_read(manifest, &e, &ne, &err))) goto fail;
+        for (size_t i = 0; !st && i < ne; i++) {
+            char h[64];
+            hw_name(hw ? hw : e[i].hardware, h, sizeof h);
+            st = add_run(f, e[i].dir, e[i].experiment, h, e[i].overloaded, &err);
+        }
+        free(e);
+        if (st) goto fail;
+    }
+    for (int i = 0; i < n_runs; i++) {
+        const char *b = strrchr(runs[i], '/');
+        if ((st = add_run(f, runs[i], b && b[1] ? b + 1 : runs[i], hw, false, &err))) goto fail;
+    }
+    bool train[FIT_MAX_RUNS] = {0};
+    int n_train = 0;
+    for (int i = 0; i < f->n_run; i++) {
+        train[i] = include_over || !f->run[i].overloaded;
+        n_train += train[i];
+    }
+    if (n_train < 1) {
+        st = kvf_fail(&err, KVF_EINVAL, "no training run left (every run is marked overloaded)");
+        goto fail;
+    }
+    if (loo && n_train < 3) loo = false;   // one held out of two leaves one run: not a fit
+    time_t t0 = time(NULL);
+    double u[FIT_MAX_TERMS], x[FIT_MAX_TERMS];
+    for (int k = 0; k < f->n_term; k++)
+        u[k] = (f->term[k].start - f->term[k].lo) / (f->term[k].hi - f->term[k].lo);
+    double best = nelder_mead(f, train, u, 0.25, max_evals);
+    to_x(f, u, x);
+    if (!f->quiet) {
+        fprintf(stderr, "fit: %d training runs, objective %.2f %% after %ld simulations:", n_train, best, f->evals);
+        for (int k = 0; k < f->n_term; k++) fprintf(stderr, " %s=%.4g", f->term[k].key, x[k]);
+        fprintf(stderr, "\n");
+    }
+    // in-sample errors, and every run's table at the fitted terms
+    cli_meas_table tab[FIT_MAX_RUNS];
+    errs ins = {0}, lo_e = {0};
+    int n_in = 0, n_lo = 0;
+    for (int i = 0; i < f->n_run; i++) {
+        kvf_err e2 = {0};
+        if (!eval_run(f, i, x, &tab[i], &e2)) {
+            st = kvf_fail(&err, KVF_ERUN, "%s: %s", f->run[i].name, e2.msg);
+            goto fail;
+        }
+        if (train[i]) errs_add(&ins, &tab[i], &n_in);
+    }
+    errs_div(&ins, n_in);
+    cli_meas_table loo_tab[FIT_MAX_RUNS];
+    double loo_x[FIT_MAX_RUNS][FIT_MAX_TERMS];
+    if (loo) {
+        for (int i = 0; i < f->n_run; i++) {
+            if (!train[i]) continue;
+            bool use[FIT_MAX_RUNS];
+            memcpy(use, train, sizeof use);
+            use[i] = false;
+            double ui[FIT_MAX_TERMS];
+            memcpy(ui, u, sizeof ui);
+            nelder_mead(f, use, ui, 0.1, max_evals / 2 > 12 ? max_evals / 2 : 12);
+            to_x(f, ui, loo_x[i]);
+            kvf_err e2 = {0};
+            if (!eval_run(f, i, loo_x[i], &loo_tab[i], &e2)) {
+                st = kvf_fail(&err, KVF_ERUN, "%s: %s", f->run[i].name, e2.msg);
+                goto fail;
+            }
+            errs_add(&lo_e, &loo_tab[i], &n_lo);
+            if (!f->quiet)
+                fprintf(stderr, "fit: left out %-48s MAPE %.1f %%\n", f->run[i].name, loo_tab[i].mape_pct);
+        }
+        errs_div(&lo_e, n_lo);
+    }
+    // the file
+    char tmp[SIM_PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", out, (int)getpid());
+    FILE *o = fopen(tmp, "w");
+    if (!o) {
+        st = kvf_fail(&err, KVF_EIO, "%s: %s", tmp, strerror(errno));
+        goto fail;
+    }
+    fprintf(o, "# kvfleet fit: system terms fitted to measured runs. Inputs: the training runs'\n"
+               "# requests, server configurations and measured latencies; outputs: the terms and\n"
+               "# the errors below. A scenario applies the terms with serving.fit: FILE (keys it\n"
+               "# sets itself win). Runs outside the training set are checks, never fitted to.\n");
+    fprintf(o, "training_set: %s\n", manifest ? manifest : "--measured runs");
+    fprintf(o, "objective: mean over the training runs of the MAPE of ttft_ms.mean, ttft_ms.p90, "
+               "itl_ms.mean, e2e_ms.mean\n");
+    fprintf(o, "simulations: %ld\nseconds: %ld\n", f->evals, (long)(time(NULL) - t0));
+    fprintf(o, "terms:\n");
+    for (int k = 0; k < f->n_term; k++) fprintf(o, "  %s: %.6g\n", f->term[k].key, x[k]);
+    fprintf(o, "bounds:\n");
+    for (int k = 0; k < f->n_term; k++)
+        fprintf(o, "  %s: [%g, %g]\n", f->term[k].key, f->term[k].lo, f->term[k].hi);
+    fprintf(o, "runs:\n");
+    for (int i = 0; i < f->n_run; i++) {
+        fprintf(o, "  %s:\n    role: %s\n", f->run[i].name,
+                train[i] ? "training" : "check (overloaded: client time-outs censor the measured "
+                                        "latencies; not fitted to)");
+        fprintf(o, "    in_sample_error_pct: {");
+        for (int k = 0; k < CLI_MEAS_PRIMARY; k++)
+            fprintf(o, "%s%s: %.2f", k ? ", " : "", tab[i].m[k].name, tab[i].m[k].error_pct);
+        fprintf(o, "}\n");
+        if (loo && train[i]) {
+            fprintf(o, "    loo_error_pct: {");
+            for (int k = 0; k < CLI_MEAS_PRIMARY; k++)
+                fprintf(o, "%s%s: %.2f", k ? ", " : "", loo_tab[i].m[k].name, loo_tab[i].m[k].error_pct);
+            fprintf(o, "}\n    loo_terms: {");
+            for (int k = 0; k < f->n_term; k++) fprintf(o, "%s%s: %.4g", k ? ", " : "", f->term[k].key, loo_x[i][k]);
+            fprintf(o, "}\n");
+        }
+    }
+    fprintf(o, "in_sample_abs_error_pct:   # mean |error| over the training runs\n");
+    write_errs(o, "  ", &ins, &tab[0]);
+    if (loo) {
+        fprintf(o, "loo_error_pct:   # mean |error| of each training run predicted without it\n");
+        write_errs(o, "  ", &lo_e, &tab[0]);
+    }
+    if (fclose(o) || rename(tmp, out)) {
+        st = kvf_fail(&err, KVF_EIO, "%s: %s", out, strerror(errno));
+        unlink(tmp);
+        goto fail;
+    }
+    if (!f->quiet) {
+        printf("terms fitted to %d runs (%ld simulations) -> %s\n", n_train, f->evals, out);
+        for (int k = 0; k < f->n_term; k++) printf("  %-30s %.4g\n", f->term[k].key, x[k]);
+        printf("  %-16s %10s %10s\n", "mean |error| %", "in sample", loo ? "left out" : "");
+        for (int k = 0; k < CLI_MEAS_PRIMARY; k++) {
+            char lo_s[32] = "";
+            if (loo) snprintf(lo_s, sizeof lo_s, "%.1f", lo_e.e[k]);
+            printf("  %-16s %10.1f %10s\n", tab[0].m[k].name, ins.e[k], lo_s);
+        }
+    }
+    goto done;
+fail:
+    fprintf(stderr, "kvfleet: %s\n", err.msg);
+    rc = st == KVF_ERUN || st == KVF_EIO || st == KVF_ENOMEM ? 1 : 2;
+done:
+    for (int i = 0; i < f->n_run; i++) trc_measured_free(&f->run[i].m);
+    if (f->tmp[0]) sim_remove_tree(f->tmp);
+    for (int k = 0; k < n_terms; k++) free((char *)terms[k].key);
+    free(f);
+    return rc;
+}
