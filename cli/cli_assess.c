@@ -26,6 +26,7 @@
 #include "rpt_util.h"
 #include "sim.h"
 #include "cli.h"
+#include "cli_opts.h"
 #include "trc.h"
 
 #define N_SIZES 5
@@ -289,124 +290,195 @@ static void write_page(rpt_buf *b, json_t *j) {
                     "</body></html>\n");
 }
 
-int cli_assess(int argc, char **argv) {
-    const char *trace = NULL, *out = NULL, *format = NULL, *scenario = NULL;
-    bool json_out = false, quiet = false;
-    const char *sets[64];
-    int nsets = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool more = i + 1 < argc;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage_assess(stdout, 0);
-        if (kvf_cli_missing_value(a, !more, "-o --format --scenario --set")) {
-            fprintf(stderr, "kvfleet assess: option '%s' needs a value\n", a);
-            return usage_assess(stderr, 2);
-        }
-        if (!strcmp(a, "-o") && more) out = argv[++i];
-        else if (!strcmp(a, "--format") && more) format = argv[++i];
-        else if (!strcmp(a, "--scenario") && more) scenario = argv[++i];
-        else if (!strcmp(a, "--set") && more && nsets < 64) sets[nsets++] = argv[++i];
-        else if (!strcmp(a, "--json")) json_out = true;
-        else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) quiet = true;
-        else if (a[0] == '-') {
-            fprintf(stderr, "kvfleet assess: unknown option '%s'\n", a);
-            return usage_assess(stderr, 2);
-        } else if (!trace) trace = a;
-        else {
-            fprintf(stderr, "kvfleet assess: unexpected argument '%s'\n", a);
-            return usage_assess(stderr, 2);
-        }
-    }
-    if (!trace) return usage_assess(stderr, 2);
+// The command line of assess, as given.
+typedef struct assess_args {
+    const char *trace, *format, *scenario; // scenario: the reference design's file
     char scen_buf[SIM_PATH_MAX];
-    if (!scenario) {
-        snprintf(scen_buf, sizeof scen_buf, "%s/scenarios/deepseek-reference.yaml", KVF_SOURCE_DIR);
-        scenario = scen_buf;
+    char dir[SIM_PATH_MAX];                // -o, or out/assess-<trace stem>
+    cli_common c;
+} assess_args;
+
+static int assess_parse(int argc, char **argv, assess_args *a) {
+    memset(a, 0, sizeof *a);
+    const cli_opt opts[] = {
+        CLI_OPT_STR("--format", &a->format),
+        CLI_OPT_STR("--scenario", &a->scenario),
+    };
+    const cli_spec spec = {.cmd = "assess", .usage = usage_assess, .first = 1, .opts = opts,
+                           .nopts = (int)(sizeof opts / sizeof opts[0]), .pos = &a->trace,
+                           .npos = 1, .common = CLI_OUT | CLI_SET | CLI_JSON | CLI_QUIET};
+    int rc = cli_parse(&spec, argc, argv, &a->c);
+    if (rc != CLI_GO) return rc;
+    if (!a->trace) return usage_assess(stderr, 2);
+    if (!a->scenario) {
+        snprintf(a->scen_buf, sizeof a->scen_buf, "%s/scenarios/deepseek-reference.yaml",
+                 KVF_SOURCE_DIR);
+        a->scenario = a->scen_buf;
     }
-    kvf_err err = {0};
-    trc_options opt;
-    trc_options_default(&opt);
-    if (format && !trc_format_parse(format, &opt.format)) {
-        fprintf(stderr, "kvfleet assess: --format: unknown format '%s'\n", format);
-        return 2;
-    }
-    // 1. ideal hit rate, as `trace stats`
-    trc_stats st;
-    kvf_status s = trc_stats_file(trace, &opt, &st, &err);
-    if (!s && st.requests == 0)
-        s = kvf_fail(&err, KVF_EINVAL, "%s: the trace holds no requests", trace);
-    if (s) {
-        fprintf(stderr, "kvfleet assess: %s\n", err.msg);
-        return kvf_exit_code(s);
-    }
-    // 3 first (it gives the KV bytes per token for the sizes): the two runs
-    char dir[SIM_PATH_MAX], sub[SIM_PATH_MAX + 32];
-    if (!out) {
-        const char *base = strrchr(trace, '/');
-        base = base ? base + 1 : trace;
+    if (!a->c.out) {
+        const char *base = strrchr(a->trace, '/');
+        base = base ? base + 1 : a->trace;
         char stem[256];
         snprintf(stem, sizeof stem, "%s", base);
         char *dot = strchr(stem, '.');
         if (dot && dot != stem) *dot = '\0';
-        snprintf(dir, sizeof dir, "out/assess-%s", stem);
+        snprintf(a->dir, sizeof a->dir, "out/assess-%s", stem);
     } else {
-        snprintf(dir, sizeof dir, "%s", out);
+        snprintf(a->dir, sizeof a->dir, "%s", a->c.out);
     }
-    json_t *with = NULL, *without = NULL;
-    double bpt = NAN;
-    snprintf(sub, sizeof sub, "%s/with_store", dir);
-    s = run_design(scenario, trace, format, sets, nsets, false, sub, &with, &bpt, &err);
+    return CLI_GO;
+}
+
+// Part 3, run first (it gives the KV bytes per token for the sizes): the trace on the design
+// with and without the shared store, into DIR/with_store and DIR/no_store.
+static kvf_status assess_runs(const assess_args *a, json_t **with, json_t **without, double *bpt,
+                              kvf_err *err) {
+    char sub[SIM_PATH_MAX + 32];
+    snprintf(sub, sizeof sub, "%s/with_store", a->dir);
+    kvf_status s = run_design(a->scenario, a->trace, a->format, a->c.sets, a->c.nsets, false, sub,
+                              with, bpt, err);
     if (!s) {
-        snprintf(sub, sizeof sub, "%s/no_store", dir);
-        s = run_design(scenario, trace, format, sets, nsets, true, sub, &without, NULL, &err);
+        snprintf(sub, sizeof sub, "%s/no_store", a->dir);
+        s = run_design(a->scenario, a->trace, a->format, a->c.sets, a->c.nsets, true, sub,
+                       without, NULL, err);
     }
-    if (s) {
-        fprintf(stderr, "kvfleet assess: %s\n", err.msg);
-        json_decref(with);
-        return kvf_exit_code(s);
-    }
-    // 2. the store grid, replayed
+    return s;
+}
+
+// Part 2: the store grid replayed (sizes as shares of the trace's distinct blocks, in bytes at
+// bpt bytes per token), as rows of store_grid; *rp is the replay (the caller frees it).
+static kvf_status assess_grid(const assess_args *a, const trc_options *opt, const trc_stats *st,
+                              double bpt, trc_replay **rp, json_t *grid, double *distinct,
+                              kvf_err *err) {
     trc_reader *rd = NULL;
-    trc_replay *rp = NULL;
-    s = trc_reader_open(&rd, trace, &opt, &err);
-    if (!s) s = trc_replay_load(rd, &rp, &err);
+    kvf_status s = trc_reader_open(&rd, a->trace, opt, err);
+    if (!s) s = trc_replay_load(rd, rp, err);
     trc_reader_close(rd);
-    json_t *j = json_object();
-    json_t *grid = json_array(), *ttls = json_array();
-    for (int t = 0; t < N_TTLS; t++) json_array_append_new(ttls, json_real(TTL_S[t]));
-    double distinct = rp ? (double)trc_replay_distinct_blocks(rp) : 0;
+    *distinct = *rp ? (double)trc_replay_distinct_blocks(*rp) : 0;
     uint64_t caps[N_SIZES];
     double cells[N_SIZES * N_TTLS];
     for (int z = 0; z < N_SIZES; z++)
-        caps[z] = SIZE_SHARE[z] > 0 ? (uint64_t)ceil(SIZE_SHARE[z] * distinct) : 0;
-    if (!s) s = trc_replay_grid(rp, caps, N_SIZES, TTL_S, N_TTLS, cells, &err);
+        caps[z] = SIZE_SHARE[z] > 0 ? (uint64_t)ceil(SIZE_SHARE[z] * *distinct) : 0;
+    if (!s) s = trc_replay_grid(*rp, caps, N_SIZES, TTL_S, N_TTLS, cells, err);
     for (int z = 0; !s && z < N_SIZES; z++) {
         uint64_t cap = caps[z];
         json_t *row = json_object(), *hr = json_array();
         json_object_set_new(row, "size_share", json_real(SIZE_SHARE[z]));
-        json_object_set_new(row, "size_blocks", json_real(cap ? (double)cap : distinct));
+        json_object_set_new(row, "size_blocks", json_real(cap ? (double)cap : *distinct));
         json_object_set_new(row, "size_bytes",
-                            json_real((cap ? (double)cap : distinct) * st.block_tokens * bpt));
+                            json_real((cap ? (double)cap : *distinct) * st->block_tokens * bpt));
         for (int t = 0; t < N_TTLS; t++) json_array_append_new(hr, json_real(cells[z * N_TTLS + t]));
         json_object_set_new(row, "hit_rate", hr);
         json_array_append_new(grid, row);
     }
+    return s;
+}
+
+// Writes DIR/assess.json (text: *txt, the caller frees it) and DIR/assess.html.
+static kvf_status assess_write(const char *dir, json_t *j, char **txt, kvf_err *err) {
+    char path[SIM_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/assess.json", dir);
+    *txt = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    kvf_status s = rpt_write_text(path, *txt, strlen(*txt), err);
+    rpt_buf page = {0};
+    if (!s) {
+        write_page(&page, j);
+        snprintf(path, sizeof path, "%s/assess.html", dir);
+        s = rpt_write_text(path, page.p, page.n, err);
+    }
+    rpt_buf_free(&page);
+    return s;
+}
+
+// The text answer on stdout: ideal hit rate, the store grid, the design's figures.
+static void assess_print(const assess_args *a, const trc_stats *st, json_t *j) {
+    printf("trace %s: %.0f requests, %.4g h, ideal hit rate %.4f\n", a->trace,
+           (double)st->requests, rpt_json_num(j, "span_s") / 3600, st->ideal_hit_rate);
+    printf("shared store hit rate (rows: size; columns: retention)\n%-22s", "");
+    for (int t = 0; t < N_TTLS; t++) {
+        char tl[32];
+        fmt_ttl(TTL_S[t], tl, sizeof tl);
+        printf(" %9s", tl);
+    }
+    printf("\n");
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(j, "store_grid"), i, v) {
+        char lab[64], by[32];
+        fmt_bytes(rpt_json_num(v, "size_bytes"), by, sizeof by);
+        double sh = rpt_json_num(v, "size_share");
+        if (sh > 0)
+            snprintf(lab, sizeof lab, "%g %% (%s)", sh * 100, by);
+        else
+            snprintf(lab, sizeof lab, "unbounded (%s)", by);
+        printf("%-22s", lab);
+        size_t k;
+        json_t *h;
+        json_array_foreach(json_object_get(v, "hit_rate"), k, h)
+            printf(" %8.2f%%", 100 * json_number_value(h));
+        printf("\n");
+    }
+    printf("reference design (%s): with store | without\n", a->scenario);
+    printf("  hit rate               %8.4f | %8.4f\n", rpt_json_num(j, "with_store.hit_rate"),
+           rpt_json_num(j, "no_store.hit_rate"));
+    printf("  TTFT mean (ms)         %8.4g | %8.4g\n", rpt_json_num(j, "with_store.ttft_ms_mean"),
+           rpt_json_num(j, "no_store.ttft_ms_mean"));
+    printf("  USD/Mtok provisioned   %8.4g | %8.4g\n",
+           rpt_json_num(j, "with_store.cost_per_mtok_usd_provisioned"),
+           rpt_json_num(j, "no_store.cost_per_mtok_usd_provisioned"));
+    printf("  USD/Mtok busy GPU-h    %8.4g | %8.4g\n",
+           rpt_json_num(j, "with_store.cost_per_mtok_usd_busy"),
+           rpt_json_num(j, "no_store.cost_per_mtok_usd_busy"));
+    printf("results in %s/ (assess.json, assess.html)\n", a->dir);
+}
+
+static int assess_fail(const kvf_err *err, kvf_status s) {
+    fprintf(stderr, "kvfleet assess: %s\n", err->msg);
+    return kvf_exit_code(s);
+}
+
+int cli_assess(int argc, char **argv) {
+    static assess_args a;
+    int rc = assess_parse(argc, argv, &a);
+    if (rc != CLI_GO) return rc;
+    kvf_err err = {0};
+    trc_options opt;
+    trc_options_default(&opt);
+    if (a.format && !trc_format_parse(a.format, &opt.format)) {
+        fprintf(stderr, "kvfleet assess: --format: unknown format '%s'\n", a.format);
+        return 2;
+    }
+    // 1. ideal hit rate, as `trace stats`
+    trc_stats st;
+    kvf_status s = trc_stats_file(a.trace, &opt, &st, &err);
+    if (!s && st.requests == 0)
+        s = kvf_fail(&err, KVF_EINVAL, "%s: the trace holds no requests", a.trace);
+    if (s) return assess_fail(&err, s);
+    // 3. the two runs, then 2. the store grid
+    json_t *with = NULL, *without = NULL;
+    double bpt = NAN, distinct = 0;
+    if ((s = assess_runs(&a, &with, &without, &bpt, &err))) {
+        json_decref(with);
+        return assess_fail(&err, s);
+    }
+    trc_replay *rp = NULL;
+    json_t *grid = json_array();
+    s = assess_grid(&a, &opt, &st, bpt, &rp, grid, &distinct, &err);
     if (s) {
-        fprintf(stderr, "kvfleet assess: %s\n", err.msg);
         trc_replay_free(rp);
-        json_decref(j);
         json_decref(grid);
-        json_decref(ttls);
         json_decref(with);
         json_decref(without);
-        return kvf_exit_code(s);
+        return assess_fail(&err, s);
     }
-    json_object_set_new(j, "trace", json_string(trace));
+    json_t *j = json_object(), *ttls = json_array();
+    for (int t = 0; t < N_TTLS; t++) json_array_append_new(ttls, json_real(TTL_S[t]));
+    json_object_set_new(j, "trace", json_string(a.trace));
     json_object_set_new(j, "format", json_string(trc_format_name(st.format)));
     json_object_set_new(j, "reader_notes", json_string(st.notes));
-    json_object_set_new(j, "scenario", json_string(scenario));
+    json_object_set_new(j, "scenario", json_string(a.scenario));
     json_t *sj = json_array();
-    for (int i = 0; i < nsets; i++) json_array_append_new(sj, json_string(sets[i]));
+    for (int i = 0; i < a.c.nsets; i++) json_array_append_new(sj, json_string(a.c.sets[i]));
     json_object_set_new(j, "set", sj);
     json_object_set_new(j, "requests", json_real((double)st.requests));
     json_object_set_new(j, "span_s", json_real(trc_replay_span_s(rp)));
@@ -419,66 +491,17 @@ int cli_assess(int argc, char **argv) {
     json_object_set_new(j, "with_store", with);
     json_object_set_new(j, "no_store", without);
     trc_replay_free(rp);
-
-    char path[SIM_PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/assess.json", dir);
-    char *txt = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-    s = rpt_write_text(path, txt, strlen(txt), &err);
-    rpt_buf page = {0};
-    if (!s) {
-        write_page(&page, j);
-        snprintf(path, sizeof path, "%s/assess.html", dir);
-        s = rpt_write_text(path, page.p, page.n, &err);
-    }
-    rpt_buf_free(&page);
+    char *txt = NULL;
+    s = assess_write(a.dir, j, &txt, &err);
     if (s) {
-        fprintf(stderr, "kvfleet assess: %s\n", err.msg);
         free(txt);
         json_decref(j);
-        return kvf_exit_code(s);
+        return assess_fail(&err, s);
     }
-    if (json_out) {
+    if (a.c.json)
         printf("%s\n", txt);
-    } else if (!quiet) {
-        printf("trace %s: %.0f requests, %.4g h, ideal hit rate %.4f\n", trace,
-               (double)st.requests, rpt_json_num(j, "span_s") / 3600, st.ideal_hit_rate);
-        printf("shared store hit rate (rows: size; columns: retention)\n%-22s", "");
-        for (int t = 0; t < N_TTLS; t++) {
-            char tl[32];
-            fmt_ttl(TTL_S[t], tl, sizeof tl);
-            printf(" %9s", tl);
-        }
-        printf("\n");
-        size_t i;
-        json_t *v;
-        json_array_foreach(json_object_get(j, "store_grid"), i, v) {
-            char lab[64], by[32];
-            fmt_bytes(rpt_json_num(v, "size_bytes"), by, sizeof by);
-            double sh = rpt_json_num(v, "size_share");
-            if (sh > 0)
-                snprintf(lab, sizeof lab, "%g %% (%s)", sh * 100, by);
-            else
-                snprintf(lab, sizeof lab, "unbounded (%s)", by);
-            printf("%-22s", lab);
-            size_t k;
-            json_t *h;
-            json_array_foreach(json_object_get(v, "hit_rate"), k, h)
-                printf(" %8.2f%%", 100 * json_number_value(h));
-            printf("\n");
-        }
-        printf("reference design (%s): with store | without\n", scenario);
-        printf("  hit rate               %8.4f | %8.4f\n", rpt_json_num(j, "with_store.hit_rate"),
-               rpt_json_num(j, "no_store.hit_rate"));
-        printf("  TTFT mean (ms)         %8.4g | %8.4g\n", rpt_json_num(j, "with_store.ttft_ms_mean"),
-               rpt_json_num(j, "no_store.ttft_ms_mean"));
-        printf("  USD/Mtok provisioned   %8.4g | %8.4g\n",
-               rpt_json_num(j, "with_store.cost_per_mtok_usd_provisioned"),
-               rpt_json_num(j, "no_store.cost_per_mtok_usd_provisioned"));
-        printf("  USD/Mtok busy GPU-h    %8.4g | %8.4g\n",
-               rpt_json_num(j, "with_store.cost_per_mtok_usd_busy"),
-               rpt_json_num(j, "no_store.cost_per_mtok_usd_busy"));
-        printf("results in %s/ (assess.json, assess.html)\n", dir);
-    }
+    else if (!a.c.quiet)
+        assess_print(&a, &st, j);
     free(txt);
     json_decref(j);
     return 0;
