@@ -326,7 +326,13 @@ rpt_unit rpt_key_unit(const char *key) {
     if (u == RPT_U_FRAC || u == RPT_U_MS || u == RPT_U_USD || u == RPT_U_S || u == RPT_U_RATE ||
         u == RPT_U_PCT)
         return u;
-    if (has_word(ps, (size_t)(pe - ps), "by_tier") || !strncmp(ps, "by_tier", 7)) return RPT_U_FRAC;
+    size_t pl = (size_t)(pe - ps);
+    if (pl == 7 && !strncmp(ps, "by_tier", 7)) return RPT_U_FRAC;   // shares of the hits
+    // a byte count split by something ("load_bytes.ssd", "steady_state_bytes_by_retention.x")
+    for (const char *q = ps; q + 5 <= pe; q++)
+        if (!strncmp(q, "bytes", 5) && (q == ps || q[-1] == '_') &&
+            (q + 5 == pe || (q[5] == '_' && strncmp(q + 5, "_per", 4))))
+            return RPT_U_BYTES;
     return RPT_U_NUM;
 }
 
@@ -374,7 +380,10 @@ char *rpt_fmt_duration(double s, char *out, size_t n) {
     double a = fabs(s);
     size_t i = 0;
     while (a >= steps[i].below) i++;
-    if (s == 0) i = 3;
+    if (s == 0) {
+        snprintf(out, n, "0 s");
+        return out;
+    }
     double v = s / steps[i].div;
     double av = fabs(v);
     int dec = av >= 100 ? 0 : av >= 10 ? 1 : 2;
@@ -484,6 +493,27 @@ void rpt_key_words(const char *key, char *out, size_t n) {
         }
         size_t len = strcspn(p, "._");
         const char *w = NULL;
+        // rates and durations: "tok_s" -> "tokens/s", "per_s" and a trailing "_s" dropped (the
+        // value carries its unit)
+        bool s_next = p[len] == '_' && p[len + 1] == 's' && (p[len + 2] == '\0' || p[len + 2] == '.' || p[len + 2] == '_');
+        if (s_next && ((len == 3 && !strncmp(p, "tok", 3)) || (len == 3 && !strncmp(p, "req", 3)))) {
+            const char *rw = p[0] == 't' ? "tokens/s" : "requests/s";
+            if (!first_word && o > 0 && out[o - 1] != ' ' && o + 1 < n) out[o++] = ' ';
+            size_t m = strlen(rw);
+            if (o + m >= n) m = n - o - 1;
+            memcpy(out + o, rw, m);
+            o += m;
+            first_word = false;
+            p += len + 2;
+            if (*p == '_') p++;
+            continue;
+        }
+        if ((len == 3 && !strncmp(p, "per", 3) && s_next) ||
+            (len == 1 && p[0] == 's' && (p[1] == '\0' || p[1] == '.') && !first_word)) {
+            p += len + (len == 3 ? 2 : 0);
+            if (*p == '_') p++;
+            continue;
+        }
         for (size_t i = 0; i < sizeof WORDS / sizeof WORDS[0]; i++)
             if (strlen(WORDS[i].code) == len && !strncmp(WORDS[i].code, p, len)) w = WORDS[i].words;
         if (w && !*w) {   // a unit the value carries: dropped from the label

@@ -81,7 +81,14 @@ START_TEST(test_units_by_key) {
     rpt_key_words("throughput.decode_output_tok_s_per_gpu", w, sizeof w);
     ck_assert_str_eq(w, "decode output tokens/s per GPU");
     rpt_key_words("saturation.wait_growth_s", w, sizeof w);
-    ck_assert_str_eq(w, "saturation, wait growth s");
+    ck_assert_str_eq(w, "saturation, wait growth");
+    rpt_key_words("gen_tok_s_per_request.p50", w, sizeof w);
+    ck_assert_str_eq(w, "generation tokens/s per request, p50");
+    rpt_key_words("sim.events_per_s", w, sizeof w);
+    ck_assert_str_eq(w, "sim, events");
+    ck_assert_str_eq(rpt_fmt_keyed("cache.by_tier_tokens.hbm", 22169600, s, sizeof s), "22.17 M");
+    ck_assert_str_eq(rpt_fmt_keyed("cache.load_bytes.ssd", 7.337e10, s, sizeof s), "73.4 GB");
+    ck_assert_str_eq(rpt_fmt_keyed("economics.trace_start_utc_s", 0, s, sizeof s), "0 s");
 }
 END_TEST
 
