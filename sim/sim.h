@@ -42,7 +42,15 @@ typedef struct sim_pool_cfg {
     sim_sched scheduler;          // fcfs | spf (shortest prompt first) | priority (by class)
     int64_t queue_limit;          // admission control: reject when this many wait, 0 = none
     int64_t kv_tokens;            // KV capacity per instance in tokens, 0 = from HBM - weights
+    char hardware[SIM_PATH_MAX];  // the pool's GPUs (a name or a path), "" = the scenario's
+    mdl_prec prec_weights;        // the pool's weight precision, auto = the scenario's
+    mdl_prec prec_activations;    // the pool's GEMM input precision, auto = the scenario's
 } sim_pool_cfg;
+
+// precision.*: what the model runs in, over its model file's (auto keeps the file's).
+typedef struct sim_precision_cfg {
+    mdl_prec weights, kv, activations;
+} sim_precision_cfg;
 
 // Time-of-day instance counts (cluster.schedule): from hour `from_h` (UTC, 0..24) on.
 typedef struct sim_schedule_entry {
@@ -205,6 +213,7 @@ typedef struct sim_config {
     char step_model[32];          // roofline | calibrated | table
     char profile[SIM_PATH_MAX];   // calibrated: engine profile CSV
     mdl_efficiency eff;           // roofline efficiency factors (efficiency.*)
+    sim_precision_cfg precision;  // precision.*
     sim_moe_cfg moe;
     sim_workload_cfg workload;
     sim_cluster_cfg cluster;
@@ -254,6 +263,8 @@ char *sim_config_to_yaml(const sim_config *c);
 // run look at the same file.
 void sim_config_model_path(const sim_config *c, char *out, size_t n);
 void sim_config_hardware_path(const sim_config *c, char *out, size_t n);
+// The hardware file of a pool: its cluster.<pool>.hardware, else the scenario's.
+void sim_config_pool_hardware_path(const sim_config *c, const sim_pool_cfg *p, char *out, size_t n);
 void sim_config_profile_path(const sim_config *c, char *out, size_t n);
 // Line where key (dotted) was set: > 0 a line of c->path, -1 set by --set, 0 never set (the
 // default). A key not recorded itself answers with its nearest recorded parent section's line.

@@ -44,7 +44,7 @@ static mdl_parallel pool_parallel(const sim_cluster *c, const sim_pool_cfg *pc) 
 static kvf_status make_stepper(sim_cluster *c, sim_pool *p, kvf_err *err) {
     mdl_parallel par = pool_parallel(c, p->cfg);
     c->ep_skew_base = par.ep_skew;
-    return sim_make_stepper(c->cfg, &c->model, &c->hw, &par, c->opts, &p->stepper, err);
+    return sim_make_stepper(c->cfg, &p->model, &p->hw, &par, c->opts, &p->stepper, err);
 }
 
 kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run_opts *o,
@@ -68,6 +68,9 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
     sim_config_hardware_path(cfg, path, sizeof path);
     st = mdl_hardware_load(&c->hw, path, dir, err);
     if (st) return st;
+    const sim_precision_cfg *pr = &cfg->precision;   // precision.*: over the model file's
+    if (pr->weights || pr->kv || pr->activations)
+        mdl_model_apply_precision(&c->model, pr->weights, pr->kv, pr->activations);
     c->swa_replay = c->model.window > 0 && c->model.window_layers > 0 && cfg->kv.swa_replay_tokens > 0;
     double stored_tok = c->swa_replay ? c->model.kv_bytes_per_token_full : c->model.kv_bytes_per_token;
     c->block_bytes = stored_tok * cfg->kv.block_tokens;
@@ -89,12 +92,23 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
         p->cfg = pcfg[k];
         p->first = id;
         p->n = p->n_active = counts[k];
+        // the pool's own GPUs and precision (cluster.<pool>.hardware, .precision.*)
+        p->model = c->model;
+        if (p->cfg->prec_weights || p->cfg->prec_activations)
+            mdl_model_apply_precision(&p->model, p->cfg->prec_weights, MDL_PREC_AUTO,
+                                      p->cfg->prec_activations);
+        if (p->cfg->hardware[0]) {
+            sim_config_pool_hardware_path(cfg, p->cfg, path, sizeof path);
+            if ((st = mdl_hardware_load(&p->hw, path, dir, err))) return st;
+        } else {
+            p->hw = c->hw;
+        }
         if (p->n) {
             st = make_stepper(c, p, err);
             if (st) return st;
         }
         mdl_parallel par = pool_parallel(c, p->cfg);
-        double kvcap = mdl_kv_capacity_tokens(&c->model, &c->hw, &par, cfg->kv.activation_reserve);
+        double kvcap = mdl_kv_capacity_tokens(&p->model, &p->hw, &par, cfg->kv.activation_reserve);
         // sliding-window layers hold only their window per sequence, not the whole context:
         // count capacity in full-layer tokens (the window part is a small constant per request)
         if (c->model.window && c->model.window_layers && c->model.kv_bytes_per_token_full > 0)
@@ -109,7 +123,7 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
                             "%s: model %s (%.1f GB of weights, key 'model') does not fit %d x %s "
                             "GPU(s) (key 'hardware') with room for KV; give more GPUs per "
                             "instance", where, c->model.name, c->model.weight_bytes / 1e9,
-                            p->cfg->gpus_per_instance, c->hw.name);
+                            p->cfg->gpus_per_instance, p->hw.name);
         }
         for (uint32_t i = 0; i < p->n; i++, id++) {
             sim_inst *in = &c->inst[id];

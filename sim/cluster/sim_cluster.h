@@ -209,6 +209,8 @@ typedef struct sim_pool {
     uint32_t first, n;          // instances [first, first+n) in cluster.inst
     uint32_t n_active;
     mdl_stepper *stepper;
+    mdl_model model;            // the model as this pool runs it (its precision)
+    mdl_hardware hw;            // the pool's GPUs (cluster.<pool>.hardware, else the scenario's)
     uint32_t rr;                // round-robin cursor
     sim_route_fn route;         // the pool's router, resolved once
     double (*load)(const struct sim_cluster *, const struct sim_inst *);  // what a min-load

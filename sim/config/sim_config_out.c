@@ -21,7 +21,9 @@
 
 // Paths are written absolute (resolved as the run resolved them), so the config runs the same
 // from any folder.
-static const char *const path_keys[] = {"model", "hardware", "profile", "workload.trace", NULL};
+static const char *const path_keys[] = {"model", "hardware", "profile", "workload.trace",
+                                        "cluster.vision.hardware", "cluster.prefill.hardware",
+                                        "cluster.decode.hardware", NULL};
 
 // The object at dotted prefix below root, created on the way ("a.b" of "a.b.c").
 static json_t *json_section(json_t *root, const char *key, const char **leaf) {
@@ -61,6 +63,11 @@ static json_t *leaf_json(const sim_config *c, const keydef *d) {
                 char path[SIM_PATH_MAX + 160];
                 if (!strcmp(d->key, "model")) sim_config_model_path(c, path, sizeof path);
                 else if (!strcmp(d->key, "hardware")) sim_config_hardware_path(c, path, sizeof path);
+                else if (kvf_endswith(d->key, ".hardware")) {
+                    sim_pool_cfg pc = {0};
+                    snprintf(pc.hardware, sizeof pc.hardware, "%s", src);
+                    sim_config_pool_hardware_path(c, &pc, path, sizeof path);
+                }
                 else sim_config_resolve(c, src, path, sizeof path);
                 if (path[0] != '/') {   // relative to the current folder: make it absolute
                     char *real = realpath(path, NULL);

@@ -42,6 +42,7 @@ static const char *const step_models[] = {"roofline", "calibrated", "table", NUL
 static const char *const modes[] = {"disaggregated", "colocated", NULL};
 static const char *const schedulers[] = {"fcfs", "spf", "priority", NULL};
 static const char *const preemptions[] = {"recompute", "swap", NULL};
+static const char *const precisions[] = {"auto", "bf16", "fp8", "fp4", NULL};   // mdl_prec order
 static const char *const serving_presets[] = {"none", "vllm", "sglang", "trtllm", NULL};
 static const char *const prefix_homes[] = {"slice", "free_blocks", NULL};
 static const char *const admissions[] = {"preempt", "reserve", NULL};
@@ -61,7 +62,10 @@ static const char *const gen_arrivals[] = {"poisson", "gamma", "diurnal", NULL};
         NUM("cluster." #p ".max_batch_requests", f.max_batch_requests, NT_I32, F_INT, 1, 1e6, 1),  \
         ENUM("cluster." #p ".scheduler", f.scheduler, schedulers),                                 \
         NUM("cluster." #p ".queue_limit", f.queue_limit, NT_I64, F_INT, 0, 1e9, 1),               \
-        NUM("cluster." #p ".kv_tokens", f.kv_tokens, NT_I64, F_INT, 0, 1e12, 1)
+        NUM("cluster." #p ".kv_tokens", f.kv_tokens, NT_I64, F_INT, 0, 1e12, 1),                 \
+        STR("cluster." #p ".hardware", f.hardware, F_NULL),                                        \
+        ENUM("cluster." #p ".precision.weights", f.prec_weights, precisions),                      \
+        ENUM("cluster." #p ".precision.activations", f.prec_activations, precisions)
 
 const keydef sim_key_table[] = {
     STR("name", name, 0),
@@ -70,6 +74,9 @@ const keydef sim_key_table[] = {
     STR("hardware", hardware, 0),
     NAME("step_model", step_model, step_models),
     STR("profile", profile, F_NULL),
+    ENUM("precision.weights", precision.weights, precisions),
+    ENUM("precision.kv", precision.kv, precisions),
+    ENUM("precision.activations", precision.activations, precisions),
     NUM("efficiency.compute", eff.compute, NT_DBL, 0, 1e-3, 1, 1),
     NUM("efficiency.memory", eff.memory, NT_DBL, 0, 1e-3, 1, 1),
     NUM("efficiency.comm", eff.comm, NT_DBL, 0, 1e-3, 1, 1),
@@ -200,6 +207,10 @@ const char *const sim_key_sections[] = {
     "cluster",
     "cluster.vision",
     "cluster.prefill",
+    "cluster.vision.precision",
+    "cluster.prefill.precision",
+    "cluster.decode.precision",
+    "precision",
     "cluster.decode",
     "cluster.network",
     "router",

@@ -90,6 +90,12 @@ void sim_config_hardware_path(const sim_config *c, char *out, size_t n) {
     resolve_named(c, c->hardware, "models/hardware", out, n);
 }
 
+void sim_config_pool_hardware_path(const sim_config *c, const sim_pool_cfg *p, char *out, size_t n) {
+    KVF_ASSERT(c && p && out);
+    if (!p->hardware[0]) sim_config_hardware_path(c, out, n);
+    else resolve_named(c, p->hardware, "models/hardware", out, n);
+}
+
 void sim_config_profile_path(const sim_config *c, char *out, size_t n) {
     sim_config_resolve(c, c->profile, out, n);
 }
@@ -256,6 +262,15 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
     if (c->workload.opt.end_ns && c->workload.opt.end_ns <= c->workload.opt.start_ns)
         return vfail(c, err, "workload.end_s", "must be after workload.start_s");
 
+    const sim_pool_cfg *pools[] = {&c->cluster.vision, &c->cluster.prefill, &c->cluster.decode};
+    static const char *const pool_names[] = {"vision", "prefill", "decode"};
+    for (int k = 0; k < 3; k++) {
+        if (!pools[k]->hardware[0]) continue;
+        char key[64];
+        snprintf(key, sizeof key, "cluster.%s.hardware", pool_names[k]);
+        sim_config_pool_hardware_path(c, pools[k], path, sizeof path);
+        if (!is_file(path)) return file_fail(c, err, key, path);
+    }
     if ((st = check_pool(c, &c->cluster.vision, "vision", err))) return st;
     if ((st = check_pool(c, &c->cluster.prefill, "prefill", err))) return st;
     if ((st = check_pool(c, &c->cluster.decode, "decode", err))) return st;

@@ -38,9 +38,11 @@ kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl
         char prof[SIM_PATH_MAX];
         sim_config_resolve(cfg, cfg->profile, prof, sizeof prof);
         st = mdl_calibrated_create(out, m, hw, par, &cfg->eff, prof, err);
+    } else if (!strcmp(cfg->step_model, "table")) {
+        // refuses kernel rows hw check refuses (above the datasheet peak, ...), naming file:line
+        st = mdl_table_open(out, m, hw, par, &cfg->eff, err);
     } else {
-        *out = !strcmp(cfg->step_model, "table") ? mdl_table_create(m, hw, par, &cfg->eff)
-                                                 : mdl_roofline_create(m, hw, par, &cfg->eff);
+        *out = mdl_roofline_create(m, hw, par, &cfg->eff);
         if (!*out) st = kvf_fail(err, KVF_ENOMEM, "cannot create the %s step model", cfg->step_model);
     }
     if (!st && o && (o->replay || o->step_scale > 0)) *out = sim_replay_stepper_wrap(*out, o);

@@ -349,10 +349,11 @@ void sim_decode_preempt(sim_cluster *c, sim_inst *in) {
         r->preemptions++;
         c->m.preemptions++;
         r->enq_ns = c->now;
-        if (c->cfg->cluster.preemption == SIM_PREEMPT_SWAP && c->hw.pcie_Bps > 0) {
+        const mdl_hardware *hw = &sim_pool_of(c, in)->hw;
+        if (c->cfg->cluster.preemption == SIM_PREEMPT_SWAP && hw->pcie_Bps > 0) {
             // out and back in over PCIe
             sim_req_set_state(r, SIM_RS_SWAPPED);
-            double s = 2.0 * mdl_kv_seq_bytes(&c->model, sim_req_ctx_tokens(r)) / c->hw.pcie_Bps;
+            double s = 2.0 * mdl_kv_seq_bytes(&c->model, sim_req_ctx_tokens(r)) / hw->pcie_Bps;
             sim_ev_push(c, c->now + (sim_time)(s * 1e9), SIM_EV_SWAPIN, 0, slot, NULL);
         } else {
             r->recompute = sim_req_ctx_tokens(r);
