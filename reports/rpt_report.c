@@ -1085,6 +1085,22 @@ static void ans_more(rep *r, page *p) {
 static void sec_answer(rep *r, page *p) {
     rpt_buf_puts(&p->h, "<section id=\"answer\" class=\"answer\">\n");
     rpt_buf_puts(&p->m, "\n");
+    const char *status = json_string_value(json_object_get(r->summary, "status"));
+    if (status && strcmp(status, "completed")) {   // an interrupted run: say so first
+        rpt_buf_puts(&p->h, "<div class=\"verdict verdict-overloaded\" id=\"hl-status\" "
+                            "data-status=\"");
+        rpt_buf_html(&p->h, status);
+        rpt_buf_puts(&p->h, "\"><b>");
+        rpt_buf_puts(&p->m, "**");
+        ans_text(p, "Unfinished");
+        rpt_buf_puts(&p->h, "</b>");
+        rpt_buf_puts(&p->m, "**");
+        ans_text(p, " (");
+        ans_text(p, status);
+        ans_text(p, "): every figure covers only the part of the trace that ran.");
+        rpt_buf_puts(&p->h, "</div>\n");
+        rpt_buf_puts(&p->m, "\n\n");
+    }
     ans_saturation(r, p);
     rpt_buf_puts(&p->h, "<div class=\"cards\">\n");
     ans_money(r, p);

@@ -968,6 +968,17 @@ START_TEST(test_report_answer_first) {
     ck_assert_msg(!strstr(g, "decode <span") || strstr(g, "decode <span") > strstr(g, "</div></div>"),
                   "a colocated run shows a decode pool");
     ck_assert(strstr(html, "data-dir=\"final/name\""));
+    ck_assert(!strstr(html, "id=\"hl-status\""));
+    free(html);
+    // an interrupted run says so first
+    json_object_set_new(sum, "status", json_string("interrupted"));
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    ck_assert_int_eq(json_dump_file(sum, path, JSON_REAL_PRECISION(17)), 0);
+    ck_assert_int_eq(rpt_report_write(dir, true, false, &err), KVF_OK);
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    html = kvt_slurp(path);
+    const char *st = strstr(html, "id=\"hl-status\" data-status=\"interrupted\"");
+    ck_assert_msg(st && st < strstr(html, "id=\"hl-saturation\""), "no unfinished verdict first");
     free(html);
     json_decref(sum);
     rm_tmp();
