@@ -144,7 +144,7 @@ static void idset_add(idset *s, uint64_t k) {
 // knows its segment. A block is in cache j iff its segment <= j. Moving an entry to the
 // front pushes the tail entry of each segment above it one segment down (O(sizes)); the
 // last segment's overflow is evicted. Entries live in a dense array; a linear-probing table
-// (backward-shift deletion, no tombstones) maps ids to entries.
+// of (id, entry) slots (backward-shift deletion, no tombstones) maps ids to entries.
 //
 //   head                                                           tail
 //   [ seg 0: C_0 ][ seg 1: C_1 - C_0 ][ ... ][ seg S-1 ]  -> evicted
@@ -156,6 +156,11 @@ typedef struct lru_ent {
     uint32_t seg;
 } lru_ent;
 
+typedef struct lru_slot {
+    uint64_t key;          // the id beside its entry index: a probe reads one line, not two
+    uint32_t idx;          // entry index, NIL = empty
+} lru_slot;
+
 typedef struct lru {
     uint32_t nseg;
     uint64_t segcap[TRC_STATS_MAX_SIZES];   // entries per segment
@@ -165,13 +170,13 @@ typedef struct lru {
     lru_ent *e;
     size_t n, cap_ent;
     uint32_t head, tail;
-    uint32_t *tab;
+    lru_slot *tab;
     size_t tcap;
 } lru;
 
 static size_t lru_find_slot(const lru *c, uint64_t k) {
     size_t h = kvf_hash64(k) & (c->tcap - 1);
-    while (c->tab[h] != NIL && c->e[c->tab[h]].key != k) h = (h + 1) & (c->tcap - 1);
+    while (c->tab[h].idx != NIL && c->tab[h].key != k) h = (h + 1) & (c->tcap - 1);
     return h;
 }
 
@@ -181,19 +186,19 @@ static void lru_rehash(lru *c, size_t ncap) {
     memset(c->tab, 0xff, ncap * sizeof *c->tab);
     c->tcap = ncap;
     for (uint32_t i = c->head; i != NIL; i = c->e[i].next)
-        c->tab[lru_find_slot(c, c->e[i].key)] = i;
+        c->tab[lru_find_slot(c, c->e[i].key)] = (lru_slot){c->e[i].key, i};
 }
 
 static void lru_table_delete(lru *c, size_t slot) {
     size_t i = slot, m = c->tcap - 1;
-    c->tab[i] = NIL;
-    for (size_t j = (i + 1) & m; c->tab[j] != NIL; j = (j + 1) & m) {
-        size_t h = kvf_hash64(c->e[c->tab[j]].key) & m;
+    c->tab[i].idx = NIL;
+    for (size_t j = (i + 1) & m; c->tab[j].idx != NIL; j = (j + 1) & m) {
+        size_t h = kvf_hash64(c->tab[j].key) & m;
         // move j back into the hole at i unless its home h lies in (i, j]
         bool between = i <= j ? (h > i && h <= j) : (h > i || h <= j);
         if (!between) {
             c->tab[i] = c->tab[j];
-            c->tab[j] = NIL;
+            c->tab[j].idx = NIL;
             i = j;
         }
     }
@@ -248,7 +253,7 @@ static void lru_push_front(lru *c, uint32_t i) {
 }
 
 static uint32_t lru_get(const lru *c, uint64_t k) {
-    return c->tcap ? c->tab[lru_find_slot(c, k)] : NIL;
+    return c->tcap ? c->tab[lru_find_slot(c, k)].idx : NIL;
 }
 
 // Makes k the most recent entry; idx is a hint from lru_get (NIL = unknown).
@@ -275,7 +280,7 @@ static void lru_touch(lru *c, uint64_t k, uint32_t *free_slot, uint32_t idx) {
     }
     c->n++;
     c->e[i].key = k;
-    c->tab[lru_find_slot(c, k)] = i;
+    c->tab[lru_find_slot(c, k)] = (lru_slot){k, i};
     uint32_t before_tail = c->tail;
     lru_push_front(c, i);
     // an eviction frees the old tail's entry (at most one per insert)
@@ -360,6 +365,14 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
         sketch_add(&sk[0], q.input_tokens);
         sketch_add(&sk[1], q.output_tokens);
         out->block_refs += q.n_blocks;
+        // The tables outgrow the caches: a request's lookups are independent misses, so all
+        // its home slots are fetched together before the walks below (results do not change).
+        if (L.tcap || seen.cap)
+            for (uint32_t i = 0; i < q.n_blocks; i++) {
+                uint64_t h = kvf_hash64(q.blocks[i]);
+                if (L.tcap) __builtin_prefetch(&L.tab[h & (L.tcap - 1)]);
+                if (seen.cap) __builtin_prefetch(&seen.keys[h & (seen.cap - 1)]);
+            }
         // unbounded cache
         uint64_t run = 0;
         while (run < q.n_blocks && idset_has(&seen, q.blocks[run])) run++;
