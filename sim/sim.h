@@ -171,9 +171,19 @@ typedef struct sim_kv_cfg {       // kv.*, cache.*
                                   // a chunk's blocks are reusable by later chunks of the step
 } sim_kv_cfg;
 
+// speculative.method: which speculative decoding a decode step runs. auto = the model's
+// DSpark stack (dspark_* keys) when it has one and speculative.draft_tokens is 0, else draft.
+typedef enum sim_spec_method {
+    SIM_SPEC_AUTO = 0,
+    SIM_SPEC_DSPARK,              // block drafts verified together (mdl_spec_*), model file's
+    SIM_SPEC_DRAFT,               // draft_tokens drafts, each accepted with `acceptance`
+    SIM_SPEC_NONE                 // one token per step
+} sim_spec_method;
+
 typedef struct sim_decoding_cfg { // decoding.*
     uint32_t draft_tokens;
     double acceptance;
+    sim_spec_method spec_method;  // speculative.method
     double structured_mask_ns;    // per-step mask cost per structured request
     double structured_share;      // share of requests flagged structured at arrival (0..1)
 } sim_decoding_cfg;

@@ -47,6 +47,38 @@ static kvf_status make_stepper(sim_cluster *c, sim_pool *p, kvf_err *err) {
     return sim_make_stepper(c->cfg, &p->model, &p->hw, &par, c->opts, &p->stepper, err);
 }
 
+// speculative.method resolved against the model: DSpark needs the model's dspark_* keys and
+// takes its block from them (speculative.draft_tokens 0); draft needs draft tokens; none none.
+static kvf_status resolve_spec(sim_cluster *c, const sim_config *cfg, kvf_err *err) {
+    const sim_decoding_cfg *d = &cfg->decoding;
+    bool has = c->model.dspark_layers > 0;
+    sim_spec_method mth = d->spec_method;
+    if (mth == SIM_SPEC_AUTO) mth = has && d->draft_tokens == 0 ? SIM_SPEC_DSPARK : SIM_SPEC_DRAFT;
+    char where[SIM_PATH_MAX + 128];
+    sim_config_where(cfg, "speculative.method", where, sizeof where);
+    c->spec_seq_tokens = 1 + d->draft_tokens;
+    if (mth == SIM_SPEC_DSPARK) {
+        if (!has)
+            return kvf_fail(err, KVF_EINVAL, "%s: speculative.method dspark: model %s has no DSpark "
+                            "stack (dspark_* keys in its model file)", where, c->model.name);
+        if (d->draft_tokens)
+            return kvf_fail(err, KVF_EINVAL, "%s: speculative.method dspark takes its block from the "
+                            "model file; speculative.draft_tokens must be 0, not %u", where,
+                            d->draft_tokens);
+        kvf_status st = mdl_spec_from_model(&c->spec, &c->model, err);
+        if (st) return st;
+        c->dspark = true;
+        c->spec_seq_tokens = c->spec.block;
+    } else if (mth == SIM_SPEC_NONE && d->draft_tokens) {
+        return kvf_fail(err, KVF_EINVAL, "%s: speculative.method none with speculative.draft_tokens "
+                        "%u", where, d->draft_tokens);
+    } else if (d->spec_method == SIM_SPEC_DRAFT && !d->draft_tokens) {
+        return kvf_fail(err, KVF_EINVAL, "%s: speculative.method draft needs "
+                        "speculative.draft_tokens > 0", where);
+    }
+    return KVF_OK;
+}
+
 kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run_opts *o,
                             kvf_err *err) {
     memset(c, 0, sizeof *c);
@@ -71,7 +103,14 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
     const sim_precision_cfg *pr = &cfg->precision;   // precision.*: over the model file's
     if (pr->weights || pr->kv || pr->activations)
         mdl_model_apply_precision(&c->model, pr->weights, pr->kv, pr->activations);
+    // encoder-decoder models replay the last kv_cache.swa_replay_tokens of a chunk through their
+    // decoder layers (0: the whole chunk)
+    if (c->model.decoder_replay_tokens) c->model.decoder_replay_tokens = cfg->kv.swa_replay_tokens;
+    if ((st = resolve_spec(c, cfg, err))) return st;
     c->swa_replay = c->model.window > 0 && c->model.window_layers > 0 && cfg->kv.swa_replay_tokens > 0;
+    // a sequence's SWA state (every window layer's window, compressor state): fixed per sequence
+    c->swa_seq_bytes = c->model.window && c->model.window_layers
+                           ? mdl_model_swa_bytes_seq(&c->model, c->model.window) : 0;
     double stored_tok = c->swa_replay ? c->model.kv_bytes_per_token_full : c->model.kv_bytes_per_token;
     c->block_bytes = stored_tok * cfg->kv.block_tokens;
     c->kv_bytes_token = c->model.kv_bytes_per_token;
@@ -110,9 +149,15 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
         mdl_parallel par = pool_parallel(c, p->cfg);
         double kvcap = mdl_kv_capacity_tokens(&p->model, &p->hw, &par, cfg->kv.activation_reserve);
         // sliding-window layers hold only their window per sequence, not the whole context:
-        // count capacity in full-layer tokens (the window part is a small constant per request)
-        if (c->model.window && c->model.window_layers && c->model.kv_bytes_per_token_full > 0)
+        // count capacity in full-layer (global KV) tokens, after reserving the fixed SWA state
+        // of as many sequences as the pool batches (cluster.<pool>.max_batch_requests)
+        double cap_tok_bytes = c->model.kv_bytes_per_token;   // bytes one token of kvcap holds
+        if (c->model.window && c->model.window_layers && c->model.kv_bytes_per_token_full > 0) {
             kvcap *= c->model.kv_bytes_per_token / c->model.kv_bytes_per_token_full;
+            cap_tok_bytes = c->model.kv_bytes_per_token_full;
+            if (p->cfg->max_batch_requests > 0 && kvcap > 0)
+                kvcap = KVF_MAX(kvcap - p->cfg->max_batch_requests * c->swa_seq_bytes / cap_tok_bytes, 0.0);
+        }
         if (p->cfg->kv_tokens > 0) kvcap = (double)p->cfg->kv_tokens;
         if (p->n && k != SIM_POOL_VISION && kvcap < 1) {
             char key[64], where[SIM_PATH_MAX + 128];
@@ -142,7 +187,7 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
             // decode by running sums where the step model takes them and every sequence
             // emits one token per step
             in->dsum_on = (k == SIM_POOL_DECODE || (c->colocated && k == SIM_POOL_PREFILL)) &&
-                          p->stepper && p->stepper->vt->decode_sums && cfg->decoding.draft_tokens == 0 &&
+                          p->stepper && p->stepper->vt->decode_sums && cfg->decoding.draft_tokens == 0 && !c->dspark &&
                           cfg->serving.client_timeout_ns <= 0 &&   // aborts visit every sequence
                           !(o && o->decode_listed);
             if (in->dsum_on) mdl_model_caps(&c->model, in->ds.caps);
@@ -155,7 +200,7 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
             in->link_dram = in->link_ssd = in->link_xfer = in->link_ssd_write = SIM_NONE;
             uint64_t hbm_blocks = 0, dram_blocks = 0;
             if (k == SIM_POOL_PREFILL && cfg->kv.prefix_cache) {
-                c->hbm_blocks_per_token = (c->kv_bytes_token / stored_tok) / cfg->kv.block_tokens;
+                c->hbm_blocks_per_token = (cap_tok_bytes / stored_tok) / cfg->kv.block_tokens;
                 hbm_blocks = (uint64_t)(kvcap * cfg->kv.hbm_cache_frac * c->hbm_blocks_per_token);
                 if (cfg->serving.prefix_cache == SIM_PREFIX_FREE_BLOCKS) {
                     // the cache is the free KV blocks: tables for all of them, the capacity
@@ -280,7 +325,7 @@ kvf_status sim_cluster_loop(sim_cluster *c) {
         c->now = ev.t;
         KVF_ASSERT(ev.kind > 0 && ev.kind < SIM_EV_KINDS && handlers[ev.kind]);
         handlers[ev.kind](c, &ev);
-        if ((++n & 0xffff) == 0) {
+        if ((++n & 0x3fff) == 0) {   // interrupt and progress every 16k events
             if (c->opts && c->opts->interrupt && *c->opts->interrupt) {
                 sim_pool_gpu_account(c);   // GPU-hours up to the interruption
                 return KVF_EINTR;

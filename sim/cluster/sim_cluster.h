@@ -269,6 +269,11 @@ typedef struct sim_cluster {
     double kv_bytes_token;      // bytes per token moved prefill -> decode
     double hbm_blocks_per_token;  // HBM prefix-cache blocks one token of KV capacity holds
     bool swa_replay;            // hybrid model with bounded replay
+    bool dspark;                // decode steps verify DSpark blocks (speculative.method)
+    mdl_spec spec;              // the model's DSpark stack (dspark only)
+    uint32_t spec_seq_tokens;   // tokens one decoding sequence computes per step (1 + drafts,
+                                // or the DSpark block)
+    double swa_seq_bytes;       // fixed SWA state of one sequence (window + compressor state)
     sim_donemap done;
     uint64_t arrived, completed, rejected, in_flight, seq;
     sim_time last_arrival_ns, first_arrival_ns;

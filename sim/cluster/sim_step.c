@@ -14,8 +14,36 @@
 #include "sim_sample.h"
 #include "sim_trace.h"
 
-void sim_step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, uint32_t images,
-                      const mdl_decode_sum *ds, mdl_step_cost *out) {
+// The stepper's answer for b. DSpark (nv > 0): the first nv listed sequences verify a block
+// each (new_tokens == block, plus the draft pass: mdl_spec_step_cost); the rest (KV rebuilt
+// after a preemption, prefill chunks) are a prefill step of their own, run back to back in
+// the same event.
+static void stepper_cost(sim_cluster *c, sim_pool *p, const mdl_batch *b, uint32_t nv,
+                         mdl_step_cost *out) {
+    if (!nv) {
+        mdl_stepper_cost(p->stepper, b, out);
+        return;
+    }
+    KVF_ASSERT(c->dspark && nv <= b->n && !b->dsum);
+    mdl_batch v = {.phase = MDL_DECODE, .seqs = b->seqs, .n = nv};
+    mdl_spec_step_cost(p->stepper, &c->spec, &v, out, NULL);
+    if (b->n > nv) {
+        mdl_batch rest = {.phase = MDL_PREFILL, .seqs = b->seqs + nv, .n = b->n - nv};
+        mdl_step_cost k;
+        mdl_stepper_cost(p->stepper, &rest, &k);
+        out->ns += k.ns;
+        out->flops += k.flops;
+        out->bytes += k.bytes;
+        out->comm_bytes += k.comm_bytes;
+        out->comm_ns += k.comm_ns;
+        out->host_ns += k.host_ns;
+        out->extrapolated |= k.extrapolated;
+        out->table_fallback |= k.table_fallback;
+    }
+}
+
+static void step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, uint32_t nv,
+                      uint32_t images, const mdl_decode_sum *ds, mdl_step_cost *out) {
     if (c->cfg->moe.skew_sd > 0 && c->model.experts) {
         // the hottest GPU's load varies step to step; the step waits for it
         double sk = c->ep_skew_base + c->cfg->moe.skew_sd * kvf_rng_normal(&c->rng_skew);
@@ -23,7 +51,7 @@ void sim_step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, uin
     }
     mdl_batch b = {.phase = phase, .seqs = c->seqs, .n = n, .images = images,
                    .dsum = ds && ds->n ? ds : NULL};
-    mdl_stepper_cost(p->stepper, &b, out);
+    stepper_cost(c, p, &b, nv, out);
     const sim_serving_cfg *sv = &c->cfg->serving;
     if (sv->step_overhead_ns > 0 || sv->step_overhead_seq_ns > 0) {
         // the serving engine's CPU work per step (scheduling, sampling, detokenising) that
@@ -42,6 +70,11 @@ void sim_step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, uin
     c->m.steps++;
     if (out->extrapolated) c->m.extrapolated_steps++;
     if (out->table_fallback) c->m.table_fallbacks++;
+}
+
+void sim_step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, uint32_t images,
+                   const mdl_decode_sum *ds, mdl_step_cost *out) {
+    step_cost(c, p, phase, n, 0, images, ds, out);
 }
 
 double sim_cluster_prefill_s(sim_cluster *c, sim_pool *p, uint32_t tokens, uint32_t cached) {
@@ -115,6 +148,20 @@ static uint32_t graph_pad(sim_cluster *c, sim_inst *in, mdl_decode_sum *ds, uint
     return listed + pad;
 }
 
+// DSpark: the verify graph of the next capture size, padding sequences (a block of GEMM rows,
+// no context) inserted after the nv verifying ones, before the n - nv others. Returns the
+// padded verify count (the list grows by as many).
+static uint32_t graph_pad_verify(sim_cluster *c, uint32_t nv, uint32_t n) {
+    uint32_t gb = c->cfg->serving.graph_buckets;
+    if (!gb) return nv;
+    uint32_t pad = graph_bucket(nv, gb) - nv;
+    if (!pad) return nv;
+    sim_seqs_reserve(c, n + pad);
+    memmove(c->seqs + nv + pad, c->seqs + nv, (n - nv) * sizeof *c->seqs);
+    for (uint32_t i = 0; i < pad; i++) c->seqs[nv + i] = (mdl_seq){c->spec_seq_tokens, 0};
+    return nv + pad;
+}
+
 void sim_inst_form_step(sim_cluster *c, sim_inst *in) {
     if (in->busy || c->status != KVF_OK) return;
     in->ops->form_step(c, in);
@@ -128,6 +175,7 @@ void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill
     mdl_step_cost k;
     uint32_t n = 0;        // sequences listed in c->seqs
     uint32_t ndec = 0;     // decoding sequences, listed or summed
+    uint32_t nv = 0;       // DSpark: verifying sequences, listed first
     mdl_phase phase = MDL_PREFILL;
     mdl_decode_sum ds = {0};
     uint64_t tokens = 0;
@@ -144,12 +192,25 @@ void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill
             n = in->ds.n_recomp;
             ds = sim_dsum_batch(&in->ds);
             tokens += ds.n;
+        } else if (c->dspark) {
+            // verifying sequences first (a block each), then those rebuilding their KV
+            sim_seqs_reserve(c, in->n_running);
+            for (uint32_t i = 0; i < in->n_running; i++) {
+                sim_req *r = sim_req_at(c, in->running[i]);
+                if (!r->recompute) c->seqs[nv++] = (mdl_seq){c->spec_seq_tokens, sim_req_ctx_tokens(r)};
+            }
+            n = nv;
+            for (uint32_t i = 0; i < in->n_running; i++) {
+                sim_req *r = sim_req_at(c, in->running[i]);
+                if (r->recompute) c->seqs[n++] = (mdl_seq){r->recompute, 0};
+            }
+            for (uint32_t i = 0; i < n; i++) tokens += c->seqs[i].new_tokens;
         } else {
             sim_seqs_reserve(c, in->n_running);
             for (uint32_t i = 0; i < in->n_running; i++) {
                 sim_req *r = sim_req_at(c, in->running[i]);
                 c->seqs[i] = r->recompute ? (mdl_seq){r->recompute, 0}
-                                          : (mdl_seq){1 + c->cfg->decoding.draft_tokens, sim_req_ctx_tokens(r)};
+                                          : (mdl_seq){c->spec_seq_tokens, sim_req_ctx_tokens(r)};
                 tokens += c->seqs[i].new_tokens;
             }
             n = in->n_running;
@@ -159,7 +220,7 @@ void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill
     }
     in->n_batch = 0;
     if (prefill) {
-        int64_t budget = in->pcfg->max_batch_tokens - (int64_t)ndec * (1 + c->cfg->decoding.draft_tokens);
+        int64_t budget = in->pcfg->max_batch_tokens - (int64_t)ndec * c->spec_seq_tokens;
         uint32_t n2 = sim_prefill_take_chunks(c, in, budget > 0 ? budget : 0, n);
         in->n_batch = n2 - n;
         // batch[] holds prefill chunks at [n, n2): shift them to the front
@@ -173,8 +234,14 @@ void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill
         n = n2;
     }
     if (!ndec && !in->n_batch) return;
-    if (phase == MDL_DECODE) n = graph_pad(c, in, &ds, n);
-    sim_step_cost(c, p, phase, n, 0, &ds, &k);
+    if (phase == MDL_DECODE && nv) {
+        uint32_t nv2 = graph_pad_verify(c, nv, n);
+        n += nv2 - nv;
+        nv = nv2;
+    } else if (phase == MDL_DECODE) {
+        n = graph_pad(c, in, &ds, n);
+    }
+    step_cost(c, p, phase, n, nv, 0, &ds, &k);
     if (in->n_structured) k.ns += (sim_time)(in->n_structured * c->cfg->decoding.structured_mask_ns);
     in->run_m = 0;
     in->run_attr = 0;

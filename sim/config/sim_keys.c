@@ -43,6 +43,7 @@ static const char *const modes[] = {"disaggregated", "colocated", NULL};
 static const char *const schedulers[] = {"fcfs", "spf", "priority", NULL};
 static const char *const preemptions[] = {"recompute", "swap", NULL};
 static const char *const precisions[] = {"auto", "bf16", "fp8", "fp4", NULL};   // mdl_prec order
+static const char *const spec_methods[] = {"auto", "dspark", "draft", "none", NULL};   // sim_spec_method
 static const char *const serving_presets[] = {"none", "vllm", "sglang", "trtllm", NULL};
 static const char *const prefix_homes[] = {"slice", "free_blocks", NULL};
 static const char *const admissions[] = {"preempt", "reserve", NULL};
@@ -168,6 +169,7 @@ const keydef sim_key_table[] = {
     NUM("kv_cache.swa_replay_tokens", kv.swa_replay_tokens, NT_U32, F_INT, 0, 1 << 24, 1),
     NUM("speculative.draft_tokens", decoding.draft_tokens, NT_U32, F_INT, 0, 64, 1),
     NUM("speculative.acceptance", decoding.acceptance, NT_DBL, 0, 0, 1, 1),
+    ENUM("speculative.method", decoding.spec_method, spec_methods),
     ENUM("serving.preset", serving.preset, serving_presets),
     STR("serving.fit", serving.fit, F_NULL),
     NUM("serving.frontend_ms", serving.frontend_ns, NT_DBL, 0, 0, 6e4, 1e6),

@@ -50,24 +50,38 @@ kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl
 }
 
 // ---- progress ----------------------------------------------------------------------------------
+static rpt_progress_state progress_state(const sim_cluster *c) {
+    return (rpt_progress_state){.sim_s = (double)c->now * 1e-9, .arrived = (double)c->arrived,
+                                .finished = (double)c->completed + (double)c->rejected,
+                                .events = (double)sim_queue_popped(c->q)};
+}
+
 void sim_run_progress(sim_cluster *c) {
-    if (c->show_progress) rpt_progress_update(&c->progress, (double)c->completed + (double)c->rejected);
+    if (!c->show_progress) return;
+    rpt_progress_state st = progress_state(c);
+    rpt_progress_sim(&c->progress, &st);
 }
 
 // A progress bar over the requests the run will serve, when stderr is a terminal: the total
 // comes from a counting pass over the trace (progress never changes results).
 static void progress_start(sim_cluster *c, const sim_config *cfg, const sim_run_opts *o,
                            const char *trace) {
-    if (o->quiet || !isatty(2)) return;
+    if (o->quiet) return;
+    // Off a terminal: a line every KVF_PROGRESS_S seconds. The span is known for generated
+    // traffic (days or duration); a trace's arrivals are counted only for a terminal's bar (a
+    // second read of the trace is not worth it for a log line, which shows counts).
+    const sim_generate_cfg *g = &cfg->workload.gen;
+    double span = g->profile[0] ? (g->days > 0 ? g->days * 86400 : g->duration_s) : 0;
     uint64_t total = 0;
-    trc_options opt = cfg->workload.opt;
-    opt.block_tokens = cfg->kv.block_tokens;
-    if (cfg->workload.gen.profile[0]) total = (uint64_t)(cfg->workload.gen.rate_rps * cfg->workload.gen.duration_s);
-    else if (trc_count(trace, &opt, &total, NULL) != KVF_OK) return;
+    if (g->profile[0] && !(g->days > 0)) total = (uint64_t)(g->rate_rps * g->duration_s);
+    else if (!g->profile[0] && isatty(2)) {
+        trc_options opt = cfg->workload.opt;
+        opt.block_tokens = cfg->kv.block_tokens;
+        if (trc_count(trace, &opt, &total, NULL) != KVF_OK) total = 0;
+    }
     total = (uint64_t)((double)total * cfg->workload.sample_rate);   // sampled runs serve ~R of it
-    if (!total) return;
-    rpt_progress_init(&c->progress, "run", (double)total);
-    c->show_progress = true;
+    rpt_progress_init_sim(&c->progress, "run", span, (double)total);
+    c->show_progress = c->progress.enabled;
 }
 
 // Writes every number and string of the summary as summary(key, value) rows.
@@ -194,7 +208,10 @@ kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_
     if (st == KVF_OK) st = sim_cluster_loop(&c);
     double wall_s = (double)(kvf_wall_ns() - t0) * 1e-9;
     if (o->interrupt && *o->interrupt) st = KVF_EINTR;
-    if (c.show_progress) rpt_progress_done(&c.progress);
+    if (c.show_progress) {
+        rpt_progress_state fin = progress_state(&c);
+        rpt_progress_sim_done(&c.progress, &fin);
+    }
     if (st && st != KVF_EINTR) goto done;
     if (!st && c.arrived == 0) {
         st = kvf_fail(err, KVF_EPARSE,

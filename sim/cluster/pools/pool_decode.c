@@ -302,7 +302,7 @@ void sim_decode_admit(sim_cluster *c, sim_inst *in) {
     // a decode pool's token budget caps its batch too (one token per sequence, plus drafts);
     // colocated, the budget is shared with prefill chunks when the step forms
     if (!c->colocated && pc->max_batch_tokens > 0)
-        maxb = (uint32_t)KVF_MIN((int64_t)maxb, KVF_MAX(pc->max_batch_tokens / (1 + (int64_t)c->cfg->decoding.draft_tokens), 1));
+        maxb = (uint32_t)KVF_MIN((int64_t)maxb, KVF_MAX(pc->max_batch_tokens / (int64_t)c->spec_seq_tokens, 1));
     while (in->dwait.n && in->n_running + in->n_prefilling < maxb) {
         uint32_t slot = in->dwait.slot[0];
         sim_req *r = sim_req_at(c, slot);
@@ -380,9 +380,20 @@ bool sim_decode_emit(sim_cluster *c, sim_inst *in, uint32_t pos) {
         return false;
     }
     uint32_t k = 1;
-    for (uint32_t d = 0; d < c->cfg->decoding.draft_tokens; d++) {
-        if (kvf_rng_uniform(&in->rng) >= c->cfg->decoding.acceptance) break;
-        k++;
+    if (c->dspark) {
+        // DSpark: draft i + 1 survives with accept[i] given the ones before it did (the last
+        // entry repeats); the target's own token follows the first rejection
+        const mdl_spec *sp = &c->spec;
+        for (uint32_t d = 0; d + 1 < sp->block; d++) {
+            double a = sp->accept[d < sp->naccept ? d : sp->naccept - 1];
+            if (kvf_rng_uniform(&in->rng) >= a) break;
+            k++;
+        }
+    } else {
+        for (uint32_t d = 0; d < c->cfg->decoding.draft_tokens; d++) {
+            if (kvf_rng_uniform(&in->rng) >= c->cfg->decoding.acceptance) break;
+            k++;
+        }
     }
     if (k > r->output - r->produced) k = r->output - r->produced;
     sim_hist_add_ns(&c->m.itl_ms, c->now - r->last_ns, 1);
