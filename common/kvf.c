@@ -113,6 +113,13 @@ void *kvf_realloc(void *p, size_t n) {
     void *q = kvf_hooked_realloc(p, n);
     return q ? q : oom(n);
 }
+void *kvf_aligned_malloc(size_t align, size_t n) {
+    KVF_ASSERT(align && !(align & (align - 1)));
+    size_t sz = (n + align - 1) / align * align;   // aligned_alloc wants a multiple
+    if (kvf_alloc_hook && !kvf_alloc_hook(sz)) return oom(sz);
+    void *p = aligned_alloc(align, sz ? sz : align);
+    return p ? p : oom(sz);
+}
 char *kvf_strdup(const char *s) {
     size_t n = strlen(s) + 1;
     return memcpy(kvf_malloc(n), s, n);

@@ -62,6 +62,8 @@ void *kvf_malloc(size_t n);
 void *kvf_calloc(size_t n, size_t size);
 void *kvf_realloc(void *p, size_t n);
 char *kvf_strdup(const char *s);
+// n bytes aligned to align (a power of two), through the hook; free() releases it.
+void *kvf_aligned_malloc(size_t align, size_t n);
 // Allocation, tier 2: large or input-sized; returns NULL and fills *err (KVF_ENOMEM).
 void *kvf_try_malloc(size_t n, kvf_err *err);
 void *kvf_try_calloc(size_t n, size_t size, kvf_err *err);

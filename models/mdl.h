@@ -158,6 +158,9 @@ typedef struct mdl_model {
     mdl_lclass lclass[MDL_LCLASS_MAX];
 } mdl_model;
 
+// GPUs per scale-up (NVLink) domain when a hardware file does not say: an HGX 8-GPU board.
+#define MDL_SCALEUP_DOMAIN_DEFAULT 8
+
 // Kernel tables (`kernels:` in a hardware file): measured figures of one kernel family, each
 // row with its source. Kinds and their columns (models/README.md):
 //   gemm_fp8, gemm_bf16   m, n, k -> tflops (achieved; D = A[m,k] B[n,k]^T)

@@ -463,7 +463,7 @@ static double expert_shards(const mdl_parallel *p) {
 // Unidirectional per-GPU bandwidth for a collective spanning `span` GPUs.
 static double link_Bps(const mdl_hardware *hw, uint32_t span) {
     double up = hw->scaleup_Bps / 2;
-    if (up > 0 && span <= (hw->scaleup_domain ? hw->scaleup_domain : 8)) return up;
+    if (up > 0 && span <= (hw->scaleup_domain ? hw->scaleup_domain : MDL_SCALEUP_DOMAIN_DEFAULT)) return up;
     return hw->nic_Bps > 0 ? hw->nic_Bps : up;
 }
 
@@ -475,7 +475,7 @@ double mdl_ep_comm_time(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
     mdl_efficiency eff = eff_or_default(eff_in);
     if (p.ep <= 1 || !m->moe_layers || tok <= 0) return 0;
     double ce = eff.comm > 0 ? eff.comm : 0.7;
-    double domain = hw->scaleup_domain ? hw->scaleup_domain : 8, k = m->experts_active;
+    double domain = hw->scaleup_domain ? hw->scaleup_domain : MDL_SCALEUP_DOMAIN_DEFAULT, k = m->experts_active;
     double act_elem = 2.0; // combine in bf16
     // dispatch in the precision the expert GEMMs take their inputs (DeepEP FP8 for W8A8)
     double ebpp = m->expert_weight_bytes_per_param > 0 ? m->expert_weight_bytes_per_param

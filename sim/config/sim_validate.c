@@ -185,7 +185,7 @@ static kvf_status check_moe_keys(const sim_config *c, kvf_err *err) {
     }
     if (max_ep <= 1) return vfail(c, err, key, "needs a pool with expert parallelism (ep > 1)");
     if (c->moe.route_nodes) {
-        uint32_t dom = hw.scaleup_domain ? hw.scaleup_domain : 8;
+        uint32_t dom = hw.scaleup_domain ? hw.scaleup_domain : MDL_SCALEUP_DOMAIN_DEFAULT;
         if (max_ep <= dom)
             return vfail(c, err, "moe.route_nodes",
                          "no pool spreads experts over more than one scale-up domain (largest "

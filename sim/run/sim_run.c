@@ -168,8 +168,8 @@ kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_
     kvf_status st;
     const sim_config *given = cfg;   // the scenario as resolved, before any sampling scales it
     if (cfg->workload.sample_rate < 1) {
-        smp = calloc(1, sizeof *smp);
-        scaled = malloc(sizeof *scaled);
+        smp = kvf_calloc(1, sizeof *smp);
+        scaled = kvf_malloc(sizeof *scaled);
         if (!smp || !scaled) {
             free(smp);
             free(scaled);

@@ -120,7 +120,7 @@ kvf_status sim_sampler_init(sim_sampler *s, double rate, kvf_err *err) {
 // Shrinks the common prefix to what t shares with it; the first request with blocks sets it.
 static void common_update(sim_sampler *s, const trc_request *t) {
     if (!s->have_common) {
-        s->common = malloc((t->n_blocks ? t->n_blocks : 1) * sizeof *s->common);
+        s->common = kvf_malloc((t->n_blocks ? t->n_blocks : 1) * sizeof *s->common);
         if (!s->common) return;   // no prefix learnt: roots fall back to request ids
         memcpy(s->common, t->blocks, t->n_blocks * sizeof *s->common);
         s->n_common = t->n_blocks;

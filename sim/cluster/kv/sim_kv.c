@@ -240,8 +240,7 @@ static bool sub_held(const sim_bcache *c, uint64_t v) {
 }
 
 static sim_bgroup *galloc(size_t n) {
-    sim_bgroup *g = aligned_alloc(64, n * sizeof *g);
-    KVF_ASSERT(g);
+    sim_bgroup *g = kvf_aligned_malloc(64, n * sizeof *g);
     memset(g, 0xff, n * sizeof *g);
     return g;
 }
