@@ -761,14 +761,19 @@ kvf_status trc_gen_open(trc_reader **out, const trc_gen_options *g, const trc_op
             g = &gd;
         }
     }
+    if (o.rate_rps > 0) {
+        // the generator knows its own mean rate: rescale without a first pass
+        double ts = g->rate_rps / o.rate_rps;
+        if (!(ts >= 1e-6 && ts <= 1e6))
+            return kvf_fail(err, KVF_EINVAL,
+                            "rate_rps %g is more than 1e6 times the generator's rate %g either way",
+                            o.rate_rps, g->rate_rps);
+        o.time_scale = ts;
+        o.rate_rps = 0;
+    }
     trc_source *src;
     kvf_status st = trc_src_gen(&src, g, err);
     if (st) return st;
-    if (o.rate_rps > 0) {
-        // the generator knows its own mean rate: rescale without a first pass
-        o.time_scale = g->rate_rps / o.rate_rps;
-        o.rate_rps = 0;
-    }
     return trc_reader_from_source(out, src, NULL, "generate", &o, err);
 }
 

@@ -84,7 +84,8 @@ kvf_status trc_src_csv(trc_source **out, FILE *f, const char *path, trc_format f
                        const trc_options *o, kvf_err *err);
 kvf_status trc_src_gen(trc_source **out, const trc_gen_options *g, kvf_err *err);
 
-// Wraps a source into a reader (takes ownership of src and f, which may be NULL).
+// Wraps a source into a reader (takes ownership of src and f, which may be NULL). Checks opt
+// first: on bad options (KVF_EINVAL) src and f are closed and *out is NULL.
 kvf_status trc_reader_from_source(trc_reader **out, trc_source *src, FILE *f, const char *path,
                                   const trc_options *opt, kvf_err *err);
 

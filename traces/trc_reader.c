@@ -651,6 +651,13 @@ static kvf_status check_options(const trc_options *o, kvf_err *err) {
 
 kvf_status trc_reader_from_source(trc_reader **out, trc_source *src, FILE *f, const char *path,
                                   const trc_options *opt, kvf_err *err) {
+    kvf_status st = check_options(opt, err);
+    if (st) {   // the generator's readers come here without trc_reader_open's check
+        *out = NULL;
+        src->close(src);
+        if (f && f != stdin) fclose(f);
+        return st;
+    }
     trc_reader *r = kvf_calloc(1, sizeof *r);
     r->opt = *opt;
     r->path = kvf_strdup(path);
@@ -706,7 +713,8 @@ static kvf_status pass_over(trc_source *src, const char *path, const trc_options
     m.rate_rps = 0;
     m.time_scale = 1;
     trc_reader *shadow;
-    trc_reader_from_source(&shadow, src, NULL, path, &m, err);
+    kvf_status ok = trc_reader_from_source(&shadow, src, NULL, path, &m, err);
+    KVF_ASSERT(ok == KVF_OK);   // o was checked; a failure would close the borrowed source
     kvf_status st = run_pass(shadow, p, err);
     shadow->src = NULL;   // borrowed
     trc_reader_close(shadow);
@@ -805,7 +813,7 @@ kvf_status trc_reader_open_pass(trc_reader **out, const char *path, const trc_op
         src = again;
     }
     trc_reader *r;
-    trc_reader_from_source(&r, src, f, path, &o, err);
+    if ((st = trc_reader_from_source(&r, src, f, path, &o, err))) return st;
     if (want_pass) {
         r->pass = p;
         r->have_pass = true;
