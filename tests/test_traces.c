@@ -1750,12 +1750,12 @@ START_TEST(test_json_fast_matches_jansson) {
         "{\"timestamp\": -0, \"input_length\": 5, \"output_length\": 3}",
         "{\"timestamp\": 01, \"input_length\": 5, \"output_length\": 3}",
         "{\"timestamp\": 9000000000001, \"input_length\": 5, \"output_length\": 3}",
-        "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"hash_ids\": "
-        "[9223372036854775807, -9223372036854775808]}",
-        "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"hash_ids\": "
-        "[9223372036854775808]}",
-        "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"hash_ids\": "
-        "[12345678901234567890123]}",
+        ("{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"hash_ids\": "
+        "[9223372036854775807, -9223372036854775808]}"),
+        ("{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"hash_ids\": "
+        "[9223372036854775808]}"),
+        ("{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"hash_ids\": "
+        "[12345678901234567890123]}"),
         "{\"time\\u0073tamp\": 1, \"input_length\": 5, \"output_length\": 3}",
         "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"foo\": 1}",
         "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"timestamp\": 2}",
@@ -1776,9 +1776,9 @@ START_TEST(test_json_fast_matches_jansson) {
         "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"hash_ids\": [1 2]}",
     };
     static const char *kv[] = {
-        "{\"id\":0,\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"class\":\"agent\","
+        ("{\"id\":0,\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"class\":\"agent\","
         "\"flags\":3,\"images\":1,\"session\":-7,\"turn\":2,\"prev_id\":-1,\"think_ns\":0,"
-        "\"block_tokens\":64,\"blocks\":[-4879180131546014871]}",
+        "\"block_tokens\":64,\"blocks\":[-4879180131546014871]}"),
         "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"class\":\"unknown\"}",
         "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"class\":3}",
         "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"class\":9}",
@@ -1790,8 +1790,8 @@ START_TEST(test_json_fast_matches_jansson) {
         "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"images\":70000}",
         "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"turn\":4000000001}",
         "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"block_tokens\":0}",
-        "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"block_tokens\":16,"
-        "\"blocks\":[1,2,3,4]}",
+        ("{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"block_tokens\":16,"
+        "\"blocks\":[1,2,3,4]}"),
         "{\"id\":null,\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2}",
         "{\"id\":-3,\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2}",
         "{\"arrival_ns\":-5,\"input_tokens\":70,\"output_tokens\":2}",
