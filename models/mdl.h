@@ -93,6 +93,8 @@ typedef struct mdl_model {
     double kv_bytes_per_elem;         // 2 = bf16 KV, 1 = fp8, 0.5 = fp4 (csa/hca: compressed KV)
     double vision_params;       // vision encoder parameters, 0 = text only
     uint32_t tokens_per_image;  // prompt tokens one image becomes
+    uint32_t max_context;       // longest sequence (prompt + answer) it serves, tokens; 0 = no
+                                // limit given (max_position_embeddings of its config.json)
     bool tied_embeddings;       // output projection shares the input embedding matrix
     double expert_weight_bytes_per_param;  // routed/shared expert weights; 0 = as the rest
                                            // (gpt-oss MXFP4: 4.25 bits = 0.53125)

@@ -57,6 +57,7 @@ static const field model_fields[] = {
     MF(kv_bytes_per_elem, F_DBL, F_POS),
     MF(vision_params, F_DBL, 0),
     MF(tokens_per_image, F_U32, 0),
+    MF(max_context, F_U32, 0),
     MF(tied_embeddings, F_BOOL, 0),
     MF(expert_weight_bytes_per_param, F_DBL, 0),
     {"activations", F_PREC, offsetof(mdl_model, act_precision), 0},

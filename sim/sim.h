@@ -200,6 +200,9 @@ typedef struct sim_serving_cfg { // serving.*: the serving engine's behaviour (p
     double watermark;             // share of KV kept free at admission (vLLM 0.01)
     uint32_t graph_buckets;       // > 0: decode batches up to this size padded to the next
                                   // CUDA-graph capture size (1, 2, 4, 8, 16, 24, ... step 8)
+    bool context_truncate;        // context_overflow: a request over the model's max_context is
+                                  // truncated (its prompt's oldest tokens, then its answer)
+                                  // instead of refused (reason "context")
     double client_timeout_ns;     // > 0: a request not finished this long after arrival is
                                   // abandoned by its client and aborted (counted, "timeout")
 } sim_serving_cfg;

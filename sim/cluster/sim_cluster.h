@@ -50,6 +50,7 @@ typedef enum sim_outcome {
     SIM_OUT_REJECT_NO_INSTANCE, // no active instance in a pool it needs
     SIM_OUT_REJECT_KV,          // its context can never fit an instance's KV
     SIM_OUT_TIMEOUT,            // its client gave up (serving.client_timeout_s) and it was aborted
+    SIM_OUT_REJECT_CONTEXT,     // prompt + answer over the model's max_context
     SIM_OUTCOMES
 } sim_outcome;
 extern const char *const sim_outcome_name[SIM_OUTCOMES];

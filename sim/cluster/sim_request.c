@@ -278,6 +278,7 @@ const char *const sim_outcome_name[SIM_OUTCOMES] = {
     [SIM_OUT_REJECT_NO_INSTANCE] = "rejected:no_instance",
     [SIM_OUT_REJECT_KV] = "rejected:kv_capacity",
     [SIM_OUT_TIMEOUT] = "rejected:timeout",
+    [SIM_OUT_REJECT_CONTEXT] = "rejected:context",
 };
 
 void sim_req_finish(sim_cluster *c, uint32_t slot, sim_outcome out) {
@@ -335,6 +336,7 @@ void sim_req_reject(sim_cluster *c, uint32_t slot, sim_outcome why) {
     if (why == SIM_OUT_REJECT_QUEUE) c->m.rejected_queue++;
     else if (why == SIM_OUT_REJECT_SLO) c->m.rejected_slo++;
     else if (why == SIM_OUT_TIMEOUT) c->m.rejected_timeout++;
+    else if (why == SIM_OUT_REJECT_CONTEXT) c->m.rejected_context++;
     else c->m.rejected_fit++;
     sim_req_finish(c, slot, why);
 }
@@ -364,6 +366,27 @@ void sim_req_enter(sim_cluster *c, uint32_t slot) {
     if (r->abandoned) {   // its client left while the frontend held it
         sim_req_reject(c, slot, SIM_OUT_TIMEOUT);
         return;
+    }
+    uint32_t maxc = c->model.max_context;
+    if (maxc && (uint64_t)r->input + r->output > maxc) {
+        // as an engine does: refused, or truncated to fit (the prompt keeps its newest
+        // tokens and blocks, the answer what is left, at least one token each)
+        if (!c->cfg->serving.context_truncate || maxc < 2) {
+            sim_req_reject(c, slot, SIM_OUT_REJECT_CONTEXT);
+            return;
+        }
+        c->m.truncated++;
+        if (r->output > maxc - 1) {
+            c->m.output_requested -= r->output - (maxc - 1);   // asked for at arrival
+            r->output = maxc - 1;
+        }
+        if (r->input + r->output > maxc) {
+            uint32_t keep = maxc - r->output, bt = c->cfg->kv.block_tokens;
+            uint32_t drop = r->n_blocks > keep / bt ? r->n_blocks - keep / bt : 0;
+            if (drop) memmove(r->blocks, r->blocks + drop, (r->n_blocks - drop) * sizeof *r->blocks);
+            r->n_blocks -= drop;
+            r->input = keep;
+        }
     }
     sim_pool *vp = &c->pool[SIM_POOL_VISION];
     if (r->images && vp->n_active) {

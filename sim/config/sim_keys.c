@@ -47,6 +47,7 @@ static const char *const spec_methods[] = {"auto", "dspark", "draft", "none", NU
 static const char *const serving_presets[] = {"none", "vllm", "sglang", "trtllm", NULL};
 static const char *const prefix_homes[] = {"slice", "free_blocks", NULL};
 static const char *const admissions[] = {"preempt", "reserve", NULL};
+static const char *const overflows[] = {"reject", "truncate", NULL};
 static const char *const buckets[] = {"as_recorded", "spread", NULL};
 static const char *const gen_profiles[] = {"chatbot", "agent", "coding", "mixed", NULL};
 static const char *const gen_arrivals[] = {"poisson", "gamma", "diurnal", NULL};
@@ -180,6 +181,7 @@ const keydef sim_key_table[] = {
     NUM("serving.watermark", serving.watermark, NT_DBL, 0, 0, 0.5, 1),
     NUM("serving.graph_buckets", serving.graph_buckets, NT_U32, F_INT, 0, 1 << 16, 1),
     NUM("serving.client_timeout_s", serving.client_timeout_ns, NT_DBL, 0, 0, 8.64e6, 1e9),
+    ENUM("serving.context_overflow", serving.context_truncate, overflows),
     NUM("structured.mask_us", decoding.structured_mask_ns, NT_DBL, 0, 0, 1e6, 1e3),
     NUM("structured.share", decoding.structured_share, NT_DBL, 0, 0, 1, 1),
     NUM("slo.ttft_p90_ms", slo.ttft_p90_ms, NT_DBL, F_GT, 0, 8.64e7, 1),

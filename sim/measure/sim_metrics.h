@@ -44,7 +44,8 @@ typedef struct sim_metrics {
     uint64_t output_requested;      // output tokens asked for by requests that arrived
     uint64_t output_rejected;       // of those, owed by requests that were rejected
     uint64_t slo_ok;                // completed requests within both SLOs
-    uint64_t rejected_queue, rejected_slo, rejected_fit, rejected_timeout;
+    uint64_t rejected_queue, rejected_slo, rejected_fit, rejected_timeout, rejected_context;
+    uint64_t truncated;             // requests cut to the model's max_context
     uint64_t preemptions, decode_steps, decode_step_tokens, decode_step_seqs;
     double prefill_flops, prefill_flops_no_reuse, prefill_flops_window_full;
     double load_bytes[3];           // bytes loaded from each tier

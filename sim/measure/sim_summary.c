@@ -66,9 +66,11 @@ static json_t *summary_requests(const sim_cluster *c) {
     json_object_set_new(why, "slo", json_integer((json_int_t)m->rejected_slo));
     json_object_set_new(why, "capacity", json_integer((json_int_t)m->rejected_fit));
     json_object_set_new(why, "timeout", json_integer((json_int_t)m->rejected_timeout));
+    json_object_set_new(why, "context", json_integer((json_int_t)m->rejected_context));
     json_object_set_new(rq, "rejected_by_reason", why);
     // arrived and neither completed nor rejected (in_flight also counts requests read ahead
     // of their arrival)
+    json_object_set_new(rq, "truncated", json_integer((json_int_t)m->truncated));
     json_object_set_new(rq, "unfinished",
                         json_integer((json_int_t)(c->arrived - c->completed - c->rejected)));
     return rq;
