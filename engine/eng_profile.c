@@ -382,145 +382,173 @@ kvf_status eng_profile_check(const eng_profile_config *c, const char *path, FILE
     return eng_profile_check_ratio(c, path, out, &r, err);
 }
 
-kvf_status eng_profile_check_ratio(const eng_profile_config *c, const char *path, FILE *out,
-                                   double *ratio, kvf_err *err) {
-    *ratio = NAN;
-    char *text = NULL;
-    size_t len = 0;
-    kvf_status st = kvf_read_file(path, &text, &len, err);
-    if (st) return st;
-    char model[ENG_NAME_MAX] = "", backend[16] = "", hardware[ENG_NAME_MAX] = "";
-    bool cpu = false; // the profile was timed by the thread's CPU clock: so is the check
-    crow *rows = NULL;
-    size_t nr = 0, cap = 0;
+// What the header lines of a profile say, and its prefill/decode rows.
+typedef struct check_profile {
+    char model[ENG_NAME_MAX], backend[16], hardware[ENG_NAME_MAX];
+    bool cpu;   // timed by the thread's CPU clock: so is the check
+    crow *rows; // nr rows, owned
+    size_t nr;
+} check_profile;
+
+// Reads the profile text (changed in place: lines cut at '\n') of path into *p.
+static kvf_status check_read(char *text, const char *path, check_profile *p, kvf_err *err) {
+    size_t cap = 0;
     int line = 0;
     bool header = false;
-    for (char *p = text, *nl; p && *p; p = nl ? nl + 1 : NULL) {
-        nl = strchr(p, '\n');
+    for (char *q = text, *nl; q && *q; q = nl ? nl + 1 : NULL) {
+        nl = strchr(q, '\n');
         if (nl) *nl = 0;
         line++;
-        if (!*p) continue;
-        if (*p == '#') {
-            sscanf(p, "# model: %63s", model);
-            sscanf(p, "# backend: %15s", backend);
-            sscanf(p, "# hardware: %63s", hardware);
-            if (strstr(p, "# timing: thread cpu clock")) cpu = true;
+        if (!*q) continue;
+        if (*q == '#') {
+            sscanf(q, "# model: %63s", p->model);
+            sscanf(q, "# backend: %15s", p->backend);
+            sscanf(q, "# hardware: %63s", p->hardware);
+            if (strstr(q, "# timing: thread cpu clock")) p->cpu = true;
             continue;
         }
         if (!header) {
-            if (strncmp(p, "model,hardware,backend,op,batch,new_tokens,context,median_ns", 60)) {
-                st = kvf_fail(err, KVF_EPARSE, "%s:%d: expected the profile header", path, line);
-                goto done;
-            }
+            if (strncmp(q, "model,hardware,backend,op,batch,new_tokens,context,median_ns", 60))
+                return kvf_fail(err, KVF_EPARSE, "%s:%d: expected the profile header", path, line);
             header = true;
             continue;
         }
         crow r;
         char mm[128], hw[128], be[16];
-        if (sscanf(p, "%127[^,],%127[^,],%15[^,],%31[^,],%u,%u,%u,%lf", mm, hw, be, r.op, &r.batch,
-                   &r.newt, &r.ctx, &r.med) != 8) {
-            st = kvf_fail(err, KVF_EPARSE, "%s:%d: malformed row", path, line);
-            goto done;
-        }
-        if (!model[0]) snprintf(model, sizeof model, "%.63s", mm);
+        if (sscanf(q, "%127[^,],%127[^,],%15[^,],%31[^,],%u,%u,%u,%lf", mm, hw, be, r.op, &r.batch,
+                   &r.newt, &r.ctx, &r.med) != 8)
+            return kvf_fail(err, KVF_EPARSE, "%s:%d: malformed row", path, line);
+        if (!p->model[0]) snprintf(p->model, sizeof p->model, "%.63s", mm);
         if (!strcmp(r.op, "host_overhead")) continue;
-        if (nr == cap) kvf_grow((void **)&rows, &cap, nr + 1, sizeof *rows);
-        rows[nr++] = r;
+        if (p->nr == cap) kvf_grow((void **)&p->rows, &cap, p->nr + 1, sizeof *p->rows);
+        p->rows[p->nr++] = r;
     }
-    if (!nr) {
-        st = kvf_fail(err, KVF_EPARSE, "%s: no prefill/decode rows", path);
-        goto done;
-    }
-    {
-        eng_profile_config cc = *c;
-        if (!cc.model) cc.model = model;
-        if (backend[0] && !c->backend) eng_backend_parse(backend, &cc.backend, NULL);
-        eng_model_desc m;
-        if ((st = eng_model_desc_load(&m, cc.model, cc.models_dir, err))) goto done;
-        // probes per op: the smallest, a middle and the largest row whose stored time is
-        // within the bound (large shapes drift differently from small ones: compute
-        // saturation, caches), so a profile is checked where it is used hardest
-        enum { PROBES = 6 };
-        double bound_ns = c->check_bound_ms > 0 ? c->check_bound_ms * 1e6 : 2e9;
-        crow probe[PROBES];
-        uint32_t np = 0;
-        for (int op = 0; op < 2; op++) {
-            const char *want = op ? "decode" : "prefill";
-            size_t idx[512], k = 0;
-            size_t small = SIZE_MAX; // the smallest row: probed when none is within the bound
-            for (size_t i = 0; i < nr && k < 512; i++) {
-                if (strcmp(rows[i].op, want)) continue;
-                if (rows[i].med <= bound_ns) idx[k++] = i;
-                if (small == SIZE_MAX || rows[i].med < rows[small].med) small = i;
-            }
-            if (!k && small != SIZE_MAX) idx[k++] = small;
-            if (!k) continue;
-            // order by stored time: work grows with it
-            for (size_t i = 1; i < k; i++)
-                for (size_t j = i; j > 0 && rows[idx[j - 1]].med > rows[idx[j]].med; j--) {
-                    size_t t = idx[j];
-                    idx[j] = idx[j - 1];
-                    idx[j - 1] = t;
-                }
-            size_t pick[3] = {0, k / 2, k - 1};
-            for (int q = 0; q < 3; q++)
-                if (q == 0 || pick[q] != pick[q - 1]) probe[np++] = rows[idx[pick[q]]];
-        }
+    if (!p->nr) return kvf_fail(err, KVF_EPARSE, "%s: no prefill/decode rows", path);
+    return KVF_OK;
+}
 
-        uint32_t mt = 16, mc = 16, mb = 1, mdc = 16;
-        for (uint32_t i = 0; i < np; i++) {
-            if (!strcmp(probe[i].op, "prefill")) {
-                mt = KVF_MAX(mt, probe[i].newt);
-                mc = KVF_MAX(mc, probe[i].ctx);
-            } else {
-                mb = KVF_MAX(mb, probe[i].batch);
-                mdc = KVF_MAX(mdc, probe[i].ctx);
+enum { CHECK_PROBES = 6 };
+
+// Probes per op: the smallest, a middle and the largest row whose stored time is within
+// bound_ns (large shapes drift differently from small ones: compute saturation, caches), so a
+// profile is checked where it is used hardest; the smallest row when none is within it.
+// Returns how many (at most CHECK_PROBES) into probe.
+static uint32_t check_pick(const check_profile *p, double bound_ns, crow *probe) {
+    uint32_t np = 0;
+    const crow *rows = p->rows;
+    for (int op = 0; op < 2; op++) {
+        const char *want = op ? "decode" : "prefill";
+        size_t idx[512], k = 0;
+        size_t small = SIZE_MAX; // the smallest row: probed when none is within the bound
+        for (size_t i = 0; i < p->nr && k < 512; i++) {
+            if (strcmp(rows[i].op, want)) continue;
+            if (rows[i].med <= bound_ns) idx[k++] = i;
+            if (small == SIZE_MAX || rows[i].med < rows[small].med) small = i;
+        }
+        if (!k && small != SIZE_MAX) idx[k++] = small;
+        if (!k) continue;
+        // order by stored time: work grows with it
+        for (size_t i = 1; i < k; i++)
+            for (size_t j = i; j > 0 && rows[idx[j - 1]].med > rows[idx[j]].med; j--) {
+                size_t t = idx[j];
+                idx[j] = idx[j - 1];
+                idx[j - 1] = t;
             }
-        }
-        uint32_t pt[1] = {mt}, pc[1] = {mc}, db[1] = {mb}, dc[1] = {mdc};
-        grid g = {pt, pc, 1, 1, db, dc, 1, 1, db, 1, 3};
-        eng_engine *e = NULL;
-        if ((st = make_engine(&e, &m, cc.backend, cc.threads, cc.seed, &g, err))) goto done;
-        double ratios[PROBES];
-        uint32_t outside = 0;
-        if (hardware[0] && strcmp(hardware, eng_hardware_id(e))) {
-            fprintf(out, "# warning: the profile was measured on '%s', this machine is '%s'\n",
-                    hardware, eng_hardware_id(e));
-            fprintf(stderr, "kvfleet: warning: %s was measured on '%s', this machine is '%s'\n",
-                    path, hardware, eng_hardware_id(e));
-        }
-        fprintf(out, "op,batch,new_tokens,context,stored_ns,measured_ns,ratio\n");
-        for (uint32_t i = 0; i < np; i++) {
-            stat3 s;
-            double cs;
-            if (!strcmp(probe[i].op, "prefill"))
-                st = time_prefill(e, probe[i].newt, probe[i].ctx, 3, cpu, &s, err);
-            else
-                st = time_decode(e, probe[i].batch, probe[i].ctx, 3, cpu, &s, &cs, err);
-            if (st) {
-                eng_destroy(e);
-                goto done;
-            }
-            ratios[i] = s.med / (probe[i].med > 0 ? probe[i].med : 1);
-            if (c->check_max_ratio > 1 &&
-                (ratios[i] > c->check_max_ratio || ratios[i] < 1 / c->check_max_ratio))
-                outside++;
-            fprintf(out, "%s,%u,%u,%u,%.0f,%.0f,%.3f\n", probe[i].op, probe[i].batch, probe[i].newt,
-                    probe[i].ctx, probe[i].med, s.med, ratios[i]);
-        }
-        eng_destroy(e);
-        stat3 d = stats(ratios, np);
-        *ratio = d.med;
-        fprintf(out, "# median drift (measured/stored): %.3f over %u probes (%s clock)\n", d.med, np,
-                cpu ? "thread cpu" : "wall");
-        if (outside)
-            st = kvf_fail(err, KVF_ERUN,
-                          "%s: %u of %u probes drifted beyond x%.2f of the stored times (median "
-                          "ratio %.3f): re-profile this machine",
-                          path, outside, np, c->check_max_ratio, d.med);
+        size_t pick[3] = {0, k / 2, k - 1};
+        for (int q = 0; q < 3; q++)
+            if (q == 0 || pick[q] != pick[q - 1]) probe[np++] = rows[idx[pick[q]]];
     }
+    KVF_ASSERT(np <= CHECK_PROBES);
+    return np;
+}
+
+// An engine sized for the probes (the largest prefill and decode shape among them).
+static kvf_status check_engine(eng_engine **e, const eng_model_desc *m,
+                               const eng_profile_config *cc, const crow *probe, uint32_t np,
+                               kvf_err *err) {
+    uint32_t mt = 16, mc = 16, mb = 1, mdc = 16;
+    for (uint32_t i = 0; i < np; i++) {
+        if (!strcmp(probe[i].op, "prefill")) {
+            mt = KVF_MAX(mt, probe[i].newt);
+            mc = KVF_MAX(mc, probe[i].ctx);
+        } else {
+            mb = KVF_MAX(mb, probe[i].batch);
+            mdc = KVF_MAX(mdc, probe[i].ctx);
+        }
+    }
+    uint32_t pt[1] = {mt}, pc[1] = {mc}, db[1] = {mb}, dc[1] = {mdc};
+    grid g = {pt, pc, 1, 1, db, dc, 1, 1, db, 1, 3};
+    return make_engine(e, m, cc->backend, cc->threads, cc->seed, &g, err);
+}
+
+// Times each probe on e by the profile's clock, writes its line to out and its ratio
+// (measured/stored) to ratios; *outside counts those beyond c->check_max_ratio.
+static kvf_status check_time(eng_engine *e, const eng_profile_config *c, bool cpu,
+                             const crow *probe, uint32_t np, FILE *out, double *ratios,
+                             uint32_t *outside, kvf_err *err) {
+    fprintf(out, "op,batch,new_tokens,context,stored_ns,measured_ns,ratio\n");
+    *outside = 0;
+    for (uint32_t i = 0; i < np; i++) {
+        stat3 s;
+        double cs;
+        kvf_status st;
+        if (!strcmp(probe[i].op, "prefill"))
+            st = time_prefill(e, probe[i].newt, probe[i].ctx, 3, cpu, &s, err);
+        else
+            st = time_decode(e, probe[i].batch, probe[i].ctx, 3, cpu, &s, &cs, err);
+        if (st) return st;
+        ratios[i] = s.med / (probe[i].med > 0 ? probe[i].med : 1);
+        if (c->check_max_ratio > 1 &&
+            (ratios[i] > c->check_max_ratio || ratios[i] < 1 / c->check_max_ratio))
+            (*outside)++;
+        fprintf(out, "%s,%u,%u,%u,%.0f,%.0f,%.3f\n", probe[i].op, probe[i].batch, probe[i].newt,
+                probe[i].ctx, probe[i].med, s.med, ratios[i]);
+    }
+    return KVF_OK;
+}
+
+// The check (contract in eng.h): read the profile, pick the probes, time them on an engine
+// of the profile's model, report the median drift.
+kvf_status eng_profile_check_ratio(const eng_profile_config *c, const char *path, FILE *out,
+                                   double *ratio, kvf_err *err) {
+    KVF_ASSERT(c && path && out && ratio);
+    *ratio = NAN;
+    char *text = NULL;
+    size_t len = 0;
+    kvf_status st = kvf_read_file(path, &text, &len, err);
+    if (st) return st;
+    check_profile p = {0};
+    eng_engine *e = NULL;
+    if ((st = check_read(text, path, &p, err))) goto done;
+    eng_profile_config cc = *c;
+    if (!cc.model) cc.model = p.model;
+    if (p.backend[0] && !c->backend) eng_backend_parse(p.backend, &cc.backend, NULL);
+    eng_model_desc m;
+    if ((st = eng_model_desc_load(&m, cc.model, cc.models_dir, err))) goto done;
+    crow probe[CHECK_PROBES];
+    uint32_t np = check_pick(&p, c->check_bound_ms > 0 ? c->check_bound_ms * 1e6 : 2e9, probe);
+    if ((st = check_engine(&e, &m, &cc, probe, np, err))) goto done;
+    if (p.hardware[0] && strcmp(p.hardware, eng_hardware_id(e))) {
+        fprintf(out, "# warning: the profile was measured on '%s', this machine is '%s'\n",
+                p.hardware, eng_hardware_id(e));
+        fprintf(stderr, "kvfleet: warning: %s was measured on '%s', this machine is '%s'\n",
+                path, p.hardware, eng_hardware_id(e));
+    }
+    double ratios[CHECK_PROBES];
+    uint32_t outside = 0;
+    if ((st = check_time(e, c, p.cpu, probe, np, out, ratios, &outside, err))) goto done;
+    stat3 d = stats(ratios, np);
+    *ratio = d.med;
+    fprintf(out, "# median drift (measured/stored): %.3f over %u probes (%s clock)\n", d.med, np,
+            p.cpu ? "thread cpu" : "wall");
+    if (outside)
+        st = kvf_fail(err, KVF_ERUN,
+                      "%s: %u of %u probes drifted beyond x%.2f of the stored times (median "
+                      "ratio %.3f): re-profile this machine",
+                      path, outside, np, c->check_max_ratio, d.med);
 done:
-    free(rows);
+    eng_destroy(e);
+    free(p.rows);
     free(text);
     return st;
 }

@@ -157,61 +157,141 @@ static void record_step(loop *L, const eng_step_record *s) {
     L->out->steps[L->out->n_steps++] = *s;
 }
 
-// One step: decode every decoding request, then prefill chunks. Returns false when nothing
-// could run (the caller waits for arrivals).
-static kvf_status step(loop *L, bool *did, kvf_err *err) {
+enum { STEP_MAX = 1024 }; // sequences one step decodes (and prefills ending in a first token)
+
+// One step being assembled: its record, the decode batch, the prefills that end in a token.
+typedef struct step_batch {
+    eng_step_record rec;
+    int64_t ts, fwd;          // start; forward time so far (ns)
+    eng_seq *dseq[STEP_MAX];  // decode batch: sequences, their last tokens, their next ones
+    int32_t dtok[STEP_MAX], dnext[STEP_MAX];
+    uint32_t dreq[STEP_MAX], nd; // request of each decode
+    uint32_t pdone[STEP_MAX], npd; // requests whose prefill finished with a new token
+    int32_t pnext[STEP_MAX];
+    uint32_t budget, slots;   // prefill tokens and sequences left in the step
+    bool did;                 // something ran
+} step_batch;
+
+// The decode set, oldest first, making room by preempting the newest until the KV blocks
+// its next tokens need are free (or one request is left).
+static void step_decode_set(loop *L, step_batch *S) {
     eng_engine *e = L->e;
-    const eng_serve_config *c = L->c;
-    int64_t ts = now_ns(L), fwd = 0, cpu0 = eng_thread_cpu_ns();
-    size_t chunk0 = L->out->n_chunks;
-    eng_step_record rec = {0};
-    rec.start_ns = ts;
-    int64_t gap = L->out->n_steps ? ts - L->last_end - (L->out->idle_ns - L->idle_at_end) : 0;
-    *did = false;
-    // ---- decode set: oldest first, making room by preempting the newest -------------------
-    eng_seq *dseq[1024];
-    int32_t dtok[1024], dnext[1024];
-    uint32_t dreq[1024], nd = 0;
-    uint32_t maxd = KVF_MIN(c->max_batch_requests, 1024u);
+    uint32_t maxd = KVF_MIN(L->c->max_batch_requests, (uint32_t)STEP_MAX);
     for (;;) {
-        nd = 0;
+        S->nd = 0;
         uint32_t need = 0;
-        for (uint32_t i = 0; i < L->nrun && nd < maxd; i++) {
+        for (uint32_t i = 0; i < L->nrun && S->nd < maxd; i++) {
             uint32_t ri = L->running[i];
             if (L->rs[ri].state != ST_DECODE) continue;
             need += eng_kv_blocks_needed(e, L->rs[ri].seq, 1);
-            dreq[nd++] = ri;
+            S->dreq[S->nd++] = ri;
         }
         if (need <= eng_kv_blocks_available(e) || L->nrun <= 1) break;
         preempt(L, L->running[L->nrun - 1]);
     }
-    if (nd) {
-        for (uint32_t i = 0; i < nd; i++) {
-            rq *q = &L->rs[dreq[i]];
-            dseq[i] = q->seq;
-            dtok[i] = q->tok[q->ntok - 1];
-            rec.context_tokens += eng_seq_len(q->seq);
-        }
-        rec.decode_context = rec.context_tokens;
-        rec.decode_seqs = nd;
-        kvf_status st = eng_decode(e, dseq, dtok, nd, NULL, dnext, err);
-        fwd += eng_last_forward_ns(e);
-        if (st) return st;
-        rec.batch += nd;
-        rec.tokens += nd;
-        L->out->decode_tokens += nd;
-        *did = true;
+}
+
+// Decodes the decode set in one batch (next tokens into dnext, emitted at the step's end).
+static kvf_status step_decode(loop *L, step_batch *S, kvf_err *err) {
+    if (!S->nd) return KVF_OK;
+    eng_step_record *rec = &S->rec;
+    for (uint32_t i = 0; i < S->nd; i++) {
+        rq *q = &L->rs[S->dreq[i]];
+        S->dseq[i] = q->seq;
+        S->dtok[i] = q->tok[q->ntok - 1];
+        rec->context_tokens += eng_seq_len(q->seq);
     }
-    // ---- prefill chunks within the remaining budget ---------------------------------------
-    uint32_t budget = c->max_batch_tokens > nd ? c->max_batch_tokens - nd : 0;
-    uint32_t slots = c->max_batch_requests > nd ? c->max_batch_requests - nd : 0;
-    uint32_t pdone[1024], npd = 0; // requests whose prefill finished with a new token
-    int32_t pnext[1024];
-    for (uint32_t pass = 0; pass < 2 && budget && slots; pass++) {
-        // pass 0: running prefills (oldest first); pass 1: admissions from the queue
+    rec->decode_context = rec->context_tokens;
+    rec->decode_seqs = S->nd;
+    kvf_status st = eng_decode(L->e, S->dseq, S->dtok, S->nd, NULL, S->dnext, err);
+    S->fwd += eng_last_forward_ns(L->e);
+    if (st) return st;
+    rec->batch += S->nd;
+    rec->tokens += S->nd;
+    L->out->decode_tokens += S->nd;
+    S->did = true;
+    return KVF_OK;
+}
+
+// Admits the front of the queue, ri: a sequence (prefix cache looked up), and the KV blocks
+// for the whole rest of its prompt. *wait when it cannot be admitted yet (nothing changed).
+static kvf_status step_admit(loop *L, step_batch *S, uint32_t ri, bool *wait, kvf_err *err) {
+    eng_engine *e = L->e;
+    rq *q = &L->rs[ri];
+    eng_request_result *res = &L->out->requests[ri];
+    uint32_t cached = 0;
+    *wait = false;
+    kvf_status st = eng_seq_open(e, q->tok, q->target, &q->seq, &cached, err);
+    if (st == KVF_ENOMEM) { // no sequence slot: wait
+        *wait = true;
+        return KVF_OK;
+    }
+    if (st) return st;
+    uint32_t rest = q->target - cached;
+    if (eng_kv_blocks_needed(e, q->seq, rest) > eng_kv_blocks_available(e)) {
+        eng_seq_close(e, q->seq); // the whole prompt must fit to be admitted
+        q->seq = NULL;
+        *wait = true;
+        return KVF_OK;
+    }
+    remove_at(L->waiting, &L->nwait, 0);
+    L->running[L->nrun++] = ri;
+    q->state = ST_PREFILL;
+    if (!q->admitted_once) {
+        q->admitted_once = true;
+        res->admitted_ns = S->ts;
+        res->cached_tokens = cached;
+        L->out->prompt_tokens += L->req[ri].input_tokens;
+        L->out->cached_tokens += cached;
+    }
+    return KVF_OK;
+}
+
+// One prefill chunk of ri within the step's budget, shrunk to the KV blocks that are free (a
+// running prefill may have to wait: then nothing runs). A prompt computed to its end turns
+// the request to decoding; a fresh one's first token is emitted at the step's end.
+static kvf_status step_chunk(loop *L, step_batch *S, uint32_t ri, kvf_err *err) {
+    eng_engine *e = L->e;
+    rq *q = &L->rs[ri];
+    uint32_t len = eng_seq_len(q->seq);
+    uint32_t chunk = KVF_MIN(S->budget, q->target - len);
+    while (chunk && eng_kv_blocks_needed(e, q->seq, chunk) > eng_kv_blocks_available(e))
+        chunk = chunk > e->bt ? chunk - e->bt : chunk - 1;
+    if (!chunk) return KVF_OK;
+    S->rec.context_tokens += len;
+    int32_t next = 0;
+    kvf_status st = eng_prefill(e, q->seq, q->tok + len, chunk, NULL, &next, err);
+    S->fwd += eng_last_forward_ns(e);
+    if (st) return st;
+    S->budget -= chunk;
+    S->slots--;
+    S->rec.batch++;
+    S->rec.tokens += chunk;
+    S->rec.prefill_tokens += chunk;
+    record_chunk(L, chunk, len);
+    L->out->prefill_tokens += chunk;
+    S->did = true;
+    if (len + chunk == q->target) {
+        q->state = ST_DECODE;
+        if (q->target == q->ntok && S->npd < STEP_MAX) { // fresh prompt: its first token
+            S->pdone[S->npd] = ri;
+            S->pnext[S->npd++] = next;
+        }
+    }
+    return KVF_OK;
+}
+
+// Prefill chunks within the budget the decodes left: pass 0 the running prefills (oldest
+// first), pass 1 admissions from the queue.
+static kvf_status step_prefills(loop *L, step_batch *S, kvf_err *err) {
+    const eng_serve_config *c = L->c;
+    S->budget = c->max_batch_tokens > S->nd ? c->max_batch_tokens - S->nd : 0;
+    S->slots = c->max_batch_requests > S->nd ? c->max_batch_requests - S->nd : 0;
+    for (uint32_t pass = 0; pass < 2 && S->budget && S->slots; pass++) {
         uint32_t i = 0;
-        while (budget && slots) {
+        while (S->budget && S->slots) {
             uint32_t ri;
+            kvf_status st;
             if (pass == 0) {
                 while (i < L->nrun && L->rs[L->running[i]].state != ST_PREFILL)
                     i++;
@@ -220,99 +300,86 @@ static kvf_status step(loop *L, bool *did, kvf_err *err) {
             } else {
                 if (!L->nwait || L->nrun >= c->max_batch_requests) break;
                 ri = L->waiting[0];
+                bool wait;
+                if ((st = step_admit(L, S, ri, &wait, err))) return st;
+                if (wait) break;
             }
-            rq *q = &L->rs[ri];
-            eng_request_result *res = &L->out->requests[ri];
-            if (pass == 1) {
-                uint32_t cached = 0;
-                kvf_status st = eng_seq_open(e, q->tok, q->target, &q->seq, &cached, err);
-                if (st == KVF_ENOMEM) break; // no sequence slot: wait
-                if (st) return st;
-                uint32_t rest = q->target - cached;
-                if (eng_kv_blocks_needed(e, q->seq, rest) > eng_kv_blocks_available(e)) {
-                    eng_seq_close(e, q->seq); // the whole prompt must fit to be admitted
-                    q->seq = NULL;
-                    break;
-                }
-                remove_at(L->waiting, &L->nwait, 0);
-                L->running[L->nrun++] = ri;
-                q->state = ST_PREFILL;
-                if (!q->admitted_once) {
-                    q->admitted_once = true;
-                    res->admitted_ns = ts;
-                    res->cached_tokens = cached;
-                    L->out->prompt_tokens += L->req[ri].input_tokens;
-                    L->out->cached_tokens += cached;
-                }
-            }
-            uint32_t len = eng_seq_len(q->seq);
-            uint32_t chunk = KVF_MIN(budget, q->target - len);
-            // shrink to the blocks that are free (a running prefill may have to wait)
-            while (chunk && eng_kv_blocks_needed(e, q->seq, chunk) > eng_kv_blocks_available(e))
-                chunk = chunk > e->bt ? chunk - e->bt : chunk - 1;
-            if (!chunk) continue;
-            rec.context_tokens += len;
-            int32_t next = 0;
-            kvf_status st = eng_prefill(e, q->seq, q->tok + len, chunk, NULL, &next, err);
-            fwd += eng_last_forward_ns(e);
-            if (st) return st;
-            budget -= chunk;
-            slots--;
-            rec.batch++;
-            rec.tokens += chunk;
-            rec.prefill_tokens += chunk;
-            record_chunk(L, chunk, len);
-            L->out->prefill_tokens += chunk;
-            *did = true;
-            if (len + chunk == q->target) {
-                q->state = ST_DECODE;
-                if (q->target == q->ntok && npd < 1024) { // fresh prompt: its first token
-                    pdone[npd] = ri;
-                    pnext[npd++] = next;
-                }
-            }
+            if ((st = step_chunk(L, S, ri, err))) return st;
         }
     }
-    if (!*did && L->nrun > 1) {
-        // running prefills are stuck behind each other: free the newest
-        preempt(L, L->running[L->nrun - 1]);
-        *did = true;
-    }
-    // ---- emit tokens at the end of the step ------------------------------------------------
-    int64_t te = now_ns(L), cpu1 = eng_thread_cpu_ns();
-    for (uint32_t i = 0; i < nd; i++) {
-        rq *q = &L->rs[dreq[i]];
-        q->tok[q->ntok++] = dnext[i];
+    return KVF_OK;
+}
+
+// Emits the step's tokens at its end te: each decode's next token, each finished prompt's
+// first; requests that reached their output length finish.
+static void step_emit(loop *L, step_batch *S, int64_t te) {
+    for (uint32_t i = 0; i < S->nd; i++) {
+        rq *q = &L->rs[S->dreq[i]];
+        q->tok[q->ntok++] = S->dnext[i];
         q->generated++;
         q->target = q->ntok;
-        L->out->requests[dreq[i]].output_tokens = q->generated;
-        L->out->requests[dreq[i]].last_token_ns = te;
-        if (q->generated >= L->req[dreq[i]].output_tokens) finish(L, dreq[i], te);
+        L->out->requests[S->dreq[i]].output_tokens = q->generated;
+        L->out->requests[S->dreq[i]].last_token_ns = te;
+        if (q->generated >= L->req[S->dreq[i]].output_tokens) finish(L, S->dreq[i], te);
     }
-    for (uint32_t i = 0; i < npd; i++) {
-        rq *q = &L->rs[pdone[i]];
-        q->tok[q->ntok++] = pnext[i];
+    for (uint32_t i = 0; i < S->npd; i++) {
+        rq *q = &L->rs[S->pdone[i]];
+        q->tok[q->ntok++] = S->pnext[i];
         q->generated++;
         q->target = q->ntok;
-        eng_request_result *res = &L->out->requests[pdone[i]];
+        eng_request_result *res = &L->out->requests[S->pdone[i]];
         res->output_tokens = q->generated;
         if (q->generated == 1) res->first_token_ns = te;
         res->last_token_ns = te;
-        if (q->generated >= L->req[pdone[i]].output_tokens) finish(L, pdone[i], te);
+        if (q->generated >= L->req[S->pdone[i]].output_tokens) finish(L, S->pdone[i], te);
     }
-    if (rec.tokens) {
-        rec.duration_ns = te - ts;
-        rec.cpu_ns = cpu1 - cpu0;
-        rec.chunk0 = (uint32_t)chunk0;
-        rec.n_chunks = (uint32_t)(L->out->n_chunks - chunk0);
-        rec.forward_ns = fwd;
+}
+
+// One step: decode every decoding request, then prefill chunks; tokens emitted at its end and
+// the step recorded (with the loop's time since the previous one as that one's after_ns).
+// *did false when nothing could run (the caller waits for arrivals).
+static kvf_status step(loop *L, bool *did, kvf_err *err) {
+    KVF_ASSERT(L && L->e && L->c && did);
+    step_batch S;
+    S.rec = (eng_step_record){0};
+    S.fwd = 0;
+    S.nd = S.npd = 0;
+    S.did = false;
+    int64_t cpu0 = eng_thread_cpu_ns();
+    size_t chunk0 = L->out->n_chunks;
+    S.ts = now_ns(L);
+    S.rec.start_ns = S.ts;
+    int64_t gap = L->out->n_steps ? S.ts - L->last_end - (L->out->idle_ns - L->idle_at_end) : 0;
+    *did = false;
+    step_decode_set(L, &S);
+    kvf_status st = step_decode(L, &S, err);
+    if (!st) st = step_prefills(L, &S, err);
+    if (st) {
+        *did = S.did;
+        return st;
+    }
+    if (!S.did && L->nrun > 1) {
+        // running prefills are stuck behind each other: free the newest
+        preempt(L, L->running[L->nrun - 1]);
+        S.did = true;
+    }
+    *did = S.did;
+    int64_t te = now_ns(L), cpu1 = eng_thread_cpu_ns();
+    step_emit(L, &S, te);
+    eng_step_record *rec = &S.rec;
+    if (rec->tokens) {
+        rec->duration_ns = te - S.ts;
+        rec->cpu_ns = cpu1 - cpu0;
+        rec->chunk0 = (uint32_t)chunk0;
+        rec->n_chunks = (uint32_t)(L->out->n_chunks - chunk0);
+        rec->forward_ns = S.fwd;
         if (L->out->n_steps) L->out->steps[L->out->n_steps - 1].after_ns = gap > 0 ? gap : 0;
         L->last_end = te;
         L->idle_at_end = L->out->idle_ns;
-        rec.phase = rec.prefill_tokens == 0            ? ENG_STEP_DECODE
-                    : rec.prefill_tokens == rec.tokens ? ENG_STEP_PREFILL
-                                                       : ENG_STEP_MIXED;
-        record_step(L, &rec);
+        rec->phase = rec->prefill_tokens == 0            ? ENG_STEP_DECODE
+                     : rec->prefill_tokens == rec->tokens ? ENG_STEP_PREFILL
+                                                          : ENG_STEP_MIXED;
+        record_step(L, rec);
     } else {
         L->out->n_chunks = chunk0;
     }
