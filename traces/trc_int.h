@@ -90,6 +90,8 @@ kvf_status trc_reader_from_source(trc_reader **out, trc_source *src, FILE *f, co
                                   const trc_options *opt, kvf_err *err);
 
 // ---- binary spool and cache (trc_cache.c) ---------------------------------------------------
+// Bump whenever a source's records change for the same input (a parser fix, a new field, a
+// new rule): caches written before are then ignored and rebuilt.
 #define TRC_CACHE_VERSION 1u
 typedef struct trc_cache_key trc_cache_key;
 // Whether o asks for the persistent cache (TRC_CACHE_ON, or AUTO and $KVFLEET_TRACE_CACHE).
