@@ -12,7 +12,8 @@ new=${2:?usage: parity.sh OLD_BIN NEW_BIN [--all]}
 all=${3:-}
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d /tmp/kvf_parity.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+# KEEP=1 keeps the runs (printed at the end) for a closer look
+trap '[ -n "${KEEP:-}" ] && echo "runs kept in $work" || rm -rf "$work"' EXIT
 cases=()
 for s in "$here"/scenarios/*.yaml "$here"/scenarios/published/*.yaml; do
   case "$(basename "$s")" in
