@@ -43,6 +43,18 @@ static long arrived(const char *dir) {
     return n;
 }
 
+// A shell function for the command lines below: `until_ok N COND` evaluates COND every 0.1 s
+// until it holds, at most N times, and fails (status 1, a line on stderr) when it never did.
+// The tests wait on what a run creates (its temporary directory and results database), never
+// on a guess of how long the run takes to get there. Each line is one { ...; } group, so
+// kvt_err holds the stderr of all of it.
+#define UNTIL_OK                                                                                   \
+    "until_ok() { i=0; while ! eval \"$2\"; do i=$((i+1)); "                                       \
+    "if [ $i -ge $1 ]; then echo \"waited $1 x 0.1 s: never $2\" >&2; return 1; fi; "              \
+    "sleep 0.1; done; }; "
+// Up to 60 s for a run to get going on a loaded machine.
+#define TRIES "600"
+
 // Entries of kvt_tmp whose name starts with prefix.
 static int leftovers(const char *prefix) {
     kvt_sh("ls -a %s", kvt_tmp);
@@ -67,14 +79,24 @@ END_TEST
 START_TEST(test_sigkill_keeps_old_result_and_rerun_recovers) {
     ck_assert_int_eq(kvt_sh("%s run " SMALL " -o %s/k", kvt_bin(), kvt_tmp), 0);
     // a --force rerun killed mid-run
-    int rc = kvt_sh("%s run " LONG " --force -o %s/k & p=$!; sleep 1.5; kill -9 $p; wait $p; echo rc=$?",
-                    kvt_bin(), kvt_tmp);
+    // (killed once its temporary directory holds the results database: mid-run)
+    int rc = kvt_sh("{ " UNTIL_OK "%s run " LONG " --force -o %s/k & p=$!; "
+                    "until_ok " TRIES " 'ls %s/k.tmp.*/results.db >/dev/null 2>&1' || echo never; "
+                    "kill -9 $p; wait $p; echo rc=$?; }",
+                    kvt_bin(), kvt_tmp, kvt_tmp);
     (void)rc;
+    ck_assert_msg(!strstr(kvt_out, "never"), "the run made no k.tmp.*/results.db: %s", kvt_err);
     ck_assert_msg(strstr(kvt_out, "rc=137"), "not killed: %s %s", kvt_out, kvt_err);
     ck_assert_int_eq(arrived("k"), 200);          // the earlier result, whole
     ck_assert_int_ge(leftovers("k.tmp."), 1);     // what the killed run left
     // a fresh run into a directory a killed run never finished
-    kvt_sh("%s run " LONG " -o %s/n & p=$!; sleep 1.5; kill -9 $p; wait $p", kvt_bin(), kvt_tmp);
+    kvt_sh("{ " UNTIL_OK "%s run " LONG " -o %s/n & p=$!; "
+           "until_ok " TRIES " 'ls %s/n.tmp.*/results.db >/dev/null 2>&1' || echo never; "
+           "kill -9 $p; wait $p; echo rc=$?; }",
+           kvt_bin(), kvt_tmp, kvt_tmp);
+    ck_assert_msg(!strstr(kvt_out, "never"), "the run made no n.tmp.*/results.db: %s", kvt_err);
+    ck_assert_msg(strstr(kvt_out, "rc=137"), "not killed: %s %s", kvt_out, kvt_err);
+    ck_assert_int_ge(leftovers("n.tmp."), 1);
     ck_assert(!exists("%s/%s", "n"));
     ck_assert_int_eq(kvt_sh("%s run " SMALL " -o %s/n", kvt_bin(), kvt_tmp), 0);
     ck_assert_int_eq(arrived("n"), 200);
@@ -103,10 +125,15 @@ START_TEST(test_disk_full_leaves_nothing_complete) {
 END_TEST
 
 START_TEST(test_interrupted_counts_add_up) {
-    int rc = kvt_sh("%s run " LONG " -o %s/i & p=$!; sleep 2; kill -INT $p; wait $p; echo rc=$?",
-                    kvt_bin(), kvt_tmp);
+    // interrupted once the run's results database exists: its SIGINT handler is in place
+    // (set before the simulation opens the database) and the simulation is under way
+    int rc = kvt_sh("{ " UNTIL_OK "%s run " LONG " -o %s/i & p=$!; "
+                    "until_ok " TRIES " 'ls %s/i.tmp.*/results.db >/dev/null 2>&1' || echo never; "
+                    "kill -INT $p; wait $p; echo rc=$?; }",
+                    kvt_bin(), kvt_tmp, kvt_tmp);
     (void)rc;
-    ck_assert_msg(strstr(kvt_out, "rc=1"), "%s %s", kvt_out, kvt_err);
+    ck_assert_msg(!strstr(kvt_out, "never"), "the run made no i.tmp.*/results.db: %s", kvt_err);
+    ck_assert_msg(strstr(kvt_out, "rc=1\n"), "%s %s", kvt_out, kvt_err);
     char p[512];
     snprintf(p, sizeof p, "%s/i/summary.json", kvt_tmp);
     json_error_t je;
@@ -149,11 +176,19 @@ START_TEST(test_sweep_reruns_truncated_point) {
 END_TEST
 
 START_TEST(test_sweep_workers_die_with_parent) {
-    kvt_sh("%s sweep scenarios/quickstart.yaml --set 'workload.generate={profile: chatbot, "
-           "rate_rps: 20, duration_s: 3600000}' --vary seed=1,2 -j 2 -o %s/w & p=$!; sleep 2;"
-           " kill -9 $p; wait $p; sleep 1; pgrep -f '^%s sweep .*-o %s/w$' | wc -l",
-           kvt_bin(), kvt_tmp, kvt_bin(), kvt_tmp);
-    ck_assert_msg(atoi(kvt_out) == 0, "workers outlived their parent: %s", kvt_out);
+    // the parent is killed once both workers are running a point (two point databases in
+    // their NNNN_*.partial directories); then the workers must be gone within the bounded wait
+    kvt_sh("{ " UNTIL_OK "%s sweep scenarios/quickstart.yaml --set 'workload.generate={profile: chatbot, "
+           "rate_rps: 20, duration_s: 3600000}' --vary seed=1,2 -j 2 -o %s/w & p=$!; "
+           "until_ok " TRIES " '[ $(ls -d %s/w/points/*.partial/results.db 2>/dev/null | wc -l) -ge 2 ]'"
+           " || echo never-started; kill -9 $p; wait $p; "
+           "until_ok " TRIES " '! pgrep -f \"^%s sweep .*-o %s/w$\" >/dev/null' || echo outlived; "
+           "pgrep -f '^%s sweep .*-o %s/w$' | wc -l; }",
+           kvt_bin(), kvt_tmp, kvt_tmp, kvt_bin(), kvt_tmp, kvt_bin(), kvt_tmp);
+    ck_assert_msg(!strstr(kvt_out, "never-started"), "two workers never ran a point: %s %s",
+                  kvt_out, kvt_err);
+    ck_assert_msg(!strstr(kvt_out, "outlived"), "workers outlived their parent by 60 s: %s",
+                  kvt_out);
     // the rerun is not blocked by a stale lock
     ck_assert_int_eq(kvt_sh("%s sweep scenarios/quickstart.yaml --set workload.limit_requests=50 "
                             "--vary seed=1,2 -o %s/w2", kvt_bin(), kvt_tmp), 0);
