@@ -1,4 +1,4 @@
-// sim/sim_assess.c -- `kvfleet assess TRACE`: what a shared KV store would do for one's own
+// cli/cli_assess.c -- `kvfleet assess TRACE`: what a shared KV store would do for one's own
 // traffic. Three parts, each named in the output by what it rests on:
 //   1. ideal_hit_rate: an unbounded prefix cache kept forever (trc_stats_compute, the figure
 //      `kvfleet trace stats` prints);

@@ -1,4 +1,4 @@
-// sim/sim_explain.c -- `kvfleet run SCENARIO --explain-step` (the step-time breakdown of one
+// cli/cli_explain.c -- `kvfleet run SCENARIO --explain-step` (the step-time breakdown of one
 // representative step of a pool, each term traced to a kernel-table row or a roofline term)
 // and `kvfleet hw check FILE` (kernel tables of a hardware file are physically sane).
 #include <stdio.h>

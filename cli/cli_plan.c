@@ -1,4 +1,4 @@
-// sim/sim_plan.c -- `kvfleet plan`: the cheapest cluster that serves the scenario's load
+// cli/cli_plan.c -- `kvfleet plan`: the cheapest cluster that serves the scenario's load
 // within its SLOs, and (`--find max-rate`) the highest request rate a fixed cluster serves.
 //
 // A configuration is feasible when its run ends "stable" (saturation.state), completes
@@ -42,44 +42,8 @@
 #include "sim.h"
 #include "cli.h"
 #include "cli_opts.h"
+#include "cli_plan.h"
 #include "cli_points.h"
-
-enum { PLAN_GPI_MAX = 16, PLAN_INST_CAP = 4096 };
-
-typedef struct plan_eval {
-    int32_t p, d;   // prefill, decode instances
-    int32_t gp, gd; // GPUs per instance of each pool
-    double rate;    // workload rate (req/s), 0 = the scenario's
-    bool ran;       // false: over --max-gpus, not run
-    bool ok;        // feasible: stable, completed > 0, both SLOs met
-    bool ttft_ok, tpot_ok, stable;
-    double ttft_p90, tpot_p90; // ms
-    double attainment;         // slo.attainment
-    double cost_day;           // USD per day
-    double gpus;               // all GPUs of the run
-    double util_p, util_d;     // busy fraction per pool
-    char sat[16];              // saturation.state
-} plan_eval;
-
-// GPUs per instance of each pool during one search.
-typedef struct plan_size {
-    int32_t gp, gd; // prefill, decode
-    char label[48]; // for messages, e.g. "1 GPU per instance"
-} plan_size;
-
-typedef struct planner {
-    sim_config *base;          // scenario + --set + --slo
-    double slo_ttft, slo_tpot; // bounds (ms)
-    int max_gpus;              // 0 = no limit
-    bool colocated;
-    const char *rate_key; // workload.rate_rps or workload.generate.rate_rps
-    plan_eval *ev;        // every configuration evaluated (memo)
-    size_t n, cap;
-    int runs;      // simulations run
-    char why[512]; // why a search found nothing (for the output)
-    kvf_status st; // first failure of a run; the search stops
-    kvf_err err;
-} planner;
 
 static void note(planner *pl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(planner *pl, const char *fmt, ...) {
@@ -472,84 +436,6 @@ static const plan_eval *find_eval(const planner *pl, int p, int d, int gp, int g
     return NULL;
 }
 
-static json_t *config_json(const planner *pl, const plan_eval *e) {
-    json_t *c = json_object();
-    json_object_set_new(c, "prefill_instances", json_integer(e->p));
-    json_object_set_new(c, "decode_instances", json_integer(pl->colocated ? 0 : e->d));
-    json_object_set_new(c, "gpus_per_instance", json_integer(e->gp));
-    json_object_set_new(c, "prefill_gpus_per_instance", json_integer(e->gp));
-    json_object_set_new(c, "decode_gpus_per_instance", json_integer(e->gd));
-    json_object_set_new(c, "vision_instances", json_integer(pl->base->cluster.vision.instances));
-    json_object_set_new(c, "mode", json_string(pl->colocated ? "colocated" : "disaggregated"));
-    json_object_set_new(c, "gpus", json_real(e->gpus));
-    if (e->rate > 0) json_object_set_new(c, "rate_rps", json_real(e->rate));
-    return c;
-}
-
-static json_t *num(double v) {
-    return isfinite(v) ? json_real(v) : json_null();
-}
-
-static json_t *slo_json(const planner *pl, const plan_eval *e) {
-    json_t *s = json_object();
-    json_object_set_new(s, "ttft_p90_ms", num(e->ttft_p90));
-    json_object_set_new(s, "tpot_p90_ms", num(e->tpot_p90));
-    json_object_set_new(s, "ttft_p90_bound_ms", json_real(pl->slo_ttft));
-    json_object_set_new(s, "tpot_p90_bound_ms", json_real(pl->slo_tpot));
-    json_object_set_new(s, "ttft_ratio", num(e->ttft_p90 / pl->slo_ttft));
-    json_object_set_new(s, "tpot_ratio", num(e->tpot_p90 / pl->slo_tpot));
-    json_object_set_new(s, "attainment", num(e->attainment));
-    json_object_set_new(s, "saturation", json_string(e->sat));
-    json_object_set_new(s, "met", json_boolean(e->ok));
-    return s;
-}
-
-static json_t *eval_json(const planner *pl, const plan_eval *e) {
-    json_t *o = json_object();
-    json_object_set_new(o, "config", config_json(pl, e));
-    json_object_set_new(o, "cost_per_day_usd", num(e->cost_day));
-    json_object_set_new(o, "feasible", json_boolean(e->ok));
-    json_object_set_new(o, "slo", slo_json(pl, e));
-    return o;
-}
-
-static void why_not(const planner *pl, const plan_eval *e, char *out, size_t n) {
-    if (!e) {
-        snprintf(out, n, "not run");
-        return;
-    }
-    if (!e->ran) {
-        snprintf(out, n, "over --max-gpus");
-        return;
-    }
-    size_t k = 0;
-    out[0] = '\0';
-    if (!e->ttft_ok)
-        k += (size_t)snprintf(out + k, n - k, "TTFT p90 %.1f ms > %.0f; ", e->ttft_p90,
-                              pl->slo_ttft);
-    if (!e->tpot_ok && k < n)
-        k += (size_t)snprintf(out + k, n - k, "TPOT p90 %.2f ms > %.0f; ", e->tpot_p90,
-                              pl->slo_tpot);
-    if (k < n) snprintf(out + k, n - k, "%s", e->sat);
-}
-
-static void print_eval(const planner *pl, const char *label, const plan_eval *e) {
-    if (pl->colocated)
-        printf("  %-10s %d colocated instance%s x %d GPU%s = %.0f GPUs, $%.2f/day\n", label, e->p,
-               e->p == 1 ? "" : "s", e->gp, e->gp == 1 ? "" : "s", e->gpus, e->cost_day);
-    else
-        printf("  %-10s prefill %d x %d GPU + decode %d x %d GPU = %.0f GPUs, $%.2f/day\n", label,
-               e->p, e->gp, e->d, e->gd, e->gpus, e->cost_day);
-    printf("  %-10s TTFT p90 %.1f ms = %.2f of bound, TPOT p90 %.2f ms = %.2f of bound, "
-           "attainment %.1f %%, %s\n",
-           "", e->ttft_p90, e->ttft_p90 / pl->slo_ttft, e->tpot_p90, e->tpot_p90 / pl->slo_tpot,
-           100 * e->attainment, e->sat);
-}
-
-// Exit code of a plan that finds nothing feasible (no configuration, or no rate, meets the
-// SLOs): distinct from 1 (the runs failed) and 2 (bad usage or input).
-#define PLAN_EXIT_INFEASIBLE 3
-
 static int usage_plan(FILE *f, int rc) {
     fprintf(f,
             "usage: kvfleet plan SCENARIO [--slo ttft_p90_ms=X] [--slo tpot_p90_ms=Y]\n"
@@ -640,45 +526,14 @@ static int find_max_rate(planner *pl, double tol, bool json_out) {
         fprintf(stderr, "kvfleet: %s\n", pl->err.msg);
         return kvf_exit_code(pl->st);
     }
-    const plan_eval *best = lo > 0 ? find_eval(pl, p, d, gp, gd, lo) : NULL;
-    const plan_eval *fail = find_eval(pl, p, d, gp, gd, hi);
-    char why[256];
-    why_not(pl, fail, why, sizeof why);
-    if (json_out) {
-        json_t *o = json_object();
-        json_object_set_new(o, "feasible", json_boolean(best != NULL));
-        json_object_set_new(o, "max_rate_rps", best ? json_real(lo) : json_null());
-        json_object_set_new(o, "scenario_rate_rps", json_real(r0));
-        json_object_set_new(o, "rate_key", json_string(pl->rate_key));
-        json_object_set_new(o, "first_failing_rate_rps", json_real(hi));
-        json_object_set_new(o, "first_failing_reason", json_string(why));
-        json_object_set_new(o, "tolerance", json_real(tol));
-        json_object_set_new(o, "runs", json_integer(pl->runs));
-        if (best) {
-            json_object_set_new(o, "config", config_json(pl, best));
-            json_object_set_new(o, "cost_per_day_usd", num(best->cost_day));
-            json_object_set_new(o, "slo", slo_json(pl, best));
-        }
-        char *t = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-        printf("%s\n", t);
-        free(t);
-        json_decref(o);
-        return best ? 0 : PLAN_EXIT_INFEASIBLE;
-    }
-    printf(
-        "kvfleet plan --find max-rate: scenario %s, SLO TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms\n",
-        b->name, pl->slo_ttft, pl->slo_tpot);
-    printf("  cluster    prefill %d x %d GPU + decode %d x %d GPU\n", p, gp, d, gd);
-    if (!best) {
-        printf("  no rate down to %.4g req/s meets the SLOs (%s)\n", hi, why);
-    } else {
-        printf("  max rate   %.4g req/s (%.2f x the scenario's %.4g req/s); at %.4g req/s: %s\n",
-               lo, lo / r0, r0, hi, why);
-        print_eval(pl, "at max", best);
-    }
-    printf("  search     %d runs (bracket by doubling, then bisection to %.1f %%)\n", pl->runs,
-           100 * tol);
-    return best ? 0 : PLAN_EXIT_INFEASIBLE;
+    plan_rate r = {.r0 = r0, .lo = lo, .hi = hi, .tol = tol, .p = p, .d = d, .gp = gp, .gd = gd};
+    r.best = lo > 0 ? find_eval(pl, p, d, gp, gd, lo) : NULL;
+    r.fail = find_eval(pl, p, d, gp, gd, hi);
+    if (json_out)
+        cli_plan_rate_json(pl, &r);
+    else
+        cli_plan_rate_text(pl, &r);
+    return r.best ? 0 : PLAN_EXIT_INFEASIBLE;
 }
 
 // The command line of plan, as given (numbers checked by plan_numbers).
@@ -814,12 +669,6 @@ static int plan_sizes(const planner *pl, const plan_args *a, plan_size *sizes) {
     return nsz;
 }
 
-// The answer of a search: the cheapest candidate, the runner-up (cheapest other feasible run)
-// and the chosen point's "one instance fewer" neighbours (run by the walk-down), NULL if none.
-typedef struct plan_answer {
-    const plan_eval *best, *second, *fewer_p, *fewer_d;
-} plan_answer;
-
 static plan_answer plan_choose(const planner *pl, const plan_cands *cands) {
     plan_answer r = {0};
     for (int i = 0; i < cands->n; i++) {
@@ -836,64 +685,6 @@ static plan_answer plan_choose(const planner *pl, const plan_cands *cands) {
     r.fewer_d =
         b && !pl->colocated && b->d > 1 ? find_eval(pl, b->p, b->d - 1, b->gp, b->gd, 0) : NULL;
     return r;
-}
-
-static void plan_print_json(const planner *pl, const plan_answer *r, bool vary_ratio) {
-    json_t *o = json_object();
-    json_object_set_new(o, "feasible", json_boolean(r->best != NULL));
-    json_object_set_new(o, "scenario", json_string(pl->base->name));
-    if (r->best) {
-        json_object_set_new(o, "config", config_json(pl, r->best));
-        json_object_set_new(o, "cost_per_day_usd", num(r->best->cost_day));
-        json_object_set_new(o, "slo", slo_json(pl, r->best));
-    }
-    json_object_set_new(o, "runs", json_integer(pl->runs));
-    if (!r->best) json_object_set_new(o, "why", json_string(pl->why));
-    json_object_set_new(o, "runner_up", r->second ? eval_json(pl, r->second) : json_null());
-    json_t *nb = json_array();
-    if (r->fewer_p) json_array_append_new(nb, eval_json(pl, r->fewer_p));
-    if (r->fewer_d) json_array_append_new(nb, eval_json(pl, r->fewer_d));
-    json_object_set_new(o, "one_fewer", nb);
-    json_object_set_new(o, "search", json_string(vary_ratio ? "frontier" : "bisect+walk-down"));
-    json_t *all = json_array();
-    for (size_t i = 0; i < pl->n; i++)
-        json_array_append_new(all, eval_json(pl, &pl->ev[i]));
-    json_object_set_new(o, "evaluated", all);
-    char *t = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-    printf("%s\n", t);
-    free(t);
-    json_decref(o);
-}
-
-static void plan_print_text(const planner *pl, const plan_answer *r, bool vary_ratio) {
-    printf("kvfleet plan: scenario %s, SLO TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms, stable runs "
-           "only%s\n",
-           pl->base->name, pl->slo_ttft, pl->slo_tpot, pl->max_gpus ? "" : "");
-    if (!r->best) {
-        printf("  no configuration meets the SLOs%s\n",
-               pl->max_gpus ? " within --max-gpus" : " within the search limits");
-        if (pl->why[0]) printf("  %-10s %s\n", "why", pl->why);
-    } else {
-        print_eval(pl, "chosen", r->best);
-        if (r->second) print_eval(pl, "runner-up", r->second);
-        char why[256];
-        const plan_eval *fp = r->fewer_p, *fd = r->fewer_d;
-        if (fp) {
-            why_not(pl, fp, why, sizeof why);
-            if (pl->colocated)
-                printf("  %-10s %d colocated instances: %s\n", "one fewer", fp->p, why);
-            else
-                printf("  %-10s prefill %d, decode %d: %s\n", "one fewer", fp->p, fp->d, why);
-        }
-        if (fd) {
-            why_not(pl, fd, why, sizeof why);
-            printf("  %-10s prefill %d, decode %d: %s\n", fp ? "" : "one fewer", fd->p, fd->d,
-                   why);
-        }
-    }
-    printf("  search     %d runs (%s)\n", pl->runs,
-           vary_ratio ? "bisection, then the prefill:decode frontier"
-                      : "bisection per pool, joint check, walk-down, ratio neighbours");
 }
 
 static int plan_main(planner *pl, int argc, char **argv) {
@@ -913,9 +704,9 @@ static int plan_main(planner *pl, int argc, char **argv) {
     }
     plan_answer r = plan_choose(pl, &cands);
     if (a.c.json)
-        plan_print_json(pl, &r, a.vary_ratio);
+        cli_plan_print_json(pl, &r, a.vary_ratio);
     else
-        plan_print_text(pl, &r, a.vary_ratio);
+        cli_plan_print_text(pl, &r, a.vary_ratio);
     return r.best ? 0 : PLAN_EXIT_INFEASIBLE;
 }
 

@@ -1,8 +1,8 @@
-// sim/sim_points.h -- internal helpers shared by `kvfleet sweep` (sim_sweep.c) and
-// `kvfleet plan` (sim_plan.c): loading a scenario with overrides, and reading figures out of a
-// run's summary (the jansson object sim_run returns, design.md §5).
-#ifndef SIM_POINTS_H
-#define SIM_POINTS_H
+// cli/cli_points.h -- helpers shared by `kvfleet sweep` (cli_sweep.c) and `kvfleet plan`
+// (cli_plan.c), in cli_points.c: loading a scenario with overrides, and reading figures out
+// of a run's summary (the jansson object sim_run returns, design.md §5).
+#ifndef CLI_POINTS_H
+#define CLI_POINTS_H
 
 #include "sim.h"
 

@@ -1,4 +1,4 @@
-// sim/sim_sweep.c -- `kvfleet sweep SCENARIO --vary K=V1,V2,... [--vary ...] [--set K=V]...
+// cli/cli_sweep.c -- `kvfleet sweep SCENARIO --vary K=V1,V2,... [--vary ...] [--set K=V]...
 // [-j N] [-o DIR] [--json]`: runs the cross product of the varied keys, one full run per point,
 // and gathers the points into DIR/sweep.db, DIR/sweep.csv and (with --json) stdout.
 //
@@ -25,7 +25,6 @@
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,80 +38,9 @@
 #include "cli_opts.h"
 #include "sim_mpi.h"
 #include "cli_points.h"
-
-// ---- shared helpers (sim_points.h) ------------------------------------------------------------
-kvf_status sim_points_load(sim_config *c, const char *scenario, const char *const *sets, int nsets,
-                           kvf_err *err) {
-    sim_config_default(c);
-    kvf_status st = sim_config_load(c, scenario, err);
-    for (int i = 0; !st && i < nsets; i++)
-        st = sim_config_set(c, sets[i], err);
-    return st;
-}
-
-static const json_t *jpath(const void *summary, const char *path) {
-    const json_t *o = summary;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", path);
-    char *save = NULL;
-    for (char *t = strtok_r(buf, ".", &save); t && o; t = strtok_r(NULL, ".", &save))
-        o = json_object_get(o, t);
-    return o;
-}
-
-double sim_points_num(const void *summary, const char *path) {
-    const json_t *o = jpath(summary, path);
-    return json_is_number(o) ? json_number_value(o) : NAN;
-}
-
-const char *sim_points_str(const void *summary, const char *path) {
-    const json_t *o = jpath(summary, path);
-    return json_is_string(o) ? json_string_value(o) : "";
-}
-
-double sim_points_gpus(const void *summary) {
-    double g = 0;
-    static const char *pools[] = {"gpus.vision", "gpus.prefill", "gpus.decode"};
-    for (int i = 0; i < 3; i++) {
-        double v = sim_points_num(summary, pools[i]);
-        if (isfinite(v)) g += v;
-    }
-    return g;
-}
-
-double sim_points_cost_per_day(const sim_config *c, const void *summary) {
-    double v = sim_points_num(summary, "economics.cost_per_day_usd");
-    if (isfinite(v)) return v;
-    return sim_points_gpus(summary) * c->econ.gpu_hour_usd * 24;
-}
+#include "cli_sweep.h"
 
 // ---- the sweep's definition ---------------------------------------------------------------------
-enum { SW_KEYS_MAX = 16, SW_POINTS_MAX = 100000 };
-
-typedef struct sw_key {
-    char key[SIM_KEY_MAX + 64]; // dotted scenario key
-    char **vals;                // values as given (owned)
-    int n;
-} sw_key;
-
-typedef struct sweep {
-    const char *scenario;
-    const char *const *sets; // --set, in order (into the command line's cli_common)
-    int nsets;
-    sw_key keys[SW_KEYS_MAX];
-    int nkeys;
-    int npoints;
-    const char *out; // DIR
-    int jobs;
-    bool json;
-    sim_config *base; // scenario + --set
-    char **names;     // per point: directory name under points/
-    json_t **summary; // per point: gathered summary, NULL = failed / not run
-    bool *ran;        // per point: run by this invocation
-    int rank, size;   // MPI rank and size (0, 1 without MPI)
-    const sim_mpi_api *mpi; // loaded MPI module (under mpirun), else NULL
-} sweep;
-
 static volatile int g_interrupt;
 
 static void on_signal(int sig) {
@@ -163,18 +91,18 @@ static kvf_status parse_vary(sw_key *k, const char *arg, kvf_err *err) {
 }
 
 // Value index of key k at point idx (row-major, last key fastest).
-static int point_val(const sweep *s, int idx, int k) {
+int cli_sweep_point_val(const cli_sweep_state *s, int idx, int k) {
     for (int j = s->nkeys - 1; j > k; j--)
         idx /= s->keys[j].n;
     return idx % s->keys[k].n;
 }
 
 // Builds point idx's configuration: base + one assignment per varied key.
-static kvf_status point_config(const sweep *s, int idx, sim_config *c, kvf_err *err) {
+static kvf_status point_config(const cli_sweep_state *s, int idx, sim_config *c, kvf_err *err) {
     memcpy(c, s->base, sizeof *c);
     for (int k = 0; k < s->nkeys; k++) {
         char a[SIM_PATH_MAX + 128];
-        snprintf(a, sizeof a, "%s=%s", s->keys[k].key, s->keys[k].vals[point_val(s, idx, k)]);
+        snprintf(a, sizeof a, "%s=%s", s->keys[k].key, s->keys[k].vals[cli_sweep_point_val(s, idx, k)]);
         kvf_status st = sim_config_set(c, a, err);
         if (st) return st;
     }
@@ -183,7 +111,7 @@ static kvf_status point_config(const sweep *s, int idx, sim_config *c, kvf_err *
 
 // Directory name of point idx: "<idx>_<k1>=<v1>_<k2>=<v2>", characters that are unsafe in a
 // file name replaced by '_'.
-static char *point_name(const sweep *s, int idx) {
+static char *point_name(const cli_sweep_state *s, int idx) {
     char buf[256];
     int width = 4;
     for (int n = s->npoints - 1; n >= 10000; n /= 10)
@@ -191,7 +119,7 @@ static char *point_name(const sweep *s, int idx) {
     size_t len = (size_t)snprintf(buf, sizeof buf, "%0*d", width, idx);
     for (int k = 0; k < s->nkeys && len < sizeof buf - 1; k++) {
         len += (size_t)snprintf(buf + len, sizeof buf - len, "_%s=%s", s->keys[k].key,
-                                s->keys[k].vals[point_val(s, idx, k)]);
+                                s->keys[k].vals[cli_sweep_point_val(s, idx, k)]);
         if (len >= sizeof buf) len = sizeof buf - 1;
     }
     if (len > 200) len = 200;
@@ -206,7 +134,7 @@ static char *point_name(const sweep *s, int idx) {
     return kvf_strdup(buf);
 }
 
-static void point_path(const sweep *s, int idx, const char *suffix, char *out, size_t n) {
+static void point_path(const cli_sweep_state *s, int idx, const char *suffix, char *out, size_t n) {
     snprintf(out, n, "%s/points/%s%s", s->out, s->names[idx], suffix);
 }
 
@@ -233,7 +161,7 @@ static void remove_flat_dir(const char *dir) {
 // A point is done when its summary.json is a complete summary: it parses, and holds the
 // request counts of a run that was not interrupted. Anything else (a truncated file, a
 // directory left by a killed process) is removed so the point runs again.
-static bool point_done(const sweep *s, int idx) {
+static bool point_done(const cli_sweep_state *s, int idx) {
     char p[SIM_PATH_MAX + 300];
     point_path(s, idx, "/summary.json", p, sizeof p);
     if (!file_exists(p)) return false;
@@ -252,7 +180,7 @@ static bool point_done(const sweep *s, int idx) {
 
 // Runs point idx into its .partial directory and renames it into place. Prints nothing;
 // the caller reports err.
-static kvf_status run_point(const sweep *s, int idx, kvf_err *err) {
+static kvf_status run_point(const cli_sweep_state *s, int idx, kvf_err *err) {
     char fin[SIM_PATH_MAX + 300], part[SIM_PATH_MAX + 300];
     point_path(s, idx, "", fin, sizeof fin);
     point_path(s, idx, ".partial", part, sizeof part);
@@ -275,7 +203,7 @@ static kvf_status run_point(const sweep *s, int idx, kvf_err *err) {
 }
 
 // ---- definition file: refuse to mix two different sweeps in one DIR ----------------------------
-static json_t *definition(const sweep *s) {
+json_t *cli_sweep_definition(const cli_sweep_state *s) {
     json_t *d = json_object(), *sets = json_array(), *vary = json_array();
     json_object_set_new(d, "scenario", json_string(s->scenario));
     for (int i = 0; i < s->nsets; i++)
@@ -303,13 +231,13 @@ static kvf_status write_json_atomic(json_t *j, const char *path, kvf_err *err) {
     return KVF_OK;
 }
 
-static kvf_status check_definition(const sweep *s, kvf_err *err) {
+static kvf_status check_definition(const cli_sweep_state *s, kvf_err *err) {
     char p[SIM_PATH_MAX + 64];
     snprintf(p, sizeof p, "%s/points", s->out);
     kvf_status st = kvf_mkdirs(p, err);
     if (st) return st;
     snprintf(p, sizeof p, "%s/sweep.json", s->out);
-    json_t *want = definition(s);
+    json_t *want = cli_sweep_definition(s);
     if (file_exists(p)) {
         json_error_t je;
         json_t *have = json_load_file(p, 0, &je);
@@ -328,340 +256,14 @@ static kvf_status check_definition(const sweep *s, kvf_err *err) {
     return st;
 }
 
-// ---- outputs ----------------------------------------------------------------------------------
-// Headline figures of a point: column name and dotted path in the summary.
-static const struct {
-    const char *col, *path;
-} k_figs[] = {
-    {"ttft_p50_ms", "ttft_ms.p50"},
-    {"ttft_p90_ms", "ttft_ms.p90"},
-    {"ttft_p99_ms", "ttft_ms.p99"},
-    {"tpot_p50_ms", "tpot_ms.p50"},
-    {"tpot_p90_ms", "tpot_ms.p90"},
-    {"e2e_p90_ms", "e2e_ms.p90"},
-    {"hit_rate", "cache.hit_rate"},
-    {"input_tok_s", "throughput.input_tok_s"},
-    {"output_tok_s", "throughput.output_tok_s"},
-    {"prefill_tok_s_per_gpu", "throughput.prefill_input_tok_s_per_gpu"},
-    {"decode_tok_s_per_gpu", "throughput.decode_output_tok_s_per_gpu"},
-    {"gpus", NULL}, // vision + prefill + decode
-    {"gpu_hours", "gpu_hours"},
-    {"cost_usd", "economics.cost_usd"},
-    {"cost_per_day_usd", "economics.cost_per_day_usd"},
-    {"margin", "economics.margin"},
-    {"slo_attainment", "slo.attainment"},
-    {"completed", "requests.completed"},
-    {"rejected", "requests.rejected"},
-};
-enum { N_FIGS = sizeof k_figs / sizeof k_figs[0] };
-
-static double fig(const json_t *sm, int f) {
-    if (!sm) return NAN;
-    return k_figs[f].path ? sim_points_num(sm, k_figs[f].path) : sim_points_gpus(sm);
-}
-
-static const char *point_status(const sweep *s, int i) {
-    return s->summary[i] ? "completed" : "failed";
-}
-
-static void sql_quote_ident(char *out, size_t n, const char *id) {
-    size_t j = 0;
-    if (j < n - 1) out[j++] = '"';
-    for (const char *p = id; *p && j < n - 3; p++) {
-        if (*p == '"') out[j++] = '"';
-        out[j++] = *p;
-    }
-    out[j++] = '"';
-    out[j] = '\0';
-}
-
-static kvf_status sql_exec(sqlite3 *db, const char *sql, const char *path, kvf_err *err) {
-    char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        kvf_status st = kvf_fail(err, KVF_ERUN, "%s: %s", path, msg ? msg : "sqlite error");
-        sqlite3_free(msg);
-        return st;
-    }
-    return KVF_OK;
-}
-
-// Writes DIR/sweep.db: point(idx, <varied keys>..., dir, status, figures..., saturation) and
-// sweep(key, value). Written to a temporary file and renamed, so readers never see half.
-static kvf_status write_db(const sweep *s, kvf_err *err) {
-    char path[SIM_PATH_MAX + 64], tmp[SIM_PATH_MAX + 100];
-    snprintf(path, sizeof path, "%s/sweep.db", s->out);
-    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-    unlink(tmp);
-    sqlite3 *db = NULL;
-    sqlite3_stmt *ins = NULL;
-    kvf_status st = KVF_OK;
-    if (sqlite3_open(tmp, &db) != SQLITE_OK) {
-        st = kvf_fail(err, KVF_ERUN, "%s: %s", tmp, db ? sqlite3_errmsg(db) : "cannot open");
-        goto done;
-    }
-    size_t cap = 8192;
-    char *sql = kvf_malloc(cap), *q = kvf_malloc(cap);
-    size_t n = (size_t)snprintf(sql, cap, "CREATE TABLE point(idx INTEGER PRIMARY KEY");
-    size_t qn = (size_t)snprintf(q, cap, "INSERT INTO point VALUES(?");
-    char id[SIM_KEY_MAX * 2 + 200];
-    for (int k = 0; k < s->nkeys; k++) {
-        sql_quote_ident(id, sizeof id, s->keys[k].key);
-        n += (size_t)snprintf(sql + n, cap - n, ", %s NUMERIC", id);
-        qn += (size_t)snprintf(q + qn, cap - qn, ",?");
-    }
-    n += (size_t)snprintf(sql + n, cap - n, ", dir TEXT, status TEXT");
-    qn += (size_t)snprintf(q + qn, cap - qn, ",?,?");
-    for (int f = 0; f < N_FIGS; f++) {
-        n += (size_t)snprintf(sql + n, cap - n, ", %s REAL", k_figs[f].col);
-        qn += (size_t)snprintf(q + qn, cap - qn, ",?");
-    }
-    snprintf(sql + n, cap - n, ", saturation TEXT);");
-    snprintf(q + qn, cap - qn, ",?)");
-    st = sql_exec(db, "BEGIN; CREATE TABLE sweep(key TEXT PRIMARY KEY, value TEXT);", tmp, err);
-    if (!st) st = sql_exec(db, sql, tmp, err);
-    if (!st && sqlite3_prepare_v2(db, q, -1, &ins, NULL) != SQLITE_OK)
-        st = kvf_fail(err, KVF_ERUN, "%s: %s", tmp, sqlite3_errmsg(db));
-    free(sql);
-    free(q);
-    if (st) goto done;
-    for (int i = 0; i < s->npoints; i++) {
-        int c = 1;
-        sqlite3_reset(ins);
-        sqlite3_bind_int(ins, c++, i);
-        for (int k = 0; k < s->nkeys; k++)
-            sqlite3_bind_text(ins, c++, s->keys[k].vals[point_val(s, i, k)], -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, c++, s->names[i], -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, c++, point_status(s, i), -1, SQLITE_STATIC);
-        for (int f = 0; f < N_FIGS; f++) {
-            double v = fig(s->summary[i], f);
-            if (isfinite(v))
-                sqlite3_bind_double(ins, c++, v);
-            else
-                sqlite3_bind_null(ins, c++);
-        }
-        if (s->summary[i])
-            sqlite3_bind_text(ins, c++, sim_points_str(s->summary[i], "saturation.state"), -1,
-                              SQLITE_TRANSIENT);
-        else
-            sqlite3_bind_null(ins, c++);
-        if (sqlite3_step(ins) != SQLITE_DONE) {
-            st = kvf_fail(err, KVF_ERUN, "%s: %s", tmp, sqlite3_errmsg(db));
-            goto done;
-        }
-    }
-    {
-        json_t *d = definition(s);
-        char *dtxt = json_dumps(d, JSON_COMPACT);
-        json_decref(d);
-        char *mq = sqlite3_mprintf("INSERT INTO sweep VALUES('scenario', %Q), ('definition', %Q),"
-                                   " ('points', '%d'), ('kvfleet_version', %Q);",
-                                   s->scenario, dtxt, s->npoints, KVF_VERSION);
-        free(dtxt);
-        st = sql_exec(db, mq, tmp, err);
-        sqlite3_free(mq);
-    }
-    if (!st) st = sql_exec(db, "COMMIT;", tmp, err);
-done:
-    sqlite3_finalize(ins);
-    if (db && sqlite3_close(db) != SQLITE_OK && !st)
-        st = kvf_fail(err, KVF_ERUN, "%s: cannot close", tmp);
-    if (!st && rename(tmp, path))
-        st = kvf_fail(err, KVF_EIO, "%s: cannot write: %s", path, strerror(errno));
-    if (st) unlink(tmp);
-    return st;
-}
-
-static void csv_field(FILE *f, const char *v) {
-    if (!strpbrk(v, ",\"\n")) {
-        fputs(v, f);
-        return;
-    }
-    fputc('"', f);
-    for (const char *p = v; *p; p++) {
-        if (*p == '"') fputc('"', f);
-        fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
-static kvf_status write_csv(const sweep *s, kvf_err *err) {
-    char path[SIM_PATH_MAX + 64], tmp[SIM_PATH_MAX + 100];
-    snprintf(path, sizeof path, "%s/sweep.csv", s->out);
-    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) return kvf_fail(err, KVF_EIO, "%s: cannot write: %s", tmp, strerror(errno));
-    fputs("idx", f);
-    for (int k = 0; k < s->nkeys; k++) {
-        fputc(',', f);
-        csv_field(f, s->keys[k].key);
-    }
-    fputs(",dir,status", f);
-    for (int fi = 0; fi < N_FIGS; fi++)
-        fprintf(f, ",%s", k_figs[fi].col);
-    fputs(",saturation\n", f);
-    for (int i = 0; i < s->npoints; i++) {
-        fprintf(f, "%d", i);
-        for (int k = 0; k < s->nkeys; k++) {
-            fputc(',', f);
-            csv_field(f, s->keys[k].vals[point_val(s, i, k)]);
-        }
-        fputc(',', f);
-        csv_field(f, s->names[i]);
-        fprintf(f, ",%s", point_status(s, i));
-        for (int fi = 0; fi < N_FIGS; fi++) {
-            double v = fig(s->summary[i], fi);
-            if (isfinite(v))
-                fprintf(f, ",%.10g", v);
-            else
-                fputc(',', f);
-        }
-        fprintf(f, ",%s\n", s->summary[i] ? sim_points_str(s->summary[i], "saturation.state") : "");
-    }
-    bool bad = ferror(f) != 0;
-    if (fclose(f) || bad || rename(tmp, path)) {
-        unlink(tmp);
-        return kvf_fail(err, KVF_EIO, "%s: cannot write", path);
-    }
-    return KVF_OK;
-}
-
-// A varied value as JSON: a number when the whole text is one, else the string.
-static json_t *typed_value(const char *v) {
-    char *end = NULL;
-    errno = 0;
-    long long iv = strtoll(v, &end, 10);
-    if (*v && !*end && !errno) return json_integer((json_int_t)iv);
-    double d = strtod(v, &end);
-    if (*v && !*end && isfinite(d)) return json_real(d);
-    if (!strcmp(v, "true")) return json_true();
-    if (!strcmp(v, "false")) return json_false();
-    if (!strcmp(v, "null")) return json_null();
-    return json_string(v);
-}
-
-// The configuration keys (summary.json "config") whose values differ between the points that
-// ran: the varied keys, and whatever else they set.
-static json_t *config_differs(const sweep *s, json_t **flat) {
-    json_t *keys = json_array();
-    int first = -1;
-    for (int i = 0; i < s->npoints; i++) {
-        flat[i] = json_object();
-        const json_t *cfg = s->summary[i] ? json_object_get(s->summary[i], "config") : NULL;
-        if (json_is_object(cfg)) {
-            rpt_config_keys(flat[i], (json_t *)cfg, "");
-            if (first < 0) first = i;
-        }
-    }
-    if (first < 0) return keys;
-    const char *k;
-    json_t *v;
-    json_object_foreach(flat[first], k, v) {
-        for (int i = 0; i < s->npoints; i++) {
-            if (!json_object_size(flat[i])) continue;
-            json_t *o = json_object_get(flat[i], k);
-            if (!o || !json_equal(o, v)) {
-                json_array_append_new(keys, json_string(k));
-                break;
-            }
-        }
-    }
-    return keys;
-}
-
-static void print_json(const sweep *s) {
-    json_t *arr = json_array();
-    json_t **flat = kvf_calloc((size_t)s->npoints, sizeof *flat);
-    json_t *differs = config_differs(s, flat);
-    for (int i = 0; i < s->npoints; i++) {
-        json_t *p = s->summary[i] ? json_deep_copy(s->summary[i]) : json_object();
-        json_t *d = json_object();   // this point's values of the keys that differ
-        size_t j;
-        json_t *e;
-        json_array_foreach(differs, j, e) {
-            json_t *x = json_object_get(flat[i], json_string_value(e));
-            json_object_set_new(d, json_string_value(e), x ? typed_value(json_string_value(x)) : json_null());
-        }
-        json_object_set_new(p, "config_differs", d);
-        json_decref(flat[i]);
-        json_t *v = json_object();
-        for (int k = 0; k < s->nkeys; k++)
-            json_object_set_new(v, s->keys[k].key,
-                                typed_value(s->keys[k].vals[point_val(s, i, k)]));
-        json_object_set_new(p, "idx", json_integer(i));
-        json_object_set_new(p, "vary", v);
-        json_object_set_new(p, "dir", json_string(s->names[i]));
-        json_object_set_new(p, "point_status", json_string(point_status(s, i)));
-        json_array_append_new(arr, p);
-    }
-    char *txt = json_dumps(arr, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-    printf("%s\n", txt);
-    free(txt);
-    json_decref(arr);
-    json_decref(differs);
-    free(flat);
-}
-
-// DIR/sweep.html: a row per point (its varied keys, headline figures) and the cost / SLO
-// attainment frontier chart.
-static kvf_status write_html(const sweep *s, kvf_err *err) {
-    json_t *pts = json_array();
-    for (int i = 0; i < s->npoints; i++) {
-        json_t *k = json_object();
-        for (int j = 0; j < s->nkeys; j++)
-            json_object_set_new(k, s->keys[j].key, json_string(s->keys[j].vals[point_val(s, i, j)]));
-        json_array_append_new(pts, json_pack("{s:s, s:o, s:O}", "label", s->names[i], "keys", k,
-                                             "summary", s->summary[i] ? s->summary[i] : json_null()));
-    }
-    char path[SIM_PATH_MAX + 16], title[SIM_PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/sweep.html", s->out);
-    snprintf(title, sizeof title, "kvfleet sweep of %s", s->scenario);
-    kvf_status st = rpt_points_html(path, title, pts, err);
-    json_decref(pts);
-    return st;
-}
-
-static void print_table(const sweep *s) {
-    printf("%5s", "idx");
-    for (int k = 0; k < s->nkeys; k++)
-        printf("  %14s", s->keys[k].key);
-    printf("  %10s %10s %8s %10s %6s %10s  %s\n", "ttft_p90", "tpot_p90", "hit_rate", "out_tok/s",
-           "gpus", "$/day", "saturation");
-    for (int i = 0; i < s->npoints; i++) {
-        printf("%5d", i);
-        for (int k = 0; k < s->nkeys; k++)
-            printf("  %14s", s->keys[k].vals[point_val(s, i, k)]);
-        const json_t *m = s->summary[i];
-        if (!m) {
-            printf("  failed\n");
-            continue;
-        }
-        printf("  %10.1f %10.2f %8.3f %10.0f %6.0f %10.2f  %s\n", sim_points_num(m, "ttft_ms.p90"),
-               sim_points_num(m, "tpot_ms.p90"), sim_points_num(m, "cache.hit_rate"),
-               sim_points_num(m, "throughput.output_tok_s"), sim_points_gpus(m),
-               sim_points_num(m, "economics.cost_per_day_usd"),
-               sim_points_str(m, "saturation.state"));
-    }
-    json_t **flat = kvf_calloc((size_t)s->npoints, sizeof *flat);
-    json_t *differs = config_differs(s, flat);
-    printf("configuration keys that differ between points:");
-    size_t j;
-    json_t *e;
-    json_array_foreach(differs, j, e) printf("%s %s", j ? "," : "", json_string_value(e));
-    printf("%s\n", json_array_size(differs) ? "" : " none");
-    for (int i = 0; i < s->npoints; i++) json_decref(flat[i]);
-    json_decref(differs);
-    free(flat);
-    printf("results in %s/ (sweep.db, sweep.csv, sweep.html, points/)\n", s->out);
-}
-
 // ---- running
 // -------------------------------------------------------------------------------------
-static void report_failure(const sweep *s, int idx, const kvf_err *err) {
+static void report_failure(const cli_sweep_state *s, int idx, const kvf_err *err) {
     fprintf(stderr, "kvfleet sweep: point %d (%s): %s\n", idx, s->names[idx], err->msg);
 }
 
 // Runs the points idx with todo[idx] in this process, in order.
-static int run_inline(sweep *s, const bool *todo, rpt_progress *bar) {
+static int run_inline(cli_sweep_state *s, const bool *todo, rpt_progress *bar) {
     int failed = 0, done = 0;
     for (int i = 0; i < s->npoints && !g_interrupt; i++) {
         if (!todo[i]) continue;
@@ -678,7 +280,7 @@ static int run_inline(sweep *s, const bool *todo, rpt_progress *bar) {
 }
 
 // Runs the points with todo[idx] in up to s->jobs forked workers, one point per child.
-static int run_forked(sweep *s, const bool *todo, rpt_progress *bar) {
+static int run_forked(cli_sweep_state *s, const bool *todo, rpt_progress *bar) {
     pid_t *pid_of = kvf_calloc((size_t)s->npoints, sizeof *pid_of);
     pid_t parent = getpid();
     int running = 0, next = 0, failed = 0, done = 0;
@@ -738,7 +340,7 @@ static int run_forked(sweep *s, const bool *todo, rpt_progress *bar) {
     return failed;
 }
 
-static json_t *load_point(const sweep *s, int idx) {
+static json_t *load_point(const cli_sweep_state *s, int idx) {
     char p[SIM_PATH_MAX + 300];
     point_path(s, idx, "/summary.json", p, sizeof p);
     json_error_t je;
@@ -748,7 +350,7 @@ static json_t *load_point(const sweep *s, int idx) {
 // Rank r != 0 sends, for each of its points in increasing idx, {idx, len} then len bytes of
 // summary JSON (len 0: failed). Rank 0 receives them in the same order per source, so
 // MPI's non-overtaking rule between a pair of ranks keeps them matched.
-static void mpi_gather(sweep *s) {
+static void mpi_gather(cli_sweep_state *s) {
     enum { TAG_HDR = 11, TAG_TXT = 12 };
     if (s->rank != 0) {
         for (int i = s->rank; i < s->npoints; i += s->size) {
@@ -791,7 +393,7 @@ static bool mpi_wanted(void) {
 
 // The command line: scenario, --vary, --set, -j, -o, --json into *s (the --vary texts into
 // vary, parsed later); CLI_GO or the exit code.
-static int sweep_parse(sweep *s, int argc, char **argv, cli_common *c, cli_list *vary) {
+static int sweep_parse(cli_sweep_state *s, int argc, char **argv, cli_common *c, cli_list *vary) {
     const char *jobs = NULL;
     const cli_opt opts[] = {
         CLI_OPT_LIST("--vary", vary),
@@ -827,7 +429,7 @@ static int sweep_parse(sweep *s, int argc, char **argv, cli_common *c, cli_list 
 
 // Adds the --vary text arg as key s->nkeys: well formed, a new key, each value accepted by the
 // scenario loader over the base configuration (tmp is scratch).
-static kvf_status sweep_add_key(sweep *s, const char *arg, sim_config *tmp, kvf_err *err) {
+static kvf_status sweep_add_key(cli_sweep_state *s, const char *arg, sim_config *tmp, kvf_err *err) {
     sw_key *k = &s->keys[s->nkeys];
     kvf_status st = parse_vary(k, arg, err);
     if (st) return st;
@@ -853,7 +455,7 @@ static kvf_status sweep_add_key(sweep *s, const char *arg, sim_config *tmp, kvf_
 
 // The sweep's points over the base configuration (scenario + --set, loaded): every --vary
 // key, and every point's configuration checked before anything runs.
-static kvf_status sweep_define(sweep *s, const cli_list *vary, kvf_err *err) {
+static kvf_status sweep_define(cli_sweep_state *s, const cli_list *vary, kvf_err *err) {
     KVF_ASSERT(s->base && vary->n > 0);
     kvf_status st = KVF_OK;
     sim_config *tmp = kvf_malloc(sizeof *tmp);
@@ -874,7 +476,7 @@ static kvf_status sweep_define(sweep *s, const cli_list *vary, kvf_err *err) {
             for (int k = 0; k < s->nkeys; k++)
                 n += (size_t)snprintf(where + n, n < sizeof where ? sizeof where - n : 0, "%s%s=%s",
                                       k ? " " : "", s->keys[k].key,
-                                      s->keys[k].vals[point_val(s, i, k)]);
+                                      s->keys[k].vals[cli_sweep_point_val(s, i, k)]);
             kvf_err_prefix(err, "point %d (%s)", i, where);
         }
     }
@@ -884,7 +486,7 @@ static kvf_status sweep_define(sweep *s, const cli_list *vary, kvf_err *err) {
 
 // DIR and its points' names, the definition file checked or written, and (one process, not
 // MPI ranks sharing it) DIR/sweep.lock held; outbuf holds the default DIR.
-static kvf_status sweep_prepare_dir(sweep *s, char *outbuf, size_t n, kvf_err *err) {
+static kvf_status sweep_prepare_dir(cli_sweep_state *s, char *outbuf, size_t n, kvf_err *err) {
     if (!s->out) {
         snprintf(outbuf, n, "out/sweep-%s", s->base->name[0] ? s->base->name : "run");
         s->out = outbuf;
@@ -906,7 +508,7 @@ static kvf_status sweep_prepare_dir(sweep *s, char *outbuf, size_t n, kvf_err *e
 
 // Runs the points this process owns that are not done yet (under MPI: its share), inline or in
 // forked workers, behind one progress bar. Returns the points that failed; *nran those run.
-static int sweep_run_points(sweep *s, int *nran) {
+static int sweep_run_points(cli_sweep_state *s, int *nran) {
     bool *todo = kvf_calloc((size_t)s->npoints, sizeof *todo);
     int ntodo = 0;
     for (int i = 0; i < s->npoints; i++) {
@@ -938,22 +540,22 @@ static int sweep_run_points(sweep *s, int *nran) {
 
 // Rank 0 (or the one process): sweep.db, sweep.csv, sweep.html, the table or JSON on stdout
 // and the count line on stderr; the exit code.
-static int sweep_report(sweep *s, int nran) {
+static int sweep_report(cli_sweep_state *s, int nran) {
     int missing = 0;
     for (int i = 0; i < s->npoints; i++)
         missing += !s->summary[i];
     kvf_err err = {0};
-    kvf_status st = write_db(s, &err);
-    if (!st) st = write_csv(s, &err);
-    if (!st) st = write_html(s, &err);
+    kvf_status st = cli_sweep_write_db(s, &err);
+    if (!st) st = cli_sweep_write_csv(s, &err);
+    if (!st) st = cli_sweep_write_html(s, &err);
     if (st) {
         fprintf(stderr, "kvfleet: %s\n", err.msg);
         return 1;
     }
     if (s->json)
-        print_json(s);
+        cli_sweep_print_json(s);
     else
-        print_table(s);
+        cli_sweep_print_table(s);
     fprintf(stderr, "kvfleet sweep: %d points: %d run now, %d already done, %d missing%s\n",
             s->npoints, nran, s->npoints - missing - nran, missing,
             s->size > 1 ? " (gathered over MPI ranks)" : "");
@@ -964,7 +566,7 @@ static int sweep_report(sweep *s, int nran) {
     return missing ? 1 : 0;
 }
 
-static int sweep_main(sweep *s, int argc, char **argv) {
+static int sweep_main(cli_sweep_state *s, int argc, char **argv) {
     static cli_common c; // static: s->sets points into it after the return
     const char *vary_v[SW_KEYS_MAX];
     cli_list vary = {vary_v, 0, SW_KEYS_MAX};
@@ -1004,7 +606,7 @@ static int sweep_main(sweep *s, int argc, char **argv) {
 }
 
 int cli_sweep(int argc, char **argv) {
-    static sweep s;
+    static cli_sweep_state s;
     memset(&s, 0, sizeof s);
     s.size = 1;
     if (mpi_wanted()) {

@@ -1,0 +1,187 @@
+// cli/cli_plan_out.c -- what `kvfleet plan` prints (cli_plan.h): the chosen configuration,
+// its runner-up and "one instance fewer" neighbours, or the max rate, as text or as JSON.
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli_plan.h"
+
+static json_t *config_json(const planner *pl, const plan_eval *e) {
+    json_t *c = json_object();
+    json_object_set_new(c, "prefill_instances", json_integer(e->p));
+    json_object_set_new(c, "decode_instances", json_integer(pl->colocated ? 0 : e->d));
+    json_object_set_new(c, "gpus_per_instance", json_integer(e->gp));
+    json_object_set_new(c, "prefill_gpus_per_instance", json_integer(e->gp));
+    json_object_set_new(c, "decode_gpus_per_instance", json_integer(e->gd));
+    json_object_set_new(c, "vision_instances", json_integer(pl->base->cluster.vision.instances));
+    json_object_set_new(c, "mode", json_string(pl->colocated ? "colocated" : "disaggregated"));
+    json_object_set_new(c, "gpus", json_real(e->gpus));
+    if (e->rate > 0) json_object_set_new(c, "rate_rps", json_real(e->rate));
+    return c;
+}
+
+static json_t *num(double v) {
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *slo_json(const planner *pl, const plan_eval *e) {
+    json_t *s = json_object();
+    json_object_set_new(s, "ttft_p90_ms", num(e->ttft_p90));
+    json_object_set_new(s, "tpot_p90_ms", num(e->tpot_p90));
+    json_object_set_new(s, "ttft_p90_bound_ms", json_real(pl->slo_ttft));
+    json_object_set_new(s, "tpot_p90_bound_ms", json_real(pl->slo_tpot));
+    json_object_set_new(s, "ttft_ratio", num(e->ttft_p90 / pl->slo_ttft));
+    json_object_set_new(s, "tpot_ratio", num(e->tpot_p90 / pl->slo_tpot));
+    json_object_set_new(s, "attainment", num(e->attainment));
+    json_object_set_new(s, "saturation", json_string(e->sat));
+    json_object_set_new(s, "met", json_boolean(e->ok));
+    return s;
+}
+
+static json_t *eval_json(const planner *pl, const plan_eval *e) {
+    json_t *o = json_object();
+    json_object_set_new(o, "config", config_json(pl, e));
+    json_object_set_new(o, "cost_per_day_usd", num(e->cost_day));
+    json_object_set_new(o, "feasible", json_boolean(e->ok));
+    json_object_set_new(o, "slo", slo_json(pl, e));
+    return o;
+}
+
+static void why_not(const planner *pl, const plan_eval *e, char *out, size_t n) {
+    if (!e) {
+        snprintf(out, n, "not run");
+        return;
+    }
+    if (!e->ran) {
+        snprintf(out, n, "over --max-gpus");
+        return;
+    }
+    size_t k = 0;
+    out[0] = '\0';
+    if (!e->ttft_ok)
+        k += (size_t)snprintf(out + k, n - k, "TTFT p90 %.1f ms > %.0f; ", e->ttft_p90,
+                              pl->slo_ttft);
+    if (!e->tpot_ok && k < n)
+        k += (size_t)snprintf(out + k, n - k, "TPOT p90 %.2f ms > %.0f; ", e->tpot_p90,
+                              pl->slo_tpot);
+    if (k < n) snprintf(out + k, n - k, "%s", e->sat);
+}
+
+static void print_eval(const planner *pl, const char *label, const plan_eval *e) {
+    if (pl->colocated)
+        printf("  %-10s %d colocated instance%s x %d GPU%s = %.0f GPUs, $%.2f/day\n", label, e->p,
+               e->p == 1 ? "" : "s", e->gp, e->gp == 1 ? "" : "s", e->gpus, e->cost_day);
+    else
+        printf("  %-10s prefill %d x %d GPU + decode %d x %d GPU = %.0f GPUs, $%.2f/day\n", label,
+               e->p, e->gp, e->d, e->gd, e->gpus, e->cost_day);
+    printf("  %-10s TTFT p90 %.1f ms = %.2f of bound, TPOT p90 %.2f ms = %.2f of bound, "
+           "attainment %.1f %%, %s\n",
+           "", e->ttft_p90, e->ttft_p90 / pl->slo_ttft, e->tpot_p90, e->tpot_p90 / pl->slo_tpot,
+           100 * e->attainment, e->sat);
+}
+
+void cli_plan_print_json(const planner *pl, const plan_answer *r, bool vary_ratio) {
+    json_t *o = json_object();
+    json_object_set_new(o, "feasible", json_boolean(r->best != NULL));
+    json_object_set_new(o, "scenario", json_string(pl->base->name));
+    if (r->best) {
+        json_object_set_new(o, "config", config_json(pl, r->best));
+        json_object_set_new(o, "cost_per_day_usd", num(r->best->cost_day));
+        json_object_set_new(o, "slo", slo_json(pl, r->best));
+    }
+    json_object_set_new(o, "runs", json_integer(pl->runs));
+    if (!r->best) json_object_set_new(o, "why", json_string(pl->why));
+    json_object_set_new(o, "runner_up", r->second ? eval_json(pl, r->second) : json_null());
+    json_t *nb = json_array();
+    if (r->fewer_p) json_array_append_new(nb, eval_json(pl, r->fewer_p));
+    if (r->fewer_d) json_array_append_new(nb, eval_json(pl, r->fewer_d));
+    json_object_set_new(o, "one_fewer", nb);
+    json_object_set_new(o, "search", json_string(vary_ratio ? "frontier" : "bisect+walk-down"));
+    json_t *all = json_array();
+    for (size_t i = 0; i < pl->n; i++)
+        json_array_append_new(all, eval_json(pl, &pl->ev[i]));
+    json_object_set_new(o, "evaluated", all);
+    char *t = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    printf("%s\n", t);
+    free(t);
+    json_decref(o);
+}
+
+void cli_plan_print_text(const planner *pl, const plan_answer *r, bool vary_ratio) {
+    printf("kvfleet plan: scenario %s, SLO TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms, stable runs "
+           "only%s\n",
+           pl->base->name, pl->slo_ttft, pl->slo_tpot, pl->max_gpus ? "" : "");
+    if (!r->best) {
+        printf("  no configuration meets the SLOs%s\n",
+               pl->max_gpus ? " within --max-gpus" : " within the search limits");
+        if (pl->why[0]) printf("  %-10s %s\n", "why", pl->why);
+    } else {
+        print_eval(pl, "chosen", r->best);
+        if (r->second) print_eval(pl, "runner-up", r->second);
+        char why[256];
+        const plan_eval *fp = r->fewer_p, *fd = r->fewer_d;
+        if (fp) {
+            why_not(pl, fp, why, sizeof why);
+            if (pl->colocated)
+                printf("  %-10s %d colocated instances: %s\n", "one fewer", fp->p, why);
+            else
+                printf("  %-10s prefill %d, decode %d: %s\n", "one fewer", fp->p, fp->d, why);
+        }
+        if (fd) {
+            why_not(pl, fd, why, sizeof why);
+            printf("  %-10s prefill %d, decode %d: %s\n", fp ? "" : "one fewer", fd->p, fd->d,
+                   why);
+        }
+    }
+    printf("  search     %d runs (%s)\n", pl->runs,
+           vary_ratio ? "bisection, then the prefill:decode frontier"
+                      : "bisection per pool, joint check, walk-down, ratio neighbours");
+}
+
+void cli_plan_rate_json(const planner *pl, const plan_rate *r) {
+    const plan_eval *best = r->best;
+    double lo = r->lo, hi = r->hi, r0 = r->r0, tol = r->tol;
+    char why[256];
+    why_not(pl, r->fail, why, sizeof why);
+    json_t *o = json_object();
+    json_object_set_new(o, "feasible", json_boolean(best != NULL));
+    json_object_set_new(o, "max_rate_rps", best ? json_real(lo) : json_null());
+    json_object_set_new(o, "scenario_rate_rps", json_real(r0));
+    json_object_set_new(o, "rate_key", json_string(pl->rate_key));
+    json_object_set_new(o, "first_failing_rate_rps", json_real(hi));
+    json_object_set_new(o, "first_failing_reason", json_string(why));
+    json_object_set_new(o, "tolerance", json_real(tol));
+    json_object_set_new(o, "runs", json_integer(pl->runs));
+    if (best) {
+        json_object_set_new(o, "config", config_json(pl, best));
+        json_object_set_new(o, "cost_per_day_usd", num(best->cost_day));
+        json_object_set_new(o, "slo", slo_json(pl, best));
+    }
+    char *t = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    printf("%s\n", t);
+    free(t);
+    json_decref(o);
+}
+
+void cli_plan_rate_text(const planner *pl, const plan_rate *r) {
+    const sim_config *b = pl->base;
+    int p = r->p, d = r->d, gp = r->gp, gd = r->gd;
+    const plan_eval *best = r->best;
+    double lo = r->lo, hi = r->hi, r0 = r->r0, tol = r->tol;
+    char why[256];
+    why_not(pl, r->fail, why, sizeof why);
+    printf(
+        "kvfleet plan --find max-rate: scenario %s, SLO TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms\n",
+        b->name, pl->slo_ttft, pl->slo_tpot);
+    printf("  cluster    prefill %d x %d GPU + decode %d x %d GPU\n", p, gp, d, gd);
+    if (!best) {
+        printf("  no rate down to %.4g req/s meets the SLOs (%s)\n", hi, why);
+    } else {
+        printf("  max rate   %.4g req/s (%.2f x the scenario's %.4g req/s); at %.4g req/s: %s\n",
+               lo, lo / r0, r0, hi, why);
+        print_eval(pl, "at max", best);
+    }
+    printf("  search     %d runs (bracket by doubling, then bisection to %.1f %%)\n", pl->runs,
+           100 * tol);
+}
