@@ -25,6 +25,7 @@ double cli_fid_pearson(const double *x, const double *y, size_t n) {
 const char *const CLI_METRICS[3] = {"ttft_ms", "tpot_ms", "e2e_ms"};
 
 void cli_side_alloc(cli_side *s, size_t n) {
+    KVF_ASSERT(s);
     for (int k = 0; k < 3; k++) s->v[k] = kvf_calloc(n + 1, sizeof(double));
 }
 void cli_side_free(cli_side *s) {
@@ -49,6 +50,7 @@ static double pct_common(const double *real, const double *v, size_t n, double p
 json_t *cli_fid_error_table(const cli_side *real, const cli_side *sim, const cli_side *lo, const cli_side *hi,
                            double fixed_band, size_t n, double *worst, double *band,
                            double *worst_pos) {
+    KVF_ASSERT(real && sim && worst && band && worst_pos && (!lo == !hi));
     json_t *t = json_object();
     double *buf = kvf_malloc((n + 1) * sizeof *buf);
     const char *keys[] = {"mean", "p50", "p90", "p99"};
@@ -114,6 +116,7 @@ void cli_fid_real_side(const eng_serve_result *res, cli_side *s) {
 
 uint32_t cli_fid_step_batch(const eng_serve_result *r, const eng_step_record *k, mdl_seq *seqs,
                            mdl_phase *phase) {
+    KVF_ASSERT(r && k && seqs && phase);
     uint32_t n = 0;
     for (uint32_t i = 0; i < k->decode_seqs; i++)
         seqs[n++] = (mdl_seq){1, k->decode_context / k->decode_seqs + (i < k->decode_context % k->decode_seqs)};
@@ -129,6 +132,7 @@ const char *const CLI_STEP_KINDS[3] = {"prefill", "decode", "mixed"};
 json_t *cli_fid_step_time(const eng_serve_result *r, mdl_stepper *stp, const cli_grid_floor *gf,
                              bool cpu_clock, double band, double tol, double *pred, double *resid,
                              const char **flag, uint64_t *flagged, double *worst_out) {
+    KVF_ASSERT(r && stp && gf && pred && resid && flag && flagged && worst_out);
     size_t ns = r->n_steps;
     double *v[3], *av[3];
     size_t nv[3] = {0, 0, 0};

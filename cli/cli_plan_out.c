@@ -82,6 +82,7 @@ static void print_eval(const planner *pl, const char *label, const plan_eval *e)
 }
 
 void cli_plan_print_json(const planner *pl, const plan_answer *r, bool vary_ratio) {
+    KVF_ASSERT(pl && pl->base && r);
     json_t *o = json_object();
     json_object_set_new(o, "feasible", json_boolean(r->best != NULL));
     json_object_set_new(o, "scenario", json_string(pl->base->name));
@@ -109,6 +110,7 @@ void cli_plan_print_json(const planner *pl, const plan_answer *r, bool vary_rati
 }
 
 void cli_plan_print_text(const planner *pl, const plan_answer *r, bool vary_ratio) {
+    KVF_ASSERT(pl && pl->base && r);
     printf("kvfleet plan: scenario %s, SLO TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms, stable runs "
            "only%s\n",
            pl->base->name, pl->slo_ttft, pl->slo_tpot, pl->max_gpus ? "" : "");
@@ -140,6 +142,7 @@ void cli_plan_print_text(const planner *pl, const plan_answer *r, bool vary_rati
 }
 
 void cli_plan_rate_json(const planner *pl, const plan_rate *r) {
+    KVF_ASSERT(pl && pl->base && r);
     const plan_eval *best = r->best;
     double lo = r->lo, hi = r->hi, r0 = r->r0, tol = r->tol;
     char why[256];
@@ -165,6 +168,7 @@ void cli_plan_rate_json(const planner *pl, const plan_rate *r) {
 }
 
 void cli_plan_rate_text(const planner *pl, const plan_rate *r) {
+    KVF_ASSERT(pl && pl->base && r);
     const sim_config *b = pl->base;
     int p = r->p, d = r->d, gp = r->gp, gd = r->gd;
     const plan_eval *best = r->best;

@@ -168,6 +168,7 @@ static void csv_field(FILE *f, const char *v) {
 }
 
 kvf_status cli_sweep_write_csv(const cli_sweep_state *s, kvf_err *err) {
+    KVF_ASSERT(s && s->names && s->summary);
     char path[SIM_PATH_MAX + 64], tmp[SIM_PATH_MAX + 100];
     snprintf(path, sizeof path, "%s/sweep.csv", s->out);
     snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
@@ -252,6 +253,7 @@ static json_t *config_differs(const cli_sweep_state *s, json_t **flat) {
 }
 
 void cli_sweep_print_json(const cli_sweep_state *s) {
+    KVF_ASSERT(s && s->names && s->summary);
     json_t *arr = json_array();
     json_t **flat = kvf_calloc((size_t)s->npoints, sizeof *flat);
     json_t *differs = config_differs(s, flat);
@@ -285,6 +287,7 @@ void cli_sweep_print_json(const cli_sweep_state *s) {
 }
 
 kvf_status cli_sweep_write_html(const cli_sweep_state *s, kvf_err *err) {
+    KVF_ASSERT(s && s->names && s->summary);
     json_t *pts = json_array();
     for (int i = 0; i < s->npoints; i++) {
         json_t *k = json_object();
@@ -302,6 +305,7 @@ kvf_status cli_sweep_write_html(const cli_sweep_state *s, kvf_err *err) {
 }
 
 void cli_sweep_print_table(const cli_sweep_state *s) {
+    KVF_ASSERT(s && s->names && s->summary);
     printf("%5s", "idx");
     for (int k = 0; k < s->nkeys; k++)
         printf("  %14s", s->keys[k].key);
