@@ -207,8 +207,16 @@ typedef struct sim_serving_cfg { // serving.*: the serving engine's behaviour (p
                                   // abandoned by its client and aborted (counted, "timeout")
 } sim_serving_cfg;
 
+// The metrics and percentiles a class's SLO can bound (slo.classes.<class>.<metric>.<stat>).
+enum { SIM_SLO_TTFT = 0, SIM_SLO_TPOT, SIM_SLO_E2E, SIM_SLO_METRICS };
+enum { SIM_SLO_P50 = 0, SIM_SLO_P90, SIM_SLO_P99, SIM_SLO_STATS };
+
 typedef struct sim_slo_cfg {      // slo.*
-    double ttft_p90_ms, tpot_p90_ms;
+    double ttft_p90_ms, tpot_p90_ms;   // every class without bounds of its own
+    // per class: bound on the metric's percentile, ms; 0 = none. A class with any bound of its
+    // own is held to its own only; a request meets its class's SLO when each bounded metric is
+    // within its bound (goodput counts those), a class meets it when each percentile is.
+    double cls_ms[TRC_CLASS_COUNT][SIM_SLO_METRICS][SIM_SLO_STATS];
 } sim_slo_cfg;
 
 typedef struct sim_output_cfg {   // output.*

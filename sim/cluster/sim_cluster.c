@@ -41,6 +41,26 @@ static mdl_parallel pool_parallel(const sim_cluster *c, const sim_pool_cfg *pc) 
     return par;
 }
 
+// Each class's per-request bounds: its own (the highest percentile given per metric), else the
+// scenario-wide slo.ttft_p90_ms / slo.tpot_p90_ms.
+static void slo_resolve(sim_cluster *c) {
+    const sim_slo_cfg *s = &c->cfg->slo;
+    for (int k = 0; k < TRC_CLASS_COUNT; k++) {
+        bool own = false;
+        for (int m = 0; m < SIM_SLO_METRICS; m++) {
+            c->slo_req_ms[k][m] = NAN;
+            for (int q = 0; q < SIM_SLO_STATS; q++)
+                if (s->cls_ms[k][m][q] > 0) c->slo_req_ms[k][m] = s->cls_ms[k][m][q], own = true;
+        }
+        if (own) {
+            c->slo_by_class = true;
+            continue;
+        }
+        c->slo_req_ms[k][SIM_SLO_TTFT] = s->ttft_p90_ms;
+        c->slo_req_ms[k][SIM_SLO_TPOT] = s->tpot_p90_ms;
+    }
+}
+
 static kvf_status make_stepper(sim_cluster *c, sim_pool *p, kvf_err *err) {
     mdl_parallel par = pool_parallel(c, p->cfg);
     c->ep_skew_base = par.ep_skew;
@@ -91,6 +111,7 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
     kvf_rng_init_named(&c->rng_structured, cfg->seed, "workload.structured");
     kvf_rng_init_named(&c->rng_skew, cfg->seed, "ep.skew");
     sim_metrics_init(&c->m);
+    slo_resolve(c);
     rpt_econ_input_init(&c->econ_in);
     char path[SIM_PATH_MAX], dir[SIM_PATH_MAX];
     sim_config_resolve(cfg, "models", dir, sizeof dir);

@@ -294,6 +294,10 @@ typedef struct sim_cluster {
     bool show_progress;
     uint32_t dgen;              // decode-sum membership generations handed out
     double sample_interval_s;   // time-series sampling interval (sim.sample_interval_s or 10)
+    // SLOs by class, resolved at init: a request meets its class's when each bounded metric is
+    // within the bound of the highest percentile given for it (NaN = unbounded)
+    double slo_req_ms[TRC_CLASS_COUNT][SIM_SLO_METRICS];
+    bool slo_by_class;          // some class has bounds of its own (per-class samples kept)
 } sim_cluster;
 
 // ---- calls between the cluster's rooms (sim/README.md) ----------------------------------

@@ -293,15 +293,27 @@ void sim_req_finish(sim_cluster *c, uint32_t slot, sim_outcome out) {
         sim_samples_add(&c->m.ttft_ms, ttft);
         sim_samples_add(&c->m.e2e_ms, e2e);
         c->m.cls_done[r->cls]++, c->m.cls_ttft_ms[r->cls] += ttft;
-        bool tpot_ok = true;
+        double tpot = NAN;
         if (r->produced > 1) {
-            double tpot = (double)(r->last_ns - r->first_ns) * 1e-6 / (r->produced - 1);
+            tpot = (double)(r->last_ns - r->first_ns) * 1e-6 / (r->produced - 1);
             sim_samples_add(&c->m.tpot_ms, tpot);
             if (tpot > 0) sim_samples_add(&c->m.gen_tok_s, 1000.0 / tpot);
             if (tpot > 0) c->m.cls_gen_tok_s[r->cls] += 1000.0 / tpot, c->m.cls_gen_n[r->cls]++;
-            tpot_ok = tpot <= c->cfg->slo.tpot_p90_ms;
         }
-        if (ttft <= c->cfg->slo.ttft_p90_ms && tpot_ok) c->m.slo_ok++;
+        // its class's SLO (a single token has no TPOT: that bound holds)
+        const double *lim = c->slo_req_ms[r->cls];
+        bool good = !(ttft > lim[SIM_SLO_TTFT]) && !(tpot > lim[SIM_SLO_TPOT]) &&
+                    !(e2e > lim[SIM_SLO_E2E]);
+        if (good) {
+            c->m.slo_ok++;
+            c->m.cls_good[r->cls]++;
+            c->m.cls_good_tok[r->cls] += r->produced;
+        }
+        if (c->slo_by_class) {
+            sim_samples_add(&c->m.cls_lat[r->cls][SIM_SLO_TTFT], ttft);
+            if (r->produced > 1) sim_samples_add(&c->m.cls_lat[r->cls][SIM_SLO_TPOT], tpot);
+            sim_samples_add(&c->m.cls_lat[r->cls][SIM_SLO_E2E], e2e);
+        }
         sim_metrics_wait_add(&c->m, (double)r->arrival_ns * 1e-9, (double)r->queue_ns * 1e-9,
                              c->cfg->output.sample_interval_s);
     } else {
@@ -349,6 +361,7 @@ void sim_on_arrival(sim_cluster *c, uint32_t slot) {
     if (c->cfg->decoding.structured_share > 0 && kvf_rng_uniform(&c->rng_structured) < c->cfg->decoding.structured_share)
         r->flags |= TRC_F_STRUCTURED;
     c->m.output_requested += r->output;
+    c->m.cls_arrived[r->cls]++;
     if (c->arrived == 1) c->first_arrival_ns = c->now;
     c->last_arrival_ns = c->now;
     const sim_serving_cfg *sv = &c->cfg->serving;

@@ -124,6 +124,8 @@ void sim_metrics_free(sim_metrics *m) {
     sim_samples_free(&m->queue_len);
     sim_samples_free(&m->sample_t);
     for (int k = 0; k < 3; k++) sim_samples_free(&m->pool_queue[k]);
+    for (int k = 0; k < TRC_CLASS_COUNT; k++)
+        for (int j = 0; j < 3; j++) sim_samples_free(&m->cls_lat[k][j]);
     free(m->wait_sum);
     free(m->wait_n);
     m->wait_sum = NULL;

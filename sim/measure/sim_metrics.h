@@ -55,6 +55,10 @@ typedef struct sim_metrics {
     // per traffic class (trc_class): completed requests, sums of TTFT (ms) and of generation
     // speed (tok/s, requests with >= 2 output tokens) and their count
     uint64_t cls_done[TRC_CLASS_COUNT], cls_gen_n[TRC_CLASS_COUNT];
+    uint64_t cls_arrived[TRC_CLASS_COUNT];  // arrivals by class
+    uint64_t cls_good[TRC_CLASS_COUNT];     // completed within their class's SLO
+    uint64_t cls_good_tok[TRC_CLASS_COUNT]; // output tokens of those
+    sim_samples cls_lat[TRC_CLASS_COUNT][3];  // per-class SLOs set: TTFT, TPOT, E2E (ms)
     double cls_ttft_ms[TRC_CLASS_COUNT], cls_gen_tok_s[TRC_CLASS_COUNT];
     uint64_t extrapolated_steps, steps;
     uint64_t table_fallbacks;       // steps with a term the kernel tables do not cover

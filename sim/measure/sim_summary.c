@@ -215,6 +215,58 @@ static void summary_gpus(json_t *s, const sim_cluster *c) {
     json_object_set_new(s, "utilization", u);
 }
 
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+// One class under slo.by_class: arrivals, attainment and goodput (requests within its bounds),
+// its bounds with the percentile it reached, and (bounds of its own) whether it met them all.
+static json_t *slo_class(const sim_cluster *c, int k, double sim_s, bool *met) {
+    const sim_config *cfg = c->cfg;
+    const sim_metrics *m = &c->m;
+    static const char *const mname[SIM_SLO_METRICS] = {"ttft_ms", "tpot_ms", "e2e_ms"};
+    static const char *const qname[SIM_SLO_STATS] = {"p50", "p90", "p99"};
+    static const double qv[SIM_SLO_STATS] = {50, 90, 99};
+    json_t *o = json_object();
+    json_object_set_new(o, "arrived", json_integer((json_int_t)m->cls_arrived[k]));
+    json_object_set_new(o, "attainment", json_real((double)m->cls_good[k] / (double)m->cls_arrived[k]));
+    json_object_set_new(o, "goodput_rps", json_real(sim_s > 0 ? (double)m->cls_good[k] / sim_s : 0));
+    json_object_set_new(o, "goodput_tok_s", json_real(sim_s > 0 ? (double)m->cls_good_tok[k] / sim_s : 0));
+    json_t *bounds = json_object();
+    bool own = false;
+    *met = m->cls_done[k] > 0;
+    for (int j = 0; j < SIM_SLO_METRICS; j++)
+        for (int q = 0; q < SIM_SLO_STATS; q++) {
+            double b = cfg->slo.cls_ms[k][j][q];
+            if (!(b > 0)) continue;
+            own = true;
+            sim_samples *sm = (sim_samples *)&m->cls_lat[k][j];
+            qsort(sm->v, sm->n, sizeof *sm->v, cmp_dbl);
+            double v = sm->n ? kvf_percentile_sorted(sm->v, sm->n, qv[q]) : NAN;
+            char key[32];
+            snprintf(key, sizeof key, "%s.%s", mname[j], qname[q]);
+            json_t *e = json_object();
+            json_object_set_new(e, "bound", json_real(b));
+            json_object_set_new(e, "value", isfinite(v) ? json_real(v) : json_null());
+            json_object_set_new(bounds, key, e);
+            if (sm->n && !(v <= b)) *met = false;
+        }
+    if (!own) {   // held to the scenario-wide bounds
+        *met = true;
+        json_t *e = json_object();
+        json_object_set_new(e, "bound", json_real(cfg->slo.ttft_p90_ms));
+        json_object_set_new(bounds, "ttft_ms.p90", e);
+        e = json_object();
+        json_object_set_new(e, "bound", json_real(cfg->slo.tpot_p90_ms));
+        json_object_set_new(bounds, "tpot_ms.p90", e);
+    } else {
+        json_object_set_new(o, "met", json_boolean(*met));
+    }
+    json_object_set_new(o, "bounds", bounds);
+    return o;
+}
+
 // "slo": the bounds, attainment, goodput and whether the p90s met them (samples sorted).
 static json_t *summary_slo(const sim_cluster *c, double sim_s) {
     const sim_config *cfg = c->cfg;
@@ -226,8 +278,21 @@ static json_t *summary_slo(const sim_cluster *c, double sim_s) {
     json_object_set_new(slo, "goodput_req_s", json_real(sim_s > 0 ? (double)m->slo_ok / sim_s : 0));
     double t90 = kvf_percentile_sorted(m->ttft_ms.v, m->ttft_ms.n, 90);
     double p90 = kvf_percentile_sorted(m->tpot_ms.v, m->tpot_ms.n, 90);
-    json_object_set_new(slo, "met", json_boolean(c->completed && t90 <= cfg->slo.ttft_p90_ms &&
-                                                 p90 <= cfg->slo.tpot_p90_ms));
+    bool met = c->completed && t90 <= cfg->slo.ttft_p90_ms && p90 <= cfg->slo.tpot_p90_ms;
+    if (c->slo_by_class) met = true;   // every class against its own bounds, below
+    uint64_t good_tok = 0;
+    json_t *bc = json_object();
+    for (int k = 0; k < TRC_CLASS_COUNT; k++) {
+        good_tok += m->cls_good_tok[k];
+        if (!m->cls_arrived[k]) continue;
+        bool cmet = true;
+        json_object_set_new(bc, trc_class_name(k), slo_class(c, k, sim_s, &cmet));
+        if (!cmet) met = false;
+    }
+    json_object_set_new(slo, "met", json_boolean(met));
+    json_object_set_new(slo, "goodput_rps", json_real(sim_s > 0 ? (double)m->slo_ok / sim_s : 0));
+    json_object_set_new(slo, "goodput_tok_s", json_real(sim_s > 0 ? (double)good_tok / sim_s : 0));
+    json_object_set_new(slo, "by_class", bc);
     return slo;
 }
 
