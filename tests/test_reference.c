@@ -2,7 +2,13 @@
 // figure is marked input or output and sits beside the run's in the report's first section;
 // the hit rate comes from the traffic mix (three classes in the run), not from a chosen turn
 // count; the all-in cost range gives a margin at each end; the same run placed at 00:00 and at
-// 09:00 gives the same per-day revenue (flat day profile). Also: the generator's mix shares.
+// 09:00 gives the same per-day revenue (flat day profile). Each output figure is pinned beside
+// its published figure: the test fails when the gap between them grows past the gap stated
+// here (and in the scenario's comments), so a change that moves the reference away from the
+// seed is seen; a change that brings it closer tightens the bound. The run is DeepSeek-V4.1-
+// Flash: DSpark emits mdl_spec_tokens_per_step tokens per verify step, and the SSD store holds
+// the model's global KV only (890 B a token; the layout itself: test_models.c,
+// test_v41_kv_layout). Also: the generator's mix shares.
 #include <check.h>
 #include <jansson.h>
 #include <math.h>
@@ -11,6 +17,7 @@
 #include <string.h>
 
 #include "helpers/kvt.h"
+#include "mdl.h"
 #include "trc.h"
 
 static json_t *load_summary(const char *dir) {
@@ -74,17 +81,58 @@ START_TEST(test_reference_published_table) {
     ck_assert_int_eq(kvt_count(html, "<td>output</td>"), outputs);
     free(html);
 
-    // the same run placed at 09:00: a flat day, the same per-day revenue and cost
+    // each output figure within its stated gap of the published one (gap_pct, in percent of
+    // the published figure; these are the gaps the scenario's comments explain)
+    static const struct { const char *name; double max_gap_pct; } pinned[] = {
+        {"cache hit rate", 10},         {"mean TTFT", 97},
+        {"generation speed per request", 190}, {"generation speed, coding", 130},
+        {"input tok/s per prefill GPU", 96}, {"output tok/s per decode GPU", 55},
+        {"SSD per daily token", 30},    {"margin", 48},
+        {"margin at 8 USD per GPU-hour", 63}, {"payback", 175},
+    };
+    for (size_t k = 0; k < sizeof pinned / sizeof *pinned; k++) {
+        json_t *row = NULL;
+        json_array_foreach(pub, i, o)
+            if (!strcmp(json_string_value(json_object_get(o, "name")), pinned[k].name)) row = o;
+        ck_assert_msg(row, "no published row '%s'", pinned[k].name);
+        double gap = kvt_num(row, "gap_pct");
+        ck_assert_msg(fabs(gap) <= pinned[k].max_gap_pct,
+                      "%s: published %g, simulated %g, gap %.1f %% past the stated %.0f %%",
+                      pinned[k].name, kvt_num(row, "value"), kvt_num(row, "simulated"), gap,
+                      pinned[k].max_gap_pct);
+    }
+    // DSpark: tokens per verify step as the acceptance curve gives them (answers ending inside
+    // a block emit fewer), and the store holds 64-token blocks of the global KV only
+    mdl_model m;
+    kvf_err err = {0};
+    ck_assert_msg(mdl_model_load(&m, "deepseek-v4.1-flash", "models", &err) == KVF_OK, "%s", err.msg);
+    mdl_spec sp;
+    ck_assert_msg(mdl_spec_from_model(&sp, &m, &err) == KVF_OK, "%s", err.msg);
+    double tps = kvt_num(s, "throughput.tokens_per_decode_step_per_request");
+    ck_assert_msg(tps <= mdl_spec_tokens_per_step(&sp) && tps > 0.99 * mdl_spec_tokens_per_step(&sp),
+                  "tokens per step %.4f, curve %.4f", tps, mdl_spec_tokens_per_step(&sp));
+    ck_assert_double_eq_tol(kvt_num(s, "cache.block_bytes"), mdl_model_kv_bytes_seq(&m, 64), 1e-6);
+    ck_assert_double_eq_tol(m.kv_bytes_per_token_full, 890, 1e-9);
+    json_decref(s);
+
+    // a short run placed at 00:00 and at 09:00: a flat day, the same per-day revenue and cost
+    rc = kvt_sh("%s run scenarios/deepseek-reference.yaml -q -o %s/c --no-report "
+                "--set workload.generate.duration_s=10 --set workload.generate.rate_rps=400",
+                kvt_bin(), kvt_tmp);
+    ck_assert_int_eq(rc, 0);
     rc = kvt_sh("%s run scenarios/deepseek-reference.yaml -q -o %s/b --no-report "
+                "--set workload.generate.duration_s=10 --set workload.generate.rate_rps=400 "
                 "--set economics.trace_start_utc=09:00", kvt_bin(), kvt_tmp);
     ck_assert_int_eq(rc, 0);
+    snprintf(dir, sizeof dir, "%s/c", kvt_tmp);
+    json_t *s0 = load_summary(dir);
     snprintf(dir, sizeof dir, "%s/b", kvt_tmp);
     json_t *s9 = load_summary(dir);
     ck_assert_double_eq_tol(kvt_num(s9, "economics.revenue_per_day_usd"),
-                            kvt_num(s, "economics.revenue_per_day_usd"), 1e-9);
+                            kvt_num(s0, "economics.revenue_per_day_usd"), 1e-9);
     ck_assert_double_eq_tol(kvt_num(s9, "economics.offpeak_share"), 1.0 / 3.0, 1e-9);
     json_decref(s9);
-    json_decref(s);
+    json_decref(s0);
     kvt_tmp_remove();
 }
 END_TEST
@@ -133,12 +181,53 @@ START_TEST(test_generator_mix) {
 }
 END_TEST
 
+// speculative.method: dspark where the model has no DSpark stack, draft without draft tokens
+// and none with them are refused naming the key; two runs of the DSpark reference agree.
+START_TEST(test_reference_spec_method) {
+    kvt_tmp_make("kvf_refspec");
+    const char *base = "scenarios/deepseek-reference.yaml -q --no-report "
+                       "--set workload.generate.duration_s=5 --set workload.generate.rate_rps=200";
+    int rc = kvt_sh("%s run %s -o %s/x --set model=deepseek-v3 --set cluster.prefill.tp=8",
+                    kvt_bin(), base, kvt_tmp);
+    ck_assert_msg(rc == 2 && strstr(kvt_err, "speculative.method") && strstr(kvt_err, "DSpark"),
+                  "rc %d: %s", rc, kvt_err);
+    rc = kvt_sh("%s run %s -o %s/x --set speculative.method=draft", kvt_bin(), base, kvt_tmp);
+    ck_assert_msg(rc == 2 && strstr(kvt_err, "draft_tokens"), "rc %d: %s", rc, kvt_err);
+    rc = kvt_sh("%s run %s -o %s/x --set speculative.method=none --set speculative.draft_tokens=2",
+                kvt_bin(), base, kvt_tmp);
+    ck_assert_msg(rc == 2 && strstr(kvt_err, "speculative.method"), "rc %d: %s", rc, kvt_err);
+    rc = kvt_sh("%s run %s -o %s/d1", kvt_bin(), base, kvt_tmp);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, kvt_err);
+    rc = kvt_sh("%s run %s -o %s/d2", kvt_bin(), base, kvt_tmp);
+    ck_assert_int_eq(rc, 0);
+    rc = kvt_sh("%s run %s -o %s/n1 --set speculative.method=none", kvt_bin(), base, kvt_tmp);
+    ck_assert_int_eq(rc, 0);
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/d1", kvt_tmp);
+    json_t *a = load_summary(dir);
+    snprintf(dir, sizeof dir, "%s/d2", kvt_tmp);
+    json_t *b = load_summary(dir);
+    snprintf(dir, sizeof dir, "%s/n1", kvt_tmp);
+    json_t *n = load_summary(dir);
+    ck_assert_double_eq(kvt_num(a, "tpot_ms.mean"), kvt_num(b, "tpot_ms.mean"));
+    ck_assert_double_eq(kvt_num(a, "itl_ms.p90"), kvt_num(b, "itl_ms.p90"));
+    ck_assert_double_eq(kvt_num(n, "throughput.tokens_per_decode_step_per_request"), 1);
+    ck_assert_msg(kvt_num(a, "throughput.tokens_per_decode_step_per_request") > 3,
+                  "%g", kvt_num(a, "throughput.tokens_per_decode_step_per_request"));
+    json_decref(a);
+    json_decref(b);
+    json_decref(n);
+    kvt_tmp_remove();
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("reference");
     TCase *t = tcase_create("reference");
     tcase_set_timeout(t, 600);
     tcase_add_test(t, test_generator_mix);
     tcase_add_test(t, test_reference_published_table);
+    tcase_add_test(t, test_reference_spec_method);
     suite_add_tcase(s, t);
     return kvt_main(s);
 }
