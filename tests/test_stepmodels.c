@@ -1,7 +1,12 @@
 // tests/test_stepmodels.c -- step models as a user meets them on the command line: the `table`
 // model on a real trace (fallbacks counted in summary.json), `kvfleet hw check`, the large-EP
 // keys refused where they cannot apply, `kvfleet run --explain-step` tracing each term to a
-// table row, and the published operating points of scenarios/published/ as regression checks.
+// table row, and the published operating points of scenarios/published/ checked against their
+// published figures: a prediction may move closer to its published figure, never away from it.
+//
+// The rule for those points: kernel tables (models/hardware/*.yaml) come from kernel-level
+// measurements only; no published end-to-end point is a fitting target, so the gaps recorded
+// here are what the models give, not something tuned away.
 #include <check.h>
 #include <dirent.h>
 #include <jansson.h>
@@ -606,15 +611,59 @@ static double check_get(const char *line, const char *key) {
     return p ? atof(p + strlen(pat)) : -1;
 }
 
-// Each published operating point: the step model's prediction (inputs stated in the file) is
-// the one recorded in its `# check:` line (table= and roofline=) and in scenarios/README.md.
-// A change of either model changes these figures: the test fails until the file, the README
-// table and the errors reported there are brought up to date.
+// n with thousands separators ("22,338"); a negative sign as the README writes it (U+2212).
+static void with_commas(char *out, size_t n, double v, bool sign) {
+    long x = lround(fabs(v));
+    char digits[24], grouped[40];
+    int nd = snprintf(digits, sizeof digits, "%ld", x), k = 0;
+    for (int i = 0; i < nd; i++) {
+        if (i && (nd - i) % 3 == 0) grouped[k++] = ',';
+        grouped[k++] = digits[i];
+    }
+    grouped[k] = 0;
+    snprintf(out, n, "%s%s", !sign ? "" : v < 0 && x ? "\xe2\x88\x92" : "+", grouped);
+}
+
+// The README cells of a prediction against the published figure: "3,590 | +1,740 (+94 %)".
+static void pred_cells(char *out, size_t n, double pred, double pub) {
+    char p[48], g[48], pc[24];
+    with_commas(p, sizeof p, pred, false);
+    with_commas(g, sizeof g, pred - pub, true);
+    double pct = 100 * (pred - pub) / pub;
+    snprintf(pc, sizeof pc, "%s%.0f", pct < -0.5 ? "\xe2\x88\x92" : "+", fabs(pct));
+    snprintf(out, n, "%s | %s (%s %%)", p, g, pc);
+}
+
+// One model's prediction against the published figure. The check line records the prediction
+// when the gap was last measured (table= / roofline=); the recorded gap is that minus the
+// published figure. The prediction fails when its gap grows past |recorded gap| + 0.5 % of the
+// published figure (it moved away); when it shrinks by more than that, the test passes and
+// says so, and the recorded figure (check line and README) can be tightened.
+static void check_gap(const char *file, const char *model, double pred, double rec, double pub) {
+    double now = fabs(pred - pub), was = fabs(rec - pub), tol = 0.005 * pub;
+    ck_assert_msg(now <= was + tol,
+                  "%s: %s predicts %.0f, %+.0f from the published %.0f; the recorded gap is "
+                  "%+.0f (%s=%.0f): the prediction moved away from the published figure",
+                  file, model, pred, pred - pub, pub, rec - pub, model, rec);
+    if (now < was - tol)
+        fprintf(stderr, "%s: %s predicts %.0f, closer to the published %.0f than the recorded "
+                "%.0f: record %s=%.0f in its check line and scenarios/README.md\n",
+                file, model, pred, pub, rec, model, pred);
+}
+
+// Each published operating point (inputs stated in the file, the shape in its `# check:` line):
+// the step models' predictions, re-derived with --explain-step, are no farther from the
+// published figure than the gaps recorded in the check line (check_gap), and the row of
+// scenarios/README.md's table states the check line's figures (published, table, its gap,
+// roofline, its gap).
 START_TEST(test_published_points) {
     char dpath[1200];
     snprintf(dpath, sizeof dpath, "%s/scenarios/published", kvt_src());
     DIR *dir = opendir(dpath);
     ck_assert(dir);
+    char rpath[1200];
+    snprintf(rpath, sizeof rpath, "%s/scenarios/README.md", kvt_src());
+    char *readme = kvt_slurp(rpath);
     struct dirent *e;
     int n = 0;
     while ((e = readdir(dir))) {
@@ -627,6 +676,7 @@ START_TEST(test_published_points) {
         while (fgets(buf, sizeof buf, f))
             if (!strncmp(buf, "# check:", 8)) snprintf(line, sizeof line, " %s", buf + 8);
         fclose(f);
+        line[strcspn(line, "\n")] = 0;
         ck_assert_msg(line[0], "%s: no '# check:' line", e->d_name);
         ck_assert_msg(strstr(line, "phase=") && check_get(line, "published") > 0 &&
                           check_get(line, "table") > 0 && check_get(line, "roofline") > 0,
@@ -652,10 +702,24 @@ START_TEST(test_published_points) {
         const char *r = strstr(last, "roofline ");
         ck_assert(r);
         double rf = atof(r + strlen("roofline "));
-        double want_t = check_get(line, "table"), want_r = check_get(line, "roofline");
-        ck_assert_msg(fabs(t - want_t) <= 0.005 * want_t && fabs(rf - want_r) <= 0.005 * want_r,
-                      "%s: predicted table %.0f roofline %.0f, recorded %.0f / %.0f", e->d_name, t,
-                      rf, want_t, want_r);
+        double pub = check_get(line, "published"), rec_t = check_get(line, "table"),
+               rec_r = check_get(line, "roofline");
+        check_gap(e->d_name, "table", t, rec_t, pub);
+        check_gap(e->d_name, "roofline", rf, rec_r, pub);
+        // the README's row states the check line's figures
+        char name[256], row_key[300], want[600], ct[200], cr[200], cp[48];
+        snprintf(name, sizeof name, "%.*s", (int)(strlen(e->d_name) - 5), e->d_name);
+        snprintf(row_key, sizeof row_key, "\n| `%s` |", name);
+        const char *row = strstr(readme, row_key);
+        ck_assert_msg(row, "scenarios/README.md: no row for `%s` in the published points", name);
+        const char *eol = strchr(row + 1, '\n');
+        with_commas(cp, sizeof cp, pub, false);
+        pred_cells(ct, sizeof ct, rec_t, pub);
+        pred_cells(cr, sizeof cr, rec_r, pub);
+        snprintf(want, sizeof want, "| %s | %s | %s |\n", cp, ct, cr);
+        const char *at = strstr(row, want);
+        ck_assert_msg(at && (!eol || at < eol), "scenarios/README.md row `%s` lacks '%.*s' (its "
+                      "check line: %s)", name, (int)strlen(want) - 1, want, line);
         // the scenario itself is a valid scenario
         ck_assert_msg(kvf("run scenarios/published/%s --set workload.generate.duration_s=2 -o %s/p --force "
                           "--no-report -q",
@@ -664,6 +728,7 @@ START_TEST(test_published_points) {
         n++;
     }
     closedir(dir);
+    free(readme);
     ck_assert_int_ge(n, 5);
 }
 END_TEST
