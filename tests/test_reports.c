@@ -1,6 +1,10 @@
-// tests/test_reports.c -- results database, economics (hand calculations, monotonicity),
-// report writer and compare on a small fake results directory written through the
-// reports API itself.
+// tests/test_reports.c -- the reports module on a small fake results directory written
+// through the reports API itself: the results database (rows, NULLs, flushes, a bad path
+// named); the economics against hand calculations (rent and own, class prices, off-peak, day
+// placement, payback, break-even) and its monotonicity; the report's pages (every keyed cell
+// equal to summary.json, the answer first, charts drawn or the reason they are not); compare;
+// the `kvfleet report` and `compare` command lines of the built binary; progress lines off a
+// terminal.
 #include <check.h>
 #include <jansson.h>
 #include <math.h>

@@ -5,6 +5,8 @@
 // malformed --vary or an unknown key exits 2 naming it.
 //
 // Points are tiny (quickstart's first 300 requests, ~0.1 s a run) so the suite stays short.
+// The MPI case runs as a CTest test of its own (test_sweep_mpi), skipped (exit 77, with the
+// reason) without an MPI build or mpirun.
 #include <check.h>
 #include <jansson.h>
 #include <sqlite3.h>
