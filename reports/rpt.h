@@ -68,7 +68,8 @@ void *rpt_db_handle(rpt_db *db);
 //                requests are billed peak/off-peak by arrival and scaled by 86400 / run length.
 //                Costs: the fleet's GPU-hours per run second x 86400 (provisioned all day).
 //   GPU part     rent: gpu_hour_usd per GPU-hour; own: capex/(depreciation_years*8760 h)
-//   power part   own only: power_w_per_gpu/1000 * pue * kwh_usd per GPU-hour (rent includes it)
+//   power part   own only: W/1000 * pue * kwh_usd per GPU-hour (rent includes it), W the run's
+//                board power + host_w_per_gpu (else power_w_per_gpu)
 //   network      network_usd_per_gpu_hour per GPU-hour
 //   SSD          bounded store: its capacity. Unbounded store: the store the retention needs in
 //                steady state, sum over classes of (class write rate x class retention), the
@@ -96,7 +97,7 @@ void *rpt_db_handle(rpt_db *db);
 //                Utilisation u (GPU-hour weighted busy share): same fleet, traffic scaled by
 //                u/u0, up to the point where the busiest pool is fully busy (capacity; rows
 //                beyond it are not drawn). Price: all prices times a factor.
-//   per GW       copies of this cluster filling a gigawatt: 1e9 / (power_w_per_gpu * pue) GPUs,
+//   per GW       copies of this cluster filling a gigawatt: 1e9 / (W * pue) GPUs (W as above),
 //                every per-day figure scaled by that over the cluster's GPUs (JSON per_gigawatt)
 //   units        margin is a fraction in JSON and the database; the report shows it in percent
 //                in every table and chart.
@@ -140,7 +141,10 @@ typedef struct rpt_econ_config {
     double gpu_hour_usd;         // rent per GPU-hour (USD)
     double capex_per_gpu_usd;    // purchase price per GPU, all-in (USD)
     double depreciation_years;   // straight-line depreciation period (years)
-    double power_w_per_gpu;      // wall power per GPU incl. host share (W)
+    double power_w_per_gpu;      // wall power per GPU incl. host share (W), when the run gives
+                                 // none (a hardware file without power_w)
+    double host_w_per_gpu;       // host, network and cooling-fan share per GPU (W) added to the
+                                 // run's board power
     double kwh_usd;              // electricity price (USD/kWh)
     double pue;                  // power usage effectiveness (>= 1)
     double ssd_tb_month_usd;     // KV store SSD (USD per TB-month)
@@ -170,6 +174,7 @@ typedef struct rpt_econ_config {
 //   capex_per_gpu_usd         number >= 0                         30000
 //   depreciation_years        number > 0                          4
 //   power_w_per_gpu           number >= 0                         1000
+//   host_w_per_gpu            number in [0, 1e5]                  0
 //   kwh_usd                   number >= 0                         0.08
 //   pue                       number in [1, 10]                   1.3
 //   ssd_tb_month_usd          number >= 0                         10
@@ -228,6 +233,8 @@ typedef struct rpt_econ_input {
     double ssd_write_Bps;        // bytes written to the store per run second
     double prefill_flops;        // prefill FLOPs spent (with reuse); 0 = unknown
     double prefill_flops_no_reuse;   // the same prompts computed without any reuse
+    double board_w_per_gpu;      // the run's mean board power per GPU (W: idle plus load by
+                                 // each instance's busy share, hardware power_w); NaN = unknown
     rpt_econ_class_usage cls[RPT_ECON_MAX_CLASSES];
     int n_cls;                   // classes beyond the limit are added to the last slot ("other")
 } rpt_econ_input;
@@ -256,6 +263,10 @@ typedef struct rpt_econ_sens {
 } rpt_econ_sens;
 
 typedef struct rpt_econ_result {
+    double power_w_per_gpu;      // the power per GPU the power cost and per-GW figures use (W,
+                                 // before PUE): the run's board power + host share, else the
+                                 // configured power_w_per_gpu
+    bool power_from_run;         // it is the run's
     double days;                 // simulated_s / 86400
     double gpus;                 // all GPUs
     double gpu_hours;            // over the period

@@ -31,6 +31,7 @@ void rpt_econ_config_default(rpt_econ_config *c) {
     c->capex_per_gpu_usd = 30000;
     c->depreciation_years = 4;
     c->power_w_per_gpu = 1000;
+    c->host_w_per_gpu = 0;
     c->kwh_usd = 0.08;
     c->pue = 1.3;
     c->ssd_tb_month_usd = 10;
@@ -105,6 +106,7 @@ static const struct econ_num {
     {"capex_per_gpu_usd", offsetof(rpt_econ_config, capex_per_gpu_usd), 0, 1e12},
     {"depreciation_years", offsetof(rpt_econ_config, depreciation_years), 1e-3, 100},
     {"power_w_per_gpu", offsetof(rpt_econ_config, power_w_per_gpu), 0, 1e6},
+    {"host_w_per_gpu", offsetof(rpt_econ_config, host_w_per_gpu), 0, 1e5},
     {"kwh_usd", offsetof(rpt_econ_config, kwh_usd), 0, 1e3},
     {"pue", offsetof(rpt_econ_config, pue), 1, 10},
     {"ssd_tb_month_usd", offsetof(rpt_econ_config, ssd_tb_month_usd), 0, 1e9},
@@ -274,6 +276,7 @@ void rpt_econ_input_init(rpt_econ_input *in) {
     memset(in, 0, sizeof *in);
     for (int p = 0; p < RPT_POOL_N; p++) in->utilization[p] = NAN;
     in->colocated_input_share = NAN;
+    in->board_w_per_gpu = NAN;
 }
 
 void rpt_econ_input_add(rpt_econ_input *in, const rpt_econ_config *c, const char *cls,
@@ -420,9 +423,17 @@ static rev_out revenue(const rpt_econ_config *c, const rpt_econ_input *in, const
     return r;
 }
 
+// Power per GPU (W, before PUE): the run's board power and the host share, else the
+// configured wall power.
+static double power_w(const rpt_econ_config *c, const rpt_econ_input *in) {
+    return isfinite(in->board_w_per_gpu) && in->board_w_per_gpu > 0
+               ? in->board_w_per_gpu + c->host_w_per_gpu
+               : c->power_w_per_gpu;
+}
+
 // Electricity per GPU-hour as if owned (USD).
-static double power_per_gpu_hour(const rpt_econ_config *c) {
-    return c->power_w_per_gpu / 1000.0 * c->pue * c->kwh_usd;
+static double power_per_gpu_hour(const rpt_econ_config *c, const rpt_econ_input *in) {
+    return power_w(c, in) / 1000.0 * c->pue * c->kwh_usd;
 }
 
 // Cost parts per day for gpu_h_day GPU-hours a day and ssd_tb of SSD billed.
@@ -431,7 +442,7 @@ static void cost_parts(const rpt_econ_config *c, const rpt_econ_input *in, doubl
     double per_gpu_h = c->own ? c->capex_per_gpu_usd / (c->depreciation_years * HOURS_PER_YEAR)
                               : c->gpu_hour_usd;
     parts[RPT_COST_GPU] = per_gpu_h * gpu_h_day;
-    parts[RPT_COST_POWER] = c->own ? power_per_gpu_hour(c) * gpu_h_day : 0.0;
+    parts[RPT_COST_POWER] = c->own ? power_per_gpu_hour(c, in) * gpu_h_day : 0.0;
     parts[RPT_COST_SSD] = ssd_tb * c->ssd_tb_month_usd / DAYS_PER_MONTH;
     parts[RPT_COST_DRAM] = in->dram_tb * c->dram_tb_month_usd / DAYS_PER_MONTH;
     parts[RPT_COST_NETWORK] = c->network_usd_per_gpu_hour * gpu_h_day;
@@ -445,7 +456,7 @@ static double sum_parts(const double parts[RPT_COST_N]) {
 
 static double payback(const rpt_econ_config *c, const rpt_econ_input *in, double ssd_tb,
                       double gpus, double gpu_h_day, double rev_day, double *opex_out) {
-    double opex = power_per_gpu_hour(c) * gpu_h_day + ssd_tb * c->ssd_tb_month_usd / DAYS_PER_MONTH +
+    double opex = power_per_gpu_hour(c, in) * gpu_h_day + ssd_tb * c->ssd_tb_month_usd / DAYS_PER_MONTH +
                   in->dram_tb * c->dram_tb_month_usd / DAYS_PER_MONTH +
                   c->network_usd_per_gpu_hour * gpu_h_day;
     if (opex_out) *opex_out = opex;
@@ -773,6 +784,8 @@ kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
     x.to_day = DAY_S / in->simulated_s;   // GPU-hours: the fleet is provisioned all day
     x.dp = place_in_day(c, in);
     out->days = in->simulated_s / DAY_S;
+    out->power_w_per_gpu = power_w(c, in);
+    out->power_from_run = isfinite(in->board_w_per_gpu) && in->board_w_per_gpu > 0;
     out->day_basis = x.dp.basis;
     out->day_scale = x.dp.scale;
     econ_tokens(&x);
@@ -863,10 +876,14 @@ json_t *rpt_econ_to_json(const rpt_econ_config *c, const rpt_econ_result *r) {
         json_object_set_new(o, "gpu_hour_range", g);
     }
     // a gigawatt of copies of this cluster: GPUs per GW from wall power and PUE
-    if (c && c->power_w_per_gpu > 0 && r->gpus > 0) {
-        double per_gw = 1e9 / (c->power_w_per_gpu * c->pue), k = per_gw / r->gpus;
+    if (c && r->power_w_per_gpu > 0 && r->gpus > 0) {
+        double per_gw = 1e9 / (r->power_w_per_gpu * c->pue), k = per_gw / r->gpus;
         json_t *g = json_object();
         json_object_set_new(g, "gpus", jnum(per_gw));
+        json_object_set_new(g, "power_w_per_gpu", jnum(r->power_w_per_gpu));
+        json_object_set_new(g, "power_basis", json_string(r->power_from_run
+                                                             ? "the run's board power by busy share + host_w_per_gpu, times pue"
+                                                             : "economics.power_w_per_gpu, times pue"));
         json_object_set_new(g, "cost_per_day_usd", jnum(r->cost_per_day_usd * k));
         json_object_set_new(g, "revenue_per_day_usd", jnum(r->revenue_per_day_usd * k));
         json_object_set_new(g, "tokens_per_day",

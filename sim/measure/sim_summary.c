@@ -267,6 +267,56 @@ static json_t *slo_class(const sim_cluster *c, int k, double sim_s, bool *met) {
     return o;
 }
 
+// "energy": board energy from each pool's hardware power (idle for every active GPU-second,
+// idle to peak for the busy share), wall energy with PUE, per million tokens and by class (by
+// its share of tokens). Sets the economics' board power per GPU. NULL when a pool's hardware
+// file gives no power.
+static json_t *summary_energy(sim_cluster *c, double sim_s) {
+    const sim_config *cfg = c->cfg;
+    double board_j = 0, gpu_s = 0;
+    json_t *bp = json_object();
+    static const char *const pn[SIM_POOLS] = {"vision", "prefill", "decode"};
+    for (int k = 0; k < SIM_POOLS; k++) {
+        const sim_pool *p = &c->pool[k];
+        if (!p->n || !p->cfg) continue;
+        if (!(p->hw.power_peak_w > 0)) {
+            json_decref(bp);
+            return NULL;
+        }
+        double active = p->gpu_ns * 1e-9, busy = 0;
+        for (uint32_t i = 0; i < p->n; i++) busy += c->inst[p->first + i].busy_ns * 1e-9;
+        busy *= p->cfg->gpus_per_instance;
+        if (busy > active) busy = active;
+        double j = p->hw.power_idle_w * active + (p->hw.power_peak_w - p->hw.power_idle_w) * busy;
+        board_j += j;
+        gpu_s += active;
+        json_t *o = json_object();
+        json_object_set_new(o, "board_kwh", json_real(j / 3.6e6));
+        json_object_set_new(o, "mean_board_w_per_gpu", json_real(active > 0 ? j / active : 0));
+        json_object_set_new(o, "idle_w", json_real(p->hw.power_idle_w));
+        json_object_set_new(o, "peak_w", json_real(p->hw.power_peak_w));
+        json_object_set_new(bp, c->colocated && k == SIM_POOL_PREFILL ? "colocated" : pn[k], o);
+    }
+    double pue = cfg->econ.pue > 0 ? cfg->econ.pue : 1;
+    double kwh = board_j * pue / 3.6e6, tok = 0, cls_tok[TRC_CLASS_COUNT] = {0};
+    const sim_metrics *m = &c->m;
+    for (int k = 0; k < TRC_CLASS_COUNT; k++) {
+        cls_tok[k] = (double)m->cls_prompt[k];
+        tok += cls_tok[k];
+    }
+    tok += (double)m->output_tokens;
+    json_t *e = json_object();
+    json_object_set_new(e, "kwh", json_real(kwh));
+    json_object_set_new(e, "board_kwh", json_real(board_j / 3.6e6));
+    json_object_set_new(e, "pue", json_real(pue));
+    json_object_set_new(e, "mean_board_w_per_gpu", json_real(gpu_s > 0 ? board_j / gpu_s : 0));
+    json_object_set_new(e, "mean_w", json_real(sim_s > 0 ? board_j * pue / sim_s : 0));
+    json_object_set_new(e, "wh_per_mtok", json_real(tok > 0 ? kwh * 1e3 / (tok / 1e6) : 0));
+    json_object_set_new(e, "by_pool", bp);
+    c->econ_in.board_w_per_gpu = gpu_s > 0 ? board_j / gpu_s : NAN;
+    return e;
+}
+
 // "slo": the bounds, attainment, goodput and whether the p90s met them (samples sorted).
 static json_t *summary_slo(const sim_cluster *c, double sim_s) {
     const sim_config *cfg = c->cfg;
@@ -484,6 +534,8 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
     summary_gpus(s, c);
     json_object_set_new(s, "slo", summary_slo(c, sim_s));
     summary_econ_input(c, sim_s, peak, wr);
+    json_t *en = summary_energy(c, sim_s);   // before the economics: it gives their power
+    if (en) json_object_set_new(s, "energy", en);
     rpt_econ_result econ_raw;
     bool have_raw;
     summary_economics(s, ca, c, sim_s, smp, econ_out, &econ_raw, &have_raw, err);
