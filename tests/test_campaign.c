@@ -634,11 +634,17 @@ static void cli_cases(void) {
     put("kept/summary.json", "{}", -1);
     add(2, "earlier result", "--force", "existing result kept", "%s run %s -q --no-report -o %s", B,
         S, keep);
-    // a result directory held by another process
+    // a result directory held by another process: flock holds the lock until the run has
+    // ended (L.done), and the run starts only once the lock is held (L.held); each wait is
+    // bounded (20 s), a lock never taken exits 99 saying so
     char locked[160];
     snprintf(locked, sizeof locked, "%s/locked", T);
     add(2, "another kvfleet process", NULL, "locked result directory",
-        "flock %s.lock sleep 3 & sleep 0.5; %s run %s -q --no-report -o %s; rc=$?; wait; exit $rc",
+        "L=%s.lock; flock $L sh -c 'touch '$L'.held; i=0; while [ ! -e '$L'.done ] && "
+        "[ $i -lt 200 ]; do i=$((i+1)); sleep 0.1; done' & f=$!; i=0; while [ ! -e $L.held ]; "
+        "do i=$((i+1)); if [ $i -ge 200 ]; then echo 'flock never took the lock' >&2; exit 99; "
+        "fi; sleep 0.1; done; %s run %s -q --no-report -o %s; rc=$?; touch $L.done; wait $f; "
+        "exit $rc",
         locked, B, S, locked);
 }
 

@@ -185,14 +185,20 @@ START_TEST(test_cli_interrupt_keeps_results) {
     snprintf(cmd, sizeof cmd,
              "cd %s && (%s run scenarios/quickstart.yaml --set 'workload.generate={profile: chatbot, "
              "rate_rps: 20, duration_s: 3600000}' -o %s/intr --no-report -q >/dev/null 2>&1 & p=$!; "
-             "sleep 2; kill -INT $p; wait $p; echo rc=$?)",
-             src(), bin(), tmpdir);
+             // interrupted once its results database exists (the run is under way), not after
+             // a guessed time; at most 60 s
+             "i=0; until ls %s/intr.tmp.*/results.db >/dev/null 2>&1; do i=$((i+1)); "
+             "if [ $i -ge 600 ]; then echo never-started; break; fi; sleep 0.1; done; "
+             "kill -INT $p; wait $p; echo rc=$?)",
+             src(), bin(), tmpdir, tmpdir);
     FILE *p = popen(cmd, "r");
     ck_assert(p);
     size_t n = fread(out_buf, 1, sizeof out_buf - 1, p);
     out_buf[n] = 0;
     pclose(p);
-    ck_assert_msg(strstr(out_buf, "rc=1"), "interrupted run: %s", out_buf);
+    ck_assert_msg(!strstr(out_buf, "never-started"), "no intr.tmp.*/results.db in 60 s: %s",
+                  out_buf);
+    ck_assert_msg(strstr(out_buf, "rc=1\n"), "interrupted run: %s", out_buf);
     snprintf(cmd, sizeof cmd, "sqlite3 %s/intr/results.db \"SELECT value FROM run WHERE key='status'\"",
              tmpdir);
     p = popen(cmd, "r");
