@@ -145,12 +145,18 @@ START_TEST(test_report_units_and_charts) {
     const char *dt = strstr(ins, " dt 2 title \"decode\"");
     ck_assert_msg(dt && (!next || dt < next), "the decode line is not dashed apart");
     free(gp);
-    // gnuplot drew it: the decode line (2 instances) lies above the axis, inside the plot
+    // gnuplot drew it: the decode line (2 instances) lies above the axis, inside the plot.
+    // With gnuplot on PATH the chart must be there; without it the drawing goes unchecked,
+    // and the test says so.
     snprintf(p, sizeof p, "%s/r/report_files/instances.svg", kvt_tmp);
-    if (access(p, R_OK) == 0) {
+    if (!getenv("KVF_NO_GNUPLOT") && system("command -v gnuplot >/dev/null 2>&1") == 0) {
+        ck_assert_msg(access(p, R_OK) == 0, "gnuplot is on PATH but drew no %s", p);
         char *svg = kvt_slurp(p);
         ck_assert(strstr(svg, ">decode<") != NULL);
         free(svg);
+    } else {
+        fprintf(stderr, "test_report_units: no gnuplot (or KVF_NO_GNUPLOT set): "
+                        "instances.svg not checked\n");
     }
     kvt_tmp_remove();
 }
