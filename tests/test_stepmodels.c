@@ -108,11 +108,10 @@ START_TEST(test_table_model_on_real_trace) {
                   (long long)steps);
     // the resolved configuration records the keys that produced the result
     json_t *cfg = json_object_get(s, "config");
-    if (cfg) {
-        json_t *moe = json_object_get(cfg, "moe");
-        ck_assert_msg(moe && json_is_true(json_object_get(moe, "two_batch_overlap")),
-                      "config.moe.two_batch_overlap missing");
-    }
+    ck_assert_msg(cfg, "summary.json has no config");
+    json_t *moe = json_object_get(cfg, "moe");
+    ck_assert_msg(moe && json_is_true(json_object_get(moe, "two_batch_overlap")),
+                  "config.moe.two_batch_overlap missing");
     json_decref(s);
     // the roofline has no fallbacks to count
     ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set workload.limit_requests=50 -o %s/roof "
