@@ -11,6 +11,7 @@ OUT=${1:-out/ref}
 "$KVF" run scenarios/deepseek-reference.yaml -q --no-report --force -o "$OUT" >/dev/null
 jq -r '
   def f: if . == null then "-" elif (. | type) != "number" then tostring
+         elif (. | fabs) >= 1e12 then "\(. / 1e12 * 10 | round / 10) T"
          elif (. | fabs) >= 1e6 then "\(. / 1e6 * 100 | round / 100) M"
          elif (. | fabs) >= 1e4 then "\(. / 1e3 * 10 | round / 10) k"
          elif (. | fabs) >= 100 then "\(. | round)"
