@@ -26,7 +26,7 @@ static void usage(FILE *f) {
             "  kvfleet plan SCENARIO [--slo ttft_p90_ms=X] [--slo tpot_p90_ms=Y] [--max-gpus N]\n"
             "               [--vary-ratio] [--gpus-per-instance LIST] [--find max-rate] [--tol X]\n"
             "               [--set K=V]... [--json]   (exit 3: nothing feasible)\n"
-            "  kvfleet compare DIR... [--json] [--all] [--html FILE]\n"
+            "  kvfleet compare DIR... [--json] [--all] [--html FILE] [--baseline NAME]\n"
             "  kvfleet report DIR [--format html|md|both]\n"
             "  kvfleet assess TRACE [--json] [-o DIR] [--format F] [--scenario FILE] [--set K=V]...\n"
             "                 [-q|--quiet]\n"

@@ -372,7 +372,11 @@ kvf_status sim_key_check_ranges(const sim_config *c, kvf_err *err) {
     for (size_t i = 0; i < sim_key_count; i++) {
         const keydef *d = &sim_key_table[i];
         const char *base = (const char *)c, *dbase = (const char *)&def;
-        if (!memcmp(base + d->off, dbase + d->off, d->size)) continue;
+        if (d->kind == K_NAME || d->kind == K_STR) {   // text: what is before the NUL counts
+            if (!strcmp(base + d->off, dbase + d->off)) continue;
+        } else if (!memcmp(base + d->off, dbase + d->off, d->size)) {
+            continue;
+        }
         char where[SIM_PATH_MAX + 160], range[64];
         if (d->kind == K_NUM) {
             double v = sim_key_file_value(sim_key_load_num(base + d->off, (num_type)d->ntype), d->scale);

@@ -12,9 +12,14 @@
 //     requests, binned by arrival: one sample interval, wider for long runs, sim_metrics.h),
 //     the slope of the bins' means over W weighted by
 //     their counts, times W's length = the growth Gw; and its mean over W.
-// overloaded: a pool's queue grows and Gw > saturation.wait_growth_s (both trends rise).
+//   - the queue's drain: from the last arrival until the sampled queues (requests waiting, not
+//     those running) first read empty. A long request still decoding after the last arrival is
+//     service, not backlog: a few long answers near the end do not make a drain.
+// overloaded: both trends rise (a pool's queue grows and Gw > saturation.wait_growth_s); or
+//   the queues take longer to drain than the arrivals lasted; or a queue grows and takes
+//   longer to drain than the second half of the arrivals.
 // backlogged: otherwise any of: one trend rises alone; the mean queueing time over W exceeds
-//   saturation.max_wait_s (0: the TTFT SLO); the run drained longer than saturation.drain_s
+//   saturation.max_wait_s (0: the TTFT SLO); the queues drained longer than saturation.drain_s
 //   and saturation.drain_frac of the arrival span after the last arrival; more than
 //   saturation.reject_frac of arrivals were rejected.
 // stable: none of these.
@@ -92,12 +97,26 @@ json_t *sim_saturation_json(const sim_cluster *c) {
     bool wait_grows = wait_growth > th->wait_growth_s;
     double wait_limit = th->max_wait_s > 0 ? th->max_wait_s : cfg->slo.ttft_p90_ms * 1e-3;
 
-    bool drains = drain > th->drain_frac * span && drain > th->drain_s;
+    // the queues' drain: the first sample at or after the last arrival with nothing waiting
+    double qdrain = drain;
+    for (size_t i = 0; i < m->sample_t.n && i < m->queue_len.n; i++)
+        if (m->sample_t.v[i] >= t1 && m->queue_len.v[i] <= 0) {
+            qdrain = m->sample_t.v[i] - t1;
+            break;
+        }
+    if (qdrain > drain) qdrain = drain;
+    bool drains = qdrain > th->drain_frac * span && qdrain > th->drain_s;
     bool rejects = (double)c->rejected > th->reject_frac * (double)c->arrived + 1;
     const char *state = "stable", *reason = "queues and waiting times level over the second half";
     if (queue_grows && wait_grows) {
         state = "overloaded";
         reason = "queue length and waiting time grow over the second half";
+    } else if (span > 0 && qdrain > span && qdrain > th->drain_s) {
+        state = "overloaded";
+        reason = "the queues took longer to drain than the arrivals lasted";
+    } else if (queue_grows && qdrain > half && qdrain > th->drain_s) {
+        state = "overloaded";
+        reason = "a queue grows and took longer to drain than the second half of the arrivals";
     } else if (queue_grows || wait_grows) {
         state = "backlogged";
         reason = queue_grows ? "a queue grows over the second half"
@@ -107,7 +126,7 @@ json_t *sim_saturation_json(const sim_cluster *c) {
         reason = "mean queueing time over the second half above the limit";
     } else if (drains) {
         state = "backlogged";
-        reason = "the backlog took long to drain after the last arrival";
+        reason = "the queues took long to drain after the last arrival";
     } else if (rejects) {
         state = "backlogged";
         reason = "requests rejected";
@@ -116,6 +135,7 @@ json_t *sim_saturation_json(const sim_cluster *c) {
     json_object_set_new(s, "state", json_string(state));
     json_object_set_new(s, "reason", json_string(reason));
     json_object_set_new(s, "drain_s", json_real(drain));
+    json_object_set_new(s, "queue_drain_s", json_real(qdrain));
     json_object_set_new(s, "queue_growth", json_real(g_max));
     json_object_set_new(s, "queue_growth_pool", json_string(g_pool >= 0 ? pools[g_pool] : ""));
     json_object_set_new(s, "wait_mean_s", json_real(wait_mean));
