@@ -65,15 +65,18 @@ void sim_run_progress(sim_cluster *c) {
 // A progress bar over the requests the run will serve, when stderr is a terminal: the total
 // comes from a counting pass over the trace (progress never changes results).
 static void progress_start(sim_cluster *c, const sim_config *cfg, const sim_run_opts *o,
-                           const char *trace) {
+                           const char *trace, const trc_reader *rd) {
     if (o->quiet) return;
     // Off a terminal: a line every KVF_PROGRESS_S seconds. The span is known for generated
-    // traffic (days or duration); a trace's arrivals are counted only for a terminal's bar (a
-    // second read of the trace is not worth it for a log line, which shows counts).
+    // traffic (days or duration); a trace's arrivals come from the reader's first pass when it
+    // made one (parsed once, replayed from its spool), else they are counted only for a
+    // terminal's bar (a second read of the trace is not worth it for a log line).
+    const trc_pass *pass = rd ? trc_reader_pass(rd) : NULL;
     const sim_generate_cfg *g = &cfg->workload.gen;
     double span = g->profile[0] ? (g->days > 0 ? g->days * 86400 : g->duration_s) : 0;
     uint64_t total = 0;
     if (g->profile[0] && !(g->days > 0)) total = (uint64_t)(g->rate_rps * g->duration_s);
+    else if (!g->profile[0] && pass) total = pass->requests;
     else if (!g->profile[0] && isatty(2)) {
         trc_options opt = cfg->workload.opt;
         opt.block_tokens = cfg->kv.block_tokens;
@@ -202,7 +205,7 @@ kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_
         if (!st) st = write_run_config(c.db, given, err);
         if (st) goto done;
     }
-    progress_start(&c, cfg, o, trace);
+    progress_start(&c, cfg, o, trace, rd);
     int64_t t0 = kvf_wall_ns();
     st = sim_cluster_open_trace(&c, rd);
     if (st == KVF_OK) st = sim_cluster_loop(&c);
