@@ -36,19 +36,21 @@ static const double TTL_S[N_TTLS] = {300, 1800, 3 * 3600, 86400, 3 * 86400, 0}; 
 
 static int usage_assess(FILE *f, int rc) {
     fprintf(f,
-            "usage: kvfleet assess TRACE [--json] [-o DIR] [--format F] [--scenario FILE]\n"
-            "                      [--set K=V]... [-q]\n"
+            "usage: kvfleet assess TRACE [--json] [-o DIR] [--force] [--format F]\n"
+            "                      [--scenario FILE] [--set K=V]... [-q]\n"
             "  For TRACE (any format `kvfleet trace stats` reads): the ideal hit rate, the hit\n"
             "  rate a shared store reaches by size and retention (the trace replayed through an\n"
             "  LRU store with expiry), and cost per million tokens on the reference design with\n"
             "  and without a shared store.\n"
             "  -o DIR          where assess.json, assess.html and the two runs go\n"
-            "                  (default out/assess-<trace name>)\n"
+            "                  (default out/assess-<trace name>); an earlier result there is\n"
+            "                  kept unless --force\n"
             "  --json          print assess.json on stdout instead of the text summary\n"
             "  --format F      trace format (default: detected)\n"
             "  --scenario FILE the reference design (default scenarios/deepseek-reference.yaml)\n"
             "  --set K=V       scenario key for both runs, e.g. workload.time_scale=0.1 to\n"
-            "                  bring a light trace up to the design's load\n"
+            "                  bring a light trace up to the design's load (not the trace's\n"
+            "                  keys: workload.trace, .format, .generate are TRACE's)\n"
             "  -q              print nothing but errors\n");
     return rc;
 }
@@ -83,16 +85,9 @@ static kvf_status run_design(const char *scenario, const char *trace, const char
     static sim_config cfg;
     sim_config_default(&cfg);
     kvf_status st = sim_config_load(&cfg, scenario, err);
-    char a[SIM_PATH_MAX + 64];
     if (!st) st = sim_config_set(&cfg, "workload.generate=null", err);
-    if (!st) {
-        snprintf(a, sizeof a, "workload.trace=%s", trace);
-        st = sim_config_set(&cfg, a, err);
-    }
-    if (!st && format) {
-        snprintf(a, sizeof a, "workload.format=%s", format);
-        st = sim_config_set(&cfg, a, err);
-    }
+    if (!st) st = cli_set_literal(&cfg, "workload.trace", trace, err);
+    if (!st && format) st = cli_set_literal(&cfg, "workload.format", format, err);
     for (int i = 0; !st && i < nsets; i++) st = sim_config_set(&cfg, sets[i], err);
     if (!st && store_off) st = sim_config_set(&cfg, "kv_cache.ssd.capacity_tb=0", err);
     if (!st) st = sim_config_validate(&cfg, err);
@@ -295,6 +290,7 @@ typedef struct assess_args {
     const char *trace, *format, *scenario; // scenario: the reference design's file
     char scen_buf[SIM_PATH_MAX];
     char dir[SIM_PATH_MAX];                // -o, or out/assess-<trace stem>
+    const char *work;                      // where the files go: dir's temporary directory
     cli_common c;
 } assess_args;
 
@@ -306,7 +302,7 @@ static int assess_parse(int argc, char **argv, assess_args *a) {
     };
     const cli_spec spec = {.cmd = "assess", .usage = usage_assess, .first = 1, .opts = opts,
                            .nopts = (int)(sizeof opts / sizeof opts[0]), .pos = &a->trace,
-                           .npos = 1, .common = CLI_OUT | CLI_SET | CLI_JSON | CLI_QUIET};
+                           .npos = 1, .common = CLI_OUT | CLI_SET | CLI_JSON | CLI_QUIET | CLI_FORCE};
     int rc = cli_parse(&spec, argc, argv, &a->c);
     if (rc != CLI_GO) return rc;
     if (!a->trace) return usage_assess(stderr, 2);
@@ -334,11 +330,11 @@ static int assess_parse(int argc, char **argv, assess_args *a) {
 static kvf_status assess_runs(const assess_args *a, json_t **with, json_t **without, double *bpt,
                               kvf_err *err) {
     char sub[SIM_PATH_MAX + 32];
-    snprintf(sub, sizeof sub, "%s/with_store", a->dir);
+    snprintf(sub, sizeof sub, "%s/with_store", a->work);
     kvf_status s = run_design(a->scenario, a->trace, a->format, a->c.sets, a->c.nsets, false, sub,
                               with, bpt, err);
     if (!s) {
-        snprintf(sub, sizeof sub, "%s/no_store", a->dir);
+        snprintf(sub, sizeof sub, "%s/no_store", a->work);
         s = run_design(a->scenario, a->trace, a->format, a->c.sets, a->c.nsets, true, sub,
                        without, NULL, err);
     }
@@ -432,9 +428,52 @@ static void assess_print(const assess_args *a, const trc_stats *st, json_t *j) {
     printf("results in %s/ (assess.json, assess.html)\n", a->dir);
 }
 
+static sim_outdir g_od = {.lock_fd = -1};   // the result directory being written
+
 static int assess_fail(const kvf_err *err, kvf_status s) {
+    sim_outdir_abort(&g_od);
     fprintf(stderr, "kvfleet assess: %s\n", err->msg);
     return kvf_exit_code(s);
+}
+
+// A --set key that would change what is read as the trace (the report names TRACE, so the
+// runs must replay TRACE): the key, else NULL.
+static const char *trace_key(const assess_args *a) {
+    static const char *const keys[] = {"workload.trace", "workload.format", "workload.generate",
+                                       "workload"};
+    for (int i = 0; i < a->c.nsets; i++) {
+        const char *v = a->c.sets[i], *eq = strchr(v, '=');
+        while (*v == ' ' || *v == '\t') v++;
+        size_t n = eq ? (size_t)(eq - v) : strlen(v);
+        while (n && (v[n - 1] == ' ' || v[n - 1] == '\t')) n--;
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            size_t kl = strlen(keys[k]);
+            if (n >= kl && !strncmp(v, keys[k], kl) && (n == kl || v[kl] == '.'))
+                return a->c.sets[i];
+        }
+    }
+    return NULL;
+}
+
+// Takes DIR (kept when it holds a result, unless --force) and checks the inputs are not in
+// it; a->work names where the files go. 0 or the exit code.
+static int assess_begin(assess_args *a) {
+    kvf_err err = {0};
+    const char *k = trace_key(a);
+    if (k) {
+        fprintf(stderr, "kvfleet assess: --set %s: changes the trace; assess replays TRACE (%s): "
+                        "give the trace as TRACE and its format with --format\n", k, a->trace);
+        return 2;
+    }
+    kvf_status s = sim_path_check_file("trace", a->trace, &err);
+    if (!s) s = sim_path_check_file("--scenario", a->scenario, &err);
+    if (s) return assess_fail(&err, s);
+    s = sim_outdir_begin(&g_od, a->dir, a->c.force, &err);
+    if (!s) s = sim_outdir_check_input(&g_od, "trace", a->trace, &err);
+    if (!s) s = sim_outdir_check_input(&g_od, "scenario", a->scenario, &err);
+    if (s) return assess_fail(&err, s);
+    a->work = g_od.tmp;
+    return 0;
 }
 
 int cli_assess(int argc, char **argv) {
@@ -448,6 +487,7 @@ int cli_assess(int argc, char **argv) {
         fprintf(stderr, "kvfleet assess: --format: unknown format '%s'\n", a.format);
         return 2;
     }
+    if ((rc = assess_begin(&a))) return rc;
     // 1. ideal hit rate, as `trace stats`
     trc_stats st;
     kvf_status s = trc_stats_file(a.trace, &opt, &st, &err);
@@ -492,7 +532,8 @@ int cli_assess(int argc, char **argv) {
     json_object_set_new(j, "no_store", without);
     trc_replay_free(rp);
     char *txt = NULL;
-    s = assess_write(a.dir, j, &txt, &err);
+    s = assess_write(a.work, j, &txt, &err);
+    if (!s) s = sim_outdir_commit(&g_od, &err);
     if (s) {
         free(txt);
         json_decref(j);

@@ -3,10 +3,12 @@
 // resolves both kinds into one row list per call and then treats them alike.
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli_opts.h"
 #include "kvf.h"
+#include "sim.h"
 
 // The shared options, in one place: what each is called and where its value lands.
 static const struct {
@@ -121,4 +123,28 @@ int cli_parse(const cli_spec *s, int argc, char **argv, cli_common *c) {
         c->nsets = sets.n;
     }
     return CLI_GO;
+}
+
+kvf_status cli_set_literal(sim_config *c, const char *key, const char *value, kvf_err *err) {
+    KVF_ASSERT(c && key && value);
+    // key="value" with the value as one YAML double-quoted scalar: nothing in it is YAML
+    // syntax ('#', ': ', '[', "null" all stay text)
+    size_t n = strlen(key) + 4 * strlen(value) + 4;
+    char *a = kvf_malloc(n), *p = a;
+    p += snprintf(p, n, "%s=\"", key);
+    for (const unsigned char *q = (const unsigned char *)value; *q; q++) {
+        if (*q == '"' || *q == '\\') {
+            *p++ = '\\';
+            *p++ = (char)*q;
+        } else if (*q < 0x20 || *q == 0x7f) {
+            p += snprintf(p, 5, "\\x%02x", *q);
+        } else {
+            *p++ = (char)*q;
+        }
+    }
+    *p++ = '"';
+    *p = '\0';
+    kvf_status st = sim_config_set(c, a, err);
+    free(a);
+    return st;
 }

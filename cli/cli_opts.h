@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "kvf.h"
+
 enum { CLI_SETS_MAX = 256 }; // --set options one command line may give
 
 // The shared options a command takes (cli_spec.common), and where each lands in cli_common.
@@ -90,5 +92,12 @@ struct cli_spec {
 // stdout for --help; otherwise the exit code (2, or a CALL's) after printing the message (and,
 // for a usage error, the usage) on stderr. argv's strings are kept by pointer, not copied.
 int cli_parse(const cli_spec *s, int argc, char **argv, cli_common *c);
+
+// Sets key to value as text, exactly as given (no YAML: "x #1.jsonl" stays whole, "null" is
+// the four letters), recorded as set on the command line like --set; sim_config_set's status.
+// For the shorthands (--trace, --seed) and paths a command fills in itself.
+struct sim_config;
+kvf_status cli_set_literal(struct sim_config *c, const char *key, const char *value,
+                           kvf_err *err);
 
 #endif

@@ -169,17 +169,11 @@ static kvf_status run_config(sim_config *cfg, const run_args *a, kvf_err *err) {
     sim_config_default(cfg);
     kvf_status st = sim_config_load(cfg, a->scenario, err);
     for (int i = 0; !st && i < a->c.nsets; i++) st = sim_config_set(cfg, a->c.sets[i], err);
-    if (!st && a->c.trace) {
-        char set[SIM_PATH_MAX + 32];
-        snprintf(set, sizeof set, "workload.trace=%s", a->c.trace);
-        st = sim_config_set(cfg, set, err);
-    }
-    if (!st && a->c.seed) {
-        char set[64];
-        snprintf(set, sizeof set, "seed=%s", a->c.seed);
-        st = sim_config_set(cfg, set, err);
-    }
+    // the shorthands set their key literally: a file named 'x #1.jsonl' is that file
+    if (!st && a->c.trace) st = cli_set_literal(cfg, "workload.trace", a->c.trace, err);
+    if (!st && a->c.seed) st = cli_set_literal(cfg, "seed", a->c.seed, err);
     if (!st) st = sim_config_validate(cfg, err);
+    if (!st) st = sim_config_check_output(cfg, "--trace-out", a->timeline, err);
     return st;
 }
 
@@ -206,23 +200,40 @@ static int run_opts(const run_args *a, sim_run_opts *o) {
 }
 
 // Runs cfg into out's temporary directory and, when it finished or was interrupted, writes
-// the report (unless --no-report) and commits the directory. Returns 0 with *summary set (an
-// interrupted run: *st KVF_EINTR), else the exit code after printing the message.
+// the report (unless --no-report) and commits the directory. An interrupted run over an
+// earlier result (--force) commits nothing: the temporary directory goes and the earlier
+// result stays as it was. Returns 0 with *summary set (an interrupted run: *st KVF_EINTR),
+// else the exit code after printing the message.
 static int run_into(const sim_config *cfg, sim_run_opts *o, const char *out, const run_args *a,
                     json_t **summary, kvf_status *st) {
     kvf_err err = {0};
     sim_outdir od;
+    // first: a signal from here on stops the run through sim_run's check, never mid-commit
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     *st = sim_outdir_begin(&od, out, a->c.force, &err);
+    if (!*st) *st = sim_outdir_check_config(&od, cfg, &err);
     if (*st) {
+        sim_outdir_abort(&od);
         fprintf(stderr, "kvfleet: %s\n", err.msg);
         return kvf_exit_code(*st);
     }
     o->out_dir = od.tmp;
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
     void *sj = NULL;
-    *st = sim_run(cfg, o, &sj, &err);
+    *st = g_interrupt ? KVF_EINTR : sim_run(cfg, o, &sj, &err);
     json_t *s = sj;
+    if (*st == KVF_EINTR && (od.had_result || !s)) {
+        sim_outdir_abort(&od);
+        json_decref(s);
+        if (od.had_result)
+            fprintf(stderr, "kvfleet: interrupted; nothing written, the earlier result in %s is "
+                            "kept as it was\n", od.final);
+        else
+            fprintf(stderr, "kvfleet: interrupted; nothing written to %s\n", od.final);
+        return 1;
+    }
     if (*st && *st != KVF_EINTR) {
         sim_outdir_abort(&od);
         fprintf(stderr, "kvfleet: %s\n", err.msg);
@@ -230,7 +241,7 @@ static int run_into(const sim_config *cfg, sim_run_opts *o, const char *out, con
     }
     if (!a->no_report && *st == KVF_OK) {
         kvf_err e2 = {0};
-        if (rpt_report_write(od.tmp, true, true, &e2)) {
+        if (rpt_report_write_as(od.tmp, od.final, true, true, &e2)) {
             sim_outdir_abort(&od);
             json_decref(s);
             fprintf(stderr, "kvfleet: report not written: %s; nothing written to %s\n", e2.msg,

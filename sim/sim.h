@@ -339,16 +339,19 @@ bool sim_config_key_info(size_t i, const char **key, double *lo, double *hi, boo
                          bool *lo_open);
 
 // ---- result directories (sim_run.c) ----------------------------------------------------------
-// A run never writes into its result directory DIR: it writes DIR.tmp.<pid> beside it and
-// renames that into place when everything is written, so DIR holds a complete result or the
-// previous one, never a mix. DIR.lock (flock, released by the kernel when the process dies,
-// SIGKILL included) keeps two runs apart; whoever takes it removes what a killed run left
-// (DIR.tmp.*, DIR.old.*). An existing non-empty DIR is kept unless force.
+// A run never writes into its result directory DIR: it writes DIR.tmp.<pid>.kvfleet beside it
+// and renames that into place when everything is written, so DIR holds a complete result or
+// the previous one, never a mix. DIR.lock (flock, released by the kernel when the process
+// dies, SIGKILL included; opened without following links, refused unless a plain file) keeps
+// two runs apart; whoever takes it removes what a killed run left (DIR.tmp.<pid>.kvfleet,
+// DIR.old.<pid>.kvfleet: only names of that form, never a user's DIR.old.backup). An existing
+// non-empty DIR is kept unless force; an interrupted run over one must abort, not commit.
 typedef struct sim_outdir {
     char final[SIM_PATH_MAX];
-    char tmp[SIM_PATH_MAX + 32];
+    char tmp[SIM_PATH_MAX + 40];
     char lock[SIM_PATH_MAX + 8];
-    int lock_fd;   // -1 = not held
+    int lock_fd;       // -1 = not held
+    bool had_result;   // DIR held a non-empty result when the lock was taken
 } sim_outdir;
 // Takes the lock, checks DIR, clears stale leftovers and creates the temporary directory.
 // KVF_EINVAL (exit 2) when DIR holds a result and !force or another run holds the lock.
@@ -357,6 +360,26 @@ kvf_status sim_outdir_begin(sim_outdir *d, const char *dir, bool force, kvf_err 
 kvf_status sim_outdir_commit(sim_outdir *d, kvf_err *err);
 // Removes the temporary directory and releases the lock (a failed run leaves DIR as it was).
 void sim_outdir_abort(sim_outdir *d);
+// KVF_EINVAL naming the input when path (an input: the scenario, a trace, a model file; NULL
+// or "" is fine) lies inside d->final, the directory the commit would replace.
+kvf_status sim_outdir_check_input(const sim_outdir *d, const char *what, const char *path,
+                                  kvf_err *err);
+// KVF_EINVAL when path exists and is not a regular file (a FIFO, a device, a directory): what
+// names it in the message ("--trace-out"). Missing is fine.
+kvf_status sim_path_check_file(const char *what, const char *path, kvf_err *err);
+// True when a and b both exist and are one file (device and inode).
+bool sim_path_same_file(const char *a, const char *b);
+enum { SIM_INPUTS_MAX = 12 }; // files one run reads: scenario, trace, model, hardware (x4),
+                              // profile, fit
+// The files a run of c reads, resolved as the run resolves them, into path[0..n) with what
+// each is in what[]; returns n. max >= SIM_INPUTS_MAX.
+int sim_config_inputs(const sim_config *c, char (*path)[SIM_PATH_MAX], const char **what, int max);
+// sim_outdir_check_input over every file a run of c reads.
+kvf_status sim_outdir_check_config(const sim_outdir *d, const sim_config *c, kvf_err *err);
+// KVF_EINVAL naming opt when the output file out is a special file or one of the files a run
+// of c reads (device and inode). out NULL or "": KVF_OK.
+kvf_status sim_config_check_output(const sim_config *c, const char *opt, const char *out,
+                                   kvf_err *err);
 // Takes an exclusive flock on path (created if needed) without waiting: KVF_EINVAL naming
 // path when another process holds it. *fd gets the descriptor to close to release it.
 kvf_status sim_lock_file(const char *path, int *fd, kvf_err *err);
