@@ -171,13 +171,14 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
         double kvcap = mdl_kv_capacity_tokens(&p->model, &p->hw, &par, cfg->kv.activation_reserve);
         // sliding-window layers hold only their window per sequence, not the whole context:
         // count capacity in full-layer (global KV) tokens, after reserving the fixed SWA state
-        // of as many sequences as the pool batches (cluster.<pool>.max_batch_requests)
+        // of as many sequences as the pool batches (cluster.<pool>.max_batch_requests), at most
+        // half of the KV memory (an engine sizes its window pool to what the memory holds)
         double cap_tok_bytes = c->model.kv_bytes_per_token;   // bytes one token of kvcap holds
         if (c->model.window && c->model.window_layers && c->model.kv_bytes_per_token_full > 0) {
             kvcap *= c->model.kv_bytes_per_token / c->model.kv_bytes_per_token_full;
             cap_tok_bytes = c->model.kv_bytes_per_token_full;
             if (p->cfg->max_batch_requests > 0 && kvcap > 0)
-                kvcap = KVF_MAX(kvcap - p->cfg->max_batch_requests * c->swa_seq_bytes / cap_tok_bytes, 0.0);
+                kvcap -= KVF_MIN(p->cfg->max_batch_requests * c->swa_seq_bytes / cap_tok_bytes, kvcap / 2);
         }
         if (p->cfg->kv_tokens > 0) kvcap = (double)p->cfg->kv_tokens;
         if (p->n && k != SIM_POOL_VISION && kvcap < 1) {
