@@ -21,7 +21,7 @@ int cli_serve_usage(FILE *f, const char *cmd, int rc) {
             "usage: kvfleet %s --trace FILE [--model M] [--backend cpu|cuda] [--format F]\n"
             "          [--start S] [--end S] [--limit N] [--time-scale X] [--length-scale X]\n"
             "          [--rate R] [--skip-bad] [--max-batch-tokens N] [--max-batch-requests N]\n"
-            "          [--kv-blocks N] [--block-tokens N] [--threads N]%s [-o DIR] [--json]\n",
+            "          [--kv-blocks N] [--block-tokens N] [--threads N]%s [-o DIR [--force]] [--json]\n",
             cmd, strcmp(cmd, "validate") ? "" : " [--profile P] [--strict]");
     return rc;
 }
@@ -101,7 +101,7 @@ int cli_serve_parse(int argc, char **argv, bool validate, cli_serve_args *a) {
     int nopts = (int)(sizeof opts / sizeof opts[0]) - !validate;
     const char *cmd = validate ? "validate" : "engine serve";
     const cli_spec spec = {.cmd = cmd, .usage = validate ? usage_validate : usage_serve,
-                           .common = CLI_TRACE | CLI_OUT | CLI_JSON, .opts = opts,
+                           .common = CLI_TRACE | CLI_OUT | CLI_JSON | CLI_FORCE, .opts = opts,
                            .nopts = nopts, .first = validate ? 1 : 2};
     cli_common c;
     int rc = cli_parse(&spec, argc, argv, &c);
@@ -109,6 +109,7 @@ int cli_serve_parse(int argc, char **argv, bool validate, cli_serve_args *a) {
     a->trace = c.trace;
     a->out = c.out;
     a->json = c.json;
+    a->force = c.force;
     if (!a->trace) {
         fprintf(stderr, "kvfleet %s: --trace is required\n", cmd);
         return spec.usage(stderr, 2);
@@ -476,6 +477,20 @@ static int engine_fit(int argc, char **argv) {
     return 0;
 }
 
+kvf_status cli_serve_outdir(const cli_serve_args *a, sim_outdir *od, kvf_err *err) {
+    KVF_ASSERT(a && od && err);
+    memset(od, 0, sizeof *od);
+    od->lock_fd = -1;
+    kvf_status st = sim_path_check_file("--trace", a->trace, err);
+    if (!st && a->profile) st = sim_path_check_file("--profile", a->profile, err);
+    if (st) return st;
+    st = sim_outdir_begin(od, a->out_abs, a->force, err);
+    if (!st) st = sim_outdir_check_input(od, "trace", a->trace, err);
+    if (!st && a->profile) st = sim_outdir_check_input(od, "profile", a->profile, err);
+    if (st) sim_outdir_abort(od);
+    return st;
+}
+
 // The first half of `engine serve` and `validate`: makes out/, shapes the trace into
 // out/trace.jsonl (shaped, notes) and serves it on the engine. On failure nothing is left to
 // free and *err says why.
@@ -506,27 +521,35 @@ int cli_engine(int argc, char **argv) {
     int rc = cli_serve_parse(argc, argv, false, &a);
     if (rc != CLI_GO) return rc;
     kvf_err err = {0};
-    const char *out = a.out_abs;
+    sim_outdir od;
+    kvf_status st = cli_serve_outdir(&a, &od, &err);
+    if (st) return cli_serve_fail(&err, st);
+    const char *out = od.tmp; // renamed to a.out_abs once everything is written
     char shaped[2200], notes[256];
     size_t n;
     eng_serve_config ec;
     eng_serve_result res;
     eng_request *reqs;
     uint64_t *blocks;
-    kvf_status st = shape_and_serve(&a, out, shaped, sizeof shaped, notes, sizeof notes, &ec, &res,
-                                    &reqs, &blocks, &n, &err);
-    if (st) return cli_serve_fail(&err, st);
+    st = shape_and_serve(&a, out, shaped, sizeof shaped, notes, sizeof notes, &ec, &res, &reqs,
+                         &blocks, &n, &err);
+    if (st) {
+        sim_outdir_abort(&od);
+        return cli_serve_fail(&err, st);
+    }
     json_t *s = serve_summary(&a, &res);
     char path[2100];
     snprintf(path, sizeof path, "%s/summary.json", out);
     json_dump_file(s, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
     st = write_serve_db(out, &a, &res, reqs, &err);
     if (!st) st = cli_serve_steps_csv(out, &res, NULL, NULL, NULL, &err);
-    if (a.json) {
+    if (!st) st = sim_outdir_commit(&od, &err);
+    else sim_outdir_abort(&od);
+    if (!st && a.json) {
         char *t = json_dumps(s, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
         printf("%s\n", t);
         free(t);
-    } else {
+    } else if (!st) {
         json_t *tt = json_object_get(s, "ttft_ms"), *tp = json_object_get(s, "tpot_ms");
         printf("engine serve: %zu requests of %s on %s (%s) in %.1f s wall\n", n, res.model,
                res.hardware, res.backend, (double)res.wall_ns * 1e-9);
@@ -534,7 +557,7 @@ int cli_engine(int argc, char **argv) {
                json_number_value(json_object_get(tt, "p50")), json_number_value(json_object_get(tt, "p90")),
                json_number_value(json_object_get(tp, "p50")), json_number_value(json_object_get(tp, "p90")),
                100 * json_number_value(json_object_get(json_object_get(s, "cache"), "hit_rate")));
-        printf("results in %s/\n", out);
+        printf("results in %s/\n", a.out_abs);
     }
     json_decref(s);
     eng_serve_result_free(&res);

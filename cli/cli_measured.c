@@ -23,6 +23,7 @@
 
 #include "cli.h"
 #include "cli_measured.h"
+#include "cli_opts.h"
 
 // ---- the run as a scenario ------------------------------------------------------------------
 static void note(char *notes, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -133,8 +134,8 @@ kvf_status cli_meas_scenario(const trc_measured *m, const cli_meas_setup *s, con
                            "cluster.prefill.instances=1", "kv_cache.ssd.capacity_tb=0",
                            "kv_cache.block_tokens=16", "workload.format=kvfleet"};
     for (size_t i = 0; !st && i < sizeof fixed / sizeof fixed[0]; i++) st = sim_config_set(cfg, fixed[i], err);
-    if (!st) st = set_kv(cfg, err, "model=%s", model);
-    if (!st) st = set_kv(cfg, err, "hardware=%s", hw);
+    if (!st) st = cli_set_literal(cfg, "model", model, err);
+    if (!st) st = cli_set_literal(cfg, "hardware", hw, err);
     if (!st) st = set_kv(cfg, err, "cluster.prefill.gpus_per_instance=%d", tp);
     if (!st) st = set_kv(cfg, err, "cluster.prefill.tp=%d", tp);
     if (!st) st = set_kv(cfg, err, "cluster.prefill.max_batch_requests=%d", seqs);
@@ -143,9 +144,9 @@ kvf_status cli_meas_scenario(const trc_measured *m, const cli_meas_setup *s, con
     if (!st) st = set_kv(cfg, err, "serving.preset=%s", preset);
     if (!st && isfinite(mc->client_timeout_s) && mc->client_timeout_s > 0)
         st = set_kv(cfg, err, "serving.client_timeout_s=%.17g", mc->client_timeout_s);
-    if (!st) st = set_kv(cfg, err, "workload.trace=%s", trace_path);
+    if (!st) st = cli_set_literal(cfg, "workload.trace", trace_path, err);
     if (!st) st = set_kv(cfg, err, "seed=%llu", (unsigned long long)s->seed);
-    if (!st && s->fit) st = set_kv(cfg, err, "serving.fit=%s", s->fit);
+    if (!st && s->fit) st = cli_set_literal(cfg, "serving.fit", s->fit, err);
     for (int i = 0; !st && i < s->n_sets; i++) st = sim_config_set(cfg, s->sets[i], err);
     if (st) return st;
     if (mc->prefix_caching < 0) note(notes, n, "prefix caching not recorded: on (vLLM's default)");
@@ -392,6 +393,8 @@ int cli_validate_measured(int argc, char **argv) {
     if (a.out) {
         if ((st = sim_outdir_begin(&od, a.out, a.force, &err))) goto out;
         began = true;
+        if ((st = sim_outdir_check_input(&od, "measured run", a.run, &err))) goto out;
+        if ((st = sim_outdir_check_input(&od, "fit file", a.setup.fit, &err))) goto out;
         snprintf(dir, sizeof dir, "%s", od.tmp);
     } else {
         snprintf(dir, sizeof dir, "/tmp/kvfleet-measured.XXXXXX");

@@ -21,12 +21,19 @@ typedef struct cli_serve_args {
     double rate;                       // --rate req/s, 0 = the trace's own
     trc_format format;                 // --format, TRC_FMT_AUTO = detected
     bool skip_bad, json, strict;
+    bool force;                        // --force: replace an earlier result in -o
     double start_s, end_s;  // window on the trace's own time axis (end 0 = none)
     char out_abs[2048];     // out made absolute (relative: against the working directory)
     void (*idle_hook)(void *ctx, int64_t idle_ns); // engine: probes in idle gaps
     void *idle_ctx;
     uint32_t max_batch_tokens, max_batch_requests, kv_blocks, block_tokens, threads;
 } cli_serve_args;
+
+// Takes a's -o directory for writing (sim_outdir_begin: exit 2 when it holds a result and no
+// --force, or another run writes it) and refuses the trace (and the profile) when it lies
+// inside it or is not a regular file. The files go to od->tmp, renamed into place by
+// sim_outdir_commit. KVF_OK or the status with *err set (nothing held).
+kvf_status cli_serve_outdir(const cli_serve_args *a, sim_outdir *od, kvf_err *err);
 
 // Prints the usage of cmd ("engine serve" or "validate") on f; returns rc.
 int cli_serve_usage(FILE *f, const char *cmd, int rc);

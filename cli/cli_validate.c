@@ -765,11 +765,19 @@ int cli_validate(int argc, char **argv) {
     kvf_err err = {0};
     kvf_status st = eng_backend_parse(V.a.backend, &V.b, &err);
     if (st) return cli_serve_fail(&err, st);
+    // -o as for run (kept unless --force, one writer at a time); the files are written in
+    // place, under the lock, since the simulator's configuration names them by their paths
+    static sim_outdir od;
+    if ((st = cli_serve_outdir(&V.a, &od, &err))) return cli_serve_fail(&err, st);
+    sim_remove_tree(od.tmp);
+    od.tmp[0] = '\0';
+    if (od.had_result) sim_remove_tree(od.final);
     kvf_status after = KVF_OK;
     st = before_serve(&V, &err);
     if (!st) st = serve_trace(&V, &after, &err);
     if (st) { // nothing served: no tables
         validation_free(&V, false);
+        sim_outdir_abort(&od);
         return cli_serve_fail(&err, st);
     }
     st = after;
@@ -792,6 +800,7 @@ int cli_validate(int argc, char **argv) {
     }
     json_decref(v);
     validation_free(&V, true);
+    sim_outdir_abort(&od);   // the lock
     if (st) return cli_serve_fail(&err, st);
     return !strcmp(overall, "pass") ? 0 : !strcmp(overall, "inconclusive") ? 3 : 4;
 }
