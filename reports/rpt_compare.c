@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rpt.h"
@@ -42,18 +43,36 @@ void rpt_config_keys(json_t *run, json_t *o, const char *prefix) {
     }
 }
 
+// The summary a run argument names: the .json file itself, else DIR/summary.json.
+static void summary_path(const char *arg, char *path, size_t n) {
+    if (kvf_endswith(arg, ".json"))
+        snprintf(path, n, "%s", arg);
+    else
+        snprintf(path, n, "%s/summary.json", arg);
+}
+
+// KVF_EINVAL naming path when it exists and is not a regular file (a FIFO would block the
+// reader, a directory or a device is no summary or page); missing is fine.
+static kvf_status regular_or_missing(const char *what, const char *path, kvf_err *err) {
+    struct stat sb;
+    if (stat(path, &sb) != 0 || S_ISREG(sb.st_mode)) return KVF_OK;
+    return kvf_fail(err, KVF_EINVAL, "compare: %s %s: %s, not a regular file; refused", what,
+                    path, S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a FIFO"
+                    : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device" : "a special file");
+}
+
 static kvf_status load_run(cmp_run *c, const char *arg, kvf_err *err) {
     char path[4200];
     snprintf(c->dir, sizeof c->dir, "%s", arg);
+    summary_path(arg, path, sizeof path);
+    kvf_status rs = regular_or_missing("summary", path, err);
+    if (rs) return rs;
     if (kvf_endswith(arg, ".json")) {
-        snprintf(path, sizeof path, "%s", arg);
         char *slash = strrchr(c->dir, '/');
         if (slash)
             *slash = '\0';
         else
             snprintf(c->dir, sizeof c->dir, ".");
-    } else {
-        snprintf(path, sizeof path, "%s/summary.json", arg);
     }
     if (access(path, F_OK) != 0) return kvf_fail(err, KVF_ENOENT, "%s: not found", path);
     json_error_t je;
@@ -412,6 +431,23 @@ static int usage(FILE *f, int rc) {
     return rc;
 }
 
+// The page --html writes must be a new or regular file and none of the runs' summaries
+// (device and inode): compare never overwrites what it reads.
+static kvf_status check_page(const char *html, const char *const *dirs, int n, kvf_err *err) {
+    kvf_status s = regular_or_missing("--html", html, err);
+    struct stat h, in;
+    if (s || stat(html, &h) != 0) return s;
+    char path[4200];
+    for (int i = 0; i < n; i++) {
+        summary_path(dirs[i], path, sizeof path);
+        if (stat(path, &in) == 0 && in.st_dev == h.st_dev && in.st_ino == h.st_ino)
+            return kvf_fail(err, KVF_EINVAL, "compare: --html %s: is the summary of run %s "
+                            "(%s); refused, an output never overwrites an input", html,
+                            dirs[i], path);
+    }
+    return KVF_OK;
+}
+
 int rpt_compare_cli_main(int argc, char **argv) {
     KVF_ASSERT(argc >= 1 && argv);
     bool json = false, all = false;
@@ -459,7 +495,8 @@ int rpt_compare_cli_main(int argc, char **argv) {
         return 2;
     }
     kvf_err err = {0};
-    kvf_status s = rpt_compare_write_base(stdout, dirs, n, json, all, b, &err);
+    kvf_status s = html ? check_page(html, dirs, n, &err) : KVF_OK;
+    if (!s) s = rpt_compare_write_base(stdout, dirs, n, json, all, b, &err);
     if (!s && html) s = rpt_compare_page(html, dirs, n, b, &err);
     free(dirs);
     if (s) {
