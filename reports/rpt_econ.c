@@ -161,6 +161,19 @@ static kvf_status set_day_profile(rpt_econ_config *c, const char *key, const cha
     return KVF_OK;
 }
 
+// The request classes a trace names (traces/trc.h trc_class_name, in its order; reports/ does
+// not link traces/; tests/test_outputs_safety.c sets a price for every trc_class_name): a
+// price for any other class would never apply, so it is refused rather than kept.
+static const char *const rpt_econ_class_names[] = {"chatbot", "agent", "coding", "batch", "other", NULL};
+#define RPT_ECON_CLASS_LIST "chatbot, agent, coding, batch, other"
+
+static bool known_class(const char *s, size_t n) {
+    for (int i = 0; rpt_econ_class_names[i]; i++)
+        if (strlen(rpt_econ_class_names[i]) == n && !strncmp(rpt_econ_class_names[i], s, n))
+            return true;
+    return false;
+}
+
 // economics.prices_per_mtok.FIELD or .CLASS.FIELD; KVF_ENOENT for a key that is none of them.
 static kvf_status set_price(rpt_econ_config *c, const char *key, const char *value,
                             kvf_err *err) {
@@ -177,6 +190,9 @@ static kvf_status set_price(rpt_econ_config *c, const char *key, const char *val
     }
     size_t n = (size_t)(dot - rest);
     if (n == 0 || n >= RPT_ECON_NAME_LEN) return KVF_ENOENT;
+    if (!known_class(rest, n))
+        return kvf_fail(err, KVF_EINVAL, "economics.%s: unknown class '%.*s' (classes: %s)", key,
+                        (int)n, rest, RPT_ECON_CLASS_LIST);
     rpt_econ_prices probe = {0, 0, 0};
     if (!price_field(&probe, dot + 1)) return KVF_ENOENT;
     if (!parse_num(value, 0, 1e9, &x)) return bad_value(err, key, value, "a price >= 0");
