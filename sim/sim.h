@@ -31,6 +31,20 @@ typedef enum sim_prefix_home { SIM_PREFIX_SLICE = 0, SIM_PREFIX_FREE_BLOCKS } si
 typedef enum sim_admission { SIM_ADMIT_PREEMPT = 0, SIM_ADMIT_RESERVE } sim_admission;
 
 // One pool (vision, prefill or decode).
+// cluster.<pool>.autoscale: load-driven instance counts (pools/pool_autoscale.c).
+typedef enum sim_scale_metric {
+    SIM_SCALE_NONE = 0, SIM_SCALE_QUEUE, SIM_SCALE_UTILIZATION, SIM_SCALE_KV
+} sim_scale_metric;
+typedef struct sim_autoscale_cfg {
+    sim_scale_metric metric;      // none | queue (waiting requests per active instance) |
+                                  // utilization (busy share) | kv (KV occupancy)
+    double up, down;              // add an instance above up, remove one below down
+    int32_t min, max;             // active instances kept within [min, max] (max 0 = instances)
+    double cooldown_ns;           // no change sooner than this after the last one
+    double startup_ns;            // an added instance serves this long after it is started
+                                  // (weights loading; billed from the start)
+} sim_autoscale_cfg;
+
 typedef struct sim_pool_cfg {
     int32_t instances;            // instances in the pool (>= 0)
     int32_t gpus_per_instance;    // GPUs per instance (>= 1)
@@ -45,6 +59,7 @@ typedef struct sim_pool_cfg {
     char hardware[SIM_PATH_MAX];  // the pool's GPUs (a name or a path), "" = the scenario's
     mdl_prec prec_weights;        // the pool's weight precision, auto = the scenario's
     mdl_prec prec_activations;    // the pool's GEMM input precision, auto = the scenario's
+    sim_autoscale_cfg autoscale;
 } sim_pool_cfg;
 
 // precision.*: what the model runs in, over its model file's (auto keeps the file's).

@@ -152,6 +152,7 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
         p->cfg = pcfg[k];
         p->first = id;
         p->n = p->n_active = counts[k];
+        p->scaler = p->cfg->autoscale.metric != SIM_SCALE_NONE && p->n ? &sim_pool_autoscaler : NULL;
         // the pool's own GPUs and precision (cluster.<pool>.hardware, .precision.*)
         p->model = c->model;
         if (p->cfg->prec_weights || p->cfg->prec_activations)
@@ -201,7 +202,7 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
                       : c->colocated          ? &sim_pool_colocated_ops
                                               : &sim_pool_prefill_ops;
             in->idx = i;
-            in->active = true;
+            in->active = !p->scaler || i < p->scaler->initial(c, p);
             // colocated: the instances counted under cluster.decode keep its queue policy and KV
             in->pcfg = c->colocated && k == SIM_POOL_PREFILL && i >= (uint32_t)cfg->cluster.prefill.instances
                            ? &cfg->cluster.decode : p->cfg;
@@ -249,6 +250,12 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
     else if (cfg->kv.prefix_cache && cfg->kv.ssd.capacity_bytes > 0)
         ssd_blocks = (uint64_t)(cfg->kv.ssd.capacity_bytes / c->block_bytes);
     sim_bcache_init(&c->ssd, ssd_blocks, cfg->kv.retention_ns);
+    for (int k = 0; k < SIM_POOLS; k++) {   // load-driven pools start at their minimum
+        sim_pool *p = &c->pool[k];
+        if (!p->scaler) continue;
+        p->n_active = p->scaler->initial(c, p);
+        p->active_min = p->active_max = p->n_active;
+    }
     sim_router_init(c, &c->pool[SIM_POOL_PREFILL], true);
     sim_router_init(c, &c->pool[SIM_POOL_DECODE], false);
     c->q = sim_queue_create(1024);
@@ -299,6 +306,8 @@ static void ev_sample(sim_cluster *c, const sim_event *ev) {
     (void)ev;
     double interval = c->sample_interval_s;
     sim_on_sample(c, interval);
+    for (int k = 0; k < SIM_POOLS; k++)
+        if (c->pool[k].scaler) c->pool[k].scaler->tick(c, &c->pool[k], interval);
     // Work bounded by events, not simulated time: across an idle gap (no request between
     // arrival and end, e.g. before an outlier timestamp) the samples would all read zero, so
     // the next one goes to the last interval boundary before the next event.
@@ -315,6 +324,12 @@ static void ev_schedule(sim_cluster *c, const sim_event *ev) {
 
 static void ev_frontend(sim_cluster *c, const sim_event *ev) { sim_req_enter(c, (uint32_t)ev->arg[0]); }
 
+static void ev_scaled(sim_cluster *c, const sim_event *ev) {
+    sim_pool *p = &c->pool[ev->arg[0]];
+    KVF_ASSERT(p->scaler);
+    p->scaler->started(c, p);
+}
+
 static void ev_timeout(sim_cluster *c, const sim_event *ev) {
     sim_req_timeout(c, (uint32_t)ev->arg[0], ev->arg[1]);
 }
@@ -325,7 +340,7 @@ static const sim_ev_fn handlers[SIM_EV_KINDS] = {
     [SIM_EV_STEP_DONE] = ev_step_done,       [SIM_EV_LINK] = ev_link,
     [SIM_EV_SAMPLE] = ev_sample,             [SIM_EV_SCHEDULE] = ev_schedule,
     [SIM_EV_SWAPIN] = ev_swapin,             [SIM_EV_FRONTEND] = ev_frontend,
-    [SIM_EV_TIMEOUT] = ev_timeout,
+    [SIM_EV_TIMEOUT] = ev_timeout,           [SIM_EV_SCALED] = ev_scaled,
 };
 
 kvf_status sim_cluster_loop(sim_cluster *c) {
@@ -341,7 +356,8 @@ kvf_status sim_cluster_loop(sim_cluster *c) {
     while (c->status == KVF_OK && sim_queue_pop(c->q, &ev)) {
         KVF_ASSERT(ev.t >= c->now);
         // periodic events alone do not keep a finished run going
-        if ((ev.kind == SIM_EV_SAMPLE || ev.kind == SIM_EV_SCHEDULE || ev.kind == SIM_EV_TIMEOUT) &&
+        if ((ev.kind == SIM_EV_SAMPLE || ev.kind == SIM_EV_SCHEDULE || ev.kind == SIM_EV_TIMEOUT ||
+             ev.kind == SIM_EV_SCALED) &&
             c->reader_done && !c->in_flight)
             break;
         c->now = ev.t;

@@ -36,6 +36,7 @@ enum {
     SIM_EV_SWAPIN,          // arg0 = slot: swapped-out request is back in HBM
     SIM_EV_FRONTEND,        // arg0 = slot: the frontend hands the request to the scheduler
     SIM_EV_TIMEOUT,         // arg0 = slot, arg1 = its arrival seq: its client gives up
+    SIM_EV_SCALED,          // arg0 = pool: an instance it started is ready to serve
     SIM_EV_KINDS
 };
 
@@ -224,6 +225,12 @@ typedef struct sim_pool {
     double *lval;
     uint32_t *larg;
     uint32_t lsize;
+    const sim_pool_scaler *scaler;  // load-driven sizing (cluster.<pool>.autoscale), NULL = none
+    uint32_t n_starting;        // instances started, not yet serving (billed)
+    sim_time scale_last;        // time of the last start or stop
+    double scale_busy_ns;       // busy time of its instances at the last tick
+    uint64_t scale_ups, scale_downs;
+    uint32_t active_min, active_max;   // fewest and most instances serving over the run
     double gpu_ns;              // integral of active GPUs over time
     sim_time gpu_last;
 } sim_pool;

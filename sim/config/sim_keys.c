@@ -42,6 +42,7 @@ static const char *const step_models[] = {"roofline", "calibrated", "table", NUL
 static const char *const modes[] = {"disaggregated", "colocated", NULL};
 static const char *const schedulers[] = {"fcfs", "spf", "priority", NULL};
 static const char *const preemptions[] = {"recompute", "swap", NULL};
+static const char *const scale_metrics[] = {"none", "queue", "utilization", "kv", NULL};
 static const char *const precisions[] = {"auto", "bf16", "fp8", "fp4", NULL};   // mdl_prec order
 static const char *const spec_methods[] = {"auto", "dspark", "draft", "none", NULL};   // sim_spec_method
 static const char *const serving_presets[] = {"none", "vllm", "sglang", "trtllm", NULL};
@@ -67,7 +68,14 @@ static const char *const gen_arrivals[] = {"poisson", "gamma", "diurnal", NULL};
         NUM("cluster." #p ".kv_tokens", f.kv_tokens, NT_I64, F_INT, 0, 1e12, 1),                 \
         STR("cluster." #p ".hardware", f.hardware, F_NULL),                                        \
         ENUM("cluster." #p ".precision.weights", f.prec_weights, precisions),                      \
-        ENUM("cluster." #p ".precision.activations", f.prec_activations, precisions)
+        ENUM("cluster." #p ".precision.activations", f.prec_activations, precisions),              \
+        ENUM("cluster." #p ".autoscale.metric", f.autoscale.metric, scale_metrics),                \
+        NUM("cluster." #p ".autoscale.up", f.autoscale.up, NT_DBL, 0, 0, 1e9, 1),                  \
+        NUM("cluster." #p ".autoscale.down", f.autoscale.down, NT_DBL, 0, 0, 1e9, 1),              \
+        NUM("cluster." #p ".autoscale.min", f.autoscale.min, NT_I32, F_INT, 0, 1e5, 1),            \
+        NUM("cluster." #p ".autoscale.max", f.autoscale.max, NT_I32, F_INT, 0, 1e5, 1),            \
+        NUM("cluster." #p ".autoscale.cooldown_s", f.autoscale.cooldown_ns, NT_DBL, 0, 0, 8.64e5, 1e9), \
+        NUM("cluster." #p ".autoscale.startup_s", f.autoscale.startup_ns, NT_DBL, 0, 0, 8.64e4, 1e9)
 
 const keydef sim_key_table[] = {
     STR("name", name, 0),
@@ -257,6 +265,9 @@ const char *const sim_key_sections[] = {
     "cluster.vision",
     "cluster.prefill",
     "cluster.vision.precision",
+    "cluster.vision.autoscale",
+    "cluster.prefill.autoscale",
+    "cluster.decode.autoscale",
     "cluster.prefill.precision",
     "cluster.decode.precision",
     "precision",

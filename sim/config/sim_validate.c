@@ -150,6 +150,35 @@ static kvf_status check_pool_keys_apply(const sim_config *c, kvf_err *err) {
 static kvf_status check_pool(const sim_config *c, const sim_pool_cfg *p, const char *pool,
                              kvf_err *err) {
     char key[64];   // ranges are the key table's (sim_key_check_ranges); here what joins keys
+    const sim_autoscale_cfg *as = &p->autoscale;
+    if (as->metric != SIM_SCALE_NONE) {
+        snprintf(key, sizeof key, "cluster.%s.autoscale.metric", pool);
+        if (!strcmp(pool, "vision"))
+            return vfail(c, err, key, "the vision pool is sized by hand (prefill and decode scale)");
+        if (c->cluster.n_schedule > 0)
+            return vfail(c, err, key, "cannot apply beside cluster.schedule (one sizes the pool)");
+        if (c->cluster.mode == SIM_COLOCATED && !strcmp(pool, "decode"))
+            return vfail(c, err, key, "colocated: cluster.prefill.autoscale sizes the one pool");
+        int32_t mx = as->max > 0 ? as->max : p->instances;
+        snprintf(key, sizeof key, "cluster.%s.autoscale.max", pool);
+        if (mx > p->instances)
+            return vfail(c, err, key, "%d exceeds cluster.%s.instances (%d, the instances provisioned)",
+                         mx, pool, p->instances);
+        snprintf(key, sizeof key, "cluster.%s.autoscale.min", pool);
+        if (as->min > mx || as->min < 1)
+            return vfail(c, err, key, "must be in [1, max] (max %d), got %d", mx, as->min);
+        snprintf(key, sizeof key, "cluster.%s.autoscale.down", pool);
+        if (!(as->down < as->up))
+            return vfail(c, err, key, "must be below autoscale.up (%g), got %g", as->up, as->down);
+    } else {
+        static const char *const sub_keys[] = {"up", "down", "min", "max", "cooldown_s", "startup_s"};
+        const double vals[] = {as->up, as->down, as->min, as->max, as->cooldown_ns, as->startup_ns};
+        for (size_t i = 0; i < sizeof sub_keys / sizeof sub_keys[0]; i++) {
+            if (vals[i] == 0) continue;   // the defaults
+            snprintf(key, sizeof key, "cluster.%s.autoscale.%s", pool, sub_keys[i]);
+            return vfail(c, err, key, "does nothing without cluster.%s.autoscale.metric", pool);
+        }
+    }
     snprintf(key, sizeof key, "cluster.%s.tp", pool);
     if (p->tp < 0 || (p->tp > 0 && p->gpus_per_instance % p->tp))
         return vfail(c, err, key, "must divide gpus_per_instance (%d), got %d",
@@ -198,6 +227,38 @@ static kvf_status check_moe_keys(const sim_config *c, kvf_err *err) {
     return KVF_OK;
 }
 
+// Keys that cannot apply, refused rather than silently kept: the vision pool beside a model
+// without a vision encoder (its GPUs would be billed idle), and the generator keys days mode
+// does not read (arrivals come from the day and week rhythm; the span is days x 24 h).
+static kvf_status check_keys_that_cannot_apply(const sim_config *c, kvf_err *err) {
+    const char *vkey = c->cluster.vision.instances > 0 ? "cluster.vision.instances" : NULL;
+    for (int32_t i = 0; !vkey && i < c->n_key_lines; i++)
+        if (!strncmp(c->key_lines[i].key, "cluster.vision", 14) &&
+            (c->key_lines[i].key[14] == '\0' || c->key_lines[i].key[14] == '.'))
+            vkey = c->key_lines[i].key;
+    if (vkey) {
+        char path[SIM_PATH_MAX + 128], dir[SIM_PATH_MAX + 128];
+        mdl_model m;
+        kvf_err e2 = {0};
+        sim_config_resolve(c, "models", dir, sizeof dir);
+        sim_config_model_path(c, path, sizeof path);
+        if (mdl_model_load(&m, path, dir, &e2)) return vfail(c, err, "model", "%s", e2.msg);
+        if (!(m.vision_params > 0))
+            return vfail(c, err, vkey, "does not apply: %s is text only (no vision encoder), so a "
+                         "vision pool would serve nothing", m.name);
+    }
+    if (c->workload.gen.profile[0] && c->workload.gen.days > 0) {
+        static const char *const ignored[] = {"workload.generate.arrival", "workload.generate.cv",
+                                              "workload.generate.duration_s"};
+        for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++)
+            if (sim_config_key_line(c, ignored[i]) != 0 &&
+                sim_config_key_line(c, ignored[i]) != sim_config_key_line(c, "workload.generate"))
+                return vfail(c, err, ignored[i], "does not apply with workload.generate.days (days "
+                             "mode draws arrivals from the day and week rhythm over days x 24 h)");
+    }
+    return KVF_OK;
+}
+
 kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
     char path[SIM_PATH_MAX + 128];
     kvf_status st;
@@ -220,6 +281,7 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
                      "unknown value '%s' (allowed: roofline|calibrated|table)", c->step_model);
     }
     if ((st = check_moe_keys(c, err))) return st;
+    if ((st = check_keys_that_cannot_apply(c, err))) return st;
 
     for (int k = 0; k < c->n_published; k++) {
         const sim_published *p = &c->published[k];

@@ -267,6 +267,27 @@ static json_t *slo_class(const sim_cluster *c, int k, double sim_s, bool *met) {
     return o;
 }
 
+// "scaling": each load-driven pool's starts and stops, and its fewest and most serving
+// instances; NULL when no pool scales.
+static json_t *summary_scaling(const sim_cluster *c) {
+    json_t *o = NULL;
+    static const char *const pn[SIM_POOLS] = {"vision", "prefill", "decode"};
+    for (int k = 0; k < SIM_POOLS; k++) {
+        const sim_pool *p = &c->pool[k];
+        if (!p->scaler) continue;
+        if (!o) o = json_object();
+        json_t *e = json_object();
+        json_object_set_new(e, "ups", json_integer((json_int_t)p->scale_ups));
+        json_object_set_new(e, "downs", json_integer((json_int_t)p->scale_downs));
+        json_object_set_new(e, "instances_min", json_integer((json_int_t)p->active_min));
+        json_object_set_new(e, "instances_max", json_integer((json_int_t)p->active_max));
+        json_object_set_new(e, "instances_end", json_integer((json_int_t)p->n_active));
+        json_object_set_new(e, "gpu_hours", json_real(p->gpu_ns * 1e-9 / 3600));
+        json_object_set_new(o, c->colocated && k == SIM_POOL_PREFILL ? "colocated" : pn[k], e);
+    }
+    return o;
+}
+
 // "energy": board energy from each pool's hardware power (idle for every active GPU-second,
 // idle to peak for the busy share), wall energy with PUE, per million tokens and by class (by
 // its share of tokens). Sets the economics' board power per GPU. NULL when a pool's hardware
@@ -534,6 +555,8 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
     summary_gpus(s, c);
     json_object_set_new(s, "slo", summary_slo(c, sim_s));
     summary_econ_input(c, sim_s, peak, wr);
+    json_t *sc = summary_scaling(c);
+    if (sc) json_object_set_new(s, "scaling", sc);
     json_t *en = summary_energy(c, sim_s);   // before the economics: it gives their power
     if (en) json_object_set_new(s, "energy", en);
     rpt_econ_result econ_raw;

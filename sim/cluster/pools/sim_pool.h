@@ -33,6 +33,21 @@ typedef struct sim_pool_ops {
     double (*kv_used)(const struct sim_inst *in, int64_t now);
 } sim_pool_ops;
 
+// A pool's sizing policy besides its fixed count and the time-of-day schedule: asked at every
+// time-series sample; changes which instances are active (pool_autoscale.c).
+struct sim_pool;
+typedef struct sim_pool_scaler {
+    const char *name;
+    // The pool's instances at the start (the rest inactive, not billed).
+    uint32_t (*initial)(const struct sim_cluster *c, const struct sim_pool *p);
+    // Every sample: the pool's load over the last interval_s; may start or stop instances.
+    void (*tick)(struct sim_cluster *c, struct sim_pool *p, double interval_s);
+    // A started instance finished starting (weights loaded): it serves from now.
+    void (*started)(struct sim_cluster *c, struct sim_pool *p);
+} sim_pool_scaler;
+
+extern const sim_pool_scaler sim_pool_autoscaler;
+
 extern const sim_pool_ops sim_pool_vision_ops;
 extern const sim_pool_ops sim_pool_prefill_ops;
 extern const sim_pool_ops sim_pool_decode_ops;

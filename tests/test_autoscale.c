@@ -1,0 +1,94 @@
+// tests/test_autoscale.c -- load-driven instance counts (cluster.<pool>.autoscale) on a day of
+// diurnal traffic: beside a fixed cluster of the same maximum size the autoscaled one uses fewer
+// GPU-hours and still meets the SLO; it never serves with fewer than min or more than max
+// instances (the time series says so sample by sample); starting instances are billed; keys
+// that cannot apply are refused; two runs agree.
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "helpers/kvt.h"
+
+#define DAY "workload.generate.profile=chatbot", "workload.generate.days=1", \
+            "workload.generate.rate_rps=0.4", "workload.generate.diurnal_amplitude=0.8", \
+            "cluster.prefill.instances=2", "cluster.decode.instances=5"
+#define SCALE "cluster.decode.autoscale.metric=utilization", "cluster.decode.autoscale.up=0.85", \
+              "cluster.decode.autoscale.down=0.4", "cluster.decode.autoscale.min=1", \
+              "cluster.decode.autoscale.max=4", "cluster.decode.autoscale.cooldown_s=600", \
+              "cluster.decode.autoscale.startup_s=180"
+
+START_TEST(test_autoscale_saves_gpu_hours_on_a_day) {
+    kvt_tmp_make("kvf_as");
+    const char *fixed[] = {DAY};
+    const char *scaled[] = {DAY, SCALE};
+    json_t *a = kvt_run("quickstart.yaml", NULL, fixed, 6, NULL);
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/s", kvt_tmp);
+    json_t *b = kvt_run("quickstart.yaml", NULL, scaled, 13, dir);
+    double ga = kvt_num(a, "gpu_hours"), gb = kvt_num(b, "gpu_hours");
+    ck_assert_msg(gb < 0.8 * ga, "autoscaled %g GPU-hours, fixed %g", gb, ga);
+    ck_assert_msg(kvt_num(b, "slo.attainment") >= kvt_num(a, "slo.attainment") - 0.02,
+                  "attainment %g autoscaled, %g fixed", kvt_num(b, "slo.attainment"),
+                  kvt_num(a, "slo.attainment"));
+    ck_assert_msg(kvt_num(b, "scaling.decode.ups") > 0 && kvt_num(b, "scaling.decode.downs") > 0,
+                  "no scaling over a diurnal day");
+    ck_assert_msg(kvt_num(b, "scaling.decode.instances_min") >= 1 &&
+                      kvt_num(b, "scaling.decode.instances_max") <= 4,
+                  "instances %g..%g outside [1, 4]", kvt_num(b, "scaling.decode.instances_min"),
+                  kvt_num(b, "scaling.decode.instances_max"));
+    // the decode pool's GPU-hours: never more than its maximum all day, and what the summary
+    // bills is what the scaling section says
+    ck_assert_msg(kvt_num(b, "scaling.decode.gpu_hours") <= 4 * 24 * 1.0001, "decode %g GPU-hours",
+                  kvt_num(b, "scaling.decode.gpu_hours"));
+    // sample by sample, the serving instances stay within [min, max]
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "sqlite3 %s/results.db \"select min(value), max(value), count(distinct value) "
+                              "from timeseries where pool='decode' and metric='instances'\"", dir);
+    ck_assert_int_eq(kvt_sh("%s", cmd), 0);
+    double lo = -1, hi = -1, nd = -1;
+    ck_assert_msg(sscanf(kvt_out, "%lf|%lf|%lf", &lo, &hi, &nd) == 3, "%s", kvt_out);
+    ck_assert_msg(lo >= 1 && hi <= 4 && nd >= 2, "instances over the day %g..%g (%g counts)", lo, hi, nd);
+    // deterministic
+    json_t *c = kvt_run("quickstart.yaml", NULL, scaled, 13, NULL);
+    ck_assert_msg(kvt_num(c, "gpu_hours") == gb && kvt_num(c, "ttft_ms.p90") == kvt_num(b, "ttft_ms.p90"),
+                  "two runs differ: %g / %g GPU-hours", kvt_num(c, "gpu_hours"), gb);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    kvt_tmp_remove();
+}
+END_TEST
+
+START_TEST(test_autoscale_keys_that_cannot_apply) {
+    struct {
+        const char *sets, *key;
+    } bad[] = {
+        {"--set cluster.decode.autoscale.up=0.9", "cluster.decode.autoscale.up"},
+        {"--set cluster.vision.autoscale.metric=queue", "cluster.vision.autoscale.metric"},
+        {"--set cluster.decode.autoscale.metric=queue --set cluster.decode.autoscale.up=1 "
+         "--set cluster.decode.autoscale.down=2 --set cluster.decode.autoscale.min=1", "autoscale.down"},
+        {"--set cluster.decode.autoscale.metric=kv --set cluster.decode.autoscale.up=0.9 "
+         "--set cluster.decode.autoscale.min=1 --set cluster.decode.autoscale.max=99", "autoscale.max"},
+        {"--set cluster.decode.autoscale.metric=nonsense", "autoscale.metric"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = kvt_sh("%s run scenarios/quickstart.yaml %s -q --no-report -o /tmp/kvf_as_bad --force",
+                        kvt_bin(), bad[i].sets);
+        ck_assert_msg(rc == 2, "%s: exit %d", bad[i].sets, rc);
+        ck_assert_msg(strstr(kvt_err, bad[i].key), "%s: message without %s: %s", bad[i].sets,
+                      bad[i].key, kvt_err);
+    }
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("autoscale");
+    TCase *tc = tcase_create("autoscale");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_autoscale_saves_gpu_hours_on_a_day);
+    tcase_add_test(tc, test_autoscale_keys_that_cannot_apply);
+    suite_add_tcase(s, tc);
+    return kvt_main(s);
+}
