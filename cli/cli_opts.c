@@ -138,6 +138,12 @@ kvf_status cli_set_literal(sim_config *c, const char *key, const char *value, kv
             *p++ = (char)*q;
         } else if (*q < 0x20 || *q == 0x7f) {
             p += snprintf(p, 5, "\\x%02x", *q);
+        } else if (q[0] == 0xc2 && q[1] == 0x85) {   // U+0085, a YAML line break: folded
+            p += snprintf(p, 3, "\\N");
+            q++;
+        } else if (q[0] == 0xe2 && q[1] == 0x80 && (q[2] == 0xa8 || q[2] == 0xa9)) {
+            p += snprintf(p, 3, "\\%c", q[2] == 0xa8 ? 'L' : 'P');   // U+2028, U+2029
+            q += 2;
         } else {
             *p++ = (char)*q;
         }

@@ -165,6 +165,7 @@ END_TEST
 START_TEST(test_vision_gpus_printed) {
     kvt_tmp_make("kvf_rep_vision");
     int rc = kvt_sh("%s run scenarios/quickstart.yaml --set workload.limit_requests=150 "
+                    "--set model=gemma-3-27b "   // a vision pool needs a vision encoder
                     "--set cluster.vision.instances=1 --set cluster.vision.gpus_per_instance=2 "
                     "--no-report -o %s/v",
                     kvt_bin(), kvt_tmp);
