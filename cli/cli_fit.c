@@ -52,6 +52,8 @@ typedef struct fit_ctx {
     const fit_term *term;
     int n_term;
     const char *model;          // --model for every run (NULL: from the run)
+    const char *base[32];       // --set K=V for every run, before the terms
+    int n_base;
     char tmp[64];
     long evals;
     bool quiet;
@@ -61,13 +63,14 @@ typedef struct fit_ctx {
 // failed (its message in err).
 static bool eval_run(fit_ctx *f, int i, const double *x, cli_meas_table *t, kvf_err *err) {
     char sets[FIT_MAX_TERMS][128];
-    const char *sp[FIT_MAX_TERMS];
+    const char *sp[32 + FIT_MAX_TERMS];
+    for (int k = 0; k < f->n_base; k++) sp[k] = f->base[k];
     for (int k = 0; k < f->n_term; k++) {
         snprintf(sets[k], sizeof sets[k], "%s=%.9g", f->term[k].key, x[k]);
-        sp[k] = sets[k];
+        sp[f->n_base + k] = sets[k];
     }
     cli_meas_setup s = {.model = f->model, .hardware = f->run[i].hardware, .sets = sp,
-                        .n_sets = f->n_term, .seed = 1};
+                        .n_sets = f->n_base + f->n_term, .seed = 1};
     sim_config *cfg = kvf_malloc(sizeof *cfg);
     char notes[1024] = "";
     kvf_status st = cli_meas_scenario(&f->run[i].m, &s, f->run[i].trace, cfg, notes, sizeof notes, err);
@@ -230,7 +233,7 @@ static int usage(FILE *f, int rc) {
     fprintf(f,
             "usage: kvfleet fit (--manifest CSV | --measured RUN --hardware H ...) -o FILE\n"
             "                   [--term KEY:LO:HI:START]... [--max-evals N] [--no-loo]\n"
-            "                   [--include-overloaded] [--model M] [--force] [-q]\n"
+            "                   [--include-overloaded] [--model M] [--set K=V]... [--force] [-q]\n"
             "  Fits system terms (default serving.frontend_ms, efficiency.step_overhead_us,\n"
             "  efficiency.memory, efficiency.attention_memory, efficiency.comm_latency_us) to measured runs, writes them as\n"
             "  a file a scenario names with serving.fit, and reports the in-sample and\n"
@@ -245,236 +248,277 @@ static bool parse_num(const char *s, double *v) {
     return end != s && !*end && !errno && isfinite(*v);
 }
 
-int cli_fit(int argc, char **argv) {
-    fit_ctx *f = kvf_calloc(1, sizeof *f);
-    const char *manifest = NULL, *out = NULL, *hw = NULL;
+// One `kvfleet fit` invocation: its options, its runs (in ctx) and what it found.
+typedef struct fit_job {
+    fit_ctx *f;
+    const char *manifest, *out, *hw;
     const char *runs[FIT_MAX_RUNS];
-    int n_runs = 0, max_evals = 60, rc = 0;
-    bool loo = true, force = false, include_over = false;
+    int n_runs, max_evals;
+    bool loo, force, include_over;
     fit_term terms[FIT_MAX_TERMS];
-    int n_terms = 0;
-    kvf_err err = {0};
-    kvf_status st = KVF_OK;
+    int n_terms;
+    bool train[FIT_MAX_RUNS];
+    int n_train;
+    time_t t0;
+    double u[FIT_MAX_TERMS], x[FIT_MAX_TERMS];   // the fit, in the unit cube and in key units
+    cli_meas_table tab[FIT_MAX_RUNS];            // every run at the fitted terms
+    cli_meas_table loo_tab[FIT_MAX_RUNS];        // each training run by terms fitted without it
+    double loo_x[FIT_MAX_RUNS][FIT_MAX_TERMS];
+    errs ins, lo_e;
+} fit_job;
+
+// --term KEY:LO:HI:START into j->terms; false (message printed) when malformed.
+static bool parse_term(fit_job *j, const char *v) {
+    char buf[160];
+    snprintf(buf, sizeof buf, "%s", v);
+    char *a = strtok(buf, ":"), *b = strtok(NULL, ":"), *c = strtok(NULL, ":"), *d = strtok(NULL, ":");
+    double lo, hi, s0;
+    if (j->n_terms >= FIT_MAX_TERMS || !a || !b || !c || !d || !parse_num(b, &lo) ||
+        !parse_num(c, &hi) || !parse_num(d, &s0) || !(lo < hi) || s0 < lo || s0 > hi) {
+        fprintf(stderr, "kvfleet fit: --term %s: expected KEY:LO:HI:START with LO < HI and "
+                        "START between (at most %d terms)\n", v, FIT_MAX_TERMS);
+        return false;
+    }
+    j->terms[j->n_terms++] = (fit_term){kvf_strdup(a), lo, hi, s0};
+    return true;
+}
+
+// The command line into *j. Returns -1 to go on, else the exit code (0 after --help).
+static int parse_args(fit_job *j, int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         bool valued = !strcmp(o, "--manifest") || !strcmp(o, "--measured") || !strcmp(o, "-o") ||
                       !strcmp(o, "--hardware") || !strcmp(o, "--term") || !strcmp(o, "--max-evals") ||
-                      !strcmp(o, "--model");
+                      !strcmp(o, "--model") || !strcmp(o, "--set");
         if (valued && i + 1 >= argc) {
             fprintf(stderr, "kvfleet fit: option %s needs a value\n", o);
-            rc = 2;
-            goto done;
+            return 2;
         }
         const char *v = valued ? argv[++i] : NULL;
-        if (!strcmp(o, "--manifest")) manifest = v;
-        else if (!strcmp(o, "--measured")) {
-            if (n_runs >= FIT_MAX_RUNS) {
-                fprintf(stderr, "kvfleet fit: at most %d --measured\n", FIT_MAX_RUNS);
-                rc = 2;
-                goto done;
+        double x;
+        if (!strcmp(o, "--manifest")) j->manifest = v;
+        else if (!strcmp(o, "-o")) j->out = v;
+        else if (!strcmp(o, "--hardware")) j->hw = v;
+        else if (!strcmp(o, "--model")) j->f->model = v;
+        else if (!strcmp(o, "--measured") || !strcmp(o, "--set")) {
+            bool m = o[2] == 'm';
+            if ((m && j->n_runs >= FIT_MAX_RUNS) || (!m && j->f->n_base >= 32)) {
+                fprintf(stderr, "kvfleet fit: at most %d %s\n", m ? FIT_MAX_RUNS : 32, o);
+                return 2;
             }
-            runs[n_runs++] = v;
-        } else if (!strcmp(o, "-o")) out = v;
-        else if (!strcmp(o, "--hardware")) hw = v;
-        else if (!strcmp(o, "--model")) f->model = v;
-        else if (!strcmp(o, "--max-evals")) {
-            double x;
+            if (m) j->runs[j->n_runs++] = v;
+            else j->f->base[j->f->n_base++] = v;
+        } else if (!strcmp(o, "--max-evals")) {
             if (!parse_num(v, &x) || x < 4 || x > 100000 || x != floor(x)) {
                 fprintf(stderr, "kvfleet fit: --max-evals %s: expected a whole number in [4, 100000]\n", v);
-                rc = 2;
-                goto done;
+                return 2;
             }
-            max_evals = (int)x;
+            j->max_evals = (int)x;
         } else if (!strcmp(o, "--term")) {
-            // KEY:LO:HI:START
-            char buf[160];
-            snprintf(buf, sizeof buf, "%s", v);
-            char *a = strtok(buf, ":"), *b = strtok(NULL, ":"), *c = strtok(NULL, ":"), *d = strtok(NULL, ":");
-            double lo, hi, s0;
-            if (n_terms >= FIT_MAX_TERMS || !a || !b || !c || !d || !parse_num(b, &lo) ||
-                !parse_num(c, &hi) || !parse_num(d, &s0) || !(lo < hi) || s0 < lo || s0 > hi) {
-                fprintf(stderr, "kvfleet fit: --term %s: expected KEY:LO:HI:START with LO < HI and "
-                                "START between (at most %d terms)\n", v, FIT_MAX_TERMS);
-                rc = 2;
-                goto done;
-            }
-            terms[n_terms] = (fit_term){kvf_strdup(a), lo, hi, s0};
-            n_terms++;
-        } else if (!strcmp(o, "--no-loo")) loo = false;
-        else if (!strcmp(o, "--include-overloaded")) include_over = true;
-        else if (!strcmp(o, "--force")) force = true;
-        else if (!strcmp(o, "-q") || !strcmp(o, "--quiet")) f->quiet = true;
-        else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-            usage(stdout, 0);
-            goto done;
-        } else {
+            if (!parse_term(j, v)) return 2;
+        } else if (!strcmp(o, "--no-loo")) j->loo = false;
+        else if (!strcmp(o, "--include-overloaded")) j->include_over = true;
+        else if (!strcmp(o, "--force")) j->force = true;
+        else if (!strcmp(o, "-q") || !strcmp(o, "--quiet")) j->f->quiet = true;
+        else if (!strcmp(o, "--help") || !strcmp(o, "-h")) return usage(stdout, 0);
+        else {
             fprintf(stderr, "kvfleet fit: unknown option '%s'\n", o);
-            rc = usage(stderr, 2);
-            goto done;
+            return usage(stderr, 2);
         }
     }
-    if (!out || (!manifest && !n_runs) || (n_runs && !hw)) {
+    if (!j->out || (!j->manifest && !j->n_runs) || (j->n_runs && !j->hw)) {
         fprintf(stderr, "kvfleet fit: needs -o FILE and --manifest CSV, or --measured RUN... with --hardware\n");
-        rc = usage(stderr, 2);
-        goto done;
+        return usage(stderr, 2);
     }
     struct stat sb;
-    if (!force && stat(out, &sb) == 0) {
-        fprintf(stderr, "kvfleet fit: %s exists; --force replaces it\n", out);
-        rc = 2;
-        goto done;
+    if (!j->force && stat(j->out, &sb) == 0) {
+        fprintf(stderr, "kvfleet fit: %s exists; --force replaces it\n", j->out);
+        return 2;
     }
-    f->term = n_terms ? terms : default_terms;
-    f->n_term = n_terms ? n_terms : (int)(sizeof default_terms / sizeof default_terms[0]);
-    snprintf(f->tmp, sizeof f->tmp, "/tmp/kvfleet-fit.XXXXXX");
-    if (!mkdtemp(f->tmp)) {
-        fprintf(stderr, "kvfleet fit: cannot create a temporary directory: %s\n", strerror(errno));
-        rc = 1;
-        f->tmp[0] = '\0';
-        goto done;
-    }
-    if (manifest) {
+    return -1;
+}
+
+// The manifest's runs and the --measured ones, each written as a trace once; the training set
+// (all but the overloaded, unless --include-overloaded).
+static kvf_status load_runs(fit_job *j, kvf_err *err) {
+    fit_ctx *f = j->f;
+    kvf_status st = KVF_OK;
+    if (j->manifest) {
         trc_measured_entry *e = NULL;
         size_t ne = 0;
-        if ((st = trc_measured_manifest_read(manifest, &e, &ne, &err))) goto fail;
+        if ((st = trc_measured_manifest_read(j->manifest, &e, &ne, err))) return st;
         for (size_t i = 0; !st && i < ne; i++) {
             char h[64];
-            hw_name(hw ? hw : e[i].hardware, h, sizeof h);
-            st = add_run(f, e[i].dir, e[i].experiment, h, e[i].overloaded, &err);
+            hw_name(j->hw ? j->hw : e[i].hardware, h, sizeof h);
+            st = add_run(f, e[i].dir, e[i].experiment, h, e[i].overloaded, err);
         }
         free(e);
-        if (st) goto fail;
+        if (st) return st;
     }
-    for (int i = 0; i < n_runs; i++) {
-        const char *b = strrchr(runs[i], '/');
-        if ((st = add_run(f, runs[i], b && b[1] ? b + 1 : runs[i], hw, false, &err))) goto fail;
+    for (int i = 0; i < j->n_runs; i++) {
+        const char *b = strrchr(j->runs[i], '/');
+        if ((st = add_run(f, j->runs[i], b && b[1] ? b + 1 : j->runs[i], j->hw, false, err))) return st;
     }
-    bool train[FIT_MAX_RUNS] = {0};
-    int n_train = 0;
     for (int i = 0; i < f->n_run; i++) {
-        train[i] = include_over || !f->run[i].overloaded;
-        n_train += train[i];
+        j->train[i] = j->include_over || !f->run[i].overloaded;
+        j->n_train += j->train[i];
     }
-    if (n_train < 1) {
-        st = kvf_fail(&err, KVF_EINVAL, "no training run left (every run is marked overloaded)");
-        goto fail;
-    }
-    if (loo && n_train < 3) loo = false;   // one held out of two leaves one run: not a fit
-    time_t t0 = time(NULL);
-    double u[FIT_MAX_TERMS], x[FIT_MAX_TERMS];
+    if (j->n_train < 1) return kvf_fail(err, KVF_EINVAL, "no training run left (every run is marked overloaded)");
+    if (j->loo && j->n_train < 3) j->loo = false;   // one held out of two leaves one run: not a fit
+    return KVF_OK;
+}
+
+// The fit on the whole training set, and every run's table at it (in-sample errors).
+static kvf_status fit_all(fit_job *j, kvf_err *err) {
+    fit_ctx *f = j->f;
     for (int k = 0; k < f->n_term; k++)
-        u[k] = (f->term[k].start - f->term[k].lo) / (f->term[k].hi - f->term[k].lo);
-    double best = nelder_mead(f, train, u, 0.25, max_evals);
-    to_x(f, u, x);
+        j->u[k] = (f->term[k].start - f->term[k].lo) / (f->term[k].hi - f->term[k].lo);
+    double best = nelder_mead(f, j->train, j->u, 0.25, j->max_evals);
+    to_x(f, j->u, j->x);
     if (!f->quiet) {
-        fprintf(stderr, "fit: %d training runs, objective %.2f %% after %ld simulations:", n_train, best, f->evals);
-        for (int k = 0; k < f->n_term; k++) fprintf(stderr, " %s=%.4g", f->term[k].key, x[k]);
+        fprintf(stderr, "fit: %d training runs, objective %.2f %% after %ld simulations:", j->n_train, best, f->evals);
+        for (int k = 0; k < f->n_term; k++) fprintf(stderr, " %s=%.4g", f->term[k].key, j->x[k]);
         fprintf(stderr, "\n");
     }
-    // in-sample errors, and every run's table at the fitted terms
-    cli_meas_table tab[FIT_MAX_RUNS];
-    errs ins = {0}, lo_e = {0};
-    int n_in = 0, n_lo = 0;
+    int n_in = 0;
     for (int i = 0; i < f->n_run; i++) {
         kvf_err e2 = {0};
-        if (!eval_run(f, i, x, &tab[i], &e2)) {
-            st = kvf_fail(&err, KVF_ERUN, "%s: %s", f->run[i].name, e2.msg);
-            goto fail;
-        }
-        if (train[i]) errs_add(&ins, &tab[i], &n_in);
+        if (!eval_run(f, i, j->x, &j->tab[i], &e2))
+            return kvf_fail(err, KVF_ERUN, "%s: %s", f->run[i].name, e2.msg);
+        if (j->train[i]) errs_add(&j->ins, &j->tab[i], &n_in);
     }
-    errs_div(&ins, n_in);
-    cli_meas_table loo_tab[FIT_MAX_RUNS];
-    double loo_x[FIT_MAX_RUNS][FIT_MAX_TERMS];
-    if (loo) {
-        for (int i = 0; i < f->n_run; i++) {
-            if (!train[i]) continue;
-            bool use[FIT_MAX_RUNS];
-            memcpy(use, train, sizeof use);
-            use[i] = false;
-            double ui[FIT_MAX_TERMS];
-            memcpy(ui, u, sizeof ui);
-            nelder_mead(f, use, ui, 0.1, max_evals / 2 > 12 ? max_evals / 2 : 12);
-            to_x(f, ui, loo_x[i]);
-            kvf_err e2 = {0};
-            if (!eval_run(f, i, loo_x[i], &loo_tab[i], &e2)) {
-                st = kvf_fail(&err, KVF_ERUN, "%s: %s", f->run[i].name, e2.msg);
-                goto fail;
-            }
-            errs_add(&lo_e, &loo_tab[i], &n_lo);
-            if (!f->quiet)
-                fprintf(stderr, "fit: left out %-48s MAPE %.1f %%\n", f->run[i].name, loo_tab[i].mape_pct);
-        }
-        errs_div(&lo_e, n_lo);
+    errs_div(&j->ins, n_in);
+    return KVF_OK;
+}
+
+// Leave one out: each training run predicted by terms fitted on the others (from the full fit).
+static kvf_status fit_loo(fit_job *j, kvf_err *err) {
+    fit_ctx *f = j->f;
+    int n_lo = 0;
+    for (int i = 0; i < f->n_run; i++) {
+        if (!j->train[i]) continue;
+        bool use[FIT_MAX_RUNS];
+        memcpy(use, j->train, sizeof use);
+        use[i] = false;
+        double ui[FIT_MAX_TERMS];
+        memcpy(ui, j->u, sizeof ui);
+        nelder_mead(f, use, ui, 0.1, j->max_evals / 2 > 12 ? j->max_evals / 2 : 12);
+        to_x(f, ui, j->loo_x[i]);
+        kvf_err e2 = {0};
+        if (!eval_run(f, i, j->loo_x[i], &j->loo_tab[i], &e2))
+            return kvf_fail(err, KVF_ERUN, "%s: %s", f->run[i].name, e2.msg);
+        errs_add(&j->lo_e, &j->loo_tab[i], &n_lo);
+        if (!f->quiet)
+            fprintf(stderr, "fit: left out %-48s MAPE %.1f %%\n", f->run[i].name, j->loo_tab[i].mape_pct);
     }
-    // the file
+    errs_div(&j->lo_e, n_lo);
+    return KVF_OK;
+}
+
+static void write_table_row(FILE *o, const char *label, const cli_meas_table *t) {
+    fprintf(o, "    %s: {", label);
+    for (int k = 0; k < CLI_MEAS_PRIMARY; k++)
+        fprintf(o, "%s%s: %.2f", k ? ", " : "", t->m[k].name, t->m[k].error_pct);
+    fprintf(o, "}\n");
+}
+
+// The fit file (YAML a scenario names with serving.fit), written beside and renamed into place.
+static kvf_status write_fit(const fit_job *j, kvf_err *err) {
+    const fit_ctx *f = j->f;
     char tmp[SIM_PATH_MAX + 32];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", out, (int)getpid());
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", j->out, (int)getpid());
     FILE *o = fopen(tmp, "w");
-    if (!o) {
-        st = kvf_fail(&err, KVF_EIO, "%s: %s", tmp, strerror(errno));
-        goto fail;
-    }
+    if (!o) return kvf_fail(err, KVF_EIO, "%s: %s", tmp, strerror(errno));
     fprintf(o, "# kvfleet fit: system terms fitted to measured runs. Inputs: the training runs'\n"
                "# requests, server configurations and measured latencies; outputs: the terms and\n"
                "# the errors below. A scenario applies the terms with serving.fit: FILE (keys it\n"
                "# sets itself win). Runs outside the training set are checks, never fitted to.\n");
-    fprintf(o, "training_set: %s\n", manifest ? manifest : "--measured runs");
+    fprintf(o, "training_set: %s\n", j->manifest ? j->manifest : "--measured runs");
+    if (f->n_base) {
+        fprintf(o, "settings:   # applied to every run before the terms (a scenario using this fit sets them too)\n");
+        for (int k = 0; k < f->n_base; k++) fprintf(o, "  - \"%s\"\n", f->base[k]);
+    }
     fprintf(o, "objective: mean over the training runs of the MAPE of ttft_ms.mean, ttft_ms.p90, "
                "itl_ms.mean, e2e_ms.mean\n");
-    fprintf(o, "simulations: %ld\nseconds: %ld\n", f->evals, (long)(time(NULL) - t0));
+    fprintf(o, "simulations: %ld\nseconds: %ld\n", f->evals, (long)(time(NULL) - j->t0));
     fprintf(o, "terms:\n");
-    for (int k = 0; k < f->n_term; k++) fprintf(o, "  %s: %.6g\n", f->term[k].key, x[k]);
+    for (int k = 0; k < f->n_term; k++) fprintf(o, "  %s: %.6g\n", f->term[k].key, j->x[k]);
     fprintf(o, "bounds:\n");
     for (int k = 0; k < f->n_term; k++)
         fprintf(o, "  %s: [%g, %g]\n", f->term[k].key, f->term[k].lo, f->term[k].hi);
     fprintf(o, "runs:\n");
     for (int i = 0; i < f->n_run; i++) {
         fprintf(o, "  %s:\n    role: %s\n", f->run[i].name,
-                train[i] ? "training" : "check (overloaded: client time-outs censor the measured "
-                                        "latencies; not fitted to)");
-        fprintf(o, "    in_sample_error_pct: {");
-        for (int k = 0; k < CLI_MEAS_PRIMARY; k++)
-            fprintf(o, "%s%s: %.2f", k ? ", " : "", tab[i].m[k].name, tab[i].m[k].error_pct);
-        fprintf(o, "}\n");
-        if (loo && train[i]) {
-            fprintf(o, "    loo_error_pct: {");
-            for (int k = 0; k < CLI_MEAS_PRIMARY; k++)
-                fprintf(o, "%s%s: %.2f", k ? ", " : "", loo_tab[i].m[k].name, loo_tab[i].m[k].error_pct);
-            fprintf(o, "}\n    loo_terms: {");
-            for (int k = 0; k < f->n_term; k++) fprintf(o, "%s%s: %.4g", k ? ", " : "", f->term[k].key, loo_x[i][k]);
+                j->train[i] ? "training" : "check (overloaded: client time-outs censor the measured "
+                                           "latencies; not fitted to)");
+        write_table_row(o, "in_sample_error_pct", &j->tab[i]);
+        if (j->loo && j->train[i]) {
+            write_table_row(o, "loo_error_pct", &j->loo_tab[i]);
+            fprintf(o, "    loo_terms: {");
+            for (int k = 0; k < f->n_term; k++) fprintf(o, "%s%s: %.4g", k ? ", " : "", f->term[k].key, j->loo_x[i][k]);
             fprintf(o, "}\n");
         }
     }
     fprintf(o, "in_sample_abs_error_pct:   # mean |error| over the training runs\n");
-    write_errs(o, "  ", &ins, &tab[0]);
-    if (loo) {
+    write_errs(o, "  ", &j->ins, &j->tab[0]);
+    if (j->loo) {
         fprintf(o, "loo_error_pct:   # mean |error| of each training run predicted without it\n");
-        write_errs(o, "  ", &lo_e, &tab[0]);
+        write_errs(o, "  ", &j->lo_e, &j->tab[0]);
     }
-    if (fclose(o) || rename(tmp, out)) {
-        st = kvf_fail(&err, KVF_EIO, "%s: %s", out, strerror(errno));
+    if (fclose(o) || rename(tmp, j->out)) {
+        kvf_status st = kvf_fail(err, KVF_EIO, "%s: %s", j->out, strerror(errno));
         unlink(tmp);
-        goto fail;
+        return st;
     }
-    if (!f->quiet) {
-        printf("terms fitted to %d runs (%ld simulations) -> %s\n", n_train, f->evals, out);
-        for (int k = 0; k < f->n_term; k++) printf("  %-30s %.4g\n", f->term[k].key, x[k]);
-        printf("  %-16s %10s %10s\n", "mean |error| %", "in sample", loo ? "left out" : "");
-        for (int k = 0; k < CLI_MEAS_PRIMARY; k++) {
-            char lo_s[32] = "";
-            if (loo) snprintf(lo_s, sizeof lo_s, "%.1f", lo_e.e[k]);
-            printf("  %-16s %10.1f %10s\n", tab[0].m[k].name, ins.e[k], lo_s);
-        }
+    return KVF_OK;
+}
+
+static void print_fit(const fit_job *j) {
+    const fit_ctx *f = j->f;
+    printf("terms fitted to %d runs (%ld simulations) -> %s\n", j->n_train, f->evals, j->out);
+    for (int k = 0; k < f->n_term; k++) printf("  %-30s %.4g\n", f->term[k].key, j->x[k]);
+    printf("  %-16s %10s %10s\n", "mean |error| %", "in sample", j->loo ? "left out" : "");
+    for (int k = 0; k < CLI_MEAS_PRIMARY; k++) {
+        char lo_s[32] = "";
+        if (j->loo) snprintf(lo_s, sizeof lo_s, "%.1f", j->lo_e.e[k]);
+        printf("  %-16s %10.1f %10s\n", j->tab[0].m[k].name, j->ins.e[k], lo_s);
     }
-    goto done;
-fail:
-    fprintf(stderr, "kvfleet: %s\n", err.msg);
-    rc = st == KVF_ERUN || st == KVF_EIO || st == KVF_ENOMEM ? 1 : 2;
+}
+
+int cli_fit(int argc, char **argv) {
+    fit_job *j = kvf_calloc(1, sizeof *j);
+    j->f = kvf_calloc(1, sizeof *j->f);
+    j->max_evals = 60;
+    j->loo = true;
+    kvf_err err = {0};
+    kvf_status st = KVF_OK;
+    int rc = parse_args(j, argc, argv);
+    if (rc >= 0) goto done;
+    rc = 0;
+    fit_ctx *f = j->f;
+    f->term = j->n_terms ? j->terms : default_terms;
+    f->n_term = j->n_terms ? j->n_terms : (int)(sizeof default_terms / sizeof default_terms[0]);
+    snprintf(f->tmp, sizeof f->tmp, "/tmp/kvfleet-fit.XXXXXX");
+    if (!mkdtemp(f->tmp)) {
+        fprintf(stderr, "kvfleet fit: cannot create a temporary directory: %s\n", strerror(errno));
+        f->tmp[0] = '\0';
+        rc = 1;
+        goto done;
+    }
+    j->t0 = time(NULL);
+    if (!(st = load_runs(j, &err)) && !(st = fit_all(j, &err)) && (!j->loo || !(st = fit_loo(j, &err))))
+        st = write_fit(j, &err);
+    if (st) {
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
+        rc = st == KVF_ERUN || st == KVF_EIO || st == KVF_ENOMEM ? 1 : 2;
+    } else if (!f->quiet) {
+        print_fit(j);
+    }
 done:
-    for (int i = 0; i < f->n_run; i++) trc_measured_free(&f->run[i].m);
-    if (f->tmp[0]) sim_remove_tree(f->tmp);
-    for (int k = 0; k < n_terms; k++) free((char *)terms[k].key);
-    free(f);
+    for (int i = 0; i < j->f->n_run; i++) trc_measured_free(&j->f->run[i].m);
+    if (j->f->tmp[0]) sim_remove_tree(j->f->tmp);
+    for (int k = 0; k < j->n_terms; k++) free((char *)j->terms[k].key);
+    free(j->f);
+    free(j);
     return rc;
 }
