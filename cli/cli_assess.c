@@ -439,13 +439,14 @@ static int assess_fail(const kvf_err *err, kvf_status s) {
 // A --set key that would change what is read as the trace (the report names TRACE, so the
 // runs must replay TRACE): the key, else NULL.
 static const char *trace_key(const assess_args *a) {
-    static const char *const keys[] = {"workload.trace", "workload.format", "workload.generate",
-                                       "workload"};
+    // the section itself (a mapping that may hold any of them), or a key at or below one
+    static const char *const keys[] = {"workload.trace", "workload.format", "workload.generate"};
     for (int i = 0; i < a->c.nsets; i++) {
         const char *v = a->c.sets[i], *eq = strchr(v, '=');
         while (*v == ' ' || *v == '\t') v++;
         size_t n = eq ? (size_t)(eq - v) : strlen(v);
         while (n && (v[n - 1] == ' ' || v[n - 1] == '\t')) n--;
+        if (n == 8 && !strncmp(v, "workload", 8)) return a->c.sets[i];
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
             size_t kl = strlen(keys[k]);
             if (n >= kl && !strncmp(v, keys[k], kl) && (n == kl || v[kl] == '.'))
