@@ -403,6 +403,71 @@ START_TEST(test_sample_plan_rounding) {
 }
 END_TEST
 
+// Pools rounded alike carry the traffic at the same ratio: fleet-day's 16 + 16 instances at
+// 1/32 and 1/64 run as 1 + 1 at the effective rate 1/16 (their load per instance the full
+// fleet's), so their figures are 1/16's; a short day keeps the test quick.
+START_TEST(test_sample_rate_keeps_load) {
+    const char *base[] = {"workload.generate.days=0.002", "workload.generate.warmup_days=0", NULL};
+    const char *rates[] = {"workload.sample_rate=0.0625", "workload.sample_rate=0.03125",
+                           "workload.sample_rate=0.015625"};
+    json_t *ref = NULL;
+    for (int i = 0; i < 3; i++) {
+        base[2] = rates[i];
+        json_t *s = kvt_run("fleet-day.yaml", NULL, base, 3, NULL);
+        double rate = kvt_num(s, "sampling.rate");
+        ck_assert_msg(fabs(rate - 0.0625) < 1e-12, "%s: effective rate %g", rates[i], rate);
+        ck_assert_msg(kvt_num(s, "sampling.instances_scaled.decode.load_factor") == 1 &&
+                          kvt_num(s, "sampling.instances_scaled.prefill.effective_rate") == 0.0625,
+                      "%s: load factor %g", rates[i],
+                      kvt_num(s, "sampling.instances_scaled.decode.load_factor"));
+        if (!ref) {
+            ref = s;
+            continue;
+        }
+        const char *figs[] = {"ttft_ms.p50", "ttft_ms.p90", "tpot_ms.p50", "throughput.input_tok_s",
+                              "throughput.output_tok_s"};
+        for (int k = 0; k < 5; k++) {
+            double a = kvt_num(ref, figs[k]), b = kvt_num(s, figs[k]);
+            ck_assert_msg(fabs(b / a - 1) <= 0.05, "%s: %s %g against %g at 1/16", rates[i],
+                          figs[k], b, a);
+        }
+        json_decref(s);
+    }
+    json_decref(ref);
+    // out of proportion: 40 + 20 instances at 0.33 round to 13 + 7 (loads x 1.015, x 0.943)
+    int rc = kvt_sh("%s run scenarios/sampling-mooncake.yaml -q --no-report -o /tmp/kvf_sample_x "
+                    "--set workload.sample_rate=0.33", kvt_bin());
+    ck_assert_msg(rc == 2 && strstr(kvt_err, "workload.sample_rate") && strstr(kvt_err, "0.35"),
+                  "exit %d: %s", rc, kvt_err);
+}
+END_TEST
+
+// A fleet small enough to run in full (4 + 4 DeepSeek-V3 instances, a quarter of fleet-day's
+// traffic for 7 simulated minutes) against R = 1/4 (1 + 1). Stated error: throughput and TPOT
+// p50 within 5 %; TTFT p50/p90 within 35 %, the queueing of one instance against four pooled
+// behind a least-loaded router at the same load per instance (measured: +20 % p50, +27 % p90).
+START_TEST(test_sample_quarter_vs_full) {
+    const char *sets[] = {"cluster.prefill.instances=4", "cluster.decode.instances=4",
+                          "workload.generate.rate_rps=375", "workload.generate.days=0.005",
+                          "workload.generate.warmup_days=0", "workload.sample_rate=0.25"};
+    json_t *full = kvt_run("fleet-day.yaml", NULL, sets, 5, NULL);
+    json_t *q = kvt_run("fleet-day.yaml", NULL, sets, 6, NULL);
+    const char *figs[] = {"throughput.input_tok_s", "throughput.output_tok_s", "tpot_ms.p50",
+                          "ttft_ms.p50", "ttft_ms.p90"};
+    const double bound[] = {0.05, 0.05, 0.05, 0.35, 0.35};
+    for (int k = 0; k < 5; k++) {
+        double a = kvt_num(full, figs[k]), b = kvt_num(q, figs[k]);
+        fprintf(stderr, "R = 1/4 vs 1: %-24s %12.3f %12.3f %+6.1f %%\n", figs[k], b, a,
+                100 * (b / a - 1));
+        ck_assert_msg(fabs(b / a - 1) <= bound[k], "%s: %g at R = 1/4 against %g in full",
+                      figs[k], b, a);
+    }
+    ck_assert_msg(kvt_num(q, "sampling.rate") == 0.25, "rate %g", kvt_num(q, "sampling.rate"));
+    json_decref(full);
+    json_decref(q);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("sample");
     TCase *t = tcase_create("sample");
@@ -412,6 +477,8 @@ static Suite *suite(void) {
     tcase_add_test(t, test_sample_groups_whole);
     tcase_add_test(t, test_sample_error_mooncake);
     tcase_add_test(t, test_sample_error_agentic);
+    tcase_add_test(t, test_sample_rate_keeps_load);
+    tcase_add_test(t, test_sample_quarter_vs_full);
     suite_add_tcase(s, t);
     return s;
 }

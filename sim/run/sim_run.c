@@ -179,8 +179,9 @@ kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_
             return kvf_fail(err, KVF_ENOMEM, "no memory for the sampled scenario");
         }
         st = sim_sample_plan_make(cfg, &smp->plan, err);
+        if (!st) st = sim_sample_plan_check(cfg, &smp->plan, err);
         // a generated workload is drawn at R x its rate: the filter keeps all it is given
-        if (!st) st = sim_sampler_init(&smp->sampler, smp->plan.generated ? 1.0 : cfg->workload.sample_rate, err);
+        if (!st) st = sim_sampler_init(&smp->sampler, smp->plan.generated ? 1.0 : smp->plan.rate, err);
         if (st) {
             free(smp);
             free(scaled);

@@ -31,19 +31,77 @@ static double least_rate(const sim_config *c) {
     return m == INT32_MAX ? 0 : 0.5 / m;
 }
 
-static kvf_status refuse(const sim_config *c, kvf_err *err, const char *what, int32_t n) {
+static int32_t gcd32(int32_t a, int32_t b) {
+    while (b) {
+        int32_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+// The greatest common divisor of every positive count of the plan: rates j / g (j = 1 .. g)
+// are the ones that size every pool and schedule entry in exact proportion.
+static int32_t plan_gcd(const sim_sample_plan *p) {
+    int32_t g = 0;
+    for (int k = 0; k < SIM_SAMPLE_POOLS; k++)
+        if (p->full[k] > 0) g = gcd32(p->full[k], g);
+    for (int32_t e = 0; e < p->n_schedule; e++)
+        for (int k = 0; k < 2; k++)
+            if (p->sched_full[e][k] > 0) g = gcd32(p->sched_full[e][k], g);
+    return g;
+}
+
+// Calls f(full, sampled) on every positive count of the plan; true when all return true.
+static bool plan_all(const sim_sample_plan *p, bool (*f)(int32_t, int32_t, const void *),
+                     const void *arg) {
+    for (int k = 0; k < SIM_SAMPLE_POOLS; k++)
+        if (p->full[k] > 0 && !f(p->full[k], p->sampled[k], arg)) return false;
+    for (int32_t e = 0; e < p->n_schedule; e++)
+        for (int k = 0; k < 2; k++)
+            if (p->sched_full[e][k] > 0 && !f(p->sched_full[e][k], p->sched_sampled[e][k], arg))
+                return false;
+    return true;
+}
+
+// sampled / full equal to the first pair's (exact integer arithmetic)
+static bool same_ratio(int32_t full, int32_t sampled, const void *arg) {
+    const int32_t *first = arg;
+    return (int64_t)sampled * first[0] == (int64_t)first[1] * full;
+}
+
+// The first positive (full, sampled) pair of the plan.
+static bool first_pair(int32_t full, int32_t sampled, const void *arg) {
+    int32_t *first = (int32_t *)arg;
+    first[0] = full;
+    first[1] = sampled;
+    return false;
+}
+
+static bool ratios_agree(const sim_sample_plan *p, int32_t first[2]) {
+    first[0] = 0;
+    plan_all(p, first_pair, first);
+    return !first[0] || plan_all(p, same_ratio, first);
+}
+
+static kvf_status refuse(const sim_config *c, const sim_sample_plan *p, kvf_err *err,
+                         const char *what, int32_t n) {
     char where[SIM_PATH_MAX + 128];
     sim_config_where(c, "workload.sample_rate", where, sizeof where);
+    int32_t g = plan_gcd(p);
     return kvf_fail(err, KVF_EINVAL,
-                    "%s: %g leaves %s with 0 instances (%d x %g rounds to 0); the rate must be "
-                    ">= %g for this cluster",
-                    where, c->workload.sample_rate, what, n, c->workload.sample_rate, least_rate(c));
+                    "%s: %g leaves %s with 0 instances (%d x %g rounds to 0), and one instance "
+                    "of each pool would not carry the full fleet's load per instance; rates "
+                    ">= %g keep an instance of each, and a multiple of 1/%d (the least %g) keeps "
+                    "every pool at the full fleet's load",
+                    where, c->workload.sample_rate, what, n, c->workload.sample_rate,
+                    least_rate(c), g, g > 0 ? 1.0 / g : 0.0);
 }
 
 kvf_status sim_sample_plan_make(const sim_config *c, sim_sample_plan *p, kvf_err *err) {
     memset(p, 0, sizeof *p);
     double r = c->workload.sample_rate;
-    p->rate = r;
+    p->rate = p->requested = r;
     p->generated = c->workload.gen.profile[0] != 0;
     if (!(r > 0 && r <= 1)) {
         char where[SIM_PATH_MAX + 128];
@@ -62,10 +120,16 @@ kvf_status sim_sample_plan_make(const sim_config *c, sim_sample_plan *p, kvf_err
     const sim_pool_cfg *pools[SIM_SAMPLE_POOLS] = {&c->cluster.vision, &c->cluster.prefill, &c->cluster.decode};
     static const char *const names[SIM_SAMPLE_POOLS] = {
         "cluster.vision.instances", "cluster.prefill.instances", "cluster.decode.instances"};
+    // rounded to nothing: the first such count, for the message
+    const char *zero = NULL;
+    int32_t zero_n = 0;
     for (int k = 0; k < SIM_SAMPLE_POOLS; k++) {
         p->full[k] = pools[k]->instances;
         p->sampled[k] = scale_count(pools[k]->instances, r);
-        if (p->full[k] > 0 && p->sampled[k] < 1) return refuse(c, err, names[k], p->full[k]);
+        if (p->full[k] > 0 && p->sampled[k] < 1) {
+            if (!zero) zero = names[k], zero_n = p->full[k];
+            p->sampled[k] = 1;
+        }
     }
     p->n_schedule = c->cluster.n_schedule;
     for (int32_t e = 0; e < c->cluster.n_schedule; e++) {
@@ -73,15 +137,79 @@ kvf_status sim_sample_plan_make(const sim_config *c, sim_sample_plan *p, kvf_err
         for (int k = 0; k < 2; k++) {
             p->sched_full[e][k] = v[k];
             p->sched_sampled[e][k] = v[k] < 0 ? v[k] : scale_count(v[k], r);
-            if (v[k] > 0 && p->sched_sampled[e][k] < 1)
-                return refuse(c, err, k ? "a cluster.schedule entry's decode"
-                                        : "a cluster.schedule entry's prefill", v[k]);
+            if (v[k] > 0 && p->sched_sampled[e][k] < 1) {
+                if (!zero) zero = k ? "a cluster.schedule entry's decode"
+                                    : "a cluster.schedule entry's prefill",
+                           zero_n = v[k];
+                p->sched_sampled[e][k] = 1;
+            }
         }
     }
+    // Sized in proportion (every count times the same sampled/full): that ratio is the share
+    // of the traffic each pool must carry, so it becomes the rate. This is R itself when every
+    // count scales exactly, and larger when the one-instance floor or rounding grew the pools
+    // alike (16 instances at 1/32 -> 1 of 16: the rate 1/16).
+    int32_t first[2];
+    if (ratios_agree(p, first)) {
+        if (first[0]) {
+            double e = (double)first[1] / (double)first[0];
+            if (fabs(e - r) > 1e-12 * r) p->rate = e;
+        }
+    } else if (zero) {
+        return refuse(c, p, err, zero, zero_n);
+    }
     p->ssd_full_bytes = c->kv.ssd.capacity_bytes;
-    p->ssd_sampled_bytes = c->kv.ssd.capacity_bytes > 0 ? c->kv.ssd.capacity_bytes * r
+    p->ssd_sampled_bytes = c->kv.ssd.capacity_bytes > 0 ? c->kv.ssd.capacity_bytes * p->rate
                                                      : c->kv.ssd.capacity_bytes;
     return KVF_OK;
+}
+
+double sim_sample_load_factor(const sim_sample_plan *p, int32_t full, int32_t sampled) {
+    return sampled > 0 ? p->rate * (double)full / (double)sampled : 0;
+}
+
+// The worst load factor of the plan: the one furthest from 1.
+static bool worst_load(int32_t full, int32_t sampled, const void *arg) {
+    const void *const *a = arg;
+    const sim_sample_plan *p = a[0];
+    double *w = (double *)a[1], f = sim_sample_load_factor(p, full, sampled);
+    if (fabs(f - 1) > fabs(*w - 1)) *w = f;
+    return true;
+}
+
+kvf_status sim_sample_plan_check(const sim_config *c, const sim_sample_plan *p, kvf_err *err) {
+    double w = 1;
+    const void *arg[2] = {p, &w};
+    plan_all(p, worst_load, arg);
+    if (fabs(w - 1) <= SIM_SAMPLE_LOAD_TOL) return KVF_OK;
+    char where[SIM_PATH_MAX + 128], pools[512];
+    sim_config_where(c, "workload.sample_rate", where, sizeof where);
+    size_t n = 0;
+    static const char *const pn[SIM_SAMPLE_POOLS] = {"vision", "prefill", "decode"};
+    pools[0] = 0;
+    for (int k = 0; k < SIM_SAMPLE_POOLS && n < sizeof pools; k++)
+        if (p->full[k] > 0)
+            n += (size_t)snprintf(pools + n, sizeof pools - n, "%s%s %d -> %d (load x %.3f)",
+                                  n ? ", " : "", pn[k], p->full[k], p->sampled[k],
+                                  sim_sample_load_factor(p, p->full[k], p->sampled[k]));
+    for (int32_t e = 0; e < p->n_schedule && n < sizeof pools; e++)
+        for (int k = 0; k < 2 && n < sizeof pools; k++)
+            if (p->sched_full[e][k] > 0)
+                n += (size_t)snprintf(pools + n, sizeof pools - n,
+                                      ", schedule[%d].%s %d -> %d (load x %.3f)", (int)e,
+                                      k ? "decode" : "prefill", p->sched_full[e][k],
+                                      p->sched_sampled[e][k],
+                                      sim_sample_load_factor(p, p->sched_full[e][k], p->sched_sampled[e][k]));
+    int32_t g = plan_gcd(p);
+    double lo = floor(p->requested * g) / g, hi = ceil(p->requested * g) / g;
+    char fit[96];
+    if (lo > 0 && lo < hi) snprintf(fit, sizeof fit, "%g or %g here", lo, hi);
+    else snprintf(fit, sizeof fit, "%g here", hi);
+    return kvf_fail(err, KVF_EINVAL,
+                    "%s: %g rounds the pools out of proportion (%s): a pool whose load per "
+                    "instance is off by more than %.0f %% biases its queueing delays; use a "
+                    "multiple of 1/%d (%s)",
+                    where, p->requested, pools, 100 * SIM_SAMPLE_LOAD_TOL, g, fit);
 }
 
 void sim_sample_apply(const sim_sample_plan *p, sim_config *c) {
@@ -272,6 +400,7 @@ void sim_sample_summary(json_t *s, const sim_sample_plan *p, const sim_sampler *
 
     json_t *o = json_object();
     json_object_set_new(o, "rate", json_real(p->rate));
+    json_object_set_new(o, "requested_rate", json_real(p->requested));
     json_object_set_new(o, "key", json_string(
         p->generated ? "generated workload: sessions drawn at rate x workload.generate.rate_rps"
                      : "session id; else the prefix root (first block beyond the prefix all requests "
@@ -283,7 +412,9 @@ void sim_sample_summary(json_t *s, const sim_sample_plan *p, const sim_sampler *
         json_object_set_new(e, "full", json_integer(p->full[k]));
         json_object_set_new(e, "sampled", json_integer(p->sampled[k]));
         // load per simulated instance relative to the full run's: rate x full / sampled
-        json_object_set_new(e, "load_factor", p->sampled[k] > 0 ? json_real(p->rate * p->full[k] / p->sampled[k]) : json_null());
+        json_object_set_new(e, "load_factor", p->sampled[k] > 0 ? json_real(sim_sample_load_factor(p, p->full[k], p->sampled[k])) : json_null());
+        // the share of the pool simulated, which is the share of its traffic kept
+        json_object_set_new(e, "effective_rate", p->full[k] > 0 ? json_real((double)p->sampled[k] / p->full[k]) : json_null());
         json_object_set_new(is, pn[k], e);
     }
     json_object_set_new(o, "instances_scaled", is);
@@ -300,9 +431,10 @@ void sim_sample_summary(json_t *s, const sim_sample_plan *p, const sim_sampler *
         json_object_set_new(o, "schedule_scaled", sc);
     }
     json_object_set_new(o, "rounding",
-                        json_string("instances: nearest integer, halves up; a pool whose load_factor "
-                                    "is not 1 runs that much hotter (> 1) or cooler (< 1) than the "
-                                    "full fleet, which biases queueing delays"));
+                        json_string("instances: nearest integer, halves up, at least 1; when that "
+                                    "grows every pool alike the traffic is kept at the same ratio "
+                                    "(rate, against requested_rate), so each pool's load_factor is "
+                                    "1; pools out of proportion by more than 1 % are refused"));
     json_t *st = json_object();
     json_object_set_new(st, "full", p->ssd_full_bytes < 0 ? json_string("unlimited") : json_real(p->ssd_full_bytes));
     json_object_set_new(st, "sampled", p->ssd_sampled_bytes < 0 ? json_string("unlimited") : json_real(p->ssd_sampled_bytes));

@@ -10,11 +10,18 @@
 //   first block after the shared system prompt, so a conversation's turns stay together);
 //   else (no blocks, or a prompt no longer than the common prefix) its request id.
 // - Instance counts of every pool and of every cluster.schedule entry are rounded to the
-//   nearest integer (halves up); a rate that leaves a pool with 0 instances where the full
-//   run has some is refused (KVF_EINVAL naming workload.sample_rate). The shared SSD store's
-//   capacity is multiplied by R. Per-instance figures (HBM, DRAM per node, link bandwidths,
-//   batch limits, queue limits) are unchanged. Arrival, session and generator rates need no
-//   change: thinning the stream scales them by R.
+//   nearest integer (halves up), and a count that rounds to 0 is kept at 1. The traffic must
+//   then load every simulated instance as the full fleet loads its own: when the counts stay
+//   in proportion (every sampled/full the same ratio) that ratio is the rate the trace is
+//   thinned at (the effective rate; R itself when every count scales exactly, more when
+//   rounding or the one-instance floor grew every pool alike: 16 + 16 instances at R = 1/32 or
+//   1/64 run as 1 + 1 at 1/16). Counts out of proportion are refused (KVF_EINVAL naming
+//   workload.sample_rate, with the rates that fit): by sim_sample_plan_make when a pool would
+//   round to 0, by sim_sample_plan_check when a pool's load per instance would be off by more
+//   than SIM_SAMPLE_LOAD_TOL. The shared SSD store's capacity is multiplied by the effective
+//   rate. Per-instance figures (HBM, DRAM per node, link bandwidths, batch limits, queue
+//   limits) are unchanged. Arrival, session and generator rates need no change: thinning the
+//   stream scales them by the rate.
 // - The summary's totals are for the full fleet: traffic totals divided by R, GPU counts and
 //   GPU-hours multiplied by each pool's full/sampled instance ratio; the sampled raw figures
 //   are kept under sampling.sampled. Per-request figures (TTFT, TPOT, hit rate) are as measured.
@@ -27,8 +34,12 @@
 
 enum { SIM_SAMPLE_POOLS = 3 };   // vision, prefill, decode (the order of sim_cluster's pools)
 
+// Largest departure of a pool's load per instance from the full fleet's that a run accepts.
+#define SIM_SAMPLE_LOAD_TOL 0.01
+
 typedef struct sim_sample_plan {
-    double rate;                               // R
+    double rate;                               // effective rate: the share of traffic kept
+    double requested;                          // workload.sample_rate as given
     int32_t full[SIM_SAMPLE_POOLS];            // instances of the full fleet
     int32_t sampled[SIM_SAMPLE_POOLS];         // instances simulated
     int32_t n_schedule;
@@ -39,11 +50,16 @@ typedef struct sim_sample_plan {
                                                // at R x the rate instead of drawn and dropped
 } sim_sample_plan;
 
-// Computes the scaled counts of c under c->sample_rate. KVF_EINVAL (exit 2) naming
-// workload.sample_rate when a pool or schedule entry would round to 0 instances, or when
-// sessions start by a fixed user population (workload.session_users), which sampling cannot
-// thin.
+// Computes the scaled counts of c under c->sample_rate and the effective rate. KVF_EINVAL
+// (exit 2) naming workload.sample_rate when a pool or schedule entry would round to 0
+// instances and one instance of each would be out of proportion, or when sessions start by a
+// fixed user population (workload.session_users), which sampling cannot thin.
 kvf_status sim_sample_plan_make(const sim_config *c, sim_sample_plan *p, kvf_err *err);
+// KVF_EINVAL naming workload.sample_rate (every pool's load and the rates that fit) when a
+// pool's load per instance, rate x full / sampled, is off 1 by more than SIM_SAMPLE_LOAD_TOL.
+kvf_status sim_sample_plan_check(const sim_config *c, const sim_sample_plan *p, kvf_err *err);
+// Load per simulated instance relative to the full fleet's: rate x full / sampled.
+double sim_sample_load_factor(const sim_sample_plan *p, int32_t full, int32_t sampled);
 // Writes the plan's instance counts and store capacity into c (a copy of the scenario).
 void sim_sample_apply(const sim_sample_plan *p, sim_config *c);
 // Full-fleet over simulated instances of a pool (0 vision, 1 prefill, 2 decode); colocated
