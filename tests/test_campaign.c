@@ -700,6 +700,89 @@ static void extreme_cases(void) {
         RUN " --trace %s --set workload.format=azure", RUNARGS(S), t);
 }
 
+// ---- outputs and inputs: nothing written through a link, over an input, or into a FIFO ---------
+// Each command also checks that what it must leave alone is byte-identical (exit 99 if not).
+static void safety_cases(void) {
+    const char *B = kvt_bin();
+    char d[96];
+    snprintf(d, sizeof d, "%s/safe", T);
+    add(2, "sl.lock", "symbolic link", "lock is a symbolic link",
+        "mkdir -p %s; echo precious > %s/victim; ln -sf %s/victim %s/sl.lock; "
+        "%s run %s -q --no-report -o %s/sl; rc=$?; [ \"$(cat %s/victim)\" = precious ] || exit 99; "
+        "[ -L %s/sl.lock ] || exit 99; exit $rc", d, d, d, d, B, S, d, d, d);
+    add(2, "fl.lock", "not a file of kvfleet's", "lock is a FIFO",
+        "mkdir -p %s; mkfifo %s/fl.lock; %s run %s -q --no-report -o %s/fl", d, d, B, S, d);
+    add(2, "dl.lock", "a directory", "lock is a directory",
+        "mkdir -p %s/dl.lock; %s run %s -q --no-report -o %s/dl", d, B, S, d);
+    add(2, "--trace-out", "the run's scenario", "--trace-out is the scenario",
+        "cp %s %s/to.yaml && s=$(sha256sum < %s/to.yaml); %s run %s/to.yaml -q --no-report "
+        "-o %s/to --trace-out %s/to.yaml; rc=$?; [ \"$(sha256sum < %s/to.yaml)\" = \"$s\" ] || "
+        "exit 99; exit $rc", S, T, T, B, T, d, T, T);
+    add(2, "--trace-out", "the run's trace", "--trace-out is the trace",
+        "s=$(sha256sum < %s/tiny.jsonl); %s run %s -q --no-report -o %s/tt --trace-out "
+        "%s/tiny.jsonl; rc=$?; [ \"$(sha256sum < %s/tiny.jsonl)\" = \"$s\" ] || exit 99; "
+        "exit $rc", T, B, S, d, T, T);
+    add(2, "--trace-out", "a FIFO", "--trace-out is a FIFO",
+        "mkdir -p %s; mkfifo %s/tof; %s run %s -q --no-report -o %s/tf --trace-out %s/tof", d, d,
+        B, S, d, d);
+    add(2, "--trace-out", "a directory", "--trace-out is a directory",
+        "%s run %s -q --no-report -o %s/td --trace-out %s", B, S, d, T);
+    add(2, "summary", "a FIFO", "compare a FIFO named summary.json",
+        "mkdir -p %s/cf; mkfifo %s/cf/summary.json; %s compare %s/cf", d, d, B, d);
+    add(2, "--html", "summary of run", "compare --html over a run's summary.json",
+        "%s run %s -q --no-report -o %s/ca && %s run %s -q --no-report -o %s/cb && "
+        "s=$(sha256sum < %s/ca/summary.json); %s compare %s/ca %s/cb --html %s/ca/summary.json; "
+        "rc=$?; [ \"$(sha256sum < %s/ca/summary.json)\" = \"$s\" ] || exit 99; exit $rc",
+        B, S, d, B, S, d, d, B, d, d, d, d);
+    add(2, "lies inside the result directory", "scenario", "--force over the scenario's folder",
+        "%s run %s -q --no-report -o %s/in && cp %s %s/in/s.yaml && %s run %s/in/s.yaml -q "
+        "--no-report -o %s/in --force; rc=$?; [ -f %s/in/s.yaml ] && [ -f %s/in/summary.json ] "
+        "|| exit 99; exit $rc", B, S, d, S, d, B, d, d, d, d);
+    add(2, "lies inside the result directory", "trace", "--force over the trace's folder",
+        "%s run %s -q --no-report -o %s/it && cp %s/tiny.jsonl %s/it/t.jsonl && %s run %s "
+        "--trace %s/it/t.jsonl -q --no-report -o %s/it --force; rc=$?; [ -f %s/it/t.jsonl ] "
+        "|| exit 99; exit $rc", B, S, d, T, d, B, S, d, d, d);
+    add(2, "seed", "5 # x", "--seed with a YAML comment is the literal text",
+        RUN " --seed '5 # x'", RUNARGS(S));
+    add(2, "workload.trace", "changes the trace", "assess --set workload.trace",
+        "%s assess %s/tiny.jsonl --set workload.trace=%s/tiny.jsonl -q -o %s/as1", B, T, T, d);
+    add(2, "workload.generate", "changes the trace", "assess --set workload.generate",
+        "%s assess %s/tiny.jsonl --set 'workload.generate={profile: chatbot}' -q -o %s/as2", B, T,
+        d);
+    add(2, "workload", "changes the trace", "assess --set workload={...}",
+        "%s assess %s/tiny.jsonl --set 'workload={trace: x}' -q -o %s/as3", B, T, d);
+    add(2, "earlier result", "--force", "assess into a held result",
+        "mkdir -p %s/as4 && echo x > %s/as4/keep && %s assess %s/tiny.jsonl -q -o %s/as4; rc=$?; "
+        "[ \"$(cat %s/as4/keep)\" = x ] || exit 99; exit $rc", d, d, B, T, d, d);
+    add(2, "earlier result", "--force", "engine serve into a held result",
+        "mkdir -p %s/es && echo x > %s/es/keep && %s engine serve --trace %s/tiny.jsonl -o %s/es; "
+        "rc=$?; [ \"$(cat %s/es/keep)\" = x ] || exit 99; exit $rc", d, d, B, T, d, d);
+    add(2, "earlier result", "--force", "validate into a held result",
+        "mkdir -p %s/va && echo x > %s/va/keep && %s validate --trace %s/tiny.jsonl -o %s/va; "
+        "rc=$?; [ \"$(cat %s/va/keep)\" = x ] || exit 99; exit $rc", d, d, B, T, d, d);
+    add(2, "unknown class 'chatbt'", "chatbot, agent", "economics price for a typo'd class",
+        RUN " --set economics.prices_per_mtok.chatbt.output=1", RUNARGS(S));
+    FILE *f = fopen(S, "rb");
+    char body[2048] = "";
+    size_t n = f ? fread(body, 1, sizeof body - 200, f) : 0;
+    if (f) fclose(f);
+    body[n] = '\0';
+    strcat(body, "economics:\n  prices_per_mtok:\n    agnet: {input: 1}\n");
+    const char *p = put("econ_typo.yaml", body, -1);
+    add(2, "econ_typo.yaml:", "unknown class 'agnet'", "economics class typo in a file (file:line)",
+        RUN, RUNARGS(p));
+    add(2, "cluster.vision.instances", "text only", "vision pool beside a text-only model",
+        RUN " --set cluster.vision.instances=1", RUNARGS(S));
+    add(2, "cluster.vision.gpus_per_instance", "text only", "vision key beside a text-only model",
+        RUN " --set cluster.vision.gpus_per_instance=2", RUNARGS(S));
+    add(2, "workload.generate.arrival", "does not apply", "arrival process in days mode",
+        RUN " --set 'workload.generate={profile: chatbot, rate_rps: 1, days: 1}' "
+        "--set workload.generate.arrival=gamma", RUNARGS(S));
+    add(2, "workload.generate.cv", "does not apply", "arrival cv in days mode",
+        RUN " --set 'workload.generate={profile: chatbot, rate_rps: 1, days: 1}' "
+        "--set workload.generate.cv=3", RUNARGS(S));
+}
+
 // ---- running ----------------------------------------------------------------------------------
 enum { GOOD, VAGUE, SILENT, CRASH, HANG, NCLASS };
 static const char *const class_names[NCLASS] = {"good error", "vague", "silent accept", "crash",
@@ -746,6 +829,7 @@ START_TEST(test_campaign) {
     model_cases();
     cli_cases();
     extreme_cases();
+    safety_cases();
 
     int count[NCLASS] = {0};
     double t_all = now_s();

@@ -251,10 +251,11 @@ static kvf_status check_keys_that_cannot_apply(const sim_config *c, kvf_err *err
         static const char *const ignored[] = {"workload.generate.arrival", "workload.generate.cv",
                                               "workload.generate.duration_s"};
         for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++)
-            if (sim_config_key_line(c, ignored[i]) != 0 &&
-                sim_config_key_line(c, ignored[i]) != sim_config_key_line(c, "workload.generate"))
-                return vfail(c, err, ignored[i], "does not apply with workload.generate.days (days "
-                             "mode draws arrivals from the day and week rhythm over days x 24 h)");
+            for (int32_t k = 0; k < c->n_key_lines; k++)   // given itself, not by its section
+                if (!strcmp(c->key_lines[k].key, ignored[i]))
+                    return vfail(c, err, ignored[i], "does not apply with workload.generate.days "
+                                 "(days mode draws arrivals from the day and week rhythm over "
+                                 "days x 24 h)");
     }
     return KVF_OK;
 }
