@@ -99,22 +99,16 @@ static kvf_status resolve_spec(sim_cluster *c, const sim_config *cfg, kvf_err *e
     return KVF_OK;
 }
 
-kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run_opts *o,
-                            kvf_err *err) {
-    memset(c, 0, sizeof *c);
-    c->cfg = cfg;
-    c->opts = o;
-    c->err = err;
-    c->free_req = SIM_NONE;
-    c->colocated = cfg->cluster.mode == SIM_COLOCATED;
-    kvf_rng_init_named(&c->rng_route, cfg->seed, "router.p2c");
-    kvf_rng_init_named(&c->rng_structured, cfg->seed, "workload.structured");
-    kvf_rng_init_named(&c->rng_skew, cfg->seed, "ep.skew");
-    sim_metrics_init(&c->m);
-    slo_resolve(c);
-    rpt_econ_input_init(&c->econ_in);
-    char path[SIM_PATH_MAX], dir[SIM_PATH_MAX];
-    sim_config_resolve(cfg, "models", dir, sizeof dir);
+// Bytes of one stored token (window models with bounded replay store only the global KV).
+static double stored_tok(const sim_cluster *c) {
+    return c->swa_replay ? c->model.kv_bytes_per_token_full : c->model.kv_bytes_per_token;
+}
+
+// The model and hardware files, precision over the model's, speculative decoding and the
+// window/replay settings that follow from them.
+static kvf_status load_model(sim_cluster *c, const sim_config *cfg, char *dir, size_t dn, kvf_err *err) {
+    char path[SIM_PATH_MAX];
+    sim_config_resolve(cfg, "models", dir, dn);
     sim_config_model_path(cfg, path, sizeof path);
     kvf_status st = mdl_model_load(&c->model, path, dir, err);
     if (st) return st;
@@ -132,9 +126,120 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
     // a sequence's SWA state (every window layer's window, compressor state): fixed per sequence
     c->swa_seq_bytes = c->model.window && c->model.window_layers
                            ? mdl_model_swa_bytes_seq(&c->model, c->model.window) : 0;
-    double stored_tok = c->swa_replay ? c->model.kv_bytes_per_token_full : c->model.kv_bytes_per_token;
-    c->block_bytes = stored_tok * cfg->kv.block_tokens;
+    c->block_bytes = stored_tok(c) * cfg->kv.block_tokens;
     c->kv_bytes_token = c->model.kv_bytes_per_token;
+    return KVF_OK;
+}
+
+// KV capacity of one instance of pool p, in tokens of global KV (*cap_tok_bytes bytes each).
+// KVF_EINVAL naming the pool's gpus_per_instance when the model leaves no room for KV.
+static kvf_status pool_kv_capacity(sim_cluster *c, sim_pool *p, int k, double *kvcap_out,
+                                   double *cap_tok_bytes_out, kvf_err *err) {
+    const sim_config *cfg = c->cfg;
+    mdl_parallel par = pool_parallel(c, p->cfg);
+    double kvcap = mdl_kv_capacity_tokens(&p->model, &p->hw, &par, cfg->kv.activation_reserve);
+    // sliding-window layers hold only their window per sequence, not the whole context:
+    // count capacity in full-layer (global KV) tokens, after reserving the fixed SWA state
+    // of as many sequences as the pool batches (cluster.<pool>.max_batch_requests), at most
+    // half of the KV memory (an engine sizes its window pool to what the memory holds)
+    double cap_tok_bytes = c->model.kv_bytes_per_token;   // bytes one token of kvcap holds
+    if (c->model.window && c->model.window_layers && c->model.kv_bytes_per_token_full > 0) {
+        kvcap *= c->model.kv_bytes_per_token / c->model.kv_bytes_per_token_full;
+        cap_tok_bytes = c->model.kv_bytes_per_token_full;
+        if (p->cfg->max_batch_requests > 0 && kvcap > 0)
+            kvcap -= KVF_MIN(p->cfg->max_batch_requests * c->swa_seq_bytes / cap_tok_bytes, kvcap / 2);
+    }
+    if (p->cfg->kv_tokens > 0) kvcap = (double)p->cfg->kv_tokens;
+    if (p->n && k != SIM_POOL_VISION && kvcap < 1) {
+        char key[64], where[SIM_PATH_MAX + 128];
+        snprintf(key, sizeof key, "cluster.%s.gpus_per_instance",
+                 k == SIM_POOL_PREFILL ? "prefill" : "decode");
+        sim_config_where(cfg, key, where, sizeof where);
+        return kvf_fail(err, KVF_EINVAL,
+                        "%s: model %s (%.1f GB of weights, key 'model') does not fit %d x %s "
+                        "GPU(s) (key 'hardware') with room for KV; give more GPUs per "
+                        "instance", where, c->model.name, c->model.weight_bytes / 1e9,
+                        p->cfg->gpus_per_instance, p->hw.name);
+    }
+    *kvcap_out = kvcap;
+    *cap_tok_bytes_out = cap_tok_bytes;
+    return KVF_OK;
+}
+
+// Instance i of pool p (cluster id `id`): its table, queue policy, KV capacity, decode path,
+// RNG stream, prefix-cache tiers and links.
+static void init_instance(sim_cluster *c, sim_pool *p, int k, uint32_t i, uint32_t id, double kvcap,
+                          double cap_tok_bytes, uint32_t n_decode) {
+    const sim_config *cfg = c->cfg;
+    const sim_run_opts *o = c->opts;
+    sim_inst *in = &c->inst[id];
+    in->id = id;
+    in->pool = (sim_pool_kind)k;
+    in->ops = k == SIM_POOL_VISION    ? &sim_pool_vision_ops
+              : k == SIM_POOL_DECODE  ? &sim_pool_decode_ops
+              : c->colocated          ? &sim_pool_colocated_ops
+                                      : &sim_pool_prefill_ops;
+    in->idx = i;
+    in->active = !p->scaler || i < p->scaler->initial(c, p);
+    // colocated: the instances counted under cluster.decode keep its queue policy and KV
+    in->pcfg = c->colocated && k == SIM_POOL_PREFILL && i >= (uint32_t)cfg->cluster.prefill.instances
+                   ? &cfg->cluster.decode : p->cfg;
+    in->kv_cap = in->pcfg->kv_tokens > 0 ? (double)in->pcfg->kv_tokens : kvcap;
+    // decode by running sums where the step model takes them and every sequence
+    // emits one token per step
+    in->dsum_on = (k == SIM_POOL_DECODE || (c->colocated && k == SIM_POOL_PREFILL)) &&
+                  p->stepper && p->stepper->vt->decode_sums && cfg->decoding.draft_tokens == 0 && !c->dspark &&
+                  cfg->serving.client_timeout_ns <= 0 &&   // aborts visit every sequence
+                  !(o && o->decode_listed);
+    if (in->dsum_on) mdl_model_caps(&c->model, in->ds.caps);
+    // runs of steps where no decode router reads this instance's KV between steps
+    in->runs_on = in->dsum_on && !(o && o->decode_single) && !(o && o->timeline_path) &&
+                  !(cfg->moe.skew_sd > 0 && c->model.experts) &&
+                  (c->colocated || n_decode == 1 ||
+                   strcmp(cfg->router.decode, "least_kv") != 0);
+    kvf_rng_init(&in->rng, cfg->seed, 0x1000u + id);
+    in->link_dram = in->link_ssd = in->link_xfer = in->link_ssd_write = SIM_NONE;
+    uint64_t hbm_blocks = 0, dram_blocks = 0;
+    if (k == SIM_POOL_PREFILL && cfg->kv.prefix_cache) {
+        c->hbm_blocks_per_token = (cap_tok_bytes / stored_tok(c)) / cfg->kv.block_tokens;
+        hbm_blocks = (uint64_t)(kvcap * cfg->kv.hbm_cache_frac * c->hbm_blocks_per_token);
+        if (cfg->serving.prefix_cache == SIM_PREFIX_FREE_BLOCKS) {
+            // the cache is the free KV blocks: tables for all of them, the capacity
+            // following what running requests leave (sim_tier_fit_free)
+            hbm_blocks = (uint64_t)(in->kv_cap * c->hbm_blocks_per_token);
+            in->hbm_blocks_max = hbm_blocks;
+        }
+        if (cfg->kv.dram.capacity_bytes < 0) dram_blocks = UINT64_MAX;
+        else dram_blocks = (uint64_t)(cfg->kv.dram.capacity_bytes / c->block_bytes);
+        in->link_dram = sim_link_new(c, cfg->kv.dram.read_Bps, (sim_time)cfg->kv.dram.latency_ns, id, SIM_LINK_DRAM);
+        if (cfg->kv.ssd.capacity_bytes != 0) {
+            in->link_ssd = sim_link_new(c, cfg->kv.ssd.read_Bps, (sim_time)cfg->kv.ssd.latency_ns, id, SIM_LINK_SSD);
+            in->link_ssd_write = sim_link_new(c, cfg->kv.ssd.write_Bps, 0, id, SIM_LINK_SSDW);
+        }
+        if (!c->colocated)
+            in->link_xfer = sim_link_new(c, cfg->cluster.kv_transfer_Bps, (sim_time)cfg->cluster.net_latency_ns, id, SIM_LINK_XFER);
+    }
+    sim_bcache_init(&in->hbm, hbm_blocks, cfg->kv.retention_ns);
+    sim_bcache_init(&in->dram, dram_blocks, cfg->kv.retention_ns);
+}
+
+kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run_opts *o,
+                            kvf_err *err) {
+    memset(c, 0, sizeof *c);
+    c->cfg = cfg;
+    c->opts = o;
+    c->err = err;
+    c->free_req = SIM_NONE;
+    c->colocated = cfg->cluster.mode == SIM_COLOCATED;
+    kvf_rng_init_named(&c->rng_route, cfg->seed, "router.p2c");
+    kvf_rng_init_named(&c->rng_structured, cfg->seed, "workload.structured");
+    kvf_rng_init_named(&c->rng_skew, cfg->seed, "ep.skew");
+    sim_metrics_init(&c->m);
+    slo_resolve(c);
+    rpt_econ_input_init(&c->econ_in);
+    char path[SIM_PATH_MAX], dir[SIM_PATH_MAX];
+    kvf_status st = load_model(c, cfg, dir, sizeof dir, err);
+    if (st) return st;
     // pools: colocated folds prefill + decode instances into one pool (same GPU count)
     const sim_pool_cfg *pcfg[SIM_POOLS] = {&cfg->cluster.vision, &cfg->cluster.prefill, &cfg->cluster.decode};
     uint32_t counts[SIM_POOLS] = {(uint32_t)cfg->cluster.vision.instances, (uint32_t)cfg->cluster.prefill.instances,
@@ -168,82 +273,10 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
             st = make_stepper(c, p, err);
             if (st) return st;
         }
-        mdl_parallel par = pool_parallel(c, p->cfg);
-        double kvcap = mdl_kv_capacity_tokens(&p->model, &p->hw, &par, cfg->kv.activation_reserve);
-        // sliding-window layers hold only their window per sequence, not the whole context:
-        // count capacity in full-layer (global KV) tokens, after reserving the fixed SWA state
-        // of as many sequences as the pool batches (cluster.<pool>.max_batch_requests), at most
-        // half of the KV memory (an engine sizes its window pool to what the memory holds)
-        double cap_tok_bytes = c->model.kv_bytes_per_token;   // bytes one token of kvcap holds
-        if (c->model.window && c->model.window_layers && c->model.kv_bytes_per_token_full > 0) {
-            kvcap *= c->model.kv_bytes_per_token / c->model.kv_bytes_per_token_full;
-            cap_tok_bytes = c->model.kv_bytes_per_token_full;
-            if (p->cfg->max_batch_requests > 0 && kvcap > 0)
-                kvcap -= KVF_MIN(p->cfg->max_batch_requests * c->swa_seq_bytes / cap_tok_bytes, kvcap / 2);
-        }
-        if (p->cfg->kv_tokens > 0) kvcap = (double)p->cfg->kv_tokens;
-        if (p->n && k != SIM_POOL_VISION && kvcap < 1) {
-            char key[64], where[SIM_PATH_MAX + 128];
-            snprintf(key, sizeof key, "cluster.%s.gpus_per_instance",
-                     k == SIM_POOL_PREFILL ? "prefill" : "decode");
-            sim_config_where(cfg, key, where, sizeof where);
-            return kvf_fail(err, KVF_EINVAL,
-                            "%s: model %s (%.1f GB of weights, key 'model') does not fit %d x %s "
-                            "GPU(s) (key 'hardware') with room for KV; give more GPUs per "
-                            "instance", where, c->model.name, c->model.weight_bytes / 1e9,
-                            p->cfg->gpus_per_instance, p->hw.name);
-        }
-        for (uint32_t i = 0; i < p->n; i++, id++) {
-            sim_inst *in = &c->inst[id];
-            in->id = id;
-            in->pool = (sim_pool_kind)k;
-            in->ops = k == SIM_POOL_VISION    ? &sim_pool_vision_ops
-                      : k == SIM_POOL_DECODE  ? &sim_pool_decode_ops
-                      : c->colocated          ? &sim_pool_colocated_ops
-                                              : &sim_pool_prefill_ops;
-            in->idx = i;
-            in->active = !p->scaler || i < p->scaler->initial(c, p);
-            // colocated: the instances counted under cluster.decode keep its queue policy and KV
-            in->pcfg = c->colocated && k == SIM_POOL_PREFILL && i >= (uint32_t)cfg->cluster.prefill.instances
-                           ? &cfg->cluster.decode : p->cfg;
-            in->kv_cap = in->pcfg->kv_tokens > 0 ? (double)in->pcfg->kv_tokens : kvcap;
-            // decode by running sums where the step model takes them and every sequence
-            // emits one token per step
-            in->dsum_on = (k == SIM_POOL_DECODE || (c->colocated && k == SIM_POOL_PREFILL)) &&
-                          p->stepper && p->stepper->vt->decode_sums && cfg->decoding.draft_tokens == 0 && !c->dspark &&
-                          cfg->serving.client_timeout_ns <= 0 &&   // aborts visit every sequence
-                          !(o && o->decode_listed);
-            if (in->dsum_on) mdl_model_caps(&c->model, in->ds.caps);
-            // runs of steps where no decode router reads this instance's KV between steps
-            in->runs_on = in->dsum_on && !(o && o->decode_single) && !(o && o->timeline_path) &&
-                          !(cfg->moe.skew_sd > 0 && c->model.experts) &&
-                          (c->colocated || counts[SIM_POOL_DECODE] == 1 ||
-                           strcmp(cfg->router.decode, "least_kv") != 0);
-            kvf_rng_init(&in->rng, cfg->seed, 0x1000u + id);
-            in->link_dram = in->link_ssd = in->link_xfer = in->link_ssd_write = SIM_NONE;
-            uint64_t hbm_blocks = 0, dram_blocks = 0;
-            if (k == SIM_POOL_PREFILL && cfg->kv.prefix_cache) {
-                c->hbm_blocks_per_token = (cap_tok_bytes / stored_tok) / cfg->kv.block_tokens;
-                hbm_blocks = (uint64_t)(kvcap * cfg->kv.hbm_cache_frac * c->hbm_blocks_per_token);
-                if (cfg->serving.prefix_cache == SIM_PREFIX_FREE_BLOCKS) {
-                    // the cache is the free KV blocks: tables for all of them, the capacity
-                    // following what running requests leave (sim_tier_fit_free)
-                    hbm_blocks = (uint64_t)(in->kv_cap * c->hbm_blocks_per_token);
-                    in->hbm_blocks_max = hbm_blocks;
-                }
-                if (cfg->kv.dram.capacity_bytes < 0) dram_blocks = UINT64_MAX;
-                else dram_blocks = (uint64_t)(cfg->kv.dram.capacity_bytes / c->block_bytes);
-                in->link_dram = sim_link_new(c, cfg->kv.dram.read_Bps, (sim_time)cfg->kv.dram.latency_ns, id, SIM_LINK_DRAM);
-                if (cfg->kv.ssd.capacity_bytes != 0) {
-                    in->link_ssd = sim_link_new(c, cfg->kv.ssd.read_Bps, (sim_time)cfg->kv.ssd.latency_ns, id, SIM_LINK_SSD);
-                    in->link_ssd_write = sim_link_new(c, cfg->kv.ssd.write_Bps, 0, id, SIM_LINK_SSDW);
-                }
-                if (!c->colocated)
-                    in->link_xfer = sim_link_new(c, cfg->cluster.kv_transfer_Bps, (sim_time)cfg->cluster.net_latency_ns, id, SIM_LINK_XFER);
-            }
-            sim_bcache_init(&in->hbm, hbm_blocks, cfg->kv.retention_ns);
-            sim_bcache_init(&in->dram, dram_blocks, cfg->kv.retention_ns);
-        }
+        double kvcap = 0, cap_tok_bytes = 0;
+        if ((st = pool_kv_capacity(c, p, k, &kvcap, &cap_tok_bytes, err))) return st;
+        for (uint32_t i = 0; i < p->n; i++, id++)
+            init_instance(c, p, k, i, id, kvcap, cap_tok_bytes, counts[SIM_POOL_DECODE]);
     }
     uint64_t ssd_blocks = 0;
     if (cfg->kv.prefix_cache && cfg->kv.ssd.capacity_bytes < 0) ssd_blocks = UINT64_MAX;
