@@ -3,7 +3,7 @@
 # and UBSan, in build-fuzz/) and runs each for SECONDS (default 20) from a seed corpus of real
 # files, printing the executions reached. Usage: tests/fuzz/run.sh [SECONDS] [TARGET...]
 # Targets: fuzz_readers_{mooncake,azure,burstgpt,sessions,kvfleet,auto}, fuzz_scenario,
-# fuzz_model, fuzz_resultsdb. Needs clang with libFuzzer (Debian: clang, libclang-rt-14-dev).
+# fuzz_model, fuzz_resultsdb, fuzz_argv, fuzz_set. Needs clang with libFuzzer (Debian: clang, libclang-rt-14-dev).
 # Exit 1 on any crash, sanitizer report, leak or timeout (artifacts in build-fuzz/artifacts/).
 set -eu
 cd "$(dirname "$0")/../.."
@@ -11,7 +11,8 @@ SECS=${1:-20}
 [ $# -gt 0 ] && shift
 B=build-fuzz
 ALL="fuzz_readers_mooncake fuzz_readers_azure fuzz_readers_burstgpt fuzz_readers_sessions
-     fuzz_readers_kvfleet fuzz_readers_auto fuzz_scenario fuzz_model fuzz_resultsdb"
+     fuzz_readers_kvfleet fuzz_readers_auto fuzz_scenario fuzz_model fuzz_resultsdb fuzz_argv
+     fuzz_set"
 TARGETS=${*:-$ALL}
 CC=${CC:-clang} cmake -S . -B $B -DKVFLEET_FUZZ=ON -DKVFLEET_SANITIZE=address,undefined \
     -DKVFLEET_CUDA=OFF -DKVFLEET_MPI=OFF -DKVFLEET_WERROR=ON >/dev/null
@@ -41,6 +42,14 @@ seed() {
         printf '\001cluster.prefill={instances: 4, gpus_per_instance: 2}' > "$d/set1"
         printf '\001economics.gpu_hour_usd=[1, 2]' > "$d/set2"
         printf '\001cluster.schedule=[{from_h: 0, prefill: 1}, {from_h: 8, prefill: 2}]' > "$d/set3" ;;
+    fuzz_argv)
+        printf 's.yaml\000-o\000out\000--force\000--set\000seed=3\000--trace\000x #1.jsonl' > "$d/a1"
+        printf '--seed\0005 # x\000-j4\000--step-seqs\0002\000--json\000-q\000--help' > "$d/a2"
+        printf -- '--trace\000"q\\\\:\000--set\000' > "$d/a3" ;;
+    fuzz_set)
+        printf '\001cluster.prefill.instances=4\000workload.trace=x #1.jsonl\000workload.trace=a: b' > "$d/s1"
+        printf '\000economics.prices_per_mtok.chatbot.output=1\000cluster.decode={instances: 2}' > "$d/s2"
+        printf '\000workload.generate.days=2\000workload.generate.arrival=gamma\000seed=7' > "$d/s3" ;;
     fuzz_model)
         for f in models/*.yaml; do seed_file "$d" 0 "$f"; done
         for f in models/hardware/*.yaml; do seed_file "$d" 1 "$f"; done ;;
