@@ -44,7 +44,7 @@ seed() {
         printf '\001cluster.schedule=[{from_h: 0, prefill: 1}, {from_h: 8, prefill: 2}]' > "$d/set3" ;;
     fuzz_argv)
         printf 's.yaml\000-o\000out\000--force\000--set\000seed=3\000--trace\000x #1.jsonl' > "$d/a1"
-        printf '--seed\0005 # x\000-j4\000--step-seqs\0002\000--json\000-q\000--help' > "$d/a2"
+        printf -- '--seed\0005 # x\000-j4\000--step-seqs\0002\000--json\000-q\000--help' > "$d/a2"
         printf -- '--trace\000"q\\\\:\000--set\000' > "$d/a3" ;;
     fuzz_set)
         printf '\001cluster.prefill.instances=4\000workload.trace=x #1.jsonl\000workload.trace=a: b' > "$d/s1"
