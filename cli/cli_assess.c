@@ -153,138 +153,6 @@ static kvf_status run_design(const char *scenario, const char *trace, const char
     return KVF_OK;
 }
 
-// ---- the page -------------------------------------------------------------------------------
-static void td_num(rpt_buf *b, const char *key, double x) {
-    char s[64];
-    rpt_fmt_num(x, s, sizeof s);
-    rpt_buf_puts(b, "<td class=\"num\"");
-    if (key) {
-        rpt_buf_puts(b, " data-key=\"");
-        rpt_buf_html(b, key);
-        rpt_buf_printf(b, "\" data-value=\"%.17g\"", x);
-    }
-    rpt_buf_printf(b, ">%s</td>", s);
-}
-
-static void write_page(rpt_buf *b, json_t *j) {
-    const char *trace = json_string_value(json_object_get(j, "trace"));
-    rpt_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                    "<title>kvfleet assess</title><style>"
-                    "body{font-family:Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;"
-                    "padding:0 1em;color:#222}table{border-collapse:collapse;margin:.6em 0;"
-                    "font-size:.92em}th,td{border:1px solid #ccc;padding:.25em .6em}"
-                    "th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:"
-                    "tabular-nums}.meta{color:#444;font-size:.9em}h1{font-size:1.5em}"
-                    "</style></head><body>\n<h1>Assessment of ");
-    rpt_buf_html(b, trace ? trace : "trace");
-    rpt_buf_puts(b, "</h1>\n<p class=\"meta\">");
-    char line[600];
-    snprintf(line, sizeof line,
-             "%.0f requests over %.4g h (format %s); %.0f distinct %u-token blocks. Reference "
-             "design: %s (%s on %s). All figures below are outputs of this trace; the inputs "
-             "are the trace, the scenario and the grid.",
-             rpt_json_num(j, "requests"), rpt_json_num(j, "span_s") / 3600,
-             json_string_value(json_object_get(j, "format")), rpt_json_num(j, "distinct_blocks"),
-             (unsigned)rpt_json_num(j, "block_tokens"),
-             json_string_value(json_object_get(j, "scenario")),
-             json_string_value(rpt_json_path(j, "with_store.model")),
-             json_string_value(rpt_json_path(j, "with_store.hardware")));
-    rpt_buf_html(b, line);
-    rpt_buf_puts(b, "</p>\n<h2 id=\"ideal\">Ideal hit rate</h2>\n"
-                    "<table id=\"assess-ideal\"><tr><th>figure</th><th>value</th><th>rests on</th>"
-                    "</tr><tr><td>ideal hit rate (unbounded store, kept forever)</td>");
-    td_num(b, "ideal_hit_rate", rpt_json_num(j, "ideal_hit_rate"));
-    rpt_buf_puts(b, "<td>prefix blocks of the trace; as <code>kvfleet trace stats</code></td></tr>"
-                    "</table>\n<h2 id=\"store\">Hit rate a shared store reaches, by size and "
-                    "retention</h2>\n<p class=\"meta\">The trace's prefix blocks replayed in arrival "
-                    "order through an LRU store of that size whose entries expire that long after "
-                    "their last use. Size as a share of the trace's distinct blocks and in bytes of "
-                    "the reference model's KV cache. A retention longer than the trace's span acts "
-                    "as 'never' for this trace.</p>\n<table id=\"assess-store-grid\"><tr><th>store "
-                    "size</th>");
-    json_t *ttls = json_object_get(j, "retention_s");
-    size_t i, k;
-    json_t *v;
-    json_array_foreach(ttls, i, v) {
-        char t[32];
-        fmt_ttl(json_number_value(v), t, sizeof t);
-        rpt_buf_printf(b, "<th>retention %s</th>", t);
-    }
-    rpt_buf_puts(b, "</tr>\n");
-    json_t *grid = json_object_get(j, "store_grid");
-    json_array_foreach(grid, i, v) {
-        double share = rpt_json_num(v, "size_share");
-        char bytes[32];
-        fmt_bytes(rpt_json_num(v, "size_bytes"), bytes, sizeof bytes);
-        if (share > 0)
-            snprintf(line, sizeof line, "%g %% (%s)", share * 100, bytes);
-        else
-            snprintf(line, sizeof line, "unbounded (%s)", bytes);
-        rpt_buf_puts(b, "<tr><td>");
-        rpt_buf_html(b, line);
-        rpt_buf_puts(b, "</td>");
-        json_t *hr = json_object_get(v, "hit_rate");
-        json_t *h;
-        json_array_foreach(hr, k, h) {
-            double x = json_number_value(h);
-            rpt_buf_printf(b, "<td class=\"num\" style=\"background:rgba(40,120,200,%.2f)\" "
-                              "data-value=\"%.17g\">%.1f %%</td>",
-                           0.05 + 0.5 * x, x, 100 * x);
-        }
-        rpt_buf_puts(b, "</tr>\n");
-    }
-    rpt_buf_puts(b, "</table>\n<h2 id=\"cost\">Cost per million tokens on the reference design</h2>\n"
-                    "<p class=\"meta\">The trace run on the reference design and on the same cluster "
-                    "without a shared store (<code>kv_cache.ssd.capacity_tb = 0</code>). 'As "
-                    "provisioned' divides the fleet's cost per day by the day's tokens; 'at busy "
-                    "GPU-hours' bills each pool only for its busy share (a fleet sized to, or shared "
-                    "with, this traffic) plus the store. The store is billed at what its retention "
-                    "needs (economics.ssd_basis).</p>\n<table id=\"assess-cost\"><tr><th>figure</th>"
-                    "<th>with shared store</th><th>without</th><th>change</th></tr>\n");
-    static const struct {
-        const char *k, *label;
-        bool pct;
-    } rows[] = {
-        {"hit_rate", "cache hit rate (simulated)", true},
-        {"ttft_ms_mean", "TTFT mean (ms)", false},
-        {"ttft_ms_p90", "TTFT p90 (ms)", false},
-        {"tpot_ms_p90", "TPOT p90 (ms)", false},
-        {"busy_share", "busy share of GPU time", true},
-        {"ssd_tb_billed", "SSD billed (TB)", false},
-        {"cost_per_day_usd", "cost per day (USD)", false},
-        {"cost_per_mtok_usd_provisioned", "cost per Mtok, as provisioned (USD)", false},
-        {"cost_per_mtok_usd_busy", "cost per Mtok, at busy GPU-hours (USD)", false},
-        {"cost_per_mtok_input_usd", "cost per input Mtok, as provisioned (USD)", false},
-        {"cost_per_mtok_output_usd", "cost per output Mtok, as provisioned (USD)", false},
-    };
-    json_t *w = json_object_get(j, "with_store"), *n = json_object_get(j, "no_store");
-    for (i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        double a = rpt_json_num(w, rows[i].k), c = rpt_json_num(n, rows[i].k);
-        rpt_buf_puts(b, "<tr><td>");
-        rpt_buf_html(b, rows[i].label);
-        rpt_buf_puts(b, "</td>");
-        char key[96];
-        snprintf(key, sizeof key, "with_store.%s", rows[i].k);
-        if (rows[i].pct) {
-            rpt_buf_printf(b, "<td class=\"num\" data-key=\"%s\" data-value=\"%.17g\">%.2f %%</td>",
-                           key, a, 100 * a);
-            rpt_buf_printf(b, "<td class=\"num\">%.2f %%</td><td class=\"num\">%+.2f pt</td>",
-                           100 * c, 100 * (a - c));
-        } else {
-            td_num(b, key, a);
-            td_num(b, NULL, c);
-            if (c != 0 && isfinite(a) && isfinite(c))
-                rpt_buf_printf(b, "<td class=\"num\">%+.1f %%</td>", 100 * (a - c) / c);
-            else
-                rpt_buf_puts(b, "<td>n/a</td>");
-        }
-        rpt_buf_puts(b, "</tr>\n");
-    }
-    rpt_buf_puts(b, "</table>\n<p class=\"meta\">Runs: <code>with_store/</code> and "
-                    "<code>no_store/</code> beside this page (summary.json, report.html).</p>\n"
-                    "</body></html>\n");
-}
-
 // The command line of assess, as given.
 typedef struct assess_args {
     const char *trace, *format, *scenario; // scenario: the reference design's file
@@ -376,13 +244,10 @@ static kvf_status assess_write(const char *dir, json_t *j, char **txt, kvf_err *
     snprintf(path, sizeof path, "%s/assess.json", dir);
     *txt = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
     kvf_status s = rpt_write_text(path, *txt, strlen(*txt), err);
-    rpt_buf page = {0};
     if (!s) {
-        write_page(&page, j);
         snprintf(path, sizeof path, "%s/assess.html", dir);
-        s = rpt_write_text(path, page.p, page.n, err);
+        s = rpt_assess_html(path, j, err);
     }
-    rpt_buf_free(&page);
     return s;
 }
 
@@ -425,6 +290,10 @@ static void assess_print(const assess_args *a, const trc_stats *st, json_t *j) {
     printf("  USD/Mtok busy GPU-h    %8.4g | %8.4g\n",
            rpt_json_num(j, "with_store.cost_per_mtok_usd_busy"),
            rpt_json_num(j, "no_store.cost_per_mtok_usd_busy"));
+    size_t wi;
+    json_t *wv;
+    json_array_foreach(json_object_get(j, "warnings"), wi, wv)
+        printf("warning: %s\n", json_string_value(wv));
     printf("results in %s/ (assess.json, assess.html)\n", a->dir);
 }
 
@@ -531,6 +400,7 @@ int cli_assess(int argc, char **argv) {
     json_object_set_new(j, "store_grid", grid);
     json_object_set_new(j, "with_store", with);
     json_object_set_new(j, "no_store", without);
+    json_object_set_new(j, "warnings", rpt_assess_warnings(j));
     trc_replay_free(rp);
     char *txt = NULL;
     s = assess_write(a.work, j, &txt, &err);

@@ -433,6 +433,14 @@ kvf_status rpt_compare_page(const char *path, const char *const *dirs, int n, in
 // data-value span), then the store grid, the cost table and the ideal hit rate.
 // KVF_EINVAL when assess is not an object, KVF_EIO naming path.
 kvf_status rpt_assess_html(const char *path, const struct json_t *assess, kvf_err *err);
+// Below this busy share of GPU time a reference run is "mostly idle": its cost per million
+// tokens as provisioned bills an idle fleet.
+#define RPT_ASSESS_IDLE_BUSY 0.25
+// The warnings of an assessment (assess.json's "warnings", a new array of sentences): a run of
+// the reference design busy less than RPT_ASSESS_IDLE_BUSY of its GPU time, with its idle
+// share and its cost per output Mtok. rpt_assess_html shows assess's "warnings" under the
+// verdict (#hl-warnings).
+struct json_t *rpt_assess_warnings(const struct json_t *assess);
 
 // ---- pages of several runs (reports/rpt_points.c) -----------------------------------------
 // An HTML page of runs side by side (compare --html, a sweep's sweep.html) at path. It opens

@@ -55,6 +55,48 @@ static void fmt_ttl(double s, char *out, size_t n) {
         rpt_fmt_duration(s, out, n);
 }
 
+json_t *rpt_assess_warnings(const json_t *assess) {
+    json_t *w = json_array(), *j = (json_t *)assess;
+    static const char *const runs[] = {"with_store", "no_store"};
+    for (int i = 0; i < 2; i++) {
+        char k[64];
+        snprintf(k, sizeof k, "%s.busy_share", runs[i]);
+        double busy = rpt_json_num(j, k);
+        if (!(isfinite(busy) && busy < RPT_ASSESS_IDLE_BUSY)) continue;
+        snprintf(k, sizeof k, "%s.cost_per_mtok_output_usd", runs[i]);
+        char pct[32], usd[48], t[600];
+        rpt_fmt_pct(1 - busy, pct, sizeof pct);
+        rpt_fmt_unit(RPT_U_USD, rpt_json_num(j, k), usd, sizeof usd);
+        snprintf(t, sizeof t,
+                 "the reference design%s is %s idle with this trace: its cost per million "
+                 "tokens as provisioned (%s per output Mtok) bills an idle fleet; read the cost "
+                 "at busy GPU-hours, or bring the trace up to the design's load with --set "
+                 "workload.time_scale=X (X < 1)",
+                 i ? " without the store" : "", pct, usd);
+        json_array_append_new(w, json_string(t));
+        if (i == 0) {
+            // both runs share the fleet: say it once unless only the second is idle
+            snprintf(k, sizeof k, "no_store.busy_share");
+            double b2 = rpt_json_num(j, k);
+            if (isfinite(b2) && b2 < RPT_ASSESS_IDLE_BUSY) break;
+        }
+    }
+    return w;
+}
+
+static void sec_warnings(rpt_buf *b, json_t *j) {
+    json_t *w = json_object_get(j, "warnings");
+    if (!json_array_size(w)) return;
+    rpt_buf_puts(b, "<div class=\"verdict verdict-other\" id=\"hl-warnings\">");
+    size_t i;
+    json_t *v;
+    json_array_foreach(w, i, v) {
+        rpt_buf_puts(b, i ? "<br><b>Warning</b>: " : "<b>Warning</b>: ");
+        rpt_buf_html(b, json_string_value(v) ? json_string_value(v) : "");
+    }
+    rpt_buf_puts(b, "</div>\n");
+}
+
 static void sec_answer(rpt_buf *b, json_t *j) {
     const char *sat = json_string_value(rpt_json_path(j, "with_store.saturation"));
     bool stable = sat && !strcmp(sat, "stable");
@@ -73,7 +115,9 @@ static void sec_answer(rpt_buf *b, json_t *j) {
                         "given; latencies and costs depend on how long it runs (scale the "
                         "trace with --set workload.time_scale).");
     }
-    rpt_buf_puts(b, "</div>\n<div class=\"cards\">\n<div class=\"card\" id=\"hl-hit\"><div "
+    rpt_buf_puts(b, "</div>\n");
+    sec_warnings(b, j);
+    rpt_buf_puts(b, "<div class=\"cards\">\n<div class=\"card\" id=\"hl-hit\"><div "
                     "class=\"lab\">hit rate with a shared store</div><div class=\"big\">");
     value(b, j, "with_store.hit_rate");
     rpt_buf_puts(b, " of input tokens</div><div class=\"sub\">without the store ");

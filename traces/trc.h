@@ -211,7 +211,9 @@ typedef struct trc_stats {
     uint64_t block_refs;         // sum of n_blocks
     uint64_t distinct_blocks;    // distinct block ids seen
     uint64_t hit_tokens;         // prompt tokens an unbounded prefix cache serves
-    double ideal_hit_rate;       // hit_tokens / input_tokens.total
+    double ideal_hit_rate;       // hit_tokens / input_tokens.total: an unbounded store kept
+                                 // forever, a closed-loop turn's answer blocks included (the
+                                 // rule the simulator's store follows, trc_int.h trc_answers)
     uint32_t n_sizes;            // entries in cache_tokens / cache_hit_rate
     double cache_tokens[TRC_STATS_MAX_SIZES];    // LRU capacity in tokens
     double cache_hit_rate[TRC_STATS_MAX_SIZES];  // hit rate of an LRU of that capacity

@@ -134,4 +134,25 @@ extern bool trc_json_fast;
 // Parses an unsigned decimal integer field (no sign, no junk); false on failure.
 bool trc_parse_u64(const char *s, uint64_t *out);
 
+// A closed-loop turn's answer is part of the next turn's prompt, and its KV was computed by the
+// decode of the turn it waits for (prev_id): the simulator writes those blocks to the store
+// when the next turn is looked up (kv_cache.persist_decode, sim_tier_persist_answer). The ideal
+// hit rate and the store replays credit them by the same rule: the turn extends its previous
+// turn's blocks (it holds at least as many and shares the last one), and its blocks from there
+// up to (previous input + output tokens) / block_tokens count as present. Ids are the stream's
+// (0-based, dense).
+typedef struct trc_answers {
+    uint32_t *n_blocks;        // per id: blocks of the request (0 = none or unknown)
+    uint64_t *last;            // per id: its last block id
+    uint64_t *tokens;          // per id: input + output tokens
+    size_t cap;
+} trc_answers;
+// Records q's blocks and tokens (after its lookup). Returns false when out of memory.
+bool trc_answers_add(trc_answers *a, const trc_request *q);
+// The answer blocks of q (computed by the turn it waits for): q->blocks[*from .. *upto); false
+// when none.
+bool trc_answers_span(const trc_answers *a, const trc_request *q, uint32_t block_tokens,
+                      uint32_t *from, uint32_t *upto);
+void trc_answers_free(trc_answers *a);
+
 #endif

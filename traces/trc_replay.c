@@ -11,22 +11,27 @@
 // A block found but expired is a miss (and is dropped before the touches re-insert it). An
 // entry whose age equals the retention is expired (age >= ttl), the rule of the simulator's
 // store (sim_kv), so `assess` and `run` agree at the boundary.
+// A closed-loop turn's answer blocks (trc_answers: computed by the decode of the turn it waits
+// for, part of its own prompt) enter the store as an entry of their own just before the turn,
+// at its arrival; such an entry (input_tokens 0) touches blocks and counts no hit.
 #include <stdlib.h>
 #include <string.h>
 
 #include "trc.h"
+#include "trc_int.h"
 
 typedef struct rq {
     int64_t t_ns;
     uint32_t input_tokens;
     uint32_t n_blocks;
     uint64_t first;       // offset into blocks
-    uint64_t order;       // stream position (tie break)
+    uint64_t order;       // 2 x stream position (+1: the request; +0: its answer blocks)
 } rq;
 
 struct trc_replay {
     rq *rq;
-    uint64_t n, cap_rq;
+    uint64_t n, cap_rq;   // entries: requests and answer-block entries
+    uint64_t n_req;       // requests
     uint64_t *blocks;
     uint64_t n_blocks, cap_blocks;
     uint64_t distinct;
@@ -158,7 +163,29 @@ kvf_status trc_replay_load(trc_reader *r, trc_replay **out, kvf_err *err) {
     trc_request q;
     int rc;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
+    trc_answers ans = {0};
     while ((rc = trc_reader_next(r, &q, err)) == 1) {
+        uint32_t afrom = 0, aupto = 0;
+        if (trc_answers_span(&ans, &q, p->block_tokens, &afrom, &aupto)) {
+            if (p->n == p->cap_rq || p->n_blocks + (aupto - afrom) > p->cap_blocks) {
+                uint64_t nc = p->cap_rq ? 2 * p->cap_rq : 1024;
+                rq *g = realloc(p->rq, nc * sizeof *g);
+                if (!g) goto oom;
+                p->rq = g;
+                p->cap_rq = nc;
+                while (p->n_blocks + (aupto - afrom) > p->cap_blocks) {
+                    uint64_t nb = p->cap_blocks ? 2 * p->cap_blocks : 65536;
+                    uint64_t *gb = realloc(p->blocks, nb * sizeof *gb);
+                    if (!gb) goto oom;
+                    p->blocks = gb;
+                    p->cap_blocks = nb;
+                }
+            }
+            memcpy(p->blocks + p->n_blocks, q.blocks + afrom, (aupto - afrom) * sizeof *q.blocks);
+            p->rq[p->n++] = (rq){q.arrival_ns, 0, aupto - afrom, p->n_blocks, 2 * p->n_req};
+            p->n_blocks += aupto - afrom;
+        }
+        if (!trc_answers_add(&ans, &q)) goto oom;
         if (p->n == p->cap_rq) {
             uint64_t nc = p->cap_rq ? 2 * p->cap_rq : 1024;
             rq *g = realloc(p->rq, nc * sizeof *g);
@@ -174,13 +201,16 @@ kvf_status trc_replay_load(trc_reader *r, trc_replay **out, kvf_err *err) {
             p->cap_blocks = nc;
         }
         if (q.n_blocks) memcpy(p->blocks + p->n_blocks, q.blocks, q.n_blocks * sizeof *q.blocks);
-        p->rq[p->n] = (rq){q.arrival_ns, q.input_tokens, q.n_blocks, p->n_blocks, p->n};
+        p->rq[p->n] = (rq){q.arrival_ns, q.input_tokens, q.n_blocks, p->n_blocks,
+                           2 * p->n_req + 1};
+        p->n_req++;
         p->n_blocks += q.n_blocks;
         p->input_tokens += q.input_tokens;
         lo = KVF_MIN(lo, q.arrival_ns);
         hi = KVF_MAX(hi, q.arrival_ns);
         p->n++;
     }
+    trc_answers_free(&ans);
     if (rc < 0) {
         trc_replay_free(p);
         return err->code ? err->code : KVF_EPARSE;
@@ -205,6 +235,7 @@ kvf_status trc_replay_load(trc_reader *r, trc_replay **out, kvf_err *err) {
     *out = p;
     return KVF_OK;
 oom:
+    trc_answers_free(&ans);
     trc_replay_free(p);
     return kvf_fail(err, KVF_ENOMEM, "trace replay: out of memory");
 }
@@ -216,7 +247,7 @@ void trc_replay_free(trc_replay *p) {
     free(p);
 }
 
-uint64_t trc_replay_requests(const trc_replay *p) { return p->n; }
+uint64_t trc_replay_requests(const trc_replay *p) { return p->n_req; }
 uint64_t trc_replay_distinct_blocks(const trc_replay *p) { return p->distinct; }
 uint32_t trc_replay_block_tokens(const trc_replay *p) { return p->block_tokens; }
 double trc_replay_span_s(const trc_replay *p) { return p->span_s; }
@@ -240,7 +271,7 @@ kvf_status trc_replay_hit_rate(const trc_replay *p, uint64_t capacity_blocks, do
         while (k < q->n_blocks && l.tab[lru_slot(&l, b[k])]) k++;
         uint64_t h = k * p->block_tokens;
         if (h > (uint64_t)q->input_tokens - 1) h = q->input_tokens - 1;
-        hit_tokens += h;
+        if (q->input_tokens) hit_tokens += h;   // an answer-block entry counts no hit
         for (uint64_t j = q->n_blocks; j-- > 0;) lru_touch(&l, b[j], q->t_ns, cap);
     }
     lru_free(&l);
@@ -310,7 +341,7 @@ kvf_status trc_replay_grid(const trc_replay *p, const uint64_t *caps, int nc, co
             tab[h].pos = pos;
             tab[h].t_ns = q->t_ns;
         }
-        for (int c = 0; c < nc; c++) {
+        for (int c = 0; c < nc && q->input_tokens; c++) {   // answer entries count no hit
             uint64_t cap = caps[c] && caps[c] < p->distinct ? caps[c] : 0;
             for (int t = 0; t < nt; t++) {
                 int64_t ttl = ttl_s[t] > 0 ? (int64_t)(ttl_s[t] * 1e9) : INT64_MAX;
@@ -328,4 +359,48 @@ kvf_status trc_replay_grid(const trc_replay *p, const uint64_t *caps, int nc, co
         hit_rate[z] = p->input_tokens ? hits[z] / (double)p->input_tokens : 0.0;
     free(sd), free(age), free(bit), free(tab), free(hits);
     return KVF_OK;
+}
+
+// ---- answer blocks of closed-loop turns (trc_int.h) ----------------------------------------
+bool trc_answers_add(trc_answers *a, const trc_request *q) {
+    if (q->id >= (uint64_t)SIZE_MAX / 2) return true;
+    if (q->id >= a->cap) {
+        size_t nc = a->cap ? a->cap : 1024;
+        while (nc <= q->id) nc *= 2;
+        uint32_t *nb = realloc(a->n_blocks, nc * sizeof *nb);
+        if (!nb) return false;
+        a->n_blocks = nb;
+        uint64_t *l = realloc(a->last, nc * sizeof *l);
+        if (!l) return false;
+        a->last = l;
+        uint64_t *t = realloc(a->tokens, nc * sizeof *t);
+        if (!t) return false;
+        a->tokens = t;
+        memset(a->n_blocks + a->cap, 0, (nc - a->cap) * sizeof *nb);
+        a->cap = nc;
+    }
+    a->n_blocks[q->id] = q->n_blocks;
+    a->last[q->id] = q->n_blocks ? q->blocks[q->n_blocks - 1] : 0;
+    a->tokens[q->id] = (uint64_t)q->input_tokens + q->output_tokens;
+    return true;
+}
+
+bool trc_answers_span(const trc_answers *a, const trc_request *q, uint32_t block_tokens,
+                      uint32_t *from, uint32_t *upto) {
+    if (q->prev_id < 0 || (uint64_t)q->prev_id >= a->cap || !block_tokens) return false;
+    uint32_t pn = a->n_blocks[q->prev_id];
+    if (!pn || q->n_blocks < pn || q->blocks[pn - 1] != a->last[q->prev_id]) return false;
+    uint64_t u = a->tokens[q->prev_id] / block_tokens;
+    if (u > q->n_blocks) u = q->n_blocks;
+    if (u <= pn) return false;
+    *from = pn;
+    *upto = (uint32_t)u;
+    return true;
+}
+
+void trc_answers_free(trc_answers *a) {
+    free(a->n_blocks);
+    free(a->last);
+    free(a->tokens);
+    memset(a, 0, sizeof *a);
 }

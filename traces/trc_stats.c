@@ -336,6 +336,7 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
     }
     L.capacity = prev_blocks;
     uint32_t free_slot = NIL;
+    trc_answers ans = {0};
     trc_request q;
     int rc;
     int64_t first = 0, last = 0, prev_open = 0;
@@ -373,6 +374,19 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
                 if (L.tcap) __builtin_prefetch(&L.tab[h & (L.tcap - 1)]);
                 if (seen.cap) __builtin_prefetch(&seen.keys[h & (seen.cap - 1)]);
             }
+        // a closed-loop turn's answer blocks were computed by the turn it waits for
+        // (trc_answers): present before its lookup, in both caches
+        uint32_t afrom, aupto;
+        if (trc_answers_span(&ans, &q, (uint32_t)BT, &afrom, &aupto)) {
+            for (uint32_t i = afrom; i < aupto; i++) idset_add(&seen, q.blocks[i]);
+            if (n_sizes && L.capacity)
+                for (uint32_t i = aupto; i-- > afrom;) lru_touch(&L, q.blocks[i], &free_slot, NIL);
+        }
+        if (!trc_answers_add(&ans, &q)) {
+            rc = -1;
+            kvf_fail(err, KVF_ENOMEM, "trace stats: out of memory");
+            break;
+        }
         // unbounded cache
         uint64_t run = 0;
         while (run < q.n_blocks && idset_has(&seen, q.blocks[run])) run++;
@@ -432,6 +446,7 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
     }
     free(seen.keys);
     free(hint);
+    trc_answers_free(&ans);
     lru_free(&L);
     return st;
 }
