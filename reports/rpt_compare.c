@@ -431,11 +431,14 @@ static int usage(FILE *f, int rc) {
     return rc;
 }
 
-// The page --html writes must be a new or regular file and none of the runs' summaries
-// (device and inode): compare never overwrites what it reads.
+// The page --html writes must be a new or regular file (not a link) and none of the runs'
+// summaries (device and inode): compare never overwrites what it reads.
 static kvf_status check_page(const char *html, const char *const *dirs, int n, kvf_err *err) {
-    kvf_status s = regular_or_missing("--html", html, err);
     struct stat h, in;
+    if (lstat(html, &h) == 0 && S_ISLNK(h.st_mode))
+        return kvf_fail(err, KVF_EINVAL, "compare: --html %s: a symbolic link; refused (nothing "
+                        "is written through a link): name the file itself", html);
+    kvf_status s = regular_or_missing("--html", html, err);
     if (s || stat(html, &h) != 0) return s;
     char path[4200];
     for (int i = 0; i < n; i++) {

@@ -85,6 +85,9 @@ typedef struct sim_tier_cfg {
     double capacity_bytes;        // < 0 = unlimited, 0 = tier off
     double read_Bps, write_Bps;   // bandwidth per instance path, bytes/s
     double latency_ns;            // per transfer
+    double store_read_Bps;        // the shared store's own bandwidth, all instances together
+    double store_write_Bps;       // (SSD; 0 = no limit beyond each instance's path)
+    double store_iops;            // the store's block operations per second (0 = no limit)
 } sim_tier_cfg;
 
 // One published figure (scenario section `published.NAME`): value (and high for a range),
@@ -391,8 +394,8 @@ enum { SIM_INPUTS_MAX = 12 }; // files one run reads: scenario, trace, model, ha
 int sim_config_inputs(const sim_config *c, char (*path)[SIM_PATH_MAX], const char **what, int max);
 // sim_outdir_check_input over every file a run of c reads.
 kvf_status sim_outdir_check_config(const sim_outdir *d, const sim_config *c, kvf_err *err);
-// KVF_EINVAL naming opt when the output file out is a special file or one of the files a run
-// of c reads (device and inode). out NULL or "": KVF_OK.
+// KVF_EINVAL naming opt when the output file out is a symbolic link, a special file or one of
+// the files a run of c reads (device and inode). out NULL or "": KVF_OK.
 kvf_status sim_config_check_output(const sim_config *c, const char *opt, const char *out,
                                    kvf_err *err);
 // Takes an exclusive flock on path (created if needed) without waiting: KVF_EINVAL naming

@@ -334,6 +334,10 @@ kvf_status sim_outdir_check_config(const sim_outdir *d, const sim_config *c, kvf
 kvf_status sim_config_check_output(const sim_config *c, const char *opt, const char *out,
                                    kvf_err *err) {
     if (!out || !out[0]) return KVF_OK;
+    struct stat ls;
+    if (lstat(out, &ls) == 0 && S_ISLNK(ls.st_mode))
+        return kvf_fail(err, KVF_EINVAL, "%s %s: a symbolic link; refused (nothing is written "
+                        "through a link): name the file itself", opt, out);
     kvf_status st = sim_path_check_file(opt, out, err);
     if (st) return st;
     char path[SIM_INPUTS_MAX][SIM_PATH_MAX];
