@@ -189,12 +189,10 @@ static kvf_status sim_side(const cli_serve_args *a, const eng_serve_config *ec, 
                           "router.prefill=round_robin", "kv_cache.step_sequential=true"};
     for (size_t i = 0; !st && i < sizeof sets / sizeof sets[0]; i++) st = sim_config_set(&cfg, sets[i], err);
     snprintf(cfg.dir, sizeof cfg.dir, "%s", KVF_SOURCE_DIR);
-    snprintf(set, sizeof set, "model=%s", a->model);
-    if (!st) st = sim_config_set(&cfg, set, err);
-    snprintf(set, sizeof set, "profile=%s", profile);
-    if (!st) st = sim_config_set(&cfg, set, err);
-    snprintf(set, sizeof set, "workload.trace=%s", shaped);
-    if (!st) st = sim_config_set(&cfg, set, err);
+    // paths and names from the command line as text, never YAML ('out #1/trace.jsonl')
+    if (!st) st = cli_set_literal(&cfg, "model", a->model, err);
+    if (!st) st = cli_set_literal(&cfg, "profile", profile, err);
+    if (!st) st = cli_set_literal(&cfg, "workload.trace", shaped, err);
     snprintf(set, sizeof set, "kv_cache.block_tokens=%u", ec->block_tokens);
     if (!st) st = sim_config_set(&cfg, set, err);
     snprintf(set, sizeof set, "cluster.prefill.max_batch_tokens=%u", ec->max_batch_tokens);
