@@ -6,6 +6,7 @@
 //   sweep.json                 the sweep's definition (scenario, --set, --vary); a rerun with
 //                              another definition into the same DIR is refused
 //   points/<idx>_<k>=<v>_.../  one run each: summary.json, results.db
+//   points/<name>.error        the message of a point's run that failed (gone once it runs)
 //   sweep.db, sweep.csv        one row per point: its keys and headline figures
 //
 // Invariants and tricks:
@@ -138,6 +139,38 @@ static void point_path(const cli_sweep_state *s, int idx, const char *suffix, ch
     snprintf(out, n, "%s/points/%s%s", s->out, s->names[idx], suffix);
 }
 
+// Keeps the message of point idx's failed run in points/<name>.error (best effort: the reason
+// is also printed on stderr).
+static void point_error_write(const cli_sweep_state *s, int idx, const char *msg) {
+    char p[SIM_PATH_MAX + 300];
+    point_path(s, idx, ".error", p, sizeof p);
+    FILE *f = fopen(p, "w");
+    if (!f) return;
+    fputs(msg, f);
+    fclose(f);
+}
+
+// The message in points/<name>.error (owned), or NULL.
+static char *point_error_read(const cli_sweep_state *s, int idx) {
+    char p[SIM_PATH_MAX + 300];
+    point_path(s, idx, ".error", p, sizeof p);
+    char *txt = NULL;
+    size_t len = 0;
+    kvf_err err = {0};
+    if (kvf_read_file(p, &txt, &len, &err)) return NULL;
+    while (len && (txt[len - 1] == '\n' || txt[len - 1] == '\r')) txt[--len] = '\0';
+    if (!len) {
+        free(txt);
+        return NULL;
+    }
+    return txt;
+}
+
+static void set_reason(cli_sweep_state *s, int idx, const char *why) {
+    free(s->reason[idx]);
+    s->reason[idx] = kvf_strdup(why);
+}
+
 static bool file_exists(const char *p) {
     struct stat sb;
     return stat(p, &sb) == 0;
@@ -185,6 +218,9 @@ static kvf_status run_point(const cli_sweep_state *s, int idx, kvf_err *err) {
     point_path(s, idx, "", fin, sizeof fin);
     point_path(s, idx, ".partial", part, sizeof part);
     remove_flat_dir(part);
+    char ep[SIM_PATH_MAX + 300];
+    point_path(s, idx, ".error", ep, sizeof ep);
+    unlink(ep);
     sim_config *c = kvf_malloc(sizeof *c);
     kvf_status st = point_config(s, idx, c, err);
     void *sj = NULL;
@@ -195,6 +231,7 @@ static kvf_status run_point(const cli_sweep_state *s, int idx, kvf_err *err) {
         json_decref(sj);
     }
     free(c);
+    if (st && st != KVF_EINTR) point_error_write(s, idx, err->msg);
     if (st) return st;
     remove_flat_dir(fin);
     if (rename(part, fin))
@@ -273,6 +310,7 @@ static int run_inline(cli_sweep_state *s, const bool *todo, rpt_progress *bar) {
             report_failure(s, i, &err);
             failed++;
         }
+        if (st) set_reason(s, i, st == KVF_EINTR ? "interrupted" : err.msg);
         if (!st) s->ran[i] = true;
         rpt_progress_update(bar, ++done);
     }
@@ -329,10 +367,15 @@ static int run_forked(cli_sweep_state *s, const bool *todo, rpt_progress *bar) {
         if (ok)
             s->ran[idx] = true;
         else if (!g_interrupt) {
-            if (WIFSIGNALED(wst))
-                fprintf(stderr, "kvfleet sweep: point %d (%s): worker killed by signal %d\n", idx,
-                        s->names[idx], WTERMSIG(wst));
-            failed++;
+            if (WIFSIGNALED(wst)) {
+                char why[64];
+                snprintf(why, sizeof why, "worker killed by signal %d", WTERMSIG(wst));
+                fprintf(stderr, "kvfleet sweep: point %d (%s): %s\n", idx, s->names[idx], why);
+                set_reason(s, idx, why);
+            }
+            failed++;   // otherwise the worker left its message in points/<name>.error
+        } else {
+            set_reason(s, idx, "interrupted");
         }
         rpt_progress_update(bar, ++done);
     }
@@ -494,6 +537,7 @@ static kvf_status sweep_prepare_dir(cli_sweep_state *s, char *outbuf, size_t n, 
     s->names = kvf_calloc((size_t)s->npoints, sizeof *s->names);
     s->summary = kvf_calloc((size_t)s->npoints, sizeof *s->summary);
     s->ran = kvf_calloc((size_t)s->npoints, sizeof *s->ran);
+    s->reason = kvf_calloc((size_t)s->npoints, sizeof *s->reason);
     for (int i = 0; i < s->npoints; i++)
         s->names[i] = point_name(s, i);
     kvf_status st = check_definition(s, err);
@@ -540,10 +584,20 @@ static int sweep_run_points(cli_sweep_state *s, int *nran) {
 
 // Rank 0 (or the one process): sweep.db, sweep.csv, sweep.html, the table or JSON on stdout
 // and the count line on stderr; the exit code.
+const char *cli_sweep_reason(const cli_sweep_state *s, int idx) {
+    return s->reason && s->reason[idx] ? s->reason[idx] : "not run";
+}
+
 static int sweep_report(cli_sweep_state *s, int nran) {
     int missing = 0;
-    for (int i = 0; i < s->npoints; i++)
-        missing += !s->summary[i];
+    for (int i = 0; i < s->npoints; i++) {
+        if (s->summary[i]) continue;
+        missing++;
+        if (s->reason[i]) continue;
+        s->reason[i] = point_error_read(s, i);
+        if (!s->reason[i])
+            s->reason[i] = kvf_strdup(g_interrupt ? "not run: the sweep was interrupted" : "not run");
+    }
     kvf_err err = {0};
     kvf_status st = cli_sweep_write_db(s, &err);
     if (!st) st = cli_sweep_write_csv(s, &err);
@@ -556,7 +610,7 @@ static int sweep_report(cli_sweep_state *s, int nran) {
         cli_sweep_print_json(s);
     else
         cli_sweep_print_table(s);
-    fprintf(stderr, "kvfleet sweep: %d points: %d run now, %d already done, %d missing%s\n",
+    fprintf(stderr, "kvfleet sweep: %d points: %d run now, %d already done, %d unfinished%s\n",
             s->npoints, nran, s->npoints - missing - nran, missing,
             s->size > 1 ? " (gathered over MPI ranks)" : "");
     if (g_interrupt) {
@@ -626,11 +680,13 @@ int cli_sweep(int argc, char **argv) {
     }
     for (int i = 0; s.names && i < s.npoints; i++) {
         free(s.names[i]);
+        free(s.reason[i]);
         json_decref(s.summary[i]);
     }
     free(s.names);
     free(s.summary);
     free(s.ran);
+    free(s.reason);
     free(s.base);
     return rc;
 }

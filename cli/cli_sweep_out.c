@@ -1,6 +1,7 @@
 // cli/cli_sweep_out.c -- what `kvfleet sweep` writes and prints from its points' summaries
 // (cli_sweep.h): sweep.db, sweep.csv, sweep.html, the table and the JSON on stdout. A point
-// that failed or did not run has no summary: its figures are NULL / empty, its status failed.
+// that failed, was interrupted or did not run has no summary: its figures are NULL / empty, its
+// status "unfinished" and its reason (cli_sweep_reason) beside it.
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -45,7 +46,12 @@ static double fig(const json_t *sm, int f) {
 }
 
 static const char *point_status(const cli_sweep_state *s, int i) {
-    return s->summary[i] ? "completed" : "failed";
+    return s->summary[i] ? "completed" : "unfinished";
+}
+
+// The reason of an unfinished point; NULL for a completed one.
+static const char *point_reason(const cli_sweep_state *s, int i) {
+    return s->summary[i] ? NULL : cli_sweep_reason(s, i);
 }
 
 static void sql_quote_ident(char *out, size_t n, const char *id) {
@@ -92,8 +98,8 @@ kvf_status cli_sweep_write_db(const cli_sweep_state *s, kvf_err *err) {
         n += (size_t)snprintf(sql + n, cap - n, ", %s NUMERIC", id);
         qn += (size_t)snprintf(q + qn, cap - qn, ",?");
     }
-    n += (size_t)snprintf(sql + n, cap - n, ", dir TEXT, status TEXT");
-    qn += (size_t)snprintf(q + qn, cap - qn, ",?,?");
+    n += (size_t)snprintf(sql + n, cap - n, ", dir TEXT, status TEXT, reason TEXT");
+    qn += (size_t)snprintf(q + qn, cap - qn, ",?,?,?");
     for (int f = 0; f < N_FIGS; f++) {
         n += (size_t)snprintf(sql + n, cap - n, ", %s REAL", k_figs[f].col);
         qn += (size_t)snprintf(q + qn, cap - qn, ",?");
@@ -115,6 +121,10 @@ kvf_status cli_sweep_write_db(const cli_sweep_state *s, kvf_err *err) {
             sqlite3_bind_text(ins, c++, s->keys[k].vals[cli_sweep_point_val(s, i, k)], -1, SQLITE_STATIC);
         sqlite3_bind_text(ins, c++, s->names[i], -1, SQLITE_STATIC);
         sqlite3_bind_text(ins, c++, point_status(s, i), -1, SQLITE_STATIC);
+        if (point_reason(s, i))
+            sqlite3_bind_text(ins, c++, point_reason(s, i), -1, SQLITE_TRANSIENT);
+        else
+            sqlite3_bind_null(ins, c++);
         for (int f = 0; f < N_FIGS; f++) {
             double v = fig(s->summary[i], f);
             if (isfinite(v))
@@ -179,7 +189,7 @@ kvf_status cli_sweep_write_csv(const cli_sweep_state *s, kvf_err *err) {
         fputc(',', f);
         csv_field(f, s->keys[k].key);
     }
-    fputs(",dir,status", f);
+    fputs(",dir,status,reason", f);
     for (int fi = 0; fi < N_FIGS; fi++)
         fprintf(f, ",%s", k_figs[fi].col);
     fputs(",saturation\n", f);
@@ -191,7 +201,8 @@ kvf_status cli_sweep_write_csv(const cli_sweep_state *s, kvf_err *err) {
         }
         fputc(',', f);
         csv_field(f, s->names[i]);
-        fprintf(f, ",%s", point_status(s, i));
+        fprintf(f, ",%s,", point_status(s, i));
+        if (point_reason(s, i)) csv_field(f, point_reason(s, i));
         for (int fi = 0; fi < N_FIGS; fi++) {
             double v = fig(s->summary[i], fi);
             if (isfinite(v))
@@ -276,6 +287,7 @@ void cli_sweep_print_json(const cli_sweep_state *s) {
         json_object_set_new(p, "vary", v);
         json_object_set_new(p, "dir", json_string(s->names[i]));
         json_object_set_new(p, "point_status", json_string(point_status(s, i)));
+        if (point_reason(s, i)) json_object_set_new(p, "reason", json_string(point_reason(s, i)));
         json_array_append_new(arr, p);
     }
     char *txt = json_dumps(arr, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
@@ -293,8 +305,11 @@ kvf_status cli_sweep_write_html(const cli_sweep_state *s, kvf_err *err) {
         json_t *k = json_object();
         for (int j = 0; j < s->nkeys; j++)
             json_object_set_new(k, s->keys[j].key, json_string(s->keys[j].vals[cli_sweep_point_val(s, i, j)]));
-        json_array_append_new(pts, json_pack("{s:s, s:o, s:O}", "label", s->names[i], "keys", k,
-                                             "summary", s->summary[i] ? s->summary[i] : json_null()));
+        json_t *pt = json_pack("{s:s, s:o, s:O, s:s}", "label", s->names[i], "keys", k, "summary",
+                               s->summary[i] ? s->summary[i] : json_null(), "status",
+                               point_status(s, i));
+        if (point_reason(s, i)) json_object_set_new(pt, "reason", json_string(point_reason(s, i)));
+        json_array_append_new(pts, pt);
     }
     char path[SIM_PATH_MAX + 16], title[SIM_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/sweep.html", s->out);
@@ -317,7 +332,7 @@ void cli_sweep_print_table(const cli_sweep_state *s) {
             printf("  %14s", s->keys[k].vals[cli_sweep_point_val(s, i, k)]);
         const json_t *m = s->summary[i];
         if (!m) {
-            printf("  failed\n");
+            printf("  unfinished: %s\n", point_reason(s, i));
             continue;
         }
         printf("  %10.1f %10.2f %8.3f %10.0f %6.0f %10.2f  %s\n", sim_points_num(m, "ttft_ms.p90"),

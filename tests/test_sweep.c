@@ -272,6 +272,62 @@ START_TEST(test_sweep_bad_vary) {
 }
 END_TEST
 
+// A point whose run fails (a trace window past the trace's end: no requests) is "unfinished"
+// with the run's message as its reason in sweep.db, sweep.csv, --json, the table and
+// sweep.html, never "failed"; with -j 2 the reason comes back from the worker; the sweep
+// exits 1.
+START_TEST(test_sweep_unfinished_reason) {
+    const char *why = "no requests to simulate";
+    for (int jobs = 1; jobs <= 2; jobs++) {
+        int rc = kvt_sh("%s sweep " BASE " --vary workload.start_s=0,9e8 -j %d -o %s/u%d",
+                        kvt_bin(), jobs, kvt_tmp, jobs);
+        ck_assert_msg(rc == 1, "-j %d: exit %d: %.2000s", jobs, rc, kvt_err);
+        ck_assert_msg(strstr(kvt_out, "unfinished: ") && strstr(kvt_out, why) &&
+                          !strstr(kvt_out, "failed"),
+                      "table: %.2000s", kvt_out);
+        ck_assert_msg(strstr(kvt_err, "1 unfinished"), "%.2000s", kvt_err);
+        char p[256];
+        snprintf(p, sizeof p, "%s/u%d/sweep.db", kvt_tmp, jobs);
+        sqlite3 *db = NULL;
+        ck_assert(sqlite3_open_v2(p, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+        sqlite3_stmt *q = NULL;
+        ck_assert(sqlite3_prepare_v2(db, "SELECT status, reason FROM point ORDER BY idx", -1, &q,
+                                     NULL) == SQLITE_OK);
+        ck_assert(sqlite3_step(q) == SQLITE_ROW);
+        ck_assert_str_eq((const char *)sqlite3_column_text(q, 0), "completed");
+        ck_assert(sqlite3_column_type(q, 1) == SQLITE_NULL);
+        ck_assert(sqlite3_step(q) == SQLITE_ROW);
+        ck_assert_str_eq((const char *)sqlite3_column_text(q, 0), "unfinished");
+        ck_assert_msg(strstr((const char *)sqlite3_column_text(q, 1), why), "reason '%s'",
+                      sqlite3_column_text(q, 1));
+        sqlite3_finalize(q);
+        sqlite3_close(db);
+        snprintf(p, sizeof p, "%s/u%d/sweep.csv", kvt_tmp, jobs);
+        char *csv = kvt_slurp(p);
+        ck_assert_msg(strstr(csv, ",status,reason,") && strstr(csv, ",unfinished,") &&
+                          strstr(csv, why) && !strstr(csv, "failed"),
+                      "%s", csv);
+        free(csv);
+        snprintf(p, sizeof p, "%s/u%d/sweep.html", kvt_tmp, jobs);
+        char *html = kvt_slurp(p);
+        ck_assert_msg(strstr(html, why) && !strstr(html, ">failed"), "sweep.html lacks the reason");
+        free(html);
+    }
+    // --json (a rerun: the complete point is kept, the other runs again)
+    int rc = kvt_sh("%s sweep " BASE " --vary workload.start_s=0,9e8 -o %s/u1 --json", kvt_bin(),
+                    kvt_tmp);
+    ck_assert_int_eq(rc, 1);
+    json_error_t je;
+    json_t *a = json_loads(kvt_out, 0, &je);
+    ck_assert_msg(json_is_array(a) && json_array_size(a) == 2, "--json: %s", je.text);
+    json_t *p1 = json_array_get(a, 1);
+    ck_assert_str_eq(json_string_value(json_object_get(p1, "point_status")), "unfinished");
+    ck_assert(strstr(json_string_value(json_object_get(p1, "reason")), why));
+    ck_assert(!json_object_get(json_array_get(a, 0), "reason"));
+    json_decref(a);
+}
+END_TEST
+
 // Why the MPI case cannot run here, or NULL when it can.
 static const char *mpi_missing(void) {
 #ifndef KVF_HAVE_MPI
@@ -298,6 +354,7 @@ int main(void) {
     tcase_add_test(t, test_sweep_db_and_csv);
     tcase_add_test(t, test_sweep_resume_reruns_only_missing);
     tcase_add_test(t, test_sweep_bad_vary);
+    tcase_add_test(t, test_sweep_unfinished_reason);
     suite_add_tcase(s, t);
     if (!why) {
         t = tcase_create("mpi");
