@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# bench/run.sh BUILD_DIR -- runs the benchmarks and prints their figures (not part of tests).
+# bench/run.sh BUILD_DIR [OLD_KVFLEET] -- runs the benchmarks and prints their figures (not part
+# of tests). OLD_KVFLEET (or KVF_BENCH_OLD): a previous release's binary; sim_speed prints each
+# figure beside that binary's run of the same scenario, timed in the same bench run.
 set -euo pipefail
 build=${1:-build}
+old=${2:-${KVF_BENCH_OLD:-}}
 here=$(cd "$(dirname "$0")/.." && pwd)
 shared=${KVF_SHARED:-$here/../shared}
 [ -d "$shared/traces" ] || shared=$here   # fall back to the bundled traces (traces/data)
@@ -9,7 +12,7 @@ shared=${KVF_SHARED:-$here/../shared}
 echo "== startup (RSS and wall before simulating)"
 "$here/bench/startup.sh" "$build"
 echo "== simulator speed"
-"$build/bench/sim_speed" "$here" "$shared" 1
+"$build/bench/sim_speed" "$here" "$shared" 1 ${old:+"$old"}
 for b in "$build"/bench/*; do
   case "$(basename "$b")" in sim_speed) ;; *) [ -x "$b" ] && { echo "== $(basename "$b")"; "$b" || true; } ;; esac
 done

@@ -2,7 +2,12 @@
 // "hold" model: pop the earliest event, push one a random time later) next to a full run of a
 // 1,000-GPU cluster replaying one simulated hour of real traffic, measured in the same process.
 //
-// usage: sim_speed [REPO_DIR] [SHARED_DIR] [HOURS]
+// usage: sim_speed [REPO_DIR] [SHARED_DIR] [HOURS] [OLD_KVFLEET]
+// OLD_KVFLEET (or KVF_BENCH_OLD): a previous release's kvfleet binary; each scenario is then
+// also run by it (`OLD run SCENARIO --set ... -q --no-report -o DIR`, a child process, in the
+// same bench run, one after the other so neither competes for a core), and each figure is
+// printed beside that run's: its loop wall, events and the speed ratio new/old, with whether
+// both simulated the same events.
 // The hour of traffic is the Mooncake conversation trace repeated back to back (hash ids of
 // each copy offset so copies do not share prefixes beyond the trace's own system prompt),
 // rescaled to the scenario's rate. Prints one line per figure; never part of the tests.
@@ -11,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "sim.h"
 #include "sim_queue.h"
@@ -33,6 +39,72 @@ static double bare_queue_events_per_s(size_t live, uint64_t n) {
     double s = (double)(kvf_wall_ns() - t0) * 1e-9;
     sim_queue_destroy(q);
     return (double)n / s;
+}
+
+static const char *old_bin;   // a previous release's kvfleet, or NULL
+static double bare_eps;       // the bare loop's events/s, measured first
+
+// Appends s to b single-quoted for the shell.
+static void shell_quote(char *b, size_t n, const char *s) {
+    size_t k = strlen(b);
+    if (k + 1 < n) b[k++] = '\'';
+    for (; *s && k + 5 < n; s++) {
+        if (*s == '\'') {
+            memcpy(b + k, "'\\''", 4);
+            k += 4;
+        } else {
+            b[k++] = *s;
+        }
+    }
+    if (k + 1 < n) b[k++] = '\'';
+    b[k] = 0;
+}
+
+// Runs `old_bin run scenario --set sets...` and prints its loop wall and events beside the
+// new binary's (loop wall new_loop for new_events events). Quiet when no old binary is given.
+static void old_compare(const char *scenario, const char *const *sets, int n, double new_loop,
+                        double new_events) {
+    if (!old_bin) return;
+    char dir[] = "/tmp/kvf_bench_old_XXXXXX";
+    if (!mkdtemp(dir)) return;
+    char out[64], cmd[16384] = "";
+    snprintf(out, sizeof out, "%s/r", dir);   // a fresh directory: no --force needed
+    shell_quote(cmd, sizeof cmd, old_bin);
+    strncat(cmd, " run ", sizeof cmd - strlen(cmd) - 1);
+    shell_quote(cmd, sizeof cmd, scenario);
+    for (int i = 0; i < n; i++) {
+        strncat(cmd, " --set ", sizeof cmd - strlen(cmd) - 1);
+        shell_quote(cmd, sizeof cmd, sets[i]);
+    }
+    strncat(cmd, " -q --no-report -o ", sizeof cmd - strlen(cmd) - 1);
+    shell_quote(cmd, sizeof cmd, out);
+    strncat(cmd, " >/dev/null 2>&1", sizeof cmd - strlen(cmd) - 1);
+    struct rusage r0, r1;
+    getrusage(RUSAGE_CHILDREN, &r0);
+    int64_t t0 = kvf_wall_ns();
+    int rc = system(cmd);
+    double wall = (double)(kvf_wall_ns() - t0) * 1e-9;
+    getrusage(RUSAGE_CHILDREN, &r1);
+    double user = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
+                  (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) * 1e-6;
+    char sp[96];
+    snprintf(sp, sizeof sp, "%s/summary.json", out);
+    json_t *s = rc == 0 ? json_load_file(sp, 0, NULL) : NULL;
+    if (!s) {
+        printf("  old binary: failed (exit %d)\n", rc);
+    } else {
+        json_t *si = json_object_get(s, "sim");
+        double ev = json_number_value(json_object_get(si, "events"));
+        double loop = json_number_value(json_object_get(si, "wall_s"));
+        printf("  old binary: %.0f events, loop %.2f s (process %.2f s wall, %.2f s user): "
+               "%.2f M events/s = %.1f %% of the bare queue; new/old speed %.2fx (loop), "
+               "events %s\n",
+               ev, loop, wall, user, ev / loop / 1e6, 100 * ev / loop / bare_eps, loop / new_loop,
+               ev == new_events ? "the same" : "DIFFER");
+        json_decref(s);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd)) {}
 }
 
 // Writes `copies` back-to-back copies of a Mooncake JSONL trace; returns requests written.
@@ -112,6 +184,7 @@ static json_t *bench_scenario(const char *repo, const char *label, const char *n
            label, (long long)json_integer_value(json_object_get(json_object_get(s, "requests"), "arrived")),
            ev, json_number_value(json_object_get(si, "simulated_s")), wall, loop, ev / loop / 1e6,
            100 * ev / loop / bare, loop / ev * 1e9);
+    old_compare(path, sets, n, loop, ev);
     return s;
 }
 
@@ -119,8 +192,16 @@ int main(int argc, char **argv) {
     const char *repo = argc > 1 ? argv[1] : ".";
     const char *shared = argc > 2 ? argv[2] : "../shared";
     double hours = argc > 3 ? atof(argv[3]) : 1.0;
+    old_bin = argc > 4 ? argv[4] : getenv("KVF_BENCH_OLD");
+    if (old_bin && !*old_bin) old_bin = NULL;
+    if (old_bin && access(old_bin, X_OK)) {
+        fprintf(stderr, "%s: not an executable (the previous release's kvfleet)\n", old_bin);
+        return 1;
+    }
     double bare = bare_queue_events_per_s(100000, getenv("KVF_BENCH_BARE_N") ? strtoull(getenv("KVF_BENCH_BARE_N"), NULL, 10) : 20000000);
+    bare_eps = bare;
     printf("bare event queue (hold model, 100k live events): %.2f M events/s\n", bare / 1e6);
+    if (old_bin) printf("previous release for comparison: %s\n", old_bin);
 
     static sim_config cfg;
     kvf_err err = {0};
@@ -143,6 +224,8 @@ int main(int argc, char **argv) {
     }
     snprintf(set, sizeof set, "workload.trace=%s", trace);
     sim_config_set(&cfg, set, &err);
+    char set_trace[2200];
+    snprintf(set_trace, sizeof set_trace, "%s", set);
     snprintf(set, sizeof set, "workload.limit_requests=%ld", (long)(cfg.workload.opt.rate_rps * 3600 * hours));
     sim_config_set(&cfg, set, &err);
     if (sim_config_validate(&cfg, &err)) {
@@ -163,6 +246,10 @@ int main(int argc, char **argv) {
     double ev0 = json_number_value(json_object_get(si0, "events"));
     double w0 = json_number_value(json_object_get(si0, "wall_s"));
     printf("without prefix cache: %.0f events in %.2f s wall: %.2f M events/s\n", ev0, w0, ev0 / w0 / 1e6);
+    char lim[128];
+    snprintf(lim, sizeof lim, "workload.limit_requests=%ld", (long)(cfg.workload.opt.rate_rps * 3600 * hours));
+    const char *sets_nc[] = {set_trace, lim, "kv_cache.prefix_cache=false"};
+    old_compare(path, sets_nc, 3, w0, ev0);
     json_decref(sv);
     int64_t t0 = kvf_wall_ns();
     if (sim_run(&cfg, &o, &sv, &err)) {
@@ -182,6 +269,7 @@ int main(int argc, char **argv) {
            ev, simulated, wall, loop_wall);
     printf("simulator: %.2f M events/s = %.1f %% of the bare queue; %.0f simulated s per wall s\n",
            ev / loop_wall / 1e6, 100 * ev / loop_wall / bare, simulated / loop_wall);
+    old_compare(path, sets_nc, 2, loop_wall, ev);
     json_t *ca = json_object_get(s, "cache");
     printf("cache hit rate %.3f, saturation %s, peak RSS %.0f MB\n",
            json_number_value(json_object_get(ca, "hit_rate")),
