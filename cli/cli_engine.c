@@ -474,6 +474,12 @@ static int engine_fit(int argc, char **argv) {
            "overhead %.1f us; error rms %.1f %%, max %.1f %%\nwritten to %s\n",
            path, f.rows, f.model, f.hardware, f.eff.compute, f.eff.memory, f.eff.attention,
            f.eff.step_overhead_ns / 1e3, 100 * f.err_rms, 100 * f.err_max, out);
+    if (f.err_rms > 0.2)   // on stderr: the fit is written, but it predicts this profile badly
+        fprintf(stderr,
+                "kvfleet engine fit: warning: error rms %.1f %% (above 20 %%): the efficiency "
+                "factors fit this profile poorly; the roofline with them mispredicts its steps "
+                "(prefer step_model: calibrated with this profile)\n",
+                100 * f.err_rms);
     return 0;
 }
 

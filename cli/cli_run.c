@@ -39,10 +39,12 @@ static void print_headline(json_t *s, const char *out_dir, bool report) {
     printf("scenario %s  (%s on %s, %s, %s step model)\n", json_string_value(json_object_get(s, "scenario")),
            json_string_value(json_object_get(s, "model")), json_string_value(json_object_get(s, "hardware")),
            json_string_value(json_object_get(s, "mode")), json_string_value(json_object_get(s, "step_model")));
-    printf("  requests     %lld arrived, %lld completed, %lld rejected over %.1f simulated s\n",
+    char span[32];
+    rpt_fmt_duration(jget(s, "sim", "simulated_s"), span, sizeof span);
+    printf("  requests     %lld arrived, %lld completed, %lld rejected over %s simulated\n",
            (long long)json_integer_value(json_object_get(rq, "arrived")),
            (long long)json_integer_value(json_object_get(rq, "completed")),
-           (long long)json_integer_value(json_object_get(rq, "rejected")), jget(s, "sim", "simulated_s"));
+           (long long)json_integer_value(json_object_get(rq, "rejected")), span);
     printf("  TTFT ms      mean %.1f  p50 %.1f  p90 %.1f  p99 %.1f\n", jget(s, "ttft_ms", "mean"),
            jget(s, "ttft_ms", "p50"), jget(s, "ttft_ms", "p90"), jget(s, "ttft_ms", "p99"));
     printf("  TPOT ms      mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f\n", jget(s, "tpot_ms", "mean"),
@@ -63,11 +65,17 @@ static void print_headline(json_t *s, const char *out_dir, bool report) {
         snprintf(vgpus, sizeof vgpus, "vision %lld, ", vis);
         snprintf(vutil, sizeof vutil, "vision %.0f %%, ", 100 * jget(s, "utilization", "vision"));
     }
-    printf("  GPUs         %sprefill %lld, decode %lld; %.1f GPU-hours; utilisation %sprefill %.0f %%, decode %.0f %%\n",
-           vgpus, (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "prefill")),
-           (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "decode")),
-           jget(s, "gpu_hours", NULL), vutil, 100 * jget(s, "utilization", "prefill"),
-           100 * jget(s, "utilization", "decode"));
+    const char *mode = json_string_value(json_object_get(s, "mode"));
+    if (mode && !strcmp(mode, "colocated"))   // one mixed pool, counted under prefill
+        printf("  GPUs         %scolocated %lld; %.1f GPU-hours; utilisation %scolocated %.0f %%\n",
+               vgpus, (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "prefill")),
+               jget(s, "gpu_hours", NULL), vutil, 100 * jget(s, "utilization", "prefill"));
+    else
+        printf("  GPUs         %sprefill %lld, decode %lld; %.1f GPU-hours; utilisation %sprefill %.0f %%, decode %.0f %%\n",
+               vgpus, (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "prefill")),
+               (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "decode")),
+               jget(s, "gpu_hours", NULL), vutil, 100 * jget(s, "utilization", "prefill"),
+               100 * jget(s, "utilization", "decode"));
     printf("  SLO          attainment %.1f %% (TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms)\n",
            100 * jget(s, "slo", "attainment"), jget(s, "slo", "ttft_p90_ms"), jget(s, "slo", "tpot_p90_ms"));
     json_t *e = json_object_get(s, "economics");
@@ -76,6 +84,18 @@ static void print_headline(json_t *s, const char *out_dir, bool report) {
                jget(e, "cost_usd", NULL), jget(e, "revenue_usd", NULL), 100 * jget(e, "margin", NULL),
                jget(e, "cost_per_gpu_hour_usd", NULL));
     printf("  saturation   %s\n", json_string_value(json_object_get(json_object_get(s, "saturation"), "state")));
+    json_t *smp = json_object_get(s, "sampling");
+    if (json_is_object(smp)) {
+        json_t *sr = json_object_get(smp, "requests");
+        printf("  sampled      R = %g: %lld of %lld requests kept (%.1f %%), on a fleet scaled by R; "
+               "totals are for the full fleet (summary.json sampling)\n",
+               jget(smp, "rate", NULL), (long long)json_integer_value(json_object_get(sr, "kept")),
+               (long long)json_integer_value(json_object_get(sr, "read")),
+               100 * jget(sr, "kept_share", NULL));
+    }
+    const char *tn = json_string_value(json_object_get(json_object_get(s, "trace"), "notes"));
+    const char *fn = tn ? strstr(tn, "workload.format ") : NULL;
+    if (fn) printf("  note         %.*s\n", (int)strcspn(fn, ";"), fn);
     if (json_is_true(json_object_get(json_object_get(s, "steps"), "extrapolated")))
         printf("  note         the calibrated step model extrapolated outside its profile in %lld steps\n",
                (long long)json_integer_value(json_object_get(json_object_get(s, "steps"), "extrapolated_steps")));

@@ -210,6 +210,69 @@ START_TEST(test_cli_interrupt_keeps_results) {
 }
 END_TEST
 
+// The summary lines say what the run was: one mixed pool is "colocated N", the simulated span
+// is in words (rpt_fmt_duration), and a sampled run states R and what it kept.
+START_TEST(test_cli_headline_colocated_sampled) {
+    int rc = kvf("run scenarios/quickstart.yaml --set workload.limit_requests=200 "
+                 "--set cluster.mode=colocated --no-report -o %s/colo", tmpdir);
+    ck_assert_msg(rc == 0, "colocated run: %d\n%s", rc, out_buf);
+    EXPECT_MSG("GPUs         colocated 6;", "utilisation colocated ", " simulated\n");
+    ck_assert_msg(!strstr(out_buf, "decode 0") && !strstr(out_buf, "simulated s\n"), "%s",
+                  out_buf);
+    rc = kvf("run scenarios/sampling-mooncake.yaml --set workload.sample_rate=0.1 "
+             "--set workload.limit_requests=3000 --no-report -o %s/smp", tmpdir);
+    ck_assert_msg(rc == 0, "sampled run: %d\n%s", rc, out_buf);
+    EXPECT_MSG("  sampled      R = 0.1: ", "requests kept (", "summary.json sampling");
+    rc = kvf("run scenarios/quickstart.yaml --set workload.limit_requests=200 --no-report "
+             "-o %s/plain", tmpdir);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(!strstr(out_buf, "  sampled "), "an unsampled run says sampled:\n%s", out_buf);
+}
+END_TEST
+
+// --trace with a file whose content is another format than the scenario's workload.format
+// (an Azure CSV on a Mooncake scenario) is read as what it is, and the summary's trace notes
+// and the summary lines say so; a file of no known format still fails naming the line.
+START_TEST(test_cli_trace_format_from_content) {
+    int rc = kvf("run scenarios/quickstart.yaml --trace traces/data/azure2023_conv.csv "
+                 "--set workload.limit_requests=100 --no-report -o %s/az", tmpdir);
+    ck_assert_msg(rc == 0, "azure trace on a mooncake scenario: %d\n%s", rc, out_buf);
+    EXPECT_MSG("note         workload.format mooncake does not fit the file, whose content is "
+               "azure: read as azure");
+    char p[256];
+    snprintf(p, sizeof p, "%s/az/summary.json", tmpdir);
+    json_error_t je;
+    json_t *s = json_load_file(p, 0, &je);
+    ck_assert_msg(s, "%s: %s", p, je.text);
+    json_t *tr = json_object_get(s, "trace");
+    ck_assert_str_eq(json_string_value(json_object_get(tr, "format")), "azure");
+    ck_assert(strstr(json_string_value(json_object_get(tr, "notes")), "read as azure"));
+    json_decref(s);
+    snprintf(p, sizeof p, "%s/junk.csv", tmpdir);
+    write_file(p, "when,what\n1,2\n");
+    rc = kvf("run scenarios/quickstart.yaml --trace %s --no-report -o %s/junk", p, tmpdir);
+    ck_assert_int_eq(rc, 2);
+    EXPECT_MSG("junk.csv:1:");
+}
+END_TEST
+
+// engine fit warns when its efficiency factors fit the profile poorly (rms error above 20 %:
+// the shipped CPU profiles are), and still writes the fit; a calibrated run whose relative
+// profile is missing names the path looked for and the rule that resolved it.
+START_TEST(test_cli_fit_warning_and_profile_path) {
+    int rc = kvf("engine fit models/profiles/cpu-tiny-dense.csv -o %s/dense.fit", tmpdir);
+    ck_assert_msg(rc == 0, "engine fit: %d\n%s", rc, out_buf);
+    EXPECT_MSG("error rms ", "warning: error rms ", "fit this profile poorly");
+    char p[256];
+    snprintf(p, sizeof p, "%s/dense.fit", tmpdir);
+    ck_assert_int_eq(access(p, R_OK), 0);
+    rc = kvf("run scenarios/quickstart.yaml --set step_model=calibrated --set profile=no-such.csv "
+             "--no-report -o %s/prof", tmpdir);
+    ck_assert_int_eq(rc, 2);
+    EXPECT_MSG("no-such.csv", "resolves against the scenario's folder");
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("cli");
     TCase *t = tcase_create("cli");
@@ -225,6 +288,9 @@ static Suite *suite(void) {
     tcase_add_test(t, test_cli_usage_errors);
     tcase_add_test(t, test_cli_run_writes_contract_keys);
     tcase_add_test(t, test_cli_interrupt_keeps_results);
+    tcase_add_test(t, test_cli_headline_colocated_sampled);
+    tcase_add_test(t, test_cli_trace_format_from_content);
+    tcase_add_test(t, test_cli_fit_warning_and_profile_path);
     suite_add_tcase(s, t);
     return s;
 }

@@ -614,6 +614,12 @@ static kvf_status detect(FILE *f, const char *path, trc_format *out, kvf_err *er
     return KVF_OK;
 }
 
+// JSON lines (0) or one of the CSV layouts (1 Azure, 2 BurstGPT): formats of different
+// families never parse each other's files.
+static int fmt_family(trc_format f) {
+    return f == TRC_FMT_AZURE ? 1 : f == TRC_FMT_BURSTGPT ? 2 : 0;
+}
+
 static kvf_status open_source(trc_source **src, FILE *f, const char *path, const trc_options *o,
                               trc_format fmt, kvf_err *err) {
     switch (fmt) {
@@ -747,6 +753,15 @@ static kvf_status open_any(trc_source **src, FILE **fp, const char *path, const 
     trc_format fmt = o->format;
     kvf_status st;
     if (fmt == TRC_FMT_AUTO && (st = detect(f, path, &fmt, err))) return st;
+    if (fmt != TRC_FMT_AUTO && o->format != TRC_FMT_AUTO) {
+        // a format given that cannot parse the file (JSON lines given a CSV, or the other CSV
+        // layout) while the content names its own unambiguously: read it as what it is; the
+        // reader's notes say so (trc_reader_open_pass)
+        trc_format seen;
+        kvf_err e2 = {0};
+        if (detect(f, path, &seen, &e2) == KVF_OK && fmt_family(seen) != fmt_family(fmt))
+            fmt = seen;
+    }
     char cpath[PATH_MAX + 64];
     trc_cache_key *ck = trc_cache_enabled(o)
                             ? trc_cache_key_make(f, path, o, fmt, cpath, sizeof cpath)
@@ -814,6 +829,15 @@ kvf_status trc_reader_open_pass(trc_reader **out, const char *path, const trc_op
     }
     trc_reader *r;
     if ((st = trc_reader_from_source(&r, src, f, path, &o, err))) return st;
+    if (o.format != TRC_FMT_AUTO && trc_reader_format(r) != o.format) {
+        char tmp[200];
+        snprintf(tmp, sizeof tmp,
+                 "; workload.format %s does not fit the file, whose content is %s: read as %s",
+                 trc_format_name(o.format), trc_format_name(trc_reader_format(r)),
+                 trc_format_name(trc_reader_format(r)));
+        size_t n = strnlen(r->notes, sizeof r->notes);
+        if (n < sizeof r->notes) snprintf(r->notes + n, sizeof r->notes - n, "%s", tmp);
+    }
     if (want_pass) {
         r->pass = p;
         r->have_pass = true;

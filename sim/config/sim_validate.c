@@ -276,7 +276,15 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
         if (!c->profile[0])
             return vfail(c, err, "step_model", "calibrated needs a profile (key 'profile')");
         sim_config_profile_path(c, path, sizeof path);
-        if (!is_file(path)) return file_fail(c, err, "profile", path);
+        if (!is_file(path)) {
+            kvf_status fs = file_fail(c, err, "profile", path);
+            size_t m = err ? strlen(err->msg) : 0;
+            if (err && c->profile[0] != '/' && m < sizeof err->msg)   // where it was looked for
+                snprintf(err->msg + m, sizeof err->msg - m,
+                         " (a relative profile: path resolves against the scenario's folder, "
+                         "scenarios/README.md)");
+            return fs;
+        }
     } else if (strcmp(c->step_model, "roofline") && strcmp(c->step_model, "table")) {
         return vfail(c, err, "step_model",
                      "unknown value '%s' (allowed: roofline|calibrated|table)", c->step_model);
