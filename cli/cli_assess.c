@@ -170,7 +170,8 @@ static int assess_parse(int argc, char **argv, assess_args *a) {
     };
     const cli_spec spec = {.cmd = "assess", .usage = usage_assess, .first = 1, .opts = opts,
                            .nopts = (int)(sizeof opts / sizeof opts[0]), .pos = &a->trace,
-                           .npos = 1, .common = CLI_OUT | CLI_SET | CLI_JSON | CLI_QUIET | CLI_FORCE};
+                           .npos = 1,
+                           .common = CLI_OUT | CLI_SET | CLI_JSON | CLI_QUIET | CLI_FORCE};
     int rc = cli_parse(&spec, argc, argv, &a->c);
     if (rc != CLI_GO) return rc;
     if (!a->trace) return usage_assess(stderr, 2);

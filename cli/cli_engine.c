@@ -21,7 +21,8 @@ int cli_serve_usage(FILE *f, const char *cmd, int rc) {
             "usage: kvfleet %s --trace FILE [--model M] [--backend cpu|cuda] [--format F]\n"
             "          [--start S] [--end S] [--limit N] [--time-scale X] [--length-scale X]\n"
             "          [--rate R] [--skip-bad] [--max-batch-tokens N] [--max-batch-requests N]\n"
-            "          [--kv-blocks N] [--block-tokens N] [--threads N]%s [-o DIR [--force]] [--json]\n",
+            "          [--kv-blocks N] [--block-tokens N] [--threads N]%s\n"
+            "          [-o DIR [--force]] [--json]\n",
             cmd, strcmp(cmd, "validate") ? "" : " [--profile P] [--strict]");
     return rc;
 }

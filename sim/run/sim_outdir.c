@@ -96,7 +96,8 @@ kvf_status sim_lock_file(const char *path, int *fd, kvf_err *err) {
         }
         // The holder before us may have unlinked the file after we opened it: the lock must
         // be on the file the path names now (lstat: a link put there since is not it).
-        if (fstat(f, &a) == 0 && lstat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
+        if (fstat(f, &a) == 0 && lstat(path, &b) == 0 && a.st_ino == b.st_ino &&
+            a.st_dev == b.st_dev) {
             char pid[32];
             int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
             if (ftruncate(f, 0) == 0 && write(f, pid, (size_t)n) < 0) { /* informative only */ }
@@ -316,7 +317,8 @@ int sim_config_inputs(const sim_config *c, char (*path)[SIM_PATH_MAX], const cha
         if (pools[i]->hardware[0])
             ADD("hardware file", sim_config_pool_hardware_path(c, pools[i], path[n], SIM_PATH_MAX));
     if (c->profile[0]) ADD("profile", sim_config_profile_path(c, path[n], SIM_PATH_MAX));
-    if (c->serving.fit[0]) ADD("fit file", sim_config_resolve(c, c->serving.fit, path[n], SIM_PATH_MAX));
+    if (c->serving.fit[0])
+        ADD("fit file", sim_config_resolve(c, c->serving.fit, path[n], SIM_PATH_MAX));
 #undef ADD
     KVF_ASSERT(n <= max);
     return n;
