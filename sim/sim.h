@@ -85,6 +85,9 @@ typedef struct sim_tier_cfg {
     double capacity_bytes;        // < 0 = unlimited, 0 = tier off
     double read_Bps, write_Bps;   // bandwidth per instance path, bytes/s
     double latency_ns;            // per transfer
+    double store_read_Bps;        // the shared store's own bandwidth, all instances together
+    double store_write_Bps;       // (SSD; 0 = no limit beyond each instance's path)
+    double store_iops;            // the store's block operations per second (0 = no limit)
 } sim_tier_cfg;
 
 // One published figure (scenario section `published.NAME`): value (and high for a range),

@@ -213,7 +213,9 @@ static void init_instance(sim_cluster *c, sim_pool *p, int k, uint32_t i, uint32
         else dram_blocks = (uint64_t)(cfg->kv.dram.capacity_bytes / c->block_bytes);
         in->link_dram = sim_link_new(c, cfg->kv.dram.read_Bps, (sim_time)cfg->kv.dram.latency_ns, id, SIM_LINK_DRAM);
         if (cfg->kv.ssd.capacity_bytes != 0) {
-            in->link_ssd = sim_link_new(c, cfg->kv.ssd.read_Bps, (sim_time)cfg->kv.ssd.latency_ns, id, SIM_LINK_SSD);
+            in->link_ssd = c->link_store != SIM_NONE
+                               ? c->link_store
+                               : sim_link_new(c, cfg->kv.ssd.read_Bps, (sim_time)cfg->kv.ssd.latency_ns, id, SIM_LINK_SSD);
             in->link_ssd_write = sim_link_new(c, cfg->kv.ssd.write_Bps, 0, id, SIM_LINK_SSDW);
         }
         if (!c->colocated)
@@ -240,6 +242,16 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
     char path[SIM_PATH_MAX], dir[SIM_PATH_MAX];
     kvf_status st = load_model(c, cfg, dir, sizeof dir, err);
     if (st) return st;
+    // The SSD store as one shared thing: its own read bandwidth (and block IOPS) shared by every
+    // instance's loads, each load no faster than its instance's path (kv_cache.ssd.read_GBps).
+    c->link_store = SIM_NONE;
+    const sim_tier_cfg *ssd = &cfg->kv.ssd;
+    if (cfg->kv.prefix_cache && ssd->capacity_bytes != 0 && (ssd->store_read_Bps > 0 || ssd->store_iops > 0)) {
+        double bw = ssd->store_read_Bps > 0 ? ssd->store_read_Bps : INFINITY;
+        if (ssd->store_iops > 0) bw = KVF_MIN(bw, ssd->store_iops * c->block_bytes);
+        c->link_store = sim_link_new(c, bw, (sim_time)ssd->latency_ns, 0, SIM_LINK_SSD);
+        c->links[c->link_store].link.flow_cap_Bps = ssd->read_Bps;
+    }
     // pools: colocated folds prefill + decode instances into one pool (same GPU count)
     const sim_pool_cfg *pcfg[SIM_POOLS] = {&cfg->cluster.vision, &cfg->cluster.prefill, &cfg->cluster.decode};
     uint32_t counts[SIM_POOLS] = {(uint32_t)cfg->cluster.vision.instances, (uint32_t)cfg->cluster.prefill.instances,

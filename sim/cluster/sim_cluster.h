@@ -275,6 +275,9 @@ typedef struct sim_cluster {
     sim_bcache ssd;
     double block_bytes;         // bytes of one stored block
     double kv_bytes_token;      // bytes per token moved prefill -> decode
+    uint32_t link_store;        // the SSD store's shared read link (store_read_GBps or
+                                // store_iops set), SIM_NONE = each instance its own path
+    sim_time store_busy_until;  // the store's write-downs queued so far (store_write_GBps)
     double hbm_blocks_per_token;  // HBM prefix-cache blocks one token of KV capacity holds
     bool swa_replay;            // hybrid model with bounded replay
     bool dspark;                // decode steps verify DSpark blocks (speculative.method)

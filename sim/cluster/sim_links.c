@@ -34,13 +34,20 @@ void sim_link_send(sim_cluster *c, uint32_t id, double bytes, uint64_t tag) {
         // (the link busy until busy_until at full rate), whose peak the summary reports.
         sim_time start = lr->busy_until > c->now ? lr->busy_until : c->now;
         lr->busy_until = start + (sim_time)llround(bytes / l->Bps * 1e9);
+        double sw = c->cfg->kv.ssd.store_write_Bps;
+        if (sw > 0) {   // and the store's own write bandwidth, shared by every instance
+            sim_time s0 = c->store_busy_until > c->now ? c->store_busy_until : c->now;
+            c->store_busy_until = s0 + (sim_time)llround(bytes / sw * 1e9);
+            if (c->store_busy_until > lr->busy_until) lr->busy_until = c->store_busy_until;
+        }
         if (c->timeline) sim_trace_flow(c->timeline, start, lr->busy_until, c->inst[lr->inst].pool, c->inst[lr->inst].idx, sim_link_what[lr->kind], bytes);
         double backlog = (double)(lr->busy_until - c->now) * 1e-9;
         if (backlog > c->m.ssd_write_backlog_s_peak) c->m.ssd_write_backlog_s_peak = backlog;
         return;
     }
     // latency is charged as bytes at line rate so it shares the one completion event
-    sim_link_add(l, c->now, bytes + (double)l->latency_ns * 1e-9 * l->Bps, tag);
+    double rate1 = l->flow_cap_Bps > 0 ? sim_link_flow_rate(l, 1) : l->Bps;   // one flow alone
+    sim_link_add(l, c->now, bytes + (double)l->latency_ns * 1e-9 * rate1, tag);
     if (c->timeline) sim_trace_flow_begin(c->timeline, c->now, c->inst[lr->inst].pool, c->inst[lr->inst].idx, sim_link_what[lr->kind], (uint64_t)id << 32 | tag, bytes);
     sim_link_rearm(c, id);
 }
@@ -71,6 +78,7 @@ void sim_on_link(sim_cluster *c, uint32_t id) {
             continue;
         }
         KVF_ASSERT(r->pending_loads > 0);
+        in = &c->inst[r->pinst];   // the store's link is shared: the load is the request's
         if (--r->pending_loads) continue;
         if (r->state == SIM_RS_LOADING) {
             in->n_loading--;

@@ -21,7 +21,10 @@ void sim_link_free(sim_link *l) {
 static void advance(sim_link *l, sim_time now) {
     if (now <= l->last) return;
     if (l->n) {
-        l->service += (double)(now - l->last) * 1e-9 * l->Bps / (double)l->n;
+        // (the uncapped form keeps its operation order: results must not move by a rounding)
+        l->service += l->flow_cap_Bps > 0
+                          ? (double)(now - l->last) * 1e-9 * sim_link_flow_rate(l, l->n)
+                          : (double)(now - l->last) * 1e-9 * l->Bps / (double)l->n;
         l->busy_ns += (double)(now - l->last);
     }
     l->last = now;
@@ -52,6 +55,7 @@ sim_time sim_link_next_ns(sim_link *l, sim_time now) {
     double rem = l->flows[0].target - l->service;
     if (rem <= 0) return now;
     // ceil so that at the returned time the flow is complete
+    if (l->flow_cap_Bps > 0) return now + (sim_time)ceil(rem / sim_link_flow_rate(l, l->n) * 1e9);
     return now + (sim_time)ceil(rem * (double)l->n / l->Bps * 1e9);
 }
 
@@ -75,5 +79,6 @@ bool sim_link_pop_done(sim_link *l, sim_time now, uint64_t *tag) {
 }
 
 double sim_link_estimate_s(const sim_link *l, double bytes) {
+    if (l->flow_cap_Bps > 0) return bytes / sim_link_flow_rate(l, l->n + 1) + (double)l->latency_ns * 1e-9;
     return bytes * (double)(l->n + 1) / l->Bps + (double)l->latency_ns * 1e-9;
 }

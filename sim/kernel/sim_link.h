@@ -20,6 +20,7 @@ typedef struct sim_flow {
 
 typedef struct sim_link {
     double Bps;             // bandwidth, bytes/s (> 0)
+    double flow_cap_Bps;    // > 0: no flow faster than this (each client's own path), 0 = none
     sim_time latency_ns;    // added to every transfer by the caller
     double service;         // S at time `last`
     sim_time last;          // time service was last advanced
@@ -39,6 +40,11 @@ void sim_link_add(sim_link *l, sim_time now, double bytes, uint64_t tag);
 sim_time sim_link_next_ns(sim_link *l, sim_time now);
 // Pops one flow that is complete at time now (its target reached); false when none is.
 bool sim_link_pop_done(sim_link *l, sim_time now, uint64_t *tag);
+// Each flow's rate with n in flight: the fair share, at most flow_cap_Bps.
+static inline double sim_link_flow_rate(const sim_link *l, size_t n) {
+    double r = l->Bps / (double)(n ? n : 1);
+    return l->flow_cap_Bps > 0 && l->flow_cap_Bps < r ? l->flow_cap_Bps : r;
+}
 // Time a new transfer of bytes would take if it started now (estimate for routers).
 double sim_link_estimate_s(const sim_link *l, double bytes);
 
