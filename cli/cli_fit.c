@@ -449,8 +449,8 @@ static kvf_status write_fit(const fit_job *j, kvf_err *err) {
     fprintf(o, "runs:\n");
     for (int i = 0; i < f->n_run; i++) {
         fprintf(o, "  %s:\n    role: %s\n", f->run[i].name,
-                j->train[i] ? "training" : "check (overloaded: client time-outs censor the measured "
-                                           "latencies; not fitted to)");
+                j->train[i] ? "training" : "\"check (overloaded: client time-outs censor the measured "
+                                           "latencies; not fitted to)\"");
         write_table_row(o, "in_sample_error_pct", &j->tab[i]);
         if (j->loo && j->train[i]) {
             write_table_row(o, "loo_error_pct", &j->loo_tab[i]);

@@ -205,6 +205,24 @@ START_TEST(test_fit_writes_terms_a_scenario_applies) {
     json_decref(v1);
     json_decref(s0);
     json_decref(s1);
+    // the shipped fits load, and their terms are what the run records
+    const char *fits[] = {"models/fits/vllm-h100-roofline.yaml", "models/fits/vllm-h100-table.yaml"};
+    for (int i = 0; i < 2; i++) {
+        char fp[512];
+        snprintf(fp, sizeof fp, "%s/%s", kvt_src(), fits[i]);
+        char *txt = kvt_slurp(fp);
+        const char *t0 = strstr(txt, "\n  serving.frontend_ms: ");
+        ck_assert_msg(t0, "%s: no frontend term", fits[i]);
+        double want = atof(t0 + strlen("\n  serving.frontend_ms: "));
+        free(txt);
+        char set[600];
+        snprintf(set, sizeof set, "serving.fit=%s", fp);
+        const char *sets[] = {"workload.limit_requests=20", set};
+        json_t *s = kvt_run("quickstart.yaml", NULL, sets, 2, NULL);
+        ck_assert_msg(fabs(kvt_num(s, "config.serving.frontend_ms") - want) < 1e-3 * want,
+                      "%s: frontend %g, the file says %g", fits[i], kvt_num(s, "config.serving.frontend_ms"), want);
+        json_decref(s);
+    }
     // a bad fit file: named with its line
     FILE *f = fopen("/tmp/kvf_fit_bad.yaml", "w");
     ck_assert(f);
