@@ -230,12 +230,22 @@ static kvf_status check_moe_keys(const sim_config *c, kvf_err *err) {
 // Keys that cannot apply, refused rather than silently kept: the vision pool beside a model
 // without a vision encoder (its GPUs would be billed idle), and the generator keys days mode
 // does not read (arrivals come from the day and week rhythm; the span is days x 24 h).
+// A key counts when its value is not the default's: a resolved configuration written back
+// (summary.json "config") names every key, these at their defaults among them.
+static bool differs_from_default(const sim_config *c, const sim_config *def, const keydef *d) {
+    const char *a = (const char *)c + d->off, *b = (const char *)def + d->off;
+    bool text = d->kind == K_STR || d->kind == K_NAME;
+    return text ? strncmp(a, b, d->size) != 0 : memcmp(a, b, d->size) != 0;
+}
+
 static kvf_status check_keys_that_cannot_apply(const sim_config *c, kvf_err *err) {
     const char *vkey = c->cluster.vision.instances > 0 ? "cluster.vision.instances" : NULL;
-    for (int32_t i = 0; !vkey && i < c->n_key_lines; i++)
-        if (!strncmp(c->key_lines[i].key, "cluster.vision", 14) &&
-            (c->key_lines[i].key[14] == '\0' || c->key_lines[i].key[14] == '.'))
-            vkey = c->key_lines[i].key;
+    static sim_config def;
+    sim_config_default(&def);
+    for (size_t i = 0; !vkey && i < sim_key_count; i++)
+        if (!strncmp(sim_key_table[i].key, "cluster.vision.", 15) &&
+            differs_from_default(c, &def, &sim_key_table[i]))
+            vkey = sim_key_table[i].key;
     if (vkey) {
         char path[SIM_PATH_MAX + 128], dir[SIM_PATH_MAX + 128];
         mdl_model m;
@@ -251,8 +261,9 @@ static kvf_status check_keys_that_cannot_apply(const sim_config *c, kvf_err *err
         static const char *const ignored[] = {"workload.generate.arrival", "workload.generate.cv",
                                               "workload.generate.duration_s"};
         for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++)
-            for (int32_t k = 0; k < c->n_key_lines; k++)   // given itself, not by its section
-                if (!strcmp(c->key_lines[k].key, ignored[i]))
+            for (size_t k = 0; k < sim_key_count; k++)   // given, and not as the default
+                if (!strcmp(sim_key_table[k].key, ignored[i]) &&
+                    differs_from_default(c, &def, &sim_key_table[k]))
                     return vfail(c, err, ignored[i], "does not apply with workload.generate.days "
                                  "(days mode draws arrivals from the day and week rhythm over "
                                  "days x 24 h)");
