@@ -366,6 +366,12 @@ START_TEST(test_vision_keys_need_a_vision_model) {
     // beside a model with a vision encoder the pool runs and is billed
     ck_assert_int_eq(kvt_sh("%s run " SMALL " --set model=gemma-3-27b --set "
                             "cluster.vision.instances=1 -o %s/g", kvt_bin(), kvt_tmp), 0);
+    // a resolved configuration written back names every vision key at its default: it runs
+    ck_assert_int_eq(kvt_sh("%s run " SMALL " -o %s/t && python3 -c \"import json,sys; "
+                            "print(json.dumps(json.load(open(sys.argv[1]))['config']))\" "
+                            "%s/t/summary.json > %s/again.json && %s run %s/again.json -q "
+                            "--no-report -o %s/t2", kvt_bin(), kvt_tmp, kvt_tmp, kvt_tmp,
+                            kvt_bin(), kvt_tmp, kvt_tmp), 0);
 }
 END_TEST
 
@@ -380,6 +386,13 @@ START_TEST(test_days_mode_refuses_keys_it_ignores) {
         ck_assert_msg(strstr(kvt_err, key) && strstr(kvt_err, "does not apply") &&
                       strstr(kvt_err, "days"), "%s: %s", sets[i], kvt_err);
     }
+    // a days-mode configuration written back (every generator key at its value) runs
+    ck_assert_int_eq(kvt_sh("%s run scenarios/quickstart.yaml --set 'workload.generate={profile: "
+                            "chatbot, rate_rps: 0.002, days: 1}' -q --no-report -o %s/dd && "
+                            "python3 -c \"import json,sys; print(json.dumps(json.load(open("
+                            "sys.argv[1]))['config']))\" %s/dd/summary.json > %s/dd.json && "
+                            "%s run %s/dd.json -q --no-report -o %s/dd2", kvt_bin(), kvt_tmp,
+                            kvt_tmp, kvt_tmp, kvt_bin(), kvt_tmp, kvt_tmp), 0);
     // without days the same keys apply
     ck_assert_int_eq(kvt_sh("%s run " SMALL " --set 'workload.generate={profile: chatbot, "
                             "rate_rps: 2, duration_s: 30, arrival: gamma, cv: 3}' -o %s/n",
