@@ -86,12 +86,23 @@ static void print_headline(json_t *s, const char *out_dir, bool report) {
     printf("  saturation   %s\n", json_string_value(json_object_get(json_object_get(s, "saturation"), "state")));
     json_t *smp = json_object_get(s, "sampling");
     if (json_is_object(smp)) {
-        json_t *sr = json_object_get(smp, "requests");
-        printf("  sampled      R = %g: %lld of %lld requests kept (%.1f %%), on a fleet scaled by R; "
-               "totals are for the full fleet (summary.json sampling)\n",
+        json_t *sr = json_object_get(smp, "requests"), *is = json_object_get(smp, "instances_scaled");
+        char fleet[160] = "";
+        size_t fn = 0;
+        static const char *const pools[] = {"vision", "prefill", "decode"};
+        for (int k = 0; k < 3 && fn < sizeof fleet; k++) {
+            json_t *pe = json_object_get(is, pools[k]);
+            long long full = (long long)json_integer_value(json_object_get(pe, "full"));
+            if (full <= 0) continue;
+            fn += (size_t)snprintf(fleet + fn, sizeof fleet - fn, "%s%s %lld -> %lld", fn ? ", " : "",
+                                   pools[k], full,
+                                   (long long)json_integer_value(json_object_get(pe, "sampled")));
+        }
+        printf("  sampled      R = %g: %lld of %lld requests kept (%.1f %%), on a fleet scaled by R "
+               "(instances %s); totals are for the full fleet (summary.json sampling)\n",
                jget(smp, "rate", NULL), (long long)json_integer_value(json_object_get(sr, "kept")),
                (long long)json_integer_value(json_object_get(sr, "read")),
-               100 * jget(sr, "kept_share", NULL));
+               100 * jget(sr, "kept_share", NULL), fleet);
     }
     const char *tn = json_string_value(json_object_get(json_object_get(s, "trace"), "notes"));
     const char *fn = tn ? strstr(tn, "workload.format ") : NULL;

@@ -222,7 +222,8 @@ START_TEST(test_cli_headline_colocated_sampled) {
     rc = kvf("run scenarios/sampling-mooncake.yaml --set workload.sample_rate=0.1 "
              "--set workload.limit_requests=3000 --no-report -o %s/smp", tmpdir);
     ck_assert_msg(rc == 0, "sampled run: %d\n%s", rc, out_buf);
-    EXPECT_MSG("  sampled      R = 0.1: ", "requests kept (", "summary.json sampling");
+    EXPECT_MSG("  sampled      R = 0.1: ", "requests kept (",
+               "(instances prefill 40 -> 4, decode 20 -> 2)", "summary.json sampling");
     rc = kvf("run scenarios/quickstart.yaml --set workload.limit_requests=200 --no-report "
              "-o %s/plain", tmpdir);
     ck_assert_int_eq(rc, 0);
