@@ -351,6 +351,48 @@ START_TEST(test_assess_simulated_within_ideal) {
 }
 END_TEST
 
+// A closed-loop turn's answer: r0 [1,2] (128 input + 64 output tokens: its answer fills block
+// 3), r1 waits for r0 with [1,2,3,4] (256 tokens). The simulator's store holds block 3 when r1
+// is looked up, so r1 hits 3 blocks (192 of 384 tokens in all) in the replay, the grid and
+// `trace stats`' ideal alike; r2, open loop with the same blocks, gets no answer credit.
+START_TEST(test_replay_answer_blocks) {
+    kvt_tmp_make("kvf_assess_ans");
+    char path[128];
+    snprintf(path, sizeof path, "%s/turns.jsonl", kvt_tmp);
+    trc_writer *w;
+    kvf_err err = {0};
+    ck_assert_msg(trc_writer_open(&w, path, 64, &err) == KVF_OK, "%s", err.msg);
+    static const uint64_t b0[] = {1, 2}, b1[] = {1, 2, 3, 4};
+    trc_request q0 = {.id = 0, .arrival_ns = 0, .input_tokens = 128, .output_tokens = 64,
+                      .session = 1, .prev_id = -1, .n_blocks = 2, .blocks = b0};
+    trc_request q1 = {.id = 1, .arrival_ns = 5000000000LL, .input_tokens = 256,
+                      .output_tokens = 8, .session = 1, .turn = 1, .prev_id = 0,
+                      .n_blocks = 4, .blocks = b1};
+    ck_assert_msg(trc_writer_put(w, &q0, &err) == KVF_OK, "%s", err.msg);
+    ck_assert_msg(trc_writer_put(w, &q1, &err) == KVF_OK, "%s", err.msg);
+    ck_assert_msg(trc_writer_close(w, &err) == KVF_OK, "%s", err.msg);
+    trc_options o;
+    trc_options_default(&o);
+    o.block_tokens = 64;
+    trc_reader *r;
+    ck_assert_msg(trc_reader_open(&r, path, &o, &err) == KVF_OK, "%s", err.msg);
+    trc_replay *p;
+    ck_assert_msg(trc_replay_load(r, &p, &err) == KVF_OK, "%s", err.msg);
+    trc_reader_close(r);
+    ck_assert_uint_eq(trc_replay_requests(p), 2);
+    ck_assert_double_eq_tol(replay(p, 0, 0), 0.5, 1e-12);
+    uint64_t cap = 0;
+    double ttl = 0, cell = NAN;
+    ck_assert_msg(trc_replay_grid(p, &cap, 1, &ttl, 1, &cell, &err) == KVF_OK, "%s", err.msg);
+    ck_assert_double_eq_tol(cell, 0.5, 1e-12);
+    trc_replay_free(p);
+    trc_stats st;
+    ck_assert_msg(trc_stats_file(path, &o, &st, &err) == KVF_OK, "%s", err.msg);
+    ck_assert_double_eq_tol(st.ideal_hit_rate, 0.5, 1e-12);
+    kvt_tmp_remove();
+}
+END_TEST
+
 // Two cases, each its own CTest test (CK_RUN_CASE): "assess" (correctness) and "regression"
 // (the README's figures, labelled regression). Both traces are always there (the agentic one in
 // $KVF_SHARED/traces): a missing one fails, it is not skipped.
@@ -360,6 +402,7 @@ int main(void) {
     tcase_set_timeout(t, 600);
     tcase_add_test(t, test_replay_hand_worked);
     tcase_add_test(t, test_replay_grid_equals_lru);
+    tcase_add_test(t, test_replay_answer_blocks);
     tcase_add_test(t, test_assess_bad_input);
     tcase_add_test(t, test_assess_mooncake);
     tcase_add_test(t, test_assess_agentic);

@@ -155,6 +155,27 @@ static void lru_touch(lru *l, uint64_t key, int64_t t, uint64_t capacity) {
 }
 
 // ---- loading ------------------------------------------------------------------------------
+// Room for n_rq more entries and n_blocks more block ids; false when out of memory.
+static bool grow(trc_replay *p, uint64_t n_rq, uint64_t n_blocks) {
+    if (p->n + n_rq > p->cap_rq) {
+        uint64_t nc = p->cap_rq ? 2 * p->cap_rq : 1024;
+        while (nc < p->n + n_rq) nc *= 2;
+        rq *g = realloc(p->rq, nc * sizeof *g);
+        if (!g) return false;
+        p->rq = g;
+        p->cap_rq = nc;
+    }
+    if (p->n_blocks + n_blocks > p->cap_blocks) {
+        uint64_t nc = p->cap_blocks ? 2 * p->cap_blocks : 65536;
+        while (nc < p->n_blocks + n_blocks) nc *= 2;
+        uint64_t *g = realloc(p->blocks, nc * sizeof *g);
+        if (!g) return false;
+        p->blocks = g;
+        p->cap_blocks = nc;
+    }
+    return true;
+}
+
 kvf_status trc_replay_load(trc_reader *r, trc_replay **out, kvf_err *err) {
     *out = NULL;
     trc_replay *p = calloc(1, sizeof *p);
@@ -166,40 +187,15 @@ kvf_status trc_replay_load(trc_reader *r, trc_replay **out, kvf_err *err) {
     trc_answers ans = {0};
     while ((rc = trc_reader_next(r, &q, err)) == 1) {
         uint32_t afrom = 0, aupto = 0;
-        if (trc_answers_span(&ans, &q, p->block_tokens, &afrom, &aupto)) {
-            if (p->n == p->cap_rq || p->n_blocks + (aupto - afrom) > p->cap_blocks) {
-                uint64_t nc = p->cap_rq ? 2 * p->cap_rq : 1024;
-                rq *g = realloc(p->rq, nc * sizeof *g);
-                if (!g) goto oom;
-                p->rq = g;
-                p->cap_rq = nc;
-                while (p->n_blocks + (aupto - afrom) > p->cap_blocks) {
-                    uint64_t nb = p->cap_blocks ? 2 * p->cap_blocks : 65536;
-                    uint64_t *gb = realloc(p->blocks, nb * sizeof *gb);
-                    if (!gb) goto oom;
-                    p->blocks = gb;
-                    p->cap_blocks = nb;
-                }
-            }
+        bool answer = trc_answers_span(&ans, &q, p->block_tokens, &afrom, &aupto);
+        // room for the request and its answer entry
+        if (!grow(p, 2, (uint64_t)q.n_blocks + (answer ? aupto - afrom : 0))) goto oom;
+        if (answer) {
             memcpy(p->blocks + p->n_blocks, q.blocks + afrom, (aupto - afrom) * sizeof *q.blocks);
             p->rq[p->n++] = (rq){q.arrival_ns, 0, aupto - afrom, p->n_blocks, 2 * p->n_req};
             p->n_blocks += aupto - afrom;
         }
         if (!trc_answers_add(&ans, &q)) goto oom;
-        if (p->n == p->cap_rq) {
-            uint64_t nc = p->cap_rq ? 2 * p->cap_rq : 1024;
-            rq *g = realloc(p->rq, nc * sizeof *g);
-            if (!g) goto oom;
-            p->rq = g;
-            p->cap_rq = nc;
-        }
-        while (p->n_blocks + q.n_blocks > p->cap_blocks) {
-            uint64_t nc = p->cap_blocks ? 2 * p->cap_blocks : 65536;
-            uint64_t *g = realloc(p->blocks, nc * sizeof *g);
-            if (!g) goto oom;
-            p->blocks = g;
-            p->cap_blocks = nc;
-        }
         if (q.n_blocks) memcpy(p->blocks + p->n_blocks, q.blocks, q.n_blocks * sizeof *q.blocks);
         p->rq[p->n] = (rq){q.arrival_ns, q.input_tokens, q.n_blocks, p->n_blocks,
                            2 * p->n_req + 1};
