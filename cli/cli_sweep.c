@@ -332,7 +332,10 @@ static int run_forked(cli_sweep_state *s, const bool *todo, rpt_progress *bar) {
             }
             pid_t pid = fork();
             if (pid < 0) {
-                fprintf(stderr, "kvfleet sweep: fork: %s\n", strerror(errno));
+                char why[128];
+                snprintf(why, sizeof why, "not run: fork: %s", strerror(errno));
+                fprintf(stderr, "kvfleet sweep: point %d (%s): %s\n", next, s->names[next], why);
+                set_reason(s, next, why);
                 failed++;
                 next++;
                 continue;
