@@ -45,6 +45,13 @@ typedef struct sim_autoscale_cfg {
                                   // (weights loading; billed from the start)
 } sim_autoscale_cfg;
 
+// cluster.<pool>.failures: instances fail and come back (pools/pool_failures.c).
+typedef struct sim_failures_cfg {
+    double mtbf_ns;               // mean time between failures of one instance (0 = never)
+    double mttr_ns;               // mean time to repair (exponential)
+    bool reject;                  // its requests are rejected (else retried from the start)
+} sim_failures_cfg;
+
 typedef struct sim_pool_cfg {
     int32_t instances;            // instances in the pool (>= 0)
     int32_t gpus_per_instance;    // GPUs per instance (>= 1)
@@ -60,6 +67,7 @@ typedef struct sim_pool_cfg {
     mdl_prec prec_weights;        // the pool's weight precision, auto = the scenario's
     mdl_prec prec_activations;    // the pool's GEMM input precision, auto = the scenario's
     sim_autoscale_cfg autoscale;
+    sim_failures_cfg failures;
 } sim_pool_cfg;
 
 // precision.*: what the model runs in, over its model file's (auto keeps the file's).

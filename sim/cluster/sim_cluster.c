@@ -190,6 +190,7 @@ static void init_instance(sim_cluster *c, sim_pool *p, int k, uint32_t i, uint32
     in->dsum_on = (k == SIM_POOL_DECODE || (c->colocated && k == SIM_POOL_PREFILL)) &&
                   p->stepper && p->stepper->vt->decode_sums && cfg->decoding.draft_tokens == 0 && !c->dspark &&
                   cfg->serving.client_timeout_ns <= 0 &&   // aborts visit every sequence
+                  !(p->cfg->failures.mtbf_ns > 0) &&       // and so do failures
                   !(o && o->decode_listed);
     if (in->dsum_on) mdl_model_caps(&c->model, in->ds.caps);
     // runs of steps where no decode router reads this instance's KV between steps
@@ -341,6 +342,7 @@ static void ev_link(sim_cluster *c, const sim_event *ev) { sim_on_link(c, (uint3
 // from the preemption).
 static void ev_swapin(sim_cluster *c, const sim_event *ev) {
     sim_req *r = sim_req_at(c, (uint32_t)ev->arg[0]);
+    if (r->state != SIM_RS_SWAPPED || r->gen != (uint32_t)ev->arg[1]) return;   // a failure ended it
     sim_inst *in = &c->inst[r->dinst];
     sim_req_set_state(r, SIM_RS_DECODE_WAIT);
     sim_rheap_push(&in->dwait, sim_queue_key(c, in->pcfg, r), (uint32_t)ev->arg[0]);
@@ -375,6 +377,9 @@ static void ev_scaled(sim_cluster *c, const sim_event *ev) {
     p->scaler->started(c, p);
 }
 
+static void ev_fail(sim_cluster *c, const sim_event *ev) { sim_failures_fail(c, &c->inst[ev->dst]); }
+static void ev_repair(sim_cluster *c, const sim_event *ev) { sim_failures_repair(c, &c->inst[ev->dst]); }
+
 static void ev_timeout(sim_cluster *c, const sim_event *ev) {
     sim_req_timeout(c, (uint32_t)ev->arg[0], ev->arg[1]);
 }
@@ -386,11 +391,13 @@ static const sim_ev_fn handlers[SIM_EV_KINDS] = {
     [SIM_EV_SAMPLE] = ev_sample,             [SIM_EV_SCHEDULE] = ev_schedule,
     [SIM_EV_SWAPIN] = ev_swapin,             [SIM_EV_FRONTEND] = ev_frontend,
     [SIM_EV_TIMEOUT] = ev_timeout,           [SIM_EV_SCALED] = ev_scaled,
+    [SIM_EV_FAIL] = ev_fail,                 [SIM_EV_REPAIR] = ev_repair,
 };
 
 kvf_status sim_cluster_loop(sim_cluster *c) {
     const sim_config *cfg = c->cfg;
     c->sample_interval_s = cfg->output.sample_interval_s > 0 ? cfg->output.sample_interval_s : 10;
+    sim_failures_init(c);
     sim_ev_push(c, (sim_time)(c->sample_interval_s * 1e9), SIM_EV_SAMPLE, 0, 0, NULL);
     for (int32_t e = 0; e < cfg->cluster.n_schedule; e++) {
         // time-of-day entries repeat daily from the trace start at 00:00 UTC
@@ -402,7 +409,7 @@ kvf_status sim_cluster_loop(sim_cluster *c) {
         KVF_ASSERT(ev.t >= c->now);
         // periodic events alone do not keep a finished run going
         if ((ev.kind == SIM_EV_SAMPLE || ev.kind == SIM_EV_SCHEDULE || ev.kind == SIM_EV_TIMEOUT ||
-             ev.kind == SIM_EV_SCALED) &&
+             ev.kind == SIM_EV_SCALED || ev.kind == SIM_EV_FAIL || ev.kind == SIM_EV_REPAIR) &&
             c->reader_done && !c->in_flight)
             break;
         c->now = ev.t;

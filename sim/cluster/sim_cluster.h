@@ -37,6 +37,8 @@ enum {
     SIM_EV_FRONTEND,        // arg0 = slot: the frontend hands the request to the scheduler
     SIM_EV_TIMEOUT,         // arg0 = slot, arg1 = its arrival seq: its client gives up
     SIM_EV_SCALED,          // arg0 = pool: an instance it started is ready to serve
+    SIM_EV_FAIL,            // dst = instance: it fails
+    SIM_EV_REPAIR,          // dst = instance: it is back
     SIM_EV_KINDS
 };
 
@@ -52,6 +54,7 @@ typedef enum sim_outcome {
     SIM_OUT_REJECT_KV,          // its context can never fit an instance's KV
     SIM_OUT_TIMEOUT,            // its client gave up (serving.client_timeout_s) and it was aborted
     SIM_OUT_REJECT_CONTEXT,     // prompt + answer over the model's max_context
+    SIM_OUT_REJECT_FAILURE,     // its instance failed (cluster.<pool>.failures.requests reject)
     SIM_OUTCOMES
 } sim_outcome;
 extern const char *const sim_outcome_name[SIM_OUTCOMES];
@@ -98,6 +101,8 @@ typedef struct sim_req {
     uint32_t vinst, pinst, dinst;   // instance ids, SIM_NONE = none
     uint32_t qpos;              // decode: index in its instance's running array
     uint32_t preemptions;
+    uint32_t gen;               // times it was retried after a failure: link flows and swap-ins
+                                // carry it, a stale one is ignored
     uint16_t images;
     uint8_t cls, flags;
     uint8_t state;              // sim_req_state
@@ -198,6 +203,8 @@ typedef struct sim_inst {
     uint32_t link_dram, link_ssd, link_xfer, link_ssd_write;  // link ids, SIM_NONE = none
     kvf_rng rng;
     uint64_t steps;             // batch steps run
+    bool failed;                // down (cluster.<pool>.failures) until its repair
+    kvf_rng frng;               // its failure and repair draws
 } sim_inst;
 
 struct sim_cluster;
@@ -227,6 +234,7 @@ typedef struct sim_pool {
     uint32_t lsize;
     const sim_pool_scaler *scaler;  // load-driven sizing (cluster.<pool>.autoscale), NULL = none
     uint32_t n_starting;        // instances started, not yet serving (billed)
+    uint32_t n_failed;          // instances down after a failure (billed: the GPUs are held)
     sim_time scale_last;        // time of the last start or stop
     double scale_busy_ns;       // busy time of its instances at the last tick
     uint64_t scale_ups, scale_downs;
@@ -370,6 +378,12 @@ void sim_req_enter(sim_cluster *c, uint32_t slot);
 // Its client gave up: aborted at once where nothing holds it mid-step, else marked and aborted
 // where it next stops (sim_request.c).
 void sim_req_timeout(sim_cluster *c, uint32_t slot, uint64_t seq);
+// Instance failures (pools/pool_failures.c): schedule the first failure of every instance of
+// a pool with failures; an instance fails (its requests retried or rejected, its KV lost) and
+// is repaired.
+void sim_failures_init(sim_cluster *c);
+void sim_failures_fail(sim_cluster *c, sim_inst *in);
+void sim_failures_repair(sim_cluster *c, sim_inst *in);
 
 // cluster/policy/sim_order.c
 uint64_t sim_queue_key(const sim_cluster *c, const sim_pool_cfg *pc, const sim_req *r);

@@ -71,6 +71,7 @@ void sim_on_link(sim_cluster *c, uint32_t id) {
         sim_inst *in = &c->inst[lr->inst];
         uint32_t slot = (uint32_t)tag;
         sim_req *r = sim_req_at(c, slot);
+        if ((uint32_t)(tag >> 32) != r->gen) continue;   // for a try that a failure ended
         if (c->timeline) sim_trace_flow_end(c->timeline, c->now, in->pool, in->idx, sim_link_what[lr->kind], (uint64_t)id << 32 | tag);
         if (lr->kind == SIM_LINK_XFER) {
             sim_inst *d = &c->inst[r->dinst];

@@ -23,7 +23,8 @@
 static const uint32_t rs_from[] = {
     [SIM_RS_FREE] = ~RS(FREE),
     [SIM_RS_WAITING_PREV] = RS(FREE),
-    [SIM_RS_PENDING] = RS(FREE) | RS(WAITING_PREV),
+    [SIM_RS_PENDING] = RS(FREE) | RS(WAITING_PREV) | RS(LOADING) | RS(PREFILL) | RS(TRANSFER) |
+                       RS(DECODE_WAIT) | RS(DECODE) | RS(SWAPPED),   // retried after a failure
     [SIM_RS_VISION] = RS(PENDING),
     [SIM_RS_LOADING] = RS(PENDING) | RS(VISION),
     [SIM_RS_PREFILL] = RS(PENDING) | RS(VISION) | RS(LOADING),
@@ -171,8 +172,9 @@ static uint32_t req_from_trace(sim_cluster *c, const trc_request *t) {
     uint32_t slot = req_alloc(c);
     sim_req *r = sim_req_at(c, slot);
     uint64_t *blocks = r->blocks;
-    uint32_t cap = r->blocks_cap;
+    uint32_t cap = r->blocks_cap, gen = r->gen + 1;   // flows of the slot's last occupant stay stale
     memset(r, 0, sizeof *r);
+    r->gen = gen;
     r->blocks = blocks;
     r->blocks_cap = cap;
     if (t->n_blocks > r->blocks_cap) {
@@ -279,6 +281,7 @@ const char *const sim_outcome_name[SIM_OUTCOMES] = {
     [SIM_OUT_REJECT_KV] = "rejected:kv_capacity",
     [SIM_OUT_TIMEOUT] = "rejected:timeout",
     [SIM_OUT_REJECT_CONTEXT] = "rejected:context",
+    [SIM_OUT_REJECT_FAILURE] = "rejected:failure",
 };
 
 void sim_req_finish(sim_cluster *c, uint32_t slot, sim_outcome out) {
@@ -349,6 +352,7 @@ void sim_req_reject(sim_cluster *c, uint32_t slot, sim_outcome why) {
     else if (why == SIM_OUT_REJECT_SLO) c->m.rejected_slo++;
     else if (why == SIM_OUT_TIMEOUT) c->m.rejected_timeout++;
     else if (why == SIM_OUT_REJECT_CONTEXT) c->m.rejected_context++;
+    else if (why == SIM_OUT_REJECT_FAILURE) c->m.rejected_failure++;
     else c->m.rejected_fit++;
     sim_req_finish(c, slot, why);
 }

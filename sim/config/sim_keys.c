@@ -42,6 +42,7 @@ static const char *const step_models[] = {"roofline", "calibrated", "table", NUL
 static const char *const modes[] = {"disaggregated", "colocated", NULL};
 static const char *const schedulers[] = {"fcfs", "spf", "priority", NULL};
 static const char *const preemptions[] = {"recompute", "swap", NULL};
+static const char *const failure_modes[] = {"retry", "reject", NULL};
 static const char *const scale_metrics[] = {"none", "queue", "utilization", "kv", NULL};
 static const char *const precisions[] = {"auto", "bf16", "fp8", "fp4", NULL};   // mdl_prec order
 static const char *const spec_methods[] = {"auto", "dspark", "draft", "none", NULL};   // sim_spec_method
@@ -75,7 +76,10 @@ static const char *const gen_arrivals[] = {"poisson", "gamma", "diurnal", NULL};
         NUM("cluster." #p ".autoscale.min", f.autoscale.min, NT_I32, F_INT, 0, 1e5, 1),            \
         NUM("cluster." #p ".autoscale.max", f.autoscale.max, NT_I32, F_INT, 0, 1e5, 1),            \
         NUM("cluster." #p ".autoscale.cooldown_s", f.autoscale.cooldown_ns, NT_DBL, 0, 0, 8.64e5, 1e9), \
-        NUM("cluster." #p ".autoscale.startup_s", f.autoscale.startup_ns, NT_DBL, 0, 0, 8.64e4, 1e9)
+        NUM("cluster." #p ".autoscale.startup_s", f.autoscale.startup_ns, NT_DBL, 0, 0, 8.64e4, 1e9), \
+        NUM("cluster." #p ".failures.mtbf_h", f.failures.mtbf_ns, NT_DBL, 0, 0, 1e7, 3.6e12),       \
+        NUM("cluster." #p ".failures.mttr_s", f.failures.mttr_ns, NT_DBL, 0, 0, 1e8, 1e9),          \
+        ENUM("cluster." #p ".failures.requests", f.failures.reject, failure_modes)
 
 const keydef sim_key_table[] = {
     STR("name", name, 0),
@@ -269,6 +273,9 @@ const char *const sim_key_sections[] = {
     "cluster.prefill",
     "cluster.vision.precision",
     "cluster.vision.autoscale",
+    "cluster.vision.failures",
+    "cluster.prefill.failures",
+    "cluster.decode.failures",
     "cluster.prefill.autoscale",
     "cluster.decode.autoscale",
     "cluster.prefill.precision",

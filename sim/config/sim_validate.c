@@ -150,6 +150,17 @@ static kvf_status check_pool_keys_apply(const sim_config *c, kvf_err *err) {
 static kvf_status check_pool(const sim_config *c, const sim_pool_cfg *p, const char *pool,
                              kvf_err *err) {
     char key[64];   // ranges are the key table's (sim_key_check_ranges); here what joins keys
+    const sim_failures_cfg *fl = &p->failures;
+    if (fl->mtbf_ns > 0) {
+        snprintf(key, sizeof key, "cluster.%s.failures.mtbf_h", pool);
+        if (!strcmp(pool, "vision"))
+            return vfail(c, err, key, "the vision pool does not fail here (prefill and decode do)");
+        snprintf(key, sizeof key, "cluster.%s.failures.mttr_s", pool);
+        if (!(fl->mttr_ns > 0)) return vfail(c, err, key, "a pool that fails needs a repair time > 0");
+    } else if (fl->mttr_ns > 0 || fl->reject) {
+        snprintf(key, sizeof key, "cluster.%s.failures.%s", pool, fl->mttr_ns > 0 ? "mttr_s" : "requests");
+        return vfail(c, err, key, "does nothing without cluster.%s.failures.mtbf_h", pool);
+    }
     const sim_autoscale_cfg *as = &p->autoscale;
     if (as->metric != SIM_SCALE_NONE) {
         snprintf(key, sizeof key, "cluster.%s.autoscale.metric", pool);

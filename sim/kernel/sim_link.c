@@ -31,7 +31,9 @@ static void advance(sim_link *l, sim_time now) {
 }
 
 static bool flow_less(const sim_flow *a, const sim_flow *b) {
-    return a->target < b->target || (a->target == b->target && a->tag < b->tag);
+    // ties by the tag's low 32 bits (the caller's id; the high bits are its generation)
+    return a->target < b->target ||
+           (a->target == b->target && (uint32_t)a->tag < (uint32_t)b->tag);
 }
 
 void sim_link_add(sim_link *l, sim_time now, double bytes, uint64_t tag) {

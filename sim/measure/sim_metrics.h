@@ -46,6 +46,10 @@ typedef struct sim_metrics {
     uint64_t slo_ok;                // completed requests within both SLOs
     uint64_t rejected_queue, rejected_slo, rejected_fit, rejected_timeout, rejected_context;
     uint64_t truncated;             // requests cut to the model's max_context
+    uint64_t rejected_failure;      // rejected because their instance failed
+    uint64_t failures, retried;     // instance failures; requests retried after one
+    double lost_kv_tokens;          // KV of running requests lost with their instance
+    double down_ns;                 // instance time spent failed
     uint64_t preemptions, decode_steps, decode_step_tokens, decode_step_seqs;
     double prefill_flops, prefill_flops_no_reuse, prefill_flops_window_full;
     double load_bytes[3];           // bytes loaded from each tier

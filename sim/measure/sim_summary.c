@@ -67,6 +67,7 @@ static json_t *summary_requests(const sim_cluster *c) {
     json_object_set_new(why, "capacity", json_integer((json_int_t)m->rejected_fit));
     json_object_set_new(why, "timeout", json_integer((json_int_t)m->rejected_timeout));
     json_object_set_new(why, "context", json_integer((json_int_t)m->rejected_context));
+    json_object_set_new(why, "failure", json_integer((json_int_t)m->rejected_failure));
     json_object_set_new(rq, "rejected_by_reason", why);
     // arrived and neither completed nor rejected (in_flight also counts requests read ahead
     // of their arrival)
@@ -555,6 +556,16 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
     summary_gpus(s, c);
     json_object_set_new(s, "slo", summary_slo(c, sim_s));
     summary_econ_input(c, sim_s, peak, wr);
+    if (c->m.failures || c->cfg->cluster.prefill.failures.mtbf_ns > 0 ||
+        c->cfg->cluster.decode.failures.mtbf_ns > 0) {
+        json_t *fo = json_object();
+        json_object_set_new(fo, "count", json_integer((json_int_t)c->m.failures));
+        json_object_set_new(fo, "retried", json_integer((json_int_t)c->m.retried));
+        json_object_set_new(fo, "rejected", json_integer((json_int_t)c->m.rejected_failure));
+        json_object_set_new(fo, "lost_kv_tokens", json_real(c->m.lost_kv_tokens));
+        json_object_set_new(fo, "down_s", json_real(c->m.down_ns * 1e-9));
+        json_object_set_new(s, "failures", fo);
+    }
     json_t *sc = summary_scaling(c);
     if (sc) json_object_set_new(s, "scaling", sc);
     json_t *en = summary_energy(c, sim_s);   // before the economics: it gives their power

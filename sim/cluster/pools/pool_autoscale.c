@@ -85,7 +85,7 @@ static void as_started(sim_cluster *c, sim_pool *p) {
     p->n_starting--;
     for (uint32_t i = 0; i < p->n; i++) {
         sim_inst *in = &c->inst[p->first + i];
-        if (in->active) continue;
+        if (in->active || in->failed) continue;
         in->active = true;
         p->n_active++;
         sim_router_touch(c, in);

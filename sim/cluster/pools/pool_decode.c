@@ -354,7 +354,7 @@ void sim_decode_preempt(sim_cluster *c, sim_inst *in) {
             // out and back in over PCIe
             sim_req_set_state(r, SIM_RS_SWAPPED);
             double s = 2.0 * mdl_kv_seq_bytes(&c->model, sim_req_ctx_tokens(r)) / hw->pcie_Bps;
-            sim_ev_push(c, c->now + (sim_time)(s * 1e9), SIM_EV_SWAPIN, 0, slot, NULL);
+            sim_ev_push2(c, c->now + (sim_time)(s * 1e9), SIM_EV_SWAPIN, slot, r->gen);
         } else {
             r->recompute = sim_req_ctx_tokens(r);
             sim_req_set_state(r, SIM_RS_DECODE_WAIT);

@@ -72,7 +72,7 @@ void sim_prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
         c->m.load_bytes[t] += by[t];
         if (lk[t] == SIM_NONE) continue;
         r->pending_loads++;
-        sim_link_send(c, lk[t], by[t], slot);
+        sim_link_send(c, lk[t], by[t], (uint64_t)r->gen << 32 | slot);
     }
     in->queued_tokens += r->compute_tokens;
     r->work_s = sim_cluster_prefill_s(c, sim_pool_of(c, in), r->compute_tokens, r->input - r->compute_tokens);
@@ -172,7 +172,7 @@ void sim_decode_transfer(sim_cluster *c, sim_inst *pin, uint32_t slot) {
     if (pin->link_xfer == SIM_NONE) {
         c->inst[id].ops->enqueue(c, &c->inst[id], slot);
     } else {
-        sim_link_send(c, pin->link_xfer, bytes, slot);
+        sim_link_send(c, pin->link_xfer, bytes, (uint64_t)r->gen << 32 | slot);
     }
 }
 
