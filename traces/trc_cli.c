@@ -196,6 +196,9 @@ static int cmd_stats(int argc, char **argv) {
            s.ideal_hit_rate, (unsigned long long)s.hit_tokens,
            (unsigned long long)s.input_tokens.total, s.block_tokens,
            (unsigned long long)s.distinct_blocks);
+    if (s.closed_loop)   // the simulator's store keeps a turn's answer for the next turn
+        printf("                each closed-loop turn's answer counted as computed by the turn "
+               "before it (%llu turns)\n", (unsigned long long)s.closed_loop);
     for (uint32_t i = 0; i < s.n_sizes; i++)
         printf("  LRU %12.0f tokens: hit rate %.4f\n", s.cache_tokens[i], s.cache_hit_rate[i]);
     return 0;
