@@ -246,6 +246,7 @@ static int run_into(const sim_config *cfg, sim_run_opts *o, const char *out, con
     sigaction(SIGTERM, &sa, NULL);
     *st = sim_outdir_begin(&od, out, a->c.force, &err);
     if (!*st) *st = sim_outdir_check_config(&od, cfg, &err);
+    if (!*st) *st = sim_outdir_check_output(&od, "--trace-out", a->timeline, &err);
     if (*st) {
         sim_outdir_abort(&od);
         fprintf(stderr, "kvfleet: %s\n", err.msg);

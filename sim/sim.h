@@ -390,6 +390,10 @@ void sim_outdir_abort(sim_outdir *d);
 // or "" is fine) lies inside d->final, the directory the commit would replace.
 kvf_status sim_outdir_check_input(const sim_outdir *d, const char *what, const char *path,
                                   kvf_err *err);
+// KVF_EINVAL naming the output when path (a file the run writes beside its result, e.g.
+// --trace-out) lies inside d->final, which the commit replaces whole. NULL or "" is fine.
+kvf_status sim_outdir_check_output(const sim_outdir *d, const char *what, const char *path,
+                                   kvf_err *err);
 // KVF_EINVAL when path exists and is not a regular file (a FIFO, a device, a directory): what
 // names it in the message ("--trace-out"). Missing is fine.
 kvf_status sim_path_check_file(const char *what, const char *path, kvf_err *err);

@@ -223,6 +223,15 @@ START_TEST(test_output_equal_to_input_refused) {
     ck_assert_int_eq(kvt_sh("timeout 60 %s compare %s/r %s/b --html %s/fifo", kvt_bin(), kvt_tmp,
                             kvt_tmp, kvt_tmp), 2);
     ck_assert_msg(strstr(kvt_err, "FIFO"), "%s", kvt_err);
+    // an output inside the directory --force replaces would go with the earlier result
+    before = tree_sum("r");
+    ck_assert_int_eq(kvt_sh("%s run %s/s.yaml --set workload.limit_requests=5 -q --no-report -o "
+                            "%s/r --force --trace-out %s/r/timeline.json", kvt_bin(), kvt_tmp,
+                            kvt_tmp, kvt_tmp), 2);
+    ck_assert_msg(strstr(kvt_err, "--trace-out") && strstr(kvt_err, "inside the result"), "%s",
+                  kvt_err);
+    assert_same("r", before);
+    free(before);
     // an output that is a symbolic link is not written through
     kvt_sh("echo precious > %s/victim && ln -s %s/victim %s/link", kvt_tmp, kvt_tmp, kvt_tmp);
     char *v0 = tree_sum("victim");

@@ -281,6 +281,25 @@ kvf_status sim_outdir_check_input(const sim_outdir *d, const char *what, const c
     return KVF_OK;
 }
 
+kvf_status sim_outdir_check_output(const sim_outdir *d, const char *what, const char *path,
+                                   kvf_err *err) {
+    KVF_ASSERT(d && what && err);
+    if (!path || !path[0]) return KVF_OK;
+    char parent[PATH_MAX], in[PATH_MAX], dir[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", path);
+    char *slash = strrchr(parent, '/');
+    if (slash == parent) slash[1] = '\0';
+    else if (slash) *slash = '\0';
+    else snprintf(parent, sizeof parent, ".");
+    if (!realpath(parent, in) || !realpath(d->final, dir)) return KVF_OK;
+    size_t n = strlen(dir);
+    if (!strncmp(in, dir, n) && (in[n] == '/' || in[n] == '\0'))
+        return kvf_fail(err, KVF_EINVAL,
+                        "%s %s: inside the result directory %s, which this run replaces whole; "
+                        "refused (write it elsewhere)", what, path, d->final);
+    return KVF_OK;
+}
+
 kvf_status sim_path_check_file(const char *what, const char *path, kvf_err *err) {
     KVF_ASSERT(what && path && err);
     struct stat sb;
