@@ -44,7 +44,8 @@ static const char *write_tmp(const char *name, const char *content, size_t len) 
 }
 #define WRITE(name, s) write_tmp(name, s, strlen(s))
 
-// Real trace path: $KVF_SHARED/traces/name, else traces/data/name; NULL if neither exists.
+// Real trace path: $KVF_SHARED/traces/name, else traces/data/name. Every trace used here is
+// bundled or in the shared folder (CTest sets KVF_SHARED): a missing one fails the test.
 static const char *trace_path(const char *name) {
     static char buf[4][1024];
     static int k;
@@ -58,6 +59,7 @@ static const char *trace_path(const char *name) {
     const char *src = getenv("KVF_SOURCE_DIR");
     snprintf(p, 1024, "%s/traces/data/%s", src ? src : ".", name);
     if (!stat(p, &st)) return p;
+    ck_assert_msg(0, "%s: not in $KVF_SHARED/traces nor traces/data", name);
     return NULL;
 }
 
@@ -466,15 +468,13 @@ START_TEST(test_roundtrip_readers) {
     o = opts(64);
     ck_assert_uint_eq(roundtrip(trace_path("azure2023_conv.csv"), &o, "az.jsonl"), 19366);
     const char *w = trace_path("weka_agentic_dev.jsonl");
-    if (w) {
-        o = opts(64);
-        o.limit_requests = 600;
-        ck_assert_uint_eq(roundtrip(w, &o, "weka.jsonl"), 600);
-        o = opts(32);
-        o.session_users = 3;
-        o.limit_requests = 900;
-        ck_assert_uint_eq(roundtrip(w, &o, "weka_users.jsonl"), 900);
-    }
+    o = opts(64);
+    o.limit_requests = 600;
+    ck_assert_uint_eq(roundtrip(w, &o, "weka.jsonl"), 600);
+    o = opts(32);
+    o.session_users = 3;
+    o.limit_requests = 900;
+    ck_assert_uint_eq(roundtrip(w, &o, "weka_users.jsonl"), 900);
     // generated traffic: reader output vs canonical file
     trc_gen_options g;
     trc_gen_options_default(&g);
@@ -508,10 +508,6 @@ END_TEST
 // ---- agentic sessions --------------------------------------------------------------------------
 START_TEST(test_sessions_weka) {
     const char *w = trace_path("weka_agentic_dev.jsonl");
-    if (!w) {
-        fprintf(stderr, "test_sessions_weka: weka trace absent, skipped\n");
-        return;
-    }
     trc_options o = opts(64);
     trc_reader *r;
     kvf_err err = {0};
@@ -1035,13 +1031,10 @@ static int run_cmd(const char *cmd, char *out, size_t cap) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+static const char *kvf_bin(void);
+
 START_TEST(test_cli) {
-    const char *bin = getenv("KVF_BIN");
-    struct stat st;
-    if (!bin || stat(bin, &st)) {
-        fprintf(stderr, "test_cli: KVF_BIN not set, skipped\n");
-        return;
-    }
+    const char *bin = kvf_bin();
     mk_tmp();
     static char out[1 << 16];
     char cmd[2048];
@@ -1131,10 +1124,12 @@ START_TEST(test_gen_closed_loop) {
 END_TEST
 
 // ---- hardening: bounds, references, bytes, outputs ------------------------------------------
+// The kvfleet binary (CTest builds it first and names it in KVF_BIN); fails the test without it.
 static const char *kvf_bin(void) {
     const char *bin = getenv("KVF_BIN");
     struct stat st;
-    return bin && !stat(bin, &st) ? bin : NULL;
+    ck_assert_msg(bin && !stat(bin, &st), "no kvfleet binary: KVF_BIN is '%s'", bin ? bin : "");
+    return bin;
 }
 
 START_TEST(test_gen_bounds) {
@@ -1195,7 +1190,6 @@ START_TEST(test_gen_bounds) {
     ck_assert_msg(strstr(err.msg, "output_len"), "%s", err.msg);
     // the command: exit 2 with the option named
     const char *bin = kvf_bin();
-    if (!bin) return;
     static char out[1 << 14];
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s trace gen --profile chatbot --days 1 --rate 1e-30 2>&1", bin);
@@ -1419,35 +1413,33 @@ START_TEST(test_outputs_safe) {
     }
     // the command: exit 2, the file named, the input intact
     const char *bin = kvf_bin();
-    if (bin) {
-        static char out[1 << 14];
-        char cmd[2048];
-        for (int i = 0; i < 3; i++) {
-            snprintf(cmd, sizeof cmd, "%s trace convert %s -o %s --force 2>&1", bin, in, same[i]);
-            ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
-            ck_assert_msg(strstr(out, same[i]) && strstr(out, "same file"), "%s", out);
-            snprintf(cmd, sizeof cmd, "%s trace convert %s -o %s 2>&1", bin, same[i], in);
-            ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
-        }
-        char *now = slurp(in, &n1);
-        ck_assert(n1 == n0 && !memcmp(now, orig, n0));
-        free(now);
-        snprintf(cmd, sizeof cmd, "%s trace convert %s -o %s 2>&1", bin, in, old);
+    static char out[1 << 14];
+    char cmd[2048];
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "%s trace convert %s -o %s --force 2>&1", bin, in, same[i]);
         ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
-        ck_assert_msg(strstr(out, "old.jsonl") && strstr(out, "--force"), "%s", out);
-        snprintf(cmd, sizeof cmd, "%s trace convert %s -o %s --force 2>&1", bin, in, old);
-        ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 0);
-        snprintf(cmd, sizeof cmd, "%s trace convert %s -o %s 2>&1", bin, in, fifo);
+        ck_assert_msg(strstr(out, same[i]) && strstr(out, "same file"), "%s", out);
+        snprintf(cmd, sizeof cmd, "%s trace convert %s -o %s 2>&1", bin, same[i], in);
         ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
-        ck_assert_msg(strstr(out, "FIFO"), "%s", out);
-        snprintf(cmd, sizeof cmd, "%s trace gen --profile chatbot --duration 10 -o %s 2>&1", bin,
-                 old);
-        ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
-        snprintf(cmd, sizeof cmd, "%s trace gen --profile chatbot --duration 10 -o %s --force 2>&1",
-                 bin, old);
-        ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 0);
-        ck_assert(!dir_has_tmp(g_tmp));
     }
+    char *now = slurp(in, &n1);
+    ck_assert(n1 == n0 && !memcmp(now, orig, n0));
+    free(now);
+    snprintf(cmd, sizeof cmd, "%s trace convert %s -o %s 2>&1", bin, in, old);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+    ck_assert_msg(strstr(out, "old.jsonl") && strstr(out, "--force"), "%s", out);
+    snprintf(cmd, sizeof cmd, "%s trace convert %s -o %s --force 2>&1", bin, in, old);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 0);
+    snprintf(cmd, sizeof cmd, "%s trace convert %s -o %s 2>&1", bin, in, fifo);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+    ck_assert_msg(strstr(out, "FIFO"), "%s", out);
+    snprintf(cmd, sizeof cmd, "%s trace gen --profile chatbot --duration 10 -o %s 2>&1", bin,
+             old);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+    snprintf(cmd, sizeof cmd, "%s trace gen --profile chatbot --duration 10 -o %s --force 2>&1",
+             bin, old);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 0);
+    ck_assert(!dir_has_tmp(g_tmp));
     free(orig);
 }
 END_TEST
@@ -1529,7 +1521,6 @@ START_TEST(test_rate_rescale_one_parse) {
                            "weka_agentic_dev.jsonl"};
     for (int i = 0; i < 3; i++) {
         const char *src = trace_path(names[i]);
-        if (!src) continue;
         for (int variant = 0; variant < (i == 2 ? 1 : 2); variant++) {   // sessions: slow
             trc_options o = opts(64);
             if (variant) {   // a first pass that stops early, with spreading
@@ -1615,7 +1606,6 @@ START_TEST(test_cache_identical_and_robust) {
                            "weka_agentic_dev.jsonl"};
     for (int i = 0; i < 3; i++) {
         const char *src = trace_path(names[i]);
-        if (!src) continue;
         char path[600];
         snprintf(path, sizeof path, "%s/t_%s", g_tmp, names[i]);
         copy_file(src, path);
