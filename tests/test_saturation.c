@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "helpers/kvt.h"
@@ -88,6 +89,58 @@ START_TEST(test_night_shrink_not_stable) {
 }
 END_TEST
 
+// One 14,484-token answer arriving near the end of a short generated run: it decodes long after
+// the last arrival, but nothing waits behind it -- service, not backlog: stable (and `plan`
+// keeps the configuration feasible). The trace is generated, the long request added by hand.
+START_TEST(test_one_long_late_answer_stable) {
+    kvt_tmp_make("kvf_sat");
+    char trace[128], big[160];
+    snprintf(trace, sizeof trace, "%s/gen.jsonl", kvt_tmp);
+    snprintf(big, sizeof big, "%s/late.jsonl", kvt_tmp);
+    ck_assert_int_eq(kvt_sh("%s trace gen --profile chatbot --rate 2 --duration 120 --seed 3 -o %s", kvt_bin(), trace), 0);
+    // the late request arrives last (just after the generated ones), with the next id
+    char *txt = kvt_slurp(trace);
+    size_t len = strlen(txt);
+    ck_assert(len > 2);
+    char *last = txt + len - 2;
+    while (last > txt && last[-1] != '\n') last--;
+    long long id = -1, at = -1;
+    const char *pi = strstr(last, "\"id\":"), *pa = strstr(last, "\"arrival_ns\":");
+    ck_assert_msg(pi && pa && sscanf(pi + 5, "%lld", &id) == 1 && sscanf(pa + 13, "%lld", &at) == 1,
+                  "cannot read the trace's last line: %.80s", last);
+    FILE *f = fopen(big, "w");
+    ck_assert(f);
+    fputs(txt, f);
+    fprintf(f, "{\"id\":%lld,\"arrival_ns\":%lld,\"input_tokens\":2000,\"output_tokens\":14484,"
+               "\"class\":\"chatbot\",\"flags\":0,\"images\":0,\"session\":77,\"turn\":0,"
+               "\"prev_id\":-1,\"think_ns\":0,\"block_tokens\":64,\"blocks\":[]}\n",
+            id + 1, at + 1000000);
+    fclose(f);
+    free(txt);
+    const char *sets[] = {"workload.format=kvfleet"};
+    json_t *s = kvt_run("quickstart.yaml", big, sets, 1, NULL);
+    ck_assert_msg(kvt_num(s, "saturation.drain_s") > 60, "the long answer should outlast the arrivals: %g s",
+                  kvt_num(s, "saturation.drain_s"));
+    ck_assert_msg(!strcmp(state(s), "stable"), "one long late answer: %s (%s)", state(s),
+                  json_string_value(json_object_get(json_object_get(s, "saturation"), "reason")));
+    json_decref(s);
+    kvt_tmp_remove();
+}
+END_TEST
+
+// A 0.5 GB/s prefill -> decode link: the KV transfers queue on it for about an hour after the
+// arrivals end, longer than the arrivals lasted: overloaded, not merely backlogged.
+START_TEST(test_slow_kv_link_overloaded) {
+    const char *sets[] = {"cluster.network.kv_transfer_GBps=0.5", "workload.limit_requests=3000"};
+    json_t *s = quick(sets, 2);
+    ck_assert_msg(kvt_num(s, "saturation.queue_drain_s") > 1000, "queue drain %g s",
+                  kvt_num(s, "saturation.queue_drain_s"));
+    ck_assert_msg(!strcmp(state(s), "overloaded"), "0.5 GB/s KV link: %s (%s)", state(s),
+                  json_string_value(json_object_get(json_object_get(s, "saturation"), "reason")));
+    json_decref(s);
+}
+END_TEST
+
 START_TEST(test_thresholds_range_checked) {
     static const char *bad[] = {"saturation.drain_frac=1.5", "saturation.queue_growth=-1",
                                 "saturation.wait_growth_s=x", "saturation.reject_frac=-0.1",
@@ -109,6 +162,8 @@ static Suite *suite(void) {
     tcase_add_test(t, test_capacity_plan_4_4_not_stable);
     tcase_add_test(t, test_night_shrink_not_stable);
     tcase_add_test(t, test_thresholds_range_checked);
+    tcase_add_test(t, test_one_long_late_answer_stable);
+    tcase_add_test(t, test_slow_kv_link_overloaded);
     suite_add_tcase(s, t);
     return s;
 }

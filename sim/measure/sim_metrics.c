@@ -122,6 +122,7 @@ void sim_metrics_free(sim_metrics *m) {
     sim_samples_free(&m->e2e_ms);
     sim_samples_free(&m->gen_tok_s);
     sim_samples_free(&m->queue_len);
+    sim_samples_free(&m->backlog);
     sim_samples_free(&m->sample_t);
     for (int k = 0; k < 3; k++) sim_samples_free(&m->pool_queue[k]);
     for (int k = 0; k < TRC_CLASS_COUNT; k++)

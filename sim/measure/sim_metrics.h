@@ -38,6 +38,8 @@ void sim_samples_free(sim_samples *s);
 
 typedef struct sim_metrics {
     sim_samples ttft_ms, tpot_ms, e2e_ms, gen_tok_s, queue_len;
+    sim_samples backlog;            // per sample: queued requests + transfers in flight on the
+                                    // links (KV moving, tier loads): what a drain waits for
     sim_hist itl_ms;
     uint64_t prompt_tokens, hit_tokens, miss_tokens, hit_tier[3];
     uint64_t output_tokens;

@@ -12,8 +12,8 @@
 //     requests, binned by arrival: one sample interval, wider for long runs, sim_metrics.h),
 //     the slope of the bins' means over W weighted by
 //     their counts, times W's length = the growth Gw; and its mean over W.
-//   - the queue's drain: from the last arrival until the sampled queues (requests waiting, not
-//     those running) first read empty. A long request still decoding after the last arrival is
+//   - the queue's drain: from the last arrival until the sampled queues (requests waiting, and
+//     transfers waiting on links; not requests running) first read empty. A long request still decoding after the last arrival is
 //     service, not backlog: a few long answers near the end do not make a drain.
 // overloaded: both trends rise (a pool's queue grows and Gw > saturation.wait_growth_s); or
 //   the queues take longer to drain than the arrivals lasted; or a queue grows and takes
@@ -99,8 +99,8 @@ json_t *sim_saturation_json(const sim_cluster *c) {
 
     // the queues' drain: the first sample at or after the last arrival with nothing waiting
     double qdrain = drain;
-    for (size_t i = 0; i < m->sample_t.n && i < m->queue_len.n; i++)
-        if (m->sample_t.v[i] >= t1 && m->queue_len.v[i] <= 0) {
+    for (size_t i = 0; i < m->sample_t.n && i < m->backlog.n; i++)
+        if (m->sample_t.v[i] >= t1 && m->backlog.v[i] <= 0) {
             qdrain = m->sample_t.v[i] - t1;
             break;
         }

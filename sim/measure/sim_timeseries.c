@@ -70,6 +70,9 @@ void sim_on_sample(sim_cluster *c, double interval_s) {
         if (kvc > 0) sim_ts(c, names[k], -1, "kv_used_frac", kvu / kvc);
     }
     sim_samples_add(&m->queue_len, (double)qlen);
+    double flows = 0;   // transfers waiting on links (a slow KV link is a queue too)
+    for (size_t i = 0; i < c->n_links; i++) flows += (double)c->links[i].link.n;
+    sim_samples_add(&m->backlog, (double)qlen + flows);
     sim_ts(c, "cluster", -1, "input_tok_s", (double)m->iv_in / interval_s);
     sim_ts(c, "cluster", -1, "output_tok_s", (double)m->iv_out / interval_s);
     sim_ts(c, "cluster", -1, "in_flight", (double)c->in_flight);
