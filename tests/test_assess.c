@@ -225,12 +225,15 @@ static long lines_of(const char *path) {
 }
 
 static double stats_requests(const char *trace) {
-    ck_assert_int_eq(kvt_sh("%s trace stats %s --json", kvt_bin(), trace), 0);
+    kvt_tmp_make("kvf_assess_stats");   // kvt_sh keeps stderr there
+    int rc = kvt_sh("%s trace stats %s --json", kvt_bin(), trace);
+    ck_assert_msg(rc == 0, "trace stats exited %d: %s", rc, kvt_err);
     json_error_t je;
     json_t *ts = json_loads(kvt_out, 0, &je);
     ck_assert_msg(ts, "trace stats --json: %s", je.text);
     double n = kvt_num(ts, "requests");
     json_decref(ts);
+    kvt_tmp_remove();
     return n;
 }
 
@@ -270,6 +273,7 @@ START_TEST(test_assess_readme_figures) {
         double ideal, requests;
     } pin[] = {{"mooncake_conversation.jsonl", 0.374, 12031},
                {"weka_agentic_dev.jsonl", 0.971, 2641}};
+    kvt_tmp_make("kvf_assess_pins");   // kvt_sh keeps stderr there
     for (int i = 0; i < 2; i++) {
         const char *trace = kvt_shared_trace(pin[i].trace);
         ck_assert_msg(access(trace, R_OK) == 0, "%s not readable (KVF_SHARED)", trace);
@@ -283,6 +287,7 @@ START_TEST(test_assess_readme_figures) {
                       ideal, n, pin[i].ideal, pin[i].requests);
         json_decref(ts);
     }
+    kvt_tmp_remove();
 }
 END_TEST
 
