@@ -345,6 +345,7 @@ END_TEST
 
 // Out-of-range rates, a pool rounded to nothing and a fixed user population exit 2 naming the key.
 START_TEST(test_sample_rate_refused) {
+    kvt_tmp_make("kvf_sample_refused");   // kvt_sh keeps stderr there
     const char *bad[] = {"0", "-0.5", "1.5", "0.01", "0.1 --set workload.session_users=4"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = kvt_sh("%s run scenarios/sampling-mooncake.yaml -q --no-report -o /tmp/kvf_sample_x "
@@ -357,6 +358,7 @@ START_TEST(test_sample_rate_refused) {
     kvt_sh("%s run scenarios/sampling-mooncake.yaml -q -o /tmp/kvf_sample_x --set "
            "workload.sample_rate=0.01", kvt_bin());
     ck_assert_msg(strstr(kvt_err, "0 instances") && strstr(kvt_err, ">= 0.025 "), "%s", kvt_err);
+    kvt_tmp_remove();
 }
 END_TEST
 
@@ -407,6 +409,7 @@ END_TEST
 // 1/32 and 1/64 run as 1 + 1 at the effective rate 1/16 (their load per instance the full
 // fleet's), so their figures are 1/16's; a short day keeps the test quick.
 START_TEST(test_sample_rate_keeps_load) {
+    kvt_tmp_make("kvf_sample_load");   // kvt_sh keeps stderr there
     const char *base[] = {"workload.generate.days=0.002", "workload.generate.warmup_days=0", NULL};
     const char *rates[] = {"workload.sample_rate=0.0625", "workload.sample_rate=0.03125",
                            "workload.sample_rate=0.015625"};
@@ -439,6 +442,7 @@ START_TEST(test_sample_rate_keeps_load) {
                     "--set workload.sample_rate=0.33", kvt_bin());
     ck_assert_msg(rc == 2 && strstr(kvt_err, "workload.sample_rate") && strstr(kvt_err, "0.35"),
                   "exit %d: %s", rc, kvt_err);
+    kvt_tmp_remove();
 }
 END_TEST
 
