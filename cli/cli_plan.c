@@ -71,6 +71,8 @@ static double est_gpus(const planner *pl, int p, int d, int gp, int gd) {
 
 // Evaluates configuration (p, d, gp, gd, rate), running it unless already known. On a run
 // failure pl->st is set and an infeasible result returned.
+static void plan_class_slos(json_t *sj, plan_eval *e);
+
 static plan_eval eval(planner *pl, int p, int d, int gp, int gd, double rate) {
     for (size_t i = 0; i < pl->n; i++) {
         plan_eval *e = &pl->ev[i];
@@ -137,6 +139,13 @@ static plan_eval eval(planner *pl, int p, int d, int gp, int gd, double rate) {
             e.stable = !strcmp(e.sat, "stable");
             e.ttft_ok = e.ttft_p90 <= pl->slo_ttft;
             e.tpot_ok = e.tpot_p90 <= pl->slo_tpot;
+            // SLOs by class (slo.classes.*): each class against its own bounds, as the
+            // summary's slo.met says; else the scenario-wide p90 bounds
+            bool by_class = false;
+            for (int k = 0; k < TRC_CLASS_COUNT; k++)
+                for (int m = 0; m < SIM_SLO_METRICS; m++)
+                    for (int q = 0; q < SIM_SLO_STATS; q++) by_class |= c->slo.cls_ms[k][m][q] > 0;
+            if (by_class) plan_class_slos(sj, &e);
             e.ok = e.stable && e.ttft_ok && e.tpot_ok && completed > 0;
         }
         json_decref(sj);
@@ -145,6 +154,31 @@ static plan_eval eval(planner *pl, int p, int d, int gp, int gd, double rate) {
     kvf_grow((void **)&pl->ev, &pl->cap, pl->n + 1, sizeof *pl->ev);
     pl->ev[pl->n++] = e;
     return e;
+}
+
+// SLOs by class: which bounds of slo.by_class the run missed. A TTFT bound asks for prefill,
+// a TPOT or E2E bound for decode (the search grows the pool behind the bound missed).
+static void plan_class_slos(json_t *sj, plan_eval *e) {
+    e->ttft_ok = e->tpot_ok = true;
+    e->class_miss[0] = '\0';
+    size_t k = 0;
+    const char *cls;
+    json_t *o;
+    json_object_foreach(json_object_get(json_object_get(sj, "slo"), "by_class"), cls, o) {
+        if (!json_object_get(o, "met")) continue;   // held to the scenario-wide bounds
+        const char *key;
+        json_t *b;
+        json_object_foreach(json_object_get(o, "bounds"), key, b) {
+            json_t *v = json_object_get(b, "value");
+            double bound = json_number_value(json_object_get(b, "bound"));
+            if (!json_is_number(v) || json_number_value(v) <= bound) continue;
+            if (!strncmp(key, "ttft", 4)) e->ttft_ok = false;
+            else e->tpot_ok = false;
+            if (k + 1 < sizeof e->class_miss)
+                k += (size_t)snprintf(e->class_miss + k, sizeof e->class_miss - k, "%s%s %s %.4g > %.4g",
+                                      k ? ", " : "", cls, key, json_number_value(v), bound);
+        }
+    }
 }
 
 static bool find_eval_const(const planner *pl, int p, int d, int gp, int gd, double rate) {

@@ -20,6 +20,7 @@ typedef struct plan_eval {
     double gpus;               // all GPUs of the run
     double util_p, util_d;     // busy fraction per pool
     char sat[16];              // saturation.state
+    char class_miss[96];       // SLOs by class: the bounds missed ("chatbot ttft_ms.p90"), ""
 } plan_eval;
 
 // GPUs per instance of each pool during one search.

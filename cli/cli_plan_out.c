@@ -59,6 +59,10 @@ static void why_not(const planner *pl, const plan_eval *e, char *out, size_t n) 
     }
     size_t k = 0;
     out[0] = '\0';
+    if (e->class_miss[0]) {   // SLOs by class
+        snprintf(out, n, "%s; %s", e->class_miss, e->sat);
+        return;
+    }
     if (!e->ttft_ok)
         k += (size_t)snprintf(out + k, n - k, "TTFT p90 %.1f ms > %.0f; ", e->ttft_p90,
                               pl->slo_ttft);

@@ -188,6 +188,32 @@ START_TEST(test_plan_max_gpus_infeasible) {
 }
 END_TEST
 
+// SLOs by class (scenarios/slo-classes.yaml: chat TTFT p90 1 s, coding E2E p99 60 s, agent TPOT
+// p90 30 ms): plan holds each class to its own bounds and picks another cluster than under the
+// one scenario-wide bound; what a smaller cluster misses is named by class.
+START_TEST(test_plan_slos_by_class) {
+    int rc = kvt_sh("%s plan scenarios/slo-classes.yaml --max-gpus 24 --json", kvt_bin());
+    ck_assert_msg(rc == 0, "plan by class: exit %d: %s", rc, kvt_err);
+    json_error_t je;
+    json_t *a = json_loads(kvt_out, 0, &je);
+    ck_assert_msg(a, "plan --json: %s", je.text);
+    rc = kvt_sh("%s plan scenarios/slo-classes.yaml --max-gpus 24 --json --set slo.classes.chatbot.ttft_ms.p90=0 "
+                "--set slo.classes.coding.e2e_ms.p99=0 --set slo.classes.agent.tpot_ms.p90=0", kvt_bin());
+    ck_assert_msg(rc == 0, "plan, one bound: exit %d: %s", rc, kvt_err);
+    json_t *b = json_loads(kvt_out, 0, &je);
+    ck_assert_msg(b, "plan --json: %s", je.text);
+    double ga = json_number_value(json_object_get(json_object_get(a, "config"), "gpus"));
+    double gb = json_number_value(json_object_get(json_object_get(b, "config"), "gpus"));
+    ck_assert_msg(ga > 0 && gb > 0 && ga != gb, "by class %g GPUs, one bound %g GPUs", ga, gb);
+    rc = kvt_sh("%s plan scenarios/slo-classes.yaml --max-gpus 24", kvt_bin());
+    ck_assert_msg(rc == 0 && (strstr(kvt_out, "coding e2e_ms.p99") || strstr(kvt_out, "chatbot ttft_ms.p90") ||
+                              strstr(kvt_out, "agent tpot_ms.p90")),
+                  "a miss by class is not named: %s", kvt_out);
+    json_decref(a);
+    json_decref(b);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("plan");
     TCase *t = tcase_create("plan");
@@ -197,6 +223,7 @@ static Suite *suite(void) {
     tcase_add_test(t, test_plan_max_rate_brackets);
     tcase_add_test(t, test_plan_bad_input);
     tcase_add_test(t, test_plan_max_gpus_infeasible);
+    tcase_add_test(t, test_plan_slos_by_class);
     suite_add_tcase(s, t);
     return s;
 }
