@@ -232,8 +232,9 @@ START_TEST(test_cli_headline_colocated_sampled) {
 END_TEST
 
 // --trace with a file whose content is another format than the scenario's workload.format
-// (an Azure CSV on a Mooncake scenario) is read as what it is, and the summary's trace notes
-// and the summary lines say so; a file of no known format still fails naming the line.
+// (an Azure CSV on a Mooncake scenario, Mooncake lines on a sessions scenario) is read as what
+// it is, and the summary's trace notes and the summary lines say so; a file of no known format
+// still fails naming the line.
 START_TEST(test_cli_trace_format_from_content) {
     int rc = kvf("run scenarios/quickstart.yaml --trace traces/data/azure2023_conv.csv "
                  "--set workload.limit_requests=100 --no-report -o %s/az", tmpdir);
@@ -249,6 +250,11 @@ START_TEST(test_cli_trace_format_from_content) {
     ck_assert_str_eq(json_string_value(json_object_get(tr, "format")), "azure");
     ck_assert(strstr(json_string_value(json_object_get(tr, "notes")), "read as azure"));
     json_decref(s);
+    // within JSON lines: a Mooncake file given to a sessions scenario (no "requests" key)
+    rc = kvf("run scenarios/sampling-agentic.yaml --trace traces/data/mooncake_conversation.jsonl "
+             "--set workload.limit_requests=50 --no-report -o %s/mc", tmpdir);
+    ck_assert_msg(rc == 0, "mooncake trace on a sessions scenario: %d\n%s", rc, out_buf);
+    EXPECT_MSG("workload.format sessions does not fit the file, whose content is mooncake");
     snprintf(p, sizeof p, "%s/junk.csv", tmpdir);
     write_file(p, "when,what\n1,2\n");
     rc = kvf("run scenarios/quickstart.yaml --trace %s --no-report -o %s/junk", p, tmpdir);

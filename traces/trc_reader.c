@@ -620,6 +620,25 @@ static int fmt_family(trc_format f) {
     return f == TRC_FMT_AZURE ? 1 : f == TRC_FMT_BURSTGPT ? 2 : 0;
 }
 
+// Whether a JSON-lines file cannot be format fmt: the key every line of fmt holds
+// ("timestamp", "arrival_ns", "requests") is absent from its first line (its first 4 KiB).
+// f is rewound.
+static bool json_lacks_key(FILE *f, trc_format fmt) {
+    const char *key = fmt == TRC_FMT_MOONCAKE ? "\"timestamp\""
+                      : fmt == TRC_FMT_KVFLEET ? "\"arrival_ns\""
+                      : fmt == TRC_FMT_SESSIONS ? "\"requests\""
+                                                : NULL;
+    if (!key) return false;
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    bool err = ferror(f) != 0;
+    rewind(f);
+    if (err) return false;
+    buf[n] = 0;
+    buf[strcspn(buf, "\n")] = 0;   // the first line, or its first 4 KiB (formats put the key early)
+    return !strstr(buf, key);
+}
+
 static kvf_status open_source(trc_source **src, FILE *f, const char *path, const trc_options *o,
                               trc_format fmt, kvf_err *err) {
     switch (fmt) {
@@ -754,12 +773,13 @@ static kvf_status open_any(trc_source **src, FILE **fp, const char *path, const 
     kvf_status st;
     if (fmt == TRC_FMT_AUTO && (st = detect(f, path, &fmt, err))) return st;
     if (fmt != TRC_FMT_AUTO && o->format != TRC_FMT_AUTO) {
-        // a format given that cannot parse the file (JSON lines given a CSV, or the other CSV
-        // layout) while the content names its own unambiguously: read it as what it is; the
-        // reader's notes say so (trc_reader_open_pass)
+        // a format given that cannot parse the file (JSON lines given a CSV, the other CSV
+        // layout, or JSON lines without the given format's key) while the content names its
+        // own: read it as what it is; the reader's notes say so (trc_reader_open_pass)
         trc_format seen;
         kvf_err e2 = {0};
-        if (detect(f, path, &seen, &e2) == KVF_OK && fmt_family(seen) != fmt_family(fmt))
+        if (detect(f, path, &seen, &e2) == KVF_OK && seen != fmt &&
+            (fmt_family(seen) != fmt_family(fmt) || json_lacks_key(f, fmt)))
             fmt = seen;
     }
     char cpath[PATH_MAX + 64];
