@@ -148,31 +148,42 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
 
 int cli_hw(int argc, char **argv) {
     if (kvf_cli_help(argc, argv)) {
-        printf("usage: kvfleet hw check FILE [-q]\n"
-               "  checks a hardware file: keys and values, and its kernel tables (no figure above\n"
-               "  the datasheet peak, monotone where physics says so); exit 2 naming the row.\n");
+        printf("usage: kvfleet hw check FILE... [-q]\n"
+               "  checks hardware files: keys and values, and their kernel tables (no figure above\n"
+               "  the datasheet peak, monotone where physics says so, no duplicate shape, no unknown\n"
+               "  kind); exit 2 naming the file, the row and what is wrong.\n");
         return 0;
     }
     if (argc < 3 || strcmp(argv[1], "check")) {
-        fprintf(stderr, "usage: kvfleet hw check FILE [-q]\n");
+        fprintf(stderr, "usage: kvfleet hw check FILE... [-q]\n");
         return 2;
     }
-    bool quiet = argc > 3 && (!strcmp(argv[3], "-q") || !strcmp(argv[3], "--quiet"));
-    static mdl_hardware h;
-    kvf_err err = {0};
-    kvf_status st = mdl_hardware_load(&h, argv[2], NULL, &err);
-    if (!st) st = mdl_hardware_check(&h, &err);
-    if (st) {
-        fprintf(stderr, "kvfleet: %s\n", err.msg);
-        return 2;
-    }
-    if (!quiet) {
+    bool quiet = false;
+    int files = 0, rc = 0;
+    for (int i = 2; i < argc; i++) quiet |= !strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet");
+    for (int i = 2; i < argc; i++) {   // every file, each on its own: one bad file fails the check
+        if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) continue;
+        files++;
+        static mdl_hardware h;
+        kvf_err err = {0};
+        kvf_status st = mdl_hardware_load(&h, argv[i], NULL, &err);
+        if (!st) st = mdl_hardware_check(&h, &err);
+        if (st) {
+            fprintf(stderr, "kvfleet: %s\n", err.msg);
+            rc = 2;
+            continue;
+        }
+        if (quiet) continue;
         unsigned count[MDL_K_KINDS] = {0};
-        for (uint32_t i = 0; i < h.nkrows; i++) count[h.krows[i].kind]++;
+        for (uint32_t k = 0; k < h.nkrows; k++) count[h.krows[k].kind]++;
         printf("%s: ok (%s, %u kernel rows", h.path, h.name, h.nkrows);
         for (int k = 0; k < MDL_K_KINDS; k++)
             if (count[k]) printf("; %s %u", mdl_kkind_name((mdl_kkind)k), count[k]);
         printf(")\n");
     }
-    return 0;
+    if (!files) {
+        fprintf(stderr, "usage: kvfleet hw check FILE... [-q]\n");
+        return 2;
+    }
+    return rc;
 }

@@ -55,7 +55,7 @@ static void usage(FILE *f) {
             "                   [--set K=V]... [-o DIR] [--force] [--json]\n"
             "  kvfleet fit (--manifest CSV | --measured RUN... --hardware H) -o FILE\n"
             "              [--term KEY:LO:HI:START]... [--max-evals N] [--no-loo]\n"
-            "  kvfleet hw check FILE [-q]\n"
+            "  kvfleet hw check FILE... [-q]\n"
             "  kvfleet version\n"
             "  kvfleet help | --help\n"
             "\n"

@@ -329,16 +329,18 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
             return vfail(c, err, "workload.generate.rate_rps", "must be > 0");
         if (!(c->workload.gen.duration_s > 0))
             return vfail(c, err, "workload.generate.duration_s", "must be > 0");
+        // what the generator makes: a sampled run generates at rate_rps x sample_rate
         const sim_generate_cfg *g = &c->workload.gen;
-        if (g->days > 0 && g->rate_rps * g->days * 86400 > SIM_MAX_REQUESTS)
+        double R = c->workload.sample_rate > 0 ? c->workload.sample_rate : 1;
+        if (g->days > 0 && g->rate_rps * R * g->days * 86400 > SIM_MAX_REQUESTS)
             return vfail(c, err, "workload.generate.days",
-                         "rate_rps x days x 86400 = %g requests (workload.generate.rate_rps %g), over "
-                         "the %g a run may hold", g->rate_rps * g->days * 86400, g->rate_rps,
-                         SIM_MAX_REQUESTS);
-        if (!(g->days > 0) && g->rate_rps * g->duration_s > SIM_MAX_REQUESTS)
+                         "rate_rps x sample_rate x days x 86400 = %g requests (workload.generate."
+                         "rate_rps %g), over the %g a run may hold", g->rate_rps * R * g->days * 86400,
+                         g->rate_rps, SIM_MAX_REQUESTS);
+        if (!(g->days > 0) && g->rate_rps * R * g->duration_s > SIM_MAX_REQUESTS)
             return vfail(c, err, "workload.generate.rate_rps",
-                         "rate_rps x duration_s = %g requests, over the %g a run may hold",
-                         g->rate_rps * g->duration_s, SIM_MAX_REQUESTS);
+                         "rate_rps x sample_rate x duration_s = %g requests, over the %g a run may hold",
+                         g->rate_rps * R * g->duration_s, SIM_MAX_REQUESTS);
         double mix = c->workload.gen.mix[0] + c->workload.gen.mix[1] + c->workload.gen.mix[2];
         if (mix > 0 && strcmp(c->workload.gen.profile, "mixed"))
             return vfail(c, err, "workload.generate.mix",
