@@ -282,11 +282,9 @@ static kvf_status check_keys_that_cannot_apply(const sim_config *c, kvf_err *err
     return KVF_OK;
 }
 
-kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
+// the model, hardware and step model's files exist and the step model is a known one
+static kvf_status check_files(const sim_config *c, kvf_err *err) {
     char path[SIM_PATH_MAX + 128];
-    kvf_status st;
-    if ((st = sim_key_check_ranges(c, err))) return st;
-
     if (!c->model[0]) return vfail(c, err, "model", "must not be empty");
     sim_config_model_path(c, path, sizeof path);
     if (!is_file(path)) return file_fail(c, err, "model", path);
@@ -311,9 +309,11 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
         return vfail(c, err, "step_model",
                      "unknown value '%s' (allowed: roofline|calibrated|table)", c->step_model);
     }
-    if ((st = check_moe_keys(c, err))) return st;
-    if ((st = check_keys_that_cannot_apply(c, err))) return st;
+    return KVF_OK;
+}
 
+// every published.<name> figure has a value, an output its summary key, high not below value
+static kvf_status check_published(const sim_config *c, kvf_err *err) {
     for (int k = 0; k < c->n_published; k++) {
         const sim_published *p = &c->published[k];
         char key[96];
@@ -324,6 +324,12 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
         if (!isnan(p->high) && p->high < p->value)
             return vfail(c, err, key, "high %g is below value %g", p->high, p->value);
     }
+    return KVF_OK;
+}
+
+// the workload: a generator's rate, length and request cap, or a trace file that exists
+static kvf_status check_workload(const sim_config *c, kvf_err *err) {
+    char path[SIM_PATH_MAX + 128];
     if (c->workload.gen.profile[0]) {
         if (!(c->workload.gen.rate_rps > 0))
             return vfail(c, err, "workload.generate.rate_rps", "must be > 0");
@@ -363,6 +369,13 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
     if (c->workload.opt.end_ns && c->workload.opt.end_ns <= c->workload.opt.start_ns)
         return vfail(c, err, "workload.end_s", "must be after workload.start_s");
 
+    return KVF_OK;
+}
+
+// the pools: their hardware files, keys, schedule and the instances the mode needs
+static kvf_status check_cluster(const sim_config *c, kvf_err *err) {
+    char path[SIM_PATH_MAX + 128];
+    kvf_status st;
     const sim_pool_cfg *pools[] = {&c->cluster.vision, &c->cluster.prefill, &c->cluster.decode};
     static const char *const pool_names[] = {"vision", "prefill", "decode"};
     for (int k = 0; k < 3; k++) {
@@ -407,6 +420,18 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
                      "colocated mode needs at least 1 instance (cluster.prefill.instances + "
                      "cluster.decode.instances)");
     }
+    return KVF_OK;
+}
+
+kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
+    kvf_status st;
+    if ((st = sim_key_check_ranges(c, err))) return st;
+    if ((st = check_files(c, err))) return st;
+    if ((st = check_moe_keys(c, err))) return st;
+    if ((st = check_keys_that_cannot_apply(c, err))) return st;
+    if ((st = check_published(c, err))) return st;
+    if ((st = check_workload(c, err))) return st;
+    if ((st = check_cluster(c, err))) return st;
     sim_sample_plan plan;   // workload.sample_rate: every pool keeps at least one instance
     if ((st = sim_sample_plan_make(c, &plan, err))) return st;
     if (!(c->cluster.kv_transfer_Bps > 0))
