@@ -1029,6 +1029,76 @@ done:
     return rc;
 }
 
+// inference-perf's stage reports (stage_<k>_lifecycle_metrics.json in res): each stage's sent
+// count, rate and window, and its start (the previous stage's span + 2 s); without them the
+// stages as configured. The stages' counts must add up to the summary's sent.
+static kvf_status read_ip_stages(const char *res, const char *summ, uint64_t sent,
+                                 trc_measured *m, kvf_err *err) {
+    char buf[760];
+    char *text = NULL;
+    size_t n;
+    kvf_status st;
+    int rc;
+    json_t *o;
+    trc_measured_config *cf = &m->config;
+    uint64_t stage_sum = 0;
+    double start = 0;
+    for (uint32_t k = 0; k < TRC_MEAS_MAX_STAGES; k++) {
+        snprintf(buf, sizeof buf, "%s/stage_%u_lifecycle_metrics.json", res, k);
+        if (!is_file(buf)) break;
+        if ((st = load_text(buf, &text, &n, err))) return st;
+        o = parse_json(buf, text, n, NULL, err);
+        if (!o) {
+            free(text);
+            return KVF_EPARSE;
+        }
+        mctx cs = {buf, text, 0, 1, err};
+        trc_measured_summary ss;
+        summary_init(&ss);
+        uint64_t sk;
+        double rate, window;
+        rc = read_lifecycle(&cs, o, &ss, &sk, NULL);
+        if (!rc) rc = jnumber(&cs, o, "", "load_summary.requested_rate", NONNEG, &rate);
+        if (!rc) rc = jnumber(&cs, o, "", "load_summary.send_duration", NONNEG, &window);
+        json_decref(o);
+        free(text);
+        if (rc) return KVF_EPARSE;
+        if (k >= cf->n_stages) {   // a stage the config does not list: take the report's
+            cf->n_stages = k + 1;
+            cf->stages[k].rate_rps = rate;
+            cf->stages[k].duration_s = window;
+        }
+        cf->stages[k].requests = sk;
+        cf->stages[k].start_s = start;
+        // the next stage starts once every request of this one has finished (its span),
+        // after load.interval (1 s) and the generator's 1 s lead
+        double span = ss.duration_s;
+        if (isnan(span)) span = cf->stages[k].duration_s + 300;
+        start += span + 2.0;
+        stage_sum += sk;
+    }
+    if (stage_sum && stage_sum != sent) {
+        mctx cs = {summ, NULL, 0, 1, err};
+        mfail(&cs, "load_summary.count", "%llu, but the stage reports sent %llu",
+              (unsigned long long)sent, (unsigned long long)stage_sum);
+        return KVF_EPARSE;
+    }
+    if (!stage_sum) {   // no stage reports: the stages as configured, one after another
+        for (uint32_t k = 0; k < cf->n_stages; k++) {
+            cf->stages[k].start_s = start;
+            start += cf->stages[k].duration_s + 2.0;
+            stage_sum += cf->stages[k].requests;
+        }
+        if (cf->n_stages && stage_sum != sent) {
+            mctx cs = {summ, NULL, 0, 1, err};
+            mfail(&cs, "load_summary.count", "%llu, but the configured stages send %llu",
+                  (unsigned long long)sent, (unsigned long long)stage_sum);
+            return KVF_EPARSE;
+        }
+    }
+    return KVF_OK;
+}
+
 static kvf_status read_inference_perf(const char *path, trc_measured *m, kvf_err *err) {
     char res[600], summ[700], buf[760];
     if (is_dir(path)) {
@@ -1093,62 +1163,7 @@ static kvf_status read_inference_perf(const char *path, trc_measured *m, kvf_err
         cf->prefix_caching = 1;
         note(m, "prefix caching on (vLLM's default; the run does not turn it off)");
     }
-    // stage reports: sent counts, windows and spans
-    uint64_t stage_sum = 0;
-    double start = 0;
-    for (uint32_t k = 0; k < TRC_MEAS_MAX_STAGES; k++) {
-        snprintf(buf, sizeof buf, "%s/stage_%u_lifecycle_metrics.json", res, k);
-        if (!is_file(buf)) break;
-        if ((st = load_text(buf, &text, &n, err))) return st;
-        o = parse_json(buf, text, n, NULL, err);
-        if (!o) {
-            free(text);
-            return KVF_EPARSE;
-        }
-        mctx cs = {buf, text, 0, 1, err};
-        trc_measured_summary ss;
-        summary_init(&ss);
-        uint64_t sk;
-        double rate, window;
-        rc = read_lifecycle(&cs, o, &ss, &sk, NULL);
-        if (!rc) rc = jnumber(&cs, o, "", "load_summary.requested_rate", NONNEG, &rate);
-        if (!rc) rc = jnumber(&cs, o, "", "load_summary.send_duration", NONNEG, &window);
-        json_decref(o);
-        free(text);
-        if (rc) return KVF_EPARSE;
-        if (k >= cf->n_stages) {   // a stage the config does not list: take the report's
-            cf->n_stages = k + 1;
-            cf->stages[k].rate_rps = rate;
-            cf->stages[k].duration_s = window;
-        }
-        cf->stages[k].requests = sk;
-        cf->stages[k].start_s = start;
-        // the next stage starts once every request of this one has finished (its span),
-        // after load.interval (1 s) and the generator's 1 s lead
-        double span = ss.duration_s;
-        if (isnan(span)) span = cf->stages[k].duration_s + 300;
-        start += span + 2.0;
-        stage_sum += sk;
-    }
-    if (stage_sum && stage_sum != sent) {
-        mctx cs = {summ, NULL, 0, 1, err};
-        mfail(&cs, "load_summary.count", "%llu, but the stage reports sent %llu",
-              (unsigned long long)sent, (unsigned long long)stage_sum);
-        return KVF_EPARSE;
-    }
-    if (!stage_sum) {   // no stage reports: the stages as configured, one after another
-        for (uint32_t k = 0; k < cf->n_stages; k++) {
-            cf->stages[k].start_s = start;
-            start += cf->stages[k].duration_s + 2.0;
-            stage_sum += cf->stages[k].requests;
-        }
-        if (cf->n_stages && stage_sum != sent) {
-            mctx cs = {summ, NULL, 0, 1, err};
-            mfail(&cs, "load_summary.count", "%llu, but the configured stages send %llu",
-                  (unsigned long long)sent, (unsigned long long)stage_sum);
-            return KVF_EPARSE;
-        }
-    }
+    if ((st = read_ip_stages(res, summ, sent, m, err))) return st;
     const trc_measured_summary *sm = &m->summary;
     if (cf->ignore_eos && cf->output_len && sm->itl_s.mean > 0 && sm->e2e_s.mean > sm->ttft_s.mean) {
         m->token_times_per_token =
