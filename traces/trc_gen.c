@@ -606,6 +606,41 @@ done:
     return st;
 }
 
+// days mode's options: the day and week rhythm, the warm-up, and each class's returns
+static kvf_status check_days_options(const trc_gen_options *g, kvf_err *err) {
+    static const char *cls[3] = {"chatbot", "agent", "coding"};
+    if (!(g->diurnal_amplitude >= 0 && g->diurnal_amplitude < 1))
+        return kvf_fail(err, KVF_EINVAL, "generate: diurnal_amplitude must be in [0, 1)");
+    if (!(g->peak_hour >= 0 && g->peak_hour < 24))
+        return kvf_fail(err, KVF_EINVAL, "generate: peak_hour must be in [0, 24)");
+    if (!(g->weekend_ratio > 0 && g->weekend_ratio <= 10))
+        return kvf_fail(err, KVF_EINVAL, "generate: weekend_ratio must be in (0, 10]");
+    if (g->start_weekday > 6)
+        return kvf_fail(err, KVF_EINVAL, "generate: start_weekday must be 0 (Monday) .. 6");
+    if (!(g->warmup_days >= 0 && g->warmup_days <= 365))
+        return kvf_fail(err, KVF_EINVAL, "generate: warmup_days must be in [0, 365]");
+    if (g->rate_rps * g->warmup_days * 86400 > 10 * TRC_GEN_MAX_REQUESTS)
+        return kvf_fail(err, KVF_EINVAL,
+                        "generate: warmup_days x 86400 x rate_rps (--warmup-days x --rate) = "
+                        "%g requests drawn before t = 0, over the %g limit",
+                        g->rate_rps * g->warmup_days * 86400, 10 * TRC_GEN_MAX_REQUESTS);
+    if (g->mean_turns > 0 && g->mean_turns < 1)
+        return kvf_fail(err, KVF_EINVAL, "generate: mean_turns must be >= 1 in days mode");
+    for (int k = 0; k < 3; k++) {
+        const trc_gen_return *r = &g->ret[k];
+        if (!(r->p >= 0 && r->p <= 0.99))
+            return kvf_fail(err, KVF_EINVAL, "generate: return.%s.p must be in [0, 0.99]",
+                            cls[k]);
+        if (!(r->median_h > 0 && r->median_h <= 24 * 3660.0))
+            return kvf_fail(err, KVF_EINVAL,
+                            "generate: return.%s.median_h must be in (0, 87840] hours", cls[k]);
+        if (!(r->sigma >= 0 && r->sigma <= 5))
+            return kvf_fail(err, KVF_EINVAL, "generate: return.%s.sigma must be in [0, 5]",
+                            cls[k]);
+    }
+    return KVF_OK;
+}
+
 kvf_status trc_src_gen(trc_source **out, const trc_gen_options *g, kvf_err *err) {
     *out = NULL;
     if (!(g->rate_rps > 0) || !isfinite(g->rate_rps))
@@ -660,36 +695,8 @@ kvf_status trc_src_gen(trc_source **out, const trc_gen_options *g, kvf_err *err)
     if (!g->block_tokens || g->max_context < 2)
         return kvf_fail(err, KVF_EINVAL, "generate: block_tokens and max_context must be > 0");
     if (g->days > 0) {
-        static const char *cls[3] = {"chatbot", "agent", "coding"};
-        if (!(g->diurnal_amplitude >= 0 && g->diurnal_amplitude < 1))
-            return kvf_fail(err, KVF_EINVAL, "generate: diurnal_amplitude must be in [0, 1)");
-        if (!(g->peak_hour >= 0 && g->peak_hour < 24))
-            return kvf_fail(err, KVF_EINVAL, "generate: peak_hour must be in [0, 24)");
-        if (!(g->weekend_ratio > 0 && g->weekend_ratio <= 10))
-            return kvf_fail(err, KVF_EINVAL, "generate: weekend_ratio must be in (0, 10]");
-        if (g->start_weekday > 6)
-            return kvf_fail(err, KVF_EINVAL, "generate: start_weekday must be 0 (Monday) .. 6");
-        if (!(g->warmup_days >= 0 && g->warmup_days <= 365))
-            return kvf_fail(err, KVF_EINVAL, "generate: warmup_days must be in [0, 365]");
-        if (g->rate_rps * g->warmup_days * 86400 > 10 * TRC_GEN_MAX_REQUESTS)
-            return kvf_fail(err, KVF_EINVAL,
-                            "generate: warmup_days x 86400 x rate_rps (--warmup-days x --rate) = "
-                            "%g requests drawn before t = 0, over the %g limit",
-                            g->rate_rps * g->warmup_days * 86400, 10 * TRC_GEN_MAX_REQUESTS);
-        if (g->mean_turns > 0 && g->mean_turns < 1)
-            return kvf_fail(err, KVF_EINVAL, "generate: mean_turns must be >= 1 in days mode");
-        for (int k = 0; k < 3; k++) {
-            const trc_gen_return *r = &g->ret[k];
-            if (!(r->p >= 0 && r->p <= 0.99))
-                return kvf_fail(err, KVF_EINVAL, "generate: return.%s.p must be in [0, 0.99]",
-                                cls[k]);
-            if (!(r->median_h > 0 && r->median_h <= 24 * 3660.0))
-                return kvf_fail(err, KVF_EINVAL,
-                                "generate: return.%s.median_h must be in (0, 87840] hours", cls[k]);
-            if (!(r->sigma >= 0 && r->sigma <= 5))
-                return kvf_fail(err, KVF_EINVAL, "generate: return.%s.sigma must be in [0, 5]",
-                                cls[k]);
-        }
+        kvf_status st = check_days_options(g, err);
+        if (st) return st;
     }
     gsrc *x = kvf_calloc(1, sizeof *x);
     x->g = *g;
