@@ -111,7 +111,8 @@ static void old_compare(const char *scenario, const char *const *sets, int n, do
         json_decref(s);
     }
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd)) {}
+    if (system(cmd)) {
+    }
 }
 
 // Writes `copies` back-to-back copies of a Mooncake JSONL trace; returns requests written.
@@ -152,7 +153,6 @@ static long repeat_trace(const char *in, const char *out, int copies) {
     return n;
 }
 
-
 // Runs scenarios/<name> with the overrides; prints wall, events, events/s as a share of the
 // bare loop, and the figures named. Returns the summary (caller decrefs) or NULL.
 static json_t *bench_scenario(const char *repo, const char *label, const char *name,
@@ -188,13 +188,137 @@ static json_t *bench_scenario(const char *repo, const char *label, const char *n
     json_t *s = sv, *si = json_object_get(s, "sim");
     double ev = json_number_value(json_object_get(si, "events"));
     double loop = json_number_value(json_object_get(si, "wall_s"));
-    printf("%s: %lld requests, %.0f events, %.0f simulated s in %.2f s wall (loop %.2f s); "
-           "%.2f M events/s = %.1f %% of the bare queue; %.0f ns per event\n",
-           label, (long long)json_integer_value(json_object_get(json_object_get(s, "requests"), "arrived")),
-           ev, json_number_value(json_object_get(si, "simulated_s")), wall, loop, ev / loop / 1e6,
-           100 * ev / loop / bare, loop / ev * 1e9);
+    printf(
+        "%s: %lld requests, %.0f events, %.0f simulated s in %.2f s wall (loop %.2f s); "
+        "%.2f M events/s = %.1f %% of the bare queue; %.0f ns per event\n",
+        label,
+        (long long)json_integer_value(json_object_get(json_object_get(s, "requests"), "arrived")),
+        ev, json_number_value(json_object_get(si, "simulated_s")), wall, loop, ev / loop / 1e6,
+        100 * ev / loop / bare, loop / ev * 1e9);
     old_compare(path, sets, n, loop, ev);
     return s;
+}
+
+static void bench_ep_decode(const char *repo, double bare) {
+    // One 144-GPU expert-parallel decode instance holding ~10 k sequences, 15 simulated minutes.
+    json_t *ep = bench_scenario(repo, "ep-decode-144 (15 simulated min)", "ep-decode-144.yaml",
+                                NULL, 0, bare);
+    if (ep) {
+        json_t *st = json_object_get(ep, "steps");
+        printf("  decode: %.0f steps, %.0f sequences per step on average, TPOT p50 %.1f ms\n",
+               json_number_value(json_object_get(st, "decode_steps")),
+               json_number_value(json_object_get(st, "decode_mean_batch")),
+               json_number_value(json_object_get(json_object_get(ep, "tpot_ms"), "p50")));
+        json_decref(ep);
+    }
+}
+
+static void bench_azure(const char *repo, const char *shared, double bare) {
+    // The first 10,000 requests of the Azure 2023 conversation trace on 8 colocated
+    // Llama-class instances, round-robin, no prefix cache (the workload Vidur's own benchmark
+    // reports; 102.4 s for Vidur on this machine kind).
+    char az[2300];
+    snprintf(az, sizeof az, "workload.trace=%s/traces/azure2023_conv.csv", shared);
+    const char *vid[] = {az,
+                         "workload.format=azure",
+                         "workload.limit_requests=10000",
+                         "cluster.mode=colocated",
+                         "cluster.prefill.instances=8",
+                         "cluster.decode.instances=0",
+                         "cluster.prefill.gpus_per_instance=1",
+                         "kv_cache.prefix_cache=false",
+                         "router.prefill=round_robin"};
+    json_t *v = bench_scenario(repo, "azure 10k requests, 8 colocated instances", "quickstart.yaml",
+                               vid, (int)(sizeof vid / sizeof *vid), bare);
+    if (v) {
+        double w = json_number_value(json_object_get(json_object_get(v, "sim"), "wall_s"));
+        printf("  vs Vidur's 102.4 s on the same workload: %.0fx\n", 102.4 / w);
+        json_decref(v);
+    }
+}
+
+// returns 1 when the scale trace cannot be built
+static int bench_scale(const char *repo, const char *src, double bare) {
+    // Cost per event from 1 k to 10 k GPUs: 400 simulated seconds of the 1,000-GPU cluster and
+    // of ten times its instances at ten times the rate (no prefix cache: the block index is
+    // measured above; this is the kernel, routers and pools).
+    char big[2048], t1[2300];
+    snprintf(big, sizeof big, "/tmp/kvf_bench_trace_scale.jsonl");
+    if (repeat_trace(src, big, 34) < 0) return 1;
+    snprintf(t1, sizeof t1, "workload.trace=%s", big);
+    const char *g1t[] = {t1, "kv_cache.prefix_cache=false", "workload.limit_requests=40000",
+                         "output.requests=false"};
+    const char *g10t[] = {t1,
+                          "kv_cache.prefix_cache=false",
+                          "workload.limit_requests=400000",
+                          "output.requests=false",
+                          "workload.rate_rps=1000",
+                          "cluster.prefill.instances=600",
+                          "cluster.decode.instances=650"};
+    json_t *a =
+        bench_scenario(repo, "1,000 GPUs, 400 simulated s", "cluster-1000gpu.yaml", g1t, 4, bare);
+    json_t *b =
+        bench_scenario(repo, "10,000 GPUs, 400 simulated s", "cluster-1000gpu.yaml", g10t, 7, bare);
+    if (a && b) {
+        double c1 = json_number_value(json_object_get(json_object_get(a, "sim"), "wall_s")) /
+                    json_number_value(json_object_get(json_object_get(a, "sim"), "events"));
+        double c10 = json_number_value(json_object_get(json_object_get(b, "sim"), "wall_s")) /
+                     json_number_value(json_object_get(json_object_get(b, "sim"), "events"));
+        printf("  cost per event 10k / 1k GPUs: %.2f\n", c10 / c1);
+    }
+    remove(big);
+
+    json_decref(a);
+    json_decref(b);
+    return 0;
+}
+
+static void bench_fleet_days(const char *repo, double bare) {
+    // Three simulated days of returning sessions under 3 d / 7 d retention: the store and hit
+    // rate by class from the run.
+    json_t *fd =
+        bench_scenario(repo, "fleet-days (3 simulated days)", "fleet-days.yaml", NULL, 0, bare);
+    if (fd) {
+        json_t *bc = json_object_get(json_object_get(fd, "cache"), "by_class");
+        const char *k;
+        json_t *co;
+        json_object_foreach(bc, k, co) {
+            json_t *st = json_object_get(co, "stored_bytes_steady_peak");
+            printf("  %-8s hit rate %.3f, store peak %.1f GB, end %.1f GB, steady %s\n", k,
+                   json_number_value(json_object_get(co, "hit_rate")),
+                   json_number_value(json_object_get(co, "stored_bytes_peak")) / 1e9,
+                   json_number_value(json_object_get(co, "stored_bytes_end")) / 1e9,
+                   json_is_number(st) ? "reached" : "not reached (run shorter than the retention)");
+        }
+        json_decref(fd);
+    }
+}
+
+static void bench_fleet_day(const char *repo, double bare) {
+    // One simulated day of a ~2,000-GPU fleet at ~7 M input / ~2 M output tokens/s, sampled at
+    // 1/16 (set KVF_BENCH_FLEET_DAY=0 to skip: it takes minutes).
+    const char *fdy = getenv("KVF_BENCH_FLEET_DAY");
+    if (!fdy || strcmp(fdy, "0")) {
+        const char *fs[] = {"workload.sample_rate=0.0625"};
+        json_t *f = bench_scenario(repo, "fleet-day (1 simulated day, sampled 1/16)",
+                                   "fleet-day.yaml", fs, 1, bare);
+        if (f) {
+            struct rusage ru2;
+            getrusage(RUSAGE_SELF, &ru2);
+            json_t *t = json_object_get(f, "throughput");
+            printf(
+                "  full fleet: %.2f M input, %.2f M output tok/s, hit rate %.3f, TTFT p90 %.0f ms, "
+                "TPOT p90 %.1f ms, saturation %s; peak RSS of the process %.0f MB\n",
+                json_number_value(json_object_get(t, "input_tok_s")) / 1e6,
+                json_number_value(json_object_get(t, "output_tok_s")) / 1e6,
+                json_number_value(json_object_get(json_object_get(f, "cache"), "hit_rate")),
+                json_number_value(json_object_get(json_object_get(f, "ttft_ms"), "p90")),
+                json_number_value(json_object_get(json_object_get(f, "tpot_ms"), "p90")),
+                json_string_value(json_object_get(json_object_get(f, "saturation"), "state")),
+                ru2.ru_maxrss / 1024.0);
+            json_decref(f);
+        }
+    }
 }
 
 int main(int argc, char **argv) {
@@ -208,7 +332,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: not an executable (the previous release's kvfleet)\n", old_bin);
         return 1;
     }
-    double bare = bare_queue_events_per_s(100000, getenv("KVF_BENCH_BARE_N") ? strtoull(getenv("KVF_BENCH_BARE_N"), NULL, 10) : 20000000);
+    double bare = bare_queue_events_per_s(
+        100000,
+        getenv("KVF_BENCH_BARE_N") ? strtoull(getenv("KVF_BENCH_BARE_N"), NULL, 10) : 20000000);
     bare_eps = bare;
     printf("bare event queue (hold model, 100k live events): %.2f M events/s\n", bare / 1e6);
     if (old_bin) printf("previous release for comparison: %s\n", old_bin);
@@ -236,7 +362,8 @@ int main(int argc, char **argv) {
     sim_config_set(&cfg, set, &err);
     char set_trace[2200];
     snprintf(set_trace, sizeof set_trace, "%s", set);
-    snprintf(set, sizeof set, "workload.limit_requests=%ld", (long)(cfg.workload.opt.rate_rps * 3600 * hours));
+    snprintf(set, sizeof set, "workload.limit_requests=%ld",
+             (long)(cfg.workload.opt.rate_rps * 3600 * hours));
     sim_config_set(&cfg, set, &err);
     if (sim_config_validate(&cfg, &err)) {
         fprintf(stderr, "%s\n", err.msg);
@@ -257,9 +384,11 @@ int main(int argc, char **argv) {
     json_t *si0 = json_object_get((json_t *)sv, "sim");
     double ev0 = json_number_value(json_object_get(si0, "events"));
     double w0 = json_number_value(json_object_get(si0, "wall_s"));
-    printf("without prefix cache: %.0f events in %.2f s wall: %.2f M events/s\n", ev0, w0, ev0 / w0 / 1e6);
+    printf("without prefix cache: %.0f events in %.2f s wall: %.2f M events/s\n", ev0, w0,
+           ev0 / w0 / 1e6);
     char lim[128];
-    snprintf(lim, sizeof lim, "workload.limit_requests=%ld", (long)(cfg.workload.opt.rate_rps * 3600 * hours));
+    snprintf(lim, sizeof lim, "workload.limit_requests=%ld",
+             (long)(cfg.workload.opt.rate_rps * 3600 * hours));
     const char *sets_nc[] = {set_trace, lim, "kv_cache.prefix_cache=false"};
     old_compare(path, sets_nc, 3, w0, ev0);
     json_decref(sv);
@@ -277,10 +406,11 @@ int main(int argc, char **argv) {
     double loop_wall = json_number_value(json_object_get(si, "wall_s"));
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("cluster-1000gpu: %lld requests, %.0f events, %.1f simulated s in %.2f s wall "
-           "(loop %.2f s)\n",
-           (long long)json_integer_value(json_object_get(json_object_get(s, "requests"), "arrived")),
-           ev, simulated, wall, loop_wall);
+    printf(
+        "cluster-1000gpu: %lld requests, %.0f events, %.1f simulated s in %.2f s wall "
+        "(loop %.2f s)\n",
+        (long long)json_integer_value(json_object_get(json_object_get(s, "requests"), "arrived")),
+        ev, simulated, wall, loop_wall);
     printf("simulator: %.2f M events/s = %.1f %% of the bare queue; %.0f simulated s per wall s\n",
            ev / loop_wall / 1e6, 100 * ev / loop_wall / bare, simulated / loop_wall);
     old_compare(path, sets_nc, 2, loop_wall, ev);
@@ -296,95 +426,10 @@ int main(int argc, char **argv) {
     json_decref(s);
     remove(trace);
 
-    // One 144-GPU expert-parallel decode instance holding ~10 k sequences, 15 simulated minutes.
-    json_t *ep = bench_scenario(repo, "ep-decode-144 (15 simulated min)", "ep-decode-144.yaml", NULL, 0, bare);
-    if (ep) {
-        json_t *st = json_object_get(ep, "steps");
-        printf("  decode: %.0f steps, %.0f sequences per step on average, TPOT p50 %.1f ms\n",
-               json_number_value(json_object_get(st, "decode_steps")),
-               json_number_value(json_object_get(st, "decode_mean_batch")),
-               json_number_value(json_object_get(json_object_get(ep, "tpot_ms"), "p50")));
-        json_decref(ep);
-    }
-    // The first 10,000 requests of the Azure 2023 conversation trace on 8 colocated
-    // Llama-class instances, round-robin, no prefix cache (the workload Vidur's own benchmark
-    // reports; 102.4 s for Vidur on this machine kind).
-    char az[2300];
-    snprintf(az, sizeof az, "workload.trace=%s/traces/azure2023_conv.csv", shared);
-    const char *vid[] = {az, "workload.format=azure", "workload.limit_requests=10000",
-                         "cluster.mode=colocated", "cluster.prefill.instances=8",
-                         "cluster.decode.instances=0", "cluster.prefill.gpus_per_instance=1",
-                         "kv_cache.prefix_cache=false", "router.prefill=round_robin"};
-    json_t *v = bench_scenario(repo, "azure 10k requests, 8 colocated instances", "quickstart.yaml", vid,
-                               (int)(sizeof vid / sizeof *vid), bare);
-    if (v) {
-        double w = json_number_value(json_object_get(json_object_get(v, "sim"), "wall_s"));
-        printf("  vs Vidur's 102.4 s on the same workload: %.0fx\n", 102.4 / w);
-        json_decref(v);
-    }
-    // Cost per event from 1 k to 10 k GPUs: 400 simulated seconds of the 1,000-GPU cluster and
-    // of ten times its instances at ten times the rate (no prefix cache: the block index is
-    // measured above; this is the kernel, routers and pools).
-    char big[2048], t1[2300];
-    snprintf(big, sizeof big, "/tmp/kvf_bench_trace_scale.jsonl");
-    if (repeat_trace(src, big, 34) < 0) return 1;
-    snprintf(t1, sizeof t1, "workload.trace=%s", big);
-    const char *g1t[] = {t1, "kv_cache.prefix_cache=false", "workload.limit_requests=40000",
-                         "output.requests=false"};
-    const char *g10t[] = {t1, "kv_cache.prefix_cache=false", "workload.limit_requests=400000",
-                          "output.requests=false", "workload.rate_rps=1000",
-                          "cluster.prefill.instances=600", "cluster.decode.instances=650"};
-    json_t *a = bench_scenario(repo, "1,000 GPUs, 400 simulated s", "cluster-1000gpu.yaml", g1t, 4, bare);
-    json_t *b = bench_scenario(repo, "10,000 GPUs, 400 simulated s", "cluster-1000gpu.yaml", g10t, 7, bare);
-    if (a && b) {
-        double c1 = json_number_value(json_object_get(json_object_get(a, "sim"), "wall_s")) /
-                    json_number_value(json_object_get(json_object_get(a, "sim"), "events"));
-        double c10 = json_number_value(json_object_get(json_object_get(b, "sim"), "wall_s")) /
-                     json_number_value(json_object_get(json_object_get(b, "sim"), "events"));
-        printf("  cost per event 10k / 1k GPUs: %.2f\n", c10 / c1);
-    }
-    remove(big);
-
-    // Three simulated days of returning sessions under 3 d / 7 d retention: the store and hit
-    // rate by class from the run.
-    json_t *fd = bench_scenario(repo, "fleet-days (3 simulated days)", "fleet-days.yaml", NULL, 0, bare);
-    if (fd) {
-        json_t *bc = json_object_get(json_object_get(fd, "cache"), "by_class");
-        const char *k;
-        json_t *co;
-        json_object_foreach(bc, k, co) {
-            json_t *st = json_object_get(co, "stored_bytes_steady_peak");
-            printf("  %-8s hit rate %.3f, store peak %.1f GB, end %.1f GB, steady %s\n", k,
-                   json_number_value(json_object_get(co, "hit_rate")),
-                   json_number_value(json_object_get(co, "stored_bytes_peak")) / 1e9,
-                   json_number_value(json_object_get(co, "stored_bytes_end")) / 1e9,
-                   json_is_number(st) ? "reached" : "not reached (run shorter than the retention)");
-        }
-        json_decref(fd);
-    }
-    // One simulated day of a ~2,000-GPU fleet at ~7 M input / ~2 M output tokens/s, sampled at
-    // 1/16 (set KVF_BENCH_FLEET_DAY=0 to skip: it takes minutes).
-    const char *fdy = getenv("KVF_BENCH_FLEET_DAY");
-    if (!fdy || strcmp(fdy, "0")) {
-        const char *fs[] = {"workload.sample_rate=0.0625"};
-        json_t *f = bench_scenario(repo, "fleet-day (1 simulated day, sampled 1/16)", "fleet-day.yaml", fs, 1, bare);
-        if (f) {
-            struct rusage ru2;
-            getrusage(RUSAGE_SELF, &ru2);
-            json_t *t = json_object_get(f, "throughput");
-            printf("  full fleet: %.2f M input, %.2f M output tok/s, hit rate %.3f, TTFT p90 %.0f ms, "
-                   "TPOT p90 %.1f ms, saturation %s; peak RSS of the process %.0f MB\n",
-                   json_number_value(json_object_get(t, "input_tok_s")) / 1e6,
-                   json_number_value(json_object_get(t, "output_tok_s")) / 1e6,
-                   json_number_value(json_object_get(json_object_get(f, "cache"), "hit_rate")),
-                   json_number_value(json_object_get(json_object_get(f, "ttft_ms"), "p90")),
-                   json_number_value(json_object_get(json_object_get(f, "tpot_ms"), "p90")),
-                   json_string_value(json_object_get(json_object_get(f, "saturation"), "state")),
-                   ru2.ru_maxrss / 1024.0);
-            json_decref(f);
-        }
-    }
-    json_decref(a);
-    json_decref(b);
+    bench_ep_decode(repo, bare);
+    bench_azure(repo, shared, bare);
+    if (bench_scale(repo, src, bare)) return 1;
+    bench_fleet_days(repo, bare);
+    bench_fleet_day(repo, bare);
     return 0;
 }
