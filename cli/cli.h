@@ -12,7 +12,8 @@ int cli_run(int argc, char **argv);
 int cli_engine(int argc, char **argv);
 // kvfleet validate --trace T ...: the engine against the simulator on one trace.
 int cli_validate(int argc, char **argv);
-// kvfleet validate --measured RUN ...: a real benchmark run simulated and compared (cli_measured.c).
+// kvfleet validate --measured RUN ...: a real benchmark run simulated and compared
+// (cli_measured.c).
 int cli_validate_measured(int argc, char **argv);
 // kvfleet validate: --measured RUN goes to cli_validate_measured, the rest to cli_validate.
 int cli_validate_any(int argc, char **argv);

@@ -31,7 +31,7 @@
 
 #define N_SIZES 5
 #define N_TTLS 6
-static const double SIZE_SHARE[N_SIZES] = {0.01, 0.05, 0.2, 0.5, 0};   // 0 = unbounded
+static const double SIZE_SHARE[N_SIZES] = {0.01, 0.05, 0.2, 0.5, 0};              // 0 = unbounded
 static const double TTL_S[N_TTLS] = {300, 1800, 3 * 3600, 86400, 3 * 86400, 0};   // 0 = never
 
 static int usage_assess(FILE *f, int rc) {
@@ -88,7 +88,8 @@ static kvf_status run_design(const char *scenario, const char *trace, const char
     if (!st) st = sim_config_set(&cfg, "workload.generate=null", err);
     if (!st) st = cli_set_literal(&cfg, "workload.trace", trace, err);
     if (!st && format) st = cli_set_literal(&cfg, "workload.format", format, err);
-    for (int i = 0; !st && i < nsets; i++) st = sim_config_set(&cfg, sets[i], err);
+    for (int i = 0; !st && i < nsets; i++)
+        st = sim_config_set(&cfg, sets[i], err);
     if (!st && store_off) st = sim_config_set(&cfg, "kv_cache.ssd.capacity_tb=0", err);
     if (!st) st = sim_config_validate(&cfg, err);
     if (st) return st;
@@ -103,10 +104,13 @@ static kvf_status run_design(const char *scenario, const char *trace, const char
            gv = rpt_json_num(s, "gpus.vision");
     double up = rpt_json_num(s, "utilization.prefill"), ud = rpt_json_num(s, "utilization.decode"),
            uv = rpt_json_num(s, "utilization.vision");
-    bool coloc = !strcmp(json_string_value(json_object_get(s, "mode")) ? json_string_value(json_object_get(s, "mode")) : "", "colocated");
+    bool coloc = !strcmp(json_string_value(json_object_get(s, "mode"))
+                             ? json_string_value(json_object_get(s, "mode"))
+                             : "",
+                         "colocated");
     double g_all = gp + (coloc ? 0 : gd) + gv;
-    double busy = g_all > 0 ? (up * gp + (coloc ? 0 : ud * gd) + (isfinite(uv) ? uv * gv : 0)) / g_all
-                            : NAN;
+    double busy =
+        g_all > 0 ? (up * gp + (coloc ? 0 : ud * gd) + (isfinite(uv) ? uv * gv : 0)) / g_all : NAN;
     double cost_day = rpt_json_num(s, "economics.cost_per_day_usd");
     double gpu_parts = rpt_json_num(s, "economics.cost_per_day_usd_by_part.gpu") +
                        rpt_json_num(s, "economics.cost_per_day_usd_by_part.power") +
@@ -114,7 +118,8 @@ static kvf_status run_design(const char *scenario, const char *trace, const char
     double store_parts = rpt_json_num(s, "economics.cost_per_day_usd_by_part.ssd") +
                          rpt_json_num(s, "economics.cost_per_day_usd_by_part.dram");
     double mtok_day = (rpt_json_num(s, "economics.input_tokens_per_day") +
-                       rpt_json_num(s, "economics.output_tokens_per_day")) / 1e6;
+                       rpt_json_num(s, "economics.output_tokens_per_day")) /
+                      1e6;
     struct {
         const char *k;
         double v;
@@ -142,10 +147,12 @@ static kvf_status run_design(const char *scenario, const char *trace, const char
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         json_object_set_new(f, rows[i].k, isfinite(rows[i].v) ? json_real(rows[i].v) : json_null());
     json_t *sat = rpt_json_path(s, "saturation.state");
-    json_object_set_new(f, "saturation", json_string(json_is_string(sat) ? json_string_value(sat) : "n/a"));
+    json_object_set_new(f, "saturation",
+                        json_string(json_is_string(sat) ? json_string_value(sat) : "n/a"));
     json_t *m = json_object_get(s, "model"), *hw = json_object_get(s, "hardware");
     json_object_set_new(f, "model", json_string(json_is_string(m) ? json_string_value(m) : ""));
-    json_object_set_new(f, "hardware", json_string(json_is_string(hw) ? json_string_value(hw) : ""));
+    json_object_set_new(f, "hardware",
+                        json_string(json_is_string(hw) ? json_string_value(hw) : ""));
     if (bytes_per_token)
         *bytes_per_token = rpt_json_num(s, "cache.block_bytes") / (double)cfg.kv.block_tokens;
     json_decref(s);
@@ -155,10 +162,10 @@ static kvf_status run_design(const char *scenario, const char *trace, const char
 
 // The command line of assess, as given.
 typedef struct assess_args {
-    const char *trace, *format, *scenario; // scenario: the reference design's file
+    const char *trace, *format, *scenario;   // scenario: the reference design's file
     char scen_buf[SIM_PATH_MAX];
-    char dir[SIM_PATH_MAX];                // -o, or out/assess-<trace stem>
-    const char *work;                      // where the files go: dir's temporary directory
+    char dir[SIM_PATH_MAX];   // -o, or out/assess-<trace stem>
+    const char *work;         // where the files go: dir's temporary directory
     cli_common c;
 } assess_args;
 
@@ -168,8 +175,12 @@ static int assess_parse(int argc, char **argv, assess_args *a) {
         CLI_OPT_STR("--format", &a->format),
         CLI_OPT_STR("--scenario", &a->scenario),
     };
-    const cli_spec spec = {.cmd = "assess", .usage = usage_assess, .first = 1, .opts = opts,
-                           .nopts = (int)(sizeof opts / sizeof opts[0]), .pos = &a->trace,
+    const cli_spec spec = {.cmd = "assess",
+                           .usage = usage_assess,
+                           .first = 1,
+                           .opts = opts,
+                           .nopts = (int)(sizeof opts / sizeof opts[0]),
+                           .pos = &a->trace,
                            .npos = 1,
                            .common = CLI_OUT | CLI_SET | CLI_JSON | CLI_QUIET | CLI_FORCE};
     int rc = cli_parse(&spec, argc, argv, &a->c);
@@ -204,8 +215,8 @@ static kvf_status assess_runs(const assess_args *a, json_t **with, json_t **with
                               with, bpt, err);
     if (!s) {
         snprintf(sub, sizeof sub, "%s/no_store", a->work);
-        s = run_design(a->scenario, a->trace, a->format, a->c.sets, a->c.nsets, true, sub,
-                       without, NULL, err);
+        s = run_design(a->scenario, a->trace, a->format, a->c.sets, a->c.nsets, true, sub, without,
+                       NULL, err);
     }
     return s;
 }
@@ -232,7 +243,8 @@ static kvf_status assess_grid(const assess_args *a, const trc_options *opt, cons
         json_object_set_new(row, "size_blocks", json_real(cap ? (double)cap : *distinct));
         json_object_set_new(row, "size_bytes",
                             json_real((cap ? (double)cap : *distinct) * st->block_tokens * bpt));
-        for (int t = 0; t < N_TTLS; t++) json_array_append_new(hr, json_real(cells[z * N_TTLS + t]));
+        for (int t = 0; t < N_TTLS; t++)
+            json_array_append_new(hr, json_real(cells[z * N_TTLS + t]));
         json_object_set_new(row, "hit_rate", hr);
         json_array_append_new(grid, row);
     }
@@ -254,8 +266,8 @@ static kvf_status assess_write(const char *dir, json_t *j, char **txt, kvf_err *
 
 // The text answer on stdout: ideal hit rate, the store grid, the design's figures.
 static void assess_print(const assess_args *a, const trc_stats *st, json_t *j) {
-    printf("trace %s: %.0f requests, %.4g h, ideal hit rate %.4f\n", a->trace,
-           (double)st->requests, rpt_json_num(j, "span_s") / 3600, st->ideal_hit_rate);
+    printf("trace %s: %.0f requests, %.4g h, ideal hit rate %.4f\n", a->trace, (double)st->requests,
+           rpt_json_num(j, "span_s") / 3600, st->ideal_hit_rate);
     printf("shared store hit rate (rows: size; columns: retention)\n%-22s", "");
     for (int t = 0; t < N_TTLS; t++) {
         char tl[32];
@@ -313,9 +325,11 @@ static const char *trace_key(const assess_args *a) {
     static const char *const keys[] = {"workload.trace", "workload.format", "workload.generate"};
     for (int i = 0; i < a->c.nsets; i++) {
         const char *v = a->c.sets[i], *eq = strchr(v, '=');
-        while (*v == ' ' || *v == '\t') v++;
+        while (*v == ' ' || *v == '\t')
+            v++;
         size_t n = eq ? (size_t)(eq - v) : strlen(v);
-        while (n && (v[n - 1] == ' ' || v[n - 1] == '\t')) n--;
+        while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+            n--;
         if (n == 8 && !strncmp(v, "workload", 8)) return a->c.sets[i];
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
             size_t kl = strlen(keys[k]);
@@ -332,8 +346,10 @@ static int assess_begin(assess_args *a) {
     kvf_err err = {0};
     const char *k = trace_key(a);
     if (k) {
-        fprintf(stderr, "kvfleet assess: --set %s: changes the trace; assess replays TRACE (%s): "
-                        "give the trace as TRACE and its format with --format\n", k, a->trace);
+        fprintf(stderr,
+                "kvfleet assess: --set %s: changes the trace; assess replays TRACE (%s): "
+                "give the trace as TRACE and its format with --format\n",
+                k, a->trace);
         return 2;
     }
     kvf_status s = sim_path_check_file("trace", a->trace, &err);
@@ -383,13 +399,15 @@ int cli_assess(int argc, char **argv) {
         return assess_fail(&err, s);
     }
     json_t *j = json_object(), *ttls = json_array();
-    for (int t = 0; t < N_TTLS; t++) json_array_append_new(ttls, json_real(TTL_S[t]));
+    for (int t = 0; t < N_TTLS; t++)
+        json_array_append_new(ttls, json_real(TTL_S[t]));
     json_object_set_new(j, "trace", json_string(a.trace));
     json_object_set_new(j, "format", json_string(trc_format_name(st.format)));
     json_object_set_new(j, "reader_notes", json_string(st.notes));
     json_object_set_new(j, "scenario", json_string(a.scenario));
     json_t *sj = json_array();
-    for (int i = 0; i < a.c.nsets; i++) json_array_append_new(sj, json_string(a.c.sets[i]));
+    for (int i = 0; i < a.c.nsets; i++)
+        json_array_append_new(sj, json_string(a.c.sets[i]));
     json_object_set_new(j, "set", sj);
     json_object_set_new(j, "requests", json_real((double)st.requests));
     json_object_set_new(j, "span_s", json_real(trc_replay_span_s(rp)));

@@ -27,8 +27,12 @@ int cli_serve_usage(FILE *f, const char *cmd, int rc) {
     return rc;
 }
 
-static int usage_serve(FILE *f, int rc) { return cli_serve_usage(f, "engine serve", rc); }
-static int usage_validate(FILE *f, int rc) { return cli_serve_usage(f, "validate", rc); }
+static int usage_serve(FILE *f, int rc) {
+    return cli_serve_usage(f, "engine serve", rc);
+}
+static int usage_validate(FILE *f, int rc) {
+    return cli_serve_usage(f, "validate", rc);
+}
 
 static bool parse_num(const char *s, double *v) {
     char *e;
@@ -44,17 +48,28 @@ static int serve_number(const cli_spec *s, const char *o, const char *v, void *d
         fprintf(stderr, "kvfleet %s: %s: expects a number >= 0, got '%s'\n", s->cmd, o, v);
         return 2;
     }
-    if (!strcmp(o, "--limit")) a->limit = (int64_t)x;
-    else if (!strcmp(o, "--time-scale") && x > 0) a->time_scale = x;
-    else if (!strcmp(o, "--length-scale") && x > 0) a->length_scale = x;
-    else if (!strcmp(o, "--rate")) a->rate = x;
-    else if (!strcmp(o, "--max-batch-tokens") && x >= 1) a->max_batch_tokens = (uint32_t)x;
-    else if (!strcmp(o, "--max-batch-requests") && x >= 1) a->max_batch_requests = (uint32_t)x;
-    else if (!strcmp(o, "--kv-blocks") && x >= 1) a->kv_blocks = (uint32_t)x;
-    else if (!strcmp(o, "--block-tokens") && x >= 1) a->block_tokens = (uint32_t)x;
-    else if (!strcmp(o, "--threads")) a->threads = (uint32_t)x;
-    else if (!strcmp(o, "--start") && x < 1e9) a->start_s = x;
-    else if (!strcmp(o, "--end") && x > 0 && x < 1e9) a->end_s = x;
+    if (!strcmp(o, "--limit"))
+        a->limit = (int64_t)x;
+    else if (!strcmp(o, "--time-scale") && x > 0)
+        a->time_scale = x;
+    else if (!strcmp(o, "--length-scale") && x > 0)
+        a->length_scale = x;
+    else if (!strcmp(o, "--rate"))
+        a->rate = x;
+    else if (!strcmp(o, "--max-batch-tokens") && x >= 1)
+        a->max_batch_tokens = (uint32_t)x;
+    else if (!strcmp(o, "--max-batch-requests") && x >= 1)
+        a->max_batch_requests = (uint32_t)x;
+    else if (!strcmp(o, "--kv-blocks") && x >= 1)
+        a->kv_blocks = (uint32_t)x;
+    else if (!strcmp(o, "--block-tokens") && x >= 1)
+        a->block_tokens = (uint32_t)x;
+    else if (!strcmp(o, "--threads"))
+        a->threads = (uint32_t)x;
+    else if (!strcmp(o, "--start") && x < 1e9)
+        a->start_s = x;
+    else if (!strcmp(o, "--end") && x > 0 && x < 1e9)
+        a->end_s = x;
     else {
         fprintf(stderr, "kvfleet %s: unknown option or bad value '%s %s'\n", s->cmd, o, v);
         return s->usage(stderr, 2);
@@ -97,13 +112,16 @@ int cli_serve_parse(int argc, char **argv, bool validate, cli_serve_args *a) {
         CLI_OPT_CALL("--threads", a, serve_number),
         CLI_OPT_CALL("--start", a, serve_number),
         CLI_OPT_CALL("--end", a, serve_number),
-        CLI_OPT_FLAG("--strict", &a->strict), // validate only: the last row
+        CLI_OPT_FLAG("--strict", &a->strict),   // validate only: the last row
     };
     int nopts = (int)(sizeof opts / sizeof opts[0]) - !validate;
     const char *cmd = validate ? "validate" : "engine serve";
-    const cli_spec spec = {.cmd = cmd, .usage = validate ? usage_validate : usage_serve,
-                           .common = CLI_TRACE | CLI_OUT | CLI_JSON | CLI_FORCE, .opts = opts,
-                           .nopts = nopts, .first = validate ? 1 : 2};
+    const cli_spec spec = {.cmd = cmd,
+                           .usage = validate ? usage_validate : usage_serve,
+                           .common = CLI_TRACE | CLI_OUT | CLI_JSON | CLI_FORCE,
+                           .opts = opts,
+                           .nopts = nopts,
+                           .first = validate ? 1 : 2};
     cli_common c;
     int rc = cli_parse(&spec, argc, argv, &c);
     if (rc != CLI_GO) return rc;
@@ -148,7 +166,8 @@ kvf_status cli_mem_trace_read(trc_reader *rd, cli_mem_trace *t, kvf_err *err) {
         boff[t->n++] = nb;
         nb += r.n_blocks;
     }
-    for (size_t i = 0; i < t->n; i++) t->r[i].blocks = t->blocks + boff[i];
+    for (size_t i = 0; i < t->n; i++)
+        t->r[i].blocks = t->blocks + boff[i];
     free(boff);
     return rc < 0 ? (err->code ? err->code : KVF_EPARSE) : KVF_OK;
 }
@@ -235,8 +254,10 @@ kvf_status cli_serve_load(const char *path, uint32_t block_tokens, eng_request *
     }
     eng_request *rq = kvf_calloc(t.n + 1, sizeof *rq);
     for (size_t i = 0; i < t.n; i++)
-        rq[i] = (eng_request){.arrival_ns = t.r[i].arrival_ns, .input_tokens = t.r[i].input_tokens,
-                              .output_tokens = t.r[i].output_tokens, .n_blocks = t.r[i].n_blocks,
+        rq[i] = (eng_request){.arrival_ns = t.r[i].arrival_ns,
+                              .input_tokens = t.r[i].input_tokens,
+                              .output_tokens = t.r[i].output_tokens,
+                              .n_blocks = t.r[i].n_blocks,
                               .blocks = t.r[i].n_blocks ? t.r[i].blocks : NULL,
                               .session = t.r[i].session};
     free(t.r);
@@ -249,7 +270,8 @@ kvf_status cli_serve_load(const char *path, uint32_t block_tokens, eng_request *
 static json_t *stats(double *v, size_t n) {
     json_t *o = json_object();
     double sum = 0;
-    for (size_t i = 0; i < n; i++) sum += v[i];
+    for (size_t i = 0; i < n; i++)
+        sum += v[i];
     kvf_sort_doubles(v, n);
     json_object_set_new(o, "mean", json_real(n ? sum / (double)n : 0));
     json_object_set_new(o, "p50", json_real(kvf_percentile_sorted(v, n, 50)));
@@ -272,7 +294,8 @@ static json_t *serve_summary(const cli_serve_args *a, const eng_serve_result *r)
         ok++;
         out_tok += q->output_tokens;
         if (q->output_tokens > 1)
-            tpot[nt++] = (double)(q->last_token_ns - q->first_token_ns) * 1e-6 / (q->output_tokens - 1);
+            tpot[nt++] =
+                (double)(q->last_token_ns - q->first_token_ns) * 1e-6 / (q->output_tokens - 1);
     }
     double wall_s = (double)r->wall_ns * 1e-9, fwd = 0, host = 0;
     for (size_t i = 0; i < r->n_steps; i++) {
@@ -296,18 +319,23 @@ static json_t *serve_summary(const cli_serve_args *a, const eng_serve_result *r)
     json_object_set_new(s, "tpot_ms", stats(tpot, nt));
     json_object_set_new(s, "e2e_ms", stats(e2e, ok));
     json_t *tp = json_object();
-    json_object_set_new(tp, "input_tok_s", json_real(wall_s > 0 ? (double)r->prompt_tokens / wall_s : 0));
+    json_object_set_new(tp, "input_tok_s",
+                        json_real(wall_s > 0 ? (double)r->prompt_tokens / wall_s : 0));
     json_object_set_new(tp, "output_tok_s", json_real(wall_s > 0 ? (double)out_tok / wall_s : 0));
     json_object_set_new(s, "throughput", tp);
     json_t *ca = json_object();
-    json_object_set_new(ca, "hit_rate", json_real(r->prompt_tokens ? (double)r->cached_tokens / (double)r->prompt_tokens : 0));
+    json_object_set_new(
+        ca, "hit_rate",
+        json_real(r->prompt_tokens ? (double)r->cached_tokens / (double)r->prompt_tokens : 0));
     json_object_set_new(ca, "hit_tokens", json_integer((json_int_t)r->cached_tokens));
-    json_object_set_new(ca, "miss_tokens", json_integer((json_int_t)(r->prompt_tokens - r->cached_tokens)));
+    json_object_set_new(ca, "miss_tokens",
+                        json_integer((json_int_t)(r->prompt_tokens - r->cached_tokens)));
     json_object_set_new(s, "cache", ca);
     json_t *st = json_object();
     json_object_set_new(st, "steps", json_integer((json_int_t)r->n_steps));
     json_object_set_new(st, "forward_s", json_real(fwd * 1e-9));
-    json_object_set_new(st, "host_overhead_ms_per_step", json_real(r->n_steps ? host * 1e-6 / (double)r->n_steps : 0));
+    json_object_set_new(st, "host_overhead_ms_per_step",
+                        json_real(r->n_steps ? host * 1e-6 / (double)r->n_steps : 0));
     json_object_set_new(st, "preemptions", json_integer((json_int_t)r->preemptions));
     json_object_set_new(s, "steps", st);
     json_t *si = json_object();
@@ -318,8 +346,8 @@ static json_t *serve_summary(const cli_serve_args *a, const eng_serve_result *r)
     return s;
 }
 
-static kvf_status write_serve_db(const char *dir, const cli_serve_args *a, const eng_serve_result *r,
-                                 const eng_request *reqs, kvf_err *err) {
+static kvf_status write_serve_db(const char *dir, const cli_serve_args *a,
+                                 const eng_serve_result *r, const eng_request *reqs, kvf_err *err) {
     char path[2200];
     snprintf(path, sizeof path, "%s/results.db", dir);
     rpt_db *db = NULL;
@@ -334,18 +362,25 @@ static kvf_status write_serve_db(const char *dir, const cli_serve_args *a, const
         const eng_request_result *q = &r->requests[i];
         bool ok = q->status == ENG_REQ_DONE;
         rpt_request_row row = {
-            .id = i, .cls = "chatbot", .session = reqs[i].session,
-            .arrival_s = (double)q->arrival_ns * 1e-9, .input_tokens = q->input_tokens,
-            .cached_tokens = q->cached_tokens, .output_tokens = q->output_tokens,
-            .vision_instance = -1, .prefill_instance = 0, .decode_instance = 0,
+            .id = i,
+            .cls = "chatbot",
+            .session = reqs[i].session,
+            .arrival_s = (double)q->arrival_ns * 1e-9,
+            .input_tokens = q->input_tokens,
+            .cached_tokens = q->cached_tokens,
+            .output_tokens = q->output_tokens,
+            .vision_instance = -1,
+            .prefill_instance = 0,
+            .decode_instance = 0,
             .ttft_s = ok ? (double)(q->first_token_ns - q->arrival_ns) * 1e-9 : NAN,
-            .tpot_s = ok && q->output_tokens > 1
-                          ? (double)(q->last_token_ns - q->first_token_ns) * 1e-9 / (q->output_tokens - 1)
-                          : NAN,
+            .tpot_s = ok && q->output_tokens > 1 ? (double)(q->last_token_ns - q->first_token_ns) *
+                                                       1e-9 / (q->output_tokens - 1)
+                                                 : NAN,
             .e2e_s = ok ? (double)(q->completion_ns - q->arrival_ns) * 1e-9 : NAN,
             .queue_s = (double)(q->admitted_ns - q->arrival_ns) * 1e-9,
             .status = ok ? "completed" : "rejected:kv_capacity",
-            .hit_hbm = q->cached_tokens, .preemptions = q->preemptions};
+            .hit_hbm = q->cached_tokens,
+            .preemptions = q->preemptions};
         st = rpt_db_request(db, &row, err);
     }
     for (size_t i = 0; i < r->n_steps && !st; i++) {
@@ -367,21 +402,22 @@ kvf_status cli_serve_steps_csv(const char *dir, const eng_serve_result *r, const
     snprintf(path, sizeof path, "%s/steps.csv", dir);
     FILE *f = fopen(path, "w");
     if (!f) return kvf_fail(err, KVF_EIO, "%s: cannot write", path);
-    fprintf(f, "step,kind,start_ms,wall_ms,cpu_ms,decode_seqs,decode_context,prefill_chunks,"
-               "prefill_tokens,prefill_context%s\n",
+    fprintf(f,
+            "step,kind,start_ms,wall_ms,cpu_ms,decode_seqs,decode_context,prefill_chunks,"
+            "prefill_tokens,prefill_context%s\n",
             pred ? ",pred_ms,residual_pct,flag" : "");
     static const char *kinds[] = {"prefill", "decode", "mixed"};
     for (size_t i = 0; i < r->n_steps; i++) {
         const eng_step_record *k = &r->steps[i];
         uint64_t pc = 0;
-        for (uint32_t j = 0; j < k->n_chunks; j++) pc += r->chunks[k->chunk0 + j].context;
+        for (uint32_t j = 0; j < k->n_chunks; j++)
+            pc += r->chunks[k->chunk0 + j].context;
         fprintf(f, "%zu,%s,%.3f,%.4f,%.4f,%u,%u,%u,%u,%llu", i, kinds[k->phase % 3],
                 (double)k->start_ns * 1e-6, (double)k->duration_ns * 1e-6, (double)k->cpu_ns * 1e-6,
                 k->decode_seqs, k->decode_context, k->n_chunks, k->prefill_tokens,
                 (unsigned long long)pc);
         if (pred)
-            fprintf(f, ",%.4f,%.2f,%s", pred[i] * 1e-6,
-                    resid ? 100 * resid[i] : 0.0,
+            fprintf(f, ",%.4f,%.2f,%s", pred[i] * 1e-6, resid ? 100 * resid[i] : 0.0,
                     flag && flag[i] ? flag[i] : "");
         fputc('\n', f);
     }
@@ -442,8 +478,14 @@ static int usage_fit(FILE *f, int rc) {
 static int engine_fit(int argc, char **argv) {
     const char *path = NULL, *hwname = NULL;
     const cli_opt opts[] = {CLI_OPT_STR("--hardware", &hwname)};
-    const cli_spec spec = {.cmd = "engine fit", .usage = usage_fit, .common = CLI_OUT,
-                           .opts = opts, .nopts = 1, .pos = &path, .npos = 1, .first = 2};
+    const cli_spec spec = {.cmd = "engine fit",
+                           .usage = usage_fit,
+                           .common = CLI_OUT,
+                           .opts = opts,
+                           .nopts = 1,
+                           .pos = &path,
+                           .npos = 1,
+                           .first = 2};
     cli_common c;
     int rc = cli_parse(&spec, argc, argv, &c);
     if (rc != CLI_GO) return rc;
@@ -459,7 +501,9 @@ static int engine_fit(int argc, char **argv) {
     kvf_status st = mdl_profile_load(&p, path, &err);
     if (!st) st = mdl_model_load(&m, p.model, dir, &err);
     // the profile's own hardware when a file describes it, else the CPU/GPU named
-    if (!st) st = mdl_hardware_load(&hw, hwname ? hwname : (!strcmp(p.backend, "cpu") ? "cpu" : "h200"), dir, &err);
+    if (!st)
+        st = mdl_hardware_load(&hw, hwname ? hwname : (!strcmp(p.backend, "cpu") ? "cpu" : "h200"),
+                               dir, &err);
     if (!st) st = mdl_fit_profile(&f, &p, &m, &hw, NULL, &err);
     if (!out) {
         snprintf(fit_path, sizeof fit_path, "%s", path);
@@ -531,7 +575,7 @@ int cli_engine(int argc, char **argv) {
     sim_outdir od;
     kvf_status st = cli_serve_outdir(&a, &od, &err);
     if (st) return cli_serve_fail(&err, st);
-    const char *out = od.tmp; // renamed to a.out_abs once everything is written
+    const char *out = od.tmp;   // renamed to a.out_abs once everything is written
     char shaped[2200], notes[256];
     size_t n;
     eng_serve_config ec;
@@ -550,8 +594,10 @@ int cli_engine(int argc, char **argv) {
     json_dump_file(s, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
     st = write_serve_db(out, &a, &res, reqs, &err);
     if (!st) st = cli_serve_steps_csv(out, &res, NULL, NULL, NULL, &err);
-    if (!st) st = sim_outdir_commit(&od, &err);
-    else sim_outdir_abort(&od);
+    if (!st)
+        st = sim_outdir_commit(&od, &err);
+    else
+        sim_outdir_abort(&od);
     if (!st && a.json) {
         char *t = json_dumps(s, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
         printf("%s\n", t);
@@ -561,8 +607,10 @@ int cli_engine(int argc, char **argv) {
         printf("engine serve: %zu requests of %s on %s (%s) in %.1f s wall\n", n, res.model,
                res.hardware, res.backend, (double)res.wall_ns * 1e-9);
         printf("  TTFT ms  p50 %.1f  p90 %.1f;  TPOT ms  p50 %.2f  p90 %.2f;  hit rate %.1f %%\n",
-               json_number_value(json_object_get(tt, "p50")), json_number_value(json_object_get(tt, "p90")),
-               json_number_value(json_object_get(tp, "p50")), json_number_value(json_object_get(tp, "p90")),
+               json_number_value(json_object_get(tt, "p50")),
+               json_number_value(json_object_get(tt, "p90")),
+               json_number_value(json_object_get(tp, "p50")),
+               json_number_value(json_object_get(tp, "p90")),
                100 * json_number_value(json_object_get(json_object_get(s, "cache"), "hit_rate")));
         printf("results in %s/\n", a.out_abs);
     }
@@ -571,4 +619,3 @@ int cli_engine(int argc, char **argv) {
     free(reqs), free(blocks);
     return st ? cli_serve_fail(&err, st) : 0;
 }
-

@@ -37,7 +37,8 @@ static void print_terms(FILE *f, const char *title, const mdl_explain *ex, const
                 fprintf(f, "  %-22s %10s    rows %s:%d and :%d -- %s\n", "", "", hw_path, t->row_lo,
                         t->row_hi, t->source);
             else
-                fprintf(f, "  %-22s %10s    row %s:%d -- %s\n", "", "", hw_path, t->row_lo, t->source);
+                fprintf(f, "  %-22s %10s    row %s:%d -- %s\n", "", "", hw_path, t->row_lo,
+                        t->source);
         }
     }
 }
@@ -60,7 +61,8 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
         fprintf(stderr, "kvfleet run: --step-phase must be decode or prefill, not '%s'\n", phase);
         return 2;
     }
-    const sim_pool_cfg *pc = decode || cfg->cluster.mode == SIM_COLOCATED ? &cfg->cluster.decode : &cfg->cluster.prefill;
+    const sim_pool_cfg *pc =
+        decode || cfg->cluster.mode == SIM_COLOCATED ? &cfg->cluster.decode : &cfg->cluster.prefill;
     if (!decode && cfg->cluster.mode == SIM_DISAGGREGATED) pc = &cfg->cluster.prefill;
     mdl_parallel par = explain_parallel(cfg, &m, pc);
     uint32_t draft = cfg->decoding.draft_tokens;
@@ -78,7 +80,8 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
         if (draft == 0) {
             uint32_t caps[MDL_CAPS];
             mdl_model_caps(&m, caps);
-            for (uint32_t i = 0; i < n; i++) mdl_decode_sum_add(&ds, caps, context);
+            for (uint32_t i = 0; i < n; i++)
+                mdl_decode_sum_add(&ds, caps, context);
             b.dsum = &ds;
         } else {
             // speculative (MTP) steps: every sequence computes 1 + draft tokens
@@ -92,7 +95,8 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
     } else {
         // `chunks` prompt chunks per TP group (default 1) of the pool's chunk size (or the
         // prompt) after `context` cached
-        double chunk = prompt > 0 ? prompt : (pc->chunk_tokens > 0 ? (double)pc->chunk_tokens : 8192);
+        double chunk =
+            prompt > 0 ? prompt : (pc->chunk_tokens > 0 ? (double)pc->chunk_tokens : 8192);
         uint32_t groups = par.gpus / par.tp ? par.gpus / par.tp : 1;
         uint32_t n = groups * (uint32_t)(chunks >= 1 ? chunks : 1);
         seqs = kvf_calloc(n, sizeof *seqs);
@@ -110,8 +114,8 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
     bool fb = false;
     mdl_table_eval(&m, &hw, &par, &cfg->eff, &b, true, &ct, &et, &fb);
     mdl_table_eval(&m, &hw, &par, &cfg->eff, &b, false, &cr, &er, NULL);
-    printf("explain-step: one %s step of %s on %u x %s (tp %u, ep %u, ep_skew %.3g%s%s)\n",
-           phase, m.name, par.gpus, hw.name, par.tp, par.ep, par.ep_skew,
+    printf("explain-step: one %s step of %s on %u x %s (tp %u, ep %u, ep_skew %.3g%s%s)\n", phase,
+           m.name, par.gpus, hw.name, par.tp, par.ep, par.ep_skew,
            par.two_batch ? ", two micro-batches" : "",
            par.route_nodes ? ", node-limited routing" : "");
     if (decode)
@@ -122,7 +126,8 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
         printf("  batch: %.0f prompt chunks (%.3g per GPU) of %.0f tokens after %.0f cached; %.0f "
                "tokens\n",
                nseq, chunks_per_gpu, per_gpu, context, et.tokens);
-    if (par.route_nodes) printf("  routing: a token's experts on at most %u scale-up domains\n", par.route_nodes);
+    if (par.route_nodes)
+        printf("  routing: a token's experts on at most %u scale-up domains\n", par.route_nodes);
     print_terms(stdout, "table model", &et, hw.path);
     printf("  (%s)\n", fb ? "some terms fell back to the roofline: this step counts in "
                             "steps.table_fallbacks"
@@ -148,10 +153,11 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
 
 int cli_hw(int argc, char **argv) {
     if (kvf_cli_help(argc, argv)) {
-        printf("usage: kvfleet hw check FILE... [-q]\n"
-               "  checks hardware files: keys and values, and their kernel tables (no figure above\n"
-               "  the datasheet peak, monotone where physics says so, no duplicate shape, no unknown\n"
-               "  kind); exit 2 naming the file, the row and what is wrong.\n");
+        printf(
+            "usage: kvfleet hw check FILE... [-q]\n"
+            "  checks hardware files: keys and values, and their kernel tables (no figure above\n"
+            "  the datasheet peak, monotone where physics says so, no duplicate shape, no unknown\n"
+            "  kind); exit 2 naming the file, the row and what is wrong.\n");
         return 0;
     }
     if (argc < 3 || strcmp(argv[1], "check")) {
@@ -160,7 +166,8 @@ int cli_hw(int argc, char **argv) {
     }
     bool quiet = false;
     int files = 0, rc = 0;
-    for (int i = 2; i < argc; i++) quiet |= !strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet");
+    for (int i = 2; i < argc; i++)
+        quiet |= !strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet");
     for (int i = 2; i < argc; i++) {   // every file, each on its own: one bad file fails the check
         if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) continue;
         files++;
@@ -175,7 +182,8 @@ int cli_hw(int argc, char **argv) {
         }
         if (quiet) continue;
         unsigned count[MDL_K_KINDS] = {0};
-        for (uint32_t k = 0; k < h.nkrows; k++) count[h.krows[k].kind]++;
+        for (uint32_t k = 0; k < h.nkrows; k++)
+            count[h.krows[k].kind]++;
         printf("%s: ok (%s, %u kernel rows", h.path, h.name, h.nkrows);
         for (int k = 0; k < MDL_K_KINDS; k++)
             if (count[k]) printf("; %s %u", mdl_kkind_name((mdl_kkind)k), count[k]);

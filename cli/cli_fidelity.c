@@ -11,7 +11,8 @@
 double cli_fid_pearson(const double *x, const double *y, size_t n) {
     if (n < 2) return NAN;
     double mx = 0, my = 0;
-    for (size_t i = 0; i < n; i++) mx += x[i], my += y[i];
+    for (size_t i = 0; i < n; i++)
+        mx += x[i], my += y[i];
     mx /= (double)n, my /= (double)n;
     double sxy = 0, sxx = 0, syy = 0;
     for (size_t i = 0; i < n; i++) {
@@ -26,10 +27,12 @@ const char *const CLI_METRICS[3] = {"ttft_ms", "tpot_ms", "e2e_ms"};
 
 void cli_side_alloc(cli_side *s, size_t n) {
     KVF_ASSERT(s);
-    for (int k = 0; k < 3; k++) s->v[k] = kvf_calloc(n + 1, sizeof(double));
+    for (int k = 0; k < 3; k++)
+        s->v[k] = kvf_calloc(n + 1, sizeof(double));
 }
 void cli_side_free(cli_side *s) {
-    for (int k = 0; k < 3; k++) free(s->v[k]);
+    for (int k = 0; k < 3; k++)
+        free(s->v[k]);
 }
 
 // p-th percentile of v over the requests both real and v completed.
@@ -38,18 +41,19 @@ static double pct_common(const double *real, const double *v, size_t n, double p
     for (size_t i = 0; i < n; i++)
         if (isfinite(real[i]) && isfinite(v[i])) buf[m++] = v[i];
     if (!m) return NAN;
-    if (p < 0) { // mean
+    if (p < 0) {   // mean
         double sum = 0;
-        for (size_t i = 0; i < m; i++) sum += buf[i];
+        for (size_t i = 0; i < m; i++)
+            sum += buf[i];
         return sum / (double)m;
     }
     kvf_sort_doubles(buf, m);
     return kvf_percentile_sorted(buf, m, p);
 }
 
-json_t *cli_fid_error_table(const cli_side *real, const cli_side *sim, const cli_side *lo, const cli_side *hi,
-                           double fixed_band, size_t n, double *worst, double *band,
-                           double *worst_pos) {
+json_t *cli_fid_error_table(const cli_side *real, const cli_side *sim, const cli_side *lo,
+                            const cli_side *hi, double fixed_band, size_t n, double *worst,
+                            double *band, double *worst_pos) {
     KVF_ASSERT(real && sim && worst && band && worst_pos && (!lo == !hi));
     json_t *t = json_object();
     double *buf = kvf_malloc((n + 1) * sizeof *buf);
@@ -59,7 +63,8 @@ json_t *cli_fid_error_table(const cli_side *real, const cli_side *sim, const cli
     for (int m = 0; m < 3; m++) {
         json_t *o = json_object();
         size_t cnt = 0;
-        for (size_t i = 0; i < n; i++) cnt += isfinite(real->v[m][i]) && isfinite(sim->v[m][i]);
+        for (size_t i = 0; i < n; i++)
+            cnt += isfinite(real->v[m][i]) && isfinite(sim->v[m][i]);
         for (int k = 0; k < 4; k++) {
             double r = pct_common(sim->v[m], real->v[m], n, ps[k], buf);
             double sv = pct_common(real->v[m], sim->v[m], n, ps[k], buf);
@@ -68,7 +73,9 @@ json_t *cli_fid_error_table(const cli_side *real, const cli_side *sim, const cli
             // the side of the noise that could explain the error: a simulation above the serve
             // against the run with faster steps, one below against the run with slower steps
             if (lo && hi && r > 0 && isfinite(e))
-                b = 100 * fabs(sv - pct_common(real->v[m], e >= 0 ? lo->v[m] : hi->v[m], n, ps[k], buf)) / r;
+                b = 100 *
+                    fabs(sv - pct_common(real->v[m], e >= 0 ? lo->v[m] : hi->v[m], n, ps[k], buf)) /
+                    r;
             json_t *x = json_object();
             json_object_set_new(x, "real", json_real(isfinite(r) ? r : 0));
             json_object_set_new(x, "sim", json_real(isfinite(sv) ? sv : 0));
@@ -107,44 +114,46 @@ void cli_fid_real_side(const eng_serve_result *res, cli_side *s) {
         const eng_request_result *q = &res->requests[i];
         bool ok = q->status == ENG_REQ_DONE;
         s->v[0][i] = ok ? (double)(q->first_token_ns - q->arrival_ns) * 1e-6 : NAN;
-        s->v[1][i] = ok && q->output_tokens > 1
-                         ? (double)(q->last_token_ns - q->first_token_ns) * 1e-6 / (q->output_tokens - 1)
-                         : NAN;
+        s->v[1][i] = ok && q->output_tokens > 1 ? (double)(q->last_token_ns - q->first_token_ns) *
+                                                      1e-6 / (q->output_tokens - 1)
+                                                : NAN;
         s->v[2][i] = ok ? (double)(q->completion_ns - q->arrival_ns) * 1e-6 : NAN;
     }
 }
 
 uint32_t cli_fid_step_batch(const eng_serve_result *r, const eng_step_record *k, mdl_seq *seqs,
-                           mdl_phase *phase) {
+                            mdl_phase *phase) {
     KVF_ASSERT(r && k && seqs && phase);
     uint32_t n = 0;
     for (uint32_t i = 0; i < k->decode_seqs; i++)
-        seqs[n++] = (mdl_seq){1, k->decode_context / k->decode_seqs + (i < k->decode_context % k->decode_seqs)};
+        seqs[n++] = (mdl_seq){1, k->decode_context / k->decode_seqs +
+                                     (i < k->decode_context % k->decode_seqs)};
     for (uint32_t j = 0; j < k->n_chunks; j++)
         seqs[n++] = (mdl_seq){r->chunks[k->chunk0 + j].tokens, r->chunks[k->chunk0 + j].context};
     *phase = k->decode_seqs && k->n_chunks ? MDL_MIXED : k->decode_seqs ? MDL_DECODE : MDL_PREFILL;
     return n;
 }
 
-
 const char *const CLI_STEP_KINDS[3] = {"prefill", "decode", "mixed"};
 
 json_t *cli_fid_step_time(const eng_serve_result *r, mdl_stepper *stp, const cli_grid_floor *gf,
-                             bool cpu_clock, double band, double tol, double *pred, double *resid,
-                             const char **flag, uint64_t *flagged, double *worst_out) {
+                          bool cpu_clock, double band, double tol, double *pred, double *resid,
+                          const char **flag, uint64_t *flagged, double *worst_out) {
     KVF_ASSERT(r && stp && gf && pred && resid && flag && flagged && worst_out);
     size_t ns = r->n_steps;
     double *v[3], *av[3];
     size_t nv[3] = {0, 0, 0};
     uint64_t nflag[3] = {0, 0, 0};
-    for (int k = 0; k < 3; k++) v[k] = kvf_malloc((ns + 1) * sizeof(double)), av[k] = kvf_malloc((ns + 1) * sizeof(double));
+    for (int k = 0; k < 3; k++)
+        v[k] = kvf_malloc((ns + 1) * sizeof(double)), av[k] = kvf_malloc((ns + 1) * sizeof(double));
     // by shape: kind x size bucket (decodes: batch 1, 2-4, 5-8, 9-16, 17+; prefill tokens
     // < 32, 32-127, 128-511, 512+)
     enum { NB = 5 };
     double *bv[3][NB];
     size_t bn[3][NB] = {{0}};
     for (int k = 0; k < 3; k++)
-        for (int b = 0; b < NB; b++) bv[k][b] = kvf_malloc((ns + 1) * sizeof(double));
+        for (int b = 0; b < NB; b++)
+            bv[k][b] = kvf_malloc((ns + 1) * sizeof(double));
     mdl_seq *seqs = NULL;
     size_t cap = 0;
     *flagged = 0;
@@ -160,16 +169,25 @@ json_t *cli_fid_step_time(const eng_serve_result *r, mdl_stepper *stp, const cli
         pred[i] = (double)c.ns;
         resid[i] = meas > 0 ? pred[i] / meas - 1 : 0;
         bool below = false;
-        for (uint32_t j = 0; j < k->n_chunks; j++) below |= r->chunks[k->chunk0 + j].tokens < gf->min_chunk;
-        if (k->decode_seqs && (double)k->decode_context / k->decode_seqs < gf->min_dctx) below = true;
+        for (uint32_t j = 0; j < k->n_chunks; j++)
+            below |= r->chunks[k->chunk0 + j].tokens < gf->min_chunk;
+        if (k->decode_seqs && (double)k->decode_context / k->decode_seqs < gf->min_dctx)
+            below = true;
         flag[i] = c.extrapolated ? "extrapolated" : below ? "below_grid" : NULL;
         int kind = ph == MDL_MIXED ? 2 : ph == MDL_DECODE ? 1 : 0;
         if (flag[i]) (*flagged)++, nflag[kind]++;
         v[kind][nv[kind]] = resid[i];
         av[kind][nv[kind]++] = fabs(resid[i]);
         uint32_t sz = kind == 1 ? k->decode_seqs : k->prefill_tokens;
-        int bk = kind == 1 ? (sz <= 1 ? 0 : sz <= 4 ? 1 : sz <= 8 ? 2 : sz <= 16 ? 3 : 4)
-                           : (sz < 32 ? 0 : sz < 128 ? 1 : sz < 512 ? 2 : 3);
+        int bk = kind == 1 ? (sz <= 1    ? 0
+                              : sz <= 4  ? 1
+                              : sz <= 8  ? 2
+                              : sz <= 16 ? 3
+                                         : 4)
+                           : (sz < 32    ? 0
+                              : sz < 128 ? 1
+                              : sz < 512 ? 2
+                                         : 3);
         bv[kind][bk][bn[kind][bk]++] = resid[i];
     }
     free(seqs);
@@ -186,13 +204,15 @@ json_t *cli_fid_step_time(const eng_serve_result *r, mdl_stepper *stp, const cli
             double mabs = 100 * kvf_percentile_sorted(av[k], nv[k], 50);
             json_object_set_new(x, "median_residual_pct", json_real(med));
             json_object_set_new(x, "median_abs_residual_pct", json_real(mabs));
-            json_object_set_new(x, "p90_abs_residual_pct", json_real(100 * kvf_percentile_sorted(av[k], nv[k], 90)));
+            json_object_set_new(x, "p90_abs_residual_pct",
+                                json_real(100 * kvf_percentile_sorted(av[k], nv[k], 90)));
             // kinds with too few steps to have a median worth judging are reported only
             if (nv[k] >= 10) worst = fmax(worst, mabs);
         }
         json_object_set_new(kinds, CLI_STEP_KINDS[k], x);
         static const char *dl[] = {"batch 1", "batch 2-4", "batch 5-8", "batch 9-16", "batch 17+"};
-        static const char *pl[] = {"tokens <32", "tokens 32-127", "tokens 128-511", "tokens 512+", ""};
+        static const char *pl[] = {"tokens <32", "tokens 32-127", "tokens 128-511", "tokens 512+",
+                                   ""};
         for (int b = 0; b < NB; b++) {
             if (!bn[k][b]) continue;
             kvf_sort_doubles(bv[k][b], bn[k][b]);
@@ -200,15 +220,19 @@ json_t *cli_fid_step_time(const eng_serve_result *r, mdl_stepper *stp, const cli
             json_object_set_new(y, "kind", json_string(CLI_STEP_KINDS[k]));
             json_object_set_new(y, "shape", json_string(k == 1 ? dl[b] : pl[b]));
             json_object_set_new(y, "steps", json_integer((json_int_t)bn[k][b]));
-            json_object_set_new(y, "median_residual_pct", json_real(100 * kvf_percentile_sorted(bv[k][b], bn[k][b], 50)));
-            json_object_set_new(y, "p10_residual_pct", json_real(100 * kvf_percentile_sorted(bv[k][b], bn[k][b], 10)));
-            json_object_set_new(y, "p90_residual_pct", json_real(100 * kvf_percentile_sorted(bv[k][b], bn[k][b], 90)));
+            json_object_set_new(y, "median_residual_pct",
+                                json_real(100 * kvf_percentile_sorted(bv[k][b], bn[k][b], 50)));
+            json_object_set_new(y, "p10_residual_pct",
+                                json_real(100 * kvf_percentile_sorted(bv[k][b], bn[k][b], 10)));
+            json_object_set_new(y, "p90_residual_pct",
+                                json_real(100 * kvf_percentile_sorted(bv[k][b], bn[k][b], 90)));
             json_array_append_new(shapes, y);
         }
     }
     for (int k = 0; k < 3; k++) {
         free(v[k]), free(av[k]);
-        for (int b = 0; b < NB; b++) free(bv[k][b]);
+        for (int b = 0; b < NB; b++)
+            free(bv[k][b]);
     }
     json_object_set_new(o, "clock", json_string(cpu_clock ? "thread_cpu" : "wall"));
     json_object_set_new(o, "kinds", kinds);
@@ -218,4 +242,3 @@ json_t *cli_fid_step_time(const eng_serve_result *r, mdl_stepper *stp, const cli
     *worst_out = worst;
     return o;
 }
-

@@ -20,8 +20,8 @@ typedef struct cli_side {
     double *v[3];
 } cli_side;
 
-extern const char *const CLI_METRICS[3];    // "ttft_ms", "tpot_ms", "e2e_ms": the v[k] of a side
-extern const char *const CLI_STEP_KINDS[3]; // "prefill", "decode", "mixed": a step's kind
+extern const char *const CLI_METRICS[3];      // "ttft_ms", "tpot_ms", "e2e_ms": the v[k] of a side
+extern const char *const CLI_STEP_KINDS[3];   // "prefill", "decode", "mixed": a step's kind
 
 // Allocates s for n requests (zeros); cli_side_free frees it.
 void cli_side_alloc(cli_side *s, size_t n);

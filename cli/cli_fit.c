@@ -25,17 +25,17 @@
 enum { FIT_MAX_RUNS = 64, FIT_MAX_TERMS = 6 };
 
 typedef struct fit_term {
-    const char *key;            // scenario key
-    double lo, hi, start;       // bounds and starting value, in the key's file unit
+    const char *key;        // scenario key
+    double lo, hi, start;   // bounds and starting value, in the key's file unit
 } fit_term;
 
 // The terms fitted by default; each is a system term no kernel table gives.
 static const fit_term default_terms[] = {
-    {"serving.frontend_ms", 0, 100, 10},         // HTTP, tokenisation, first-token return
-    {"efficiency.step_overhead_us", 0, 4000, 500},  // host work per step (scheduler, launches)
-    {"efficiency.memory", 0.4, 1.0, 0.8},        // achieved share of HBM bandwidth (weights)
-    {"efficiency.attention_memory", 0.4, 1.0, 0.8},  // the same, reading KV in attention
-    {"efficiency.comm_latency_us", 0, 100, 8},   // fixed cost of one collective (TP > 1)
+    {"serving.frontend_ms", 0, 100, 10},              // HTTP, tokenisation, first-token return
+    {"efficiency.step_overhead_us", 0, 4000, 500},    // host work per step (scheduler, launches)
+    {"efficiency.memory", 0.4, 1.0, 0.8},             // achieved share of HBM bandwidth (weights)
+    {"efficiency.attention_memory", 0.4, 1.0, 0.8},   // the same, reading KV in attention
+    {"efficiency.comm_latency_us", 0, 100, 8},        // fixed cost of one collective (TP > 1)
 };
 
 typedef struct fit_run {
@@ -51,8 +51,8 @@ typedef struct fit_ctx {
     int n_run;
     const fit_term *term;
     int n_term;
-    const char *model;          // --model for every run (NULL: from the run)
-    const char *base[32];       // --set K=V for every run, before the terms
+    const char *model;      // --model for every run (NULL: from the run)
+    const char *base[32];   // --set K=V for every run, before the terms
     int n_base;
     char tmp[64];
     long evals;
@@ -64,16 +64,21 @@ typedef struct fit_ctx {
 static bool eval_run(fit_ctx *f, int i, const double *x, cli_meas_table *t, kvf_err *err) {
     char sets[FIT_MAX_TERMS][128];
     const char *sp[32 + FIT_MAX_TERMS];
-    for (int k = 0; k < f->n_base; k++) sp[k] = f->base[k];
+    for (int k = 0; k < f->n_base; k++)
+        sp[k] = f->base[k];
     for (int k = 0; k < f->n_term; k++) {
         snprintf(sets[k], sizeof sets[k], "%s=%.9g", f->term[k].key, x[k]);
         sp[f->n_base + k] = sets[k];
     }
-    cli_meas_setup s = {.model = f->model, .hardware = f->run[i].hardware, .sets = sp,
-                        .n_sets = f->n_base + f->n_term, .seed = 1};
+    cli_meas_setup s = {.model = f->model,
+                        .hardware = f->run[i].hardware,
+                        .sets = sp,
+                        .n_sets = f->n_base + f->n_term,
+                        .seed = 1};
     sim_config *cfg = kvf_malloc(sizeof *cfg);
     char notes[1024] = "";
-    kvf_status st = cli_meas_scenario(&f->run[i].m, &s, f->run[i].trace, cfg, notes, sizeof notes, err);
+    kvf_status st =
+        cli_meas_scenario(&f->run[i].m, &s, f->run[i].trace, cfg, notes, sizeof notes, err);
     void *sj = NULL;
     if (!st) {
         sim_run_opts o = {.quiet = true};
@@ -121,7 +126,8 @@ static double nelder_mead(fit_ctx *f, const bool *use, double *u0, double step, 
     int d = f->n_term, np = d + 1;
     double p[FIT_MAX_TERMS + 1][FIT_MAX_TERMS], y[FIT_MAX_TERMS + 1];
     for (int i = 0; i < np; i++) {
-        for (int k = 0; k < d; k++) p[i][k] = u0[k];
+        for (int k = 0; k < d; k++)
+            p[i][k] = u0[k];
         if (i) p[i][i - 1] += p[i][i - 1] + step <= 1 ? step : -step;
         y[i] = obj_u(f, use, p[i]);
     }
@@ -139,20 +145,26 @@ static double nelder_mead(fit_ctx *f, const bool *use, double *u0, double step, 
         double c[FIT_MAX_TERMS] = {0}, r[FIT_MAX_TERMS], e[FIT_MAX_TERMS], k2[FIT_MAX_TERMS];
         for (int i = 0; i < np; i++)
             if (i != hi)
-                for (int k = 0; k < d; k++) c[k] += p[i][k] / d;
-        for (int k = 0; k < d; k++) r[k] = c[k] + (c[k] - p[hi][k]);
+                for (int k = 0; k < d; k++)
+                    c[k] += p[i][k] / d;
+        for (int k = 0; k < d; k++)
+            r[k] = c[k] + (c[k] - p[hi][k]);
         double yr = obj_u(f, use, r);
         evals++;
         if (yr < y[lo]) {
-            for (int k = 0; k < d; k++) e[k] = c[k] + 2 * (c[k] - p[hi][k]);
+            for (int k = 0; k < d; k++)
+                e[k] = c[k] + 2 * (c[k] - p[hi][k]);
             double ye = obj_u(f, use, e);
             evals++;
-            if (ye < yr) memcpy(p[hi], e, sizeof e), y[hi] = ye;
-            else memcpy(p[hi], r, sizeof r), y[hi] = yr;
+            if (ye < yr)
+                memcpy(p[hi], e, sizeof e), y[hi] = ye;
+            else
+                memcpy(p[hi], r, sizeof r), y[hi] = yr;
         } else if (yr < y[nh]) {
             memcpy(p[hi], r, sizeof r), y[hi] = yr;
         } else {
-            for (int k = 0; k < d; k++) k2[k] = c[k] + 0.5 * (p[hi][k] - c[k]);
+            for (int k = 0; k < d; k++)
+                k2[k] = c[k] + 0.5 * (p[hi][k] - c[k]);
             double yk = obj_u(f, use, k2);
             evals++;
             if (yk < y[hi]) {
@@ -160,7 +172,8 @@ static double nelder_mead(fit_ctx *f, const bool *use, double *u0, double step, 
             } else {   // shrink towards the best
                 for (int i = 0; i < np; i++) {
                     if (i == lo) continue;
-                    for (int k = 0; k < d; k++) p[i][k] = p[lo][k] + 0.5 * (p[i][k] - p[lo][k]);
+                    for (int k = 0; k < d; k++)
+                        p[i][k] = p[lo][k] + 0.5 * (p[i][k] - p[lo][k]);
                     y[i] = obj_u(f, use, p[i]);
                     evals++;
                 }
@@ -170,7 +183,8 @@ static double nelder_mead(fit_ctx *f, const bool *use, double *u0, double step, 
     int lo = 0;
     for (int i = 1; i < np; i++)
         if (y[i] < y[lo]) lo = i;
-    for (int k = 0; k < d; k++) u0[k] = p[lo][k] < 0 ? 0 : p[lo][k] > 1 ? 1 : p[lo][k];
+    for (int k = 0; k < d; k++)
+        u0[k] = p[lo][k] < 0 ? 0 : p[lo][k] > 1 ? 1 : p[lo][k];
     return y[lo];
 }
 
@@ -213,13 +227,15 @@ typedef struct errs {
 } errs;
 
 static void errs_add(errs *a, const cli_meas_table *t, int *n) {
-    for (int k = 0; k < CLI_MEAS_PRIMARY; k++) a->e[k] += fabs(t->m[k].error_pct);
+    for (int k = 0; k < CLI_MEAS_PRIMARY; k++)
+        a->e[k] += fabs(t->m[k].error_pct);
     a->mape += t->mape_pct;
     (*n)++;
 }
 
 static void errs_div(errs *a, int n) {
-    for (int k = 0; k < CLI_MEAS_PRIMARY; k++) a->e[k] = n ? a->e[k] / n : NAN;
+    for (int k = 0; k < CLI_MEAS_PRIMARY; k++)
+        a->e[k] = n ? a->e[k] / n : NAN;
     a->mape = n ? a->mape / n : NAN;
 }
 
@@ -235,7 +251,8 @@ static int usage(FILE *f, int rc) {
             "                   [--term KEY:LO:HI:START]... [--max-evals N] [--no-loo]\n"
             "                   [--include-overloaded] [--model M] [--set K=V]... [--force] [-q]\n"
             "  Fits system terms (default serving.frontend_ms, efficiency.step_overhead_us,\n"
-            "  efficiency.memory, efficiency.attention_memory, efficiency.comm_latency_us) to measured runs, writes them as\n"
+            "  efficiency.memory, efficiency.attention_memory, efficiency.comm_latency_us) to "
+            "measured runs, writes them as\n"
             "  a file a scenario names with serving.fit, and reports the in-sample and\n"
             "  leave-one-out error of TTFT mean, TTFT p90, ITL mean and E2E mean.\n");
     return rc;
@@ -271,12 +288,15 @@ typedef struct fit_job {
 static bool parse_term(fit_job *j, const char *v) {
     char buf[160];
     snprintf(buf, sizeof buf, "%s", v);
-    char *a = strtok(buf, ":"), *b = strtok(NULL, ":"), *c = strtok(NULL, ":"), *d = strtok(NULL, ":");
+    char *a = strtok(buf, ":"), *b = strtok(NULL, ":"), *c = strtok(NULL, ":"),
+         *d = strtok(NULL, ":");
     double lo, hi, s0;
     if (j->n_terms >= FIT_MAX_TERMS || !a || !b || !c || !d || !parse_num(b, &lo) ||
         !parse_num(c, &hi) || !parse_num(d, &s0) || !(lo < hi) || s0 < lo || s0 > hi) {
-        fprintf(stderr, "kvfleet fit: --term %s: expected KEY:LO:HI:START with LO < HI and "
-                        "START between (at most %d terms)\n", v, FIT_MAX_TERMS);
+        fprintf(stderr,
+                "kvfleet fit: --term %s: expected KEY:LO:HI:START with LO < HI and "
+                "START between (at most %d terms)\n",
+                v, FIT_MAX_TERMS);
         return false;
     }
     j->terms[j->n_terms++] = (fit_term){kvf_strdup(a), lo, hi, s0};
@@ -288,46 +308,59 @@ static int parse_args(fit_job *j, int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         bool valued = !strcmp(o, "--manifest") || !strcmp(o, "--measured") || !strcmp(o, "-o") ||
-                      !strcmp(o, "--hardware") || !strcmp(o, "--term") || !strcmp(o, "--max-evals") ||
-                      !strcmp(o, "--model") || !strcmp(o, "--set");
+                      !strcmp(o, "--hardware") || !strcmp(o, "--term") ||
+                      !strcmp(o, "--max-evals") || !strcmp(o, "--model") || !strcmp(o, "--set");
         if (valued && i + 1 >= argc) {
             fprintf(stderr, "kvfleet fit: option %s needs a value\n", o);
             return 2;
         }
         const char *v = valued ? argv[++i] : NULL;
         double x;
-        if (!strcmp(o, "--manifest")) j->manifest = v;
-        else if (!strcmp(o, "-o")) j->out = v;
-        else if (!strcmp(o, "--hardware")) j->hw = v;
-        else if (!strcmp(o, "--model")) j->f->model = v;
+        if (!strcmp(o, "--manifest"))
+            j->manifest = v;
+        else if (!strcmp(o, "-o"))
+            j->out = v;
+        else if (!strcmp(o, "--hardware"))
+            j->hw = v;
+        else if (!strcmp(o, "--model"))
+            j->f->model = v;
         else if (!strcmp(o, "--measured") || !strcmp(o, "--set")) {
             bool m = o[2] == 'm';
             if ((m && j->n_runs >= FIT_MAX_RUNS) || (!m && j->f->n_base >= 32)) {
                 fprintf(stderr, "kvfleet fit: at most %d %s\n", m ? FIT_MAX_RUNS : 32, o);
                 return 2;
             }
-            if (m) j->runs[j->n_runs++] = v;
-            else j->f->base[j->f->n_base++] = v;
+            if (m)
+                j->runs[j->n_runs++] = v;
+            else
+                j->f->base[j->f->n_base++] = v;
         } else if (!strcmp(o, "--max-evals")) {
             if (!parse_num(v, &x) || x < 4 || x > 100000 || x != floor(x)) {
-                fprintf(stderr, "kvfleet fit: --max-evals %s: expected a whole number in [4, 100000]\n", v);
+                fprintf(stderr,
+                        "kvfleet fit: --max-evals %s: expected a whole number in [4, 100000]\n", v);
                 return 2;
             }
             j->max_evals = (int)x;
         } else if (!strcmp(o, "--term")) {
             if (!parse_term(j, v)) return 2;
-        } else if (!strcmp(o, "--no-loo")) j->loo = false;
-        else if (!strcmp(o, "--include-overloaded")) j->include_over = true;
-        else if (!strcmp(o, "--force")) j->force = true;
-        else if (!strcmp(o, "-q") || !strcmp(o, "--quiet")) j->f->quiet = true;
-        else if (!strcmp(o, "--help") || !strcmp(o, "-h")) return usage(stdout, 0);
+        } else if (!strcmp(o, "--no-loo"))
+            j->loo = false;
+        else if (!strcmp(o, "--include-overloaded"))
+            j->include_over = true;
+        else if (!strcmp(o, "--force"))
+            j->force = true;
+        else if (!strcmp(o, "-q") || !strcmp(o, "--quiet"))
+            j->f->quiet = true;
+        else if (!strcmp(o, "--help") || !strcmp(o, "-h"))
+            return usage(stdout, 0);
         else {
             fprintf(stderr, "kvfleet fit: unknown option '%s'\n", o);
             return usage(stderr, 2);
         }
     }
     if (!j->out || (!j->manifest && !j->n_runs) || (j->n_runs && !j->hw)) {
-        fprintf(stderr, "kvfleet fit: needs -o FILE and --manifest CSV, or --measured RUN... with --hardware\n");
+        fprintf(stderr, "kvfleet fit: needs -o FILE and --manifest CSV, or --measured RUN... with "
+                        "--hardware\n");
         return usage(stderr, 2);
     }
     struct stat sb;
@@ -357,13 +390,15 @@ static kvf_status load_runs(fit_job *j, kvf_err *err) {
     }
     for (int i = 0; i < j->n_runs; i++) {
         const char *b = strrchr(j->runs[i], '/');
-        if ((st = add_run(f, j->runs[i], b && b[1] ? b + 1 : j->runs[i], j->hw, false, err))) return st;
+        if ((st = add_run(f, j->runs[i], b && b[1] ? b + 1 : j->runs[i], j->hw, false, err)))
+            return st;
     }
     for (int i = 0; i < f->n_run; i++) {
         j->train[i] = j->include_over || !f->run[i].overloaded;
         j->n_train += j->train[i];
     }
-    if (j->n_train < 1) return kvf_fail(err, KVF_EINVAL, "no training run left (every run is marked overloaded)");
+    if (j->n_train < 1)
+        return kvf_fail(err, KVF_EINVAL, "no training run left (every run is marked overloaded)");
     if (j->loo && j->n_train < 3) j->loo = false;   // one held out of two leaves one run: not a fit
     return KVF_OK;
 }
@@ -376,8 +411,11 @@ static kvf_status fit_all(fit_job *j, kvf_err *err) {
     double best = nelder_mead(f, j->train, j->u, 0.25, j->max_evals);
     to_x(f, j->u, j->x);
     if (!f->quiet) {
-        fprintf(stderr, "fit: %d training runs, objective %.2f %% after %ld simulations:", j->n_train, best, f->evals);
-        for (int k = 0; k < f->n_term; k++) fprintf(stderr, " %s=%.4g", f->term[k].key, j->x[k]);
+        fprintf(stderr,
+                "fit: %d training runs, objective %.2f %% after %ld simulations:", j->n_train, best,
+                f->evals);
+        for (int k = 0; k < f->n_term; k++)
+            fprintf(stderr, " %s=%.4g", f->term[k].key, j->x[k]);
         fprintf(stderr, "\n");
     }
     int n_in = 0;
@@ -409,7 +447,8 @@ static kvf_status fit_loo(fit_job *j, kvf_err *err) {
             return kvf_fail(err, KVF_ERUN, "%s: %s", f->run[i].name, e2.msg);
         errs_add(&j->lo_e, &j->loo_tab[i], &n_lo);
         if (!f->quiet)
-            fprintf(stderr, "fit: left out %-48s MAPE %.1f %%\n", f->run[i].name, j->loo_tab[i].mape_pct);
+            fprintf(stderr, "fit: left out %-48s MAPE %.1f %%\n", f->run[i].name,
+                    j->loo_tab[i].mape_pct);
     }
     errs_div(&j->lo_e, n_lo);
     return KVF_OK;
@@ -435,27 +474,32 @@ static kvf_status write_fit(const fit_job *j, kvf_err *err) {
                "# sets itself win). Runs outside the training set are checks, never fitted to.\n");
     fprintf(o, "training_set: %s\n", j->manifest ? j->manifest : "--measured runs");
     if (f->n_base) {
-        fprintf(o, "settings:   # applied to every run before the terms (a scenario using this fit sets them too)\n");
-        for (int k = 0; k < f->n_base; k++) fprintf(o, "  - \"%s\"\n", f->base[k]);
+        fprintf(o, "settings:   # applied to every run before the terms (a scenario using this fit "
+                   "sets them too)\n");
+        for (int k = 0; k < f->n_base; k++)
+            fprintf(o, "  - \"%s\"\n", f->base[k]);
     }
     fprintf(o, "objective: mean over the training runs of the MAPE of ttft_ms.mean, ttft_ms.p90, "
                "itl_ms.mean, e2e_ms.mean\n");
     fprintf(o, "simulations: %ld\nseconds: %ld\n", f->evals, (long)(time(NULL) - j->t0));
     fprintf(o, "terms:\n");
-    for (int k = 0; k < f->n_term; k++) fprintf(o, "  %s: %.6g\n", f->term[k].key, j->x[k]);
+    for (int k = 0; k < f->n_term; k++)
+        fprintf(o, "  %s: %.6g\n", f->term[k].key, j->x[k]);
     fprintf(o, "bounds:\n");
     for (int k = 0; k < f->n_term; k++)
         fprintf(o, "  %s: [%g, %g]\n", f->term[k].key, f->term[k].lo, f->term[k].hi);
     fprintf(o, "runs:\n");
     for (int i = 0; i < f->n_run; i++) {
         fprintf(o, "  %s:\n    role: %s\n", f->run[i].name,
-                j->train[i] ? "training" : "\"check (overloaded: client time-outs censor the measured "
-                                           "latencies; not fitted to)\"");
+                j->train[i] ? "training"
+                            : "\"check (overloaded: client time-outs censor the measured "
+                              "latencies; not fitted to)\"");
         write_table_row(o, "in_sample_error_pct", &j->tab[i]);
         if (j->loo && j->train[i]) {
             write_table_row(o, "loo_error_pct", &j->loo_tab[i]);
             fprintf(o, "    loo_terms: {");
-            for (int k = 0; k < f->n_term; k++) fprintf(o, "%s%s: %.4g", k ? ", " : "", f->term[k].key, j->loo_x[i][k]);
+            for (int k = 0; k < f->n_term; k++)
+                fprintf(o, "%s%s: %.4g", k ? ", " : "", f->term[k].key, j->loo_x[i][k]);
             fprintf(o, "}\n");
         }
     }
@@ -476,7 +520,8 @@ static kvf_status write_fit(const fit_job *j, kvf_err *err) {
 static void print_fit(const fit_job *j) {
     const fit_ctx *f = j->f;
     printf("terms fitted to %d runs (%ld simulations) -> %s\n", j->n_train, f->evals, j->out);
-    for (int k = 0; k < f->n_term; k++) printf("  %-30s %.4g\n", f->term[k].key, j->x[k]);
+    for (int k = 0; k < f->n_term; k++)
+        printf("  %-30s %.4g\n", f->term[k].key, j->x[k]);
     printf("  %-16s %10s %10s\n", "mean |error| %", "in sample", j->loo ? "left out" : "");
     for (int k = 0; k < CLI_MEAS_PRIMARY; k++) {
         char lo_s[32] = "";
@@ -506,7 +551,8 @@ int cli_fit(int argc, char **argv) {
         goto done;
     }
     j->t0 = time(NULL);
-    if (!(st = load_runs(j, &err)) && !(st = fit_all(j, &err)) && (!j->loo || !(st = fit_loo(j, &err))))
+    if (!(st = load_runs(j, &err)) && !(st = fit_all(j, &err)) &&
+        (!j->loo || !(st = fit_loo(j, &err))))
         st = write_fit(j, &err);
     if (st) {
         fprintf(stderr, "kvfleet: %s\n", err.msg);
@@ -515,9 +561,11 @@ int cli_fit(int argc, char **argv) {
         print_fit(j);
     }
 done:
-    for (int i = 0; i < j->f->n_run; i++) trc_measured_free(&j->f->run[i].m);
+    for (int i = 0; i < j->f->n_run; i++)
+        trc_measured_free(&j->f->run[i].m);
     if (j->f->tmp[0]) sim_remove_tree(j->f->tmp);
-    for (int k = 0; k < j->n_terms; k++) free((char *)j->terms[k].key);
+    for (int k = 0; k < j->n_terms; k++)
+        free((char *)j->terms[k].key);
     free(j->f);
     free(j);
     return rc;

@@ -52,7 +52,8 @@ static void model_file_name(const char *id, char *out, size_t n) {
     const char *s = strrchr(id, '/');
     s = s ? s + 1 : id;
     size_t k = 0;
-    for (; s[k] && k + 1 < n; k++) out[k] = (char)((s[k] >= 'A' && s[k] <= 'Z') ? s[k] + 32 : s[k]);
+    for (; s[k] && k + 1 < n; k++)
+        out[k] = (char)((s[k] >= 'A' && s[k] <= 'Z') ? s[k] + 32 : s[k]);
     out[k] = '\0';
     static const char *const suffix[] = {"-hf", "-instruct", "-v0.1", "-v0-1", "-chat"};
     for (bool again = true; again;) {
@@ -71,7 +72,8 @@ static bool hardware_file_name(const char *hw, char *out, size_t n) {
     static const char *const known[] = {"h100", "h200", "h800", "b200", "gb200", "mi300x"};
     char low[64];
     size_t k = 0;
-    for (; hw[k] && k + 1 < sizeof low; k++) low[k] = (char)((hw[k] >= 'A' && hw[k] <= 'Z') ? hw[k] + 32 : hw[k]);
+    for (; hw[k] && k + 1 < sizeof low; k++)
+        low[k] = (char)((hw[k] >= 'A' && hw[k] <= 'Z') ? hw[k] + 32 : hw[k]);
     low[k] = '\0';
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!strncmp(low, known[i], strlen(known[i]))) {
@@ -101,23 +103,29 @@ kvf_status cli_meas_scenario(const trc_measured *m, const cli_meas_setup *s, con
     if (!s->scenario) sim_config_default(cfg);
     // the model: --model, else the run's model id as a bundled model file
     char model[160] = "";
-    if (s->model) snprintf(model, sizeof model, "%s", s->model);
-    else if (mc->model[0]) model_file_name(mc->model, model, sizeof model);
+    if (s->model)
+        snprintf(model, sizeof model, "%s", s->model);
+    else if (mc->model[0])
+        model_file_name(mc->model, model, sizeof model);
     if (!model[0])
-        return kvf_fail(err, KVF_EINVAL, "%s: the run does not name its model; give --model", m->path);
+        return kvf_fail(err, KVF_EINVAL, "%s: the run does not name its model; give --model",
+                        m->path);
     snprintf(cfg->model, sizeof cfg->model, "%s", model);
     char path[SIM_PATH_MAX + 160];
     sim_config_model_path(cfg, path, sizeof path);
     if (!s->model && !file_exists(path))
         return kvf_fail(err, KVF_EINVAL,
                         "%s: model '%s' has no model file (looked for %s); give --model NAME or a "
-                        "path to a model YAML", m->path, mc->model, path);
+                        "path to a model YAML",
+                        m->path, mc->model, path);
     char hw[64] = "";
-    if (s->hardware) snprintf(hw, sizeof hw, "%s", s->hardware);
+    if (s->hardware)
+        snprintf(hw, sizeof hw, "%s", s->hardware);
     else if (!mc->hardware[0] || !hardware_file_name(mc->hardware, hw, sizeof hw))
         return kvf_fail(err, KVF_EINVAL,
                         "%s: the run does not say which GPU it ran on%s%s%s; give --hardware "
-                        "(e.g. h100)", m->path, mc->hardware[0] ? " ('" : "", mc->hardware,
+                        "(e.g. h100)",
+                        m->path, mc->hardware[0] ? " ('" : "", mc->hardware,
                         mc->hardware[0] ? "' is not a bundled hardware file)" : "");
     int tp = mc->tp > 0 ? mc->tp : 1;
     if (mc->tp <= 0) note(notes, n, "tensor parallel size not recorded: 1");
@@ -127,27 +135,33 @@ kvf_status cli_meas_scenario(const trc_measured *m, const cli_meas_setup *s, con
     if (mc->max_num_batched_tokens <= 0)
         note(notes, n, "max_num_batched_tokens not recorded: vLLM's 8192");
     const char *preset = "vllm";
-    if (strstr(mc->backend, "sglang")) preset = "sglang";
-    else if (strstr(mc->backend, "trt")) preset = "trtllm";
+    if (strstr(mc->backend, "sglang"))
+        preset = "sglang";
+    else if (strstr(mc->backend, "trt"))
+        preset = "trtllm";
     // one colocated instance of TP GPUs, as a single server ran it; no SSD or DRAM tier
-    const char *fixed[] = {"cluster.mode=colocated", "cluster.decode.instances=0",
+    const char *fixed[] = {"cluster.mode=colocated",      "cluster.decode.instances=0",
                            "cluster.prefill.instances=1", "kv_cache.ssd.capacity_tb=0",
-                           "kv_cache.block_tokens=16", "workload.format=kvfleet"};
-    for (size_t i = 0; !st && i < sizeof fixed / sizeof fixed[0]; i++) st = sim_config_set(cfg, fixed[i], err);
+                           "kv_cache.block_tokens=16",    "workload.format=kvfleet"};
+    for (size_t i = 0; !st && i < sizeof fixed / sizeof fixed[0]; i++)
+        st = sim_config_set(cfg, fixed[i], err);
     if (!st) st = cli_set_literal(cfg, "model", model, err);
     if (!st) st = cli_set_literal(cfg, "hardware", hw, err);
     if (!st) st = set_kv(cfg, err, "cluster.prefill.gpus_per_instance=%d", tp);
     if (!st) st = set_kv(cfg, err, "cluster.prefill.tp=%d", tp);
     if (!st) st = set_kv(cfg, err, "cluster.prefill.max_batch_requests=%d", seqs);
     if (!st) st = set_kv(cfg, err, "cluster.prefill.max_batch_tokens=%d", toks);
-    if (!st) st = set_kv(cfg, err, "kv_cache.prefix_cache=%s", mc->prefix_caching == 0 ? "false" : "true");
+    if (!st)
+        st = set_kv(cfg, err, "kv_cache.prefix_cache=%s",
+                    mc->prefix_caching == 0 ? "false" : "true");
     if (!st) st = set_kv(cfg, err, "serving.preset=%s", preset);
     if (!st && isfinite(mc->client_timeout_s) && mc->client_timeout_s > 0)
         st = set_kv(cfg, err, "serving.client_timeout_s=%.17g", mc->client_timeout_s);
     if (!st) st = cli_set_literal(cfg, "workload.trace", trace_path, err);
     if (!st) st = set_kv(cfg, err, "seed=%llu", (unsigned long long)s->seed);
     if (!st && s->fit) st = cli_set_literal(cfg, "serving.fit", s->fit, err);
-    for (int i = 0; !st && i < s->n_sets; i++) st = sim_config_set(cfg, s->sets[i], err);
+    for (int i = 0; !st && i < s->n_sets; i++)
+        st = sim_config_set(cfg, s->sets[i], err);
     if (st) return st;
     if (mc->prefix_caching < 0) note(notes, n, "prefix caching not recorded: on (vLLM's default)");
     snprintf(cfg->name, sizeof cfg->name, "measured-%.60s", model);
@@ -193,14 +207,17 @@ void cli_meas_compare(const trc_measured *m, const json_t *sm, cli_meas_table *t
         x->real = row[i].real;
         x->sim = jnum(sm, row[i].sec, row[i].key);
         x->error_pct = isfinite(x->real) && x->real > 0 && isfinite(x->sim)
-                           ? 100 * (x->sim - x->real) / x->real : NAN;
+                           ? 100 * (x->sim - x->real) / x->real
+                           : NAN;
         if (i < CLI_MEAS_PRIMARY && isfinite(x->error_pct)) sum += fabs(x->error_pct), k++;
     }
     t->n_mape = k;
     t->mape_pct = k ? sum / k : NAN;
 }
 
-static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+static json_t *num_or_null(double v) {
+    return isfinite(v) ? json_real(v) : json_null();
+}
 
 json_t *cli_meas_table_json(const cli_meas_table *t) {
     json_t *o = json_object();
@@ -219,7 +236,8 @@ json_t *cli_meas_table_json(const cli_meas_table *t) {
     }
     json_object_set_new(o, "mape_pct", num_or_null(t->mape_pct));
     json_t *mm = json_array();
-    for (int i = 0; i < CLI_MEAS_PRIMARY; i++) json_array_append_new(mm, json_string(t->m[i].name));
+    for (int i = 0; i < CLI_MEAS_PRIMARY; i++)
+        json_array_append_new(mm, json_string(t->m[i].name));
     json_object_set_new(o, "mape_metrics", mm);
     return o;
 }
@@ -265,11 +283,16 @@ static void print_table(const trc_measured *m, const cli_meas_table *t, const ch
 
 static void html_escape(FILE *f, const char *s) {
     for (; *s; s++) {
-        if (*s == '<') fputs("&lt;", f);
-        else if (*s == '>') fputs("&gt;", f);
-        else if (*s == '&') fputs("&amp;", f);
-        else if (*s == '"') fputs("&quot;", f);
-        else fputc(*s, f);
+        if (*s == '<')
+            fputs("&lt;", f);
+        else if (*s == '>')
+            fputs("&gt;", f);
+        else if (*s == '&')
+            fputs("&amp;", f);
+        else if (*s == '"')
+            fputs("&quot;", f);
+        else
+            fputc(*s, f);
     }
 }
 
@@ -279,22 +302,27 @@ static kvf_status write_html(const char *dir, const trc_measured *m, const cli_m
     snprintf(path, sizeof path, "%s/measured.html", dir);
     FILE *f = fopen(path, "w");
     if (!f) return kvf_fail(err, KVF_EIO, "%s: %s", path, strerror(errno));
-    fprintf(f, "<!doctype html><meta charset=utf-8><title>measured run vs simulation</title>\n"
-               "<style>body{font:14px sans-serif;margin:2em}td,th{padding:2px 10px;text-align:right}"
-               "td:first-child,th:first-child{text-align:left}.bad{color:#b00}</style>\n"
-               "<h1>Measured run against the simulation</h1>\n<p>Run <code>");
+    fprintf(f,
+            "<!doctype html><meta charset=utf-8><title>measured run vs simulation</title>\n"
+            "<style>body{font:14px sans-serif;margin:2em}td,th{padding:2px 10px;text-align:right}"
+            "td:first-child,th:first-child{text-align:left}.bad{color:#b00}</style>\n"
+            "<h1>Measured run against the simulation</h1>\n<p>Run <code>");
     html_escape(f, m->path);
-    fprintf(f, "</code> (%s). MAPE of the headline metrics: <b id=mape>%.1f %%</b>.</p>\n"
-               "<p>Inputs: the run's requests (arrivals and lengths as sent) and its server "
-               "configuration; outputs: the simulated column.</p>\n<table><tr><th>metric<th>real"
-               "<th>simulated<th>error\n", trc_measured_format_name(m->format), t->mape_pct);
+    fprintf(f,
+            "</code> (%s). MAPE of the headline metrics: <b id=mape>%.1f %%</b>.</p>\n"
+            "<p>Inputs: the run's requests (arrivals and lengths as sent) and its server "
+            "configuration; outputs: the simulated column.</p>\n<table><tr><th>metric<th>real"
+            "<th>simulated<th>error\n",
+            trc_measured_format_name(m->format), t->mape_pct);
     for (int i = 0; i < CLI_MEAS_METRICS; i++) {
         const cli_meas_metric *x = &t->m[i];
         if (!isfinite(x->real) && !isfinite(x->sim)) continue;
         fprintf(f, "<tr><td>%s<td>%.4g<td>%.4g<td%s>", x->name, x->real, x->sim,
                 isfinite(x->error_pct) && fabs(x->error_pct) > 10 ? " class=bad" : "");
-        if (isfinite(x->error_pct)) fprintf(f, "%+.1f %%\n", x->error_pct);
-        else fprintf(f, "&ndash;\n");
+        if (isfinite(x->error_pct))
+            fprintf(f, "%+.1f %%\n", x->error_pct);
+        else
+            fprintf(f, "&ndash;\n");
     }
     fprintf(f, "</table>\n");
     if (notes[0]) {
@@ -321,18 +349,21 @@ static int parse(int argc, char **argv, meas_args *a) {
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         bool valued = !strcmp(o, "--measured") || !strcmp(o, "--format") || !strcmp(o, "--run") ||
-                      !strcmp(o, "--model") || !strcmp(o, "--hardware") || !strcmp(o, "--scenario") ||
-                      !strcmp(o, "--fit") || !strcmp(o, "--set") || !strcmp(o, "--seed") ||
-                      !strcmp(o, "-o");
+                      !strcmp(o, "--model") || !strcmp(o, "--hardware") ||
+                      !strcmp(o, "--scenario") || !strcmp(o, "--fit") || !strcmp(o, "--set") ||
+                      !strcmp(o, "--seed") || !strcmp(o, "-o");
         if (valued && i + 1 >= argc) {
             fprintf(stderr, "kvfleet validate: option %s needs a value\n", o);
             return 2;
         }
         const char *v = valued ? argv[++i] : NULL;
-        if (!strcmp(o, "--measured")) a->run = v;
+        if (!strcmp(o, "--measured"))
+            a->run = v;
         else if (!strcmp(o, "--format")) {
             if (!trc_measured_format_parse(v, &a->fmt)) {
-                fprintf(stderr, "kvfleet validate: --format %s: expected vllm, inference-perf or sglang\n", v);
+                fprintf(stderr,
+                        "kvfleet validate: --format %s: expected vllm, inference-perf or sglang\n",
+                        v);
                 return 2;
             }
         } else if (!strcmp(o, "--run") || !strcmp(o, "--seed")) {
@@ -343,23 +374,34 @@ static int parse(int argc, char **argv, meas_args *a) {
                 fprintf(stderr, "kvfleet validate: %s %s: expected a whole number\n", o, v);
                 return 2;
             }
-            if (!strcmp(o, "--run")) a->run_idx = (int)x;
-            else a->setup.seed = (uint64_t)x;
-        } else if (!strcmp(o, "--model")) a->setup.model = v;
-        else if (!strcmp(o, "--hardware")) a->setup.hardware = v;
-        else if (!strcmp(o, "--scenario")) a->setup.scenario = v;
-        else if (!strcmp(o, "--fit")) a->setup.fit = v;
+            if (!strcmp(o, "--run"))
+                a->run_idx = (int)x;
+            else
+                a->setup.seed = (uint64_t)x;
+        } else if (!strcmp(o, "--model"))
+            a->setup.model = v;
+        else if (!strcmp(o, "--hardware"))
+            a->setup.hardware = v;
+        else if (!strcmp(o, "--scenario"))
+            a->setup.scenario = v;
+        else if (!strcmp(o, "--fit"))
+            a->setup.fit = v;
         else if (!strcmp(o, "--set")) {
             if (a->setup.n_sets >= 64) {
                 fprintf(stderr, "kvfleet validate: at most 64 --set\n");
                 return 2;
             }
             a->sets[a->setup.n_sets++] = v;
-        } else if (!strcmp(o, "-o")) a->out = v;
-        else if (!strcmp(o, "--json")) a->json = true;
-        else if (!strcmp(o, "-q") || !strcmp(o, "--quiet")) a->quiet = true;
-        else if (!strcmp(o, "--force")) a->force = true;
-        else if (!strcmp(o, "--help") || !strcmp(o, "-h")) return usage(stdout, 0) - 1;
+        } else if (!strcmp(o, "-o"))
+            a->out = v;
+        else if (!strcmp(o, "--json"))
+            a->json = true;
+        else if (!strcmp(o, "-q") || !strcmp(o, "--quiet"))
+            a->quiet = true;
+        else if (!strcmp(o, "--force"))
+            a->force = true;
+        else if (!strcmp(o, "--help") || !strcmp(o, "-h"))
+            return usage(stdout, 0) - 1;
         else {
             fprintf(stderr, "kvfleet validate --measured: unknown option '%s'\n", o);
             return 2;
@@ -399,7 +441,8 @@ int cli_validate_measured(int argc, char **argv) {
     } else {
         snprintf(dir, sizeof dir, "/tmp/kvfleet-measured.XXXXXX");
         if (!mkdtemp(dir)) {
-            st = kvf_fail(&err, KVF_EIO, "cannot create a temporary directory: %s", strerror(errno));
+            st =
+                kvf_fail(&err, KVF_EIO, "cannot create a temporary directory: %s", strerror(errno));
             dir[0] = '\0';
             goto out;
         }
@@ -411,7 +454,9 @@ int cli_validate_measured(int argc, char **argv) {
     if (!st) {
         signal(SIGINT, on_signal);
         signal(SIGTERM, on_signal);
-        sim_run_opts o = {.out_dir = dir, .quiet = a.quiet || a.json, .write_db = true,
+        sim_run_opts o = {.out_dir = dir,
+                          .quiet = a.quiet || a.json,
+                          .write_db = true,
                           .interrupt = &g_interrupt};
         void *sj = NULL;
         st = sim_run(cfg, &o, &sj, &err);
@@ -444,7 +489,8 @@ int cli_validate_measured(int argc, char **argv) {
     if (!st && a.out) {
         st = sim_outdir_commit(&od, &err);
         began = false;
-        if (!st && !a.quiet && !a.json) printf("results in %s/ (measured.json, measured.html, summary.json)\n", a.out);
+        if (!st && !a.quiet && !a.json)
+            printf("results in %s/ (measured.json, measured.html, summary.json)\n", a.out);
     }
 out:
     if (began) sim_outdir_abort(&od);

@@ -14,15 +14,15 @@
 enum { CLI_MEAS_METRICS = 14, CLI_MEAS_PRIMARY = 4 };
 
 typedef struct cli_meas_metric {
-    const char *name;           // "ttft_ms.mean"
-    double real, sim;           // NAN where a side has none
-    double error_pct;           // 100 (sim - real) / real; NAN when not comparable
+    const char *name;   // "ttft_ms.mean"
+    double real, sim;   // NAN where a side has none
+    double error_pct;   // 100 (sim - real) / real; NAN when not comparable
 } cli_meas_metric;
 
 typedef struct cli_meas_table {
     cli_meas_metric m[CLI_MEAS_METRICS];
-    double mape_pct;            // mean |error_pct| over the primary metrics both sides have
-    int n_mape;                 // how many of them
+    double mape_pct;   // mean |error_pct| over the primary metrics both sides have
+    int n_mape;        // how many of them
 } cli_meas_table;
 
 // How a run becomes a scenario: the model and hardware files (NULL = from the run's own

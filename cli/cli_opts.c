@@ -15,7 +15,7 @@ static const struct {
     unsigned bit;
     const char *name, *alias;
     cli_kind kind;
-    size_t off; // into cli_common (--set: its sets array)
+    size_t off;   // into cli_common (--set: its sets array)
 } COMMON[] = {
     {CLI_OUT, "-o", NULL, CLI_STR, offsetof(cli_common, out)},
     {CLI_FORCE, "--force", NULL, CLI_FLAG, offsetof(cli_common, force)},
@@ -26,7 +26,7 @@ static const struct {
     {CLI_SEED, "--seed", NULL, CLI_STR, offsetof(cli_common, seed)},
 };
 
-enum { ROWS_MAX = 48 }; // shared plus own options of one command
+enum { ROWS_MAX = 48 };   // shared plus own options of one command
 
 static bool named(const cli_opt *o, const char *a) {
     return !strcmp(a, o->name) || (o->alias && !strcmp(a, o->alias));
@@ -53,8 +53,8 @@ static int resolve_rows(const cli_spec *s, cli_common *c, cli_list *sets, cli_op
     for (size_t i = 0; i < sizeof COMMON / sizeof COMMON[0]; i++) {
         if (!(s->common & COMMON[i].bit)) continue;
         void *dst = COMMON[i].kind == CLI_LIST ? (void *)sets : (char *)c + COMMON[i].off;
-        rows[n++] = (cli_opt){.name = COMMON[i].name, .alias = COMMON[i].alias,
-                              .kind = COMMON[i].kind, .dst = dst};
+        rows[n++] = (cli_opt){
+            .name = COMMON[i].name, .alias = COMMON[i].alias, .kind = COMMON[i].kind, .dst = dst};
     }
     for (int i = 0; i < s->nopts; i++) {
         const cli_opt *o = &s->opts[i];
@@ -69,8 +69,12 @@ static int resolve_rows(const cli_spec *s, cli_common *c, cli_list *sets, cli_op
 // Takes the value val (NULL for a flag) of row o, given as a; CLI_GO or an exit code.
 static int take(const cli_spec *s, const cli_opt *o, const char *a, const char *val) {
     switch (o->kind) {
-    case CLI_FLAG: *(bool *)o->dst = true; return CLI_GO;
-    case CLI_STR: *(const char **)o->dst = val; return CLI_GO;
+    case CLI_FLAG:
+        *(bool *)o->dst = true;
+        return CLI_GO;
+    case CLI_STR:
+        *(const char **)o->dst = val;
+        return CLI_GO;
     case CLI_LIST: {
         cli_list *l = o->dst;
         if (l->n == l->max) {

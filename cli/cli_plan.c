@@ -65,8 +65,8 @@ static double ratio_max(const planner *pl, const plan_eval *e) {
 
 static double est_gpus(const planner *pl, int p, int d, int gp, int gd) {
     const sim_config *b = pl->base;
-    return (double)b->cluster.vision.instances * b->cluster.vision.gpus_per_instance + (double)p * gp +
-           (pl->colocated ? 0 : (double)d * gd);
+    return (double)b->cluster.vision.instances * b->cluster.vision.gpus_per_instance +
+           (double)p * gp + (pl->colocated ? 0 : (double)d * gd);
 }
 
 // Evaluates configuration (p, d, gp, gd, rate), running it unless already known. On a run
@@ -144,7 +144,8 @@ static plan_eval eval(planner *pl, int p, int d, int gp, int gd, double rate) {
             bool by_class = false;
             for (int k = 0; k < TRC_CLASS_COUNT; k++)
                 for (int m = 0; m < SIM_SLO_METRICS; m++)
-                    for (int q = 0; q < SIM_SLO_STATS; q++) by_class |= c->slo.cls_ms[k][m][q] > 0;
+                    for (int q = 0; q < SIM_SLO_STATS; q++)
+                        by_class |= c->slo.cls_ms[k][m][q] > 0;
             if (by_class) plan_class_slos(sj, &e);
             e.ok = e.stable && e.ttft_ok && e.tpot_ok && completed > 0;
         }
@@ -172,11 +173,14 @@ static void plan_class_slos(json_t *sj, plan_eval *e) {
             json_t *v = json_object_get(b, "value");
             double bound = json_number_value(json_object_get(b, "bound"));
             if (!json_is_number(v) || json_number_value(v) <= bound) continue;
-            if (!strncmp(key, "ttft", 4)) e->ttft_ok = false;
-            else e->tpot_ok = false;
+            if (!strncmp(key, "ttft", 4))
+                e->ttft_ok = false;
+            else
+                e->tpot_ok = false;
             if (k + 1 < sizeof e->class_miss)
-                k += (size_t)snprintf(e->class_miss + k, sizeof e->class_miss - k, "%s%s %s %.4g > %.4g",
-                                      k ? ", " : "", cls, key, json_number_value(v), bound);
+                k += (size_t)snprintf(e->class_miss + k, sizeof e->class_miss - k,
+                                      "%s%s %s %.4g > %.4g", k ? ", " : "", cls, key,
+                                      json_number_value(v), bound);
         }
     }
 }
@@ -372,7 +376,7 @@ static bool search_joint(planner *pl, const plan_size *z, int cap, int *p, int *
         if (e.ok) break;
         if (!e.ran) return false;
         bool more_p = !e.ttft_ok, more_d = !e.tpot_ok;
-        if (!more_p && !more_d) { // unstable: grow the busier pool
+        if (!more_p && !more_d) {   // unstable: grow the busier pool
             if (e.util_p >= e.util_d)
                 more_p = true;
             else
@@ -422,7 +426,7 @@ static void search_frontier(planner *pl, const plan_size *z, int cap, int p, int
         double gg = est_gpus(pl, qq, dd2, z->gp, z->gd);
         if (gg < best_gpus) best_gpus = gg;
         dhi = dm;
-        if (dm == 1) break; // more prefill cannot lower decode further
+        if (dm == 1) break;   // more prefill cannot lower decode further
     }
 }
 
@@ -574,10 +578,10 @@ static int find_max_rate(planner *pl, double tol, bool json_out) {
 typedef struct plan_args {
     const char *scenario, *find, *gpi, *maxg, *tols;
     bool vary_ratio;
-    char slo_sets[2][96]; // --slo as "slo.NAME=X" (the first two kept)
+    char slo_sets[2][96];   // --slo as "slo.NAME=X" (the first two kept)
     int nslo;
-    double tol;           // --tol, default 0.01
-    int gvals[PLAN_GPI_MAX], ng; // --gpus-per-instance
+    double tol;                    // --tol, default 0.01
+    int gvals[PLAN_GPI_MAX], ng;   // --gpus-per-instance
     cli_common c;
 } plan_args;
 
@@ -593,7 +597,8 @@ static int slo_option(const cli_spec *s, const char *opt, const char *val, void 
         fprintf(stderr, "kvfleet: %s\n", err.msg);
         return 2;
     }
-    if (a->nslo < 2) snprintf(a->slo_sets[a->nslo++], sizeof a->slo_sets[0], "slo.%s=%.17g", key, v);
+    if (a->nslo < 2)
+        snprintf(a->slo_sets[a->nslo++], sizeof a->slo_sets[0], "slo.%s=%.17g", key, v);
     return 0;
 }
 
@@ -607,9 +612,14 @@ static int plan_parse(int argc, char **argv, plan_args *a) {
         CLI_OPT_STR("--tol", &a->tols),
         CLI_OPT_FLAG("--vary-ratio", &a->vary_ratio),
     };
-    const cli_spec spec = {.cmd = "plan", .usage = usage_plan, .first = 1, .opts = opts,
-                           .nopts = (int)(sizeof opts / sizeof opts[0]), .pos = &a->scenario,
-                           .npos = 1, .common = CLI_SET | CLI_JSON};
+    const cli_spec spec = {.cmd = "plan",
+                           .usage = usage_plan,
+                           .first = 1,
+                           .opts = opts,
+                           .nopts = (int)(sizeof opts / sizeof opts[0]),
+                           .pos = &a->scenario,
+                           .npos = 1,
+                           .common = CLI_SET | CLI_JSON};
     int rc = cli_parse(&spec, argc, argv, &a->c);
     if (rc == CLI_GO && !a->scenario) return usage_plan(stderr, 2);
     return rc;

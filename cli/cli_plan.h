@@ -8,38 +8,38 @@
 enum { PLAN_GPI_MAX = 16, PLAN_INST_CAP = 4096 };
 
 typedef struct plan_eval {
-    int32_t p, d;   // prefill, decode instances
-    int32_t gp, gd; // GPUs per instance of each pool
-    double rate;    // workload rate (req/s), 0 = the scenario's
-    bool ran;       // false: over --max-gpus, not run
-    bool ok;        // feasible: stable, completed > 0, both SLOs met
+    int32_t p, d;     // prefill, decode instances
+    int32_t gp, gd;   // GPUs per instance of each pool
+    double rate;      // workload rate (req/s), 0 = the scenario's
+    bool ran;         // false: over --max-gpus, not run
+    bool ok;          // feasible: stable, completed > 0, both SLOs met
     bool ttft_ok, tpot_ok, stable;
-    double ttft_p90, tpot_p90; // ms
-    double attainment;         // slo.attainment
-    double cost_day;           // USD per day
-    double gpus;               // all GPUs of the run
-    double util_p, util_d;     // busy fraction per pool
-    char sat[16];              // saturation.state
-    char class_miss[96];       // SLOs by class: the bounds missed ("chatbot ttft_ms.p90"), ""
+    double ttft_p90, tpot_p90;   // ms
+    double attainment;           // slo.attainment
+    double cost_day;             // USD per day
+    double gpus;                 // all GPUs of the run
+    double util_p, util_d;       // busy fraction per pool
+    char sat[16];                // saturation.state
+    char class_miss[96];         // SLOs by class: the bounds missed ("chatbot ttft_ms.p90"), ""
 } plan_eval;
 
 // GPUs per instance of each pool during one search.
 typedef struct plan_size {
-    int32_t gp, gd; // prefill, decode
-    char label[48]; // for messages, e.g. "1 GPU per instance"
+    int32_t gp, gd;   // prefill, decode
+    char label[48];   // for messages, e.g. "1 GPU per instance"
 } plan_size;
 
 typedef struct planner {
-    sim_config *base;          // scenario + --set + --slo
-    double slo_ttft, slo_tpot; // bounds (ms)
-    int max_gpus;              // 0 = no limit
+    sim_config *base;            // scenario + --set + --slo
+    double slo_ttft, slo_tpot;   // bounds (ms)
+    int max_gpus;                // 0 = no limit
     bool colocated;
-    const char *rate_key; // workload.rate_rps or workload.generate.rate_rps
-    plan_eval *ev;        // every configuration evaluated (memo)
+    const char *rate_key;   // workload.rate_rps or workload.generate.rate_rps
+    plan_eval *ev;          // every configuration evaluated (memo)
     size_t n, cap;
-    int runs;      // simulations run
-    char why[512]; // why a search found nothing (for the output)
-    kvf_status st; // first failure of a run; the search stops
+    int runs;        // simulations run
+    char why[512];   // why a search found nothing (for the output)
+    kvf_status st;   // first failure of a run; the search stops
     kvf_err err;
 } planner;
 
@@ -57,7 +57,7 @@ typedef struct plan_answer {
 // and the first failing one (hi) on the scenario's cluster (p x gp, d x gd), their runs.
 typedef struct plan_rate {
     double r0, lo, hi, tol;
-    const plan_eval *best, *fail; // the runs at lo (NULL when none) and at hi
+    const plan_eval *best, *fail;   // the runs at lo (NULL when none) and at hi
     int p, d, gp, gd;
 } plan_rate;
 

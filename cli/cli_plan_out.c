@@ -136,8 +136,7 @@ void cli_plan_print_text(const planner *pl, const plan_answer *r, bool vary_rati
         }
         if (fd) {
             why_not(pl, fd, why, sizeof why);
-            printf("  %-10s prefill %d, decode %d: %s\n", fp ? "" : "one fewer", fd->p, fd->d,
-                   why);
+            printf("  %-10s prefill %d, decode %d: %s\n", fp ? "" : "one fewer", fd->p, fd->d, why);
         }
     }
     printf("  search     %d runs (%s)\n", pl->runs,

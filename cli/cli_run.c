@@ -36,9 +36,12 @@ static double jget(json_t *s, const char *a, const char *b) {
 
 static void print_headline(json_t *s, const char *out_dir, bool report) {
     json_t *rq = json_object_get(s, "requests");
-    printf("scenario %s  (%s on %s, %s, %s step model)\n", json_string_value(json_object_get(s, "scenario")),
-           json_string_value(json_object_get(s, "model")), json_string_value(json_object_get(s, "hardware")),
-           json_string_value(json_object_get(s, "mode")), json_string_value(json_object_get(s, "step_model")));
+    printf("scenario %s  (%s on %s, %s, %s step model)\n",
+           json_string_value(json_object_get(s, "scenario")),
+           json_string_value(json_object_get(s, "model")),
+           json_string_value(json_object_get(s, "hardware")),
+           json_string_value(json_object_get(s, "mode")),
+           json_string_value(json_object_get(s, "step_model")));
     char span[32];
     rpt_fmt_duration(jget(s, "sim", "simulated_s"), span, sizeof span);
     printf("  requests     %lld arrived, %lld completed, %lld rejected over %s simulated\n",
@@ -59,7 +62,8 @@ static void print_headline(json_t *s, const char *out_dir, bool report) {
            100 * jget(s, "cache", "hit_rate"), 100 * json_number_value(json_object_get(bt, "hbm")),
            100 * json_number_value(json_object_get(bt, "dram")),
            100 * json_number_value(json_object_get(bt, "ssd")));
-    long long vis = (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "vision"));
+    long long vis =
+        (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "vision"));
     char vgpus[48] = "", vutil[48] = "";
     if (vis > 0) {
         snprintf(vgpus, sizeof vgpus, "vision %lld, ", vis);
@@ -67,26 +71,34 @@ static void print_headline(json_t *s, const char *out_dir, bool report) {
     }
     const char *mode = json_string_value(json_object_get(s, "mode"));
     if (mode && !strcmp(mode, "colocated"))   // one mixed pool, counted under prefill
-        printf("  GPUs         %scolocated %lld; %.1f GPU-hours; utilisation %scolocated %.0f %%\n",
-               vgpus, (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "prefill")),
-               jget(s, "gpu_hours", NULL), vutil, 100 * jget(s, "utilization", "prefill"));
+        printf(
+            "  GPUs         %scolocated %lld; %.1f GPU-hours; utilisation %scolocated %.0f %%\n",
+            vgpus,
+            (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "prefill")),
+            jget(s, "gpu_hours", NULL), vutil, 100 * jget(s, "utilization", "prefill"));
     else
-        printf("  GPUs         %sprefill %lld, decode %lld; %.1f GPU-hours; utilisation %sprefill %.0f %%, decode %.0f %%\n",
-               vgpus, (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "prefill")),
-               (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "decode")),
-               jget(s, "gpu_hours", NULL), vutil, 100 * jget(s, "utilization", "prefill"),
-               100 * jget(s, "utilization", "decode"));
+        printf(
+            "  GPUs         %sprefill %lld, decode %lld; %.1f GPU-hours; utilisation %sprefill "
+            "%.0f %%, decode %.0f %%\n",
+            vgpus,
+            (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "prefill")),
+            (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "decode")),
+            jget(s, "gpu_hours", NULL), vutil, 100 * jget(s, "utilization", "prefill"),
+            100 * jget(s, "utilization", "decode"));
     printf("  SLO          attainment %.1f %% (TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms)\n",
-           100 * jget(s, "slo", "attainment"), jget(s, "slo", "ttft_p90_ms"), jget(s, "slo", "tpot_p90_ms"));
+           100 * jget(s, "slo", "attainment"), jget(s, "slo", "ttft_p90_ms"),
+           jget(s, "slo", "tpot_p90_ms"));
     json_t *e = json_object_get(s, "economics");
     if (json_is_object(e))
         printf("  economics    cost $%.2f, revenue $%.2f, margin %.1f %%, $%.2f per GPU-hour\n",
-               jget(e, "cost_usd", NULL), jget(e, "revenue_usd", NULL), 100 * jget(e, "margin", NULL),
-               jget(e, "cost_per_gpu_hour_usd", NULL));
-    printf("  saturation   %s\n", json_string_value(json_object_get(json_object_get(s, "saturation"), "state")));
+               jget(e, "cost_usd", NULL), jget(e, "revenue_usd", NULL),
+               100 * jget(e, "margin", NULL), jget(e, "cost_per_gpu_hour_usd", NULL));
+    printf("  saturation   %s\n",
+           json_string_value(json_object_get(json_object_get(s, "saturation"), "state")));
     json_t *smp = json_object_get(s, "sampling");
     if (json_is_object(smp)) {
-        json_t *sr = json_object_get(smp, "requests"), *is = json_object_get(smp, "instances_scaled");
+        json_t *sr = json_object_get(smp, "requests"),
+               *is = json_object_get(smp, "instances_scaled");
         char fleet[160] = "";
         size_t fn = 0;
         static const char *const pools[] = {"vision", "prefill", "decode"};
@@ -94,26 +106,31 @@ static void print_headline(json_t *s, const char *out_dir, bool report) {
             json_t *pe = json_object_get(is, pools[k]);
             long long full = (long long)json_integer_value(json_object_get(pe, "full"));
             if (full <= 0) continue;
-            fn += (size_t)snprintf(fleet + fn, sizeof fleet - fn, "%s%s %lld -> %lld", fn ? ", " : "",
-                                   pools[k], full,
+            fn += (size_t)snprintf(fleet + fn, sizeof fleet - fn, "%s%s %lld -> %lld",
+                                   fn ? ", " : "", pools[k], full,
                                    (long long)json_integer_value(json_object_get(pe, "sampled")));
         }
-        printf("  sampled      R = %g: %lld of %lld requests kept (%.1f %%), on a fleet scaled by R "
-               "(instances %s); totals are for the full fleet (summary.json sampling)\n",
-               jget(smp, "rate", NULL), (long long)json_integer_value(json_object_get(sr, "kept")),
-               (long long)json_integer_value(json_object_get(sr, "read")),
-               100 * jget(sr, "kept_share", NULL), fleet);
+        printf(
+            "  sampled      R = %g: %lld of %lld requests kept (%.1f %%), on a fleet scaled by R "
+            "(instances %s); totals are for the full fleet (summary.json sampling)\n",
+            jget(smp, "rate", NULL), (long long)json_integer_value(json_object_get(sr, "kept")),
+            (long long)json_integer_value(json_object_get(sr, "read")),
+            100 * jget(sr, "kept_share", NULL), fleet);
     }
     const char *tn = json_string_value(json_object_get(json_object_get(s, "trace"), "notes"));
     const char *fn = tn ? strstr(tn, "workload.format ") : NULL;
     if (fn) printf("  note         %.*s\n", (int)strcspn(fn, ";"), fn);
     if (json_is_true(json_object_get(json_object_get(s, "steps"), "extrapolated")))
-        printf("  note         the calibrated step model extrapolated outside its profile in %lld steps\n",
-               (long long)json_integer_value(json_object_get(json_object_get(s, "steps"), "extrapolated_steps")));
-    printf("  simulator    %.0f events in %.2f s wall (%.2f M events/s)\n", jget(s, "sim", "events"),
-           jget(s, "sim", "wall_s"), jget(s, "sim", "events_per_s") / 1e6);
+        printf("  note         the calibrated step model extrapolated outside its profile in %lld "
+               "steps\n",
+               (long long)json_integer_value(
+                   json_object_get(json_object_get(s, "steps"), "extrapolated_steps")));
+    printf("  simulator    %.0f events in %.2f s wall (%.2f M events/s)\n",
+           jget(s, "sim", "events"), jget(s, "sim", "wall_s"),
+           jget(s, "sim", "events_per_s") / 1e6);
     if (out_dir)
-        printf("results in %s/ (summary.json, results.db%s)\n", out_dir, report ? ", report.html" : "");
+        printf("results in %s/ (summary.json, results.db%s)\n", out_dir,
+               report ? ", report.html" : "");
 }
 
 // "FROM:TO" in seconds, both finite, 0 <= FROM < TO.
@@ -151,9 +168,9 @@ static int usage_run(FILE *f, int rc) {
 // The options of `run` beside the shared ones (cli_opts.h).
 typedef struct run_args {
     const char *scenario;
-    const char *engine, *timeline, *window; // --engine, --trace-out, --trace-window
+    const char *engine, *timeline, *window;   // --engine, --trace-out, --trace-window
     bool no_report, explain;
-    const char *step_phase;                 // --explain-step's batch ...
+    const char *step_phase;   // --explain-step's batch ...
     double step_seqs, step_ctx, step_prompt, step_chunks;
     cli_common c;
 } run_args;
@@ -186,10 +203,15 @@ static int run_parse(int argc, char **argv, run_args *a) {
         CLI_OPT_CALL("--step-prompt", &a->step_prompt, step_number),
         CLI_OPT_CALL("--step-chunks", &a->step_chunks, step_number),
     };
-    const cli_spec spec = {
-        .cmd = "run", .usage = usage_run, .first = 1, .opts = opts,
-        .nopts = (int)(sizeof opts / sizeof opts[0]), .pos = &a->scenario, .npos = 1,
-        .common = CLI_OUT | CLI_SET | CLI_TRACE | CLI_SEED | CLI_JSON | CLI_QUIET | CLI_FORCE};
+    const cli_spec spec = {.cmd = "run",
+                           .usage = usage_run,
+                           .first = 1,
+                           .opts = opts,
+                           .nopts = (int)(sizeof opts / sizeof opts[0]),
+                           .pos = &a->scenario,
+                           .npos = 1,
+                           .common = CLI_OUT | CLI_SET | CLI_TRACE | CLI_SEED | CLI_JSON |
+                                     CLI_QUIET | CLI_FORCE};
     int rc = cli_parse(&spec, argc, argv, &a->c);
     if (rc == CLI_GO && !a->scenario) return usage_run(stderr, 2);
     return rc;
@@ -199,7 +221,8 @@ static int run_parse(int argc, char **argv, run_args *a) {
 static kvf_status run_config(sim_config *cfg, const run_args *a, kvf_err *err) {
     sim_config_default(cfg);
     kvf_status st = sim_config_load(cfg, a->scenario, err);
-    for (int i = 0; !st && i < a->c.nsets; i++) st = sim_config_set(cfg, a->c.sets[i], err);
+    for (int i = 0; !st && i < a->c.nsets; i++)
+        st = sim_config_set(cfg, a->c.sets[i], err);
     // the shorthands set their key literally: a file named 'x #1.jsonl' is that file
     if (!st && a->c.trace) st = cli_set_literal(cfg, "workload.trace", a->c.trace, err);
     if (!st && a->c.seed) st = cli_set_literal(cfg, "seed", a->c.seed, err);
@@ -214,13 +237,16 @@ static int run_opts(const run_args *a, sim_run_opts *o) {
         fprintf(stderr, "kvfleet run: --engine must be cpu or cuda, not '%s'\n", a->engine);
         return 2;
     }
-    *o = (sim_run_opts){.quiet = a->c.quiet || a->c.json, .write_db = true,
-                        .engine_backend = a->engine, .timeline_path = a->timeline,
+    *o = (sim_run_opts){.quiet = a->c.quiet || a->c.json,
+                        .write_db = true,
+                        .engine_backend = a->engine,
+                        .timeline_path = a->timeline,
                         .interrupt = &g_interrupt};
     if (a->window && !parse_window(a->window, &o->timeline_from_s, &o->timeline_to_s)) {
         fprintf(stderr,
                 "kvfleet run: --trace-window wants FROM_S:TO_S with 0 <= FROM_S < TO_S "
-                "(seconds), not '%s'\n", a->window);
+                "(seconds), not '%s'\n",
+                a->window);
         return 2;
     }
     if (a->window && !a->timeline) {
@@ -260,8 +286,10 @@ static int run_into(const sim_config *cfg, sim_run_opts *o, const char *out, con
         sim_outdir_abort(&od);
         json_decref(s);
         if (od.had_result)
-            fprintf(stderr, "kvfleet: interrupted; nothing written, the earlier result in %s is "
-                            "kept as it was\n", od.final);
+            fprintf(stderr,
+                    "kvfleet: interrupted; nothing written, the earlier result in %s is "
+                    "kept as it was\n",
+                    od.final);
         else
             fprintf(stderr, "kvfleet: interrupted; nothing written to %s\n", od.final);
         return 1;

@@ -21,10 +21,10 @@ typedef struct cli_serve_args {
     double rate;                       // --rate req/s, 0 = the trace's own
     trc_format format;                 // --format, TRC_FMT_AUTO = detected
     bool skip_bad, json, strict;
-    bool force;                        // --force: replace an earlier result in -o
-    double start_s, end_s;  // window on the trace's own time axis (end 0 = none)
-    char out_abs[2048];     // out made absolute (relative: against the working directory)
-    void (*idle_hook)(void *ctx, int64_t idle_ns); // engine: probes in idle gaps
+    bool force;              // --force: replace an earlier result in -o
+    double start_s, end_s;   // window on the trace's own time axis (end 0 = none)
+    char out_abs[2048];      // out made absolute (relative: against the working directory)
+    void (*idle_hook)(void *ctx, int64_t idle_ns);   // engine: probes in idle gaps
     void *idle_ctx;
     uint32_t max_batch_tokens, max_batch_requests, kv_blocks, block_tokens, threads;
 } cli_serve_args;
@@ -46,7 +46,7 @@ int cli_serve_parse(int argc, char **argv, bool validate, cli_serve_args *a);
 
 // A whole (small) trace in memory: requests with their blocks in one array.
 typedef struct cli_mem_trace {
-    trc_request *r;     // n requests; r[i].blocks points into blocks once loaded
+    trc_request *r;   // n requests; r[i].blocks points into blocks once loaded
     uint64_t *blocks;
     size_t n;
 } cli_mem_trace;

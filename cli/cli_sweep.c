@@ -50,14 +50,13 @@ static void on_signal(int sig) {
 }
 
 static int usage_sweep(FILE *f, int rc) {
-    fprintf(f,
-            "usage: kvfleet sweep SCENARIO --vary KEY=V1,V2,... [--vary ...] [--set K=V]...\n"
-            "                     [-j N] [-o DIR] [--json]\n"
-            "  runs every combination of the varied scenario keys (one full run each, in\n"
-            "  DIR/points/) and gathers them into DIR/sweep.db and DIR/sweep.csv; a rerun\n"
-            "  resumes (finished points are not run again); under mpirun the points are spread\n"
-            "  over the ranks; DIR/sweep.html tabulates the points and charts cost against\n"
-            "  SLO attainment\n");
+    fprintf(f, "usage: kvfleet sweep SCENARIO --vary KEY=V1,V2,... [--vary ...] [--set K=V]...\n"
+               "                     [-j N] [-o DIR] [--json]\n"
+               "  runs every combination of the varied scenario keys (one full run each, in\n"
+               "  DIR/points/) and gathers them into DIR/sweep.db and DIR/sweep.csv; a rerun\n"
+               "  resumes (finished points are not run again); under mpirun the points are spread\n"
+               "  over the ranks; DIR/sweep.html tabulates the points and charts cost against\n"
+               "  SLO attainment\n");
     return rc;
 }
 
@@ -103,7 +102,8 @@ static kvf_status point_config(const cli_sweep_state *s, int idx, sim_config *c,
     memcpy(c, s->base, sizeof *c);
     for (int k = 0; k < s->nkeys; k++) {
         char a[SIM_PATH_MAX + 128];
-        snprintf(a, sizeof a, "%s=%s", s->keys[k].key, s->keys[k].vals[cli_sweep_point_val(s, idx, k)]);
+        snprintf(a, sizeof a, "%s=%s", s->keys[k].key,
+                 s->keys[k].vals[cli_sweep_point_val(s, idx, k)]);
         kvf_status st = sim_config_set(c, a, err);
         if (st) return st;
     }
@@ -158,7 +158,8 @@ static char *point_error_read(const cli_sweep_state *s, int idx) {
     size_t len = 0;
     kvf_err err = {0};
     if (kvf_read_file(p, &txt, &len, &err)) return NULL;
-    while (len && (txt[len - 1] == '\n' || txt[len - 1] == '\r')) txt[--len] = '\0';
+    while (len && (txt[len - 1] == '\n' || txt[len - 1] == '\r'))
+        txt[--len] = '\0';
     if (!len) {
         free(txt);
         return NULL;
@@ -445,9 +446,14 @@ static int sweep_parse(cli_sweep_state *s, int argc, char **argv, cli_common *c,
         CLI_OPT_LIST("--vary", vary),
         {.name = "-j", .kind = CLI_STR, .dst = &jobs, .attached = true},
     };
-    const cli_spec spec = {.cmd = "sweep", .usage = usage_sweep, .first = 1, .opts = opts,
-                           .nopts = (int)(sizeof opts / sizeof opts[0]), .pos = &s->scenario,
-                           .npos = 1, .common = CLI_SET | CLI_OUT | CLI_JSON};
+    const cli_spec spec = {.cmd = "sweep",
+                           .usage = usage_sweep,
+                           .first = 1,
+                           .opts = opts,
+                           .nopts = (int)(sizeof opts / sizeof opts[0]),
+                           .pos = &s->scenario,
+                           .npos = 1,
+                           .common = CLI_SET | CLI_OUT | CLI_JSON};
     int rc = cli_parse(&spec, argc, argv, c);
     if (rc != CLI_GO) return rc;
     s->sets = c->sets;
@@ -475,7 +481,8 @@ static int sweep_parse(cli_sweep_state *s, int argc, char **argv, cli_common *c,
 
 // Adds the --vary text arg as key s->nkeys: well formed, a new key, each value accepted by the
 // scenario loader over the base configuration (tmp is scratch).
-static kvf_status sweep_add_key(cli_sweep_state *s, const char *arg, sim_config *tmp, kvf_err *err) {
+static kvf_status sweep_add_key(cli_sweep_state *s, const char *arg, sim_config *tmp,
+                                kvf_err *err) {
     sw_key *k = &s->keys[s->nkeys];
     kvf_status st = parse_vary(k, arg, err);
     if (st) return st;
@@ -511,8 +518,7 @@ static kvf_status sweep_define(cli_sweep_state *s, const cli_list *vary, kvf_err
         if (!st) npoints *= s->keys[s->nkeys - 1].n;
     }
     if (!st && npoints > SW_POINTS_MAX)
-        st = kvf_fail(err, KVF_EINVAL, "--vary: %.0f points, more than %d", npoints,
-                      SW_POINTS_MAX);
+        st = kvf_fail(err, KVF_EINVAL, "--vary: %.0f points, more than %d", npoints, SW_POINTS_MAX);
     s->npoints = (int)npoints;
     for (int i = 0; !st && i < s->npoints; i++) {
         st = point_config(s, i, tmp, err);
@@ -548,7 +554,7 @@ static kvf_status sweep_prepare_dir(cli_sweep_state *s, char *outbuf, size_t n, 
     if (!st && s->size == 1) {
         char lp[SIM_PATH_MAX + 32];
         snprintf(lp, sizeof lp, "%s/sweep.lock", s->out);
-        st = sim_lock_file(lp, &lock_fd, err); // held until the process ends
+        st = sim_lock_file(lp, &lock_fd, err);   // held until the process ends
     }
     return st;
 }
@@ -571,7 +577,7 @@ static int sweep_run_points(cli_sweep_state *s, int *nran) {
     char label[64];
     snprintf(label, sizeof label, "sweep %d points", ntodo);
     rpt_progress_init(&bar, label, ntodo);
-    if (s->rank != 0) bar.enabled = false; // one bar, rank 0's share
+    if (s->rank != 0) bar.enabled = false;   // one bar, rank 0's share
     int failed =
         (s->jobs > 1 && s->size == 1) ? run_forked(s, todo, &bar) : run_inline(s, todo, &bar);
     if (g_interrupt && bar.drawn)
@@ -599,7 +605,8 @@ static int sweep_report(cli_sweep_state *s, int nran) {
         if (s->reason[i]) continue;
         s->reason[i] = point_error_read(s, i);
         if (!s->reason[i])
-            s->reason[i] = kvf_strdup(g_interrupt ? "not run: the sweep was interrupted" : "not run");
+            s->reason[i] =
+                kvf_strdup(g_interrupt ? "not run: the sweep was interrupted" : "not run");
     }
     kvf_err err = {0};
     kvf_status st = cli_sweep_write_db(s, &err);
@@ -624,7 +631,7 @@ static int sweep_report(cli_sweep_state *s, int nran) {
 }
 
 static int sweep_main(cli_sweep_state *s, int argc, char **argv) {
-    static cli_common c; // static: s->sets points into it after the return
+    static cli_common c;   // static: s->sets points into it after the return
     const char *vary_v[SW_KEYS_MAX];
     cli_list vary = {vary_v, 0, SW_KEYS_MAX};
     int rc = sweep_parse(s, argc, argv, &c, &vary);

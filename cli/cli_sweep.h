@@ -11,29 +11,29 @@
 enum { SW_KEYS_MAX = 16, SW_POINTS_MAX = 100000 };
 
 typedef struct sw_key {
-    char key[SIM_KEY_MAX + 64]; // dotted scenario key
-    char **vals;                // values as given (owned)
+    char key[SIM_KEY_MAX + 64];   // dotted scenario key
+    char **vals;                  // values as given (owned)
     int n;
 } sw_key;
 
 typedef struct cli_sweep_state {
     const char *scenario;
-    const char *const *sets; // --set, in order (into the command line's cli_common)
+    const char *const *sets;   // --set, in order (into the command line's cli_common)
     int nsets;
     sw_key keys[SW_KEYS_MAX];
     int nkeys;
     int npoints;
-    const char *out; // DIR
+    const char *out;   // DIR
     int jobs;
     bool json;
-    sim_config *base; // scenario + --set
-    char **names;     // per point: directory name under points/
-    json_t **summary; // per point: gathered summary, NULL = failed / not run
-    bool *ran;        // per point: run by this invocation
-    char **reason;    // per point without a summary: why it is unfinished (owned), NULL =
-                      // not known yet (cli_sweep_reason fills it)
-    int rank, size;   // MPI rank and size (0, 1 without MPI)
-    const sim_mpi_api *mpi; // loaded MPI module (under mpirun), else NULL
+    sim_config *base;         // scenario + --set
+    char **names;             // per point: directory name under points/
+    json_t **summary;         // per point: gathered summary, NULL = failed / not run
+    bool *ran;                // per point: run by this invocation
+    char **reason;            // per point without a summary: why it is unfinished (owned), NULL =
+                              // not known yet (cli_sweep_reason fills it)
+    int rank, size;           // MPI rank and size (0, 1 without MPI)
+    const sim_mpi_api *mpi;   // loaded MPI module (under mpirun), else NULL
 } cli_sweep_state;
 
 // Why point idx has no summary (sweep_report records it before the outputs are written):

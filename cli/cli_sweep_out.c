@@ -29,7 +29,7 @@ static const struct {
     {"output_tok_s", "throughput.output_tok_s"},
     {"prefill_tok_s_per_gpu", "throughput.prefill_input_tok_s_per_gpu"},
     {"decode_tok_s_per_gpu", "throughput.decode_output_tok_s_per_gpu"},
-    {"gpus", NULL}, // vision + prefill + decode
+    {"gpus", NULL},   // vision + prefill + decode
     {"gpu_hours", "gpu_hours"},
     {"cost_usd", "economics.cost_usd"},
     {"cost_per_day_usd", "economics.cost_per_day_usd"},
@@ -118,7 +118,8 @@ kvf_status cli_sweep_write_db(const cli_sweep_state *s, kvf_err *err) {
         sqlite3_reset(ins);
         sqlite3_bind_int(ins, c++, i);
         for (int k = 0; k < s->nkeys; k++)
-            sqlite3_bind_text(ins, c++, s->keys[k].vals[cli_sweep_point_val(s, i, k)], -1, SQLITE_STATIC);
+            sqlite3_bind_text(ins, c++, s->keys[k].vals[cli_sweep_point_val(s, i, k)], -1,
+                              SQLITE_STATIC);
         sqlite3_bind_text(ins, c++, s->names[i], -1, SQLITE_STATIC);
         sqlite3_bind_text(ins, c++, point_status(s, i), -1, SQLITE_STATIC);
         if (point_reason(s, i))
@@ -275,7 +276,8 @@ void cli_sweep_print_json(const cli_sweep_state *s) {
         json_t *e;
         json_array_foreach(differs, j, e) {
             json_t *x = json_object_get(flat[i], json_string_value(e));
-            json_object_set_new(d, json_string_value(e), x ? typed_value(json_string_value(x)) : json_null());
+            json_object_set_new(d, json_string_value(e),
+                                x ? typed_value(json_string_value(x)) : json_null());
         }
         json_object_set_new(p, "config_differs", d);
         json_decref(flat[i]);
@@ -304,10 +306,11 @@ kvf_status cli_sweep_write_html(const cli_sweep_state *s, kvf_err *err) {
     for (int i = 0; i < s->npoints; i++) {
         json_t *k = json_object();
         for (int j = 0; j < s->nkeys; j++)
-            json_object_set_new(k, s->keys[j].key, json_string(s->keys[j].vals[cli_sweep_point_val(s, i, j)]));
-        json_t *pt = json_pack("{s:s, s:o, s:O, s:s}", "label", s->names[i], "keys", k, "summary",
-                               s->summary[i] ? s->summary[i] : json_null(), "status",
-                               point_status(s, i));
+            json_object_set_new(k, s->keys[j].key,
+                                json_string(s->keys[j].vals[cli_sweep_point_val(s, i, j)]));
+        json_t *pt =
+            json_pack("{s:s, s:o, s:O, s:s}", "label", s->names[i], "keys", k, "summary",
+                      s->summary[i] ? s->summary[i] : json_null(), "status", point_status(s, i));
         if (point_reason(s, i)) json_object_set_new(pt, "reason", json_string(point_reason(s, i)));
         json_array_append_new(pts, pt);
     }
@@ -348,9 +351,9 @@ void cli_sweep_print_table(const cli_sweep_state *s) {
     json_t *e;
     json_array_foreach(differs, j, e) printf("%s %s", j ? "," : "", json_string_value(e));
     printf("%s\n", json_array_size(differs) ? "" : " none");
-    for (int i = 0; i < s->npoints; i++) json_decref(flat[i]);
+    for (int i = 0; i < s->npoints; i++)
+        json_decref(flat[i]);
     json_decref(differs);
     free(flat);
     printf("results in %s/ (sweep.db, sweep.csv, sweep.html, points/)\n", s->out);
 }
-

@@ -25,8 +25,8 @@
 
 // ---- the simulator side and the serve as the loop saw it --------------------------------
 // Per-request (ttft, tpot, e2e) in ms from a results database, indexed by request id.
-static kvf_status read_sim_requests(const char *dir, size_t n, double *ttft, double *tpot, double *e2e,
-                                    kvf_err *err) {
+static kvf_status read_sim_requests(const char *dir, size_t n, double *ttft, double *tpot,
+                                    double *e2e, kvf_err *err) {
     char path[4096];
     snprintf(path, sizeof path, "%s/results.db", dir);
     sqlite3 *db;
@@ -34,10 +34,12 @@ static kvf_status read_sim_requests(const char *dir, size_t n, double *ttft, dou
         sqlite3_close(db);
         return kvf_fail(err, KVF_ERUN, "%s: cannot open", path);
     }
-    for (size_t i = 0; i < n; i++) ttft[i] = tpot[i] = e2e[i] = NAN;
+    for (size_t i = 0; i < n; i++)
+        ttft[i] = tpot[i] = e2e[i] = NAN;
     sqlite3_stmt *q;
     kvf_status st = KVF_OK;
-    if (sqlite3_prepare_v2(db, "SELECT id, ttft_s, tpot_s, e2e_s FROM request", -1, &q, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(db, "SELECT id, ttft_s, tpot_s, e2e_s FROM request", -1, &q, NULL) !=
+        SQLITE_OK) {
         st = kvf_fail(err, KVF_ERUN, "%s: %s", path, sqlite3_errmsg(db));
     } else {
         while (sqlite3_step(q) == SQLITE_ROW) {
@@ -45,7 +47,9 @@ static kvf_status read_sim_requests(const char *dir, size_t n, double *ttft, dou
             if (id < 0 || (size_t)id >= n) continue;
             double *dst[3] = {ttft, tpot, e2e};
             for (int k = 0; k < 3; k++)
-                dst[k][id] = sqlite3_column_type(q, k + 1) == SQLITE_NULL ? NAN : 1e3 * sqlite3_column_double(q, k + 1);
+                dst[k][id] = sqlite3_column_type(q, k + 1) == SQLITE_NULL
+                                 ? NAN
+                                 : 1e3 * sqlite3_column_double(q, k + 1);
         }
         sqlite3_finalize(q);
     }
@@ -72,7 +76,8 @@ static kvf_status write_seen_trace(const char *shaped, const char *path, uint32_
     if (!st) st = trc_writer_open(&w, path, bt, err);
     for (size_t i = 0; i < t.n && !st; i++) {
         trc_request q = t.r[i];
-        if (i < res->n_requests && res->requests[i].status == ENG_REQ_DONE && res->requests[i].seen_ns > q.arrival_ns)
+        if (i < res->n_requests && res->requests[i].status == ENG_REQ_DONE &&
+            res->requests[i].seen_ns > q.arrival_ns)
             q.arrival_ns = res->requests[i].seen_ns;
         st = trc_writer_put(w, &q, err);
     }
@@ -96,7 +101,7 @@ typedef struct probe_val {
 typedef struct probe_log {
     eng_prober *p;
     uint32_t next;
-    double est[ENG_PROBE_SHAPES]; // last wall time per shape
+    double est[ENG_PROBE_SHAPES];   // last wall time per shape
     probe_val *v;
     size_t n, cap;
     kvf_status st;
@@ -125,12 +130,12 @@ static void idle_probe(void *ctx, int64_t idle_ns) {
 }
 
 typedef struct noise {
-    double band_cpu, band_wall;   // relative half-widths of the probes' spread (incl. drift)
-    double drift_cpu, drift_wall; // after/before - 1, median over shapes
-    double drift_profile;         // a given profile: its rows re-measured now, median ratio - 1
-    double profile_unstable;      // half the relative change of that ratio over the serve
-    double steal;                 // served steps: median wall/cpu - 1
-    double loop;                  // serve wall not in steps nor waiting, per busy ns
+    double band_cpu, band_wall;     // relative half-widths of the probes' spread (incl. drift)
+    double drift_cpu, drift_wall;   // after/before - 1, median over shapes
+    double drift_profile;           // a given profile: its rows re-measured now, median ratio - 1
+    double profile_unstable;        // half the relative change of that ratio over the serve
+    double steal;                   // served steps: median wall/cpu - 1
+    double loop;                    // serve wall not in steps nor waiting, per busy ns
     size_t probes[4];
 } noise;
 
@@ -146,7 +151,8 @@ static void probe_band(const probe_log *L, bool cpu, double *band, double *drift
         for (int ph = 0; ph < 4; ph++) {
             size_t m = 0;
             for (size_t i = 0; i < L->n; i++)
-                if (L->v[i].shape == s && L->v[i].phase == ph) w[m++] = cpu ? L->v[i].cpu : L->v[i].wall;
+                if (L->v[i].shape == s && L->v[i].phase == ph)
+                    w[m++] = cpu ? L->v[i].cpu : L->v[i].wall;
             memcpy(v + n, w, m * sizeof *w);
             n += m;
             if (m) {
@@ -157,12 +163,13 @@ static void probe_band(const probe_log *L, bool cpu, double *band, double *drift
         if (n < 2) continue;
         kvf_sort_doubles(v, n);
         double p50 = kvf_percentile_sorted(v, n, 50);
-        double spread = (kvf_percentile_sorted(v, n, 90) - kvf_percentile_sorted(v, n, 10)) / (2 * p50);
+        double spread =
+            (kvf_percentile_sorted(v, n, 90) - kvf_percentile_sorted(v, n, 10)) / (2 * p50);
         double lo = INFINITY, hi = 0;
         for (int ph = 0; ph < 4; ph++)
             if (isfinite(med[ph])) lo = fmin(lo, med[ph]), hi = fmax(hi, med[ph]);
         bs[nb++] = fmax(spread, hi > lo ? (hi - lo) / (2 * p50) : 0);
-        double first = isfinite(med[3]) ? med[3] : med[0]; // the earliest probes
+        double first = isfinite(med[3]) ? med[3] : med[0];   // the earliest probes
         if (isfinite(first) && isfinite(med[2])) ds[ndr++] = med[2] / first - 1;
     }
     kvf_sort_doubles(bs, nb);
@@ -181,13 +188,21 @@ static kvf_status sim_side(const cli_serve_args *a, const eng_serve_config *ec, 
     sim_config_default(&cfg);
     char set[2300];
     kvf_status st = KVF_OK;
-    const char *sets[] = {"name=validate", "hardware=cpu", "step_model=calibrated",
-                          "cluster.mode=colocated", "cluster.prefill.instances=1",
-                          "cluster.decode.instances=0", "cluster.prefill.gpus_per_instance=1",
-                          "workload.format=kvfleet", "kv_cache.ssd.capacity_tb=0",
-                          "kv_cache.hbm_cache_frac=1", "kv_cache.persist_decode=false",
-                          "router.prefill=round_robin", "kv_cache.step_sequential=true"};
-    for (size_t i = 0; !st && i < sizeof sets / sizeof sets[0]; i++) st = sim_config_set(&cfg, sets[i], err);
+    const char *sets[] = {"name=validate",
+                          "hardware=cpu",
+                          "step_model=calibrated",
+                          "cluster.mode=colocated",
+                          "cluster.prefill.instances=1",
+                          "cluster.decode.instances=0",
+                          "cluster.prefill.gpus_per_instance=1",
+                          "workload.format=kvfleet",
+                          "kv_cache.ssd.capacity_tb=0",
+                          "kv_cache.hbm_cache_frac=1",
+                          "kv_cache.persist_decode=false",
+                          "router.prefill=round_robin",
+                          "kv_cache.step_sequential=true"};
+    for (size_t i = 0; !st && i < sizeof sets / sizeof sets[0]; i++)
+        st = sim_config_set(&cfg, sets[i], err);
     snprintf(cfg.dir, sizeof cfg.dir, "%s", KVF_SOURCE_DIR);
     // paths and names from the command line as text, never YAML ('out #1/trace.jsonl')
     if (!st) st = cli_set_literal(&cfg, "model", a->model, err);
@@ -207,8 +222,10 @@ static kvf_status sim_side(const cli_serve_args *a, const eng_serve_config *ec, 
     void *sj = NULL;
     if (!st) st = sim_run(&cfg, &o, &sj, err);
     if (!st) st = read_sim_requests(dir, n, out->v[0], out->v[1], out->v[2], err);
-    if (summary) *summary = sj;
-    else json_decref(sj);
+    if (summary)
+        *summary = sj;
+    else
+        json_decref(sj);
     return st;
 }
 
@@ -222,37 +239,36 @@ static bool file_has(const char *path, const char *needle) {
     return has;
 }
 
-
 // ---- validate: the command, phase by phase -----------------------------------------------
 // Everything one validation holds between its phases.
 typedef struct validation {
     cli_serve_args a;
-    const char *out;          // a.out_abs
+    const char *out;   // a.out_abs
     eng_backend b;
     char shaped[2200], notes[256], prof[2200], profabs[2048];
-    size_t n;                 // requests after shaping (then: served)
+    size_t n;   // requests after shaping (then: served)
     probe_log pl;
-    const char *hw;           // this machine, as the prober names it
-    const char *profile;      // the profile the simulator is calibrated from
+    const char *hw;        // this machine, as the prober names it
+    const char *profile;   // the profile the simulator is calibrated from
     mdl_profile mp;
-    double pr[2];             // a given profile re-measured now, before and after (ratio)
-    eng_profile_config cc;    // how it is re-measured
+    double pr[2];            // a given profile re-measured now, before and after (ratio)
+    eng_profile_config cc;   // how it is re-measured
     eng_serve_config ec;
     eng_serve_result res;
     eng_request *reqs;
     uint64_t *blocks;
     noise nz;
-    double busy;              // ns of the serve in steps and the loop's time after them
-    bool cpu_clock;           // the profile was timed by the thread CPU clock
-    double *pred, *resid;     // per served step: predicted ns, residual
-    const char **flag;        // per served step: mark or NULL
-    json_t *stepj;            // the step-time fidelity
+    double busy;            // ns of the serve in steps and the loop's time after them
+    bool cpu_clock;         // the profile was timed by the thread CPU clock
+    double *pred, *resid;   // per served step: predicted ns, residual
+    const char **flag;      // per served step: mark or NULL
+    json_t *stepj;          // the step-time fidelity
     uint64_t flagged;
     cli_side real, e2e, e2e_lo, e2e_hi, sch;
-    mdl_seq *rseqs;           // the served steps' batches, for the replay
+    mdl_seq *rseqs;   // the served steps' batches, for the replay
     sim_replay_step *rsteps;
     double b_e2e, b_sch, util;
-    void *sj;                 // the end-to-end simulation's summary
+    void *sj;   // the end-to-end simulation's summary
     char simdir[2200];
     uint64_t matched, fallback;
     double wake_p50, wake_p90;
@@ -274,12 +290,17 @@ static kvf_status measure_profile(validation *V, kvf_err *err) {
     snprintf(V->prof, sizeof V->prof, "%s/profile.csv", V->out);
     FILE *f = fopen(V->prof, "w");
     if (!f) return kvf_fail(err, KVF_EIO, "%s: cannot write", V->prof);
-    eng_profile_config pc = {.model = a->model, .backend = V->b, .threads = a->threads,
-                             .quick = true, .seed = 1, .max_context = maxctx,
+    eng_profile_config pc = {.model = a->model,
+                             .backend = V->b,
+                             .threads = a->threads,
+                             .quick = true,
+                             .seed = 1,
+                             .max_context = maxctx,
                              .cpu_clock = V->b == ENG_BACKEND_CPU};
     if (!a->json)
         fprintf(stderr, "kvfleet validate: profiling %s on %s (--quick)\n", a->model, V->hw);
-    for (int r = 0; r < 2 * ENG_PROBE_SHAPES; r++) probe_once(&V->pl, 3);
+    for (int r = 0; r < 2 * ENG_PROBE_SHAPES; r++)
+        probe_once(&V->pl, 3);
     st = eng_profile_run(&pc, f, NULL, err);
     fclose(f);
     V->profile = V->prof;
@@ -305,7 +326,8 @@ static kvf_status choose_profile(validation *V, kvf_err *err) {
             return kvf_fail(err, KVF_EINVAL,
                             "%s: profile measured on '%s', this machine is '%s' (--strict)",
                             V->profile, V->mp.hardware, V->hw);
-        fprintf(stderr, "kvfleet validate: warning: %s was measured on '%s', this machine is '%s'\n",
+        fprintf(stderr,
+                "kvfleet validate: warning: %s was measured on '%s', this machine is '%s'\n",
                 V->profile, V->mp.hardware, V->hw);
     }
     return KVF_OK;
@@ -338,10 +360,14 @@ static kvf_status before_serve(validation *V, kvf_err *err) {
     // 2. the profile, and a given one's level now
     if ((st = choose_profile(V, err))) return st;
     V->pr[0] = V->pr[1] = NAN;
-    V->cc = (eng_profile_config){.model = a->model, .backend = V->b, .threads = a->threads,
-                                 .seed = 1, .check_bound_ms = 150};
+    V->cc = (eng_profile_config){.model = a->model,
+                                 .backend = V->b,
+                                 .threads = a->threads,
+                                 .seed = 1,
+                                 .check_bound_ms = 150};
     if (a->profile && (st = check_profile(V, 0, err))) return st;
-    for (int r = 0; r < 2 * ENG_PROBE_SHAPES; r++) probe_once(&V->pl, 0);
+    for (int r = 0; r < 2 * ENG_PROBE_SHAPES; r++)
+        probe_once(&V->pl, 0);
     if (V->pl.st) {
         *err = V->pl.err;
         return V->pl.st;
@@ -358,10 +384,11 @@ static kvf_status serve_trace(validation *V, kvf_status *after, kvf_err *err) {
     V->a.idle_ctx = &V->pl;
     memset(&V->res, 0, sizeof V->res);
     if (!V->a.json) fprintf(stderr, "kvfleet validate: serving %zu requests\n", V->n);
-    kvf_status s = cli_serve_run(&V->a, V->shaped, &V->ec, &V->res, &V->reqs, &V->blocks, &V->n,
-                                 err);
+    kvf_status s =
+        cli_serve_run(&V->a, V->shaped, &V->ec, &V->res, &V->reqs, &V->blocks, &V->n, err);
     if (s) return s;
-    for (int r = 0; r < 2 * ENG_PROBE_SHAPES; r++) probe_once(&V->pl, 2);
+    for (int r = 0; r < 2 * ENG_PROBE_SHAPES; r++)
+        probe_once(&V->pl, 2);
     if (V->pl.st && !*st) *st = V->pl.st, *err = V->pl.err;
     if (V->a.profile && !*st) *st = check_profile(V, 1, err);
     return KVF_OK;
@@ -380,7 +407,8 @@ static void measure_noise(validation *V) {
         nz->profile_unstable = fabs(pr[1] - pr[0]) / (pr[0] + pr[1]);
     probe_band(&V->pl, true, &nz->band_cpu, &nz->drift_cpu);
     probe_band(&V->pl, false, &nz->band_wall, &nz->drift_wall);
-    for (size_t i = 0; i < V->pl.n; i++) nz->probes[V->pl.v[i].phase]++;
+    for (size_t i = 0; i < V->pl.n; i++)
+        nz->probes[V->pl.v[i].phase]++;
     V->busy = 0;
     double *ratio = kvf_malloc((res->n_steps + 1) * sizeof *ratio);
     size_t nr = 0;
@@ -437,7 +465,8 @@ static void step_time(validation *V, kvf_status *st, kvf_err *err) {
 static sim_step_replay replay_of(validation *V) {
     const eng_serve_result *res = &V->res;
     size_t nseq = 0;
-    for (size_t i = 0; i < res->n_steps; i++) nseq += res->steps[i].decode_seqs + res->steps[i].n_chunks;
+    for (size_t i = 0; i < res->n_steps; i++)
+        nseq += res->steps[i].decode_seqs + res->steps[i].n_chunks;
     V->rseqs = kvf_malloc((nseq + 1) * sizeof *V->rseqs);
     V->rsteps = kvf_malloc((res->n_steps + 1) * sizeof *V->rsteps);
     size_t used = 0;
@@ -459,7 +488,8 @@ static void simulate(validation *V, kvf_status *st, kvf_err *err) {
     const cli_serve_args *a = &V->a;
     size_t n = V->n;
     cli_side *all[] = {&V->real, &V->e2e, &V->e2e_lo, &V->e2e_hi, &V->sch};
-    for (int i = 0; i < 5; i++) cli_side_alloc(all[i], n);
+    for (int i = 0; i < 5; i++)
+        cli_side_alloc(all[i], n);
     cli_fid_real_side(&V->res, &V->real);
     sim_step_replay rp = replay_of(V);
     // end to end: the model's clock against the serve's wall clock, so the band covers the
@@ -474,11 +504,17 @@ static void simulate(validation *V, kvf_status *st, kvf_err *err) {
     V->b_sch = nz->loop / (1 - fmin(V->util, 0.95));
     char d2[2300], seen[2300];
     snprintf(V->simdir, sizeof V->simdir, "%s/sim", V->out);
-    if (!*st) *st = sim_side(a, &V->ec, V->profile, V->shaped, V->simdir, NULL, 0, n, &V->e2e, &V->sj, err);
+    if (!*st)
+        *st =
+            sim_side(a, &V->ec, V->profile, V->shaped, V->simdir, NULL, 0, n, &V->e2e, &V->sj, err);
     snprintf(d2, sizeof d2, "%s/bands/e2e-lo", V->out);
-    if (!*st) *st = sim_side(a, &V->ec, V->profile, V->shaped, d2, NULL, 1 / (1 + b_e2e_lo), n, &V->e2e_lo, NULL, err);
+    if (!*st)
+        *st = sim_side(a, &V->ec, V->profile, V->shaped, d2, NULL, 1 / (1 + b_e2e_lo), n,
+                       &V->e2e_lo, NULL, err);
     snprintf(d2, sizeof d2, "%s/bands/e2e-hi", V->out);
-    if (!*st) *st = sim_side(a, &V->ec, V->profile, V->shaped, d2, NULL, 1 + V->b_e2e, n, &V->e2e_hi, NULL, err);
+    if (!*st)
+        *st = sim_side(a, &V->ec, V->profile, V->shaped, d2, NULL, 1 + V->b_e2e, n, &V->e2e_hi,
+                       NULL, err);
     snprintf(seen, sizeof seen, "%s/trace-seen.jsonl", V->out);
     if (!*st) *st = write_seen_trace(V->shaped, seen, V->ec.block_tokens, res, err);
     snprintf(d2, sizeof d2, "%s/replay_misses.txt", V->out);
@@ -511,8 +547,8 @@ static json_t *request_corr(const validation *V) {
     for (size_t i = 0; i < n; i++)
         if (isfinite(real->v[0][i]) && isfinite(e2e->v[0][i]) && isfinite(real->v[2][i]) &&
             isfinite(e2e->v[2][i]))
-            x[m] = real->v[0][i], y[m] = e2e->v[0][i], x2[m] = real->v[2][i],
-            y2[m] = e2e->v[2][i], m++;
+            x[m] = real->v[0][i], y[m] = e2e->v[0][i], x2[m] = real->v[2][i], y2[m] = e2e->v[2][i],
+            m++;
     json_t *corr = json_object();
     double c1 = cli_fid_pearson(x, y, m), c2 = cli_fid_pearson(x2, y2, m);
     json_object_set_new(corr, "ttft", isfinite(c1) ? json_real(c1) : json_null());
@@ -528,7 +564,10 @@ static json_t *serve_load(const validation *V) {
     json_object_set_new(ld, "wall_s", json_real((double)res->wall_ns * 1e-9));
     json_object_set_new(ld, "steps", json_integer((json_int_t)res->n_steps));
     json_object_set_new(ld, "utilisation", json_real(V->util));
-    json_object_set_new(ld, "hit_rate", json_real(res->prompt_tokens ? (double)res->cached_tokens / (double)res->prompt_tokens : 0));
+    json_object_set_new(ld, "hit_rate",
+                        json_real(res->prompt_tokens
+                                      ? (double)res->cached_tokens / (double)res->prompt_tokens
+                                      : 0));
     json_object_set_new(ld, "preemptions", json_integer((json_int_t)res->preemptions));
     return ld;
 }
@@ -560,7 +599,8 @@ static double worst_p50_p90(json_t *te) {
     double w = 0;
     for (int m = 0; m < 2; m++)
         for (int k = 1; k <= 2; k++) {
-            json_t *e = json_object_get(json_object_get(te, CLI_METRICS[m]), k == 1 ? "p50" : "p90");
+            json_t *e =
+                json_object_get(json_object_get(te, CLI_METRICS[m]), k == 1 ? "p50" : "p90");
             double ev = json_number_value(json_object_get(e, "error_pct"));
             if (json_is_number(json_object_get(e, "error_pct"))) w = fmax(w, fabs(ev));
         }
@@ -571,8 +611,10 @@ static double worst_p50_p90(json_t *te) {
 static const char *overall_verdict(const char *const vs[3]) {
     const char *overall = "pass";
     for (int k = 0; k < 3; k++) {
-        if (!strcmp(vs[k], "fail")) overall = "fail";
-        else if (!strcmp(vs[k], "inconclusive") && strcmp(overall, "fail")) overall = "inconclusive";
+        if (!strcmp(vs[k], "fail"))
+            overall = "fail";
+        else if (!strcmp(vs[k], "inconclusive") && strcmp(overall, "fail"))
+            overall = "inconclusive";
     }
     return overall;
 }
@@ -587,8 +629,10 @@ static json_t *validation_json(validation *V, const char **overall) {
     const eng_serve_result *res = &V->res;
     size_t n = V->n;
     double w_e, bd_e, w_s, bd_s, wp_e, wp_s;
-    json_t *te = cli_fid_error_table(&V->real, &V->e2e, &V->e2e_lo, &V->e2e_hi, 0, n, &w_e, &bd_e, &wp_e);
-    json_t *ts = cli_fid_error_table(&V->real, &V->sch, NULL, NULL, 100 * V->b_sch, n, &w_s, &bd_s, &wp_s);
+    json_t *te =
+        cli_fid_error_table(&V->real, &V->e2e, &V->e2e_lo, &V->e2e_hi, 0, n, &w_e, &bd_e, &wp_e);
+    json_t *ts =
+        cli_fid_error_table(&V->real, &V->sch, NULL, NULL, 100 * V->b_sch, n, &w_s, &bd_s, &wp_s);
     const char *ve = cli_fid_verdict(w_e, bd_e, CLI_TOL_E2E);
     bool steal_limited = 100 * V->nz.steal > CLI_TOL_E2E;
     if (steal_limited) ve = wp_e - bd_e > CLI_TOL_E2E ? "fail" : "inconclusive";
@@ -605,7 +649,8 @@ static json_t *validation_json(validation *V, const char **overall) {
     json_object_set_new(win, "end_s", a->end_s > 0 ? json_real(a->end_s) : json_null());
     json_object_set_new(v, "window", win);
     // the end-to-end table keeps the top-level keys of earlier versions
-    for (int m = 0; m < 3; m++) json_object_set(v, CLI_METRICS[m], json_object_get(te, CLI_METRICS[m]));
+    for (int m = 0; m < 3; m++)
+        json_object_set(v, CLI_METRICS[m], json_object_get(te, CLI_METRICS[m]));
     json_object_set_new(v, "per_request_corr", request_corr(V));
     json_object_set_new(v, "max_abs_error_pct_p50_p90", json_real(worst_p50_p90(te)));
     json_t *sst = json_object_get(V->sj, "steps");
@@ -634,8 +679,9 @@ static json_t *validation_json(validation *V, const char **overall) {
     json_object_set_new(v, "step_time", V->stepj);
     V->stepj = NULL;
     json_decref(te), json_decref(ts);
-    const char *vs[] = {ve, cli_fid_verdict(w_s, bd_s, CLI_TOL_SCHED),
-                        json_string_value(json_object_get(json_object_get(v, "step_time"), "verdict"))};
+    const char *vs[] = {
+        ve, cli_fid_verdict(w_s, bd_s, CLI_TOL_SCHED),
+        json_string_value(json_object_get(json_object_get(v, "step_time"), "verdict"))};
     *overall = overall_verdict(vs);
     json_object_set_new(v, "verdict", json_string(*overall));
     return v;
@@ -664,7 +710,8 @@ static void write_outputs(const validation *V, json_t *v) {
     FILE *f = fopen(path, "w");
     if (f) {
         const cli_side *real = &V->real, *e2e = &V->e2e, *sch = &V->sch;
-        fprintf(f, "id,real_ttft_ms,sim_ttft_ms,replay_ttft_ms,real_e2e_ms,sim_e2e_ms,replay_e2e_ms\n");
+        fprintf(
+            f, "id,real_ttft_ms,sim_ttft_ms,replay_ttft_ms,real_e2e_ms,sim_e2e_ms,replay_e2e_ms\n");
         for (size_t i = 0; i < V->n; i++)
             fprintf(f, "%zu,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", i, real->v[0][i], e2e->v[0][i],
                     sch->v[0][i], real->v[2][i], e2e->v[2][i], sch->v[2][i]);
@@ -697,7 +744,8 @@ static void print_latency(const validation *V, json_t *v) {
                json_number_value(json_object_get(fo, "worst_error_pct")),
                json_number_value(json_object_get(fo, "band_pct")),
                json_number_value(json_object_get(fo, "tolerance_pct")));
-        printf("    %-6s %-5s %12s %12s %9s %8s\n", "metric", "stat", "real ms", "sim ms", "error %", "band %");
+        printf("    %-6s %-5s %12s %12s %9s %8s\n", "metric", "stat", "real ms", "sim ms",
+               "error %", "band %");
         const char *ks[] = {"mean", "p50", "p90", "p99"};
         for (int i = 0; i < 3; i++)
             for (int k = 0; k < 4; k++) {
@@ -714,12 +762,14 @@ static void print_latency(const validation *V, json_t *v) {
 // The text answer, part 2: step-time fidelity by kind, correlation, the verdict.
 static void print_steps(const validation *V, json_t *v, const char *overall) {
     json_t *sf = json_object_get(v, "step_time");
-    printf("  step-time fidelity (%s clock): %s (worst median |residual| %.1f %%, band +-%.1f %%)\n",
-           json_string_value(json_object_get(sf, "clock")),
-           json_string_value(json_object_get(sf, "verdict")),
-           json_number_value(json_object_get(sf, "worst_error_pct")),
-           json_number_value(json_object_get(sf, "band_pct")));
-    printf("    %-8s %6s %11s %11s %11s %8s\n", "kind", "steps", "median %", "med |r| %", "p90 |r| %", "flagged");
+    printf(
+        "  step-time fidelity (%s clock): %s (worst median |residual| %.1f %%, band +-%.1f %%)\n",
+        json_string_value(json_object_get(sf, "clock")),
+        json_string_value(json_object_get(sf, "verdict")),
+        json_number_value(json_object_get(sf, "worst_error_pct")),
+        json_number_value(json_object_get(sf, "band_pct")));
+    printf("    %-8s %6s %11s %11s %11s %8s\n", "kind", "steps", "median %", "med |r| %",
+           "p90 |r| %", "flagged");
     for (int k = 0; k < 3; k++) {
         json_t *x = json_object_get(json_object_get(sf, "kinds"), CLI_STEP_KINDS[k]);
         printf("    %-8s %6lld %+11.1f %11.1f %11.1f %8lld\n", CLI_STEP_KINDS[k],
@@ -732,12 +782,14 @@ static void print_steps(const validation *V, json_t *v, const char *overall) {
     json_t *c = json_object_get(v, "per_request_corr");
     printf("  per-request correlation (end to end): TTFT %.3f, E2E %.3f; extrapolated_steps %lld "
            "(simulated), flagged served steps %llu; replayed %llu steps, %llu by fallback\n",
-           json_number_value(json_object_get(c, "ttft")), json_number_value(json_object_get(c, "e2e")),
+           json_number_value(json_object_get(c, "ttft")),
+           json_number_value(json_object_get(c, "e2e")),
            (long long)json_integer_value(json_object_get(v, "extrapolated_steps")),
            (unsigned long long)V->flagged, (unsigned long long)V->matched,
            (unsigned long long)V->fallback);
     printf("verdict: %s; results in %s/ (validation.json, steps.csv; simulator runs in sim/, "
-           "sim-replay/)\n", overall, V->out);
+           "sim-replay/)\n",
+           overall, V->out);
 }
 
 // Frees what V holds; the serve's results only when served.
@@ -745,7 +797,8 @@ static void validation_free(validation *V, bool served) {
     json_decref(V->stepj);
     json_decref(V->sj);
     cli_side *all[] = {&V->real, &V->e2e, &V->e2e_lo, &V->e2e_hi, &V->sch};
-    for (int i = 0; i < 5; i++) cli_side_free(all[i]);
+    for (int i = 0; i < 5; i++)
+        cli_side_free(all[i]);
     free(V->rseqs), free(V->rsteps), free(V->pred), free(V->resid), free(V->flag);
     if (served) eng_serve_result_free(&V->res);
     free(V->reqs), free(V->blocks);
@@ -773,7 +826,7 @@ int cli_validate(int argc, char **argv) {
     kvf_status after = KVF_OK;
     st = before_serve(&V, &err);
     if (!st) st = serve_trace(&V, &after, &err);
-    if (st) { // nothing served: no tables
+    if (st) {   // nothing served: no tables
         validation_free(&V, false);
         sim_outdir_abort(&od);
         return cli_serve_fail(&err, st);

@@ -45,11 +45,14 @@ void kvf_err_prefix(kvf_err *err, const char *fmt, ...) {
 
 int kvf_exit_code(kvf_status s) {
     switch (s) {
-    case KVF_OK: return 0;
+    case KVF_OK:
+        return 0;
     case KVF_EPARSE:
     case KVF_EINVAL:
-    case KVF_ENOENT: return 2;
-    default: return 1;
+    case KVF_ENOENT:
+        return 2;
+    default:
+        return 1;
     }
 }
 
@@ -70,8 +73,9 @@ bool kvf_cli_missing_value(const char *a, bool last, const char *valued) {
 }
 
 const char *kvf_status_name(kvf_status s) {
-    static const char *names[] = {"ok",     "parse error", "invalid", "not found", "i/o error",
-                                  "no memory", "run failed", "interrupted", "no device"};
+    static const char *names[] = {"ok",         "parse error", "invalid",
+                                  "not found",  "i/o error",   "no memory",
+                                  "run failed", "interrupted", "no device"};
     return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
 }
 
@@ -157,21 +161,27 @@ static uint64_t splitmix64(uint64_t *x) {
 
 // hash(hash(a) + b): distinct (a, b) pairs collide only by chance (2^-64), also for small ones
 // (the boost-style xor-shift mix it replaces collided on small ids).
-uint64_t kvf_hash_combine(uint64_t a, uint64_t b) { return kvf_hash64(kvf_hash64(a) + b); }
+uint64_t kvf_hash_combine(uint64_t a, uint64_t b) {
+    return kvf_hash64(kvf_hash64(a) + b);
+}
 
 void kvf_rng_init(kvf_rng *r, uint64_t seed, uint64_t stream) {
     uint64_t x = kvf_hash_combine(seed, stream);
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+    for (int i = 0; i < 4; i++)
+        r->s[i] = splitmix64(&x);
 }
 
 void kvf_rng_init_named(kvf_rng *r, uint64_t seed, const char *purpose) {
     KVF_ASSERT(purpose && *purpose);
     uint64_t h = 0xcbf29ce484222325ULL;   // FNV-1a of the purpose's name
-    for (const unsigned char *p = (const unsigned char *)purpose; *p; p++) h = (h ^ *p) * 0x100000001b3ULL;
+    for (const unsigned char *p = (const unsigned char *)purpose; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ULL;
     kvf_rng_init(r, seed, h);
 }
 
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static inline uint64_t rotl(uint64_t x, int k) {
+    return (x << k) | (x >> (64 - k));
+}
 
 uint64_t kvf_rng_u64(kvf_rng *r) {
     uint64_t *s = r->s;
@@ -186,9 +196,13 @@ uint64_t kvf_rng_u64(kvf_rng *r) {
     return result;
 }
 
-double kvf_rng_uniform(kvf_rng *r) { return (double)(kvf_rng_u64(r) >> 11) * 0x1.0p-53; }
+double kvf_rng_uniform(kvf_rng *r) {
+    return (double)(kvf_rng_u64(r) >> 11) * 0x1.0p-53;
+}
 
-double kvf_rng_exp(kvf_rng *r, double mean) { return -mean * log1p(-kvf_rng_uniform(r)); }
+double kvf_rng_exp(kvf_rng *r, double mean) {
+    return -mean * log1p(-kvf_rng_uniform(r));
+}
 
 double kvf_rng_normal(kvf_rng *r) {
     // Box-Muller, one value per call (the pair's second value is dropped to keep streams simple).
@@ -254,7 +268,8 @@ static bool number_with_unit(const char *s, double *v, const char **unit) {
     errno = 0;
     *v = strtod(s, &end);
     if (end == s || errno || !isfinite(*v) || *v < 0) return false;
-    while (*end == ' ') end++;
+    while (*end == ' ')
+        end++;
     *unit = end;
     return true;
 }
@@ -264,15 +279,24 @@ bool kvf_parse_duration_ns(const char *s, int64_t *out_ns) {
     const char *end;
     if (!number_with_unit(s, &v, &end)) return false;
     double mult;
-    if (!*end || !strcmp(end, "s")) mult = 1e9;
-    else if (!strcmp(end, "ms")) mult = 1e6;
-    else if (!strcmp(end, "us")) mult = 1e3;
-    else if (!strcmp(end, "ns")) mult = 1;
-    else if (!strcmp(end, "m") || !strcmp(end, "min")) mult = 60e9;
-    else if (!strcmp(end, "h")) mult = 3600e9;
-    else if (!strcmp(end, "d")) mult = 86400e9;
-    else if (!strcmp(end, "w")) mult = 7 * 86400e9;
-    else return false;
+    if (!*end || !strcmp(end, "s"))
+        mult = 1e9;
+    else if (!strcmp(end, "ms"))
+        mult = 1e6;
+    else if (!strcmp(end, "us"))
+        mult = 1e3;
+    else if (!strcmp(end, "ns"))
+        mult = 1;
+    else if (!strcmp(end, "m") || !strcmp(end, "min"))
+        mult = 60e9;
+    else if (!strcmp(end, "h"))
+        mult = 3600e9;
+    else if (!strcmp(end, "d"))
+        mult = 86400e9;
+    else if (!strcmp(end, "w"))
+        mult = 7 * 86400e9;
+    else
+        return false;
     double ns = v * mult;
     if (ns > 9.2e18) return false;
     *out_ns = (int64_t)llround(ns);
@@ -286,9 +310,17 @@ bool kvf_parse_bytes(const char *s, double *out) {
     static const struct {
         const char *u;
         double m;
-    } units[] = {{"", 1},           {"B", 1},           {"KB", 1e3},         {"MB", 1e6},
-                 {"GB", 1e9},       {"TB", 1e12},       {"PB", 1e15},        {"KiB", 1024.0},
-                 {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+    } units[] = {{"", 1},
+                 {"B", 1},
+                 {"KB", 1e3},
+                 {"MB", 1e6},
+                 {"GB", 1e9},
+                 {"TB", 1e12},
+                 {"PB", 1e15},
+                 {"KiB", 1024.0},
+                 {"MiB", 1048576.0},
+                 {"GiB", 1073741824.0},
+                 {"TiB", 1099511627776.0},
                  {"PiB", 1125899906842624.0}};
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (!strcmp(end, units[i].u)) {
@@ -304,7 +336,9 @@ int64_t kvf_wall_ns(void) {
     return (int64_t)ts.tv_sec * KVF_NS_PER_S + ts.tv_nsec;
 }
 
-bool kvf_streq(const char *a, const char *b) { return a && b && !strcmp(a, b); }
+bool kvf_streq(const char *a, const char *b) {
+    return a && b && !strcmp(a, b);
+}
 
 bool kvf_endswith(const char *s, const char *suffix) {
     size_t n = strlen(s), m = strlen(suffix);
@@ -316,8 +350,7 @@ bool kvf_endswith(const char *s, const char *suffix) {
 static int open_regular(const char *path, struct stat *sb, kvf_err *err) {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
-        if (errno == ENOENT)
-            return kvf_fail(err, KVF_ENOENT, "%s: No such file", path), -1;
+        if (errno == ENOENT) return kvf_fail(err, KVF_ENOENT, "%s: No such file", path), -1;
         if (errno == EISDIR)
             return kvf_fail(err, KVF_EINVAL, "%s: is a directory, not a file", path), -1;
         return kvf_fail(err, errno == EACCES ? KVF_EINVAL : KVF_EIO, "%s: cannot open: %s", path,
@@ -413,7 +446,8 @@ kvf_status kvf_read_file(const char *path, char **out, size_t *len, kvf_err *err
 kvf_status kvf_mkdirs(const char *path, kvf_err *err) {
     char tmp[4096];
     size_t n = strlen(path);
-    if (n == 0 || n >= sizeof tmp) return kvf_fail(err, KVF_EINVAL, "bad directory path '%s'", path);
+    if (n == 0 || n >= sizeof tmp)
+        return kvf_fail(err, KVF_EINVAL, "bad directory path '%s'", path);
     memcpy(tmp, path, n + 1);
     for (char *p = tmp + 1; *p; p++) {
         if (*p != '/') continue;

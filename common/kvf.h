@@ -50,9 +50,9 @@ bool kvf_cli_help(int argc, char **argv);
 bool kvf_cli_missing_value(const char *a, bool last, const char *valued);
 
 // Always-on assertion for bugs (never for bad input): prints expression and file:line, aborts.
-#define KVF_ASSERT(c)                                                                          \
-    do {                                                                                       \
-        if (!(c)) kvf_assert_fail(#c, __FILE__, __LINE__);                                     \
+#define KVF_ASSERT(c)                                                                              \
+    do {                                                                                           \
+        if (!(c)) kvf_assert_fail(#c, __FILE__, __LINE__);                                         \
     } while (0)
 _Noreturn void kvf_assert_fail(const char *expr, const char *file, int line);
 
@@ -92,12 +92,12 @@ void kvf_rng_init(kvf_rng *r, uint64_t seed, uint64_t stream);
 // seed and the purpose's name, so adding draws for one purpose never moves another's.
 void kvf_rng_init_named(kvf_rng *r, uint64_t seed, const char *purpose);
 uint64_t kvf_rng_u64(kvf_rng *r);
-double kvf_rng_uniform(kvf_rng *r);                  // [0, 1)
-double kvf_rng_exp(kvf_rng *r, double mean);         // exponential with this mean
-double kvf_rng_normal(kvf_rng *r);                   // standard normal
-double kvf_rng_gamma(kvf_rng *r, double shape, double scale);  // mean shape*scale
+double kvf_rng_uniform(kvf_rng *r);                             // [0, 1)
+double kvf_rng_exp(kvf_rng *r, double mean);                    // exponential with this mean
+double kvf_rng_normal(kvf_rng *r);                              // standard normal
+double kvf_rng_gamma(kvf_rng *r, double shape, double scale);   // mean shape*scale
 double kvf_rng_lognormal(kvf_rng *r, double mu, double sigma);
-uint32_t kvf_rng_below(kvf_rng *r, uint32_t n);      // uniform in [0, n), n > 0
+uint32_t kvf_rng_below(kvf_rng *r, uint32_t n);   // uniform in [0, n), n > 0
 
 // 64-bit mixing hash (splitmix64 finaliser; inline: it sits in every hash-table probe) and a
 // combiner for chained block ids.

@@ -34,23 +34,23 @@ enum { ENG_NAME_MAX = 64 };
 // as in models/mdl.h; keys the engine does not use are ignored).
 typedef struct eng_model_desc {
     char name[ENG_NAME_MAX];
-    uint32_t layers;         // transformer blocks
-    uint32_t hidden;         // d_model
-    uint32_t heads;          // query heads
-    uint32_t kv_heads;       // key/value heads (divides heads)
-    uint32_t head_dim;       // per-head dimension (even, for RoPE)
-    uint32_t ffn;            // dense FFN inner size (SwiGLU)
-    uint32_t vocab;          // vocabulary size
-    uint32_t experts;        // routed experts, 0 = dense
-    uint32_t experts_active; // top-k (<= experts)
-    uint32_t shared_experts; // always-on experts (fused into one FFN of shared*expert_ffn)
-    uint32_t expert_ffn;     // inner size of one expert
-    uint32_t dense_layers;   // MoE: leading layers with a dense FFN
-    uint32_t window;         // sliding window in tokens, 0 = none
-    uint32_t window_layers;  // how many layers use the window: layers 0, 2, 4, ... (alternate;
-                             //   beyond the even layers, odd layers 1, 3, ... from the start)
-    float rope_theta;        // RoPE base (default 10000)
-    float norm_eps;          // RMSNorm epsilon (default 1e-5)
+    uint32_t layers;           // transformer blocks
+    uint32_t hidden;           // d_model
+    uint32_t heads;            // query heads
+    uint32_t kv_heads;         // key/value heads (divides heads)
+    uint32_t head_dim;         // per-head dimension (even, for RoPE)
+    uint32_t ffn;              // dense FFN inner size (SwiGLU)
+    uint32_t vocab;            // vocabulary size
+    uint32_t experts;          // routed experts, 0 = dense
+    uint32_t experts_active;   // top-k (<= experts)
+    uint32_t shared_experts;   // always-on experts (fused into one FFN of shared*expert_ffn)
+    uint32_t expert_ffn;       // inner size of one expert
+    uint32_t dense_layers;     // MoE: leading layers with a dense FFN
+    uint32_t window;           // sliding window in tokens, 0 = none
+    uint32_t window_layers;    // how many layers use the window: layers 0, 2, 4, ... (alternate;
+                               //   beyond the even layers, odd layers 1, 3, ... from the start)
+    float rope_theta;          // RoPE base (default 10000)
+    float norm_eps;            // RMSNorm epsilon (default 1e-5)
 } eng_model_desc;
 
 // Parses model text (path is used in messages only). Errors: KVF_EPARSE naming path:line and
@@ -73,26 +73,26 @@ bool eng_layer_moe(const eng_model_desc *m, uint32_t layer);
 // Every matrix is row-major (out, in) and applied as y = x W^T.
 #define ENG_NONE ((size_t)-1)
 typedef struct eng_layer_layout {
-    size_t attn_norm; // (hidden)
-    size_t wqkv;      // ((heads + 2 kv_heads) head_dim, hidden): rows Q | K | V
-    size_t wo;        // (hidden, heads head_dim)
-    size_t ffn_norm;  // (hidden)
-    size_t w_gu;      // dense: (2 ffn, hidden): rows gate | up
-    size_t w_down;    // dense: (hidden, ffn)
-    size_t router;    // moe: (experts, hidden)
-    size_t exp_gu;    // moe: (experts, 2 expert_ffn, hidden), expert e at + e*2*effn*hidden
-    size_t exp_down;  // moe: (experts, hidden, expert_ffn)
-    size_t sh_gu;     // moe with shared experts: (2 S, hidden), S = shared*expert_ffn
-    size_t sh_down;   // (hidden, S)
+    size_t attn_norm;   // (hidden)
+    size_t wqkv;        // ((heads + 2 kv_heads) head_dim, hidden): rows Q | K | V
+    size_t wo;          // (hidden, heads head_dim)
+    size_t ffn_norm;    // (hidden)
+    size_t w_gu;        // dense: (2 ffn, hidden): rows gate | up
+    size_t w_down;      // dense: (hidden, ffn)
+    size_t router;      // moe: (experts, hidden)
+    size_t exp_gu;      // moe: (experts, 2 expert_ffn, hidden), expert e at + e*2*effn*hidden
+    size_t exp_down;    // moe: (experts, hidden, expert_ffn)
+    size_t sh_gu;       // moe with shared experts: (2 S, hidden), S = shared*expert_ffn
+    size_t sh_down;     // (hidden, S)
 } eng_layer_layout;
 
 typedef struct eng_layout {
-    size_t embed;      // (vocab, hidden)
-    size_t final_norm; // (hidden)
-    size_t lm_head;    // (vocab, hidden)
-    size_t total;      // elements in the arena
+    size_t embed;        // (vocab, hidden)
+    size_t final_norm;   // (hidden)
+    size_t lm_head;      // (vocab, hidden)
+    size_t total;        // elements in the arena
     uint32_t n_layers;
-    eng_layer_layout *layer; // [n_layers]
+    eng_layer_layout *layer;   // [n_layers]
 } eng_layout;
 
 // ---- engine -----------------------------------------------------------------------------
@@ -104,21 +104,21 @@ const char *eng_backend_name(eng_backend b);
 
 typedef struct eng_options {
     eng_backend backend;
-    uint32_t threads;         // CPU GEMM threads, 0 = 1 (stable timings on shared hosts)
-    uint32_t block_tokens;    // tokens per KV block (default 16)
-    uint32_t kv_blocks;       // KV arena blocks; 0 = max_seqs full-length sequences, within
-                              //   1 GiB (cpu) / 16 GiB (cuda) of KV and never below one
-    uint32_t max_step_tokens; // most tokens in one step (prefill chunk + decodes), default 2048
-    uint32_t max_seqs;        // most sequences in one step, default 64
-    uint32_t max_context;     // longest sequence in tokens, default 8192
-    uint64_t seed;            // weight seed (default 1)
-    double mem_limit_bytes;   // 0 = 90 % of physical memory (cpu), 95 % of free device memory
+    uint32_t threads;           // CPU GEMM threads, 0 = 1 (stable timings on shared hosts)
+    uint32_t block_tokens;      // tokens per KV block (default 16)
+    uint32_t kv_blocks;         // KV arena blocks; 0 = max_seqs full-length sequences, within
+                                //   1 GiB (cpu) / 16 GiB (cuda) of KV and never below one
+    uint32_t max_step_tokens;   // most tokens in one step (prefill chunk + decodes), default 2048
+    uint32_t max_seqs;          // most sequences in one step, default 64
+    uint32_t max_context;       // longest sequence in tokens, default 8192
+    uint64_t seed;              // weight seed (default 1)
+    double mem_limit_bytes;     // 0 = 90 % of physical memory (cpu), 95 % of free device memory
 } eng_options;
 
 void eng_options_default(eng_options *o);
 
-typedef struct eng_engine eng_engine; // opaque: model, weights, KV arena, backend state
-typedef struct eng_seq eng_seq;       // opaque: one sequence (block table + token ids)
+typedef struct eng_engine eng_engine;   // opaque: model, weights, KV arena, backend state
+typedef struct eng_seq eng_seq;         // opaque: one sequence (block table + token ids)
 
 // Builds an engine: lays out and initialises the weights, allocates the KV and activation
 // arenas on the chosen backend. Errors: KVF_EINVAL (bad options), KVF_ENOMEM (the arenas do
@@ -149,7 +149,7 @@ kvf_status eng_seq_open(eng_engine *e, const int32_t *tokens, uint32_t n, eng_se
                         uint32_t *cached, kvf_err *err);
 // Releases the sequence: its blocks' counts drop; full blocks stay cached (evictable).
 void eng_seq_close(eng_engine *e, eng_seq *s);
-uint32_t eng_seq_len(const eng_seq *s); // tokens held in KV
+uint32_t eng_seq_len(const eng_seq *s);   // tokens held in KV
 // Shortens the sequence to n tokens (n <= len), releasing blocks past it.
 void eng_seq_truncate(eng_engine *e, eng_seq *s, uint32_t n);
 // Profiling hook: appends n tokens of synthetic context (seeded random token ids and KV
@@ -162,13 +162,13 @@ uint32_t eng_kv_blocks_needed(const eng_engine *e, const eng_seq *s, uint32_t n)
 uint32_t eng_kv_blocks_available(const eng_engine *e);
 
 typedef struct eng_kv_stats {
-    uint32_t blocks;     // arena size
-    uint32_t free;       // never used or released without a hash
-    uint32_t cached;     // unreferenced but still findable by hash (evictable)
-    uint32_t used;       // referenced by at least one sequence
-    uint32_t shared;     // referenced by two or more sequences
-    uint64_t hit_blocks; // blocks attached from the cache by eng_seq_open
-    uint64_t evictions;  // cached blocks reclaimed for new data
+    uint32_t blocks;       // arena size
+    uint32_t free;         // never used or released without a hash
+    uint32_t cached;       // unreferenced but still findable by hash (evictable)
+    uint32_t used;         // referenced by at least one sequence
+    uint32_t shared;       // referenced by two or more sequences
+    uint64_t hit_blocks;   // blocks attached from the cache by eng_seq_open
+    uint64_t evictions;    // cached blocks reclaimed for new data
 } eng_kv_stats;
 void eng_kv_stats_get(const eng_engine *e, eng_kv_stats *st);
 // Reference count of the i-th block of s's block table (tests).
@@ -203,18 +203,18 @@ void eng_step_work(const eng_model_desc *m, uint32_t nseq, const uint32_t *new_t
 
 // ---- profiler ---------------------------------------------------------------------------
 typedef struct eng_profile_config {
-    const char *model;      // name or path (default tiny-dense)
-    const char *models_dir; // NULL = default
+    const char *model;        // name or path (default tiny-dense)
+    const char *models_dir;   // NULL = default
     eng_backend backend;
-    uint32_t threads; // CPU GEMM threads, 0 = 1
-    bool quick;       // small sweep (about a minute on a 2-core CPU)
+    uint32_t threads;   // CPU GEMM threads, 0 = 1
+    bool quick;         // small sweep (about a minute on a 2-core CPU)
     uint64_t seed;
-    uint32_t max_context; // > 0: extend the context axes (doubling) to cover this many tokens
-    bool cpu_clock;       // cpu backend: time steps by the thread's CPU clock (robust to other
-                          //   processes taking the core) instead of the wall clock
-    double check_bound_ms;  // --check: probe rows whose stored time is at most this (0 = 2000)
-    double check_max_ratio; // --check: > 1 fails (KVF_ERUN) when a probe's measured/stored
-                            //   ratio leaves [1/r, r]; 0 = report only
+    uint32_t max_context;     // > 0: extend the context axes (doubling) to cover this many tokens
+    bool cpu_clock;           // cpu backend: time steps by the thread's CPU clock (robust to other
+                              //   processes taking the core) instead of the wall clock
+    double check_bound_ms;    // --check: probe rows whose stored time is at most this (0 = 2000)
+    double check_max_ratio;   // --check: > 1 fails (KVF_ERUN) when a probe's measured/stored
+                              //   ratio leaves [1/r, r]; 0 = report only
 } eng_profile_config;
 
 // Runs the sweep and writes the profile CSV to f (format in engine/README.md: `# key: value`
@@ -224,10 +224,11 @@ typedef struct eng_profile_config {
 kvf_status eng_profile_run(const eng_profile_config *c, FILE *f, FILE *progress, kvf_err *err);
 // Re-measures a probe subset of the profile at path on this machine: per op (prefill, decode)
 // the smallest, a middle and the largest row whose stored time is within c->check_bound_ms
-// (the smallest row alone when none is; by the profile's own clock; model from the profile unless c->model is set; backend
-// c->backend) and writes `op,batch,new_tokens,context,stored_ns,measured_ns,ratio` lines and
-// the median drift to out. KVF_ENOENT / KVF_EPARSE (path:line) for a bad profile; KVF_ERUN
-// when c->check_max_ratio > 1 and a probe's ratio falls outside [1/r, r].
+// (the smallest row alone when none is; by the profile's own clock; model from the profile unless
+// c->model is set; backend c->backend) and writes
+// `op,batch,new_tokens,context,stored_ns,measured_ns,ratio` lines and the median drift to out.
+// KVF_ENOENT / KVF_EPARSE (path:line) for a bad profile; KVF_ERUN when c->check_max_ratio > 1 and a
+// probe's ratio falls outside [1/r, r].
 kvf_status eng_profile_check(const eng_profile_config *c, const char *path, FILE *out,
                              kvf_err *err);
 // The same, and *ratio = the median measured/stored ratio over the probes.
@@ -246,33 +247,33 @@ kvf_status eng_prober_create(eng_prober **out, const char *model, const char *mo
 kvf_status eng_prober_run(eng_prober *p, uint32_t shape, double *wall_ns, double *cpu_ns,
                           kvf_err *err);
 void eng_prober_destroy(eng_prober *p);
-const char *eng_prober_hardware(const eng_prober *p); // the hardware id the engine reports
+const char *eng_prober_hardware(const eng_prober *p);   // the hardware id the engine reports
 // "prefill 12@0" etc.
 void eng_probe_shape(uint32_t i, char *name, size_t n);
 
 // ---- serving loop -----------------------------------------------------------------------
 // One request of a (time-scaled) trace.
 typedef struct eng_request {
-    int64_t arrival_ns;     // since the start of the run (already time-scaled)
-    uint32_t input_tokens;  // prompt length, >= 1
-    uint32_t output_tokens; // tokens to generate, >= 1 (the first comes from prefill)
-    uint32_t n_blocks;      // chained block ids of the prompt, block_tokens each (last may
-    const uint64_t *blocks; //   be partial); equal ids = equal tokens; may be NULL/0
-    uint64_t session;       // session id (informational)
+    int64_t arrival_ns;       // since the start of the run (already time-scaled)
+    uint32_t input_tokens;    // prompt length, >= 1
+    uint32_t output_tokens;   // tokens to generate, >= 1 (the first comes from prefill)
+    uint32_t n_blocks;        // chained block ids of the prompt, block_tokens each (last may
+    const uint64_t *blocks;   //   be partial); equal ids = equal tokens; may be NULL/0
+    uint64_t session;         // session id (informational)
 } eng_request;
 
 typedef struct eng_serve_config {
-    const char *model;      // name or path
-    const char *models_dir; // NULL = default
+    const char *model;        // name or path
+    const char *models_dir;   // NULL = default
     eng_backend backend;
     uint32_t max_batch_tokens;   // token budget of one step (decodes + prefill chunks), default 512
-    uint32_t max_batch_requests; // most requests running at once (so per step), default 32
-    uint32_t kv_blocks;          // KV arena size in blocks; 0 = max_batch_requests requests of
-                                 //   the longest length, within 1 GiB (cpu) / 16 GiB (cuda)
-    uint32_t block_tokens;       // tokens per block = the trace's block size, default 16
-    uint32_t threads;            // CPU GEMM threads, 0 = 1
-    uint64_t seed;               // weight seed
-    bool no_sleep;               // tests: admit requests as if time jumped to their arrival
+    uint32_t max_batch_requests;   // most requests running at once (so per step), default 32
+    uint32_t kv_blocks;            // KV arena size in blocks; 0 = max_batch_requests requests of
+                                   //   the longest length, within 1 GiB (cpu) / 16 GiB (cuda)
+    uint32_t block_tokens;         // tokens per block = the trace's block size, default 16
+    uint32_t threads;              // CPU GEMM threads, 0 = 1
+    uint64_t seed;                 // weight seed
+    bool no_sleep;                 // tests: admit requests as if time jumped to their arrival
     // Optional: called when the loop is idle and the next arrival is at least idle_min_ns
     // away, before it sleeps; gets the idle time left (ns). Used to run timing probes in the
     // gaps (on another engine) without delaying any request. Its time is counted in probe_ns.
@@ -285,42 +286,42 @@ void eng_serve_config_default(eng_serve_config *c);
 // CPU time consumed by the calling thread (CLOCK_THREAD_CPUTIME_ID), ns.
 int64_t eng_thread_cpu_ns(void);
 
-enum { ENG_REQ_DONE = 0, ENG_REQ_REJECTED = 1 }; // eng_request_result.status
+enum { ENG_REQ_DONE = 0, ENG_REQ_REJECTED = 1 };   // eng_request_result.status
 
 // Per request, wall clock ns since the start of the run.
 typedef struct eng_request_result {
-    int64_t arrival_ns;     // when it was due (== request arrival_ns)
-    int64_t admitted_ns;    // first time it was scheduled
-    int64_t seen_ns;        // when the loop took it into its queue (arrival + wake-up latency)
-    int64_t first_token_ns; // end of the step that produced its first token
-    int64_t last_token_ns;  // end of the step that produced its last token
-    int64_t completion_ns;  // when it left the server (== last_token_ns), -1 if rejected
+    int64_t arrival_ns;       // when it was due (== request arrival_ns)
+    int64_t admitted_ns;      // first time it was scheduled
+    int64_t seen_ns;          // when the loop took it into its queue (arrival + wake-up latency)
+    int64_t first_token_ns;   // end of the step that produced its first token
+    int64_t last_token_ns;    // end of the step that produced its last token
+    int64_t completion_ns;    // when it left the server (== last_token_ns), -1 if rejected
     uint32_t input_tokens;
-    uint32_t output_tokens; // generated
-    uint32_t cached_tokens; // prompt tokens found in the prefix cache at first admission
-    uint32_t preemptions;   // times it was evicted and recomputed
-    uint32_t status;        // ENG_REQ_DONE or ENG_REQ_REJECTED (longer than the arena)
+    uint32_t output_tokens;   // generated
+    uint32_t cached_tokens;   // prompt tokens found in the prefix cache at first admission
+    uint32_t preemptions;     // times it was evicted and recomputed
+    uint32_t status;          // ENG_REQ_DONE or ENG_REQ_REJECTED (longer than the arena)
 } eng_request_result;
 
 enum { ENG_STEP_PREFILL = 0, ENG_STEP_DECODE = 1, ENG_STEP_MIXED = 2 };
 
 typedef struct eng_step_record {
-    int64_t start_ns;        // wall clock since start of run
-    int64_t duration_ns;     // whole step: scheduling + forward passes + bookkeeping
-    int64_t forward_ns;      // forward passes as eng_last_forward_ns times them (device
-                             //   events on cuda); duration - forward = host overhead
-    uint32_t phase;          // ENG_STEP_*
-    uint32_t batch;          // sequences in the step
-    uint32_t tokens;         // tokens computed (prefill chunk tokens + decodes)
-    uint32_t prefill_tokens; // of which prefill
-    uint32_t context_tokens; // sum of the cached context the step attended over
-    int64_t after_ns;        // the loop's own time after the step until the next step began,
-                             //   waits for arrivals (and probes in them) excluded
-    int64_t cpu_ns;          // thread CPU time of the whole step (CLOCK_THREAD_CPUTIME_ID):
-                             //   what the step cost this thread, whatever else ran beside it
-    uint32_t decode_seqs;    // sequences that decoded one token
-    uint32_t decode_context; // sum of their contexts
-    uint32_t chunk0;         // its prefill chunks: chunks[chunk0 .. chunk0 + n_chunks)
+    int64_t start_ns;          // wall clock since start of run
+    int64_t duration_ns;       // whole step: scheduling + forward passes + bookkeeping
+    int64_t forward_ns;        // forward passes as eng_last_forward_ns times them (device
+                               //   events on cuda); duration - forward = host overhead
+    uint32_t phase;            // ENG_STEP_*
+    uint32_t batch;            // sequences in the step
+    uint32_t tokens;           // tokens computed (prefill chunk tokens + decodes)
+    uint32_t prefill_tokens;   // of which prefill
+    uint32_t context_tokens;   // sum of the cached context the step attended over
+    int64_t after_ns;          // the loop's own time after the step until the next step began,
+                               //   waits for arrivals (and probes in them) excluded
+    int64_t cpu_ns;            // thread CPU time of the whole step (CLOCK_THREAD_CPUTIME_ID):
+                               //   what the step cost this thread, whatever else ran beside it
+    uint32_t decode_seqs;      // sequences that decoded one token
+    uint32_t decode_context;   // sum of their contexts
+    uint32_t chunk0;           // its prefill chunks: chunks[chunk0 .. chunk0 + n_chunks)
     uint32_t n_chunks;
 } eng_step_record;
 
@@ -330,21 +331,21 @@ typedef struct eng_chunk {
 } eng_chunk;
 
 typedef struct eng_serve_result {
-    eng_request_result *requests; // [n_requests], same order as the input
+    eng_request_result *requests;   // [n_requests], same order as the input
     size_t n_requests;
-    eng_step_record *steps; // [n_steps]
+    eng_step_record *steps;   // [n_steps]
     size_t n_steps;
-    eng_chunk *chunks; // [n_chunks], referenced by steps
+    eng_chunk *chunks;   // [n_chunks], referenced by steps
     size_t n_chunks;
-    int64_t idle_ns;  // time the loop waited for arrivals (sleeping or in idle_hook)
-    int64_t probe_ns; // of which spent in idle_hook
-    int64_t late_ns;  // sum over waits of how late the loop woke after the arrival it awaited
+    int64_t idle_ns;    // time the loop waited for arrivals (sleeping or in idle_hook)
+    int64_t probe_ns;   // of which spent in idle_hook
+    int64_t late_ns;    // sum over waits of how late the loop woke after the arrival it awaited
     uint64_t preemptions;
-    uint64_t prompt_tokens;  // sum of input tokens (first admissions)
-    uint64_t cached_tokens;  // of which served from the prefix cache
-    uint64_t prefill_tokens; // prefill tokens computed (recomputes included)
+    uint64_t prompt_tokens;    // sum of input tokens (first admissions)
+    uint64_t cached_tokens;    // of which served from the prefix cache
+    uint64_t prefill_tokens;   // prefill tokens computed (recomputes included)
     uint64_t decode_tokens;
-    int64_t wall_ns; // run length
+    int64_t wall_ns;   // run length
     char hardware[ENG_NAME_MAX];
     char model[ENG_NAME_MAX];
     char backend[8];

@@ -56,8 +56,7 @@ static kvf_status parse_args(int argc, char **argv, args *a, kvf_err *err) {
                                 argv[i]);
             else
                 a->max_ratio = v;
-        }
-        else if (!strcmp(s, "--model") && has)
+        } else if (!strcmp(s, "--model") && has)
             a->model = argv[++i];
         else if (!strcmp(s, "--backend") && has)
             a->backend = argv[++i];
@@ -76,8 +75,9 @@ static kvf_status parse_args(int argc, char **argv, args *a, kvf_err *err) {
                 a->seed = v;
         } else if (s[0] != '-' && !a->what) {
             a->what = s;
-        } else if (kvf_cli_missing_value(s, !has, "--model --backend -o --output --check "
-                                                  "--threads --seed --bound-ms --max-ratio")) {
+        } else if (kvf_cli_missing_value(s, !has,
+                                         "--model --backend -o --output --check "
+                                         "--threads --seed --bound-ms --max-ratio")) {
             return kvf_fail(err, KVF_EINVAL, "engine %s: option '%s' needs a value", argv[1], s);
         } else {
             return kvf_fail(err, KVF_EINVAL, "engine %s: unknown option '%s'", argv[1], s);
@@ -88,13 +88,17 @@ static kvf_status parse_args(int argc, char **argv, args *a, kvf_err *err) {
 
 static int cmd_profile(const args *a) {
     kvf_err err = {0};
-    eng_profile_config c = {
-        .model = a->model, .threads = a->threads, .quick = a->quick, .seed = a->seed,
-        .cpu_clock = a->cpu_clock, .check_bound_ms = a->bound_ms, .check_max_ratio = a->max_ratio};
+    eng_profile_config c = {.model = a->model,
+                            .threads = a->threads,
+                            .quick = a->quick,
+                            .seed = a->seed,
+                            .cpu_clock = a->cpu_clock,
+                            .check_bound_ms = a->bound_ms,
+                            .check_max_ratio = a->max_ratio};
     kvf_status st = KVF_OK;
     if (a->backend && (st = eng_backend_parse(a->backend, &c.backend, &err))) return fail(st, &err);
     if (a->check) {
-        if (!a->backend) { // the profile's own backend
+        if (!a->backend) {   // the profile's own backend
             char *text = NULL;
             size_t len;
             if (kvf_read_file(a->check, &text, &len, &err) == KVF_OK) {

@@ -18,15 +18,15 @@ extern "C" {
 // One forward pass. Sequence i owns tokens [start[i], start[i] + nnew[i]) of the batch, at
 // positions ctx[i] .. ctx[i] + nnew[i] - 1; its block table is table[i * table_stride ...].
 typedef struct eng_batch {
-    uint32_t nseq;         // sequences
-    uint32_t ntok;         // new tokens, all sequences
-    const int32_t *tokens; // [ntok] token ids
-    const int32_t *pos;    // [ntok] absolute positions
-    const uint32_t *start; // [nseq] first token of sequence i in the batch
-    const uint32_t *nnew;  // [nseq] new tokens of sequence i
-    const uint32_t *ctx;   // [nseq] tokens already in KV before this pass
-    const int32_t *table;  // [nseq * table_stride] physical block ids
-    uint32_t table_stride; // entries per sequence (max blocks of a sequence)
+    uint32_t nseq;           // sequences
+    uint32_t ntok;           // new tokens, all sequences
+    const int32_t *tokens;   // [ntok] token ids
+    const int32_t *pos;      // [ntok] absolute positions
+    const uint32_t *start;   // [nseq] first token of sequence i in the batch
+    const uint32_t *nnew;    // [nseq] new tokens of sequence i
+    const uint32_t *ctx;     // [nseq] tokens already in KV before this pass
+    const int32_t *table;    // [nseq * table_stride] physical block ids
+    uint32_t table_stride;   // entries per sequence (max blocks of a sequence)
 } eng_batch;
 
 enum { ENG_CUDA_OK = 0, ENG_CUDA_NODEV = 1, ENG_CUDA_NOMEM = 2, ENG_CUDA_FAIL = 3 };
@@ -34,24 +34,24 @@ enum { ENG_CUDA_OK = 0, ENG_CUDA_NODEV = 1, ENG_CUDA_NOMEM = 2, ENG_CUDA_FAIL = 
 // Weight offsets of one layer (elements; (size_t)-1 = absent), as in eng_layer_layout.
 typedef struct eng_cuda_layer {
     size_t attn_norm, wqkv, wo, ffn_norm, w_gu, w_down, router, exp_gu, exp_down, sh_gu, sh_down;
-    uint32_t windowed; // layer uses the sliding window
-    uint32_t moe;      // layer has routed experts
+    uint32_t windowed;   // layer uses the sliding window
+    uint32_t moe;        // layer has routed experts
 } eng_cuda_layer;
 
 typedef struct eng_cuda_spec {
     uint32_t layers, hidden, heads, kv_heads, head_dim, ffn, vocab;
-    uint32_t experts, experts_active, expert_ffn, shared_ffn; // shared_ffn = shared*expert_ffn
+    uint32_t experts, experts_active, expert_ffn, shared_ffn;   // shared_ffn = shared*expert_ffn
     uint32_t window;
     float rope_theta, norm_eps;
     uint64_t seed;
-    size_t embed, final_norm, lm_head, total; // weight arena (elements)
-    const eng_cuda_layer *layer;              // [layers]
-    uint32_t n_tensors;                       // weight init table (see eng_layout_tensor)
+    size_t embed, final_norm, lm_head, total;   // weight arena (elements)
+    const eng_cuda_layer *layer;                // [layers]
+    uint32_t n_tensors;                         // weight init table (see eng_layout_tensor)
     const size_t *t_off, *t_n;
     const uint32_t *t_kind, *t_cols;
-    uint32_t nblocks, block_tokens; // KV arena
+    uint32_t nblocks, block_tokens;   // KV arena
     uint32_t max_step_tokens, max_seqs, max_context, max_blocks;
-    double mem_limit_bytes; // 0 = free device memory
+    double mem_limit_bytes;   // 0 = free device memory
 } eng_cuda_spec;
 
 typedef struct eng_cuda_ctx eng_cuda_ctx;

@@ -108,11 +108,10 @@ double eng_cuda_bench_gemm(int M, int N, int K, int iters) {
 }
 double eng_cuda_bench_decode_attn(int batch, int context, int heads, int kv_heads, int head_dim,
                                   int block_tokens, int iters) {
-    return eng_cuda_load(NULL, 0)
-               ? -1
-               : g_cu.bench_decode_attn(batch, context, heads, kv_heads, head_dim, block_tokens,
-                                        iters);
+    return eng_cuda_load(NULL, 0) ? -1
+                                  : g_cu.bench_decode_attn(batch, context, heads, kv_heads,
+                                                           head_dim, block_tokens, iters);
 }
 #else
-typedef int eng_cuda_load_unused; // ISO C: a translation unit is not empty
+typedef int eng_cuda_load_unused;   // ISO C: a translation unit is not empty
 #endif

@@ -160,7 +160,7 @@ kvf_status eng_create(eng_engine **out, const eng_model_desc *m, const eng_optio
     e->bt = opt.block_tokens;
     e->max_blocks = (opt.max_context + e->bt - 1) / e->bt;
     uint64_t nb = opt.kv_blocks;
-    if (!nb) { // default: every sequence at max_context, within a KV budget
+    if (!nb) {   // default: every sequence at max_context, within a KV budget
         double budget = opt.backend == ENG_BACKEND_CUDA ? 16.0 * (1 << 30) : 1.0 * (1 << 30);
         double per_block = (double)m->layers * 2 * e->bt * m->kv_heads * m->head_dim *
                            (opt.backend == ENG_BACKEND_CUDA ? 2 : 4);

@@ -8,23 +8,23 @@
 #define ENG_INT_H
 
 #include "eng.h"
-#include "eng_cuda.h" // plain C: eng_batch and the CUDA backend's entry points
+#include "eng_cuda.h"   // plain C: eng_batch and the CUDA backend's entry points
 
 typedef struct eng_block {
-    uint32_t refs;               // sequences holding it
-    uint32_t hnext;              // next block in the same hash bucket (UINT32_MAX = end)
-    uint32_t lru_prev, lru_next; // evictable list (refs == 0 and hashed)
-    uint64_t hash;               // chained hash when registered
-    bool hashed;                 // findable in the prefix table
+    uint32_t refs;                 // sequences holding it
+    uint32_t hnext;                // next block in the same hash bucket (UINT32_MAX = end)
+    uint32_t lru_prev, lru_next;   // evictable list (refs == 0 and hashed)
+    uint64_t hash;                 // chained hash when registered
+    bool hashed;                   // findable in the prefix table
 } eng_block;
 
 struct eng_seq {
-    uint32_t slot;    // index in the engine's sequence table
-    uint32_t len;     // tokens in KV
-    uint32_t nblocks; // blocks in the table
-    uint32_t *table;  // [max_blocks] block ids
-    int32_t *tok;     // [max_context] token ids (for hashing full blocks)
-    uint64_t *bhash;  // [max_blocks] chained hash of each full block
+    uint32_t slot;      // index in the engine's sequence table
+    uint32_t len;       // tokens in KV
+    uint32_t nblocks;   // blocks in the table
+    uint32_t *table;    // [max_blocks] block ids
+    int32_t *tok;       // [max_context] token ids (for hashing full blocks)
+    uint64_t *bhash;    // [max_blocks] chained hash of each full block
 };
 
 typedef struct eng_cpu eng_cpu;
@@ -35,15 +35,15 @@ struct eng_engine {
     eng_layout lay;
     char hw[ENG_NAME_MAX];
     // KV block manager
-    uint32_t nblocks, bt, max_blocks; // arena blocks, tokens/block, blocks per sequence
-    size_t block_elems;               // elements of one block (all layers, K and V)
+    uint32_t nblocks, bt, max_blocks;   // arena blocks, tokens/block, blocks per sequence
+    size_t block_elems;                 // elements of one block (all layers, K and V)
     eng_block *blocks;
     uint32_t *free_stack, nfree;
     uint32_t lru_head, lru_tail, ncached;
     uint32_t *buckets, bucket_mask;
     uint64_t hit_blocks, evictions;
     // sequences
-    eng_seq **seqs; // [max_seqs], NULL = free slot
+    eng_seq **seqs;   // [max_seqs], NULL = free slot
     uint32_t nseqs_open;
     // batch scratch
     int32_t *b_tokens, *b_pos, *b_table;
@@ -52,11 +52,11 @@ struct eng_engine {
     int32_t *route_idx;
     float *route_w;
     uint32_t route_ntok;
-    float *router_bias; // [experts] or NULL
+    float *router_bias;   // [experts] or NULL
     int64_t last_forward_ns;
     double bytes_w, bytes_kv, bytes_act;
     eng_cpu *cpu;
-    void *cuda; // eng_cuda_ctx *
+    void *cuda;   // eng_cuda_ctx *
 };
 
 // ---- eng_model.c --------------------------------------------------------------------------
@@ -78,7 +78,7 @@ static inline uint64_t eng_mix64(uint64_t z) {
 static inline float eng_weight_value(uint64_t seed, uint32_t tensor, uint64_t j, uint32_t kind,
                                      uint32_t cols) {
     uint64_t h = eng_mix64(eng_mix64(seed * 0x100000001b3ULL + tensor) + j);
-    float u = (float)(h >> 40) * (1.0f / 8388608.0f) - 1.0f; // [-1, 1)
+    float u = (float)(h >> 40) * (1.0f / 8388608.0f) - 1.0f;   // [-1, 1)
     if (kind == 1) return 1.0f + 0.1f * u;
     if (kind == 2) return u;
     return u * (1.7320508f / __builtin_sqrtf((float)cols));

@@ -32,7 +32,7 @@ kvf_status eng_kv_init(eng_engine *e, kvf_err *err) {
         e->buckets[i] = NIL;
     for (uint32_t i = 0; i < n; i++) {
         e->blocks[i].hnext = e->blocks[i].lru_prev = e->blocks[i].lru_next = NIL;
-        e->free_stack[i] = n - 1 - i; // pop gives block 0 first
+        e->free_stack[i] = n - 1 - i;   // pop gives block 0 first
     }
     e->nfree = n;
     e->lru_head = e->lru_tail = NIL;
@@ -81,7 +81,7 @@ static void lru_unlink(eng_engine *e, uint32_t b) {
     e->ncached--;
 }
 
-static void lru_push(eng_engine *e, uint32_t b) { // newest at the tail
+static void lru_push(eng_engine *e, uint32_t b) {   // newest at the tail
     eng_block *k = &e->blocks[b];
     k->lru_prev = e->lru_tail;
     k->lru_next = NIL;
@@ -119,7 +119,7 @@ static void block_release(eng_engine *e, uint32_t b) {
 }
 
 static uint64_t block_hash(uint64_t prev, const int32_t *tok, uint32_t n) {
-    uint64_t h = kvf_hash_combine(prev, 0x6b766665u); // "kvfe": chain start marker
+    uint64_t h = kvf_hash_combine(prev, 0x6b766665u);   // "kvfe": chain start marker
     for (uint32_t i = 0; i < n; i++)
         h = kvf_hash_combine(h, (uint64_t)(uint32_t)tok[i]);
     return h;

@@ -63,7 +63,7 @@ static bool parse_u32(const char *s, uint32_t *out) {
     if (!*s) return false;
     char *end;
     errno = 0;
-    double d = strtod(s, &end); // accepts 4096, 4.096e3
+    double d = strtod(s, &end);   // accepts 4096, 4.096e3
     if (errno || *trim(end) || d < 0 || d > 4294967295.0 || d != floor(d)) return false;
     *out = (uint32_t)d;
     return true;
@@ -367,22 +367,22 @@ void eng_step_work(const eng_model_desc *m, uint32_t nseq, const uint32_t *new_t
             kv_read += span;
         }
         fl += 4 * keys * H * hd;
-        by += (kv_read + T) * 2 * KV * hd * elem_bytes; // read K,V once per sequence + write
+        by += (kv_read + T) * 2 * KV * hd * elem_bytes;   // read K,V once per sequence + write
         if (!eng_layer_moe(m, l)) {
             fl += 2 * T * 3 * d * m->ffn;
             by += 3 * d * m->ffn * elem_bytes;
         } else {
             double f = m->expert_ffn, k = m->experts_active, E = m->experts;
             double S = (double)m->shared_experts * f;
-            fl += 2 * T * d * E; // router
+            fl += 2 * T * d * E;   // router
             fl += 2 * T * k * 3 * d * f + 2 * T * 3 * d * S;
-            double touched = E * (1 - pow(1 - k / E, T)); // expected distinct experts hit
+            double touched = E * (1 - pow(1 - k / E, T));   // expected distinct experts hit
             by += (d * E + touched * 3 * d * f + 3 * d * S) * elem_bytes;
         }
-        by += 2 * T * d * 4 * 4; // residual stream traffic (fp32)
+        by += 2 * T * d * 4 * 4;   // residual stream traffic (fp32)
     }
-    fl += 2 * nseq * d * m->vocab; // LM head, last token per sequence
-    by += (double)m->vocab * d * elem_bytes + T * d * elem_bytes; // head + embedding rows
+    fl += 2 * nseq * d * m->vocab;   // LM head, last token per sequence
+    by += (double)m->vocab * d * elem_bytes + T * d * elem_bytes;   // head + embedding rows
     *flops = fl;
     *bytes = by;
 }

@@ -15,11 +15,11 @@
 #include "eng_int.h"
 
 typedef struct grid {
-    const uint32_t *pt, *pc; // prefill new tokens x context
+    const uint32_t *pt, *pc;   // prefill new tokens x context
     uint32_t npt, npc;
-    const uint32_t *db, *dc; // decode batch x mean context
+    const uint32_t *db, *dc;   // decode batch x mean context
     uint32_t ndb, ndc;
-    const uint32_t *hb; // host-overhead batches
+    const uint32_t *hb;   // host-overhead batches
     uint32_t nhb;
     uint32_t repeats;
 } grid;
@@ -54,7 +54,7 @@ static grid pick_grid(bool quick, bool gpu) {
 
 typedef struct stat3 {
     double med, p10, p90;
-    uint32_t n; // repeats measured
+    uint32_t n;   // repeats measured
 } stat3;
 
 static stat3 stats(double *v, uint32_t n) {
@@ -70,7 +70,8 @@ enum { MAX_REPS = 41 };
 
 static bool more_reps(uint32_t done, uint32_t reps, double total) {
     // quick sweeps (3 repeats) settle for half the measured time
-    return done < reps || (total < (reps <= 3 ? MIN_TOTAL_NS / 2 : MIN_TOTAL_NS) && done < MAX_REPS);
+    return done < reps ||
+           (total < (reps <= 3 ? MIN_TOTAL_NS / 2 : MIN_TOTAL_NS) && done < MAX_REPS);
 }
 
 static void put_row(FILE *f, FILE *prog, const eng_engine *e, const char *op, uint32_t batch,
@@ -102,13 +103,13 @@ static kvf_status time_prefill(eng_engine *e, uint32_t T, uint32_t C, uint32_t r
         if ((st = eng_seq_open(e, tok, 1, &s[k], NULL, err))) goto done;
         if ((st = eng_seq_extend_synthetic(e, s[k], C, 1000 + k, err))) {
             if (k == 0) goto done;
-            eng_seq_close(e, s[k]); // no room for a second set: reuse the first
+            eng_seq_close(e, s[k]);   // no room for a second set: reuse the first
             s[k] = NULL;
             nsets = 1;
             st = KVF_OK;
         }
     }
-    for (uint32_t r = 0; r == 0 || more_reps(done, reps, total); r++) { // r == 0: warm-up
+    for (uint32_t r = 0; r == 0 || more_reps(done, reps, total); r++) {   // r == 0: warm-up
         eng_seq *q = s[r % nsets];
         for (uint32_t i = 0; i < T; i++)
             tok[i] = (int32_t)tok_of((uint64_t)r * 131 + i, e->m.vocab);
@@ -149,7 +150,7 @@ static kvf_status time_decode(eng_engine *e, uint32_t B, uint32_t C, uint32_t re
             if ((st = eng_seq_open(e, tok, 1, q, NULL, err)) ||
                 (st = eng_seq_extend_synthetic(e, *q, ctx[i], 99 * k + i, err))) {
                 if (k == 0) goto done;
-                nsets = 1; // tight arena: one set only
+                nsets = 1;   // tight arena: one set only
                 break;
             }
         }
@@ -161,7 +162,7 @@ static kvf_status time_decode(eng_engine *e, uint32_t B, uint32_t C, uint32_t re
         }
         st = KVF_OK;
     }
-    for (uint32_t r = 0; r == 0 || more_reps(done, reps, total); r++) { // r == 0: warm-up
+    for (uint32_t r = 0; r == 0 || more_reps(done, reps, total); r++) {   // r == 0: warm-up
         eng_seq **q = s + (size_t)(r % nsets) * B;
         for (uint32_t i = 0; i < B; i++)
             tok[i] = (int32_t)tok_of((uint64_t)r * 31 + i, e->m.vocab);
@@ -385,8 +386,8 @@ kvf_status eng_profile_check(const eng_profile_config *c, const char *path, FILE
 // What the header lines of a profile say, and its prefill/decode rows.
 typedef struct check_profile {
     char model[ENG_NAME_MAX], backend[16], hardware[ENG_NAME_MAX];
-    bool cpu;   // timed by the thread's CPU clock: so is the check
-    crow *rows; // nr rows, owned
+    bool cpu;     // timed by the thread's CPU clock: so is the check
+    crow *rows;   // nr rows, owned
     size_t nr;
 } check_profile;
 
@@ -439,7 +440,7 @@ static uint32_t check_pick(const check_profile *p, double bound_ns, crow *probe)
     for (int op = 0; op < 2; op++) {
         const char *want = op ? "decode" : "prefill";
         size_t idx[512], k = 0;
-        size_t small = SIZE_MAX; // the smallest row: probed when none is within the bound
+        size_t small = SIZE_MAX;   // the smallest row: probed when none is within the bound
         for (size_t i = 0; i < p->nr && k < 512; i++) {
             if (strcmp(rows[i].op, want)) continue;
             if (rows[i].med <= bound_ns) idx[k++] = i;
@@ -531,8 +532,8 @@ kvf_status eng_profile_check_ratio(const eng_profile_config *c, const char *path
     if (p.hardware[0] && strcmp(p.hardware, eng_hardware_id(e))) {
         fprintf(out, "# warning: the profile was measured on '%s', this machine is '%s'\n",
                 p.hardware, eng_hardware_id(e));
-        fprintf(stderr, "kvfleet: warning: %s was measured on '%s', this machine is '%s'\n",
-                path, p.hardware, eng_hardware_id(e));
+        fprintf(stderr, "kvfleet: warning: %s was measured on '%s', this machine is '%s'\n", path,
+                p.hardware, eng_hardware_id(e));
     }
     double ratios[CHECK_PROBES];
     uint32_t outside = 0;
@@ -558,8 +559,9 @@ done:
 // serving loop's idle gaps) and after a serve: how much the machine's speed moved.
 static const struct {
     bool decode;
-    uint32_t n, ctx; // prefill: tokens over ctx; decode: batch at ctx each
-} PROBE_SHAPES[ENG_PROBE_SHAPES] = {{false, 12, 0}, {false, 128, 256}, {true, 4, 256}, {true, 16, 512}};
+    uint32_t n, ctx;   // prefill: tokens over ctx; decode: batch at ctx each
+} PROBE_SHAPES[ENG_PROBE_SHAPES] = {
+    {false, 12, 0}, {false, 128, 256}, {true, 4, 256}, {true, 16, 512}};
 
 struct eng_prober {
     eng_engine *e;

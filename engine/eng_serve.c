@@ -21,9 +21,9 @@ enum { ST_PENDING = 0, ST_WAITING, ST_PREFILL, ST_DECODE, ST_DONE, ST_REJECTED }
 typedef struct rq {
     uint32_t state;
     eng_seq *seq;
-    int32_t *tok;    // prompt then generated tokens
-    uint32_t ntok;   // prompt + generated
-    uint32_t target; // tokens to hold in KV before decoding (ntok at admission, or -1)
+    int32_t *tok;      // prompt then generated tokens
+    uint32_t ntok;     // prompt + generated
+    uint32_t target;   // tokens to hold in KV before decoding (ntok at admission, or -1)
     uint32_t generated;
     bool admitted_once;
 } rq;
@@ -35,13 +35,13 @@ typedef struct loop {
     size_t n;
     rq *rs;
     eng_serve_result *out;
-    uint32_t *waiting, nwait; // request indices, FIFO (front = 0)
-    uint32_t *running, nrun;  // admission order (last = newest)
+    uint32_t *waiting, nwait;   // request indices, FIFO (front = 0)
+    uint32_t *running, nrun;    // admission order (last = newest)
     int64_t t0, skew;
-    bool woke; // the last wait ended: arrivals taken next were seen at the wake-up
-    int64_t last_end, idle_at_end; // end of the last recorded step, idle_ns then
+    bool woke;   // the last wait ended: arrivals taken next were seen at the wake-up
+    int64_t last_end, idle_at_end;   // end of the last recorded step, idle_ns then
     size_t cap_steps, cap_chunks;
-    size_t left; // requests not yet done (rejected ones excluded)
+    size_t left;   // requests not yet done (rejected ones excluded)
 } loop;
 
 void eng_serve_config_default(eng_serve_config *c) {
@@ -157,16 +157,16 @@ static void record_step(loop *L, const eng_step_record *s) {
     L->out->steps[L->out->n_steps++] = *s;
 }
 
-enum { STEP_MAX = 1024 }; // sequences one step decodes (and prefills ending in a first token)
+enum { STEP_MAX = 1024 };   // sequences one step decodes (and prefills ending in a first token)
 
 // One step being assembled: its record, the decode batch, the prefills that end in a token.
 typedef struct step_batch {
     eng_step_record rec;
-    int64_t ts, fwd;          // start; forward time so far (ns)
-    eng_seq *dseq[STEP_MAX];  // decode batch: sequences, their last tokens, their next ones
+    int64_t ts, fwd;           // start; forward time so far (ns)
+    eng_seq *dseq[STEP_MAX];   // decode batch: sequences, their last tokens, their next ones
     int32_t dtok[STEP_MAX], dnext[STEP_MAX];
-    uint32_t dreq[STEP_MAX], nd; // request of each decode
-    uint32_t pdone[STEP_MAX], npd; // requests whose prefill finished with a new token
+    uint32_t dreq[STEP_MAX], nd;     // request of each decode
+    uint32_t pdone[STEP_MAX], npd;   // requests whose prefill finished with a new token
     int32_t pnext[STEP_MAX];
     uint32_t budget, slots;   // prefill tokens and sequences left in the step
     bool did;                 // something ran
@@ -222,14 +222,14 @@ static kvf_status step_admit(loop *L, step_batch *S, uint32_t ri, bool *wait, kv
     uint32_t cached = 0;
     *wait = false;
     kvf_status st = eng_seq_open(e, q->tok, q->target, &q->seq, &cached, err);
-    if (st == KVF_ENOMEM) { // no sequence slot: wait
+    if (st == KVF_ENOMEM) {   // no sequence slot: wait
         *wait = true;
         return KVF_OK;
     }
     if (st) return st;
     uint32_t rest = q->target - cached;
     if (eng_kv_blocks_needed(e, q->seq, rest) > eng_kv_blocks_available(e)) {
-        eng_seq_close(e, q->seq); // the whole prompt must fit to be admitted
+        eng_seq_close(e, q->seq);   // the whole prompt must fit to be admitted
         q->seq = NULL;
         *wait = true;
         return KVF_OK;
@@ -273,7 +273,7 @@ static kvf_status step_chunk(loop *L, step_batch *S, uint32_t ri, kvf_err *err) 
     S->did = true;
     if (len + chunk == q->target) {
         q->state = ST_DECODE;
-        if (q->target == q->ntok && S->npd < STEP_MAX) { // fresh prompt: its first token
+        if (q->target == q->ntok && S->npd < STEP_MAX) {   // fresh prompt: its first token
             S->pdone[S->npd] = ri;
             S->pnext[S->npd++] = next;
         }
@@ -376,7 +376,7 @@ static kvf_status step(loop *L, bool *did, kvf_err *err) {
         if (L->out->n_steps) L->out->steps[L->out->n_steps - 1].after_ns = gap > 0 ? gap : 0;
         L->last_end = te;
         L->idle_at_end = L->out->idle_ns;
-        rec->phase = rec->prefill_tokens == 0            ? ENG_STEP_DECODE
+        rec->phase = rec->prefill_tokens == 0             ? ENG_STEP_DECODE
                      : rec->prefill_tokens == rec->tokens ? ENG_STEP_PREFILL
                                                           : ENG_STEP_MIXED;
         record_step(L, rec);

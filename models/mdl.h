@@ -53,109 +53,116 @@ bool mdl_prec_parse(const char *s, mdl_prec *out);
 //   hca      owns a compressed KV pool (ratio R); attends every entry (no indexer)
 //   reindex  scores the last owner's pool with its own indexer queries, attends the top-k
 //   reuse    attends the selection of the last layer that scored (no KV, no indexer)
-typedef enum mdl_lkind { MDL_LK_SWA = 0, MDL_LK_CSA, MDL_LK_HCA, MDL_LK_REINDEX, MDL_LK_REUSE } mdl_lkind;
+typedef enum mdl_lkind {
+    MDL_LK_SWA = 0,
+    MDL_LK_CSA,
+    MDL_LK_HCA,
+    MDL_LK_REINDEX,
+    MDL_LK_REUSE
+} mdl_lkind;
 enum { MDL_LAYERS_MAX = 128, MDL_LCLASS_MAX = 24, MDL_ACCEPT_MAX = 16 };
 // Layers of one kind that cost the same per token (derived): same kind and ratio, same side
 // of the bounded-replay boundary, same candidate-pool cap.
 typedef struct mdl_lclass {
-    uint8_t kind;               // MDL_LK_*
-    bool bounded;               // decoder layer past the last KV owner: bounded prefill replay
-    bool pool_capped;           // its indexer scores only the candidate pool
-    uint16_t ratio;             // compression of the KV it attends (0: swa)
-    uint32_t count;             // layers
+    uint8_t kind;       // MDL_LK_*
+    bool bounded;       // decoder layer past the last KV owner: bounded prefill replay
+    bool pool_capped;   // its indexer scores only the candidate pool
+    uint16_t ratio;     // compression of the KV it attends (0: swa)
+    uint32_t count;     // layers
 } mdl_lclass;
 
 // A model, as read from models/<name>.yaml (flat scalar keys; see models/README.md).
 typedef struct mdl_model {
     char name[MDL_NAME_MAX];
-    uint32_t layers;            // transformer blocks
-    uint32_t hidden;            // d_model
-    uint32_t heads;             // query heads
-    uint32_t kv_heads;          // key/value heads (GQA)
-    uint32_t head_dim;          // per-head dimension
-    uint32_t ffn;               // dense FFN inner size (SwiGLU: 3 matrices)
-    uint32_t vocab;             // vocabulary size
-    mdl_attn attention;         // gqa, mla or dsa
-    uint32_t kv_lora_rank;      // MLA: compressed KV rank (0 otherwise)
-    uint32_t rope_dim;          // MLA: decoupled rope dims stored per token
-    uint32_t q_lora_rank;       // MLA: query compression rank
-    uint32_t index_heads;       // DSA: indexer heads (index_n_heads)
-    uint32_t index_head_dim;    // DSA: indexer head dimension (index_head_dim)
-    uint32_t index_topk;        // DSA: keys each query attends to (index_topk)
-    uint32_t experts;           // routed experts, 0 = dense
-    uint32_t experts_active;    // top-k
-    uint32_t shared_experts;    // always-on experts
-    uint32_t expert_ffn;        // inner size of one expert
-    uint32_t dense_layers;      // MoE: leading layers with a dense FFN
-    uint32_t window;            // sliding window in tokens, 0 = none
-    uint32_t window_layers;     // how many layers use the window (the rest are full attention)
-    double weight_bytes_per_param;    // 2 = bf16, 1 = fp8, 0.5 = fp4 (may be fractional)
-    double kv_bytes_per_elem;         // 2 = bf16 KV, 1 = fp8, 0.5 = fp4 (csa/hca: compressed KV)
-    double vision_params;       // vision encoder parameters, 0 = text only
-    uint32_t tokens_per_image;  // prompt tokens one image becomes
-    uint32_t max_context;       // longest sequence (prompt + answer) it serves, tokens; 0 = no
-                                // limit given (max_position_embeddings of its config.json)
-    bool tied_embeddings;       // output projection shares the input embedding matrix
-    double expert_weight_bytes_per_param;  // routed/shared expert weights; 0 = as the rest
-                                           // (gpt-oss MXFP4: 4.25 bits = 0.53125)
-    mdl_prec act_precision;     // GEMM inputs (the A of WxAy); AUTO: fp8 for <= fp8 weights, else bf16
+    uint32_t layers;                 // transformer blocks
+    uint32_t hidden;                 // d_model
+    uint32_t heads;                  // query heads
+    uint32_t kv_heads;               // key/value heads (GQA)
+    uint32_t head_dim;               // per-head dimension
+    uint32_t ffn;                    // dense FFN inner size (SwiGLU: 3 matrices)
+    uint32_t vocab;                  // vocabulary size
+    mdl_attn attention;              // gqa, mla or dsa
+    uint32_t kv_lora_rank;           // MLA: compressed KV rank (0 otherwise)
+    uint32_t rope_dim;               // MLA: decoupled rope dims stored per token
+    uint32_t q_lora_rank;            // MLA: query compression rank
+    uint32_t index_heads;            // DSA: indexer heads (index_n_heads)
+    uint32_t index_head_dim;         // DSA: indexer head dimension (index_head_dim)
+    uint32_t index_topk;             // DSA: keys each query attends to (index_topk)
+    uint32_t experts;                // routed experts, 0 = dense
+    uint32_t experts_active;         // top-k
+    uint32_t shared_experts;         // always-on experts
+    uint32_t expert_ffn;             // inner size of one expert
+    uint32_t dense_layers;           // MoE: leading layers with a dense FFN
+    uint32_t window;                 // sliding window in tokens, 0 = none
+    uint32_t window_layers;          // how many layers use the window (the rest are full attention)
+    double weight_bytes_per_param;   // 2 = bf16, 1 = fp8, 0.5 = fp4 (may be fractional)
+    double kv_bytes_per_elem;        // 2 = bf16 KV, 1 = fp8, 0.5 = fp4 (csa/hca: compressed KV)
+    double vision_params;            // vision encoder parameters, 0 = text only
+    uint32_t tokens_per_image;       // prompt tokens one image becomes
+    uint32_t max_context;            // longest sequence (prompt + answer) it serves, tokens; 0 = no
+                                     // limit given (max_position_embeddings of its config.json)
+    bool tied_embeddings;            // output projection shares the input embedding matrix
+    double expert_weight_bytes_per_param;   // routed/shared expert weights; 0 = as the rest
+                                            // (gpt-oss MXFP4: 4.25 bits = 0.53125)
+    mdl_prec
+        act_precision;   // GEMM inputs (the A of WxAy); AUTO: fp8 for <= fp8 weights, else bf16
     // csa / hca (DeepSeek-V4 family; models/README.md "Compressed attention"):
-    uint8_t layer_kind[MDL_LAYERS_MAX];   // MDL_LK_* per layer (layer_pattern)
-    uint16_t layer_ratio[MDL_LAYERS_MAX]; // compression ratio of the KV layer l attends (0: swa)
-    uint32_t pattern_layers;    // layers layer_pattern names (must equal layers)
-    uint32_t o_lora_rank;       // grouped low-rank output projection rank (0 = plain o_proj)
-    uint32_t o_groups;          // output projection groups
-    uint32_t compress_overlap;  // csa owners' compressor windows overlap this many blocks (>= 1)
-    bool index_compressor;      // csa owners compress index keys with a compressor of their own
-    uint32_t candidate_source_layer;  // layer whose selection forms the candidate pool
-    uint32_t candidate_blocks;        // candidate pool: blocks kept ...
-    uint32_t candidate_block_tokens;  // ... of this many compressed entries (0 = no pool)
-    bool candidate_caps_scoring;      // later indexers score only the pool (else: all entries)
-    uint32_t encoder_layers;    // encoder-decoder: layers [0, encoder_layers) encode (0 = none)
+    uint8_t layer_kind[MDL_LAYERS_MAX];     // MDL_LK_* per layer (layer_pattern)
+    uint16_t layer_ratio[MDL_LAYERS_MAX];   // compression ratio of the KV layer l attends (0: swa)
+    uint32_t pattern_layers;                // layers layer_pattern names (must equal layers)
+    uint32_t o_lora_rank;        // grouped low-rank output projection rank (0 = plain o_proj)
+    uint32_t o_groups;           // output projection groups
+    uint32_t compress_overlap;   // csa owners' compressor windows overlap this many blocks (>= 1)
+    bool index_compressor;       // csa owners compress index keys with a compressor of their own
+    uint32_t candidate_source_layer;   // layer whose selection forms the candidate pool
+    uint32_t candidate_blocks;         // candidate pool: blocks kept ...
+    uint32_t candidate_block_tokens;   // ... of this many compressed entries (0 = no pool)
+    bool candidate_caps_scoring;       // later indexers score only the pool (else: all entries)
+    uint32_t encoder_layers;   // encoder-decoder: layers [0, encoder_layers) encode (0 = none)
     uint32_t decoder_replay_tokens;   // prefill: decoder layers past the last KV owner compute
                                       // only the last R tokens of each chunk (0 = every token)
-    double swa_bytes_per_elem;  // window entry element size (0 = max(kv_bytes_per_elem, 1))
+    double swa_bytes_per_elem;        // window entry element size (0 = max(kv_bytes_per_elem, 1))
     double index_bytes_per_elem;      // index key element size (csa; 0 = kv_bytes_per_elem)
-    uint32_t kv_scale_block;    // sub-byte KV: one scale byte per this many elements (0 = none)
-    uint32_t index_scale_block; // sub-byte index keys: one scale byte per this many (0 = none)
-    bool kv_layout_physical;    // KV entries at an engine's physical layout (phys_*), not logical
-    double phys_kv_entry_bytes, phys_swa_entry_bytes, phys_index_entry_bytes;  // bytes per entry
-    double swa_lifetime_s;      // how long a sequence's SWA state is kept (0 = as the global KV)
-    double kv_lifetime_s;       // how long the global (compressed) KV is persisted (0 = scenario)
-    uint32_t hc_mult;           // mHC residual streams (0 or 1 = plain residual)
-    double engram_params;       // Engram hash-table parameters: memory, no FLOPs
-    double engram_bytes_per_param;    // their bytes per parameter (0 = weight_bytes_per_param)
-    double engram_bytes_per_token;    // bytes a token reads from the tables (all Engram layers)
-    double aux_params;          // GEMM parameters outside the blocks every token passes through
+    uint32_t kv_scale_block;      // sub-byte KV: one scale byte per this many elements (0 = none)
+    uint32_t index_scale_block;   // sub-byte index keys: one scale byte per this many (0 = none)
+    bool kv_layout_physical;      // KV entries at an engine's physical layout (phys_*), not logical
+    double phys_kv_entry_bytes, phys_swa_entry_bytes, phys_index_entry_bytes;   // bytes per entry
+    double swa_lifetime_s;   // how long a sequence's SWA state is kept (0 = as the global KV)
+    double kv_lifetime_s;    // how long the global (compressed) KV is persisted (0 = scenario)
+    uint32_t hc_mult;        // mHC residual streams (0 or 1 = plain residual)
+    double engram_params;    // Engram hash-table parameters: memory, no FLOPs
+    double engram_bytes_per_param;   // their bytes per parameter (0 = weight_bytes_per_param)
+    double engram_bytes_per_token;   // bytes a token reads from the tables (all Engram layers)
+    double aux_params;   // GEMM parameters outside the blocks every token passes through
     // DSpark block speculative decoding (mdl_spec_from_model; 0 layers = none)
     uint32_t dspark_layers, dspark_block, dspark_experts, dspark_experts_active;
     uint32_t dspark_markov_rank, dspark_taps;
-    uint32_t dspark_naccept;    // entries of dspark_accept
-    double dspark_accept[MDL_ACCEPT_MAX];  // P(draft i accepted | drafts before it accepted)
+    uint32_t dspark_naccept;                // entries of dspark_accept
+    double dspark_accept[MDL_ACCEPT_MAX];   // P(draft i accepted | drafts before it accepted)
     // derived by mdl_model_derive():
-    double params;              // total parameters
-    double active_params;       // parameters touched per token
-    double weight_bytes;        // bytes of all weights (experts at their own precision)
+    double params;                      // total parameters
+    double active_params;               // parameters touched per token
+    double weight_bytes;                // bytes of all weights (experts at their own precision)
     double kv_bytes_per_token;          // all layers that store KV (what HBM holds)
     double kv_bytes_per_token_full;     // full-attention layers only (what SWA persists)
     double kv_bytes_per_token_window;   // sliding-window layers only
-    uint32_t moe_layers;        // layers with routed experts (layers - dense_layers, or 0)
-    double embedding_params;    // input embedding table (a lookup, not a GEMM)
-    double expert_params;       // parameters of one routed expert (3 * hidden * expert_ffn)
-    double dense_weight_bytes;  // weights outside the experts (attention, dense FFN, embeddings)
-    double expert_weight_bytes; // routed + shared expert weights
-    double kv_bytes_per_token_layer;    // one layer's KV bytes per token (DSA: latent + index key)
-    double index_bytes_per_token_layer; // DSA: the FP8 index key + its fp32 scale (0 otherwise)
+    uint32_t moe_layers;                // layers with routed experts (layers - dense_layers, or 0)
+    double embedding_params;            // input embedding table (a lookup, not a GEMM)
+    double expert_params;               // parameters of one routed expert (3 * hidden * expert_ffn)
+    double dense_weight_bytes;    // weights outside the experts (attention, dense FFN, embeddings)
+    double expert_weight_bytes;   // routed + shared expert weights
+    double kv_bytes_per_token_layer;   // one layer's KV bytes per token (DSA: latent + index key)
+    double index_bytes_per_token_layer;   // DSA: the FP8 index key + its fp32 scale (0 otherwise)
     // csa / hca (derived; 0 otherwise):
-    double kv_entry_bytes;      // one compressed KV entry (logical or physical layout)
-    double swa_entry_bytes;     // one sliding-window entry
-    double index_entry_bytes;   // one compressed index key
-    double swa_state_bytes;     // fixed per-sequence compressor state (FP32 partial groups)
-    uint32_t replay_start_layer;      // first bounded decoder layer (layers = none)
-    double active_params_prefill;     // per prompt token past the last R of its chunk (no
-                                      // bounded layers, no output projection)
-    double bounded_dense_params;      // non-expert block parameters of the bounded layers
-    uint32_t bounded_moe_layers;      // MoE layers among the bounded layers
+    double kv_entry_bytes;          // one compressed KV entry (logical or physical layout)
+    double swa_entry_bytes;         // one sliding-window entry
+    double index_entry_bytes;       // one compressed index key
+    double swa_state_bytes;         // fixed per-sequence compressor state (FP32 partial groups)
+    uint32_t replay_start_layer;    // first bounded decoder layer (layers = none)
+    double active_params_prefill;   // per prompt token past the last R of its chunk (no
+                                    // bounded layers, no output projection)
+    double bounded_dense_params;    // non-expert block parameters of the bounded layers
+    uint32_t bounded_moe_layers;    // MoE layers among the bounded layers
     uint32_t nlclass;
     mdl_lclass lclass[MDL_LCLASS_MAX];
 } mdl_model;
@@ -228,28 +235,28 @@ const char *mdl_kkind_name(mdl_kkind k);
 
 typedef struct mdl_hardware {
     char name[MDL_NAME_MAX];
-    double bf16_flops;          // dense peak FLOP/s per GPU
-    double fp8_flops;           // dense peak FLOP/s per GPU
-    double fp4_flops;           // dense peak FP4 FLOP/s per GPU (0 = no FP4 tensor path)
-    double hbm_bytes;           // bytes of HBM per GPU
-    double hbm_Bps;             // HBM bandwidth, bytes/s
-    double scaleup_Bps;         // NVLink-class bandwidth per GPU, bidirectional bytes/s
-    double pcie_Bps;            // host-device bandwidth per direction, bytes/s
-    double nic_Bps;             // effective network bandwidth per GPU, bytes/s
-    double power_idle_w;        // board power idle (powered, no work), W (`power_w.idle`)
-    double power_peak_w;        // board power at full load (TDP), W (`power_w.peak`)
-    uint32_t scaleup_domain;    // GPUs joined by the scale-up fabric (8 for HGX, 72 for NVL72)
-    char path[1024];            // file it was read from (for messages)
-    uint32_t nkrows;            // kernel table rows, in file order
+    double bf16_flops;         // dense peak FLOP/s per GPU
+    double fp8_flops;          // dense peak FLOP/s per GPU
+    double fp4_flops;          // dense peak FP4 FLOP/s per GPU (0 = no FP4 tensor path)
+    double hbm_bytes;          // bytes of HBM per GPU
+    double hbm_Bps;            // HBM bandwidth, bytes/s
+    double scaleup_Bps;        // NVLink-class bandwidth per GPU, bidirectional bytes/s
+    double pcie_Bps;           // host-device bandwidth per direction, bytes/s
+    double nic_Bps;            // effective network bandwidth per GPU, bytes/s
+    double power_idle_w;       // board power idle (powered, no work), W (`power_w.idle`)
+    double power_peak_w;       // board power at full load (TDP), W (`power_w.peak`)
+    uint32_t scaleup_domain;   // GPUs joined by the scale-up fabric (8 for HGX, 72 for NVL72)
+    char path[1024];           // file it was read from (for messages)
+    uint32_t nkrows;           // kernel table rows, in file order
     mdl_krow krows[MDL_KROWS_MAX];
     // the rows sorted once at load (mdl_hardware_index): by kind, then the columns naming a
     // series (GEMM n, k; attention heads; MoE shape and layout; EP mode; all-reduce GPUs),
     // then the axes the figure varies along (m, batch, context, seqlen, tokens, ep, bytes)
     uint16_t order[MDL_KROWS_MAX];
-    uint16_t kind_at[MDL_K_KINDS + 1];  // order[kind_at[k] .. kind_at[k + 1]) are kind k
-    bool indexed;               // order and kind_at describe krows
+    uint16_t kind_at[MDL_K_KINDS + 1];   // order[kind_at[k] .. kind_at[k + 1]) are kind k
+    bool indexed;                        // order and kind_at describe krows
     uint32_t nsources;
-    char sources[MDL_KSRCS_MAX][MDL_KSRC_MAX];  // repository + file + commit, or paper + table
+    char sources[MDL_KSRCS_MAX][MDL_KSRC_MAX];   // repository + file + commit, or paper + table
 } mdl_hardware;
 
 // The source string of row r of h.
@@ -295,7 +302,9 @@ kvf_status mdl_hardware_check_file(const char *name_or_path, const char *models_
 // and the simulator refuses the run naming the keys.
 #define MDL_MAX_STEP_NS 3.6e12
 static inline int64_t mdl_ns(double ns) {
-    return ns >= 0 && ns <= MDL_MAX_STEP_NS ? (int64_t)llround(ns) : ns >= 0 || ns != ns ? (int64_t)(MDL_MAX_STEP_NS + 1) : 0;
+    return ns >= 0 && ns <= MDL_MAX_STEP_NS ? (int64_t)llround(ns)
+           : ns >= 0 || ns != ns            ? (int64_t)(MDL_MAX_STEP_NS + 1)
+                                            : 0;
 }
 
 // Bounds for YAML input (models/mdl_yaml_guard.c): nesting depth, and nodes once aliases are
@@ -345,16 +354,15 @@ mdl_prec mdl_model_gemm_precision(const mdl_model *m, double weight_bytes);
 // (fp4 -> fp8 -> bf16).
 double mdl_hw_peak(const mdl_hardware *hw, mdl_prec p);
 
-
 // Parallelism inside one instance.
 typedef struct mdl_parallel {
-    uint32_t gpus;              // GPUs per instance (tp * ep layout folded in)
-    uint32_t tp;                // tensor-parallel degree (attention/dense FFN split)
-    uint32_t ep;                // expert-parallel degree (MoE experts spread)
-    double ep_skew;             // >= 1: load of the hottest GPU over the mean (MoE layers)
-    uint32_t route_nodes;       // node-limited routing: a token's experts lie on at most this
-                                // many scale-up domains (DeepSeek-V3: 4); 0 = unlimited
-    bool two_batch;             // two micro-batches overlap EP/TP communication with compute
+    uint32_t gpus;          // GPUs per instance (tp * ep layout folded in)
+    uint32_t tp;            // tensor-parallel degree (attention/dense FFN split)
+    uint32_t ep;            // expert-parallel degree (MoE experts spread)
+    double ep_skew;         // >= 1: load of the hottest GPU over the mean (MoE layers)
+    uint32_t route_nodes;   // node-limited routing: a token's experts lie on at most this
+                            // many scale-up domains (DeepSeek-V3: 4); 0 = unlimited
+    bool two_batch;         // two micro-batches overlap EP/TP communication with compute
 } mdl_parallel;
 
 // One GPU, tp = ep = 1, no skew.
@@ -410,11 +418,11 @@ typedef struct mdl_decode_sum {
 
 typedef struct mdl_batch {
     mdl_phase phase;
-    const mdl_seq *seqs;        // n entries
+    const mdl_seq *seqs;   // n entries
     uint32_t n;
-    uint32_t images;            // vision phase: images to encode
-    const mdl_decode_sum *dsum; // more decode sequences as sums (NULL = none); they count as
-                                // sequences of the batch in every phase but vision
+    uint32_t images;              // vision phase: images to encode
+    const mdl_decode_sum *dsum;   // more decode sequences as sums (NULL = none); they count as
+                                  // sequences of the batch in every phase but vision
 } mdl_batch;
 
 // The model's context caps (MDL_CAPS entries, 0 = none): caps[MDL_CAP_WINDOW] = window,
@@ -429,17 +437,17 @@ void mdl_decode_sum_add(mdl_decode_sum *d, const uint32_t caps[MDL_CAPS], double
 uint32_t mdl_batch_size(const mdl_batch *b);
 
 typedef struct mdl_step_cost {
-    int64_t ns;                 // step duration
-    double flops;               // FLOPs executed by the instance
-    double bytes;               // HBM bytes moved
-    double comm_bytes;          // scale-up bytes
-    bool extrapolated;          // calibrated model left its measured range
-    int64_t comm_ns;            // part of ns spent in TP/EP collectives (roofline term)
-    int64_t host_ns;            // part of ns spent by the host outside the forward pass
-                                // (calibrated: the profile's host_overhead; roofline: the
-                                // step overhead)
-    bool compute_bound;         // the largest work group was limited by FLOP/s, not bytes
-    bool table_fallback;        // table model: an applicable term came from the roofline
+    int64_t ns;            // step duration
+    double flops;          // FLOPs executed by the instance
+    double bytes;          // HBM bytes moved
+    double comm_bytes;     // scale-up bytes
+    bool extrapolated;     // calibrated model left its measured range
+    int64_t comm_ns;       // part of ns spent in TP/EP collectives (roofline term)
+    int64_t host_ns;       // part of ns spent by the host outside the forward pass
+                           // (calibrated: the profile's host_overhead; roofline: the
+                           // step overhead)
+    bool compute_bound;    // the largest work group was limited by FLOP/s, not bytes
+    bool table_fallback;   // table model: an applicable term came from the roofline
 } mdl_step_cost;
 
 // FLOPs and HBM bytes of a batch for the whole model (no parallelism), used by steppers and
@@ -469,21 +477,21 @@ enum {
     MDL_WG_COUNT
 };
 typedef struct mdl_work {
-    double flops[MDL_WG_COUNT]; // FLOPs per group (dense: non-expert GEMMs incl. vision)
-    double bytes[MDL_WG_COUNT]; // HBM bytes per group (dense: weights + activations)
-    double weight_bytes[MDL_WG_COUNT];  // the weight share of bytes[] (replicated under DP)
-    double tokens;              // tokens through the GEMMs
-    double logit_rows;          // rows of the output projection
-    double experts_touched;     // expected distinct routed experts per MoE layer
+    double flops[MDL_WG_COUNT];          // FLOPs per group (dense: non-expert GEMMs incl. vision)
+    double bytes[MDL_WG_COUNT];          // HBM bytes per group (dense: weights + activations)
+    double weight_bytes[MDL_WG_COUNT];   // the weight share of bytes[] (replicated under DP)
+    double tokens;                       // tokens through the GEMMs
+    double logit_rows;                   // rows of the output projection
+    double experts_touched;              // expected distinct routed experts per MoE layer
 } mdl_work;
 void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w);
 
 typedef struct mdl_stepper mdl_stepper;
 typedef struct mdl_stepper_vt {
-    const char *name;                                              // "roofline", "calibrated"
+    const char *name;   // "roofline", "calibrated"
     void (*cost)(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out);
     void (*destroy)(mdl_stepper *s);
-    bool decode_sums;           // cost() accepts mdl_batch.dsum (else: list every sequence)
+    bool decode_sums;   // cost() accepts mdl_batch.dsum (else: list every sequence)
 } mdl_stepper_vt;
 struct mdl_stepper {
     const mdl_stepper_vt *vt;
@@ -491,9 +499,9 @@ struct mdl_stepper {
     mdl_hardware hw;
     mdl_parallel par;
     mdl_efficiency eff;
-    uint64_t calls;              // cost() calls
-    uint64_t extrapolations;     // calls answered outside the measured range
-    uint64_t table_fallbacks;    // table model: calls with a term answered by the roofline
+    uint64_t calls;             // cost() calls
+    uint64_t extrapolations;    // calls answered outside the measured range
+    uint64_t table_fallbacks;   // table model: calls with a term answered by the roofline
 };
 
 // Step cost of a batch (dispatches through the vtable; counts extrapolations and table
@@ -540,13 +548,13 @@ double mdl_ep_comm_time(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
 // of collectives hidden under compute, fixed overheads. mdl_parts_finish sums them into a
 // step cost exactly as mdl_roofline_eval_work does; the table model replaces terms between.
 typedef struct mdl_parts {
-    bool valid;                 // the batch has work
+    bool valid;   // the batch has work
     double group_s[MDL_WG_COUNT], tc[MDL_WG_COUNT], tm[MDL_WG_COUNT];
-    double peak[MDL_WG_COUNT];  // achieved FLOP/s per GPU assumed for each group
+    double peak[MDL_WG_COUNT];   // achieved FLOP/s per GPU assumed for each group
     double tp_comm_s, ep_comm_s, allreduces;
-    mdl_ep_comm ep;             // one MoE layer's dispatch + combine (roofline)
-    double overlap;             // share of collectives hidden under compute
-    bool tbo;                   // two micro-batches
+    mdl_ep_comm ep;   // one MoE layer's dispatch + combine (roofline)
+    double overlap;   // share of collectives hidden under compute
+    bool tbo;         // two micro-batches
     double fixed_s, host_ns, comm_bytes, ep_skew;
 } mdl_parts;
 void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
@@ -559,8 +567,8 @@ void mdl_roofline_eval_work(const mdl_model *m, const mdl_hardware *hw, const md
 // kernel tables where they cover it (models/mdl_table.c lists the terms and rules); counts
 // in table_fallbacks the calls where an applicable term fell back to the roofline. A batch
 // given as sums costs exactly what it costs listed. Never fails.
-mdl_stepper *mdl_table_create(const mdl_model *m, const mdl_hardware *hw,
-                              const mdl_parallel *par, const mdl_efficiency *eff);
+mdl_stepper *mdl_table_create(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
+                              const mdl_efficiency *eff);
 // mdl_table_create after the hardware file's rows passed mdl_hardware_check_peaks: a row
 // above the datasheet peak is refused (KVF_EINVAL naming file:line, as `hw check` words it)
 // and *out is NULL. What `run` with `step_model: table` calls.
@@ -571,15 +579,15 @@ kvf_status mdl_table_open(mdl_stepper **out, const mdl_model *m, const mdl_hardw
 enum { MDL_EXPLAIN_MAX = 32 };
 typedef struct mdl_term {
     char name[32];
-    double s;                   // seconds (negative: time hidden, e.g. by overlap)
-    int row_lo, row_hi;         // hardware file lines of the rows used (0 = roofline)
+    double s;             // seconds (negative: time hidden, e.g. by overlap)
+    int row_lo, row_hi;   // hardware file lines of the rows used (0 = roofline)
     char source[MDL_KSRC_MAX];
     char how[240];
 } mdl_term;
 typedef struct mdl_explain {
     mdl_term t[MDL_EXPLAIN_MAX];
     int n;
-    double total_s;             // the step time (as out->ns)
+    double total_s;   // the step time (as out->ns)
     double tokens, seqs, gpus;
 } mdl_explain;
 // The table model's answer for one batch (use_tables = false: the roofline's, term by term;
@@ -620,11 +628,11 @@ kvf_status mdl_calibrated_create(mdl_stepper **out, const mdl_model *m, const md
 // included, as a paged cache that allocates all layers per token does); dense weights are
 // replicated gpus/tp times, experts gpus/max(tp,ep) times; KV replicated as in the roofline.
 // par may be NULL (one GPU).
-double mdl_kv_capacity_tokens(const mdl_model *m, const mdl_hardware *hw,
-                              const mdl_parallel *par, double activation_reserve_frac);
+double mdl_kv_capacity_tokens(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
+                              double activation_reserve_frac);
 // The bytes behind mdl_kv_capacity_tokens (<= 0 when the weights do not fit).
-double mdl_kv_capacity_bytes(const mdl_model *m, const mdl_hardware *hw,
-                             const mdl_parallel *par, double activation_reserve_frac);
+double mdl_kv_capacity_bytes(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
+                             double activation_reserve_frac);
 
 // ---- block speculative decoding (DSpark) -------------------------------------------------
 // A draft stack of `layers` decoder layers (window attention, an own MoE) drafts block - 1
@@ -635,15 +643,15 @@ double mdl_kv_capacity_bytes(const mdl_model *m, const mdl_hardware *hw,
 // decoding sequence computes `block` tokens. accept[i] is the probability draft i + 1 is
 // accepted given drafts 1..i were (the confidence schedule lowers it along the block).
 typedef struct mdl_spec {
-    uint32_t layers;            // draft decoder layers (0 = no speculative decoding)
-    uint32_t block;             // tokens per sequence in a verify step (>= 2)
-    uint32_t experts;           // draft MoE routed experts (0 = the target's)
-    uint32_t experts_active;    // draft top-k (0 = the target's)
-    uint32_t markov_rank;       // Markov bias rank (0 = none)
-    uint32_t taps;              // target layers feeding main_proj (>= 1)
-    uint32_t naccept;           // entries of accept (block - 1; missing ones repeat the last)
+    uint32_t layers;           // draft decoder layers (0 = no speculative decoding)
+    uint32_t block;            // tokens per sequence in a verify step (>= 2)
+    uint32_t experts;          // draft MoE routed experts (0 = the target's)
+    uint32_t experts_active;   // draft top-k (0 = the target's)
+    uint32_t markov_rank;      // Markov bias rank (0 = none)
+    uint32_t taps;             // target layers feeding main_proj (>= 1)
+    uint32_t naccept;          // entries of accept (block - 1; missing ones repeat the last)
     double accept[MDL_ACCEPT_MAX];
-    mdl_model draft;            // the draft stack as a model (mdl_spec_prepare)
+    mdl_model draft;   // the draft stack as a model (mdl_spec_prepare)
 } mdl_spec;
 // From the model file's dspark_* keys; KVF_EINVAL naming the key when the model has no
 // DSpark stack or its figures are inconsistent. Calls mdl_spec_prepare.
@@ -674,14 +682,14 @@ typedef enum mdl_prof_op { MDL_OP_PREFILL = 0, MDL_OP_DECODE, MDL_OP_HOST } mdl_
 typedef struct mdl_profile_row {
     char model[MDL_NAME_MAX];
     mdl_prof_op op;
-    uint32_t batch;             // sequences in the step
-    uint32_t new_tokens;        // tokens per sequence computed in the step
-    double context;             // cached tokens per sequence before the step (decode: mean)
-    double median_ns;           // measured step time, > 0
-    double p10_ns, p90_ns;      // spread (0 when not given)
-    uint32_t repeats;           // timed repetitions
-    double flops, bytes;        // the engine's own count (0 when not given)
-    int line;                   // line in the profile file
+    uint32_t batch;          // sequences in the step
+    uint32_t new_tokens;     // tokens per sequence computed in the step
+    double context;          // cached tokens per sequence before the step (decode: mean)
+    double median_ns;        // measured step time, > 0
+    double p10_ns, p90_ns;   // spread (0 when not given)
+    uint32_t repeats;        // timed repetitions
+    double flops, bytes;     // the engine's own count (0 when not given)
+    int line;                // line in the profile file
 } mdl_profile_row;
 
 typedef struct mdl_profile {
@@ -689,7 +697,7 @@ typedef struct mdl_profile {
     char model[MDL_NAME_MAX];   // from `# model:` (or the first row)
     char hardware[MDL_NAME_MAX];
     char backend[MDL_NAME_MAX];
-    mdl_profile_row *rows;      // n rows, owned
+    mdl_profile_row *rows;   // n rows, owned
     size_t n;
 } mdl_profile;
 
@@ -706,17 +714,17 @@ void mdl_profile_free(mdl_profile *p);
 // mean is added to step_overhead_ns so the roofline predicts whole serving steps. *err_rms
 // gets the relative RMS error of the fit over those rows. KVF_EINVAL with fewer than 3 rows.
 kvf_status mdl_fit_efficiency(const mdl_profile_row *rows, size_t n, const mdl_model *m,
-                              const mdl_hardware *hw, const mdl_parallel *par,
-                              mdl_efficiency *eff, double *err_rms, kvf_err *err);
+                              const mdl_hardware *hw, const mdl_parallel *par, mdl_efficiency *eff,
+                              double *err_rms, kvf_err *err);
 
 // A stored fit (models/profiles/<name>.fit, flat YAML).
 typedef struct mdl_fit {
     char model[MDL_NAME_MAX];
     char hardware[MDL_NAME_MAX];
     char backend[MDL_NAME_MAX];
-    uint32_t rows;              // profile rows fitted
-    double err_rms;             // relative RMS error over those rows
-    double err_max;             // largest relative error
+    uint32_t rows;    // profile rows fitted
+    double err_rms;   // relative RMS error over those rows
+    double err_max;   // largest relative error
     mdl_efficiency eff;
 } mdl_fit;
 // Fits profile p for model m on hardware hw (one GPU unless par says otherwise).

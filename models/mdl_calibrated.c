@@ -243,13 +243,13 @@ fail:
 // ---- tables ----------------------------------------------------------------------------
 
 typedef struct pt {
-    double y;     // context
-    double v;     // median ns
-    double ratio; // measured / roofline
+    double y;       // context
+    double v;       // median ns
+    double ratio;   // measured / roofline
 } pt;
 
 typedef struct column {
-    double x; // new_tokens (prefill) or batch (decode)
+    double x;   // new_tokens (prefill) or batch (decode)
     pt *p;
     size_t n;
 } column;
@@ -260,7 +260,7 @@ typedef struct grid {
 } grid;
 
 typedef struct cal {
-    mdl_stepper base; // first: the stepper handed out
+    mdl_stepper base;   // first: the stepper handed out
     grid pre, dec;
     double *host_x, *host_v;
     size_t nhost;
@@ -337,7 +337,7 @@ static double grid_nearest_ratio(const grid *g, double x, double y) {
 }
 
 static int row_xy_cmp(const void *a, const void *b) {
-    const double *x = a, *y = b; // (x, y, v, ratio) quadruples
+    const double *x = a, *y = b;   // (x, y, v, ratio) quadruples
     if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
     if (x[1] != y[1]) return x[1] < y[1] ? -1 : 1;
     return 0;
@@ -394,10 +394,10 @@ static void cal_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out) {
     mdl_step_cost roof;
     mdl_roofline_eval(&s->model, &s->hw, &s->par, &s->eff, b, &roof);
     memset(out, 0, sizeof *out);
-    if (roof.ns == 0) return; // empty batch
+    if (roof.ns == 0) return;   // empty batch
     out->flops = roof.flops;
     out->bytes = roof.bytes;
-    out->comm_bytes = roof.comm_bytes; // the analytic count; the table has its own time
+    out->comm_bytes = roof.comm_bytes;   // the analytic count; the table has its own time
     out->compute_bound = roof.compute_bound;
 
     bool oor = false;
@@ -576,10 +576,10 @@ typedef struct fit_ctx {
     const mdl_model *m;
     const mdl_hardware *hw;
     const mdl_parallel *par;
-    mdl_efficiency eff; // comm fields fixed; compute/memory varied; overheads 0
+    mdl_efficiency eff;   // comm fields fixed; compute/memory varied; overheads 0
     mdl_work *w;
-    double *y; // measured ns
-    double *v; // scratch: variable part per row
+    double *y;   // measured ns
+    double *v;   // scratch: variable part per row
     size_t n;
 } fit_ctx;
 

@@ -17,9 +17,20 @@
 
 // ---- field tables ----------------------------------------------------------------------
 
-typedef enum ftype { F_U32, F_DBL, F_STR, F_BOOL, F_ATTN, F_KROWS, F_PREC, F_PATTERN, F_LIST,
-                     F_LAYOUT, F_POWER } ftype;
-enum { F_REQ = 1, F_POS = 2 }; // required; must be > 0
+typedef enum ftype {
+    F_U32,
+    F_DBL,
+    F_STR,
+    F_BOOL,
+    F_ATTN,
+    F_KROWS,
+    F_PREC,
+    F_PATTERN,
+    F_LIST,
+    F_LAYOUT,
+    F_POWER
+} ftype;
+enum { F_REQ = 1, F_POS = 2 };   // required; must be > 0
 
 typedef struct field {
     const char *key;
@@ -162,7 +173,7 @@ static const char *type_word(ftype t) {
 // Smallest physically meaningful value of a positive number (a rate of 1e-300 FLOP/s is a
 // typo, and turns step times into overflowing integers).
 static double phys_min(const char *key) {
-    if (!strcmp(key, "bf16_flops")) return 1e9;                    // 1 GFLOP/s
+    if (!strcmp(key, "bf16_flops")) return 1e9;                             // 1 GFLOP/s
     if (!strcmp(key, "hbm_bytes") || !strcmp(key, "hbm_Bps")) return 1e6;   // 1 MB, 1 MB/s
     if (!strcmp(key, "compute") || !strcmp(key, "memory") || !strcmp(key, "comm")) return 1e-3;
     return 0;
@@ -180,10 +191,15 @@ static _Thread_local char why_buf[200];
 
 // One pattern token: swa | csaR | hcaR | reindex | reuse, optionally *N. Appends to m.
 static bool pattern_token(const char *t, size_t n, mdl_model *m, const char **why) {
-    static const struct { const char *w; mdl_lkind k; bool ratio; } kinds[] = {
-        {"swa", MDL_LK_SWA, false},       {"csa", MDL_LK_CSA, true},
-        {"hca", MDL_LK_HCA, true},        {"reindex", MDL_LK_REINDEX, false},
-        {"reuse", MDL_LK_REUSE, false}};
+    static const struct {
+        const char *w;
+        mdl_lkind k;
+        bool ratio;
+    } kinds[] = {{"swa", MDL_LK_SWA, false},
+                 {"csa", MDL_LK_CSA, true},
+                 {"hca", MDL_LK_HCA, true},
+                 {"reindex", MDL_LK_REINDEX, false},
+                 {"reuse", MDL_LK_REUSE, false}};
     char tok[40];
     if (n >= sizeof tok) n = sizeof tok - 1;
     memcpy(tok, t, n);
@@ -234,7 +250,8 @@ static bool parse_pattern(const char *v, mdl_model *m, const char **why) {
     m->pattern_layers = 0;
     const char *p = v;
     while (*p) {
-        while (*p == ' ' || *p == ',' || *p == '\t') p++;
+        while (*p == ' ' || *p == ',' || *p == '\t')
+            p++;
         if (!*p) break;
         if (*p == '(') {
             const char *close = strchr(p, ')');
@@ -251,9 +268,11 @@ static bool parse_pattern(const char *v, mdl_model *m, const char **why) {
             for (unsigned long r = 0; r < rep; r++) {
                 const char *q = p + 1;
                 while (q < close) {
-                    while (q < close && (*q == ' ' || *q == ',')) q++;
+                    while (q < close && (*q == ' ' || *q == ','))
+                        q++;
                     const char *e = q;
-                    while (e < close && *e != ' ' && *e != ',') e++;
+                    while (e < close && *e != ' ' && *e != ',')
+                        e++;
                     if (e > q && !pattern_token(q, (size_t)(e - q), m, why)) return false;
                     q = e;
                 }
@@ -262,7 +281,8 @@ static bool parse_pattern(const char *v, mdl_model *m, const char **why) {
             continue;
         }
         const char *e = p;
-        while (*e && *e != ' ' && *e != ',' && *e != '\t') e++;
+        while (*e && *e != ' ' && *e != ',' && *e != '\t')
+            e++;
         if (!pattern_token(p, (size_t)(e - p), m, why)) return false;
         p = e;
     }
@@ -275,7 +295,8 @@ static bool parse_accept(const char *v, mdl_model *m, const char **why) {
     m->dspark_naccept = 0;
     const char *p = v;
     while (*p) {
-        while (*p == ' ' || *p == ',') p++;
+        while (*p == ' ' || *p == ',')
+            p++;
         if (!*p) break;
         char *end;
         errno = 0;
@@ -322,8 +343,7 @@ static bool parse_value(const field *f, const char *v, void *obj, const char **w
         if (d < 0) return (*why = "must not be negative"), false;
         if ((f->flags & F_POS) && d == 0) return (*why = "must be positive"), false;
         if (d > 1e30) return (*why = "is too large (over 1e30)"), false;
-        if ((f->flags & F_POS) && d < phys_min(f->key))
-            return (*why = phys_min_why(f->key)), false;
+        if ((f->flags & F_POS) && d < phys_min(f->key)) return (*why = phys_min_why(f->key)), false;
         *(double *)p = d;
         return true;
     }
@@ -383,24 +403,32 @@ static bool parse_value(const field *f, const char *v, void *obj, const char **w
 // ---- kernel tables ---------------------------------------------------------------------
 
 static const char *const kkind_names[MDL_K_KINDS] = {
-    "gemm_fp8",     "gemm_bf16",   "grouped_fp8", "decode_attn", "prefill_attn",
-    "ep_dispatch",  "ep_combine",  "allreduce",   "grouped_bf16", "decode_gqa",
-    "prefill_gqa",  "moe_bf16",    "moe_fp8",     "moe_routing", "moe_permute",
-    "decode_mla",   "prefill_mla"};
+    "gemm_fp8",   "gemm_bf16",   "grouped_fp8",  "decode_attn", "prefill_attn", "ep_dispatch",
+    "ep_combine", "allreduce",   "grouped_bf16", "decode_gqa",  "prefill_gqa",  "moe_bf16",
+    "moe_fp8",    "moe_routing", "moe_permute",  "decode_mla",  "prefill_mla"};
 
 const char *mdl_kkind_name(mdl_kkind k) {
     return k < MDL_K_KINDS ? kkind_names[k] : "?";
 }
 
 // Columns a row of each kind needs (besides kind, source and its figures).
-static const char *const kneeds[MDL_K_KINDS] = {
-    "m n k tflops", "m n k tflops", "groups m n k tflops", "attention head_dim GBps tflops",
-    "attention head_dim seqlen tflops", "mode ep tokens GBps", "mode ep tokens GBps",
-    "gpus bytes GBps", "groups m n k tflops", "heads kv_heads head_dim kv_bytes batch context us",
-    "heads kv_heads head_dim batch seqlen tflops",
-    "experts topk hidden inter tp ep tokens tflops",
-    "experts topk hidden inter tp ep tokens tflops", "experts topk tokens us",
-    "hidden topk tokens us", "heads kv_bytes batch context us", "heads batch seqlen tflops"};
+static const char *const kneeds[MDL_K_KINDS] = {"m n k tflops",
+                                                "m n k tflops",
+                                                "groups m n k tflops",
+                                                "attention head_dim GBps tflops",
+                                                "attention head_dim seqlen tflops",
+                                                "mode ep tokens GBps",
+                                                "mode ep tokens GBps",
+                                                "gpus bytes GBps",
+                                                "groups m n k tflops",
+                                                "heads kv_heads head_dim kv_bytes batch context us",
+                                                "heads kv_heads head_dim batch seqlen tflops",
+                                                "experts topk hidden inter tp ep tokens tflops",
+                                                "experts topk hidden inter tp ep tokens tflops",
+                                                "experts topk tokens us",
+                                                "hidden topk tokens us",
+                                                "heads kv_bytes batch context us",
+                                                "heads batch seqlen tflops"};
 
 // Index of source string val in h->sources, added when new.
 static int source_intern(mdl_hardware *h, const char *val) {
@@ -414,19 +442,32 @@ static int source_intern(mdl_hardware *h, const char *val) {
 // One numeric column of a kernel row (`kernels.KEY: val`), positive.
 static kvf_status krow_number(const char *path, int kl, const char *key, const char *val,
                               mdl_krow *r, kvf_err *err) {
-    static const struct { const char *k; size_t off; } nums[] = {
-        {"m", offsetof(mdl_krow, m)},           {"n", offsetof(mdl_krow, n)},
-        {"k", offsetof(mdl_krow, k)},           {"groups", offsetof(mdl_krow, groups)},
-        {"head_dim", offsetof(mdl_krow, head_dim)}, {"seqlen", offsetof(mdl_krow, seqlen)},
-        {"ep", offsetof(mdl_krow, ep)},         {"tokens", offsetof(mdl_krow, tokens)},
-        {"gpus", offsetof(mdl_krow, gpus)},     {"bytes", offsetof(mdl_krow, bytes)},
-        {"heads", offsetof(mdl_krow, heads)},   {"kv_heads", offsetof(mdl_krow, kv_heads)},
-        {"batch", offsetof(mdl_krow, batch)},   {"context", offsetof(mdl_krow, context)},
-        {"experts", offsetof(mdl_krow, experts)}, {"topk", offsetof(mdl_krow, topk)},
-        {"hidden", offsetof(mdl_krow, hidden)}, {"inter", offsetof(mdl_krow, inter)},
-        {"tp", offsetof(mdl_krow, tp)},         {"kv_bytes", offsetof(mdl_krow, kv_bytes)},
-        {"tflops", offsetof(mdl_krow, tflops)}, {"GBps", offsetof(mdl_krow, GBps)},
-        {"us", offsetof(mdl_krow, us)}};
+    static const struct {
+        const char *k;
+        size_t off;
+    } nums[] = {{"m", offsetof(mdl_krow, m)},
+                {"n", offsetof(mdl_krow, n)},
+                {"k", offsetof(mdl_krow, k)},
+                {"groups", offsetof(mdl_krow, groups)},
+                {"head_dim", offsetof(mdl_krow, head_dim)},
+                {"seqlen", offsetof(mdl_krow, seqlen)},
+                {"ep", offsetof(mdl_krow, ep)},
+                {"tokens", offsetof(mdl_krow, tokens)},
+                {"gpus", offsetof(mdl_krow, gpus)},
+                {"bytes", offsetof(mdl_krow, bytes)},
+                {"heads", offsetof(mdl_krow, heads)},
+                {"kv_heads", offsetof(mdl_krow, kv_heads)},
+                {"batch", offsetof(mdl_krow, batch)},
+                {"context", offsetof(mdl_krow, context)},
+                {"experts", offsetof(mdl_krow, experts)},
+                {"topk", offsetof(mdl_krow, topk)},
+                {"hidden", offsetof(mdl_krow, hidden)},
+                {"inter", offsetof(mdl_krow, inter)},
+                {"tp", offsetof(mdl_krow, tp)},
+                {"kv_bytes", offsetof(mdl_krow, kv_bytes)},
+                {"tflops", offsetof(mdl_krow, tflops)},
+                {"GBps", offsetof(mdl_krow, GBps)},
+                {"us", offsetof(mdl_krow, us)}};
     size_t i = 0;
     while (i < sizeof nums / sizeof nums[0] && !kvf_streq(nums[i].k, key))
         i++;
@@ -497,23 +538,30 @@ static kvf_status krow_parse(const char *path, yaml_document_t *doc, yaml_node_t
             if (si < 0)
                 return kvf_fail(err, KVF_EINVAL,
                                 "%s:%d: key 'kernels.source': more than %d distinct sources in "
-                                "one file", path, kl, MDL_KSRCS_MAX);
+                                "one file",
+                                path, kl, MDL_KSRCS_MAX);
             r->src = (uint16_t)si;
             have_source = true;
         } else if (kvf_streq(key, "attention")) {
-            if (kvf_streq(val, "gqa")) r->attention = MDL_ATTN_GQA;
-            else if (kvf_streq(val, "mla")) r->attention = MDL_ATTN_MLA;
-            else if (kvf_streq(val, "dsa")) r->attention = MDL_ATTN_DSA;
+            if (kvf_streq(val, "gqa"))
+                r->attention = MDL_ATTN_GQA;
+            else if (kvf_streq(val, "mla"))
+                r->attention = MDL_ATTN_MLA;
+            else if (kvf_streq(val, "dsa"))
+                r->attention = MDL_ATTN_DSA;
             else
-                return kvf_fail(err, KVF_EPARSE,
-                                "%s:%d: key 'kernels.attention': expected gqa, mla or dsa, got '%s'",
-                                path, kl, val);
+                return kvf_fail(
+                    err, KVF_EPARSE,
+                    "%s:%d: key 'kernels.attention': expected gqa, mla or dsa, got '%s'", path, kl,
+                    val);
         } else if (kvf_streq(key, "mode")) {
-            if (kvf_streq(val, "low_latency")) r->low_latency = true;
+            if (kvf_streq(val, "low_latency"))
+                r->low_latency = true;
             else if (!kvf_streq(val, "normal"))
-                return kvf_fail(err, KVF_EPARSE,
-                                "%s:%d: key 'kernels.mode': expected low_latency or normal, got '%s'",
-                                path, kl, val);
+                return kvf_fail(
+                    err, KVF_EPARSE,
+                    "%s:%d: key 'kernels.mode': expected low_latency or normal, got '%s'", path, kl,
+                    val);
         } else {
             kvf_status st = krow_number(path, kl, key, val, r, err);
             if (st) return st;
@@ -522,8 +570,10 @@ static kvf_status krow_parse(const char *path, yaml_document_t *doc, yaml_node_t
     if (r->kind == MDL_K_KINDS)
         return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'kernels': row without 'kind'", path, line);
     if (!have_source)
-        return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'kernels.source' missing: every row names "
-                        "where its figures come from", path, line);
+        return kvf_fail(err, KVF_EPARSE,
+                        "%s:%d: key 'kernels.source' missing: every row names "
+                        "where its figures come from",
+                        path, line);
     // the columns this kind needs
     char need[64];
     snprintf(need, sizeof need, "%s", kneeds[r->kind]);
@@ -570,10 +620,10 @@ static kvf_status power_parse(const char *path, yaml_document_t *doc, yaml_node_
     if (v->type != YAML_MAPPING_NODE)
         return kvf_fail(err, KVF_EPARSE,
                         "%s:%d: key 'power_w': expected a mapping {idle: W, peak: W} (board "
-                        "power idle and at full load); the scalar form is not read", path, line);
+                        "power idle and at full load); the scalar form is not read",
+                        path, line);
     int seen[2] = {0, 0};
-    for (yaml_node_pair_t *pr = v->data.mapping.pairs.start; pr < v->data.mapping.pairs.top;
-         pr++) {
+    for (yaml_node_pair_t *pr = v->data.mapping.pairs.start; pr < v->data.mapping.pairs.top; pr++) {
         yaml_node_t *k = yaml_document_get_node(doc, pr->key);
         yaml_node_t *x = yaml_document_get_node(doc, pr->value);
         int kl = (int)k->start_mark.line + 1;
@@ -590,11 +640,15 @@ static kvf_status power_parse(const char *path, yaml_document_t *doc, yaml_node_
         errno = 0;
         double d = strtod(val, &end);
         if (!*val || *end || errno || !isfinite(d))
-            return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'power_w.%s': expected a number of W, "
-                            "got '%s'", path, kl, key, val);
+            return kvf_fail(err, KVF_EPARSE,
+                            "%s:%d: key 'power_w.%s': expected a number of W, "
+                            "got '%s'",
+                            path, kl, key, val);
         if (!(d > 0) || d > 1e6)
-            return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'power_w.%s' must be in (0, 1e6] W "
-                            "(got '%s')", path, kl, key, val);
+            return kvf_fail(err, KVF_EINVAL,
+                            "%s:%d: key 'power_w.%s' must be in (0, 1e6] W "
+                            "(got '%s')",
+                            path, kl, key, val);
         p[i] = d;
     }
     for (int i = 0; i < 2; i++)
@@ -602,8 +656,10 @@ static kvf_status power_parse(const char *path, yaml_document_t *doc, yaml_node_
             return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'power_w.%s' missing", path, line,
                             i ? "peak" : "idle");
     if (p[0] > p[1])
-        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'power_w.idle' (%g W) is above "
-                        "'power_w.peak' (%g W)", path, seen[0], p[0], p[1]);
+        return kvf_fail(err, KVF_EINVAL,
+                        "%s:%d: key 'power_w.idle' (%g W) is above "
+                        "'power_w.peak' (%g W)",
+                        path, seen[0], p[0], p[1]);
     return KVF_OK;
 }
 
@@ -781,7 +837,7 @@ mdl_prec mdl_model_gemm_precision(const mdl_model *m, double weight_bytes) {
     mdl_prec w = mdl_prec_of_bytes(weight_bytes);
     mdl_prec a = m->act_precision;
     if (a == MDL_PREC_AUTO) a = m->weight_bytes_per_param <= 1 ? MDL_PREC_FP8 : MDL_PREC_BF16;
-    return w < a ? w : a; // enum order: bf16 < fp8 < fp4, the wider has the smaller value
+    return w < a ? w : a;   // enum order: bf16 < fp8 < fp4, the wider has the smaller value
 }
 
 double mdl_hw_peak(const mdl_hardware *hw, mdl_prec p) {
@@ -795,11 +851,11 @@ void mdl_model_apply_precision(mdl_model *m, mdl_prec weights, mdl_prec kv, mdl_
     KVF_ASSERT(m && m->layers > 0);
     if (weights != MDL_PREC_AUTO) {
         m->weight_bytes_per_param = mdl_prec_bytes(weights);
-        m->expert_weight_bytes_per_param = 0; // experts as the rest
+        m->expert_weight_bytes_per_param = 0;   // experts as the rest
     }
     if (kv != MDL_PREC_AUTO) {
         m->kv_bytes_per_elem = mdl_prec_bytes(kv);
-        m->swa_bytes_per_elem = 0; // windows: max(kv, 1 byte)
+        m->swa_bytes_per_elem = 0;   // windows: max(kv, 1 byte)
     }
     if (act != MDL_PREC_AUTO) m->act_precision = act;
     mdl_model_derive(m);
@@ -844,13 +900,13 @@ static void derive_compressed(mdl_model *m, double norms, double router, double 
     if (m->encoder_layers && m->decoder_replay_tokens)
         m->replay_start_layer = KVF_MAX(m->encoder_layers, last_owner + 1);
     double phys = m->kv_layout_physical;
-    double swa_bpe = m->swa_bytes_per_elem > 0 ? m->swa_bytes_per_elem
-                                               : KVF_MAX(m->kv_bytes_per_elem, 1.0);
+    double swa_bpe =
+        m->swa_bytes_per_elem > 0 ? m->swa_bytes_per_elem : KVF_MAX(m->kv_bytes_per_elem, 1.0);
     double ibpe = m->index_bytes_per_elem > 0 ? m->index_bytes_per_elem : m->kv_bytes_per_elem;
     m->kv_entry_bytes = phys ? m->phys_kv_entry_bytes
                              : entry_bytes(m->head_dim, m->kv_bytes_per_elem, m->kv_scale_block);
-    m->swa_entry_bytes = phys ? m->phys_swa_entry_bytes
-                              : entry_bytes(m->head_dim, swa_bpe, m->kv_scale_block);
+    m->swa_entry_bytes =
+        phys ? m->phys_swa_entry_bytes : entry_bytes(m->head_dim, swa_bpe, m->kv_scale_block);
     m->index_entry_bytes = phys ? m->phys_index_entry_bytes
                                 : entry_bytes(m->index_head_dim, ibpe, m->index_scale_block);
     double global = 0, state = 0, attn = 0, bdense = 0;
@@ -878,9 +934,9 @@ static void derive_compressed(mdl_model *m, double norms, double router, double 
                       m->candidate_block_tokens && l > m->candidate_source_layer &&
                       (k == MDL_LK_CSA || k == MDL_LK_REINDEX);
         uint32_t c = 0;
-        while (c < m->nlclass && !(m->lclass[c].kind == k && m->lclass[c].ratio == r &&
-                                   m->lclass[c].bounded == bounded &&
-                                   m->lclass[c].pool_capped == capped))
+        while (c < m->nlclass &&
+               !(m->lclass[c].kind == k && m->lclass[c].ratio == r &&
+                 m->lclass[c].bounded == bounded && m->lclass[c].pool_capped == capped))
             c++;
         KVF_ASSERT(c < MDL_LCLASS_MAX);
         if (c == m->nlclass)
@@ -924,7 +980,7 @@ void mdl_model_derive(mdl_model *m) {
     } else {
         attn = h * nh * hd + 2.0 * h * nkv * hd + nh * hd * h;
     }
-    double norms = 2.0 * h; // two RMSNorms per block
+    double norms = 2.0 * h;   // two RMSNorms per block
     if (comp && m->hc_mult > 1) {
         // mHC: per block two mappings, hc*h -> hc^2 + 2 hc coefficients (+ bias)
         double hc = m->hc_mult, nco = hc * hc + 2 * hc;
@@ -938,14 +994,14 @@ void mdl_model_derive(mdl_model *m) {
     double moe_all = (m->experts + m->shared_experts) * m->expert_params + router;
     double moe_act = (m->experts_active + m->shared_experts) * m->expert_params + router;
     m->embedding_params = (double)m->vocab * h;
-    double head = m->embedding_params; // output projection
+    double head = m->embedding_params;   // output projection
     double attn_layers = m->layers * (attn + norms);
     if (comp) {
         double total;
         derive_compressed(m, norms, router, ffn_dense, &total);
         attn_layers = total + m->layers * norms;
     }
-    double blocks_common = attn_layers + dense_l * ffn_dense + h; // + final norm
+    double blocks_common = attn_layers + dense_l * ffn_dense + h;   // + final norm
     double experts_total = m->moe_layers * (m->experts + m->shared_experts) * m->expert_params;
     m->params = blocks_common + m->moe_layers * moe_all + m->embedding_params +
                 (m->tied_embeddings ? 0 : head) + m->vision_params;
@@ -964,9 +1020,9 @@ void mdl_model_derive(mdl_model *m) {
     double ebpp = m->expert_weight_bytes_per_param > 0 ? m->expert_weight_bytes_per_param
                                                        : m->weight_bytes_per_param;
     m->expert_weight_bytes = experts_total * ebpp;
-    double engram_b = m->engram_params * (m->engram_bytes_per_param > 0
-                                              ? m->engram_bytes_per_param
-                                              : m->weight_bytes_per_param);
+    double engram_b =
+        m->engram_params *
+        (m->engram_bytes_per_param > 0 ? m->engram_bytes_per_param : m->weight_bytes_per_param);
     m->dense_weight_bytes =
         (m->params - experts_total - m->engram_params) * m->weight_bytes_per_param + engram_b;
     m->weight_bytes = m->dense_weight_bytes + m->expert_weight_bytes;
@@ -1023,9 +1079,10 @@ static kvf_status compressed_check(mdl_model *m, const char *path, const int *se
     const size_t nf = sizeof model_fields / sizeof model_fields[0];
     bool comp = mdl_attn_compressed(m->attention);
     if (!comp) {
-        static const char *const ck[] = {"layer_pattern", "o_lora_rank", "encoder_layers",
-                                         "decoder_replay_tokens", "kv_layout", "candidate_blocks",
-                                         "dspark_layers", "engram_params", "hc_mult"};
+        static const char *const ck[] = {
+            "layer_pattern",         "o_lora_rank",   "encoder_layers",
+            "decoder_replay_tokens", "kv_layout",     "candidate_blocks",
+            "dspark_layers",         "engram_params", "hc_mult"};
         for (size_t i = 0; i < sizeof ck / sizeof ck[0]; i++)
             if (seen_line(model_fields, nf, seen, ck[i]))
                 return kvf_fail(err, KVF_EINVAL,
@@ -1037,11 +1094,15 @@ static kvf_status compressed_check(mdl_model *m, const char *path, const int *se
         return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'layer_pattern' names %u layers, layers is %u",
                         path, LINE("layer_pattern"), m->pattern_layers, m->layers);
     if (!m->window)
-        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'window' must be positive for csa/hca (every "
-                        "layer keeps a sliding window)", path, LINE("window"));
+        return kvf_fail(err, KVF_EINVAL,
+                        "%s:%d: key 'window' must be positive for csa/hca (every "
+                        "layer keeps a sliding window)",
+                        path, LINE("window"));
     if (m->window_layers && m->window_layers != m->layers)
-        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'window_layers' must equal layers (%u) for "
-                        "csa/hca", path, LINE("window_layers"), m->layers);
+        return kvf_fail(err, KVF_EINVAL,
+                        "%s:%d: key 'window_layers' must equal layers (%u) for "
+                        "csa/hca",
+                        path, LINE("window_layers"), m->layers);
     m->window_layers = m->layers;
     uint16_t ratio = 0;
     bool scores = false;
@@ -1049,9 +1110,11 @@ static kvf_status compressed_check(mdl_model *m, const char *path, const int *se
         mdl_lkind k = (mdl_lkind)m->layer_kind[l];
         if (k == MDL_LK_CSA || k == MDL_LK_HCA) ratio = m->layer_ratio[l];
         if ((k == MDL_LK_REINDEX || k == MDL_LK_REUSE) && !ratio)
-            return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'layer_pattern': layer %u (%s) has no "
-                            "earlier csa/hca layer owning the compressed KV", path,
-                            LINE("layer_pattern"), l, k == MDL_LK_REUSE ? "reuse" : "reindex");
+            return kvf_fail(err, KVF_EINVAL,
+                            "%s:%d: key 'layer_pattern': layer %u (%s) has no "
+                            "earlier csa/hca layer owning the compressed KV",
+                            path, LINE("layer_pattern"), l,
+                            k == MDL_LK_REUSE ? "reuse" : "reindex");
         if (k == MDL_LK_REINDEX || k == MDL_LK_REUSE) m->layer_ratio[l] = ratio;
         scores |= k == MDL_LK_CSA || k == MDL_LK_REINDEX;
     }
@@ -1061,19 +1124,24 @@ static kvf_status compressed_check(mdl_model *m, const char *path, const int *se
         mdl_lkind k = (mdl_lkind)m->layer_kind[l];
         if (k == MDL_LK_SWA || k == MDL_LK_HCA) continue;
         bool have = false;
-        for (uint32_t i = 0; i < nr; i++) have |= rr[i] == m->layer_ratio[l];
+        for (uint32_t i = 0; i < nr; i++)
+            have |= rr[i] == m->layer_ratio[l];
         if (have) continue;
         if (nr == 2)
-            return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'layer_pattern': sparse layers at more "
-                            "than 2 compression ratios", path, LINE("layer_pattern"));
+            return kvf_fail(err, KVF_EINVAL,
+                            "%s:%d: key 'layer_pattern': sparse layers at more "
+                            "than 2 compression ratios",
+                            path, LINE("layer_pattern"));
         rr[nr++] = m->layer_ratio[l];
     }
     static const char *const ikeys[] = {"index_heads", "index_head_dim", "index_topk"};
     uint32_t iv[] = {m->index_heads, m->index_head_dim, m->index_topk};
     for (int i = 0; i < 3 && scores; i++)
         if (!iv[i])
-            return kvf_fail(err, KVF_EINVAL, "%s:%d: key '%s' must be positive: layer_pattern "
-                            "has csa or reindex layers", path, LINE(ikeys[i]), ikeys[i]);
+            return kvf_fail(err, KVF_EINVAL,
+                            "%s:%d: key '%s' must be positive: layer_pattern "
+                            "has csa or reindex layers",
+                            path, LINE(ikeys[i]), ikeys[i]);
     if (m->o_lora_rank && (!m->o_groups || m->heads % m->o_groups))
         return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'o_groups' must divide heads (%u)", path,
                         LINE("o_groups"), m->heads);
@@ -1082,24 +1150,30 @@ static kvf_status compressed_check(mdl_model *m, const char *path, const int *se
                         LINE("encoder_layers"), m->layers);
     if (m->candidate_blocks && (m->candidate_source_layer >= m->layers ||
                                 (m->layer_kind[m->candidate_source_layer] != MDL_LK_CSA)))
-        return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'candidate_source_layer' must name a csa "
-                        "layer", path, LINE("candidate_source_layer"));
+        return kvf_fail(err, KVF_EINVAL,
+                        "%s:%d: key 'candidate_source_layer' must name a csa "
+                        "layer",
+                        path, LINE("candidate_source_layer"));
     if (m->kv_layout_physical) {
         static const char *const pk[] = {"phys_kv_entry_bytes", "phys_swa_entry_bytes",
                                          "phys_index_entry_bytes"};
         double pv[] = {m->phys_kv_entry_bytes, m->phys_swa_entry_bytes, m->phys_index_entry_bytes};
         for (int i = 0; i < 3; i++)
             if (!(pv[i] > 0) && (i < 2 || scores))
-                return kvf_fail(err, KVF_EINVAL, "%s:%d: key '%s' must be positive with "
-                                "kv_layout: physical", path, LINE(pk[i]), pk[i]);
+                return kvf_fail(err, KVF_EINVAL,
+                                "%s:%d: key '%s' must be positive with "
+                                "kv_layout: physical",
+                                path, LINE(pk[i]), pk[i]);
     }
     if (m->dspark_layers) {
         if (m->dspark_block < 2 || m->dspark_block - 1 > MDL_ACCEPT_MAX)
             return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'dspark_block' must be in 2..%d", path,
                             LINE("dspark_block"), MDL_ACCEPT_MAX + 1);
         if (!m->dspark_naccept || m->dspark_naccept > m->dspark_block - 1)
-            return kvf_fail(err, KVF_EINVAL, "%s:%d: key 'dspark_accept' needs 1 to dspark_block "
-                            "- 1 (%u) entries", path, LINE("dspark_accept"), m->dspark_block - 1);
+            return kvf_fail(err, KVF_EINVAL,
+                            "%s:%d: key 'dspark_accept' needs 1 to dspark_block "
+                            "- 1 (%u) entries",
+                            path, LINE("dspark_accept"), m->dspark_block - 1);
     }
     return KVF_OK;
 }

@@ -98,7 +98,7 @@ uint32_t mdl_model_sparse_ratios(const mdl_model *m, uint32_t ratios[2]) {
         const mdl_lclass *k = &m->lclass[c];
         if (k->kind == MDL_LK_SWA || k->kind == MDL_LK_HCA) continue;
         if ((n > 0 && ratios[0] == k->ratio) || (n > 1 && ratios[1] == k->ratio)) continue;
-        KVF_ASSERT(n < 2); // the loader refuses more
+        KVF_ASSERT(n < 2);   // the loader refuses more
         ratios[n++] = k->ratio;
     }
     return n;
@@ -118,7 +118,8 @@ static double pool_entries(const mdl_model *m) {
 
 void mdl_model_caps(const mdl_model *m, uint32_t caps[MDL_CAPS]) {
     KVF_ASSERT(m && caps);
-    for (int j = 0; j < MDL_CAPS; j++) caps[j] = 0;
+    for (int j = 0; j < MDL_CAPS; j++)
+        caps[j] = 0;
     caps[MDL_CAP_WINDOW] = m->window;
     if (m->attention == MDL_ATTN_DSA) caps[MDL_CAP_TOPK] = m->index_topk;
     if (mdl_attn_compressed(m->attention)) {
@@ -193,8 +194,8 @@ typedef struct cwork {
     uint32_t rr[2], nr;
 } cwork;
 
-static void comp_chunk(const mdl_model *m, const cwork *cw, const mdl_lclass *k, double n,
-                       double c, mdl_work *w) {
+static void comp_chunk(const mdl_model *m, const cwork *cw, const mdl_lclass *k, double n, double c,
+                       mdl_work *w) {
     double L = k->count, W = m->window, r = k->ratio;
     if (k->bounded && m->decoder_replay_tokens && n > m->decoder_replay_tokens) {
         c += n - m->decoder_replay_tokens;
@@ -257,10 +258,12 @@ static void compressed_attn_work(const mdl_model *m, const mdl_batch *b, mdl_wor
             mdl_decode_sum_add(&one, caps, c);
             continue;
         }
-        for (uint32_t k = 0; k < m->nlclass; k++) comp_chunk(m, &cw, &m->lclass[k], n, c, w);
+        for (uint32_t k = 0; k < m->nlclass; k++)
+            comp_chunk(m, &cw, &m->lclass[k], n, c, w);
     }
     if (one.n)
-        for (uint32_t k = 0; k < m->nlclass; k++) comp_sums(m, &cw, &m->lclass[k], &one, w);
+        for (uint32_t k = 0; k < m->nlclass; k++)
+            comp_sums(m, &cw, &m->lclass[k], &one, w);
 }
 
 // Dense and expert groups of a csa/hca model: T tokens through the layers before the bounded
@@ -276,9 +279,8 @@ static void compressed_work(const mdl_model *m, double T, double Tb, double rows
         m->active_params - head - m->moe_layers * per_tok_experts * m->expert_params;
     double bd = m->bounded_dense_params, Lb = m->layers - m->replay_start_layer;
     w->flops[MDL_WG_DENSE] = 2.0 * (T * (block_dense - bd) + Tb * bd) + 2.0 * rows * head;
-    double engram_b = m->engram_params * (m->engram_bytes_per_param > 0
-                                              ? m->engram_bytes_per_param
-                                              : wbpp);
+    double engram_b =
+        m->engram_params * (m->engram_bytes_per_param > 0 ? m->engram_bytes_per_param : wbpp);
     double wd = m->dense_weight_bytes - engram_b - m->vision_params * wbpp;
     if (!m->tied_embeddings) wd -= m->embedding_params * wbpp;
     w->weight_bytes[MDL_WG_DENSE] = wd;
@@ -309,8 +311,8 @@ static void attn_work(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
     // in the absorbed form over the selected keys; index keys and latents read apart.
     bool dsa = m->attention == MDL_ATTN_DSA;
     double ifpp = dsa ? 2.0 * m->index_heads * m->index_head_dim + 2.0 * m->index_heads : 0;
-    double dfpp = dsa ? 2.0 * heads * (m->kv_lora_rank + m->rope_dim) + 2.0 * heads * m->kv_lora_rank
-                      : 0;
+    double dfpp =
+        dsa ? 2.0 * heads * (m->kv_lora_rank + m->rope_dim) + 2.0 * heads * m->kv_lora_rank : 0;
     double ikl = m->index_bytes_per_token_layer, lkl = kvl - ikl;
     uint32_t caps[MDL_CAPS];
     mdl_model_caps(m, caps);
@@ -333,7 +335,7 @@ static void attn_work(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
             w->bytes[MDL_WG_ATTN_FULL] += fl * lkl * (KVF_MIN(c + n, (double)m->index_topk) + n);
             continue;
         }
-        double fpp, fixed = 0; // FLOPs per (query, key) pair and layer; per-layer extra
+        double fpp, fixed = 0;   // FLOPs per (query, key) pair and layer; per-layer extra
         if (m->attention == MDL_ATTN_MLA)
             fpp = mla_fpp(m, pf, c, &fixed);
         else
@@ -355,7 +357,8 @@ static void attn_work(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
         w->bytes[MDL_WG_ATTN_FULL] += fl * lkl * (pk + one.n);
     } else if (one.n) {
         // pairs(1, c, 0) = c + 1 keys read; window layers min(c + 1, window); one token written
-        double fixed, fpp = m->attention == MDL_ATTN_MLA ? mla_fpp(m, 2, 1, &fixed) : 4.0 * heads * hd;
+        double fixed,
+            fpp = m->attention == MDL_ATTN_MLA ? mla_fpp(m, 2, 1, &fixed) : 4.0 * heads * hd;
         double pf = one.sum_ctx + one.n;
         double pw = m->window ? one.sum_min[MDL_CAP_WINDOW] : pf;
         w->flops[MDL_WG_ATTN_FULL] += fl * (pf * fpp);
@@ -368,7 +371,7 @@ static void attn_work(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
 void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
     KVF_ASSERT(m && b && w && (b->n == 0 || b->seqs));
     memset(w, 0, sizeof *w);
-    double act_elem = 2.0; // the residual stream and its collectives move in bf16
+    double act_elem = 2.0;   // the residual stream and its collectives move in bf16
     if (b->phase == MDL_VISION) {
         // The vision encoder as 2 FLOPs per parameter per image token; its attention over the
         // tokens of one image (a few hundred) is small beside the GEMMs and is left out.
@@ -381,14 +384,14 @@ void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) 
         return;
     }
     const mdl_decode_sum *ds = b->dsum;
-    double T = 0, rows = 0, Tb = 0; // Tb: tokens through the bounded decoder layers
+    double T = 0, rows = 0, Tb = 0;   // Tb: tokens through the bounded decoder layers
     double R = m->decoder_replay_tokens;
     for (uint32_t i = 0; i < b->n; i++) {
         double n = b->seqs[i].new_tokens;
         if (n <= 0) continue;
         T += n;
         Tb += R > 0 ? KVF_MIN(n, R) : n;
-        rows += b->phase == MDL_DECODE ? n : 1; // prefill: logits of the last token only
+        rows += b->phase == MDL_DECODE ? n : 1;   // prefill: logits of the last token only
     }
     if (ds && ds->n) {
         T += ds->n;
@@ -415,7 +418,7 @@ void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) 
     // dense group
     w->flops[MDL_WG_DENSE] = 2.0 * T * block_dense + 2.0 * rows * head;
     double wd = m->dense_weight_bytes - m->vision_params * wbpp;
-    if (!m->tied_embeddings) wd -= m->embedding_params * wbpp; // input table: rows only
+    if (!m->tied_embeddings) wd -= m->embedding_params * wbpp;   // input table: rows only
     w->weight_bytes[MDL_WG_DENSE] = wd;
     // ~12 hidden-sized reads/writes per token and block (norms, projections, residual adds)
     double act = T * m->layers * 12.0 * h * act_elem + T * h * wbpp;
@@ -463,7 +466,8 @@ static double expert_shards(const mdl_parallel *p) {
 // Unidirectional per-GPU bandwidth for a collective spanning `span` GPUs.
 static double link_Bps(const mdl_hardware *hw, uint32_t span) {
     double up = hw->scaleup_Bps / 2;
-    if (up > 0 && span <= (hw->scaleup_domain ? hw->scaleup_domain : MDL_SCALEUP_DOMAIN_DEFAULT)) return up;
+    if (up > 0 && span <= (hw->scaleup_domain ? hw->scaleup_domain : MDL_SCALEUP_DOMAIN_DEFAULT))
+        return up;
     return hw->nic_Bps > 0 ? hw->nic_Bps : up;
 }
 
@@ -475,14 +479,15 @@ double mdl_ep_comm_time(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
     mdl_efficiency eff = eff_or_default(eff_in);
     if (p.ep <= 1 || !m->moe_layers || tok <= 0) return 0;
     double ce = eff.comm > 0 ? eff.comm : 0.7;
-    double domain = hw->scaleup_domain ? hw->scaleup_domain : MDL_SCALEUP_DOMAIN_DEFAULT, k = m->experts_active;
-    double act_elem = 2.0; // combine in bf16
+    double domain = hw->scaleup_domain ? hw->scaleup_domain : MDL_SCALEUP_DOMAIN_DEFAULT,
+           k = m->experts_active;
+    double act_elem = 2.0;   // combine in bf16
     // dispatch in the precision the expert GEMMs take their inputs (DeepEP FP8 for W8A8)
     double ebpp = m->expert_weight_bytes_per_param > 0 ? m->expert_weight_bytes_per_param
                                                        : m->weight_bytes_per_param;
     double disp_elem = KVF_MIN(mdl_prec_bytes(mdl_model_gemm_precision(m, ebpp)), act_elem);
     o->bytes_per_copy = m->hidden * (disp_elem + act_elem);
-    double fabric = hw->scaleup_Bps / 2 * ce; // unidirectional, achieved
+    double fabric = hw->scaleup_Bps / 2 * ce;   // unidirectional, achieved
     double nic = (hw->nic_Bps > 0 ? hw->nic_Bps : hw->scaleup_Bps / 2) * ce;
     if (p.ep <= domain) {
         o->fabric_copies = k * (p.ep - 1) / p.ep;
@@ -520,11 +525,11 @@ void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
     double peak_e = mdl_hw_peak(hw, mdl_model_gemm_precision(m, ebpp)) * eff.compute;
     (void)bf16;
     double attn = hw->bf16_flops * (eff.attention > 0 ? eff.attention : eff.compute);
-    double index_peak = hw->fp8_flops > 0 ? hw->fp8_flops * eff.compute : attn; // FP8 indexer
+    double index_peak = hw->fp8_flops > 0 ? hw->fp8_flops * eff.compute : attn;   // FP8 indexer
     if (mdl_attn_compressed(m->attention) && m->index_entry_bytes > 0) {
         double ib = m->index_bytes_per_elem > 0 ? m->index_bytes_per_elem : m->kv_bytes_per_elem;
         if (mdl_prec_of_bytes(ib) == MDL_PREC_FP4 && hw->fp4_flops > 0)
-            index_peak = hw->fp4_flops * eff.compute; // FP4 index keys score at the FP4 rate
+            index_peak = hw->fp4_flops * eff.compute;   // FP4 index keys score at the FP4 rate
     }
     double peak[MDL_WG_COUNT] = {peak_d, peak_e, attn, attn, index_peak};
     double wshard[MDL_WG_COUNT] = {p.tp, expert_shards(&p), 1, 1, 1};
@@ -538,7 +543,7 @@ void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
         if (w->flops[g] <= 0 && w->bytes[g] <= 0) continue;
         double tc = w->flops[g] / (G * peak[g]);
         double other = w->bytes[g] - w->weight_bytes[g];
-        if (g >= MDL_WG_ATTN_FULL) other *= repl; // attention groups
+        if (g >= MDL_WG_ATTN_FULL) other *= repl;   // attention groups
         double tm = (launches * w->weight_bytes[g] / wshard[g] + other / G) /
                     (g >= MDL_WG_ATTN_FULL ? bw_attn : bw);
         double t = KVF_MAX(tc, tm);
@@ -548,12 +553,12 @@ void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
         pp->group_s[g] = t;
     }
     // Collectives (not in the vision phase: the encoder runs on one GPU in practice).
-    double act_elem = 2.0, ce = eff.comm > 0 ? eff.comm : 0.7; // bf16 residual stream
+    double act_elem = 2.0, ce = eff.comm > 0 ? eff.comm : 0.7;   // bf16 residual stream
     if (text && p.tp > 1) {
         double up = link_Bps(hw, p.tp);
-        double tok_group = w->tokens / (G / p.tp); // data-parallel replicas split the batch
+        double tok_group = w->tokens / (G / p.tp);   // data-parallel replicas split the batch
         double msg = tok_group * m->hidden * act_elem;
-        double per = 2.0 * (p.tp - 1) / p.tp * msg; // ring all-reduce, bytes per rank
+        double per = 2.0 * (p.tp - 1) / p.tp * msg;   // ring all-reduce, bytes per rank
         double n_ar = m->layers + (m->layers - (p.ep > 1 ? m->moe_layers : 0));
         if (up > 0) pp->tp_comm_s = n_ar * (eff.comm_latency_ns * 1e-9 + per / (up * ce));
         pp->comm_bytes += n_ar * per * G;
@@ -705,8 +710,8 @@ void mdl_spec_prepare(mdl_spec *s, const mdl_model *m) {
     d->engram_params = d->engram_bytes_per_token = 0;
     d->vision_params = 0;
     d->dspark_layers = 0;
-    d->aux_params = (double)KVF_MAX(s->taps, 1u) * m->hidden * m->hidden +
-                    (double)s->markov_rank * m->vocab;
+    d->aux_params =
+        (double)KVF_MAX(s->taps, 1u) * m->hidden * m->hidden + (double)s->markov_rank * m->vocab;
     mdl_model_derive(d);
 }
 
@@ -717,8 +722,10 @@ kvf_status mdl_spec_from_model(mdl_spec *s, const mdl_model *m, kvf_err *err) {
         return kvf_fail(err, KVF_EINVAL, "model %s has no DSpark draft stack (key 'dspark_layers')",
                         m->name);
     if (m->dspark_block < 2 || !m->dspark_naccept)
-        return kvf_fail(err, KVF_EINVAL, "model %s: keys 'dspark_block' (>= 2) and 'dspark_accept' "
-                        "are needed with dspark_layers", m->name);
+        return kvf_fail(err, KVF_EINVAL,
+                        "model %s: keys 'dspark_block' (>= 2) and 'dspark_accept' "
+                        "are needed with dspark_layers",
+                        m->name);
     s->layers = m->dspark_layers;
     s->block = m->dspark_block;
     s->experts = m->dspark_experts;
@@ -754,11 +761,12 @@ void mdl_spec_step_cost(mdl_stepper *st, const mdl_spec *s, const mdl_batch *ver
                         mdl_step_cost *out, mdl_step_cost *draft) {
     KVF_ASSERT(st && s && verify && out && s->layers > 0 && s->block >= 2);
     KVF_ASSERT(verify->phase == MDL_DECODE && (!verify->dsum || verify->dsum->n == 0));
-    for (uint32_t i = 0; i < verify->n; i++) KVF_ASSERT(verify->seqs[i].new_tokens == s->block);
+    for (uint32_t i = 0; i < verify->n; i++)
+        KVF_ASSERT(verify->seqs[i].new_tokens == s->block);
     mdl_step_cost v, d;
     mdl_stepper_cost(st, verify, &v);
     mdl_work w;
-    mdl_batch_work_detail(&s->draft, verify, &w); // `block` positions of every sequence
+    mdl_batch_work_detail(&s->draft, verify, &w);   // `block` positions of every sequence
     mdl_parts pp;
     mdl_roofline_parts(&s->draft, &st->hw, &st->par, &st->eff, &w, &pp);
     if (pp.valid) {

@@ -204,8 +204,8 @@ typedef struct tc_find {
 } tc_find;
 typedef struct tc_bracket {
     mdl_kkind kind;
-    double q[6];         // what was asked (GEMM: n, k; MoE: experts .. tp, ep)
-    double lo[2], hi[2]; // the bracketing values found (GEMM: n, k; MoE: ep)
+    double q[6];           // what was asked (GEMM: n, k; MoE: experts .. tp, ep)
+    double lo[2], hi[2];   // the bracketing values found (GEMM: n, k; MoE: ep)
     bool ok;
 } tc_bracket;
 typedef struct tcache {
@@ -533,7 +533,7 @@ static int dense_shapes(const mdl_model *m, double tp, gemm_shape *sh) {
         sh[n++] = (gemm_shape){H * 2 * hd / tp, m->kv_lora_rank, L, "kv_b projection (absorbed)"};
         sh[n++] = (gemm_shape){h, H * hd / tp, L, "o projection"};
     } else if (m->attention == MDL_ATTN_GQA) {
-        double kv = KVF_MAX(m->kv_heads / tp, 1.0); // KV heads replicated past tp = kv_heads
+        double kv = KVF_MAX(m->kv_heads / tp, 1.0);   // KV heads replicated past tp = kv_heads
         sh[n++] = (gemm_shape){(H / tp + 2 * kv) * hd, h, L, "qkv projection"};
         sh[n++] = (gemm_shape){h, H * hd / tp, L, "o projection"};
     }
@@ -565,17 +565,17 @@ static void gemm_kinds(const mdl_model *m, double wbytes, mdl_kkind *gemm, mdl_k
 typedef struct tab {
     const mdl_model *m;
     const mdl_hardware *hw;
-    lk L; // lookups: hw and the stepper's memo
+    lk L;   // lookups: hw and the stepper's memo
     const mdl_batch *b;
     const mdl_work *w;
     mdl_parts *pp;
     mdl_parallel p;
     mdl_efficiency eff;
-    double G, T;                              // GPUs; tokens through the GEMMs
-    bool use, decode;                         // tables on; decode phase
-    mdl_kkind gemm, e_gemm, e_grouped, e_moe; // kinds for dense and expert weights
+    double G, T;                                // GPUs; tokens through the GEMMs
+    bool use, decode;                           // tables on; decode phase
+    mdl_kkind gemm, e_gemm, e_grouped, e_moe;   // kinds for dense and expert weights
     mdl_explain *ex;
-    bool fb; // an applicable term came from the roofline
+    bool fb;   // an applicable term came from the roofline
 } tab;
 
 // Marks a term answered by the roofline although tables were asked for.
@@ -597,20 +597,20 @@ static void table_dense(tab *c) {
     double roof = c->pp->group_s[MDL_WG_DENSE];
     gemm_shape sh[8];
     int ns = dense_shapes(c->m, c->p.tp, sh);
-    double mt = c->T / (c->G / c->p.tp); // rows of one TP group's GEMMs
+    double mt = c->T / (c->G / c->p.tp);   // rows of one TP group's GEMMs
     double covered_f = 0, covered_s = 0;
     for (int i = 0; c->use && i < ns; i++) {
         double s, y;
         hit h;
         if (!gemm_time(c, c->gemm, &sh[i], mt, &s, &y, &h)) continue;
-        covered_f += 2.0 * mt * sh[i].n * sh[i].k * sh[i].layers * c->G; // all GPUs
+        covered_f += 2.0 * mt * sh[i].n * sh[i].k * sh[i].layers * c->G;   // all GPUs
         covered_s += s;
         term_add(c->ex, "  gemm", s, c->hw, h, "%s n=%.0f k=%.0f m=%.0f: %.0f TFLOPS (%s)",
                  sh[i].what, sh[i].n, sh[i].k, mt, y, mdl_kkind_name(c->gemm));
     }
     if (covered_f > 0) {
         double frac = KVF_MAX(0.0, 1 - covered_f / w->flops[MDL_WG_DENSE]);
-        double rs = roof * frac; // the roofline's time for what no row covers
+        double rs = roof * frac;   // the roofline's time for what no row covers
         c->pp->group_s[MDL_WG_DENSE] = covered_s + rs;
         term_add(c->ex, "  rest", rs, c->hw, NOHIT,
                  "roofline: %.0f%% of dense FLOPs (output projection, router, shapes "
@@ -636,7 +636,7 @@ static void moe_layout(const mdl_parallel *p, double *tp, double *ep) {
 // Shared experts by gemm rows at m = tokens per GPU: seconds into sh->s (0 without shared
 // experts); false when a shape has no rows.
 typedef struct shared_part {
-    double s, m, gu, dn; // seconds; rows; gate+up and down TFLOPS
+    double s, m, gu, dn;   // seconds; rows; gate+up and down TFLOPS
     hit h;
 } shared_part;
 static bool shared_time(tab *c, double shared_f, shared_part *sh) {
@@ -684,7 +684,7 @@ static void moe_side_terms(tab *c, double *route, double *perm, hit *hr, hit *hp
     } else if (c->p.ep > 1) {
         *perm = 0;
     } else {
-        double bytes = 4.0 * tok * m->experts_active * m->hidden * 2; // bf16 activations
+        double bytes = 4.0 * tok * m->experts_active * m->hidden * 2;   // bf16 activations
         *perm = L * bytes / (c->hw->hbm_Bps * c->eff.memory) * c->p.ep_skew;
     }
 }
@@ -697,7 +697,7 @@ static bool experts_fused(tab *c, double shared_f) {
     double tp, ep, y;
     moe_layout(&c->p, &tp, &ep);
     double key[5] = {m->experts, m->experts_active, m->hidden, m->expert_ffn, tp};
-    double X = c->T * tp * ep / c->G; // tokens entering the op on each GPU of an expert group
+    double X = c->T * tp * ep / c->G;   // tokens entering the op on each GPU of an expert group
     hit h;
     if (!look_moe(&c->L, c->e_moe, key, ep, X, &y, &h)) return false;
     double fl = 2.0 * 3 * m->hidden * m->expert_ffn / tp * X * m->experts_active / ep;
@@ -723,7 +723,7 @@ static bool experts_fused(tab *c, double shared_f) {
 static bool experts_grouped(tab *c, double routed_f, double shared_f) {
     const mdl_model *m = c->m;
     if (c->e_grouped == MDL_K_KINDS) return false;
-    double per_exp = c->T * m->experts_active / m->experts; // tokens per expert (instance)
+    double per_exp = c->T * m->experts_active / m->experts;   // tokens per expert (instance)
     double y1, y2;
     hit h1, h2;
     if (!look_gemm(&c->L, c->e_grouped, per_exp, 2.0 * m->expert_ffn, m->hidden, &y1, &h1) ||
@@ -780,7 +780,7 @@ static void table_experts(tab *c) {
     double shared_f = w->flops[MDL_WG_EXPERT] - routed_f;
     int n0 = c->ex ? c->ex->n : 0;
     if (c->use && (experts_fused(c, shared_f) || experts_grouped(c, routed_f, shared_f))) return;
-    if (c->ex) c->ex->n = n0; // drop the parts of a half-covered attempt
+    if (c->ex) c->ex->n = n0;   // drop the parts of a half-covered attempt
     fallback(c);
     term_add(c->ex, "MoE routing", 0, c->hw, NOHIT,
              "roofline: the router GEMM is in the dense "
@@ -827,7 +827,7 @@ static bool attn_decode_gqa(tab *c, int g) {
         return false;
     double key[4] = {m->heads / tp, KVF_MAX(m->kv_heads / tp, 1.0), m->head_dim,
                      m->kv_bytes_per_elem};
-    double batch = mdl_batch_size(c->b) / (c->G / tp); // sequences per TP group
+    double batch = mdl_batch_size(c->b) / (c->G / tp);   // sequences per TP group
     hit h;
     if (!look2(&c->L, MDL_K_DECODE_GQA, key, 4, batch, ctx, FIG_US, true, &y, &h)) return false;
     c->pp->group_s[g] = layers * y * 1e-6;
@@ -918,7 +918,8 @@ static bool attn_prefill(tab *c, int g) {
             c->pp->group_s[g] = fl / c->G / (y * 1e12);
             term_add(c->ex, "attention", c->pp->group_s[g], c->hw, h,
                      "prefill_mla %.0f heads per GPU, %.3g chunks, seqlen %.0f: %.3g TFLOP at %.0f "
-                     "TFLOPS", key[0], chunks, sl, fl / c->G / 1e12, y);
+                     "TFLOPS",
+                     key[0], chunks, sl, fl / c->G / 1e12, y);
             return true;
         }
     }
@@ -952,7 +953,7 @@ static void table_attention(tab *c) {
 static void table_allreduce(tab *c) {
     if (c->pp->tp_comm_s <= 0) return;
     double tp = c->p.tp, y;
-    double msg = c->T / (c->G / tp) * c->m->hidden * 2; // bf16 activations of a TP group
+    double msg = c->T / (c->G / tp) * c->m->hidden * 2;   // bf16 activations of a TP group
     double key[1] = {tp};
     hit h;
     if (c->use && look1(&c->L, MDL_K_ALLREDUCE, key, 1, msg, FIG_GBPS, false, &y, &h)) {
@@ -1072,7 +1073,7 @@ static void table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_par
     if (!(c.eff.memory > 0)) c.eff.memory = 0.8;
     c.G = c.p.gpus;
     c.T = w.tokens;
-    mdl_kkind dense_grouped, dense_moe; // dense weights use the GEMM kind only
+    mdl_kkind dense_grouped, dense_moe;   // dense weights use the GEMM kind only
     gemm_kinds(m, m->weight_bytes_per_param, &c.gemm, &dense_grouped, &dense_moe);
     double ebpp = m->expert_weight_bytes_per_param > 0 ? m->expert_weight_bytes_per_param
                                                        : m->weight_bytes_per_param;

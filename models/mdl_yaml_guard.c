@@ -31,11 +31,13 @@ kvf_status mdl_yaml_guard(const char *where, const char *text, size_t len, kvf_e
     const char *nul = memchr(text, 0, len);
     if (nul) {   // libyaml would stop there and silently drop the rest
         int line = 1;
-        for (const char *q = text; q < nul; q++) line += *q == '\n';
+        for (const char *q = text; q < nul; q++)
+            line += *q == '\n';
         return kvf_fail(err, KVF_EPARSE, "%s:%d: a NUL byte (a binary file?)", where, line);
     }
     yaml_parser_t p;
-    if (!yaml_parser_initialize(&p)) return kvf_fail(err, KVF_ENOMEM, "%s: cannot create a YAML parser", where);
+    if (!yaml_parser_initialize(&p))
+        return kvf_fail(err, KVF_ENOMEM, "%s: cannot create a YAML parser", where);
     yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
     static __thread anchor anchors[GUARD_ANCHORS];
     static __thread frame stack[MDL_YAML_MAX_DEPTH + 2];
@@ -57,8 +59,10 @@ kvf_status mdl_yaml_guard(const char *where, const char *text, size_t len, kvf_e
             if (i >= 0 && anchors[i].open) {
                 st = kvf_fail(err, KVF_EPARSE,
                               "%s:%d: alias '*%s' refers to a node that contains it (an alias "
-                              "loop)", where, line, anchors[i].name);
-            } else add = i >= 0 ? anchors[i].nodes : 1;
+                              "loop)",
+                              where, line, anchors[i].name);
+            } else
+                add = i >= 0 ? anchors[i].nodes : 1;
         } else if (t == YAML_MAPPING_START_EVENT || t == YAML_SEQUENCE_START_EVENT) {
             if (depth >= MDL_YAML_MAX_DEPTH) {
                 st = kvf_fail(err, KVF_EPARSE, "%s:%d: nested deeper than %d levels", where, line,
@@ -103,15 +107,17 @@ kvf_status mdl_yaml_guard(const char *where, const char *text, size_t len, kvf_e
             }
         }
         if (add) {
-            if (depth > 0) stack[depth].nodes += add;
-            else total += add;
+            if (depth > 0)
+                stack[depth].nodes += add;
+            else
+                total += add;
         }
         size_t now = total + (depth > 0 ? stack[depth].nodes : 0);
-        for (int d = 1; d < depth; d++) now += stack[d].nodes;
+        for (int d = 1; d < depth; d++)
+            now += stack[d].nodes;
         if (!st && now > MDL_YAML_MAX_NODES)
-            st = kvf_fail(err, KVF_EPARSE,
-                          "%s:%d: more than %d nodes once aliases are expanded", where, line,
-                          MDL_YAML_MAX_NODES);
+            st = kvf_fail(err, KVF_EPARSE, "%s:%d: more than %d nodes once aliases are expanded",
+                          where, line, MDL_YAML_MAX_NODES);
         bool end = t == YAML_STREAM_END_EVENT;
         yaml_event_delete(&ev);
         if (st || end) break;

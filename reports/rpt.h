@@ -24,25 +24,24 @@ kvf_status rpt_db_run_set(rpt_db *db, const char *key, const char *value, kvf_er
 // Upserts summary(key, value); key is a dotted path into summary.json ("ttft_ms.p90").
 // NaN is stored as NULL (also in request and timeseries rows).
 kvf_status rpt_db_summary_set(rpt_db *db, const char *key, double value, kvf_err *err);
-kvf_status rpt_db_summary_set_text(rpt_db *db, const char *key, const char *value,
-                                   kvf_err *err);
+kvf_status rpt_db_summary_set_text(rpt_db *db, const char *key, const char *value, kvf_err *err);
 
 typedef struct rpt_request_row {
     uint64_t id;
-    const char *cls;             // class name
+    const char *cls;   // class name
     uint64_t session;
     double arrival_s;
     uint32_t input_tokens;
-    uint32_t cached_tokens;      // prompt tokens served from cache (hit)
-    uint32_t output_tokens;      // tokens produced
-    int32_t vision_instance;     // -1 = none
-    int32_t prefill_instance;    // -1 = none (rejected before prefill)
-    int32_t decode_instance;     // -1 = none
-    double ttft_s;               // NaN when no first token
-    double tpot_s;               // NaN when < 2 output tokens
-    double e2e_s;                // NaN when not completed
-    double queue_s;              // time waiting in queues (prefill + decode admission)
-    const char *status;          // "completed", "rejected:<reason>", "unfinished"
+    uint32_t cached_tokens;     // prompt tokens served from cache (hit)
+    uint32_t output_tokens;     // tokens produced
+    int32_t vision_instance;    // -1 = none
+    int32_t prefill_instance;   // -1 = none (rejected before prefill)
+    int32_t decode_instance;    // -1 = none
+    double ttft_s;              // NaN when no first token
+    double tpot_s;              // NaN when < 2 output tokens
+    double e2e_s;               // NaN when not completed
+    double queue_s;             // time waiting in queues (prefill + decode admission)
+    const char *status;         // "completed", "rejected:<reason>", "unfinished"
     // extensions (extra columns)
     uint32_t hit_hbm, hit_dram, hit_ssd;   // cached tokens by tier
     uint32_t preemptions;
@@ -102,7 +101,7 @@ void *rpt_db_handle(rpt_db *db);
 //   units        margin is a fraction in JSON and the database; the report shows it in percent
 //                in every table and chart.
 
-struct json_t;                   // jansson's object type
+struct json_t;   // jansson's object type
 
 #define RPT_ECON_MAX_CLASSES 16
 #define RPT_ECON_NAME_LEN 32
@@ -112,13 +111,13 @@ typedef enum rpt_econ_pool {
     RPT_POOL_VISION = 0,
     RPT_POOL_PREFILL,
     RPT_POOL_DECODE,
-    RPT_POOL_COLOCATED,          // mixed prefill+decode instances (colocated mode)
+    RPT_POOL_COLOCATED,   // mixed prefill+decode instances (colocated mode)
     RPT_POOL_N
 } rpt_econ_pool;
 
 typedef enum rpt_econ_part {
-    RPT_COST_GPU = 0,            // rent, or depreciation of capex
-    RPT_COST_POWER,              // electricity incl. PUE (own mode)
+    RPT_COST_GPU = 0,   // rent, or depreciation of capex
+    RPT_COST_POWER,     // electricity incl. PUE (own mode)
     RPT_COST_SSD,
     RPT_COST_DRAM,
     RPT_COST_NETWORK,
@@ -126,14 +125,14 @@ typedef enum rpt_econ_part {
 } rpt_econ_part;
 
 typedef struct rpt_econ_prices {
-    double input_hit;            // USD per million cache-hit input tokens
-    double input_miss;           // USD per million cache-miss input tokens
-    double output;               // USD per million output tokens
+    double input_hit;    // USD per million cache-hit input tokens
+    double input_miss;   // USD per million cache-miss input tokens
+    double output;       // USD per million output tokens
 } rpt_econ_prices;
 
 typedef struct rpt_econ_class_prices {
-    char cls[RPT_ECON_NAME_LEN]; // traffic class name
-    rpt_econ_prices p;           // NaN field = use the default price
+    char cls[RPT_ECON_NAME_LEN];   // traffic class name
+    rpt_econ_prices p;             // NaN field = use the default price
 } rpt_econ_class_prices;
 
 typedef struct rpt_econ_config {
@@ -149,23 +148,23 @@ typedef struct rpt_econ_config {
     double pue;                  // power usage effectiveness (>= 1)
     double ssd_tb_month_usd;     // KV store SSD (USD per TB-month)
     double dram_tb_month_usd;    // KV store DRAM (USD per TB-month)
-    double network_usd_per_gpu_hour;  // fabric/egress per GPU-hour (USD)
-    bool offpeak_on;             // false: no off-peak window
-    double offpeak_start_s;      // window start, seconds after 00:00 UTC
-    double offpeak_end_s;        // window end (may be < start: wraps midnight)
-    double offpeak_price_factor; // price multiplier inside the window
-    rpt_econ_prices prices;      // default prices
-    rpt_econ_class_prices cls[RPT_ECON_MAX_CLASSES];  // per-class overrides
+    double network_usd_per_gpu_hour;   // fabric/egress per GPU-hour (USD)
+    bool offpeak_on;                   // false: no off-peak window
+    double offpeak_start_s;            // window start, seconds after 00:00 UTC
+    double offpeak_end_s;              // window end (may be < start: wraps midnight)
+    double offpeak_price_factor;       // price multiplier inside the window
+    rpt_econ_prices prices;            // default prices
+    rpt_econ_class_prices cls[RPT_ECON_MAX_CLASSES];   // per-class overrides
     int n_cls;
-    double free_share;           // fraction of traffic not billed, [0, 1]
-    double trace_start_s;        // time of day (s after 00:00 UTC) at trace t = 0
-    double hit_cost_ratio;       // cost of a hit token relative to a computed one; used only
-                                 // when the run reports no prefill FLOPs (sensitivity)
-    double day_profile[24];      // share of a day's traffic in each UTC hour (normalised)
-    bool day_profile_set;        // false: flat (or the run's own schedule when >= 1 day)
-    double day_profile_given[24]; // the shares as the scenario gave them (written back as such)
-    double gpu_hour_range[2];    // all-in USD per GPU-hour, low and high (0, 0 = none): the
-                                 // cost and margin are also given at both ends, as if rented
+    double free_share;              // fraction of traffic not billed, [0, 1]
+    double trace_start_s;           // time of day (s after 00:00 UTC) at trace t = 0
+    double hit_cost_ratio;          // cost of a hit token relative to a computed one; used only
+                                    // when the run reports no prefill FLOPs (sensitivity)
+    double day_profile[24];         // share of a day's traffic in each UTC hour (normalised)
+    bool day_profile_set;           // false: flat (or the run's own schedule when >= 1 day)
+    double day_profile_given[24];   // the shares as the scenario gave them (written back as such)
+    double gpu_hour_range[2];       // all-in USD per GPU-hour, low and high (0, 0 = none): the
+                                    // cost and margin are also given at both ends, as if rented
 } rpt_econ_config;
 
 // Scenario keys below `economics.` (rpt_econ_config_set), type and default:
@@ -210,33 +209,33 @@ struct json_t *rpt_econ_config_to_json(const rpt_econ_config *c);
 bool rpt_econ_is_offpeak(const rpt_econ_config *c, double t_s);
 
 typedef struct rpt_econ_class_usage {
-    char cls[RPT_ECON_NAME_LEN]; // class name
-    double hit[2];               // cache-hit input tokens, [0] peak, [1] off-peak
-    double miss[2];              // cache-miss input tokens
-    double output[2];            // output tokens
-    double retention_s;          // SSD retention of the class (s); <= 0 = kept until evicted
-    bool write_known;            // write_Bps was counted by the run (else: split by misses)
-    double write_Bps;            // the class's bytes written to the store per run second
-    bool steady_known;           // the run outlasted the retention and measured the store:
-    double steady_tb;            // the class's mean occupancy from then on (TB)
+    char cls[RPT_ECON_NAME_LEN];   // class name
+    double hit[2];                 // cache-hit input tokens, [0] peak, [1] off-peak
+    double miss[2];                // cache-miss input tokens
+    double output[2];              // output tokens
+    double retention_s;            // SSD retention of the class (s); <= 0 = kept until evicted
+    bool write_known;              // write_Bps was counted by the run (else: split by misses)
+    double write_Bps;              // the class's bytes written to the store per run second
+    bool steady_known;             // the run outlasted the retention and measured the store:
+    double steady_tb;              // the class's mean occupancy from then on (TB)
 } rpt_econ_class_usage;
 
 typedef struct rpt_econ_input {
-    double simulated_s;          // length of the period the figures cover (s)
-    double gpu_hours[RPT_POOL_N];// GPU-hours per pool over the period
-    double gpus[RPT_POOL_N];     // GPUs per pool (peak count; capex and payback use it)
-    double utilization[RPT_POOL_N];  // busy fraction per pool; NaN = unknown
-    double colocated_input_share;    // share of colocated GPU time that is prefill; NaN = tokens
-    double ssd_tb;               // SSD provisioned for the KV store (TB; peak stored if unbounded)
-    double dram_tb;              // DRAM for the KV tier (TB)
-    bool ssd_unbounded;          // the store has no capacity: bill the store retention needs
-    double ssd_write_Bps;        // bytes written to the store per run second
-    double prefill_flops;        // prefill FLOPs spent (with reuse); 0 = unknown
+    double simulated_s;               // length of the period the figures cover (s)
+    double gpu_hours[RPT_POOL_N];     // GPU-hours per pool over the period
+    double gpus[RPT_POOL_N];          // GPUs per pool (peak count; capex and payback use it)
+    double utilization[RPT_POOL_N];   // busy fraction per pool; NaN = unknown
+    double colocated_input_share;     // share of colocated GPU time that is prefill; NaN = tokens
+    double ssd_tb;          // SSD provisioned for the KV store (TB; peak stored if unbounded)
+    double dram_tb;         // DRAM for the KV tier (TB)
+    bool ssd_unbounded;     // the store has no capacity: bill the store retention needs
+    double ssd_write_Bps;   // bytes written to the store per run second
+    double prefill_flops;   // prefill FLOPs spent (with reuse); 0 = unknown
     double prefill_flops_no_reuse;   // the same prompts computed without any reuse
-    double board_w_per_gpu;      // the run's mean board power per GPU (W: idle plus load by
-                                 // each instance's busy share, hardware power_w); NaN = unknown
+    double board_w_per_gpu;          // the run's mean board power per GPU (W: idle plus load by
+                                     // each instance's busy share, hardware power_w); NaN = unknown
     rpt_econ_class_usage cls[RPT_ECON_MAX_CLASSES];
-    int n_cls;                   // classes beyond the limit are added to the last slot ("other")
+    int n_cls;   // classes beyond the limit are added to the last slot ("other")
 } rpt_econ_input;
 
 // Zeroes *in (utilisations and colocated_input_share to NaN).
@@ -247,14 +246,14 @@ void rpt_econ_input_add(rpt_econ_input *in, const rpt_econ_config *c, const char
                         double output_tokens);
 
 typedef struct rpt_econ_sens_row {
-    double x;                    // the varied input (hit rate, utilisation, or price factor)
+    double x;   // the varied input (hit rate, utilisation, or price factor)
     double cost_per_day_usd;
     double revenue_per_day_usd;
-    double margin;               // (revenue - cost) / revenue; NaN when no revenue
-    double margin_fixed_revenue; // hit-rate table: margin with revenue held at the actual
-    double payback_days;         // +inf when never
-    double prefill_gpus;         // hit-rate table: re-derived prefill (+colocated) GPUs
-    bool capped;                 // utilisation table: the row at capacity (busiest pool full)
+    double margin;                 // (revenue - cost) / revenue; NaN when no revenue
+    double margin_fixed_revenue;   // hit-rate table: margin with revenue held at the actual
+    double payback_days;           // +inf when never
+    double prefill_gpus;           // hit-rate table: re-derived prefill (+colocated) GPUs
+    bool capped;                   // utilisation table: the row at capacity (busiest pool full)
 } rpt_econ_sens_row;
 
 typedef struct rpt_econ_sens {
@@ -263,46 +262,46 @@ typedef struct rpt_econ_sens {
 } rpt_econ_sens;
 
 typedef struct rpt_econ_result {
-    double power_w_per_gpu;      // the power per GPU the power cost and per-GW figures use (W,
-                                 // before PUE): the run's board power + host share, else the
-                                 // configured power_w_per_gpu
-    bool power_from_run;         // it is the run's
-    double days;                 // simulated_s / 86400
-    double gpus;                 // all GPUs
-    double gpu_hours;            // over the period
+    double power_w_per_gpu;   // the power per GPU the power cost and per-GW figures use (W,
+                              // before PUE): the run's board power + host share, else the
+                              // configured power_w_per_gpu
+    bool power_from_run;      // it is the run's
+    double days;              // simulated_s / 86400
+    double gpus;              // all GPUs
+    double gpu_hours;         // over the period
     double gpu_hours_per_day;
-    double cost_per_day_by_part[RPT_COST_N];       // USD/day
-    double cost_per_gpu_hour_by_part[RPT_COST_N];  // USD per GPU-hour (all-in, by part)
+    double cost_per_day_by_part[RPT_COST_N];        // USD/day
+    double cost_per_gpu_hour_by_part[RPT_COST_N];   // USD per GPU-hour (all-in, by part)
     double cost_per_day_usd;
     double cost_per_gpu_hour_usd;
     double revenue_per_day_usd;
     double revenue_input_per_day_usd;
     double revenue_output_per_day_usd;
-    double revenue_per_day_by_class[RPT_ECON_MAX_CLASSES];  // same order as input cls
-    double cost_usd;             // over the period
-    double revenue_usd;          // over the period
-    double margin;               // NaN when no revenue
-    double input_cost_share;     // share of cost attributed to input tokens
+    double revenue_per_day_by_class[RPT_ECON_MAX_CLASSES];   // same order as input cls
+    double cost_usd;                                         // over the period
+    double revenue_usd;                                      // over the period
+    double margin;                                           // NaN when no revenue
+    double input_cost_share;   // share of cost attributed to input tokens
     double cost_per_mtok_input_usd;
     double cost_per_mtok_output_usd;
-    double capex_usd;            // capex_per_gpu_usd * gpus
+    double capex_usd;   // capex_per_gpu_usd * gpus
     double cash_opex_per_day_usd;
-    double payback_days;         // +inf when never
-    double break_even_price_factor;       // prices x this -> margin 0
-    double break_even_output_usd_per_mtok;// output price (input prices kept) -> margin 0
-    double hit_rate;             // hit / (hit + miss), all classes
-    double utilization;          // GPU-hour weighted; NaN when unknown
+    double payback_days;                     // +inf when never
+    double break_even_price_factor;          // prices x this -> margin 0
+    double break_even_output_usd_per_mtok;   // output price (input prices kept) -> margin 0
+    double hit_rate;                         // hit / (hit + miss), all classes
+    double utilization;                      // GPU-hour weighted; NaN when unknown
     double input_tokens_per_day, output_tokens_per_day;
-    const char *day_basis;       // "day_profile", "flat day profile", "the run's own schedule"
-    double offpeak_share;        // share of the day's tokens billed off-peak
-    double day_scale;            // the day's tokens / the run's tokens
-    double ssd_tb_billed;        // SSD billed (TB)
-    const char *ssd_basis;       // "capacity", "retention steady state", "peak stored"
+    const char *day_basis;   // "day_profile", "flat day profile", "the run's own schedule"
+    double offpeak_share;    // share of the day's tokens billed off-peak
+    double day_scale;        // the day's tokens / the run's tokens
+    double ssd_tb_billed;    // SSD billed (TB)
+    const char *ssd_basis;   // "capacity", "retention steady state", "peak stored"
     double ssd_tb_by_class[RPT_ECON_MAX_CLASSES];   // steady-state store by class (TB); NaN: none
-    double hit_saving;           // s: share of prefill work saved per unit of hit rate
-    const char *hit_basis;       // "prefill FLOPs of this run" or "hit_cost_ratio"
-    double capacity_utilization; // fleet utilisation at which the busiest pool is fully busy
-    char break_even_note[200];   // why the output break-even is clamped or missing; "" if not
+    double hit_saving;             // s: share of prefill work saved per unit of hit rate
+    const char *hit_basis;         // "prefill FLOPs of this run" or "hit_cost_ratio"
+    double capacity_utilization;   // fleet utilisation at which the busiest pool is fully busy
+    char break_even_note[200];     // why the output break-even is clamped or missing; "" if not
     double range_cost_per_day_usd[2];   // at gpu_hour_range low/high (NaN without a range)
     double range_margin[2];
     rpt_econ_sens by_hit_rate;
@@ -335,28 +334,28 @@ kvf_status rpt_econ_write_db(rpt_db *db, const rpt_econ_result *r, kvf_err *err)
 // and a count past its expected total is shown as a count). Caller-owned, no allocation; a
 // zeroed struct is disabled. Display only: nothing here reaches a result.
 typedef struct rpt_progress_state {
-    double sim_s;                // simulated time reached (s from the trace start)
-    double arrived;              // requests arrived so far
-    double finished;             // requests completed or rejected so far
-    double events;               // events handled so far
+    double sim_s;      // simulated time reached (s from the trace start)
+    double arrived;    // requests arrived so far
+    double finished;   // requests completed or rejected so far
+    double events;     // events handled so far
 } rpt_progress_state;
 
 typedef struct rpt_progress {
-    const char *label;           // borrowed, shown first
-    double total;                // counted: units of work (points)
-    bool sim;                    // simulated kind (rpt_progress_init_sim)
-    double span_s;               // simulated: the span the run covers (s); 0 = unknown
-    double arrivals;             // simulated: expected arrivals; 0 = unknown
-    rpt_progress_state last;     // simulated: the latest state given
-    double interval_s;           // seconds between lines off a terminal; 0 = none
-    int64_t start_ns;            // wall clock at init (display only)
-    int64_t last_ns;             // last draw (0 = none yet)
-    int64_t rate_ns;             // events/s is measured since this draw ...
-    double rate_events;          // ... and this many events
-    bool tty;                    // stderr is a terminal: the bar; else lines
-    bool enabled;                // drawing at all (tty, or interval_s > 0), and not done
-    bool drawn;                  // something was drawn
-    int lines;                   // lines printed off a terminal
+    const char *label;         // borrowed, shown first
+    double total;              // counted: units of work (points)
+    bool sim;                  // simulated kind (rpt_progress_init_sim)
+    double span_s;             // simulated: the span the run covers (s); 0 = unknown
+    double arrivals;           // simulated: expected arrivals; 0 = unknown
+    rpt_progress_state last;   // simulated: the latest state given
+    double interval_s;         // seconds between lines off a terminal; 0 = none
+    int64_t start_ns;          // wall clock at init (display only)
+    int64_t last_ns;           // last draw (0 = none yet)
+    int64_t rate_ns;           // events/s is measured since this draw ...
+    double rate_events;        // ... and this many events
+    bool tty;                  // stderr is a terminal: the bar; else lines
+    bool enabled;              // drawing at all (tty, or interval_s > 0), and not done
+    bool drawn;                // something was drawn
+    int lines;                 // lines printed off a terminal
 } rpt_progress;
 
 // Seconds between progress lines off a terminal: KVF_PROGRESS_S (>= 0), else 10.
@@ -416,8 +415,8 @@ kvf_status rpt_compare_write(FILE *out, const char *const *dirs, int n, bool jso
 // As rpt_compare_write, differences against dirs[baseline] (0 <= baseline < n) instead of the
 // first. Text too long for a column (a break-even sentence) is marked [k] in its cell and
 // printed whole below the table.
-kvf_status rpt_compare_write_base(FILE *out, const char *const *dirs, int n, bool json,
-                                  bool all, int baseline, kvf_err *err);
+kvf_status rpt_compare_write_base(FILE *out, const char *const *dirs, int n, bool json, bool all,
+                                  int baseline, kvf_err *err);
 // Writes the comparison as an HTML page at path (rpt_points_html): one row per run, the
 // run-table keys that differ between the runs, and the cost / SLO attainment frontier chart.
 kvf_status rpt_compare_html(const char *path, const char *const *dirs, int n, kvf_err *err);
@@ -457,8 +456,8 @@ struct json_t *rpt_assess_warnings(const struct json_t *assess);
 // optional "status": "completed" or why not (e.g. "unfinished"), optional "reason": text}.
 // A point without a summary, or with a status other than "completed", is unfinished.
 typedef struct rpt_points_opts {
-    bool diffs;                  // a column of differences against the baseline
-    int baseline;                // 0-based index of the baseline point
+    bool diffs;     // a column of differences against the baseline
+    int baseline;   // 0-based index of the baseline point
 } rpt_points_opts;
 kvf_status rpt_points_page(const char *path, const char *title, const struct json_t *points,
                            const rpt_points_opts *opts, kvf_err *err);

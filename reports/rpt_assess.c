@@ -100,8 +100,9 @@ static void sec_warnings(rpt_buf *b, json_t *j) {
 static void sec_answer(rpt_buf *b, json_t *j) {
     const char *sat = json_string_value(rpt_json_path(j, "with_store.saturation"));
     bool stable = sat && !strcmp(sat, "stable");
-    rpt_buf_printf(b, "<section id=\"answer\">\n<div class=\"verdict verdict-%s\" "
-                      "id=\"hl-saturation\" data-state=\"",
+    rpt_buf_printf(b,
+                   "<section id=\"answer\">\n<div class=\"verdict verdict-%s\" "
+                   "id=\"hl-saturation\" data-state=\"",
                    stable ? "stable" : "other");
     rpt_buf_html(b, sat ? sat : "n/a");
     rpt_buf_puts(b, "\">");
@@ -134,7 +135,8 @@ static void sec_answer(rpt_buf *b, json_t *j) {
     double a = rpt_json_num(j, "with_store.cost_per_mtok_usd_provisioned"),
            c = rpt_json_num(j, "no_store.cost_per_mtok_usd_provisioned");
     char ch[48] = "";
-    if (isfinite(a) && isfinite(c) && c != 0) snprintf(ch, sizeof ch, " (%+.1f %% with it)", 100 * (a - c) / c);
+    if (isfinite(a) && isfinite(c) && c != 0)
+        snprintf(ch, sizeof ch, " (%+.1f %% with it)", 100 * (a - c) / c);
     rpt_buf_printf(b, " without%s; as provisioned</div></div>\n", ch);
     rpt_buf_puts(b, "<div class=\"card\" id=\"hl-busy\"><div class=\"lab\">at busy GPU-hours"
                     "</div><div class=\"big\">");
@@ -174,8 +176,9 @@ static void sec_grid(rpt_buf *b, json_t *j) {
         rpt_buf_puts(b, "</td>");
         json_array_foreach(json_object_get(v, "hit_rate"), k, h) {
             double x = json_number_value(h);
-            rpt_buf_printf(b, "<td class=\"num\" style=\"background:rgba(40,120,200,%.2f)\" "
-                              "data-value=\"%.17g\">%s</td>",
+            rpt_buf_printf(b,
+                           "<td class=\"num\" style=\"background:rgba(40,120,200,%.2f)\" "
+                           "data-value=\"%.17g\">%s</td>",
                            0.05 + 0.5 * x, x, rpt_fmt_pct(x, pct, sizeof pct));
         }
         rpt_buf_puts(b, "</tr>\n");
@@ -235,9 +238,10 @@ kvf_status rpt_assess_html(const char *path, const struct json_t *assess, kvf_er
     if (!json_is_object(j)) return kvf_fail(err, KVF_EINVAL, "%s: no assessment", path);
     const char *trace = json_string_value(json_object_get(j, "trace"));
     rpt_buf b = {0};
-    rpt_buf_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                       "<title>kvfleet assess</title><style>%s</style></head><body>\n<h1>"
-                       "Assessment of ",
+    rpt_buf_printf(&b,
+                   "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                   "<title>kvfleet assess</title><style>%s</style></head><body>\n<h1>"
+                   "Assessment of ",
                    CSS);
     rpt_buf_html(&b, trace ? trace : "trace");
     rpt_buf_puts(&b, "</h1>\n<p class=\"meta\">");

@@ -20,9 +20,9 @@
 typedef struct cmp_run {
     char dir[4096];
     char label[64];
-    json_t *sum;                 // summary object
-    json_t *run;                 // run table as an object of strings (may be empty), or the
-                                 // keys of summary.json's "config" when it has one
+    json_t *sum;   // summary object
+    json_t *run;   // run table as an object of strings (may be empty), or the
+                   // keys of summary.json's "config" when it has one
     bool has_config;
 } cmp_run;
 
@@ -37,7 +37,9 @@ void rpt_config_keys(json_t *run, json_t *o, const char *prefix) {
             rpt_config_keys(run, v, key);
             continue;
         }
-        char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
+        char *text = json_is_string(v)
+                         ? NULL
+                         : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
         json_object_set_new(run, key, json_string(text ? text : json_string_value(v)));
         free(text);
     }
@@ -56,9 +58,11 @@ static void summary_path(const char *arg, char *path, size_t n) {
 static kvf_status regular_or_missing(const char *what, const char *path, kvf_err *err) {
     struct stat sb;
     if (stat(path, &sb) != 0 || S_ISREG(sb.st_mode)) return KVF_OK;
-    return kvf_fail(err, KVF_EINVAL, "compare: %s %s: %s, not a regular file; refused", what,
-                    path, S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a FIFO"
-                    : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device" : "a special file");
+    return kvf_fail(err, KVF_EINVAL, "compare: %s %s: %s, not a regular file; refused", what, path,
+                    S_ISDIR(sb.st_mode)                          ? "a directory"
+                    : S_ISFIFO(sb.st_mode)                       ? "a FIFO"
+                    : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device"
+                                                                 : "a special file");
 }
 
 static kvf_status load_run(cmp_run *c, const char *arg, kvf_err *err) {
@@ -83,9 +87,11 @@ static kvf_status load_run(cmp_run *c, const char *arg, kvf_err *err) {
     // label: last path component of the directory
     const char *base = c->dir;
     size_t len = strlen(base);
-    while (len > 1 && base[len - 1] == '/') len--;
+    while (len > 1 && base[len - 1] == '/')
+        len--;
     size_t start = len;
-    while (start > 0 && base[start - 1] != '/') start--;
+    while (start > 0 && base[start - 1] != '/')
+        start--;
     size_t n = len - start < sizeof c->label - 1 ? len - start : sizeof c->label - 1;
     memcpy(c->label, base + start, n);
     c->label[n] = '\0';
@@ -123,9 +129,10 @@ static json_t *varied_keys(cmp_run *r, int n) {
         const char *k;
         json_t *v;
         json_object_foreach(r[i].run, k, v) {
-            if (!r[i].has_config && (strstr(k, "wall") || strstr(k, "time_utc") || strstr(k, "started") ||
-                strstr(k, "finished") || strstr(k, "out_dir") || strstr(k, "output") ||
-                !strcmp(k, "status")))
+            if (!r[i].has_config &&
+                (strstr(k, "wall") || strstr(k, "time_utc") || strstr(k, "started") ||
+                 strstr(k, "finished") || strstr(k, "out_dir") || strstr(k, "output") ||
+                 !strcmp(k, "status")))
                 continue;
             bool listed = false;
             size_t j;
@@ -218,7 +225,8 @@ kvf_status rpt_compare_page(const char *path, const char *const *dirs, int n, in
     KVF_ASSERT(baseline >= 0 && baseline < n);
     cmp_run *r = kvf_calloc((size_t)n, sizeof *r);
     kvf_status s = KVF_OK;
-    for (int i = 0; i < n && !s; i++) s = load_run(&r[i], dirs[i], err);
+    for (int i = 0; i < n && !s; i++)
+        s = load_run(&r[i], dirs[i], err);
     if (!s) {
         json_t *varied = varied_keys(r, n), *pts = json_array();
         for (int m = 0; m < n; m++) {
@@ -286,7 +294,8 @@ static void print_table(FILE *out, cmp_run *r, int n, json_t *keys, json_t *vari
     for (int m = 0; m < n; m++)
         fprintf(out, "run %d: %s (scenario %s)\n", m + 1, r[m].dir,
                 json_string_value(json_object_get(r[m].sum, "scenario"))
-                    ? json_string_value(json_object_get(r[m].sum, "scenario")) : "?");
+                    ? json_string_value(json_object_get(r[m].sum, "scenario"))
+                    : "?");
     fprintf(out, "\n%-*s", w0, "figure");
     for (int m = 0; m < n; m++) {
         char h[64];
@@ -294,7 +303,8 @@ static void print_table(FILE *out, cmp_run *r, int n, json_t *keys, json_t *vari
         fprintf(out, "  %*s", wc, h);
     }
     fprintf(out, "\n");
-    for (int i = 0; i < w0 + n * (wc + 2); i++) fputc('-', out);
+    for (int i = 0; i < w0 + n * (wc + 2); i++)
+        fputc('-', out);
     fputc('\n', out);
     json_array_foreach(varied, j, e) {
         const char *k = json_string_value(e);
@@ -372,8 +382,8 @@ kvf_status rpt_compare_write(FILE *out, const char *const *dirs, int n, bool jso
     return rpt_compare_write_base(out, dirs, n, json, all, 0, err);
 }
 
-kvf_status rpt_compare_write_base(FILE *out, const char *const *dirs, int n, bool json,
-                                  bool all, int baseline, kvf_err *err) {
+kvf_status rpt_compare_write_base(FILE *out, const char *const *dirs, int n, bool json, bool all,
+                                  int baseline, kvf_err *err) {
     KVF_ASSERT(out && err && (n == 0 || dirs));
     if (n < 1) return kvf_fail(err, KVF_EINVAL, "compare: no results directories given");
     KVF_ASSERT(baseline >= 0 && baseline < n);
@@ -436,17 +446,20 @@ static int usage(FILE *f, int rc) {
 static kvf_status check_page(const char *html, const char *const *dirs, int n, kvf_err *err) {
     struct stat h, in;
     if (lstat(html, &h) == 0 && S_ISLNK(h.st_mode))
-        return kvf_fail(err, KVF_EINVAL, "compare: --html %s: a symbolic link; refused (nothing "
-                        "is written through a link): name the file itself", html);
+        return kvf_fail(err, KVF_EINVAL,
+                        "compare: --html %s: a symbolic link; refused (nothing "
+                        "is written through a link): name the file itself",
+                        html);
     kvf_status s = regular_or_missing("--html", html, err);
     if (s || stat(html, &h) != 0) return s;
     char path[4200];
     for (int i = 0; i < n; i++) {
         summary_path(dirs[i], path, sizeof path);
         if (stat(path, &in) == 0 && in.st_dev == h.st_dev && in.st_ino == h.st_ino)
-            return kvf_fail(err, KVF_EINVAL, "compare: --html %s: is the summary of run %s "
-                            "(%s); refused, an output never overwrites an input", html,
-                            dirs[i], path);
+            return kvf_fail(err, KVF_EINVAL,
+                            "compare: --html %s: is the summary of run %s "
+                            "(%s); refused, an output never overwrites an input",
+                            html, dirs[i], path);
     }
     return KVF_OK;
 }
@@ -492,8 +505,10 @@ int rpt_compare_cli_main(int argc, char **argv) {
     }
     int b = base ? find_baseline(base, dirs, n) : 0;
     if (b < 0) {
-        fprintf(stderr, "kvfleet: compare: --baseline '%s' is none of the %d runs given (a number "
-                        "1..%d, a directory as given, or its last part)\n", base, n, n);
+        fprintf(stderr,
+                "kvfleet: compare: --baseline '%s' is none of the %d runs given (a number "
+                "1..%d, a directory as given, or its last part)\n",
+                base, n, n);
         free(dirs);
         return 2;
     }

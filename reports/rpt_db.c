@@ -20,11 +20,11 @@
 struct rpt_db {
     sqlite3 *h;
     char *path;
-    sqlite3_stmt *st_run;        // INSERT OR REPLACE INTO run
-    sqlite3_stmt *st_sum;        // INSERT OR REPLACE INTO summary
-    sqlite3_stmt *st_req;        // INSERT OR REPLACE INTO request
-    sqlite3_stmt *st_ts;         // INSERT INTO timeseries
-    size_t pending;              // rows written since BEGIN
+    sqlite3_stmt *st_run;   // INSERT OR REPLACE INTO run
+    sqlite3_stmt *st_sum;   // INSERT OR REPLACE INTO summary
+    sqlite3_stmt *st_req;   // INSERT OR REPLACE INTO request
+    sqlite3_stmt *st_ts;    // INSERT INTO timeseries
+    size_t pending;         // rows written since BEGIN
     bool in_tx;
 };
 
@@ -46,8 +46,8 @@ static kvf_status db_fail(rpt_db *db, kvf_err *err, const char *what) {
 static kvf_status db_exec(rpt_db *db, const char *sql, kvf_err *err) {
     char *msg = NULL;
     if (sqlite3_exec(db->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        kvf_status s = kvf_fail(err, KVF_ERUN, "%s: %s: %s", db->path, sql,
-                                msg ? msg : sqlite3_errmsg(db->h));
+        kvf_status s =
+            kvf_fail(err, KVF_ERUN, "%s: %s: %s", db->path, sql, msg ? msg : sqlite3_errmsg(db->h));
         sqlite3_free(msg);
         return s;
     }
@@ -168,7 +168,9 @@ kvf_status rpt_db_close(rpt_db *db, kvf_err *err) {
     return s;
 }
 
-void *rpt_db_handle(rpt_db *db) { return db ? db->h : NULL; }
+void *rpt_db_handle(rpt_db *db) {
+    return db ? db->h : NULL;
+}
 
 kvf_status rpt_db_run_set(rpt_db *db, const char *key, const char *value, kvf_err *err) {
     kvf_status s = db_row(db, err);
@@ -186,8 +188,7 @@ kvf_status rpt_db_summary_set(rpt_db *db, const char *key, double value, kvf_err
     return db_step(db, db->st_sum, err, "summary table");
 }
 
-kvf_status rpt_db_summary_set_text(rpt_db *db, const char *key, const char *value,
-                                   kvf_err *err) {
+kvf_status rpt_db_summary_set_text(rpt_db *db, const char *key, const char *value, kvf_err *err) {
     kvf_status s = db_row(db, err);
     if (s) return s;
     bind_text(db->st_sum, 1, key);

@@ -46,7 +46,8 @@ void rpt_econ_config_default(rpt_econ_config *c) {
     c->free_share = 0;
     c->trace_start_s = 0;
     c->hit_cost_ratio = 0.05;
-    for (int h = 0; h < 24; h++) c->day_profile[h] = 1.0 / 24;
+    for (int h = 0; h < 24; h++)
+        c->day_profile[h] = 1.0 / 24;
     c->day_profile_set = false;
 }
 
@@ -56,7 +57,8 @@ static bool parse_num(const char *v, double lo, double hi, double *out) {
     if (!v || !*v) return false;
     char *end;
     double x = strtod(v, &end);
-    while (*end == ' ') end++;
+    while (*end == ' ')
+        end++;
     if (*end || !isfinite(x) || x < lo || x > hi) return false;
     *out = x;
     return true;
@@ -80,8 +82,8 @@ static bool parse_tod(const char *v, double *out) {
 }
 
 static bool is_null(const char *v) {
-    return v && (!strcmp(v, "null") || !strcmp(v, "~") || !strcmp(v, "none") ||
-                 !strcmp(v, "off") || !strcmp(v, "false"));
+    return v && (!strcmp(v, "null") || !strcmp(v, "~") || !strcmp(v, "none") || !strcmp(v, "off") ||
+                 !strcmp(v, "false"));
 }
 
 static double *price_field(rpt_econ_prices *p, const char *f) {
@@ -111,8 +113,7 @@ static const struct econ_num {
     {"pue", offsetof(rpt_econ_config, pue), 1, 10},
     {"ssd_tb_month_usd", offsetof(rpt_econ_config, ssd_tb_month_usd), 0, 1e9},
     {"dram_tb_month_usd", offsetof(rpt_econ_config, dram_tb_month_usd), 0, 1e9},
-    {"network_usd_per_gpu_hour", offsetof(rpt_econ_config, network_usd_per_gpu_hour), 0,
-     1e9},
+    {"network_usd_per_gpu_hour", offsetof(rpt_econ_config, network_usd_per_gpu_hour), 0, 1e9},
     {"offpeak.price_factor", offsetof(rpt_econ_config, offpeak_price_factor), 0, 1e3},
     {"free_share", offsetof(rpt_econ_config, free_share), 0, 1},
     {"hit_cost_ratio", offsetof(rpt_econ_config, hit_cost_ratio), 0, 1},
@@ -124,19 +125,22 @@ static const struct econ_num {
 static kvf_status set_day_profile(rpt_econ_config *c, const char *key, const char *value,
                                   kvf_err *err) {
     if (is_null(value)) {
-        for (int h = 0; h < 24; h++) c->day_profile[h] = 1.0 / 24;
+        for (int h = 0; h < 24; h++)
+            c->day_profile[h] = 1.0 / 24;
         c->day_profile_set = false;
         return KVF_OK;
     }
     const char *want = "a list of 24 shares >= 0 (hours 00-23 UTC), not all 0";
     const char *q = value;
-    while (q && *q == ' ') q++;
+    while (q && *q == ' ')
+        q++;
     if (!q || *q != '[') return bad_value(err, key, value, want);
     q++;
     double v[24], sum = 0;
     int n = 0;
     for (;;) {
-        while (*q == ' ') q++;
+        while (*q == ' ')
+            q++;
         if (*q == ']' && n == 0) break;
         char *end;
         double x = strtod(q, &end);
@@ -145,7 +149,8 @@ static kvf_status set_day_profile(rpt_econ_config *c, const char *key, const cha
         v[n++] = x;
         sum += x;
         q = end;
-        while (*q == ' ') q++;
+        while (*q == ' ')
+            q++;
         if (*q == ',') {
             q++;
             continue;
@@ -154,9 +159,11 @@ static kvf_status set_day_profile(rpt_econ_config *c, const char *key, const cha
         return bad_value(err, key, value, want);
     }
     q++;
-    while (*q == ' ') q++;
+    while (*q == ' ')
+        q++;
     if (*q || n != 24 || !(sum > 0)) return bad_value(err, key, value, want);
-    for (int h = 0; h < 24; h++) c->day_profile[h] = v[h] / sum, c->day_profile_given[h] = v[h];
+    for (int h = 0; h < 24; h++)
+        c->day_profile[h] = v[h] / sum, c->day_profile_given[h] = v[h];
     c->day_profile_set = true;
     return KVF_OK;
 }
@@ -164,7 +171,8 @@ static kvf_status set_day_profile(rpt_econ_config *c, const char *key, const cha
 // The request classes a trace names (traces/trc.h trc_class_name, in its order; reports/ does
 // not link traces/; tests/test_outputs_safety.c sets a price for every trc_class_name): a
 // price for any other class would never apply, so it is refused rather than kept.
-static const char *const rpt_econ_class_names[] = {"chatbot", "agent", "coding", "batch", "other", NULL};
+static const char *const rpt_econ_class_names[] = {"chatbot", "agent", "coding",
+                                                   "batch",   "other", NULL};
 #define RPT_ECON_CLASS_LIST "chatbot, agent, coding, batch, other"
 
 static bool known_class(const char *s, size_t n) {
@@ -175,8 +183,7 @@ static bool known_class(const char *s, size_t n) {
 }
 
 // economics.prices_per_mtok.FIELD or .CLASS.FIELD; KVF_ENOENT for a key that is none of them.
-static kvf_status set_price(rpt_econ_config *c, const char *key, const char *value,
-                            kvf_err *err) {
+static kvf_status set_price(rpt_econ_config *c, const char *key, const char *value, kvf_err *err) {
     static const char pfx[] = "prices_per_mtok.";
     const char *rest = key + sizeof pfx - 1;
     const char *dot = strchr(rest, '.');
@@ -220,7 +227,7 @@ kvf_status rpt_econ_config_set(rpt_econ_config *c, const char *key, const char *
         if (strcmp(key, econ_nums[i].key)) continue;
         double *dst = (double *)((char *)c + econ_nums[i].off);
         if (!strcmp(key, "gpu_hour_usd") && is_null(value)) {
-            c->own = true;           // no rent price: the GPUs are owned
+            c->own = true;   // no rent price: the GPUs are owned
             return KVF_OK;
         }
         char want[96];
@@ -290,7 +297,8 @@ bool rpt_econ_is_offpeak(const rpt_econ_config *c, double t_s) {
 
 void rpt_econ_input_init(rpt_econ_input *in) {
     memset(in, 0, sizeof *in);
-    for (int p = 0; p < RPT_POOL_N; p++) in->utilization[p] = NAN;
+    for (int p = 0; p < RPT_POOL_N; p++)
+        in->utilization[p] = NAN;
     in->colocated_input_share = NAN;
     in->board_w_per_gpu = NAN;
 }
@@ -305,7 +313,7 @@ void rpt_econ_input_add(rpt_econ_input *in, const rpt_econ_config *c, const char
         if (!strncmp(in->cls[k].cls, cls, RPT_ECON_NAME_LEN - 1)) break;
     if (k == in->n_cls) {
         if (in->n_cls == RPT_ECON_MAX_CLASSES) {
-            k = RPT_ECON_MAX_CLASSES - 1;          // overflow goes to the last slot
+            k = RPT_ECON_MAX_CLASSES - 1;   // overflow goes to the last slot
             snprintf(in->cls[k].cls, RPT_ECON_NAME_LEN, "other");
         } else {
             snprintf(in->cls[k].cls, RPT_ECON_NAME_LEN, "%s", cls);
@@ -342,9 +350,9 @@ static double window_overlap(const rpt_econ_config *c, double a, double b) {
 // How the run's traffic is placed in a day: the day's tokens per run token, the off-peak
 // share of the day's tokens, and what the two rest on.
 typedef struct day_place {
-    bool own_schedule;        // use the run's own peak/off-peak buckets
-    double scale;             // day tokens / run tokens
-    double offpeak_share;     // share of the day's tokens off-peak (profile modes)
+    bool own_schedule;      // use the run's own peak/off-peak buckets
+    double scale;           // day tokens / run tokens
+    double offpeak_share;   // share of the day's tokens off-peak (profile modes)
     const char *basis;
 } day_place;
 
@@ -358,7 +366,8 @@ static day_place place_in_day(const rpt_econ_config *c, const rpt_econ_input *in
     if (c->day_profile_set) d.basis = "day_profile";
     // off-peak share of a day: each hour's share x the part of the hour inside the window
     for (int h = 0; h < 24; h++)
-        d.offpeak_share += c->day_profile[h] * window_overlap(c, h * 3600.0, (h + 1) * 3600.0) / 3600.0;
+        d.offpeak_share +=
+            c->day_profile[h] * window_overlap(c, h * 3600.0, (h + 1) * 3600.0) / 3600.0;
     // E = integral over the run of 24 x share(hour), walked hour by hour from trace_start_utc
     double e = 0, t = 0, T = in->simulated_s;
     while (t < T) {
@@ -384,9 +393,9 @@ typedef struct rev_case {
 } rev_case;
 
 typedef struct rev_out {
-    double total, input, output;          // USD/day
+    double total, input, output;   // USD/day
     double by_class[RPT_ECON_MAX_CLASSES];
-    double out_mtok_weighted;             // billable output Mtok/day x period factor
+    double out_mtok_weighted;   // billable output Mtok/day x period factor
 } rev_out;
 
 static rev_out revenue(const rpt_econ_config *c, const rpt_econ_input *in, const day_place *dp,
@@ -455,8 +464,8 @@ static double power_per_gpu_hour(const rpt_econ_config *c, const rpt_econ_input 
 // Cost parts per day for gpu_h_day GPU-hours a day and ssd_tb of SSD billed.
 static void cost_parts(const rpt_econ_config *c, const rpt_econ_input *in, double ssd_tb,
                        double gpu_h_day, double parts[RPT_COST_N]) {
-    double per_gpu_h = c->own ? c->capex_per_gpu_usd / (c->depreciation_years * HOURS_PER_YEAR)
-                              : c->gpu_hour_usd;
+    double per_gpu_h =
+        c->own ? c->capex_per_gpu_usd / (c->depreciation_years * HOURS_PER_YEAR) : c->gpu_hour_usd;
     parts[RPT_COST_GPU] = per_gpu_h * gpu_h_day;
     parts[RPT_COST_POWER] = c->own ? power_per_gpu_hour(c, in) * gpu_h_day : 0.0;
     parts[RPT_COST_SSD] = ssd_tb * c->ssd_tb_month_usd / DAYS_PER_MONTH;
@@ -466,13 +475,15 @@ static void cost_parts(const rpt_econ_config *c, const rpt_econ_input *in, doubl
 
 static double sum_parts(const double parts[RPT_COST_N]) {
     double s = 0;
-    for (int i = 0; i < RPT_COST_N; i++) s += parts[i];
+    for (int i = 0; i < RPT_COST_N; i++)
+        s += parts[i];
     return s;
 }
 
 static double payback(const rpt_econ_config *c, const rpt_econ_input *in, double ssd_tb,
                       double gpus, double gpu_h_day, double rev_day, double *opex_out) {
-    double opex = power_per_gpu_hour(c, in) * gpu_h_day + ssd_tb * c->ssd_tb_month_usd / DAYS_PER_MONTH +
+    double opex = power_per_gpu_hour(c, in) * gpu_h_day +
+                  ssd_tb * c->ssd_tb_month_usd / DAYS_PER_MONTH +
                   in->dram_tb * c->dram_tb_month_usd / DAYS_PER_MONTH +
                   c->network_usd_per_gpu_hour * gpu_h_day;
     if (opex_out) *opex_out = opex;
@@ -485,9 +496,11 @@ static double payback(const rpt_econ_config *c, const rpt_econ_input *in, double
 // The SSD to bill (TB) and what it rests on; fills by_class (TB, NaN where not by retention).
 static double ssd_billed(const rpt_econ_input *in, const char **basis,
                          double by_class[RPT_ECON_MAX_CLASSES]) {
-    for (int k = 0; k < RPT_ECON_MAX_CLASSES; k++) by_class[k] = NAN;
+    for (int k = 0; k < RPT_ECON_MAX_CLASSES; k++)
+        by_class[k] = NAN;
     double miss = 0;
-    for (int k = 0; k < in->n_cls; k++) miss += in->cls[k].miss[0] + in->cls[k].miss[1];
+    for (int k = 0; k < in->n_cls; k++)
+        miss += in->cls[k].miss[0] + in->cls[k].miss[1];
     double steady = 0, forever_share = 0;
     bool any = false;
     int measured = 0, ret_classes = 0;
@@ -574,12 +587,12 @@ typedef struct econ_ctx {
     const rpt_econ_input *in;
     rpt_econ_result *r;
     day_place dp;
-    double to_day;               // run seconds -> a day
-    double gh_total;             // GPU-hours over the run, all pools
-    double hit, miss, outp;      // the run's tokens
-    double ssd_tb;               // SSD billed (TB)
-    double coloc_in;             // share of colocated GPU time counted as input
-    rev_out rv;                  // revenue per day at the configured prices
+    double to_day;            // run seconds -> a day
+    double gh_total;          // GPU-hours over the run, all pools
+    double hit, miss, outp;   // the run's tokens
+    double ssd_tb;            // SSD billed (TB)
+    double coloc_in;          // share of colocated GPU time counted as input
+    rev_out rv;               // revenue per day at the configured prices
 } econ_ctx;
 
 // GPUs, GPU-hours, the day's tokens and the hit rate.
@@ -607,8 +620,9 @@ static void econ_tokens(econ_ctx *x) {
     r->input_tokens_per_day = (x->hit + x->miss) * x->dp.scale;
     r->output_tokens_per_day = x->outp * x->dp.scale;
     double ci = in->colocated_input_share;
-    x->coloc_in = ci >= 0 && ci <= 1 ? ci
-                  : x->miss + x->outp > 0 ? x->miss / (x->miss + x->outp) : 0.5;
+    x->coloc_in = ci >= 0 && ci <= 1      ? ci
+                  : x->miss + x->outp > 0 ? x->miss / (x->miss + x->outp)
+                                          : 0.5;
 }
 
 // Cost by part, revenue, margin, and cost per million input and output tokens.
@@ -705,7 +719,8 @@ static void econ_sens_hit(econ_ctx *x) {
     rpt_econ_result *r = x->r;
     rpt_econ_sens *sh = &r->by_hit_rate;
     static const double hgrid[] = {0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1};
-    for (size_t i = 0; i < sizeof hgrid / sizeof hgrid[0]; i++) sens_insert(sh, hgrid[i]);
+    for (size_t i = 0; i < sizeof hgrid / sizeof hgrid[0]; i++)
+        sens_insert(sh, hgrid[i]);
     double h0 = isnan(r->hit_rate) ? 0 : r->hit_rate;
     if (!isnan(r->hit_rate)) sens_insert(sh, h0);
     double sv = 1.0 - c->hit_cost_ratio;
@@ -774,7 +789,8 @@ static void econ_sens_util_price(econ_ctx *x) {
     }
     rpt_econ_sens *sp = &r->by_price;
     static const double pgrid[] = {0.1, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 3};
-    for (size_t i = 0; i < sizeof pgrid / sizeof pgrid[0]; i++) sens_insert(sp, pgrid[i]);
+    for (size_t i = 0; i < sizeof pgrid / sizeof pgrid[0]; i++)
+        sens_insert(sp, pgrid[i]);
     if (isfinite(r->break_even_price_factor) && r->break_even_price_factor > 0 &&
         r->break_even_price_factor < 100)
         sens_insert(sp, r->break_even_price_factor);
@@ -816,7 +832,9 @@ kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
 
 static const char *const PART_NAMES[RPT_COST_N] = {"gpu", "power", "ssd", "dram", "network"};
 
-static json_t *jnum(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+static json_t *jnum(double x) {
+    return isfinite(x) ? json_real(x) : json_null();
+}
 
 static json_t *sens_json(const rpt_econ_sens *s) {
     json_t *a = json_array();
@@ -877,7 +895,8 @@ json_t *rpt_econ_to_json(const rpt_econ_config *c, const rpt_econ_result *r) {
     json_object_set_new(o, "trace_start_utc_s", jnum(c ? c->trace_start_s : NAN));
     if (c && c->day_profile_set) {
         json_t *dpj = json_array();
-        for (int h = 0; h < 24; h++) json_array_append_new(dpj, jnum(c->day_profile[h]));
+        for (int h = 0; h < 24; h++)
+            json_array_append_new(dpj, jnum(c->day_profile[h]));
         json_object_set_new(o, "day_profile", dpj);
     }
     if (c && c->gpu_hour_range[1] > 0) {
@@ -897,9 +916,11 @@ json_t *rpt_econ_to_json(const rpt_econ_config *c, const rpt_econ_result *r) {
         json_t *g = json_object();
         json_object_set_new(g, "gpus", jnum(per_gw));
         json_object_set_new(g, "power_w_per_gpu", jnum(r->power_w_per_gpu));
-        json_object_set_new(g, "power_basis", json_string(r->power_from_run
-                                                             ? "the run's board power by busy share + host_w_per_gpu, times pue"
-                                                             : "economics.power_w_per_gpu, times pue"));
+        json_object_set_new(
+            g, "power_basis",
+            json_string(r->power_from_run
+                            ? "the run's board power by busy share + host_w_per_gpu, times pue"
+                            : "economics.power_w_per_gpu, times pue"));
         json_object_set_new(g, "cost_per_day_usd", jnum(r->cost_per_day_usd * k));
         json_object_set_new(g, "revenue_per_day_usd", jnum(r->revenue_per_day_usd * k));
         json_object_set_new(g, "tokens_per_day",
@@ -990,8 +1011,9 @@ kvf_status rpt_econ_write_db(rpt_db *db, const rpt_econ_result *r, kvf_err *err)
     for (size_t t = 0; t < 3; t++)
         for (int i = 0; i < tabs[t].s->n; i++) {
             const rpt_econ_sens_row *w = &tabs[t].s->row[i];
-            double v[7] = {w->x, w->cost_per_day_usd, w->revenue_per_day_usd, w->margin,
-                           w->margin_fixed_revenue, w->payback_days, w->prefill_gpus};
+            double v[7] = {w->x,           w->cost_per_day_usd,     w->revenue_per_day_usd,
+                           w->margin,      w->margin_fixed_revenue, w->payback_days,
+                           w->prefill_gpus};
             sqlite3_bind_text(st, 1, tabs[t].kind, -1, SQLITE_STATIC);
             for (int j = 0; j < 7; j++) {
                 if (isfinite(v[j]))
@@ -1056,12 +1078,14 @@ json_t *rpt_econ_config_to_json(const rpt_econ_config *c) {
         json_object_set_new(o, "offpeak", json_null());
     }
     json_t *pr = prices_json(&c->prices);
-    for (int k = 0; k < c->n_cls; k++) json_object_set_new(pr, c->cls[k].cls, prices_json(&c->cls[k].p));
+    for (int k = 0; k < c->n_cls; k++)
+        json_object_set_new(pr, c->cls[k].cls, prices_json(&c->cls[k].p));
     json_object_set_new(o, "prices_per_mtok", pr);
     json_object_set_new(o, "trace_start_utc", tod_json(c->trace_start_s));
     if (c->day_profile_set) {
         json_t *a = json_array();
-        for (int h = 0; h < 24; h++) json_array_append_new(a, json_real(c->day_profile_given[h]));
+        for (int h = 0; h < 24; h++)
+            json_array_append_new(a, json_real(c->day_profile_given[h]));
         json_object_set_new(o, "day_profile", a);
     } else {
         json_object_set_new(o, "day_profile", json_null());

@@ -45,24 +45,24 @@ static const struct {
 };
 enum { N_FIGS = sizeof FIGS / sizeof FIGS[0] };
 
-#define LABEL_DX 0.07            // points closer than this share of the x range ...
-#define LABEL_DY 6.0             // ... and this many points of attainment share a label
+#define LABEL_DX 0.07   // points closer than this share of the x range ...
+#define LABEL_DY 6.0    // ... and this many points of attainment share a label
 
 typedef enum pt_state { PT_STABLE = 0, PT_UNSTABLE, PT_UNFINISHED } pt_state;
 
 typedef struct pt {
-    double cost, att;            // cost per day (USD), attainment in percent
-    int idx;                     // row number (1-based)
+    double cost, att;   // cost per day (USD), attainment in percent
+    int idx;            // row number (1-based)
     pt_state state;
-    const char *sat;             // saturation.state, or NULL
+    const char *sat;   // saturation.state, or NULL
 } pt;
 
 typedef struct pts {
-    pt *p;                       // (n) one per point, in row order
+    pt *p;   // (n) one per point, in row order
     int n;
     int n_stable, n_unstable, n_unfinished, n_drawn;
-    bool verdicts;               // some point carries a saturation verdict
-    int baseline;                // 0-based row of the baseline, -1 = none
+    bool verdicts;   // some point carries a saturation verdict
+    int baseline;    // 0-based row of the baseline, -1 = none
 } pts;
 
 static int cmp_pt(const void *a, const void *b) {
@@ -78,7 +78,8 @@ static char *slurp(const char *path) {
     rpt_buf b = {0};
     char tmp[8192];
     size_t n;
-    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) rpt_buf_putn(&b, tmp, n);
+    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
+        rpt_buf_putn(&b, tmp, n);
     fclose(f);
     return b.p;
 }
@@ -234,15 +235,14 @@ static int frontier_files(const char *files, const pts *P, const char **why, kvf
         rpt_buf_printf(&g, "set xrange [%.10g:%.10g]\n", lo - span / 2, hi + span / 2);
     else
         rpt_buf_puts(&g, "set offsets graph 0.06, graph 0.1, 0, 0\n");
-    rpt_buf_puts(&g,
-                 "plot \"frontier.dat\" index 2 using 1:2 with lines lw 2 lc rgb \"#4e79a7\" "
-                 "title \"frontier (stable points)\", \\\n"
-                 "     \"frontier.dat\" index 0 using 1:2 with points pt 7 ps 1.2 lc rgb "
-                 "\"#e15759\" title \"stable point\", \\\n"
-                 "     \"frontier.dat\" index 1 using 1:2 with points pt 6 ps 1.2 lc rgb "
-                 "\"#888888\" title \"backlogged or overloaded\", \\\n"
-                 "     \"frontier.dat\" index 3 using 1:2:3 with labels left offset 1,0.6 "
-                 "notitle\n");
+    rpt_buf_puts(&g, "plot \"frontier.dat\" index 2 using 1:2 with lines lw 2 lc rgb \"#4e79a7\" "
+                     "title \"frontier (stable points)\", \\\n"
+                     "     \"frontier.dat\" index 0 using 1:2 with points pt 7 ps 1.2 lc rgb "
+                     "\"#e15759\" title \"stable point\", \\\n"
+                     "     \"frontier.dat\" index 1 using 1:2 with points pt 6 ps 1.2 lc rgb "
+                     "\"#888888\" title \"backlogged or overloaded\", \\\n"
+                     "     \"frontier.dat\" index 3 using 1:2:3 with labels left offset 1,0.6 "
+                     "notitle\n");
     snprintf(path, sizeof path, "%s/frontier.gp", files);
     kvf_status st = rpt_write_text(path, g.p, g.n, err);
     rpt_buf_free(&g);
@@ -250,8 +250,7 @@ static int frontier_files(const char *files, const pts *P, const char **why, kvf
 }
 
 // The chart as inline SVG, or *note saying why there is none. Returns the SVG (caller frees).
-static char *frontier_svg(const char *files, int drawn, const char *why, char *note,
-                          size_t nn) {
+static char *frontier_svg(const char *files, int drawn, const char *why, char *note, size_t nn) {
     const char *off = getenv("KVF_NO_GNUPLOT");
     if (drawn <= 0) {
         snprintf(note, nn, "%s", why ? why : "nothing to draw");
@@ -282,7 +281,8 @@ static const char CSS[] =
     "body{font-family:Helvetica,Arial,sans-serif;margin:0 auto;max-width:1360px;padding:12px "
     "20px;color:#222}h1{font-size:1.4em;margin:.2em 0}h2{font-size:1.15em;margin:1.2em 0 .4em}"
     "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;"
-    "vertical-align:top}th{background:#f3f3f3;text-align:left;font-weight:600}td.num{text-align:right;"
+    "vertical-align:top}th{background:#f3f3f3;text-align:left;font-weight:600}td.num{text-align:"
+    "right;"
     "font-variant-numeric:tabular-nums;white-space:nowrap}p.note{color:#555;font-size:13px;"
     "margin:.3em 0}td.label{white-space:nowrap;max-width:15em;overflow:hidden;"
     "text-overflow:ellipsis;font-size:12px}td.diff{font-size:12px;white-space:nowrap}"
@@ -291,7 +291,8 @@ static const char CSS[] =
     "border-radius:6px;padding:.5em .8em;background:#fafafa}.card .lab{font-size:.8em;"
     "color:#666;text-transform:uppercase;letter-spacing:.04em}.card .big{font-size:1.25em;"
     "margin:.2em 0}.card .sub{font-size:.82em;color:#555}.v{font-weight:bold}"
-    "tr[data-unfinished] td{color:#888}tr[data-baseline] td{background:#f4f8ff}.st-stable{color:#2e7d32}"
+    "tr[data-unfinished] td{color:#888}tr[data-baseline] "
+    "td{background:#f4f8ff}.st-stable{color:#2e7d32}"
     ".st-backlogged{color:#b07000}.st-overloaded{color:#c62828}.tablewrap{overflow-x:auto}";
 
 static void span_value(rpt_buf *h, const char *key, json_t *s) {
@@ -356,11 +357,12 @@ static void sec_answer(rpt_buf *h, const pts *P, const json_t *points) {
     card_point(h, "hl-cheapest", "cheapest stable point", points, best_point(P, false));
     card_point(h, "hl-best-slo", "highest SLO attainment among stable points", points,
                best_point(P, true));
-    rpt_buf_printf(h, "<div class=\"card\" id=\"hl-states\" data-stable=\"%d\" data-unstable=\"%d\" "
-                      "data-unfinished=\"%d\"><div class=\"lab\">points</div><div class=\"big\">"
-                      "<span class=\"v\">%d</span> stable, <span class=\"v\">%d</span> "
-                      "backlogged or overloaded, <span class=\"v\">%d</span> unfinished</div>"
-                      "<div class=\"sub\">",
+    rpt_buf_printf(h,
+                   "<div class=\"card\" id=\"hl-states\" data-stable=\"%d\" data-unstable=\"%d\" "
+                   "data-unfinished=\"%d\"><div class=\"lab\">points</div><div class=\"big\">"
+                   "<span class=\"v\">%d</span> stable, <span class=\"v\">%d</span> "
+                   "backlogged or overloaded, <span class=\"v\">%d</span> unfinished</div>"
+                   "<div class=\"sub\">",
                    P->n_stable, P->n_unstable, P->n_unfinished, P->n_stable, P->n_unstable,
                    P->n_unfinished);
     if (!P->verdicts)
@@ -378,8 +380,8 @@ static void fig_cell(rpt_buf *h, const char *key, json_t *v) {
     if (json_is_number(v)) {
         double x = json_number_value(v);
         rpt_fmt_keyed(key, x, s, sizeof s);
-        rpt_buf_printf(h, "<td class=\"num\" data-key=\"%s\" data-value=\"%.17g\">%s</td>", key,
-                       x, s);
+        rpt_buf_printf(h, "<td class=\"num\" data-key=\"%s\" data-value=\"%.17g\">%s</td>", key, x,
+                       s);
     } else {
         rpt_buf_printf(h, "<td data-key=\"%s\">", key);
         rpt_buf_html(h, json_is_string(v) ? json_string_value(v) : "-");
@@ -431,8 +433,9 @@ static void status_cell(rpt_buf *h, json_t *p, const pt *q) {
         return;
     }
     const char *sat = q->sat ? q->sat : "not checked";
-    rpt_buf_printf(h, "<td class=\"status st-%s\" data-key=\"saturation.state\" "
-                      "data-status=\"%s\">",
+    rpt_buf_printf(h,
+                   "<td class=\"status st-%s\" data-key=\"saturation.state\" "
+                   "data-status=\"%s\">",
                    q->sat ? q->sat : "none", q->sat ? q->sat : "none");
     rpt_buf_html(h, sat);
     rpt_buf_puts(h, "</td>");
@@ -442,9 +445,11 @@ static void status_cell(rpt_buf *h, json_t *p, const pt *q) {
 static const char *base_name(const char *s) {
     if (!s) return "";
     size_t len = strlen(s);
-    while (len > 1 && s[len - 1] == '/') len--;
+    while (len > 1 && s[len - 1] == '/')
+        len--;
     const char *b = s + len;
-    while (b > s && b[-1] != '/') b--;
+    while (b > s && b[-1] != '/')
+        b--;
     return b;
 }
 
@@ -453,7 +458,8 @@ static void sec_table(rpt_buf *h, const pts *P, const json_t *points, json_t *ke
     json_t *e, *p;
     rpt_buf_puts(h, "<h2 id=\"points\">Points</h2>\n<p class=\"note\">Inputs: the keys after the "
                     "run's name (what tells the points apart); outputs: every figure after them, "
-                    "from each point's summary.json.</p>\n<div class=\"tablewrap\"><table id=\"points-table\"><thead><tr>"
+                    "from each point's summary.json.</p>\n<div class=\"tablewrap\"><table "
+                    "id=\"points-table\"><thead><tr>"
                     "<th>#</th><th>run</th>");
     json_array_foreach(keys, i, e) {
         rpt_buf_puts(h, "<th class=\"key\">");
@@ -462,7 +468,8 @@ static void sec_table(rpt_buf *h, const pts *P, const json_t *points, json_t *ke
     }
     rpt_buf_puts(h, "<th>status</th>");
     if (P->baseline >= 0) rpt_buf_printf(h, "<th>against #%d</th>", P->baseline + 1);
-    for (int f = 0; f < N_FIGS; f++) rpt_buf_printf(h, "<th>%s</th>", FIGS[f].head);
+    for (int f = 0; f < N_FIGS; f++)
+        rpt_buf_printf(h, "<th>%s</th>", FIGS[f].head);
     rpt_buf_puts(h, "</tr></thead><tbody>\n");
     json_t *bs = P->baseline >= 0
                      ? json_object_get(json_array_get(points, (size_t)P->baseline), "summary")
@@ -470,8 +477,9 @@ static void sec_table(rpt_buf *h, const pts *P, const json_t *points, json_t *ke
     json_array_foreach(points, i, p) {
         const pt *q = &P->p[i];
         const char *label = json_string_value(json_object_get(p, "label"));
-        rpt_buf_printf(h, "<tr class=\"point\"%s%s><td class=\"num\">%zu</td><td class=\"label\" "
-                          "title=\"",
+        rpt_buf_printf(h,
+                       "<tr class=\"point\"%s%s><td class=\"num\">%zu</td><td class=\"label\" "
+                       "title=\"",
                        q->state == PT_UNFINISHED ? " data-unfinished=\"1\"" : "",
                        (int)i == P->baseline ? " data-baseline=\"1\"" : "", i + 1);
         rpt_buf_html(h, label);
@@ -486,8 +494,7 @@ static void sec_table(rpt_buf *h, const pts *P, const json_t *points, json_t *ke
         }
         status_cell(h, p, q);
         json_t *s = json_object_get(p, "summary");
-        if (P->baseline >= 0)
-            diff_cell(h, s, bs, (int)i == P->baseline, q->state == PT_UNFINISHED);
+        if (P->baseline >= 0) diff_cell(h, s, bs, (int)i == P->baseline, q->state == PT_UNFINISHED);
         for (int f = 0; f < N_FIGS; f++)
             fig_cell(h, FIGS[f].key, json_is_object(s) ? rpt_json_path(s, FIGS[f].key) : NULL);
         rpt_buf_puts(h, "</tr>\n");
@@ -505,11 +512,13 @@ static void sec_notes(rpt_buf *h, const json_t *points) {
         size_t i;
         json_t *p;
         json_array_foreach(points, i, p) {
-            const char *t = json_string_value(rpt_json_path(json_object_get(p, "summary"), KEYS[k]));
+            const char *t =
+                json_string_value(rpt_json_path(json_object_get(p, "summary"), KEYS[k]));
             if (!t || !*t) continue;
             char words[128];
             rpt_key_words(KEYS[k], words, sizeof words);
-            rpt_buf_printf(&n, "<li data-key=\"%s\" data-row=\"%zu\">#%zu, ", KEYS[k], i + 1, i + 1);
+            rpt_buf_printf(&n, "<li data-key=\"%s\" data-row=\"%zu\">#%zu, ", KEYS[k], i + 1,
+                           i + 1);
             rpt_buf_html(&n, words);
             rpt_buf_puts(&n, ": ");
             rpt_buf_html(&n, t);

@@ -47,8 +47,7 @@ void rpt_progress_init(rpt_progress *p, const char *label, double total) {
     p->total = total;
 }
 
-void rpt_progress_init_sim(rpt_progress *p, const char *label, double span_s,
-                           double arrivals) {
+void rpt_progress_init_sim(rpt_progress *p, const char *label, double span_s, double arrivals) {
     KVF_ASSERT(p);
     start(p, label);
     p->sim = true;
@@ -75,7 +74,9 @@ static void fmt_clock(double s, char *out, size_t n) {
         snprintf(out, n, "%02d:%02d", (int)(s / 60), (int)s % 60);
 }
 
-static double clamp01(double x) { return x < 0 ? 0 : x > 1 ? 1 : x; }
+static double clamp01(double x) {
+    return x < 0 ? 0 : x > 1 ? 1 : x;
+}
 
 // The fraction done, or -1 when it cannot be told.
 static double fraction(const rpt_progress *p, double done) {
@@ -142,7 +143,8 @@ static void draw(rpt_progress *p, double done, int64_t now, bool final) {
     if (p->tty) {
         char bar[BAR_WIDTH + 1];
         int fill = frac >= 0 ? (int)(frac * BAR_WIDTH + 0.5) : 0;
-        for (int i = 0; i < BAR_WIDTH; i++) bar[i] = i < fill ? '#' : '.';
+        for (int i = 0; i < BAR_WIDTH; i++)
+            bar[i] = i < fill ? '#' : '.';
         bar[BAR_WIDTH] = '\0';
         fmt_clock(el, e1, sizeof e1);
         fmt_clock(eta, e2, sizeof e2);

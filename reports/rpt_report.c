@@ -34,42 +34,42 @@
 typedef struct ts_series {
     char metric[48];
     char pool[24];
-    bool per_instance;           // built from instance >= 0 rows (mean over instances)
-    double *t, *v;               // (n) time s, value
+    bool per_instance;   // built from instance >= 0 rows (mean over instances)
+    double *t, *v;       // (n) time s, value
     size_t n, cap;
 } ts_series;
 
 typedef struct chart {
-    char name[40];               // file stem
+    char name[40];   // file stem
     char title[160];
     char xlabel[80], ylabel[80];
     char caption[400];
     int n_series;
     char label[RPT_MAX_SERIES][64];
-    bool bars;                   // boxes with text x labels
+    bool bars;   // boxes with text x labels
     bool logx;
-    bool points_last;            // last series drawn as points (a marker)
-    bool zero_y;                 // non-negative series: y from 0 with headroom above the top
-    bool scatter;                // every series as points, with the line y = x
-    int y2_from;                 // series from this index on the right axis (0 = none)
-    char y2label[80];            // the right axis's label
-    bool svg_ok;                 // SVG produced
+    bool points_last;   // last series drawn as points (a marker)
+    bool zero_y;        // non-negative series: y from 0 with headroom above the top
+    bool scatter;       // every series as points, with the line y = x
+    int y2_from;        // series from this index on the right axis (0 = none)
+    char y2label[80];   // the right axis's label
+    bool svg_ok;        // SVG produced
 } chart;
 
 typedef struct rep {
     const char *dir;
-    char files[4096];            // DIR/report_files
+    char files[4096];   // DIR/report_files
     json_t *summary;
-    json_t *validation;          // may be NULL
-    sqlite3 *db;                 // may be NULL
+    json_t *validation;   // may be NULL
+    sqlite3 *db;          // may be NULL
     char db_note[512];
     ts_series *ts;
     size_t nts;
     chart ch[RPT_MAX_CHARTS];
     int nch;
-    rpt_buf gp;                  // the gnuplot script
+    rpt_buf gp;   // the gnuplot script
     bool gnuplot;
-    bool write_failed;           // a chart data file could not be written whole
+    bool write_failed;   // a chart data file could not be written whole
     char gnuplot_note[512];
 } rep;
 
@@ -77,7 +77,7 @@ typedef struct rep {
 
 static void copy_str(char *dst, size_t n, const char *src) {
     size_t len = src ? strlen(src) : 0;
-    if (len >= n) len = n - 1;           // truncates long names
+    if (len >= n) len = n - 1;   // truncates long names
     if (len) memcpy(dst, src, len);
     dst[len] = '\0';
 }
@@ -102,8 +102,7 @@ static int cmp_double(const void *a, const void *b) {
 
 // ---- timeseries -------------------------------------------------------------------------
 
-static ts_series *ts_get(rep *r, const char *metric, const char *pool, bool per_inst,
-                         bool create) {
+static ts_series *ts_get(rep *r, const char *metric, const char *pool, bool per_inst, bool create) {
     for (size_t i = 0; i < r->nts; i++)
         if (r->ts[i].per_instance == per_inst && !strcmp(r->ts[i].metric, metric) &&
             !strcmp(r->ts[i].pool, pool))
@@ -146,13 +145,15 @@ static void ts_normalise(ts_series *s) {
         if (s->t[i] <= s->t[i - 1]) sorted = false;
     if (sorted) return;
     tv *a = kvf_malloc(s->n * sizeof *a);
-    for (size_t i = 0; i < s->n; i++) a[i] = (tv){s->t[i], s->v[i]};
+    for (size_t i = 0; i < s->n; i++)
+        a[i] = (tv){s->t[i], s->v[i]};
     qsort(a, s->n, sizeof *a, cmp_tv);
     size_t m = 0;
     for (size_t i = 0; i < s->n;) {
         size_t j = i;
         double sum = 0;
-        while (j < s->n && a[j].t == a[i].t) sum += a[j++].v;
+        while (j < s->n && a[j].t == a[i].t)
+            sum += a[j++].v;
         s->t[m] = a[i].t;
         s->v[m] = sum / (double)(j - i);
         m++;
@@ -165,8 +166,8 @@ static void ts_normalise(ts_series *s) {
 static kvf_status load_timeseries(rep *r, kvf_err *err) {
     if (!r->db) return KVF_OK;
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(r->db, "SELECT metric, pool, instance, t_s, value FROM timeseries",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(r->db, "SELECT metric, pool, instance, t_s, value FROM timeseries", -1,
+                           &st, NULL) != SQLITE_OK)
         return KVF_OK;   // no timeseries table: charts say "no data"
     ts_series *last = NULL;
     int rc;
@@ -187,7 +188,8 @@ static kvf_status load_timeseries(rep *r, kvf_err *err) {
     if (rc != SQLITE_DONE)
         return kvf_fail(err, KVF_ERUN, "%s/results.db: timeseries: %s", r->dir,
                         sqlite3_errmsg(r->db));
-    for (size_t i = 0; i < r->nts; i++) ts_normalise(&r->ts[i]);
+    for (size_t i = 0; i < r->nts; i++)
+        ts_normalise(&r->ts[i]);
     return KVF_OK;
 }
 
@@ -268,9 +270,10 @@ static void chart_script(rep *r, const chart *c) {
     // coincide stay told apart by their dash
     if (c->zero_y) rpt_buf_puts(g, "set yrange [0:*]\nset offsets 0, 0, graph 0.12, 0\n");
     if (c->bars) {
-        rpt_buf_printf(g, "set style fill solid 0.8 border -1\nset boxwidth 0.6\nset yrange [0:*]\n"
-                          "set xtics rotate by -20\n"
-                          "plot \"%s.dat\" using 0:2:xtic(1) with boxes lc rgb \"#4e79a7\" notitle\n",
+        rpt_buf_printf(g,
+                       "set style fill solid 0.8 border -1\nset boxwidth 0.6\nset yrange [0:*]\n"
+                       "set xtics rotate by -20\n"
+                       "plot \"%s.dat\" using 0:2:xtic(1) with boxes lc rgb \"#4e79a7\" notitle\n",
                        c->name);
         return;
     }
@@ -293,8 +296,8 @@ static void chart_script(rep *r, const chart *c) {
     rpt_buf_puts(g, "plot ");
     for (int i = 0; i < c->n_series; i++) {
         bool pts = c->points_last && i == c->n_series - 1;
-        rpt_buf_printf(g, "%s\"%s.dat\" index %d using 1:2%s with %s", i ? ", " : "",
-                       c->name, i, c->y2_from > 0 && i >= c->y2_from ? " axes x1y2" : "",
+        rpt_buf_printf(g, "%s\"%s.dat\" index %d using 1:2%s with %s", i ? ", " : "", c->name, i,
+                       c->y2_from > 0 && i >= c->y2_from ? " axes x1y2" : "",
                        pts ? "points pt 7 ps 1.5 lc rgb \"#e15759\"" : "lines lw 2");
         if (!pts && i > 0) rpt_buf_printf(g, " dt %d", i + 1);
         rpt_buf_puts(g, " title ");
@@ -351,13 +354,16 @@ static kvf_status chart_cdf(rep *r, const char *col, const char *name, const cha
     kvf_status s = KVF_OK;
     if (n == 0) goto done;
     double vmax = 0;
-    for (size_t i = 0; i < n; i++) vmax = KVF_MAX(vmax, all[i]);
+    for (size_t i = 0; i < n; i++)
+        vmax = KVF_MAX(vmax, all[i]);
     char xlab[80];
     snprintf(xlab, sizeof xlab, "%s", xl);
     if (vmax > 20000) {   // tens of seconds and more: the axis in seconds
-        for (size_t i = 0; i < n; i++) all[i] /= 1000;
+        for (size_t i = 0; i < n; i++)
+            all[i] /= 1000;
         for (int k = 0; k < ncls; k++)
-            for (size_t i = 0; i < cn[k]; i++) cv[k][i] /= 1000;
+            for (size_t i = 0; i < cn[k]; i++)
+                cv[k][i] /= 1000;
         char *u = strstr(xlab, "(ms)");
         if (u) memcpy(u, "(s) ", 4);
     }
@@ -385,22 +391,23 @@ static kvf_status chart_cdf(rep *r, const char *col, const char *name, const cha
     rpt_fmt_duration(kvf_percentile_sorted(all, n, 90) * ms / 1000, d90, sizeof d90);
     rpt_fmt_duration(kvf_percentile_sorted(all, n, 99) * ms / 1000, d99, sizeof d99);
     snprintf(c->caption, sizeof c->caption,
-             "%zu requests: p50 %s, p90 %s, p99 %s (from the request table)%s.", n, d50, d90,
-             d99, too_many ? "; classes beyond the first five only in 'all'" : "");
+             "%zu requests: p50 %s, p90 %s, p99 %s (from the request table)%s.", n, d50, d90, d99,
+             too_many ? "; classes beyond the first five only in 'all'" : "");
     chart_script(r, c);
 done:
     free(all);
-    for (int k = 0; k < RPT_MAX_CLASSES_CDF; k++) free(cv[k]);
+    for (int k = 0; k < RPT_MAX_CLASSES_CDF; k++)
+        free(cv[k]);
     return s;
 }
 
 typedef struct ts_spec {
     const char *name, *title, *ylabel;
-    const char *metrics[5];      // one series per metric (pool preference order) ...
-    bool by_pool;                // ... or one per pool of metrics[0]
-    double scale;                // multiply values
-    bool bytes;                  // values in bytes: the axis in B, kB ... PB by the largest
-    bool y2_last;                // the second metric on the right axis, labelled y2label
+    const char *metrics[5];   // one series per metric (pool preference order) ...
+    bool by_pool;             // ... or one per pool of metrics[0]
+    double scale;             // multiply values
+    bool bytes;               // values in bytes: the axis in B, kB ... PB by the largest
+    bool y2_last;             // the second metric on the right axis, labelled y2label
     const char *y2label;
 } ts_spec;
 
@@ -409,13 +416,20 @@ static const char *series_words(const char *metric) {
     static const struct {
         const char *metric, *words;
     } W[] = {
-        {"input_tok_s", "input tokens/s"},       {"output_tok_s", "output tokens/s"},
-        {"hit_rate", "all tiers"},               {"hit_rate_hbm", "from HBM"},
-        {"hit_rate_dram", "from DRAM"},          {"hit_rate_ssd", "from SSD"},
-        {"kv_store_bytes", "shared KV store"},   {"hbm_cache_bytes", "HBM prefix cache"},
-        {"dram_cache_bytes", "DRAM cache"},      {"queue_len", "queued requests"},
-        {"running_requests", "running requests"},{"utilization", "busy share"},
-        {"kv_used_frac", "KV capacity in use"},  {"instances", "instances"},
+        {"input_tok_s", "input tokens/s"},
+        {"output_tok_s", "output tokens/s"},
+        {"hit_rate", "all tiers"},
+        {"hit_rate_hbm", "from HBM"},
+        {"hit_rate_dram", "from DRAM"},
+        {"hit_rate_ssd", "from SSD"},
+        {"kv_store_bytes", "shared KV store"},
+        {"hbm_cache_bytes", "HBM prefix cache"},
+        {"dram_cache_bytes", "DRAM cache"},
+        {"queue_len", "queued requests"},
+        {"running_requests", "running requests"},
+        {"utilization", "busy share"},
+        {"kv_used_frac", "KV capacity in use"},
+        {"instances", "instances"},
     };
     for (size_t i = 0; i < sizeof W / sizeof W[0]; i++)
         if (!strcmp(W[i].metric, metric)) return W[i].words;
@@ -480,7 +494,8 @@ static kvf_status chart_ts(rep *r, const ts_spec *sp, kvf_err *err) {
     if (sp->bytes) {
         double vmax = 0;
         for (int i = 0; i < k; i++)
-            for (size_t j = 0; j < sel[i]->n; j++) vmax = KVF_MAX(vmax, sel[i]->v[j]);
+            for (size_t j = 0; j < sel[i]->n; j++)
+                vmax = KVF_MAX(vmax, sel[i]->v[j]);
         const char *unit;
         scale = 1 / bytes_axis(vmax, &unit);
         snprintf(yl, sizeof yl, "%s (%s)", sp->ylabel, unit);
@@ -522,8 +537,8 @@ static kvf_status chart_cost(rep *r, kvf_err *err) {
     json_t *e = json_object_get(r->summary, "economics");
     json_t *byh = json_object_get(e, "cost_per_gpu_hour_usd_by_part");
     if (!json_is_object(byh)) return KVF_OK;
-    chart *c = chart_new(r, "cost_breakdown", "All-in cost per GPU-hour by part", "",
-                         "USD per GPU-hour");
+    chart *c =
+        chart_new(r, "cost_breakdown", "All-in cost per GPU-hour by part", "", "USD per GPU-hour");
     if (!c) return KVF_OK;
     c->bars = true;
     FILE *f = chart_data(r, c, err);
@@ -553,8 +568,9 @@ static kvf_status chart_validation(rep *r, kvf_err *err) {
     size_t len = 0;
     kvf_err e2 = {0};
     if (kvf_read_file(path, &text, &len, &e2) == KVF_OK) {
-        chart *c = chart_new(r, "validation_ttft", "Validation: real against simulated TTFT per request",
-                             "real TTFT (ms)", "simulated TTFT (ms)");
+        chart *c =
+            chart_new(r, "validation_ttft", "Validation: real against simulated TTFT per request",
+                      "real TTFT (ms)", "simulated TTFT (ms)");
         if (c) {
             c->scatter = true;
             c->n_series = 2;
@@ -569,7 +585,8 @@ static kvf_status chart_validation(rep *r, kvf_err *err) {
                 const char *l = strchr(text, '\n');
                 while (l && l[1]) {
                     double id, real, sim, rep_;
-                    if (sscanf(l + 1, "%lf,%lf,%lf,%lf", &id, &real, &sim, &rep_) == 4 && isfinite(real)) {
+                    if (sscanf(l + 1, "%lf,%lf,%lf,%lf", &id, &real, &sim, &rep_) == 4 &&
+                        isfinite(real)) {
                         double y = k ? rep_ : sim;
                         if (isfinite(y)) fprintf(f, "%.9g %.9g\n", real, y);
                     }
@@ -578,9 +595,10 @@ static kvf_status chart_validation(rep *r, kvf_err *err) {
                 fprintf(f, "\n\n");
             }
             fclose(f);
-            snprintf(c->caption, sizeof c->caption,
-                     "One point per request: x measured on the engine, y simulated (inputs: the "
-                     "served trace; outputs: both TTFTs). On the dashed line the simulator is exact.");
+            snprintf(
+                c->caption, sizeof c->caption,
+                "One point per request: x measured on the engine, y simulated (inputs: the "
+                "served trace; outputs: both TTFTs). On the dashed line the simulator is exact.");
             chart_script(r, c);
         }
         free(text);
@@ -605,7 +623,8 @@ static kvf_status chart_validation(rep *r, kvf_err *err) {
         snprintf(c->caption, sizeof c->caption,
                  "Served steps grouped by kind and size (steps in brackets): the calibrated step "
                  "model's prediction against the measured time (clock: %s).",
-                 json_string_value(json_object_get(json_object_get(r->validation, "step_time"), "clock")));
+                 json_string_value(
+                     json_object_get(json_object_get(r->validation, "step_time"), "clock")));
         chart_script(r, c);
     }
     return KVF_OK;
@@ -688,8 +707,8 @@ static void run_gnuplot(rep *r) {
 // ---- page content -----------------------------------------------------------------------
 
 typedef struct page {
-    rpt_buf h;                   // HTML
-    rpt_buf m;                   // Markdown
+    rpt_buf h;   // HTML
+    rpt_buf m;   // Markdown
 } page;
 
 static void both_heading(page *p, int level, const char *id, const char *text) {
@@ -711,8 +730,7 @@ static void both_para(page *p, const char *cls, const char *text) {
 
 // Table helpers: a header row, then rows of cells.
 // align: one letter per column for Markdown, 'l' or 'r' (NULL: first left, others right).
-static void tab_open(page *p, const char *id, const char *const *heads, int n,
-                     const char *align) {
+static void tab_open(page *p, const char *id, const char *const *heads, int n, const char *align) {
     rpt_buf_printf(&p->h, "<table id=\"%s\"><thead><tr>", id);
     for (int i = 0; i < n; i++) {
         rpt_buf_puts(&p->h, "<th>");
@@ -800,7 +818,9 @@ static void cell_pct_key(page *p, const char *key, double x) {
     cell_keyed(p, key, x, s);
 }
 
-static void cell_pct(page *p, double x) { cell_pct_key(p, NULL, x); }
+static void cell_pct(page *p, double x) {
+    cell_pct_key(p, NULL, x);
+}
 
 static void cell_json(page *p, const char *key, json_t *v) {
     if (json_is_number(v))
@@ -841,7 +861,7 @@ static void sec_run(rep *r, page *p) {
     }
     static const char *const heads[] = {"key", "value"};
     tab_open(p, "run-table", heads, 2, "ll");
-    rpt_buf longs = {0};          // long values go below the Markdown table
+    rpt_buf longs = {0};   // long values go below the Markdown table
     while (sqlite3_step(st) == SQLITE_ROW) {
         const char *k = (const char *)sqlite3_column_text(st, 0);
         const char *v = (const char *)sqlite3_column_text(st, 1);
@@ -870,7 +890,6 @@ static void sec_run(rep *r, page *p) {
     if (longs.p) rpt_buf_puts(&p->m, longs.p);
     rpt_buf_free(&longs);
 }
-
 
 // ---- the answer block ---------------------------------------------------------------------
 // The first thing on the page: cost per million tokens, margin, SLO attainment (and goodput),
@@ -925,9 +944,10 @@ static void ans_card_close(page *p, bool had_sub) {
 static void ans_saturation(rep *r, page *p) {
     const char *state = json_string_value(rpt_json_path(r->summary, "saturation.state"));
     const char *why = json_string_value(rpt_json_path(r->summary, "saturation.reason"));
-    const char *cls = !state ? "unknown" : !strcmp(state, "stable") ? "stable"
-                      : !strcmp(state, "overloaded")                ? "overloaded"
-                                                                     : "backlogged";
+    const char *cls = !state                         ? "unknown"
+                      : !strcmp(state, "stable")     ? "stable"
+                      : !strcmp(state, "overloaded") ? "overloaded"
+                                                     : "backlogged";
     rpt_buf_printf(&p->h, "<div class=\"verdict verdict-%s\" id=\"hl-saturation\" data-state=\"",
                    cls);
     rpt_buf_html(&p->h, state ? state : "unknown");
@@ -1062,9 +1082,12 @@ static void ans_more(rep *r, page *p) {
     static const struct {
         const char *key, *label;
     } F[] = {
-        {"ttft_ms.p90", "TTFT p90 "},       {"tpot_ms.p90", "TPOT p90 "},
-        {"throughput.output_tok_s", "output "}, {"cache.hit_rate", "cache hit rate "},
-        {"requests.completed", "requests completed "}, {"sim.simulated_s", "simulated "},
+        {"ttft_ms.p90", "TTFT p90 "},
+        {"tpot_ms.p90", "TPOT p90 "},
+        {"throughput.output_tok_s", "output "},
+        {"cache.hit_rate", "cache hit rate "},
+        {"requests.completed", "requests completed "},
+        {"sim.simulated_s", "simulated "},
     };
     rpt_buf_puts(&p->h, "<p class=\"keyline\" id=\"hl-more\">");
     int k = 0;
@@ -1122,7 +1145,7 @@ static void svg_inline(rpt_buf *b, const char *svg, const char *prefix) {
         for (size_t i = 0; i < sizeof pats / sizeof pats[0]; i++) {
             size_t n = strlen(pats[i]);
             if (strncmp(q, pats[i], n)) continue;
-            size_t head = i == 2 ? 4 : n;           // up to the quote (and '#')
+            size_t head = i == 2 ? 4 : n;   // up to the quote (and '#')
             rpt_buf_putn(b, run, (size_t)(q - run) + head);
             rpt_buf_printf(b, "%s_", prefix);
             q += head - 1;
@@ -1143,7 +1166,8 @@ static void sec_charts(rep *r, page *p) {
                  r->gnuplot_note);
         both_para(p, "warn", line);
     }
-    if (r->nch == 0) both_para(p, "note", "No chart data: the database has no requests or timeseries.");
+    if (r->nch == 0)
+        both_para(p, "note", "No chart data: the database has no requests or timeseries.");
     rpt_buf_puts(&p->h, "<div class=\"charts\">\n");
     for (int i = 0; i < r->nch; i++) {
         const chart *c = &r->ch[i];
@@ -1179,7 +1203,7 @@ static void sens_table(page *p, json_t *e, const char *kind, const char *id, con
                        bool with_fixed) {
     json_t *a = json_object_get(json_object_get(e, "sensitivity"), kind);
     if (!json_is_array(a) || !json_array_size(a)) return;
-    const char *heads[7] = {xname, "cost per day", "revenue per day", "margin",
+    const char *heads[7] = {xname,     "cost per day", "revenue per day",     "margin",
                             "payback", "prefill GPUs", "margin, revenue held"};
     tab_open(p, id, heads, with_fixed ? 7 : 6, NULL);
     size_t i;
@@ -1194,7 +1218,8 @@ static void sens_table(page *p, json_t *e, const char *kind, const char *id, con
         else
             snprintf(t, sizeof t, "%.3g x", x);
         cell_keyed(p, NULL, x, t);
-        double c = rpt_json_num(row, "cost_per_day_usd"), rv = rpt_json_num(row, "revenue_per_day_usd");
+        double c = rpt_json_num(row, "cost_per_day_usd"),
+               rv = rpt_json_num(row, "revenue_per_day_usd");
         cell_keyed(p, NULL, c, rpt_fmt_unit(RPT_U_USD, c, t, sizeof t));
         cell_keyed(p, NULL, rv, rpt_fmt_unit(RPT_U_USD, rv, t, sizeof t));
         json_t *m = json_object_get(row, "margin");
@@ -1223,19 +1248,23 @@ static void hit_story(page *p, json_t *e) {
     json_t *lo = json_array_get(a, 0), *hi = json_array_get(a, n - 1);
     double m0 = rpt_json_num(lo, "margin"), m1 = rpt_json_num(hi, "margin");
     double c0 = rpt_json_num(lo, "cost_per_day_usd"), c1 = rpt_json_num(hi, "cost_per_day_usd");
-    double r0 = rpt_json_num(lo, "revenue_per_day_usd"), r1 = rpt_json_num(hi, "revenue_per_day_usd");
+    double r0 = rpt_json_num(lo, "revenue_per_day_usd"),
+           r1 = rpt_json_num(hi, "revenue_per_day_usd");
     double g0 = rpt_json_num(lo, "prefill_gpus"), g1 = rpt_json_num(hi, "prefill_gpus");
     double x0 = rpt_json_num(lo, "x"), x1 = rpt_json_num(hi, "x");
     if (!isfinite(m0) || !isfinite(m1)) return;
     char line[900];
-    snprintf(line, sizeof line,
-             "At these prices a higher cache-hit rate %s the margin: %.1f %% at a %.0f %% hit rate, "
-             "%.1f %% at %.0f %%. Cost per day goes from %.4g to %.4g USD (prefill GPUs %.3g to "
-             "%.3g) while revenue goes from %.4g to %.4g USD, because hit tokens are billed at "
-             "the hit price. The margin rises with the hit rate only when the share of cost the "
-             "cache saves exceeds the share of revenue its discount gives away.",
-             m1 > m0 ? "raises" : m1 < m0 ? "lowers" : "does not change", m0 * 100, x0 * 100,
-             m1 * 100, x1 * 100, c0, c1, g0, g1, r0, r1);
+    snprintf(
+        line, sizeof line,
+        "At these prices a higher cache-hit rate %s the margin: %.1f %% at a %.0f %% hit rate, "
+        "%.1f %% at %.0f %%. Cost per day goes from %.4g to %.4g USD (prefill GPUs %.3g to "
+        "%.3g) while revenue goes from %.4g to %.4g USD, because hit tokens are billed at "
+        "the hit price. The margin rises with the hit rate only when the share of cost the "
+        "cache saves exceeds the share of revenue its discount gives away.",
+        m1 > m0   ? "raises"
+        : m1 < m0 ? "lowers"
+                  : "does not change",
+        m0 * 100, x0 * 100, m1 * 100, x1 * 100, c0, c1, g0, g1, r0, r1);
     both_para(p, "meta", line);
 }
 
@@ -1251,8 +1280,8 @@ static void sec_published(rep *r, page *p) {
               "'output' rows are produced by the run and are checks, never fitted. The gap is "
               "against the nearer end of a published range; 'rests on' names what the simulated "
               "figure depends on.");
-    static const char *const heads[] = {"figure", "published", "simulated", "gap",
-                                        "input/output", "what it rests on"};
+    static const char *const heads[] = {"figure", "published",    "simulated",
+                                        "gap",    "input/output", "what it rests on"};
     tab_open(p, "published-table", heads, 6, "lrrrll");
     size_t i;
     json_t *o;
@@ -1326,7 +1355,8 @@ static void sec_economics(rep *r, page *p) {
         {"cash_opex_per_day_usd", "cash opex per day"},
         {"payback_days", "payback of capex"},
         {"break_even_price_factor", "break-even price factor (all prices x)"},
-        {"break_even_output_usd_per_mtok", "break-even output price per million tokens (input prices kept)"},
+        {"break_even_output_usd_per_mtok",
+         "break-even output price per million tokens (input prices kept)"},
         {"break_even_note", "  why it is 0 or missing"},
         {"day_basis", "how the run is placed in a day"},
         {"offpeak_share", "share of the day's tokens billed off-peak"},
@@ -1364,7 +1394,8 @@ static void sec_economics(rep *r, page *p) {
         static const char *const h2[] = {"part", "per day", "per GPU-hour", "share"};
         tab_open(p, "cost-parts-table", h2, 4, NULL);
         double tot = 0;
-        for (size_t i = 0; i < 5; i++) tot += json_number_value(json_object_get(pd, PARTS[i]));
+        for (size_t i = 0; i < 5; i++)
+            tot += json_number_value(json_object_get(pd, PARTS[i]));
         for (size_t i = 0; i < 5; i++) {
             double d = json_number_value(json_object_get(pd, PARTS[i]));
             char k1[96], k2[96];
@@ -1392,13 +1423,15 @@ static void sec_economics(rep *r, page *p) {
         hit_story(p, e);
         if (json_array_size(json_object_get(sens, "utilization"))) {
             both_heading(p, 3, "sens-util", "Against utilisation");
-            both_para(p, "meta", "Same fleet; traffic, and so revenue, scaled to the utilisation, "
-                                 "up to capacity: the last row is where the busiest pool is fully "
-                                 "busy; no row goes past it.");
+            both_para(p, "meta",
+                      "Same fleet; traffic, and so revenue, scaled to the utilisation, "
+                      "up to capacity: the last row is where the busiest pool is fully "
+                      "busy; no row goes past it.");
             sens_table(p, e, "utilization", "sens-util-table", "utilisation", false);
         }
         both_heading(p, 3, "sens-price", "Against price");
-        both_para(p, "meta", "All prices multiplied by the factor; the break-even factor is a row.");
+        both_para(p, "meta",
+                  "All prices multiplied by the factor; the break-even factor is a row.");
         sens_table(p, e, "price", "sens-price-table", "price factor", false);
     }
 }
@@ -1409,7 +1442,8 @@ static void json_row(page *p, const char *a, const char *b, json_t *x, const cha
     row_open(p);
     cell_text(p, a);
     if (b) cell_text(p, b);
-    for (int i = 0; i < n; i++) cell_json(p, NULL, json_object_get(x, keys[i]));
+    for (int i = 0; i < n; i++)
+        cell_json(p, NULL, json_object_get(x, keys[i]));
     row_close(p);
 }
 
@@ -1434,8 +1468,12 @@ static void validation_table(page *p, json_t *t, const char *id) {
 static void verdict_line(page *p, json_t *f, const char *what) {
     char line[400];
     snprintf(line, sizeof line, "%s: %s (worst %.3g %%, noise band +-%.3g %%, tolerance %.3g %%).",
-             what, json_string_value(json_object_get(f, "verdict")) ? json_string_value(json_object_get(f, "verdict")) : "n/a",
-             rpt_json_num(f, "worst_error_pct"), rpt_json_num(f, "band_pct"), rpt_json_num(f, "tolerance_pct"));
+             what,
+             json_string_value(json_object_get(f, "verdict"))
+                 ? json_string_value(json_object_get(f, "verdict"))
+                 : "n/a",
+             rpt_json_num(f, "worst_error_pct"), rpt_json_num(f, "band_pct"),
+             rpt_json_num(f, "tolerance_pct"));
     both_para(p, "meta", line);
 }
 
@@ -1447,28 +1485,34 @@ static void sec_validation(rep *r, page *p) {
     const char *trace = json_string_value(json_object_get(v, "trace"));
     if (json_is_number(json_object_get(v, "requests")))
         snprintf(nreq, sizeof nreq, "%.0f", json_number_value(json_object_get(v, "requests")));
-    snprintf(line, sizeof line,
-             "Trace %s, %s requests; error = 100 x (sim - real) / real. Inputs: the served trace and "
-             "the profile; outputs: every figure below. Band: how far the simulated figure moves "
-             "when every step is slower or faster by the measured step-time noise.",
-             trace ? trace : "n/a", nreq);
+    snprintf(
+        line, sizeof line,
+        "Trace %s, %s requests; error = 100 x (sim - real) / real. Inputs: the served trace and "
+        "the profile; outputs: every figure below. Band: how far the simulated figure moves "
+        "when every step is slower or faster by the measured step-time noise.",
+        trace ? trace : "n/a", nreq);
     both_para(p, "meta", line);
     json_t *ld = json_object_get(v, "serve"), *nz = json_object_get(v, "noise");
     if (json_is_object(ld) && json_is_object(nz)) {
-        snprintf(line, sizeof line,
-                 "Serve: %.3g s, utilisation %.2f, hit rate %.1f %%. Noise: probes +-%.3g %% (thread "
-                 "CPU) and +-%.3g %% (wall), drift %+.3g %%, steal %.3g %%, wake-up latency p90 %.3g ms; "
-                 "overall verdict %s.",
-                 rpt_json_num(ld, "wall_s"), rpt_json_num(ld, "utilisation"), 100 * rpt_json_num(ld, "hit_rate"),
-                 rpt_json_num(nz, "probe_cpu_band_pct"), rpt_json_num(nz, "probe_wall_band_pct"),
-                 rpt_json_num(nz, "drift_wall_pct"), rpt_json_num(nz, "steal_pct"),
-                 rpt_json_num(nz, "wakeup_latency_ms_p90"),
-                 json_string_value(json_object_get(v, "verdict")) ? json_string_value(json_object_get(v, "verdict")) : "n/a");
+        snprintf(
+            line, sizeof line,
+            "Serve: %.3g s, utilisation %.2f, hit rate %.1f %%. Noise: probes +-%.3g %% (thread "
+            "CPU) and +-%.3g %% (wall), drift %+.3g %%, steal %.3g %%, wake-up latency p90 %.3g "
+            "ms; "
+            "overall verdict %s.",
+            rpt_json_num(ld, "wall_s"), rpt_json_num(ld, "utilisation"),
+            100 * rpt_json_num(ld, "hit_rate"), rpt_json_num(nz, "probe_cpu_band_pct"),
+            rpt_json_num(nz, "probe_wall_band_pct"), rpt_json_num(nz, "drift_wall_pct"),
+            rpt_json_num(nz, "steal_pct"), rpt_json_num(nz, "wakeup_latency_ms_p90"),
+            json_string_value(json_object_get(v, "verdict"))
+                ? json_string_value(json_object_get(v, "verdict"))
+                : "n/a");
         both_para(p, "meta", line);
     }
     json_t *sch = json_object_get(v, "scheduling");
     if (json_is_object(sch)) {
-        both_heading(p, 3, "validation-scheduling", "Scheduling fidelity (measured step times replayed)");
+        both_heading(p, 3, "validation-scheduling",
+                     "Scheduling fidelity (measured step times replayed)");
         verdict_line(p, sch, "Scheduling");
         validation_table(p, sch, "validation-scheduling-table");
     }
@@ -1486,19 +1530,22 @@ static void sec_validation(rep *r, page *p) {
     if (json_is_object(stf)) {
         both_heading(p, 3, "validation-steps", "Step-time fidelity (every served step)");
         verdict_line(p, stf, "Step time (median |residual| per kind)");
-        static const char *const heads[] = {"kind", "steps", "median residual %", "median |residual| %",
-                                            "p90 |residual| %", "flagged"};
+        static const char *const heads[] = {
+            "kind",   "steps", "median residual %", "median |residual| %", "p90 |residual| %",
+            "flagged"};
         tab_open(p, "validation-steps-table", heads, 6, NULL);
         static const char *const kinds[] = {"prefill", "decode", "mixed"};
         for (int k = 0; k < 3; k++) {
             json_t *x = json_object_get(json_object_get(stf, "kinds"), kinds[k]);
             if (!json_is_object(x)) continue;
-            static const char *const keys[] = {"steps", "median_residual_pct", "median_abs_residual_pct",
-                                               "p90_abs_residual_pct", "flagged"};
+            static const char *const keys[] = {"steps", "median_residual_pct",
+                                               "median_abs_residual_pct", "p90_abs_residual_pct",
+                                               "flagged"};
             json_row(p, kinds[k], NULL, x, keys, 5);
         }
         tab_close(p);
-        static const char *const h2[] = {"kind", "shape", "steps", "median residual %", "p10 %", "p90 %"};
+        static const char *const h2[] = {"kind",  "shape", "steps", "median residual %",
+                                         "p10 %", "p90 %"};
         tab_open(p, "validation-shapes-table", h2, 6, NULL);
         json_t *sh = json_object_get(stf, "shapes");
         for (size_t i = 0; i < json_array_size(sh); i++) {
@@ -1509,18 +1556,20 @@ static void sec_validation(rep *r, page *p) {
                      json_string_value(json_object_get(x, "shape")), x, keys, 4);
         }
         tab_close(p);
-        snprintf(line, sizeof line,
-                 "Flagged: %.0f served steps outside the profile (extrapolated above it or below its "
-                 "grid); every step with its prediction and flag is in steps.csv. Charts "
-                 "validation_ttft and validation_residuals draw them.",
-                 rpt_json_num(stf, "flagged_steps"));
+        snprintf(
+            line, sizeof line,
+            "Flagged: %.0f served steps outside the profile (extrapolated above it or below its "
+            "grid); every step with its prediction and flag is in steps.csv. Charts "
+            "validation_ttft and validation_residuals draw them.",
+            rpt_json_num(stf, "flagged_steps"));
         both_para(p, "meta", line);
     }
 }
 
 static void sec_all(rep *r, page *p) {
     both_heading(p, 2, "all", "All summary figures");
-    static const char *const skip[] = {"economics.sensitivity", "config", NULL};   // config: the inputs, not figures
+    static const char *const skip[] = {"economics.sensitivity", "config",
+                                       NULL};   // config: the inputs, not figures
     rpt_leaf *l;
     size_t n = rpt_json_leaves(r->summary, skip, &l);
     static const char *const heads[] = {"figure", "value", "summary.json key"};
@@ -1651,23 +1700,78 @@ static kvf_status rep_charts(rep *r, kvf_err *err) {
     if ((s = chart_cdf(r, "tpot_s", "tpot_cdf", "TPOT distribution (CDF)", "TPOT (ms)", err)))
         return s;
     static const ts_spec specs[] = {
-        {"throughput", "Throughput over time", "tokens/s", {"input_tok_s", "output_tok_s"},
-         false, 1, false, true, "output tokens/s"},
-        {"queue_len", "Queue length over time", "queued requests", {"queue_len"}, true, 1,
-         false, false, NULL},
-        {"running", "Running requests over time", "requests", {"running_requests"}, true, 1,
-         false, false, NULL},
-        {"hit_rate", "Cache hit rate over time, by tier", "hit rate (%)",
-         {"hit_rate", "hit_rate_hbm", "hit_rate_dram", "hit_rate_ssd"}, false, 100, false,
-         false, NULL},
-        {"kv_store", "KV store occupancy", "stored KV",
-         {"kv_store_bytes", "hbm_cache_bytes", "dram_cache_bytes"}, false, 1, true, false, NULL},
-        {"kv_used", "HBM KV cache in use", "share of KV capacity (%)", {"kv_used_frac"}, true,
-         100, false, false, NULL},
-        {"utilization", "Utilisation per pool", "busy share (%)", {"utilization"}, true, 100,
-         false, false, NULL},
-        {"instances", "Instances per pool over time", "instances", {"instances"}, true, 1, false,
-         false, NULL},
+        {"throughput",
+         "Throughput over time",
+         "tokens/s",
+         {"input_tok_s", "output_tok_s"},
+         false,
+         1,
+         false,
+         true,
+         "output tokens/s"},
+        {"queue_len",
+         "Queue length over time",
+         "queued requests",
+         {"queue_len"},
+         true,
+         1,
+         false,
+         false,
+         NULL},
+        {"running",
+         "Running requests over time",
+         "requests",
+         {"running_requests"},
+         true,
+         1,
+         false,
+         false,
+         NULL},
+        {"hit_rate",
+         "Cache hit rate over time, by tier",
+         "hit rate (%)",
+         {"hit_rate", "hit_rate_hbm", "hit_rate_dram", "hit_rate_ssd"},
+         false,
+         100,
+         false,
+         false,
+         NULL},
+        {"kv_store",
+         "KV store occupancy",
+         "stored KV",
+         {"kv_store_bytes", "hbm_cache_bytes", "dram_cache_bytes"},
+         false,
+         1,
+         true,
+         false,
+         NULL},
+        {"kv_used",
+         "HBM KV cache in use",
+         "share of KV capacity (%)",
+         {"kv_used_frac"},
+         true,
+         100,
+         false,
+         false,
+         NULL},
+        {"utilization",
+         "Utilisation per pool",
+         "busy share (%)",
+         {"utilization"},
+         true,
+         100,
+         false,
+         false,
+         NULL},
+        {"instances",
+         "Instances per pool over time",
+         "instances",
+         {"instances"},
+         true,
+         1,
+         false,
+         false,
+         NULL},
     };
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
         if ((s = chart_ts(r, &specs[i], err))) return s;
@@ -1714,8 +1818,9 @@ static void rep_page(rep *r, page *pg, const char *shown) {
     rpt_buf_puts(&pg->h, "\">");
     rpt_buf_html(&pg->h, line);
     rpt_buf_puts(&pg->h, "</p>\n");
-    rpt_buf_printf(&pg->m, "Results directory: `%s` (summary.json, results.db). Model %s on %s, "
-                           "%s step model, seed %s.\n",
+    rpt_buf_printf(&pg->m,
+                   "Results directory: `%s` (summary.json, results.db). Model %s on %s, "
+                   "%s step model, seed %s.\n",
                    shown, model ? model : "n/a", hw ? hw : "n/a", stepm ? stepm : "n/a", seed);
     sec_answer(r, pg);
     rpt_buf_puts(&pg->h, "<nav>");

@@ -22,7 +22,8 @@ void rpt_buf_putn(rpt_buf *b, const char *s, size_t n) {
     KVF_ASSERT(b && (s || n == 0));
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + n + 1) cap *= 2;
+        while (cap < b->n + n + 1)
+            cap *= 2;
         b->p = kvf_realloc(b->p, cap);
         b->cap = cap;
     }
@@ -63,12 +64,23 @@ void rpt_buf_html(rpt_buf *b, const char *s) {
     for (; *s; s++) {
         const char *rep = NULL;
         switch (*s) {
-        case '&': rep = "&amp;"; break;
-        case '<': rep = "&lt;"; break;
-        case '>': rep = "&gt;"; break;
-        case '"': rep = "&quot;"; break;
-        case '\'': rep = "&#39;"; break;
-        default: break;
+        case '&':
+            rep = "&amp;";
+            break;
+        case '<':
+            rep = "&lt;";
+            break;
+        case '>':
+            rep = "&gt;";
+            break;
+        case '"':
+            rep = "&quot;";
+            break;
+        case '\'':
+            rep = "&#39;";
+            break;
+        default:
+            break;
         }
         if (!rep) continue;
         rpt_buf_putn(b, run, (size_t)(s - run));
@@ -147,7 +159,8 @@ size_t rpt_json_leaves(json_t *obj, const char *const *skip, rpt_leaf **out) {
 }
 
 void rpt_leaves_free(rpt_leaf *l, size_t n) {
-    for (size_t i = 0; i < n; i++) free(l[i].key);
+    for (size_t i = 0; i < n; i++)
+        free(l[i].key);
     free(l);
 }
 
@@ -255,7 +268,8 @@ bool rpt_key_is_bytes(const char *key) {
     // "bytes" as a word of the name ("stored_bytes_peak", "block_bytes"), not a rate
     // ("bytes_per_daily_token")
     for (const char *p = last; (p = strstr(p, "bytes")); p += 5)
-        if ((p == last || p[-1] == '_') && (p[5] == 0 || (p[5] == '_' && strncmp(p + 5, "_per", 4))))
+        if ((p == last || p[-1] == '_') &&
+            (p[5] == 0 || (p[5] == '_' && strncmp(p + 5, "_per", 4))))
             return true;
     return false;
 }
@@ -267,9 +281,10 @@ char *rpt_fmt_keyed(const char *key, double x, char *out, size_t n) {
     // a rate says what it counts
     char t[48];
     rpt_fmt_sig(x, 3, t, sizeof t);
-    const char *what = strstr(key, "tok_s") ? "tokens/s"
+    const char *what = strstr(key, "tok_s")                         ? "tokens/s"
                        : strstr(key, "req_s") || strstr(key, "rps") ? "requests/s"
-                       : strstr(key, "events_per_s") ? "events/s" : "/s";
+                       : strstr(key, "events_per_s")                ? "events/s"
+                                                                    : "/s";
     snprintf(out, n, "%s%s%s", t, what[0] == '/' ? "" : " ", what);
     return out;
 }
@@ -302,10 +317,10 @@ static rpt_unit part_unit(const char *p, size_t len) {
     if (ends_with(p, len, "_days") || (len == 4 && !strncmp(p, "days", 4))) return RPT_U_DAYS;
     if (ends_with(p, len, "_s") && !has_word(p, len, "per")) return RPT_U_S;
     bool per = has_word(p, len, "per");
-    if (!per && (has_word(p, len, "rate") || has_word(p, len, "margin") ||
-                 has_word(p, len, "attainment") || has_word(p, len, "share") ||
-                 has_word(p, len, "frac") || has_word(p, len, "utilization") ||
-                 has_word(p, len, "utilisation")))
+    if (!per &&
+        (has_word(p, len, "rate") || has_word(p, len, "margin") || has_word(p, len, "attainment") ||
+         has_word(p, len, "share") || has_word(p, len, "frac") || has_word(p, len, "utilization") ||
+         has_word(p, len, "utilisation")))
         return RPT_U_FRAC;
     return RPT_U_NUM;
 }
@@ -321,7 +336,8 @@ rpt_unit rpt_key_unit(const char *key) {
     // "cache.by_tier.hbm", "cost_per_mtok_usd.input")
     if (!dot) return RPT_U_NUM;
     const char *pe = dot, *ps = pe;
-    while (ps > key && ps[-1] != '.') ps--;
+    while (ps > key && ps[-1] != '.')
+        ps--;
     u = part_unit(ps, (size_t)(pe - ps));
     if (u == RPT_U_FRAC || u == RPT_U_MS || u == RPT_U_USD || u == RPT_U_S || u == RPT_U_RATE ||
         u == RPT_U_PCT)
@@ -374,12 +390,13 @@ char *rpt_fmt_duration(double s, char *out, size_t n) {
         double below, div;
         const char *unit;
     } steps[] = {
-        {1e-6, 1e-9, "ns"}, {1e-3, 1e-6, "us"}, {1, 1e-3, "ms"}, {120, 1, "s"},
-        {3600, 60, "min"}, {172800, 3600, "h"}, {INFINITY, 86400, "d"},
+        {1e-6, 1e-9, "ns"}, {1e-3, 1e-6, "us"},  {1, 1e-3, "ms"},        {120, 1, "s"},
+        {3600, 60, "min"},  {172800, 3600, "h"}, {INFINITY, 86400, "d"},
     };
     double a = fabs(s);
     size_t i = 0;
-    while (a >= steps[i].below) i++;
+    while (a >= steps[i].below)
+        i++;
     if (s == 0) {
         snprintf(out, n, "0 s");
         return out;
@@ -429,25 +446,32 @@ char *rpt_fmt_unit(rpt_unit u, double x, char *out, size_t n) {
     if (!isfinite(x)) return rpt_fmt_num(x, out, n);
     char t[48];
     switch (u) {
-    case RPT_U_FRAC: return rpt_fmt_pct(x, out, n);
+    case RPT_U_FRAC:
+        return rpt_fmt_pct(x, out, n);
     case RPT_U_PCT:
         rpt_fmt_sig(x, 3, t, sizeof t);
         snprintf(out, n, "%s %%", t);
         return out;
-    case RPT_U_BYTES: return rpt_fmt_bytes(x, out, n);
+    case RPT_U_BYTES:
+        return rpt_fmt_bytes(x, out, n);
     case RPT_U_BPS:
         rpt_fmt_bytes(x, t, sizeof t);
         snprintf(out, n, "%s/s", t);
         return out;
-    case RPT_U_MS: return rpt_fmt_duration(x / 1000, out, n);
-    case RPT_U_S: return rpt_fmt_duration(x, out, n);
-    case RPT_U_DAYS: return rpt_fmt_duration(x * 86400, out, n);
-    case RPT_U_USD: return fmt_usd(x, out, n);
+    case RPT_U_MS:
+        return rpt_fmt_duration(x / 1000, out, n);
+    case RPT_U_S:
+        return rpt_fmt_duration(x, out, n);
+    case RPT_U_DAYS:
+        return rpt_fmt_duration(x * 86400, out, n);
+    case RPT_U_USD:
+        return fmt_usd(x, out, n);
     case RPT_U_RATE:
         rpt_fmt_sig(x, 3, t, sizeof t);
         snprintf(out, n, "%s/s", t);
         return out;
-    case RPT_U_NUM: break;
+    case RPT_U_NUM:
+        break;
     }
     if (x == floor(x) && fabs(x) < 1e7) {
         snprintf(out, n, "%.0f", x);
@@ -460,13 +484,22 @@ char *rpt_fmt_unit(rpt_unit u, double x, char *out, size_t n) {
 static const struct {
     const char *code, *words;
 } WORDS[] = {
-    {"ttft", "TTFT"}, {"tpot", "TPOT"}, {"itl", "ITL"}, {"e2e", "end-to-end"},
-    {"slo", "SLO"}, {"kv", "KV"}, {"hbm", "HBM"}, {"dram", "DRAM"}, {"ssd", "SSD"},
-    {"gpu", "GPU"}, {"gpus", "GPUs"}, {"mtok", "million tokens"}, {"usd", ""}, {"ms", ""},
-    {"tok", "tokens"}, {"req", "requests"}, {"rps", "requests/s"}, {"pct", "%"},
-    {"p50", "p50"}, {"p90", "p90"}, {"p99", "p99"}, {"utilization", "utilisation"},
-    {"Bps", "bytes/s"}, {"tb", "TB"}, {"flops", "FLOPs"}, {"ep", "EP"}, {"tp", "TP"},
-    {"gen", "generation"}, {"mape", "MAPE"}, {"ttl", "retention"}, {"kwh", "kWh"},
+    {"ttft", "TTFT"},      {"tpot", "TPOT"},
+    {"itl", "ITL"},        {"e2e", "end-to-end"},
+    {"slo", "SLO"},        {"kv", "KV"},
+    {"hbm", "HBM"},        {"dram", "DRAM"},
+    {"ssd", "SSD"},        {"gpu", "GPU"},
+    {"gpus", "GPUs"},      {"mtok", "million tokens"},
+    {"usd", ""},           {"ms", ""},
+    {"tok", "tokens"},     {"req", "requests"},
+    {"rps", "requests/s"}, {"pct", "%"},
+    {"p50", "p50"},        {"p90", "p90"},
+    {"p99", "p99"},        {"utilization", "utilisation"},
+    {"Bps", "bytes/s"},    {"tb", "TB"},
+    {"flops", "FLOPs"},    {"ep", "EP"},
+    {"tp", "TP"},          {"gen", "generation"},
+    {"mape", "MAPE"},      {"ttl", "retention"},
+    {"kwh", "kWh"},
 };
 
 void rpt_key_words(const char *key, char *out, size_t n) {
@@ -495,8 +528,10 @@ void rpt_key_words(const char *key, char *out, size_t n) {
         const char *w = NULL;
         // rates and durations: "tok_s" -> "tokens/s", "per_s" and a trailing "_s" dropped (the
         // value carries its unit)
-        bool s_next = p[len] == '_' && p[len + 1] == 's' && (p[len + 2] == '\0' || p[len + 2] == '.' || p[len + 2] == '_');
-        if (s_next && ((len == 3 && !strncmp(p, "tok", 3)) || (len == 3 && !strncmp(p, "req", 3)))) {
+        bool s_next = p[len] == '_' && p[len + 1] == 's' &&
+                      (p[len + 2] == '\0' || p[len + 2] == '.' || p[len + 2] == '_');
+        if (s_next &&
+            ((len == 3 && !strncmp(p, "tok", 3)) || (len == 3 && !strncmp(p, "req", 3)))) {
             const char *rw = p[0] == 't' ? "tokens/s" : "requests/s";
             if (!first_word && o > 0 && out[o - 1] != ' ' && o + 1 < n) out[o++] = ' ';
             size_t m = strlen(rw);
@@ -537,7 +572,8 @@ void rpt_key_words(const char *key, char *out, size_t n) {
         p += len;
         if (*p == '_') p++;
     }
-    while (o > 0 && (out[o - 1] == ' ' || out[o - 1] == ',')) o--;
+    while (o > 0 && (out[o - 1] == ' ' || out[o - 1] == ','))
+        o--;
     out[o] = '\0';
 }
 
@@ -547,7 +583,8 @@ char *rpt_fmt_text_value(const char *text, char *out, size_t n) {
     char *end = NULL;
     double v = strtod(text, &end);
     size_t digits = 0;
-    for (const char *q = text; *q; q++) digits += *q >= '0' && *q <= '9';
+    for (const char *q = text; *q; q++)
+        digits += *q >= '0' && *q <= '9';
     if (end && end != text && *end == '\0' && isfinite(v) && digits > 15) {
         snprintf(out, n, "%.15g", v);
         return out;
@@ -604,7 +641,8 @@ void rpt_buf_text_numbers(rpt_buf *b, const char *text) {
     const char *run = text, *p = text;
     while (*p) {
         bool start = (*p >= '0' && *p <= '9') || (*p == '-' && p[1] >= '0' && p[1] <= '9');
-        bool after_word = p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '.' || p[-1] == '_');
+        bool after_word =
+            p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '.' || p[-1] == '_');
         if (!start || after_word) {
             p++;
             continue;
@@ -612,7 +650,8 @@ void rpt_buf_text_numbers(rpt_buf *b, const char *text) {
         char *end = NULL;
         double v = strtod(p, &end);
         size_t digits = 0;
-        for (const char *q = p; q < end; q++) digits += *q >= '0' && *q <= '9';
+        for (const char *q = p; q < end; q++)
+            digits += *q >= '0' && *q <= '9';
         bool word_follows = *end && (isalnum((unsigned char)*end) || *end == '_');
         if (end > p && digits > 15 && isfinite(v) && !word_follows) {
             rpt_buf_putn(b, run, (size_t)(p - run));

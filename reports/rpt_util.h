@@ -44,17 +44,17 @@ char *rpt_fmt_keyed(const char *key, double x, char *out, size_t n);
 // ---- one unit system for every page -------------------------------------------------------
 // What a summary.json figure measures, read off its dotted key (design.md §5 names):
 typedef enum rpt_unit {
-    RPT_U_NUM = 0,     // a plain number: 3-4 significant digits, k/M/G above 10,000
-    RPT_U_FRAC,        // a fraction in [0, 1] (hit rates, margin, attainment, shares,
-                       // utilisations): shown in percent
-    RPT_U_PCT,         // already in percent (error_pct, gap_pct)
-    RPT_U_BYTES,       // bytes: B, kB, MB, GB, TB, PB by magnitude
-    RPT_U_BPS,         // bytes per second: kB/s ... by magnitude
-    RPT_U_MS,          // a duration in milliseconds (ttft_ms.p90, ttft_p90_ms)
-    RPT_U_S,           // a duration in seconds (simulated_s, drain_s)
-    RPT_U_DAYS,        // a duration in days (payback_days)
-    RPT_U_USD,         // money (any key with usd): "$1,234", "$0.0600", "$1.23 M"
-    RPT_U_RATE,        // per second (tok_s, req_s, rps, events_per_s): SI prefix by magnitude
+    RPT_U_NUM = 0,   // a plain number: 3-4 significant digits, k/M/G above 10,000
+    RPT_U_FRAC,      // a fraction in [0, 1] (hit rates, margin, attainment, shares,
+                     // utilisations): shown in percent
+    RPT_U_PCT,       // already in percent (error_pct, gap_pct)
+    RPT_U_BYTES,     // bytes: B, kB, MB, GB, TB, PB by magnitude
+    RPT_U_BPS,       // bytes per second: kB/s ... by magnitude
+    RPT_U_MS,        // a duration in milliseconds (ttft_ms.p90, ttft_p90_ms)
+    RPT_U_S,         // a duration in seconds (simulated_s, drain_s)
+    RPT_U_DAYS,      // a duration in days (payback_days)
+    RPT_U_USD,       // money (any key with usd): "$1,234", "$0.0600", "$1.23 M"
+    RPT_U_RATE,      // per second (tok_s, req_s, rps, events_per_s): SI prefix by magnitude
 } rpt_unit;
 // The unit of a summary.json key; RPT_U_NUM when the key says nothing. key may be NULL.
 rpt_unit rpt_key_unit(const char *key);
@@ -82,8 +82,8 @@ void rpt_buf_text_numbers(rpt_buf *b, const char *text);
 
 // One scalar leaf of a JSON object tree.
 typedef struct rpt_leaf {
-    char *key;         // dotted path
-    json_t *value;     // borrowed: number, string, true/false or null
+    char *key;       // dotted path
+    json_t *value;   // borrowed: number, string, true/false or null
 } rpt_leaf;
 
 // Collects the scalar leaves of obj in document order; arrays are skipped, objects whose

@@ -20,7 +20,10 @@ typedef enum sim_sched { SIM_SCHED_FCFS = 0, SIM_SCHED_SPF, SIM_SCHED_PRIORITY }
 typedef enum sim_preempt { SIM_PREEMPT_RECOMPUTE = 0, SIM_PREEMPT_SWAP } sim_preempt;
 // The serving engine a pool's instances behave like (serving.preset, scenarios/README.md).
 typedef enum sim_serving_preset {
-    SIM_SERVING_NONE = 0, SIM_SERVING_VLLM, SIM_SERVING_SGLANG, SIM_SERVING_TRTLLM
+    SIM_SERVING_NONE = 0,
+    SIM_SERVING_VLLM,
+    SIM_SERVING_SGLANG,
+    SIM_SERVING_TRTLLM
 } sim_serving_preset;
 // Where the prefix cache lives: a slice of HBM of its own (hbm_cache_frac), or the free KV
 // blocks (evicted as running requests need them: vLLM, SGLang, TensorRT-LLM block reuse).
@@ -33,23 +36,26 @@ typedef enum sim_admission { SIM_ADMIT_PREEMPT = 0, SIM_ADMIT_RESERVE } sim_admi
 // One pool (vision, prefill or decode).
 // cluster.<pool>.autoscale: load-driven instance counts (pools/pool_autoscale.c).
 typedef enum sim_scale_metric {
-    SIM_SCALE_NONE = 0, SIM_SCALE_QUEUE, SIM_SCALE_UTILIZATION, SIM_SCALE_KV
+    SIM_SCALE_NONE = 0,
+    SIM_SCALE_QUEUE,
+    SIM_SCALE_UTILIZATION,
+    SIM_SCALE_KV
 } sim_scale_metric;
 typedef struct sim_autoscale_cfg {
-    sim_scale_metric metric;      // none | queue (waiting requests per active instance) |
-                                  // utilization (busy share) | kv (KV occupancy)
-    double up, down;              // add an instance above up, remove one below down
-    int32_t min, max;             // active instances kept within [min, max] (max 0 = instances)
-    double cooldown_ns;           // no change sooner than this after the last one
-    double startup_ns;            // an added instance serves this long after it is started
-                                  // (weights loading; billed from the start)
+    sim_scale_metric metric;   // none | queue (waiting requests per active instance) |
+                               // utilization (busy share) | kv (KV occupancy)
+    double up, down;           // add an instance above up, remove one below down
+    int32_t min, max;          // active instances kept within [min, max] (max 0 = instances)
+    double cooldown_ns;        // no change sooner than this after the last one
+    double startup_ns;         // an added instance serves this long after it is started
+                               // (weights loading; billed from the start)
 } sim_autoscale_cfg;
 
 // cluster.<pool>.failures: instances fail and come back (pools/pool_failures.c).
 typedef struct sim_failures_cfg {
-    double mtbf_ns;               // mean time between failures of one instance (0 = never)
-    double mttr_ns;               // mean time to repair (exponential)
-    bool reject;                  // its requests are rejected (else retried from the start)
+    double mtbf_ns;   // mean time between failures of one instance (0 = never)
+    double mttr_ns;   // mean time to repair (exponential)
+    bool reject;      // its requests are rejected (else retried from the start)
 } sim_failures_cfg;
 
 typedef struct sim_pool_cfg {
@@ -63,9 +69,9 @@ typedef struct sim_pool_cfg {
     sim_sched scheduler;          // fcfs | spf (shortest prompt first) | priority (by class)
     int64_t queue_limit;          // admission control: reject when this many wait, 0 = none
     int64_t kv_tokens;            // KV capacity per instance in tokens, 0 = from HBM - weights
-    char hardware[SIM_PATH_MAX];  // the pool's GPUs (a name or a path), "" = the scenario's
-    mdl_prec prec_weights;        // the pool's weight precision, auto = the scenario's
-    mdl_prec prec_activations;    // the pool's GEMM input precision, auto = the scenario's
+    char hardware[SIM_PATH_MAX];   // the pool's GPUs (a name or a path), "" = the scenario's
+    mdl_prec prec_weights;         // the pool's weight precision, auto = the scenario's
+    mdl_prec prec_activations;     // the pool's GEMM input precision, auto = the scenario's
     sim_autoscale_cfg autoscale;
     sim_failures_cfg failures;
 } sim_pool_cfg;
@@ -78,15 +84,15 @@ typedef struct sim_precision_cfg {
 // Time-of-day instance counts (cluster.schedule): from hour `from_h` (UTC, 0..24) on.
 typedef struct sim_schedule_entry {
     double from_h;
-    int32_t prefill;              // -1 = unchanged
+    int32_t prefill;   // -1 = unchanged
     int32_t decode;
 } sim_schedule_entry;
 
 // Where a key of the scenario was set (for messages that name file:line and key).
 enum { SIM_KEY_LINES_MAX = 256, SIM_KEY_MAX = 64, SIM_PUBLISHED_MAX = 32 };
 typedef struct sim_key_line {
-    char key[SIM_KEY_MAX];        // dotted key, e.g. "cluster.prefill.instances"
-    int32_t line;                 // 1-based line in the scenario file; -1 = set by --set
+    char key[SIM_KEY_MAX];   // dotted key, e.g. "cluster.prefill.instances"
+    int32_t line;            // 1-based line in the scenario file; -1 = set by --set
 } sim_key_line;
 
 typedef struct sim_tier_cfg {
@@ -104,10 +110,10 @@ typedef struct sim_tier_cfg {
 // what the simulated figure rests on.
 typedef struct sim_published {
     char name[48];
-    double value, high;           // high NaN = a single figure
-    bool output;                  // role: output (else input)
-    char summary_key[96];         // "" = none (an input used as is)
-    double scale;                 // published unit per summary unit (default 1)
+    double value, high;     // high NaN = a single figure
+    bool output;            // role: output (else input)
+    char summary_key[96];   // "" = none (an input used as is)
+    double scale;           // published unit per summary unit (default 1)
     char unit[24];
     char rests_on[240];
 } sim_published;
@@ -125,48 +131,48 @@ typedef struct sim_saturation_cfg {
 
 // The areas of a scenario, one sub-struct each (the key table in sim/config/ maps every
 // scenario key to its field and holds its range; nothing else checks a range).
-typedef struct sim_moe_cfg {      // moe.*
-    double skew;                  // hottest GPU load over mean (>= 1)
-    double redundant_experts;     // fraction of redundant experts the EP balancer adds (0..1)
-    double skew_sd;               // > 0: skew drawn per MoE step, max(1, N(skew, sd))
-    uint32_t route_nodes;         // node-limited routing: scale-up domains per token (0 = any)
-    bool two_batch;               // two micro-batches overlap communication with compute
+typedef struct sim_moe_cfg {    // moe.*
+    double skew;                // hottest GPU load over mean (>= 1)
+    double redundant_experts;   // fraction of redundant experts the EP balancer adds (0..1)
+    double skew_sd;             // > 0: skew drawn per MoE step, max(1, N(skew, sd))
+    uint32_t route_nodes;       // node-limited routing: scale-up domains per token (0 = any)
+    bool two_batch;             // two micro-batches overlap communication with compute
 } sim_moe_cfg;
 
-typedef struct sim_generate_cfg { // workload.generate.*: synthetic traffic (trc_gen_options)
-    char profile[32];             // "" = replay the trace; chatbot|agent|coding|mixed
+typedef struct sim_generate_cfg {   // workload.generate.*: synthetic traffic (trc_gen_options)
+    char profile[32];               // "" = replay the trace; chatbot|agent|coding|mixed
     double rate_rps;
     double duration_s;
-    char arrival[16];             // poisson | gamma | diurnal
-    double cv;                    // gamma: coefficient of variation of the gaps (0 = default)
-    double mean_turns;            // turns per session (0 = the profile's)
-    int32_t system_tokens;        // system prompt tokens (-1 = the profile's)
-    uint32_t input_len, output_len;  // fixed new/answer tokens (0 = drawn)
-    double images_p;              // probability a request carries one image
-    bool closed_loop;             // continued turns wait for the previous turn + think time
-    double think_s;               // closed loop: mean think time (0 = the generator's 5 s)
-    double days;                  // > 0: days of returning sessions (trc.h, days mode)
-    double diurnal_amplitude;     // daily cycle amplitude A in [0, 1)
-    double peak_hour;             // hour of the daily peak
-    double weekend_ratio;         // a weekend day's rate over a weekday's
-    uint32_t start_weekday;       // weekday at t = 0, 0 = Monday
-    double warmup_days;           // sessions generated this long before t = 0
-    trc_gen_return ret[3];        // per class chatbot, agent, coding: p, median_h, sigma
-    double mix[3];                // mixed: shares of new sessions chatbot, agent, coding (0 = default)
+    char arrival[16];                 // poisson | gamma | diurnal
+    double cv;                        // gamma: coefficient of variation of the gaps (0 = default)
+    double mean_turns;                // turns per session (0 = the profile's)
+    int32_t system_tokens;            // system prompt tokens (-1 = the profile's)
+    uint32_t input_len, output_len;   // fixed new/answer tokens (0 = drawn)
+    double images_p;                  // probability a request carries one image
+    bool closed_loop;                 // continued turns wait for the previous turn + think time
+    double think_s;                   // closed loop: mean think time (0 = the generator's 5 s)
+    double days;                      // > 0: days of returning sessions (trc.h, days mode)
+    double diurnal_amplitude;         // daily cycle amplitude A in [0, 1)
+    double peak_hour;                 // hour of the daily peak
+    double weekend_ratio;             // a weekend day's rate over a weekday's
+    uint32_t start_weekday;           // weekday at t = 0, 0 = Monday
+    double warmup_days;               // sessions generated this long before t = 0
+    trc_gen_return ret[3];            // per class chatbot, agent, coding: p, median_h, sigma
+    double mix[3];   // mixed: shares of new sessions chatbot, agent, coding (0 = default)
 } sim_generate_cfg;
 
-typedef struct sim_workload_cfg { // workload.*
-    char trace[SIM_PATH_MAX];     // trace file ("" with generate)
-    trc_options opt;              // format, time_scale, rate_rps, limit, window, bucket, ...
-    double sample_rate;           // R in (0, 1]: simulate sessions/prefix roots hashing below R
-                                  // on a cluster scaled by R (sim/run/sim_sample.h), 1 = all
+typedef struct sim_workload_cfg {   // workload.*
+    char trace[SIM_PATH_MAX];       // trace file ("" with generate)
+    trc_options opt;                // format, time_scale, rate_rps, limit, window, bucket, ...
+    double sample_rate;             // R in (0, 1]: simulate sessions/prefix roots hashing below R
+                                    // on a cluster scaled by R (sim/run/sim_sample.h), 1 = all
     sim_generate_cfg gen;
 } sim_workload_cfg;
 
-typedef struct sim_cluster_cfg {  // cluster.*, mode
+typedef struct sim_cluster_cfg {   // cluster.*, mode
     sim_mode mode;
     sim_pool_cfg vision, prefill, decode;
-    double kv_transfer_Bps;       // prefill -> decode KV link per prefill instance
+    double kv_transfer_Bps;   // prefill -> decode KV link per prefill instance
     double net_latency_ns;
     int32_t n_schedule;
     sim_schedule_entry schedule[SIM_SCHEDULE_MAX];
@@ -181,63 +187,63 @@ typedef struct sim_router_cfg {   // router.*
     bool reject_slo;              // ttft_estimate: reject requests whose estimate breaks the SLO
 } sim_router_cfg;
 
-typedef struct sim_kv_cfg {       // kv.*, cache.*
+typedef struct sim_kv_cfg {   // kv.*, cache.*
     uint32_t block_tokens;
-    double hbm_cache_frac;        // share of a prefill instance's KV capacity kept as prefix cache
-    double activation_reserve;    // share of HBM kept for activations
-    sim_tier_cfg dram;            // per node
-    sim_tier_cfg ssd;             // shared store
-    int64_t retention_ns[TRC_CLASS_COUNT];  // per class, <= 0 = never expires
-    bool write_through;           // write new blocks to SSD at once (else on eviction)
-    bool overlap_load;            // overlap KV loads with compute layer by layer
-    bool persist_decode;          // persist prompt + answer of finished turns
-    uint32_t swa_replay_tokens;   // R for hybrid models
-    bool prefix_cache;            // master switch of prefix reuse
-    bool step_sequential;         // a step runs its chunks one after another (a CPU engine):
-                                  // a chunk's blocks are reusable by later chunks of the step
+    double hbm_cache_frac;       // share of a prefill instance's KV capacity kept as prefix cache
+    double activation_reserve;   // share of HBM kept for activations
+    sim_tier_cfg dram;           // per node
+    sim_tier_cfg ssd;            // shared store
+    int64_t retention_ns[TRC_CLASS_COUNT];   // per class, <= 0 = never expires
+    bool write_through;                      // write new blocks to SSD at once (else on eviction)
+    bool overlap_load;                       // overlap KV loads with compute layer by layer
+    bool persist_decode;                     // persist prompt + answer of finished turns
+    uint32_t swa_replay_tokens;              // R for hybrid models
+    bool prefix_cache;                       // master switch of prefix reuse
+    bool step_sequential;   // a step runs its chunks one after another (a CPU engine):
+                            // a chunk's blocks are reusable by later chunks of the step
 } sim_kv_cfg;
 
 // speculative.method: which speculative decoding a decode step runs. auto = the model's
 // DSpark stack (dspark_* keys) when it has one and speculative.draft_tokens is 0, else draft.
 typedef enum sim_spec_method {
     SIM_SPEC_AUTO = 0,
-    SIM_SPEC_DSPARK,              // block drafts verified together (mdl_spec_*), model file's
-    SIM_SPEC_DRAFT,               // draft_tokens drafts, each accepted with `acceptance`
-    SIM_SPEC_NONE                 // one token per step
+    SIM_SPEC_DSPARK,   // block drafts verified together (mdl_spec_*), model file's
+    SIM_SPEC_DRAFT,    // draft_tokens drafts, each accepted with `acceptance`
+    SIM_SPEC_NONE      // one token per step
 } sim_spec_method;
 
-typedef struct sim_decoding_cfg { // decoding.*
+typedef struct sim_decoding_cfg {   // decoding.*
     uint32_t draft_tokens;
     double acceptance;
-    sim_spec_method spec_method;  // speculative.method
-    double structured_mask_ns;    // per-step mask cost per structured request
-    double structured_share;      // share of requests flagged structured at arrival (0..1)
+    sim_spec_method spec_method;   // speculative.method
+    double structured_mask_ns;     // per-step mask cost per structured request
+    double structured_share;       // share of requests flagged structured at arrival (0..1)
 } sim_decoding_cfg;
 
-typedef struct sim_serving_cfg { // serving.*: the serving engine's behaviour (presets fill what
-                                  // is not set explicitly; sim/config/sim_serving.c)
+typedef struct sim_serving_cfg {   // serving.*: the serving engine's behaviour (presets fill what
+                                   // is not set explicitly; sim/config/sim_serving.c)
     sim_serving_preset preset;
-    char fit[SIM_PATH_MAX];       // a `kvfleet fit` file whose terms fill keys not set here
-    double frontend_ns;           // per request: arrival -> scheduler (HTTP, tokenisation)
-    double step_overhead_ns;      // per step: the engine's CPU work that does not overlap the GPU
-    double step_overhead_seq_ns;  // per step and sequence in the batch
-    sim_prefix_home prefix_cache; // slice | free_blocks
-    sim_admission admission;      // preempt | reserve
-    double watermark;             // share of KV kept free at admission (vLLM 0.01)
-    uint32_t graph_buckets;       // > 0: decode batches up to this size padded to the next
-                                  // CUDA-graph capture size (1, 2, 4, 8, 16, 24, ... step 8)
-    bool context_truncate;        // context_overflow: a request over the model's max_context is
-                                  // truncated (its prompt's oldest tokens, then its answer)
-                                  // instead of refused (reason "context")
-    double client_timeout_ns;     // > 0: a request not finished this long after arrival is
-                                  // abandoned by its client and aborted (counted, "timeout")
+    char fit[SIM_PATH_MAX];         // a `kvfleet fit` file whose terms fill keys not set here
+    double frontend_ns;             // per request: arrival -> scheduler (HTTP, tokenisation)
+    double step_overhead_ns;        // per step: the engine's CPU work that does not overlap the GPU
+    double step_overhead_seq_ns;    // per step and sequence in the batch
+    sim_prefix_home prefix_cache;   // slice | free_blocks
+    sim_admission admission;        // preempt | reserve
+    double watermark;               // share of KV kept free at admission (vLLM 0.01)
+    uint32_t graph_buckets;         // > 0: decode batches up to this size padded to the next
+                                    // CUDA-graph capture size (1, 2, 4, 8, 16, 24, ... step 8)
+    bool context_truncate;          // context_overflow: a request over the model's max_context is
+                                    // truncated (its prompt's oldest tokens, then its answer)
+                                    // instead of refused (reason "context")
+    double client_timeout_ns;       // > 0: a request not finished this long after arrival is
+                                    // abandoned by its client and aborted (counted, "timeout")
 } sim_serving_cfg;
 
 // The metrics and percentiles a class's SLO can bound (slo.classes.<class>.<metric>.<stat>).
 enum { SIM_SLO_TTFT = 0, SIM_SLO_TPOT, SIM_SLO_E2E, SIM_SLO_METRICS };
 enum { SIM_SLO_P50 = 0, SIM_SLO_P90, SIM_SLO_P99, SIM_SLO_STATS };
 
-typedef struct sim_slo_cfg {      // slo.*
+typedef struct sim_slo_cfg {           // slo.*
     double ttft_p90_ms, tpot_p90_ms;   // every class without bounds of its own
     // per class: bound on the metric's percentile, ms; 0 = none. A class with any bound of its
     // own is held to its own only; a request meets its class's SLO when each bounded metric is
@@ -252,15 +258,15 @@ typedef struct sim_output_cfg {   // output.*
 
 typedef struct sim_config {
     char name[SIM_NAME_MAX];
-    char path[SIM_PATH_MAX];      // scenario file (for messages), "" when built in code
-    char dir[SIM_PATH_MAX];       // directory relative paths resolve against (the repo root)
+    char path[SIM_PATH_MAX];   // scenario file (for messages), "" when built in code
+    char dir[SIM_PATH_MAX];    // directory relative paths resolve against (the repo root)
     uint64_t seed;
-    char model[SIM_PATH_MAX];     // models/<name>.yaml or a path
-    char hardware[SIM_PATH_MAX];  // models/hardware/<name>.yaml or a path
-    char step_model[32];          // roofline | calibrated | table
-    char profile[SIM_PATH_MAX];   // calibrated: engine profile CSV
-    mdl_efficiency eff;           // roofline efficiency factors (efficiency.*)
-    sim_precision_cfg precision;  // precision.*
+    char model[SIM_PATH_MAX];      // models/<name>.yaml or a path
+    char hardware[SIM_PATH_MAX];   // models/hardware/<name>.yaml or a path
+    char step_model[32];           // roofline | calibrated | table
+    char profile[SIM_PATH_MAX];    // calibrated: engine profile CSV
+    mdl_efficiency eff;            // roofline efficiency factors (efficiency.*)
+    sim_precision_cfg precision;   // precision.*
     sim_moe_cfg moe;
     sim_workload_cfg workload;
     sim_cluster_cfg cluster;
@@ -269,8 +275,8 @@ typedef struct sim_config {
     sim_decoding_cfg decoding;
     sim_serving_cfg serving;
     sim_slo_cfg slo;
-    sim_saturation_cfg sat;       // saturation verdict thresholds
-    rpt_econ_config econ;         // economics.* (reports/rpt.h; rpt_econ_config_set)
+    sim_saturation_cfg sat;   // saturation verdict thresholds
+    rpt_econ_config econ;     // economics.* (reports/rpt.h; rpt_econ_config_set)
     sim_output_cfg output;
     // published figures to set beside the run's (section `published`): checks, never inputs
     // to a fit; each names the summary.json key it compares with and what it rests on
@@ -331,15 +337,15 @@ typedef struct sim_summary sim_summary;
 // model times the served/predicted median ratio of its kind. The stepper counts into matched
 // and fallback.
 typedef struct sim_replay_step {
-    const mdl_seq *seqs; // decodes and prefill chunks of the step
+    const mdl_seq *seqs;   // decodes and prefill chunks of the step
     uint32_t n;
-    int64_t ns; // measured duration
+    int64_t ns;   // measured duration
 } sim_replay_step;
 typedef struct sim_step_replay {
     const sim_replay_step *steps;
     size_t n;
-    uint64_t matched, fallback; // filled by the run
-    FILE *misses;               // optional: one line per step answered by the fallback
+    uint64_t matched, fallback;   // filled by the run
+    FILE *misses;                 // optional: one line per step answered by the fallback
 } sim_step_replay;
 
 typedef struct sim_run_opts {
@@ -349,13 +355,13 @@ typedef struct sim_run_opts {
     const char *engine_backend;   // "cpu"/"cuda": engine in the loop, NULL = off
     const char *timeline_path;    // Chrome trace JSON of batch steps, NULL = off
     double timeline_from_s, timeline_to_s;
-    volatile int *interrupt;      // set non-zero (e.g. by SIGINT) to stop early
-    bool router_check;            // min-load routers assert their index against a scan (tests)
-    bool decode_single;           // no runs of decode steps in one event (tests compare)
-    bool decode_listed;           // decode steps list every running sequence (the O(batch)
-                                  // reference path) instead of running sums; tests compare
-    sim_step_replay *replay;      // step durations measured on the engine, NULL = off
-    double step_scale;            // > 0: every step duration multiplied by this (noise bands)
+    volatile int *interrupt;   // set non-zero (e.g. by SIGINT) to stop early
+    bool router_check;         // min-load routers assert their index against a scan (tests)
+    bool decode_single;        // no runs of decode steps in one event (tests compare)
+    bool decode_listed;        // decode steps list every running sequence (the O(batch)
+                               // reference path) instead of running sums; tests compare
+    sim_step_replay *replay;   // step durations measured on the engine, NULL = off
+    double step_scale;         // > 0: every step duration multiplied by this (noise bands)
 } sim_run_opts;
 
 // The i-th numeric scenario key (0-based) with its allowed range in the file's unit (lo
@@ -399,8 +405,10 @@ kvf_status sim_outdir_check_output(const sim_outdir *d, const char *what, const 
 kvf_status sim_path_check_file(const char *what, const char *path, kvf_err *err);
 // True when a and b both exist and are one file (device and inode).
 bool sim_path_same_file(const char *a, const char *b);
-enum { SIM_INPUTS_MAX = 12 }; // files one run reads: scenario, trace, model, hardware (x4),
-                              // profile, fit
+enum {
+    SIM_INPUTS_MAX = 12
+};   // files one run reads: scenario, trace, model, hardware (x4),
+     // profile, fit
 // The files a run of c reads, resolved as the run resolves them, into path[0..n) with what
 // each is in what[]; returns n. max >= SIM_INPUTS_MAX.
 int sim_config_inputs(const sim_config *c, char (*path)[SIM_PATH_MAX], const char **what, int max);
@@ -418,7 +426,6 @@ void sim_remove_tree(const char *path);
 
 // Runs the scenario. On success *summary_json holds the summary (jansson json_t *, caller
 // decrefs) and, with out_dir, summary.json and results.db are written there.
-kvf_status sim_run(const sim_config *c, const sim_run_opts *o, void **summary_json,
-                   kvf_err *err);
+kvf_status sim_run(const sim_config *c, const sim_run_opts *o, void **summary_json, kvf_err *err);
 
 #endif

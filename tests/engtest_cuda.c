@@ -82,7 +82,7 @@ static void check(const char *what, const float *gpu, const float *cpu, uint32_t
 }
 
 typedef struct pair {
-    eng_engine *e[2]; // 0 cpu, 1 cuda
+    eng_engine *e[2];   // 0 cpu, 1 cuda
 } pair;
 
 static int run_model(const eng_model_desc *m, const char *name) {

@@ -29,9 +29,13 @@ static void hand_trace(const char *path) {
         uint32_t n;
     } rq[] = {{0, 192, b0, 3}, {10, 256, b1, 4}, {1000, 192, b2, 3}};
     for (int i = 0; i < 3; i++) {
-        trc_request q = {.id = (uint64_t)i, .arrival_ns = rq[i].t_s * 1000000000LL,
-                         .input_tokens = rq[i].in, .output_tokens = 10, .prev_id = -1,
-                         .n_blocks = rq[i].n, .blocks = rq[i].b};
+        trc_request q = {.id = (uint64_t)i,
+                         .arrival_ns = rq[i].t_s * 1000000000LL,
+                         .input_tokens = rq[i].in,
+                         .output_tokens = 10,
+                         .prev_id = -1,
+                         .n_blocks = rq[i].n,
+                         .blocks = rq[i].b};
         ck_assert_msg(trc_writer_put(w, &q, &err) == KVF_OK, "%s", err.msg);
     }
     ck_assert_msg(trc_writer_close(w, &err) == KVF_OK, "%s", err.msg);
@@ -102,7 +106,8 @@ START_TEST(test_replay_grid_equals_lru) {
     trc_reader *r;
     kvf_err err = {0};
     ck_assert_msg(trc_reader_open(&r, kvt_shared_trace("mooncake_conversation.jsonl"), &o, &err) ==
-                      KVF_OK, "%s", err.msg);
+                      KVF_OK,
+                  "%s", err.msg);
     trc_replay *p;
     ck_assert_msg(trc_replay_load(r, &p, &err) == KVF_OK, "%s", err.msg);
     trc_reader_close(r);
@@ -141,8 +146,9 @@ START_TEST(test_assess_bad_input) {
     ck_assert_int_eq(kvt_sh("%s assess %s -o %s/o", kvt_bin(), path, kvt_tmp), 2);
     ck_assert_msg(strstr(kvt_err, "bad.jsonl:2") != NULL, "%s", kvt_err);
     ck_assert_int_eq(kvt_sh("%s assess %s --bogus", kvt_bin(), path), 2);
-    ck_assert_int_eq(kvt_sh("%s assess %s --set kv_cache.nonsense=1 -o %s/o",
-                            kvt_bin(), kvt_shared_trace("mooncake_conversation.jsonl"), kvt_tmp), 2);
+    ck_assert_int_eq(kvt_sh("%s assess %s --set kv_cache.nonsense=1 -o %s/o", kvt_bin(),
+                            kvt_shared_trace("mooncake_conversation.jsonl"), kvt_tmp),
+                     2);
     ck_assert_msg(strstr(kvt_err, "kv_cache.nonsense") != NULL, "%s", kvt_err);
     kvt_tmp_remove();
 }
@@ -178,16 +184,17 @@ static json_t *assess(const char *trace) {
         for (size_t t = 0; t < nt; t++) {
             double h = json_number_value(json_array_get(hr, t));
             ck_assert(h >= 0 && h <= ideal + 1e-12);
-            if (t) ck_assert_msg(h >= json_number_value(json_array_get(hr, t - 1)) - 1e-12,
-                                 "size %zu: hit rate falls with longer retention", z);
+            if (t)
+                ck_assert_msg(h >= json_number_value(json_array_get(hr, t - 1)) - 1e-12,
+                              "size %zu: hit rate falls with longer retention", z);
             if (z) ck_assert_msg(h >= prev_row[t] - 1e-12, "retention %zu: falls with size", t);
             prev_row[t] = h;
         }
     }
     // unbounded and kept forever reaches the ideal; the smallest store does not
     ck_assert_double_eq_tol(prev_row[nt - 1], ideal, 1e-12);
-    double smallest = json_number_value(json_array_get(
-        json_object_get(json_array_get(grid, 0), "hit_rate"), nt - 1));
+    double smallest = json_number_value(
+        json_array_get(json_object_get(json_array_get(grid, 0), "hit_rate"), nt - 1));
     ck_assert_msg(smallest < ideal - 0.01, "1 %% store %.4f vs ideal %.4f", smallest, ideal);
     // both runs of the reference design, with costs
     const char *runs[] = {"with_store", "no_store"};
@@ -334,8 +341,9 @@ START_TEST(test_assess_simulated_within_ideal) {
             static const char *const runs[] = {"with_store", "no_store"};
             for (int r = 0; r < 2; r++) {
                 double h = kvt_num(json_object_get(j, runs[r]), "hit_rate");
-                ck_assert_msg(h <= ideal + 1e-6, "%s: %s simulated hit rate %.6f above the ideal %.6f",
-                              trace, runs[r], h, ideal);
+                ck_assert_msg(h <= ideal + 1e-6,
+                              "%s: %s simulated hit rate %.6f above the ideal %.6f", trace, runs[r],
+                              h, ideal);
             }
             double busy = kvt_num(json_object_get(j, "with_store"), "busy_share");
             json_t *w = json_object_get(j, "warnings");
@@ -371,11 +379,23 @@ START_TEST(test_replay_answer_blocks) {
     kvf_err err = {0};
     ck_assert_msg(trc_writer_open(&w, path, 64, &err) == KVF_OK, "%s", err.msg);
     static const uint64_t b0[] = {1, 2}, b1[] = {1, 2, 3, 4};
-    trc_request q0 = {.id = 0, .arrival_ns = 0, .input_tokens = 128, .output_tokens = 64,
-                      .session = 1, .prev_id = -1, .n_blocks = 2, .blocks = b0};
-    trc_request q1 = {.id = 1, .arrival_ns = 5000000000LL, .input_tokens = 256,
-                      .output_tokens = 8, .session = 1, .turn = 1, .prev_id = 0,
-                      .n_blocks = 4, .blocks = b1};
+    trc_request q0 = {.id = 0,
+                      .arrival_ns = 0,
+                      .input_tokens = 128,
+                      .output_tokens = 64,
+                      .session = 1,
+                      .prev_id = -1,
+                      .n_blocks = 2,
+                      .blocks = b0};
+    trc_request q1 = {.id = 1,
+                      .arrival_ns = 5000000000LL,
+                      .input_tokens = 256,
+                      .output_tokens = 8,
+                      .session = 1,
+                      .turn = 1,
+                      .prev_id = 0,
+                      .n_blocks = 4,
+                      .blocks = b1};
     ck_assert_msg(trc_writer_put(w, &q0, &err) == KVF_OK, "%s", err.msg);
     ck_assert_msg(trc_writer_put(w, &q1, &err) == KVF_OK, "%s", err.msg);
     ck_assert_msg(trc_writer_close(w, &err) == KVF_OK, "%s", err.msg);

@@ -44,7 +44,8 @@ static double read_back(const char *key, const char *text) {
         if (*p != ',') num[k++] = *p;
     num[k] = 0;
     double x = k ? strtod(num, NULL) : NAN;
-    while (*p == ' ') p++;
+    while (*p == ' ')
+        p++;
     if (*p == '%') return x / 100;
     double s = !strncmp(p, "ms", 2) ? 1e-3 : !strncmp(p, "min", 3) ? 60 : *p == 's' ? 1 : 0;
     if (s > 0) return strstr(key, "_ms") ? x * s * 1e3 : x * s;

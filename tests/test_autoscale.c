@@ -11,13 +11,15 @@
 
 #include "helpers/kvt.h"
 
-#define DAY "workload.generate.profile=chatbot", "workload.generate.days=1", \
-            "workload.generate.rate_rps=0.4", "workload.generate.diurnal_amplitude=0.8", \
-            "cluster.prefill.instances=2", "cluster.decode.instances=5"
-#define SCALE "cluster.decode.autoscale.metric=utilization", "cluster.decode.autoscale.up=0.85", \
-              "cluster.decode.autoscale.down=0.4", "cluster.decode.autoscale.min=1", \
-              "cluster.decode.autoscale.max=4", "cluster.decode.autoscale.cooldown_s=600", \
-              "cluster.decode.autoscale.startup_s=180"
+#define DAY                                                                                        \
+    "workload.generate.profile=chatbot", "workload.generate.days=1",                               \
+        "workload.generate.rate_rps=0.4", "workload.generate.diurnal_amplitude=0.8",               \
+        "cluster.prefill.instances=2", "cluster.decode.instances=5"
+#define SCALE                                                                                      \
+    "cluster.decode.autoscale.metric=utilization", "cluster.decode.autoscale.up=0.85",             \
+        "cluster.decode.autoscale.down=0.4", "cluster.decode.autoscale.min=1",                     \
+        "cluster.decode.autoscale.max=4", "cluster.decode.autoscale.cooldown_s=600",               \
+        "cluster.decode.autoscale.startup_s=180"
 
 START_TEST(test_autoscale_saves_gpu_hours_on_a_day) {
     kvt_tmp_make("kvf_as");
@@ -44,15 +46,19 @@ START_TEST(test_autoscale_saves_gpu_hours_on_a_day) {
                   kvt_num(b, "scaling.decode.gpu_hours"));
     // sample by sample, the serving instances stay within [min, max]
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "sqlite3 %s/results.db \"select min(value), max(value), count(distinct value) "
-                              "from timeseries where pool='decode' and metric='instances'\"", dir);
+    snprintf(cmd, sizeof cmd,
+             "sqlite3 %s/results.db \"select min(value), max(value), count(distinct value) "
+             "from timeseries where pool='decode' and metric='instances'\"",
+             dir);
     ck_assert_int_eq(kvt_sh("%s", cmd), 0);
     double lo = -1, hi = -1, nd = -1;
     ck_assert_msg(sscanf(kvt_out, "%lf|%lf|%lf", &lo, &hi, &nd) == 3, "%s", kvt_out);
-    ck_assert_msg(lo >= 1 && hi <= 4 && nd >= 2, "instances over the day %g..%g (%g counts)", lo, hi, nd);
+    ck_assert_msg(lo >= 1 && hi <= 4 && nd >= 2, "instances over the day %g..%g (%g counts)", lo,
+                  hi, nd);
     // deterministic
     json_t *c = kvt_run("quickstart.yaml", NULL, scaled, 13, NULL);
-    ck_assert_msg(kvt_num(c, "gpu_hours") == gb && kvt_num(c, "ttft_ms.p90") == kvt_num(b, "ttft_ms.p90"),
+    ck_assert_msg(kvt_num(c, "gpu_hours") == gb &&
+                      kvt_num(c, "ttft_ms.p90") == kvt_num(b, "ttft_ms.p90"),
                   "two runs differ: %g / %g GPU-hours", kvt_num(c, "gpu_hours"), gb);
     json_decref(a);
     json_decref(b);
@@ -68,14 +74,17 @@ START_TEST(test_autoscale_keys_that_cannot_apply) {
         {"--set cluster.decode.autoscale.up=0.9", "cluster.decode.autoscale.up"},
         {"--set cluster.vision.autoscale.metric=queue", "cluster.vision.autoscale.metric"},
         {"--set cluster.decode.autoscale.metric=queue --set cluster.decode.autoscale.up=1 "
-         "--set cluster.decode.autoscale.down=2 --set cluster.decode.autoscale.min=1", "autoscale.down"},
+         "--set cluster.decode.autoscale.down=2 --set cluster.decode.autoscale.min=1",
+         "autoscale.down"},
         {"--set cluster.decode.autoscale.metric=kv --set cluster.decode.autoscale.up=0.9 "
-         "--set cluster.decode.autoscale.min=1 --set cluster.decode.autoscale.max=99", "autoscale.max"},
+         "--set cluster.decode.autoscale.min=1 --set cluster.decode.autoscale.max=99",
+         "autoscale.max"},
         {"--set cluster.decode.autoscale.metric=nonsense", "autoscale.metric"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        int rc = kvt_sh("%s run scenarios/quickstart.yaml %s -q --no-report -o /tmp/kvf_as_bad --force",
-                        kvt_bin(), bad[i].sets);
+        int rc =
+            kvt_sh("%s run scenarios/quickstart.yaml %s -q --no-report -o /tmp/kvf_as_bad --force",
+                   kvt_bin(), bad[i].sets);
         ck_assert_msg(rc == 2, "%s: exit %d", bad[i].sets, rc);
         ck_assert_msg(strstr(kvt_err, bad[i].key), "%s: message without %s: %s", bad[i].sets,
                       bad[i].key, kvt_err);

@@ -33,18 +33,18 @@
 typedef struct kcase {
     char name[112];
     char cmd[1400];
-    int want;           // expected exit code
-    char frag[2][200];  // expected fragments ("" = none)
+    int want;            // expected exit code
+    char frag[2][200];   // expected fragments ("" = none)
 } kcase;
 
 static kcase *cases;
 static int ncases, capcases;
-static char T[64];      // the campaign's directory
-static char S[128];     // a small valid scenario in it
-static int nfile;       // numbering of written files
+static char T[64];    // the campaign's directory
+static char S[128];   // a small valid scenario in it
+static int nfile;     // numbering of written files
 
-static kcase *add(int want, const char *f1, const char *f2, const char *name, const char *fmt,
-                  ...) __attribute__((format(printf, 5, 6)));
+static kcase *add(int want, const char *f1, const char *f2, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 static kcase *add(int want, const char *f1, const char *f2, const char *name, const char *fmt,
                   ...) {
     if (ncases == capcases) {
@@ -93,7 +93,9 @@ static const char *fresh(const char *ext) {
 #define RUNARGS(sc) kvt_bin(), sc, T, ncases
 
 // ---- generated: every numeric key ---------------------------------------------------------------
-static void fmt_num(char *out, size_t n, double v) { snprintf(out, n, "%.17g", v); }
+static void fmt_num(char *out, size_t n, double v) {
+    snprintf(out, n, "%.17g", v);
+}
 
 static void key_cases(void) {
     const char *key;
@@ -119,7 +121,8 @@ static void key_cases(void) {
         // the same key in a scenario file, nested as the file would write it
         const struct {
             const char *v, *frag, *tag;
-        } fvals[] = {{below, "must be in", "below"}, {"1e300", "must be in", "1e300"},
+        } fvals[] = {{below, "must be in", "below"},
+                     {"1e300", "must be in", "1e300"},
                      {"{a: 1}", "expects", "mapping"}};
         for (size_t j = 0; j < sizeof fvals / sizeof fvals[0]; j++) {
             char yaml[512], want[200];
@@ -157,11 +160,14 @@ static char *deep_yaml(int depth, bool flow) {
     size_t u = 0;
     if (flow) {
         u += (size_t)sprintf(s + u, "economics: ");
-        for (int i = 0; i < depth; i++) s[u++] = '[';
-        for (int i = 0; i < depth; i++) s[u++] = ']';
+        for (int i = 0; i < depth; i++)
+            s[u++] = '[';
+        for (int i = 0; i < depth; i++)
+            s[u++] = ']';
         s[u++] = '\n';
     } else {
-        for (int i = 0; i < depth; i++) u += (size_t)sprintf(s + u, "- ");
+        for (int i = 0; i < depth; i++)
+            u += (size_t)sprintf(s + u, "- ");
         s[u++] = 'x';
         s[u++] = '\n';
     }
@@ -195,11 +201,11 @@ static void scenario_cases(void) {
     scenario_file("a list at the top", "- 1\n- 2\n", ":1:", "must be a mapping");
     scenario_file("a scalar at the top", "hello\n", ":1:", "must be a mapping");
     scenario_file("unknown top key", "nmae: x\n", ":1:", "unknown key");
-    scenario_file("unknown nested key", "cluster:\n  prefil: {instances: 1}\n", ":2:",
-                  "unknown key");
+    scenario_file("unknown nested key", "cluster:\n  prefil: {instances: 1}\n",
+                  ":2:", "unknown key");
     scenario_file("duplicate key", "seed: 1\nseed: 2\n", ":2:", "duplicate key");
-    scenario_file("duplicate nested key", "slo:\n  ttft_p90_ms: 1\n  ttft_p90_ms: 2\n", ":3:",
-                  "duplicate key");
+    scenario_file("duplicate nested key", "slo:\n  ttft_p90_ms: 1\n  ttft_p90_ms: 2\n",
+                  ":3:", "duplicate key");
     scenario_file("tab indentation", "cluster:\n\tprefill: 1\n", ":2:", "malformed YAML");
     scenario_file("unclosed flow", "cluster: {prefill: {instances: 1}\n", ":", "malformed YAML");
     scenario_file("unclosed quote", "name: \"abc\n", ":", "malformed YAML");
@@ -209,45 +215,46 @@ static void scenario_cases(void) {
     scenario_file("bad bool", "kv_cache:\n  prefix_cache: maybe\n", ":2:", "true or false");
     scenario_file("bad duration", "kv_cache:\n  ssd:\n    retention: {chatbot: 7 fortnights}\n",
                   ":3:", "duration");
-    scenario_file("negative duration", "kv_cache:\n  ssd:\n    retention: {chatbot: -3d}\n", ":3:",
-                  "duration");
-    scenario_file("huge duration", "kv_cache:\n  ssd:\n    retention: {chatbot: 1e300d}\n", ":3:",
-                  "duration");
+    scenario_file("negative duration", "kv_cache:\n  ssd:\n    retention: {chatbot: -3d}\n",
+                  ":3:", "duration");
+    scenario_file("huge duration", "kv_cache:\n  ssd:\n    retention: {chatbot: 1e300d}\n",
+                  ":3:", "duration");
     scenario_file("capacity negative", "kv_cache:\n  ssd: {capacity_tb: -1}\n", ":2:", ">= 0");
     scenario_file("capacity huge", "kv_cache:\n  ssd: {capacity_tb: 1e300}\n", ":2:", "1e21");
-    scenario_file("capacity bad unit", "kv_cache:\n  dram: {gb_per_node: 5 parsecs}\n", ":2:",
-                  "size like");
-    scenario_file("capacity size huge", "kv_cache:\n  ssd: {capacity_tb: 1e300PiB}\n", ":2:",
-                  "1e21");
+    scenario_file("capacity bad unit", "kv_cache:\n  dram: {gb_per_node: 5 parsecs}\n",
+                  ":2:", "size like");
+    scenario_file("capacity size huge", "kv_cache:\n  ssd: {capacity_tb: 1e300PiB}\n",
+                  ":2:", "1e21");
     scenario_file("seed negative", "seed: -1\n", ":1:", "whole number");
     scenario_file("seed too big", "seed: 99999999999999999999999\n", ":1:", "whole number");
     scenario_file("seed float", "seed: 1.5\n", ":1:", "whole number");
-    scenario_file("name too long",
-                  "name: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-                  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
-                  ":1:", "longer than");
+    scenario_file(
+        "name too long",
+        "name: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+        ":1:", "longer than");
     scenario_file("key as a list", "[a, b]: 1\n", ":1:", "non-empty scalar");
     scenario_file("section as a scalar", "cluster: 5\n", ":1:", "expects a mapping");
     scenario_file("section as a list", "slo: [1, 2]\n", ":1:", "expects a mapping");
     scenario_file("schedule as a scalar", "cluster:\n  schedule: 5\n", ":2:", "list");
     scenario_file("schedule entry not a mapping", "cluster:\n  schedule: [5]\n", ":2:", "mapping");
-    scenario_file("schedule unknown key", "cluster:\n  schedule: [{from_h: 0, gpus: 3}]\n", ":2:",
-                  "unknown key");
-    scenario_file("schedule hour 25", "cluster:\n  schedule: [{from_h: 25, prefill: 1}]\n", ":2:",
-                  "[0, 24)");
+    scenario_file("schedule unknown key", "cluster:\n  schedule: [{from_h: 0, gpus: 3}]\n",
+                  ":2:", "unknown key");
+    scenario_file("schedule hour 25", "cluster:\n  schedule: [{from_h: 25, prefill: 1}]\n",
+                  ":2:", "[0, 24)");
     scenario_file("schedule out of order",
                   "cluster:\n  schedule: [{from_h: 5, prefill: 1}, {from_h: 2, prefill: 1}]\n",
                   ":2:", "increasing");
-    scenario_file("schedule missing from_h", "cluster:\n  schedule: [{prefill: 1}]\n", ":2:",
-                  "missing");
+    scenario_file("schedule missing from_h", "cluster:\n  schedule: [{prefill: 1}]\n",
+                  ":2:", "missing");
     scenario_file("schedule negative count", "cluster:\n  schedule: [{from_h: 1, prefill: -1}]\n",
                   ":2:", "whole number");
-    scenario_file("empty economics key", "economics:\n  gpu_hour_usd: [1, 2, 3]\n", ":2:",
-                  "economics.gpu_hour_usd");
+    scenario_file("empty economics key", "economics:\n  gpu_hour_usd: [1, 2, 3]\n",
+                  ":2:", "economics.gpu_hour_usd");
     scenario_file("model missing", "model: no-such-model\n", ":1:", "No such file");
     scenario_file("hardware missing", "hardware: no-such-gpu\n", ":1:", "No such file");
-    scenario_file("trace missing", "workload: {trace: /nonexistent/t.jsonl}\n", ":1:",
-                  "No such file");
+    scenario_file("trace missing", "workload: {trace: /nonexistent/t.jsonl}\n",
+                  ":1:", "No such file");
     scenario_file("binary junk", "\x01\x02\x03\xff\xfe\n", ":", "malformed YAML");
     scenario_file("invalid UTF-8", "name: \xc3\x28\n", ":", "malformed YAML");
     {   // a NUL byte: libyaml would stop there and drop the rest of the file
@@ -262,11 +269,13 @@ static void scenario_cases(void) {
     char y[1024];
     snprintf(y, sizeof y,
              "workload: {trace: %s/tiny.jsonl}\ncluster:\n  prefill: {instances: 2}\n"
-             "  decode: {instances: 2}\n  schedule: [{from_h: 0, prefill: 10, decode: 1}]\n", T);
+             "  decode: {instances: 2}\n  schedule: [{from_h: 0, prefill: 10, decode: 1}]\n",
+             T);
     scenario_file("schedule asks more instances than exist", y, ":5:", "more than the 2");
     snprintf(y, sizeof y,
              "workload: {trace: %s/tiny.jsonl}\ncluster:\n  prefill: {instances: 2}\n"
-             "  decode: {instances: 2}\n  schedule: [{from_h: 0, prefill: 0, decode: 1}]\n", T);
+             "  decode: {instances: 2}\n  schedule: [{from_h: 0, prefill: 0, decode: 1}]\n",
+             T);
     scenario_file("schedule asks 0 instances", y, ":5:", "asks 0 instances");
     snprintf(y, sizeof y, "workload: {trace: %s/tiny.jsonl}\ncluster: {prefill: {instances: 0}}\n",
              T);
@@ -275,10 +284,15 @@ static void scenario_cases(void) {
     scenario_file("window ends before it starts", y, ":1:", "workload.end_s");
     snprintf(y, sizeof y, "workload:\n  generate: {rate_rps: 1000000, duration_s: 3e7}\n");
     scenario_file("generated workload too large", y, ":", "over the");
-    snprintf(y, sizeof y, "workload: {trace: %s/tiny.jsonl}\ncluster:\n  prefill: {gpus_per_instance: 8, tp: 3}\n", T);
+    snprintf(
+        y, sizeof y,
+        "workload: {trace: %s/tiny.jsonl}\ncluster:\n  prefill: {gpus_per_instance: 8, tp: 3}\n",
+        T);
     scenario_file("tp does not divide", y, ":3:", "must divide");
-    snprintf(y, sizeof y, "model: llama-3.1-70b\nworkload: {trace: %s/tiny.jsonl}\n"
-             "cluster: {prefill: {gpus_per_instance: 1}}\n", T);
+    snprintf(y, sizeof y,
+             "model: llama-3.1-70b\nworkload: {trace: %s/tiny.jsonl}\n"
+             "cluster: {prefill: {gpus_per_instance: 1}}\n",
+             T);
     scenario_file("model does not fit its GPUs", y, ":3: key 'cluster.prefill.gpus_per_instance'",
                   "does not fit");
     snprintf(y, sizeof y, "model: %s/n_bad_model.yaml\nworkload: {trace: %s/tiny.jsonl}\n", T, T);
@@ -311,8 +325,8 @@ static void file_kind_cases(void) {
         add(2, "model", kinds[i].frag, name, RUN " --set model=%s", RUNARGS(S), p);
         snprintf(name, sizeof name, "%s as hardware", kinds[i].what);
         add(2, "hardware", kinds[i].frag, name, RUN " --set hardware=%s", RUNARGS(S), p);
-        static const char *const fmts[] = {"mooncake", "azure", "burstgpt", "sessions", "kvfleet",
-                                           "auto"};
+        static const char *const fmts[] = {"mooncake", "azure",   "burstgpt",
+                                           "sessions", "kvfleet", "auto"};
         for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
             snprintf(name, sizeof name, "trace stats %s --format %s", kinds[i].what, fmts[f]);
             add(2, p, kinds[i].frag, name, "%s trace stats %s --format %s", kvt_bin(), p, fmts[f]);
@@ -383,9 +397,12 @@ static void trace_cases(void) {
          "input_length"},
         {"huge input", "{\"timestamp\": 0, \"input_length\": 4e9, \"output_length\": 5}",
          "input_length"},
-        {"2^63 input", "{\"timestamp\": 0, \"input_length\": 9223372036854775808, \"output_length\": 5}",
+        {"2^63 input",
+         "{\"timestamp\": 0, \"input_length\": 9223372036854775808, \"output_length\": 5}",
          "input_length"},
-        {"2^63 hash id", "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1, 99999999999999999999]}",
+        {"2^63 hash id",
+         "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1, "
+         "99999999999999999999]}",
          "hash_ids"},
         {"fractional input", "{\"timestamp\": 0, \"input_length\": 1.5, \"output_length\": 5}",
          "input_length"},
@@ -395,22 +412,30 @@ static void trace_cases(void) {
         {"huge timestamp", "{\"timestamp\": 1e300, \"input_length\": 10, \"output_length\": 5}",
          "timestamp"},
         {"missing output", "{\"timestamp\": 0, \"input_length\": 10}", "output_length"},
-        {"hash_ids not a list", "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": 7}",
+        {"hash_ids not a list",
+         "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": 7}",
          "hash_ids"},
-        {"hash id a string", "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [\"a\"]}",
+        {"hash id a string",
+         "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [\"a\"]}",
          "hash_ids"},
-        {"duplicate key", "{\"timestamp\": 0, \"input_length\": 10, \"input_length\": 900, \"output_length\": 5}",
+        {"duplicate key",
+         "{\"timestamp\": 0, \"input_length\": 10, \"input_length\": 900, \"output_length\": 5}",
          "duplicate"},
         {"not an object", "[1, 2, 3]", "not an object"},
         {"truncated JSON", "{\"timestamp\": 0, \"input_length\": 10, \"outp", "bad JSON"},
         {"binary junk", "\x01\x02\xff\xfe{", "JSON"},
-        {"nested bomb", "{\"timestamp\": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]], \"input_length\": 10, \"output_length\": 5}",
+        {"nested bomb",
+         "{\"timestamp\": "
+         "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"
+         "]]]]]]]]]]], \"input_length\": 10, \"output_length\": 5}",
          "timestamp"},
     };
     row_cases("mooncake", "jsonl", MOON_OK, moon, sizeof moon / sizeof moon[0]);
     // time going backwards (mooncake, kvfleet)
-    snprintf(t, sizeof t, "%s{\"timestamp\": 5000, \"input_length\": 10, \"output_length\": 5}\n"
-                          "{\"timestamp\": 10, \"input_length\": 10, \"output_length\": 5}\n", MOON_OK);
+    snprintf(t, sizeof t,
+             "%s{\"timestamp\": 5000, \"input_length\": 10, \"output_length\": 5}\n"
+             "{\"timestamp\": 10, \"input_length\": 10, \"output_length\": 5}\n",
+             MOON_OK);
     trace_case("time backwards", "mooncake", "jsonl", t, -1, "'timestamp': time goes backwards");
     trace_case("kvfleet time backwards", "kvfleet", "jsonl",
                "{\"id\":0,\"arrival_ns\":5000,\"input_tokens\":10,\"output_tokens\":3}\n"
@@ -420,14 +445,16 @@ static void trace_cases(void) {
                "{\"id\":5,\"arrival_ns\":0,\"input_tokens\":10,\"output_tokens\":3}\n"
                "{\"id\":2,\"arrival_ns\":10,\"input_tokens\":10,\"output_tokens\":3}\n",
                -1, "'id'");
-    trace_case("kvfleet 2^63 tokens", "kvfleet", "jsonl",
-               "{\"id\":0,\"arrival_ns\":0,\"input_tokens\":9223372036854775808,\"output_tokens\":3}\n",
-               -1, "input_tokens");
+    trace_case(
+        "kvfleet 2^63 tokens", "kvfleet", "jsonl",
+        "{\"id\":0,\"arrival_ns\":0,\"input_tokens\":9223372036854775808,\"output_tokens\":3}\n",
+        -1, "input_tokens");
     trace_case("kvfleet negative arrival", "kvfleet", "jsonl",
                "{\"id\":0,\"arrival_ns\":-1,\"input_tokens\":10,\"output_tokens\":3}\n", -1,
                "arrival_ns");
     trace_case("kvfleet bad class", "kvfleet", "jsonl",
-               "{\"id\":0,\"arrival_ns\":0,\"input_tokens\":10,\"output_tokens\":3,\"class\":\"wizard\"}\n",
+               "{\"id\":0,\"arrival_ns\":0,\"input_tokens\":10,\"output_tokens\":3,\"class\":"
+               "\"wizard\"}\n",
                -1, "class");
     trace_case("empty", "mooncake", "jsonl", "", 0, "empty file");
     trace_case("blank lines only", "mooncake", "jsonl", "\n\n   \n", -1, "empty file");
@@ -493,7 +520,8 @@ static void trace_cases(void) {
     row_cases("kvfleet", "jsonl", K0, kprev, sizeof kprev / sizeof kprev[0]);
     // a NUL byte inside a CSV field
     static const char aznul[] = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
-                                "2023-11-16 18:15:46.6805900,37\0" "4,44\n";
+                                "2023-11-16 18:15:46.6805900,37\0"
+                                "4,44\n";
     trace_case("NUL in a field", "azure", "csv", aznul, (long)sizeof aznul - 1, "NUL byte");
     // scaled arrivals past the time limit: refused, not clamped to 9e9 s
     const char *far = put(fresh("jsonl"),
@@ -508,7 +536,8 @@ static void trace_cases(void) {
         "%s trace stats %s --time-scale 1e6", kvt_bin(), far);
     add(2, "'input_tokens'", "length_scale", "length_scale past the token limit",
         "%s trace stats %s --length-scale 1000 --format kvfleet", kvt_bin(),
-        put(fresh("jsonl"), "{\"arrival_ns\":0,\"input_tokens\":100000,\"output_tokens\":3}\n", -1));
+        put(fresh("jsonl"), "{\"arrival_ns\":0,\"input_tokens\":100000,\"output_tokens\":3}\n",
+            -1));
     // the generator's derived quantities
     add(2, "rate_rps", "--rate", "trace gen days with a vanishing rate",
         "%s trace gen --profile chatbot --days 1 --rate 1e-30", kvt_bin());
@@ -516,8 +545,8 @@ static void trace_cases(void) {
         "%s trace gen --profile chatbot --days 3660 --rate 1000", kvt_bin());
     // an output that is the input
     const char *in = put(fresh("jsonl"), MOON_OK, -1);
-    add(2, in, "same file", "trace convert onto its input",
-        "%s trace convert %s -o %s --force", kvt_bin(), in, in);
+    add(2, in, "same file", "trace convert onto its input", "%s trace convert %s -o %s --force",
+        kvt_bin(), in, in);
 }
 
 // ---- model and hardware files -----------------------------------------------------------------
@@ -581,10 +610,10 @@ static void cli_cases(void) {
     add(2, "usage", NULL, "run without scenario", "%s run", B);
     add(2, "unknown option", NULL, "run unknown option", "%s run %s --frob", B, S);
     add(2, "No such file", NULL, "run missing scenario", "%s run %s/nope.yaml", B, T);
-    add(2, "--trace-window", NULL, "window reversed", RUN " --trace-out %s/tl.json --trace-window 10:5",
-        RUNARGS(S), T);
-    add(2, "--trace-window", NULL, "window nan", RUN " --trace-out %s/tl.json --trace-window nan:nan",
-        RUNARGS(S), T);
+    add(2, "--trace-window", NULL, "window reversed",
+        RUN " --trace-out %s/tl.json --trace-window 10:5", RUNARGS(S), T);
+    add(2, "--trace-window", NULL, "window nan",
+        RUN " --trace-out %s/tl.json --trace-window nan:nan", RUNARGS(S), T);
     add(2, "--trace-window", NULL, "window inf", RUN " --trace-out %s/tl.json --trace-window 0:inf",
         RUNARGS(S), T);
     add(2, "--trace-window", NULL, "window junk", RUN " --trace-out %s/tl.json --trace-window 1:2x",
@@ -600,8 +629,9 @@ static void cli_cases(void) {
     add(2, "alias", NULL, "set alias loop", RUN " --set 'economics.gpu_hour_usd=&r [1, *r]'",
         RUNARGS(S));
     add(2, "nested deeper", NULL, "set deep nesting",
-        RUN " --set 'economics.x=[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
-            "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]'",
+        RUN
+        " --set 'economics.x=[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+        "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]'",
         RUNARGS(S));
     add(2, "--set seed", NULL, "seed word", RUN " --seed twelve", RUNARGS(S));
     add(2, "--set seed", NULL, "seed negative", RUN " --seed -4", RUNARGS(S));
@@ -621,8 +651,8 @@ static void cli_cases(void) {
     add(2, "--time-scale", NULL, "trace stats time scale 0",
         "%s trace stats %s/tiny.jsonl --time-scale 0", B, T);
     add(2, "rate", NULL, "trace stats rate -1", "%s trace stats %s/tiny.jsonl --rate -1", B, T);
-    add(2, "format", NULL, "trace stats bad format", "%s trace stats %s/tiny.jsonl --format xml",
-        B, T);
+    add(2, "format", NULL, "trace stats bad format", "%s trace stats %s/tiny.jsonl --format xml", B,
+        T);
     add(2, "not found", NULL, "report of a missing directory", "%s report %s/none", B, T);
     add(2, "--vary", NULL, "sweep without vary", "%s sweep %s -o %s/sw%d", B, S, T, ncases);
     add(2, "seed", NULL, "sweep bad vary value", "%s sweep %s --vary seed=1,x -o %s/sw%d -j 1", B,
@@ -648,22 +678,26 @@ static void cli_cases(void) {
         locked, B, S, locked);
 }
 
-// ---- extreme but valid: must finish in bounded time with exit 0 ----------------------------------
+// ---- extreme but valid: must finish in bounded time with exit 0
+// ----------------------------------
 static void extreme_cases(void) {
     char t[8192];
     size_t u = 0;
     for (int i = 0; i < 30; i++)
         u += (size_t)snprintf(t + u, sizeof t - u,
                               "{\"timestamp\": %d, \"input_length\": 100, \"output_length\": 5, "
-                              "\"hash_ids\": [%d]}\n", i * 100, i);
-    snprintf(t + u, sizeof t - u,
-             "{\"timestamp\": 9e12, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1]}\n");
+                              "\"hash_ids\": [%d]}\n",
+                              i * 100, i);
+    snprintf(
+        t + u, sizeof t - u,
+        "{\"timestamp\": 9e12, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1]}\n");
     const char *p = put("outlier.jsonl", t, -1);
     add(0, "31 arrived", NULL, "outlier timestamp 9e12 ms after 30 lines", RUN " --trace %s",
         RUNARGS(S), p);
-    snprintf(t, sizeof t,
-             "{\"id\":0,\"arrival_ns\":0,\"input_tokens\":10,\"output_tokens\":3}\n"
-             "{\"id\":1,\"arrival_ns\":4000000000000000000,\"input_tokens\":10,\"output_tokens\":3}\n");
+    snprintf(
+        t, sizeof t,
+        "{\"id\":0,\"arrival_ns\":0,\"input_tokens\":10,\"output_tokens\":3}\n"
+        "{\"id\":1,\"arrival_ns\":4000000000000000000,\"input_tokens\":10,\"output_tokens\":3}\n");
     p = put("far.jsonl", t, -1);
     add(0, "2 arrived", NULL, "arrival_ns 4e18", RUN " --trace %s --set workload.format=kvfleet",
         RUNARGS(S), p);
@@ -677,18 +711,23 @@ static void extreme_cases(void) {
     size_t cap = 200000 * 8 + 256, n = 0;
     char *big = malloc(cap);
     ck_assert(big);
-    n += (size_t)sprintf(big, "{\"timestamp\": 0, \"input_length\": 10000000, \"output_length\": 2, \"hash_ids\": [");
-    for (int i = 0; i < 200000; i++) n += (size_t)sprintf(big + n, "%s%d", i ? "," : "", i);
+    n += (size_t)sprintf(
+        big,
+        "{\"timestamp\": 0, \"input_length\": 10000000, \"output_length\": 2, \"hash_ids\": [");
+    for (int i = 0; i < 200000; i++)
+        n += (size_t)sprintf(big + n, "%s%d", i ? "," : "", i);
     n += (size_t)sprintf(big + n, "]}\n");
     p = put("wide.jsonl", big, (long)n);
     add(0, "1 arrived", NULL, "200 k hash_ids, 10 M tokens", RUN " --trace %s", RUNARGS(S), p);
-    n = (size_t)sprintf(big, "{\"timestamp\": 0, \"input_length\": 4000000000, \"output_length\": 2, \"hash_ids\": [1]}\n");
+    n = (size_t)sprintf(big, "{\"timestamp\": 0, \"input_length\": 4000000000, \"output_length\": "
+                             "2, \"hash_ids\": [1]}\n");
     p = put("wide4e9.jsonl", big, (long)n);
     add(2, "input_length", "too large", "input_length 4e9", RUN " --trace %s", RUNARGS(S), p);
     free(big);
     put("slowgpu.yaml", "name: slow\nbf16_flops: 1e9\nhbm_bytes: 80e9\nhbm_Bps: 1e6\n", -1);
     snprintf(t, sizeof t, "%s/slowgpu.yaml", T);
-    add(2, "one batch step", "efficiency", "steps over an hour (slowest hardware, 0.001 efficiency)",
+    add(2, "one batch step", "efficiency",
+        "steps over an hour (slowest hardware, 0.001 efficiency)",
         RUN " --set hardware=%s --set efficiency.compute=0.001 --set efficiency.memory=0.001",
         RUNARGS(S), t);
     add(0, "arrived", NULL, "sample interval at its 1 ms floor",
@@ -709,7 +748,8 @@ static void safety_cases(void) {
     add(2, "sl.lock", "symbolic link", "lock is a symbolic link",
         "mkdir -p %s; echo precious > %s/victim; ln -sf %s/victim %s/sl.lock; "
         "%s run %s -q --no-report -o %s/sl; rc=$?; [ \"$(cat %s/victim)\" = precious ] || exit 99; "
-        "[ -L %s/sl.lock ] || exit 99; exit $rc", d, d, d, d, B, S, d, d, d);
+        "[ -L %s/sl.lock ] || exit 99; exit $rc",
+        d, d, d, d, B, S, d, d, d);
     add(2, "fl.lock", "not a file of kvfleet's", "lock is a FIFO",
         "mkdir -p %s; mkfifo %s/fl.lock; %s run %s -q --no-report -o %s/fl", d, d, B, S, d);
     add(2, "dl.lock", "a directory", "lock is a directory",
@@ -717,14 +757,16 @@ static void safety_cases(void) {
     add(2, "--trace-out", "the run's scenario", "--trace-out is the scenario",
         "cp %s %s/to.yaml && s=$(sha256sum < %s/to.yaml); %s run %s/to.yaml -q --no-report "
         "-o %s/to --trace-out %s/to.yaml; rc=$?; [ \"$(sha256sum < %s/to.yaml)\" = \"$s\" ] || "
-        "exit 99; exit $rc", S, T, T, B, T, d, T, T);
+        "exit 99; exit $rc",
+        S, T, T, B, T, d, T, T);
     add(2, "--trace-out", "the run's trace", "--trace-out is the trace",
         "s=$(sha256sum < %s/tiny.jsonl); %s run %s -q --no-report -o %s/tt --trace-out "
         "%s/tiny.jsonl; rc=$?; [ \"$(sha256sum < %s/tiny.jsonl)\" = \"$s\" ] || exit 99; "
-        "exit $rc", T, B, S, d, T, T);
+        "exit $rc",
+        T, B, S, d, T, T);
     add(2, "--trace-out", "a FIFO", "--trace-out is a FIFO",
-        "mkdir -p %s; mkfifo %s/tof; %s run %s -q --no-report -o %s/tf --trace-out %s/tof", d, d,
-        B, S, d, d);
+        "mkdir -p %s; mkfifo %s/tof; %s run %s -q --no-report -o %s/tf --trace-out %s/tof", d, d, B,
+        S, d, d);
     add(2, "--trace-out", "a directory", "--trace-out is a directory",
         "%s run %s -q --no-report -o %s/td --trace-out %s", B, S, d, T);
     add(2, "summary", "a FIFO", "compare a FIFO named summary.json",
@@ -737,13 +779,15 @@ static void safety_cases(void) {
     add(2, "lies inside the result directory", "scenario", "--force over the scenario's folder",
         "%s run %s -q --no-report -o %s/in && cp %s %s/in/s.yaml && %s run %s/in/s.yaml -q "
         "--no-report -o %s/in --force; rc=$?; [ -f %s/in/s.yaml ] && [ -f %s/in/summary.json ] "
-        "|| exit 99; exit $rc", B, S, d, S, d, B, d, d, d, d);
+        "|| exit 99; exit $rc",
+        B, S, d, S, d, B, d, d, d, d);
     add(2, "lies inside the result directory", "trace", "--force over the trace's folder",
         "%s run %s -q --no-report -o %s/it && cp %s/tiny.jsonl %s/it/t.jsonl && %s run %s "
         "--trace %s/it/t.jsonl -q --no-report -o %s/it --force; rc=$?; [ -f %s/it/t.jsonl ] "
-        "|| exit 99; exit $rc", B, S, d, T, d, B, S, d, d, d);
-    add(2, "seed", "5 # x", "--seed with a YAML comment is the literal text",
-        RUN " --seed '5 # x'", RUNARGS(S));
+        "|| exit 99; exit $rc",
+        B, S, d, T, d, B, S, d, d, d);
+    add(2, "seed", "5 # x", "--seed with a YAML comment is the literal text", RUN " --seed '5 # x'",
+        RUNARGS(S));
     add(2, "workload.trace", "changes the trace", "assess --set workload.trace",
         "%s assess %s/tiny.jsonl --set workload.trace=%s/tiny.jsonl -q -o %s/as1", B, T, T, d);
     add(2, "workload.generate", "changes the trace", "assess --set workload.generate",
@@ -753,13 +797,16 @@ static void safety_cases(void) {
         "%s assess %s/tiny.jsonl --set 'workload={trace: x}' -q -o %s/as3", B, T, d);
     add(2, "earlier result", "--force", "assess into a held result",
         "mkdir -p %s/as4 && echo x > %s/as4/keep && %s assess %s/tiny.jsonl -q -o %s/as4; rc=$?; "
-        "[ \"$(cat %s/as4/keep)\" = x ] || exit 99; exit $rc", d, d, B, T, d, d);
+        "[ \"$(cat %s/as4/keep)\" = x ] || exit 99; exit $rc",
+        d, d, B, T, d, d);
     add(2, "earlier result", "--force", "engine serve into a held result",
         "mkdir -p %s/es && echo x > %s/es/keep && %s engine serve --trace %s/tiny.jsonl -o %s/es; "
-        "rc=$?; [ \"$(cat %s/es/keep)\" = x ] || exit 99; exit $rc", d, d, B, T, d, d);
+        "rc=$?; [ \"$(cat %s/es/keep)\" = x ] || exit 99; exit $rc",
+        d, d, B, T, d, d);
     add(2, "earlier result", "--force", "validate into a held result",
         "mkdir -p %s/va && echo x > %s/va/keep && %s validate --trace %s/tiny.jsonl -o %s/va; "
-        "rc=$?; [ \"$(cat %s/va/keep)\" = x ] || exit 99; exit $rc", d, d, B, T, d, d);
+        "rc=$?; [ \"$(cat %s/va/keep)\" = x ] || exit 99; exit $rc",
+        d, d, B, T, d, d);
     add(2, "unknown class 'chatbt'", "chatbot, agent", "economics price for a typo'd class",
         RUN " --set economics.prices_per_mtok.chatbt.output=1", RUNARGS(S));
     FILE *f = fopen(S, "rb");
@@ -777,24 +824,26 @@ static void safety_cases(void) {
         RUN " --set cluster.vision.gpus_per_instance=2", RUNARGS(S));
     add(2, "workload.generate.arrival", "does not apply", "arrival process in days mode",
         RUN " --set 'workload.generate={profile: chatbot, rate_rps: 1, days: 1}' "
-        "--set workload.generate.arrival=gamma", RUNARGS(S));
+            "--set workload.generate.arrival=gamma",
+        RUNARGS(S));
     add(2, "workload.generate.cv", "does not apply", "arrival cv in days mode",
         RUN " --set 'workload.generate={profile: chatbot, rate_rps: 1, days: 1}' "
-        "--set workload.generate.cv=3", RUNARGS(S));
+            "--set workload.generate.cv=3",
+        RUNARGS(S));
 }
 
 // ---- running ----------------------------------------------------------------------------------
 enum { GOOD, VAGUE, SILENT, CRASH, HANG, NCLASS };
 static const char *const class_names[NCLASS] = {"good error", "vague", "silent accept", "crash",
-                                               "hang"};
+                                                "hang"};
 
 static int classify(const kcase *c, int rc, double wall_s, const char *out) {
     if (wall_s >= CASE_TIMEOUT_S - 0.5 || rc == 124) return HANG;
     if (strstr(out, "Sanitizer") || strstr(out, "runtime error:") ||
         strstr(out, "internal error") || rc >= 128)
         return CRASH;
-    bool frags = (!c->frag[0][0] || strstr(out, c->frag[0])) &&
-                 (!c->frag[1][0] || strstr(out, c->frag[1]));
+    bool frags =
+        (!c->frag[0][0] || strstr(out, c->frag[0])) && (!c->frag[1][0] || strstr(out, c->frag[1]));
     if (c->want != 0 && rc == 0) return SILENT;
     if (rc == c->want && frags) return GOOD;
     return VAGUE;
@@ -812,14 +861,16 @@ START_TEST(test_campaign) {
     put("tiny.jsonl",
         "{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 5, \"hash_ids\": [1]}\n"
         "{\"timestamp\": 100, \"input_length\": 200, \"output_length\": 5, \"hash_ids\": [1, 2]}\n"
-        "{\"timestamp\": 200, \"input_length\": 300, \"output_length\": 5, \"hash_ids\": [1, 2, 3]}\n",
+        "{\"timestamp\": 200, \"input_length\": 300, \"output_length\": 5, \"hash_ids\": [1, 2, "
+        "3]}\n",
         -1);
     char base[1024];
     snprintf(base, sizeof base,
              "name: camp\nmodel: llama-3.1-8b\nhardware: h100\n"
              "workload: {trace: %s/tiny.jsonl, format: mooncake}\n"
              "cluster:\n  prefill: {instances: 1, gpus_per_instance: 1}\n"
-             "  decode: {instances: 1, gpus_per_instance: 1}\n", T);
+             "  decode: {instances: 1, gpus_per_instance: 1}\n",
+             T);
     snprintf(S, sizeof S, "%s", put("base.yaml", base, -1));
 
     key_cases();
@@ -848,7 +899,8 @@ START_TEST(test_campaign) {
     while (next < ncases || running) {
         while (running < JOBS && next < ncases) {
             int s_ = 0;
-            while (slot[s_].pid) s_++;
+            while (slot[s_].pid)
+                s_++;
             char outp[128];
             snprintf(outp, sizeof outp, "%s/case%d.out", T, s_);
             fflush(NULL);
@@ -858,7 +910,8 @@ START_TEST(test_campaign) {
                 FILE *o = freopen(outp, "wb", stdout);
                 if (!o || dup2(1, 2) < 0) _exit(99);
                 // the command may hold quotes: it reaches sh as one argument
-                execlp("timeout", "timeout", "-k", "5", ts, "sh", "-c", cases[next].cmd, (char *)NULL);
+                execlp("timeout", "timeout", "-k", "5", ts, "sh", "-c", cases[next].cmd,
+                       (char *)NULL);
                 _exit(98);
             }
             slot[s_].pid = pid;
@@ -870,7 +923,8 @@ START_TEST(test_campaign) {
         pid_t done = waitpid(-1, &st, 0);
         if (done < 0) break;
         int s_ = 0;
-        while (s_ < JOBS && slot[s_].pid != done) s_++;
+        while (s_ < JOBS && slot[s_].pid != done)
+            s_++;
         if (s_ == JOBS) continue;
         double wall = now_s() - slot[s_].t0;
         int i = slot[s_].idx;
@@ -897,7 +951,8 @@ START_TEST(test_campaign) {
     }
     free(outbuf);
     printf("campaign: %d inputs in %.1f s\n", ncases, now_s() - t_all);
-    for (int k = 0; k < NCLASS; k++) printf("  %-14s %4d\n", class_names[k], count[k]);
+    for (int k = 0; k < NCLASS; k++)
+        printf("  %-14s %4d\n", class_names[k], count[k]);
     fflush(stdout);
     char rm[128];
     snprintf(rm, sizeof rm, "rm -rf %s", T);
@@ -920,4 +975,6 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) { return kvt_main(suite()); }
+int main(void) {
+    return kvt_main(suite());
+}

@@ -53,12 +53,12 @@ static void setup(void) {
     ck_assert(mkdtemp(tmpdir));
 }
 
-#define EXPECT_MSG(...)                                                                         \
-    do {                                                                                        \
-        const char *want_[] = {__VA_ARGS__};                                                    \
-        for (size_t i_ = 0; i_ < sizeof want_ / sizeof want_[0]; i_++)                          \
-            ck_assert_msg(strstr(out_buf, want_[i_]), "message lacks '%s':\n%s", want_[i_],      \
-                          out_buf);                                                             \
+#define EXPECT_MSG(...)                                                                            \
+    do {                                                                                           \
+        const char *want_[] = {__VA_ARGS__};                                                       \
+        for (size_t i_ = 0; i_ < sizeof want_ / sizeof want_[0]; i_++)                             \
+            ck_assert_msg(strstr(out_buf, want_[i_]), "message lacks '%s':\n%s", want_[i_],        \
+                          out_buf);                                                                \
     } while (0)
 
 START_TEST(test_cli_missing_scenario) {
@@ -95,7 +95,8 @@ START_TEST(test_cli_negative_instances) {
 END_TEST
 
 START_TEST(test_cli_missing_model) {
-    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set model=no-such-model -o %s/o", tmpdir), 2);
+    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set model=no-such-model -o %s/o", tmpdir),
+                     2);
     EXPECT_MSG("no-such-model");
 }
 END_TEST
@@ -112,22 +113,28 @@ START_TEST(test_cli_malformed_trace_line) {
     char t[128], good[128];
     snprintf(t, sizeof t, "%s/trace.jsonl", tmpdir);
     snprintf(good, sizeof good, "%s/good.jsonl", tmpdir);
-    write_file(good, "{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 5, \"hash_ids\": [1]}\n");
-    write_file(t, "{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 5, \"hash_ids\": [1]}\n"
-                  "{\"timestamp\": 10, \"input_length\": 100, \"output_length\": 5, \"hash_ids\": [1]}\n"
-                  "{\"timestamp\": 20, \"input_length\": -4, \"output_length\": 5, \"hash_ids\": [2]}\n");
-    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --trace %s -o %s/o --no-report", good, tmpdir), 0);
+    write_file(
+        good,
+        "{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 5, \"hash_ids\": [1]}\n");
+    write_file(
+        t, "{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 5, \"hash_ids\": [1]}\n"
+           "{\"timestamp\": 10, \"input_length\": 100, \"output_length\": 5, \"hash_ids\": [1]}\n"
+           "{\"timestamp\": 20, \"input_length\": -4, \"output_length\": 5, \"hash_ids\": [2]}\n");
+    ck_assert_int_eq(
+        kvf("run scenarios/quickstart.yaml --trace %s -o %s/o --no-report", good, tmpdir), 0);
     char sum[160];
     snprintf(sum, sizeof sum, "%s/o/summary.json", tmpdir);
     char *before = kvt_slurp(sum);
-    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --trace %s -o %s/o --no-report --force", t, tmpdir), 2);
+    ck_assert_int_eq(
+        kvf("run scenarios/quickstart.yaml --trace %s -o %s/o --no-report --force", t, tmpdir), 2);
     EXPECT_MSG("trace.jsonl:3", "input_length");
     // a failed run leaves the earlier result as it was: no mix of old and new files
     char *after = kvt_slurp(sum);
     ck_assert_str_eq(before, after);
     free(before);
     free(after);
-    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --trace %s -o %s/o2 --no-report", t, tmpdir), 2);
+    ck_assert_int_eq(
+        kvf("run scenarios/quickstart.yaml --trace %s -o %s/o2 --no-report", t, tmpdir), 2);
     char o2[160];
     snprintf(o2, sizeof o2, "%s/o2", tmpdir);
     ck_assert_msg(access(o2, F_OK) != 0, "a failed run left %s", o2);
@@ -142,37 +149,74 @@ START_TEST(test_cli_usage_errors) {
 END_TEST
 
 START_TEST(test_cli_run_writes_contract_keys) {
-    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set workload.limit_requests=400 -o %s/run "
-                         "--no-report --json",
-                         tmpdir),
-                     0);
+    ck_assert_int_eq(
+        kvf("run scenarios/quickstart.yaml --set workload.limit_requests=400 -o %s/run "
+            "--no-report --json",
+            tmpdir),
+        0);
     char p[160];
     snprintf(p, sizeof p, "%s/run/summary.json", tmpdir);
     json_error_t e;
     json_t *s = json_load_file(p, 0, &e);
     ck_assert_msg(s, "summary.json unreadable: %s", e.text);
-    const char *keys[] = {
-        "scenario", "seed", "kvfleet_version", "step_model", "requests.arrived",
-        "requests.completed", "requests.rejected", "ttft_ms.mean", "ttft_ms.p50", "ttft_ms.p90",
-        "ttft_ms.p99", "tpot_ms.p99", "itl_ms.p50", "e2e_ms.p90", "gen_tok_s_per_request.mean",
-        "gen_tok_s_per_request.p50", "throughput.input_tok_s", "throughput.output_tok_s",
-        "throughput.prefill_input_tok_s_per_gpu", "throughput.decode_output_tok_s_per_gpu",
-        "cache.hit_rate", "cache.hit_tokens", "cache.miss_tokens", "cache.by_tier.hbm",
-        "cache.by_tier.dram", "cache.by_tier.ssd", "cache.stored_bytes_peak", "gpus.vision",
-        "gpus.prefill", "gpus.decode", "gpu_hours", "utilization.prefill", "utilization.decode",
-        "slo.ttft_p90_ms", "slo.tpot_p90_ms", "slo.attainment", "slo.goodput_req_s",
-        "economics.cost_usd", "economics.revenue_usd", "economics.margin",
-        "economics.cost_per_gpu_hour_usd", "economics.cost_per_mtok_usd.input",
-        "economics.cost_per_mtok_usd.output", "economics.payback_days", "sim.events", "sim.wall_s",
-        "sim.events_per_s", "sim.simulated_s"};
+    const char *keys[] = {"scenario",
+                          "seed",
+                          "kvfleet_version",
+                          "step_model",
+                          "requests.arrived",
+                          "requests.completed",
+                          "requests.rejected",
+                          "ttft_ms.mean",
+                          "ttft_ms.p50",
+                          "ttft_ms.p90",
+                          "ttft_ms.p99",
+                          "tpot_ms.p99",
+                          "itl_ms.p50",
+                          "e2e_ms.p90",
+                          "gen_tok_s_per_request.mean",
+                          "gen_tok_s_per_request.p50",
+                          "throughput.input_tok_s",
+                          "throughput.output_tok_s",
+                          "throughput.prefill_input_tok_s_per_gpu",
+                          "throughput.decode_output_tok_s_per_gpu",
+                          "cache.hit_rate",
+                          "cache.hit_tokens",
+                          "cache.miss_tokens",
+                          "cache.by_tier.hbm",
+                          "cache.by_tier.dram",
+                          "cache.by_tier.ssd",
+                          "cache.stored_bytes_peak",
+                          "gpus.vision",
+                          "gpus.prefill",
+                          "gpus.decode",
+                          "gpu_hours",
+                          "utilization.prefill",
+                          "utilization.decode",
+                          "slo.ttft_p90_ms",
+                          "slo.tpot_p90_ms",
+                          "slo.attainment",
+                          "slo.goodput_req_s",
+                          "economics.cost_usd",
+                          "economics.revenue_usd",
+                          "economics.margin",
+                          "economics.cost_per_gpu_hour_usd",
+                          "economics.cost_per_mtok_usd.input",
+                          "economics.cost_per_mtok_usd.output",
+                          "economics.payback_days",
+                          "sim.events",
+                          "sim.wall_s",
+                          "sim.events_per_s",
+                          "sim.simulated_s"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char k[128];
         snprintf(k, sizeof k, "%s", keys[i]);
         json_t *o = s;
-        for (char *tok = strtok(k, "."); tok; tok = strtok(NULL, ".")) o = json_object_get(o, tok);
+        for (char *tok = strtok(k, "."); tok; tok = strtok(NULL, "."))
+            o = json_object_get(o, tok);
         ck_assert_msg(o != NULL, "summary.json lacks %s", keys[i]);
     }
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(s, "requests"), "arrived")), 400);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(s, "requests"), "arrived")),
+                     400);
     json_decref(s);
     snprintf(p, sizeof p, "%s/run/results.db", tmpdir);
     ck_assert(access(p, R_OK) == 0);
@@ -182,15 +226,16 @@ END_TEST
 START_TEST(test_cli_interrupt_keeps_results) {
     // a long run stopped by SIGINT exits 1 and leaves a readable database marked interrupted
     char cmd[2048];
-    snprintf(cmd, sizeof cmd,
-             "cd %s && (%s run scenarios/quickstart.yaml --set 'workload.generate={profile: chatbot, "
-             "rate_rps: 20, duration_s: 3600000}' -o %s/intr --no-report -q >/dev/null 2>&1 & p=$!; "
-             // interrupted once its results database exists (the run is under way), not after
-             // a guessed time; at most 60 s
-             "i=0; until ls %s/intr.tmp.*/results.db >/dev/null 2>&1; do i=$((i+1)); "
-             "if [ $i -ge 600 ]; then echo never-started; break; fi; sleep 0.1; done; "
-             "kill -INT $p; wait $p; echo rc=$?)",
-             src(), bin(), tmpdir, tmpdir);
+    snprintf(
+        cmd, sizeof cmd,
+        "cd %s && (%s run scenarios/quickstart.yaml --set 'workload.generate={profile: chatbot, "
+        "rate_rps: 20, duration_s: 3600000}' -o %s/intr --no-report -q >/dev/null 2>&1 & p=$!; "
+        // interrupted once its results database exists (the run is under way), not after
+        // a guessed time; at most 60 s
+        "i=0; until ls %s/intr.tmp.*/results.db >/dev/null 2>&1; do i=$((i+1)); "
+        "if [ $i -ge 600 ]; then echo never-started; break; fi; sleep 0.1; done; "
+        "kill -INT $p; wait $p; echo rc=$?)",
+        src(), bin(), tmpdir, tmpdir);
     FILE *p = popen(cmd, "r");
     ck_assert(p);
     size_t n = fread(out_buf, 1, sizeof out_buf - 1, p);
@@ -199,8 +244,8 @@ START_TEST(test_cli_interrupt_keeps_results) {
     ck_assert_msg(!strstr(out_buf, "never-started"), "no intr.tmp.*/results.db in 60 s: %s",
                   out_buf);
     ck_assert_msg(strstr(out_buf, "rc=1\n"), "interrupted run: %s", out_buf);
-    snprintf(cmd, sizeof cmd, "sqlite3 %s/intr/results.db \"SELECT value FROM run WHERE key='status'\"",
-             tmpdir);
+    snprintf(cmd, sizeof cmd,
+             "sqlite3 %s/intr/results.db \"SELECT value FROM run WHERE key='status'\"", tmpdir);
     p = popen(cmd, "r");
     ck_assert(p);
     n = fread(out_buf, 1, sizeof out_buf - 1, p);
@@ -214,18 +259,20 @@ END_TEST
 // is in words (rpt_fmt_duration), and a sampled run states R and what it kept.
 START_TEST(test_cli_headline_colocated_sampled) {
     int rc = kvf("run scenarios/quickstart.yaml --set workload.limit_requests=200 "
-                 "--set cluster.mode=colocated --no-report -o %s/colo", tmpdir);
+                 "--set cluster.mode=colocated --no-report -o %s/colo",
+                 tmpdir);
     ck_assert_msg(rc == 0, "colocated run: %d\n%s", rc, out_buf);
     EXPECT_MSG("GPUs         colocated 6;", "utilisation colocated ", " simulated\n");
-    ck_assert_msg(!strstr(out_buf, "decode 0") && !strstr(out_buf, "simulated s\n"), "%s",
-                  out_buf);
+    ck_assert_msg(!strstr(out_buf, "decode 0") && !strstr(out_buf, "simulated s\n"), "%s", out_buf);
     rc = kvf("run scenarios/sampling-mooncake.yaml --set workload.sample_rate=0.1 "
-             "--set workload.limit_requests=3000 --no-report -o %s/smp", tmpdir);
+             "--set workload.limit_requests=3000 --no-report -o %s/smp",
+             tmpdir);
     ck_assert_msg(rc == 0, "sampled run: %d\n%s", rc, out_buf);
     EXPECT_MSG("  sampled      R = 0.1: ", "requests kept (",
                "(instances prefill 40 -> 4, decode 20 -> 2)", "summary.json sampling");
     rc = kvf("run scenarios/quickstart.yaml --set workload.limit_requests=200 --no-report "
-             "-o %s/plain", tmpdir);
+             "-o %s/plain",
+             tmpdir);
     ck_assert_int_eq(rc, 0);
     ck_assert_msg(!strstr(out_buf, "  sampled "), "an unsampled run says sampled:\n%s", out_buf);
 }
@@ -237,7 +284,8 @@ END_TEST
 // still fails naming the line.
 START_TEST(test_cli_trace_format_from_content) {
     int rc = kvf("run scenarios/quickstart.yaml --trace traces/data/azure2023_conv.csv "
-                 "--set workload.limit_requests=100 --no-report -o %s/az", tmpdir);
+                 "--set workload.limit_requests=100 --no-report -o %s/az",
+                 tmpdir);
     ck_assert_msg(rc == 0, "azure trace on a mooncake scenario: %d\n%s", rc, out_buf);
     EXPECT_MSG("note         workload.format mooncake does not fit the file, whose content is "
                "azure: read as azure");
@@ -252,7 +300,8 @@ START_TEST(test_cli_trace_format_from_content) {
     json_decref(s);
     // within JSON lines: a Mooncake file given to a sessions scenario (no "requests" key)
     rc = kvf("run scenarios/sampling-agentic.yaml --trace traces/data/mooncake_conversation.jsonl "
-             "--set workload.limit_requests=50 --no-report -o %s/mc", tmpdir);
+             "--set workload.limit_requests=50 --no-report -o %s/mc",
+             tmpdir);
     ck_assert_msg(rc == 0, "mooncake trace on a sessions scenario: %d\n%s", rc, out_buf);
     EXPECT_MSG("workload.format sessions does not fit the file, whose content is mooncake");
     snprintf(p, sizeof p, "%s/junk.csv", tmpdir);
@@ -274,7 +323,8 @@ START_TEST(test_cli_fit_warning_and_profile_path) {
     snprintf(p, sizeof p, "%s/dense.fit", tmpdir);
     ck_assert_int_eq(access(p, R_OK), 0);
     rc = kvf("run scenarios/quickstart.yaml --set step_model=calibrated --set profile=no-such.csv "
-             "--no-report -o %s/prof", tmpdir);
+             "--no-report -o %s/prof",
+             tmpdir);
     ck_assert_int_eq(rc, 2);
     EXPECT_MSG("no-such.csv", "resolves against the scenario's folder");
 }
@@ -302,4 +352,6 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) { return kvt_main(suite()); }
+int main(void) {
+    return kvt_main(suite());
+}

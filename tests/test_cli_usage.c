@@ -13,10 +13,25 @@
 #include "kvf.h"
 
 static const char *const COMMANDS[] = {
-    "run",           "plan",         "sweep",          "validate",     "compare",
-    "report",        "assess",       "trace",          "trace stats",  "trace gen",
-    "trace convert", "engine",       "engine profile", "engine serve", "engine fit",
-    "engine info",   "engine bench", "hw",             "hw check",
+    "run",
+    "plan",
+    "sweep",
+    "validate",
+    "compare",
+    "report",
+    "assess",
+    "trace",
+    "trace stats",
+    "trace gen",
+    "trace convert",
+    "engine",
+    "engine profile",
+    "engine serve",
+    "engine fit",
+    "engine info",
+    "engine bench",
+    "hw",
+    "hw check",
 };
 
 START_TEST(test_help_on_every_command) {
@@ -46,9 +61,9 @@ END_TEST
 START_TEST(test_top_usage_lists_every_option) {
     ck_assert_int_eq(kvt_sh("%s --help", kvt_bin()), 0);
     char *top = kvf_strdup(kvt_out);
-    static const char *const cmds[] = {"run",      "plan",         "sweep",      "compare",
-                                       "assess",   "report",       "engine fit", "validate",
-                                       "trace",    "engine serve", "engine",     "hw"};
+    static const char *const cmds[] = {"run",    "plan",         "sweep",      "compare",
+                                       "assess", "report",       "engine fit", "validate",
+                                       "trace",  "engine serve", "engine",     "hw"};
     int checked = 0;
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         ck_assert_int_eq(kvt_sh("%s %s --help", kvt_bin(), cmds[i]), 0);
@@ -64,16 +79,14 @@ START_TEST(test_top_usage_lists_every_option) {
             bool found = false;
             for (char *q = top; (q = strstr(q, opt)); q += n)
                 if (!((q[n] >= 'a' && q[n] <= 'z') || q[n] == '-')) found = true;
-            ck_assert_msg(found, "top-level usage lacks %s (from kvfleet %s --help)", opt,
-                          cmds[i]);
+            ck_assert_msg(found, "top-level usage lacks %s (from kvfleet %s --help)", opt, cmds[i]);
             checked++;
         }
     }
     ck_assert_msg(checked > 40, "only %d options checked", checked);
-    static const char *const named[] = {"--quiet",   "--no-report", "--engine", "--trace-out",
-                                        "--force",
-                                        "--all",     "--html",      "exit 3",   "trace convert",
-                                        "hw check",  "engine serve"};
+    static const char *const named[] = {
+        "--quiet", "--no-report", "--engine",      "--trace-out", "--force",     "--all",
+        "--html",  "exit 3",      "trace convert", "hw check",    "engine serve"};
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
         ck_assert_msg(strstr(top, named[i]), "top-level usage lacks '%s'", named[i]);
     free(top);

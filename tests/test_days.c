@@ -13,19 +13,19 @@
 #include "trc.h"
 
 typedef struct row {
-    double t;         // s
+    double t;   // s
     uint64_t session;
     uint8_t cls, flags;
     uint32_t nb;
-    uint64_t head;    // hash of all block ids
-    uint64_t prefix;  // hash of the ids of the previous request of the session (its length)
-    bool prefix_ok;   // this request's first ids equal the previous request's ids
+    uint64_t head;     // hash of all block ids
+    uint64_t prefix;   // hash of the ids of the previous request of the session (its length)
+    bool prefix_ok;    // this request's first ids equal the previous request's ids
 } row;
 
 typedef struct rows {
     row *v;
     size_t n, cap;
-    uint64_t digest; // every field of every request
+    uint64_t digest;   // every field of every request
 } rows;
 
 static uint64_t hash_ids(const uint64_t *b, uint32_t n) {
@@ -75,8 +75,15 @@ static void collect(const trc_gen_options *g, rows *out) {
         last[k].s = q.session;
         last[k].h = w->head;
         last[k].nb = q.n_blocks;
-        uint64_t f[] = {(uint64_t)q.arrival_ns, q.input_tokens, q.output_tokens, q.cls,
-                        q.flags, q.session, q.turn, (uint64_t)q.prev_id, (uint64_t)q.think_ns,
+        uint64_t f[] = {(uint64_t)q.arrival_ns,
+                        q.input_tokens,
+                        q.output_tokens,
+                        q.cls,
+                        q.flags,
+                        q.session,
+                        q.turn,
+                        (uint64_t)q.prev_id,
+                        (uint64_t)q.think_ns,
                         w->head};
         for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
             out->digest = kvf_hash_combine(out->digest, f[i]);
@@ -129,7 +136,7 @@ START_TEST(test_days_hourly_counts_follow_rhythm) {
     g.diurnal_amplitude = 0.6;
     g.peak_hour = 15;
     g.weekend_ratio = 0.5;
-    g.start_weekday = 2; // Wednesday
+    g.start_weekday = 2;   // Wednesday
     rows r;
     collect(&g, &r);
     enum { H = 14 * 24 };
@@ -146,8 +153,10 @@ START_TEST(test_days_hourly_counts_follow_rhythm) {
     double wkd = 0, wke = 0;
     int nwkd = 0, nwke = 0;
     for (int h = 0; h < H; h++)
-        if ((h / 24 + g.start_weekday) % 7 >= 5) wke += cnt[h], nwke++;
-        else wkd += cnt[h], nwkd++;
+        if ((h / 24 + g.start_weekday) % 7 >= 5)
+            wke += cnt[h], nwke++;
+        else
+            wkd += cnt[h], nwkd++;
     double ratio = (wke / nwke) / (wkd / nwkd);
     double rate = (double)r.n / (14 * 86400.0);
     fprintf(stderr,
@@ -195,8 +204,9 @@ START_TEST(test_days_returns_follow_distribution) {
         qsort(gap, ng, sizeof *gap, cmp_dbl);
         double med = ng ? (ng % 2 ? gap[ng / 2] : 0.5 * (gap[ng / 2 - 1] + gap[ng / 2])) : 0;
         double share = visits ? (double)returned / visits : 0;
-        fprintf(stderr, "days: %s: %zu returns of %zu visits (%.3f, p %.2f), median %.2f h "
-                        "(configured %.1f h)\n",
+        fprintf(stderr,
+                "days: %s: %zu returns of %zu visits (%.3f, p %.2f), median %.2f h "
+                "(configured %.1f h)\n",
                 trc_class_name(cls[k]), returned, visits, share, g.ret[k].p, med,
                 g.ret[k].median_h);
         ck_assert_msg(ng >= 300, "%s: only %zu returns", trc_class_name(cls[k]), ng);
@@ -225,7 +235,8 @@ START_TEST(test_days_return_reuses_prefix) {
         const row *w = &r.v[i];
         if (w->flags & TRC_F_RETURN) {
             if (w->prefix || w->prefix_ok) ret++, ok += w->prefix_ok;
-        } else if (w->prefix || w->prefix_ok) cont++, cont_ok += w->prefix_ok;
+        } else if (w->prefix || w->prefix_ok)
+            cont++, cont_ok += w->prefix_ok;
     }
     fprintf(stderr, "days: %zu returns, %zu extend the previous request; later turns %zu/%zu\n",
             ret, ok, cont_ok, cont);
@@ -256,8 +267,8 @@ START_TEST(test_days_rate_keeps_the_clock) {
         n++, last = (double)q.arrival_ns / 1e9;
     trc_reader_close(r);
     double rate = n / (2 * 86400.0);
-    fprintf(stderr, "days: rate_rps 0.3 over 0.1: %zu requests, %.3f/s, last at %.0f s\n", n,
-            rate, last);
+    fprintf(stderr, "days: rate_rps 0.3 over 0.1: %zu requests, %.3f/s, last at %.0f s\n", n, rate,
+            last);
     ck_assert_msg(last > 1.9 * 86400 && last <= 2 * 86400, "last request at %.0f s", last);
     ck_assert_msg(fabs(rate / 0.3 - 1) <= 0.15, "rate %.3f/s", rate);
 }
@@ -307,14 +318,14 @@ START_TEST(test_days_keys_range_checked) {
 }
 END_TEST
 
-
 // Two days of returning sessions through a store that keeps every class 4 hours: the store
 // grows while the run is younger than the retention, then holds what a day's cycle brings and
 // no more (the same hour of day gives the same occupancy on both days), and the run reports
 // per class what it wrote, held and needed, the economics billing the measured need.
 static double hour_mean(sqlite3 *h, const char *metric, int hour) {
     char q[256];
-    snprintf(q, sizeof q, "select avg(value) from timeseries where metric = '%s' and t_s >= %d and t_s < %d",
+    snprintf(q, sizeof q,
+             "select avg(value) from timeseries where metric = '%s' and t_s >= %d and t_s < %d",
              metric, hour * 3600, (hour + 1) * 3600);
     sqlite3_stmt *st = NULL;
     ck_assert_int_eq(sqlite3_prepare_v2(h, q, -1, &st, NULL), SQLITE_OK);
@@ -367,20 +378,22 @@ START_TEST(test_days_store_levels_off_at_retention) {
         double sp = json_number_value(json_object_get(o, "stored_bytes_steady_peak"));
         double pk = json_number_value(json_object_get(o, "stored_bytes_peak"));
         double wr = json_number_value(json_object_get(o, "store_write_Bps"));
-        printf("%s: hit rate %.3f, writes %.1f MB/s, steady peak %.1f GB, peak %.1f GB\n", cls[k], hr,
-               wr / 1e6, sp / 1e9, pk / 1e9);
-        ck_assert_msg(hr > 0 && hr < 1 && wr > 0 && sp > 0 && sp <= pk, "%s: hit %.3f writes %g steady %g peak %g",
-                      cls[k], hr, wr, sp, pk);
+        printf("%s: hit rate %.3f, writes %.1f MB/s, steady peak %.1f GB, peak %.1f GB\n", cls[k],
+               hr, wr / 1e6, sp / 1e9, pk / 1e9);
+        ck_assert_msg(hr > 0 && hr < 1 && wr > 0 && sp > 0 && sp <= pk,
+                      "%s: hit %.3f writes %g steady %g peak %g", cls[k], hr, wr, sp, pk);
         // a store kept 4 h cannot hold more than 4 h of the class's writes at their peak rate;
         // it holds at least a tenth of what 4 h at the mean rate write
-        ck_assert_msg(sp >= 0.1 * wr * 4 * 3600, "%s: steady %g B against writes %g B/s", cls[k], sp, wr);
+        ck_assert_msg(sp >= 0.1 * wr * 4 * 3600, "%s: steady %g B against writes %g B/s", cls[k],
+                      sp, wr);
         need += sp;
     }
     json_t *ec = json_object_get(s, "economics");
     const char *basis = json_string_value(json_object_get(ec, "ssd_basis"));
     ck_assert_msg(basis && strstr(basis, "measured"), "ssd basis '%s'", basis ? basis : "(none)");
     double billed = json_number_value(json_object_get(ec, "ssd_tb_billed")) * 1e12;
-    ck_assert_msg(fabs(billed - need) <= 1e-6 * need, "billed %.6g B, classes need %.6g B", billed, need);
+    ck_assert_msg(fabs(billed - need) <= 1e-6 * need, "billed %.6g B, classes need %.6g B", billed,
+                  need);
     json_decref(s);
     kvt_tmp_remove();
 }
@@ -401,4 +414,6 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) { return kvt_main(suite()); }
+int main(void) {
+    return kvt_main(suite());
+}

@@ -301,7 +301,7 @@ START_TEST(test_engine_too_big_and_no_device) {
     eng_model_desc m = small_model(0, 0, 0);
     eng_options o;
     eng_options_default(&o);
-    o.mem_limit_bytes = 1 << 20; // 1 MiB: the weights alone are larger
+    o.mem_limit_bytes = 1 << 20;   // 1 MiB: the weights alone are larger
     eng_engine *e = NULL;
     kvf_err err = {0};
     ck_assert_int_eq(eng_create(&e, &m, &o, &err), KVF_ENOMEM);
@@ -354,7 +354,7 @@ START_TEST(test_prefill_cached_prefix_equals_full) {
     ck_assert_int_eq(eng_seq_open(b, tok, P, &p, &cached, &err), KVF_OK);
     ck_assert_int_eq(eng_prefill(b, p, tok, P, NULL, NULL, &err), KVF_OK);
     ck_assert_int_eq(eng_seq_open(b, tok, N, &q, &cached, &err), KVF_OK);
-    ck_assert_uint_eq(cached, P); // 6 full blocks of 4 found by hash
+    ck_assert_uint_eq(cached, P);   // 6 full blocks of 4 found by hash
     for (uint32_t i = 0; i < P / 4; i++) {
         ck_assert_uint_eq(eng_seq_block_id(q, i), eng_seq_block_id(p, i));
         ck_assert_uint_eq(eng_seq_block_refs(b, q, i), 2);
@@ -380,7 +380,7 @@ static void check_decode_vs_reference(const eng_model_desc *m) {
     uint32_t V = m->vocab, N = 30, K = 11;
     eng_engine *e = make_engine(m, 4, 128);
     int32_t tok[3][64];
-    uint32_t start[3] = {K, 5, 17}; // different context lengths in one decode batch
+    uint32_t start[3] = {K, 5, 17};   // different context lengths in one decode batch
     float *ref = malloc((size_t)N * V * 4), *lg = malloc((size_t)3 * V * 4);
     float *refs[3];
     eng_seq *s[3];
@@ -411,7 +411,7 @@ static void check_decode_vs_reference(const eng_model_desc *m) {
     uint32_t cached;
     int32_t tok2[64];
     memcpy(tok2, tok[0], sizeof tok2);
-    tok2[0] = (tok2[0] + 1) % (int32_t)V; // no prefix hit
+    tok2[0] = (tok2[0] + 1) % (int32_t)V;   // no prefix hit
     ref_forward(e, tok2, N, ref, 0, NULL, NULL);
     ck_assert_int_eq(eng_seq_open(e, tok2, N, &f, &cached, &err), KVF_OK);
     ck_assert_int_eq(eng_prefill(e, f, tok2, N, lg, NULL, &err), KVF_OK);
@@ -435,7 +435,7 @@ START_TEST(test_decode_matches_reference_moe) {
 END_TEST
 
 START_TEST(test_decode_matches_reference_swa) {
-    eng_model_desc m = small_model(0, 8, 1); // layer 0 windowed (8 tokens), layers 1-2 full
+    eng_model_desc m = small_model(0, 8, 1);   // layer 0 windowed (8 tokens), layers 1-2 full
     check_decode_vs_reference(&m);
 }
 END_TEST
@@ -449,12 +449,12 @@ START_TEST(test_window_ignores_outside_tokens) {
     tokens_fill(tok, N, V, 3);
     float *a = malloc(V * 4), *b = malloc(V * 4), *c = malloc(V * 4);
     kvf_err err = {0};
-    for (int mode = 0; mode < 2; mode++) { // 0: prefill, 1: prefill + decode of the last
+    for (int mode = 0; mode < 2; mode++) {   // 0: prefill, 1: prefill + decode of the last
         float *outs[3] = {a, b, c};
         for (int v = 0; v < 3; v++) {
             memcpy(pert, tok, sizeof pert);
-            if (v == 1) pert[N - 9] = (pert[N - 9] + 7) % (int32_t)V; // just outside
-            if (v == 2) pert[N - 8] = (pert[N - 8] + 7) % (int32_t)V; // just inside
+            if (v == 1) pert[N - 9] = (pert[N - 9] + 7) % (int32_t)V;   // just outside
+            if (v == 2) pert[N - 8] = (pert[N - 8] + 7) % (int32_t)V;   // just inside
             eng_engine *e = make_engine(&m, 4, 64);
             eng_seq *s;
             uint32_t cached;
@@ -491,12 +491,12 @@ START_TEST(test_moe_routing_top_k) {
     kvf_err err = {0};
     for (int biased = 0; biased < 2; biased++) {
         float bias[6] = {0, 0, 0, 0, 0, 0};
-        if (biased) bias[3] = 50, bias[5] = 40; // every token must pick experts 3 then 5
+        if (biased) bias[3] = 50, bias[5] = 40;   // every token must pick experts 3 then 5
         eng_set_router_bias(e, biased ? bias : NULL);
         for (uint32_t layer = 1; layer < m.layers; layer++) {
             eng_seq *s;
             uint32_t cached;
-            tok[0] = (int32_t)(layer + 3 * biased); // fresh prefix each time
+            tok[0] = (int32_t)(layer + 3 * biased);   // fresh prefix each time
             ref_forward(e, tok, N, ref, layer, sel, biased ? bias : NULL);
             ck_assert_int_eq(eng_seq_open(e, tok, N, &s, &cached, &err), KVF_OK);
             ck_assert_int_eq(eng_prefill(e, s, tok, N, NULL, NULL, &err), KVF_OK);
@@ -518,7 +518,7 @@ START_TEST(test_moe_routing_top_k) {
             eng_seq_close(e, s);
         }
     }
-    ck_assert_uint_eq(eng_last_routing(e, 0, NULL, NULL), 0); // dense layer
+    ck_assert_uint_eq(eng_last_routing(e, 0, NULL, NULL), 0);   // dense layer
     eng_destroy(e);
     free(ref);
 }
@@ -531,7 +531,7 @@ START_TEST(test_prefix_blocks_shared_and_freed) {
     int32_t a[40], b[40];
     tokens_fill(a, 40, m.vocab, 9);
     memcpy(b, a, sizeof b);
-    b[35] = (b[35] + 1) % (int32_t)m.vocab; // differs in block 8
+    b[35] = (b[35] + 1) % (int32_t)m.vocab;   // differs in block 8
     kvf_err err = {0};
     eng_seq *sa, *sb;
     uint32_t cached;
@@ -541,7 +541,7 @@ START_TEST(test_prefix_blocks_shared_and_freed) {
     eng_kv_stats_get(e, &st);
     ck_assert_uint_eq(st.used, 10);
     ck_assert_int_eq(eng_seq_open(e, b, 40, &sb, &cached, &err), KVF_OK);
-    ck_assert_uint_eq(cached, 32); // blocks 0..7 equal, block 8 differs
+    ck_assert_uint_eq(cached, 32);   // blocks 0..7 equal, block 8 differs
     ck_assert_int_eq(eng_prefill(e, sb, b + 32, 8, NULL, NULL, &err), KVF_OK);
     eng_kv_stats_get(e, &st);
     ck_assert_uint_eq(st.used, 12);
@@ -556,7 +556,7 @@ START_TEST(test_prefix_blocks_shared_and_freed) {
     eng_kv_stats_get(e, &st);
     ck_assert_uint_eq(st.used, 0);
     ck_assert_uint_eq(st.free + st.cached, 24);
-    ck_assert_uint_eq(st.cached, 12); // all full blocks stay findable
+    ck_assert_uint_eq(st.cached, 12);   // all full blocks stay findable
     // a later sequence with the same prefix finds them again
     eng_seq *sc;
     ck_assert_int_eq(eng_seq_open(e, a, 40, &sc, &cached, &err), KVF_OK);
@@ -593,7 +593,7 @@ START_TEST(test_serve_preempts_when_kv_runs_out) {
     eng_serve_config_default(&c);
     c.model = path;
     c.block_tokens = 4;
-    c.kv_blocks = 16; // 64 tokens for everyone
+    c.kv_blocks = 16;   // 64 tokens for everyone
     c.max_batch_tokens = 32;
     c.max_batch_requests = 8;
     c.threads = 1;
@@ -604,11 +604,11 @@ START_TEST(test_serve_preempts_when_kv_runs_out) {
     for (int i = 0; i < 5; i++) {
         r[i].arrival_ns = i * 1000;
         r[i].input_tokens = 12;
-        r[i].output_tokens = 14; // 4 x 26 tokens > 64: someone must be preempted
+        r[i].output_tokens = 14;   // 4 x 26 tokens > 64: someone must be preempted
         r[i].n_blocks = 3;
-        r[i].blocks = shared; // same prompt: prefix reuse too
+        r[i].blocks = shared;   // same prompt: prefix reuse too
     }
-    r[5].arrival_ns = 5000; // longer than the whole arena: rejected, no crash
+    r[5].arrival_ns = 5000;   // longer than the whole arena: rejected, no crash
     r[5].input_tokens = 60;
     r[5].output_tokens = 20;
     eng_serve_result res;
@@ -640,7 +640,8 @@ START_TEST(test_serve_preempts_when_kv_runs_out) {
         ck_assert_uint_eq(k->chunk0, chunks);
         ck_assert(k->chunk0 + k->n_chunks <= res.n_chunks);
         uint32_t pt = 0;
-        for (uint32_t j = 0; j < k->n_chunks; j++) pt += res.chunks[k->chunk0 + j].tokens;
+        for (uint32_t j = 0; j < k->n_chunks; j++)
+            pt += res.chunks[k->chunk0 + j].tokens;
         ck_assert_uint_eq(pt, k->prefill_tokens);
         ck_assert_uint_eq(k->decode_seqs + k->prefill_tokens, k->tokens);
         ck_assert_uint_eq(k->decode_seqs + k->n_chunks, k->batch);
@@ -661,7 +662,8 @@ END_TEST
 // ---- profiler -----------------------------------------------------------------------------
 static int kvt_count_lines(const char *t) {
     int n = 0;
-    for (; *t; t++) n += *t == '\n';
+    for (; *t; t++)
+        n += *t == '\n';
     return n;
 }
 
@@ -711,10 +713,11 @@ START_TEST(test_profile_csv_contract) {
             n[0]++;
             ck_assert_uint_eq(b, 1);
             // independent count: GEMMs 2 T params + causal attention + LM head (last token)
-            double params = 2 * (64.0 * (4 + 2 * 2) * 16 + 64.0 * 64 + 3 * 64.0 * 128); // 2 layers
+            double params =
+                2 * (64.0 * (4 + 2 * 2) * 16 + 64.0 * 64 + 3 * 64.0 * 128);   // 2 layers
             double keys_seen = (double)t * ctx + (double)t * (t + 1) / 2;
             double expect = 2.0 * t * params + 2 * 4 * 4 * 16 * keys_seen + 2.0 * 64 * 256;
-            ck_assert_msg(fabs(fl - expect) <= 1e-5 * expect, // CSV keeps 6 digits
+            ck_assert_msg(fabs(fl - expect) <= 1e-5 * expect,   // CSV keeps 6 digits
                           "prefill %u/%u flops %g, expected %g", t, ctx, fl, expect);
             if (ctx == 0) {
                 ck_assert(fl > last_flops);
@@ -774,8 +777,8 @@ START_TEST(test_profile_csv_contract) {
         char mm[64], hw[64], be[16], op[32];
         unsigned b, t, ctx, reps;
         double med, p10, p90, fl, by;
-        if (sscanf(l, "%63[^,],%63[^,],%15[^,],%31[^,],%u,%u,%u,%lf,%lf,%lf,%u,%lf,%lf", mm, hw, be, op,
-                   &b, &t, &ctx, &med, &p10, &p90, &reps, &fl, &by) == 13)
+        if (sscanf(l, "%63[^,],%63[^,],%15[^,],%31[^,],%u,%u,%u,%lf,%lf,%lf,%u,%lf,%lf", mm, hw, be,
+                   op, &b, &t, &ctx, &med, &p10, &p90, &reps, &fl, &by) == 13)
             fprintf(f, "%s,%s,%s,%s,%u,%u,%u,%.0f,%.0f,%.0f,%u,%g,%g\n", mm, hw, be, op, b, t, ctx,
                     med / 100 + 1, p10 / 100 + 1, p90 / 100 + 1, reps, fl, by);
         else

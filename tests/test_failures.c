@@ -17,35 +17,45 @@ static void conserved(json_t *s, const char *what) {
     ck_assert_msg(kvt_num(s, "requests.completed") + kvt_num(s, "requests.rejected") == arrived,
                   "%s: %g completed + %g rejected of %g", what, kvt_num(s, "requests.completed"),
                   kvt_num(s, "requests.rejected"), arrived);
-    ck_assert_msg(kvt_num(s, "invariants.kv_tokens_held_end") == 0 && kvt_num(s, "invariants.in_flight_end") == 0,
-                  "%s: KV %g and %g requests left", what, kvt_num(s, "invariants.kv_tokens_held_end"),
+    ck_assert_msg(kvt_num(s, "invariants.kv_tokens_held_end") == 0 &&
+                      kvt_num(s, "invariants.in_flight_end") == 0,
+                  "%s: KV %g and %g requests left", what,
+                  kvt_num(s, "invariants.kv_tokens_held_end"),
                   kvt_num(s, "invariants.in_flight_end"));
 }
 
 START_TEST(test_failures_retry_and_reject) {
     const char *none[] = {"workload.limit_requests=6000"};
     const char *retry[] = {"workload.limit_requests=6000", FAIL_DECODE};
-    const char *reject[] = {"workload.limit_requests=6000", FAIL_DECODE, "cluster.decode.failures.requests=reject"};
+    const char *reject[] = {"workload.limit_requests=6000", FAIL_DECODE,
+                            "cluster.decode.failures.requests=reject"};
     json_t *a = kvt_run("quickstart.yaml", NULL, none, 1, NULL);
     json_t *b = kvt_run("quickstart.yaml", NULL, retry, 3, NULL);
     json_t *c = kvt_run("quickstart.yaml", NULL, reject, 4, NULL);
     conserved(b, "retry");
     conserved(c, "reject");
     ck_assert_msg(kvt_num(b, "failures.count") > 0 && kvt_num(b, "failures.retried") > 0,
-                  "no failure or no retry: %g / %g", kvt_num(b, "failures.count"), kvt_num(b, "failures.retried"));
+                  "no failure or no retry: %g / %g", kvt_num(b, "failures.count"),
+                  kvt_num(b, "failures.retried"));
     ck_assert_msg(kvt_num(b, "failures.lost_kv_tokens") > 0 && kvt_num(b, "failures.down_s") > 0,
-                  "lost KV %g, down %g s", kvt_num(b, "failures.lost_kv_tokens"), kvt_num(b, "failures.down_s"));
-    ck_assert_msg(kvt_num(c, "requests.rejected_by_reason.failure") > 0 && kvt_num(c, "failures.retried") == 0,
-                  "reject: %g rejected for failure, %g retried", kvt_num(c, "requests.rejected_by_reason.failure"),
+                  "lost KV %g, down %g s", kvt_num(b, "failures.lost_kv_tokens"),
+                  kvt_num(b, "failures.down_s"));
+    ck_assert_msg(kvt_num(c, "requests.rejected_by_reason.failure") > 0 &&
+                      kvt_num(c, "failures.retried") == 0,
+                  "reject: %g rejected for failure, %g retried",
+                  kvt_num(c, "requests.rejected_by_reason.failure"),
                   kvt_num(c, "failures.retried"));
     // retries redo work: TTFT's tail is no better than without failures
-    ck_assert_msg(kvt_num(b, "ttft_ms.p99") >= kvt_num(a, "ttft_ms.p99") * 0.99, "TTFT p99 %g with failures, %g without",
-                  kvt_num(b, "ttft_ms.p99"), kvt_num(a, "ttft_ms.p99"));
+    ck_assert_msg(kvt_num(b, "ttft_ms.p99") >= kvt_num(a, "ttft_ms.p99") * 0.99,
+                  "TTFT p99 %g with failures, %g without", kvt_num(b, "ttft_ms.p99"),
+                  kvt_num(a, "ttft_ms.p99"));
     // a failed instance's GPUs are still held: the same GPU-hours
-    ck_assert_msg(fabs(kvt_num(b, "gpu_hours") - kvt_num(a, "gpu_hours")) <= 0.02 * kvt_num(a, "gpu_hours"),
-                  "GPU-hours %g with failures, %g without", kvt_num(b, "gpu_hours"), kvt_num(a, "gpu_hours"));
+    ck_assert_msg(
+        fabs(kvt_num(b, "gpu_hours") - kvt_num(a, "gpu_hours")) <= 0.02 * kvt_num(a, "gpu_hours"),
+        "GPU-hours %g with failures, %g without", kvt_num(b, "gpu_hours"), kvt_num(a, "gpu_hours"));
     json_t *d = kvt_run("quickstart.yaml", NULL, retry, 3, NULL);
-    ck_assert_msg(kvt_num(d, "ttft_ms.p90") == kvt_num(b, "ttft_ms.p90") && kvt_num(d, "failures.count") == kvt_num(b, "failures.count"),
+    ck_assert_msg(kvt_num(d, "ttft_ms.p90") == kvt_num(b, "ttft_ms.p90") &&
+                      kvt_num(d, "failures.count") == kvt_num(b, "failures.count"),
                   "two runs differ");
     json_decref(a);
     json_decref(b);
@@ -62,7 +72,9 @@ START_TEST(test_failures_keys_that_cannot_apply) {
         {"--set cluster.vision.failures.mtbf_h=1 --set cluster.vision.failures.mttr_s=1", "vision"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        int rc = kvt_sh("%s run scenarios/quickstart.yaml %s -q --no-report -o /tmp/kvf_fl_bad --force", kvt_bin(), bad[i][0]);
+        int rc =
+            kvt_sh("%s run scenarios/quickstart.yaml %s -q --no-report -o /tmp/kvf_fl_bad --force",
+                   kvt_bin(), bad[i][0]);
         ck_assert_msg(rc == 2, "%s: exit %d", bad[i][0], rc);
         ck_assert_msg(strstr(kvt_err, bad[i][1]), "%s: %s", bad[i][0], kvt_err);
     }

@@ -1,7 +1,8 @@
 // tests/test_faults.c -- fault injection in SQLite's discipline. Allocation failures go through
 // the allocator hook (kvf_alloc_hook, which this test also installs under SQLite's allocator;
-// jansson allocates through kvf_malloc, as main() sets it); I/O failures through a SQLite VFS shim that fails the Nth read, write,
-// sync or truncate with SQLITE_IOERR or SQLITE_FULL. Each injection runs in a child process:
+// jansson allocates through kvf_malloc, as main() sets it); I/O failures through a SQLite VFS shim
+// that fails the Nth read, write, sync or truncate with SQLITE_IOERR or SQLITE_FULL. Each injection
+// runs in a child process:
 //  - a whole `kvfleet run` (cli_run in the child): it must exit 0, or 1/2 with a
 //    "kvfleet:" message, never die by a signal; when it fails, the result directory must not
 //    exist (nothing that looks complete) and any database a run left must pass
@@ -51,13 +52,19 @@ static void *sq_realloc(void *p, int n) {
     *q = (size_t)n;
     return (char *)q + 16;
 }
-static int sq_size(void *p) { return p ? (int)*(size_t *)((char *)p - 16) : 0; }
-static int sq_roundup(int n) { return (n + 7) & ~7; }
+static int sq_size(void *p) {
+    return p ? (int)*(size_t *)((char *)p - 16) : 0;
+}
+static int sq_roundup(int n) {
+    return (n + 7) & ~7;
+}
 static int sq_init(void *a) {
     (void)a;
     return SQLITE_OK;
 }
-static void sq_shutdown(void *a) { (void)a; }
+static void sq_shutdown(void *a) {
+    (void)a;
+}
 
 // ---- I/O failures: a VFS shim over the default one ---------------------------------------------
 static long io_count, io_fail_at;   // fail the io_fail_at-th read/write/sync/truncate
@@ -70,10 +77,14 @@ typedef struct sfile {
     sqlite3_file *real;
 } sfile;
 
-static bool io_fails(void) { return ++io_count == io_fail_at; }
+static bool io_fails(void) {
+    return ++io_count == io_fail_at;
+}
 
 #define REAL(x) (((sfile *)(x))->real)
-static int s_close(sqlite3_file *f) { return REAL(f)->pMethods->xClose(REAL(f)); }
+static int s_close(sqlite3_file *f) {
+    return REAL(f)->pMethods->xClose(REAL(f));
+}
 static int s_read(sqlite3_file *f, void *b, int n, sqlite3_int64 o) {
     if (io_fails()) return SQLITE_IOERR_READ;
     return REAL(f)->pMethods->xRead(REAL(f), b, n, o);
@@ -90,17 +101,31 @@ static int s_sync(sqlite3_file *f, int fl) {
     if (io_fails()) return SQLITE_IOERR_FSYNC;
     return REAL(f)->pMethods->xSync(REAL(f), fl);
 }
-static int s_size(sqlite3_file *f, sqlite3_int64 *n) { return REAL(f)->pMethods->xFileSize(REAL(f), n); }
-static int s_lock(sqlite3_file *f, int l) { return REAL(f)->pMethods->xLock(REAL(f), l); }
-static int s_unlock(sqlite3_file *f, int l) { return REAL(f)->pMethods->xUnlock(REAL(f), l); }
-static int s_check(sqlite3_file *f, int *o) { return REAL(f)->pMethods->xCheckReservedLock(REAL(f), o); }
-static int s_fcntl(sqlite3_file *f, int op, void *a) { return REAL(f)->pMethods->xFileControl(REAL(f), op, a); }
-static int s_sector(sqlite3_file *f) { return REAL(f)->pMethods->xSectorSize(REAL(f)); }
-static int s_chars(sqlite3_file *f) { return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f)); }
+static int s_size(sqlite3_file *f, sqlite3_int64 *n) {
+    return REAL(f)->pMethods->xFileSize(REAL(f), n);
+}
+static int s_lock(sqlite3_file *f, int l) {
+    return REAL(f)->pMethods->xLock(REAL(f), l);
+}
+static int s_unlock(sqlite3_file *f, int l) {
+    return REAL(f)->pMethods->xUnlock(REAL(f), l);
+}
+static int s_check(sqlite3_file *f, int *o) {
+    return REAL(f)->pMethods->xCheckReservedLock(REAL(f), o);
+}
+static int s_fcntl(sqlite3_file *f, int op, void *a) {
+    return REAL(f)->pMethods->xFileControl(REAL(f), op, a);
+}
+static int s_sector(sqlite3_file *f) {
+    return REAL(f)->pMethods->xSectorSize(REAL(f));
+}
+static int s_chars(sqlite3_file *f) {
+    return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f));
+}
 
 static const sqlite3_io_methods shim_io = {
-    1, s_close, s_read, s_write, s_truncate, s_sync, s_size, s_lock, s_unlock, s_check,
-    s_fcntl, s_sector, s_chars, NULL, NULL, NULL, NULL, NULL, NULL};
+    1,       s_close,  s_read,  s_write, s_truncate, s_sync, s_size, s_lock, s_unlock, s_check,
+    s_fcntl, s_sector, s_chars, NULL,    NULL,       NULL,   NULL,   NULL,   NULL};
 
 static int s_open(sqlite3_vfs *v, const char *name, sqlite3_file *f, int flags, int *out) {
     (void)v;
@@ -112,7 +137,7 @@ static int s_open(sqlite3_vfs *v, const char *name, sqlite3_file *f, int flags, 
 }
 
 static void install_faults(void) {
-    static const sqlite3_mem_methods mem = {sq_malloc, sq_free,     sq_realloc, sq_size,
+    static const sqlite3_mem_methods mem = {sq_malloc,  sq_free, sq_realloc,  sq_size,
                                             sq_roundup, sq_init, sq_shutdown, NULL};
     sqlite3_shutdown();
     ck_assert_int_eq(sqlite3_config(SQLITE_CONFIG_MALLOC, &mem), SQLITE_OK);
@@ -128,9 +153,10 @@ static void install_faults(void) {
     kvf_alloc_hook = alloc_hook;
 }
 
-// ---- checks ---------------------------------------------------------------------------------------
-// "ok" when the database at path passes integrity_check (opened with the plain VFS, which rolls
-// back a hot journal first); else the reason.
+// ---- checks
+// --------------------------------------------------------------------------------------- "ok" when
+// the database at path passes integrity_check (opened with the plain VFS, which rolls back a hot
+// journal first); else the reason.
 static const char *integrity(const char *path, char *why, size_t n) {
     sqlite3 *h;
     if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE, "unix") != SQLITE_OK) {
@@ -143,8 +169,10 @@ static const char *integrity(const char *path, char *why, size_t n) {
     if (sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &st, NULL) != SQLITE_OK)
         snprintf(why, n, "prepare: %s", sqlite3_errmsg(h));
     else {
-        if (sqlite3_step(st) != SQLITE_ROW) snprintf(why, n, "step: %s", sqlite3_errmsg(h));
-        else snprintf(why, n, "%s", (const char *)sqlite3_column_text(st, 0));
+        if (sqlite3_step(st) != SQLITE_ROW)
+            snprintf(why, n, "step: %s", sqlite3_errmsg(h));
+        else
+            snprintf(why, n, "%s", (const char *)sqlite3_column_text(st, 0));
         sqlite3_finalize(st);
     }
     sqlite3_close(h);
@@ -186,8 +214,10 @@ static outcome in_child(int (*fn)(void *), void *arg, bool io, long n) {
         dup2(out, 1);
         close(out);
         alloc_count = io_count = 0;
-        if (io) io_fail_at = n;
-        else alloc_fail_at = n;
+        if (io)
+            io_fail_at = n;
+        else
+            alloc_fail_at = n;
         int rc = fn(arg);
         printf("counts %ld %ld\n", alloc_count, io_count);
         fprintf(stderr, "\ncounts %ld %ld\n", alloc_count, io_count);
@@ -223,9 +253,12 @@ static int run_cli(void *arg) {
     (void)arg;
     char trace[200];
     snprintf(trace, sizeof trace, "%s/t.jsonl", kvt_tmp);
-    char *argv[] = {"run",         "scenarios/quickstart.yaml", "--trace", trace, "-o", run_out,
-                    "-q",          "--no-report",
-                    "--set",       "output.sample_interval_s=0.05", NULL};
+    char *argv[] = {"run",     "scenarios/quickstart.yaml",
+                    "--trace", trace,
+                    "-o",      run_out,
+                    "-q",      "--no-report",
+                    "--set",   "output.sample_interval_s=0.05",
+                    NULL};
     return cli_run(10, argv);
 }
 
@@ -237,13 +270,15 @@ static void check_run_end(int kind, long n, const outcome *o) {
         char db[200];
         snprintf(db, sizeof db, "%s/results.db", run_out);
         ck_assert_msg(dir, "fault %ld: exit 0 without %s", n, run_out);
-        ck_assert_msg(!strcmp(integrity(db, why, sizeof why), "ok"), "fault %ld: %s: %s", n, db, why);
+        ck_assert_msg(!strcmp(integrity(db, why, sizeof why), "ok"), "fault %ld: %s: %s", n, db,
+                      why);
         // a run that completes despite the fault gives the same answer as without it
         json_t *sj = load_summary(run_out);
-        if (!reference) reference = sj;
+        if (!reference)
+            reference = sj;
         else {
-            ck_assert_msg(json_equal(sj, reference), "fault %d/%ld: completed with a different summary",
-                          kind, n);
+            ck_assert_msg(json_equal(sj, reference),
+                          "fault %d/%ld: completed with a different summary", kind, n);
             json_decref(sj);
         }
         ends[kind][END_OK]++;
@@ -280,9 +315,11 @@ static void sweep_points(int kind, long total, long dense, long sparse,
         if (sscanf(only, "%d:%ld", &k, &n) == 2 && k == kind) one(kind, n);
         return;
     }
-    for (long n = 1; n <= total && n <= dense; n++) one(kind, n);
+    for (long n = 1; n <= total && n <= dense; n++)
+        one(kind, n);
     if (total > dense)
-        for (long i = 1; i <= sparse; i++) one(kind, dense + (total - dense) * i / sparse);
+        for (long i = 1; i <= sparse; i++)
+            one(kind, dense + (total - dense) * i / sparse);
 }
 
 static void one_run(int kind, long n) {
@@ -296,7 +333,9 @@ static void write_trace(void) {
     FILE *f = fopen(p, "w");
     ck_assert(f);
     for (int i = 0; i < 40; i++)
-        fprintf(f, "{\"timestamp\": %d, \"input_length\": %d, \"output_length\": 20, \"hash_ids\": [%d, %d]}\n",
+        fprintf(f,
+                "{\"timestamp\": %d, \"input_length\": %d, \"output_length\": 20, \"hash_ids\": "
+                "[%d, %d]}\n",
                 i * 50, 600 + 10 * i, i % 3, i);
     fclose(f);
 }
@@ -328,7 +367,9 @@ static void inject(const char *what, int (*work)(void *), void (*one)(int, long)
                ends[k][END_CLEAN_ERROR]);
 }
 
-static void reference_run(const outcome *o) { check_run_end(0, 0, o); }
+static void reference_run(const outcome *o) {
+    check_run_end(0, 0, o);
+}
 
 START_TEST(test_faults_whole_run) {
     kvt_tmp_make("kvf_faults");
@@ -342,7 +383,8 @@ START_TEST(test_faults_whole_run) {
 }
 END_TEST
 
-// ---- the results database alone ------------------------------------------------------------------
+// ---- the results database alone
+// ------------------------------------------------------------------
 static char db_path[200];
 
 static int db_work(void *arg) {
@@ -353,11 +395,19 @@ static int db_work(void *arg) {
     if (st) goto out;
     st = rpt_db_run_set(db, "status", "running", &err);
     for (int i = 0; !st && i < 12000; i++) {
-        rpt_request_row r = {.id = (uint64_t)i, .cls = "chatbot", .arrival_s = i * 0.1,
-                             .input_tokens = 100 + i, .output_tokens = 5, .ttft_s = 0.2,
-                             .tpot_s = 0.01, .e2e_s = 1, .queue_s = 0, .status = "completed"};
+        rpt_request_row r = {.id = (uint64_t)i,
+                             .cls = "chatbot",
+                             .arrival_s = i * 0.1,
+                             .input_tokens = 100 + i,
+                             .output_tokens = 5,
+                             .ttft_s = 0.2,
+                             .tpot_s = 0.01,
+                             .e2e_s = 1,
+                             .queue_s = 0,
+                             .status = "completed"};
         st = rpt_db_request(db, &r, &err);
-        if (!st && i % 10 == 0) st = rpt_db_timeseries(db, i * 0.1, "prefill", -1, "queue", i, &err);
+        if (!st && i % 10 == 0)
+            st = rpt_db_timeseries(db, i * 0.1, "prefill", -1, "queue", i, &err);
     }
     if (!st) st = rpt_db_summary_set(db, "requests.arrived", 12000, &err);
     kvf_err e2 = {0};
@@ -408,4 +458,6 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) { return kvt_main(suite()); }
+int main(void) {
+    return kvt_main(suite());
+}

@@ -17,7 +17,9 @@
 #include "sim_kv.h"
 #include "trc.h"
 
-static const char *shared(const char *name) { return kvt_shared_trace(name); }
+static const char *shared(const char *name) {
+    return kvt_shared_trace(name);
+}
 
 static json_t *run(const char *trace, const char *const *sets, int n) {
     return kvt_run("quickstart.yaml", trace, sets, n, NULL);
@@ -47,9 +49,10 @@ START_TEST(test_unbounded_store_reaches_ideal_reuse) {
     json_t *s = run(t, sets, 3);
     double hit = kvt_num(s, "cache.hit_rate");
     ck_assert_msg(hit <= ideal + 1e-9, "simulated hit rate %.5f above the ideal %.5f", hit, ideal);
-    ck_assert_msg(ideal - hit < 0.01, "simulated hit rate %.5f more than 1 point below the ideal %.5f",
-                  hit, ideal);
-    ck_assert_msg(ideal > 0.33 && ideal < 0.42, "ideal reuse %.4f far from the trace's ~37 %%", ideal);
+    ck_assert_msg(ideal - hit < 0.01,
+                  "simulated hit rate %.5f more than 1 point below the ideal %.5f", hit, ideal);
+    ck_assert_msg(ideal > 0.33 && ideal < 0.42, "ideal reuse %.4f far from the trace's ~37 %%",
+                  ideal);
     json_decref(s);
 }
 END_TEST
@@ -64,7 +67,8 @@ START_TEST(test_hit_rate_grows_with_capacity_and_retention) {
         json_t *s = run(t, sets, 2);
         double h = kvt_num(s, "cache.hit_rate");
         ck_assert_msg(h >= prev - 1e-9, "hit rate fell from %.4f to %.4f at %s", prev, h, caps[i]);
-        ck_assert_msg(kvt_num(s, "invariants.tiers_over_capacity") == 0, "over capacity at %s", caps[i]);
+        ck_assert_msg(kvt_num(s, "invariants.tiers_over_capacity") == 0, "over capacity at %s",
+                      caps[i]);
         if (i == 3) ck_assert_msg(h > prev + 1e-3 || prev > 0.3, "no growth up to unlimited");
         prev = h;
         json_decref(s);
@@ -87,8 +91,10 @@ START_TEST(test_shared_ssd_on_agentic_sessions) {
     const char *t = shared("weka_agentic_dev.jsonl");
     // the agentic trace lives only in the shared folder ($KVF_SHARED/traces, which CTest
     // sets): without it the test fails rather than pass unrun
-    ck_assert_msg(access(t, R_OK) == 0, "%s missing: the agentic trace is not bundled; set "
-                  "KVF_SHARED to the folder holding traces/weka_agentic_dev.jsonl", t);
+    ck_assert_msg(access(t, R_OK) == 0,
+                  "%s missing: the agentic trace is not bundled; set "
+                  "KVF_SHARED to the folder holding traces/weka_agentic_dev.jsonl",
+                  t);
     // HBM holds a tenth of its KV as prefix cache: agentic contexts (~100k tokens) outgrow it,
     // so what the store keeps is what hits (with the default 0.8 the HBM alone keeps 0.944)
     const char *on[] = {"workload.format=sessions", "kv_cache.ssd.capacity_tb=unlimited",
@@ -116,12 +122,11 @@ START_TEST(test_swa_bounded_replay_cuts_prefill_flops) {
     double full = json_number_value(json_object_get(pf, "window_full_recompute"));
     double none = json_number_value(json_object_get(pf, "no_reuse"));
     ck_assert_msg(json_is_true(json_object_get(pf, "swa_replay")), "gpt-oss-120b not hybrid");
-    ck_assert_msg(actual < full && full < none, "flops: replay %.3g, full window %.3g, no reuse %.3g",
-                  actual, full, none);
+    ck_assert_msg(actual < full && full < none,
+                  "flops: replay %.3g, full window %.3g, no reuse %.3g", actual, full, none);
     json_decref(s);
 }
 END_TEST
-
 
 // ---- the block index against the reference, operation for operation --------------------------
 // One tier under test (sim_bcache) and the reference (kvt_refcache) fed the same calls; every
@@ -132,17 +137,16 @@ typedef struct kv_pair {
 } kv_pair;
 
 static void pair_check(const kv_pair *p, const char *what, uint64_t op) {
-    ck_assert_msg(p->n.used == p->r.used && p->n.inserted == p->r.inserted &&
-                      p->n.expired == p->r.expired && p->n.evicted == p->r.evicted &&
-                      p->n.peak == p->r.peak,
-                  "%s, op %llu: used %llu/%llu inserted %llu/%llu expired %llu/%llu evicted "
-                  "%llu/%llu peak %llu/%llu (index/reference)",
-                  what, (unsigned long long)op, (unsigned long long)p->n.used,
-                  (unsigned long long)p->r.used, (unsigned long long)p->n.inserted,
-                  (unsigned long long)p->r.inserted, (unsigned long long)p->n.expired,
-                  (unsigned long long)p->r.expired, (unsigned long long)p->n.evicted,
-                  (unsigned long long)p->r.evicted, (unsigned long long)p->n.peak,
-                  (unsigned long long)p->r.peak);
+    ck_assert_msg(
+        p->n.used == p->r.used && p->n.inserted == p->r.inserted && p->n.expired == p->r.expired &&
+            p->n.evicted == p->r.evicted && p->n.peak == p->r.peak,
+        "%s, op %llu: used %llu/%llu inserted %llu/%llu expired %llu/%llu evicted "
+        "%llu/%llu peak %llu/%llu (index/reference)",
+        what, (unsigned long long)op, (unsigned long long)p->n.used, (unsigned long long)p->r.used,
+        (unsigned long long)p->n.inserted, (unsigned long long)p->r.inserted,
+        (unsigned long long)p->n.expired, (unsigned long long)p->r.expired,
+        (unsigned long long)p->n.evicted, (unsigned long long)p->r.evicted,
+        (unsigned long long)p->n.peak, (unsigned long long)p->r.peak);
 }
 
 static bool pair_hit(kv_pair *p, uint64_t id, sim_time now, int cls, bool touch, uint64_t op) {
@@ -155,7 +159,8 @@ static bool pair_hit(kv_pair *p, uint64_t id, sim_time now, int cls, bool touch,
 
 static bool pair_put(kv_pair *p, uint64_t id, sim_time now, int cls, uint64_t *ev, uint64_t op) {
     uint64_t e1 = 0, e2 = 0;
-    bool a = sim_bcache_put(&p->n, id, now, cls, &e1), b = kvt_refcache_put(&p->r, id, now, cls, &e2);
+    bool a = sim_bcache_put(&p->n, id, now, cls, &e1),
+         b = kvt_refcache_put(&p->r, id, now, cls, &e2);
     ck_assert_msg(a == b && (!a || e1 == e2), "op %llu: put evicts %d %llx, reference %d %llx",
                   (unsigned long long)op, a, (unsigned long long)e1, b, (unsigned long long)e2);
     pair_check(p, "put", op);
@@ -167,7 +172,8 @@ static bool pair_put(kv_pair *p, uint64_t id, sim_time now, int cls, uint64_t *e
 static void ref_by_class(const kvt_refcache *r, uint64_t out[TRC_CLASS_COUNT]) {
     for (int k = 0; k < TRC_CLASS_COUNT; k++) {
         out[k] = 0;
-        for (uint32_t s = r->head[k]; s != KVT_REF_NONE; s = r->slots[s].next) out[k]++;
+        for (uint32_t s = r->head[k]; s != KVT_REF_NONE; s = r->slots[s].next)
+            out[k]++;
     }
 }
 
@@ -232,14 +238,16 @@ static void replay_side_by_side(uint64_t hbm_blocks, uint64_t ssd_blocks, const 
             if (pair_hit(&hbm, q.blocks[k], now, cls, true, op)) continue;
             if (!pair_hit(&ssd, q.blocks[k], now, cls, true, op)) break;
             uint64_t ev;
-            if (pair_put(&hbm, q.blocks[k], now, cls, &ev, op)) pair_put(&ssd, ev, now, cls, NULL, op);
+            if (pair_put(&hbm, q.blocks[k], now, cls, &ev, op))
+                pair_put(&ssd, ev, now, cls, NULL, op);
         }
         hits += k;
         // the prompt's computed blocks land a millisecond later
         sim_time later = now + 1000000;
         for (uint32_t j = k; j < q.n_blocks; j++, op++) {
             uint64_t ev;
-            if (pair_put(&hbm, q.blocks[j], later, cls, &ev, op)) pair_put(&ssd, ev, later, cls, NULL, op);
+            if (pair_put(&hbm, q.blocks[j], later, cls, &ev, op))
+                pair_put(&ssd, ev, later, cls, NULL, op);
             pair_put(&ssd, q.blocks[j], later, cls, NULL, op);
         }
         last = later;
@@ -254,7 +262,8 @@ static void replay_side_by_side(uint64_t hbm_blocks, uint64_t ssd_blocks, const 
     ck_assert_msg(hbm.r.evicted > 0, "HBM never evicted");
     if (ret) ck_assert_msg(expired_lookups > 0, "nothing expired in the store");
     if (ssd_blocks != UINT64_MAX) ck_assert_msg(ssd.r.evicted > 0, "the store never evicted");
-    if (bytes_per_block) *bytes_per_block = (double)sim_bcache_index_bytes(&ssd.n) / (double)ssd.n.peak;
+    if (bytes_per_block)
+        *bytes_per_block = (double)sim_bcache_index_bytes(&ssd.n) / (double)ssd.n.peak;
     trc_reader_close(rd);
     sim_bcache_free(&hbm.n);
     kvt_refcache_free(&hbm.r);
@@ -267,9 +276,9 @@ START_TEST(test_compact_index_matches_reference_on_trace) {
     static const int64_t ret[TRC_CLASS_COUNT] = {120 * 1000000000LL, 45 * 1000000000LL,
                                                  30 * 1000000000LL, 0, 600 * 1000000000LL};
     double bpb = 0;
-    replay_side_by_side(3000, UINT64_MAX, ret, 6000, &bpb);   // retention-only store
-    replay_side_by_side(3000, 200000, ret, 4000, NULL);       // a store with a capacity
-    replay_side_by_side(3000, UINT64_MAX, NULL, 3000, NULL);  // nothing expires
+    replay_side_by_side(3000, UINT64_MAX, ret, 6000, &bpb);    // retention-only store
+    replay_side_by_side(3000, 200000, ret, 4000, NULL);        // a store with a capacity
+    replay_side_by_side(3000, UINT64_MAX, NULL, 3000, NULL);   // nothing expires
     // the compact store's index, per stored block (tables and run queues at the peak)
     ck_assert_msg(bpb > 0 && bpb <= 16, "%.1f index bytes per stored block", bpb);
 }
@@ -283,12 +292,16 @@ START_TEST(test_compact_store_occupancy_by_class) {
     sim_bcache c;
     sim_bcache_init(&c, UINT64_MAX, ret);
     const sim_time s = 1000000000LL;
-    for (uint64_t i = 0; i < 800; i++) sim_bcache_put(&c, i << 3 | 1, 0, TRC_CLASS_CHATBOT, NULL);
-    for (uint64_t i = 0; i < 300; i++) sim_bcache_put(&c, (1000 + i) << 3, s, TRC_CLASS_AGENT, NULL);
-    for (uint64_t i = 0; i < 200; i++) sim_bcache_put(&c, (5000 + i) << 3, 2 * s, TRC_CLASS_CODING, NULL);
+    for (uint64_t i = 0; i < 800; i++)
+        sim_bcache_put(&c, i << 3 | 1, 0, TRC_CLASS_CHATBOT, NULL);
+    for (uint64_t i = 0; i < 300; i++)
+        sim_bcache_put(&c, (1000 + i) << 3, s, TRC_CLASS_AGENT, NULL);
+    for (uint64_t i = 0; i < 200; i++)
+        sim_bcache_put(&c, (5000 + i) << 3, 2 * s, TRC_CLASS_CODING, NULL);
     uint64_t u[TRC_CLASS_COUNT];
     sim_bcache_used_at(&c, 4 * s, u);
-    ck_assert(u[TRC_CLASS_CHATBOT] == 800 && u[TRC_CLASS_AGENT] == 300 && u[TRC_CLASS_CODING] == 200);
+    ck_assert(u[TRC_CLASS_CHATBOT] == 800 && u[TRC_CLASS_AGENT] == 300 &&
+              u[TRC_CLASS_CODING] == 200);
     sim_bcache_used_at(&c, 5 * s, u);   // coding expired at 2 s + 3 s
     ck_assert(u[TRC_CLASS_CHATBOT] == 800 && u[TRC_CLASS_CODING] == 0);
     sim_bcache_used_at(&c, 10 * s, u);
@@ -328,4 +341,6 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) { return kvt_main(suite()); }
+int main(void) {
+    return kvt_main(suite());
+}

@@ -72,7 +72,7 @@ static void beside_bin(const char *name, char *out, size_t cap) {
     snprintf(out, cap, "%s/%s", dirname(b), name);
 }
 
-static const char *heavy[] = {"libcudart", "libcublas", "libcuda.", "libnvidia", "libmpi",
+static const char *heavy[] = {"libcudart",   "libcublas",   "libcuda.",    "libnvidia", "libmpi",
                               "libopen-rte", "libopen-pal", "libopenblas", "libstdc++"};
 
 static void check_lean(const char *path) {
@@ -81,8 +81,8 @@ static void check_lean(const char *path) {
     ck_assert_msg(needs(path, n, "libc.so"), "%s: no libc.so among %d NEEDED entries", path, n);
     for (size_t h = 0; h < sizeof heavy / sizeof heavy[0]; h++) {
         const char *hit = needs(path, n, heavy[h]);
-        ck_assert_msg(!hit, "%s links %s: it must be loaded only by the commands that use it",
-                      path, hit);
+        ck_assert_msg(!hit, "%s links %s: it must be loaded only by the commands that use it", path,
+                      hit);
     }
 }
 
@@ -173,4 +173,6 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) { return kvt_main(suite()); }
+int main(void) {
+    return kvt_main(suite());
+}

@@ -74,7 +74,8 @@ static double jget(json_t *o, const char *dotted) {
     char buf[256];
     snprintf(buf, sizeof buf, "%s", dotted);
     json_t *v = o;
-    for (char *t = strtok(buf, "."); t && v; t = strtok(NULL, ".")) v = json_object_get(v, t);
+    for (char *t = strtok(buf, "."); t && v; t = strtok(NULL, "."))
+        v = json_object_get(v, t);
     ck_assert_msg(v && json_is_number(v), "no number at %s", dotted);
     return json_number_value(v);
 }
@@ -84,8 +85,8 @@ static bool close_rel(double a, double b, double rel) {
     return fabs(a - b) <= rel * fmax(fabs(a), fabs(b)) + 1e-12;
 }
 
-#define CLOSE(a, b, rel, what)                                                                 \
-    ck_assert_msg(close_rel((a), (b), (rel)), "%s: %s %.12g vs %.12g", ctx, what, (double)(a),   \
+#define CLOSE(a, b, rel, what)                                                                     \
+    ck_assert_msg(close_rel((a), (b), (rel)), "%s: %s %.12g vs %.12g", ctx, what, (double)(a),     \
                   (double)(b))
 
 // A top-level "key: value" line of a small YAML file (exp-config.yaml), "" when absent.
@@ -96,7 +97,8 @@ static void yaml_scalar(const char *path, const char *key, char *out, size_t n) 
     for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n"))
         if (!strncmp(line, key, kl) && line[kl] == ':') {
             const char *v = line + kl + 1;
-            while (*v == ' ') v++;
+            while (*v == ' ')
+                v++;
             snprintf(out, n, "%s", v);
             break;
         }
@@ -130,7 +132,8 @@ static int manifest_rows(man_row *rows, int cap) {
             for (int i = 0; i < nc; i++)
                 for (int k = 0; k < 5; k++)
                     if (!strcmp(cols[i], want[k])) icol[k] = i;
-            for (int k = 0; k < 5; k++) ck_assert_msg(icol[k] >= 0, "manifest lacks %s", want[k]);
+            for (int k = 0; k < 5; k++)
+                ck_assert_msg(icol[k] >= 0, "manifest lacks %s", want[k]);
             header = false;
             continue;
         }
@@ -154,9 +157,9 @@ START_TEST(test_training_runs_parse_and_agree) {
     trc_measured_entry *ent;
     size_t ne;
     kvf_err err = {0};
-    ck_assert_msg(!trc_measured_manifest_read(src_path("validation/training/manifest.csv"), &ent,
-                                              &ne, &err),
-                  "%s", err.msg);
+    ck_assert_msg(
+        !trc_measured_manifest_read(src_path("validation/training/manifest.csv"), &ent, &ne, &err),
+        "%s", err.msg);
     ck_assert_uint_eq(ne, 16);
     int overloaded = 0;
     for (int i = 0; i < n; i++) {
@@ -182,8 +185,8 @@ START_TEST(test_training_runs_parse_and_agree) {
               "ttft p99");
         CLOSE(m.summary.itl_s.mean, jget(s, "successes.latency.inter_token_latency.mean"), 1e-12,
               "itl mean");
-        CLOSE(m.summary.tpot_s.mean, jget(s, "successes.latency.time_per_output_token.mean"),
-              1e-12, "tpot mean");
+        CLOSE(m.summary.tpot_s.mean, jget(s, "successes.latency.time_per_output_token.mean"), 1e-12,
+              "tpot mean");
         CLOSE(m.summary.e2e_s.mean, jget(s, "successes.latency.request_latency.mean"), 1e-12,
               "e2e mean");
         CLOSE(m.summary.e2e_s.p90, jget(s, "successes.latency.request_latency.p90"), 1e-12,
@@ -212,7 +215,8 @@ START_TEST(test_training_runs_parse_and_agree) {
             nstage += c;
             sent_stages += jget(st, "load_summary.count");
             ck_assert(k < (int)m.config.n_stages);
-            ck_assert_uint_eq(m.config.stages[k].requests, (uint64_t)jget(st, "load_summary.count"));
+            ck_assert_uint_eq(m.config.stages[k].requests,
+                              (uint64_t)jget(st, "load_summary.count"));
             json_decref(st);
         }
         ck_assert_msg(nstage == (double)m.summary.completed && sent_stages == sent,
@@ -238,7 +242,7 @@ START_TEST(test_training_runs_parse_and_agree) {
         ck_assert(m.config.client_timeout_s == 300);
         ck_assert_uint_eq(m.config.prompts, 100);   // 10 groups x 10 prompts, as really sent
         ck_assert_uint_eq(m.config.prompt_groups, 10);
-        ck_assert_uint_eq(m.n_req, 0);              // per-request reports were not published
+        ck_assert_uint_eq(m.n_req, 0);   // per-request reports were not published
         // two client timestamps per generated token (see validation/training/README.md)
         ck_assert_msg(fabs(m.token_times_per_token - 2.0) < 0.05, "%s: %g token times per token",
                       ctx, m.token_times_per_token);
@@ -302,16 +306,15 @@ static void read_back(const char *path, uint32_t bt, rd *o) {
 }
 
 static void rd_free(rd *o) {
-    free(o->t), free(o->in), free(o->out), free(o->flags), free(o->nb), free(o->b0),
-        free(o->blast);
+    free(o->t), free(o->in), free(o->out), free(o->flags), free(o->nb), free(o->b0), free(o->blast);
 }
 
 START_TEST(test_training_trace_as_it_ran) {
     trc_measured_entry *ent;
     size_t ne;
     kvf_err err = {0};
-    ck_assert(!trc_measured_manifest_read(src_path("validation/training/manifest.csv"), &ent,
-                                          &ne, &err));
+    ck_assert(
+        !trc_measured_manifest_read(src_path("validation/training/manifest.csv"), &ent, &ne, &err));
     for (size_t e = 0; e < ne; e++) {
         const char *ctx = ent[e].experiment;
         trc_measured m;
@@ -399,8 +402,10 @@ START_TEST(test_vllm_fixture) {
     ck_assert_uint_eq(m.summary.completed, (uint64_t)jget(o, "completed"));
     ck_assert_uint_eq(m.summary.failed, (uint64_t)jget(o, "failed"));
     ck_assert_str_eq(m.config.model, json_string_value(json_object_get(o, "model_id")));
-    ck_assert_int_eq(m.config.tp, atoi(json_string_value(json_object_get(o, "tensor_parallel_size"))));
-    ck_assert_int_eq(m.config.max_num_seqs, atoi(json_string_value(json_object_get(o, "max_num_seqs"))));
+    ck_assert_int_eq(m.config.tp,
+                     atoi(json_string_value(json_object_get(o, "tensor_parallel_size"))));
+    ck_assert_int_eq(m.config.max_num_seqs,
+                     atoi(json_string_value(json_object_get(o, "max_num_seqs"))));
     ck_assert_int_eq(m.config.prefix_caching, 0);
     ck_assert_str_eq(m.config.hardware, "h100-sxm");
     ck_assert(m.config.request_rate_rps == jget(o, "request_rate"));
@@ -421,14 +426,17 @@ START_TEST(test_vllm_fixture) {
     // per request against the arrays
     json_t *lat = json_object_get(o, "latencies"), *st = json_object_get(o, "start_times");
     double t0 = INFINITY;
-    for (size_t i = 0; i < n; i++) t0 = fmin(t0, json_number_value(json_array_get(st, i)));
+    for (size_t i = 0; i < n; i++)
+        t0 = fmin(t0, json_number_value(json_array_get(st, i)));
     for (size_t i = 0; i < n; i++) {
         const trc_measured_req *q = &m.req[i];
         ck_assert_uint_eq(q->input_tokens,
                           json_integer_value(json_array_get(json_object_get(o, "input_lens"), i)));
         ck_assert(fabs(q->arrival_s - (json_number_value(json_array_get(st, i)) - t0)) < 1e-9);
-        if (q->ok) CLOSE(q->e2e_s, json_number_value(json_array_get(lat, i)), 1e-12, "latency");
-        else ck_assert(isnan(q->ttft_s));
+        if (q->ok)
+            CLOSE(q->e2e_s, json_number_value(json_array_get(lat, i)), 1e-12, "latency");
+        else
+            ck_assert(isnan(q->ttft_s));
     }
     json_decref(o);
     trc_measured_free(&m);
@@ -505,8 +513,10 @@ START_TEST(test_inference_perf_per_request) {
     trc_measured m;
     kvf_err err = {0};
     ck_assert_msg(!trc_measured_read(dir, TRC_MEAS_AUTO, -1, &m, &err), "%s", err.msg);
-    json_t *s = load_json(src_path("tests/data/measured/ip_small/results/summary_lifecycle_metrics.json"));
-    json_t *pr = load_json(src_path("tests/data/measured/ip_small/results/per_request_lifecycle_metrics.json"));
+    json_t *s =
+        load_json(src_path("tests/data/measured/ip_small/results/summary_lifecycle_metrics.json"));
+    json_t *pr = load_json(
+        src_path("tests/data/measured/ip_small/results/per_request_lifecycle_metrics.json"));
     const char *ctx = "inference-perf fixture";
     ck_assert_uint_eq(m.n_req, json_array_size(pr));
     trc_measured_summary r;
@@ -569,11 +579,11 @@ START_TEST(test_inference_perf_per_request) {
     }
     for (size_t i = 0; i < json_array_size(pr); i++) {
         json_t *q = json_array_get(pr, i), *info = json_object_get(q, "info");
-        json_t *later = json_pack("{s:{s:{s:O}},s:{s:O,s:O}}", "request_metrics", "text",
-                                  "input_tokens", json_object_get(info, "input_tokens"),
-                                  "response_metrics", "output_tokens",
-                                  json_object_get(info, "output_tokens"), "output_token_times",
-                                  json_object_get(info, "output_token_times"));
+        json_t *later =
+            json_pack("{s:{s:{s:O}},s:{s:O,s:O}}", "request_metrics", "text", "input_tokens",
+                      json_object_get(info, "input_tokens"), "response_metrics", "output_tokens",
+                      json_object_get(info, "output_tokens"), "output_token_times",
+                      json_object_get(info, "output_token_times"));
         ck_assert(later != NULL);
         json_object_set_new(q, "info", later);
     }
@@ -609,26 +619,29 @@ START_TEST(test_trace_roundtrip_vllm) {
     ck_assert_uint_eq(r.n, n);
     ck_assert_uint_eq(nw, n);
     double t0 = INFINITY;
-    for (size_t i = 0; i < n; i++) t0 = fmin(t0, json_number_value(json_array_get(st, i)));
+    for (size_t i = 0; i < n; i++)
+        t0 = fmin(t0, json_number_value(json_array_get(st, i)));
     for (size_t i = 0; i < n; i++) {   // start_times increase in the fixture
         double want = json_number_value(json_array_get(st, i)) - t0;
         ck_assert_msg(llabs(r.t[i] - llround(want * 1e9)) <= 1, "req %zu", i);
         ck_assert_uint_eq(r.in[i], (uint32_t)json_integer_value(json_array_get(in, i)));
         bool failed = json_string_value(json_array_get(er, i))[0] != 0;
         ck_assert(!!(r.flags[i] & TRC_F_FAILED) == failed);
-        if (!failed) ck_assert_uint_eq(r.out[i], (uint32_t)json_integer_value(json_array_get(ou, i)));
+        if (!failed)
+            ck_assert_uint_eq(r.out[i], (uint32_t)json_integer_value(json_array_get(ou, i)));
         ck_assert_uint_eq(r.nb[i], 0);   // a random dataset shares nothing the run states
     }
     rd_free(&r);
     json_decref(o);
     trc_measured_free(&m);
     // without send times: drawn at the run's rate, the same count
-    ck_assert(!trc_measured_read(src_path("tests/data/measured/sglang_small.jsonl"),
-                                 TRC_MEAS_AUTO, -1, &m, &err));
+    ck_assert(!trc_measured_read(src_path("tests/data/measured/sglang_small.jsonl"), TRC_MEAS_AUTO,
+                                 -1, &m, &err));
     ck_assert(!trc_measured_write_trace(&m, out, 64, 1, &nw, &err));
     read_back(out, 64, &r);
     ck_assert_uint_eq(r.n, m.n_req);
-    for (uint64_t i = 0; i < r.n; i++) ck_assert_uint_eq(r.in[i], m.req[i].input_tokens);
+    for (uint64_t i = 0; i < r.n; i++)
+        ck_assert_uint_eq(r.in[i], m.req[i].input_tokens);
     rd_free(&r);
     trc_measured_free(&m);
 }
@@ -643,8 +656,7 @@ static void expect_bad(const char *path, trc_measured_format fmt, int run, const
     ck_assert_msg(st == KVF_EPARSE, "%s: expected an error with '%s', got status %d (%s)", path,
                   want1, st, err.msg);
     const char *base = strrchr(path, '/');
-    ck_assert_msg(strstr(err.msg, base ? base + 1 : path), "message '%s' lacks the file",
-                  err.msg);
+    ck_assert_msg(strstr(err.msg, base ? base + 1 : path), "message '%s' lacks the file", err.msg);
     ck_assert_msg(strstr(err.msg, want1) && (!want2 || strstr(err.msg, want2)),
                   "message '%s' lacks '%s' / '%s'", err.msg, want1, want2 ? want2 : "");
     ck_assert_uint_eq(m.n_req, 0);   // nothing left owned on failure
@@ -662,15 +674,25 @@ static const char *vllm_variant(const char *name, void (*edit)(json_t *)) {
     return p;
 }
 
-static void e_no_completed(json_t *o) { json_object_del(o, "completed"); }
-static void e_short_ttfts(json_t *o) { json_array_remove(json_object_get(o, "ttfts"), 0); }
-static void e_neg_ttft(json_t *o) { json_array_set_new(json_object_get(o, "ttfts"), 2, json_real(-0.5)); }
+static void e_no_completed(json_t *o) {
+    json_object_del(o, "completed");
+}
+static void e_short_ttfts(json_t *o) {
+    json_array_remove(json_object_get(o, "ttfts"), 0);
+}
+static void e_neg_ttft(json_t *o) {
+    json_array_set_new(json_object_get(o, "ttfts"), 2, json_real(-0.5));
+}
 static void e_ttft_gt_e2e(json_t *o) {
     double lat = json_number_value(json_array_get(json_object_get(o, "latencies"), 3));
     json_array_set_new(json_object_get(o, "ttfts"), 3, json_real(lat + 1.0));
 }
-static void e_nan(json_t *o) { json_object_set_new(o, "mean_ttft_ms", json_real(123456.789)); }
-static void e_completed(json_t *o) { json_object_set_new(o, "completed", json_integer(12)); }
+static void e_nan(json_t *o) {
+    json_object_set_new(o, "mean_ttft_ms", json_real(123456.789));
+}
+static void e_completed(json_t *o) {
+    json_object_set_new(o, "completed", json_integer(12));
+}
 static void e_order(json_t *o) {
     json_object_set_new(o, "p90_ttft_ms", json_real(jget(o, "p99_ttft_ms") + 100));
 }
@@ -722,8 +744,7 @@ START_TEST(test_malformed_runs) {
         trc_measured_free(&m);
     }
     {   // inference-perf: counts that disagree, and a NaN on its own line
-        const char *train =
-            "validation/training/20260217-155451-llama-2-7b-tp1-codegen/results/";
+        const char *train = "validation/training/20260217-155451-llama-2-7b-tp1-codegen/results/";
         char src[512];
         snprintf(src, sizeof src, "%ssummary_lifecycle_metrics.json", train);
         char *t = slurp(src_path(src));
@@ -733,8 +754,9 @@ START_TEST(test_malformed_runs) {
         mkdir(tmp_path("ip_bad"), 0755);
         const char *p = tmp_path("ip_bad/summary_lifecycle_metrics.json");
         spit(p, t);
-        expect_bad(p, TRC_MEAS_AUTO, -1, "summary_lifecycle_metrics.json:3: field "
-                                         "'load_summary.count': 9000 sent, but 8999 succeeded",
+        expect_bad(p, TRC_MEAS_AUTO, -1,
+                   "summary_lifecycle_metrics.json:3: field "
+                   "'load_summary.count': 9000 sent, but 8999 succeeded",
                    NULL);
         memcpy(strstr(c, "8999"), "9000", 4);
         char *ttft = strstr(t, "\"time_to_first_token\": {\n        \"mean\": ");
@@ -744,12 +766,13 @@ START_TEST(test_malformed_runs) {
         memmove(v + 3, v + len, strlen(v + len) + 1);
         memcpy(v, "NaN", 3);
         long want_line = 1;
-        for (char *q = t; q < v; q++) want_line += *q == '\n';
+        for (char *q = t; q < v; q++)
+            want_line += *q == '\n';
         spit(p, t);
         free(t);
         char want[160];
-        snprintf(want, sizeof want,
-                 ":%ld: field 'successes.latency.time_to_first_token.mean': NaN", want_line);
+        snprintf(want, sizeof want, ":%ld: field 'successes.latency.time_to_first_token.mean': NaN",
+                 want_line);
         expect_bad(p, TRC_MEAS_INFERENCE_PERF, -1, want, NULL);
     }
     {   // inference-perf per-request report: request 3 ends before it starts
@@ -799,8 +822,8 @@ START_TEST(test_malformed_runs) {
         size_t n;
         kvf_err err = {0};
         ck_assert_int_eq(trc_measured_manifest_read(p, &e, &n, &err), KVF_EPARSE);
-        ck_assert_msg(strstr(err.msg, "manifest.csv:1: field 'overloaded': missing column"),
-                      "%s", err.msg);
+        ck_assert_msg(strstr(err.msg, "manifest.csv:1: field 'overloaded': missing column"), "%s",
+                      err.msg);
         spit(p, "experiment,model,hardware,tp,workload,overloaded\nx,m,h100,zero,general,no\n");
         ck_assert_int_eq(trc_measured_manifest_read(p, &e, &n, &err), KVF_EPARSE);
         ck_assert_msg(strstr(err.msg, "manifest.csv:2: field 'tp'"), "%s", err.msg);

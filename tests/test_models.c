@@ -233,7 +233,7 @@ START_TEST(test_files_bad_input) {
                   err.msg);
     p = write_tmp("hw.yaml", "bf16_flops: 1e15\nhbm_bytes: 8e10\nhbm_Bps: 1e12\n");
     ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_OK);
-    ck_assert_str_eq(h.name, "hw"); // from the file name
+    ck_assert_str_eq(h.name, "hw");   // from the file name
 }
 END_TEST
 
@@ -283,7 +283,7 @@ START_TEST(test_work_moe_and_vision) {
     mdl_batch b = one(MDL_DECODE, &s, 1, 100);
     mdl_work w;
     mdl_batch_work_detail(&ds, &b, &w);
-    ck_assert_double_eq_tol(w.experts_touched, 8, 1e-9); // one token: its 8 experts
+    ck_assert_double_eq_tol(w.experts_touched, 8, 1e-9);   // one token: its 8 experts
     double expert = 3.0 * 7168 * 2048;
     ck_assert_double_eq_tol(w.flops[MDL_WG_EXPERT], 2.0 * 58 * 9 * expert, 1);
     ck_assert_double_eq_tol(w.weight_bytes[MDL_WG_EXPERT], 58 * 9 * expert * 1, 1);
@@ -367,7 +367,7 @@ START_TEST(test_roofline_monotone) {
     for (int k = 0; k < 4; k++) {
         mdl_model m = load_model(models[k]);
         int64_t prev = 0;
-        for (uint32_t t = 1; t <= 32768; t *= 2) { // prefill tokens
+        for (uint32_t t = 1; t <= 32768; t *= 2) {   // prefill tokens
             mdl_seq s;
             mdl_batch b = one(MDL_PREFILL, &s, t, 512);
             mdl_step_cost c;
@@ -377,7 +377,7 @@ START_TEST(test_roofline_monotone) {
             prev = c.ns;
         }
         prev = 0;
-        for (uint32_t ctx = 0; ctx <= 262144; ctx = ctx ? ctx * 4 : 256) { // decode context
+        for (uint32_t ctx = 0; ctx <= 262144; ctx = ctx ? ctx * 4 : 256) {   // decode context
             mdl_seq s[16];
             for (int i = 0; i < 16; i++)
                 s[i] = (mdl_seq){1, ctx};
@@ -393,7 +393,7 @@ START_TEST(test_roofline_monotone) {
         mdl_seq s[1024];
         for (int i = 0; i < 1024; i++)
             s[i] = (mdl_seq){1, 2048};
-        for (uint32_t n = 1; n <= 1024; n *= 2) { // decode batch
+        for (uint32_t n = 1; n <= 1024; n *= 2) {   // decode batch
             mdl_batch b = {MDL_DECODE, s, n, 0, NULL};
             mdl_step_cost c;
             mdl_roofline_eval(&m, &h, &par, NULL, &b, &c);
@@ -451,7 +451,7 @@ START_TEST(test_kv_capacity) {
     double expect = (80e9 * 0.9 - 2 * 8.03e9) / 131072;
     ck_assert_msg(near(cap, expect, 0.01), "cap %.0f vs %.0f", cap, expect);
     mdl_model m70 = load_model("llama-3.1-70b");
-    ck_assert_double_eq(mdl_kv_capacity_tokens(&m70, &h, NULL, 0.1), 0); // 141 GB > 80 GB
+    ck_assert_double_eq(mdl_kv_capacity_tokens(&m70, &h, NULL, 0.1), 0);   // 141 GB > 80 GB
     mdl_parallel p8 = {8, 8, 1, 1, 0, false};
     expect = (8 * 80e9 * 0.9 - 2 * 70.6e9) / 327680;
     cap = mdl_kv_capacity_tokens(&m70, &h, &p8, 0.1);
@@ -477,7 +477,7 @@ static double t_dec(double B, double C) {
 }
 static double t_host(double B) {
     return 50000 + (B - 1) * 1000;
-} // rows at 1 and 64
+}   // rows at 1 and 64
 
 static const char *write_profile(const char *model) {
     static char buf[65536];
@@ -764,7 +764,6 @@ START_TEST(test_fit_recovers_efficiency) {
 }
 END_TEST
 
-
 // A decode batch given as running sums costs exactly (bit for bit) what the same sequences
 // listed one by one cost, under the roofline and the calibrated model, for dense, MoE, MLA and
 // sliding-window models, alone and beside prefill chunks (mixed steps).
@@ -783,7 +782,8 @@ START_TEST(test_dsa_against_mla) {
     ck_assert_double_eq(mla.kv_bytes_per_token_layer, 1152);
     ck_assert_double_eq(dsa.kv_bytes_per_token_layer, 1152 + 132);
     // Indexer weights: q_lora x 64 x 128 + hidden x 128 + LayerNorm + hidden x 64 per layer
-    ck_assert_double_eq(dsa.params - mla.params, L * (1536 * IH * ID + 7168 * ID + 2 * ID + 7168 * IH));
+    ck_assert_double_eq(dsa.params - mla.params,
+                        L * (1536 * IH * ID + 7168 * ID + 2 * ID + 7168 * IH));
     const double ctxs[2] = {32768, 131072};
     for (int i = 0; i < 2; i++) {
         double n = ctxs[i];
@@ -839,20 +839,21 @@ START_TEST(test_table_model_terms) {
     mdl_hardware h800 = load_hw("h800"), b200;
     {
         // B200's datasheet figures without kernel tables (design.md §1)
-        const char *p = write_tmp("b200-bare.yaml",
-                                  "name: b200-bare\nbf16_flops: 2250e12\nfp8_flops: 4500e12\n"
-                                  "hbm_bytes: 180e9\nhbm_Bps: 8e12\nscaleup_Bps: 1800e9\n"
-                                  "nic_Bps: 40e9\n");
+        const char *p =
+            write_tmp("b200-bare.yaml", "name: b200-bare\nbf16_flops: 2250e12\nfp8_flops: 4500e12\n"
+                                        "hbm_bytes: 180e9\nhbm_Bps: 8e12\nscaleup_Bps: 1800e9\n"
+                                        "nic_Bps: 40e9\n");
         kvf_err err = {0};
         ck_assert_msg(mdl_hardware_load(&b200, p, NULL, &err) == KVF_OK, "%s", err.msg);
         ck_assert_uint_eq(b200.nkrows, 0);
     }
-    mdl_parallel par = {.gpus = 144, .tp = 1, .ep = 144, .ep_skew = 1.0, .route_nodes = 4,
-                        .two_batch = true};
+    mdl_parallel par = {
+        .gpus = 144, .tp = 1, .ep = 144, .ep_skew = 1.0, .route_nodes = 4, .two_batch = true};
     uint32_t caps[MDL_CAPS];
     mdl_model_caps(&ds, caps);
     mdl_decode_sum d = {0};
-    for (int i = 0; i < 144 * 90; i++) mdl_decode_sum_add(&d, caps, 5000);
+    for (int i = 0; i < 144 * 90; i++)
+        mdl_decode_sum_add(&d, caps, 5000);
     mdl_batch b = {.phase = MDL_DECODE, .dsum = &d};
     mdl_step_cost roof, t0, t1;
     mdl_explain ex;
@@ -862,7 +863,7 @@ START_TEST(test_table_model_terms) {
     ck_assert_int_eq(t0.ns, roof.ns);
     ck_assert(!fb);
     mdl_table_eval(&ds, &h800, &par, NULL, &b, true, &t1, &ex, &fb);
-    ck_assert(!fb); // every applicable term has rows on H800
+    ck_assert(!fb);   // every applicable term has rows on H800
     const mdl_term *disp = NULL, *comb = NULL, *attn = NULL, *exp = NULL;
     for (int i = 0; i < ex.n; i++) {
         if (!strcmp(ex.t[i].name, "EP dispatch")) disp = &ex.t[i];
@@ -880,7 +881,8 @@ START_TEST(test_table_model_terms) {
     // FlashMLA row: max(KV bytes / 3000 GB/s, FLOPs / 660 TFLOPS) per GPU; KV read and written
     // per GPU = 90 x (5001 + 1) latents x 61 layers x 1152 B; absorbed FLOPs per key and layer
     // 2 x 128 x 576 + 2 x 128 x 512 -- compute-bound here (11.6 ms against 10.5 ms)
-    double kv = 90.0 * (5001 + 1) * 61 * 1152, fl = 90.0 * 5001 * 61 * (2 * 128 * 576 + 2 * 128 * 512);
+    double kv = 90.0 * (5001 + 1) * 61 * 1152,
+           fl = 90.0 * 5001 * 61 * (2 * 128 * 576 + 2 * 128 * 512);
     double want = KVF_MAX(kv / 3000e9, fl / 660e12);
     ck_assert_msg(near(attn->s, want, 1e-9), "attention %.6g vs %.6g", attn->s, want);
     ck_assert(fl / 660e12 > kv / 3000e9);
@@ -911,20 +913,22 @@ START_TEST(test_table_model_terms) {
             all[i] = (mdl_seq){1, (uint32_t)(1 + (i * 7919) % 12000)};
             mdl_decode_sum_add(&dv, caps, all[i].cached_tokens);
         }
-        mdl_batch bl = {.phase = MDL_DECODE, .seqs = all, .n = NS}, bs = {.phase = MDL_DECODE, .dsum = &dv};
+        mdl_batch bl = {.phase = MDL_DECODE, .seqs = all, .n = NS},
+                  bs = {.phase = MDL_DECODE, .dsum = &dv};
         mdl_step_cost ca, cb;
         bool fa, fb2;
         mdl_table_eval(&mk, &h800, &par, NULL, &bl, true, &ca, NULL, &fa);
         mdl_table_eval(&mk, &h800, &par, NULL, &bs, true, &cb, NULL, &fb2);
         ck_assert_msg(ca.ns == cb.ns && fa == fb2, "%s: %lld vs %lld", names[k], (long long)ca.ns,
                       (long long)cb.ns);
-        ck_assert(k == 1 || !fa); // DSA has no decode_attn row: its attention falls back
+        ck_assert(k == 1 || !fa);   // DSA has no decode_attn row: its attention falls back
         ck_assert(k == 0 || fa);
     }
     // no tables: every step is a fallback, counted by the stepper
     mdl_stepper *s = mdl_table_create(&ds, &b200, &par, NULL);
     mdl_step_cost c;
-    for (int i = 0; i < 3; i++) mdl_stepper_cost(s, &b, &c);
+    for (int i = 0; i < 3; i++)
+        mdl_stepper_cost(s, &b, &c);
     ck_assert_uint_eq(s->table_fallbacks, 3);
     mdl_roofline_eval(&ds, &b200, &par, NULL, &b, &roof);
     ck_assert_int_eq(c.ns, roof.ns);
@@ -936,7 +940,8 @@ START_TEST(test_table_model_terms) {
     mdl_ep_comm_time(&ds, &h800, &par, NULL, 90, &e4);
     mdl_ep_comm_time(&ds, &h800, &unl, NULL, 90, &eall);
     // 4 nodes: 4 (1 - (3/4)^8) = 3.60 distinct, 17/18 remote; 18 nodes: 18 (1 - (17/18)^8) = 6.65
-    ck_assert_msg(near(e4.nic_copies, 4 * (1 - pow(0.75, 8)) * 17 / 18, 1e-12), "%.6g", e4.nic_copies);
+    ck_assert_msg(near(e4.nic_copies, 4 * (1 - pow(0.75, 8)) * 17 / 18, 1e-12), "%.6g",
+                  e4.nic_copies);
     ck_assert_msg(near(eall.nic_copies, 18 * (1 - pow(17.0 / 18, 8)) * 17 / 18, 1e-12), "%.6g",
                   eall.nic_copies);
     ck_assert_double_eq(e4.fabric_copies, 8.0 * 7 / 8);
@@ -953,11 +958,13 @@ START_TEST(test_hardware_kernel_tables) {
     ck_assert_uint_ge(h.nkrows, 40);
     ck_assert_int_eq(mdl_hardware_check(&h, &err), KVF_OK);
     ck_assert_int_eq(mdl_hardware_check(&(mdl_hardware){0}, &err), KVF_OK);
-#define HWB "name: g\nbf16_flops: 1e15\nfp8_flops: 2e15\nhbm_bytes: 8e10\nhbm_Bps: 3e12\n" \
-            "scaleup_Bps: 4e11\nnic_Bps: 4e10\nkernels:\n"
+#define HWB                                                                                        \
+    "name: g\nbf16_flops: 1e15\nfp8_flops: 2e15\nhbm_bytes: 8e10\nhbm_Bps: 3e12\n"                 \
+    "scaleup_Bps: 4e11\nnic_Bps: 4e10\nkernels:\n"
 #define SRC ", source: \"repo/x README.md @ 0123abcd\"}\n"
-    const char *p = write_tmp("k.yaml", HWB "  - {kind: gemm_fp8, m: 64, n: 8, k: 8, tflops: 200" SRC
-                                            "  - {kind: gemm_fp8, m: 128, n: 8, k: 8, tflops: 150" SRC);
+    const char *p =
+        write_tmp("k.yaml", HWB "  - {kind: gemm_fp8, m: 64, n: 8, k: 8, tflops: 200" SRC
+                                "  - {kind: gemm_fp8, m: 128, n: 8, k: 8, tflops: 150" SRC);
     ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_OK);
     ck_assert_int_eq(mdl_hardware_check(&h, &err), KVF_EINVAL);
     ck_assert_msg(strstr(err.msg, "k.yaml:10") && strstr(err.msg, "must not fall"), "%s", err.msg);
@@ -965,8 +972,9 @@ START_TEST(test_hardware_kernel_tables) {
     ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_OK);
     ck_assert_int_eq(mdl_hardware_check(&h, &err), KVF_EINVAL);
     ck_assert_msg(strstr(err.msg, "k.yaml:9") && strstr(err.msg, "datasheet peak"), "%s", err.msg);
-    p = write_tmp("k.yaml", HWB "  - {kind: decode_attn, attention: mla, head_dim: 576, GBps: 3100, "
-                                "tflops: 600" SRC);
+    p = write_tmp("k.yaml",
+                  HWB "  - {kind: decode_attn, attention: mla, head_dim: 576, GBps: 3100, "
+                      "tflops: 600" SRC);
     ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_OK);
     ck_assert_int_eq(mdl_hardware_check(&h, &err), KVF_EINVAL);
     ck_assert_msg(strstr(err.msg, "hbm_Bps"), "%s", err.msg);
@@ -980,7 +988,8 @@ START_TEST(test_hardware_kernel_tables) {
                                 "  - {kind: allreduce, gpus: 8, bytes: 1e8, GBps: 420" SRC);
     ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_OK);
     ck_assert_int_eq(mdl_hardware_check(&h, &err), KVF_EINVAL);
-    ck_assert_msg(strstr(err.msg, "k.yaml:10") && strstr(err.msg, "both directions"), "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "k.yaml:10") && strstr(err.msg, "both directions"), "%s",
+                  err.msg);
     p = write_tmp("k.yaml", HWB "  - {kind: allreduce, gpus: 8, bytes: 1e6, GBps: 150" SRC
                                 "  - {kind: allreduce, gpus: 8, bytes: 1e8, GBps: 120" SRC);
     ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_OK);
@@ -1001,7 +1010,8 @@ START_TEST(test_hardware_kernel_tables) {
     p = write_tmp("k.yaml", HWB "  - {kind: ep_dispatch, mode: low_latency, ep: 8, GBps: 90" SRC);
     ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_EPARSE);
     ck_assert_msg(strstr(err.msg, "'kernels.tokens' missing"), "%s", err.msg);
-    p = write_tmp("k.yaml", HWB "  - {kind: allreduce, gpus: 8, bytes: 1e6, GBps: 90, colour: 1" SRC);
+    p = write_tmp("k.yaml",
+                  HWB "  - {kind: allreduce, gpus: 8, bytes: 1e6, GBps: 90, colour: 1" SRC);
     ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_EPARSE);
     ck_assert_msg(strstr(err.msg, "unknown key 'kernels.colour'"), "%s", err.msg);
     p = write_tmp("k.yaml", HWB "  - {kind: gemm_fp8, m: 64, n: 8, k: 8, tflops: fast" SRC);
@@ -1011,7 +1021,6 @@ START_TEST(test_hardware_kernel_tables) {
 #undef SRC
 }
 END_TEST
-
 
 // ---- compressed attention (DeepSeek-V4 family), precision, DSpark ----------------------
 
@@ -1029,7 +1038,7 @@ START_TEST(test_v41_kv_layout) {
                   m.kv_bytes_per_token_full, by_hand);
     ck_assert_msg(fabs(m.kv_bytes_per_token_full - 890) < 1, "logical %.2f B/token",
                   m.kv_bytes_per_token_full);
-    ck_assert_double_eq(m.swa_entry_bytes, 512); // FP8 window entries
+    ck_assert_double_eq(m.swa_entry_bytes, 512);   // FP8 window entries
     // SGLang's physical layout from the phys_* keys
     m.kv_layout_physical = true;
     mdl_model_derive(&m);
@@ -1037,8 +1046,8 @@ START_TEST(test_v41_kv_layout) {
                   m.kv_bytes_per_token_full);
     double T = 131072, kv = mdl_model_kv_bytes_seq(&m, T), swa = mdl_model_swa_bytes_seq(&m, T);
     double mib = (kv + swa) / 1048576.0;
-    ck_assert_msg(fabs(mib - 206.6) < 0.05, "131072 tokens: %.4f MiB (kv %.0f + swa %.0f)", mib,
-                  kv, swa);
+    ck_assert_msg(fabs(mib - 206.6) < 0.05, "131072 tokens: %.4f MiB (kv %.0f + swa %.0f)", mib, kv,
+                  swa);
     ck_assert_double_eq(mdl_kv_seq_bytes(&m, T), kv + swa);
     // the window part is bounded, the global part grows with the sequence
     ck_assert_double_eq(mdl_model_swa_bytes_seq(&m, 2 * T), swa);
@@ -1056,7 +1065,8 @@ START_TEST(test_v4_params_and_pattern) {
     ck_assert_msg(near(f.params, 284e9, 0.01), "v4 flash params %.4g", f.params);
     ck_assert_msg(near(f.active_params, 13e9, 0.04), "v4 flash active %.4g", f.active_params);
     int n[5] = {0};
-    for (uint32_t l = 0; l < f.layers; l++) n[f.layer_kind[l]]++;
+    for (uint32_t l = 0; l < f.layers; l++)
+        n[f.layer_kind[l]]++;
     ck_assert_msg(n[MDL_LK_SWA] == 2 && n[MDL_LK_CSA] == 21 && n[MDL_LK_HCA] == 20,
                   "swa %d csa %d hca %d", n[MDL_LK_SWA], n[MDL_LK_CSA], n[MDL_LK_HCA]);
     ck_assert_uint_eq(f.layer_ratio[42], 4);
@@ -1069,13 +1079,14 @@ START_TEST(test_v4_params_and_pattern) {
     ck_assert_msg(near(v.active_params, 16e9, 0.04), "v4.1 decode active %.4g", v.active_params);
     ck_assert_msg(near(v.active_params_prefill, 8e9, 0.05), "v4.1 prefill active %.4g",
                   v.active_params_prefill);
-    ck_assert_uint_eq(v.replay_start_layer, 21); // layer 20 owns the decoder's KV
+    ck_assert_uint_eq(v.replay_start_layer, 21);   // layer 20 owns the decoder's KV
     int k[5] = {0};
-    for (uint32_t l = 0; l < v.layers; l++) k[v.layer_kind[l]]++;
+    for (uint32_t l = 0; l < v.layers; l++)
+        k[v.layer_kind[l]]++;
     ck_assert_msg(k[MDL_LK_SWA] == 2 && k[MDL_LK_CSA] == 4 && k[MDL_LK_REINDEX] == 4 &&
                       k[MDL_LK_REUSE] == 30,
                   "swa %d full %d reindex %d reuse %d", k[0], k[1], k[3], k[4]);
-    ck_assert_uint_eq(v.layer_ratio[19], 2); // reuse layers take their owner's ratio
+    ck_assert_uint_eq(v.layer_ratio[19], 2);   // reuse layers take their owner's ratio
     ck_assert_uint_eq(v.layer_ratio[39], 1);
     // Engram tables are weights in memory (~203 GB) but no FLOPs: active excludes them
     ck_assert_msg(v.weight_bytes > 190e9 + v.engram_params && v.engram_params > 190e9, "%.4g",
@@ -1092,7 +1103,8 @@ START_TEST(test_compressed_roofline) {
     double prev = 0;
     for (uint32_t B = 1; B <= 256; B *= 4) {
         mdl_seq s[256];
-        for (uint32_t i = 0; i < B; i++) s[i] = (mdl_seq){1, 8192};
+        for (uint32_t i = 0; i < B; i++)
+            s[i] = (mdl_seq){1, 8192};
         mdl_batch b = {.phase = MDL_DECODE, .seqs = s, .n = B};
         mdl_step_cost c;
         mdl_roofline_eval(&m, &hw, &par, NULL, &b, &c);
@@ -1133,7 +1145,7 @@ START_TEST(test_compressed_roofline) {
     mdl_model_derive(&cp);
     uint32_t caps[MDL_CAPS];
     mdl_model_caps(&cp, caps);
-    ck_assert_uint_eq(caps[MDL_CAP_POOL], 2048 * 8); // ratio-1 owner (layer 20)'s group
+    ck_assert_uint_eq(caps[MDL_CAP_POOL], 2048 * 8);   // ratio-1 owner (layer 20)'s group
     mdl_work wc;
     mdl_batch_work_detail(&cp, &b128, &wc);
     ck_assert_msg(wc.flops[MDL_WG_ATTN_INDEX] < 0.8 * w128.flops[MDL_WG_ATTN_INDEX],
@@ -1141,7 +1153,8 @@ START_TEST(test_compressed_roofline) {
                   w128.flops[MDL_WG_ATTN_INDEX]);
     mdl_seq few[3] = {{1, 100}, {1, 20000}, {1, 131072}};
     mdl_decode_sum ds = {0};
-    for (int i = 0; i < 3; i++) mdl_decode_sum_add(&ds, caps, few[i].cached_tokens);
+    for (int i = 0; i < 3; i++)
+        mdl_decode_sum_add(&ds, caps, few[i].cached_tokens);
     mdl_batch listed = {.phase = MDL_DECODE, .seqs = few, .n = 3};
     mdl_batch summed = {.phase = MDL_DECODE, .dsum = &ds};
     mdl_work wl, wsum;
@@ -1184,8 +1197,7 @@ START_TEST(test_precision_override) {
     mdl_model_apply_precision(&m4, MDL_PREC_AUTO, MDL_PREC_AUTO, MDL_PREC_FP4);
     hw.fp4_flops = 2 * hw.fp8_flops;
     mdl_roofline_eval(&m4, &hw, NULL, NULL, &b, &c4);
-    ck_assert_msg(c4.ns < 0.7 * c8.ns, "W4A4 %lld vs fp8 %lld", (long long)c4.ns,
-                  (long long)c8.ns);
+    ck_assert_msg(c4.ns < 0.7 * c8.ns, "W4A4 %lld vs fp8 %lld", (long long)c4.ns, (long long)c8.ns);
     hw.fp4_flops = 0;
     ck_assert_double_eq(mdl_hw_peak(&hw, MDL_PREC_FP4), hw.fp8_flops);
     // FP8 model files keep their FP8 GEMMs; gpt-oss's MXFP4 experts (0.53125 B) theirs at bf16
@@ -1213,7 +1225,8 @@ START_TEST(test_dspark_block) {
     ck_assert_uint_eq(sp.block, 5);
     // expected tokens per verify step from the file's acceptance curve, by hand
     double e = 1, pr = 1;
-    for (uint32_t i = 0; i < sp.block - 1; i++) e += (pr *= m.dspark_accept[i]);
+    for (uint32_t i = 0; i < sp.block - 1; i++)
+        e += (pr *= m.dspark_accept[i]);
     ck_assert_double_eq_tol(mdl_spec_tokens_per_step(&sp), e, 1e-12);
     ck_assert_msg(e > 1 && e < sp.block, "tokens per step %.3f", e);
     mdl_spec all = sp;
@@ -1227,7 +1240,8 @@ START_TEST(test_dspark_block) {
     mdl_parallel par = {.gpus = 8, .tp = 1, .ep = 8, .ep_skew = 1};
     mdl_stepper *st = mdl_roofline_create(&m, &hw, &par, NULL);
     mdl_seq s[64];
-    for (int i = 0; i < 64; i++) s[i] = (mdl_seq){sp.block, 4096};
+    for (int i = 0; i < 64; i++)
+        s[i] = (mdl_seq){sp.block, 4096};
     mdl_batch b = {.phase = MDL_DECODE, .seqs = s, .n = 64};
     mdl_step_cost v, tot, dr;
     mdl_stepper_cost(st, &b, &v);
@@ -1235,7 +1249,8 @@ START_TEST(test_dspark_block) {
     ck_assert_msg(dr.ns > 0 && tot.ns == v.ns + dr.ns && dr.ns < v.ns / 2,
                   "verify %lld draft %lld total %lld", (long long)v.ns, (long long)dr.ns,
                   (long long)tot.ns);
-    ck_assert_msg(mdl_spec_weight_bytes(&sp) > 1e9 && mdl_spec_weight_bytes(&sp) < 0.1 * m.weight_bytes,
+    ck_assert_msg(mdl_spec_weight_bytes(&sp) > 1e9 &&
+                      mdl_spec_weight_bytes(&sp) < 0.1 * m.weight_bytes,
                   "draft weights %.4g", mdl_spec_weight_bytes(&sp));
     mdl_stepper_destroy(st);
     mdl_model l = load_model("llama-3.1-8b");
@@ -1244,15 +1259,16 @@ START_TEST(test_dspark_block) {
 }
 END_TEST
 
-#define CSA "name: c\nlayers: 3\nhidden: 64\nheads: 4\nkv_heads: 1\nhead_dim: 32\nvocab: 100\n" \
-            "ffn: 128\nattention: csa\nwindow: 8\nindex_heads: 2\nindex_head_dim: 8\nindex_topk: 4\n"
+#define CSA                                                                                        \
+    "name: c\nlayers: 3\nhidden: 64\nheads: 4\nkv_heads: 1\nhead_dim: 32\nvocab: 100\n"            \
+    "ffn: 128\nattention: csa\nwindow: 8\nindex_heads: 2\nindex_head_dim: 8\nindex_topk: 4\n"
 
 START_TEST(test_compressed_bad_input) {
     mdl_model m;
     kvf_err err = {0};
-    ck_assert_int_eq(mdl_model_load(&m, write_tmp("c.yaml", CSA "layer_pattern: swa csa4 reuse\n"),
-                                    NULL, &err),
-                     KVF_OK);
+    ck_assert_int_eq(
+        mdl_model_load(&m, write_tmp("c.yaml", CSA "layer_pattern: swa csa4 reuse\n"), NULL, &err),
+        KVF_OK);
     ck_assert_uint_eq(m.layer_ratio[2], 4);
     expect_model_error(CSA "layer_pattern: swa csa4 mla\n", KVF_EINVAL, "bad.yaml:14",
                        "unknown layer token 'mla'");
@@ -1275,9 +1291,9 @@ START_TEST(test_compressed_bad_input) {
     expect_model_error(GOOD "layer_pattern: swa swa\n", KVF_EINVAL, "bad.yaml:7",
                        "'layer_pattern' applies to attention: csa or hca only");
     // fractional weight bytes are accepted, negative ones refused
-    ck_assert_int_eq(mdl_model_load(&m, write_tmp("f.yaml", GOOD "weight_bytes_per_param: 0.5\n"),
-                                    NULL, &err),
-                     KVF_OK);
+    ck_assert_int_eq(
+        mdl_model_load(&m, write_tmp("f.yaml", GOOD "weight_bytes_per_param: 0.5\n"), NULL, &err),
+        KVF_OK);
     ck_assert_double_eq(m.weight_bytes_per_param, 0.5);
     expect_model_error(GOOD "weight_bytes_per_param: -1\n", KVF_EINVAL, "bad.yaml:7",
                        "must not be negative");
@@ -1290,8 +1306,8 @@ START_TEST(test_calibrated_compressed_fallback) {
     mdl_hardware h = load_hw("b200");
     mdl_stepper *s = NULL;
     kvf_err err = {0};
-    ck_assert_int_eq(mdl_calibrated_create(&s, &m, &h, NULL, NULL, write_profile("tiny-dense"), &err),
-                     KVF_OK);
+    ck_assert_int_eq(
+        mdl_calibrated_create(&s, &m, &h, NULL, NULL, write_profile("tiny-dense"), &err), KVF_OK);
     mdl_seq q = {1, 1000};
     mdl_batch b = {.phase = MDL_DECODE, .seqs = &q, .n = 1};
     mdl_step_cost c, r;
@@ -1304,9 +1320,9 @@ START_TEST(test_calibrated_compressed_fallback) {
 END_TEST
 
 START_TEST(test_decode_sums_match_listed) {
-    const char *models[] = {"llama-3.1-8b",      "deepseek-v3",       "gpt-oss-120b",
-                            "gemma-3-27b",       "tiny-dense",        "deepseek-v3.2-exp",
-                            "qwen3-235b-a22b",   "deepseek-v4-flash", "deepseek-v4.1-flash"};
+    const char *models[] = {"llama-3.1-8b",    "deepseek-v3",       "gpt-oss-120b",
+                            "gemma-3-27b",     "tiny-dense",        "deepseek-v3.2-exp",
+                            "qwen3-235b-a22b", "deepseek-v4-flash", "deepseek-v4.1-flash"};
     mdl_hardware hw = load_hw("h100");
     uint64_t x = 88172645463325252ULL;
     for (size_t k = 0; k < sizeof models / sizeof *models; k++) {
@@ -1317,8 +1333,11 @@ START_TEST(test_decode_sums_match_listed) {
         mdl_stepper *roof = mdl_roofline_create(&m, &hw, &par, NULL);
         // the table model on the hardware with the most tables, wide EP with DP attention and
         // two micro-batches when the model has experts
-        mdl_parallel wide = {.gpus = 144, .tp = m.experts ? 1 : 8, .ep = m.experts ? 144 : 1,
-                             .ep_skew = 1.1, .route_nodes = m.experts ? 4 : 0,
+        mdl_parallel wide = {.gpus = 144,
+                             .tp = m.experts ? 1 : 8,
+                             .ep = m.experts ? 144 : 1,
+                             .ep_skew = 1.1,
+                             .route_nodes = m.experts ? 4 : 0,
                              .two_batch = m.experts > 0};
         mdl_hardware h800 = load_hw("h800");
         mdl_stepper *tab = mdl_table_create(&m, &h800, &wide, NULL);
@@ -1337,7 +1356,8 @@ START_TEST(test_decode_sums_match_listed) {
             // two prefill chunks in the mixed trials, listed in both forms
             uint32_t np = trial % 2 ? 2 : 0;
             mdl_seq pre[2] = {{777, 4096}, {2048, 0}};
-            for (uint32_t i = 0; i < np; i++) all[n + i] = pre[i];
+            for (uint32_t i = 0; i < np; i++)
+                all[n + i] = pre[i];
             mdl_phase ph = np ? MDL_MIXED : MDL_DECODE;
             mdl_batch listed = {.phase = ph, .seqs = all, .n = n + np};
             mdl_batch summed = {.phase = ph, .seqs = pre, .n = np, .dsum = &ds};
@@ -1346,10 +1366,12 @@ START_TEST(test_decode_sums_match_listed) {
             mdl_batch_work_detail(&m, &listed, &a);
             mdl_batch_work_detail(&m, &summed, &b);
             for (int g = 0; g < MDL_WG_COUNT; g++) {
-                ck_assert_msg(a.flops[g] == b.flops[g], "%s trial %d group %d: flops %.17g vs %.17g",
-                              models[k], trial, g, a.flops[g], b.flops[g]);
-                ck_assert_msg(a.bytes[g] == b.bytes[g], "%s trial %d group %d: bytes %.17g vs %.17g",
-                              models[k], trial, g, a.bytes[g], b.bytes[g]);
+                ck_assert_msg(a.flops[g] == b.flops[g],
+                              "%s trial %d group %d: flops %.17g vs %.17g", models[k], trial, g,
+                              a.flops[g], b.flops[g]);
+                ck_assert_msg(a.bytes[g] == b.bytes[g],
+                              "%s trial %d group %d: bytes %.17g vs %.17g", models[k], trial, g,
+                              a.bytes[g], b.bytes[g]);
             }
             mdl_step_cost ca, cb;
             mdl_stepper_cost(roof, &listed, &ca);
@@ -1373,7 +1395,8 @@ START_TEST(test_decode_sums_match_listed) {
     snprintf(prof, sizeof prof, "%s/profiles/cpu-tiny-dense.csv", models_dir);
     mdl_stepper *cal = NULL;
     kvf_err err = {0};
-    ck_assert_msg(mdl_calibrated_create(&cal, &m, &cpu, NULL, NULL, prof, &err) == KVF_OK, "%s", err.msg);
+    ck_assert_msg(mdl_calibrated_create(&cal, &m, &cpu, NULL, NULL, prof, &err) == KVF_OK, "%s",
+                  err.msg);
     uint32_t caps[MDL_CAPS];
     mdl_model_caps(&m, caps);
     for (uint32_t n = 1; n <= 64; n += 7) {

@@ -16,13 +16,17 @@
 
 #include "helpers/kvt.h"
 
-static void setup(void) { kvt_tmp_make("kvf_out"); }
-static void teardown(void) { kvt_tmp_remove(); }
+static void setup(void) {
+    kvt_tmp_make("kvf_out");
+}
+static void teardown(void) {
+    kvt_tmp_remove();
+}
 
 #define SMALL "scenarios/quickstart.yaml --set workload.limit_requests=200 -q --no-report"
 // a run that takes seconds: generated traffic, stopped by the test
 #define LONG                                                                                       \
-    "scenarios/quickstart.yaml --set 'workload.generate={profile: chatbot, rate_rps: 20, "        \
+    "scenarios/quickstart.yaml --set 'workload.generate={profile: chatbot, rate_rps: 20, "         \
     "duration_s: 3600000}' -q --no-report"
 
 static bool exists(const char *fmt, const char *a) {
@@ -67,10 +71,14 @@ static int leftovers(const char *prefix) {
 START_TEST(test_existing_result_kept_unless_force) {
     ck_assert_int_eq(kvt_sh("%s run " SMALL " -o %s/r", kvt_bin(), kvt_tmp), 0);
     ck_assert_int_eq(arrived("r"), 200);
-    ck_assert_int_eq(kvt_sh("%s run " SMALL " --set workload.limit_requests=100 -o %s/r", kvt_bin(), kvt_tmp), 2);
+    ck_assert_int_eq(
+        kvt_sh("%s run " SMALL " --set workload.limit_requests=100 -o %s/r", kvt_bin(), kvt_tmp),
+        2);
     ck_assert_msg(strstr(kvt_err, "earlier result") && strstr(kvt_err, "--force"), "%s", kvt_err);
     ck_assert_int_eq(arrived("r"), 200);
-    ck_assert_int_eq(kvt_sh("%s run " SMALL " --set workload.limit_requests=100 -o %s/r/ --force", kvt_bin(), kvt_tmp), 0);
+    ck_assert_int_eq(kvt_sh("%s run " SMALL " --set workload.limit_requests=100 -o %s/r/ --force",
+                            kvt_bin(), kvt_tmp),
+                     0);
     ck_assert_int_eq(arrived("r"), 100);
     ck_assert_int_eq(leftovers("r."), 0);   // no r.tmp.*, r.old.*, r.lock
 }
@@ -87,8 +95,8 @@ START_TEST(test_sigkill_keeps_old_result_and_rerun_recovers) {
     (void)rc;
     ck_assert_msg(!strstr(kvt_out, "never"), "the run made no k.tmp.*/results.db: %s", kvt_err);
     ck_assert_msg(strstr(kvt_out, "rc=137"), "not killed: %s %s", kvt_out, kvt_err);
-    ck_assert_int_eq(arrived("k"), 200);          // the earlier result, whole
-    ck_assert_int_ge(leftovers("k.tmp."), 1);     // what the killed run left
+    ck_assert_int_eq(arrived("k"), 200);        // the earlier result, whole
+    ck_assert_int_ge(leftovers("k.tmp."), 1);   // what the killed run left
     // a fresh run into a directory a killed run never finished
     kvt_sh("{ " UNTIL_OK "%s run " LONG " -o %s/n & p=$!; "
            "until_ok " TRIES " 'ls %s/n.tmp.*/results.db >/dev/null 2>&1' || echo never; "
@@ -100,7 +108,9 @@ START_TEST(test_sigkill_keeps_old_result_and_rerun_recovers) {
     ck_assert(!exists("%s/%s", "n"));
     ck_assert_int_eq(kvt_sh("%s run " SMALL " -o %s/n", kvt_bin(), kvt_tmp), 0);
     ck_assert_int_eq(arrived("n"), 200);
-    ck_assert_int_eq(kvt_sh("%s run " SMALL " --set workload.limit_requests=50 --force -o %s/k", kvt_bin(), kvt_tmp), 0);
+    ck_assert_int_eq(kvt_sh("%s run " SMALL " --set workload.limit_requests=50 --force -o %s/k",
+                            kvt_bin(), kvt_tmp),
+                     0);
     ck_assert_int_eq(arrived("k"), 50);
     ck_assert_int_eq(leftovers("k."), 0);
     ck_assert_int_eq(leftovers("n."), 0);
@@ -113,7 +123,8 @@ START_TEST(test_disk_full_leaves_nothing_complete) {
         char d[16];
         snprintf(d, sizeof d, "full%d", kb);
         int rc = kvt_sh("sh -c \"trap '' XFSZ; ulimit -f %d; exec %s run scenarios/quickstart.yaml "
-                        "-q -o %s/%s\"", kb * 2, kvt_bin(), kvt_tmp, d);
+                        "-q -o %s/%s\"",
+                        kb * 2, kvt_bin(), kvt_tmp, d);
         ck_assert_msg(rc == 1, "limit %d KiB: exit %d: %s", kb, rc, kvt_err);
         ck_assert_msg(strstr(kvt_err, "kvfleet:"), "no message: %s", kvt_err);
         ck_assert_msg(!exists("%s/%s", d), "limit %d KiB left %s", kb, d);
@@ -151,13 +162,17 @@ START_TEST(test_interrupted_counts_add_up) {
 }
 END_TEST
 
-#define SWEEP "%s sweep scenarios/quickstart.yaml --set workload.limit_requests=100 --vary seed=1,2,3"
+#define SWEEP                                                                                      \
+    "%s sweep scenarios/quickstart.yaml --set workload.limit_requests=100 --vary seed=1,2,3"
 
 START_TEST(test_sweep_reruns_truncated_point) {
     ck_assert_int_eq(kvt_sh(SWEEP " -o %s/s", kvt_bin(), kvt_tmp), 0);
     // truncate one point's summary.json
-    ck_assert_int_eq(kvt_sh("f=$(ls -d %s/s/points/*/ | head -1)summary.json; head -c 100 $f > $f.x && mv $f.x $f",
-                            kvt_tmp), 0);
+    ck_assert_int_eq(
+        kvt_sh(
+            "f=$(ls -d %s/s/points/*/ | head -1)summary.json; head -c 100 $f > $f.x && mv $f.x $f",
+            kvt_tmp),
+        0);
     ck_assert_int_eq(kvt_sh(SWEEP " -o %s/s", kvt_bin(), kvt_tmp), 0);
     ck_assert_msg(strstr(kvt_err, "1 run now, 2 already done"), "%s", kvt_err);
     char pat[256];
@@ -178,9 +193,11 @@ END_TEST
 START_TEST(test_sweep_workers_die_with_parent) {
     // the parent is killed once both workers are running a point (two point databases in
     // their NNNN_*.partial directories); then the workers must be gone within the bounded wait
-    kvt_sh("{ " UNTIL_OK "%s sweep scenarios/quickstart.yaml --set 'workload.generate={profile: chatbot, "
+    kvt_sh("{ " UNTIL_OK
+           "%s sweep scenarios/quickstart.yaml --set 'workload.generate={profile: chatbot, "
            "rate_rps: 20, duration_s: 3600000}' --vary seed=1,2 -j 2 -o %s/w & p=$!; "
-           "until_ok " TRIES " '[ $(ls -d %s/w/points/*.partial/results.db 2>/dev/null | wc -l) -ge 2 ]'"
+           "until_ok " TRIES
+           " '[ $(ls -d %s/w/points/*.partial/results.db 2>/dev/null | wc -l) -ge 2 ]'"
            " || echo never-started; kill -9 $p; wait $p; "
            "until_ok " TRIES " '! pgrep -f \"^%s sweep .*-o %s/w$\" >/dev/null' || echo outlived; "
            "pgrep -f '^%s sweep .*-o %s/w$' | wc -l; }",
@@ -191,7 +208,9 @@ START_TEST(test_sweep_workers_die_with_parent) {
                   kvt_out);
     // the rerun is not blocked by a stale lock
     ck_assert_int_eq(kvt_sh("%s sweep scenarios/quickstart.yaml --set workload.limit_requests=50 "
-                            "--vary seed=1,2 -o %s/w2", kvt_bin(), kvt_tmp), 0);
+                            "--vary seed=1,2 -o %s/w2",
+                            kvt_bin(), kvt_tmp),
+                     0);
 }
 END_TEST
 
@@ -210,4 +229,6 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) { return kvt_main(suite()); }
+int main(void) {
+    return kvt_main(suite());
+}

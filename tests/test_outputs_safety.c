@@ -24,13 +24,17 @@
 #include "rpt.h"
 #include "trc.h"
 
-static void setup(void) { kvt_tmp_make("kvf_safe"); }
-static void teardown(void) { kvt_tmp_remove(); }
+static void setup(void) {
+    kvt_tmp_make("kvf_safe");
+}
+static void teardown(void) {
+    kvt_tmp_remove();
+}
 
 #define SMALL "scenarios/quickstart.yaml --set workload.limit_requests=200 -q --no-report"
 // a run that takes seconds: generated traffic, stopped by the test
 #define LONG                                                                                       \
-    "scenarios/quickstart.yaml --set 'workload.generate={profile: chatbot, rate_rps: 20, "        \
+    "scenarios/quickstart.yaml --set 'workload.generate={profile: chatbot, rate_rps: 20, "         \
     "duration_s: 3600000}' -q --no-report"
 // `until_ok N COND`: COND every 0.1 s until it holds, at most N times (status 1 when never)
 #define UNTIL_OK                                                                                   \
@@ -42,7 +46,8 @@ static void teardown(void) { kvt_tmp_remove(); }
 // The checksum of a tree (or a file) under kvt_tmp: every file's sha256 and name, sorted.
 static char *tree_sum(const char *rel) {
     int rc = kvt_sh("cd %s && find '%s' -type f -print0 | sort -z | xargs -0 -r sha256sum | "
-                    "sha256sum", kvt_tmp, rel);
+                    "sha256sum",
+                    kvt_tmp, rel);
     ck_assert_msg(rc == 0, "checksum of %s: %s", rel, kvt_err);
     return strdup(kvt_out);
 }
@@ -119,8 +124,8 @@ START_TEST(test_interrupt_without_earlier_result_keeps_partial) {
     int rc = force_run_signalled("p", "TERM");
     ck_assert_int_eq(rc, 1);
     ck_assert_msg(strstr(kvt_err, "interrupted; partial results"), "%s", kvt_err);
-    ck_assert_int_eq(kvt_sh("sqlite3 %s/p/results.db \"SELECT value FROM run WHERE key='status'\"",
-                            kvt_tmp), 0);
+    ck_assert_int_eq(
+        kvt_sh("sqlite3 %s/p/results.db \"SELECT value FROM run WHERE key='status'\"", kvt_tmp), 0);
     ck_assert_msg(strstr(kvt_out, "interrupted"), "run.status: %s", kvt_out);
 }
 END_TEST
@@ -136,7 +141,7 @@ START_TEST(test_symlinked_lock_refused) {
     snprintf(p, sizeof p, "%s/r.lock", kvt_tmp);
     ck_assert(lstat(p, &sb) == 0 && S_ISLNK(sb.st_mode));   // left as it was
     snprintf(p, sizeof p, "%s/r", kvt_tmp);
-    ck_assert(lstat(p, &sb) != 0);                           // nothing written
+    ck_assert(lstat(p, &sb) != 0);   // nothing written
     // a lock that is a FIFO, or a hard link to another file, is no lock of kvfleet's either
     kvt_sh("mkfifo %s/f.lock; ln %s/victim %s/h.lock", kvt_tmp, kvt_tmp, kvt_tmp);
     ck_assert_int_eq(kvt_sh("timeout 60 %s run " SMALL " -o %s/f", kvt_bin(), kvt_tmp), 2);
@@ -153,13 +158,15 @@ START_TEST(test_user_files_beside_output_kept) {
            "&& echo b > out.tmp.notes && echo c > out.tmp.123/f && echo d > out.old.77/f && "
            "echo e > out.tmp.9.kvfleetx && echo f > out.tmp.9.kvfleet",   // a file, not a run's
            kvt_tmp);
-    const char *mine[] = {"out.old.backup", "out.tmp.notes", "out.tmp.123", "out.old.77",
-                          "out.tmp.9.kvfleetx", "out.tmp.9.kvfleet"};
+    const char *mine[] = {"out.old.backup", "out.tmp.notes",      "out.tmp.123",
+                          "out.old.77",     "out.tmp.9.kvfleetx", "out.tmp.9.kvfleet"};
     char *before[6];
-    for (int i = 0; i < 6; i++) before[i] = tree_sum(mine[i]);
+    for (int i = 0; i < 6; i++)
+        before[i] = tree_sum(mine[i]);
     ck_assert_int_eq(kvt_sh("%s run " SMALL " -o %s/out", kvt_bin(), kvt_tmp), 0);
     ck_assert_int_eq(kvt_sh("%s run " SMALL " --set workload.limit_requests=50 -o %s/out --force",
-                            kvt_bin(), kvt_tmp), 0);
+                            kvt_bin(), kvt_tmp),
+                     0);
     for (int i = 0; i < 6; i++) {
         assert_same(mine[i], before[i]);
         free(before[i]);
@@ -178,13 +185,17 @@ START_TEST(test_output_equal_to_input_refused) {
     ck_assert_int_eq(kvt_sh("%s run " SMALL " -o %s/r", kvt_bin(), kvt_tmp), 0);
     // the scenario (its trace made absolute) and a trace inside the directory --force replaces
     kvt_sh("sed \"s#traces/data#$PWD/traces/data#\" scenarios/quickstart.yaml > %s/r/s.yaml && "
-           "cp traces/data/mooncake_conversation.jsonl %s/r/t.jsonl", kvt_tmp, kvt_tmp);
+           "cp traces/data/mooncake_conversation.jsonl %s/r/t.jsonl",
+           kvt_tmp, kvt_tmp);
     char *before = tree_sum("r");
     ck_assert_int_eq(kvt_sh("%s run %s/r/s.yaml --set workload.limit_requests=20 -q --no-report "
-                            "-o %s/r --force", kvt_bin(), kvt_tmp, kvt_tmp), 2);
+                            "-o %s/r --force",
+                            kvt_bin(), kvt_tmp, kvt_tmp),
+                     2);
     ck_assert_msg(strstr(kvt_err, "scenario") && strstr(kvt_err, "lies inside"), "%s", kvt_err);
     ck_assert_int_eq(kvt_sh("%s run " SMALL " --trace %s/r/t.jsonl -o %s/r --force", kvt_bin(),
-                            kvt_tmp, kvt_tmp), 2);
+                            kvt_tmp, kvt_tmp),
+                     2);
     ck_assert_msg(strstr(kvt_err, "trace") && strstr(kvt_err, "lies inside"), "%s", kvt_err);
     assert_same("r", before);
     free(before);
@@ -193,27 +204,33 @@ START_TEST(test_output_equal_to_input_refused) {
            kvt_tmp, kvt_tmp, kvt_tmp, kvt_tmp);
     char *s0 = tree_sum("s.yaml"), *t0 = tree_sum("t.jsonl");
     ck_assert_int_eq(kvt_sh("%s run %s/s.yaml -q --no-report -o %s/o1 --trace-out %s/s.yaml",
-                            kvt_bin(), kvt_tmp, kvt_tmp, kvt_tmp), 2);
+                            kvt_bin(), kvt_tmp, kvt_tmp, kvt_tmp),
+                     2);
     ck_assert_msg(strstr(kvt_err, "--trace-out") && strstr(kvt_err, "scenario"), "%s", kvt_err);
     ck_assert_int_eq(kvt_sh("%s run %s/s.yaml -q --no-report -o %s/o1 --trace %s/t.jsonl "
-                            "--trace-out %s/t.jsonl", kvt_bin(), kvt_tmp, kvt_tmp, kvt_tmp,
-                            kvt_tmp), 2);
+                            "--trace-out %s/t.jsonl",
+                            kvt_bin(), kvt_tmp, kvt_tmp, kvt_tmp, kvt_tmp),
+                     2);
     ck_assert_msg(strstr(kvt_err, "--trace-out") && strstr(kvt_err, "trace"), "%s", kvt_err);
     ck_assert_int_eq(kvt_sh("timeout 60 %s run %s/s.yaml -q --no-report -o %s/o1 --trace-out "
-                            "%s/fifo", kvt_bin(), kvt_tmp, kvt_tmp, kvt_tmp), 2);
+                            "%s/fifo",
+                            kvt_bin(), kvt_tmp, kvt_tmp, kvt_tmp),
+                     2);
     ck_assert_msg(strstr(kvt_err, "FIFO"), "%s", kvt_err);
     ck_assert_int_eq(kvt_sh("%s run %s/s.yaml -q --no-report -o %s/o1 --trace-out %s", kvt_bin(),
-                            kvt_tmp, kvt_tmp, kvt_tmp), 2);
+                            kvt_tmp, kvt_tmp, kvt_tmp),
+                     2);
     ck_assert_msg(strstr(kvt_err, "directory"), "%s", kvt_err);
     assert_same("s.yaml", s0);
     assert_same("t.jsonl", t0);
     free(s0), free(t0);
     // compare: --html over a run's summary, and a FIFO named summary.json
-    ck_assert_int_eq(kvt_sh("%s run " SMALL " --set workload.limit_requests=50 -o %s/b",
-                            kvt_bin(), kvt_tmp), 0);
+    ck_assert_int_eq(
+        kvt_sh("%s run " SMALL " --set workload.limit_requests=50 -o %s/b", kvt_bin(), kvt_tmp), 0);
     before = tree_sum("r");
     ck_assert_int_eq(kvt_sh("%s compare %s/r %s/b --html %s/r/summary.json", kvt_bin(), kvt_tmp,
-                            kvt_tmp, kvt_tmp), 2);
+                            kvt_tmp, kvt_tmp),
+                     2);
     ck_assert_msg(strstr(kvt_err, "--html") && strstr(kvt_err, "summary of run"), "%s", kvt_err);
     assert_same("r", before);
     free(before);
@@ -221,13 +238,15 @@ START_TEST(test_output_equal_to_input_refused) {
     ck_assert_int_eq(kvt_sh("timeout 60 %s compare %s/r %s/ff", kvt_bin(), kvt_tmp, kvt_tmp), 2);
     ck_assert_msg(strstr(kvt_err, "FIFO"), "%s", kvt_err);
     ck_assert_int_eq(kvt_sh("timeout 60 %s compare %s/r %s/b --html %s/fifo", kvt_bin(), kvt_tmp,
-                            kvt_tmp, kvt_tmp), 2);
+                            kvt_tmp, kvt_tmp),
+                     2);
     ck_assert_msg(strstr(kvt_err, "FIFO"), "%s", kvt_err);
     // an output inside the directory --force replaces would go with the earlier result
     before = tree_sum("r");
     ck_assert_int_eq(kvt_sh("%s run %s/s.yaml --set workload.limit_requests=5 -q --no-report -o "
-                            "%s/r --force --trace-out %s/r/timeline.json", kvt_bin(), kvt_tmp,
-                            kvt_tmp, kvt_tmp), 2);
+                            "%s/r --force --trace-out %s/r/timeline.json",
+                            kvt_bin(), kvt_tmp, kvt_tmp, kvt_tmp),
+                     2);
     ck_assert_msg(strstr(kvt_err, "--trace-out") && strstr(kvt_err, "inside the result"), "%s",
                   kvt_err);
     assert_same("r", before);
@@ -236,11 +255,13 @@ START_TEST(test_output_equal_to_input_refused) {
     kvt_sh("echo precious > %s/victim && ln -s %s/victim %s/link", kvt_tmp, kvt_tmp, kvt_tmp);
     char *v0 = tree_sum("victim");
     ck_assert_int_eq(kvt_sh("%s run %s/s.yaml --set workload.limit_requests=5 -q --no-report -o "
-                            "%s/o2 --trace-out %s/link", kvt_bin(), kvt_tmp, kvt_tmp, kvt_tmp), 2);
+                            "%s/o2 --trace-out %s/link",
+                            kvt_bin(), kvt_tmp, kvt_tmp, kvt_tmp),
+                     2);
     ck_assert_msg(strstr(kvt_err, "--trace-out") && strstr(kvt_err, "symbolic link"), "%s",
                   kvt_err);
-    ck_assert_int_eq(kvt_sh("%s compare %s/r %s/b --html %s/link", kvt_bin(), kvt_tmp, kvt_tmp,
-                            kvt_tmp), 2);
+    ck_assert_int_eq(
+        kvt_sh("%s compare %s/r %s/b --html %s/link", kvt_bin(), kvt_tmp, kvt_tmp, kvt_tmp), 2);
     ck_assert_msg(strstr(kvt_err, "--html") && strstr(kvt_err, "symbolic link"), "%s", kvt_err);
     assert_same("victim", v0);
     free(v0);
@@ -265,15 +286,17 @@ START_TEST(test_other_commands_keep_result_unless_force) {
     // the trace inside the directory --force would replace
     kvt_sh("cp %s %s/e/t.jsonl", T, kvt_tmp);
     e0 = tree_sum("e");
-    ck_assert_int_eq(kvt_sh("%s engine serve --trace %s/e/t.jsonl -o %s/e --force", kvt_bin(),
-                            kvt_tmp, kvt_tmp), 2);
+    ck_assert_int_eq(
+        kvt_sh("%s engine serve --trace %s/e/t.jsonl -o %s/e --force", kvt_bin(), kvt_tmp, kvt_tmp),
+        2);
     ck_assert_msg(strstr(kvt_err, "lies inside"), "%s", kvt_err);
     assert_same("e", e0);
     free(e0);
     // assess with --force replaces its directory whole
     ck_assert_int_eq(kvt_sh("%s assess %s --scenario scenarios/quickstart.yaml "
-                            "--set workload.limit_requests=60 -q -o %s/a --force", kvt_bin(), T,
-                            kvt_tmp), 0);
+                            "--set workload.limit_requests=60 -q -o %s/a --force",
+                            kvt_bin(), T, kvt_tmp),
+                     0);
     ck_assert_int_eq(kvt_sh("ls %s/a", kvt_tmp), 0);
     ck_assert_msg(strstr(kvt_out, "assess.json") && !strstr(kvt_out, "keep"), "%s", kvt_out);
     ck_assert_int_eq(leftovers("a."), 0);
@@ -284,9 +307,12 @@ END_TEST
 START_TEST(test_trace_and_seed_are_literal) {
     // a file named 'x #1.jsonl' beside one named 'x': --trace must read the first
     kvt_sh("head -n 40 traces/data/mooncake_conversation.jsonl > '%s/x #1.jsonl' && "
-           "head -n 10 traces/data/mooncake_conversation.jsonl > %s/x", kvt_tmp, kvt_tmp);
+           "head -n 10 traces/data/mooncake_conversation.jsonl > %s/x",
+           kvt_tmp, kvt_tmp);
     ck_assert_int_eq(kvt_sh("%s run scenarios/quickstart.yaml --trace '%s/x #1.jsonl' -q "
-                            "--no-report -o %s/r", kvt_bin(), kvt_tmp, kvt_tmp), 0);
+                            "--no-report -o %s/r",
+                            kvt_bin(), kvt_tmp, kvt_tmp),
+                     0);
     char p[256];
     snprintf(p, sizeof p, "%s/r/summary.json", kvt_tmp);
     json_error_t je;
@@ -300,13 +326,17 @@ START_TEST(test_trace_and_seed_are_literal) {
     json_decref(s);
     // YAML syntax in the value is text: a trace named "null" or "[a]" is that file
     ck_assert_int_eq(kvt_sh("%s run scenarios/quickstart.yaml --trace '[a, b]' -q --no-report "
-                            "-o %s/q", kvt_bin(), kvt_tmp), 2);
+                            "-o %s/q",
+                            kvt_bin(), kvt_tmp),
+                     2);
     ck_assert_msg(strstr(kvt_err, "[a, b]") && strstr(kvt_err, "workload.trace"), "%s", kvt_err);
-    ck_assert_int_eq(kvt_sh("%s run scenarios/quickstart.yaml --seed '5 # x' -q -o %s/q",
-                            kvt_bin(), kvt_tmp), 2);
+    ck_assert_int_eq(
+        kvt_sh("%s run scenarios/quickstart.yaml --seed '5 # x' -q -o %s/q", kvt_bin(), kvt_tmp),
+        2);
     ck_assert_msg(strstr(kvt_err, "seed") && strstr(kvt_err, "5 # x"), "%s", kvt_err);
-    ck_assert_int_eq(kvt_sh("%s run scenarios/quickstart.yaml --seed '{a: 1}' -q -o %s/q",
-                            kvt_bin(), kvt_tmp), 2);
+    ck_assert_int_eq(
+        kvt_sh("%s run scenarios/quickstart.yaml --seed '{a: 1}' -q -o %s/q", kvt_bin(), kvt_tmp),
+        2);
     ck_assert_msg(strstr(kvt_err, "seed"), "%s", kvt_err);
 }
 END_TEST
@@ -319,10 +349,10 @@ START_TEST(test_assess_refuses_trace_keys) {
     const char *named[] = {"workload.trace", "workload.format", "workload.generate.profile",
                            "workload=", "workload.trace"};
     for (int i = 0; i < 5; i++) {
-        ck_assert_int_eq(kvt_sh("%s assess %s --set %s -q -o %s/a%d", kvt_bin(), T, keys[i],
-                                kvt_tmp, i), 2);
-        ck_assert_msg(strstr(kvt_err, named[i]) && strstr(kvt_err, "changes the trace"),
-                      "%s: %s", keys[i], kvt_err);
+        ck_assert_int_eq(
+            kvt_sh("%s assess %s --set %s -q -o %s/a%d", kvt_bin(), T, keys[i], kvt_tmp, i), 2);
+        ck_assert_msg(strstr(kvt_err, named[i]) && strstr(kvt_err, "changes the trace"), "%s: %s",
+                      keys[i], kvt_err);
     }
     ck_assert_int_eq(leftovers("a"), 0);   // nothing written
 }
@@ -337,8 +367,7 @@ START_TEST(test_economics_class_names_checked) {
         kvf_err err = {0};
         char key[96];
         snprintf(key, sizeof key, "prices_per_mtok.%s.output", trc_class_name(k));
-        ck_assert_msg(rpt_econ_config_set(&c, key, "1.5", &err) == KVF_OK, "%s: %s", key,
-                      err.msg);
+        ck_assert_msg(rpt_econ_config_set(&c, key, "1.5", &err) == KVF_OK, "%s: %s", key, err.msg);
     }
     rpt_econ_config c;
     rpt_econ_config_default(&c);
@@ -348,16 +377,19 @@ START_TEST(test_economics_class_names_checked) {
     ck_assert_msg(strstr(err.msg, "chatbt") && strstr(err.msg, "chatbot"), "%s", err.msg);
     // from the command line and from a file (file:line: key)
     ck_assert_int_eq(kvt_sh("%s run scenarios/quickstart.yaml --set "
-                            "economics.prices_per_mtok.chatbt.output=1 -q -o %s/r", kvt_bin(),
-                            kvt_tmp), 2);
+                            "economics.prices_per_mtok.chatbt.output=1 -q -o %s/r",
+                            kvt_bin(), kvt_tmp),
+                     2);
     ck_assert_msg(strstr(kvt_err, "economics.prices_per_mtok.chatbt.output") &&
-                  strstr(kvt_err, "unknown class"), "%s", kvt_err);
+                      strstr(kvt_err, "unknown class"),
+                  "%s", kvt_err);
     kvt_sh("sed \"s#traces/data#$PWD/traces/data#\" scenarios/quickstart.yaml > %s/s.yaml && "
            "printf 'economics:\\n  prices_per_mtok:\\n    codng:\\n      input: 1\\n' >> %s/s.yaml",
            kvt_tmp, kvt_tmp);
     ck_assert_int_eq(kvt_sh("%s run %s/s.yaml -q -o %s/r", kvt_bin(), kvt_tmp, kvt_tmp), 2);
     ck_assert_msg(strstr(kvt_err, "s.yaml:") && strstr(kvt_err, "prices_per_mtok.codng.input") &&
-                  strstr(kvt_err, "unknown class 'codng'"), "%s", kvt_err);
+                      strstr(kvt_err, "unknown class 'codng'"),
+                  "%s", kvt_err);
 }
 END_TEST
 
@@ -365,8 +397,8 @@ START_TEST(test_vision_keys_need_a_vision_model) {
     const char *sets[] = {"cluster.vision.instances=1", "cluster.vision.gpus_per_instance=2",
                           "cluster.vision.max_batch_requests=8"};
     for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(kvt_sh("%s run " SMALL " --set %s -o %s/v%d", kvt_bin(), sets[i],
-                                kvt_tmp, i), 2);
+        ck_assert_int_eq(
+            kvt_sh("%s run " SMALL " --set %s -o %s/v%d", kvt_bin(), sets[i], kvt_tmp, i), 2);
         char key[64];
         snprintf(key, sizeof key, "%.*s", (int)(strchr(sets[i], '=') - sets[i]), sets[i]);
         ck_assert_msg(strstr(kvt_err, key) && strstr(kvt_err, "text only"), "%s: %s", sets[i],
@@ -374,13 +406,16 @@ START_TEST(test_vision_keys_need_a_vision_model) {
     }
     // beside a model with a vision encoder the pool runs and is billed
     ck_assert_int_eq(kvt_sh("%s run " SMALL " --set model=gemma-3-27b --set "
-                            "cluster.vision.instances=1 -o %s/g", kvt_bin(), kvt_tmp), 0);
+                            "cluster.vision.instances=1 -o %s/g",
+                            kvt_bin(), kvt_tmp),
+                     0);
     // a resolved configuration written back names every vision key at its default: it runs
     ck_assert_int_eq(kvt_sh("%s run " SMALL " -o %s/t && python3 -c \"import json,sys; "
                             "print(json.dumps(json.load(open(sys.argv[1]))['config']))\" "
                             "%s/t/summary.json > %s/again.json && %s run %s/again.json -q "
-                            "--no-report -o %s/t2", kvt_bin(), kvt_tmp, kvt_tmp, kvt_tmp,
-                            kvt_bin(), kvt_tmp, kvt_tmp), 0);
+                            "--no-report -o %s/t2",
+                            kvt_bin(), kvt_tmp, kvt_tmp, kvt_tmp, kvt_bin(), kvt_tmp, kvt_tmp),
+                     0);
 }
 END_TEST
 
@@ -388,24 +423,28 @@ START_TEST(test_days_mode_refuses_keys_it_ignores) {
     const char *sets[] = {"workload.generate.arrival=gamma", "workload.generate.cv=3",
                           "workload.generate.duration_s=100"};
     for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(kvt_sh("%s run scenarios/fleet-days.yaml --set %s -q -o %s/d%d",
-                                kvt_bin(), sets[i], kvt_tmp, i), 2);
+        ck_assert_int_eq(kvt_sh("%s run scenarios/fleet-days.yaml --set %s -q -o %s/d%d", kvt_bin(),
+                                sets[i], kvt_tmp, i),
+                         2);
         char key[64];
         snprintf(key, sizeof key, "%.*s", (int)(strchr(sets[i], '=') - sets[i]), sets[i]);
         ck_assert_msg(strstr(kvt_err, key) && strstr(kvt_err, "does not apply") &&
-                      strstr(kvt_err, "days"), "%s: %s", sets[i], kvt_err);
+                          strstr(kvt_err, "days"),
+                      "%s: %s", sets[i], kvt_err);
     }
     // a days-mode configuration written back (every generator key at its value) runs
     ck_assert_int_eq(kvt_sh("%s run scenarios/quickstart.yaml --set 'workload.generate={profile: "
                             "chatbot, rate_rps: 0.002, days: 1}' -q --no-report -o %s/dd && "
                             "python3 -c \"import json,sys; print(json.dumps(json.load(open("
                             "sys.argv[1]))['config']))\" %s/dd/summary.json > %s/dd.json && "
-                            "%s run %s/dd.json -q --no-report -o %s/dd2", kvt_bin(), kvt_tmp,
-                            kvt_tmp, kvt_tmp, kvt_bin(), kvt_tmp, kvt_tmp), 0);
+                            "%s run %s/dd.json -q --no-report -o %s/dd2",
+                            kvt_bin(), kvt_tmp, kvt_tmp, kvt_tmp, kvt_bin(), kvt_tmp, kvt_tmp),
+                     0);
     // without days the same keys apply
     ck_assert_int_eq(kvt_sh("%s run " SMALL " --set 'workload.generate={profile: chatbot, "
                             "rate_rps: 2, duration_s: 30, arrival: gamma, cv: 3}' -o %s/n",
-                            kvt_bin(), kvt_tmp), 0);
+                            kvt_bin(), kvt_tmp),
+                     0);
 }
 END_TEST
 
@@ -439,4 +478,6 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) { return kvt_main(suite()); }
+int main(void) {
+    return kvt_main(suite());
+}

@@ -16,8 +16,12 @@
 #include "helpers/kvt.h"
 #include "sim.h"
 
-static void setup(void) { kvt_tmp_make("kvf_plan"); }
-static void teardown(void) { kvt_tmp_remove(); }
+static void setup(void) {
+    kvt_tmp_make("kvf_plan");
+}
+static void teardown(void) {
+    kvt_tmp_remove();
+}
 
 #define SCEN "scenarios/capacity-plan.yaml"
 
@@ -132,8 +136,8 @@ END_TEST
 START_TEST(test_plan_max_rate_brackets) {
     const int p = 8, d = 5;
     int rc = kvt_sh("%s plan " SCEN " --find max-rate --tol 0.02 --set cluster.prefill.instances=%d"
-                " --set cluster.decode.instances=%d --json",
-                kvt_bin(), p, d);
+                    " --set cluster.decode.instances=%d --json",
+                    kvt_bin(), p, d);
     ck_assert_msg(rc == 0, "exit %d: %.2000s", rc, kvt_err);
     json_t *o = parse_out();
     ck_assert(json_is_true(json_object_get(o, "feasible")));
@@ -182,7 +186,7 @@ START_TEST(test_plan_max_gpus_infeasible) {
     ck_assert_msg(rc == 3, "exit %d: %.2000s", rc, kvt_err);
     json_t *o = parse_out();
     ck_assert(json_is_false(json_object_get(o, "feasible")));
-    outcome one_one = run_config(1, 1, 0); // the only split of 2 GPUs
+    outcome one_one = run_config(1, 1, 0);   // the only split of 2 GPUs
     ck_assert(!one_one.meets);
     json_decref(o);
 }
@@ -197,8 +201,10 @@ START_TEST(test_plan_slos_by_class) {
     json_error_t je;
     json_t *a = json_loads(kvt_out, 0, &je);
     ck_assert_msg(a, "plan --json: %s", je.text);
-    rc = kvt_sh("%s plan scenarios/slo-classes.yaml --max-gpus 24 --json --set slo.classes.chatbot.ttft_ms.p90=0 "
-                "--set slo.classes.coding.e2e_ms.p99=0 --set slo.classes.agent.tpot_ms.p90=0", kvt_bin());
+    rc = kvt_sh("%s plan scenarios/slo-classes.yaml --max-gpus 24 --json --set "
+                "slo.classes.chatbot.ttft_ms.p90=0 "
+                "--set slo.classes.coding.e2e_ms.p99=0 --set slo.classes.agent.tpot_ms.p90=0",
+                kvt_bin());
     ck_assert_msg(rc == 0, "plan, one bound: exit %d: %s", rc, kvt_err);
     json_t *b = json_loads(kvt_out, 0, &je);
     ck_assert_msg(b, "plan --json: %s", je.text);
@@ -206,7 +212,8 @@ START_TEST(test_plan_slos_by_class) {
     double gb = json_number_value(json_object_get(json_object_get(b, "config"), "gpus"));
     ck_assert_msg(ga > 0 && gb > 0 && ga != gb, "by class %g GPUs, one bound %g GPUs", ga, gb);
     rc = kvt_sh("%s plan scenarios/slo-classes.yaml --max-gpus 24", kvt_bin());
-    ck_assert_msg(rc == 0 && (strstr(kvt_out, "coding e2e_ms.p99") || strstr(kvt_out, "chatbot ttft_ms.p90") ||
+    ck_assert_msg(rc == 0 && (strstr(kvt_out, "coding e2e_ms.p99") ||
+                              strstr(kvt_out, "chatbot ttft_ms.p90") ||
                               strstr(kvt_out, "agent tpot_ms.p90")),
                   "a miss by class is not named: %s", kvt_out);
     json_decref(a);
@@ -228,4 +235,6 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) { return kvt_main(suite()); }
+int main(void) {
+    return kvt_main(suite());
+}

@@ -121,7 +121,8 @@ static void check_layout(const char *dom, int npoints, const char *what) {
         int row = (int)strtol(tok, &tok, 10);
         ck_assert_msg(row >= 1 && row <= npoints, "%s: label row %d", what, row);
         seen[row]++;
-        while (*tok == ',' || *tok == ' ' || *tok == '|') tok++;
+        while (*tok == ',' || *tok == ' ' || *tok == '|')
+            tok++;
     }
     for (int i = 1; i <= npoints; i++)
         ck_assert_msg(seen[i] == 1, "%s: row %d in %d labels (%s)", what, i, seen[i], labels);
@@ -131,12 +132,14 @@ static void check_layout(const char *dom, int npoints, const char *what) {
 static int cheapest_stable(json_t **s, int n) {
     int b = -1;
     for (int i = 0; i < n; i++) {
-        const char *st = json_string_value(json_object_get(json_object_get(s[i], "saturation"), "state"));
+        const char *st =
+            json_string_value(json_object_get(json_object_get(s[i], "saturation"), "state"));
         if (!st || strcmp(st, "stable")) continue;
         double c = kvt_num(s[i], "economics.cost_per_day_usd");
         double a = kvt_num(s[i], "slo.attainment");
         if (b < 0 || c < kvt_num(s[b], "economics.cost_per_day_usd") ||
-            (c == kvt_num(s[b], "economics.cost_per_day_usd") && a > kvt_num(s[b], "slo.attainment")))
+            (c == kvt_num(s[b], "economics.cost_per_day_usd") &&
+             a > kvt_num(s[b], "slo.attainment")))
             b = i;
     }
     return b;
@@ -162,7 +165,8 @@ static void check_answer(const char *dom, json_t **s, int n) {
     ck_assert_msg(x == kvt_num(s[b], "economics.cost_per_day_usd"), "cost %.17g", x);
     int stable = 0;
     for (int i = 0; i < n; i++) {
-        const char *st = json_string_value(json_object_get(json_object_get(s[i], "saturation"), "state"));
+        const char *st =
+            json_string_value(json_object_get(json_object_get(s[i], "saturation"), "state"));
         stable += st && !strcmp(st, "stable");
     }
     snprintf(want, sizeof want, "data-stable=\"%d\"", stable);
@@ -184,9 +188,10 @@ static void page_probe_three(const char *page, json_t **sums) {
 
 START_TEST(test_sweep_and_compare_pages) {
     kvt_tmp_make("kvf_points_browser");
-    int rc = kvt_sh("%s sweep scenarios/quickstart.yaml --vary cluster.prefill.instances=1,2,4 "
-                    "--vary cluster.decode.instances=1,2 --set workload.limit_requests=300 -o %s/sw",
-                    kvt_bin(), kvt_tmp);
+    int rc =
+        kvt_sh("%s sweep scenarios/quickstart.yaml --vary cluster.prefill.instances=1,2,4 "
+               "--vary cluster.decode.instances=1,2 --set workload.limit_requests=300 -o %s/sw",
+               kvt_bin(), kvt_tmp);
     ck_assert_msg(rc == 0, "sweep exited %d: %s", rc, kvt_err);
     ck_assert_msg(strstr(kvt_out, "sweep.html"), "the sweep does not name its page: %s", kvt_out);
 
@@ -199,8 +204,10 @@ START_TEST(test_sweep_and_compare_pages) {
     ck_assert(strstr(dom, "<th class=\"key\">cluster.decode.instances</th>"));
     for (int i = 0; i < 6; i++) {
         char p[400], cost[64], att[64];
-        snprintf(p, sizeof p, "%s/sw/points/%04d_cluster.prefill.instances=%d_cluster.decode."
-                 "instances=%d/summary.json", kvt_tmp, i, (int[]){1, 1, 2, 2, 4, 4}[i], 1 + i % 2);
+        snprintf(p, sizeof p,
+                 "%s/sw/points/%04d_cluster.prefill.instances=%d_cluster.decode."
+                 "instances=%d/summary.json",
+                 kvt_tmp, i, (int[]){1, 1, 2, 2, 4, 4}[i], 1 + i % 2);
         json_error_t je;
         json_t *s = json_load_file(p, 0, &je);
         ck_assert_msg(s, "%s: %s", p, je.text);
@@ -226,8 +233,10 @@ START_TEST(test_sweep_and_compare_pages) {
     json_t *sums[6];
     for (int i = 0; i < 6; i++) {
         char p[400];
-        snprintf(p, sizeof p, "%s/sw/points/%04d_cluster.prefill.instances=%d_cluster.decode."
-                 "instances=%d/summary.json", kvt_tmp, i, (int[]){1, 1, 2, 2, 4, 4}[i], 1 + i % 2);
+        snprintf(p, sizeof p,
+                 "%s/sw/points/%04d_cluster.prefill.instances=%d_cluster.decode."
+                 "instances=%d/summary.json",
+                 kvt_tmp, i, (int[]){1, 1, 2, 2, 4, 4}[i], 1 + i % 2);
         json_error_t je;
         sums[i] = json_load_file(p, 0, &je);
         ck_assert_msg(sums[i], "%s: %s", p, je.text);
@@ -255,7 +264,8 @@ START_TEST(test_sweep_and_compare_pages) {
     // the difference column against run 1: cost in percent of the baseline's
     ck_assert(strstr(dom, "<th>against #1</th>"));
     const char *row3 = strstr(dom, "<tr class=\"point\"");
-    for (int i = 0; i < 2 && row3; i++) row3 = strstr(row3 + 1, "<tr class=\"point\"");
+    for (int i = 0; i < 2 && row3; i++)
+        row3 = strstr(row3 + 1, "<tr class=\"point\"");
     ck_assert_ptr_nonnull(row3);
     const char *dc = strstr(row3, "data-diff-key=\"economics.cost_per_day_usd\" data-diff=\"");
     ck_assert_msg(dc, "row 3 has no cost difference");
@@ -302,8 +312,8 @@ START_TEST(test_sweep_and_compare_pages) {
     for (int i = 0; i < 3; i++)
         json_array_append_new(pts, json_pack("{s:s, s:{s:s}, s:O}", "label", "p", "keys", "k",
                                              i ? "b" : "a", "summary", sums[i + 3]));
-    json_array_append_new(pts, json_pack("{s:s, s:{s:s}, s:n, s:s, s:s}", "label", "q", "keys",
-                                         "k", "c", "summary", "status", "unfinished", "reason",
+    json_array_append_new(pts, json_pack("{s:s, s:{s:s}, s:n, s:s, s:s}", "label", "q", "keys", "k",
+                                         "c", "summary", "status", "unfinished", "reason",
                                          "interrupted at 40 % of arrivals"));
     snprintf(page, sizeof page, "%s/cmp/unfinished.html", kvt_tmp);
     kvf_err err = {0};
@@ -311,11 +321,13 @@ START_TEST(test_sweep_and_compare_pages) {
     json_decref(pts);
     dom = dom_of(page);
     ck_assert_msg(strstr(dom, "data-status=\"unfinished\">unfinished: interrupted at 40 % of "
-                              "arrivals<"), "no unfinished row with its reason");
+                              "arrivals<"),
+                  "no unfinished row with its reason");
     ck_assert(strstr(dom, "data-unfinished=\"1\""));
     ck_assert(!strstr(dom, "failed"));
     free(dom);
-    for (int i = 0; i < 6; i++) json_decref(sums[i]);
+    for (int i = 0; i < 6; i++)
+        json_decref(sums[i]);
 
     // without gnuplot the page keeps its table and says why there is no chart
     rc = kvt_sh("KVF_NO_GNUPLOT=1 %s compare %s/sw/points/0000_* %s/sw/points/0001_* "

@@ -12,7 +12,8 @@
 #include "sim.h"
 
 static json_t *run(const char *const *sets, int n) {
-    return kvt_run("quickstart.yaml", kvt_shared_trace("mooncake_conversation.jsonl"), sets, n, NULL);
+    return kvt_run("quickstart.yaml", kvt_shared_trace("mooncake_conversation.jsonl"), sets, n,
+                   NULL);
 }
 
 static const char *sat(json_t *s) {
@@ -35,9 +36,10 @@ START_TEST(test_cache_aware_and_ttft_estimate_beat_round_robin) {
         json_decref(s);
     }
     for (int i = 1; i < 3; i++) {
-        ck_assert_msg(hit[i] > hit[0], "%s hit rate %.4f not above round robin %.4f", names[i], hit[i], hit[0]);
-        ck_assert_msg(p90[i] < p90[0], "%s TTFT p90 %.0f ms not below round robin %.0f ms", names[i],
-                      p90[i], p90[0]);
+        ck_assert_msg(hit[i] > hit[0], "%s hit rate %.4f not above round robin %.4f", names[i],
+                      hit[i], hit[0]);
+        ck_assert_msg(p90[i] < p90[0], "%s TTFT p90 %.0f ms not below round robin %.0f ms",
+                      names[i], p90[i], p90[0]);
     }
 }
 END_TEST
@@ -48,8 +50,9 @@ START_TEST(test_p2c_beats_round_robin_on_tail_under_load) {
     const char *b[] = {"cluster.prefill.instances=3", "workload.limit_requests=6000",
                        "router.prefill=p2c"};
     json_t *s1 = run(a, 3), *s2 = run(b, 3);
-    ck_assert_msg(kvt_num(s2, "ttft_ms.p99") < kvt_num(s1, "ttft_ms.p99"), "p2c p99 %.0f, rr p99 %.0f",
-                  kvt_num(s2, "ttft_ms.p99"), kvt_num(s1, "ttft_ms.p99"));
+    ck_assert_msg(kvt_num(s2, "ttft_ms.p99") < kvt_num(s1, "ttft_ms.p99"),
+                  "p2c p99 %.0f, rr p99 %.0f", kvt_num(s2, "ttft_ms.p99"),
+                  kvt_num(s1, "ttft_ms.p99"));
     json_decref(s1), json_decref(s2);
 }
 END_TEST
@@ -91,7 +94,8 @@ START_TEST(test_disaggregation_keeps_tpot_flat) {
     const char *d[] = {"workload.limit_requests=3000"};
     const char *c[] = {"workload.limit_requests=3000", "cluster.mode=colocated"};
     json_t *s1 = run(d, 1), *s2 = run(c, 2);
-    ck_assert_int_eq(kvt_num(s1, "gpus.prefill") + kvt_num(s1, "gpus.decode"), kvt_num(s2, "gpus.prefill"));
+    ck_assert_int_eq(kvt_num(s1, "gpus.prefill") + kvt_num(s1, "gpus.decode"),
+                     kvt_num(s2, "gpus.prefill"));
     ck_assert_msg(kvt_num(s1, "tpot_ms.p90") < kvt_num(s2, "tpot_ms.p90"),
                   "TPOT p90 disaggregated %.2f ms, colocated %.2f ms", kvt_num(s1, "tpot_ms.p90"),
                   kvt_num(s2, "tpot_ms.p90"));
@@ -118,22 +122,23 @@ START_TEST(test_vision_stage) {
     // and the vision encoder's work shows as that pool's busy time
     char dir[] = "/tmp/kvf_vis_XXXXXX";
     ck_assert(mkdtemp(dir));
-    const char *sets[] = {"model=gemma-3-27b", "cluster.vision.instances=1",
-                          "cluster.prefill.gpus_per_instance=2", "cluster.decode.gpus_per_instance=2",
-                          "workload.generate={profile: chatbot, rate_rps: 4, duration_s: 120, images_p: 0.5}"};
+    const char *sets[] = {
+        "model=gemma-3-27b", "cluster.vision.instances=1", "cluster.prefill.gpus_per_instance=2",
+        "cluster.decode.gpus_per_instance=2",
+        "workload.generate={profile: chatbot, rate_rps: 4, duration_s: 120, images_p: 0.5}"};
     json_t *s = kvt_run("quickstart.yaml", NULL, sets, 5, dir);
     ck_assert_int_eq(kvt_num(s, "gpus.vision"), 1);
     ck_assert_msg(kvt_num(s, "utilization.vision") > 0, "vision pool never busy");
     json_decref(s);
     char cmd[256];
     snprintf(cmd, sizeof cmd,
-             "sqlite3 %s/results.db 'SELECT COUNT(*) FROM request WHERE vision_instance >= 0'", dir);
+             "sqlite3 %s/results.db 'SELECT COUNT(*) FROM request WHERE vision_instance >= 0'",
+             dir);
     ck_assert_int_eq(kvt_sh("%s", cmd), 0);
     long with_image = atol(kvt_out);
     ck_assert_msg(with_image > 100, "only %ld requests went through the vision pool", with_image);
 }
 END_TEST
-
 
 // One queue policy for every pool: scheduler, queue_limit and max_batch_requests change what
 // each pool kind does (vision, prefill, decode), and a key that cannot apply is refused.
@@ -142,10 +147,13 @@ static double rejected_queue(json_t *s) {
 }
 
 static json_t *vision_run(const char *extra) {
-    const char *sets[] = {"model=gemma-3-27b", "cluster.vision.instances=1",
-                          "cluster.prefill.gpus_per_instance=2", "cluster.decode.gpus_per_instance=2",
-                          "workload.generate={profile: mixed, rate_rps: 3000, duration_s: 2, images_p: 1}",
-                          extra};
+    const char *sets[] = {
+        "model=gemma-3-27b",
+        "cluster.vision.instances=1",
+        "cluster.prefill.gpus_per_instance=2",
+        "cluster.decode.gpus_per_instance=2",
+        "workload.generate={profile: mixed, rate_rps: 3000, duration_s: 2, images_p: 1}",
+        extra};
     return kvt_run("quickstart.yaml", NULL, sets, extra ? 6 : 5, NULL);
 }
 
@@ -157,7 +165,8 @@ START_TEST(test_pool_policy_vision) {
     double t0 = kvt_num(base, "ttft_ms.mean"), t1 = kvt_num(b2, "ttft_ms.mean");
     double p0 = kvt_num(base, "ttft_ms.p50"), ps = kvt_num(spf, "ttft_ms.p50");
     printf("vision: TTFT mean %.1f ms (batch 64) vs %.1f ms (batch 1); p50 fcfs %.1f vs spf %.1f; "
-           "queue limit 1 rejects %g\n", t0, t1, p0, ps, rejected_queue(ql));
+           "queue limit 1 rejects %g\n",
+           t0, t1, p0, ps, rejected_queue(ql));
     ck_assert_msg(t1 != t0, "vision max_batch_requests changed nothing (%.3f ms)", t0);
     ck_assert_msg(ps != p0, "vision scheduler changed nothing (p50 %.3f ms)", p0);
     ck_assert_msg(rejected_queue(base) == 0 && rejected_queue(ql) > 0,
@@ -168,20 +177,23 @@ START_TEST(test_pool_policy_vision) {
 END_TEST
 
 START_TEST(test_pool_policy_prefill) {
-    const char *a[] = {"workload.limit_requests=3000", "workload.time_scale=0.4", "cluster.prefill.instances=2"};
-    const char *b[] = {"workload.limit_requests=3000", "workload.time_scale=0.4", "cluster.prefill.instances=2",
-                       "cluster.prefill.max_batch_requests=1"};
-    const char *c2[] = {"workload.limit_requests=3000", "workload.time_scale=0.4", "cluster.prefill.instances=2",
-                        "cluster.prefill.scheduler=spf"};
-    const char *d[] = {"workload.limit_requests=3000", "workload.time_scale=0.4", "cluster.prefill.instances=2",
-                       "cluster.prefill.queue_limit=2"};
+    const char *a[] = {"workload.limit_requests=3000", "workload.time_scale=0.4",
+                       "cluster.prefill.instances=2"};
+    const char *b[] = {"workload.limit_requests=3000", "workload.time_scale=0.4",
+                       "cluster.prefill.instances=2", "cluster.prefill.max_batch_requests=1"};
+    const char *c2[] = {"workload.limit_requests=3000", "workload.time_scale=0.4",
+                        "cluster.prefill.instances=2", "cluster.prefill.scheduler=spf"};
+    const char *d[] = {"workload.limit_requests=3000", "workload.time_scale=0.4",
+                       "cluster.prefill.instances=2", "cluster.prefill.queue_limit=2"};
     json_t *sa = run(a, 3), *sb = run(b, 4), *sc = run(c2, 4), *sd = run(d, 4);
     printf("prefill: TTFT mean %.1f ms, one request per step %.1f ms, spf p50 %.1f vs %.1f ms, "
-           "queue limit 2 rejects %g\n", kvt_num(sa, "ttft_ms.mean"), kvt_num(sb, "ttft_ms.mean"),
-           kvt_num(sc, "ttft_ms.p50"), kvt_num(sa, "ttft_ms.p50"), rejected_queue(sd));
+           "queue limit 2 rejects %g\n",
+           kvt_num(sa, "ttft_ms.mean"), kvt_num(sb, "ttft_ms.mean"), kvt_num(sc, "ttft_ms.p50"),
+           kvt_num(sa, "ttft_ms.p50"), rejected_queue(sd));
     ck_assert_msg(kvt_num(sb, "ttft_ms.mean") > kvt_num(sa, "ttft_ms.mean"),
                   "one request per prefill step did not slow TTFT");
-    ck_assert_msg(kvt_num(sc, "ttft_ms.p50") < kvt_num(sa, "ttft_ms.p50"), "spf did not cut TTFT p50");
+    ck_assert_msg(kvt_num(sc, "ttft_ms.p50") < kvt_num(sa, "ttft_ms.p50"),
+                  "spf did not cut TTFT p50");
     ck_assert_msg(rejected_queue(sd) > 0, "prefill queue_limit rejected nothing");
     json_decref(sa), json_decref(sb), json_decref(sc), json_decref(sd);
 }
@@ -189,29 +201,35 @@ END_TEST
 
 START_TEST(test_pool_policy_decode) {
     // one decode instance with little KV: requests wait for decode admission
-    const char *a[] = {"workload.limit_requests=2500", "workload.time_scale=0.3", "cluster.decode.instances=1",
-                       "cluster.prefill.instances=4", "cluster.decode.kv_tokens=400000"};
-    const char *b[] = {"workload.limit_requests=2500", "workload.time_scale=0.3", "cluster.decode.instances=1",
-                       "cluster.prefill.instances=4", "cluster.decode.kv_tokens=400000",
-                       "cluster.decode.scheduler=spf"};
-    const char *c2[] = {"workload.limit_requests=2500", "workload.time_scale=0.3", "cluster.decode.instances=1",
-                        "cluster.prefill.instances=4", "cluster.decode.max_batch_requests=16"};
-    const char *c0[] = {"workload.limit_requests=2500", "workload.time_scale=0.3", "cluster.decode.instances=1",
-                        "cluster.prefill.instances=4"};
-    const char *d[] = {"workload.limit_requests=2500", "workload.time_scale=0.3", "cluster.decode.instances=1",
-                       "cluster.prefill.instances=4", "cluster.decode.kv_tokens=400000",
-                       "cluster.decode.queue_limit=5"};
+    const char *a[] = {"workload.limit_requests=2500", "workload.time_scale=0.3",
+                       "cluster.decode.instances=1", "cluster.prefill.instances=4",
+                       "cluster.decode.kv_tokens=400000"};
+    const char *b[] = {"workload.limit_requests=2500",    "workload.time_scale=0.3",
+                       "cluster.decode.instances=1",      "cluster.prefill.instances=4",
+                       "cluster.decode.kv_tokens=400000", "cluster.decode.scheduler=spf"};
+    const char *c2[] = {"workload.limit_requests=2500", "workload.time_scale=0.3",
+                        "cluster.decode.instances=1", "cluster.prefill.instances=4",
+                        "cluster.decode.max_batch_requests=16"};
+    const char *c0[] = {"workload.limit_requests=2500", "workload.time_scale=0.3",
+                        "cluster.decode.instances=1", "cluster.prefill.instances=4"};
+    const char *d[] = {"workload.limit_requests=2500",    "workload.time_scale=0.3",
+                       "cluster.decode.instances=1",      "cluster.prefill.instances=4",
+                       "cluster.decode.kv_tokens=400000", "cluster.decode.queue_limit=5"};
     json_t *sa = run(a, 5), *sb = run(b, 6), *sc = run(c2, 5), *sd = run(d, 6), *s0 = run(c0, 4);
     printf("decode: E2E p50 fcfs %.0f ms, spf %.0f ms; mean batch %.1f, capped at 16 %.1f; queue "
-           "limit 5 rejects %g\n", kvt_num(sa, "e2e_ms.p50"), kvt_num(sb, "e2e_ms.p50"),
-           kvt_num(s0, "steps.decode_mean_batch"), kvt_num(sc, "steps.decode_mean_batch"), rejected_queue(sd));
-    ck_assert_msg(kvt_num(sb, "e2e_ms.p50") != kvt_num(sa, "e2e_ms.p50"), "decode scheduler changed nothing");
-    ck_assert_msg(kvt_num(sc, "steps.decode_mean_batch") <= 16 && kvt_num(s0, "steps.decode_mean_batch") > 16,
-                  "decode batch: %.1f capped at 16, %.1f without", kvt_num(sc, "steps.decode_mean_batch"),
-                  kvt_num(s0, "steps.decode_mean_batch"));
+           "limit 5 rejects %g\n",
+           kvt_num(sa, "e2e_ms.p50"), kvt_num(sb, "e2e_ms.p50"),
+           kvt_num(s0, "steps.decode_mean_batch"), kvt_num(sc, "steps.decode_mean_batch"),
+           rejected_queue(sd));
+    ck_assert_msg(kvt_num(sb, "e2e_ms.p50") != kvt_num(sa, "e2e_ms.p50"),
+                  "decode scheduler changed nothing");
+    ck_assert_msg(kvt_num(sc, "steps.decode_mean_batch") <= 16 &&
+                      kvt_num(s0, "steps.decode_mean_batch") > 16,
+                  "decode batch: %.1f capped at 16, %.1f without",
+                  kvt_num(sc, "steps.decode_mean_batch"), kvt_num(s0, "steps.decode_mean_batch"));
     json_decref(s0);
-    ck_assert_msg(rejected_queue(sa) == 0 && rejected_queue(sd) > 0, "decode queue_limit rejected %g",
-                  rejected_queue(sd));
+    ck_assert_msg(rejected_queue(sa) == 0 && rejected_queue(sd) > 0,
+                  "decode queue_limit rejected %g", rejected_queue(sd));
     json_decref(sa), json_decref(sb), json_decref(sc), json_decref(sd);
 }
 END_TEST
@@ -220,17 +238,20 @@ START_TEST(test_pool_keys_that_cannot_apply_are_refused) {
     const char *bad[] = {"cluster.vision.max_batch_tokens=4096", "cluster.vision.chunk_tokens=512",
                          "cluster.vision.kv_tokens=1000", "cluster.decode.chunk_tokens=512"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        int rc = kvt_sh("%s run scenarios/quickstart.yaml --set %s --set workload.limit_requests=5 -q",
-                        kvt_bin(), bad[i]);
+        int rc =
+            kvt_sh("%s run scenarios/quickstart.yaml --set %s --set workload.limit_requests=5 -q",
+                   kvt_bin(), bad[i]);
         ck_assert_msg(rc == 2, "%s: exit %d", bad[i], rc);
         const char *key = strchr(bad[i], '=') ? bad[i] : bad[i];
         char k[64];
         snprintf(k, sizeof k, "%.*s", (int)(strchr(key, '=') - key), key);
-        ck_assert_msg(strstr(kvt_err, k) && strstr(kvt_err, "does not apply"), "%s: %s", bad[i], kvt_err);
+        ck_assert_msg(strstr(kvt_err, k) && strstr(kvt_err, "does not apply"), "%s: %s", bad[i],
+                      kvt_err);
     }
     // colocated: the decode instances join the prefill pool's step model, so its shape must match
     int rc = kvt_sh("%s run scenarios/quickstart.yaml --set cluster.mode=colocated --set "
-                    "cluster.decode.gpus_per_instance=4 --set workload.limit_requests=5 -q", kvt_bin());
+                    "cluster.decode.gpus_per_instance=4 --set workload.limit_requests=5 -q",
+                    kvt_bin());
     ck_assert_msg(rc == 2 && strstr(kvt_err, "cluster.decode.gpus_per_instance"),
                   "colocated decode shape: exit %d: %s", rc, kvt_err);
 }
@@ -255,4 +276,6 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) { return kvt_main(suite()); }
+int main(void) {
+    return kvt_main(suite());
+}

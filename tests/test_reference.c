@@ -45,11 +45,13 @@ START_TEST(test_reference_published_table) {
     json_array_foreach(pub, i, o) {
         const char *role = json_string_value(json_object_get(o, "role"));
         ck_assert_ptr_nonnull(role);
-        if (!strcmp(role, "input")) inputs++;
+        if (!strcmp(role, "input"))
+            inputs++;
         else if (!strcmp(role, "output")) {
             outputs++;
             ck_assert_msg(json_is_number(json_object_get(o, "simulated")), "row %zu: no figure", i);
-        } else ck_abort_msg("row %zu: role '%s'", i, role);
+        } else
+            ck_abort_msg("row %zu: role '%s'", i, role);
         // the hit rate is an output of the traffic, compared with the run's own figure
         if (!strcmp(json_string_value(json_object_get(o, "name")), "cache hit rate")) {
             ck_assert_str_eq(role, "output");
@@ -67,8 +69,9 @@ START_TEST(test_reference_published_table) {
     // the all-in cost range: a margin at each end, lower at the higher price
     ck_assert(kvt_num(s, "economics.gpu_hour_range.margin_at_low") >
               kvt_num(s, "economics.gpu_hour_range.margin_at_high"));
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(s, "economics"), "ssd_basis")),
-                     "retention steady state (class write rate x retention)");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(s, "economics"), "ssd_basis")),
+        "retention steady state (class write rate x retention)");
     // the report opens with the table, one input/output cell per row
     char p[200];
     snprintf(p, sizeof p, "%s/report.html", dir);
@@ -83,17 +86,25 @@ START_TEST(test_reference_published_table) {
 
     // each output figure within its stated gap of the published one (gap_pct, in percent of
     // the published figure; these are the gaps the scenario's comments explain)
-    static const struct { const char *name; double max_gap_pct; } pinned[] = {
-        {"cache hit rate", 10},         {"mean TTFT", 97},
-        {"generation speed per request", 190}, {"generation speed, coding", 130},
-        {"input tok/s per prefill GPU", 96}, {"output tok/s per decode GPU", 55},
-        {"SSD per daily token", 30},    {"margin", 48},
-        {"margin at 8 USD per GPU-hour", 63}, {"payback", 175},
+    static const struct {
+        const char *name;
+        double max_gap_pct;
+    } pinned[] = {
+        {"cache hit rate", 10},
+        {"mean TTFT", 97},
+        {"generation speed per request", 190},
+        {"generation speed, coding", 130},
+        {"input tok/s per prefill GPU", 96},
+        {"output tok/s per decode GPU", 55},
+        {"SSD per daily token", 30},
+        {"margin", 48},
+        {"margin at 8 USD per GPU-hour", 63},
+        {"payback", 175},
     };
     for (size_t k = 0; k < sizeof pinned / sizeof *pinned; k++) {
         json_t *row = NULL;
-        json_array_foreach(pub, i, o)
-            if (!strcmp(json_string_value(json_object_get(o, "name")), pinned[k].name)) row = o;
+        json_array_foreach(pub, i, o) if (!strcmp(json_string_value(json_object_get(o, "name")),
+                                                  pinned[k].name)) row = o;
         ck_assert_msg(row, "no published row '%s'", pinned[k].name);
         double gap = kvt_num(row, "gap_pct");
         ck_assert_msg(fabs(gap) <= pinned[k].max_gap_pct,
@@ -105,11 +116,13 @@ START_TEST(test_reference_published_table) {
     // a block emit fewer), and the store holds 64-token blocks of the global KV only
     mdl_model m;
     kvf_err err = {0};
-    ck_assert_msg(mdl_model_load(&m, "deepseek-v4.1-flash", "models", &err) == KVF_OK, "%s", err.msg);
+    ck_assert_msg(mdl_model_load(&m, "deepseek-v4.1-flash", "models", &err) == KVF_OK, "%s",
+                  err.msg);
     mdl_spec sp;
     ck_assert_msg(mdl_spec_from_model(&sp, &m, &err) == KVF_OK, "%s", err.msg);
     double tps = kvt_num(s, "throughput.tokens_per_decode_step_per_request");
-    ck_assert_msg(tps <= mdl_spec_tokens_per_step(&sp) && tps > 0.99 * mdl_spec_tokens_per_step(&sp),
+    ck_assert_msg(tps <= mdl_spec_tokens_per_step(&sp) &&
+                      tps > 0.99 * mdl_spec_tokens_per_step(&sp),
                   "tokens per step %.4f, curve %.4f", tps, mdl_spec_tokens_per_step(&sp));
     ck_assert_double_eq_tol(kvt_num(s, "cache.block_bytes"), mdl_model_kv_bytes_seq(&m, 64), 1e-6);
     ck_assert_double_eq_tol(m.kv_bytes_per_token_full, 890, 1e-9);
@@ -122,7 +135,8 @@ START_TEST(test_reference_published_table) {
     ck_assert_int_eq(rc, 0);
     rc = kvt_sh("%s run scenarios/deepseek-reference.yaml -q -o %s/b --no-report "
                 "--set workload.generate.duration_s=10 --set workload.generate.rate_rps=400 "
-                "--set economics.trace_start_utc=09:00", kvt_bin(), kvt_tmp);
+                "--set economics.trace_start_utc=09:00",
+                kvt_bin(), kvt_tmp);
     ck_assert_int_eq(rc, 0);
     snprintf(dir, sizeof dir, "%s/c", kvt_tmp);
     json_t *s0 = load_summary(dir);
@@ -145,14 +159,16 @@ static void class_counts(const double mix[3], uint64_t n[TRC_CLASS_COUNT]) {
     g.rate_rps = 20;
     g.duration_s = 300;
     g.mean_turns = 1;   // every arrival a new session: classes count sessions
-    for (int k = 0; k < 3; k++) g.mix[k] = mix[k];
+    for (int k = 0; k < 3; k++)
+        g.mix[k] = mix[k];
     trc_reader *r;
     kvf_err err = {0};
     ck_assert_msg(trc_gen_open(&r, &g, NULL, &err) == KVF_OK, "%s", err.msg);
     memset(n, 0, TRC_CLASS_COUNT * sizeof *n);
     trc_request q;
     int rc;
-    while ((rc = trc_reader_next(r, &q, &err)) == 1) n[q.cls]++;
+    while ((rc = trc_reader_next(r, &q, &err)) == 1)
+        n[q.cls]++;
     ck_assert_int_eq(rc, 0);
     trc_reader_close(r);
 }
@@ -212,8 +228,8 @@ START_TEST(test_reference_spec_method) {
     ck_assert_double_eq(kvt_num(a, "tpot_ms.mean"), kvt_num(b, "tpot_ms.mean"));
     ck_assert_double_eq(kvt_num(a, "itl_ms.p90"), kvt_num(b, "itl_ms.p90"));
     ck_assert_double_eq(kvt_num(n, "throughput.tokens_per_decode_step_per_request"), 1);
-    ck_assert_msg(kvt_num(a, "throughput.tokens_per_decode_step_per_request") > 3,
-                  "%g", kvt_num(a, "throughput.tokens_per_decode_step_per_request"));
+    ck_assert_msg(kvt_num(a, "throughput.tokens_per_decode_step_per_request") > 3, "%g",
+                  kvt_num(a, "throughput.tokens_per_decode_step_per_request"));
     json_decref(a);
     json_decref(b);
     json_decref(n);

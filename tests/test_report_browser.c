@@ -48,13 +48,21 @@ static void fake_run(const char *dir) {
     for (int i = 0; i < n; i++) {
         uint32_t inp = 500 + kvf_rng_below(&rng, 4000), hit = kvf_rng_below(&rng, inp);
         double ttft = 0.05 + kvf_rng_exp(&rng, 0.4);
-        rpt_request_row r = {.id = (uint64_t)i, .cls = cls[i % 2], .session = (uint64_t)i / 3,
-                             .arrival_s = 3.6 * i / 2.0, .input_tokens = inp,
-                             .cached_tokens = hit, .output_tokens = 1 + kvf_rng_below(&rng, 400),
-                             .vision_instance = -1, .prefill_instance = i % 4,
-                             .decode_instance = i % 4, .ttft_s = ttft,
-                             .tpot_s = 0.015 + kvf_rng_exp(&rng, 0.01), .e2e_s = ttft + 5,
-                             .queue_s = 0, .status = "completed"};
+        rpt_request_row r = {.id = (uint64_t)i,
+                             .cls = cls[i % 2],
+                             .session = (uint64_t)i / 3,
+                             .arrival_s = 3.6 * i / 2.0,
+                             .input_tokens = inp,
+                             .cached_tokens = hit,
+                             .output_tokens = 1 + kvf_rng_below(&rng, 400),
+                             .vision_instance = -1,
+                             .prefill_instance = i % 4,
+                             .decode_instance = i % 4,
+                             .ttft_s = ttft,
+                             .tpot_s = 0.015 + kvf_rng_exp(&rng, 0.01),
+                             .e2e_s = ttft + 5,
+                             .queue_s = 0,
+                             .status = "completed"};
         ck_assert_int_eq(rpt_db_request(db, &r, &err), KVF_OK);
         rpt_econ_input_add(&in, &c, r.cls, r.arrival_s, hit, inp - hit, r.output_tokens);
     }
@@ -199,19 +207,30 @@ static double read_back(const char *key, const char *text) {
     num[k] = 0;
     if (!k) return NAN;
     double x = strtod(num, NULL);
-    while (*p == ' ') p++;
-    if (*p == 'k' && p[1] == ' ') x *= 1e3, p += 2;
-    else if (*p == 'M' && p[1] == ' ') x *= 1e6, p += 2;
-    else if (*p == 'G' && p[1] == ' ') x *= 1e9, p += 2;
+    while (*p == ' ')
+        p++;
+    if (*p == 'k' && p[1] == ' ')
+        x *= 1e3, p += 2;
+    else if (*p == 'M' && p[1] == ' ')
+        x *= 1e6, p += 2;
+    else if (*p == 'G' && p[1] == ' ')
+        x *= 1e9, p += 2;
     double s = 1;   // seconds per shown unit
     bool dur = true;
-    if (!strncmp(p, "ms", 2)) s = 1e-3;
-    else if (!strncmp(p, "us", 2)) s = 1e-6;
-    else if (!strncmp(p, "min", 3)) s = 60;
-    else if (!strncmp(p, "s", 1) && (p[1] == 0 || p[1] == ' ')) s = 1;
-    else if (!strncmp(p, "h", 1) && p[1] == 0) s = 3600;
-    else if (!strncmp(p, "d", 1) && p[1] == 0) s = 86400;
-    else dur = false;
+    if (!strncmp(p, "ms", 2))
+        s = 1e-3;
+    else if (!strncmp(p, "us", 2))
+        s = 1e-6;
+    else if (!strncmp(p, "min", 3))
+        s = 60;
+    else if (!strncmp(p, "s", 1) && (p[1] == 0 || p[1] == ' '))
+        s = 1;
+    else if (!strncmp(p, "h", 1) && p[1] == 0)
+        s = 3600;
+    else if (!strncmp(p, "d", 1) && p[1] == 0)
+        s = 86400;
+    else
+        dur = false;
     if (*p == '%') return x / 100;
     if (dur) return strstr(key, "_ms") ? x * s * 1e3 : x * s;
     return x;
@@ -278,8 +297,8 @@ START_TEST(test_report_answer_above_the_fold) {
     attr(dom, "data-probe-chart", box, sizeof box);
     double ctop = 0;
     sscanf(box, "%lf", &ctop);
-    fprintf(stderr, "report.html at %s: answer %.0f..%.0f px, first chart from %.0f px\n", vp,
-            top, bottom, ctop);
+    fprintf(stderr, "report.html at %s: answer %.0f..%.0f px, first chart from %.0f px\n", vp, top,
+            bottom, ctop);
     ck_assert_msg(ctop > bottom && ctop < vh, "first chart at %.0f px", ctop);
     // the figures: cost per Mtok, margin, attainment, GPUs, the line below
     int n = check_answer_figures(dom, sum);
@@ -292,11 +311,13 @@ START_TEST(test_report_answer_above_the_fold) {
         snprintf(pat, sizeof pat, "data-key=\"%s\"", must[i]);
         ck_assert_msg(strstr(a, pat), "the answer lacks %s", must[i]);
     }
-    const char *state = json_string_value(json_object_get(json_object_get(sum, "saturation"), "state"));
+    const char *state =
+        json_string_value(json_object_get(json_object_get(sum, "saturation"), "state"));
     char want[96];
     snprintf(want, sizeof want, "id=\"hl-saturation\" data-state=\"%s\"", state);
     ck_assert_msg(strstr(dom, want), "no verdict %s", state);
-    const char *reason = json_string_value(json_object_get(json_object_get(sum, "saturation"), "reason"));
+    const char *reason =
+        json_string_value(json_object_get(json_object_get(sum, "saturation"), "reason"));
     ck_assert_msg(reason && strstr(a, reason), "the verdict lacks its reason");
     // the page names the final directory, and the full figures table comes last
     ck_assert(strstr(dom, "data-dir=\"") && !strstr(dom, ".tmp."));

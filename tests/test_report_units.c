@@ -111,7 +111,8 @@ START_TEST(test_report_units_and_charts) {
     ck_assert_msg(row && !strncmp(row, "| cache, block bytes | 8.39 MB |", 32), "%.60s",
                   row ? row : "(no block_bytes row)");
     // no figure as a bare fraction or in 17 digits
-    ck_assert_msg(!strstr(md, "99999999") && !strstr(md, "00000001"), "17-digit numbers in report.md");
+    ck_assert_msg(!strstr(md, "99999999") && !strstr(md, "00000001"),
+                  "17-digit numbers in report.md");
     row = strstr(md, "| margin |");
     ck_assert_msg(row && strstr(row, " %"), "margin not in percent: %.60s", row ? row : "");
     free(md);
@@ -202,8 +203,8 @@ START_TEST(test_trace_out_tracks) {
     ck_assert_str_eq(json_string_value(json_object_get(doc, "displayTimeUnit")), "ms");
     int n_proc = 0, n_thread = 0, n_x = 0, n_b = 0, n_e = 0, n_c = 0, n_xfer = 0, n_read = 0,
         n_write = 0;
-    json_t *open = json_object();           // "cat/id" -> begin ts
-    json_t *threads = json_object();        // "pid/tid" -> name
+    json_t *open = json_object();      // "cat/id" -> begin ts
+    json_t *threads = json_object();   // "pid/tid" -> name
     size_t i;
     json_t *e;
     json_array_foreach(ev, i, e) {
@@ -266,10 +267,10 @@ START_TEST(test_trace_out_tracks) {
     }
     ck_assert_int_eq(n_proc, 3);
     ck_assert_msg(n_thread >= 6, "%d thread names (4 prefill + 2 decode instances)", n_thread);
-    ck_assert_msg(json_object_get(threads, "1/0") &&
-                      !strcmp(json_string_value(json_object_get(threads, "1/0")),
-                              "prefill 0 compute"),
-                  "prefill instance 0 not named");
+    ck_assert_msg(
+        json_object_get(threads, "1/0") &&
+            !strcmp(json_string_value(json_object_get(threads, "1/0")), "prefill 0 compute"),
+        "prefill instance 0 not named");
     ck_assert_msg(n_x > 100, "%d steps", n_x);
     ck_assert_msg(n_xfer > 5, "%d KV transfers", n_xfer);
     ck_assert_msg(n_write > 5, "%d SSD writes", n_write);
@@ -314,17 +315,17 @@ START_TEST(test_trace_writer_spans) {
     kvf_err err = {0};
     ck_assert_int_eq(sim_trace_open(&t, p, 1.0, 0, pools, 3, &err), KVF_OK);
     const int n = 5000;
-    sim_trace_flow_begin(t, 500000000, 1, 0, "SSD read", 999999, 10);     // before the window
+    sim_trace_flow_begin(t, 500000000, 1, 0, "SSD read", 999999, 10);   // before the window
     for (int i = 0; i < n; i++)
         sim_trace_flow_begin(t, 1000000000 + i, 1 + i % 2, (uint32_t)(i % 7), "KV transfer out",
                              (uint64_t)i, 1e6);
     for (int i = 0; i < n; i++) {
-        int j = (int)(((uint64_t)i * 7919) % (uint64_t)n);              // another order
+        int j = (int)(((uint64_t)i * 7919) % (uint64_t)n);   // another order
         sim_trace_flow_end(t, 2000000000 + i, 1 + j % 2, (uint32_t)(j % 7), "KV transfer out",
                            (uint64_t)j);
     }
-    sim_trace_flow_end(t, 2100000000, 1, 0, "SSD read", 999999);        // its begin was not written
-    sim_trace_flow_end(t, 2100000000, 1, 0, "KV transfer out", 0);      // ended twice
+    sim_trace_flow_end(t, 2100000000, 1, 0, "SSD read", 999999);     // its begin was not written
+    sim_trace_flow_end(t, 2100000000, 1, 0, "KV transfer out", 0);   // ended twice
     sim_trace_flow(t, 1500000000, 1600000000, 1, 3, "SSD write", 4096);
     sim_trace_counter(t, 1500000000, 2, 1, "queue", 12);
     sim_trace_step(t, 1500000000, 2000000, 2, 1, "decode", 8, 8, 1e9, 2e9);

@@ -21,7 +21,9 @@
 #include "rpt.h"
 #include "rpt_util.h"
 
-static bool near(double a, double b) { return fabs(a - b) <= 1e-9 * (1 + fabs(b)); }
+static bool near(double a, double b) {
+    return fabs(a - b) <= 1e-9 * (1 + fabs(b));
+}
 #define NEAR(a, b) near((a), (b))
 
 static char tmpdir[256];
@@ -66,7 +68,7 @@ START_TEST(test_db_rows_and_nulls) {
     mk_tmp();
     char path[512];
     snprintf(path, sizeof path, "%s/results.db", tmpdir);
-    FILE *f = fopen(path, "w");          // an existing file is replaced
+    FILE *f = fopen(path, "w");   // an existing file is replaced
     fputs("not a database", f);
     fclose(f);
     kvf_err err = {0};
@@ -77,19 +79,29 @@ START_TEST(test_db_rows_and_nulls) {
     ck_assert_int_eq(rpt_db_summary_set(db, "ttft_ms.p90", 12.5, &err), KVF_OK);
     ck_assert_int_eq(rpt_db_summary_set(db, "margin", NAN, &err), KVF_OK);
     ck_assert_int_eq(rpt_db_summary_set_text(db, "scenario", "tiny", &err), KVF_OK);
-    const int n = 25000;                 // more than one batch
+    const int n = 25000;   // more than one batch
     for (int i = 0; i < n; i++) {
-        rpt_request_row r = {.id = (uint64_t)i, .cls = i % 2 ? "agent" : "chatbot",
-                             .session = (uint64_t)i / 4, .arrival_s = i * 0.5,
-                             .input_tokens = 100, .cached_tokens = 60, .output_tokens = 7,
-                             .vision_instance = -1, .prefill_instance = i % 3,
-                             .decode_instance = i % 5, .ttft_s = 0.2,
-                             .tpot_s = i % 10 ? 0.02 : NAN, .e2e_s = 1.0, .queue_s = 0.01,
-                             .status = "completed", .hit_hbm = 10, .hit_dram = 20,
-                             .hit_ssd = 30, .preemptions = (uint32_t)(i % 2)};
+        rpt_request_row r = {.id = (uint64_t)i,
+                             .cls = i % 2 ? "agent" : "chatbot",
+                             .session = (uint64_t)i / 4,
+                             .arrival_s = i * 0.5,
+                             .input_tokens = 100,
+                             .cached_tokens = 60,
+                             .output_tokens = 7,
+                             .vision_instance = -1,
+                             .prefill_instance = i % 3,
+                             .decode_instance = i % 5,
+                             .ttft_s = 0.2,
+                             .tpot_s = i % 10 ? 0.02 : NAN,
+                             .e2e_s = 1.0,
+                             .queue_s = 0.01,
+                             .status = "completed",
+                             .hit_hbm = 10,
+                             .hit_dram = 20,
+                             .hit_ssd = 30,
+                             .preemptions = (uint32_t)(i % 2)};
         ck_assert_int_eq(rpt_db_request(db, &r, &err), KVF_OK);
-        ck_assert_int_eq(rpt_db_timeseries(db, i, "cluster", -1, "queue_len", i % 7, &err),
-                         KVF_OK);
+        ck_assert_int_eq(rpt_db_timeseries(db, i, "cluster", -1, "queue_len", i % 7, &err), KVF_OK);
     }
     ck_assert_ptr_nonnull(rpt_db_handle(db));
     ck_assert_int_eq(rpt_db_close(db, &err), KVF_OK);
@@ -134,7 +146,7 @@ START_TEST(test_db_flush_makes_rows_visible) {
     for (int i = 0; i < 10; i++)
         ck_assert_int_eq(rpt_db_timeseries(db, i, "kv", -1, "kv_store_bytes", i, &err), KVF_OK);
     ck_assert_int_eq(rpt_db_flush(db, &err), KVF_OK);
-    sqlite3 *h;                           // a second connection sees committed rows
+    sqlite3 *h;   // a second connection sees committed rows
     ck_assert_int_eq(sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     ck_assert_int_eq(q_int(h, "SELECT count(*) FROM timeseries"), 10);
     sqlite3_close(h);
@@ -277,7 +289,8 @@ START_TEST(test_econ_class_prices_and_free_share) {
     // no discount now: every token at its full price
     double chat = (1 * 1 + 1 * 10 + 1 * 20) + (2 * 1 + 1 * 20);
     double agent = 1 * 10 + 1 * 40;
-    ck_assert_msg(NEAR(r.revenue_per_day_by_class[0], chat * 24), "%g", r.revenue_per_day_by_class[0]);
+    ck_assert_msg(NEAR(r.revenue_per_day_by_class[0], chat * 24), "%g",
+                  r.revenue_per_day_by_class[0]);
     ck_assert(NEAR(r.revenue_per_day_by_class[1], agent * 24));
     ck_assert(NEAR(r.revenue_per_day_usd, (chat + agent) * 24));
 }
@@ -318,8 +331,7 @@ START_TEST(test_econ_config_bad_keys) {
     ck_assert_int_eq(rpt_econ_config_set(&c, "free_share", "1.5", &err), KVF_EINVAL);
     ck_assert_int_eq(rpt_econ_config_set(&c, "pue", "0.5", &err), KVF_EINVAL);
     ck_assert_int_eq(rpt_econ_config_set(&c, "gpu_hour_usd", "abc", &err), KVF_EINVAL);
-    ck_assert_int_eq(rpt_econ_config_set(&c, "prices_per_mtok.agent.price", "1", &err),
-                     KVF_EINVAL);
+    ck_assert_int_eq(rpt_econ_config_set(&c, "prices_per_mtok.agent.price", "1", &err), KVF_EINVAL);
     ck_assert_int_eq(rpt_econ_config_set(&c, "prices_per_mtok.bogus", "1", &err), KVF_EINVAL);
     ck_assert_int_eq(rpt_econ_config_set(&c, "cost_model", "lease", &err), KVF_EINVAL);
     ck_assert_int_eq(rpt_econ_config_set(&c, "offpeak.start_utc", "16:30:15", &err), KVF_OK);
@@ -411,7 +423,8 @@ START_TEST(test_econ_utilization_and_price_tables) {
     ck_assert_int_eq(su->n, 6);   // 0.1 .. 0.5 and 0.6
     ck_assert(NEAR(su->row[su->n - 1].x, 0.6) && su->row[su->n - 1].capped);
     ck_assert(NEAR(su->row[su->n - 1].revenue_per_day_usd, 2 * r.revenue_per_day_usd));
-    for (int i = 0; i < su->n - 1; i++) ck_assert(!su->row[i].capped && su->row[i].x < 0.6);
+    for (int i = 0; i < su->n - 1; i++)
+        ck_assert(!su->row[i].capped && su->row[i].x < 0.6);
     for (int i = 1; i < r.by_utilization.n; i++) {
         const rpt_econ_sens_row *a = &r.by_utilization.row[i - 1], *b = &r.by_utilization.row[i];
         ck_assert(b->margin > a->margin);
@@ -424,7 +437,8 @@ START_TEST(test_econ_utilization_and_price_tables) {
     json_t *j = rpt_econ_to_json(&c, &r);
     const char *keys[] = {"cost_usd", "revenue_usd", "margin", "cost_per_gpu_hour_usd",
                           "payback_days"};
-    for (size_t i = 0; i < 5; i++) ck_assert_ptr_nonnull(json_object_get(j, keys[i]));
+    for (size_t i = 0; i < 5; i++)
+        ck_assert_ptr_nonnull(json_object_get(j, keys[i]));
     ck_assert(NEAR(json_real_value(json_object_get(j, "cost_usd")), r.cost_usd));
     json_t *mt = json_object_get(j, "cost_per_mtok_usd");
     ck_assert(NEAR(json_real_value(json_object_get(mt, "output")), r.cost_per_mtok_output_usd));
@@ -504,7 +518,8 @@ START_TEST(test_econ_day_placement) {
                                          "[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]", &err),
                      KVF_EINVAL);
     ck_assert_int_eq(rpt_econ_config_set(&c, "day_profile",
-                                         "[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,-1]", &err),
+                                         "[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,-1]",
+                                         &err),
                      KVF_EINVAL);
     ck_assert_int_eq(rpt_econ_config_set(&c, "day_profile", "flat", &err), KVF_EINVAL);
 }
@@ -533,7 +548,7 @@ START_TEST(test_econ_payback_hand_worked) {
     in.gpus[RPT_POOL_PREFILL] = 4;
     in.gpus[RPT_POOL_DECODE] = 4;
     in.ssd_unbounded = true;
-    in.ssd_tb = 5;                         // peak stored during the short run
+    in.ssd_tb = 5;   // peak stored during the short run
     in.ssd_write_Bps = 1e9;
     rpt_econ_input_add(&in, &c, "agent", 100, 0, 3e6, 6e6);
     rpt_econ_input_add(&in, &c, "chatbot", 200, 0, 1e6, 4e6);
@@ -616,7 +631,6 @@ START_TEST(test_econ_write_db) {
 }
 END_TEST
 
-
 // ---- a fake results directory -----------------------------------------------------------
 
 // Writes dir/summary.json and dir/results.db the way a run does, with n requests over
@@ -648,14 +662,24 @@ static json_t *fake_run(const char *dir, int n, double duration_s, double vary,
         double t = duration_s * i / n;
         uint32_t inp = 200 + kvf_rng_below(&rng, 2000), cached = kvf_rng_below(&rng, inp);
         ttft[i] = (0.05 + kvf_rng_exp(&rng, 0.3)) * (1 + vary);
-        rpt_request_row r = {.id = (uint64_t)i, .cls = cls[i % 3], .session = (uint64_t)i / 5,
-                             .arrival_s = t, .input_tokens = inp, .cached_tokens = cached,
+        rpt_request_row r = {.id = (uint64_t)i,
+                             .cls = cls[i % 3],
+                             .session = (uint64_t)i / 5,
+                             .arrival_s = t,
+                             .input_tokens = inp,
+                             .cached_tokens = cached,
                              .output_tokens = 1 + kvf_rng_below(&rng, 300),
-                             .vision_instance = -1, .prefill_instance = i % 2,
-                             .decode_instance = i % 3, .ttft_s = ttft[i],
-                             .tpot_s = 0.02 + kvf_rng_exp(&rng, 0.01), .e2e_s = ttft[i] + 3,
-                             .queue_s = 0.01, .status = "completed", .hit_hbm = cached / 2,
-                             .hit_dram = cached / 4, .hit_ssd = cached - cached / 2 - cached / 4};
+                             .vision_instance = -1,
+                             .prefill_instance = i % 2,
+                             .decode_instance = i % 3,
+                             .ttft_s = ttft[i],
+                             .tpot_s = 0.02 + kvf_rng_exp(&rng, 0.01),
+                             .e2e_s = ttft[i] + 3,
+                             .queue_s = 0.01,
+                             .status = "completed",
+                             .hit_hbm = cached / 2,
+                             .hit_dram = cached / 4,
+                             .hit_ssd = cached - cached / 2 - cached / 4};
         ck_assert_int_eq(rpt_db_request(db, &r, &err), KVF_OK);
         rpt_econ_input_add(&in, &c, r.cls, t, cached, inp - cached, r.output_tokens);
         hit += cached;
@@ -718,7 +742,8 @@ static json_t *fake_run(const char *dir, int n, double duration_s, double vary,
     json_object_set_new(o, "decode", json_integer(3));
     json_object_set_new(s, "gpus", o);
     json_object_set_new(s, "gpu_hours", json_real(5 * duration_s / 3600));
-    json_object_set_new(s, "saturation", json_pack("{s:s, s:f}", "state", "stable", "drain_s", 1.5));
+    json_object_set_new(s, "saturation",
+                        json_pack("{s:s, s:f}", "state", "stable", "drain_s", 1.5));
     in.simulated_s = duration_s;
     in.gpu_hours[RPT_POOL_PREFILL] = 2 * duration_s / 3600;
     in.gpu_hours[RPT_POOL_DECODE] = 3 * duration_s / 3600;
@@ -736,7 +761,9 @@ static json_t *fake_run(const char *dir, int n, double duration_s, double vary,
     return s;
 }
 
-static bool have_gnuplot(void) { return system("command -v gnuplot >/dev/null 2>&1") == 0; }
+static bool have_gnuplot(void) {
+    return system("command -v gnuplot >/dev/null 2>&1") == 0;
+}
 
 // Every data-key/data-value cell of the page equals the number at that key in summary.json.
 static int check_cells_equal_summary(const char *html, json_t *sum) {
@@ -789,10 +816,10 @@ START_TEST(test_report_html_and_md) {
     char *md = kvt_slurp(path);
 
     // sections and tables
-    const char *ids[] = {"id=\"run-table\"", "id=\"answer\"", "id=\"economics-table\"",
-                         "id=\"cost-parts-table\"", "id=\"sens-hit-table\"",
-                         "id=\"sens-util-table\"", "id=\"sens-price-table\"",
-                         "id=\"validation-table\"", "id=\"all-table\""};
+    const char *ids[] = {
+        "id=\"run-table\"",        "id=\"answer\"",           "id=\"economics-table\"",
+        "id=\"cost-parts-table\"", "id=\"sens-hit-table\"",   "id=\"sens-util-table\"",
+        "id=\"sens-price-table\"", "id=\"validation-table\"", "id=\"all-table\""};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
         ck_assert_msg(strstr(html, ids[i]) != NULL, "missing %s", ids[i]);
     // headline and every keyed cell equal summary.json
@@ -820,9 +847,10 @@ START_TEST(test_report_html_and_md) {
     ck_assert(strstr(html, "<script>") == NULL);
     ck_assert(strstr(html, "tiny &lt;b&gt;&amp;&lt;/b&gt;") != NULL);
     // charts: every chart has its data file; with gnuplot each is an inline SVG
-    const char *charts[] = {"ttft_cdf", "tpot_cdf", "throughput", "queue_len", "running",
-                            "hit_rate", "kv_store", "kv_used", "utilization", "cost_breakdown",
-                            "margin_vs_hit", "margin_vs_util", "margin_vs_price"};
+    const char *charts[] = {"ttft_cdf",       "tpot_cdf",       "throughput",    "queue_len",
+                            "running",        "hit_rate",       "kv_store",      "kv_used",
+                            "utilization",    "cost_breakdown", "margin_vs_hit", "margin_vs_util",
+                            "margin_vs_price"};
     size_t nch = sizeof charts / sizeof charts[0];
     for (size_t i = 0; i < nch; i++) {
         char id[80];
@@ -947,7 +975,8 @@ START_TEST(test_report_answer_first) {
     ck_assert_msg(got[0] == '$' && fabs(strtod(got + 1, NULL) -
                                         kvt_num(sum, "economics.cost_per_mtok_usd.input")) <
                                        0.006 * kvt_num(sum, "economics.cost_per_mtok_usd.input"),
-                  "input cost '%s', summary %g", got, kvt_num(sum, "economics.cost_per_mtok_usd.input"));
+                  "input cost '%s', summary %g", got,
+                  kvt_num(sum, "economics.cost_per_mtok_usd.input"));
     answer_value(html, "gpus.prefill", got, sizeof got);
     ck_assert_str_eq(got, "2");
     answer_value(html, "gpus.decode", got, sizeof got);
@@ -962,8 +991,8 @@ START_TEST(test_report_answer_first) {
 
     // colocated: one pool, "colocated N"
     json_object_set_new(sum, "mode", json_string("colocated"));
-    json_object_set_new(sum, "gpus", json_pack("{s:i, s:i, s:i}", "vision", 0, "prefill", 6,
-                                               "decode", 0));
+    json_object_set_new(sum, "gpus",
+                        json_pack("{s:i, s:i, s:i}", "vision", 0, "prefill", 6, "decode", 0));
     snprintf(path, sizeof path, "%s/summary.json", dir);
     ck_assert_int_eq(json_dump_file(sum, path, JSON_REAL_PRECISION(17)), 0);
     ck_assert_int_eq(rpt_report_write_as(dir, "final/name", true, true, &err), KVF_OK);
@@ -972,8 +1001,10 @@ START_TEST(test_report_answer_first) {
     const char *g = strstr(html, "id=\"hl-gpus\"");
     ck_assert(g);
     ck_assert_msg(strstr(g, "colocated <span class=\"v\" data-key=\"gpus.prefill\" "
-                            "data-value=\"6\">6</span>"), "%.300s", g);
-    ck_assert_msg(!strstr(g, "decode <span") || strstr(g, "decode <span") > strstr(g, "</div></div>"),
+                            "data-value=\"6\">6</span>"),
+                  "%.300s", g);
+    ck_assert_msg(!strstr(g, "decode <span") ||
+                      strstr(g, "decode <span") > strstr(g, "</div></div>"),
                   "a colocated run shows a decode pool");
     ck_assert(strstr(html, "data-dir=\"final/name\""));
     ck_assert(!strstr(html, "id=\"hl-status\""));
@@ -1081,8 +1112,8 @@ START_TEST(test_compare_json_and_table) {
     fclose(f);
     pts = json_load_file(out, 0, &je);
     ck_assert(json_is_array(pts));
-    d = json_number_value(json_object_get(json_object_get(json_array_get(pts, 0), "diff_pct"),
-                                          "tpot_ms.p90"));
+    d = json_number_value(
+        json_object_get(json_object_get(json_array_get(pts, 0), "diff_pct"), "tpot_ms.p90"));
     ck_assert_msg(fabs(d - 100 * (v0 - v1) / v1) < 1e-9, "diff against run 2: %g", d);
     json_decref(pts);
     f = fopen(out, "w");
@@ -1160,7 +1191,8 @@ static void progress_short(void) {
     rpt_progress p;
     rpt_progress_init(&p, "sweep", 100);
     ck_assert(!p.tty && p.enabled && p.interval_s == 10);
-    for (int i = 0; i <= 100; i++) rpt_progress_update(&p, i);
+    for (int i = 0; i <= 100; i++)
+        rpt_progress_update(&p, i);
     rpt_progress_done(&p);
     ck_assert(!p.drawn);
     rpt_progress_done(NULL);
@@ -1176,13 +1208,15 @@ static void progress_days(void) {
     rpt_progress_init_sim(&p, "run", 3 * 86400.0, 120);
     rpt_progress_set_interval(&p, 0.002);
     for (int i = 1; i <= 30; i++) {
-        rpt_progress_state st = {.sim_s = 86400.0 * 3 * i / 40, .arrived = 400.0 * i,
-                                 .finished = 390.0 * i, .events = 1e5 * i};
+        rpt_progress_state st = {.sim_s = 86400.0 * 3 * i / 40,
+                                 .arrived = 400.0 * i,
+                                 .finished = 390.0 * i,
+                                 .events = 1e5 * i};
         rpt_progress_sim(&p, &st);
         sleep_ms(3);
     }
-    rpt_progress_state end = {.sim_s = 86400.0 * 3, .arrived = 16000, .finished = 16000,
-                              .events = 4e6};
+    rpt_progress_state end = {
+        .sim_s = 86400.0 * 3, .arrived = 16000, .finished = 16000, .events = 4e6};
     rpt_progress_sim_done(&p, &end);
 }
 
@@ -1192,8 +1226,8 @@ static void progress_trace(void) {
     rpt_progress_init_sim(&p, "validate", 0, 1000);
     rpt_progress_set_interval(&p, 0.002);
     for (int i = 1; i <= 10; i++) {
-        rpt_progress_state st = {.sim_s = 6.0 * i, .arrived = 50.0 * i, .finished = 40.0 * i,
-                                 .events = 1e4 * i};
+        rpt_progress_state st = {
+            .sim_s = 6.0 * i, .arrived = 50.0 * i, .finished = 40.0 * i, .events = 1e4 * i};
         rpt_progress_sim(&p, &st);
         sleep_ms(3);
     }
@@ -1219,8 +1253,10 @@ START_TEST(test_progress_lines_off_terminal) {
         if (last) ck_assert_msg(pct == 100.0 && strstr(l, "16000 arrivals"), "last line '%s'", l);
         prev = pct;
         ck_assert_msg(strstr(l, "simulated ") && strstr(l, " of 3.00 d") && strstr(l, "events/s") &&
-                          strstr(l, "elapsed "), "line '%.120s'", l);
-        ck_assert_msg(!strstr(l, "/120") && !strstr(l, "of 120"), "arrivals against 120: %.120s", l);
+                          strstr(l, "elapsed "),
+                      "line '%.120s'", l);
+        ck_assert_msg(!strstr(l, "/120") && !strstr(l, "of 120"), "arrivals against 120: %.120s",
+                      l);
         if (!strchr(l, '\n')) break;
     }
     ck_assert_msg(prev == 100, "last percentage %.1f", prev);

@@ -65,7 +65,8 @@ static void first_diff(const json_t *a, const json_t *b, const char *at, char *o
         return;
     }
     if (!json_equal((json_t *)a, (json_t *)b)) {
-        char *x = a ? json_dumps(a, JSON_ENCODE_ANY) : NULL, *y = b ? json_dumps(b, JSON_ENCODE_ANY) : NULL;
+        char *x = a ? json_dumps(a, JSON_ENCODE_ANY) : NULL,
+             *y = b ? json_dumps(b, JSON_ENCODE_ANY) : NULL;
         snprintf(out, n, "%s: %.200s vs %.200s", at, x ? x : "(none)", y ? y : "(none)");
         free(x), free(y);
     }
@@ -121,8 +122,9 @@ START_TEST(test_run_table_yaml_reproduces) {
     kvt_tmp_make("kvf_rty");
     const char *sets = "--set workload.limit_requests=3000 --set cluster.decode.instances=3 "
                        "--set 'cluster.schedule=[{from_h: 0.25, decode: 1}]'";
-    ck_assert_msg(kvt_sh("%s run scenarios/quickstart.yaml -o %s/a -q %s", kvt_bin(), kvt_tmp, sets) == 0,
-                  "%s", kvt_err);
+    ck_assert_msg(
+        kvt_sh("%s run scenarios/quickstart.yaml -o %s/a -q %s", kvt_bin(), kvt_tmp, sets) == 0,
+        "%s", kvt_err);
     ck_assert_int_eq(kvt_sh("mkdir -p %s/y && sqlite3 %s/a/results.db \"SELECT value FROM run "
                             "WHERE key = 'config'\" > %s/y/run-config.yaml",
                             kvt_tmp, kvt_tmp, kvt_tmp),
@@ -134,7 +136,8 @@ START_TEST(test_run_table_yaml_reproduces) {
                       strstr(yaml, "limit_requests: 3000"),
                   "run(config) lacks the overrides:\n%.2000s", yaml);
     free(yaml);
-    ck_assert_msg(kvt_sh("cd / && %s run %s -o %s/b -q", kvt_bin(), path, kvt_tmp) == 0, "%s", kvt_err);
+    ck_assert_msg(kvt_sh("cd / && %s run %s -o %s/b -q", kvt_bin(), path, kvt_tmp) == 0, "%s",
+                  kvt_err);
     snprintf(path, sizeof path, "%s/a/summary.json", kvt_tmp);
     json_t *a = load(path);
     snprintf(path, sizeof path, "%s/b/summary.json", kvt_tmp);
@@ -149,8 +152,10 @@ END_TEST
 // The comparison can fail: a config with one value changed gives another summary.
 START_TEST(test_changed_config_changes_summary) {
     kvt_tmp_make("kvf_rtx");
-    ck_assert_int_eq(kvt_sh("%s run scenarios/quickstart.yaml -o %s/a -q --set workload.limit_requests=2000",
-                            kvt_bin(), kvt_tmp), 0);
+    ck_assert_int_eq(
+        kvt_sh("%s run scenarios/quickstart.yaml -o %s/a -q --set workload.limit_requests=2000",
+               kvt_bin(), kvt_tmp),
+        0);
     char path[512];
     snprintf(path, sizeof path, "%s/a/summary.json", kvt_tmp);
     json_t *a = load(path);
@@ -174,11 +179,13 @@ END_TEST
 START_TEST(test_compare_shows_differing_keys) {
     kvt_tmp_make("kvf_rtd");
     const char *base = "--set workload.limit_requests=300";
-    ck_assert_int_eq(kvt_sh("%s run scenarios/quickstart.yaml -q -o %s/a %s", kvt_bin(), kvt_tmp, base), 0);
-    ck_assert_int_eq(kvt_sh("%s run scenarios/quickstart.yaml -q -o %s/b %s --set router.decode=round_robin "
-                            "--set saturation.drain_s=60",
-                            kvt_bin(), kvt_tmp, base),
-                     0);
+    ck_assert_int_eq(
+        kvt_sh("%s run scenarios/quickstart.yaml -q -o %s/a %s", kvt_bin(), kvt_tmp, base), 0);
+    ck_assert_int_eq(
+        kvt_sh("%s run scenarios/quickstart.yaml -q -o %s/b %s --set router.decode=round_robin "
+               "--set saturation.drain_s=60",
+               kvt_bin(), kvt_tmp, base),
+        0);
     ck_assert_int_eq(kvt_sh("%s compare %s/a %s/b --json", kvt_bin(), kvt_tmp, kvt_tmp), 0);
     json_error_t je;
     json_t *arr = json_loads(kvt_out, 0, &je);
@@ -201,16 +208,20 @@ static Suite *suite(void) {
     Suite *s = suite_create("results_config");
     TCase *t = tcase_create("core");
     tcase_set_timeout(t, 600);
-    tcase_add_loop_test(t, test_config_reproduces_summary, 0, (int)(sizeof cases / sizeof cases[0]));
+    tcase_add_loop_test(t, test_config_reproduces_summary, 0,
+                        (int)(sizeof cases / sizeof cases[0]));
     tcase_add_test(t, test_run_table_yaml_reproduces);
     tcase_add_test(t, test_changed_config_changes_summary);
     tcase_add_test(t, test_compare_shows_differing_keys);
     suite_add_tcase(s, t);
     TCase *l = tcase_create("large");
     tcase_set_timeout(l, 600);
-    tcase_add_loop_test(l, test_config_reproduces_summary_large, 0, (int)(sizeof large / sizeof large[0]));
+    tcase_add_loop_test(l, test_config_reproduces_summary_large, 0,
+                        (int)(sizeof large / sizeof large[0]));
     suite_add_tcase(s, l);
     return s;
 }
 
-int main(void) { return kvt_main(suite()); }
+int main(void) {
+    return kvt_main(suite());
+}

@@ -35,8 +35,9 @@ static row *read_rows(const char *db_path, size_t *n) {
     sqlite3 *db = NULL;
     ck_assert_int_eq(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     sqlite3_stmt *st = NULL;
-    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT id, ttft_s, tpot_s, input_tokens, cached_tokens "
-                                            "FROM request WHERE status = 'completed'",
+    ck_assert_int_eq(sqlite3_prepare_v2(db,
+                                        "SELECT id, ttft_s, tpot_s, input_tokens, cached_tokens "
+                                        "FROM request WHERE status = 'completed'",
                                         -1, &st, NULL),
                      SQLITE_OK);
     size_t cap = 1024;
@@ -51,7 +52,8 @@ static row *read_rows(const char *db_path, size_t *n) {
         }
         r[id].ok = true;
         r[id].ttft_ms = sqlite3_column_double(st, 1) * 1e3;
-        r[id].tpot_ms = sqlite3_column_type(st, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 2) * 1e3;
+        r[id].tpot_ms =
+            sqlite3_column_type(st, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 2) * 1e3;
         r[id].input = sqlite3_column_double(st, 3);
         r[id].cached = sqlite3_column_double(st, 4);
         if (id + 1 > *n) *n = id + 1;
@@ -86,7 +88,9 @@ static void subset_figs(const row *r, size_t n, const bool *keep, double f[N_FIG
 }
 
 // Error of a against the full figure b: points for the hit rate, percent otherwise.
-static double err_of(int k, double a, double b) { return k == 0 ? 100 * (a - b) : 100 * (a / b - 1); }
+static double err_of(int k, double a, double b) {
+    return k == 0 ? 100 * (a - b) : 100 * (a / b - 1);
+}
 
 static void load_cfg(sim_config *cfg, const char *scenario, const char *trace,
                      const char *const *sets, int n) {
@@ -102,8 +106,7 @@ static void load_cfg(sim_config *cfg, const char *scenario, const char *trace,
 }
 
 // The sampling group of every request id of the scenario's trace (as sim_run reads it).
-static uint64_t *trace_groups(const char *scenario, const char *trace, size_t n,
-                              sim_sampler *smp) {
+static uint64_t *trace_groups(const char *scenario, const char *trace, size_t n, sim_sampler *smp) {
     static sim_config cfg;
     load_cfg(&cfg, scenario, trace, NULL, 0);
     trc_options o = cfg.workload.opt;
@@ -158,7 +161,8 @@ static void compare(const char *label, const char *scenario, const char *trace, 
     bool *keep = calloc(n, sizeof *keep);
     for (int s = 1; s <= N_SALTS; s++) {
         for (size_t i = 0; i < n; i++)
-            keep[i] = (kvf_hash64(g[i] ^ (0x9e3779b97f4a7c15ULL * (uint64_t)s)) >> 11) < sm.threshold;
+            keep[i] =
+                (kvf_hash64(g[i] ^ (0x9e3779b97f4a7c15ULL * (uint64_t)s)) >> 11) < sm.threshold;
         double f[N_FIG];
         subset_figs(rows, n, keep, f);
         for (int k = 0; k < N_FIG; k++) {
@@ -171,7 +175,8 @@ static void compare(const char *label, const char *scenario, const char *trace, 
     }
     // the same requests as the sampled run, in the full run
     double fs[N_FIG];
-    for (size_t i = 0; i < n; i++) keep[i] = (g[i] >> 11) < sm.threshold;
+    for (size_t i = 0; i < n; i++)
+        keep[i] = (g[i] >> 11) < sm.threshold;
     subset_figs(rows, n, keep, fs);
 
     json_t *sp = json_object_get(smp, "sampling");
@@ -232,8 +237,9 @@ START_TEST(test_sample_error_mooncake) {
         ck_assert_msg(fabs(pick) <= bound, "mooncake %s: sampling part %+.2f beyond %.2f",
                       fig_names[k], pick, bound);
         double scale_bound = k == 0 ? 2.0 : 10.0;
-        ck_assert_msg(fabs(c.sim_err[k]) <= scale_bound, "mooncake %s: scaled-cluster part %+.2f beyond %.2f",
-                      fig_names[k], c.sim_err[k], scale_bound);
+        ck_assert_msg(fabs(c.sim_err[k]) <= scale_bound,
+                      "mooncake %s: scaled-cluster part %+.2f beyond %.2f", fig_names[k],
+                      c.sim_err[k], scale_bound);
     }
     double e = c.err[0];
     // the store's capacity must scale with R: the same sample on an unscaled store (15 TB x
@@ -258,8 +264,10 @@ START_TEST(test_sample_error_agentic) {
     const char *t = kvt_shared_trace("weka_agentic_dev.jsonl");
     // the agentic trace lives only in the shared folder ($KVF_SHARED/traces, which CTest
     // sets): without it the test fails rather than pass unrun
-    ck_assert_msg(access(t, R_OK) == 0, "%s missing: the agentic trace is not bundled; set "
-                  "KVF_SHARED to the folder holding traces/weka_agentic_dev.jsonl", t);
+    ck_assert_msg(access(t, R_OK) == 0,
+                  "%s missing: the agentic trace is not bundled; set "
+                  "KVF_SHARED to the folder holding traces/weka_agentic_dev.jsonl",
+                  t);
     comparison c;
     compare("agentic", "sampling-agentic.yaml", t, &c);
     // 29 sessions: a tenth is a handful of sessions (here two, one of them rejected for
@@ -276,7 +284,8 @@ START_TEST(test_sample_error_agentic) {
     ck_assert_msg(c.kept > 0, "no session kept");
     static const double agentic_bound[N_FIG] = {1, 35, 5, 10, 10};
     for (int k = 0; k < N_FIG; k++)
-        ck_assert_msg(fabs(c.sim_err[k]) <= agentic_bound[k], "agentic %s: the same sessions "
+        ck_assert_msg(fabs(c.sim_err[k]) <= agentic_bound[k],
+                      "agentic %s: the same sessions "
                       "differ by %+.2f between the full and the sampled run (bound %g)",
                       fig_names[k], c.sim_err[k], agentic_bound[k]);
 }
@@ -311,7 +320,8 @@ START_TEST(test_sample_groups_whole) {
             bool keep = sim_sample_keep(&s, &t);
             uint64_t g = s.last_group | 1;
             size_t i = kvf_hash64(g) & (cap - 1);
-            while (key[i] && key[i] != g) i = (i + 1) & (cap - 1);
+            while (key[i] && key[i] != g)
+                i = (i + 1) & (cap - 1);
             if (!key[i]) {
                 key[i] = g;
                 dec[i] = keep;
@@ -325,10 +335,11 @@ START_TEST(test_sample_groups_whole) {
         ck_assert_msg(mixed == 0, "%s: %zu requests decided unlike their group", fmts[k], mixed);
         double share = (double)kept_groups / (double)groups;
         double sd = sqrt(0.3 * 0.7 / (double)groups);
-        fprintf(stderr, "%s: %zu groups, %.3f kept at R = 0.3 (sd %.3f); by session %llu, by "
-                "prefix root %llu, by request %llu\n", fmts[k], groups, share, sd,
-                (unsigned long long)s.key_session, (unsigned long long)s.key_root,
-                (unsigned long long)s.key_request);
+        fprintf(stderr,
+                "%s: %zu groups, %.3f kept at R = 0.3 (sd %.3f); by session %llu, by "
+                "prefix root %llu, by request %llu\n",
+                fmts[k], groups, share, sd, (unsigned long long)s.key_session,
+                (unsigned long long)s.key_root, (unsigned long long)s.key_request);
         ck_assert_msg(fabs(share - 0.3) <= 4 * sd, "%s: kept share %.3f of %zu groups", fmts[k],
                       share, groups);
         if (k == 0) {
@@ -357,15 +368,19 @@ START_TEST(test_sample_rate_refused) {
     kvt_tmp_make("kvf_sample_refused");   // kvt_sh keeps stderr there
     const char *bad[] = {"0", "-0.5", "1.5", "0.01", "0.1 --set workload.session_users=4"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        int rc = kvt_sh("%s run scenarios/sampling-mooncake.yaml -q --no-report -o /tmp/kvf_sample_x "
-                        "--set workload.sample_rate=%s", kvt_bin(), bad[i]);
+        int rc =
+            kvt_sh("%s run scenarios/sampling-mooncake.yaml -q --no-report -o /tmp/kvf_sample_x "
+                   "--set workload.sample_rate=%s",
+                   kvt_bin(), bad[i]);
         ck_assert_msg(rc == 2, "sample_rate=%s: exit %d, stderr %s", bad[i], rc, kvt_err);
-        ck_assert_msg(strstr(kvt_err, "workload.sample_rate"), "sample_rate=%s: %s", bad[i], kvt_err);
+        ck_assert_msg(strstr(kvt_err, "workload.sample_rate"), "sample_rate=%s: %s", bad[i],
+                      kvt_err);
     }
     // 0.01 of 40 prefill and 20 decode instances rounds to 0: the message gives the least
     // rate that keeps both (0.5 / 20)
     kvt_sh("%s run scenarios/sampling-mooncake.yaml -q -o /tmp/kvf_sample_x --set "
-           "workload.sample_rate=0.01", kvt_bin());
+           "workload.sample_rate=0.01",
+           kvt_bin());
     ck_assert_msg(strstr(kvt_err, "0 instances") && strstr(kvt_err, ">= 0.025 "), "%s", kvt_err);
     kvt_tmp_remove();
 }
@@ -448,7 +463,8 @@ START_TEST(test_sample_rate_keeps_load) {
     json_decref(ref);
     // out of proportion: 40 + 20 instances at 0.33 round to 13 + 7 (loads x 1.015, x 0.943)
     int rc = kvt_sh("%s run scenarios/sampling-mooncake.yaml -q --no-report -o /tmp/kvf_sample_x "
-                    "--set workload.sample_rate=0.33", kvt_bin());
+                    "--set workload.sample_rate=0.33",
+                    kvt_bin());
     ck_assert_msg(rc == 2 && strstr(kvt_err, "workload.sample_rate") && strstr(kvt_err, "0.35"),
                   "exit %d: %s", rc, kvt_err);
     kvt_tmp_remove();
@@ -460,8 +476,8 @@ END_TEST
 // p50 within 5 %; TTFT p50/p90 within 35 %, the queueing of one instance against four pooled
 // behind a least-loaded router at the same load per instance (measured: +20 % p50, +27 % p90).
 START_TEST(test_sample_quarter_vs_full) {
-    const char *sets[] = {"cluster.prefill.instances=4", "cluster.decode.instances=4",
-                          "workload.generate.rate_rps=375", "workload.generate.days=0.005",
+    const char *sets[] = {"cluster.prefill.instances=4",     "cluster.decode.instances=4",
+                          "workload.generate.rate_rps=375",  "workload.generate.days=0.005",
                           "workload.generate.warmup_days=0", "workload.sample_rate=0.25"};
     json_t *full = kvt_run("fleet-day.yaml", NULL, sets, 5, NULL);
     json_t *q = kvt_run("fleet-day.yaml", NULL, sets, 6, NULL);
@@ -472,8 +488,8 @@ START_TEST(test_sample_quarter_vs_full) {
         double a = kvt_num(full, figs[k]), b = kvt_num(q, figs[k]);
         fprintf(stderr, "R = 1/4 vs 1: %-24s %12.3f %12.3f %+6.1f %%\n", figs[k], b, a,
                 100 * (b / a - 1));
-        ck_assert_msg(fabs(b / a - 1) <= bound[k], "%s: %g at R = 1/4 against %g in full",
-                      figs[k], b, a);
+        ck_assert_msg(fabs(b / a - 1) <= bound[k], "%s: %g at R = 1/4 against %g in full", figs[k],
+                      b, a);
     }
     ck_assert_msg(kvt_num(q, "sampling.rate") == 0.25, "rate %g", kvt_num(q, "sampling.rate"));
     json_decref(full);
@@ -496,4 +512,6 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) { return kvt_main(suite()); }
+int main(void) {
+    return kvt_main(suite());
+}

@@ -17,7 +17,8 @@ static const char *state(json_t *s) {
 }
 
 static json_t *quick(const char *const *sets, int n) {
-    return kvt_run("quickstart.yaml", kvt_shared_trace("mooncake_conversation.jsonl"), sets, n, NULL);
+    return kvt_run("quickstart.yaml", kvt_shared_trace("mooncake_conversation.jsonl"), sets, n,
+                   NULL);
 }
 
 static json_t *capacity_4_4(const char *extra) {
@@ -34,7 +35,8 @@ START_TEST(test_quickstart_stable) {
                   "mean wait %.3f s", kvt_num(s, "saturation.wait_mean_s"));
     // a limit below the run's own mean wait turns the same run backlogged
     char set[64];
-    snprintf(set, sizeof set, "saturation.max_wait_s=%.6f", kvt_num(s, "saturation.wait_mean_s") / 2);
+    snprintf(set, sizeof set, "saturation.max_wait_s=%.6f",
+             kvt_num(s, "saturation.wait_mean_s") / 2);
     const char *sets[] = {set};
     json_t *t = quick(sets, 1);
     ck_assert_msg(!strcmp(state(t), "backlogged"), "max_wait_s below the mean wait: %s", state(t));
@@ -46,7 +48,8 @@ START_TEST(test_far_above_capacity_overloaded) {
     const char *sets[] = {"workload.time_scale=0.2"};   // 5x the recorded rate
     json_t *s = quick(sets, 1);
     ck_assert_msg(!strcmp(state(s), "overloaded"), "5x rate: %s", state(s));
-    ck_assert_msg(kvt_num(s, "saturation.queue_growth") > 100 && kvt_num(s, "saturation.wait_growth_s") > 60,
+    ck_assert_msg(kvt_num(s, "saturation.queue_growth") > 100 &&
+                      kvt_num(s, "saturation.wait_growth_s") > 60,
                   "queue growth %.0f, wait growth %.1f s", kvt_num(s, "saturation.queue_growth"),
                   kvt_num(s, "saturation.wait_growth_s"));
     json_decref(s);
@@ -66,7 +69,8 @@ START_TEST(test_capacity_plan_4_4_not_stable) {
     const char *sets[] = {"cluster.prefill.instances=4", "cluster.decode.instances=4",
                           "saturation.max_wait_s=1e6", "saturation.queue_growth=1e6",
                           "saturation.wait_growth_s=1e6"};
-    s = kvt_run("capacity-plan.yaml", kvt_shared_trace("mooncake_conversation.jsonl"), sets, 5, NULL);
+    s = kvt_run("capacity-plan.yaml", kvt_shared_trace("mooncake_conversation.jsonl"), sets, 5,
+                NULL);
     ck_assert_msg(!strcmp(state(s), "stable"), "thresholds out of reach: %s", state(s));
     json_decref(s);
 }
@@ -76,7 +80,8 @@ START_TEST(test_night_shrink_not_stable) {
     // decode shrinks from two instances to one half an hour in: its queue climbs to ~128
     const char *sets[] = {"cluster.schedule=[{from_h: 0.5, decode: 1}]"};
     json_t *s = quick(sets, 1);
-    json_t *d = json_object_get(json_object_get(json_object_get(s, "saturation"), "by_pool"), "decode");
+    json_t *d =
+        json_object_get(json_object_get(json_object_get(s, "saturation"), "by_pool"), "decode");
     double g = json_number_value(json_object_get(d, "queue_growth"));
     ck_assert_msg(g > 64, "decode queue grew by %.1f", g);
     ck_assert_msg(strcmp(state(s), "stable"), "night shrink called stable");
@@ -84,7 +89,8 @@ START_TEST(test_night_shrink_not_stable) {
     // the same hour without the shrink is stable
     s = quick(NULL, 0);
     d = json_object_get(json_object_get(json_object_get(s, "saturation"), "by_pool"), "decode");
-    ck_assert_msg(json_number_value(json_object_get(d, "queue_growth")) < 8, "decode queue grows unshrunk");
+    ck_assert_msg(json_number_value(json_object_get(d, "queue_growth")) < 8,
+                  "decode queue grows unshrunk");
     json_decref(s);
 }
 END_TEST
@@ -97,13 +103,16 @@ START_TEST(test_one_long_late_answer_stable) {
     char trace[128], big[160];
     snprintf(trace, sizeof trace, "%s/gen.jsonl", kvt_tmp);
     snprintf(big, sizeof big, "%s/late.jsonl", kvt_tmp);
-    ck_assert_int_eq(kvt_sh("%s trace gen --profile chatbot --rate 2 --duration 120 --seed 3 -o %s", kvt_bin(), trace), 0);
+    ck_assert_int_eq(kvt_sh("%s trace gen --profile chatbot --rate 2 --duration 120 --seed 3 -o %s",
+                            kvt_bin(), trace),
+                     0);
     // the late request arrives last (just after the generated ones), with the next id
     char *txt = kvt_slurp(trace);
     size_t len = strlen(txt);
     ck_assert(len > 2);
     char *last = txt + len - 2;
-    while (last > txt && last[-1] != '\n') last--;
+    while (last > txt && last[-1] != '\n')
+        last--;
     long long id = -1, at = -1;
     const char *pi = strstr(last, "\"id\":"), *pa = strstr(last, "\"arrival_ns\":");
     ck_assert_msg(pi && pa && sscanf(pi + 5, "%lld", &id) == 1 && sscanf(pa + 13, "%lld", &at) == 1,
@@ -111,15 +120,17 @@ START_TEST(test_one_long_late_answer_stable) {
     FILE *f = fopen(big, "w");
     ck_assert(f);
     fputs(txt, f);
-    fprintf(f, "{\"id\":%lld,\"arrival_ns\":%lld,\"input_tokens\":2000,\"output_tokens\":14484,"
-               "\"class\":\"chatbot\",\"flags\":0,\"images\":0,\"session\":77,\"turn\":0,"
-               "\"prev_id\":-1,\"think_ns\":0,\"block_tokens\":64,\"blocks\":[]}\n",
+    fprintf(f,
+            "{\"id\":%lld,\"arrival_ns\":%lld,\"input_tokens\":2000,\"output_tokens\":14484,"
+            "\"class\":\"chatbot\",\"flags\":0,\"images\":0,\"session\":77,\"turn\":0,"
+            "\"prev_id\":-1,\"think_ns\":0,\"block_tokens\":64,\"blocks\":[]}\n",
             id + 1, at + 1000000);
     fclose(f);
     free(txt);
     const char *sets[] = {"workload.format=kvfleet"};
     json_t *s = kvt_run("quickstart.yaml", big, sets, 1, NULL);
-    ck_assert_msg(kvt_num(s, "saturation.drain_s") > 60, "the long answer should outlast the arrivals: %g s",
+    ck_assert_msg(kvt_num(s, "saturation.drain_s") > 60,
+                  "the long answer should outlast the arrivals: %g s",
                   kvt_num(s, "saturation.drain_s"));
     ck_assert_msg(!strcmp(state(s), "stable"), "one long late answer: %s (%s)", state(s),
                   json_string_value(json_object_get(json_object_get(s, "saturation"), "reason")));
@@ -142,9 +153,9 @@ START_TEST(test_slow_kv_link_overloaded) {
 END_TEST
 
 START_TEST(test_thresholds_range_checked) {
-    static const char *bad[] = {"saturation.drain_frac=1.5", "saturation.queue_growth=-1",
+    static const char *bad[] = {"saturation.drain_frac=1.5",  "saturation.queue_growth=-1",
                                 "saturation.wait_growth_s=x", "saturation.reject_frac=-0.1",
-                                "saturation.max_wait_s=-2", "saturation.unknown=1"};
+                                "saturation.max_wait_s=-2",   "saturation.unknown=1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = kvt_sh("%s run scenarios/quickstart.yaml -q --set %s", kvt_bin(), bad[i]);
         ck_assert_msg(rc == 2, "--set %s: exit %d", bad[i], rc);
@@ -168,4 +179,6 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) { return kvt_main(suite()); }
+int main(void) {
+    return kvt_main(suite());
+}

@@ -15,7 +15,7 @@
 
 #include "sim.h"
 
-static char g_src[PATH_MAX]; // repository root
+static char g_src[PATH_MAX];   // repository root
 
 // snprintf that fails the test instead of truncating.
 #define SNP(buf, n, ...)                                                                           \
@@ -89,7 +89,8 @@ START_TEST(test_config_defaults) {
     // Defaults stated outside §7 (scenarios/README.md).
     ASSERT_NEAR(c->kv.hbm_cache_frac, 0.8);
     ASSERT_NEAR(c->kv.activation_reserve, 0.1);
-    ck_assert(c->kv.write_through && c->kv.overlap_load && c->kv.persist_decode && c->kv.prefix_cache);
+    ck_assert(c->kv.write_through && c->kv.overlap_load && c->kv.persist_decode &&
+              c->kv.prefix_cache);
     ASSERT_NEAR(c->output.sample_interval_s, 10);
     ck_assert(c->output.write_requests);
     ck_assert_int_eq(c->cluster.preemption, SIM_PREEMPT_RECOMPUTE);
@@ -168,7 +169,8 @@ START_TEST(test_config_flow_equals_block) {
     ck_assert_int_eq(ca->cluster.prefill.tp, 2);
     ck_assert_int_eq(cb->cluster.prefill.gpus_per_instance, 2);
     ck_assert(ca->kv.ssd.capacity_bytes < 0 && cb->kv.ssd.capacity_bytes < 0);
-    ck_assert(ca->kv.retention_ns[TRC_CLASS_AGENT] <= 0 && cb->kv.retention_ns[TRC_CLASS_AGENT] <= 0);
+    ck_assert(ca->kv.retention_ns[TRC_CLASS_AGENT] <= 0 &&
+              cb->kv.retention_ns[TRC_CLASS_AGENT] <= 0);
     // Untouched keys keep their defaults.
     ck_assert_int_eq(ca->cluster.decode.instances, 2);
     ck_assert_int_eq(cb->kv.retention_ns[TRC_CLASS_CHATBOT], 7LL * 86400 * 1000000000LL);
@@ -241,33 +243,33 @@ static void set_ok(sim_config *c, const char *a) {
 
 START_TEST(test_config_set_each_type) {
     sim_config *c = cfg_new();
-    set_ok(c, "cluster.prefill.instances=5"); // int
+    set_ok(c, "cluster.prefill.instances=5");   // int
     ck_assert_int_eq(c->cluster.prefill.instances, 5);
-    set_ok(c, "seed=18446744073709551615"); // u64, exact
+    set_ok(c, "seed=18446744073709551615");   // u64, exact
     ck_assert_uint_eq(c->seed, UINT64_MAX);
     ck_assert_uint_eq(c->workload.opt.seed, UINT64_MAX);
-    set_ok(c, "cluster.network.kv_transfer_GBps=12.5"); // GB/s -> bytes/s
+    set_ok(c, "cluster.network.kv_transfer_GBps=12.5");   // GB/s -> bytes/s
     ASSERT_NEAR(c->cluster.kv_transfer_Bps, 12.5e9);
-    set_ok(c, "cluster.network.latency_us=7"); // us -> ns
+    set_ok(c, "cluster.network.latency_us=7");   // us -> ns
     ASSERT_NEAR(c->cluster.net_latency_ns, 7000);
-    set_ok(c, "router.stale_ms=3"); // ms -> ns
+    set_ok(c, "router.stale_ms=3");   // ms -> ns
     ASSERT_NEAR(c->router.stale_ns, 3e6);
-    set_ok(c, "kv_cache.dram.gb_per_node=512"); // GB -> bytes
+    set_ok(c, "kv_cache.dram.gb_per_node=512");   // GB -> bytes
     ASSERT_NEAR(c->kv.dram.capacity_bytes, 512e9);
-    set_ok(c, "kv_cache.dram.GBps=100"); // one key, both directions
+    set_ok(c, "kv_cache.dram.GBps=100");   // one key, both directions
     ASSERT_NEAR(c->kv.dram.read_Bps, 100e9);
     ASSERT_NEAR(c->kv.dram.write_Bps, 100e9);
-    set_ok(c, "kv_cache.ssd.capacity_tb=unlimited"); // capacity keyword
+    set_ok(c, "kv_cache.ssd.capacity_tb=unlimited");   // capacity keyword
     ck_assert(c->kv.ssd.capacity_bytes < 0);
     set_ok(c, "kv_cache.ssd.capacity_tb=2.5");
     ASSERT_NEAR(c->kv.ssd.capacity_bytes, 2.5e12);
-    set_ok(c, "kv_cache.ssd.capacity_tb=1PiB"); // explicit byte size
+    set_ok(c, "kv_cache.ssd.capacity_tb=1PiB");   // explicit byte size
     ASSERT_NEAR(c->kv.ssd.capacity_bytes, 1125899906842624.0);
-    set_ok(c, "kv_cache.write_through=false"); // bool
+    set_ok(c, "kv_cache.write_through=false");   // bool
     ck_assert(!c->kv.write_through);
     set_ok(c, "kv_cache.prefix_cache=no");
     ck_assert(!c->kv.prefix_cache);
-    set_ok(c, "cluster.mode=colocated"); // enum
+    set_ok(c, "cluster.mode=colocated");   // enum
     ck_assert_int_eq(c->cluster.mode, SIM_COLOCATED);
     set_ok(c, "cluster.decode.scheduler=spf");
     ck_assert_int_eq(c->cluster.decode.scheduler, SIM_SCHED_SPF);
@@ -275,27 +277,27 @@ START_TEST(test_config_set_each_type) {
     ck_assert_int_eq(c->cluster.preemption, SIM_PREEMPT_SWAP);
     set_ok(c, "workload.bucket=spread");
     ck_assert_int_eq(c->workload.opt.bucket, TRC_BUCKET_SPREAD);
-    set_ok(c, "workload.format=azure"); // trace format
+    set_ok(c, "workload.format=azure");   // trace format
     ck_assert_int_eq(c->workload.opt.format, TRC_FMT_AZURE);
-    set_ok(c, "router.prefill=ttft_estimate"); // name
+    set_ok(c, "router.prefill=ttft_estimate");   // name
     ck_assert_str_eq(c->router.prefill, "ttft_estimate");
-    set_ok(c, "model=models/custom.yaml"); // string
+    set_ok(c, "model=models/custom.yaml");   // string
     ck_assert_str_eq(c->model, "models/custom.yaml");
-    set_ok(c, "kv_cache.ssd.retention.coding=36h"); // duration
+    set_ok(c, "kv_cache.ssd.retention.coding=36h");   // duration
     ck_assert_int_eq(c->kv.retention_ns[TRC_CLASS_CODING], 36LL * 3600 * 1000000000LL);
     set_ok(c, "kv_cache.ssd.retention.batch=never");
     ck_assert(c->kv.retention_ns[TRC_CLASS_BATCH] <= 0);
-    set_ok(c, "workload.rate_rps=20"); // nullable number
+    set_ok(c, "workload.rate_rps=20");   // nullable number
     ASSERT_NEAR(c->workload.opt.rate_rps, 20);
     set_ok(c, "workload.rate_rps=null");
     ASSERT_NEAR(c->workload.opt.rate_rps, 0);
     set_ok(c, "workload.limit_requests=1000");
     ck_assert_int_eq(c->workload.opt.limit_requests, 1000);
-    set_ok(c, "workload.limit_requests="); // empty = null
+    set_ok(c, "workload.limit_requests=");   // empty = null
     ck_assert_int_eq(c->workload.opt.limit_requests, 0);
-    set_ok(c, "workload.start_s=1.5"); // s -> ns
+    set_ok(c, "workload.start_s=1.5");   // s -> ns
     ck_assert_int_eq(c->workload.opt.start_ns, 1500000000LL);
-    set_ok(c, "kv_cache.block_tokens=16"); // reader block size follows
+    set_ok(c, "kv_cache.block_tokens=16");   // reader block size follows
     ck_assert_uint_eq(c->kv.block_tokens, 16);
     ck_assert_uint_eq(c->workload.opt.block_tokens, 16);
     set_ok(c, "efficiency.step_overhead_us=250");
@@ -306,10 +308,10 @@ START_TEST(test_config_set_each_type) {
     ASSERT_NEAR(c->eff.compute, 0.45);
     set_ok(c, "structured.mask_us=40");
     ASSERT_NEAR(c->decoding.structured_mask_ns, 40e3);
-    set_ok(c, "cluster.decode={instances: 6, max_batch_requests: 64}"); // flow mapping
+    set_ok(c, "cluster.decode={instances: 6, max_batch_requests: 64}");   // flow mapping
     ck_assert_int_eq(c->cluster.decode.instances, 6);
     ck_assert_int_eq(c->cluster.decode.max_batch_requests, 64);
-    ck_assert_int_eq(c->cluster.decode.gpus_per_instance, 8); // untouched
+    ck_assert_int_eq(c->cluster.decode.gpus_per_instance, 8);   // untouched
     set_ok(c, "cluster.schedule=[{from_h: 0, prefill: 2, decode: 3}, {from_h: 8.5, decode: 6}]");
     ck_assert_int_eq(c->cluster.n_schedule, 2);
     ASSERT_NEAR(c->cluster.schedule[1].from_h, 8.5);
@@ -318,12 +320,12 @@ START_TEST(test_config_set_each_type) {
     ck_assert_int_eq(c->cluster.schedule[1].decode, 6);
     set_ok(c, "cluster.schedule=null");
     ck_assert_int_eq(c->cluster.n_schedule, 0);
-    set_ok(c, "workload.generate={profile: agent, rate_rps: 4}"); // generate on
+    set_ok(c, "workload.generate={profile: agent, rate_rps: 4}");   // generate on
     ck_assert_str_eq(c->workload.gen.profile, "agent");
     ASSERT_NEAR(c->workload.gen.rate_rps, 4);
-    set_ok(c, "workload.generate=null"); // and off
+    set_ok(c, "workload.generate=null");   // and off
     ck_assert_str_eq(c->workload.gen.profile, "");
-    set_ok(c, "economics.gpu_hour_usd=3.5"); // delegated to reports/
+    set_ok(c, "economics.gpu_hour_usd=3.5");   // delegated to reports/
     ASSERT_NEAR(c->econ.gpu_hour_usd, 3.5);
     set_ok(c, "economics.prices_per_mtok.output=1.1");
     ASSERT_NEAR(c->econ.prices.output, 1.1);
@@ -366,7 +368,8 @@ static void set_bad(const char *a, kvf_status want, const char *needle1, const c
 START_TEST(test_config_set_errors) {
     set_bad("cluster.prefil.instances=4", KVF_EINVAL, "--set cluster.prefil.instances: unknown key",
             NULL);
-    set_bad("cluster.prefill.instances=-2", KVF_EINVAL, "--set cluster.prefill.instances", "must be in [0, ");
+    set_bad("cluster.prefill.instances=-2", KVF_EINVAL, "--set cluster.prefill.instances",
+            "must be in [0, ");
     set_bad("cluster.prefill.instances=lots", KVF_EINVAL, "--set cluster.prefill.instances",
             "lots");
     set_bad("cluster.prefill.instances=2.5", KVF_EINVAL, "--set cluster.prefill.instances",
@@ -386,12 +389,12 @@ END_TEST
 // ---- bad files ----------------------------------------------------------------------------
 
 typedef struct bad_case {
-    const char *file; // under tests/data/bad/
-    bool at_validate; // loads fine; sim_config_validate fails
+    const char *file;   // under tests/data/bad/
+    bool at_validate;   // loads fine; sim_config_validate fails
     kvf_status status;
-    const char *line;  // ":N:" expected in the message
-    const char *key;   // key named in the message
-    const char *extra; // another substring, or NULL
+    const char *line;    // ":N:" expected in the message
+    const char *key;     // key named in the message
+    const char *extra;   // another substring, or NULL
 } bad_case;
 
 static const bad_case bad_cases[] = {
@@ -404,7 +407,8 @@ static const bad_case bad_cases[] = {
     {"mapping_for_scalar.yaml", false, KVF_EPARSE, ":4:", "kv_cache.block_tokens", "mapping"},
     {"scalar_for_mapping.yaml", false, KVF_EPARSE, ":3:", "'router'", "mapping"},
     {"duplicate_key.yaml", false, KVF_EPARSE, ":5:", "'seed'", "line 3"},
-    {"negative_bandwidth.yaml", false, KVF_EINVAL, ":5:", "kv_cache.ssd.read_GBps", "must be in [0.001, "},
+    {"negative_bandwidth.yaml", false, KVF_EINVAL, ":5:", "kv_cache.ssd.read_GBps",
+     "must be in [0.001, "},
     {"bad_duration.yaml", false, KVF_EPARSE, ":6:", "kv_cache.ssd.retention.agent", "three"},
     {"missing_trace.yaml", true, KVF_ENOENT, ":6:", "workload.trace", "no_such_trace"},
     {"colocated_empty.yaml", true, KVF_EINVAL, ":6:", "cluster.mode", "at least 1"},
@@ -413,8 +417,7 @@ static const bad_case bad_cases[] = {
     {"bad_published_field.yaml", false, KVF_EPARSE, ":6:", "published.hit rate.colour",
      "unknown field"},
     {"bad_published_role.yaml", false, KVF_EPARSE, ":6:", "published.hit rate.role", "maybe"},
-    {"published_output_no_key.yaml", true, KVF_EINVAL, ":11:", "published.hit rate",
-     "summary_key"},
+    {"published_output_no_key.yaml", true, KVF_EINVAL, ":11:", "published.hit rate", "summary_key"},
     {"mix_not_mixed.yaml", true, KVF_EINVAL, ":9:", "workload.generate.mix", "mixed"},
 };
 
@@ -472,7 +475,7 @@ START_TEST(test_config_validate_in_code) {
     ck_assert_int_eq(sim_config_validate(c, &e), KVF_ENOENT);
     ck_assert_msg(strstr(e.msg, "no_such_profile.csv"), "%s", e.msg);
     SNP(c->step_model, sizeof c->step_model, "roofline");
-    c->cluster.prefill.tp = 3; // does not divide 8 GPUs
+    c->cluster.prefill.tp = 3;   // does not divide 8 GPUs
     ck_assert_int_eq(sim_config_validate(c, &e), KVF_EINVAL);
     ck_assert_msg(strstr(e.msg, "cluster.prefill.tp"), "%s", e.msg);
     free(c);
@@ -499,7 +502,7 @@ static Suite *suite(void) {
 int main(void) {
     const char *root = getenv("KVF_SOURCE_DIR");
     snprintf(g_src, sizeof g_src, "%s", root && *root ? root : KVF_SOURCE_DIR);
-    if (chdir(g_src) != 0) return 1; // relative fixture paths are from the repository root
+    if (chdir(g_src) != 0) return 1;   // relative fixture paths are from the repository root
     SRunner *r = srunner_create(suite());
     srunner_run_all(r, CK_NORMAL);
     int failed = srunner_ntests_failed(r);

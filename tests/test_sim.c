@@ -17,7 +17,9 @@
 #include "sim_metrics.h"
 #include "sim_queue.h"
 
-static const char *src_dir(void) { return kvt_src(); }
+static const char *src_dir(void) {
+    return kvt_src();
+}
 
 static json_t *run_with(const char *out_dir, const char *const *sets, int nsets) {
     return kvt_run("quickstart.yaml", kvt_shared_trace("mooncake_conversation.jsonl"), sets, nsets,
@@ -34,11 +36,13 @@ START_TEST(test_queue_orders_by_time_then_seq) {
         sim_event ev = {.t = (sim_time)kvf_rng_below(&r, 50), .arg = {(uint64_t)i, 0}};
         seqs[i] = sim_queue_push(q, &ev);
     }
-    for (int i = 0; i < 2000; i += 3) sim_queue_cancel(q, seqs[i]);
+    for (int i = 0; i < 2000; i += 3)
+        sim_queue_cancel(q, seqs[i]);
     sim_event ev, prev = {.t = -1};
     size_t n = 0;
     while (sim_queue_pop(q, &ev)) {
-        ck_assert_msg(ev.arg[0] % 3 != 0, "cancelled event %llu fired", (unsigned long long)ev.arg[0]);
+        ck_assert_msg(ev.arg[0] % 3 != 0, "cancelled event %llu fired",
+                      (unsigned long long)ev.arg[0]);
         ck_assert_msg(ev.t > prev.t || (ev.t == prev.t && ev.seq > prev.seq),
                       "order broken: (%lld,%llu) after (%lld,%llu)", (long long)ev.t,
                       (unsigned long long)ev.seq, (long long)prev.t, (unsigned long long)prev.seq);
@@ -79,17 +83,18 @@ START_TEST(test_bcache_lru_and_retention) {
     ck_assert(!sim_bcache_put(&c, 1, 0, TRC_CLASS_CHATBOT, &ev));
     ck_assert(!sim_bcache_put(&c, 2, 1, TRC_CLASS_CHATBOT, &ev));
     ck_assert(!sim_bcache_put(&c, 3, 2, TRC_CLASS_AGENT, &ev));
-    sim_bcache_touch(&c, 1, 3, TRC_CLASS_CHATBOT);          // 2 is now the LRU
+    sim_bcache_touch(&c, 1, 3, TRC_CLASS_CHATBOT);   // 2 is now the LRU
     ck_assert(sim_bcache_put(&c, 4, 4, TRC_CLASS_CHATBOT, &ev));
     ck_assert_uint_eq(ev, 2);
     ck_assert(c.used <= c.capacity);
-    ck_assert(sim_bcache_has(&c, 3, 51));                  // agent entry lives 50 ns
-    ck_assert(!sim_bcache_has(&c, 3, 52 + 50));            // ... and is never hit after
+    ck_assert(sim_bcache_has(&c, 3, 51));         // agent entry lives 50 ns
+    ck_assert(!sim_bcache_has(&c, 3, 52 + 50));   // ... and is never hit after
     ck_assert(sim_bcache_has(&c, 1, 102));
     ck_assert(!sim_bcache_has(&c, 1, 103));
     ck_assert_uint_eq(c.expired, 2);
     // many inserts keep the count within capacity and the hash consistent
-    for (uint64_t i = 100; i < 5000; i++) sim_bcache_put(&c, i, 200 + (sim_time)i, 0, &ev);
+    for (uint64_t i = 100; i < 5000; i++)
+        sim_bcache_put(&c, i, 200 + (sim_time)i, 0, &ev);
     ck_assert_uint_eq(c.used, 3);
     ck_assert(sim_bcache_has(&c, 4999, 5199) && sim_bcache_has(&c, 4997, 5199));
     ck_assert(!sim_bcache_has(&c, 4996, 5199));
@@ -113,8 +118,8 @@ START_TEST(test_hist_percentiles_within_resolution) {
     double ps[] = {50, 90, 99};
     for (int k = 0; k < 3; k++) {
         double exact = v[(size_t)(ps[k] / 100.0 * N) - 1], got = sim_hist_percentile(&h, ps[k]);
-        ck_assert_msg(fabs(got - exact) <= 0.008 * exact + 1e-9, "p%.0f: histogram %.4f, exact %.4f",
-                      ps[k], got, exact);
+        ck_assert_msg(fabs(got - exact) <= 0.008 * exact + 1e-9,
+                      "p%.0f: histogram %.4f, exact %.4f", ps[k], got, exact);
     }
     ck_assert_msg(sim_hist_percentile(&h, 5) == 0, "zeros lost");
     ck_assert_uint_eq(h.total, N);
@@ -162,7 +167,8 @@ static char *db_digest(const char *dir) {
 
 START_TEST(test_run_is_deterministic) {
     const char *sets[] = {"workload.limit_requests=1500"};
-    char d1[] = "/tmp/kvf_det1_XXXXXX", d2[] = "/tmp/kvf_det2_XXXXXX", d3[] = "/tmp/kvf_det3_XXXXXX";
+    char d1[] = "/tmp/kvf_det1_XXXXXX", d2[] = "/tmp/kvf_det2_XXXXXX",
+         d3[] = "/tmp/kvf_det3_XXXXXX";
     ck_assert(mkdtemp(d1) && mkdtemp(d2) && mkdtemp(d3));
     json_t *a = run_with(d1, sets, 1), *b = run_with(d2, sets, 1);
     char *ta = summary_without_sim(a), *tb = summary_without_sim(b);
@@ -184,20 +190,23 @@ static void check_invariants(json_t *s, const char *what) {
     long long arrived = json_integer_value(json_object_get(rq, "arrived"));
     long long done = json_integer_value(json_object_get(rq, "completed"));
     long long rej = json_integer_value(json_object_get(rq, "rejected"));
-    ck_assert_msg(arrived > 0 && arrived == done + rej, "%s: arrived %lld != completed %lld + rejected %lld",
-                  what, arrived, done, rej);
+    ck_assert_msg(arrived > 0 && arrived == done + rej,
+                  "%s: arrived %lld != completed %lld + rejected %lld", what, arrived, done, rej);
     json_t *inv = json_object_get(s, "invariants");
     long long req = json_integer_value(json_object_get(inv, "output_tokens_requested"));
     long long got = json_integer_value(json_object_get(inv, "output_tokens_produced"));
     long long lost = json_integer_value(json_object_get(inv, "output_tokens_rejected"));
-    ck_assert_msg(req == got + lost, "%s: output tokens requested %lld, produced %lld + rejected %lld",
-                  what, req, got, lost);
-    ck_assert_msg(kvt_num(s, "invariants.kv_tokens_held_end") == 0, "%s: KV not returned: %g tokens",
-                  what, kvt_num(s, "invariants.kv_tokens_held_end"));
+    ck_assert_msg(req == got + lost,
+                  "%s: output tokens requested %lld, produced %lld + rejected %lld", what, req, got,
+                  lost);
+    ck_assert_msg(kvt_num(s, "invariants.kv_tokens_held_end") == 0,
+                  "%s: KV not returned: %g tokens", what,
+                  kvt_num(s, "invariants.kv_tokens_held_end"));
     ck_assert_msg(json_integer_value(json_object_get(inv, "tiers_over_capacity")) == 0,
                   "%s: a tier held more than its capacity", what);
     double hit = kvt_num(s, "cache.hit_tokens"), miss = kvt_num(s, "cache.miss_tokens");
-    ck_assert_msg(hit + miss > 0 && miss >= arrived - rej, "%s: at least one token per prompt", what);
+    ck_assert_msg(hit + miss > 0 && miss >= arrived - rej, "%s: at least one token per prompt",
+                  what);
 }
 
 START_TEST(test_invariants_on_real_traces) {
@@ -215,7 +224,8 @@ START_TEST(test_invariants_on_real_traces) {
                        "kv_cache.activation_reserve=0.6"};
     s = run_with(NULL, c, 3);
     check_invariants(s, "preempting");
-    ck_assert_msg(kvt_num(s, "steps.preemptions") > 0, "expected preemptions on a starved decode pool");
+    ck_assert_msg(kvt_num(s, "steps.preemptions") > 0,
+                  "expected preemptions on a starved decode pool");
     json_decref(s);
     const char *d[] = {"workload.limit_requests=2000", "kv_cache.ssd.capacity_tb=0.01",
                        "kv_cache.dram.gb_per_node=20", "kv_cache.write_through=false"};
@@ -226,7 +236,8 @@ START_TEST(test_invariants_on_real_traces) {
 END_TEST
 
 // Writes an Azure-format CSV of n Poisson arrivals at rate lambda with fixed lengths.
-static void write_poisson_csv(const char *path, int n, double lambda, int in, int out, uint64_t seed) {
+static void write_poisson_csv(const char *path, int n, double lambda, int in, int out,
+                              uint64_t seed) {
     FILE *f = fopen(path, "w");
     ck_assert(f);
     fprintf(f, "TIMESTAMP,ContextTokens,GeneratedTokens\n");
@@ -256,10 +267,14 @@ START_TEST(test_md1_queueing_delay) {
     char a[1200];
     write_poisson_csv(csv, 1, 1.0, in, 1, 3);
     sim_config_default(&cfg);
-    const char *base[] = {"cluster.prefill.instances=1", "cluster.decode.instances=1",
-                          "cluster.prefill.gpus_per_instance=1", "cluster.decode.gpus_per_instance=1",
-                          "cluster.prefill.max_batch_tokens=2048", "kv_cache.prefix_cache=false",
-                          "workload.format=azure", "router.prefill=round_robin"};
+    const char *base[] = {"cluster.prefill.instances=1",
+                          "cluster.decode.instances=1",
+                          "cluster.prefill.gpus_per_instance=1",
+                          "cluster.decode.gpus_per_instance=1",
+                          "cluster.prefill.max_batch_tokens=2048",
+                          "kv_cache.prefix_cache=false",
+                          "workload.format=azure",
+                          "router.prefill=round_robin"};
     for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
         ck_assert_msg(sim_config_set(&cfg, base[i], &err) == KVF_OK, "%s", err.msg);
     snprintf(a, sizeof a, "workload.trace=%s", csv);
@@ -279,10 +294,10 @@ START_TEST(test_md1_queueing_delay) {
     double span = kvt_num(sv, "sim.simulated_s");
     double rho_real = (double)n / span * D;
     double want = rho_real * D / (2 * (1 - rho_real));
-    printf("M/D/1: rho %.3f, D %.4f s, simulated Wq %.4f s, formula %.4f s (%+.2f %%)\n", rho_real, D,
-           wq, want, 100 * (wq - want) / want);
-    ck_assert_msg(fabs(wq - want) / want < 0.06, "M/D/1: Wq %.4f s, formula %.4f s (rho %.3f, D %.4f s)",
-                  wq, want, rho_real, D);
+    printf("M/D/1: rho %.3f, D %.4f s, simulated Wq %.4f s, formula %.4f s (%+.2f %%)\n", rho_real,
+           D, wq, want, 100 * (wq - want) / want);
+    ck_assert_msg(fabs(wq - want) / want < 0.06,
+                  "M/D/1: Wq %.4f s, formula %.4f s (rho %.3f, D %.4f s)", wq, want, rho_real, D);
     json_decref(sv);
     unlink(csv);
 }
@@ -312,7 +327,6 @@ START_TEST(test_halving_load_cuts_ttft) {
     json_decref(s1), json_decref(s2);
 }
 END_TEST
-
 
 // Decode by running sums (O(1) per step) against the reference path that lists every sequence:
 // the same runs, figure for figure, and the same request rows in the same order, on real
@@ -348,24 +362,36 @@ START_TEST(test_decode_sums_match_listed_path) {
         const char *scenario, *trace, *sets[8];
         int nsets;
     } cases[] = {
-        {"quickstart.yaml", "mooncake_conversation.jsonl",
+        {"quickstart.yaml",
+         "mooncake_conversation.jsonl",
          {"workload.limit_requests=3000", "workload.time_scale=0.3", "cluster.decode.instances=1",
-          "cluster.decode.kv_tokens=300000"}, 4},
-        {"quickstart.yaml", "mooncake_conversation.jsonl",
+          "cluster.decode.kv_tokens=300000"},
+         4},
+        {"quickstart.yaml",
+         "mooncake_conversation.jsonl",
          {"workload.limit_requests=2000", "workload.time_scale=0.3", "cluster.decode.instances=1",
           "cluster.decode.kv_tokens=250000", "cluster.preemption=swap", "structured.share=0.3",
-          "structured.mask_us=40"}, 7},
-        {"quickstart.yaml", "mooncake_conversation.jsonl",
+          "structured.mask_us=40"},
+         7},
+        {"quickstart.yaml",
+         "mooncake_conversation.jsonl",
          {"workload.limit_requests=2000", "cluster.mode=colocated", "cluster.prefill.instances=3",
-          "cluster.decode.instances=0", "cluster.prefill.kv_tokens=400000"}, 5},
-        {"quickstart.yaml", "weka_agentic_dev.jsonl",
-         {"workload.limit_requests=1500", "model=gpt-oss-120b", "workload.format=auto"}, 3},
-        {"quickstart.yaml", "azure2023_conv.csv",
+          "cluster.decode.instances=0", "cluster.prefill.kv_tokens=400000"},
+         5},
+        {"quickstart.yaml",
+         "weka_agentic_dev.jsonl",
+         {"workload.limit_requests=1500", "model=gpt-oss-120b", "workload.format=auto"},
+         3},
+        {"quickstart.yaml",
+         "azure2023_conv.csv",
          {"workload.limit_requests=2000", "model=gemma-3-27b", "workload.format=azure",
-          "workload.time_scale=0.5"}, 4},
-        {"quickstart.yaml", "azure2023_conv.csv",
+          "workload.time_scale=0.5"},
+         4},
+        {"quickstart.yaml",
+         "azure2023_conv.csv",
          {"workload.limit_requests=3000", "model=gemma-3-27b", "workload.format=azure",
-          "router.decode=round_robin", "cluster.decode.instances=3", "output.sample_interval_s=1"}, 6},
+          "router.decode=round_robin", "cluster.decode.instances=3", "output.sample_interval_s=1"},
+         6},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         char d1[64], d2[64];
@@ -383,8 +409,9 @@ START_TEST(test_decode_sums_match_listed_path) {
         ck_assert_msg(kvt_num(fast, "requests.completed") > 500, "case %zu: %g completed", k,
                       kvt_num(fast, "requests.completed"));
         printf("decode sums vs listed, case %zu: ttft p90 %.3f / %.3f ms, tpot p90 %.4f / %.4f ms, "
-               "itl p99 %.4f / %.4f ms, preemptions %g\n", k, kvt_num(fast, "ttft_ms.p90"),
-               kvt_num(slow, "ttft_ms.p90"), kvt_num(fast, "tpot_ms.p90"), kvt_num(slow, "tpot_ms.p90"),
+               "itl p99 %.4f / %.4f ms, preemptions %g\n",
+               k, kvt_num(fast, "ttft_ms.p90"), kvt_num(slow, "ttft_ms.p90"),
+               kvt_num(fast, "tpot_ms.p90"), kvt_num(slow, "tpot_ms.p90"),
                kvt_num(fast, "itl_ms.p99"), kvt_num(slow, "itl_ms.p99"),
                kvt_num(fast, "steps.preemptions"));
         printf("  events: %g with sums and runs, %g listed\n", kvt_num(fast, "sim.events"),
@@ -393,18 +420,21 @@ START_TEST(test_decode_sums_match_listed_path) {
         json_object_del(slow, "sim");
         char *a = json_dumps(fast, JSON_SORT_KEYS), *b = json_dumps(slow, JSON_SORT_KEYS);
         size_t i = 0;
-        while (a[i] && a[i] == b[i]) i++;
-        ck_assert_msg(!strcmp(a, b), "case %zu: summaries differ at ...%.120s... vs ...%.120s...", k,
-                      a + (i > 60 ? i - 60 : 0), b + (i > 60 ? i - 60 : 0));
+        while (a[i] && a[i] == b[i])
+            i++;
+        ck_assert_msg(!strcmp(a, b), "case %zu: summaries differ at ...%.120s... vs ...%.120s...",
+                      k, a + (i > 60 ? i - 60 : 0), b + (i > 60 ? i - 60 : 0));
         free(a), free(b);
         const char *tables[] = {"select * from request order by rowid",
                                 "select * from timeseries order by rowid"};
         for (int t = 0; t < 2; t++) {
             char *ra = table_rows(d1, tables[t]), *rb = table_rows(d2, tables[t]);
             size_t d = 0;
-            while (ra[d] && ra[d] == rb[d]) d++;
-            ck_assert_msg(!strcmp(ra, rb), "case %zu: %s: rows differ at ...%.100s... vs ...%.100s...",
-                          k, tables[t], ra + (d > 50 ? d - 50 : 0), rb + (d > 50 ? d - 50 : 0));
+            while (ra[d] && ra[d] == rb[d])
+                d++;
+            ck_assert_msg(!strcmp(ra, rb),
+                          "case %zu: %s: rows differ at ...%.100s... vs ...%.100s...", k, tables[t],
+                          ra + (d > 50 ? d - 50 : 0), rb + (d > 50 ? d - 50 : 0));
             free(ra), free(rb);
         }
         json_decref(fast), json_decref(slow);
@@ -416,7 +446,6 @@ START_TEST(test_decode_sums_match_listed_path) {
 }
 END_TEST
 
-
 // Min-load routers answer from an index updated per instance (O(log n)); with router_check
 // every answer is asserted against a scan of the pool, under live and stale load figures and
 // a time-of-day schedule that switches instances off and on. The runs must also route: the
@@ -425,18 +454,22 @@ START_TEST(test_router_index_matches_scan) {
     const char *sets[][6] = {
         {"router.prefill=least_loaded", "router.decode=least_kv", "workload.limit_requests=3000",
          "cluster.prefill.instances=5", "cluster.decode.instances=4", NULL},
-        {"router.prefill=least_work", "router.decode=least_requests", "workload.limit_requests=3000",
-         "cluster.prefill.instances=5", "cluster.decode.instances=4", "router.stale_ms=200"},
+        {"router.prefill=least_work", "router.decode=least_requests",
+         "workload.limit_requests=3000", "cluster.prefill.instances=5",
+         "cluster.decode.instances=4", "router.stale_ms=200"},
         {"router.prefill=least_loaded", "router.decode=least_kv", "workload.limit_requests=3000",
          "cluster.prefill.instances=6", "cluster.decode.instances=4",
-         "cluster.schedule=[{from_h: 0, prefill: 2, decode: 1}, {from_h: 0.1, prefill: 6, decode: 4}, {from_h: 0.2, prefill: 3, decode: 2}]"},
+         "cluster.schedule=[{from_h: 0, prefill: 2, decode: 1}, {from_h: 0.1, prefill: 6, decode: "
+         "4}, {from_h: 0.2, prefill: 3, decode: 2}]"},
     };
     for (size_t k = 0; k < sizeof sets / sizeof *sets; k++) {
         int n = 0;
-        while (n < 6 && sets[k][n]) n++;
+        while (n < 6 && sets[k][n])
+            n++;
         kvt_router_check = true;
         kvt_tmp_make("kvf_router");
-        json_t *s = kvt_run("quickstart.yaml", kvt_shared_trace("mooncake_conversation.jsonl"), sets[k], n, kvt_tmp);
+        json_t *s = kvt_run("quickstart.yaml", kvt_shared_trace("mooncake_conversation.jsonl"),
+                            sets[k], n, kvt_tmp);
         kvt_router_check = false;
         ck_assert_int_eq((int)kvt_num(s, "requests.completed"), 3000);
         char db[128];
@@ -444,12 +477,17 @@ START_TEST(test_router_index_matches_scan) {
         sqlite3 *h = NULL;
         ck_assert_int_eq(sqlite3_open(db, &h), SQLITE_OK);
         sqlite3_stmt *st = NULL;
-        ck_assert_int_eq(sqlite3_prepare_v2(h, "select count(distinct prefill_instance), count(distinct decode_instance) from request", -1, &st, NULL), SQLITE_OK);
+        ck_assert_int_eq(sqlite3_prepare_v2(h,
+                                            "select count(distinct prefill_instance), "
+                                            "count(distinct decode_instance) from request",
+                                            -1, &st, NULL),
+                         SQLITE_OK);
         ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
         int np = sqlite3_column_int(st, 0), nd = sqlite3_column_int(st, 1);
         sqlite3_finalize(st);
         sqlite3_close(h);
-        ck_assert_msg(np >= 3 && nd >= 2, "case %zu: %d prefill and %d decode instances used", k, np, nd);
+        ck_assert_msg(np >= 3 && nd >= 2, "case %zu: %d prefill and %d decode instances used", k,
+                      np, nd);
         json_decref(s);
         kvt_tmp_remove();
     }
@@ -477,4 +515,6 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) { return kvt_main(suite()); }
+int main(void) {
+    return kvt_main(suite());
+}

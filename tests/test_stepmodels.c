@@ -81,25 +81,27 @@ START_TEST(test_table_model_on_real_trace) {
     ck_assert_msg(fb > 0 && fb < steps, "fallbacks %lld of %lld steps", (long long)fb,
                   (long long)steps);
     json_decref(s);
-    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set step_model=table --set hardware=mi300x "
-                         "--set workload.limit_requests=300 -o %s/mi --no-report -q",
-                         tmpdir),
-                     0);
+    ck_assert_int_eq(
+        kvf("run scenarios/quickstart.yaml --set step_model=table --set hardware=mi300x "
+            "--set workload.limit_requests=300 -o %s/mi --no-report -q",
+            tmpdir),
+        0);
     snprintf(d, sizeof d, "%s/mi", tmpdir);
     s = summary(d);
     steps = steps_field(s, "steps"), fb = steps_field(s, "table_fallbacks");
     ck_assert_int_gt(steps, 100);
     ck_assert_int_eq(fb, steps);
     json_decref(s);
-    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set model=deepseek-v3 --set hardware=h800 "
-                         "--set step_model=table --set workload.limit_requests=200 "
-                         "--set cluster.prefill.instances=1 --set cluster.prefill.gpus_per_instance=16 "
-                         "--set cluster.prefill.tp=1 --set cluster.decode.instances=1 "
-                         "--set cluster.decode.gpus_per_instance=32 --set cluster.decode.tp=1 "
-                         "--set moe.two_batch_overlap=true --set moe.route_nodes=4 "
-                         "-o %s/ds --no-report -q",
-                         tmpdir),
-                     0);
+    ck_assert_int_eq(
+        kvf("run scenarios/quickstart.yaml --set model=deepseek-v3 --set hardware=h800 "
+            "--set step_model=table --set workload.limit_requests=200 "
+            "--set cluster.prefill.instances=1 --set cluster.prefill.gpus_per_instance=16 "
+            "--set cluster.prefill.tp=1 --set cluster.decode.instances=1 "
+            "--set cluster.decode.gpus_per_instance=32 --set cluster.decode.tp=1 "
+            "--set moe.two_batch_overlap=true --set moe.route_nodes=4 "
+            "-o %s/ds --no-report -q",
+            tmpdir),
+        0);
     snprintf(d, sizeof d, "%s/ds", tmpdir);
     s = summary(d);
     steps = steps_field(s, "steps"), fb = steps_field(s, "table_fallbacks");
@@ -114,10 +116,11 @@ START_TEST(test_table_model_on_real_trace) {
                   "config.moe.two_batch_overlap missing");
     json_decref(s);
     // the roofline has no fallbacks to count
-    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set workload.limit_requests=50 -o %s/roof "
-                         "--no-report -q",
-                         tmpdir),
-                     0);
+    ck_assert_int_eq(
+        kvf("run scenarios/quickstart.yaml --set workload.limit_requests=50 -o %s/roof "
+            "--no-report -q",
+            tmpdir),
+        0);
     snprintf(d, sizeof d, "%s/roof", tmpdir);
     s = summary(d);
     ck_assert(!json_object_get(json_object_get(s, "steps"), "table_fallbacks"));
@@ -134,25 +137,32 @@ START_TEST(test_hw_check) {
     int n = 0;
     while ((e = readdir(dir))) {
         if (!strstr(e->d_name, ".yaml")) continue;
-        ck_assert_msg(kvf("hw check models/hardware/%s", e->d_name) == 0, "%s: %s", e->d_name, out_buf);
+        ck_assert_msg(kvf("hw check models/hardware/%s", e->d_name) == 0, "%s: %s", e->d_name,
+                      out_buf);
         ck_assert(strstr(out_buf, ": ok ("));
         n++;
     }
     closedir(dir);
     ck_assert_int_ge(n, 8);
     ck_assert_int_eq(kvf("hw check models/hardware/h800.yaml"), 0);
-    ck_assert_msg(strstr(out_buf, "ep_dispatch 10") && strstr(out_buf, "gemm_fp8 18"), "%s", out_buf);
+    ck_assert_msg(strstr(out_buf, "ep_dispatch 10") && strstr(out_buf, "gemm_fp8 18"), "%s",
+                  out_buf);
     // a row above the datasheet peak, and a series that falls as m grows
     snprintf(p, sizeof p, "%s/hw.yaml", tmpdir);
-    write_file(p, "name: g\nbf16_flops: 989e12\nfp8_flops: 1979e12\nhbm_bytes: 8e10\nhbm_Bps: 3.35e12\n"
-                  "kernels:\n"
-                  "  - {kind: grouped_fp8, groups: 4, m: 256, n: 4096, k: 7168, tflops: 932, source: \"a/b README.md @ 1234567\"}\n"
-                  "  - {kind: grouped_fp8, groups: 2, m: 512, n: 4096, k: 7168, tflops: 900, source: \"a/b README.md @ 1234567\"}\n");
+    write_file(
+        p, "name: g\nbf16_flops: 989e12\nfp8_flops: 1979e12\nhbm_bytes: 8e10\nhbm_Bps: 3.35e12\n"
+           "kernels:\n"
+           "  - {kind: grouped_fp8, groups: 4, m: 256, n: 4096, k: 7168, tflops: 932, source: "
+           "\"a/b README.md @ 1234567\"}\n"
+           "  - {kind: grouped_fp8, groups: 2, m: 512, n: 4096, k: 7168, tflops: 900, source: "
+           "\"a/b README.md @ 1234567\"}\n");
     ck_assert_int_eq(kvf("hw check %s", p), 2);
     ck_assert_msg(strstr(out_buf, "hw.yaml:8") && strstr(out_buf, "tflops 900"), "%s", out_buf);
-    write_file(p, "name: g\nbf16_flops: 989e12\nfp8_flops: 1979e12\nhbm_bytes: 8e10\nhbm_Bps: 3.35e12\n"
-                  "kernels:\n"
-                  "  - {kind: gemm_fp8, m: 4096, n: 7168, k: 16384, tflops: 2000, source: \"a/b README.md @ 1234567\"}\n");
+    write_file(
+        p, "name: g\nbf16_flops: 989e12\nfp8_flops: 1979e12\nhbm_bytes: 8e10\nhbm_Bps: 3.35e12\n"
+           "kernels:\n"
+           "  - {kind: gemm_fp8, m: 4096, n: 7168, k: 16384, tflops: 2000, source: \"a/b README.md "
+           "@ 1234567\"}\n");
     ck_assert_int_eq(kvf("hw check %s", p), 2);
     ck_assert_msg(strstr(out_buf, "hw.yaml:7") && strstr(out_buf, "datasheet peak"), "%s", out_buf);
     write_file(p, "name: g\nbf16_flops: 989e12\nhbm_bytes: 8e10\nhbm_Bps: -3\n");
@@ -161,8 +171,9 @@ START_TEST(test_hw_check) {
     ck_assert_int_eq(kvf("hw check"), 2);
     ck_assert_int_eq(kvf("hw --help"), 0);
     // each kind of bad row names its file:line
-#define HW "name: g\nbf16_flops: 989e12\nfp8_flops: 1979e12\nhbm_bytes: 8e10\nhbm_Bps: 3.35e12\n" \
-           "kernels:\n"
+#define HW                                                                                         \
+    "name: g\nbf16_flops: 989e12\nfp8_flops: 1979e12\nhbm_bytes: 8e10\nhbm_Bps: 3.35e12\n"         \
+    "kernels:\n"
 #define SRC ", source: \"a/b README.md @ 1234567\"}\n"
     static const struct {
         const char *rows, *where, *why;
@@ -173,14 +184,16 @@ START_TEST(test_hw_check) {
          "hw.yaml:9", "the same shape as line 7"},
         {"  - {kind: gemm_fp6, m: 64, n: 8, k: 8, tflops: 1" SRC, "hw.yaml:7",
          "unknown kind 'gemm_fp6'"},
-        {"  - {kind: decode_gqa, heads: 32, kv_heads: 8, head_dim: 128, kv_bytes: 2, batch: 1, context: 1023, "
-         "us: 20" SRC
-         "  - {kind: decode_gqa, heads: 32, kv_heads: 8, head_dim: 128, kv_bytes: 2, batch: 8, context: 1023, "
+        {"  - {kind: decode_gqa, heads: 32, kv_heads: 8, head_dim: 128, kv_bytes: 2, batch: 1, "
+         "context: 1023, "
+         "us: 20" SRC "  - {kind: decode_gqa, heads: 32, kv_heads: 8, head_dim: 128, kv_bytes: 2, "
+         "batch: 8, context: 1023, "
          "us: 15" SRC,
          "hw.yaml:8", "must not fall as batch grows"},
-        {"  - {kind: decode_gqa, heads: 32, kv_heads: 8, head_dim: 128, kv_bytes: 2, batch: 8, context: 4095, "
-         "us: 20" SRC
-         "  - {kind: decode_gqa, heads: 32, kv_heads: 8, head_dim: 128, kv_bytes: 2, batch: 8, context: 1023, "
+        {"  - {kind: decode_gqa, heads: 32, kv_heads: 8, head_dim: 128, kv_bytes: 2, batch: 8, "
+         "context: 4095, "
+         "us: 20" SRC "  - {kind: decode_gqa, heads: 32, kv_heads: 8, head_dim: 128, kv_bytes: 2, "
+         "batch: 8, context: 1023, "
          "us: 25" SRC,
          "hw.yaml:7", "must not fall as context grows"},
         {"  - {kind: moe_bf16, experts: 128, topk: 8, hidden: 4096, inter: 1536, tp: 1, ep: 8, "
@@ -194,10 +207,12 @@ START_TEST(test_hw_check) {
         {"  - {kind: moe_fp8, experts: 256, topk: 8, hidden: 7168, inter: 2048, tp: 1, ep: 8, "
          "tokens: 64, tflops: 2100" SRC,
          "hw.yaml:7", "datasheet peak fp8_flops"},
-        {"  - {kind: decode_gqa, heads: 8, kv_heads: 1, head_dim: 128, kv_bytes: 2, batch: 8, context: 1023, "
+        {"  - {kind: decode_gqa, heads: 8, kv_heads: 1, head_dim: 128, kv_bytes: 2, batch: 8, "
+         "context: 1023, "
          "us: 20, GBps: 3400" SRC,
          "hw.yaml:7", "above hbm_Bps"},
-        {"  - {kind: decode_gqa, heads: 8, kv_heads: 1, head_dim: 128, kv_bytes: 2, batch: 8, us: 20" SRC,
+        {"  - {kind: decode_gqa, heads: 8, kv_heads: 1, head_dim: 128, kv_bytes: 2, batch: 8, us: "
+         "20" SRC,
          "hw.yaml:7", "'kernels.context' missing"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -212,7 +227,8 @@ START_TEST(test_hw_check) {
     write_file(p, "name: g\nbf16_flops: 989e12\nhbm_bytes: 8e10\nhbm_Bps: 3.35e12\npower_w: 700\n");
     ck_assert_int_eq(kvf("hw check %s", p), 2);
     ck_assert_msg(strstr(out_buf, "hw.yaml:5") && strstr(out_buf, "'power_w'") &&
-                      strstr(out_buf, "{idle: W, peak: W}"), "%s", out_buf);
+                      strstr(out_buf, "{idle: W, peak: W}"),
+                  "%s", out_buf);
     write_file(p, "name: g\nbf16_flops: 989e12\nhbm_bytes: 8e10\nhbm_Bps: 3.35e12\n"
                   "power_w: {idle: 800, peak: 700}\n");
     ck_assert_int_eq(kvf("hw check %s", p), 2);
@@ -228,8 +244,8 @@ END_TEST
 // `hw check` of several files: mdl_hardware_check_file on each shipped file, its rows counted
 // by kind; every file carries its power figures and its precision peaks in order.
 START_TEST(test_hw_check_files) {
-    static const char *const names[] = {"h100", "h200", "h800", "b200", "gb200", "mi300x",
-                                        "ascend-910c", "cpu"};
+    static const char *const names[] = {"h100",  "h200",   "h800",        "b200",
+                                        "gb200", "mi300x", "ascend-910c", "cpu"};
     unsigned total = 0;
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         kvf_err err = {0};
@@ -239,7 +255,8 @@ START_TEST(test_hw_check_files) {
         mdl_hardware *h = malloc(sizeof *h);
         ck_assert(h && mdl_hardware_load(h, names[i], NULL, &err) == KVF_OK);
         unsigned n = 0;
-        for (int k = 0; k < MDL_K_KINDS; k++) n += rows[k];
+        for (int k = 0; k < MDL_K_KINDS; k++)
+            n += rows[k];
         ck_assert_uint_eq(n, h->nkrows);
         total += n;
         ck_assert_msg(h->power_idle_w > 0 && h->power_peak_w >= h->power_idle_w, "%s: power %g/%g",
@@ -275,14 +292,14 @@ static mdl_model model_load(const char *name) {
 }
 
 // The row of h matching every column given (NaN: any); fails the test when there is none.
-static const mdl_krow *row_find(const mdl_hardware *h, mdl_kkind kind, double heads,
-                                double batch, double context, double m, double n, double k) {
+static const mdl_krow *row_find(const mdl_hardware *h, mdl_kkind kind, double heads, double batch,
+                                double context, double m, double n, double k) {
     for (uint32_t i = 0; i < h->nkrows; i++) {
         const mdl_krow *r = &h->krows[i];
         if (r->kind == kind && (isnan(heads) || r->heads == heads) &&
             (isnan(batch) || r->batch == batch) && (isnan(context) || r->context == context) &&
-            (r->kind != MDL_K_DECODE_GQA || r->kv_bytes == 2) &&
-            (isnan(m) || r->m == m) && (isnan(n) || r->n == n) && (isnan(k) || r->k == k))
+            (r->kind != MDL_K_DECODE_GQA || r->kv_bytes == 2) && (isnan(m) || r->m == m) &&
+            (isnan(n) || r->n == n) && (isnan(k) || r->k == k))
             return r;
     }
     ck_abort_msg("%s: no %s row", h->path, mdl_kkind_name(kind));
@@ -315,7 +332,8 @@ START_TEST(test_table_rows_by_hand) {
     // 8 sequences at a measured context: 32 layers x the row's time
     const mdl_krow *r0 = row_find(h, MDL_K_DECODE_GQA, 32, 8, 2047, NAN, NAN, NAN);
     const mdl_krow *r1 = row_find(h, MDL_K_DECODE_GQA, 32, 8, 16383, NAN, NAN, NAN);
-    for (int i = 0; i < 8; i++) seqs[i] = (mdl_seq){1, 2047};
+    for (int i = 0; i < 8; i++)
+        seqs[i] = (mdl_seq){1, 2047};
     mdl_batch b = {.phase = MDL_DECODE, .seqs = seqs, .n = 8};
     mdl_table_eval(&ll, h, NULL, NULL, &b, true, &c, &ex, &fb);
     const mdl_term *t = term_find(&ex, "attention", "decode_gqa");
@@ -341,7 +359,8 @@ START_TEST(test_table_rows_by_hand) {
                   t ? t->s : -1, rq->us);
     ck_assert_int_eq(t->row_lo, rq->line);
     // between the two contexts: log-log
-    for (int i = 0; i < 8; i++) seqs[i] = (mdl_seq){1, 5000};
+    for (int i = 0; i < 8; i++)
+        seqs[i] = (mdl_seq){1, 5000};
     mdl_table_eval(&ll, h, NULL, NULL, &b, true, &c, &ex, &fb);
     t = term_find(&ex, "attention", "decode_gqa");
     double f = log(5000.0 / 2047) / log(16383.0 / 2047);
@@ -350,7 +369,8 @@ START_TEST(test_table_rows_by_hand) {
     ck_assert(t->row_lo == r0->line && t->row_hi == r1->line);
     // 1024 decode tokens: the qkv projection (n = 6144, k = 4096) at the m = 1024 row
     const mdl_krow *g = row_find(h, MDL_K_GEMM_BF16, NAN, NAN, NAN, 1024, 6144, 4096);
-    for (int i = 0; i < NS; i++) seqs[i] = (mdl_seq){1, 100};
+    for (int i = 0; i < NS; i++)
+        seqs[i] = (mdl_seq){1, 100};
     b.n = NS;
     mdl_table_eval(&ll, h, NULL, NULL, &b, true, &c, &ex, &fb);
     t = term_find(&ex, "  gemm", "qkv projection");
@@ -399,7 +419,8 @@ START_TEST(test_table_rows_by_hand) {
             ml = r;
     }
     ck_assert(ml);
-    for (int i = 0; i < 8; i++) seqs[i] = (mdl_seq){1, 2047};
+    for (int i = 0; i < 8; i++)
+        seqs[i] = (mdl_seq){1, 2047};
     b.n = 8;
     mdl_table_eval(&ds, h2, NULL, NULL, &b, true, &c, &ex, &fb);
     t = term_find(&ex, "attention", "decode_mla");
@@ -431,12 +452,14 @@ START_TEST(test_table_rows_by_hand) {
     }
     ck_assert(e32 && e64);
     mdl_parallel p48 = {.gpus = 48, .tp = 1, .ep = 48, .ep_skew = 1};
-    for (int i = 0; i < NS; i++) seqs[i] = (mdl_seq){1, 1000};
+    for (int i = 0; i < NS; i++)
+        seqs[i] = (mdl_seq){1, 1000};
     mdl_decode_sum dsum = {0};
     uint32_t caps[MDL_CAPS];
     mdl_model_caps(&ds, caps);
-    for (int i = 0; i < 4096 - NS; i++) mdl_decode_sum_add(&dsum, caps, 1000);
-    mdl_batch b48 = {.phase = MDL_DECODE, .seqs = seqs, .n = NS, .dsum = &dsum}; // 4,096 tokens
+    for (int i = 0; i < 4096 - NS; i++)
+        mdl_decode_sum_add(&dsum, caps, 1000);
+    mdl_batch b48 = {.phase = MDL_DECODE, .seqs = seqs, .n = NS, .dsum = &dsum};   // 4,096 tokens
     mdl_table_eval(&ds, gb, &p48, NULL, &b48, true, &c, &ex, &fb);
     t = term_find(&ex, "expert GEMMs", "moe_fp8");
     const mdl_term *sh = term_find(&ex, "  shared experts", NULL);
@@ -448,27 +471,31 @@ START_TEST(test_table_rows_by_hand) {
     // the same rows in reverse order: the same answer to the nanosecond
     char path[256], text[1 << 16];
     snprintf(path, sizeof path, "%s/rev.yaml", tmpdir);
-    int len = snprintf(text, sizeof text, "name: rev\nbf16_flops: 989e12\nfp8_flops: 1979e12\n"
+    int len = snprintf(text, sizeof text,
+                       "name: rev\nbf16_flops: 989e12\nfp8_flops: 1979e12\n"
                        "hbm_bytes: 80e9\nhbm_Bps: 3.35e12\nkernels:\n");
     for (int i = (int)h->nkrows - 1; i >= 0 && len < (int)sizeof text - 600; i--) {
         const mdl_krow *r = &h->krows[i];
         if (r->kind != MDL_K_DECODE_GQA && r->kind != MDL_K_GEMM_BF16) continue;
         if (r->kind == MDL_K_DECODE_GQA)
-            len += snprintf(text + len, sizeof text - len,
-                            "  - {kind: decode_gqa, heads: %g, kv_heads: %g, head_dim: %g, kv_bytes: "
-                            "%g, batch: %g, context: %g, us: %.17g, source: \"%s\"}\n", r->heads,
-                            r->kv_heads, r->head_dim, r->kv_bytes, r->batch, r->context, r->us,
-                            mdl_krow_source(h, r));
+            len +=
+                snprintf(text + len, sizeof text - len,
+                         "  - {kind: decode_gqa, heads: %g, kv_heads: %g, head_dim: %g, kv_bytes: "
+                         "%g, batch: %g, context: %g, us: %.17g, source: \"%s\"}\n",
+                         r->heads, r->kv_heads, r->head_dim, r->kv_bytes, r->batch, r->context,
+                         r->us, mdl_krow_source(h, r));
         else
             len += snprintf(text + len, sizeof text - len,
                             "  - {kind: gemm_bf16, m: %g, n: %g, k: %g, tflops: %.17g, source: "
-                            "\"%s\"}\n", r->m, r->n, r->k, r->tflops, mdl_krow_source(h, r));
+                            "\"%s\"}\n",
+                            r->m, r->n, r->k, r->tflops, mdl_krow_source(h, r));
     }
     write_file(path, text);
     mdl_hardware *rv = hw_load(path);
     mdl_step_cost c1, c2;
     bool f1, f2;
-    for (int i = 0; i < NS; i++) seqs[i] = (mdl_seq){1, (uint32_t)(50 + i * 3)};
+    for (int i = 0; i < NS; i++)
+        seqs[i] = (mdl_seq){1, (uint32_t)(50 + i * 3)};
     b.n = 300;
     mdl_table_eval(&ll, h, NULL, NULL, &b, true, &c1, NULL, &f1);
     mdl_table_eval(&ll, rv, NULL, NULL, &b, true, &c2, NULL, &f2);
@@ -477,13 +504,15 @@ START_TEST(test_table_rows_by_hand) {
     free(rv);
     // the stepper keeps a memo of its lookups: it answers what the plain evaluation answers,
     // step after step, across phases, batch sizes and contexts (fallbacks included)
-    static const char *const pair[][2] = {{"llama-3.1-8b", "h100"}, {"qwen3-235b-a22b", "h200"},
-                                          {"deepseek-v3", "gb200"}, {"llama-3.1-70b", "b200"}};
+    static const char *const pair[][2] = {{"llama-3.1-8b", "h100"},
+                                          {"qwen3-235b-a22b", "h200"},
+                                          {"deepseek-v3", "gb200"},
+                                          {"llama-3.1-70b", "b200"}};
     for (size_t k = 0; k < sizeof pair / sizeof *pair; k++) {
         mdl_model mm = model_load(pair[k][0]);
         mdl_hardware *hh = hw_load(pair[k][1]);
-        mdl_parallel pp = {.gpus = 8, .tp = mm.experts ? 1 : 8, .ep = mm.experts ? 8 : 1,
-                           .ep_skew = 1.1};
+        mdl_parallel pp = {
+            .gpus = 8, .tp = mm.experts ? 1 : 8, .ep = mm.experts ? 8 : 1, .ep_skew = 1.1};
         mdl_stepper *sp = mdl_table_create(&mm, hh, &pp, NULL);
         static mdl_seq sq[600];
         uint64_t x = 2463534242ULL;
@@ -495,14 +524,15 @@ START_TEST(test_table_rows_by_hand) {
                 x ^= x << 13, x ^= x >> 7, x ^= x << 17;
                 sq[i] = (mdl_seq){pre ? 1 + (uint32_t)(x % 4000) : 1, (uint32_t)(x % 40000)};
             }
-            mdl_batch bb = {.phase = pre ? MDL_PREFILL : MDL_DECODE, .seqs = sq,
-                            .n = pre ? 1 + n % 16 : n};
+            mdl_batch bb = {
+                .phase = pre ? MDL_PREFILL : MDL_DECODE, .seqs = sq, .n = pre ? 1 + n % 16 : n};
             mdl_step_cost a1, a2;
             bool ff;
             mdl_stepper_cost(sp, &bb, &a1);
             mdl_table_eval(&mm, hh, &pp, NULL, &bb, true, &a2, NULL, &ff);
-            ck_assert_msg(a1.ns == a2.ns && a1.table_fallback == ff, "%s on %s trial %d: %lld vs %lld",
-                          pair[k][0], pair[k][1], trial, (long long)a1.ns, (long long)a2.ns);
+            ck_assert_msg(a1.ns == a2.ns && a1.table_fallback == ff,
+                          "%s on %s trial %d: %lld vs %lld", pair[k][0], pair[k][1], trial,
+                          (long long)a1.ns, (long long)a2.ns);
         }
         mdl_stepper_destroy(sp);
         free(hh);
@@ -538,16 +568,20 @@ START_TEST(test_explain_step_moe_and_dense) {
                          "--set cluster.decode.tp=8 --set cluster.decode.ep=8 --explain-step "
                          "--step-seqs 8 --step-context 2000"),
                      0);
-    const char *want[] = {"MoE routing", "MoE permutation", "expert GEMMs", "moe_bf16",
-                          "inside the fused", "decode_gqa", "h100.yaml:", "moe_perf.parquet",
-                          "TP all-reduce", "allreduce 8 GPUs"};
+    const char *want[] = {"MoE routing",      "MoE permutation", "expert GEMMs", "moe_bf16",
+                          "inside the fused", "decode_gqa",      "h100.yaml:",   "moe_perf.parquet",
+                          "TP all-reduce",    "allreduce 8 GPUs"};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         ck_assert_msg(strstr(out_buf, want[i]), "explain lacks '%s':\n%s", want[i], out_buf);
     ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set step_model=table --explain-step "
                          "--step-seqs 16 --step-context 1000"),
                      0);
-    const char *dense[] = {"qkv projection", "o projection", "dense FFN gate+up", "dense FFN down",
-                           "gemm_perf.parquet", "generation_attention_perf.parquet",
+    const char *dense[] = {"qkv projection",
+                           "o projection",
+                           "dense FFN gate+up",
+                           "dense FFN down",
+                           "gemm_perf.parquet",
+                           "generation_attention_perf.parquet",
                            "every applicable term answered by a kernel table"};
     for (size_t i = 0; i < sizeof dense / sizeof *dense; i++)
         ck_assert_msg(strstr(out_buf, dense[i]), "explain lacks '%s':\n%s", dense[i], out_buf);
@@ -570,14 +604,16 @@ START_TEST(test_large_ep_keys_refused) {
     ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set moe.two_batch_overlap=true -q"), 2);
     ck_assert_msg(strstr(out_buf, "moe.two_batch_overlap") && strstr(out_buf, "MoE models only"),
                   "%s", out_buf);
-    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set model=deepseek-v3 --set hardware=h800 "
-                         "--set cluster.decode.gpus_per_instance=8 --set moe.route_nodes=4 -q"),
-                     2);
+    ck_assert_int_eq(
+        kvf("run scenarios/quickstart.yaml --set model=deepseek-v3 --set hardware=h800 "
+            "--set cluster.decode.gpus_per_instance=8 --set moe.route_nodes=4 -q"),
+        2);
     ck_assert_msg(strstr(out_buf, "moe.route_nodes") && strstr(out_buf, "more than one scale-up"),
                   "%s", out_buf);
-    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set model=deepseek-v3 --set hardware=h800 "
-                         "--set cluster.decode.gpus_per_instance=32 --set moe.route_nodes=8 -q"),
-                     2);
+    ck_assert_int_eq(
+        kvf("run scenarios/quickstart.yaml --set model=deepseek-v3 --set hardware=h800 "
+            "--set cluster.decode.gpus_per_instance=32 --set moe.route_nodes=8 -q"),
+        2);
     ck_assert_msg(strstr(out_buf, "does not limit routing"), "%s", out_buf);
     ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set step_model=tables -q"), 2);
 }
@@ -588,9 +624,18 @@ START_TEST(test_explain_step_144) {
     ck_assert_int_eq(kvf("run scenarios/published/deepseek-v3-h800-decode.yaml --explain-step "
                          "--step-seqs 90 --step-context 5000"),
                      0);
-    const char *want[] = {"144 x h800", "90.0 per GPU", "context 5000", "FlashMLA", "DeepGEMM",
-                          "DeepEP", "h800.yaml:", "EP dispatch", "EP combine", "overlap",
-                          "every applicable term answered by a kernel table", "roofline:"};
+    const char *want[] = {"144 x h800",
+                          "90.0 per GPU",
+                          "context 5000",
+                          "FlashMLA",
+                          "DeepGEMM",
+                          "DeepEP",
+                          "h800.yaml:",
+                          "EP dispatch",
+                          "EP combine",
+                          "overlap",
+                          "every applicable term answered by a kernel table",
+                          "roofline:"};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         ck_assert_msg(strstr(out_buf, want[i]), "explain lacks '%s':\n%s", want[i], out_buf);
     ck_assert_int_eq(kvf("run scenarios/published/deepseek-v3-h800-decode.yaml --explain-step "
@@ -645,7 +690,8 @@ static void check_gap(const char *file, const char *model, double pred, double r
                   "%+.0f (%s=%.0f): the prediction moved away from the published figure",
                   file, model, pred, pred - pub, pub, rec - pub, model, rec);
     if (now < was - tol)
-        fprintf(stderr, "%s: %s predicts %.0f, closer to the published %.0f than the recorded "
+        fprintf(stderr,
+                "%s: %s predicts %.0f, closer to the published %.0f than the recorded "
                 "%.0f: record %s=%.0f in its check line and scenarios/README.md\n",
                 file, model, pred, pub, rec, model, pred);
 }
@@ -686,14 +732,16 @@ START_TEST(test_published_points) {
             rc = kvf("run scenarios/published/%s --explain-step --step-seqs %g --step-context %g",
                      e->d_name, check_get(line, "seqs_per_gpu"), check_get(line, "context"));
         else if (check_get(line, "context") > 0)
-            rc = kvf("run scenarios/published/%s --explain-step --step-phase prefill --step-prompt %g "
-                     "--step-chunks %g --step-context %g",
-                     e->d_name, check_get(line, "prompt"), check_get(line, "chunks"),
-                     check_get(line, "context"));
+            rc = kvf(
+                "run scenarios/published/%s --explain-step --step-phase prefill --step-prompt %g "
+                "--step-chunks %g --step-context %g",
+                e->d_name, check_get(line, "prompt"), check_get(line, "chunks"),
+                check_get(line, "context"));
         else
-            rc = kvf("run scenarios/published/%s --explain-step --step-phase prefill --step-prompt %g "
-                     "--step-chunks %g",
-                     e->d_name, check_get(line, "prompt"), check_get(line, "chunks"));
+            rc = kvf(
+                "run scenarios/published/%s --explain-step --step-phase prefill --step-prompt %g "
+                "--step-chunks %g",
+                e->d_name, check_get(line, "prompt"), check_get(line, "chunks"));
         ck_assert_msg(rc == 0, "%s: %s", e->d_name, out_buf);
         const char *last = strstr(out_buf, "per GPU: table ");
         ck_assert_msg(last, "%s: %s", e->d_name, out_buf);
@@ -717,13 +765,16 @@ START_TEST(test_published_points) {
         pred_cells(cr, sizeof cr, rec_r, pub);
         snprintf(want, sizeof want, "| %s | %s | %s |\n", cp, ct, cr);
         const char *at = strstr(row, want);
-        ck_assert_msg(at && (!eol || at < eol), "scenarios/README.md row `%s` lacks '%.*s' (its "
-                      "check line: %s)", name, (int)strlen(want) - 1, want, line);
+        ck_assert_msg(at && (!eol || at < eol),
+                      "scenarios/README.md row `%s` lacks '%.*s' (its "
+                      "check line: %s)",
+                      name, (int)strlen(want) - 1, want, line);
         // the scenario itself is a valid scenario
-        ck_assert_msg(kvf("run scenarios/published/%s --set workload.generate.duration_s=2 -o %s/p --force "
-                          "--no-report -q",
-                          e->d_name, tmpdir) == 0,
-                      "%s does not run: %s", e->d_name, out_buf);
+        ck_assert_msg(
+            kvf("run scenarios/published/%s --set workload.generate.duration_s=2 -o %s/p --force "
+                "--no-report -q",
+                e->d_name, tmpdir) == 0,
+            "%s does not run: %s", e->d_name, out_buf);
         n++;
     }
     closedir(dir);

@@ -22,15 +22,20 @@ START_TEST(test_store_bandwidth_is_shared) {
     json_t *iops = run8("kv_cache.ssd.store_iops=120");   // 120 x 8 MiB blocks ~ 1 GB/s
     double t_paths = kvt_num(paths, "ttft_ms.p90"), t_narrow = kvt_num(narrow, "ttft_ms.p90");
     double t_wide = kvt_num(wide, "ttft_ms.p90"), t_iops = kvt_num(iops, "ttft_ms.p90");
-    ck_assert_msg(t_narrow > 2 * t_paths, "a 1 GB/s store for 8 instances: TTFT p90 %g ms, "
-                  "8 private 1 GB/s paths %g ms", t_narrow, t_paths);
-    ck_assert_msg(t_wide <= t_narrow, "an 8 GB/s store %g ms slower than a 1 GB/s one %g ms", t_wide, t_narrow);
-    ck_assert_msg(t_iops > 2 * t_paths, "120 IOPS: TTFT p90 %g ms, private paths %g ms", t_iops, t_paths);
+    ck_assert_msg(t_narrow > 2 * t_paths,
+                  "a 1 GB/s store for 8 instances: TTFT p90 %g ms, "
+                  "8 private 1 GB/s paths %g ms",
+                  t_narrow, t_paths);
+    ck_assert_msg(t_wide <= t_narrow, "an 8 GB/s store %g ms slower than a 1 GB/s one %g ms",
+                  t_wide, t_narrow);
+    ck_assert_msg(t_iops > 2 * t_paths, "120 IOPS: TTFT p90 %g ms, private paths %g ms", t_iops,
+                  t_paths);
     // the loads are the same: the store only changes when they finish
-    ck_assert_msg(fabs(kvt_num(narrow, "cache.load_bytes.ssd") - kvt_num(paths, "cache.load_bytes.ssd")) <=
-                      0.25 * kvt_num(paths, "cache.load_bytes.ssd"),
-                  "SSD bytes loaded %g with the store, %g without", kvt_num(narrow, "cache.load_bytes.ssd"),
-                  kvt_num(paths, "cache.load_bytes.ssd"));
+    ck_assert_msg(
+        fabs(kvt_num(narrow, "cache.load_bytes.ssd") - kvt_num(paths, "cache.load_bytes.ssd")) <=
+            0.25 * kvt_num(paths, "cache.load_bytes.ssd"),
+        "SSD bytes loaded %g with the store, %g without", kvt_num(narrow, "cache.load_bytes.ssd"),
+        kvt_num(paths, "cache.load_bytes.ssd"));
     json_decref(paths);
     json_decref(narrow);
     json_decref(wide);

@@ -20,8 +20,12 @@
 #include "helpers/kvt.h"
 #include "sim.h"
 
-static void setup(void) { kvt_tmp_make("kvf_sweep"); }
-static void teardown(void) { kvt_tmp_remove(); }
+static void setup(void) {
+    kvt_tmp_make("kvf_sweep");
+}
+static void teardown(void) {
+    kvt_tmp_remove();
+}
 
 #define BASE "scenarios/quickstart.yaml --set workload.limit_requests=300"
 #define VARY "--vary cluster.prefill.instances=1,3 --vary cluster.decode.instances=1,2"
@@ -86,12 +90,15 @@ static void check_json_points(const char *what) {
         // the configuration keys that differ between points are exactly the varied ones
         json_t *cd = json_object_get(pt, "config_differs");
         ck_assert_msg(json_object_size(cd) == 2 &&
-                          json_integer_value(json_object_get(cd, "cluster.prefill.instances")) == k_prefill[i / 2] &&
-                          json_integer_value(json_object_get(cd, "cluster.decode.instances")) == k_decode[i % 2],
+                          json_integer_value(json_object_get(cd, "cluster.prefill.instances")) ==
+                              k_prefill[i / 2] &&
+                          json_integer_value(json_object_get(cd, "cluster.decode.instances")) ==
+                              k_decode[i % 2],
                       "%s: point %d config_differs %s", what, i, json_dumps(cd, JSON_COMPACT));
         ck_assert_msg(json_is_object(json_object_get(pt, "ttft_ms")), "%s: point %d lacks ttft_ms",
                       what, i);
-        static const char *extra[] = {"sim", "vary", "idx", "dir", "point_status", "config_differs"};
+        static const char *extra[] = {"sim", "vary",         "idx",
+                                      "dir", "point_status", "config_differs"};
         for (size_t k = 0; k < sizeof extra / sizeof extra[0]; k++)
             json_object_del(pt, extra[k]);
         if (!json_equal(pt, plain[i])) {
@@ -106,8 +113,8 @@ static void check_json_points(const char *what) {
 }
 
 START_TEST(test_sweep_points_equal_plain_runs) {
-    ck_assert_msg(kvt_sh("%s sweep " BASE " " VARY " -o %s/a --json", kvt_bin(), kvt_tmp) == 0, "%.2000s",
-                  kvt_err);
+    ck_assert_msg(kvt_sh("%s sweep " BASE " " VARY " -o %s/a --json", kvt_bin(), kvt_tmp) == 0,
+                  "%.2000s", kvt_err);
     check_json_points("-j 1");
     // each point directory holds its own run
     ensure_plain();
@@ -151,7 +158,8 @@ START_TEST(test_sweep_mpi_equals_plain) {
 END_TEST
 
 START_TEST(test_sweep_db_and_csv) {
-    ck_assert_msg(kvt_sh("%s sweep " BASE " " VARY " -o %s/d", kvt_bin(), kvt_tmp) == 0, "%.2000s", kvt_err);
+    ck_assert_msg(kvt_sh("%s sweep " BASE " " VARY " -o %s/d", kvt_bin(), kvt_tmp) == 0, "%.2000s",
+                  kvt_err);
     ensure_plain();
     char p[256];
     snprintf(p, sizeof p, "%s/d/sweep.db", kvt_tmp);
@@ -215,7 +223,8 @@ static int64_t mtime_ns(const char *p) {
 }
 
 START_TEST(test_sweep_resume_reruns_only_missing) {
-    ck_assert_msg(kvt_sh("%s sweep " BASE " " VARY " -o %s/r", kvt_bin(), kvt_tmp) == 0, "%.2000s", kvt_err);
+    ck_assert_msg(kvt_sh("%s sweep " BASE " " VARY " -o %s/r", kvt_bin(), kvt_tmp) == 0, "%.2000s",
+                  kvt_err);
     ck_assert_msg(strstr(kvt_err, "4 run now, 0 already done"), "%.2000s", kvt_err);
     char sum[NPOINTS][512];
     int64_t before[NPOINTS];
@@ -229,8 +238,8 @@ START_TEST(test_sweep_resume_reruns_only_missing) {
     }
     // an interrupted sweep: one point never finished
     ck_assert(unlink(sum[2]) == 0);
-    ck_assert_msg(kvt_sh("%s sweep " BASE " " VARY " -o %s/r --json", kvt_bin(), kvt_tmp) == 0, "%.2000s",
-                  kvt_err);
+    ck_assert_msg(kvt_sh("%s sweep " BASE " " VARY " -o %s/r --json", kvt_bin(), kvt_tmp) == 0,
+                  "%.2000s", kvt_err);
     ck_assert_msg(strstr(kvt_err, "1 run now, 3 already done"), "%.2000s", kvt_err);
     for (int i = 0; i < NPOINTS; i++) {
         int64_t t = mtime_ns(sum[i]);
@@ -239,8 +248,9 @@ START_TEST(test_sweep_resume_reruns_only_missing) {
     }
     check_json_points("resumed");
     // a different sweep into the same directory is refused
-    ck_assert_int_eq(
-        kvt_sh("%s sweep " BASE " --vary cluster.prefill.instances=1,2 -o %s/r", kvt_bin(), kvt_tmp), 2);
+    ck_assert_int_eq(kvt_sh("%s sweep " BASE " --vary cluster.prefill.instances=1,2 -o %s/r",
+                            kvt_bin(), kvt_tmp),
+                     2);
     ck_assert_msg(strstr(kvt_err, "another sweep"), "%.2000s", kvt_err);
 }
 END_TEST
@@ -268,7 +278,7 @@ START_TEST(test_sweep_bad_vary) {
     char p[256];
     snprintf(p, sizeof p, "%s/bad/points", kvt_tmp);
     ck_assert_msg(access(p, F_OK) != 0, "a bad sweep created %s", p);
-    ck_assert_int_eq(kvt_sh("%s sweep " BASE, kvt_bin()), 2); // no --vary
+    ck_assert_int_eq(kvt_sh("%s sweep " BASE, kvt_bin()), 2);   // no --vary
 }
 END_TEST
 

@@ -77,7 +77,8 @@ static int read_all(const char *path, const trc_options *o, uint64_t *n, kvf_err
     if (trc_reader_open(&r, path, o, err)) return -1;
     trc_request q;
     int rc;
-    while ((rc = trc_reader_next(r, &q, err)) == 1) (*n)++;
+    while ((rc = trc_reader_next(r, &q, err)) == 1)
+        (*n)++;
     trc_reader_close(r);
     return rc;
 }
@@ -87,8 +88,8 @@ static void expect_error(const char *path, const trc_options *o, const char *wan
     kvf_err err = {0};
     uint64_t n;
     int rc = read_all(path, o, &n, &err);
-    ck_assert_msg(rc < 0, "%s: expected an error containing '%s', read %llu requests", path,
-                  want1, (unsigned long long)n);
+    ck_assert_msg(rc < 0, "%s: expected an error containing '%s', read %llu requests", path, want1,
+                  (unsigned long long)n);
     ck_assert_msg(strstr(err.msg, want1) && (!want2 || strstr(err.msg, want2)),
                   "message '%s' lacks '%s' / '%s'", err.msg, want1, want2 ? want2 : "");
     ck_assert_msg(err.code == KVF_EPARSE || err.code == KVF_EINVAL, "code %d", err.code);
@@ -102,14 +103,14 @@ static void req_eq(const trc_request *a, const trc_request *b, uint64_t i) {
                   (long long)a->arrival_ns, (long long)b->arrival_ns, a->input_tokens,
                   b->input_tokens, a->output_tokens, b->output_tokens);
     ck_assert_msg(a->cls == b->cls && a->flags == b->flags && a->images == b->images &&
-                      a->session == b->session && a->turn == b->turn &&
-                      a->prev_id == b->prev_id && a->think_ns == b->think_ns,
+                      a->session == b->session && a->turn == b->turn && a->prev_id == b->prev_id &&
+                      a->think_ns == b->think_ns,
                   "req %llu: cls %u/%u flags %u/%u images %u/%u session %llu/%llu turn %u/%u "
                   "prev %lld/%lld think %lld/%lld",
-                  (unsigned long long)i, a->cls, b->cls, a->flags, b->flags, a->images,
-                  b->images, (unsigned long long)a->session, (unsigned long long)b->session,
-                  a->turn, b->turn, (long long)a->prev_id, (long long)b->prev_id,
-                  (long long)a->think_ns, (long long)b->think_ns);
+                  (unsigned long long)i, a->cls, b->cls, a->flags, b->flags, a->images, b->images,
+                  (unsigned long long)a->session, (unsigned long long)b->session, a->turn, b->turn,
+                  (long long)a->prev_id, (long long)b->prev_id, (long long)a->think_ns,
+                  (long long)b->think_ns);
     ck_assert_msg(a->n_blocks == b->n_blocks, "req %llu: n_blocks %u/%u", (unsigned long long)i,
                   a->n_blocks, b->n_blocks);
     for (uint32_t k = 0; k < a->n_blocks; k++)
@@ -183,7 +184,8 @@ static void mooncake_independent(const char *path, uint32_t B, uint64_t *hit, ui
         while (*p && *p != ']') {
             ids[n++] = strtol(p, &p, 10);
             ck_assert(n < 4096);
-            while (*p == ',' || *p == ' ') p++;
+            while (*p == ',' || *p == ' ')
+                p++;
         }
         uint64_t h = 0;
         uint32_t need[4096];
@@ -371,8 +373,8 @@ START_TEST(test_mooncake_bucket_spread) {
         ck_assert_int_eq(trc_reader_next(b, &y, &err), 1);
         ck_assert(x.arrival_ns % 1000000 == 0);
         ck_assert_msg(y.arrival_ns >= x.arrival_ns && y.arrival_ns < x.arrival_ns + 3000000000LL,
-                      "req %llu spread %lld outside its bucket at %lld",
-                      (unsigned long long)x.id, (long long)y.arrival_ns, (long long)x.arrival_ns);
+                      "req %llu spread %lld outside its bucket at %lld", (unsigned long long)x.id,
+                      (long long)y.arrival_ns, (long long)x.arrival_ns);
         ck_assert(y.arrival_ns >= last);
         last = y.arrival_ns;
         ck_assert(x.input_tokens == y.input_tokens && x.n_blocks == y.n_blocks);
@@ -463,8 +465,7 @@ START_TEST(test_roundtrip_readers) {
     mk_tmp();
     trc_options o = opts(64);
     o.bucket = TRC_BUCKET_SPREAD;
-    ck_assert_uint_eq(roundtrip(trace_path("mooncake_conversation.jsonl"), &o, "mc.jsonl"),
-                      12031);
+    ck_assert_uint_eq(roundtrip(trace_path("mooncake_conversation.jsonl"), &o, "mc.jsonl"), 12031);
     o = opts(64);
     ck_assert_uint_eq(roundtrip(trace_path("azure2023_conv.csv"), &o, "az.jsonl"), 19366);
     const char *w = trace_path("weka_agentic_dev.jsonl");
@@ -540,7 +541,8 @@ START_TEST(test_sessions_weka) {
         for (uint32_t i = 0; i < q.n_blocks; i++) {
             uint64_t k = q.blocks[i] ? q.blocks[i] : 1;   // 0 marks an empty slot
             size_t h = (size_t)(kvf_hash64(k) & (cap - 1));
-            while (set[h] && set[h] != k) h = (h + 1) & (cap - 1);
+            while (set[h] && set[h] != k)
+                h = (h + 1) & (cap - 1);
             if (set[h] && owner[h] != q.session) shared++;
             set[h] = k;
             owner[h] = q.session;
@@ -597,7 +599,8 @@ START_TEST(test_sessions_small) {
     uint64_t ids[5][4];
     for (int i = 0; i < 5; i++) {
         ck_assert_msg(trc_reader_next(r, &q[i], &err) == 1, "%s", err.msg);
-        for (uint32_t k = 0; k < q[i].n_blocks; k++) ids[i][k] = q[i].blocks[k];
+        for (uint32_t k = 0; k < q[i].n_blocks; k++)
+            ids[i][k] = q[i].blocks[k];
     }
     ck_assert_int_eq(trc_reader_next(r, &q[0], &err), 0);
     trc_reader_close(r);
@@ -609,8 +612,9 @@ START_TEST(test_sessions_small) {
     ck_assert(q[3].input_tokens == 300 && q[3].prev_id == 0 && q[3].think_ns == 9000000000LL);
     ck_assert(q[4].prev_id == -1 && q[4].turn == 0 && q[4].session != q[0].session);
     ck_assert(q[4].arrival_ns > 0);
-    for (int k = 0; k < 3; k++) ck_assert(ids[4][k] != ids[0][k]);   // local scope kept apart
-    ck_assert(ids[3][0] == ids[0][0] && ids[3][2] == ids[0][2]);     // same session shares
+    for (int k = 0; k < 3; k++)
+        ck_assert(ids[4][k] != ids[0][k]);                         // local scope kept apart
+    ck_assert(ids[3][0] == ids[0][0] && ids[3][2] == ids[0][2]);   // same session shares
 }
 END_TEST
 
@@ -659,8 +663,7 @@ START_TEST(test_gen_lengths) {
     g.images_p = 0.25;
     trc_stats s;
     gen_stats(&g, &s);
-    ck_assert(s.input_tokens.p50 == 777 && s.input_tokens.p99 == 777 &&
-              s.input_tokens.max == 777);
+    ck_assert(s.input_tokens.p50 == 777 && s.input_tokens.p99 == 777 && s.input_tokens.max == 777);
     ck_assert(s.output_tokens.mean == 55);
     ck_assert_uint_eq(s.sessions, s.requests);
     ck_assert_uint_eq(s.hit_tokens, 0);
@@ -696,10 +699,9 @@ START_TEST(test_gen_lengths) {
     for (int i = 0; i < 3; i++) {
         double ei = kvf_percentile_sorted(in, n, ps[i]), eo = kvf_percentile_sorted(out, n, ps[i]);
         double tol = i == 2 ? 0.08 : 0.04;
-        ck_assert_msg(fabs(gi[i] - ei) <= tol * ei, "input p%.0f %f vs file %f", ps[i], gi[i],
-                      ei);
-        ck_assert_msg(fabs(go[i] - eo) <= tol * eo + 1, "output p%.0f %f vs file %f", ps[i],
-                      go[i], eo);
+        ck_assert_msg(fabs(gi[i] - ei) <= tol * ei, "input p%.0f %f vs file %f", ps[i], gi[i], ei);
+        ck_assert_msg(fabs(go[i] - eo) <= tol * eo + 1, "output p%.0f %f vs file %f", ps[i], go[i],
+                      eo);
     }
     free(in);
     free(out);
@@ -732,7 +734,8 @@ START_TEST(test_gen_reuse_matches_structure) {
         trc_request q;
         while (trc_reader_next(r, &q, &err) == 1) {
             size_t h = (size_t)(kvf_hash64(q.session) & (cap - 1));
-            while (key[h] && key[h] != q.session) h = (h + 1) & (cap - 1);
+            while (key[h] && key[h] != q.session)
+                h = (h + 1) & (cap - 1);
             uint64_t e;
             if (q.turn == 0) {
                 ck_assert(!key[h]);
@@ -758,8 +761,8 @@ START_TEST(test_gen_reuse_matches_structure) {
         gen_stats(&g, &s);
         ck_assert_uint_eq(s.requests, n);
         ck_assert_uint_eq(s.input_tokens.total, total);
-        ck_assert_msg(s.hit_tokens == hit, "profile %d: stats %llu hit tokens, structure %llu",
-                      pi, (unsigned long long)s.hit_tokens, (unsigned long long)hit);
+        ck_assert_msg(s.hit_tokens == hit, "profile %d: stats %llu hit tokens, structure %llu", pi,
+                      (unsigned long long)s.hit_tokens, (unsigned long long)hit);
         double mean_turns = (double)s.requests / (double)s.sessions;
         ck_assert_msg(fabs(mean_turns - 4) < 0.4, "mean turns %f", mean_turns);
         ck_assert(turns > n / 2);
@@ -818,7 +821,8 @@ static double naive_lru(const trc_gen_options *g, uint64_t cap_blocks) {
         uint32_t k = 0;
         for (; k < q.n_blocks; k++) {
             bool found = false;
-            for (uint64_t i = 0; i < n && !found; i++) found = keys[i] == q.blocks[k];
+            for (uint64_t i = 0; i < n && !found; i++)
+                found = keys[i] == q.blocks[k];
             if (!found) break;
         }
         uint64_t h = (uint64_t)k * 64;
@@ -826,9 +830,11 @@ static double naive_lru(const trc_gen_options *g, uint64_t cap_blocks) {
         total += q.input_tokens;
         for (uint32_t b = q.n_blocks; b-- > 0;) {   // last to first
             uint64_t i = 0;
-            while (i < n && keys[i] != q.blocks[b]) i++;
+            while (i < n && keys[i] != q.blocks[b])
+                i++;
             if (i == n) {
-                if (n < cap_blocks) n++;
+                if (n < cap_blocks)
+                    n++;
                 else {   // evict the least recent
                     uint64_t lo = 0;
                     for (uint64_t j = 1; j < n; j++)
@@ -901,8 +907,8 @@ START_TEST(test_stats_sketch_large) {
     kvf_sort_doubles(v, n);
     trc_stats s;
     gen_stats(&g, &s);
-    const double ps[3] = {50, 90, 99}, got[3] = {s.input_tokens.p50, s.input_tokens.p90,
-                                                 s.input_tokens.p99};
+    const double ps[3] = {50, 90, 99},
+                 got[3] = {s.input_tokens.p50, s.input_tokens.p90, s.input_tokens.p99};
     for (int i = 0; i < 3; i++) {
         double e = kvf_percentile_sorted(v, n, ps[i]);
         ck_assert_msg(fabs(got[i] - e) <= 0.002 * e + 0.5, "p%.0f %f vs %f", ps[i], got[i], e);
@@ -1002,7 +1008,8 @@ START_TEST(test_bad_inputs) {
     ck_assert(!trc_reader_open(&r, sb, &sk, &err));
     trc_request q;
     uint64_t n = 0;
-    while (trc_reader_next(r, &q, &err) == 1) n++;
+    while (trc_reader_next(r, &q, &err) == 1)
+        n++;
     ck_assert_uint_eq(n, 3);
     ck_assert_uint_eq(trc_reader_skipped(r), 3);
     trc_reader_close(r);
@@ -1012,8 +1019,7 @@ START_TEST(test_bad_inputs) {
     // missing file, undetectable format, bad options
     ck_assert_int_eq(trc_reader_open(&r, tmp_path("nope.jsonl"), &o, &err), KVF_ENOENT);
     ck_assert(strstr(err.msg, "nope.jsonl"));
-    ck_assert_int_eq(trc_reader_open(&r, WRITE("what.txt", "hello world\n"), &o, &err),
-                     KVF_EPARSE);
+    ck_assert_int_eq(trc_reader_open(&r, WRITE("what.txt", "hello world\n"), &o, &err), KVF_EPARSE);
     ck_assert(strstr(err.msg, "what.txt:1: cannot detect"));
     trc_options bo = o;
     bo.time_scale = -1;
@@ -1044,8 +1050,9 @@ START_TEST(test_cli) {
     json_error_t je;
     json_t *j = json_loads(out, 0, &je);
     ck_assert_msg(j != NULL, "stats JSON: %s", je.text);
-    const char *keys[] = {"requests", "sessions", "span_s", "rate_rps", "interarrival_cv",
-                          "input_tokens", "output_tokens", "block_tokens", "ideal_hit_rate"};
+    const char *keys[] = {"requests",      "sessions",        "span_s",
+                          "rate_rps",      "interarrival_cv", "input_tokens",
+                          "output_tokens", "block_tokens",    "ideal_hit_rate"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         ck_assert_msg(json_object_get(j, keys[i]), "key %s missing", keys[i]);
     const char *sub[] = {"mean", "p50", "p90", "p99"};
@@ -1107,10 +1114,12 @@ START_TEST(test_gen_closed_loop) {
             ck_assert_msg(q.prev_id == -1, "first turn %llu waits on %lld", (unsigned long long)n,
                           (long long)q.prev_id);
         } else {
-            ck_assert_msg(q.prev_id >= 0 && (uint64_t)q.prev_id < n, "turn %u of request %llu: prev %lld",
-                          q.turn, (unsigned long long)n, (long long)q.prev_id);
+            ck_assert_msg(q.prev_id >= 0 && (uint64_t)q.prev_id < n,
+                          "turn %u of request %llu: prev %lld", q.turn, (unsigned long long)n,
+                          (long long)q.prev_id);
             ck_assert_msg(sess[q.prev_id] == q.session && turn[q.prev_id] + 1 == q.turn,
-                          "request %llu does not follow its session's previous turn", (unsigned long long)n);
+                          "request %llu does not follow its session's previous turn",
+                          (unsigned long long)n);
             ck_assert(q.think_ns >= 0);
             think += (double)q.think_ns * 1e-9;
             closed++;
@@ -1119,7 +1128,8 @@ START_TEST(test_gen_closed_loop) {
     }
     trc_reader_close(r);
     ck_assert_msg(closed > 500, "only %llu closed-loop turns", (unsigned long long)closed);
-    ck_assert_msg(fabs(think / (double)closed - 2.0) < 0.2, "mean think %.3f s, want 2", think / (double)closed);
+    ck_assert_msg(fabs(think / (double)closed - 2.0) < 0.2, "mean think %.3f s, want 2",
+                  think / (double)closed);
 }
 END_TEST
 
@@ -1155,7 +1165,8 @@ START_TEST(test_gen_bounds) {
     ck_assert_msg(!trc_gen_open(&r, &g, NULL, &err), "%s", err.msg);
     trc_request q;
     uint64_t n = 0;
-    while (trc_reader_next(r, &q, &err) == 1) n++;
+    while (trc_reader_next(r, &q, &err) == 1)
+        n++;
     trc_reader_close(r);
     ck_assert_uint_eq(n, 50);
     // the warm-up before t = 0 is work too
@@ -1205,15 +1216,17 @@ START_TEST(test_scaling_refused_not_clamped) {
     mk_tmp();
     trc_options o = opts(64);
     // 1e7 s x time_scale 1e6 = 1e13 s: used to become 9e9 s without a word
-    const char *far = WRITE("far.jsonl", "{\"arrival_ns\":0,\"input_tokens\":5,\"output_tokens\":1}\n"
-                                         "{\"arrival_ns\":10000000000000000,\"input_tokens\":5,"
-                                         "\"output_tokens\":1}\n");
+    const char *far =
+        WRITE("far.jsonl", "{\"arrival_ns\":0,\"input_tokens\":5,\"output_tokens\":1}\n"
+                           "{\"arrival_ns\":10000000000000000,\"input_tokens\":5,"
+                           "\"output_tokens\":1}\n");
     o.time_scale = 1e6;
     expect_error(far, &o, "far.jsonl:2: field 'arrival_ns'", "time_scale");
     // in range: scaled exactly, not clamped
-    const char *near = WRITE("near.jsonl", "{\"arrival_ns\":0,\"input_tokens\":5,\"output_tokens\":1}\n"
-                                           "{\"arrival_ns\":1000000000000,\"input_tokens\":5,"
-                                           "\"output_tokens\":1}\n");
+    const char *near =
+        WRITE("near.jsonl", "{\"arrival_ns\":0,\"input_tokens\":5,\"output_tokens\":1}\n"
+                            "{\"arrival_ns\":1000000000000,\"input_tokens\":5,"
+                            "\"output_tokens\":1}\n");
     trc_reader *r;
     kvf_err err = {0};
     trc_request q;
@@ -1232,18 +1245,21 @@ START_TEST(test_scaling_refused_not_clamped) {
     // think times scale too
     o = opts(64);
     o.time_scale = 1e6;
-    expect_error(WRITE("think.jsonl", "{\"id\":0,\"arrival_ns\":0,\"input_tokens\":5,\"output_tokens\":1}\n"
-                                      "{\"id\":1,\"arrival_ns\":5,\"input_tokens\":5,"
-                                      "\"output_tokens\":1,\"prev_id\":0,"
-                                      "\"think_ns\":100000000000000000}\n"),
+    expect_error(WRITE("think.jsonl",
+                       "{\"id\":0,\"arrival_ns\":0,\"input_tokens\":5,\"output_tokens\":1}\n"
+                       "{\"id\":1,\"arrival_ns\":5,\"input_tokens\":5,"
+                       "\"output_tokens\":1,\"prev_id\":0,"
+                       "\"think_ns\":100000000000000000}\n"),
                  &o, "think.jsonl:2: field 'think_ns'", "time_scale");
     // lengths: 1e5 tokens x 1000 is over the 1e7 limit (was clamped to 4e9)
     o = opts(64);
     o.length_scale = 1000;
-    expect_error(WRITE("long.jsonl", "{\"arrival_ns\":0,\"input_tokens\":100000,\"output_tokens\":1}\n"),
-                 &o, "long.jsonl:1: field 'input_tokens'", "length_scale");
-    expect_error(WRITE("longo.jsonl", "{\"arrival_ns\":0,\"input_tokens\":1,\"output_tokens\":20000}\n"),
-                 &o, "longo.jsonl:1: field 'output_tokens'", "length_scale");
+    expect_error(
+        WRITE("long.jsonl", "{\"arrival_ns\":0,\"input_tokens\":100000,\"output_tokens\":1}\n"), &o,
+        "long.jsonl:1: field 'input_tokens'", "length_scale");
+    expect_error(
+        WRITE("longo.jsonl", "{\"arrival_ns\":0,\"input_tokens\":1,\"output_tokens\":20000}\n"), &o,
+        "longo.jsonl:1: field 'output_tokens'", "length_scale");
     const char *mk = trace_path("mooncake_conversation.jsonl");
     if (mk) expect_error(mk, &o, "mooncake_conversation.jsonl:", "field 'input_length'");
 }
@@ -1256,8 +1272,10 @@ START_TEST(test_prev_id_refused) {
     for (int fast = 1; fast >= 0; fast--) {
         trc_json_fast = fast;
         trc_options o = opts(64);
-        snprintf(buf, sizeof buf, "%s{\"id\":5,\"arrival_ns\":1,\"input_tokens\":5,"
-                 "\"output_tokens\":1,\"prev_id\":3}\n", ok0);
+        snprintf(buf, sizeof buf,
+                 "%s{\"id\":5,\"arrival_ns\":1,\"input_tokens\":5,"
+                 "\"output_tokens\":1,\"prev_id\":3}\n",
+                 ok0);
         const char *gap = WRITE("gap.jsonl", buf);
         expect_error(gap, &o, "gap.jsonl:2: field 'prev_id'", "no request");
         expect_error(WRITE("below.jsonl",
@@ -1265,11 +1283,15 @@ START_TEST(test_prev_id_refused) {
                            "{\"id\":11,\"arrival_ns\":1,\"input_tokens\":5,\"output_tokens\":1,"
                            "\"prev_id\":4}\n"),
                      &o, "below.jsonl:2: field 'prev_id'", "no request");
-        snprintf(buf, sizeof buf, "%s{\"id\":1,\"arrival_ns\":1,\"input_tokens\":5,"
-                 "\"output_tokens\":1,\"prev_id\":1}\n", ok0);
+        snprintf(buf, sizeof buf,
+                 "%s{\"id\":1,\"arrival_ns\":1,\"input_tokens\":5,"
+                 "\"output_tokens\":1,\"prev_id\":1}\n",
+                 ok0);
         expect_error(WRITE("self.jsonl", buf), &o, "self.jsonl:2: field 'prev_id'", "earlier");
-        snprintf(buf, sizeof buf, "%s{\"id\":1,\"arrival_ns\":1,\"input_tokens\":5,"
-                 "\"output_tokens\":1,\"prev_id\":2}\n", ok0);
+        snprintf(buf, sizeof buf,
+                 "%s{\"id\":1,\"arrival_ns\":1,\"input_tokens\":5,"
+                 "\"output_tokens\":1,\"prev_id\":2}\n",
+                 ok0);
         expect_error(WRITE("fwd.jsonl", buf), &o, "fwd.jsonl:2: field 'prev_id'", "earlier");
         // without ids the key is the line's position: prev_id 1 on line 2 is itself
         expect_error(WRITE("noid.jsonl",
@@ -1289,8 +1311,10 @@ START_TEST(test_prev_id_refused) {
         ck_assert_int_eq(q.prev_id, -1);
         trc_reader_close(r);
         // a reference to a request the window dropped is legitimate: open loop, no error
-        snprintf(buf, sizeof buf, "%s{\"id\":1,\"arrival_ns\":2000000000,\"input_tokens\":5,"
-                 "\"output_tokens\":1,\"prev_id\":0}\n", ok0);
+        snprintf(buf, sizeof buf,
+                 "%s{\"id\":1,\"arrival_ns\":2000000000,\"input_tokens\":5,"
+                 "\"output_tokens\":1,\"prev_id\":0}\n",
+                 ok0);
         const char *win = WRITE("win.jsonl", buf);
         trc_options wo = o;
         wo.start_ns = KVF_NS_PER_S;
@@ -1312,22 +1336,28 @@ START_TEST(test_csv_nul_refused) {
     trc_options o = opts(64);
     static const char az[] = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
                              "2023-11-16 18:15:46.6805900,374,44\n"
-                             "2023-11-16 18:15:47.6805900,37\0" "4,44\n";
+                             "2023-11-16 18:15:47.6805900,37\0"
+                             "4,44\n";
     expect_error(write_tmp("nul.csv", az, sizeof az - 1), &o, "nul.csv:3: field 'ContextTokens'",
                  "NUL");
     static const char az2[] = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
-                              "2023-11-16 18:15:46.68\0" "05900,374,44\n";
+                              "2023-11-16 18:15:46.68\0"
+                              "05900,374,44\n";
     expect_error(write_tmp("nult.csv", az2, sizeof az2 - 1), &o, "nult.csv:2: field 'TIMESTAMP'",
                  "NUL");
     // a field nothing parses as a number (the model name) was silently cut short
-    static const char bg[] = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
-                             "1,Chat\0" "GPT,10,5,15,Conversation log\n";
+    static const char bg[] =
+        "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+        "1,Chat\0"
+        "GPT,10,5,15,Conversation log\n";
     expect_error(write_tmp("nulm.csv", bg, sizeof bg - 1), &o, "nulm.csv:2: field 'Model'", "NUL");
     static const char ex[] = "TIMESTAMP,ContextTokens,GeneratedTokens,Note\n"
-                             "2023-11-16 18:15:46.6805900,374,44,a\0" "b\n";
+                             "2023-11-16 18:15:46.6805900,374,44,a\0"
+                             "b\n";
     expect_error(write_tmp("nulx.csv", ex, sizeof ex - 1), &o, "nulx.csv:2: field 'column 4'",
                  "NUL");
-    static const char hd[] = "TIMESTAMP,Context\0" "Tokens,GeneratedTokens\n"
+    static const char hd[] = "TIMESTAMP,Context\0"
+                             "Tokens,GeneratedTokens\n"
                              "2023-11-16 18:15:46.6805900,374,44\n";
     o.format = TRC_FMT_AZURE;   // detection stops at the NUL
     expect_error(write_tmp("nulh.csv", hd, sizeof hd - 1), &o, "nulh.csv:1: field 'column 2'",
@@ -1356,8 +1386,9 @@ static char *slurp(const char *path, size_t *n) {
 
 START_TEST(test_outputs_safe) {
     mk_tmp();
-    const char *in = WRITE("in.jsonl", "{\"arrival_ns\":0,\"input_tokens\":5,\"output_tokens\":1}\n"
-                                       "{\"arrival_ns\":7,\"input_tokens\":9,\"output_tokens\":2}\n");
+    const char *in =
+        WRITE("in.jsonl", "{\"arrival_ns\":0,\"input_tokens\":5,\"output_tokens\":1}\n"
+                          "{\"arrival_ns\":7,\"input_tokens\":9,\"output_tokens\":2}\n");
     size_t n0, n1;
     char *orig = slurp(in, &n0);
     static char same_buf[3][512], fifo[512], dirp[512], oldp[512];   // tmp_path's buffers rotate
@@ -1433,8 +1464,7 @@ START_TEST(test_outputs_safe) {
     snprintf(cmd, sizeof cmd, "%s trace convert %s -o %s 2>&1", bin, in, fifo);
     ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
     ck_assert_msg(strstr(out, "FIFO"), "%s", out);
-    snprintf(cmd, sizeof cmd, "%s trace gen --profile chatbot --duration 10 -o %s 2>&1", bin,
-             old);
+    snprintf(cmd, sizeof cmd, "%s trace gen --profile chatbot --duration 10 -o %s 2>&1", bin, old);
     ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
     snprintf(cmd, sizeof cmd, "%s trace gen --profile chatbot --duration 10 -o %s --force 2>&1",
              bin, old);
@@ -1449,12 +1479,13 @@ START_TEST(test_replay_retention_boundary) {
     // retention the second finds them exactly 10 s old (expired, the rule of the simulator's
     // store: age >= retention), the third 9.999999999 s old (kept)
     mk_tmp();
-    const char *p = WRITE("ret.jsonl",
-                          "{\"arrival_ns\":0,\"input_tokens\":256,\"output_tokens\":1,\"blocks\":[1,2,3,4]}\n"
-                          "{\"arrival_ns\":10000000000,\"input_tokens\":256,\"output_tokens\":1,"
-                          "\"blocks\":[1,2,3,4]}\n"
-                          "{\"arrival_ns\":19999999999,\"input_tokens\":256,\"output_tokens\":1,"
-                          "\"blocks\":[1,2,3,4]}\n");
+    const char *p =
+        WRITE("ret.jsonl",
+              "{\"arrival_ns\":0,\"input_tokens\":256,\"output_tokens\":1,\"blocks\":[1,2,3,4]}\n"
+              "{\"arrival_ns\":10000000000,\"input_tokens\":256,\"output_tokens\":1,"
+              "\"blocks\":[1,2,3,4]}\n"
+              "{\"arrival_ns\":19999999999,\"input_tokens\":256,\"output_tokens\":1,"
+              "\"blocks\":[1,2,3,4]}\n");
     trc_options o = opts(64);
     trc_reader *r;
     kvf_err err = {0};
@@ -1563,8 +1594,8 @@ START_TEST(test_rate_rescale_one_parse) {
             int ra, rb;
             while ((ra = trc_reader_next(a, &x, &err)) == 1) {
                 rb = trc_reader_next(r, &q, &err);
-                ck_assert_msg(rb == 1, "%s: the spooled reader ended at %llu of %llu: %s",
-                              names[i], (unsigned long long)m, (unsigned long long)n, err.msg);
+                ck_assert_msg(rb == 1, "%s: the spooled reader ended at %llu of %llu: %s", names[i],
+                              (unsigned long long)m, (unsigned long long)n, err.msg);
                 req_eq(&x, &q, m++);
             }
             ck_assert_int_eq(trc_reader_next(r, &q, &err), 0);
@@ -1640,7 +1671,8 @@ START_TEST(test_cache_identical_and_robust) {
             if (k < 2) {
                 fseek(f, offs[k], SEEK_SET);
                 fputc(b[offs[k]] ^ 0x5a, f);
-            } else ck_assert(fwrite(b, 1, len / 3, f) == len / 3);
+            } else
+                ck_assert(fwrite(b, 1, len / 3, f) == len / 3);
             fclose(f);
             ino_t bad = inode_of(cfile);
             ck_assert_uint_eq(compare_reads(path, &off, path, &on, true), n);
@@ -1741,11 +1773,11 @@ START_TEST(test_json_fast_matches_jansson) {
         "{\"timestamp\": 01, \"input_length\": 5, \"output_length\": 3}",
         "{\"timestamp\": 9000000000001, \"input_length\": 5, \"output_length\": 3}",
         ("{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"hash_ids\": "
-        "[9223372036854775807, -9223372036854775808]}"),
+         "[9223372036854775807, -9223372036854775808]}"),
         ("{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"hash_ids\": "
-        "[9223372036854775808]}"),
+         "[9223372036854775808]}"),
         ("{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"hash_ids\": "
-        "[12345678901234567890123]}"),
+         "[12345678901234567890123]}"),
         "{\"time\\u0073tamp\": 1, \"input_length\": 5, \"output_length\": 3}",
         "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"foo\": 1}",
         "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 3, \"timestamp\": 2}",
@@ -1767,8 +1799,8 @@ START_TEST(test_json_fast_matches_jansson) {
     };
     static const char *kv[] = {
         ("{\"id\":0,\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"class\":\"agent\","
-        "\"flags\":3,\"images\":1,\"session\":-7,\"turn\":2,\"prev_id\":-1,\"think_ns\":0,"
-        "\"block_tokens\":64,\"blocks\":[-4879180131546014871]}"),
+         "\"flags\":3,\"images\":1,\"session\":-7,\"turn\":2,\"prev_id\":-1,\"think_ns\":0,"
+         "\"block_tokens\":64,\"blocks\":[-4879180131546014871]}"),
         "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"class\":\"unknown\"}",
         "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"class\":3}",
         "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"class\":9}",
@@ -1781,7 +1813,7 @@ START_TEST(test_json_fast_matches_jansson) {
         "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"turn\":4000000001}",
         "{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"block_tokens\":0}",
         ("{\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2,\"block_tokens\":16,"
-        "\"blocks\":[1,2,3,4]}"),
+         "\"blocks\":[1,2,3,4]}"),
         "{\"id\":null,\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2}",
         "{\"id\":-3,\"arrival_ns\":5,\"input_tokens\":70,\"output_tokens\":2}",
         "{\"arrival_ns\":-5,\"input_tokens\":70,\"output_tokens\":2}",
@@ -1810,7 +1842,8 @@ END_TEST
 static Suite *suite(void) {
     Suite *s = suite_create("traces");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 300); // a hang guard: reading the full traces beside other work takes minutes
+    tcase_set_timeout(
+        tc, 300);   // a hang guard: reading the full traces beside other work takes minutes
     tcase_add_test(tc, test_stats_mooncake_ideal_reuse);
     tcase_add_test(tc, test_stats_azure_lengths_and_rate);
     tcase_add_test(tc, test_block_mapping_512_to_64);

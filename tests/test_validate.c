@@ -23,9 +23,11 @@ static json_t *validate(const char *trace, const char *shaping, int *rc, char *d
     char cmd[4096];
     const char *bin = getenv("KVF_BIN") ? getenv("KVF_BIN") : "build/kvfleet";
     char abs_bin[2048];
-    snprintf(abs_bin, sizeof abs_bin, "%s%s%s", bin[0] == '/' ? "" : kvt_src(), bin[0] == '/' ? "" : "/", bin);
-    snprintf(cmd, sizeof cmd, "cd %s && %s validate --trace %s %s -o rel/out --json > v.json 2>err.txt",
-             dir, abs_bin, trace, shaping);
+    snprintf(abs_bin, sizeof abs_bin, "%s%s%s", bin[0] == '/' ? "" : kvt_src(),
+             bin[0] == '/' ? "" : "/", bin);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s validate --trace %s %s -o rel/out --json > v.json 2>err.txt", dir,
+             abs_bin, trace, shaping);
     int st = system(cmd);
     char path[256];
     snprintf(path, sizeof path, "%s/err.txt", dir);
@@ -59,12 +61,15 @@ static void check_table(json_t *t, const char *what, double bound_pct) {
             double sim = json_number_value(json_object_get(x, "sim"));
             double e = json_number_value(json_object_get(x, "error_pct"));
             double band = json_number_value(json_object_get(x, "band_pct"));
-            ck_assert_msg(real > 0 && sim > 0, "%s %s.%s: real %.2f sim %.2f", what, metrics[i], stats[k], real, sim);
-            ck_assert_msg(fabs(e - 100 * (sim - real) / real) < 1e-6, "%s: error_pct inconsistent", what);
+            ck_assert_msg(real > 0 && sim > 0, "%s %s.%s: real %.2f sim %.2f", what, metrics[i],
+                          stats[k], real, sim);
+            ck_assert_msg(fabs(e - 100 * (sim - real) / real) < 1e-6, "%s: error_pct inconsistent",
+                          what);
             ck_assert_msg(band >= 0 && isfinite(band), "%s: band %g", what, band);
             if (bound_pct > 0)
-                ck_assert_msg(fabs(e) <= bound_pct, "%s %s %s: real %.1f ms, sim %.1f ms, error %+.1f %%",
-                              what, metrics[i], stats[k], real, sim, e);
+                ck_assert_msg(fabs(e) <= bound_pct,
+                              "%s %s %s: real %.1f ms, sim %.1f ms, error %+.1f %%", what,
+                              metrics[i], stats[k], real, sim, e);
         }
 }
 
@@ -73,18 +78,21 @@ START_TEST(test_validate_mooncake_window) {
     // twice: with the measured step times (scheduling) and with the bundled profile (end to end)
     char prof[1200], shaping[1400], dir[64];
     snprintf(prof, sizeof prof, "%s/models/profiles/cpu-tiny-dense.csv", kvt_src());
-    snprintf(shaping, sizeof shaping, "--start 1800 --limit 100 --length-scale 0.02 --profile %s", prof);
+    snprintf(shaping, sizeof shaping, "--start 1800 --limit 100 --length-scale 0.02 --profile %s",
+             prof);
     int rc;
     json_t *v = validate(kvt_shared_trace("mooncake_conversation.jsonl"), shaping, &rc, dir);
     ck_assert_int_eq(json_integer_value(json_object_get(v, "requests")), 100);
     ck_assert(fabs(kvt_num(v, "window.start_s") - 1800) < 1e-9);
-    ck_assert_msg(kvt_num(v, "serve.hit_rate") > 0.3, "window without reuse: hit rate %g", kvt_num(v, "serve.hit_rate"));
+    ck_assert_msg(kvt_num(v, "serve.hit_rate") > 0.3, "window without reuse: hit rate %g",
+                  kvt_num(v, "serve.hit_rate"));
     // scheduling fidelity: the measured step times leave only the scheduling to differ, and
     // that holds however loaded the machine is
     json_t *sch = json_object_get(v, "scheduling");
     check_table(sch, "scheduling", 5);
     ck_assert_str_eq(verdict_of(v, "scheduling"), "pass");
-    ck_assert_msg(kvt_num(v, "scheduling.replayed_steps") > 2 * kvt_num(v, "scheduling.fallback_steps"),
+    ck_assert_msg(kvt_num(v, "scheduling.replayed_steps") >
+                      2 * kvt_num(v, "scheduling.fallback_steps"),
                   "most simulated steps must be served steps: %g replayed, %g by fallback",
                   kvt_num(v, "scheduling.replayed_steps"), kvt_num(v, "scheduling.fallback_steps"));
     // end to end within 10 %, through the noise-aware verdict: pass, or inconclusive when the
@@ -131,13 +139,16 @@ START_TEST(test_validate_mooncake_window) {
     snprintf(path, sizeof path, "%s/rel/out/sim/report.html", dir);
     char *html = kvt_slurp(path);
     ck_assert_msg(html, "no report.html");
-    const char *parts[] = {"validation-scheduling-table", "validation-table", "validation-steps-table",
-                           "validation-shapes-table", "chart-validation_ttft"};
-    for (int i = 0; i < 5; i++) ck_assert_msg(strstr(html, parts[i]), "report lacks %s", parts[i]);
+    const char *parts[] = {"validation-scheduling-table", "validation-table",
+                           "validation-steps-table", "validation-shapes-table",
+                           "chart-validation_ttft"};
+    for (int i = 0; i < 5; i++)
+        ck_assert_msg(strstr(html, parts[i]), "report lacks %s", parts[i]);
     free(html);
     snprintf(path, sizeof path, "%s/rel/out/sim/report_files/validation_ttft.dat", dir);
     char *dat = kvt_slurp(path);
-    ck_assert_msg(dat && kvt_count(dat, "\n") >= 2 * 40, "scatter data: %d lines", dat ? kvt_count(dat, "\n") : -1);
+    ck_assert_msg(dat && kvt_count(dat, "\n") >= 2 * 40, "scatter data: %d lines",
+                  dat ? kvt_count(dat, "\n") : -1);
     free(dat);
     json_decref(v);
 }
@@ -157,24 +168,27 @@ START_TEST(test_validate_wrong_profile_fails) {
         char m[64], hw[64], be[16], op[32];
         unsigned b, t, c, reps;
         double med, p10, p90, fl, by;
-        if (sscanf(line, "%63[^,],%63[^,],%15[^,],%31[^,],%u,%u,%u,%lf,%lf,%lf,%u,%lf,%lf", m, hw, be, op, &b, &t, &c,
-                   &med, &p10, &p90, &reps, &fl, &by) == 13)
-            fprintf(out, "%s,%s,%s,%s,%u,%u,%u,%.0f,%.0f,%.0f,%u,%g,%g\n", m, hw, be, op, b, t, c, med * 100,
-                    p10 * 100, p90 * 100, reps, fl, by);
+        if (sscanf(line, "%63[^,],%63[^,],%15[^,],%31[^,],%u,%u,%u,%lf,%lf,%lf,%u,%lf,%lf", m, hw,
+                   be, op, &b, &t, &c, &med, &p10, &p90, &reps, &fl, &by) == 13)
+            fprintf(out, "%s,%s,%s,%s,%u,%u,%u,%.0f,%.0f,%.0f,%u,%g,%g\n", m, hw, be, op, b, t, c,
+                    med * 100, p10 * 100, p90 * 100, reps, fl, by);
         else
             fputs(line, out);
     }
     fclose(in), fclose(out);
     char shaping[1400];
-    snprintf(shaping, sizeof shaping, "--start 1800 --limit 8 --length-scale 0.02 --profile %s", bad);
+    snprintf(shaping, sizeof shaping, "--start 1800 --limit 8 --length-scale 0.02 --profile %s",
+             bad);
     int rc;
     json_t *v = validate(kvt_shared_trace("mooncake_conversation.jsonl"), shaping, &rc, NULL);
-    ck_assert_msg(!strcmp(verdict_of(v, "end_to_end"), "fail"), "a 100x too slow profile: %s (worst %.1f %%, band %.1f %%)",
+    ck_assert_msg(!strcmp(verdict_of(v, "end_to_end"), "fail"),
+                  "a 100x too slow profile: %s (worst %.1f %%, band %.1f %%)",
                   verdict_of(v, "end_to_end"), kvt_num(v, "end_to_end.worst_error_pct"),
                   kvt_num(v, "end_to_end.band_pct"));
     ck_assert_int_eq(rc, 4);
     // the profile's level against this machine is reported
-    ck_assert_msg(kvt_num(v, "noise.profile_drift_pct") < -50, "profile drift %g %%", kvt_num(v, "noise.profile_drift_pct"));
+    ck_assert_msg(kvt_num(v, "noise.profile_drift_pct") < -50, "profile drift %g %%",
+                  kvt_num(v, "noise.profile_drift_pct"));
     // scheduling fidelity does not depend on the profile
     check_table(json_object_get(v, "scheduling"), "scheduling", 5);
     json_decref(v);
@@ -187,24 +201,38 @@ START_TEST(test_extrapolation_is_flagged) {
     // about 12k-token Mooncake prompts: the step model must say it left the profile
     char prof[1200];
     snprintf(prof, sizeof prof, "profile=%s/models/profiles/cpu-tiny-dense.csv", kvt_src());
-    const char *sets[] = {"model=tiny-dense", "hardware=cpu", "step_model=calibrated", prof,
-                          "cluster.prefill.gpus_per_instance=1", "cluster.decode.gpus_per_instance=1",
-                          "cluster.prefill.kv_tokens=1000000", "cluster.decode.kv_tokens=1000000",
+    const char *sets[] = {"model=tiny-dense",
+                          "hardware=cpu",
+                          "step_model=calibrated",
+                          prof,
+                          "cluster.prefill.gpus_per_instance=1",
+                          "cluster.decode.gpus_per_instance=1",
+                          "cluster.prefill.kv_tokens=1000000",
+                          "cluster.decode.kv_tokens=1000000",
                           "workload.limit_requests=20"};
-    json_t *s = kvt_run("quickstart.yaml", kvt_shared_trace("mooncake_conversation.jsonl"), sets, 9, NULL);
+    json_t *s =
+        kvt_run("quickstart.yaml", kvt_shared_trace("mooncake_conversation.jsonl"), sets, 9, NULL);
     json_t *st = json_object_get(s, "steps");
     ck_assert_msg(json_is_true(json_object_get(st, "extrapolated")), "no extrapolation flagged");
     ck_assert_msg(kvt_num(s, "steps.extrapolated_steps") > 0, "no extrapolated steps counted");
     json_decref(s);
     // inside the profile's range nothing is flagged
-    const char *inside[] = {"model=tiny-dense", "hardware=cpu", "step_model=calibrated", prof,
-                            "cluster.prefill.gpus_per_instance=1", "cluster.decode.gpus_per_instance=1",
-                            "cluster.prefill.kv_tokens=1000000", "cluster.decode.kv_tokens=1000000",
-                            "workload.limit_requests=20", "workload.length_scale=0.02",
-                            "cluster.prefill.max_batch_tokens=512", "cluster.decode.max_batch_requests=16"};
-    s = kvt_run("quickstart.yaml", kvt_shared_trace("mooncake_conversation.jsonl"), inside, 12, NULL);
-    ck_assert_msg(kvt_num(s, "steps.extrapolated_steps") == 0, "%g steps flagged inside the profile",
-                  kvt_num(s, "steps.extrapolated_steps"));
+    const char *inside[] = {"model=tiny-dense",
+                            "hardware=cpu",
+                            "step_model=calibrated",
+                            prof,
+                            "cluster.prefill.gpus_per_instance=1",
+                            "cluster.decode.gpus_per_instance=1",
+                            "cluster.prefill.kv_tokens=1000000",
+                            "cluster.decode.kv_tokens=1000000",
+                            "workload.limit_requests=20",
+                            "workload.length_scale=0.02",
+                            "cluster.prefill.max_batch_tokens=512",
+                            "cluster.decode.max_batch_requests=16"};
+    s = kvt_run("quickstart.yaml", kvt_shared_trace("mooncake_conversation.jsonl"), inside, 12,
+                NULL);
+    ck_assert_msg(kvt_num(s, "steps.extrapolated_steps") == 0,
+                  "%g steps flagged inside the profile", kvt_num(s, "steps.extrapolated_steps"));
     json_decref(s);
 }
 END_TEST
@@ -215,8 +243,8 @@ static int run_cmd(const char *args, char *msg, size_t n, char *dir_out) {
     if (dir_out) strcpy(dir_out, dir);
     const char *bin = getenv("KVF_BIN") ? getenv("KVF_BIN") : "build/kvfleet";
     char cmd[4096], path[128];
-    snprintf(cmd, sizeof cmd, "cd %s && %s%s%s %s > out.txt 2>&1", dir, bin[0] == '/' ? "" : kvt_src(),
-             bin[0] == '/' ? "" : "/", bin, args);
+    snprintf(cmd, sizeof cmd, "cd %s && %s%s%s %s > out.txt 2>&1", dir,
+             bin[0] == '/' ? "" : kvt_src(), bin[0] == '/' ? "" : "/", bin, args);
     int st = system(cmd);
     snprintf(path, sizeof path, "%s/out.txt", dir);
     char *t = kvt_slurp(path);
@@ -236,11 +264,14 @@ START_TEST(test_validate_refuses) {
     FILE *out = fdopen(fd, "w"), *in = fopen(src, "r");
     char line[1024];
     while (fgets(line, sizeof line, in)) {
-        if (!strncmp(line, "# hardware: ", 12)) fputs("# hardware: cpu-some-other-model\n", out);
-        else fputs(line, out);
+        if (!strncmp(line, "# hardware: ", 12))
+            fputs("# hardware: cpu-some-other-model\n", out);
+        else
+            fputs(line, out);
     }
     fclose(in), fclose(out);
-    snprintf(args, sizeof args, "validate --trace %s --limit 5 --length-scale 0.02 --profile %s --strict",
+    snprintf(args, sizeof args,
+             "validate --trace %s --limit 5 --length-scale 0.02 --profile %s --strict",
              kvt_shared_trace("mooncake_conversation.jsonl"), other);
     ck_assert_int_eq(run_cmd(args, msg, sizeof msg, NULL), 2);
     ck_assert_msg(strstr(msg, "cpu-some-other-model") && strstr(msg, "--strict"), "%s", msg);
@@ -304,4 +335,6 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) { return kvt_main(suite()); }
+int main(void) {
+    return kvt_main(suite());
+}

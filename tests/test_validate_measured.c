@@ -66,7 +66,8 @@ static int check_table(json_t *meas, const char *what) {
         char sec2[32];
         const char *dot = strchr(name, '.');
         snprintf(sec2, sizeof sec2, "%.*s", (int)(dot - name), name);
-        json_t *e = json_object_get(json_object_get(json_object_get(meas, sec2), dot + 1), "error_pct");
+        json_t *e =
+            json_object_get(json_object_get(json_object_get(meas, sec2), dot + 1), "error_pct");
         if (json_is_number(e)) sum += fabs(json_number_value(e)), n++;
     }
     ck_assert_msg(n > 0, "%s: no headline metric compared", what);
@@ -78,11 +79,12 @@ static int check_table(json_t *meas, const char *what) {
 
 // One run through validate --measured into a result directory; returns measured.json.
 static json_t *validate(const char *run, const char *extra, const char *dir) {
-    int rc = kvt_sh("%s validate --measured %s --hardware h100 %s -o %s -q", kvt_bin(), run,
-                    extra, dir);
+    int rc =
+        kvt_sh("%s validate --measured %s --hardware h100 %s -o %s -q", kvt_bin(), run, extra, dir);
     ck_assert_msg(rc == 0, "validate --measured %s: exit %d: %s", run, rc, kvt_err);
     char p[512];
-    const char *files[] = {"measured.json", "measured.html", "summary.json", "results.db", "trace.jsonl"};
+    const char *files[] = {"measured.json", "measured.html", "summary.json", "results.db",
+                           "trace.jsonl"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, files[i]);
         ck_assert_msg(exists(p), "%s: no %s", run, files[i]);
@@ -123,13 +125,16 @@ START_TEST(test_measured_each_format_round_trips) {
         // the simulated side is the run's own summary.json
         snprintf(p, sizeof p, "%s/summary.json", dir);
         json_t *s = load_json(p);
-        double t = json_number_value(json_object_get(json_object_get(json_object_get(meas, "ttft_ms"), "mean"), "sim"));
+        double t = json_number_value(
+            json_object_get(json_object_get(json_object_get(meas, "ttft_ms"), "mean"), "sim"));
         ck_assert_msg(fabs(t - kvt_num(s, "ttft_ms.mean")) < 1e-9, "%s: table sim %g, summary %g",
                       runs[i].run, t, kvt_num(s, "ttft_ms.mean"));
-        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(s, "config"), "name")) + 0,
+        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(s, "config"), "name")) +
+                             0,
                          json_string_value(json_object_get(json_object_get(v, "config"), "name")));
         // the run's server shape became the scenario's
-        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(s, "config"), "cluster"), "mode")),
+        ck_assert_str_eq(json_string_value(json_object_get(
+                             json_object_get(json_object_get(s, "config"), "cluster"), "mode")),
                          "colocated");
         json_decref(s);
         json_decref(v);
@@ -141,9 +146,12 @@ END_TEST
 START_TEST(test_measured_bad_runs_refused) {
     kvt_tmp_make("kvf_vmb");
     // no model named and none given
-    int rc = kvt_sh("%s validate --measured tests/data/measured/sglang_small.jsonl --hardware h100 -q", kvt_bin());
+    int rc =
+        kvt_sh("%s validate --measured tests/data/measured/sglang_small.jsonl --hardware h100 -q",
+               kvt_bin());
     ck_assert_int_eq(rc, 2);
-    ck_assert_msg(strstr(kvt_err, "--model") && strstr(kvt_err, "sglang_small.jsonl"), "%s", kvt_err);
+    ck_assert_msg(strstr(kvt_err, "--model") && strstr(kvt_err, "sglang_small.jsonl"), "%s",
+                  kvt_err);
     // a GPU no hardware file names
     rc = kvt_sh("%s validate --measured " RUN_7B_CODEGEN " --hardware no-such-gpu -q", kvt_bin());
     ck_assert_int_eq(rc, 2);
@@ -153,7 +161,8 @@ START_TEST(test_measured_bad_runs_refused) {
     ck_assert(f);
     fputs("{\"ttfts\": [0.1, 0.2], \"itls\": [[0.01]], \"input_lens\": [5]}\n", f);
     fclose(f);
-    rc = kvt_sh("%s validate --measured /tmp/kvf_vmb_bad.json --format vllm --hardware h100 -q", kvt_bin());
+    rc = kvt_sh("%s validate --measured /tmp/kvf_vmb_bad.json --format vllm --hardware h100 -q",
+                kvt_bin());
     ck_assert_int_eq(rc, 2);
     ck_assert_msg(strstr(kvt_err, "kvf_vmb_bad.json"), "%s", kvt_err);
     remove("/tmp/kvf_vmb_bad.json");
@@ -161,9 +170,13 @@ START_TEST(test_measured_bad_runs_refused) {
     rc = kvt_sh("%s validate --measured /nonexistent/run.json --hardware h100 -q", kvt_bin());
     ck_assert_int_eq(rc, 2);
     // an existing result is kept without --force
-    rc = kvt_sh("%s validate --measured tests/data/measured/vllm_small.json --hardware h100 -o %s/o -q", kvt_bin(), kvt_tmp);
+    rc = kvt_sh(
+        "%s validate --measured tests/data/measured/vllm_small.json --hardware h100 -o %s/o -q",
+        kvt_bin(), kvt_tmp);
     ck_assert_int_eq(rc, 0);
-    rc = kvt_sh("%s validate --measured tests/data/measured/vllm_small.json --hardware h100 -o %s/o -q", kvt_bin(), kvt_tmp);
+    rc = kvt_sh(
+        "%s validate --measured tests/data/measured/vllm_small.json --hardware h100 -o %s/o -q",
+        kvt_bin(), kvt_tmp);
     ck_assert_int_eq(rc, 2);
     kvt_tmp_remove();
 }
@@ -173,9 +186,11 @@ START_TEST(test_fit_writes_terms_a_scenario_applies) {
     kvt_tmp_make("kvf_fit");
     char fitf[256];
     snprintf(fitf, sizeof fitf, "%s/fit.yaml", kvt_tmp);
-    int rc = kvt_sh("%s fit --measured " RUN_7B_CODEGEN " --measured " RUN_7B_ROLEPLAY
-                    " --measured " RUN_34B_CODEGEN " --hardware h100 --term serving.frontend_ms:0:60:5"
-                    " --max-evals 12 -o %s -q", kvt_bin(), fitf);
+    int rc =
+        kvt_sh("%s fit --measured " RUN_7B_CODEGEN " --measured " RUN_7B_ROLEPLAY
+               " --measured " RUN_34B_CODEGEN " --hardware h100 --term serving.frontend_ms:0:60:5"
+               " --max-evals 12 -o %s -q",
+               kvt_bin(), fitf);
     ck_assert_msg(rc == 0, "fit: exit %d: %s", rc, kvt_err);
     char *y = kvt_slurp(fitf);
     double fe = NAN;
@@ -198,15 +213,18 @@ START_TEST(test_fit_writes_terms_a_scenario_applies) {
     snprintf(p, sizeof p, "%s/summary.json", d1);
     json_t *s1 = load_json(p);
     double shift = kvt_num(s1, "ttft_ms.mean") - kvt_num(s0, "ttft_ms.mean");
-    ck_assert_msg(fabs(shift - fe) < 0.05 * fe + 0.5, "TTFT moved %g ms with frontend_ms %g", shift, fe);
+    ck_assert_msg(fabs(shift - fe) < 0.05 * fe + 0.5, "TTFT moved %g ms with frontend_ms %g", shift,
+                  fe);
     ck_assert_msg(fabs(kvt_num(s1, "config.serving.frontend_ms") - fe) < 1e-3 * (1 + fe),
-                  "config records frontend_ms %g, fit %g", kvt_num(s1, "config.serving.frontend_ms"), fe);
+                  "config records frontend_ms %g, fit %g",
+                  kvt_num(s1, "config.serving.frontend_ms"), fe);
     json_decref(v0);
     json_decref(v1);
     json_decref(s0);
     json_decref(s1);
     // the shipped fits load, and their terms are what the run records
-    const char *fits[] = {"models/fits/vllm-h100-roofline.yaml", "models/fits/vllm-h100-table.yaml"};
+    const char *fits[] = {"models/fits/vllm-h100-roofline.yaml",
+                          "models/fits/vllm-h100-table.yaml"};
     for (int i = 0; i < 2; i++) {
         char fp[512];
         snprintf(fp, sizeof fp, "%s/%s", kvt_src(), fits[i]);
@@ -220,7 +238,8 @@ START_TEST(test_fit_writes_terms_a_scenario_applies) {
         const char *sets[] = {"workload.limit_requests=20", set};
         json_t *s = kvt_run("quickstart.yaml", NULL, sets, 2, NULL);
         ck_assert_msg(fabs(kvt_num(s, "config.serving.frontend_ms") - want) < 1e-3 * want,
-                      "%s: frontend %g, the file says %g", fits[i], kvt_num(s, "config.serving.frontend_ms"), want);
+                      "%s: frontend %g, the file says %g", fits[i],
+                      kvt_num(s, "config.serving.frontend_ms"), want);
         json_decref(s);
     }
     // a bad fit file: named with its line
@@ -228,9 +247,12 @@ START_TEST(test_fit_writes_terms_a_scenario_applies) {
     ck_assert(f);
     fputs("terms:\n  serving.frontend_ms: 5\n  no.such.key: 3\n", f);
     fclose(f);
-    rc = kvt_sh("%s run scenarios/quickstart.yaml --set serving.fit=/tmp/kvf_fit_bad.yaml -q --no-report", kvt_bin());
+    rc = kvt_sh(
+        "%s run scenarios/quickstart.yaml --set serving.fit=/tmp/kvf_fit_bad.yaml -q --no-report",
+        kvt_bin());
     ck_assert_int_eq(rc, 2);
-    ck_assert_msg(strstr(kvt_err, "kvf_fit_bad.yaml:3") && strstr(kvt_err, "no.such.key"), "%s", kvt_err);
+    ck_assert_msg(strstr(kvt_err, "kvf_fit_bad.yaml:3") && strstr(kvt_err, "no.such.key"), "%s",
+                  kvt_err);
     remove("/tmp/kvf_fit_bad.yaml");
     kvt_tmp_remove();
 }
@@ -247,24 +269,28 @@ START_TEST(test_serving_keys_do_what_they_say) {
     json_t *b = kvt_run("quickstart.yaml", NULL, fe, 4, NULL);
     double d = kvt_num(b, "ttft_ms.p50") - kvt_num(a, "ttft_ms.p50");
     ck_assert_msg(d > 30 && d < 50, "frontend 40 ms moved TTFT p50 by %g ms", d);
-    ck_assert_msg(kvt_num(a, "steps.preemptions") > 0, "the base run must preempt (KV 60k tokens): %g",
-                  kvt_num(a, "steps.preemptions"));
+    ck_assert_msg(kvt_num(a, "steps.preemptions") > 0,
+                  "the base run must preempt (KV 60k tokens): %g", kvt_num(a, "steps.preemptions"));
     const char *rs[] = {base[0], base[1], base[2], "serving.admission=reserve"};
     json_t *c = kvt_run("quickstart.yaml", NULL, rs, 4, NULL);
     ck_assert_msg(kvt_num(c, "steps.preemptions") == 0, "reserve preempted %g times",
                   kvt_num(c, "steps.preemptions"));
     // what it cannot reserve (prompt + answer over the 60k tokens) it refuses up front
-    ck_assert_msg(kvt_num(c, "requests.completed") + kvt_num(c, "requests.rejected_by_reason.capacity") == 600,
-                  "reserve: %g completed, %g refused for capacity", kvt_num(c, "requests.completed"),
-                  kvt_num(c, "requests.rejected_by_reason.capacity"));
+    ck_assert_msg(
+        kvt_num(c, "requests.completed") + kvt_num(c, "requests.rejected_by_reason.capacity") ==
+            600,
+        "reserve: %g completed, %g refused for capacity", kvt_num(c, "requests.completed"),
+        kvt_num(c, "requests.rejected_by_reason.capacity"));
     const char *to[] = {base[0], base[1], base[2], "serving.client_timeout_s=3"};
     json_t *e = kvt_run("quickstart.yaml", NULL, to, 4, NULL);
     double n_to = kvt_num(e, "requests.rejected_by_reason.timeout");
-    ck_assert_msg(n_to > 0, "no request timed out at 3 s (base e2e p90 %g ms)", kvt_num(a, "e2e_ms.p90"));
+    ck_assert_msg(n_to > 0, "no request timed out at 3 s (base e2e p90 %g ms)",
+                  kvt_num(a, "e2e_ms.p90"));
     ck_assert_msg(kvt_num(e, "requests.completed") + kvt_num(e, "requests.rejected") == 600,
-                  "completed %g + rejected %g", kvt_num(e, "requests.completed"), kvt_num(e, "requests.rejected"));
-    ck_assert_msg(kvt_num(e, "e2e_ms.p99") <= 3000 + 1e-6, "a completed request ran %g ms past a 3 s time-out",
-                  kvt_num(e, "e2e_ms.p99"));
+                  "completed %g + rejected %g", kvt_num(e, "requests.completed"),
+                  kvt_num(e, "requests.rejected"));
+    ck_assert_msg(kvt_num(e, "e2e_ms.p99") <= 3000 + 1e-6,
+                  "a completed request ran %g ms past a 3 s time-out", kvt_num(e, "e2e_ms.p99"));
     ck_assert_msg(kvt_num(e, "invariants.kv_tokens_held_end") == 0, "KV left held: %g",
                   kvt_num(e, "invariants.kv_tokens_held_end"));
     json_decref(a);

@@ -41,8 +41,9 @@ typedef enum trc_class {
 #define TRC_F_FAILED 0x1u       // recorded as failed in the source trace (BurstGPT)
 #define TRC_F_STRUCTURED 0x2u   // structured (constrained) output
 #define TRC_F_FREE 0x4u         // not billed
-#define TRC_F_RETURN 0x8u       // first request of a session's returning visit (generator,
-                                // days mode): its prompt resends the session's history
+#define TRC_F_RETURN                                                                               \
+    0x8u   // first request of a session's returning visit (generator,
+           // days mode): its prompt resends the session's history
 
 // Bucketed timestamps (Mooncake's ~3 s buckets): replay as recorded or spread uniformly.
 typedef enum trc_bucket_mode { TRC_BUCKET_AS_RECORDED = 0, TRC_BUCKET_SPREAD } trc_bucket_mode;
@@ -66,17 +67,17 @@ typedef struct trc_request {
 } trc_request;
 
 typedef struct trc_options {
-    trc_format format;        // TRC_FMT_AUTO detects from content
-    uint32_t block_tokens;    // simulator block size (default 64)
-    uint32_t source_block_tokens;  // override of the trace's own block size, 0 = format default
-    double time_scale;        // multiply inter-arrival gaps (default 1)
-    double rate_rps;          // > 0: rescale arrivals to this mean rate
-    double length_scale;      // multiply input/output lengths (>= 1 token), default 1
-    int64_t limit_requests;   // > 0: stop after this many
-    int64_t start_ns, end_ns; // window on the original time axis, end 0 = none
-    trc_bucket_mode bucket;   // for bucketed timestamps
-    uint64_t seed;            // for spreading and session starts
-    bool skip_bad;            // skip malformed lines (counted) instead of failing
+    trc_format format;              // TRC_FMT_AUTO detects from content
+    uint32_t block_tokens;          // simulator block size (default 64)
+    uint32_t source_block_tokens;   // override of the trace's own block size, 0 = format default
+    double time_scale;              // multiply inter-arrival gaps (default 1)
+    double rate_rps;                // > 0: rescale arrivals to this mean rate
+    double length_scale;            // multiply input/output lengths (>= 1 token), default 1
+    int64_t limit_requests;         // > 0: stop after this many
+    int64_t start_ns, end_ns;       // window on the original time axis, end 0 = none
+    trc_bucket_mode bucket;         // for bucketed timestamps
+    uint64_t seed;                  // for spreading and session starts
+    bool skip_bad;                  // skip malformed lines (counted) instead of failing
     // sessions format: how sessions start
     double session_rate;      // > 0: Poisson session starts at this rate (per s)
     uint32_t session_users;   // > 0: N concurrent users, each starts the next session on finish
@@ -86,8 +87,11 @@ typedef struct trc_options {
 // $XDG_CACHE_HOME/kvfleet (else ~/.cache/kvfleet), keyed by the trace's path, size, mtime,
 // inode and the options its parse depends on; later opens replay it without parsing and give
 // identical requests. Stale or corrupt files are ignored and rebuilt.
-enum { TRC_CACHE_AUTO = 0,   // on when $KVFLEET_TRACE_CACHE is "1" or "on"
-       TRC_CACHE_OFF, TRC_CACHE_ON };
+enum {
+    TRC_CACHE_AUTO = 0,   // on when $KVFLEET_TRACE_CACHE is "1" or "on"
+    TRC_CACHE_OFF,
+    TRC_CACHE_ON
+};
 // Agentic sessions (TRC_FMT_SESSIONS), the choices made:
 //  - stream order: sessions in file order, each session's requests together, ordered by
 //    recorded time (parent and subagent requests interleaved); prev_id always names an
@@ -127,9 +131,9 @@ kvf_status trc_reader_open(trc_reader **out, const char *path, const trc_options
                            kvf_err *err);
 // What a first pass over a trace found, on its own time axis (before time_scale / rate_rps).
 typedef struct trc_pass {
-    uint64_t requests;        // requests the reader yields (after window, limit, skip_bad)
-    double span_s;            // last arrival - first arrival
-    double rate_rps;          // (requests - 1) / span_s, the trace's mean rate; 0 if undefined
+    uint64_t requests;   // requests the reader yields (after window, limit, skip_bad)
+    double span_s;       // last arrival - first arrival
+    double rate_rps;     // (requests - 1) / span_s, the trace's mean rate; 0 if undefined
 } trc_pass;
 // trc_reader_open that always makes the first pass and fills *pass (may be NULL): the text
 // is parsed once, into a binary spool (or the cache) the reader then replays, so counting or
@@ -173,8 +177,7 @@ typedef struct trc_writer trc_writer;
 kvf_status trc_writer_create(trc_writer **out, const char *path, uint32_t block_tokens,
                              unsigned flags, const char *input, kvf_err *err);
 // trc_writer_create(out, path, block_tokens, TRC_W_FORCE, NULL, err).
-kvf_status trc_writer_open(trc_writer **out, const char *path, uint32_t block_tokens,
-                           kvf_err *err);
+kvf_status trc_writer_open(trc_writer **out, const char *path, uint32_t block_tokens, kvf_err *err);
 kvf_status trc_writer_put(trc_writer *w, const trc_request *r, kvf_err *err);
 // Finishes the file and renames it into place (nothing is renamed after a write error).
 kvf_status trc_writer_close(trc_writer *w, kvf_err *err);
@@ -184,40 +187,41 @@ void trc_writer_discard(trc_writer *w);
 // ---- statistics -------------------------------------------------------------------------
 // One streaming pass over a reader. Memory is flat in trace length except for the set of
 // distinct block ids the unbounded ideal cache must remember (8-16 bytes per distinct block);
-// the LRU sizes share one recency stack bounded by the largest size (24 bytes per block). Percentiles are exact up to 65,536
-// requests and come from a log-linear histogram (relative error < 0.1 %) beyond.
+// the LRU sizes share one recency stack bounded by the largest size (24 bytes per block).
+// Percentiles are exact up to 65,536 requests and come from a log-linear histogram (relative error
+// < 0.1 %) beyond.
 #define TRC_STATS_MAX_SIZES 8
 
 typedef struct trc_len_stats {
-    double mean, p50, p90, p99;  // tokens
-    uint64_t max;                // tokens
-    uint64_t total;              // tokens, summed over requests
+    double mean, p50, p90, p99;   // tokens
+    uint64_t max;                 // tokens
+    uint64_t total;               // tokens, summed over requests
 } trc_len_stats;
 
 typedef struct trc_stats {
-    trc_format format;           // format that was read
-    uint64_t requests;           // requests read (after filtering)
-    uint64_t sessions;           // requests with session != 0 and turn == 0
-    uint64_t closed_loop;        // requests with prev_id >= 0
-    uint64_t failed;             // requests flagged TRC_F_FAILED
-    uint64_t with_images;        // requests with images > 0
-    uint64_t skipped;            // malformed lines skipped (skip_bad)
-    double span_s;               // last arrival - first arrival
-    double rate_rps;             // (requests - 1) / span_s, i.e. 1 / mean gap; 0 if undefined
-    double interarrival_cv;      // std/mean of gaps between consecutive open-loop arrivals
+    trc_format format;        // format that was read
+    uint64_t requests;        // requests read (after filtering)
+    uint64_t sessions;        // requests with session != 0 and turn == 0
+    uint64_t closed_loop;     // requests with prev_id >= 0
+    uint64_t failed;          // requests flagged TRC_F_FAILED
+    uint64_t with_images;     // requests with images > 0
+    uint64_t skipped;         // malformed lines skipped (skip_bad)
+    double span_s;            // last arrival - first arrival
+    double rate_rps;          // (requests - 1) / span_s, i.e. 1 / mean gap; 0 if undefined
+    double interarrival_cv;   // std/mean of gaps between consecutive open-loop arrivals
     trc_len_stats input_tokens, output_tokens;
-    uint64_t classes[TRC_CLASS_COUNT];  // requests per trc_class
-    uint32_t block_tokens;       // block size the ids were mapped to
-    uint64_t block_refs;         // sum of n_blocks
-    uint64_t distinct_blocks;    // distinct block ids seen
-    uint64_t hit_tokens;         // prompt tokens an unbounded prefix cache serves
-    double ideal_hit_rate;       // hit_tokens / input_tokens.total: an unbounded store kept
-                                 // forever, a closed-loop turn's answer blocks included (the
-                                 // rule the simulator's store follows, trc_int.h trc_answers)
-    uint32_t n_sizes;            // entries in cache_tokens / cache_hit_rate
-    double cache_tokens[TRC_STATS_MAX_SIZES];    // LRU capacity in tokens
-    double cache_hit_rate[TRC_STATS_MAX_SIZES];  // hit rate of an LRU of that capacity
-    char notes[256];             // trc_reader_notes of the reader
+    uint64_t classes[TRC_CLASS_COUNT];   // requests per trc_class
+    uint32_t block_tokens;               // block size the ids were mapped to
+    uint64_t block_refs;                 // sum of n_blocks
+    uint64_t distinct_blocks;            // distinct block ids seen
+    uint64_t hit_tokens;                 // prompt tokens an unbounded prefix cache serves
+    double ideal_hit_rate;               // hit_tokens / input_tokens.total: an unbounded store kept
+                             // forever, a closed-loop turn's answer blocks included (the
+                             // rule the simulator's store follows, trc_int.h trc_answers)
+    uint32_t n_sizes;                             // entries in cache_tokens / cache_hit_rate
+    double cache_tokens[TRC_STATS_MAX_SIZES];     // LRU capacity in tokens
+    double cache_hit_rate[TRC_STATS_MAX_SIZES];   // hit rate of an LRU of that capacity
+    char notes[256];                              // trc_reader_notes of the reader
 } trc_stats;
 
 // Reads r to its end and fills *out. Per request: hit = min(longest run of leading block ids
@@ -228,8 +232,7 @@ typedef struct trc_stats {
 kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t n_sizes,
                              trc_stats *out, kvf_err *err);
 // Opens path with opt, computes the statistics with default cache sizes, closes.
-kvf_status trc_stats_file(const char *path, const trc_options *opt, trc_stats *out,
-                          kvf_err *err);
+kvf_status trc_stats_file(const char *path, const trc_options *opt, trc_stats *out, kvf_err *err);
 // The statistics as JSON (keys of design.md section 8 plus extras); caller frees.
 char *trc_stats_json(const trc_stats *s);
 
@@ -249,9 +252,9 @@ typedef enum trc_gen_profile {
 } trc_gen_profile;
 
 typedef enum trc_arrival {
-    TRC_ARRIVAL_POISSON = 0,  // exponential gaps
-    TRC_ARRIVAL_GAMMA,        // gamma gaps with coefficient of variation cv (bursty if > 1)
-    TRC_ARRIVAL_DIURNAL,      // Poisson with rate r*(1 + A sin(2 pi t / period))
+    TRC_ARRIVAL_POISSON = 0,   // exponential gaps
+    TRC_ARRIVAL_GAMMA,         // gamma gaps with coefficient of variation cv (bursty if > 1)
+    TRC_ARRIVAL_DIURNAL,       // Poisson with rate r*(1 + A sin(2 pi t / period))
 } trc_arrival;
 
 // Days mode (days > 0): sessions come back. A session is a series of visits; a visit is a
@@ -265,28 +268,28 @@ typedef enum trc_arrival {
 // starts warmup_days before t = 0 (nothing before 0 is emitted), so the stream is in that
 // steady state from the start. The figures' sources are in trc_gen.c and scenarios/README.md.
 typedef struct trc_gen_return {
-    double p;                 // probability that a visit is followed by another, [0, 0.99]
-    double median_h;          // median time from a visit's last turn to the return, hours
-    double sigma;             // lognormal shape: sd of ln(return time)
+    double p;          // probability that a visit is followed by another, [0, 0.99]
+    double median_h;   // median time from a visit's last turn to the return, hours
+    double sigma;      // lognormal shape: sd of ln(return time)
 } trc_gen_return;
 
 typedef struct trc_gen_options {
-    trc_gen_profile profile;  // default chatbot
-    double rate_rps;          // mean arrival rate, default 1
-    double duration_s;        // stop at this simulated time, default 600
-    int64_t max_requests;     // > 0: stop after this many
-    trc_arrival arrival;      // default Poisson
-    double cv;                // gamma: coefficient of variation of gaps, default 2
-    double diurnal_amplitude; // A in [0, 1), default 0.5
-    double diurnal_period_s;  // default 86400
-    uint32_t input_len;       // > 0: every turn adds exactly this many new prompt tokens
-    uint32_t output_len;      // > 0: every answer has exactly this many tokens
-    const char *lengths_path; // CSV num_prefill_tokens,num_decode_tokens,...: draw (new, out)
-    double images_p;          // probability that a request carries one image
-    uint64_t seed;            // default 1
-    uint32_t block_tokens;    // block size of the ids, default 64
-    double mean_turns;        // > 0 overrides the profile's mean turns per session (1 = single)
-    int32_t system_tokens;    // >= 0 overrides the profile's system prompt length
+    trc_gen_profile profile;    // default chatbot
+    double rate_rps;            // mean arrival rate, default 1
+    double duration_s;          // stop at this simulated time, default 600
+    int64_t max_requests;       // > 0: stop after this many
+    trc_arrival arrival;        // default Poisson
+    double cv;                  // gamma: coefficient of variation of gaps, default 2
+    double diurnal_amplitude;   // A in [0, 1), default 0.5
+    double diurnal_period_s;    // default 86400
+    uint32_t input_len;         // > 0: every turn adds exactly this many new prompt tokens
+    uint32_t output_len;        // > 0: every answer has exactly this many tokens
+    const char *lengths_path;   // CSV num_prefill_tokens,num_decode_tokens,...: draw (new, out)
+    double images_p;            // probability that a request carries one image
+    uint64_t seed;              // default 1
+    uint32_t block_tokens;      // block size of the ids, default 64
+    double mean_turns;          // > 0 overrides the profile's mean turns per session (1 = single)
+    int32_t system_tokens;      // >= 0 overrides the profile's system prompt length
     uint32_t max_context;     // a session ends before its prompt would exceed this, default 131072
     bool closed_loop;         // a continued turn waits for the previous one (prev_id) and then
                               // think_s on average (exponential); new sessions stay open loop
@@ -369,28 +372,28 @@ typedef enum trc_measured_format {
 } trc_measured_format;
 
 typedef struct trc_measured_stat {
-    double mean, p50, p90, p99;     // s; NAN where the run gives none
+    double mean, p50, p90, p99;   // s; NAN where the run gives none
 } trc_measured_stat;
 
 typedef struct trc_measured_req {
-    double arrival_s;               // send time after the first request's, s; NAN: not saved
-    uint32_t input_tokens;          // prompt tokens as the client counted them
-    uint32_t output_tokens;         // tokens received (0 for a failed request)
-    double ttft_s;                  // NAN for a failed or non-streamed request
-    double itl_mean_s;              // mean gap between tokens; NAN with fewer than 2 tokens
-    double e2e_s;                   // send to last token; failed: send to the failure (or NAN)
-    uint64_t itl_first;             // index of its first gap in trc_measured.itl_s
-    uint32_t n_itl;                 // gaps saved for it (0 when the run saved none)
-    uint32_t stage;                 // load stage (inference-perf), else 0
-    bool ok;                        // the client counted it a success
+    double arrival_s;         // send time after the first request's, s; NAN: not saved
+    uint32_t input_tokens;    // prompt tokens as the client counted them
+    uint32_t output_tokens;   // tokens received (0 for a failed request)
+    double ttft_s;            // NAN for a failed or non-streamed request
+    double itl_mean_s;        // mean gap between tokens; NAN with fewer than 2 tokens
+    double e2e_s;             // send to last token; failed: send to the failure (or NAN)
+    uint64_t itl_first;       // index of its first gap in trc_measured.itl_s
+    uint32_t n_itl;           // gaps saved for it (0 when the run saved none)
+    uint32_t stage;           // load stage (inference-perf), else 0
+    bool ok;                  // the client counted it a success
 } trc_measured_req;
 
 typedef struct trc_measured_summary {
     trc_measured_stat ttft_s, itl_s, tpot_s, e2e_s;
-    uint64_t completed, failed;     // requests
-    double duration_s;              // the span the throughputs divide by
-    double request_rps;             // completed / duration_s
-    double input_tok_s, output_tok_s;        // tokens of completed requests / duration_s
+    uint64_t completed, failed;                     // requests
+    double duration_s;                              // the span the throughputs divide by
+    double request_rps;                             // completed / duration_s
+    double input_tok_s, output_tok_s;               // tokens of completed requests / duration_s
     double input_tokens_mean, output_tokens_mean;   // per completed request
 } trc_measured_summary;
 
@@ -398,29 +401,29 @@ typedef struct trc_measured_summary {
 #define TRC_MEAS_MAX_QUANTILES 16
 
 typedef struct trc_measured_stage {
-    double rate_rps;                // offered rate
-    double duration_s;              // sending window
-    double start_s;                 // offset of its window from the run start (estimated when
-                                    // the run saved no per-request times: see notes)
-    uint64_t requests;              // requests sent in it
+    double rate_rps;     // offered rate
+    double duration_s;   // sending window
+    double start_s;      // offset of its window from the run start (estimated when
+                         // the run saved no per-request times: see notes)
+    uint64_t requests;   // requests sent in it
 } trc_measured_stage;
 
 typedef struct trc_measured_config {
-    char model[160];                // "" unknown
-    char hardware[64];              // "" unknown (none of the formats records it by itself)
-    char backend[32];               // server type / backend as the run names it
-    char date[32];                  // as recorded, "" unknown
-    int tp;                         // tensor parallel size, 0 unknown
-    int max_num_seqs;               // 0 unknown
-    int max_num_batched_tokens;     // 0 unknown
-    int max_model_len;              // 0 unknown
-    int prefix_caching;             // 1 on, 0 off, -1 unknown
-    double request_rate_rps;        // offered rate; INFINITY = all at once; NAN unknown
-    double burstiness;              // gamma shape of the gaps (1 = Poisson); NAN unknown
-    int max_concurrency;            // client limit on requests in flight, 0 = none
-    double client_timeout_s;        // a request still open after this fails; NAN unknown
-    bool ignore_eos;                // every request generates exactly its max_tokens
-    uint32_t n_stages;              // load stages (inference-perf), 0 = one implicit stage
+    char model[160];              // "" unknown
+    char hardware[64];            // "" unknown (none of the formats records it by itself)
+    char backend[32];             // server type / backend as the run names it
+    char date[32];                // as recorded, "" unknown
+    int tp;                       // tensor parallel size, 0 unknown
+    int max_num_seqs;             // 0 unknown
+    int max_num_batched_tokens;   // 0 unknown
+    int max_model_len;            // 0 unknown
+    int prefix_caching;           // 1 on, 0 off, -1 unknown
+    double request_rate_rps;      // offered rate; INFINITY = all at once; NAN unknown
+    double burstiness;            // gamma shape of the gaps (1 = Poisson); NAN unknown
+    int max_concurrency;          // client limit on requests in flight, 0 = none
+    double client_timeout_s;      // a request still open after this fails; NAN unknown
+    bool ignore_eos;              // every request generates exactly its max_tokens
+    uint32_t n_stages;            // load stages (inference-perf), 0 = one implicit stage
     trc_measured_stage stages[TRC_MEAS_MAX_STAGES];
     // Synthetic shared-prefix workload (inference-perf shared_prefix), prompts = 0 when none:
     // `prompts` fixed prompts sent in turn, each a group's system prompt + its own question.
@@ -430,17 +433,17 @@ typedef struct trc_measured_config {
 
 typedef struct trc_measured {
     trc_measured_format format;
-    char path[512];                 // the file read (for inference-perf: the summary file)
-    uint32_t runs, run;             // runs in the file, and the 0-based one read
+    char path[512];       // the file read (for inference-perf: the summary file)
+    uint32_t runs, run;   // runs in the file, and the 0-based one read
     trc_measured_config config;
     trc_measured_summary summary;   // as the run itself reports it
     trc_measured_req *req;          // n_req requests in send order; empty when none saved
     uint64_t n_req;
-    double *itl_s;                  // n_itl gaps, s, request after request
+    double *itl_s;   // n_itl gaps, s, request after request
     uint64_t n_itl;
-    uint32_t n_len_q;               // reported prompt-length distribution: at quantile
-    double len_q[TRC_MEAS_MAX_QUANTILES];        // len_q[i] (0..1) the prompt has
-    double len_q_tokens[TRC_MEAS_MAX_QUANTILES]; // len_q_tokens[i] tokens (inference-perf)
+    uint32_t n_len_q;                       // reported prompt-length distribution: at quantile
+    double len_q[TRC_MEAS_MAX_QUANTILES];   // len_q[i] (0..1) the prompt has
+    double len_q_tokens[TRC_MEAS_MAX_QUANTILES];   // len_q_tokens[i] tokens (inference-perf)
     double token_times_per_token;   // inference-perf, ignore_eos: ((E2E - TTFT) / output_len)
                                     // / ITL mean, the client's timestamps per generated token
                                     // (2.0 in validation/training: ITL = half a decode step);
@@ -457,16 +460,15 @@ void trc_measured_free(trc_measured *m);
 // SGLang JSONL): 0-based, -1 = the last. On success *out owns its arrays (trc_measured_free).
 // KVF_ENOENT for a missing path, KVF_EINVAL for a run index past the end, KVF_EPARSE for an
 // undetectable format or an unreadable or inconsistent run ("file:line: field 'x': ...").
-kvf_status trc_measured_read(const char *path, trc_measured_format fmt, int run,
-                             trc_measured *out, kvf_err *err);
+kvf_status trc_measured_read(const char *path, trc_measured_format fmt, int run, trc_measured *out,
+                             kvf_err *err);
 // Recomputes the summary from the per-request data as the benchmark tools do (numpy's linear
 // percentiles; TTFT, TPOT and E2E over completed requests; TPOT = (e2e - ttft) / (output - 1)
 // for vLLM and SGLang, (last - first token time) / (token times - 1) for inference-perf; ITL
 // over every saved gap, or the per-request means when no gaps were saved; rates over
 // m->summary.duration_s). KVF_EINVAL
 // when the run saved no per-request data.
-kvf_status trc_measured_summarize(const trc_measured *m, trc_measured_summary *out,
-                                  kvf_err *err);
+kvf_status trc_measured_summarize(const trc_measured *m, trc_measured_summary *out, kvf_err *err);
 // Writes the run's requests as a canonical kvfleet trace (trc_writer; "-" = stdout) with
 // block ids of block_tokens tokens, arrivals in send order. With per-request send times they
 // are used as recorded; without them they are drawn (from seed) as the load generator drew
@@ -481,22 +483,21 @@ kvf_status trc_measured_summarize(const trc_measured *m, trc_measured_summary *o
 // without one no ids are written (the run does not say what was shared). Without per-request
 // lengths, prompt p's length is the reported distribution's quantile (p + 0.5) / prompts.
 // *n_written may be NULL. KVF_EINVAL for a run with no requests to write.
-kvf_status trc_measured_write_trace(const trc_measured *m, const char *path,
-                                    uint32_t block_tokens, uint64_t seed, uint64_t *n_written,
-                                    kvf_err *err);
+kvf_status trc_measured_write_trace(const trc_measured *m, const char *path, uint32_t block_tokens,
+                                    uint64_t seed, uint64_t *n_written, kvf_err *err);
 const char *trc_measured_format_name(trc_measured_format f);
 bool trc_measured_format_parse(const char *s, trc_measured_format *out);
 
 // A manifest of measured runs (CSV with a header; validation/training/manifest.csv): one row
 // per run, columns experiment, model, hardware, tp, workload, overloaded (yes/no) at least.
 typedef struct trc_measured_entry {
-    char experiment[128];           // folder name, beside the manifest
-    char dir[640];                  // <manifest's folder>/<experiment>
+    char experiment[128];   // folder name, beside the manifest
+    char dir[640];          // <manifest's folder>/<experiment>
     char model[160];
     char hardware[64];
     char workload[32];
     int tp;
-    bool overloaded;                // client time-outs or queues that grew all run
+    bool overloaded;   // client time-outs or queues that grew all run
 } trc_measured_entry;
 // Reads the manifest; *out (n entries) is the caller's to free(). KVF_EPARSE names the line
 // and column of a bad or missing field.

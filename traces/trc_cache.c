@@ -32,26 +32,26 @@
 #define TRAILER_MAGIC 0x2e444e45435254ULL   // "TRCEND."
 
 typedef struct disk_key {
-    uint64_t size;          // trace bytes
-    int64_t mtime_ns;       // trace modification time
+    uint64_t size;      // trace bytes
+    int64_t mtime_ns;   // trace modification time
     uint64_t dev, ino;
-    int32_t format;         // requested (opt.format) and detected formats
+    int32_t format;   // requested (opt.format) and detected formats
     int32_t detected;
     uint32_t source_block_tokens;
     uint32_t skip_bad;
-    uint64_t seed;          // sessions only (0 otherwise)
-    double session_rate;    // sessions only
-    uint32_t session_users; // sessions only
-    uint32_t path_len;      // bytes of the real path that follow the header
+    uint64_t seed;            // sessions only (0 otherwise)
+    double session_rate;      // sessions only
+    uint32_t session_users;   // sessions only
+    uint32_t path_len;        // bytes of the real path that follow the header
 } disk_key;
 
 typedef struct disk_head {
     char magic[8];
     uint32_t version;
-    uint32_t head_bytes;    // sizeof(disk_head) + path bytes rounded up to 8
+    uint32_t head_bytes;   // sizeof(disk_head) + path bytes rounded up to 8
     disk_key key;
-    int32_t fmt;            // source metadata
-    uint32_t flags;         // 1 sorted, 2 origin_zero
+    int32_t fmt;      // source metadata
+    uint32_t flags;   // 1 sorted, 2 origin_zero
     int64_t bucket_ns;
     char notes[256];
 } disk_head;
@@ -68,7 +68,7 @@ typedef struct disk_rec {
     int64_t think_ns;
     uint32_t src_bt, nb;
     int64_t line;
-    uint64_t skipped;       // the source's skipped count when this record was read
+    uint64_t skipped;   // the source's skipped count when this record was read
 } disk_rec;
 
 typedef struct disk_tail {
@@ -86,7 +86,8 @@ static inline uint64_t sum_word(uint64_t h, uint64_t w) {
 }
 static uint64_t sum_words(uint64_t h, const void *p, size_t bytes) {
     const uint64_t *w = p;
-    for (size_t i = 0; i < bytes / 8; i++) h = sum_word(h, w[i]);
+    for (size_t i = 0; i < bytes / 8; i++)
+        h = sum_word(h, w[i]);
     return h;
 }
 
@@ -101,9 +102,12 @@ bool trc_cache_enabled(const trc_options *o) {
 kvf_status trc_cache_dir(char *buf, size_t n, kvf_err *err) {
     const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     int k;
-    if (x && x[0] == '/') k = snprintf(buf, n, "%s/kvfleet", x);
-    else if (home && home[0]) k = snprintf(buf, n, "%s/.cache/kvfleet", home);
-    else return kvf_fail(err, KVF_EINVAL, "trace cache: neither XDG_CACHE_HOME nor HOME is set");
+    if (x && x[0] == '/')
+        k = snprintf(buf, n, "%s/kvfleet", x);
+    else if (home && home[0])
+        k = snprintf(buf, n, "%s/.cache/kvfleet", home);
+    else
+        return kvf_fail(err, KVF_EINVAL, "trace cache: neither XDG_CACHE_HOME nor HOME is set");
     if (k < 0 || (size_t)k >= n) return kvf_fail(err, KVF_EINVAL, "trace cache: path too long");
     return KVF_OK;
 }
@@ -135,7 +139,8 @@ static void key_fill(trc_cache_key *ck, const char *real, const struct stat *sb,
 
 static uint64_t key_hash(const trc_cache_key *ck) {
     uint64_t h = sum_words(0x6b76666361636865ULL, &ck->k, sizeof ck->k);
-    for (const char *p = ck->path; *p; p++) h = sum_word(h, (uint8_t)*p);
+    for (const char *p = ck->path; *p; p++)
+        h = sum_word(h, (uint8_t)*p);
     return kvf_hash64(h ^ TRC_CACHE_VERSION);
 }
 
@@ -165,10 +170,10 @@ typedef struct bsrc {
     trc_source base;
     const unsigned char *map;   // whole file
     size_t map_len;
-    size_t pos, end;            // next record, end of records
-    uint64_t n_done, n;         // records handed out, records in the file (complete files)
+    size_t pos, end;      // next record, end of records
+    uint64_t n_done, n;   // records handed out, records in the file (complete files)
     uint64_t final_skipped;
-    trc_source *cont;           // incomplete spool: the live source continues after the end
+    trc_source *cont;   // incomplete spool: the live source continues after the end
 } bsrc;
 
 static int bsrc_next(trc_source *s, trc_rec *rec, kvf_err *err) {
@@ -300,19 +305,21 @@ kvf_status trc_cache_open(trc_source **out, const char *cpath, const trc_cache_k
 // ---- writing: a tee source ------------------------------------------------------------------
 typedef struct tsrc {
     trc_source base;
-    trc_source *in;      // the live source (owned)
-    FILE *f;             // spool / cache file being written, NULL after a failure
-    char *tmp;           // its temporary name (cache), NULL for an anonymous spool
-    char *publish;       // cache path to rename into at a complete end, NULL = spool only
+    trc_source *in;   // the live source (owned)
+    FILE *f;          // spool / cache file being written, NULL after a failure
+    char *tmp;        // its temporary name (cache), NULL for an anonymous spool
+    char *publish;    // cache path to rename into at a complete end, NULL = spool only
     size_t head_bytes;
     uint64_t n, sum;
-    bool complete;       // the live source reached its end without error
-    bool failed;         // a write failed: nothing is published or replayed
+    bool complete;   // the live source reached its end without error
+    bool failed;     // a write failed: nothing is published or replayed
 } tsrc;
 
 static void tee_drop(tsrc *t) {
-    if (t->f && t->tmp) trc_atomic_commit(t->f, t->tmp, t->publish, false, NULL);
-    else if (t->f) fclose(t->f);
+    if (t->f && t->tmp)
+        trc_atomic_commit(t->f, t->tmp, t->publish, false, NULL);
+    else if (t->f)
+        fclose(t->f);
     t->f = NULL;
     t->tmp = NULL;
     t->failed = true;
@@ -384,8 +391,10 @@ static int tee_next(trc_source *s, trc_rec *rec, kvf_err *err) {
 static void tee_close(trc_source *s) {
     tsrc *t = (tsrc *)s;
     if (t->f) {
-        if (t->tmp) trc_atomic_commit(t->f, t->tmp, t->publish, false, NULL);
-        else fclose(t->f);
+        if (t->tmp)
+            trc_atomic_commit(t->f, t->tmp, t->publish, false, NULL);
+        else
+            fclose(t->f);
     }
     if (t->in) t->in->close(t->in);
     free(t->publish);
@@ -435,7 +444,9 @@ trc_source *trc_tee_wrap(trc_source *in, const char *cpath, const trc_cache_key 
     return &t->base;
 }
 
-bool trc_is_tee(const trc_source *s) { return s && s->next == tee_next; }
+bool trc_is_tee(const trc_source *s) {
+    return s && s->next == tee_next;
+}
 
 trc_source *trc_tee_replay(trc_source *s) {
     tsrc *t = (tsrc *)s;

@@ -66,10 +66,10 @@ static int shaping(int argc, char **argv, int *i, trc_options *o) {
         o->skip_bad = true;
         return 1;
     }
-#define NEEDV                                                                                 \
-    do {                                                                                      \
-        if (!v) return fail("%s needs a value", a), -1;                                       \
-        (*i)++;                                                                               \
+#define NEEDV                                                                                      \
+    do {                                                                                           \
+        if (!v) return fail("%s needs a value", a), -1;                                            \
+        (*i)++;                                                                                    \
     } while (0)
     if (!strcmp(a, "--format")) {
         NEEDV;
@@ -103,13 +103,18 @@ static int shaping(int argc, char **argv, int *i, trc_options *o) {
         NEEDV;
         int64_t ns;
         if (!kvf_parse_duration_ns(v, &ns)) return fail("bad duration '%s'", v), -1;
-        if (a[2] == 's') o->start_ns = ns;
-        else o->end_ns = ns;
+        if (a[2] == 's')
+            o->start_ns = ns;
+        else
+            o->end_ns = ns;
     } else if (!strcmp(a, "--bucket")) {
         NEEDV;
-        if (!strcmp(v, "spread")) o->bucket = TRC_BUCKET_SPREAD;
-        else if (!strcmp(v, "as_recorded")) o->bucket = TRC_BUCKET_AS_RECORDED;
-        else return fail("bad --bucket '%s' (as_recorded or spread)", v), -1;
+        if (!strcmp(v, "spread"))
+            o->bucket = TRC_BUCKET_SPREAD;
+        else if (!strcmp(v, "as_recorded"))
+            o->bucket = TRC_BUCKET_AS_RECORDED;
+        else
+            return fail("bad --bucket '%s' (as_recorded or spread)", v), -1;
     } else if (!strcmp(a, "--seed")) {
         NEEDV;
         if (!u64(v, &n)) return fail("bad --seed '%s'", v), -1;
@@ -122,14 +127,15 @@ static int shaping(int argc, char **argv, int *i, trc_options *o) {
         NEEDV;
         if (!u64(v, &n) || n < 1 || n > 1000000) return fail("bad --session-users '%s'", v), -1;
         o->session_users = (uint32_t)n;
-    } else return 0;
+    } else
+        return 0;
 #undef NEEDV
     return 1;
 }
 
 static void print_len(const char *name, const trc_len_stats *l) {
-    printf("%-15s mean %10.1f  p50 %9.0f  p90 %9.0f  p99 %9.0f  max %9llu\n", name, l->mean,
-           l->p50, l->p90, l->p99, (unsigned long long)l->max);
+    printf("%-15s mean %10.1f  p50 %9.0f  p90 %9.0f  p99 %9.0f  max %9llu\n", name, l->mean, l->p50,
+           l->p90, l->p99, (unsigned long long)l->max);
 }
 
 static int cmd_stats(int argc, char **argv) {
@@ -143,7 +149,8 @@ static int cmd_stats(int argc, char **argv) {
         int rc = shaping(argc, argv, &i, &o);
         if (rc < 0) return 2;
         if (rc) continue;
-        if (!strcmp(argv[i], "--json")) json = true;
+        if (!strcmp(argv[i], "--json"))
+            json = true;
         else if (!strcmp(argv[i], "--cache-tokens") && i + 1 < argc) {
             char *list = argv[++i], *save = NULL;
             for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -154,9 +161,12 @@ static int cmd_stats(int argc, char **argv) {
             }
         } else if (!strcmp(argv[i], "--cache-tokens"))
             return fail("trace stats: option '%s' needs a value", argv[i]);
-        else if (argv[i][0] == '-') return fail("trace stats: unknown option '%s'", argv[i]);
-        else if (!path) path = argv[i];
-        else return fail("trace stats: unexpected argument '%s'", argv[i]);
+        else if (argv[i][0] == '-')
+            return fail("trace stats: unknown option '%s'", argv[i]);
+        else if (!path)
+            path = argv[i];
+        else
+            return fail("trace stats: unexpected argument '%s'", argv[i]);
     }
     if (!path) {
         usage(stderr);
@@ -183,14 +193,13 @@ static int cmd_stats(int argc, char **argv) {
            (unsigned long long)s.requests, (unsigned long long)s.sessions,
            (unsigned long long)s.closed_loop, (unsigned long long)s.failed,
            (unsigned long long)s.with_images, (unsigned long long)s.skipped);
-    printf("span            %.1f s, rate %.3f req/s, inter-arrival CV %.3f\n", s.span_s,
-           s.rate_rps, s.interarrival_cv);
+    printf("span            %.1f s, rate %.3f req/s, inter-arrival CV %.3f\n", s.span_s, s.rate_rps,
+           s.interarrival_cv);
     print_len("input tokens", &s.input_tokens);
     print_len("output tokens", &s.output_tokens);
     printf("classes        ");
     for (int c = 0; c < TRC_CLASS_COUNT; c++)
-        if (s.classes[c])
-            printf(" %s %llu", trc_class_name(c), (unsigned long long)s.classes[c]);
+        if (s.classes[c]) printf(" %s %llu", trc_class_name(c), (unsigned long long)s.classes[c]);
     printf("\n");
     printf("ideal hit rate  %.4f (%llu of %llu input tokens; %u-token blocks, %llu distinct)\n",
            s.ideal_hit_rate, (unsigned long long)s.hit_tokens,
@@ -198,7 +207,8 @@ static int cmd_stats(int argc, char **argv) {
            (unsigned long long)s.distinct_blocks);
     if (s.closed_loop)   // the simulator's store keeps a turn's answer for the next turn
         printf("                each closed-loop turn's answer counted as computed by the turn "
-               "before it (%llu turns)\n", (unsigned long long)s.closed_loop);
+               "before it (%llu turns)\n",
+               (unsigned long long)s.closed_loop);
     for (uint32_t i = 0; i < s.n_sizes; i++)
         printf("  LRU %12.0f tokens: hit rate %.4f\n", s.cache_tokens[i], s.cache_hit_rate[i]);
     return 0;
@@ -219,8 +229,10 @@ static int copy_out(trc_reader *r, const char *out, uint32_t bt, bool force, con
     if (rc < 0) st = err.code ? err.code : KVF_EPARSE;
     kvf_err err2 = {0};
     kvf_status st2 = KVF_OK;
-    if (st) trc_writer_discard(w);   // a failed read keeps any earlier output
-    else st2 = trc_writer_close(w, &err2);
+    if (st)
+        trc_writer_discard(w);   // a failed read keeps any earlier output
+    else
+        st2 = trc_writer_close(w, &err2);
     if (st) return fprintf(stderr, "kvfleet: %s\n", err.msg), kvf_exit_code(st);
     if (st2) return fprintf(stderr, "kvfleet: %s\n", err2.msg), kvf_exit_code(st2);
     if (strcmp(out, "-"))
@@ -238,12 +250,18 @@ static int cmd_convert(int argc, char **argv) {
         int rc = shaping(argc, argv, &i, &o);
         if (rc < 0) return 2;
         if (rc) continue;
-        if (!strcmp(argv[i], "--force")) force = true;
-        else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "-o")) return fail("trace convert: option '%s' needs a value", argv[i]);
-        else if (argv[i][0] == '-') return fail("trace convert: unknown option '%s'", argv[i]);
-        else if (!path) path = argv[i];
-        else return fail("trace convert: unexpected argument '%s'", argv[i]);
+        if (!strcmp(argv[i], "--force"))
+            force = true;
+        else if (!strcmp(argv[i], "-o") && i + 1 < argc)
+            out = argv[++i];
+        else if (!strcmp(argv[i], "-o"))
+            return fail("trace convert: option '%s' needs a value", argv[i]);
+        else if (argv[i][0] == '-')
+            return fail("trace convert: unknown option '%s'", argv[i]);
+        else if (!path)
+            path = argv[i];
+        else
+            return fail("trace convert: unexpected argument '%s'", argv[i]);
     }
     if (!path || !out) {
         usage(stderr);
@@ -274,7 +292,8 @@ static int cmd_gen(int argc, char **argv) {
             force = true;
             continue;
         }
-        if (!v && a[0] == '-' && a[1] == '-') return fail("trace gen: option '%s' needs a value", a);
+        if (!v && a[0] == '-' && a[1] == '-')
+            return fail("trace gen: option '%s' needs a value", a);
         if (!v && !strcmp(a, "-o")) return fail("trace gen: option '%s' needs a value", a);
         if (!v) return fail("trace gen: unknown option '%s'", a);
         i++;
@@ -299,7 +318,8 @@ static int cmd_gen(int argc, char **argv) {
         } else if (!strcmp(a, "--output-len")) {
             if (!u64(v, &n) || n < 1 || n > 1 << 30) return fail("bad --output-len '%s'", v);
             g.output_len = (uint32_t)n;
-        } else if (!strcmp(a, "--lengths")) g.lengths_path = v;
+        } else if (!strcmp(a, "--lengths"))
+            g.lengths_path = v;
         else if (!strcmp(a, "--images")) {
             if (!num(v, &d) || d < 0 || d > 1) return fail("bad --images '%s' (0..1)", v);
             g.images_p = d;
@@ -350,8 +370,10 @@ static int cmd_gen(int argc, char **argv) {
                     if (!strcmp(name, cls[c])) k = c;
             if (k < 0) return fail("bad --return '%s' (CLASS=P,MEDIAN_H,SIGMA)", v);
             g.ret[k] = (trc_gen_return){p, med, sg};
-        } else if (!strcmp(a, "-o")) out = v;
-        else return fail("trace gen: unknown option '%s'", a);
+        } else if (!strcmp(a, "-o"))
+            out = v;
+        else
+            return fail("trace gen: unknown option '%s'", a);
     }
     if (!have_profile) return fail("trace gen: --profile is required%s", "");
     kvf_err err = {0};
@@ -370,7 +392,8 @@ int trc_cli_main(int argc, char **argv) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    bool known = !strcmp(argv[1], "stats") || !strcmp(argv[1], "gen") || !strcmp(argv[1], "convert");
+    bool known =
+        !strcmp(argv[1], "stats") || !strcmp(argv[1], "gen") || !strcmp(argv[1], "convert");
     if (known && kvf_cli_help(argc - 1, argv + 1)) {
         usage(stdout);
         return 0;

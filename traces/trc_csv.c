@@ -24,7 +24,7 @@
 enum { C_TS, C_IN, C_OUT, C_MODEL, C_LOG, C_SESSION, C_NCOLS };
 
 typedef struct sess_slot {
-    uint64_t key;     // hashed session id (0 = empty)
+    uint64_t key;   // hashed session id (0 = empty)
     uint32_t turns;
 } sess_slot;
 
@@ -37,9 +37,9 @@ typedef struct csrc {
     char row[MAX_FIELDS * (MAX_FIELD_LEN + 1)];
     size_t off[MAX_FIELDS];
     int nf, nf_total;
-    uint32_t nul_mask;    // fields of the row holding a NUL byte (bit i = field i)
+    uint32_t nul_mask;   // fields of the row holding a NUL byte (bit i = field i)
     bool row_done;
-    long row_line;    // line where the row being built started (0 = none yet)
+    long row_line;   // line where the row being built started (0 = none yet)
     bool in_row;
     bool header_done;
     int col[C_NCOLS];
@@ -99,8 +99,8 @@ static int read_row(csrc *c, kvf_err *err) {
         size_t used = csv_parse(&c->p, line, (size_t)len + 1, cb_field, cb_row, c);
         line[len] = 0;
         if (used != (size_t)len + 1)
-            return kvf_fail(err, KVF_EPARSE, "%s:%ld: CSV syntax error: %s", c->path,
-                            c->lines.line, csv_strerror(csv_error(&c->p))),
+            return kvf_fail(err, KVF_EPARSE, "%s:%ld: CSV syntax error: %s", c->path, c->lines.line,
+                            csv_strerror(csv_error(&c->p))),
                    -1;
         if (c->row_done) return 1;
     }
@@ -115,7 +115,8 @@ static int fail_field(csrc *c, kvf_err *err, int col, const char *fmt, const cha
 }
 
 static bool is_blank(const char *s) {
-    while (*s == ' ' || *s == '\t') s++;
+    while (*s == ' ' || *s == '\t')
+        s++;
     return !*s;
 }
 
@@ -131,10 +132,10 @@ static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
 
 // "YYYY-MM-DD HH:MM:SS[.frac][Z|+hh:mm]" or seconds -> ns since the epoch.
 static bool parse_time(const char *s, int64_t *out) {
-    while (*s == ' ') s++;
+    while (*s == ' ')
+        s++;
     int y, mo, d, h, mi, sec, n = 0;
-    if (sscanf(s, "%4d-%2d-%2d%*[ T]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) == 6 &&
-        n > 0) {
+    if (sscanf(s, "%4d-%2d-%2d%*[ T]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) == 6 && n > 0) {
         if (mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 ||
             sec < 0 || sec > 60 || y < 1970 || y > 2200)
             return false;   // keeps ns since 1970 (and their differences) inside int64
@@ -152,7 +153,8 @@ static bool parse_time(const char *s, int64_t *out) {
             }
         }
         int64_t tz = 0;
-        if (*p == 'Z') p++;
+        if (*p == 'Z')
+            p++;
         else if (*p == '+' || *p == '-') {
             int th, tm;
             int k = 0;
@@ -162,16 +164,18 @@ static bool parse_time(const char *s, int64_t *out) {
             tz = (*p == '+' ? 1 : -1) * ((int64_t)th * 3600 + tm * 60);
             p += 1 + k;
         }
-        while (*p == ' ') p++;
+        while (*p == ' ')
+            p++;
         if (*p) return false;
-        int64_t secs = days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 +
-                       mi * 60 + sec - tz;
+        int64_t secs =
+            days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + sec - tz;
         *out = secs * KVF_NS_PER_S + frac;
         return true;
     }
     char *end;
     double v = strtod(s, &end);
-    while (*end == ' ') end++;
+    while (*end == ' ')
+        end++;
     if (end == s || *end || !isfinite(v) || v < 0 || v > 9e9) return false;
     *out = (int64_t)llround(v * 1e9);
     return true;
@@ -180,14 +184,16 @@ static bool parse_time(const char *s, int64_t *out) {
 static int tokens(csrc *c, kvf_err *err, int col, uint32_t *out, bool *was_zero) {
     const char *v = field(c, c->col[col]);
     if (!v || is_blank(v)) return fail_field(c, err, col, "missing%s", "");
-    while (*v == ' ') v++;
+    while (*v == ' ')
+        v++;
     if (*v == '-') return fail_field(c, err, col, "negative length (%s)", v);
     uint64_t x;
     if (!trc_parse_u64(v, &x)) {
         // a few traces write token counts as "123.0"
         char *end;
         double d = strtod(v, &end);
-        while (*end == ' ') end++;
+        while (*end == ' ')
+            end++;
         if (end == v || *end || !isfinite(d) || d != floor(d) || d < 0)
             return fail_field(c, err, col, "not a token count ('%s')", v);
         if (d > TRC_MAX_TOKENS)
@@ -208,7 +214,8 @@ static uint32_t session_turn(csrc *c, uint64_t key) {
         for (size_t i = 0; i < c->capsess; i++) {
             if (!c->sess[i].key) continue;
             size_t h = kvf_hash64(c->sess[i].key) & (ncap - 1);
-            while (n[h].key) h = (h + 1) & (ncap - 1);
+            while (n[h].key)
+                h = (h + 1) & (ncap - 1);
             n[h] = c->sess[i];
         }
         free(c->sess);
@@ -216,7 +223,8 @@ static uint32_t session_turn(csrc *c, uint64_t key) {
         c->capsess = ncap;
     }
     size_t h = kvf_hash64(key) & (c->capsess - 1);
-    while (c->sess[h].key && c->sess[h].key != key) h = (h + 1) & (c->capsess - 1);
+    while (c->sess[h].key && c->sess[h].key != key)
+        h = (h + 1) & (c->capsess - 1);
     if (!c->sess[h].key) {
         c->sess[h].key = key;
         c->nsess++;
@@ -226,10 +234,17 @@ static uint32_t session_turn(csrc *c, uint64_t key) {
 
 static int header(csrc *c, kvf_err *err) {
     static const char *names[2][C_NCOLS][3] = {
-        {{"TIMESTAMP", "Timestamp", NULL}, {"ContextTokens", NULL, NULL},
-         {"GeneratedTokens", NULL, NULL}, {NULL}, {NULL}, {NULL}},
-        {{"Timestamp", "TIMESTAMP", NULL}, {"Request tokens", NULL, NULL},
-         {"Response tokens", NULL, NULL}, {"Model", NULL, NULL}, {"Log Type", NULL, NULL},
+        {{"TIMESTAMP", "Timestamp", NULL},
+         {"ContextTokens", NULL, NULL},
+         {"GeneratedTokens", NULL, NULL},
+         {NULL},
+         {NULL},
+         {NULL}},
+        {{"Timestamp", "TIMESTAMP", NULL},
+         {"Request tokens", NULL, NULL},
+         {"Response tokens", NULL, NULL},
+         {"Model", NULL, NULL},
+         {"Log Type", NULL, NULL},
          {"Session ID", NULL, NULL}},
     };
     int k = c->base.fmt == TRC_FMT_AZURE ? 0 : 1;
@@ -248,17 +263,19 @@ static int header(csrc *c, kvf_err *err) {
     }
     for (int i = 0; i < c->nf; i++) {
         char *h = c->row + c->off[i];
-        while (*h == ' ') h++;
+        while (*h == ' ')
+            h++;
         size_t n = strlen(h);
-        while (n && h[n - 1] == ' ') h[--n] = 0;
+        while (n && h[n - 1] == ' ')
+            h[--n] = 0;
         for (int j = 0; j < C_NCOLS; j++)
             for (int a = 0; a < 3 && names[k][j][a]; a++)
                 if (!strcmp(h, names[k][j][a]) && c->col[j] < 0) c->col[j] = i;
     }
     for (int j = 0; j < 3; j++)
         if (c->col[j] < 0)
-            return kvf_fail(err, KVF_EPARSE, "%s:%ld: field '%s': missing from the header",
-                            c->path, c->row_line, c->colname[j]),
+            return kvf_fail(err, KVF_EPARSE, "%s:%ld: field '%s': missing from the header", c->path,
+                            c->row_line, c->colname[j]),
                    -1;
     return 0;
 }
@@ -275,8 +292,8 @@ static const char *col_name(const csrc *c, int i, char *buf, size_t n) {
 static int nul_check(const csrc *c, int i, kvf_err *err) {
     if (i < 0 || i >= MAX_FIELDS || !(c->nul_mask >> i & 1)) return 0;
     char buf[32];
-    return kvf_fail(err, KVF_EPARSE, "%s:%ld: field '%s': holds a NUL byte", c->path,
-                    c->row_line, col_name(c, i, buf, sizeof buf)),
+    return kvf_fail(err, KVF_EPARSE, "%s:%ld: field '%s': holds a NUL byte", c->path, c->row_line,
+                    col_name(c, i, buf, sizeof buf)),
            -1;
 }
 
@@ -306,14 +323,17 @@ static int parse_row(csrc *c, trc_rec *rec, kvf_err *err) {
     rec->line = c->row_line;
     if (c->base.fmt == TRC_FMT_BURSTGPT) {
         const char *lt = field(c, c->col[C_LOG]);
-        if (lt && strstr(lt, "API")) rec->cls = TRC_CLASS_OTHER;
-        else rec->cls = TRC_CLASS_CHATBOT;
+        if (lt && strstr(lt, "API"))
+            rec->cls = TRC_CLASS_OTHER;
+        else
+            rec->cls = TRC_CLASS_CHATBOT;
         if (zero_out || (lt && (strstr(lt, "fail") || strstr(lt, "Fail"))))
             rec->flags |= TRC_F_FAILED;
         const char *sid = field(c, c->col[C_SESSION]);
         if (sid && !is_blank(sid)) {
             uint64_t h = 0xcbf29ce484222325ULL;
-            for (const char *p = sid; *p; p++) h = (h ^ (uint8_t)*p) * 0x100000001b3ULL;
+            for (const char *p = sid; *p; p++)
+                h = (h ^ (uint8_t)*p) * 0x100000001b3ULL;
             h = kvf_hash64(h);
             if (!h) h = 1;
             rec->session = h;
@@ -341,8 +361,10 @@ static int csv_next(trc_source *s, trc_rec *rec, kvf_err *err) {
         }
         if (!c->header_done) {
             if (c->nul_mask)
-                return kvf_fail(err, KVF_EPARSE, "%s:%ld: field 'column %d': header holds a NUL "
-                                "byte", c->path, c->row_line, __builtin_ctz(c->nul_mask) + 1),
+                return kvf_fail(err, KVF_EPARSE,
+                                "%s:%ld: field 'column %d': header holds a NUL "
+                                "byte",
+                                c->path, c->row_line, __builtin_ctz(c->nul_mask) + 1),
                        -1;
             if (header(c, err)) return -1;
             c->header_done = true;

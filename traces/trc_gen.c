@@ -42,41 +42,41 @@ static const uint8_t prof_class[3] = {TRC_CLASS_CHATBOT, TRC_CLASS_AGENT, TRC_CL
 
 typedef struct gsess {
     bool live;
-    uint8_t kind;        // TRC_GEN_CHATBOT..CODING
-    uint64_t uid;        // session id (never 0)
-    uint32_t turns;      // turns so far
-    uint32_t len;        // tokens of the stream so far (last prompt + last answer)
-    uint32_t sys;        // system prompt tokens
-    uint64_t *ids;       // chained ids of full blocks of the stream
+    uint8_t kind;     // TRC_GEN_CHATBOT..CODING
+    uint64_t uid;     // session id (never 0)
+    uint32_t turns;   // turns so far
+    uint32_t len;     // tokens of the stream so far (last prompt + last answer)
+    uint32_t sys;     // system prompt tokens
+    uint64_t *ids;    // chained ids of full blocks of the stream
     size_t nids, capids;
-    int64_t last_key;    // key of the session's previous turn (closed loop), -1 = none
+    int64_t last_key;   // key of the session's previous turn (closed loop), -1 = none
 } gsess;
 
 // Days mode: one session (a user's conversation and its later visits).
 typedef struct dsess {
-    uint64_t uid;     // session id (never 0)
-    uint32_t len;     // tokens of the conversation so far (last prompt + last answer)
-    uint32_t sys;     // system prompt tokens
-    uint32_t turns;   // turns so far, all visits
-    uint32_t conv;    // conversation number: a context that would overflow starts a new one
-    uint32_t left;    // turns left in the current visit
-    uint8_t kind;     // TRC_GEN_CHATBOT..CODING
-    bool returning;   // its next turn opens a returning visit
-    int64_t last_key; // key of its previous emitted turn, -1 = none
-    double think;     // s: gap before its next turn within the visit (closed loop's think)
+    uint64_t uid;       // session id (never 0)
+    uint32_t len;       // tokens of the conversation so far (last prompt + last answer)
+    uint32_t sys;       // system prompt tokens
+    uint32_t turns;     // turns so far, all visits
+    uint32_t conv;      // conversation number: a context that would overflow starts a new one
+    uint32_t left;      // turns left in the current visit
+    uint8_t kind;       // TRC_GEN_CHATBOT..CODING
+    bool returning;     // its next turn opens a returning visit
+    int64_t last_key;   // key of its previous emitted turn, -1 = none
+    double think;       // s: gap before its next turn within the visit (closed loop's think)
 } dsess;
 
 typedef struct devt {
-    double t;      // s
-    uint64_t seq;  // tie-break: order of scheduling
-    uint32_t s;    // index into ds
+    double t;       // s
+    uint64_t seq;   // tie-break: order of scheduling
+    uint32_t s;     // index into ds
 } devt;
 
 typedef struct gsrc {
     trc_source base;
     trc_gen_options g;
     kvf_rng arr, ses;
-    double t;            // s
+    double t;   // s
     uint64_t n;
     gsess pool[POOL];
     size_t next_slot;
@@ -84,18 +84,18 @@ typedef struct gsrc {
     uint32_t *len_in, *len_out;
     size_t nlens;
     // days mode
-    kvf_rng vis;            // stream 3: visit lengths, think gaps, returns
-    dsess *ds;              // sessions; free slots listed in dfree
+    kvf_rng vis;   // stream 3: visit lengths, think gaps, returns
+    dsess *ds;     // sessions; free slots listed in dfree
     size_t nds, capds;
     uint32_t *dfree;
     size_t nfree, capfree;
-    devt *heap;             // min-heap on (t, seq): next turns and returns
+    devt *heap;   // min-heap on (t, seq): next turns and returns
     size_t nh, caph;
     uint64_t seq;
-    double next_new;        // s: next new session
-    double r_new;           // new sessions per s at rhythm 1
-    double rmax;            // maximum of the rhythm
-    double horizon;         // s
+    double next_new;   // s: next new session
+    double r_new;      // new sessions per s at rhythm 1
+    double rmax;       // maximum of the rhythm
+    double horizon;    // s
 } gsrc;
 
 // Days mode defaults and where they come from. No public trace gives per-class return times
@@ -154,7 +154,9 @@ bool trc_gen_profile_parse(const char *s, trc_gen_profile *out) {
         }
     return false;
 }
-const char *trc_arrival_name(trc_arrival a) { return (unsigned)a < 3 ? arr_names[a] : "unknown"; }
+const char *trc_arrival_name(trc_arrival a) {
+    return (unsigned)a < 3 ? arr_names[a] : "unknown";
+}
 bool trc_arrival_parse(const char *s, trc_arrival *out) {
     for (int i = 0; s && i < 3; i++)
         if (!strcmp(s, arr_names[i])) {
@@ -167,7 +169,8 @@ bool trc_arrival_parse(const char *s, trc_arrival *out) {
 // Shares of new sessions by kind for the mixed profile (mix[] normalised, or the default).
 static void mix_shares(const trc_gen_options *g, double w[3]) {
     double s = g->mix[0] + g->mix[1] + g->mix[2];
-    for (int k = 0; k < 3; k++) w[k] = s > 0 ? g->mix[k] / s : (k == 0 ? 0.5 : k == 1 ? 0.3 : 0.2);
+    for (int k = 0; k < 3; k++)
+        w[k] = s > 0 ? g->mix[k] / s : (k == 0 ? 0.5 : k == 1 ? 0.3 : 0.2);
 }
 
 static double gen_mean_turns(const gsrc *x) {
@@ -242,7 +245,8 @@ static void draw_session(gsrc *x, uint8_t *kind, uint64_t *uid, uint32_t *sys) {
         double u = kvf_rng_uniform(&x->ses), w[3];
         mix_shares(&x->g, w);
         *kind = u < w[0] ? TRC_GEN_CHATBOT : u < w[0] + w[1] ? TRC_GEN_AGENT : TRC_GEN_CODING;
-    } else *kind = (uint8_t)x->g.profile;
+    } else
+        *kind = (uint8_t)x->g.profile;
     *uid = kvf_hash_combine(x->g.seed, ++x->next_uid);
     if (!*uid) *uid = 1;
     *sys = x->g.system_tokens >= 0 ? (uint32_t)x->g.system_tokens : profiles[*kind].sys_tokens;
@@ -275,7 +279,8 @@ static double next_gap(gsrc *x) {
             if (kvf_rng_uniform(&x->arr) * lmax <= l) return t - x->t;
         }
     }
-    default: return kvf_rng_exp(&x->arr, 1.0 / R);
+    default:
+        return kvf_rng_exp(&x->arr, 1.0 / R);
     }
 }
 
@@ -288,7 +293,7 @@ static double rhythm(const trc_gen_options *g, double t) {
     double day = floor(t / DAY_S), hour = (t - day * DAY_S) / 3600;
     // the weekday in floating point: no integer cast of a day count (t is only bounded by
     // the horizon and the warm-up, but a caller's far-off draw must not overflow a long)
-    double wd = fmod(day + g->start_weekday, 7); // 5, 6 = Saturday, Sunday
+    double wd = fmod(day + g->start_weekday, 7);   // 5, 6 = Saturday, Sunday
     if (wd < 0) wd += 7;
     double week = (wd >= 5 ? g->weekend_ratio : 1.0) * 7 / (5 + 2 * g->weekend_ratio);
     return (1 + g->diurnal_amplitude * cos(2 * M_PI * (hour - g->peak_hour) / 24)) * week;
@@ -307,7 +312,7 @@ static double class_turns(const gsrc *x, int kind) {
 static uint32_t visit_turns(gsrc *x, int kind) {
     double m = class_turns(x, kind);
     if (m <= 1) return 1;
-    double u = 1 - kvf_rng_uniform(&x->vis); // (0, 1]
+    double u = 1 - kvf_rng_uniform(&x->vis);   // (0, 1]
     double k = 1 + floor(log(u) / log(1 - 1 / m));
     return k > 1e6 ? 1000000u : (uint32_t)k;
 }
@@ -333,8 +338,8 @@ static devt heap_pop(gsrc *x) {
     for (;;) {
         size_t c = 2 * i + 1;
         if (c >= n) break;
-        if (c + 1 < n && (x->heap[c + 1].t < x->heap[c].t ||
-                          (x->heap[c + 1].t == x->heap[c].t && x->heap[c + 1].seq < x->heap[c].seq)))
+        if (c + 1 < n && (x->heap[c + 1].t < x->heap[c].t || (x->heap[c + 1].t == x->heap[c].t &&
+                                                              x->heap[c + 1].seq < x->heap[c].seq)))
             c++;
         if (e.t < x->heap[c].t || (e.t == x->heap[c].t && e.seq < x->heap[c].seq)) break;
         x->heap[i] = x->heap[c];
@@ -356,7 +361,8 @@ static double days_next_new(gsrc *x, double t) {
 
 static uint32_t days_new_session(gsrc *x) {
     uint32_t si;
-    if (x->nfree) si = x->dfree[--x->nfree];
+    if (x->nfree)
+        si = x->dfree[--x->nfree];
     else {
         if (x->nds + 1 > x->capds) kvf_grow((void **)&x->ds, &x->capds, x->nds + 1, sizeof *x->ds);
         si = (uint32_t)x->nds++;
@@ -381,7 +387,7 @@ static void days_schedule(gsrc *x, uint32_t si, double t) {
     const trc_gen_return *r = &x->g.ret[s->kind];
     if (kvf_rng_uniform(&x->vis) < r->p) {
         double tr;
-        do // the class's return time, accepted in proportion to the rhythm at the return
+        do   // the class's return time, accepted in proportion to the rhythm at the return
             tr = t + 3600 * kvf_rng_lognormal(&x->vis, log(r->median_h), r->sigma);
         while (kvf_rng_uniform(&x->vis) * x->rmax > rhythm(&x->g, tr));
         if (tr <= x->horizon) {
@@ -405,7 +411,7 @@ static void days_turn(gsrc *x, uint32_t si, double t, trc_rec *rec, bool emit) {
     bool first_of_visit = s->returning || s->turns == 0;
     uint8_t flags = s->returning ? TRC_F_RETURN : 0;
     s->returning = false;
-    if ((uint64_t)s->len + add > x->g.max_context) { // a new conversation, same system prompt
+    if ((uint64_t)s->len + add > x->g.max_context) {   // a new conversation, same system prompt
         s->conv++;
         s->len = s->sys;
     }
@@ -435,7 +441,8 @@ static void days_turn(gsrc *x, uint32_t si, double t, trc_rec *rec, bool emit) {
         }
         rec->line = (long)rec->key + 1;
         s->last_key = (int64_t)rec->key;
-    } else s->last_key = -1;
+    } else
+        s->last_key = -1;
     s->turns++;
     s->len = (uint32_t)KVF_MIN(in + out, (uint64_t)UINT32_MAX);
     days_schedule(x, si, t);
@@ -487,7 +494,8 @@ static int gen_next(trc_source *src, trc_rec *rec, kvf_err *err) {
     // pick the session
     gsess *s = NULL;
     size_t live = 0;
-    for (size_t i = 0; i < POOL; i++) live += x->pool[i].live;
+    for (size_t i = 0; i < POOL; i++)
+        live += x->pool[i].live;
     if (live > 0 && kvf_rng_uniform(&x->ses) >= 1.0 / gen_mean_turns(x)) {
         uint32_t k = kvf_rng_below(&x->ses, (uint32_t)live);
         for (size_t i = 0; i < POOL; i++)
@@ -542,7 +550,8 @@ static int gen_next(trc_source *src, trc_rec *rec, kvf_err *err) {
 
 static void gen_close(trc_source *src) {
     gsrc *x = (gsrc *)src;
-    for (size_t i = 0; i < POOL; i++) free(x->pool[i].ids);
+    for (size_t i = 0; i < POOL; i++)
+        free(x->pool[i].ids);
     free(x->ds);
     free(x->dfree);
     free(x->heap);
@@ -572,8 +581,8 @@ static kvf_status load_lengths(gsrc *x, const char *path, kvf_err *err) {
         }
     }
     if (ci < 0 || co < 0) {
-        st = kvf_fail(err, KVF_EPARSE, "%s:%ld: field '%s': missing from the header", path,
-                      l.line, ci < 0 ? "num_prefill_tokens" : "num_decode_tokens");
+        st = kvf_fail(err, KVF_EPARSE, "%s:%ld: field '%s': missing from the header", path, l.line,
+                      ci < 0 ? "num_prefill_tokens" : "num_decode_tokens");
         goto done;
     }
     while (trc_lines_next(&l, &line) >= 0) {
@@ -629,14 +638,12 @@ static kvf_status check_days_options(const trc_gen_options *g, kvf_err *err) {
     for (int k = 0; k < 3; k++) {
         const trc_gen_return *r = &g->ret[k];
         if (!(r->p >= 0 && r->p <= 0.99))
-            return kvf_fail(err, KVF_EINVAL, "generate: return.%s.p must be in [0, 0.99]",
-                            cls[k]);
+            return kvf_fail(err, KVF_EINVAL, "generate: return.%s.p must be in [0, 0.99]", cls[k]);
         if (!(r->median_h > 0 && r->median_h <= 24 * 3660.0))
             return kvf_fail(err, KVF_EINVAL,
                             "generate: return.%s.median_h must be in (0, 87840] hours", cls[k]);
         if (!(r->sigma >= 0 && r->sigma <= 5))
-            return kvf_fail(err, KVF_EINVAL, "generate: return.%s.sigma must be in [0, 5]",
-                            cls[k]);
+            return kvf_fail(err, KVF_EINVAL, "generate: return.%s.sigma must be in [0, 5]", cls[k]);
     }
     return KVF_OK;
 }
@@ -651,7 +658,8 @@ kvf_status trc_src_gen(trc_source **out, const trc_gen_options *g, kvf_err *err)
         return kvf_fail(err, KVF_EINVAL, "generate: rate_rps must be at most 1e6, got %g",
                         g->rate_rps);
     if (!(g->duration_s <= 3.2e7))
-        return kvf_fail(err, KVF_EINVAL, "generate: duration_s must be at most 3.2e7 (a year), got %g",
+        return kvf_fail(err, KVF_EINVAL,
+                        "generate: duration_s must be at most 3.2e7 (a year), got %g",
                         g->duration_s);
     if (!(g->days >= 0) || g->days > 3660)
         return kvf_fail(err, KVF_EINVAL, "generate: days must be in [0, 3660], got %g", g->days);
@@ -690,8 +698,8 @@ kvf_status trc_src_gen(trc_source **out, const trc_gen_options *g, kvf_err *err)
                         "--output-len) must be at most %g tokens",
                         TRC_MAX_TOKENS);
     if (!(g->think_s >= 0 && g->think_s <= 1e7))
-        return kvf_fail(err, KVF_EINVAL, "generate: think_s (--think) must be in [0, 1e7] s, got %g",
-                        g->think_s);
+        return kvf_fail(err, KVF_EINVAL,
+                        "generate: think_s (--think) must be in [0, 1e7] s, got %g", g->think_s);
     if (!g->block_tokens || g->max_context < 2)
         return kvf_fail(err, KVF_EINVAL, "generate: block_tokens and max_context must be > 0");
     if (g->days > 0) {
@@ -722,9 +730,8 @@ kvf_status trc_src_gen(trc_source **out, const trc_gen_options *g, kvf_err *err)
     x->base.origin_zero = true;
     snprintf(x->base.notes, sizeof x->base.notes,
              "generated: profile=%s arrival=%s rate=%g/s seed=%llu lengths=%s",
-             trc_gen_profile_name(g->profile),
-             g->days > 0 ? "days" : trc_arrival_name(g->arrival), g->rate_rps,
-             (unsigned long long)g->seed,
+             trc_gen_profile_name(g->profile), g->days > 0 ? "days" : trc_arrival_name(g->arrival),
+             g->rate_rps, (unsigned long long)g->seed,
              g->input_len || g->output_len ? "fixed"
              : g->lengths_path             ? "empirical"
                                            : "profile");
@@ -746,7 +753,8 @@ kvf_status trc_gen_open(trc_reader **out, const trc_gen_options *g, const trc_op
                         kvf_err *err) {
     *out = NULL;
     trc_options o;
-    if (opt) o = *opt;
+    if (opt)
+        o = *opt;
     else {
         trc_options_default(&o);
         o.block_tokens = g->block_tokens;
@@ -803,8 +811,10 @@ kvf_status trc_gen_write(const trc_gen_options *g, const char *path, uint64_t *n
     }
     if (rc < 0) st = err ? err->code : KVF_ERUN;
     kvf_status st2 = KVF_OK;
-    if (st) trc_writer_discard(w);
-    else st2 = trc_writer_close(w, err);
+    if (st)
+        trc_writer_discard(w);
+    else
+        st2 = trc_writer_close(w, err);
     trc_reader_close(r);
     if (n_written) *n_written = n;
     return st ? st : st2;

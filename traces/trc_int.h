@@ -18,20 +18,20 @@
 #include "trc.h"
 
 typedef struct trc_rec {
-    int64_t t_ns;          // source time axis (ns); absolute or relative, core subtracts first
-    uint32_t in, out;      // tokens (already >= 1)
+    int64_t t_ns;       // source time axis (ns); absolute or relative, core subtracts first
+    uint32_t in, out;   // tokens (already >= 1)
     uint8_t cls, flags;
     uint16_t images;
     uint64_t session;
     uint32_t turn;
-    uint64_t key;          // strictly increasing within a source
-    int64_t prev_key;      // key of the request this one waits for, -1 = open loop
-    int64_t think_ns;      // closed-loop gap after prev completes
-    uint32_t src_bt;       // tokens per entry of blocks (0 = no blocks)
-    uint32_t nb;           // entries in blocks
-    size_t cap;            // capacity of blocks
-    uint64_t *blocks;      // owned by the record
-    long line;             // source line (for messages)
+    uint64_t key;       // strictly increasing within a source
+    int64_t prev_key;   // key of the request this one waits for, -1 = open loop
+    int64_t think_ns;   // closed-loop gap after prev completes
+    uint32_t src_bt;    // tokens per entry of blocks (0 = no blocks)
+    uint32_t nb;        // entries in blocks
+    size_t cap;         // capacity of blocks
+    uint64_t *blocks;   // owned by the record
+    long line;          // source line (for messages)
 } trc_rec;
 
 typedef struct trc_source trc_source;
@@ -42,11 +42,11 @@ struct trc_source {
     int (*next)(trc_source *s, trc_rec *rec, kvf_err *err);
     void (*close)(trc_source *s);
     trc_format fmt;
-    int64_t bucket_ns;     // > 0: timestamps are bucketed at this width (spreadable)
-    bool sorted;           // open-loop times must be non-decreasing (window end stops early)
-    bool origin_zero;      // times are already relative to the trace start (else: first record)
+    int64_t bucket_ns;   // > 0: timestamps are bucketed at this width (spreadable)
+    bool sorted;         // open-loop times must be non-decreasing (window end stops early)
+    bool origin_zero;    // times are already relative to the trace start (else: first record)
     uint64_t skipped;
-    char notes[256];       // format-specific choices, copied into the reader's notes
+    char notes[256];   // format-specific choices, copied into the reader's notes
 };
 
 // Ensures rec->blocks holds n entries.
@@ -59,9 +59,9 @@ typedef struct trc_lines {
     FILE *f;
     char *buf;
     size_t cap;
-    long line;             // number of the line last returned (1-based)
-    bool too_long;         // stopped at a line over TRC_LINE_MAX bytes
-    char *rb;              // read buffer: bytes rb[rpos..rlen) not yet consumed
+    long line;       // number of the line last returned (1-based)
+    bool too_long;   // stopped at a line over TRC_LINE_MAX bytes
+    char *rb;        // read buffer: bytes rb[rpos..rlen) not yet consumed
     size_t rpos, rlen;
 } trc_lines;
 // Frees the buffers of l (not the FILE).
@@ -142,9 +142,9 @@ bool trc_parse_u64(const char *s, uint64_t *out);
 // up to (previous input + output tokens) / block_tokens count as present. Ids are the stream's
 // (0-based, dense).
 typedef struct trc_answers {
-    uint32_t *n_blocks;        // per id: blocks of the request (0 = none or unknown)
-    uint64_t *last;            // per id: its last block id
-    uint64_t *tokens;          // per id: input + output tokens
+    uint32_t *n_blocks;   // per id: blocks of the request (0 = none or unknown)
+    uint64_t *last;       // per id: its last block id
+    uint64_t *tokens;     // per id: input + output tokens
     size_t cap;
 } trc_answers;
 // Records q's blocks and tokens (after its lookup). Returns false when out of memory.

@@ -118,13 +118,16 @@ static int jblocks(const jctx *c, json_t *o, const char *name, trc_rec *rec, uin
 // The object key whose value stands at byte pos of line (the last "key": before it).
 static bool key_before(const char *line, int pos, char *out, size_t n) {
     int i = pos;
-    while (i > 0 && line[i - 1] != ':') i--;
+    while (i > 0 && line[i - 1] != ':')
+        i--;
     if (i <= 0) return false;
     i--;   // at ':'
-    while (i > 0 && (line[i - 1] == ' ' || line[i - 1] == '\t')) i--;
+    while (i > 0 && (line[i - 1] == ' ' || line[i - 1] == '\t'))
+        i--;
     if (i <= 0 || line[i - 1] != '"') return false;
     int end = --i;
-    while (i > 0 && line[i - 1] != '"') i--;
+    while (i > 0 && line[i - 1] != '"')
+        i--;
     if (i <= 0) return false;
     snprintf(out, n, "%.*s", end - i, line + i);
     return true;
@@ -135,7 +138,8 @@ static json_t *jparse_line(const jctx *c, const char *line, long len) {
     json_t *o = json_loadb(line, (size_t)len, JSON_REJECT_DUPLICATES, &je);
     if (!o) {
         char field[64];
-        if (json_error_code(&je) == json_error_numeric_overflow && key_before(line, je.position, field, sizeof field))
+        if (json_error_code(&je) == json_error_numeric_overflow &&
+            key_before(line, je.position, field, sizeof field))
             kvf_fail(c->err, KVF_EPARSE, "%s:%ld: field '%s': integer too large (at column %d)",
                      c->path, c->line, field, je.column);
         else
@@ -145,8 +149,7 @@ static json_t *jparse_line(const jctx *c, const char *line, long len) {
     }
     if (!json_is_object(o)) {
         json_decref(o);
-        kvf_fail(c->err, KVF_EPARSE, "%s:%ld: bad JSON: line is not an object", c->path,
-                 c->line);
+        kvf_fail(c->err, KVF_EPARSE, "%s:%ld: bad JSON: line is not an object", c->path, c->line);
         return NULL;
     }
     return o;
@@ -168,12 +171,13 @@ enum { FV_ABSENT = 0, FV_INT, FV_STR, FV_NULL, FV_ARR };
 typedef struct fval {
     int type;
     int64_t i;
-    const char *s;     // FV_STR: bytes (no escapes), not terminated
-    size_t n;          // FV_STR: length; FV_ARR: entries (in rec->blocks)
+    const char *s;   // FV_STR: bytes (no escapes), not terminated
+    size_t n;        // FV_STR: length; FV_ARR: entries (in rec->blocks)
 } fval;
 
 static inline const char *fs_ws(const char *p, const char *e) {
-    while (p < e && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) p++;
+    while (p < e && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+        p++;
     return p;
 }
 
@@ -187,7 +191,8 @@ static inline const char *fs_int(const char *p, const char *e, int64_t *out) {
     }
     const char *d = p;
     uint64_t v = 0;
-    while (p < e && *p >= '0' && *p <= '9' && p - d < 18) v = v * 10 + (uint64_t)(*p++ - '0');
+    while (p < e && *p >= '0' && *p <= '9' && p - d < 18)
+        v = v * 10 + (uint64_t)(*p++ - '0');
     if (p < e && *p >= '0' && *p <= '9') {   // a 19th digit: checked against the range
         uint64_t dig = (uint64_t)(*p++ - '0');
         uint64_t lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
@@ -206,7 +211,8 @@ static inline const char *fs_int(const char *p, const char *e, int64_t *out) {
 // rec->blocks. False when the line is not of that shape (the caller falls back to jansson).
 static bool fs_object(const char *p, const char *e, const char *const *names, int nk, fval *v,
                       trc_rec *rec) {
-    for (int k = 0; k < nk; k++) v[k].type = FV_ABSENT;
+    for (int k = 0; k < nk; k++)
+        v[k].type = FV_ABSENT;
     p = fs_ws(p, e);
     if (p >= e || *p++ != '{') return false;
     p = fs_ws(p, e);
@@ -222,7 +228,8 @@ static bool fs_object(const char *p, const char *e, const char *const *names, in
         size_t kn = (size_t)(p - ks);
         p++;
         int k = 0;
-        while (k < nk && !(strlen(names[k]) == kn && !memcmp(names[k], ks, kn))) k++;
+        while (k < nk && !(strlen(names[k]) == kn && !memcmp(names[k], ks, kn)))
+            k++;
         if (k == nk || v[k].type != FV_ABSENT) return false;   // unknown or repeated key
         p = fs_ws(p, e);
         if (p >= e || *p++ != ':') return false;
@@ -250,7 +257,8 @@ static bool fs_object(const char *p, const char *e, const char *const *names, in
         } else if (*p == '[') {
             size_t n = 0;
             p = fs_ws(p + 1, e);
-            if (p < e && *p == ']') p++;
+            if (p < e && *p == ']')
+                p++;
             else
                 for (;;) {
                     int64_t id;
@@ -271,7 +279,8 @@ static bool fs_object(const char *p, const char *e, const char *const *names, in
                 }
             x->n = n;
             x->type = FV_ARR;
-        } else return false;
+        } else
+            return false;
         p = fs_ws(p, e);
         if (p < e && *p == ',') {
             p = fs_ws(p + 1, e);
@@ -308,9 +317,12 @@ static bool mooncake_fast(const char *line, long len, uint32_t src_bt, trc_rec *
     if (!fs_object(line, line + len, mk_names, 4, v, rec)) return false;
     if (v[0].type != FV_INT || v[0].i < 0 || v[0].i > 9000000000000LL) return false;
     if (!fs_tokens(&v[1], &rec->in) || !fs_tokens(&v[2], &rec->out)) return false;
-    if (v[3].type == FV_ARR) rec->nb = (uint32_t)v[3].n;
-    else if (v[3].type == FV_ABSENT || v[3].type == FV_NULL) rec->nb = 0;
-    else return false;
+    if (v[3].type == FV_ARR)
+        rec->nb = (uint32_t)v[3].n;
+    else if (v[3].type == FV_ABSENT || v[3].type == FV_NULL)
+        rec->nb = 0;
+    else
+        return false;
     rec->t_ns = (int64_t)llround((double)v[0].i * 1e6);   // as jnum + llround compute it
     rec->cls = TRC_CLASS_CHATBOT;
     rec->flags = 0;
@@ -323,11 +335,25 @@ static bool mooncake_fast(const char *line, long len, uint32_t src_bt, trc_rec *
     return true;
 }
 
-enum { KV_ID, KV_ARR, KV_IN, KV_OUT, KV_CLASS, KV_FLAGS, KV_IMAGES, KV_SESSION, KV_TURN, KV_PREV,
-       KV_THINK, KV_BT, KV_BLOCKS, KV_N };
+enum {
+    KV_ID,
+    KV_ARR,
+    KV_IN,
+    KV_OUT,
+    KV_CLASS,
+    KV_FLAGS,
+    KV_IMAGES,
+    KV_SESSION,
+    KV_TURN,
+    KV_PREV,
+    KV_THINK,
+    KV_BT,
+    KV_BLOCKS,
+    KV_N
+};
 static const char *const kv_names[KV_N] = {
-    "id", "arrival_ns", "input_tokens", "output_tokens", "class", "flags", "images", "session",
-    "turn", "prev_id", "think_ns", "block_tokens", "blocks"};
+    "id",      "arrival_ns", "input_tokens", "output_tokens", "class",        "flags", "images",
+    "session", "turn",       "prev_id",      "think_ns",      "block_tokens", "blocks"};
 
 // The fast path of kvfleet_parse (seq: the key when "id" is absent).
 static bool kvfleet_fast(const char *line, long len, uint32_t src_bt_opt, uint64_t seq,
@@ -338,9 +364,12 @@ static bool kvfleet_fast(const char *line, long len, uint32_t src_bt_opt, uint64
     if (v[KV_ARR].type != FV_INT || v[KV_ARR].i < 0 || v[KV_ARR].i > JINT_MAX) return false;
     rec->t_ns = v[KV_ARR].i;
     if (!fs_tokens(&v[KV_IN], &rec->in) || !fs_tokens(&v[KV_OUT], &rec->out)) return false;
-    if (v[KV_ID].type == FV_INT) rec->key = (uint64_t)v[KV_ID].i;
-    else if (v[KV_ID].type == FV_ABSENT) rec->key = seq;
-    else return false;
+    if (v[KV_ID].type == FV_INT)
+        rec->key = (uint64_t)v[KV_ID].i;
+    else if (v[KV_ID].type == FV_ABSENT)
+        rec->key = seq;
+    else
+        return false;
     rec->cls = TRC_CLASS_CHATBOT;
     if (v[KV_CLASS].type == FV_STR) {
         char name[16];
@@ -353,20 +382,28 @@ static bool kvfleet_fast(const char *line, long len, uint32_t src_bt_opt, uint64
     } else if (v[KV_CLASS].type == FV_INT) {
         if (v[KV_CLASS].i < 0 || v[KV_CLASS].i >= TRC_CLASS_COUNT) return false;
         rec->cls = (uint8_t)v[KV_CLASS].i;
-    } else if (v[KV_CLASS].type != FV_ABSENT && v[KV_CLASS].type != FV_NULL) return false;
+    } else if (v[KV_CLASS].type != FV_ABSENT && v[KV_CLASS].type != FV_NULL)
+        return false;
     if (!fs_opt(&v[KV_FLAGS], 0, 255, &x)) return false;
     rec->flags = (uint8_t)x;
     if (!fs_opt(&v[KV_IMAGES], 0, 65535, &x)) return false;
     rec->images = (uint16_t)x;
-    if (v[KV_SESSION].type == FV_INT) rec->session = (uint64_t)v[KV_SESSION].i;
-    else if (v[KV_SESSION].type == FV_ABSENT || v[KV_SESSION].type == FV_NULL) rec->session = 0;
-    else return false;
+    if (v[KV_SESSION].type == FV_INT)
+        rec->session = (uint64_t)v[KV_SESSION].i;
+    else if (v[KV_SESSION].type == FV_ABSENT || v[KV_SESSION].type == FV_NULL)
+        rec->session = 0;
+    else
+        return false;
     if (!fs_opt(&v[KV_TURN], 0, 4000000000LL, &x)) return false;
     rec->turn = (uint32_t)x;
-    if (v[KV_PREV].type == FV_INT && v[KV_PREV].i < 0) rec->prev_key = -1;
-    else if (v[KV_PREV].type == FV_INT && v[KV_PREV].i <= JINT_MAX) rec->prev_key = v[KV_PREV].i;
-    else if (v[KV_PREV].type == FV_ABSENT || v[KV_PREV].type == FV_NULL) rec->prev_key = -1;
-    else return false;
+    if (v[KV_PREV].type == FV_INT && v[KV_PREV].i < 0)
+        rec->prev_key = -1;
+    else if (v[KV_PREV].type == FV_INT && v[KV_PREV].i <= JINT_MAX)
+        rec->prev_key = v[KV_PREV].i;
+    else if (v[KV_PREV].type == FV_ABSENT || v[KV_PREV].type == FV_NULL)
+        rec->prev_key = -1;
+    else
+        return false;
     if (rec->prev_key >= 0 && (uint64_t)rec->prev_key >= rec->key) return false;
     if (!fs_opt(&v[KV_THINK], 0, JINT_MAX, &x)) return false;
     rec->think_ns = x;
@@ -374,11 +411,15 @@ static bool kvfleet_fast(const char *line, long len, uint32_t src_bt_opt, uint64
     if (v[KV_BT].type == FV_INT) {
         if (v[KV_BT].i < 1 || v[KV_BT].i > 1 << 24) return false;
         bt = (uint32_t)v[KV_BT].i;
-    } else if (v[KV_BT].type != FV_ABSENT && v[KV_BT].type != FV_NULL) return false;
+    } else if (v[KV_BT].type != FV_ABSENT && v[KV_BT].type != FV_NULL)
+        return false;
     rec->src_bt = src_bt_opt ? src_bt_opt : bt;
-    if (v[KV_BLOCKS].type == FV_ARR) rec->nb = (uint32_t)v[KV_BLOCKS].n;
-    else if (v[KV_BLOCKS].type == FV_ABSENT || v[KV_BLOCKS].type == FV_NULL) rec->nb = 0;
-    else return false;
+    if (v[KV_BLOCKS].type == FV_ARR)
+        rec->nb = (uint32_t)v[KV_BLOCKS].n;
+    else if (v[KV_BLOCKS].type == FV_ABSENT || v[KV_BLOCKS].type == FV_NULL)
+        rec->nb = 0;
+    else
+        return false;
     return true;
 }
 
@@ -389,7 +430,7 @@ typedef struct jsrc {
     char *path;
     trc_options opt;
     uint64_t seq;
-    bool any;          // saw a non-blank line
+    bool any;   // saw a non-blank line
 } jsrc;
 
 static void jsrc_close(trc_source *s) {
@@ -506,7 +547,8 @@ static int kvfleet_parse(jsrc *j, const char *line, long len, trc_rec *rec, kvf_
     }
     rec->turn = (uint32_t)d;
     json_t *pv = json_object_get(o, "prev_id");
-    if (pv && json_is_integer(pv) && json_integer_value(pv) < 0) rec->prev_key = -1;
+    if (pv && json_is_integer(pv) && json_integer_value(pv) < 0)
+        rec->prev_key = -1;
     else {
         if (jint(&c, o, "prev_id", false, &iv, &has)) goto done;
         rec->prev_key = has ? iv : -1;
@@ -522,9 +564,7 @@ static int kvfleet_parse(jsrc *j, const char *line, long len, trc_rec *rec, kvf_
         jbad(&c, "block_tokens", "must be a positive integer");
         goto done;
     }
-    rec->src_bt = j->opt.source_block_tokens ? j->opt.source_block_tokens
-                  : has                      ? (uint32_t)d
-                                             : 64;
+    rec->src_bt = j->opt.source_block_tokens ? j->opt.source_block_tokens : has ? (uint32_t)d : 64;
     if (jblocks(&c, o, "blocks", rec, 0, false)) goto done;
     rec->line = j->lines.line;
     rc = 0;
@@ -535,8 +575,7 @@ done:
 
 typedef int (*line_parser)(jsrc *, const char *, long, trc_rec *, kvf_err *);
 
-static int jsrc_next_with(jsrc *j, line_parser parse, bool own_key, trc_rec *rec,
-                          kvf_err *err) {
+static int jsrc_next_with(jsrc *j, line_parser parse, bool own_key, trc_rec *rec, kvf_err *err) {
     for (;;) {
         char *line;
         long len = trc_lines_next(&j->lines, &line);
@@ -600,41 +639,42 @@ kvf_status trc_src_kvfleet(trc_source **out, FILE *f, const char *path, const tr
 
 // ---- agentic sessions -----------------------------------------------------------------------
 typedef struct flat_req {
-    double abs_t;      // s from session start
-    double api_s;      // recorded server time
-    double think_s;    // gap after prev completes
-    int64_t prev;      // index into the flat list, -1 = none
+    double abs_t;     // s from session start
+    double api_s;     // recorded server time
+    double think_s;   // gap after prev completes
+    int64_t prev;     // index into the flat list, -1 = none
     uint32_t in, out;
-    size_t pos;        // position in emission order
-    trc_rec rec;       // blocks (hashed) live here
+    size_t pos;    // position in emission order
+    trc_rec rec;   // blocks (hashed) live here
 } flat_req;
 
 typedef struct user_slot {
-    int64_t last_key;  // last request of the user's current session, -1 = none
-    double end_s;      // its estimated end on the trace axis
+    int64_t last_key;   // last request of the user's current session, -1 = none
+    double end_s;       // its estimated end on the trace axis
 } user_slot;
 
 typedef struct ssrc {
     jsrc j;
     flat_req *fr;
     size_t nfr, capfr, next;
-    size_t *order;     // emission order: indices into fr
+    size_t *order;   // emission order: indices into fr
     size_t caporder;
     uint64_t session_no;   // sessions read so far (good ones)
     double start_s;        // current session's start
     double next_start_s;   // Poisson: next session's start
     int64_t first_key_of_session;
     user_slot *users;
-    uint32_t bt;           // current session's block size
+    uint32_t bt;   // current session's block size
     bool local;
-    int64_t cur_prev_key;  // users mode: the first request's prev
+    int64_t cur_prev_key;   // users mode: the first request's prev
     double cur_think_s;
     kvf_rng rng;
 } ssrc;
 
 static void ssrc_close(trc_source *s) {
     ssrc *x = (ssrc *)s;
-    for (size_t i = 0; i < x->capfr; i++) free(x->fr[i].rec.blocks);
+    for (size_t i = 0; i < x->capfr; i++)
+        free(x->fr[i].rec.blocks);
     free(x->fr);
     free(x->order);
     free(x->users);
@@ -696,9 +736,12 @@ static int flatten(ssrc *x, jctx *c, json_t *reqs, double base_t, int64_t spawne
         if (prev >= 0) {
             const flat_req *p = &x->fr[prev];
             double gap = f->abs_t - p->abs_t - p->api_s;
-            if (last >= 0 && has_think && think >= 0) f->think_s = think;
-            else f->think_s = gap > 0 ? gap : 0;
-        } else f->think_s = 0;
+            if (last >= 0 && has_think && think >= 0)
+                f->think_s = think;
+            else
+                f->think_s = gap > 0 ? gap : 0;
+        } else
+            f->think_s = 0;
         last = (int64_t)me;
     }
     return 0;
@@ -741,14 +784,17 @@ static int session_parse(ssrc *x, const char *line, long len, kvf_err *err) {
         goto done;
     }
     kvf_grow((void **)&x->order, &x->caporder, x->nfr, sizeof *x->order);
-    for (size_t i = 0; i < x->nfr; i++) x->order[i] = i;
+    for (size_t i = 0; i < x->nfr; i++)
+        x->order[i] = i;
     qsort_r(x->order, x->nfr, sizeof *x->order, cmp_flat, x->fr);
-    for (size_t i = 0; i < x->nfr; i++) x->fr[x->order[i]].pos = i;
+    for (size_t i = 0; i < x->nfr; i++)
+        x->fr[x->order[i]].pos = i;
     bool ok = true;
     for (size_t i = 0; i < x->nfr && ok; i++)
         if (x->fr[i].prev >= 0 && x->fr[x->fr[i].prev].pos >= x->fr[i].pos) ok = false;
     if (!ok)   // recorded times disagree with dependencies: keep the listed (DFS) order
-        for (size_t i = 0; i < x->nfr; i++) x->order[i] = i, x->fr[i].pos = i;
+        for (size_t i = 0; i < x->nfr; i++)
+            x->order[i] = i, x->fr[i].pos = i;
     rc = 0;
 done:
     json_decref(o);
@@ -842,7 +888,8 @@ kvf_status trc_src_sessions(trc_source **out, FILE *f, const char *path, const t
     kvf_rng_init(&x->rng, o->seed, 0x5e55);
     if (o->session_users > 0) {
         x->users = kvf_calloc(o->session_users, sizeof *x->users);
-        for (uint32_t i = 0; i < o->session_users; i++) x->users[i].last_key = -1;
+        for (uint32_t i = 0; i < o->session_users; i++)
+            x->users[i].last_key = -1;
         snprintf(x->j.base.notes, sizeof x->j.base.notes,
                  "closed loop; %u concurrent users start sessions in file order; "
                  "per-session block ids",

@@ -49,7 +49,9 @@ bool trc_measured_format_parse(const char *s, trc_measured_format *out) {
     return false;
 }
 
-static void stat_nan(trc_measured_stat *s) { s->mean = s->p50 = s->p90 = s->p99 = NAN; }
+static void stat_nan(trc_measured_stat *s) {
+    s->mean = s->p50 = s->p90 = s->p99 = NAN;
+}
 
 static void summary_init(trc_measured_summary *s) {
     memset(s, 0, sizeof *s);
@@ -111,8 +113,10 @@ static char *quote_nonfinite(const char *text, size_t n, size_t *out_n) {
         char ch = text[i];
         if (in_str) {
             o[k++] = ch;
-            if (ch == '\\' && i + 1 < n) o[k++] = text[++i];
-            else if (ch == '"') in_str = false;
+            if (ch == '\\' && i + 1 < n)
+                o[k++] = text[++i];
+            else if (ch == '"')
+                in_str = false;
             continue;
         }
         if (ch == '"') {
@@ -122,9 +126,12 @@ static char *quote_nonfinite(const char *text, size_t n, size_t *out_n) {
         }
         const char *w = NULL;
         size_t wl = 0;
-        if (!strncmp(text + i, "NaN", 3)) w = "NaN", wl = 3;
-        else if (!strncmp(text + i, "-Infinity", 9)) w = "-Infinity", wl = 9;
-        else if (!strncmp(text + i, "Infinity", 8)) w = "Infinity", wl = 8;
+        if (!strncmp(text + i, "NaN", 3))
+            w = "NaN", wl = 3;
+        else if (!strncmp(text + i, "-Infinity", 9))
+            w = "-Infinity", wl = 9;
+        else if (!strncmp(text + i, "Infinity", 8))
+            w = "Infinity", wl = 8;
         if (w && i + wl <= n) {
             o[k++] = '"';
             memcpy(o + k, w, wl);
@@ -156,7 +163,8 @@ static long find_key(const char *text, size_t from, const char *key, size_t kl) 
         bool right = !(isalnum((unsigned char)*q) || *q == '_');
         if (left && right) {
             if (*q == '"') q++;
-            while (*q == ' ' || *q == '\t') q++;
+            while (*q == ' ' || *q == '\t')
+                q++;
             if (*q == ':') return (long)(p - text);
         }
         p += kl;
@@ -202,10 +210,10 @@ static long field_line(const char *text, size_t base, long fallback, const char 
 
 // ---- field access with messages -------------------------------------------------------------
 typedef struct mctx {
-    const char *path;      // file named in messages
-    const char *text;      // its text (line lookups), may be NULL
-    size_t base;           // offset of the run in text
-    long line0;            // line of the run's start
+    const char *path;   // file named in messages
+    const char *text;   // its text (line lookups), may be NULL
+    size_t base;        // offset of the run in text
+    long line0;         // line of the run's start
     kvf_err *err;
 } mctx;
 
@@ -241,7 +249,8 @@ static int num_value(const mctx *c, json_t *v, const char *field, int flags, dou
     *out = NAN;
     if (!v || json_is_null(v)) return flags & REQ ? mfail(c, field, "missing") : 0;
     double d;
-    if (json_is_number(v)) d = json_number_value(v);
+    if (json_is_number(v))
+        d = json_number_value(v);
     else if (json_is_string(v)) {
         const char *s = json_string_value(v);
         if (!strcmp(s, "NaN") || !strcasecmp(s, "nan")) return mfail(c, field, "NaN");
@@ -253,9 +262,11 @@ static int num_value(const mctx *c, json_t *v, const char *field, int flags, dou
         char *end;
         errno = 0;
         d = strtod(s, &end);
-        while (*end == ' ') end++;
+        while (*end == ' ')
+            end++;
         if (end == s || *end || errno) return mfail(c, field, "not a number ('%.40s')", s);
-    } else return mfail(c, field, "not a number");
+    } else
+        return mfail(c, field, "not a number");
     if (!isfinite(d)) return mfail(c, field, "not finite");
     if ((flags & NONNEG) && d < 0) return mfail(c, field, "negative (%g)", d);
     if ((flags & POS) && !(d > 0)) return mfail(c, field, "must be positive (%g)", d);
@@ -384,8 +395,8 @@ static json_t *yaml_node_json(yaml_document_t *d, yaml_node_t *nd, int depth) {
     }
     case YAML_SEQUENCE_NODE: {
         json_t *a = json_array();
-        for (yaml_node_item_t *it = nd->data.sequence.items.start;
-             it < nd->data.sequence.items.top; it++)
+        for (yaml_node_item_t *it = nd->data.sequence.items.start; it < nd->data.sequence.items.top;
+             it++)
             json_array_append_new(a, yaml_node_json(d, yaml_document_get_node(d, *it), depth + 1));
         return a;
     }
@@ -400,7 +411,8 @@ static json_t *yaml_node_json(yaml_document_t *d, yaml_node_t *nd, int depth) {
         }
         return o;
     }
-    default: return json_null();
+    default:
+        return json_null();
     }
 }
 
@@ -509,7 +521,8 @@ static int read_arrays(const mctx *c, json_t *o, trc_measured *m) {
         if (aerr) {
             json_t *e = json_array_get(aerr, (size_t)i);
             ok = !e || json_is_null(e) || (json_is_string(e) && !json_string_value(e)[0]);
-        } else if (aout) ok = q->output_tokens > 0;
+        } else if (aout)
+            ok = q->output_tokens > 0;
         q->ok = ok;
         double ttft;
         if (elem_num(c, attft, "ttfts", i, NONNEG, &ttft)) return -1;
@@ -519,8 +532,10 @@ static int read_arrays(const mctx *c, json_t *o, trc_measured *m) {
             json_t *g = json_array_get(aitl, (size_t)i);
             char f[64];
             snprintf(f, sizeof f, "itls[%ld]", i);
-            if (!g || json_is_null(g)) g = NULL;
-            else if (!json_is_array(g)) return mfail(c, f, "not an array");
+            if (!g || json_is_null(g))
+                g = NULL;
+            else if (!json_is_array(g))
+                return mfail(c, f, "not an array");
             size_t k = g ? json_array_size(g) : 0;
             if (ok && k) {
                 kvf_grow((void **)&m->itl_s, &cap_itl, m->n_itl + k, sizeof *m->itl_s);
@@ -552,7 +567,8 @@ static int read_arrays(const mctx *c, json_t *o, trc_measured *m) {
                 return mfail(c, f, "ttft %.6g s exceeds the e2e latency %.6g s (latencies[%ld])",
                              q->ttft_s, lat, i);
             }
-        } else if (ok) q->e2e_s = q->ttft_s + sum;   // as the tools' own timeline does
+        } else if (ok)
+            q->e2e_s = q->ttft_s + sum;   // as the tools' own timeline does
         if (ast) {
             if (elem_num(c, ast, "start_times", i, REQ | NONNEG, &v)) return -1;
             q->arrival_s = v;
@@ -562,7 +578,8 @@ static int read_arrays(const mctx *c, json_t *o, trc_measured *m) {
             q->itl_mean_s = (q->e2e_s - q->ttft_s) / (q->output_tokens - 1);
     }
     if (ast)
-        for (long i = 0; i < n; i++) m->req[i].arrival_s -= t0;
+        for (long i = 0; i < n; i++)
+            m->req[i].arrival_s -= t0;
     return 0;
 }
 
@@ -658,7 +675,8 @@ static int read_bench_json(const mctx *c, json_t *o, trc_measured *m, bool sglan
     if (read_arrays(c, o, m)) return -1;
     if (m->n_req) {
         uint64_t ok = 0;
-        for (uint64_t i = 0; i < m->n_req; i++) ok += m->req[i].ok;
+        for (uint64_t i = 0; i < m->n_req; i++)
+            ok += m->req[i].ok;
         if (ok != completed)
             return mfail(c, "completed", "%llu, but %llu of the %llu requests succeeded",
                          (unsigned long long)completed, (unsigned long long)ok,
@@ -669,7 +687,8 @@ static int read_bench_json(const mctx *c, json_t *o, trc_measured *m, bool sglan
                          (unsigned long long)m->n_req);
         failed = m->n_req - ok;
         if (isnan(m->req[0].arrival_s)) note(m, "no per-request send times (start_times)");
-    } else note(m, "summary only (no per-request arrays)");
+    } else
+        note(m, "summary only (no per-request arrays)");
     if (!cf->model[0]) note(m, "model not recorded in the run");
     s->failed = failed;
     return 0;
@@ -684,7 +703,8 @@ static int pick_run(const char *path, const char *text, size_t n, int run, json_
     size_t keep_at = 0;
     *out = NULL;
     for (;;) {
-        while (pos < n && isspace((unsigned char)text[pos])) pos++;
+        while (pos < n && isspace((unsigned char)text[pos]))
+            pos++;
         if (pos >= n) break;
         size_t used;
         json_t *o = parse_json(path, text + pos, n - pos, &used, err);
@@ -714,7 +734,8 @@ static int pick_run(const char *path, const char *text, size_t n, int run, json_
             keep = o;
             keep_at = pos;
             *picked = k;
-        } else json_decref(o);
+        } else
+            json_decref(o);
         k++;
         pos += used;
     }
@@ -777,14 +798,12 @@ static int read_lifecycle(const mctx *c, json_t *o, trc_measured_summary *s, uin
     if (jcount(c, o, "", "failures.count", REQ, &failed, NULL)) return -1;
     if (ok + failed != *sent)
         return mfail(c, "load_summary.count", "%llu sent, but %llu succeeded and %llu failed",
-                     (unsigned long long)*sent, (unsigned long long)ok,
-                     (unsigned long long)failed);
+                     (unsigned long long)*sent, (unsigned long long)ok, (unsigned long long)failed);
     s->completed = ok;
     s->failed = failed;
     trc_measured_stat *dst[4] = {&s->ttft_s, &s->itl_s, &s->tpot_s, &s->e2e_s};
     json_t *lat = jpath(o, "successes.latency");
-    if (ok && (!lat || !json_is_object(lat)))
-        return mfail(c, "successes.latency", "missing");
+    if (ok && (!lat || !json_is_object(lat))) return mfail(c, "successes.latency", "missing");
     for (int i = 0; i < 4 && lat; i++) {
         char prefix[96];
         snprintf(prefix, sizeof prefix, "successes.latency.%s.", lat_keys[i]);
@@ -812,10 +831,9 @@ static int read_lifecycle(const mctx *c, json_t *o, trc_measured_summary *s, uin
         return -1;
     if (m) {   // the prompt-length distribution, as reported
         json_t *pl = jpath(o, "successes.prompt_len");
-        static const char *qk[] = {"min",    "p0.1", "p1",  "p5",   "p10", "p25",
-                                   "median", "p75",  "p90", "p95",  "p99", "p99.9",
-                                   "max"};
-        static const double qv[] = {0,   0.001, 0.01, 0.05, 0.10, 0.25, 0.5,
+        static const char *qk[] = {"min", "p0.1", "p1",  "p5",  "p10",   "p25", "median",
+                                   "p75", "p90",  "p95", "p99", "p99.9", "max"};
+        static const double qv[] = {0,   0.001, 0.01, 0.05, 0.10,  0.25, 0.5,
                                     .75, 0.90,  0.95, 0.99, 0.999, 1};
         m->n_len_q = 0;
         for (unsigned i = 0; pl && json_is_object(pl) && i < sizeof qk / sizeof qk[0]; i++) {
@@ -844,8 +862,8 @@ static int read_ip_config(const mctx *c, json_t *y, trc_measured *m) {
     const char *type = lt && json_is_string(lt) ? json_string_value(lt) : "constant";
     if (stages && !json_is_array(stages)) return mfail(c, "load.stages", "not a list");
     size_t ns = stages ? json_array_size(stages) : 0;
-    if (ns > TRC_MEAS_MAX_STAGES) return mfail(c, "load.stages", "more than %d stages",
-                                               TRC_MEAS_MAX_STAGES);
+    if (ns > TRC_MEAS_MAX_STAGES)
+        return mfail(c, "load.stages", "more than %d stages", TRC_MEAS_MAX_STAGES);
     cf->n_stages = (uint32_t)ns;
     for (size_t i = 0; i < ns; i++) {
         json_t *st = json_array_get(stages, i);
@@ -888,8 +906,9 @@ static int read_ip_config(const mctx *c, json_t *y, trc_measured *m) {
             jcount(c, sp, pre, "question_len", REQ, &ql, NULL) ||
             jcount(c, sp, pre, "output_len", REQ, &ol, NULL))
             return -1;
-        if (!g || !pg || g * pg > 10000000) return mfail(c, "data.shared_prefix.num_groups",
-                                                         "groups x prompts must be in [1, 1e7]");
+        if (!g || !pg || g * pg > 10000000)
+            return mfail(c, "data.shared_prefix.num_groups",
+                         "groups x prompts must be in [1, 1e7]");
         if (sl > TRC_MAX_TOKENS || ql > TRC_MAX_TOKENS || ol > TRC_MAX_TOKENS || !ol)
             return mfail(c, "data.shared_prefix.output_len", "lengths must be in [1, 1e7]");
         cf->prompt_groups = (uint32_t)g;
@@ -985,8 +1004,8 @@ static int read_ip_requests(const char *path, trc_measured *m, kvf_err *err) {
         q->arrival_s = t_start;
         if (t_start < t0) t0 = t_start;
         q->input_tokens = in > TRC_MAX_TOKENS ? (uint32_t)TRC_MAX_TOKENS : (uint32_t)in;
-        q->output_tokens = q->ok ? (out > TRC_MAX_TOKENS ? (uint32_t)TRC_MAX_TOKENS : (uint32_t)out)
-                                 : 0;
+        q->output_tokens =
+            q->ok ? (out > TRC_MAX_TOKENS ? (uint32_t)TRC_MAX_TOKENS : (uint32_t)out) : 0;
         q->e2e_s = t_end - t_start;
         json_t *tt = jpath(r, newer ? "info.response_metrics.output_token_times"
                                     : "info.output_token_times");
@@ -1004,8 +1023,10 @@ static int read_ip_requests(const char *path, trc_measured *m, kvf_err *err) {
                     mfail(&c, f, "entry %zu is not a time after the previous one", j);
                     goto done;
                 }
-                if (j == 0) q->ttft_s = d - t_start;
-                else m->itl_s[m->n_itl++] = d - prev;
+                if (j == 0)
+                    q->ttft_s = d - t_start;
+                else
+                    m->itl_s[m->n_itl++] = d - prev;
                 prev = d;
             }
             q->n_itl = (uint32_t)(k - 1);
@@ -1019,7 +1040,8 @@ static int read_ip_requests(const char *path, trc_measured *m, kvf_err *err) {
             }
         }
     }
-    for (size_t i = 0; i < nr; i++) m->req[i].arrival_s -= t0;
+    for (size_t i = 0; i < nr; i++)
+        m->req[i].arrival_s -= t0;
     // itl_first indices follow file order; sorting moves whole records, which keep them
     qsort(m->req, nr, sizeof *m->req, cmp_req_arrival);
     rc = 0;
@@ -1032,8 +1054,8 @@ done:
 // inference-perf's stage reports (stage_<k>_lifecycle_metrics.json in res): each stage's sent
 // count, rate and window, and its start (the previous stage's span + 2 s); without them the
 // stages as configured. The stages' counts must add up to the summary's sent.
-static kvf_status read_ip_stages(const char *res, const char *summ, uint64_t sent,
-                                 trc_measured *m, kvf_err *err) {
+static kvf_status read_ip_stages(const char *res, const char *summ, uint64_t sent, trc_measured *m,
+                                 kvf_err *err) {
     char buf[760];
     char *text = NULL;
     size_t n;
@@ -1103,16 +1125,22 @@ static kvf_status read_inference_perf(const char *path, trc_measured *m, kvf_err
     char res[600], summ[700], buf[760];
     if (is_dir(path)) {
         snprintf(buf, sizeof buf, "%s/results/summary_lifecycle_metrics.json", path);
-        if (is_file(buf)) snprintf(res, sizeof res, "%s/results", path);
-        else scopy(res, sizeof res, path);
+        if (is_file(buf))
+            snprintf(res, sizeof res, "%s/results", path);
+        else
+            scopy(res, sizeof res, path);
     } else {
         scopy(res, sizeof res, path);
         char *sl = strrchr(res, '/');
-        if (sl) *sl = 0;
-        else snprintf(res, sizeof res, ".");
+        if (sl)
+            *sl = 0;
+        else
+            snprintf(res, sizeof res, ".");
     }
-    if (is_dir(path)) snprintf(summ, sizeof summ, "%s/summary_lifecycle_metrics.json", res);
-    else scopy(summ, sizeof summ, path);
+    if (is_dir(path))
+        snprintf(summ, sizeof summ, "%s/summary_lifecycle_metrics.json", res);
+    else
+        scopy(summ, sizeof summ, path);
     if (!is_file(summ))
         return kvf_fail(err, KVF_ENOENT, "%s: no summary_lifecycle_metrics.json (inference-perf)",
                         summ);
@@ -1144,7 +1172,8 @@ static kvf_status read_inference_perf(const char *path, trc_measured *m, kvf_err
         json_decref(y);
         free(text);
         if (rc) return KVF_EPARSE;
-    } else note(m, "no config.yaml beside the reports");
+    } else
+        note(m, "no config.yaml beside the reports");
     // the serving side: exp-config.yaml next to results/ (or in it)
     char exp[700];
     snprintf(exp, sizeof exp, "%s/../exp-config.yaml", res);
@@ -1165,7 +1194,8 @@ static kvf_status read_inference_perf(const char *path, trc_measured *m, kvf_err
     }
     if ((st = read_ip_stages(res, summ, sent, m, err))) return st;
     const trc_measured_summary *sm = &m->summary;
-    if (cf->ignore_eos && cf->output_len && sm->itl_s.mean > 0 && sm->e2e_s.mean > sm->ttft_s.mean) {
+    if (cf->ignore_eos && cf->output_len && sm->itl_s.mean > 0 &&
+        sm->e2e_s.mean > sm->ttft_s.mean) {
         m->token_times_per_token =
             (sm->e2e_s.mean - sm->ttft_s.mean) / cf->output_len / sm->itl_s.mean;
         note(m, "%.2f token times per generated token (ITL mean = per-token time / %.2f)",
@@ -1189,8 +1219,10 @@ static kvf_status read_inference_perf(const char *path, trc_measured *m, kvf_err
             for (uint64_t j = 0; j < cf->stages[k].requests && i < m->n_req; j++)
                 m->req[i++].stage = k;
         if (i < m->n_req && cf->n_stages)
-            while (i < m->n_req) m->req[i++].stage = cf->n_stages - 1;
-    } else note(m, "no per-request report (per_request_lifecycle_metrics.json)");
+            while (i < m->n_req)
+                m->req[i++].stage = cf->n_stages - 1;
+    } else
+        note(m, "no per-request report (per_request_lifecycle_metrics.json)");
     return KVF_OK;
 }
 
@@ -1208,8 +1240,8 @@ static kvf_status detect(const char *path, trc_measured_format *out, kvf_err *er
     buf[n] = 0;
     if (strstr(buf, "\"load_summary\"") || strstr(buf, "\"successes\""))
         *out = TRC_MEAS_INFERENCE_PERF;
-    else if (strstr(buf, "\"mean_e2e_latency_ms\"") || strstr(buf, "\"total_output_tokens_retokenized\"") ||
-             strstr(buf, "\"accept_length\""))
+    else if (strstr(buf, "\"mean_e2e_latency_ms\"") ||
+             strstr(buf, "\"total_output_tokens_retokenized\"") || strstr(buf, "\"accept_length\""))
         *out = TRC_MEAS_SGLANG;
     else if (strstr(buf, "\"mean_e2el_ms\"") || strstr(buf, "\"model_id\"") ||
              strstr(buf, "\"endpoint_type\"") || strstr(buf, "\"mean_ttft_ms\"") ||
@@ -1223,8 +1255,8 @@ static kvf_status detect(const char *path, trc_measured_format *out, kvf_err *er
     return KVF_OK;
 }
 
-kvf_status trc_measured_read(const char *path, trc_measured_format fmt, int run,
-                             trc_measured *out, kvf_err *err) {
+kvf_status trc_measured_read(const char *path, trc_measured_format fmt, int run, trc_measured *out,
+                             kvf_err *err) {
     KVF_ASSERT(path && out);
     KVF_ASSERT((unsigned)fmt <= TRC_MEAS_SGLANG);
     trc_measured_init(out);
@@ -1235,14 +1267,22 @@ kvf_status trc_measured_read(const char *path, trc_measured_format fmt, int run,
     out->format = fmt;
     scopy(out->path, sizeof out->path, path);
     switch (fmt) {
-    case TRC_MEAS_VLLM: st = read_bench_file(path, run, false, out, err); break;
-    case TRC_MEAS_SGLANG: st = read_bench_file(path, run, true, out, err); break;
+    case TRC_MEAS_VLLM:
+        st = read_bench_file(path, run, false, out, err);
+        break;
+    case TRC_MEAS_SGLANG:
+        st = read_bench_file(path, run, true, out, err);
+        break;
     default:
-        if (run > 0) st = kvf_fail(err, KVF_EINVAL, "%s: an inference-perf run holds one run", path);
-        else st = read_inference_perf(path, out, err);
+        if (run > 0)
+            st = kvf_fail(err, KVF_EINVAL, "%s: an inference-perf run holds one run", path);
+        else
+            st = read_inference_perf(path, out, err);
     }
-    if (st) trc_measured_free(out);
-    else out->format = fmt;
+    if (st)
+        trc_measured_free(out);
+    else
+        out->format = fmt;
     return st;
 }
 
@@ -1253,7 +1293,8 @@ static void stat_of(double *v, size_t n, trc_measured_stat *s) {
         return;
     }
     double sum = 0;
-    for (size_t i = 0; i < n; i++) sum += v[i];
+    for (size_t i = 0; i < n; i++)
+        sum += v[i];
     kvf_sort_doubles(v, n);
     s->mean = sum / (double)n;
     s->p50 = kvf_percentile_sorted(v, n, 50);
@@ -1261,8 +1302,7 @@ static void stat_of(double *v, size_t n, trc_measured_stat *s) {
     s->p99 = kvf_percentile_sorted(v, n, 99);
 }
 
-kvf_status trc_measured_summarize(const trc_measured *m, trc_measured_summary *out,
-                                  kvf_err *err) {
+kvf_status trc_measured_summarize(const trc_measured *m, trc_measured_summary *out, kvf_err *err) {
     KVF_ASSERT(m && out);
     if (!m->n_req)
         return kvf_fail(err, KVF_EINVAL, "%s: the run saved no per-request data", m->path);
@@ -1363,9 +1403,8 @@ static int cmp_out(const void *a, const void *b) {
     return (x->t > y->t) - (x->t < y->t);
 }
 
-kvf_status trc_measured_write_trace(const trc_measured *m, const char *path,
-                                    uint32_t block_tokens, uint64_t seed, uint64_t *n_written,
-                                    kvf_err *err) {
+kvf_status trc_measured_write_trace(const trc_measured *m, const char *path, uint32_t block_tokens,
+                                    uint64_t seed, uint64_t *n_written, kvf_err *err) {
     KVF_ASSERT(m && path);
     KVF_ASSERT(block_tokens >= 1);
     const trc_measured_config *cf = &m->config;
@@ -1373,16 +1412,19 @@ kvf_status trc_measured_write_trace(const trc_measured *m, const char *path,
     kvf_rng_init(&rng, seed, 0x3ea5u);
     uint64_t total = m->n_req;
     if (!total)
-        for (uint32_t k = 0; k < cf->n_stages; k++) total += cf->stages[k].requests;
+        for (uint32_t k = 0; k < cf->n_stages; k++)
+            total += cf->stages[k].requests;
     if (!total)
-        return kvf_fail(err, KVF_EINVAL, "%s: no requests to write (no per-request data and "
-                                         "no load stages)", m->path);
+        return kvf_fail(err, KVF_EINVAL,
+                        "%s: no requests to write (no per-request data and "
+                        "no load stages)",
+                        m->path);
     if (total > 100000000ULL)
         return kvf_fail(err, KVF_EINVAL, "%s: %llu requests, at most 1e8", m->path,
                         (unsigned long long)total);
     out_req *r = kvf_try_calloc((size_t)total, sizeof *r, err);
     if (!r) return KVF_ENOMEM;
-    double fail_out = cf->output_len ? cf->output_len
+    double fail_out = cf->output_len                      ? cf->output_len
                       : m->summary.output_tokens_mean > 0 ? m->summary.output_tokens_mean
                                                           : 1;
     if (m->n_req) {
@@ -1392,24 +1434,28 @@ kvf_status trc_measured_write_trace(const trc_measured *m, const char *path,
         double t = 0, sum = 0;
         for (uint64_t i = 0; i < total; i++) {
             const trc_measured_req *q = &m->req[i];
-            if (have_t) r[i].t = q->arrival_s;
+            if (have_t)
+                r[i].t = q->arrival_s;
             else if (rate > 0 && isfinite(rate)) {
                 // vLLM: request i waits the sum of i + 1 gamma(shape, 1 / (rate shape)) gaps,
                 // the sum rescaled so the last waits n / rate; SGLang: the first goes at once,
                 // then an exponential gap after each
                 bool gap = m->format == TRC_MEAS_VLLM || i > 0;
                 if (gap)
-                    t += isinf(shape) ? 1.0 / rate : kvf_rng_gamma(&rng, shape, 1.0 / (rate * shape));
+                    t += isinf(shape) ? 1.0 / rate
+                                      : kvf_rng_gamma(&rng, shape, 1.0 / (rate * shape));
                 r[i].t = t;
                 sum = t;
-            } else r[i].t = 0;
+            } else
+                r[i].t = 0;
             r[i].in = q->input_tokens ? q->input_tokens : 1;
             r[i].out = q->ok ? (q->output_tokens ? q->output_tokens : 1) : clamp_tokens(fail_out);
             r[i].flags = q->ok ? 0 : TRC_F_FAILED;
         }
         if (!have_t && m->format == TRC_MEAS_VLLM && sum > 0 && rate > 0 && isfinite(rate)) {
             double f = ((double)total / rate) / sum;
-            for (uint64_t i = 0; i < total; i++) r[i].t *= f;
+            for (uint64_t i = 0; i < total; i++)
+                r[i].t *= f;
         }
         if (cf->prompts) {   // prompts in turn, starting again with each stage
             uint64_t k = 0;
@@ -1443,8 +1489,8 @@ kvf_status trc_measured_write_trace(const trc_measured *m, const char *path,
                              : cf->prompts ? (double)cf->system_prompt_len + cf->question_len
                                            : m->summary.input_tokens_mean;
                 r[i].in = clamp_tokens(len);
-                r[i].out = clamp_tokens(cf->output_len ? cf->output_len
-                                                       : m->summary.output_tokens_mean);
+                r[i].out =
+                    clamp_tokens(cf->output_len ? cf->output_len : m->summary.output_tokens_mean);
             }
         }
         KVF_ASSERT(i == total);
@@ -1471,8 +1517,8 @@ kvf_status trc_measured_write_trace(const trc_measured *m, const char *path,
         q.flags = r[i].flags;
         q.prev_id = -1;
         if (r[i].has_prompt && cf->prompt_groups) {
-            q.n_blocks = prompt_blocks(cf, salt, r[i].prompt, q.input_tokens, block_tokens,
-                                       &blocks, &capb);
+            q.n_blocks =
+                prompt_blocks(cf, salt, r[i].prompt, q.input_tokens, block_tokens, &blocks, &capb);
             q.blocks = blocks;
         }
         st = trc_writer_put(w, &q, err);
@@ -1489,9 +1535,9 @@ kvf_status trc_measured_write_trace(const trc_measured *m, const char *path,
 typedef struct man_ctx {
     const char *path;
     char dirpart[512];
-    long line;             // current record (1-based, header = 1)
+    long line;   // current record (1-based, header = 1)
     int col;
-    int idx[7];            // column index of each wanted field, -1 = absent
+    int idx[7];   // column index of each wanted field, -1 = absent
     trc_measured_entry *rows;
     size_t n, cap;
     trc_measured_entry cur;
@@ -1499,8 +1545,8 @@ typedef struct man_ctx {
     kvf_err *err;
 } man_ctx;
 
-static const char *man_cols[7] = {"experiment", "model", "hardware", "tp", "workload",
-                                  "overloaded", NULL};
+static const char *man_cols[7] = {"experiment", "model",      "hardware", "tp",
+                                  "workload",   "overloaded", NULL};
 
 static void man_field(void *s, size_t len, void *data) {
     man_ctx *c = data;
@@ -1517,22 +1563,33 @@ static void man_field(void *s, size_t len, void *data) {
         if (c->idx[k] != col) continue;
         trc_measured_entry *e = &c->cur;
         switch (k) {
-        case 0: scopy(e->experiment, sizeof e->experiment, v); break;
-        case 1: scopy(e->model, sizeof e->model, v); break;
-        case 2: scopy(e->hardware, sizeof e->hardware, v); break;
+        case 0:
+            scopy(e->experiment, sizeof e->experiment, v);
+            break;
+        case 1:
+            scopy(e->model, sizeof e->model, v);
+            break;
+        case 2:
+            scopy(e->hardware, sizeof e->hardware, v);
+            break;
         case 3: {
             uint64_t tp;
             if (!trc_parse_u64(v, &tp) || tp < 1 || tp > 1024) {
                 kvf_fail(c->err, KVF_EPARSE, "%s:%ld: field 'tp': not a positive integer ('%s')",
                          c->path, c->line, v);
                 c->bad = true;
-            } else e->tp = (int)tp;
+            } else
+                e->tp = (int)tp;
             break;
         }
-        case 4: scopy(e->workload, sizeof e->workload, v); break;
+        case 4:
+            scopy(e->workload, sizeof e->workload, v);
+            break;
         case 5:
-            if (!strcmp(v, "yes") || !strcmp(v, "true")) e->overloaded = true;
-            else if (!strcmp(v, "no") || !strcmp(v, "false")) e->overloaded = false;
+            if (!strcmp(v, "yes") || !strcmp(v, "true"))
+                e->overloaded = true;
+            else if (!strcmp(v, "no") || !strcmp(v, "false"))
+                e->overloaded = false;
             else {
                 kvf_fail(c->err, KVF_EPARSE, "%s:%ld: field 'overloaded': not yes/no ('%s')",
                          c->path, c->line, v);
@@ -1583,16 +1640,18 @@ kvf_status trc_measured_manifest_read(const char *path, trc_measured_entry **out
     c.path = path;
     c.line = 1;
     c.err = err;
-    for (int k = 0; k < 7; k++) c.idx[k] = -1;
+    for (int k = 0; k < 7; k++)
+        c.idx[k] = -1;
     scopy(c.dirpart, sizeof c.dirpart, path);
     char *sl = strrchr(c.dirpart, '/');
-    if (sl) *sl = 0;
-    else snprintf(c.dirpart, sizeof c.dirpart, ".");
+    if (sl)
+        *sl = 0;
+    else
+        snprintf(c.dirpart, sizeof c.dirpart, ".");
     struct csv_parser p;
     csv_init(&p, CSV_APPEND_NULL);
     if (csv_parse(&p, text, len, man_field, man_row, &c) != len && !c.bad) {
-        kvf_fail(err, KVF_EPARSE, "%s:%ld: bad CSV: %s", path, c.line,
-                 csv_strerror(csv_error(&p)));
+        kvf_fail(err, KVF_EPARSE, "%s:%ld: bad CSV: %s", path, c.line, csv_strerror(csv_error(&p)));
         c.bad = true;
     }
     csv_fini(&p, man_field, man_row, &c);

@@ -79,12 +79,14 @@ void trc_rec_reserve(trc_rec *rec, size_t n) {
 
 bool trc_parse_u64(const char *s, uint64_t *out) {
     if (!s) return false;
-    while (*s == ' ') s++;
+    while (*s == ' ')
+        s++;
     if (*s < '0' || *s > '9') return false;
     errno = 0;
     char *end;
     unsigned long long v = strtoull(s, &end, 10);
-    while (*end == ' ') end++;
+    while (*end == ' ')
+        end++;
     if (errno || *end) return false;
     *out = v;
     return true;
@@ -113,7 +115,8 @@ static long read_line(trc_lines *l) {
         }
         if (n + take + 1 > l->cap) {
             size_t want = l->cap ? l->cap * 2 : 4096;
-            while (want < n + take + 1) want *= 2;
+            while (want < n + take + 1)
+                want *= 2;
             kvf_grow((void **)&l->buf, &l->cap, want, 1);
         }
         memcpy(l->buf + n, s, take);
@@ -150,9 +153,11 @@ long trc_lines_next(trc_lines *l, char **out) {
             memmove(l->buf, l->buf + 3, (size_t)n - 2);
             n -= 3;
         }
-        while (n > 0 && (l->buf[n - 1] == '\n' || l->buf[n - 1] == '\r')) l->buf[--n] = 0;
+        while (n > 0 && (l->buf[n - 1] == '\n' || l->buf[n - 1] == '\r'))
+            l->buf[--n] = 0;
         long i = 0;
-        while (i < n && (l->buf[i] == ' ' || l->buf[i] == '\t')) i++;
+        while (i < n && (l->buf[i] == ' ' || l->buf[i] == '\t'))
+            i++;
         if (i == n) continue;
         *out = l->buf;
         return (long)n;
@@ -176,31 +181,31 @@ struct trc_reader {
     char *path;
     FILE *f;
     trc_source *src;
-    kvf_rng rng;           // bucket spreading
+    kvf_rng rng;   // bucket spreading
     // bucket buffer: grp[0..ngrp) with next to hand out at igrp; look = first of next bucket
     trc_rec *grp;
     size_t ngrp, igrp, capgrp;
     trc_rec look;
     bool have_look, src_eof;
-    trc_rec one;           // pass-through record when not spreading
+    trc_rec one;   // pass-through record when not spreading
     bool spread;
     // time axis
     bool have_first, have_last_open;
     int64_t first_t, last_open_t;
-    double factor;         // multiplies gaps (time_scale or rate rescale)
+    double factor;   // multiplies gaps (time_scale or rate rescale)
     // ids
     bool have_key;
     uint64_t first_key, last_key;
     key_range *drops;
     size_t ndrops, capdrops;
-    key_range *holes;      // keys the source skipped over (never records): a prev naming one
+    key_range *holes;          // keys the source skipped over (never records): a prev naming one
     size_t nholes, capholes;   // points nowhere
     uint64_t emitted;
     bool done;
-    uint64_t skipped;      // core-level skips (non-monotonic lines)
-    uint64_t *blocks;      // mapped ids of the request last returned
+    uint64_t skipped;   // core-level skips (non-monotonic lines)
+    uint64_t *blocks;   // mapped ids of the request last returned
     size_t capblocks;
-    trc_pass pass;         // the first pass, when one was made
+    trc_pass pass;   // the first pass, when one was made
     bool have_pass;
     char notes[512];
 };
@@ -221,12 +226,15 @@ static int64_t out_id_of(const trc_reader *r, uint64_t key) {
     size_t lo = 0, hi = r->ndrops;   // ranges are sorted and disjoint
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (r->drops[mid].hi < key) lo = mid + 1;
-        else hi = mid;
+        if (r->drops[mid].hi < key)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     if (lo < r->ndrops && r->drops[lo].lo <= key) return -1;
     // sum of the sizes of ranges before lo: linear is fine (few ranges), but keep it bounded
-    for (size_t i = 0; i < lo; i++) below += r->drops[i].hi - r->drops[i].lo + 1;
+    for (size_t i = 0; i < lo; i++)
+        below += r->drops[i].hi - r->drops[i].lo + 1;
     return (int64_t)(key - r->first_key - below);
 }
 
@@ -236,8 +244,10 @@ static bool key_is_hole(const trc_reader *r, uint64_t key) {
     size_t lo = 0, hi = r->nholes;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (r->holes[mid].hi < key) lo = mid + 1;
-        else hi = mid;
+        if (r->holes[mid].hi < key)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo < r->nholes && r->holes[lo].lo <= key;
 }
@@ -255,13 +265,15 @@ static bool note_key(trc_reader *r, uint64_t key) {
         kvf_grow((void **)&r->holes, &r->capholes, r->nholes + 1, sizeof *r->holes);
         r->holes[r->nholes++] = (key_range){r->last_key + 1, key - 1};
     }
-    for (uint64_t k = r->last_key + 1; k < key && k - r->last_key < 4; k++) drop_key(r, k);
+    for (uint64_t k = r->last_key + 1; k < key && k - r->last_key < 4; k++)
+        drop_key(r, k);
     if (key - r->last_key >= 4) {
         // a wide gap: one range
         kvf_grow((void **)&r->drops, &r->capdrops, r->ndrops + 1, sizeof *r->drops);
         if (r->ndrops && r->drops[r->ndrops - 1].hi + 1 == r->last_key + 1)
             r->drops[r->ndrops - 1].hi = key - 1;
-        else r->drops[r->ndrops++] = (key_range){r->last_key + 1, key - 1};
+        else
+            r->drops[r->ndrops++] = (key_range){r->last_key + 1, key - 1};
     }
     r->last_key = key;
     return true;
@@ -276,11 +288,16 @@ static void rec_swap(trc_rec *a, trc_rec *b) {
 // The name of a format's arrival-time field, for messages.
 static const char *time_field(trc_format f) {
     switch (f) {
-    case TRC_FMT_AZURE: return "TIMESTAMP";
-    case TRC_FMT_BURSTGPT: return "Timestamp";
-    case TRC_FMT_KVFLEET: return "arrival_ns";
-    case TRC_FMT_SESSIONS: return "t";
-    default: return "timestamp";
+    case TRC_FMT_AZURE:
+        return "TIMESTAMP";
+    case TRC_FMT_BURSTGPT:
+        return "Timestamp";
+    case TRC_FMT_KVFLEET:
+        return "arrival_ns";
+    case TRC_FMT_SESSIONS:
+        return "t";
+    default:
+        return "timestamp";
     }
 }
 
@@ -289,8 +306,8 @@ static int pull_checked(trc_reader *r, trc_rec *rec, kvf_err *err) {
     for (;;) {
         int rc = r->src->next(r->src, rec, err);
         if (rc <= 0) return rc;
-        bool bad_time = r->src->sorted && rec->prev_key < 0 && r->have_last_open &&
-                        rec->t_ns < r->last_open_t;
+        bool bad_time =
+            r->src->sorted && rec->prev_key < 0 && r->have_last_open && rec->t_ns < r->last_open_t;
         if (!note_key(r, rec->key)) {
             if (r->opt.skip_bad) {
                 r->skipped++;
@@ -386,7 +403,8 @@ static int pull(trc_reader *r, trc_rec **out, kvf_err *err) {
             for (size_t i = 0; i < n; i++)
                 off[i] = (uint64_t)((double)(hi - lo) * kvf_rng_uniform(&r->rng));
             qsort(off, n, sizeof *off, cmp_u64);
-            for (size_t i = 0; i < n; i++) r->grp[base + i].t_ns = lo + (int64_t)off[i];
+            for (size_t i = 0; i < n; i++)
+                r->grp[base + i].t_ns = lo + (int64_t)off[i];
         }
     }
     *out = &r->grp[r->igrp++];
@@ -422,11 +440,16 @@ static bool scale_len(uint32_t v, double s, uint32_t *out) {
 // The name of a format's token-count fields, for messages.
 static const char *len_field(trc_format f, bool input) {
     switch (f) {
-    case TRC_FMT_AZURE: return input ? "ContextTokens" : "GeneratedTokens";
-    case TRC_FMT_BURSTGPT: return input ? "Request tokens" : "Response tokens";
-    case TRC_FMT_KVFLEET: return input ? "input_tokens" : "output_tokens";
-    case TRC_FMT_SESSIONS: return input ? "in" : "out";
-    default: return input ? "input_length" : "output_length";
+    case TRC_FMT_AZURE:
+        return input ? "ContextTokens" : "GeneratedTokens";
+    case TRC_FMT_BURSTGPT:
+        return input ? "Request tokens" : "Response tokens";
+    case TRC_FMT_KVFLEET:
+        return input ? "input_tokens" : "output_tokens";
+    case TRC_FMT_SESSIONS:
+        return input ? "in" : "out";
+    default:
+        return input ? "input_length" : "output_length";
     }
 }
 
@@ -450,7 +473,8 @@ static uint32_t map_blocks(trc_reader *r, const trc_rec *rec, uint32_t input) {
         uint32_t k = B / S;
         n = KVF_MIN((uint64_t)want, (uint64_t)rec->nb / k);
         kvf_grow((void **)&r->blocks, &r->capblocks, n + 1, sizeof *r->blocks);
-        for (uint64_t i = 0; i < n; i++) r->blocks[i] = rec->blocks[(i + 1) * k - 1];
+        for (uint64_t i = 0; i < n; i++)
+            r->blocks[i] = rec->blocks[(i + 1) * k - 1];
     }
     return (uint32_t)n;
 }
@@ -471,8 +495,8 @@ int trc_reader_next(trc_reader *r, trc_request *out, kvf_err *err) {
         int64_t rel = rec->t_ns - r->first_t;
         if (rel < r->opt.start_ns || (r->opt.end_ns > 0 && rel >= r->opt.end_ns)) {
             drop_key(r, rec->key);
-            if (r->opt.end_ns > 0 && rel >= r->opt.end_ns && r->src->sorted &&
-                rec->prev_key < 0 && r->src->fmt != TRC_FMT_SESSIONS) {
+            if (r->opt.end_ns > 0 && rel >= r->opt.end_ns && r->src->sorted && rec->prev_key < 0 &&
+                r->src->fmt != TRC_FMT_SESSIONS) {
                 r->done = true;
                 return 0;
             }
@@ -505,8 +529,8 @@ int trc_reader_next(trc_reader *r, trc_request *out, kvf_err *err) {
             kvf_fail(err, KVF_EINVAL,
                      "%s:%ld: field '%s': %u tokens x length_scale %g is over the %g-token "
                      "limit",
-                     r->path, rec->line, len_field(r->src->fmt, !in_ok),
-                     in_ok ? rec->out : rec->in, r->opt.length_scale, TRC_MAX_TOKENS);
+                     r->path, rec->line, len_field(r->src->fmt, !in_ok), in_ok ? rec->out : rec->in,
+                     r->opt.length_scale, TRC_MAX_TOKENS);
             return -1;
         }
         out->id = r->emitted++;
@@ -518,10 +542,9 @@ int trc_reader_next(trc_reader *r, trc_request *out, kvf_err *err) {
         if (rec->prev_key >= 0 && !r->opt.skip_bad &&
             ((uint64_t)rec->prev_key >= rec->key || key_is_hole(r, (uint64_t)rec->prev_key))) {
             r->done = true;
-            kvf_fail(err, KVF_EPARSE,
-                     "%s:%ld: field 'prev_id': %lld names %s", r->path, rec->line,
+            kvf_fail(err, KVF_EPARSE, "%s:%ld: field 'prev_id': %lld names %s", r->path, rec->line,
                      (long long)rec->prev_key,
-                     (uint64_t)rec->prev_key == rec->key ? "this request itself"
+                     (uint64_t)rec->prev_key == rec->key  ? "this request itself"
                      : (uint64_t)rec->prev_key > rec->key ? "a later request (must name an "
                                                             "earlier one)"
                                                           : "no request of the trace");
@@ -532,7 +555,8 @@ int trc_reader_next(trc_reader *r, trc_request *out, kvf_err *err) {
             r->done = true;
             kvf_fail(err, KVF_EINVAL,
                      "%s:%ld: field '%s': think time %.6g s after %s %g is past the %g s limit",
-                     r->path, rec->line, r->src->fmt == TRC_FMT_SESSIONS ? "think_time" : "think_ns",
+                     r->path, rec->line,
+                     r->src->fmt == TRC_FMT_SESSIONS ? "think_time" : "think_ns",
                      (double)rec->think_ns * r->factor / 1e9, scaled_by, scale_v, TRC_MAX_TIME_S);
             return -1;
         }
@@ -548,16 +572,23 @@ uint64_t trc_reader_skipped(const trc_reader *r) {
 trc_format trc_reader_format(const trc_reader *r) {
     return r && r->src ? r->src->fmt : TRC_FMT_AUTO;
 }
-const char *trc_reader_notes(const trc_reader *r) { return r ? r->notes : ""; }
-uint32_t trc_reader_block_tokens(const trc_reader *r) { return r ? r->opt.block_tokens : 0; }
+const char *trc_reader_notes(const trc_reader *r) {
+    return r ? r->notes : "";
+}
+uint32_t trc_reader_block_tokens(const trc_reader *r) {
+    return r ? r->opt.block_tokens : 0;
+}
 
-static void rec_free(trc_rec *rec) { free(rec->blocks); }
+static void rec_free(trc_rec *rec) {
+    free(rec->blocks);
+}
 
 void trc_reader_close(trc_reader *r) {
     if (!r) return;
     if (r->src) r->src->close(r->src);
     if (r->f && r->f != stdin) fclose(r->f);
-    for (size_t i = 0; i < r->capgrp; i++) rec_free(&r->grp[i]);
+    for (size_t i = 0; i < r->capgrp; i++)
+        rec_free(&r->grp[i]);
     free(r->grp);
     rec_free(&r->look);
     rec_free(&r->one);
@@ -592,25 +623,31 @@ static kvf_status detect(FILE *f, const char *path, trc_format *out, kvf_err *er
     }
     if (s[0] == '{') {
         if (strstr(first, "\"requests\"") || strstr(first, "\"hash_id_scope\"") ||
-            strstr(first, "\"block_size\"")) *out = TRC_FMT_SESSIONS;
+            strstr(first, "\"block_size\""))
+            *out = TRC_FMT_SESSIONS;
         else if (strstr(first, "\"arrival_ns\"") || strstr(first, "\"input_tokens\""))
             *out = TRC_FMT_KVFLEET;
         else if (strstr(first, "\"input_length\"") || strstr(first, "\"hash_ids\"") ||
-                 strstr(first, "\"timestamp\"")) *out = TRC_FMT_MOONCAKE;
-        else if (m == sizeof first - 1 || m >= 4095) *out = TRC_FMT_SESSIONS;  // huge line
-        else return kvf_fail(err, KVF_EPARSE,
-                             "%s:%ld: cannot detect the format (JSON without 'timestamp', "
-                             "'requests' or 'arrival_ns'); give --format",
-                             path, line);
+                 strstr(first, "\"timestamp\""))
+            *out = TRC_FMT_MOONCAKE;
+        else if (m == sizeof first - 1 || m >= 4095)
+            *out = TRC_FMT_SESSIONS;   // huge line
+        else
+            return kvf_fail(err, KVF_EPARSE,
+                            "%s:%ld: cannot detect the format (JSON without 'timestamp', "
+                            "'requests' or 'arrival_ns'); give --format",
+                            path, line);
         return KVF_OK;
     }
-    if (strstr(first, "ContextTokens")) *out = TRC_FMT_AZURE;
+    if (strstr(first, "ContextTokens"))
+        *out = TRC_FMT_AZURE;
     else if (strstr(first, "Request tokens") || strstr(first, "Response tokens"))
         *out = TRC_FMT_BURSTGPT;
-    else return kvf_fail(err, KVF_EPARSE,
-                         "%s:%ld: cannot detect the format (neither JSON lines nor a known CSV "
-                         "header); give --format",
-                         path, line);
+    else
+        return kvf_fail(err, KVF_EPARSE,
+                        "%s:%ld: cannot detect the format (neither JSON lines nor a known CSV "
+                        "header); give --format",
+                        path, line);
     return KVF_OK;
 }
 
@@ -624,8 +661,8 @@ static int fmt_family(trc_format f) {
 // ("timestamp", "arrival_ns", "requests") is absent from its first line (its first 4 KiB).
 // f is rewound.
 static bool json_lacks_key(FILE *f, trc_format fmt) {
-    const char *key = fmt == TRC_FMT_MOONCAKE ? "\"timestamp\""
-                      : fmt == TRC_FMT_KVFLEET ? "\"arrival_ns\""
+    const char *key = fmt == TRC_FMT_MOONCAKE   ? "\"timestamp\""
+                      : fmt == TRC_FMT_KVFLEET  ? "\"arrival_ns\""
                       : fmt == TRC_FMT_SESSIONS ? "\"requests\""
                                                 : NULL;
     if (!key) return false;
@@ -642,12 +679,17 @@ static bool json_lacks_key(FILE *f, trc_format fmt) {
 static kvf_status open_source(trc_source **src, FILE *f, const char *path, const trc_options *o,
                               trc_format fmt, kvf_err *err) {
     switch (fmt) {
-    case TRC_FMT_MOONCAKE: return trc_src_mooncake(src, f, path, o, err);
+    case TRC_FMT_MOONCAKE:
+        return trc_src_mooncake(src, f, path, o, err);
     case TRC_FMT_AZURE:
-    case TRC_FMT_BURSTGPT: return trc_src_csv(src, f, path, fmt, o, err);
-    case TRC_FMT_SESSIONS: return trc_src_sessions(src, f, path, o, err);
-    case TRC_FMT_KVFLEET: return trc_src_kvfleet(src, f, path, o, err);
-    default: return kvf_fail(err, KVF_EINVAL, "%s: unknown format", path);
+    case TRC_FMT_BURSTGPT:
+        return trc_src_csv(src, f, path, fmt, o, err);
+    case TRC_FMT_SESSIONS:
+        return trc_src_sessions(src, f, path, o, err);
+    case TRC_FMT_KVFLEET:
+        return trc_src_kvfleet(src, f, path, o, err);
+    default:
+        return kvf_fail(err, KVF_EINVAL, "%s: unknown format", path);
     }
 }
 
@@ -666,8 +708,8 @@ static kvf_status check_options(const trc_options *o, kvf_err *err) {
         return kvf_fail(err, KVF_EINVAL, "session_users must be at most 1e7, got %u",
                         o->session_users);
     if (o->start_ns < 0 || o->end_ns < 0 || (o->end_ns > 0 && o->end_ns <= o->start_ns))
-        return kvf_fail(err, KVF_EINVAL, "bad time window [%lld, %lld) ns",
-                        (long long)o->start_ns, (long long)o->end_ns);
+        return kvf_fail(err, KVF_EINVAL, "bad time window [%lld, %lld) ns", (long long)o->start_ns,
+                        (long long)o->end_ns);
     if (!(o->session_rate >= 0 && o->session_rate <= 1e6))
         return kvf_fail(err, KVF_EINVAL, "session_rate must be in [0, 1e6], got %g",
                         o->session_rate);
@@ -695,7 +737,8 @@ kvf_status trc_reader_from_source(trc_reader **out, trc_source *src, FILE *f, co
         snprintf(r->notes, sizeof r->notes, "format=%s; bucket=%s (%.0f ms buckets)",
                  trc_format_name(src->fmt), r->spread ? "spread" : "as_recorded",
                  (double)src->bucket_ns / 1e6);
-    else snprintf(r->notes, sizeof r->notes, "format=%s", trc_format_name(src->fmt));
+    else
+        snprintf(r->notes, sizeof r->notes, "format=%s", trc_format_name(src->fmt));
     if (src->notes[0]) {
         size_t n = strlen(r->notes);
         snprintf(r->notes + n, sizeof r->notes - n, "; %s", src->notes);
@@ -732,8 +775,8 @@ static kvf_status run_pass(trc_reader *r, trc_pass *p, kvf_err *err) {
 // The first pass over src, made by a reader core without rescale over the same source (the
 // records it pulls are exactly the ones the real reader will pull: window, limit and bucket
 // spreading do not depend on the time factor). The source stays with the caller.
-static kvf_status pass_over(trc_source *src, const char *path, const trc_options *o,
-                            trc_pass *p, kvf_err *err) {
+static kvf_status pass_over(trc_source *src, const char *path, const trc_options *o, trc_pass *p,
+                            kvf_err *err) {
     trc_options m = *o;
     m.rate_rps = 0;
     m.time_scale = 1;
@@ -747,8 +790,7 @@ static kvf_status pass_over(trc_source *src, const char *path, const trc_options
 }
 
 // The slow first pass: a second reader over the file (when no spool could be written).
-static kvf_status pass_reopen(const char *path, const trc_options *o, trc_pass *p,
-                              kvf_err *err) {
+static kvf_status pass_reopen(const char *path, const trc_options *o, trc_pass *p, kvf_err *err) {
     trc_options m = *o;
     m.rate_rps = 0;
     m.time_scale = 1;
@@ -783,9 +825,8 @@ static kvf_status open_any(trc_source **src, FILE **fp, const char *path, const 
             fmt = seen;
     }
     char cpath[PATH_MAX + 64];
-    trc_cache_key *ck = trc_cache_enabled(o)
-                            ? trc_cache_key_make(f, path, o, fmt, cpath, sizeof cpath)
-                            : NULL;
+    trc_cache_key *ck =
+        trc_cache_enabled(o) ? trc_cache_key_make(f, path, o, fmt, cpath, sizeof cpath) : NULL;
     if (ck && trc_cache_open(src, cpath, ck) == KVF_OK) {
         free(ck);
         fclose(f);
@@ -805,8 +846,10 @@ kvf_status trc_reader_open_pass(trc_reader **out, const char *path, const trc_op
                                 trc_pass *pass, kvf_err *err) {
     *out = NULL;
     trc_options o;
-    if (opt) o = *opt;
-    else trc_options_default(&o);
+    if (opt)
+        o = *opt;
+    else
+        trc_options_default(&o);
     kvf_status st = check_options(&o, err);
     if (st) return st;
     bool want_pass = pass || o.rate_rps > 0;
@@ -825,7 +868,8 @@ kvf_status trc_reader_open_pass(trc_reader **out, const char *path, const trc_op
             return st;
         }
         trc_source *again = NULL;
-        if (trc_is_tee(src)) again = trc_tee_replay(src);
+        if (trc_is_tee(src))
+            again = trc_tee_replay(src);
         else if (!f) {   // a cache: open it once more from the start
             src->close(src);
             if ((st = open_any(&again, &f, path, &o, false, err))) {
@@ -867,7 +911,8 @@ kvf_status trc_reader_open_pass(trc_reader **out, const char *path, const trc_op
         if (p.rate_rps > 0) r->factor = p.rate_rps / o.rate_rps;
         append_note(r, "rate rescaled to %g req/s", o.rate_rps);
         append_note(r, "(trace mean %g req/s)", p.rate_rps);
-    } else if (o.time_scale != 1.0) append_note(r, "time_scale=%g", o.time_scale);
+    } else if (o.time_scale != 1.0)
+        append_note(r, "time_scale=%g", o.time_scale);
     if (o.length_scale != 1.0) append_note(r, "length_scale=%g", o.length_scale);
     *out = r;
     return KVF_OK;
@@ -889,7 +934,8 @@ kvf_status trc_count(const char *path, const trc_options *opt, uint64_t *n, kvf_
     trc_request q;
     int rc;
     uint64_t c = 0;
-    while ((rc = trc_reader_next(r, &q, err)) == 1) c++;
+    while ((rc = trc_reader_next(r, &q, err)) == 1)
+        c++;
     trc_reader_close(r);
     if (rc < 0) return err ? err->code : KVF_EPARSE;
     *n = c;

@@ -24,8 +24,8 @@ typedef struct rq {
     int64_t t_ns;
     uint32_t input_tokens;
     uint32_t n_blocks;
-    uint64_t first;       // offset into blocks
-    uint64_t order;       // 2 x stream position (+1: the request; +0: its answer blocks)
+    uint64_t first;   // offset into blocks
+    uint64_t order;   // 2 x stream position (+1: the request; +0: its answer blocks)
 } rq;
 
 struct trc_replay {
@@ -51,7 +51,7 @@ static int cmp_rq(const void *a, const void *b) {
 typedef struct node {
     uint64_t key;
     int64_t t_ns;
-    uint32_t prev, next;  // UINT32_MAX = none
+    uint32_t prev, next;   // UINT32_MAX = none
 } node;
 
 #define NIL UINT32_MAX
@@ -59,9 +59,9 @@ typedef struct node {
 typedef struct lru {
     node *nodes;
     uint32_t n_nodes, cap_nodes, free_head;
-    uint32_t head, tail;  // head = most recent
-    uint32_t *tab;        // node index + 1, 0 = empty
-    size_t tcap;          // power of two
+    uint32_t head, tail;   // head = most recent
+    uint32_t *tab;         // node index + 1, 0 = empty
+    size_t tcap;           // power of two
     uint64_t used;
 } lru;
 
@@ -70,7 +70,8 @@ static bool lru_init(lru *l, uint64_t max_entries) {
     l->cap_nodes = (uint32_t)(max_entries + 1);
     l->nodes = malloc((size_t)l->cap_nodes * sizeof *l->nodes);
     l->tcap = 16;
-    while (l->tcap < 2 * (size_t)l->cap_nodes) l->tcap <<= 1;
+    while (l->tcap < 2 * (size_t)l->cap_nodes)
+        l->tcap <<= 1;
     l->tab = calloc(l->tcap, sizeof *l->tab);
     l->head = l->tail = l->free_head = NIL;
     return l->nodes && l->tab;
@@ -83,14 +84,21 @@ static void lru_free(lru *l) {
 
 static size_t lru_slot(const lru *l, uint64_t key) {
     size_t m = l->tcap - 1, h = kvf_hash64(key) & m;
-    while (l->tab[h] && l->nodes[l->tab[h] - 1].key != key) h = (h + 1) & m;
+    while (l->tab[h] && l->nodes[l->tab[h] - 1].key != key)
+        h = (h + 1) & m;
     return h;
 }
 
 static void unlink_node(lru *l, uint32_t i) {
     node *n = &l->nodes[i];
-    if (n->prev != NIL) l->nodes[n->prev].next = n->next; else l->head = n->next;
-    if (n->next != NIL) l->nodes[n->next].prev = n->prev; else l->tail = n->prev;
+    if (n->prev != NIL)
+        l->nodes[n->prev].next = n->next;
+    else
+        l->head = n->next;
+    if (n->next != NIL)
+        l->nodes[n->next].prev = n->prev;
+    else
+        l->tail = n->prev;
 }
 
 static void push_front(lru *l, uint32_t i) {
@@ -124,7 +132,9 @@ static void lru_remove_slot(lru *l, size_t h) {
     }
 }
 
-static void lru_pop_tail(lru *l) { lru_remove_slot(l, lru_slot(l, l->nodes[l->tail].key)); }
+static void lru_pop_tail(lru *l) {
+    lru_remove_slot(l, lru_slot(l, l->nodes[l->tail].key));
+}
 
 // Inserts or refreshes key at time t, evicting from the tail past capacity.
 static void lru_touch(lru *l, uint64_t key, int64_t t, uint64_t capacity) {
@@ -159,7 +169,8 @@ static void lru_touch(lru *l, uint64_t key, int64_t t, uint64_t capacity) {
 static bool grow(trc_replay *p, uint64_t n_rq, uint64_t n_blocks) {
     if (p->n + n_rq > p->cap_rq) {
         uint64_t nc = p->cap_rq ? 2 * p->cap_rq : 1024;
-        while (nc < p->n + n_rq) nc *= 2;
+        while (nc < p->n + n_rq)
+            nc *= 2;
         rq *g = realloc(p->rq, nc * sizeof *g);
         if (!g) return false;
         p->rq = g;
@@ -167,7 +178,8 @@ static bool grow(trc_replay *p, uint64_t n_rq, uint64_t n_blocks) {
     }
     if (p->n_blocks + n_blocks > p->cap_blocks) {
         uint64_t nc = p->cap_blocks ? 2 * p->cap_blocks : 65536;
-        while (nc < p->n_blocks + n_blocks) nc *= 2;
+        while (nc < p->n_blocks + n_blocks)
+            nc *= 2;
         uint64_t *g = realloc(p->blocks, nc * sizeof *g);
         if (!g) return false;
         p->blocks = g;
@@ -197,8 +209,7 @@ kvf_status trc_replay_load(trc_reader *r, trc_replay **out, kvf_err *err) {
         }
         if (!trc_answers_add(&ans, &q)) goto oom;
         if (q.n_blocks) memcpy(p->blocks + p->n_blocks, q.blocks, q.n_blocks * sizeof *q.blocks);
-        p->rq[p->n] = (rq){q.arrival_ns, q.input_tokens, q.n_blocks, p->n_blocks,
-                           2 * p->n_req + 1};
+        p->rq[p->n] = (rq){q.arrival_ns, q.input_tokens, q.n_blocks, p->n_blocks, 2 * p->n_req + 1};
         p->n_req++;
         p->n_blocks += q.n_blocks;
         p->input_tokens += q.input_tokens;
@@ -224,7 +235,8 @@ kvf_status trc_replay_load(trc_reader *r, trc_replay **out, kvf_err *err) {
             lru_free(&l);
             goto oom;
         }
-        for (uint64_t i = 0; i < p->n_blocks; i++) lru_touch(&l, p->blocks[i], 0, 0);
+        for (uint64_t i = 0; i < p->n_blocks; i++)
+            lru_touch(&l, p->blocks[i], 0, 0);
         p->distinct = l.used;
         lru_free(&l);
     }
@@ -243,10 +255,18 @@ void trc_replay_free(trc_replay *p) {
     free(p);
 }
 
-uint64_t trc_replay_requests(const trc_replay *p) { return p->n_req; }
-uint64_t trc_replay_distinct_blocks(const trc_replay *p) { return p->distinct; }
-uint32_t trc_replay_block_tokens(const trc_replay *p) { return p->block_tokens; }
-double trc_replay_span_s(const trc_replay *p) { return p->span_s; }
+uint64_t trc_replay_requests(const trc_replay *p) {
+    return p->n_req;
+}
+uint64_t trc_replay_distinct_blocks(const trc_replay *p) {
+    return p->distinct;
+}
+uint32_t trc_replay_block_tokens(const trc_replay *p) {
+    return p->block_tokens;
+}
+double trc_replay_span_s(const trc_replay *p) {
+    return p->span_s;
+}
 
 kvf_status trc_replay_hit_rate(const trc_replay *p, uint64_t capacity_blocks, double ttl_s,
                                double *hit_rate, kvf_err *err) {
@@ -262,13 +282,16 @@ kvf_status trc_replay_hit_rate(const trc_replay *p, uint64_t capacity_blocks, do
         const rq *q = &p->rq[i];
         const uint64_t *b = p->blocks + q->first;
         if (ttl)   // expire what ran out of retention (the oldest entries sit at the tail)
-            while (l.tail != NIL && q->t_ns - l.nodes[l.tail].t_ns >= ttl) lru_pop_tail(&l);
+            while (l.tail != NIL && q->t_ns - l.nodes[l.tail].t_ns >= ttl)
+                lru_pop_tail(&l);
         uint64_t k = 0;
-        while (k < q->n_blocks && l.tab[lru_slot(&l, b[k])]) k++;
+        while (k < q->n_blocks && l.tab[lru_slot(&l, b[k])])
+            k++;
         uint64_t h = k * p->block_tokens;
         if (h > (uint64_t)q->input_tokens - 1) h = q->input_tokens - 1;
         if (q->input_tokens) hit_tokens += h;   // an answer-block entry counts no hit
-        for (uint64_t j = q->n_blocks; j-- > 0;) lru_touch(&l, b[j], q->t_ns, cap);
+        for (uint64_t j = q->n_blocks; j-- > 0;)
+            lru_touch(&l, b[j], q->t_ns, cap);
     }
     lru_free(&l);
     *hit_rate = p->input_tokens ? (double)hit_tokens / (double)p->input_tokens : 0.0;
@@ -285,7 +308,7 @@ kvf_status trc_replay_hit_rate(const trc_replay *p, uint64_t capacity_blocks, do
 // present blocks, by the rule of trc_replay_hit_rate.
 typedef struct last_use {
     uint64_t key;
-    uint64_t pos;     // 1-based use position
+    uint64_t pos;   // 1-based use position
     int64_t t_ns;
 } last_use;
 
@@ -296,7 +319,8 @@ kvf_status trc_replay_grid(const trc_replay *p, const uint64_t *caps, int nc, co
     int64_t *age = malloc((nref ? nref : 1) * sizeof *age);
     uint32_t *bit = calloc(nref + 2, sizeof *bit);
     size_t tcap = 16;
-    while (tcap < 2 * (size_t)p->distinct + 2) tcap <<= 1;
+    while (tcap < 2 * (size_t)p->distinct + 2)
+        tcap <<= 1;
     last_use *tab = calloc(tcap, sizeof *tab);   // key 0 is stored with pos 0 = empty
     double *hits = calloc((size_t)nc * (size_t)nt, sizeof *hits);
     if (!sd || !age || !bit || !tab || !hits) {
@@ -311,27 +335,32 @@ kvf_status trc_replay_grid(const trc_replay *p, const uint64_t *caps, int nc, co
         int64_t *qage = age + q->first;
         for (uint32_t k = 0; k < q->n_blocks; k++) {
             size_t h = kvf_hash64(b[k]) & (tcap - 1);
-            while (tab[h].pos && tab[h].key != b[k]) h = (h + 1) & (tcap - 1);
+            while (tab[h].pos && tab[h].key != b[k])
+                h = (h + 1) & (tcap - 1);
             if (!tab[h].pos) {
                 qsd[k] = UINT32_MAX;
                 qage[k] = INT64_MAX;
                 continue;
             }
             uint64_t upto = 0;   // marks at positions <= last use
-            for (uint64_t x = tab[h].pos; x; x -= x & (~x + 1)) upto += bit[x];
+            for (uint64_t x = tab[h].pos; x; x -= x & (~x + 1))
+                upto += bit[x];
             uint64_t d = marked - upto;
             qsd[k] = d >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)d;
             qage[k] = q->t_ns - tab[h].t_ns;
         }
         for (uint32_t j = q->n_blocks; j-- > 0;) {   // touches, last block first
             size_t h = kvf_hash64(b[j]) & (tcap - 1);
-            while (tab[h].pos && tab[h].key != b[j]) h = (h + 1) & (tcap - 1);
+            while (tab[h].pos && tab[h].key != b[j])
+                h = (h + 1) & (tcap - 1);
             if (tab[h].pos) {
-                for (uint64_t x = tab[h].pos; x <= nref; x += x & (~x + 1)) bit[x]--;
+                for (uint64_t x = tab[h].pos; x <= nref; x += x & (~x + 1))
+                    bit[x]--;
                 marked--;
             }
             pos++;
-            for (uint64_t x = pos; x <= nref; x += x & (~x + 1)) bit[x]++;
+            for (uint64_t x = pos; x <= nref; x += x & (~x + 1))
+                bit[x]++;
             marked++;
             tab[h].key = b[j];
             tab[h].pos = pos;
@@ -362,7 +391,8 @@ bool trc_answers_add(trc_answers *a, const trc_request *q) {
     if (q->id >= (uint64_t)SIZE_MAX / 2) return true;
     if (q->id >= a->cap) {
         size_t nc = a->cap ? a->cap : 1024;
-        while (nc <= q->id) nc *= 2;
+        while (nc <= q->id)
+            nc *= 2;
         uint32_t *nb = realloc(a->n_blocks, nc * sizeof *nb);
         if (!nb) return false;
         a->n_blocks = nb;

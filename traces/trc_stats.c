@@ -92,7 +92,7 @@ static void sketch_finish(sketch *s, trc_len_stats *o) {
 
 // ---- block id set (ideal cache) -----------------------------------------------------------
 typedef struct idset {
-    uint64_t *keys;    // 0 = empty; id 0 is tracked by has_zero
+    uint64_t *keys;   // 0 = empty; id 0 is tracked by has_zero
     size_t cap, n;
     bool has_zero;
 } idset;
@@ -121,7 +121,8 @@ static void idset_add(idset *s, uint64_t k) {
             uint64_t x = s->keys[i];
             if (!x) continue;
             size_t h = kvf_hash64(x) & (nc - 1);
-            while (nk[h]) h = (h + 1) & (nc - 1);
+            while (nk[h])
+                h = (h + 1) & (nc - 1);
             nk[h] = x;
         }
         free(s->keys);
@@ -157,16 +158,16 @@ typedef struct lru_ent {
 } lru_ent;
 
 typedef struct lru_slot {
-    uint64_t key;          // the id beside its entry index: a probe reads one line, not two
-    uint32_t idx;          // entry index, NIL = empty
+    uint64_t key;   // the id beside its entry index: a probe reads one line, not two
+    uint32_t idx;   // entry index, NIL = empty
 } lru_slot;
 
 typedef struct lru {
     uint32_t nseg;
-    uint64_t segcap[TRC_STATS_MAX_SIZES];   // entries per segment
-    uint64_t segn[TRC_STATS_MAX_SIZES];     // entries now
-    uint32_t segtail[TRC_STATS_MAX_SIZES];  // tail-most entry of the segment, NIL if empty
-    uint64_t capacity;                      // sum of segcap
+    uint64_t segcap[TRC_STATS_MAX_SIZES];    // entries per segment
+    uint64_t segn[TRC_STATS_MAX_SIZES];      // entries now
+    uint32_t segtail[TRC_STATS_MAX_SIZES];   // tail-most entry of the segment, NIL if empty
+    uint64_t capacity;                       // sum of segcap
     lru_ent *e;
     size_t n, cap_ent;
     uint32_t head, tail;
@@ -176,7 +177,8 @@ typedef struct lru {
 
 static size_t lru_find_slot(const lru *c, uint64_t k) {
     size_t h = kvf_hash64(k) & (c->tcap - 1);
-    while (c->tab[h].idx != NIL && c->tab[h].key != k) h = (h + 1) & (c->tcap - 1);
+    while (c->tab[h].idx != NIL && c->tab[h].key != k)
+        h = (h + 1) & (c->tcap - 1);
     return h;
 }
 
@@ -211,10 +213,14 @@ static void lru_unlink(lru *c, uint32_t i) {
     if (c->segtail[sg] == i)
         c->segtail[sg] = x->prev != NIL && c->e[x->prev].seg == sg ? x->prev : NIL;
     c->segn[sg]--;
-    if (x->prev != NIL) c->e[x->prev].next = x->next;
-    else c->head = x->next;
-    if (x->next != NIL) c->e[x->next].prev = x->prev;
-    else c->tail = x->prev;
+    if (x->prev != NIL)
+        c->e[x->prev].next = x->next;
+    else
+        c->head = x->next;
+    if (x->next != NIL)
+        c->e[x->next].prev = x->prev;
+    else
+        c->tail = x->prev;
 }
 
 // Puts entry i at the head (segment 0) and pushes overflow down the segments; an overflow of
@@ -236,8 +242,10 @@ static void lru_push_front(lru *c, uint32_t i) {
         if (j + 1 == c->nseg) {
             // evict: t is the list tail
             lru_ent *y = &c->e[t];
-            if (y->prev != NIL) c->e[y->prev].next = NIL;
-            else c->head = NIL;
+            if (y->prev != NIL)
+                c->e[y->prev].next = NIL;
+            else
+                c->head = NIL;
             c->tail = y->prev;
             lru_table_delete(c, lru_find_slot(c, y->key));
             y->key = 0;
@@ -314,7 +322,8 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
     size_t caphint = 0;
     // sizes sorted ascending -> segments of one LRU stack
     uint32_t order[TRC_STATS_MAX_SIZES];
-    for (uint32_t i = 0; i < n_sizes; i++) order[i] = i;
+    for (uint32_t i = 0; i < n_sizes; i++)
+        order[i] = i;
     for (uint32_t i = 1; i < n_sizes; i++)
         for (uint32_t j = i; j > 0 && cache_tokens[order[j]] < cache_tokens[order[j - 1]]; j--) {
             uint32_t t = order[j];
@@ -358,7 +367,8 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
             }
             have_open = true;
             prev_open = q.arrival_ns;
-        } else out->closed_loop++;
+        } else
+            out->closed_loop++;
         if (q.session && q.turn == 0) out->sessions++;
         if (q.flags & TRC_F_FAILED) out->failed++;
         if (q.images) out->with_images++;
@@ -378,9 +388,11 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
         // (trc_answers): present before its lookup, in both caches
         uint32_t afrom, aupto;
         if (trc_answers_span(&ans, &q, (uint32_t)BT, &afrom, &aupto)) {
-            for (uint32_t i = afrom; i < aupto; i++) idset_add(&seen, q.blocks[i]);
+            for (uint32_t i = afrom; i < aupto; i++)
+                idset_add(&seen, q.blocks[i]);
             if (n_sizes && L.capacity)
-                for (uint32_t i = aupto; i-- > afrom;) lru_touch(&L, q.blocks[i], &free_slot, NIL);
+                for (uint32_t i = aupto; i-- > afrom;)
+                    lru_touch(&L, q.blocks[i], &free_slot, NIL);
         }
         if (!trc_answers_add(&ans, &q)) {
             rc = -1;
@@ -389,21 +401,25 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
         }
         // unbounded cache
         uint64_t run = 0;
-        while (run < q.n_blocks && idset_has(&seen, q.blocks[run])) run++;
+        while (run < q.n_blocks && idset_has(&seen, q.blocks[run]))
+            run++;
         out->hit_tokens += KVF_MIN(run * BT, (uint64_t)q.input_tokens - 1);
-        for (uint32_t i = (uint32_t)run; i < q.n_blocks; i++) idset_add(&seen, q.blocks[i]);
+        for (uint32_t i = (uint32_t)run; i < q.n_blocks; i++)
+            idset_add(&seen, q.blocks[i]);
         if (q.n_blocks > caphint) kvf_grow((void **)&hint, &caphint, q.n_blocks, sizeof *hint);
         // LRU sizes: the leading run of each size ends at the first block that is absent or
         // sits in a deeper segment
         if (n_sizes && L.capacity) {
             uint32_t k = 0, worst = 0;
             uint32_t runs[TRC_STATS_MAX_SIZES];
-            for (uint32_t j = 0; j < n_sizes; j++) runs[j] = 0;
+            for (uint32_t j = 0; j < n_sizes; j++)
+                runs[j] = 0;
             while (k < q.n_blocks && (hint[k] = lru_get(&L, q.blocks[k])) != NIL) {
                 uint32_t sg = L.e[hint[k]].seg;
                 if (sg > worst) worst = sg;
                 // block k counts for every size j >= worst (all earlier blocks are in those)
-                for (uint32_t j = worst; j < n_sizes; j++) runs[j] = k + 1;
+                for (uint32_t j = worst; j < n_sizes; j++)
+                    runs[j] = k + 1;
                 k++;
             }
             for (uint32_t j = 0; j < n_sizes; j++)
@@ -414,29 +430,27 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
         }
     }
     kvf_status st = KVF_OK;
-    if (rc < 0) st = err && err->code ? err->code : KVF_EPARSE;
+    if (rc < 0)
+        st = err && err->code ? err->code : KVF_EPARSE;
     else {
         out->format = trc_reader_format(r);
         out->skipped = trc_reader_skipped(r);
         out->block_tokens = (uint32_t)BT;
         out->span_s = out->requests ? (double)(last - first) / 1e9 : 0;
-        out->rate_rps = out->requests > 1 && out->span_s > 0
-                            ? (double)(out->requests - 1) / out->span_s
-                            : 0;
+        out->rate_rps =
+            out->requests > 1 && out->span_s > 0 ? (double)(out->requests - 1) / out->span_s : 0;
         out->interarrival_cv = ngaps > 1 && gmean > 0 ? sqrt(gm2 / (double)ngaps) / gmean : 0;
         sketch_finish(&sk[0], &out->input_tokens);
         sketch_finish(&sk[1], &out->output_tokens);
         out->distinct_blocks = seen.n;
-        out->ideal_hit_rate = out->input_tokens.total
-                                  ? (double)out->hit_tokens / (double)out->input_tokens.total
-                                  : 0;
+        out->ideal_hit_rate =
+            out->input_tokens.total ? (double)out->hit_tokens / (double)out->input_tokens.total : 0;
         out->n_sizes = n_sizes;
         for (uint32_t j = 0; j < n_sizes; j++) {
             uint32_t c = order[j];
             out->cache_tokens[c] = cache_tokens[c];
-            out->cache_hit_rate[c] = out->input_tokens.total
-                                         ? (double)lru_hits[j] / (double)out->input_tokens.total
-                                         : 0;
+            out->cache_hit_rate[c] =
+                out->input_tokens.total ? (double)lru_hits[j] / (double)out->input_tokens.total : 0;
         }
         snprintf(out->notes, sizeof out->notes, "%s", trc_reader_notes(r));
     }
@@ -451,8 +465,7 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
     return st;
 }
 
-kvf_status trc_stats_file(const char *path, const trc_options *opt, trc_stats *out,
-                          kvf_err *err) {
+kvf_status trc_stats_file(const char *path, const trc_options *opt, trc_stats *out, kvf_err *err) {
     trc_reader *r;
     kvf_status st = trc_reader_open(&r, path, opt, err);
     if (st) return st;
@@ -476,13 +489,13 @@ static void jlen(char **p, size_t *left, const char *name, const trc_len_stats *
 char *trc_stats_json(const trc_stats *s) {
     size_t cap = 8192, left = cap;
     char *buf = kvf_malloc(cap), *p = buf;
-#define PUT(...)                                                                              \
-    do {                                                                                      \
-        int n_ = snprintf(p, left, __VA_ARGS__);                                              \
-        if (n_ > 0 && (size_t)n_ < left) {                                                    \
-            p += n_;                                                                          \
-            left -= (size_t)n_;                                                               \
-        }                                                                                     \
+#define PUT(...)                                                                                   \
+    do {                                                                                           \
+        int n_ = snprintf(p, left, __VA_ARGS__);                                                   \
+        if (n_ > 0 && (size_t)n_ < left) {                                                         \
+            p += n_;                                                                               \
+            left -= (size_t)n_;                                                                    \
+        }                                                                                          \
     } while (0)
     PUT("{\"format\": \"%s\", \"requests\": %llu, \"sessions\": %llu, \"span_s\": %.6f, "
         "\"rate_rps\": %.6g, \"interarrival_cv\": %.6g, ",
@@ -511,9 +524,12 @@ char *trc_stats_json(const trc_stats *s) {
         (unsigned long long)s->with_images, (unsigned long long)s->skipped);
     PUT("\"notes\": \"");
     for (const char *c = s->notes; *c && left > 8; c++) {
-        if (*c == '"' || *c == '\\') PUT("\\%c", *c);
-        else if ((unsigned char)*c < 0x20) PUT(" ");
-        else PUT("%c", *c);
+        if (*c == '"' || *c == '\\')
+            PUT("\\%c", *c);
+        else if ((unsigned char)*c < 0x20)
+            PUT(" ");
+        else
+            PUT("%c", *c);
     }
     PUT("\"}");
 #undef PUT

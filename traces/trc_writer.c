@@ -20,9 +20,9 @@
 struct trc_writer {
     FILE *f;
     char *path;
-    char *tmp;            // temporary name beside path, NULL for stdout
+    char *tmp;   // temporary name beside path, NULL for stdout
     uint32_t block_tokens;
-    bool failed;          // a write failed: close discards instead of renaming
+    bool failed;   // a write failed: close discards instead of renaming
 };
 
 const char *trc_file_kind(mode_t m) {
@@ -40,8 +40,7 @@ kvf_status trc_output_check(const char *path, const char *input, bool force, kvf
         if (errno == ENOENT) {
             struct stat sl;   // a dangling symlink: rename would replace the link, refuse it
             if (lstat(path, &sl) == 0)
-                return kvf_fail(err, KVF_EINVAL, "%s: is a symbolic link to a missing file",
-                                path);
+                return kvf_fail(err, KVF_EINVAL, "%s: is a symbolic link to a missing file", path);
             return KVF_OK;
         }
         return kvf_fail(err, KVF_EIO, "%s: cannot stat: %s", path, strerror(errno));
@@ -68,8 +67,8 @@ kvf_status trc_atomic_create(const char *path, FILE **f, char **tmp, kvf_err *er
     int dl = slash ? (int)(slash - path + 1) : 0;
     int fd = -1;
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        uint64_t r = kvf_hash64((uint64_t)kvf_wall_ns() ^ ((uint64_t)getpid() << 20) ^
-                                (uint64_t)attempt);
+        uint64_t r =
+            kvf_hash64((uint64_t)kvf_wall_ns() ^ ((uint64_t)getpid() << 20) ^ (uint64_t)attempt);
         snprintf(t, n, "%.*s.%s.tmp.%016llx", dl, path, slash ? slash + 1 : path,
                  (unsigned long long)r);
         fd = open(t, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -96,11 +95,13 @@ kvf_status trc_atomic_commit(FILE *f, char *tmp, const char *path, bool keep, kv
     kvf_status st = KVF_OK;
     bool bad = fflush(f) != 0 || ferror(f);
     if (fclose(f) != 0) bad = true;
-    if (keep && bad) st = kvf_fail(err, KVF_EIO, "%s: write error", path);
+    if (keep && bad)
+        st = kvf_fail(err, KVF_EIO, "%s: write error", path);
     else if (keep && rename(tmp, path) != 0)
         st = kvf_fail(err, KVF_EIO, "%s: cannot rename %s into place: %s", path, tmp,
                       strerror(errno));
-    else if (!keep) st = KVF_OK;
+    else if (!keep)
+        st = KVF_OK;
     if (st || !keep) unlink(tmp);
     free(tmp);
     return st;
@@ -136,10 +137,9 @@ kvf_status trc_writer_put(trc_writer *w, const trc_request *r, kvf_err *err) {
             "{\"id\":%llu,\"arrival_ns\":%lld,\"input_tokens\":%u,\"output_tokens\":%u,"
             "\"class\":\"%s\",\"flags\":%u,\"images\":%u,\"session\":%lld,\"turn\":%u,"
             "\"prev_id\":%lld,\"think_ns\":%lld,\"block_tokens\":%u,\"blocks\":[",
-            (unsigned long long)r->id, (long long)r->arrival_ns, r->input_tokens,
-            r->output_tokens, trc_class_name(r->cls), r->flags, r->images,
-            (long long)(int64_t)r->session, r->turn, (long long)r->prev_id,
-            (long long)r->think_ns, w->block_tokens);
+            (unsigned long long)r->id, (long long)r->arrival_ns, r->input_tokens, r->output_tokens,
+            trc_class_name(r->cls), r->flags, r->images, (long long)(int64_t)r->session, r->turn,
+            (long long)r->prev_id, (long long)r->think_ns, w->block_tokens);
     for (uint32_t i = 0; i < r->n_blocks; i++)
         fprintf(f, i ? ",%lld" : "%lld", (long long)(int64_t)r->blocks[i]);
     if (fputs("]}\n", f) == EOF || ferror(f)) {
@@ -154,13 +154,18 @@ static kvf_status writer_end(trc_writer *w, bool keep, kvf_err *err) {
     kvf_status st = KVF_OK;
     if (!w->tmp) {
         if (fflush(w->f) || w->failed) st = kvf_fail(err, KVF_EIO, "%s: write error", w->path);
-    } else st = trc_atomic_commit(w->f, w->tmp, w->path, keep && !w->failed, err);
+    } else
+        st = trc_atomic_commit(w->f, w->tmp, w->path, keep && !w->failed, err);
     if (!st && keep && w->failed) st = kvf_fail(err, KVF_EIO, "%s: write error", w->path);
     free(w->path);
     free(w);
     return st;
 }
 
-kvf_status trc_writer_close(trc_writer *w, kvf_err *err) { return writer_end(w, true, err); }
+kvf_status trc_writer_close(trc_writer *w, kvf_err *err) {
+    return writer_end(w, true, err);
+}
 
-void trc_writer_discard(trc_writer *w) { writer_end(w, false, NULL); }
+void trc_writer_discard(trc_writer *w) {
+    writer_end(w, false, NULL);
+}

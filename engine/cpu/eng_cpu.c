@@ -19,60 +19,61 @@
 #include "eng_int.h"
 
 #ifdef KVF_HAVE_BLAS
-#include <cblas.h> // the CBLAS enums only: the library itself is loaded on first use
+#include <cblas.h>   // the CBLAS enums only: the library itself is loaded on first use
 #include <dlfcn.h>
 #include <pthread.h>
 #endif
 
-enum { QCHUNK = 128 }; // query rows per score block in chunked attention
+enum { QCHUNK = 128 };   // query rows per score block in chunked attention
 
 struct eng_cpu {
-    float *w;   // weight arena
-    float *kv;  // KV arena
-    float *act; // activation arena
+    float *w;     // weight arena
+    float *kv;    // KV arena
+    float *act;   // activation arena
     // views into act
-    float *x;        // (T, d) residual stream
-    float *xn;       // (T, d) normed
-    float *qkv;      // (T, qkvd)
-    float *att;      // (T, qd)
-    float *gu;       // (T, 2 F)
-    float *h;        // (T, F)
-    float *rl;       // (T, E) router logits
-    float *xg, *yg;  // (T, d) rows gathered for one expert, its output
-    float *kc, *vc;  // (L, kvd) gathered K and V
-    float *sc;       // (QCHUNK, L) scores
-    float *xl;       // (S, d) last rows, normed
-    float *lg;       // (S, V) logits
-    float *inv_freq; // (head_dim / 2)
-    int32_t *ecnt;   // (E + 1) tokens per expert, then offsets
-    int32_t *etok;   // (T k) token of each routed slot, grouped by expert
-    float *ew;       // (T k) weight of each routed slot
+    float *x;          // (T, d) residual stream
+    float *xn;         // (T, d) normed
+    float *qkv;        // (T, qkvd)
+    float *att;        // (T, qd)
+    float *gu;         // (T, 2 F)
+    float *h;          // (T, F)
+    float *rl;         // (T, E) router logits
+    float *xg, *yg;    // (T, d) rows gathered for one expert, its output
+    float *kc, *vc;    // (L, kvd) gathered K and V
+    float *sc;         // (QCHUNK, L) scores
+    float *xl;         // (S, d) last rows, normed
+    float *lg;         // (S, V) logits
+    float *inv_freq;   // (head_dim / 2)
+    int32_t *ecnt;     // (E + 1) tokens per expert, then offsets
+    int32_t *etok;     // (T k) token of each routed slot, grouped by expert
+    float *ew;         // (T k) weight of each routed slot
 };
 
 // ---- GEMM ---------------------------------------------------------------------------------
 // OpenBLAS is opened with dlopen when the first CPU engine (or GEMM bench) needs it, not linked:
 // loading it starts its thread pool and maps ~3 MB, which every simulator command would pay.
 #ifdef KVF_HAVE_BLAS
-typedef void (*blas_sgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE,
-                              blasint, blasint, blasint, float, const float *, blasint,
-                              const float *, blasint, float, float *, blasint);
+typedef void (*blas_sgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint,
+                              blasint, blasint, float, const float *, blasint, const float *,
+                              blasint, float, float *, blasint);
 static struct {
     blas_sgemm_fn sgemm;
     void (*set_threads)(int);
-    char why[512]; // why loading failed
+    char why[512];   // why loading failed
 } g_blas;
 static pthread_once_t g_blas_once = PTHREAD_ONCE_INIT;
 
 static void blas_load_once(void) {
     void *h = dlopen(KVF_BLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
-    void *f = h ? dlsym(h, "cblas_sgemm") : NULL, *t = h ? dlsym(h, "openblas_set_num_threads") : NULL;
+    void *f = h ? dlsym(h, "cblas_sgemm") : NULL,
+         *t = h ? dlsym(h, "openblas_set_num_threads") : NULL;
     if (!f || !t) {
         const char *e = dlerror();
         snprintf(g_blas.why, sizeof g_blas.why, "cannot load %s: %s", KVF_BLAS_SONAME,
                  e ? e : "cblas_sgemm or openblas_set_num_threads missing");
         return;
     }
-    memcpy(&g_blas.set_threads, &t, sizeof t); // POSIX: dlsym's pointer converts
+    memcpy(&g_blas.set_threads, &t, sizeof t);   // POSIX: dlsym's pointer converts
     memcpy(&g_blas.sgemm, &f, sizeof f);
 }
 #endif
@@ -91,7 +92,7 @@ kvf_status eng_cpu_blas_load(kvf_err *err) {
 
 void eng_cpu_set_threads(uint32_t n) {
 #ifdef KVF_HAVE_BLAS
-    KVF_ASSERT(g_blas.set_threads); // eng_cpu_blas_load succeeded
+    KVF_ASSERT(g_blas.set_threads);   // eng_cpu_blas_load succeeded
     g_blas.set_threads(n ? (int)n : 1);
 #else
     (void)n;
@@ -103,8 +104,8 @@ void eng_sgemm_nt(uint32_t M, uint32_t N, uint32_t K, float alpha, const float *
     if (!M || !N) return;
 #ifdef KVF_HAVE_BLAS
     KVF_ASSERT(g_blas.sgemm);
-    g_blas.sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, alpha, A, (int)lda,
-                B, (int)ldb, beta, C, (int)ldc);
+    g_blas.sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, alpha, A,
+                 (int)lda, B, (int)ldb, beta, C, (int)ldc);
 #else
     enum { BI = 16, BJ = 64 };
     for (uint32_t i0 = 0; i0 < M; i0 += BI)
@@ -136,7 +137,7 @@ static void sgemm_nn(uint32_t M, uint32_t N, uint32_t K, const float *A, size_t 
 #ifdef KVF_HAVE_BLAS
     KVF_ASSERT(g_blas.sgemm);
     g_blas.sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A,
-                (int)lda, B, (int)ldb, 0.0f, C, (int)ldc);
+                 (int)lda, B, (int)ldb, 0.0f, C, (int)ldc);
 #else
     for (uint32_t i = 0; i < M; i++) {
         float *c = C + (size_t)i * ldc;
@@ -167,24 +168,24 @@ static void act_sizes(const eng_model_desc *m, const eng_options *o, size_t *sz,
     size_t qd = (size_t)m->heads * m->head_dim, kvd = (size_t)m->kv_heads * m->head_dim;
     size_t F = ffn_max(m), E = m->experts ? m->experts : 1, k = KVF_MAX(m->experts_active, 1);
     size_t i = 0;
-    sz[i++] = T * d;                                 // x
-    sz[i++] = T * d;                                 // xn
-    sz[i++] = T * (qd + 2 * kvd);                    // qkv
-    sz[i++] = T * qd;                                // att
-    sz[i++] = T * 2 * F;                             // gu
-    sz[i++] = T * F;                                 // h
-    sz[i++] = T * E;                                 // rl
-    sz[i++] = T * d;                                 // xg
-    sz[i++] = T * d;                                 // yg
-    sz[i++] = L * kvd;                               // kc
-    sz[i++] = L * kvd;                               // vc
-    sz[i++] = (size_t)KVF_MAX(QCHUNK, m->heads) * L; // sc
-    sz[i++] = S * d;                                 // xl
-    sz[i++] = S * m->vocab;                          // lg
-    sz[i++] = m->head_dim / 2;                       // inv_freq
-    sz[i++] = E + 1;                                 // ecnt (int32)
-    sz[i++] = T * k;                                 // etok (int32)
-    sz[i++] = T * k;                                 // ew
+    sz[i++] = T * d;                                   // x
+    sz[i++] = T * d;                                   // xn
+    sz[i++] = T * (qd + 2 * kvd);                      // qkv
+    sz[i++] = T * qd;                                  // att
+    sz[i++] = T * 2 * F;                               // gu
+    sz[i++] = T * F;                                   // h
+    sz[i++] = T * E;                                   // rl
+    sz[i++] = T * d;                                   // xg
+    sz[i++] = T * d;                                   // yg
+    sz[i++] = L * kvd;                                 // kc
+    sz[i++] = L * kvd;                                 // vc
+    sz[i++] = (size_t)KVF_MAX(QCHUNK, m->heads) * L;   // sc
+    sz[i++] = S * d;                                   // xl
+    sz[i++] = S * m->vocab;                            // lg
+    sz[i++] = m->head_dim / 2;                         // inv_freq
+    sz[i++] = E + 1;                                   // ecnt (int32)
+    sz[i++] = T * k;                                   // etok (int32)
+    sz[i++] = T * k;                                   // ew
     *n = (int)i;
 }
 
@@ -382,14 +383,14 @@ static void attend(eng_engine *e, const eng_batch *b, uint32_t s, uint32_t l) {
     bool win = eng_layer_windowed(m, l);
     uint32_t w = m->window;
     float scale = 1.0f / sqrtf((float)hd);
-    uint32_t lo = (win && C + 1 > w) ? C + 1 - w : 0; // first key the first query sees
+    uint32_t lo = (win && C + 1 > w) ? C + 1 - w : 0;   // first key the first query sees
     uint32_t L = C + n - lo;
     if (n == 1) {
         // decode: straight from the pages, one kv head group at a time so each K and V row
         // is read once for the G query heads that share it
         for (uint32_t g = 0; g < KVH; g++) {
             const float *q = c->qkv + (size_t)t0 * qkvd + (size_t)g * G * hd;
-            float *sc = c->sc; // (G, L)
+            float *sc = c->sc;   // (G, L)
             for (uint32_t j = 0; j < L;) {
                 const float *kb = kv_at(e, l, 0, b, s, lo + j) + (size_t)g * hd;
                 uint32_t cnt = KVF_MIN(e->bt - (lo + j) % e->bt, L - j);
@@ -438,7 +439,7 @@ static void attend(eng_engine *e, const eng_batch *b, uint32_t s, uint32_t l) {
             const float *q = c->qkv + (size_t)(t0 + r0) * qkvd + (size_t)h * hd;
             eng_sgemm_nt(rn, Lk, hd, scale, q, qkvd, c->kc + (size_t)g * hd, kvd, 0.0f, c->sc, Lk);
             for (uint32_t r = 0; r < rn; r++) {
-                uint32_t qp = C + r0 + r; // query position
+                uint32_t qp = C + r0 + r;   // query position
                 uint32_t first = (win && qp + 1 > w) ? qp + 1 - w : 0;
                 float *row = c->sc + (size_t)r * Lk;
                 float mx = -INFINITY;

@@ -77,7 +77,7 @@ __device__ static inline float kv_value(uint64_t seed, uint64_t j) {
 struct eng_cuda_ctx {
     eng_cuda_spec s;
     std::vector<eng_cuda_layer> layer;
-    uint32_t qd, kvd, qkvd, G, F, K; // derived sizes; F = widest FFN; K = top-k (>= 1)
+    uint32_t qd, kvd, qkvd, G, F, K;   // derived sizes; F = widest FFN; K = top-k (>= 1)
     size_t block_elems;
     bf16 *w, *kv;
     char *act;
@@ -87,8 +87,8 @@ struct eng_cuda_ctx {
     int *ridx, *gtok, *slot_of, *amax, *meta;
     float *bias;
     size_t meta_ints;
-    int *h_meta;                    // pinned staging for the batch metadata
-    uint32_t *seg, *h_seg, seg_cap; // synthetic-fill segments (device, pinned host)
+    int *h_meta;                      // pinned staging for the batch metadata
+    uint32_t *seg, *h_seg, seg_cap;   // synthetic-fill segments (device, pinned host)
     std::vector<int> h_ridx, h_gtok, h_slot, h_cnt;
     std::vector<float> h_rw;
     cudaStream_t st;
@@ -173,7 +173,7 @@ __global__ void k_rope_store(float *qkv, bf16 *kv, const int *pos, const int *to
         int h = k / half, i = k % half;
         float s, co;
         sincosf((float)p * inv_freq[i], &s, &co);
-        float *v = row + (size_t)h * hd; // q heads then k heads (contiguous)
+        float *v = row + (size_t)h * hd;   // q heads then k heads (contiguous)
         float x0 = v[i], x1 = v[i + half];
         float y0 = x0 * co - x1 * s, y1 = x0 * s + x1 * co;
         v[i] = y0;
@@ -275,7 +275,7 @@ __global__ void k_attn_decode(float *part_o, float *part_ml, const float *qkv, c
     int s = blockIdx.x, g = blockIdx.y, sp = blockIdx.z;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     int qd = H * hd, kvd = KVH * hd;
-    int p = pos[s]; // decode: token s belongs to sequence s
+    int p = pos[s];   // decode: token s belongs to sequence s
     int first = window > 0 && p + 1 > window ? p + 1 - window : 0;
     int k0 = first + sp * SPLIT_KEYS, k1 = min(p + 1, k0 + SPLIT_KEYS);
     float qr[G][DPL], o[G][DPL], m[G], l[G];
@@ -338,7 +338,7 @@ __global__ void k_attn_decode(float *part_o, float *part_ml, const float *qkv, c
 // Merges the splits of (seq, head) into att (bf16).
 __global__ void k_attn_merge(bf16 *out, const float *part_o, const float *part_ml, int H, int hd,
                              int nsplit) {
-    int sh = blockIdx.x; // seq * H + head
+    int sh = blockIdx.x;   // seq * H + head
     float M = -INFINITY;
     for (int k = 0; k < nsplit; k++)
         M = fmaxf(M, part_ml[((size_t)sh * nsplit + k) * 2]);
@@ -548,7 +548,7 @@ extern "C" int eng_cuda_abi(void) {
 extern "C" int eng_cuda_device_count(void) {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {
-        cudaGetLastError(); // clear the sticky "no driver" error
+        cudaGetLastError();   // clear the sticky "no driver" error
         return 0;
     }
     return n;
@@ -594,29 +594,29 @@ extern "C" int eng_cuda_create(eng_cuda_ctx **out, const eng_cuda_spec *sp, char
     c->meta_ints = 3 * T + 3 * S + S * (size_t)s.max_blocks + 16;
     // activation arena: sizes in bytes, in view order
     size_t sz[] = {
-        T * d * 4,                                       // x
-        T * c->qkvd * 4,                                 // qkv
-        T * 2 * c->F * 4,                                // gu
-        T * E * 4,                                       // rl
-        TK * 4,                                          // rw
-        TK * 2 * (size_t)std::max(s.expert_ffn, 1u) * 4, // gug
-        TK * d * 4,                                      // yg
-        S * s.vocab * 4,                                 // lg
-        (size_t)s.head_dim / 2 * 4,                      // inv_freq
-        S * s.heads * nsplit_max * s.head_dim * 4,       // part_o
-        S * s.heads * nsplit_max * 2 * 4,                // part_ml
-        T * d * 2,                                       // xn
-        T * c->qd * 2,                                   // att
-        T * c->F * 2,                                    // h
-        TK * d * 2,                                      // xg
-        TK * (size_t)std::max(s.expert_ffn, 1u) * 2,     // hg
-        S * d * 2,                                       // xl
+        T * d * 4,                                         // x
+        T * c->qkvd * 4,                                   // qkv
+        T * 2 * c->F * 4,                                  // gu
+        T * E * 4,                                         // rl
+        TK * 4,                                            // rw
+        TK * 2 * (size_t)std::max(s.expert_ffn, 1u) * 4,   // gug
+        TK * d * 4,                                        // yg
+        S * s.vocab * 4,                                   // lg
+        (size_t)s.head_dim / 2 * 4,                        // inv_freq
+        S * s.heads * nsplit_max * s.head_dim * 4,         // part_o
+        S * s.heads * nsplit_max * 2 * 4,                  // part_ml
+        T * d * 2,                                         // xn
+        T * c->qd * 2,                                     // att
+        T * c->F * 2,                                      // h
+        TK * d * 2,                                        // xg
+        TK * (size_t)std::max(s.expert_ffn, 1u) * 2,       // hg
+        S * d * 2,                                         // xl
         TK * 4,
         TK * 4,
         TK * 4,
-        S * 4,            // ridx, gtok, slot_of, amax
-        c->meta_ints * 4, // meta
-        E * 4,            // bias
+        S * 4,              // ridx, gtok, slot_of, amax
+        c->meta_ints * 4,   // meta
+        E * 4,              // bias
     };
     size_t nsz = sizeof sz / sizeof sz[0], act = 0;
     for (size_t i = 0; i < nsz; i++)
@@ -628,7 +628,7 @@ extern "C" int eng_cuda_create(eng_cuda_ctx **out, const eng_cuda_spec *sp, char
     CUDA_CHECK(cudaSetDevice(0));
     CUDA_CHECK(cudaMemGetInfo(&fr, &tot));
     double limit = s.mem_limit_bytes > 0 ? s.mem_limit_bytes : 0.95 * (double)fr;
-    double need = c->bytes_w + c->bytes_kv + c->bytes_act + 512.0 * (1 << 20); // + cuBLAS
+    double need = c->bytes_w + c->bytes_kv + c->bytes_act + 512.0 * (1 << 20);   // + cuBLAS
     if (need > limit) {
         snprintf(msg, cap,
                  "the model needs %.2f GiB on the device (weights %.2f, KV %.2f for "
@@ -730,7 +730,7 @@ extern "C" void eng_cuda_fill_kv(eng_cuda_ctx *c, const uint32_t *block, const u
         k_fill_segments<<<grid, 256, 0, c->st>>>(c->kv, c->seg, c->block_elems, c->s.block_tokens,
                                                  c->kvd, seed + i0);
         LAUNCH_CHECK();
-        CUDA_CHECK(cudaStreamSynchronize(c->st)); // h_seg is reused
+        CUDA_CHECK(cudaStreamSynchronize(c->st));   // h_seg is reused
     }
 }
 
@@ -924,7 +924,7 @@ extern "C" double eng_cuda_bench_decode_attn(int batch, int context, int heads, 
     CUDA_CHECK(cudaStreamCreate(&st));
     int kvd = kv_heads * head_dim, qd = heads * head_dim;
     int nb = (context + bt - 1) / bt, stride = nb;
-    size_t be = (size_t)2 * bt * kvd; // one layer: K then V
+    size_t be = (size_t)2 * bt * kvd;   // one layer: K then V
     size_t nblocks = (size_t)batch * nb;
     bf16 *kv, *out;
     float *qkv, *po, *pml;
@@ -945,7 +945,7 @@ extern "C" double eng_cuda_bench_decode_attn(int batch, int context, int heads, 
     for (size_t i = 0; i < nblocks; i++)
         ht[i] = (int)((i * 2654435761ULL) % nblocks);
     std::vector<char> used(nblocks, 0);
-    for (size_t i = 0; i < nblocks; i++) { // make it a permutation
+    for (size_t i = 0; i < nblocks; i++) {   // make it a permutation
         size_t k = ht[i];
         while (used[k])
             k = (k + 1) % nblocks;

@@ -79,22 +79,29 @@ static kvf_status resolve_spec(sim_cluster *c, const sim_config *cfg, kvf_err *e
     c->spec_seq_tokens = 1 + d->draft_tokens;
     if (mth == SIM_SPEC_DSPARK) {
         if (!has)
-            return kvf_fail(err, KVF_EINVAL, "%s: speculative.method dspark: model %s has no DSpark "
-                            "stack (dspark_* keys in its model file)", where, c->model.name);
+            return kvf_fail(err, KVF_EINVAL,
+                            "%s: speculative.method dspark: model %s has no DSpark "
+                            "stack (dspark_* keys in its model file)",
+                            where, c->model.name);
         if (d->draft_tokens)
-            return kvf_fail(err, KVF_EINVAL, "%s: speculative.method dspark takes its block from the "
-                            "model file; speculative.draft_tokens must be 0, not %u", where,
-                            d->draft_tokens);
+            return kvf_fail(err, KVF_EINVAL,
+                            "%s: speculative.method dspark takes its block from the "
+                            "model file; speculative.draft_tokens must be 0, not %u",
+                            where, d->draft_tokens);
         kvf_status st = mdl_spec_from_model(&c->spec, &c->model, err);
         if (st) return st;
         c->dspark = true;
         c->spec_seq_tokens = c->spec.block;
     } else if (mth == SIM_SPEC_NONE && d->draft_tokens) {
-        return kvf_fail(err, KVF_EINVAL, "%s: speculative.method none with speculative.draft_tokens "
-                        "%u", where, d->draft_tokens);
+        return kvf_fail(err, KVF_EINVAL,
+                        "%s: speculative.method none with speculative.draft_tokens "
+                        "%u",
+                        where, d->draft_tokens);
     } else if (d->spec_method == SIM_SPEC_DRAFT && !d->draft_tokens) {
-        return kvf_fail(err, KVF_EINVAL, "%s: speculative.method draft needs "
-                        "speculative.draft_tokens > 0", where);
+        return kvf_fail(err, KVF_EINVAL,
+                        "%s: speculative.method draft needs "
+                        "speculative.draft_tokens > 0",
+                        where);
     }
     return KVF_OK;
 }
@@ -106,7 +113,8 @@ static double stored_tok(const sim_cluster *c) {
 
 // The model and hardware files, precision over the model's, speculative decoding and the
 // window/replay settings that follow from them.
-static kvf_status load_model(sim_cluster *c, const sim_config *cfg, char *dir, size_t dn, kvf_err *err) {
+static kvf_status load_model(sim_cluster *c, const sim_config *cfg, char *dir, size_t dn,
+                             kvf_err *err) {
     char path[SIM_PATH_MAX];
     sim_config_resolve(cfg, "models", dir, dn);
     sim_config_model_path(cfg, path, sizeof path);
@@ -122,10 +130,12 @@ static kvf_status load_model(sim_cluster *c, const sim_config *cfg, char *dir, s
     // decoder layers (0: the whole chunk)
     if (c->model.decoder_replay_tokens) c->model.decoder_replay_tokens = cfg->kv.swa_replay_tokens;
     if ((st = resolve_spec(c, cfg, err))) return st;
-    c->swa_replay = c->model.window > 0 && c->model.window_layers > 0 && cfg->kv.swa_replay_tokens > 0;
+    c->swa_replay =
+        c->model.window > 0 && c->model.window_layers > 0 && cfg->kv.swa_replay_tokens > 0;
     // a sequence's SWA state (every window layer's window, compressor state): fixed per sequence
     c->swa_seq_bytes = c->model.window && c->model.window_layers
-                           ? mdl_model_swa_bytes_seq(&c->model, c->model.window) : 0;
+                           ? mdl_model_swa_bytes_seq(&c->model, c->model.window)
+                           : 0;
     c->block_bytes = stored_tok(c) * cfg->kv.block_tokens;
     c->kv_bytes_token = c->model.kv_bytes_per_token;
     return KVF_OK;
@@ -147,7 +157,8 @@ static kvf_status pool_kv_capacity(sim_cluster *c, sim_pool *p, int k, double *k
         kvcap *= c->model.kv_bytes_per_token / c->model.kv_bytes_per_token_full;
         cap_tok_bytes = c->model.kv_bytes_per_token_full;
         if (p->cfg->max_batch_requests > 0 && kvcap > 0)
-            kvcap -= KVF_MIN(p->cfg->max_batch_requests * c->swa_seq_bytes / cap_tok_bytes, kvcap / 2);
+            kvcap -=
+                KVF_MIN(p->cfg->max_batch_requests * c->swa_seq_bytes / cap_tok_bytes, kvcap / 2);
     }
     if (p->cfg->kv_tokens > 0) kvcap = (double)p->cfg->kv_tokens;
     if (p->n && k != SIM_POOL_VISION && kvcap < 1) {
@@ -158,7 +169,8 @@ static kvf_status pool_kv_capacity(sim_cluster *c, sim_pool *p, int k, double *k
         return kvf_fail(err, KVF_EINVAL,
                         "%s: model %s (%.1f GB of weights, key 'model') does not fit %d x %s "
                         "GPU(s) (key 'hardware') with room for KV; give more GPUs per "
-                        "instance", where, c->model.name, c->model.weight_bytes / 1e9,
+                        "instance",
+                        where, c->model.name, c->model.weight_bytes / 1e9,
                         p->cfg->gpus_per_instance, p->hw.name);
     }
     *kvcap_out = kvcap;
@@ -175,20 +187,22 @@ static void init_instance(sim_cluster *c, sim_pool *p, int k, uint32_t i, uint32
     sim_inst *in = &c->inst[id];
     in->id = id;
     in->pool = (sim_pool_kind)k;
-    in->ops = k == SIM_POOL_VISION    ? &sim_pool_vision_ops
-              : k == SIM_POOL_DECODE  ? &sim_pool_decode_ops
-              : c->colocated          ? &sim_pool_colocated_ops
-                                      : &sim_pool_prefill_ops;
+    in->ops = k == SIM_POOL_VISION   ? &sim_pool_vision_ops
+              : k == SIM_POOL_DECODE ? &sim_pool_decode_ops
+              : c->colocated         ? &sim_pool_colocated_ops
+                                     : &sim_pool_prefill_ops;
     in->idx = i;
     in->active = !p->scaler || i < p->scaler->initial(c, p);
     // colocated: the instances counted under cluster.decode keep its queue policy and KV
-    in->pcfg = c->colocated && k == SIM_POOL_PREFILL && i >= (uint32_t)cfg->cluster.prefill.instances
-                   ? &cfg->cluster.decode : p->cfg;
+    in->pcfg =
+        c->colocated && k == SIM_POOL_PREFILL && i >= (uint32_t)cfg->cluster.prefill.instances
+            ? &cfg->cluster.decode
+            : p->cfg;
     in->kv_cap = in->pcfg->kv_tokens > 0 ? (double)in->pcfg->kv_tokens : kvcap;
     // decode by running sums where the step model takes them and every sequence
     // emits one token per step
-    in->dsum_on = (k == SIM_POOL_DECODE || (c->colocated && k == SIM_POOL_PREFILL)) &&
-                  p->stepper && p->stepper->vt->decode_sums && cfg->decoding.draft_tokens == 0 && !c->dspark &&
+    in->dsum_on = (k == SIM_POOL_DECODE || (c->colocated && k == SIM_POOL_PREFILL)) && p->stepper &&
+                  p->stepper->vt->decode_sums && cfg->decoding.draft_tokens == 0 && !c->dspark &&
                   cfg->serving.client_timeout_ns <= 0 &&   // aborts visit every sequence
                   !(p->cfg->failures.mtbf_ns > 0) &&       // and so do failures
                   !(o && o->decode_listed);
@@ -196,8 +210,7 @@ static void init_instance(sim_cluster *c, sim_pool *p, int k, uint32_t i, uint32
     // runs of steps where no decode router reads this instance's KV between steps
     in->runs_on = in->dsum_on && !(o && o->decode_single) && !(o && o->timeline_path) &&
                   !(cfg->moe.skew_sd > 0 && c->model.experts) &&
-                  (c->colocated || n_decode == 1 ||
-                   strcmp(cfg->router.decode, "least_kv") != 0);
+                  (c->colocated || n_decode == 1 || strcmp(cfg->router.decode, "least_kv") != 0);
     kvf_rng_init(&in->rng, cfg->seed, 0x1000u + id);
     in->link_dram = in->link_ssd = in->link_xfer = in->link_ssd_write = SIM_NONE;
     uint64_t hbm_blocks = 0, dram_blocks = 0;
@@ -210,17 +223,22 @@ static void init_instance(sim_cluster *c, sim_pool *p, int k, uint32_t i, uint32
             hbm_blocks = (uint64_t)(in->kv_cap * c->hbm_blocks_per_token);
             in->hbm_blocks_max = hbm_blocks;
         }
-        if (cfg->kv.dram.capacity_bytes < 0) dram_blocks = UINT64_MAX;
-        else dram_blocks = (uint64_t)(cfg->kv.dram.capacity_bytes / c->block_bytes);
-        in->link_dram = sim_link_new(c, cfg->kv.dram.read_Bps, (sim_time)cfg->kv.dram.latency_ns, id, SIM_LINK_DRAM);
+        if (cfg->kv.dram.capacity_bytes < 0)
+            dram_blocks = UINT64_MAX;
+        else
+            dram_blocks = (uint64_t)(cfg->kv.dram.capacity_bytes / c->block_bytes);
+        in->link_dram = sim_link_new(c, cfg->kv.dram.read_Bps, (sim_time)cfg->kv.dram.latency_ns,
+                                     id, SIM_LINK_DRAM);
         if (cfg->kv.ssd.capacity_bytes != 0) {
             in->link_ssd = c->link_store != SIM_NONE
                                ? c->link_store
-                               : sim_link_new(c, cfg->kv.ssd.read_Bps, (sim_time)cfg->kv.ssd.latency_ns, id, SIM_LINK_SSD);
+                               : sim_link_new(c, cfg->kv.ssd.read_Bps,
+                                              (sim_time)cfg->kv.ssd.latency_ns, id, SIM_LINK_SSD);
             in->link_ssd_write = sim_link_new(c, cfg->kv.ssd.write_Bps, 0, id, SIM_LINK_SSDW);
         }
         if (!c->colocated)
-            in->link_xfer = sim_link_new(c, cfg->cluster.kv_transfer_Bps, (sim_time)cfg->cluster.net_latency_ns, id, SIM_LINK_XFER);
+            in->link_xfer = sim_link_new(c, cfg->cluster.kv_transfer_Bps,
+                                         (sim_time)cfg->cluster.net_latency_ns, id, SIM_LINK_XFER);
     }
     sim_bcache_init(&in->hbm, hbm_blocks, cfg->kv.retention_ns);
     sim_bcache_init(&in->dram, dram_blocks, cfg->kv.retention_ns);
@@ -247,15 +265,18 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
     // instance's loads, each load no faster than its instance's path (kv_cache.ssd.read_GBps).
     c->link_store = SIM_NONE;
     const sim_tier_cfg *ssd = &cfg->kv.ssd;
-    if (cfg->kv.prefix_cache && ssd->capacity_bytes != 0 && (ssd->store_read_Bps > 0 || ssd->store_iops > 0)) {
+    if (cfg->kv.prefix_cache && ssd->capacity_bytes != 0 &&
+        (ssd->store_read_Bps > 0 || ssd->store_iops > 0)) {
         double bw = ssd->store_read_Bps > 0 ? ssd->store_read_Bps : INFINITY;
         if (ssd->store_iops > 0) bw = KVF_MIN(bw, ssd->store_iops * c->block_bytes);
         c->link_store = sim_link_new(c, bw, (sim_time)ssd->latency_ns, 0, SIM_LINK_SSD);
         c->links[c->link_store].link.flow_cap_Bps = ssd->read_Bps;
     }
     // pools: colocated folds prefill + decode instances into one pool (same GPU count)
-    const sim_pool_cfg *pcfg[SIM_POOLS] = {&cfg->cluster.vision, &cfg->cluster.prefill, &cfg->cluster.decode};
-    uint32_t counts[SIM_POOLS] = {(uint32_t)cfg->cluster.vision.instances, (uint32_t)cfg->cluster.prefill.instances,
+    const sim_pool_cfg *pcfg[SIM_POOLS] = {&cfg->cluster.vision, &cfg->cluster.prefill,
+                                           &cfg->cluster.decode};
+    uint32_t counts[SIM_POOLS] = {(uint32_t)cfg->cluster.vision.instances,
+                                  (uint32_t)cfg->cluster.prefill.instances,
                                   (uint32_t)cfg->cluster.decode.instances};
     if (c->colocated) {
         counts[SIM_POOL_PREFILL] += counts[SIM_POOL_DECODE];
@@ -270,7 +291,8 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
         p->cfg = pcfg[k];
         p->first = id;
         p->n = p->n_active = counts[k];
-        p->scaler = p->cfg->autoscale.metric != SIM_SCALE_NONE && p->n ? &sim_pool_autoscaler : NULL;
+        p->scaler =
+            p->cfg->autoscale.metric != SIM_SCALE_NONE && p->n ? &sim_pool_autoscaler : NULL;
         // the pool's own GPUs and precision (cluster.<pool>.hardware, .precision.*)
         p->model = c->model;
         if (p->cfg->prec_weights || p->cfg->prec_activations)
@@ -292,7 +314,8 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
             init_instance(c, p, k, i, id, kvcap, cap_tok_bytes, counts[SIM_POOL_DECODE]);
     }
     uint64_t ssd_blocks = 0;
-    if (cfg->kv.prefix_cache && cfg->kv.ssd.capacity_bytes < 0) ssd_blocks = UINT64_MAX;
+    if (cfg->kv.prefix_cache && cfg->kv.ssd.capacity_bytes < 0)
+        ssd_blocks = UINT64_MAX;
     else if (cfg->kv.prefix_cache && cfg->kv.ssd.capacity_bytes > 0)
         ssd_blocks = (uint64_t)(cfg->kv.ssd.capacity_bytes / c->block_bytes);
     sim_bcache_init(&c->ssd, ssd_blocks, cfg->kv.retention_ns);
@@ -308,7 +331,8 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
     if (o && o->timeline_path) {
         static const char *pools[SIM_POOLS] = {"vision", "prefill", "decode"};
         const char *names[SIM_POOLS] = {pools[0], c->colocated ? "colocated" : pools[1], pools[2]};
-        kvf_status tst = sim_trace_open(&c->timeline, o->timeline_path, o->timeline_from_s, o->timeline_to_s, names, SIM_POOLS, err);
+        kvf_status tst = sim_trace_open(&c->timeline, o->timeline_path, o->timeline_from_s,
+                                        o->timeline_to_s, names, SIM_POOLS, err);
         if (tst) return tst;
     }
     return KVF_OK;
@@ -330,19 +354,24 @@ static void ev_arrival_read(sim_cluster *c, const sim_event *ev) {
     sim_read_trace(c);
 }
 
-static void ev_arrival(sim_cluster *c, const sim_event *ev) { sim_on_arrival(c, (uint32_t)ev->arg[0]); }
+static void ev_arrival(sim_cluster *c, const sim_event *ev) {
+    sim_on_arrival(c, (uint32_t)ev->arg[0]);
+}
 
 static void ev_step_done(sim_cluster *c, const sim_event *ev) {
     sim_inst_step_done(c, &c->inst[ev->dst]);
 }
 
-static void ev_link(sim_cluster *c, const sim_event *ev) { sim_on_link(c, (uint32_t)ev->arg[0]); }
+static void ev_link(sim_cluster *c, const sim_event *ev) {
+    sim_on_link(c, (uint32_t)ev->arg[0]);
+}
 
 // A swapped-out request is back in HBM: it waits for admission again (its queue time runs
 // from the preemption).
 static void ev_swapin(sim_cluster *c, const sim_event *ev) {
     sim_req *r = sim_req_at(c, (uint32_t)ev->arg[0]);
-    if (r->state != SIM_RS_SWAPPED || r->gen != (uint32_t)ev->arg[1]) return;   // a failure ended it
+    if (r->state != SIM_RS_SWAPPED || r->gen != (uint32_t)ev->arg[1])
+        return;   // a failure ended it
     sim_inst *in = &c->inst[r->dinst];
     sim_req_set_state(r, SIM_RS_DECODE_WAIT);
     sim_rheap_push(&in->dwait, sim_queue_key(c, in->pcfg, r), (uint32_t)ev->arg[0]);
@@ -369,7 +398,9 @@ static void ev_schedule(sim_cluster *c, const sim_event *ev) {
     sim_ev_push(c, c->now + 86400 * KVF_NS_PER_S, SIM_EV_SCHEDULE, 0, ev->arg[0], NULL);
 }
 
-static void ev_frontend(sim_cluster *c, const sim_event *ev) { sim_req_enter(c, (uint32_t)ev->arg[0]); }
+static void ev_frontend(sim_cluster *c, const sim_event *ev) {
+    sim_req_enter(c, (uint32_t)ev->arg[0]);
+}
 
 static void ev_scaled(sim_cluster *c, const sim_event *ev) {
     sim_pool *p = &c->pool[ev->arg[0]];
@@ -377,8 +408,12 @@ static void ev_scaled(sim_cluster *c, const sim_event *ev) {
     p->scaler->started(c, p);
 }
 
-static void ev_fail(sim_cluster *c, const sim_event *ev) { sim_failures_fail(c, &c->inst[ev->dst]); }
-static void ev_repair(sim_cluster *c, const sim_event *ev) { sim_failures_repair(c, &c->inst[ev->dst]); }
+static void ev_fail(sim_cluster *c, const sim_event *ev) {
+    sim_failures_fail(c, &c->inst[ev->dst]);
+}
+static void ev_repair(sim_cluster *c, const sim_event *ev) {
+    sim_failures_repair(c, &c->inst[ev->dst]);
+}
 
 static void ev_timeout(sim_cluster *c, const sim_event *ev) {
     sim_req_timeout(c, (uint32_t)ev->arg[0], ev->arg[1]);
@@ -386,12 +421,18 @@ static void ev_timeout(sim_cluster *c, const sim_event *ev) {
 
 typedef void (*sim_ev_fn)(sim_cluster *c, const sim_event *ev);
 static const sim_ev_fn handlers[SIM_EV_KINDS] = {
-    [SIM_EV_ARRIVAL_READ] = ev_arrival_read, [SIM_EV_ARRIVAL] = ev_arrival,
-    [SIM_EV_STEP_DONE] = ev_step_done,       [SIM_EV_LINK] = ev_link,
-    [SIM_EV_SAMPLE] = ev_sample,             [SIM_EV_SCHEDULE] = ev_schedule,
-    [SIM_EV_SWAPIN] = ev_swapin,             [SIM_EV_FRONTEND] = ev_frontend,
-    [SIM_EV_TIMEOUT] = ev_timeout,           [SIM_EV_SCALED] = ev_scaled,
-    [SIM_EV_FAIL] = ev_fail,                 [SIM_EV_REPAIR] = ev_repair,
+    [SIM_EV_ARRIVAL_READ] = ev_arrival_read,
+    [SIM_EV_ARRIVAL] = ev_arrival,
+    [SIM_EV_STEP_DONE] = ev_step_done,
+    [SIM_EV_LINK] = ev_link,
+    [SIM_EV_SAMPLE] = ev_sample,
+    [SIM_EV_SCHEDULE] = ev_schedule,
+    [SIM_EV_SWAPIN] = ev_swapin,
+    [SIM_EV_FRONTEND] = ev_frontend,
+    [SIM_EV_TIMEOUT] = ev_timeout,
+    [SIM_EV_SCALED] = ev_scaled,
+    [SIM_EV_FAIL] = ev_fail,
+    [SIM_EV_REPAIR] = ev_repair,
 };
 
 kvf_status sim_cluster_loop(sim_cluster *c) {
@@ -401,7 +442,8 @@ kvf_status sim_cluster_loop(sim_cluster *c) {
     sim_ev_push(c, (sim_time)(c->sample_interval_s * 1e9), SIM_EV_SAMPLE, 0, 0, NULL);
     for (int32_t e = 0; e < cfg->cluster.n_schedule; e++) {
         // time-of-day entries repeat daily from the trace start at 00:00 UTC
-        sim_ev_push(c, (sim_time)(cfg->cluster.schedule[e].from_h * 3600e9), SIM_EV_SCHEDULE, 0, (uint64_t)e, NULL);
+        sim_ev_push(c, (sim_time)(cfg->cluster.schedule[e].from_h * 3600e9), SIM_EV_SCHEDULE, 0,
+                    (uint64_t)e, NULL);
     }
     sim_event ev;
     uint64_t n = 0;
@@ -443,13 +485,15 @@ void sim_cluster_free(sim_cluster *c) {
         sim_bcache_free(&in->dram);
     }
     free(c->inst);
-    for (uint32_t i = 0; i < c->n_links; i++) sim_link_free(&c->links[i].link);
+    for (uint32_t i = 0; i < c->n_links; i++)
+        sim_link_free(&c->links[i].link);
     free(c->links);
     for (int k = 0; k < SIM_POOLS; k++) {
         mdl_stepper_destroy(c->pool[k].stepper);
         sim_router_free(&c->pool[k]);
     }
-    for (uint32_t i = 0; i < c->req_cap; i++) free(c->req[i].blocks);
+    for (uint32_t i = 0; i < c->req_cap; i++)
+        free(c->req[i].blocks);
     free(c->req);
     free(c->seqs);
     sim_bcache_free(&c->ssd);

@@ -26,100 +26,105 @@
 #define SIM_NONE UINT32_MAX
 
 enum {
-    SIM_EV_ARRIVAL_READ = 1, // arg0 = slot: an open-loop request reaches the frontend, and the
-                            // trace is read on to the next one
-    SIM_EV_ARRIVAL,         // arg0 = slot: request reaches the frontend (closed-loop turns)
-    SIM_EV_STEP_DONE,       // dst = instance: batch step ends
-    SIM_EV_LINK,            // arg0 = link id: earliest transfer on that link completes
-    SIM_EV_SAMPLE,          // time-series sample
-    SIM_EV_SCHEDULE,        // arg0 = schedule entry: instance counts change
-    SIM_EV_SWAPIN,          // arg0 = slot: swapped-out request is back in HBM
-    SIM_EV_FRONTEND,        // arg0 = slot: the frontend hands the request to the scheduler
-    SIM_EV_TIMEOUT,         // arg0 = slot, arg1 = its arrival seq: its client gives up
-    SIM_EV_SCALED,          // arg0 = pool: an instance it started is ready to serve
-    SIM_EV_FAIL,            // dst = instance: it fails
-    SIM_EV_REPAIR,          // dst = instance: it is back
+    SIM_EV_ARRIVAL_READ = 1,   // arg0 = slot: an open-loop request reaches the frontend, and the
+                               // trace is read on to the next one
+    SIM_EV_ARRIVAL,            // arg0 = slot: request reaches the frontend (closed-loop turns)
+    SIM_EV_STEP_DONE,          // dst = instance: batch step ends
+    SIM_EV_LINK,               // arg0 = link id: earliest transfer on that link completes
+    SIM_EV_SAMPLE,             // time-series sample
+    SIM_EV_SCHEDULE,           // arg0 = schedule entry: instance counts change
+    SIM_EV_SWAPIN,             // arg0 = slot: swapped-out request is back in HBM
+    SIM_EV_FRONTEND,           // arg0 = slot: the frontend hands the request to the scheduler
+    SIM_EV_TIMEOUT,            // arg0 = slot, arg1 = its arrival seq: its client gives up
+    SIM_EV_SCALED,             // arg0 = pool: an instance it started is ready to serve
+    SIM_EV_FAIL,               // dst = instance: it fails
+    SIM_EV_REPAIR,             // dst = instance: it is back
     SIM_EV_KINDS
 };
 
-typedef enum sim_pool_kind { SIM_POOL_VISION = 0, SIM_POOL_PREFILL, SIM_POOL_DECODE, SIM_POOLS } sim_pool_kind;
+typedef enum sim_pool_kind {
+    SIM_POOL_VISION = 0,
+    SIM_POOL_PREFILL,
+    SIM_POOL_DECODE,
+    SIM_POOLS
+} sim_pool_kind;
 typedef enum sim_tier { SIM_TIER_HBM = 0, SIM_TIER_DRAM, SIM_TIER_SSD, SIM_TIERS } sim_tier;
 
 // How a request leaves the run; names as the request table's status column holds them.
 typedef enum sim_outcome {
     SIM_OUT_COMPLETED = 0,
-    SIM_OUT_REJECT_QUEUE,       // a queue was at its queue_limit
-    SIM_OUT_REJECT_SLO,         // the router predicted an SLO miss (ttft_estimate)
-    SIM_OUT_REJECT_NO_INSTANCE, // no active instance in a pool it needs
-    SIM_OUT_REJECT_KV,          // its context can never fit an instance's KV
-    SIM_OUT_TIMEOUT,            // its client gave up (serving.client_timeout_s) and it was aborted
-    SIM_OUT_REJECT_CONTEXT,     // prompt + answer over the model's max_context
-    SIM_OUT_REJECT_FAILURE,     // its instance failed (cluster.<pool>.failures.requests reject)
+    SIM_OUT_REJECT_QUEUE,         // a queue was at its queue_limit
+    SIM_OUT_REJECT_SLO,           // the router predicted an SLO miss (ttft_estimate)
+    SIM_OUT_REJECT_NO_INSTANCE,   // no active instance in a pool it needs
+    SIM_OUT_REJECT_KV,            // its context can never fit an instance's KV
+    SIM_OUT_TIMEOUT,          // its client gave up (serving.client_timeout_s) and it was aborted
+    SIM_OUT_REJECT_CONTEXT,   // prompt + answer over the model's max_context
+    SIM_OUT_REJECT_FAILURE,   // its instance failed (cluster.<pool>.failures.requests reject)
     SIM_OUTCOMES
 } sim_outcome;
 extern const char *const sim_outcome_name[SIM_OUTCOMES];
 
 typedef enum sim_req_state {
     SIM_RS_FREE = 0,
-    SIM_RS_WAITING_PREV,    // closed loop: waits for the previous turn
-    SIM_RS_PENDING,         // arrival scheduled
+    SIM_RS_WAITING_PREV,   // closed loop: waits for the previous turn
+    SIM_RS_PENDING,        // arrival scheduled
     SIM_RS_VISION,
-    SIM_RS_LOADING,         // prefill instance: KV tier loads in flight
-    SIM_RS_PREFILL,         // in a prefill ready queue or batch
-    SIM_RS_TRANSFER,        // KV moving to decode
-    SIM_RS_DECODE_WAIT,     // waiting for decode admission
-    SIM_RS_DECODE,          // running on a decode instance
-    SIM_RS_SWAPPED,         // preempted to DRAM (swap)
+    SIM_RS_LOADING,       // prefill instance: KV tier loads in flight
+    SIM_RS_PREFILL,       // in a prefill ready queue or batch
+    SIM_RS_TRANSFER,      // KV moving to decode
+    SIM_RS_DECODE_WAIT,   // waiting for decode admission
+    SIM_RS_DECODE,        // running on a decode instance
+    SIM_RS_SWAPPED,       // preempted to DRAM (swap)
 } sim_req_state;
 
 typedef struct sim_req {
-    uint64_t id;                // trace id
-    sim_time recorded_ns;       // arrival recorded in the trace
-    sim_time arrival_ns;        // actual arrival at the frontend
-    sim_time first_ns, last_ns; // first/last token times, -1 before
-    sim_time enq_ns;            // when it entered its current queue
-    sim_time queue_ns;          // total time spent queued
+    uint64_t id;                  // trace id
+    sim_time recorded_ns;         // arrival recorded in the trace
+    sim_time arrival_ns;          // actual arrival at the frontend
+    sim_time first_ns, last_ns;   // first/last token times, -1 before
+    sim_time enq_ns;              // when it entered its current queue
+    sim_time queue_ns;            // total time spent queued
     sim_time think_ns;
     int64_t prev_id;
     uint64_t session;
-    uint64_t seq;               // order of arrival, ties in queues
-    uint32_t input, output;     // tokens
-    uint32_t produced;          // output tokens emitted so far
-    uint32_t cached;            // prompt tokens served from cache
-    uint32_t hit[SIM_TIERS];    // cached tokens by tier
-    uint32_t compute_tokens;    // prompt tokens to compute (miss + SWA replay)
-    double work_s;              // step-model seconds of that prefill (router signal)
-    uint32_t computed;          // of those, done
-    uint32_t recompute;         // decode: tokens to recompute after a preemption
+    uint64_t seq;              // order of arrival, ties in queues
+    uint32_t input, output;    // tokens
+    uint32_t produced;         // output tokens emitted so far
+    uint32_t cached;           // prompt tokens served from cache
+    uint32_t hit[SIM_TIERS];   // cached tokens by tier
+    uint32_t compute_tokens;   // prompt tokens to compute (miss + SWA replay)
+    double work_s;             // step-model seconds of that prefill (router signal)
+    uint32_t computed;         // of those, done
+    uint32_t recompute;        // decode: tokens to recompute after a preemption
     uint32_t n_blocks, blocks_cap;
-    uint32_t hit_blocks;        // leading blocks found in the cache at lookup
-    uint32_t blocks_written;    // leading blocks already in this instance's HBM cache
-    uint64_t *blocks;           // chained block ids (buffer kept across reuse of the slot)
-    uint32_t pending_loads;     // tier loads in flight
-    uint32_t next_waiter;       // closed loop: next request waiting on the same prev
-    uint32_t waiters;           // closed loop: first request waiting on this one
+    uint32_t hit_blocks;            // leading blocks found in the cache at lookup
+    uint32_t blocks_written;        // leading blocks already in this instance's HBM cache
+    uint64_t *blocks;               // chained block ids (buffer kept across reuse of the slot)
+    uint32_t pending_loads;         // tier loads in flight
+    uint32_t next_waiter;           // closed loop: next request waiting on the same prev
+    uint32_t waiters;               // closed loop: first request waiting on this one
     uint32_t vinst, pinst, dinst;   // instance ids, SIM_NONE = none
-    uint32_t qpos;              // decode: index in its instance's running array
+    uint32_t qpos;                  // decode: index in its instance's running array
     uint32_t preemptions;
-    uint32_t gen;               // times it was retried after a failure: link flows and swap-ins
-                                // carry it, a stale one is ignored
+    uint32_t gen;   // times it was retried after a failure: link flows and swap-ins
+                    // carry it, a stale one is ignored
     uint16_t images;
     uint8_t cls, flags;
-    uint8_t state;              // sim_req_state
-    uint32_t dgen;              // decode sums: membership generation (stale heap entries)
-    int64_t dctx0;              // decode sums: context - step count of its instance (constant
-                                // while a member: both grow by one per step)
-    uint64_t dk0;               // decode sums: step count when produced/last_ns were synced
-    bool dfin;                  // decode sums: finishes at the step being retired
-    bool in_batch;              // part of the current step of its instance
-    bool scheduled;             // its first prefill chunk was scheduled (prompt accounted)
-    bool abandoned;             // its client gave up: aborted where it next stops
+    uint8_t state;    // sim_req_state
+    uint32_t dgen;    // decode sums: membership generation (stale heap entries)
+    int64_t dctx0;    // decode sums: context - step count of its instance (constant
+                      // while a member: both grow by one per step)
+    uint64_t dk0;     // decode sums: step count when produced/last_ns were synced
+    bool dfin;        // decode sums: finishes at the step being retired
+    bool in_batch;    // part of the current step of its instance
+    bool scheduled;   // its first prefill chunk was scheduled (prompt accounted)
+    bool abandoned;   // its client gave up: aborted where it next stops
 } sim_req;
 
 // A min-heap of request slots by (key, seq): FCFS uses key 0, SPF the prompt length,
 // priority the class.
 typedef struct sim_rheap {
-    uint64_t *key;              // (key << 32 | low bits of seq) packed by the caller
+    uint64_t *key;   // (key << 32 | low bits of seq) packed by the caller
     uint32_t *slot;
     size_t n, cap;
 } sim_rheap;
@@ -130,7 +135,7 @@ typedef struct sim_gheap {
     struct sim_gentry {
         uint64_t key;
         uint32_t slot, gen;
-    } *e;
+    } * e;
     size_t n, cap;
 } sim_gheap;
 
@@ -138,26 +143,25 @@ typedef struct sim_gheap {
 // dctx0_i + k during step k + 1, so the batch is n, sum_ctx = a + n k and, per context cap,
 // the sequences below the cap (n_below, a_below) plus those at it.
 typedef struct sim_dsum {
-    uint64_t k;                 // decode steps completed on the instance
-    uint32_t n;                 // members (each emits one token per step)
-    int64_t a;                  // sum of dctx0 over members
-    uint32_t caps[MDL_CAPS];    // the model's context caps (0 = none)
-    uint32_t n_below[MDL_CAPS]; // members with context + 1 < cap
-    int64_t a_below[MDL_CAPS];  // sum of dctx0 over those
-    sim_gheap below[MDL_CAPS];  // those by the step count at which they reach the cap
-    sim_gheap fin;              // members by the step count after which they finish
-    sim_time last_end;          // end of the last decode step
-    uint32_t *fresh;            // members yet to emit here: their first gap is their own
+    uint64_t k;                   // decode steps completed on the instance
+    uint32_t n;                   // members (each emits one token per step)
+    int64_t a;                    // sum of dctx0 over members
+    uint32_t caps[MDL_CAPS];      // the model's context caps (0 = none)
+    uint32_t n_below[MDL_CAPS];   // members with context + 1 < cap
+    int64_t a_below[MDL_CAPS];    // sum of dctx0 over those
+    sim_gheap below[MDL_CAPS];    // those by the step count at which they reach the cap
+    sim_gheap fin;                // members by the step count after which they finish
+    sim_time last_end;            // end of the last decode step
+    uint32_t *fresh;              // members yet to emit here: their first gap is their own
     uint32_t n_fresh, fresh_cap;
-    uint32_t *recomp;           // running requests whose next step rebuilds their KV
+    uint32_t *recomp;   // running requests whose next step rebuilds their KV
     uint32_t n_recomp, recomp_cap;
-    sim_rheap fin_pos;           // finishing members by running-array position (the order the
-                                // listed path visits them)
+    sim_rheap fin_pos;   // finishing members by running-array position (the order the
+                         // listed path visits them)
 } sim_dsum;
 
-
 typedef struct sim_inst {
-    uint32_t id;                // index in cluster.inst
+    uint32_t id;   // index in cluster.inst
     sim_pool_kind pool;
     const sim_pool_ops *ops;    // what its steps do (sim_pool.h): vision, prefill, decode or
                                 // colocated
@@ -168,43 +172,43 @@ typedef struct sim_inst {
     bool busy;                  // a step is in flight
     bool waiting_loads;         // step compute ended, waits for overlapped loads
     sim_time step_start, step_end;
-    uint64_t step_seq;          // pending STEP_DONE event
-    sim_rheap ready;            // prefill: ready to compute
-    sim_rheap dwait;            // decode: waiting for admission (KV capacity, batch slots)
-    uint32_t *batch;            // slots in the current step
-    uint32_t *chunk;            // prefill tokens of each in this step
+    uint64_t step_seq;   // pending STEP_DONE event
+    sim_rheap ready;     // prefill: ready to compute
+    sim_rheap dwait;     // decode: waiting for admission (KV capacity, batch slots)
+    uint32_t *batch;     // slots in the current step
+    uint32_t *chunk;     // prefill tokens of each in this step
     uint32_t n_batch, batch_cap;
-    uint32_t *running;          // decode: admitted requests
+    uint32_t *running;   // decode: admitted requests
     uint32_t n_running, running_cap;
-    uint32_t n_structured;      // running requests with structured output (mask per step)
-    bool dsum_on;               // decode by running sums (else every sequence is listed)
-    bool runs_on;               // dsum_on, and stretches of identical steps may be one event
-    sim_dsum ds;                // decode sums (dsum_on)
-    sim_time *run_end;          // a run of run_m decode steps in one event: end of each step
-    uint8_t *run_ext;           // each step's cost: 1 extrapolated, 2 a table fallback
-    uint32_t run_m, run_cap;    // steps in the run in flight (0/1: a plain step)
-    uint32_t run_attr;          // of those, steps whose tokens the sampler has counted
-    uint32_t n_loading;         // prefill: requests loading
-    uint32_t n_prefilling;      // colocated: requests holding KV while still in prefill
-    double queued_tokens;       // prefill: tokens still to compute (router signal)
-    double queued_work_s;       // prefill: step-model seconds of the work still to compute,
-                                // attention over each request's context included
-    double kv_used;             // decode/colocated: tokens of KV held
-    double kv_reserved;         // serving.admission reserve: tokens still to come of the running
-                                // requests, held back from admission
-    double kv_cap;              // tokens of KV capacity
-    double busy_ns;             // time stepping
-    double busy_ns_sampled;     // busy_ns at the last sample
-    double stale_queued, stale_kv, stale_work;  // router's stale view
+    uint32_t n_structured;     // running requests with structured output (mask per step)
+    bool dsum_on;              // decode by running sums (else every sequence is listed)
+    bool runs_on;              // dsum_on, and stretches of identical steps may be one event
+    sim_dsum ds;               // decode sums (dsum_on)
+    sim_time *run_end;         // a run of run_m decode steps in one event: end of each step
+    uint8_t *run_ext;          // each step's cost: 1 extrapolated, 2 a table fallback
+    uint32_t run_m, run_cap;   // steps in the run in flight (0/1: a plain step)
+    uint32_t run_attr;         // of those, steps whose tokens the sampler has counted
+    uint32_t n_loading;        // prefill: requests loading
+    uint32_t n_prefilling;     // colocated: requests holding KV while still in prefill
+    double queued_tokens;      // prefill: tokens still to compute (router signal)
+    double queued_work_s;      // prefill: step-model seconds of the work still to compute,
+                               // attention over each request's context included
+    double kv_used;            // decode/colocated: tokens of KV held
+    double kv_reserved;        // serving.admission reserve: tokens still to come of the running
+                               // requests, held back from admission
+    double kv_cap;             // tokens of KV capacity
+    double busy_ns;            // time stepping
+    double busy_ns_sampled;    // busy_ns at the last sample
+    double stale_queued, stale_kv, stale_work;   // router's stale view
     uint32_t stale_n;
-    sim_bcache hbm, dram;       // prefix cache in HBM, DRAM of its node
-    uint64_t hbm_blocks_max;    // serving.prefix_cache free_blocks: the HBM cache's tables (all
-                                // of the KV capacity), its capacity following the free blocks
-    uint32_t link_dram, link_ssd, link_xfer, link_ssd_write;  // link ids, SIM_NONE = none
+    sim_bcache hbm, dram;      // prefix cache in HBM, DRAM of its node
+    uint64_t hbm_blocks_max;   // serving.prefix_cache free_blocks: the HBM cache's tables (all
+                               // of the KV capacity), its capacity following the free blocks
+    uint32_t link_dram, link_ssd, link_xfer, link_ssd_write;   // link ids, SIM_NONE = none
     kvf_rng rng;
-    uint64_t steps;             // batch steps run
-    bool failed;                // down (cluster.<pool>.failures) until its repair
-    kvf_rng frng;               // its failure and repair draws
+    uint64_t steps;   // batch steps run
+    bool failed;      // down (cluster.<pool>.failures) until its repair
+    kvf_rng frng;     // its failure and repair draws
 } sim_inst;
 
 struct sim_cluster;
@@ -215,16 +219,17 @@ typedef uint32_t (*sim_route_fn)(struct sim_cluster *c, struct sim_pool *p, stru
 typedef struct sim_pool {
     sim_pool_kind kind;
     const sim_pool_cfg *cfg;
-    uint32_t first, n;          // instances [first, first+n) in cluster.inst
+    uint32_t first, n;   // instances [first, first+n) in cluster.inst
     uint32_t n_active;
     mdl_stepper *stepper;
-    mdl_model model;            // the model as this pool runs it (its precision)
-    mdl_hardware hw;            // the pool's GPUs (cluster.<pool>.hardware, else the scenario's)
-    uint32_t rr;                // round-robin cursor
-    sim_route_fn route;         // the pool's router, resolved once
-    double (*load)(const struct sim_cluster *, const struct sim_inst *);  // what a min-load
-                                // router minimises (NULL: the router scans or draws)
-    sim_time stale_at;          // the pool's router snapshot time (router.stale_ms)
+    mdl_model model;      // the model as this pool runs it (its precision)
+    mdl_hardware hw;      // the pool's GPUs (cluster.<pool>.hardware, else the scenario's)
+    uint32_t rr;          // round-robin cursor
+    sim_route_fn route;   // the pool's router, resolved once
+    double (*load)(const struct sim_cluster *,
+                   const struct sim_inst *);   // what a min-load
+                                               // router minimises (NULL: the router scans or draws)
+    sim_time stale_at;                         // the pool's router snapshot time (router.stale_ms)
     // Min-load index: a tournament tree over the pool's instances, leaf i = load of instance
     // first + i (+inf when inactive), node = the lower of its children (the left on ties, as
     // a scan in index order picks the first); updated per instance in O(log n).
@@ -232,29 +237,29 @@ typedef struct sim_pool {
     double *lval;
     uint32_t *larg;
     uint32_t lsize;
-    const sim_pool_scaler *scaler;  // load-driven sizing (cluster.<pool>.autoscale), NULL = none
-    uint32_t n_starting;        // instances started, not yet serving (billed)
-    uint32_t n_failed;          // instances down after a failure (billed: the GPUs are held)
-    sim_time scale_last;        // time of the last start or stop
-    double scale_busy_ns;       // busy time of its instances at the last tick
+    const sim_pool_scaler *scaler;   // load-driven sizing (cluster.<pool>.autoscale), NULL = none
+    uint32_t n_starting;             // instances started, not yet serving (billed)
+    uint32_t n_failed;               // instances down after a failure (billed: the GPUs are held)
+    sim_time scale_last;             // time of the last start or stop
+    double scale_busy_ns;            // busy time of its instances at the last tick
     uint64_t scale_ups, scale_downs;
     uint32_t active_min, active_max;   // fewest and most instances serving over the run
-    double gpu_ns;              // integral of active GPUs over time
+    double gpu_ns;                     // integral of active GPUs over time
     sim_time gpu_last;
 } sim_pool;
 
 typedef struct sim_link_ref {
     sim_link link;
     uint32_t inst;
-    uint8_t kind;               // SIM_TIER_DRAM/SSD load, 3 = KV transfer, 4 = SSD write
-    sim_time busy_until;        // SSD write links: end of the writes queued so far
+    uint8_t kind;          // SIM_TIER_DRAM/SSD load, 3 = KV transfer, 4 = SSD write
+    sim_time busy_until;   // SSD write links: end of the writes queued so far
 } sim_link_ref;
 
-typedef struct sim_donemap {    // closed loop: trace id -> completion (open addressing)
+typedef struct sim_donemap {   // closed loop: trace id -> completion (open addressing)
     uint64_t *key;
-    int64_t *done_ns;           // -(slot+1) while in flight
-    uint32_t *tokens;           // input + output of the finished request
-    uint64_t *last_block;       // its last full prompt block id (0 = none)
+    int64_t *done_ns;       // -(slot+1) while in flight
+    uint32_t *tokens;       // input + output of the finished request
+    uint64_t *last_block;   // its last full prompt block id (0 = none)
     uint32_t *n_blocks;
     size_t n, cap;
 } sim_donemap;
@@ -267,12 +272,12 @@ typedef struct sim_cluster {
     sim_queue *q;
     sim_time now;
     trc_reader *reader;
-    struct sim_sampler *sampler;  // workload.sample_rate < 1: requests it drops are skipped
+    struct sim_sampler *sampler;   // workload.sample_rate < 1: requests it drops are skipped
     bool reader_done, read_pending;
-    bool closed_loop;           // the trace may hold closed-loop turns
-    trc_request peek;           // open-loop request read ahead
+    bool closed_loop;   // the trace may hold closed-loop turns
+    trc_request peek;   // open-loop request read ahead
     bool have_peek;
-    sim_req *req;               // slots
+    sim_req *req;   // slots
     uint32_t n_req, req_cap, free_req;
     sim_inst *inst;
     uint32_t n_inst;
@@ -281,58 +286,66 @@ typedef struct sim_cluster {
     sim_link_ref *links;
     size_t n_links, links_cap;
     sim_bcache ssd;
-    double block_bytes;         // bytes of one stored block
-    double kv_bytes_token;      // bytes per token moved prefill -> decode
-    uint32_t link_store;        // the SSD store's shared read link (store_read_GBps or
-                                // store_iops set), SIM_NONE = each instance its own path
-    sim_time store_busy_until;  // the store's write-downs queued so far (store_write_GBps)
-    double hbm_blocks_per_token;  // HBM prefix-cache blocks one token of KV capacity holds
-    bool swa_replay;            // hybrid model with bounded replay
-    bool dspark;                // decode steps verify DSpark blocks (speculative.method)
-    mdl_spec spec;              // the model's DSpark stack (dspark only)
-    uint32_t spec_seq_tokens;   // tokens one decoding sequence computes per step (1 + drafts,
-                                // or the DSpark block)
-    double swa_seq_bytes;       // fixed SWA state of one sequence (window + compressor state)
+    double block_bytes;            // bytes of one stored block
+    double kv_bytes_token;         // bytes per token moved prefill -> decode
+    uint32_t link_store;           // the SSD store's shared read link (store_read_GBps or
+                                   // store_iops set), SIM_NONE = each instance its own path
+    sim_time store_busy_until;     // the store's write-downs queued so far (store_write_GBps)
+    double hbm_blocks_per_token;   // HBM prefix-cache blocks one token of KV capacity holds
+    bool swa_replay;               // hybrid model with bounded replay
+    bool dspark;                   // decode steps verify DSpark blocks (speculative.method)
+    mdl_spec spec;                 // the model's DSpark stack (dspark only)
+    uint32_t spec_seq_tokens;      // tokens one decoding sequence computes per step (1 + drafts,
+                                   // or the DSpark block)
+    double swa_seq_bytes;          // fixed SWA state of one sequence (window + compressor state)
     sim_donemap done;
     uint64_t arrived, completed, rejected, in_flight, seq;
     sim_time last_arrival_ns, first_arrival_ns;
     mdl_seq *seqs;
     size_t seqs_cap;
     sim_metrics m;
-    rpt_econ_input econ_in;     // tokens by class and peak/off-peak for the economics
+    rpt_econ_input econ_in;   // tokens by class and peak/off-peak for the economics
     rpt_db *db;
-    kvf_err *err;               // first error inside a handler stops the run
+    kvf_err *err;   // first error inside a handler stops the run
     kvf_status status;
-    kvf_rng rng_route;          // the p2c router's draws
-    kvf_rng rng_structured;     // which requests ask for structured output
-    kvf_rng rng_skew;           // the hottest EP GPU's load, step to step
-    double ep_skew_base;        // MoE skew after the redundant-expert balancer
-    struct sim_trace *timeline; // Chrome / Perfetto trace (--trace-out, sim_trace.h), NULL = off
-    rpt_progress progress;      // bar on stderr (terminals only)
+    kvf_rng rng_route;            // the p2c router's draws
+    kvf_rng rng_structured;       // which requests ask for structured output
+    kvf_rng rng_skew;             // the hottest EP GPU's load, step to step
+    double ep_skew_base;          // MoE skew after the redundant-expert balancer
+    struct sim_trace *timeline;   // Chrome / Perfetto trace (--trace-out, sim_trace.h), NULL = off
+    rpt_progress progress;        // bar on stderr (terminals only)
     bool show_progress;
     uint32_t dgen;              // decode-sum membership generations handed out
     double sample_interval_s;   // time-series sampling interval (sim.sample_interval_s or 10)
     // SLOs by class, resolved at init: a request meets its class's when each bounded metric is
     // within the bound of the highest percentile given for it (NaN = unbounded)
     double slo_req_ms[TRC_CLASS_COUNT][SIM_SLO_METRICS];
-    bool slo_by_class;          // some class has bounds of its own (per-class samples kept)
+    bool slo_by_class;   // some class has bounds of its own (per-class samples kept)
 } sim_cluster;
 
 // ---- calls between the cluster's rooms (sim/README.md) ----------------------------------
 enum { SIM_RUN_MAX = 4096 };   // most decode steps one run event stands for (pool_decode.c)
-typedef enum sim_link_kind { SIM_LINK_DRAM = 0, SIM_LINK_SSD = 1, SIM_LINK_XFER = 3, SIM_LINK_SSDW = 4 } sim_link_kind;
+typedef enum sim_link_kind {
+    SIM_LINK_DRAM = 0,
+    SIM_LINK_SSD = 1,
+    SIM_LINK_XFER = 3,
+    SIM_LINK_SSDW = 4
+} sim_link_kind;
 extern const char *const sim_link_what[];   // what a link kind carries, as the timeline names it
 
-static inline sim_req *sim_req_at(sim_cluster *c, uint32_t slot) { return &c->req[slot]; }
+static inline sim_req *sim_req_at(sim_cluster *c, uint32_t slot) {
+    return &c->req[slot];
+}
 
 static inline void sim_ev_push(sim_cluster *c, sim_time t, uint16_t kind, uint32_t dst, uint64_t a0,
-                    uint64_t *seq_out) {
+                               uint64_t *seq_out) {
     sim_event ev = {.t = t, .dst = dst, .kind = kind, .arg = {a0, 0}};
     uint64_t s = sim_queue_push(c->q, &ev);
     if (seq_out) *seq_out = s;
 }
 
-static inline void sim_ev_push2(sim_cluster *c, sim_time t, uint16_t kind, uint64_t a0, uint64_t a1) {
+static inline void sim_ev_push2(sim_cluster *c, sim_time t, uint16_t kind, uint64_t a0,
+                                uint64_t a1) {
     sim_event ev = {.t = t, .dst = 0, .kind = kind, .arg = {a0, a1}};
     sim_queue_push(c->q, &ev);
 }
@@ -341,13 +354,17 @@ static inline void sim_fail_run(sim_cluster *c, kvf_status st) {
     if (c->status == KVF_OK) c->status = st;
 }
 
-static inline sim_pool *sim_pool_of(sim_cluster *c, const sim_inst *in) { return &c->pool[in->pool]; }
+static inline sim_pool *sim_pool_of(sim_cluster *c, const sim_inst *in) {
+    return &c->pool[in->pool];
+}
 
 static inline uint32_t sim_inst_queue_len(const sim_inst *in) {
     return (uint32_t)(in->ready.n + in->n_loading + in->dwait.n);
 }
 
-static inline uint32_t sim_req_ctx_tokens(const sim_req *r) { return r->input + r->produced - 1; }
+static inline uint32_t sim_req_ctx_tokens(const sim_req *r) {
+    return r->input + r->produced - 1;
+}
 
 static inline void sim_seqs_reserve(sim_cluster *c, size_t n) {
     if (n > c->seqs_cap) kvf_grow((void **)&c->seqs, &c->seqs_cap, n, sizeof *c->seqs);
@@ -396,9 +413,9 @@ void sim_on_link(sim_cluster *c, uint32_t id);
 
 // cluster/sim_step.c
 void sim_step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, uint32_t images,
-                      const mdl_decode_sum *ds, mdl_step_cost *out);
+                   const mdl_decode_sum *ds, mdl_step_cost *out);
 void sim_step_begin(sim_cluster *c, sim_inst *in, const mdl_step_cost *k, uint32_t n,
-                       uint64_t tokens);
+                    uint64_t tokens);
 void sim_inst_kick(sim_cluster *c, sim_inst *in);
 void sim_inst_form_step(sim_cluster *c, sim_inst *in);
 void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill);
@@ -417,7 +434,8 @@ void sim_tier_write_blocks(sim_cluster *c, sim_inst *in, sim_req *r, uint32_t up
 
 // cluster/pools/pool_prefill.c
 void sim_prefill_count_work(sim_cluster *c, const sim_req *r, uint32_t replay);
-void sim_prefill_set_prefix(sim_cluster *c, sim_req *r, uint32_t nb, const uint32_t tiers[SIM_TIERS]);
+void sim_prefill_set_prefix(sim_cluster *c, sim_req *r, uint32_t nb,
+                            const uint32_t tiers[SIM_TIERS]);
 void sim_prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot);
 void sim_prefill_first_schedule(sim_cluster *c, sim_inst *in, sim_req *r);
 void sim_prefill_route(sim_cluster *c, uint32_t slot);

@@ -40,7 +40,9 @@ void sim_link_send(sim_cluster *c, uint32_t id, double bytes, uint64_t tag) {
             c->store_busy_until = s0 + (sim_time)llround(bytes / sw * 1e9);
             if (c->store_busy_until > lr->busy_until) lr->busy_until = c->store_busy_until;
         }
-        if (c->timeline) sim_trace_flow(c->timeline, start, lr->busy_until, c->inst[lr->inst].pool, c->inst[lr->inst].idx, sim_link_what[lr->kind], bytes);
+        if (c->timeline)
+            sim_trace_flow(c->timeline, start, lr->busy_until, c->inst[lr->inst].pool,
+                           c->inst[lr->inst].idx, sim_link_what[lr->kind], bytes);
         double backlog = (double)(lr->busy_until - c->now) * 1e-9;
         if (backlog > c->m.ssd_write_backlog_s_peak) c->m.ssd_write_backlog_s_peak = backlog;
         return;
@@ -48,7 +50,9 @@ void sim_link_send(sim_cluster *c, uint32_t id, double bytes, uint64_t tag) {
     // latency is charged as bytes at line rate so it shares the one completion event
     double rate1 = l->flow_cap_Bps > 0 ? sim_link_flow_rate(l, 1) : l->Bps;   // one flow alone
     sim_link_add(l, c->now, bytes + (double)l->latency_ns * 1e-9 * rate1, tag);
-    if (c->timeline) sim_trace_flow_begin(c->timeline, c->now, c->inst[lr->inst].pool, c->inst[lr->inst].idx, sim_link_what[lr->kind], (uint64_t)id << 32 | tag, bytes);
+    if (c->timeline)
+        sim_trace_flow_begin(c->timeline, c->now, c->inst[lr->inst].pool, c->inst[lr->inst].idx,
+                             sim_link_what[lr->kind], (uint64_t)id << 32 | tag, bytes);
     sim_link_rearm(c, id);
 }
 
@@ -72,7 +76,9 @@ void sim_on_link(sim_cluster *c, uint32_t id) {
         uint32_t slot = (uint32_t)tag;
         sim_req *r = sim_req_at(c, slot);
         if ((uint32_t)(tag >> 32) != r->gen) continue;   // for a try that a failure ended
-        if (c->timeline) sim_trace_flow_end(c->timeline, c->now, in->pool, in->idx, sim_link_what[lr->kind], (uint64_t)id << 32 | tag);
+        if (c->timeline)
+            sim_trace_flow_end(c->timeline, c->now, in->pool, in->idx, sim_link_what[lr->kind],
+                               (uint64_t)id << 32 | tag);
         if (lr->kind == SIM_LINK_XFER) {
             sim_inst *d = &c->inst[r->dinst];
             d->ops->enqueue(c, d, slot);
@@ -94,4 +100,5 @@ void sim_on_link(sim_cluster *c, uint32_t id) {
 }
 
 // what a link carries, as the trace names its track (sim_trace.h)
-const char *const sim_link_what[] = {"DRAM read", "SSD read", "link", "KV transfer out", "SSD write"};
+const char *const sim_link_what[] = {"DRAM read", "SSD read", "link", "KV transfer out",
+                                     "SSD write"};

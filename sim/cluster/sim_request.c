@@ -90,7 +90,8 @@ void sim_rheap_free(sim_rheap *h) {
 
 static size_t done_find(const sim_donemap *d, uint64_t id) {
     size_t mask = d->cap - 1, i = (size_t)kvf_hash64(id) & mask;
-    while (d->key[i] != UINT64_MAX && d->key[i] != id) i = (i + 1) & mask;
+    while (d->key[i] != UINT64_MAX && d->key[i] != id)
+        i = (i + 1) & mask;
     return i;
 }
 
@@ -172,7 +173,8 @@ static uint32_t req_from_trace(sim_cluster *c, const trc_request *t) {
     uint32_t slot = req_alloc(c);
     sim_req *r = sim_req_at(c, slot);
     uint64_t *blocks = r->blocks;
-    uint32_t cap = r->blocks_cap, gen = r->gen + 1;   // flows of the slot's last occupant stay stale
+    uint32_t cap = r->blocks_cap,
+             gen = r->gen + 1;   // flows of the slot's last occupant stay stale
     memset(r, 0, sizeof *r);
     r->gen = gen;
     r->blocks = blocks;
@@ -252,7 +254,8 @@ void sim_req_write_row(sim_cluster *c, const sim_req *r, sim_outcome out) {
         .id = r->id,
         .cls = trc_class_name(r->cls),
         .session = r->session,
-        .arrival_s = r->arrival_ns >= 0 ? (double)r->arrival_ns * 1e-9 : (double)r->recorded_ns * 1e-9,
+        .arrival_s =
+            r->arrival_ns >= 0 ? (double)r->arrival_ns * 1e-9 : (double)r->recorded_ns * 1e-9,
         .input_tokens = r->input,
         .cached_tokens = r->cached,
         .output_tokens = r->produced,
@@ -260,8 +263,8 @@ void sim_req_write_row(sim_cluster *c, const sim_req *r, sim_outcome out) {
         .prefill_instance = r->pinst == SIM_NONE ? -1 : (int32_t)c->inst[r->pinst].idx,
         .decode_instance = r->dinst == SIM_NONE ? -1 : (int32_t)c->inst[r->dinst].idx,
         .ttft_s = r->first_ns >= 0 ? (double)(r->first_ns - r->arrival_ns) * 1e-9 : NAN,
-        .tpot_s = r->produced > 1 ? (double)(r->last_ns - r->first_ns) * 1e-9 / (r->produced - 1)
-                                  : NAN,
+        .tpot_s =
+            r->produced > 1 ? (double)(r->last_ns - r->first_ns) * 1e-9 / (r->produced - 1) : NAN,
         .e2e_s = out == SIM_OUT_COMPLETED ? (double)(c->now - r->arrival_ns) * 1e-9 : NAN,
         .queue_s = (double)r->queue_ns * 1e-9,
         .status = sim_outcome_name[out],
@@ -305,8 +308,8 @@ void sim_req_finish(sim_cluster *c, uint32_t slot, sim_outcome out) {
         }
         // its class's SLO (a single token has no TPOT: that bound holds)
         const double *lim = c->slo_req_ms[r->cls];
-        bool good = !(ttft > lim[SIM_SLO_TTFT]) && !(tpot > lim[SIM_SLO_TPOT]) &&
-                    !(e2e > lim[SIM_SLO_E2E]);
+        bool good =
+            !(ttft > lim[SIM_SLO_TTFT]) && !(tpot > lim[SIM_SLO_TPOT]) && !(e2e > lim[SIM_SLO_E2E]);
         if (good) {
             c->m.slo_ok++;
             c->m.cls_good[r->cls]++;
@@ -348,12 +351,18 @@ void sim_req_finish(sim_cluster *c, uint32_t slot, sim_outcome out) {
 
 void sim_req_reject(sim_cluster *c, uint32_t slot, sim_outcome why) {
     KVF_ASSERT(why != SIM_OUT_COMPLETED && why < SIM_OUTCOMES);
-    if (why == SIM_OUT_REJECT_QUEUE) c->m.rejected_queue++;
-    else if (why == SIM_OUT_REJECT_SLO) c->m.rejected_slo++;
-    else if (why == SIM_OUT_TIMEOUT) c->m.rejected_timeout++;
-    else if (why == SIM_OUT_REJECT_CONTEXT) c->m.rejected_context++;
-    else if (why == SIM_OUT_REJECT_FAILURE) c->m.rejected_failure++;
-    else c->m.rejected_fit++;
+    if (why == SIM_OUT_REJECT_QUEUE)
+        c->m.rejected_queue++;
+    else if (why == SIM_OUT_REJECT_SLO)
+        c->m.rejected_slo++;
+    else if (why == SIM_OUT_TIMEOUT)
+        c->m.rejected_timeout++;
+    else if (why == SIM_OUT_REJECT_CONTEXT)
+        c->m.rejected_context++;
+    else if (why == SIM_OUT_REJECT_FAILURE)
+        c->m.rejected_failure++;
+    else
+        c->m.rejected_fit++;
     sim_req_finish(c, slot, why);
 }
 
@@ -362,7 +371,8 @@ void sim_on_arrival(sim_cluster *c, uint32_t slot) {
     r->arrival_ns = c->now;
     r->seq = c->seq++;
     c->arrived++;
-    if (c->cfg->decoding.structured_share > 0 && kvf_rng_uniform(&c->rng_structured) < c->cfg->decoding.structured_share)
+    if (c->cfg->decoding.structured_share > 0 &&
+        kvf_rng_uniform(&c->rng_structured) < c->cfg->decoding.structured_share)
         r->flags |= TRC_F_STRUCTURED;
     c->m.output_requested += r->output;
     c->m.cls_arrived[r->cls]++;
@@ -370,8 +380,9 @@ void sim_on_arrival(sim_cluster *c, uint32_t slot) {
     c->last_arrival_ns = c->now;
     const sim_serving_cfg *sv = &c->cfg->serving;
     if (sv->client_timeout_ns > 0)   // the client gives up this long after it sent the request
-        sim_ev_push2(c, c->now + (sim_time)llround(sv->client_timeout_ns), SIM_EV_TIMEOUT, slot, r->seq);
-    if (sv->frontend_ns > 0) {       // HTTP, tokenisation: the scheduler sees it later
+        sim_ev_push2(c, c->now + (sim_time)llround(sv->client_timeout_ns), SIM_EV_TIMEOUT, slot,
+                     r->seq);
+    if (sv->frontend_ns > 0) {   // HTTP, tokenisation: the scheduler sees it later
         sim_ev_push(c, c->now + (sim_time)llround(sv->frontend_ns), SIM_EV_FRONTEND, 0, slot, NULL);
         return;
     }
@@ -400,7 +411,8 @@ void sim_req_enter(sim_cluster *c, uint32_t slot) {
         if (r->input + r->output > maxc) {
             uint32_t keep = maxc - r->output, bt = c->cfg->kv.block_tokens;
             uint32_t drop = r->n_blocks > keep / bt ? r->n_blocks - keep / bt : 0;
-            if (drop) memmove(r->blocks, r->blocks + drop, (r->n_blocks - drop) * sizeof *r->blocks);
+            if (drop)
+                memmove(r->blocks, r->blocks + drop, (r->n_blocks - drop) * sizeof *r->blocks);
             r->n_blocks -= drop;
             r->input = keep;
         }

@@ -49,8 +49,8 @@ static void step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, 
         double sk = c->ep_skew_base + c->cfg->moe.skew_sd * kvf_rng_normal(&c->rng_skew);
         p->stepper->par.ep_skew = sk > 1 ? sk : 1;
     }
-    mdl_batch b = {.phase = phase, .seqs = c->seqs, .n = n, .images = images,
-                   .dsum = ds && ds->n ? ds : NULL};
+    mdl_batch b = {
+        .phase = phase, .seqs = c->seqs, .n = n, .images = images, .dsum = ds && ds->n ? ds : NULL};
     stepper_cost(c, p, &b, nv, out);
     const sim_serving_cfg *sv = &c->cfg->serving;
     if (sv->step_overhead_ns > 0 || sv->step_overhead_seq_ns > 0) {
@@ -88,11 +88,15 @@ double sim_cluster_prefill_s(sim_cluster *c, sim_pool *p, uint32_t tokens, uint3
 
 // n sequences computing tokens new tokens in all (timeline only).
 void sim_step_begin(sim_cluster *c, sim_inst *in, const mdl_step_cost *k, uint32_t n,
-                       uint64_t tokens) {
+                    uint64_t tokens) {
     if (c->timeline) {
         static const char *names[] = {"prefill", "decode", "mixed", "vision"};
-        int ph = in->pool == SIM_POOL_VISION ? 3 : in->n_running && in->n_batch ? 2 : in->n_running ? 1 : 0;
-        sim_trace_step(c->timeline, c->now, k->ns, in->pool, in->idx, names[ph], n, tokens, k->flops, k->bytes);
+        int ph = in->pool == SIM_POOL_VISION    ? 3
+                 : in->n_running && in->n_batch ? 2
+                 : in->n_running                ? 1
+                                                : 0;
+        sim_trace_step(c->timeline, c->now, k->ns, in->pool, in->idx, names[ph], n, tokens,
+                       k->flops, k->bytes);
     }
     in->busy = true;
     in->step_start = c->now;
@@ -144,7 +148,8 @@ static uint32_t graph_pad(sim_cluster *c, sim_inst *in, mdl_decode_sum *ds, uint
         return listed;
     }
     sim_seqs_reserve(c, listed + pad);
-    for (uint32_t i = 0; i < pad; i++) c->seqs[listed + i] = (mdl_seq){1, 0};
+    for (uint32_t i = 0; i < pad; i++)
+        c->seqs[listed + i] = (mdl_seq){1, 0};
     return listed + pad;
 }
 
@@ -158,7 +163,8 @@ static uint32_t graph_pad_verify(sim_cluster *c, uint32_t nv, uint32_t n) {
     if (!pad) return nv;
     sim_seqs_reserve(c, n + pad);
     memmove(c->seqs + nv + pad, c->seqs + nv, (n - nv) * sizeof *c->seqs);
-    for (uint32_t i = 0; i < pad; i++) c->seqs[nv + i] = (mdl_seq){c->spec_seq_tokens, 0};
+    for (uint32_t i = 0; i < pad; i++)
+        c->seqs[nv + i] = (mdl_seq){c->spec_seq_tokens, 0};
     return nv + pad;
 }
 
@@ -173,9 +179,9 @@ void sim_inst_form_step(sim_cluster *c, sim_inst *in) {
 void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill) {
     sim_pool *p = sim_pool_of(c, in);
     mdl_step_cost k;
-    uint32_t n = 0;        // sequences listed in c->seqs
-    uint32_t ndec = 0;     // decoding sequences, listed or summed
-    uint32_t nv = 0;       // DSpark: verifying sequences, listed first
+    uint32_t n = 0;      // sequences listed in c->seqs
+    uint32_t ndec = 0;   // decoding sequences, listed or summed
+    uint32_t nv = 0;     // DSpark: verifying sequences, listed first
     mdl_phase phase = MDL_PREFILL;
     mdl_decode_sum ds = {0};
     uint64_t tokens = 0;
@@ -197,14 +203,16 @@ void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill
             sim_seqs_reserve(c, in->n_running);
             for (uint32_t i = 0; i < in->n_running; i++) {
                 sim_req *r = sim_req_at(c, in->running[i]);
-                if (!r->recompute) c->seqs[nv++] = (mdl_seq){c->spec_seq_tokens, sim_req_ctx_tokens(r)};
+                if (!r->recompute)
+                    c->seqs[nv++] = (mdl_seq){c->spec_seq_tokens, sim_req_ctx_tokens(r)};
             }
             n = nv;
             for (uint32_t i = 0; i < in->n_running; i++) {
                 sim_req *r = sim_req_at(c, in->running[i]);
                 if (r->recompute) c->seqs[n++] = (mdl_seq){r->recompute, 0};
             }
-            for (uint32_t i = 0; i < n; i++) tokens += c->seqs[i].new_tokens;
+            for (uint32_t i = 0; i < n; i++)
+                tokens += c->seqs[i].new_tokens;
         } else {
             sim_seqs_reserve(c, in->n_running);
             for (uint32_t i = 0; i < in->n_running; i++) {
@@ -228,9 +236,12 @@ void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill
             memmove(in->batch, in->batch + n, in->n_batch * sizeof *in->batch);
             memmove(in->chunk, in->chunk + n, in->n_batch * sizeof *in->chunk);
         }
-        for (uint32_t i = 0; i < in->n_batch; i++) tokens += in->chunk[i];
-        if (ndec && in->n_batch) phase = MDL_MIXED;
-        else if (in->n_batch) phase = MDL_PREFILL;
+        for (uint32_t i = 0; i < in->n_batch; i++)
+            tokens += in->chunk[i];
+        if (ndec && in->n_batch)
+            phase = MDL_MIXED;
+        else if (in->n_batch)
+            phase = MDL_PREFILL;
         n = n2;
     }
     if (!ndec && !in->n_batch) return;
@@ -242,7 +253,8 @@ void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill
         n = graph_pad(c, in, &ds, n);
     }
     step_cost(c, p, phase, n, nv, 0, &ds, &k);
-    if (in->n_structured) k.ns += (sim_time)(in->n_structured * c->cfg->decoding.structured_mask_ns);
+    if (in->n_structured)
+        k.ns += (sim_time)(in->n_structured * c->cfg->decoding.structured_mask_ns);
     in->run_m = 0;
     in->run_attr = 0;
     if (in->runs_on && phase == MDL_DECODE && !n && ds.n && !in->dwait.n && !in->ready.n) {
@@ -267,7 +279,8 @@ void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill
                 graph_pad(c, in, &dj, 0);
                 mdl_step_cost kj;
                 sim_step_cost(c, p, MDL_DECODE, 0, 0, &dj, &kj);
-                if (in->n_structured) kj.ns += (sim_time)(in->n_structured * c->cfg->decoding.structured_mask_ns);
+                if (in->n_structured)
+                    kj.ns += (sim_time)(in->n_structured * c->cfg->decoding.structured_mask_ns);
                 in->run_end[j] = in->run_end[j - 1] + kj.ns;
                 in->run_ext[j] = (uint8_t)(kj.extrapolated | kj.table_fallback << 1);
             }
@@ -320,10 +333,14 @@ void sim_step_settle_batch(sim_cluster *c, sim_inst *in, bool decode) {
         in->queued_work_s -= done_s;
         if (in->queued_work_s < 0) in->queued_work_s = 0;
         // prompt tokens whose KV exists: the hit prefix (minus replayed tokens) + computed
-        sim_tier_write_blocks(c, in, r, (r->input - r->compute_tokens + r->computed) / c->cfg->kv.block_tokens);
-        if (r->abandoned && r->computed < r->compute_tokens) sim_prefill_abort(c, in, slot);
-        else if (r->computed >= r->compute_tokens) sim_prefill_finish(c, in, slot);
-        else sim_rheap_push(&in->ready, sim_queue_key(c, in->pcfg, r), slot);
+        sim_tier_write_blocks(
+            c, in, r, (r->input - r->compute_tokens + r->computed) / c->cfg->kv.block_tokens);
+        if (r->abandoned && r->computed < r->compute_tokens)
+            sim_prefill_abort(c, in, slot);
+        else if (r->computed >= r->compute_tokens)
+            sim_prefill_finish(c, in, slot);
+        else
+            sim_rheap_push(&in->ready, sim_queue_key(c, in->pcfg, r), slot);
     }
     in->n_batch = 0;
     if (decode) sim_decode_preempt(c, in);

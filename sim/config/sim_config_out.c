@@ -21,9 +21,14 @@
 
 // Paths are written absolute (resolved as the run resolved them), so the config runs the same
 // from any folder.
-static const char *const path_keys[] = {"model", "hardware", "profile", "workload.trace",
-                                        "cluster.vision.hardware", "cluster.prefill.hardware",
-                                        "cluster.decode.hardware", NULL};
+static const char *const path_keys[] = {"model",
+                                        "hardware",
+                                        "profile",
+                                        "workload.trace",
+                                        "cluster.vision.hardware",
+                                        "cluster.prefill.hardware",
+                                        "cluster.decode.hardware",
+                                        NULL};
 
 // The object at dotted prefix below root, created on the way ("a.b" of "a.b.c").
 static json_t *json_section(json_t *root, const char *key, const char **leaf) {
@@ -45,7 +50,6 @@ static json_t *json_section(json_t *root, const char *key, const char **leaf) {
     return o;
 }
 
-
 // The file value that stores back exactly (x * scale rounds to the stored value).
 
 static json_t *num_json(double x, bool whole) {
@@ -61,14 +65,16 @@ static json_t *leaf_json(const sim_config *c, const keydef *d) {
         for (int i = 0; path_keys[i]; i++)
             if (!strcmp(d->key, path_keys[i]) && *src) {
                 char path[SIM_PATH_MAX + 160];
-                if (!strcmp(d->key, "model")) sim_config_model_path(c, path, sizeof path);
-                else if (!strcmp(d->key, "hardware")) sim_config_hardware_path(c, path, sizeof path);
+                if (!strcmp(d->key, "model"))
+                    sim_config_model_path(c, path, sizeof path);
+                else if (!strcmp(d->key, "hardware"))
+                    sim_config_hardware_path(c, path, sizeof path);
                 else if (kvf_endswith(d->key, ".hardware")) {
                     sim_pool_cfg pc = {0};
                     snprintf(pc.hardware, sizeof pc.hardware, "%s", src);
                     sim_config_pool_hardware_path(c, &pc, path, sizeof path);
-                }
-                else sim_config_resolve(c, src, path, sizeof path);
+                } else
+                    sim_config_resolve(c, src, path, sizeof path);
                 if (path[0] != '/') {   // relative to the current folder: make it absolute
                     char *real = realpath(path, NULL);
                     if (real) snprintf(path, sizeof path, "%s", real);
@@ -81,7 +87,8 @@ static json_t *leaf_json(const sim_config *c, const keydef *d) {
         return *src ? json_string(src) : json_null();
     case K_ENUM: {
         int i = *(const int *)src, n = 0;
-        while (d->names[n]) n++;
+        while (d->names[n])
+            n++;
         return i >= 0 && i < n ? json_string(d->names[i]) : json_null();
     }
     case K_FMT:
@@ -103,8 +110,10 @@ static json_t *leaf_json(const sim_config *c, const keydef *d) {
         int64_t ns = *(const int64_t *)src;
         char buf[48];
         if (ns < 0) return json_string("never");
-        if (ns % KVF_NS_PER_S == 0) snprintf(buf, sizeof buf, "%llds", (long long)(ns / KVF_NS_PER_S));
-        else return json_real((double)ns * 1e-9);   // bare number = seconds
+        if (ns % KVF_NS_PER_S == 0)
+            snprintf(buf, sizeof buf, "%llds", (long long)(ns / KVF_NS_PER_S));
+        else
+            return json_real((double)ns * 1e-9);   // bare number = seconds
         return json_string(buf);
     }
     case K_CAP: {
@@ -154,7 +163,8 @@ json_t *sim_config_to_json(const sim_config *c) {
             json_object_set_new(o, "value", json_real(p->value));
             if (!isnan(p->high)) json_object_set_new(o, "high", json_real(p->high));
             json_object_set_new(o, "role", json_string(p->output ? "output" : "input"));
-            if (p->summary_key[0]) json_object_set_new(o, "summary_key", json_string(p->summary_key));
+            if (p->summary_key[0])
+                json_object_set_new(o, "summary_key", json_string(p->summary_key));
             json_object_set_new(o, "scale", json_real(p->scale));
             if (p->unit[0]) json_object_set_new(o, "unit", json_string(p->unit));
             if (p->rests_on[0]) json_object_set_new(o, "rests_on", json_string(p->rests_on));
@@ -203,16 +213,16 @@ static int emit_json(yaml_emitter_t *em, const json_t *v) {
         bool flat = true;   // a list of numbers is written on one line
         for (size_t i = 0; i < json_array_size(v); i++)
             flat = flat && !json_is_object(json_array_get(v, i));
-        if (!yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1,
-                                                  flat ? YAML_FLOW_SEQUENCE_STYLE
-                                                       : YAML_BLOCK_SEQUENCE_STYLE) ||
+        if (!yaml_sequence_start_event_initialize(
+                &ev, NULL, NULL, 1, flat ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE) ||
             !yaml_emitter_emit(em, &ev))
             return 0;
         for (size_t i = 0; i < json_array_size(v); i++)
             if (!emit_json(em, json_array_get(v, i))) return 0;
         return yaml_sequence_end_event_initialize(&ev) && yaml_emitter_emit(em, &ev);
     }
-    if (json_is_string(v)) return emit_scalar(em, json_string_value(v), needs_quotes(json_string_value(v)));
+    if (json_is_string(v))
+        return emit_scalar(em, json_string_value(v), needs_quotes(json_string_value(v)));
     if (json_is_real(v)) {   // the shortest text that reads back as the same double
         char buf[40];
         double x = json_real_value(v);

@@ -19,10 +19,9 @@
 
 // ---- defaults -----------------------------------------------------------------------------
 
-
 // published.NAME.FIELD = text: one field of a published figure (see sim_published).
 kvf_status sim_key_set_published(sim_config *c, const char *key, const char *text, char *why,
-                                size_t wn) {
+                                 size_t wn) {
     const char *name = key + 10, *dot = strchr(name, '.');
     if (!dot || dot == name || (size_t)(dot - name) >= sizeof c->published[0].name ||
         strchr(dot + 1, '.')) {
@@ -69,10 +68,12 @@ kvf_status sim_key_set_published(sim_config *c, const char *key, const char *tex
         p->output = !strcmp(text, "output");
     } else if (!strcmp(field, "summary_key") || !strcmp(field, "unit") ||
                !strcmp(field, "rests_on")) {
-        char *dst = !strcmp(field, "unit") ? p->unit
-                    : !strcmp(field, "rests_on") ? p->rests_on : p->summary_key;
-        size_t cap = !strcmp(field, "unit") ? sizeof p->unit
-                     : !strcmp(field, "rests_on") ? sizeof p->rests_on : sizeof p->summary_key;
+        char *dst = !strcmp(field, "unit")       ? p->unit
+                    : !strcmp(field, "rests_on") ? p->rests_on
+                                                 : p->summary_key;
+        size_t cap = !strcmp(field, "unit")       ? sizeof p->unit
+                     : !strcmp(field, "rests_on") ? sizeof p->rests_on
+                                                  : sizeof p->summary_key;
         size_t len = strlen(text);
         if (len >= cap) {
             snprintf(why, wn, "longer than %zu characters", cap - 1);
@@ -80,8 +81,9 @@ kvf_status sim_key_set_published(sim_config *c, const char *key, const char *tex
         }
         memcpy(dst, text, len + 1);
     } else {
-        snprintf(why, wn, "unknown field (known: value, high, role, summary_key, scale, unit, "
-                          "rests_on)");
+        snprintf(why, wn,
+                 "unknown field (known: value, high, role, summary_key, scale, unit, "
+                 "rests_on)");
         return KVF_EINVAL;
     }
     return KVF_OK;
@@ -124,7 +126,7 @@ void sim_config_default(sim_config *c) {
     copy_str(c->workload.gen.arrival, sizeof c->workload.gen.arrival, "poisson");
     c->workload.gen.system_tokens = -1;
     {
-        trc_gen_options g; // days mode defaults: the generator's (sources in trc_gen.c)
+        trc_gen_options g;   // days mode defaults: the generator's (sources in trc_gen.c)
         trc_gen_options_default(&g);
         c->workload.gen.diurnal_amplitude = g.diurnal_amplitude;
         c->workload.gen.peak_hour = g.peak_hour;
@@ -172,9 +174,13 @@ void sim_config_default(sim_config *c) {
     c->decoding.structured_mask_ns = 0;
     c->slo.ttft_p90_ms = 2000;
     c->slo.tpot_p90_ms = 50;
-    c->sat = (sim_saturation_cfg){.queue_growth = 8, .queue_growth_frac = 0.25,
-                                  .wait_growth_s = 1, .max_wait_s = 0, .drain_frac = 0.05,
-                                  .drain_s = 30, .reject_frac = 0.01};
+    c->sat = (sim_saturation_cfg){.queue_growth = 8,
+                                  .queue_growth_frac = 0.25,
+                                  .wait_growth_s = 1,
+                                  .max_wait_s = 0,
+                                  .drain_frac = 0.05,
+                                  .drain_s = 30,
+                                  .reject_frac = 0.01};
     rpt_econ_config_default(&c->econ);
     c->output.sample_interval_s = 10;
     c->output.write_requests = true;
@@ -197,7 +203,7 @@ void sim_key_record_line(sim_config *c, const char *key, int line) {
             c->key_lines[i].line = line;
             return;
         }
-    if (c->n_key_lines >= SIM_KEY_LINES_MAX || strlen(key) >= SIM_KEY_MAX) return; // cosmetic
+    if (c->n_key_lines >= SIM_KEY_LINES_MAX || strlen(key) >= SIM_KEY_MAX) return;   // cosmetic
     sim_key_line *k = &c->key_lines[c->n_key_lines++];
     copy_str(k->key, sizeof k->key, key);
     k->line = line;

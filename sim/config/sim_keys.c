@@ -45,7 +45,8 @@ static const char *const preemptions[] = {"recompute", "swap", NULL};
 static const char *const failure_modes[] = {"retry", "reject", NULL};
 static const char *const scale_metrics[] = {"none", "queue", "utilization", "kv", NULL};
 static const char *const precisions[] = {"auto", "bf16", "fp8", "fp4", NULL};   // mdl_prec order
-static const char *const spec_methods[] = {"auto", "dspark", "draft", "none", NULL};   // sim_spec_method
+static const char *const spec_methods[] = {"auto", "dspark", "draft", "none",
+                                           NULL};   // sim_spec_method
 static const char *const serving_presets[] = {"none", "vllm", "sglang", "trtllm", NULL};
 static const char *const prefix_homes[] = {"slice", "free_blocks", NULL};
 static const char *const admissions[] = {"preempt", "reserve", NULL};
@@ -56,17 +57,17 @@ static const char *const gen_arrivals[] = {"poisson", "gamma", "diurnal", NULL};
 #define prefill_routers sim_prefill_router_names   // the policy tables of sim_router.c
 #define decode_routers sim_decode_router_names
 
-#define POOL_KEYS(p, f)                                                                               \
+#define POOL_KEYS(p, f)                                                                            \
     NUM("cluster." #p ".instances", f.instances, NT_I32, F_INT, 0, 1e5, 1),                        \
-        NUM("cluster." #p ".gpus_per_instance", f.gpus_per_instance, NT_I32, F_INT, 1, 4096, 1),    \
-        NUM("cluster." #p ".tp", f.tp, NT_I32, F_INT, 0, 4096, 1),                                  \
-        NUM("cluster." #p ".ep", f.ep, NT_I32, F_INT, 0, 4096, 1),                                  \
-        NUM("cluster." #p ".max_batch_tokens", f.max_batch_tokens, NT_I64, F_INT, 1, 1e8, 1),     \
-        NUM("cluster." #p ".chunk_tokens", f.chunk_tokens, NT_I64, F_INT, 0, 1e8, 1),             \
+        NUM("cluster." #p ".gpus_per_instance", f.gpus_per_instance, NT_I32, F_INT, 1, 4096, 1),   \
+        NUM("cluster." #p ".tp", f.tp, NT_I32, F_INT, 0, 4096, 1),                                 \
+        NUM("cluster." #p ".ep", f.ep, NT_I32, F_INT, 0, 4096, 1),                                 \
+        NUM("cluster." #p ".max_batch_tokens", f.max_batch_tokens, NT_I64, F_INT, 1, 1e8, 1),      \
+        NUM("cluster." #p ".chunk_tokens", f.chunk_tokens, NT_I64, F_INT, 0, 1e8, 1),              \
         NUM("cluster." #p ".max_batch_requests", f.max_batch_requests, NT_I32, F_INT, 1, 1e6, 1),  \
         ENUM("cluster." #p ".scheduler", f.scheduler, schedulers),                                 \
-        NUM("cluster." #p ".queue_limit", f.queue_limit, NT_I64, F_INT, 0, 1e9, 1),               \
-        NUM("cluster." #p ".kv_tokens", f.kv_tokens, NT_I64, F_INT, 0, 1e12, 1),                 \
+        NUM("cluster." #p ".queue_limit", f.queue_limit, NT_I64, F_INT, 0, 1e9, 1),                \
+        NUM("cluster." #p ".kv_tokens", f.kv_tokens, NT_I64, F_INT, 0, 1e12, 1),                   \
         STR("cluster." #p ".hardware", f.hardware, F_NULL),                                        \
         ENUM("cluster." #p ".precision.weights", f.prec_weights, precisions),                      \
         ENUM("cluster." #p ".precision.activations", f.prec_activations, precisions),              \
@@ -75,10 +76,12 @@ static const char *const gen_arrivals[] = {"poisson", "gamma", "diurnal", NULL};
         NUM("cluster." #p ".autoscale.down", f.autoscale.down, NT_DBL, 0, 0, 1e9, 1),              \
         NUM("cluster." #p ".autoscale.min", f.autoscale.min, NT_I32, F_INT, 0, 1e5, 1),            \
         NUM("cluster." #p ".autoscale.max", f.autoscale.max, NT_I32, F_INT, 0, 1e5, 1),            \
-        NUM("cluster." #p ".autoscale.cooldown_s", f.autoscale.cooldown_ns, NT_DBL, 0, 0, 8.64e5, 1e9), \
-        NUM("cluster." #p ".autoscale.startup_s", f.autoscale.startup_ns, NT_DBL, 0, 0, 8.64e4, 1e9), \
-        NUM("cluster." #p ".failures.mtbf_h", f.failures.mtbf_ns, NT_DBL, 0, 0, 1e7, 3.6e12),       \
-        NUM("cluster." #p ".failures.mttr_s", f.failures.mttr_ns, NT_DBL, 0, 0, 1e8, 1e9),          \
+        NUM("cluster." #p ".autoscale.cooldown_s", f.autoscale.cooldown_ns, NT_DBL, 0, 0, 8.64e5,  \
+            1e9),                                                                                  \
+        NUM("cluster." #p ".autoscale.startup_s", f.autoscale.startup_ns, NT_DBL, 0, 0, 8.64e4,    \
+            1e9),                                                                                  \
+        NUM("cluster." #p ".failures.mtbf_h", f.failures.mtbf_ns, NT_DBL, 0, 0, 1e7, 3.6e12),      \
+        NUM("cluster." #p ".failures.mttr_s", f.failures.mttr_ns, NT_DBL, 0, 0, 1e8, 1e9),         \
         ENUM("cluster." #p ".failures.requests", f.failures.reject, failure_modes)
 
 const keydef sim_key_table[] = {
@@ -104,7 +107,8 @@ const keydef sim_key_table[] = {
     NUM("moe.route_nodes", moe.route_nodes, NT_U32, F_INT, 0, 1 << 20, 1),
     BOOL("moe.two_batch_overlap", moe.two_batch),
     STR("workload.trace", workload.trace, F_NULL),
-    {"workload.format", K_FMT, 0, 0, OFF(workload.opt.format), SZ(workload.opt.format), 0, 0, 0, 1, NULL},
+    {"workload.format", K_FMT, 0, 0, OFF(workload.opt.format), SZ(workload.opt.format), 0, 0, 0, 1,
+     NULL},
     NUM("workload.time_scale", workload.opt.time_scale, NT_DBL, 0, 1e-6, 1e6, 1),
     NUM("workload.rate_rps", workload.opt.rate_rps, NT_DBL, F_NULL, 0, 1e6, 1),
     NUM("workload.length_scale", workload.opt.length_scale, NT_DBL, 0, 1e-3, 1e3, 1),
@@ -132,16 +136,18 @@ const keydef sim_key_table[] = {
     NUM("workload.generate.mix.agent", workload.gen.mix[1], NT_DBL, 0, 0, 1e6, 1),
     NUM("workload.generate.mix.coding", workload.gen.mix[2], NT_DBL, 0, 0, 1e6, 1),
     NUM("workload.generate.days", workload.gen.days, NT_DBL, 0, 0, 3660, 1),
-    NUM("workload.generate.diurnal_amplitude", workload.gen.diurnal_amplitude, NT_DBL, 0, 0, 0.99, 1),
+    NUM("workload.generate.diurnal_amplitude", workload.gen.diurnal_amplitude, NT_DBL, 0, 0, 0.99,
+        1),
     NUM("workload.generate.peak_hour", workload.gen.peak_hour, NT_DBL, 0, 0, 23.99, 1),
     NUM("workload.generate.weekend_ratio", workload.gen.weekend_ratio, NT_DBL, F_GT, 0, 10, 1),
     NUM("workload.generate.start_weekday", workload.gen.start_weekday, NT_U32, F_INT, 0, 6, 1),
     NUM("workload.generate.warmup_days", workload.gen.warmup_days, NT_DBL, 0, 0, 365, 1),
 #define RETURN_KEYS(c, i)                                                                          \
-    NUM("workload.generate.return." #c ".p", workload.gen.ret[i].p, NT_DBL, 0, 0, 0.99, 1),         \
-        NUM("workload.generate.return." #c ".median_h", workload.gen.ret[i].median_h, NT_DBL, F_GT, \
-            0, 87840, 1),                                                                          \
-        NUM("workload.generate.return." #c ".sigma", workload.gen.ret[i].sigma, NT_DBL, 0, 0, 5, 1)
+    NUM("workload.generate.return." #c ".p", workload.gen.ret[i].p, NT_DBL, 0, 0, 0.99, 1),        \
+        NUM("workload.generate.return." #c ".median_h", workload.gen.ret[i].median_h, NT_DBL,      \
+            F_GT, 0, 87840, 1),                                                                    \
+        NUM("workload.generate.return." #c ".sigma", workload.gen.ret[i].sigma, NT_DBL, 0, 0, 5,   \
+            1)
     RETURN_KEYS(chatbot, TRC_GEN_CHATBOT),
     RETURN_KEYS(agent, TRC_GEN_AGENT),
     RETURN_KEYS(coding, TRC_GEN_CODING),
@@ -151,7 +157,8 @@ const keydef sim_key_table[] = {
     POOL_KEYS(decode, cluster.decode),
     NUM("cluster.network.kv_transfer_GBps", cluster.kv_transfer_Bps, NT_DBL, 0, 1e-3, 1e6, 1e9),
     NUM("cluster.network.latency_us", cluster.net_latency_ns, NT_DBL, 0, 0, 1e7, 1e3),
-    {"cluster.schedule", K_SCHEDULE, 0, F_NULL, OFF(cluster.schedule), SZ(cluster.schedule), 0, 0, 0, 1, NULL},
+    {"cluster.schedule", K_SCHEDULE, 0, F_NULL, OFF(cluster.schedule), SZ(cluster.schedule), 0, 0,
+     0, 1, NULL},
     ENUM("cluster.preemption", cluster.preemption, preemptions),
     NAME("router.prefill", router.prefill, prefill_routers),
     NAME("router.decode", router.decode, decode_routers),
@@ -201,48 +208,84 @@ const keydef sim_key_table[] = {
     NUM("structured.share", decoding.structured_share, NT_DBL, 0, 0, 1, 1),
     NUM("slo.ttft_p90_ms", slo.ttft_p90_ms, NT_DBL, F_GT, 0, 8.64e7, 1),
     NUM("slo.tpot_p90_ms", slo.tpot_p90_ms, NT_DBL, F_GT, 0, 6e4, 1),
-    NUM("slo.classes.chatbot.ttft_ms.p50", slo.cls_ms[TRC_CLASS_CHATBOT][0][0], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.chatbot.ttft_ms.p90", slo.cls_ms[TRC_CLASS_CHATBOT][0][1], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.chatbot.ttft_ms.p99", slo.cls_ms[TRC_CLASS_CHATBOT][0][2], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.chatbot.tpot_ms.p50", slo.cls_ms[TRC_CLASS_CHATBOT][1][0], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.chatbot.tpot_ms.p90", slo.cls_ms[TRC_CLASS_CHATBOT][1][1], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.chatbot.tpot_ms.p99", slo.cls_ms[TRC_CLASS_CHATBOT][1][2], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.chatbot.e2e_ms.p50", slo.cls_ms[TRC_CLASS_CHATBOT][2][0], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.chatbot.e2e_ms.p90", slo.cls_ms[TRC_CLASS_CHATBOT][2][1], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.chatbot.e2e_ms.p99", slo.cls_ms[TRC_CLASS_CHATBOT][2][2], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.agent.ttft_ms.p50", slo.cls_ms[TRC_CLASS_AGENT][0][0], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.agent.ttft_ms.p90", slo.cls_ms[TRC_CLASS_AGENT][0][1], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.agent.ttft_ms.p99", slo.cls_ms[TRC_CLASS_AGENT][0][2], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.agent.tpot_ms.p50", slo.cls_ms[TRC_CLASS_AGENT][1][0], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.agent.tpot_ms.p90", slo.cls_ms[TRC_CLASS_AGENT][1][1], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.agent.tpot_ms.p99", slo.cls_ms[TRC_CLASS_AGENT][1][2], NT_DBL, 0, 0, 8.64e7, 1),
+    NUM("slo.classes.chatbot.ttft_ms.p50", slo.cls_ms[TRC_CLASS_CHATBOT][0][0], NT_DBL, 0, 0,
+        8.64e7, 1),
+    NUM("slo.classes.chatbot.ttft_ms.p90", slo.cls_ms[TRC_CLASS_CHATBOT][0][1], NT_DBL, 0, 0,
+        8.64e7, 1),
+    NUM("slo.classes.chatbot.ttft_ms.p99", slo.cls_ms[TRC_CLASS_CHATBOT][0][2], NT_DBL, 0, 0,
+        8.64e7, 1),
+    NUM("slo.classes.chatbot.tpot_ms.p50", slo.cls_ms[TRC_CLASS_CHATBOT][1][0], NT_DBL, 0, 0,
+        8.64e7, 1),
+    NUM("slo.classes.chatbot.tpot_ms.p90", slo.cls_ms[TRC_CLASS_CHATBOT][1][1], NT_DBL, 0, 0,
+        8.64e7, 1),
+    NUM("slo.classes.chatbot.tpot_ms.p99", slo.cls_ms[TRC_CLASS_CHATBOT][1][2], NT_DBL, 0, 0,
+        8.64e7, 1),
+    NUM("slo.classes.chatbot.e2e_ms.p50", slo.cls_ms[TRC_CLASS_CHATBOT][2][0], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.chatbot.e2e_ms.p90", slo.cls_ms[TRC_CLASS_CHATBOT][2][1], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.chatbot.e2e_ms.p99", slo.cls_ms[TRC_CLASS_CHATBOT][2][2], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.agent.ttft_ms.p50", slo.cls_ms[TRC_CLASS_AGENT][0][0], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.agent.ttft_ms.p90", slo.cls_ms[TRC_CLASS_AGENT][0][1], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.agent.ttft_ms.p99", slo.cls_ms[TRC_CLASS_AGENT][0][2], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.agent.tpot_ms.p50", slo.cls_ms[TRC_CLASS_AGENT][1][0], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.agent.tpot_ms.p90", slo.cls_ms[TRC_CLASS_AGENT][1][1], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.agent.tpot_ms.p99", slo.cls_ms[TRC_CLASS_AGENT][1][2], NT_DBL, 0, 0, 8.64e7,
+        1),
     NUM("slo.classes.agent.e2e_ms.p50", slo.cls_ms[TRC_CLASS_AGENT][2][0], NT_DBL, 0, 0, 8.64e7, 1),
     NUM("slo.classes.agent.e2e_ms.p90", slo.cls_ms[TRC_CLASS_AGENT][2][1], NT_DBL, 0, 0, 8.64e7, 1),
     NUM("slo.classes.agent.e2e_ms.p99", slo.cls_ms[TRC_CLASS_AGENT][2][2], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.coding.ttft_ms.p50", slo.cls_ms[TRC_CLASS_CODING][0][0], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.coding.ttft_ms.p90", slo.cls_ms[TRC_CLASS_CODING][0][1], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.coding.ttft_ms.p99", slo.cls_ms[TRC_CLASS_CODING][0][2], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.coding.tpot_ms.p50", slo.cls_ms[TRC_CLASS_CODING][1][0], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.coding.tpot_ms.p90", slo.cls_ms[TRC_CLASS_CODING][1][1], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.coding.tpot_ms.p99", slo.cls_ms[TRC_CLASS_CODING][1][2], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.coding.e2e_ms.p50", slo.cls_ms[TRC_CLASS_CODING][2][0], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.coding.e2e_ms.p90", slo.cls_ms[TRC_CLASS_CODING][2][1], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.coding.e2e_ms.p99", slo.cls_ms[TRC_CLASS_CODING][2][2], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.batch.ttft_ms.p50", slo.cls_ms[TRC_CLASS_BATCH][0][0], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.batch.ttft_ms.p90", slo.cls_ms[TRC_CLASS_BATCH][0][1], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.batch.ttft_ms.p99", slo.cls_ms[TRC_CLASS_BATCH][0][2], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.batch.tpot_ms.p50", slo.cls_ms[TRC_CLASS_BATCH][1][0], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.batch.tpot_ms.p90", slo.cls_ms[TRC_CLASS_BATCH][1][1], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.batch.tpot_ms.p99", slo.cls_ms[TRC_CLASS_BATCH][1][2], NT_DBL, 0, 0, 8.64e7, 1),
+    NUM("slo.classes.coding.ttft_ms.p50", slo.cls_ms[TRC_CLASS_CODING][0][0], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.coding.ttft_ms.p90", slo.cls_ms[TRC_CLASS_CODING][0][1], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.coding.ttft_ms.p99", slo.cls_ms[TRC_CLASS_CODING][0][2], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.coding.tpot_ms.p50", slo.cls_ms[TRC_CLASS_CODING][1][0], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.coding.tpot_ms.p90", slo.cls_ms[TRC_CLASS_CODING][1][1], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.coding.tpot_ms.p99", slo.cls_ms[TRC_CLASS_CODING][1][2], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.coding.e2e_ms.p50", slo.cls_ms[TRC_CLASS_CODING][2][0], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.coding.e2e_ms.p90", slo.cls_ms[TRC_CLASS_CODING][2][1], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.coding.e2e_ms.p99", slo.cls_ms[TRC_CLASS_CODING][2][2], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.batch.ttft_ms.p50", slo.cls_ms[TRC_CLASS_BATCH][0][0], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.batch.ttft_ms.p90", slo.cls_ms[TRC_CLASS_BATCH][0][1], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.batch.ttft_ms.p99", slo.cls_ms[TRC_CLASS_BATCH][0][2], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.batch.tpot_ms.p50", slo.cls_ms[TRC_CLASS_BATCH][1][0], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.batch.tpot_ms.p90", slo.cls_ms[TRC_CLASS_BATCH][1][1], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.batch.tpot_ms.p99", slo.cls_ms[TRC_CLASS_BATCH][1][2], NT_DBL, 0, 0, 8.64e7,
+        1),
     NUM("slo.classes.batch.e2e_ms.p50", slo.cls_ms[TRC_CLASS_BATCH][2][0], NT_DBL, 0, 0, 8.64e7, 1),
     NUM("slo.classes.batch.e2e_ms.p90", slo.cls_ms[TRC_CLASS_BATCH][2][1], NT_DBL, 0, 0, 8.64e7, 1),
     NUM("slo.classes.batch.e2e_ms.p99", slo.cls_ms[TRC_CLASS_BATCH][2][2], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.other.ttft_ms.p50", slo.cls_ms[TRC_CLASS_OTHER][0][0], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.other.ttft_ms.p90", slo.cls_ms[TRC_CLASS_OTHER][0][1], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.other.ttft_ms.p99", slo.cls_ms[TRC_CLASS_OTHER][0][2], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.other.tpot_ms.p50", slo.cls_ms[TRC_CLASS_OTHER][1][0], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.other.tpot_ms.p90", slo.cls_ms[TRC_CLASS_OTHER][1][1], NT_DBL, 0, 0, 8.64e7, 1),
-    NUM("slo.classes.other.tpot_ms.p99", slo.cls_ms[TRC_CLASS_OTHER][1][2], NT_DBL, 0, 0, 8.64e7, 1),
+    NUM("slo.classes.other.ttft_ms.p50", slo.cls_ms[TRC_CLASS_OTHER][0][0], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.other.ttft_ms.p90", slo.cls_ms[TRC_CLASS_OTHER][0][1], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.other.ttft_ms.p99", slo.cls_ms[TRC_CLASS_OTHER][0][2], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.other.tpot_ms.p50", slo.cls_ms[TRC_CLASS_OTHER][1][0], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.other.tpot_ms.p90", slo.cls_ms[TRC_CLASS_OTHER][1][1], NT_DBL, 0, 0, 8.64e7,
+        1),
+    NUM("slo.classes.other.tpot_ms.p99", slo.cls_ms[TRC_CLASS_OTHER][1][2], NT_DBL, 0, 0, 8.64e7,
+        1),
     NUM("slo.classes.other.e2e_ms.p50", slo.cls_ms[TRC_CLASS_OTHER][2][0], NT_DBL, 0, 0, 8.64e7, 1),
     NUM("slo.classes.other.e2e_ms.p90", slo.cls_ms[TRC_CLASS_OTHER][2][1], NT_DBL, 0, 0, 8.64e7, 1),
     NUM("slo.classes.other.e2e_ms.p99", slo.cls_ms[TRC_CLASS_OTHER][2][2], NT_DBL, 0, 0, 8.64e7, 1),
@@ -356,10 +399,14 @@ bool sim_key_under_economics(const char *key) {
 // ---- values against the table ----------------------------------------------------------------
 double sim_key_load_num(const void *src, num_type t) {
     switch (t) {
-    case NT_DBL: return *(const double *)src;
-    case NT_I32: return *(const int32_t *)src;
-    case NT_U32: return *(const uint32_t *)src;
-    case NT_I64: return (double)*(const int64_t *)src;
+    case NT_DBL:
+        return *(const double *)src;
+    case NT_I32:
+        return *(const int32_t *)src;
+    case NT_U32:
+        return *(const uint32_t *)src;
+    case NT_I64:
+        return (double)*(const int64_t *)src;
     }
     return 0;
 }
@@ -379,8 +426,10 @@ double sim_key_file_value(double stored, double scale) {
 
 // The table's range of d, as a message ("in [a, b]", "> a", ...), for errors.
 static void range_text(const keydef *d, char *out, size_t n) {
-    if (d->hi >= 1e300) snprintf(out, n, "%s %g", d->flags & F_GT ? ">" : ">=", d->lo);
-    else snprintf(out, n, "in %s%g, %g]", d->flags & F_GT ? "(" : "[", d->lo, d->hi);
+    if (d->hi >= 1e300)
+        snprintf(out, n, "%s %g", d->flags & F_GT ? ">" : ">=", d->lo);
+    else
+        snprintf(out, n, "in %s%g, %g]", d->flags & F_GT ? "(" : "[", d->lo, d->hi);
 }
 
 kvf_status sim_key_check_ranges(const sim_config *c, kvf_err *err) {
@@ -400,7 +449,8 @@ kvf_status sim_key_check_ranges(const sim_config *c, kvf_err *err) {
         }
         char where[SIM_PATH_MAX + 160], range[64];
         if (d->kind == K_NUM) {
-            double v = sim_key_file_value(sim_key_load_num(base + d->off, (num_type)d->ntype), d->scale);
+            double v =
+                sim_key_file_value(sim_key_load_num(base + d->off, (num_type)d->ntype), d->scale);
             if ((d->flags & F_NULL) && v == 0) continue;
             bool ok = isfinite(v) && (d->flags & F_GT ? v > d->lo : v >= d->lo) && v <= d->hi &&
                       (!(d->flags & F_INT) || v == floor(v));
@@ -413,7 +463,8 @@ kvf_status sim_key_check_ranges(const sim_config *c, kvf_err *err) {
         if (d->kind == K_NAME) {
             const char *v = base + d->off;
             bool ok = !*v && (d->flags & F_NULL);
-            for (int j = 0; !ok && d->names[j]; j++) ok = !strcmp(d->names[j], v);
+            for (int j = 0; !ok && d->names[j]; j++)
+                ok = !strcmp(d->names[j], v);
             if (ok) continue;
             sim_config_where(c, d->key, where, sizeof where);
             return kvf_fail(err, KVF_EINVAL, "%s: unknown value '%s'", where, v);

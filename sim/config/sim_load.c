@@ -28,7 +28,7 @@
 
 typedef struct apply_ctx {
     sim_config *c;
-    const char *path; // scenario file; NULL for --set
+    const char *path;   // scenario file; NULL for --set
     yaml_document_t *doc;
     kvf_err *err;
 } apply_ctx;
@@ -109,9 +109,10 @@ static int name_index(const char *const *names, const char *s) {
 // The key table's ranges keep every value inside its target type; the assertion guards the
 // conversion itself (a double out of an integer's range is undefined behaviour).
 void sim_key_store_num(void *dst, num_type t, double v) {
-    static const double lim[][2] = {
-        [NT_DBL] = {-1e308, 1e308}, [NT_I32] = {-2147483648.0, 2147483647.0},
-        [NT_U32] = {0, 4294967295.0}, [NT_I64] = {-9.2e18, 9.2e18}};
+    static const double lim[][2] = {[NT_DBL] = {-1e308, 1e308},
+                                    [NT_I32] = {-2147483648.0, 2147483647.0},
+                                    [NT_U32] = {0, 4294967295.0},
+                                    [NT_I64] = {-9.2e18, 9.2e18}};
     KVF_ASSERT(v >= lim[t][0] && v <= lim[t][1]);
     switch (t) {
     case NT_DBL:
@@ -207,7 +208,7 @@ typedef struct leaf {
     const keydef *d;
     const char *key;
     int line;
-    const char *s; // the scalar's text
+    const char *s;   // the scalar's text
     bool null;
     char *dst;
 } leaf;
@@ -230,8 +231,8 @@ static kvf_status set_name(const leaf *l) {
     if (i < 0) {
         char allowed[256];
         join_names(d->names, allowed, sizeof allowed);
-        return fail_at(l->x, KVF_EINVAL, l->key, l->line, "unknown value '%s' (allowed: %s)",
-                       l->s, allowed);
+        return fail_at(l->x, KVF_EINVAL, l->key, l->line, "unknown value '%s' (allowed: %s)", l->s,
+                       allowed);
     }
     if (d->kind == K_NAME)
         copy_str(l->dst, d->size, l->s);
@@ -249,8 +250,8 @@ static kvf_status set_fmt(const leaf *l) {
         for (int i = TRC_FMT_AUTO; i <= TRC_FMT_KVFLEET; i++)
             used += (size_t)snprintf(allowed + used, sizeof allowed - used, "%s%s", i ? "|" : "",
                                      trc_format_name((trc_format)i));
-        return fail_at(l->x, KVF_EINVAL, l->key, l->line, "unknown value '%s' (allowed: %s)",
-                       l->s, allowed);
+        return fail_at(l->x, KVF_EINVAL, l->key, l->line, "unknown value '%s' (allowed: %s)", l->s,
+                       allowed);
     }
     *(trc_format *)l->dst = f;
     return KVF_OK;
@@ -269,12 +270,12 @@ static kvf_status set_u64(const leaf *l) {
     char *end;
     errno = 0;
     if (*s == '-' || !isdigit((unsigned char)*s))
-        return fail_at(l->x, KVF_EPARSE, l->key, l->line,
-                       "expects a whole number >= 0, got '%s'", s);
+        return fail_at(l->x, KVF_EPARSE, l->key, l->line, "expects a whole number >= 0, got '%s'",
+                       s);
     unsigned long long v = strtoull(s, &end, 0);
     if (errno || *end)
-        return fail_at(l->x, KVF_EPARSE, l->key, l->line,
-                       "expects a whole number >= 0, got '%s'", s);
+        return fail_at(l->x, KVF_EPARSE, l->key, l->line, "expects a whole number >= 0, got '%s'",
+                       s);
     *(uint64_t *)l->dst = (uint64_t)v;
     return KVF_OK;
 }
@@ -334,20 +335,25 @@ static kvf_status set_cap(const leaf *l) {
 
 // The setter of each scalar key kind (K_SCHEDULE takes a list: apply_schedule).
 static kvf_status (*const LEAF_SET[])(const leaf *) = {
-    [K_STR] = set_str,   [K_NAME] = set_name, [K_ENUM] = set_name,
-    [K_NUM] = set_num,   [K_U64] = set_u64,   [K_BOOL] = set_bool,
-    [K_DUR] = set_dur,   [K_CAP] = set_cap,   [K_FMT] = set_fmt,
+    [K_STR] = set_str, [K_NAME] = set_name, [K_ENUM] = set_name,
+    [K_NUM] = set_num, [K_U64] = set_u64,   [K_BOOL] = set_bool,
+    [K_DUR] = set_dur, [K_CAP] = set_cap,   [K_FMT] = set_fmt,
 };
 
 // What a key of d's kind expects, for the message about a node that is not a scalar.
 static const char *leaf_want(const keydef *d) {
     switch ((key_kind)d->kind) {
     case K_NUM:
-    case K_U64: return d->flags & F_INT ? "a whole number" : "a number";
-    case K_BOOL: return "true or false";
-    case K_DUR: return "a duration (e.g. 7d, 12h, 30s) or never";
-    case K_CAP: return "a number or unlimited";
-    default: return "a string";
+    case K_U64:
+        return d->flags & F_INT ? "a whole number" : "a number";
+    case K_BOOL:
+        return "true or false";
+    case K_DUR:
+        return "a duration (e.g. 7d, 12h, 30s) or never";
+    case K_CAP:
+        return "a number or unlimited";
+    default:
+        return "a string";
     }
 }
 

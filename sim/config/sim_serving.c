@@ -43,7 +43,9 @@ static const preset presets[] = {
     [SIM_SERVING_TRTLLM] = {SIM_PREFIX_FREE_BLOCKS, SIM_ADMIT_RESERVE, 0, 0},
 };
 
-static bool set_by_hand(const sim_config *c, const char *key) { return sim_config_key_line(c, key) != 0; }
+static bool set_by_hand(const sim_config *c, const char *key) {
+    return sim_config_key_line(c, key) != 0;
+}
 
 static void apply_preset(sim_config *c) {
     KVF_ASSERT(c->serving.preset <= SIM_SERVING_TRTLLM);
@@ -64,14 +66,14 @@ static kvf_status apply_term(sim_config *c, const char *path, int line, const ch
                              const char *text, kvf_err *err) {
     const keydef *d = sim_key_find(key);
     if (!d || d->kind != K_NUM)
-        return kvf_fail(err, KVF_EPARSE, "%s:%d: term '%s': not a numeric scenario key", path,
-                        line, key);
+        return kvf_fail(err, KVF_EPARSE, "%s:%d: term '%s': not a numeric scenario key", path, line,
+                        key);
     char *end;
     errno = 0;
     double v = strtod(text, &end);
     if (end == text || *end || errno || !isfinite(v))
-        return kvf_fail(err, KVF_EPARSE, "%s:%d: term '%s': '%s' is not a number", path, line,
-                        key, text);
+        return kvf_fail(err, KVF_EPARSE, "%s:%d: term '%s': '%s' is not a number", path, line, key,
+                        text);
     bool ok = (d->flags & F_GT ? v > d->lo : v >= d->lo) && v <= d->hi;
     if (!ok)
         return kvf_fail(err, KVF_EPARSE, "%s:%d: term '%s': %g outside the key's range [%g, %g]",
@@ -108,14 +110,17 @@ static kvf_status apply_fit(sim_config *c, kvf_err *err) {
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     yaml_node_t *terms = NULL;
     if (root && root->type == YAML_MAPPING_NODE)
-        for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
+        for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
+             p++) {
             yaml_node_t *k = yaml_document_get_node(&doc, p->key);
             if (k->type == YAML_SCALAR_NODE && !strcmp((char *)k->data.scalar.value, "terms"))
                 terms = yaml_document_get_node(&doc, p->value);
         }
     if (!terms || terms->type != YAML_MAPPING_NODE) {
-        st = kvf_fail(err, KVF_EPARSE, "%s:1: a fit file needs a mapping 'terms' of scenario keys "
-                      "to numbers (written by kvfleet fit)", path);
+        st = kvf_fail(err, KVF_EPARSE,
+                      "%s:1: a fit file needs a mapping 'terms' of scenario keys "
+                      "to numbers (written by kvfleet fit)",
+                      path);
     } else {
         for (yaml_node_pair_t *p = terms->data.mapping.pairs.start;
              !st && p < terms->data.mapping.pairs.top; p++) {

@@ -90,10 +90,13 @@ void sim_config_hardware_path(const sim_config *c, char *out, size_t n) {
     resolve_named(c, c->hardware, "models/hardware", out, n);
 }
 
-void sim_config_pool_hardware_path(const sim_config *c, const sim_pool_cfg *p, char *out, size_t n) {
+void sim_config_pool_hardware_path(const sim_config *c, const sim_pool_cfg *p, char *out,
+                                   size_t n) {
     KVF_ASSERT(c && p && out);
-    if (!p->hardware[0]) sim_config_hardware_path(c, out, n);
-    else resolve_named(c, p->hardware, "models/hardware", out, n);
+    if (!p->hardware[0])
+        sim_config_hardware_path(c, out, n);
+    else
+        resolve_named(c, p->hardware, "models/hardware", out, n);
 }
 
 void sim_config_profile_path(const sim_config *c, char *out, size_t n) {
@@ -118,10 +121,12 @@ const char *sim_key_refused_for_pool(const sim_config *c, const char *key) {
         const char *why;
     } rules[] = {
         {"vision", vision_no, "the vision pool batches images, not tokens or KV"},
-        {"decode", decode_no, "decode steps compute one token per sequence: there is nothing to chunk"},
+        {"decode", decode_no,
+         "decode steps compute one token per sequence: there is nothing to chunk"},
     };
     for (size_t r = 0; r < sizeof rules / sizeof *rules; r++) {
-        if (r == 1 && c->cluster.mode == SIM_COLOCATED) continue;   // colocated decode instances chunk
+        if (r == 1 && c->cluster.mode == SIM_COLOCATED)
+            continue;   // colocated decode instances chunk
         for (int k = 0; rules[r].keys[k]; k++) {
             char name[96];
             snprintf(name, sizeof name, "cluster.%s.%s", rules[r].pool, rules[r].keys[k]);
@@ -135,10 +140,11 @@ static kvf_status check_pool_keys_apply(const sim_config *c, kvf_err *err) {
     if (c->cluster.mode == SIM_COLOCATED && c->cluster.decode.instances > 0) {
         const sim_pool_cfg *p = &c->cluster.prefill, *d = &c->cluster.decode;
         if (d->gpus_per_instance != p->gpus_per_instance || d->tp != p->tp || d->ep != p->ep)
-            return vfail(c, err, "cluster.decode.gpus_per_instance",
-                         "colocated instances share one shape: cluster.decode's gpus_per_instance, tp "
-                         "and ep (%d, %d, %d) must equal cluster.prefill's (%d, %d, %d)",
-                         d->gpus_per_instance, d->tp, d->ep, p->gpus_per_instance, p->tp, p->ep);
+            return vfail(
+                c, err, "cluster.decode.gpus_per_instance",
+                "colocated instances share one shape: cluster.decode's gpus_per_instance, tp "
+                "and ep (%d, %d, %d) must equal cluster.prefill's (%d, %d, %d)",
+                d->gpus_per_instance, d->tp, d->ep, p->gpus_per_instance, p->tp, p->ep);
     }
     for (int32_t i = 0; i < c->n_key_lines; i++) {
         const char *why = sim_key_refused_for_pool(c, c->key_lines[i].key);
@@ -156,16 +162,19 @@ static kvf_status check_pool(const sim_config *c, const sim_pool_cfg *p, const c
         if (!strcmp(pool, "vision"))
             return vfail(c, err, key, "the vision pool does not fail here (prefill and decode do)");
         snprintf(key, sizeof key, "cluster.%s.failures.mttr_s", pool);
-        if (!(fl->mttr_ns > 0)) return vfail(c, err, key, "a pool that fails needs a repair time > 0");
+        if (!(fl->mttr_ns > 0))
+            return vfail(c, err, key, "a pool that fails needs a repair time > 0");
     } else if (fl->mttr_ns > 0 || fl->reject) {
-        snprintf(key, sizeof key, "cluster.%s.failures.%s", pool, fl->mttr_ns > 0 ? "mttr_s" : "requests");
+        snprintf(key, sizeof key, "cluster.%s.failures.%s", pool,
+                 fl->mttr_ns > 0 ? "mttr_s" : "requests");
         return vfail(c, err, key, "does nothing without cluster.%s.failures.mtbf_h", pool);
     }
     const sim_autoscale_cfg *as = &p->autoscale;
     if (as->metric != SIM_SCALE_NONE) {
         snprintf(key, sizeof key, "cluster.%s.autoscale.metric", pool);
         if (!strcmp(pool, "vision"))
-            return vfail(c, err, key, "the vision pool is sized by hand (prefill and decode scale)");
+            return vfail(c, err, key,
+                         "the vision pool is sized by hand (prefill and decode scale)");
         if (c->cluster.n_schedule > 0)
             return vfail(c, err, key, "cannot apply beside cluster.schedule (one sizes the pool)");
         if (c->cluster.mode == SIM_COLOCATED && !strcmp(pool, "decode"))
@@ -173,8 +182,9 @@ static kvf_status check_pool(const sim_config *c, const sim_pool_cfg *p, const c
         int32_t mx = as->max > 0 ? as->max : p->instances;
         snprintf(key, sizeof key, "cluster.%s.autoscale.max", pool);
         if (mx > p->instances)
-            return vfail(c, err, key, "%d exceeds cluster.%s.instances (%d, the instances provisioned)",
-                         mx, pool, p->instances);
+            return vfail(c, err, key,
+                         "%d exceeds cluster.%s.instances (%d, the instances provisioned)", mx,
+                         pool, p->instances);
         snprintf(key, sizeof key, "cluster.%s.autoscale.min", pool);
         if (as->min > mx || as->min < 1)
             return vfail(c, err, key, "must be in [1, max] (max %d), got %d", mx, as->min);
@@ -182,7 +192,8 @@ static kvf_status check_pool(const sim_config *c, const sim_pool_cfg *p, const c
         if (!(as->down < as->up))
             return vfail(c, err, key, "must be below autoscale.up (%g), got %g", as->up, as->down);
     } else {
-        static const char *const sub_keys[] = {"up", "down", "min", "max", "cooldown_s", "startup_s"};
+        static const char *const sub_keys[] = {"up",  "down",       "min",
+                                               "max", "cooldown_s", "startup_s"};
         const double vals[] = {as->up, as->down, as->min, as->max, as->cooldown_ns, as->startup_ns};
         for (size_t i = 0; i < sizeof sub_keys / sizeof sub_keys[0]; i++) {
             if (vals[i] == 0) continue;   // the defaults
@@ -215,7 +226,8 @@ static kvf_status check_moe_keys(const sim_config *c, kvf_err *err) {
     if (mdl_model_load(&m, path, dir, &e2)) return vfail(c, err, "model", "%s", e2.msg);
     sim_config_hardware_path(c, path, sizeof path);
     if (mdl_hardware_load(&hw, path, dir, &e2)) return vfail(c, err, "hardware", "%s", e2.msg);
-    if (!m.experts) return vfail(c, err, key, "applies to MoE models only (%s has no experts)", m.name);
+    if (!m.experts)
+        return vfail(c, err, key, "applies to MoE models only (%s has no experts)", m.name);
     const sim_pool_cfg *pools[] = {&c->cluster.prefill, &c->cluster.decode};
     uint32_t max_ep = 0;
     for (int i = 0; i < 2; i++) {
@@ -229,11 +241,12 @@ static kvf_status check_moe_keys(const sim_config *c, kvf_err *err) {
         if (max_ep <= dom)
             return vfail(c, err, "moe.route_nodes",
                          "no pool spreads experts over more than one scale-up domain (largest "
-                         "ep %u, %s domain %u GPUs)", max_ep, hw.name, dom);
+                         "ep %u, %s domain %u GPUs)",
+                         max_ep, hw.name, dom);
         if (c->moe.route_nodes >= m.experts_active)
             return vfail(c, err, "moe.route_nodes",
-                         "%u does not limit routing: a token has only %u experts", c->moe.route_nodes,
-                         m.experts_active);
+                         "%u does not limit routing: a token has only %u experts",
+                         c->moe.route_nodes, m.experts_active);
     }
     return KVF_OK;
 }
@@ -265,8 +278,10 @@ static kvf_status check_keys_that_cannot_apply(const sim_config *c, kvf_err *err
         sim_config_model_path(c, path, sizeof path);
         if (mdl_model_load(&m, path, dir, &e2)) return vfail(c, err, "model", "%s", e2.msg);
         if (!(m.vision_params > 0))
-            return vfail(c, err, vkey, "does not apply: %s is text only (no vision encoder), so a "
-                         "vision pool would serve nothing", m.name);
+            return vfail(c, err, vkey,
+                         "does not apply: %s is text only (no vision encoder), so a "
+                         "vision pool would serve nothing",
+                         m.name);
     }
     if (c->workload.gen.profile[0] && c->workload.gen.days > 0) {
         static const char *const ignored[] = {"workload.generate.arrival", "workload.generate.cv",
@@ -275,7 +290,8 @@ static kvf_status check_keys_that_cannot_apply(const sim_config *c, kvf_err *err
             for (size_t k = 0; k < sim_key_count; k++)   // given, and not as the default
                 if (!strcmp(sim_key_table[k].key, ignored[i]) &&
                     differs_from_default(c, &def, &sim_key_table[k]))
-                    return vfail(c, err, ignored[i], "does not apply with workload.generate.days "
+                    return vfail(c, err, ignored[i],
+                                 "does not apply with workload.generate.days "
                                  "(days mode draws arrivals from the day and week rhythm over "
                                  "days x 24 h)");
     }
@@ -341,21 +357,24 @@ static kvf_status check_workload(const sim_config *c, kvf_err *err) {
         if (g->days > 0 && g->rate_rps * R * g->days * 86400 > SIM_MAX_REQUESTS)
             return vfail(c, err, "workload.generate.days",
                          "rate_rps x sample_rate x days x 86400 = %g requests (workload.generate."
-                         "rate_rps %g), over the %g a run may hold", g->rate_rps * R * g->days * 86400,
-                         g->rate_rps, SIM_MAX_REQUESTS);
+                         "rate_rps %g), over the %g a run may hold",
+                         g->rate_rps * R * g->days * 86400, g->rate_rps, SIM_MAX_REQUESTS);
         if (!(g->days > 0) && g->rate_rps * R * g->duration_s > SIM_MAX_REQUESTS)
-            return vfail(c, err, "workload.generate.rate_rps",
-                         "rate_rps x sample_rate x duration_s = %g requests, over the %g a run may hold",
-                         g->rate_rps * R * g->duration_s, SIM_MAX_REQUESTS);
+            return vfail(
+                c, err, "workload.generate.rate_rps",
+                "rate_rps x sample_rate x duration_s = %g requests, over the %g a run may hold",
+                g->rate_rps * R * g->duration_s, SIM_MAX_REQUESTS);
         double mix = c->workload.gen.mix[0] + c->workload.gen.mix[1] + c->workload.gen.mix[2];
         if (mix > 0 && strcmp(c->workload.gen.profile, "mixed"))
             return vfail(c, err, "workload.generate.mix",
-                         "applies only to profile mixed (profile is '%s')", c->workload.gen.profile);
+                         "applies only to profile mixed (profile is '%s')",
+                         c->workload.gen.profile);
         if (c->workload.gen.days > 0 && c->workload.opt.time_scale != 1.0)
             return vfail(c, err, "workload.time_scale",
                          "would stretch the days of generate.days; set generate.rate_rps "
                          "(or workload.rate_rps) instead");
-        if (c->workload.gen.days > 0 && c->workload.gen.mean_turns > 0 && c->workload.gen.mean_turns < 1)
+        if (c->workload.gen.days > 0 && c->workload.gen.mean_turns > 0 &&
+            c->workload.gen.mean_turns < 1)
             return vfail(c, err, "workload.generate.mean_turns",
                          "must be >= 1 (or 0, the profile's) with generate.days");
     } else {
@@ -363,8 +382,7 @@ static kvf_status check_workload(const sim_config *c, kvf_err *err) {
             return vfail(c, err, "workload.trace",
                          "no trace given (set workload.trace or workload.generate)");
         sim_config_resolve(c, c->workload.trace, path, sizeof path);
-        if (!is_file(path))
-            return file_fail(c, err, "workload.trace", path);
+        if (!is_file(path)) return file_fail(c, err, "workload.trace", path);
     }
     if (c->workload.opt.end_ns && c->workload.opt.end_ns <= c->workload.opt.start_ns)
         return vfail(c, err, "workload.end_s", "must be after workload.start_s");
@@ -391,15 +409,15 @@ static kvf_status check_cluster(const sim_config *c, kvf_err *err) {
     for (int32_t e = 0; e < c->cluster.n_schedule; e++) {
         const sim_schedule_entry *s = &c->cluster.schedule[e];
         char key[64];
-        const int32_t want[2] = {s->prefill, s->decode}, have[2] = {c->cluster.prefill.instances,
-                                                                    c->cluster.decode.instances};
+        const int32_t want[2] = {s->prefill, s->decode},
+                      have[2] = {c->cluster.prefill.instances, c->cluster.decode.instances};
         static const char *const pn[2] = {"prefill", "decode"};
         for (int k = 0; k < 2; k++) {
             snprintf(key, sizeof key, "cluster.schedule[%d].%s", e, pn[k]);
             if (want[k] > have[k])
                 return vfail(c, err, "cluster.schedule",
-                             "%s asks %d instances, more than the %d of cluster.%s.instances",
-                             key, want[k], have[k], pn[k]);
+                             "%s asks %d instances, more than the %d of cluster.%s.instances", key,
+                             want[k], have[k], pn[k]);
             if (want[k] == 0 && have[k] > 0)
                 return vfail(c, err, "cluster.schedule",
                              "%s asks 0 instances; a pool keeps at least 1 running", key);

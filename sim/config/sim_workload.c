@@ -25,7 +25,8 @@ kvf_status sim_open_generator(const sim_config *cfg, trc_reader **out, kvf_err *
     g.images_p = cfg->workload.gen.images_p;
     g.closed_loop = cfg->workload.gen.closed_loop;
     if (cfg->workload.gen.think_s > 0) g.think_s = cfg->workload.gen.think_s;
-    for (int k = 0; k < 3; k++) g.mix[k] = cfg->workload.gen.mix[k];
+    for (int k = 0; k < 3; k++)
+        g.mix[k] = cfg->workload.gen.mix[k];
     g.days = cfg->workload.gen.days;
     g.diurnal_amplitude = cfg->workload.gen.diurnal_amplitude;
     g.peak_hour = cfg->workload.gen.peak_hour;

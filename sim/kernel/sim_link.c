@@ -32,8 +32,7 @@ static void advance(sim_link *l, sim_time now) {
 
 static bool flow_less(const sim_flow *a, const sim_flow *b) {
     // ties by the tag's low 32 bits (the caller's id; the high bits are its generation)
-    return a->target < b->target ||
-           (a->target == b->target && (uint32_t)a->tag < (uint32_t)b->tag);
+    return a->target < b->target || (a->target == b->target && (uint32_t)a->tag < (uint32_t)b->tag);
 }
 
 void sim_link_add(sim_link *l, sim_time now, double bytes, uint64_t tag) {
@@ -81,6 +80,7 @@ bool sim_link_pop_done(sim_link *l, sim_time now, uint64_t *tag) {
 }
 
 double sim_link_estimate_s(const sim_link *l, double bytes) {
-    if (l->flow_cap_Bps > 0) return bytes / sim_link_flow_rate(l, l->n + 1) + (double)l->latency_ns * 1e-9;
+    if (l->flow_cap_Bps > 0)
+        return bytes / sim_link_flow_rate(l, l->n + 1) + (double)l->latency_ns * 1e-9;
     return bytes * (double)(l->n + 1) / l->Bps + (double)l->latency_ns * 1e-9;
 }

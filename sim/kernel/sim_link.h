@@ -14,22 +14,22 @@
 #include "sim_queue.h"
 
 typedef struct sim_flow {
-    double target;          // service level at which this flow completes (bytes)
-    uint64_t tag;           // caller's id for the transfer
+    double target;   // service level at which this flow completes (bytes)
+    uint64_t tag;    // caller's id for the transfer
 } sim_flow;
 
 typedef struct sim_link {
-    double Bps;             // bandwidth, bytes/s (> 0)
-    double flow_cap_Bps;    // > 0: no flow faster than this (each client's own path), 0 = none
-    sim_time latency_ns;    // added to every transfer by the caller
-    double service;         // S at time `last`
-    sim_time last;          // time service was last advanced
-    sim_flow *flows;        // min-heap by target
+    double Bps;            // bandwidth, bytes/s (> 0)
+    double flow_cap_Bps;   // > 0: no flow faster than this (each client's own path), 0 = none
+    sim_time latency_ns;   // added to every transfer by the caller
+    double service;        // S at time `last`
+    sim_time last;         // time service was last advanced
+    sim_flow *flows;       // min-heap by target
     size_t n, cap;
-    uint64_t ev_seq;        // pending completion event, 0 = none
-    int64_t ev_t;           // its time
-    double bytes_total;     // bytes carried (completed or in progress), for utilisation
-    double busy_ns;         // time with at least one flow
+    uint64_t ev_seq;      // pending completion event, 0 = none
+    int64_t ev_t;         // its time
+    double bytes_total;   // bytes carried (completed or in progress), for utilisation
+    double busy_ns;       // time with at least one flow
 } sim_link;
 
 void sim_link_init(sim_link *l, double Bps, sim_time latency_ns);

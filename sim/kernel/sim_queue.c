@@ -7,10 +7,10 @@
 #include <string.h>
 
 struct sim_queue {
-    sim_event *heap;        // heap[0..n) is a 4-ary min-heap
+    sim_event *heap;   // heap[0..n) is a 4-ary min-heap
     size_t n, cap;
-    uint64_t next_seq;      // starts at 1; 0 marks an empty cancel slot
-    uint64_t *cancel;       // open-addressing set of cancelled seqs, 0 = empty
+    uint64_t next_seq;            // starts at 1; 0 marks an empty cancel slot
+    uint64_t *cancel;             // open-addressing set of cancelled seqs, 0 = empty
     size_t ncancel, cancel_cap;   // cancel_cap is a power of two
     uint64_t popped;
 };
@@ -73,7 +73,8 @@ uint64_t sim_queue_push(sim_queue *q, const sim_event *ev) {
 
 static size_t cancel_slot(const sim_queue *q, uint64_t seq) {
     size_t mask = q->cancel_cap - 1, i = (size_t)kvf_hash64(seq) & mask;
-    while (q->cancel[i] && q->cancel[i] != seq) i = (i + 1) & mask;
+    while (q->cancel[i] && q->cancel[i] != seq)
+        i = (i + 1) & mask;
     return i;
 }
 
@@ -125,9 +126,13 @@ bool sim_queue_pop(sim_queue *q, sim_event *out) {
     return false;
 }
 
-size_t sim_queue_size(const sim_queue *q) { return q->n - q->ncancel; }
+size_t sim_queue_size(const sim_queue *q) {
+    return q->n - q->ncancel;
+}
 
-uint64_t sim_queue_popped(const sim_queue *q) { return q->popped; }
+uint64_t sim_queue_popped(const sim_queue *q) {
+    return q->popped;
+}
 
 bool sim_queue_peek_time(const sim_queue *q, sim_time *t) {
     if (!q->n) return false;

@@ -13,12 +13,12 @@
 typedef int64_t sim_time;   // simulated nanoseconds
 
 typedef struct sim_event {
-    sim_time t;             // fire time
-    uint64_t seq;           // push order, breaks ties (set by sim_queue_push)
-    uint32_t dst;           // receiving entity id
-    uint16_t kind;          // SIM_EV_*
+    sim_time t;      // fire time
+    uint64_t seq;    // push order, breaks ties (set by sim_queue_push)
+    uint32_t dst;    // receiving entity id
+    uint16_t kind;   // SIM_EV_*
     uint16_t pad;
-    uint64_t arg[2];        // payload, meaning set by kind
+    uint64_t arg[2];   // payload, meaning set by kind
 } sim_event;
 
 typedef struct sim_queue sim_queue;   // opaque: 4-ary heap + cancel set

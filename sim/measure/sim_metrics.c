@@ -12,7 +12,9 @@
 #define HIST_MBITS 7
 #define HIST_EXP0 (1023 - 20)
 
-void sim_hist_init(sim_hist *h) { memset(h, 0, sizeof *h); }
+void sim_hist_init(sim_hist *h) {
+    memset(h, 0, sizeof *h);
+}
 
 void sim_hist_free(sim_hist *h) {
     free(h->count);
@@ -25,7 +27,8 @@ static size_t hist_bin(double v) {
     memcpy(&bits, &v, sizeof bits);
     int64_t e = (int64_t)((bits >> 52) & 0x7ff) - HIST_EXP0;
     if (e < 0) return 1;
-    return 1 + ((size_t)e << HIST_MBITS | (size_t)((bits >> (52 - HIST_MBITS)) & ((1u << HIST_MBITS) - 1)));
+    return 1 + ((size_t)e << HIST_MBITS |
+                (size_t)((bits >> (52 - HIST_MBITS)) & ((1u << HIST_MBITS) - 1)));
 }
 
 static double hist_mid(size_t b) {
@@ -89,7 +92,8 @@ void sim_samples_free(sim_samples *s) {
 // Bins start one sample interval wide; an arrival past the last bin doubles their width (pairs
 // merged), so memory stays SIM_WAIT_BINS however long the trace runs.
 void sim_metrics_wait_add(sim_metrics *m, double arrival_s, double queue_s, double interval_s) {
-    if (!(interval_s > 0) || !(arrival_s >= 0) || !isfinite(arrival_s) || !isfinite(queue_s)) return;
+    if (!(interval_s > 0) || !(arrival_s >= 0) || !isfinite(arrival_s) || !isfinite(queue_s))
+        return;
     if (!m->wait_sum) {
         m->wait_sum = kvf_calloc(SIM_WAIT_BINS, sizeof *m->wait_sum);
         m->wait_n = kvf_calloc(SIM_WAIT_BINS, sizeof *m->wait_n);
@@ -124,9 +128,11 @@ void sim_metrics_free(sim_metrics *m) {
     sim_samples_free(&m->queue_len);
     sim_samples_free(&m->backlog);
     sim_samples_free(&m->sample_t);
-    for (int k = 0; k < 3; k++) sim_samples_free(&m->pool_queue[k]);
+    for (int k = 0; k < 3; k++)
+        sim_samples_free(&m->pool_queue[k]);
     for (int k = 0; k < TRC_CLASS_COUNT; k++)
-        for (int j = 0; j < 3; j++) sim_samples_free(&m->cls_lat[k][j]);
+        for (int j = 0; j < 3; j++)
+            sim_samples_free(&m->cls_lat[k][j]);
     free(m->wait_sum);
     free(m->wait_n);
     m->wait_sum = NULL;

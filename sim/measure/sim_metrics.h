@@ -9,11 +9,11 @@
 
 // Log-linear histogram of non-negative values with < 0.8 % relative resolution; exact mean.
 typedef struct sim_hist {
-    uint64_t *count;        // bins; bin 0 holds exact zeros
+    uint64_t *count;   // bins; bin 0 holds exact zeros
     size_t nbins;
     uint64_t total;
     double sum;
-    __int128 sum_ns;        // exact sum of values added in ns (sim_hist_add_ns)
+    __int128 sum_ns;   // exact sum of values added in ns (sim_hist_add_ns)
 } sim_hist;
 
 void sim_hist_init(sim_hist *h);
@@ -38,36 +38,36 @@ void sim_samples_free(sim_samples *s);
 
 typedef struct sim_metrics {
     sim_samples ttft_ms, tpot_ms, e2e_ms, gen_tok_s, queue_len;
-    sim_samples backlog;            // per sample: queued requests + transfers in flight on the
-                                    // links (KV moving, tier loads): what a drain waits for
+    sim_samples backlog;   // per sample: queued requests + transfers in flight on the
+                           // links (KV moving, tier loads): what a drain waits for
     sim_hist itl_ms;
     uint64_t prompt_tokens, hit_tokens, miss_tokens, hit_tier[3];
     uint64_t output_tokens;
-    uint64_t output_requested;      // output tokens asked for by requests that arrived
-    uint64_t output_rejected;       // of those, owed by requests that were rejected
-    uint64_t slo_ok;                // completed requests within both SLOs
+    uint64_t output_requested;   // output tokens asked for by requests that arrived
+    uint64_t output_rejected;    // of those, owed by requests that were rejected
+    uint64_t slo_ok;             // completed requests within both SLOs
     uint64_t rejected_queue, rejected_slo, rejected_fit, rejected_timeout, rejected_context;
-    uint64_t truncated;             // requests cut to the model's max_context
-    uint64_t rejected_failure;      // rejected because their instance failed
-    uint64_t failures, retried;     // instance failures; requests retried after one
-    double lost_kv_tokens;          // KV of running requests lost with their instance
-    double down_ns;                 // instance time spent failed
+    uint64_t truncated;           // requests cut to the model's max_context
+    uint64_t rejected_failure;    // rejected because their instance failed
+    uint64_t failures, retried;   // instance failures; requests retried after one
+    double lost_kv_tokens;        // KV of running requests lost with their instance
+    double down_ns;               // instance time spent failed
     uint64_t preemptions, decode_steps, decode_step_tokens, decode_step_seqs;
     double prefill_flops, prefill_flops_no_reuse, prefill_flops_window_full;
-    double load_bytes[3];           // bytes loaded from each tier
+    double load_bytes[3];   // bytes loaded from each tier
     double ssd_write_bytes, kv_transfer_bytes;
-    double ssd_write_backlog_s_peak; // longest queue of write-downs on an instance's SSD link (s)
+    double ssd_write_backlog_s_peak;   // longest queue of write-downs on an instance's SSD link (s)
     double store_bytes_peak;
     // per traffic class (trc_class): completed requests, sums of TTFT (ms) and of generation
     // speed (tok/s, requests with >= 2 output tokens) and their count
     uint64_t cls_done[TRC_CLASS_COUNT], cls_gen_n[TRC_CLASS_COUNT];
-    uint64_t cls_arrived[TRC_CLASS_COUNT];  // arrivals by class
-    uint64_t cls_good[TRC_CLASS_COUNT];     // completed within their class's SLO
-    uint64_t cls_good_tok[TRC_CLASS_COUNT]; // output tokens of those
-    sim_samples cls_lat[TRC_CLASS_COUNT][3];  // per-class SLOs set: TTFT, TPOT, E2E (ms)
+    uint64_t cls_arrived[TRC_CLASS_COUNT];     // arrivals by class
+    uint64_t cls_good[TRC_CLASS_COUNT];        // completed within their class's SLO
+    uint64_t cls_good_tok[TRC_CLASS_COUNT];    // output tokens of those
+    sim_samples cls_lat[TRC_CLASS_COUNT][3];   // per-class SLOs set: TTFT, TPOT, E2E (ms)
     double cls_ttft_ms[TRC_CLASS_COUNT], cls_gen_tok_s[TRC_CLASS_COUNT];
     uint64_t extrapolated_steps, steps;
-    uint64_t table_fallbacks;       // steps with a term the kernel tables do not cover
+    uint64_t table_fallbacks;   // steps with a term the kernel tables do not cover
     // by traffic class (trc_class): prompt and hit tokens, blocks written to the shared store,
     // and the store's occupancy in blocks sampled once the run is longer than the class's
     // retention (its steady state: sum and count of samples, peak)

@@ -13,8 +13,9 @@
 //     the slope of the bins' means over W weighted by
 //     their counts, times W's length = the growth Gw; and its mean over W.
 //   - the queue's drain: from the last arrival until the sampled queues (requests waiting, and
-//     transfers waiting on links; not requests running) first read empty. A long request still decoding after the last arrival is
-//     service, not backlog: a few long answers near the end do not make a drain.
+//     transfers waiting on links; not requests running) first read empty. A long request still
+//     decoding after the last arrival is service, not backlog: a few long answers near the end do
+//     not make a drain.
 // overloaded: both trends rise (a pool's queue grows and Gw > saturation.wait_growth_s); or
 //   the queues take longer to drain than the arrivals lasted; or a queue grows and takes
 //   longer to drain than the second half of the arrivals.
@@ -47,7 +48,9 @@ static double fit_slope(const fit *f) {
     return f->sw > 0 && d > 0 ? (f->sw * f->sty - f->st * f->sy) / d : 0;
 }
 
-static double fit_mean(const fit *f) { return f->sw > 0 ? f->sy / f->sw : 0; }
+static double fit_mean(const fit *f) {
+    return f->sw > 0 ? f->sy / f->sw : 0;
+}
 
 json_t *sim_saturation_json(const sim_cluster *c) {
     const sim_config *cfg = c->cfg;

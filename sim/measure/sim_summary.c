@@ -17,7 +17,8 @@
 static json_t *stats_obj(sim_samples *s) {
     json_t *o = json_object();
     double sum = 0;
-    for (size_t i = 0; i < s->n; i++) sum += s->v[i];
+    for (size_t i = 0; i < s->n; i++)
+        sum += s->v[i];
     kvf_sort_doubles(s->v, s->n);
     json_object_set_new(o, "mean", json_real(s->n ? sum / (double)s->n : 0));
     json_object_set_new(o, "p50", json_real(kvf_percentile_sorted(s->v, s->n, 50)));
@@ -26,18 +27,22 @@ static json_t *stats_obj(sim_samples *s) {
     return o;
 }
 
-static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+static json_t *num_or_null(double v) {
+    return isfinite(v) ? json_real(v) : json_null();
+}
 
-static double pool_gpu_s(const sim_cluster *c, int k) { return c->pool[k].gpu_ns * 1e-9; }
+static double pool_gpu_s(const sim_cluster *c, int k) {
+    return c->pool[k].gpu_ns * 1e-9;
+}
 
 static double pool_util(const sim_cluster *c, int k) {
     const sim_pool *p = &c->pool[k];
     double busy = 0, avail = 0;
-    for (uint32_t i = 0; i < p->n; i++) busy += c->inst[p->first + i].busy_ns;
+    for (uint32_t i = 0; i < p->n; i++)
+        busy += c->inst[p->first + i].busy_ns;
     avail = p->cfg && p->cfg->gpus_per_instance ? p->gpu_ns / p->cfg->gpus_per_instance : 0;
     return avail > 0 ? busy / avail : 0;
 }
-
 
 // The run's identity: scenario, seed, version, step model (and profile), model, hardware, mode.
 static void summary_header(json_t *s, const sim_cluster *c) {
@@ -45,10 +50,11 @@ static void summary_header(json_t *s, const sim_cluster *c) {
     json_object_set_new(s, "scenario", json_string(cfg->name));
     json_object_set_new(s, "seed", json_integer((json_int_t)cfg->seed));
     json_object_set_new(s, "kvfleet_version", json_string(KVF_VERSION));
-    json_object_set_new(s, "step_model", json_string(c->opts && c->opts->engine_backend
-                                                         ? "engine"
-                                                         : cfg->step_model));
-    if (!strcmp(cfg->step_model, "calibrated")) json_object_set_new(s, "profile", json_string(cfg->profile));
+    json_object_set_new(
+        s, "step_model",
+        json_string(c->opts && c->opts->engine_backend ? "engine" : cfg->step_model));
+    if (!strcmp(cfg->step_model, "calibrated"))
+        json_object_set_new(s, "profile", json_string(cfg->profile));
     json_object_set_new(s, "model", json_string(c->model.name));
     json_object_set_new(s, "hardware", json_string(c->hw.name));
     json_object_set_new(s, "mode", json_string(c->colocated ? "colocated" : "disaggregated"));
@@ -98,10 +104,12 @@ static void summary_latency(json_t *s, sim_metrics *m) {
         if (!m->cls_done[k]) continue;
         json_t *o = json_object();
         json_object_set_new(o, "completed", json_integer((json_int_t)m->cls_done[k]));
-        json_object_set_new(o, "ttft_ms_mean", json_real(m->cls_ttft_ms[k] / (double)m->cls_done[k]));
+        json_object_set_new(o, "ttft_ms_mean",
+                            json_real(m->cls_ttft_ms[k] / (double)m->cls_done[k]));
         json_object_set_new(o, "gen_tok_s_mean",
-                            m->cls_gen_n[k] ? json_real(m->cls_gen_tok_s[k] / (double)m->cls_gen_n[k])
-                                            : json_null());
+                            m->cls_gen_n[k]
+                                ? json_real(m->cls_gen_tok_s[k] / (double)m->cls_gen_n[k])
+                                : json_null());
         json_object_set_new(bc, trc_class_name(k), o);
     }
     json_object_set_new(s, "by_class", bc);
@@ -112,13 +120,19 @@ static json_t *summary_throughput(const sim_cluster *c, double sim_s) {
     const sim_metrics *m = &c->m;
     int ppool = SIM_POOL_PREFILL, dpool = c->colocated ? SIM_POOL_PREFILL : SIM_POOL_DECODE;
     json_t *tp = json_object();
-    json_object_set_new(tp, "input_tok_s", json_real(sim_s > 0 ? (double)m->prompt_tokens / sim_s : 0));
-    json_object_set_new(tp, "output_tok_s", json_real(sim_s > 0 ? (double)m->output_tokens / sim_s : 0));
+    json_object_set_new(tp, "input_tok_s",
+                        json_real(sim_s > 0 ? (double)m->prompt_tokens / sim_s : 0));
+    json_object_set_new(tp, "output_tok_s",
+                        json_real(sim_s > 0 ? (double)m->output_tokens / sim_s : 0));
     double pgs = pool_gpu_s(c, ppool), dgs = pool_gpu_s(c, dpool);
-    json_object_set_new(tp, "prefill_input_tok_s_per_gpu", json_real(pgs > 0 ? (double)m->prompt_tokens / pgs : 0));
-    json_object_set_new(tp, "decode_output_tok_s_per_gpu", json_real(dgs > 0 ? (double)m->output_tokens / dgs : 0));
+    json_object_set_new(tp, "prefill_input_tok_s_per_gpu",
+                        json_real(pgs > 0 ? (double)m->prompt_tokens / pgs : 0));
+    json_object_set_new(tp, "decode_output_tok_s_per_gpu",
+                        json_real(dgs > 0 ? (double)m->output_tokens / dgs : 0));
     json_object_set_new(tp, "tokens_per_decode_step_per_request",
-                        json_real(m->decode_step_seqs ? (double)m->decode_step_tokens / (double)m->decode_step_seqs : 0));
+                        json_real(m->decode_step_seqs
+                                      ? (double)m->decode_step_tokens / (double)m->decode_step_seqs
+                                      : 0));
     return tp;
 }
 
@@ -133,15 +147,29 @@ static json_t *summary_cache_by_class(const sim_cluster *c, double sim_s) {
         if (!m->cls_prompt[k] && !m->cls_store_writes[k] && !m->cls_store_peak[k]) continue;
         json_t *o = json_object();
         json_object_set_new(o, "prompt_tokens", json_integer((json_int_t)m->cls_prompt[k]));
-        json_object_set_new(o, "hit_rate", json_real(m->cls_prompt[k] ? (double)m->cls_hit[k] / (double)m->cls_prompt[k] : 0));
-        json_object_set_new(o, "retention_s", num_or_null(cfg->kv.retention_ns[k] > 0 ? (double)cfg->kv.retention_ns[k] * 1e-9 : NAN));
-        json_object_set_new(o, "store_write_Bps", json_real(sim_s > 0 ? (double)m->cls_store_writes[k] * c->block_bytes / sim_s : 0));
-        json_object_set_new(o, "stored_bytes_peak", json_real((double)m->cls_store_peak[k] * c->block_bytes));
-        json_object_set_new(o, "stored_bytes_end", json_real((double)c->ssd.used_cls[k] * c->block_bytes));
+        json_object_set_new(
+            o, "hit_rate",
+            json_real(m->cls_prompt[k] ? (double)m->cls_hit[k] / (double)m->cls_prompt[k] : 0));
+        json_object_set_new(o, "retention_s",
+                            num_or_null(cfg->kv.retention_ns[k] > 0
+                                            ? (double)cfg->kv.retention_ns[k] * 1e-9
+                                            : NAN));
+        json_object_set_new(
+            o, "store_write_Bps",
+            json_real(sim_s > 0 ? (double)m->cls_store_writes[k] * c->block_bytes / sim_s : 0));
+        json_object_set_new(o, "stored_bytes_peak",
+                            json_real((double)m->cls_store_peak[k] * c->block_bytes));
+        json_object_set_new(o, "stored_bytes_end",
+                            json_real((double)c->ssd.used_cls[k] * c->block_bytes));
         json_object_set_new(o, "stored_bytes_steady",
-                            num_or_null(m->cls_store_steady_n[k] ? m->cls_store_steady_sum[k] / (double)m->cls_store_steady_n[k] * c->block_bytes : NAN));
+                            num_or_null(m->cls_store_steady_n[k]
+                                            ? m->cls_store_steady_sum[k] /
+                                                  (double)m->cls_store_steady_n[k] * c->block_bytes
+                                            : NAN));
         json_object_set_new(o, "stored_bytes_steady_peak",
-                            num_or_null(m->cls_store_steady_n[k] ? (double)m->cls_store_steady_peak[k] * c->block_bytes : NAN));
+                            num_or_null(m->cls_store_steady_n[k]
+                                            ? (double)m->cls_store_steady_peak[k] * c->block_bytes
+                                            : NAN));
         json_object_set_new(bycls, trc_class_name(k), o);
     }
     return bycls;
@@ -171,7 +199,9 @@ static json_t *summary_cache(const sim_cluster *c, double sim_s, double *peak, d
     json_object_set_new(ca, "stored_bytes_peak", json_real(*peak));
     json_object_set_new(ca, "stored_bytes_end", json_real((double)c->ssd.used * c->block_bytes));
     json_object_set_new(ca, "block_bytes", json_real(c->block_bytes));
-    json_object_set_new(ca, "ssd_capacity_bytes", num_or_null(cfg->kv.ssd.capacity_bytes < 0 ? INFINITY : cfg->kv.ssd.capacity_bytes));
+    json_object_set_new(
+        ca, "ssd_capacity_bytes",
+        num_or_null(cfg->kv.ssd.capacity_bytes < 0 ? INFINITY : cfg->kv.ssd.capacity_bytes));
     // steady state of a store that keeps everything for its retention: per class, the class's
     // write rate x its retention (filled in later from the economics input)
     *wr = sim_s > 0 ? (double)c->ssd.inserted * c->block_bytes / sim_s : 0;
@@ -179,9 +209,10 @@ static json_t *summary_cache(const sim_cluster *c, double sim_s, double *peak, d
     json_object_set_new(ca, "evicted_blocks", json_integer((json_int_t)c->ssd.evicted));
     json_object_set_new(ca, "expired_blocks", json_integer((json_int_t)c->ssd.expired));
     // the store's block index in memory (tables and run queues) per block at its peak
-    json_object_set_new(ca, "index_bytes_per_block",
-                        num_or_null(c->ssd.peak ? (double)sim_bcache_index_bytes(&c->ssd) / (double)c->ssd.peak
-                                                : NAN));
+    json_object_set_new(
+        ca, "index_bytes_per_block",
+        num_or_null(c->ssd.peak ? (double)sim_bcache_index_bytes(&c->ssd) / (double)c->ssd.peak
+                                : NAN));
     json_t *lb = json_object();
     json_object_set_new(lb, "dram", json_real(m->load_bytes[SIM_TIER_DRAM]));
     json_object_set_new(lb, "ssd", json_real(m->load_bytes[SIM_TIER_SSD]));
@@ -203,9 +234,15 @@ static void summary_gpus(json_t *s, const sim_cluster *c) {
     const sim_config *cfg = c->cfg;
     int dpool = c->colocated ? SIM_POOL_PREFILL : SIM_POOL_DECODE;
     json_t *g = json_object();
-    json_object_set_new(g, "vision", json_integer(c->pool[SIM_POOL_VISION].n * (json_int_t)cfg->cluster.vision.gpus_per_instance));
-    json_object_set_new(g, "prefill", json_integer(c->pool[SIM_POOL_PREFILL].n * (json_int_t)cfg->cluster.prefill.gpus_per_instance));
-    json_object_set_new(g, "decode", json_integer(c->pool[SIM_POOL_DECODE].n * (json_int_t)cfg->cluster.decode.gpus_per_instance));
+    json_object_set_new(g, "vision",
+                        json_integer(c->pool[SIM_POOL_VISION].n *
+                                     (json_int_t)cfg->cluster.vision.gpus_per_instance));
+    json_object_set_new(g, "prefill",
+                        json_integer(c->pool[SIM_POOL_PREFILL].n *
+                                     (json_int_t)cfg->cluster.prefill.gpus_per_instance));
+    json_object_set_new(g, "decode",
+                        json_integer(c->pool[SIM_POOL_DECODE].n *
+                                     (json_int_t)cfg->cluster.decode.gpus_per_instance));
     json_object_set_new(s, "gpus", g);
     double gh = (pool_gpu_s(c, 0) + pool_gpu_s(c, 1) + pool_gpu_s(c, 2)) / 3600.0;
     json_object_set_new(s, "gpu_hours", json_real(gh));
@@ -231,9 +268,12 @@ static json_t *slo_class(const sim_cluster *c, int k, double sim_s, bool *met) {
     static const double qv[SIM_SLO_STATS] = {50, 90, 99};
     json_t *o = json_object();
     json_object_set_new(o, "arrived", json_integer((json_int_t)m->cls_arrived[k]));
-    json_object_set_new(o, "attainment", json_real((double)m->cls_good[k] / (double)m->cls_arrived[k]));
-    json_object_set_new(o, "goodput_rps", json_real(sim_s > 0 ? (double)m->cls_good[k] / sim_s : 0));
-    json_object_set_new(o, "goodput_tok_s", json_real(sim_s > 0 ? (double)m->cls_good_tok[k] / sim_s : 0));
+    json_object_set_new(o, "attainment",
+                        json_real((double)m->cls_good[k] / (double)m->cls_arrived[k]));
+    json_object_set_new(o, "goodput_rps",
+                        json_real(sim_s > 0 ? (double)m->cls_good[k] / sim_s : 0));
+    json_object_set_new(o, "goodput_tok_s",
+                        json_real(sim_s > 0 ? (double)m->cls_good_tok[k] / sim_s : 0));
     json_t *bounds = json_object();
     bool own = false;
     *met = m->cls_done[k] > 0;
@@ -306,7 +346,8 @@ static json_t *summary_energy(sim_cluster *c, double sim_s) {
             return NULL;
         }
         double active = p->gpu_ns * 1e-9, busy = 0;
-        for (uint32_t i = 0; i < p->n; i++) busy += c->inst[p->first + i].busy_ns * 1e-9;
+        for (uint32_t i = 0; i < p->n; i++)
+            busy += c->inst[p->first + i].busy_ns * 1e-9;
         busy *= p->cfg->gpus_per_instance;
         if (busy > active) busy = active;
         double j = p->hw.power_idle_w * active + (p->hw.power_peak_w - p->hw.power_idle_w) * busy;
@@ -346,7 +387,8 @@ static json_t *summary_slo(const sim_cluster *c, double sim_s) {
     json_t *slo = json_object();
     json_object_set_new(slo, "ttft_p90_ms", json_real(cfg->slo.ttft_p90_ms));
     json_object_set_new(slo, "tpot_p90_ms", json_real(cfg->slo.tpot_p90_ms));
-    json_object_set_new(slo, "attainment", json_real(c->arrived ? (double)m->slo_ok / (double)c->arrived : 0));
+    json_object_set_new(slo, "attainment",
+                        json_real(c->arrived ? (double)m->slo_ok / (double)c->arrived : 0));
     json_object_set_new(slo, "goodput_req_s", json_real(sim_s > 0 ? (double)m->slo_ok / sim_s : 0));
     double t90 = kvf_percentile_sorted(m->ttft_ms.v, m->ttft_ms.n, 90);
     double p90 = kvf_percentile_sorted(m->tpot_ms.v, m->tpot_ms.n, 90);
@@ -378,18 +420,22 @@ static void summary_econ_input(sim_cluster *c, double sim_s, double peak, double
     ei->simulated_s = sim_s;
     if (c->colocated) {
         ei->gpu_hours[RPT_POOL_COLOCATED] = pool_gpu_s(c, SIM_POOL_PREFILL) / 3600;
-        ei->gpus[RPT_POOL_COLOCATED] = c->pool[SIM_POOL_PREFILL].n * (double)cfg->cluster.prefill.gpus_per_instance;
+        ei->gpus[RPT_POOL_COLOCATED] =
+            c->pool[SIM_POOL_PREFILL].n * (double)cfg->cluster.prefill.gpus_per_instance;
         ei->utilization[RPT_POOL_COLOCATED] = pool_util(c, SIM_POOL_PREFILL);
     } else {
         ei->gpu_hours[RPT_POOL_PREFILL] = pool_gpu_s(c, SIM_POOL_PREFILL) / 3600;
         ei->gpu_hours[RPT_POOL_DECODE] = pool_gpu_s(c, SIM_POOL_DECODE) / 3600;
-        ei->gpus[RPT_POOL_PREFILL] = c->pool[SIM_POOL_PREFILL].n * (double)cfg->cluster.prefill.gpus_per_instance;
-        ei->gpus[RPT_POOL_DECODE] = c->pool[SIM_POOL_DECODE].n * (double)cfg->cluster.decode.gpus_per_instance;
+        ei->gpus[RPT_POOL_PREFILL] =
+            c->pool[SIM_POOL_PREFILL].n * (double)cfg->cluster.prefill.gpus_per_instance;
+        ei->gpus[RPT_POOL_DECODE] =
+            c->pool[SIM_POOL_DECODE].n * (double)cfg->cluster.decode.gpus_per_instance;
         ei->utilization[RPT_POOL_PREFILL] = pool_util(c, SIM_POOL_PREFILL);
         ei->utilization[RPT_POOL_DECODE] = pool_util(c, SIM_POOL_DECODE);
     }
     ei->gpu_hours[RPT_POOL_VISION] = pool_gpu_s(c, SIM_POOL_VISION) / 3600;
-    ei->gpus[RPT_POOL_VISION] = c->pool[SIM_POOL_VISION].n * (double)cfg->cluster.vision.gpus_per_instance;
+    ei->gpus[RPT_POOL_VISION] =
+        c->pool[SIM_POOL_VISION].n * (double)cfg->cluster.vision.gpus_per_instance;
     ei->utilization[RPT_POOL_VISION] = pool_util(c, SIM_POOL_VISION);
     ei->ssd_tb = (cfg->kv.ssd.capacity_bytes < 0 ? peak : cfg->kv.ssd.capacity_bytes) / 1e12;
     ei->ssd_unbounded = cfg->kv.ssd.capacity_bytes < 0;
@@ -401,7 +447,8 @@ static void summary_econ_input(sim_cluster *c, double sim_s, double peak, double
             if (!strcmp(ei->cls[k].cls, trc_class_name(t))) {
                 ei->cls[k].retention_s = (double)cfg->kv.retention_ns[t] * 1e-9;
                 ei->cls[k].write_known = sim_s > 0;
-                ei->cls[k].write_Bps = sim_s > 0 ? (double)m->cls_store_writes[t] * c->block_bytes / sim_s : 0;
+                ei->cls[k].write_Bps =
+                    sim_s > 0 ? (double)m->cls_store_writes[t] * c->block_bytes / sim_s : 0;
                 ei->cls[k].steady_known = m->cls_store_steady_n[t] > 0;
                 // the store a retention needs: the most the class held once the run had
                 // lasted its retention (the daily cycle's peak, not its mean)
@@ -430,7 +477,8 @@ static void summary_economics(json_t *s, json_t *ca, sim_cluster *c, double sim_
         json_object_set_new(s, "economics", rpt_econ_to_json(&cfg->econ, econ_out));
         for (int k = 0; k < ei->n_cls; k++)
             if (isfinite(econ_out->ssd_tb_by_class[k]))
-                json_object_set_new(ss, ei->cls[k].cls, json_real(econ_out->ssd_tb_by_class[k] * 1e12));
+                json_object_set_new(ss, ei->cls[k].cls,
+                                    json_real(econ_out->ssd_tb_by_class[k] * 1e12));
     } else {
         json_object_set_new(s, "economics", json_null());
     }
@@ -451,8 +499,9 @@ static json_t *summary_steps(const sim_cluster *c) {
     }
     json_object_set_new(sm, "preemptions", json_integer((json_int_t)m->preemptions));
     json_object_set_new(sm, "decode_steps", json_integer((json_int_t)m->decode_steps));
-    json_object_set_new(sm, "decode_mean_batch",
-                        json_real(m->decode_steps ? (double)m->decode_step_seqs / (double)m->decode_steps : 0));
+    json_object_set_new(
+        sm, "decode_mean_batch",
+        json_real(m->decode_steps ? (double)m->decode_step_seqs / (double)m->decode_steps : 0));
     return sm;
 }
 
@@ -480,9 +529,11 @@ static json_t *summary_invariants(const sim_cluster *c) {
     if (c->ssd.peak > c->ssd.capacity) cached_blocks_over++;
     json_object_set_new(inv, "kv_tokens_held_end", json_real(kv_held));
     json_object_set_new(inv, "in_flight_end", json_integer((json_int_t)c->in_flight));
-    json_object_set_new(inv, "output_tokens_requested", json_integer((json_int_t)m->output_requested));
+    json_object_set_new(inv, "output_tokens_requested",
+                        json_integer((json_int_t)m->output_requested));
     json_object_set_new(inv, "output_tokens_produced", json_integer((json_int_t)m->output_tokens));
-    json_object_set_new(inv, "output_tokens_rejected", json_integer((json_int_t)m->output_rejected));
+    json_object_set_new(inv, "output_tokens_rejected",
+                        json_integer((json_int_t)m->output_rejected));
     json_object_set_new(inv, "tiers_over_capacity", json_integer((json_int_t)cached_blocks_over));
     return inv;
 }
@@ -529,9 +580,9 @@ static json_t *summary_published(const sim_config *cfg, json_t *s) {
         double x = p->summary_key[0] ? rpt_json_num(s, p->summary_key) * p->scale : NAN;
         double ref = isnan(p->high) || x < p->value ? p->value : x > p->high ? p->high : x;
         json_object_set_new(o, "simulated", isfinite(x) ? json_real(x) : json_null());
-        json_object_set_new(o, "gap_pct", isfinite(x) && ref != 0
-                                              ? json_real(100.0 * (x - ref) / fabs(ref))
-                                              : json_null());
+        json_object_set_new(o, "gap_pct",
+                            isfinite(x) && ref != 0 ? json_real(100.0 * (x - ref) / fabs(ref))
+                                                    : json_null());
         json_object_set_new(o, "rests_on", json_string(p->rests_on));
         json_array_append_new(pa, o);
     }
@@ -540,9 +591,8 @@ static json_t *summary_published(const sim_config *cfg, json_t *s) {
 
 // summary.json of the finished run on c (contract in sim_run.h): the sections in their order.
 // Sorts c's latency samples and fills c->econ_in (scaled to the full fleet when sampled).
-json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd,
-                          double wall_s, const sim_run_sampling *smp, rpt_econ_result *econ_out,
-                             kvf_err *err) {
+json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd, double wall_s,
+                          const sim_run_sampling *smp, rpt_econ_result *econ_out, kvf_err *err) {
     KVF_ASSERT(c && c->cfg && rd && econ_out);
     json_t *s = json_object();
     double sim_s = (double)c->now * 1e-9;

@@ -50,7 +50,9 @@ void sim_on_sample(sim_cluster *c, double interval_s) {
             busy += b - in->busy_ns_sampled;
             in->busy_ns_sampled = b;
             q += sim_inst_queue_len(in);
-            if (c->timeline) sim_trace_counter(c->timeline, c->now, in->pool, in->idx, "queue", sim_inst_queue_len(in));
+            if (c->timeline)
+                sim_trace_counter(c->timeline, c->now, in->pool, in->idx, "queue",
+                                  sim_inst_queue_len(in));
             run += in->n_running + in->n_batch;
             kvu += in->ops->kv_used(in, c->now);
             if (in->busy && in->run_m > 1) {   // tokens of the run's steps that have passed
@@ -71,7 +73,8 @@ void sim_on_sample(sim_cluster *c, double interval_s) {
     }
     sim_samples_add(&m->queue_len, (double)qlen);
     double flows = 0;   // transfers waiting on links (a slow KV link is a queue too)
-    for (size_t i = 0; i < c->n_links; i++) flows += (double)c->links[i].link.n;
+    for (size_t i = 0; i < c->n_links; i++)
+        flows += (double)c->links[i].link.n;
     sim_samples_add(&m->backlog, (double)qlen + flows);
     sim_ts(c, "cluster", -1, "input_tok_s", (double)m->iv_in / interval_s);
     sim_ts(c, "cluster", -1, "output_tok_s", (double)m->iv_out / interval_s);

@@ -18,16 +18,17 @@ struct sim_trace {
     uint64_t events;
     char pool[TRACE_POOLS_MAX][32];
     int npools;
-    uint8_t *named;              // named[pool * named_cap + inst]: thread name written
-    size_t named_cap;            // instances per pool in named
-    uint64_t *open;              // open-addressing set of open span keys (0 = empty)
+    uint8_t *named;     // named[pool * named_cap + inst]: thread name written
+    size_t named_cap;   // instances per pool in named
+    uint64_t *open;     // open-addressing set of open span keys (0 = empty)
     size_t open_cap, open_n;
-    uint64_t next_id;            // ids of spans written whole
+    uint64_t next_id;   // ids of spans written whole
 };
 
 static uint64_t span_key(int pool, uint32_t inst, const char *what, uint64_t id) {
     uint64_t h = kvf_hash64(id ^ ((uint64_t)inst << 40) ^ ((uint64_t)(unsigned)pool << 60));
-    for (const char *p = what; *p; p++) h = kvf_hash64(h ^ (uint8_t)*p);
+    for (const char *p = what; *p; p++)
+        h = kvf_hash64(h ^ (uint8_t)*p);
     return h ? h : 1;
 }
 
@@ -92,7 +93,9 @@ static const char *pool_name(const sim_trace *t, int pool) {
     return pool >= 0 && pool < t->npools ? t->pool[pool] : "pool";
 }
 
-static void sep(sim_trace *t) { fputs(t->events++ ? ",\n" : "", t->f); }
+static void sep(sim_trace *t) {
+    fputs(t->events++ ? ",\n" : "", t->f);
+}
 
 kvf_status sim_trace_open(sim_trace **out, const char *path, double from_s, double to_s,
                           const char *const *pool_names, int npools, kvf_err *err) {
@@ -108,12 +111,14 @@ kvf_status sim_trace_open(sim_trace **out, const char *path, double from_s, doub
     for (int k = 0; k < t->npools; k++) {
         snprintf(t->pool[k], sizeof t->pool[k], "%s", pool_names[k]);
         sep(t);
-        fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"%s "
-                   "pool\"}}",
+        fprintf(f,
+                "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"%s "
+                "pool\"}}",
                 k, t->pool[k]);
         sep(t);
-        fprintf(f, "{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,"
-                   "\"args\":{\"sort_index\":%d}}",
+        fprintf(f,
+                "{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,"
+                "\"args\":{\"sort_index\":%d}}",
                 k, k);
     }
     *out = t;
@@ -124,7 +129,8 @@ static void name_thread(sim_trace *t, int pool, uint32_t inst) {
     if (pool < 0 || pool >= t->npools) return;
     if (inst >= t->named_cap) {
         size_t cap = t->named_cap ? t->named_cap : 64;
-        while (cap <= inst) cap *= 2;
+        while (cap <= inst)
+            cap *= 2;
         uint8_t *n = kvf_calloc((size_t)TRACE_POOLS_MAX * cap, 1);
         for (int p = 0; p < TRACE_POOLS_MAX && t->named; p++)
             memcpy(n + (size_t)p * cap, t->named + (size_t)p * t->named_cap, t->named_cap);
@@ -136,14 +142,14 @@ static void name_thread(sim_trace *t, int pool, uint32_t inst) {
     if (*flag) return;
     *flag = 1;
     sep(t);
-    fprintf(t->f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%u,"
-                  "\"args\":{\"name\":\"%s %u compute\"}}",
+    fprintf(t->f,
+            "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%u,"
+            "\"args\":{\"name\":\"%s %u compute\"}}",
             pool, inst, pool_name(t, pool), inst);
 }
 
 void sim_trace_step(sim_trace *t, sim_time now, sim_time dur_ns, int pool, uint32_t inst,
-                    const char *what, uint32_t batch, uint64_t tokens, double flops,
-                    double bytes) {
+                    const char *what, uint32_t batch, uint64_t tokens, double flops, double bytes) {
     if (!t || !in_window(t, now)) return;
     name_thread(t, pool, inst);
     sep(t);

@@ -28,8 +28,7 @@ kvf_status sim_trace_open(sim_trace **out, const char *path, double from_s, doub
                           const char *const *pool_names, int npools, kvf_err *err);
 // One batch step of instance (pool, inst) from t lasting dur_ns.
 void sim_trace_step(sim_trace *t, sim_time now, sim_time dur_ns, int pool, uint32_t inst,
-                    const char *what, uint32_t batch, uint64_t tokens, double flops,
-                    double bytes);
+                    const char *what, uint32_t batch, uint64_t tokens, double flops, double bytes);
 // A transfer of bytes starts (flow_begin) or ends (flow_end) on instance (pool, inst); id
 // tells concurrent transfers of one track apart and is free again after its end.
 void sim_trace_flow_begin(sim_trace *t, sim_time now, int pool, uint32_t inst, const char *what,

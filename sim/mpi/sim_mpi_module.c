@@ -29,7 +29,7 @@ static void finalize(void) {
 }
 
 const sim_mpi_api *sim_mpi_module_api(void) {
-    static const sim_mpi_api api = {SIM_MPI_ABI, init,        send_ints, recv_ints,
+    static const sim_mpi_api api = {SIM_MPI_ABI, init,       send_ints,   recv_ints,
                                     send_chars,  recv_chars, sum_to_root, finalize};
     return &api;
 }

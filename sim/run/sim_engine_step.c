@@ -18,12 +18,12 @@ typedef struct eng_stepper {
     mdl_stepper base;
     eng_engine *e;
     uint32_t max_context, block_tokens, kv_blocks;
-    uint64_t counter;          // distinct token ids per sequence: no accidental prefix sharing
+    uint64_t counter;   // distinct token ids per sequence: no accidental prefix sharing
     eng_seq **seqs;
-    int32_t *tok;              // prefill chunk tokens
-    int32_t *dtok;             // one token per decoding sequence
+    int32_t *tok;    // prefill chunk tokens
+    int32_t *dtok;   // one token per decoding sequence
     size_t cap;
-    int64_t host_ns;           // per-step host overhead added to the forward time
+    int64_t host_ns;   // per-step host overhead added to the forward time
 } eng_stepper;
 
 static void es_cost(mdl_stepper *sb, const mdl_batch *b, mdl_step_cost *out) {
@@ -43,7 +43,8 @@ static void es_cost(mdl_stepper *sb, const mdl_batch *b, mdl_step_cost *out) {
     uint64_t budget = (uint64_t)s->kv_blocks * s->block_tokens * 9 / 10;
     for (uint32_t i = 0; i < b->n; i++) {
         uint32_t ctx = b->seqs[i].cached_tokens, nw = b->seqs[i].new_tokens;
-        if ((uint64_t)ctx + nw + 1 > s->max_context || (uint64_t)ctx + nw + 1 > budget / (b->n ? b->n : 1)) {
+        if ((uint64_t)ctx + nw + 1 > s->max_context ||
+            (uint64_t)ctx + nw + 1 > budget / (b->n ? b->n : 1)) {
             ctx = (uint32_t)KVF_MIN((uint64_t)s->max_context, budget / (b->n ? b->n : 1));
             ctx = ctx > nw + 1 ? ctx - nw - 1 : 0;
             clamped = true;
@@ -66,9 +67,12 @@ static void es_cost(mdl_stepper *sb, const mdl_batch *b, mdl_step_cost *out) {
             s->seqs[nd++] = q;   // decodes are batched below
         } else {
             uint32_t n = KVF_MIN(nw, (uint32_t)4096);
-            for (uint32_t k = 0; k < n; k++) s->tok[k] = (int32_t)(1 + (k * 7 + s->counter) % 1000);
-            if (eng_prefill(s->e, q, s->tok, n, NULL, NULL, &err) == KVF_OK) total += eng_last_forward_ns(s->e);
-            else clamped = true;
+            for (uint32_t k = 0; k < n; k++)
+                s->tok[k] = (int32_t)(1 + (k * 7 + s->counter) % 1000);
+            if (eng_prefill(s->e, q, s->tok, n, NULL, NULL, &err) == KVF_OK)
+                total += eng_last_forward_ns(s->e);
+            else
+                clamped = true;
             eng_seq_close(s->e, q);
         }
     }
@@ -77,7 +81,8 @@ static void es_cost(mdl_stepper *sb, const mdl_batch *b, mdl_step_cost *out) {
             total += eng_last_forward_ns(s->e);
         else
             clamped = true;
-        for (uint32_t i = 0; i < nd; i++) eng_seq_close(s->e, s->seqs[i]);
+        for (uint32_t i = 0; i < nd; i++)
+            eng_seq_close(s->e, s->seqs[i]);
     }
     double flops = 0, bytes = 0;
     mdl_batch_work(&sb->model, b, &flops, &bytes);
@@ -140,7 +145,7 @@ typedef struct rp_entry {
     uint32_t nd, np, ptok;
     uint64_t ctx;
     int64_t ns;
-    size_t idx; // position in the serve
+    size_t idx;   // position in the serve
 } rp_entry;
 
 typedef struct replay_stepper {
@@ -149,20 +154,22 @@ typedef struct replay_stepper {
     sim_step_replay *r;
     rp_entry *e;
     size_t n;
-    double ratio[3]; // served / inner prediction, median by kind: prefill, decode, mixed
+    double ratio[3];   // served / inner prediction, median by kind: prefill, decode, mixed
     double scale;
     // the previous answer, counted once mdl_stepper_cost has counted it as a step (router
     // estimates call the vtable directly and are not steps)
     uint64_t seen_calls;
-    int pending;   // 0 none, 1 matched, 2 fallback
-    size_t cursor; // serve position of the last step replayed
+    int pending;     // 0 none, 1 matched, 2 fallback
+    size_t cursor;   // serve position of the last step replayed
     size_t pending_cursor;
 } replay_stepper;
 
 static void rp_commit(replay_stepper *s) {
     if (s->base.calls != s->seen_calls && s->pending && s->r) {
-        if (s->pending == 1) s->r->matched++, s->cursor = s->pending_cursor;
-        else s->r->fallback++;
+        if (s->pending == 1)
+            s->r->matched++, s->cursor = s->pending_cursor;
+        else
+            s->r->fallback++;
     }
     s->seen_calls = s->base.calls;
     s->pending = 0;
@@ -171,8 +178,10 @@ static void rp_commit(replay_stepper *s) {
 static rp_entry rp_key(const mdl_seq *s, uint32_t n) {
     rp_entry k = {0};
     for (uint32_t i = 0; i < n; i++) {
-        if (s[i].new_tokens == 1) k.nd++;
-        else k.np++, k.ptok += s[i].new_tokens;
+        if (s[i].new_tokens == 1)
+            k.nd++;
+        else
+            k.np++, k.ptok += s[i].new_tokens;
         k.ctx += s[i].cached_tokens;
     }
     return k;
@@ -194,7 +203,7 @@ static int rp_kind(const rp_entry *k) {
 static void rp_cost(mdl_stepper *sb, const mdl_batch *b, mdl_step_cost *out) {
     replay_stepper *s = (replay_stepper *)sb;
     rp_commit(s);
-    s->inner->vt->cost(s->inner, b, out); // flops, bytes and the fallback
+    s->inner->vt->cost(s->inner, b, out);   // flops, bytes and the fallback
     if (s->r && b->phase != MDL_VISION) {
         rp_entry k = rp_key(b->seqs, b->n);
         // the served steps with this key and a context within tolerance (a contiguous run of
@@ -206,8 +215,10 @@ static void rp_cost(mdl_stepper *sb, const mdl_batch *b, mdl_step_cost *out) {
         size_t lo = 0, hi = s->n;
         while (lo < hi) {
             size_t mid = (lo + hi) / 2;
-            if (rp_cmp(&s->e[mid], &q) < 0) lo = mid + 1;
-            else hi = mid;
+            if (rp_cmp(&s->e[mid], &q) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
         }
         const rp_entry *best = NULL;
         size_t want = s->cursor + 1, bd = SIZE_MAX;
@@ -226,11 +237,12 @@ static void rp_cost(mdl_stepper *sb, const mdl_batch *b, mdl_step_cost *out) {
         } else {
             out->ns = (int64_t)((double)out->ns * s->ratio[rp_kind(&k)]);
             s->pending = 2;
-            if (s->r->misses) { // a step to inspect (router estimates land here too: no "step")
+            if (s->r->misses) {   // a step to inspect (router estimates land here too: no "step")
                 fprintf(s->r->misses, "after served step %zu: decodes %u, chunks", s->cursor, k.nd);
                 for (uint32_t i = 0; i < b->n; i++)
                     if (b->seqs[i].new_tokens != 1)
-                        fprintf(s->r->misses, " %u@%u", b->seqs[i].new_tokens, b->seqs[i].cached_tokens);
+                        fprintf(s->r->misses, " %u@%u", b->seqs[i].new_tokens,
+                                b->seqs[i].cached_tokens);
                 fprintf(s->r->misses, ", context %llu\n", (unsigned long long)k.ctx);
             }
         }
@@ -262,15 +274,19 @@ mdl_stepper *sim_replay_stepper_wrap(mdl_stepper *inner, const sim_run_opts *o) 
         s->e = kvf_malloc(s->r->n * sizeof *s->e);
         double *rt[3];
         size_t nr[3] = {0, 0, 0};
-        for (int k = 0; k < 3; k++) rt[k] = kvf_malloc(s->r->n * sizeof(double));
+        for (int k = 0; k < 3; k++)
+            rt[k] = kvf_malloc(s->r->n * sizeof(double));
         for (size_t i = 0; i < s->r->n; i++) {
             const sim_replay_step *p = &s->r->steps[i];
             rp_entry k = rp_key(p->seqs, p->n);
             k.ns = p->ns;
             k.idx = i;
             s->e[s->n++] = k;
-            mdl_batch b = {.phase = k.nd && k.np ? MDL_MIXED : k.nd ? MDL_DECODE : MDL_PREFILL,
-                           .seqs = p->seqs, .n = p->n};
+            mdl_batch b = {.phase = k.nd && k.np ? MDL_MIXED
+                                    : k.nd       ? MDL_DECODE
+                                                 : MDL_PREFILL,
+                           .seqs = p->seqs,
+                           .n = p->n};
             mdl_step_cost c;
             inner->vt->cost(inner, &b, &c);
             if (c.ns > 0) rt[rp_kind(&k)][nr[rp_kind(&k)]++] = (double)p->ns / (double)c.ns;

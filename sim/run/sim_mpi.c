@@ -14,7 +14,7 @@ const sim_mpi_api *sim_mpi_load(kvf_err *err) {
     void *p = kvf_module_sym(h, SIM_MPI_MODULE, "sim_mpi_module_api", err);
     if (!p) return NULL;
     const sim_mpi_api *(*get)(void);
-    memcpy(&get, &p, sizeof p); // POSIX: dlsym's pointer converts to a function pointer
+    memcpy(&get, &p, sizeof p);   // POSIX: dlsym's pointer converts to a function pointer
     const sim_mpi_api *api = get();
     if (!api || api->abi != SIM_MPI_ABI) {
         kvf_fail(err, KVF_ENODEV, "%s has interface %d, this kvfleet wants %d: rebuild it",

@@ -7,18 +7,18 @@
 
 #include "kvf.h"
 
-#define SIM_MPI_ABI 1 // bump when the table changes
+#define SIM_MPI_ABI 1   // bump when the table changes
 #define SIM_MPI_MODULE "libkvfleet-mpi.so"
 
 typedef struct sim_mpi_api {
-    int abi;                                                    // SIM_MPI_ABI of the module
-    void (*init)(int *rank, int *size);                         // MPI_Init, then rank and size
-    void (*send_ints)(const int *v, int n, int dest, int tag);  // n ints to rank dest
-    void (*recv_ints)(int *v, int n, int src, int tag);         // n ints from rank src
+    int abi;                                                     // SIM_MPI_ABI of the module
+    void (*init)(int *rank, int *size);                          // MPI_Init, then rank and size
+    void (*send_ints)(const int *v, int n, int dest, int tag);   // n ints to rank dest
+    void (*recv_ints)(int *v, int n, int src, int tag);          // n ints from rank src
     void (*send_chars)(const char *v, int n, int dest, int tag);
     void (*recv_chars)(char *v, int n, int src, int tag);
-    void (*sum_to_root)(const int *in, int *out, int n);        // element-wise sum onto rank 0
-    void (*finalize)(void);                                     // MPI_Finalize
+    void (*sum_to_root)(const int *in, int *out, int n);   // element-wise sum onto rank 0
+    void (*finalize)(void);                                // MPI_Finalize
 } sim_mpi_api;
 
 // Implemented by the module: its table (static storage).

@@ -69,29 +69,36 @@ kvf_status sim_lock_file(const char *path, int *fd, kvf_err *err) {
     if (lstat(path, &ls) == 0 && (!S_ISREG(ls.st_mode) || ls.st_nlink > 1))
         return kvf_fail(err, KVF_EINVAL,
                         "%s: the lock is %s, not a file of kvfleet's; refused (nothing written "
-                        "through it): remove it or choose another -o", path,
-                        S_ISLNK(ls.st_mode) ? "a symbolic link"
+                        "through it): remove it or choose another -o",
+                        path,
+                        S_ISLNK(ls.st_mode)   ? "a symbolic link"
                         : S_ISREG(ls.st_mode) ? "a hard link to another file"
-                        : S_ISDIR(ls.st_mode) ? "a directory" : "a special file");
+                        : S_ISDIR(ls.st_mode) ? "a directory"
+                                              : "a special file");
     for (int tries = 0; tries < 8; tries++) {
         int f = open_lock(path);
         if (f < 0 && errno == ELOOP)
             return kvf_fail(err, KVF_EINVAL,
                             "%s: the lock is a symbolic link; refused (nothing written through "
-                            "it): remove it or choose another -o", path);
-        if (f < 0) return kvf_fail(err, KVF_EIO, "%s: cannot create the lock: %s", path, strerror(errno));
+                            "it): remove it or choose another -o",
+                            path);
+        if (f < 0)
+            return kvf_fail(err, KVF_EIO, "%s: cannot create the lock: %s", path, strerror(errno));
         struct stat a, b;
         if (fstat(f, &a) != 0 || !S_ISREG(a.st_mode) || a.st_nlink > 1) {
             close(f);
-            return kvf_fail(err, KVF_EINVAL, "%s: the lock is not a file of kvfleet's; refused: "
-                            "remove it or choose another -o", path);
+            return kvf_fail(err, KVF_EINVAL,
+                            "%s: the lock is not a file of kvfleet's; refused: "
+                            "remove it or choose another -o",
+                            path);
         }
         if (flock(f, LOCK_EX | LOCK_NB) != 0) {
             close(f);
             if (errno == EWOULDBLOCK)
                 return kvf_fail(err, KVF_EINVAL,
                                 "%s: another kvfleet process is writing this result; wait for "
-                                "it or choose another -o", path);
+                                "it or choose another -o",
+                                path);
             return kvf_fail(err, KVF_EIO, "%s: cannot lock: %s", path, strerror(errno));
         }
         // The holder before us may have unlinked the file after we opened it: the lock must
@@ -100,7 +107,8 @@ kvf_status sim_lock_file(const char *path, int *fd, kvf_err *err) {
             a.st_dev == b.st_dev) {
             char pid[32];
             int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
-            if (ftruncate(f, 0) == 0 && write(f, pid, (size_t)n) < 0) { /* informative only */ }
+            if (ftruncate(f, 0) == 0 && write(f, pid, (size_t)n) < 0) { /* informative only */
+            }
             *fd = f;
             return KVF_OK;
         }
@@ -126,7 +134,8 @@ static bool owned_name(const char *name, const char *base, const char *kind) {
     size_t bl = strlen(base), kl = strlen(kind), sl = strlen(OWN_SUFFIX);
     if (strncmp(name, base, bl) || strncmp(name + bl, kind, kl)) return false;
     const char *p = name + bl + kl, *q = p;
-    while (*q >= '0' && *q <= '9') q++;
+    while (*q >= '0' && *q <= '9')
+        q++;
     return q > p && q - p <= 10 && !strcmp(q, OWN_SUFFIX) && strlen(q) == sl;
 }
 
@@ -160,7 +169,8 @@ kvf_status sim_outdir_begin(sim_outdir *d, const char *dir, bool force, kvf_err 
     memset(d, 0, sizeof *d);
     d->lock_fd = -1;
     size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/') n--;
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
     if (n == 0 || n >= sizeof d->final - 1)
         return kvf_fail(err, KVF_EINVAL, "-o '%s': not a usable directory name", dir);
     snprintf(d->final, sizeof d->final, "%.*s", (int)n, dir);
@@ -192,7 +202,8 @@ kvf_status sim_outdir_begin(sim_outdir *d, const char *dir, bool force, kvf_err 
             sim_outdir_abort(d);
             return kvf_fail(err, KVF_EINVAL,
                             "-o %s: holds an earlier result, kept; give --force to replace it "
-                            "or choose another directory", d->final);
+                            "or choose another directory",
+                            d->final);
         }
     }
     snprintf(d->tmp, sizeof d->tmp, "%s.tmp.%d" OWN_SUFFIX, d->final, (int)getpid());
@@ -276,8 +287,8 @@ kvf_status sim_outdir_check_input(const sim_outdir *d, const char *what, const c
     if (!strncmp(in, dir, n) && (in[n] == '/' || in[n] == '\0'))
         return kvf_fail(err, KVF_EINVAL,
                         "-o %s: the %s %s lies inside the result directory this run would "
-                        "replace; refused (copy it elsewhere or choose another -o)", d->final,
-                        what, path);
+                        "replace; refused (copy it elsewhere or choose another -o)",
+                        d->final, what, path);
     return KVF_OK;
 }
 
@@ -288,27 +299,34 @@ kvf_status sim_outdir_check_output(const sim_outdir *d, const char *what, const 
     char parent[PATH_MAX], in[PATH_MAX], dir[PATH_MAX];
     snprintf(parent, sizeof parent, "%s", path);
     char *slash = strrchr(parent, '/');
-    if (slash == parent) slash[1] = '\0';
-    else if (slash) *slash = '\0';
-    else snprintf(parent, sizeof parent, ".");
+    if (slash == parent)
+        slash[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        snprintf(parent, sizeof parent, ".");
     if (!realpath(parent, in) || !realpath(d->final, dir)) return KVF_OK;
     size_t n = strlen(dir);
     if (!strncmp(in, dir, n) && (in[n] == '/' || in[n] == '\0'))
         return kvf_fail(err, KVF_EINVAL,
                         "%s %s: inside the result directory %s, which this run replaces whole; "
-                        "refused (write it elsewhere)", what, path, d->final);
+                        "refused (write it elsewhere)",
+                        what, path, d->final);
     return KVF_OK;
 }
 
 kvf_status sim_path_check_file(const char *what, const char *path, kvf_err *err) {
     KVF_ASSERT(what && path && err);
     struct stat sb;
-    if (stat(path, &sb) != 0) return KVF_OK;   // missing: an output to create, or the
-                                               // reader's own "not found"
+    if (stat(path, &sb) != 0)
+        return KVF_OK;   // missing: an output to create, or the
+                         // reader's own "not found"
     if (S_ISREG(sb.st_mode)) return KVF_OK;
     return kvf_fail(err, KVF_EINVAL, "%s %s: %s, not a regular file; refused", what, path,
-                    S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a FIFO"
-                    : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device" : "a special file");
+                    S_ISDIR(sb.st_mode)                          ? "a directory"
+                    : S_ISFIFO(sb.st_mode)                       ? "a FIFO"
+                    : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device"
+                                                                 : "a special file");
 }
 
 bool sim_path_same_file(const char *a, const char *b) {
@@ -348,7 +366,8 @@ kvf_status sim_outdir_check_config(const sim_outdir *d, const sim_config *c, kvf
     const char *what[SIM_INPUTS_MAX];
     int n = sim_config_inputs(c, path, what, SIM_INPUTS_MAX);
     kvf_status st = KVF_OK;
-    for (int i = 0; !st && i < n; i++) st = sim_outdir_check_input(d, what[i], path[i], err);
+    for (int i = 0; !st && i < n; i++)
+        st = sim_outdir_check_input(d, what[i], path[i], err);
     return st;
 }
 
@@ -357,8 +376,10 @@ kvf_status sim_config_check_output(const sim_config *c, const char *opt, const c
     if (!out || !out[0]) return KVF_OK;
     struct stat ls;
     if (lstat(out, &ls) == 0 && S_ISLNK(ls.st_mode))
-        return kvf_fail(err, KVF_EINVAL, "%s %s: a symbolic link; refused (nothing is written "
-                        "through a link): name the file itself", opt, out);
+        return kvf_fail(err, KVF_EINVAL,
+                        "%s %s: a symbolic link; refused (nothing is written "
+                        "through a link): name the file itself",
+                        opt, out);
     kvf_status st = sim_path_check_file(opt, out, err);
     if (st) return st;
     char path[SIM_INPUTS_MAX][SIM_PATH_MAX];
@@ -366,7 +387,9 @@ kvf_status sim_config_check_output(const sim_config *c, const char *opt, const c
     int n = sim_config_inputs(c, path, what, SIM_INPUTS_MAX);
     for (int i = 0; i < n; i++)
         if (sim_path_same_file(out, path[i]))
-            return kvf_fail(err, KVF_EINVAL, "%s %s: is the run's %s (%s); refused, an output "
-                            "never overwrites an input", opt, out, what[i], path[i]);
+            return kvf_fail(err, KVF_EINVAL,
+                            "%s %s: is the run's %s (%s); refused, an output "
+                            "never overwrites an input",
+                            opt, out, what[i], path[i]);
     return KVF_OK;
 }

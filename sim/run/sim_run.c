@@ -43,7 +43,8 @@ kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl
         st = mdl_table_open(out, m, hw, par, &cfg->eff, err);
     } else {
         *out = mdl_roofline_create(m, hw, par, &cfg->eff);
-        if (!*out) st = kvf_fail(err, KVF_ENOMEM, "cannot create the %s step model", cfg->step_model);
+        if (!*out)
+            st = kvf_fail(err, KVF_ENOMEM, "cannot create the %s step model", cfg->step_model);
     }
     if (!st && o && (o->replay || o->step_scale > 0)) *out = sim_replay_stepper_wrap(*out, o);
     return st;
@@ -51,7 +52,8 @@ kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl
 
 // ---- progress ----------------------------------------------------------------------------------
 static rpt_progress_state progress_state(const sim_cluster *c) {
-    return (rpt_progress_state){.sim_s = (double)c->now * 1e-9, .arrived = (double)c->arrived,
+    return (rpt_progress_state){.sim_s = (double)c->now * 1e-9,
+                                .arrived = (double)c->arrived,
                                 .finished = (double)c->completed + (double)c->rejected,
                                 .events = (double)sim_queue_popped(c->q)};
 }
@@ -75,8 +77,10 @@ static void progress_start(sim_cluster *c, const sim_config *cfg, const sim_run_
     const sim_generate_cfg *g = &cfg->workload.gen;
     double span = g->profile[0] ? (g->days > 0 ? g->days * 86400 : g->duration_s) : 0;
     uint64_t total = 0;
-    if (g->profile[0] && !(g->days > 0)) total = (uint64_t)(g->rate_rps * g->duration_s);
-    else if (!g->profile[0] && pass) total = pass->requests;
+    if (g->profile[0] && !(g->days > 0))
+        total = (uint64_t)(g->rate_rps * g->duration_s);
+    else if (!g->profile[0] && pass)
+        total = pass->requests;
     else if (!g->profile[0] && isatty(2)) {
         trc_options opt = cfg->workload.opt;
         opt.block_tokens = cfg->kv.block_tokens;
@@ -96,10 +100,14 @@ static kvf_status summary_to_db(rpt_db *db, json_t *o, const char *prefix, kvf_e
         char key[256];
         snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", k);
         kvf_status st = KVF_OK;
-        if (json_is_object(v)) st = summary_to_db(db, v, key, err);
-        else if (json_is_number(v)) st = rpt_db_summary_set(db, key, json_number_value(v), err);
-        else if (json_is_string(v)) st = rpt_db_summary_set_text(db, key, json_string_value(v), err);
-        else if (json_is_boolean(v)) st = rpt_db_summary_set(db, key, json_is_true(v) ? 1 : 0, err);
+        if (json_is_object(v))
+            st = summary_to_db(db, v, key, err);
+        else if (json_is_number(v))
+            st = rpt_db_summary_set(db, key, json_number_value(v), err);
+        else if (json_is_string(v))
+            st = rpt_db_summary_set_text(db, key, json_string_value(v), err);
+        else if (json_is_boolean(v))
+            st = rpt_db_summary_set(db, key, json_is_true(v) ? 1 : 0, err);
         if (st) return st;
     }
     return KVF_OK;
@@ -181,7 +189,8 @@ kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_
         st = sim_sample_plan_make(cfg, &smp->plan, err);
         if (!st) st = sim_sample_plan_check(cfg, &smp->plan, err);
         // a generated workload is drawn at R x its rate: the filter keeps all it is given
-        if (!st) st = sim_sampler_init(&smp->sampler, smp->plan.generated ? 1.0 : smp->plan.rate, err);
+        if (!st)
+            st = sim_sampler_init(&smp->sampler, smp->plan.generated ? 1.0 : smp->plan.rate, err);
         if (st) {
             free(smp);
             free(scaled);
@@ -239,7 +248,9 @@ kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_
         st = summary_to_db(c.db, s, "", err);
         if (!st && json_is_object(json_object_get(s, "economics")))
             st = rpt_econ_write_db(c.db, &econ, err);
-        if (!st) st = rpt_db_run_set(c.db, "status", run_st == KVF_EINTR ? "interrupted" : "completed", err);
+        if (!st)
+            st = rpt_db_run_set(c.db, "status", run_st == KVF_EINTR ? "interrupted" : "completed",
+                                err);
         if (st) {
             json_decref(s);
             goto done;
@@ -262,4 +273,3 @@ done:
     free(scaled);
     return st;
 }
-

@@ -21,12 +21,15 @@ static int32_t scale_count(int32_t n, double r) {
 // smallest positive count.
 static double least_rate(const sim_config *c) {
     int32_t m = INT32_MAX;
-    const int32_t v[3] = {c->cluster.vision.instances, c->cluster.prefill.instances, c->cluster.decode.instances};
+    const int32_t v[3] = {c->cluster.vision.instances, c->cluster.prefill.instances,
+                          c->cluster.decode.instances};
     for (int k = 0; k < 3; k++)
         if (v[k] > 0 && v[k] < m) m = v[k];
     for (int32_t e = 0; e < c->cluster.n_schedule; e++) {
-        if (c->cluster.schedule[e].prefill > 0 && c->cluster.schedule[e].prefill < m) m = c->cluster.schedule[e].prefill;
-        if (c->cluster.schedule[e].decode > 0 && c->cluster.schedule[e].decode < m) m = c->cluster.schedule[e].decode;
+        if (c->cluster.schedule[e].prefill > 0 && c->cluster.schedule[e].prefill < m)
+            m = c->cluster.schedule[e].prefill;
+        if (c->cluster.schedule[e].decode > 0 && c->cluster.schedule[e].decode < m)
+            m = c->cluster.schedule[e].decode;
     }
     return m == INT32_MAX ? 0 : 0.5 / m;
 }
@@ -94,8 +97,8 @@ static kvf_status refuse(const sim_config *c, const sim_sample_plan *p, kvf_err 
                     "of each pool would not carry the full fleet's load per instance; rates "
                     ">= %g keep an instance of each, and a multiple of 1/%d (the least %g) keeps "
                     "every pool at the full fleet's load",
-                    where, c->workload.sample_rate, what, n, c->workload.sample_rate,
-                    least_rate(c), g, g > 0 ? 1.0 / g : 0.0);
+                    where, c->workload.sample_rate, what, n, c->workload.sample_rate, least_rate(c),
+                    g, g > 0 ? 1.0 / g : 0.0);
 }
 
 kvf_status sim_sample_plan_make(const sim_config *c, sim_sample_plan *p, kvf_err *err) {
@@ -117,7 +120,8 @@ kvf_status sim_sample_plan_make(const sim_config *c, sim_sample_plan *p, kvf_err
                         "workload.session_rate (Poisson session starts) with a sample rate",
                         where, c->workload.opt.session_users);
     }
-    const sim_pool_cfg *pools[SIM_SAMPLE_POOLS] = {&c->cluster.vision, &c->cluster.prefill, &c->cluster.decode};
+    const sim_pool_cfg *pools[SIM_SAMPLE_POOLS] = {&c->cluster.vision, &c->cluster.prefill,
+                                                   &c->cluster.decode};
     static const char *const names[SIM_SAMPLE_POOLS] = {
         "cluster.vision.instances", "cluster.prefill.instances", "cluster.decode.instances"};
     // rounded to nothing: the first such count, for the message
@@ -138,9 +142,10 @@ kvf_status sim_sample_plan_make(const sim_config *c, sim_sample_plan *p, kvf_err
             p->sched_full[e][k] = v[k];
             p->sched_sampled[e][k] = v[k] < 0 ? v[k] : scale_count(v[k], r);
             if (v[k] > 0 && p->sched_sampled[e][k] < 1) {
-                if (!zero) zero = k ? "a cluster.schedule entry's decode"
-                                    : "a cluster.schedule entry's prefill",
-                           zero_n = v[k];
+                if (!zero)
+                    zero = k ? "a cluster.schedule entry's decode"
+                             : "a cluster.schedule entry's prefill",
+                    zero_n = v[k];
                 p->sched_sampled[e][k] = 1;
             }
         }
@@ -160,7 +165,7 @@ kvf_status sim_sample_plan_make(const sim_config *c, sim_sample_plan *p, kvf_err
     }
     p->ssd_full_bytes = c->kv.ssd.capacity_bytes;
     p->ssd_sampled_bytes = c->kv.ssd.capacity_bytes > 0 ? c->kv.ssd.capacity_bytes * p->rate
-                                                     : c->kv.ssd.capacity_bytes;
+                                                        : c->kv.ssd.capacity_bytes;
     return KVF_OK;
 }
 
@@ -195,16 +200,17 @@ kvf_status sim_sample_plan_check(const sim_config *c, const sim_sample_plan *p, 
     for (int32_t e = 0; e < p->n_schedule && n < sizeof pools; e++)
         for (int k = 0; k < 2 && n < sizeof pools; k++)
             if (p->sched_full[e][k] > 0)
-                n += (size_t)snprintf(pools + n, sizeof pools - n,
-                                      ", schedule[%d].%s %d -> %d (load x %.3f)", (int)e,
-                                      k ? "decode" : "prefill", p->sched_full[e][k],
-                                      p->sched_sampled[e][k],
-                                      sim_sample_load_factor(p, p->sched_full[e][k], p->sched_sampled[e][k]));
+                n += (size_t)snprintf(
+                    pools + n, sizeof pools - n, ", schedule[%d].%s %d -> %d (load x %.3f)", (int)e,
+                    k ? "decode" : "prefill", p->sched_full[e][k], p->sched_sampled[e][k],
+                    sim_sample_load_factor(p, p->sched_full[e][k], p->sched_sampled[e][k]));
     int32_t g = plan_gcd(p);
     double lo = floor(p->requested * g) / g, hi = ceil(p->requested * g) / g;
     char fit[96];
-    if (lo > 0 && lo < hi) snprintf(fit, sizeof fit, "%g or %g here", lo, hi);
-    else snprintf(fit, sizeof fit, "%g here", hi);
+    if (lo > 0 && lo < hi)
+        snprintf(fit, sizeof fit, "%g or %g here", lo, hi);
+    else
+        snprintf(fit, sizeof fit, "%g here", hi);
     return kvf_fail(err, KVF_EINVAL,
                     "%s: %g rounds the pools out of proportion (%s): a pool whose load per "
                     "instance is off by more than %.0f %% biases its queueing delays; use a "
@@ -256,7 +262,8 @@ static void common_update(sim_sampler *s, const trc_request *t) {
         return;
     }
     uint32_t n = s->n_common < t->n_blocks ? s->n_common : t->n_blocks, i = 0;
-    while (i < n && s->common[i] == t->blocks[i]) i++;
+    while (i < n && s->common[i] == t->blocks[i])
+        i++;
     s->n_common = i;
 }
 
@@ -294,8 +301,10 @@ void sim_sampler_free(sim_sampler *s) {
 }
 
 void sim_sample_scale_econ(rpt_econ_input *ei, const sim_sample_plan *p, bool colocated) {
-    static const int pools[RPT_POOL_N] = {[RPT_POOL_VISION] = 0, [RPT_POOL_PREFILL] = 1,
-                                          [RPT_POOL_DECODE] = 2, [RPT_POOL_COLOCATED] = 1};
+    static const int pools[RPT_POOL_N] = {[RPT_POOL_VISION] = 0,
+                                          [RPT_POOL_PREFILL] = 1,
+                                          [RPT_POOL_DECODE] = 2,
+                                          [RPT_POOL_COLOCATED] = 1};
     for (int k = 0; k < RPT_POOL_N; k++) {
         double f = sim_sample_pool_factor(p, pools[k], colocated && k == RPT_POOL_COLOCATED);
         ei->gpu_hours[k] *= f;
@@ -320,15 +329,29 @@ void sim_sample_scale_econ(rpt_econ_input *ei, const sim_sample_plan *p, bool co
 // ---- the summary -----------------------------------------------------------------------------
 // Totals of traffic (divided by R). A trailing ".*" scales every number of that object.
 static const char *const traffic_totals[] = {
-    "requests.arrived",        "requests.completed",      "requests.rejected",
-    "requests.unfinished",     "requests.rejected_by_reason.*",
-    "throughput.input_tok_s",  "throughput.output_tok_s", "slo.goodput_req_s",
-    "cache.hit_tokens",        "cache.miss_tokens",       "cache.by_tier_tokens.*",
-    "cache.stored_bytes_peak", "cache.stored_bytes_end",  "cache.ssd_write_Bps",
-    "cache.steady_state_bytes_by_retention.*",            "cache.evicted_blocks",
-    "cache.expired_blocks",    "cache.load_bytes.*",      "cache.ssd_write_bytes",
-    "cache.kv_transfer_bytes", "cache.prefill_flops.actual",
-    "cache.prefill_flops.no_reuse", "cache.prefill_flops.window_full_recompute",
+    "requests.arrived",
+    "requests.completed",
+    "requests.rejected",
+    "requests.unfinished",
+    "requests.rejected_by_reason.*",
+    "throughput.input_tok_s",
+    "throughput.output_tok_s",
+    "slo.goodput_req_s",
+    "cache.hit_tokens",
+    "cache.miss_tokens",
+    "cache.by_tier_tokens.*",
+    "cache.stored_bytes_peak",
+    "cache.stored_bytes_end",
+    "cache.ssd_write_Bps",
+    "cache.steady_state_bytes_by_retention.*",
+    "cache.evicted_blocks",
+    "cache.expired_blocks",
+    "cache.load_bytes.*",
+    "cache.ssd_write_bytes",
+    "cache.kv_transfer_bytes",
+    "cache.prefill_flops.actual",
+    "cache.prefill_flops.no_reuse",
+    "cache.prefill_flops.window_full_recompute",
     NULL,
 };
 
@@ -353,7 +376,8 @@ static void scale_value(json_t *o, const char *key, const char *path, double f, 
     if (!json_is_number(v)) return;
     json_object_set(raw, path, v);
     if (json_is_integer(v))
-        json_object_set_new(o, key, json_integer((json_int_t)llround((double)json_integer_value(v) * f)));
+        json_object_set_new(o, key,
+                            json_integer((json_int_t)llround((double)json_integer_value(v) * f)));
     else
         json_object_set_new(o, key, json_real(json_real_value(v) * f));
 }
@@ -378,11 +402,12 @@ static void scale_path(json_t *s, const char *path, double f, json_t *raw) {
     }
 }
 
-void sim_sample_summary(json_t *s, const sim_sample_plan *p, const sim_sampler *sm,
-                        bool colocated, double gpu_hours_full) {
+void sim_sample_summary(json_t *s, const sim_sample_plan *p, const sim_sampler *sm, bool colocated,
+                        double gpu_hours_full) {
     json_t *raw = json_object();
     double inv = 1.0 / p->rate;
-    for (int i = 0; traffic_totals[i]; i++) scale_path(s, traffic_totals[i], inv, raw);
+    for (int i = 0; traffic_totals[i]; i++)
+        scale_path(s, traffic_totals[i], inv, raw);
     static const char *const gpu_keys[SIM_SAMPLE_POOLS] = {"gpus.vision", "gpus.prefill",
                                                            "gpus.decode"};
     for (int k = 0; k < SIM_SAMPLE_POOLS; k++)
@@ -401,10 +426,14 @@ void sim_sample_summary(json_t *s, const sim_sample_plan *p, const sim_sampler *
     json_t *o = json_object();
     json_object_set_new(o, "rate", json_real(p->rate));
     json_object_set_new(o, "requested_rate", json_real(p->requested));
-    json_object_set_new(o, "key", json_string(
-        p->generated ? "generated workload: sessions drawn at rate x workload.generate.rate_rps"
-                     : "session id; else the prefix root (first block beyond the prefix all requests "
-                       "share); else the request id. Kept iff hash(key) < rate * 2^64 (seed-independent)"));
+    json_object_set_new(
+        o, "key",
+        json_string(
+            p->generated
+                ? "generated workload: sessions drawn at rate x workload.generate.rate_rps"
+                : "session id; else the prefix root (first block beyond the prefix all requests "
+                  "share); else the request id. Kept iff hash(key) < rate * 2^64 "
+                  "(seed-independent)"));
     json_t *is = json_object();
     static const char *const pn[SIM_SAMPLE_POOLS] = {"vision", "prefill", "decode"};
     for (int k = 0; k < SIM_SAMPLE_POOLS; k++) {
@@ -412,9 +441,14 @@ void sim_sample_summary(json_t *s, const sim_sample_plan *p, const sim_sampler *
         json_object_set_new(e, "full", json_integer(p->full[k]));
         json_object_set_new(e, "sampled", json_integer(p->sampled[k]));
         // load per simulated instance relative to the full run's: rate x full / sampled
-        json_object_set_new(e, "load_factor", p->sampled[k] > 0 ? json_real(sim_sample_load_factor(p, p->full[k], p->sampled[k])) : json_null());
+        json_object_set_new(e, "load_factor",
+                            p->sampled[k] > 0
+                                ? json_real(sim_sample_load_factor(p, p->full[k], p->sampled[k]))
+                                : json_null());
         // the share of the pool simulated, which is the share of its traffic kept
-        json_object_set_new(e, "effective_rate", p->full[k] > 0 ? json_real((double)p->sampled[k] / p->full[k]) : json_null());
+        json_object_set_new(e, "effective_rate",
+                            p->full[k] > 0 ? json_real((double)p->sampled[k] / p->full[k])
+                                           : json_null());
         json_object_set_new(is, pn[k], e);
     }
     json_object_set_new(o, "instances_scaled", is);
@@ -436,16 +470,23 @@ void sim_sample_summary(json_t *s, const sim_sample_plan *p, const sim_sampler *
                                     "(rate, against requested_rate), so each pool's load_factor is "
                                     "1; pools out of proportion by more than 1 % are refused"));
     json_t *st = json_object();
-    json_object_set_new(st, "full", p->ssd_full_bytes < 0 ? json_string("unlimited") : json_real(p->ssd_full_bytes));
-    json_object_set_new(st, "sampled", p->ssd_sampled_bytes < 0 ? json_string("unlimited") : json_real(p->ssd_sampled_bytes));
+    json_object_set_new(st, "full",
+                        p->ssd_full_bytes < 0 ? json_string("unlimited")
+                                              : json_real(p->ssd_full_bytes));
+    json_object_set_new(st, "sampled",
+                        p->ssd_sampled_bytes < 0 ? json_string("unlimited")
+                                                 : json_real(p->ssd_sampled_bytes));
     json_object_set_new(o, "ssd_capacity_bytes", st);
-    json_object_set_new(o, "unscaled", json_string(
-        "per-instance HBM, DRAM per node, link bandwidths, batch and queue limits; arrival, "
-        "session and generator rates are thinned by the sampling itself"));
+    json_object_set_new(
+        o, "unscaled",
+        json_string(
+            "per-instance HBM, DRAM per node, link bandwidths, batch and queue limits; arrival, "
+            "session and generator rates are thinned by the sampling itself"));
     json_t *rq = json_object();
     json_object_set_new(rq, "read", json_integer((json_int_t)sm->read));
     json_object_set_new(rq, "kept", json_integer((json_int_t)sm->kept));
-    json_object_set_new(rq, "kept_share", json_real(sm->read ? (double)sm->kept / (double)sm->read : 0));
+    json_object_set_new(rq, "kept_share",
+                        json_real(sm->read ? (double)sm->kept / (double)sm->read : 0));
     json_object_set_new(rq, "input_tokens_read", json_integer((json_int_t)sm->read_input));
     json_object_set_new(rq, "input_tokens_kept", json_integer((json_int_t)sm->kept_input));
     json_object_set_new(rq, "output_tokens_read", json_integer((json_int_t)sm->read_output));
@@ -454,9 +495,11 @@ void sim_sample_summary(json_t *s, const sim_sample_plan *p, const sim_sampler *
     json_object_set_new(rq, "keyed_by_prefix_root", json_integer((json_int_t)sm->key_root));
     json_object_set_new(rq, "keyed_by_request", json_integer((json_int_t)sm->key_request));
     json_object_set_new(o, "requests", rq);
-    json_object_set_new(o, "totals", json_string(
-        "traffic totals divided by rate; GPU counts, GPU-hours and economics scaled by each "
-        "pool's full/sampled instances; per-request figures as measured; raw under sampled"));
+    json_object_set_new(
+        o, "totals",
+        json_string(
+            "traffic totals divided by rate; GPU counts, GPU-hours and economics scaled by each "
+            "pool's full/sampled instances; per-request figures as measured; raw under sampled"));
     json_object_set_new(o, "sampled", raw);
     json_object_set_new(s, "sampling", o);
 }

@@ -38,16 +38,16 @@ enum { SIM_SAMPLE_POOLS = 3 };   // vision, prefill, decode (the order of sim_cl
 #define SIM_SAMPLE_LOAD_TOL 0.01
 
 typedef struct sim_sample_plan {
-    double rate;                               // effective rate: the share of traffic kept
-    double requested;                          // workload.sample_rate as given
-    int32_t full[SIM_SAMPLE_POOLS];            // instances of the full fleet
-    int32_t sampled[SIM_SAMPLE_POOLS];         // instances simulated
+    double rate;                         // effective rate: the share of traffic kept
+    double requested;                    // workload.sample_rate as given
+    int32_t full[SIM_SAMPLE_POOLS];      // instances of the full fleet
+    int32_t sampled[SIM_SAMPLE_POOLS];   // instances simulated
     int32_t n_schedule;
     int32_t sched_full[SIM_SCHEDULE_MAX][2];   // prefill, decode per entry (-1 = unchanged)
     int32_t sched_sampled[SIM_SCHEDULE_MAX][2];
-    double ssd_full_bytes, ssd_sampled_bytes;  // < 0 unlimited, 0 off
-    bool generated;                            // a generated workload: its sessions are drawn
-                                               // at R x the rate instead of drawn and dropped
+    double ssd_full_bytes, ssd_sampled_bytes;   // < 0 unlimited, 0 off
+    bool generated;                             // a generated workload: its sessions are drawn
+                                                // at R x the rate instead of drawn and dropped
 } sim_sample_plan;
 
 // Computes the scaled counts of c under c->sample_rate and the effective rate. KVF_EINVAL
@@ -73,15 +73,15 @@ void sim_sample_scale_econ(rpt_econ_input *ei, const sim_sample_plan *p, bool co
 // The filter applied to every request read from the trace.
 typedef struct sim_sampler {
     double rate;
-    uint64_t threshold;        // keep iff (hash >> 11) < threshold (R * 2^53)
-    uint64_t *common;          // the prefix every request with blocks shared so far
+    uint64_t threshold;   // keep iff (hash >> 11) < threshold (R * 2^53)
+    uint64_t *common;     // the prefix every request with blocks shared so far
     uint32_t n_common;
     bool have_common;
-    uint64_t read, kept;       // requests
+    uint64_t read, kept;                                         // requests
     uint64_t read_input, kept_input, read_output, kept_output;   // tokens
     uint64_t key_session, key_root, key_request;   // requests read, by the key they drew on
-    uint64_t last_group;       // hash of the last request's key: requests with equal groups are
-                               // kept or dropped together (tests draw other subsets from it)
+    uint64_t last_group;   // hash of the last request's key: requests with equal groups are
+                           // kept or dropped together (tests draw other subsets from it)
 } sim_sampler;
 
 kvf_status sim_sampler_init(sim_sampler *s, double rate, kvf_err *err);
@@ -93,7 +93,7 @@ void sim_sampler_free(sim_sampler *s);
 // instances_scaled {pool: {full, sampled, load_factor}}, rounding, store capacity, requests
 // and tokens read/kept, and "sampled" with the raw figures replaced. gpu_hours_full is the
 // run's GPU-hours scaled pool by pool (sim_run computes it from the pools).
-void sim_sample_summary(json_t *s, const sim_sample_plan *p, const sim_sampler *sm,
-                        bool colocated, double gpu_hours_full);
+void sim_sample_summary(json_t *s, const sim_sample_plan *p, const sim_sampler *sm, bool colocated,
+                        double gpu_hours_full);
 
 #endif

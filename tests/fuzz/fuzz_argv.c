@@ -62,10 +62,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         CLI_OPT_CALL("--step-seqs", &num, take_number),
         {.name = "-j", .kind = CLI_STR, .dst = &jobs, .attached = true},
     };
-    const cli_spec spec = {
-        .cmd = "run", .usage = quiet_usage, .first = 1, .opts = opts,
-        .nopts = (int)(sizeof opts / sizeof opts[0]), .pos = &pos, .npos = 1,
-        .common = CLI_OUT | CLI_SET | CLI_TRACE | CLI_SEED | CLI_JSON | CLI_QUIET | CLI_FORCE};
+    const cli_spec spec = {.cmd = "run",
+                           .usage = quiet_usage,
+                           .first = 1,
+                           .opts = opts,
+                           .nopts = (int)(sizeof opts / sizeof opts[0]),
+                           .pos = &pos,
+                           .npos = 1,
+                           .common = CLI_OUT | CLI_SET | CLI_TRACE | CLI_SEED | CLI_JSON |
+                                     CLI_QUIET | CLI_FORCE};
     cli_common c;
     int rc = cli_parse(&spec, argc, argv, &c);
     if (rc != CLI_GO && rc != 0 && rc != 2) abort();

@@ -53,7 +53,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (q.n_blocks > q.input_tokens / o.block_tokens) abort();
             if (q.prev_id >= (int64_t)q.id) abort();
             volatile uint64_t sink = 0;
-            for (uint32_t i = 0; i < q.n_blocks; i++) sink ^= q.blocks[i];
+            for (uint32_t i = 0; i < q.n_blocks; i++)
+                sink ^= q.blocks[i];
             (void)sink;
             n++;
         }

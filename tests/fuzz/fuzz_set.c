@@ -22,7 +22,8 @@ enum { SETS_MAX = 32 };
 static kvf_status apply(sim_config *c, char *const *sets, int n, kvf_err *err) {
     sim_config_default(c);
     kvf_status st = KVF_OK;
-    for (int i = 0; !st && i < n; i++) st = sim_config_set(c, sets[i], err);
+    for (int i = 0; !st && i < n; i++)
+        st = sim_config_set(c, sets[i], err);
     return st;
 }
 
@@ -41,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static sim_config a, b;
     kvf_err ea = {0}, eb = {0};
     kvf_status sa = apply(&a, sets, n, &ea), sb = apply(&b, sets, n, &eb);
-    if (sa && !ea.msg[0]) abort();   // every failure carries a message
+    if (sa && !ea.msg[0]) abort();                     // every failure carries a message
     if (sa != sb || strcmp(ea.msg, eb.msg)) abort();   // deterministic
     if (!sa) {
         json_t *ja = sim_config_to_json(&a), *jb = sim_config_to_json(&b);

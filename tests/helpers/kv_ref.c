@@ -12,7 +12,8 @@ void kvt_refcache_init(kvt_refcache *c, uint64_t capacity, const int64_t *retent
     c->h = kvf_malloc(c->hcap * sizeof *c->h);
     memset(c->h, 0xff, c->hcap * sizeof *c->h);
     c->free_head = KVT_REF_NONE;
-    for (int k = 0; k < TRC_CLASS_COUNT; k++) c->head[k] = c->tail[k] = KVT_REF_NONE;
+    for (int k = 0; k < TRC_CLASS_COUNT; k++)
+        c->head[k] = c->tail[k] = KVT_REF_NONE;
 }
 
 void kvt_refcache_free(kvt_refcache *c) {
@@ -24,7 +25,8 @@ void kvt_refcache_free(kvt_refcache *c) {
 
 static size_t hfind(const kvt_refcache *c, uint64_t id) {
     size_t mask = c->hcap - 1, i = (size_t)kvf_hash64(id) & mask;
-    while (c->h[i].val != KVT_REF_NONE && c->h[i].key != id) i = (i + 1) & mask;
+    while (c->h[i].val != KVT_REF_NONE && c->h[i].key != id)
+        i = (i + 1) & mask;
     return i;
 }
 
@@ -52,18 +54,24 @@ static void hdel(kvt_refcache *c, size_t i) {
 
 static void unlink_slot(kvt_refcache *c, uint32_t s) {
     kvt_refslot *e = &c->slots[s];
-    if (e->prev != KVT_REF_NONE) c->slots[e->prev].next = e->next;
-    else c->head[e->cls] = e->next;
-    if (e->next != KVT_REF_NONE) c->slots[e->next].prev = e->prev;
-    else c->tail[e->cls] = e->prev;
+    if (e->prev != KVT_REF_NONE)
+        c->slots[e->prev].next = e->next;
+    else
+        c->head[e->cls] = e->next;
+    if (e->next != KVT_REF_NONE)
+        c->slots[e->next].prev = e->prev;
+    else
+        c->tail[e->cls] = e->prev;
 }
 
 static void push_head(kvt_refcache *c, uint32_t s) {
     kvt_refslot *e = &c->slots[s];
     e->prev = KVT_REF_NONE;
     e->next = c->head[e->cls];
-    if (e->next != KVT_REF_NONE) c->slots[e->next].prev = s;
-    else c->tail[e->cls] = s;
+    if (e->next != KVT_REF_NONE)
+        c->slots[e->next].prev = s;
+    else
+        c->tail[e->cls] = s;
     c->head[e->cls] = s;
 }
 

@@ -10,26 +10,26 @@
 #define KVT_REF_NONE UINT32_MAX
 
 typedef struct kvt_refslot {
-    uint64_t id;            // block id
-    sim_time touched;       // last insert or hit
-    uint32_t prev, next;    // class list links, KVT_REF_NONE at the ends
-    uint8_t cls;            // traffic class (retention)
+    uint64_t id;           // block id
+    sim_time touched;      // last insert or hit
+    uint32_t prev, next;   // class list links, KVT_REF_NONE at the ends
+    uint8_t cls;           // traffic class (retention)
 } kvt_refslot;
 
 typedef struct kvt_refcache {
-    uint64_t capacity;      // blocks; UINT64_MAX = unlimited
-    uint64_t used;          // blocks held
-    uint64_t peak;          // most blocks ever held
-    const int64_t *retention_ns;  // per class, <= 0 never expires (borrowed)
-    struct kvt_refentry {     // hash entry: key and slot side by side (one cache line probe)
+    uint64_t capacity;             // blocks; UINT64_MAX = unlimited
+    uint64_t used;                 // blocks held
+    uint64_t peak;                 // most blocks ever held
+    const int64_t *retention_ns;   // per class, <= 0 never expires (borrowed)
+    struct kvt_refentry {          // hash entry: key and slot side by side (one cache line probe)
         uint64_t key;
-        uint32_t val;       // slot index, KVT_REF_NONE = empty
+        uint32_t val;   // slot index, KVT_REF_NONE = empty
         uint32_t pad;
-    } *h;
-    size_t hcap;            // power of two
+    } * h;
+    size_t hcap;   // power of two
     kvt_refslot *slots;
     size_t nslots, slots_cap;
-    uint32_t free_head;     // free slot list through .next
+    uint32_t free_head;   // free slot list through .next
     uint32_t head[TRC_CLASS_COUNT], tail[TRC_CLASS_COUNT];
     uint64_t inserted, evicted, expired;   // counters (blocks)
 } kvt_refcache;

@@ -47,8 +47,12 @@ json_t *kvt_run(const char *scenario, const char *trace, const char *const *sets
     for (int i = 0; i < n; i++)
         ck_assert_msg(sim_config_set(&cfg, sets[i], &err) == KVF_OK, "%s: %s", sets[i], err.msg);
     ck_assert_msg(sim_config_validate(&cfg, &err) == KVF_OK, "%s", err.msg);
-    sim_run_opts o = {.out_dir = out_dir, .quiet = true, .write_db = out_dir != NULL,
-                      .decode_listed = kvt_decode_listed, .decode_single = kvt_decode_single, .router_check = kvt_router_check};
+    sim_run_opts o = {.out_dir = out_dir,
+                      .quiet = true,
+                      .write_db = out_dir != NULL,
+                      .decode_listed = kvt_decode_listed,
+                      .decode_single = kvt_decode_single,
+                      .router_check = kvt_router_check};
     void *s = NULL;
     kvf_status st = sim_run(&cfg, &o, &s, &err);
     ck_assert_msg(st == KVF_OK, "run failed: %s", err.msg);
@@ -122,7 +126,8 @@ char *kvt_slurp(const char *path) {
 
 int kvt_count(const char *hay, const char *needle) {
     int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
     return n;
 }
 

@@ -6,9 +6,9 @@
 
 _Static_assert(sizeof(sim_bgroup) == 64, "a group bucket is one cache line");
 
-#define SUB_ABSENT 7u                        // class bits of an empty sub-block
-#define SUB_TOUCHED_MAX ((sim_time)1 << 53)  // touched ns must stay below
-#define NEVER INT64_MAX                      // expiry of a block that never expires
+#define SUB_ABSENT 7u                         // class bits of an empty sub-block
+#define SUB_TOUCHED_MAX ((sim_time)1 << 53)   // touched ns must stay below
+#define NEVER INT64_MAX                       // expiry of a block that never expires
 
 static int64_t retention(const sim_bcache *c, int cls) {
     return c->retention_ns ? c->retention_ns[cls] : 0;
@@ -17,7 +17,8 @@ static int64_t retention(const sim_bcache *c, int cls) {
 // ---- LRU layout ------------------------------------------------------------------------------
 static size_t hfind(const sim_bcache *c, uint64_t id) {
     size_t mask = c->hcap - 1, i = sim_bcache_home_(c, id);
-    while (c->h[i].val != SIM_BC_NONE && c->h[i].key != id) i = (i + 1) & mask;
+    while (c->h[i].val != SIM_BC_NONE && c->h[i].key != id)
+        i = (i + 1) & mask;
     return i;
 }
 
@@ -56,18 +57,24 @@ static void hdel(sim_bcache *c, size_t i) {
 
 static void unlink_slot(sim_bcache *c, uint32_t s) {
     sim_bslot *e = &c->slots[s];
-    if (e->prev != SIM_BC_NONE) c->slots[e->prev].next = e->next;
-    else c->head[e->cls] = e->next;
-    if (e->next != SIM_BC_NONE) c->slots[e->next].prev = e->prev;
-    else c->tail[e->cls] = e->prev;
+    if (e->prev != SIM_BC_NONE)
+        c->slots[e->prev].next = e->next;
+    else
+        c->head[e->cls] = e->next;
+    if (e->next != SIM_BC_NONE)
+        c->slots[e->next].prev = e->prev;
+    else
+        c->tail[e->cls] = e->prev;
 }
 
 static void push_head(sim_bcache *c, uint32_t s) {
     sim_bslot *e = &c->slots[s];
     e->prev = SIM_BC_NONE;
     e->next = c->head[e->cls];
-    if (e->next != SIM_BC_NONE) c->slots[e->next].prev = s;
-    else c->tail[e->cls] = s;
+    if (e->next != SIM_BC_NONE)
+        c->slots[e->next].prev = s;
+    else
+        c->tail[e->cls] = s;
     c->head[e->cls] = s;
 }
 
@@ -204,8 +211,10 @@ static void runs_take(sim_bcache *c, int cls, sim_time exp) {
         size_t lo = q->head, hi = q->tail;   // first run with r.exp >= exp
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;
-            if (q->r[mid].exp < exp) lo = mid + 1;
-            else hi = mid;
+            if (q->r[mid].exp < exp)
+                lo = mid + 1;
+            else
+                hi = mid;
         }
         i = lo;
         q->memo = i;
@@ -223,7 +232,8 @@ static uint64_t sub_get(const sim_bgroup *g, unsigned j) {
 
 static void sub_set(sim_bgroup *g, unsigned j, uint64_t v) {
     uint8_t *p = g->sub[j];
-    for (int b = 0; b < 7; b++) p[b] = (uint8_t)(v >> (8 * b));
+    for (int b = 0; b < 7; b++)
+        p[b] = (uint8_t)(v >> (8 * b));
 }
 
 static const uint64_t SUB_EMPTY = ((uint64_t)1 << 56) - 1;   // class bits 7
@@ -247,7 +257,8 @@ static sim_bgroup *galloc(size_t n) {
 
 static size_t gfind(const sim_bcache *c, uint64_t key) {
     size_t mask = c->gcap - 1, i = (size_t)kvf_hash64(key) & mask;
-    while (c->g[i].key != UINT64_MAX && c->g[i].key != key) i = (i + 1) & mask;
+    while (c->g[i].key != UINT64_MAX && c->g[i].key != key)
+        i = (i + 1) & mask;
     return i;
 }
 
@@ -261,14 +272,19 @@ static void grebuild(sim_bcache *c) {
         bool any = false;
         for (unsigned j = 0; j < SIM_BC_GROUP; j++) {
             uint64_t v = sub_get(&old[i], j);
-            if (sub_held(c, v)) any = true;
-            else if ((v & 7) != SUB_ABSENT) sub_set(&old[i], j, SUB_EMPTY);
+            if (sub_held(c, v))
+                any = true;
+            else if ((v & 7) != SUB_ABSENT)
+                sub_set(&old[i], j, SUB_EMPTY);
         }
-        if (any) live++;
-        else old[i].key = UINT64_MAX;
+        if (any)
+            live++;
+        else
+            old[i].key = UINT64_MAX;
     }
     size_t nc = oc;
-    while (live * 2 > nc) nc *= 2;
+    while (live * 2 > nc)
+        nc *= 2;
     c->g = galloc(nc);
     c->gcap = nc;
     c->gused = live;
@@ -366,7 +382,8 @@ static uint64_t gexpire(sim_bcache *c, sim_time now) {
     for (int k = 0; k < TRC_CLASS_COUNT; k++) {
         struct sim_bruns *q = &c->runs[k];
         uint64_t m = 0;
-        while (q->head < q->tail && q->r[q->head].exp <= now) m += q->r[q->head++].n;
+        while (q->head < q->tail && q->r[q->head].exp <= now)
+            m += q->r[q->head++].n;
         c->used_cls[k] -= m;
         n += m;
     }
@@ -382,7 +399,8 @@ void sim_bcache_init(sim_bcache *c, uint64_t capacity, const int64_t *retention_
     c->capacity = capacity;
     c->retention_ns = retention_ns;
     c->free_head = SIM_BC_NONE;
-    for (int k = 0; k < TRC_CLASS_COUNT; k++) c->head[k] = c->tail[k] = SIM_BC_NONE;
+    for (int k = 0; k < TRC_CLASS_COUNT; k++)
+        c->head[k] = c->tail[k] = SIM_BC_NONE;
     if (capacity == UINT64_MAX) {
         c->compact = true;
         c->purged = INT64_MIN;
@@ -395,7 +413,8 @@ void sim_bcache_init(sim_bcache *c, uint64_t capacity, const int64_t *retention_
     // does not pay for a store it never fills
     uint64_t want = KVF_MIN(capacity, (uint64_t)1 << 20);
     size_t hcap = 16;
-    while (hcap < 2 * want) hcap *= 2;
+    while (hcap < 2 * want)
+        hcap *= 2;
     halloc(c, hcap);
     if (want) kvf_grow((void **)&c->slots, &c->slots_cap, (size_t)want, sizeof *c->slots);
 }
@@ -405,7 +424,8 @@ void sim_bcache_free(sim_bcache *c) {
     free(c->h);
     free(c->slots);
     free(c->g);
-    for (int k = 0; k < TRC_CLASS_COUNT; k++) free(c->runs[k].r);
+    for (int k = 0; k < TRC_CLASS_COUNT; k++)
+        free(c->runs[k].r);
     memset(c, 0, sizeof *c);
 }
 
@@ -461,7 +481,8 @@ bool sim_bcache_evict_lru(sim_bcache *c, sim_time now, uint64_t *id, int *cls) {
     uint32_t victim = SIM_BC_NONE;
     for (int k = 0; k < TRC_CLASS_COUNT; k++) {
         uint32_t t = c->tail[k];
-        if (t != SIM_BC_NONE && (victim == SIM_BC_NONE || c->slots[t].touched < c->slots[victim].touched))
+        if (t != SIM_BC_NONE &&
+            (victim == SIM_BC_NONE || c->slots[t].touched < c->slots[victim].touched))
             victim = t;
     }
     KVF_ASSERT(victim != SIM_BC_NONE);
@@ -481,7 +502,8 @@ void sim_bcache_used_at(const sim_bcache *c, sim_time t, uint64_t out[TRC_CLASS_
         uint64_t gone = 0;
         if (c->compact) {
             const struct sim_bruns *q = &c->runs[k];
-            for (size_t i = q->head; i < q->tail && q->r[i].exp <= t; i++) gone += q->r[i].n;
+            for (size_t i = q->head; i < q->tail && q->r[i].exp <= t; i++)
+                gone += q->r[i].n;
         } else {
             for (uint32_t s = c->tail[k]; s != SIM_BC_NONE && expired_at(c, &c->slots[s], t);
                  s = c->slots[s].prev)
@@ -493,6 +515,7 @@ void sim_bcache_used_at(const sim_bcache *c, sim_time t, uint64_t out[TRC_CLASS_
 
 size_t sim_bcache_index_bytes(const sim_bcache *c) {
     size_t b = c->hcap * sizeof *c->h + c->slots_cap * sizeof *c->slots + c->gcap * sizeof *c->g;
-    for (int k = 0; k < TRC_CLASS_COUNT; k++) b += c->runs[k].cap * sizeof(sim_brun);
+    for (int k = 0; k < TRC_CLASS_COUNT; k++)
+        b += c->runs[k].cap * sizeof(sim_brun);
     return b;
 }

@@ -49,48 +49,48 @@
 #include "trc.h"
 
 #define SIM_BC_NONE UINT32_MAX
-#define SIM_BC_GROUP 8                          // blocks per group (low id bits)
+#define SIM_BC_GROUP 8   // blocks per group (low id bits)
 #define SIM_BC_GROUP_KEY(id) ((id) & ~(uint64_t)(SIM_BC_GROUP - 1))
 
 typedef struct sim_bslot {
-    uint64_t id;            // block id
-    sim_time touched;       // last insert or hit
-    uint32_t prev, next;    // class list links, SIM_BC_NONE at the ends
-    uint8_t cls;            // traffic class (retention)
+    uint64_t id;           // block id
+    sim_time touched;      // last insert or hit
+    uint32_t prev, next;   // class list links, SIM_BC_NONE at the ends
+    uint8_t cls;           // traffic class (retention)
 } sim_bslot;
 
-typedef struct sim_bgroup {     // compact layout bucket (see the diagram above)
-    uint64_t key;               // group key id & ~7; UINT64_MAX = free
+typedef struct sim_bgroup {   // compact layout bucket (see the diagram above)
+    uint64_t key;             // group key id & ~7; UINT64_MAX = free
     uint8_t sub[SIM_BC_GROUP][7];
 } sim_bgroup;
 
 typedef struct sim_brun {
-    sim_time exp;           // expiry of these blocks
-    uint64_t n;             // blocks held with this expiry (0 once all were touched again)
+    sim_time exp;   // expiry of these blocks
+    uint64_t n;     // blocks held with this expiry (0 once all were touched again)
 } sim_brun;
 
 typedef struct sim_bcache {
-    uint64_t capacity;      // blocks; UINT64_MAX = unlimited (compact layout)
-    uint64_t used;          // blocks held
-    uint64_t peak;          // most blocks ever held
+    uint64_t capacity;                    // blocks; UINT64_MAX = unlimited (compact layout)
+    uint64_t used;                        // blocks held
+    uint64_t peak;                        // most blocks ever held
     uint64_t used_cls[TRC_CLASS_COUNT];   // blocks held by class (sums to used)
-    const int64_t *retention_ns;  // per class, <= 0 never expires (borrowed)
-    bool compact;           // compact layout (no capacity limit)
+    const int64_t *retention_ns;          // per class, <= 0 never expires (borrowed)
+    bool compact;                         // compact layout (no capacity limit)
     // LRU layout
-    struct sim_bentry {     // hash entry: key and slot side by side (one cache line probe)
+    struct sim_bentry {   // hash entry: key and slot side by side (one cache line probe)
         uint64_t key;
-        uint32_t val;       // slot index, SIM_BC_NONE = empty
+        uint32_t val;   // slot index, SIM_BC_NONE = empty
         uint32_t pad;
-    } *h;
-    size_t hcap;            // power of two
+    } * h;
+    size_t hcap;   // power of two
     sim_bslot *slots;
     size_t nslots, slots_cap;
-    uint32_t free_head;     // free slot list through .next
+    uint32_t free_head;   // free slot list through .next
     uint32_t head[TRC_CLASS_COUNT], tail[TRC_CLASS_COUNT];
     // compact layout
-    sim_bgroup *g;          // gcap buckets, 64-byte aligned
-    size_t gcap, gused;     // power of two; buckets holding a group
-    sim_time purged;        // last sim_bcache_expire time: blocks expired by then are gone
+    sim_bgroup *g;        // gcap buckets, 64-byte aligned
+    size_t gcap, gused;   // power of two; buckets holding a group
+    sim_time purged;      // last sim_bcache_expire time: blocks expired by then are gone
     struct sim_bruns {
         sim_brun *r;
         size_t head, tail, cap, memo;   // live runs [head, tail); memo: last run found
@@ -135,8 +135,10 @@ static inline size_t sim_bcache_home_(const sim_bcache *c, uint64_t id) {
 // block.
 static inline void sim_bcache_prefetch(const sim_bcache *c, uint64_t id) {
     if (!c->used) return;
-    if (c->compact) __builtin_prefetch(&c->g[sim_bcache_home_(c, id)]);
-    else __builtin_prefetch(&c->h[sim_bcache_home_(c, id)]);
+    if (c->compact)
+        __builtin_prefetch(&c->g[sim_bcache_home_(c, id)]);
+    else
+        __builtin_prefetch(&c->h[sim_bcache_home_(c, id)]);
 }
 // Second stage of the prefetch pipeline (LRU layout): once id's bucket is in cache
 // (prefetched a few blocks earlier), fetch the slot it points to, which a hit will touch. The

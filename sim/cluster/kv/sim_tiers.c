@@ -13,7 +13,8 @@
 
 uint32_t sim_cluster_prefix(sim_cluster *c, sim_inst *in, const sim_req *r, uint32_t hit[SIM_TIERS],
                             bool touch, bool local_only) {
-    for (int t = 0; t < SIM_TIERS; t++) hit[t] = 0;
+    for (int t = 0; t < SIM_TIERS; t++)
+        hit[t] = 0;
     if (!c->cfg->kv.prefix_cache) return 0;
     uint32_t k = 0;
     for (; k < r->n_blocks; k++) {
@@ -26,14 +27,17 @@ uint32_t sim_cluster_prefix(sim_cluster *c, sim_inst *in, const sim_req *r, uint
         if (k + 4 < r->n_blocks && !local_only) sim_bcache_prefetch_slot(&c->ssd, r->blocks[k + 4]);
         // with touch, a found block is refreshed in the same probe (LRU position, retention)
         int tier;
-        if (in && (touch ? sim_bcache_hit(&in->hbm, b, c->now, r->cls) : sim_bcache_has(&in->hbm, b, c->now)))
+        if (in && (touch ? sim_bcache_hit(&in->hbm, b, c->now, r->cls)
+                         : sim_bcache_has(&in->hbm, b, c->now)))
             tier = SIM_TIER_HBM;
-        else if (in && (touch ? sim_bcache_hit(&in->dram, b, c->now, r->cls) : sim_bcache_has(&in->dram, b, c->now)))
+        else if (in && (touch ? sim_bcache_hit(&in->dram, b, c->now, r->cls)
+                              : sim_bcache_has(&in->dram, b, c->now)))
             tier = SIM_TIER_DRAM;
-        else if (!local_only &&
-                 (touch ? sim_bcache_hit(&c->ssd, b, c->now, r->cls) : sim_bcache_has(&c->ssd, b, c->now)))
+        else if (!local_only && (touch ? sim_bcache_hit(&c->ssd, b, c->now, r->cls)
+                                       : sim_bcache_has(&c->ssd, b, c->now)))
             tier = SIM_TIER_SSD;
-        else break;
+        else
+            break;
         hit[tier]++;
         // a hit is loaded into this instance's HBM: promote it there now, so the prefill only
         // has to write the blocks it computes
@@ -99,7 +103,8 @@ void sim_tier_persist_answer(sim_cluster *c, sim_inst *in, const sim_req *r) {
     uint32_t pn = c->done.n_blocks[i];
     if (!pn || r->n_blocks < pn || r->blocks[pn - 1] != c->done.last_block[i]) return;
     uint32_t upto = KVF_MIN(r->n_blocks, c->done.tokens[i] / c->cfg->kv.block_tokens);
-    for (uint32_t k = pn; k < upto; k++) sim_tier_ssd_put(c, in, r->blocks[k], r->cls);
+    for (uint32_t k = pn; k < upto; k++)
+        sim_tier_ssd_put(c, in, r->blocks[k], r->cls);
 }
 
 // Blocks of the prompt whose KV now exists (computed or loaded) enter the instance's HBM
@@ -112,7 +117,8 @@ void sim_tier_write_blocks(sim_cluster *c, sim_inst *in, sim_req *r, uint32_t up
             sim_bcache_prefetch(&c->ssd, r->blocks[k + 4]);
         }
         sim_tier_hbm_put(c, in, r->blocks[k], r->cls);
-        if (c->cfg->kv.write_through && c->ssd.capacity) sim_tier_ssd_put(c, in, r->blocks[k], r->cls);
+        if (c->cfg->kv.write_through && c->ssd.capacity)
+            sim_tier_ssd_put(c, in, r->blocks[k], r->cls);
     }
     if (upto > r->blocks_written) r->blocks_written = KVF_MIN(upto, r->n_blocks);
 }

@@ -24,6 +24,7 @@ uint64_t sim_queue_key(const sim_cluster *c, const sim_pool_cfg *pc, const sim_r
         static const uint64_t prio[TRC_CLASS_COUNT] = {1, 2, 0, 4, 3};
         return prio[r->cls < TRC_CLASS_COUNT ? r->cls : TRC_CLASS_OTHER] << 56 | seq;
     }
-    default: return seq;
+    default:
+        return seq;
     }
 }

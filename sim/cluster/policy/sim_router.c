@@ -24,7 +24,8 @@ static void refresh(sim_cluster *c, sim_pool *p) {
         in->stale_n = in->n_running + (uint32_t)in->dwait.n;
     }
     // the index follows the snapshot
-    for (uint32_t i = 0; i < p->n && p->load; i++) sim_router_touch(c, &c->inst[p->first + i]);
+    for (uint32_t i = 0; i < p->n && p->load; i++)
+        sim_router_touch(c, &c->inst[p->first + i]);
 }
 
 static double queued(const sim_cluster *c, const sim_inst *in) {
@@ -60,11 +61,13 @@ void sim_router_touch(sim_cluster *c, const sim_inst *in) {
     double v = in->active ? p->load(c, in) : INFINITY;
     if (v == p->lval[k]) return;
     p->lval[k] = v;
-    for (k /= 2; k >= 1; k /= 2) lindex_pull(p, k);
+    for (k /= 2; k >= 1; k /= 2)
+        lindex_pull(p, k);
 }
 
 // The active instance of the pool with the least load (first one on ties).
-static uint32_t argmin_scan(sim_cluster *c, sim_pool *p, double (*load)(const sim_cluster *, const sim_inst *)) {
+static uint32_t argmin_scan(sim_cluster *c, sim_pool *p,
+                            double (*load)(const sim_cluster *, const sim_inst *)) {
     uint32_t best = SIM_NONE;
     double bl = 0;
     for (uint32_t i = 0; i < p->n; i++) {
@@ -79,7 +82,8 @@ static uint32_t argmin_scan(sim_cluster *c, sim_pool *p, double (*load)(const si
     return best;
 }
 
-static uint32_t argmin(sim_cluster *c, sim_pool *p, double (*load)(const sim_cluster *, const sim_inst *)) {
+static uint32_t argmin(sim_cluster *c, sim_pool *p,
+                       double (*load)(const sim_cluster *, const sim_inst *)) {
     refresh(c, p);
     if (!p->lval || p->load != load) return argmin_scan(c, p, load);
     uint32_t best = p->lval[1] == INFINITY ? SIM_NONE : p->first + p->larg[1];
@@ -114,7 +118,8 @@ static uint32_t pick_p2c(sim_cluster *c, sim_pool *p, sim_req *r) {
     (void)r;
     refresh(c, p);
     uint32_t n = p->n_active ? p->n_active : p->n;
-    uint32_t a = p->first + kvf_rng_below(&c->rng_route, n), b = p->first + kvf_rng_below(&c->rng_route, n);
+    uint32_t a = p->first + kvf_rng_below(&c->rng_route, n),
+             b = p->first + kvf_rng_below(&c->rng_route, n);
     if (!c->inst[a].active || !c->inst[b].active) return pick_least_loaded(c, p, r);
     return queued(c, &c->inst[a]) <= queued(c, &c->inst[b]) ? a : b;
 }
@@ -155,9 +160,11 @@ static uint32_t pick_ttft_estimate(sim_cluster *c, sim_pool *p, sim_req *r) {
         double cached = KVF_MIN((double)nb * c->cfg->kv.block_tokens, (double)r->input - 1);
         double load = 0;
         if (hit[1] && in->link_dram != SIM_NONE)
-            load = fmax(load, sim_link_estimate_s(&c->links[in->link_dram].link, hit[1] * c->block_bytes));
+            load = fmax(
+                load, sim_link_estimate_s(&c->links[in->link_dram].link, hit[1] * c->block_bytes));
         if (hit[2] && in->link_ssd != SIM_NONE)
-            load = fmax(load, sim_link_estimate_s(&c->links[in->link_ssd].link, hit[2] * c->block_bytes));
+            load = fmax(load,
+                        sim_link_estimate_s(&c->links[in->link_ssd].link, hit[2] * c->block_bytes));
         double q = queued_work(c, in);   // step-model time of the work queued ahead
         double comp = sim_cluster_prefill_s(c, p, (uint32_t)(r->input - cached), (uint32_t)cached);
         double e = (c->cfg->kv.overlap_load ? fmax(load, q) : load + q) + comp;
@@ -188,29 +195,38 @@ typedef struct {
 } route_entry;
 
 static const route_entry prefill_table[] = {
-    {"round_robin", pick_rr},       {"least_loaded", pick_least_loaded},
-    {"p2c", pick_p2c},              {"cache_aware", pick_cache_aware},
-    {"ttft_estimate", pick_ttft_estimate}, {"least_work", pick_least_work},
+    {"round_robin", pick_rr},
+    {"least_loaded", pick_least_loaded},
+    {"p2c", pick_p2c},
+    {"cache_aware", pick_cache_aware},
+    {"ttft_estimate", pick_ttft_estimate},
+    {"least_work", pick_least_work},
 };
 static const route_entry decode_table[] = {
     {"round_robin", pick_rr},
     {"least_kv", pick_least_kv},
     {"least_requests", pick_least_requests},
 };
-const char *const sim_prefill_router_names[] = {"round_robin", "least_loaded", "p2c", "cache_aware",
-                                               "ttft_estimate", "least_work", NULL};
+const char *const sim_prefill_router_names[] = {
+    "round_robin", "least_loaded", "p2c", "cache_aware", "ttft_estimate", "least_work", NULL};
 const char *const sim_decode_router_names[] = {"round_robin", "least_kv", "least_requests", NULL};
 
 void sim_router_init(sim_cluster *c, sim_pool *p, bool prefill) {
-    p->route = prefill ? sim_router_prefill(c->cfg->router.prefill) : sim_router_decode(c->cfg->router.decode);
+    p->route = prefill ? sim_router_prefill(c->cfg->router.prefill)
+                       : sim_router_decode(c->cfg->router.decode);
     p->load = NULL;
-    if (p->route == pick_least_loaded) p->load = queued;
-    else if (p->route == pick_least_work) p->load = queued_work;
-    else if (p->route == pick_least_kv) p->load = kv_load;
-    else if (p->route == pick_least_requests) p->load = requests;
+    if (p->route == pick_least_loaded)
+        p->load = queued;
+    else if (p->route == pick_least_work)
+        p->load = queued_work;
+    else if (p->route == pick_least_kv)
+        p->load = kv_load;
+    else if (p->route == pick_least_requests)
+        p->load = requests;
     if (!p->load || !p->n) return;
     p->lsize = 1;
-    while (p->lsize < p->n) p->lsize *= 2;
+    while (p->lsize < p->n)
+        p->lsize *= 2;
     p->lval = kvf_malloc(2 * p->lsize * sizeof *p->lval);
     p->larg = kvf_malloc(2 * p->lsize * sizeof *p->larg);
     for (uint32_t i = 0; i < p->lsize; i++) {
@@ -218,7 +234,8 @@ void sim_router_init(sim_cluster *c, sim_pool *p, bool prefill) {
         p->lval[p->lsize + i] = in && in->active ? p->load(c, in) : INFINITY;
         p->larg[p->lsize + i] = i;
     }
-    for (uint32_t k = p->lsize - 1; k >= 1; k--) lindex_pull(p, k);
+    for (uint32_t k = p->lsize - 1; k >= 1; k--)
+        lindex_pull(p, k);
 }
 
 void sim_router_free(sim_pool *p) {
@@ -239,4 +256,3 @@ sim_route_fn sim_router_decode(const char *name) {
         if (!strcmp(name, decode_table[i].name)) return decode_table[i].fn;
     return NULL;
 }
-

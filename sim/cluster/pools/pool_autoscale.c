@@ -9,7 +9,9 @@
 #include "sim_cluster.h"
 #include "sim_trace.h"
 
-static const sim_autoscale_cfg *as_cfg(const sim_pool *p) { return &p->cfg->autoscale; }
+static const sim_autoscale_cfg *as_cfg(const sim_pool *p) {
+    return &p->cfg->autoscale;
+}
 
 static uint32_t as_max(const sim_pool *p) {
     const sim_autoscale_cfg *a = as_cfg(p);
@@ -38,10 +40,14 @@ static double as_load(sim_cluster *c, sim_pool *p, double interval_s) {
     p->scale_busy_ns = busy;
     if (n <= 0) return 0;
     switch (a->metric) {
-    case SIM_SCALE_QUEUE: return q / n;
-    case SIM_SCALE_UTILIZATION: return interval_s > 0 ? d_busy / (interval_s * 1e9 * n) : 0;
-    case SIM_SCALE_KV: return kv / n;
-    default: return 0;
+    case SIM_SCALE_QUEUE:
+        return q / n;
+    case SIM_SCALE_UTILIZATION:
+        return interval_s > 0 ? d_busy / (interval_s * 1e9 * n) : 0;
+    case SIM_SCALE_KV:
+        return kv / n;
+    default:
+        return 0;
     }
 }
 
@@ -59,8 +65,8 @@ static void as_tick(sim_cluster *c, sim_pool *p, double interval_s) {
         p->n_starting++;
         p->scale_last = c->now;
         p->scale_ups++;
-        sim_ev_push(c, c->now + (sim_time)llround(a->startup_ns), SIM_EV_SCALED, 0, (uint64_t)p->kind,
-                    NULL);
+        sim_ev_push(c, c->now + (sim_time)llround(a->startup_ns), SIM_EV_SCALED, 0,
+                    (uint64_t)p->kind, NULL);
     } else if (load < a->down && p->n_active > (uint32_t)KVF_MAX(a->min, 1)) {
         // the last serving instance stops taking requests; what runs there finishes
         for (uint32_t i = p->n; i-- > 0;) {

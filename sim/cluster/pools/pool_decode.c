@@ -97,7 +97,8 @@ static bool u32_remove(uint32_t *a, uint32_t *n, uint32_t v) {
 }
 
 void sim_dsum_free(sim_dsum *d) {
-    for (int j = 0; j < MDL_CAPS; j++) gheap_free(&d->below[j]);
+    for (int j = 0; j < MDL_CAPS; j++)
+        gheap_free(&d->below[j]);
     gheap_free(&d->fin);
     free(d->fresh);
     free(d->recomp);
@@ -167,7 +168,9 @@ mdl_decode_sum sim_dsum_batch_at(const sim_dsum *d, uint64_t k) {
     return b;
 }
 
-mdl_decode_sum sim_dsum_batch(const sim_dsum *d) { return sim_dsum_batch_at(d, d->k); }
+mdl_decode_sum sim_dsum_batch(const sim_dsum *d) {
+    return sim_dsum_batch_at(d, d->k);
+}
 
 // Between two changes of a decode batch (an admission, a finish, a member reaching a window,
 // a preemption) its steps differ only by each member's context growing by one. Such a stretch
@@ -180,15 +183,16 @@ mdl_decode_sum sim_dsum_batch(const sim_dsum *d) { return sim_dsum_batch_at(d, d
 // router that balances decode KV over several instances, not with per-step random skew, not
 // with a step timeline.
 
-
 // Steps of the run in flight whose ends lie strictly before t (the last one excluded: its
 // event settles it).
 uint32_t sim_run_passed(const sim_inst *in, sim_time t) {
     uint32_t lo = 0, hi = in->run_m ? in->run_m - 1 : 0;   // first j with run_end[j] >= t
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
-        if (in->run_end[mid] < t) lo = mid + 1;
-        else hi = mid;
+        if (in->run_end[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -281,7 +285,8 @@ void sim_dsum_step_done(sim_cluster *c, sim_inst *in) {
         sim_dsum_leave(c, in, slot);
         in->kv_used -= sim_req_ctx_tokens(r);
         sim_decode_running_remove(c, in, p);
-        if (p < in->n_running && sim_req_at(c, in->running[p])->dfin) sim_rheap_push(&d->fin_pos, p, p);
+        if (p < in->n_running && sim_req_at(c, in->running[p])->dfin)
+            sim_rheap_push(&d->fin_pos, p, p);
         sim_req_finish(c, slot, SIM_OUT_COMPLETED);
     }
 }
@@ -302,7 +307,8 @@ void sim_decode_admit(sim_cluster *c, sim_inst *in) {
     // a decode pool's token budget caps its batch too (one token per sequence, plus drafts);
     // colocated, the budget is shared with prefill chunks when the step forms
     if (!c->colocated && pc->max_batch_tokens > 0)
-        maxb = (uint32_t)KVF_MIN((int64_t)maxb, KVF_MAX(pc->max_batch_tokens / (int64_t)c->spec_seq_tokens, 1));
+        maxb = (uint32_t)KVF_MIN((int64_t)maxb,
+                                 KVF_MAX(pc->max_batch_tokens / (int64_t)c->spec_seq_tokens, 1));
     while (in->dwait.n && in->n_running + in->n_prefilling < maxb) {
         uint32_t slot = in->dwait.slot[0];
         sim_req *r = sim_req_at(c, slot);
@@ -320,12 +326,15 @@ void sim_decode_admit(sim_cluster *c, sim_inst *in) {
         sim_rheap_pop(&in->dwait, &s2);
         r->queue_ns += c->now - r->enq_ns;
         sim_req_set_state(r, SIM_RS_DECODE);
-        in->kv_used += sim_req_ctx_tokens(r);   // KV held = tokens whose KV exists; steps add theirs
+        in->kv_used +=
+            sim_req_ctx_tokens(r);   // KV held = tokens whose KV exists; steps add theirs
         in->kv_reserved += remaining;
         sim_decode_running_add(in, r, slot);
         if (in->dsum_on) {
-            if (r->recompute) u32_append(&in->ds.recomp, &in->ds.n_recomp, &in->ds.recomp_cap, slot);
-            else sim_dsum_join(c, in, slot);
+            if (r->recompute)
+                u32_append(&in->ds.recomp, &in->ds.n_recomp, &in->ds.recomp_cap, slot);
+            else
+                sim_dsum_join(c, in, slot);
         }
     }
 }
@@ -345,7 +354,8 @@ void sim_decode_preempt(sim_cluster *c, sim_inst *in) {
         }
         sim_decode_running_remove(c, in, in->n_running - 1);
         in->kv_used -= sim_req_ctx_tokens(r);
-        if (c->cfg->serving.admission == SIM_ADMIT_RESERVE) in->kv_reserved -= r->output - r->produced;
+        if (c->cfg->serving.admission == SIM_ADMIT_RESERVE)
+            in->kv_reserved -= r->output - r->produced;
         r->preemptions++;
         c->m.preemptions++;
         r->enq_ns = c->now;

@@ -33,12 +33,16 @@ void sim_failures_init(sim_cluster *c) {
 static bool held_by(const sim_cluster *c, const sim_req *r, uint32_t id) {
     switch (r->state) {
     case SIM_RS_LOADING:
-    case SIM_RS_PREFILL: return r->pinst == id;
-    case SIM_RS_TRANSFER: return r->pinst == id || r->dinst == id;
+    case SIM_RS_PREFILL:
+        return r->pinst == id;
+    case SIM_RS_TRANSFER:
+        return r->pinst == id || r->dinst == id;
     case SIM_RS_DECODE_WAIT:
     case SIM_RS_DECODE:
-    case SIM_RS_SWAPPED: return r->dinst == id || (c->colocated && r->pinst == id);
-    default: return false;
+    case SIM_RS_SWAPPED:
+        return r->dinst == id || (c->colocated && r->pinst == id);
+    default:
+        return false;
     }
 }
 
@@ -48,7 +52,8 @@ static void retry(sim_cluster *c, uint32_t slot) {
     r->gen++;
     r->produced = r->computed = r->cached = r->compute_tokens = r->recompute = 0;
     r->hit_blocks = r->blocks_written = r->pending_loads = 0;
-    for (int t = 0; t < SIM_TIERS; t++) r->hit[t] = 0;
+    for (int t = 0; t < SIM_TIERS; t++)
+        r->hit[t] = 0;
     r->first_ns = r->last_ns = -1;
     r->in_batch = r->scheduled = false;
     r->work_s = 0;
@@ -95,8 +100,8 @@ void sim_failures_fail(sim_cluster *c, sim_inst *in) {
         if (reject) {
             sim_req_at(c, held[i])->gen++;   // its link flows and swap-ins are stale now
             sim_req_reject(c, held[i], SIM_OUT_REJECT_FAILURE);
-        }
-        else retry(c, held[i]);
+        } else
+            retry(c, held[i]);
     }
     free(held);
     in->step_start = c->now;   // down from now (for down time)

@@ -31,7 +31,8 @@ void sim_prefill_count_work(sim_cluster *c, const sim_req *r, uint32_t replay) {
 }
 
 // Sets r's hit prefix to nb blocks (tiers[] of them by tier) and derives the tokens to compute.
-void sim_prefill_set_prefix(sim_cluster *c, sim_req *r, uint32_t nb, const uint32_t tiers[SIM_TIERS]) {
+void sim_prefill_set_prefix(sim_cluster *c, sim_req *r, uint32_t nb,
+                            const uint32_t tiers[SIM_TIERS]) {
     uint32_t bt = c->cfg->kv.block_tokens;
     uint64_t hit = (uint64_t)nb * bt;
     // at least one prompt token is computed; a paged cache attaches whole blocks only, so a
@@ -75,7 +76,8 @@ void sim_prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
         sim_link_send(c, lk[t], by[t], (uint64_t)r->gen << 32 | slot);
     }
     in->queued_tokens += r->compute_tokens;
-    r->work_s = sim_cluster_prefill_s(c, sim_pool_of(c, in), r->compute_tokens, r->input - r->compute_tokens);
+    r->work_s = sim_cluster_prefill_s(c, sim_pool_of(c, in), r->compute_tokens,
+                                      r->input - r->compute_tokens);
     in->queued_work_s += r->work_s;
     r->enq_ns = c->now;
     if (r->pending_loads && !cfg->kv.overlap_load) {
@@ -95,12 +97,14 @@ void sim_prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
 void sim_prefill_first_schedule(sim_cluster *c, sim_inst *in, sim_req *r) {
     if (c->cfg->kv.prefix_cache) {
         uint32_t k = r->hit_blocks, extra = 0;
-        while (k < r->n_blocks && sim_bcache_hit(&in->hbm, r->blocks[k], c->now, r->cls)) k++, extra++;
+        while (k < r->n_blocks && sim_bcache_hit(&in->hbm, r->blocks[k], c->now, r->cls))
+            k++, extra++;
         if (extra) {
             uint32_t tiers[SIM_TIERS], before = r->compute_tokens;
             // tier counts in blocks, from the tokens set at admission
             uint32_t bt = c->cfg->kv.block_tokens;
-            for (int t = 0; t < SIM_TIERS; t++) tiers[t] = (r->hit[t] + bt - 1) / bt;
+            for (int t = 0; t < SIM_TIERS; t++)
+                tiers[t] = (r->hit[t] + bt - 1) / bt;
             tiers[SIM_TIER_HBM] += extra;
             sim_prefill_set_prefix(c, r, k, tiers);
             if (r->blocks_written < k) r->blocks_written = k;
@@ -165,7 +169,8 @@ void sim_decode_transfer(sim_cluster *c, sim_inst *pin, uint32_t slot) {
 
     // the decode pool's admission control: a full wait queue refuses the request (its prefill
     // is spent; a real router would hold or drop it, the simulator counts it rejected)
-    if (c->inst[id].pcfg->queue_limit > 0 && (int64_t)c->inst[id].dwait.n >= c->inst[id].pcfg->queue_limit) {
+    if (c->inst[id].pcfg->queue_limit > 0 &&
+        (int64_t)c->inst[id].dwait.n >= c->inst[id].pcfg->queue_limit) {
         sim_req_reject(c, slot, SIM_OUT_REJECT_QUEUE);
         return;
     }
@@ -211,9 +216,11 @@ void sim_prefill_abort(sim_cluster *c, sim_inst *in, uint32_t slot) {
     sim_req *r = sim_req_at(c, slot);
     KVF_ASSERT(r->abandoned && !r->in_batch);
     in->queued_tokens -= (double)(r->compute_tokens - r->computed);
-    in->queued_work_s -= r->compute_tokens ? r->work_s * (r->compute_tokens - r->computed) / r->compute_tokens : 0;
+    in->queued_work_s -=
+        r->compute_tokens ? r->work_s * (r->compute_tokens - r->computed) / r->compute_tokens : 0;
     if (in->queued_work_s < 0) in->queued_work_s = 0;
-    if (c->colocated && (r->computed > 0 || r->scheduled)) {   // release the KV its first chunk claimed
+    if (c->colocated &&
+        (r->computed > 0 || r->scheduled)) {   // release the KV its first chunk claimed
         in->kv_used -= r->input;
         if (c->cfg->serving.admission == SIM_ADMIT_RESERVE) in->kv_reserved -= r->output - 1.0;
         in->n_prefilling--;
@@ -246,7 +253,8 @@ uint32_t sim_prefill_take_chunks(sim_cluster *c, sim_inst *in, int64_t budget, u
                 sim_req_reject(c, slot, SIM_OUT_REJECT_KV);
                 continue;
             }
-            if (!sim_decode_fits(c, in, need, remaining) || in->n_running + in->n_prefilling >= maxb)
+            if (!sim_decode_fits(c, in, need, remaining) ||
+                in->n_running + in->n_prefilling >= maxb)
                 break;
             in->kv_used += r->input;
             in->kv_reserved += remaining;
@@ -268,7 +276,9 @@ uint32_t sim_prefill_take_chunks(sim_cluster *c, sim_inst *in, int64_t budget, u
         c->seqs[n] = (mdl_seq){ch, r->input - r->compute_tokens + r->computed};
         r->in_batch = true;
         if (c->cfg->kv.step_sequential)   // later chunks of this step see this chunk's blocks
-            sim_tier_write_blocks(c, in, r, (r->input - r->compute_tokens + r->computed + ch) / c->cfg->kv.block_tokens);
+            sim_tier_write_blocks(c, in, r,
+                                  (r->input - r->compute_tokens + r->computed + ch) /
+                                      c->cfg->kv.block_tokens);
         budget -= ch;
         n++;
     }

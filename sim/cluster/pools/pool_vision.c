@@ -33,7 +33,8 @@ static void vision_form_step(sim_cluster *c, sim_inst *in) {
 }
 
 static void vision_step_done(sim_cluster *c, sim_inst *in) {
-    for (uint32_t i = 0; i < in->n_batch; i++) sim_prefill_route(c, in->batch[i]);
+    for (uint32_t i = 0; i < in->n_batch; i++)
+        sim_prefill_route(c, in->batch[i]);
     in->n_batch = 0;
 }
 
