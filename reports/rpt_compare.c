@@ -53,23 +53,11 @@ static void summary_path(const char *arg, char *path, size_t n) {
         snprintf(path, n, "%s/summary.json", arg);
 }
 
-// KVF_EINVAL naming path when it exists and is not a regular file (a FIFO would block the
-// reader, a directory or a device is no summary or page); missing is fine.
-static kvf_status regular_or_missing(const char *what, const char *path, kvf_err *err) {
-    struct stat sb;
-    if (stat(path, &sb) != 0 || S_ISREG(sb.st_mode)) return KVF_OK;
-    return kvf_fail(err, KVF_EINVAL, "compare: %s %s: %s, not a regular file; refused", what, path,
-                    S_ISDIR(sb.st_mode)                          ? "a directory"
-                    : S_ISFIFO(sb.st_mode)                       ? "a FIFO"
-                    : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device"
-                                                                 : "a special file");
-}
-
 static kvf_status load_run(cmp_run *c, const char *arg, kvf_err *err) {
     char path[4200];
     snprintf(c->dir, sizeof c->dir, "%s", arg);
     summary_path(arg, path, sizeof path);
-    kvf_status rs = regular_or_missing("summary", path, err);
+    kvf_status rs = rpt_regular_or_missing("compare: summary", path, err);
     if (rs) return rs;
     if (kvf_endswith(arg, ".json")) {
         char *slash = strrchr(c->dir, '/');
@@ -450,7 +438,7 @@ static kvf_status check_page(const char *html, const char *const *dirs, int n, k
                         "compare: --html %s: a symbolic link; refused (nothing "
                         "is written through a link): name the file itself",
                         html);
-    kvf_status s = regular_or_missing("--html", html, err);
+    kvf_status s = rpt_regular_or_missing("compare: --html", html, err);
     if (s || stat(html, &h) != 0) return s;
     char path[4200];
     for (int i = 0; i < n; i++) {

@@ -1660,6 +1660,13 @@ static kvf_status rep_load(rep *r, kvf_err *err) {
     json_error_t je;
     if (access(path, F_OK) != 0)
         return kvf_fail(err, KVF_ENOENT, "%s: not found (is %s a results directory?)", path, dir);
+    kvf_status s;
+    static const char *const inputs[] = {"summary.json", "validation.json", "results.db"};
+    for (size_t k = 0; k < sizeof inputs / sizeof *inputs; k++) {   // a FIFO would hang us
+        char in[4200];
+        snprintf(in, sizeof in, "%s/%s", dir, inputs[k]);
+        if ((s = rpt_regular_or_missing("report: input", in, err))) return s;
+    }
     r->summary = json_load_file(path, 0, &je);
     if (!r->summary || !json_is_object(r->summary))
         return kvf_fail(err, KVF_EPARSE, "%s:%d: %s", path, je.line,
@@ -1678,7 +1685,13 @@ static kvf_status rep_load(rep *r, kvf_err *err) {
                         r->db ? sqlite3_errmsg(r->db) : "cannot open");
     }
     snprintf(r->files, sizeof r->files, "%s/report_files", dir);
-    kvf_status s = kvf_mkdirs(r->files, err);
+    struct stat lsb;   // the chart files are written inside: never through a link elsewhere
+    if (lstat(r->files, &lsb) == 0 && !S_ISDIR(lsb.st_mode))
+        return kvf_fail(err, KVF_EINVAL,
+                        "report: %s: %s, not the report's own directory; "
+                        "refused (remove it to let the report write its charts)",
+                        r->files, S_ISLNK(lsb.st_mode) ? "a symbolic link" : "not a directory");
+    s = kvf_mkdirs(r->files, err);
     if (s) return s;
     const char *nog = getenv("KVF_NO_GNUPLOT");
     if (nog && *nog && strcmp(nog, "0"))

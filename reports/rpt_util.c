@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -188,12 +189,35 @@ double rpt_json_num(json_t *root, const char *dotted) {
 
 kvf_status rpt_write_text(const char *path, const char *text, size_t n, kvf_err *err) {
     KVF_ASSERT(path && (text || n == 0) && err);
-    FILE *f = fopen(path, "wb");
-    if (!f) return kvf_fail(err, KVF_EIO, "%s: cannot write", path);
+    // written beside, then renamed over path: a failed write leaves the earlier page whole,
+    // and a link at path is replaced, never written through
+    char tmp[4352];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return kvf_fail(err, KVF_EINVAL, "%s: path too long", path);
+    FILE *f = fopen(tmp, "wbx");
+    if (!f) return kvf_fail(err, KVF_EIO, "%s: cannot write: %s", tmp, strerror(errno));
     bool ok = fwrite(text, 1, n, f) == n;
     ok = (fclose(f) == 0) && ok;
-    if (!ok) return kvf_fail(err, KVF_EIO, "%s: write failed", path);
+    if (!ok) {
+        remove(tmp);
+        return kvf_fail(err, KVF_EIO, "%s: write failed", path);
+    }
+    if (rename(tmp, path) != 0) {
+        kvf_fail(err, KVF_EIO, "%s: cannot replace: %s", path, strerror(errno));
+        remove(tmp);
+        return err->code;
+    }
     return KVF_OK;
+}
+
+kvf_status rpt_regular_or_missing(const char *what, const char *path, kvf_err *err) {
+    struct stat sb;
+    if (stat(path, &sb) != 0 || S_ISREG(sb.st_mode)) return KVF_OK;
+    return kvf_fail(err, KVF_EINVAL, "%s %s: %s, not a regular file; refused", what, path,
+                    S_ISDIR(sb.st_mode)                          ? "a directory"
+                    : S_ISFIFO(sb.st_mode)                       ? "a FIFO"
+                    : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device"
+                                                                 : "a special file");
 }
 
 // The headline figures, in the order the report and compare show them.

@@ -104,6 +104,10 @@ int rpt_gnuplot(const char *dir, const char *script);
 
 // Writes text to path (replacing it). KVF_EIO naming the path.
 kvf_status rpt_write_text(const char *path, const char *text, size_t n, kvf_err *err);
+// KVF_EINVAL "WHAT PATH: a FIFO, not a regular file; refused" when path exists and is not a
+// regular file (a FIFO would block the reader; a directory or a device is no summary or page);
+// missing, or a regular file (through a link too), is KVF_OK.
+kvf_status rpt_regular_or_missing(const char *what, const char *path, kvf_err *err);
 
 // Headline figures: summary.json key and the label shown beside it.
 typedef struct rpt_headline {

@@ -771,6 +771,18 @@ static void safety_cases(void) {
         "%s run %s -q --no-report -o %s/td --trace-out %s", B, S, d, T);
     add(2, "summary", "a FIFO", "compare a FIFO named summary.json",
         "mkdir -p %s/cf; mkfifo %s/cf/summary.json; %s compare %s/cf", d, d, B, d);
+    add(2, "input", "a FIFO", "report on a FIFO named summary.json",
+        "mkdir -p %s/rf; mkfifo %s/rf/summary.json; %s report %s/rf", d, d, B, d);
+    add(2, "report_files", "symbolic link", "report with report_files a link elsewhere",
+        "%s run %s -q --no-report -o %s/rl && mkdir -p %s/rlv && rm -rf %s/rl/report_files && "
+        "ln -s %s/rlv %s/rl/report_files && %s report %s/rl; rc=$?; "
+        "[ -z \"$(ls -A %s/rlv)\" ] || exit 99; exit $rc",
+        B, S, d, d, d, d, d, B, d, d);
+    add(0, "report.html", NULL, "report with report.html a link to a user's file",
+        "%s run %s -q --no-report -o %s/rh && echo precious > %s/rhv && rm -f %s/rh/report.html && "
+        "ln -s %s/rhv %s/rh/report.html && %s report %s/rh; rc=$?; "
+        "[ \"$(cat %s/rhv)\" = precious ] && [ ! -L %s/rh/report.html ] || exit 99; exit $rc",
+        B, S, d, d, d, d, d, B, d, d, d);
     add(2, "--html", "summary of run", "compare --html over a run's summary.json",
         "%s run %s -q --no-report -o %s/ca && %s run %s -q --no-report -o %s/cb && "
         "s=$(sha256sum < %s/ca/summary.json); %s compare %s/ca %s/cb --html %s/ca/summary.json; "
