@@ -466,7 +466,7 @@ static kvf_status write_fit(const fit_job *j, kvf_err *err) {
     const fit_ctx *f = j->f;
     char tmp[SIM_PATH_MAX + 32];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", j->out, (int)getpid());
-    FILE *o = fopen(tmp, "w");
+    FILE *o = fopen(tmp, "wx");
     if (!o) return kvf_fail(err, KVF_EIO, "%s: %s", tmp, strerror(errno));
     fprintf(o, "# kvfleet fit: system terms fitted to measured runs. Inputs: the training runs'\n"
                "# requests, server configurations and measured latencies; outputs: the terms and\n"
