@@ -23,35 +23,6 @@ static const char PROBE[] =
     "innerHeight);b.setAttribute('data-probe-answer',r?r.top+','+r.bottom:'none');})();"
     "</script>";
 
-static void attr(const char *dom, const char *name, char *out, size_t n) {
-    char pat[80];
-    snprintf(pat, sizeof pat, "%s=\"", name);
-    const char *p = strstr(dom, pat);
-    out[0] = 0;
-    if (!p) return;
-    p += strlen(pat);
-    const char *e = strchr(p, '"');
-    if (e) snprintf(out, n, "%.*s", (int)(e - p), p);
-}
-
-// The number a shown figure reads as, in assess.json's unit for key ("37.4 %" -> 0.374,
-// "$3.51" -> 3.51, "1.07 s" -> 1070 for an _ms key).
-static double read_back(const char *key, const char *text) {
-    char num[64];
-    size_t k = 0;
-    const char *p = text + (text[0] == '$');
-    for (; *p && k + 1 < sizeof num && (strchr("0123456789.-", *p) || *p == ','); p++)
-        if (*p != ',') num[k++] = *p;
-    num[k] = 0;
-    double x = k ? strtod(num, NULL) : NAN;
-    while (*p == ' ')
-        p++;
-    if (*p == '%') return x / 100;
-    double s = !strncmp(p, "ms", 2) ? 1e-3 : !strncmp(p, "min", 3) ? 60 : *p == 's' ? 1 : 0;
-    if (s > 0) return strstr(key, "_ms") ? x * s * 1e3 : x * s;
-    return x;
-}
-
 // The answer of the reports module's page: inside the window, figures equal to assess.json.
 static void check_module_page(const char *dir) {
     char path[300], page[300], probe[300], out[300];
@@ -77,8 +48,8 @@ static void check_module_page(const char *dir) {
     ck_assert_msg(rc == 0, "probe exited %d", rc);
     char *dom = kvt_slurp(out);
     char vp[64], box[128];
-    attr(dom, "data-probe-viewport", vp, sizeof vp);
-    attr(dom, "data-probe-answer", box, sizeof box);
+    kvt_dom_attr(dom, "data-probe-viewport", vp, sizeof vp);
+    kvt_dom_attr(dom, "data-probe-answer", box, sizeof box);
     int vw = 0, vh = 0;
     double top = -1, bottom = 1e9;
     ck_assert(sscanf(vp, "%dx%d", &vw, &vh) == 2 && vw == 1400 && vh >= 700);
@@ -98,7 +69,7 @@ static void check_module_page(const char *dir) {
                       strtod(dv, NULL), x);
         const char *t = strchr(dv, '>') + 1;
         snprintf(text, sizeof text, "%.*s", (int)(strchr(t, '<') - t), t);
-        double back = read_back(key, text);
+        double back = kvt_read_back(key, text);
         ck_assert_msg(fabs(back - x) <= 0.0051 * fabs(x), "%s: '%s' reads %.6g, json %.6g", key,
                       text, back, x);
     }

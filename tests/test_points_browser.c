@@ -66,17 +66,6 @@ static const char PROBE[] =
     "b.setAttribute('data-probe-labels',ls.join('|'));b.setAttribute('data-probe-overlaps',ov);"
     "})();</script>";
 
-static void attr(const char *dom, const char *name, char *out, size_t n) {
-    char pat[80];
-    snprintf(pat, sizeof pat, "%s=\"", name);
-    const char *p = strstr(dom, pat);
-    out[0] = 0;
-    if (!p) return;
-    p += strlen(pat);
-    const char *e = strchr(p, '"');
-    if (e) snprintf(out, n, "%.*s", (int)(e - p), p);
-}
-
 // Renders a copy of page with the probe at 1400x900; returns the DOM.
 static char *probe_dom(const char *page) {
     char *html = kvt_slurp(page);
@@ -101,20 +90,20 @@ static char *probe_dom(const char *page) {
 // 1..npoints once each and no two overlap.
 static void check_layout(const char *dom, int npoints, const char *what) {
     char vp[64], box[128], labels[1024], ov[16];
-    attr(dom, "data-probe-viewport", vp, sizeof vp);
+    kvt_dom_attr(dom, "data-probe-viewport", vp, sizeof vp);
     int vw = 0, vh = 0;
     ck_assert_msg(sscanf(vp, "%dx%d", &vw, &vh) == 2 && vw == 1400 && vh >= 700, "%s", vp);
-    attr(dom, "data-probe-answer", box, sizeof box);
+    kvt_dom_attr(dom, "data-probe-answer", box, sizeof box);
     double top, bottom, ctop = -1;
     ck_assert_msg(sscanf(box, "%lf,%lf", &top, &bottom) == 2, "%s: answer box '%s'", what, box);
-    attr(dom, "data-probe-chart", box, sizeof box);
+    kvt_dom_attr(dom, "data-probe-chart", box, sizeof box);
     sscanf(box, "%lf", &ctop);
     fprintf(stderr, "%s at %s: answer %.0f..%.0f px, chart from %.0f px\n", what, vp, top, bottom,
             ctop);
     ck_assert_msg(top >= 0 && bottom <= vh, "%s: answer at %.0f..%.0f px", what, top, bottom);
     ck_assert_msg(ctop > bottom && ctop < vh - 100, "%s: chart at %.0f px", what, ctop);
-    attr(dom, "data-probe-labels", labels, sizeof labels);
-    attr(dom, "data-probe-overlaps", ov, sizeof ov);
+    kvt_dom_attr(dom, "data-probe-labels", labels, sizeof labels);
+    kvt_dom_attr(dom, "data-probe-overlaps", ov, sizeof ov);
     ck_assert_msg(!strcmp(ov, "0"), "%s: %s pairs of labels overlap (%s)", what, ov, labels);
     int seen[64] = {0};
     for (char *tok = labels; *tok;) {

@@ -182,60 +182,6 @@ static char *probe_dom(const char *page, const char *dir, unsigned w, unsigned h
     return kvt_slurp(out);
 }
 
-// The value of attribute name in dom (first occurrence), or "".
-static void attr(const char *dom, const char *name, char *out, size_t n) {
-    char pat[80];
-    snprintf(pat, sizeof pat, "%s=\"", name);
-    const char *p = strstr(dom, pat);
-    out[0] = 0;
-    if (!p) return;
-    p += strlen(pat);
-    const char *e = strchr(p, '"');
-    if (e) snprintf(out, n, "%.*s", (int)(e - p), p);
-}
-
-// A shown figure read back, in the unit summary.json keeps it in (key decides: _ms keys in
-// ms, fractions as fractions), independently of the formatter: "943 ms", "5.40 s", "2.53 min",
-// "58.1 %", "$0.0600", "$12,765", "963 tokens/s", "37.6 k tokens/s", "4". NaN when unreadable.
-static double read_back(const char *key, const char *text) {
-    char num[64];
-    size_t k = 0;
-    const char *p = text;
-    if (*p == '$') p++;
-    for (; *p && k + 1 < sizeof num && (strchr("0123456789.-", *p) || *p == ','); p++)
-        if (*p != ',') num[k++] = *p;
-    num[k] = 0;
-    if (!k) return NAN;
-    double x = strtod(num, NULL);
-    while (*p == ' ')
-        p++;
-    if (*p == 'k' && p[1] == ' ')
-        x *= 1e3, p += 2;
-    else if (*p == 'M' && p[1] == ' ')
-        x *= 1e6, p += 2;
-    else if (*p == 'G' && p[1] == ' ')
-        x *= 1e9, p += 2;
-    double s = 1;   // seconds per shown unit
-    bool dur = true;
-    if (!strncmp(p, "ms", 2))
-        s = 1e-3;
-    else if (!strncmp(p, "us", 2))
-        s = 1e-6;
-    else if (!strncmp(p, "min", 3))
-        s = 60;
-    else if (!strncmp(p, "s", 1) && (p[1] == 0 || p[1] == ' '))
-        s = 1;
-    else if (!strncmp(p, "h", 1) && p[1] == 0)
-        s = 3600;
-    else if (!strncmp(p, "d", 1) && p[1] == 0)
-        s = 86400;
-    else
-        dur = false;
-    if (*p == '%') return x / 100;
-    if (dur) return strstr(key, "_ms") ? x * s * 1e3 : x * s;
-    return x;
-}
-
 // Every data-key figure inside the answer block: value equal to summary.json, text formatted
 // in the key's unit and, read back, within 3 significant digits of the value. Returns how
 // many.
@@ -259,7 +205,7 @@ static int check_answer_figures(const char *dom, json_t *sum) {
         snprintf(text, sizeof text, "%.*s", (int)(strchr(t, '<') - t), t);
         rpt_fmt_keyed(key, x, want, sizeof want);
         ck_assert_msg(!strcmp(text, want), "%s: shown '%s', want '%s'", key, text, want);
-        double back = read_back(key, text);
+        double back = kvt_read_back(key, text);
         ck_assert_msg(fabs(back - x) <= 0.0051 * fabs(x) + 1e-12,
                       "%s: shown '%s' reads %.6g, summary.json %.6g", key, text, back, x);
         ck_assert_msg(!strstr(text, "e+") && !strstr(text, "e-"), "%s: '%s'", key, text);
@@ -282,19 +228,19 @@ START_TEST(test_report_answer_above_the_fold) {
     ck_assert_msg(sum, "%s: %s", path, je.text);
     char *dom = probe_dom(page, dir, 1400, 900);
     char vp[64], box[128];
-    attr(dom, "data-probe-viewport", vp, sizeof vp);
+    kvt_dom_attr(dom, "data-probe-viewport", vp, sizeof vp);
     // a 1400x900 window: headless Chromium lays the page out in what is left of it once its
     // frame is taken off (757 px high), stricter than the 900 px of a screenshot
     int vw = 0, vh = 0;
     ck_assert_msg(sscanf(vp, "%dx%d", &vw, &vh) == 2 && vw == 1400 && vh >= 700 && vh <= 900,
                   "viewport %s", vp);
-    attr(dom, "data-probe-answer", box, sizeof box);
+    kvt_dom_attr(dom, "data-probe-answer", box, sizeof box);
     double top, bottom, left, right;
     ck_assert_msg(sscanf(box, "%lf,%lf,%lf,%lf", &top, &bottom, &left, &right) == 4,
                   "answer box '%s'", box);
     ck_assert_msg(top >= 0 && bottom <= vh && left >= 0 && right <= vw,
                   "answer block at %.0f..%.0f px (viewport %d px high)", top, bottom, vh);
-    attr(dom, "data-probe-chart", box, sizeof box);
+    kvt_dom_attr(dom, "data-probe-chart", box, sizeof box);
     double ctop = 0;
     sscanf(box, "%lf", &ctop);
     fprintf(stderr, "report.html at %s: answer %.0f..%.0f px, first chart from %.0f px\n", vp, top,

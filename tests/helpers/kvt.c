@@ -1,6 +1,7 @@
 // tests/helpers/kvt.c -- see kvt.h.
 #include "kvt.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,4 +177,54 @@ void kvt_browser_screenshot(const char *page, const char *png, unsigned w, unsig
     unsigned ph = (unsigned)hd[20] << 24 | (unsigned)hd[21] << 16 | (unsigned)hd[22] << 8 | hd[23];
     ck_assert_msg(pw == w && ph == h, "screenshot %ux%u, want %ux%u", pw, ph, w, h);
     ck_assert_msg(size > min_bytes, "screenshot of %ld bytes: blank page?", size);
+}
+
+void kvt_dom_attr(const char *dom, const char *name, char *out, size_t n) {
+    char pat[80];
+    snprintf(pat, sizeof pat, "%s=\"", name);
+    const char *p = strstr(dom, pat);
+    out[0] = 0;
+    if (!p) return;
+    p += strlen(pat);
+    const char *e = strchr(p, '"');
+    if (e) snprintf(out, n, "%.*s", (int)(e - p), p);
+}
+
+double kvt_read_back(const char *key, const char *text) {
+    char num[64];
+    size_t k = 0;
+    const char *p = text;
+    if (*p == '$') p++;
+    for (; *p && k + 1 < sizeof num && (strchr("0123456789.-", *p) || *p == ','); p++)
+        if (*p != ',') num[k++] = *p;
+    num[k] = 0;
+    if (!k) return NAN;
+    double x = strtod(num, NULL);
+    while (*p == ' ')
+        p++;
+    if (*p == 'k' && p[1] == ' ')
+        x *= 1e3, p += 2;
+    else if (*p == 'M' && p[1] == ' ')
+        x *= 1e6, p += 2;
+    else if (*p == 'G' && p[1] == ' ')
+        x *= 1e9, p += 2;
+    double s = 1;   // seconds per shown unit
+    bool dur = true;
+    if (!strncmp(p, "ms", 2))
+        s = 1e-3;
+    else if (!strncmp(p, "us", 2))
+        s = 1e-6;
+    else if (!strncmp(p, "min", 3))
+        s = 60;
+    else if (!strncmp(p, "s", 1) && (p[1] == 0 || p[1] == ' '))
+        s = 1;
+    else if (!strncmp(p, "h", 1) && p[1] == 0)
+        s = 3600;
+    else if (!strncmp(p, "d", 1) && p[1] == 0)
+        s = 86400;
+    else
+        dur = false;
+    if (*p == '%') return x / 100;
+    if (dur) return strstr(key, "_ms") ? x * s * 1e3 : x * s;
+    return x;
 }

@@ -46,6 +46,12 @@ const char *kvt_browser(void);
 // Runs the browser on file `page` with extra args (e.g. --dump-dom), stdout into out, its
 // stderr into logdir/browser.log; a fresh profile each time. Returns its exit status.
 int kvt_browser_run(const char *page, const char *args, const char *out, const char *logdir);
+// The value of attribute name in dom (its first occurrence) into out, or "" when absent.
+void kvt_dom_attr(const char *dom, const char *name, char *out, size_t n);
+// A shown figure read back in the unit summary.json keeps it in, independently of the
+// formatter (key decides: _ms keys in ms, fractions as fractions): "943 ms", "5.40 s",
+// "2.53 min", "58.1 %", "$0.0600", "$12,765", "37.6 k tokens/s", "4". NaN when unreadable.
+double kvt_read_back(const char *key, const char *text);
 // Takes a w x h screenshot of page into png and checks it: a PNG of that size and more than
 // min_bytes (a blank page compresses to a few kB). Fails the test otherwise.
 void kvt_browser_screenshot(const char *page, const char *png, unsigned w, unsigned h,
