@@ -16,24 +16,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "helpers/kvt.h"
 #include "trc.h"
 
 // ---- helpers ------------------------------------------------------------------------------
-static char g_tmp[256];
-
-static void mk_tmp(void) {
-    snprintf(g_tmp, sizeof g_tmp, "/tmp/kvf_meas_XXXXXX");
-    ck_assert(mkdtemp(g_tmp) != NULL);
-}
-
-static const char *tmp_path(const char *name) {
-    static char buf[8][512];
-    static int k;
-    char *p = buf[k++ % 8];
-    snprintf(p, 512, "%s/%s", g_tmp, name);
-    return p;
-}
-
 static const char *src_path(const char *rel) {
     static char buf[8][1024];
     static int k;
@@ -319,7 +305,7 @@ START_TEST(test_training_trace_as_it_ran) {
         const char *ctx = ent[e].experiment;
         trc_measured m;
         ck_assert_msg(!trc_measured_read(ent[e].dir, TRC_MEAS_AUTO, -1, &m, &err), "%s", err.msg);
-        const char *out = tmp_path("train.jsonl");
+        const char *out = kvt_tmp_path("train.jsonl");
         uint64_t nw;
         ck_assert_msg(!trc_measured_write_trace(&m, out, 16, 1, &nw, &err), "%s", err.msg);
         char f[1200];
@@ -447,7 +433,7 @@ START_TEST(test_vllm_fixture) {
     json_object_del(o, "latencies");
     json_object_del(o, "start_times");
     char *txt = json_dumps(o, JSON_REAL_PRECISION(17));
-    const char *p2 = tmp_path("vllm_old.json");
+    const char *p2 = kvt_tmp_path("vllm_old.json");
     FILE *f = fopen(p2, "w");
     fputs(txt, f);
     fclose(f);
@@ -457,7 +443,7 @@ START_TEST(test_vllm_fixture) {
     ck_assert(isnan(m.req[0].arrival_s));
     ck_assert_msg(!trc_measured_summarize(&m, &r, &err), "%s", err.msg);
     stat_eq_file("vllm old layout", o, "e2el", NULL, &r.e2e_s, true);
-    const char *out = tmp_path("vllm_old.jsonl");
+    const char *out = kvt_tmp_path("vllm_old.jsonl");
     uint64_t nw;
     ck_assert(!trc_measured_write_trace(&m, out, 64, 9, &nw, &err));
     ck_assert_uint_eq(nw, n);
@@ -539,7 +525,7 @@ START_TEST(test_inference_perf_per_request) {
     ck_assert_int_eq(m.config.max_num_seqs, 256);
     ck_assert_int_eq(m.config.prefix_caching, 1);
     // the trace: arrivals and lengths as recorded, prompts in turn share blocks
-    const char *out = tmp_path("ip.jsonl");
+    const char *out = kvt_tmp_path("ip.jsonl");
     uint64_t nw;
     ck_assert_msg(!trc_measured_write_trace(&m, out, 16, 3, &nw, &err), "%s", err.msg);
     rd o;
@@ -564,7 +550,7 @@ START_TEST(test_inference_perf_per_request) {
     trc_measured_free(&m);
     // the later per-request layout (info.request_metrics / info.response_metrics) reads the same
     char d[600], f[700];
-    snprintf(d, sizeof d, "%s", tmp_path("ip_later"));
+    snprintf(d, sizeof d, "%s", kvt_tmp_path("ip_later"));
     mkdir(d, 0755);
     snprintf(f, sizeof f, "%s/results", d);
     mkdir(f, 0755);
@@ -607,7 +593,7 @@ START_TEST(test_trace_roundtrip_vllm) {
     trc_measured m;
     kvf_err err = {0};
     ck_assert(!trc_measured_read(path, TRC_MEAS_VLLM, 0, &m, &err));
-    const char *out = tmp_path("vllm.jsonl");
+    const char *out = kvt_tmp_path("vllm.jsonl");
     uint64_t nw;
     ck_assert_msg(!trc_measured_write_trace(&m, out, 64, 1, &nw, &err), "%s", err.msg);
     json_t *o = load_json(path);
@@ -667,7 +653,7 @@ static const char *vllm_variant(const char *name, void (*edit)(json_t *)) {
     json_t *o = load_json(src_path("tests/data/measured/vllm_small.json"));
     edit(o);
     char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17));
-    const char *p = tmp_path(name);
+    const char *p = kvt_tmp_path(name);
     spit(p, s);
     free(s);
     json_decref(o);
@@ -733,7 +719,7 @@ START_TEST(test_malformed_runs) {
         char *d = strstr(l2, "\"duration\"");
         ck_assert(d != NULL);
         memcpy(d + 1, "duraXion", 8);
-        const char *p = tmp_path("sg_bad.jsonl");
+        const char *p = kvt_tmp_path("sg_bad.jsonl");
         spit(p, t);
         free(t);
         expect_bad(p, TRC_MEAS_SGLANG, -1, "sg_bad.jsonl:2: field 'duration': missing", NULL);
@@ -751,8 +737,8 @@ START_TEST(test_malformed_runs) {
         char *c = strstr(t, "\"successes\": {\n    \"count\": 9000");
         ck_assert(c != NULL);
         memcpy(strstr(c, "9000"), "8999", 4);
-        mkdir(tmp_path("ip_bad"), 0755);
-        const char *p = tmp_path("ip_bad/summary_lifecycle_metrics.json");
+        mkdir(kvt_tmp_path("ip_bad"), 0755);
+        const char *p = kvt_tmp_path("ip_bad/summary_lifecycle_metrics.json");
         spit(p, t);
         expect_bad(p, TRC_MEAS_AUTO, -1,
                    "summary_lifecycle_metrics.json:3: field "
@@ -777,7 +763,7 @@ START_TEST(test_malformed_runs) {
     }
     {   // inference-perf per-request report: request 3 ends before it starts
         char d[600], f[700];
-        snprintf(d, sizeof d, "%s", tmp_path("ip_req"));
+        snprintf(d, sizeof d, "%s", kvt_tmp_path("ip_req"));
         mkdir(d, 0755);
         snprintf(f, sizeof f, "%s/results", d);
         mkdir(f, 0755);
@@ -810,13 +796,13 @@ START_TEST(test_malformed_runs) {
         expect_bad(d, TRC_MEAS_AUTO, -1, want, "before start_time");
     }
     {   // not a benchmark result at all
-        const char *p = tmp_path("other.json");
+        const char *p = kvt_tmp_path("other.json");
         spit(p, "{\"foo\": 1}\n");
         expect_bad(p, TRC_MEAS_AUTO, -1, "other.json:1: cannot detect", NULL);
         expect_bad(p, TRC_MEAS_VLLM, -1, "other.json:1: field 'completed': missing", NULL);
     }
     {   // a manifest without its overloaded column
-        const char *p = tmp_path("manifest.csv");
+        const char *p = kvt_tmp_path("manifest.csv");
         spit(p, "experiment,model,hardware,tp,workload\nx,m,h100,1,general\n");
         trc_measured_entry *e;
         size_t n;
@@ -830,16 +816,21 @@ START_TEST(test_malformed_runs) {
     }
     trc_measured m;
     kvf_err err = {0};
-    ck_assert_int_eq(trc_measured_read(tmp_path("nope.json"), TRC_MEAS_AUTO, -1, &m, &err),
+    ck_assert_int_eq(trc_measured_read(kvt_tmp_path("nope.json"), TRC_MEAS_AUTO, -1, &m, &err),
                      KVF_ENOENT);
 }
 END_TEST
+
+// each test in a fresh temporary directory, removed after it
+static void mk_tmp(void) {
+    kvt_tmp_make("kvf_meas");
+}
 
 static Suite *suite(void) {
     Suite *s = suite_create("measured");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 300);
-    tcase_add_checked_fixture(tc, mk_tmp, NULL);
+    tcase_add_checked_fixture(tc, mk_tmp, kvt_tmp_remove);
     tcase_add_test(tc, test_training_runs_parse_and_agree);
     tcase_add_test(tc, test_training_trace_as_it_ran);
     tcase_add_test(tc, test_vllm_fixture);

@@ -16,26 +16,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helpers/kvt.h"
 #include "trc_int.h"
 
 // ---- helpers ------------------------------------------------------------------------------
-static char g_tmp[256];
-
-static void mk_tmp(void) {
-    snprintf(g_tmp, sizeof g_tmp, "/tmp/kvf_trc_XXXXXX");
-    ck_assert(mkdtemp(g_tmp) != NULL);
-}
-
-static const char *tmp_path(const char *name) {
-    static char buf[8][512];
-    static int k;
-    char *p = buf[k++ % 8];
-    snprintf(p, 512, "%s/%s", g_tmp, name);
-    return p;
-}
-
 static const char *write_tmp(const char *name, const char *content, size_t len) {
-    const char *p = tmp_path(name);
+    const char *p = kvt_tmp_path(name);
     FILE *f = fopen(p, "wb");
     ck_assert(f != NULL);
     fwrite(content, 1, len, f);
@@ -123,7 +109,7 @@ static uint64_t roundtrip(const char *path, const trc_options *o, const char *ou
     kvf_err err = {0};
     trc_reader *r;
     ck_assert_msg(!trc_reader_open(&r, path, o, &err), "%s", err.msg);
-    const char *out = tmp_path(outname);
+    const char *out = kvt_tmp_path(outname);
     trc_writer *w;
     ck_assert_msg(!trc_writer_open(&w, out, o->block_tokens, &err), "%s", err.msg);
     trc_request q;
@@ -292,7 +278,7 @@ END_TEST
 
 // ---- block mapping ----------------------------------------------------------------------
 START_TEST(test_block_mapping_512_to_64) {
-    mk_tmp();
+    kvt_tmp_make("kvf_trc");
     // in 1300: 512-blocks [10, 11, 12(partial 276)] -> 64-blocks: floor(1300/64) = 20
     const char *p = WRITE("m.jsonl", "{\"timestamp\": 0, \"input_length\": 1300, "
                                      "\"output_length\": 5, \"hash_ids\": [10, 11, 12]}\n"
@@ -417,7 +403,7 @@ END_TEST
 
 // Azure 7-digit fractions, 2024-style offsets, BurstGPT failures and sessions.
 START_TEST(test_csv_formats) {
-    mk_tmp();
+    kvt_tmp_make("kvf_trc");
     const char *az = WRITE("az.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n"
                                      "2024-05-10 00:00:00.0000000+00:00,100,10\n"
                                      "2024-05-10 00:00:00.3194101+00:00,200,0\n"
@@ -462,7 +448,7 @@ END_TEST
 
 // ---- canonical round trip of every reader ---------------------------------------------------
 START_TEST(test_roundtrip_readers) {
-    mk_tmp();
+    kvt_tmp_make("kvf_trc");
     trc_options o = opts(64);
     o.bucket = TRC_BUCKET_SPREAD;
     ck_assert_uint_eq(roundtrip(trace_path("mooncake_conversation.jsonl"), &o, "mc.jsonl"), 12031);
@@ -483,7 +469,7 @@ START_TEST(test_roundtrip_readers) {
     g.rate_rps = 20;
     g.duration_s = 60;
     g.images_p = 0.3;
-    const char *gp = tmp_path("gen.jsonl");
+    const char *gp = kvt_tmp_path("gen.jsonl");
     kvf_err err = {0};
     uint64_t n;
     ck_assert_msg(!trc_gen_write(&g, gp, &n, &err), "%s", err.msg);
@@ -577,7 +563,7 @@ START_TEST(test_sessions_weka) {
 END_TEST
 
 START_TEST(test_sessions_small) {
-    mk_tmp();
+    kvt_tmp_make("kvf_trc");
     // two sessions with identical local ids; one subagent spawned after request 1
     const char *p = WRITE(
         "s.jsonl",
@@ -919,7 +905,7 @@ END_TEST
 
 // ---- malformed input ---------------------------------------------------------------------------
 START_TEST(test_bad_inputs) {
-    mk_tmp();
+    kvt_tmp_make("kvf_trc");
     trc_options o = opts(64);
     const char *ok1 = "{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 5, "
                       "\"hash_ids\": [1]}\n";
@@ -940,14 +926,14 @@ START_TEST(test_bad_inputs) {
     expect_error(WRITE("time.jsonl", buf), &o, "time.jsonl:3: field 'timestamp'", "backwards");
     trc_options sp = o;
     sp.bucket = TRC_BUCKET_SPREAD;
-    expect_error(tmp_path("time.jsonl"), &sp, "time.jsonl:3: field 'timestamp'", "backwards");
+    expect_error(kvt_tmp_path("time.jsonl"), &sp, "time.jsonl:3: field 'timestamp'", "backwards");
     expect_error(WRITE("empty.jsonl", ""), &o, "empty.jsonl:1: empty file", NULL);
     expect_error(WRITE("blank.csv", "\n\n"), &o, "blank.csv:3: empty file", NULL);
     trc_options fa = o;
     fa.format = TRC_FMT_AZURE;
     expect_error(WRITE("empty.csv", ""), &fa, "empty.csv:1: empty file", NULL);
     fa.format = TRC_FMT_MOONCAKE;
-    expect_error(tmp_path("empty.csv"), &fa, "empty.csv:1: empty file", NULL);
+    expect_error(kvt_tmp_path("empty.csv"), &fa, "empty.csv:1: empty file", NULL);
     expect_error(WRITE("semi.csv", "TIMESTAMP;ContextTokens;GeneratedTokens\n"
                                    "2023-11-16 18:15:46.6805900;374;44\n"),
                  &o, "semi.csv:1: field 'TIMESTAMP'", "wrong delimiter");
@@ -1017,7 +1003,7 @@ START_TEST(test_bad_inputs) {
     ck_assert(!trc_stats_file(sb, &sk, &s, &err));
     ck_assert_uint_eq(s.skipped, 3);
     // missing file, undetectable format, bad options
-    ck_assert_int_eq(trc_reader_open(&r, tmp_path("nope.jsonl"), &o, &err), KVF_ENOENT);
+    ck_assert_int_eq(trc_reader_open(&r, kvt_tmp_path("nope.jsonl"), &o, &err), KVF_ENOENT);
     ck_assert(strstr(err.msg, "nope.jsonl"));
     ck_assert_int_eq(trc_reader_open(&r, WRITE("what.txt", "hello world\n"), &o, &err), KVF_EPARSE);
     ck_assert(strstr(err.msg, "what.txt:1: cannot detect"));
@@ -1041,7 +1027,7 @@ static const char *kvf_bin(void);
 
 START_TEST(test_cli) {
     const char *bin = kvf_bin();
-    mk_tmp();
+    kvt_tmp_make("kvf_trc");
     static char out[1 << 16];
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s trace stats %s --json", bin,
@@ -1068,18 +1054,18 @@ START_TEST(test_cli) {
     snprintf(cmd, sizeof cmd,
              "%s trace gen --profile coding --rate 5 --duration 60 --seed 3 -o %s 2>/dev/null && "
              "%s trace convert %s -o %s 2>/dev/null && %s trace stats %s --json",
-             bin, tmp_path("g.jsonl"), bin, tmp_path("g.jsonl"), tmp_path("c.jsonl"), bin,
-             tmp_path("c.jsonl"));
+             bin, kvt_tmp_path("g.jsonl"), bin, kvt_tmp_path("g.jsonl"), kvt_tmp_path("c.jsonl"),
+             bin, kvt_tmp_path("c.jsonl"));
     ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 0);
     j = json_loads(out, 0, &je);
     ck_assert(j != NULL);
     ck_assert(json_integer_value(json_object_get(j, "requests")) > 200);
     json_decref(j);
     // bad input: exit 2 with file:line:field
-    FILE *f = fopen(tmp_path("bad.jsonl"), "w");
+    FILE *f = fopen(kvt_tmp_path("bad.jsonl"), "w");
     fputs("{\"timestamp\": 0, \"input_length\": 5, \"output_length\": -1}\n", f);
     fclose(f);
-    snprintf(cmd, sizeof cmd, "%s trace stats %s 2>&1", bin, tmp_path("bad.jsonl"));
+    snprintf(cmd, sizeof cmd, "%s trace stats %s 2>&1", bin, kvt_tmp_path("bad.jsonl"));
     ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
     ck_assert_msg(strstr(out, "bad.jsonl:1: field 'output_length'"), "got: %s", out);
     snprintf(cmd, sizeof cmd, "%s trace gen --profile nope 2>&1", bin);
@@ -1213,7 +1199,7 @@ START_TEST(test_gen_bounds) {
 END_TEST
 
 START_TEST(test_scaling_refused_not_clamped) {
-    mk_tmp();
+    kvt_tmp_make("kvf_trc");
     trc_options o = opts(64);
     // 1e7 s x time_scale 1e6 = 1e13 s: used to become 9e9 s without a word
     const char *far =
@@ -1266,7 +1252,7 @@ START_TEST(test_scaling_refused_not_clamped) {
 END_TEST
 
 START_TEST(test_prev_id_refused) {
-    mk_tmp();
+    kvt_tmp_make("kvf_trc");
     const char *ok0 = "{\"id\":0,\"arrival_ns\":0,\"input_tokens\":5,\"output_tokens\":1}\n";
     char buf[1024];
     for (int fast = 1; fast >= 0; fast--) {
@@ -1332,7 +1318,7 @@ START_TEST(test_prev_id_refused) {
 END_TEST
 
 START_TEST(test_csv_nul_refused) {
-    mk_tmp();
+    kvt_tmp_make("kvf_trc");
     trc_options o = opts(64);
     static const char az[] = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
                              "2023-11-16 18:15:46.6805900,374,44\n"
@@ -1385,7 +1371,7 @@ static char *slurp(const char *path, size_t *n) {
 }
 
 START_TEST(test_outputs_safe) {
-    mk_tmp();
+    kvt_tmp_make("kvf_trc");
     const char *in =
         WRITE("in.jsonl", "{\"arrival_ns\":0,\"input_tokens\":5,\"output_tokens\":1}\n"
                           "{\"arrival_ns\":7,\"input_tokens\":9,\"output_tokens\":2}\n");
@@ -1393,8 +1379,8 @@ START_TEST(test_outputs_safe) {
     char *orig = slurp(in, &n0);
     static char same_buf[3][512], fifo[512], dirp[512], oldp[512];   // tmp_path's buffers rotate
     snprintf(same_buf[0], 512, "%s", in);
-    snprintf(same_buf[1], 512, "%s", tmp_path("sym.jsonl"));
-    snprintf(same_buf[2], 512, "%s", tmp_path("hard.jsonl"));
+    snprintf(same_buf[1], 512, "%s", kvt_tmp_path("sym.jsonl"));
+    snprintf(same_buf[2], 512, "%s", kvt_tmp_path("hard.jsonl"));
     in = same_buf[0];
     ck_assert(symlink(in, same_buf[1]) == 0);
     ck_assert(link(in, same_buf[2]) == 0);
@@ -1413,23 +1399,23 @@ START_TEST(test_outputs_safe) {
     ck_assert_msg(!trc_writer_create(&w, old, 64, TRC_W_FORCE, in, &err), "%s", err.msg);
     trc_request q = {.input_tokens = 1, .output_tokens = 1, .prev_id = -1};
     ck_assert(!trc_writer_put(w, &q, &err));
-    ck_assert(dir_has_tmp(g_tmp));   // written beside, under a temporary name
+    ck_assert(dir_has_tmp(kvt_tmp));   // written beside, under a temporary name
     trc_writer_discard(w);
     size_t nk;
     char *kept = slurp(old, &nk);
     ck_assert(nk == 8 && !memcmp(kept, "keep me\n", 8));
     free(kept);
-    ck_assert(!dir_has_tmp(g_tmp));
+    ck_assert(!dir_has_tmp(kvt_tmp));
     ck_assert_msg(!trc_writer_create(&w, old, 64, TRC_W_FORCE, in, &err), "%s", err.msg);
     ck_assert(!trc_writer_put(w, &q, &err));
     ck_assert(!trc_writer_close(w, &err));
     kept = slurp(old, &nk);
     ck_assert(nk > 8 && !strncmp(kept, "{\"id\":0", 7));
     free(kept);
-    ck_assert(!dir_has_tmp(g_tmp));
+    ck_assert(!dir_has_tmp(kvt_tmp));
     // special files, as outputs and as inputs (a FIFO must not block the open)
-    snprintf(fifo, 512, "%s", tmp_path("fifo"));
-    snprintf(dirp, 512, "%s", tmp_path("dir"));
+    snprintf(fifo, 512, "%s", kvt_tmp_path("fifo"));
+    snprintf(dirp, 512, "%s", kvt_tmp_path("dir"));
     ck_assert(mkfifo(fifo, 0600) == 0);
     ck_assert(mkdir(dirp, 0700) == 0);
     const char *special[] = {fifo, dirp, "/dev/null"};
@@ -1469,7 +1455,7 @@ START_TEST(test_outputs_safe) {
     snprintf(cmd, sizeof cmd, "%s trace gen --profile chatbot --duration 10 -o %s --force 2>&1",
              bin, old);
     ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 0);
-    ck_assert(!dir_has_tmp(g_tmp));
+    ck_assert(!dir_has_tmp(kvt_tmp));
     free(orig);
 }
 END_TEST
@@ -1478,7 +1464,7 @@ START_TEST(test_replay_retention_boundary) {
     // three requests on the same four blocks at 0 s, 10 s and 19.999999999 s: with a 10 s
     // retention the second finds them exactly 10 s old (expired, the rule of the simulator's
     // store: age >= retention), the third 9.999999999 s old (kept)
-    mk_tmp();
+    kvt_tmp_make("kvf_trc");
     const char *p =
         WRITE("ret.jsonl",
               "{\"arrival_ns\":0,\"input_tokens\":256,\"output_tokens\":1,\"blocks\":[1,2,3,4]}\n"
@@ -1547,7 +1533,7 @@ static void copy_file(const char *from, const char *to) {
 }
 
 START_TEST(test_rate_rescale_one_parse) {
-    mk_tmp();
+    kvt_tmp_make("kvf_trc");
     const char *names[] = {"mooncake_conversation.jsonl", "azure2023_conv.csv",
                            "weka_agentic_dev.jsonl"};
     for (int i = 0; i < 3; i++) {
@@ -1577,7 +1563,7 @@ START_TEST(test_rate_rescale_one_parse) {
             fast.rate_rps = R;
             // the text is parsed once: after the open, the file may even go away
             char path[600];
-            snprintf(path, sizeof path, "%s/copy_%d", g_tmp, i);
+            snprintf(path, sizeof path, "%s/copy_%d", kvt_tmp, i);
             copy_file(src, path);
             trc_pass pass;
             ck_assert_msg(!trc_reader_open_pass(&r, path, &fast, &pass, &err), "%s", err.msg);
@@ -1628,9 +1614,9 @@ static const char *only_cache_file(const char *dir, char *out, size_t n) {
 }
 
 START_TEST(test_cache_identical_and_robust) {
-    mk_tmp();
+    kvt_tmp_make("kvf_trc");
     char home[600], dir[700], cfile[900];
-    snprintf(home, sizeof home, "%s/xdg", g_tmp);
+    snprintf(home, sizeof home, "%s/xdg", kvt_tmp);
     setenv("XDG_CACHE_HOME", home, 1);
     snprintf(dir, sizeof dir, "%s/kvfleet", home);
     const char *names[] = {"mooncake_conversation.jsonl", "azure2023_conv.csv",
@@ -1638,7 +1624,7 @@ START_TEST(test_cache_identical_and_robust) {
     for (int i = 0; i < 3; i++) {
         const char *src = trace_path(names[i]);
         char path[600];
-        snprintf(path, sizeof path, "%s/t_%s", g_tmp, names[i]);
+        snprintf(path, sizeof path, "%s/t_%s", kvt_tmp, names[i]);
         copy_file(src, path);
         char cmd[1400];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
@@ -1732,7 +1718,7 @@ static void fast_vs_jansson(const char *path, const trc_options *o) {
 }
 
 START_TEST(test_json_fast_matches_jansson) {
-    mk_tmp();
+    kvt_tmp_make("kvf_trc");
     char dirs[2][1100];
     const char *sh = getenv("KVF_SHARED"), *src = getenv("KVF_SOURCE_DIR");
     snprintf(dirs[0], sizeof dirs[0], "%s/traces/data", src ? src : ".");
@@ -1757,7 +1743,7 @@ START_TEST(test_json_fast_matches_jansson) {
             if (strstr(nm, ".jsonl")) {
                 uint64_t n = roundtrip(path, &o, "canon.jsonl");
                 ck_assert(n > 0);
-                fast_vs_jansson(tmp_path("canon.jsonl"), &o);
+                fast_vs_jansson(kvt_tmp_path("canon.jsonl"), &o);
             }
         }
     }

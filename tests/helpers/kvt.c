@@ -228,3 +228,11 @@ double kvt_read_back(const char *key, const char *text) {
     if (dur) return strstr(key, "_ms") ? x * s * 1e3 : x * s;
     return x;
 }
+
+const char *kvt_tmp_path(const char *name) {
+    static char buf[8][512];
+    static int k;
+    char *p = buf[k++ % 8];
+    snprintf(p, 512, "%s/%s", kvt_tmp, name);
+    return p;
+}

@@ -32,6 +32,8 @@ const char *kvt_bin(void);
 extern char kvt_tmp[64];
 void kvt_tmp_make(const char *prefix);
 void kvt_tmp_remove(void);
+// kvt_tmp/name, in one of 8 rotating static buffers (up to 8 paths live at once).
+const char *kvt_tmp_path(const char *name);
 // Runs a shell command line (printf-style) in the repository root: stdout into kvt_out,
 // stderr into kvt_err; returns the exit status (128 when it did not exit normally).
 extern char kvt_out[1 << 20], kvt_err[65536];
