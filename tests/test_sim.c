@@ -54,6 +54,38 @@ START_TEST(test_queue_orders_by_time_then_seq) {
 }
 END_TEST
 
+// Events pushed "last" pop after every plain event of their time, pushed before or after
+// them, and keep their push order among themselves; a cancelled one never fires.
+START_TEST(test_queue_last_events_pop_after_their_instant) {
+    sim_queue *q = sim_queue_create(4);
+    uint64_t c = 0;
+    for (int i = 0; i < 30; i++) {
+        sim_event ev = {.t = i % 3, .arg = {(uint64_t)i, i % 2}};
+        uint64_t s = i % 2 ? sim_queue_push_last(q, &ev) : sim_queue_push(q, &ev);
+        if (i == 7) c = s;
+    }
+    sim_queue_cancel(q, c);
+    sim_event ev;
+    int64_t t = -1;
+    bool last_seen = false;
+    int prev_last = -1, n = 0;
+    while (sim_queue_pop(q, &ev)) {
+        ck_assert_msg(ev.arg[0] != 7, "a cancelled last event fired");
+        if (ev.t != t) t = ev.t, last_seen = false, prev_last = -1;
+        if (ev.arg[1]) {
+            ck_assert_msg((int)ev.arg[0] > prev_last, "last events out of push order");
+            last_seen = true, prev_last = (int)ev.arg[0];
+        } else {
+            ck_assert_msg(!last_seen, "a plain event at t=%lld popped after a last one",
+                          (long long)ev.t);
+        }
+        n++;
+    }
+    ck_assert_int_eq(n, 29);
+    sim_queue_destroy(q);
+}
+END_TEST
+
 START_TEST(test_link_shares_bandwidth_fairly) {
     // two flows of 1 GB and 3 GB on a 1 GB/s link: both run at 0.5 GB/s until the first ends
     // at 2 s, then the second alone: ends at 2 + 2 = 4 s.
@@ -252,6 +284,49 @@ static void write_poisson_csv(const char *path, int n, double lambda, int in, in
     }
     fclose(f);
 }
+
+// Requests arriving at the same instant at an idle instance share its first step, as a
+// serving loop batches all that is queued when it forms one: their first tokens come together.
+START_TEST(test_simultaneous_arrivals_share_a_step) {
+    kvt_tmp_make("kvf_tie");
+    const char *csv = kvt_tmp_path("tie.csv");
+    FILE *f = fopen(csv, "w");
+    ck_assert(f);
+    fprintf(f, "TIMESTAMP,ContextTokens,GeneratedTokens\n");
+    for (int i = 0; i < 4; i++)   // four at 00:00:10, one at 00:00:30
+        fprintf(f, "2023-11-16 00:00:%s,%d,4\n", i < 3 ? "10.000" : "30.000", 512 + 64 * i);
+    fclose(f);
+    static sim_config cfg;
+    kvf_err err = {0};
+    sim_config_default(&cfg);
+    const char *sets[] = {"cluster.prefill.instances=1",
+                          "cluster.decode.instances=1",
+                          "cluster.prefill.max_batch_tokens=8192",
+                          "kv_cache.prefix_cache=false",
+                          "workload.format=azure",
+                          "router.prefill=round_robin"};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        ck_assert_msg(sim_config_set(&cfg, sets[i], &err) == KVF_OK, "%s", err.msg);
+    char a[1200];
+    snprintf(a, sizeof a, "workload.trace=%s", csv);
+    ck_assert(sim_config_set(&cfg, a, &err) == KVF_OK);
+    snprintf(cfg.dir, sizeof cfg.dir, "%s", src_dir());
+    sim_run_opts o = {.quiet = true};
+    void *sv;
+    ck_assert_msg(sim_run(&cfg, &o, &sv, &err) == KVF_OK, "%s", err.msg);
+    ck_assert_int_eq((int)kvt_num(sv, "requests.completed"), 4);
+    // three at once in one prefill step share one TTFT, the largest (sorted: the lone one's
+    // own shorter step, then the three), so p50 = p99 and the mean lies below them
+    double mean = kvt_num(sv, "ttft_ms.mean"), p50 = kvt_num(sv, "ttft_ms.p50");
+    double p99 = kvt_num(sv, "ttft_ms.p99");
+    ck_assert_msg(fabs(p50 - p99) < 1e-6 * p99,
+                  "the simultaneous three differ: p50 %.4f, p99 %.4f ms", p50, p99);
+    ck_assert_msg(mean < p50 * (1 - 1e-6),
+                  "the lone request's step not shorter: mean %.4f, p50 %.4f", mean, p50);
+    json_decref(sv);
+    kvt_tmp_remove();
+}
+END_TEST
 
 START_TEST(test_md1_queueing_delay) {
     // One prefill instance serving one request per step (budget = prompt length): service time
@@ -498,6 +573,7 @@ static Suite *suite(void) {
     Suite *s = suite_create("sim");
     TCase *k = tcase_create("kernel");
     tcase_add_test(k, test_queue_orders_by_time_then_seq);
+    tcase_add_test(k, test_queue_last_events_pop_after_their_instant);
     tcase_add_test(k, test_link_shares_bandwidth_fairly);
     tcase_add_test(k, test_bcache_lru_and_retention);
     tcase_add_test(k, test_hist_percentiles_within_resolution);
@@ -508,6 +584,7 @@ static Suite *suite(void) {
     tcase_add_test(e, test_invariants_on_real_traces);
     tcase_add_test(e, test_decode_sums_match_listed_path);
     tcase_add_test(e, test_router_index_matches_scan);
+    tcase_add_test(e, test_simultaneous_arrivals_share_a_step);
     tcase_add_test(e, test_md1_queueing_delay);
     tcase_add_test(e, test_more_decode_instances_cut_tpot_under_overload);
     tcase_add_test(e, test_halving_load_cuts_ttft);

@@ -90,7 +90,13 @@ START_TEST(test_validate_mooncake_window) {
     // that holds however loaded the machine is
     json_t *sch = json_object_get(v, "scheduling");
     check_table(sch, "scheduling", 5);
-    ck_assert_str_eq(verdict_of(v, "scheduling"), "pass");
+    // the verdict: pass, or inconclusive only when the loop's unaccounted time (amplified by
+    // queueing) is wider than the tolerance; the errors above hold either way
+    const char *sv = verdict_of(v, "scheduling");
+    ck_assert_msg(!strcmp(sv, "pass") ||
+                      (!strcmp(sv, "inconclusive") && kvt_num(v, "scheduling.band_pct") > 5),
+                  "scheduling: %s (worst %.1f %%, band %.1f %%)", sv,
+                  kvt_num(v, "scheduling.worst_error_pct"), kvt_num(v, "scheduling.band_pct"));
     ck_assert_msg(kvt_num(v, "scheduling.replayed_steps") >
                       2 * kvt_num(v, "scheduling.fallback_steps"),
                   "most simulated steps must be served steps: %g replayed, %g by fallback",

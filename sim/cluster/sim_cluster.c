@@ -350,8 +350,10 @@ kvf_status sim_cluster_open_trace(sim_cluster *c, trc_reader *rd) {
 // One handler per event kind, in a table (no switch in the loop): a new kind is an enum entry
 // in sim_cluster.h and a line here.
 static void ev_arrival_read(sim_cluster *c, const sim_event *ev) {
-    sim_on_arrival(c, (uint32_t)ev->arg[0]);
+    // the next request is read first: one due at this same instant is then pending, and the
+    // step this arrival may start waits for it (sim_inst_kick)
     sim_read_trace(c);
+    sim_on_arrival(c, (uint32_t)ev->arg[0]);
 }
 
 static void ev_arrival(sim_cluster *c, const sim_event *ev) {
@@ -360,6 +362,10 @@ static void ev_arrival(sim_cluster *c, const sim_event *ev) {
 
 static void ev_step_done(sim_cluster *c, const sim_event *ev) {
     sim_inst_step_done(c, &c->inst[ev->dst]);
+}
+
+static void ev_kick(sim_cluster *c, const sim_event *ev) {
+    sim_inst_kicked(c, &c->inst[ev->dst]);
 }
 
 static void ev_link(sim_cluster *c, const sim_event *ev) {
@@ -433,6 +439,7 @@ static const sim_ev_fn handlers[SIM_EV_KINDS] = {
     [SIM_EV_SCALED] = ev_scaled,
     [SIM_EV_FAIL] = ev_fail,
     [SIM_EV_REPAIR] = ev_repair,
+    [SIM_EV_KICK] = ev_kick,
 };
 
 kvf_status sim_cluster_loop(sim_cluster *c) {

@@ -39,6 +39,8 @@ enum {
     SIM_EV_SCALED,             // arg0 = pool: an instance it started is ready to serve
     SIM_EV_FAIL,               // dst = instance: it fails
     SIM_EV_REPAIR,             // dst = instance: it is back
+    SIM_EV_KICK,               // dst = instance: an idle one forms its step, once all that is
+                               // due at this instant has arrived (pushed last at its time)
     SIM_EV_KINDS
 };
 
@@ -170,6 +172,7 @@ typedef struct sim_inst {
                                 // under cluster.decode keeps cluster.decode's)
     bool active;                // receives new requests (time-of-day schedule)
     bool busy;                  // a step is in flight
+    bool kick_pending;          // idle, a SIM_EV_KICK at this instant will form its step
     bool waiting_loads;         // step compute ended, waits for overlapped loads
     sim_time step_start, step_end;
     uint64_t step_seq;   // pending STEP_DONE event
@@ -417,6 +420,8 @@ void sim_step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, uin
 void sim_step_begin(sim_cluster *c, sim_inst *in, const mdl_step_cost *k, uint32_t n,
                     uint64_t tokens);
 void sim_inst_kick(sim_cluster *c, sim_inst *in);
+// SIM_EV_KICK: the idle instance forms its step now.
+void sim_inst_kicked(sim_cluster *c, sim_inst *in);
 void sim_inst_form_step(sim_cluster *c, sim_inst *in);
 void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill);
 void sim_step_settle_batch(sim_cluster *c, sim_inst *in, bool decode);

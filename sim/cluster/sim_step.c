@@ -124,6 +124,25 @@ void sim_inst_kick(sim_cluster *c, sim_inst *in) {
             sim_ev_push(c, in->step_end, SIM_EV_STEP_DONE, in->id, 0, &in->step_seq);
         }
     }
+    sim_time next;
+    if (!in->busy && !in->kick_pending && c->status == KVF_OK && sim_queue_peek_time(c->q, &next) &&
+        next <= c->now) {
+        // an idle instance forms its step once everything due at this instant has happened:
+        // requests arriving (or transfers ending) at the same time share the step, as a
+        // serving loop batches all that is queued when it forms one
+        in->kick_pending = true;
+        sim_event ev = {.t = c->now, .dst = in->id, .kind = SIM_EV_KICK};
+        sim_queue_push_last(c->q, &ev);
+    } else if (!in->kick_pending) {
+        sim_inst_form_step(c, in);
+    }
+    sim_router_touch(c, in);
+}
+
+void sim_inst_kicked(sim_cluster *c, sim_inst *in) {
+    KVF_ASSERT(in->kick_pending);
+    in->kick_pending = false;
+    if (in->failed) return;   // it failed since: its queues are gone
     sim_inst_form_step(c, in);
     sim_router_touch(c, in);
 }

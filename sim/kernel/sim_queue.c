@@ -71,6 +71,15 @@ uint64_t sim_queue_push(sim_queue *q, const sim_event *ev) {
     return q->next_seq - 1;
 }
 
+uint64_t sim_queue_push_last(sim_queue *q, const sim_event *ev) {
+    if (q->n == q->cap) kvf_grow((void **)&q->heap, &q->cap, q->n + 1, sizeof *q->heap);
+    q->heap[q->n] = *ev;
+    q->heap[q->n].seq = SIM_QUEUE_LAST | q->next_seq++;
+    sift_up(q->heap, q->n);
+    q->n++;
+    return SIM_QUEUE_LAST | (q->next_seq - 1);
+}
+
 static size_t cancel_slot(const sim_queue *q, uint64_t seq) {
     size_t mask = q->cancel_cap - 1, i = (size_t)kvf_hash64(seq) & mask;
     while (q->cancel[i] && q->cancel[i] != seq)
@@ -94,7 +103,7 @@ static bool cancel_take(sim_queue *q, uint64_t seq) {
 }
 
 void sim_queue_cancel(sim_queue *q, uint64_t seq) {
-    KVF_ASSERT(seq > 0 && seq < q->next_seq);
+    KVF_ASSERT((seq & ~SIM_QUEUE_LAST) > 0 && (seq & ~SIM_QUEUE_LAST) < q->next_seq);
     if ((q->ncancel + 1) * 2 > q->cancel_cap) {
         uint64_t *old = q->cancel;
         size_t oldcap = q->cancel_cap;

@@ -28,6 +28,11 @@ sim_queue *sim_queue_create(size_t cap);
 void sim_queue_destroy(sim_queue *q);
 // Copies *ev with a fresh seq; returns that seq (a handle for sim_queue_cancel).
 uint64_t sim_queue_push(sim_queue *q, const sim_event *ev);
+// As sim_queue_push, but the event pops after every event of its time pushed by plain
+// sim_queue_push, before or after it (its seq carries SIM_QUEUE_LAST); among themselves such
+// events keep their push order. For what must see everything that happens at its instant.
+#define SIM_QUEUE_LAST (UINT64_C(1) << 62)
+uint64_t sim_queue_push_last(sim_queue *q, const sim_event *ev);
 // Pops the earliest live event into *out; false when none is left.
 bool sim_queue_pop(sim_queue *q, sim_event *out);
 // Marks the event with this seq as cancelled; it will never be returned by pop.
