@@ -165,6 +165,10 @@ typedef struct rpt_econ_config {
     double day_profile_given[24];   // the shares as the scenario gave them (written back as such)
     double gpu_hour_range[2];       // all-in USD per GPU-hour, low and high (0, 0 = none): the
                                     // cost and margin are also given at both ends, as if rented
+    // per pool (RPT_POOL_*): its own rent and purchase price (pools of different hardware),
+    // < 0 = the scenario-wide gpu_hour_usd / capex_per_gpu_usd
+    double pool_gpu_hour_usd[RPT_POOL_N];
+    double pool_capex_usd[RPT_POOL_N];
 } rpt_econ_config;
 
 // Scenario keys below `economics.` (rpt_econ_config_set), type and default:
@@ -190,6 +194,8 @@ typedef struct rpt_econ_config {
 //   day_profile               24 numbers >= 0, not all 0          flat
 //   gpu_hour_usd_range        [low, high], 0 <= low <= high       none
 //   hit_cost_ratio            number in [0, 1]                    0.05 (runs without FLOPs)
+//   pools.POOL.gpu_hour_usd   number >= 0, POOL vision|prefill|decode|colocated: that pool's
+//   pools.POOL.capex_per_gpu_usd   GPUs at their own price        the scenario-wide price
 // Fills *c with the defaults above.
 void rpt_econ_config_default(rpt_econ_config *c);
 // Sets one key below `economics.` from its text, e.g. ("offpeak.start_utc", "16:30"),
@@ -205,6 +211,8 @@ void rpt_config_keys(struct json_t *out, struct json_t *o, const char *prefix);
 // The configuration as the mapping below `economics.` of a scenario (every key with its value;
 // rpt_econ_config_set of each gives *c back). New reference.
 struct json_t *rpt_econ_config_to_json(const rpt_econ_config *c);
+// Whether the pool (RPT_POOL_*) has a price of its own (economics.pools.POOL.*).
+bool rpt_econ_pool_priced(const rpt_econ_config *c, int pool);
 // Whether simulated time t_s (seconds from the trace start) falls in the off-peak window.
 bool rpt_econ_is_offpeak(const rpt_econ_config *c, double t_s);
 
@@ -284,7 +292,9 @@ typedef struct rpt_econ_result {
     double input_cost_share;   // share of cost attributed to input tokens
     double cost_per_mtok_input_usd;
     double cost_per_mtok_output_usd;
-    double capex_usd;   // capex_per_gpu_usd * gpus
+    double gpu_cost_per_day_by_pool[RPT_POOL_N];   // the GPU part (rent, or depreciation) by
+                                                   // pool, each at its own price (USD/day)
+    double capex_usd;   // capex_per_gpu_usd * gpus (each pool at its own price)
     double cash_opex_per_day_usd;
     double payback_days;                     // +inf when never
     double break_even_price_factor;          // prices x this -> margin 0

@@ -49,6 +49,8 @@ void rpt_econ_config_default(rpt_econ_config *c) {
     for (int h = 0; h < 24; h++)
         c->day_profile[h] = 1.0 / 24;
     c->day_profile_set = false;
+    for (int p = 0; p < RPT_POOL_N; p++)
+        c->pool_gpu_hour_usd[p] = c->pool_capex_usd[p] = -1;
 }
 
 // ---- parsing ----------------------------------------------------------------------------
@@ -96,6 +98,40 @@ static double *price_field(rpt_econ_prices *p, const char *f) {
 static kvf_status bad_value(kvf_err *err, const char *key, const char *value, const char *want) {
     return kvf_fail(err, KVF_EINVAL, "economics.%s: bad value '%s' (want %s)", key,
                     value ? value : "(none)", want);
+}
+
+static const char *const POOL_KEYS[RPT_POOL_N] = {"vision", "prefill", "decode", "colocated"};
+
+// economics.pools.POOL.gpu_hour_usd | capex_per_gpu_usd.
+static kvf_status set_pool_price(rpt_econ_config *c, const char *key, const char *value,
+                                 kvf_err *err) {
+    const char *pool = key + 6, *dot = strchr(pool, '.');
+    int p = -1;
+    for (int i = 0; dot && i < RPT_POOL_N; i++)
+        if ((size_t)(dot - pool) == strlen(POOL_KEYS[i]) &&
+            !strncmp(pool, POOL_KEYS[i], dot - pool))
+            p = i;
+    if (p < 0)
+        return kvf_fail(err, KVF_EINVAL,
+                        "economics.%s: unknown pool (pools: vision, prefill, decode, colocated)",
+                        key);
+    double *dst = !strcmp(dot + 1, "gpu_hour_usd")        ? &c->pool_gpu_hour_usd[p]
+                  : !strcmp(dot + 1, "capex_per_gpu_usd") ? &c->pool_capex_usd[p]
+                                                          : NULL;
+    if (!dst)
+        return kvf_fail(err, KVF_EINVAL,
+                        "economics.%s: unknown key (a pool has gpu_hour_usd, capex_per_gpu_usd)",
+                        key);
+    double hi = dst == &c->pool_gpu_hour_usd[p] ? 1e9 : 1e12;
+    char want[64];
+    snprintf(want, sizeof want, "a number in [0, %g]", hi);
+    if (!parse_num(value, 0, hi, dst)) return bad_value(err, key, value, want);
+    return KVF_OK;
+}
+
+bool rpt_econ_pool_priced(const rpt_econ_config *c, int pool) {
+    return pool >= 0 && pool < RPT_POOL_N &&
+           (c->pool_gpu_hour_usd[pool] >= 0 || c->pool_capex_usd[pool] >= 0);
 }
 
 // The numeric keys below `economics.`: where each goes and its range (set and written back).
@@ -248,6 +284,7 @@ kvf_status rpt_econ_config_set(rpt_econ_config *c, const char *key, const char *
         return KVF_OK;
     }
     if (!strcmp(key, "day_profile")) return set_day_profile(c, key, value, err);
+    if (!strncmp(key, "pools.", 6)) return set_pool_price(c, key, value, err);
     if (!strcmp(key, "cost_model")) {
         if (value && !strcmp(value, "rent"))
             c->own = false;
@@ -461,12 +498,41 @@ static double power_per_gpu_hour(const rpt_econ_config *c, const rpt_econ_input 
     return power_w(c, in) / 1000.0 * c->pue * c->kwh_usd;
 }
 
-// Cost parts per day for gpu_h_day GPU-hours a day and ssd_tb of SSD billed.
+// A pool's GPU price per GPU-hour: rent, or (owned) its purchase price depreciated.
+static double pool_per_gpu_h(const rpt_econ_config *c, int p) {
+    if (c->own)
+        return (c->pool_capex_usd[p] >= 0 ? c->pool_capex_usd[p] : c->capex_per_gpu_usd) /
+               (c->depreciation_years * HOURS_PER_YEAR);
+    return c->pool_gpu_hour_usd[p] >= 0 ? c->pool_gpu_hour_usd[p] : c->gpu_hour_usd;
+}
+
+// The GPU price per GPU-hour of the run: each pool's by its share of the GPU-hours (the
+// scenario-wide price when no pool has its own, or the run has no GPU-hours).
+static double gpu_price_per_h(const rpt_econ_config *c, const rpt_econ_input *in) {
+    double gh = 0, cost = 0;
+    for (int p = 0; p < RPT_POOL_N; p++) {
+        gh += in->gpu_hours[p];
+        cost += in->gpu_hours[p] * pool_per_gpu_h(c, p);
+    }
+    if (gh > 0) return cost / gh;
+    return c->own ? c->capex_per_gpu_usd / (c->depreciation_years * HOURS_PER_YEAR)
+                  : c->gpu_hour_usd;
+}
+
+// Purchase price of the run's GPUs, each pool at its own.
+static double capex_of(const rpt_econ_config *c, const rpt_econ_input *in) {
+    double s = 0;
+    for (int p = 0; p < RPT_POOL_N; p++)
+        s +=
+            in->gpus[p] * (c->pool_capex_usd[p] >= 0 ? c->pool_capex_usd[p] : c->capex_per_gpu_usd);
+    return s;
+}
+
+// Cost parts per day for gpu_h_day GPU-hours a day (split between the pools as the run's
+// GPU-hours are) and ssd_tb of SSD billed.
 static void cost_parts(const rpt_econ_config *c, const rpt_econ_input *in, double ssd_tb,
                        double gpu_h_day, double parts[RPT_COST_N]) {
-    double per_gpu_h =
-        c->own ? c->capex_per_gpu_usd / (c->depreciation_years * HOURS_PER_YEAR) : c->gpu_hour_usd;
-    parts[RPT_COST_GPU] = per_gpu_h * gpu_h_day;
+    parts[RPT_COST_GPU] = gpu_price_per_h(c, in) * gpu_h_day;
     parts[RPT_COST_POWER] = c->own ? power_per_gpu_hour(c, in) * gpu_h_day : 0.0;
     parts[RPT_COST_SSD] = ssd_tb * c->ssd_tb_month_usd / DAYS_PER_MONTH;
     parts[RPT_COST_DRAM] = in->dram_tb * c->dram_tb_month_usd / DAYS_PER_MONTH;
@@ -487,7 +553,11 @@ static double payback(const rpt_econ_config *c, const rpt_econ_input *in, double
                   in->dram_tb * c->dram_tb_month_usd / DAYS_PER_MONTH +
                   c->network_usd_per_gpu_hour * gpu_h_day;
     if (opex_out) *opex_out = opex;
-    double capex = c->capex_per_gpu_usd * gpus;
+    double all = 0;
+    for (int p = 0; p < RPT_POOL_N; p++)
+        all += in->gpus[p];
+    // the run's GPUs at their pools' prices; another count (a sensitivity row) at their mean
+    double capex = all > 0 ? capex_of(c, in) * gpus / all : c->capex_per_gpu_usd * gpus;
     if (capex <= 0) return 0.0;
     double gain = rev_day - opex;
     return gain > 0 ? capex / gain : INFINITY;
@@ -650,10 +720,20 @@ static void econ_money(econ_ctx *x) {
     double gh_in = in->gpu_hours[RPT_POOL_VISION] + in->gpu_hours[RPT_POOL_PREFILL] +
                    in->gpu_hours[RPT_POOL_COLOCATED] * x->coloc_in;
     double gpu_share_in = x->gh_total > 0 ? gh_in / x->gh_total : 0.5;
-    double gpu_parts = r->cost_per_day_by_part[RPT_COST_GPU] +
-                       r->cost_per_day_by_part[RPT_COST_POWER] +
-                       r->cost_per_day_by_part[RPT_COST_NETWORK];
-    double cost_in = gpu_parts * gpu_share_in + r->cost_per_day_by_part[RPT_COST_SSD] +
+    // the GPU part by pool, each at its price; the input side's share of it by cost
+    double gsum = 0, g_in = 0;
+    for (int p = 0; p < RPT_POOL_N; p++) {
+        r->gpu_cost_per_day_by_pool[p] = in->gpu_hours[p] * x->to_day * pool_per_gpu_h(x->c, p);
+        gsum += r->gpu_cost_per_day_by_pool[p];
+    }
+    g_in = r->gpu_cost_per_day_by_pool[RPT_POOL_VISION] +
+           r->gpu_cost_per_day_by_pool[RPT_POOL_PREFILL] +
+           r->gpu_cost_per_day_by_pool[RPT_POOL_COLOCATED] * x->coloc_in;
+    double gpu_cost_share_in = gsum > 0 ? g_in / gsum : gpu_share_in;
+    double other_parts =
+        r->cost_per_day_by_part[RPT_COST_POWER] + r->cost_per_day_by_part[RPT_COST_NETWORK];
+    double cost_in = r->cost_per_day_by_part[RPT_COST_GPU] * gpu_cost_share_in +
+                     other_parts * gpu_share_in + r->cost_per_day_by_part[RPT_COST_SSD] +
                      r->cost_per_day_by_part[RPT_COST_DRAM];
     double cost_out = r->cost_per_day_usd - cost_in;
     r->input_cost_share = r->cost_per_day_usd > 0 ? cost_in / r->cost_per_day_usd : NAN;
@@ -668,7 +748,7 @@ static void econ_limits(econ_ctx *x) {
     const rpt_econ_config *c = x->c;
     const rpt_econ_input *in = x->in;
     rpt_econ_result *r = x->r;
-    r->capex_usd = c->capex_per_gpu_usd * r->gpus;
+    r->capex_usd = capex_of(c, in);
     r->payback_days = payback(c, in, x->ssd_tb, r->gpus, r->gpu_hours_per_day, x->rv.total,
                               &r->cash_opex_per_day_usd);
     r->break_even_price_factor = x->rv.total > 0 ? r->cost_per_day_usd / x->rv.total : NAN;
@@ -882,6 +962,11 @@ json_t *rpt_econ_to_json(const rpt_econ_config *c, const rpt_econ_result *r) {
     }
     json_object_set_new(o, "cost_per_day_usd_by_part", pd);
     json_object_set_new(o, "cost_per_gpu_hour_usd_by_part", ph);
+    json_t *gp = json_object();
+    for (int p = 0; p < RPT_POOL_N; p++)
+        if (r->gpu_cost_per_day_by_pool[p] > 0)
+            json_object_set_new(gp, POOL_KEYS[p], jnum(r->gpu_cost_per_day_by_pool[p]));
+    json_object_set_new(o, "gpu_cost_per_day_usd_by_pool", gp);
     json_object_set_new(o, "capex_usd", jnum(r->capex_usd));
     json_object_set_new(o, "cash_opex_per_day_usd", jnum(r->cash_opex_per_day_usd));
     json_object_set_new(o, "break_even_price_factor", jnum(r->break_even_price_factor));
@@ -1092,5 +1177,17 @@ json_t *rpt_econ_config_to_json(const rpt_econ_config *c) {
     }
     json_object_set_new(o, "gpu_hour_usd_range",
                         json_pack("[f, f]", c->gpu_hour_range[0], c->gpu_hour_range[1]));
+    json_t *pools = NULL;
+    for (int p = 0; p < RPT_POOL_N; p++) {
+        if (!rpt_econ_pool_priced(c, p)) continue;
+        if (!pools) pools = json_object();
+        json_t *q = json_object();
+        if (c->pool_gpu_hour_usd[p] >= 0)
+            json_object_set_new(q, "gpu_hour_usd", json_real(c->pool_gpu_hour_usd[p]));
+        if (c->pool_capex_usd[p] >= 0)
+            json_object_set_new(q, "capex_per_gpu_usd", json_real(c->pool_capex_usd[p]));
+        json_object_set_new(pools, POOL_KEYS[p], q);
+    }
+    if (pools) json_object_set_new(o, "pools", pools);
     return o;
 }

@@ -821,6 +821,16 @@ static void safety_cases(void) {
         d, d, B, T, d, d);
     add(2, "unknown class 'chatbt'", "chatbot, agent", "economics price for a typo'd class",
         RUN " --set economics.prices_per_mtok.chatbt.output=1", RUNARGS(S));
+    add(2, "unknown pool", "vision, prefill, decode, colocated", "economics price of a typo'd pool",
+        RUN " --set economics.pools.prefil.gpu_hour_usd=3", RUNARGS(S));
+    add(2, "economics.pools.prefill.rent", "gpu_hour_usd, capex_per_gpu_usd",
+        "economics pool key that does not exist", RUN " --set economics.pools.prefill.rent=3",
+        RUNARGS(S));
+    add(2, "economics.pools.colocated.gpu_hour_usd", "no colocated pool",
+        "a colocated pool's price on a disaggregated cluster",
+        RUN " --set economics.pools.colocated.gpu_hour_usd=3", RUNARGS(S));
+    add(2, "economics.pools.decode.gpu_hour_usd", "a number in [0, 1e+09]", "a negative pool price",
+        RUN " --set economics.pools.decode.gpu_hour_usd=-1", RUNARGS(S));
     FILE *f = fopen(S, "rb");
     char body[2048] = "";
     size_t n = f ? fread(body, 1, sizeof body - 200, f) : 0;

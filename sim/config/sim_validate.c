@@ -283,6 +283,23 @@ static kvf_status check_keys_that_cannot_apply(const sim_config *c, kvf_err *err
                          "vision pool would serve nothing",
                          m.name);
     }
+    // a pool's own GPU price bills a pool the cluster has in its mode
+    static const char *const econ_pools[RPT_POOL_N] = {"vision", "prefill", "decode", "colocated"};
+    bool coloc = c->cluster.mode == SIM_COLOCATED;
+    for (int p = 0; p < RPT_POOL_N; p++) {
+        if (!rpt_econ_pool_priced(&c->econ, p)) continue;
+        bool has = p == RPT_POOL_VISION
+                       ? c->cluster.vision.instances > 0 || c->cluster.vision.autoscale.max > 0
+                   : p == RPT_POOL_COLOCATED ? coloc
+                                             : !coloc;
+        if (has) continue;
+        char key[64];
+        snprintf(key, sizeof key, "economics.pools.%s.%s", econ_pools[p],
+                 c->econ.pool_gpu_hour_usd[p] >= 0 ? "gpu_hour_usd" : "capex_per_gpu_usd");
+        return vfail(c, err, key, "does not apply: the cluster has no %s pool (it is %s%s)",
+                     econ_pools[p], coloc ? "colocated" : "disaggregated",
+                     p == RPT_POOL_VISION ? ", with no vision instances" : "");
+    }
     if (c->workload.gen.profile[0] && c->workload.gen.days > 0) {
         static const char *const ignored[] = {"workload.generate.arrival", "workload.generate.cv",
                                               "workload.generate.duration_s"};
