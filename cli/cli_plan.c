@@ -34,6 +34,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,10 +74,16 @@ static double est_gpus(const planner *pl, int p, int d, int gp, int gd) {
 // failure pl->st is set and an infeasible result returned.
 static void plan_class_slos(json_t *sj, plan_eval *e);
 
-static plan_eval eval(planner *pl, int p, int d, int gp, int gd, double rate) {
+static bool same(const plan_eval *e, int p, int d, const plan_size *z, double rate) {
+    return e->p == p && e->d == d && e->gp == z->gp && e->gd == z->gd && e->tpp == z->tpp &&
+           e->epp == z->epp && e->tpd == z->tpd && e->epd == z->epd && e->rate == rate;
+}
+
+static plan_eval eval(planner *pl, int p, int d, const plan_size *z, double rate) {
+    int gp = z->gp, gd = z->gd;
     for (size_t i = 0; i < pl->n; i++) {
         plan_eval *e = &pl->ev[i];
-        if (e->p == p && e->d == d && e->gp == gp && e->gd == gd && e->rate == rate) return *e;
+        if (same(e, p, d, z, rate)) return *e;
     }
     plan_eval e;
     memset(&e, 0, sizeof e);
@@ -84,6 +91,7 @@ static plan_eval eval(planner *pl, int p, int d, int gp, int gd, double rate) {
     e.d = d;
     e.gp = gp;
     e.gd = gd;
+    e.tpp = z->tpp, e.epp = z->epp, e.tpd = z->tpd, e.epd = z->epd;
     e.rate = rate;
     e.ttft_p90 = e.tpot_p90 = e.cost_day = NAN;
     snprintf(e.sat, sizeof e.sat, "-");
@@ -94,13 +102,17 @@ static plan_eval eval(planner *pl, int p, int d, int gp, int gd, double rate) {
         sim_config *c = kvf_malloc(sizeof *c);
         memcpy(c, pl->base, sizeof *c);
         kvf_status st = KVF_OK;
-        const char *sets[5] = {0};
-        char buf[5][160];
+        const char *sets[9] = {0};
+        char buf[9][160];
         snprintf(buf[0], sizeof buf[0], "cluster.prefill.instances=%d", p);
         snprintf(buf[1], sizeof buf[1], "cluster.prefill.gpus_per_instance=%d", gp);
         snprintf(buf[2], sizeof buf[2], "cluster.decode.instances=%d", d);
         snprintf(buf[3], sizeof buf[3], "cluster.decode.gpus_per_instance=%d", gd);
         int ns = 4;
+        const int32_t par[4] = {z->tpp, z->epp, z->tpd, z->epd};
+        const char *const par_key[4] = {"prefill.tp", "prefill.ep", "decode.tp", "decode.ep"};
+        for (int k = 0; k < 4; k++)
+            if (par[k] > 0) snprintf(buf[ns++], sizeof buf[0], "cluster.%s=%d", par_key[k], par[k]);
         if (rate > 0) snprintf(buf[ns++], sizeof buf[0], "%s=%.17g", pl->rate_key, rate);
         for (int i = 0; i < ns; i++)
             sets[i] = buf[i];
@@ -134,6 +146,7 @@ static plan_eval eval(planner *pl, int p, int d, int gp, int gd, double rate) {
             e.gpus = sim_points_gpus(sj);
             e.util_p = sim_points_num(sj, "utilization.prefill");
             e.util_d = sim_points_num(sj, "utilization.decode");
+            e.goodput_rps = sim_points_num(sj, "slo.goodput_rps");
             snprintf(e.sat, sizeof e.sat, "%s", sim_points_str(sj, "saturation.state"));
             double completed = sim_points_num(sj, "requests.completed");
             e.stable = !strcmp(e.sat, "stable");
@@ -185,16 +198,14 @@ static void plan_class_slos(json_t *sj, plan_eval *e) {
     }
 }
 
-static bool find_eval_const(const planner *pl, int p, int d, int gp, int gd, double rate) {
-    for (size_t i = 0; i < pl->n; i++) {
-        const plan_eval *e = &pl->ev[i];
-        if (e->p == p && e->d == d && e->gp == gp && e->gd == gd && e->rate == rate) return true;
-    }
+static bool find_eval_const(const planner *pl, int p, int d, const plan_size *z, double rate) {
+    for (size_t i = 0; i < pl->n; i++)
+        if (same(&pl->ev[i], p, d, z, rate)) return true;
     return false;
 }
 
 static bool ok_at(planner *pl, int p, int d, const plan_size *z) {
-    return eval(pl, p, d, z->gp, z->gd, 0).ok;
+    return eval(pl, p, d, z, 0).ok;
 }
 
 // Walks (p, d) down one instance at a time while it stays feasible (see step 5).
@@ -229,19 +240,19 @@ static int bisect(planner *pl, int lo, int hi,
 // Phase predicates: x is the count being searched, other the fixed count of the other pool.
 static bool pred_prefill(planner *pl, int x, int other, const plan_size *z, int unused) {
     (void)unused;
-    plan_eval e = eval(pl, x, other, z->gp, z->gd, 0);
+    plan_eval e = eval(pl, x, other, z, 0);
     return e.ran && e.ttft_ok && e.stable;
 }
 
 static bool pred_decode(planner *pl, int x, int other, const plan_size *z, int unused) {
     (void)unused;
-    plan_eval e = eval(pl, other, x, z->gp, z->gd, 0);
+    plan_eval e = eval(pl, other, x, z, 0);
     return e.ran && e.tpot_ok && e.stable;
 }
 
 static bool pred_joint_decode(planner *pl, int x, int other, const plan_size *z, int unused) {
     (void)unused;
-    return eval(pl, other, x, z->gp, z->gd, 0).ok;
+    return eval(pl, other, x, z, 0).ok;
 }
 
 static int inst_cap(const planner *pl, const plan_size *z) {
@@ -252,15 +263,16 @@ static int inst_cap(const planner *pl, const plan_size *z) {
 
 // Candidate configurations (locally minimal feasible points) found by one search.
 typedef struct plan_cands {
-    int p[64], d[64];
-    plan_size z[64];
+    int p[256], d[256];
+    plan_size z[256];
     int n;
 } plan_cands;
 
 static void add_cand(plan_cands *c, int p, int d, const plan_size *z) {
     for (int i = 0; i < c->n; i++)
-        if (c->p[i] == p && c->d[i] == d && c->z[i].gp == z->gp && c->z[i].gd == z->gd) return;
-    if (c->n < 64) {
+        if (c->p[i] == p && c->d[i] == d && !memcmp(&c->z[i], z, offsetof(plan_size, label)))
+            return;
+    if (c->n < 256) {
         c->p[c->n] = p;
         c->d[c->n] = d;
         c->z[c->n] = *z;
@@ -337,8 +349,7 @@ static bool search_grow(planner *pl, const plan_size *z, int cap, const plan_eva
         }
         np = wp ? *p + 1 : *p - 1;
         nd = wp ? *d - 1 : *d + 1;
-        if (np < 1 || nd < 1 || np > cap || nd > cap ||
-            find_eval_const(pl, np, nd, z->gp, z->gd, 0)) {
+        if (np < 1 || nd < 1 || np > cap || nd > cap || find_eval_const(pl, np, nd, z, 0)) {
             note(pl, "%s: no split of --max-gpus meets the SLOs", z->label);
             return false;
         }
@@ -354,7 +365,7 @@ static bool search_generous(planner *pl, const plan_size *z, int cap, int *p, in
     memset(&prev, 0, sizeof prev);
     bool have_prev = false;
     for (int it = 0;; it++) {
-        plan_eval e = eval(pl, *p, *d, z->gp, z->gd, 0);
+        plan_eval e = eval(pl, *p, *d, z, 0);
         if (pl->st) return false;
         if (e.ok) return true;
         if (!e.ran || it > 64) {
@@ -372,7 +383,7 @@ static bool search_generous(planner *pl, const plan_size *z, int cap, int *p, in
 // fails (unstable: the busier pool). False when it stays infeasible within the cap.
 static bool search_joint(planner *pl, const plan_size *z, int cap, int *p, int *d) {
     for (int it = 0; it < 256 && !pl->st; it++) {
-        plan_eval e = eval(pl, *p, *d, z->gp, z->gd, 0);
+        plan_eval e = eval(pl, *p, *d, z, 0);
         if (e.ok) break;
         if (!e.ran) return false;
         bool more_p = !e.ttft_ok, more_d = !e.tpot_ok;
@@ -459,29 +470,46 @@ static bool search(planner *pl, const plan_size *z, bool vary_ratio, plan_cands 
     return !pl->st;
 }
 
-// Orders feasible evaluations: cost, then GPUs, then the larger SLO ratio (more headroom first).
+// Costs equal to a part in 1e6 (the store's bill varies by bytes between layouts) tie.
+static bool same_cost(double a, double b) {
+    return fabs(a - b) <= 1e-6 * fmax(fabs(a), fabs(b));
+}
+
+// Orders feasible evaluations: cost, then GPUs, then more goodput, then the larger SLO ratio
+// (more headroom first).
 static bool better(const planner *pl, const plan_eval *a, const plan_eval *b) {
-    if (a->cost_day != b->cost_day) return a->cost_day < b->cost_day;
+    if (!same_cost(a->cost_day, b->cost_day)) return a->cost_day < b->cost_day;
     if (a->gpus != b->gpus) return a->gpus < b->gpus;
+    double ga = isfinite(a->goodput_rps) ? a->goodput_rps : 0;
+    double gb = isfinite(b->goodput_rps) ? b->goodput_rps : 0;
+    if (ga != gb) return ga > gb;
     return ratio_max(pl, a) < ratio_max(pl, b);
 }
 
-static const plan_eval *find_eval(const planner *pl, int p, int d, int gp, int gd, double rate) {
-    for (size_t i = 0; i < pl->n; i++) {
-        const plan_eval *e = &pl->ev[i];
-        if (e->p == p && e->d == d && e->gp == gp && e->gd == gd && e->rate == rate) return e;
-    }
+static const plan_eval *find_eval(const planner *pl, int p, int d, const plan_size *z,
+                                  double rate) {
+    for (size_t i = 0; i < pl->n; i++)
+        if (same(&pl->ev[i], p, d, z, rate)) return &pl->ev[i];
     return NULL;
+}
+
+// The shape an evaluation ran with.
+static plan_size shape_of(const plan_eval *e) {
+    return (plan_size){
+        .gp = e->gp, .gd = e->gd, .tpp = e->tpp, .epp = e->epp, .tpd = e->tpd, .epd = e->epd};
 }
 
 static int usage_plan(FILE *f, int rc) {
     fprintf(f,
             "usage: kvfleet plan SCENARIO [--slo ttft_p90_ms=X] [--slo tpot_p90_ms=Y]\n"
             "                    [--max-gpus N] [--vary-ratio] [--gpus-per-instance G1,G2,...]\n"
+            "                    [--prefill-par SHAPES] [--decode-par SHAPES]\n"
             "                    [--set K=V]... [--json]\n"
             "       kvfleet plan SCENARIO --find max-rate [--slo ...] [--tol FRACTION] [--json]\n"
             "  least-cost instance counts per pool meeting the SLOs on stable runs; or the\n"
             "  highest workload rate the scenario's cluster serves within them\n"
+            "  SHAPES: a list like tp8,tp4dp2,tp2dp4ep8 (TP x DP GPUs per instance, EP over\n"
+            "  them): every prefill shape is searched with every decode shape\n"
             "exit codes: 0 a plan was found; 3 nothing feasible meets the SLOs; 1 a run failed;\n"
             "            2 bad usage or input\n");
     return rc;
@@ -536,26 +564,27 @@ static int find_max_rate(planner *pl, double tol, bool json_out) {
     const sim_config *b = pl->base;
     int p = b->cluster.prefill.instances, d = b->cluster.decode.instances;
     int gp = b->cluster.prefill.gpus_per_instance, gd = b->cluster.decode.gpus_per_instance;
+    const plan_size zs = {.gp = gp, .gd = gd}, *z = &zs;
     double lo = 0, hi = 0;
-    if (eval(pl, p, d, gp, gd, r0).ok) {
+    if (eval(pl, p, d, z, r0).ok) {
         lo = r0;
         hi = 2 * r0;
-        for (int i = 0; i < 30 && !pl->st && eval(pl, p, d, gp, gd, hi).ok; i++) {
+        for (int i = 0; i < 30 && !pl->st && eval(pl, p, d, z, hi).ok; i++) {
             lo = hi;
             hi *= 2;
         }
     } else {
         hi = r0;
         lo = r0 / 2;
-        for (int i = 0; i < 30 && !pl->st && !eval(pl, p, d, gp, gd, lo).ok; i++) {
+        for (int i = 0; i < 30 && !pl->st && !eval(pl, p, d, z, lo).ok; i++) {
             hi = lo;
             lo /= 2;
         }
-        if (!eval(pl, p, d, gp, gd, lo).ok) lo = 0;
+        if (!eval(pl, p, d, z, lo).ok) lo = 0;
     }
     while (lo > 0 && !pl->st && hi - lo > tol * lo) {
         double mid = 0.5 * (lo + hi);
-        if (eval(pl, p, d, gp, gd, mid).ok)
+        if (eval(pl, p, d, z, mid).ok)
             lo = mid;
         else
             hi = mid;
@@ -565,8 +594,8 @@ static int find_max_rate(planner *pl, double tol, bool json_out) {
         return kvf_exit_code(pl->st);
     }
     plan_rate r = {.r0 = r0, .lo = lo, .hi = hi, .tol = tol, .p = p, .d = d, .gp = gp, .gd = gd};
-    r.best = lo > 0 ? find_eval(pl, p, d, gp, gd, lo) : NULL;
-    r.fail = find_eval(pl, p, d, gp, gd, hi);
+    r.best = lo > 0 ? find_eval(pl, p, d, z, lo) : NULL;
+    r.fail = find_eval(pl, p, d, z, hi);
     if (json_out)
         cli_plan_rate_json(pl, &r);
     else
@@ -577,6 +606,9 @@ static int find_max_rate(planner *pl, double tol, bool json_out) {
 // The command line of plan, as given (numbers checked by plan_numbers).
 typedef struct plan_args {
     const char *scenario, *find, *gpi, *maxg, *tols;
+    const char *par_s[2];             // --prefill-par, --decode-par
+    plan_size par[2][PLAN_GPI_MAX];   // their shapes (gp or gd, and tp, ep of that pool)
+    int npar[2];
     bool vary_ratio;
     char slo_sets[2][96];   // --slo as "slo.NAME=X" (the first two kept)
     int nslo;
@@ -608,6 +640,8 @@ static int plan_parse(int argc, char **argv, plan_args *a) {
         CLI_OPT_CALL("--slo", a, slo_option),
         CLI_OPT_STR("--max-gpus", &a->maxg),
         CLI_OPT_STR("--gpus-per-instance", &a->gpi),
+        CLI_OPT_STR("--prefill-par", &a->par_s[0]),
+        CLI_OPT_STR("--decode-par", &a->par_s[1]),
         CLI_OPT_STR("--find", &a->find),
         CLI_OPT_STR("--tol", &a->tols),
         CLI_OPT_FLAG("--vary-ratio", &a->vary_ratio),
@@ -623,6 +657,54 @@ static int plan_parse(int argc, char **argv, plan_args *a) {
     int rc = cli_parse(&spec, argc, argv, &a->c);
     if (rc == CLI_GO && !a->scenario) return usage_plan(stderr, 2);
     return rc;
+}
+
+// One parallel shape: "tpT[dpD][epE]" (GPUs per instance T x D, TP T, EP E; E defaults to the
+// scenario's, i.e. all the instance's GPUs) into *z for pool k (0 prefill, 1 decode).
+static bool par_item(const char *s, size_t n, int k, plan_size *z) {
+    char buf[32];
+    if (n == 0 || n >= sizeof buf) return false;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    long tp = 0, dp = 1, ep = 0;
+    const char *q = buf;
+    while (*q) {
+        long *dst = !strncmp(q, "tp", 2)   ? &tp
+                    : !strncmp(q, "dp", 2) ? &dp
+                    : !strncmp(q, "ep", 2) ? &ep
+                                           : NULL;
+        if (!dst || (dst == &tp && q != buf)) return false;
+        char *end = NULL;
+        *dst = strtol(q + 2, &end, 10);
+        if (end == q + 2 || *dst < 1 || *dst > 4096) return false;
+        q = end;
+    }
+    if (tp < 1 || tp * dp > 4096 || (ep > 0 && (tp * dp) % ep)) return false;
+    int32_t g = (int32_t)(tp * dp);
+    if (k == 0)
+        z->gp = g, z->tpp = (int32_t)tp, z->epp = (int32_t)ep;
+    else
+        z->gd = g, z->tpd = (int32_t)tp, z->epd = (int32_t)ep;
+    return true;
+}
+
+static int parse_par(plan_args *a, int k) {
+    const char *opt = k ? "--decode-par" : "--prefill-par";
+    for (const char *s = a->par_s[k]; s;) {
+        const char *comma = strchr(s, ',');
+        size_t n = comma ? (size_t)(comma - s) : strlen(s);
+        if (a->npar[k] == PLAN_GPI_MAX || !par_item(s, n, k, &a->par[k][a->npar[k]])) {
+            fprintf(stderr,
+                    "kvfleet plan: %s wants a list of shapes like tp8,tp4dp2,tp2dp4ep8 (TP, "
+                    "then data-parallel attention replicas and expert parallelism; GPUs per "
+                    "instance = TP x DP, EP divides them; at most %d), not '%s'\n",
+                    opt, PLAN_GPI_MAX, a->par_s[k]);
+            return 2;
+        }
+        a->npar[k]++;
+        s = comma ? comma + 1 : NULL;
+    }
+    return 0;
 }
 
 // --find, --max-gpus (into pl), --tol and --gpus-per-instance checked; 0 or 2.
@@ -649,6 +731,18 @@ static int plan_numbers(plan_args *a, planner *pl) {
             fprintf(stderr, "kvfleet plan: --tol wants a fraction in (0, 1), not '%s'\n", a->tols);
             return 2;
         }
+    }
+    for (int k = 0; k < 2; k++)
+        if (a->par_s[k] && parse_par(a, k)) return 2;
+    if (a->gpi && (a->par_s[0] || a->par_s[1])) {
+        fprintf(stderr, "kvfleet plan: --gpus-per-instance and --prefill-par/--decode-par both "
+                        "set the instance size: give one of them\n");
+        return 2;
+    }
+    if (a->find && (a->gpi || a->par_s[0] || a->par_s[1])) {
+        fprintf(stderr, "kvfleet plan: --find max-rate runs the scenario's cluster as written: "
+                        "--gpus-per-instance, --prefill-par and --decode-par do not apply\n");
+        return 2;
     }
     for (const char *s = a->gpi; s;) {
         char *end = NULL;
@@ -696,28 +790,110 @@ static int plan_load(planner *pl, const plan_args *a) {
     return 0;
 }
 
-// Instance sizes to search: the scenario's own (each pool its own), or each listed size for
-// both pools. Returns how many.
+// The label of a shape for messages: "prefill 8 GPUs (TP 4, EP 8), decode 16 GPUs (TP 2)".
+static void shape_label(plan_size *z, bool colocated) {
+    char a[48] = "", b[48] = "";
+    if (z->tpp) snprintf(a, sizeof a, " (TP %d%s%.0d)", z->tpp, z->epp ? ", EP " : "", z->epp);
+    if (z->tpd) snprintf(b, sizeof b, " (TP %d%s%.0d)", z->tpd, z->epd ? ", EP " : "", z->epd);
+    if (colocated)
+        snprintf(z->label, sizeof z->label, "%d GPU%s per instance%s", z->gp, z->gp == 1 ? "" : "s",
+                 a);
+    else if (z->gp == z->gd && !z->tpp && !z->tpd)
+        snprintf(z->label, sizeof z->label, "%d GPU%s per instance", z->gp, z->gp == 1 ? "" : "s");
+    else
+        snprintf(z->label, sizeof z->label, "prefill %d GPU%s%s, decode %d GPU%s%s", z->gp,
+                 z->gp == 1 ? "" : "s", a, z->gd, z->gd == 1 ? "" : "s", b);
+}
+
+// Instance shapes to search: the scenario's own (each pool its own), each listed size for
+// both pools (--gpus-per-instance), or every pairing of a --prefill-par shape with a
+// --decode-par shape (a pool without a list keeps the scenario's shape; colocated: the one
+// pool takes --prefill-par), cheapest pairing first. Returns how many.
 static int plan_sizes(const planner *pl, const plan_args *a, plan_size *sizes) {
-    int nsz = a->ng ? a->ng : 1;
-    for (int i = 0; i < nsz; i++) {
-        sizes[i].gp = a->ng ? a->gvals[i] : pl->base->cluster.prefill.gpus_per_instance;
-        sizes[i].gd = a->ng ? a->gvals[i] : pl->base->cluster.decode.gpus_per_instance;
-        if (sizes[i].gp == sizes[i].gd)
-            snprintf(sizes[i].label, sizeof sizes[i].label, "%d GPU%s per instance", sizes[i].gp,
-                     sizes[i].gp == 1 ? "" : "s");
-        else
-            snprintf(sizes[i].label, sizeof sizes[i].label,
-                     "%d/%d GPUs per prefill/decode instance", sizes[i].gp, sizes[i].gd);
+    const sim_config *b = pl->base;
+    plan_size base = {.gp = b->cluster.prefill.gpus_per_instance,
+                      .gd = b->cluster.decode.gpus_per_instance};
+    int n = 0;
+    if (a->npar[0] || a->npar[1]) {
+        int np = a->npar[0] ? a->npar[0] : 1, nd = pl->colocated ? 1 : a->npar[1] ? a->npar[1] : 1;
+        for (int i = 0; i < np; i++)
+            for (int j = 0; j < nd && n < PLAN_SHAPES_MAX; j++) {
+                plan_size z = base;
+                if (a->npar[0]) {
+                    z.gp = a->par[0][i].gp, z.tpp = a->par[0][i].tpp, z.epp = a->par[0][i].epp;
+                    if (pl->colocated) z.gd = z.gp, z.tpd = z.tpp, z.epd = z.epp;
+                }
+                if (a->npar[1] && !pl->colocated)
+                    z.gd = a->par[1][j].gd, z.tpd = a->par[1][j].tpd, z.epd = a->par[1][j].epd;
+                sizes[n++] = z;
+            }
+        // cheapest pairing first (GPUs of one instance of each pool): the cost bound then
+        // prunes the most
+        for (int i = 1; i < n; i++)
+            for (int j = i; j > 0 && sizes[j].gp + sizes[j].gd < sizes[j - 1].gp + sizes[j - 1].gd;
+                 j--) {
+                plan_size t = sizes[j];
+                sizes[j] = sizes[j - 1], sizes[j - 1] = t;
+            }
+    } else {
+        n = a->ng ? a->ng : 1;
+        for (int i = 0; i < n; i++) {
+            sizes[i] = base;
+            if (a->ng) sizes[i].gp = sizes[i].gd = a->gvals[i];
+        }
     }
-    return nsz;
+    for (int i = 0; i < n; i++)
+        shape_label(&sizes[i], pl->colocated);
+    return n;
+}
+
+// The cheapest a shape can be: one instance of each pool, priced as the cheapest run of the
+// plan so far per GPU (cost scales with GPUs at one price per pool hardware). True when even
+// that cannot beat the best feasible cost found: the shape is not simulated.
+static bool shape_pruned(const planner *pl, const plan_size *z) {
+    const plan_eval *best = NULL;
+    double per_gpu = INFINITY;
+    for (size_t i = 0; i < pl->n; i++) {
+        const plan_eval *e = &pl->ev[i];
+        if (!e->ran || !(e->gpus > 0) || !isfinite(e->cost_day)) continue;
+        per_gpu = fmin(per_gpu, e->cost_day / e->gpus);
+        if (e->ok && (!best || e->cost_day < best->cost_day)) best = e;
+    }
+    if (!best || !isfinite(per_gpu)) return false;
+    double floor = est_gpus(pl, 1, 1, z->gp, z->gd) * per_gpu;
+    return floor >= best->cost_day;
+}
+
+size_t cli_plan_frontier(const planner *pl, const plan_eval **out, size_t n) {
+    // feasible runs by cost (then more goodput first); keep each that beats every cheaper one
+    size_t m = 0;
+    for (size_t i = 0; i < pl->n; i++) {
+        const plan_eval *e = &pl->ev[i];
+        if (!e->ok || !isfinite(e->cost_day)) continue;
+        double g = isfinite(e->goodput_rps) ? e->goodput_rps : 0;
+        bool dominated = false;
+        for (size_t j = 0; j < pl->n && !dominated; j++) {
+            const plan_eval *f = &pl->ev[j];
+            if (f == e || !f->ok || !isfinite(f->cost_day)) continue;
+            double gf = isfinite(f->goodput_rps) ? f->goodput_rps : 0;
+            bool eq = same_cost(f->cost_day, e->cost_day);
+            dominated = ((eq || f->cost_day < e->cost_day) && gf > g) ||
+                        (!eq && f->cost_day < e->cost_day && gf >= g) || (eq && gf == g && f < e);
+        }
+        if (!dominated && m < n) out[m++] = e;
+    }
+    for (size_t i = 1; i < m; i++)
+        for (size_t j = i; j > 0 && out[j]->cost_day < out[j - 1]->cost_day; j--) {
+            const plan_eval *t = out[j];
+            out[j] = out[j - 1], out[j - 1] = t;
+        }
+    return m;
 }
 
 static plan_answer plan_choose(const planner *pl, const plan_cands *cands) {
     plan_answer r = {0};
     for (int i = 0; i < cands->n; i++) {
-        const plan_eval *e =
-            find_eval(pl, cands->p[i], cands->d[i], cands->z[i].gp, cands->z[i].gd, 0);
+        const plan_eval *e = find_eval(pl, cands->p[i], cands->d[i], &cands->z[i], 0);
         if (e && e->ok && (!r.best || better(pl, e, r.best))) r.best = e;
     }
     for (size_t i = 0; r.best && i < pl->n; i++) {
@@ -725,9 +901,9 @@ static plan_answer plan_choose(const planner *pl, const plan_cands *cands) {
         if (e != r.best && e->ok && (!r.second || better(pl, e, r.second))) r.second = e;
     }
     const plan_eval *b = r.best;
-    r.fewer_p = b && b->p > 1 ? find_eval(pl, b->p - 1, b->d, b->gp, b->gd, 0) : NULL;
-    r.fewer_d =
-        b && !pl->colocated && b->d > 1 ? find_eval(pl, b->p, b->d - 1, b->gp, b->gd, 0) : NULL;
+    plan_size bz = b ? shape_of(b) : (plan_size){0};
+    r.fewer_p = b && b->p > 1 ? find_eval(pl, b->p - 1, b->d, &bz, 0) : NULL;
+    r.fewer_d = b && !pl->colocated && b->d > 1 ? find_eval(pl, b->p, b->d - 1, &bz, 0) : NULL;
     return r;
 }
 
@@ -737,11 +913,18 @@ static int plan_main(planner *pl, int argc, char **argv) {
     if (rc != CLI_GO) return rc;
     if ((rc = plan_numbers(&a, pl)) || (rc = plan_load(pl, &a))) return rc;
     if (a.find) return find_max_rate(pl, a.tol, a.c.json);
-    plan_size sizes[PLAN_GPI_MAX];
+    static plan_size sizes[PLAN_SHAPES_MAX];
     int nsz = plan_sizes(pl, &a, sizes);
-    plan_cands cands = {.n = 0};
-    for (int i = 0; i < nsz && !pl->st; i++)
+    static plan_cands cands;
+    cands.n = 0;
+    pl->shapes = nsz;
+    for (int i = 0; i < nsz && !pl->st; i++) {
+        if (nsz > 1 && shape_pruned(pl, &sizes[i])) {
+            pl->pruned++;
+            continue;
+        }
         search(pl, &sizes[i], a.vary_ratio, &cands);
+    }
     if (pl->st) {
         fprintf(stderr, "kvfleet: %s\n", pl->err.msg);
         return kvf_exit_code(pl->st);

@@ -5,28 +5,32 @@
 
 #include "sim.h"
 
-enum { PLAN_GPI_MAX = 16, PLAN_INST_CAP = 4096 };
+enum { PLAN_GPI_MAX = 16, PLAN_INST_CAP = 4096, PLAN_SHAPES_MAX = 64 };
 
 typedef struct plan_eval {
-    int32_t p, d;     // prefill, decode instances
-    int32_t gp, gd;   // GPUs per instance of each pool
-    double rate;      // workload rate (req/s), 0 = the scenario's
-    bool ran;         // false: over --max-gpus, not run
-    bool ok;          // feasible: stable, completed > 0, both SLOs met
+    int32_t p, d;                 // prefill, decode instances
+    int32_t gp, gd;               // GPUs per instance of each pool
+    int32_t tpp, epp, tpd, epd;   // TP and EP of each pool's instances, 0 = the scenario's
+    double rate;                  // workload rate (req/s), 0 = the scenario's
+    bool ran;                     // false: over --max-gpus, not run
+    bool ok;                      // feasible: stable, completed > 0, both SLOs met
     bool ttft_ok, tpot_ok, stable;
     double ttft_p90, tpot_p90;   // ms
     double attainment;           // slo.attainment
     double cost_day;             // USD per day
     double gpus;                 // all GPUs of the run
     double util_p, util_d;       // busy fraction per pool
+    double goodput_rps;          // slo.goodput_rps: requests a second that met their SLOs
     char sat[16];                // saturation.state
     char class_miss[96];         // SLOs by class: the bounds missed ("chatbot ttft_ms.p90"), ""
 } plan_eval;
 
-// GPUs per instance of each pool during one search.
+// The instance shape of each pool during one search: GPUs per instance, and TP and EP over
+// them (0 = the scenario's, whose own default is all the instance's GPUs).
 typedef struct plan_size {
-    int32_t gp, gd;   // prefill, decode
-    char label[48];   // for messages, e.g. "1 GPU per instance"
+    int32_t gp, gd;               // prefill, decode
+    int32_t tpp, epp, tpd, epd;   // TP, EP: prefill, decode
+    char label[96];               // for messages, e.g. "1 GPU per instance"
 } plan_size;
 
 typedef struct planner {
@@ -37,9 +41,11 @@ typedef struct planner {
     const char *rate_key;   // workload.rate_rps or workload.generate.rate_rps
     plan_eval *ev;          // every configuration evaluated (memo)
     size_t n, cap;
-    int runs;        // simulations run
-    char why[512];   // why a search found nothing (for the output)
-    kvf_status st;   // first failure of a run; the search stops
+    int runs;             // simulations run
+    int shapes, pruned;   // instance shapes searched, and left out by the cost bound
+    double bound_s;       // wall seconds the whole plan took (for the answer's note)
+    char why[512];        // why a search found nothing (for the output)
+    kvf_status st;        // first failure of a run; the search stops
     kvf_err err;
 } planner;
 
@@ -61,6 +67,9 @@ typedef struct plan_rate {
     int p, d, gp, gd;
 } plan_rate;
 
+// The cost-goodput frontier: the feasible runs no cheaper run matches in goodput, cheapest
+// first (at most n written into out); returns how many.
+size_t cli_plan_frontier(const planner *pl, const plan_eval **out, size_t n);
 // The answer of a search on stdout: as one JSON object (with every configuration evaluated),
 // or as text lines.
 void cli_plan_print_json(const planner *pl, const plan_answer *r, bool vary_ratio);

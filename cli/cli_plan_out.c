@@ -14,6 +14,17 @@ static json_t *config_json(const planner *pl, const plan_eval *e) {
     json_object_set_new(c, "gpus_per_instance", json_integer(e->gp));
     json_object_set_new(c, "prefill_gpus_per_instance", json_integer(e->gp));
     json_object_set_new(c, "decode_gpus_per_instance", json_integer(e->gd));
+    // TP and EP as run: the shape's, else the scenario's (0 there = all the instance's GPUs)
+    const sim_config *b = pl->base;
+    int tp[2] = {e->tpp ? e->tpp : b->cluster.prefill.tp, e->tpd ? e->tpd : b->cluster.decode.tp};
+    int ep[2] = {e->tpp ? e->epp : b->cluster.prefill.ep, e->tpd ? e->epd : b->cluster.decode.ep};
+    int g[2] = {e->gp, e->gd};
+    const char *const pk[2] = {"prefill_parallel", "decode_parallel"};
+    for (int k = 0; k < 2; k++) {
+        int t = tp[k] > 0 ? tp[k] : g[k], x = ep[k] > 0 ? ep[k] : g[k];
+        json_object_set_new(c, pk[k],
+                            json_pack("{s:i, s:i, s:i}", "tp", t, "dp", g[k] / t, "ep", x));
+    }
     json_object_set_new(c, "vision_instances", json_integer(pl->base->cluster.vision.instances));
     json_object_set_new(c, "mode", json_string(pl->colocated ? "colocated" : "disaggregated"));
     json_object_set_new(c, "gpus", json_real(e->gpus));
@@ -43,6 +54,7 @@ static json_t *eval_json(const planner *pl, const plan_eval *e) {
     json_t *o = json_object();
     json_object_set_new(o, "config", config_json(pl, e));
     json_object_set_new(o, "cost_per_day_usd", num(e->cost_day));
+    json_object_set_new(o, "goodput_rps", num(e->goodput_rps));
     json_object_set_new(o, "feasible", json_boolean(e->ok));
     json_object_set_new(o, "slo", slo_json(pl, e));
     return o;
@@ -72,17 +84,46 @@ static void why_not(const planner *pl, const plan_eval *e, char *out, size_t n) 
     if (k < n) snprintf(out + k, n - k, "%s", e->sat);
 }
 
+// " (TP 4, DP 2, EP 8)" of a pool's instances when the search set it, else "".
+static void par_text(int g, int tp, int ep, char *out, size_t n) {
+    out[0] = '\0';
+    if (!tp) return;
+    snprintf(out, n, " (TP %d%s%.0d, EP %d)", tp, g / tp > 1 ? ", DP " : "",
+             g / tp > 1 ? g / tp : 0, ep ? ep : g);
+}
+
 static void print_eval(const planner *pl, const char *label, const plan_eval *e) {
-    if (pl->colocated)
+    char a[48], b[48];
+    par_text(e->gp, e->tpp, e->epp, a, sizeof a);
+    par_text(e->gd, e->tpd, e->epd, b, sizeof b);
+    if (e->tpp || e->tpd) {
+        if (pl->colocated)
+            printf("  %-10s %d colocated instance%s x %d GPU%s%s = %.0f GPUs, $%.2f/day\n", label,
+                   e->p, e->p == 1 ? "" : "s", e->gp, e->gp == 1 ? "" : "s", a, e->gpus,
+                   e->cost_day);
+        else
+            printf("  %-10s prefill %d x %d GPU%s + decode %d x %d GPU%s = %.0f GPUs, $%.2f/day\n",
+                   label, e->p, e->gp, a, e->d, e->gd, b, e->gpus, e->cost_day);
+    } else if (pl->colocated)
         printf("  %-10s %d colocated instance%s x %d GPU%s = %.0f GPUs, $%.2f/day\n", label, e->p,
                e->p == 1 ? "" : "s", e->gp, e->gp == 1 ? "" : "s", e->gpus, e->cost_day);
     else
         printf("  %-10s prefill %d x %d GPU + decode %d x %d GPU = %.0f GPUs, $%.2f/day\n", label,
                e->p, e->gp, e->d, e->gd, e->gpus, e->cost_day);
     printf("  %-10s TTFT p90 %.1f ms = %.2f of bound, TPOT p90 %.2f ms = %.2f of bound, "
-           "attainment %.1f %%, %s\n",
+           "attainment %.1f %%, goodput %.4g req/s, %s\n",
            "", e->ttft_p90, e->ttft_p90 / pl->slo_ttft, e->tpot_p90, e->tpot_p90 / pl->slo_tpot,
-           100 * e->attainment, e->sat);
+           100 * e->attainment, e->goodput_rps, e->sat);
+}
+
+// The cost-goodput frontier as JSON (every point with its configuration).
+static json_t *frontier_json(const planner *pl) {
+    const plan_eval *f[256];
+    size_t n = cli_plan_frontier(pl, f, 256);
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, eval_json(pl, f[i]));
+    return a;
 }
 
 void cli_plan_print_json(const planner *pl, const plan_answer *r, bool vary_ratio) {
@@ -96,6 +137,9 @@ void cli_plan_print_json(const planner *pl, const plan_answer *r, bool vary_rati
         json_object_set_new(o, "slo", slo_json(pl, r->best));
     }
     json_object_set_new(o, "runs", json_integer(pl->runs));
+    json_object_set_new(o, "shapes", json_integer(pl->shapes));
+    json_object_set_new(o, "shapes_pruned", json_integer(pl->pruned));
+    json_object_set_new(o, "frontier", frontier_json(pl));
     if (!r->best) json_object_set_new(o, "why", json_string(pl->why));
     json_object_set_new(o, "runner_up", r->second ? eval_json(pl, r->second) : json_null());
     json_t *nb = json_array();
@@ -139,7 +183,21 @@ void cli_plan_print_text(const planner *pl, const plan_answer *r, bool vary_rati
             printf("  %-10s prefill %d, decode %d: %s\n", fp ? "" : "one fewer", fd->p, fd->d, why);
         }
     }
-    printf("  search     %d runs (%s)\n", pl->runs,
+    if (pl->shapes > 1) {
+        const plan_eval *f[256];
+        size_t n = cli_plan_frontier(pl, f, 256);
+        printf("  frontier   %zu point%s of cost against goodput (feasible, none cheaper with as "
+               "much goodput):\n",
+               n, n == 1 ? "" : "s");
+        for (size_t i = 0; i < n; i++)
+            print_eval(pl, "", f[i]);
+    }
+    char shapes[160] = "", left[96] = "";
+    if (pl->shapes > 1) {
+        snprintf(shapes, sizeof shapes, " over %d instance shapes", pl->shapes);
+        snprintf(left, sizeof left, "%d left out by the cost bound; ", pl->pruned);
+    }
+    printf("  search     %d runs%s (%s%s)\n", pl->runs, shapes, left,
            vary_ratio ? "bisection, then the prefill:decode frontier"
                       : "bisection per pool, joint check, walk-down, ratio neighbours");
 }

@@ -221,6 +221,104 @@ START_TEST(test_plan_slos_by_class) {
 }
 END_TEST
 
+// Parallelism per pool (scenarios/mixed-hardware.yaml: H200 prefill, GB200 decode, each
+// billed at its price): every pairing of the listed shapes is searched; the frontier holds
+// feasible runs only, rises in cost and goodput, starts at the chosen one, and some point runs
+// the two pools in different layouts; a frontier point re-run through sim_run has the
+// layout, cost and goodput the plan reported.
+START_TEST(test_plan_parallel_shapes_frontier) {
+    int rc = kvt_sh("%s plan scenarios/mixed-hardware.yaml --max-gpus 48 --set "
+                    "workload.limit_requests=500 --prefill-par tp8,tp2dp4ep8 --decode-par "
+                    "tp4,tp2dp2 --json",
+                    kvt_bin());
+    ck_assert_msg(rc == 0, "exit %d: %.2000s", rc, kvt_err);
+    json_t *o = parse_out();
+    ck_assert_int_eq((int)jnum(o, "shapes", NULL), 4);
+    json_t *fr = json_object_get(o, "frontier");
+    ck_assert_msg(json_array_size(fr) >= 1, "empty frontier");
+    double cost0 = jnum(o, "cost_per_day_usd", NULL), prev_c = -1, prev_g = -1;
+    bool mixed = false;
+    size_t i;
+    json_t *pt;
+    json_array_foreach(fr, i, pt) {
+        ck_assert(json_is_true(json_object_get(pt, "feasible")));
+        double c = jnum(pt, "cost_per_day_usd", NULL), g = jnum(pt, "goodput_rps", NULL);
+        if (i == 0)
+            ck_assert_msg(fabs(c - cost0) <= 1e-6 * cost0, "frontier starts at %g, chosen %g", c,
+                          cost0);
+        ck_assert_msg(c > prev_c && g > prev_g,
+                      "frontier point %zu: cost %g goodput %g after %g %g", i, c, g, prev_c,
+                      prev_g);
+        prev_c = c, prev_g = g;
+        json_t *cf = json_object_get(pt, "config");
+        int tpp = (int)jnum(json_object_get(cf, "prefill_parallel"), "tp", NULL);
+        int tpd = (int)jnum(json_object_get(cf, "decode_parallel"), "tp", NULL);
+        ck_assert_msg(tpp == 8 || tpp == 2, "prefill TP %d not listed", tpp);
+        ck_assert_msg(tpd == 4 || tpd == 2, "decode TP %d not listed", tpd);
+        mixed |= tpp != tpd;
+    }
+    ck_assert_msg(mixed, "no frontier point runs the pools in different layouts");
+    // the first point again, through sim_run with its layout set
+    json_t *cf = json_object_get(json_array_get(fr, 0), "config");
+    json_t *pp = json_object_get(cf, "prefill_parallel"),
+           *dp = json_object_get(cf, "decode_parallel");
+    sim_config *c = malloc(sizeof *c);
+    kvf_err err = {0};
+    char path[1024], a[160];
+    snprintf(path, sizeof path, "%s/scenarios/mixed-hardware.yaml", kvt_src());
+    sim_config_default(c);
+    ck_assert_msg(sim_config_load(c, path, &err) == KVF_OK, "%s", err.msg);
+    const char *keys[] = {"cluster.prefill.instances", "cluster.decode.instances",
+                          "cluster.prefill.gpus_per_instance", "cluster.decode.gpus_per_instance"};
+    const char *from[] = {"prefill_instances", "decode_instances", "prefill_gpus_per_instance",
+                          "decode_gpus_per_instance"};
+    for (int k = 0; k < 4; k++) {
+        snprintf(a, sizeof a, "%s=%d", keys[k], (int)jnum(cf, from[k], NULL));
+        ck_assert(sim_config_set(c, a, &err) == KVF_OK);
+    }
+    snprintf(a, sizeof a, "cluster.prefill.tp=%d", (int)jnum(pp, "tp", NULL));
+    ck_assert(sim_config_set(c, a, &err) == KVF_OK);
+    snprintf(a, sizeof a, "cluster.prefill.ep=%d", (int)jnum(pp, "ep", NULL));
+    ck_assert(sim_config_set(c, a, &err) == KVF_OK);
+    snprintf(a, sizeof a, "cluster.decode.tp=%d", (int)jnum(dp, "tp", NULL));
+    ck_assert(sim_config_set(c, a, &err) == KVF_OK);
+    snprintf(a, sizeof a, "cluster.decode.ep=%d", (int)jnum(dp, "ep", NULL));
+    ck_assert(sim_config_set(c, a, &err) == KVF_OK);
+    ck_assert(sim_config_set(c, "workload.limit_requests=500", &err) == KVF_OK);
+    ck_assert_msg(sim_config_validate(c, &err) == KVF_OK, "%s", err.msg);
+    void *sj = NULL;
+    sim_run_opts ro = {.quiet = true};
+    ck_assert_msg(sim_run(c, &ro, &sj, &err) == KVF_OK, "%s", err.msg);
+    double cost = kvt_num(sj, "economics.cost_per_day_usd"), gp = kvt_num(sj, "slo.goodput_rps");
+    json_t *p0 = json_array_get(fr, 0);
+    ck_assert_msg(fabs(cost - jnum(p0, "cost_per_day_usd", NULL)) <= 1e-6 * cost,
+                  "re-run cost %g, plan %g", cost, jnum(p0, "cost_per_day_usd", NULL));
+    ck_assert_msg(fabs(gp - jnum(p0, "goodput_rps", NULL)) <= 1e-9 * gp,
+                  "re-run goodput %g, plan %g", gp, jnum(p0, "goodput_rps", NULL));
+    // each pool billed at its own price: H200 prefill at $3.59, GB200 decode at $4.54
+    double gh_p = kvt_num(sj, "economics.gpu_cost_per_day_usd_by_pool.prefill");
+    double gh_d = kvt_num(sj, "economics.gpu_cost_per_day_usd_by_pool.decode");
+    double np = jnum(cf, "prefill_instances", NULL) * jnum(cf, "prefill_gpus_per_instance", NULL);
+    double nd = jnum(cf, "decode_instances", NULL) * jnum(cf, "decode_gpus_per_instance", NULL);
+    ck_assert_msg(fabs(gh_p - np * 24 * 3.59) < 1e-6 * gh_p, "prefill GPU cost %g for %g GPUs",
+                  gh_p, np);
+    ck_assert_msg(fabs(gh_d - nd * 24 * 4.54) < 1e-6 * gh_d, "decode GPU cost %g for %g GPUs", gh_d,
+                  nd);
+    json_decref(sj);
+    free(c);
+    // shapes that do not parse, or with another sizing option, exit 2 naming the option
+    const char *bad[] = {"--prefill-par tp3ep2", "--decode-par dp2", "--prefill-par tp8,",
+                         "--prefill-par tp8 --gpus-per-instance 8",
+                         "--find max-rate --decode-par tp4"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        rc = kvt_sh("%s plan scenarios/mixed-hardware.yaml %s", kvt_bin(), bad[k]);
+        ck_assert_msg(rc == 2 && (strstr(kvt_err, "-par") || strstr(kvt_err, "--find")),
+                      "%s: exit %d: %s", bad[k], rc, kvt_err);
+    }
+    json_decref(o);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("plan");
     TCase *t = tcase_create("plan");
@@ -231,6 +329,7 @@ static Suite *suite(void) {
     tcase_add_test(t, test_plan_bad_input);
     tcase_add_test(t, test_plan_max_gpus_infeasible);
     tcase_add_test(t, test_plan_slos_by_class);
+    tcase_add_test(t, test_plan_parallel_shapes_frontier);
     suite_add_tcase(s, t);
     return s;
 }
