@@ -227,6 +227,9 @@ typedef struct sim_serving_cfg {   // serving.*: the serving engine's behaviour 
     double frontend_ns;             // per request: arrival -> scheduler (HTTP, tokenisation)
     double step_overhead_ns;        // per step: the engine's CPU work that does not overlap the GPU
     double step_overhead_seq_ns;    // per step and sequence in the batch
+    double first_token_lag_steps;   // a prompt's first token reaches its client this share of its
+                                    // instance's next step after the step that made it (the
+                                    // engine's output pipeline), in [0, 1]; 0 = at once
     sim_prefix_home prefix_cache;   // slice | free_blocks
     sim_admission admission;        // preempt | reserve
     double watermark;               // share of KV kept free at admission (vLLM 0.01)

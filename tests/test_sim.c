@@ -328,6 +328,44 @@ START_TEST(test_simultaneous_arrivals_share_a_step) {
 }
 END_TEST
 
+// serving.first_token_lag_steps: a prompt's first token reaches its client that share of its
+// instance's next step later (the engine's output pipeline). One colocated instance, requests
+// alone: the next step is a decode step of the same request, so TTFT grows by lag x its TPOT
+// at lag 0 and the end to end does not move.
+START_TEST(test_first_token_lag_is_a_share_of_the_next_step) {
+    kvt_tmp_make("kvf_lag");
+    FILE *f = fopen(kvt_tmp_path("lag.csv"), "w");
+    ck_assert(f);
+    fprintf(f, "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 00:00:10.000,1024,5\n"
+               "2023-11-16 00:00:30.000,2048,5\n");
+    fclose(f);
+    double ttft[3], tpot[3], e2e[3];
+    const char *lags[3] = {"0", "1", "0.5"};
+    for (int i = 0; i < 3; i++) {
+        int rc = kvt_sh("%s run scenarios/quickstart.yaml --trace %s --set workload.format=azure "
+                        "--set cluster.mode=colocated --set cluster.decode.instances=0 --set "
+                        "cluster.prefill.instances=1 --set serving.first_token_lag_steps=%s "
+                        "--json --no-report -o %s --force",
+                        kvt_bin(), kvt_tmp_path("lag.csv"), lags[i], kvt_tmp_path("out"));
+        ck_assert_msg(rc == 0, "lag %s: exit %d: %s", lags[i], rc, kvt_err);
+        json_error_t je;
+        json_t *o = json_loads(kvt_out, 0, &je);
+        ck_assert_msg(o, "%s", je.text);
+        ttft[i] = kvt_num(o, "ttft_ms.mean"), tpot[i] = kvt_num(o, "tpot_ms.mean");
+        e2e[i] = kvt_num(o, "e2e_ms.mean");
+        json_decref(o);
+    }
+    for (int i = 1; i < 3; i++) {
+        double lag = i == 1 ? 1 : 0.5;
+        ck_assert_msg(fabs(ttft[i] - ttft[0] - lag * tpot[0]) < 0.01 * tpot[0],
+                      "lag %g: TTFT %.4f ms, without %.4f, one decode step %.4f", lag, ttft[i],
+                      ttft[0], tpot[0]);
+        ck_assert_msg(fabs(e2e[i] - e2e[0]) < 1e-9 * e2e[0], "lag %g moved E2E", lag);
+    }
+    kvt_tmp_remove();
+}
+END_TEST
+
 START_TEST(test_md1_queueing_delay) {
     // One prefill instance serving one request per step (budget = prompt length): service time
     // D is deterministic, arrivals Poisson. M/D/1: Wq = rho * D / (2 (1 - rho)).
@@ -585,6 +623,7 @@ static Suite *suite(void) {
     tcase_add_test(e, test_decode_sums_match_listed_path);
     tcase_add_test(e, test_router_index_matches_scan);
     tcase_add_test(e, test_simultaneous_arrivals_share_a_step);
+    tcase_add_test(e, test_first_token_lag_is_a_share_of_the_next_step);
     tcase_add_test(e, test_md1_queueing_delay);
     tcase_add_test(e, test_more_decode_instances_cut_tpot_under_overload);
     tcase_add_test(e, test_halving_load_cuts_ttft);

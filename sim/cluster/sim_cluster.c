@@ -485,6 +485,7 @@ void sim_cluster_free(sim_cluster *c) {
         free(in->batch);
         free(in->chunk);
         free(in->running);
+        free(in->lag_wait);
         free(in->run_end);
         free(in->run_ext);
         sim_dsum_free(&in->ds);

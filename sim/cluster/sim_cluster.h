@@ -173,7 +173,13 @@ typedef struct sim_inst {
     bool active;                // receives new requests (time-of-day schedule)
     bool busy;                  // a step is in flight
     bool kick_pending;          // idle, a SIM_EV_KICK at this instant will form its step
-    bool waiting_loads;         // step compute ended, waits for overlapped loads
+    // serving.first_token_lag_steps: requests whose first token the step ending at lag_at made;
+    // the next step, when it starts then, delays it by the lag times its own duration
+    uint32_t *lag_wait;
+    uint32_t n_lag;
+    size_t lag_cap;
+    sim_time lag_at;
+    bool waiting_loads;   // step compute ended, waits for overlapped loads
     sim_time step_start, step_end;
     uint64_t step_seq;   // pending STEP_DONE event
     sim_rheap ready;     // prefill: ready to compute

@@ -98,6 +98,18 @@ void sim_step_begin(sim_cluster *c, sim_inst *in, const mdl_step_cost *k, uint32
         sim_trace_step(c->timeline, c->now, k->ns, in->pool, in->idx, names[ph], n, tokens,
                        k->flops, k->bytes);
     }
+    if (in->n_lag) {
+        // first tokens of the step that just ended reach their clients after this step's share
+        // (a step started later, after an idle gap, found the pipeline flushed)
+        double lag = c->cfg->serving.first_token_lag_steps;
+        sim_time d = in->run_m > 1 ? in->run_end[0] - c->now : k->ns;
+        for (uint32_t i = 0; in->lag_at == c->now && i < in->n_lag; i++) {
+            sim_req *r = sim_req_at(c, in->lag_wait[i]);
+            if (r->first_ns == in->lag_at && r->produced == 1 && r->last_ns == r->first_ns)
+                r->first_ns = r->last_ns = in->lag_at + (sim_time)llround(lag * (double)d);
+        }
+        in->n_lag = 0;
+    }
     in->busy = true;
     in->step_start = c->now;
     in->step_end = c->now + k->ns;

@@ -198,6 +198,7 @@ const keydef sim_key_table[] = {
     NUM("serving.frontend_ms", serving.frontend_ns, NT_DBL, 0, 0, 6e4, 1e6),
     NUM("serving.step_overhead_us", serving.step_overhead_ns, NT_DBL, 0, 0, 1e6, 1e3),
     NUM("serving.step_overhead_per_seq_us", serving.step_overhead_seq_ns, NT_DBL, 0, 0, 1e4, 1e3),
+    NUM("serving.first_token_lag_steps", serving.first_token_lag_steps, NT_DBL, 0, 0, 1, 1),
     ENUM("serving.prefix_cache", serving.prefix_cache, prefix_homes),
     ENUM("serving.admission", serving.admission, admissions),
     NUM("serving.watermark", serving.watermark, NT_DBL, 0, 0, 0.5, 1),

@@ -59,6 +59,7 @@ static void apply_preset(sim_config *c) {
     if (!set_by_hand(c, "serving.frontend_ms")) s->frontend_ns = 0;
     if (!set_by_hand(c, "serving.step_overhead_us")) s->step_overhead_ns = 0;
     if (!set_by_hand(c, "serving.step_overhead_per_seq_us")) s->step_overhead_seq_ns = 0;
+    if (!set_by_hand(c, "serving.first_token_lag_steps")) s->first_token_lag_steps = 0;
 }
 
 // One term of a fit file: a numeric scenario key and its value in the file's unit.

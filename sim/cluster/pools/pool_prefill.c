@@ -185,6 +185,13 @@ void sim_prefill_finish(sim_cluster *c, sim_inst *in, uint32_t slot) {
     sim_req *r = sim_req_at(c, slot);
     r->first_ns = r->last_ns = c->now;
     r->produced = 1;
+    if (c->cfg->serving.first_token_lag_steps > 0 && r->output > 1) {
+        // the output pipeline delivers it after part of the instance's next step
+        if (in->n_lag && in->lag_at != c->now) in->n_lag = 0;
+        kvf_grow((void **)&in->lag_wait, &in->lag_cap, in->n_lag + 1, sizeof *in->lag_wait);
+        in->lag_wait[in->n_lag++] = slot;
+        in->lag_at = c->now;
+    }
     c->m.output_tokens++;
     c->m.iv_out++;
     c->m.iv_in += r->input;
