@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sim.h"
@@ -45,6 +46,8 @@
 #include "cli_opts.h"
 #include "cli_plan.h"
 #include "cli_points.h"
+#include "rpt.h"
+#include "rpt_util.h"
 
 static void note(planner *pl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(planner *pl, const char *fmt, ...) {
@@ -162,7 +165,10 @@ static plan_eval eval(planner *pl, int p, int d, const plan_size *z, double rate
             if (by_class) plan_class_slos(sj, &e);
             e.ok = e.stable && e.ttft_ok && e.tpot_ok && completed > 0;
         }
-        json_decref(sj);
+        if (e.ran && pl->keep_summaries)
+            e.summary = sj;
+        else
+            json_decref(sj);
         free(c);
     }
     kvf_grow((void **)&pl->ev, &pl->cap, pl->n + 1, sizeof *pl->ev);
@@ -503,13 +509,15 @@ static int usage_plan(FILE *f, int rc) {
     fprintf(f,
             "usage: kvfleet plan SCENARIO [--slo ttft_p90_ms=X] [--slo tpot_p90_ms=Y]\n"
             "                    [--max-gpus N] [--vary-ratio] [--gpus-per-instance G1,G2,...]\n"
-            "                    [--prefill-par SHAPES] [--decode-par SHAPES]\n"
+            "                    [--prefill-par SHAPES] [--decode-par SHAPES] [--html FILE]\n"
             "                    [--set K=V]... [--json]\n"
             "       kvfleet plan SCENARIO --find max-rate [--slo ...] [--tol FRACTION] [--json]\n"
             "  least-cost instance counts per pool meeting the SLOs on stable runs; or the\n"
             "  highest workload rate the scenario's cluster serves within them\n"
             "  SHAPES: a list like tp8,tp4dp2,tp2dp4ep8 (TP x DP GPUs per instance, EP over\n"
             "  them): every prefill shape is searched with every decode shape\n"
+            "  --html FILE: every run of the search on one page (the answer, cost per day\n"
+            "  against SLO attainment with its frontier, a row per run)\n"
             "exit codes: 0 a plan was found; 3 nothing feasible meets the SLOs; 1 a run failed;\n"
             "            2 bad usage or input\n");
     return rc;
@@ -605,7 +613,7 @@ static int find_max_rate(planner *pl, double tol, bool json_out) {
 
 // The command line of plan, as given (numbers checked by plan_numbers).
 typedef struct plan_args {
-    const char *scenario, *find, *gpi, *maxg, *tols;
+    const char *scenario, *find, *gpi, *maxg, *tols, *html;
     const char *par_s[2];             // --prefill-par, --decode-par
     plan_size par[2][PLAN_GPI_MAX];   // their shapes (gp or gd, and tp, ep of that pool)
     int npar[2];
@@ -641,6 +649,7 @@ static int plan_parse(int argc, char **argv, plan_args *a) {
         CLI_OPT_STR("--max-gpus", &a->maxg),
         CLI_OPT_STR("--gpus-per-instance", &a->gpi),
         CLI_OPT_STR("--prefill-par", &a->par_s[0]),
+        CLI_OPT_STR("--html", &a->html),
         CLI_OPT_STR("--decode-par", &a->par_s[1]),
         CLI_OPT_STR("--find", &a->find),
         CLI_OPT_STR("--tol", &a->tols),
@@ -907,12 +916,87 @@ static plan_answer plan_choose(const planner *pl, const plan_cands *cands) {
     return r;
 }
 
+// The page --html names: a new or regular file, not a link, and not one of the plan's inputs
+// (the scenario, the trace); 0 or 2 after the message.
+static int html_check(const planner *pl, const plan_args *a) {
+    struct stat h, in;
+    kvf_err err = {0};
+    if (lstat(a->html, &h) == 0 && S_ISLNK(h.st_mode)) {
+        fprintf(stderr,
+                "kvfleet plan: --html %s: a symbolic link; refused (nothing is written through a "
+                "link): name the file itself\n",
+                a->html);
+        return 2;
+    }
+    if (rpt_regular_or_missing("plan: --html", a->html, &err)) {
+        fprintf(stderr, "kvfleet %s\n", err.msg);
+        return 2;
+    }
+    char trace[SIM_PATH_MAX];
+    sim_config_resolve(pl->base, pl->base->workload.trace, trace, sizeof trace);
+    const char *inputs[2] = {a->scenario, pl->base->workload.trace[0] ? trace : NULL};
+    for (int i = 0; i < 2 && stat(a->html, &h) == 0; i++)
+        if (inputs[i] && stat(inputs[i], &in) == 0 && in.st_dev == h.st_dev &&
+            in.st_ino == h.st_ino) {
+            fprintf(stderr,
+                    "kvfleet plan: --html %s: is the plan's %s; refused, an output never "
+                    "overwrites an input\n",
+                    a->html, i ? "trace" : "scenario");
+            return 2;
+        }
+    return 0;
+}
+
+// One pool's shape as a page's key: "2 x 8 GPUs (TP 2, DP 4, EP 8)".
+static void pool_text(int n, int g, int tp, int ep, char *out, size_t len) {
+    int k = snprintf(out, len, "%d x %d GPU%s", n, g, g == 1 ? "" : "s");
+    if (tp && k > 0 && (size_t)k < len)
+        snprintf(out + k, len - (size_t)k, " (TP %d, DP %d, EP %d)", tp, g / tp, ep ? ep : g);
+}
+
+// --html: every run of the plan as one page of points (reports/rpt_points.c).
+static int html_write(const planner *pl, const plan_args *a) {
+    json_t *pts = json_array();
+    for (size_t i = 0; i < pl->n; i++) {
+        const plan_eval *e = &pl->ev[i];
+        if (!e->ran || !e->summary) continue;
+        char pp[96], dd[96], label[32];
+        pool_text(e->p, e->gp, e->tpp, e->epp, pp, sizeof pp);
+        pool_text(e->d, e->gd, e->tpd, e->epd, dd, sizeof dd);
+        snprintf(label, sizeof label, "run %zu", i + 1);
+        json_t *k = json_object();
+        json_object_set_new(k, pl->colocated ? "colocated" : "prefill", json_string(pp));
+        if (!pl->colocated) json_object_set_new(k, "decode", json_string(dd));
+        if (e->rate > 0) json_object_set_new(k, pl->rate_key, json_real(e->rate));
+        json_object_set_new(k, "meets the SLOs", json_string(e->ok ? "yes" : "no"));
+        json_array_append_new(pts,
+                              json_pack("{s:s, s:o, s:O, s:s}", "label", label, "keys", k,
+                                        "summary", (json_t *)e->summary, "status", "completed"));
+    }
+    char title[SIM_PATH_MAX + 64];
+    snprintf(title, sizeof title, "kvfleet plan of %s", a->scenario);
+    kvf_err err = {0};
+    kvf_status st = rpt_points_html(a->html, title, pts, &err);
+    json_decref(pts);
+    if (st) {
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return kvf_exit_code(st);
+    }
+    return 0;
+}
+
 static int plan_main(planner *pl, int argc, char **argv) {
     static plan_args a;
     int rc = plan_parse(argc, argv, &a);
     if (rc != CLI_GO) return rc;
     if ((rc = plan_numbers(&a, pl)) || (rc = plan_load(pl, &a))) return rc;
-    if (a.find) return find_max_rate(pl, a.tol, a.c.json);
+    if (a.html && (rc = html_check(pl, &a))) return rc;
+    pl->keep_summaries = a.html != NULL;
+    if (a.find) {
+        rc = find_max_rate(pl, a.tol, a.c.json);
+        int hr = a.html && (rc == 0 || rc == PLAN_EXIT_INFEASIBLE) ? html_write(pl, &a) : 0;
+        return hr ? hr : rc;
+    }
     static plan_size sizes[PLAN_SHAPES_MAX];
     int nsz = plan_sizes(pl, &a, sizes);
     static plan_cands cands;
@@ -934,6 +1018,7 @@ static int plan_main(planner *pl, int argc, char **argv) {
         cli_plan_print_json(pl, &r, a.vary_ratio);
     else
         cli_plan_print_text(pl, &r, a.vary_ratio);
+    if (a.html && (rc = html_write(pl, &a))) return rc;
     return r.best ? 0 : PLAN_EXIT_INFEASIBLE;
 }
 
@@ -941,6 +1026,8 @@ int cli_plan(int argc, char **argv) {
     planner pl;
     memset(&pl, 0, sizeof pl);
     int rc = plan_main(&pl, argc, argv);
+    for (size_t i = 0; i < pl.n; i++)
+        json_decref(pl.ev[i].summary);
     free(pl.ev);
     free(pl.base);
     return rc;

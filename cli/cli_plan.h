@@ -23,6 +23,8 @@ typedef struct plan_eval {
     double goodput_rps;          // slo.goodput_rps: requests a second that met their SLOs
     char sat[16];                // saturation.state
     char class_miss[96];         // SLOs by class: the bounds missed ("chatbot ttft_ms.p90"), ""
+    void *summary;               // the run's summary (json_t, owned by the planner) when
+                                 // planner.keep_summaries, else NULL
 } plan_eval;
 
 // The instance shape of each pool during one search: GPUs per instance, and TP and EP over
@@ -41,11 +43,12 @@ typedef struct planner {
     const char *rate_key;   // workload.rate_rps or workload.generate.rate_rps
     plan_eval *ev;          // every configuration evaluated (memo)
     size_t n, cap;
-    int runs;             // simulations run
-    int shapes, pruned;   // instance shapes searched, and left out by the cost bound
-    double bound_s;       // wall seconds the whole plan took (for the answer's note)
-    char why[512];        // why a search found nothing (for the output)
-    kvf_status st;        // first failure of a run; the search stops
+    int runs;              // simulations run
+    int shapes, pruned;    // instance shapes searched, and left out by the cost bound
+    bool keep_summaries;   // --html: every run's summary kept for the page
+    double bound_s;        // wall seconds the whole plan took (for the answer's note)
+    char why[512];         // why a search found nothing (for the output)
+    kvf_status st;         // first failure of a run; the search stops
     kvf_err err;
 } planner;
 

@@ -26,7 +26,7 @@ static void usage(FILE *f) {
         "                [-o DIR] [--json]        (also under mpirun -n N)\n"
         "  kvfleet plan SCENARIO [--slo ttft_p90_ms=X] [--slo tpot_p90_ms=Y] [--max-gpus N]\n"
         "               [--vary-ratio] [--gpus-per-instance LIST] [--find max-rate] [--tol X]\n"
-        "               [--prefill-par SHAPES] [--decode-par SHAPES]\n"
+        "               [--prefill-par SHAPES] [--decode-par SHAPES] [--html FILE]\n"
         "               [--set K=V]... [--json]   (exit 3: nothing feasible)\n"
         "  kvfleet compare DIR... [--json] [--all] [--html FILE] [--baseline NAME]\n"
         "  kvfleet report DIR [--format html|md|both]\n"

@@ -306,6 +306,31 @@ START_TEST(test_plan_parallel_shapes_frontier) {
                   nd);
     json_decref(sj);
     free(c);
+    // --html: one row per run of the search on the points page; never through a link or over
+    // an input
+    int runs = (int)jnum(o, "runs", NULL);
+    rc = kvt_sh("%s plan scenarios/mixed-hardware.yaml --max-gpus 48 --set "
+                "workload.limit_requests=500 --prefill-par tp8,tp2dp4ep8 --decode-par tp4,tp2dp2 "
+                "--html %s",
+                kvt_bin(), kvt_tmp_path("plan.html"));
+    ck_assert_msg(rc == 0, "--html: exit %d: %s", rc, kvt_err);
+    char *page = kvt_slurp(kvt_tmp_path("plan.html"));
+    ck_assert_msg(page && strstr(page, "kvfleet plan of scenarios/mixed-hardware.yaml"), "no page");
+    char last[32], past[32];
+    snprintf(last, sizeof last, ">run %d<", runs);
+    snprintf(past, sizeof past, ">run %d<", runs + 1);
+    ck_assert_msg(strstr(page, ">run 1<") && strstr(page, last) && !strstr(page, past),
+                  "the page does not hold one row per run (%d runs)", runs);
+    free(page);
+    ck_assert(symlink(kvt_tmp_path("plan.html"), kvt_tmp_path("link.html")) == 0);
+    rc = kvt_sh("%s plan scenarios/mixed-hardware.yaml --html %s", kvt_bin(),
+                kvt_tmp_path("link.html"));
+    ck_assert_msg(rc == 2 && strstr(kvt_err, "symbolic link"), "--html through a link: exit %d: %s",
+                  rc, kvt_err);
+    rc = kvt_sh("%s plan scenarios/mixed-hardware.yaml --html scenarios/mixed-hardware.yaml",
+                kvt_bin());
+    ck_assert_msg(rc == 2 && strstr(kvt_err, "never overwrites an input"),
+                  "--html over the scenario: exit %d: %s", rc, kvt_err);
     // shapes that do not parse, or with another sizing option, exit 2 naming the option
     const char *bad[] = {"--prefill-par tp3ep2", "--decode-par dp2", "--prefill-par tp8,",
                          "--prefill-par tp8 --gpus-per-instance 8",
