@@ -150,6 +150,7 @@ static plan_eval eval(planner *pl, int p, int d, const plan_size *z, double rate
             e.util_p = sim_points_num(sj, "utilization.prefill");
             e.util_d = sim_points_num(sj, "utilization.decode");
             e.goodput_rps = sim_points_num(sj, "slo.goodput_rps");
+            e.goodput_tok_s = sim_points_num(sj, "slo.goodput_tok_s");
             snprintf(e.sat, sizeof e.sat, "%s", sim_points_str(sj, "saturation.state"));
             double completed = sim_points_num(sj, "requests.completed");
             e.stable = !strcmp(e.sat, "stable");
@@ -506,20 +507,22 @@ static plan_size shape_of(const plan_eval *e) {
 }
 
 static int usage_plan(FILE *f, int rc) {
-    fprintf(f,
-            "usage: kvfleet plan SCENARIO [--slo ttft_p90_ms=X] [--slo tpot_p90_ms=Y]\n"
-            "                    [--max-gpus N] [--vary-ratio] [--gpus-per-instance G1,G2,...]\n"
-            "                    [--prefill-par SHAPES] [--decode-par SHAPES] [--html FILE]\n"
-            "                    [--set K=V]... [--json]\n"
-            "       kvfleet plan SCENARIO --find max-rate [--slo ...] [--tol FRACTION] [--json]\n"
-            "  least-cost instance counts per pool meeting the SLOs on stable runs; or the\n"
-            "  highest workload rate the scenario's cluster serves within them\n"
-            "  SHAPES: a list like tp8,tp4dp2,tp2dp4ep8 (TP x DP GPUs per instance, EP over\n"
-            "  them): every prefill shape is searched with every decode shape\n"
-            "  --html FILE: every run of the search on one page (the answer, cost per day\n"
-            "  against SLO attainment with its frontier, a row per run)\n"
-            "exit codes: 0 a plan was found; 3 nothing feasible meets the SLOs; 1 a run failed;\n"
-            "            2 bad usage or input\n");
+    fprintf(
+        f, "usage: kvfleet plan SCENARIO [--slo ttft_p90_ms=X] [--slo tpot_p90_ms=Y]\n"
+           "                    [--max-gpus N] [--vary-ratio] [--gpus-per-instance G1,G2,...]\n"
+           "                    [--prefill-par SHAPES] [--decode-par SHAPES] [--html FILE]\n"
+           "                    [--set K=V]... [--json]\n"
+           "       kvfleet plan SCENARIO --find max-rate|max-goodput [--slo ...] [--tol FRACTION]\n"
+           "                    [--json]\n"
+           "  least-cost instance counts per pool meeting the SLOs on stable runs; or the\n"
+           "  highest workload rate the scenario's cluster serves within them (max-rate), or\n"
+           "  the offered rate at which it delivers the most goodput (max-goodput)\n"
+           "  SHAPES: a list like tp8,tp4dp2,tp2dp4ep8 (TP x DP GPUs per instance, EP over\n"
+           "  them): every prefill shape is searched with every decode shape\n"
+           "  --html FILE: every run of the search on one page (the answer, cost per day\n"
+           "  against SLO attainment with its frontier, a row per run)\n"
+           "exit codes: 0 a plan was found; 3 nothing feasible meets the SLOs; 1 a run failed;\n"
+           "            2 bad usage or input\n");
     return rc;
 }
 
@@ -609,6 +612,80 @@ static int find_max_rate(planner *pl, double tol, bool json_out) {
     else
         cli_plan_rate_text(pl, &r);
     return r.best ? 0 : PLAN_EXIT_INFEASIBLE;
+}
+
+// Goodput of the scenario's cluster at offered rate r (0 when the run failed or gave none).
+static double goodput_at(planner *pl, const plan_size *z, int p, int d, double r) {
+    plan_eval e = eval(pl, p, d, z, r);
+    return e.ran && isfinite(e.goodput_rps) ? e.goodput_rps : 0;
+}
+
+// --find max-goodput: goodput rises with the offered rate while the cluster keeps up and falls
+// once queues grow (requests miss their SLOs). Bracket the peak by doubling (or halving) the
+// rate from the scenario's until goodput falls, then narrow the bracket by golden sections
+// until it is within tol of the best rate. Goodput of a finite trace is not exactly unimodal in
+// the rate: the answer is the best rate run, within the bracket searched.
+static int find_max_goodput(planner *pl, double tol, bool json_out) {
+    kvf_status st = KVF_OK;
+    kvf_err err = {0};
+    double r0 = natural_rate(pl, &err, &st);
+    if (st) {
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
+        return kvf_exit_code(st);
+    }
+    const sim_config *b = pl->base;
+    int p = b->cluster.prefill.instances, d = b->cluster.decode.instances;
+    const plan_size zs = {.gp = b->cluster.prefill.gpus_per_instance,
+                          .gd = b->cluster.decode.gpus_per_instance},
+                    *z = &zs;
+    double lo = r0 / 2, mid = r0, hi = 2 * r0;
+    double g_lo = goodput_at(pl, z, p, d, lo), g_mid = goodput_at(pl, z, p, d, mid);
+    double g_hi = goodput_at(pl, z, p, d, hi);
+    for (int i = 0; i < 30 && !pl->st && g_hi > g_mid; i++) {   // still rising: go up
+        lo = mid, g_lo = g_mid, mid = hi, g_mid = g_hi;
+        hi = 2 * mid;
+        g_hi = goodput_at(pl, z, p, d, hi);
+    }
+    for (int i = 0; i < 30 && !pl->st && g_lo > g_mid; i++) {   // falling from below: go down
+        hi = mid, g_hi = g_mid, mid = lo, g_mid = g_lo;
+        lo = mid / 2;
+        g_lo = goodput_at(pl, z, p, d, lo);
+    }
+    // golden sections of [lo, hi] around mid
+    const double w = 0.381966011250105;
+    for (int i = 0; i < 60 && !pl->st && hi - lo > tol * mid; i++) {
+        bool right = hi - mid > mid - lo;
+        double x = right ? mid + w * (hi - mid) : mid - w * (mid - lo);
+        double gx = goodput_at(pl, z, p, d, x);
+        if (gx > g_mid) {
+            if (right)
+                lo = mid;
+            else
+                hi = mid;
+            mid = x, g_mid = gx;
+        } else if (right) {
+            hi = x;
+        } else {
+            lo = x;
+        }
+    }
+    if (pl->st) {
+        fprintf(stderr, "kvfleet: %s\n", pl->err.msg);
+        return kvf_exit_code(pl->st);
+    }
+    plan_goodput g = {.r0 = r0, .tol = tol, .p = p, .d = d, .gp = z->gp, .gd = z->gd};
+    for (size_t i = 0; i < pl->n; i++) {   // the best rate run (ties: the lower rate)
+        const plan_eval *e = &pl->ev[i];
+        if (e->ran && isfinite(e->goodput_rps) &&
+            (!g.best || e->goodput_rps > g.best->goodput_rps ||
+             (e->goodput_rps == g.best->goodput_rps && e->rate < g.best->rate)))
+            g.best = e;
+    }
+    if (json_out)
+        cli_plan_goodput_json(pl, &g);
+    else
+        cli_plan_goodput_text(pl, &g);
+    return g.best && g.best->goodput_rps > 0 ? 0 : PLAN_EXIT_INFEASIBLE;
 }
 
 // The command line of plan, as given (numbers checked by plan_numbers).
@@ -718,8 +795,8 @@ static int parse_par(plan_args *a, int k) {
 
 // --find, --max-gpus (into pl), --tol and --gpus-per-instance checked; 0 or 2.
 static int plan_numbers(plan_args *a, planner *pl) {
-    if (a->find && strcmp(a->find, "max-rate")) {
-        fprintf(stderr, "kvfleet plan: --find knows max-rate, not '%s'\n", a->find);
+    if (a->find && strcmp(a->find, "max-rate") && strcmp(a->find, "max-goodput")) {
+        fprintf(stderr, "kvfleet plan: --find knows max-rate and max-goodput, not '%s'\n", a->find);
         return 2;
     }
     if (a->maxg) {
@@ -749,7 +826,7 @@ static int plan_numbers(plan_args *a, planner *pl) {
         return 2;
     }
     if (a->find && (a->gpi || a->par_s[0] || a->par_s[1])) {
-        fprintf(stderr, "kvfleet plan: --find max-rate runs the scenario's cluster as written: "
+        fprintf(stderr, "kvfleet plan: --find runs the scenario's cluster as written: "
                         "--gpus-per-instance, --prefill-par and --decode-par do not apply\n");
         return 2;
     }
@@ -993,7 +1070,8 @@ static int plan_main(planner *pl, int argc, char **argv) {
     if (a.html && (rc = html_check(pl, &a))) return rc;
     pl->keep_summaries = a.html != NULL;
     if (a.find) {
-        rc = find_max_rate(pl, a.tol, a.c.json);
+        rc = !strcmp(a.find, "max-goodput") ? find_max_goodput(pl, a.tol, a.c.json)
+                                            : find_max_rate(pl, a.tol, a.c.json);
         int hr = a.html && (rc == 0 || rc == PLAN_EXIT_INFEASIBLE) ? html_write(pl, &a) : 0;
         return hr ? hr : rc;
     }

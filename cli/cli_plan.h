@@ -21,6 +21,7 @@ typedef struct plan_eval {
     double gpus;                 // all GPUs of the run
     double util_p, util_d;       // busy fraction per pool
     double goodput_rps;          // slo.goodput_rps: requests a second that met their SLOs
+    double goodput_tok_s;        // slo.goodput_tok_s: their output tokens a second
     char sat[16];                // saturation.state
     char class_miss[96];         // SLOs by class: the bounds missed ("chatbot ttft_ms.p90"), ""
     void *summary;               // the run's summary (json_t, owned by the planner) when
@@ -73,6 +74,16 @@ typedef struct plan_rate {
 // The cost-goodput frontier: the feasible runs no cheaper run matches in goodput, cheapest
 // first (at most n written into out); returns how many.
 size_t cli_plan_frontier(const planner *pl, const plan_eval **out, size_t n);
+// The --find max-goodput answer: the offered rate (of those run) with the most goodput on the
+// scenario's cluster, found by bracketing the peak and a golden-section search.
+typedef struct plan_goodput {
+    double r0, tol;
+    const plan_eval *best;   // the run at the best rate (NULL when none ran)
+    int p, d, gp, gd;
+} plan_goodput;
+void cli_plan_goodput_json(const planner *pl, const plan_goodput *g);
+void cli_plan_goodput_text(const planner *pl, const plan_goodput *g);
+
 // The answer of a search on stdout: as one JSON object (with every configuration evaluated),
 // or as text lines.
 void cli_plan_print_json(const planner *pl, const plan_answer *r, bool vary_ratio);

@@ -250,3 +250,52 @@ void cli_plan_rate_text(const planner *pl, const plan_rate *r) {
     printf("  search     %d runs (bracket by doubling, then bisection to %.1f %%)\n", pl->runs,
            100 * tol);
 }
+
+void cli_plan_goodput_json(const planner *pl, const plan_goodput *g) {
+    KVF_ASSERT(pl && pl->base && g);
+    json_t *o = json_object();
+    const plan_eval *b = g->best;
+    json_object_set_new(o, "feasible", json_boolean(b && b->goodput_rps > 0));
+    json_object_set_new(o, "max_goodput_rps", b ? num(b->goodput_rps) : json_null());
+    json_object_set_new(o, "max_goodput_tok_s", b ? num(b->goodput_tok_s) : json_null());
+    json_object_set_new(o, "at_rate_rps", b ? json_real(b->rate) : json_null());
+    json_object_set_new(o, "scenario_rate_rps", json_real(g->r0));
+    json_object_set_new(o, "rate_key", json_string(pl->rate_key));
+    json_object_set_new(o, "tolerance", json_real(g->tol));
+    json_object_set_new(o, "runs", json_integer(pl->runs));
+    if (b) {
+        json_object_set_new(o, "config", config_json(pl, b));
+        json_object_set_new(o, "cost_per_day_usd", num(b->cost_day));
+        json_object_set_new(o, "slo", slo_json(pl, b));
+    }
+    json_t *all = json_array();
+    for (size_t i = 0; i < pl->n; i++)
+        if (pl->ev[i].ran)
+            json_array_append_new(all, json_pack("{s:f, s:o, s:o}", "rate_rps", pl->ev[i].rate,
+                                                 "goodput_rps", num(pl->ev[i].goodput_rps),
+                                                 "attainment", num(pl->ev[i].attainment)));
+    json_object_set_new(o, "evaluated", all);
+    char *t = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    printf("%s\n", t);
+    free(t);
+    json_decref(o);
+}
+
+void cli_plan_goodput_text(const planner *pl, const plan_goodput *g) {
+    KVF_ASSERT(pl && pl->base && g);
+    const plan_eval *b = g->best;
+    printf("kvfleet plan --find max-goodput: scenario %s, SLO TTFT p90 <= %.0f ms, TPOT p90 <= "
+           "%.0f ms\n",
+           pl->base->name, pl->slo_ttft, pl->slo_tpot);
+    printf("  cluster    prefill %d x %d GPU + decode %d x %d GPU\n", g->p, g->gp, g->d, g->gd);
+    if (!b || !(b->goodput_rps > 0)) {
+        printf("  no rate gives any goodput: no request meets its SLOs\n");
+    } else {
+        printf("  max goodput %.4g req/s (%.4g output tok/s) within the SLOs, offered %.4g req/s "
+               "(%.2f x the scenario's %.4g req/s)\n",
+               b->goodput_rps, b->goodput_tok_s, b->rate, b->rate / g->r0, g->r0);
+        print_eval(pl, "at best", b);
+    }
+    printf("  search     %d runs (bracket the peak by doubling, then golden sections to %.1f %%)\n",
+           pl->runs, 100 * g->tol);
+}

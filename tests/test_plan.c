@@ -344,6 +344,42 @@ START_TEST(test_plan_parallel_shapes_frontier) {
 }
 END_TEST
 
+// --find max-goodput on the capacity-plan cluster: the answer is the best goodput of every
+// rate run, runs on both sides of it give less, and a run of the scenario at that rate has the
+// goodput reported.
+START_TEST(test_plan_max_goodput) {
+    int rc = kvt_sh("%s plan " SCEN " --find max-goodput --set cluster.prefill.instances=7 --set "
+                    "cluster.decode.instances=4 --json",
+                    kvt_bin());
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, kvt_err);
+    json_t *o = parse_out();
+    double g = jnum(o, "max_goodput_rps", NULL), r = jnum(o, "at_rate_rps", NULL);
+    ck_assert_msg(g > 0 && r > 0, "goodput %g at %g req/s", g, r);
+    bool below = false, above = false;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(o, "evaluated"), i, e) {
+        double ge = jnum(e, "goodput_rps", NULL), re = jnum(e, "rate_rps", NULL);
+        ck_assert_msg(ge <= g, "rate %g gives %g req/s of goodput, above the answer's %g", re, ge,
+                      g);
+        below |= re < r && ge<g, above |= re> r && ge < g;
+    }
+    ck_assert_msg(below && above, "the peak is not bracketed by runs on both sides");
+    rc = kvt_sh("%s run " SCEN " --set cluster.prefill.instances=7 --set "
+                "cluster.decode.instances=4 --set workload.rate_rps=%.17g --json --no-report -o %s",
+                kvt_bin(), r, kvt_tmp_path("g"));
+    ck_assert_msg(rc == 0, "re-run: exit %d: %s", rc, kvt_err);
+    json_t *s = parse_out();
+    ck_assert_msg(fabs(kvt_num(s, "slo.goodput_rps") - g) <= 1e-9 * g, "re-run goodput %g, plan %g",
+                  kvt_num(s, "slo.goodput_rps"), g);
+    json_decref(s);
+    json_decref(o);
+    rc = kvt_sh("%s plan " SCEN " --find max-goodness", kvt_bin());
+    ck_assert_msg(rc == 2 && strstr(kvt_err, "max-goodput"), "--find typo: exit %d: %s", rc,
+                  kvt_err);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("plan");
     TCase *t = tcase_create("plan");
@@ -355,6 +391,7 @@ static Suite *suite(void) {
     tcase_add_test(t, test_plan_max_gpus_infeasible);
     tcase_add_test(t, test_plan_slos_by_class);
     tcase_add_test(t, test_plan_parallel_shapes_frontier);
+    tcase_add_test(t, test_plan_max_goodput);
     suite_add_tcase(s, t);
     return s;
 }
