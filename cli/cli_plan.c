@@ -950,6 +950,40 @@ static bool shape_pruned(const planner *pl, const plan_size *z) {
     return floor >= best->cost_day;
 }
 
+// Whether the scenario with one instance of each pool in shape z builds: it validates (TP and
+// EP divide the GPUs) and a run of its first request starts (the model's weights fit the
+// instance's GPUs with room for KV); when not, the reason is noted and the shape is not
+// searched.
+static bool shape_fits(planner *pl, const plan_size *z) {
+    sim_config *c = kvf_malloc(sizeof *c);
+    memcpy(c, pl->base, sizeof *c);
+    kvf_err err = {0};
+    char buf[8][160];
+    int ns = 0;
+    snprintf(buf[ns++], sizeof buf[0], "cluster.prefill.instances=1");
+    snprintf(buf[ns++], sizeof buf[0], "cluster.decode.instances=%d", pl->colocated ? 0 : 1);
+    snprintf(buf[ns++], sizeof buf[0], "cluster.prefill.gpus_per_instance=%d", z->gp);
+    snprintf(buf[ns++], sizeof buf[0], "cluster.decode.gpus_per_instance=%d", z->gd);
+    const int32_t par[4] = {z->tpp, z->epp, z->tpd, z->epd};
+    const char *const par_key[4] = {"prefill.tp", "prefill.ep", "decode.tp", "decode.ep"};
+    for (int k = 0; k < 4; k++)
+        if (par[k] > 0) snprintf(buf[ns++], sizeof buf[0], "cluster.%s=%d", par_key[k], par[k]);
+    kvf_status st = KVF_OK;
+    for (int i = 0; i < ns && !st; i++)
+        st = sim_config_set(c, buf[i], &err);
+    if (!st) st = sim_config_set(c, "workload.limit_requests=1", &err);
+    if (!st) st = sim_config_validate(c, &err);
+    if (!st) {
+        sim_run_opts o = {.quiet = true};
+        void *sj = NULL;
+        st = sim_run(c, &o, &sj, &err);
+        json_decref(sj);
+    }
+    free(c);
+    if (st) note(pl, "%s: left out (%s)", z->label, err.msg);
+    return !st;
+}
+
 size_t cli_plan_frontier(const planner *pl, const plan_eval **out, size_t n) {
     // feasible runs by cost (then more goodput first); keep each that beats every cheaper one
     size_t m = 0;
@@ -1081,6 +1115,10 @@ static int plan_main(planner *pl, int argc, char **argv) {
     cands.n = 0;
     pl->shapes = nsz;
     for (int i = 0; i < nsz && !pl->st; i++) {
+        if (nsz > 1 && !shape_fits(pl, &sizes[i])) {
+            pl->unfit++;
+            continue;
+        }
         if (nsz > 1 && shape_pruned(pl, &sizes[i])) {
             pl->pruned++;
             continue;

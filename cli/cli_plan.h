@@ -46,8 +46,9 @@ typedef struct planner {
     size_t n, cap;
     int runs;              // simulations run
     int shapes, pruned;    // instance shapes searched, and left out by the cost bound
+    int unfit;             // shapes left out because their scenario is refused (e.g. the
+                           // weights do not fit the instance's memory with room for KV)
     bool keep_summaries;   // --html: every run's summary kept for the page
-    double bound_s;        // wall seconds the whole plan took (for the answer's note)
     char why[512];         // why a search found nothing (for the output)
     kvf_status st;         // first failure of a run; the search stops
     kvf_err err;

@@ -139,8 +139,9 @@ void cli_plan_print_json(const planner *pl, const plan_answer *r, bool vary_rati
     json_object_set_new(o, "runs", json_integer(pl->runs));
     json_object_set_new(o, "shapes", json_integer(pl->shapes));
     json_object_set_new(o, "shapes_pruned", json_integer(pl->pruned));
+    json_object_set_new(o, "shapes_unfit", json_integer(pl->unfit));
     json_object_set_new(o, "frontier", frontier_json(pl));
-    if (!r->best) json_object_set_new(o, "why", json_string(pl->why));
+    if (!r->best || pl->why[0]) json_object_set_new(o, "why", json_string(pl->why));
     json_object_set_new(o, "runner_up", r->second ? eval_json(pl, r->second) : json_null());
     json_t *nb = json_array();
     if (r->fewer_p) json_array_append_new(nb, eval_json(pl, r->fewer_p));
@@ -183,6 +184,7 @@ void cli_plan_print_text(const planner *pl, const plan_answer *r, bool vary_rati
             printf("  %-10s prefill %d, decode %d: %s\n", fp ? "" : "one fewer", fd->p, fd->d, why);
         }
     }
+    if (r->best && pl->why[0]) printf("  %-10s %s\n", "notes", pl->why);
     if (pl->shapes > 1) {
         const plan_eval *f[256];
         size_t n = cli_plan_frontier(pl, f, 256);
@@ -195,7 +197,8 @@ void cli_plan_print_text(const planner *pl, const plan_answer *r, bool vary_rati
     char shapes[160] = "", left[96] = "";
     if (pl->shapes > 1) {
         snprintf(shapes, sizeof shapes, " over %d instance shapes", pl->shapes);
-        snprintf(left, sizeof left, "%d left out by the cost bound; ", pl->pruned);
+        snprintf(left, sizeof left, "%d left out by the cost bound, %d that do not fit; ",
+                 pl->pruned, pl->unfit);
     }
     printf("  search     %d runs%s (%s%s)\n", pl->runs, shapes, left,
            vary_ratio ? "bisection, then the prefill:decode frontier"

@@ -331,6 +331,20 @@ START_TEST(test_plan_parallel_shapes_frontier) {
                 kvt_bin());
     ck_assert_msg(rc == 2 && strstr(kvt_err, "never overwrites an input"),
                   "--html over the scenario: exit %d: %s", rc, kvt_err);
+    // a shape whose weights do not fit its GPUs is left out, named, and never searched
+    rc = kvt_sh("%s plan scenarios/mixed-hardware.yaml --max-gpus 48 --set "
+                "workload.limit_requests=300 --prefill-par tp1,tp8 --decode-par tp4 --json",
+                kvt_bin());
+    ck_assert_msg(rc == 0, "unfit shape: exit %d: %s", rc, kvt_err);
+    json_t *u = parse_out();
+    ck_assert_int_eq((int)jnum(u, "shapes_unfit", NULL), 1);
+    ck_assert_msg(strstr(json_string_value(json_object_get(u, "why")), "does not fit"),
+                  "the unfit shape is not named: %s", kvt_out);
+    json_array_foreach(json_object_get(u, "evaluated"), i, pt) {
+        json_t *ucf = json_object_get(pt, "config");
+        ck_assert_int_eq((int)jnum(ucf, "prefill_gpus_per_instance", NULL), 8);
+    }
+    json_decref(u);
     // shapes that do not parse, or with another sizing option, exit 2 naming the option
     const char *bad[] = {"--prefill-par tp3ep2", "--decode-par dp2", "--prefill-par tp8,",
                          "--prefill-par tp8 --gpus-per-instance 8",
