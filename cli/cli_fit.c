@@ -6,10 +6,10 @@
 // The objective is the mean over the training runs of each run's MAPE (TTFT mean, TTFT p90,
 // ITL mean, E2E mean; cli_measured.c). The search is Nelder-Mead over the terms scaled to
 // [0, 1] within their bounds (clamped), from fixed starting points, deterministic. Leave one
-// out: for each training run the terms are fitted again on the others (started from the full
-// fit) and the run is predicted with them; its errors are out of sample. Runs the manifest
-// marks overloaded (client time-outs censor what was measured) are left out of the training
-// set and named as such; they stay checks.
+// out: for each training run the terms are fitted again on the others (the same search from
+// the same start) and the run is predicted with them; its errors are out of sample. Runs the
+// manifest marks overloaded (client time-outs censor what was measured) are left out of the
+// training set and named as such; they stay checks.
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -430,7 +430,9 @@ static kvf_status fit_all(fit_job *j, kvf_err *err) {
     return KVF_OK;
 }
 
-// Leave one out: each training run predicted by terms fitted on the others (from the full fit).
+// Leave one out: each training run predicted by terms fitted on the others by the same search
+// as the full fit (the same starting point and budget; never started from the full fit, which
+// has seen the run).
 static kvf_status fit_loo(fit_job *j, kvf_err *err) {
     fit_ctx *f = j->f;
     int n_lo = 0;
@@ -440,8 +442,9 @@ static kvf_status fit_loo(fit_job *j, kvf_err *err) {
         memcpy(use, j->train, sizeof use);
         use[i] = false;
         double ui[FIT_MAX_TERMS];
-        memcpy(ui, j->u, sizeof ui);
-        nelder_mead(f, use, ui, 0.1, j->max_evals / 2 > 12 ? j->max_evals / 2 : 12);
+        for (int k = 0; k < f->n_term; k++)
+            ui[k] = (f->term[k].start - f->term[k].lo) / (f->term[k].hi - f->term[k].lo);
+        nelder_mead(f, use, ui, 0.25, j->max_evals);
         to_x(f, ui, j->loo_x[i]);
         kvf_err e2 = {0};
         if (!eval_run(f, i, j->loo_x[i], &j->loo_tab[i], &e2))
