@@ -564,18 +564,29 @@ static double natural_rate(const planner *pl, kvf_err *err, kvf_status *st) {
     return ts.rate_rps;
 }
 
-static int find_max_rate(planner *pl, double tol, bool json_out) {
+// What --find varies the rate on: the scenario's cluster as written (counts into *p, *d, the
+// shape into *z) and its rate (*r0). 0, or the exit code after the message.
+static int rate_start(planner *pl, int *p, int *d, plan_size *z, double *r0) {
     kvf_status st = KVF_OK;
     kvf_err err = {0};
-    double r0 = natural_rate(pl, &err, &st);
+    *r0 = natural_rate(pl, &err, &st);
     if (st) {
         fprintf(stderr, "kvfleet: %s\n", err.msg);
         return kvf_exit_code(st);
     }
     const sim_config *b = pl->base;
-    int p = b->cluster.prefill.instances, d = b->cluster.decode.instances;
-    int gp = b->cluster.prefill.gpus_per_instance, gd = b->cluster.decode.gpus_per_instance;
-    const plan_size zs = {.gp = gp, .gd = gd}, *z = &zs;
+    *p = b->cluster.prefill.instances, *d = b->cluster.decode.instances;
+    *z = (plan_size){.gp = b->cluster.prefill.gpus_per_instance,
+                     .gd = b->cluster.decode.gpus_per_instance};
+    return 0;
+}
+
+static int find_max_rate(planner *pl, double tol, bool json_out) {
+    int p, d, rc;
+    plan_size zs, *z = &zs;
+    double r0;
+    if ((rc = rate_start(pl, &p, &d, z, &r0))) return rc;
+    int gp = z->gp, gd = z->gd;
     double lo = 0, hi = 0;
     if (eval(pl, p, d, z, r0).ok) {
         lo = r0;
@@ -626,18 +637,10 @@ static double goodput_at(planner *pl, const plan_size *z, int p, int d, double r
 // until it is within tol of the best rate. Goodput of a finite trace is not exactly unimodal in
 // the rate: the answer is the best rate run, within the bracket searched.
 static int find_max_goodput(planner *pl, double tol, bool json_out) {
-    kvf_status st = KVF_OK;
-    kvf_err err = {0};
-    double r0 = natural_rate(pl, &err, &st);
-    if (st) {
-        fprintf(stderr, "kvfleet: %s\n", err.msg);
-        return kvf_exit_code(st);
-    }
-    const sim_config *b = pl->base;
-    int p = b->cluster.prefill.instances, d = b->cluster.decode.instances;
-    const plan_size zs = {.gp = b->cluster.prefill.gpus_per_instance,
-                          .gd = b->cluster.decode.gpus_per_instance},
-                    *z = &zs;
+    int p, d, rc;
+    plan_size zs, *z = &zs;
+    double r0;
+    if ((rc = rate_start(pl, &p, &d, z, &r0))) return rc;
     double lo = r0 / 2, mid = r0, hi = 2 * r0;
     double g_lo = goodput_at(pl, z, p, d, lo), g_mid = goodput_at(pl, z, p, d, mid);
     double g_hi = goodput_at(pl, z, p, d, hi);
@@ -823,6 +826,11 @@ static int plan_numbers(plan_args *a, planner *pl) {
     if (a->gpi && (a->par_s[0] || a->par_s[1])) {
         fprintf(stderr, "kvfleet plan: --gpus-per-instance and --prefill-par/--decode-par both "
                         "set the instance size: give one of them\n");
+        return 2;
+    }
+    if (a->find && a->vary_ratio) {
+        fprintf(stderr, "kvfleet plan: --vary-ratio shapes the cluster search; --find varies the "
+                        "rate on the scenario's cluster and does not use it\n");
         return 2;
     }
     if (a->find && (a->gpi || a->par_s[0] || a->par_s[1])) {

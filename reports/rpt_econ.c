@@ -775,6 +775,8 @@ static void econ_limits(econ_ctx *x) {
         rpt_econ_config rc = *c;
         rc.own = false;
         rc.gpu_hour_usd = c->gpu_hour_range[e];
+        for (int p = 0; p < RPT_POOL_N; p++)   // every pool at the range's price
+            rc.pool_gpu_hour_usd[p] = -1;
         double parts[RPT_COST_N];
         cost_parts(&rc, in, x->ssd_tb, r->gpu_hours_per_day, parts);
         r->range_cost_per_day_usd[e] = sum_parts(parts);

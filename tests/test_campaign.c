@@ -829,6 +829,10 @@ static void safety_cases(void) {
     add(2, "economics.pools.colocated.gpu_hour_usd", "no colocated pool",
         "a colocated pool's price on a disaggregated cluster",
         RUN " --set economics.pools.colocated.gpu_hour_usd=3", RUNARGS(S));
+    add(2, "economics.pools.prefill.gpu_hour_usd", "cost_model own",
+        "a pool's rent with owned GPUs",
+        RUN " --set economics.cost_model=own --set economics.pools.prefill.gpu_hour_usd=3",
+        RUNARGS(S));
     add(2, "economics.pools.decode.gpu_hour_usd", "a number in [0, 1e+09]", "a negative pool price",
         RUN " --set economics.pools.decode.gpu_hour_usd=-1", RUNARGS(S));
     FILE *f = fopen(S, "rb");

@@ -166,6 +166,11 @@ START_TEST(test_plan_bad_input) {
         {"--find min-rate", "min-rate"},
         {"--max-gpus zero", "zero"},
         {"--gpus-per-instance 1,x", "1,x"},
+        {"--find max-rate --vary-ratio", "--vary-ratio"},
+        {"--find max-goodput --vary-ratio", "--vary-ratio"},
+        {"--tol 0", "--tol"},
+        {"--tol nan", "--tol"},
+        {"--html /dev/null", "/dev/null"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int rc = kvt_sh("%s plan " SCEN " %s", kvt_bin(), cases[i].args);

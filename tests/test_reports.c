@@ -253,6 +253,46 @@ START_TEST(test_econ_hand_calculation_rent) {
 }
 END_TEST
 
+// Each pool at its own price (economics.pools.*): the tiny case with prefill GPUs at $3 and
+// decode at $1 an hour, prefill bought at $40,000; the all-in range bills every pool at its
+// ends whatever the pools' own prices.
+START_TEST(test_econ_hand_calculation_pools) {
+    rpt_econ_config c;
+    rpt_econ_input in;
+    tiny_case(&c, &in);
+    set_ok(&c, "pools.prefill.gpu_hour_usd", "3");
+    set_ok(&c, "pools.decode.gpu_hour_usd", "1");
+    set_ok(&c, "pools.prefill.capex_per_gpu_usd", "40000");
+    set_ok(&c, "gpu_hour_usd_range", "[1, 5]");
+    rpt_econ_result r;
+    kvf_err err = {0};
+    ck_assert_int_eq(rpt_econ_compute(&c, &in, &r, &err), KVF_OK);
+    double gp = 2 * 24 * 3.0, gd = 4 * 24 * 1.0, net = 0.5 * 144, ssd = 3 * 10 * 12.0 / 365.0;
+    ck_assert_msg(NEAR(r.gpu_cost_per_day_by_pool[RPT_POOL_PREFILL], gp), "%g",
+                  r.gpu_cost_per_day_by_pool[RPT_POOL_PREFILL]);
+    ck_assert(NEAR(r.gpu_cost_per_day_by_pool[RPT_POOL_DECODE], gd));
+    ck_assert(NEAR(r.cost_per_day_by_part[RPT_COST_GPU], gp + gd));
+    ck_assert(NEAR(r.cost_per_day_usd, gp + gd + net + ssd));
+    // input's share of the GPU part by cost (prefill's $144 of $240), the rest by GPU-hours
+    ck_assert(NEAR(r.cost_per_mtok_input_usd, (gp + net * 2 / 6 + ssd) / (4 * 24)));
+    ck_assert(NEAR(r.capex_usd, 2 * 40000.0 + 4 * 30000.0));
+    double opex = 1.0 * 1.3 * 0.08 * 144 + ssd + net;
+    ck_assert(NEAR(r.payback_days, 200000 / (r.revenue_per_day_usd - opex)));
+    ck_assert_msg(NEAR(r.range_cost_per_day_usd[0], 144 * 1.0 + net + ssd), "range low %g",
+                  r.range_cost_per_day_usd[0]);
+    ck_assert(NEAR(r.range_cost_per_day_usd[1], 144 * 5.0 + net + ssd));
+    // bad pool keys name the key
+    const char *bad[][2] = {
+        {"pools.prefil.gpu_hour_usd", "1"},         {"pools.prefill.rent", "1"},
+        {"pools.decode.gpu_hour_usd", "-1"},        {"pools.decode.gpu_hour_usd", "nan"},
+        {"pools.decode.capex_per_gpu_usd", "1e13"}, {"pools.decode", "1"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(rpt_econ_config_set(&c, bad[i][0], bad[i][1], &err), KVF_EINVAL);
+        ck_assert_msg(strstr(err.msg, bad[i][0]), "%s=%s: %s", bad[i][0], bad[i][1], err.msg);
+    }
+}
+END_TEST
+
 START_TEST(test_econ_hand_calculation_own) {
     rpt_econ_config c;
     rpt_econ_input in;
@@ -1277,6 +1317,7 @@ static Suite *suite(void) {
     suite_add_tcase(s, t);
     t = tcase_create("econ");
     tcase_add_test(t, test_econ_hand_calculation_rent);
+    tcase_add_test(t, test_econ_hand_calculation_pools);
     tcase_add_test(t, test_econ_hand_calculation_own);
     tcase_add_test(t, test_econ_class_prices_and_free_share);
     tcase_add_test(t, test_econ_offpeak_window);

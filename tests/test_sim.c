@@ -285,6 +285,29 @@ static void write_poisson_csv(const char *path, int n, double lambda, int in, in
     fclose(f);
 }
 
+// One in-process run of an Azure-format CSV on one prefill and one decode instance (no prefix
+// cache, round-robin prefill router) with the extra keys given; returns summary.json.
+static json_t *run_azure_csv(const char *csv, const char *const *extra, size_t n) {
+    static sim_config cfg;
+    kvf_err err = {0};
+    sim_config_default(&cfg);
+    const char *base[] = {"cluster.prefill.instances=1", "cluster.decode.instances=1",
+                          "kv_cache.prefix_cache=false", "workload.format=azure",
+                          "router.prefill=round_robin"};
+    for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
+        ck_assert_msg(sim_config_set(&cfg, base[i], &err) == KVF_OK, "%s", err.msg);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(sim_config_set(&cfg, extra[i], &err) == KVF_OK, "%s", err.msg);
+    char a[1200];
+    snprintf(a, sizeof a, "workload.trace=%s", csv);
+    ck_assert(sim_config_set(&cfg, a, &err) == KVF_OK);
+    snprintf(cfg.dir, sizeof cfg.dir, "%s", src_dir());
+    sim_run_opts o = {.quiet = true};
+    void *sv = NULL;
+    ck_assert_msg(sim_run(&cfg, &o, &sv, &err) == KVF_OK, "%s", err.msg);
+    return sv;
+}
+
 // Requests arriving at the same instant at an idle instance share its first step, as a
 // serving loop batches all that is queued when it forms one: their first tokens come together.
 START_TEST(test_simultaneous_arrivals_share_a_step) {
@@ -296,24 +319,8 @@ START_TEST(test_simultaneous_arrivals_share_a_step) {
     for (int i = 0; i < 4; i++)   // four at 00:00:10, one at 00:00:30
         fprintf(f, "2023-11-16 00:00:%s,%d,4\n", i < 3 ? "10.000" : "30.000", 512 + 64 * i);
     fclose(f);
-    static sim_config cfg;
-    kvf_err err = {0};
-    sim_config_default(&cfg);
-    const char *sets[] = {"cluster.prefill.instances=1",
-                          "cluster.decode.instances=1",
-                          "cluster.prefill.max_batch_tokens=8192",
-                          "kv_cache.prefix_cache=false",
-                          "workload.format=azure",
-                          "router.prefill=round_robin"};
-    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
-        ck_assert_msg(sim_config_set(&cfg, sets[i], &err) == KVF_OK, "%s", err.msg);
-    char a[1200];
-    snprintf(a, sizeof a, "workload.trace=%s", csv);
-    ck_assert(sim_config_set(&cfg, a, &err) == KVF_OK);
-    snprintf(cfg.dir, sizeof cfg.dir, "%s", src_dir());
-    sim_run_opts o = {.quiet = true};
-    void *sv;
-    ck_assert_msg(sim_run(&cfg, &o, &sv, &err) == KVF_OK, "%s", err.msg);
+    const char *sets[] = {"cluster.prefill.max_batch_tokens=8192"};
+    json_t *sv = run_azure_csv(csv, sets, 1);
     ck_assert_int_eq((int)kvt_num(sv, "requests.completed"), 4);
     // three at once in one prefill step share one TTFT, the largest (sorted: the lone one's
     // own shorter step, then the three), so p50 = p99 and the mean lies below them
@@ -331,7 +338,7 @@ END_TEST
 // serving.first_token_lag_steps: a prompt's first token reaches its client that share of its
 // instance's next step later (the engine's output pipeline). One colocated instance, requests
 // alone: the next step is a decode step of the same request, so TTFT grows by lag x its TPOT
-// at lag 0 and the end to end does not move.
+// at lag 0; TPOT and the end to end do not move (the lag is in TTFT only).
 START_TEST(test_first_token_lag_is_a_share_of_the_next_step) {
     kvt_tmp_make("kvf_lag");
     FILE *f = fopen(kvt_tmp_path("lag.csv"), "w");
@@ -361,6 +368,8 @@ START_TEST(test_first_token_lag_is_a_share_of_the_next_step) {
                       "lag %g: TTFT %.4f ms, without %.4f, one decode step %.4f", lag, ttft[i],
                       ttft[0], tpot[0]);
         ck_assert_msg(fabs(e2e[i] - e2e[0]) < 1e-9 * e2e[0], "lag %g moved E2E", lag);
+        ck_assert_msg(fabs(tpot[i] - tpot[0]) < 1e-9 * tpot[0], "lag %g moved TPOT: %.4f, %.4f",
+                      lag, tpot[i], tpot[0]);
     }
     kvt_tmp_remove();
 }
@@ -375,33 +384,17 @@ START_TEST(test_md1_queueing_delay) {
     close(fd);
     const int n = 40000, in = 2048;
     // first find D with a single request's TTFT
-    static sim_config cfg;
-    kvf_err err = {0};
-    char a[1200];
-    write_poisson_csv(csv, 1, 1.0, in, 1, 3);
-    sim_config_default(&cfg);
-    const char *base[] = {"cluster.prefill.instances=1",
-                          "cluster.decode.instances=1",
-                          "cluster.prefill.gpus_per_instance=1",
+    const char *sets[] = {"cluster.prefill.gpus_per_instance=1",
                           "cluster.decode.gpus_per_instance=1",
-                          "cluster.prefill.max_batch_tokens=2048",
-                          "kv_cache.prefix_cache=false",
-                          "workload.format=azure",
-                          "router.prefill=round_robin"};
-    for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
-        ck_assert_msg(sim_config_set(&cfg, base[i], &err) == KVF_OK, "%s", err.msg);
-    snprintf(a, sizeof a, "workload.trace=%s", csv);
-    ck_assert(sim_config_set(&cfg, a, &err) == KVF_OK);
-    snprintf(cfg.dir, sizeof cfg.dir, "%s", src_dir());
-    sim_run_opts o = {.quiet = true};
-    void *sv;
-    ck_assert_msg(sim_run(&cfg, &o, &sv, &err) == KVF_OK, "%s", err.msg);
+                          "cluster.prefill.max_batch_tokens=2048"};
+    write_poisson_csv(csv, 1, 1.0, in, 1, 3);
+    json_t *sv = run_azure_csv(csv, sets, 3);
     double D = kvt_num(sv, "ttft_ms.mean") / 1e3;
     json_decref(sv);
     ck_assert_msg(D > 0.01 && D < 2, "service time %g s", D);
     double rho = 0.7, lambda = rho / D;
     write_poisson_csv(csv, n, lambda, in, 1, 11);
-    ck_assert_msg(sim_run(&cfg, &o, &sv, &err) == KVF_OK, "%s", err.msg);
+    sv = run_azure_csv(csv, sets, 3);
     double wq = kvt_num(sv, "ttft_ms.mean") / 1e3 - D;
     // the realised arrival rate (not the nominal one) sets rho
     double span = kvt_num(sv, "sim.simulated_s");

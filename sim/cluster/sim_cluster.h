@@ -84,6 +84,8 @@ typedef struct sim_req {
     sim_time recorded_ns;         // arrival recorded in the trace
     sim_time arrival_ns;          // actual arrival at the frontend
     sim_time first_ns, last_ns;   // first/last token times, -1 before
+    sim_time first_lag_ns;        // serving.first_token_lag_steps: how much later than first_ns
+                                  // the client sees the first token (TTFT only)
     sim_time enq_ns;              // when it entered its current queue
     sim_time queue_ns;            // total time spent queued
     sim_time think_ns;

@@ -189,6 +189,7 @@ static uint32_t req_from_trace(sim_cluster *c, const trc_request *t) {
     r->id = t->id;
     r->recorded_ns = t->arrival_ns;
     r->arrival_ns = r->first_ns = r->last_ns = -1;
+    r->first_lag_ns = 0;
     r->input = t->input_tokens ? t->input_tokens : 1;
     r->output = t->output_tokens ? t->output_tokens : 1;
     r->cls = t->cls < TRC_CLASS_COUNT ? t->cls : TRC_CLASS_OTHER;
@@ -248,6 +249,12 @@ void sim_read_trace(sim_cluster *c) {
     }
 }
 
+// When the client sees the first token: first_ns plus the output pipeline's lag, never after
+// the request's end (the stream delivers its tokens in order).
+static sim_time first_seen_ns(const sim_req *r, sim_time end) {
+    return r->first_ns + KVF_MIN(r->first_lag_ns, KVF_MAX(end - r->first_ns, 0));
+}
+
 void sim_req_write_row(sim_cluster *c, const sim_req *r, sim_outcome out) {
     if (!c->db || !c->cfg->output.write_requests) return;
     rpt_request_row row = {
@@ -262,7 +269,8 @@ void sim_req_write_row(sim_cluster *c, const sim_req *r, sim_outcome out) {
         .vision_instance = r->vinst == SIM_NONE ? -1 : (int32_t)c->inst[r->vinst].idx,
         .prefill_instance = r->pinst == SIM_NONE ? -1 : (int32_t)c->inst[r->pinst].idx,
         .decode_instance = r->dinst == SIM_NONE ? -1 : (int32_t)c->inst[r->dinst].idx,
-        .ttft_s = r->first_ns >= 0 ? (double)(r->first_ns - r->arrival_ns) * 1e-9 : NAN,
+        .ttft_s =
+            r->first_ns >= 0 ? (double)(first_seen_ns(r, c->now) - r->arrival_ns) * 1e-9 : NAN,
         .tpot_s =
             r->produced > 1 ? (double)(r->last_ns - r->first_ns) * 1e-9 / (r->produced - 1) : NAN,
         .e2e_s = out == SIM_OUT_COMPLETED ? (double)(c->now - r->arrival_ns) * 1e-9 : NAN,
@@ -294,7 +302,7 @@ void sim_req_finish(sim_cluster *c, uint32_t slot, sim_outcome out) {
     bool ok = out == SIM_OUT_COMPLETED;
     if (ok) {
         c->completed++;
-        double ttft = (double)(r->first_ns - r->arrival_ns) * 1e-6;
+        double ttft = (double)(first_seen_ns(r, c->now) - r->arrival_ns) * 1e-6;
         double e2e = (double)(c->now - r->arrival_ns) * 1e-6;
         sim_samples_add(&c->m.ttft_ms, ttft);
         sim_samples_add(&c->m.e2e_ms, e2e);

@@ -105,8 +105,8 @@ void sim_step_begin(sim_cluster *c, sim_inst *in, const mdl_step_cost *k, uint32
         sim_time d = in->run_m > 1 ? in->run_end[0] - c->now : k->ns;
         for (uint32_t i = 0; in->lag_at == c->now && i < in->n_lag; i++) {
             sim_req *r = sim_req_at(c, in->lag_wait[i]);
-            if (r->first_ns == in->lag_at && r->produced == 1 && r->last_ns == r->first_ns)
-                r->first_ns = r->last_ns = in->lag_at + (sim_time)llround(lag * (double)d);
+            if (r->first_ns == in->lag_at && r->produced == 1)
+                r->first_lag_ns = (sim_time)llround(lag * (double)d);
         }
         in->n_lag = 0;
     }

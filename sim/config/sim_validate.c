@@ -288,6 +288,14 @@ static kvf_status check_keys_that_cannot_apply(const sim_config *c, kvf_err *err
     bool coloc = c->cluster.mode == SIM_COLOCATED;
     for (int p = 0; p < RPT_POOL_N; p++) {
         if (!rpt_econ_pool_priced(&c->econ, p)) continue;
+        if (c->econ.own && c->econ.pool_gpu_hour_usd[p] >= 0) {
+            char key[64];
+            snprintf(key, sizeof key, "economics.pools.%s.gpu_hour_usd", econ_pools[p]);
+            return vfail(c, err, key,
+                         "does not apply with economics.cost_model own (owned GPUs are billed "
+                         "by capex_per_gpu_usd; set economics.pools.%s.capex_per_gpu_usd)",
+                         econ_pools[p]);
+        }
         bool has = p == RPT_POOL_VISION
                        ? c->cluster.vision.instances > 0 || c->cluster.vision.autoscale.max > 0
                    : p == RPT_POOL_COLOCATED ? coloc

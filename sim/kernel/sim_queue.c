@@ -62,22 +62,23 @@ static void sift_down(sim_event *h, size_t n, size_t i) {
     h[i] = ev;
 }
 
-uint64_t sim_queue_push(sim_queue *q, const sim_event *ev) {
+// Pushes *ev with the next seq, or-ed with flags (0 or SIM_QUEUE_LAST); returns the seq.
+static uint64_t push(sim_queue *q, const sim_event *ev, uint64_t flags) {
     if (q->n == q->cap) kvf_grow((void **)&q->heap, &q->cap, q->n + 1, sizeof *q->heap);
+    uint64_t seq = flags | q->next_seq++;
     q->heap[q->n] = *ev;
-    q->heap[q->n].seq = q->next_seq++;
+    q->heap[q->n].seq = seq;
     sift_up(q->heap, q->n);
     q->n++;
-    return q->next_seq - 1;
+    return seq;
+}
+
+uint64_t sim_queue_push(sim_queue *q, const sim_event *ev) {
+    return push(q, ev, 0);
 }
 
 uint64_t sim_queue_push_last(sim_queue *q, const sim_event *ev) {
-    if (q->n == q->cap) kvf_grow((void **)&q->heap, &q->cap, q->n + 1, sizeof *q->heap);
-    q->heap[q->n] = *ev;
-    q->heap[q->n].seq = SIM_QUEUE_LAST | q->next_seq++;
-    sift_up(q->heap, q->n);
-    q->n++;
-    return SIM_QUEUE_LAST | (q->next_seq - 1);
+    return push(q, ev, SIM_QUEUE_LAST);
 }
 
 static size_t cancel_slot(const sim_queue *q, uint64_t seq) {

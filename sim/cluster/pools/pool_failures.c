@@ -55,6 +55,7 @@ static void retry(sim_cluster *c, uint32_t slot) {
     for (int t = 0; t < SIM_TIERS; t++)
         r->hit[t] = 0;
     r->first_ns = r->last_ns = -1;
+    r->first_lag_ns = 0;
     r->in_batch = r->scheduled = false;
     r->work_s = 0;
     r->pinst = r->dinst = SIM_NONE;
