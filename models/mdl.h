@@ -301,8 +301,15 @@ kvf_status mdl_hardware_check_file(const char *name_or_path, const char *models_
 // its hardware, efficiency factors near zero) is saturated here, converted without overflow,
 // and the simulator refuses the run naming the keys.
 #define MDL_MAX_STEP_NS 3.6e12
+// llround for 0 <= x < 2^53: truncation, then the fraction (x - i is exact there) rounds half
+// away from zero. The same answer as llround, without its library call (every step pays one).
+static inline int64_t mdl_round_pos(double x) {
+    int64_t i = (int64_t)x;
+    return i + (x - (double)i >= 0.5);
+}
+
 static inline int64_t mdl_ns(double ns) {
-    return ns >= 0 && ns <= MDL_MAX_STEP_NS ? (int64_t)llround(ns)
+    return ns >= 0 && ns <= MDL_MAX_STEP_NS ? mdl_round_pos(ns)
            : ns >= 0 || ns != ns            ? (int64_t)(MDL_MAX_STEP_NS + 1)
                                             : 0;
 }
@@ -492,6 +499,9 @@ typedef struct mdl_stepper_vt {
     void (*cost)(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out);
     void (*destroy)(mdl_stepper *s);
     bool decode_sums;   // cost() accepts mdl_batch.dsum (else: list every sequence)
+    // optional (NULL: none): mdl_stepper_cost_run
+    bool (*cost_run)(mdl_stepper *s, const mdl_decode_sum *d0, const mdl_decode_sum *grow,
+                     uint32_t m, int64_t *ns);
 } mdl_stepper_vt;
 struct mdl_stepper {
     const mdl_stepper_vt *vt;
@@ -507,6 +517,14 @@ struct mdl_stepper {
 // Step cost of a batch (dispatches through the vtable; counts extrapolations and table
 // fallbacks).
 void mdl_stepper_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out);
+// The durations of m decode steps of one batch given as sums that changes only by its
+// members' contexts growing: step j (from 0) is d0 with sum_ctx + j * grow->sum_ctx and each
+// sum_min[c] + j * grow->sum_min[c] (n, and grow's n, unused). ns[j] gets what
+// mdl_stepper_cost answers for that batch, to the bit; such a batch is never extrapolated nor
+// falls back to the roofline. Returns false, writing nothing, where the step model has no such
+// path (cost the steps one by one then). Counts m calls.
+bool mdl_stepper_cost_run(mdl_stepper *s, const mdl_decode_sum *d0, const mdl_decode_sum *grow,
+                          uint32_t m, int64_t *ns);
 void mdl_stepper_destroy(mdl_stepper *s);
 
 // Roofline: max(FLOPs/(peak*compute), bytes/(bw*memory)) per layer group + comm + overheads.
@@ -556,6 +574,9 @@ typedef struct mdl_parts {
     double overlap;   // share of collectives hidden under compute
     bool tbo;         // two micro-batches
     double fixed_s, host_ns, comm_bytes, ep_skew;
+    // the per-GPU terms each group's time is formed from (GPUs, KV replication across TP
+    // ranks, weight passes, weight shards per group, achieved HBM bytes/s for weights and KV)
+    double G, repl, launches, wshard[MDL_WG_COUNT], bw, bw_attn;
 } mdl_parts;
 void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
                         const mdl_efficiency *eff, const mdl_work *w, mdl_parts *pp);

@@ -478,14 +478,14 @@ static void cal_destroy(mdl_stepper *s) {
     free(c);
 }
 
-static const mdl_stepper_vt cal_vt = {"calibrated", cal_cost, cal_destroy, true};
+static const mdl_stepper_vt cal_vt = {"calibrated", cal_cost, cal_destroy, true, NULL};
 
 // A csa/hca model without profile rows: the roofline, flagged as outside the measured range.
 static void cal_roof_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out) {
     mdl_roofline_eval(&s->model, &s->hw, &s->par, &s->eff, b, out);
     out->extrapolated = out->ns > 0;
 }
-static const mdl_stepper_vt cal_roof_vt = {"calibrated", cal_roof_cost, cal_destroy, true};
+static const mdl_stepper_vt cal_roof_vt = {"calibrated", cal_roof_cost, cal_destroy, true, NULL};
 
 kvf_status mdl_calibrated_create(mdl_stepper **out, const mdl_model *m, const mdl_hardware *hw,
                                  const mdl_parallel *par, const mdl_efficiency *eff,

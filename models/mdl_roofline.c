@@ -300,6 +300,55 @@ static void compressed_work(const mdl_model *m, double T, double Tb, double rows
     w->bytes[MDL_WG_EXPERT] = we;
 }
 
+// The per-layer figures attn_sums forms its terms from (the model's alone).
+typedef struct attn_k {
+    double fl, wl, kvl;   // full and window layers; KV bytes per token and layer
+    double fpp;           // gqa/mla: FLOPs per (query, key) pair and layer (mla: absorbed)
+    double ifpp, dfpp;    // dsa: indexer and selected-key FLOPs per pair and layer
+    double ikl, lkl;      // dsa: index-key and latent bytes per token and layer
+    bool dsa;
+} attn_k;
+
+static attn_k attn_consts(const mdl_model *m) {
+    attn_k k = {.wl = m->window ? m->window_layers : 0, .kvl = m->kv_bytes_per_token_layer};
+    k.fl = m->layers - k.wl;
+    k.dsa = m->attention == MDL_ATTN_DSA;
+    if (k.dsa) {
+        k.ifpp = 2.0 * m->index_heads * m->index_head_dim + 2.0 * m->index_heads;
+        k.dfpp =
+            2.0 * m->heads * (m->kv_lora_rank + m->rope_dim) + 2.0 * m->heads * m->kv_lora_rank;
+        k.ikl = m->index_bytes_per_token_layer;
+        k.lkl = k.kvl - k.ikl;
+    } else {
+        double fixed;
+        k.fpp =
+            m->attention == MDL_ATTN_MLA ? mla_fpp(m, 2, 1, &fixed) : 4.0 * m->heads * m->head_dim;
+    }
+    return k;
+}
+
+// The attention groups' work of one-token sequences given as sums (gqa/mla/dsa), added to w;
+// k from attn_consts.
+static void attn_sums(const attn_k *k, const mdl_model *m, const mdl_decode_sum *one, mdl_work *w) {
+    if (!one->n) return;
+    if (k->dsa) {
+        // indexer: c + 1 keys scored; attention: min(c + 1, topk) keys; one token written
+        double pf = one->sum_ctx + one->n, pk = one->sum_min[MDL_CAP_TOPK];
+        w->flops[MDL_WG_ATTN_INDEX] += k->fl * pf * k->ifpp;
+        w->bytes[MDL_WG_ATTN_INDEX] += k->fl * k->ikl * (pf + one->n);
+        w->flops[MDL_WG_ATTN_FULL] += k->fl * pk * k->dfpp;
+        w->bytes[MDL_WG_ATTN_FULL] += k->fl * k->lkl * (pk + one->n);
+        return;
+    }
+    // pairs(1, c, 0) = c + 1 keys read; window layers min(c + 1, window); one token written
+    double pf = one->sum_ctx + one->n;
+    double pw = m->window ? one->sum_min[MDL_CAP_WINDOW] : pf;
+    w->flops[MDL_WG_ATTN_FULL] += k->fl * (pf * k->fpp);
+    w->flops[MDL_WG_ATTN_WINDOW] += k->wl * (pw * k->fpp);
+    w->bytes[MDL_WG_ATTN_FULL] += k->fl * k->kvl * (pf + one->n);
+    w->bytes[MDL_WG_ATTN_WINDOW] += k->wl * k->kvl * (pw + one->n);
+}
+
 // Attention groups of a gqa/mla/dsa model (full and window layers, DSA's indexer).
 static void attn_work(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
     const mdl_decode_sum *ds = b->dsum;
@@ -315,7 +364,7 @@ static void attn_work(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
         dsa ? 2.0 * heads * (m->kv_lora_rank + m->rope_dim) + 2.0 * heads * m->kv_lora_rank : 0;
     double ikl = m->index_bytes_per_token_layer, lkl = kvl - ikl;
     uint32_t caps[MDL_CAPS];
-    mdl_model_caps(m, caps);
+    if (b->n) mdl_model_caps(m, caps);
     mdl_decode_sum one = {0};   // the batch's one-token sequences, summed
     if (ds) one = *ds;
     for (uint32_t i = 0; i < b->n; i++) {
@@ -348,24 +397,8 @@ static void attn_work(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
         w->bytes[MDL_WG_ATTN_FULL] += fl * kvl * (rd_full + n);
         w->bytes[MDL_WG_ATTN_WINDOW] += wl * kvl * (rd_win + n);
     }
-    if (one.n && dsa) {
-        // indexer: c + 1 keys scored; attention: min(c + 1, topk) keys; one token written
-        double pf = one.sum_ctx + one.n, pk = one.sum_min[MDL_CAP_TOPK];
-        w->flops[MDL_WG_ATTN_INDEX] += fl * pf * ifpp;
-        w->bytes[MDL_WG_ATTN_INDEX] += fl * ikl * (pf + one.n);
-        w->flops[MDL_WG_ATTN_FULL] += fl * pk * dfpp;
-        w->bytes[MDL_WG_ATTN_FULL] += fl * lkl * (pk + one.n);
-    } else if (one.n) {
-        // pairs(1, c, 0) = c + 1 keys read; window layers min(c + 1, window); one token written
-        double fixed,
-            fpp = m->attention == MDL_ATTN_MLA ? mla_fpp(m, 2, 1, &fixed) : 4.0 * heads * hd;
-        double pf = one.sum_ctx + one.n;
-        double pw = m->window ? one.sum_min[MDL_CAP_WINDOW] : pf;
-        w->flops[MDL_WG_ATTN_FULL] += fl * (pf * fpp);
-        w->flops[MDL_WG_ATTN_WINDOW] += wl * (pw * fpp);
-        w->bytes[MDL_WG_ATTN_FULL] += fl * kvl * (pf + one.n);
-        w->bytes[MDL_WG_ATTN_WINDOW] += wl * kvl * (pw + one.n);
-    }
+    attn_k ak = attn_consts(m);
+    attn_sums(&ak, m, &one, w);
 }
 
 void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
@@ -505,6 +538,23 @@ double mdl_ep_comm_time(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
     return 2 * eff.comm_latency_ns * 1e-9 + KVF_MAX(o->nic_s, o->fabric_s);
 }
 
+// One work group's max(compute, memory) seconds from the terms mdl_roofline_parts set in pp
+// (the expert group times ep_skew); a group without work keeps 0.
+static void group_term(mdl_parts *pp, const mdl_work *w, int g) {
+    pp->tc[g] = pp->tm[g] = pp->group_s[g] = 0;
+    if (w->flops[g] <= 0 && w->bytes[g] <= 0) return;
+    double tc = w->flops[g] / (pp->G * pp->peak[g]);
+    double other = w->bytes[g] - w->weight_bytes[g];
+    if (g >= MDL_WG_ATTN_FULL) other *= pp->repl;   // attention groups
+    double tm = (pp->launches * w->weight_bytes[g] / pp->wshard[g] + other / pp->G) /
+                (g >= MDL_WG_ATTN_FULL ? pp->bw_attn : pp->bw);
+    double t = KVF_MAX(tc, tm);
+    if (g == MDL_WG_EXPERT) t *= pp->ep_skew;
+    pp->tc[g] = tc;
+    pp->tm[g] = tm;
+    pp->group_s[g] = t;
+}
+
 void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par_in,
                         const mdl_efficiency *eff_in, const mdl_work *w, mdl_parts *pp) {
     KVF_ASSERT(m && hw && w && pp && hw->bf16_flops > 0 && hw->hbm_Bps > 0);
@@ -538,19 +588,16 @@ void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
     // two micro-batches each stream the weights they use and launch their own kernels
     pp->tbo = p.two_batch && text && w->tokens >= 2;
     double launches = pp->tbo ? 2 : 1;
+    pp->G = G;
+    pp->ep_skew = p.ep_skew;
+    pp->repl = repl;
+    pp->launches = launches;
+    pp->bw = bw;
+    pp->bw_attn = bw_attn;
     for (int g = 0; g < MDL_WG_COUNT; g++) {
         pp->peak[g] = peak[g];
-        if (w->flops[g] <= 0 && w->bytes[g] <= 0) continue;
-        double tc = w->flops[g] / (G * peak[g]);
-        double other = w->bytes[g] - w->weight_bytes[g];
-        if (g >= MDL_WG_ATTN_FULL) other *= repl;   // attention groups
-        double tm = (launches * w->weight_bytes[g] / wshard[g] + other / G) /
-                    (g >= MDL_WG_ATTN_FULL ? bw_attn : bw);
-        double t = KVF_MAX(tc, tm);
-        if (g == MDL_WG_EXPERT) t *= p.ep_skew;
-        pp->tc[g] = tc;
-        pp->tm[g] = tm;
-        pp->group_s[g] = t;
+        pp->wshard[g] = wshard[g];
+        group_term(pp, w, g);
     }
     // Collectives (not in the vision phase: the encoder runs on one GPU in practice).
     double act_elem = 2.0, ce = eff.comm > 0 ? eff.comm : 0.7;   // bf16 residual stream
@@ -576,35 +623,54 @@ void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
     pp->fixed_s = eff.step_overhead_ns * 1e-9 +
                   (text ? launches * m->layers * eff.layer_overhead_ns * 1e-9 : 0);
     pp->host_ns = eff.step_overhead_ns;
-    pp->ep_skew = p.ep_skew;
     pp->valid = true;
+}
+
+// mdl_parts_finish in two halves, so a memo can keep the first groups' sums: the groups
+// [g0, g1) added to the running sums in a (in group order), then the step cost from them.
+typedef struct parts_acc {
+    double total, worst, flops, bytes;
+    bool compute_bound;
+} parts_acc;
+
+static const parts_acc ACC_START = {.worst = -1};
+
+static void acc_groups(const mdl_parts *pp, const mdl_work *w, int g0, int g1, parts_acc *a) {
+    for (int g = g0; g < g1; g++) {
+        if (w->flops[g] <= 0 && w->bytes[g] <= 0) continue;
+        double t = pp->group_s[g];
+        a->total += t;
+        if (t > a->worst) {
+            a->worst = t;
+            a->compute_bound = pp->tc[g] >= pp->tm[g];
+        }
+        a->flops += w->flops[g];
+        a->bytes += w->bytes[g];
+    }
+}
+
+static void acc_finish(const mdl_parts *pp, const parts_acc *a, mdl_step_cost *out) {
+    out->compute_bound = a->compute_bound;
+    out->flops = a->flops;
+    out->bytes = a->bytes;
+    double comm_s = 0;
+    comm_s += pp->tp_comm_s;
+    comm_s += pp->ep_comm_s;
+    comm_s -= KVF_MIN(comm_s * pp->overlap, a->total);
+    double s = a->total + comm_s + pp->fixed_s;
+    out->ns = mdl_ns(s * 1e9);
+    if (out->ns < 1) out->ns = 1;
+    out->comm_ns = comm_s != 0 ? mdl_ns(comm_s * 1e9) : 0;
+    out->comm_bytes = pp->comm_bytes;
+    out->host_ns = pp->host_ns != 0 ? mdl_ns(pp->host_ns) : 0;
 }
 
 void mdl_parts_finish(const mdl_parts *pp, const mdl_work *w, mdl_step_cost *out) {
     memset(out, 0, sizeof *out);
     if (!pp->valid) return;
-    double total = 0, worst = -1;
-    for (int g = 0; g < MDL_WG_COUNT; g++) {
-        if (w->flops[g] <= 0 && w->bytes[g] <= 0) continue;
-        double t = pp->group_s[g];
-        total += t;
-        if (t > worst) {
-            worst = t;
-            out->compute_bound = pp->tc[g] >= pp->tm[g];
-        }
-        out->flops += w->flops[g];
-        out->bytes += w->bytes[g];
-    }
-    double comm_s = 0;
-    comm_s += pp->tp_comm_s;
-    comm_s += pp->ep_comm_s;
-    comm_s -= KVF_MIN(comm_s * pp->overlap, total);
-    double s = total + comm_s + pp->fixed_s;
-    out->ns = mdl_ns(s * 1e9);
-    if (out->ns < 1) out->ns = 1;
-    out->comm_ns = mdl_ns(comm_s * 1e9);
-    out->comm_bytes = pp->comm_bytes;
-    out->host_ns = mdl_ns(pp->host_ns);
+    parts_acc a = ACC_START;
+    acc_groups(pp, w, 0, MDL_WG_COUNT, &a);
+    acc_finish(pp, &a, out);
 }
 
 void mdl_roofline_eval_work(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par_in,
@@ -623,19 +689,103 @@ void mdl_roofline_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_par
 
 // ---- the stepper -----------------------------------------------------------------------
 
+// The roofline stepper keeps the terms of its last decode batch given only as sums: a decode
+// step's GEMM, expert and collective terms depend on its sequence count alone, so the next
+// batch of as many sequences (a run of decode steps, one token each) recomputes only the
+// attention groups, with the same functions on the same inputs (the answer is the same to the
+// bit as mdl_roofline_eval's, which test_models checks on every attention kind).
+typedef struct rl_stepper {
+    mdl_stepper base;
+    bool memo;          // w and pp hold a decode batch of memo_n sequences
+    uint32_t memo_n;    // its sequence count
+    double memo_skew;   // the ep_skew it was costed under
+    mdl_work w;
+    mdl_parts pp;
+    parts_acc acc;                    // the GEMM and expert groups' sums (acc_groups)
+    attn_k ak;                        // the model's attention figures (attn_consts)
+    int attn[MDL_WG_COUNT], n_attn;   // attention groups with work, in group order
+} rl_stepper;
+
+// A decode batch the memo can answer: sums only, and an attention kind whose work splits into
+// GEMM groups (by sequence count) and attention groups (by context): gqa, mla, dsa.
+static bool sums_only(const mdl_stepper *s, const mdl_batch *b) {
+    return b->phase == MDL_DECODE && b->n == 0 && b->dsum && b->dsum->n &&
+           !mdl_attn_compressed(s->model.attention);
+}
+
+// A decode batch of sums on the memo: the GEMM and expert terms kept, the attention groups
+// recomputed in place.
+// Only the attention groups that had work when the memo was made are visited: their work is a
+// model figure times the batch's sums, so the others stay without work (and their terms 0).
+static void memo_step(rl_stepper *r, const mdl_decode_sum *ds, mdl_step_cost *out) {
+    for (int i = 0; i < r->n_attn; i++)
+        r->w.flops[r->attn[i]] = r->w.bytes[r->attn[i]] = 0;
+    attn_sums(&r->ak, &r->base.model, ds, &r->w);
+    parts_acc a = r->acc;
+    for (int i = 0; i < r->n_attn; i++) {
+        group_term(&r->pp, &r->w, r->attn[i]);
+        acc_groups(&r->pp, &r->w, r->attn[i], r->attn[i] + 1, &a);
+    }
+    out->extrapolated = out->table_fallback = false;
+    acc_finish(&r->pp, &a, out);
+}
+
 static void roofline_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out) {
-    mdl_roofline_eval(&s->model, &s->hw, &s->par, &s->eff, b, out);
+    rl_stepper *r = (rl_stepper *)s;
+    if (!sums_only(s, b)) {
+        mdl_roofline_eval(&s->model, &s->hw, &s->par, &s->eff, b, out);
+        return;
+    }
+    if (!r->memo || r->memo_n != b->dsum->n || r->memo_skew != s->par.ep_skew) {
+        mdl_batch_work_detail(&s->model, b, &r->w);
+        mdl_roofline_parts(&s->model, &s->hw, &s->par, &s->eff, &r->w, &r->pp);
+        r->memo = r->pp.valid;
+        r->memo_n = b->dsum->n;
+        r->memo_skew = s->par.ep_skew;
+        r->acc = ACC_START;
+        acc_groups(&r->pp, &r->w, 0, MDL_WG_ATTN_FULL, &r->acc);
+        r->ak = attn_consts(&s->model);
+        r->n_attn = 0;
+        for (int g = MDL_WG_ATTN_FULL; g < MDL_WG_COUNT; g++)
+            if (r->w.flops[g] > 0 || r->w.bytes[g] > 0) r->attn[r->n_attn++] = g;
+        mdl_parts_finish(&r->pp, &r->w, out);
+        return;
+    }
+    memo_step(r, b->dsum, out);
+}
+
+// Step j of the run: d0 + j * grow, every figure an integer below 2^53 (exact in doubles, as
+// the simulator's own sums are).
+static bool roofline_cost_run(mdl_stepper *s, const mdl_decode_sum *d0, const mdl_decode_sum *grow,
+                              uint32_t m, int64_t *ns) {
+    mdl_batch b = {.phase = MDL_DECODE, .dsum = d0};
+    if (!m || !sums_only(s, &b)) return false;
+    rl_stepper *r = (rl_stepper *)s;
+    mdl_step_cost k;
+    roofline_cost(s, &b, &k);   // the memo for this sequence count
+    ns[0] = k.ns;
+    mdl_decode_sum ds = *d0;
+    for (uint32_t j = 1; j < m; j++) {
+        ds.sum_ctx = d0->sum_ctx + (double)j * grow->sum_ctx;
+        for (int c = 0; c < MDL_CAPS; c++)
+            ds.sum_min[c] = d0->sum_min[c] + (double)j * grow->sum_min[c];
+        memo_step(r, &ds, &k);
+        ns[j] = k.ns;
+    }
+    return true;
 }
 
 static void roofline_destroy(mdl_stepper *s) {
     free(s);
 }
 
-static const mdl_stepper_vt roofline_vt = {"roofline", roofline_cost, roofline_destroy, true};
+static const mdl_stepper_vt roofline_vt = {"roofline", roofline_cost, roofline_destroy, true,
+                                           roofline_cost_run};
 
 mdl_stepper *mdl_roofline_create(const mdl_model *m, const mdl_hardware *hw,
                                  const mdl_parallel *par, const mdl_efficiency *eff) {
-    mdl_stepper *s = kvf_calloc(1, sizeof *s);
+    rl_stepper *r = kvf_calloc(1, sizeof *r);
+    mdl_stepper *s = &r->base;
     s->vt = &roofline_vt;
     s->model = *m;
     s->hw = *hw;
@@ -653,6 +803,13 @@ void mdl_stepper_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out) {
     s->calls++;
     if (out->extrapolated) s->extrapolations++;
     if (out->table_fallback) s->table_fallbacks++;
+}
+
+bool mdl_stepper_cost_run(mdl_stepper *s, const mdl_decode_sum *d0, const mdl_decode_sum *grow,
+                          uint32_t m, int64_t *ns) {
+    if (!s->vt->cost_run || !s->vt->cost_run(s, d0, grow, m, ns)) return false;
+    s->calls += m;
+    return true;
 }
 
 void mdl_stepper_destroy(mdl_stepper *s) {

@@ -1118,7 +1118,7 @@ static void table_destroy(mdl_stepper *s) {
     free(s);
 }
 
-static const mdl_stepper_vt table_vt = {"table", table_cost, table_destroy, true};
+static const mdl_stepper_vt table_vt = {"table", table_cost, table_destroy, true, NULL};
 
 mdl_stepper *mdl_table_create(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
                               const mdl_efficiency *eff) {

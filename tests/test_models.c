@@ -1319,6 +1319,94 @@ START_TEST(test_calibrated_compressed_fallback) {
 }
 END_TEST
 
+// mdl_ns rounds as llround does on the whole range of step times, halves and their
+// neighbours included.
+START_TEST(test_ns_rounding_is_llround) {
+    uint64_t x = 12345;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        double v;
+        switch (i % 4) {
+        case 0:
+            v = (double)(x % 4000000000000ULL) + 0.5;
+            break;   // exact halves
+        case 1:
+            v = nextafter((double)(x % 1000000) + 0.5, 0);
+            break;
+        case 2:
+            v = nextafter((double)(x % 1000000000) + 0.5, 1e300);
+            break;
+        default:
+            v = (double)(x % (1ULL << 52)) / 1024.0 * ((x >> 60) ? 1 : 1e-3);
+        }
+        if (v > MDL_MAX_STEP_NS) continue;
+        ck_assert_msg(mdl_ns(v) == (int64_t)llround(v), "%.17g: %lld vs %lld", v,
+                      (long long)mdl_ns(v), (long long)llround(v));
+    }
+    ck_assert_int_eq(mdl_ns(0.49999999999999994), 0);
+    ck_assert_int_eq(mdl_ns(2.5), 3);
+    ck_assert_int_eq(mdl_ns(MDL_MAX_STEP_NS), (int64_t)MDL_MAX_STEP_NS);
+}
+END_TEST
+
+// The roofline stepper answers a decode batch of sums from its memo of the last one of as many
+// sequences (only the attention groups recomputed): the same answer, to the bit, as the
+// stateless mdl_roofline_eval, over runs of steps whose context grows, sequence counts that
+// change and come back, a changed ep_skew and listed batches in between.
+START_TEST(test_roofline_memo_matches_eval) {
+    const char *models[] = {"llama-3.1-8b", "deepseek-v3",     "gpt-oss-120b",
+                            "gemma-3-27b",  "qwen3-235b-a22b", "deepseek-v3.2-exp"};
+    mdl_hardware hw = load_hw("h100");
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    uint64_t memo_hits = 0;
+    for (size_t k = 0; k < sizeof models / sizeof *models; k++) {
+        mdl_model m = load_model(models[k]);
+        uint32_t caps[MDL_CAPS];
+        mdl_model_caps(&m, caps);
+        mdl_parallel par = {.gpus = 16, .tp = 2, .ep = m.experts ? 16 : 1, .ep_skew = 1.1};
+        mdl_stepper *s = mdl_roofline_create(&m, &hw, &par, NULL);
+        for (int run = 0; run < 30; run++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            uint32_t n = 1 + (uint32_t)(x % (run % 3 ? 64 : 4));   // small counts recur
+            mdl_decode_sum ds = {0};
+            for (uint32_t i = 0; i < n; i++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                mdl_decode_sum_add(&ds, caps, 1 + (double)(x % 40000));
+            }
+            for (int j = 0; j < 50; j++) {
+                if (run == 10 && j == 25)   // a drawn skew changes in the middle of a run
+                    s->par.ep_skew = par.ep_skew = 1.3;
+                mdl_batch b = {.phase = MDL_DECODE, .dsum = &ds};
+                mdl_step_cost a, e;
+                mdl_stepper_cost(s, &b, &a);
+                mdl_roofline_eval(&m, &hw, &par, NULL, &b, &e);
+                ck_assert_msg(a.ns == e.ns && a.flops == e.flops && a.bytes == e.bytes &&
+                                  a.comm_ns == e.comm_ns && a.comm_bytes == e.comm_bytes &&
+                                  a.compute_bound == e.compute_bound && a.host_ns == e.host_ns,
+                              "%s run %d step %d: %lld vs %lld ns", models[k], run, j,
+                              (long long)a.ns, (long long)e.ns);
+                memo_hits += j > 0;
+                // one token more for every sequence (the window and top-k sums follow it
+                // while below their caps, as sim_dsum_batch_at has them)
+                for (int c = 0; c < MDL_CAPS; c++)
+                    if (caps[c])
+                        ds.sum_min[c] = KVF_MIN(ds.sum_min[c] + ds.n, (double)caps[c] * ds.n);
+                ds.sum_ctx += ds.n;
+            }
+            // a listed prefill step between runs leaves the memo as it was
+            mdl_seq pre = {512, 1024};
+            mdl_batch lb = {.phase = MDL_PREFILL, .seqs = &pre, .n = 1};
+            mdl_step_cost a, e;
+            mdl_stepper_cost(s, &lb, &a);
+            mdl_roofline_eval(&m, &hw, &par, NULL, &lb, &e);
+            ck_assert_int_eq(a.ns, e.ns);
+        }
+        mdl_stepper_destroy(s);
+    }
+    ck_assert_uint_gt(memo_hits, 6 * 30 * 40);
+}
+END_TEST
+
 START_TEST(test_decode_sums_match_listed) {
     const char *models[] = {"llama-3.1-8b",    "deepseek-v3",       "gpt-oss-120b",
                             "gemma-3-27b",     "tiny-dense",        "deepseek-v3.2-exp",
@@ -1439,6 +1527,8 @@ static Suite *models_suite(void) {
     tcase_add_test(t, test_roofline_tp_halves_compute);
     tcase_add_test(t, test_kv_capacity);
     tcase_add_test(t, test_decode_sums_match_listed);
+    tcase_add_test(t, test_roofline_memo_matches_eval);
+    tcase_add_test(t, test_ns_rounding_is_llround);
     tcase_add_test(t, test_dsa_against_mla);
     tcase_add_test(t, test_table_model_terms);
     tcase_add_test(t, test_hardware_kernel_tables);

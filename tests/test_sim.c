@@ -498,6 +498,15 @@ START_TEST(test_decode_sums_match_listed_path) {
          {"workload.limit_requests=3000", "model=gemma-3-27b", "workload.format=azure",
           "router.decode=round_robin", "cluster.decode.instances=3", "output.sample_interval_s=1"},
          6},
+        // the serving engine's per-step CPU time, CUDA-graph padding and the first-token lag
+        // on runs costed at once
+        {"quickstart.yaml",
+         "azure2023_conv.csv",
+         {"workload.limit_requests=2000", "workload.format=azure", "cluster.mode=colocated",
+          "cluster.prefill.instances=2", "cluster.decode.instances=0",
+          "serving.step_overhead_us=350.5", "serving.step_overhead_per_seq_us=7.25",
+          "serving.graph_buckets=8"},
+         8},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         char d1[64], d2[64];

@@ -181,7 +181,7 @@ static kvf_status pool_kv_capacity(sim_cluster *c, sim_pool *p, int k, double *k
 // Instance i of pool p (cluster id `id`): its table, queue policy, KV capacity, decode path,
 // RNG stream, prefix-cache tiers and links.
 static void init_instance(sim_cluster *c, sim_pool *p, int k, uint32_t i, uint32_t id, double kvcap,
-                          double cap_tok_bytes, uint32_t n_decode) {
+                          double cap_tok_bytes) {
     const sim_config *cfg = c->cfg;
     const sim_run_opts *o = c->opts;
     sim_inst *in = &c->inst[id];
@@ -207,10 +207,10 @@ static void init_instance(sim_cluster *c, sim_pool *p, int k, uint32_t i, uint32
                   !(p->cfg->failures.mtbf_ns > 0) &&       // and so do failures
                   !(o && o->decode_listed);
     if (in->dsum_on) mdl_model_caps(&c->model, in->ds.caps);
-    // runs of steps where no decode router reads this instance's KV between steps
+    // runs of steps (a decode router balancing KV reads a run's ended steps: sim_inst_kv_used)
     in->runs_on = in->dsum_on && !(o && o->decode_single) && !(o && o->timeline_path) &&
-                  !(cfg->moe.skew_sd > 0 && c->model.experts) &&
-                  (c->colocated || n_decode == 1 || strcmp(cfg->router.decode, "least_kv") != 0);
+                  !(cfg->moe.skew_sd > 0 && c->model.experts);
+    in->run_hint = SIM_RUN_MIN;
     kvf_rng_init(&in->rng, cfg->seed, 0x1000u + id);
     in->link_dram = in->link_ssd = in->link_xfer = in->link_ssd_write = SIM_NONE;
     uint64_t hbm_blocks = 0, dram_blocks = 0;
@@ -311,7 +311,7 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
         double kvcap = 0, cap_tok_bytes = 0;
         if ((st = pool_kv_capacity(c, p, k, &kvcap, &cap_tok_bytes, err))) return st;
         for (uint32_t i = 0; i < p->n; i++, id++)
-            init_instance(c, p, k, i, id, kvcap, cap_tok_bytes, counts[SIM_POOL_DECODE]);
+            init_instance(c, p, k, i, id, kvcap, cap_tok_bytes);
     }
     uint64_t ssd_blocks = 0;
     if (cfg->kv.prefix_cache && cfg->kv.ssd.capacity_bytes < 0)

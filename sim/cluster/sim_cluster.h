@@ -198,6 +198,8 @@ typedef struct sim_inst {
     sim_time *run_end;         // a run of run_m decode steps in one event: end of each step
     uint8_t *run_ext;          // each step's cost: 1 extrapolated, 2 a table fallback
     uint32_t run_m, run_cap;   // steps in the run in flight (0/1: a plain step)
+    uint32_t run_hint;         // steps the next run is costed for at most (SIM_RUN_MIN..MAX)
+    uint32_t run_told;         // steps of the run in flight the decode router's index has seen
     uint32_t run_attr;         // of those, steps whose tokens the sampler has counted
     uint32_t n_loading;        // prefill: requests loading
     uint32_t n_prefilling;     // colocated: requests holding KV while still in prefill
@@ -335,7 +337,11 @@ typedef struct sim_cluster {
 } sim_cluster;
 
 // ---- calls between the cluster's rooms (sim/README.md) ----------------------------------
-enum { SIM_RUN_MAX = 4096 };   // most decode steps one run event stands for (pool_decode.c)
+// Most decode steps one run event stands for (pool_decode.c), and the fewest a run is first
+// costed for: a run costs its steps when it starts, so an instance whose runs are cut by
+// arrivals costs the next about twice as far as the last one got, and one whose runs end
+// uncut twice as far as the last (steps costed and cut off are waste, not error).
+enum { SIM_RUN_MAX = 4096, SIM_RUN_MIN = 16 };
 typedef enum sim_link_kind {
     SIM_LINK_DRAM = 0,
     SIM_LINK_SSD = 1,
@@ -469,6 +475,7 @@ void sim_dsum_leave(sim_cluster *c, sim_inst *in, uint32_t slot);
 mdl_decode_sum sim_dsum_batch_at(const sim_dsum *d, uint64_t k);
 mdl_decode_sum sim_dsum_batch(const sim_dsum *d);
 uint32_t sim_run_passed(const sim_inst *in, sim_time t);
+uint32_t sim_run_done_by(const sim_inst *in, sim_time t);
 void sim_dsum_run_settle(sim_cluster *c, sim_inst *in, uint32_t upto);
 double sim_inst_kv_used(const sim_inst *in, sim_time now);
 void sim_dsum_step_done(sim_cluster *c, sim_inst *in);

@@ -42,6 +42,15 @@ static void stepper_cost(sim_cluster *c, sim_pool *p, const mdl_batch *b, uint32
     }
 }
 
+// A step over MDL_MAX_STEP_NS ends the run with this error (once).
+static void step_too_long(sim_cluster *c) {
+    if (c->status != KVF_OK) return;
+    kvf_fail(c->err, KVF_EINVAL,
+             "one batch step would take over an hour of simulated time: the model is far too "
+             "large for the hardware and efficiency factors (keys model, hardware, efficiency.*)");
+    sim_fail_run(c, KVF_EINVAL);
+}
+
 static void step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, uint32_t nv,
                       uint32_t images, const mdl_decode_sum *ds, mdl_step_cost *out) {
     if (c->cfg->moe.skew_sd > 0 && c->model.experts) {
@@ -59,13 +68,7 @@ static void step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, 
         double seqs = (double)n + (ds ? ds->n : 0);
         out->ns += (int64_t)llround(sv->step_overhead_ns + sv->step_overhead_seq_ns * seqs);
     }
-    if (out->ns > (int64_t)MDL_MAX_STEP_NS && c->status == KVF_OK) {
-        kvf_fail(c->err, KVF_EINVAL,
-                 "one batch step would take over an hour of simulated time: the model is far "
-                 "too large for the hardware and efficiency factors (keys model, hardware, "
-                 "efficiency.*)");
-        sim_fail_run(c, KVF_EINVAL);
-    }
+    if (out->ns > (int64_t)MDL_MAX_STEP_NS) step_too_long(c);
     if (out->ns < 1) out->ns = 1;
     c->m.steps++;
     if (out->extrapolated) c->m.extrapolated_steps++;
@@ -84,6 +87,15 @@ double sim_cluster_prefill_s(sim_cluster *c, sim_pool *p, uint32_t tokens, uint3
     // direct vtable call: router estimates are not steps and are not counted
     p->stepper->vt->cost(p->stepper, &b, &k);
     return (double)k.ns * 1e-9;
+}
+
+// The end of the step in flight. An instance keeping decode sums ends its steps before
+// anything else at their instant (sim_queue_push_first), so whatever reads its KV at that
+// time (a decode router, the sampler, the autoscaler) sees every step ended by then, in a run
+// of steps or one by one alike (sim_inst_kv_used).
+static void push_step_done(sim_cluster *c, sim_inst *in) {
+    sim_event ev = {.t = in->step_end, .dst = in->id, .kind = SIM_EV_STEP_DONE};
+    in->step_seq = in->dsum_on ? sim_queue_push_first(c->q, &ev) : sim_queue_push(c->q, &ev);
 }
 
 // n sequences computing tokens new tokens in all (timeline only).
@@ -114,7 +126,7 @@ void sim_step_begin(sim_cluster *c, sim_inst *in, const mdl_step_cost *k, uint32
     in->step_start = c->now;
     in->step_end = c->now + k->ns;
     in->steps++;
-    sim_ev_push(c, in->step_end, SIM_EV_STEP_DONE, in->id, 0, &in->step_seq);
+    push_step_done(c, in);
 }
 
 // Starts a step if the instance can; every change of an instance's load ends here (admission,
@@ -131,9 +143,11 @@ void sim_inst_kick(sim_cluster *c, sim_inst *in) {
                 if (in->run_ext[i] & 2) c->m.table_fallbacks--;
             }
             in->run_m = j + 1;
+            // the next run is costed twice as far as this one got
+            in->run_hint = KVF_MAX((uint32_t)SIM_RUN_MIN, 2 * (j + 1));
             sim_queue_cancel(c->q, in->step_seq);
             in->step_end = in->run_end[j];
-            sim_ev_push(c, in->step_end, SIM_EV_STEP_DONE, in->id, 0, &in->step_seq);
+            push_step_done(c, in);
         }
     }
     sim_time next;
@@ -197,6 +211,37 @@ static uint32_t graph_pad_verify(sim_cluster *c, uint32_t nv, uint32_t n) {
     for (uint32_t i = 0; i < pad; i++)
         c->seqs[nv + i] = (mdl_seq){c->spec_seq_tokens, 0};
     return nv + pad;
+}
+
+// Steps 1 .. m-1 of a run costed in one call where the step model has the path
+// (mdl_stepper_cost_run): what costing them one by one gives (sim_step_cost with the same
+// padding, serving overhead and structured-output mask), test_sim checks it on real traces.
+// False where it cannot (the caller costs them one by one).
+static bool run_cost_at_once(sim_cluster *c, sim_inst *in, sim_pool *p, uint32_t m) {
+    const sim_dsum *d = &in->ds;
+    if (c->cfg->moe.skew_sd > 0 && c->model.experts) return false;   // a draw per step
+    mdl_decode_sum d1 = sim_dsum_batch_at(d, d->k + 1), grow = {.sum_ctx = d->n};
+    for (int j = 0; j < MDL_CAPS; j++)
+        if (d->caps[j]) grow.sum_min[j] = d->n_below[j];
+    graph_pad(c, in, &d1, 0);
+    sim_time *ns = in->run_end + 1;   // durations first, then ends in place
+    if (!mdl_stepper_cost_run(p->stepper, &d1, &grow, m - 1, ns)) return false;
+    // what step_cost adds to every step (the same sequence count throughout)
+    const sim_serving_cfg *sv = &c->cfg->serving;
+    int64_t add = 0;
+    if (sv->step_overhead_ns > 0 || sv->step_overhead_seq_ns > 0)
+        add = (int64_t)llround(sv->step_overhead_ns + sv->step_overhead_seq_ns * (double)d1.n);
+    sim_time mask =
+        in->n_structured ? (sim_time)(in->n_structured * c->cfg->decoding.structured_mask_ns) : 0;
+    for (uint32_t j = 1; j < m; j++) {
+        int64_t t = ns[j - 1] + add;
+        if (t > (int64_t)MDL_MAX_STEP_NS) step_too_long(c);
+        if (t < 1) t = 1;
+        in->run_end[j] = in->run_end[j - 1] + t + mask;
+        in->run_ext[j] = 0;
+    }
+    c->m.steps += m - 1;
+    return true;
 }
 
 void sim_inst_form_step(sim_cluster *c, sim_inst *in) {
@@ -290,7 +335,7 @@ void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill
     in->run_attr = 0;
     if (in->runs_on && phase == MDL_DECODE && !n && ds.n && !in->dwait.n && !in->ready.n) {
         sim_dsum *d = &in->ds;
-        uint64_t m = SIM_RUN_MAX;
+        uint64_t m = in->run_hint;
         if (d->fin.n) m = KVF_MIN(m, d->fin.e[0].key - d->k);
         for (int j = 0; j < MDL_CAPS; j++)
             if (d->caps[j] && d->below[j].n) m = KVF_MIN(m, d->below[j].e[0].key - d->k);
@@ -305,17 +350,20 @@ void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill
             }
             in->run_end[0] = c->now + k.ns;
             in->run_ext[0] = (uint8_t)(k.extrapolated | k.table_fallback << 1);
-            for (uint32_t j = 1; j < m; j++) {
-                mdl_decode_sum dj = sim_dsum_batch_at(d, d->k + j);
-                graph_pad(c, in, &dj, 0);
-                mdl_step_cost kj;
-                sim_step_cost(c, p, MDL_DECODE, 0, 0, &dj, &kj);
-                if (in->n_structured)
-                    kj.ns += (sim_time)(in->n_structured * c->cfg->decoding.structured_mask_ns);
-                in->run_end[j] = in->run_end[j - 1] + kj.ns;
-                in->run_ext[j] = (uint8_t)(kj.extrapolated | kj.table_fallback << 1);
+            if (!run_cost_at_once(c, in, p, (uint32_t)m)) {
+                for (uint32_t j = 1; j < m; j++) {
+                    mdl_decode_sum dj = sim_dsum_batch_at(d, d->k + j);
+                    graph_pad(c, in, &dj, 0);
+                    mdl_step_cost kj;
+                    sim_step_cost(c, p, MDL_DECODE, 0, 0, &dj, &kj);
+                    if (in->n_structured)
+                        kj.ns += (sim_time)(in->n_structured * c->cfg->decoding.structured_mask_ns);
+                    in->run_end[j] = in->run_end[j - 1] + kj.ns;
+                    in->run_ext[j] = (uint8_t)(kj.extrapolated | kj.table_fallback << 1);
+                }
             }
             in->run_m = (uint32_t)m;
+            in->run_told = 0;
             k.ns = in->run_end[m - 1] - c->now;
         }
     }
@@ -344,6 +392,9 @@ void sim_step_settle_batch(sim_cluster *c, sim_inst *in, bool decode) {
         c->m.decode_steps++;
         if (in->dsum_on) {
             if (in->run_m > 1) {
+                // a run that went as far as it was costed: the next may go twice as far
+                if (in->run_m == in->run_hint)
+                    in->run_hint = KVF_MIN(SIM_RUN_MAX, 2 * in->run_hint);
                 sim_dsum_run_settle(c, in, in->run_m - 1);
                 in->run_m = 0;
             }

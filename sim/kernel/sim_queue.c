@@ -62,7 +62,8 @@ static void sift_down(sim_event *h, size_t n, size_t i) {
     h[i] = ev;
 }
 
-// Pushes *ev with the next seq, or-ed with flags (0 or SIM_QUEUE_LAST); returns the seq.
+// Pushes *ev with the next seq, or-ed with flags (0, SIM_QUEUE_PLAIN or SIM_QUEUE_LAST);
+// returns the seq.
 static uint64_t push(sim_queue *q, const sim_event *ev, uint64_t flags) {
     if (q->n == q->cap) kvf_grow((void **)&q->heap, &q->cap, q->n + 1, sizeof *q->heap);
     uint64_t seq = flags | q->next_seq++;
@@ -74,6 +75,10 @@ static uint64_t push(sim_queue *q, const sim_event *ev, uint64_t flags) {
 }
 
 uint64_t sim_queue_push(sim_queue *q, const sim_event *ev) {
+    return push(q, ev, SIM_QUEUE_PLAIN);
+}
+
+uint64_t sim_queue_push_first(sim_queue *q, const sim_event *ev) {
     return push(q, ev, 0);
 }
 
@@ -104,7 +109,8 @@ static bool cancel_take(sim_queue *q, uint64_t seq) {
 }
 
 void sim_queue_cancel(sim_queue *q, uint64_t seq) {
-    KVF_ASSERT((seq & ~SIM_QUEUE_LAST) > 0 && (seq & ~SIM_QUEUE_LAST) < q->next_seq);
+    uint64_t n = seq & ~(SIM_QUEUE_LAST | SIM_QUEUE_PLAIN);
+    KVF_ASSERT(n > 0 && n < q->next_seq);
     if ((q->ncancel + 1) * 2 > q->cancel_cap) {
         uint64_t *old = q->cancel;
         size_t oldcap = q->cancel_cap;

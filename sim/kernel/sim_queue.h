@@ -1,5 +1,6 @@
 // sim/sim_queue.h -- pending events ordered by (time, seq). seq is given at push, so events
-// at equal times pop in the order they were scheduled; runs are deterministic.
+// at equal times pop in the order they were scheduled (first, plain and last events apart, in
+// that order); runs are deterministic.
 //
 // Storage is one growable array holding a 4-ary min-heap of events by value: no malloc per
 // event (the array only grows, doubling, and is reused). Cancellation is lazy: a cancelled
@@ -31,8 +32,14 @@ uint64_t sim_queue_push(sim_queue *q, const sim_event *ev);
 // As sim_queue_push, but the event pops after every event of its time pushed by plain
 // sim_queue_push, before or after it (its seq carries SIM_QUEUE_LAST); among themselves such
 // events keep their push order. For what must see everything that happens at its instant.
+// sim_queue_push_first: the event pops before every plain and last event of its time, pushed
+// before or after it (a plain event's seq carries SIM_QUEUE_PLAIN, a first one's no flag);
+// among themselves first events keep their push order. For what everything else at its
+// instant must see as done.
 #define SIM_QUEUE_LAST (UINT64_C(1) << 62)
+#define SIM_QUEUE_PLAIN (UINT64_C(1) << 61)
 uint64_t sim_queue_push_last(sim_queue *q, const sim_event *ev);
+uint64_t sim_queue_push_first(sim_queue *q, const sim_event *ev);
 // Pops the earliest live event into *out; false when none is left.
 bool sim_queue_pop(sim_queue *q, sim_event *out);
 // Marks the event with this seq as cancelled; it will never be returned by pop.

@@ -55,8 +55,8 @@ void sim_on_sample(sim_cluster *c, double interval_s) {
                                   sim_inst_queue_len(in));
             run += in->n_running + in->n_batch;
             kvu += in->ops->kv_used(in, c->now);
-            if (in->busy && in->run_m > 1) {   // tokens of the run's steps that have passed
-                uint32_t passed = sim_run_passed(in, c->now);
+            if (in->busy && in->run_m > 1) {   // tokens of the run's steps that have ended
+                uint32_t passed = sim_run_done_by(in, c->now);
                 m->iv_out += (uint64_t)in->ds.n * (passed - in->run_attr);
                 in->run_attr = passed;
             }

@@ -20,7 +20,7 @@ static void refresh(sim_cluster *c, sim_pool *p) {
         sim_inst *in = &c->inst[p->first + i];
         in->stale_queued = in->queued_tokens;
         in->stale_work = in->queued_work_s;
-        in->stale_kv = in->kv_used + (double)in->dwait.n;
+        in->stale_kv = sim_inst_kv_used(in, c->now) + (double)in->dwait.n;
         in->stale_n = in->n_running + (uint32_t)in->dwait.n;
     }
     // the index follows the snapshot
@@ -36,8 +36,10 @@ static double queued_work(const sim_cluster *c, const sim_inst *in) {
     return c->cfg->router.stale_ns > 0 ? in->stale_work : in->queued_work_s;
 }
 
+// KV held (with the steps of a run in flight that have ended, sim_inst_kv_used) and waiting.
 static double kv_load(const sim_cluster *c, const sim_inst *in) {
-    double used = c->cfg->router.stale_ns > 0 ? in->stale_kv : in->kv_used + (double)in->dwait.n;
+    double used = c->cfg->router.stale_ns > 0 ? in->stale_kv
+                                              : sim_inst_kv_used(in, c->now) + (double)in->dwait.n;
     return used / (in->kv_cap > 0 ? in->kv_cap : 1);
 }
 
@@ -86,6 +88,17 @@ static uint32_t argmin(sim_cluster *c, sim_pool *p,
                        double (*load)(const sim_cluster *, const sim_inst *)) {
     refresh(c, p);
     if (!p->lval || p->load != load) return argmin_scan(c, p, load);
+    if (load == kv_load && c->cfg->router.stale_ns <= 0)
+        // an instance in a run of decode steps holds more KV with every step that ends, and
+        // tells the index only when the run ends: bring those up to now
+        for (uint32_t i = 0; i < p->n; i++) {
+            sim_inst *in = &c->inst[p->first + i];
+            if (in->busy && in->run_m > 1 && in->run_told + 1 < in->run_m &&
+                in->run_end[in->run_told] <= c->now) {
+                in->run_told = sim_run_done_by(in, c->now);
+                sim_router_touch(c, in);
+            }
+        }
     uint32_t best = p->lval[1] == INFINITY ? SIM_NONE : p->first + p->larg[1];
     if (c->opts && c->opts->router_check) KVF_ASSERT(best == argmin_scan(c, p, load));
     return best;

@@ -178,10 +178,11 @@ mdl_decode_sum sim_dsum_batch(const sim_dsum *d) {
 // single steps), only the last step's end is scheduled, and the steps before it are settled
 // when it fires (dsum_run_settle). A request arriving for the instance meanwhile (its decode
 // queue or, colocated, its prefill queue) cuts the run at the first step end not before it,
-// where a single-step instance would admit it. Runs are taken only where nothing reads the
-// instance between steps except the sampler (which settles what has passed): not under a
-// router that balances decode KV over several instances, not with per-step random skew, not
-// with a step timeline.
+// where a single-step instance would admit it. What reads the instance between its steps
+// sees the steps ended by then: the sampler (which settles them) and a decode router that
+// balances KV (sim_inst_kv_used; step ends come first at their instant, so this holds at a
+// step's own end too). Runs are not taken with per-step random skew, nor with a step
+// timeline.
 
 // Steps of the run in flight whose ends lie strictly before t (the last one excluded: its
 // event settles it).
@@ -220,10 +221,25 @@ void sim_dsum_run_settle(sim_cluster *c, sim_inst *in, uint32_t upto) {
     }
 }
 
-// KV held by the instance at now, with the steps of its run that have passed.
+// Steps of the run in flight that ended by t (at t included; the last one excluded: its
+// event settles it). Step ends come first at their instant (sim_step.c), so at t every other
+// event sees them as done.
+uint32_t sim_run_done_by(const sim_inst *in, sim_time t) {
+    uint32_t lo = 0, hi = in->run_m ? in->run_m - 1 : 0;   // first j with run_end[j] > t
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (in->run_end[mid] <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+// KV held by the instance at now, with the steps of its run that have ended.
 double sim_inst_kv_used(const sim_inst *in, sim_time now) {
     if (in->run_m <= 1 || !in->busy) return in->kv_used;
-    return in->kv_used + (double)in->ds.n * sim_run_passed(in, now);
+    return in->kv_used + (double)in->ds.n * sim_run_done_by(in, now);
 }
 
 // The end of a decode step on an instance keeping sums: every member emits one token; those
