@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/run.sh BUILD_DIR [OLD_KVFLEET] -- runs the benchmarks and prints their figures (not part
 # of tests). OLD_KVFLEET (or KVF_BENCH_OLD): a previous release's binary; sim_speed prints each
-# figure beside that binary's run of the same scenario, timed in the same bench run.
+# figure beside that binary's run of the same scenario, timed in the same bench run;
+# KVF_BENCH_OLD_REPO: that release's checkout, whose scenario files the old binary then reads.
 set -euo pipefail
 build=${1:-build}
 old=${2:-${KVF_BENCH_OLD:-}}

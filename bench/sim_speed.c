@@ -2,12 +2,14 @@
 // "hold" model: pop the earliest event, push one a random time later) next to a full run of a
 // 1,000-GPU cluster replaying one simulated hour of real traffic, measured in the same process.
 //
-// usage: sim_speed [REPO_DIR] [SHARED_DIR] [HOURS] [OLD_KVFLEET]
+// usage: sim_speed [REPO_DIR] [SHARED_DIR] [HOURS] [OLD_KVFLEET] [OLD_REPO_DIR]
 // OLD_KVFLEET (or KVF_BENCH_OLD): a previous release's kvfleet binary; each scenario is then
 // also run by it (`OLD run SCENARIO --set ... -q --no-report -o DIR`, a child process, in the
 // same bench run, one after the other so neither competes for a core), and each figure is
 // printed beside that run's: its loop wall, events and the speed ratio new/old, with whether
-// both simulated the same events.
+// both simulated the same events. OLD_REPO_DIR (or KVF_BENCH_OLD_REPO): that release's
+// checkout; the old binary then reads the scenario of the same name from it (its model files
+// and keys: a model or scenario key added since would be refused), else this checkout's.
 // The hour of traffic is the Mooncake conversation trace repeated back to back (hash ids of
 // each copy offset so copies do not share prefixes beyond the trace's own system prompt),
 // rescaled to the scenario's rate. Prints one line per figure; never part of the tests.
@@ -41,9 +43,10 @@ static double bare_queue_events_per_s(size_t live, uint64_t n) {
     return (double)n / s;
 }
 
-static const char *old_bin;   // a previous release's kvfleet, or NULL
-static double bare_eps;       // the bare loop's events/s, measured first
-static double last_user_s;    // CPU user seconds of the last in-process run
+static const char *old_bin;    // a previous release's kvfleet, or NULL
+static const char *old_repo;   // its checkout (scenarios of the same name), or NULL
+static double bare_eps;        // the bare loop's events/s, measured first
+static double last_user_s;     // CPU user seconds of the last in-process run
 
 static double user_s(int who) {
     struct rusage r;
@@ -72,6 +75,16 @@ static void shell_quote(char *b, size_t n, const char *s) {
 static void old_compare(const char *scenario, const char *const *sets, int n, double new_loop,
                         double new_events) {
     if (!old_bin) return;
+    char opath[2048];
+    if (old_repo) {
+        const char *base = strrchr(scenario, '/');
+        snprintf(opath, sizeof opath, "%s/scenarios/%s", old_repo, base ? base + 1 : scenario);
+        if (access(opath, R_OK)) {
+            printf("  old binary: no %s in the old checkout\n", opath);
+            return;
+        }
+        scenario = opath;
+    }
     char dir[] = "/tmp/kvf_bench_old_XXXXXX";
     if (!mkdtemp(dir)) return;
     char out[64], cmd[16384] = "";
@@ -200,7 +213,9 @@ static json_t *bench_scenario(const char *repo, const char *label, const char *n
 }
 
 static void bench_ep_decode(const char *repo, double bare) {
-    // One 144-GPU expert-parallel decode instance holding ~10 k sequences, 15 simulated minutes.
+    // One 144-GPU expert-parallel decode instance holding ~10 k sequences, 15 simulated minutes;
+    // then two such units behind a least_kv decode router (which reads both instances' KV at
+    // every routing: decode steps in runs must answer it).
     json_t *ep = bench_scenario(repo, "ep-decode-144 (15 simulated min)", "ep-decode-144.yaml",
                                 NULL, 0, bare);
     if (ep) {
@@ -211,6 +226,10 @@ static void bench_ep_decode(const char *repo, double bare) {
                json_number_value(json_object_get(json_object_get(ep, "tpot_ms"), "p50")));
         json_decref(ep);
     }
+    const char *two[] = {"cluster.decode.instances=2", "cluster.prefill.instances=6",
+                         "workload.generate.rate_rps=600"};
+    json_decref(bench_scenario(repo, "two ep-decode-144 units, least_kv decode router",
+                               "ep-decode-144.yaml", two, 3, bare));
 }
 
 static void bench_azure(const char *repo, const char *shared, double bare) {
@@ -328,6 +347,8 @@ int main(int argc, char **argv) {
     double hours = argc > 3 ? atof(argv[3]) : 1.0;
     old_bin = argc > 4 ? argv[4] : getenv("KVF_BENCH_OLD");
     if (old_bin && !*old_bin) old_bin = NULL;
+    old_repo = argc > 5 ? argv[5] : getenv("KVF_BENCH_OLD_REPO");
+    if (old_repo && !*old_repo) old_repo = NULL;
     if (old_bin && access(old_bin, X_OK)) {
         fprintf(stderr, "%s: not an executable (the previous release's kvfleet)\n", old_bin);
         return 1;
@@ -337,7 +358,9 @@ int main(int argc, char **argv) {
         getenv("KVF_BENCH_BARE_N") ? strtoull(getenv("KVF_BENCH_BARE_N"), NULL, 10) : 20000000);
     bare_eps = bare;
     printf("bare event queue (hold model, 100k live events): %.2f M events/s\n", bare / 1e6);
-    if (old_bin) printf("previous release for comparison: %s\n", old_bin);
+    if (old_bin)
+        printf("previous release for comparison: %s%s%s\n", old_bin,
+               old_repo ? ", scenarios from " : "", old_repo ? old_repo : "");
 
     static sim_config cfg;
     kvf_err err = {0};
