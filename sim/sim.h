@@ -220,6 +220,8 @@ typedef struct sim_decoding_cfg {   // decoding.*
     double structured_share;       // share of requests flagged structured at arrival (0..1)
 } sim_decoding_cfg;
 
+#define SIM_FIT_UNDO_MAX 32   // terms one fit file may set
+
 typedef struct sim_serving_cfg {   // serving.*: the serving engine's behaviour (presets fill what
                                    // is not set explicitly; sim/config/sim_serving.c)
     sim_serving_preset preset;
@@ -240,6 +242,15 @@ typedef struct sim_serving_cfg {   // serving.*: the serving engine's behaviour 
                                     // instead of refused (reason "context")
     double client_timeout_ns;       // > 0: a request not finished this long after arrival is
                                     // abandoned by its client and aborted (counted, "timeout")
+    // the values the fit file's terms replaced (undone before the next resolve, so that
+    // `--set serving.fit=...` to another file or to null leaves no term of the last one)
+    struct sim_fit_undo {
+        const char *key;      // the scenario key (the key table's own string)
+        uint32_t off, off2;   // its place in sim_config (off2: 0 = none)
+        int ntype;            // its storage type (sim_keys.h num_type)
+        double was;           // its value before the term
+    } fit_undo[SIM_FIT_UNDO_MAX];
+    uint32_t n_fit_undo;
 } sim_serving_cfg;
 
 // The metrics and percentiles a class's SLO can bound (slo.classes.<class>.<metric>.<stat>).
@@ -325,6 +336,8 @@ void sim_config_profile_path(const sim_config *c, char *out, size_t n);
 // Line where key (dotted) was set: > 0 a line of c->path, -1 set by --set, 0 never set (the
 // default). A key not recorded itself answers with its nearest recorded parent section's line.
 int sim_config_key_line(const sim_config *c, const char *key);
+// True when key itself (not only a section above it) was set by the file or a --set.
+bool sim_config_key_given(const sim_config *c, const char *key);
 // Writes the place of a key for an error message into out: "FILE:LINE: key 'KEY'",
 // "--set KEY", "FILE: key 'KEY' (default)" or "key 'KEY' (default)". Callers append ": what".
 void sim_config_where(const sim_config *c, const char *key, char *out, size_t n);

@@ -258,6 +258,70 @@ START_TEST(test_fit_writes_terms_a_scenario_applies) {
 }
 END_TEST
 
+// A fit named by the scenario and then replaced with --set (by null, or by another file) leaves
+// none of its terms behind; a key set by hand keeps its own value throughout.
+START_TEST(test_fit_replaced_leaves_no_terms) {
+    kvt_tmp_make("kvf_fit_undo");
+    char fa[256], fb[256], scn[256];
+    snprintf(fa, sizeof fa, "%s/a.yaml", kvt_tmp);
+    snprintf(fb, sizeof fb, "%s/b.yaml", kvt_tmp);
+    snprintf(scn, sizeof scn, "%s/s.yaml", kvt_tmp);
+    FILE *f = fopen(fa, "w");
+    ck_assert(f);
+    fputs("terms:\n  efficiency.compute: 0.31\n  efficiency.memory: 0.42\n"
+          "  serving.frontend_ms: 7\n",
+          f);
+    fclose(f);
+    f = fopen(fb, "w");
+    ck_assert(f);
+    fputs("terms:\n  efficiency.memory: 0.55\n", f);
+    fclose(f);
+    f = fopen(scn, "w");
+    ck_assert(f);
+    fprintf(f,
+            "name: undo\nmodel: llama-3.1-8b\nhardware: h100\nserving: {fit: %s}\n"
+            "workload: {generate: {profile: chatbot, rate_rps: 2, duration_s: 5}}\n"
+            "cluster: {mode: colocated, prefill: {instances: 1}, decode: {instances: 0}}\n",
+            fa);
+    fclose(f);
+    struct {
+        const char *sets;
+        double compute, memory, frontend;
+    } cases[] = {
+        {"", 0.31, 0.42, 7},                       // the file's terms
+        {"--set serving.fit=null", 0.6, 0.8, 0},   // the defaults again
+        {"--set serving.fit=B", 0.6, 0.55, 0},     // only the other file's
+        {"--set efficiency.compute=0.5 --set serving.fit=null", 0.5, 0.8, 0},   // by hand stays
+        {"--set serving.fit=null --set serving.fit=A", 0.31, 0.42, 7},          // and back
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char sets[700] = "", out[300];
+        const char *b = strstr(cases[k].sets, "fit=B"), *a = strstr(cases[k].sets, "fit=A");
+        if (b)
+            snprintf(sets, sizeof sets, "%.*sfit=%s", (int)(b - cases[k].sets), cases[k].sets, fb);
+        else if (a)
+            snprintf(sets, sizeof sets, "%.*sfit=%s", (int)(a - cases[k].sets), cases[k].sets, fa);
+        else
+            snprintf(sets, sizeof sets, "%s", cases[k].sets);
+        snprintf(out, sizeof out, "%s/o%zu", kvt_tmp, k);
+        int rc = kvt_sh("%s run %s %s -o %s -q --no-report", kvt_bin(), scn, sets, out);
+        ck_assert_msg(rc == 0, "case %zu: exit %d: %s", k, rc, kvt_err);
+        char p[400];
+        snprintf(p, sizeof p, "%s/summary.json", out);
+        json_t *s = load_json(p);
+        ck_assert_msg(fabs(kvt_num(s, "config.efficiency.compute") - cases[k].compute) < 1e-9 &&
+                          fabs(kvt_num(s, "config.efficiency.memory") - cases[k].memory) < 1e-9 &&
+                          fabs(kvt_num(s, "config.serving.frontend_ms") - cases[k].frontend) < 1e-9,
+                      "case %zu (%s): compute %g memory %g frontend %g", k, cases[k].sets,
+                      kvt_num(s, "config.efficiency.compute"),
+                      kvt_num(s, "config.efficiency.memory"),
+                      kvt_num(s, "config.serving.frontend_ms"));
+        json_decref(s);
+    }
+    kvt_tmp_remove();
+}
+END_TEST
+
 // serving.*: the frontend delays the first token by its latency at low load; an admission that
 // reserves the whole context never preempts where preempt-and-recompute does; a client
 // time-out aborts what runs past it and counts it.
@@ -307,6 +371,7 @@ int main(void) {
     tcase_add_test(tc, test_measured_each_format_round_trips);
     tcase_add_test(tc, test_measured_bad_runs_refused);
     tcase_add_test(tc, test_fit_writes_terms_a_scenario_applies);
+    tcase_add_test(tc, test_fit_replaced_leaves_no_terms);
     tcase_add_test(tc, test_serving_keys_do_what_they_say);
     suite_add_tcase(s, tc);
     return kvt_main(s);

@@ -221,6 +221,12 @@ int sim_config_key_line(const sim_config *c, const char *key) {
     }
 }
 
+bool sim_config_key_given(const sim_config *c, const char *key) {
+    for (int32_t i = 0; i < c->n_key_lines; i++)
+        if (!strcmp(c->key_lines[i].key, key)) return true;
+    return false;
+}
+
 void sim_config_where(const sim_config *c, const char *key, char *out, size_t n) {
     int line = sim_config_key_line(c, key);
     if (line < 0)

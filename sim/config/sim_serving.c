@@ -43,8 +43,10 @@ static const preset presets[] = {
     [SIM_SERVING_TRTLLM] = {SIM_PREFIX_FREE_BLOCKS, SIM_ADMIT_RESERVE, 0, 0},
 };
 
+// The key itself was set (a `serving:` or `efficiency:` section in the file does not set the
+// keys it leaves out).
 static bool set_by_hand(const sim_config *c, const char *key) {
-    return sim_config_key_line(c, key) != 0;
+    return sim_config_key_given(c, key);
 }
 
 static void apply_preset(sim_config *c) {
@@ -80,6 +82,16 @@ static kvf_status apply_term(sim_config *c, const char *path, int line, const ch
         return kvf_fail(err, KVF_EPARSE, "%s:%d: term '%s': %g outside the key's range [%g, %g]",
                         path, line, key, v, d->lo, d->hi);
     if (set_by_hand(c, key)) return KVF_OK;   // the scenario's own value wins
+    sim_serving_cfg *s = &c->serving;
+    if (s->n_fit_undo == SIM_FIT_UNDO_MAX)
+        return kvf_fail(err, KVF_EPARSE, "%s:%d: term '%s': more than %d terms in a fit file", path,
+                        line, key, SIM_FIT_UNDO_MAX);
+    s->fit_undo[s->n_fit_undo++] =
+        (struct sim_fit_undo){.key = d->key,
+                              .off = (uint32_t)d->off,
+                              .off2 = (uint32_t)d->off2,
+                              .ntype = d->ntype,
+                              .was = sim_key_load_num((char *)c + d->off, (num_type)d->ntype)};
     sim_key_store_num((char *)c + d->off, (num_type)d->ntype, v * d->scale);
     if (d->off2) sim_key_store_num((char *)c + d->off2, (num_type)d->ntype, v * d->scale);
     return KVF_OK;
@@ -141,7 +153,20 @@ static kvf_status apply_fit(sim_config *c, kvf_err *err) {
     return st;
 }
 
+// Puts back what the last fit's terms replaced, last term first (a key set by hand since
+// keeps its own value).
+static void undo_fit(sim_config *c) {
+    sim_serving_cfg *s = &c->serving;
+    while (s->n_fit_undo) {
+        const struct sim_fit_undo *u = &s->fit_undo[--s->n_fit_undo];
+        if (set_by_hand(c, u->key)) continue;
+        sim_key_store_num((char *)c + u->off, (num_type)u->ntype, u->was);
+        if (u->off2) sim_key_store_num((char *)c + u->off2, (num_type)u->ntype, u->was);
+    }
+}
+
 kvf_status sim_serving_resolve(sim_config *c, kvf_err *err) {
+    undo_fit(c);
     apply_preset(c);
     if (c->serving.fit[0]) return apply_fit(c, err);
     return KVF_OK;
