@@ -696,6 +696,47 @@ static void check_gap(const char *file, const char *model, double pred, double r
                 file, model, pred, pub, rec, model, pred);
 }
 
+// The row of scenarios/README.md's table for the published point `file` states its check
+// line's figures (published, table, its gap, roofline, its gap).
+static void readme_row(const char *readme, const char *file, double pub, double rec_t, double rec_r,
+                       const char *line) {
+    char name[256], row_key[300], want[600], ct[200], cr[200], cp[48];
+    snprintf(name, sizeof name, "%.*s", (int)(strlen(file) - 5), file);
+    snprintf(row_key, sizeof row_key, "\n| `%s` |", name);
+    const char *row = strstr(readme, row_key);
+    ck_assert_msg(row, "scenarios/README.md: no row for `%s` in the published points", name);
+    const char *eol = strchr(row + 1, '\n');
+    with_commas(cp, sizeof cp, pub, false);
+    pred_cells(ct, sizeof ct, rec_t, pub);
+    pred_cells(cr, sizeof cr, rec_r, pub);
+    snprintf(want, sizeof want, "| %s | %s | %s |\n", cp, ct, cr);
+    const char *at = strstr(row, want);
+    ck_assert_msg(at && (!eol || at < eol),
+                  "scenarios/README.md row `%s` lacks '%.*s' (its "
+                  "check line: %s)",
+                  name, (int)strlen(want) - 1, want, line);
+}
+
+// An offline published point run in full by one step model: output tokens/s per GPU.
+static double offline_tok_s(const char *file, const char *model) {
+    ck_assert_msg(kvf("run scenarios/published/%s --set step_model=%s -o %s/off --force "
+                      "--no-report -q",
+                      file, model, tmpdir) == 0,
+                  "%s (%s): %s", file, model, out_buf);
+    char p[1200];
+    snprintf(p, sizeof p, "%s/off/summary.json", tmpdir);
+    json_error_t je;
+    json_t *s = json_load_file(p, 0, &je);
+    ck_assert_msg(s, "%s: %s", p, je.text);
+    double gpus =
+        kvt_num(s, "gpus.vision") + kvt_num(s, "gpus.prefill") + kvt_num(s, "gpus.decode");
+    double v = kvt_num(s, "throughput.output_tok_s") / gpus;
+    ck_assert_msg(kvt_num(s, "requests.completed") >= 3000 && gpus > 0, "%s: %g completed", file,
+                  kvt_num(s, "requests.completed"));
+    json_decref(s);
+    return v;
+}
+
 // Each published operating point (inputs stated in the file, the shape in its `# check:` line):
 // the step models' predictions, re-derived with --explain-step, are no farther from the
 // published figure than the gaps recorded in the check line (check_gap), and the row of
@@ -727,6 +768,16 @@ START_TEST(test_published_points) {
                           check_get(line, "table") > 0 && check_get(line, "roofline") > 0,
                       "%s: check line incomplete: %s", e->d_name, line);
         bool decode = strstr(line, "phase=decode") != NULL;
+        double pub = check_get(line, "published"), rec_t = check_get(line, "table"),
+               rec_r = check_get(line, "roofline");
+        if (strstr(line, "phase=offline")) {
+            // a whole offline run by each step model: output tokens/s per GPU over the run
+            check_gap(e->d_name, "table", offline_tok_s(e->d_name, "table"), rec_t, pub);
+            check_gap(e->d_name, "roofline", offline_tok_s(e->d_name, "roofline"), rec_r, pub);
+            readme_row(readme, e->d_name, pub, rec_t, rec_r, line);
+            n++;
+            continue;
+        }
         int rc;
         if (decode)
             rc = kvf("run scenarios/published/%s --explain-step --step-seqs %g --step-context %g",
@@ -749,26 +800,9 @@ START_TEST(test_published_points) {
         const char *r = strstr(last, "roofline ");
         ck_assert(r);
         double rf = atof(r + strlen("roofline "));
-        double pub = check_get(line, "published"), rec_t = check_get(line, "table"),
-               rec_r = check_get(line, "roofline");
         check_gap(e->d_name, "table", t, rec_t, pub);
         check_gap(e->d_name, "roofline", rf, rec_r, pub);
-        // the README's row states the check line's figures
-        char name[256], row_key[300], want[600], ct[200], cr[200], cp[48];
-        snprintf(name, sizeof name, "%.*s", (int)(strlen(e->d_name) - 5), e->d_name);
-        snprintf(row_key, sizeof row_key, "\n| `%s` |", name);
-        const char *row = strstr(readme, row_key);
-        ck_assert_msg(row, "scenarios/README.md: no row for `%s` in the published points", name);
-        const char *eol = strchr(row + 1, '\n');
-        with_commas(cp, sizeof cp, pub, false);
-        pred_cells(ct, sizeof ct, rec_t, pub);
-        pred_cells(cr, sizeof cr, rec_r, pub);
-        snprintf(want, sizeof want, "| %s | %s | %s |\n", cp, ct, cr);
-        const char *at = strstr(row, want);
-        ck_assert_msg(at && (!eol || at < eol),
-                      "scenarios/README.md row `%s` lacks '%.*s' (its "
-                      "check line: %s)",
-                      name, (int)strlen(want) - 1, want, line);
+        readme_row(readme, e->d_name, pub, rec_t, rec_r, line);
         // the scenario itself is a valid scenario
         ck_assert_msg(
             kvf("run scenarios/published/%s --set workload.generate.duration_s=2 -o %s/p --force "
