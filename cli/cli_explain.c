@@ -61,9 +61,26 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
         fprintf(stderr, "kvfleet run: --step-phase must be decode or prefill, not '%s'\n", phase);
         return 2;
     }
-    const sim_pool_cfg *pc =
-        decode || cfg->cluster.mode == SIM_COLOCATED ? &cfg->cluster.decode : &cfg->cluster.prefill;
-    if (!decode && cfg->cluster.mode == SIM_DISAGGREGATED) pc = &cfg->cluster.prefill;
+    // the pool whose shape the step runs on: colocated, the instances counted under
+    // cluster.decode where there are any (their shape equals the prefill pool's), else those
+    // of cluster.prefill
+    const sim_pool_cfg *pc = decode ? &cfg->cluster.decode : &cfg->cluster.prefill;
+    if (cfg->cluster.mode == SIM_COLOCATED)
+        pc = cfg->cluster.decode.instances > 0 ? &cfg->cluster.decode : &cfg->cluster.prefill;
+    // the model as the run costs it: the scenario's precision.*, then the pool's own, and the
+    // pool's own hardware (sim_cluster.c does the same)
+    const sim_precision_cfg *pr = &cfg->precision;
+    if (pr->weights || pr->kv || pr->activations)
+        mdl_model_apply_precision(&m, pr->weights, pr->kv, pr->activations);
+    if (pc->prec_weights || pc->prec_activations)
+        mdl_model_apply_precision(&m, pc->prec_weights, MDL_PREC_AUTO, pc->prec_activations);
+    if (pc->hardware[0]) {
+        sim_config_pool_hardware_path(cfg, pc, path, sizeof path);
+        if (mdl_hardware_load(&hw, path, dir, &err)) {
+            fprintf(stderr, "kvfleet: %s\n", err.msg);
+            return 2;
+        }
+    }
     mdl_parallel par = explain_parallel(cfg, &m, pc);
     uint32_t draft = cfg->decoding.draft_tokens;
     mdl_batch b = {0};

@@ -562,6 +562,23 @@ END_TEST
 
 // --explain-step on an MoE step lists the expert-GEMM, routing and permutation terms with the
 // rows they came from; on a dense model each projection names its GEMM row.
+// --explain-step costs the step the run costs: the scenario's precision (FP8 GEMM rows, not
+// BF16) and, colocated without cluster.decode instances, the colocated pool's layout.
+START_TEST(test_explain_step_as_the_run) {
+    ck_assert_int_eq(kvf("run scenarios/published/trtllm-h100-qwen3-235b-offline.yaml "
+                         "--explain-step --step-seqs 126 --step-context 1500"),
+                     0);
+    ck_assert_msg(strstr(out_buf, "(tp 1, ep 8,") && strstr(out_buf, "(gemm_fp8)") &&
+                      !strstr(out_buf, "(gemm_bf16)"),
+                  "%s", out_buf);
+    ck_assert_int_eq(kvf("run scenarios/published/trtllm-h100-qwen3-235b-offline.yaml "
+                         "--explain-step --step-seqs 126 --step-context 1500 "
+                         "--set precision.weights=bf16 --set precision.activations=bf16"),
+                     0);
+    ck_assert_msg(strstr(out_buf, "(gemm_bf16)") && strstr(out_buf, "moe_bf16"), "%s", out_buf);
+}
+END_TEST
+
 START_TEST(test_explain_step_moe_and_dense) {
     ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set step_model=table "
                          "--set model=qwen3-235b-a22b --set cluster.decode.gpus_per_instance=8 "
@@ -827,6 +844,7 @@ static Suite *suite(void) {
     tcase_add_test(t, test_hw_check_files);
     tcase_add_test(t, test_table_rows_by_hand);
     tcase_add_test(t, test_explain_step_moe_and_dense);
+    tcase_add_test(t, test_explain_step_as_the_run);
     tcase_add_test(t, test_bad_model_file_exit_2);
     tcase_add_test(t, test_large_ep_keys_refused);
     tcase_add_test(t, test_explain_step_144);
