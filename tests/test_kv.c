@@ -2,7 +2,7 @@
 // trace's ideal prefix reuse (computed by the trace statistics, an independent pass), growth
 // with capacity and retention, the shared SSD's effect on agentic sessions, and SWA bounded
 // replay cutting prefill FLOPs; the compact block index against the reference one
-// (tests/helpers/kv_ref.c), operation for operation on a real trace.
+// (tests/helpers/kv_ref.c), operation for operation on a real trace, for both layouts.
 #include <check.h>
 #include <jansson.h>
 #include <math.h>
@@ -195,30 +195,71 @@ static void pair_expire(kv_pair *p, sim_time t, uint64_t op) {
     }
 }
 
+// Evicts the LRU block of both (sim_tier_fit_free's call): same answer, block and class.
+static bool pair_evict(kv_pair *p, sim_time now, uint64_t *id, int *cls, uint64_t op) {
+    uint64_t i1 = 0, i2 = 0;
+    int c1 = -1, c2 = -1;
+    bool a = sim_bcache_evict_lru(&p->n, now, &i1, &c1),
+         b = kvt_refcache_evict_lru(&p->r, now, &i2, &c2);
+    ck_assert_msg(a == b && (!a || (i1 == i2 && c1 == c2)),
+                  "op %llu: evict_lru %d %llx class %d, reference %d %llx class %d",
+                  (unsigned long long)op, a, (unsigned long long)i1, c1, b, (unsigned long long)i2,
+                  c2);
+    pair_check(p, "evict_lru", op);
+    *id = i1;
+    *cls = c1;
+    return a;
+}
+
+typedef struct replay_opts {
+    uint64_t hbm_blocks, ssd_blocks;   // tier sizes; ssd UINT64_MAX = no limit
+    const int64_t *ret;                // per class retention (NULL: nothing expires)
+    int64_t limit;                     // requests
+    bool fit;   // the HBM limit moves with free memory (sim_tier_fit_free): evict_lru down to it
+} replay_opts;
+
+typedef struct replay_seen {           // what a replay exercised in the HBM (LRU) tier
+    uint64_t ops;                      // calls compared
+    uint64_t hbm_expired, hbm_moves;   // blocks expired; class changes seen on a hit
+    uint64_t hbm_lru_evicted;          // blocks sim_bcache_evict_lru evicted
+    double bytes_per_block;            // the store's index bytes per block at its peak
+    size_t hbm_index_bytes;
+} replay_seen;
+
+// One lookup in the HBM; a class change shows as the class counts moving with used unchanged.
+static bool hbm_hit(kv_pair *p, uint64_t id, sim_time now, int cls, uint64_t op, replay_seen *s) {
+    uint64_t before = p->n.used_cls[cls], used = p->n.used;
+    bool hit = pair_hit(p, id, now, cls, true, op);
+    if (hit && p->n.used == used && p->n.used_cls[cls] != before) s->hbm_moves++;
+    return hit;
+}
+
 // Replays the Mooncake trace through an HBM tier (LRU, hbm_blocks) in front of a shared store
 // (ssd_blocks; UINT64_MAX = no limit) the way the cluster does: a prefix walk across both
 // tiers that stops at the first miss, SSD hits promoted into HBM with HBM evictions written
 // back to the store, a router probe (no touch) before the walk, the missing blocks written to
 // both after a delay, and purges every 7.3 s (not a multiple of any retention). Classes are
-// spread over the requests so blocks change class.
-static void replay_side_by_side(uint64_t hbm_blocks, uint64_t ssd_blocks, const int64_t *ret,
-                                int64_t limit, double *bytes_per_block) {
+// spread over the requests so blocks change class. With fit, each request first moves the
+// HBM limit (half to all of hbm_blocks) and evicts down to it, and touches its last block
+// again under another class after the write.
+static void replay_side_by_side(const replay_opts *ro, replay_seen *seen) {
     trc_options o;
     trc_options_default(&o);
     ck_assert(trc_format_parse("mooncake", &o.format));
     o.bucket = TRC_BUCKET_SPREAD;
-    o.limit_requests = limit;
+    o.limit_requests = ro->limit;
     o.time_scale = 0.25;   // four times the recorded rate: more sharing within a retention
     trc_reader *rd;
     kvf_err err = {0};
     ck_assert_msg(!trc_reader_open(&rd, shared("mooncake_conversation.jsonl"), &o, &err), "%s",
                   err.msg);
     kv_pair hbm, ssd;
-    sim_bcache_init(&hbm.n, hbm_blocks, ret);
-    kvt_refcache_init(&hbm.r, hbm_blocks, ret);
-    sim_bcache_init(&ssd.n, ssd_blocks, ret);
-    kvt_refcache_init(&ssd.r, ssd_blocks, ret);
-    ck_assert(ssd.n.compact == (ssd_blocks == UINT64_MAX));
+    sim_bcache_init(&hbm.n, ro->hbm_blocks, ro->ret);
+    kvt_refcache_init(&hbm.r, ro->hbm_blocks, ro->ret);
+    sim_bcache_init(&ssd.n, ro->ssd_blocks, ro->ret);
+    kvt_refcache_init(&ssd.r, ro->ssd_blocks, ro->ret);
+    ck_assert(ssd.n.compact == (ro->ssd_blocks == UINT64_MAX) && !hbm.n.compact);
+    replay_seen s = {0};
     trc_request q;
     uint64_t op = 0, hits = 0, looked = 0, expired_lookups = 0;
     sim_time next_purge = 7300000000LL, last = 0;
@@ -231,11 +272,22 @@ static void replay_side_by_side(uint64_t hbm_blocks, uint64_t ssd_blocks, const 
             next_purge += 7300000000LL;
         }
         int cls = (int)(kvf_hash64((uint64_t)op) % TRC_CLASS_COUNT);
+        if (ro->fit) {
+            uint64_t lim =
+                ro->hbm_blocks / 2 + kvf_hash64(op ^ 0x66697400ULL) % (ro->hbm_blocks / 2 + 1);
+            hbm.n.capacity = hbm.r.capacity = lim;
+            uint64_t id;
+            int ecls;
+            while (hbm.n.used > lim && pair_evict(&hbm, now, &id, &ecls, op++)) {
+                s.hbm_lru_evicted++;
+                pair_put(&ssd, id, now, ecls, NULL, op++);
+            }
+        }
         if (q.n_blocks) pair_hit(&ssd, q.blocks[0], now, cls, false, op++);
         uint32_t k = 0;
         for (; k < q.n_blocks; k++, op++) {
             looked++;
-            if (pair_hit(&hbm, q.blocks[k], now, cls, true, op)) continue;
+            if (hbm_hit(&hbm, q.blocks[k], now, cls, op, &s)) continue;
             if (!pair_hit(&ssd, q.blocks[k], now, cls, true, op)) break;
             uint64_t ev;
             if (pair_put(&hbm, q.blocks[k], now, cls, &ev, op))
@@ -250,6 +302,12 @@ static void replay_side_by_side(uint64_t hbm_blocks, uint64_t ssd_blocks, const 
                 pair_put(&ssd, ev, later, cls, NULL, op);
             pair_put(&ssd, q.blocks[j], later, cls, NULL, op);
         }
+        if (ro->fit && q.n_blocks) {   // touch (no lookup): revives an expired block too
+            int c2 = (cls + 1) % TRC_CLASS_COUNT;
+            sim_bcache_touch(&hbm.n, q.blocks[q.n_blocks - 1], later, c2);
+            kvt_refcache_touch(&hbm.r, q.blocks[q.n_blocks - 1], later, c2);
+            pair_check(&hbm, "touch", op++);
+        }
         last = later;
         expired_lookups = ssd.r.expired;
     }
@@ -260,10 +318,19 @@ static void replay_side_by_side(uint64_t hbm_blocks, uint64_t ssd_blocks, const 
     ck_assert_msg(hits > looked / 10 && hits < looked, "%llu hits of %llu lookups",
                   (unsigned long long)hits, (unsigned long long)looked);
     ck_assert_msg(hbm.r.evicted > 0, "HBM never evicted");
-    if (ret) ck_assert_msg(expired_lookups > 0, "nothing expired in the store");
-    if (ssd_blocks != UINT64_MAX) ck_assert_msg(ssd.r.evicted > 0, "the store never evicted");
-    if (bytes_per_block)
-        *bytes_per_block = (double)sim_bcache_index_bytes(&ssd.n) / (double)ssd.n.peak;
+    if (ro->ret) ck_assert_msg(expired_lookups > 0, "nothing expired in the store");
+    if (ro->ssd_blocks != UINT64_MAX) ck_assert_msg(ssd.r.evicted > 0, "the store never evicted");
+    s.ops = op;
+    s.hbm_expired = hbm.r.expired;
+    s.bytes_per_block = (double)sim_bcache_index_bytes(&ssd.n) / (double)ssd.n.peak;
+    s.hbm_index_bytes = sim_bcache_index_bytes(&hbm.n);
+    fprintf(stderr,
+            "replay: %llu calls compared (HBM %llu blocks: %llu evicted, %llu of them by "
+            "evict_lru, %llu expired, %llu class changes on hits)\n",
+            (unsigned long long)op, (unsigned long long)ro->hbm_blocks,
+            (unsigned long long)hbm.r.evicted, (unsigned long long)s.hbm_lru_evicted,
+            (unsigned long long)hbm.r.expired, (unsigned long long)s.hbm_moves);
+    if (seen) *seen = s;
     trc_reader_close(rd);
     sim_bcache_free(&hbm.n);
     kvt_refcache_free(&hbm.r);
@@ -275,12 +342,73 @@ START_TEST(test_compact_index_matches_reference_on_trace) {
     // retention from 30 s to never, so blocks expire, revive and change class
     static const int64_t ret[TRC_CLASS_COUNT] = {120 * 1000000000LL, 45 * 1000000000LL,
                                                  30 * 1000000000LL, 0, 600 * 1000000000LL};
-    double bpb = 0;
-    replay_side_by_side(3000, UINT64_MAX, ret, 6000, &bpb);    // retention-only store
-    replay_side_by_side(3000, 200000, ret, 4000, NULL);        // a store with a capacity
-    replay_side_by_side(3000, UINT64_MAX, NULL, 3000, NULL);   // nothing expires
+    replay_seen seen;
+    replay_side_by_side(&(replay_opts){3000, UINT64_MAX, ret, 6000, false}, &seen);
     // the compact store's index, per stored block (tables and run queues at the peak)
-    ck_assert_msg(bpb > 0 && bpb <= 16, "%.1f index bytes per stored block", bpb);
+    ck_assert_msg(seen.bytes_per_block > 0 && seen.bytes_per_block <= 16,
+                  "%.1f index bytes per stored block", seen.bytes_per_block);
+    replay_side_by_side(&(replay_opts){3000, 200000, ret, 4000, false}, NULL);        // sized store
+    replay_side_by_side(&(replay_opts){3000, UINT64_MAX, NULL, 3000, false}, NULL);   // no expiry
+}
+END_TEST
+
+// The LRU layout (HBM) on its own terms: a small tier whose blocks expire before they are
+// evicted (retentions of a second or two, all different, so a hit moves a block to a
+// longer-lived class and into that class's LRU order), a limit that moves with
+// sim_bcache_evict_lru evicting down to it, and touches that revive expired blocks.
+START_TEST(test_lru_index_matches_reference_on_trace) {
+    static const int64_t ret[TRC_CLASS_COUNT] = {2000000000LL, 700000000LL, 1300000000LL, 0,
+                                                 3100000000LL};
+    replay_seen seen;
+    replay_side_by_side(&(replay_opts){300, UINT64_MAX, ret, 4000, true}, &seen);
+    ck_assert_msg(seen.hbm_expired > 100 && seen.hbm_moves > 100 && seen.hbm_lru_evicted > 1000,
+                  "HBM: %llu expired, %llu class changes, %llu evicted by evict_lru",
+                  (unsigned long long)seen.hbm_expired, (unsigned long long)seen.hbm_moves,
+                  (unsigned long long)seen.hbm_lru_evicted);
+    replay_side_by_side(&(replay_opts){300, 20000, ret, 3000, false}, &seen);
+    ck_assert_msg(seen.hbm_expired > 100 && seen.hbm_moves > 100,
+                  "HBM: %llu expired, %llu class changes", (unsigned long long)seen.hbm_expired,
+                  (unsigned long long)seen.hbm_moves);
+    // the class queues stay bounded by the blocks held, not by the touches made
+    ck_assert_msg(seen.hbm_index_bytes < 300 * 256, "%zu index bytes for 300 blocks",
+                  seen.hbm_index_bytes);
+}
+END_TEST
+
+// A few hot blocks touched a million times beside cold ones that stay put: the class queues
+// drop their dead entries (renumbering the live ones) rather than grow, and eviction still
+// takes the exact LRU block, ties on equal times in touch order, compared with the reference.
+START_TEST(test_lru_queues_stay_bounded) {
+    static const int64_t ret[TRC_CLASS_COUNT] = {0, 50000, 0, 20000, 0};
+    kv_pair p;
+    sim_bcache_init(&p.n, 2000, ret);
+    kvt_refcache_init(&p.r, 2000, ret);
+    uint64_t op = 0, ev;
+    for (uint64_t i = 0; i < 2000; i++, op++)   // groups of 5 blocks (of 8 ids)
+        pair_put(&p, (i / 5) << 3 | (i % 5), (sim_time)(i / 7), (int)(i % TRC_CLASS_COUNT), &ev,
+                 op);
+    for (uint64_t t = 0; t < 1000000; t++, op++) {
+        uint64_t r = kvf_hash64(t), i = r % 200;    // the hot ones: the first 200 put
+        sim_time now = 1000 + (sim_time)(t / 16);   // 16 calls per time step: ties
+        int cls = (int)((r >> 32) % TRC_CLASS_COUNT);
+        if (t % 64 == 63) {   // now and then a new block evicts one
+            pair_put(&p, (1000000 + t) << 3, now, cls, &ev, op);
+        } else if (t % 4096 == 0) {
+            uint64_t id;
+            int ec;
+            pair_evict(&p, now, &id, &ec, op);
+        } else {
+            pair_hit(&p, (i / 5) << 3 | (i % 5), now, cls, true, op);
+        }
+    }
+    pair_expire(&p, 1000 + 1000000 / 16 + 100000, op);
+    size_t entries = 0;
+    for (int k = 0; k < TRC_CLASS_COUNT; k++)
+        entries += p.n.q[k].cap;
+    ck_assert_msg(entries <= 8 * 2000 + TRC_CLASS_COUNT * 64,
+                  "%zu queue entries for 2000 blocks after a million touches", entries);
+    sim_bcache_free(&p.n);
+    kvt_refcache_free(&p.r);
 }
 END_TEST
 
@@ -336,6 +464,8 @@ static Suite *suite(void) {
     tcase_add_test(t, test_shared_ssd_on_agentic_sessions);
     tcase_add_test(t, test_swa_bounded_replay_cuts_prefill_flops);
     tcase_add_test(t, test_compact_index_matches_reference_on_trace);
+    tcase_add_test(t, test_lru_index_matches_reference_on_trace);
+    tcase_add_test(t, test_lru_queues_stay_bounded);
     tcase_add_test(t, test_compact_store_occupancy_by_class);
     suite_add_tcase(s, t);
     return s;

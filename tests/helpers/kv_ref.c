@@ -186,3 +186,22 @@ bool kvt_refcache_put(kvt_refcache *c, uint64_t id, sim_time now, int cls, uint6
     if (c->used * 2 > c->hcap) hrehash(c);
     return ev;
 }
+
+bool kvt_refcache_evict_lru(kvt_refcache *c, sim_time now, uint64_t *id, int *cls) {
+    if (!c->used) return false;
+    kvt_refcache_expire(c, now);
+    if (!c->used) return false;
+    uint32_t victim = KVT_REF_NONE;
+    for (int k = 0; k < TRC_CLASS_COUNT; k++) {
+        uint32_t t = c->tail[k];
+        if (t != KVT_REF_NONE &&
+            (victim == KVT_REF_NONE || c->slots[t].touched < c->slots[victim].touched))
+            victim = t;
+    }
+    KVF_ASSERT(victim != KVT_REF_NONE);
+    *id = c->slots[victim].id;
+    *cls = c->slots[victim].cls;
+    drop(c, victim);
+    c->evicted++;
+    return true;
+}

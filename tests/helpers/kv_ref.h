@@ -49,5 +49,8 @@ void kvt_refcache_touch(kvt_refcache *c, uint64_t id, sim_time now, int cls);
 bool kvt_refcache_put(kvt_refcache *c, uint64_t id, sim_time now, int cls, uint64_t *evicted);
 // Drops every entry expired at now (walks the class tails). Returns how many.
 uint64_t kvt_refcache_expire(kvt_refcache *c, sim_time now);
+// Evicts the least recently touched entry (expired ones purged first); false when empty. *id
+// and *cls get the entry evicted.
+bool kvt_refcache_evict_lru(kvt_refcache *c, sim_time now, uint64_t *id, int *cls);
 
 #endif

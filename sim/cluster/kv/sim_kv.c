@@ -14,10 +14,13 @@ static int64_t retention(const sim_bcache *c, int cls) {
     return c->retention_ns ? c->retention_ns[cls] : 0;
 }
 
-// ---- LRU layout ------------------------------------------------------------------------------
-static size_t hfind(const sim_bcache *c, uint64_t id) {
-    size_t mask = c->hcap - 1, i = sim_bcache_home_(c, id);
-    while (c->h[i].val != SIM_BC_NONE && c->h[i].key != id)
+// ---- LRU layout: the group hash and records ----------------------------------------------------
+_Static_assert(sizeof(sim_brec) == 128, "a group record is two cache lines");
+
+// Hash position of group key: where it sits, or the empty entry ending its probe run.
+static size_t hfind(const sim_bcache *c, uint64_t key) {
+    size_t mask = c->hcap - 1, i = (size_t)kvf_hash64(key) & mask;
+    while (c->h[i].val != SIM_BC_NONE && c->h[i].key != key)
         i = (i + 1) & mask;
     return i;
 }
@@ -48,61 +51,179 @@ static void hdel(sim_bcache *c, size_t i) {
     size_t mask = c->hcap - 1;
     c->h[i].val = SIM_BC_NONE;
     for (size_t j = (i + 1) & mask; c->h[j].val != SIM_BC_NONE; j = (j + 1) & mask)
-        if (may_shift(i, j, sim_bcache_home_(c, c->h[j].key), mask)) {
+        if (may_shift(i, j, (size_t)kvf_hash64(c->h[j].key) & mask, mask)) {
             c->h[i] = c->h[j];
             c->h[j].val = SIM_BC_NONE;
             i = j;
         }
 }
 
-static void unlink_slot(sim_bcache *c, uint32_t s) {
-    sim_bslot *e = &c->slots[s];
-    if (e->prev != SIM_BC_NONE)
-        c->slots[e->prev].next = e->next;
-    else
-        c->head[e->cls] = e->next;
-    if (e->next != SIM_BC_NONE)
-        c->slots[e->next].prev = e->prev;
-    else
-        c->tail[e->cls] = e->prev;
+// Record of group key, SIM_BC_NONE when the group holds no block. A prefix walk asks for the
+// same group up to 8 times in a row, and a block missed is often put next: the last group
+// asked for answers without a probe (an absent one with the hash position it would take).
+static uint32_t grec(sim_bcache *c, uint64_t key) {
+    if (key == c->memo_key) return c->memo_rec;
+    size_t i = hfind(c, key);
+    c->memo_key = key;
+    c->memo_rec = c->h[i].val;
+    c->memo_pos = i;
+    return c->memo_rec;
 }
 
-static void push_head(sim_bcache *c, uint32_t s) {
-    sim_bslot *e = &c->slots[s];
-    e->prev = SIM_BC_NONE;
-    e->next = c->head[e->cls];
-    if (e->next != SIM_BC_NONE)
-        c->slots[e->next].prev = s;
-    else
-        c->tail[e->cls] = s;
-    c->head[e->cls] = s;
+static void recs_grow(sim_bcache *c, size_t need) {
+    size_t cap = KVF_MAX(need, c->recs_cap * 2);
+    sim_brec *r = kvf_aligned_malloc(128, cap * sizeof *r);
+    if (c->nrecs) memcpy(r, c->recs, c->nrecs * sizeof *r);
+    free(c->recs);
+    c->recs = r;
+    c->recs_cap = cap;
 }
 
-static void drop(sim_bcache *c, uint32_t s) {
-    unlink_slot(c, s);
-    hdel(c, hfind(c, c->slots[s].id));
-    c->slots[s].next = c->free_head;
-    c->free_head = s;
+// A record for group key (just asked for by grec and absent), entered in the hash with no
+// block held.
+static uint32_t group_new(sim_bcache *c, uint64_t key) {
+    KVF_ASSERT(c->memo_key == key && c->memo_rec == SIM_BC_NONE);
+    size_t i = c->memo_pos;
+    uint32_t r = c->free_rec;
+    if (r != SIM_BC_NONE) {
+        c->free_rec = (uint32_t)c->recs[r].key;
+    } else {
+        KVF_ASSERT(c->nrecs < (size_t)1 << 29);   // an entry is record << 3 | sub in 32 bits
+        if (c->nrecs == c->recs_cap) recs_grow(c, c->nrecs + 1);
+        r = (uint32_t)c->nrecs++;
+    }
+    sim_brec *g = &c->recs[r];
+    g->key = key;
+    g->n = 0;
+    memset(g->cls, SIM_BC_ABSENT, sizeof g->cls);
+    c->h[i].key = key;
+    c->h[i].val = r;
+    c->memo_rec = r;
+    if (++c->hused * 2 > c->hcap) hrehash(c);
+    return r;
+}
+
+// Group record r holds no block any more: out of the hash, onto the free list.
+static void group_free(sim_bcache *c, uint32_t r) {
+    uint64_t key = c->recs[r].key;
+    hdel(c, hfind(c, key));
+    c->hused--;
+    // entries may have shifted: an absent group's position is stale, and this group is gone
+    if (c->memo_key == key || c->memo_rec == SIM_BC_NONE) c->memo_key = UINT64_MAX;
+    c->recs[r].key = c->free_rec;
+    c->free_rec = r;
+}
+
+// ---- LRU layout: the class queues -------------------------------------------------------------
+static bool q_is_live(const sim_bqueue *q, size_t p) {
+    return q->live[p >> 6] >> (p & 63) & 1;
+}
+
+// Makes room at the tail of full queue k: drops the dead entries when they are at least half
+// (renumbering the live ones' records), else slides the entries down past a dead head or
+// doubles the buffer.
+static void q_make_room(sim_bcache *c, int k) {
+    sim_bqueue *q = &c->q[k];
+    size_t len = q->tail - q->head;
+    if (len && q->nlive <= len / 2) {
+        size_t w = 0;
+        for (size_t p = q->head; p < q->tail; p++)
+            if (q_is_live(q, p)) {
+                uint32_t e = q->e[p];
+                q->e[w] = e;
+                c->recs[e >> 3].seq[e & 7] = q->base + (uint32_t)w;
+                w++;
+            }
+        memset(q->live, 0, (q->tail + 63) / 64 * sizeof *q->live);
+        for (size_t p = 0; p < w; p++)
+            q->live[p >> 6] |= (uint64_t)1 << (p & 63);
+        q->head = 0;
+        q->tail = w;
+    } else if (q->head >= 64 && q->head >= q->cap / 4) {
+        size_t s = q->head & ~(size_t)63;   // whole live-bit words
+        memmove(q->e, q->e + s, (q->tail - s) * sizeof *q->e);
+        memmove(q->live, q->live + s / 64, (q->cap - s) / 64 * sizeof *q->live);
+        memset(q->live + (q->cap - s) / 64, 0, s / 64 * sizeof *q->live);
+        q->base += (uint32_t)s;
+        q->head -= s;
+        q->tail -= s;
+    } else {
+        size_t cap = q->cap ? q->cap * 2 : 64;
+        KVF_ASSERT(cap <= UINT32_MAX);   // seq - base names an entry in 32 bits
+        q->e = kvf_realloc(q->e, cap * sizeof *q->e);
+        q->live = kvf_realloc(q->live, cap / 64 * sizeof *q->live);
+        memset(q->live + q->cap / 64, 0, (cap - q->cap) / 64 * sizeof *q->live);
+        q->cap = cap;
+    }
+}
+
+// Appends entry e (record << 3 | sub) to class k's queue; returns its seq.
+static uint32_t q_push(sim_bcache *c, int k, uint32_t e) {
+    sim_bqueue *q = &c->q[k];
+    if (q->tail == q->cap) q_make_room(c, k);
+    size_t p = q->tail++;
+    q->e[p] = e;
+    q->live[p >> 6] |= (uint64_t)1 << (p & 63);
+    q->nlive++;
+    return q->base + (uint32_t)p;
+}
+
+// The entry at seq of class k's queue is no longer its block's.
+static void q_kill(sim_bcache *c, int k, uint32_t seq) {
+    sim_bqueue *q = &c->q[k];
+    size_t p = (size_t)(uint32_t)(seq - q->base);
+    KVF_ASSERT(p >= q->head && p < q->tail && q_is_live(q, p));
+    q->live[p >> 6] &= ~((uint64_t)1 << (p & 63));
+    q->nlive--;
+}
+
+// Oldest live entry of class k (the dead ones before it are popped), SIM_BC_NONE when the
+// class holds nothing (the queue then restarts at the front of its buffer).
+static uint32_t q_front(sim_bcache *c, int k) {
+    sim_bqueue *q = &c->q[k];
+    while (q->head < q->tail) {
+        uint64_t w = q->live[q->head >> 6] >> (q->head & 63);
+        if (w) {
+            q->head += (size_t)__builtin_ctzll(w);
+            return q->e[q->head];
+        }
+        q->head = (q->head | 63) + 1;   // the rest of this word is dead
+    }
+    q->base += (uint32_t)q->tail;
+    q->head = q->tail = 0;
+    return SIM_BC_NONE;
+}
+
+// ---- LRU layout: blocks ----------------------------------------------------------------------
+static bool expired_at(const sim_bcache *c, int cls, sim_time touched, sim_time now) {
+    int64_t r = retention(c, cls);
+    return r > 0 && now - touched >= r;
+}
+
+// Drops block (record r, sub j): its queue entry dies, the record goes when it empties.
+static void block_drop(sim_bcache *c, uint32_t r, unsigned j) {
+    sim_brec *g = &c->recs[r];
+    int k = g->cls[j];
+    q_kill(c, k, g->seq[j]);
+    g->cls[j] = SIM_BC_ABSENT;
     c->used--;
-    c->used_cls[c->slots[s].cls]--;
+    c->used_cls[k]--;
+    if (--g->n == 0) group_free(c, r);
 }
 
-static bool expired_at(const sim_bcache *c, const sim_bslot *e, sim_time now) {
-    int64_t r = retention(c, e->cls);
-    return r > 0 && now - e->touched >= r;
-}
-
-// The slot holding id when present and alive at now, else SIM_BC_NONE (an expired entry is
-// dropped on the way).
+// Record of id when present and alive at now, else SIM_BC_NONE (an expired block is dropped
+// on the way).
 static uint32_t find_live(sim_bcache *c, uint64_t id, sim_time now) {
     if (!c->used) return SIM_BC_NONE;
-    uint32_t s = c->h[hfind(c, id)].val;
-    if (s != SIM_BC_NONE && expired_at(c, &c->slots[s], now)) {
-        drop(c, s);
+    uint32_t r = grec(c, SIM_BC_GROUP_KEY(id));
+    unsigned j = (unsigned)(id & (SIM_BC_GROUP - 1));
+    if (r == SIM_BC_NONE || c->recs[r].cls[j] == SIM_BC_ABSENT) return SIM_BC_NONE;
+    if (expired_at(c, c->recs[r].cls[j], c->recs[r].touched[j], now)) {
+        block_drop(c, r, j);
         c->expired++;
         return SIM_BC_NONE;
     }
-    return s;
+    return r;
 }
 
 // The longest-lived class that touched a block keeps it.
@@ -112,73 +233,88 @@ static int keep_cls(const sim_bcache *c, int old, int cls) {
     return a <= 0 || (b > 0 && a > b) ? cls : old;
 }
 
-static void touch_slot(sim_bcache *c, uint32_t s, sim_time now, int cls) {
-    unlink_slot(c, s);
-    sim_bslot *e = &c->slots[s];
-    e->touched = now;
-    int k = keep_cls(c, e->cls, cls);
-    if (k != e->cls) {
-        c->used_cls[e->cls]--;
+// Touch: the block's entry moves to the tail of its (kept) class's queue, as the linked list
+// moved it to the head of its class's list.
+static void touch_block(sim_bcache *c, uint32_t r, unsigned j, sim_time now, int cls) {
+    sim_brec *g = &c->recs[r];
+    int old = g->cls[j], k = keep_cls(c, old, cls);
+    g->touched[j] = now;
+    const sim_bqueue *q = &c->q[old];
+    if (k == old && g->seq[j] == q->base + (uint32_t)(q->tail - 1)) return;   // already last
+    q_kill(c, old, g->seq[j]);
+    if (k != old) {
+        c->used_cls[old]--;
         c->used_cls[k]++;
-        e->cls = (uint8_t)k;
+        g->cls[j] = (uint8_t)k;
     }
-    push_head(c, s);
+    g->seq[j] = q_push(c, k, r << 3 | j);
 }
 
 static uint64_t lru_expire(sim_bcache *c, sim_time now) {
     uint64_t n = 0;
-    for (int k = 0; k < TRC_CLASS_COUNT; k++)
-        while (c->tail[k] != SIM_BC_NONE && expired_at(c, &c->slots[c->tail[k]], now)) {
-            drop(c, c->tail[k]);
-            n++;
+    for (int k = 0; k < TRC_CLASS_COUNT; k++) {
+        if (!c->q[k].nlive || retention(c, k) <= 0) continue;
+        for (uint32_t e; (e = q_front(c, k)) != SIM_BC_NONE; n++) {
+            if (!expired_at(c, k, c->recs[e >> 3].touched[e & 7], now)) break;
+            block_drop(c, e >> 3, e & 7);
         }
+    }
     c->expired += n;
     return n;
 }
 
+// The LRU victim's entry: the least recently touched of the class heads (the lower class on
+// a tie); SIM_BC_NONE when empty.
+static uint32_t lru_victim(sim_bcache *c) {
+    uint32_t v = SIM_BC_NONE;
+    sim_time vt = 0;
+    for (int k = 0; k < TRC_CLASS_COUNT; k++) {
+        if (!c->q[k].nlive) continue;
+        uint32_t e = q_front(c, k);
+        sim_time t = c->recs[e >> 3].touched[e & 7];
+        if (v == SIM_BC_NONE || t < vt) {
+            v = e;
+            vt = t;
+        }
+    }
+    return v;
+}
+
 static bool lru_put(sim_bcache *c, uint64_t id, sim_time now, int cls, uint64_t *evicted) {
-    size_t i = hfind(c, id);
-    if (c->h[i].val != SIM_BC_NONE) {
-        touch_slot(c, c->h[i].val, now, cls);
+    uint64_t key = SIM_BC_GROUP_KEY(id);
+    unsigned j = (unsigned)(id & (SIM_BC_GROUP - 1));
+    uint32_t r = grec(c, key);
+    if (r != SIM_BC_NONE && c->recs[r].cls[j] != SIM_BC_ABSENT) {
+        touch_block(c, r, j, now, cls);
         return false;
     }
     bool ev = false;
     if (c->used >= c->capacity) {
         lru_expire(c, now);
         if (c->used >= c->capacity) {
-            // LRU victim: the least recently touched of the class tails
-            uint32_t victim = SIM_BC_NONE;
-            for (int k = 0; k < TRC_CLASS_COUNT; k++) {
-                uint32_t t = c->tail[k];
-                if (t != SIM_BC_NONE &&
-                    (victim == SIM_BC_NONE || c->slots[t].touched < c->slots[victim].touched))
-                    victim = t;
-            }
-            KVF_ASSERT(victim != SIM_BC_NONE);
-            if (evicted) *evicted = c->slots[victim].id;
-            drop(c, victim);
+            uint32_t v = lru_victim(c);
+            KVF_ASSERT(v != SIM_BC_NONE);
+            if (evicted) *evicted = c->recs[v >> 3].key | (v & 7);
+            block_drop(c, v >> 3, v & 7);
             c->evicted++;
             ev = true;
+            // a group is evicted block after block: when one is left, the next eviction frees
+            // the record and probes for its hash entry, fetched now (a hint)
+            const sim_brec *g = &c->recs[v >> 3];
+            if (g->n == 1) __builtin_prefetch(&c->h[(size_t)kvf_hash64(g->key) & (c->hcap - 1)]);
         }
-        i = hfind(c, id);
+        r = grec(c, key);   // the drops may have emptied id's group
     }
-    uint32_t s;
-    if (c->free_head != SIM_BC_NONE) {
-        s = c->free_head;
-        c->free_head = c->slots[s].next;
-    } else {
-        kvf_grow((void **)&c->slots, &c->slots_cap, c->nslots + 1, sizeof *c->slots);
-        s = (uint32_t)c->nslots++;
-    }
-    c->slots[s] = (sim_bslot){.id = id, .touched = now, .cls = (uint8_t)cls};
-    push_head(c, s);
-    c->h[i].key = id;
-    c->h[i].val = s;
+    if (r == SIM_BC_NONE) r = group_new(c, key);
+    sim_brec *g = &c->recs[r];
+    g->cls[j] = (uint8_t)cls;
+    g->touched[j] = now;
+    g->seq[j] = q_push(c, cls, r << 3 | j);
+    g->n++;
     c->used++;
     c->used_cls[cls]++;
     c->inserted++;
     if (c->used > c->peak) c->peak = c->used;
-    if (c->used * 2 > c->hcap) hrehash(c);
     return ev;
 }
 
@@ -398,9 +534,8 @@ void sim_bcache_init(sim_bcache *c, uint64_t capacity, const int64_t *retention_
     memset(c, 0, sizeof *c);
     c->capacity = capacity;
     c->retention_ns = retention_ns;
-    c->free_head = SIM_BC_NONE;
-    for (int k = 0; k < TRC_CLASS_COUNT; k++)
-        c->head[k] = c->tail[k] = SIM_BC_NONE;
+    c->free_rec = SIM_BC_NONE;
+    c->memo_key = UINT64_MAX;
     if (capacity == UINT64_MAX) {
         c->compact = true;
         c->purged = INT64_MIN;
@@ -408,21 +543,26 @@ void sim_bcache_init(sim_bcache *c, uint64_t capacity, const int64_t *retention_
         c->g = galloc(c->gcap);
         return;
     }
-    // sized up front: a hash at load <= 1/2 and every slot the capacity can use, up to 2^20
-    // blocks (64 MiB); a larger capacity (a sized SSD store) grows as it fills, so a short run
-    // does not pay for a store it never fills
+    // sized up front from the capacity, up to 2^20 blocks (36 MiB): the hash at load <= 1/2
+    // for full groups (a trace block's 8 sub-blocks), records for groups of 4 on average
+    // (some partly evicted); smaller groups, or a larger capacity (a sized SSD store), grow
+    // the tables as they fill, so a short run does not pay for a store it never fills
     uint64_t want = KVF_MIN(capacity, (uint64_t)1 << 20);
     size_t hcap = 16;
-    while (hcap < 2 * want)
+    while (hcap < want / 4)
         hcap *= 2;
     halloc(c, hcap);
-    if (want) kvf_grow((void **)&c->slots, &c->slots_cap, (size_t)want, sizeof *c->slots);
+    recs_grow(c, (size_t)KVF_MAX(want / 4, 1));
 }
 
 void sim_bcache_free(sim_bcache *c) {
     if (!c) return;
     free(c->h);
-    free(c->slots);
+    free(c->recs);
+    for (int k = 0; k < TRC_CLASS_COUNT; k++) {
+        free(c->q[k].e);
+        free(c->q[k].live);
+    }
     free(c->g);
     for (int k = 0; k < TRC_CLASS_COUNT; k++)
         free(c->runs[k].r);
@@ -443,9 +583,9 @@ bool sim_bcache_hit(sim_bcache *c, uint64_t id, sim_time now, int cls) {
         gtouch(c, &c->g[i], (unsigned)(id & (SIM_BC_GROUP - 1)), v, now, cls);
         return true;
     }
-    uint32_t s = find_live(c, id, now);
-    if (s == SIM_BC_NONE) return false;
-    touch_slot(c, s, now, cls);
+    uint32_t r = find_live(c, id, now);
+    if (r == SIM_BC_NONE) return false;
+    touch_block(c, r, (unsigned)(id & (SIM_BC_GROUP - 1)), now, cls);
     return true;
 }
 
@@ -459,8 +599,9 @@ void sim_bcache_touch(sim_bcache *c, uint64_t id, sim_time now, int cls) {
         if (sub_held(c, v)) gtouch(c, g, j, v, now, cls);
         return;
     }
-    size_t i = hfind(c, id);
-    if (c->h[i].val != SIM_BC_NONE) touch_slot(c, c->h[i].val, now, cls);
+    uint32_t r = grec(c, SIM_BC_GROUP_KEY(id));
+    unsigned j = (unsigned)(id & (SIM_BC_GROUP - 1));
+    if (r != SIM_BC_NONE && c->recs[r].cls[j] != SIM_BC_ABSENT) touch_block(c, r, j, now, cls);
 }
 
 bool sim_bcache_put(sim_bcache *c, uint64_t id, sim_time now, int cls, uint64_t *evicted) {
@@ -478,17 +619,11 @@ bool sim_bcache_evict_lru(sim_bcache *c, sim_time now, uint64_t *id, int *cls) {
     if (!c->used) return false;
     lru_expire(c, now);
     if (!c->used) return false;
-    uint32_t victim = SIM_BC_NONE;
-    for (int k = 0; k < TRC_CLASS_COUNT; k++) {
-        uint32_t t = c->tail[k];
-        if (t != SIM_BC_NONE &&
-            (victim == SIM_BC_NONE || c->slots[t].touched < c->slots[victim].touched))
-            victim = t;
-    }
-    KVF_ASSERT(victim != SIM_BC_NONE);
-    *id = c->slots[victim].id;
-    *cls = c->slots[victim].cls;
-    drop(c, victim);
+    uint32_t v = lru_victim(c);
+    KVF_ASSERT(v != SIM_BC_NONE);
+    *id = c->recs[v >> 3].key | (v & 7);
+    *cls = c->recs[v >> 3].cls[v & 7];
+    block_drop(c, v >> 3, v & 7);
     c->evicted++;
     return true;
 }
@@ -505,17 +640,22 @@ void sim_bcache_used_at(const sim_bcache *c, sim_time t, uint64_t out[TRC_CLASS_
             for (size_t i = q->head; i < q->tail && q->r[i].exp <= t; i++)
                 gone += q->r[i].n;
         } else {
-            for (uint32_t s = c->tail[k]; s != SIM_BC_NONE && expired_at(c, &c->slots[s], t);
-                 s = c->slots[s].prev)
+            const sim_bqueue *q = &c->q[k];
+            for (size_t p = q->head; p < q->tail; p++) {
+                if (!q_is_live(q, p)) continue;
+                uint32_t e = q->e[p];
+                if (!expired_at(c, k, c->recs[e >> 3].touched[e & 7], t)) break;
                 gone++;
+            }
         }
         out[k] = c->used_cls[k] - gone;
     }
 }
 
 size_t sim_bcache_index_bytes(const sim_bcache *c) {
-    size_t b = c->hcap * sizeof *c->h + c->slots_cap * sizeof *c->slots + c->gcap * sizeof *c->g;
+    size_t b = c->hcap * sizeof *c->h + c->recs_cap * sizeof *c->recs + c->gcap * sizeof *c->g;
     for (int k = 0; k < TRC_CLASS_COUNT; k++)
-        b += c->runs[k].cap * sizeof(sim_brun);
+        b += c->q[k].cap * sizeof *c->q[k].e + c->q[k].cap / 64 * sizeof *c->q[k].live +
+             c->runs[k].cap * sizeof(sim_brun);
     return b;
 }

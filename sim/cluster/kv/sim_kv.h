@@ -10,15 +10,33 @@
 //
 // Two layouts, chosen by capacity at init; both give the same answers block for block.
 //
-// LRU layout (a capacity limit: HBM, a sized DRAM or SSD): an open-addressing hash (block id
-// -> slot) over a slot array, both sized up front from the capacity; slots are threaded on
-// one doubly linked list per traffic class, most recently touched at the head. Every entry of
-// a class has the same retention, so each class list is ordered by expiry as well as by
-// recency: expired entries are found at the tails and the LRU victim is the oldest of the
-// class tails. Group g's block j hashes to home bucket hash(g) + j.
+// LRU layout (a capacity limit: HBM, a sized DRAM or SSD): one 128-byte record per group
+// holding its blocks' state, found through an open-addressing hash on the group key (linear
+// probing, load <= 1/2), so a prefix walk pays one probe per group, not per block. Records
+// never move (a free list reuses them), so the hash entry and the queues below point at them
+// by index. Hash and records are sized up front from the capacity.
 //
-//   hash[i] {id, slot} -> slot {id, touched, prev, next, cls} --prev/next--> slot ...
-//                                            (class 0 list: head = MRU ... tail = LRU)
+//   hash[i] {group key, record} -> record {touched[8], key, seq[8], cls[8], n}
+//                                  sub j = block (key | j): touched ns, class (0xff = absent),
+//                                  seq = where its entry sits in its class's queue
+//
+// Exact LRU without a linked list: per traffic class, an append-only queue of entries
+// (record << 3 | sub), oldest first. Inserting or touching a block appends an entry to its
+// (new) class's queue and kills the block's previous one (a bit per entry says which are
+// live; the block's seq finds its own). A class queue's live entries are thus in touch order,
+// exactly the order the class's linked list had, and every entry of a class has the same
+// retention, so each queue is ordered by expiry as well as by recency: expired blocks are
+// found at the heads (dead entries skipped) and the LRU victim is the oldest of the class
+// heads (ties: the lower class). When a queue fills it drops its dead entries (renumbering
+// the live ones' seq) if they are at least half, else slides or doubles, so it stays within
+// a few entries per block held.
+//
+// 16 bytes a block of record for a full group, 128 for a block alone in its group, plus the
+// hash (16 bytes an entry) and 4 bytes a queue entry. The group last asked for is remembered,
+// so the other blocks of a group (and a put after a miss) skip the probe.
+//
+//   queue[cls]: head -> e e e e e e ... e <- tail     live bits: 1 0 0 1 1 0 ... 1
+//               (oldest touch)     (latest touch)     (0: the block was touched again)
 //
 // Compact layout (no capacity limit: the retention-only store, the common production case):
 // no list and no slot; one 64-byte bucket per group in an open-addressing table (linear
@@ -49,15 +67,25 @@
 #include "trc.h"
 
 #define SIM_BC_NONE UINT32_MAX
-#define SIM_BC_GROUP 8   // blocks per group (low id bits)
+#define SIM_BC_ABSENT 0xff   // class of a record's sub-block that holds no block
+#define SIM_BC_GROUP 8       // blocks per group (low id bits)
 #define SIM_BC_GROUP_KEY(id) ((id) & ~(uint64_t)(SIM_BC_GROUP - 1))
 
-typedef struct sim_bslot {
-    uint64_t id;           // block id
-    sim_time touched;      // last insert or hit
-    uint32_t prev, next;   // class list links, SIM_BC_NONE at the ends
-    uint8_t cls;           // traffic class (retention)
-} sim_bslot;
+typedef struct __attribute__((aligned(128))) sim_brec {   // LRU layout record (see above)
+    sim_time touched[SIM_BC_GROUP];                       // last insert or hit
+    uint64_t key;                                         // group key; next free while free
+    uint32_t seq[SIM_BC_GROUP];   // the block's live entry in its class queue (wraps)
+    uint8_t cls[SIM_BC_GROUP];    // traffic class (retention), SIM_BC_ABSENT = not held
+    uint32_t n;                   // blocks held
+} sim_brec;
+
+typedef struct sim_bqueue {   // LRU layout: one class's entries in touch order
+    uint32_t *e;              // record << 3 | sub-block
+    uint64_t *live;           // bit p: e[p] is its block's current entry
+    size_t head, tail, cap;   // entries [head, tail), oldest first
+    size_t nlive;             // live entries (= blocks of the class)
+    uint32_t base;            // seq of e[0]: a block's entry is e[seq - base]
+} sim_bqueue;
 
 typedef struct sim_bgroup {   // compact layout bucket (see the diagram above)
     uint64_t key;             // group key id & ~7; UINT64_MAX = free
@@ -77,16 +105,19 @@ typedef struct sim_bcache {
     const int64_t *retention_ns;          // per class, <= 0 never expires (borrowed)
     bool compact;                         // compact layout (no capacity limit)
     // LRU layout
-    struct sim_bentry {   // hash entry: key and slot side by side (one cache line probe)
+    struct sim_bentry {   // hash entry: group key and its record side by side
         uint64_t key;
-        uint32_t val;   // slot index, SIM_BC_NONE = empty
+        uint32_t val;   // record index, SIM_BC_NONE = empty
         uint32_t pad;
     } * h;
-    size_t hcap;   // power of two
-    sim_bslot *slots;
-    size_t nslots, slots_cap;
-    uint32_t free_head;   // free slot list through .next
-    uint32_t head[TRC_CLASS_COUNT], tail[TRC_CLASS_COUNT];
+    size_t hcap, hused;   // power of two; entries holding a group
+    sim_brec *recs;       // 128-byte aligned
+    size_t nrecs, recs_cap;
+    uint32_t free_rec;   // free record list through .key
+    uint64_t memo_key;   // group last asked for (UINT64_MAX: none), its record and hash
+    uint32_t memo_rec;   // position (SIM_BC_NONE when absent: where it would go)
+    size_t memo_pos;
+    sim_bqueue q[TRC_CLASS_COUNT];   // per class, entries in touch order
     // compact layout
     sim_bgroup *g;        // gcap buckets, 64-byte aligned
     size_t gcap, gused;   // power of two; buckets holding a group
@@ -122,13 +153,11 @@ bool sim_bcache_evict_lru(sim_bcache *c, sim_time now, uint64_t *id, int *cls);
 // Blocks of each class alive at t (held and not expired by t): the store's occupancy by class.
 // t no earlier than the last sim_bcache_expire; changes nothing.
 void sim_bcache_used_at(const sim_bcache *c, sim_time t, uint64_t out[TRC_CLASS_COUNT]);
-// Bytes the index holds in memory (tables, slots, run queues).
+// Bytes the index holds in memory (tables, records, class queues, run queues).
 size_t sim_bcache_index_bytes(const sim_bcache *c);
 
 static inline size_t sim_bcache_home_(const sim_bcache *c, uint64_t id) {
-    return c->compact ? (size_t)kvf_hash64(SIM_BC_GROUP_KEY(id)) & (c->gcap - 1)
-                      : ((size_t)kvf_hash64(SIM_BC_GROUP_KEY(id)) + (id & (SIM_BC_GROUP - 1))) &
-                            (c->hcap - 1);
+    return (size_t)kvf_hash64(SIM_BC_GROUP_KEY(id)) & ((c->compact ? c->gcap : c->hcap) - 1);
 }
 // Hints the CPU to fetch id's bucket: call a few blocks ahead in a loop over a prompt's
 // blocks, so the (large, random-access) tables of the shared store are not one DRAM miss per
@@ -141,12 +170,15 @@ static inline void sim_bcache_prefetch(const sim_bcache *c, uint64_t id) {
         __builtin_prefetch(&c->h[sim_bcache_home_(c, id)]);
 }
 // Second stage of the prefetch pipeline (LRU layout): once id's bucket is in cache
-// (prefetched a few blocks earlier), fetch the slot it points to, which a hit will touch. The
-// compact layout keeps the block in its bucket: nothing to do.
+// (prefetched a few blocks earlier), fetch the group record it points to (both its lines),
+// which a hit will touch. The compact layout keeps the block in its bucket: nothing to do.
 static inline void sim_bcache_prefetch_slot(const sim_bcache *c, uint64_t id) {
     if (!c->used || c->compact) return;
     const struct sim_bentry *e = &c->h[sim_bcache_home_(c, id)];
-    if (e->val != SIM_BC_NONE && e->key == id) __builtin_prefetch(&c->slots[e->val]);
+    if (e->val != SIM_BC_NONE && e->key == SIM_BC_GROUP_KEY(id)) {
+        __builtin_prefetch(&c->recs[e->val]);
+        __builtin_prefetch((const char *)&c->recs[e->val] + 64);
+    }
 }
 
 #endif
