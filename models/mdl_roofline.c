@@ -352,17 +352,11 @@ static void attn_sums(const attn_k *k, const mdl_model *m, const mdl_decode_sum 
 // Attention groups of a gqa/mla/dsa model (full and window layers, DSA's indexer).
 static void attn_work(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
     const mdl_decode_sum *ds = b->dsum;
-    double wl = m->window ? m->window_layers : 0, fl = m->layers - wl;
-    double kvl = m->kv_bytes_per_token_layer;
-    double heads = m->heads, hd = m->head_dim;
-    // DSA: indexer FLOPs per (query, key) pair and layer, 2 * index_heads * index_head_dim for
-    // the FP8 dot products plus 2 * index_heads for the ReLU-weighted sum over heads; attention
-    // in the absorbed form over the selected keys; index keys and latents read apart.
-    bool dsa = m->attention == MDL_ATTN_DSA;
-    double ifpp = dsa ? 2.0 * m->index_heads * m->index_head_dim + 2.0 * m->index_heads : 0;
-    double dfpp =
-        dsa ? 2.0 * heads * (m->kv_lora_rank + m->rope_dim) + 2.0 * heads * m->kv_lora_rank : 0;
-    double ikl = m->index_bytes_per_token_layer, lkl = kvl - ikl;
+    // the model's per-layer figures (DSA: the indexer's FP8 dot products and ReLU-weighted sum
+    // over heads per pair, attention in the absorbed form over the selected keys, index keys
+    // and latents read apart)
+    attn_k k = attn_consts(m);
+    double fl = k.fl, wl = k.wl, kvl = k.kvl;
     uint32_t caps[MDL_CAPS];
     if (b->n) mdl_model_caps(m, caps);
     mdl_decode_sum one = {0};   // the batch's one-token sequences, summed
@@ -375,20 +369,17 @@ static void attn_work(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
             continue;
         }
         double pf = pairs(n, c, 0), pw = pairs(n, c, m->window);
-        if (dsa) {
+        if (k.dsa) {
             // The indexer scores every (query, key) pair; attention sees the top-k of each.
             double pk = pairs(n, c, m->index_topk);
-            w->flops[MDL_WG_ATTN_INDEX] += fl * pf * ifpp;
-            w->bytes[MDL_WG_ATTN_INDEX] += fl * ikl * (c + n + n);
-            w->flops[MDL_WG_ATTN_FULL] += fl * pk * dfpp;
-            w->bytes[MDL_WG_ATTN_FULL] += fl * lkl * (KVF_MIN(c + n, (double)m->index_topk) + n);
+            w->flops[MDL_WG_ATTN_INDEX] += fl * pf * k.ifpp;
+            w->bytes[MDL_WG_ATTN_INDEX] += fl * k.ikl * (c + n + n);
+            w->flops[MDL_WG_ATTN_FULL] += fl * pk * k.dfpp;
+            w->bytes[MDL_WG_ATTN_FULL] += fl * k.lkl * (KVF_MIN(c + n, (double)m->index_topk) + n);
             continue;
         }
-        double fpp, fixed = 0;   // FLOPs per (query, key) pair and layer; per-layer extra
-        if (m->attention == MDL_ATTN_MLA)
-            fpp = mla_fpp(m, pf, c, &fixed);
-        else
-            fpp = 4.0 * heads * hd;
+        double fpp = k.fpp, fixed = 0;   // FLOPs per (query, key) pair and layer; per-layer extra
+        if (m->attention == MDL_ATTN_MLA) fpp = mla_fpp(m, pf, c, &fixed);
         w->flops[MDL_WG_ATTN_FULL] += fl * (pf * fpp + fixed);
         w->flops[MDL_WG_ATTN_WINDOW] += wl * (pw * fpp + fixed);
         // KV read once per step per sequence and layer (the chunk's own keys included), and
@@ -397,8 +388,7 @@ static void attn_work(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
         w->bytes[MDL_WG_ATTN_FULL] += fl * kvl * (rd_full + n);
         w->bytes[MDL_WG_ATTN_WINDOW] += wl * kvl * (rd_win + n);
     }
-    attn_k ak = attn_consts(m);
-    attn_sums(&ak, m, &one, w);
+    attn_sums(&k, m, &one, w);
 }
 
 void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) {

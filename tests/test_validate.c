@@ -162,10 +162,11 @@ END_TEST
 
 // A profile a hundred times too slow must be caught: the end-to-end verdict fails (exit 4) even on
 // a loaded machine (other processes can make the serve slower, never the simulation).
-START_TEST(test_validate_wrong_profile_fails) {
-    char src[1200], bad[] = "/tmp/kvf_badprof_XXXXXX";
+// The bundled profile with every time scaled by f, written to a temporary file (path).
+static void scaled_profile(double f, char *path) {
+    char src[1200];
     snprintf(src, sizeof src, "%s/models/profiles/cpu-tiny-dense.csv", kvt_src());
-    int fd = mkstemp(bad);
+    int fd = mkstemp(path);
     ck_assert(fd >= 0);
     FILE *out = fdopen(fd, "w"), *in = fopen(src, "r");
     ck_assert(in && out);
@@ -176,12 +177,17 @@ START_TEST(test_validate_wrong_profile_fails) {
         double med, p10, p90, fl, by;
         if (sscanf(line, "%63[^,],%63[^,],%15[^,],%31[^,],%u,%u,%u,%lf,%lf,%lf,%u,%lf,%lf", m, hw,
                    be, op, &b, &t, &c, &med, &p10, &p90, &reps, &fl, &by) == 13)
-            fprintf(out, "%s,%s,%s,%s,%u,%u,%u,%.0f,%.0f,%.0f,%u,%g,%g\n", m, hw, be, op, b, t, c,
-                    med * 100, p10 * 100, p90 * 100, reps, fl, by);
+            fprintf(out, "%s,%s,%s,%s,%u,%u,%u,%.6g,%.6g,%.6g,%u,%g,%g\n", m, hw, be, op, b, t, c,
+                    med * f, p10 * f, p90 * f, reps, fl, by);
         else
             fputs(line, out);
     }
     fclose(in), fclose(out);
+}
+
+START_TEST(test_validate_wrong_profile_fails) {
+    char bad[] = "/tmp/kvf_badprof_XXXXXX";
+    scaled_profile(100, bad);
     char shaping[1400];
     snprintf(shaping, sizeof shaping, "--start 1800 --limit 8 --length-scale 0.02 --profile %s",
              bad);
@@ -199,6 +205,22 @@ START_TEST(test_validate_wrong_profile_fails) {
     check_table(json_object_get(v, "scheduling"), "scheduling", 5);
     json_decref(v);
     unlink(bad);
+    // a 10x too fast profile: this machine runs its steps slower than it says, which explains a
+    // faster simulation: end to end is inconclusive (profile_limited), never a pass
+    char fast[] = "/tmp/kvf_fastprof_XXXXXX";
+    scaled_profile(0.1, fast);
+    snprintf(shaping, sizeof shaping, "--start 1800 --limit 40 --length-scale 0.02 --profile %s",
+             fast);
+    v = validate(kvt_shared_trace("mooncake_conversation.jsonl"), shaping, &rc, NULL);
+    ck_assert_msg(
+        !strcmp(verdict_of(v, "end_to_end"), "inconclusive") &&
+            json_is_true(json_object_get(json_object_get(v, "end_to_end"), "profile_limited")),
+        "a 10x too fast profile: %s (worst %.1f %%, band %.1f %%)", verdict_of(v, "end_to_end"),
+        kvt_num(v, "end_to_end.worst_error_pct"), kvt_num(v, "end_to_end.band_pct"));
+    ck_assert_msg(kvt_num(v, "end_to_end.worst_error_pct") > 50, "worst %g %%",
+                  kvt_num(v, "end_to_end.worst_error_pct"));
+    json_decref(v);
+    unlink(fast);
 }
 END_TEST
 

@@ -266,24 +266,16 @@ START_TEST(test_fit_replaced_leaves_no_terms) {
     snprintf(fa, sizeof fa, "%s/a.yaml", kvt_tmp);
     snprintf(fb, sizeof fb, "%s/b.yaml", kvt_tmp);
     snprintf(scn, sizeof scn, "%s/s.yaml", kvt_tmp);
-    FILE *f = fopen(fa, "w");
-    ck_assert(f);
-    fputs("terms:\n  efficiency.compute: 0.31\n  efficiency.memory: 0.42\n"
-          "  serving.frontend_ms: 7\n",
-          f);
-    fclose(f);
-    f = fopen(fb, "w");
-    ck_assert(f);
-    fputs("terms:\n  efficiency.memory: 0.55\n", f);
-    fclose(f);
-    f = fopen(scn, "w");
-    ck_assert(f);
-    fprintf(f,
-            "name: undo\nmodel: llama-3.1-8b\nhardware: h100\nserving: {fit: %s}\n"
-            "workload: {generate: {profile: chatbot, rate_rps: 2, duration_s: 5}}\n"
-            "cluster: {mode: colocated, prefill: {instances: 1}, decode: {instances: 0}}\n",
-            fa);
-    fclose(f);
+    kvt_write(fa, "terms:\n  efficiency.compute: 0.31\n  efficiency.memory: 0.42\n"
+                  "  serving.frontend_ms: 7\n");
+    kvt_write(fb, "terms:\n  efficiency.memory: 0.55\n");
+    char text[1200];
+    snprintf(text, sizeof text,
+             "name: undo\nmodel: llama-3.1-8b\nhardware: h100\nserving: {fit: %s}\n"
+             "workload: {generate: {profile: chatbot, rate_rps: 2, duration_s: 5}}\n"
+             "cluster: {mode: colocated, prefill: {instances: 1}, decode: {instances: 0}}\n",
+             fa);
+    kvt_write(scn, text);
     struct {
         const char *sets;
         double compute, memory, frontend;

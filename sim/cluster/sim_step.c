@@ -42,6 +42,14 @@ static void stepper_cost(sim_cluster *c, sim_pool *p, const mdl_batch *b, uint32
     }
 }
 
+// The serving engine's CPU work per step (scheduling, sampling, detokenising) that does not
+// overlap the GPU: a fixed part and a part per sequence of the batch.
+static int64_t serving_step_ns(const sim_cluster *c, double seqs) {
+    const sim_serving_cfg *sv = &c->cfg->serving;
+    if (!(sv->step_overhead_ns > 0 || sv->step_overhead_seq_ns > 0)) return 0;
+    return (int64_t)llround(sv->step_overhead_ns + sv->step_overhead_seq_ns * seqs);
+}
+
 // A step over MDL_MAX_STEP_NS ends the run with this error (once).
 static void step_too_long(sim_cluster *c) {
     if (c->status != KVF_OK) return;
@@ -61,13 +69,7 @@ static void step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, 
     mdl_batch b = {
         .phase = phase, .seqs = c->seqs, .n = n, .images = images, .dsum = ds && ds->n ? ds : NULL};
     stepper_cost(c, p, &b, nv, out);
-    const sim_serving_cfg *sv = &c->cfg->serving;
-    if (sv->step_overhead_ns > 0 || sv->step_overhead_seq_ns > 0) {
-        // the serving engine's CPU work per step (scheduling, sampling, detokenising) that
-        // does not overlap the GPU: a fixed part and a part per sequence of the batch
-        double seqs = (double)n + (ds ? ds->n : 0);
-        out->ns += (int64_t)llround(sv->step_overhead_ns + sv->step_overhead_seq_ns * seqs);
-    }
+    out->ns += serving_step_ns(c, (double)n + (ds ? ds->n : 0));
     if (out->ns > (int64_t)MDL_MAX_STEP_NS) step_too_long(c);
     if (out->ns < 1) out->ns = 1;
     c->m.steps++;
@@ -227,10 +229,7 @@ static bool run_cost_at_once(sim_cluster *c, sim_inst *in, sim_pool *p, uint32_t
     sim_time *ns = in->run_end + 1;   // durations first, then ends in place
     if (!mdl_stepper_cost_run(p->stepper, &d1, &grow, m - 1, ns)) return false;
     // what step_cost adds to every step (the same sequence count throughout)
-    const sim_serving_cfg *sv = &c->cfg->serving;
-    int64_t add = 0;
-    if (sv->step_overhead_ns > 0 || sv->step_overhead_seq_ns > 0)
-        add = (int64_t)llround(sv->step_overhead_ns + sv->step_overhead_seq_ns * (double)d1.n);
+    int64_t add = serving_step_ns(c, (double)d1.n);
     sim_time mask =
         in->n_structured ? (sim_time)(in->n_structured * c->cfg->decoding.structured_mask_ns) : 0;
     for (uint32_t j = 1; j < m; j++) {

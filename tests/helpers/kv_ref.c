@@ -141,6 +141,19 @@ uint64_t kvt_refcache_expire(kvt_refcache *c, sim_time now) {
     return n;
 }
 
+// The LRU victim: the least recently touched of the class tails (the lower class on ties).
+static uint32_t lru_victim(const kvt_refcache *c) {
+    uint32_t victim = KVT_REF_NONE;
+    for (int k = 0; k < TRC_CLASS_COUNT; k++) {
+        uint32_t t = c->tail[k];
+        if (t != KVT_REF_NONE &&
+            (victim == KVT_REF_NONE || c->slots[t].touched < c->slots[victim].touched))
+            victim = t;
+    }
+    KVF_ASSERT(victim != KVT_REF_NONE);
+    return victim;
+}
+
 bool kvt_refcache_put(kvt_refcache *c, uint64_t id, sim_time now, int cls, uint64_t *evicted) {
     if (c->capacity == 0) return false;
     size_t i = hfind(c, id);
@@ -152,15 +165,7 @@ bool kvt_refcache_put(kvt_refcache *c, uint64_t id, sim_time now, int cls, uint6
     if (c->used >= c->capacity) {
         kvt_refcache_expire(c, now);
         if (c->used >= c->capacity) {
-            // LRU victim: the least recently touched of the class tails
-            uint32_t victim = KVT_REF_NONE;
-            for (int k = 0; k < TRC_CLASS_COUNT; k++) {
-                uint32_t t = c->tail[k];
-                if (t != KVT_REF_NONE &&
-                    (victim == KVT_REF_NONE || c->slots[t].touched < c->slots[victim].touched))
-                    victim = t;
-            }
-            KVF_ASSERT(victim != KVT_REF_NONE);
+            uint32_t victim = lru_victim(c);
             if (evicted) *evicted = c->slots[victim].id;
             drop(c, victim);
             c->evicted++;
@@ -191,14 +196,7 @@ bool kvt_refcache_evict_lru(kvt_refcache *c, sim_time now, uint64_t *id, int *cl
     if (!c->used) return false;
     kvt_refcache_expire(c, now);
     if (!c->used) return false;
-    uint32_t victim = KVT_REF_NONE;
-    for (int k = 0; k < TRC_CLASS_COUNT; k++) {
-        uint32_t t = c->tail[k];
-        if (t != KVT_REF_NONE &&
-            (victim == KVT_REF_NONE || c->slots[t].touched < c->slots[victim].touched))
-            victim = t;
-    }
-    KVF_ASSERT(victim != KVT_REF_NONE);
+    uint32_t victim = lru_victim(c);
     *id = c->slots[victim].id;
     *cls = c->slots[victim].cls;
     drop(c, victim);

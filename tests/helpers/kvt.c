@@ -117,6 +117,13 @@ int kvt_sh(const char *fmt, ...) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
+void kvt_write(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f, "%s: cannot write", path);
+    fputs(text, f);
+    ck_assert_msg(fclose(f) == 0, "%s: cannot write", path);
+}
+
 char *kvt_slurp(const char *path) {
     char *t = NULL;
     size_t n;

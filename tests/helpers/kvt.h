@@ -40,6 +40,8 @@ extern char kvt_out[1 << 20], kvt_err[65536];
 int kvt_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 // A whole file as a NUL-terminated string (caller frees); fails the test when unreadable.
 char *kvt_slurp(const char *path);
+// Writes text to path (the test fails when it cannot).
+void kvt_write(const char *path, const char *text);
 // Occurrences of needle in hay (non-overlapping).
 int kvt_count(const char *hay, const char *needle);
 // Headless Chromium for page tests: the browser on PATH (chromium, chromium-browser,
