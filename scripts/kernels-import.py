@@ -21,9 +21,11 @@ What it takes (TensorRT-LLM 1.3.0rc20 tables of each system; models/README.md ha
                         causal pairs x 2 heads (qk + v head dims) / latency
   context_attention_perf    -> prefill_gqa (bf16, no cached prefix), tflops = causal FLOPs /
                         latency
-  moe_perf           -> moe_bf16 / moe_fp8 (fused MoE op: routing, token permutation, grouped
-                        expert GEMMs, un-permutation; balanced routing), tflops = expert FLOPs
-                        of the GPU / latency
+  moe_perf           -> moe_bf16 (bfloat16) / moe_fp8 (fused MoE op: routing, token
+                        permutation, grouped expert GEMMs, un-permutation; balanced routing),
+                        tflops = expert FLOPs of the GPU / latency; moe_fp8 is each model's
+                        FP8 checkpoint recipe (MODELS): fp8_block for DeepSeek-V3, per-tensor
+                        fp8 for Qwen3-235B-A22B (nvidia/Qwen3-235B-A22B-FP8)
   custom_allreduce_perf -> allreduce (bf16), GBps = bus bandwidth 2 (n-1)/n bytes / latency
 Rows of a series whose figure falls where physics says it must not (GEMM tflops as m grows,
 attention time as batch or context grows) are measurement noise; they are left out and
@@ -287,7 +289,6 @@ SYSTEMS = {"h100": "h100_sxm", "h200": "h200_sxm", "b200": "b200_sxm", "gb200": 
 FRAMEWORK, VERSION = "trtllm", "1.3.0rc20"
 BACKEND = "TensorRT-LLM " + VERSION
 GEMM_DTYPES = {"gemm_bf16": "bfloat16", "gemm_fp8": "fp8_block"}
-MOE_DTYPES = {"moe_bf16": "bfloat16", "moe_fp8": "fp8_block"}
 GEMM_M = (1, 16, 128, 1024, 16384)
 DECODE_BATCH = (1, 8, 64, 512)
 DECODE_STEP = (15, 255, 2047, 16383, 131071)
@@ -296,17 +297,30 @@ PREFILL_ISL = (256, 1024, 4096, 16384)
 MOE_TOKENS = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 ALLREDUCE_ELEMS = (4096, 65536, 524288, 4194304, 33554432, 268435456)
 
-# Models whose shapes are imported, the GEMM kinds (bf16 as released; block-FP8 for FP8 runs of
-# the bf16 models, `precision.weights: fp8`), the tensor-parallel degrees of their attention
-# and dense layers and the (moe_tp, moe_ep) layouts of their experts. Mixtral has no model file:
-# its figures are those of mistralai/Mixtral-8x7B-v0.1 config.json.
+# Models whose shapes are imported: the GEMM kinds with the tensor-parallel degrees of their dense
+# layers (bf16 as released; block-FP8 for FP8 runs of the bf16 models, `precision.weights: fp8`),
+# the tensor-parallel degrees of their attention, and their fused-MoE series: (kind, the
+# database's moe_dtype, what that recipe is, the (moe_tp, moe_ep) layouts). Mixtral has no model
+# file: its figures are those of mistralai/Mixtral-8x7B-v0.1 config.json.
+#
+# Qwen3-235B-A22B's moe_fp8 rows are moe_dtype `fp8`, per-tensor scaled FP8 weights and
+# activations: the recipe of nvidia/Qwen3-235B-A22B-FP8, the checkpoint TensorRT-LLM's
+# published tables run, a TensorRT Model Optimizer FP8 export (NVIDIA's carry hf_quant_config
+# quant_algo FP8, e.g. nvidia/Llama-3.1-70B-Instruct-FP8's in AIConfigurator's model_configs;
+# that directory has no file of this one), which AIConfigurator prices as MoEQuantMode.fp8
+# (sdk/models/helpers.py). Qwen's own Qwen/Qwen3-235B-A22B-FP8 is 128x128 block-scaled
+# (fp8_block), DeepSeek-V3's recipe. Its FP8 dense GEMMs stay gemm_fp8 = fp8_block (the kind's
+# one recipe), at TP1 for attention data parallelism (DEP8) as at TP8.
 MODELS = [
-    ("llama-3.1-8b", ("gemm_bf16", "gemm_fp8"), (1,), None, ()),
-    ("llama-3.1-70b", ("gemm_bf16", "gemm_fp8"), (8,), None, ()),
-    ("qwen3-235b-a22b", ("gemm_bf16", "gemm_fp8"), (8,), "moe_bf16", ((1, 8), (8, 1))),
-    ("mixtral-8x7b", ("gemm_bf16", "gemm_fp8"), (1,), "moe_bf16", ((2, 1), (8, 1))),
-    ("deepseek-v3", ("gemm_fp8",), (1,), "moe_fp8",
-     ((1, 8), (1, 16), (1, 32), (1, 64), (1, 128), (1, 256))),
+    ("llama-3.1-8b", {"gemm_bf16": (1,), "gemm_fp8": (1,)}, (1,), ()),
+    ("llama-3.1-70b", {"gemm_bf16": (8,), "gemm_fp8": (8,)}, (8,), ()),
+    ("qwen3-235b-a22b", {"gemm_bf16": (8,), "gemm_fp8": (1, 8)}, (8,),
+     (("moe_bf16", "bfloat16", "", ((1, 8), (8, 1))),
+      ("moe_fp8", "fp8", " per-tensor (ModelOpt FP8)", ((1, 8), (8, 1))))),
+    ("mixtral-8x7b", {"gemm_bf16": (1,), "gemm_fp8": (1,)}, (1,),
+     (("moe_bf16", "bfloat16", "", ((2, 1), (8, 1))),)),
+    ("deepseek-v3", {"gemm_fp8": (1,)}, (1,),
+     (("moe_fp8", "fp8_block", "", ((1, 8), (1, 16), (1, 32), (1, 64), (1, 128), (1, 256))),)),
 ]
 MIXTRAL = {"hidden": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128, "ffn": 0,
            "experts": 8, "experts_active": 2, "expert_ffn": 14336, "layers": 32,
@@ -429,10 +443,8 @@ def gemm_rows(src, system, models, hand, stats):
         ns, ks = sorted({r["n"] for r in sel}), sorted({r["k"] for r in sel})
         have = {(r["n"], r["k"], r["m"]): r["latency"] for r in sel}
         series = set()
-        for md, gk, tps, _, _ in models:
-            if kind not in gk:
-                continue
-            for tp in tps:
+        for md, gk, _, _ in models:
+            for tp in gk.get(kind, ()):
                 for n, k in gemm_shapes(md, tp):
                     if (kind, n, k) in hand:
                         continue
@@ -457,7 +469,7 @@ def gemm_rows(src, system, models, hand, stats):
 
 def gqa_configs(models):
     cfg = set()
-    for md, _, tps, _, _ in models:
+    for md, _, tps, _ in models:
         if md.get("attention", "gqa") != "gqa":
             continue
         for tp in tps:
@@ -499,7 +511,7 @@ def mla_rows(src, system, models, hand, stats):
     path, rows = src.table(system, "mla", "generation_mla_perf")
     dt = {2: "bfloat16", 1: "fp8"}
     out = []
-    for md, _, tps, _, _ in models:
+    for md, _, tps, _ in models:
         if md.get("attention") != "mla":
             continue
         kvb = md.get("kv_bytes_per_elem", 2)
@@ -524,7 +536,7 @@ def mla_prefill_rows(src, system, models, hand, stats):
     path, rows = src.table(system, "mla", "context_mla_perf")
     out = []
     cite = src.cite(path, system, "bf16, causal")
-    for md, _, tps, _, _ in models:
+    for md, _, tps, _ in models:
         if md.get("attention") != "mla":
             continue
         have = {(r["num_heads"], r["batch_size"], r["isl"]): r["latency"] for r in rows
@@ -574,35 +586,35 @@ def prefill_rows(src, system, models, hand, stats):
 def moe_rows(src, system, models, hand, stats):
     path, rows = src.table(system, "moe", "moe_perf")
     out = []
-    for md, _, _, kind, layouts in models:
-        if not kind or kind in hand:
-            continue
-        dtype = MOE_DTYPES[kind]
-        E, k, h, f = md["experts"], md["experts_active"], md["hidden"], md["expert_ffn"]
-        have = {}
-        for r in rows:
-            if (r["moe_dtype"] == dtype and r["distribution"] == "balanced" and
-                    r["hidden_size"] == h and r["inter_size"] == f and r["num_experts"] == E and
-                    r["topk"] == k):
-                have.setdefault((r["moe_tp_size"], r["moe_ep_size"], r["num_tokens"]),
-                                (r["latency"], r["kernel_source"]))
-        for tp, ep in layouts:
-            pts = []
-            for t in MOE_TOKENS:
-                got = have.get((tp, ep, t))
-                if got:
-                    # each GPU computes its share of the t x k (token, expert) pairs: gate, up
-                    # and down GEMMs, 2 FLOPs per multiply-add
-                    fl = 2.0 * 3 * h * f / tp * t * k / ep
-                    pts.append((t, fl / (got[0] * 1e-3) / 1e12, got))
-            kept, d = monotone(pts)
-            stats["dropped"] += d
-            for t, tf, (lat, ks) in kept:
-                cite = src.cite(path, system, "%s %s balanced" % (dtype, ks))
-                out.append(row(kind, [("experts", E), ("topk", k), ("hidden", h), ("inter", f),
-                                      ("tp", tp), ("ep", ep), ("tokens", t),
-                                      ("tflops", round(tf, 3)), ("us", round(lat * 1e3, 3))],
-                               cite))
+    for md, _, _, series in models:
+        for kind, dtype, recipe, layouts in series:
+            if kind in hand:
+                continue
+            E, k, h, f = md["experts"], md["experts_active"], md["hidden"], md["expert_ffn"]
+            have = {}
+            for r in rows:
+                if (r["moe_dtype"] == dtype and r["distribution"] == "balanced" and
+                        r["hidden_size"] == h and r["inter_size"] == f and
+                        r["num_experts"] == E and r["topk"] == k):
+                    have.setdefault((r["moe_tp_size"], r["moe_ep_size"], r["num_tokens"]),
+                                    (r["latency"], r["kernel_source"]))
+            for tp, ep in layouts:
+                pts = []
+                for t in MOE_TOKENS:
+                    got = have.get((tp, ep, t))
+                    if got:
+                        # each GPU computes its share of the t x k (token, expert) pairs: gate,
+                        # up and down GEMMs, 2 FLOPs per multiply-add
+                        fl = 2.0 * 3 * h * f / tp * t * k / ep
+                        pts.append((t, fl / (got[0] * 1e-3) / 1e12, got))
+                kept, d = monotone(pts)
+                stats["dropped"] += d
+                for t, tf, (lat, ks) in kept:
+                    cite = src.cite(path, system, "%s%s %s balanced" % (dtype, recipe, ks))
+                    out.append(row(kind, [("experts", E), ("topk", k), ("hidden", h),
+                                          ("inter", f), ("tp", tp), ("ep", ep), ("tokens", t),
+                                          ("tflops", round(tf, 3)),
+                                          ("us", round(lat * 1e3, 3))], cite))
     return out
 
 
@@ -671,7 +683,7 @@ def main():
     commit = subprocess.run(["git", "--git-dir", a.git_dir, "rev-parse", a.commit],
                             stdout=subprocess.PIPE, check=True, text=True).stdout.strip()
     src = Source(a.git_dir, commit)
-    models = [(read_model(a.root, n), g, tps, mk, lay) for n, g, tps, mk, lay in MODELS]
+    models = [(read_model(a.root, n), g, tps, moe) for n, g, tps, moe in MODELS]
     for ours, theirs in SYSTEMS.items():
         path = os.path.join(a.root, "models", "hardware", ours + ".yaml")
         with open(path) as f:
