@@ -450,6 +450,10 @@ void sim_tier_persist_answer(sim_cluster *c, sim_inst *in, const sim_req *r);
 // its running requests leave free (LRU blocks evicted down the cascade); no-op otherwise.
 void sim_tier_fit_free(sim_cluster *c, sim_inst *in);
 void sim_tier_write_blocks(sim_cluster *c, sim_inst *in, sim_req *r, uint32_t upto);
+// Hints the CPU to fetch the table lines sim_tier_write_blocks(c, in, r, upto) will probe
+// first, so that a batch's requests' misses overlap (changes no answer).
+void sim_tier_prefetch_write(const sim_cluster *c, const sim_inst *in, const sim_req *r,
+                             uint32_t upto);
 
 // cluster/pools/pool_prefill.c
 void sim_prefill_count_work(sim_cluster *c, const sim_req *r, uint32_t replay);

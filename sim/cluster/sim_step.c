@@ -404,6 +404,12 @@ void sim_step_settle_batch(sim_cluster *c, sim_inst *in, bool decode) {
         }
     }
     for (uint32_t i = 0; i < in->n_batch; i++) {
+        const sim_req *r = sim_req_at(c, in->batch[i]);
+        sim_tier_prefetch_write(c, in, r,
+                                (r->input - r->compute_tokens + r->computed + in->chunk[i]) /
+                                    c->cfg->kv.block_tokens);
+    }
+    for (uint32_t i = 0; i < in->n_batch; i++) {
         uint32_t slot = in->batch[i];
         sim_req *r = sim_req_at(c, slot);
         r->in_batch = false;

@@ -27,7 +27,7 @@ static size_t hfind(const sim_bcache *c, uint64_t key) {
 
 static void halloc(sim_bcache *c, size_t hcap) {
     c->hcap = hcap;
-    c->h = kvf_malloc(c->hcap * sizeof *c->h);
+    c->h = kvf_aligned_malloc(64, c->hcap * sizeof *c->h);
     memset(c->h, 0xff, c->hcap * sizeof *c->h);
 }
 
@@ -226,6 +226,18 @@ static uint32_t find_live(sim_bcache *c, uint64_t id, sim_time now) {
     return r;
 }
 
+// When a block of class cls touched at t expires (NEVER: it does not).
+static sim_time expiry(const sim_bcache *c, int cls, sim_time t) {
+    int64_t r = retention(c, cls);
+    return r > 0 && r < NEVER - t ? t + r : NEVER;
+}
+
+// A block of class cls was inserted or touched at now: the expiry bound takes its expiry.
+static void bound_exp(sim_bcache *c, int cls, sim_time now) {
+    sim_time e = expiry(c, cls, now);
+    if (e < c->next_exp) c->next_exp = e;
+}
+
 // The longest-lived class that touched a block keeps it.
 static int keep_cls(const sim_bcache *c, int old, int cls) {
     if (!c->retention_ns || cls == old) return old;
@@ -248,17 +260,29 @@ static void touch_block(sim_bcache *c, uint32_t r, unsigned j, sim_time now, int
         g->cls[j] = (uint8_t)k;
     }
     g->seq[j] = q_push(c, k, r << 3 | j);
+    bound_exp(c, k, now);
 }
 
+// Drops the blocks expired at now. The class heads are only visited when now reaches the
+// bound on the earliest expiry (a touch or a drop only makes the true earliest later), which
+// each visit renews from the heads it stops at.
 static uint64_t lru_expire(sim_bcache *c, sim_time now) {
+    if (now < c->next_exp) return 0;
     uint64_t n = 0;
+    sim_time next = NEVER;
     for (int k = 0; k < TRC_CLASS_COUNT; k++) {
         if (!c->q[k].nlive || retention(c, k) <= 0) continue;
         for (uint32_t e; (e = q_front(c, k)) != SIM_BC_NONE; n++) {
-            if (!expired_at(c, k, c->recs[e >> 3].touched[e & 7], now)) break;
+            sim_time t = c->recs[e >> 3].touched[e & 7];
+            if (!expired_at(c, k, t, now)) {
+                sim_time x = expiry(c, k, t);
+                if (x < next) next = x;
+                break;
+            }
             block_drop(c, e >> 3, e & 7);
         }
     }
+    c->next_exp = next;
     c->expired += n;
     return n;
 }
@@ -268,6 +292,7 @@ static uint64_t lru_expire(sim_bcache *c, sim_time now) {
 static uint32_t lru_victim(sim_bcache *c) {
     uint32_t v = SIM_BC_NONE;
     sim_time vt = 0;
+    int vk = 0;
     for (int k = 0; k < TRC_CLASS_COUNT; k++) {
         if (!c->q[k].nlive) continue;
         uint32_t e = q_front(c, k);
@@ -275,7 +300,16 @@ static uint32_t lru_victim(sim_bcache *c) {
         if (v == SIM_BC_NONE || t < vt) {
             v = e;
             vt = t;
+            vk = k;
         }
+    }
+    // victims leave a class in its queue's order: fetch the record of one a few entries on,
+    // which a later eviction reads (a hint only)
+    const sim_bqueue *q = &c->q[vk];
+    if (v != SIM_BC_NONE && q->head + 8 < q->tail) {
+        const sim_brec *g = &c->recs[q->e[q->head + 8] >> 3];
+        __builtin_prefetch(g);
+        __builtin_prefetch((const char *)g + 64);
     }
     return v;
 }
@@ -310,6 +344,7 @@ static bool lru_put(sim_bcache *c, uint64_t id, sim_time now, int cls, uint64_t 
     g->cls[j] = (uint8_t)cls;
     g->touched[j] = now;
     g->seq[j] = q_push(c, cls, r << 3 | j);
+    bound_exp(c, cls, now);
     g->n++;
     c->used++;
     c->used_cls[cls]++;
@@ -398,6 +433,14 @@ static size_t gfind(const sim_bcache *c, uint64_t key) {
     return i;
 }
 
+// gfind for a walk: the bucket last found answers again while it still holds key (a key sits
+// in one bucket only, so the check is the whole proof), as a prefix walk asks for the same
+// group once per block.
+static size_t gfind_at(sim_bcache *c, uint64_t key) {
+    if (c->ghint < c->gcap && c->g[c->ghint].key == key) return c->ghint;
+    return c->ghint = gfind(c, key);
+}
+
 // Rebuilds the table without the buckets that hold no present block, doubling it only when
 // the live buckets need the room (load <= 1/2 after the rebuild).
 static void grebuild(sim_bcache *c) {
@@ -473,7 +516,7 @@ static void gtouch(sim_bcache *c, sim_bgroup *g, unsigned j, uint64_t v, sim_tim
 // dropped on the way); SIZE_MAX when not.
 static size_t gfind_live(sim_bcache *c, uint64_t id, sim_time now, uint64_t *v) {
     if (!c->used) return SIZE_MAX;
-    size_t i = gfind(c, SIM_BC_GROUP_KEY(id));
+    size_t i = gfind_at(c, SIM_BC_GROUP_KEY(id));
     if (c->g[i].key == UINT64_MAX) return SIZE_MAX;
     unsigned j = (unsigned)(id & (SIM_BC_GROUP - 1));
     *v = sub_get(&c->g[i], j);
@@ -488,7 +531,7 @@ static size_t gfind_live(sim_bcache *c, uint64_t id, sim_time now, uint64_t *v) 
 
 static void gput(sim_bcache *c, uint64_t id, sim_time now, int cls) {
     KVF_ASSERT(now >= 0 && now < SUB_TOUCHED_MAX);
-    size_t i = gfind(c, SIM_BC_GROUP_KEY(id));
+    size_t i = gfind_at(c, SIM_BC_GROUP_KEY(id));
     unsigned j = (unsigned)(id & (SIM_BC_GROUP - 1));
     sim_bgroup *g = &c->g[i];
     if (g->key != UINT64_MAX) {
@@ -536,6 +579,7 @@ void sim_bcache_init(sim_bcache *c, uint64_t capacity, const int64_t *retention_
     c->retention_ns = retention_ns;
     c->free_rec = SIM_BC_NONE;
     c->memo_key = UINT64_MAX;
+    c->next_exp = NEVER;
     if (capacity == UINT64_MAX) {
         c->compact = true;
         c->purged = INT64_MIN;
@@ -592,7 +636,7 @@ bool sim_bcache_hit(sim_bcache *c, uint64_t id, sim_time now, int cls) {
 void sim_bcache_touch(sim_bcache *c, uint64_t id, sim_time now, int cls) {
     if (!c->used) return;
     if (c->compact) {
-        sim_bgroup *g = &c->g[gfind(c, SIM_BC_GROUP_KEY(id))];
+        sim_bgroup *g = &c->g[gfind_at(c, SIM_BC_GROUP_KEY(id))];
         unsigned j = (unsigned)(id & (SIM_BC_GROUP - 1));
         if (g->key == UINT64_MAX) return;
         uint64_t v = sub_get(g, j);

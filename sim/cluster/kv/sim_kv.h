@@ -118,9 +118,11 @@ typedef struct sim_bcache {
     uint32_t memo_rec;   // position (SIM_BC_NONE when absent: where it would go)
     size_t memo_pos;
     sim_bqueue q[TRC_CLASS_COUNT];   // per class, entries in touch order
+    sim_time next_exp;               // no held block expires before (a lower bound)
     // compact layout
     sim_bgroup *g;        // gcap buckets, 64-byte aligned
     size_t gcap, gused;   // power of two; buckets holding a group
+    size_t ghint;         // bucket last found (checked before use)
     sim_time purged;      // last sim_bcache_expire time: blocks expired by then are gone
     struct sim_bruns {
         sim_brun *r;

@@ -11,6 +11,28 @@
 #include "sim_sample.h"
 #include "sim_trace.h"
 
+// True when block k of r starts a group (the tables hold a group where one block of the
+// trace has several: sim_kv.h), so a prompt's walk asks the tables once per group.
+static bool group_starts(const sim_req *r, uint32_t k) {
+    return k == 0 || SIM_BC_GROUP_KEY(r->blocks[k]) != SIM_BC_GROUP_KEY(r->blocks[k - 1]);
+}
+
+// Two-stage prefetch for a walk over r's blocks [k, end): the hash buckets of the group two
+// groups ahead, the records of the group one ahead (LRU layout: the bucket names it by then).
+// Only hints: which lines are fetched early never changes an answer.
+static void prefetch_ahead(const sim_cluster *c, const sim_inst *in, const sim_req *r, uint32_t k,
+                           uint32_t end, bool ssd) {
+    uint32_t a = k + 2 * SIM_BC_GROUP, b = k + SIM_BC_GROUP;
+    if (a < end && group_starts(r, a)) {
+        if (in) sim_bcache_prefetch(&in->hbm, r->blocks[a]);
+        if (ssd) sim_bcache_prefetch(&c->ssd, r->blocks[a]);
+    }
+    if (b < end && group_starts(r, b)) {
+        if (in) sim_bcache_prefetch_slot(&in->hbm, r->blocks[b]);
+        if (ssd) sim_bcache_prefetch_slot(&c->ssd, r->blocks[b]);
+    }
+}
+
 uint32_t sim_cluster_prefix(sim_cluster *c, sim_inst *in, const sim_req *r, uint32_t hit[SIM_TIERS],
                             bool touch, bool local_only) {
     for (int t = 0; t < SIM_TIERS; t++)
@@ -19,12 +41,7 @@ uint32_t sim_cluster_prefix(sim_cluster *c, sim_inst *in, const sim_req *r, uint
     uint32_t k = 0;
     for (; k < r->n_blocks; k++) {
         uint64_t b = r->blocks[k];
-        // two-stage prefetch: buckets 8 blocks ahead, the slots they point to 4 ahead
-        if (k + 8 < r->n_blocks) {
-            if (in) sim_bcache_prefetch(&in->hbm, r->blocks[k + 8]);
-            if (!local_only) sim_bcache_prefetch(&c->ssd, r->blocks[k + 8]);
-        }
-        if (k + 4 < r->n_blocks && !local_only) sim_bcache_prefetch_slot(&c->ssd, r->blocks[k + 4]);
+        prefetch_ahead(c, in, r, k, r->n_blocks, !local_only);
         // with touch, a found block is refreshed in the same probe (LRU position, retention)
         int tier;
         if (in && (touch ? sim_bcache_hit(&in->hbm, b, c->now, r->cls)
@@ -107,15 +124,24 @@ void sim_tier_persist_answer(sim_cluster *c, sim_inst *in, const sim_req *r) {
         sim_tier_ssd_put(c, in, r->blocks[k], r->cls);
 }
 
+void sim_tier_prefetch_write(const sim_cluster *c, const sim_inst *in, const sim_req *r,
+                             uint32_t upto) {
+    if (!c->cfg->kv.prefix_cache) return;
+    uint32_t end = KVF_MIN(upto, r->n_blocks), k = r->blocks_written;
+    for (int g = 0; k < end && g < 2; k++)
+        if (k == r->blocks_written || group_starts(r, k)) {
+            sim_bcache_prefetch(&in->hbm, r->blocks[k]);
+            if (c->cfg->kv.write_through) sim_bcache_prefetch(&c->ssd, r->blocks[k]);
+            g++;
+        }
+}
+
 // Blocks of the prompt whose KV now exists (computed or loaded) enter the instance's HBM
 // prefix cache as chunks complete, so a request scheduled behind this one can reuse them.
 void sim_tier_write_blocks(sim_cluster *c, sim_inst *in, sim_req *r, uint32_t upto) {
     if (!c->cfg->kv.prefix_cache) return;
     for (uint32_t k = r->blocks_written; k < upto && k < r->n_blocks; k++) {
-        if (k + 4 < upto) {
-            sim_bcache_prefetch(&in->hbm, r->blocks[k + 4]);
-            sim_bcache_prefetch(&c->ssd, r->blocks[k + 4]);
-        }
+        prefetch_ahead(c, in, r, k, upto, true);
         sim_tier_hbm_put(c, in, r->blocks[k], r->cls);
         if (c->cfg->kv.write_through && c->ssd.capacity)
             sim_tier_ssd_put(c, in, r->blocks[k], r->cls);
