@@ -744,6 +744,56 @@ static void roofline_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out
     memo_step(r, b->dsum, out);
 }
 
+// Steps 1 .. m-1 of a run on the memo of step 0, for attention without DSA's indexer (full
+// and window groups): memo_step's arithmetic written out, the same operations on the same
+// operands in the same order (so the same bits: test_models compares every step with
+// mdl_roofline_eval), keeping only the step time a run needs.
+static void run_plain(const rl_stepper *r, const mdl_decode_sum *d0, const mdl_decode_sum *grow,
+                      uint32_t m, int64_t *ns) {
+    const attn_k *k = &r->ak;
+    const mdl_parts *pp = &r->pp;
+    const mdl_work *w = &r->w;
+    bool win = r->base.model.window != 0;
+    double n = d0->n, comm0 = 0;
+    comm0 += pp->tp_comm_s;
+    comm0 += pp->ep_comm_s;
+    // group_term's factors that do not change along the run, formed as it forms them
+    double peak[2], wpart[2], wb[2];
+    for (int i = 0; i < r->n_attn; i++) {
+        int g = r->attn[i];
+        peak[i] = pp->G * pp->peak[g];
+        wb[i] = w->weight_bytes[g];
+        wpart[i] = pp->launches * w->weight_bytes[g] / pp->wshard[g];
+    }
+    for (uint32_t j = 1; j < m; j++) {
+        // attn_sums: pairs(1, c, 0) = c + 1 keys read; window layers min(c + 1, window)
+        double pf = (d0->sum_ctx + (double)j * grow->sum_ctx) + n;
+        double pw =
+            win ? d0->sum_min[MDL_CAP_WINDOW] + (double)j * grow->sum_min[MDL_CAP_WINDOW] : pf;
+        double f[2] = {0, 0}, b[2] = {0, 0};
+        f[0] += k->fl * (pf * k->fpp);
+        f[1] += k->wl * (pw * k->fpp);
+        b[0] += k->fl * k->kvl * (pf + n);
+        b[1] += k->wl * k->kvl * (pw + n);
+        // group_term and acc_groups over the memo's attention groups, then acc_finish
+        double total = r->acc.total;
+        for (int i = 0; i < r->n_attn; i++) {
+            int g = r->attn[i];
+            double fg = f[g - MDL_WG_ATTN_FULL], bg = b[g - MDL_WG_ATTN_FULL];
+            if (fg <= 0 && bg <= 0) continue;
+            double tc = fg / peak[i];
+            double other = bg - wb[i];
+            other *= pp->repl;
+            double tm = (wpart[i] + other / pp->G) / pp->bw_attn;
+            total += KVF_MAX(tc, tm);
+        }
+        double comm_s = comm0;
+        comm_s -= KVF_MIN(comm_s * pp->overlap, total);
+        int64_t v = mdl_ns((total + comm_s + pp->fixed_s) * 1e9);
+        ns[j] = v < 1 ? 1 : v;
+    }
+}
+
 // Step j of the run: d0 + j * grow, every figure an integer below 2^53 (exact in doubles, as
 // the simulator's own sums are).
 static bool roofline_cost_run(mdl_stepper *s, const mdl_decode_sum *d0, const mdl_decode_sum *grow,
@@ -754,6 +804,13 @@ static bool roofline_cost_run(mdl_stepper *s, const mdl_decode_sum *d0, const md
     mdl_step_cost k;
     roofline_cost(s, &b, &k);   // the memo for this sequence count
     ns[0] = k.ns;
+    bool plain = r->memo && !r->ak.dsa;
+    for (int i = 0; plain && i < r->n_attn; i++)
+        plain = r->attn[i] == MDL_WG_ATTN_FULL || r->attn[i] == MDL_WG_ATTN_WINDOW;
+    if (plain) {
+        run_plain(r, d0, grow, m, ns);
+        return true;
+    }
     mdl_decode_sum ds = *d0;
     for (uint32_t j = 1; j < m; j++) {
         ds.sum_ctx = d0->sum_ctx + (double)j * grow->sum_ctx;

@@ -1407,6 +1407,65 @@ START_TEST(test_roofline_memo_matches_eval) {
 }
 END_TEST
 
+// A run costed in one call (mdl_stepper_cost_run) answers every step as mdl_roofline_eval
+// does for that step's batch, to the nanosecond: full attention, windows, MLA, DSA (the
+// general path), with overheads and collectives, the memo made by the run or before it.
+START_TEST(test_roofline_run_matches_eval) {
+    const char *models[] = {"llama-3.1-8b", "deepseek-v3",     "gpt-oss-120b",
+                            "gemma-3-27b",  "qwen3-235b-a22b", "deepseek-v3.2-exp"};
+    mdl_hardware hw = load_hw("h100");
+    uint64_t x = 0x2545f4914f6cdd1dULL;
+    uint64_t steps = 0;
+    for (size_t k = 0; k < sizeof models / sizeof *models; k++) {
+        mdl_model m = load_model(models[k]);
+        uint32_t caps[MDL_CAPS];
+        mdl_model_caps(&m, caps);
+        mdl_parallel par = {.gpus = 16, .tp = 2, .ep = m.experts ? 16 : 1, .ep_skew = 1.1};
+        mdl_efficiency eff;
+        mdl_efficiency_default(&eff);
+        eff.step_overhead_ns = 350e3;   // fixed terms and collectives in every step
+        eff.comm_overlap = k % 2 ? 0.5 : 0;
+        mdl_stepper *s = mdl_roofline_create(&m, &hw, &par, &eff);
+        for (int run = 0; run < 40; run++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            uint32_t n = 1 + (uint32_t)(x % (run % 3 ? 200 : 4));
+            mdl_decode_sum d0 = {0}, grow = {.sum_ctx = n};
+            for (uint32_t i = 0; i < n; i++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                // contexts below the caps, so every capped sum grows by n a step
+                double c = 1 + (double)(x % 300);
+                mdl_decode_sum_add(&d0, caps, c);
+            }
+            for (int c = 0; c < MDL_CAPS; c++)
+                if (caps[c]) grow.sum_min[c] = n;
+            if (run % 4 == 1) {   // the memo made before the run, by a single step
+                mdl_batch b = {.phase = MDL_DECODE, .dsum = &d0};
+                mdl_step_cost one;
+                mdl_stepper_cost(s, &b, &one);
+            }
+            enum { M = 64 };
+            int64_t ns[M];
+            uint32_t len = 2 + (uint32_t)(x % (M - 1));
+            ck_assert(mdl_stepper_cost_run(s, &d0, &grow, len, ns));
+            for (uint32_t j = 0; j < len; j++) {
+                mdl_decode_sum dj = d0;
+                dj.sum_ctx = d0.sum_ctx + (double)j * grow.sum_ctx;
+                for (int c = 0; c < MDL_CAPS; c++)
+                    dj.sum_min[c] = d0.sum_min[c] + (double)j * grow.sum_min[c];
+                mdl_batch b = {.phase = MDL_DECODE, .dsum = &dj};
+                mdl_step_cost e;
+                mdl_roofline_eval(&m, &hw, &par, &eff, &b, &e);
+                ck_assert_msg(ns[j] == e.ns, "%s run %d step %u: %lld vs %lld ns", models[k], run,
+                              j, (long long)ns[j], (long long)e.ns);
+                steps++;
+            }
+        }
+        mdl_stepper_destroy(s);
+    }
+    ck_assert_uint_gt(steps, 6 * 40 * 2);
+}
+END_TEST
+
 START_TEST(test_decode_sums_match_listed) {
     const char *models[] = {"llama-3.1-8b",    "deepseek-v3",       "gpt-oss-120b",
                             "gemma-3-27b",     "tiny-dense",        "deepseek-v3.2-exp",
@@ -1528,6 +1587,7 @@ static Suite *models_suite(void) {
     tcase_add_test(t, test_kv_capacity);
     tcase_add_test(t, test_decode_sums_match_listed);
     tcase_add_test(t, test_roofline_memo_matches_eval);
+    tcase_add_test(t, test_roofline_run_matches_eval);
     tcase_add_test(t, test_ns_rounding_is_llround);
     tcase_add_test(t, test_dsa_against_mla);
     tcase_add_test(t, test_table_model_terms);

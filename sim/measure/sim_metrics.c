@@ -63,6 +63,23 @@ void sim_hist_add_ns(sim_hist *h, int64_t ns, uint64_t w) {
     h->sum_ns += (__int128)ns * w;
 }
 
+void sim_hist_add_gaps_ns(sim_hist *h, const int64_t *ends, uint32_t m, uint64_t w) {
+    if (w == 0 || m < 2) return;
+    // the gaps telescope: their sum is the span
+    h->sum_ns += (__int128)(ends[m - 1] - ends[0]) * w;
+    h->total += (uint64_t)(m - 1) * w;
+    for (uint32_t j = 1; j < m; j++) {
+        size_t b = hist_bin((double)(ends[j] - ends[j - 1]) * 1e-6);
+        if (b >= h->nbins) {
+            size_t cap = h->nbins;
+            kvf_grow((void **)&h->count, &cap, b + 1, sizeof *h->count);
+            memset(h->count + h->nbins, 0, (cap - h->nbins) * sizeof *h->count);
+            h->nbins = cap;
+        }
+        h->count[b] += w;
+    }
+}
+
 double sim_hist_mean(const sim_hist *h) {
     if (!h->total) return 0;
     return (h->sum + (double)h->sum_ns * 1e-6) / (double)h->total;

@@ -63,8 +63,13 @@ void sim_router_touch(sim_cluster *c, const sim_inst *in) {
     double v = in->active ? p->load(c, in) : INFINITY;
     if (v == p->lval[k]) return;
     p->lval[k] = v;
-    for (k /= 2; k >= 1; k /= 2)
+    // up the tree while a node's minimum changes: above one that keeps it nothing does
+    for (k /= 2; k >= 1; k /= 2) {
+        double ov = p->lval[k];
+        uint32_t oa = p->larg[k];
         lindex_pull(p, k);
+        if (p->lval[k] == ov && p->larg[k] == oa) break;
+    }
 }
 
 // The active instance of the pool with the least load (first one on ties).

@@ -200,25 +200,30 @@ uint32_t sim_run_passed(const sim_inst *in, sim_time t) {
 
 // Settles steps [0, upto) of the run in flight: their tokens, ITL gaps and KV.
 void sim_dsum_run_settle(sim_cluster *c, sim_inst *in, uint32_t upto) {
+    if (!upto) return;
     sim_dsum *d = &in->ds;
     uint32_t n = d->n;
-    for (uint32_t j = 0; j < upto; j++) {
-        sim_time end = in->run_end[j];
-        uint32_t steady = n - d->n_fresh;
-        if (steady) sim_hist_add_ns(&c->m.itl_ms, end - d->last_end, steady);
-        for (uint32_t i = 0; i < d->n_fresh; i++)
-            sim_hist_add_ns(&c->m.itl_ms, end - sim_req_at(c, d->fresh[i])->last_ns, 1);
-        d->n_fresh = 0;
+    // the first step: the fresh members' gaps run from their own last token
+    uint32_t steady = n - d->n_fresh;
+    if (steady) sim_hist_add_ns(&c->m.itl_ms, in->run_end[0] - d->last_end, steady);
+    for (uint32_t i = 0; i < d->n_fresh; i++)
+        sim_hist_add_ns(&c->m.itl_ms, in->run_end[0] - sim_req_at(c, d->fresh[i])->last_ns, 1);
+    d->n_fresh = 0;
+    // the later ones: every member's gap is the step
+    sim_hist_add_gaps_ns(&c->m.itl_ms, in->run_end, upto, n);
+    bool reserve = c->cfg->serving.admission == SIM_ADMIT_RESERVE;
+    for (uint32_t j = 0; j < upto; j++) {   // one addition a step, as single steps make them
         in->kv_used += n;
-        if (c->cfg->serving.admission == SIM_ADMIT_RESERVE) in->kv_reserved -= n;
-        c->m.output_tokens += n;
-        if (j >= in->run_attr) c->m.iv_out += n;
-        c->m.decode_step_tokens += n;
-        c->m.decode_step_seqs += n;
-        c->m.decode_steps++;
-        d->k++;
-        d->last_end = end;
+        if (reserve) in->kv_reserved -= n;
     }
+    uint64_t tok = (uint64_t)n * upto;
+    c->m.output_tokens += tok;
+    if (upto > in->run_attr) c->m.iv_out += (uint64_t)n * (upto - in->run_attr);
+    c->m.decode_step_tokens += tok;
+    c->m.decode_step_seqs += tok;
+    c->m.decode_steps += upto;
+    d->k += upto;
+    d->last_end = in->run_end[upto - 1];
 }
 
 // Steps of the run in flight that ended by t (at t included; the last one excluded: its
@@ -226,6 +231,12 @@ void sim_dsum_run_settle(sim_cluster *c, sim_inst *in, uint32_t upto) {
 // event sees them as done.
 uint32_t sim_run_done_by(const sim_inst *in, sim_time t) {
     uint32_t lo = 0, hi = in->run_m ? in->run_m - 1 : 0;   // first j with run_end[j] > t
+    // the steps the router was told of ended by a time no later than t (every caller asks at
+    // the simulation's now, which never decreases): the answer is at or past them, and most
+    // often a step or two on
+    if (in->run_told < hi) lo = in->run_told;
+    for (int k = 0; k < 4 && lo < hi; k++, lo++)
+        if (in->run_end[lo] > t) return lo;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
         if (in->run_end[mid] <= t)
