@@ -114,8 +114,11 @@ kvf_status rpt_db_create(rpt_db **out, const char *path, kvf_err *err) {
     db->path = kvf_strdup(path);
     kvf_status s = KVF_OK;
     remove_db_files(path);
-    if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-        SQLITE_OK) {
+    // one thread owns a results database: no per-call mutex (SQLite's serialized mode locks
+    // one around every bind and step)
+    if (sqlite3_open_v2(path, &db->h,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
         s = db_fail(db, err, "cannot create");
         goto fail;
     }

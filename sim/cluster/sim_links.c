@@ -26,6 +26,12 @@ void sim_link_rearm(sim_cluster *c, uint32_t id) {
     }
 }
 
+// llround of a duration in ns (>= 0): without the library call below 2^53, where
+// mdl_round_pos is exact (a write-down pays one per block written).
+static sim_time round_ns(double ns) {
+    return ns >= 0 && ns < 0x1p53 ? (sim_time)mdl_round_pos(ns) : (sim_time)llround(ns);
+}
+
 void sim_link_send(sim_cluster *c, uint32_t id, double bytes, uint64_t tag) {
     sim_link_ref *lr = &c->links[id];
     sim_link *l = &lr->link;
@@ -33,11 +39,11 @@ void sim_link_send(sim_cluster *c, uint32_t id, double bytes, uint64_t tag) {
         // Nobody waits for a write-down: no flow and no event, only the backlog it builds
         // (the link busy until busy_until at full rate), whose peak the summary reports.
         sim_time start = lr->busy_until > c->now ? lr->busy_until : c->now;
-        lr->busy_until = start + (sim_time)llround(bytes / l->Bps * 1e9);
+        lr->busy_until = start + round_ns(bytes / l->Bps * 1e9);
         double sw = c->cfg->kv.ssd.store_write_Bps;
         if (sw > 0) {   // and the store's own write bandwidth, shared by every instance
             sim_time s0 = c->store_busy_until > c->now ? c->store_busy_until : c->now;
-            c->store_busy_until = s0 + (sim_time)llround(bytes / sw * 1e9);
+            c->store_busy_until = s0 + round_ns(bytes / sw * 1e9);
             if (c->store_busy_until > lr->busy_until) lr->busy_until = c->store_busy_until;
         }
         if (c->timeline)
