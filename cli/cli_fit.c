@@ -36,6 +36,7 @@ static const fit_term default_terms[] = {
     {"efficiency.memory", 0.4, 1.0, 0.8},             // achieved share of HBM bandwidth (weights)
     {"efficiency.attention_memory", 0.4, 1.0, 0.8},   // the same, reading KV in attention
     {"efficiency.comm_latency_us", 0, 100, 8},        // fixed cost of one collective (TP > 1)
+    {"efficiency.compute", 0.2, 1.0, 0.6},            // achieved share of peak FLOP/s
     {"serving.first_token_lag_steps", 0, 1, 0.5},     // output pipeline: share of the next step
 };
 
@@ -253,8 +254,8 @@ static int usage(FILE *f, int rc) {
             "                   [--include-overloaded] [--model M] [--set K=V]... [--force] [-q]\n"
             "  Fits system terms (default serving.frontend_ms, efficiency.step_overhead_us,\n"
             "  efficiency.memory, efficiency.attention_memory, efficiency.comm_latency_us,\n"
-            "  serving.first_token_lag_steps) to measured runs, writes them as\n"
-            "  a file a scenario names with serving.fit, and reports the in-sample and\n"
+            "  efficiency.compute, serving.first_token_lag_steps) to measured runs, writes\n"
+            "  them as a file a scenario names with serving.fit, and reports the in-sample and\n"
             "  leave-one-out error of TTFT mean, TTFT p90, ITL mean and E2E mean.\n");
     return rc;
 }

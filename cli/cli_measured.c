@@ -155,15 +155,6 @@ kvf_status cli_meas_scenario(const trc_measured *m, const cli_meas_setup *s, con
         st = set_kv(cfg, err, "kv_cache.prefix_cache=%s",
                     mc->prefix_caching == 0 ? "false" : "true");
     if (!st) st = set_kv(cfg, err, "serving.preset=%s", preset);
-    // The engine's prefix cache is every KV block, in use or free: a running request's prompt
-    // blocks are themselves the cache (vLLM's block pool, SGLang's radix tree, TensorRT-LLM's
-    // block reuse). The free_blocks home sizes the cache to the blocks running requests leave
-    // free and so counts a running prompt's blocks twice (once held, once cached); where KV
-    // binds (Llama-2-7B at 20 req/s: 83 running, ~56k of 112k tokens, beside 100 prompts'
-    // 3,550 blocks) it drops the hit rate from 98 % to 81 % and adds prefill the engine never
-    // ran. A slice of the whole KV holds what the engine holds while the prompts fit it.
-    if (!st && mc->prefix_caching != 0) st = set_kv(cfg, err, "serving.prefix_cache=slice");
-    if (!st && mc->prefix_caching != 0) st = set_kv(cfg, err, "kv_cache.hbm_cache_frac=1");
     if (!st && isfinite(mc->client_timeout_s) && mc->client_timeout_s > 0)
         st = set_kv(cfg, err, "serving.client_timeout_s=%.17g", mc->client_timeout_s);
     if (!st) st = cli_set_literal(cfg, "workload.trace", trace_path, err);
@@ -173,8 +164,6 @@ kvf_status cli_meas_scenario(const trc_measured *m, const cli_meas_setup *s, con
         st = sim_config_set(cfg, s->sets[i], err);
     if (st) return st;
     if (mc->prefix_caching < 0) note(notes, n, "prefix caching not recorded: on (vLLM's default)");
-    if (mc->prefix_caching != 0)
-        note(notes, n, "prefix cache: the whole KV, blocks in use or free (as the engine's pool)");
     snprintf(cfg->name, sizeof cfg->name, "measured-%.60s", model);
     return sim_config_validate(cfg, err);
 }

@@ -210,6 +210,9 @@ typedef struct sim_inst {
     double kv_reserved;        // serving.admission reserve: tokens still to come of the running
                                // requests, held back from admission
     double kv_cap;             // tokens of KV capacity
+    double kv_prompt_held;     // colocated/decode: prompt tokens of the requests
+                               // holding KV (prefilling or running); their blocks are the
+                               // prefix cache's own (serving.prefix_cache free_blocks)
     double busy_ns;            // time stepping
     double busy_ns_sampled;    // busy_ns at the last sample
     double stale_queued, stale_kv, stale_work;   // router's stale view

@@ -92,7 +92,9 @@ static void cascade_down(sim_cluster *c, sim_inst *in, uint64_t ev, int cls) {
 
 void sim_tier_fit_free(sim_cluster *c, sim_inst *in) {
     if (c->cfg->serving.prefix_cache != SIM_PREFIX_FREE_BLOCKS || !in->hbm_blocks_max) return;
-    double free_tok = in->kv_cap - in->kv_used - in->kv_reserved;
+    // the engine's cache is every block, held or free: the full prompt blocks of the
+    // requests holding KV are cached blocks too, not room taken from the cache
+    double free_tok = in->kv_cap - in->kv_used - in->kv_reserved + in->kv_prompt_held;
     uint64_t lim = free_tok > 0 ? (uint64_t)(free_tok * c->hbm_blocks_per_token) : 0;
     if (lim > in->hbm_blocks_max) lim = in->hbm_blocks_max;
     in->hbm.capacity = lim;

@@ -20,10 +20,13 @@ void sim_decode_running_add(sim_inst *in, sim_req *r, uint32_t slot) {
     }
     r->qpos = in->n_running;
     in->running[in->n_running++] = slot;
+    in->kv_prompt_held += r->input;
 }
 
 void sim_decode_running_remove(sim_cluster *c, sim_inst *in, uint32_t pos) {
-    if (sim_req_at(c, in->running[pos])->flags & TRC_F_STRUCTURED) in->n_structured--;
+    const sim_req *r = sim_req_at(c, in->running[pos]);
+    if (r->flags & TRC_F_STRUCTURED) in->n_structured--;
+    in->kv_prompt_held -= r->input;
     uint32_t last = in->running[--in->n_running];
     if (pos < in->n_running) {
         in->running[pos] = last;

@@ -83,7 +83,7 @@ void sim_failures_fail(sim_cluster *c, sim_inst *in) {
     in->ready.n = in->dwait.n = 0;
     in->n_batch = in->n_running = in->n_loading = in->n_prefilling = in->n_structured = 0;
     in->n_lag = 0;
-    in->queued_tokens = in->queued_work_s = in->kv_used = in->kv_reserved = 0;
+    in->queued_tokens = in->queued_work_s = in->kv_used = in->kv_reserved = in->kv_prompt_held = 0;
     uint64_t hcap = in->hbm.capacity;
     sim_bcache_free(&in->hbm);
     sim_bcache_init(&in->hbm, hcap, c->cfg->kv.retention_ns);

@@ -199,6 +199,7 @@ void sim_prefill_finish(sim_cluster *c, sim_inst *in, uint32_t slot) {
     if (r->produced >= r->output) {
         if (c->colocated) {   // release the KV claimed when its prefill started
             in->n_prefilling--;
+            in->kv_prompt_held -= r->input;
             in->kv_used -= r->input;
             if (c->cfg->serving.admission == SIM_ADMIT_RESERVE) in->kv_reserved -= r->output - 1.0;
         }
@@ -208,6 +209,7 @@ void sim_prefill_finish(sim_cluster *c, sim_inst *in, uint32_t slot) {
     if (c->colocated) {
         // KV is already here (claimed when its prefill started): join the running batch
         in->n_prefilling--;
+        in->kv_prompt_held -= r->input;
         sim_req_set_state(r, SIM_RS_DECODE);
         r->dinst = in->id;
         sim_decode_running_add(in, r, slot);
@@ -231,6 +233,7 @@ void sim_prefill_abort(sim_cluster *c, sim_inst *in, uint32_t slot) {
         in->kv_used -= r->input;
         if (c->cfg->serving.admission == SIM_ADMIT_RESERVE) in->kv_reserved -= r->output - 1.0;
         in->n_prefilling--;
+        in->kv_prompt_held -= r->input;
     }
     sim_req_reject(c, slot, SIM_OUT_TIMEOUT);
 }
@@ -265,6 +268,7 @@ uint32_t sim_prefill_take_chunks(sim_cluster *c, sim_inst *in, int64_t budget, u
                 break;
             in->kv_used += r->input;
             in->kv_reserved += remaining;
+            in->kv_prompt_held += r->input;
             in->n_prefilling++;
         }
         uint32_t s2;
