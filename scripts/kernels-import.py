@@ -14,7 +14,9 @@ What it takes (TensorRT-LLM 1.3.0rc20 tables of each system; models/README.md ha
                         block-scaled recipe), tflops = 2 m n k / latency, at the grid (n, k)
                         points that bracket the per-GPU projection shapes of the bundled models
   generation_attention_perf -> decode_gqa (bf16 and fp8 KV, head_dim 128, full attention),
-                        us = latency, GBps = KV bytes read / latency
+                        us = latency, GBps = KV bytes read / latency; on h100 also the heads
+                        per GPU of the vLLM training runs (TRAINING: validation/training/), bf16
+                        KV, on a grid of their max_num_seqs and max_model_len
   generation_mla_perf       -> decode_mla (absorbed MLA decode of DeepSeek-V3's heads per GPU,
                         the KV element size of its model file), us = latency
   context_mla_perf          -> prefill_mla (DeepSeek-V3's heads per GPU, bf16), tflops =
@@ -322,6 +324,23 @@ MODELS = [
     ("deepseek-v3", {"gemm_fp8": (1,)}, (1,),
      (("moe_fp8", "fp8_block", "", ((1, 8), (1, 16), (1, 32), (1, 64), (1, 128), (1, 256))),)),
 ]
+# The models and tensor-parallel degrees of validation/training/manifest.csv (vLLM on H100 SXM,
+# bf16/fp16 KV, max_num_seqs 128, max_model_len 4096): their decode_gqa series only, on h100
+# only, bf16 KV, at batches 1-128 and contexts 15-4,095 (on DECODE_BATCH x DECODE_STEP their
+# batch 512, never reached, has no row past 255 tokens, so a step of 110 sequences at 800
+# tokens would be the roofline's). Some small-batch series stop early or skip a point: the
+# kernel's time falls as the context grows where its multi-block split switches on.
+# Heads per GPU: Llama-2-7B TP1 32/32, Llama-2-70B TP4 16/2, Mixtral-8x7B TP2 16/4,
+# CodeLlama-34B TP2 32/4. The grid is what fits the loader's 512 rows per file
+# (MDL_KROWS_MAX; h100 had 432): against every (batch 4-128, context 255-2,047) point of the
+# database its log-log lookup is off by 2.9 % of the summed time (at most 41 %, at batch 4,
+# where the kernel's multi-block switch makes time fall with context). A (heads, kv_heads,
+# head_dim) the MODELS already import keeps its coarse series.
+TRAINING = (("llama-2-7b", (1,)), ("llama-2-70b", (4,)), ("mixtral-8x7b", (2,)),
+            ("codellama-34b", (2,)))
+TRAINING_SYSTEMS = ("h100_sxm",)
+TRAINING_BATCH = (1, 8, 32, 64, 128)
+TRAINING_STEP = (15, 255, 1023, 4095)
 MIXTRAL = {"hidden": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128, "ffn": 0,
            "experts": 8, "experts_active": 2, "expert_ffn": 14336, "layers": 32,
            "attention": "gqa"}
@@ -477,21 +496,29 @@ def gqa_configs(models):
     return sorted(cfg)
 
 
-def decode_rows(src, system, models, hand, stats):
+def decode_rows(src, system, models, training, hand, stats):
+    """decode_gqa rows: the MODELS' series on the coarse grid (bf16 and fp8 KV), then, on
+    TRAINING_SYSTEMS, the training models' other series on the fine grid (bf16 KV)."""
     if "decode_gqa" in hand:
         return []
     path, rows = src.table(system, "attention", "generation_attention_perf")
+    coarse = gqa_configs(models)
+    fine = [c for c in gqa_configs(training) if c not in coarse]
+    plan = [(2, "bfloat16", coarse, DECODE_BATCH, DECODE_STEP),
+            (1, "fp8", coarse, DECODE_BATCH, DECODE_STEP)]
+    if system in TRAINING_SYSTEMS:
+        plan.append((2, "bfloat16", fine, TRAINING_BATCH, TRAINING_STEP))
     out = []
-    for kvb, dt in ((2, "bfloat16"), (1, "fp8")):
+    for kvb, dt, configs, batches, steps in plan:
         have = {}
         for r in rows:
             if r["window_size"] == 0 and r["kv_cache_dtype"] == dt and r["isl"] == 1:
                 have[(r["num_heads"], r["num_key_value_heads"], r["head_dim"], r["batch_size"],
                       r["step"])] = r["latency"]
         cite = src.cite(path, system, "%s KV" % ("bf16" if kvb == 2 else "fp8"))
-        for h, kv, hd in gqa_configs(models):
-            pts = [(b, s, have[(h, kv, hd, b, s)], None) for b in DECODE_BATCH
-                   for s in DECODE_STEP if (h, kv, hd, b, s) in have]
+        for h, kv, hd in configs:
+            pts = [(b, s, have[(h, kv, hd, b, s)], None) for b in batches
+                   for s in steps if (h, kv, hd, b, s) in have]
             # time never falls as the batch or the context grows
             kept, d = monotone2(pts)
             stats["dropped"] += d
@@ -684,6 +711,7 @@ def main():
                             stdout=subprocess.PIPE, check=True, text=True).stdout.strip()
     src = Source(a.git_dir, commit)
     models = [(read_model(a.root, n), g, tps, moe) for n, g, tps, moe in MODELS]
+    training = [(read_model(a.root, n), {}, tps, ()) for n, tps in TRAINING]
     for ours, theirs in SYSTEMS.items():
         path = os.path.join(a.root, "models", "hardware", ours + ".yaml")
         with open(path) as f:
@@ -691,7 +719,7 @@ def main():
         hand = hand_series(lines)
         stats = {"dropped": 0}
         block = (gemm_rows(src, theirs, models, hand, stats) +
-                 decode_rows(src, theirs, models, hand, stats) +
+                 decode_rows(src, theirs, models, training, hand, stats) +
                  mla_rows(src, theirs, models, hand, stats) +
                  prefill_rows(src, theirs, models, hand, stats) +
                  mla_prefill_rows(src, theirs, models, hand, stats) +
