@@ -263,8 +263,9 @@ START_TEST(test_hw_check_files) {
                       names[i], h->power_idle_w, h->power_peak_w);
         ck_assert(h->fp8_flops == 0 || h->fp8_flops >= h->bf16_flops);
         ck_assert(h->fp4_flops == 0 || h->fp4_flops >= h->fp8_flops);
-        // the imported tables stay moderate and each row names its source
-        ck_assert_uint_le(h->nkrows, 450);
+        // each row names its source (a file past MDL_KROWS_MAX rows is refused by the loader,
+        // and the count above would differ from the file's if one were cut)
+        ck_assert_uint_le(h->nkrows, MDL_KROWS_MAX);
         for (uint32_t r = 0; r < h->nkrows; r++)
             ck_assert(strlen(mdl_krow_source(h, &h->krows[r])) >= 8);
         free(h);
