@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "mdl.h"
 #include "sim.h"
 #include "sim_queue.h"
 
@@ -41,6 +42,44 @@ static double bare_queue_events_per_s(size_t live, uint64_t n) {
     double s = (double)(kvf_wall_ns() - t0) * 1e-9;
     sim_queue_destroy(q);
     return (double)n / s;
+}
+
+// ns per decode step costed as the simulator costs them, in runs (mdl_stepper_cost_run): the
+// scenario's model on its decode pool's layout, batches of about `seqs` sequences at `ctx`
+// tokens of context whose count changes from run to run: the second half of the floor of
+// one queue operation plus one step costing per event. 0 when the model cannot be loaded.
+static double run_step_ns(const sim_config *cfg, const char *repo, double seqs, double ctx) {
+    char dir[2100];
+    snprintf(dir, sizeof dir, "%s/models", repo);
+    mdl_model m;
+    mdl_hardware hw;
+    kvf_err err = {0};
+    if (mdl_model_load(&m, cfg->model, dir, &err) ||
+        mdl_hardware_load(&hw, cfg->hardware, dir, &err))
+        return 0;
+    const sim_pool_cfg *d = &cfg->cluster.decode;
+    mdl_parallel par = {.gpus = (uint32_t)d->gpus_per_instance,
+                        .tp = (uint32_t)(d->tp ? d->tp : d->gpus_per_instance),
+                        .ep = m.experts ? (uint32_t)d->gpus_per_instance : 1};
+    mdl_stepper *st = mdl_roofline_create(&m, &hw, &par, NULL);
+    uint32_t caps[MDL_CAPS];
+    mdl_model_caps(&m, caps);
+    enum { RUN = 64, RUNS = 20000 };
+    int64_t ns[RUN], sink = 0;
+    int64_t t0 = kvf_wall_ns();
+    for (int k = 0; k < RUNS; k++) {
+        uint32_t n = (uint32_t)(seqs * (0.5 + (k % 8) / 8.0)) + 1;
+        mdl_decode_sum d0 = {0}, grow = {.sum_ctx = n};
+        for (uint32_t i = 0; i < n; i++)
+            mdl_decode_sum_add(&d0, caps, ctx + i);
+        for (int c = 0; c < MDL_CAPS; c++)
+            if (caps[c]) grow.sum_min[c] = n;
+        if (!mdl_stepper_cost_run(st, &d0, &grow, RUN, ns)) break;
+        sink += ns[RUN - 1];
+    }
+    double per = (double)(kvf_wall_ns() - t0) / ((double)RUNS * RUN);
+    mdl_stepper_destroy(st);
+    return sink > 0 ? per : 0;
 }
 
 static const char *old_bin;    // a previous release's kvfleet, or NULL
@@ -409,6 +448,18 @@ int main(int argc, char **argv) {
     double w0 = json_number_value(json_object_get(si0, "wall_s"));
     printf("without prefix cache: %.0f events in %.2f s wall: %.2f M events/s\n", ev0, w0,
            ev0 / w0 / 1e6);
+    {
+        // the floor: one queue operation per event and one step costing per step
+        json_t *st = json_object_get((json_t *)sv, "steps");
+        double steps = json_number_value(json_object_get(st, "steps"));
+        double batch = json_number_value(json_object_get(st, "decode_mean_batch"));
+        double step_ns = run_step_ns(&cfg, repo, batch, 1000);
+        double floor_s = ev0 / bare_eps + steps * step_ns * 1e-9;
+        if (step_ns > 0)
+            printf("  floor: %.0f events x %.0f ns (bare queue) + %.0f steps x %.1f ns (a step "
+                   "costed in a run) = %.2f s; the loop is %.2fx the floor\n",
+                   ev0, 1e9 / bare_eps, steps, step_ns, floor_s, w0 / floor_s);
+    }
     char lim[128];
     snprintf(lim, sizeof lim, "workload.limit_requests=%ld",
              (long)(cfg.workload.opt.rate_rps * 3600 * hours));
