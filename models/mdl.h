@@ -212,8 +212,11 @@ typedef enum mdl_kkind {
     MDL_K_PREFILL_MLA,
     MDL_K_KINDS
 } mdl_kkind;
-// Rows per file; distinct `source` strings per file (rows share them by index).
-enum { MDL_KROWS_MAX = 512, MDL_KSRC_MAX = 200, MDL_KSRCS_MAX = 32 };
+// Rows per file; distinct `source` strings per file (rows share them by index). The rows live
+// inside mdl_hardware (about 220 KB at 1024 rows), which the cluster, each pool and each stepper
+// hold by value: sim_run's cluster, on its stack, is about 0.9 MB. order[] and kind_at[] are
+// uint16_t, so the bound stays below 65,536.
+enum { MDL_KROWS_MAX = 1024, MDL_KSRC_MAX = 200, MDL_KSRCS_MAX = 32 };
 typedef struct mdl_krow {
     mdl_kkind kind;
     double m, n, k, groups;     // GEMM shape

@@ -167,6 +167,8 @@ static bool same_key(const mdl_krow *a, const mdl_krow *b) {
     return true;
 }
 
+_Static_assert(MDL_KROWS_MAX <= UINT16_MAX, "mdl_hardware.order and kind_at are uint16_t");
+
 void mdl_hardware_index(mdl_hardware *h) {
     KVF_ASSERT(h && h->nkrows <= MDL_KROWS_MAX);
     // insertion sort: a few hundred rows, once per load, stable on equal rows

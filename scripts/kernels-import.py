@@ -312,10 +312,14 @@ ALLREDUCE_ELEMS = (4096, 65536, 524288, 4194304, 33554432, 268435456)
 # that directory has no file of this one), which AIConfigurator prices as MoEQuantMode.fp8
 # (sdk/models/helpers.py). Qwen's own Qwen/Qwen3-235B-A22B-FP8 is 128x128 block-scaled
 # (fp8_block), DeepSeek-V3's recipe. Its FP8 dense GEMMs stay gemm_fp8 = fp8_block (the kind's
-# one recipe), at TP1 for attention data parallelism (DEP8) as at TP8.
+# one recipe), at TP1 for attention data parallelism (DEP8) as at TP8. Llama-3.1-70B's block-FP8
+# GEMMs are also at TP2, the layout of TensorRT-LLM's published Llama-3.3-70B FP8 points
+# (scenarios/published/trtllm-h{100,200}-llama70b-offline.yaml): qkv 5,120 x 8,192 (a grid
+# point), FFN gate+up 28,672 x 8,192 and down 8,192 x 14,336 (between grid points: the database
+# measures n 16,384 and 51,200, k 12,288 and 16,384, not these).
 MODELS = [
     ("llama-3.1-8b", {"gemm_bf16": (1,), "gemm_fp8": (1,)}, (1,), ()),
-    ("llama-3.1-70b", {"gemm_bf16": (8,), "gemm_fp8": (8,)}, (8,), ()),
+    ("llama-3.1-70b", {"gemm_bf16": (8,), "gemm_fp8": (2, 8)}, (8,), ()),
     ("qwen3-235b-a22b", {"gemm_bf16": (8,), "gemm_fp8": (1, 8)}, (8,),
      (("moe_bf16", "bfloat16", "", ((1, 8), (8, 1))),
       ("moe_fp8", "fp8", " per-tensor (ModelOpt FP8)", ((1, 8), (8, 1))))),
@@ -331,11 +335,11 @@ MODELS = [
 # tokens would be the roofline's). Some small-batch series stop early or skip a point: the
 # kernel's time falls as the context grows where its multi-block split switches on.
 # Heads per GPU: Llama-2-7B TP1 32/32, Llama-2-70B TP4 16/2, Mixtral-8x7B TP2 16/4,
-# CodeLlama-34B TP2 32/4. The grid is what fits the loader's 512 rows per file
-# (MDL_KROWS_MAX; h100 had 432): against every (batch 4-128, context 255-2,047) point of the
-# database its log-log lookup is off by 2.9 % of the summed time (at most 41 %, at batch 4,
-# where the kernel's multi-block switch makes time fall with context). A (heads, kv_heads,
-# head_dim) the MODELS already import keeps its coarse series.
+# CodeLlama-34B TP2 32/4. The grid is what fitted the loader's 512 rows per file then
+# (MDL_KROWS_MAX, now 1,024; h100 had 432): against every (batch 4-128, context 255-2,047)
+# point of the database its log-log lookup is off by 2.9 % of the summed time (at most 41 %,
+# at batch 4, where the kernel's multi-block switch makes time fall with context). A (heads,
+# kv_heads, head_dim) the MODELS already import keeps its coarse series.
 TRAINING = (("llama-2-7b", (1,)), ("llama-2-70b", (4,)), ("mixtral-8x7b", (2,)),
             ("codellama-34b", (2,)))
 TRAINING_SYSTEMS = ("h100_sxm",)
