@@ -323,6 +323,19 @@ START_TEST(test_block_mapping_512_to_64) {
     ck_assert_uint_eq(q.n_blocks, 1);
     ck_assert(q.blocks[0] == 11);
     trc_reader_close(r);
+    // 512 -> 32: 16 sub-blocks a source block, two groups of 8 each (the reader forms a
+    // group's hash once; every sub-block as the formula gives it)
+    o = opts(32);
+    ck_assert(!trc_reader_open(&r, p, &o, &err));
+    ck_assert_int_eq(trc_reader_next(r, &q, &err), 1);
+    ck_assert_uint_eq(q.n_blocks, 1300 / 32);
+    for (uint32_t i = 0; i < q.n_blocks; i++) {
+        uint32_t j = i % 16;
+        uint64_t want = (kvf_hash64(kvf_hash64(src[i / 16]) + (j >> 3)) & ~7ULL) | (j & 7);
+        ck_assert_msg(q.blocks[i] == want && want == trc_block_sub_id(src[i / 16], j), "block %u",
+                      i);
+    }
+    trc_reader_close(r);
     // length_scale 0.5 -> in 650 -> 10 blocks of 64, the same leading ids
     o = opts(64);
     o.length_scale = 0.5;

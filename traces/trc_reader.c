@@ -164,11 +164,16 @@ long trc_lines_next(trc_lines *l, char **out) {
     }
 }
 
+// The high 61 bits shared by sub-blocks 8g..8g+7 of source block id.
+static inline uint64_t sub_group(uint64_t id, uint32_t g) {
+    return kvf_hash64(kvf_hash64(id) + g) & ~(uint64_t)7;
+}
+
 uint64_t trc_block_sub_id(uint64_t id, uint32_t j) {
     // Sub-blocks 8m..8m+7 share the high 61 bits (a group the block index keeps together) and
     // carry j % 8 in the low 3. kvf_hash64 is a bijection, so distinct (id, j / 8) pairs
     // collide only by chance (2^-61). (kvf_hash_combine(id, j) collides for small ids.)
-    return (kvf_hash64(kvf_hash64(id) + (j >> 3)) & ~(uint64_t)7) | (j & 7);
+    return sub_group(id, j >> 3) | (j & 7);
 }
 
 // ---- the reader -------------------------------------------------------------------------
@@ -467,8 +472,13 @@ static uint32_t map_blocks(trc_reader *r, const trc_rec *rec, uint32_t input) {
         uint32_t k = S / B;
         n = KVF_MIN((uint64_t)want, (uint64_t)rec->nb * k);
         kvf_grow((void **)&r->blocks, &r->capblocks, n + 1, sizeof *r->blocks);
-        for (uint64_t i = 0; i < n; i++)
-            r->blocks[i] = trc_block_sub_id(rec->blocks[i / k], (uint32_t)(i % k));
+        // trc_block_sub_id(rec->blocks[i / k], i % k), its hash formed once per group of 8
+        uint64_t hi = 0;
+        for (uint64_t i = 0, src = 0; i < n; src++)
+            for (uint32_t j = 0; j < k && i < n; j++, i++) {
+                if (!(j & 7)) hi = sub_group(rec->blocks[src], j >> 3);
+                r->blocks[i] = hi | (j & 7);
+            }
     } else {
         uint32_t k = B / S;
         n = KVF_MIN((uint64_t)want, (uint64_t)rec->nb / k);
