@@ -76,10 +76,11 @@ static kvf_status db_row(rpt_db *db, kvf_err *err) {
     return KVF_OK;
 }
 
+// Every statement binds all its parameters before each step, so none is cleared after it;
+// a text bound SQLITE_STATIC is read by this step only (the next row binds its own).
 static kvf_status db_step(rpt_db *db, sqlite3_stmt *st, kvf_err *err, const char *what) {
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
     if (rc != SQLITE_DONE) return db_fail(db, err, what);
     return KVF_OK;
 }
@@ -93,7 +94,7 @@ static void bind_real(sqlite3_stmt *st, int i, double v) {
 
 static void bind_text(sqlite3_stmt *st, int i, const char *s) {
     if (s)
-        sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
     else
         sqlite3_bind_null(st, i);
 }

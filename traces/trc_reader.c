@@ -210,7 +210,8 @@ struct trc_reader {
     uint64_t skipped;   // core-level skips (non-monotonic lines)
     uint64_t *blocks;   // mapped ids of the request last returned
     size_t capblocks;
-    trc_pass pass;   // the first pass, when one was made
+    bool no_blocks;   // counting only (a first pass, trc_count): requests carry no block ids
+    trc_pass pass;    // the first pass, when one was made
     bool have_pass;
     char notes[512];
 };
@@ -570,7 +571,7 @@ int trc_reader_next(trc_reader *r, trc_request *out, kvf_err *err) {
                      (double)rec->think_ns * r->factor / 1e9, scaled_by, scale_v, TRC_MAX_TIME_S);
             return -1;
         }
-        out->n_blocks = map_blocks(r, rec, out->input_tokens);
+        out->n_blocks = r->no_blocks ? 0 : map_blocks(r, rec, out->input_tokens);
         out->blocks = r->blocks;
         return 1;
     }
@@ -793,6 +794,7 @@ static kvf_status pass_over(trc_source *src, const char *path, const trc_options
     trc_reader *shadow;
     kvf_status ok = trc_reader_from_source(&shadow, src, NULL, path, &m, err);
     KVF_ASSERT(ok == KVF_OK);   // o was checked; a failure would close the borrowed source
+    shadow->no_blocks = true;   // the pass counts arrivals; the real reader maps the blocks
     kvf_status st = run_pass(shadow, p, err);
     shadow->src = NULL;   // borrowed
     trc_reader_close(shadow);
@@ -808,6 +810,7 @@ static kvf_status pass_reopen(const char *path, const trc_options *o, trc_pass *
     trc_reader *r;
     kvf_status st = trc_reader_open(&r, path, &m, err);
     if (st) return st;
+    r->no_blocks = true;
     st = run_pass(r, p, err);
     trc_reader_close(r);
     return st;
@@ -941,6 +944,7 @@ kvf_status trc_count(const char *path, const trc_options *opt, uint64_t *n, kvf_
     trc_reader *r;
     kvf_status st = trc_reader_open(&r, path, opt, err);
     if (st) return st;
+    r->no_blocks = true;
     trc_request q;
     int rc;
     uint64_t c = 0;
