@@ -94,15 +94,19 @@ static uint32_t argmin(sim_cluster *c, sim_pool *p,
     refresh(c, p);
     if (!p->lval || p->load != load) return argmin_scan(c, p, load);
     if (load == kv_load && c->cfg->router.stale_ns <= 0)
-        // an instance in a run of decode steps holds more KV with every step that ends, and
-        // tells the index only when the run ends: bring those up to now
-        for (uint32_t i = 0; i < p->n; i++) {
-            sim_inst *in = &c->inst[p->first + i];
-            if (in->busy && in->run_m > 1 && in->run_told + 1 < in->run_m &&
-                in->run_end[in->run_told] <= c->now) {
-                in->run_told = sim_run_done_by(in, c->now);
-                sim_router_touch(c, in);
-            }
+        // An instance in a run of decode steps holds more KV with every step that ends (a run
+        // stops before any member finishes) and its leaf keeps the load of its last update, a
+        // lower bound. The least leaf is brought up to now until it is exact: every other
+        // instance's load is then at least its leaf, so no less than the pick's, and one of a
+        // lower index has a greater leaf (the tree takes the left one on ties). The pick is the
+        // scan's with only the instances that could beat it brought up to date.
+        while (p->lval[1] != INFINITY) {
+            sim_inst *in = &c->inst[p->first + p->larg[1]];
+            if (!(in->busy && in->run_m > 1 && in->run_told + 1 < in->run_m &&
+                  in->run_end[in->run_told] <= c->now))
+                break;
+            in->run_told = sim_run_done_by(in, c->now);
+            sim_router_touch(c, in);
         }
     uint32_t best = p->lval[1] == INFINITY ? SIM_NONE : p->first + p->larg[1];
     if (c->opts && c->opts->router_check) KVF_ASSERT(best == argmin_scan(c, p, load));
