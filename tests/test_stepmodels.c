@@ -692,7 +692,12 @@ static void pred_cells(char *out, size_t n, double pred, double pub) {
     with_commas(p, sizeof p, pred, false);
     with_commas(g, sizeof g, pred - pub, true);
     double pct = 100 * (pred - pub) / pub;
-    snprintf(pc, sizeof pc, "%s%.0f", pct < -0.5 ? "\xe2\x88\x92" : "+", fabs(pct));
+    // a gap that rounds to 0 % has no sign ("-6 (0 %)")
+    snprintf(pc, sizeof pc, "%s%.0f",
+             fabs(pct) < 0.5 ? ""
+             : pct < 0       ? "\xe2\x88\x92"
+                             : "+",
+             fabs(pct));
     snprintf(out, n, "%s | %s (%s %%)", p, g, pc);
 }
 
