@@ -12,9 +12,7 @@ here).
 What it takes (TensorRT-LLM 1.3.0rc20 tables of each system; models/README.md has the kinds):
   gemm_perf          -> gemm_bf16 (bfloat16), gemm_fp8 (fp8_block: DeepSeek's 1x128 / 128x128
                         block-scaled recipe), tflops = 2 m n k / latency, at the grid (n, k)
-                        points that bracket the per-GPU projection shapes of the bundled models,
-                        at m = every power of two 1-16,384 (GEMM_M; the same grid for every
-                        series and system)
+                        points that bracket the per-GPU projection shapes of the bundled models
   generation_attention_perf -> decode_gqa (bf16 and fp8 KV, head_dim 128, full attention),
                         us = latency, GBps = KV bytes read / latency; on h100 also the heads
                         per GPU of the vLLM training runs (TRAINING: validation/training/), bf16
@@ -293,19 +291,7 @@ SYSTEMS = {"h100": "h100_sxm", "h200": "h200_sxm", "b200": "b200_sxm", "gb200": 
 FRAMEWORK, VERSION = "trtllm", "1.3.0rc20"
 BACKEND = "TensorRT-LLM " + VERSION
 GEMM_DTYPES = {"gemm_bf16": "bfloat16", "gemm_fp8": "fp8_block"}
-# The m of every GEMM series, every system: each power of two from 1 to 16,384 (the database
-# measures all 15). It also measures 58 more m in that range (2-17, then 32/33 ... 4352/4353 in
-# steps of 16, 32 and 256, each with its m + 1, then 8,192), 73 in all: those would make
-# 1,850-2,310 rows a file (MDL_KROWS_MAX is 1,024), and most of them lie just past a tile edge
-# (m + 1 is a tile more work than m), which the GEMM filter below leaves out as throughput
-# falling with m (1,339-1,719 points a file). The grid was m = 1, 16, 128, 1,024, 16,384
-# before; its interpolation read 2-19 % below the database's m = 256 and 512 points at m =
-# 216-502. On this grid the filter leaves out 52-67 GEMM points a file (246 in all, 239 of them
-# at m >= 2,048; median 3 % below the best smaller m, at most 34 %), so a series whose
-# throughput has flattened out ends at its first dip: 19-27 of the 39-48 series a file end
-# below m = 16,384, at 1,024-8,192 (5-8 a file did on the old grid), and a lookup at a larger m
-# takes that shape's share from the roofline, as past any series' end.
-GEMM_M = tuple(1 << i for i in range(15))
+GEMM_M = (1, 16, 128, 1024, 16384)
 DECODE_BATCH = (1, 8, 64, 512)
 DECODE_STEP = (15, 255, 2047, 16383, 131071)
 PREFILL_BATCH = (1, 8)
