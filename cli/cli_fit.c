@@ -9,13 +9,17 @@
 // out: for each training run the terms are fitted again on the others (the same search from
 // the same start) and the run is predicted with them; its errors are out of sample. Runs the
 // manifest marks overloaded (client time-outs censor what was measured) are left out of the
-// training set and named as such; they stay checks.
+// training set and named as such; they stay checks. The left-out fits are independent: with
+// --jobs N they run in N child processes at a time, each sending its result back through a
+// pipe, and the file is the same as with one (each fit is the same deterministic search).
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -248,15 +252,17 @@ static void write_errs(FILE *o, const char *indent, const errs *a, const cli_mea
 }
 
 static int usage(FILE *f, int rc) {
-    fprintf(f,
-            "usage: kvfleet fit (--manifest CSV | --measured RUN --hardware H ...) -o FILE\n"
-            "                   [--term KEY:LO:HI:START]... [--max-evals N] [--no-loo]\n"
-            "                   [--include-overloaded] [--model M] [--set K=V]... [--force] [-q]\n"
-            "  Fits system terms (default serving.frontend_ms, efficiency.step_overhead_us,\n"
-            "  efficiency.memory, efficiency.attention_memory, efficiency.comm_latency_us,\n"
-            "  efficiency.compute, serving.first_token_lag_steps) to measured runs, writes\n"
-            "  them as a file a scenario names with serving.fit, and reports the in-sample and\n"
-            "  leave-one-out error of TTFT mean, TTFT p90, ITL mean and E2E mean.\n");
+    fprintf(f, "usage: kvfleet fit (--manifest CSV | --measured RUN --hardware H ...) -o FILE\n"
+               "                   [--term KEY:LO:HI:START]... [--max-evals N] [--no-loo]\n"
+               "                   [--include-overloaded] [--model M] [--set K=V]... [--jobs N]\n"
+               "                   [--force] [-q]\n"
+               "  Fits system terms (default serving.frontend_ms, efficiency.step_overhead_us,\n"
+               "  efficiency.memory, efficiency.attention_memory, efficiency.comm_latency_us,\n"
+               "  efficiency.compute, serving.first_token_lag_steps) to measured runs, writes\n"
+               "  them as a file a scenario names with serving.fit, and reports the in-sample and\n"
+               "  leave-one-out error of TTFT mean, TTFT p90, ITL mean and E2E mean.\n"
+               "  --jobs N runs N left-out fits at a time in child processes (default 1; the file\n"
+               "  is the same).\n");
     return rc;
 }
 
@@ -272,7 +278,7 @@ typedef struct fit_job {
     fit_ctx *f;
     const char *manifest, *out, *hw;
     const char *runs[FIT_MAX_RUNS];
-    int n_runs, max_evals;
+    int n_runs, max_evals, jobs;
     bool loo, force, include_over;
     fit_term terms[FIT_MAX_TERMS];
     int n_terms;
@@ -311,7 +317,8 @@ static int parse_args(fit_job *j, int argc, char **argv) {
         const char *o = argv[i];
         bool valued = !strcmp(o, "--manifest") || !strcmp(o, "--measured") || !strcmp(o, "-o") ||
                       !strcmp(o, "--hardware") || !strcmp(o, "--term") ||
-                      !strcmp(o, "--max-evals") || !strcmp(o, "--model") || !strcmp(o, "--set");
+                      !strcmp(o, "--max-evals") || !strcmp(o, "--model") || !strcmp(o, "--set") ||
+                      !strcmp(o, "--jobs");
         if (valued && i + 1 >= argc) {
             fprintf(stderr, "kvfleet fit: option %s needs a value\n", o);
             return 2;
@@ -343,6 +350,13 @@ static int parse_args(fit_job *j, int argc, char **argv) {
                 return 2;
             }
             j->max_evals = (int)x;
+        } else if (!strcmp(o, "--jobs")) {
+            if (!parse_num(v, &x) || x < 1 || x > FIT_MAX_RUNS || x != floor(x)) {
+                fprintf(stderr, "kvfleet fit: --jobs %s: expected a whole number in [1, %d]\n", v,
+                        FIT_MAX_RUNS);
+                return 2;
+            }
+            j->jobs = (int)x;
         } else if (!strcmp(o, "--term")) {
             if (!parse_term(j, v)) return 2;
         } else if (!strcmp(o, "--no-loo"))
@@ -431,30 +445,160 @@ static kvf_status fit_all(fit_job *j, kvf_err *err) {
     return KVF_OK;
 }
 
-// Leave one out: each training run predicted by terms fitted on the others by the same search
-// as the full fit (the same starting point and budget; never started from the full fit, which
+// One left-out fit's result, as a child process sends it back (plain data: the metric names
+// are the program's own strings, at the same addresses in parent and child).
+typedef struct loo_result {
+    bool ok;
+    long evals;   // simulations it made
+    double x[FIT_MAX_TERMS];
+    cli_meas_table tab;
+    char msg[1024];   // why the run failed, when !ok
+} loo_result;
+// a child writes its result and exits before the parent reads: it must fit in the pipe
+_Static_assert(sizeof(loo_result) <= 4096, "a left-out fit's result fits a pipe's buffer");
+
+// Training run i predicted by terms fitted on the other training runs by the same search as
+// the full fit (the same starting point and budget; never started from the full fit, which
 // has seen the run).
+static void loo_one(fit_job *j, int i, loo_result *r) {
+    fit_ctx *f = j->f;
+    bool use[FIT_MAX_RUNS];
+    memcpy(use, j->train, sizeof use);
+    use[i] = false;
+    double ui[FIT_MAX_TERMS];
+    for (int k = 0; k < f->n_term; k++)
+        ui[k] = (f->term[k].start - f->term[k].lo) / (f->term[k].hi - f->term[k].lo);
+    long e0 = f->evals;
+    nelder_mead(f, use, ui, 0.25, j->max_evals);
+    memset(r, 0, sizeof *r);
+    to_x(f, ui, r->x);
+    kvf_err e2 = {0};
+    r->ok = eval_run(f, i, r->x, &r->tab, &e2);
+    r->evals = f->evals - e0;
+    if (!r->ok) snprintf(r->msg, sizeof r->msg, "%s", e2.msg[0] ? e2.msg : "no comparable metric");
+}
+
+static bool write_all(int fd, const void *p, size_t n) {
+    for (const char *c = p; n;) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        c += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+static bool read_all(int fd, void *p, size_t n) {
+    for (char *c = p; n;) {
+        ssize_t r = read(fd, c, n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return false;
+        c += r;
+        n -= (size_t)r;
+    }
+    return true;
+}
+
+// The left-out fits of the training runs, j->jobs at a time (each in a child process when
+// more than one); res[i] for every training run i. Children that fail to start or to report
+// are errors; a run the simulation fails is reported in its result.
+static kvf_status loo_run_all(fit_job *j, loo_result *res, kvf_err *err) {
+    fit_ctx *f = j->f;
+    if (j->jobs <= 1) {
+        for (int i = 0; i < f->n_run; i++) {
+            if (!j->train[i]) continue;
+            loo_one(j, i, &res[i]);
+            if (res[i].ok && !f->quiet)
+                fprintf(stderr, "fit: left out %-48s MAPE %.1f %%\n", f->run[i].name,
+                        res[i].tab.mape_pct);
+        }
+        return KVF_OK;
+    }
+    fflush(NULL);   // nothing buffered is written twice by a child
+    pid_t pid[FIT_MAX_RUNS] = {0};
+    int fd[FIT_MAX_RUNS], running = 0, next = 0;
+    kvf_status st = KVF_OK;
+    for (;;) {
+        while (!st && running < j->jobs && next < f->n_run) {
+            int i = next++;
+            if (!j->train[i]) continue;
+            int p[2];
+            if (pipe(p)) {
+                st = kvf_fail(err, KVF_ERUN, "fit: pipe: %s", strerror(errno));
+                break;
+            }
+            pid_t c = fork();
+            if (c < 0) {
+                close(p[0]);
+                close(p[1]);
+                st = kvf_fail(err, KVF_ERUN, "fit: fork: %s", strerror(errno));
+                break;
+            }
+            if (c == 0) {
+                close(p[0]);
+                loo_result r;
+                loo_one(j, i, &r);
+                _exit(write_all(p[1], &r, sizeof r) ? 0 : 1);
+            }
+            close(p[1]);
+            pid[i] = c;
+            fd[i] = p[0];
+            running++;
+        }
+        if (!running) break;
+        int status;
+        pid_t c = waitpid(-1, &status, 0);
+        if (c < 0) {
+            if (errno == EINTR) continue;
+            st = st ? st : kvf_fail(err, KVF_ERUN, "fit: waitpid: %s", strerror(errno));
+            break;
+        }
+        int i = 0;
+        while (i < f->n_run && pid[i] != c)
+            i++;
+        if (i == f->n_run) continue;   // not one of ours
+        pid[i] = 0;
+        running--;
+        bool got = WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+                   read_all(fd[i], &res[i], sizeof res[i]);
+        close(fd[i]);
+        if (!got && !st)
+            st = kvf_fail(err, KVF_ERUN, "%s: the left-out fit's process ended without its result",
+                          f->run[i].name);
+        if (got && !f->quiet)
+            fprintf(stderr, "fit: left out %-48s MAPE %.1f %%\n", f->run[i].name,
+                    res[i].tab.mape_pct);
+    }
+    for (int i = 0; i < f->n_run; i++)   // after an error: the others are not waited for
+        if (pid[i]) {
+            kill(pid[i], SIGKILL);
+            waitpid(pid[i], NULL, 0);
+            close(fd[i]);
+        }
+    return st;
+}
+
+// Leave one out: every training run's left-out fit (loo_run_all), its terms and errors kept in
+// run order, so the file does not depend on --jobs.
 static kvf_status fit_loo(fit_job *j, kvf_err *err) {
     fit_ctx *f = j->f;
+    loo_result *res = kvf_calloc((size_t)f->n_run, sizeof *res);
+    kvf_status st = loo_run_all(j, res, err);
     int n_lo = 0;
-    for (int i = 0; i < f->n_run; i++) {
+    for (int i = 0; !st && i < f->n_run; i++) {
         if (!j->train[i]) continue;
-        bool use[FIT_MAX_RUNS];
-        memcpy(use, j->train, sizeof use);
-        use[i] = false;
-        double ui[FIT_MAX_TERMS];
-        for (int k = 0; k < f->n_term; k++)
-            ui[k] = (f->term[k].start - f->term[k].lo) / (f->term[k].hi - f->term[k].lo);
-        nelder_mead(f, use, ui, 0.25, j->max_evals);
-        to_x(f, ui, j->loo_x[i]);
-        kvf_err e2 = {0};
-        if (!eval_run(f, i, j->loo_x[i], &j->loo_tab[i], &e2))
-            return kvf_fail(err, KVF_ERUN, "%s: %s", f->run[i].name, e2.msg);
+        if (!res[i].ok) {
+            st = kvf_fail(err, KVF_ERUN, "%s: %s", f->run[i].name, res[i].msg);
+            break;
+        }
+        if (j->jobs > 1) f->evals += res[i].evals;   // one process: counted as they ran
+        memcpy(j->loo_x[i], res[i].x, sizeof j->loo_x[i]);
+        j->loo_tab[i] = res[i].tab;
         errs_add(&j->lo_e, &j->loo_tab[i], &n_lo);
-        if (!f->quiet)
-            fprintf(stderr, "fit: left out %-48s MAPE %.1f %%\n", f->run[i].name,
-                    j->loo_tab[i].mape_pct);
     }
+    free(res);
+    if (st) return st;
     errs_div(&j->lo_e, n_lo);
     return KVF_OK;
 }
@@ -539,6 +683,7 @@ int cli_fit(int argc, char **argv) {
     fit_job *j = kvf_calloc(1, sizeof *j);
     j->f = kvf_calloc(1, sizeof *j->f);
     j->max_evals = 60;
+    j->jobs = 1;
     j->loo = true;
     kvf_err err = {0};
     kvf_status st = KVF_OK;

@@ -200,6 +200,26 @@ START_TEST(test_fit_writes_terms_a_scenario_applies) {
     fe = atof(t + strlen("terms:\n  serving.frontend_ms: "));
     ck_assert_msg(fe >= 0 && fe <= 60, "frontend_ms %g outside its bounds", fe);
     ck_assert_msg(strstr(y, "loo_error_pct:") && kvt_count(y, "role: training") == 3, "%s", y);
+    // the left-out fits in child processes write the same file (but its wall-clock seconds)
+    char fit2[256];
+    snprintf(fit2, sizeof fit2, "%s/fit2.yaml", kvt_tmp);
+    rc = kvt_sh("%s fit --measured " RUN_7B_CODEGEN " --measured " RUN_7B_ROLEPLAY
+                " --measured " RUN_34B_CODEGEN " --hardware h100 --term serving.frontend_ms:0:60:5"
+                " --max-evals 12 --jobs 3 -o %s -q",
+                kvt_bin(), fit2);
+    ck_assert_msg(rc == 0, "fit --jobs 3: exit %d: %s", rc, kvt_err);
+    char *y2 = kvt_slurp(fit2);
+    const char *a = strstr(y, "\nseconds: "), *b = strstr(y2, "\nseconds: ");
+    ck_assert(a && b);
+    ck_assert_msg(!strncmp(y, y2, (size_t)(a - y)) &&
+                      !strcmp(strchr(a + 1, '\n'), strchr(b + 1, '\n')),
+                  "--jobs 3 wrote another file:\n%s\n--- against ---\n%s", y2, y);
+    free(y2);
+    ck_assert_int_eq(kvt_sh("%s fit --measured " RUN_7B_CODEGEN " --hardware h100 --jobs 0 -o %s "
+                            "--force -q",
+                            kvt_bin(), fit2),
+                     2);
+    ck_assert_msg(strstr(kvt_err, "--jobs 0"), "%s", kvt_err);
     free(y);
     // the fit's frontend latency is what a scenario naming the file adds to every TTFT
     char d0[128], d1[128], p[256];
