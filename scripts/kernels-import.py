@@ -16,7 +16,9 @@ What it takes (TensorRT-LLM 1.3.0rc20 tables of each system; models/README.md ha
   generation_attention_perf -> decode_gqa (bf16 and fp8 KV, head_dim 128, full attention),
                         us = latency, GBps = KV bytes read / latency; on h100 also the heads
                         per GPU of the vLLM training runs (TRAINING: validation/training/), bf16
-                        KV, on a grid of their max_num_seqs and max_model_len
+                        KV, on a grid of their max_num_seqs and max_model_len; on every system
+                        the heads per GPU of TensorRT-LLM's published FP8 points
+                        (PUBLISHED_FP8_KV), fp8 KV, on that grid plus context 2,047
   generation_mla_perf       -> decode_mla (absorbed MLA decode of DeepSeek-V3's heads per GPU,
                         the KV element size of its model file), us = latency
   context_mla_perf          -> prefill_mla (DeepSeek-V3's heads per GPU, bf16), tflops =
@@ -345,6 +347,17 @@ TRAINING = (("llama-2-7b", (1,)), ("llama-2-70b", (4,)), ("mixtral-8x7b", (2,)),
 TRAINING_SYSTEMS = ("h100_sxm",)
 TRAINING_BATCH = (1, 8, 32, 64, 128)
 TRAINING_STEP = (15, 255, 1023, 4095)
+# The attention layouts of TensorRT-LLM's published FP8 points (scenarios/published/trtllm-*,
+# `precision: {kv: fp8}`): Llama-3.3-70B TP2 (models/llama-3.1-70b.yaml) 32/4 heads per GPU,
+# Qwen3-235B-A22B DEP8 (attention TP1) 64/4; their decode_gqa series only, fp8 KV, on every
+# system, on the training grid plus context 2,047 (on DECODE_BATCH x DECODE_STEP their batch
+# 512 has no row past 255 tokens; at 64/4 the database's batch 128 stops at 2,047 tokens, so
+# on TRAINING_STEP alone that series would end at 1,023 and Qwen3's 126 sequences per GPU at
+# 1,000-2,000 tokens would be the roofline's). The database measures batch 256 only to 1,023
+# tokens and 512 to 511, so Llama's 216 (H100) and 502 (H200) sequences per TP group at those
+# contexts lie outside every grid and stay on the roofline.
+PUBLISHED_FP8_KV = (("llama-3.1-70b", (2,)), ("qwen3-235b-a22b", (1,)))
+PUBLISHED_STEP = (15, 255, 1023, 2047, 4095)
 MIXTRAL = {"hidden": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128, "ffn": 0,
            "experts": 8, "experts_active": 2, "expert_ffn": 14336, "layers": 32,
            "attention": "gqa"}
@@ -500,9 +513,10 @@ def gqa_configs(models):
     return sorted(cfg)
 
 
-def decode_rows(src, system, models, training, hand, stats):
+def decode_rows(src, system, models, training, published, hand, stats):
     """decode_gqa rows: the MODELS' series on the coarse grid (bf16 and fp8 KV), then, on
-    TRAINING_SYSTEMS, the training models' other series on the fine grid (bf16 KV)."""
+    TRAINING_SYSTEMS, the training models' other series on the fine grid (bf16 KV), then the
+    published FP8 points' other series on that grid plus context 2,047 (fp8 KV)."""
     if "decode_gqa" in hand:
         return []
     path, rows = src.table(system, "attention", "generation_attention_perf")
@@ -512,6 +526,8 @@ def decode_rows(src, system, models, training, hand, stats):
             (1, "fp8", coarse, DECODE_BATCH, DECODE_STEP)]
     if system in TRAINING_SYSTEMS:
         plan.append((2, "bfloat16", fine, TRAINING_BATCH, TRAINING_STEP))
+    plan.append((1, "fp8", [c for c in gqa_configs(published) if c not in coarse],
+                 TRAINING_BATCH, PUBLISHED_STEP))
     out = []
     for kvb, dt, configs, batches, steps in plan:
         have = {}
@@ -716,6 +732,7 @@ def main():
     src = Source(a.git_dir, commit)
     models = [(read_model(a.root, n), g, tps, moe) for n, g, tps, moe in MODELS]
     training = [(read_model(a.root, n), {}, tps, ()) for n, tps in TRAINING]
+    published = [(read_model(a.root, n), {}, tps, ()) for n, tps in PUBLISHED_FP8_KV]
     for ours, theirs in SYSTEMS.items():
         path = os.path.join(a.root, "models", "hardware", ours + ".yaml")
         with open(path) as f:
@@ -723,7 +740,7 @@ def main():
         hand = hand_series(lines)
         stats = {"dropped": 0}
         block = (gemm_rows(src, theirs, models, hand, stats) +
-                 decode_rows(src, theirs, models, training, hand, stats) +
+                 decode_rows(src, theirs, models, training, published, hand, stats) +
                  mla_rows(src, theirs, models, hand, stats) +
                  prefill_rows(src, theirs, models, hand, stats) +
                  mla_prefill_rows(src, theirs, models, hand, stats) +
