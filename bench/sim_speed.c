@@ -23,6 +23,7 @@
 #include "mdl.h"
 #include "sim.h"
 #include "sim_queue.h"
+#include "sim_run.h"
 
 static double bare_queue_events_per_s(size_t live, uint64_t n) {
     sim_queue *q = sim_queue_create(live);
@@ -45,23 +46,22 @@ static double bare_queue_events_per_s(size_t live, uint64_t n) {
 }
 
 // ns per decode step costed as the simulator costs them, in runs (mdl_stepper_cost_run): the
-// scenario's model on its decode pool's layout, batches of about `seqs` sequences at `ctx`
-// tokens of context whose count changes from run to run: the second half of the floor of
-// one queue operation plus one step costing per event. 0 when the model cannot be loaded.
+// scenario's model and step model on its decode pool's layout (sim_pool_parallel,
+// sim_make_stepper), batches of about `seqs` sequences at `ctx` tokens of context whose count
+// changes from run to run: the second half of the floor of one queue operation plus one step
+// costing per event. 0 when the model cannot be loaded.
 static double run_step_ns(const sim_config *cfg, const char *repo, double seqs, double ctx) {
     char dir[2100];
     snprintf(dir, sizeof dir, "%s/models", repo);
     mdl_model m;
-    mdl_hardware hw;
+    static mdl_hardware hw;   // its kernel rows are a few hundred KB
     kvf_err err = {0};
     if (mdl_model_load(&m, cfg->model, dir, &err) ||
         mdl_hardware_load(&hw, cfg->hardware, dir, &err))
         return 0;
-    const sim_pool_cfg *d = &cfg->cluster.decode;
-    mdl_parallel par = {.gpus = (uint32_t)d->gpus_per_instance,
-                        .tp = (uint32_t)(d->tp ? d->tp : d->gpus_per_instance),
-                        .ep = m.experts ? (uint32_t)d->gpus_per_instance : 1};
-    mdl_stepper *st = mdl_roofline_create(&m, &hw, &par, NULL);
+    mdl_parallel par = sim_pool_parallel(cfg, &m, &cfg->cluster.decode);
+    mdl_stepper *st = NULL;
+    if (sim_make_stepper(cfg, &m, &hw, &par, NULL, &st, &err)) return 0;
     uint32_t caps[MDL_CAPS];
     mdl_model_caps(&m, caps);
     enum { RUN = 64, RUNS = 20000 };

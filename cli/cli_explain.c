@@ -11,21 +11,6 @@
 
 // The parallelism a pool's instances run with, as the cluster builds it (TP and EP default
 // to all the instance's GPUs; redundant experts shrink the hottest GPU's excess load).
-static mdl_parallel explain_parallel(const sim_config *cfg, const mdl_model *m,
-                                     const sim_pool_cfg *pc) {
-    mdl_parallel par;
-    mdl_parallel_default(&par);
-    par.gpus = (uint32_t)pc->gpus_per_instance;
-    par.tp = (uint32_t)(pc->tp > 0 ? pc->tp : pc->gpus_per_instance);
-    par.ep = (uint32_t)(pc->ep > 0 ? pc->ep : pc->gpus_per_instance);
-    par.ep_skew = cfg->moe.skew > 1 ? cfg->moe.skew : 1.0;
-    if (m->experts && cfg->moe.redundant_experts > 0)
-        par.ep_skew = 1.0 + (par.ep_skew - 1.0) * (1.0 - KVF_MIN(cfg->moe.redundant_experts, 1.0));
-    par.route_nodes = cfg->moe.route_nodes;
-    par.two_batch = cfg->moe.two_batch;
-    return par;
-}
-
 static void print_terms(FILE *f, const char *title, const mdl_explain *ex, const char *hw_path) {
     fprintf(f, "%s: %.3f ms per step\n", title, ex->total_s * 1e3);
     fprintf(f, "  %-22s %10s  %s\n", "term", "ms", "origin");
@@ -81,7 +66,7 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
             return 2;
         }
     }
-    mdl_parallel par = explain_parallel(cfg, &m, pc);
+    mdl_parallel par = sim_pool_parallel(cfg, &m, pc);
     uint32_t draft = cfg->decoding.draft_tokens;
     mdl_batch b = {0};
     mdl_decode_sum ds = {0};

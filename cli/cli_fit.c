@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -475,27 +476,20 @@ static void loo_one(fit_job *j, int i, loo_result *r) {
     kvf_err e2 = {0};
     r->ok = eval_run(f, i, r->x, &r->tab, &e2);
     r->evals = f->evals - e0;
+    f->evals = e0;   // counted by fit_loo from the result, in this process or another
     if (!r->ok) snprintf(r->msg, sizeof r->msg, "%s", e2.msg[0] ? e2.msg : "no comparable metric");
+    if (r->ok && !f->quiet)
+        fprintf(stderr, "fit: left out %-48s MAPE %.1f %%\n", f->run[i].name, r->tab.mape_pct);
 }
 
-static bool write_all(int fd, const void *p, size_t n) {
-    for (const char *c = p; n;) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return false;
-        c += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
-static bool read_all(int fd, void *p, size_t n) {
+// All n bytes of p to (out) or from fd; false on an error or an early end.
+static bool pipe_io(int fd, void *p, size_t n, bool out) {
     for (char *c = p; n;) {
-        ssize_t r = read(fd, c, n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return false;
-        c += r;
-        n -= (size_t)r;
+        ssize_t k = out ? write(fd, c, n) : read(fd, c, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return false;
+        c += k;
+        n -= (size_t)k;
     }
     return true;
 }
@@ -506,16 +500,12 @@ static bool read_all(int fd, void *p, size_t n) {
 static kvf_status loo_run_all(fit_job *j, loo_result *res, kvf_err *err) {
     fit_ctx *f = j->f;
     if (j->jobs <= 1) {
-        for (int i = 0; i < f->n_run; i++) {
-            if (!j->train[i]) continue;
-            loo_one(j, i, &res[i]);
-            if (res[i].ok && !f->quiet)
-                fprintf(stderr, "fit: left out %-48s MAPE %.1f %%\n", f->run[i].name,
-                        res[i].tab.mape_pct);
-        }
+        for (int i = 0; i < f->n_run; i++)
+            if (j->train[i]) loo_one(j, i, &res[i]);
         return KVF_OK;
     }
     fflush(NULL);   // nothing buffered is written twice by a child
+    pid_t parent = getpid();
     pid_t pid[FIT_MAX_RUNS] = {0};
     int fd[FIT_MAX_RUNS], running = 0, next = 0;
     kvf_status st = KVF_OK;
@@ -536,10 +526,12 @@ static kvf_status loo_run_all(fit_job *j, loo_result *res, kvf_err *err) {
                 break;
             }
             if (c == 0) {
+                // a worker does not outlive the fit (killed, say, by SIGTERM or SIGKILL)
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent) _exit(1);
                 close(p[0]);
                 loo_result r;
                 loo_one(j, i, &r);
-                _exit(write_all(p[1], &r, sizeof r) ? 0 : 1);
+                _exit(pipe_io(p[1], &r, sizeof r, true) ? 0 : 1);
             }
             close(p[1]);
             pid[i] = c;
@@ -561,14 +553,11 @@ static kvf_status loo_run_all(fit_job *j, loo_result *res, kvf_err *err) {
         pid[i] = 0;
         running--;
         bool got = WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-                   read_all(fd[i], &res[i], sizeof res[i]);
+                   pipe_io(fd[i], &res[i], sizeof res[i], false);
         close(fd[i]);
         if (!got && !st)
             st = kvf_fail(err, KVF_ERUN, "%s: the left-out fit's process ended without its result",
                           f->run[i].name);
-        if (got && !f->quiet)
-            fprintf(stderr, "fit: left out %-48s MAPE %.1f %%\n", f->run[i].name,
-                    res[i].tab.mape_pct);
     }
     for (int i = 0; i < f->n_run; i++)   // after an error: the others are not waited for
         if (pid[i]) {
@@ -592,7 +581,7 @@ static kvf_status fit_loo(fit_job *j, kvf_err *err) {
             st = kvf_fail(err, KVF_ERUN, "%s: %s", f->run[i].name, res[i].msg);
             break;
         }
-        if (j->jobs > 1) f->evals += res[i].evals;   // one process: counted as they ran
+        f->evals += res[i].evals;
         memcpy(j->loo_x[i], res[i].x, sizeof j->loo_x[i]);
         j->loo_tab[i] = res[i].tab;
         errs_add(&j->lo_e, &j->loo_tab[i], &n_lo);

@@ -263,9 +263,8 @@ START_TEST(test_hw_check_files) {
                       names[i], h->power_idle_w, h->power_peak_w);
         ck_assert(h->fp8_flops == 0 || h->fp8_flops >= h->bf16_flops);
         ck_assert(h->fp4_flops == 0 || h->fp4_flops >= h->fp8_flops);
-        // each row names its source (a file past MDL_KROWS_MAX rows is refused by the loader,
-        // and the count above would differ from the file's if one were cut)
-        ck_assert_uint_le(h->nkrows, MDL_KROWS_MAX);
+        // each row names its source (the row count is checked above against the file's own:
+        // a file past MDL_KROWS_MAX rows is refused by the loader, never cut)
         for (uint32_t r = 0; r < h->nkrows; r++)
             ck_assert(strlen(mdl_krow_source(h, &h->krows[r])) >= 8);
         free(h);

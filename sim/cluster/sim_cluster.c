@@ -27,18 +27,9 @@ static void on_schedule(sim_cluster *c, uint32_t e) {
     }
 }
 
-// Parallelism of one instance of the pool: TP and EP default to all its GPUs.
+// Parallelism of one instance of the pool (sim_pool_parallel).
 static mdl_parallel pool_parallel(const sim_cluster *c, const sim_pool_cfg *pc) {
-    const sim_config *cfg = c->cfg;
-    mdl_parallel par = {.gpus = (uint32_t)pc->gpus_per_instance,
-                        .tp = (uint32_t)(pc->tp > 0 ? pc->tp : pc->gpus_per_instance),
-                        .ep = (uint32_t)(pc->ep > 0 ? pc->ep : pc->gpus_per_instance),
-                        .ep_skew = cfg->moe.skew > 1 ? cfg->moe.skew : 1.0};
-    if (c->model.experts && cfg->moe.redundant_experts > 0) {
-        // redundant copies of hot experts spread the hottest GPU's load
-        par.ep_skew = 1.0 + (par.ep_skew - 1.0) * (1.0 - KVF_MIN(cfg->moe.redundant_experts, 1.0));
-    }
-    return par;
+    return sim_pool_parallel(c->cfg, &c->model, pc);
 }
 
 // Each class's per-request bounds: its own (the highest percentile given per metric), else the

@@ -24,6 +24,21 @@
 #include "rpt_util.h"
 
 // ---- step models ----------------------------------------------------------------------------
+mdl_parallel sim_pool_parallel(const sim_config *cfg, const mdl_model *m, const sim_pool_cfg *pc) {
+    mdl_parallel par;
+    mdl_parallel_default(&par);
+    par.gpus = (uint32_t)pc->gpus_per_instance;
+    par.tp = (uint32_t)(pc->tp > 0 ? pc->tp : pc->gpus_per_instance);
+    par.ep = (uint32_t)(pc->ep > 0 ? pc->ep : pc->gpus_per_instance);
+    par.ep_skew = cfg->moe.skew > 1 ? cfg->moe.skew : 1.0;
+    if (m->experts && cfg->moe.redundant_experts > 0)
+        // redundant copies of hot experts spread the hottest GPU's load
+        par.ep_skew = 1.0 + (par.ep_skew - 1.0) * (1.0 - KVF_MIN(cfg->moe.redundant_experts, 1.0));
+    par.route_nodes = cfg->moe.route_nodes;
+    par.two_batch = cfg->moe.two_batch;
+    return par;
+}
+
 kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl_hardware *hw,
                             const mdl_parallel *par, const sim_run_opts *o, mdl_stepper **out,
                             kvf_err *err) {

@@ -18,6 +18,10 @@ struct json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_rea
                                  double wall_s, const sim_run_sampling *smp,
                                  rpt_econ_result *econ_out, kvf_err *err);
 
+// The parallel layout of one instance of pool pc running model m: TP and EP default to all its
+// GPUs, the MoE skew (less the share redundant experts take), routing and two-batch overlap
+// from cfg. The simulator, --explain-step and the bench all cost steps on it.
+mdl_parallel sim_pool_parallel(const sim_config *cfg, const mdl_model *m, const sim_pool_cfg *pc);
 // Builds the step-time model a pool uses (roofline, calibrated, or the engine in the loop).
 kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl_hardware *hw,
                             const mdl_parallel *par, const sim_run_opts *o, mdl_stepper **out,
