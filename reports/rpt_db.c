@@ -6,6 +6,11 @@
 // readable (rollback journal, synchronous=OFF: fast, and crash-safe against a killed process,
 // not against a power cut, which is the right trade for a results file).
 // NaN doubles are stored as NULL ("no value"), text and numbers as their SQLite types.
+// Request rows are held back, at most RPT_DB_BATCH of them, and inserted sorted by id at the
+// batch's commit: a run writes them as requests finish, nearly in id order but not quite, and
+// the table's B-tree (id is its rowid) takes a sorted batch at its right edge where scattered
+// rows split pages in its middle. The table holds the same rows: for one id written twice the
+// later row still replaces the earlier (the sort keeps write order among equal ids).
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -17,6 +22,11 @@
 
 #define RPT_DB_BATCH 10000
 
+typedef struct held_row {
+    rpt_request_row r;
+    size_t seq;   // write order, which decides between rows of one id
+} held_row;
+
 struct rpt_db {
     sqlite3 *h;
     char *path;
@@ -26,6 +36,10 @@ struct rpt_db {
     sqlite3_stmt *st_ts;    // INSERT INTO timeseries
     size_t pending;         // rows written since BEGIN
     bool in_tx;
+    held_row *rq;   // request rows held back (rpt_db_request)
+    size_t nrq, caprq;
+    const char *texts[32];   // the distinct class and status texts the held rows point at
+    size_t ntexts;
 };
 
 static const char *const SCHEMA =
@@ -152,15 +166,26 @@ fail:
     return s;
 }
 
+static kvf_status drain_requests(rpt_db *db, kvf_err *err);
+
 kvf_status rpt_db_flush(rpt_db *db, kvf_err *err) {
     if (!db) return KVF_OK;
-    return db_commit(db, err);
+    kvf_status s = drain_requests(db, err);
+    kvf_status c = db_commit(db, err);
+    return s ? s : c;
 }
 
 kvf_status rpt_db_close(rpt_db *db, kvf_err *err) {
     if (!db) return KVF_OK;
     kvf_status s = KVF_OK;
-    if (db->h) s = db_commit(db, err);
+    if (db->h) {
+        s = drain_requests(db, err);
+        kvf_status c = db_commit(db, err);
+        if (!s) s = c;
+    }
+    free(db->rq);
+    for (size_t i = 0; i < db->ntexts; i++)
+        free((char *)db->texts[i]);
     sqlite3_finalize(db->st_run);
     sqlite3_finalize(db->st_sum);
     sqlite3_finalize(db->st_req);
@@ -200,7 +225,7 @@ kvf_status rpt_db_summary_set_text(rpt_db *db, const char *key, const char *valu
     return db_step(db, db->st_sum, err, "summary table");
 }
 
-kvf_status rpt_db_request(rpt_db *db, const rpt_request_row *r, kvf_err *err) {
+static kvf_status insert_request(rpt_db *db, const rpt_request_row *r, kvf_err *err) {
     kvf_status s = db_row(db, err);
     if (s) return s;
     sqlite3_stmt *st = db->st_req;
@@ -224,6 +249,58 @@ kvf_status rpt_db_request(rpt_db *db, const rpt_request_row *r, kvf_err *err) {
     sqlite3_bind_int64(st, 18, r->hit_ssd);
     sqlite3_bind_int64(st, 19, r->preemptions);
     return db_step(db, st, err, "request table");
+}
+
+// A held row's texts: the database's own copy of each distinct one (a caller's buffer may not
+// outlive the call). Sets *ok false when the table is full: the row is then inserted at once.
+static const char *keep_text(rpt_db *db, const char *t, bool *ok) {
+    if (!t) return NULL;
+    for (size_t i = 0; i < db->ntexts; i++)
+        if (strcmp(db->texts[i], t) == 0) return db->texts[i];
+    if (db->ntexts == sizeof db->texts / sizeof db->texts[0]) {
+        *ok = false;
+        return NULL;
+    }
+    return db->texts[db->ntexts++] = kvf_strdup(t);
+}
+
+static int cmp_held(const void *a, const void *b) {
+    const held_row *x = a, *y = b;
+    if (x->r.id != y->r.id) return x->r.id < y->r.id ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+// The held rows inserted by id (equal ids in write order), in the open transaction.
+static kvf_status drain_requests(rpt_db *db, kvf_err *err) {
+    size_t n = db->nrq;
+    db->nrq = 0;
+    bool sorted = true;
+    for (size_t i = 1; i < n && sorted; i++)
+        sorted = db->rq[i - 1].r.id < db->rq[i].r.id;
+    if (!sorted) qsort(db->rq, n, sizeof db->rq[0], cmp_held);
+    kvf_status s = KVF_OK;
+    for (size_t i = 0; i < n && !s; i++)
+        s = insert_request(db, &db->rq[i].r, err);
+    return s;
+}
+
+kvf_status rpt_db_request(rpt_db *db, const rpt_request_row *r, kvf_err *err) {
+    bool ok = true;
+    rpt_request_row row = *r;
+    row.cls = keep_text(db, r->cls, &ok);
+    row.status = keep_text(db, r->status, &ok);
+    if (!ok) {   // more distinct texts than the table keeps: in order, then this one
+        kvf_status s = drain_requests(db, err);
+        return s ? s : insert_request(db, r, err);
+    }
+    if (db->nrq == db->caprq) {
+        db->caprq = db->caprq ? db->caprq * 2 : 1024;
+        db->rq = kvf_realloc(db->rq, db->caprq * sizeof db->rq[0]);
+    }
+    db->rq[db->nrq] = (held_row){row, db->nrq};
+    db->nrq++;
+    if (db->nrq >= RPT_DB_BATCH) return drain_requests(db, err);
+    return KVF_OK;
 }
 
 kvf_status rpt_db_timeseries(rpt_db *db, double t_s, const char *pool, int32_t instance,

@@ -125,6 +125,71 @@ START_TEST(test_db_rows_and_nulls) {
 }
 END_TEST
 
+// Request rows are held back and inserted by id: written in any order (here scattered, as
+// requests finish), from a caller's buffer reused after each call, some ids twice, and then
+// more distinct class texts than the database keeps (the rest go straight in), the table
+// holds every row with its own texts and values, the later row of an id replacing the earlier;
+// a flush makes the held rows visible to a second connection.
+START_TEST(test_db_request_rows_any_order) {
+    mk_tmp();
+    char path[512];
+    snprintf(path, sizeof path, "%s/r.db", tmpdir);
+    kvf_err err = {0};
+    rpt_db *db;
+    ck_assert_int_eq(rpt_db_create(&db, path, &err), KVF_OK);
+    const uint64_t n = 25000;   // two and a half batches
+    char cls[32], status[32];
+    for (uint64_t k = 0; k < n + n / 10; k++) {
+        // ids scattered: a permutation of 0..n-1 (7919 is prime to n), then every tenth again
+        uint64_t id = k < n ? (k * 7919) % n : (k - n) * 10;
+        bool again = k >= n;
+        snprintf(cls, sizeof cls, "class%02d", (int)(id % 20));
+        snprintf(status, sizeof status, again ? "rejected:queue" : "completed");
+        rpt_request_row r = {.id = id,
+                             .cls = cls,
+                             .session = id * 3,
+                             .arrival_s = (double)id * 0.5,
+                             .input_tokens = (uint32_t)(id % 1000),
+                             .output_tokens = again ? 1 : 7,
+                             .vision_instance = -1,
+                             .ttft_s = again ? NAN : 0.25,
+                             .tpot_s = NAN,
+                             .e2e_s = 1.0,
+                             .status = status};
+        ck_assert_int_eq(rpt_db_request(db, &r, &err), KVF_OK);
+        memset(cls, 'x', sizeof cls - 1);   // the caller's buffers change after the call
+        memset(status, 'y', sizeof status - 1);
+    }
+    for (uint64_t id = n; id < n + 40; id++) {   // 40 more texts, ids n+39 down to n
+        snprintf(cls, sizeof cls, "extra%02d", (int)(id - n));
+        rpt_request_row r = {.id = 2 * n + 39 - id, .cls = cls, .status = "completed"};
+        ck_assert_int_eq(rpt_db_request(db, &r, &err), KVF_OK);
+        memset(cls, 'x', sizeof cls - 1);
+    }
+    ck_assert_int_eq(rpt_db_flush(db, &err), KVF_OK);
+    sqlite3 *h;   // a second connection, before the database is closed
+    ck_assert_int_eq(sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    ck_assert_int_eq(q_int(h, "SELECT count(*) FROM request"), (long long)n + 40);
+    ck_assert_int_eq(q_int(h, "SELECT count(*) FROM request WHERE id < 25000 AND ("
+                              " class <> printf('class%02d', id % 20) OR session <> id * 3"
+                              " OR input_tokens <> id % 1000 OR arrival_s <> id * 0.5)"),
+                     0);
+    ck_assert_int_eq(q_int(h, "SELECT count(*) FROM request WHERE id >= 25000"
+                              " AND class = printf('extra%02d', 25039 - id)"),
+                     40);
+    ck_assert_int_eq(q_int(h, "SELECT count(*) FROM request WHERE status = 'rejected:queue'"
+                              " AND output_tokens = 1 AND ttft_s IS NULL AND id % 10 = 0"),
+                     (long long)(n / 10));
+    ck_assert_int_eq(q_int(h, "SELECT count(*) FROM request WHERE status = 'completed'"
+                              " AND output_tokens = 7 AND ttft_s = 0.25 AND id % 10 <> 0"),
+                     (long long)(n - n / 10));
+    ck_assert_int_eq(q_int(h, "SELECT max(id) - min(id) + 1 FROM request"), (long long)n + 40);
+    sqlite3_close(h);
+    ck_assert_int_eq(rpt_db_close(db, &err), KVF_OK);
+    rm_tmp();
+}
+END_TEST
+
 START_TEST(test_db_bad_path_names_it) {
     kvf_err err = {0};
     rpt_db *db = (rpt_db *)1;
@@ -1312,6 +1377,7 @@ static Suite *suite(void) {
     Suite *s = suite_create("reports");
     TCase *t = tcase_create("db");
     tcase_add_test(t, test_db_rows_and_nulls);
+    tcase_add_test(t, test_db_request_rows_any_order);
     tcase_add_test(t, test_db_bad_path_names_it);
     tcase_add_test(t, test_db_flush_makes_rows_visible);
     suite_add_tcase(s, t);
