@@ -25,6 +25,8 @@
 #include "sim_queue.h"
 #include "sim_run.h"
 
+#define BENCH_REPS 5
+
 static double bare_queue_events_per_s(size_t live, uint64_t n) {
     sim_queue *q = sim_queue_create(live);
     kvf_rng r;
@@ -86,6 +88,7 @@ static const char *old_bin;    // a previous release's kvfleet, or NULL
 static const char *old_repo;   // its checkout (scenarios of the same name), or NULL
 static double bare_eps;        // the bare loop's events/s, measured first
 static double last_user_s;     // CPU user seconds of the last in-process run
+static double last_loop_s;     // loop wall of the last bench_scenario (the least of its runs)
 
 static double user_s(int who) {
     struct rusage r;
@@ -109,10 +112,11 @@ static void shell_quote(char *b, size_t n, const char *s) {
     b[k] = 0;
 }
 
-// Runs `old_bin run scenario --set sets...` and prints its loop wall and events beside the
-// new binary's (loop wall new_loop for new_events events). Quiet when no old binary is given.
+// Runs `old_bin run scenario --set sets...` (reps times, keeping the least loop wall, process
+// wall and user time) and prints its loop wall and events beside the new binary's (loop wall
+// new_loop for new_events events, the least of as many runs). Quiet when no old binary is given.
 static void old_compare(const char *scenario, const char *const *sets, int n, double new_loop,
-                        double new_events) {
+                        double new_events, int reps) {
     if (!old_bin) return;
     char opath[2048];
     if (old_repo) {
@@ -138,24 +142,44 @@ static void old_compare(const char *scenario, const char *const *sets, int n, do
     strncat(cmd, " -q --no-report -o ", sizeof cmd - strlen(cmd) - 1);
     shell_quote(cmd, sizeof cmd, out);
     strncat(cmd, " >/dev/null 2>&1", sizeof cmd - strlen(cmd) - 1);
-    double u0 = user_s(RUSAGE_CHILDREN);
-    int64_t t0 = kvf_wall_ns();
-    int rc = system(cmd);
-    double wall = (double)(kvf_wall_ns() - t0) * 1e-9;
-    double user = user_s(RUSAGE_CHILDREN) - u0;
-    char sp[96];
+    char sp[96], rm_out[128];
     snprintf(sp, sizeof sp, "%s/summary.json", out);
-    json_t *s = rc == 0 ? json_load_file(sp, 0, NULL) : NULL;
-    if (!s) {
+    snprintf(rm_out, sizeof rm_out, "rm -rf '%s'", out);
+    json_t *s = NULL;
+    double wall = 0, user = 0, loop = 0;
+    int rc = 0;
+    for (int k = 0; k < reps && rc == 0; k++) {
+        if (k && system(rm_out)) {
+        }
+        double u0 = user_s(RUSAGE_CHILDREN);
+        int64_t t0 = kvf_wall_ns();
+        rc = system(cmd);
+        double w = (double)(kvf_wall_ns() - t0) * 1e-9;
+        double u = user_s(RUSAGE_CHILDREN) - u0;
+        json_t *sk = rc == 0 ? json_load_file(sp, 0, NULL) : NULL;
+        if (!sk) {
+            rc = rc ? rc : -1;
+            break;
+        }
+        double l = json_number_value(json_object_get(json_object_get(sk, "sim"), "wall_s"));
+        if (!s || l < loop) loop = l;
+        if (!s || w < wall) wall = w;
+        if (!s || u < user) user = u;
+        if (s) json_decref(s);
+        s = sk;
+    }
+    if (!s || rc) {
         printf("  old binary: failed (exit %d)\n", rc);
+        if (s) json_decref(s);
+        s = NULL;
     } else {
         json_t *si = json_object_get(s, "sim");
         double ev = json_number_value(json_object_get(si, "events"));
-        double loop = json_number_value(json_object_get(si, "wall_s"));
         // user time is the figure to quote on a shared machine (the loop's wall counts the
         // time other processes held the core); the old run's also holds its process start
         // (both write a results.db: run_with_db)
-        printf("  old binary: %.0f events, loop %.2f s (process %.2f s wall, %.2f s user): "
+        if (reps > 1) printf("  (least of %d runs on each side)\n", reps);
+        printf("  old binary: %.0f events, loop %.3f s (process %.2f s wall, %.2f s user): "
                "%.2f M events/s = %.1f %% of the bare queue; new/old speed %.2fx by loop wall, "
                "%.2fx by user time (new %.2f s); events %s\n",
                ev, loop, wall, user, ev / loop / 1e6, 100 * ev / loop / bare_eps, loop / new_loop,
@@ -244,26 +268,45 @@ static json_t *bench_scenario(const char *repo, const char *label, const char *n
         fprintf(stderr, "%s\n", err.msg);
         return NULL;
     }
-    void *sv = NULL;
-    int64_t t0 = kvf_wall_ns();
-    double u0 = user_s(RUSAGE_SELF);
-    if (run_with_db(&cfg, &sv, &err)) {
-        fprintf(stderr, "%s: run failed: %s\n", label, err.msg);
-        return NULL;
+    // A run whose loop is under half a second is timed BENCH_REPS times on each side, the
+    // least kept: at tens of ms one scheduling hiccup on a shared core is the whole figure.
+    json_t *s = NULL;
+    double wall = 0, loop = 0, user = 0;
+    int reps = 1;
+    for (int k = 0; k < reps; k++) {
+        void *sv = NULL;
+        int64_t t0 = kvf_wall_ns();
+        double u0 = user_s(RUSAGE_SELF);
+        if (run_with_db(&cfg, &sv, &err)) {
+            fprintf(stderr, "%s: run failed: %s\n", label, err.msg);
+            if (s) json_decref(s);
+            return NULL;
+        }
+        double u = user_s(RUSAGE_SELF) - u0;
+        double w = (double)(kvf_wall_ns() - t0) * 1e-9;
+        double l = json_number_value(json_object_get(json_object_get(sv, "sim"), "wall_s"));
+        if (!s || l < loop) loop = l;
+        if (!s || w < wall) wall = w;
+        if (!s || u < user) user = u;
+        if (!s) {
+            s = sv;
+            if (loop < 0.5) reps = BENCH_REPS;
+        } else {
+            json_decref((json_t *)sv);
+        }
     }
-    last_user_s = user_s(RUSAGE_SELF) - u0;
-    double wall = (double)(kvf_wall_ns() - t0) * 1e-9;
-    json_t *s = sv, *si = json_object_get(s, "sim");
+    last_user_s = user;
+    last_loop_s = loop;
+    json_t *si = json_object_get(s, "sim");
     double ev = json_number_value(json_object_get(si, "events"));
-    double loop = json_number_value(json_object_get(si, "wall_s"));
     printf(
-        "%s: %lld requests, %.0f events, %.0f simulated s in %.2f s wall (loop %.2f s); "
+        "%s: %lld requests, %.0f events, %.0f simulated s in %.2f s wall (loop %.3f s); "
         "%.2f M events/s = %.1f %% of the bare queue; %.0f ns per event\n",
         label,
         (long long)json_integer_value(json_object_get(json_object_get(s, "requests"), "arrived")),
         ev, json_number_value(json_object_get(si, "simulated_s")), wall, loop, ev / loop / 1e6,
         100 * ev / loop / bare, loop / ev * 1e9);
-    old_compare(path, sets, n, loop, ev);
+    old_compare(path, sets, n, loop, ev, reps);
     return s;
 }
 
@@ -305,8 +348,7 @@ static void bench_azure(const char *repo, const char *shared, double bare) {
     json_t *v = bench_scenario(repo, "azure 10k requests, 8 colocated instances", "quickstart.yaml",
                                vid, (int)(sizeof vid / sizeof *vid), bare);
     if (v) {
-        double w = json_number_value(json_object_get(json_object_get(v, "sim"), "wall_s"));
-        printf("  vs Vidur's 102.4 s on the same workload: %.0fx\n", 102.4 / w);
+        printf("  vs Vidur's 102.4 s on the same workload: %.0fx\n", 102.4 / last_loop_s);
         json_decref(v);
     }
 }
@@ -479,7 +521,7 @@ int main(int argc, char **argv) {
     snprintf(lim, sizeof lim, "workload.limit_requests=%ld",
              (long)(cfg.workload.opt.rate_rps * 3600 * hours));
     const char *sets_nc[] = {set_trace, lim, "kv_cache.prefix_cache=false"};
-    old_compare(path, sets_nc, 3, w0, ev0);
+    old_compare(path, sets_nc, 3, w0, ev0, 1);
     json_decref(sv);
     int64_t t0 = kvf_wall_ns();
     u0 = user_s(RUSAGE_SELF);
@@ -502,7 +544,7 @@ int main(int argc, char **argv) {
         ev, simulated, wall, loop_wall);
     printf("simulator: %.2f M events/s = %.1f %% of the bare queue; %.0f simulated s per wall s\n",
            ev / loop_wall / 1e6, 100 * ev / loop_wall / bare, simulated / loop_wall);
-    old_compare(path, sets_nc, 2, loop_wall, ev);
+    old_compare(path, sets_nc, 2, loop_wall, ev, 1);
     json_t *ca = json_object_get(s, "cache");
     printf("cache hit rate %.3f, saturation %s, peak RSS %.0f MB\n",
            json_number_value(json_object_get(ca, "hit_rate")),
