@@ -21,6 +21,10 @@
 #include "rpt.h"
 
 #define RPT_DB_BATCH 10000
+// Held request rows go in REQ_ROWS to a statement: one statement's set-up, cursor and halt for
+// 64 rows, not for each (0.85 against 1.3 us a row on 19 columns here).
+#define REQ_ROWS 64
+#define REQ_COLS 19
 
 typedef struct held_row {
     rpt_request_row r;
@@ -30,11 +34,12 @@ typedef struct held_row {
 struct rpt_db {
     sqlite3 *h;
     char *path;
-    sqlite3_stmt *st_run;   // INSERT OR REPLACE INTO run
-    sqlite3_stmt *st_sum;   // INSERT OR REPLACE INTO summary
-    sqlite3_stmt *st_req;   // INSERT OR REPLACE INTO request
-    sqlite3_stmt *st_ts;    // INSERT INTO timeseries
-    size_t pending;         // rows written since BEGIN
+    sqlite3_stmt *st_run;    // INSERT OR REPLACE INTO run
+    sqlite3_stmt *st_sum;    // INSERT OR REPLACE INTO summary
+    sqlite3_stmt *st_req;    // INSERT OR REPLACE INTO request
+    sqlite3_stmt *st_reqn;   // the same for REQ_ROWS rows in one statement
+    sqlite3_stmt *st_ts;     // INSERT INTO timeseries
+    size_t pending;          // rows written since BEGIN
     bool in_tx;
     held_row *rq;   // request rows held back (rpt_db_request)
     size_t nrq, caprq;
@@ -150,15 +155,29 @@ kvf_status rpt_db_create(rpt_db **out, const char *path, kvf_err *err) {
          " cached_tokens, output_tokens, vision_instance, prefill_instance, decode_instance,"
          " ttft_s, tpot_s, e2e_s, queue_s, status, hit_hbm, hit_dram, hit_ssd, preemptions)"
          " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
+        {&db->st_reqn, NULL},
         {&db->st_ts, "INSERT INTO timeseries(t_s, pool, instance, metric, value)"
                      " VALUES(?,?,?,?,?)"},
     };
+    // the request statement with REQ_ROWS rows of values
+    const char *one = prep[2].sql;
+    const char *vals = strstr(one, " VALUES(");
+    size_t head = (size_t)(vals - one), row = strlen(vals + 7) + 1;
+    char *many = kvf_malloc(head + 8 + REQ_ROWS * row + 1);
+    memcpy(many, one, head);
+    size_t k = head;
+    k += (size_t)sprintf(many + k, " VALUES");
+    for (int i = 0; i < REQ_ROWS; i++)
+        k += (size_t)sprintf(many + k, "%s%s", i ? "," : "", vals + 7);
+    prep[3].sql = many;
     for (size_t i = 0; i < sizeof prep / sizeof prep[0]; i++) {
         if (sqlite3_prepare_v2(db->h, prep[i].sql, -1, prep[i].st, NULL) != SQLITE_OK) {
+            free(many);
             s = db_fail(db, err, "prepare");
             goto fail;
         }
     }
+    free(many);
     *out = db;
     return KVF_OK;
 fail:
@@ -189,6 +208,7 @@ kvf_status rpt_db_close(rpt_db *db, kvf_err *err) {
     sqlite3_finalize(db->st_run);
     sqlite3_finalize(db->st_sum);
     sqlite3_finalize(db->st_req);
+    sqlite3_finalize(db->st_reqn);
     sqlite3_finalize(db->st_ts);
     if (db->h && sqlite3_close(db->h) != SQLITE_OK && !s)
         s = kvf_fail(err, KVF_ERUN, "%s: close: %s", db->path, sqlite3_errmsg(db->h));
@@ -225,30 +245,45 @@ kvf_status rpt_db_summary_set_text(rpt_db *db, const char *key, const char *valu
     return db_step(db, db->st_sum, err, "summary table");
 }
 
+// Binds a request row's columns at parameters base+1 .. base+REQ_COLS.
+static void bind_request(sqlite3_stmt *st, int base, const rpt_request_row *r) {
+    sqlite3_bind_int64(st, base + 1, (sqlite3_int64)r->id);
+    bind_text(st, base + 2, r->cls);
+    sqlite3_bind_int64(st, base + 3, (sqlite3_int64)r->session);
+    bind_real(st, base + 4, r->arrival_s);
+    sqlite3_bind_int64(st, base + 5, r->input_tokens);
+    sqlite3_bind_int64(st, base + 6, r->cached_tokens);
+    sqlite3_bind_int64(st, base + 7, r->output_tokens);
+    sqlite3_bind_int(st, base + 8, r->vision_instance);
+    sqlite3_bind_int(st, base + 9, r->prefill_instance);
+    sqlite3_bind_int(st, base + 10, r->decode_instance);
+    bind_real(st, base + 11, r->ttft_s);
+    bind_real(st, base + 12, r->tpot_s);
+    bind_real(st, base + 13, r->e2e_s);
+    bind_real(st, base + 14, r->queue_s);
+    bind_text(st, base + 15, r->status);
+    sqlite3_bind_int64(st, base + 16, r->hit_hbm);
+    sqlite3_bind_int64(st, base + 17, r->hit_dram);
+    sqlite3_bind_int64(st, base + 18, r->hit_ssd);
+    sqlite3_bind_int64(st, base + 19, r->preemptions);
+}
+
 static kvf_status insert_request(rpt_db *db, const rpt_request_row *r, kvf_err *err) {
     kvf_status s = db_row(db, err);
     if (s) return s;
-    sqlite3_stmt *st = db->st_req;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)r->id);
-    bind_text(st, 2, r->cls);
-    sqlite3_bind_int64(st, 3, (sqlite3_int64)r->session);
-    bind_real(st, 4, r->arrival_s);
-    sqlite3_bind_int64(st, 5, r->input_tokens);
-    sqlite3_bind_int64(st, 6, r->cached_tokens);
-    sqlite3_bind_int64(st, 7, r->output_tokens);
-    sqlite3_bind_int(st, 8, r->vision_instance);
-    sqlite3_bind_int(st, 9, r->prefill_instance);
-    sqlite3_bind_int(st, 10, r->decode_instance);
-    bind_real(st, 11, r->ttft_s);
-    bind_real(st, 12, r->tpot_s);
-    bind_real(st, 13, r->e2e_s);
-    bind_real(st, 14, r->queue_s);
-    bind_text(st, 15, r->status);
-    sqlite3_bind_int64(st, 16, r->hit_hbm);
-    sqlite3_bind_int64(st, 17, r->hit_dram);
-    sqlite3_bind_int64(st, 18, r->hit_ssd);
-    sqlite3_bind_int64(st, 19, r->preemptions);
-    return db_step(db, st, err, "request table");
+    bind_request(db->st_req, 0, r);
+    return db_step(db, db->st_req, err, "request table");
+}
+
+// REQ_ROWS held rows in one statement, in their order (a later row of an id replaces the
+// earlier, as row by row).
+static kvf_status insert_requests(rpt_db *db, const held_row *h, kvf_err *err) {
+    kvf_status s = db_row(db, err);
+    if (s) return s;
+    db->pending += REQ_ROWS - 1;
+    for (int i = 0; i < REQ_ROWS; i++)
+        bind_request(db->st_reqn, i * REQ_COLS, &h[i].r);
+    return db_step(db, db->st_reqn, err, "request table");
 }
 
 // A held row's texts: the database's own copy of each distinct one (a caller's buffer may not
@@ -279,7 +314,10 @@ static kvf_status drain_requests(rpt_db *db, kvf_err *err) {
         sorted = db->rq[i - 1].r.id < db->rq[i].r.id;
     if (!sorted) qsort(db->rq, n, sizeof db->rq[0], cmp_held);
     kvf_status s = KVF_OK;
-    for (size_t i = 0; i < n && !s; i++)
+    size_t i = 0;
+    for (; i + REQ_ROWS <= n && !s; i += REQ_ROWS)
+        s = insert_requests(db, db->rq + i, err);
+    for (; i < n && !s; i++)
         s = insert_request(db, &db->rq[i].r, err);
     return s;
 }
