@@ -159,6 +159,47 @@ START_TEST(test_hist_percentiles_within_resolution) {
 }
 END_TEST
 
+// A run's gaps in one call (sim_hist_add_gaps_ns, which bins a gap anew only when it leaves
+// the bin of the one before) against every gap added one by one: the same bins, total and
+// sum, on slowly growing gaps (a decode run's), on gaps that jump about, with zero and 1 ns
+// gaps (the bins below the log-linear range) and across bin edges.
+START_TEST(test_hist_gaps_match_one_by_one) {
+    kvf_rng r;
+    kvf_rng_init(&r, 7, 0);
+    for (int trial = 0; trial < 400; trial++) {
+        enum { M = 600 };
+        int64_t ends[M];
+        ends[0] = (int64_t)kvf_rng_below(&r, 1000000);
+        int64_t gap = 1 + (int64_t)kvf_rng_below(&r, trial % 4 == 0 ? 4 : 20000000);
+        for (int j = 1; j < M; j++) {
+            if (trial % 3 == 0)
+                gap = (int64_t)kvf_rng_below(&r, 50000000);   // jumping about, zeros too
+            else
+                gap += (int64_t)kvf_rng_below(&r, trial % 3 == 1 ? 3 : 20000);   // growing
+            ends[j] = ends[j - 1] + gap;
+        }
+        uint32_t m = 2 + (uint32_t)kvf_rng_below(&r, M - 1);
+        uint64_t w = 1 + kvf_rng_below(&r, 5);
+        sim_hist a, b;
+        sim_hist_init(&a);
+        sim_hist_init(&b);
+        sim_hist_add_gaps_ns(&a, ends, m, w);
+        for (uint32_t j = 1; j < m; j++)
+            sim_hist_add_ns(&b, ends[j] - ends[j - 1], w);
+        ck_assert_uint_eq(a.total, b.total);
+        ck_assert(a.sum_ns == b.sum_ns);
+        size_t nb = a.nbins > b.nbins ? a.nbins : b.nbins;
+        for (size_t k = 0; k < nb; k++) {
+            uint64_t ca = k < a.nbins ? a.count[k] : 0, cb = k < b.nbins ? b.count[k] : 0;
+            ck_assert_msg(ca == cb, "trial %d bin %zu: %llu in one call, %llu one by one", trial, k,
+                          (unsigned long long)ca, (unsigned long long)cb);
+        }
+        sim_hist_free(&a);
+        sim_hist_free(&b);
+    }
+}
+END_TEST
+
 // ---- end to end on a real trace ----------------------------------------------------------------
 static char *summary_without_sim(json_t *s) {
     json_t *c = json_deep_copy(s);
@@ -617,6 +658,7 @@ static Suite *suite(void) {
     tcase_add_test(k, test_link_shares_bandwidth_fairly);
     tcase_add_test(k, test_bcache_lru_and_retention);
     tcase_add_test(k, test_hist_percentiles_within_resolution);
+    tcase_add_test(k, test_hist_gaps_match_one_by_one);
     suite_add_tcase(s, k);
     TCase *e = tcase_create("end_to_end");
     tcase_set_timeout(e, 600);

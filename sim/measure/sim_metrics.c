@@ -63,21 +63,58 @@ void sim_hist_add_ns(sim_hist *h, int64_t ns, uint64_t w) {
     h->sum_ns += (__int128)ns * w;
 }
 
+// Counts w in bin b, growing the bins as needed (total and sums are the caller's).
+static void hist_put(sim_hist *h, size_t b, uint64_t w) {
+    if (b >= h->nbins) {
+        size_t cap = h->nbins;
+        kvf_grow((void **)&h->count, &cap, b + 1, sizeof *h->count);
+        memset(h->count + h->nbins, 0, (cap - h->nbins) * sizeof *h->count);
+        h->nbins = cap;
+    }
+    h->count[b] += w;
+}
+
+static double bits_double(uint64_t bits) {
+    double v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+// A run's step gaps grow slowly, so most fall in the bin of the one before: a positive value
+// at or above the smallest bin's floor is in bin b exactly when its bits above the top
+// HIST_MBITS mantissa bits are b's, i.e. when lo <= v < hi for b's first value lo and the
+// next bin's hi (positive doubles order as their bits). Gaps are counted against that range
+// and binned anew only when one leaves it: the counts are hist_bin's, gap by gap.
 void sim_hist_add_gaps_ns(sim_hist *h, const int64_t *ends, uint32_t m, uint64_t w) {
     if (w == 0 || m < 2) return;
     // the gaps telescope: their sum is the span
     h->sum_ns += (__int128)(ends[m - 1] - ends[0]) * w;
     h->total += (uint64_t)(m - 1) * w;
+    const int shift = 52 - HIST_MBITS;
+    double lo = 1, hi = 0;   // an empty range: the first gap is binned
+    size_t b = 0;
+    uint64_t n = 0;   // gaps counted in bin b since it was entered
     for (uint32_t j = 1; j < m; j++) {
-        size_t b = hist_bin((double)(ends[j] - ends[j - 1]) * 1e-6);
-        if (b >= h->nbins) {
-            size_t cap = h->nbins;
-            kvf_grow((void **)&h->count, &cap, b + 1, sizeof *h->count);
-            memset(h->count + h->nbins, 0, (cap - h->nbins) * sizeof *h->count);
-            h->nbins = cap;
+        double v = (double)(ends[j] - ends[j - 1]) * 1e-6;
+        if (v >= lo && v < hi) {
+            n++;
+            continue;
         }
-        h->count[b] += w;
+        if (n) hist_put(h, b, n * w);
+        b = hist_bin(v);
+        n = 1;
+        if (b > 1) {   // a bin of the log-linear range: its bounds
+            uint64_t bits;
+            memcpy(&bits, &v, sizeof bits);
+            uint64_t top = bits >> shift;
+            lo = bits_double(top << shift);
+            hi = bits_double((top + 1) << shift);
+        } else {   // zero, negative or below the first floor: binned one by one
+            lo = 1;
+            hi = 0;
+        }
     }
+    if (n) hist_put(h, b, n * w);
 }
 
 double sim_hist_mean(const sim_hist *h) {
