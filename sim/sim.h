@@ -376,6 +376,8 @@ typedef struct sim_run_opts {
     bool decode_single;        // no runs of decode steps in one event (tests compare)
     bool decode_listed;        // decode steps list every running sequence (the O(batch)
                                // reference path) instead of running sums; tests compare
+    bool keep_blocks;          // requests keep their block ids even where nothing reads them
+                               // (tests compare)
     sim_step_replay *replay;   // step durations measured on the engine, NULL = off
     double step_scale;         // > 0: every step duration multiplied by this (noise bands)
 } sim_run_opts;

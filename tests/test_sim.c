@@ -504,6 +504,67 @@ static char *table_rows(const char *dir, const char *sql) {
     return out;
 }
 
+// Without a prefix cache, a store's answers or sampling nothing reads a request's block ids,
+// and the reader leaves them out (trc_reader_drop_blocks): the same runs as with them, summary,
+// request rows and time series alike, on real traces of each format; and where something
+// reads them (the prefix cache, sampling) they are kept, so the runs are the same too.
+START_TEST(test_dropped_blocks_change_nothing) {
+    struct {
+        const char *trace, *sets[6];
+        int nsets;
+    } cases[] = {
+        {"mooncake_conversation.jsonl",
+         {"workload.limit_requests=2000", "kv_cache.prefix_cache=false",
+          "cluster.decode.kv_tokens=250000", "serving.context_overflow=truncate"},
+         4},
+        {"azure2023_conv.csv",
+         {"workload.limit_requests=2000", "workload.format=azure", "kv_cache.prefix_cache=false",
+          "cluster.mode=colocated", "cluster.decode.instances=0"},
+         5},
+        {"weka_agentic_dev.jsonl",
+         {"workload.limit_requests=800", "workload.format=auto", "kv_cache.prefix_cache=false"},
+         3},
+        // where blocks are read they are kept: the prefix cache, the sampler's session keys
+        {"mooncake_conversation.jsonl", {"workload.limit_requests=2000"}, 1},
+        {"mooncake_conversation.jsonl",
+         {"workload.limit_requests=4000", "kv_cache.prefix_cache=false", "workload.sample_rate=0.5",
+          "cluster.prefill.instances=8", "cluster.decode.instances=4"},
+         5},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char d1[64], d2[64];
+        kvt_tmp_make("kvf_blk_a");
+        snprintf(d1, sizeof d1, "%s", kvt_tmp);
+        kvt_tmp_make("kvf_blk_b");
+        snprintf(d2, sizeof d2, "%s", kvt_tmp);
+        const char *trace = kvt_shared_trace(cases[k].trace);
+        json_t *drop = kvt_run("quickstart.yaml", trace, cases[k].sets, cases[k].nsets, d1);
+        kvt_keep_blocks = true;
+        json_t *keep = kvt_run("quickstart.yaml", trace, cases[k].sets, cases[k].nsets, d2);
+        kvt_keep_blocks = false;
+        ck_assert_msg(kvt_num(drop, "requests.completed") > 300, "case %zu: %g completed", k,
+                      kvt_num(drop, "requests.completed"));
+        json_object_del(drop, "sim");
+        json_object_del(keep, "sim");
+        char *a = json_dumps(drop, JSON_SORT_KEYS), *b = json_dumps(keep, JSON_SORT_KEYS);
+        ck_assert_msg(!strcmp(a, b), "case %zu: summaries differ", k);
+        free(a), free(b);
+        const char *tables[] = {"select * from request order by rowid",
+                                "select * from timeseries order by rowid"};
+        for (int t = 0; t < 2; t++) {
+            char *ra = table_rows(d1, tables[t]), *rb = table_rows(d2, tables[t]);
+            ck_assert_msg(!strcmp(ra, rb), "case %zu: %s: rows differ", k, tables[t]);
+            free(ra), free(rb);
+        }
+        json_decref(drop), json_decref(keep);
+        snprintf(kvt_tmp, sizeof kvt_tmp, "%s", d1);
+        kvt_tmp_remove();
+        snprintf(kvt_tmp, sizeof kvt_tmp, "%s", d2);
+        kvt_tmp_remove();
+    }
+}
+END_TEST
+
 START_TEST(test_decode_sums_match_listed_path) {
     struct {
         const char *scenario, *trace, *sets[8];
@@ -665,6 +726,7 @@ static Suite *suite(void) {
     tcase_add_test(e, test_run_is_deterministic);
     tcase_add_test(e, test_invariants_on_real_traces);
     tcase_add_test(e, test_decode_sums_match_listed_path);
+    tcase_add_test(e, test_dropped_blocks_change_nothing);
     tcase_add_test(e, test_router_index_matches_scan);
     tcase_add_test(e, test_simultaneous_arrivals_share_a_step);
     tcase_add_test(e, test_first_token_lag_is_a_share_of_the_next_step);

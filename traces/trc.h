@@ -149,6 +149,10 @@ int trc_reader_next(trc_reader *r, trc_request *out, kvf_err *err);
 // Lines skipped as malformed under skip_bad.
 uint64_t trc_reader_skipped(const trc_reader *r);
 trc_format trc_reader_format(const trc_reader *r);
+// From the next request on, requests carry no block ids (n_blocks 0): for a consumer that
+// reads none (the simulator without a prefix cache, a store or sampling), which then skips
+// mapping each trace block to its sub-blocks. Everything else a request carries is the same.
+void trc_reader_drop_blocks(trc_reader *r);
 // A short description of choices the reader made that results must record
 // (e.g. "bucket=spread", "prefix=none (trace has no block ids)").
 const char *trc_reader_notes(const trc_reader *r);

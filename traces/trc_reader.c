@@ -577,6 +577,10 @@ int trc_reader_next(trc_reader *r, trc_request *out, kvf_err *err) {
     }
 }
 
+void trc_reader_drop_blocks(trc_reader *r) {
+    r->no_blocks = true;
+}
+
 uint64_t trc_reader_skipped(const trc_reader *r) {
     return r ? r->skipped + (r->src ? r->src->skipped : 0) : 0;
 }

@@ -333,6 +333,12 @@ kvf_status sim_cluster_open_trace(sim_cluster *c, trc_reader *rd) {
     c->reader = rd;
     trc_format f = trc_reader_format(rd);
     c->closed_loop = f == TRC_FMT_SESSIONS || f == TRC_FMT_KVFLEET;
+    // Block ids are read by the prefix cache and the tiers under it, by a finished answer
+    // persisted to the store (closed-loop sessions) and by the sampler's session keys: a run
+    // with none of these takes requests without them (the same run: test_sim checks it).
+    bool persist = c->cfg->kv.persist_decode && c->closed_loop && c->ssd.capacity;
+    if (!c->cfg->kv.prefix_cache && !persist && !c->sampler && !(c->opts && c->opts->keep_blocks))
+        trc_reader_drop_blocks(rd);
     sim_read_trace(c);
     return c->status;
 }

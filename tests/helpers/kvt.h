@@ -22,6 +22,9 @@ json_t *kvt_run(const char *scenario, const char *trace, const char *const *sets
 extern bool kvt_decode_listed;
 // When set, kvt_run takes every decode step as its own event (sim_run_opts.decode_single).
 extern bool kvt_decode_single;
+// When set, kvt_run's requests keep their block ids where nothing reads them
+// (sim_run_opts.keep_blocks).
+extern bool kvt_keep_blocks;
 // When set, kvt_run asserts every min-load routing against a scan (sim_run_opts.router_check).
 extern bool kvt_router_check;
 // A number of the summary by dotted path ("ttft_ms.p90"); fails the test when missing.
