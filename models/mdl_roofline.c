@@ -679,21 +679,29 @@ void mdl_roofline_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_par
 
 // ---- the stepper -----------------------------------------------------------------------
 
-// The roofline stepper keeps the terms of its last decode batch given only as sums: a decode
-// step's GEMM, expert and collective terms depend on its sequence count alone, so the next
-// batch of as many sequences (a run of decode steps, one token each) recomputes only the
-// attention groups, with the same functions on the same inputs (the answer is the same to the
-// bit as mdl_roofline_eval's, which test_models checks on every attention kind).
-typedef struct rl_stepper {
-    mdl_stepper base;
-    bool memo;          // w and pp hold a decode batch of memo_n sequences
-    uint32_t memo_n;    // its sequence count
-    double memo_skew;   // the ep_skew it was costed under
+// The roofline stepper keeps the terms of decode batches given only as sums: a decode step's
+// GEMM, expert and collective terms depend on its sequence count alone, so a batch of a count
+// seen before (the next step of a run, one token each, or a later batch of as many sequences)
+// recomputes only the attention groups, with the same functions on the same inputs (the answer
+// is the same to the bit as mdl_roofline_eval's, which test_models checks on every attention
+// kind). One memo per count modulo RL_MEMOS (a decode pool's batches change by a few
+// sequences at a time, so their counts recur).
+#define RL_MEMOS 256
+
+typedef struct rl_memo {
+    bool valid;    // w and pp hold a decode batch of n sequences
+    uint32_t n;    // its sequence count
+    double skew;   // the ep_skew it was costed under
     mdl_work w;
     mdl_parts pp;
     parts_acc acc;                    // the GEMM and expert groups' sums (acc_groups)
-    attn_k ak;                        // the model's attention figures (attn_consts)
     int attn[MDL_WG_COUNT], n_attn;   // attention groups with work, in group order
+} rl_memo;
+
+typedef struct rl_stepper {
+    mdl_stepper base;
+    attn_k ak;   // the model's attention figures (attn_consts)
+    rl_memo memo[RL_MEMOS];
 } rl_stepper;
 
 // A decode batch the memo can answer: sums only, and an attention kind whose work splits into
@@ -703,21 +711,46 @@ static bool sums_only(const mdl_stepper *s, const mdl_batch *b) {
            !mdl_attn_compressed(s->model.attention);
 }
 
-// A decode batch of sums on the memo: the GEMM and expert terms kept, the attention groups
+// A decode batch of sums on its memo: the GEMM and expert terms kept, the attention groups
 // recomputed in place.
 // Only the attention groups that had work when the memo was made are visited: their work is a
 // model figure times the batch's sums, so the others stay without work (and their terms 0).
-static void memo_step(rl_stepper *r, const mdl_decode_sum *ds, mdl_step_cost *out) {
-    for (int i = 0; i < r->n_attn; i++)
-        r->w.flops[r->attn[i]] = r->w.bytes[r->attn[i]] = 0;
-    attn_sums(&r->ak, &r->base.model, ds, &r->w);
-    parts_acc a = r->acc;
-    for (int i = 0; i < r->n_attn; i++) {
-        group_term(&r->pp, &r->w, r->attn[i]);
-        acc_groups(&r->pp, &r->w, r->attn[i], r->attn[i] + 1, &a);
+static void memo_step(const rl_stepper *r, rl_memo *mm, const mdl_decode_sum *ds,
+                      mdl_step_cost *out) {
+    for (int i = 0; i < mm->n_attn; i++)
+        mm->w.flops[mm->attn[i]] = mm->w.bytes[mm->attn[i]] = 0;
+    attn_sums(&r->ak, &r->base.model, ds, &mm->w);
+    parts_acc a = mm->acc;
+    for (int i = 0; i < mm->n_attn; i++) {
+        group_term(&mm->pp, &mm->w, mm->attn[i]);
+        acc_groups(&mm->pp, &mm->w, mm->attn[i], mm->attn[i] + 1, &a);
     }
     out->extrapolated = out->table_fallback = false;
-    acc_finish(&r->pp, &a, out);
+    acc_finish(&mm->pp, &a, out);
+}
+
+// The memo of a sums-only decode batch, made (and the step costed into *out, *made set) when
+// its slot holds another count or skew.
+static rl_memo *memo_of(rl_stepper *r, const mdl_batch *b, mdl_step_cost *out, bool *made) {
+    mdl_stepper *s = &r->base;
+    uint32_t n = b->dsum->n;
+    rl_memo *mm = &r->memo[n % RL_MEMOS];
+    *made = false;
+    if (mm->valid && mm->n == n && mm->skew == s->par.ep_skew) return mm;
+    mdl_batch_work_detail(&s->model, b, &mm->w);
+    mdl_roofline_parts(&s->model, &s->hw, &s->par, &s->eff, &mm->w, &mm->pp);
+    mm->valid = mm->pp.valid;
+    mm->n = n;
+    mm->skew = s->par.ep_skew;
+    mm->acc = ACC_START;
+    acc_groups(&mm->pp, &mm->w, 0, MDL_WG_ATTN_FULL, &mm->acc);
+    r->ak = attn_consts(&s->model);
+    mm->n_attn = 0;
+    for (int g = MDL_WG_ATTN_FULL; g < MDL_WG_COUNT; g++)
+        if (mm->w.flops[g] > 0 || mm->w.bytes[g] > 0) mm->attn[mm->n_attn++] = g;
+    mdl_parts_finish(&mm->pp, &mm->w, out);
+    *made = true;
+    return mm;
 }
 
 static void roofline_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out) {
@@ -726,41 +759,28 @@ static void roofline_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out
         mdl_roofline_eval(&s->model, &s->hw, &s->par, &s->eff, b, out);
         return;
     }
-    if (!r->memo || r->memo_n != b->dsum->n || r->memo_skew != s->par.ep_skew) {
-        mdl_batch_work_detail(&s->model, b, &r->w);
-        mdl_roofline_parts(&s->model, &s->hw, &s->par, &s->eff, &r->w, &r->pp);
-        r->memo = r->pp.valid;
-        r->memo_n = b->dsum->n;
-        r->memo_skew = s->par.ep_skew;
-        r->acc = ACC_START;
-        acc_groups(&r->pp, &r->w, 0, MDL_WG_ATTN_FULL, &r->acc);
-        r->ak = attn_consts(&s->model);
-        r->n_attn = 0;
-        for (int g = MDL_WG_ATTN_FULL; g < MDL_WG_COUNT; g++)
-            if (r->w.flops[g] > 0 || r->w.bytes[g] > 0) r->attn[r->n_attn++] = g;
-        mdl_parts_finish(&r->pp, &r->w, out);
-        return;
-    }
-    memo_step(r, b->dsum, out);
+    bool made;
+    rl_memo *mm = memo_of(r, b, out, &made);
+    if (!made) memo_step(r, mm, b->dsum, out);
 }
 
 // Steps 1 .. m-1 of a run on the memo of step 0, for attention without DSA's indexer (full
 // and window groups): memo_step's arithmetic written out, the same operations on the same
 // operands in the same order (so the same bits: test_models compares every step with
 // mdl_roofline_eval), keeping only the step time a run needs.
-static void run_plain(const rl_stepper *r, const mdl_decode_sum *d0, const mdl_decode_sum *grow,
-                      uint32_t m, int64_t *ns) {
+static void run_plain(const rl_stepper *r, const rl_memo *mm, const mdl_decode_sum *d0,
+                      const mdl_decode_sum *grow, uint32_t m, int64_t *ns) {
     const attn_k *k = &r->ak;
-    const mdl_parts *pp = &r->pp;
-    const mdl_work *w = &r->w;
+    const mdl_parts *pp = &mm->pp;
+    const mdl_work *w = &mm->w;
     bool win = r->base.model.window != 0;
     double n = d0->n, comm0 = 0;
     comm0 += pp->tp_comm_s;
     comm0 += pp->ep_comm_s;
     // group_term's factors that do not change along the run, formed as it forms them
     double peak[2], wpart[2], wb[2];
-    for (int i = 0; i < r->n_attn; i++) {
-        int g = r->attn[i];
+    for (int i = 0; i < mm->n_attn; i++) {
+        int g = mm->attn[i];
         peak[i] = pp->G * pp->peak[g];
         wb[i] = w->weight_bytes[g];
         wpart[i] = pp->launches * w->weight_bytes[g] / pp->wshard[g];
@@ -776,9 +796,9 @@ static void run_plain(const rl_stepper *r, const mdl_decode_sum *d0, const mdl_d
         b[0] += k->fl * k->kvl * (pf + n);
         b[1] += k->wl * k->kvl * (pw + n);
         // group_term and acc_groups over the memo's attention groups, then acc_finish
-        double total = r->acc.total;
-        for (int i = 0; i < r->n_attn; i++) {
-            int g = r->attn[i];
+        double total = mm->acc.total;
+        for (int i = 0; i < mm->n_attn; i++) {
+            int g = mm->attn[i];
             double fg = f[g - MDL_WG_ATTN_FULL], bg = b[g - MDL_WG_ATTN_FULL];
             if (fg <= 0 && bg <= 0) continue;
             double tc = fg / peak[i];
@@ -802,13 +822,15 @@ static bool roofline_cost_run(mdl_stepper *s, const mdl_decode_sum *d0, const md
     if (!m || !sums_only(s, &b)) return false;
     rl_stepper *r = (rl_stepper *)s;
     mdl_step_cost k;
-    roofline_cost(s, &b, &k);   // the memo for this sequence count
+    bool made;
+    rl_memo *mm = memo_of(r, &b, &k, &made);   // the memo for this sequence count
+    if (!made) memo_step(r, mm, d0, &k);
     ns[0] = k.ns;
-    bool plain = r->memo && !r->ak.dsa;
-    for (int i = 0; plain && i < r->n_attn; i++)
-        plain = r->attn[i] == MDL_WG_ATTN_FULL || r->attn[i] == MDL_WG_ATTN_WINDOW;
+    bool plain = mm->valid && !r->ak.dsa;
+    for (int i = 0; plain && i < mm->n_attn; i++)
+        plain = mm->attn[i] == MDL_WG_ATTN_FULL || mm->attn[i] == MDL_WG_ATTN_WINDOW;
     if (plain) {
-        run_plain(r, d0, grow, m, ns);
+        run_plain(r, mm, d0, grow, m, ns);
         return true;
     }
     mdl_decode_sum ds = *d0;
@@ -816,7 +838,7 @@ static bool roofline_cost_run(mdl_stepper *s, const mdl_decode_sum *d0, const md
         ds.sum_ctx = d0->sum_ctx + (double)j * grow->sum_ctx;
         for (int c = 0; c < MDL_CAPS; c++)
             ds.sum_min[c] = d0->sum_min[c] + (double)j * grow->sum_min[c];
-        memo_step(r, &ds, &k);
+        memo_step(r, mm, &ds, &k);
         ns[j] = k.ns;
     }
     return true;

@@ -1367,7 +1367,9 @@ START_TEST(test_roofline_memo_matches_eval) {
         mdl_stepper *s = mdl_roofline_create(&m, &hw, &par, NULL);
         for (int run = 0; run < 30; run++) {
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-            uint32_t n = 1 + (uint32_t)(x % (run % 3 ? 64 : 4));   // small counts recur
+            // small counts recur (a run's first step then takes the memo of that count), and
+            // every fifth run's count shares a memo slot with a small one (256 apart)
+            uint32_t n = 1 + (uint32_t)(x % (run % 3 ? 64 : 4)) + (run % 5 == 4 ? 256 : 0);
             mdl_decode_sum ds = {0};
             for (uint32_t i = 0; i < n; i++) {
                 x ^= x << 13, x ^= x >> 7, x ^= x << 17;
