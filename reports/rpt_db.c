@@ -25,6 +25,11 @@
 // 64 rows, not for each (0.85 against 1.3 us a row on 19 columns here).
 #define REQ_ROWS 64
 #define REQ_COLS 19
+#define REQ_INSERT                                                                                 \
+    "INSERT OR REPLACE INTO request(id, class, session, arrival_s, input_tokens,"                  \
+    " cached_tokens, output_tokens, vision_instance, prefill_instance, decode_instance,"           \
+    " ttft_s, tpot_s, e2e_s, queue_s, status, hit_hbm, hit_dram, hit_ssd, preemptions) VALUES"
+#define REQ_VALUES "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 
 typedef struct held_row {
     rpt_request_row r;
@@ -144,40 +149,28 @@ kvf_status rpt_db_create(rpt_db **out, const char *path, kvf_err *err) {
     }
     if ((s = db_exec(db, "PRAGMA synchronous=OFF", err))) goto fail;
     if ((s = db_exec(db, SCHEMA, err))) goto fail;
+    // the request statement once with one row of values, once with REQ_ROWS
+    char many[sizeof REQ_INSERT + REQ_ROWS * sizeof REQ_VALUES];
+    size_t k = (size_t)snprintf(many, sizeof many, "%s", REQ_INSERT);
+    for (int i = 0; i < REQ_ROWS; i++)
+        k += (size_t)snprintf(many + k, sizeof many - k, "%s%s", i ? "," : "", REQ_VALUES);
     struct {
         sqlite3_stmt **st;
         const char *sql;
     } prep[] = {
         {&db->st_run, "INSERT OR REPLACE INTO run(key, value) VALUES(?,?)"},
         {&db->st_sum, "INSERT OR REPLACE INTO summary(key, value) VALUES(?,?)"},
-        {&db->st_req,
-         "INSERT OR REPLACE INTO request(id, class, session, arrival_s, input_tokens,"
-         " cached_tokens, output_tokens, vision_instance, prefill_instance, decode_instance,"
-         " ttft_s, tpot_s, e2e_s, queue_s, status, hit_hbm, hit_dram, hit_ssd, preemptions)"
-         " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
-        {&db->st_reqn, NULL},
+        {&db->st_req, REQ_INSERT REQ_VALUES},
+        {&db->st_reqn, many},
         {&db->st_ts, "INSERT INTO timeseries(t_s, pool, instance, metric, value)"
                      " VALUES(?,?,?,?,?)"},
     };
-    // the request statement with REQ_ROWS rows of values
-    const char *one = prep[2].sql;
-    const char *vals = strstr(one, " VALUES(");
-    size_t head = (size_t)(vals - one), row = strlen(vals + 7) + 1;
-    char *many = kvf_malloc(head + 8 + REQ_ROWS * row + 1);
-    memcpy(many, one, head);
-    size_t k = head;
-    k += (size_t)sprintf(many + k, " VALUES");
-    for (int i = 0; i < REQ_ROWS; i++)
-        k += (size_t)sprintf(many + k, "%s%s", i ? "," : "", vals + 7);
-    prep[3].sql = many;
     for (size_t i = 0; i < sizeof prep / sizeof prep[0]; i++) {
         if (sqlite3_prepare_v2(db->h, prep[i].sql, -1, prep[i].st, NULL) != SQLITE_OK) {
-            free(many);
             s = db_fail(db, err, "prepare");
             goto fail;
         }
     }
-    free(many);
     *out = db;
     return KVF_OK;
 fail:

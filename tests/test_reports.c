@@ -62,6 +62,16 @@ static double q_real(sqlite3 *h, const char *sql) {
     return v;
 }
 
+// A fresh results database r.db in a new temporary directory; its path in path.
+static rpt_db *tmp_db(char *path, size_t n) {
+    mk_tmp();
+    snprintf(path, n, "%s/r.db", tmpdir);
+    kvf_err err = {0};
+    rpt_db *db = NULL;
+    ck_assert_msg(rpt_db_create(&db, path, &err) == KVF_OK, "%s", err.msg);
+    return db;
+}
+
 // ---- database ---------------------------------------------------------------------------
 
 START_TEST(test_db_rows_and_nulls) {
@@ -131,12 +141,9 @@ END_TEST
 // holds every row with its own texts and values, the later row of an id replacing the earlier;
 // a flush makes the held rows visible to a second connection.
 START_TEST(test_db_request_rows_any_order) {
-    mk_tmp();
     char path[512];
-    snprintf(path, sizeof path, "%s/r.db", tmpdir);
     kvf_err err = {0};
-    rpt_db *db;
-    ck_assert_int_eq(rpt_db_create(&db, path, &err), KVF_OK);
+    rpt_db *db = tmp_db(path, sizeof path);
     const uint64_t n = 25000;   // two and a half batches
     char cls[32], status[32];
     for (uint64_t k = 0; k < n + n / 10; k++) {
@@ -202,12 +209,9 @@ START_TEST(test_db_bad_path_names_it) {
 END_TEST
 
 START_TEST(test_db_flush_makes_rows_visible) {
-    mk_tmp();
     char path[512];
-    snprintf(path, sizeof path, "%s/r.db", tmpdir);
     kvf_err err = {0};
-    rpt_db *db;
-    ck_assert_int_eq(rpt_db_create(&db, path, &err), KVF_OK);
+    rpt_db *db = tmp_db(path, sizeof path);
     for (int i = 0; i < 10; i++)
         ck_assert_int_eq(rpt_db_timeseries(db, i, "kv", -1, "kv_store_bytes", i, &err), KVF_OK);
     ck_assert_int_eq(rpt_db_flush(db, &err), KVF_OK);

@@ -504,6 +504,47 @@ static char *table_rows(const char *dir, const char *sql) {
     return out;
 }
 
+// Two runs' result directories made (kvt_tmp_make), for same_runs.
+static void two_dirs(const char *prefix, char *d1, char *d2, size_t n) {
+    char name[64];
+    snprintf(name, sizeof name, "%s_a", prefix);
+    kvt_tmp_make(name);
+    snprintf(d1, n, "%s", kvt_tmp);
+    snprintf(name, sizeof name, "%s_b", prefix);
+    kvt_tmp_make(name);
+    snprintf(d2, n, "%s", kvt_tmp);
+}
+
+// Case k's two runs the same: summaries without the wall-clock "sim" object, request rows and
+// time series in row order; then both summaries freed and both directories removed.
+static void same_runs(size_t k, json_t *a, json_t *b, const char *d1, const char *d2) {
+    json_object_del(a, "sim");
+    json_object_del(b, "sim");
+    char *ja = json_dumps(a, JSON_SORT_KEYS), *jb = json_dumps(b, JSON_SORT_KEYS);
+    size_t i = 0;
+    while (ja[i] && ja[i] == jb[i])
+        i++;
+    ck_assert_msg(!strcmp(ja, jb), "case %zu: summaries differ at ...%.120s... vs ...%.120s...", k,
+                  ja + (i > 60 ? i - 60 : 0), jb + (i > 60 ? i - 60 : 0));
+    free(ja), free(jb);
+    const char *tables[] = {"select * from request order by rowid",
+                            "select * from timeseries order by rowid"};
+    for (int t = 0; t < 2; t++) {
+        char *ra = table_rows(d1, tables[t]), *rb = table_rows(d2, tables[t]);
+        size_t d = 0;
+        while (ra[d] && ra[d] == rb[d])
+            d++;
+        ck_assert_msg(!strcmp(ra, rb), "case %zu: %s: rows differ at ...%.100s... vs ...%.100s...",
+                      k, tables[t], ra + (d > 50 ? d - 50 : 0), rb + (d > 50 ? d - 50 : 0));
+        free(ra), free(rb);
+    }
+    json_decref(a), json_decref(b);
+    snprintf(kvt_tmp, sizeof kvt_tmp, "%s", d1);
+    kvt_tmp_remove();
+    snprintf(kvt_tmp, sizeof kvt_tmp, "%s", d2);
+    kvt_tmp_remove();
+}
+
 // Without a prefix cache, a store's answers or sampling nothing reads a request's block ids,
 // and the reader leaves them out (trc_reader_drop_blocks): the same runs as with them, summary,
 // request rows and time series alike, on real traces of each format; and where something
@@ -515,8 +556,8 @@ START_TEST(test_dropped_blocks_change_nothing) {
     } cases[] = {
         {"mooncake_conversation.jsonl",
          {"workload.limit_requests=2000", "kv_cache.prefix_cache=false",
-          "cluster.decode.kv_tokens=250000", "serving.context_overflow=truncate"},
-         4},
+          "cluster.decode.kv_tokens=250000"},
+         3},
         {"azure2023_conv.csv",
          {"workload.limit_requests=2000", "workload.format=azure", "kv_cache.prefix_cache=false",
           "cluster.mode=colocated", "cluster.decode.instances=0"},
@@ -533,10 +574,7 @@ START_TEST(test_dropped_blocks_change_nothing) {
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         char d1[64], d2[64];
-        kvt_tmp_make("kvf_blk_a");
-        snprintf(d1, sizeof d1, "%s", kvt_tmp);
-        kvt_tmp_make("kvf_blk_b");
-        snprintf(d2, sizeof d2, "%s", kvt_tmp);
+        two_dirs("kvf_blk", d1, d2, sizeof d1);
         const char *trace = kvt_shared_trace(cases[k].trace);
         json_t *drop = kvt_run("quickstart.yaml", trace, cases[k].sets, cases[k].nsets, d1);
         kvt_keep_blocks = true;
@@ -544,23 +582,7 @@ START_TEST(test_dropped_blocks_change_nothing) {
         kvt_keep_blocks = false;
         ck_assert_msg(kvt_num(drop, "requests.completed") > 300, "case %zu: %g completed", k,
                       kvt_num(drop, "requests.completed"));
-        json_object_del(drop, "sim");
-        json_object_del(keep, "sim");
-        char *a = json_dumps(drop, JSON_SORT_KEYS), *b = json_dumps(keep, JSON_SORT_KEYS);
-        ck_assert_msg(!strcmp(a, b), "case %zu: summaries differ", k);
-        free(a), free(b);
-        const char *tables[] = {"select * from request order by rowid",
-                                "select * from timeseries order by rowid"};
-        for (int t = 0; t < 2; t++) {
-            char *ra = table_rows(d1, tables[t]), *rb = table_rows(d2, tables[t]);
-            ck_assert_msg(!strcmp(ra, rb), "case %zu: %s: rows differ", k, tables[t]);
-            free(ra), free(rb);
-        }
-        json_decref(drop), json_decref(keep);
-        snprintf(kvt_tmp, sizeof kvt_tmp, "%s", d1);
-        kvt_tmp_remove();
-        snprintf(kvt_tmp, sizeof kvt_tmp, "%s", d2);
-        kvt_tmp_remove();
+        same_runs(k, drop, keep, d1, d2);
     }
 }
 END_TEST
@@ -612,10 +634,7 @@ START_TEST(test_decode_sums_match_listed_path) {
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         char d1[64], d2[64];
-        kvt_tmp_make("kvf_dsum_a");
-        snprintf(d1, sizeof d1, "%s", kvt_tmp);
-        kvt_tmp_make("kvf_dsum_b");
-        snprintf(d2, sizeof d2, "%s", kvt_tmp);
+        two_dirs("kvf_dsum", d1, d2, sizeof d1);
         const char *trace = kvt_shared_trace(cases[k].trace);
         // sums with runs of steps (the default) against listed single steps
         kvt_decode_listed = false;
@@ -633,32 +652,7 @@ START_TEST(test_decode_sums_match_listed_path) {
                kvt_num(fast, "steps.preemptions"));
         printf("  events: %g with sums and runs, %g listed\n", kvt_num(fast, "sim.events"),
                kvt_num(slow, "sim.events"));
-        json_object_del(fast, "sim");
-        json_object_del(slow, "sim");
-        char *a = json_dumps(fast, JSON_SORT_KEYS), *b = json_dumps(slow, JSON_SORT_KEYS);
-        size_t i = 0;
-        while (a[i] && a[i] == b[i])
-            i++;
-        ck_assert_msg(!strcmp(a, b), "case %zu: summaries differ at ...%.120s... vs ...%.120s...",
-                      k, a + (i > 60 ? i - 60 : 0), b + (i > 60 ? i - 60 : 0));
-        free(a), free(b);
-        const char *tables[] = {"select * from request order by rowid",
-                                "select * from timeseries order by rowid"};
-        for (int t = 0; t < 2; t++) {
-            char *ra = table_rows(d1, tables[t]), *rb = table_rows(d2, tables[t]);
-            size_t d = 0;
-            while (ra[d] && ra[d] == rb[d])
-                d++;
-            ck_assert_msg(!strcmp(ra, rb),
-                          "case %zu: %s: rows differ at ...%.100s... vs ...%.100s...", k, tables[t],
-                          ra + (d > 50 ? d - 50 : 0), rb + (d > 50 ? d - 50 : 0));
-            free(ra), free(rb);
-        }
-        json_decref(fast), json_decref(slow);
-        snprintf(kvt_tmp, sizeof kvt_tmp, "%s", d1);
-        kvt_tmp_remove();
-        snprintf(kvt_tmp, sizeof kvt_tmp, "%s", d2);
-        kvt_tmp_remove();
+        same_runs(k, fast, slow, d1, d2);
     }
 }
 END_TEST

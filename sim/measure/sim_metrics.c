@@ -38,9 +38,8 @@ static double hist_mid(size_t b) {
     return ldexp(1.0 + (m + 0.5) / (1 << HIST_MBITS), (int)e + HIST_EXP0 - 1023);
 }
 
-// Counts w values in the bin of v (ms), growing the bins as needed.
-static void hist_count(sim_hist *h, double v, uint64_t w) {
-    size_t b = hist_bin(v);
+// Counts w in bin b, growing the bins as needed (total and sums are the caller's).
+static void hist_put(sim_hist *h, size_t b, uint64_t w) {
     if (b >= h->nbins) {
         size_t cap = h->nbins;
         kvf_grow((void **)&h->count, &cap, b + 1, sizeof *h->count);
@@ -48,6 +47,11 @@ static void hist_count(sim_hist *h, double v, uint64_t w) {
         h->nbins = cap;
     }
     h->count[b] += w;
+}
+
+// Counts w values in the bin of v (ms).
+static void hist_count(sim_hist *h, double v, uint64_t w) {
+    hist_put(h, hist_bin(v), w);
     h->total += w;
 }
 
@@ -61,17 +65,6 @@ void sim_hist_add_ns(sim_hist *h, int64_t ns, uint64_t w) {
     if (w == 0) return;
     hist_count(h, (double)ns * 1e-6, w);
     h->sum_ns += (__int128)ns * w;
-}
-
-// Counts w in bin b, growing the bins as needed (total and sums are the caller's).
-static void hist_put(sim_hist *h, size_t b, uint64_t w) {
-    if (b >= h->nbins) {
-        size_t cap = h->nbins;
-        kvf_grow((void **)&h->count, &cap, b + 1, sizeof *h->count);
-        memset(h->count + h->nbins, 0, (cap - h->nbins) * sizeof *h->count);
-        h->nbins = cap;
-    }
-    h->count[b] += w;
 }
 
 static double bits_double(uint64_t bits) {
