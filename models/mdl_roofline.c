@@ -764,6 +764,51 @@ static void roofline_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out
     if (!made) memo_step(r, mm, b->dsum, out);
 }
 
+// 2^-e when x is 2^e (then y * (1 / x) and y / x are the same correctly rounded quotient), else 0.
+static double pow2_recip(double x) {
+    int e;
+    return x > 0 && frexp(x, &e) == 0.5 ? ldexp(1.0, 1 - e) : 0;
+}
+
+// run_plain's loop for one group of full-attention layers when the group is memory-bound at
+// every step of the run, so max(tc, tm) is tm and tc's division can go, and a division by a
+// power-of-two GPU count is a multiplication: the same operands, the same bits. Memory-bound
+// throughout is proven, not assumed: pf is exact and affine in j, so the exact tc and tm are
+// affine in j and so is tm - tc; it is positive at both ends by a margin (1e-9 of the terms'
+// size) some 10^5 times the rounding a computed figure carries, hence positive between.
+// Returns false (nothing written) when the proof fails.
+static bool run_full_memory(const attn_k *k, const mdl_parts *pp, const mdl_decode_sum *d0,
+                            const mdl_decode_sum *grow, uint32_t m, double comm0, double acc,
+                            double peak, double wpart, double wb, int64_t *ns) {
+    double n = d0->n, s0 = d0->sum_ctx, gs = grow->sum_ctx;
+    double G = pp->G, inv_g = pow2_recip(G), repl = pp->repl, bw = pp->bw_attn;
+    double scale[2];
+    uint32_t ends[2] = {1, m - 1};
+    for (int e = 0; e < 2; e++) {
+        double pf = (s0 + (double)ends[e] * gs) + n;
+        double fg = k->fl * (pf * k->fpp), bg = k->fl * k->kvl * (pf + n);
+        if (!(pf > 0 && fg > 0 && isfinite(fg) && isfinite(bg))) return false;
+        double tc = fg / peak, tm = (wpart + (bg - wb) * repl / G) / bw;
+        scale[e] = (fabs(wpart) + (fabs(bg) + fabs(wb)) * fabs(repl) / G) / bw + fabs(tc);
+        if (!(isfinite(scale[e]) && tm - tc > 1e-9 * scale[e])) return false;
+    }
+    // the margin at either end covers the rounding anywhere between
+    if (scale[0] > 1e3 * scale[1] || scale[1] > 1e3 * scale[0]) return false;
+    double fkv = k->fl * k->kvl, ov = pp->overlap, fixed = pp->fixed_s;
+    for (uint32_t j = 1; j < m; j++) {
+        double pf = (s0 + (double)j * gs) + n;
+        double other = fkv * (pf + n) - wb;
+        other *= repl;
+        double tm = (wpart + (inv_g > 0 ? other * inv_g : other / G)) / bw;
+        double total = acc + tm;
+        double comm_s = comm0;
+        comm_s -= KVF_MIN(comm_s * ov, total);
+        int64_t v = mdl_ns((total + comm_s + fixed) * 1e9);
+        ns[j] = v < 1 ? 1 : v;
+    }
+    return true;
+}
+
 // Steps 1 .. m-1 of a run on the memo of step 0, for attention without DSA's indexer (full
 // and window groups): memo_step's arithmetic written out, the same operations on the same
 // operands in the same order (so the same bits: test_models compares every step with
@@ -785,6 +830,9 @@ static void run_plain(const rl_stepper *r, const rl_memo *mm, const mdl_decode_s
         wb[i] = w->weight_bytes[g];
         wpart[i] = pp->launches * w->weight_bytes[g] / pp->wshard[g];
     }
+    if (mm->n_attn == 1 && mm->attn[0] == MDL_WG_ATTN_FULL &&
+        run_full_memory(k, pp, d0, grow, m, comm0, mm->acc.total, peak[0], wpart[0], wb[0], ns))
+        return;
     for (uint32_t j = 1; j < m; j++) {
         // attn_sums: pairs(1, c, 0) = c + 1 keys read; window layers min(c + 1, window)
         double pf = (d0->sum_ctx + (double)j * grow->sum_ctx) + n;
