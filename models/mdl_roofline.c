@@ -794,9 +794,30 @@ static bool run_full_memory(const attn_k *k, const mdl_parts *pp, const mdl_deco
     }
     // the margin at either end covers the rounding anywhere between
     if (scale[0] > 1e3 * scale[1] || scale[1] > 1e3 * scale[0]) return false;
+    // s0 + j * gs summed step by step below is exact only for integers below 2^53; total > 0
+    // (so the collective's min below takes comm_s * overlap) needs acc >= 0 and tc > 0
+    if (!(fabs(s0) + m * fabs(gs) < 0x1p53 && (double)(int64_t)s0 == s0 &&
+          (double)(int64_t)gs == gs && acc >= 0 && peak > 0 && isfinite(pp->overlap)))
+        return false;
     double fkv = k->fl * k->kvl, ov = pp->overlap, fixed = pp->fixed_s;
+    // s0 + j * gs by adding gs once a step: integers below 2^53, so exact either way
+    double sj = s0;
+    if (comm0 == 0 && inv_g > 0) {
+        // no collective: comm_s is 0 - min(0, total) = +0 (total > 0), and adding +0 keeps
+        // every figure
+        for (uint32_t j = 1; j < m; j++) {
+            sj += gs;
+            double other = fkv * ((sj + n) + n) - wb;
+            other *= repl;
+            double total = acc + (wpart + other * inv_g) / bw;
+            int64_t v = mdl_ns((total + fixed) * 1e9);
+            ns[j] = v < 1 ? 1 : v;
+        }
+        return true;
+    }
     for (uint32_t j = 1; j < m; j++) {
-        double pf = (s0 + (double)j * gs) + n;
+        sj += gs;
+        double pf = sj + n;
         double other = fkv * (pf + n) - wb;
         other *= repl;
         double tm = (wpart + (inv_g > 0 ? other * inv_g : other / G)) / bw;
