@@ -764,10 +764,12 @@ static void roofline_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out
     if (!made) memo_step(r, mm, b->dsum, out);
 }
 
-// 2^-e when x is 2^e (then y * (1 / x) and y / x are the same correctly rounded quotient), else 0.
+// 1 / x when x is a power of two from 1 to 2^62 (then y * (1 / x) and y / x are the same
+// correctly rounded quotient), else 0.
 static double pow2_recip(double x) {
-    int e;
-    return x > 0 && frexp(x, &e) == 0.5 ? ldexp(1.0, 1 - e) : 0;
+    if (!(x >= 1 && x <= 0x1p62)) return 0;
+    uint64_t u = (uint64_t)x;
+    return (double)u == x && !(u & (u - 1)) ? 1 / x : 0;
 }
 
 // run_plain's loop for one group of full-attention layers when the group is memory-bound at
@@ -802,15 +804,15 @@ static bool run_full_memory(const attn_k *k, const mdl_parts *pp, const mdl_deco
     double fkv = k->fl * k->kvl, ov = pp->overlap, fixed = pp->fixed_s;
     // s0 + j * gs by adding gs once a step: integers below 2^53, so exact either way
     double sj = s0;
-    if (comm0 == 0 && inv_g > 0) {
-        // no collective: comm_s is 0 - min(0, total) = +0 (total > 0), and adding +0 keeps
-        // every figure
+    if ((comm0 == 0 || ov == 0) && isfinite(comm0) && inv_g > 0) {
+        // comm_s * overlap is 0 (no collective, or none overlapped), so with total > 0 comm_s
+        // stays comm0: 0 - min(0, total) = +0, comm0 - 0 = comm0
         for (uint32_t j = 1; j < m; j++) {
             sj += gs;
             double other = fkv * ((sj + n) + n) - wb;
             other *= repl;
             double total = acc + (wpart + other * inv_g) / bw;
-            int64_t v = mdl_ns((total + fixed) * 1e9);
+            int64_t v = mdl_ns((total + comm0 + fixed) * 1e9);
             ns[j] = v < 1 ? 1 : v;
         }
         return true;
