@@ -51,8 +51,12 @@ kvf_status rpt_db_request(rpt_db *db, const rpt_request_row *r, kvf_err *err);
 // pool: "prefill", "decode", "vision", "cluster", "kv"; instance -1 for pool-wide figures.
 kvf_status rpt_db_timeseries(rpt_db *db, double t_s, const char *pool, int32_t instance,
                              const char *metric, double value, kvf_err *err);
-// Raw handle for modules that add their own tables (sqlite3 *).
+// Raw handle for modules that add their own tables (sqlite3 *); every row held is written
+// first, and the handle is the caller's until the next request or time-series row.
 void *rpt_db_handle(rpt_db *db);
+// Request and time-series rows written by a writer thread, a batch at a time, while the caller
+// goes on (the default), or in the call (off): the same tables either way.
+void rpt_db_background(rpt_db *db, bool on);
 
 // ---- economics (reports/rpt_econ.c) -----------------------------------------------------
 // Money figures of a run from the scenario's `economics` keys and the run's GPU-hours and

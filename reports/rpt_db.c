@@ -11,7 +11,15 @@
 // the table's B-tree (id is its rowid) takes a sorted batch at its right edge where scattered
 // rows split pages in its middle. The table holds the same rows: for one id written twice the
 // later row still replaces the earlier (the sort keeps write order among equal ids).
+// Request and time-series rows are written in batches by a writer thread while the run goes on
+// (rpt_db_background): a batch of at most RPT_DB_BATCH rows, its time-series rows in their
+// order and then its request rows sorted, handed over when full; the caller fills the next. One
+// thread uses the connection at a time: every other call (run and summary keys, flush, close,
+// the raw handle) first waits for the batch in flight and writes the one being filled, so the
+// tables hold what writing each row in the call would have left (test_db_background_same_rows).
+// A writer's failure is kept and returned by every later call.
 #include <math.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +44,20 @@ typedef struct held_row {
     size_t seq;   // write order, which decides between rows of one id
 } held_row;
 
+typedef struct ts_row {
+    double t_s, value;
+    const char *pool, *metric;
+    int32_t instance;
+} ts_row;
+
+// Rows waiting to be written: time-series rows in their order, request rows held for sorting.
+typedef struct batch {
+    held_row *rq;
+    size_t nrq, caprq;
+    ts_row *ts;
+    size_t nts, capts;
+} batch;
+
 struct rpt_db {
     sqlite3 *h;
     char *path;
@@ -46,10 +68,15 @@ struct rpt_db {
     sqlite3_stmt *st_ts;     // INSERT INTO timeseries
     size_t pending;          // rows written since BEGIN
     bool in_tx;
-    held_row *rq;   // request rows held back (rpt_db_request)
-    size_t nrq, caprq;
-    const char *texts[32];   // the distinct class and status texts the held rows point at
-    size_t ntexts;
+    batch cur;   // being filled by the caller
+    batch out;   // being written by the writer thread while `writing`
+    pthread_t writer;
+    bool writing;
+    bool background;         // batches to a writer thread (else written in the call)
+    kvf_status wstatus;      // a failed write, kept: every later call returns it
+    kvf_err werr;            // its message
+    const char *texts[64];   // the distinct texts held rows point at (class, status, pool,
+    size_t ntexts;           // metric), never freed before the database is closed
 };
 
 static const char *const SCHEMA =
@@ -136,6 +163,7 @@ kvf_status rpt_db_create(rpt_db **out, const char *path, kvf_err *err) {
     *out = NULL;
     if (!path || !*path) return kvf_fail(err, KVF_EINVAL, "results database: empty path");
     rpt_db *db = kvf_calloc(1, sizeof *db);
+    db->background = true;
     db->path = kvf_strdup(path);
     kvf_status s = KVF_OK;
     remove_db_files(path);
@@ -178,24 +206,30 @@ fail:
     return s;
 }
 
-static kvf_status drain_requests(rpt_db *db, kvf_err *err);
+static kvf_status sync_rows(rpt_db *db, kvf_err *err);
+static kvf_status join_writer(rpt_db *db, kvf_err *err);
 
 kvf_status rpt_db_flush(rpt_db *db, kvf_err *err) {
     if (!db) return KVF_OK;
-    kvf_status s = drain_requests(db, err);
-    kvf_status c = db_commit(db, err);
-    return s ? s : c;
+    kvf_status s = sync_rows(db, err);
+    if (s) return s;
+    return db_commit(db, err);
 }
 
 kvf_status rpt_db_close(rpt_db *db, kvf_err *err) {
     if (!db) return KVF_OK;
     kvf_status s = KVF_OK;
     if (db->h) {
-        s = drain_requests(db, err);
-        kvf_status c = db_commit(db, err);
+        s = sync_rows(db, err);
+        kvf_status c = db_commit(db, s ? NULL : err);   // what was written stays
+
         if (!s) s = c;
     }
-    free(db->rq);
+    join_writer(db, NULL);   // a failed close above leaves no thread behind
+    free(db->cur.rq);
+    free(db->cur.ts);
+    free(db->out.rq);
+    free(db->out.ts);
     for (size_t i = 0; i < db->ntexts; i++)
         free((char *)db->texts[i]);
     sqlite3_finalize(db->st_run);
@@ -211,11 +245,15 @@ kvf_status rpt_db_close(rpt_db *db, kvf_err *err) {
 }
 
 void *rpt_db_handle(rpt_db *db) {
-    return db ? db->h : NULL;
+    if (!db) return NULL;
+    sync_rows(db, NULL);   // a failure stays kept for the next call
+    return db->h;
 }
 
 kvf_status rpt_db_run_set(rpt_db *db, const char *key, const char *value, kvf_err *err) {
-    kvf_status s = db_row(db, err);
+    kvf_status s = sync_rows(db, err);
+    if (s) return s;
+    s = db_row(db, err);
     if (s) return s;
     bind_text(db->st_run, 1, key);
     bind_text(db->st_run, 2, value);
@@ -223,7 +261,9 @@ kvf_status rpt_db_run_set(rpt_db *db, const char *key, const char *value, kvf_er
 }
 
 kvf_status rpt_db_summary_set(rpt_db *db, const char *key, double value, kvf_err *err) {
-    kvf_status s = db_row(db, err);
+    kvf_status s = sync_rows(db, err);
+    if (s) return s;
+    s = db_row(db, err);
     if (s) return s;
     bind_text(db->st_sum, 1, key);
     bind_real(db->st_sum, 2, value);
@@ -231,7 +271,9 @@ kvf_status rpt_db_summary_set(rpt_db *db, const char *key, double value, kvf_err
 }
 
 kvf_status rpt_db_summary_set_text(rpt_db *db, const char *key, const char *value, kvf_err *err) {
-    kvf_status s = db_row(db, err);
+    kvf_status s = sync_rows(db, err);
+    if (s) return s;
+    s = db_row(db, err);
     if (s) return s;
     bind_text(db->st_sum, 1, key);
     bind_text(db->st_sum, 2, value);
@@ -298,51 +340,128 @@ static int cmp_held(const void *a, const void *b) {
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-// The held rows inserted by id (equal ids in write order), in the open transaction.
-static kvf_status drain_requests(rpt_db *db, kvf_err *err) {
-    size_t n = db->nrq;
-    db->nrq = 0;
+static kvf_status insert_timeseries(rpt_db *db, const ts_row *t, kvf_err *err) {
+    kvf_status s = db_row(db, err);
+    if (s) return s;
+    sqlite3_stmt *st = db->st_ts;
+    bind_real(st, 1, t->t_s);
+    bind_text(st, 2, t->pool);
+    sqlite3_bind_int(st, 3, t->instance);
+    bind_text(st, 4, t->metric);
+    bind_real(st, 5, t->value);
+    return db_step(db, st, err, "timeseries table");
+}
+
+// A batch written in the open transaction: its time-series rows in order, then its request
+// rows by id (equal ids in write order); left empty.
+static kvf_status write_batch(rpt_db *db, batch *b, kvf_err *err) {
+    kvf_status s = KVF_OK;
+    for (size_t i = 0; i < b->nts && !s; i++)
+        s = insert_timeseries(db, &b->ts[i], err);
+    size_t n = b->nrq;
     bool sorted = true;
     for (size_t i = 1; i < n && sorted; i++)
-        sorted = db->rq[i - 1].r.id < db->rq[i].r.id;
-    if (!sorted) qsort(db->rq, n, sizeof db->rq[0], cmp_held);
-    kvf_status s = KVF_OK;
+        sorted = b->rq[i - 1].r.id < b->rq[i].r.id;
+    if (!sorted && !s) qsort(b->rq, n, sizeof b->rq[0], cmp_held);
     size_t i = 0;
     for (; i + REQ_ROWS <= n && !s; i += REQ_ROWS)
-        s = insert_requests(db, db->rq + i, err);
+        s = insert_requests(db, b->rq + i, err);
     for (; i < n && !s; i++)
-        s = insert_request(db, &db->rq[i].r, err);
+        s = insert_request(db, &b->rq[i].r, err);
+    b->nrq = b->nts = 0;
     return s;
 }
 
+// write_batch keeping its failure for every later call.
+static kvf_status write_kept(rpt_db *db, batch *b, kvf_err *err) {
+    kvf_status s = write_batch(db, b, &db->werr);
+    if (s) {
+        db->wstatus = s;
+        if (err) *err = db->werr;
+    }
+    return s;
+}
+
+static void *writer_main(void *arg) {
+    rpt_db *db = arg;
+    db->wstatus = write_batch(db, &db->out, &db->werr);
+    return NULL;
+}
+
+// Waits for the batch in flight; the kept failure, if any, into err.
+static kvf_status join_writer(rpt_db *db, kvf_err *err) {
+    if (db->writing) {
+        pthread_join(db->writer, NULL);
+        db->writing = false;
+    }
+    if (db->wstatus) {
+        if (err) *err = db->werr;
+        return db->wstatus;
+    }
+    return KVF_OK;
+}
+
+// Hands the batch being filled to a writer thread (after the one in flight), or writes it
+// here when batches are written in the call or no thread can be started.
+static kvf_status hand_over(rpt_db *db, kvf_err *err) {
+    kvf_status s = join_writer(db, err);
+    if (s) return s;
+    if (!db->background) return write_kept(db, &db->cur, err);
+    batch t = db->out;
+    db->out = db->cur;
+    db->cur = t;
+    db->writing = pthread_create(&db->writer, NULL, writer_main, db) == 0;
+    return db->writing ? KVF_OK : write_kept(db, &db->out, err);
+}
+
+// Everything held written, in this thread: the connection is the caller's after it.
+static kvf_status sync_rows(rpt_db *db, kvf_err *err) {
+    kvf_status s = join_writer(db, err);
+    return s ? s : write_kept(db, &db->cur, err);
+}
+
+void rpt_db_background(rpt_db *db, bool on) {
+    if (db) db->background = on;
+}
+
 kvf_status rpt_db_request(rpt_db *db, const rpt_request_row *r, kvf_err *err) {
+    if (!db->writing && db->wstatus)
+        return join_writer(db, err);   // wstatus is the writer's while writing
     bool ok = true;
     rpt_request_row row = *r;
     row.cls = keep_text(db, r->cls, &ok);
     row.status = keep_text(db, r->status, &ok);
     if (!ok) {   // more distinct texts than the table keeps: in order, then this one
-        kvf_status s = drain_requests(db, err);
+        kvf_status s = sync_rows(db, err);
         return s ? s : insert_request(db, r, err);
     }
-    if (db->nrq == db->caprq) {
-        db->caprq = db->caprq ? db->caprq * 2 : 1024;
-        db->rq = kvf_realloc(db->rq, db->caprq * sizeof db->rq[0]);
+    batch *b = &db->cur;
+    if (b->nrq == b->caprq) {
+        b->caprq = b->caprq ? b->caprq * 2 : 1024;
+        b->rq = kvf_realloc(b->rq, b->caprq * sizeof b->rq[0]);
     }
-    db->rq[db->nrq] = (held_row){row, db->nrq};
-    db->nrq++;
-    if (db->nrq >= RPT_DB_BATCH) return drain_requests(db, err);
+    b->rq[b->nrq] = (held_row){row, b->nrq};
+    b->nrq++;
+    if (b->nrq + b->nts >= RPT_DB_BATCH) return hand_over(db, err);
     return KVF_OK;
 }
 
 kvf_status rpt_db_timeseries(rpt_db *db, double t_s, const char *pool, int32_t instance,
                              const char *metric, double value, kvf_err *err) {
-    kvf_status s = db_row(db, err);
-    if (s) return s;
-    sqlite3_stmt *st = db->st_ts;
-    bind_real(st, 1, t_s);
-    bind_text(st, 2, pool);
-    sqlite3_bind_int(st, 3, instance);
-    bind_text(st, 4, metric);
-    bind_real(st, 5, value);
-    return db_step(db, st, err, "timeseries table");
+    if (!db->writing && db->wstatus)
+        return join_writer(db, err);   // wstatus is the writer's while writing
+    bool ok = true;
+    ts_row t = {t_s, value, keep_text(db, pool, &ok), keep_text(db, metric, &ok), instance};
+    if (!ok) {
+        kvf_status s = sync_rows(db, err);
+        return s ? s : insert_timeseries(db, &(ts_row){t_s, value, pool, metric, instance}, err);
+    }
+    batch *b = &db->cur;
+    if (b->nts == b->capts) {
+        b->capts = b->capts ? b->capts * 2 : 1024;
+        b->ts = kvf_realloc(b->ts, b->capts * sizeof b->ts[0]);
+    }
+    b->ts[b->nts++] = t;
+    if (b->nrq + b->nts >= RPT_DB_BATCH) return hand_over(db, err);
+    return KVF_OK;
 }

@@ -197,6 +197,81 @@ START_TEST(test_db_request_rows_any_order) {
 }
 END_TEST
 
+// Rows written by the writer thread (the default) and in the call leave the same tables: the
+// same request rows (scattered ids, some twice, the later kept), time-series rows with the
+// same rowids, run and summary keys set between batches, a flush in the middle, and more
+// distinct texts than the database keeps (the rest written in the call, after what is held).
+static void fill_db(rpt_db *db) {
+    kvf_err err = {0};
+    const uint64_t n = 50000;
+    char pool[16], metric[16], cls[16];
+    for (uint64_t k = 0; k < n + n / 7; k++) {
+        uint64_t id = k < n ? (k * 7919) % n : (k - n) * 7;
+        snprintf(cls, sizeof cls, "c%d", (int)(id % 9));
+        rpt_request_row r = {.id = id,
+                             .cls = cls,
+                             .session = id / 3,
+                             .arrival_s = (double)id * 0.25,
+                             .input_tokens = (uint32_t)(k % 997),
+                             .output_tokens = k < n ? 5 : 2,
+                             .decode_instance = (int32_t)(k % 13),
+                             .ttft_s = k % 5 ? 0.125 * (double)(k % 11) : NAN,
+                             .status = k < n ? "completed" : "unfinished"};
+        ck_assert_int_eq(rpt_db_request(db, &r, &err), KVF_OK);
+        if (k % 3 == 0) {
+            // 70 distinct metrics at the end: past the kept texts
+            snprintf(pool, sizeof pool, "p%d", (int)(k % 5));
+            snprintf(metric, sizeof metric, "m%02d", k > n ? (int)(k % 70) : (int)(k % 12));
+            ck_assert_int_eq(rpt_db_timeseries(db, (double)k * 0.1, pool, (int32_t)(k % 4) - 1,
+                                               metric, k % 17 ? (double)k : NAN, &err),
+                             KVF_OK);
+            memset(metric, 'z', sizeof metric - 1);
+        }
+        if (k == 23456) ck_assert_int_eq(rpt_db_summary_set(db, "half", 0.5, &err), KVF_OK);
+        if (k == 34567) ck_assert_int_eq(rpt_db_run_set(db, "at", "34567", &err), KVF_OK);
+        if (k == 45678) ck_assert_int_eq(rpt_db_flush(db, &err), KVF_OK);
+    }
+    ck_assert_int_eq(rpt_db_close(db, &err), KVF_OK);
+}
+
+START_TEST(test_db_background_same_rows) {
+    char path[512], path2[600];
+    rpt_db *db = tmp_db(path, sizeof path);   // rows by the writer thread
+    fill_db(db);
+    snprintf(path2, sizeof path2, "%s/sync.db", tmpdir);
+    kvf_err err = {0};
+    ck_assert_int_eq(rpt_db_create(&db, path2, &err), KVF_OK);
+    rpt_db_background(db, false);   // rows in the call
+    fill_db(db);
+    sqlite3 *h;
+    ck_assert_int_eq(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    char sql[800];
+    snprintf(sql, sizeof sql, "ATTACH '%s' AS s", path2);
+    ck_assert_int_eq(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
+    ck_assert_int_eq(q_int(h, "SELECT count(*) FROM request"), 50000);
+    ck_assert_int_eq(q_int(h, "SELECT count(*) FROM timeseries"), (50000 + 50000 / 7 + 2) / 3);
+    ck_assert_int_eq(q_int(h, "SELECT count(DISTINCT metric) FROM timeseries"), 70);
+    // time-series rows in the order they were written (t_s grows with it)
+    ck_assert_int_eq(q_int(h, "SELECT count(*) FROM timeseries a JOIN timeseries b"
+                              " ON b.rowid = a.rowid + 1 WHERE b.t_s <= a.t_s"),
+                     0);
+    const char *tables[] = {"request", "timeseries", "summary", "run"};
+    for (int i = 0; i < 4; i++) {
+        // both ways, timeseries with its rowids (the order rows went in)
+        snprintf(sql, sizeof sql,
+                 "SELECT (SELECT count(*) FROM s.%s) - (SELECT count(*) FROM main.%s)"
+                 " + (SELECT count(*) FROM (SELECT rowid, * FROM main.%s EXCEPT"
+                 " SELECT rowid, * FROM s.%s))",
+                 tables[i], tables[i], tables[i], tables[i]);
+        ck_assert_msg(q_int(h, sql) == 0, "%s differs", tables[i]);
+    }
+    ck_assert_int_eq(q_int(h, "SELECT count(*) FROM request WHERE status = 'unfinished'"),
+                     50000 / 7);
+    sqlite3_close(h);
+    rm_tmp();
+}
+END_TEST
+
 START_TEST(test_db_bad_path_names_it) {
     kvf_err err = {0};
     rpt_db *db = (rpt_db *)1;
@@ -1382,6 +1457,7 @@ static Suite *suite(void) {
     TCase *t = tcase_create("db");
     tcase_add_test(t, test_db_rows_and_nulls);
     tcase_add_test(t, test_db_request_rows_any_order);
+    tcase_add_test(t, test_db_background_same_rows);
     tcase_add_test(t, test_db_bad_path_names_it);
     tcase_add_test(t, test_db_flush_makes_rows_visible);
     suite_add_tcase(s, t);
