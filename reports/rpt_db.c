@@ -20,6 +20,7 @@
 // A writer's failure is kept and returned by every later call.
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,10 +223,8 @@ kvf_status rpt_db_close(rpt_db *db, kvf_err *err) {
     if (db->h) {
         s = sync_rows(db, err);
         kvf_status c = db_commit(db, s ? NULL : err);   // what was written stays
-
         if (!s) s = c;
     }
-    join_writer(db, NULL);   // a failed close above leaves no thread behind
     free(db->cur.rq);
     free(db->cur.ts);
     free(db->out.rq);
@@ -410,7 +409,12 @@ static kvf_status hand_over(rpt_db *db, kvf_err *err) {
     batch t = db->out;
     db->out = db->cur;
     db->cur = t;
+    // the writer takes no signals: a run's SIGINT/SIGTERM handler runs in the caller's thread
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     db->writing = pthread_create(&db->writer, NULL, writer_main, db) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     return db->writing ? KVF_OK : write_kept(db, &db->out, err);
 }
 

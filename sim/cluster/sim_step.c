@@ -232,25 +232,18 @@ static bool run_cost_at_once(sim_cluster *c, sim_inst *in, sim_pool *p, uint32_t
     int64_t add = serving_step_ns(c, (double)d1.n);
     sim_time mask =
         in->n_structured ? (sim_time)(in->n_structured * c->cfg->decoding.structured_mask_ns) : 0;
-    if (add >= 0) {
-        // every step at least 1 ns already (ns >= 1): only the longest needs the bound's check
-        int64_t hi = 0, am = add + mask;
-        sim_time end = in->run_end[0];
-        for (uint32_t j = 1; j < m; j++) {
-            int64_t t = ns[j - 1];
-            hi = t > hi ? t : hi;
-            end += t + am;
-            in->run_end[j] = end;
-        }
-        if (hi + add > (int64_t)MDL_MAX_STEP_NS) step_too_long(c);
-    } else {
-        for (uint32_t j = 1; j < m; j++) {
-            int64_t t = ns[j - 1] + add;
-            if (t > (int64_t)MDL_MAX_STEP_NS) step_too_long(c);
-            if (t < 1) t = 1;
-            in->run_end[j] = in->run_end[j - 1] + t + mask;
-        }
+    // add >= 0 (the serving keys are range-checked) and every ns >= 1, so no step needs
+    // step_cost's clamp to 1 ns and only the longest the bound's check
+    KVF_ASSERT(add >= 0);
+    int64_t hi = 0, am = add + mask;
+    sim_time end = in->run_end[0];
+    for (uint32_t j = 1; j < m; j++) {
+        int64_t t = ns[j - 1];
+        hi = t > hi ? t : hi;
+        end += t + am;
+        in->run_end[j] = end;
     }
+    if (hi + add > (int64_t)MDL_MAX_STEP_NS) step_too_long(c);
     memset(in->run_ext + 1, 0, m - 1);
     c->m.steps += m - 1;
     return true;
