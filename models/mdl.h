@@ -249,6 +249,7 @@ typedef struct mdl_hardware {
     double power_idle_w;       // board power idle (powered, no work), W (`power_w.idle`)
     double power_peak_w;       // board power at full load (TDP), W (`power_w.peak`)
     uint32_t scaleup_domain;   // GPUs joined by the scale-up fabric (8 for HGX, 72 for NVL72)
+    uint32_t sms;              // streaming multiprocessors per GPU (0 = not stated)
     char path[1024];           // file it was read from (for messages)
     uint32_t nkrows;           // kernel table rows, in file order
     mdl_krow krows[MDL_KROWS_MAX];
@@ -373,6 +374,8 @@ typedef struct mdl_parallel {
     uint32_t route_nodes;   // node-limited routing: a token's experts lie on at most this
                             // many scale-up domains (DeepSeek-V3: 4); 0 = unlimited
     bool two_batch;         // two micro-batches overlap EP/TP communication with compute
+    uint32_t comm_sms;      // two_batch prefill: SMs the all-to-all kernels hold while compute
+                            // runs beside them (DeepSeek's prefill profile: 24 of 132)
 } mdl_parallel;
 
 // One GPU, tp = ep = 1, no skew.
@@ -493,6 +496,7 @@ typedef struct mdl_work {
     double tokens;                       // tokens through the GEMMs
     double logit_rows;                   // rows of the output projection
     double experts_touched;              // expected distinct routed experts per MoE layer
+    bool decode;                         // a decode batch (one new token per sequence)
 } mdl_work;
 void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w);
 
@@ -561,9 +565,21 @@ typedef struct mdl_ep_comm {
     double nic_bytes, fabric_bytes;     // bytes per GPU per layer (dispatch + combine)
     double nic_s, fabric_s;             // seconds per layer on each link
     double bytes_per_copy;              // hidden x (dispatch + combine element bytes)
+    double disp_share;                  // dispatch's share of those bytes
 } mdl_ep_comm;
 double mdl_ep_comm_time(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
                         const mdl_efficiency *eff, double tokens_per_gpu, mdl_ep_comm *out);
+// The GEMMs outside the routed experts, per GPU: n, k after tensor parallelism, the layers
+// each runs in, and its place in a layer: before attention (q/kv projections), after it (o
+// projection), or the dense layers' FFN. FLOPs per GPU are 2 x rows x n x k x layers.
+// Writes at most MDL_DENSE_GEMMS shapes; returns how many.
+enum { MDL_GEMM_PRE = 0, MDL_GEMM_POST, MDL_GEMM_FFN, MDL_DENSE_GEMMS = 8 };
+typedef struct mdl_gemm_shape {
+    double n, k, layers;
+    const char *what;
+    int role;   // MDL_GEMM_PRE, _POST or _FFN
+} mdl_gemm_shape;
+int mdl_dense_gemms(const mdl_model *m, double tp, mdl_gemm_shape *sh);
 // The roofline's terms before they are summed: per work group max(compute, memory) seconds
 // (the expert group times ep_skew), TP all-reduces and EP dispatch/combine seconds, the share
 // of collectives hidden under compute, fixed overheads. mdl_parts_finish sums them into a
@@ -576,6 +592,13 @@ typedef struct mdl_parts {
     mdl_ep_comm ep;   // one MoE layer's dispatch + combine (roofline)
     double overlap;   // share of collectives hidden under compute
     bool tbo;         // two micro-batches
+    // two micro-batches (mdl_tbo_stages): the split the published schedules overlap by --
+    // EP dispatch's share of ep_comm_s, the pre-attention projections' share of the dense
+    // group and the dense layers' FFN share of it, the shared experts' seconds in the
+    // expert group, and the share of SMs compute keeps while the all-to-alls run (prefill)
+    double ep_disp_s, pre_s, dense_ffn_s, shared_s, sm_share;
+    double moe_share;   // MoE layers / layers: the share of per-layer work beside all-to-alls
+    bool decode;        // a decode batch: low-latency all-to-alls (mdl_tbo_stages_of)
     double fixed_s, host_ns, comm_bytes, ep_skew;
     // the per-GPU terms each group's time is formed from (GPUs, KV replication across TP
     // ranks, weight passes, weight shards per group, achieved HBM bytes/s for weights and KV)
@@ -584,6 +607,26 @@ typedef struct mdl_parts {
 void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
                         const mdl_efficiency *eff, const mdl_work *w, mdl_parts *pp);
 void mdl_parts_finish(const mdl_parts *pp, const mdl_work *w, mdl_step_cost *out);
+// Two micro-batches as DeepSeek's published profiles schedule one MoE layer
+// (deepseek-ai/profile-data, README and assets/decode.jpg, assets/prefill.jpg @ 4496024):
+// with A0 the pre-attention projections, A1 core attention, o projection and the rest of the
+// layer's dense work, S shared experts, E routed experts, D dispatch and C combine (TP
+// all-reduces counted with C), each as the step's total over both micro-batches --
+//   decode (low-latency all-to-alls hold no SMs): [S + A0] beside D, then E alone, then A1
+//     beside C, per micro-batch: exposed = max(0, D - S - A0) + max(0, C - A1);
+//   prefill (normal all-to-alls hold comm_sms of the device's SMs, so every compute kernel
+//     runs on the rest: compute / sm_share): [A + S] beside C, A beside D, E beside D, E + S
+//     beside C over the two micro-batches: exposed = (max(0, C - A - S) + max(0, D - A) +
+//     max(0, D - E) + max(0, C - E - S)) / 2, A = A0 + A1.
+// A0 and A1 count the MoE layers' share only (moe_share): the dense layers' attention and FFN
+// have no all-to-all beside them. `total` is the step's compute (the groups' sum). Returns
+// the seconds of compute and exposed communication: the step less its fixed term.
+typedef struct mdl_tbo_stages {
+    double compute_s;            // total / sm_share
+    double a0, a1, s, e, d, c;   // the schedule's terms (seconds, after the SM share)
+    double exposed_s;            // communication no compute hides
+} mdl_tbo_stages;
+double mdl_tbo_stages_of(const mdl_parts *pp, double total, mdl_tbo_stages *o);
 // Same from precomputed work (fits evaluate one batch under many efficiency factors).
 void mdl_roofline_eval_work(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
                             const mdl_efficiency *eff, const mdl_work *w, mdl_step_cost *out);

@@ -122,6 +122,7 @@ static const field hw_fields[] = {
     HF(nic_Bps, F_DBL, 0),
     {"power_w", F_POWER, offsetof(mdl_hardware, power_idle_w), 0},
     HF(scaleup_domain, F_U32, F_POS),
+    HF(sms, F_U32, 0),
     HF(kernels, F_KROWS, 0),
 };
 #undef HF

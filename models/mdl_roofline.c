@@ -52,6 +52,7 @@ void mdl_parallel_default(mdl_parallel *p) {
     p->ep_skew = 1.0;
     p->route_nodes = 0;
     p->two_batch = false;
+    p->comm_sms = 0;
 }
 
 // Normalised copy: gpus >= 1, 1 <= tp, ep <= gpus, skew >= 1.
@@ -65,6 +66,7 @@ static mdl_parallel par_norm(const mdl_parallel *in) {
     p.ep_skew = in->ep_skew > 1.0 ? in->ep_skew : 1.0;
     p.route_nodes = in->route_nodes;
     p.two_batch = in->two_batch;
+    p.comm_sms = in->comm_sms;
     return p;
 }
 
@@ -394,6 +396,7 @@ static void attn_work(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
 void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
     KVF_ASSERT(m && b && w && (b->n == 0 || b->seqs));
     memset(w, 0, sizeof *w);
+    w->decode = b->phase == MDL_DECODE;
     double act_elem = 2.0;   // the residual stream and its collectives move in bf16
     if (b->phase == MDL_VISION) {
         // The vision encoder as 2 FLOPs per parameter per image token; its attention over the
@@ -510,6 +513,7 @@ double mdl_ep_comm_time(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
                                                        : m->weight_bytes_per_param;
     double disp_elem = KVF_MIN(mdl_prec_bytes(mdl_model_gemm_precision(m, ebpp)), act_elem);
     o->bytes_per_copy = m->hidden * (disp_elem + act_elem);
+    o->disp_share = disp_elem / (disp_elem + act_elem);
     double fabric = hw->scaleup_Bps / 2 * ce;   // unidirectional, achieved
     double nic = (hw->nic_Bps > 0 ? hw->nic_Bps : hw->scaleup_Bps / 2) * ce;
     if (p.ep <= domain) {
@@ -528,6 +532,34 @@ double mdl_ep_comm_time(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
     return 2 * eff.comm_latency_ns * 1e-9 + KVF_MAX(o->nic_s, o->fabric_s);
 }
 
+int mdl_dense_gemms(const mdl_model *m, double tp, mdl_gemm_shape *sh) {
+    int n = 0;
+    double h = m->hidden, L = m->layers, hd = m->head_dim, H = m->heads;
+    if (m->attention == MDL_ATTN_MLA || m->attention == MDL_ATTN_DSA) {
+        double qk = hd + m->rope_dim;
+        if (m->q_lora_rank) {
+            // the down projections are replicated under TP (every rank needs the latents)
+            sh[n++] = (mdl_gemm_shape){m->q_lora_rank + m->kv_lora_rank + m->rope_dim, h, L,
+                                       "q_a+kv_a projection", MDL_GEMM_PRE};
+            sh[n++] =
+                (mdl_gemm_shape){H * qk / tp, m->q_lora_rank, L, "q_b projection", MDL_GEMM_PRE};
+        }
+        sh[n++] = (mdl_gemm_shape){H * 2 * hd / tp, m->kv_lora_rank, L,
+                                   "kv_b projection (absorbed)", MDL_GEMM_PRE};
+        sh[n++] = (mdl_gemm_shape){h, H * hd / tp, L, "o projection", MDL_GEMM_POST};
+    } else if (m->attention == MDL_ATTN_GQA) {
+        double kv = KVF_MAX(m->kv_heads / tp, 1.0);   // KV heads replicated past tp = kv_heads
+        sh[n++] = (mdl_gemm_shape){(H / tp + 2 * kv) * hd, h, L, "qkv projection", MDL_GEMM_PRE};
+        sh[n++] = (mdl_gemm_shape){h, H * hd / tp, L, "o projection", MDL_GEMM_POST};
+    }
+    double dl = (double)m->layers - m->moe_layers;
+    if (m->ffn && dl > 0) {
+        sh[n++] = (mdl_gemm_shape){2.0 * m->ffn / tp, h, dl, "dense FFN gate+up", MDL_GEMM_FFN};
+        sh[n++] = (mdl_gemm_shape){h, m->ffn / tp, dl, "dense FFN down", MDL_GEMM_FFN};
+    }
+    return n;
+}
+
 // One work group's max(compute, memory) seconds from the terms mdl_roofline_parts set in pp
 // (the expert group times ep_skew); a group without work keeps 0.
 static void group_term(mdl_parts *pp, const mdl_work *w, int g) {
@@ -543,6 +575,57 @@ static void group_term(mdl_parts *pp, const mdl_work *w, int g) {
     pp->tc[g] = tc;
     pp->tm[g] = tm;
     pp->group_s[g] = t;
+}
+
+// The terms two micro-batches are scheduled by (mdl_tbo_stages_of), from the roofline's
+// groups: the dense group split by FLOPs into the pre-attention projections and the dense
+// layers' FFN, the expert group's shared experts by their share of the experts a token
+// passes, and the SMs compute keeps beside prefill's all-to-alls.
+static void tbo_split(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *p,
+                      const mdl_work *w, mdl_parts *pp) {
+    mdl_gemm_shape sh[MDL_DENSE_GEMMS];
+    int ns = mdl_dense_gemms(m, p->tp, sh);
+    double pre_f = 0, ffn_f = 0, df = w->flops[MDL_WG_DENSE];
+    for (int i = 0; i < ns; i++) {
+        double f = 2.0 * w->tokens * p->tp * sh[i].n * sh[i].k * sh[i].layers;
+        if (sh[i].role == MDL_GEMM_PRE) pre_f += f;
+        if (sh[i].role == MDL_GEMM_FFN) ffn_f += f;
+    }
+    if (df > 0) {
+        double fp = KVF_MIN(pre_f / df, 1.0), ff = KVF_MIN(ffn_f / df, 1.0 - fp);
+        pp->pre_s = pp->group_s[MDL_WG_DENSE] * fp;
+        pp->dense_ffn_s = pp->group_s[MDL_WG_DENSE] * ff;
+    }
+    double per_tok = (double)m->experts_active + m->shared_experts;
+    if (per_tok > 0) pp->shared_s = pp->group_s[MDL_WG_EXPERT] * m->shared_experts / per_tok;
+    if (!w->decode && hw->sms > 0 && p->comm_sms > 0 && p->comm_sms < hw->sms)
+        pp->sm_share = (double)(hw->sms - p->comm_sms) / hw->sms;
+}
+
+static double pos(double x) {
+    return x > 0 ? x : 0;
+}
+
+double mdl_tbo_stages_of(const mdl_parts *pp, double total, mdl_tbo_stages *o) {
+    KVF_ASSERT(pp && o);
+    memset(o, 0, sizeof *o);
+    double k = pp->sm_share > 0 && pp->sm_share < 1 ? 1 / pp->sm_share : 1;
+    double dense = pp->group_s[MDL_WG_DENSE], exp = pp->group_s[MDL_WG_EXPERT];
+    double attn = pos(total - dense - exp), r = pp->moe_share;
+    o->compute_s = total * k;
+    o->s = pp->shared_s * k;
+    o->e = pos(exp - pp->shared_s) * k;
+    o->a0 = r * pp->pre_s * k;
+    o->a1 = r * pos(attn + dense - pp->pre_s - pp->dense_ffn_s) * k;
+    o->d = pp->ep_disp_s;
+    o->c = pos(pp->ep_comm_s - pp->ep_disp_s) + pp->tp_comm_s;
+    double a = o->a0 + o->a1;
+    if (pp->decode)
+        o->exposed_s = pos(o->d - o->s - o->a0) + pos(o->c - o->a1);
+    else
+        o->exposed_s =
+            (pos(o->c - a - o->s) + pos(o->d - a) + pos(o->d - o->e) + pos(o->c - o->e - o->s)) / 2;
+    return o->compute_s + o->exposed_s;
 }
 
 void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par_in,
@@ -604,12 +687,22 @@ void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
     if (text && p.ep > 1 && m->moe_layers) {
         double t1 = mdl_ep_comm_time(m, hw, &p, &eff, w->tokens / G, &pp->ep);
         pp->ep_comm_s = m->moe_layers * t1 * p.ep_skew;
+        // dispatch: one collective latency and its share of the bytes
+        pp->ep_disp_s = m->moe_layers * p.ep_skew *
+                        (eff.comm_latency_ns * 1e-9 +
+                         KVF_MAX(pp->ep.nic_s, pp->ep.fabric_s) * pp->ep.disp_share);
         pp->comm_bytes += m->moe_layers * (pp->ep.nic_bytes + pp->ep.fabric_bytes) * G;
     }
     // Collectives hidden under compute (two micro-batches, as DeepSeek's serving does): at
     // most the overlap share of them, and never more than the compute there is.
     pp->overlap = eff.comm_overlap > 0 ? KVF_MIN(eff.comm_overlap, 1.0) : 0;
-    if (pp->tbo) pp->overlap = 1;
+    pp->decode = w->decode;
+    pp->moe_share = m->layers ? (double)m->moe_layers / m->layers : 0;
+    pp->sm_share = 1;
+    if (pp->tbo) {
+        pp->overlap = 1;
+        tbo_split(m, hw, &p, w, pp);
+    }
     pp->fixed_s = eff.step_overhead_ns * 1e-9 +
                   (text ? launches * m->layers * eff.layer_overhead_ns * 1e-9 : 0);
     pp->host_ns = eff.step_overhead_ns;
@@ -643,11 +736,17 @@ static void acc_finish(const mdl_parts *pp, const parts_acc *a, mdl_step_cost *o
     out->compute_bound = a->compute_bound;
     out->flops = a->flops;
     out->bytes = a->bytes;
-    double comm_s = 0;
-    comm_s += pp->tp_comm_s;
-    comm_s += pp->ep_comm_s;
-    comm_s -= KVF_MIN(comm_s * pp->overlap, a->total);
-    double s = a->total + comm_s + pp->fixed_s;
+    double comm_s = 0, s;
+    if (pp->tbo) {
+        mdl_tbo_stages st;
+        s = mdl_tbo_stages_of(pp, a->total, &st) + pp->fixed_s;
+        comm_s = st.exposed_s;
+    } else {
+        comm_s += pp->tp_comm_s;
+        comm_s += pp->ep_comm_s;
+        comm_s -= KVF_MIN(comm_s * pp->overlap, a->total);
+        s = a->total + comm_s + pp->fixed_s;
+    }
     out->ns = mdl_ns(s * 1e9);
     if (out->ns < 1) out->ns = 1;
     out->comm_ns = comm_s != 0 ? mdl_ns(comm_s * 1e9) : 0;
@@ -897,7 +996,8 @@ static bool roofline_cost_run(mdl_stepper *s, const mdl_decode_sum *d0, const md
     rl_memo *mm = memo_of(r, &b, &k, &made);   // the memo for this sequence count
     if (!made) memo_step(r, mm, d0, &k);
     ns[0] = k.ns;
-    bool plain = mm->valid && !r->ak.dsa;
+    // two micro-batches: the schedule's stages (mdl_tbo_stages_of), step by step
+    bool plain = mm->valid && !r->ak.dsa && !mm->pp.tbo;
     for (int i = 0; plain && i < mm->n_attn; i++)
         plain = mm->attn[i] == MDL_WG_ATTN_FULL || mm->attn[i] == MDL_WG_ATTN_WINDOW;
     if (plain) {

@@ -514,38 +514,7 @@ static const hit NOHIT = {-1, -1};
 
 // ---- the model's shapes and kinds ----------------------------------------------------------
 
-// One GEMM outside the routed experts, per GPU: n, k after tensor parallelism, the layers it
-// runs in. FLOPs per GPU are 2 x rows x n x k x layers.
-typedef struct gemm_shape {
-    double n, k, layers;
-    const char *what;
-} gemm_shape;
-
-static int dense_shapes(const mdl_model *m, double tp, gemm_shape *sh) {
-    int n = 0;
-    double h = m->hidden, L = m->layers, hd = m->head_dim, H = m->heads;
-    if (m->attention == MDL_ATTN_MLA || m->attention == MDL_ATTN_DSA) {
-        double qk = hd + m->rope_dim;
-        if (m->q_lora_rank) {
-            // the down projections are replicated under TP (every rank needs the latents)
-            sh[n++] = (gemm_shape){m->q_lora_rank + m->kv_lora_rank + m->rope_dim, h, L,
-                                   "q_a+kv_a projection"};
-            sh[n++] = (gemm_shape){H * qk / tp, m->q_lora_rank, L, "q_b projection"};
-        }
-        sh[n++] = (gemm_shape){H * 2 * hd / tp, m->kv_lora_rank, L, "kv_b projection (absorbed)"};
-        sh[n++] = (gemm_shape){h, H * hd / tp, L, "o projection"};
-    } else if (m->attention == MDL_ATTN_GQA) {
-        double kv = KVF_MAX(m->kv_heads / tp, 1.0);   // KV heads replicated past tp = kv_heads
-        sh[n++] = (gemm_shape){(H / tp + 2 * kv) * hd, h, L, "qkv projection"};
-        sh[n++] = (gemm_shape){h, H * hd / tp, L, "o projection"};
-    }
-    double dl = (double)m->layers - m->moe_layers;
-    if (m->ffn && dl > 0) {
-        sh[n++] = (gemm_shape){2.0 * m->ffn / tp, h, dl, "dense FFN gate+up"};
-        sh[n++] = (gemm_shape){h, m->ffn / tp, dl, "dense FFN down"};
-    }
-    return n;
-}
+typedef mdl_gemm_shape gemm_shape;
 
 // The GEMM, grouped-GEMM and fused-MoE kinds for weights of `wbytes` per parameter: a table
 // answers only the precision it measured -- bf16 rows bf16 weights and inputs, fp8 rows
@@ -597,15 +566,23 @@ static void table_dense(tab *c) {
     const mdl_work *w = c->w;
     if (w->flops[MDL_WG_DENSE] <= 0) return;
     double roof = c->pp->group_s[MDL_WG_DENSE];
-    gemm_shape sh[8];
-    int ns = dense_shapes(c->m, c->p.tp, sh);
+    gemm_shape sh[MDL_DENSE_GEMMS];
+    int ns = mdl_dense_gemms(c->m, c->p.tp, sh);
     double mt = c->T / (c->G / c->p.tp);   // rows of one TP group's GEMMs
     double covered_f = 0, covered_s = 0;
-    for (int i = 0; c->use && i < ns; i++) {
+    // two micro-batches: the pre-attention projections' and dense FFN's seconds (rows where
+    // they have rows, the roofline's share by FLOPs where not)
+    double role_s[3] = {0, 0, 0}, role_uncov_f[3] = {0, 0, 0};
+    for (int i = 0; i < ns; i++) {
         double s, y;
         hit h;
-        if (!gemm_time(c, c->gemm, &sh[i], mt, &s, &y, &h)) continue;
-        covered_f += 2.0 * mt * sh[i].n * sh[i].k * sh[i].layers * c->G;   // all GPUs
+        double f = 2.0 * mt * sh[i].n * sh[i].k * sh[i].layers * c->G;   // all GPUs
+        if (!c->use || !gemm_time(c, c->gemm, &sh[i], mt, &s, &y, &h)) {
+            role_uncov_f[sh[i].role] += f;
+            continue;
+        }
+        role_s[sh[i].role] += s;
+        covered_f += f;
         covered_s += s;
         term_add(c->ex, "  gemm", s, c->hw, h, "%s n=%.0f k=%.0f m=%.0f: %.0f TFLOPS (%s)",
                  sh[i].what, sh[i].n, sh[i].k, mt, y, mdl_kkind_name(c->gemm));
@@ -614,6 +591,13 @@ static void table_dense(tab *c) {
         double frac = KVF_MAX(0.0, 1 - covered_f / w->flops[MDL_WG_DENSE]);
         double rs = roof * frac;   // the roofline's time for what no row covers
         c->pp->group_s[MDL_WG_DENSE] = covered_s + rs;
+        if (c->pp->tbo) {
+            double df = w->flops[MDL_WG_DENSE];
+            c->pp->pre_s =
+                role_s[MDL_GEMM_PRE] + roof * KVF_MIN(role_uncov_f[MDL_GEMM_PRE] / df, 1.0);
+            c->pp->dense_ffn_s =
+                role_s[MDL_GEMM_FFN] + roof * KVF_MIN(role_uncov_f[MDL_GEMM_FFN] / df, 1.0);
+        }
         term_add(c->ex, "  rest", rs, c->hw, NOHIT,
                  "roofline: %.0f%% of dense FLOPs (output projection, router, shapes "
                  "without rows) at the roofline's share",
@@ -647,8 +631,8 @@ static bool shared_time(tab *c, double shared_f, shared_part *sh) {
     if (shared_f <= 0) return true;
     const mdl_model *m = c->m;
     double f = (double)m->expert_ffn * m->shared_experts;
-    gemm_shape gu = {2.0 * f, m->hidden, m->moe_layers, "shared gate+up"};
-    gemm_shape dn = {m->hidden, f, m->moe_layers, "shared down"};
+    gemm_shape gu = {2.0 * f, m->hidden, m->moe_layers, "shared gate+up", MDL_GEMM_POST};
+    gemm_shape dn = {m->hidden, f, m->moe_layers, "shared down", MDL_GEMM_POST};
     double s1, s2;
     hit h2;
     sh->m = c->T / c->G;
@@ -713,6 +697,7 @@ static bool experts_fused(tab *c, double shared_f) {
              mdl_kkind_name(c->e_moe), line);
     shared_term(c, &sh);
     c->pp->group_s[MDL_WG_EXPERT] = (s + sh.s) * c->p.ep_skew;
+    c->pp->shared_s = sh.s * c->p.ep_skew;
     term_add(c->ex, "expert GEMMs", c->pp->group_s[MDL_WG_EXPERT], c->hw, h,
              "%s tp=%.0f ep=%.0f, %.0f tokens in/GPU (%.3g per expert): %.3g TFLOPS (routing, "
              "permutation and grouped GEMMs in one op)%s; x ep_skew %.3g",
@@ -767,6 +752,7 @@ static bool experts_grouped(tab *c, double routed_f, double shared_f) {
     hit_join(&h1, &h2);
     shared_term(c, &sh);
     c->pp->group_s[MDL_WG_EXPERT] = (s + sh.s) * c->p.ep_skew + route + perm;
+    c->pp->shared_s = sh.s * c->p.ep_skew;
     term_add(c->ex, "expert GEMMs", (s + sh.s) * c->p.ep_skew, c->hw, h1,
              "%s m=%.0f tokens/expert: gate+up %.0f, down %.0f TFLOPS%s; x ep_skew %.3g",
              mdl_kkind_name(c->e_grouped), per_exp, y1, y2, sh.s > 0 ? " + shared" : "",
@@ -994,6 +980,7 @@ static void table_ep(tab *c) {
         double bd = tok * copies * h * de, bc = tok * copies * h * ce;
         double td = bd / (gd * 1e9), tc = bc / (gc * 1e9);
         pp->ep_comm_s = m->moe_layers * (td + tc) * c->p.ep_skew;
+        pp->ep_disp_s = m->moe_layers * td * c->p.ep_skew;
         const char *mode = c->decode ? "low_latency" : "normal";
         term_add(c->ex, "EP dispatch", m->moe_layers * td * c->p.ep_skew, c->hw, hd,
                  "ep_dispatch %s ep=%u: %.3g MB/GPU/layer at %.0f GB/s x %u MoE layers", mode,
@@ -1019,11 +1006,32 @@ static void table_close(tab *c, const mdl_step_cost *out) {
     for (int g = 0; g < MDL_WG_COUNT; g++)
         total += pp->group_s[g];
     double comm = pp->tp_comm_s + pp->ep_comm_s;
-    double hidden = KVF_MIN(comm * pp->overlap, total);
-    term_add(c->ex, "overlap", -hidden, c->hw, NOHIT,
-             "%s: hides min(%.0f%% of communication, "
-             "compute)",
-             pp->tbo ? "two micro-batches" : "efficiency.comm_overlap", 100 * pp->overlap);
+    if (pp->tbo) {
+        mdl_tbo_stages st;
+        mdl_tbo_stages_of(pp, total, &st);
+        if (st.compute_s > total)
+            term_add(c->ex, "SM share", st.compute_s - total, c->hw, NOHIT,
+                     "compute on %u of %u SMs beside the all-to-alls (moe.comm_sms %u): x %.3g",
+                     c->hw->sms - c->p.comm_sms, c->hw->sms, c->p.comm_sms, 1 / pp->sm_share);
+        if (pp->decode)
+            term_add(c->ex, "overlap", st.exposed_s - comm, c->hw, NOHIT,
+                     "two micro-batches (decode schedule): dispatch %.3g ms beside shared + "
+                     "pre-attention %.3g ms, combine %.3g beside attention + o proj %.3g; routed "
+                     "experts %.3g alone; %.3g ms exposed",
+                     st.d * 1e3, (st.s + st.a0) * 1e3, st.c * 1e3, st.a1 * 1e3, st.e * 1e3,
+                     st.exposed_s * 1e3);
+        else
+            term_add(c->ex, "overlap", st.exposed_s - comm, c->hw, NOHIT,
+                     "two micro-batches (prefill schedule): dispatch %.3g ms, combine %.3g beside "
+                     "attention %.3g, shared %.3g, routed experts %.3g; %.3g ms exposed",
+                     st.d * 1e3, st.c * 1e3, (st.a0 + st.a1) * 1e3, st.s * 1e3, st.e * 1e3,
+                     st.exposed_s * 1e3);
+    } else {
+        double hidden = KVF_MIN(comm * pp->overlap, total);
+        term_add(c->ex, "overlap", -hidden, c->hw, NOHIT,
+                 "efficiency.comm_overlap: hides min(%.0f%% of communication, compute)",
+                 100 * pp->overlap);
+    }
     term_add(c->ex, "fixed", pp->fixed_s, c->hw, NOHIT, "step overhead + layers x layer overhead%s",
              pp->tbo ? " x 2 micro-batches" : "");
     c->ex->total_s = (double)out->ns * 1e-9;

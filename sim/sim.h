@@ -137,6 +137,7 @@ typedef struct sim_moe_cfg {    // moe.*
     double skew_sd;             // > 0: skew drawn per MoE step, max(1, N(skew, sd))
     uint32_t route_nodes;       // node-limited routing: scale-up domains per token (0 = any)
     bool two_batch;             // two micro-batches overlap communication with compute
+    uint32_t comm_sms;          // two_batch prefill: SMs the all-to-all kernels hold
 } sim_moe_cfg;
 
 typedef struct sim_generate_cfg {   // workload.generate.*: synthetic traffic (trc_gen_options)

@@ -363,7 +363,7 @@ END_TEST
 START_TEST(test_roofline_monotone) {
     const char *models[] = {"llama-3.1-8b", "deepseek-v3", "gpt-oss-120b", "gemma-3-27b"};
     mdl_hardware h = load_hw("h200");
-    mdl_parallel par = {8, 8, 1, 1.0, 0, false};
+    mdl_parallel par = {8, 8, 1, 1.0, 0, false, 0};
     for (int k = 0; k < 4; k++) {
         mdl_model m = load_model(models[k]);
         int64_t prev = 0;
@@ -411,7 +411,7 @@ START_TEST(test_roofline_tp_halves_compute) {
     mdl_efficiency_default(&e);
     mdl_seq s;
     mdl_batch b = one(MDL_PREFILL, &s, 8192, 0);
-    mdl_parallel p4 = {4, 4, 1, 1, 0, false}, p8 = {8, 8, 1, 1, 0, false};
+    mdl_parallel p4 = {4, 4, 1, 1, 0, false, 0}, p8 = {8, 8, 1, 1, 0, false, 0};
     mdl_step_cost c4, c8;
     mdl_roofline_eval(&m, &h, &p4, &e, &b, &c4);
     mdl_roofline_eval(&m, &h, &p8, &e, &b, &c8);
@@ -427,7 +427,7 @@ START_TEST(test_roofline_tp_halves_compute) {
     ck_assert_msg(llabs(c8o.ns - (c8.ns - c8.comm_ns)) <= 1, "overlap %lld vs %lld - %lld",
                   (long long)c8o.ns, (long long)c8.ns, (long long)c8.comm_ns);
     // 1 GPU has no collectives
-    mdl_parallel p1 = {1, 1, 1, 1, 0, false};
+    mdl_parallel p1 = {1, 1, 1, 1, 0, false, 0};
     mdl_step_cost c1;
     mdl_roofline_eval(&m, &h, &p1, &e, &b, &c1);
     ck_assert_int_eq(c1.comm_ns, 0);
@@ -437,7 +437,7 @@ START_TEST(test_roofline_tp_halves_compute) {
     for (int i = 0; i < 256; i++)
         many[i] = (mdl_seq){1, 4096};
     mdl_batch d = {MDL_DECODE, many, 256, 0, NULL};
-    mdl_parallel even = {16, 1, 16, 1.0, 0, false}, skew = {16, 1, 16, 1.5, 0, false};
+    mdl_parallel even = {16, 1, 16, 1.0, 0, false, 0}, skew = {16, 1, 16, 1.5, 0, false, 0};
     mdl_roofline_eval(&ds, &h, &even, &e, &d, &c1);
     mdl_roofline_eval(&ds, &h, &skew, &e, &d, &c4);
     ck_assert_msg(c4.ns > c1.ns, "skew %lld even %lld", (long long)c4.ns, (long long)c1.ns);
@@ -452,7 +452,7 @@ START_TEST(test_kv_capacity) {
     ck_assert_msg(near(cap, expect, 0.01), "cap %.0f vs %.0f", cap, expect);
     mdl_model m70 = load_model("llama-3.1-70b");
     ck_assert_double_eq(mdl_kv_capacity_tokens(&m70, &h, NULL, 0.1), 0);   // 141 GB > 80 GB
-    mdl_parallel p8 = {8, 8, 1, 1, 0, false};
+    mdl_parallel p8 = {8, 8, 1, 1, 0, false, 0};
     expect = (8 * 80e9 * 0.9 - 2 * 70.6e9) / 327680;
     cap = mdl_kv_capacity_tokens(&m70, &h, &p8, 0.1);
     ck_assert_msg(near(cap, expect, 0.01), "70b tp8 cap %.0f vs %.0f", cap, expect);
@@ -831,6 +831,53 @@ START_TEST(test_dsa_against_mla) {
 }
 END_TEST
 
+// Two micro-batches on DeepSeek's published schedules (mdl_tbo_stages_of), by hand: in
+// decode dispatch hides under shared experts + pre-attention projections only, combine under
+// attention + o projection, and the routed experts hide nothing; in prefill each of the four
+// pairs of the schedule hides what its compute covers, on the SMs the all-to-alls leave.
+START_TEST(test_tbo_stages) {
+    mdl_parts pp;
+    memset(&pp, 0, sizeof pp);
+    pp.tbo = true;
+    pp.group_s[MDL_WG_DENSE] = 4.0;    // of which pre-attention 1.0, dense layers' FFN 0.5
+    pp.group_s[MDL_WG_EXPERT] = 5.0;   // of which shared experts 1.0
+    pp.pre_s = 1.0, pp.dense_ffn_s = 0.5, pp.shared_s = 1.0;
+    pp.moe_share = 0.9;   // MoE layers / layers
+    pp.ep_comm_s = 9.0, pp.ep_disp_s = 3.0, pp.tp_comm_s = 0.5;
+    pp.sm_share = 1, pp.decode = true;
+    double total = 15.0;   // 4 + 5 + 6 of attention
+    mdl_tbo_stages st;
+    // A0 = 0.9; A1 = 0.9 x (6 + 4 - 1 - 0.5) = 7.65; S = 1; E = 4; D = 3; C = 6 + 0.5
+    // exposed = (3 - 1.9) + max(0, 6.5 - 7.65) = 1.1
+    ck_assert_msg(near(mdl_tbo_stages_of(&pp, total, &st), 16.1, 1e-12), "decode %.9g",
+                  st.compute_s + st.exposed_s);
+    ck_assert(near(st.a0, 0.9, 1e-12) && near(st.a1, 7.65, 1e-12) && near(st.e, 4, 1e-12));
+    ck_assert(near(st.c, 6.5, 1e-12) && near(st.exposed_s, 1.1, 1e-12));
+    // a combine past its attention shows too: C = 9.5 -> (3 - 1.9) + (9.5 - 7.65) = 2.95
+    pp.tp_comm_s = 3.5;
+    mdl_tbo_stages_of(&pp, total, &st);
+    ck_assert_msg(near(st.exposed_s, 2.95, 1e-12), "decode exposed %.9g", st.exposed_s);
+    // prefill on 108 of 132 SMs: every compute term x 132 / 108
+    pp.tp_comm_s = 0.5, pp.decode = false, pp.sm_share = 108.0 / 132;
+    double k = 132.0 / 108;
+    mdl_tbo_stages_of(&pp, total, &st);
+    double A = (0.9 + 7.65) * k, S = 1 * k, E = 4 * k, D = 3, C = 6.5;
+    double want = (fmax(0, C - A - S) + fmax(0, D - A) + fmax(0, D - E) + fmax(0, C - E - S)) / 2;
+    ck_assert(near(st.compute_s, 15 * k, 1e-12));
+    // only the last pair shows: C - E - S = 6.5 - 6.11
+    ck_assert_msg(near(st.exposed_s, want, 1e-12) && near(want, (6.5 - 5 * k) / 2, 1e-12),
+                  "prefill %.9g", st.exposed_s);
+    // communication-heavy prefill: D = 30, C = 40 -> (40 - A - S) + (30 - A) + (30 - E) +
+    // (40 - E - S), halved
+    pp.ep_comm_s = 69.5, pp.ep_disp_s = 30;
+    mdl_tbo_stages_of(&pp, total, &st);
+    want = ((40 - A - S) + (30 - A) + (30 - E) + (40 - E - S)) / 2;
+    ck_assert_msg(near(st.exposed_s, want, 1e-12), "prefill %.9g vs %.9g", st.exposed_s, want);
+    // = D + C and the work beside no all-to-all (the dense layers' 10 % and FFN: 1.45 x k)
+    ck_assert(near(st.compute_s + st.exposed_s, 70 + 1.45 * k, 1e-12));
+}
+END_TEST
+
 // The table model without tables is the roofline, term for term (to the nanosecond); with the
 // hardware file's tables each term comes from the rows, as recomputed here by hand from the
 // published figures (DeepEP, DeepGEMM, FlashMLA rows of h800.yaml).
@@ -894,12 +941,23 @@ START_TEST(test_table_model_terms) {
     double routed = 2.0 * 12960 * 58 * 8 * ds.expert_params;
     double shared_part = exp->s - (routed * 2 / 3 / (gu * 1e12) + routed / 3 / (dn * 1e12)) / 144;
     ck_assert_msg(shared_part > 0 && shared_part < 0.25 * exp->s, "expert term %.6g", exp->s);
-    // two micro-batches hide communication up to the compute there is
-    double comm = disp->s + comb->s, sum = 0;
-    for (int i = 0; i < ex.n; i++)
-        if (ex.t[i].name[0] != ' ' && strcmp(ex.t[i].name, "overlap")) sum += ex.t[i].s;
-    ck_assert_msg(near(ex.total_s, sum - KVF_MIN(comm, sum - comm - ex.t[ex.n - 1].s), 1e-6),
-                  "total %.6g vs terms %.6g", ex.total_s, sum);
+    // two micro-batches on the decode schedule: the terms add up to the step, the overlap
+    // leaves exposed what its stages do not cover: at least the dispatch past the shared
+    // experts and pre-attention projections (q_a+kv_a, q_b, kv_b rows), at most all of it
+    double comm = disp->s + comb->s, sum = 0, pre = 0, shared = 0;
+    const mdl_term *ov = NULL;
+    for (int i = 0; i < ex.n; i++) {
+        if (ex.t[i].name[0] != ' ') sum += ex.t[i].s;
+        if (!strcmp(ex.t[i].name, "overlap")) ov = &ex.t[i];
+        if (!strcmp(ex.t[i].name, "  shared experts")) shared = ex.t[i].s;
+        if (!strcmp(ex.t[i].name, "  gemm") && strstr(ex.t[i].how, "o projection") == NULL)
+            pre += ex.t[i].s;
+    }
+    ck_assert(ov && strstr(ov->how, "decode schedule") && pre > 0 && shared > 0);
+    ck_assert_msg(near(ex.total_s, sum, 1e-6), "total %.6g vs terms %.6g", ex.total_s, sum);
+    double exposed = comm + ov->s, moe_share = 58.0 / 61;
+    ck_assert_msg(exposed >= disp->s - shared - moe_share * pre - 1e-9 && exposed <= comm,
+                  "exposed %.6g of dispatch %.6g, combine %.6g", exposed, disp->s, comb->s);
     // the same wide batch with varied contexts, listed and as sums, through the table rows
     // (FlashMLA, DeepGEMM, DeepEP): the same nanosecond and no fallback either way; DSA too
     const char *names[] = {"deepseek-v3", "deepseek-v3.2-exp"};
@@ -1583,6 +1641,7 @@ static Suite *models_suite(void) {
     tcase_add_test(t, test_model_kv_bytes_reference);
     tcase_add_test(t, test_model_params_public_figures);
     tcase_add_test(t, test_files_all_load);
+    tcase_add_test(t, test_tbo_stages);
     tcase_add_test(t, test_files_bad_input);
     suite_add_tcase(s, t);
     t = tcase_create("roofline");

@@ -633,6 +633,46 @@ START_TEST(test_large_ep_keys_refused) {
         2);
     ck_assert_msg(strstr(out_buf, "does not limit routing"), "%s", out_buf);
     ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set step_model=tables -q"), 2);
+    // moe.comm_sms: with two micro-batches only, and below the hardware's SMs
+    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set moe.comm_sms=16 -q"), 2);
+    ck_assert_msg(strstr(out_buf, "moe.comm_sms") && strstr(out_buf, "two_batch_overlap only"),
+                  "%s", out_buf);
+    ck_assert_int_eq(kvf("run scenarios/published/deepseek-v3-h800-prefill.yaml "
+                         "--set moe.comm_sms=132 --explain-step --step-phase prefill"),
+                     2);
+    ck_assert_msg(strstr(out_buf, "moe.comm_sms") && strstr(out_buf, "h800 has 132"), "%s",
+                  out_buf);
+}
+END_TEST
+
+// Two micro-batches in prefill: the SMs the all-to-alls hold (moe.comm_sms) slow every compute
+// kernel by sms / (sms - comm_sms); none held, no such term. Decode's low-latency all-to-alls
+// hold none whatever the key says.
+static double explain_ms(const char *args) {
+    ck_assert_int_eq(kvf("run %s --explain-step", args), 0);
+    const char *t = strstr(out_buf, "table model: ");
+    ck_assert_msg(t, "%s", out_buf);
+    return atof(t + strlen("table model: "));
+}
+START_TEST(test_tbo_comm_sms) {
+    const char *pre = "scenarios/published/deepseek-v3-h800-prefill.yaml --step-phase prefill "
+                      "--step-prompt 2180 --step-context 2809 --step-chunks 1";
+    char a[512];
+    snprintf(a, sizeof a, "%s --set moe.comm_sms=0", pre);
+    double none = explain_ms(a);
+    ck_assert_msg(!strstr(out_buf, "SM share"), "%s", out_buf);
+    double dflt = explain_ms(pre);
+    ck_assert_msg(strstr(out_buf, "compute on 108 of 132 SMs"), "%s", out_buf);
+    snprintf(a, sizeof a, "%s --set moe.comm_sms=66", pre);
+    double half = explain_ms(a);
+    ck_assert_msg(strstr(out_buf, "x 2"), "%s", out_buf);
+    ck_assert_msg(none < dflt && dflt < half, "%g %g %g ms", none, dflt, half);
+    const char *dec = "scenarios/published/deepseek-v3-h800-decode.yaml --step-seqs 88 "
+                      "--step-context 4989";
+    snprintf(a, sizeof a, "%s --set moe.comm_sms=66", dec);
+    ck_assert(explain_ms(dec) == explain_ms(a));
+    ck_assert_msg(strstr(out_buf, "decode schedule") && !strstr(out_buf, "SM share"), "%s",
+                  out_buf);
 }
 END_TEST
 
@@ -854,6 +894,7 @@ static Suite *suite(void) {
     tcase_add_test(t, test_large_ep_keys_refused);
     tcase_add_test(t, test_explain_step_144);
     tcase_add_test(t, test_published_points);
+    tcase_add_test(t, test_tbo_comm_sms);
     suite_add_tcase(s, t);
     return s;
 }

@@ -146,6 +146,8 @@ json_t *sim_config_to_json(const sim_config *c) {
         // setting any workload.generate key turns the generator on: write them only when on
         if (!generate && !strncmp(d->key, "workload.generate.", 18)) continue;
         if (sim_key_refused_for_pool(c, d->key)) continue;   // a key that cannot apply is refused
+        // the all-to-alls hold SMs beside compute only with two micro-batches (refused without)
+        if (!c->moe.two_batch && !strcmp(d->key, "moe.comm_sms")) continue;
         const char *leaf = NULL;
         json_t *sec = json_section(root, d->key, &leaf);
         json_object_set_new(sec, leaf, leaf_json(c, d));

@@ -215,6 +215,9 @@ static kvf_status check_pool(const sim_config *c, const sim_pool_cfg *p, const c
 // The large-EP keys apply only to an MoE model whose experts a pool spreads over GPUs
 // (route_nodes: over more than one scale-up domain); anything else is refused.
 static kvf_status check_moe_keys(const sim_config *c, kvf_err *err) {
+    if (!c->moe.two_batch && sim_config_key_given(c, "moe.comm_sms"))
+        return vfail(c, err, "moe.comm_sms",
+                     "applies with moe.two_batch_overlap only (compute beside the all-to-alls)");
     if (!c->moe.route_nodes && !c->moe.two_batch) return KVF_OK;
     const char *key = c->moe.route_nodes ? "moe.route_nodes" : "moe.two_batch_overlap";
     char path[SIM_PATH_MAX + 128], dir[SIM_PATH_MAX + 128];
@@ -236,6 +239,9 @@ static kvf_status check_moe_keys(const sim_config *c, kvf_err *err) {
         if ((uint32_t)ep > max_ep) max_ep = (uint32_t)ep;
     }
     if (max_ep <= 1) return vfail(c, err, key, "needs a pool with expert parallelism (ep > 1)");
+    if (c->moe.two_batch && hw.sms > 0 && c->moe.comm_sms >= hw.sms)
+        return vfail(c, err, "moe.comm_sms", "%u leaves no SM for compute: %s has %u",
+                     c->moe.comm_sms, hw.name, hw.sms);
     if (c->moe.route_nodes) {
         uint32_t dom = hw.scaleup_domain ? hw.scaleup_domain : MDL_SCALEUP_DOMAIN_DEFAULT;
         if (max_ep <= dom)
