@@ -122,6 +122,7 @@ START_TEST(test_validate_mooncake_window) {
     ck_assert_msg(csv, "steps.csv");
     ck_assert_int_eq(kvt_count(csv, "\n") - 1, (int)kvt_num(v, "serve.steps"));
     ck_assert(strstr(csv, "step,kind,start_ms,wall_ms,cpu_ms,decode_seqs"));
+    ck_assert(strstr(csv, ",flag,forward_ms\n"));
     double cpu_sum = 0;
     for (char *l = strchr(csv, '\n'); l && l[1]; l = strchr(l + 1, '\n')) {
         double w = 0, c = 0;
@@ -129,6 +130,12 @@ START_TEST(test_validate_mooncake_window) {
         ck_assert(sscanf(l + 1, "%*d,%15[^,],%*f,%lf,%lf", kind, &w, &c) == 3);
         ck_assert_msg(c > 0 && w > 0, "step without time: %.40s", l + 1);
         cpu_sum += c;
+        // the forward passes are part of the step's wall time (the last field of the row)
+        char *end = strchr(l + 1, '\n');
+        *end = '\0';
+        double fwd = atof(strrchr(l + 1, ',') + 1);
+        *end = '\n';
+        ck_assert_msg(fwd > 0 && fwd <= w + 1e-4, "forward %g of wall %g ms", fwd, w);
     }
     ck_assert(cpu_sum > 0);
     free(csv);
