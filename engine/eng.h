@@ -149,6 +149,9 @@ kvf_status eng_seq_open(eng_engine *e, const int32_t *tokens, uint32_t n, eng_se
                         uint32_t *cached, kvf_err *err);
 // Releases the sequence: its blocks' counts drop; full blocks stay cached (evictable).
 void eng_seq_close(eng_engine *e, eng_seq *s);
+// Takes s's blocks out of the prefix table where s alone holds them, so that closing s frees
+// them instead of leaving them findable (the serving loop's warm-up leaves nothing cached).
+void eng_seq_forget(eng_engine *e, eng_seq *s);
 uint32_t eng_seq_len(const eng_seq *s);   // tokens held in KV
 // Shortens the sequence to n tokens (n <= len), releasing blocks past it.
 void eng_seq_truncate(eng_engine *e, eng_seq *s, uint32_t n);

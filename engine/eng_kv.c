@@ -252,6 +252,13 @@ void eng_seq_commit(eng_engine *e, eng_seq *s, const int32_t *tok, uint32_t n) {
     }
 }
 
+void eng_seq_forget(eng_engine *e, eng_seq *s) {
+    for (uint32_t i = 0; i < s->nblocks; i++) {
+        uint32_t b = s->table[i];
+        if (e->blocks[b].hashed && e->blocks[b].refs == 1) table_remove(e, b);
+    }
+}
+
 void eng_seq_truncate(eng_engine *e, eng_seq *s, uint32_t n) {
     KVF_ASSERT(n <= s->len);
     uint32_t keep = (n + e->bt - 1) / e->bt;

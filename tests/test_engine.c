@@ -580,6 +580,25 @@ START_TEST(test_prefix_blocks_shared_and_freed) {
     eng_seq_close(e, sd);
     eng_kv_stats_get(e, &st);
     ck_assert_uint_eq(st.used, 0);
+    // forgotten before closing: its own blocks are freed, not cached; a block another
+    // sequence shares stays findable
+    uint32_t cached0 = st.cached;
+    int32_t f[40];
+    tokens_fill(f, 40, m.vocab, 123);
+    eng_seq *sf, *sg;
+    ck_assert_int_eq(eng_seq_open(e, f, 40, &sf, &cached, &err), KVF_OK);
+    ck_assert_int_eq(eng_prefill(e, sf, f, 40, NULL, NULL, &err), KVF_OK);
+    ck_assert_int_eq(eng_seq_open(e, f, 16, &sg, &cached, &err), KVF_OK);
+    ck_assert_uint_eq(cached, 12);   // blocks 0-2 attached (the last block is recomputed)
+    eng_seq_forget(e, sf);
+    eng_seq_close(e, sf);
+    eng_seq_close(e, sg);
+    eng_kv_stats_get(e, &st);
+    ck_assert_uint_eq(st.used, 0);
+    ck_assert_uint_le(st.cached, cached0 + 3);
+    ck_assert_int_eq(eng_seq_open(e, f, 40, &sf, &cached, &err), KVF_OK);
+    ck_assert_uint_eq(cached, 12);   // blocks 0-2 only: blocks 3-9 were forgotten
+    eng_seq_close(e, sf);
     eng_destroy(e);
 }
 END_TEST
