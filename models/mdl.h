@@ -217,6 +217,11 @@ typedef enum mdl_kkind {
 // hold by value: sim_run's cluster, on its stack, is about 0.9 MB. order[] and kind_at[] are
 // uint16_t, so the bound stays below 65,536.
 enum { MDL_KROWS_MAX = 1024, MDL_KSRC_MAX = 200, MDL_KSRCS_MAX = 32 };
+// How a fused-MoE row's tokens were spread over the experts when it was measured (`kernels.
+// routing`): evenly (balanced, the default), or a power law over the experts as the database
+// draws it for the model family (AIConfigurator's default workload: alpha 1.2 for generic MoE
+// models such as Qwen3 and Mixtral, 1.01 for DeepSeek's), the hot experts' GPU setting the pace.
+enum { MDL_ROUTE_BALANCED = 0, MDL_ROUTE_POWER_LAW = 1 };
 typedef struct mdl_krow {
     mdl_kkind kind;
     double m, n, k, groups;     // GEMM shape
@@ -230,6 +235,7 @@ typedef struct mdl_krow {
     double experts, topk;       // MoE: routed experts of the model, experts per token
     double hidden, inter, tp;   // MoE: hidden size, expert inner size, expert TP degree
     double kv_bytes;            // decode_gqa, decode_mla: bytes per cached element (2 bf16, 1 fp8)
+    double routing;             // moe_*: tokens over experts as measured (MDL_ROUTE_*)
     double tflops, GBps, us;    // the measured figures (0 = not given)
     int line;                   // line in the hardware file
     uint16_t src;               // index into mdl_hardware.sources
@@ -376,6 +382,7 @@ typedef struct mdl_parallel {
     bool two_batch;         // two micro-batches overlap EP/TP communication with compute
     uint32_t comm_sms;      // two_batch prefill: SMs the all-to-all kernels hold while compute
                             // runs beside them (DeepSeek's prefill profile: 24 of 132)
+    uint8_t routing;        // MDL_ROUTE_*: the fused-MoE rows the table model reads
 } mdl_parallel;
 
 // One GPU, tp = ep = 1, no skew.

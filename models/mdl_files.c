@@ -555,6 +555,14 @@ static kvf_status krow_parse(const char *path, yaml_document_t *doc, yaml_node_t
                     err, KVF_EPARSE,
                     "%s:%d: key 'kernels.attention': expected gqa, mla or dsa, got '%s'", path, kl,
                     val);
+        } else if (kvf_streq(key, "routing")) {
+            if (kvf_streq(val, "power_law"))
+                r->routing = MDL_ROUTE_POWER_LAW;
+            else if (!kvf_streq(val, "balanced"))
+                return kvf_fail(
+                    err, KVF_EPARSE,
+                    "%s:%d: key 'kernels.routing': expected balanced or power_law, got '%s'", path,
+                    kl, val);
         } else if (kvf_streq(key, "mode")) {
             if (kvf_streq(val, "low_latency"))
                 r->low_latency = true;
@@ -570,6 +578,10 @@ static kvf_status krow_parse(const char *path, yaml_document_t *doc, yaml_node_t
     }
     if (r->kind == MDL_K_KINDS)
         return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'kernels': row without 'kind'", path, line);
+    if (strstr(have, " routing ") && r->kind != MDL_K_MOE_BF16 && r->kind != MDL_K_MOE_FP8)
+        return kvf_fail(err, KVF_EPARSE,
+                        "%s:%d: key 'kernels.routing' applies to moe_bf16 and moe_fp8 rows only",
+                        path, line);
     if (!have_source)
         return kvf_fail(err, KVF_EPARSE,
                         "%s:%d: key 'kernels.source' missing: every row names "

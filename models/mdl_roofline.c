@@ -53,6 +53,7 @@ void mdl_parallel_default(mdl_parallel *p) {
     p->route_nodes = 0;
     p->two_batch = false;
     p->comm_sms = 0;
+    p->routing = MDL_ROUTE_BALANCED;
 }
 
 // Normalised copy: gpus >= 1, 1 <= tp, ep <= gpus, skew >= 1.
@@ -67,6 +68,7 @@ static mdl_parallel par_norm(const mdl_parallel *in) {
     p.route_nodes = in->route_nodes;
     p.two_batch = in->two_batch;
     p.comm_sms = in->comm_sms;
+    p.routing = in->routing;
     return p;
 }
 

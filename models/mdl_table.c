@@ -43,7 +43,7 @@
 
 // ---- row index ---------------------------------------------------------------------------
 
-enum { KEY_MAX = 6 };
+enum { KEY_MAX = 7 };
 
 // The columns naming the series a row belongs to; returns how many.
 static int row_key(const mdl_krow *r, double *key) {
@@ -74,8 +74,8 @@ static int row_key(const mdl_krow *r, double *key) {
     case MDL_K_MOE_BF16:
     case MDL_K_MOE_FP8:
         key[0] = r->experts, key[1] = r->topk, key[2] = r->hidden, key[3] = r->inter;
-        key[4] = r->tp, key[5] = r->ep;
-        return 6;
+        key[4] = r->tp, key[5] = r->routing, key[6] = r->ep;
+        return 7;
     case MDL_K_MOE_ROUTING:
         key[0] = r->experts, key[1] = r->topk;
         return 2;
@@ -206,7 +206,7 @@ typedef struct tc_find {
 } tc_find;
 typedef struct tc_bracket {
     mdl_kkind kind;
-    double q[6];           // what was asked (GEMM: n, k; MoE: experts .. tp, ep)
+    double q[KEY_MAX];     // what was asked (GEMM: n, k; MoE: experts .. tp, routing, ep)
     double lo[2], hi[2];   // the bracketing values found (GEMM: n, k; MoE: ep)
     bool ok;
 } tc_bracket;
@@ -452,23 +452,23 @@ static bool look_gemm(const lk *L, mdl_kkind kind, double m, double n, double k,
 
 // Fused-MoE lookup: the series of the model's experts at expert layout (tp, ep), at X tokens;
 // between two measured ep of the same tp, linear in log(ep) (each interpolated at X).
-static bool look_moe(const lk *L, mdl_kkind kind, const double *key5, double ep, double X,
+static bool look_moe(const lk *L, mdl_kkind kind, const double *key6, double ep, double X,
                      double *y, hit *h) {
     const mdl_hardware *hw = L->hw;
-    double key[6] = {key5[0], key5[1], key5[2], key5[3], key5[4], ep};
-    if (look1(L, kind, key, 6, X, FIG_TFLOPS, false, y, h)) return true;
+    double key[7] = {key6[0], key6[1], key6[2], key6[3], key6[4], key6[5], ep};
+    if (look1(L, kind, key, 7, X, FIG_TFLOPS, false, y, h)) return true;
     h->lo = h->hi = -1;
     if (!hw->indexed) return false;
     bool known;
-    tc_bracket *e = bracket_memo(L, kind, key, 6, &known);
+    tc_bracket *e = bracket_memo(L, kind, key, 7, &known);
     double elo = 0, ehi = 0;
     if (known) {
         elo = e->lo[0], ehi = e->hi[0];
     } else {
         for (int i = hw->kind_at[kind]; i < hw->kind_at[kind + 1]; i++) {
             const mdl_krow *r = row_at(hw, i);
-            if (r->experts != key5[0] || r->topk != key5[1] || r->hidden != key5[2] ||
-                r->inter != key5[3] || r->tp != key5[4])
+            if (r->experts != key6[0] || r->topk != key6[1] || r->hidden != key6[2] ||
+                r->inter != key6[3] || r->tp != key6[4] || r->routing != key6[5])
                 continue;
             if (r->ep < ep && r->ep > elo) elo = r->ep;
             if (r->ep > ep && (ehi == 0 || r->ep < ehi)) ehi = r->ep;
@@ -478,10 +478,10 @@ static bool look_moe(const lk *L, mdl_kkind kind, const double *key5, double ep,
     if (elo == 0 || ehi == 0) return false;
     double y0, y1;
     hit h0, h1;
-    key[5] = elo;
-    if (!look1(L, kind, key, 6, X, FIG_TFLOPS, false, &y0, &h0)) return false;
-    key[5] = ehi;
-    if (!look1(L, kind, key, 6, X, FIG_TFLOPS, false, &y1, &h1)) return false;
+    key[6] = elo;
+    if (!look1(L, kind, key, 7, X, FIG_TFLOPS, false, &y0, &h0)) return false;
+    key[6] = ehi;
+    if (!look1(L, kind, key, 7, X, FIG_TFLOPS, false, &y1, &h1)) return false;
     *h = h0;
     hit_join(h, &h1);
     *y = y0 + log(ep / elo) / log(ehi / elo) * (y1 - y0);
@@ -682,7 +682,7 @@ static bool experts_fused(tab *c, double shared_f) {
     if (c->e_moe == MDL_K_KINDS) return false;
     double tp, ep, y;
     moe_layout(&c->p, &tp, &ep);
-    double key[5] = {m->experts, m->experts_active, m->hidden, m->expert_ffn, tp};
+    double key[6] = {m->experts, m->experts_active, m->hidden, m->expert_ffn, tp, c->p.routing};
     double X = c->T * tp * ep / c->G;   // tokens entering the op on each GPU of an expert group
     hit h;
     if (!look_moe(&c->L, c->e_moe, key, ep, X, &y, &h)) return false;

@@ -357,6 +357,13 @@ TRAINING_STEP = (15, 255, 1023, 4095)
 # tokens and 512 to 511, so Llama's 216 (H100) and 502 (H200) sequences per TP group at those
 # contexts lie outside every grid and stay on the roofline.
 PUBLISHED_FP8_KV = (("llama-3.1-70b", (2,)), ("qwen3-235b-a22b", (1,)))
+# The fused-MoE series are imported twice: with tokens spread evenly over the experts
+# (distribution `balanced`) and with the power law AIConfigurator itself prices TensorRT-LLM's
+# MoE layers under by default (sdk/config.py workload_distribution "power_law", its alpha the
+# model family's: 1.2 for generic MoE models, sdk/models/moe.py, which Qwen3 and Mixtral are;
+# 1.01 for DeepSeek's, sdk/models/deepseek.py). The power-law rows carry `routing: power_law`;
+# a scenario reads them with moe.routing: power_law.
+MOE_POWER_LAW = {"experts": {128: "1.2", 8: "1.2", 256: "1.01"}}
 PUBLISHED_STEP = (15, 255, 1023, 2047, 4095)
 MIXTRAL = {"hidden": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128, "ffn": 0,
            "experts": 8, "experts_active": 2, "expert_ffn": 14336, "layers": 32,
@@ -432,6 +439,8 @@ class Source:
 
 
 def fmt(x):
+    if isinstance(x, str):
+        return x
     if isinstance(x, int) or float(x).is_integer():
         return "%d" % x
     return "%.4g" % x
@@ -638,30 +647,35 @@ def moe_rows(src, system, models, hand, stats):
             if kind in hand:
                 continue
             E, k, h, f = md["experts"], md["experts_active"], md["hidden"], md["expert_ffn"]
-            have = {}
-            for r in rows:
-                if (r["moe_dtype"] == dtype and r["distribution"] == "balanced" and
-                        r["hidden_size"] == h and r["inter_size"] == f and
-                        r["num_experts"] == E and r["topk"] == k):
-                    have.setdefault((r["moe_tp_size"], r["moe_ep_size"], r["num_tokens"]),
-                                    (r["latency"], r["kernel_source"]))
-            for tp, ep in layouts:
-                pts = []
-                for t in MOE_TOKENS:
-                    got = have.get((tp, ep, t))
-                    if got:
-                        # each GPU computes its share of the t x k (token, expert) pairs: gate,
-                        # up and down GEMMs, 2 FLOPs per multiply-add
-                        fl = 2.0 * 3 * h * f / tp * t * k / ep
-                        pts.append((t, fl / (got[0] * 1e-3) / 1e12, got))
-                kept, d = monotone(pts)
-                stats["dropped"] += d
-                for t, tf, (lat, ks) in kept:
-                    cite = src.cite(path, system, "%s%s %s balanced" % (dtype, recipe, ks))
-                    out.append(row(kind, [("experts", E), ("topk", k), ("hidden", h),
-                                          ("inter", f), ("tp", tp), ("ep", ep), ("tokens", t),
-                                          ("tflops", round(tf, 3)),
-                                          ("us", round(lat * 1e3, 3))], cite))
+            alpha = MOE_POWER_LAW["experts"][E]
+            for dist, routing in (("balanced", None), ("power_law_" + alpha, "power_law")):
+                have = {}
+                for r in rows:
+                    if (r["moe_dtype"] == dtype and r["distribution"] == dist and
+                            r["hidden_size"] == h and r["inter_size"] == f and
+                            r["num_experts"] == E and r["topk"] == k):
+                        have.setdefault((r["moe_tp_size"], r["moe_ep_size"], r["num_tokens"]),
+                                        (r["latency"], r["kernel_source"]))
+                for tp, ep in layouts:
+                    pts = []
+                    for t in MOE_TOKENS:
+                        got = have.get((tp, ep, t))
+                        if got:
+                            # each GPU computes its share of the t x k (token, expert) pairs:
+                            # gate, up and down GEMMs, 2 FLOPs per multiply-add
+                            fl = 2.0 * 3 * h * f / tp * t * k / ep
+                            pts.append((t, fl / (got[0] * 1e-3) / 1e12, got))
+                    kept, d = monotone(pts)
+                    stats["dropped"] += d
+                    for t, tf, (lat, ks) in kept:
+                        cite = src.cite(path, system, "%s%s %s %s" % (dtype, recipe, ks, dist))
+                        cols = [("experts", E), ("topk", k), ("hidden", h), ("inter", f),
+                                ("tp", tp), ("ep", ep)]
+                        if routing:
+                            cols.append(("routing", routing))
+                        cols += [("tokens", t), ("tflops", round(tf, 3)),
+                                 ("us", round(lat * 1e3, 3))]
+                        out.append(row(kind, cols, cite))
     return out
 
 

@@ -138,6 +138,7 @@ typedef struct sim_moe_cfg {    // moe.*
     uint32_t route_nodes;       // node-limited routing: scale-up domains per token (0 = any)
     bool two_batch;             // two micro-batches overlap communication with compute
     uint32_t comm_sms;          // two_batch prefill: SMs the all-to-all kernels hold
+    int routing;                // MDL_ROUTE_*: which fused-MoE rows the table model reads
 } sim_moe_cfg;
 
 typedef struct sim_generate_cfg {   // workload.generate.*: synthetic traffic (trc_gen_options)

@@ -395,7 +395,7 @@ START_TEST(test_table_rows_by_hand) {
     for (uint32_t i = 0; i < h->nkrows && !mo; i++) {
         const mdl_krow *r = &h->krows[i];
         if (r->kind == MDL_K_MOE_BF16 && r->experts == 128 && r->tp == 1 && r->ep == 8 &&
-            r->tokens == 64)
+            r->tokens == 64 && r->routing == MDL_ROUTE_BALANCED)
             mo = r;
     }
     ck_assert(mo);
@@ -445,7 +445,8 @@ START_TEST(test_table_rows_by_hand) {
     const mdl_krow *e32 = NULL, *e64 = NULL;
     for (uint32_t i = 0; i < gb->nkrows; i++) {
         const mdl_krow *r = &gb->krows[i];
-        if (r->kind != MDL_K_MOE_FP8 || r->experts != 256 || r->tp != 1 || r->tokens != 4096)
+        if (r->kind != MDL_K_MOE_FP8 || r->experts != 256 || r->tp != 1 || r->tokens != 4096 ||
+            r->routing != MDL_ROUTE_BALANCED)   // moe.routing's default
             continue;
         if (r->ep == 32) e32 = r;
         if (r->ep == 64) e64 = r;
@@ -633,6 +634,14 @@ START_TEST(test_large_ep_keys_refused) {
         2);
     ck_assert_msg(strstr(out_buf, "does not limit routing"), "%s", out_buf);
     ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set step_model=tables -q"), 2);
+    // moe.routing: MoE models only, one of its two values
+    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set moe.routing=power_law -q"), 2);
+    ck_assert_msg(strstr(out_buf, "moe.routing") && strstr(out_buf, "MoE models only"), "%s",
+                  out_buf);
+    ck_assert_int_eq(kvf("run scenarios/published/trtllm-h100-qwen3-235b-offline.yaml "
+                         "--set moe.routing=zipf --explain-step"),
+                     2);
+    ck_assert_msg(strstr(out_buf, "balanced|power_law"), "%s", out_buf);
     // moe.comm_sms: with two micro-batches only, and below the hardware's SMs
     ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set moe.comm_sms=16 -q"), 2);
     ck_assert_msg(strstr(out_buf, "moe.comm_sms") && strstr(out_buf, "two_batch_overlap only"),

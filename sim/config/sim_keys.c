@@ -52,6 +52,7 @@ static const char *const prefix_homes[] = {"slice", "free_blocks", NULL};
 static const char *const admissions[] = {"preempt", "reserve", NULL};
 static const char *const overflows[] = {"reject", "truncate", NULL};
 static const char *const buckets[] = {"as_recorded", "spread", NULL};
+static const char *const routings[] = {"balanced", "power_law", NULL};   // MDL_ROUTE_* order
 static const char *const gen_profiles[] = {"chatbot", "agent", "coding", "mixed", NULL};
 static const char *const gen_arrivals[] = {"poisson", "gamma", "diurnal", NULL};
 #define prefill_routers sim_prefill_router_names   // the policy tables of sim_router.c
@@ -117,6 +118,7 @@ const keydef sim_key_table[] = {
     NUM("moe.route_nodes", moe.route_nodes, NT_U32, F_INT, 0, 1 << 20, 1),
     BOOL("moe.two_batch_overlap", moe.two_batch),
     NUM("moe.comm_sms", moe.comm_sms, NT_U32, F_INT, 0, 1024, 1),
+    ENUM("moe.routing", moe.routing, routings),
     STR("workload.trace", workload.trace, F_NULL),
     {"workload.format", K_FMT, 0, 0, OFF(workload.opt.format), SZ(workload.opt.format), 0, 0, 0, 1,
      NULL},

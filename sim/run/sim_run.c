@@ -37,6 +37,7 @@ mdl_parallel sim_pool_parallel(const sim_config *cfg, const mdl_model *m, const 
     par.route_nodes = cfg->moe.route_nodes;
     par.two_batch = cfg->moe.two_batch;
     par.comm_sms = cfg->moe.comm_sms;
+    par.routing = (uint8_t)cfg->moe.routing;
     return par;
 }
 
@@ -49,6 +50,7 @@ kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl
     p.route_nodes = cfg->moe.route_nodes;
     p.two_batch = cfg->moe.two_batch;
     p.comm_sms = cfg->moe.comm_sms;
+    p.routing = (uint8_t)cfg->moe.routing;
     par = &p;
     kvf_status st = KVF_OK;
     if (!strcmp(cfg->step_model, "calibrated")) {
