@@ -29,7 +29,8 @@ typedef struct grid {
 static const uint32_t Q_PT[] = {4, 12, 32, 128, 512}, Q_PC[] = {0, 256, 1024};
 static const uint32_t Q_DB[] = {1, 2, 4, 8, 16, 32}, Q_DC[] = {32, 256, 1024};
 static const uint32_t Q_HB[] = {1, 16};
-static const uint32_t F_PT[] = {4, 8, 16, 32, 64, 128, 256, 512, 1024}, F_PC[] = {0, 128, 512, 2048};
+static const uint32_t F_PT[] = {4, 8, 16, 32, 64, 128, 256, 512, 1024},
+                      F_PC[] = {0, 128, 512, 2048};
 static const uint32_t F_DB[] = {1, 2, 4, 8, 16, 32, 64}, F_DC[] = {32, 128, 512, 2048};
 static const uint32_t F_HB[] = {1, 8, 32};
 // On a GPU, shapes grow: larger chunks and batches.
