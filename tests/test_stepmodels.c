@@ -663,6 +663,28 @@ static double explain_ms(const char *args) {
     ck_assert_msg(t, "%s", out_buf);
     return atof(t + strlen("table model: "));
 }
+// The overlap model against a measured ablation (LMSYS, blog/2025-05-05-large-scale-ep.md, "Two-
+// batch Overlap": decode at 256 tokens per device 25.5 % faster with two micro-batches): the
+// table model's speed-up on the SGLang H100 decode point may come closer to 1.255, never move
+// away from the 1.383 recorded when the published schedules replaced full hiding (1.673).
+START_TEST(test_tbo_gain_vs_ablation) {
+    const char *dec = "scenarios/published/sglang-h100-decode.yaml --step-seqs 256 "
+                      "--step-context 2000";
+    char a[512];
+    double on = explain_ms(dec);
+    snprintf(a, sizeof a, "%s --set moe.two_batch_overlap=false", dec);
+    double off = explain_ms(a), gain = off / on;
+    const double published = 1.255, recorded = 1.383;
+    ck_assert_msg(fabs(gain - published) <= fabs(recorded - published) + 0.005,
+                  "two micro-batches speed the step up %.3fx (%.3f -> %.3f ms); the ablation "
+                  "measured %.3fx, the recorded model %.3fx: moved away",
+                  gain, off, on, published, recorded);
+    if (fabs(gain - published) < fabs(recorded - published) - 0.005)
+        printf("tbo gain %.3fx: closer to the ablation's %.3fx than the recorded %.3fx\n", gain,
+               published, recorded);
+}
+END_TEST
+
 START_TEST(test_tbo_comm_sms) {
     const char *pre = "scenarios/published/deepseek-v3-h800-prefill.yaml --step-phase prefill "
                       "--step-prompt 2180 --step-context 2809 --step-chunks 1";
@@ -904,6 +926,7 @@ static Suite *suite(void) {
     tcase_add_test(t, test_explain_step_144);
     tcase_add_test(t, test_published_points);
     tcase_add_test(t, test_tbo_comm_sms);
+    tcase_add_test(t, test_tbo_gain_vs_ablation);
     suite_add_tcase(s, t);
     return s;
 }
