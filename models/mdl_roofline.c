@@ -701,10 +701,7 @@ void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
     pp->decode = w->decode;
     pp->moe_share = m->layers ? (double)m->moe_layers / m->layers : 0;
     pp->sm_share = 1;
-    if (pp->tbo) {
-        pp->overlap = 1;
-        tbo_split(m, hw, &p, w, pp);
-    }
+    if (pp->tbo) tbo_split(m, hw, &p, w, pp);   // overlap unread: the stages say what hides
     pp->fixed_s = eff.step_overhead_ns * 1e-9 +
                   (text ? launches * m->layers * eff.layer_overhead_ns * 1e-9 : 0);
     pp->host_ns = eff.step_overhead_ns;

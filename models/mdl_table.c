@@ -573,11 +573,11 @@ static void table_dense(tab *c) {
     // two micro-batches: the pre-attention projections' and dense FFN's seconds (rows where
     // they have rows, the roofline's share by FLOPs where not)
     double role_s[3] = {0, 0, 0}, role_uncov_f[3] = {0, 0, 0};
-    for (int i = 0; i < ns; i++) {
+    for (int i = 0; c->use && i < ns; i++) {
         double s, y;
         hit h;
         double f = 2.0 * mt * sh[i].n * sh[i].k * sh[i].layers * c->G;   // all GPUs
-        if (!c->use || !gemm_time(c, c->gemm, &sh[i], mt, &s, &y, &h)) {
+        if (!gemm_time(c, c->gemm, &sh[i], mt, &s, &y, &h)) {
             role_uncov_f[sh[i].role] += f;
             continue;
         }

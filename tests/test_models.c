@@ -1529,7 +1529,8 @@ START_TEST(test_roofline_run_matches_eval) {
                             "gemma-3-27b",  "qwen3-235b-a22b", "deepseek-v3.2-exp"};
     uint64_t x = 0x2545f4914f6cdd1dULL;
     uint64_t steps = 0;
-    for (size_t kk = 0; kk < 4 * sizeof models / sizeof *models; kk++) {
+    // setup 4: two micro-batches (MoE models), whose steps go one by one through the memo
+    for (size_t kk = 0; kk < 5 * sizeof models / sizeof *models; kk++) {
         size_t k = kk % (sizeof models / sizeof *models),
                setup = kk / (sizeof models / sizeof *models);
         mdl_hardware hw = load_hw("h100");
@@ -1538,8 +1539,11 @@ START_TEST(test_roofline_run_matches_eval) {
         uint32_t caps[MDL_CAPS];
         mdl_model_caps(&m, caps);
         uint32_t gpus = setup == 1 ? 6 : setup == 3 ? 1 : 16;
-        mdl_parallel par = {
-            .gpus = gpus, .tp = gpus > 1 ? 2 : 1, .ep = m.experts ? gpus : 1, .ep_skew = 1.1};
+        mdl_parallel par = {.gpus = gpus,
+                            .tp = gpus > 1 ? 2 : 1,
+                            .ep = m.experts ? gpus : 1,
+                            .ep_skew = 1.1,
+                            .two_batch = setup == 4 && m.experts};
         mdl_efficiency eff;
         mdl_efficiency_default(&eff);
         eff.step_overhead_ns = 350e3;   // fixed terms and collectives in every step

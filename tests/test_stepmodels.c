@@ -642,6 +642,15 @@ START_TEST(test_large_ep_keys_refused) {
                          "--set moe.routing=zipf --explain-step"),
                      2);
     ck_assert_msg(strstr(out_buf, "balanced|power_law"), "%s", out_buf);
+    ck_assert_int_eq(kvf("run scenarios/published/trtllm-h100-qwen3-235b-offline.yaml "
+                         "--set step_model=roofline --explain-step"),
+                     2);
+    ck_assert_msg(strstr(out_buf, "moe.routing") && strstr(out_buf, "reads none"), "%s", out_buf);
+    // moe.comm_sms on hardware without an SM count
+    ck_assert_int_eq(kvf("run scenarios/published/sglang-gb200-prefill.yaml --set moe.comm_sms=20 "
+                         "--explain-step --step-phase prefill"),
+                     2);
+    ck_assert_msg(strstr(out_buf, "states no SM count"), "%s", out_buf);
     // moe.comm_sms: with two micro-batches only, and below the hardware's SMs
     ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set moe.comm_sms=16 -q"), 2);
     ck_assert_msg(strstr(out_buf, "moe.comm_sms") && strstr(out_buf, "two_batch_overlap only"),
@@ -812,9 +821,11 @@ static void readme_row(const char *readme, const char *file, double pub, double 
 
 // An offline published point run in full by one step model: output tokens/s per GPU.
 static double offline_tok_s(const char *file, const char *model) {
-    ck_assert_msg(kvf("run scenarios/published/%s --set step_model=%s -o %s/off --force "
+    // routing picks table rows: the other step models run with the default
+    ck_assert_msg(kvf("run scenarios/published/%s --set step_model=%s %s -o %s/off --force "
                       "--no-report -q",
-                      file, model, tmpdir) == 0,
+                      file, model, strcmp(model, "table") ? "--set moe.routing=balanced" : "",
+                      tmpdir) == 0,
                   "%s (%s): %s", file, model, out_buf);
     char p[1200];
     snprintf(p, sizeof p, "%s/off/summary.json", tmpdir);

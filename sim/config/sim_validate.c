@@ -234,6 +234,11 @@ static kvf_status check_moe_keys(const sim_config *c, kvf_err *err) {
     if (mdl_hardware_load(&hw, path, dir, &e2)) return vfail(c, err, "hardware", "%s", e2.msg);
     if (!m.experts)
         return vfail(c, err, key, "applies to MoE models only (%s has no experts)", m.name);
+    if (routing && strcmp(c->step_model, "table"))
+        return vfail(c, err, "moe.routing",
+                     "picks the table step model's fused-MoE rows; step_model %s reads none "
+                     "(step_model: table, or moe.routing: balanced)",
+                     c->step_model);
     const sim_pool_cfg *pools[] = {&c->cluster.prefill, &c->cluster.decode};
     uint32_t max_ep = 0;
     for (int i = 0; i < 2; i++) {
@@ -243,6 +248,11 @@ static kvf_status check_moe_keys(const sim_config *c, kvf_err *err) {
     }
     if (max_ep <= 1 && (c->moe.route_nodes || c->moe.two_batch))
         return vfail(c, err, key, "needs a pool with expert parallelism (ep > 1)");
+    if (c->moe.two_batch && !hw.sms && sim_config_key_given(c, "moe.comm_sms"))
+        return vfail(c, err, "moe.comm_sms",
+                     "%s states no SM count (hardware key sms): no SMs can be held for the "
+                     "all-to-alls",
+                     hw.name);
     if (c->moe.two_batch && hw.sms > 0 && c->moe.comm_sms >= hw.sms)
         return vfail(c, err, "moe.comm_sms", "%u leaves no SM for compute: %s has %u",
                      c->moe.comm_sms, hw.name, hw.sms);
