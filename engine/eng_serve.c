@@ -481,7 +481,7 @@ static void warm_up(eng_engine *e, uint32_t tokens, uint32_t seqs) {
     n = KVF_MIN(n, e->o.max_step_tokens);
     int32_t *t = kvf_malloc((size_t)KVF_MAX(n, seqs) * sizeof *t);
     for (uint32_t i = 0; i < KVF_MAX(n, seqs); i++)
-        t[i] = (int32_t)(1 + i % (m->vocab - 1));
+        t[i] = m->vocab > 1 ? (int32_t)(1 + i % (m->vocab - 1)) : 0;
     eng_seq *s = NULL;
     if (eng_seq_open(e, t, n, &s, NULL, &ignore) == KVF_OK) {
         eng_prefill(e, s, t, n, NULL, NULL, &ignore);

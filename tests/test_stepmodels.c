@@ -651,6 +651,9 @@ START_TEST(test_large_ep_keys_refused) {
                          "--explain-step --step-phase prefill"),
                      2);
     ck_assert_msg(strstr(out_buf, "states no SM count"), "%s", out_buf);
+    ck_assert_int_eq(kvf("run scenarios/published/sglang-gb200-prefill.yaml --set moe.comm_sms=24 "
+                         "--explain-step --step-phase prefill"),
+                     0);   // the default restated (as a recorded configuration does)
     // moe.comm_sms: with two micro-batches only, and below the hardware's SMs
     ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set moe.comm_sms=16 -q"), 2);
     ck_assert_msg(strstr(out_buf, "moe.comm_sms") && strstr(out_buf, "two_batch_overlap only"),

@@ -112,9 +112,7 @@ void sim_config_default(sim_config *c) {
     mdl_efficiency_default(&c->eff);
     c->moe.skew = 1.0;
     c->moe.redundant_experts = 0.0;
-    // DeepEP's normal all-to-all kernels hold 24 of H800's 132 SMs in DeepSeek's prefill
-    // profile (deepseek-ai/profile-data, assets/prefill.jpg)
-    c->moe.comm_sms = 24;
+    c->moe.comm_sms = SIM_COMM_SMS_DEFAULT;
 
     copy_str(c->workload.trace, sizeof c->workload.trace, "traces/data/azure2023_conv.csv");
     trc_options_default(&c->workload.opt);

@@ -248,7 +248,9 @@ static kvf_status check_moe_keys(const sim_config *c, kvf_err *err) {
     }
     if (max_ep <= 1 && (c->moe.route_nodes || c->moe.two_batch))
         return vfail(c, err, key, "needs a pool with expert parallelism (ep > 1)");
-    if (c->moe.two_batch && !hw.sms && sim_config_key_given(c, "moe.comm_sms"))
+    // (the default restated, as a recorded configuration does, is no request)
+    if (c->moe.two_batch && !hw.sms && sim_config_key_given(c, "moe.comm_sms") &&
+        c->moe.comm_sms != SIM_COMM_SMS_DEFAULT)
         return vfail(c, err, "moe.comm_sms",
                      "%s states no SM count (hardware key sms): no SMs can be held for the "
                      "all-to-alls",
