@@ -26,8 +26,11 @@
 //                   prefill_attn rows by sequence length
 //   TP all-reduce   allreduce rows of tp GPUs by message bytes (bus bandwidth)
 //   dispatch/combine ep_dispatch / ep_combine rows of the mode the phase uses (decode:
-//                   low_latency, else normal), interpolated in ep, within 4x of the measured
-//                   tokens per GPU
+//                   low_latency, else normal) at the tokens one call carries (a GPU's, halved
+//                   under two micro-batches), linear in log(ep) between the bracketing ep;
+//                   at one ep log-log in tokens where its rows bracket them, else its nearest
+//                   measured point scaled by the token curve of the nearest ep that has one
+//                   (the kernels' latency floor), else that point's bandwidth within 4x
 // Interpolation is linear in log(x) between the two nearest rows (times: log-log); outside the
 // measured range the term is the roofline's (a fallback). Every step with at least one
 // applicable term answered by the roofline counts in table_fallbacks. Rows are found through
@@ -128,14 +131,14 @@ static double row_x(const mdl_krow *r) {
 // The inner axis of 2-D kinds (0 otherwise).
 static double row_x2(const mdl_krow *r) {
     if (r->kind == MDL_K_DECODE_GQA || r->kind == MDL_K_DECODE_MLA) return r->context;
+    if (r->kind == MDL_K_EP_DISPATCH || r->kind == MDL_K_EP_COMBINE) return r->tokens;
     return r->kind == MDL_K_PREFILL_GQA || r->kind == MDL_K_PREFILL_MLA ? r->seqlen : 0;
 }
 
-// A shape column outside key and axes (grouped: groups; EP: tokens): rows differing in it
-// are not duplicates, but lookups treat them as one point (the first in order).
+// A shape column outside key and axes (grouped: groups): rows differing in it are not
+// duplicates, but lookups treat them as one point (the first in order).
 static double row_extra(const mdl_krow *r) {
     if (r->kind == MDL_K_GROUPED_FP8 || r->kind == MDL_K_GROUPED_BF16) return r->groups;
-    if (r->kind == MDL_K_EP_DISPATCH || r->kind == MDL_K_EP_COMBINE) return r->tokens;
     return 0;
 }
 
@@ -957,18 +960,143 @@ static void table_allreduce(tab *c) {
              "roofline: %.0f ring all-reduces over the scale-up fabric", c->pp->allreduces);
 }
 
+// EP all-to-all rows: series by mode, sorted by ep, each ep's rows by tokens per call. A
+// group of one ep is a "curve" where it measures several token counts (the kernels' latency
+// floor: at few tokens a call takes longer than its bytes at the large-call bandwidth).
+enum { EP_GROUPS = 32 };
+typedef struct ep_group {
+    int a, b;    // index positions of one ep's rows
+    double ep;   // its ep
+} ep_group;
+
+// The groups of the series [a, b), in ep order; how many (at most EP_GROUPS).
+static int ep_groups(const mdl_hardware *hw, int a, int b, ep_group *g) {
+    int n = 0;
+    for (int i = a; i < b && n < EP_GROUPS;) {
+        int j = i;
+        double e = row_x(row_at(hw, i));
+        while (j < b && row_x(row_at(hw, j)) == e)
+            j++;
+        g[n++] = (ep_group){i, j, e};
+        i = j;
+    }
+    return n;
+}
+
+// How the figure of one ep was found: directly on its rows (shape < 0), or at its nearest
+// measured token count t0 scaled by the curve of ep `shape` (0: constant bandwidth).
+typedef struct ep_how {
+    double t0, shape;
+    hit sh;   // the curve's rows used for the scaling
+} ep_how;
+
+// GBps of group k at q tokens per call: interpolated (log-log) on its own rows where they
+// bracket q; else its measured point t0 nearest q (in log) times the ratio a curve gives
+// between q and t0, the curve of the ep nearest k's (in log) whose rows bracket both and which
+// lies on the same side of the scale-up domain (both across nodes, or both within one: the
+// transport differs); else t0's bandwidth when q is within 4x of t0. False otherwise.
+static bool ep_group_gbps(const mdl_hardware *hw, const ep_group *g, int n, int k, double q,
+                          double *y, hit *h, ep_how *how) {
+    how->t0 = 0, how->shape = -1, how->sh = NOHIT;
+    if (run_interp(hw, g[k].a, g[k].b, 1, q, FIG_GBPS, true, y, h)) return true;
+    int near = -1;
+    for (int i = g[k].a; i < g[k].b; i++)
+        if (near < 0 ||
+            fabs(log(row_x2(row_at(hw, i)) / q)) < fabs(log(row_x2(row_at(hw, near)) / q)))
+            near = i;
+    if (near < 0) return false;
+    const mdl_krow *r0 = row_at(hw, near);
+    double t0 = row_x2(r0);
+    if (!(r0->GBps > 0)) return false;
+    h->lo = h->hi = hw->order[near];
+    how->t0 = t0;
+    int best = -1;
+    double yq = 0, yt = 0, dom = hw->scaleup_domain;
+    for (int j = 0; j < n; j++) {
+        double a, b;
+        hit ha, hb;
+        if (j == k || (g[j].ep > dom) != (g[k].ep > dom) ||
+            !run_interp(hw, g[j].a, g[j].b, 1, q, FIG_GBPS, true, &a, &ha) ||
+            !run_interp(hw, g[j].a, g[j].b, 1, t0, FIG_GBPS, true, &b, &hb))
+            continue;
+        if (best < 0 || fabs(log(g[j].ep / g[k].ep)) < fabs(log(g[best].ep / g[k].ep))) {
+            best = j, yq = a, yt = b;
+            how->sh = ha;
+            hit_join(&how->sh, &hb);
+        }
+    }
+    if (best >= 0) {
+        *y = r0->GBps * yq / yt;
+        how->shape = g[best].ep;
+        return true;
+    }
+    if (q < t0 / 4 || q > t0 * 4) return false;
+    *y = r0->GBps;
+    how->shape = 0;
+    return true;
+}
+
+// GBps of an EP all-to-all (kind, mode) at ep and q tokens per call: each bracketing ep's
+// figure (ep_group_gbps), linear in log(ep) between them. `how` describes the lower ep's.
+static bool look_ep(const lk *L, mdl_kkind kind, double mode, double ep, double q, double *y,
+                    hit *h, ep_how *how) {
+    const mdl_hardware *hw = L->hw;
+    int a, b;
+    h->lo = h->hi = -1;
+    ep_group g[EP_GROUPS];
+    if (!(ep > 0 && q > 0) || !series_find(L, kind, &mode, 1, &a, &b)) return false;
+    int n = ep_groups(hw, a, b, g), lo = -1, hi = -1;
+    for (int i = 0; i < n; i++) {
+        if (g[i].ep <= ep * (1 + 1e-9)) lo = i;
+        if (g[i].ep >= ep * (1 - 1e-9)) {
+            hi = i;
+            break;
+        }
+    }
+    if (lo < 0 || hi < 0) return false;
+    double y0, y1;
+    hit h0, h1;
+    ep_how w1;
+    if (!ep_group_gbps(hw, g, n, lo, q, &y0, &h0, how)) return false;
+    *h = h0;
+    if (hi == lo) return (*y = y0), true;
+    if (!ep_group_gbps(hw, g, n, hi, q, &y1, &h1, &w1)) return false;
+    hit_join(h, &h1);
+    hit_join(&how->sh, &w1.sh);
+    double t = log(ep / g[lo].ep) / log(g[hi].ep / g[lo].ep);
+    *y = y0 + t * (y1 - y0);
+    return true;
+}
+
+// Words for how an EP figure was found (the explanation).
+static const char *ep_how_text(const tab *c, const ep_how *w, char *buf, size_t n) {
+    if (w->shape > 0) {
+        int lo = w->sh.lo >= 0 ? c->hw->krows[w->sh.lo].line : 0;
+        int hi = w->sh.hi >= 0 ? c->hw->krows[w->sh.hi].line : 0;
+        snprintf(buf, n,
+                 "; measured at %.0f tokens, scaled by the ep=%.0f token curve (rows %d-%d)", w->t0,
+                 w->shape, KVF_MIN(lo, hi), KVF_MAX(lo, hi));
+    } else if (w->shape == 0)
+        snprintf(buf, n, "; bandwidth measured at %.0f tokens", w->t0);
+    else
+        buf[0] = 0;
+    return buf;
+}
+
+// Dispatch and combine from the rows of the phase's kernels (decode: low_latency, else normal),
+// looked up at the tokens one call carries: a GPU's tokens, split between two micro-batches
+// when they run.
 static void table_ep(tab *c) {
     const mdl_model *m = c->m;
     mdl_parts *pp = c->pp;
     if (pp->ep_comm_s <= 0) return;
     double tok = c->T / c->G, ep = c->p.ep;
-    double key[1] = {c->decode};
-    double gd, gc, t0d;
-    hit hd, hc, hu;
-    if (c->use && look1(&c->L, MDL_K_EP_DISPATCH, key, 1, ep, FIG_GBPS, false, &gd, &hd) &&
-        look1(&c->L, MDL_K_EP_COMBINE, key, 1, ep, FIG_GBPS, false, &gc, &hc) &&
-        look1(&c->L, MDL_K_EP_DISPATCH, key, 1, ep, FIG_TOKENS, false, &t0d, &hu) &&
-        tok >= t0d / 4 && tok <= t0d * 4) {
+    double calls = pp->tbo ? 2 : 1, q = tok / calls;
+    double gd, gc;
+    hit hd, hc;
+    ep_how wd, wc;
+    if (c->use && look_ep(&c->L, MDL_K_EP_DISPATCH, c->decode, ep, q, &gd, &hd, &wd) &&
+        look_ep(&c->L, MDL_K_EP_COMBINE, c->decode, ep, q, &gc, &hc, &wc)) {
         bool fp8 = m->weight_bytes_per_param == 1;
         double k = m->experts_active, h = m->hidden;
         double de = fp8 ? 1 : m->kv_bytes_per_elem, ce = m->kv_bytes_per_elem;
@@ -981,13 +1109,19 @@ static void table_ep(tab *c) {
         double td = bd / (gd * 1e9), tc = bc / (gc * 1e9);
         pp->ep_comm_s = m->moe_layers * (td + tc) * c->p.ep_skew;
         pp->ep_disp_s = m->moe_layers * td * c->p.ep_skew;
+        if (!c->ex) return;
         const char *mode = c->decode ? "low_latency" : "normal";
+        char bufd[160], bufc[160];
         term_add(c->ex, "EP dispatch", m->moe_layers * td * c->p.ep_skew, c->hw, hd,
-                 "ep_dispatch %s ep=%u: %.3g MB/GPU/layer at %.0f GB/s x %u MoE layers", mode,
-                 c->p.ep, bd / 1e6, gd, m->moe_layers);
+                 "ep_dispatch %s ep=%u, %.4g tokens a call: %.3g MB/GPU/layer at %.0f GB/s x %u "
+                 "MoE layers%s",
+                 mode, c->p.ep, q, bd / 1e6, gd, m->moe_layers,
+                 ep_how_text(c, &wd, bufd, sizeof bufd));
         term_add(c->ex, "EP combine", m->moe_layers * tc * c->p.ep_skew, c->hw, hc,
-                 "ep_combine %s ep=%u: %.3g MB/GPU/layer at %.0f GB/s x %u MoE layers", mode,
-                 c->p.ep, bc / 1e6, gc, m->moe_layers);
+                 "ep_combine %s ep=%u, %.4g tokens a call: %.3g MB/GPU/layer at %.0f GB/s x %u "
+                 "MoE layers%s",
+                 mode, c->p.ep, q, bc / 1e6, gc, m->moe_layers,
+                 ep_how_text(c, &wc, bufc, sizeof bufc));
         return;
     }
     fallback(c);

@@ -364,6 +364,20 @@ PUBLISHED_FP8_KV = (("llama-3.1-70b", (2,)), ("qwen3-235b-a22b", (1,)))
 # 1.01 for DeepSeek's, sdk/models/deepseek.py). The power-law rows carry `routing: power_law`;
 # a scenario reads them with moe.routing: power_law.
 MOE_POWER_LAW = {"experts": {128: "1.2", 8: "1.2", 256: "1.01"}}
+# DeepEP's low-latency (decode) all-to-alls by tokens per call: AIConfigurator's SGLang
+# wide-EP table (framework sglang, collected with SGLang 0.5.0's DeepEP, filed under
+# 0.5.6.post2) measured on H100 SXM at DeepSeek-V3's shape (hidden 7,168, top-8, 256 experts)
+# on 2, 4 and 8 nodes of 8 GPUs (EP16, EP32, EP64: across nodes, RDMA-bound as in DeepEP's own
+# table). One node (EP8) is left out: there DeepEP reaches peers over NVLink, a different
+# transport from the pure-RDMA EP8 point of DeepEP's table the files carry. The h200_sxm copy
+# of this table holds the same figures, so h100, h200 and h800 (H100's SMs and 400 Gb/s NIC;
+# these kernels use the NIC) all take the H100 rows. GBps in DeepEP's own convention: dispatch
+# bytes = tokens x top-k x (hidden + hidden/128 x 4) (FP8 with a float scale per 128), combine
+# = tokens x top-k x hidden x 2 (bf16). A (mode, ep, tokens) point the file's hand rows
+# measure (DeepEP's table at 128 tokens) is not imported again.
+DEEPEP = {"system": "h100_sxm", "framework": "sglang", "version": "0.5.6.post2",
+          "hidden": 7168, "topk": 8, "experts": 256, "nodes": (2, 4, 8), "gpus_per_node": 8}
+DEEPEP_INTO = ("h100", "h200", "h800")
 PUBLISHED_STEP = (15, 255, 1023, 2047, 4095)
 MIXTRAL = {"hidden": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128, "ffn": 0,
            "experts": 8, "experts_active": 2, "expert_ffn": 14336, "layers": 32,
@@ -424,8 +438,9 @@ class Source:
     def __init__(self, git_dir, commit):
         self.git_dir, self.commit = git_dir, commit
 
-    def table(self, system, group, name):
-        path = "%s/%s/%s/%s/%s/%s.parquet" % (DATA, system, group, FRAMEWORK, VERSION, name)
+    def table(self, system, group, name, framework=None, version=None):
+        path = "%s/%s/%s/%s/%s/%s.parquet" % (DATA, system, group, framework or FRAMEWORK,
+                                               version or VERSION, name)
         blob = subprocess.run(["git", "--git-dir", self.git_dir, "show", self.commit + ":" + path],
                               stdout=subprocess.PIPE, check=True).stdout
         cols = read_parquet(blob)
@@ -433,9 +448,9 @@ class Source:
         rows = [dict(zip(keys, r)) for r in zip(*[cols[k] for k in keys])]
         return path, rows
 
-    def cite(self, path, system, what):
+    def cite(self, path, system, what, backend=None):
         return "%s %s @ %s, %s, %s, %s" % (REPO, path[len(DATA) + 1:], self.commit[:12], system,
-                                         BACKEND, what)
+                                         backend or BACKEND, what)
 
 
 def fmt(x):
@@ -698,6 +713,47 @@ def allreduce_rows(src, system, hand, stats):
     return out
 
 
+def deepep_rows(src, hand_points):
+    d = DEEPEP
+    path, rows = src.table(d["system"], "comm", "wideep_deepep_ll_perf", d["framework"],
+                           d["version"])
+    h, k = d["hidden"], d["topk"]
+    out = []
+    for kind, col, per_tok in (("ep_dispatch", "dispatch_avg_t_us", h + h / 128 * 4),
+                               ("ep_combine", "combine_avg_t_us", h * 2.0)):
+        for nodes in d["nodes"]:
+            ep = nodes * d["gpus_per_node"]
+            for r in sorted(rows, key=lambda r: r["num_token"]):
+                if (r["op_name"] != "ll" or r["node_num"] != nodes or r["hidden_size"] != h or
+                        r["num_topk"] != k or r["num_experts"] != d["experts"]):
+                    continue
+                t, us = r["num_token"], r[col]
+                if (kind, ep, t) in hand_points:
+                    continue
+                cite = src.cite(path, d["system"], "DeepEP low-latency, %d nodes x %d GPUs" %
+                                (nodes, d["gpus_per_node"]), "SGLang %s" % r["version"])
+                out.append(row(kind, [("mode", "low_latency"), ("ep", ep), ("tokens", t),
+                                      ("GBps", round(t * k * per_tok / (us * 1e-6) / 1e9, 2)),
+                                      ("us", round(us, 3))], cite))
+    return out
+
+
+def ep_points(lines):
+    """(kind, ep, tokens) of the low-latency EP rows outside the imported block."""
+    have, inside = set(), False
+    for ln in lines:
+        if ln.startswith(BEGIN):
+            inside = True
+        elif ln.startswith(END):
+            inside = False
+        elif not inside and re.search(r"kind:\s*ep_(dispatch|combine), mode:\s*low_latency", ln):
+            kind = re.search(r"kind:\s*(\w+)", ln).group(1)
+            ep = int(re.search(r"\bep:\s*(\d+)", ln).group(1))
+            t = int(re.search(r"\btokens:\s*(\d+)", ln).group(1))
+            have.add((kind, ep, t))
+    return have
+
+
 # ---- the hardware files ------------------------------------------------------------------
 
 BEGIN = "  # BEGIN kernels-import (scripts/kernels-import.py; edits between these lines are lost)"
@@ -724,8 +780,8 @@ def hand_series(lines):
     return have
 
 
-def splice(lines, block, commit):
-    head = [BEGIN, "  # %s @ %s, %s tables" % (REPO, commit, BACKEND)]
+def splice(lines, block, commit, what):
+    head = [BEGIN, "  # %s @ %s, %s" % (REPO, commit, what)]
     if BEGIN in lines:
         a, b = lines.index(BEGIN), lines.index(END)
         return lines[:a] + head + block + lines[b:]
@@ -747,26 +803,34 @@ def main():
     models = [(read_model(a.root, n), g, tps, moe) for n, g, tps, moe in MODELS]
     training = [(read_model(a.root, n), {}, tps, ()) for n, tps in TRAINING]
     published = [(read_model(a.root, n), {}, tps, ()) for n, tps in PUBLISHED_FP8_KV]
-    for ours, theirs in SYSTEMS.items():
+    for ours in list(SYSTEMS) + [s for s in DEEPEP_INTO if s not in SYSTEMS]:
+        theirs = SYSTEMS.get(ours)
         path = os.path.join(a.root, "models", "hardware", ours + ".yaml")
         with open(path) as f:
             lines = f.read().rstrip("\n").split("\n")
         hand = hand_series(lines)
         stats = {"dropped": 0}
-        block = (gemm_rows(src, theirs, models, hand, stats) +
-                 decode_rows(src, theirs, models, training, published, hand, stats) +
-                 mla_rows(src, theirs, models, hand, stats) +
-                 prefill_rows(src, theirs, models, hand, stats) +
-                 mla_prefill_rows(src, theirs, models, hand, stats) +
-                 moe_rows(src, theirs, models, hand, stats) +
-                 allreduce_rows(src, theirs, hand, stats))
+        block = []
+        if theirs:
+            block = (gemm_rows(src, theirs, models, hand, stats) +
+                     decode_rows(src, theirs, models, training, published, hand, stats) +
+                     mla_rows(src, theirs, models, hand, stats) +
+                     prefill_rows(src, theirs, models, hand, stats) +
+                     mla_prefill_rows(src, theirs, models, hand, stats) +
+                     moe_rows(src, theirs, models, hand, stats) +
+                     allreduce_rows(src, theirs, hand, stats))
+        if ours in DEEPEP_INTO:
+            block += deepep_rows(src, ep_points(lines))
         print("%s: %d rows from %s (%d left out: a series falling against physics)" %
-              (path, len(block), theirs, stats["dropped"]), file=sys.stderr)
+              (path, len(block), theirs or DEEPEP["system"], stats["dropped"]), file=sys.stderr)
         if a.dry_run:
             print("\n".join(block))
             continue
         with open(path, "w") as f:
-            f.write("\n".join(splice(lines, block, commit)) + "\n")
+            what = " and ".join(([BACKEND + " tables"] if theirs else []) +
+                                (["SGLang's DeepEP low-latency table (H100 SXM)"]
+                                 if ours in DEEPEP_INTO else []))
+            f.write("\n".join(splice(lines, block, commit, what)) + "\n")
 
 
 if __name__ == "__main__":
