@@ -1419,6 +1419,17 @@ static kvf_status check_series(const mdl_hardware *h, int a, int b, kvf_err *err
                                 "%s:%d: kernels row (%s): the same shape as line %d (a duplicate "
                                 "row of one series)",
                                 path, r->line, mdl_kkind_name(r->kind), q->line);
+            // EP all-to-alls: at one ep, a call's time (tokens / GBps: the bytes are in
+            // proportion to the tokens) must not fall as the tokens grow
+            if ((r->kind == MDL_K_EP_DISPATCH || r->kind == MDL_K_EP_COMBINE) && sx &&
+                q->tokens < r->tokens && q->GBps > 0 && r->GBps > 0 &&
+                q->tokens / q->GBps > r->tokens / r->GBps)
+                return kvf_fail(err, KVF_EINVAL,
+                                "%s:%d: kernels row (%s): %.6g tokens at %.6g GB/s take less time "
+                                "than %.6g tokens at %.6g GB/s (line %d) at the same ep; a call's "
+                                "time must not fall as tokens grows",
+                                path, r->line, mdl_kkind_name(r->kind), r->tokens, r->GBps,
+                                q->tokens, q->GBps, q->line);
             if (f == FIG_TOKENS) continue;
             // along one axis at a time: the other axis equal
             int axis = -1;

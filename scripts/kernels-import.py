@@ -713,7 +713,7 @@ def allreduce_rows(src, system, hand, stats):
     return out
 
 
-def deepep_rows(src, hand_points):
+def deepep_rows(src, hand_points, stats):
     d = DEEPEP
     path, rows = src.table(d["system"], "comm", "wideep_deepep_ll_perf", d["framework"],
                            d["version"])
@@ -723,24 +723,33 @@ def deepep_rows(src, hand_points):
                                ("ep_combine", "combine_avg_t_us", h * 2.0)):
         for nodes in d["nodes"]:
             ep = nodes * d["gpus_per_node"]
-            for r in sorted(rows, key=lambda r: r["num_token"]):
-                if (r["op_name"] != "ll" or r["node_num"] != nodes or r["hidden_size"] != h or
-                        r["num_topk"] != k or r["num_experts"] != d["experts"]):
+            # a call's time (tokens / GBps) must not fall as the tokens grow: a point below the
+            # slowest smaller call, measured or by hand, is noise, left out and counted
+            pts = [(t, t / g, None) for (kd, e, t), g in hand_points.items() if (kd, e) == (kind, ep)]
+            for r in rows:
+                if (r["op_name"] == "ll" and r["node_num"] == nodes and r["hidden_size"] == h and
+                        r["num_topk"] == k and r["num_experts"] == d["experts"] and
+                        (kind, ep, r["num_token"]) not in hand_points):
+                    t, us = r["num_token"], r[col]
+                    g = round(t * k * per_tok / (us * 1e-6) / 1e9, 2)
+                    pts.append((t, t / g, (g, us, r["version"])))
+            kept, dropped = monotone(pts)
+            stats["dropped"] += sum(1 for p in pts if p[2] is not None) - \
+                sum(1 for p in kept if p[2] is not None)
+            for t, _, got in kept:
+                if got is None:
                     continue
-                t, us = r["num_token"], r[col]
-                if (kind, ep, t) in hand_points:
-                    continue
+                g, us, version = got
                 cite = src.cite(path, d["system"], "DeepEP low-latency, %d nodes x %d GPUs" %
-                                (nodes, d["gpus_per_node"]), "SGLang %s" % r["version"])
+                                (nodes, d["gpus_per_node"]), "SGLang %s" % version)
                 out.append(row(kind, [("mode", "low_latency"), ("ep", ep), ("tokens", t),
-                                      ("GBps", round(t * k * per_tok / (us * 1e-6) / 1e9, 2)),
-                                      ("us", round(us, 3))], cite))
+                                      ("GBps", g), ("us", round(us, 3))], cite))
     return out
 
 
 def ep_points(lines):
-    """(kind, ep, tokens) of the low-latency EP rows outside the imported block."""
-    have, inside = set(), False
+    """{(kind, ep, tokens): GBps} of the low-latency EP rows outside the imported block."""
+    have, inside = {}, False
     for ln in lines:
         if ln.startswith(BEGIN):
             inside = True
@@ -750,7 +759,7 @@ def ep_points(lines):
             kind = re.search(r"kind:\s*(\w+)", ln).group(1)
             ep = int(re.search(r"\bep:\s*(\d+)", ln).group(1))
             t = int(re.search(r"\btokens:\s*(\d+)", ln).group(1))
-            have.add((kind, ep, t))
+            have[(kind, ep, t)] = float(re.search(r"\bGBps:\s*([\d.e]+)", ln).group(1))
     return have
 
 
@@ -820,7 +829,7 @@ def main():
                      moe_rows(src, theirs, models, hand, stats) +
                      allreduce_rows(src, theirs, hand, stats))
         if ours in DEEPEP_INTO:
-            block += deepep_rows(src, ep_points(lines))
+            block += deepep_rows(src, ep_points(lines), stats)
         print("%s: %d rows from %s (%d left out: a series falling against physics)" %
               (path, len(block), theirs or DEEPEP["system"], stats["dropped"]), file=sys.stderr)
         if a.dry_run:

@@ -145,7 +145,7 @@ START_TEST(test_hw_check) {
     closedir(dir);
     ck_assert_int_ge(n, 8);
     ck_assert_int_eq(kvf("hw check models/hardware/h800.yaml"), 0);
-    ck_assert_msg(strstr(out_buf, "ep_dispatch 46") && strstr(out_buf, "gemm_fp8 18"), "%s",
+    ck_assert_msg(strstr(out_buf, "ep_dispatch 45") && strstr(out_buf, "gemm_fp8 18"), "%s",
                   out_buf);
     // a row above the datasheet peak, and a series that falls as m grows
     snprintf(p, sizeof p, "%s/hw.yaml", tmpdir);
@@ -214,6 +214,10 @@ START_TEST(test_hw_check) {
         {"  - {kind: decode_gqa, heads: 8, kv_heads: 1, head_dim: 128, kv_bytes: 2, batch: 8, us: "
          "20" SRC,
          "hw.yaml:7", "'kernels.context' missing"},
+        {"  - {kind: ep_dispatch, mode: low_latency, ep: 16, tokens: 32, GBps: 20" SRC
+         "  - {kind: ep_dispatch, mode: low_latency, ep: 16, tokens: 64, GBps: 45" SRC
+         "nic_Bps: 50e9\n",
+         "hw.yaml:8", "time must not fall as tokens grows"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char text[2048];
