@@ -963,24 +963,17 @@ static void table_allreduce(tab *c) {
 // EP all-to-all rows: series by mode, sorted by ep, each ep's rows by tokens per call. A
 // group of one ep is a "curve" where it measures several token counts (the kernels' latency
 // floor: at few tokens a call takes longer than its bytes at the large-call bandwidth).
-enum { EP_GROUPS = 32 };
 typedef struct ep_group {
     int a, b;    // index positions of one ep's rows
     double ep;   // its ep
 } ep_group;
 
-// The groups of the series [a, b), in ep order; how many (at most EP_GROUPS).
-static int ep_groups(const mdl_hardware *hw, int a, int b, ep_group *g) {
-    int n = 0;
-    for (int i = a; i < b && n < EP_GROUPS;) {
-        int j = i;
-        double e = row_x(row_at(hw, i));
-        while (j < b && row_x(row_at(hw, j)) == e)
-            j++;
-        g[n++] = (ep_group){i, j, e};
-        i = j;
-    }
-    return n;
+// The group of the series' rows [i, end) that starts at index position i (i < end).
+static ep_group ep_group_at(const mdl_hardware *hw, int i, int end) {
+    ep_group g = {i, i, row_x(row_at(hw, i))};
+    while (g.b < end && row_x(row_at(hw, g.b)) == g.ep)
+        g.b++;
+    return g;
 }
 
 // How the figure of one ep was found: directly on its rows (shape < 0), or at its nearest
@@ -990,44 +983,44 @@ typedef struct ep_how {
     hit sh;   // the curve's rows used for the scaling
 } ep_how;
 
-// GBps of group k at q tokens per call: interpolated (log-log) on its own rows where they
-// bracket q; else its measured point t0 nearest q (in log) times the ratio a curve gives
-// between q and t0, the curve of the ep nearest k's (in log) whose rows bracket both and which
-// lies on the same side of the scale-up domain (both across nodes, or both within one: the
-// transport differs); else t0's bandwidth when q is within 4x of t0. False otherwise.
-static bool ep_group_gbps(const mdl_hardware *hw, const ep_group *g, int n, int k, double q,
+// GBps of group k of the series [a, b) at q tokens per call: interpolated (log-log) on its
+// own rows where they bracket q; else its measured point t0 nearest q (in log) times the ratio
+// a curve gives between q and t0, the curve of the ep nearest k's (in log) whose rows bracket
+// both and which lies on the same side of the scale-up domain (both across nodes, or both
+// within one: the transport differs); else t0's bandwidth when q is within 4x of t0. False
+// otherwise.
+static bool ep_group_gbps(const mdl_hardware *hw, int a, int b, const ep_group *k, double q,
                           double *y, hit *h, ep_how *how) {
     how->t0 = 0, how->shape = -1, how->sh = NOHIT;
-    if (run_interp(hw, g[k].a, g[k].b, 1, q, FIG_GBPS, true, y, h)) return true;
-    int near = -1;
-    for (int i = g[k].a; i < g[k].b; i++)
-        if (near < 0 ||
-            fabs(log(row_x2(row_at(hw, i)) / q)) < fabs(log(row_x2(row_at(hw, near)) / q)))
+    if (run_interp(hw, k->a, k->b, 1, q, FIG_GBPS, true, y, h)) return true;
+    int near = k->a;
+    for (int i = k->a + 1; i < k->b; i++)
+        if (fabs(log(row_x2(row_at(hw, i)) / q)) < fabs(log(row_x2(row_at(hw, near)) / q)))
             near = i;
-    if (near < 0) return false;
     const mdl_krow *r0 = row_at(hw, near);
     double t0 = row_x2(r0);
     if (!(r0->GBps > 0)) return false;
     h->lo = h->hi = hw->order[near];
     how->t0 = t0;
-    int best = -1;
-    double yq = 0, yt = 0, dom = hw->scaleup_domain;
-    for (int j = 0; j < n; j++) {
-        double a, b;
+    double best = -1, yq = 0, yt = 0, dom = hw->scaleup_domain;
+    for (int i = a; i < b;) {
+        ep_group g = ep_group_at(hw, i, b);
+        i = g.b;
+        double ya, yb;
         hit ha, hb;
-        if (j == k || (g[j].ep > dom) != (g[k].ep > dom) ||
-            !run_interp(hw, g[j].a, g[j].b, 1, q, FIG_GBPS, true, &a, &ha) ||
-            !run_interp(hw, g[j].a, g[j].b, 1, t0, FIG_GBPS, true, &b, &hb))
+        if (g.a == k->a || (g.ep > dom) != (k->ep > dom) ||
+            !run_interp(hw, g.a, g.b, 1, q, FIG_GBPS, true, &ya, &ha) ||
+            !run_interp(hw, g.a, g.b, 1, t0, FIG_GBPS, true, &yb, &hb))
             continue;
-        if (best < 0 || fabs(log(g[j].ep / g[k].ep)) < fabs(log(g[best].ep / g[k].ep))) {
-            best = j, yq = a, yt = b;
+        if (best < 0 || fabs(log(g.ep / k->ep)) < fabs(log(best / k->ep))) {
+            best = g.ep, yq = ya, yt = yb;
             how->sh = ha;
             hit_join(&how->sh, &hb);
         }
     }
-    if (best >= 0) {
+    if (best > 0) {
         *y = r0->GBps * yq / yt;
-        how->shape = g[best].ep;
+        how->shape = best;
         return true;
     }
     if (q < t0 / 4 || q > t0 * 4) return false;
@@ -1043,27 +1036,28 @@ static bool look_ep(const lk *L, mdl_kkind kind, double mode, double ep, double 
     const mdl_hardware *hw = L->hw;
     int a, b;
     h->lo = h->hi = -1;
-    ep_group g[EP_GROUPS];
-    if (!(ep > 0 && q > 0) || !series_find(L, kind, &mode, 1, &a, &b)) return false;
-    int n = ep_groups(hw, a, b, g), lo = -1, hi = -1;
-    for (int i = 0; i < n; i++) {
-        if (g[i].ep <= ep * (1 + 1e-9)) lo = i;
-        if (g[i].ep >= ep * (1 - 1e-9)) {
-            hi = i;
+    if (!(ep > 0 && q > 0) || !series_find(L, kind, &mode, 1, &a, &b) || a >= b) return false;
+    ep_group lo = {-1, -1, 0}, hi = {-1, -1, 0};
+    for (int i = a; i < b;) {
+        ep_group g = ep_group_at(hw, i, b);
+        i = g.b;
+        if (g.ep <= ep * (1 + 1e-9)) lo = g;
+        if (g.ep >= ep * (1 - 1e-9)) {
+            hi = g;
             break;
         }
     }
-    if (lo < 0 || hi < 0) return false;
+    if (lo.a < 0 || hi.a < 0) return false;
     double y0, y1;
     hit h0, h1;
     ep_how w1;
-    if (!ep_group_gbps(hw, g, n, lo, q, &y0, &h0, how)) return false;
+    if (!ep_group_gbps(hw, a, b, &lo, q, &y0, &h0, how)) return false;
     *h = h0;
-    if (hi == lo) return (*y = y0), true;
-    if (!ep_group_gbps(hw, g, n, hi, q, &y1, &h1, &w1)) return false;
+    if (hi.a == lo.a) return (*y = y0), true;
+    if (!ep_group_gbps(hw, a, b, &hi, q, &y1, &h1, &w1)) return false;
     hit_join(h, &h1);
     hit_join(&how->sh, &w1.sh);
-    double t = log(ep / g[lo].ep) / log(g[hi].ep / g[lo].ep);
+    double t = log(ep / lo.ep) / log(hi.ep / lo.ep);
     *y = y0 + t * (y1 - y0);
     return true;
 }
