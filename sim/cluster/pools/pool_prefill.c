@@ -22,8 +22,12 @@ void sim_prefill_count_work(sim_cluster *c, const sim_req *r, uint32_t replay) {
     mdl_batch_work(&c->model, &b, &f, &by);
     c->m.prefill_flops += f;
     double f_actual = f;
-    s[0] = (mdl_seq){r->input, 0};
-    mdl_batch_work(&c->model, &b, &f, &by);
+    // without reuse the prompt computes whole from position 0: the same work when nothing was
+    // reused (the common no-cache case), so the second evaluation is skipped then
+    if (r->compute_tokens != r->input || r->cached != replay) {
+        s[0] = (mdl_seq){r->input, 0};
+        mdl_batch_work(&c->model, &b, &f, &by);
+    }
     c->m.prefill_flops_no_reuse += f;
     // without bounded replay, a hit would recompute the window layers over the whole prefix
     double wfrac = c->model.layers ? (double)c->model.window_layers / c->model.layers : 0;
