@@ -208,8 +208,11 @@ START_TEST(test_validate_wrong_profile_fails) {
     // the profile's level against this machine is reported
     ck_assert_msg(kvt_num(v, "noise.profile_drift_pct") < -50, "profile drift %g %%",
                   kvt_num(v, "noise.profile_drift_pct"));
-    // scheduling fidelity does not depend on the profile
-    check_table(json_object_get(v, "scheduling"), "scheduling", 5);
+    // scheduling fidelity does not depend on the profile: the replay of the measured steps
+    // stays within 25 % (8 requests' p50 and p90 on a machine loaded by two busy loops were
+    // measured 5-8 % off, the window test holds 100 requests to 5 %), where replaying the
+    // 100x too slow profile would put them thousands of percent off
+    check_table(json_object_get(v, "scheduling"), "scheduling", 25);
     json_decref(v);
     unlink(bad);
     // a 10x too fast profile: this machine runs its steps slower than it says, which explains a
