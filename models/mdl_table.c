@@ -213,10 +213,21 @@ typedef struct tc_bracket {
     double lo[2], hi[2];   // the bracketing values found (GEMM: n, k; MoE: ep)
     bool ok;
 } tc_bracket;
+// EP all-to-all lookups by their exact inputs (a step's tokens per call recur from step to
+// step): the figure and the rows it came from, a ring of the last TC_EP.
+enum { TC_EP = 8 };
+typedef struct tc_ep {
+    int kind;
+    double mode, ep, q;   // what was asked
+    bool ok;
+    double y, t0, shape;    // the answer: GBps, and how it was found (ep_how)
+    int lo, hi, slo, shi;   // the rows used, and the curve's
+} tc_ep;
 typedef struct tcache {
-    int nf, nb;
+    int nf, nb, ne;
     tc_find f[TC_FIND];
     tc_bracket br[TC_BRACKET];
+    tc_ep ep[TC_EP];
 } tcache;
 
 // Where lookups go: the hardware's rows and the stepper's memo (tc may be NULL).
@@ -1031,8 +1042,8 @@ static bool ep_group_gbps(const mdl_hardware *hw, int a, int b, const ep_group *
 
 // GBps of an EP all-to-all (kind, mode) at ep and q tokens per call: each bracketing ep's
 // figure (ep_group_gbps), linear in log(ep) between them. `how` describes the lower ep's.
-static bool look_ep(const lk *L, mdl_kkind kind, double mode, double ep, double q, double *y,
-                    hit *h, ep_how *how) {
+static bool look_ep_rows(const lk *L, mdl_kkind kind, double mode, double ep, double q, double *y,
+                         hit *h, ep_how *how) {
     const mdl_hardware *hw = L->hw;
     int a, b;
     h->lo = h->hi = -1;
@@ -1060,6 +1071,41 @@ static bool look_ep(const lk *L, mdl_kkind kind, double mode, double ep, double 
     double t = log(ep / lo.ep) / log(hi.ep / lo.ep);
     *y = y0 + t * (y1 - y0);
     return true;
+}
+
+// look_ep_rows through the stepper's memo (the same inputs give the same answer).
+static bool look_ep(const lk *L, mdl_kkind kind, double mode, double ep, double q, double *y,
+                    hit *h, ep_how *how) {
+    tcache *tc = L->tc;
+    if (tc)
+        for (int i = 0; i < TC_EP && i < tc->ne; i++) {
+            const tc_ep *e = &tc->ep[i];
+            if (e->kind == (int)kind && e->mode == mode && e->ep == ep && e->q == q) {
+                *y = e->y;
+                h->lo = e->lo, h->hi = e->hi;
+                how->t0 = e->t0, how->shape = e->shape;
+                how->sh.lo = e->slo, how->sh.hi = e->shi;
+                return e->ok;
+            }
+        }
+    bool ok = look_ep_rows(L, kind, mode, ep, q, y, h, how);
+    if (tc) {
+        tc_ep *e = &tc->ep[tc->ne++ % TC_EP];
+        if (tc->ne >= 2 * TC_EP) tc->ne -= TC_EP;   // stays >= TC_EP once the ring is full
+        *e = (tc_ep){.kind = (int)kind,
+                     .mode = mode,
+                     .ep = ep,
+                     .q = q,
+                     .ok = ok,
+                     .y = ok ? *y : 0,
+                     .t0 = how->t0,
+                     .shape = how->shape,
+                     .lo = h->lo,
+                     .hi = h->hi,
+                     .slo = how->sh.lo,
+                     .shi = how->sh.hi};
+    }
+    return ok;
 }
 
 // Words for how an EP figure was found (the explanation).

@@ -1675,6 +1675,14 @@ START_TEST(test_decode_sums_match_listed) {
             ck_assert_msg(ca.ns == cb.ns && ca.table_fallback == cb.table_fallback,
                           "%s trial %d: table %lld vs %lld ns", models[k], trial, (long long)ca.ns,
                           (long long)cb.ns);
+            // the stepper's memo (series, brackets, EP lookups by their inputs: 40 batch sizes
+            // through a ring of 8) answers as the lookups without one
+            mdl_step_cost cm;
+            bool fb = false;
+            mdl_table_eval(&m, &h800, &wide, NULL, &listed, true, &cm, NULL, &fb);
+            ck_assert_msg(cm.ns == ca.ns && fb == ca.table_fallback,
+                          "%s trial %d: table stepper %lld vs eval %lld ns", models[k], trial,
+                          (long long)ca.ns, (long long)cm.ns);
         }
         mdl_stepper_destroy(roof);
         mdl_stepper_destroy(tab);

@@ -765,6 +765,30 @@ START_TEST(test_ep_token_curve) {
     ck_assert_msg(near(s, L * 64 * per_tok / (r16->GBps * 1e9), 1e-9), "%.9g vs row %g GB/s", s,
                   r16->GBps);
     ck_assert(term_find(&ex, "EP dispatch", "32 tokens a call"));
+    // a stepper remembers EP lookups by their inputs (a ring of 8): steps of 20 batch sizes,
+    // repeated and revisited, cost what the lookups without a memo give
+    static const uint32_t sizes[] = {3,  40, 3,  77, 120, 40,  9,  200, 64, 5,
+                                     31, 77, 17, 90, 3,   150, 25, 40,  11, 240};
+    for (int e = 0; e < 2; e++) {
+        uint32_t epn = e ? 128 : 16;
+        enum { NS = 128 * 240 };
+        static mdl_seq seqs[NS];
+        mdl_parallel par = {.gpus = epn, .tp = 1, .ep = epn, .ep_skew = 1, .two_batch = true};
+        mdl_stepper *st = mdl_table_create(&ds, h, &par, NULL);
+        for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+            uint32_t n = epn * sizes[i];
+            for (uint32_t j = 0; j < n; j++)
+                seqs[j] = (mdl_seq){1, 1000 + (uint32_t)i};
+            mdl_batch b = {.phase = MDL_DECODE, .seqs = seqs, .n = n};
+            mdl_step_cost a, w;
+            bool fb = false;
+            mdl_stepper_cost(st, &b, &a);
+            mdl_table_eval(&ds, h, &par, NULL, &b, true, &w, NULL, &fb);
+            ck_assert_msg(a.ns == w.ns, "ep %u, %u a GPU: stepper %lld vs eval %lld ns", epn,
+                          sizes[i], (long long)a.ns, (long long)w.ns);
+        }
+        mdl_stepper_destroy(st);
+    }
     free(h);
 }
 END_TEST
