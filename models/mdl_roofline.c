@@ -760,12 +760,7 @@ static void acc_finish(const mdl_parts *pp, const parts_acc *a, mdl_step_cost *o
     comm_s += pp->tp_comm_s;
     comm_s += pp->ep_comm_s;
     comm_s -= KVF_MIN(comm_s * pp->overlap, a->total);
-    double s = a->total + comm_s + pp->fixed_s;
-    out->ns = mdl_ns(s * 1e9);
-    if (out->ns < 1) out->ns = 1;
-    out->comm_ns = comm_s != 0 ? mdl_ns(comm_s * 1e9) : 0;
-    out->comm_bytes = pp->comm_bytes;
-    out->host_ns = pp->host_ns != 0 ? mdl_ns(pp->host_ns) : 0;
+    acc_close(pp, a->total + comm_s + pp->fixed_s, comm_s, out);
 }
 
 void mdl_parts_finish(const mdl_parts *pp, const mdl_work *w, mdl_step_cost *out) {

@@ -224,7 +224,7 @@ typedef struct tc_ep {
     int lo, hi, slo, shi;   // the rows used, and the curve's
 } tc_ep;
 typedef struct tcache {
-    int nf, nb, ne;
+    int nf, nb, ne, enext;   // ne: EP entries held (<= TC_EP); enext: the slot written next
     tc_find f[TC_FIND];
     tc_bracket br[TC_BRACKET];
     tc_ep ep[TC_EP];
@@ -356,6 +356,37 @@ static bool look1(const lk *L, mdl_kkind kind, const double *key, int nkey, doub
            run_interp(L->hw, a, b, 0, x, f, log_y, y, h);
 }
 
+// A run of a series' rows sharing one value x of the outer axis (2-D kinds: batch; EP: ep).
+typedef struct outer_run {
+    int a, b;   // index positions of its rows
+    double x;
+} outer_run;
+
+// The run of the rows [i, end) that starts at index position i (i < end).
+static outer_run outer_run_at(const mdl_hardware *hw, int i, int end) {
+    outer_run g = {i, i, row_x(row_at(hw, i))};
+    while (g.b < end && row_x(row_at(hw, g.b)) == g.x)
+        g.b++;
+    return g;
+}
+
+// The runs of the series [a, b) whose outer values bracket x (the same run when one holds x);
+// false outside their range.
+static bool outer_bracket(const mdl_hardware *hw, int a, int b, double x, outer_run *lo,
+                          outer_run *hi) {
+    lo->a = hi->a = -1;
+    for (int i = a; i < b;) {
+        outer_run g = outer_run_at(hw, i, b);
+        i = g.b;
+        if (g.x <= x * (1 + 1e-9)) *lo = g;
+        if (g.x >= x * (1 - 1e-9)) {
+            *hi = g;
+            break;
+        }
+    }
+    return lo->a >= 0 && hi->a >= 0;
+}
+
 // 2-D lookup (decode_gqa, prefill_gqa): bracket x among the series' outer values, interpolate
 // each bracketing sub-run at x2, then across x.
 static bool look2(const lk *L, mdl_kkind kind, const double *key, int nkey, double x, double x2,
@@ -363,29 +394,18 @@ static bool look2(const lk *L, mdl_kkind kind, const double *key, int nkey, doub
     const mdl_hardware *hw = L->hw;
     int a, b;
     h->lo = h->hi = -1;
-    if (!(x > 0 && x2 > 0) || !series_find(L, kind, key, nkey, &a, &b)) return false;
-    int lo_a = -1, lo_b = -1, hi_a = -1, hi_b = -1;
-    for (int i = a; i < b;) {
-        int j = i;
-        double rx = row_x(row_at(hw, i));
-        while (j < b && row_x(row_at(hw, j)) == rx)
-            j++;
-        if (rx <= x * (1 + 1e-9)) lo_a = i, lo_b = j;
-        if (rx >= x * (1 - 1e-9)) {
-            hi_a = i, hi_b = j;
-            break;
-        }
-        i = j;
-    }
-    if (lo_a < 0 || hi_a < 0) return false;
+    outer_run lo, hi;
+    if (!(x > 0 && x2 > 0) || !series_find(L, kind, key, nkey, &a, &b) ||
+        !outer_bracket(hw, a, b, x, &lo, &hi))
+        return false;
     double y0, y1;
     hit h0, h1;
-    if (!run_interp(hw, lo_a, lo_b, 1, x2, f, log_y, &y0, &h0) ||
-        !run_interp(hw, hi_a, hi_b, 1, x2, f, log_y, &y1, &h1))
+    if (!run_interp(hw, lo.a, lo.b, 1, x2, f, log_y, &y0, &h0) ||
+        !run_interp(hw, hi.a, hi.b, 1, x2, f, log_y, &y1, &h1))
         return false;
     *h = h0;
     hit_join(h, &h1);
-    double xa = row_x(row_at(hw, lo_a)), xb = row_x(row_at(hw, hi_a));
+    double xa = lo.x, xb = hi.x;
     if (xa == xb) {
         *y = y0;
         return true;
@@ -971,21 +991,9 @@ static void table_allreduce(tab *c) {
              "roofline: %.0f ring all-reduces over the scale-up fabric", c->pp->allreduces);
 }
 
-// EP all-to-all rows: series by mode, sorted by ep, each ep's rows by tokens per call. A
-// group of one ep is a "curve" where it measures several token counts (the kernels' latency
-// floor: at few tokens a call takes longer than its bytes at the large-call bandwidth).
-typedef struct ep_group {
-    int a, b;    // index positions of one ep's rows
-    double ep;   // its ep
-} ep_group;
-
-// The group of the series' rows [i, end) that starts at index position i (i < end).
-static ep_group ep_group_at(const mdl_hardware *hw, int i, int end) {
-    ep_group g = {i, i, row_x(row_at(hw, i))};
-    while (g.b < end && row_x(row_at(hw, g.b)) == g.ep)
-        g.b++;
-    return g;
-}
+// EP all-to-all rows: series by mode, sorted by ep (the outer runs), each ep's rows by tokens
+// per call. An ep's run is a "curve" where it measures several token counts (the kernels'
+// latency floor: at few tokens a call takes longer than its bytes at the large-call bandwidth).
 
 // How the figure of one ep was found: directly on its rows (shape < 0), or at its nearest
 // measured token count t0 scaled by the curve of ep `shape` (0: constant bandwidth).
@@ -1000,7 +1008,7 @@ typedef struct ep_how {
 // both and which lies on the same side of the scale-up domain (both across nodes, or both
 // within one: the transport differs); else t0's bandwidth when q is within 4x of t0. False
 // otherwise.
-static bool ep_group_gbps(const mdl_hardware *hw, int a, int b, const ep_group *k, double q,
+static bool ep_group_gbps(const mdl_hardware *hw, int a, int b, const outer_run *k, double q,
                           double *y, hit *h, ep_how *how) {
     how->t0 = 0, how->shape = -1, how->sh = NOHIT;
     if (run_interp(hw, k->a, k->b, 1, q, FIG_GBPS, true, y, h)) return true;
@@ -1015,16 +1023,16 @@ static bool ep_group_gbps(const mdl_hardware *hw, int a, int b, const ep_group *
     how->t0 = t0;
     double best = -1, yq = 0, yt = 0, dom = hw->scaleup_domain;
     for (int i = a; i < b;) {
-        ep_group g = ep_group_at(hw, i, b);
+        outer_run g = outer_run_at(hw, i, b);
         i = g.b;
         double ya, yb;
         hit ha, hb;
-        if (g.a == k->a || (g.ep > dom) != (k->ep > dom) ||
+        if (g.a == k->a || (g.x > dom) != (k->x > dom) ||
             !run_interp(hw, g.a, g.b, 1, q, FIG_GBPS, true, &ya, &ha) ||
             !run_interp(hw, g.a, g.b, 1, t0, FIG_GBPS, true, &yb, &hb))
             continue;
-        if (best < 0 || fabs(log(g.ep / k->ep)) < fabs(log(best / k->ep))) {
-            best = g.ep, yq = ya, yt = yb;
+        if (best < 0 || fabs(log(g.x / k->x)) < fabs(log(best / k->x))) {
+            best = g.x, yq = ya, yt = yb;
             how->sh = ha;
             hit_join(&how->sh, &hb);
         }
@@ -1041,24 +1049,17 @@ static bool ep_group_gbps(const mdl_hardware *hw, int a, int b, const ep_group *
 }
 
 // GBps of an EP all-to-all (kind, mode) at ep and q tokens per call: each bracketing ep's
-// figure (ep_group_gbps), linear in log(ep) between them. `how` describes the lower ep's.
+// figure (ep_group_gbps), linear in log(ep) between them. `how` describes the lower ep's, or
+// the upper's where only that one was not read on its own rows.
 static bool look_ep_rows(const lk *L, mdl_kkind kind, double mode, double ep, double q, double *y,
                          hit *h, ep_how *how) {
     const mdl_hardware *hw = L->hw;
     int a, b;
+    outer_run lo, hi;
     h->lo = h->hi = -1;
-    if (!(ep > 0 && q > 0) || !series_find(L, kind, &mode, 1, &a, &b) || a >= b) return false;
-    ep_group lo = {-1, -1, 0}, hi = {-1, -1, 0};
-    for (int i = a; i < b;) {
-        ep_group g = ep_group_at(hw, i, b);
-        i = g.b;
-        if (g.ep <= ep * (1 + 1e-9)) lo = g;
-        if (g.ep >= ep * (1 - 1e-9)) {
-            hi = g;
-            break;
-        }
-    }
-    if (lo.a < 0 || hi.a < 0) return false;
+    if (!(ep > 0 && q > 0) || !series_find(L, kind, &mode, 1, &a, &b) ||
+        !outer_bracket(hw, a, b, ep, &lo, &hi))
+        return false;
     double y0, y1;
     hit h0, h1;
     ep_how w1;
@@ -1067,8 +1068,12 @@ static bool look_ep_rows(const lk *L, mdl_kkind kind, double mode, double ep, do
     if (hi.a == lo.a) return (*y = y0), true;
     if (!ep_group_gbps(hw, a, b, &hi, q, &y1, &h1, &w1)) return false;
     hit_join(h, &h1);
-    hit_join(&how->sh, &w1.sh);
-    double t = log(ep / lo.ep) / log(hi.ep / lo.ep);
+    if (how->shape < 0) {
+        *how = w1;
+    } else {
+        hit_join(&how->sh, &w1.sh);
+    }
+    double t = log(ep / lo.x) / log(hi.x / lo.x);
     *y = y0 + t * (y1 - y0);
     return true;
 }
@@ -1078,7 +1083,7 @@ static bool look_ep(const lk *L, mdl_kkind kind, double mode, double ep, double 
                     hit *h, ep_how *how) {
     tcache *tc = L->tc;
     if (tc)
-        for (int i = 0; i < TC_EP && i < tc->ne; i++) {
+        for (int i = 0; i < tc->ne; i++) {
             const tc_ep *e = &tc->ep[i];
             if (e->kind == (int)kind && e->mode == mode && e->ep == ep && e->q == q) {
                 *y = e->y;
@@ -1090,8 +1095,9 @@ static bool look_ep(const lk *L, mdl_kkind kind, double mode, double ep, double 
         }
     bool ok = look_ep_rows(L, kind, mode, ep, q, y, h, how);
     if (tc) {
-        tc_ep *e = &tc->ep[tc->ne++ % TC_EP];
-        if (tc->ne >= 2 * TC_EP) tc->ne -= TC_EP;   // stays >= TC_EP once the ring is full
+        tc_ep *e = &tc->ep[tc->enext];
+        tc->enext = (tc->enext + 1) % TC_EP;
+        if (tc->ne < TC_EP) tc->ne++;
         *e = (tc_ep){.kind = (int)kind,
                      .mode = mode,
                      .ep = ep,

@@ -378,11 +378,11 @@ MOE_POWER_LAW = {"experts": {128: "1.2", 8: "1.2", 256: "1.01"}}
 DEEPEP = {"system": "h100_sxm", "framework": "sglang", "version": "0.5.6.post2",
           "hidden": 7168, "topk": 8, "experts": 256, "nodes": (2, 4, 8), "gpus_per_node": 8}
 DEEPEP_INTO = ("h100", "h200", "h800")
-# H800 SXM5 is H100 SXM5 with NVLink cut to 400 GB/s: the same SMs, clocks and HBM3. The kinds
-# h800's hand rows (DeepSeek's own kernels measured on H800) lack and that run on one GPU
-# without NVLink are taken from h100_sxm: MLA prefill attention (context_mla_perf), so a
-# DeepSeek prefill step on H800 is priced by measured attention, not the roofline.
-H800_FROM_H100 = {"h800": ("h100_sxm", ("prefill_mla",))}
+# H800 SXM5 is H100 SXM5 with NVLink cut to 400 GB/s: the same SMs, clocks and HBM3. h800's
+# hand rows (DeepSeek's own kernels measured on H800) have no MLA prefill attention, which runs
+# on one GPU without NVLink: it takes h100_sxm's (context_mla_perf), so a DeepSeek prefill step
+# on H800 is priced by measured attention, not the roofline.
+PREFILL_MLA_FROM = {"h800": "h100_sxm"}
 PUBLISHED_STEP = (15, 255, 1023, 2047, 4095)
 MIXTRAL = {"hidden": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128, "ffn": 0,
            "experts": 8, "experts_active": 2, "expert_ffn": 14336, "layers": 32,
@@ -738,7 +738,7 @@ def deepep_rows(src, hand_points, stats):
                     t, us = r["num_token"], r[col]
                     g = round(t * k * per_tok / (us * 1e-6) / 1e9, 2)
                     pts.append((t, t / g, (g, us, r["version"])))
-            kept, dropped = monotone(pts)
+            kept, _ = monotone(pts)
             stats["dropped"] += sum(1 for p in pts if p[2] is not None) - \
                 sum(1 for p in kept if p[2] is not None)
             for t, _, got in kept:
@@ -817,7 +817,8 @@ def main():
     models = [(read_model(a.root, n), g, tps, moe) for n, g, tps, moe in MODELS]
     training = [(read_model(a.root, n), {}, tps, ()) for n, tps in TRAINING]
     published = [(read_model(a.root, n), {}, tps, ()) for n, tps in PUBLISHED_FP8_KV]
-    for ours in list(SYSTEMS) + [s for s in DEEPEP_INTO if s not in SYSTEMS]:
+    extra = [s for s in list(DEEPEP_INTO) + list(PREFILL_MLA_FROM) if s not in SYSTEMS]
+    for ours in list(SYSTEMS) + sorted(set(extra), key=extra.index):
         theirs = SYSTEMS.get(ours)
         path = os.path.join(a.root, "models", "hardware", ours + ".yaml")
         with open(path) as f:
@@ -833,10 +834,8 @@ def main():
                      mla_prefill_rows(src, theirs, models, hand, stats) +
                      moe_rows(src, theirs, models, hand, stats) +
                      allreduce_rows(src, theirs, hand, stats))
-        if ours in H800_FROM_H100:
-            sysname, kinds = H800_FROM_H100[ours]
-            if "prefill_mla" in kinds:
-                block += mla_prefill_rows(src, sysname, models, hand, stats)
+        if ours in PREFILL_MLA_FROM:
+            block += mla_prefill_rows(src, PREFILL_MLA_FROM[ours], models, hand, stats)
         if ours in DEEPEP_INTO:
             block += deepep_rows(src, ep_points(lines), stats)
         print("%s: %d rows from %s (%d left out: a series falling against physics)" %
@@ -846,9 +845,8 @@ def main():
             continue
         with open(path, "w") as f:
             what = " and ".join(([BACKEND + " tables"] if theirs else []) +
-                                (["H100 SXM's %s (%s)" % (", ".join(H800_FROM_H100[ours][1]),
-                                                           BACKEND)]
-                                 if ours in H800_FROM_H100 else []) +
+                                (["H100 SXM's prefill_mla (%s)" % BACKEND]
+                                 if ours in PREFILL_MLA_FROM else []) +
                                 (["SGLang's DeepEP low-latency table (H100 SXM)"]
                                  if ours in DEEPEP_INTO else []))
             f.write("\n".join(splice(lines, block, commit, what)) + "\n")

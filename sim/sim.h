@@ -129,12 +129,12 @@ typedef struct sim_saturation_cfg {
     double reject_frac;           // more than this share of arrivals rejected
 } sim_saturation_cfg;
 
-// The areas of a scenario, one sub-struct each (the key table in sim/config/ maps every
-// scenario key to its field and holds its range; nothing else checks a range).
 // moe.comm_sms's default: DeepEP's normal kernels hold 24 of H800's 132 SMs in DeepSeek's
 // prefill profile (deepseek-ai/profile-data, assets/prefill.jpg)
 #define SIM_COMM_SMS_DEFAULT 24
 
+// The areas of a scenario, one sub-struct each (the key table in sim/config/ maps every
+// scenario key to its field and holds its range; nothing else checks a range).
 typedef struct sim_moe_cfg {    // moe.*
     double skew;                // hottest GPU load over mean (>= 1)
     double redundant_experts;   // fraction of redundant experts the EP balancer adds (0..1)

@@ -765,6 +765,11 @@ START_TEST(test_ep_token_curve) {
     ck_assert_msg(near(s, L * 64 * per_tok / (r16->GBps * 1e9), 1e-9), "%.9g vs row %g GB/s", s,
                   r16->GBps);
     ck_assert(term_find(&ex, "EP dispatch", "32 tokens a call"));
+    // EP72 at 20 tokens a call: read on EP64's own curve, EP128's point scaled; the explanation
+    // names the scaling even though the lower ep needed none
+    ep_term(&ds, h, 72, 40, true, &ex);
+    t = term_find(&ex, "EP dispatch", "20 tokens a call");
+    ck_assert_msg(t && strstr(t->how, "scaled by the ep=64 token curve"), "%s", t ? t->how : "");
     // a stepper remembers EP lookups by their inputs (a ring of 8): steps of 20 batch sizes,
     // repeated and revisited, cost what the lookups without a memo give
     static const uint32_t sizes[] = {3,  40, 3,  77, 120, 40,  9,  200, 64, 5,
