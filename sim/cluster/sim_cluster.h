@@ -97,7 +97,8 @@ typedef struct sim_req {
     uint32_t cached;           // prompt tokens served from cache
     uint32_t hit[SIM_TIERS];   // cached tokens by tier
     uint32_t compute_tokens;   // prompt tokens to compute (miss + SWA replay)
-    double work_s;             // step-model seconds of that prefill (router signal)
+    double work_s;             // step-model seconds of that prefill (router signal; 0 where
+                               // its pool's router reads none, sim_pool.reads_work)
     uint32_t computed;         // of those, done
     uint32_t recompute;        // decode: tokens to recompute after a preemption
     uint32_t n_blocks, blocks_cap;
@@ -197,6 +198,7 @@ typedef struct sim_inst {
     sim_dsum ds;               // decode sums (dsum_on)
     sim_time *run_end;         // a run of run_m decode steps in one event: end of each step
     uint8_t *run_ext;          // each step's cost: 1 extrapolated, 2 a table fallback
+    uint8_t run_ext_any;       // run_ext's flags or-ed over the run (0: run_ext not kept)
     uint32_t run_m, run_cap;   // steps in the run in flight (0/1: a plain step)
     uint32_t run_hint;         // steps the next run is costed for at most (SIM_RUN_MIN..MAX)
     uint32_t run_told;         // steps of the run in flight the decode router's index has seen
@@ -242,6 +244,8 @@ typedef struct sim_pool {
     mdl_hardware hw;      // the pool's GPUs (cluster.<pool>.hardware, else the scenario's)
     uint32_t rr;          // round-robin cursor
     sim_route_fn route;   // the pool's router, resolved once
+    bool reads_work;      // the router reads queued_work_s (least_work, ttft_estimate): only
+                          // then is each queued prefill's step-model time estimated
     double (*load)(const struct sim_cluster *,
                    const struct sim_inst *);   // what a min-load
                                                // router minimises (NULL: the router scans or draws)

@@ -139,8 +139,8 @@ void sim_inst_kick(sim_cluster *c, sim_inst *in) {
         uint32_t j = sim_run_passed(in, c->now);
         if (j + 1 < in->run_m) {
             // the steps cut off were costed but never run
-            for (uint32_t i = j + 1; i < in->run_m; i++) {
-                c->m.steps--;
+            c->m.steps -= in->run_m - (j + 1);
+            for (uint32_t i = j + 1; in->run_ext_any && i < in->run_m; i++) {
                 if (in->run_ext[i] & 1) c->m.extrapolated_steps--;
                 if (in->run_ext[i] & 2) c->m.table_fallbacks--;
             }
@@ -215,37 +215,38 @@ static uint32_t graph_pad_verify(sim_cluster *c, uint32_t nv, uint32_t n) {
     return nv + pad;
 }
 
-// Steps 1 .. m-1 of a run costed in one call where the step model has the path
-// (mdl_stepper_cost_run): what costing them one by one gives (sim_step_cost with the same
-// padding, serving overhead and structured-output mask), test_sim checks it on real traces.
-// False where it cannot (the caller costs them one by one).
+// The m steps of a run costed in one call where the step model has the path
+// (mdl_stepper_cost_run), the step being formed first: what costing them one by one gives
+// (sim_step_cost with the same padding, serving overhead and structured-output mask; one
+// step model evaluation for the run, not two), test_sim checks it on real traces. The ends
+// land in run_end. False where it cannot (the caller costs them one by one).
 static bool run_cost_at_once(sim_cluster *c, sim_inst *in, sim_pool *p, uint32_t m) {
     const sim_dsum *d = &in->ds;
     if (c->cfg->moe.skew_sd > 0 && c->model.experts) return false;   // a draw per step
-    mdl_decode_sum d1 = sim_dsum_batch_at(d, d->k + 1), grow = {.sum_ctx = d->n};
+    mdl_decode_sum d0 = sim_dsum_batch(d), grow = {.sum_ctx = d->n};
     for (int j = 0; j < MDL_CAPS; j++)
         if (d->caps[j]) grow.sum_min[j] = d->n_below[j];
-    graph_pad(c, in, &d1, 0);
-    sim_time *ns = in->run_end + 1;   // durations first, then ends in place
-    if (!mdl_stepper_cost_run(p->stepper, &d1, &grow, m - 1, ns)) return false;
+    graph_pad(c, in, &d0, 0);
+    sim_time *ns = in->run_end;   // durations first, then ends in place
+    if (!mdl_stepper_cost_run(p->stepper, &d0, &grow, m, ns)) return false;
     // what step_cost adds to every step (the same sequence count throughout)
-    int64_t add = serving_step_ns(c, (double)d1.n);
+    int64_t add = serving_step_ns(c, (double)d0.n);
     sim_time mask =
         in->n_structured ? (sim_time)(in->n_structured * c->cfg->decoding.structured_mask_ns) : 0;
     // add >= 0 (the serving keys are range-checked) and every ns >= 1, so no step needs
     // step_cost's clamp to 1 ns and only the longest the bound's check
     KVF_ASSERT(add >= 0);
     int64_t hi = 0, am = add + mask;
-    sim_time end = in->run_end[0];
-    for (uint32_t j = 1; j < m; j++) {
-        int64_t t = ns[j - 1];
+    sim_time end = c->now;
+    for (uint32_t j = 0; j < m; j++) {
+        int64_t t = ns[j];
         hi = t > hi ? t : hi;
         end += t + am;
         in->run_end[j] = end;
     }
     if (hi + add > (int64_t)MDL_MAX_STEP_NS) step_too_long(c);
-    memset(in->run_ext + 1, 0, m - 1);
-    c->m.steps += m - 1;
+    in->run_ext_any = 0;   // the run path neither extrapolates nor falls back
+    c->m.steps += m;
     return true;
 }
 
@@ -333,44 +334,53 @@ void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill
     } else if (phase == MDL_DECODE) {
         n = graph_pad(c, in, &ds, n);
     }
-    step_cost(c, p, phase, n, nv, 0, &ds, &k);
-    if (in->n_structured)
-        k.ns += (sim_time)(in->n_structured * c->cfg->decoding.structured_mask_ns);
-    in->run_m = 0;
-    in->run_attr = 0;
+    // a decode-only step on an instance keeping sums may be the first of a run of m steps
+    uint64_t m = 1;
     if (in->runs_on && phase == MDL_DECODE && !n && ds.n && !in->dwait.n && !in->ready.n) {
         sim_dsum *d = &in->ds;
-        uint64_t m = in->run_hint;
+        m = in->run_hint;
         if (d->fin.n) m = KVF_MIN(m, d->fin.e[0].key - d->k);
         for (int j = 0; j < MDL_CAPS; j++)
             if (d->caps[j] && d->below[j].n) m = KVF_MIN(m, d->below[j].e[0].key - d->k);
         double room = in->kv_cap - in->kv_used;   // the step after which KV overflows is the last
         m = room < 0 ? 1 : KVF_MIN(m, (uint64_t)floor(room / ds.n) + 1);
-        if (m > 1) {
-            if (m > in->run_cap) {
-                size_t cap = in->run_cap, cap2 = in->run_cap;
-                kvf_grow((void **)&in->run_end, &cap, m, sizeof *in->run_end);
-                kvf_grow((void **)&in->run_ext, &cap2, m, sizeof *in->run_ext);
-                in->run_cap = (uint32_t)cap;
-            }
+        if (m > 1 && m > in->run_cap) {
+            size_t cap = in->run_cap, cap2 = in->run_cap;
+            kvf_grow((void **)&in->run_end, &cap, m, sizeof *in->run_end);
+            kvf_grow((void **)&in->run_ext, &cap2, m, sizeof *in->run_ext);
+            in->run_cap = (uint32_t)cap;
+        }
+    }
+    in->run_m = 0;
+    in->run_attr = 0;
+    if (m > 1 && run_cost_at_once(c, in, p, (uint32_t)m)) {
+        k = (mdl_step_cost){0};   // the run costed at once, its first step included
+    } else {
+        step_cost(c, p, phase, n, nv, 0, &ds, &k);
+        if (in->n_structured)
+            k.ns += (sim_time)(in->n_structured * c->cfg->decoding.structured_mask_ns);
+        if (m > 1) {   // the step model has no run path: the steps one by one
+            const sim_dsum *d = &in->ds;
             in->run_end[0] = c->now + k.ns;
             in->run_ext[0] = (uint8_t)(k.extrapolated | k.table_fallback << 1);
-            if (!run_cost_at_once(c, in, p, (uint32_t)m)) {
-                for (uint32_t j = 1; j < m; j++) {
-                    mdl_decode_sum dj = sim_dsum_batch_at(d, d->k + j);
-                    graph_pad(c, in, &dj, 0);
-                    mdl_step_cost kj;
-                    sim_step_cost(c, p, MDL_DECODE, 0, 0, &dj, &kj);
-                    if (in->n_structured)
-                        kj.ns += (sim_time)(in->n_structured * c->cfg->decoding.structured_mask_ns);
-                    in->run_end[j] = in->run_end[j - 1] + kj.ns;
-                    in->run_ext[j] = (uint8_t)(kj.extrapolated | kj.table_fallback << 1);
-                }
+            in->run_ext_any = in->run_ext[0];
+            for (uint32_t j = 1; j < m; j++) {
+                mdl_decode_sum dj = sim_dsum_batch_at(d, d->k + j);
+                graph_pad(c, in, &dj, 0);
+                mdl_step_cost kj;
+                sim_step_cost(c, p, MDL_DECODE, 0, 0, &dj, &kj);
+                if (in->n_structured)
+                    kj.ns += (sim_time)(in->n_structured * c->cfg->decoding.structured_mask_ns);
+                in->run_end[j] = in->run_end[j - 1] + kj.ns;
+                in->run_ext[j] = (uint8_t)(kj.extrapolated | kj.table_fallback << 1);
+                in->run_ext_any |= in->run_ext[j];
             }
-            in->run_m = (uint32_t)m;
-            in->run_told = 0;
-            k.ns = in->run_end[m - 1] - c->now;
         }
+    }
+    if (m > 1) {
+        in->run_m = (uint32_t)m;
+        in->run_told = 0;
+        k.ns = in->run_end[m - 1] - c->now;
     }
     sim_step_begin(c, in, &k, ndec + in->n_batch, tokens);
 }

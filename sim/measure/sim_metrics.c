@@ -73,39 +73,55 @@ static double bits_double(uint64_t bits) {
     return v;
 }
 
+// The smallest g >= 0 whose g * 1e-6 (as sim_hist_add_ns computes it) is >= x, for
+// 0 < x < 2^52 ns: g -> (double)g * 1e-6 never decreases (g exact below 2^53, the product
+// correctly rounded), so that g is found next to ceil(x * 1e6). -1 outside that range.
+static int64_t ns_at_least(double x) {
+    double c = ceil(x * 1e6);
+    if (!(x > 0 && c < 0x1p52)) return -1;
+    int64_t g = (int64_t)c;
+    while (g > 0 && (double)(g - 1) * 1e-6 >= x)
+        g--;
+    while ((double)g * 1e-6 < x)
+        g++;
+    return g;
+}
+
 // A run's step gaps grow slowly, so most fall in the bin of the one before: a positive value
 // at or above the smallest bin's floor is in bin b exactly when its bits above the top
 // HIST_MBITS mantissa bits are b's, i.e. when lo <= v < hi for b's first value lo and the
-// next bin's hi (positive doubles order as their bits). Gaps are counted against that range
-// and binned anew only when one leaves it: the counts are hist_bin's, gap by gap.
+// next bin's hi (positive doubles order as their bits). Gaps are counted against that range,
+// as the gaps in ns [glo, ghi) whose v lie in it (ns_at_least), and binned anew only when one
+// leaves it: the counts are hist_bin's, gap by gap.
 void sim_hist_add_gaps_ns(sim_hist *h, const int64_t *ends, uint32_t m, uint64_t w) {
     if (w == 0 || m < 2) return;
     // the gaps telescope: their sum is the span
     h->sum_ns += (__int128)(ends[m - 1] - ends[0]) * w;
     h->total += (uint64_t)(m - 1) * w;
     const int shift = 52 - HIST_MBITS;
-    double lo = 1, hi = 0;   // an empty range: the first gap is binned
+    int64_t glo = 1, ghi = 0;   // an empty range: the first gap is binned
     size_t b = 0;
     uint64_t n = 0;   // gaps counted in bin b since it was entered
     for (uint32_t j = 1; j < m; j++) {
-        double v = (double)(ends[j] - ends[j - 1]) * 1e-6;
-        if (v >= lo && v < hi) {
+        int64_t g = ends[j] - ends[j - 1];
+        if (g >= glo && g < ghi) {
             n++;
             continue;
         }
         if (n) hist_put(h, b, n * w);
+        double v = (double)g * 1e-6;
         b = hist_bin(v);
         n = 1;
-        if (b > 1) {   // a bin of the log-linear range: its bounds
+        glo = 1;
+        ghi = 0;
+        if (b > 1) {   // a bin of the log-linear range: its bounds in ns
             uint64_t bits;
             memcpy(&bits, &v, sizeof bits);
             uint64_t top = bits >> shift;
-            lo = bits_double(top << shift);
-            hi = bits_double((top + 1) << shift);
-        } else {   // zero, negative or below the first floor: binned one by one
-            lo = 1;
-            hi = 0;
-        }
+            int64_t l = ns_at_least(bits_double(top << shift)),
+                    u = ns_at_least(bits_double((top + 1) << shift));
+            if (l >= 0 && u >= 0) glo = l, ghi = u;
+        }   // else zero, negative, below the first floor or past 2^52 ns: binned one by one
     }
     if (n) hist_put(h, b, n * w);
 }

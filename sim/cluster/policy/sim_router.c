@@ -237,6 +237,7 @@ void sim_router_init(sim_cluster *c, sim_pool *p, bool prefill) {
     p->route = prefill ? sim_router_prefill(c->cfg->router.prefill)
                        : sim_router_decode(c->cfg->router.decode);
     p->load = NULL;
+    p->reads_work = p->route == pick_least_work || p->route == pick_ttft_estimate;
     if (p->route == pick_least_loaded)
         p->load = queued;
     else if (p->route == pick_least_work)

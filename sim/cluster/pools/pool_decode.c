@@ -201,6 +201,11 @@ uint32_t sim_run_passed(const sim_inst *in, sim_time t) {
     return lo;
 }
 
+// x an integer with |x| + d below 2^53: x moved by d in steps stays an exact integer.
+static bool exact_int(double x, uint64_t d) {
+    return fabs(x) < 0x1p52 && d < (1ull << 52) && x == trunc(x);
+}
+
 // Settles steps [0, upto) of the run in flight: their tokens, ITL gaps and KV.
 void sim_dsum_run_settle(sim_cluster *c, sim_inst *in, uint32_t upto) {
     if (!upto) return;
@@ -215,11 +220,18 @@ void sim_dsum_run_settle(sim_cluster *c, sim_inst *in, uint32_t upto) {
     // the later ones: every member's gap is the step
     sim_hist_add_gaps_ns(&c->m.itl_ms, in->run_end, upto, n);
     bool reserve = c->cfg->serving.admission == SIM_ADMIT_RESERVE;
-    for (uint32_t j = 0; j < upto; j++) {   // one addition a step, as single steps make them
-        in->kv_used += n;
-        if (reserve) in->kv_reserved -= n;
-    }
     uint64_t tok = (uint64_t)n * upto;
+    // one addition a step, as single steps make them; at once where every partial sum is an
+    // integer below 2^53 (each addition exact, so the same bits)
+    if (exact_int(in->kv_used, tok) && (!reserve || exact_int(in->kv_reserved, tok))) {
+        in->kv_used += (double)tok;
+        if (reserve) in->kv_reserved -= (double)tok;
+    } else {
+        for (uint32_t j = 0; j < upto; j++) {
+            in->kv_used += n;
+            if (reserve) in->kv_reserved -= n;
+        }
+    }
     c->m.output_tokens += tok;
     if (upto > in->run_attr) c->m.iv_out += (uint64_t)n * (upto - in->run_attr);
     c->m.decode_step_tokens += tok;

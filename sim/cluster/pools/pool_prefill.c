@@ -80,8 +80,10 @@ void sim_prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
         sim_link_send(c, lk[t], by[t], (uint64_t)r->gen << 32 | slot);
     }
     in->queued_tokens += r->compute_tokens;
-    r->work_s = sim_cluster_prefill_s(c, sim_pool_of(c, in), r->compute_tokens,
-                                      r->input - r->compute_tokens);
+    sim_pool *pool = sim_pool_of(c, in);
+    r->work_s = pool->reads_work ? sim_cluster_prefill_s(c, pool, r->compute_tokens,
+                                                         r->input - r->compute_tokens)
+                                 : 0;
     in->queued_work_s += r->work_s;
     r->enq_ns = c->now;
     if (r->pending_loads && !cfg->kv.overlap_load) {
@@ -113,9 +115,11 @@ void sim_prefill_first_schedule(sim_cluster *c, sim_inst *in, sim_req *r) {
             sim_prefill_set_prefix(c, r, k, tiers);
             if (r->blocks_written < k) r->blocks_written = k;
             in->queued_tokens -= (double)before - r->compute_tokens;
+            sim_pool *pool = sim_pool_of(c, in);
             in->queued_work_s -= r->work_s;
-            r->work_s = sim_cluster_prefill_s(c, sim_pool_of(c, in), r->compute_tokens,
-                                              r->input - r->compute_tokens);
+            r->work_s = pool->reads_work ? sim_cluster_prefill_s(c, pool, r->compute_tokens,
+                                                                 r->input - r->compute_tokens)
+                                         : 0;
             in->queued_work_s += r->work_s;
         }
     }
