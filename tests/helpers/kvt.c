@@ -104,7 +104,13 @@ int kvt_sh(const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    snprintf(errp, sizeof errp, "%s/stderr.txt", kvt_tmp);
+    // a test without its own directory gets a file of its own process: a shared name would
+    // catch another test's stderr when the suites run side by side (ctest -j)
+    bool own = !kvt_tmp[0];
+    if (own)
+        snprintf(errp, sizeof errp, "/tmp/kvt_stderr_%ld.txt", (long)getpid());
+    else
+        snprintf(errp, sizeof errp, "%s/stderr.txt", kvt_tmp);
     snprintf(cmd, sizeof cmd, "cd %s && %s 2>%s", kvt_src(), line, errp);
     FILE *p = popen(cmd, "r");
     ck_assert(p);
@@ -115,6 +121,7 @@ int kvt_sh(const char *fmt, ...) {
     n = f ? fread(kvt_err, 1, sizeof kvt_err - 1, f) : 0;
     kvt_err[n] = 0;
     if (f) fclose(f);
+    if (own) unlink(errp);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
