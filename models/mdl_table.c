@@ -1129,6 +1129,35 @@ static const char *ep_how_text(const tab *c, const ep_how *w, char *buf, size_t 
     return buf;
 }
 
+// The bytes an EP row's GBps counts, as DeepEP's benchmarks (the rows' sources) count them:
+// copies of a token a call moves and the bytes of one hidden element, dispatch and combine.
+// Low-latency kernels: one copy per selected expert (top-k). Normal kernels: one per
+// destination the token reaches, its own included -- across scale-up domains the distinct
+// domains among its k experts (S (1 - (1 - 1/S)^k), S = min(domains, route_nodes), the
+// benchmark's node-limited routing), within one the distinct GPUs (ep (1 - (1 - 1/ep)^k)).
+// Dispatch moves the expert GEMMs' input precision, FP8 with a float scale per 128 elements;
+// combine bf16 activations. (The low-latency benchmark also counts 16 bytes a copy of
+// header: 0.2 % at DeepSeek's hidden size, left out.)
+static void ep_row_bytes(const tab *c, double *copies, double *de, double *ce) {
+    const mdl_model *m = c->m;
+    double k = m->experts_active, ep = c->p.ep;
+    double dom = c->hw->scaleup_domain ? c->hw->scaleup_domain : MDL_SCALEUP_DOMAIN_DEFAULT;
+    if (c->decode) {
+        *copies = k;
+    } else if (ep > dom) {
+        double D = ceil(ep / dom);
+        double S = c->p.route_nodes ? KVF_MIN(D, (double)c->p.route_nodes) : D;
+        *copies = S * (1 - pow(1 - 1 / S, k));
+    } else {
+        *copies = ep * (1 - pow(1 - 1 / ep, k));
+    }
+    double ebpp = m->expert_weight_bytes_per_param > 0 ? m->expert_weight_bytes_per_param
+                                                       : m->weight_bytes_per_param;
+    double pe = KVF_MIN(mdl_prec_bytes(mdl_model_gemm_precision(m, ebpp)), 2.0);
+    *de = pe < 2 ? pe * (1 + 4.0 / 128) : pe;
+    *ce = 2;
+}
+
 // Dispatch and combine from the rows of the phase's kernels (decode: low_latency, else normal),
 // looked up at the tokens one call carries: a GPU's tokens, split between two micro-batches
 // when they run.
@@ -1143,14 +1172,8 @@ static void table_ep(tab *c) {
     ep_how wd, wc;
     if (c->use && look_ep(&c->L, MDL_K_EP_DISPATCH, c->decode, ep, q, &gd, &hd, &wd) &&
         look_ep(&c->L, MDL_K_EP_COMBINE, c->decode, ep, q, &gc, &hc, &wc)) {
-        bool fp8 = m->weight_bytes_per_param == 1;
-        double k = m->experts_active, h = m->hidden;
-        double de = fp8 ? 1 : m->kv_bytes_per_elem, ce = m->kv_bytes_per_elem;
-        // low-latency kernels: logical bytes = tokens x top-k x hidden x element; normal
-        // kernels: the bottleneck link's bytes (NIC across domains)
-        double copies = c->decode               ? k
-                        : pp->ep.nic_copies > 0 ? pp->ep.nic_copies
-                                                : pp->ep.fabric_copies;
+        double h = m->hidden, copies, de, ce;
+        ep_row_bytes(c, &copies, &de, &ce);
         double bd = tok * copies * h * de, bc = tok * copies * h * ce;
         double td = bd / (gd * 1e9), tc = bc / (gc * 1e9);
         pp->ep_comm_s = m->moe_layers * (td + tc) * c->p.ep_skew;
@@ -1159,14 +1182,14 @@ static void table_ep(tab *c) {
         const char *mode = c->decode ? "low_latency" : "normal";
         char bufd[160], bufc[160];
         term_add(c->ex, "EP dispatch", m->moe_layers * td * c->p.ep_skew, c->hw, hd,
-                 "ep_dispatch %s ep=%u, %.4g tokens a call: %.3g MB/GPU/layer at %.0f GB/s x %u "
-                 "MoE layers%s",
-                 mode, c->p.ep, q, bd / 1e6, gd, m->moe_layers,
+                 "ep_dispatch %s ep=%u, %.4g tokens a call, %.3g copies a token: %.3g "
+                 "MB/GPU/layer at %.0f GB/s x %u MoE layers%s",
+                 mode, c->p.ep, q, copies, bd / 1e6, gd, m->moe_layers,
                  ep_how_text(c, &wd, bufd, sizeof bufd));
         term_add(c->ex, "EP combine", m->moe_layers * tc * c->p.ep_skew, c->hw, hc,
-                 "ep_combine %s ep=%u, %.4g tokens a call: %.3g MB/GPU/layer at %.0f GB/s x %u "
-                 "MoE layers%s",
-                 mode, c->p.ep, q, bc / 1e6, gc, m->moe_layers,
+                 "ep_combine %s ep=%u, %.4g tokens a call, %.3g copies a token: %.3g "
+                 "MB/GPU/layer at %.0f GB/s x %u MoE layers%s",
+                 mode, c->p.ep, q, copies, bc / 1e6, gc, m->moe_layers,
                  ep_how_text(c, &wc, bufc, sizeof bufc));
         return;
     }
