@@ -701,6 +701,33 @@ START_TEST(test_tbo_gain_vs_ablation) {
 }
 END_TEST
 
+// The same post's prefill ablation: with two micro-batches 27-35 % more throughput than without
+// at the same tokens per device (its no-overlap runs stop at 8,192 tokens a device). The table
+// model's speed-up on the SGLang H100 prefill point at 8,000 tokens a device (four 2,000-token
+// prompts) is recorded at 1.571, past that range: the model hides nearly all of the all-to-alls
+// beside the compute, where the post finds overlapped communication slower than its unit tests.
+// It may come closer to the range, never move away.
+START_TEST(test_tbo_prefill_gain_vs_ablation) {
+    const char *pre = "scenarios/published/sglang-h100-prefill.yaml --step-phase prefill "
+                      "--step-prompt 2000 --step-chunks 4";
+    char a[512];
+    double on = explain_ms(pre);
+    snprintf(a, sizeof a, "%s --set moe.two_batch_overlap=false", pre);
+    double off = explain_ms(a), gain = off / on;
+    const double lo = 1.27, hi = 1.35, recorded = 1.571;
+    double now = fmax(0, fmax(lo - gain, gain - hi)),
+           was = fmax(0, fmax(lo - recorded, recorded - hi));
+    ck_assert_msg(now <= was + 0.005,
+                  "two micro-batches speed the prefill step up %.3fx (%.1f -> %.1f ms); the "
+                  "ablation measured %.2f-%.2fx, the recorded model %.3fx: moved away",
+                  gain, off, on, lo, hi, recorded);
+    if (now < was - 0.005)
+        printf("prefill tbo gain %.3fx: closer to the ablation's %.2f-%.2fx than the recorded "
+               "%.3fx\n",
+               gain, lo, hi, recorded);
+}
+END_TEST
+
 // The EP all-to-all rows at the tokens one call carries (DeepSeek-V3 decode on h800, whose
 // low-latency series holds DeepEP's table at 128 tokens for EP8-256 and AIConfigurator's
 // measured token curves at EP16/32/64): a measured point read as is; an ep without a curve
@@ -1114,6 +1141,7 @@ static Suite *suite(void) {
     tcase_add_test(t, test_tbo_comm_sms);
     tcase_add_test(t, test_ep_token_curve);
     tcase_add_test(t, test_tbo_gain_vs_ablation);
+    tcase_add_test(t, test_tbo_prefill_gain_vs_ablation);
     tcase_add_test(t, test_ep_normal_row_bytes);
     suite_add_tcase(s, t);
     return s;
