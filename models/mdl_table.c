@@ -1154,7 +1154,7 @@ static void ep_row_bytes(const tab *c, double *copies, double *de, double *ce) {
     double ebpp = m->expert_weight_bytes_per_param > 0 ? m->expert_weight_bytes_per_param
                                                        : m->weight_bytes_per_param;
     double pe = KVF_MIN(mdl_prec_bytes(mdl_model_gemm_precision(m, ebpp)), 2.0);
-    *de = pe < 2 ? pe * (1 + 4.0 / 128) : pe;
+    *de = pe == 1 ? 1 + 4.0 / 128 : pe;   // other precisions as their element bytes
     *ce = 2;
 }
 
