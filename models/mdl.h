@@ -541,6 +541,12 @@ bool mdl_stepper_cost_run(mdl_stepper *s, const mdl_decode_sum *d0, const mdl_de
                           uint32_t m, int64_t *ns);
 void mdl_stepper_destroy(mdl_stepper *s);
 
+// Expected distinct destinations among a token's k experts spread evenly over `domains`
+// (nodes or GPUs), at most route_nodes of them when > 0: S (1 - (1 - 1/S)^k).
+double mdl_ep_distinct(double domains, uint32_t route_nodes, double k);
+// Bytes of one element an EP dispatch moves: the expert GEMMs' input precision, at most bf16.
+double mdl_ep_dispatch_elem(const mdl_model *m);
+
 // Roofline: max(FLOPs/(peak*compute), bytes/(bw*memory)) per layer group + comm + overheads.
 // par and eff may be NULL (mdl_parallel_default / mdl_efficiency_default). Never fails.
 mdl_stepper *mdl_roofline_create(const mdl_model *m, const mdl_hardware *hw,

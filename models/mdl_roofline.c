@@ -499,6 +499,17 @@ static double link_Bps(const mdl_hardware *hw, uint32_t span) {
     return hw->nic_Bps > 0 ? hw->nic_Bps : up;
 }
 
+double mdl_ep_distinct(double domains, uint32_t route_nodes, double k) {
+    double S = route_nodes ? KVF_MIN(domains, (double)route_nodes) : domains;
+    return S * (1 - pow(1 - 1 / S, k));
+}
+
+double mdl_ep_dispatch_elem(const mdl_model *m) {
+    double ebpp = m->expert_weight_bytes_per_param > 0 ? m->expert_weight_bytes_per_param
+                                                       : m->weight_bytes_per_param;
+    return KVF_MIN(mdl_prec_bytes(mdl_model_gemm_precision(m, ebpp)), 2.0);
+}
+
 double mdl_ep_comm_time(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
                         const mdl_efficiency *eff_in, double tok, mdl_ep_comm *o) {
     KVF_ASSERT(m && hw && o && tok >= 0);
@@ -511,9 +522,7 @@ double mdl_ep_comm_time(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
            k = m->experts_active;
     double act_elem = 2.0;   // combine in bf16
     // dispatch in the precision the expert GEMMs take their inputs (DeepEP FP8 for W8A8)
-    double ebpp = m->expert_weight_bytes_per_param > 0 ? m->expert_weight_bytes_per_param
-                                                       : m->weight_bytes_per_param;
-    double disp_elem = KVF_MIN(mdl_prec_bytes(mdl_model_gemm_precision(m, ebpp)), act_elem);
+    double disp_elem = mdl_ep_dispatch_elem(m);
     o->bytes_per_copy = m->hidden * (disp_elem + act_elem);
     o->disp_share = disp_elem / (disp_elem + act_elem);
     double fabric = hw->scaleup_Bps / 2 * ce;   // unidirectional, achieved
@@ -522,9 +531,7 @@ double mdl_ep_comm_time(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
         o->fabric_copies = k * (p.ep - 1) / p.ep;
     } else {
         double D = ceil(p.ep / domain);
-        double S = p.route_nodes ? KVF_MIN(D, (double)p.route_nodes) : D;
-        double distinct = S * (1 - pow(1 - 1 / S, k));
-        o->nic_copies = distinct * (D - 1) / D;
+        o->nic_copies = mdl_ep_distinct(D, p.route_nodes, k) * (D - 1) / D;
         o->fabric_copies = k * (domain - 1) / domain;
     }
     o->nic_bytes = tok * o->nic_copies * o->bytes_per_copy;

@@ -1145,15 +1145,11 @@ static void ep_row_bytes(const tab *c, double *copies, double *de, double *ce) {
     if (c->decode) {
         *copies = k;
     } else if (ep > dom) {
-        double D = ceil(ep / dom);
-        double S = c->p.route_nodes ? KVF_MIN(D, (double)c->p.route_nodes) : D;
-        *copies = S * (1 - pow(1 - 1 / S, k));
+        *copies = mdl_ep_distinct(ceil(ep / dom), c->p.route_nodes, k);
     } else {
-        *copies = ep * (1 - pow(1 - 1 / ep, k));
+        *copies = mdl_ep_distinct(ep, 0, k);
     }
-    double ebpp = m->expert_weight_bytes_per_param > 0 ? m->expert_weight_bytes_per_param
-                                                       : m->weight_bytes_per_param;
-    double pe = KVF_MIN(mdl_prec_bytes(mdl_model_gemm_precision(m, ebpp)), 2.0);
+    double pe = mdl_ep_dispatch_elem(m);
     *de = pe == 1 ? 1 + 4.0 / 128 : pe;   // other precisions as their element bytes
     *ce = 2;
 }
