@@ -185,7 +185,10 @@ typedef struct mdl_model {
 //   prefill_gqa           heads, kv_heads, head_dim (per GPU), batch, seqlen -> tflops (causal)
 //   moe_bf16, moe_fp8     experts, topk, hidden, inter, tp, ep, tokens (entering the op on one
 //                         GPU) -> tflops (the GPU's expert FLOPs / time), us: one fused MoE
-//                         layer (routing, token permutation, grouped GEMMs, un-permutation)
+//                         layer (routing, token permutation, grouped GEMMs, un-permutation);
+//                         with `mode` (normal | low_latency) the MoE work between a DeepEP
+//                         dispatch and combine of that mode (permutation into per-expert
+//                         layout, grouped GEMMs, activation, un-permutation; no routing)
 //   moe_routing           experts, topk, tokens -> us (router top-k selection)
 //   moe_permute           hidden, topk, tokens -> us (permute + un-permute of the tokens)
 //   decode_mla            heads (per GPU), kv_bytes (latent element bytes), batch, context ->
@@ -222,6 +225,10 @@ enum { MDL_KROWS_MAX = 1024, MDL_KSRC_MAX = 200, MDL_KSRCS_MAX = 32 };
 // draws it for the model family (AIConfigurator's default workload: alpha 1.2 for generic MoE
 // models such as Qwen3 and Mixtral, 1.01 for DeepSeek's), the hot experts' GPU setting the pace.
 enum { MDL_ROUTE_BALANCED = 0, MDL_ROUTE_POWER_LAW = 1 };
+// Which all-to-all kernels a moe_* row's op sits between (`kernels.mode`): none (the fused op
+// of one expert group or an engine's own EP path), DeepEP's normal kernels (prefill), or its
+// low-latency kernels (decode).
+enum { MDL_A2A_NONE = 0, MDL_A2A_NORMAL = 1, MDL_A2A_LOW_LATENCY = 2 };
 typedef struct mdl_krow {
     mdl_kkind kind;
     double m, n, k, groups;     // GEMM shape
@@ -236,6 +243,7 @@ typedef struct mdl_krow {
     double hidden, inter, tp;   // MoE: hidden size, expert inner size, expert TP degree
     double kv_bytes;            // decode_gqa, decode_mla: bytes per cached element (2 bf16, 1 fp8)
     double routing;             // moe_*: tokens over experts as measured (MDL_ROUTE_*)
+    double a2a;                 // moe_*: the all-to-all kernels around the op (MDL_A2A_*)
     double tflops, GBps, us;    // the measured figures (0 = not given)
     int line;                   // line in the hardware file
     uint16_t src;               // index into mdl_hardware.sources

@@ -578,7 +578,18 @@ static kvf_status krow_parse(const char *path, yaml_document_t *doc, yaml_node_t
     }
     if (r->kind == MDL_K_KINDS)
         return kvf_fail(err, KVF_EPARSE, "%s:%d: key 'kernels': row without 'kind'", path, line);
-    if (strstr(have, " routing ") && r->kind != MDL_K_MOE_BF16 && r->kind != MDL_K_MOE_FP8)
+    bool moe = r->kind == MDL_K_MOE_BF16 || r->kind == MDL_K_MOE_FP8;
+    if (strstr(have, " mode ")) {
+        if (moe)
+            r->a2a = r->low_latency ? MDL_A2A_LOW_LATENCY : MDL_A2A_NORMAL;
+        else if (r->kind != MDL_K_EP_DISPATCH && r->kind != MDL_K_EP_COMBINE)
+            return kvf_fail(err, KVF_EPARSE,
+                            "%s:%d: key 'kernels.mode' applies to ep_dispatch, ep_combine, "
+                            "moe_bf16 and moe_fp8 rows only",
+                            path, line);
+        r->low_latency = r->low_latency && !moe;
+    }
+    if (strstr(have, " routing ") && !moe)
         return kvf_fail(err, KVF_EPARSE,
                         "%s:%d: key 'kernels.routing' applies to moe_bf16 and moe_fp8 rows only",
                         path, line);

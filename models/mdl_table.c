@@ -10,10 +10,12 @@
 //                   shapes without rows) stays on the roofline
 //   expert GEMMs    moe_bf16 / moe_fp8 rows (one fused MoE layer, balanced routing) of the
 //                   model's expert shape and (tp, ep) layout by tokens entering the op on a
-//                   GPU (an ep between two measured: linear in log(ep)); else grouped_fp8 /
-//                   grouped_bf16 rows of the expert shapes (gate+up: n = 2 ffn, k = hidden;
-//                   down: n = hidden, k = ffn) by tokens per expert. Shared experts by gemm
-//                   rows at m = tokens per GPU.
+//                   GPU (an ep between two measured: linear in log(ep)); under EP the rows
+//                   measured between DeepEP all-to-alls of the step's mode first; else
+//                   grouped_fp8 / grouped_bf16 rows of the expert shapes (gate+up: n = 2 ffn,
+//                   k = hidden; down: n = hidden, k = ffn) by tokens per expert. Shared
+//                   experts by gemm rows at m = tokens per GPU, the roofline's share of the
+//                   expert FLOPs where those rows stop.
 //   MoE routing     moe_routing rows; inside the fused rows; otherwise not a term of its own
 //                   (the router GEMM is in the dense group)
 //   MoE permutation moe_permute rows; inside the fused rows; beside grouped GEMM rows (which
@@ -46,7 +48,7 @@
 
 // ---- row index ---------------------------------------------------------------------------
 
-enum { KEY_MAX = 7 };
+enum { KEY_MAX = 8 };
 
 // The columns naming the series a row belongs to; returns how many.
 static int row_key(const mdl_krow *r, double *key) {
@@ -77,8 +79,8 @@ static int row_key(const mdl_krow *r, double *key) {
     case MDL_K_MOE_BF16:
     case MDL_K_MOE_FP8:
         key[0] = r->experts, key[1] = r->topk, key[2] = r->hidden, key[3] = r->inter;
-        key[4] = r->tp, key[5] = r->routing, key[6] = r->ep;
-        return 7;
+        key[4] = r->tp, key[5] = r->routing, key[6] = r->a2a, key[7] = r->ep;
+        return 8;
     case MDL_K_MOE_ROUTING:
         key[0] = r->experts, key[1] = r->topk;
         return 2;
@@ -486,23 +488,24 @@ static bool look_gemm(const lk *L, mdl_kkind kind, double m, double n, double k,
 
 // Fused-MoE lookup: the series of the model's experts at expert layout (tp, ep), at X tokens;
 // between two measured ep of the same tp, linear in log(ep) (each interpolated at X).
-static bool look_moe(const lk *L, mdl_kkind kind, const double *key6, double ep, double X,
+static bool look_moe(const lk *L, mdl_kkind kind, const double *key7, double ep, double X,
                      double *y, hit *h) {
     const mdl_hardware *hw = L->hw;
-    double key[7] = {key6[0], key6[1], key6[2], key6[3], key6[4], key6[5], ep};
-    if (look1(L, kind, key, 7, X, FIG_TFLOPS, false, y, h)) return true;
+    double key[8] = {key7[0], key7[1], key7[2], key7[3], key7[4], key7[5], key7[6], ep};
+    if (look1(L, kind, key, 8, X, FIG_TFLOPS, false, y, h)) return true;
     h->lo = h->hi = -1;
     if (!hw->indexed) return false;
     bool known;
-    tc_bracket *e = bracket_memo(L, kind, key, 7, &known);
+    tc_bracket *e = bracket_memo(L, kind, key, 8, &known);
     double elo = 0, ehi = 0;
     if (known) {
         elo = e->lo[0], ehi = e->hi[0];
     } else {
         for (int i = hw->kind_at[kind]; i < hw->kind_at[kind + 1]; i++) {
             const mdl_krow *r = row_at(hw, i);
-            if (r->experts != key6[0] || r->topk != key6[1] || r->hidden != key6[2] ||
-                r->inter != key6[3] || r->tp != key6[4] || r->routing != key6[5])
+            if (r->experts != key7[0] || r->topk != key7[1] || r->hidden != key7[2] ||
+                r->inter != key7[3] || r->tp != key7[4] || r->routing != key7[5] ||
+                r->a2a != key7[6])
                 continue;
             if (r->ep < ep && r->ep > elo) elo = r->ep;
             if (r->ep > ep && (ehi == 0 || r->ep < ehi)) ehi = r->ep;
@@ -512,10 +515,10 @@ static bool look_moe(const lk *L, mdl_kkind kind, const double *key6, double ep,
     if (elo == 0 || ehi == 0) return false;
     double y0, y1;
     hit h0, h1;
-    key[6] = elo;
-    if (!look1(L, kind, key, 7, X, FIG_TFLOPS, false, &y0, &h0)) return false;
-    key[6] = ehi;
-    if (!look1(L, kind, key, 7, X, FIG_TFLOPS, false, &y1, &h1)) return false;
+    key[7] = elo;
+    if (!look1(L, kind, key, 8, X, FIG_TFLOPS, false, &y0, &h0)) return false;
+    key[7] = ehi;
+    if (!look1(L, kind, key, 8, X, FIG_TFLOPS, false, &y1, &h1)) return false;
     *h = h0;
     hit_join(h, &h1);
     *y = y0 + log(ep / elo) / log(ehi / elo) * (y1 - y0);
@@ -657,6 +660,7 @@ static void moe_layout(const mdl_parallel *p, double *tp, double *ep) {
 // experts); false when a shape has no rows.
 typedef struct shared_part {
     double s, m, gu, dn;   // seconds; rows; gate+up and down TFLOPS
+    bool roof;             // no gemm rows at m: the roofline's share
     hit h;
 } shared_part;
 static bool shared_time(tab *c, double shared_f, shared_part *sh) {
@@ -671,14 +675,28 @@ static bool shared_time(tab *c, double shared_f, shared_part *sh) {
     hit h2;
     sh->m = c->T / c->G;
     if (!gemm_time(c, c->e_gemm, &gu, sh->m, &s1, &sh->gu, &sh->h) ||
-        !gemm_time(c, c->e_gemm, &dn, sh->m, &s2, &sh->dn, &h2))
-        return false;
+        !gemm_time(c, c->e_gemm, &dn, sh->m, &s2, &sh->dn, &h2)) {
+        // no rows at this m: the roofline's time for the shared experts' share of the group's
+        // FLOPs (the step counts as a fallback), so the routed experts keep their rows
+        const mdl_parts *pp = c->pp;
+        double ef = c->w->flops[MDL_WG_EXPERT];
+        sh->s = ef > 0 ? KVF_MAX(pp->tc[MDL_WG_EXPERT], pp->tm[MDL_WG_EXPERT]) * shared_f / ef : 0;
+        sh->h = NOHIT;
+        sh->roof = true;
+        fallback(c);
+        return true;
+    }
     sh->s = s1 + s2;
     hit_join(&sh->h, &h2);
     return true;
 }
 static void shared_term(tab *c, const shared_part *sh) {
-    if (sh->s > 0)
+    if (sh->s > 0 && sh->roof)
+        term_add(c->ex, "  shared experts", sh->s, c->hw, NOHIT,
+                 "roofline: no %s rows at m=%.0f; the roofline's time for their share of the "
+                 "expert FLOPs",
+                 mdl_kkind_name(c->e_gemm), sh->m);
+    else if (sh->s > 0)
         term_add(c->ex, "  shared experts", sh->s, c->hw, sh->h,
                  "%s m=%.0f: gate+up %.0f, down "
                  "%.0f TFLOPS",
@@ -709,34 +727,58 @@ static void moe_side_terms(tab *c, double *route, double *perm, hit *hr, hit *hp
     }
 }
 
-// The fused-MoE rows (routing, permutation and expert GEMMs in one measured op). False when
-// no series covers the model's shape and layout at its tokens.
+// The fused-MoE rows (routing, permutation and expert GEMMs in one measured op). Under expert
+// parallelism the rows measured between DeepEP all-to-alls of the phase's mode come first
+// (decode: low_latency, else normal; their op permutes and un-permutes but does not route),
+// then the rows of the op without them. False when no series covers the model's shape and
+// layout at its tokens.
 static bool experts_fused(tab *c, double shared_f) {
     const mdl_model *m = c->m;
     if (c->e_moe == MDL_K_KINDS) return false;
-    double tp, ep, y;
+    double tp, ep, y = 0;
     moe_layout(&c->p, &tp, &ep);
-    double key[6] = {m->experts, m->experts_active, m->hidden, m->expert_ffn, tp, c->p.routing};
+    double a2a = ep > 1 ? (c->decode ? MDL_A2A_LOW_LATENCY : MDL_A2A_NORMAL) : MDL_A2A_NONE;
+    double key[7] = {m->experts, m->experts_active, m->hidden, m->expert_ffn, tp, c->p.routing,
+                     a2a};
     double X = c->T * tp * ep / c->G;   // tokens entering the op on each GPU of an expert group
     hit h;
-    if (!look_moe(&c->L, c->e_moe, key, ep, X, &y, &h)) return false;
+    if (!look_moe(&c->L, c->e_moe, key, ep, X, &y, &h)) {
+        if (a2a == MDL_A2A_NONE) return false;
+        key[6] = a2a = MDL_A2A_NONE;
+        if (!look_moe(&c->L, c->e_moe, key, ep, X, &y, &h)) return false;
+    }
     double fl = 2.0 * 3 * m->hidden * m->expert_ffn / tp * X * m->experts_active / ep;
     double s = m->moe_layers * fl / (y * 1e12);
     shared_part sh;
     if (!shared_time(c, shared_f, &sh)) return false;
     int line = c->hw->krows[h.lo].line;
-    term_add(c->ex, "MoE routing", 0, c->hw, h, "inside the fused %s row (line %d)",
-             mdl_kkind_name(c->e_moe), line);
-    term_add(c->ex, "MoE permutation", 0, c->hw, h, "inside the fused %s row (line %d)",
-             mdl_kkind_name(c->e_moe), line);
+    const char *kn = mdl_kkind_name(c->e_moe);
+    const char *mode = a2a == MDL_A2A_LOW_LATENCY ? "low_latency" : "normal";
+    if (a2a == MDL_A2A_NONE)
+        term_add(c->ex, "MoE routing", 0, c->hw, h, "inside the fused %s row (line %d)", kn, line);
+    else
+        term_add(c->ex, "MoE routing", 0, c->hw, NOHIT,
+                 "not in the %s %s rows (they start after the dispatch): the router GEMM is in "
+                 "the dense rest, top-k selection not timed",
+                 kn, mode);
+    term_add(c->ex, "MoE permutation", 0, c->hw, h, "inside the %s%s%s row (line %d)", kn,
+             a2a == MDL_A2A_NONE ? " fused" : " ", a2a == MDL_A2A_NONE ? "" : mode, line);
     shared_term(c, &sh);
     c->pp->group_s[MDL_WG_EXPERT] = (s + sh.s) * c->p.ep_skew;
     c->pp->shared_s = sh.s * c->p.ep_skew;
-    term_add(c->ex, "expert GEMMs", c->pp->group_s[MDL_WG_EXPERT], c->hw, h,
-             "%s tp=%.0f ep=%.0f, %.0f tokens in/GPU (%.3g per expert): %.3g TFLOPS (routing, "
-             "permutation and grouped GEMMs in one op)%s; x ep_skew %.3g",
-             mdl_kkind_name(c->e_moe), tp, ep, X, X * m->experts_active / m->experts, y,
-             sh.s > 0 ? " + shared" : "", c->p.ep_skew);
+    if (a2a == MDL_A2A_NONE)
+        term_add(c->ex, "expert GEMMs", c->pp->group_s[MDL_WG_EXPERT], c->hw, h,
+                 "%s tp=%.0f ep=%.0f, %.0f tokens in/GPU (%.3g per expert): %.3g TFLOPS (routing, "
+                 "permutation and grouped GEMMs in one op)%s; x ep_skew %.3g",
+                 kn, tp, ep, X, X * m->experts_active / m->experts, y, sh.s > 0 ? " + shared" : "",
+                 c->p.ep_skew);
+    else
+        term_add(c->ex, "expert GEMMs", c->pp->group_s[MDL_WG_EXPERT], c->hw, h,
+                 "%s %s tp=%.0f ep=%.0f, %.0f tokens in the EP group (%.3g per expert): %.3g "
+                 "TFLOPS (permutation, grouped GEMMs, activation and un-permutation between the "
+                 "%s dispatch and combine)%s; x ep_skew %.3g",
+                 kn, mode, tp, ep, X, X * m->experts_active / m->experts, y, mode,
+                 sh.s > 0 ? " + shared" : "", c->p.ep_skew);
     return true;
 }
 

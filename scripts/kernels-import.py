@@ -378,6 +378,18 @@ MOE_POWER_LAW = {"experts": {128: "1.2", 8: "1.2", 256: "1.01"}}
 DEEPEP = {"system": "h100_sxm", "framework": "sglang", "version": "0.5.6.post2",
           "hidden": 7168, "topk": 8, "experts": 256, "nodes": (2, 4, 8), "gpus_per_node": 8}
 DEEPEP_INTO = ("h100", "h200", "h800")
+# The MoE work between DeepEP's normal (prefill) dispatch and combine, as SGLang runs it
+# (DeepEPMoE.run_moe_core: tokens permuted into DeepGEMM's contiguous per-expert layout, the
+# block-FP8 grouped gate+up GEMM, SiLU-and-multiply with FP8 quantisation, the grouped down
+# GEMM, un-permutation weighted by the router): AIConfigurator's SGLang wide-EP table
+# `wideep_context_moe_perf` (SGLang 0.5.10, H100 SXM, DeepSeek-V3's expert shape), one GPU
+# holding its EP rank's experts. num_tokens counts the EP group's tokens (a GPU's x ep), the
+# fused rows' convention. They become moe_fp8 rows with `mode: normal`, read before the fused
+# rows in a prefill step under expert parallelism. h800 (H100's SMs and HBM) takes them as
+# h100 does; h200 does not: its published point runs TensorRT-LLM's own EP path, not DeepEP.
+WIDEEP_MOE = {"system": "h100_sxm", "framework": "sglang", "version": "0.5.10",
+              "model": "deepseek-v3", "eps": (4, 8, 16, 32, 64, 128, 256)}
+WIDEEP_MOE_INTO = ("h100", "h800")
 # H800 SXM5 is H100 SXM5 with NVLink cut to 400 GB/s: the same SMs, clocks and HBM3. h800's
 # hand rows (DeepSeek's own kernels measured on H800) have no MLA prefill attention, which runs
 # on one GPU without NVLink: it takes h100_sxm's (context_mla_perf), so a DeepSeek prefill step
@@ -752,6 +764,42 @@ def deepep_rows(src, hand_points, stats):
     return out
 
 
+def wideep_moe_rows(src, root, hand, stats):
+    w = WIDEEP_MOE
+    path, rows = src.table(w["system"], "moe", "wideep_context_moe_perf", w["framework"],
+                           w["version"])
+    md = read_model(root, w["model"])
+    E, k, h, f = md["experts"], md["experts_active"], md["hidden"], md["expert_ffn"]
+    alpha = MOE_POWER_LAW["experts"][E]
+    out = []
+    for dist, routing in (("uniform", None), ("power_law_" + alpha, "power_law")):
+        have = {}
+        for r in rows:
+            if (r["moe_dtype"] == "fp8_block" and r["distribution"] == dist and
+                    r["hidden_size"] == h and r["inter_size"] == f and r["num_experts"] == E and
+                    r["topk"] == k and r["moe_tp_size"] == 1):
+                have.setdefault((r["moe_ep_size"], r["num_tokens"]), (r["latency"], r["kernel_source"]))
+        for ep in w["eps"]:
+            pts = []
+            for (e, t), got in sorted(have.items()):
+                if e == ep:
+                    fl = 2.0 * 3 * h * f * t * k / ep   # the GPU's share of the expert FLOPs
+                    pts.append((t, fl / (got[0] * 1e-3) / 1e12, got))
+            kept, d = monotone(pts)
+            stats["dropped"] += d
+            for t, tf, (lat, ks) in kept:
+                cite = src.cite(path, w["system"], "fp8_block %s %s, after DeepEP normal dispatch"
+                                % (ks, "balanced" if dist == "uniform" else dist),
+                                "SGLang %s" % w["version"])
+                cols = [("experts", E), ("topk", k), ("hidden", h), ("inter", f), ("tp", 1),
+                        ("ep", ep), ("mode", "normal")]
+                if routing:
+                    cols.append(("routing", routing))
+                cols += [("tokens", t), ("tflops", round(tf, 3)), ("us", round(lat * 1e3, 3))]
+                out.append(row("moe_fp8", cols, cite))
+    return out
+
+
 def ep_points(lines):
     """{(kind, ep, tokens): GBps} of the low-latency EP rows outside the imported block."""
     have, inside = {}, False
@@ -838,6 +886,8 @@ def main():
             block += mla_prefill_rows(src, PREFILL_MLA_FROM[ours], models, hand, stats)
         if ours in DEEPEP_INTO:
             block += deepep_rows(src, ep_points(lines), stats)
+        if ours in WIDEEP_MOE_INTO:
+            block += wideep_moe_rows(src, a.root, hand, stats)
         print("%s: %d rows from %s (%d left out: a series falling against physics)" %
               (path, len(block), theirs or DEEPEP["system"], stats["dropped"]), file=sys.stderr)
         if a.dry_run:
@@ -848,7 +898,9 @@ def main():
                                 (["H100 SXM's prefill_mla (%s)" % BACKEND]
                                  if ours in PREFILL_MLA_FROM else []) +
                                 (["SGLang's DeepEP low-latency table (H100 SXM)"]
-                                 if ours in DEEPEP_INTO else []))
+                                 if ours in DEEPEP_INTO else []) +
+                                (["SGLang's wide-EP MoE table (H100 SXM)"]
+                                 if ours in WIDEEP_MOE_INTO else []))
             f.write("\n".join(splice(lines, block, commit, what)) + "\n")
 
 

@@ -1149,6 +1149,19 @@ START_TEST(test_hardware_kernel_tables) {
     ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_EPARSE);
     ck_assert_msg(strstr(err.msg, "'kernels.routing': expected balanced or power_law"), "%s",
                   err.msg);
+    // mode: the all-to-all kernels of EP rows and of the MoE rows measured between them only
+    p = write_tmp("k.yaml", HWB "  - {kind: gemm_fp8, m: 64, n: 8, k: 8, tflops: 200, "
+                                "mode: normal" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_EPARSE);
+    ck_assert_msg(strstr(err.msg, "k.yaml:9") &&
+                      strstr(err.msg, "'kernels.mode' applies to ep_dispatch, ep_combine, "
+                                      "moe_bf16 and moe_fp8 rows only"),
+                  "%s", err.msg);
+    p = write_tmp("k.yaml", HWB "  - {kind: moe_fp8, experts: 8, topk: 2, hidden: 64, inter: 64, "
+                                "tp: 1, ep: 8, tokens: 64, tflops: 20, mode: fast" SRC);
+    ck_assert_int_eq(mdl_hardware_load(&h, p, NULL, &err), KVF_EPARSE);
+    ck_assert_msg(strstr(err.msg, "'kernels.mode': expected low_latency or normal"), "%s",
+                  err.msg);
 #undef HWB
 #undef SRC
 }
