@@ -488,6 +488,10 @@ static bool look_gemm(const lk *L, mdl_kkind kind, double m, double n, double k,
 
 // Fused-MoE lookup: the series of the model's experts at expert layout (tp, ep), at X tokens;
 // between two measured ep of the same tp, linear in log(ep) (each interpolated at X).
+// A fused-MoE figure at X tokens an EP group of ep GPUs; an ep between two measured ones is
+// linear in log(ep) between them, at the same X (the fused op sees the group's tokens), or for
+// the rows measured between all-to-alls (key7[6] != MDL_A2A_NONE: a GPU computes what it
+// received) at the same tokens a GPU, X x ep' / ep.
 static bool look_moe(const lk *L, mdl_kkind kind, const double *key7, double ep, double X,
                      double *y, hit *h) {
     const mdl_hardware *hw = L->hw;
@@ -515,10 +519,13 @@ static bool look_moe(const lk *L, mdl_kkind kind, const double *key7, double ep,
     if (elo == 0 || ehi == 0) return false;
     double y0, y1;
     hit h0, h1;
+    bool per_gpu = key7[6] != MDL_A2A_NONE;
     key[7] = elo;
-    if (!look1(L, kind, key, 8, X, FIG_TFLOPS, false, &y0, &h0)) return false;
+    if (!look1(L, kind, key, 8, per_gpu ? X * elo / ep : X, FIG_TFLOPS, false, &y0, &h0))
+        return false;
     key[7] = ehi;
-    if (!look1(L, kind, key, 8, X, FIG_TFLOPS, false, &y1, &h1)) return false;
+    if (!look1(L, kind, key, 8, per_gpu ? X * ehi / ep : X, FIG_TFLOPS, false, &y1, &h1))
+        return false;
     *h = h0;
     hit_join(h, &h1);
     *y = y0 + log(ep / elo) / log(ehi / elo) * (y1 - y0);

@@ -386,10 +386,12 @@ DEEPEP_INTO = ("h100", "h200", "h800")
 # holding its EP rank's experts. num_tokens counts the EP group's tokens (a GPU's x ep), the
 # fused rows' convention. They become moe_fp8 rows with `mode: normal`, read before the fused
 # rows in a prefill step under expert parallelism. h800 (H100's SMs and HBM) takes them as
-# h100 does; h200 does not: its published point runs TensorRT-LLM's own EP path, not DeepEP.
-WIDEEP_MOE = {"system": "h100_sxm", "framework": "sglang", "version": "0.5.10",
-              "model": "deepseek-v3", "eps": (4, 8, 16, 32, 64, 128, 256)}
-WIDEEP_MOE_INTO = ("h100", "h800")
+# h100 does; gb200 takes GB200's own (the same table and version measured on one GB200; no
+# EP8 there: an EP8 step interpolates between EP4 and EP16 at its tokens a GPU); h200 does
+# not: its published point runs TensorRT-LLM's own EP path, not DeepEP.
+WIDEEP_MOE = {"framework": "sglang", "version": "0.5.10", "model": "deepseek-v3",
+              "eps": (4, 8, 16, 32, 64, 128, 256)}
+WIDEEP_MOE_INTO = {"h100": "h100_sxm", "h800": "h100_sxm", "gb200": "gb200"}
 # H800 SXM5 is H100 SXM5 with NVLink cut to 400 GB/s: the same SMs, clocks and HBM3. h800's
 # hand rows (DeepSeek's own kernels measured on H800) have no MLA prefill attention, which runs
 # on one GPU without NVLink: it takes h100_sxm's (context_mla_perf), so a DeepSeek prefill step
@@ -764,9 +766,9 @@ def deepep_rows(src, hand_points, stats):
     return out
 
 
-def wideep_moe_rows(src, root, hand, stats):
+def wideep_moe_rows(src, system, root, stats):
     w = WIDEEP_MOE
-    path, rows = src.table(w["system"], "moe", "wideep_context_moe_perf", w["framework"],
+    path, rows = src.table(system, "moe", "wideep_context_moe_perf", w["framework"],
                            w["version"])
     md = read_model(root, w["model"])
     E, k, h, f = md["experts"], md["experts_active"], md["hidden"], md["expert_ffn"]
@@ -788,7 +790,7 @@ def wideep_moe_rows(src, root, hand, stats):
             kept, d = monotone(pts)
             stats["dropped"] += d
             for t, tf, (lat, ks) in kept:
-                cite = src.cite(path, w["system"], "fp8_block %s %s, after DeepEP normal dispatch"
+                cite = src.cite(path, system, "fp8_block %s %s, after DeepEP normal dispatch"
                                 % (ks, "balanced" if dist == "uniform" else dist),
                                 "SGLang %s" % w["version"])
                 cols = [("experts", E), ("topk", k), ("hidden", h), ("inter", f), ("tp", 1),
@@ -887,7 +889,7 @@ def main():
         if ours in DEEPEP_INTO:
             block += deepep_rows(src, ep_points(lines), stats)
         if ours in WIDEEP_MOE_INTO:
-            block += wideep_moe_rows(src, a.root, hand, stats)
+            block += wideep_moe_rows(src, WIDEEP_MOE_INTO[ours], a.root, stats)
         print("%s: %d rows from %s (%d left out: a series falling against physics)" %
               (path, len(block), theirs or DEEPEP["system"], stats["dropped"]), file=sys.stderr)
         if a.dry_run:
@@ -899,7 +901,7 @@ def main():
                                  if ours in PREFILL_MLA_FROM else []) +
                                 (["SGLang's DeepEP low-latency table (H100 SXM)"]
                                  if ours in DEEPEP_INTO else []) +
-                                (["SGLang's wide-EP MoE table (H100 SXM)"]
+                                (["SGLang's wide-EP MoE table (%s)" % WIDEEP_MOE_INTO[ours]]
                                  if ours in WIDEEP_MOE_INTO else []))
             f.write("\n".join(splice(lines, block, commit, what)) + "\n")
 

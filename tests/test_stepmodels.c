@@ -450,7 +450,8 @@ START_TEST(test_table_rows_by_hand) {
     for (uint32_t i = 0; i < gb->nkrows; i++) {
         const mdl_krow *r = &gb->krows[i];
         if (r->kind != MDL_K_MOE_FP8 || r->experts != 256 || r->tp != 1 || r->tokens != 4096 ||
-            r->routing != MDL_ROUTE_BALANCED)   // moe.routing's default
+            r->routing != MDL_ROUTE_BALANCED ||   // moe.routing's default
+            r->a2a != MDL_A2A_NONE)               // a decode step: not the normal-mode rows
             continue;
         if (r->ep == 32) e32 = r;
         if (r->ep == 64) e64 = r;
@@ -835,6 +836,7 @@ END_TEST
 // tokens in the EP group, a measured point, so the routed seconds are the layers' expert
 // FLOPs of one GPU at that row's TFLOPS. A decode step reads no normal row (its all-to-alls
 // are the low-latency kernels), and the step without those rows falls back to the roofline.
+// An ep between two measured ones is read at the step's tokens a GPU.
 static const mdl_krow *moe_normal_row(const mdl_hardware *h, double ep, double tokens) {
     for (uint32_t i = 0; i < h->nkrows; i++) {
         const mdl_krow *r = &h->krows[i];
@@ -889,6 +891,24 @@ START_TEST(test_moe_normal_rows) {
     ck_assert_msg(term_find(&ex, "expert GEMMs", "roofline"), "no roofline experts without rows");
     free(h);
     free(h2);
+    // gb200 measures EP4 and EP16, not EP8: an EP8 step of 16,384 tokens a GPU reads both at
+    // 16,384 tokens a GPU (EP4: 65,536 an EP group, EP16: 262,144), halfway in log(ep)
+    h = hw_load("gb200");
+    enum { E8 = 8 };
+    for (uint32_t j = 0; j < 4 * E8; j++)
+        seqs[j] = (mdl_seq){4096, 0};
+    mdl_parallel p8 = {.gpus = E8, .tp = 1, .ep = E8, .ep_skew = 1};
+    mdl_batch b8 = {.phase = MDL_PREFILL, .seqs = seqs, .n = 4 * E8};
+    mdl_table_eval(&ds, h, &p8, NULL, &b8, true, &c, &ex, &fb);
+    e = term_find(&ex, "expert GEMMs", "moe_fp8 normal");
+    sh = term_find(&ex, "  shared experts", NULL);
+    ck_assert_msg(e && sh, "gb200 EP8: the experts do not come from the normal rows");
+    double y = (moe_normal_row(h, 4, 65536)->tflops + moe_normal_row(h, 16, 262144)->tflops) / 2;
+    fl = 2.0 * 3 * ds.hidden * ds.expert_ffn * 16384.0 * ds.experts_active;
+    want = ds.moe_layers * fl / (y * 1e12);
+    ck_assert_msg(near(e->s - sh->s, want, 1e-9), "gb200 EP8 routed experts %.9g s, want %.9g",
+                  e->s - sh->s, want);
+    free(h);
 }
 END_TEST
 
