@@ -10,10 +10,11 @@
 //                   shapes without rows) stays on the roofline
 //   expert GEMMs    moe_bf16 / moe_fp8 rows (one fused MoE layer, balanced routing) of the
 //                   model's expert shape and (tp, ep) layout by tokens entering the op on a
-//                   GPU (an ep between two measured: linear in log(ep)); under EP the rows
-//                   measured between DeepEP all-to-alls of the step's mode first; else
-//                   grouped_fp8 / grouped_bf16 rows of the expert shapes (gate+up: n = 2 ffn,
-//                   k = hidden; down: n = hidden, k = ffn) by tokens per expert. Shared
+//                   GPU (an ep between two measured: linear in log(ep)), or grouped_fp8 /
+//                   grouped_bf16 rows of the expert shapes (gate+up: n = 2 ffn, k = hidden;
+//                   down: n = hidden, k = ffn) by tokens per expert; under EP the rows
+//                   measured between DeepEP all-to-alls of the step's mode first, then the
+//                   grouped rows, then the fused rows; without EP fused, then grouped. Shared
 //                   experts by gemm rows at m = tokens per GPU, the roofline's share of the
 //                   expert FLOPs where those rows stop.
 //   MoE routing     moe_routing rows; inside the fused rows; otherwise not a term of its own
@@ -33,8 +34,10 @@
 //                   at one ep log-log in tokens where its rows bracket them, else its nearest
 //                   measured point scaled by the token curve of the nearest ep that has one
 //                   (the kernels' latency floor), else that point's bandwidth within 4x
-// Interpolation is linear in log(x) between the two nearest rows (times: log-log); outside the
-// measured range the term is the roofline's (a fallback). Every step with at least one
+// Under two micro-batches each row is read at one micro-batch's shape (half the tokens) and
+// its time counted twice. Interpolation is linear in log(x) between the two nearest rows
+// (times: log-log); below a GEMM series' smallest m the call costs that m's time; elsewhere
+// outside the measured range the term is the roofline's (a fallback). Every step with at least one
 // applicable term answered by the roofline counts in table_fallbacks. Rows are found through
 // the index mdl_hardware_index builds once at load: per kind, series sorted by their shape
 // columns, each sorted along its axis; a lookup scans one kind's rows, never sorts.
@@ -449,6 +452,22 @@ static bool gemm_bracket(const mdl_hardware *hw, mdl_kkind kind, double n, doubl
 // GEMM lookup at (m, n, k): the series (n_i, k_j) of the grid points bracketing n and k
 // (n among those measured at both bracketing k), each interpolated at m, then log-bilinear in
 // n and k. Exact shapes use their own series alone.
+// A GEMM series at m rows; below its smallest measured m, that m's time (TFLOPS scaled by
+// m / m0): a kernel tiles the rows in blocks of 64-128 and reads the same weights, so a call of
+// fewer rows than the smallest measured one costs no less.
+static bool look1_gemm(const lk *L, mdl_kkind kind, const double *key, double m, double *y,
+                       hit *h) {
+    if (look1(L, kind, key, 2, m, FIG_TFLOPS, false, y, h)) return true;
+    int a, b;
+    if (!(m > 0) || !series_find(L, kind, key, 2, &a, &b)) return false;
+    const mdl_krow *r = row_at(L->hw, a);
+    double m0 = row_x(r);
+    if (!(m < m0) || !(r->tflops > 0)) return false;
+    *y = r->tflops * m / m0;
+    h->lo = h->hi = L->hw->order[a];
+    return true;
+}
+
 static bool look_gemm(const lk *L, mdl_kkind kind, double m, double n, double k, double *y,
                       hit *h) {
     KVF_ASSERT(kind == MDL_K_GEMM_FP8 || kind == MDL_K_GEMM_BF16 || kind == MDL_K_GROUPED_FP8 ||
@@ -476,7 +495,7 @@ static bool look_gemm(const lk *L, mdl_kkind kind, double m, double n, double k,
         for (int j = 0; j < 2; j++) {
             double key[2] = {ns[i], ks[j]};
             hit c;
-            if (!look1(L, kind, key, 2, m, FIG_TFLOPS, false, &v[i][j], &c)) return false;
+            if (!look1_gemm(L, kind, key, m, &v[i][j], &c)) return false;
             hit_join(h, &c);
         }
     double tn = nhi > nlo ? log(n / nlo) / log(nhi / nlo) : 0;
@@ -587,11 +606,18 @@ typedef struct tab {
     mdl_parallel p;
     mdl_efficiency eff;
     double G, T;                                // GPUs; tokens through the GEMMs
+    double mb;   // kernel calls per step: 2 under two micro-batches (each half the tokens)
     bool use, decode;                           // tables on; decode phase
     mdl_kkind gemm, e_gemm, e_grouped, e_moe;   // kinds for dense and expert weights
     mdl_explain *ex;
     bool fb;   // an applicable term came from the roofline
 } tab;
+
+// What the explanation adds to a row's shape under two micro-batches (each call is one
+// micro-batch's: half the tokens, twice per step).
+static const char *mb_note(const tab *c) {
+    return c->mb > 1 ? " a micro-batch, x2" : "";
+}
 
 // Marks a term answered by the roofline although tables were asked for.
 static void fallback(tab *c) {
@@ -601,7 +627,8 @@ static void fallback(tab *c) {
 // Seconds of one GEMM shape on one GPU at `rows` rows, from the table; false: no rows.
 static bool gemm_time(const tab *c, mdl_kkind kind, const gemm_shape *s, double rows, double *sec,
                       double *tflops, hit *h) {
-    if (kind == MDL_K_KINDS || !look_gemm(&c->L, kind, rows, s->n, s->k, tflops, h)) return false;
+    if (kind == MDL_K_KINDS || !look_gemm(&c->L, kind, rows / c->mb, s->n, s->k, tflops, h))
+        return false;
     *sec = 2.0 * rows * s->n * s->k * s->layers / (*tflops * 1e12);
     return true;
 }
@@ -628,8 +655,9 @@ static void table_dense(tab *c) {
         role_s[sh[i].role] += s;
         covered_f += f;
         covered_s += s;
-        term_add(c->ex, "  gemm", s, c->hw, h, "%s n=%.0f k=%.0f m=%.0f: %.0f TFLOPS (%s)",
-                 sh[i].what, sh[i].n, sh[i].k, mt, y, mdl_kkind_name(c->gemm));
+        term_add(c->ex, "  gemm", s, c->hw, h, "%s n=%.0f k=%.0f m=%.0f%s: %.0f TFLOPS (%s)",
+                 sh[i].what, sh[i].n, sh[i].k, mt / c->mb, mb_note(c), y,
+                 mdl_kkind_name(c->gemm));
     }
     if (covered_f > 0) {
         double frac = KVF_MAX(0.0, 1 - covered_f / w->flops[MDL_WG_DENSE]);
@@ -700,14 +728,13 @@ static bool shared_time(tab *c, double shared_f, shared_part *sh) {
 static void shared_term(tab *c, const shared_part *sh) {
     if (sh->s > 0 && sh->roof)
         term_add(c->ex, "  shared experts", sh->s, c->hw, NOHIT,
-                 "roofline: no %s rows at m=%.0f; the roofline's time for their share of the "
+                 "roofline: no %s rows at m=%.0f%s; the roofline's time for their share of the "
                  "expert FLOPs",
-                 mdl_kkind_name(c->e_gemm), sh->m);
+                 mdl_kkind_name(c->e_gemm), sh->m / c->mb, mb_note(c));
     else if (sh->s > 0)
         term_add(c->ex, "  shared experts", sh->s, c->hw, sh->h,
-                 "%s m=%.0f: gate+up %.0f, down "
-                 "%.0f TFLOPS",
-                 mdl_kkind_name(c->e_gemm), sh->m, sh->gu, sh->dn);
+                 "%s m=%.0f%s: gate+up %.0f, down %.0f TFLOPS", mdl_kkind_name(c->e_gemm),
+                 sh->m / c->mb, mb_note(c), sh->gu, sh->dn);
 }
 
 // Routing and permutation terms beside GEMM-only (grouped) rows: their own rows when the
@@ -721,11 +748,11 @@ static void moe_side_terms(tab *c, double *route, double *perm, hit *hr, hit *hp
     double tok = c->T / c->G, L = m->moe_layers, y;
     double kr[2] = {m->experts, m->experts_active}, kp[2] = {m->hidden, m->experts_active};
     *route = *perm = 0;
-    *r_rows = look1(&c->L, MDL_K_MOE_ROUTING, kr, 2, tok, FIG_US, true, &y, hr);
-    if (*r_rows) *route = L * y * 1e-6;
-    *p_rows = look1(&c->L, MDL_K_MOE_PERMUTE, kp, 2, tok, FIG_US, true, &y, hp);
+    *r_rows = look1(&c->L, MDL_K_MOE_ROUTING, kr, 2, tok / c->mb, FIG_US, true, &y, hr);
+    if (*r_rows) *route = L * c->mb * y * 1e-6;
+    *p_rows = look1(&c->L, MDL_K_MOE_PERMUTE, kp, 2, tok / c->mb, FIG_US, true, &y, hp);
     if (*p_rows) {
-        *perm = L * y * 1e-6 * c->p.ep_skew;
+        *perm = L * c->mb * y * 1e-6 * c->p.ep_skew;
     } else if (c->p.ep > 1) {
         *perm = 0;
     } else {
@@ -734,26 +761,20 @@ static void moe_side_terms(tab *c, double *route, double *perm, hit *hr, hit *hp
     }
 }
 
-// The fused-MoE rows (routing, permutation and expert GEMMs in one measured op). Under expert
-// parallelism the rows measured between DeepEP all-to-alls of the phase's mode come first
-// (decode: low_latency, else normal; their op permutes and un-permutes but does not route),
-// then the rows of the op without them. False when no series covers the model's shape and
-// layout at its tokens.
-static bool experts_fused(tab *c, double shared_f) {
+// The fused-MoE rows of all-to-all mode a2a (MDL_A2A_NONE: routing, permutation and expert
+// GEMMs in one measured op; a DeepEP mode: the op between that mode's dispatch and combine,
+// which permutes and un-permutes but does not route). False when no series covers the model's
+// shape and layout at its tokens.
+static bool experts_fused(tab *c, double shared_f, double a2a) {
     const mdl_model *m = c->m;
     if (c->e_moe == MDL_K_KINDS) return false;
     double tp, ep, y = 0;
     moe_layout(&c->p, &tp, &ep);
-    double a2a = ep > 1 ? (c->decode ? MDL_A2A_LOW_LATENCY : MDL_A2A_NORMAL) : MDL_A2A_NONE;
     double key[7] = {m->experts, m->experts_active, m->hidden, m->expert_ffn, tp, c->p.routing,
                      a2a};
     double X = c->T * tp * ep / c->G;   // tokens entering the op on each GPU of an expert group
     hit h;
-    if (!look_moe(&c->L, c->e_moe, key, ep, X, &y, &h)) {
-        if (a2a == MDL_A2A_NONE) return false;
-        key[6] = a2a = MDL_A2A_NONE;
-        if (!look_moe(&c->L, c->e_moe, key, ep, X, &y, &h)) return false;
-    }
+    if (!look_moe(&c->L, c->e_moe, key, ep, X / c->mb, &y, &h)) return false;
     double fl = 2.0 * 3 * m->hidden * m->expert_ffn / tp * X * m->experts_active / ep;
     double s = m->moe_layers * fl / (y * 1e12);
     shared_part sh;
@@ -775,17 +796,17 @@ static bool experts_fused(tab *c, double shared_f) {
     c->pp->shared_s = sh.s * c->p.ep_skew;
     if (a2a == MDL_A2A_NONE)
         term_add(c->ex, "expert GEMMs", c->pp->group_s[MDL_WG_EXPERT], c->hw, h,
-                 "%s tp=%.0f ep=%.0f, %.0f tokens in/GPU (%.3g per expert): %.3g TFLOPS (routing, "
-                 "permutation and grouped GEMMs in one op)%s; x ep_skew %.3g",
-                 kn, tp, ep, X, X * m->experts_active / m->experts, y, sh.s > 0 ? " + shared" : "",
-                 c->p.ep_skew);
+                 "%s tp=%.0f ep=%.0f, %.0f tokens in/GPU (%.3g per expert)%s: %.3g TFLOPS "
+                 "(routing, permutation and grouped GEMMs in one op)%s; x ep_skew %.3g",
+                 kn, tp, ep, X / c->mb, X / c->mb * m->experts_active / m->experts, mb_note(c), y,
+                 sh.s > 0 ? " + shared" : "", c->p.ep_skew);
     else
         term_add(c->ex, "expert GEMMs", c->pp->group_s[MDL_WG_EXPERT], c->hw, h,
-                 "%s %s tp=%.0f ep=%.0f, %.0f tokens in the EP group (%.3g per expert): %.3g "
+                 "%s %s tp=%.0f ep=%.0f, %.0f tokens in the EP group (%.3g per expert)%s: %.3g "
                  "TFLOPS (permutation, grouped GEMMs, activation and un-permutation between the "
                  "%s dispatch and combine)%s; x ep_skew %.3g",
-                 kn, mode, tp, ep, X, X * m->experts_active / m->experts, y, mode,
-                 sh.s > 0 ? " + shared" : "", c->p.ep_skew);
+                 kn, mode, tp, ep, X / c->mb, X / c->mb * m->experts_active / m->experts,
+                 mb_note(c), y, mode, sh.s > 0 ? " + shared" : "", c->p.ep_skew);
     return true;
 }
 
@@ -796,8 +817,9 @@ static bool experts_grouped(tab *c, double routed_f, double shared_f) {
     double per_exp = c->T * m->experts_active / m->experts;   // tokens per expert (instance)
     double y1, y2;
     hit h1, h2;
-    if (!look_gemm(&c->L, c->e_grouped, per_exp, 2.0 * m->expert_ffn, m->hidden, &y1, &h1) ||
-        !look_gemm(&c->L, c->e_grouped, per_exp, m->hidden, m->expert_ffn, &y2, &h2))
+    if (!look_gemm(&c->L, c->e_grouped, per_exp / c->mb, 2.0 * m->expert_ffn, m->hidden, &y1,
+                   &h1) ||
+        !look_gemm(&c->L, c->e_grouped, per_exp / c->mb, m->hidden, m->expert_ffn, &y2, &h2))
         return false;
     // gate+up is 2/3 of an expert's FLOPs, down 1/3; the hottest GPU sets the pace
     double s = (routed_f * 2 / 3 / (y1 * 1e12) + routed_f / 3 / (y2 * 1e12)) / c->G;
@@ -837,9 +859,9 @@ static bool experts_grouped(tab *c, double routed_f, double shared_f) {
     c->pp->group_s[MDL_WG_EXPERT] = (s + sh.s) * c->p.ep_skew + route + perm;
     c->pp->shared_s = sh.s * c->p.ep_skew;
     term_add(c->ex, "expert GEMMs", (s + sh.s) * c->p.ep_skew, c->hw, h1,
-             "%s m=%.0f tokens/expert: gate+up %.0f, down %.0f TFLOPS%s; x ep_skew %.3g",
-             mdl_kkind_name(c->e_grouped), per_exp, y1, y2, sh.s > 0 ? " + shared" : "",
-             c->p.ep_skew);
+             "%s m=%.0f tokens/expert%s: gate+up %.0f, down %.0f TFLOPS%s; x ep_skew %.3g",
+             mdl_kkind_name(c->e_grouped), per_exp / c->mb, mb_note(c), y1, y2,
+             sh.s > 0 ? " + shared" : "", c->p.ep_skew);
     return true;
 }
 
@@ -850,7 +872,18 @@ static void table_experts(tab *c) {
     double routed_f = 2.0 * c->T * m->moe_layers * m->experts_active * m->expert_params;
     double shared_f = w->flops[MDL_WG_EXPERT] - routed_f;
     int n0 = c->ex ? c->ex->n : 0;
-    if (c->use && (experts_fused(c, shared_f) || experts_grouped(c, routed_f, shared_f))) return;
+    // Under expert parallelism the all-to-alls are DeepEP's (table_ep): first the rows measured
+    // between its kernels of the step's mode, then the grouped GEMMs its path runs, then an
+    // engine's own fused op; on one expert group the fused op, then the grouped GEMMs.
+    double tp, ep;
+    moe_layout(&c->p, &tp, &ep);
+    bool ok = false;
+    if (c->use && ep > 1)
+        ok = experts_fused(c, shared_f, c->decode ? MDL_A2A_LOW_LATENCY : MDL_A2A_NORMAL) ||
+             experts_grouped(c, routed_f, shared_f) || experts_fused(c, shared_f, MDL_A2A_NONE);
+    else if (c->use)
+        ok = experts_fused(c, shared_f, MDL_A2A_NONE) || experts_grouped(c, routed_f, shared_f);
+    if (ok) return;
     if (c->ex) c->ex->n = n0;   // drop the parts of a half-covered attempt
     fallback(c);
     term_add(c->ex, "MoE routing", 0, c->hw, NOHIT,
@@ -900,13 +933,14 @@ static bool attn_decode_gqa(tab *c, int g) {
                      m->kv_bytes_per_elem};
     double batch = mdl_batch_size(c->b) / (c->G / tp);   // sequences per TP group
     hit h;
-    if (!look2(&c->L, MDL_K_DECODE_GQA, key, 4, batch, ctx, FIG_US, true, &y, &h)) return false;
-    c->pp->group_s[g] = layers * y * 1e-6;
+    if (!look2(&c->L, MDL_K_DECODE_GQA, key, 4, batch / c->mb, ctx, FIG_US, true, &y, &h))
+        return false;
+    c->pp->group_s[g] = layers * c->mb * y * 1e-6;
     term_add(c->ex, g == MDL_WG_ATTN_FULL ? "attention" : "attention (window)", c->pp->group_s[g],
              c->hw, h,
-             "decode_gqa heads %.0f/%.0f per GPU, batch %.0f, context %.0f: %.3g us x "
+             "decode_gqa heads %.0f/%.0f per GPU, batch %.0f%s, context %.0f: %.3g us x "
              "%.0f layers",
-             key[0], key[1], batch, ctx, y, layers);
+             key[0], key[1], batch / c->mb, mb_note(c), ctx, y, layers);
     return true;
 }
 
@@ -919,12 +953,12 @@ static bool attn_decode_mla_rows(tab *c, int g) {
     double tp = c->p.tp, key[2] = {m->heads / tp, m->kv_bytes_per_elem};
     double batch = mdl_batch_size(c->b) / (c->G / tp);
     hit h;
-    if (!look2(&c->L, MDL_K_DECODE_MLA, key, 2, batch, ctx, FIG_US, true, &y, &h)) return false;
-    c->pp->group_s[g] = m->layers * y * 1e-6;
+    if (!look2(&c->L, MDL_K_DECODE_MLA, key, 2, batch / c->mb, ctx, FIG_US, true, &y, &h))
+        return false;
+    c->pp->group_s[g] = m->layers * c->mb * y * 1e-6;
     term_add(c->ex, "attention", c->pp->group_s[g], c->hw, h,
-             "decode_mla %.0f heads per GPU, "
-             "batch %.0f, context %.0f: %.3g us x %u layers",
-             key[0], batch, ctx, y, m->layers);
+             "decode_mla %.0f heads per GPU, batch %.0f%s, context %.0f: %.3g us x %u layers",
+             key[0], batch / c->mb, mb_note(c), ctx, y, m->layers);
     return true;
 }
 
@@ -965,32 +999,37 @@ static bool attn_prefill(tab *c, int g) {
     }
     double sl = den > 0 ? num / den : 0, y;
     if (sl <= 0) return false;
+    // chunks of one micro-batch: whole sequences each while there are two a GPU or more; one
+    // sequence is split by its queries, each micro-batch running one chunk of it
+    double tpg = c->p.tp, all = b->n / (c->G / tpg);
+    double cm = all / c->mb < 1 && all >= 1 ? 1 : all / c->mb;
     hit h;
     if (m->attention == MDL_ATTN_GQA) {
-        double tp = c->p.tp, chunks = b->n / (c->G / tp);
+        double tp = c->p.tp;
         double key[3] = {m->heads / tp, KVF_MAX(m->kv_heads / tp, 1.0), m->head_dim};
-        if (look2(&c->L, MDL_K_PREFILL_GQA, key, 3, chunks, sl, FIG_TFLOPS, false, &y, &h)) {
+        if (look2(&c->L, MDL_K_PREFILL_GQA, key, 3, cm, sl, FIG_TFLOPS, false, &y, &h)) {
             c->pp->group_s[g] = c->w->flops[g] / c->G / (y * 1e12);
             term_add(c->ex, "attention", c->pp->group_s[g], c->hw, h,
-                     "prefill_gqa heads %.0f/%.0f per GPU, %.3g chunks, seqlen %.0f: %.0f TFLOPS",
-                     key[0], key[1], chunks, sl, y);
+                     "prefill_gqa heads %.0f/%.0f per GPU, %.3g chunks%s, seqlen %.0f: %.0f "
+                     "TFLOPS",
+                     key[0], key[1], cm, mb_note(c), sl, y);
             return true;
         }
     }
     if (m->attention == MDL_ATTN_MLA) {
         // the expanded-form kernel the rows time: 2 heads (qk + v) FLOPs per causal pair
-        double tp = c->p.tp, chunks = b->n / (c->G / tp), key[1] = {m->heads / tp}, pairs = 0;
+        double tp = c->p.tp, key[1] = {m->heads / tp}, pairs = 0;
         for (uint32_t i = 0; i < b->n; i++) {
             double t = b->seqs[i].new_tokens;
             pairs += t * b->seqs[i].cached_tokens + t * (t + 1) / 2;
         }
         double fl = pairs * m->layers * 2.0 * m->heads * (2.0 * m->head_dim + m->rope_dim);
-        if (look2(&c->L, MDL_K_PREFILL_MLA, key, 1, chunks, sl, FIG_TFLOPS, false, &y, &h)) {
+        if (look2(&c->L, MDL_K_PREFILL_MLA, key, 1, cm, sl, FIG_TFLOPS, false, &y, &h)) {
             c->pp->group_s[g] = fl / c->G / (y * 1e12);
             term_add(c->ex, "attention", c->pp->group_s[g], c->hw, h,
-                     "prefill_mla %.0f heads per GPU, %.3g chunks, seqlen %.0f: %.3g TFLOP at %.0f "
-                     "TFLOPS",
-                     key[0], chunks, sl, fl / c->G / 1e12, y);
+                     "prefill_mla %.0f heads per GPU, %.3g chunks%s, seqlen %.0f: %.3g TFLOP at "
+                     "%.0f TFLOPS",
+                     key[0], cm, mb_note(c), sl, fl / c->G / 1e12, y);
             return true;
         }
     }
@@ -1027,8 +1066,8 @@ static void table_allreduce(tab *c) {
     double msg = c->T / (c->G / tp) * c->m->hidden * 2;   // bf16 activations of a TP group
     double key[1] = {tp};
     hit h;
-    if (c->use && look1(&c->L, MDL_K_ALLREDUCE, key, 1, msg, FIG_GBPS, false, &y, &h)) {
-        double t = msg * 2 * (tp - 1) / tp / (y * 1e9);
+    if (c->use && look1(&c->L, MDL_K_ALLREDUCE, key, 1, msg / c->mb, FIG_GBPS, false, &y, &h)) {
+        double t = msg * 2 * (tp - 1) / tp / (y * 1e9);   // mb calls of msg / mb each
         c->pp->tp_comm_s = c->pp->allreduces * t;
         term_add(c->ex, "TP all-reduce", c->pp->tp_comm_s, c->hw, h,
                  "allreduce %.0f GPUs, %.3g MB: %.0f GB/s bus bandwidth x %.0f all-reduces", tp,
@@ -1331,6 +1370,7 @@ static void table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_par
     if (!(c.eff.memory > 0)) c.eff.memory = 0.8;
     c.G = c.p.gpus;
     c.T = w.tokens;
+    c.mb = pp.tbo ? 2 : 1;
     mdl_kkind dense_grouped, dense_moe;   // dense weights use the GEMM kind only
     gemm_kinds(m, m->weight_bytes_per_param, &c.gemm, &dense_grouped, &dense_moe);
     double ebpp = m->expert_weight_bytes_per_param > 0 ? m->expert_weight_bytes_per_param

@@ -997,13 +997,17 @@ START_TEST(test_table_model_terms) {
     ck_assert_msg(near(attn->s, want, 1e-9), "attention %.6g vs %.6g", attn->s, want);
     ck_assert(fl / 660e12 > kv / 3000e9);
     ck_assert(strstr(attn->source, "FlashMLA"));
-    // DeepGEMM masked rows by tokens per expert: 12960 x 8 / 256 = 405 per expert, between the
-    // m = 256 and m = 512 rows (log-linear): gate+up 932..1040, down 815..916 TFLOPS
-    double f = log(405.0 / 256) / log(2.0);
-    double gu = 932 + f * (1040 - 932), dn = 815 + f * (916 - 815);
+    // DeepGEMM masked rows by tokens per expert of one micro-batch: 12960 x 8 / 256 / 2 = 202.5
+    // per expert, below the smallest row (m = 256: gate+up 932, down 815 TFLOPS), so each call
+    // costs that row's time: TFLOPS x 202.5 / 256
+    double f = 202.5 / 256;
+    double gu = 932 * f, dn = 815 * f;
     double routed = 2.0 * 12960 * 58 * 8 * ds.expert_params;
     double shared_part = exp->s - (routed * 2 / 3 / (gu * 1e12) + routed / 3 / (dn * 1e12)) / 144;
-    ck_assert_msg(shared_part > 0 && shared_part < 0.25 * exp->s, "expert term %.6g", exp->s);
+    // the shared experts at 45 rows a micro-batch (below DeepGEMM's m = 64): weight-bound, read
+    // twice, about a third of the term
+    ck_assert_msg(shared_part > 0.15 * exp->s && shared_part < 0.4 * exp->s,
+                  "expert term %.6g, shared %.6g", exp->s, shared_part);
     // two micro-batches on the decode schedule: the terms add up to the step, the overlap
     // leaves exposed what its stages do not cover: at least the dispatch past the shared
     // experts and pre-attention projections (q_a+kv_a, q_b, kv_b rows), at most all of it
