@@ -605,9 +605,9 @@ typedef struct tab {
     mdl_parts *pp;
     mdl_parallel p;
     mdl_efficiency eff;
-    double G, T;                                // GPUs; tokens through the GEMMs
-    double mb;   // kernel calls per step: 2 under two micro-batches (each half the tokens)
-    bool use, decode;                           // tables on; decode phase
+    double G, T;        // GPUs; tokens through the GEMMs
+    double mb;          // kernel calls per step: 2 under two micro-batches (each half the tokens)
+    bool use, decode;   // tables on; decode phase
     mdl_kkind gemm, e_gemm, e_grouped, e_moe;   // kinds for dense and expert weights
     mdl_explain *ex;
     bool fb;   // an applicable term came from the roofline
@@ -656,8 +656,7 @@ static void table_dense(tab *c) {
         covered_f += f;
         covered_s += s;
         term_add(c->ex, "  gemm", s, c->hw, h, "%s n=%.0f k=%.0f m=%.0f%s: %.0f TFLOPS (%s)",
-                 sh[i].what, sh[i].n, sh[i].k, mt / c->mb, mb_note(c), y,
-                 mdl_kkind_name(c->gemm));
+                 sh[i].what, sh[i].n, sh[i].k, mt / c->mb, mb_note(c), y, mdl_kkind_name(c->gemm));
     }
     if (covered_f > 0) {
         double frac = KVF_MAX(0.0, 1 - covered_f / w->flops[MDL_WG_DENSE]);
@@ -770,8 +769,8 @@ static bool experts_fused(tab *c, double shared_f, double a2a) {
     if (c->e_moe == MDL_K_KINDS) return false;
     double tp, ep, y = 0;
     moe_layout(&c->p, &tp, &ep);
-    double key[7] = {m->experts, m->experts_active, m->hidden, m->expert_ffn, tp, c->p.routing,
-                     a2a};
+    double key[7] = {m->experts, m->experts_active, m->hidden, m->expert_ffn, tp, c->p.routing};
+    key[6] = a2a;
     double X = c->T * tp * ep / c->G;   // tokens entering the op on each GPU of an expert group
     hit h;
     if (!look_moe(&c->L, c->e_moe, key, ep, X / c->mb, &y, &h)) return false;
@@ -789,8 +788,14 @@ static bool experts_fused(tab *c, double shared_f, double a2a) {
                  "not in the %s %s rows (they start after the dispatch): the router GEMM is in "
                  "the dense rest, top-k selection not timed",
                  kn, mode);
-    term_add(c->ex, "MoE permutation", 0, c->hw, h, "inside the %s%s%s row (line %d)", kn,
-             a2a == MDL_A2A_NONE ? " fused" : " ", a2a == MDL_A2A_NONE ? "" : mode, line);
+    if (a2a == MDL_A2A_LOW_LATENCY)
+        term_add(c->ex, "MoE permutation", 0, c->hw, NOHIT,
+                 "done by the low_latency dispatch and combine (tokens land in per-expert "
+                 "buffers; the %s low_latency rows run the masked layout)",
+                 kn);
+    else
+        term_add(c->ex, "MoE permutation", 0, c->hw, h, "inside the %s%s%s row (line %d)", kn,
+                 a2a == MDL_A2A_NONE ? " fused" : " ", a2a == MDL_A2A_NONE ? "" : mode, line);
     shared_term(c, &sh);
     c->pp->group_s[MDL_WG_EXPERT] = (s + sh.s) * c->p.ep_skew;
     c->pp->shared_s = sh.s * c->p.ep_skew;
@@ -803,10 +808,13 @@ static bool experts_fused(tab *c, double shared_f, double a2a) {
     else
         term_add(c->ex, "expert GEMMs", c->pp->group_s[MDL_WG_EXPERT], c->hw, h,
                  "%s %s tp=%.0f ep=%.0f, %.0f tokens in the EP group (%.3g per expert)%s: %.3g "
-                 "TFLOPS (permutation, grouped GEMMs, activation and un-permutation between the "
-                 "%s dispatch and combine)%s; x ep_skew %.3g",
+                 "TFLOPS (%s between the %s dispatch and combine)%s; x ep_skew %.3g",
                  kn, mode, tp, ep, X / c->mb, X / c->mb * m->experts_active / m->experts,
-                 mb_note(c), y, mode, sh.s > 0 ? " + shared" : "", c->p.ep_skew);
+                 mb_note(c), y,
+                 a2a == MDL_A2A_LOW_LATENCY
+                     ? "masked grouped GEMMs and activation"
+                     : "permutation, grouped GEMMs, activation and un-permutation",
+                 mode, sh.s > 0 ? " + shared" : "", c->p.ep_skew);
     return true;
 }
 

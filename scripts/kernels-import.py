@@ -389,8 +389,13 @@ DEEPEP_INTO = ("h100", "h200", "h800")
 # h100 does; gb200 takes GB200's own (the same table and version measured on one GB200; no
 # EP8 there: an EP8 step interpolates between EP4 and EP16 at its tokens a GPU); h200 does
 # not: its published point runs TensorRT-LLM's own EP path, not DeepEP.
+# The same table's decode twin, `wideep_generation_moe_perf` (the op between DeepEP's
+# low-latency dispatch and combine: DeepGEMM's masked grouped GEMMs and the activation between
+# them, up to 128 tokens a GPU), becomes rows with `mode: low_latency`, from EP16 up (decode
+# EP sizes; the loader holds 1,024 rows a file).
 WIDEEP_MOE = {"framework": "sglang", "version": "0.5.10", "model": "deepseek-v3",
-              "eps": (4, 8, 16, 32, 64, 128, 256)}
+              "phases": (("wideep_context_moe_perf", "normal", (4, 8, 16, 32, 64, 128, 256)),
+                         ("wideep_generation_moe_perf", "low_latency", (16, 32, 64, 128, 256)))}
 WIDEEP_MOE_INTO = {"h100": "h100_sxm", "h800": "h100_sxm", "gb200": "gb200"}
 # H800 SXM5 is H100 SXM5 with NVLink cut to 400 GB/s: the same SMs, clocks and HBM3. h800's
 # hand rows (DeepSeek's own kernels measured on H800) have no MLA prefill attention, which runs
@@ -767,9 +772,15 @@ def deepep_rows(src, hand_points, stats):
 
 
 def wideep_moe_rows(src, system, root, stats):
+    out = []
+    for table, mode, eps in WIDEEP_MOE["phases"]:
+        out += wideep_moe_phase(src, system, root, stats, table, mode, eps)
+    return out
+
+
+def wideep_moe_phase(src, system, root, stats, table, mode, eps):
     w = WIDEEP_MOE
-    path, rows = src.table(system, "moe", "wideep_context_moe_perf", w["framework"],
-                           w["version"])
+    path, rows = src.table(system, "moe", table, w["framework"], w["version"])
     md = read_model(root, w["model"])
     E, k, h, f = md["experts"], md["experts_active"], md["hidden"], md["expert_ffn"]
     alpha = MOE_POWER_LAW["experts"][E]
@@ -781,7 +792,7 @@ def wideep_moe_rows(src, system, root, stats):
                     r["hidden_size"] == h and r["inter_size"] == f and r["num_experts"] == E and
                     r["topk"] == k and r["moe_tp_size"] == 1):
                 have.setdefault((r["moe_ep_size"], r["num_tokens"]), (r["latency"], r["kernel_source"]))
-        for ep in w["eps"]:
+        for ep in eps:
             pts = []
             for (e, t), got in sorted(have.items()):
                 if e == ep:
@@ -790,11 +801,12 @@ def wideep_moe_rows(src, system, root, stats):
             kept, d = monotone(pts)
             stats["dropped"] += d
             for t, tf, (lat, ks) in kept:
-                cite = src.cite(path, system, "fp8_block %s %s, after DeepEP normal dispatch"
-                                % (ks, "balanced" if dist == "uniform" else dist),
+                cite = src.cite(path, system, "fp8_block %s %s, after DeepEP %s dispatch"
+                                % (ks, "balanced" if dist == "uniform" else dist,
+                                   mode.replace("_", "-")),
                                 "SGLang %s" % w["version"])
                 cols = [("experts", E), ("topk", k), ("hidden", h), ("inter", f), ("tp", 1),
-                        ("ep", ep), ("mode", "normal")]
+                        ("ep", ep), ("mode", mode)]
                 if routing:
                     cols.append(("routing", routing))
                 cols += [("tokens", t), ("tflops", round(tf, 3)), ("us", round(lat * 1e3, 3))]

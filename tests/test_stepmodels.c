@@ -445,7 +445,14 @@ START_TEST(test_table_rows_by_hand) {
     want = 4096.0 * 4097 / 2 * ds.layers * 2 * 128 * (2 * 128 + 64) / (pm->tflops * 1e12);
     ck_assert_msg(t && near(t->s, want, 1e-9), "prefill mla %.9g vs %.9g", t ? t->s : -1, want);
     free(h2);
+    // the fused rows between two measured ep (the low-latency rows, which a decode step under
+    // EP reads first, set aside: test_moe_normal_rows reads those)
     mdl_hardware *gb = hw_load("gb200");
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < gb->nkrows; i++)
+        if (gb->krows[i].a2a == MDL_A2A_NONE) gb->krows[kept++] = gb->krows[i];
+    gb->nkrows = kept;
+    mdl_hardware_index(gb);
     const mdl_krow *e32 = NULL, *e64 = NULL;
     for (uint32_t i = 0; i < gb->nkrows; i++) {
         const mdl_krow *r = &gb->krows[i];
@@ -703,14 +710,14 @@ static void check_tbo_gain(const char *what, const char *args, double lo, double
 // The overlap model against a measured ablation (LMSYS, blog/2025-05-05-large-scale-ep.md, "Two-
 // batch Overlap": decode at 256 tokens per device 25.5 % faster with two micro-batches): the
 // table model's speed-up on the SGLang H100 decode point may come closer to 1.255, never move
-// away from the recorded 1.264 (1.290 before each micro-batch's kernels were read at its own
-// half of the tokens; 1.383 when the published schedules replaced full hiding, which gave
-// 1.673).
+// away from the recorded 1.249 (1.264 before the routed experts came from SGLang's measured
+// low-latency MoE op, 1.290 before each micro-batch's kernels were read at its own half of
+// the tokens; 1.383 when the published schedules replaced full hiding, which gave 1.673).
 START_TEST(test_tbo_gain_vs_ablation) {
     check_tbo_gain("decode",
                    "scenarios/published/sglang-h100-decode.yaml --step-seqs 256 "
                    "--step-context 2000",
-                   1.255, 1.255, 1.264);
+                   1.255, 1.255, 1.249);
 }
 END_TEST
 
@@ -752,7 +759,8 @@ START_TEST(test_gemm_below_smallest_m) {
     double y64 = 0;
     for (uint32_t i = 0; i < h->nkrows; i++) {
         const mdl_krow *r = &h->krows[i];
-        if (r->kind == MDL_K_GEMM_FP8 && r->m == 64 && r->n == 2112 && r->k == 7168) y64 = r->tflops;
+        if (r->kind == MDL_K_GEMM_FP8 && r->m == 64 && r->n == 2112 && r->k == 7168)
+            y64 = r->tflops;
     }
     ck_assert(y64 > 0);
     free(h);
@@ -899,15 +907,18 @@ END_TEST
 // FLOPs of one GPU at that row's TFLOPS. A decode step reads no normal row (its all-to-alls
 // are the low-latency kernels), and the step without those rows falls back to the roofline.
 // An ep between two measured ones is read at the step's tokens a GPU.
-static const mdl_krow *moe_normal_row(const mdl_hardware *h, double ep, double tokens) {
+static const mdl_krow *moe_mode_row(const mdl_hardware *h, double a2a, double ep, double tokens) {
     for (uint32_t i = 0; i < h->nkrows; i++) {
         const mdl_krow *r = &h->krows[i];
-        if (r->kind == MDL_K_MOE_FP8 && r->a2a == MDL_A2A_NORMAL && r->ep == ep &&
-            r->tokens == tokens && r->routing == MDL_ROUTE_BALANCED)
+        if (r->kind == MDL_K_MOE_FP8 && r->a2a == a2a && r->ep == ep && r->tokens == tokens &&
+            r->routing == MDL_ROUTE_BALANCED)
             return r;
     }
-    ck_abort_msg("%s: no moe_fp8 normal row at ep %g, %g tokens", h->path, ep, tokens);
+    ck_abort_msg("%s: no moe_fp8 row of mode %g at ep %g, %g tokens", h->path, a2a, ep, tokens);
     return NULL;
+}
+static const mdl_krow *moe_normal_row(const mdl_hardware *h, double ep, double tokens) {
+    return moe_mode_row(h, MDL_A2A_NORMAL, ep, tokens);
 }
 
 START_TEST(test_moe_normal_rows) {
@@ -932,12 +943,21 @@ START_TEST(test_moe_normal_rows) {
     double want = ds.moe_layers * fl / (r->tflops * 1e12);
     ck_assert_msg(near(e->s - sh->s, want, 1e-9), "routed experts %.9g s, want %.9g (row line %d)",
                   e->s - sh->s, want, r->line);
-    // decode: the low-latency kernels' step reads no normal row
+    // decode: the low-latency kernels' step reads no normal row, but the low-latency ones: four
+    // sequences a GPU is 128 tokens in the EP group, a measured point
     for (uint32_t j = 0; j < NS; j++)
         seqs[j] = (mdl_seq){1, 2000};
     b.phase = MDL_DECODE;
     mdl_table_eval(&ds, h, &par, NULL, &b, true, &c, &ex, &fb);
     ck_assert_msg(!term_find(&ex, "expert GEMMs", "normal"), "a decode step read a normal row");
+    e = term_find(&ex, "expert GEMMs", "moe_fp8 low_latency");
+    sh = term_find(&ex, "  shared experts", NULL);
+    ck_assert_msg(e && sh, "the decode step's experts do not come from the low-latency rows");
+    r = moe_mode_row(h, MDL_A2A_LOW_LATENCY, EP, NS);
+    fl = 2.0 * 3 * ds.hidden * ds.expert_ffn * NS * ds.experts_active / EP;
+    want = ds.moe_layers * fl / (r->tflops * 1e12);
+    ck_assert_msg(near(e->s - sh->s, want, 1e-9), "decode routed experts %.9g s, want %.9g",
+                  e->s - sh->s, want);
     // without the normal rows the same prefill step's routed experts are the roofline's
     mdl_hardware *h2 = hw_load("h800");
     uint32_t n = 0;
