@@ -449,9 +449,6 @@ static bool gemm_bracket(const mdl_hardware *hw, mdl_kkind kind, double n, doubl
     return true;
 }
 
-// GEMM lookup at (m, n, k): the series (n_i, k_j) of the grid points bracketing n and k
-// (n among those measured at both bracketing k), each interpolated at m, then log-bilinear in
-// n and k. Exact shapes use their own series alone.
 // A GEMM series at m rows; below its smallest measured m, that m's time (TFLOPS scaled by
 // m / m0): a kernel tiles the rows in blocks of 64-128 and reads the same weights, so a call of
 // fewer rows than the smallest measured one costs no less.
@@ -468,6 +465,9 @@ static bool look1_gemm(const lk *L, mdl_kkind kind, const double *key, double m,
     return true;
 }
 
+// GEMM lookup at (m, n, k): the series (n_i, k_j) of the grid points bracketing n and k
+// (n among those measured at both bracketing k), each read at m (look1_gemm), then
+// log-bilinear in n and k. Exact shapes use their own series alone.
 static bool look_gemm(const lk *L, mdl_kkind kind, double m, double n, double k, double *y,
                       hit *h) {
     KVF_ASSERT(kind == MDL_K_GEMM_FP8 || kind == MDL_K_GEMM_BF16 || kind == MDL_K_GROUPED_FP8 ||
@@ -505,12 +505,11 @@ static bool look_gemm(const lk *L, mdl_kkind kind, double m, double n, double k,
     return *y > 0;
 }
 
-// Fused-MoE lookup: the series of the model's experts at expert layout (tp, ep), at X tokens;
-// between two measured ep of the same tp, linear in log(ep) (each interpolated at X).
-// A fused-MoE figure at X tokens an EP group of ep GPUs; an ep between two measured ones is
-// linear in log(ep) between them, at the same X (the fused op sees the group's tokens), or for
-// the rows measured between all-to-alls (key7[6] != MDL_A2A_NONE: a GPU computes what it
-// received) at the same tokens a GPU, X x ep' / ep.
+// Fused-MoE lookup: the series of the model's experts at expert layout (tp, ep) and key7's
+// routing and all-to-all mode, at X tokens an EP group of ep GPUs; an ep between two measured
+// ones is linear in log(ep) between them, at the same X (the fused op sees the group's tokens),
+// or for the rows measured between all-to-alls (key7[6] != MDL_A2A_NONE: a GPU computes what
+// it received) at the same tokens a GPU, X x ep' / ep.
 static bool look_moe(const lk *L, mdl_kkind kind, const double *key7, double ep, double X,
                      double *y, hit *h) {
     const mdl_hardware *hw = L->hw;
@@ -1009,11 +1008,10 @@ static bool attn_prefill(tab *c, int g) {
     if (sl <= 0) return false;
     // chunks of one micro-batch: whole sequences each while there are two a GPU or more; one
     // sequence is split by its queries, each micro-batch running one chunk of it
-    double tpg = c->p.tp, all = b->n / (c->G / tpg);
+    double tp = c->p.tp, all = b->n / (c->G / tp);
     double cm = all / c->mb < 1 && all >= 1 ? 1 : all / c->mb;
     hit h;
     if (m->attention == MDL_ATTN_GQA) {
-        double tp = c->p.tp;
         double key[3] = {m->heads / tp, KVF_MAX(m->kv_heads / tp, 1.0), m->head_dim};
         if (look2(&c->L, MDL_K_PREFILL_GQA, key, 3, cm, sl, FIG_TFLOPS, false, &y, &h)) {
             c->pp->group_s[g] = c->w->flops[g] / c->G / (y * 1e12);
@@ -1026,7 +1024,7 @@ static bool attn_prefill(tab *c, int g) {
     }
     if (m->attention == MDL_ATTN_MLA) {
         // the expanded-form kernel the rows time: 2 heads (qk + v) FLOPs per causal pair
-        double tp = c->p.tp, key[1] = {m->heads / tp}, pairs = 0;
+        double key[1] = {m->heads / tp}, pairs = 0;
         for (uint32_t i = 0; i < b->n; i++) {
             double t = b->seqs[i].new_tokens;
             pairs += t * b->seqs[i].cached_tokens + t * (t + 1) / 2;
@@ -1258,7 +1256,7 @@ static void table_ep(tab *c) {
     mdl_parts *pp = c->pp;
     if (pp->ep_comm_s <= 0) return;
     double tok = c->T / c->G, ep = c->p.ep;
-    double calls = pp->tbo ? 2 : 1, q = tok / calls;
+    double q = tok / c->mb;
     double gd, gc;
     hit hd, hc;
     ep_how wd, wc;

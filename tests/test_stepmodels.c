@@ -320,6 +320,19 @@ static bool near(double a, double b, double rel) {
     return fabs(a - b) <= rel * fabs(b);
 }
 
+// Sets aside the MoE rows measured between DeepEP's all-to-alls of mode a2a (MDL_A2A_NONE:
+// of every mode) and re-indexes, so a check reads the rows it is about.
+static void drop_a2a_rows(mdl_hardware *h, double a2a) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < h->nkrows; i++) {
+        double m = h->krows[i].a2a;
+        if (m == MDL_A2A_NONE || (a2a != MDL_A2A_NONE && m != a2a)) h->krows[n++] = h->krows[i];
+    }
+    ck_assert_uint_lt(n, h->nkrows);
+    h->nkrows = n;
+    mdl_hardware_index(h);
+}
+
 // The table terms recomputed by hand from the rows the file holds (AIConfigurator's H100):
 // GQA decode attention at a measured point and between two (log-log in context), a bf16 GEMM
 // at a measured shape, a fused MoE layer; a row above the peak refused by mdl_table_open as
@@ -448,17 +461,12 @@ START_TEST(test_table_rows_by_hand) {
     // the fused rows between two measured ep (the low-latency rows, which a decode step under
     // EP reads first, set aside: test_moe_normal_rows reads those)
     mdl_hardware *gb = hw_load("gb200");
-    uint32_t kept = 0;
-    for (uint32_t i = 0; i < gb->nkrows; i++)
-        if (gb->krows[i].a2a == MDL_A2A_NONE) gb->krows[kept++] = gb->krows[i];
-    gb->nkrows = kept;
-    mdl_hardware_index(gb);
+    drop_a2a_rows(gb, MDL_A2A_NONE);
     const mdl_krow *e32 = NULL, *e64 = NULL;
     for (uint32_t i = 0; i < gb->nkrows; i++) {
         const mdl_krow *r = &gb->krows[i];
         if (r->kind != MDL_K_MOE_FP8 || r->experts != 256 || r->tp != 1 || r->tokens != 4096 ||
-            r->routing != MDL_ROUTE_BALANCED ||   // moe.routing's default
-            r->a2a != MDL_A2A_NONE)               // a decode step: not the normal-mode rows
+            r->routing != MDL_ROUTE_BALANCED)   // moe.routing's default
             continue;
         if (r->ep == 32) e32 = r;
         if (r->ep == 64) e64 = r;
@@ -960,12 +968,7 @@ START_TEST(test_moe_normal_rows) {
                   e->s - sh->s, want);
     // without the normal rows the same prefill step's routed experts are the roofline's
     mdl_hardware *h2 = hw_load("h800");
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < h2->nkrows; i++)
-        if (h2->krows[i].a2a != MDL_A2A_NORMAL) h2->krows[n++] = h2->krows[i];
-    ck_assert_uint_lt(n, h2->nkrows);
-    h2->nkrows = n;
-    mdl_hardware_index(h2);
+    drop_a2a_rows(h2, MDL_A2A_NORMAL);
     for (uint32_t j = 0; j < NS; j++)
         seqs[j] = (mdl_seq){4096, 0};
     b.phase = MDL_PREFILL;
