@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <time.h>
@@ -119,10 +120,19 @@ void *kvf_realloc(void *p, size_t n) {
 }
 void *kvf_aligned_malloc(size_t align, size_t n) {
     KVF_ASSERT(align && !(align & (align - 1)));
+    // a table of 4 MiB or more goes on 2 MiB pages where the kernel allows them on request
+    // (transparent huge pages in madvise mode): filling a fresh table otherwise takes a page
+    // fault per 4 KiB, which on a virtual machine cost more than the fill itself
+    bool huge = n >= KVF_HUGE_MIN;
+    if (huge && align < KVF_HUGE_PAGE) align = KVF_HUGE_PAGE;
     size_t sz = (n + align - 1) / align * align;   // aligned_alloc wants a multiple
     if (kvf_alloc_hook && !kvf_alloc_hook(sz)) return oom(sz);
     void *p = aligned_alloc(align, sz ? sz : align);
-    return p ? p : oom(sz);
+    if (!p) return oom(sz);
+#ifdef MADV_HUGEPAGE
+    if (huge) (void)madvise(p, sz, MADV_HUGEPAGE);   // advice: refused, the table still works
+#endif
+    return p;
 }
 char *kvf_strdup(const char *s) {
     size_t n = strlen(s) + 1;

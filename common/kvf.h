@@ -62,7 +62,9 @@ void *kvf_malloc(size_t n);
 void *kvf_calloc(size_t n, size_t size);
 void *kvf_realloc(void *p, size_t n);
 char *kvf_strdup(const char *s);
-// n bytes aligned to align (a power of two), through the hook; free() releases it.
+// n bytes aligned to align (a power of two), through the hook; free() releases it. From
+// KVF_HUGE_MIN bytes up, aligned to KVF_HUGE_PAGE and advised onto huge pages.
+enum { KVF_HUGE_PAGE = 2 << 20, KVF_HUGE_MIN = 4 << 20 };
 void *kvf_aligned_malloc(size_t align, size_t n);
 // Allocation, tier 2: large or input-sized; returns NULL and fills *err (KVF_ENOMEM).
 void *kvf_try_malloc(size_t n, kvf_err *err);

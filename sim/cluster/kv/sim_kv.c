@@ -25,6 +25,9 @@ static size_t hfind(const sim_bcache *c, uint64_t key) {
     return i;
 }
 
+// How many entries ahead a rehash prefetches the new table's bucket (a DRAM miss each).
+enum { REHASH_AHEAD = 8 };
+
 static void halloc(sim_bcache *c, size_t hcap) {
     c->hcap = hcap;
     c->h = kvf_aligned_malloc(64, c->hcap * sizeof *c->h);
@@ -35,8 +38,13 @@ static void hrehash(sim_bcache *c) {
     struct sim_bentry *old = c->h;
     size_t oc = c->hcap;
     halloc(c, oc * 2);
-    for (size_t i = 0; i < oc; i++)
+    size_t mask = c->hcap - 1;
+    for (size_t i = 0; i < oc; i++) {
+        // the new table is far larger than the caches: fetch a later entry's home meanwhile
+        if (i + REHASH_AHEAD < oc && old[i + REHASH_AHEAD].val != SIM_BC_NONE)
+            __builtin_prefetch(&c->h[(size_t)kvf_hash64(old[i + REHASH_AHEAD].key) & mask], 1);
         if (old[i].val != SIM_BC_NONE) c->h[hfind(c, old[i].key)] = old[i];
+    }
     free(old);
 }
 
@@ -467,8 +475,12 @@ static void grebuild(sim_bcache *c) {
     c->g = galloc(nc);
     c->gcap = nc;
     c->gused = live;
-    for (size_t i = 0; i < oc; i++)
+    size_t mask = nc - 1;
+    for (size_t i = 0; i < oc; i++) {
+        if (i + REHASH_AHEAD < oc && old[i + REHASH_AHEAD].key != UINT64_MAX)
+            __builtin_prefetch(&c->g[(size_t)kvf_hash64(old[i + REHASH_AHEAD].key) & mask], 1);
         if (old[i].key != UINT64_MAX) c->g[gfind(c, old[i].key)] = old[i];
+    }
     free(old);
 }
 
