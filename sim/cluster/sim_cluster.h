@@ -199,6 +199,7 @@ typedef struct sim_inst {
     sim_time *run_end;         // a run of run_m decode steps in one event: end of each step
     uint8_t *run_ext;          // each step's cost: 1 extrapolated, 2 a table fallback
     uint8_t run_ext_any;       // run_ext's flags or-ed over the run (0: run_ext not kept)
+    bool run_rising;           // the run's step times never decrease (checked as costed)
     uint32_t run_m, run_cap;   // steps in the run in flight (0/1: a plain step)
     uint32_t run_hint;         // steps the next run is costed for at most (SIM_RUN_MIN..MAX)
     uint32_t run_told;         // steps of the run in flight the decode router's index has seen

@@ -238,12 +238,15 @@ static bool run_cost_at_once(sim_cluster *c, sim_inst *in, sim_pool *p, uint32_t
     KVF_ASSERT(add >= 0);
     int64_t hi = 0, am = add + mask;
     sim_time end = c->now;
+    bool rising = true;
     for (uint32_t j = 0; j < m; j++) {
         int64_t t = ns[j];
+        rising &= t >= hi;   // hi: the longest step so far
         hi = t > hi ? t : hi;
         end += t + am;
         in->run_end[j] = end;
     }
+    in->run_rising = rising;
     if (hi + add > (int64_t)MDL_MAX_STEP_NS) step_too_long(c);
     in->run_ext_any = 0;   // the run path neither extrapolates nor falls back
     c->m.steps += m;
@@ -361,6 +364,7 @@ void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill
             k.ns += (sim_time)(in->n_structured * c->cfg->decoding.structured_mask_ns);
         if (m > 1) {   // the step model has no run path: the steps one by one
             const sim_dsum *d = &in->ds;
+            in->run_rising = false;   // not checked: the gaps are binned one by one
             in->run_end[0] = c->now + k.ns;
             in->run_ext[0] = (uint8_t)(k.extrapolated | k.table_fallback << 1);
             in->run_ext_any = in->run_ext[0];

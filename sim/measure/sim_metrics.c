@@ -93,7 +93,9 @@ static int64_t ns_at_least(double x) {
 // next bin's hi (positive doubles order as their bits). Gaps are counted against that range,
 // as the gaps in ns [glo, ghi) whose v lie in it (ns_at_least), and binned anew only when one
 // leaves it: the counts are hist_bin's, gap by gap.
-void sim_hist_add_gaps_ns(sim_hist *h, const int64_t *ends, uint32_t m, uint64_t w) {
+// With rising gaps the gaps in [glo, ghi) are one stretch from the gap that entered the bin:
+// its end is the first later gap >= ghi.
+void sim_hist_add_gaps_ns(sim_hist *h, const int64_t *ends, uint32_t m, uint64_t w, bool rising) {
     if (w == 0 || m < 2) return;
     // the gaps telescope: their sum is the span
     h->sum_ns += (__int128)(ends[m - 1] - ends[0]) * w;
@@ -122,6 +124,18 @@ void sim_hist_add_gaps_ns(sim_hist *h, const int64_t *ends, uint32_t m, uint64_t
                     u = ns_at_least(bits_double((top + 1) << shift));
             if (l >= 0 && u >= 0) glo = l, ghi = u;
         }   // else zero, negative, below the first floor or past 2^52 ns: binned one by one
+        if (rising && glo < ghi) {
+            uint32_t lo = j + 1, hi = m;   // the first k in (j, m) whose gap is >= ghi
+            while (lo < hi) {
+                uint32_t mid = lo + (hi - lo) / 2;
+                if (ends[mid] - ends[mid - 1] < ghi)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            n = lo - j;
+            j = lo - 1;
+        }
     }
     if (n) hist_put(h, b, n * w);
 }

@@ -23,8 +23,10 @@ void sim_hist_add(sim_hist *h, double v, uint64_t weight);
 // weighted add equals weight single adds to the last bit (sim_hist_mean).
 void sim_hist_add_ns(sim_hist *h, int64_t ns, uint64_t weight);
 // The gaps between consecutive ends[0 .. m-1] (m - 1 of them), each weight times: the same
-// histogram as sim_hist_add_ns on each gap in turn.
-void sim_hist_add_gaps_ns(sim_hist *h, const int64_t *ends, uint32_t m, uint64_t weight);
+// histogram as sim_hist_add_ns on each gap in turn. rising: the caller knows the gaps never
+// decrease, so a bin's stretch of them is found by bisection instead of gap by gap.
+void sim_hist_add_gaps_ns(sim_hist *h, const int64_t *ends, uint32_t m, uint64_t weight,
+                          bool rising);
 // Mean of everything added (ms).
 double sim_hist_mean(const sim_hist *h);
 double sim_hist_percentile(const sim_hist *h, double p);

@@ -218,7 +218,7 @@ void sim_dsum_run_settle(sim_cluster *c, sim_inst *in, uint32_t upto) {
         sim_hist_add_ns(&c->m.itl_ms, in->run_end[0] - sim_req_at(c, d->fresh[i])->last_ns, 1);
     d->n_fresh = 0;
     // the later ones: every member's gap is the step
-    sim_hist_add_gaps_ns(&c->m.itl_ms, in->run_end, upto, n);
+    sim_hist_add_gaps_ns(&c->m.itl_ms, in->run_end, upto, n, in->run_rising);
     bool reserve = c->cfg->serving.admission == SIM_ADMIT_RESERVE;
     uint64_t tok = (uint64_t)n * upto;
     // one addition a step, as single steps make them; at once where every partial sum is an
