@@ -134,6 +134,41 @@ void *kvf_aligned_malloc(size_t align, size_t n) {
 #endif
     return p;
 }
+static size_t table_bytes(size_t n) {
+    return (n + KVF_HUGE_PAGE - 1) / KVF_HUGE_PAGE * KVF_HUGE_PAGE;
+}
+
+static void table_advise(void *p, size_t sz) {
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, sz, MADV_HUGEPAGE);   // advice: refused, the table still works
+#else
+    (void)p, (void)sz;
+#endif
+}
+
+void *kvf_table_map(size_t n) {
+    size_t sz = table_bytes(n);
+    if (kvf_alloc_hook && !kvf_alloc_hook(sz)) return oom(sz);
+    void *p = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return oom(sz);
+    table_advise(p, sz);
+    return p;
+}
+
+void *kvf_table_grow(void *p, size_t old_n, size_t n) {
+    size_t osz = table_bytes(old_n), sz = table_bytes(n);
+    if (sz <= osz) return p;
+    if (kvf_alloc_hook && !kvf_alloc_hook(sz - osz)) return oom(sz - osz);
+    void *q = mremap(p, osz, sz, MREMAP_MAYMOVE);
+    if (q == MAP_FAILED) return oom(sz);
+    table_advise(q, sz);
+    return q;
+}
+
+void kvf_table_free(void *p, size_t n) {
+    if (p) munmap(p, table_bytes(n));
+}
+
 char *kvf_strdup(const char *s) {
     size_t n = strlen(s) + 1;
     return memcpy(kvf_malloc(n), s, n);

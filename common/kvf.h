@@ -66,6 +66,13 @@ char *kvf_strdup(const char *s);
 // KVF_HUGE_MIN bytes up, aligned to KVF_HUGE_PAGE and advised onto huge pages.
 enum { KVF_HUGE_PAGE = 2 << 20, KVF_HUGE_MIN = 4 << 20 };
 void *kvf_aligned_malloc(size_t align, size_t n);
+// A table that grows by doubling: n bytes of zeroed anonymous memory (page-aligned, on huge
+// pages where the kernel allows them on request), through the hook; kvf_table_grow takes it
+// to n bytes keeping its contents and the pages already written (mremap: nothing copied, no
+// page faulted in again); kvf_table_free releases n bytes of it.
+void *kvf_table_map(size_t n);
+void *kvf_table_grow(void *p, size_t old_n, size_t n);
+void kvf_table_free(void *p, size_t n);
 // Allocation, tier 2: large or input-sized; returns NULL and fills *err (KVF_ENOMEM).
 void *kvf_try_malloc(size_t n, kvf_err *err);
 void *kvf_try_calloc(size_t n, size_t size, kvf_err *err);

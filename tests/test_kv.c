@@ -455,6 +455,51 @@ START_TEST(test_compact_store_occupancy_by_class) {
 }
 END_TEST
 
+// The compact table past KVF_HUGE_MIN bytes doubles in place (ggrow_in_place): 400 k groups
+// take it from 65,536 to 1,048,576 buckets in four such doublings, with a third of the groups
+// expired and dropped on the way. Every live group must still be found, no expired or absent
+// one, and the buckets a probe off the table's end held back (40 groups made to hash to the
+// table's last bucket) must have been placed too.
+START_TEST(test_compact_table_grows_in_place) {
+    static const int64_t ret[TRC_CLASS_COUNT] = {0, 1000000000LL, 0, 0, 0};
+    const sim_time s = 1000000000LL;
+    sim_bcache c;
+    sim_bcache_init(&c, UINT64_MAX, ret);
+    enum { N = 400000 };
+    kvf_rng r;
+    kvf_rng_init(&r, 11, 0);
+    uint64_t *key = kvf_malloc(N * sizeof *key);
+    // the first 40 groups hash to the last bucket of every table up to 2^20 buckets: at each
+    // doubling all but one of them probe off the end of the table
+    uint32_t ends = 0;
+    for (uint64_t g = 8; ends < 40; g += 8)
+        if ((kvf_hash64(g) & ((1u << 20) - 1)) == (1u << 20) - 1) key[ends++] = g | 3;
+    for (uint32_t i = 0; i < N; i++) {
+        if (i >= ends) key[i] = (kvf_rng_u64(&r) >> 8) << 3 | (i % 8);   // group in high bits
+        // every third group in the class that expires 1 s after its insert
+        int cls = i % 3 == 0 ? TRC_CLASS_AGENT : TRC_CLASS_CHATBOT;
+        sim_time t = i < N / 2 ? 0 : 2 * s;
+        if (i == N / 2) sim_bcache_expire(&c, 2 * s);
+        sim_bcache_put(&c, key[i], t, cls, NULL);
+    }
+    ck_assert(c.gmapped);
+    ck_assert_uint_ge(c.gcap, 1u << 20);
+    ck_assert_msg(c.gheld > 0, "no probe ran off the end: the held-back path was not exercised");
+    uint64_t live = 0;
+    for (uint32_t i = 0; i < N; i++) {
+        bool expired = i % 3 == 0 && i < N / 2;   // inserted at 0, expired by 2 s
+        ck_assert_msg(sim_bcache_has(&c, key[i], 2 * s) == !expired, "group %u (%s)", i,
+                      expired ? "expired" : "live");
+        live += !expired;
+    }
+    ck_assert_uint_eq(c.used, live);
+    for (uint32_t i = 0; i < 20000; i++)
+        ck_assert(!sim_bcache_has(&c, ((kvf_rng_u64(&r) >> 8) << 3) | 7, 2 * s));
+    free(key);
+    sim_bcache_free(&c);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("kv");
     TCase *t = tcase_create("kv");
@@ -467,6 +512,7 @@ static Suite *suite(void) {
     tcase_add_test(t, test_lru_index_matches_reference_on_trace);
     tcase_add_test(t, test_lru_queues_stay_bounded);
     tcase_add_test(t, test_compact_store_occupancy_by_class);
+    tcase_add_test(t, test_compact_table_grows_in_place);
     suite_add_tcase(s, t);
     return s;
 }

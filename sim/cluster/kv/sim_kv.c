@@ -434,6 +434,26 @@ static sim_bgroup *galloc(size_t n) {
     return g;
 }
 
+// A table of n buckets, all empty, in c->g: a mapped table from KVF_HUGE_MIN bytes up, which
+// later doublings grow in place. The caller frees the table it replaces.
+static void gtable_new(sim_bcache *c, size_t n) {
+    c->gmapped = n * sizeof *c->g >= KVF_HUGE_MIN;
+    if (c->gmapped) {
+        c->g = kvf_table_map(n * sizeof *c->g);
+        memset(c->g, 0xff, n * sizeof *c->g);
+    } else {
+        c->g = galloc(n);
+    }
+    c->gcap = n;
+}
+
+static void gtable_free(sim_bgroup *g, size_t n, bool mapped) {
+    if (mapped)
+        kvf_table_free(g, n * sizeof *g);
+    else
+        free(g);
+}
+
 static size_t gfind(const sim_bcache *c, uint64_t key) {
     size_t mask = c->gcap - 1, i = (size_t)kvf_hash64(key) & mask;
     while (c->g[i].key != UINT64_MAX && c->g[i].key != key)
@@ -449,13 +469,58 @@ static size_t gfind_at(sim_bcache *c, uint64_t key) {
     return c->ghint = gfind(c, key);
 }
 
+// Doubles a mapped table in place (kvf_table_grow keeps the pages already written: only the
+// new half is fresh memory) and moves every bucket of the old half to its place under the new
+// mask. p: a bucket that was empty before the rebuild's drops, so no old probe run crosses it.
+// Buckets are taken in old probe order from p + 1: a bucket whose new home h is in the old
+// half has h at or before its old place, and its probe meets only buckets already moved, or
+// its own emptied place; one whose home is in the new half probes buckets moved there. Only a
+// probe that runs off the end of the table could meet a bucket not yet moved: those are held
+// back and placed when every other bucket has been (a rare case, and always safe).
+static void ggrow_in_place(sim_bcache *c, size_t oc, size_t p) {
+    size_t nc = 2 * oc, mask = nc - 1;
+    c->g = kvf_table_grow(c->g, oc * sizeof *c->g, nc * sizeof *c->g);
+    c->gcap = nc;
+    sim_bgroup *g = c->g, *held = NULL;
+    memset(g + oc, 0xff, oc * sizeof *g);
+    size_t nheld = 0, held_cap = 0;
+    for (size_t s = 1; s < oc; s++) {
+        size_t i = (p + s) & (oc - 1);
+        if (g[i].key == UINT64_MAX) {
+            memset(&g[i], 0xff, sizeof g[i]);   // dropped by the rebuild: wholly empty
+            continue;
+        }
+        sim_bgroup e = g[i];
+        memset(&g[i], 0xff, sizeof g[i]);
+        size_t j = (size_t)kvf_hash64(e.key) & mask;
+        bool wrapped = false;
+        while (g[j].key != UINT64_MAX) {
+            j = (j + 1) & mask;
+            wrapped |= j == 0;
+        }
+        if (!wrapped) {
+            g[j] = e;
+            continue;
+        }
+        kvf_grow((void **)&held, &held_cap, nheld + 1, sizeof *held);
+        held[nheld++] = e;
+    }
+    c->gheld += nheld;
+    for (size_t k = 0; k < nheld; k++)
+        g[gfind(c, held[k].key)] = held[k];
+    free(held);
+}
+
 // Rebuilds the table without the buckets that hold no present block, doubling it only when
 // the live buckets need the room (load <= 1/2 after the rebuild).
 static void grebuild(sim_bcache *c) {
     sim_bgroup *old = c->g;
-    size_t oc = c->gcap, live = 0;
+    size_t oc = c->gcap, live = 0, p = SIZE_MAX;
     for (size_t i = 0; i < oc; i++) {
-        if (old[i].key == UINT64_MAX) continue;
+        if (old[i].key == UINT64_MAX) {
+            if (p == SIZE_MAX) p = i;   // empty before any drop (drops are behind i)
+            continue;
+        }
         bool any = false;
         for (unsigned j = 0; j < SIM_BC_GROUP; j++) {
             uint64_t v = sub_get(&old[i], j);
@@ -472,16 +537,20 @@ static void grebuild(sim_bcache *c) {
     size_t nc = oc;
     while (live * 2 > nc)
         nc *= 2;
-    c->g = galloc(nc);
-    c->gcap = nc;
     c->gused = live;
+    if (c->gmapped && nc == 2 * oc && p != SIZE_MAX) {
+        ggrow_in_place(c, oc, p);
+        return;
+    }
+    bool was_mapped = c->gmapped;
+    gtable_new(c, nc);
     size_t mask = nc - 1;
     for (size_t i = 0; i < oc; i++) {
         if (i + REHASH_AHEAD < oc && old[i + REHASH_AHEAD].key != UINT64_MAX)
             __builtin_prefetch(&c->g[(size_t)kvf_hash64(old[i + REHASH_AHEAD].key) & mask], 1);
         if (old[i].key != UINT64_MAX) c->g[gfind(c, old[i].key)] = old[i];
     }
-    free(old);
+    gtable_free(old, oc, was_mapped);
 }
 
 // Frees bucket i (no block left in it): backward-shift deletion.
@@ -619,7 +688,7 @@ void sim_bcache_free(sim_bcache *c) {
         free(c->q[k].e);
         free(c->q[k].live);
     }
-    free(c->g);
+    gtable_free(c->g, c->gcap, c->gmapped);
     for (int k = 0; k < TRC_CLASS_COUNT; k++)
         free(c->runs[k].r);
     memset(c, 0, sizeof *c);

@@ -122,6 +122,8 @@ typedef struct sim_bcache {
     // compact layout
     sim_bgroup *g;        // gcap buckets, 64-byte aligned
     size_t gcap, gused;   // power of two; buckets holding a group
+    bool gmapped;         // g is a kvf_table_map table (large: grown in place), not malloc's
+    uint64_t gheld;       // buckets doublings in place held back (a probe ran off the end)
     size_t ghint;         // bucket last found (checked before use)
     sim_time purged;      // last sim_bcache_expire time: blocks expired by then are gone
     struct sim_bruns {
