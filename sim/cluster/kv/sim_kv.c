@@ -428,22 +428,13 @@ static bool sub_held(const sim_bcache *c, uint64_t v) {
     return (v & 7) != SUB_ABSENT && sub_exp(c, v) > c->purged;
 }
 
-static sim_bgroup *galloc(size_t n) {
-    sim_bgroup *g = kvf_aligned_malloc(64, n * sizeof *g);
-    memset(g, 0xff, n * sizeof *g);
-    return g;
-}
-
 // A table of n buckets, all empty, in c->g: a mapped table from KVF_HUGE_MIN bytes up, which
 // later doublings grow in place. The caller frees the table it replaces.
 static void gtable_new(sim_bcache *c, size_t n) {
-    c->gmapped = n * sizeof *c->g >= KVF_HUGE_MIN;
-    if (c->gmapped) {
-        c->g = kvf_table_map(n * sizeof *c->g);
-        memset(c->g, 0xff, n * sizeof *c->g);
-    } else {
-        c->g = galloc(n);
-    }
+    size_t b = n * sizeof *c->g;
+    c->gmapped = b >= KVF_HUGE_MIN;
+    c->g = c->gmapped ? kvf_table_map(b) : kvf_aligned_malloc(64, b);
+    memset(c->g, 0xff, b);
     c->gcap = n;
 }
 
@@ -664,8 +655,7 @@ void sim_bcache_init(sim_bcache *c, uint64_t capacity, const int64_t *retention_
     if (capacity == UINT64_MAX) {
         c->compact = true;
         c->purged = INT64_MIN;
-        c->gcap = 1024;
-        c->g = galloc(c->gcap);
+        gtable_new(c, 1024);
         return;
     }
     // sized up front from the capacity, up to 2^20 blocks (36 MiB): the hash at load <= 1/2
