@@ -19,6 +19,9 @@ int cli_validate_measured(int argc, char **argv);
 int cli_validate_any(int argc, char **argv);
 // kvfleet fit --manifest CSV -o FILE ...: system terms fitted to measured runs (cli_fit.c).
 int cli_fit(int argc, char **argv);
+// kvfleet fit --kernels MANIFEST -o FILE: in-system terms of decode steps fitted to kernel
+// times measured inside serving systems (cli_fit_kernels.c).
+int cli_fit_kernels(int argc, char **argv);
 // kvfleet sweep SCENARIO --vary K=V1,V2 ...: the cross product of the varied keys.
 int cli_sweep(int argc, char **argv);
 // kvfleet plan SCENARIO --slo ...: the least-cost cluster within the SLOs, or the max rate.

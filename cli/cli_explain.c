@@ -28,22 +28,33 @@ static void print_terms(FILE *f, const char *title, const mdl_explain *ex, const
     }
 }
 
-int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, double context,
-                     double prompt, double chunks) {
-    char path[SIM_PATH_MAX + 128], dir[SIM_PATH_MAX + 128];
-    kvf_err err = {0};
+// One representative step of a pool as --explain-step builds it: the model and hardware as
+// the run costs them, the pool's parallelism and the batch.
+typedef struct explain_setup {
     mdl_model m;
     mdl_hardware hw;
+    mdl_parallel par;
+    mdl_batch b;
+    mdl_decode_sum ds;
+    mdl_seq *seqs;   // owned (NULL for a decode batch given as sums)
+    double nseq, per_gpu, context;
+    uint32_t draft;
+    bool decode;
+} explain_setup;
+
+// Builds *x (phase decode or prefill); exit code 2 with the message in err on failure.
+static int explain_build(const sim_config *cfg, const char *phase, double per_gpu, double context,
+                         double prompt, double chunks, explain_setup *x, kvf_err *err) {
+    char path[SIM_PATH_MAX + 128], dir[SIM_PATH_MAX + 128];
+    memset(x, 0, sizeof *x);
     sim_config_resolve(cfg, "models", dir, sizeof dir);
     sim_config_model_path(cfg, path, sizeof path);
-    if (mdl_model_load(&m, path, dir, &err) || (sim_config_hardware_path(cfg, path, sizeof path),
-                                                mdl_hardware_load(&hw, path, dir, &err))) {
-        fprintf(stderr, "kvfleet: %s\n", err.msg);
+    if (mdl_model_load(&x->m, path, dir, err) || (sim_config_hardware_path(cfg, path, sizeof path),
+                                                  mdl_hardware_load(&x->hw, path, dir, err)))
         return 2;
-    }
-    bool decode = !strcmp(phase, "decode");
+    bool decode = x->decode = !strcmp(phase, "decode");
     if (!decode && strcmp(phase, "prefill")) {
-        fprintf(stderr, "kvfleet run: --step-phase must be decode or prefill, not '%s'\n", phase);
+        kvf_fail(err, KVF_EINVAL, "--step-phase must be decode or prefill, not '%s'", phase);
         return 2;
     }
     // the pool whose shape the step runs on: colocated, the instances counted under
@@ -56,68 +67,101 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
     // pool's own hardware (sim_cluster.c does the same)
     const sim_precision_cfg *pr = &cfg->precision;
     if (pr->weights || pr->kv || pr->activations)
-        mdl_model_apply_precision(&m, pr->weights, pr->kv, pr->activations);
+        mdl_model_apply_precision(&x->m, pr->weights, pr->kv, pr->activations);
     if (pc->prec_weights || pc->prec_activations)
-        mdl_model_apply_precision(&m, pc->prec_weights, MDL_PREC_AUTO, pc->prec_activations);
+        mdl_model_apply_precision(&x->m, pc->prec_weights, MDL_PREC_AUTO, pc->prec_activations);
     if (pc->hardware[0]) {
         sim_config_pool_hardware_path(cfg, pc, path, sizeof path);
-        if (mdl_hardware_load(&hw, path, dir, &err)) {
-            fprintf(stderr, "kvfleet: %s\n", err.msg);
-            return 2;
-        }
+        if (mdl_hardware_load(&x->hw, path, dir, err)) return 2;
     }
-    mdl_parallel par = sim_pool_parallel(cfg, &m, pc);
-    uint32_t draft = cfg->decoding.draft_tokens;
-    mdl_batch b = {0};
-    mdl_decode_sum ds = {0};
-    mdl_seq *seqs = NULL;
-    double nseq;
+    x->par = sim_pool_parallel(cfg, &x->m, pc);
+    uint32_t draft = x->draft = cfg->decoding.draft_tokens;
+    mdl_batch *b = &x->b;
     if (decode) {
-        if (per_gpu <= 0) per_gpu = (double)pc->max_batch_requests / par.gpus;
-        nseq = per_gpu * par.gpus;
+        if (per_gpu <= 0) per_gpu = (double)pc->max_batch_requests / x->par.gpus;
+        double nseq = per_gpu * x->par.gpus;
         if (nseq < 1) nseq = 1;
         if (context < 1) context = 4096;
         uint32_t n = (uint32_t)(nseq + 0.5);
-        b.phase = MDL_DECODE;
+        b->phase = MDL_DECODE;
         if (draft == 0) {
             uint32_t caps[MDL_CAPS];
-            mdl_model_caps(&m, caps);
+            mdl_model_caps(&x->m, caps);
             for (uint32_t i = 0; i < n; i++)
-                mdl_decode_sum_add(&ds, caps, context);
-            b.dsum = &ds;
+                mdl_decode_sum_add(&x->ds, caps, context);
+            b->dsum = &x->ds;
         } else {
             // speculative (MTP) steps: every sequence computes 1 + draft tokens
-            seqs = kvf_calloc(n, sizeof *seqs);
+            x->seqs = kvf_calloc(n, sizeof *x->seqs);
             for (uint32_t i = 0; i < n; i++)
-                seqs[i] = (mdl_seq){1 + draft, (uint32_t)context};
-            b.seqs = seqs;
-            b.n = n;
+                x->seqs[i] = (mdl_seq){1 + draft, (uint32_t)context};
+            b->seqs = x->seqs;
+            b->n = n;
         }
-        nseq = n;
+        x->nseq = n;
     } else {
         // `chunks` prompt chunks per TP group (default 1) of the pool's chunk size (or the
         // prompt) after `context` cached
         double chunk =
             prompt > 0 ? prompt : (pc->chunk_tokens > 0 ? (double)pc->chunk_tokens : 8192);
-        uint32_t groups = par.gpus / par.tp ? par.gpus / par.tp : 1;
+        uint32_t groups = x->par.gpus / x->par.tp ? x->par.gpus / x->par.tp : 1;
         uint32_t n = groups * (uint32_t)(chunks >= 1 ? chunks : 1);
-        seqs = kvf_calloc(n, sizeof *seqs);
+        x->seqs = kvf_calloc(n, sizeof *x->seqs);
         for (uint32_t i = 0; i < n; i++)
-            seqs[i] = (mdl_seq){(uint32_t)chunk, (uint32_t)(context > 0 ? context : 0)};
-        b.phase = MDL_PREFILL;
-        b.seqs = seqs;
-        b.n = n;
-        nseq = n;
+            x->seqs[i] = (mdl_seq){(uint32_t)chunk, (uint32_t)(context > 0 ? context : 0)};
+        b->phase = MDL_PREFILL;
+        b->seqs = x->seqs;
+        b->n = n;
+        x->nseq = n;
         per_gpu = chunk;
     }
+    x->per_gpu = per_gpu;
+    x->context = context;
+    return 0;
+}
+
+kvf_status sim_explain_decode_terms(const sim_config *cfg, double per_gpu, double context,
+                                    mdl_explain *ex, double *step_s, uint32_t *layers,
+                                    uint32_t *launches, kvf_err *err) {
+    explain_setup x;
+    if (explain_build(cfg, "decode", per_gpu, context, 0, 0, &x, err)) {
+        free(x.seqs);
+        return err->code ? err->code : KVF_EINVAL;
+    }
+    mdl_step_cost ct;
+    mdl_table_eval(&x.m, &x.hw, &x.par, &cfg->eff, &x.b, true, &ct, ex, NULL);
+    *step_s = (double)ct.ns * 1e-9;
+    *layers = x.m.layers;
+    *launches = x.par.two_batch ? 2 : 1;
+    free(x.seqs);
+    return KVF_OK;
+}
+
+int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, double context,
+                     double prompt, double chunks) {
+    kvf_err err = {0};
+    explain_setup x;
+    if (explain_build(cfg, phase, per_gpu, context, prompt, chunks, &x, &err)) {
+        fprintf(stderr, "kvfleet%s: %s\n", strstr(err.msg, "--step-phase") ? " run" : "", err.msg);
+        free(x.seqs);
+        return 2;
+    }
+    const mdl_model *m = &x.m;
+    const mdl_hardware *hw = &x.hw;
+    const mdl_parallel par = x.par;
+    bool decode = x.decode;
+    uint32_t draft = x.draft;
+    double nseq = x.nseq;
+    per_gpu = x.per_gpu;
+    context = x.context;
     double chunks_per_gpu = decode ? 0 : nseq / par.gpus;
     mdl_step_cost ct, cr;
     mdl_explain et, er;
     bool fb = false;
-    mdl_table_eval(&m, &hw, &par, &cfg->eff, &b, true, &ct, &et, &fb);
-    mdl_table_eval(&m, &hw, &par, &cfg->eff, &b, false, &cr, &er, NULL);
+    mdl_table_eval(m, hw, &par, &cfg->eff, &x.b, true, &ct, &et, &fb);
+    mdl_table_eval(m, hw, &par, &cfg->eff, &x.b, false, &cr, &er, NULL);
     printf("explain-step: one %s step of %s on %u x %s (tp %u, ep %u, ep_skew %.3g%s%s)\n", phase,
-           m.name, par.gpus, hw.name, par.tp, par.ep, par.ep_skew,
+           m->name, par.gpus, hw->name, par.tp, par.ep, par.ep_skew,
            par.two_batch ? ", two micro-batches" : "",
            par.route_nodes ? ", node-limited routing" : "");
     if (decode)
@@ -130,11 +174,11 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
                nseq, chunks_per_gpu, per_gpu, context, et.tokens);
     if (par.route_nodes)
         printf("  routing: a token's experts on at most %u scale-up domains\n", par.route_nodes);
-    print_terms(stdout, "table model", &et, hw.path);
+    print_terms(stdout, "table model", &et, hw->path);
     printf("  (%s)\n", fb ? "some terms fell back to the roofline: this step counts in "
                             "steps.table_fallbacks"
                           : "every applicable term answered by a kernel table");
-    print_terms(stdout, "roofline", &er, hw.path);
+    print_terms(stdout, "roofline", &er, hw->path);
     double tok_s_gpu = et.tokens / ct.ns * 1e9 / par.gpus;
     double tok_s_gpu_r = er.tokens / cr.ns * 1e9 / par.gpus;
     if (decode)
@@ -149,7 +193,7 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
                tok_s_gpu * whole, tok_s_gpu, ct.ns / 1e6, tok_s_gpu_r * whole, tok_s_gpu_r,
                cr.ns / 1e6);
     }
-    free(seqs);
+    free(x.seqs);
     return 0;
 }
 

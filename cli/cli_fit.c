@@ -263,7 +263,11 @@ static int usage(FILE *f, int rc) {
                "  them as a file a scenario names with serving.fit, and reports the in-sample and\n"
                "  leave-one-out error of TTFT mean, TTFT p90, ITL mean and E2E mean.\n"
                "  --jobs N runs N left-out fits at a time in child processes (default 1; the file\n"
-               "  is the same).\n");
+               "  is the same).\n"
+               "       kvfleet fit --kernels MANIFEST -o FILE [--force] [-q]\n"
+               "  Fits the in-system terms of decode steps (efficiency.in_system_decode,\n"
+               "  efficiency.layer_overhead_us) to per-layer kernel times measured inside serving\n"
+               "  systems (validation/in-system/manifest.csv), with leave-one-out error.\n");
     return rc;
 }
 
@@ -669,6 +673,8 @@ static void print_fit(const fit_job *j) {
 }
 
 int cli_fit(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--kernels")) return cli_fit_kernels(argc, argv);
     fit_job *j = kvf_calloc(1, sizeof *j);
     j->f = kvf_calloc(1, sizeof *j->f);
     j->max_evals = 60;

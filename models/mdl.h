@@ -408,11 +408,13 @@ typedef struct mdl_efficiency {
     double attention_memory;    // achieved / peak HBM bandwidth reading KV in attention (decode
                                 // attention streams long contiguous pages); 0 = memory
     double comm_overlap;        // share (0..1) of collective time hidden under compute
+    double in_system_decode;    // table model, decode steps: in-system / unit-measured time of
+                                // the compute terms (GEMMs, experts, attention); 0 or 1 = none
 } mdl_efficiency;
 
 // Datasheet-level defaults for a tuned GPU server (values and reasons in mdl_roofline.c):
 // compute 0.6, memory 0.8, comm 0.7, step 500 us, layer 10 us, collective 8 us,
-// attention 0 (= compute), comm_overlap 0.
+// attention 0 (= compute), comm_overlap 0, in_system_decode 1.
 void mdl_efficiency_default(mdl_efficiency *e);
 
 // One sequence in a batch step: compute new_tokens over cached_tokens of context already in KV.

@@ -43,6 +43,9 @@ void mdl_efficiency_default(mdl_efficiency *e) {
     e->attention = 0;
     e->attention_memory = 0;
     e->comm_overlap = 0;
+    // in_system_decode 1: the kernel tables' unit measurements as they stand; a fit of
+    //   in-system kernel times (models/fits/) sets it for the deployments it was fitted for.
+    e->in_system_decode = 1;
 }
 
 void mdl_parallel_default(mdl_parallel *p) {

@@ -1330,6 +1330,31 @@ static void table_close(tab *c, const mdl_step_cost *out) {
     c->ex->total_s = (double)out->ns * 1e-9;
 }
 
+// A decode step's compute terms as they run in the serving system rather than alone: the
+// dense GEMMs, the experts and attention (every group, tables or roofline rest) times
+// efficiency.in_system_decode, with the two micro-batches' split of them. Only where tables
+// are read: the roofline column stays the roofline's. A fit of in-system kernel times
+// (models/fits/) sets the factor for the deployments it was fitted for.
+static void table_in_system(tab *c) {
+    double f = c->eff.in_system_decode;
+    if (!c->use || !c->decode || !(f > 0) || f == 1) return;
+    mdl_parts *pp = c->pp;
+    double before = 0;
+    for (int g = 0; g < MDL_WG_COUNT; g++) {
+        before += pp->group_s[g];
+        pp->group_s[g] *= f;
+        pp->tc[g] *= f;
+        pp->tm[g] *= f;
+    }
+    pp->pre_s *= f;
+    pp->dense_ffn_s *= f;
+    pp->shared_s *= f;
+    term_add(c->ex, "in-system", (f - 1) * before, c->hw, NOHIT,
+             "efficiency.in_system_decode %.3g: the %.3g ms of GEMMs, experts and attention "
+             "above as kernels run in the serving system",
+             f, before * 1e3);
+}
+
 static mdl_parallel par_norm(const mdl_parallel *par_in) {
     mdl_parallel p;
     mdl_parallel_default(&p);
@@ -1390,6 +1415,7 @@ static void table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_par
     table_dense(&c);
     table_experts(&c);
     table_attention(&c);
+    table_in_system(&c);
     table_allreduce(&c);
     table_ep(&c);
     mdl_parts_finish(&pp, &w, out);

@@ -330,6 +330,11 @@ static kvf_status check_keys_that_cannot_apply(const sim_config *c, kvf_err *err
                      econ_pools[p], coloc ? "colocated" : "disaggregated",
                      p == RPT_POOL_VISION ? ", with no vision instances" : "");
     }
+    if (c->eff.in_system_decode != 1 && strcmp(c->step_model, "table"))
+        return vfail(c, err, "efficiency.in_system_decode",
+                     "scales the table step model's kernel terms; step_model %s reads no "
+                     "kernel tables (step_model: table, or leave it at 1)",
+                     c->step_model);
     if (c->workload.gen.profile[0] && c->workload.gen.days > 0) {
         static const char *const ignored[] = {"workload.generate.arrival", "workload.generate.cv",
                                               "workload.generate.duration_s"};
