@@ -120,19 +120,21 @@ static int explain_build(const sim_config *cfg, const char *phase, double per_gp
     return 0;
 }
 
-kvf_status sim_explain_decode_terms(const sim_config *cfg, double per_gpu, double context,
-                                    mdl_explain *ex, double *step_s, uint32_t *layers,
-                                    uint32_t *launches, kvf_err *err) {
+kvf_status sim_explain_terms(const sim_config *cfg, bool decode, double batch_per_gpu,
+                             double length, mdl_explain *ex, sim_explain_info *info, kvf_err *err) {
     explain_setup x;
-    if (explain_build(cfg, "decode", per_gpu, context, 0, 0, &x, err)) {
+    int rc = decode ? explain_build(cfg, "decode", batch_per_gpu, length, 0, 0, &x, err)
+                    : explain_build(cfg, "prefill", 0, 0, length, batch_per_gpu, &x, err);
+    if (rc) {
         free(x.seqs);
         return err->code ? err->code : KVF_EINVAL;
     }
     mdl_step_cost ct;
     mdl_table_eval(&x.m, &x.hw, &x.par, &cfg->eff, &x.b, true, &ct, ex, NULL);
-    *step_s = (double)ct.ns * 1e-9;
-    *layers = x.m.layers;
-    *launches = x.par.two_batch ? 2 : 1;
+    info->step_s = (double)ct.ns * 1e-9;
+    info->layers = x.m.layers;
+    info->launches = x.par.two_batch ? 2 : 1;
+    info->tokens_per_gpu = ex->tokens * x.par.tp / (x.par.gpus ? x.par.gpus : 1);
     free(x.seqs);
     return KVF_OK;
 }

@@ -1,18 +1,21 @@
 // cli/cli_fit_kernels.c -- `kvfleet fit --kernels MANIFEST -o FILE`: the in-system terms of
-// decode steps fitted to kernel times measured inside serving systems.
+// the table step model fitted to kernel times measured inside serving systems.
 //
 // A kernel table row is a unit measurement: one kernel alone on an idle GPU. In a serving
 // system the same kernels run beside inter-node all-to-alls and each other, and small kernels
-// no table lists (norms, rotary, quantisation, top-k) and launch gaps add to every layer. Two
+// no table lists (norms, rotary, quantisation, top-k) and launch gaps add to every layer. Three
 // terms carry that: efficiency.in_system_decode (in-system / unit time of a decode step's
-// GEMMs, experts and attention) and efficiency.layer_overhead_us (the rest, per layer per
-// micro-batch). The manifest lists measured runs (per-layer times by kernel class) with the
-// scenario and shape each ran at; training runs are fitted to, checks never:
-//   in_system_decode = sum of measured / sum of the table model's class times (training)
-//   layer_overhead_us = mean over training runs of other_ms / launches per layer
-// Leave-one-out holds out one (run, class) time at a time and predicts it from the factor the
-// others give. Every run is then evaluated with the fitted terms: per-class and whole-layer
-// errors (the whole layer -- the step over the layers -- is never fitted).
+// GEMMs, experts and attention), efficiency.token_overhead_ns (the small kernels, per token a
+// GPU per layer) and efficiency.layer_overhead_us (launch gaps, per layer per micro-batch).
+// The manifest lists measured runs (per-layer times by kernel class) with the scenario and
+// shape each ran at; training runs are fitted to, checks never:
+//   in_system_decode = sum of measured / sum of the table model's class times (decode runs)
+//   token_overhead_ns = sum of other kernels' time / sum of tokens a GPU (every training run)
+//   layer_overhead_us = mean launch gaps / launches a layer (decode runs)
+// Leave-one-out holds out one (decode run, class) time at a time and predicts it from the
+// factor the others give, and one run's small kernels at a time where two or more train.
+// Every run is then evaluated with the fitted terms: per-class and whole-layer errors (the
+// whole layer -- the step over the layers -- is never fitted).
 #include <csv.h>
 #include <errno.h>
 #include <math.h>
@@ -27,20 +30,21 @@
 
 enum { FK_CLASSES = 3, FK_MAX_RUNS = 64, FK_MAX_SETS = 16 };
 static const char *const fk_class[FK_CLASSES] = {"gemm", "moe", "attention"};
-static const char *const fk_cols[] = {"run",          "role",     "scenario",  "set",
-                                      "seqs_per_gpu", "context",  "gemm_ms",   "moe_ms",
-                                      "attention_ms", "other_ms", "overall_ms"};
+static const char *const fk_cols[] = {
+    "run",     "role",   "scenario",     "set",      "phase",     "batch_per_gpu", "length",
+    "gemm_ms", "moe_ms", "attention_ms", "other_ms", "launch_ms", "overall_ms"};
 enum { FK_NCOL = sizeof fk_cols / sizeof fk_cols[0] };
 
 typedef struct fk_run {
     char name[64], scenario[SIM_PATH_MAX], set[1024];
-    bool training;
+    bool training, decode;
     int line;
-    double seqs, ctx;
-    double meas[FK_CLASSES], other, overall;          // measured, ms a layer
-    double unit[FK_CLASSES];                          // the table model's class times, ms a layer
-    double fit[FK_CLASSES], fit_other, fit_overall;   // with the fitted terms
-    double loo[FK_CLASSES];                           // held out: predicted (NaN: not held out)
+    double batch, length;
+    double meas[FK_CLASSES], other, launch, overall;              // measured, ms a layer
+    double unit[FK_CLASSES];                                      // the table model's class times
+    double fit[FK_CLASSES], fit_other, fit_launch, fit_overall;   // with the fitted terms
+    double loo[FK_CLASSES], loo_other;   // held out: predicted (NaN: not held out)
+    double tokens;                       // tokens a GPU a step
     uint32_t layers, launches;
 } fk_run;
 
@@ -49,7 +53,7 @@ typedef struct fk_job {
     bool force, quiet;
     fk_run run[FK_MAX_RUNS];
     int n;
-    double factor, layer_us, loo_mape;
+    double factor, token_ns, layer_us, loo_mape;
     int n_loo;
 } fk_job;
 
@@ -105,6 +109,8 @@ static kvf_status fk_row_take(fk_job *j, const fk_row *r, int line, kvf_err *err
     else if (strcmp(r->f[1], "check"))
         return kvf_fail(err, KVF_EPARSE, "%s:%d: field 'role': '%s' (allowed: training|check)",
                         j->manifest, line, r->f[1]);
+    if (!r->f[2][0])
+        return kvf_fail(err, KVF_EPARSE, "%s:%d: field 'scenario': empty", j->manifest, line);
     // the scenario, relative to the manifest's folder
     const char *slash = strrchr(j->manifest, '/');
     int dl = slash ? (int)(slash - j->manifest) : 0;
@@ -114,25 +120,34 @@ static kvf_status fk_row_take(fk_job *j, const fk_row *r, int line, kvf_err *err
              (int)sizeof u->scenario)
         return kvf_fail(err, KVF_EPARSE, "%s:%d: field 'scenario': path too long", j->manifest,
                         line);
-    if (!r->f[2][0])
-        return kvf_fail(err, KVF_EPARSE, "%s:%d: field 'scenario': empty", j->manifest, line);
     snprintf(u->set, sizeof u->set, "%s", r->f[3]);
+    if (!strcmp(r->f[4], "decode"))
+        u->decode = true;
+    else if (strcmp(r->f[4], "prefill"))
+        return kvf_fail(err, KVF_EPARSE, "%s:%d: field 'phase': '%s' (allowed: decode|prefill)",
+                        j->manifest, line, r->f[4]);
     kvf_status st;
-    if ((st = fk_num(j, line, "seqs_per_gpu", r->f[4], 1, 1e5, &u->seqs, err)) ||
-        (st = fk_num(j, line, "context", r->f[5], 1, 1e7, &u->ctx, err)))
+    if ((st = fk_num(j, line, "batch_per_gpu", r->f[5], 1, 1e5, &u->batch, err)) ||
+        (st = fk_num(j, line, "length", r->f[6], 1, 1e7, &u->length, err)))
         return st;
     for (int c = 0; c < FK_CLASSES; c++)
-        if ((st = fk_num(j, line, fk_cols[6 + c], r->f[6 + c], 1e-6, 1e4, &u->meas[c], err)))
+        if ((st = fk_num(j, line, fk_cols[7 + c], r->f[7 + c], 1e-6, 1e4, &u->meas[c], err)))
             return st;
-    if ((st = fk_num(j, line, "other_ms", r->f[9], 0, 1e4, &u->other, err)) ||
-        (st = fk_num(j, line, "overall_ms", r->f[10], 1e-6, 1e4, &u->overall, err)))
+    if ((st = fk_num(j, line, "other_ms", r->f[10], 0, 1e4, &u->other, err)) ||
+        (st = fk_num(j, line, "launch_ms", r->f[11], 0, 1e4, &u->launch, err)) ||
+        (st = fk_num(j, line, "overall_ms", r->f[12], 1e-6, 1e4, &u->overall, err)))
         return st;
-    double parts = u->meas[0] + u->meas[1] + u->meas[2] + u->other;
+    double parts = u->meas[0] + u->meas[1] + u->meas[2] + u->other + u->launch;
     if (parts > u->overall * 1.5)
         return kvf_fail(err, KVF_EPARSE,
                         "%s:%d: field 'overall_ms': %g is less than its kernel classes' %g "
                         "(the classes are parts of the layer)",
                         j->manifest, line, u->overall, parts);
+    if (u->training && u->decode && !(u->launch > 0))
+        return kvf_fail(err, KVF_EPARSE,
+                        "%s:%d: field 'launch_ms': a decode training run needs its launch gaps "
+                        "(> 0)",
+                        j->manifest, line);
     j->n++;
     return KVF_OK;
 }
@@ -177,10 +192,10 @@ static kvf_status fk_read(fk_job *j, kvf_err *err) {
     csv_free(&p);
     free(text);
     if (st) return st;
-    int train = 0;
+    int dec = 0;
     for (int i = 0; i < j->n; i++)
-        train += j->run[i].training;
-    if (!train) return kvf_fail(err, KVF_EPARSE, "%s: no run with role training", j->manifest);
+        dec += j->run[i].training && j->run[i].decode;
+    if (!dec) return kvf_fail(err, KVF_EPARSE, "%s: no decode run with role training", j->manifest);
     return KVF_OK;
 }
 
@@ -192,17 +207,19 @@ static double term_s(const mdl_explain *ex, const char *name) {
     return 0;
 }
 
-// The run's scenario with its shape and the given extra settings; its decode step's class
-// times (ms a layer) and the step over the layers.
+// The run's scenario (without its own fit file: the terms fitted here take its place) with
+// its shape and the given settings; its step's class times (ms a layer, as in the system:
+// prefill's at the SM share the all-to-alls leave) and the step over the layers.
 static kvf_status fk_eval(const fk_job *j, fk_run *u, const char *const *extra, int nextra,
                           double cls[FK_CLASSES], double *layer_ms, kvf_err *err) {
-    const char *sets[FK_MAX_SETS + 4];
+    const char *sets[FK_MAX_SETS + 8];
     int ns = 0;
+    sets[ns++] = "serving.fit=null";
     char buf[sizeof u->set];
     snprintf(buf, sizeof buf, "%s", u->set);
     char *save = NULL;
     for (char *t = strtok_r(buf, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
-        if (ns >= FK_MAX_SETS)
+        if (ns > FK_MAX_SETS)
             return kvf_fail(err, KVF_EPARSE, "%s:%d: field 'set': more than %d settings",
                             j->manifest, u->line, FK_MAX_SETS);
         sets[ns++] = t;
@@ -214,23 +231,28 @@ static kvf_status fk_eval(const fk_job *j, fk_run *u, const char *const *extra, 
     if (!st) st = sim_config_validate(cfg, err);
     if (!st && strcmp(cfg->step_model, "table"))
         st = kvf_fail(err, KVF_EINVAL,
-                      "%s:%d: field 'scenario': %s runs step_model %s; the in-system terms scale "
+                      "%s:%d: field 'scenario': %s runs step_model %s; the in-system terms are "
                       "the table model's (step_model: table)",
                       j->manifest, u->line, u->scenario, cfg->step_model);
     mdl_explain *ex = kvf_calloc(1, sizeof *ex);
-    double step_s = 0;
-    if (!st)
-        st = sim_explain_decode_terms(cfg, u->seqs, u->ctx, ex, &step_s, &u->layers, &u->launches,
-                                      err);
+    sim_explain_info in = {0};
+    if (!st) st = sim_explain_terms(cfg, u->decode, u->batch, u->length, ex, &in, err);
     if (!st) {
-        double L = u->layers ? u->layers : 1;
+        double L = in.layers ? in.layers : 1;
         double shared = term_s(ex, "  shared experts");
-        cls[0] = (term_s(ex, "dense GEMMs") + shared) / L * 1e3;
-        cls[1] = (term_s(ex, "expert GEMMs") - shared + term_s(ex, "MoE routing") +
-                  term_s(ex, "MoE permutation")) /
-                 L * 1e3;
-        cls[2] = term_s(ex, "attention") / L * 1e3;
-        *layer_ms = step_s / L * 1e3;
+        double dense = term_s(ex, "dense GEMMs"), expert = term_s(ex, "expert GEMMs");
+        double attn = term_s(ex, "attention");
+        double work = dense + expert + attn + term_s(ex, "MoE routing") +
+                      term_s(ex, "MoE permutation") + term_s(ex, "small kernels");
+        double k = work > 0 ? 1 + term_s(ex, "SM share") / work : 1;
+        cls[0] = (dense + shared) / L * 1e3 * k;
+        cls[1] = (expert - shared + term_s(ex, "MoE routing") + term_s(ex, "MoE permutation")) / L *
+                 1e3 * k;
+        cls[2] = attn / L * 1e3 * k;
+        *layer_ms = in.step_s / L * 1e3;
+        u->layers = in.layers;
+        u->launches = in.launches;
+        u->tokens = in.tokens_per_gpu;
     }
     free(ex);
     free(cfg);
@@ -249,32 +271,39 @@ static double fk_pct(double pred, double meas) {
 }
 
 static kvf_status fk_fit(fk_job *j, kvf_err *err) {
-    // a run's scenario without its own fit file (the terms fitted here take its place)
-    static const char *const unit_sets[] = {"serving.fit=null", "efficiency.in_system_decode=1"};
+    static const char *const unit_sets[] = {"efficiency.in_system_decode=1",
+                                            "efficiency.token_overhead_ns=0"};
     kvf_status st;
     double layer;
     for (int i = 0; i < j->n; i++)
         if ((st = fk_eval(j, &j->run[i], unit_sets, 2, j->run[i].unit, &layer, err))) return st;
-    // the factor: time-weighted over every training (run, class); its leave-one-out
-    double sm = 0, su = 0, lay = 0;
-    int nt = 0;
+    // the factor: time-weighted over every decode training (run, class); the small kernels
+    // over every training run's tokens; launch gaps over the decode training runs
+    double sm = 0, su = 0, so = 0, stok = 0, lay = 0;
+    int nd = 0, nt = 0;
     for (int i = 0; i < j->n; i++) {
         fk_run *u = &j->run[i];
         for (int c = 0; c < FK_CLASSES; c++)
             u->loo[c] = NAN;
+        u->loo_other = NAN;
         if (!u->training) continue;
+        so += u->other;
+        stok += u->tokens;
+        nt++;
+        if (!u->decode) continue;
         for (int c = 0; c < FK_CLASSES; c++) {
             sm += u->meas[c];
             su += u->unit[c];
         }
-        lay += u->other * 1e3 / (u->launches ? u->launches : 1);
-        nt++;
+        lay += u->launch * 1e3 / (u->launches ? u->launches : 1);
+        nd++;
     }
-    if (!(su > 0))
+    if (!(su > 0) || !(stok > 0))
         return kvf_fail(err, KVF_EINVAL, "%s: the training runs' steps have no kernel terms",
                         j->manifest);
     j->factor = sm / su;
-    j->layer_us = lay / nt;
+    j->token_ns = so * 1e6 / stok;
+    j->layer_us = lay / nd;
     if (!(j->factor >= 0.25 && j->factor <= 4))
         return kvf_fail(err, KVF_EINVAL,
                         "%s: the fitted efficiency.in_system_decode %g is outside [0.25, 4]: the "
@@ -285,38 +314,46 @@ static kvf_status fk_fit(fk_job *j, kvf_err *err) {
     for (int i = 0; i < j->n; i++) {
         fk_run *u = &j->run[i];
         if (!u->training) continue;
-        for (int c = 0; c < FK_CLASSES; c++) {
-            double rest_m = sm - u->meas[c], rest_u = su - u->unit[c];
-            if (!(rest_u > 0)) continue;
-            u->loo[c] = u->unit[c] * rest_m / rest_u;
-            ape += fabs(fk_pct(u->loo[c], u->meas[c]));
+        if (u->decode)
+            for (int c = 0; c < FK_CLASSES; c++) {
+                double rest_m = sm - u->meas[c], rest_u = su - u->unit[c];
+                if (!(rest_u > 0)) continue;
+                u->loo[c] = u->unit[c] * rest_m / rest_u;
+                ape += fabs(fk_pct(u->loo[c], u->meas[c]));
+                j->n_loo++;
+            }
+        if (nt > 1 && u->other > 0 && stok - u->tokens > 0) {
+            u->loo_other = u->tokens * (so - u->other) / (stok - u->tokens);
+            ape += fabs(fk_pct(u->loo_other, u->other));
             j->n_loo++;
         }
     }
     j->loo_mape = j->n_loo ? ape / j->n_loo : NAN;
     // every run with the fitted terms
-    char f1[64], f2[64];
+    char f1[64], f2[64], f3[64];
     snprintf(f1, sizeof f1, "efficiency.in_system_decode=%.4f", j->factor);
-    snprintf(f2, sizeof f2, "efficiency.layer_overhead_us=%.2f", j->layer_us);
-    const char *fit_sets[] = {"serving.fit=null", f1, f2};
+    snprintf(f2, sizeof f2, "efficiency.token_overhead_ns=%.2f", j->token_ns);
+    snprintf(f3, sizeof f3, "efficiency.layer_overhead_us=%.2f", j->layer_us);
+    const char *fit_sets[] = {f1, f2, f3};
     for (int i = 0; i < j->n; i++) {
         fk_run *u = &j->run[i];
         if ((st = fk_eval(j, u, fit_sets, 3, u->fit, &u->fit_overall, err))) return st;
-        // the class terms are listed as measured alone; the step scales them all by the factor
+        // the class terms are listed as measured alone; a decode step scales them all
         for (int c = 0; c < FK_CLASSES; c++)
-            u->fit[c] *= j->factor;
-        u->fit_other = j->layer_us * u->launches / 1e3;
+            u->fit[c] = u->unit[c] * (u->decode ? j->factor : 1);
+        u->fit_other = j->token_ns * u->tokens * 1e-6;
+        u->fit_launch = j->layer_us * u->launches / 1e3;
     }
     return KVF_OK;
 }
 
 // ---- the fit file --------------------------------------------------------------------------
 
-static void fk_classes(FILE *o, const char *key, const double *v, double other, double overall) {
-    fprintf(o, "    %s: {", key);
-    for (int c = 0; c < FK_CLASSES; c++)
-        fprintf(o, "%s: %.4f, ", fk_class[c], v[c]);
-    fprintf(o, "other: %.4f, overall: %.4f}\n", other, overall);
+static void fk_err(FILE *o, double pred, double meas, bool first, const char *name) {
+    if (meas > 0)
+        fprintf(o, "%s%s: %.2f", first ? "" : ", ", name, fk_pct(pred, meas));
+    else
+        fprintf(o, "%s%s: null", first ? "" : ", ", name);
 }
 
 static kvf_status fk_write(const fk_job *j, kvf_err *err) {
@@ -332,22 +369,23 @@ static kvf_status fk_write(const fk_job *j, kvf_err *err) {
     FILE *o = fopen(tmp, "w");
     if (!o) return kvf_fail(err, KVF_EIO, "%s: %s", tmp, strerror(errno));
     fprintf(o,
-            "# kvfleet fit --kernels: in-system terms of decode steps fitted to kernel times\n"
-            "# measured inside serving systems. Inputs: the training runs' per-layer kernel\n"
-            "# times and the table model's unit-measured terms at each run's shape; outputs: the\n"
-            "# terms and the errors below (ms a layer; errors in %% of the measured time). A\n"
-            "# scenario applies the terms with serving.fit: FILE (keys it sets itself win).\n"
-            "# Runs with role check are never fitted to; the whole layer is never fitted.\n");
+            "# kvfleet fit --kernels: in-system terms of the table step model fitted to kernel\n"
+            "# times measured inside serving systems. Inputs: the training runs' per-layer\n"
+            "# kernel times and the table model's unit-measured terms at each run's shape;\n"
+            "# outputs: the terms and the errors below (ms a layer; errors in %% of the measured\n"
+            "# time). A scenario applies the terms with serving.fit: FILE (keys it sets itself\n"
+            "# win). Runs with role check are never fitted to; the whole layer is never fitted.\n");
     fprintf(o, "training_set: %s\n", j->manifest);
+    fprintf(o, "objective: in_system_decode = sum of measured / sum of unit-measured GEMM, MoE and "
+               "attention times over the decode training runs; token_overhead_ns = their other "
+               "kernels over their tokens a GPU; layer_overhead_us = launch gaps per layer per "
+               "micro-batch\n");
     fprintf(o,
-            "objective: in_system_decode = sum of measured / sum of unit-measured GEMM, MoE and "
-            "attention times over the training runs; layer_overhead_us = their other kernels and "
-            "launch gaps per layer per micro-batch\n");
-    fprintf(o,
-            "terms:\n  efficiency.in_system_decode: %.4f\n  efficiency.layer_overhead_us: %.2f\n",
-            j->factor, j->layer_us);
-    fprintf(o, "loo_unit: one training (run, kernel class) time held out, predicted from the "
-               "factor the others give\n");
+            "terms:\n  efficiency.in_system_decode: %.4f\n  efficiency.token_overhead_ns: %.2f\n"
+            "  efficiency.layer_overhead_us: %.2f\n",
+            j->factor, j->token_ns, j->layer_us);
+    fprintf(o, "loo_unit: one decode training run's kernel class (or one training run's small "
+               "kernels) held out, predicted from what the others give\n");
     if (j->n_loo)
         fprintf(o, "loo_mape_pct: %.2f\n", j->loo_mape);
     else
@@ -355,26 +393,38 @@ static kvf_status fk_write(const fk_job *j, kvf_err *err) {
     fprintf(o, "runs:\n");
     for (int i = 0; i < j->n; i++) {
         const fk_run *u = &j->run[i];
-        fprintf(o, "  %s:\n    role: %s\n", u->name, u->training ? "training" : "check");
-        fk_classes(o, "measured_ms", u->meas, u->other, u->overall);
+        fprintf(o, "  %s:\n    role: %s\n    phase: %s\n    tokens_per_gpu: %.0f\n", u->name,
+                u->training ? "training" : "check", u->decode ? "decode" : "prefill", u->tokens);
+        fprintf(o, "    measured_ms: {");
+        for (int c = 0; c < FK_CLASSES; c++)
+            fprintf(o, "%s: %.4f, ", fk_class[c], u->meas[c]);
+        fprintf(o, "other: %.4f, launch: %.4f, overall: %.4f}\n", u->other, u->launch, u->overall);
         fprintf(o, "    unit_ms: {");
         for (int c = 0; c < FK_CLASSES; c++)
             fprintf(o, "%s%s: %.4f", c ? ", " : "", fk_class[c], u->unit[c]);
-        fprintf(o, "}\n");
-        fk_classes(o, "fitted_ms", u->fit, u->fit_other, u->fit_overall);
+        fprintf(o, "}\n    fitted_ms: {");
+        for (int c = 0; c < FK_CLASSES; c++)
+            fprintf(o, "%s: %.4f, ", fk_class[c], u->fit[c]);
+        fprintf(o, "other: %.4f, launch: %.4f, overall: %.4f}\n", u->fit_other, u->fit_launch,
+                u->fit_overall);
         fprintf(o, "    %s: {", u->training ? "in_sample_error_pct" : "error_pct");
         for (int c = 0; c < FK_CLASSES; c++)
-            fprintf(o, "%s: %.2f, ", fk_class[c], fk_pct(u->fit[c], u->meas[c]));
-        fprintf(o, "other: %.2f, overall: %.2f}\n", fk_pct(u->fit_other, u->other),
-                fk_pct(u->fit_overall, u->overall));
+            fk_err(o, u->fit[c], u->meas[c], c == 0, fk_class[c]);
+        fk_err(o, u->fit_other, u->other, false, "other");
+        fk_err(o, u->fit_launch, u->launch, false, "launch");
+        fk_err(o, u->fit_overall, u->overall, false, "overall");
+        fprintf(o, "}\n");
         if (u->training) {
             fprintf(o, "    loo_error_pct: {");
             for (int c = 0; c < FK_CLASSES; c++)
                 if (isnan(u->loo[c]))
                     fprintf(o, "%s%s: null", c ? ", " : "", fk_class[c]);
                 else
-                    fprintf(o, "%s%s: %.2f", c ? ", " : "", fk_class[c],
-                            fk_pct(u->loo[c], u->meas[c]));
+                    fk_err(o, u->loo[c], u->meas[c], c == 0, fk_class[c]);
+            if (isnan(u->loo_other))
+                fprintf(o, ", other: null");
+            else
+                fk_err(o, u->loo_other, u->other, false, "other");
             fprintf(o, "}\n");
         }
     }
@@ -387,21 +437,29 @@ static kvf_status fk_write(const fk_job *j, kvf_err *err) {
 
 static void fk_print(const fk_job *j) {
     printf("in-system terms from %s (%d runs): efficiency.in_system_decode %.4f, "
-           "efficiency.layer_overhead_us %.2f; leave-one-out MAPE %.2f %% over %d held-out "
-           "class times\n",
-           j->manifest, j->n, j->factor, j->layer_us, j->loo_mape, j->n_loo);
-    printf("  %-26s %-8s %-9s %8s %8s %8s %8s\n", "run", "role", "class", "measured", "unit",
+           "efficiency.token_overhead_ns %.2f, efficiency.layer_overhead_us %.2f; "
+           "leave-one-out MAPE %.2f %% over %d held-out times\n",
+           j->manifest, j->n, j->factor, j->token_ns, j->layer_us, j->loo_mape, j->n_loo);
+    printf("  %-26s %-8s %-9s %9s %9s %9s %8s\n", "run", "role", "class", "measured", "unit",
            "fitted", "error");
     for (int i = 0; i < j->n; i++) {
         const fk_run *u = &j->run[i];
-        for (int c = 0; c < FK_CLASSES + 2; c++) {
-            const char *name = c < FK_CLASSES ? fk_class[c] : c == FK_CLASSES ? "other" : "overall";
-            double m = c < FK_CLASSES ? u->meas[c] : c == FK_CLASSES ? u->other : u->overall;
-            double f = c < FK_CLASSES ? u->fit[c] : c == FK_CLASSES ? u->fit_other : u->fit_overall;
-            char unit[16] = "-";
+        for (int c = 0; c < FK_CLASSES + 3; c++) {
+            static const char *const extra[] = {"other", "launch", "overall"};
+            const char *name = c < FK_CLASSES ? fk_class[c] : extra[c - FK_CLASSES];
+            double m = c < FK_CLASSES        ? u->meas[c]
+                       : c == FK_CLASSES     ? u->other
+                       : c == FK_CLASSES + 1 ? u->launch
+                                             : u->overall;
+            double f = c < FK_CLASSES        ? u->fit[c]
+                       : c == FK_CLASSES     ? u->fit_other
+                       : c == FK_CLASSES + 1 ? u->fit_launch
+                                             : u->fit_overall;
+            char unit[16] = "-", e[16] = "-";
             if (c < FK_CLASSES) snprintf(unit, sizeof unit, "%.4f", u->unit[c]);
-            printf("  %-26s %-8s %-9s %8.4f %8s %8.4f %+7.1f%%\n", c ? "" : u->name,
-                   c ? "" : (u->training ? "training" : "check"), name, m, unit, f, fk_pct(f, m));
+            if (m > 0) snprintf(e, sizeof e, "%+.1f%%", fk_pct(f, m));
+            printf("  %-26s %-8s %-9s %9.4f %9s %9.4f %8s\n", c ? "" : u->name,
+                   c ? "" : (u->training ? "training" : "check"), name, m, unit, f, e);
         }
     }
     printf("wrote %s\n", j->out);

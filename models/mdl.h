@@ -410,11 +410,13 @@ typedef struct mdl_efficiency {
     double comm_overlap;        // share (0..1) of collective time hidden under compute
     double in_system_decode;    // table model, decode steps: in-system / unit-measured time of
                                 // the compute terms (GEMMs, experts, attention); 0 or 1 = none
+    double token_overhead_ns;   // table model: the small kernels no table lists (norms, rotary,
+                                // quantisation, top-k), ns per token a GPU per layer, in-system
 } mdl_efficiency;
 
 // Datasheet-level defaults for a tuned GPU server (values and reasons in mdl_roofline.c):
 // compute 0.6, memory 0.8, comm 0.7, step 500 us, layer 10 us, collective 8 us,
-// attention 0 (= compute), comm_overlap 0, in_system_decode 1.
+// attention 0 (= compute), comm_overlap 0, in_system_decode 1, token_overhead_ns 0.
 void mdl_efficiency_default(mdl_efficiency *e);
 
 // One sequence in a batch step: compute new_tokens over cached_tokens of context already in KV.

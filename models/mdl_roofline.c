@@ -46,6 +46,8 @@ void mdl_efficiency_default(mdl_efficiency *e) {
     // in_system_decode 1: the kernel tables' unit measurements as they stand; a fit of
     //   in-system kernel times (models/fits/) sets it for the deployments it was fitted for.
     e->in_system_decode = 1;
+    // token_overhead_ns 0: the same fit measures the small kernels in the system.
+    e->token_overhead_ns = 0;
 }
 
 void mdl_parallel_default(mdl_parallel *p) {

@@ -1355,6 +1355,24 @@ static void table_in_system(tab *c) {
              f, before * 1e3);
 }
 
+// The small kernels no table lists (norms, rotary, quantisation, top-k), measured in the
+// serving system: efficiency.token_overhead_ns per token a GPU (a TP rank runs its group's
+// tokens) per layer, on the compute stream with the attention-side work. Measured beside the
+// prefill all-to-alls, so it enters the dense group at the SM share the step divides by.
+static void table_small_kernels(tab *c) {
+    double ns = c->eff.token_overhead_ns;
+    if (!c->use || !(ns > 0)) return;
+    mdl_parts *pp = c->pp;
+    double tok = c->T * c->p.tp / c->G, s = ns * 1e-9 * tok * c->m->layers;
+    double share = pp->tbo && pp->sm_share > 0 && pp->sm_share < 1 ? pp->sm_share : 1;
+    pp->group_s[MDL_WG_DENSE] += s * share;
+    term_add(c->ex, "small kernels", s * share, c->hw, NOHIT,
+             "efficiency.token_overhead_ns %.3g x %.4g tokens a GPU x %u layers (norms, rotary, "
+             "quantisation, top-k: no table lists them)%s",
+             ns, tok, c->m->layers,
+             share < 1 ? "; measured beside the all-to-alls: the SM share below restores it" : "");
+}
+
 static mdl_parallel par_norm(const mdl_parallel *par_in) {
     mdl_parallel p;
     mdl_parallel_default(&p);
@@ -1416,6 +1434,7 @@ static void table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_par
     table_experts(&c);
     table_attention(&c);
     table_in_system(&c);
+    table_small_kernels(&c);
     table_allreduce(&c);
     table_ep(&c);
     mdl_parts_finish(&pp, &w, out);

@@ -113,6 +113,7 @@ const keydef sim_key_table[] = {
     NUM("efficiency.layer_overhead_us", eff.layer_overhead_ns, NT_DBL, 0, 0, 1e5, 1e3),
     NUM("efficiency.comm_latency_us", eff.comm_latency_ns, NT_DBL, 0, 0, 1e6, 1e3),
     NUM("efficiency.in_system_decode", eff.in_system_decode, NT_DBL, 0, 0.25, 4, 1),
+    NUM("efficiency.token_overhead_ns", eff.token_overhead_ns, NT_DBL, 0, 0, 1e6, 1),
     NUM("moe.ep_skew", moe.skew, NT_DBL, 0, 1, 100, 1),
     NUM("moe.redundant_experts", moe.redundant_experts, NT_DBL, 0, 0, 1, 1),
     NUM("moe.ep_skew_sd", moe.skew_sd, NT_DBL, 0, 0, 10, 1),

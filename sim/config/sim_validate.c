@@ -335,6 +335,11 @@ static kvf_status check_keys_that_cannot_apply(const sim_config *c, kvf_err *err
                      "scales the table step model's kernel terms; step_model %s reads no "
                      "kernel tables (step_model: table, or leave it at 1)",
                      c->step_model);
+    if (c->eff.token_overhead_ns != 0 && strcmp(c->step_model, "table"))
+        return vfail(c, err, "efficiency.token_overhead_ns",
+                     "adds to the table step model's kernel terms what its tables do not list; "
+                     "step_model %s reads no kernel tables (step_model: table, or leave it at 0)",
+                     c->step_model);
     if (c->workload.gen.profile[0] && c->workload.gen.days > 0) {
         static const char *const ignored[] = {"workload.generate.arrival", "workload.generate.cv",
                                               "workload.generate.duration_s"};

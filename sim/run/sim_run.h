@@ -50,12 +50,17 @@ kvf_status sim_open_generator(const sim_config *cfg, trc_reader **out, kvf_err *
 // code.
 int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, double context,
                      double prompt, double chunks);
-// The table model's terms (*ex) for the decode step --explain-step --step-phase decode builds
-// (per_gpu sequences per GPU at `context`), its time, the model's layers and the kernel
-// launches per layer (2 under two micro-batches). Errors (model, hardware) in err.
-kvf_status sim_explain_decode_terms(const sim_config *cfg, double per_gpu, double context,
-                                    struct mdl_explain *ex, double *step_s, uint32_t *layers,
-                                    uint32_t *launches, kvf_err *err);
+// The table model's terms (*ex) for the step --explain-step builds: decode, batch_per_gpu
+// sequences a GPU at `length` tokens of context; prefill, batch_per_gpu chunks a TP group of
+// `length` prompt tokens. *info: its time, the model's layers, the kernel launches a layer
+// (2 under two micro-batches) and the tokens a GPU computes. Errors (model, hardware) in err.
+typedef struct sim_explain_info {
+    double step_s, tokens_per_gpu;
+    uint32_t layers, launches;
+} sim_explain_info;
+kvf_status sim_explain_terms(const sim_config *cfg, bool decode, double batch_per_gpu,
+                             double length, struct mdl_explain *ex, sim_explain_info *info,
+                             kvf_err *err);
 // The saturation verdict of a finished run (design.md §10, sim_saturation.c): the object
 // summary.json holds under "saturation" (state stable | backlogged | overloaded, the reason,
 // and the trends it was decided from). New reference.
