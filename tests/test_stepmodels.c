@@ -1326,6 +1326,12 @@ START_TEST(test_in_system_decode) {
     ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set step_model=table "
                          "--set efficiency.in_system_decode=5 -q"),
                      2);
+    // set by a fit file: the refusal names the file the term came from
+    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml -q "
+                         "--set serving.fit=models/fits/ep-decode-in-system.yaml"),
+                     2);
+    ck_assert_msg(strstr(out_buf, "(a term of serving.fit models/fits/ep-decode-in-system.yaml)"),
+                  "%s", out_buf);
 }
 END_TEST
 

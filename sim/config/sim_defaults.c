@@ -230,7 +230,13 @@ bool sim_config_key_given(const sim_config *c, const char *key) {
 
 void sim_config_where(const sim_config *c, const char *key, char *out, size_t n) {
     int line = sim_config_key_line(c, key);
-    if (line < 0)
+    bool by_fit = false;   // a term of the fit file, the scenario not setting the key itself
+    for (uint32_t i = 0; !line && i < c->serving.n_fit_undo; i++)
+        by_fit |= !strcmp(c->serving.fit_undo[i].key, key);
+    if (by_fit)
+        snprintf(out, n, "%s%skey '%s' (a term of serving.fit %s)", c->path, c->path[0] ? ": " : "",
+                 key, c->serving.fit);
+    else if (line < 0)
         snprintf(out, n, "--set %s", key);
     else if (c->path[0] && line > 0)
         snprintf(out, n, "%s:%d: key '%s'", c->path, line, key);
