@@ -440,7 +440,7 @@ static void fk_print(const fk_job *j) {
            "efficiency.token_overhead_ns %.2f, efficiency.layer_overhead_us %.2f; "
            "leave-one-out MAPE %.2f %% over %d held-out times\n",
            j->manifest, j->n, j->factor, j->token_ns, j->layer_us, j->loo_mape, j->n_loo);
-    printf("  %-26s %-8s %-9s %9s %9s %9s %8s\n", "run", "role", "class", "measured", "unit",
+    printf("  %-32s %-8s %-9s %9s %9s %9s %8s\n", "run", "role", "class", "measured", "unit",
            "fitted", "error");
     for (int i = 0; i < j->n; i++) {
         const fk_run *u = &j->run[i];
@@ -457,8 +457,10 @@ static void fk_print(const fk_job *j) {
                                              : u->fit_overall;
             char unit[16] = "-", e[16] = "-";
             if (c < FK_CLASSES) snprintf(unit, sizeof unit, "%.4f", u->unit[c]);
-            if (m > 0) snprintf(e, sizeof e, "%+.1f%%", fk_pct(f, m));
-            printf("  %-26s %-8s %-9s %9.4f %9s %9.4f %8s\n", c ? "" : u->name,
+            double pct = m > 0 ? fk_pct(f, m) : 0;
+            if (fabs(pct) < 0.05) pct = 0;   // no "-0.0%"
+            if (m > 0) snprintf(e, sizeof e, "%+.1f%%", pct);
+            printf("  %-32s %-8s %-9s %9.4f %9s %9.4f %8s\n", c ? "" : u->name,
                    c ? "" : (u->training ? "training" : "check"), name, m, unit, f, e);
         }
     }
