@@ -42,8 +42,8 @@ typedef struct explain_setup {
     bool decode;
 } explain_setup;
 
-// Builds *x (phase decode or prefill); exit code 2 with the message in err on failure.
-static int explain_build(const sim_config *cfg, const char *phase, double per_gpu, double context,
+// Builds *x (a decode or prefill step); exit code 2 with the message in err on failure.
+static int explain_build(const sim_config *cfg, bool decode, double per_gpu, double context,
                          double prompt, double chunks, explain_setup *x, kvf_err *err) {
     char path[SIM_PATH_MAX + 128], dir[SIM_PATH_MAX + 128];
     memset(x, 0, sizeof *x);
@@ -52,11 +52,7 @@ static int explain_build(const sim_config *cfg, const char *phase, double per_gp
     if (mdl_model_load(&x->m, path, dir, err) || (sim_config_hardware_path(cfg, path, sizeof path),
                                                   mdl_hardware_load(&x->hw, path, dir, err)))
         return 2;
-    bool decode = x->decode = !strcmp(phase, "decode");
-    if (!decode && strcmp(phase, "prefill")) {
-        kvf_fail(err, KVF_EINVAL, "--step-phase must be decode or prefill, not '%s'", phase);
-        return 2;
-    }
+    x->decode = decode;
     // the pool whose shape the step runs on: colocated, the instances counted under
     // cluster.decode where there are any (their shape equals the prefill pool's), else those
     // of cluster.prefill
@@ -123,8 +119,8 @@ static int explain_build(const sim_config *cfg, const char *phase, double per_gp
 kvf_status sim_explain_terms(const sim_config *cfg, bool decode, double batch_per_gpu,
                              double length, mdl_explain *ex, sim_explain_info *info, kvf_err *err) {
     explain_setup x;
-    int rc = decode ? explain_build(cfg, "decode", batch_per_gpu, length, 0, 0, &x, err)
-                    : explain_build(cfg, "prefill", 0, 0, length, batch_per_gpu, &x, err);
+    int rc = decode ? explain_build(cfg, true, batch_per_gpu, length, 0, 0, &x, err)
+                    : explain_build(cfg, false, 0, 0, length, batch_per_gpu, &x, err);
     if (rc) {
         free(x.seqs);
         return err->code ? err->code : KVF_EINVAL;
@@ -143,8 +139,13 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
                      double prompt, double chunks) {
     kvf_err err = {0};
     explain_setup x;
-    if (explain_build(cfg, phase, per_gpu, context, prompt, chunks, &x, &err)) {
-        fprintf(stderr, "kvfleet%s: %s\n", strstr(err.msg, "--step-phase") ? " run" : "", err.msg);
+    bool dec = !strcmp(phase, "decode");
+    if (!dec && strcmp(phase, "prefill")) {
+        fprintf(stderr, "kvfleet run: --step-phase must be decode or prefill, not '%s'\n", phase);
+        return 2;
+    }
+    if (explain_build(cfg, dec, per_gpu, context, prompt, chunks, &x, &err)) {
+        fprintf(stderr, "kvfleet: %s\n", err.msg);
         free(x.seqs);
         return 2;
     }

@@ -265,9 +265,10 @@ static int usage(FILE *f, int rc) {
                "  --jobs N runs N left-out fits at a time in child processes (default 1; the file\n"
                "  is the same).\n"
                "       kvfleet fit --kernels MANIFEST -o FILE [--force] [-q]\n"
-               "  Fits the in-system terms of decode steps (efficiency.in_system_decode,\n"
-               "  efficiency.layer_overhead_us) to per-layer kernel times measured inside serving\n"
-               "  systems (validation/in-system/manifest.csv), with leave-one-out error.\n");
+               "  Fits the table step model's in-system terms (efficiency.in_system_decode,\n"
+               "  efficiency.token_overhead_ns, efficiency.layer_overhead_us) to per-layer kernel\n"
+               "  times measured inside serving systems (validation/in-system/manifest.csv), with\n"
+               "  leave-one-out error.\n");
     return rc;
 }
 

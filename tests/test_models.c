@@ -1054,6 +1054,16 @@ START_TEST(test_table_model_terms) {
         mdl_table_eval(&mk, &h800, &par, NULL, &bs, true, &cb, NULL, &fb2);
         ck_assert_msg(ca.ns == cb.ns && fa == fb2, "%s: %lld vs %lld", names[k], (long long)ca.ns,
                       (long long)cb.ns);
+        // with the in-system terms (models/fits/ep-decode-in-system.yaml) too, longer
+        mdl_efficiency fe;
+        mdl_efficiency_default(&fe);
+        fe.in_system_decode = 1.191;
+        fe.token_overhead_ns = 324;
+        mdl_step_cost il, is;
+        mdl_table_eval(&mk, &h800, &par, &fe, &bl, true, &il, NULL, NULL);
+        mdl_table_eval(&mk, &h800, &par, &fe, &bs, true, &is, NULL, NULL);
+        ck_assert_msg(il.ns == is.ns && il.ns > ca.ns, "%s in-system: %lld vs %lld (plain %lld)",
+                      names[k], (long long)il.ns, (long long)is.ns, (long long)ca.ns);
         ck_assert(k == 1 || !fa);   // DSA has no decode_attn row: its attention falls back
         ck_assert(k == 0 || fa);
     }

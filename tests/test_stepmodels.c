@@ -1302,6 +1302,7 @@ START_TEST(test_in_system_decode) {
     const char *dec = "scenarios/published/sglang-h100-decode.yaml --set serving.fit=null "
                       "--step-seqs 256 --step-context 2000";
     double base = explain_ms(dec);
+    double combine = term_ms(out_buf, "  EP combine");
     char a[512];
     snprintf(a, sizeof a, "%s --set efficiency.in_system_decode=1.5", dec);
     double scaled = explain_ms(a);
@@ -1310,7 +1311,7 @@ START_TEST(test_in_system_decode) {
                   term_ms(out_buf, "  attention");
     ck_assert_msg(fabs(in_sys - 0.5 * work) <= 0.01, "in-system %.3f ms, want 0.5 x %.3f", in_sys,
                   work);
-    ck_assert_double_eq_tol(term_ms(out_buf, "  EP combine"), 38.002, 0.01);
+    ck_assert_double_eq_tol(term_ms(out_buf, "  EP combine"), combine, 1e-9);
     ck_assert_msg(scaled > base + 1, "decode step %.2f -> %.2f ms under a factor 1.5", base,
                   scaled);
     const char *pre = "scenarios/published/sglang-h100-prefill.yaml --step-phase prefill "
@@ -1395,7 +1396,7 @@ START_TEST(test_fit_kernels_reproduces_committed) {
     ck_assert_msg(!strcmp(a, b),
                   "the fit moved: refit (kvfleet fit --kernels validation/in-system/manifest.csv "
                   "-o models/fits/ep-decode-in-system.yaml --force) and re-check the points "
-                  "naming it\nnow:\n%s\ncommitted:\n%s",
+                  "naming it\nnow:\n%.1500s\ncommitted:\n%.1500s",
                   a, b);
     const char *m = strstr(now, "measured_ms: {gemm: "), *u = strstr(now, "unit_ms: {gemm: ");
     ck_assert(m && u);
@@ -1432,6 +1433,32 @@ START_TEST(test_fit_kernels_bad_manifest) {
     ck_assert_msg(strstr(out_buf, want), "want '%s' in: %s", want, out_buf);
     snprintf(path, sizeof path, "%s/out.yaml", tmpdir);
     ck_assert(access(path, F_OK) != 0);
+    // outputs refused before the fit runs: the manifest itself, a scenario it names, a
+    // directory, a symbolic link; an existing file without --force
+    char *before = kvt_slurp("validation/in-system/manifest.csv");
+    const char *outs[] = {"validation/in-system/manifest.csv",
+                          "scenarios/published/sglang-h100-decode.yaml", "validation/in-system",
+                          NULL};
+    const char *why[] = {"is the manifest", "is run sglang-h100-decode's scenario", "a directory",
+                         "a symbolic link"};
+    char link[600];
+    snprintf(link, sizeof link, "%s/link.yaml", tmpdir);
+    ck_assert_int_eq(symlink("/tmp/kvf-fit-kernels-target.yaml", link), 0);
+    outs[3] = link;
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(
+            kvf("fit --kernels validation/in-system/manifest.csv -o %s --force", outs[i]), 2);
+        ck_assert_msg(strstr(out_buf, why[i]), "-o %s: %s", outs[i], out_buf);
+    }
+    ck_assert(access("/tmp/kvf-fit-kernels-target.yaml", F_OK) != 0);
+    ck_assert_int_eq(kvf("fit --kernels validation/in-system/manifest.csv -o "
+                         "models/fits/ep-decode-in-system.yaml"),
+                     2);
+    ck_assert_msg(strstr(out_buf, "exists (--force replaces it)"), "%s", out_buf);
+    char *after = kvt_slurp("validation/in-system/manifest.csv");
+    ck_assert(before && after && !strcmp(before, after));
+    free(before);
+    free(after);
 }
 END_TEST
 
