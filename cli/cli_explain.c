@@ -165,7 +165,9 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
     mdl_table_eval(m, hw, &par, &cfg->eff, &x.b, false, &cr, &er, NULL);
     printf("explain-step: one %s step of %s on %u x %s (tp %u, ep %u, ep_skew %.3g%s%s)\n", phase,
            m->name, par.gpus, hw->name, par.tp, par.ep, par.ep_skew,
-           par.two_batch ? ", two micro-batches" : "",
+           par.two_batch      ? ", two micro-batches"
+           : par.single_batch ? ", single-batch overlap"
+                              : "",
            par.route_nodes ? ", node-limited routing" : "");
     if (decode)
         printf("  batch: %.0f sequences (%.1f per GPU) x %u token%s, context %.0f; %.0f tokens\n",

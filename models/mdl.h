@@ -391,6 +391,8 @@ typedef struct mdl_parallel {
     uint32_t comm_sms;      // two_batch prefill: SMs the all-to-all kernels hold while compute
                             // runs beside them (DeepSeek's prefill profile: 24 of 132)
     uint8_t routing;        // MDL_ROUTE_*: the fused-MoE rows the table model reads
+    bool single_batch;      // one batch overlaps EP dispatch with the shared experts and the
+                            // combine with the routed experts' down GEMMs (mdl_sbo_apply)
 } mdl_parallel;
 
 // One GPU, tp = ep = 1, no skew.
@@ -622,8 +624,9 @@ typedef struct mdl_parts {
     // group and the dense layers' FFN share of it, the shared experts' seconds in the
     // expert group, and the share of SMs compute keeps while the all-to-alls run (prefill)
     double ep_disp_s, pre_s, dense_ffn_s, shared_s, sm_share;
-    double moe_share;   // MoE layers / layers: the share of per-layer work beside all-to-alls
-    bool decode;        // a decode batch: low-latency all-to-alls (mdl_tbo_stages_of)
+    double moe_share;      // MoE layers / layers: the share of per-layer work beside all-to-alls
+    double sbo_hidden_s;   // single-batch overlap: EP seconds hidden (ep_comm_s is what is left)
+    bool decode;           // a decode batch: low-latency all-to-alls (mdl_tbo_stages_of)
     double fixed_s, host_ns, comm_bytes, ep_skew;
     // the per-GPU terms each group's time is formed from (GPUs, KV replication across TP
     // ranks, weight passes, weight shards per group, achieved HBM bytes/s for weights and KV)
@@ -652,6 +655,16 @@ typedef struct mdl_tbo_stages {
     double exposed_s;            // communication no compute hides
 } mdl_tbo_stages;
 double mdl_tbo_stages_of(const mdl_parts *pp, double total, mdl_tbo_stages *o);
+// Single-batch overlap as SGLang runs it on GB200 NVL72 (lmsys.org/blog/2025-09-25-gb200-part-2:
+// instead of two micro-batches, "a fine-grained overlapping approach", the combine beside the
+// down GEMM and the shared experts; kernels: sgl-project/DeepGEMM#14): within one batch the
+// combine's sends run beside the routed experts' down GEMMs, a third of their FLOPs (E / 3),
+// and the shared experts (S); the dispatch stays exposed: exposed = D + max(0, C - E/3 - S).
+// Moves the hidden seconds from ep_comm_s into
+// sbo_hidden_s; mdl_sbo_undo puts them back (a model that replaces the terms first).
+// Nothing without EP communication or under two micro-batches.
+void mdl_sbo_apply(mdl_parts *pp);
+void mdl_sbo_undo(mdl_parts *pp);
 // Same from precomputed work (fits evaluate one batch under many efficiency factors).
 void mdl_roofline_eval_work(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par,
                             const mdl_efficiency *eff, const mdl_work *w, mdl_step_cost *out);

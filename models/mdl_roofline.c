@@ -58,6 +58,7 @@ void mdl_parallel_default(mdl_parallel *p) {
     p->route_nodes = 0;
     p->two_batch = false;
     p->comm_sms = 0;
+    p->single_batch = false;
     p->routing = MDL_ROUTE_BALANCED;
 }
 
@@ -73,6 +74,7 @@ static mdl_parallel par_norm(const mdl_parallel *in) {
     p.route_nodes = in->route_nodes;
     p.two_batch = in->two_batch;
     p.comm_sms = in->comm_sms;
+    p.single_batch = in->single_batch;
     p.routing = in->routing;
     return p;
 }
@@ -591,6 +593,12 @@ static void group_term(mdl_parts *pp, const mdl_work *w, int g) {
     pp->group_s[g] = t;
 }
 
+// The shared experts' seconds in the expert group: their share of the experts a token passes.
+static double shared_seconds(const mdl_model *m, const mdl_parts *pp) {
+    double per_tok = (double)m->experts_active + m->shared_experts;
+    return per_tok > 0 ? pp->group_s[MDL_WG_EXPERT] * m->shared_experts / per_tok : 0;
+}
+
 // The terms two micro-batches are scheduled by (mdl_tbo_stages_of), from the roofline's
 // groups: the dense group split by FLOPs into the pre-attention projections and the dense
 // layers' FFN, the expert group's shared experts by their share of the experts a token
@@ -610,14 +618,29 @@ static void tbo_split(const mdl_model *m, const mdl_hardware *hw, const mdl_para
         pp->pre_s = pp->group_s[MDL_WG_DENSE] * fp;
         pp->dense_ffn_s = pp->group_s[MDL_WG_DENSE] * ff;
     }
-    double per_tok = (double)m->experts_active + m->shared_experts;
-    if (per_tok > 0) pp->shared_s = pp->group_s[MDL_WG_EXPERT] * m->shared_experts / per_tok;
+    pp->shared_s = shared_seconds(m, pp);
     if (!w->decode && hw->sms > 0 && p->comm_sms > 0 && p->comm_sms < hw->sms)
         pp->sm_share = (double)(hw->sms - p->comm_sms) / hw->sms;
 }
 
 static double pos(double x) {
     return x > 0 ? x : 0;
+}
+
+void mdl_sbo_apply(mdl_parts *pp) {
+    KVF_ASSERT(pp);
+    if (pp->tbo || !(pp->ep_comm_s > 0)) return;
+    double d = KVF_MIN(pp->ep_disp_s, pp->ep_comm_s), c = pp->ep_comm_s - d;
+    double s = pp->shared_s, down = pos(pp->group_s[MDL_WG_EXPERT] - s) / 3;
+    double exposed = d + pos(c - down - s);
+    pp->sbo_hidden_s = pp->ep_comm_s - exposed;
+    pp->ep_comm_s = exposed;
+}
+
+void mdl_sbo_undo(mdl_parts *pp) {
+    KVF_ASSERT(pp);
+    pp->ep_comm_s += pp->sbo_hidden_s;
+    pp->sbo_hidden_s = 0;
 }
 
 double mdl_tbo_stages_of(const mdl_parts *pp, double total, mdl_tbo_stages *o) {
@@ -714,6 +737,10 @@ void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
     pp->moe_share = m->layers ? (double)m->moe_layers / m->layers : 0;
     pp->sm_share = 1;
     if (pp->tbo) tbo_split(m, hw, &p, w, pp);   // overlap unread: the stages say what hides
+    if (p.single_batch && !pp->tbo && text) {
+        pp->shared_s = shared_seconds(m, pp);
+        mdl_sbo_apply(pp);
+    }
     pp->fixed_s = eff.step_overhead_ns * 1e-9 +
                   (text ? launches * m->layers * eff.layer_overhead_ns * 1e-9 : 0);
     pp->host_ns = eff.step_overhead_ns;

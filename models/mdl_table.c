@@ -1319,6 +1319,17 @@ static void table_close(tab *c, const mdl_step_cost *out) {
                      "attention %.3g, shared %.3g, routed experts %.3g; %.3g ms exposed",
                      st.d * 1e3, st.c * 1e3, (st.a0 + st.a1) * 1e3, st.s * 1e3, st.e * 1e3,
                      st.exposed_s * 1e3);
+    } else if (pp->sbo_hidden_s > 0) {
+        double hidden = KVF_MIN(comm * pp->overlap, total);
+        double d = KVF_MIN(pp->ep_disp_s, pp->ep_comm_s + pp->sbo_hidden_s);
+        term_add(c->ex, "overlap", -hidden - pp->sbo_hidden_s, c->hw, NOHIT,
+                 "single batch (moe.single_batch_overlap): combine %.3g ms beside the routed "
+                 "experts' down GEMMs %.3g and the shared experts %.3g, dispatch %.3g alone; "
+                 "%.3g ms exposed%s",
+                 (pp->ep_comm_s + pp->sbo_hidden_s - d) * 1e3,
+                 (pp->group_s[MDL_WG_EXPERT] - pp->shared_s) / 3 * 1e3, pp->shared_s * 1e3, d * 1e3,
+                 pp->ep_comm_s * 1e3,
+                 pp->overlap > 0 ? "; efficiency.comm_overlap hides its share of the rest" : "");
     } else {
         double hidden = KVF_MIN(comm * pp->overlap, total);
         term_add(c->ex, "overlap", -hidden, c->hw, NOHIT,
@@ -1402,6 +1413,7 @@ static void table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_par
         mdl_parts_finish(&pp, &w, out);
         return;
     }
+    mdl_sbo_undo(&pp);   // the all-to-alls as the roofline gave them, replaced below
     tab c = {.m = m,
              .hw = hw,
              .b = b,
@@ -1437,6 +1449,7 @@ static void table_eval(const mdl_model *m, const mdl_hardware *hw, const mdl_par
     table_small_kernels(&c);
     table_allreduce(&c);
     table_ep(&c);
+    if (c.p.single_batch) mdl_sbo_apply(&pp);   // on the terms as replaced
     mdl_parts_finish(&pp, &w, out);
     table_close(&c, out);
     if (fell_back) *fell_back = c.fb;

@@ -363,7 +363,7 @@ END_TEST
 START_TEST(test_roofline_monotone) {
     const char *models[] = {"llama-3.1-8b", "deepseek-v3", "gpt-oss-120b", "gemma-3-27b"};
     mdl_hardware h = load_hw("h200");
-    mdl_parallel par = {8, 8, 1, 1.0, 0, false, 0, 0};
+    mdl_parallel par = {8, 8, 1, 1.0, 0, false, 0, 0, false};
     for (int k = 0; k < 4; k++) {
         mdl_model m = load_model(models[k]);
         int64_t prev = 0;
@@ -411,7 +411,7 @@ START_TEST(test_roofline_tp_halves_compute) {
     mdl_efficiency_default(&e);
     mdl_seq s;
     mdl_batch b = one(MDL_PREFILL, &s, 8192, 0);
-    mdl_parallel p4 = {4, 4, 1, 1, 0, false, 0, 0}, p8 = {8, 8, 1, 1, 0, false, 0, 0};
+    mdl_parallel p4 = {4, 4, 1, 1, 0, false, 0, 0, false}, p8 = {8, 8, 1, 1, 0, false, 0, 0, false};
     mdl_step_cost c4, c8;
     mdl_roofline_eval(&m, &h, &p4, &e, &b, &c4);
     mdl_roofline_eval(&m, &h, &p8, &e, &b, &c8);
@@ -427,7 +427,7 @@ START_TEST(test_roofline_tp_halves_compute) {
     ck_assert_msg(llabs(c8o.ns - (c8.ns - c8.comm_ns)) <= 1, "overlap %lld vs %lld - %lld",
                   (long long)c8o.ns, (long long)c8.ns, (long long)c8.comm_ns);
     // 1 GPU has no collectives
-    mdl_parallel p1 = {1, 1, 1, 1, 0, false, 0, 0};
+    mdl_parallel p1 = {1, 1, 1, 1, 0, false, 0, 0, false};
     mdl_step_cost c1;
     mdl_roofline_eval(&m, &h, &p1, &e, &b, &c1);
     ck_assert_int_eq(c1.comm_ns, 0);
@@ -437,7 +437,8 @@ START_TEST(test_roofline_tp_halves_compute) {
     for (int i = 0; i < 256; i++)
         many[i] = (mdl_seq){1, 4096};
     mdl_batch d = {MDL_DECODE, many, 256, 0, NULL};
-    mdl_parallel even = {16, 1, 16, 1.0, 0, false, 0, 0}, skew = {16, 1, 16, 1.5, 0, false, 0, 0};
+    mdl_parallel even = {16, 1, 16, 1.0, 0, false, 0, 0, false},
+                 skew = {16, 1, 16, 1.5, 0, false, 0, 0, false};
     mdl_roofline_eval(&ds, &h, &even, &e, &d, &c1);
     mdl_roofline_eval(&ds, &h, &skew, &e, &d, &c4);
     ck_assert_msg(c4.ns > c1.ns, "skew %lld even %lld", (long long)c4.ns, (long long)c1.ns);
@@ -452,7 +453,7 @@ START_TEST(test_kv_capacity) {
     ck_assert_msg(near(cap, expect, 0.01), "cap %.0f vs %.0f", cap, expect);
     mdl_model m70 = load_model("llama-3.1-70b");
     ck_assert_double_eq(mdl_kv_capacity_tokens(&m70, &h, NULL, 0.1), 0);   // 141 GB > 80 GB
-    mdl_parallel p8 = {8, 8, 1, 1, 0, false, 0, 0};
+    mdl_parallel p8 = {8, 8, 1, 1, 0, false, 0, 0, false};
     expect = (8 * 80e9 * 0.9 - 2 * 70.6e9) / 327680;
     cap = mdl_kv_capacity_tokens(&m70, &h, &p8, 0.1);
     ck_assert_msg(near(cap, expect, 0.01), "70b tp8 cap %.0f vs %.0f", cap, expect);
@@ -1586,8 +1587,9 @@ START_TEST(test_roofline_run_matches_eval) {
                             "gemma-3-27b",  "qwen3-235b-a22b", "deepseek-v3.2-exp"};
     uint64_t x = 0x2545f4914f6cdd1dULL;
     uint64_t steps = 0;
-    // setup 4: two micro-batches (MoE models), whose steps go one by one through the memo
-    for (size_t kk = 0; kk < 5 * sizeof models / sizeof *models; kk++) {
+    // setup 4: two micro-batches (MoE models), whose steps go one by one through the memo;
+    // setup 5: single-batch overlap (MoE models), its hidden all-to-all time in the memo
+    for (size_t kk = 0; kk < 6 * sizeof models / sizeof *models; kk++) {
         size_t k = kk % (sizeof models / sizeof *models),
                setup = kk / (sizeof models / sizeof *models);
         mdl_hardware hw = load_hw("h100");
@@ -1600,7 +1602,8 @@ START_TEST(test_roofline_run_matches_eval) {
                             .tp = gpus > 1 ? 2 : 1,
                             .ep = m.experts ? gpus : 1,
                             .ep_skew = 1.1,
-                            .two_batch = setup == 4 && m.experts};
+                            .two_batch = setup == 4 && m.experts,
+                            .single_batch = setup == 5 && m.experts};
         mdl_efficiency eff;
         mdl_efficiency_default(&eff);
         eff.step_overhead_ns = 350e3;   // fixed terms and collectives in every step

@@ -1299,6 +1299,47 @@ START_TEST(test_published_points) {
 }
 END_TEST
 
+// moe.single_batch_overlap (part II's GB200 decode): the combine hides beside the routed
+// experts' down GEMMs and the shared experts, the dispatch stays exposed. On the GB200 decode
+// point the `overlap` term is minus the hidden seconds, exposed = D + max(0, C - E/3 - S) from
+// the figures it prints, the step is the one without the key less exactly that, and the
+// key is refused beside two micro-batches and for a dense model.
+START_TEST(test_single_batch_overlap) {
+    const char *dec = "scenarios/published/sglang-gb200-decode.yaml --step-seqs 256 "
+                      "--step-context 2000";
+    char a[512];
+    snprintf(a, sizeof a, "%s --set moe.single_batch_overlap=false", dec);
+    double off = explain_ms(a);
+    double comm = term_ms(out_buf, "  EP dispatch+combine");
+    double on = explain_ms(dec);
+    const char *t = strstr(out_buf, "single batch (moe.single_batch_overlap): combine ");
+    ck_assert_msg(t, "%s", out_buf);
+    double overlap = term_ms(out_buf, "  overlap");
+    double c, down, s, d, exposed;
+    ck_assert_int_eq(sscanf(t,
+                            "single batch (moe.single_batch_overlap): combine %lf ms beside the "
+                            "routed experts' down GEMMs %lf and the shared experts %lf, "
+                            "dispatch %lf alone; %lf ms exposed",
+                            &c, &down, &s, &d, &exposed),
+                     5);
+    ck_assert_msg(fabs(c + d - comm) <= 0.01, "combine %.3f + dispatch %.3f vs %.3f", c, d, comm);
+    ck_assert_msg(fabs(exposed - (d + fmax(0, c - down - s))) <= 0.01,
+                  "exposed %.3f, want %.3f + max(0, %.3f - %.3f - %.3f)", exposed, d, c, down, s);
+    ck_assert_msg(fabs(overlap + (comm - exposed)) <= 0.01, "overlap %.3f, hidden %.3f", overlap,
+                  comm - exposed);
+    ck_assert_msg(exposed < comm - 1 && fabs((off - on) - (comm - exposed)) <= 0.01,
+                  "step %.3f -> %.3f ms, hidden %.3f", off, on, comm - exposed);
+    snprintf(a, sizeof a, "run %s --explain-step --set moe.two_batch_overlap=true", dec);
+    ck_assert_int_eq(kvf("%s", a), 2);
+    ck_assert_msg(strstr(out_buf, "moe.single_batch_overlap") && strstr(out_buf, "choose one"),
+                  "%s", out_buf);
+    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set moe.single_batch_overlap=true -q"),
+                     2);
+    ck_assert_msg(strstr(out_buf, "moe.single_batch_overlap") && strstr(out_buf, "MoE models only"),
+                  "%s", out_buf);
+}
+END_TEST
+
 // efficiency.in_system_decode scales a decode step's compute terms (GEMMs, experts,
 // attention) and nothing else: the `in-system` term is (f - 1) x their sum, the all-to-alls
 // are unchanged, a prefill step is untouched, and a step model without kernel tables refuses
@@ -1491,6 +1532,7 @@ static Suite *suite(void) {
     tcase_add_test(t, test_gemm_below_smallest_m);
     tcase_add_test(t, test_ep_normal_row_bytes);
     tcase_add_test(t, test_in_system_decode);
+    tcase_add_test(t, test_single_batch_overlap);
     tcase_add_test(t, test_token_overhead);
     tcase_add_test(t, test_fit_kernels_reproduces_committed);
     tcase_add_test(t, test_fit_kernels_bad_manifest);

@@ -119,6 +119,7 @@ const keydef sim_key_table[] = {
     NUM("moe.ep_skew_sd", moe.skew_sd, NT_DBL, 0, 0, 10, 1),
     NUM("moe.route_nodes", moe.route_nodes, NT_U32, F_INT, 0, 1 << 20, 1),
     BOOL("moe.two_batch_overlap", moe.two_batch),
+    BOOL("moe.single_batch_overlap", moe.single_batch),
     NUM("moe.comm_sms", moe.comm_sms, NT_U32, F_INT, 0, 1024, 1),
     ENUM("moe.routing", moe.routing, routings),
     STR("workload.trace", workload.trace, F_NULL),

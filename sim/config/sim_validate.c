@@ -218,11 +218,16 @@ static kvf_status check_moe_keys(const sim_config *c, kvf_err *err) {
     if (!c->moe.two_batch && sim_config_key_given(c, "moe.comm_sms"))
         return vfail(c, err, "moe.comm_sms",
                      "applies with moe.two_batch_overlap only (compute beside the all-to-alls)");
+    if (c->moe.single_batch && c->moe.two_batch)
+        return vfail(c, err, "moe.single_batch_overlap",
+                     "overlaps within one batch; moe.two_batch_overlap splits it in two (choose "
+                     "one)");
     bool routing = c->moe.routing != MDL_ROUTE_BALANCED;
-    if (!c->moe.route_nodes && !c->moe.two_batch && !routing) return KVF_OK;
-    const char *key = c->moe.route_nodes ? "moe.route_nodes"
-                      : c->moe.two_batch ? "moe.two_batch_overlap"
-                                         : "moe.routing";
+    if (!c->moe.route_nodes && !c->moe.two_batch && !c->moe.single_batch && !routing) return KVF_OK;
+    const char *key = c->moe.route_nodes    ? "moe.route_nodes"
+                      : c->moe.two_batch    ? "moe.two_batch_overlap"
+                      : c->moe.single_batch ? "moe.single_batch_overlap"
+                                            : "moe.routing";
     char path[SIM_PATH_MAX + 128], dir[SIM_PATH_MAX + 128];
     mdl_model m;
     mdl_hardware hw;
@@ -246,7 +251,7 @@ static kvf_status check_moe_keys(const sim_config *c, kvf_err *err) {
         int ep = pools[i]->ep > 0 ? pools[i]->ep : pools[i]->gpus_per_instance;
         if ((uint32_t)ep > max_ep) max_ep = (uint32_t)ep;
     }
-    if (max_ep <= 1 && (c->moe.route_nodes || c->moe.two_batch))
+    if (max_ep <= 1 && (c->moe.route_nodes || c->moe.two_batch || c->moe.single_batch))
         return vfail(c, err, key, "needs a pool with expert parallelism (ep > 1)");
     // (the default restated, as a recorded configuration does, is no request)
     if (c->moe.two_batch && !hw.sms && sim_config_key_given(c, "moe.comm_sms") &&

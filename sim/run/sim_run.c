@@ -36,6 +36,7 @@ mdl_parallel sim_pool_parallel(const sim_config *cfg, const mdl_model *m, const 
         par.ep_skew = 1.0 + (par.ep_skew - 1.0) * (1.0 - KVF_MIN(cfg->moe.redundant_experts, 1.0));
     par.route_nodes = cfg->moe.route_nodes;
     par.two_batch = cfg->moe.two_batch;
+    par.single_batch = cfg->moe.single_batch;
     par.comm_sms = cfg->moe.comm_sms;
     par.routing = (uint8_t)cfg->moe.routing;
     return par;
@@ -49,6 +50,7 @@ kvf_status sim_make_stepper(const sim_config *cfg, const mdl_model *m, const mdl
     if (!par) mdl_parallel_default(&p);
     p.route_nodes = cfg->moe.route_nodes;
     p.two_batch = cfg->moe.two_batch;
+    p.single_batch = cfg->moe.single_batch;
     p.comm_sms = cfg->moe.comm_sms;
     p.routing = (uint8_t)cfg->moe.routing;
     par = &p;
