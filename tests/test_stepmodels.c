@@ -695,15 +695,19 @@ static double explain_ms(const char *args) {
     ck_assert_msg(t, "%s", out_buf);
     return atof(t + strlen("table model: "));
 }
+// The same with one key set on top of args (KEY=VALUE).
+static double explain_set_ms(const char *args, const char *set) {
+    char a[1024];
+    snprintf(a, sizeof a, "%s --set %s", args, set);
+    return explain_ms(a);
+}
 // A published point's two-micro-batch speed-up under the table model (args: the point and its
 // step) against an ablation's measured range [lo, hi] (lo = hi: one figure): the speed-up may
 // come closer to the range than the recorded one, never move away by more than 0.005.
 static void check_tbo_gain(const char *what, const char *args, double lo, double hi,
                            double recorded) {
-    char a[512];
     double on = explain_ms(args);
-    snprintf(a, sizeof a, "%s --set moe.two_batch_overlap=false", args);
-    double off = explain_ms(a), gain = off / on;
+    double off = explain_set_ms(args, "moe.two_batch_overlap=false"), gain = off / on;
     double now = fmax(0, fmax(lo - gain, gain - hi)),
            was = fmax(0, fmax(lo - recorded, recorded - hi));
     ck_assert_msg(now <= was + 0.005,
@@ -1075,20 +1079,16 @@ END_TEST
 START_TEST(test_tbo_comm_sms) {
     const char *pre = "scenarios/published/deepseek-v3-h800-prefill.yaml --step-phase prefill "
                       "--step-prompt 2180 --step-context 2809 --step-chunks 1";
-    char a[512];
-    snprintf(a, sizeof a, "%s --set moe.comm_sms=0", pre);
-    double none = explain_ms(a);
+    double none = explain_set_ms(pre, "moe.comm_sms=0");
     ck_assert_msg(!strstr(out_buf, "SM share"), "%s", out_buf);
     double dflt = explain_ms(pre);
     ck_assert_msg(strstr(out_buf, "compute on 108 of 132 SMs"), "%s", out_buf);
-    snprintf(a, sizeof a, "%s --set moe.comm_sms=66", pre);
-    double half = explain_ms(a);
+    double half = explain_set_ms(pre, "moe.comm_sms=66");
     ck_assert_msg(strstr(out_buf, "x 2"), "%s", out_buf);
     ck_assert_msg(none < dflt && dflt < half, "%g %g %g ms", none, dflt, half);
     const char *dec = "scenarios/published/deepseek-v3-h800-decode.yaml --step-seqs 88 "
                       "--step-context 4989";
-    snprintf(a, sizeof a, "%s --set moe.comm_sms=66", dec);
-    ck_assert(explain_ms(dec) == explain_ms(a));
+    ck_assert(explain_ms(dec) == explain_set_ms(dec, "moe.comm_sms=66"));
     ck_assert_msg(strstr(out_buf, "decode schedule") && !strstr(out_buf, "SM share"), "%s",
                   out_buf);
 }
@@ -1308,8 +1308,7 @@ START_TEST(test_single_batch_overlap) {
     const char *dec = "scenarios/published/sglang-gb200-decode.yaml --step-seqs 256 "
                       "--step-context 2000";
     char a[512];
-    snprintf(a, sizeof a, "%s --set moe.single_batch_overlap=false", dec);
-    double off = explain_ms(a);
+    double off = explain_set_ms(dec, "moe.single_batch_overlap=false");
     double comm = term_ms(out_buf, "  EP dispatch+combine");
     double on = explain_ms(dec);
     const char *t = strstr(out_buf, "single batch (moe.single_batch_overlap): combine ");
@@ -1349,9 +1348,7 @@ START_TEST(test_in_system_decode) {
                       "--step-seqs 256 --step-context 2000";
     double base = explain_ms(dec);
     double combine = term_ms(out_buf, "  EP combine");
-    char a[512];
-    snprintf(a, sizeof a, "%s --set efficiency.in_system_decode=1.5", dec);
-    double scaled = explain_ms(a);
+    double scaled = explain_set_ms(dec, "efficiency.in_system_decode=1.5");
     double in_sys = term_ms(out_buf, "  in-system");
     double work = term_ms(out_buf, "  dense GEMMs") + term_ms(out_buf, "  expert GEMMs") +
                   term_ms(out_buf, "  attention");
@@ -1363,8 +1360,7 @@ START_TEST(test_in_system_decode) {
     const char *pre = "scenarios/published/sglang-h100-prefill.yaml --step-phase prefill "
                       "--step-prompt 2000 --step-chunks 8";
     double p0 = explain_ms(pre);
-    snprintf(a, sizeof a, "%s --set efficiency.in_system_decode=1.5", pre);
-    ck_assert_double_eq_tol(explain_ms(a), p0, 1e-9);
+    ck_assert_double_eq_tol(explain_set_ms(pre, "efficiency.in_system_decode=1.5"), p0, 1e-9);
     ck_assert_msg(!strstr(out_buf, "in-system"), "%s", out_buf);
     ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --set efficiency.in_system_decode=1.2 -q"),
                      2);
@@ -1388,9 +1384,7 @@ END_TEST
 START_TEST(test_token_overhead) {
     const char *pre = "scenarios/published/sglang-h100-prefill.yaml --set serving.fit=null "
                       "--step-phase prefill --step-prompt 2000 --step-chunks 8";
-    char a[512];
-    snprintf(a, sizeof a, "%s --set efficiency.token_overhead_ns=300", pre);
-    double with = explain_ms(a);
+    double with = explain_set_ms(pre, "efficiency.token_overhead_ns=300");
     double sk = term_ms(out_buf, "  small kernels");
     double want = 300e-9 * 16000 * 61 * 108 / 132 * 1e3;   // 16,000 tokens a GPU, 61 layers
     ck_assert_msg(fabs(sk - want) <= 0.01, "small kernels %.3f ms, want %.3f", sk, want);
