@@ -57,18 +57,24 @@ static void lindex_pull(sim_pool *p, uint32_t k) {
 
 void sim_router_touch(sim_cluster *c, const sim_inst *in) {
     sim_pool *p = &c->pool[in->pool];
-    if (!p->lval) return;
+    double *lv = p->lval;
+    if (!lv) return;
+    uint32_t *la = p->larg;
     // a snapshot router sees the instance change only at the next refresh
     uint32_t k = p->lsize + in->idx;
     double v = in->active ? p->load(c, in) : INFINITY;
-    if (v == p->lval[k]) return;
-    p->lval[k] = v;
-    // up the tree while a node's minimum changes: above one that keeps it nothing does
+    if (v == lv[k]) return;
+    lv[k] = v;
+    // up the tree while a node's minimum changes: above one that keeps it nothing does (each
+    // node as lindex_pull forms it, written only when it changes)
     for (k /= 2; k >= 1; k /= 2) {
-        double ov = p->lval[k];
-        uint32_t oa = p->larg[k];
-        lindex_pull(p, k);
-        if (p->lval[k] == ov && p->larg[k] == oa) break;
+        uint32_t l = 2 * k;
+        bool left = lv[l] <= lv[l + 1];
+        double nv = left ? lv[l] : lv[l + 1];
+        uint32_t na = left ? la[l] : la[l + 1];
+        if (nv == lv[k] && na == la[k]) break;
+        lv[k] = nv;
+        la[k] = na;
     }
 }
 
