@@ -391,8 +391,8 @@ typedef struct mdl_parallel {
     uint32_t comm_sms;      // two_batch prefill: SMs the all-to-all kernels hold while compute
                             // runs beside them (DeepSeek's prefill profile: 24 of 132)
     uint8_t routing;        // MDL_ROUTE_*: the fused-MoE rows the table model reads
-    bool single_batch;      // one batch overlaps EP dispatch with the shared experts and the
-                            // combine with the routed experts' down GEMMs (mdl_sbo_apply)
+    bool single_batch;      // one batch hides the EP combine beside the routed experts' down
+                            // GEMMs and the shared experts (mdl_sbo_apply)
 } mdl_parallel;
 
 // One GPU, tp = ep = 1, no skew.
@@ -660,9 +660,10 @@ double mdl_tbo_stages_of(const mdl_parts *pp, double total, mdl_tbo_stages *o);
 // down GEMM and the shared experts; kernels: sgl-project/DeepGEMM#14): within one batch the
 // combine's sends run beside the routed experts' down GEMMs, a third of their FLOPs (E / 3),
 // and the shared experts (S); the dispatch stays exposed: exposed = D + max(0, C - E/3 - S).
-// Moves the hidden seconds from ep_comm_s into
-// sbo_hidden_s; mdl_sbo_undo puts them back (a model that replaces the terms first).
-// Nothing without EP communication or under two micro-batches.
+// Moves the hidden seconds from ep_comm_s into sbo_hidden_s; mdl_sbo_undo puts them back (a
+// model that replaces the terms first). Nothing without EP communication or under two
+// micro-batches. In prefill the SMs DeepEP's normal kernels hold are not priced here (only
+// two micro-batches' schedule prices them, moe.comm_sms).
 void mdl_sbo_apply(mdl_parts *pp);
 void mdl_sbo_undo(mdl_parts *pp);
 // Same from precomputed work (fits evaluate one batch under many efficiency factors).

@@ -142,8 +142,8 @@ typedef struct sim_moe_cfg {    // moe.*
     uint32_t route_nodes;       // node-limited routing: scale-up domains per token (0 = any)
     bool two_batch;             // two micro-batches overlap communication with compute
     uint32_t comm_sms;          // two_batch prefill: SMs the all-to-all kernels hold
-    bool single_batch;          // one batch: dispatch beside shared experts, combine beside
-                                // the routed experts' down GEMMs (mdl_sbo_apply)
+    bool single_batch;          // one batch: the combine beside the routed experts' down GEMMs
+                                // and the shared experts, the dispatch exposed (mdl_sbo_apply)
     int routing;                // MDL_ROUTE_*: which fused-MoE rows the table model reads
 } sim_moe_cfg;
 
