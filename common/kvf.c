@@ -292,8 +292,72 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+// A double's bits as an unsigned key in the double's order: negative values have every bit
+// flipped, the rest only the sign bit.
+static inline uint64_t dkey(double x) {
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u >> 63 ? ~u : u | (1ULL << 63);
+}
+
+static inline double dval(uint64_t k) {
+    uint64_t u = k >> 63 ? k & ~(1ULL << 63) : ~k;
+    double x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+enum { RADIX_BITS = 11, RADIX = 1 << RADIX_BITS, RADIX_PASSES = 6, RADIX_MIN = 512 };
+
+// LSD radix sort of the keys: six passes of 11 bits, a pass skipped where every key has the
+// same digit. false (nothing changed) when the array holds a NaN or a negative zero, which
+// compare unordered or equal to a different bit pattern: qsort's order is kept for those.
+static bool radix_sort_doubles(double *v, size_t n) {
+    uint64_t *a = malloc(2 * n * sizeof *a);
+    uint32_t(*hist)[RADIX] = calloc(RADIX_PASSES, sizeof *hist);
+    if (!a || !hist) {
+        free(a), free(hist);
+        return false;
+    }
+    uint64_t *b = a + n;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(v[i]) || (v[i] == 0 && signbit(v[i]))) {
+            free(a), free(hist);
+            return false;
+        }
+        uint64_t k = dkey(v[i]);
+        a[i] = k;
+        for (int p = 0; p < RADIX_PASSES; p++)
+            hist[p][(k >> (p * RADIX_BITS)) & (RADIX - 1)]++;
+    }
+    for (int p = 0; p < RADIX_PASSES; p++) {
+        uint32_t *h = hist[p];
+        if (h[(a[0] >> (p * RADIX_BITS)) & (RADIX - 1)] == n) continue;   // one digit: in order
+        uint32_t sum = 0;
+        for (int d = 0; d < RADIX; d++) {
+            uint32_t c = h[d];
+            h[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            b[h[(a[i] >> (p * RADIX_BITS)) & (RADIX - 1)]++] = a[i];
+        uint64_t *t = a;
+        a = b, b = t;
+    }
+    for (size_t i = 0; i < n; i++)
+        v[i] = dval(a[i]);
+    free(a < b ? a : b);
+    free(hist);
+    return true;
+}
+
+// Sorted ascending. Large arrays by radix (the same result as the comparison sort: doubles
+// that compare equal are then the same bits), small ones, and any with a NaN or a negative
+// zero, by qsort.
 void kvf_sort_doubles(double *v, size_t n) {
-    if (n > 1) qsort(v, n, sizeof *v, cmp_double);
+    if (n < 2) return;
+    if (n >= RADIX_MIN && n <= UINT32_MAX && radix_sort_doubles(v, n)) return;
+    qsort(v, n, sizeof *v, cmp_double);
 }
 
 double kvf_percentile_sorted(const double *v, size_t n, double p) {

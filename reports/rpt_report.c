@@ -95,11 +95,6 @@ static void gp_label(rpt_buf *b, const char *s) {
     rpt_buf_putn(b, "\"", 1);
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 // ---- timeseries -------------------------------------------------------------------------
 
 static ts_series *ts_get(rep *r, const char *metric, const char *pool, bool per_inst, bool create) {
@@ -307,7 +302,7 @@ static void chart_script(rep *r, const chart *c) {
 }
 
 static void cdf_block(FILE *f, double *v, size_t n) {
-    qsort(v, n, sizeof *v, cmp_double);
+    kvf_sort_doubles(v, n);
     size_t k = n > RPT_MAX_CDF ? RPT_MAX_CDF : n;
     for (size_t i = 0; i < k; i++) {
         size_t idx = k == n ? i : (size_t)((double)i * (double)(n - 1) / (double)(k - 1));

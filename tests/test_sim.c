@@ -159,6 +159,73 @@ START_TEST(test_hist_percentiles_within_resolution) {
 }
 END_TEST
 
+static int cmp_double_ref(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+// kvf_sort_doubles (a radix sort from 512 values on) against qsort with the plain comparison,
+// bit for bit: latencies with repeats and exact zeros, negatives, infinities, subnormals,
+// values spanning every exponent, sizes on either side of the radix threshold, presorted and
+// reversed input, one value repeated, and arrays with a NaN or a negative zero (which keep
+// qsort's order: every such array must come back as qsort leaves it).
+START_TEST(test_sort_doubles_matches_qsort) {
+    kvf_rng r;
+    kvf_rng_init(&r, 11, 0);
+    enum { N = 5000 };
+    static double v[N], w[N];
+    const size_t sizes[] = {0, 1, 2, 7, 511, 512, 513, 1000, N};
+    for (int kind = 0; kind < 9; kind++)
+        for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+            size_t n = sizes[si];
+            for (size_t i = 0; i < n; i++) {
+                double x;
+                switch (kind) {
+                case 0:   // latencies (ms), a tenth exact zeros
+                    x = i % 10 == 0 ? 0 : kvf_rng_lognormal(&r, 2.5, 1.0);
+                    break;
+                case 1:   // few distinct values
+                    x = (double)kvf_rng_below(&r, 5) * 0.25;
+                    break;
+                case 2:   // signed, with infinities and subnormals
+                    x = (kvf_rng_uniform(&r) - 0.5) * 1e6;
+                    if (i % 97 == 0) x = i % 2 ? INFINITY : -INFINITY;
+                    if (i % 89 == 0) x = (i % 2 ? 1 : -1) * 4.9e-324 * (double)(i + 1);
+                    break;
+                case 3: {   // every exponent
+                    uint64_t u = kvf_rng_u64(&r) & ~(0x7ffULL << 52);
+                    u |= (uint64_t)kvf_rng_below(&r, 2047) << 52;
+                    memcpy(&x, &u, sizeof x);
+                    break;
+                }
+                case 4:   // presorted
+                    x = (double)i * 0.5 - 100;
+                    break;
+                case 5:   // reversed
+                    x = -(double)i * 3;
+                    break;
+                case 6:   // one value
+                    x = 42.125;
+                    break;
+                case 7:   // a NaN among latencies
+                    x = i == n / 2 ? NAN : kvf_rng_uniform(&r);
+                    break;
+                default:   // negative and positive zeros among latencies
+                    x = i % 3 == 0 ? (i % 2 ? -0.0 : 0.0) : kvf_rng_uniform(&r);
+                    break;
+                }
+                v[i] = w[i] = x;
+            }
+            kvf_sort_doubles(v, n);
+            qsort(w, n, sizeof *w, cmp_double_ref);
+            ck_assert_msg(n == 0 || !memcmp(v, w, n * sizeof *v),
+                          "kind %d, %zu values: not qsort's order", kind, n);
+            for (size_t i = 1; kind < 7 && i < n; i++)
+                ck_assert_msg(v[i - 1] <= v[i], "kind %d, %zu values: unsorted at %zu", kind, n, i);
+        }
+}
+END_TEST
+
 // A run's gaps in one call (sim_hist_add_gaps_ns, which bins a gap anew only when it leaves
 // the bin of the one before) against every gap added one by one: the same bins, total and
 // sum, on slowly growing gaps (a decode run's), on gaps that jump about, with zero and 1 ns
@@ -721,6 +788,7 @@ static Suite *suite(void) {
     tcase_add_test(k, test_bcache_lru_and_retention);
     tcase_add_test(k, test_hist_percentiles_within_resolution);
     tcase_add_test(k, test_hist_gaps_match_one_by_one);
+    tcase_add_test(k, test_sort_doubles_matches_qsort);
     suite_add_tcase(s, k);
     TCase *e = tcase_create("end_to_end");
     tcase_set_timeout(e, 600);

@@ -253,11 +253,6 @@ static void summary_gpus(json_t *s, const sim_cluster *c) {
     json_object_set_new(s, "utilization", u);
 }
 
-static int cmp_dbl(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 // One class under slo.by_class: arrivals, attainment and goodput (requests within its bounds),
 // its bounds with the percentile it reached, and (bounds of its own) whether it met them all.
 static json_t *slo_class(const sim_cluster *c, int k, double sim_s, bool *met) {
@@ -283,7 +278,7 @@ static json_t *slo_class(const sim_cluster *c, int k, double sim_s, bool *met) {
             if (!(b > 0)) continue;
             own = true;
             sim_samples *sm = (sim_samples *)&m->cls_lat[k][j];
-            qsort(sm->v, sm->n, sizeof *sm->v, cmp_dbl);
+            kvf_sort_doubles(sm->v, sm->n);
             double v = sm->n ? kvf_percentile_sorted(sm->v, sm->n, qv[q]) : NAN;
             char key[32];
             snprintf(key, sizeof key, "%s.%s", mname[j], qname[q]);
