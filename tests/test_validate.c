@@ -117,6 +117,10 @@ START_TEST(test_validate_mooncake_window) {
         ck_assert_msg(kvt_num(v, "end_to_end.band_pct") > 10 ||
                           kvt_num(v, "end_to_end.worst_error_pct") > 10,
                       "inconclusive without cause");
+    // a burst's warm-up steps (one untimed step a shape) are not probes: two timed a shape
+    // (four shapes) before the serve and two after
+    ck_assert_int_eq((int)kvt_num(v, "noise.probes_before"), 8);
+    ck_assert_int_eq((int)kvt_num(v, "noise.probes_after"), 8);
     const char *all = json_string_value(json_object_get(v, "verdict"));
     ck_assert_int_eq(rc, !strcmp(all, "pass") ? 0 : !strcmp(all, "inconclusive") ? 3 : 4);
     // every served step recorded with its shape, wall and thread CPU time

@@ -48,11 +48,18 @@ static double requests(const sim_cluster *c, const sim_inst *in) {
 }
 
 // ---- min-load index -------------------------------------------------------------------------
-static void lindex_pull(sim_pool *p, uint32_t k) {
-    uint32_t l = 2 * k, r = l + 1;
-    bool left = p->lval[l] <= p->lval[r];
-    p->lval[k] = left ? p->lval[l] : p->lval[r];
-    p->larg[k] = left ? p->larg[l] : p->larg[r];
+// Node k from its children (ties to the left); false when it already held that. The tree's
+// arrays are passed in, not read through the pool, so a walk up the tree keeps them in
+// registers.
+static inline bool lindex_pull(double *lv, uint32_t *la, uint32_t k) {
+    uint32_t l = 2 * k;
+    bool left = lv[l] <= lv[l + 1];
+    double nv = left ? lv[l] : lv[l + 1];
+    uint32_t na = left ? la[l] : la[l + 1];
+    if (nv == lv[k] && na == la[k]) return false;
+    lv[k] = nv;
+    la[k] = na;
+    return true;
 }
 
 void sim_router_touch(sim_cluster *c, const sim_inst *in) {
@@ -65,17 +72,9 @@ void sim_router_touch(sim_cluster *c, const sim_inst *in) {
     double v = in->active ? p->load(c, in) : INFINITY;
     if (v == lv[k]) return;
     lv[k] = v;
-    // up the tree while a node's minimum changes: above one that keeps it nothing does (each
-    // node as lindex_pull forms it, written only when it changes)
-    for (k /= 2; k >= 1; k /= 2) {
-        uint32_t l = 2 * k;
-        bool left = lv[l] <= lv[l + 1];
-        double nv = left ? lv[l] : lv[l + 1];
-        uint32_t na = left ? la[l] : la[l + 1];
-        if (nv == lv[k] && na == la[k]) break;
-        lv[k] = nv;
-        la[k] = na;
-    }
+    // up the tree while a node's minimum changes: above one that keeps it nothing does
+    for (k /= 2; k >= 1 && lindex_pull(lv, la, k);)
+        k /= 2;
 }
 
 // The active instance of the pool with the least load (first one on ties).
@@ -263,8 +262,10 @@ void sim_router_init(sim_cluster *c, sim_pool *p, bool prefill) {
         p->lval[p->lsize + i] = in && in->active ? p->load(c, in) : INFINITY;
         p->larg[p->lsize + i] = i;
     }
-    for (uint32_t k = p->lsize - 1; k >= 1; k--)
-        lindex_pull(p, k);
+    for (uint32_t k = p->lsize - 1; k >= 1; k--) {
+        p->lval[k] = NAN;   // never equal: every node is written
+        lindex_pull(p->lval, p->larg, k);
+    }
 }
 
 void sim_router_free(sim_pool *p) {
