@@ -137,8 +137,8 @@ uint32_t cli_fid_step_batch(const eng_serve_result *r, const eng_step_record *k,
 const char *const CLI_STEP_KINDS[3] = {"prefill", "decode", "mixed"};
 
 json_t *cli_fid_step_time(const eng_serve_result *r, mdl_stepper *stp, const cli_grid_floor *gf,
-                          bool cpu_clock, double band, double tol, double *pred, double *resid,
-                          const char **flag, uint64_t *flagged, double *worst_out) {
+                          bool cpu_clock, double level, double band, double tol, double *pred,
+                          double *resid, const char **flag, uint64_t *flagged, double *worst_out) {
     KVF_ASSERT(r && stp && gf && pred && resid && flag && flagged && worst_out);
     size_t ns = r->n_steps;
     double *v[3], *av[3];
@@ -166,7 +166,7 @@ json_t *cli_fid_step_time(const eng_serve_result *r, mdl_stepper *stp, const cli
         mdl_step_cost c;
         stp->vt->cost(stp, &b, &c);
         double meas = cpu_clock ? (double)k->cpu_ns : (double)k->duration_ns;
-        pred[i] = (double)c.ns;
+        pred[i] = (double)c.ns * level;
         resid[i] = meas > 0 ? pred[i] / meas - 1 : 0;
         bool below = false;
         for (uint32_t j = 0; j < k->n_chunks; j++)
@@ -235,6 +235,7 @@ json_t *cli_fid_step_time(const eng_serve_result *r, mdl_stepper *stp, const cli
             free(bv[k][b]);
     }
     json_object_set_new(o, "clock", json_string(cpu_clock ? "thread_cpu" : "wall"));
+    json_object_set_new(o, "profile_level", json_real(level));
     json_object_set_new(o, "kinds", kinds);
     json_object_set_new(o, "shapes", shapes);
     json_object_set_new(o, "flagged_steps", json_integer((json_int_t)*flagged));

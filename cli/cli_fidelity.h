@@ -61,14 +61,15 @@ typedef struct cli_grid_floor {
     double min_dctx;
 } cli_grid_floor;
 
-// Step-time fidelity: the calibrated step model's prediction (stp) for every served step of r
-// against its measured time (thread CPU when cpu_clock, else wall), by kind and by shape, with
+// Step-time fidelity: the calibrated step model's prediction (stp, its times multiplied by
+// level) for every served step of r against its measured time (thread CPU when cpu_clock, else
+// wall), by kind and by shape, with
 // the verdict at band and tol (percent). pred, resid and flag (r->n_steps each) get each
 // step's prediction (ns), residual and mark ("extrapolated", "below_grid" of gf, or NULL);
 // *flagged the marked steps, *worst_out the worst median |residual| (percent) of a kind with
 // 10 steps or more. A new object the caller owns.
 json_t *cli_fid_step_time(const eng_serve_result *r, mdl_stepper *stp, const cli_grid_floor *gf,
-                          bool cpu_clock, double band, double tol, double *pred, double *resid,
-                          const char **flag, uint64_t *flagged, double *worst_out);
+                          bool cpu_clock, double level, double band, double tol, double *pred,
+                          double *resid, const char **flag, uint64_t *flagged, double *worst_out);
 
 #endif

@@ -146,23 +146,26 @@ static void idle_probe(void *ctx, int64_t idle_ns) {
 typedef struct noise {
     double band_cpu, band_wall;     // relative half-widths of the probes' spread (incl. drift)
     double drift_cpu, drift_wall;   // after/before - 1, median over shapes
-    double drift_profile;           // a given profile: its rows re-measured now, median ratio - 1
+    double drift_profile;           // the profile's rows re-measured now, median ratio - 1
     double profile_unstable;        // half the relative change of that ratio over the serve
+    double level;                   // applied to the profile's times: 1 + drift_profile for a
+                                    //   profile measured in this run, 1 for a given one
     double steal;                   // served steps: median wall/cpu - 1
     double loop;                    // serve wall not in steps nor waiting, per busy ns
     size_t probes[4];
 } noise;
 
 // Band of one clock: per shape, the larger of half the spread of its phase medians (drift)
-// and its own (p90 - p10) / 2 over the median; then the largest over shapes.
-static void probe_band(const probe_log *L, bool cpu, double *band, double *drift) {
+// and its own (p90 - p10) / 2 over the median; then the largest over shapes. Phases below
+// nphase count (3: the serve's alone, 4: and the probes before the profile).
+static void probe_band(const probe_log *L, bool cpu, int nphase, double *band, double *drift) {
     double bs[ENG_PROBE_SHAPES], ds[ENG_PROBE_SHAPES];
     uint32_t nb = 0, ndr = 0;
     double *v = kvf_malloc((L->n + 1) * sizeof *v), *w = kvf_malloc((L->n + 1) * sizeof *w);
     for (uint32_t s = 0; s < ENG_PROBE_SHAPES; s++) {
         size_t n = 0;
         double med[4] = {NAN, NAN, NAN, NAN};
-        for (int ph = 0; ph < 4; ph++) {
+        for (int ph = 0; ph < nphase; ph++) {
             size_t m = 0;
             for (size_t i = 0; i < L->n; i++)
                 if (L->v[i].shape == s && L->v[i].phase == ph)
@@ -180,7 +183,7 @@ static void probe_band(const probe_log *L, bool cpu, double *band, double *drift
         double spread =
             (kvf_percentile_sorted(v, n, 90) - kvf_percentile_sorted(v, n, 10)) / (2 * p50);
         double lo = INFINITY, hi = 0;
-        for (int ph = 0; ph < 4; ph++)
+        for (int ph = 0; ph < nphase; ph++)
             if (isfinite(med[ph])) lo = fmin(lo, med[ph]), hi = fmax(hi, med[ph]);
         bs[nb++] = fmax(spread, hi > lo ? (hi - lo) / (2 * p50) : 0);
         double first = isfinite(med[3]) ? med[3] : med[0];   // the earliest probes
@@ -346,9 +349,9 @@ static kvf_status choose_profile(validation *V, kvf_err *err) {
     return KVF_OK;
 }
 
-// A given profile: a few of its rows re-measured now (when 0, before the serve; 1, after it),
-// into pr[when], the log appended to out/profile_check.txt. A file that cannot be opened
-// after the serve is skipped.
+// The profile, given or measured in this run: a few of its rows re-measured now (when 0,
+// before the serve; 1, after it), into pr[when], the log appended to out/profile_check.txt. A
+// file that cannot be opened after the serve is skipped.
 static kvf_status check_profile(validation *V, int when, kvf_err *err) {
     char path[4096];
     snprintf(path, sizeof path, "%s/profile_check.txt", V->out);
@@ -378,7 +381,7 @@ static kvf_status before_serve(validation *V, kvf_err *err) {
                                  .threads = a->threads,
                                  .seed = 1,
                                  .check_bound_ms = 150};
-    if (a->profile && (st = check_profile(V, 0, err))) return st;
+    if ((st = check_profile(V, 0, err))) return st;
     probe_burst(&V->pl, 0);
     if (V->pl.st) {
         *err = V->pl.err;
@@ -401,13 +404,17 @@ static kvf_status serve_trace(validation *V, kvf_status *after, kvf_err *err) {
     if (s) return s;
     probe_burst(&V->pl, 2);
     if (V->pl.st && !*st) *st = V->pl.st, *err = V->pl.err;
-    if (V->a.profile && !*st) *st = check_profile(V, 1, err);
+    if (!*st) *st = check_profile(V, 1, err);
     return KVF_OK;
 }
 
 // Phase 4: noise: probe bands, steal (wall over CPU of the served steps), the loop's time
-// unaccounted; a given profile's level against this machine is part of the error it makes,
-// how much that level moved from before to after the serve is noise.
+// unaccounted. The profile's level against this machine, its rows re-measured around the
+// serve: a given profile's is part of the error it makes; one measured in this run stands
+// for this machine, so the level its rows have now (another process took the core while it
+// was measured, or took it during the serve) is applied to its times, and the probes before
+// the profile, whose difference it measures, leave the band. How much that level moved from
+// before to after the serve is noise either way.
 static void measure_noise(validation *V) {
     noise *nz = &V->nz;
     const double *pr = V->pr;
@@ -416,8 +423,10 @@ static void measure_noise(validation *V) {
     if (isfinite(pr[0])) nz->drift_profile = (isfinite(pr[1]) ? (pr[0] + pr[1]) / 2 : pr[0]) - 1;
     if (isfinite(pr[0]) && isfinite(pr[1]))
         nz->profile_unstable = fabs(pr[1] - pr[0]) / (pr[0] + pr[1]);
-    probe_band(&V->pl, true, &nz->band_cpu, &nz->drift_cpu);
-    probe_band(&V->pl, false, &nz->band_wall, &nz->drift_wall);
+    bool own = !V->a.profile;
+    nz->level = own ? 1 + nz->drift_profile : 1;
+    probe_band(&V->pl, true, own ? 3 : 4, &nz->band_cpu, &nz->drift_cpu);
+    probe_band(&V->pl, false, own ? 3 : 4, &nz->band_wall, &nz->drift_wall);
     for (size_t i = 0; i < V->pl.n; i++)
         nz->probes[V->pl.v[i].phase]++;
     V->busy = 0;
@@ -464,8 +473,8 @@ static void step_time(validation *V, kvf_status *st, kvf_err *err) {
         double bs = V->cpu_clock ? nz->band_cpu + nz->profile_unstable
                                  : nz->band_wall + fmax(0, nz->steal) + nz->profile_unstable;
         double worst = 0;
-        V->stepj = cli_fid_step_time(res, stp, &gf, V->cpu_clock, 100 * bs, CLI_TOL_STEP, V->pred,
-                                     V->resid, V->flag, &V->flagged, &worst);
+        V->stepj = cli_fid_step_time(res, stp, &gf, V->cpu_clock, nz->level, 100 * bs, CLI_TOL_STEP,
+                                     V->pred, V->resid, V->flag, &V->flagged, &worst);
         *st = cli_serve_steps_csv(V->out, res, V->pred, V->resid, V->flag, err);
     }
     mdl_stepper_destroy(stp);
@@ -516,16 +525,16 @@ static void simulate(validation *V, kvf_status *st, kvf_err *err) {
     char d2[2300], seen[2300];
     snprintf(V->simdir, sizeof V->simdir, "%s/sim", V->out);
     if (!*st)
-        *st =
-            sim_side(a, &V->ec, V->profile, V->shaped, V->simdir, NULL, 0, n, &V->e2e, &V->sj, err);
+        *st = sim_side(a, &V->ec, V->profile, V->shaped, V->simdir, NULL,
+                       nz->level != 1 ? nz->level : 0, n, &V->e2e, &V->sj, err);
     snprintf(d2, sizeof d2, "%s/bands/e2e-lo", V->out);
     if (!*st)
-        *st = sim_side(a, &V->ec, V->profile, V->shaped, d2, NULL, 1 / (1 + b_e2e_lo), n,
+        *st = sim_side(a, &V->ec, V->profile, V->shaped, d2, NULL, nz->level / (1 + b_e2e_lo), n,
                        &V->e2e_lo, NULL, err);
     snprintf(d2, sizeof d2, "%s/bands/e2e-hi", V->out);
     if (!*st)
-        *st = sim_side(a, &V->ec, V->profile, V->shaped, d2, NULL, 1 + V->b_e2e, n, &V->e2e_hi,
-                       NULL, err);
+        *st = sim_side(a, &V->ec, V->profile, V->shaped, d2, NULL, nz->level * (1 + V->b_e2e), n,
+                       &V->e2e_hi, NULL, err);
     snprintf(seen, sizeof seen, "%s/trace-seen.jsonl", V->out);
     if (!*st) *st = write_seen_trace(V->shaped, seen, V->ec.block_tokens, res, err);
     snprintf(d2, sizeof d2, "%s/replay_misses.txt", V->out);
@@ -593,6 +602,7 @@ static json_t *noise_json(const validation *V) {
     json_object_set_new(nj, "steal_pct", json_real(100 * nz->steal));
     json_object_set_new(nj, "profile_drift_pct", json_real(100 * nz->drift_profile));
     json_object_set_new(nj, "profile_unstable_pct", json_real(100 * nz->profile_unstable));
+    json_object_set_new(nj, "profile_level_applied", json_real(nz->level));
     json_object_set_new(nj, "loop_unaccounted_pct", json_real(100 * nz->loop));
     json_object_set_new(nj, "probes_before", json_integer((json_int_t)nz->probes[0]));
     json_object_set_new(nj, "probes_during", json_integer((json_int_t)nz->probes[1]));
@@ -766,6 +776,14 @@ static void print_latency(const validation *V, json_t *v) {
            json_number_value(json_object_get(ld, "utilisation")),
            100 * json_number_value(json_object_get(ld, "hit_rate")), res->n_steps,
            100 * nz->band_cpu, 100 * nz->band_wall, 100 * nz->drift_wall, 100 * nz->steal);
+    if (V->a.profile)
+        printf("  profile (given): its rows re-measured here %+.1f %% (part of its error), moved "
+               "+-%.1f %% over the serve\n",
+               100 * nz->drift_profile, 100 * nz->profile_unstable);
+    else
+        printf("  profile (measured in this run): its rows re-measured around the serve %+.1f %%, "
+               "applied to its times (x%.3f); moved +-%.1f %% over the serve\n",
+               100 * nz->drift_profile, nz->level, 100 * nz->profile_unstable);
     const char *sec[] = {"scheduling", "end_to_end"};
     const char *title[] = {"scheduling fidelity (measured step times replayed)",
                            "end to end (calibrated step model)"};

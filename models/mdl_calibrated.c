@@ -264,6 +264,8 @@ typedef struct cal {
     grid pre, dec;
     double *host_x, *host_v;
     size_t nhost;
+    double *shape_x, *shape_v;   // decode batch -> measured minus the grid's interpolation
+    size_t nshape;               //   (0 at the grid's own columns); none: no shape rows
 } cal;
 
 static void grid_free(grid *g) {
@@ -389,6 +391,59 @@ static double host_eval(const cal *c, double batch) {
     return c->host_v[j] + t * (c->host_v[j + 1] - c->host_v[j]);
 }
 
+// Piecewise-linear in x through (xs, vs), n >= 2 points sorted by x, x inside their range.
+static double pwl_eval(const double *xs, const double *vs, size_t n, double x) {
+    size_t j = 0;
+    while (j + 1 < n && xs[j + 1] <= x)
+        j++;
+    if (j + 1 == n || xs[j] == x) return vs[j];
+    double t = (x - xs[j]) / (xs[j + 1] - xs[j]);
+    return vs[j] + t * (vs[j + 1] - vs[j]);
+}
+
+// Shape columns: a decode column of one point, between two columns of several, is a batch the
+// profile measured at one context only (engine/eng_profile.c: the GEMMs' cost is not smooth
+// in the batch, the attention's is linear in the context). It leaves the grid; its
+// difference from the grid's interpolation at its point becomes an offset by batch, 0 at the
+// grid's columns, added at every context. Its own point comes back exactly.
+static void shape_columns(cal *c) {
+    grid *g = &c->dec;
+    size_t first = g->n, last = 0;
+    for (size_t i = 0; i < g->n; i++)
+        if (g->c[i].n >= 2) first = KVF_MIN(first, i), last = i;
+    if (first >= last) return;
+    size_t nshape = 0;
+    for (size_t i = first + 1; i < last; i++)
+        nshape += g->c[i].n == 1;
+    if (!nshape) return;
+    column *keep = kvf_calloc(g->n, sizeof *keep), *one = kvf_calloc(nshape, sizeof *one);
+    size_t nk = 0, no = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        if (i > first && i < last && g->c[i].n == 1)
+            one[no++] = g->c[i];
+        else
+            keep[nk++] = g->c[i];
+    }
+    free(g->c);
+    g->c = keep, g->n = nk;
+    c->shape_x = kvf_malloc((nk + no) * sizeof *c->shape_x);
+    c->shape_v = kvf_malloc((nk + no) * sizeof *c->shape_v);
+    for (size_t i = 0, k = 0; i < nk || k < no;) {
+        bool take_one = k < no && (i >= nk || one[k].x < keep[i].x);
+        double x = take_one ? one[k].x : keep[i].x, v = 0;
+        if (take_one) {
+            bool oor = false;
+            v = one[k].p[0].v - grid_eval(g, x, one[k].p[0].y, &oor);
+            free(one[k++].p);
+        } else {
+            i++;
+        }
+        c->shape_x[c->nshape] = x;
+        c->shape_v[c->nshape++] = v;
+    }
+    free(one);
+}
+
 static void cal_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out) {
     cal *c = (cal *)s;
     mdl_step_cost roof;
@@ -442,6 +497,8 @@ static void cal_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out) {
             Cd /= Bd;
             bool o = false;
             fwd += grid_eval(&c->dec, Td, Cd, &o);
+            if (c->nshape && Td > c->shape_x[0] && Td < c->shape_x[c->nshape - 1])
+                fwd += pwl_eval(c->shape_x, c->shape_v, c->nshape, Td);
             if (o && !oor) {
                 oor = true;
                 qx = Td;
@@ -475,6 +532,8 @@ static void cal_destroy(mdl_stepper *s) {
     grid_free(&c->dec);
     free(c->host_x);
     free(c->host_v);
+    free(c->shape_x);
+    free(c->shape_v);
     free(c);
 }
 
@@ -553,6 +612,7 @@ kvf_status mdl_calibrated_create(mdl_stepper **out, const mdl_model *m, const md
     }
     grid_build(&c->pre, qp, npre);
     grid_build(&c->dec, qd, ndec);
+    shape_columns(c);
     free(qp);
     free(qd);
     // host rows by batch (duplicates are rejected by the loader)

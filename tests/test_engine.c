@@ -716,6 +716,7 @@ START_TEST(test_profile_csv_contract) {
     ck_assert_ptr_nonnull(rows);
     rows += strlen(hdr);
     int n[3] = {0, 0, 0};
+    uint64_t dec_batches = 0;   // bit b: a decode row of batch b
     double last_flops = 0;
     for (char *line = strtok(rows, "\n"); line; line = strtok(NULL, "\n")) {
         char mm[64], hw[64], be[16], op[32];
@@ -744,6 +745,7 @@ START_TEST(test_profile_csv_contract) {
             }
         } else if (!strcmp(op, "decode")) {
             n[1]++;
+            if (b < 64) dec_batches |= 1ull << b;
             ck_assert_uint_eq(t, 1);
             ck_assert(fl > 0 && by > 0);
         } else {
@@ -753,6 +755,9 @@ START_TEST(test_profile_csv_contract) {
     }
     ck_assert_msg(n[0] >= 6 && n[1] >= 8 && n[2] >= 2, "rows: %d prefill %d decode %d host", n[0],
                   n[1], n[2]);
+    // a CPU sweep measures every decode batch from 1 to its largest (32 in the quick sweep)
+    ck_assert_msg(dec_batches == (((1ull << 32) - 1) << 1), "decode batches %#llx",
+                  (unsigned long long)dec_batches);
     free(text);
     // --check re-measures against the file
     char out[256];

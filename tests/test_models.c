@@ -588,6 +588,64 @@ START_TEST(test_calibrated_exact_and_interpolated) {
 }
 END_TEST
 
+// Shape rows: batches the profile measured at its first context only, between the grid's
+// batches (a GEMM whose row count is not a multiple of its tile costs more than its
+// neighbours). Each adds its difference from the grid's interpolation at every context; the
+// grid's own batches and profiles without shape rows answer as before.
+START_TEST(test_calibrated_shape_columns) {
+    mdl_model m = load_model("tiny-dense");
+    mdl_hardware h = load_hw("cpu");
+    const char *plain = write_profile("tiny-dense");
+    static char buf[70000];
+    char *text = NULL;
+    size_t len = 0;
+    kvf_err err = {0};
+    ck_assert_int_eq(kvf_read_file(plain, &text, &len, &err), KVF_OK);
+    // batch 2 (between 1 and 4) 3 ms over the bilinear truth, 8 at 1 ms under it
+    int n = snprintf(buf, sizeof buf,
+                     "%stiny-dense,cpu,cpu,decode,2,1,0,%.0f,,,5,,\n"
+                     "tiny-dense,cpu,cpu,decode,8,1,0,%.0f,,,5,,\n",
+                     text, t_dec(2, 0) + 3e6, t_dec(8, 0) - 1e6);
+    ck_assert(n > 0 && (size_t)n < sizeof buf);
+    free(text);
+    mdl_stepper *s = make_cal(&m, &h, write_tmp("profile-shapes.csv", buf));
+    mdl_stepper *s0 = make_cal(&m, &h, plain);
+    mdl_seq d[64];
+    bool ex;
+    double C[] = {0, 300, 1024, 3000, 4096};
+    for (int j = 0; j < 5; j++) {
+        for (int i = 0; i < 64; i++)
+            d[i] = (mdl_seq){1, (uint32_t)C[j]};
+        // the shape rows' batches: their offset at every context (their own point exactly)
+        ck_assert_int_eq(cost_of(s, MDL_DECODE, d, 2, &ex),
+                         llround(t_dec(2, C[j]) + 3e6 + t_host(2)));
+        ck_assert(!ex);
+        ck_assert_int_eq(cost_of(s, MDL_DECODE, d, 8, &ex),
+                         llround(t_dec(8, C[j]) - 1e6 + t_host(8)));
+        ck_assert(!ex);
+        // between a shape batch and a grid batch: the offset interpolated (3 ms at 2, 0 at 4)
+        ck_assert_int_eq(cost_of(s, MDL_DECODE, d, 3, &ex),
+                         llround(t_dec(3, C[j]) + 1.5e6 + t_host(3)));
+        ck_assert_int_eq(cost_of(s, MDL_DECODE, d, 6, &ex),
+                         llround(t_dec(6, C[j]) - 0.5e6 + t_host(6)));
+        // the grid's batches and those past the shape rows: as without them
+        ck_assert_int_eq(cost_of(s, MDL_DECODE, d, 12, &ex),
+                         llround(t_dec(12, C[j]) - 0.5e6 + t_host(12)));
+        uint32_t same[] = {1, 4, 16, 40, 64};
+        for (int k = 0; k < 5; k++)
+            ck_assert_int_eq(cost_of(s, MDL_DECODE, d, same[k], NULL),
+                             cost_of(s0, MDL_DECODE, d, same[k], NULL));
+    }
+    // a mixed step's decode call carries the offset too
+    mdl_seq mix[3] = {{100, 1000}, {1, 2048}, {1, 2048}};
+    ck_assert_int_eq(cost_of(s, MDL_MIXED, mix, 3, &ex),
+                     llround(t_pre(100, 1000) + t_dec(2, 2048) + 3e6 + t_host(3)));
+    ck_assert_uint_eq(s->extrapolations, 0);
+    mdl_stepper_destroy(s);
+    mdl_stepper_destroy(s0);
+}
+END_TEST
+
 START_TEST(test_calibrated_extrapolation_flagged) {
     mdl_model m = load_model("tiny-dense");
     mdl_hardware h = load_hw("cpu");
@@ -1848,6 +1906,7 @@ static Suite *models_suite(void) {
     tcase_add_checked_fixture(t, setup_dirs, cleanup_dirs);
     tcase_set_timeout(t, 60);
     tcase_add_test(t, test_calibrated_exact_and_interpolated);
+    tcase_add_test(t, test_calibrated_shape_columns);
     tcase_add_test(t, test_calibrated_extrapolation_flagged);
     tcase_add_test(t, test_calibrated_bad_profiles);
     tcase_add_test(t, test_fit_recovers_efficiency);
