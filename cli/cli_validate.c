@@ -736,6 +736,22 @@ static void write_outputs(const validation *V, json_t *v) {
     char path[4096], src[2300];
     snprintf(path, sizeof path, "%s/validation.json", V->out);
     json_dump_file(v, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    // every timed probe, in the order taken: what the bands rest on
+    snprintf(path, sizeof path, "%s/probes.csv", V->out);
+    FILE *pf = fopen(path, "w");
+    if (pf) {
+        static const char *const phase[4] = {"before_serve", "idle_gap", "after_serve",
+                                             "before_profile"};
+        fprintf(pf, "probe,phase,shape,wall_ms,cpu_ms\n");
+        for (size_t i = 0; i < V->pl.n; i++) {
+            const probe_val *q = &V->pl.v[i];
+            char shape[32];
+            eng_probe_shape(q->shape, shape, sizeof shape);
+            fprintf(pf, "%zu,%s,%s,%.4f,%.4f\n", i, phase[q->phase & 3], shape, q->wall / 1e6,
+                    q->cpu / 1e6);
+        }
+        fclose(pf);
+    }
     snprintf(path, sizeof path, "%s/validation.json", V->simdir);
     json_dump_file(v, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
     snprintf(path, sizeof path, "%s/steps.csv", V->simdir);

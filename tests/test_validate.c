@@ -216,6 +216,7 @@ START_TEST(test_validate_wrong_profile_fails) {
     // the profile's level against this machine is reported
     ck_assert_msg(kvt_num(v, "noise.profile_drift_pct") < -50, "profile drift %g %%",
                   kvt_num(v, "noise.profile_drift_pct"));
+    ck_assert_double_eq(kvt_num(v, "noise.profile_level_applied"), 1);
     // scheduling fidelity does not depend on the profile: the replay of the measured steps
     // stays within 25 % (8 requests' p50 and p90 on a machine loaded by two busy loops were
     // measured 5-8 % off, the window test holds 100 requests to 5 % plus its band), where replaying
@@ -361,6 +362,46 @@ START_TEST(test_engine_serve_window) {
 }
 END_TEST
 
+// Without --profile validate measures one here; six of its rows are re-measured before and
+// after the serve and that level is applied to its times (a core taken while it was measured is
+// not the model's error); every timed probe is listed in probes.csv. A given profile's level
+// is never applied (test_validate_wrong_profile_fails: a 100x slow profile still fails).
+START_TEST(test_validate_own_profile) {
+    int rc;
+    char dir[64];
+    json_t *v = validate(kvt_shared_trace("mooncake_conversation.jsonl"),
+                         "--start 1800 --limit 8 --length-scale 0.02", &rc, dir);
+    double drift = kvt_num(v, "noise.profile_drift_pct"),
+           level = kvt_num(v, "noise.profile_level_applied");
+    ck_assert_msg(drift != 0 && fabs(level - (1 + drift / 100)) < 1e-9,
+                  "level %.6f, rows re-measured at %+.3f %%", level, drift);
+    ck_assert_msg(level > 0.5 && level < 2, "level %g", level);
+    ck_assert_double_eq_tol(kvt_num(v, "step_time.profile_level"), level, 1e-12);
+    char path[256];
+    snprintf(path, sizeof path, "%s/rel/out/profile_check.txt", dir);
+    char *chk = kvt_slurp(path);
+    ck_assert_msg(chk && kvt_count(chk, "# median drift") == 2, "profile_check.txt: %s",
+                  chk ? chk : "missing");
+    free(chk);
+    // the probes before the profile are listed but leave the band (the level replaces them)
+    snprintf(path, sizeof path, "%s/rel/out/probes.csv", dir);
+    char *csv = kvt_slurp(path);
+    ck_assert_msg(csv, "probes.csv");
+    ck_assert(!strncmp(csv, "probe,phase,shape,wall_ms,cpu_ms\n", 33));
+    int nb = (int)kvt_num(v, "noise.probes_before_profile");
+    ck_assert_int_eq(nb, 8);
+    ck_assert_int_eq(kvt_count(csv, ",before_profile,"), nb);
+    ck_assert_int_eq(kvt_count(csv, ",before_serve,"), (int)kvt_num(v, "noise.probes_before"));
+    ck_assert_int_eq(kvt_count(csv, ",idle_gap,"), (int)kvt_num(v, "noise.probes_during"));
+    ck_assert_int_eq(kvt_count(csv, ",after_serve,"), (int)kvt_num(v, "noise.probes_after"));
+    ck_assert_int_eq(kvt_count(csv, "\n") - 1, nb + (int)kvt_num(v, "noise.probes_before") +
+                                                   (int)kvt_num(v, "noise.probes_during") +
+                                                   (int)kvt_num(v, "noise.probes_after"));
+    free(csv);
+    json_decref(v);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("validate");
     // one case each, run as separate tests (CK_RUN_CASE): extrapolation, window, wrong_profile
@@ -377,6 +418,10 @@ static Suite *suite(void) {
     t = tcase_create("wrong_profile");
     tcase_set_timeout(t, 600);
     tcase_add_test(t, test_validate_wrong_profile_fails);
+    suite_add_tcase(s, t);
+    t = tcase_create("own_profile");
+    tcase_set_timeout(t, 600);
+    tcase_add_test(t, test_validate_own_profile);
     suite_add_tcase(s, t);
     return s;
 }
