@@ -190,8 +190,10 @@ static int bsrc_next(trc_source *s, trc_rec *rec, kvf_err *err) {
     disk_rec d;
     memcpy(&d, b->map + b->pos, sizeof d);
     b->pos += sizeof d;
-    trc_rec_reserve(rec, d.nb);
-    if (d.nb) memcpy(rec->blocks, b->map + b->pos, (size_t)d.nb * 8);
+    if (!s->skip_blocks) {
+        trc_rec_reserve(rec, d.nb);
+        if (d.nb) memcpy(rec->blocks, b->map + b->pos, (size_t)d.nb * 8);
+    }
     b->pos += (size_t)d.nb * 8;
     rec->t_ns = d.t_ns;
     rec->in = d.in;
@@ -205,7 +207,7 @@ static int bsrc_next(trc_source *s, trc_rec *rec, kvf_err *err) {
     rec->prev_key = d.prev_key;
     rec->think_ns = d.think_ns;
     rec->src_bt = d.src_bt;
-    rec->nb = d.nb;
+    rec->nb = d.nb;   // under skip_blocks a count only (its checks), rec->blocks not filled
     rec->line = (long)d.line;
     s->skipped = d.skipped;
     b->n_done++;

@@ -46,7 +46,9 @@ struct trc_source {
     bool sorted;         // open-loop times must be non-decreasing (window end stops early)
     bool origin_zero;    // times are already relative to the trace start (else: first record)
     uint64_t skipped;
-    char notes[256];   // format-specific choices, copied into the reader's notes
+    char notes[256];    // format-specific choices, copied into the reader's notes
+    bool skip_blocks;   // the reader maps no block ids: a source may leave rec->blocks unfilled
+                        //   (rec->nb still counts them)
 };
 
 // Ensures rec->blocks holds n entries.
