@@ -156,16 +156,17 @@ typedef struct noise {
 } noise;
 
 // Band of one clock: per shape, the larger of half the spread of its phase medians (drift)
-// and its own (p90 - p10) / 2 over the median; then the largest over shapes. Phases below
-// nphase count (3: the serve's alone, 4: and the probes before the profile).
-static void probe_band(const probe_log *L, bool cpu, int nphase, double *band, double *drift) {
+// and its own (p90 - p10) / 2 over the median; then the largest over shapes. The serve's
+// phases (0-2) only: the probes before a profile measured here are listed (probes.csv) but
+// its rows re-measured around the serve give its level (measure_noise).
+static void probe_band(const probe_log *L, bool cpu, double *band, double *drift) {
     double bs[ENG_PROBE_SHAPES], ds[ENG_PROBE_SHAPES];
     uint32_t nb = 0, ndr = 0;
     double *v = kvf_malloc((L->n + 1) * sizeof *v), *w = kvf_malloc((L->n + 1) * sizeof *w);
     for (uint32_t s = 0; s < ENG_PROBE_SHAPES; s++) {
         size_t n = 0;
-        double med[4] = {NAN, NAN, NAN, NAN};
-        for (int ph = 0; ph < nphase; ph++) {
+        double med[3] = {NAN, NAN, NAN};
+        for (int ph = 0; ph < 3; ph++) {
             size_t m = 0;
             for (size_t i = 0; i < L->n; i++)
                 if (L->v[i].shape == s && L->v[i].phase == ph)
@@ -183,11 +184,10 @@ static void probe_band(const probe_log *L, bool cpu, int nphase, double *band, d
         double spread =
             (kvf_percentile_sorted(v, n, 90) - kvf_percentile_sorted(v, n, 10)) / (2 * p50);
         double lo = INFINITY, hi = 0;
-        for (int ph = 0; ph < nphase; ph++)
+        for (int ph = 0; ph < 3; ph++)
             if (isfinite(med[ph])) lo = fmin(lo, med[ph]), hi = fmax(hi, med[ph]);
         bs[nb++] = fmax(spread, hi > lo ? (hi - lo) / (2 * p50) : 0);
-        double first = isfinite(med[3]) ? med[3] : med[0];   // the earliest probes
-        if (isfinite(first) && isfinite(med[2])) ds[ndr++] = med[2] / first - 1;
+        if (isfinite(med[0]) && isfinite(med[2])) ds[ndr++] = med[2] / med[0] - 1;
     }
     kvf_sort_doubles(bs, nb);
     kvf_sort_doubles(ds, ndr);
@@ -423,10 +423,9 @@ static void measure_noise(validation *V) {
     if (isfinite(pr[0])) nz->drift_profile = (isfinite(pr[1]) ? (pr[0] + pr[1]) / 2 : pr[0]) - 1;
     if (isfinite(pr[0]) && isfinite(pr[1]))
         nz->profile_unstable = fabs(pr[1] - pr[0]) / (pr[0] + pr[1]);
-    bool own = !V->a.profile;
-    nz->level = own ? 1 + nz->drift_profile : 1;
-    probe_band(&V->pl, true, own ? 3 : 4, &nz->band_cpu, &nz->drift_cpu);
-    probe_band(&V->pl, false, own ? 3 : 4, &nz->band_wall, &nz->drift_wall);
+    nz->level = V->a.profile ? 1 : 1 + nz->drift_profile;
+    probe_band(&V->pl, true, &nz->band_cpu, &nz->drift_cpu);
+    probe_band(&V->pl, false, &nz->band_wall, &nz->drift_wall);
     for (size_t i = 0; i < V->pl.n; i++)
         nz->probes[V->pl.v[i].phase]++;
     V->busy = 0;
