@@ -95,6 +95,42 @@ json_t *cli_fid_error_table(const cli_side *real, const cli_side *sim, const cli
     return t;
 }
 
+void cli_fid_level_band(const uint8_t *phase, const uint8_t *shape, const double *v, size_t n,
+                        int nphase, int nshape, double *band, double *spread) {
+    KVF_ASSERT((phase && shape && v) || !n);
+    KVF_ASSERT(band && spread && nphase > 0 && nshape > 0);
+    double *w = kvf_malloc((n + 1) * sizeof *w), *ref = kvf_malloc((size_t)nshape * sizeof *ref);
+    double *sp = kvf_malloc((size_t)nshape * sizeof *sp);
+    size_t nsp = 0;
+    for (int s = 0; s < nshape; s++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (shape[i] == s && phase[i] < nphase && v[i] > 0) w[m++] = v[i];
+        ref[s] = NAN;
+        if (!m) continue;
+        kvf_sort_doubles(w, m);
+        ref[s] = kvf_percentile_sorted(w, m, 50);
+        if (m >= 2)
+            sp[nsp++] =
+                (kvf_percentile_sorted(w, m, 90) - kvf_percentile_sorted(w, m, 10)) / (2 * ref[s]);
+    }
+    double lo = INFINITY, hi = -INFINITY;
+    for (int ph = 0; ph < nphase; ph++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (phase[i] == ph && shape[i] < nshape && v[i] > 0 && isfinite(ref[shape[i]]))
+                w[m++] = v[i] / ref[shape[i]];
+        if (!m) continue;
+        kvf_sort_doubles(w, m);
+        double med = kvf_percentile_sorted(w, m, 50);
+        lo = fmin(lo, med), hi = fmax(hi, med);
+    }
+    *band = hi > lo ? (hi - lo) / 2 : 0;
+    kvf_sort_doubles(sp, nsp);
+    *spread = nsp ? kvf_percentile_sorted(sp, nsp, 50) : 0;
+    free(w), free(ref), free(sp);
+}
+
 const char *cli_fid_verdict(double worst, double band, double tol) {
     if (worst - band > tol) return "fail";
     if (band > tol) return "inconclusive";
@@ -192,7 +228,7 @@ json_t *cli_fid_step_time(const eng_serve_result *r, mdl_stepper *stp, const cli
     }
     free(seqs);
     json_t *o = json_object(), *kinds = json_object(), *shapes = json_array();
-    double worst = 0;
+    double worst = 0, se_max = 0;
     for (int k = 0; k < 3; k++) {
         json_t *x = json_object();
         json_object_set_new(x, "steps", json_integer((json_int_t)nv[k]));
@@ -206,8 +242,14 @@ json_t *cli_fid_step_time(const eng_serve_result *r, mdl_stepper *stp, const cli
             json_object_set_new(x, "median_abs_residual_pct", json_real(mabs));
             json_object_set_new(x, "p90_abs_residual_pct",
                                 json_real(100 * kvf_percentile_sorted(av[k], nv[k], 90)));
+            // the median's standard error from the kind's own scatter (interquartile range
+            // over 1.349, a normal's sigma; the median's error 1.2533 sigma / sqrt(n))
+            double iqr = 100 * (kvf_percentile_sorted(v[k], nv[k], 75) -
+                                kvf_percentile_sorted(v[k], nv[k], 25));
+            double se = 1.2533 * (iqr / 1.349) / sqrt((double)nv[k]);
+            json_object_set_new(x, "median_se_pct", json_real(se));
             // kinds with too few steps to have a median worth judging are reported only
-            if (nv[k] >= 10) worst = fmax(worst, mabs);
+            if (nv[k] >= 10) worst = fmax(worst, mabs), se_max = fmax(se_max, se);
         }
         json_object_set_new(kinds, CLI_STEP_KINDS[k], x);
         static const char *dl[] = {"batch 1", "batch 2-4", "batch 5-8", "batch 9-16", "batch 17+"};
@@ -239,7 +281,9 @@ json_t *cli_fid_step_time(const eng_serve_result *r, mdl_stepper *stp, const cli
     json_object_set_new(o, "kinds", kinds);
     json_object_set_new(o, "shapes", shapes);
     json_object_set_new(o, "flagged_steps", json_integer((json_int_t)*flagged));
-    cli_fid_verdict_obj(o, worst, band, tol);
+    json_object_set_new(o, "level_band_pct", json_real(band));
+    json_object_set_new(o, "median_se_pct", json_real(se_max));
+    cli_fid_verdict_obj(o, worst, band + se_max, tol);
     *worst_out = worst;
     return o;
 }

@@ -42,6 +42,17 @@ json_t *cli_fid_error_table(const cli_side *real, const cli_side *sim, const cli
                             const cli_side *hi, double fixed_band, size_t n, double *worst,
                             double *band, double *worst_pos);
 
+// The machine's level over a serve, from n timed probes (fixed steps of nshape shapes, each
+// taken in a phase < nphase: before, during, after the serve): each probe over its shape's
+// median over all phases, the median of those ratios in each phase, and half the range of the
+// phases' medians. That is how far the speed common to every step moved while the serve ran.
+// A probe's own scatter is not in it (one cold or preempted probe once set a whole band): the
+// served steps have that scatter too, it widens their residuals around their median and is
+// counted there (cli_fid_step_time). *spread gets it: the median over shapes of
+// (p90 - p10) / 2 over the shape's median. Probes with phase >= nphase are ignored. Fractions.
+void cli_fid_level_band(const uint8_t *phase, const uint8_t *shape, const double *v, size_t n,
+                        int nphase, int nshape, double *band, double *spread);
+
 // The verdict of one fidelity ("pass", "inconclusive", "fail"): a band wider than the
 // tolerance says nothing either way; an error beyond the tolerance by more than the band fails
 // whatever the band.
@@ -63,11 +74,13 @@ typedef struct cli_grid_floor {
 
 // Step-time fidelity: the calibrated step model's prediction (stp, its times multiplied by
 // level) for every served step of r against its measured time (thread CPU when cpu_clock, else
-// wall), by kind and by shape, with
-// the verdict at band and tol (percent). pred, resid and flag (r->n_steps each) get each
-// step's prediction (ns), residual and mark ("extrapolated", "below_grid" of gf, or NULL);
-// *flagged the marked steps, *worst_out the worst median |residual| (percent) of a kind with
-// 10 steps or more. A new object the caller owns.
+// wall), by kind and by shape, with the verdict at tol (percent) and a band of band (percent:
+// the machine's level, cli_fid_level_band, and the profile's) plus the standard error of the
+// judged kinds' median residual (the served steps' own scatter; a kind's median |residual| is
+// at least its bias for noise symmetric about it, so the scatter counts once, here). pred, resid
+// and flag (r->n_steps each) get each step's prediction (ns), residual and mark ("extrapolated",
+// "below_grid" of gf, or NULL); *flagged the marked steps, *worst_out the worst median |residual|
+// (percent) of a kind with 10 steps or more. A new object the caller owns.
 json_t *cli_fid_step_time(const eng_serve_result *r, mdl_stepper *stp, const cli_grid_floor *gf,
                           bool cpu_clock, double level, double band, double tol, double *pred,
                           double *resid, const char **flag, uint64_t *flagged, double *worst_out);

@@ -144,56 +144,46 @@ static void idle_probe(void *ctx, int64_t idle_ns) {
 }
 
 typedef struct noise {
-    double band_cpu, band_wall;     // relative half-widths of the probes' spread (incl. drift)
-    double drift_cpu, drift_wall;   // after/before - 1, median over shapes
-    double drift_profile;           // the profile's rows re-measured now, median ratio - 1
-    double profile_unstable;        // half the relative change of that ratio over the serve
-    double level;                   // applied to the profile's times: 1 + drift_profile for a
-                                    //   profile measured in this run, 1 for a given one
-    double steal;                   // served steps: median wall/cpu - 1
-    double loop;                    // serve wall not in steps nor waiting, per busy ns
+    double band_cpu, band_wall;       // how far the machine's level moved over the serve (half)
+    double spread_cpu, spread_wall;   // a probe's own scatter: (p90 - p10) / 2, median over shapes
+    double drift_cpu, drift_wall;     // after/before - 1, median over shapes
+    double drift_profile;             // the profile's rows re-measured now, median ratio - 1
+    double profile_unstable;          // half the relative change of that ratio over the serve
+    double level;                     // applied to the profile's times: 1 + drift_profile for a
+                                      //   profile measured in this run, 1 for a given one
+    double steal;                     // served steps: median wall/cpu - 1
+    double loop;                      // serve wall not in steps nor waiting, per busy ns
     size_t probes[4];
 } noise;
 
-// Band of one clock: per shape, the larger of half the spread of its phase medians (drift)
-// and its own (p90 - p10) / 2 over the median; then the largest over shapes. The serve's
-// phases (0-2) only: the probes before a profile measured here are listed (probes.csv) but
-// its rows re-measured around the serve give its level (measure_noise).
-static void probe_band(const probe_log *L, bool cpu, double *band, double *drift) {
-    double bs[ENG_PROBE_SHAPES], ds[ENG_PROBE_SHAPES];
-    uint32_t nb = 0, ndr = 0;
+// Band of one clock: how far the machine's level moved over the serve's three phases (0-2;
+// cli_fid_level_band), the probes' own scatter (*spread, reported: the served steps have it
+// too) and the drift, after over before, the median over shapes of their phase medians. The
+// probes before a profile measured here are listed (probes.csv) but its rows re-measured
+// around the serve give its level (measure_noise).
+static void probe_band(const probe_log *L, bool cpu, double *band, double *spread, double *drift) {
+    uint8_t *ph = kvf_malloc(L->n + 1), *sh = kvf_malloc(L->n + 1);
     double *v = kvf_malloc((L->n + 1) * sizeof *v), *w = kvf_malloc((L->n + 1) * sizeof *w);
+    for (size_t i = 0; i < L->n; i++)
+        ph[i] = L->v[i].phase, sh[i] = L->v[i].shape, v[i] = cpu ? L->v[i].cpu : L->v[i].wall;
+    cli_fid_level_band(ph, sh, v, L->n, 3, ENG_PROBE_SHAPES, band, spread);
+    double ds[ENG_PROBE_SHAPES];
+    uint32_t ndr = 0;
     for (uint32_t s = 0; s < ENG_PROBE_SHAPES; s++) {
-        size_t n = 0;
         double med[3] = {NAN, NAN, NAN};
-        for (int ph = 0; ph < 3; ph++) {
+        for (int p = 0; p < 3; p += 2) {
             size_t m = 0;
             for (size_t i = 0; i < L->n; i++)
-                if (L->v[i].shape == s && L->v[i].phase == ph)
-                    w[m++] = cpu ? L->v[i].cpu : L->v[i].wall;
-            memcpy(v + n, w, m * sizeof *w);
-            n += m;
-            if (m) {
-                kvf_sort_doubles(w, m);
-                med[ph] = kvf_percentile_sorted(w, m, 50);
-            }
+                if (sh[i] == s && ph[i] == p) w[m++] = v[i];
+            if (!m) continue;
+            kvf_sort_doubles(w, m);
+            med[p] = kvf_percentile_sorted(w, m, 50);
         }
-        if (n < 2) continue;
-        kvf_sort_doubles(v, n);
-        double p50 = kvf_percentile_sorted(v, n, 50);
-        double spread =
-            (kvf_percentile_sorted(v, n, 90) - kvf_percentile_sorted(v, n, 10)) / (2 * p50);
-        double lo = INFINITY, hi = 0;
-        for (int ph = 0; ph < 3; ph++)
-            if (isfinite(med[ph])) lo = fmin(lo, med[ph]), hi = fmax(hi, med[ph]);
-        bs[nb++] = fmax(spread, hi > lo ? (hi - lo) / (2 * p50) : 0);
         if (isfinite(med[0]) && isfinite(med[2])) ds[ndr++] = med[2] / med[0] - 1;
     }
-    kvf_sort_doubles(bs, nb);
     kvf_sort_doubles(ds, ndr);
-    *band = nb ? bs[nb - 1] : 0;
     *drift = ndr ? kvf_percentile_sorted(ds, ndr, 50) : 0;
-    free(v), free(w);
+    free(ph), free(sh), free(v), free(w);
 }
 
 // One simulator run of the served requests: calibrated from profile, and with replay
@@ -424,8 +414,8 @@ static void measure_noise(validation *V) {
     if (isfinite(pr[0]) && isfinite(pr[1]))
         nz->profile_unstable = fabs(pr[1] - pr[0]) / (pr[0] + pr[1]);
     nz->level = V->a.profile ? 1 : 1 + nz->drift_profile;
-    probe_band(&V->pl, true, &nz->band_cpu, &nz->drift_cpu);
-    probe_band(&V->pl, false, &nz->band_wall, &nz->drift_wall);
+    probe_band(&V->pl, true, &nz->band_cpu, &nz->spread_cpu, &nz->drift_cpu);
+    probe_band(&V->pl, false, &nz->band_wall, &nz->spread_wall, &nz->drift_wall);
     for (size_t i = 0; i < V->pl.n; i++)
         nz->probes[V->pl.v[i].phase]++;
     V->busy = 0;
@@ -466,8 +456,8 @@ static void step_time(validation *V, kvf_status *st, kvf_err *err) {
     if (!*st) *st = mdl_hardware_load(&mh, "cpu", mdir, err);
     if (!*st) *st = mdl_calibrated_create(&stp, &mm, &mh, NULL, NULL, V->profile, err);
     if (!*st) {
-        // the step band: the probes' spread by the profile's clock (wall: plus steal), plus how
-        // far a given profile has drifted from this machine now
+        // the step band: how far the machine's level moved over the serve by the profile's
+        // clock (wall: plus steal), plus how far the profile's rows moved over it
         const noise *nz = &V->nz;
         double bs = V->cpu_clock ? nz->band_cpu + nz->profile_unstable
                                  : nz->band_wall + fmax(0, nz->steal) + nz->profile_unstable;
@@ -596,6 +586,8 @@ static json_t *noise_json(const validation *V) {
     json_t *nj = json_object();
     json_object_set_new(nj, "probe_cpu_band_pct", json_real(100 * nz->band_cpu));
     json_object_set_new(nj, "probe_wall_band_pct", json_real(100 * nz->band_wall));
+    json_object_set_new(nj, "probe_cpu_spread_pct", json_real(100 * nz->spread_cpu));
+    json_object_set_new(nj, "probe_wall_spread_pct", json_real(100 * nz->spread_wall));
     json_object_set_new(nj, "drift_cpu_pct", json_real(100 * nz->drift_cpu));
     json_object_set_new(nj, "drift_wall_pct", json_real(100 * nz->drift_wall));
     json_object_set_new(nj, "steal_pct", json_real(100 * nz->steal));
@@ -785,12 +777,14 @@ static void print_latency(const validation *V, json_t *v) {
     json_t *ld = json_object_get(v, "serve");
     printf("validate: %zu requests of %s on %s (%s), trace %s\n", V->n, res->model, res->hardware,
            res->backend, V->a.trace);
-    printf("  serve: %.1f s, utilisation %.2f, hit rate %.1f %%, %zu steps; noise: probes "
-           "cpu +-%.1f %% wall +-%.1f %% (drift %+.1f %%), steal %.1f %%\n",
+    printf("  serve: %.1f s, utilisation %.2f, hit rate %.1f %%, %zu steps; noise: level over "
+           "the serve cpu +-%.1f %% wall +-%.1f %% (drift %+.1f %%), a probe's scatter cpu "
+           "+-%.1f %% wall +-%.1f %%, steal %.1f %%\n",
            json_number_value(json_object_get(ld, "wall_s")),
            json_number_value(json_object_get(ld, "utilisation")),
            100 * json_number_value(json_object_get(ld, "hit_rate")), res->n_steps,
-           100 * nz->band_cpu, 100 * nz->band_wall, 100 * nz->drift_wall, 100 * nz->steal);
+           100 * nz->band_cpu, 100 * nz->band_wall, 100 * nz->drift_wall, 100 * nz->spread_cpu,
+           100 * nz->spread_wall, 100 * nz->steal);
     if (V->a.profile)
         printf("  profile (given): its rows re-measured here %+.1f %% (part of its error), moved "
                "+-%.1f %% over the serve\n",
@@ -831,12 +825,14 @@ static void print_latency(const validation *V, json_t *v) {
 // The text answer, part 2: step-time fidelity by kind, correlation, the verdict.
 static void print_steps(const validation *V, json_t *v, const char *overall) {
     json_t *sf = json_object_get(v, "step_time");
-    printf(
-        "  step-time fidelity (%s clock): %s (worst median |residual| %.1f %%, band +-%.1f %%)\n",
-        json_string_value(json_object_get(sf, "clock")),
-        json_string_value(json_object_get(sf, "verdict")),
-        json_number_value(json_object_get(sf, "worst_error_pct")),
-        json_number_value(json_object_get(sf, "band_pct")));
+    printf("  step-time fidelity (%s clock): %s (worst median |residual| %.1f %%, band +-%.1f %%: "
+           "level +-%.1f %%, the medians' error +-%.1f %%)\n",
+           json_string_value(json_object_get(sf, "clock")),
+           json_string_value(json_object_get(sf, "verdict")),
+           json_number_value(json_object_get(sf, "worst_error_pct")),
+           json_number_value(json_object_get(sf, "band_pct")),
+           json_number_value(json_object_get(sf, "level_band_pct")),
+           json_number_value(json_object_get(sf, "median_se_pct")));
     printf("    %-8s %6s %11s %11s %11s %8s\n", "kind", "steps", "median %", "med |r| %",
            "p90 |r| %", "flagged");
     for (int k = 0; k < 3; k++) {

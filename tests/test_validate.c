@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_fidelity.h"
 #include "helpers/kvt.h"
 
 // Runs validate from a fresh temporary directory with a relative -o (so the output must land
@@ -410,7 +411,61 @@ START_TEST(test_validate_own_profile) {
                                                    (int)kvt_num(v, "noise.probes_during") +
                                                    (int)kvt_num(v, "noise.probes_after"));
     free(csv);
+    // the step band: the machine's level over the serve (thread CPU clock), how far the
+    // profile's rows moved, and the judged kinds' medians' standard error
+    double lb = kvt_num(v, "step_time.level_band_pct"), se = kvt_num(v, "step_time.median_se_pct");
+    ck_assert_msg(isfinite(se) && se >= 0, "median_se_pct %g", se);
+    ck_assert_double_eq_tol(
+        lb, kvt_num(v, "noise.probe_cpu_band_pct") + kvt_num(v, "noise.profile_unstable_pct"),
+        1e-9);
+    ck_assert_double_eq_tol(kvt_num(v, "step_time.band_pct"), lb + se, 1e-9);
     json_decref(v);
+}
+END_TEST
+
+// The level band of fixed probes: a slowdown common to every shape in one phase is in it; one
+// probe's own outlier and probes outside the serve's phases are not.
+START_TEST(test_level_band) {
+    const double base[4] = {14, 95, 12.5, 34};
+    uint8_t ph[64], sh[64];
+    double v[64], band, spread;
+    size_t n = 0;
+    // 1. every shape 6 % slower while the serve ran (phase 1): half the range, 3 %
+    for (int p = 0; p < 3; p++)
+        for (int k = 0; k < 2; k++)
+            for (uint8_t s = 0; s < 4; s++)
+                ph[n] = (uint8_t)p, sh[n] = s, v[n++] = base[s] * (p == 1 ? 1.06 : 1);
+    cli_fid_level_band(ph, sh, v, n, 3, 4, &band, &spread);
+    ck_assert_double_eq_tol(band, 0.03, 1e-12);
+    // probes before a profile (phase 3, not one of the serve's) at twice the time: left out
+    size_t n0 = n;
+    for (uint8_t s = 0; s < 4; s++)
+        ph[n] = 3, sh[n] = s, v[n++] = 2 * base[s];
+    cli_fid_level_band(ph, sh, v, n, 3, 4, &band, &spread);
+    ck_assert_double_eq_tol(band, 0.03, 1e-12);
+    // 2. the same speed throughout but one cold probe at 1.5x: no level moved (it had set a
+    // band of +-25 % by the spread of its shape); the scatter's median over shapes stays 0
+    n = n0;
+    size_t cold = n;
+    for (size_t i = 0; i < n; i++) {
+        v[i] = base[sh[i]];
+        if (cold == n && ph[i] == 1 && sh[i] == 2) cold = i;
+    }
+    ck_assert(cold < n);
+    v[cold] *= 1.5;
+    cli_fid_level_band(ph, sh, v, n, 3, 4, &band, &spread);
+    ck_assert_double_eq_tol(band, 0, 1e-12);
+    ck_assert_double_eq_tol(spread, 0, 1e-12);
+    // 3. symmetric scatter of +-5 % in every phase (the two probes of a shape in a phase at
+    // 0.95 and 1.05): a spread of 5 %, no band
+    for (size_t i = 0; i < n; i++)
+        v[i] = base[sh[i]] * (i / 4 % 2 ? 1.05 : 0.95);
+    cli_fid_level_band(ph, sh, v, n, 3, 4, &band, &spread);
+    ck_assert_double_eq_tol(band, 0, 1e-12);
+    ck_assert_double_eq_tol(spread, 0.05, 1e-12);
+    // no probes: nothing to say
+    cli_fid_level_band(NULL, NULL, NULL, 0, 3, 4, &band, &spread);
+    ck_assert(band == 0 && spread == 0);
 }
 END_TEST
 
@@ -422,6 +477,7 @@ static Suite *suite(void) {
     tcase_add_test(t, test_extrapolation_is_flagged);
     tcase_add_test(t, test_validate_refuses);
     tcase_add_test(t, test_engine_serve_window);
+    tcase_add_test(t, test_level_band);
     suite_add_tcase(s, t);
     t = tcase_create("window");
     tcase_set_timeout(t, 600);
