@@ -396,7 +396,8 @@ static kvf_status write_serve_db(const char *dir, const cli_serve_args *a,
 }
 
 kvf_status cli_serve_steps_csv(const char *dir, const eng_serve_result *r, const double *pred,
-                               const double *resid, const char *const *flag, kvf_err *err) {
+                               const double *resid, const char *const *flag, const double *speed,
+                               kvf_err *err) {
     KVF_ASSERT(dir && r && err);
     char path[2100];
     snprintf(path, sizeof path, "%s/steps.csv", dir);
@@ -405,7 +406,7 @@ kvf_status cli_serve_steps_csv(const char *dir, const eng_serve_result *r, const
     fprintf(f,
             "step,kind,start_ms,wall_ms,cpu_ms,decode_seqs,decode_context,prefill_chunks,"
             "prefill_tokens,prefill_context%s,forward_ms\n",
-            pred ? ",pred_ms,residual_pct,flag" : "");
+            pred ? ",pred_ms,residual_pct,flag,speed" : "");
     static const char *kinds[] = {"prefill", "decode", "mixed"};
     for (size_t i = 0; i < r->n_steps; i++) {
         const eng_step_record *k = &r->steps[i];
@@ -417,8 +418,8 @@ kvf_status cli_serve_steps_csv(const char *dir, const eng_serve_result *r, const
                 k->decode_seqs, k->decode_context, k->n_chunks, k->prefill_tokens,
                 (unsigned long long)pc);
         if (pred)
-            fprintf(f, ",%.4f,%.2f,%s", pred[i] * 1e-6, resid ? 100 * resid[i] : 0.0,
-                    flag && flag[i] ? flag[i] : "");
+            fprintf(f, ",%.4f,%.2f,%s,%.4f", pred[i] * 1e-6, resid ? 100 * resid[i] : 0.0,
+                    flag && flag[i] ? flag[i] : "", speed ? speed[i] : 1.0);
         // the model's forward passes alone (the rest of wall_ms is the serving loop's host work)
         fprintf(f, ",%.4f\n", (double)k->forward_ns * 1e-6);
     }
@@ -438,6 +439,9 @@ static void serve_config(const cli_serve_args *a, eng_serve_config *c) {
     c->idle_hook = a->idle_hook;
     c->idle_ctx = a->idle_ctx;
     c->idle_min_ns = 20000000;
+    c->busy_hook = a->busy_hook;
+    c->busy_ctx = a->busy_ctx;
+    c->busy_every_ns = a->busy_every_ns;
 }
 
 kvf_status cli_serve_run(const cli_serve_args *a, const char *shaped, eng_serve_config *ec,
@@ -594,7 +598,7 @@ int cli_engine(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/summary.json", out);
     json_dump_file(s, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
     st = write_serve_db(out, &a, &res, reqs, &err);
-    if (!st) st = cli_serve_steps_csv(out, &res, NULL, NULL, NULL, &err);
+    if (!st) st = cli_serve_steps_csv(out, &res, NULL, NULL, NULL, NULL, &err);
     if (!st)
         st = sim_outdir_commit(&od, &err);
     else

@@ -283,6 +283,13 @@ typedef struct eng_serve_config {
     void (*idle_hook)(void *ctx, int64_t idle_ns);
     void *idle_ctx;
     int64_t idle_min_ns;
+    // Optional: called between two steps, after a step ended at least busy_every_ns of the
+    // run's clock since its last call, with the clock's time. The clock stops while it runs
+    // (its time is taken off the clock and counted in busy_probe_ns), so no arrival, step or
+    // wait moves: probes of the machine's speed while the loop is busy.
+    void (*busy_hook)(void *ctx, int64_t now_ns);
+    void *busy_ctx;
+    int64_t busy_every_ns;
 } eng_serve_config;
 
 void eng_serve_config_default(eng_serve_config *c);
@@ -340,9 +347,10 @@ typedef struct eng_serve_result {
     size_t n_steps;
     eng_chunk *chunks;   // [n_chunks], referenced by steps
     size_t n_chunks;
-    int64_t idle_ns;    // time the loop waited for arrivals (sleeping or in idle_hook)
-    int64_t probe_ns;   // of which spent in idle_hook
-    int64_t late_ns;    // sum over waits of how late the loop woke after the arrival it awaited
+    int64_t idle_ns;         // time the loop waited for arrivals (sleeping or in idle_hook)
+    int64_t probe_ns;        // of which spent in idle_hook
+    int64_t busy_probe_ns;   // wall time in busy_hook, off the run's clock
+    int64_t late_ns;   // sum over waits of how late the loop woke after the arrival it awaited
     uint64_t preemptions;
     uint64_t prompt_tokens;    // sum of input tokens (first admissions)
     uint64_t cached_tokens;    // of which served from the prefix cache

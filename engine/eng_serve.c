@@ -9,7 +9,8 @@
 // tokens it had generated; the recompute emits no token, decoding resumes with the last one.
 //
 // Clock: ns since the start of the run. With no_sleep the clock jumps over idle gaps (an offset
-// is added) instead of sleeping, so runs are fast and timestamps stay monotone.
+// is added) instead of sleeping, so runs are fast and timestamps stay monotone. The time spent
+// in busy_hook is taken off it (the clock stands still while the hook probes).
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -38,7 +39,8 @@ typedef struct loop {
     uint32_t *waiting, nwait;   // request indices, FIFO (front = 0)
     uint32_t *running, nrun;    // admission order (last = newest)
     int64_t t0, skew;
-    bool woke;   // the last wait ended: arrivals taken next were seen at the wake-up
+    int64_t last_busy;   // the clock at busy_hook's last call (or the start)
+    bool woke;           // the last wait ended: arrivals taken next were seen at the wake-up
     int64_t last_end, idle_at_end;   // end of the last recorded step, idle_ns then
     size_t cap_steps, cap_chunks;
     size_t left;   // requests not yet done (rejected ones excluded)
@@ -446,6 +448,17 @@ kvf_status eng_serve_on(eng_engine *e, const eng_serve_config *c, const eng_requ
         L.woke = false;
         bool did = false;
         if ((st = step(&L, &did, err))) break;
+        if (did && c->busy_hook && c->busy_every_ns > 0 && L.left) {
+            int64_t tb = now_ns(&L);
+            if (tb - L.last_busy >= c->busy_every_ns) {
+                int64_t w0 = kvf_wall_ns();
+                c->busy_hook(c->busy_ctx, tb);
+                int64_t d = kvf_wall_ns() - w0;
+                L.skew -= d;   // the clock stands still: it reads tb again
+                out->busy_probe_ns += d;
+                L.last_busy = tb;
+            }
+        }
         if (!did && L.left) {
             if (next_arrival < n) {
                 sleep_until(&L, reqs[order[next_arrival]].arrival_ns);

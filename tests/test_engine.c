@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "eng.h"
@@ -678,6 +679,62 @@ START_TEST(test_serve_preempts_when_kv_runs_out) {
 }
 END_TEST
 
+// The busy hook runs between steps with the serve's clock stopped: a hook that sleeps 20 ms
+// moves no step (the next one starts where the clock stood when it was called), and its time
+// is counted apart.
+typedef struct busy_log {
+    int64_t at[256];
+    int n;
+} busy_log;
+static void busy_sleep(void *ctx, int64_t now_ns) {
+    busy_log *b = ctx;
+    if (b->n < 256) b->at[b->n++] = now_ns;
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+}
+
+START_TEST(test_serve_busy_hook_stops_clock) {
+    char path[4096];
+    const char *src = getenv("KVF_SOURCE_DIR");
+    snprintf(path, sizeof path, "%s/models/tiny-dense.yaml", src ? src : ".");
+    eng_serve_config c;
+    eng_serve_config_default(&c);
+    c.model = path;
+    c.threads = 1;
+    c.no_sleep = true;
+    busy_log b = {.n = 0};
+    c.busy_hook = busy_sleep;
+    c.busy_ctx = &b;
+    c.busy_every_ns = 1;   // after every step
+    eng_request r[3];
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < 3; i++) {
+        r[i].arrival_ns = i * 1000000;
+        r[i].input_tokens = 24;
+        r[i].output_tokens = 6;
+    }
+    eng_serve_result res;
+    kvf_err err = {0};
+    ck_assert_msg(eng_serve_run(&c, r, 3, &res, &err) == KVF_OK, "%s", err.msg);
+    ck_assert_msg(b.n >= 3, "busy hook called %d times", b.n);
+    ck_assert_msg(res.busy_probe_ns >= (int64_t)b.n * 20000000, "busy_probe_ns %lld for %d calls",
+                  (long long)res.busy_probe_ns, b.n);
+    for (int k = 0; k < b.n; k++) {
+        // the step before the call ended by then; the next one starts within 10 ms of it
+        size_t j = 0;
+        while (j < res.n_steps && res.steps[j].start_ns < b.at[k])
+            j++;
+        ck_assert_msg(j > 0, "a call before any step");
+        ck_assert(res.steps[j - 1].start_ns + res.steps[j - 1].duration_ns <= b.at[k]);
+        if (j < res.n_steps)
+            ck_assert_msg(res.steps[j].start_ns - b.at[k] < 10000000,
+                          "call %d at %lld ns, next step at %lld ns: the clock ran on", k,
+                          (long long)b.at[k], (long long)res.steps[j].start_ns);
+    }
+    eng_serve_result_free(&res);
+}
+END_TEST
+
 // ---- profiler -----------------------------------------------------------------------------
 static int kvt_count_lines(const char *t) {
     int n = 0;
@@ -838,6 +895,7 @@ static Suite *engine_suite(void) {
     tcase_add_test(tc, test_moe_routing_top_k);
     tcase_add_test(tc, test_prefix_blocks_shared_and_freed);
     tcase_add_test(tc, test_serve_preempts_when_kv_runs_out);
+    tcase_add_test(tc, test_serve_busy_hook_stops_clock);
     tcase_add_test(tc, test_profile_csv_contract);
     suite_add_tcase(s, tc);
     return s;
