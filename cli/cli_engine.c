@@ -396,8 +396,7 @@ static kvf_status write_serve_db(const char *dir, const cli_serve_args *a,
 }
 
 kvf_status cli_serve_steps_csv(const char *dir, const eng_serve_result *r, const double *pred,
-                               const double *resid, const char *const *flag, const double *speed,
-                               kvf_err *err) {
+                               const double *resid, const char *const *flag, kvf_err *err) {
     KVF_ASSERT(dir && r && err);
     char path[2100];
     snprintf(path, sizeof path, "%s/steps.csv", dir);
@@ -406,7 +405,7 @@ kvf_status cli_serve_steps_csv(const char *dir, const eng_serve_result *r, const
     fprintf(f,
             "step,kind,start_ms,wall_ms,cpu_ms,decode_seqs,decode_context,prefill_chunks,"
             "prefill_tokens,prefill_context%s,forward_ms\n",
-            pred ? ",pred_ms,residual_pct,flag,speed" : "");
+            pred ? ",pred_ms,residual_pct,flag" : "");
     static const char *kinds[] = {"prefill", "decode", "mixed"};
     for (size_t i = 0; i < r->n_steps; i++) {
         const eng_step_record *k = &r->steps[i];
@@ -418,8 +417,8 @@ kvf_status cli_serve_steps_csv(const char *dir, const eng_serve_result *r, const
                 k->decode_seqs, k->decode_context, k->n_chunks, k->prefill_tokens,
                 (unsigned long long)pc);
         if (pred)
-            fprintf(f, ",%.4f,%.2f,%s,%.4f", pred[i] * 1e-6, resid ? 100 * resid[i] : 0.0,
-                    flag && flag[i] ? flag[i] : "", speed ? speed[i] : 1.0);
+            fprintf(f, ",%.4f,%.2f,%s", pred[i] * 1e-6, resid ? 100 * resid[i] : 0.0,
+                    flag && flag[i] ? flag[i] : "");
         // the model's forward passes alone (the rest of wall_ms is the serving loop's host work)
         fprintf(f, ",%.4f\n", (double)k->forward_ns * 1e-6);
     }
@@ -598,7 +597,7 @@ int cli_engine(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/summary.json", out);
     json_dump_file(s, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
     st = write_serve_db(out, &a, &res, reqs, &err);
-    if (!st) st = cli_serve_steps_csv(out, &res, NULL, NULL, NULL, NULL, &err);
+    if (!st) st = cli_serve_steps_csv(out, &res, NULL, NULL, NULL, &err);
     if (!st)
         st = sim_outdir_commit(&od, &err);
     else

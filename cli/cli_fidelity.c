@@ -131,80 +131,6 @@ void cli_fid_level_band(const uint8_t *phase, const uint8_t *shape, const double
     free(w), free(ref), free(sp);
 }
 
-// Shape medians over the phases < nphase (NAN for a shape without a probe there).
-static void shape_refs(const uint8_t *phase, const uint8_t *shape, const double *v, size_t n,
-                       int nphase, int nshape, double *ref, double *w) {
-    for (int s = 0; s < nshape; s++) {
-        size_t m = 0;
-        for (size_t i = 0; i < n; i++)
-            if (shape[i] == s && phase[i] < nphase && v[i] > 0) w[m++] = v[i];
-        ref[s] = NAN;
-        if (!m) continue;
-        kvf_sort_doubles(w, m);
-        ref[s] = kvf_percentile_sorted(w, m, 50);
-    }
-}
-
-bool cli_fid_track_speed(const uint8_t *phase, const uint8_t *shape, const int64_t *t,
-                         const double *v, size_t n, int nphase, int nshape, const int64_t *step_t,
-                         size_t nsteps, uint32_t k, double *speed, double *s0, double *s2,
-                         double *err) {
-    KVF_ASSERT(nphase > 2 && nshape > 0 && k > 0 && s0 && s2 && err);
-    double *w = kvf_malloc((n + 1) * sizeof *w), *ref = kvf_malloc((size_t)nshape * sizeof *ref);
-    double *r = kvf_malloc((n + 1) * sizeof *r);
-    int64_t *tt = kvf_malloc((n + 1) * sizeof *tt);
-    shape_refs(phase, shape, v, n, nphase, nshape, ref, w);
-    size_t m = 0;   // the timed probes, in time order (taken in it), as ratios
-    double med[3] = {NAN, NAN, NAN};
-    for (int p = 0; p < 3; p += 2) {
-        size_t q = 0;
-        for (size_t i = 0; i < n; i++)
-            if (phase[i] == p && shape[i] < nshape && v[i] > 0 && isfinite(ref[shape[i]]))
-                w[q++] = v[i] / ref[shape[i]];
-        if (!q) continue;
-        kvf_sort_doubles(w, q);
-        med[p] = kvf_percentile_sorted(w, q, 50);
-    }
-    for (size_t i = 0; i < n; i++)
-        if (t[i] >= 0 && phase[i] < nphase && shape[i] < nshape && v[i] > 0 &&
-            isfinite(ref[shape[i]])) {
-            KVF_ASSERT(!m || t[i] >= tt[m - 1]);
-            r[m] = v[i] / ref[shape[i]], tt[m++] = t[i];
-        }
-    bool ok = m >= k && isfinite(med[0]) && isfinite(med[2]);
-    if (ok) {
-        double sref = (med[0] + med[2]) / 2;
-        // the k nearest in time: a window of k consecutive probes, slid along the steps
-        size_t lo = 0;
-        for (size_t j = 0; j < nsteps; j++) {
-            int64_t x = step_t[j];
-            while (lo + k < m && x - tt[lo] > tt[lo + k] - x)
-                lo++;
-            memcpy(w, r + lo, k * sizeof *w);
-            kvf_sort_doubles(w, k);
-            speed[j] = kvf_percentile_sorted(w, k, 50) / sref;
-        }
-        // each timed probe about the median of the k nearest it (itself among them)
-        double *dev = kvf_malloc((m + 1) * sizeof *dev);
-        lo = 0;
-        for (size_t i = 0; i < m; i++) {
-            while (lo + k < m && tt[i] - tt[lo] > tt[lo + k] - tt[i])
-                lo++;
-            memcpy(w, r + lo, k * sizeof *w);
-            kvf_sort_doubles(w, k);
-            dev[i] = r[i] / kvf_percentile_sorted(w, k, 50) - 1;
-        }
-        kvf_sort_doubles(dev, m);
-        double sigma =
-            (kvf_percentile_sorted(dev, m, 75) - kvf_percentile_sorted(dev, m, 25)) / 1.349;
-        *err = 1.2533 * sigma / sqrt((double)k);
-        *s0 = med[0], *s2 = med[2];
-        free(dev);
-    }
-    free(w), free(ref), free(r), free(tt);
-    return ok;
-}
-
 const char *cli_fid_verdict(double worst, double band, double tol) {
     if (worst - band > tol) return "fail";
     if (band > tol) return "inconclusive";
@@ -247,9 +173,8 @@ uint32_t cli_fid_step_batch(const eng_serve_result *r, const eng_step_record *k,
 const char *const CLI_STEP_KINDS[3] = {"prefill", "decode", "mixed"};
 
 json_t *cli_fid_step_time(const eng_serve_result *r, mdl_stepper *stp, const cli_grid_floor *gf,
-                          bool cpu_clock, double level, const double *speed, double band,
-                          double tol, double *pred, double *resid, const char **flag,
-                          uint64_t *flagged, double *worst_out) {
+                          bool cpu_clock, double level, double band, double tol, double *pred,
+                          double *resid, const char **flag, uint64_t *flagged, double *worst_out) {
     KVF_ASSERT(r && stp && gf && pred && resid && flag && flagged && worst_out);
     size_t ns = r->n_steps;
     double *v[3], *av[3];
@@ -277,7 +202,7 @@ json_t *cli_fid_step_time(const eng_serve_result *r, mdl_stepper *stp, const cli
         mdl_step_cost c;
         stp->vt->cost(stp, &b, &c);
         double meas = cpu_clock ? (double)k->cpu_ns : (double)k->duration_ns;
-        pred[i] = (double)c.ns * level * (speed ? speed[i] : 1);
+        pred[i] = (double)c.ns * level;
         resid[i] = meas > 0 ? pred[i] / meas - 1 : 0;
         bool below = false;
         for (uint32_t j = 0; j < k->n_chunks; j++)
@@ -353,7 +278,6 @@ json_t *cli_fid_step_time(const eng_serve_result *r, mdl_stepper *stp, const cli
     }
     json_object_set_new(o, "clock", json_string(cpu_clock ? "thread_cpu" : "wall"));
     json_object_set_new(o, "profile_level", json_real(level));
-    json_object_set_new(o, "speed_tracked", json_boolean(speed != NULL));
     json_object_set_new(o, "kinds", kinds);
     json_object_set_new(o, "shapes", shapes);
     json_object_set_new(o, "flagged_steps", json_integer((json_int_t)*flagged));

@@ -53,18 +53,6 @@ json_t *cli_fid_error_table(const cli_side *real, const cli_side *sim, const cli
 void cli_fid_level_band(const uint8_t *phase, const uint8_t *shape, const double *v, size_t n,
                         int nphase, int nshape, double *band, double *spread);
 
-// The machine's speed at each of nsteps times (step_t, the serve's clock) from the probes
-// among them taken between steps (t[i] >= 0; the others have t[i] < 0): each probe over its
-// shape's median (phases < nphase), the median of the k timed ones nearest in time, over the
-// reference speed (the mean of the medians of phases 0 and 2, where the profile's rows were
-// re-measured) into speed[j]. *s0 and *s2 get those two medians; *err the error of a step's
-// speed (1.2533 x the timed probes' robust sigma about their local median / sqrt(k)). False
-// (nothing written) with fewer than k timed probes or no probe in phase 0 or 2.
-bool cli_fid_track_speed(const uint8_t *phase, const uint8_t *shape, const int64_t *t,
-                         const double *v, size_t n, int nphase, int nshape, const int64_t *step_t,
-                         size_t nsteps, uint32_t k, double *speed, double *s0, double *s2,
-                         double *err);
-
 // The verdict of one fidelity ("pass", "inconclusive", "fail"): a band wider than the
 // tolerance says nothing either way; an error beyond the tolerance by more than the band fails
 // whatever the band.
@@ -93,11 +81,8 @@ typedef struct cli_grid_floor {
 // and flag (r->n_steps each) get each step's prediction (ns), residual and mark ("extrapolated",
 // "below_grid" of gf, or NULL); *flagged the marked steps, *worst_out the worst median |residual|
 // (percent) of a kind with 10 steps or more. A new object the caller owns.
-// speed (NULL: none), a factor per step on level: the machine's speed when it ran
-// (cli_fid_track_speed).
 json_t *cli_fid_step_time(const eng_serve_result *r, mdl_stepper *stp, const cli_grid_floor *gf,
-                          bool cpu_clock, double level, const double *speed, double band,
-                          double tol, double *pred, double *resid, const char **flag,
-                          uint64_t *flagged, double *worst_out);
+                          bool cpu_clock, double level, double band, double tol, double *pred,
+                          double *resid, const char **flag, uint64_t *flagged, double *worst_out);
 
 #endif

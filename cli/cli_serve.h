@@ -80,11 +80,9 @@ kvf_status cli_serve_run(const cli_serve_args *a, const char *shaped, eng_serve_
 
 // dir/steps.csv: every served step, its shape and its measured wall and thread CPU time; with
 // pred (ns per step) the step model's prediction, its residual (resid, fraction) and a mark
-// per step (flag[i] or none), and the machine's speed the prediction was scaled by (speed[i],
-// 1 without); resid, flag and speed may be NULL with pred.
+// per step (flag[i] or none); resid and flag may be NULL with pred.
 kvf_status cli_serve_steps_csv(const char *dir, const eng_serve_result *r, const double *pred,
-                               const double *resid, const char *const *flag, const double *speed,
-                               kvf_err *err);
+                               const double *resid, const char *const *flag, kvf_err *err);
 
 // Prints "kvfleet: <err->msg>" on stderr and returns st's exit code.
 int cli_serve_fail(const kvf_err *err, kvf_status st);

@@ -150,9 +150,9 @@ static void idle_probe(void *ctx, int64_t idle_ns) {
 }
 
 // Busy hook of the serving loop (every VAL_BUSY_EVERY_NS of its clock, which stands still
-// meanwhile): one probe, timed at the clock's time, so the machine's speed is known while the
-// steps ran (cli_fid_track_speed), not only before and after them and in idle gaps.
-enum { VAL_TRACK_K = 8 };
+// meanwhile): one probe, timed at the clock's time, so the machine's level is known while the
+// steps ran (the band), not only before and after them and in the idle gaps, which a loaded
+// serve has few of.
 #define VAL_BUSY_EVERY_NS 500000000
 static void busy_probe(void *ctx, int64_t now_ns) {
     probe_at(ctx, 1, now_ns);
@@ -166,10 +166,6 @@ typedef struct noise {
     double profile_unstable;          // half the relative change of that ratio over the serve
     double level;                     // applied to the profile's times: 1 + drift_profile for a
                                       //   profile measured in this run, 1 for a given one
-    bool tracked;                     // the speed when each step ran is known (busy probes)
-    double speed_err;                 // a step's speed's error (fraction)
-    double speed_unstable;            // the profile's rows over the speed, before against after
-    double speed_lo, speed_hi;        // the least and most of the steps' speeds
     double steal;                     // served steps: median wall/cpu - 1
     double loop;                      // serve wall not in steps nor waiting, per busy ns
     size_t probes[4];
@@ -288,7 +284,6 @@ typedef struct validation {
     double busy;            // ns of the serve in steps and the loop's time after them
     bool cpu_clock;         // the profile was timed by the thread CPU clock
     double *pred, *resid;   // per served step: predicted ns, residual
-    double *speed;          // per served step: the machine's speed then (NULL: not tracked)
     const char **flag;      // per served step: mark or NULL
     json_t *stepj;          // the step-time fidelity
     uint64_t flagged;
@@ -422,47 +417,6 @@ static kvf_status serve_trace(validation *V, kvf_status *after, kvf_err *err) {
     return KVF_OK;
 }
 
-// The machine's speed when each served step ran (its middle), from the probes between steps,
-// by the profile's clock: V->speed, or NULL when too few were taken (a serve under
-// VAL_TRACK_K x VAL_BUSY_EVERY_NS long). The profile's rows re-measured before and after the
-// serve over the speed then should agree (the profile against the machine); how far they do not
-// is noise (speed_unstable, half the relative difference).
-static void track_speed(validation *V) {
-    noise *nz = &V->nz;
-    const eng_serve_result *res = &V->res;
-    const probe_log *L = &V->pl;
-    V->cpu_clock = file_has(V->profile, "# timing: thread cpu clock");
-    uint8_t *ph = kvf_malloc(L->n + 1), *sh = kvf_malloc(L->n + 1);
-    double *v = kvf_malloc((L->n + 1) * sizeof *v);
-    int64_t *t = kvf_malloc((L->n + 1) * sizeof *t),
-            *at = kvf_malloc((res->n_steps + 1) * sizeof *at);
-    for (size_t i = 0; i < L->n; i++) {
-        ph[i] = L->v[i].phase, sh[i] = L->v[i].shape, t[i] = L->v[i].t;
-        v[i] = V->cpu_clock ? L->v[i].cpu : L->v[i].wall;
-    }
-    for (size_t j = 0; j < res->n_steps; j++)
-        at[j] = res->steps[j].start_ns + res->steps[j].duration_ns / 2;
-    V->speed = kvf_malloc((res->n_steps + 1) * sizeof *V->speed);
-    double s0, s2;
-    nz->tracked = cli_fid_track_speed(ph, sh, t, v, L->n, 3, ENG_PROBE_SHAPES, at, res->n_steps,
-                                      VAL_TRACK_K, V->speed, &s0, &s2, &nz->speed_err);
-    if (nz->tracked) {
-        nz->speed_unstable = nz->profile_unstable;
-        if (isfinite(V->pr[0]) && isfinite(V->pr[1])) {
-            double k0 = V->pr[0] / s0, k1 = V->pr[1] / s2;
-            nz->speed_unstable = fabs(k1 - k0) / (k0 + k1);
-        }
-        nz->speed_lo = INFINITY, nz->speed_hi = 0;
-        for (size_t j = 0; j < res->n_steps; j++)
-            nz->speed_lo = fmin(nz->speed_lo, V->speed[j]),
-            nz->speed_hi = fmax(nz->speed_hi, V->speed[j]);
-    } else {
-        free(V->speed);
-        V->speed = NULL;
-    }
-    free(ph), free(sh), free(v), free(t), free(at);
-}
-
 // Phase 4: noise: probe bands, steal (wall over CPU of the served steps), the loop's time
 // unaccounted. The profile's level against this machine, its rows re-measured around the
 // serve: a given profile's is part of the error it makes; one measured in this run stands
@@ -487,7 +441,6 @@ static void measure_noise(validation *V) {
         else
             nz->probes[V->pl.v[i].phase]++;
     }
-    track_speed(V);
     V->busy = 0;
     double *ratio = kvf_malloc((res->n_steps + 1) * sizeof *ratio);
     size_t nr = 0;
@@ -512,6 +465,7 @@ static void step_time(validation *V, kvf_status *st, kvf_err *err) {
     mdl_stepper *stp = NULL;
     char mdir[1100];
     snprintf(mdir, sizeof mdir, "%s/models", KVF_SOURCE_DIR);
+    V->cpu_clock = file_has(V->profile, "# timing: thread cpu clock");
     V->pred = kvf_calloc(res->n_steps + 1, sizeof *V->pred);
     V->resid = kvf_calloc(res->n_steps + 1, sizeof *V->resid);
     V->flag = kvf_calloc(res->n_steps + 1, sizeof *V->flag);
@@ -530,14 +484,10 @@ static void step_time(validation *V, kvf_status *st, kvf_err *err) {
         const noise *nz = &V->nz;
         double bs = V->cpu_clock ? nz->band_cpu + nz->profile_unstable
                                  : nz->band_wall + fmax(0, nz->steal) + nz->profile_unstable;
-        // tracked: each step at the speed the probes around it saw, so what is left is that
-        // speed's error and how far the profile's rows over the speed moved
-        if (nz->tracked)
-            bs = nz->speed_err + nz->speed_unstable + (V->cpu_clock ? 0 : fmax(0, nz->steal));
         double worst = 0;
-        V->stepj = cli_fid_step_time(res, stp, &gf, V->cpu_clock, nz->level, V->speed, 100 * bs,
-                                     CLI_TOL_STEP, V->pred, V->resid, V->flag, &V->flagged, &worst);
-        *st = cli_serve_steps_csv(V->out, res, V->pred, V->resid, V->flag, V->speed, err);
+        V->stepj = cli_fid_step_time(res, stp, &gf, V->cpu_clock, nz->level, 100 * bs, CLI_TOL_STEP,
+                                     V->pred, V->resid, V->flag, &V->flagged, &worst);
+        *st = cli_serve_steps_csv(V->out, res, V->pred, V->resid, V->flag, err);
     }
     mdl_stepper_destroy(stp);
 }
@@ -672,13 +622,6 @@ static json_t *noise_json(const validation *V) {
     json_object_set_new(nj, "probes_during", json_integer((json_int_t)nz->probes[1]));
     json_object_set_new(nj, "probes_after", json_integer((json_int_t)nz->probes[2]));
     json_object_set_new(nj, "probes_between_steps", json_integer((json_int_t)nz->probes_busy));
-    json_object_set_new(nj, "speed_tracked", json_boolean(nz->tracked));
-    if (nz->tracked) {
-        json_object_set_new(nj, "speed_error_pct", json_real(100 * nz->speed_err));
-        json_object_set_new(nj, "speed_unstable_pct", json_real(100 * nz->speed_unstable));
-        json_object_set_new(nj, "speed_min", json_real(nz->speed_lo));
-        json_object_set_new(nj, "speed_max", json_real(nz->speed_hi));
-    }
     json_object_set_new(nj, "probes_before_profile", json_integer((json_int_t)nz->probes[3]));
     json_object_set_new(nj, "e2e_step_noise_pct", json_real(100 * V->b_e2e));
     json_object_set_new(nj, "wakeup_latency_ms_p50", json_real(V->wake_p50));
@@ -876,12 +819,6 @@ static void print_latency(const validation *V, json_t *v) {
         printf("  profile (measured in this run): its rows re-measured around the serve %+.1f %%, "
                "applied to its times (x%.3f); moved +-%.1f %% over the serve\n",
                100 * nz->drift_profile, nz->level, 100 * nz->profile_unstable);
-    if (nz->tracked)
-        printf("  speed while the steps ran (%zu probes between them, the serve's clock stopped): "
-               "x%.3f to x%.3f of before/after, +-%.1f %% a step; the profile's rows over it moved "
-               "+-%.1f %%\n",
-               nz->probes_busy, nz->speed_lo, nz->speed_hi, 100 * nz->speed_err,
-               100 * nz->speed_unstable);
     const char *sec[] = {"scheduling", "end_to_end"};
     const char *title[] = {"scheduling fidelity (measured step times replayed)",
                            "end to end (calibrated step model)"};
@@ -954,7 +891,6 @@ static void validation_free(validation *V, bool served) {
     for (int i = 0; i < 5; i++)
         cli_side_free(all[i]);
     free(V->rseqs), free(V->rsteps), free(V->pred), free(V->resid), free(V->flag);
-    free(V->speed);
     if (served) eng_serve_result_free(&V->res);
     free(V->reqs), free(V->blocks);
     eng_prober_destroy(V->pl.p);
