@@ -605,13 +605,18 @@ START_TEST(test_prefix_blocks_shared_and_freed) {
 END_TEST
 
 // ---- serving loop -------------------------------------------------------------------------
+// A serving loop's defaults on tiny-dense (path: room for the model file's path).
+static void tiny_serve_config(eng_serve_config *c, char *path, size_t n) {
+    const char *src = getenv("KVF_SOURCE_DIR");
+    snprintf(path, n, "%s/models/tiny-dense.yaml", src ? src : ".");
+    eng_serve_config_default(c);
+    c->model = path;
+}
+
 START_TEST(test_serve_preempts_when_kv_runs_out) {
     char path[4096];
-    const char *src = getenv("KVF_SOURCE_DIR");
-    snprintf(path, sizeof path, "%s/models/tiny-dense.yaml", src ? src : ".");
     eng_serve_config c;
-    eng_serve_config_default(&c);
-    c.model = path;
+    tiny_serve_config(&c, path, sizeof path);
     c.block_tokens = 4;
     c.kv_blocks = 16;   // 64 tokens for everyone
     c.max_batch_tokens = 32;
@@ -695,11 +700,8 @@ static void busy_sleep(void *ctx, int64_t now_ns) {
 
 START_TEST(test_serve_busy_hook_stops_clock) {
     char path[4096];
-    const char *src = getenv("KVF_SOURCE_DIR");
-    snprintf(path, sizeof path, "%s/models/tiny-dense.yaml", src ? src : ".");
     eng_serve_config c;
-    eng_serve_config_default(&c);
-    c.model = path;
+    tiny_serve_config(&c, path, sizeof path);
     c.threads = 1;
     c.no_sleep = true;
     busy_log b = {.n = 0};
