@@ -684,9 +684,9 @@ START_TEST(test_serve_preempts_when_kv_runs_out) {
 }
 END_TEST
 
-// The busy hook runs between steps with the serve's clock stopped: a hook that sleeps 20 ms
-// moves no step (the next one starts where the clock stood when it was called), and its time
-// is counted apart.
+// The busy hook runs between steps with the serve's clock stopped: a hook that sleeps 200 ms
+// moves no step (the next one starts where the clock stood when it was called, within 100 ms
+// however loaded the machine), and its time is counted apart.
 typedef struct busy_log {
     int64_t at[256];
     int n;
@@ -694,7 +694,7 @@ typedef struct busy_log {
 static void busy_sleep(void *ctx, int64_t now_ns) {
     busy_log *b = ctx;
     if (b->n < 256) b->at[b->n++] = now_ns;
-    struct timespec ts = {0, 20000000};
+    struct timespec ts = {0, 200000000};
     nanosleep(&ts, NULL);
 }
 
@@ -719,17 +719,17 @@ START_TEST(test_serve_busy_hook_stops_clock) {
     kvf_err err = {0};
     ck_assert_msg(eng_serve_run(&c, r, 3, &res, &err) == KVF_OK, "%s", err.msg);
     ck_assert_msg(b.n >= 3, "busy hook called %d times", b.n);
-    ck_assert_msg(res.busy_probe_ns >= (int64_t)b.n * 20000000, "busy_probe_ns %lld for %d calls",
+    ck_assert_msg(res.busy_probe_ns >= (int64_t)b.n * 200000000, "busy_probe_ns %lld for %d calls",
                   (long long)res.busy_probe_ns, b.n);
     for (int k = 0; k < b.n; k++) {
-        // the step before the call ended by then; the next one starts within 10 ms of it
+        // the step before the call ended by then; the next one starts within 100 ms of it
         size_t j = 0;
         while (j < res.n_steps && res.steps[j].start_ns < b.at[k])
             j++;
         ck_assert_msg(j > 0, "a call before any step");
         ck_assert(res.steps[j - 1].start_ns + res.steps[j - 1].duration_ns <= b.at[k]);
         if (j < res.n_steps)
-            ck_assert_msg(res.steps[j].start_ns - b.at[k] < 10000000,
+            ck_assert_msg(res.steps[j].start_ns - b.at[k] < 100000000,
                           "call %d at %lld ns, next step at %lld ns: the clock ran on", k,
                           (long long)b.at[k], (long long)res.steps[j].start_ns);
     }
