@@ -95,8 +95,7 @@ static kvf_status write_seen_trace(const char *shaped, const char *path, uint32_
 // profile when it is measured here (phase 3).
 typedef struct probe_val {
     uint8_t phase, shape;
-    bool busy;   // taken between served steps, the serve's clock stopped
-    int64_t t;   // the serve's clock then (busy ones; -1 for the others)
+    int64_t t;   // taken between served steps (the serve's clock stopped): that clock; else -1
     double wall, cpu;
 } probe_val;
 
@@ -115,7 +114,7 @@ static void probe_at(probe_log *L, int phase, int64_t t) {
     double w, c;
     if (L->st || (L->st = eng_prober_run(L->p, s, &w, &c, &L->err))) return;
     if (L->n == L->cap) kvf_grow((void **)&L->v, &L->cap, L->n + 1, sizeof *L->v);
-    L->v[L->n++] = (probe_val){(uint8_t)phase, (uint8_t)s, t >= 0, t, w, c};
+    L->v[L->n++] = (probe_val){(uint8_t)phase, (uint8_t)s, t, w, c};
     L->est[s] = w;
 }
 
@@ -436,7 +435,7 @@ static void measure_noise(validation *V) {
     probe_band(&V->pl, true, &nz->band_cpu, &nz->spread_cpu, &nz->drift_cpu);
     probe_band(&V->pl, false, &nz->band_wall, &nz->spread_wall, &nz->drift_wall);
     for (size_t i = 0; i < V->pl.n; i++) {
-        if (V->pl.v[i].busy)
+        if (V->pl.v[i].t >= 0)
             nz->probes_busy++;
         else
             nz->probes[V->pl.v[i].phase]++;
@@ -762,9 +761,9 @@ static void write_outputs(const validation *V, json_t *v) {
             const probe_val *q = &V->pl.v[i];
             char shape[32], at[32] = "";
             eng_probe_shape(q->shape, shape, sizeof shape);
-            if (q->busy) snprintf(at, sizeof at, "%.3f", (double)q->t / 1e6);
+            if (q->t >= 0) snprintf(at, sizeof at, "%.3f", (double)q->t / 1e6);
             fprintf(pf, "%zu,%s,%s,%.4f,%.4f,%s\n", i,
-                    q->busy ? "between_steps" : phase[q->phase & 3], shape, q->wall / 1e6,
+                    q->t >= 0 ? "between_steps" : phase[q->phase & 3], shape, q->wall / 1e6,
                     q->cpu / 1e6, at);
         }
         fclose(pf);

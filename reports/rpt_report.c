@@ -1489,20 +1489,21 @@ static void sec_validation(rep *r, page *p) {
     both_para(p, "meta", line);
     json_t *ld = json_object_get(v, "serve"), *nz = json_object_get(v, "noise");
     if (json_is_object(ld) && json_is_object(nz)) {
-        snprintf(
-            line, sizeof line,
-            "Serve: %.3g s, utilisation %.2f, hit rate %.1f %%. Noise: the machine's level moved "
-            "+-%.3g %% (thread CPU) and +-%.3g %% (wall) over the serve, a probe's own scatter "
-            "+-%.3g %%, drift %+.3g %%, steal %.3g %%, wake-up latency p90 %.3g ms; overall "
-            "verdict %s.",
-            rpt_json_num(ld, "wall_s"), rpt_json_num(ld, "utilisation"),
-            100 * rpt_json_num(ld, "hit_rate"), rpt_json_num(nz, "probe_cpu_band_pct"),
-            rpt_json_num(nz, "probe_wall_band_pct"), rpt_json_num(nz, "probe_cpu_spread_pct"),
-            rpt_json_num(nz, "drift_wall_pct"), rpt_json_num(nz, "steal_pct"),
-            rpt_json_num(nz, "wakeup_latency_ms_p90"),
-            json_string_value(json_object_get(v, "verdict"))
-                ? json_string_value(json_object_get(v, "verdict"))
-                : "n/a");
+        // a probe's own scatter: validations from before it was reported lack it
+        double sc = rpt_json_num(nz, "probe_cpu_spread_pct");
+        char scat[64] = "";
+        if (isfinite(sc)) snprintf(scat, sizeof scat, ", a probe's own scatter +-%.3g %%", sc);
+        snprintf(line, sizeof line,
+                 "Serve: %.3g s, utilisation %.2f, hit rate %.1f %%. Noise: the machine's level "
+                 "moved +-%.3g %% (thread CPU) and +-%.3g %% (wall) over the serve%s, drift "
+                 "%+.3g %%, steal %.3g %%, wake-up latency p90 %.3g ms; overall verdict %s.",
+                 rpt_json_num(ld, "wall_s"), rpt_json_num(ld, "utilisation"),
+                 100 * rpt_json_num(ld, "hit_rate"), rpt_json_num(nz, "probe_cpu_band_pct"),
+                 rpt_json_num(nz, "probe_wall_band_pct"), scat, rpt_json_num(nz, "drift_wall_pct"),
+                 rpt_json_num(nz, "steal_pct"), rpt_json_num(nz, "wakeup_latency_ms_p90"),
+                 json_string_value(json_object_get(v, "verdict"))
+                     ? json_string_value(json_object_get(v, "verdict"))
+                     : "n/a");
         both_para(p, "meta", line);
     }
     json_t *sch = json_object_get(v, "scheduling");

@@ -979,6 +979,44 @@ static int check_cells_equal_summary(const char *html, json_t *sum) {
     return n;
 }
 
+// A validation's noise line: a probe's own scatter where the validation reports it; one
+// written before it was reported (no probe_cpu_spread_pct) leaves it out, not "nan".
+START_TEST(test_report_validation_noise_line) {
+    for (int with = 0; with < 2; with++) {
+        mk_tmp();
+        json_t *sum = fake_run(tmpdir, 300, 600, 0, "cache_aware");
+        json_decref(sum);
+        char vpath[600];
+        snprintf(vpath, sizeof vpath, "%s/validation.json", tmpdir);
+        FILE *f = fopen(vpath, "w");
+        fprintf(f,
+                "{\"trace\": \"t.jsonl\", \"requests\": 40, \"verdict\": \"pass\", "
+                "\"serve\": {\"wall_s\": 47.1, \"utilisation\": 0.92, \"hit_rate\": 0}, "
+                "\"noise\": {\"probe_cpu_band_pct\": 1.53, \"probe_wall_band_pct\": 1.54, "
+                "%s\"drift_wall_pct\": 0.96, \"steal_pct\": 0, \"wakeup_latency_ms_p90\": 0}}",
+                with ? "\"probe_cpu_spread_pct\": 4.57, " : "");
+        fclose(f);
+        setenv("KVF_NO_GNUPLOT", "1", 1);
+        kvf_err err = {0};
+        ck_assert_msg(rpt_report_write(tmpdir, false, true, &err) == KVF_OK, "%s", err.msg);
+        unsetenv("KVF_NO_GNUPLOT");
+        char path[600];
+        snprintf(path, sizeof path, "%s/report.md", tmpdir);
+        char *md = kvt_slurp(path);
+        ck_assert_ptr_nonnull(md);
+        const char *line = strstr(md, "Noise: the machine's level moved +-1.53 %");
+        ck_assert_msg(line, "no noise line");
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char buf[600];
+        snprintf(buf, sizeof buf, "%.*s", (int)KVF_MIN(len, sizeof buf - 1), line);
+        ck_assert_msg(!strstr(buf, "nan"), "%s", buf);
+        ck_assert_msg(!strstr(buf, "a probe's own scatter +-4.57 %") == !with, "%s", buf);
+        free(md);
+    }
+}
+END_TEST
+
 START_TEST(test_report_html_and_md) {
     mk_tmp();
     json_t *sum = fake_run(tmpdir, 3000, 1800, 0, "cache_aware");
@@ -1478,6 +1516,7 @@ static Suite *suite(void) {
     t = tcase_create("report");
     tcase_set_timeout(t, 120);
     tcase_add_test(t, test_report_html_and_md);
+    tcase_add_test(t, test_report_validation_noise_line);
     tcase_add_test(t, test_report_bad_dirs);
     tcase_add_test(t, test_report_answer_first);
     tcase_add_test(t, test_report_final_dir_names);
