@@ -274,6 +274,36 @@ START_TEST(test_hist_gaps_match_one_by_one) {
 }
 END_TEST
 
+// A metric array grows from the heap into a table mapping (2 MiB on) and on by mremap: every
+// value kept in order across both moves, the array freed and reused either side of the line.
+START_TEST(test_samples_keep_values_across_growth) {
+    for (int round = 0; round < 2; round++) {
+        sim_samples s = {0};
+        size_t n = round ? 1000 : 1300000;   // below the line; past it and two doublings more
+        size_t moves = 0;
+        double *last = NULL;
+        for (size_t i = 0; i < n; i++) {
+            sim_samples_add(&s, (double)i * 0.5 - 7);
+            if (s.v != last) moves++, last = s.v;
+            if ((i & (i + 1)) == 0 || i + 1 == n)   // at every power of two: all values so far
+                for (size_t k = 0; k <= i; k++)
+                    if (s.v[k] != (double)k * 0.5 - 7)   // (ck_assert per value: a pipe write each)
+                        ck_abort_msg("value %zu lost at %zu added", k, i + 1);
+        }
+        ck_assert_uint_eq(s.n, n);
+        ck_assert_uint_ge(s.cap, n);
+        ck_assert_uint_ge(moves, 1);
+        sim_samples_free(&s);
+        ck_assert_ptr_null(s.v);
+        ck_assert_uint_eq(s.n, 0);
+        ck_assert_uint_eq(s.cap, 0);
+        sim_samples_add(&s, 3);   // reusable after a free
+        ck_assert(s.v[0] == 3);
+        sim_samples_free(&s);
+    }
+}
+END_TEST
+
 // ---- end to end on a real trace ----------------------------------------------------------------
 static char *summary_without_sim(json_t *s) {
     json_t *c = json_deep_copy(s);
@@ -789,6 +819,7 @@ static Suite *suite(void) {
     tcase_add_test(k, test_hist_percentiles_within_resolution);
     tcase_add_test(k, test_hist_gaps_match_one_by_one);
     tcase_add_test(k, test_sort_doubles_matches_qsort);
+    tcase_add_test(k, test_samples_keep_values_across_growth);
     suite_add_tcase(s, k);
     TCase *e = tcase_create("end_to_end");
     tcase_set_timeout(e, 600);
