@@ -86,6 +86,89 @@ START_TEST(test_queue_last_events_pop_after_their_instant) {
 }
 END_TEST
 
+// Slot events (one pending per slot, a tournament tree) against the same events all in the
+// heap (push, push_first, cancel): the same pops in the same order, with the same seqs, sizes
+// and peeked times (a cancelled event a lower bound until a pop passes it, in both), over random
+// pushes, cancels, pops and a pop's slot set again at once (the tree's deferred clearing), on slot
+// counts that fill the tree and ones that leave padding.
+START_TEST(test_queue_slots_match_heap) {
+    for (uint32_t nslot = 1; nslot <= 37; nslot += 6) {
+        sim_queue *a = sim_queue_create(4), *b = sim_queue_create(4);
+        sim_queue_slots(a, nslot);
+        uint64_t hseq[37];   // b's seq of each slot's pending event, 0 = none
+        memset(hseq, 0, sizeof hseq);
+        kvf_rng r;
+        kvf_rng_init(&r, 11, nslot);
+        sim_time now = 0;
+        uint64_t pops = 0;
+        for (int op = 0; op < 20000; op++) {
+            uint32_t k = (uint32_t)kvf_rng_below(&r, 10), i = (uint32_t)kvf_rng_below(&r, nslot);
+            sim_time t = now + (sim_time)kvf_rng_below(&r, 40);
+            sim_event ev = {.t = t, .dst = i, .kind = 1, .arg = {(uint64_t)op, 0}};
+            if (k < 3) {   // a plain, first or last heap event
+                uint64_t sa = k == 0   ? sim_queue_push(a, &ev)
+                              : k == 1 ? sim_queue_push_first(a, &ev)
+                                       : sim_queue_push_last(a, &ev);
+                uint64_t sb = k == 0   ? sim_queue_push(b, &ev)
+                              : k == 1 ? sim_queue_push_first(b, &ev)
+                                       : sim_queue_push_last(b, &ev);
+                ck_assert_uint_eq(sa, sb);
+            } else if (k < 6 && !hseq[i]) {   // set slot i, first or plain
+                ev.kind = 2;
+                bool first = k == 4;
+                uint64_t sa = sim_queue_slot_push(a, i, &ev, first);
+                hseq[i] = first ? sim_queue_push_first(b, &ev) : sim_queue_push(b, &ev);
+                ck_assert_uint_eq(sa, hseq[i]);
+            } else if (k == 6 && hseq[i]) {   // cancel slot i
+                sim_queue_slot_cancel(a, i);
+                sim_queue_cancel(b, hseq[i]);
+                hseq[i] = 0;
+            } else {   // pop; a slot event's slot is set again at once half the time
+                sim_event ea, eb;
+                sim_time pa = -1, pb = -1;
+                bool ha = sim_queue_peek_time(a, &pa), hb = sim_queue_peek_time(b, &pb);
+                ck_assert(ha == hb && (!ha || pa == pb));
+                bool ga = sim_queue_pop(a, &ea), gb = sim_queue_pop(b, &eb);
+                ck_assert(ga == gb);
+                if (!ga) continue;
+                pops++;
+                ck_assert_msg(ea.seq == eb.seq && ea.t == eb.t && ea.arg[0] == eb.arg[0],
+                              "nslot %u op %d: slots popped seq %llu t %lld, the heap %llu %lld",
+                              nslot, op, (unsigned long long)ea.seq, (long long)ea.t,
+                              (unsigned long long)eb.seq, (long long)eb.t);
+                ck_assert(pa <= ea.t);   // a lower bound (the heap's may be a cancelled event)
+                now = ea.t;
+                if (ea.kind == 2) {
+                    hseq[ea.dst] = 0;
+                    sim_time pa2 = -1, pb2 = -1;   // a peek between the pop and the next push
+                    ck_assert(sim_queue_peek_time(a, &pa2) == sim_queue_peek_time(b, &pb2));
+                    ck_assert(pa2 == pb2);
+                    if (kvf_rng_below(&r, 2)) {
+                        ev.kind = 2;
+                        ev.dst = ea.dst;
+                        ev.t = now + (sim_time)kvf_rng_below(&r, 40);
+                        hseq[ea.dst] = sim_queue_push(b, &ev);
+                        ck_assert_uint_eq(sim_queue_slot_push(a, ea.dst, &ev, false), hseq[ea.dst]);
+                    }
+                }
+            }
+            ck_assert_uint_eq(sim_queue_size(a), sim_queue_size(b));
+        }
+        sim_event ea, eb;   // drain both
+        while (sim_queue_pop(b, &eb)) {
+            ck_assert(sim_queue_pop(a, &ea));
+            ck_assert_uint_eq(ea.seq, eb.seq);
+            pops++;
+        }
+        ck_assert(!sim_queue_pop(a, &ea));
+        ck_assert_uint_eq(sim_queue_popped(a), pops);
+        ck_assert_uint_eq(sim_queue_popped(b), pops);
+        sim_queue_destroy(a);
+        sim_queue_destroy(b);
+    }
+}
+END_TEST
+
 START_TEST(test_link_shares_bandwidth_fairly) {
     // two flows of 1 GB and 3 GB on a 1 GB/s link: both run at 0.5 GB/s until the first ends
     // at 2 s, then the second alone: ends at 2 + 2 = 4 s.
@@ -814,6 +897,7 @@ static Suite *suite(void) {
     TCase *k = tcase_create("kernel");
     tcase_add_test(k, test_queue_orders_by_time_then_seq);
     tcase_add_test(k, test_queue_last_events_pop_after_their_instant);
+    tcase_add_test(k, test_queue_slots_match_heap);
     tcase_add_test(k, test_link_shares_bandwidth_fairly);
     tcase_add_test(k, test_bcache_lru_and_retention);
     tcase_add_test(k, test_hist_percentiles_within_resolution);

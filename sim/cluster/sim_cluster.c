@@ -319,6 +319,7 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
     sim_router_init(c, &c->pool[SIM_POOL_PREFILL], true);
     sim_router_init(c, &c->pool[SIM_POOL_DECODE], false);
     c->q = sim_queue_create(1024);
+    sim_queue_slots(c->q, c->n_inst ? c->n_inst : 1);   // each instance's step end
     if (o && o->timeline_path) {
         static const char *pools[SIM_POOLS] = {"vision", "prefill", "decode"};
         const char *names[SIM_POOLS] = {pools[0], c->colocated ? "colocated" : pools[1], pools[2]};

@@ -184,11 +184,10 @@ typedef struct sim_inst {
     sim_time lag_at;
     bool waiting_loads;   // step compute ended, waits for overlapped loads
     sim_time step_start, step_end;
-    uint64_t step_seq;   // pending STEP_DONE event
-    sim_rheap ready;     // prefill: ready to compute
-    sim_rheap dwait;     // decode: waiting for admission (KV capacity, batch slots)
-    uint32_t *batch;     // slots in the current step
-    uint32_t *chunk;     // prefill tokens of each in this step
+    sim_rheap ready;   // prefill: ready to compute
+    sim_rheap dwait;   // decode: waiting for admission (KV capacity, batch slots)
+    uint32_t *batch;   // slots in the current step
+    uint32_t *chunk;   // prefill tokens of each in this step
     uint32_t n_batch, batch_cap;
     uint32_t *running;   // decode: admitted requests
     uint32_t n_running, running_cap;

@@ -91,13 +91,13 @@ double sim_cluster_prefill_s(sim_cluster *c, sim_pool *p, uint32_t tokens, uint3
     return (double)k.ns * 1e-9;
 }
 
-// The end of the step in flight. An instance keeping decode sums ends its steps before
-// anything else at their instant (sim_queue_push_first), so whatever reads its KV at that
-// time (a decode router, the sampler, the autoscaler) sees every step ended by then, in a run
+// The end of the step in flight, in the instance's queue slot. An instance keeping decode sums
+// ends its steps before anything else at their instant (a first event), so whatever reads its KV at
+// that time (a decode router, the sampler, the autoscaler) sees every step ended by then, in a run
 // of steps or one by one alike (sim_inst_kv_used).
 static void push_step_done(sim_cluster *c, sim_inst *in) {
     sim_event ev = {.t = in->step_end, .dst = in->id, .kind = SIM_EV_STEP_DONE};
-    in->step_seq = in->dsum_on ? sim_queue_push_first(c->q, &ev) : sim_queue_push(c->q, &ev);
+    sim_queue_slot_push(c->q, in->id, &ev, in->dsum_on);
 }
 
 // n sequences computing tokens new tokens in all (timeline only).
@@ -147,7 +147,7 @@ void sim_inst_kick(sim_cluster *c, sim_inst *in) {
             in->run_m = j + 1;
             // the next run is costed twice as far as this one got
             in->run_hint = KVF_MAX((uint32_t)SIM_RUN_MIN, 2 * (j + 1));
-            sim_queue_cancel(c->q, in->step_seq);
+            sim_queue_slot_cancel(c->q, in->id);
             in->step_end = in->run_end[j];
             push_step_done(c, in);
         }

@@ -1,6 +1,7 @@
 // sim/sim_queue.c -- 4-ary min-heap of events by value, ordered by (t, seq), with lazy
 // cancellation through an open-addressing set of cancelled seqs (linear probing, tombstones
-// avoided by rebuilding when the load gets high). See sim_queue.h for the contract.
+// avoided by rebuilding when the load gets high); beside it, optional slots holding one event
+// each in a tournament tree (sim_queue_slots). See sim_queue.h for the contract.
 #include "sim_queue.h"
 
 #include <stdlib.h>
@@ -13,7 +14,21 @@ struct sim_queue {
     uint64_t *cancel;             // open-addressing set of cancelled seqs, 0 = empty
     size_t ncancel, cancel_cap;   // cancel_cap is a power of two
     uint64_t popped;
+    // slots: sev[i] is slot i's pending event; the tournament tree keeps keys by node (1 is
+    // the root, lsize + i slot i's leaf, an empty one (INT64_MAX, SLOT_EMPTY)) and wi[k], the
+    // slot whose key node k holds. popped: a slot popped but still in the tree (its clearing
+    // waits: the handler usually sets the same slot again, one walk up the tree instead of two)
+    sim_event *sev;
+    struct slot_key {
+        sim_time t;
+        uint64_t seq;
+    } * key;
+    uint32_t *wi;
+    uint32_t nslot, lsize, live_slots, popped_slot;
 };
+
+#define SLOT_EMPTY UINT64_MAX   // never a real seq: flags use bits 61 and 62 only
+#define NO_SLOT UINT32_MAX
 
 static inline bool ev_less(const sim_event *a, const sim_event *b) {
     return a->t < b->t || (a->t == b->t && a->seq < b->seq);
@@ -24,6 +39,7 @@ sim_queue *sim_queue_create(size_t cap) {
     q->cap = cap < 16 ? 16 : cap;
     q->heap = kvf_malloc(q->cap * sizeof *q->heap);
     q->next_seq = 1;
+    q->popped_slot = NO_SLOT;
     q->cancel_cap = 64;
     q->cancel = kvf_calloc(q->cancel_cap, sizeof *q->cancel);
     return q;
@@ -31,6 +47,9 @@ sim_queue *sim_queue_create(size_t cap) {
 
 void sim_queue_destroy(sim_queue *q) {
     if (!q) return;
+    free(q->sev);
+    free(q->key);
+    free(q->wi);
     free(q->heap);
     free(q->cancel);
     free(q);
@@ -62,16 +81,21 @@ static void sift_down(sim_event *h, size_t n, size_t i) {
     h[i] = ev;
 }
 
+// Puts *ev into the heap as it is (its seq given).
+static void heap_insert(sim_queue *q, const sim_event *ev) {
+    if (q->n == q->cap) kvf_grow((void **)&q->heap, &q->cap, q->n + 1, sizeof *q->heap);
+    q->heap[q->n] = *ev;
+    sift_up(q->heap, q->n);
+    q->n++;
+}
+
 // Pushes *ev with the next seq, or-ed with flags (0, SIM_QUEUE_PLAIN or SIM_QUEUE_LAST);
 // returns the seq.
 static uint64_t push(sim_queue *q, const sim_event *ev, uint64_t flags) {
-    if (q->n == q->cap) kvf_grow((void **)&q->heap, &q->cap, q->n + 1, sizeof *q->heap);
-    uint64_t seq = flags | q->next_seq++;
-    q->heap[q->n] = *ev;
-    q->heap[q->n].seq = seq;
-    sift_up(q->heap, q->n);
-    q->n++;
-    return seq;
+    sim_event e = *ev;
+    e.seq = flags | q->next_seq++;
+    heap_insert(q, &e);
+    return e.seq;
 }
 
 uint64_t sim_queue_push(sim_queue *q, const sim_event *ev) {
@@ -127,23 +151,104 @@ void sim_queue_cancel(sim_queue *q, uint64_t seq) {
     }
 }
 
+// ---- slots ---------------------------------------------------------------------------------
+void sim_queue_slots(sim_queue *q, uint32_t n) {
+    KVF_ASSERT(!q->sev && n > 0 && n < UINT32_MAX / 4);
+    q->nslot = n;
+    q->lsize = 2;
+    while (q->lsize < n)
+        q->lsize *= 2;
+    q->sev = kvf_calloc(n, sizeof *q->sev);
+    for (uint32_t i = 0; i < n; i++)
+        q->sev[i].seq = SLOT_EMPTY;
+    q->key = kvf_malloc(2 * (size_t)q->lsize * sizeof *q->key);
+    q->wi = kvf_malloc(2 * (size_t)q->lsize * sizeof *q->wi);
+    for (uint32_t k = 0; k < 2 * q->lsize; k++) {
+        q->key[k] = (struct slot_key){INT64_MAX, SLOT_EMPTY};
+        q->wi[k] = k >= q->lsize ? k - q->lsize : 0;   // padding leaves are never set
+    }
+    q->popped_slot = NO_SLOT;
+}
+
+static inline bool key_less(const struct slot_key *a, const struct slot_key *b) {
+    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+// Slot i's key changed: the nodes on its path up, while a node's key changes (keys are unique
+// but for the empty one, so an unchanged node leaves everything above it as it was).
+static void slot_set(sim_queue *q, uint32_t i, sim_time t, uint64_t seq) {
+    struct slot_key *key = q->key;
+    uint32_t *wi = q->wi;
+    uint32_t k = q->lsize + i;
+    key[k] = (struct slot_key){t, seq};
+    for (k /= 2; k >= 1; k /= 2) {
+        uint32_t l = 2 * k, w = key_less(&key[l + 1], &key[l]) ? l + 1 : l;
+        if (key[w].t == key[k].t && key[w].seq == key[k].seq && wi[w] == wi[k]) break;
+        key[k] = key[w];
+        wi[k] = wi[w];
+    }
+}
+
+// Clears the slot a pop left in the tree, unless it is about to be set again.
+static inline void settle_popped(sim_queue *q) {
+    if (q->popped_slot == NO_SLOT) return;
+    slot_set(q, q->popped_slot, INT64_MAX, SLOT_EMPTY);
+    q->popped_slot = NO_SLOT;
+}
+
+uint64_t sim_queue_slot_push(sim_queue *q, uint32_t slot, const sim_event *ev, bool first) {
+    KVF_ASSERT(slot < q->nslot && q->sev[slot].seq == SLOT_EMPTY);
+    if (q->popped_slot != slot) settle_popped(q);
+    q->popped_slot = NO_SLOT;
+    uint64_t seq = (first ? 0 : SIM_QUEUE_PLAIN) | q->next_seq++;
+    q->sev[slot] = *ev;
+    q->sev[slot].seq = seq;
+    q->live_slots++;
+    slot_set(q, slot, ev->t, seq);
+    return seq;
+}
+
+// The cancelled event goes to the heap marked cancelled, as if it had been pushed there: a
+// peek sees it until a pop passes it (sim_queue_peek_time's lower bound, which callers act
+// on, stays what it is without slots).
+void sim_queue_slot_cancel(sim_queue *q, uint32_t slot) {
+    KVF_ASSERT(slot < q->nslot && q->sev[slot].seq != SLOT_EMPTY);
+    settle_popped(q);
+    heap_insert(q, &q->sev[slot]);
+    sim_queue_cancel(q, q->sev[slot].seq);
+    q->sev[slot].seq = SLOT_EMPTY;
+    q->live_slots--;
+    slot_set(q, slot, INT64_MAX, SLOT_EMPTY);
+}
+
 bool sim_queue_pop(sim_queue *q, sim_event *out) {
-    while (q->n) {
-        *out = q->heap[0];
-        q->n--;
-        if (q->n) {
-            q->heap[0] = q->heap[q->n];
-            sift_down(q->heap, q->n, 0);
+    settle_popped(q);
+    for (;;) {
+        // the slots' least against the heap's top: one order over both (seqs are unique)
+        const sim_event *s = q->live_slots ? &q->sev[q->wi[1]] : NULL;
+        if (q->n && (!s || ev_less(&q->heap[0], s))) {
+            *out = q->heap[0];
+            q->n--;
+            if (q->n) {
+                q->heap[0] = q->heap[q->n];
+                sift_down(q->heap, q->n, 0);
+            }
+            if (cancel_take(q, out->seq)) continue;
+            q->popped++;
+            return true;
         }
-        if (cancel_take(q, out->seq)) continue;
+        if (!s) return false;
+        *out = *s;
+        q->popped_slot = q->wi[1];
+        q->sev[q->popped_slot].seq = SLOT_EMPTY;
+        q->live_slots--;
         q->popped++;
         return true;
     }
-    return false;
 }
 
 size_t sim_queue_size(const sim_queue *q) {
-    return q->n - q->ncancel;
+    return q->n - q->ncancel + q->live_slots;
 }
 
 uint64_t sim_queue_popped(const sim_queue *q) {
@@ -151,7 +256,17 @@ uint64_t sim_queue_popped(const sim_queue *q) {
 }
 
 bool sim_queue_peek_time(const sim_queue *q, sim_time *t) {
-    if (!q->n) return false;
-    *t = q->heap[0].t;   // may be a cancelled event: never later than the next live one
+    if (!q->n && !q->live_slots) return false;
+    // the heap's top may be a cancelled event: never later than the next live one; a popped
+    // slot still in the tree (not yet cleared) is passed over
+    sim_time h = q->n ? q->heap[0].t : INT64_MAX, sl = INT64_MAX;
+    if (q->live_slots) {
+        if (q->popped_slot == NO_SLOT)
+            sl = q->key[1].t;
+        else   // the path of the popped slot is stale; its siblings hold every other slot
+            for (uint32_t k = q->lsize + q->popped_slot; k > 1; k /= 2)
+                if (q->key[k ^ 1].t < sl) sl = q->key[k ^ 1].t;
+    }
+    *t = h < sl ? h : sl;
     return true;
 }

@@ -5,7 +5,7 @@
 // Storage is one growable array holding a 4-ary min-heap of events by value: no malloc per
 // event (the array only grows, doubling, and is reused). Cancellation is lazy: a cancelled
 // seq is remembered in a small open-addressing set and its event is dropped when it reaches
-// the top of the heap.
+// the top of the heap. Slots (below) hold one event each outside the heap.
 #ifndef SIM_QUEUE_H
 #define SIM_QUEUE_H
 
@@ -40,6 +40,16 @@ uint64_t sim_queue_push(sim_queue *q, const sim_event *ev);
 #define SIM_QUEUE_PLAIN (UINT64_C(1) << 61)
 uint64_t sim_queue_push_last(sim_queue *q, const sim_event *ev);
 uint64_t sim_queue_push_first(sim_queue *q, const sim_event *ev);
+// Slots: where an entity has at most one pending event at a time (an instance's step end),
+// that event can live in its slot instead of the heap: a tournament tree over the slots, so
+// setting or cancelling it is one walk up the tree and a cancelled one is never popped.
+// sim_queue_slots gives the queue n slots (once, before any slot push); a slot event takes
+// its seq from the same count as every push (sim_queue_slot_push: first as with
+// sim_queue_push_first, else plain), and pops in the one (t, seq) order with the heap's.
+// Pushing to a slot that holds an event, or cancelling an empty one, is a bug (asserted).
+void sim_queue_slots(sim_queue *q, uint32_t n);
+uint64_t sim_queue_slot_push(sim_queue *q, uint32_t slot, const sim_event *ev, bool first);
+void sim_queue_slot_cancel(sim_queue *q, uint32_t slot);
 // Pops the earliest live event into *out; false when none is left.
 bool sim_queue_pop(sim_queue *q, sim_event *out);
 // Marks the event with this seq as cancelled; it will never be returned by pop.

@@ -76,7 +76,7 @@ void sim_failures_fail(sim_cluster *c, sim_inst *in) {
         in->active = false;
         p->n_active--;
     }
-    if (in->busy) sim_queue_cancel(c->q, in->step_seq);   // the step in flight never ends
+    if (in->busy) sim_queue_slot_cancel(c->q, in->id);   // the step in flight never ends
     in->busy = in->waiting_loads = false;
     in->run_m = 0;
     // its state, empty: queues, batch, running set, KV, the prefix cache
