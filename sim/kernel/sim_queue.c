@@ -25,6 +25,11 @@ struct sim_queue {
     } * key;
     uint32_t *wi;
     uint32_t nslot, lsize, live_slots, popped_slot;
+    // cancelled slot events' keys, a binary min-heap: a peek sees each until a pop passes it,
+    // as it would see the event cancelled in the heap (sim_queue_peek_time's lower bound, which
+    // callers act on, is the same with slots as without)
+    struct slot_key *ghost;
+    size_t nghost, ghost_cap;
 };
 
 #define SLOT_EMPTY UINT64_MAX   // never a real seq: flags use bits 61 and 62 only
@@ -50,6 +55,7 @@ void sim_queue_destroy(sim_queue *q) {
     free(q->sev);
     free(q->key);
     free(q->wi);
+    free(q->ghost);
     free(q->heap);
     free(q->cancel);
     free(q);
@@ -208,14 +214,40 @@ uint64_t sim_queue_slot_push(sim_queue *q, uint32_t slot, const sim_event *ev, b
     return seq;
 }
 
-// The cancelled event goes to the heap marked cancelled, as if it had been pushed there: a
-// peek sees it until a pop passes it (sim_queue_peek_time's lower bound, which callers act
-// on, stays what it is without slots).
+static void ghost_push(sim_queue *q, struct slot_key k) {
+    if (q->nghost == q->ghost_cap)
+        kvf_grow((void **)&q->ghost, &q->ghost_cap, q->nghost + 1, sizeof *q->ghost);
+    size_t i = q->nghost++;
+    for (; i > 0 && key_less(&k, &q->ghost[(i - 1) / 2]); i = (i - 1) / 2)
+        q->ghost[i] = q->ghost[(i - 1) / 2];
+    q->ghost[i] = k;
+}
+
+static void ghost_pop(sim_queue *q) {
+    struct slot_key k = q->ghost[--q->nghost];
+    size_t i = 0, n = q->nghost;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && key_less(&q->ghost[c + 1], &q->ghost[c])) c++;
+        if (!key_less(&q->ghost[c], &k)) break;
+        q->ghost[i] = q->ghost[c];
+        i = c;
+    }
+    if (n) q->ghost[i] = k;
+}
+
+// Drops the cancelled slot events a pop of key (t, seq) passes (all when nothing is left).
+static void ghosts_passed(sim_queue *q, sim_time t, uint64_t seq) {
+    struct slot_key k = {t, seq};
+    while (q->nghost && key_less(&q->ghost[0], &k))
+        ghost_pop(q);
+}
+
 void sim_queue_slot_cancel(sim_queue *q, uint32_t slot) {
     KVF_ASSERT(slot < q->nslot && q->sev[slot].seq != SLOT_EMPTY);
     settle_popped(q);
-    heap_insert(q, &q->sev[slot]);
-    sim_queue_cancel(q, q->sev[slot].seq);
+    ghost_push(q, (struct slot_key){q->sev[slot].t, q->sev[slot].seq});
     q->sev[slot].seq = SLOT_EMPTY;
     q->live_slots--;
     slot_set(q, slot, INT64_MAX, SLOT_EMPTY);
@@ -234,14 +266,16 @@ bool sim_queue_pop(sim_queue *q, sim_event *out) {
                 sift_down(q->heap, q->n, 0);
             }
             if (cancel_take(q, out->seq)) continue;
-            q->popped++;
-            return true;
+        } else if (s) {
+            *out = *s;
+            q->popped_slot = q->wi[1];
+            q->sev[q->popped_slot].seq = SLOT_EMPTY;
+            q->live_slots--;
+        } else {
+            q->nghost = 0;   // the queue is empty: every cancelled event is passed
+            return false;
         }
-        if (!s) return false;
-        *out = *s;
-        q->popped_slot = q->wi[1];
-        q->sev[q->popped_slot].seq = SLOT_EMPTY;
-        q->live_slots--;
+        if (q->nghost) ghosts_passed(q, out->t, out->seq);
         q->popped++;
         return true;
     }
@@ -256,10 +290,11 @@ uint64_t sim_queue_popped(const sim_queue *q) {
 }
 
 bool sim_queue_peek_time(const sim_queue *q, sim_time *t) {
-    if (!q->n && !q->live_slots) return false;
+    if (!q->n && !q->live_slots && !q->nghost) return false;
     // the heap's top may be a cancelled event: never later than the next live one; a popped
     // slot still in the tree (not yet cleared) is passed over
     sim_time h = q->n ? q->heap[0].t : INT64_MAX, sl = INT64_MAX;
+    if (q->nghost && q->ghost[0].t < h) h = q->ghost[0].t;
     if (q->live_slots) {
         if (q->popped_slot == NO_SLOT)
             sl = q->key[1].t;
