@@ -87,21 +87,16 @@ static void sift_down(sim_event *h, size_t n, size_t i) {
     h[i] = ev;
 }
 
-// Puts *ev into the heap as it is (its seq given).
-static void heap_insert(sim_queue *q, const sim_event *ev) {
-    if (q->n == q->cap) kvf_grow((void **)&q->heap, &q->cap, q->n + 1, sizeof *q->heap);
-    q->heap[q->n] = *ev;
-    sift_up(q->heap, q->n);
-    q->n++;
-}
-
 // Pushes *ev with the next seq, or-ed with flags (0, SIM_QUEUE_PLAIN or SIM_QUEUE_LAST);
 // returns the seq.
 static uint64_t push(sim_queue *q, const sim_event *ev, uint64_t flags) {
-    sim_event e = *ev;
-    e.seq = flags | q->next_seq++;
-    heap_insert(q, &e);
-    return e.seq;
+    if (q->n == q->cap) kvf_grow((void **)&q->heap, &q->cap, q->n + 1, sizeof *q->heap);
+    uint64_t seq = flags | q->next_seq++;
+    q->heap[q->n] = *ev;
+    q->heap[q->n].seq = seq;
+    sift_up(q->heap, q->n);
+    q->n++;
+    return seq;
 }
 
 uint64_t sim_queue_push(sim_queue *q, const sim_event *ev) {
@@ -181,7 +176,8 @@ static inline bool key_less(const struct slot_key *a, const struct slot_key *b) 
 }
 
 // Slot i's key changed: the nodes on its path up, while a node's key changes (keys are unique
-// but for the empty one, so an unchanged node leaves everything above it as it was).
+// but for the empty one, so an unchanged node leaves everything above it as it was; which slot
+// an empty node names is never read: the root is read only while a slot is live).
 static void slot_set(sim_queue *q, uint32_t i, sim_time t, uint64_t seq) {
     struct slot_key *key = q->key;
     uint32_t *wi = q->wi;
@@ -189,7 +185,7 @@ static void slot_set(sim_queue *q, uint32_t i, sim_time t, uint64_t seq) {
     key[k] = (struct slot_key){t, seq};
     for (k /= 2; k >= 1; k /= 2) {
         uint32_t l = 2 * k, w = key_less(&key[l + 1], &key[l]) ? l + 1 : l;
-        if (key[w].t == key[k].t && key[w].seq == key[k].seq && wi[w] == wi[k]) break;
+        if (key[w].t == key[k].t && key[w].seq == key[k].seq) break;
         key[k] = key[w];
         wi[k] = wi[w];
     }
