@@ -1223,7 +1223,8 @@ static double offline_tok_s(const char *file, const char *model) {
 // the step models' predictions, re-derived with --explain-step, are no farther from the
 // published figure than the gaps recorded in the check line (check_gap), and the row of
 // scenarios/README.md's table states the check line's figures (published, table, its gap,
-// roofline, its gap).
+// roofline, its gap). A check line with `hit_rate=h` states input tokens counting cache hits:
+// the step's computed tokens/s over 1 - h.
 START_TEST(test_published_points) {
     char dpath[1200];
     snprintf(dpath, sizeof dpath, "%s/scenarios/published", kvt_src());
@@ -1282,6 +1283,16 @@ START_TEST(test_published_points) {
         const char *r = strstr(last, "roofline ");
         ck_assert(r);
         double rf = atof(r + strlen("roofline "));
+        double hit = check_get(line, "hit_rate");
+        if (hit >= 0) {
+            // input tokens counting hits: the computed tokens' rate over the share computed
+            // (the step's context stands for the mix's attention, not one prompt's hits)
+            ck_assert_msg(hit < 1, "%s: hit_rate %g", e->d_name, hit);
+            const char *ct = strstr(last, " tok/s ("), *cr = strstr(r, " tok/s (");
+            ck_assert_msg(ct && cr && strstr(ct, " computed,"), "%s", last);
+            t = atof(ct + strlen(" tok/s (")) / (1 - hit);
+            rf = atof(cr + strlen(" tok/s (")) / (1 - hit);
+        }
         check_gap(e->d_name, "table", t, rec_t, pub);
         check_gap(e->d_name, "roofline", rf, rec_r, pub);
         readme_row(readme, e->d_name, pub, rec_t, rec_r, line);
@@ -1296,6 +1307,48 @@ START_TEST(test_published_points) {
     closedir(dir);
     free(readme);
     ck_assert_int_ge(n, 5);
+}
+END_TEST
+
+// The DeepSeek production prefill point's context is the one scripts/deepseek-prefill-shape.py
+// derives from ShareGPT's length mix: prompts scaled by alpha and outputs by beta to DeepSeek's
+// input/output ratio r (608 B / 168 B) and mean KV length per output token K (4,989), h =
+// 342 / 608 of every prompt cached; a computed token's mean position alpha (1 + h) / 2 E[P^2] /
+// E[P], less half the step's 2,180 tokens. Recomputed here from the bundled file, so an edited
+// check line or a changed file fails.
+START_TEST(test_deepseek_prefill_mix) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/traces/data/sarathi_sharegpt8k_lengths.csv", kvt_src());
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f, "%s", path);
+    char buf[256];
+    ck_assert(fgets(buf, sizeof buf, f) && !strncmp(buf, "num_prefill_tokens,", 19));
+    double sP = 0, sO = 0, sOP = 0, sOO = 0, sPP = 0;
+    long n = 0, p, o;
+    while (fgets(buf, sizeof buf, f)) {
+        ck_assert_msg(sscanf(buf, "%ld,%ld,", &p, &o) == 2, "%s: %s", path, buf);
+        sP += p, sO += o, sOP += (double)o * p, sOO += (double)o * o, sPP += (double)p * p;
+        n++;
+    }
+    fclose(f);
+    ck_assert_int_eq(n, 30731);
+    const double K = 4989, r = 608.0 / 168, h = 342.0 / 608, N = 2180;
+    double beta = (K + 0.5) / (r * sOP / sP + sOO / (2 * sO)), alpha = r * beta * sO / sP;
+    double ctx = alpha * (1 + h) / 2 * sPP / sP - N / 2;
+    char spath[1200], line[1024] = "";
+    snprintf(spath, sizeof spath, "%s/scenarios/published/deepseek-v3-h800-prefill.yaml",
+             kvt_src());
+    f = fopen(spath, "r");
+    ck_assert(f);
+    while (fgets(buf, sizeof buf, f))
+        if (!strncmp(buf, "# check:", 8)) snprintf(line, sizeof line, " %s", buf + 8);
+    fclose(f);
+    line[strcspn(line, "\n")] = 0;
+    ck_assert_msg(fabs(check_get(line, "context") - ctx) <= 0.5 && check_get(line, "prompt") == N &&
+                      fabs(check_get(line, "hit_rate") - h) < 1e-12,
+                  "check line%s: want context %.1f (alpha %.3f, beta %.3f), prompt %g, "
+                  "hit_rate %.4f",
+                  line, ctx, alpha, beta, N, h);
 }
 END_TEST
 
@@ -1519,6 +1572,7 @@ static Suite *suite(void) {
     tcase_add_test(t, test_large_ep_keys_refused);
     tcase_add_test(t, test_explain_step_144);
     tcase_add_test(t, test_published_points);
+    tcase_add_test(t, test_deepseek_prefill_mix);
     tcase_add_test(t, test_tbo_comm_sms);
     tcase_add_test(t, test_ep_token_curve);
     tcase_add_test(t, test_tbo_gain_vs_ablation);
