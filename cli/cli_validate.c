@@ -163,6 +163,10 @@ typedef struct noise {
     double drift_cpu, drift_wall;     // after/before - 1, median over shapes
     double drift_profile;             // the profile's rows re-measured now, median ratio - 1
     double profile_unstable;          // half the relative change of that ratio over the serve
+    double drift_kind[2];             // the prefill / decode rows' median ratio - 1 (NAN: none)
+    double profile_kinds;             // half the relative difference of those two ratios: how
+                                      //   wrong the one level may be for either kind (applied
+                                      //   level only; 0 for a given profile)
     double level;                     // applied to the profile's times: 1 + drift_profile for a
                                       //   profile measured in this run, 1 for a given one
     double steal;                     // served steps: median wall/cpu - 1
@@ -274,6 +278,7 @@ typedef struct validation {
     const char *profile;   // the profile the simulator is calibrated from
     mdl_profile mp;
     double pr[2];            // a given profile re-measured now, before and after (ratio)
+    double prk[2][2];        // the same by kind: [when][prefill, decode]
     eng_profile_config cc;   // how it is re-measured
     eng_serve_config ec;
     eng_serve_result res;
@@ -362,7 +367,7 @@ static kvf_status check_profile(validation *V, int when, kvf_err *err) {
     snprintf(path, sizeof path, "%s/profile_check.txt", V->out);
     FILE *f = fopen(path, when ? "a" : "w");
     if (!f) return when ? KVF_OK : kvf_fail(err, KVF_EIO, "%s: cannot write", path);
-    kvf_status st = eng_profile_check_ratio(&V->cc, V->profile, f, &V->pr[when], err);
+    kvf_status st = eng_profile_check_ratio(&V->cc, V->profile, f, &V->pr[when], V->prk[when], err);
     fclose(f);
     return st;
 }
@@ -381,6 +386,7 @@ static kvf_status before_serve(validation *V, kvf_err *err) {
     // 2. the profile, and a given one's level now
     if ((st = choose_profile(V, err))) return st;
     V->pr[0] = V->pr[1] = NAN;
+    V->prk[0][0] = V->prk[0][1] = V->prk[1][0] = V->prk[1][1] = NAN;
     V->cc = (eng_profile_config){.model = a->model,
                                  .backend = V->b,
                                  .threads = a->threads,
@@ -432,6 +438,16 @@ static void measure_noise(validation *V) {
     if (isfinite(pr[0]) && isfinite(pr[1]))
         nz->profile_unstable = fabs(pr[1] - pr[0]) / (pr[0] + pr[1]);
     nz->level = V->a.profile ? 1 : 1 + nz->drift_profile;
+    // by kind: one level is applied to every row, so when the prefill and the decode rows
+    // moved apart (the machine slowed memory-bound shapes and not compute-bound ones, or the
+    // other way) half their difference is how far that level may be from either kind's
+    for (int k = 0; k < 2; k++) {
+        const double *a = V->prk[0], *b = V->prk[1];
+        nz->drift_kind[k] = isfinite(a[k]) ? (isfinite(b[k]) ? (a[k] + b[k]) / 2 : a[k]) - 1 : NAN;
+    }
+    if (!V->a.profile && isfinite(nz->drift_kind[0]) && isfinite(nz->drift_kind[1]))
+        nz->profile_kinds = fabs(nz->drift_kind[1] - nz->drift_kind[0]) /
+                            (2 + nz->drift_kind[0] + nz->drift_kind[1]);
     probe_band(&V->pl, true, &nz->band_cpu, &nz->spread_cpu, &nz->drift_cpu);
     probe_band(&V->pl, false, &nz->band_wall, &nz->spread_wall, &nz->drift_wall);
     for (size_t i = 0; i < V->pl.n; i++) {
@@ -481,8 +497,8 @@ static void step_time(validation *V, kvf_status *st, kvf_err *err) {
         // the step band: how far the machine's level moved over the serve by the profile's
         // clock (wall: plus steal), plus how far the profile's rows moved over it
         const noise *nz = &V->nz;
-        double bs = V->cpu_clock ? nz->band_cpu + nz->profile_unstable
-                                 : nz->band_wall + fmax(0, nz->steal) + nz->profile_unstable;
+        double bs = (V->cpu_clock ? nz->band_cpu : nz->band_wall + fmax(0, nz->steal)) +
+                    nz->profile_unstable + nz->profile_kinds;
         double worst = 0;
         V->stepj = cli_fid_step_time(res, stp, &gf, V->cpu_clock, nz->level, 100 * bs, CLI_TOL_STEP,
                                      V->pred, V->resid, V->flag, &V->flagged, &worst);
@@ -526,8 +542,8 @@ static void simulate(validation *V, kvf_status *st, kvf_err *err) {
     // end to end: the model's clock against the serve's wall clock, so the band covers the
     // probes' wall spread and the time other processes took from the engine (steal)
     // (steal only ever slows the serve: it widens the slower side alone)
-    V->b_e2e = nz->band_wall + fmax(0, nz->steal) + nz->profile_unstable;
-    double b_e2e_lo = nz->band_wall + nz->profile_unstable;
+    V->b_e2e = nz->band_wall + fmax(0, nz->steal) + nz->profile_unstable + nz->profile_kinds;
+    double b_e2e_lo = nz->band_wall + nz->profile_unstable + nz->profile_kinds;
     // scheduling: the step times are the measured ones; what remains unmeasured is the loop's
     // unaccounted time, whose effect on latencies queueing amplifies by 1 / (1 - utilisation)
     const eng_serve_result *res = &V->res;
@@ -616,6 +632,12 @@ static json_t *noise_json(const validation *V) {
     json_object_set_new(nj, "profile_drift_pct", json_real(100 * nz->drift_profile));
     json_object_set_new(nj, "profile_unstable_pct", json_real(100 * nz->profile_unstable));
     json_object_set_new(nj, "profile_level_applied", json_real(nz->level));
+    const char *kd[2] = {"profile_drift_prefill_pct", "profile_drift_decode_pct"};
+    for (int k = 0; k < 2; k++)
+        json_object_set_new(nj, kd[k],
+                            isfinite(nz->drift_kind[k]) ? json_real(100 * nz->drift_kind[k])
+                                                        : json_null());
+    json_object_set_new(nj, "profile_kinds_pct", json_real(100 * nz->profile_kinds));
     json_object_set_new(nj, "loop_unaccounted_pct", json_real(100 * nz->loop));
     json_object_set_new(nj, "probes_before", json_integer((json_int_t)nz->probes[0]));
     json_object_set_new(nj, "probes_during", json_integer((json_int_t)nz->probes[1]));
@@ -815,9 +837,11 @@ static void print_latency(const validation *V, json_t *v) {
                "+-%.1f %% over the serve\n",
                100 * nz->drift_profile, 100 * nz->profile_unstable);
     else
-        printf("  profile (measured in this run): its rows re-measured around the serve %+.1f %%, "
-               "applied to its times (x%.3f); moved +-%.1f %% over the serve\n",
-               100 * nz->drift_profile, nz->level, 100 * nz->profile_unstable);
+        printf("  profile (measured in this run): its rows re-measured around the serve %+.1f %% "
+               "(prefill rows %+.1f %%, decode rows %+.1f %%: +-%.1f %% between kinds), applied "
+               "to its times (x%.3f); moved +-%.1f %% over the serve\n",
+               100 * nz->drift_profile, 100 * nz->drift_kind[0], 100 * nz->drift_kind[1],
+               100 * nz->profile_kinds, nz->level, 100 * nz->profile_unstable);
     const char *sec[] = {"scheduling", "end_to_end"};
     const char *title[] = {"scheduling fidelity (measured step times replayed)",
                            "end to end (calibrated step model)"};

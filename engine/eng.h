@@ -234,9 +234,11 @@ kvf_status eng_profile_run(const eng_profile_config *c, FILE *f, FILE *progress,
 // probe's ratio falls outside [1/r, r].
 kvf_status eng_profile_check(const eng_profile_config *c, const char *path, FILE *out,
                              kvf_err *err);
-// The same, and *ratio = the median measured/stored ratio over the probes.
+// The same, and *ratio = the median measured/stored ratio over the probes; kind (NULL allowed)
+// gets that median over the prefill probes ([0]) and over the decode probes ([1]), NAN for a
+// kind without one.
 kvf_status eng_profile_check_ratio(const eng_profile_config *c, const char *path, FILE *out,
-                                   double *ratio, kvf_err *err);
+                                   double *ratio, double *kind, kvf_err *err);
 
 // Timing probes: ENG_PROBE_SHAPES fixed small steps (prefill 12@0 and 128@256, decode 4@256 and
 // 16@512 as new tokens or batch @ context) on an engine of their own (~1 MB of KV next to the

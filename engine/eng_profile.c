@@ -405,7 +405,7 @@ typedef struct crow {
 kvf_status eng_profile_check(const eng_profile_config *c, const char *path, FILE *out,
                              kvf_err *err) {
     double r;
-    return eng_profile_check_ratio(c, path, out, &r, err);
+    return eng_profile_check_ratio(c, path, out, &r, NULL, err);
 }
 
 // What the header lines of a profile say, and its prefill/decode rows.
@@ -536,9 +536,10 @@ static kvf_status check_time(eng_engine *e, const eng_profile_config *c, bool cp
 // The check (contract in eng.h): read the profile, pick the probes, time them on an engine
 // of the profile's model, report the median drift.
 kvf_status eng_profile_check_ratio(const eng_profile_config *c, const char *path, FILE *out,
-                                   double *ratio, kvf_err *err) {
+                                   double *ratio, double *kind, kvf_err *err) {
     KVF_ASSERT(c && path && out && ratio);
     *ratio = NAN;
+    if (kind) kind[0] = kind[1] = NAN;
     char *text = NULL;
     size_t len = 0;
     kvf_status st = kvf_read_file(path, &text, &len, err);
@@ -563,10 +564,22 @@ kvf_status eng_profile_check_ratio(const eng_profile_config *c, const char *path
     double ratios[CHECK_PROBES];
     uint32_t outside = 0;
     if ((st = check_time(e, c, p.cpu, probe, np, out, ratios, &outside, err))) goto done;
+    // by kind first: stats() sorts what it is given
+    uint32_t nkind[2] = {0, 0};
+    for (int k = 0; kind && k < 2; k++) {
+        double rk[CHECK_PROBES];
+        for (uint32_t i = 0; i < np; i++)
+            if (!strcmp(probe[i].op, k ? "decode" : "prefill")) rk[nkind[k]++] = ratios[i];
+        if (nkind[k]) kind[k] = stats(rk, nkind[k]).med;
+    }
     stat3 d = stats(ratios, np);
     *ratio = d.med;
     fprintf(out, "# median drift (measured/stored): %.3f over %u probes (%s clock)\n", d.med, np,
             p.cpu ? "thread cpu" : "wall");
+    for (int k = 0; kind && k < 2; k++)
+        if (nkind[k])
+            fprintf(out, "# median drift of the %s probes: %.3f over %u\n",
+                    k ? "decode" : "prefill", kind[k], nkind[k]);
     if (outside)
         st = kvf_fail(err, KVF_ERUN,
                       "%s: %u of %u probes drifted beyond x%.2f of the stored times (median "

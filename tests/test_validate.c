@@ -230,6 +230,10 @@ START_TEST(test_validate_wrong_profile_fails) {
     ck_assert_msg(kvt_num(v, "noise.profile_drift_pct") < -50, "profile drift %g %%",
                   kvt_num(v, "noise.profile_drift_pct"));
     ck_assert_double_eq(kvt_num(v, "noise.profile_level_applied"), 1);
+    // nor is how far apart its kinds' rows moved: that is its own error too, not the band's
+    ck_assert_double_eq(kvt_num(v, "noise.profile_kinds_pct"), 0);
+    ck_assert_msg(kvt_num(v, "noise.profile_drift_decode_pct") < -50, "decode rows %g %%",
+                  kvt_num(v, "noise.profile_drift_decode_pct"));
     // scheduling fidelity does not depend on the profile: the replay of the measured steps
     // stays within 25 % (8 requests' p50 and p90 on a machine loaded by two busy loops were
     // measured 5-8 % off, the window test holds 100 requests to 5 % plus its band), where replaying
@@ -393,9 +397,36 @@ START_TEST(test_validate_own_profile) {
     char path[256];
     snprintf(path, sizeof path, "%s/rel/out/profile_check.txt", dir);
     char *chk = kvt_slurp(path);
-    ck_assert_msg(chk && kvt_count(chk, "# median drift") == 2, "profile_check.txt: %s",
-                  chk ? chk : "missing");
+    ck_assert_msg(chk && kvt_count(chk, "# median drift (") == 2 &&
+                      kvt_count(chk, "# median drift of the prefill probes: ") == 2 &&
+                      kvt_count(chk, "# median drift of the decode probes: ") == 2,
+                  "profile_check.txt: %s", chk ? chk : "missing");
+    // by kind: each kind's median ratio as the file states it (before and after), averaged,
+    // and half the relative difference of the two kinds' in the band
+    double kr[2][2];
+    const char *kn[2] = {"# median drift of the prefill probes: ",
+                         "# median drift of the decode probes: "};
+    for (int k = 0; k < 2; k++) {
+        const char *at = chk;
+        for (int w = 0; w < 2; w++) {
+            at = strstr(at, kn[k]);
+            ck_assert(at);
+            at += strlen(kn[k]);
+            kr[k][w] = atof(at);
+        }
+    }
     free(chk);
+    double dk[2];
+    const char *kk[2] = {"noise.profile_drift_prefill_pct", "noise.profile_drift_decode_pct"};
+    for (int k = 0; k < 2; k++) {
+        dk[k] = kvt_num(v, kk[k]);
+        // the file's ratios carry 3 decimals
+        ck_assert_msg(fabs(dk[k] - 100 * ((kr[k][0] + kr[k][1]) / 2 - 1)) <= 0.051, "%s %g: %g %g",
+                      kk[k], dk[k], kr[k][0], kr[k][1]);
+    }
+    double pk = kvt_num(v, "noise.profile_kinds_pct");
+    ck_assert_double_eq_tol(pk, 100 * fabs(dk[1] - dk[0]) / (200 + dk[0] + dk[1]),
+                            1e-8 * fmax(1, pk));
     // the probes before the profile are listed but leave the band (the level replaces them)
     snprintf(path, sizeof path, "%s/rel/out/probes.csv", dir);
     char *csv = kvt_slurp(path);
@@ -414,8 +445,8 @@ START_TEST(test_validate_own_profile) {
                                                    (int)kvt_num(v, "noise.probes_after") + nbusy);
     free(csv);
     // the step band: the machine's level over the serve (thread CPU clock; the probes between
-    // steps among those during it), how far the profile's rows moved, and the judged kinds'
-    // medians' standard error
+    // steps among those during it), how far the profile's rows moved, how far apart its two
+    // kinds' rows moved, and the judged kinds' medians' standard error
     ck_assert_msg(nbusy > 0, "no probe between steps");
     double lb = kvt_num(v, "step_time.level_band_pct"), se = kvt_num(v, "step_time.median_se_pct");
     ck_assert_msg(isfinite(se) && se >= 0, "median_se_pct %g", se);
@@ -423,7 +454,8 @@ START_TEST(test_validate_own_profile) {
     // rounded there by at most 5e-10 of itself, agree within 1.5e-9 of the sum
     double tol = 1e-8 * fmax(1, lb + se);
     ck_assert_double_eq_tol(
-        lb, kvt_num(v, "noise.probe_cpu_band_pct") + kvt_num(v, "noise.profile_unstable_pct"), tol);
+        lb, kvt_num(v, "noise.probe_cpu_band_pct") + kvt_num(v, "noise.profile_unstable_pct") + pk,
+        tol);
     ck_assert_double_eq_tol(kvt_num(v, "step_time.band_pct"), lb + se, tol);
     json_decref(v);
 }
