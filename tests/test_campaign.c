@@ -884,6 +884,7 @@ static double now_s(void) {
 START_TEST(test_campaign) {
     snprintf(T, sizeof T, "/tmp/kvf_campaign_XXXXXX");
     ck_assert(mkdtemp(T));
+    kvt_tmp_register(T);
     put("tiny.jsonl",
         "{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 5, \"hash_ids\": [1]}\n"
         "{\"timestamp\": 100, \"input_length\": 200, \"output_length\": 5, \"hash_ids\": [1, 2]}\n"

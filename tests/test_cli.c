@@ -51,6 +51,7 @@ static char tmpdir[64];
 static void setup(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/kvf_cli_XXXXXX");
     ck_assert(mkdtemp(tmpdir));
+    kvt_tmp_register(tmpdir);
 }
 
 #define EXPECT_MSG(...)                                                                            \

@@ -122,6 +122,7 @@ START_TEST(test_vision_stage) {
     // and the vision encoder's work shows as that pool's busy time
     char dir[] = "/tmp/kvf_vis_XXXXXX";
     ck_assert(mkdtemp(dir));
+    kvt_tmp_register(dir);
     const char *sets[] = {
         "model=gemma-3-27b", "cluster.vision.instances=1", "cluster.prefill.gpus_per_instance=2",
         "cluster.decode.gpus_per_instance=2",

@@ -108,6 +108,7 @@ static int run_browser(const char *args, const char *out) {
 START_TEST(test_report_renders_in_chromium) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/kvf_test_browser_XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    kvt_tmp_register(tmpdir);
     fake_run(tmpdir);
     kvf_err err = {0};
     ck_assert_msg(rpt_report_write(tmpdir, true, false, &err) == KVF_OK, "%s", err.msg);

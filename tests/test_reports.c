@@ -31,6 +31,7 @@ static char tmpdir[256];
 static void mk_tmp(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/kvf_test_reports_XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    kvt_tmp_register(tmpdir);
 }
 
 // KVF_TEST_KEEP=1 keeps the directories (their paths go to stderr) to look at the pages.

@@ -430,6 +430,7 @@ START_TEST(test_run_is_deterministic) {
     char d1[] = "/tmp/kvf_det1_XXXXXX", d2[] = "/tmp/kvf_det2_XXXXXX",
          d3[] = "/tmp/kvf_det3_XXXXXX";
     ck_assert(mkdtemp(d1) && mkdtemp(d2) && mkdtemp(d3));
+    kvt_tmp_register(d1), kvt_tmp_register(d2), kvt_tmp_register(d3);
     json_t *a = run_with(d1, sets, 1), *b = run_with(d2, sets, 1);
     char *ta = summary_without_sim(a), *tb = summary_without_sim(b);
     ck_assert_msg(!strcmp(ta, tb), "same seed gave different summaries");

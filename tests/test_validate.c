@@ -22,6 +22,7 @@
 static json_t *validate(const char *trace, const char *shaping, int *rc, char *dir_out) {
     char dir[] = "/tmp/kvf_val_XXXXXX";
     ck_assert(mkdtemp(dir));
+    kvt_tmp_register(dir);
     char cmd[4096];
     const char *bin = getenv("KVF_BIN") ? getenv("KVF_BIN") : "build/kvfleet";
     char abs_bin[2048];
@@ -304,6 +305,7 @@ END_TEST
 static int run_cmd(const char *args, char *msg, size_t n, char *dir_out) {
     char dir[] = "/tmp/kvf_valc_XXXXXX";
     ck_assert(mkdtemp(dir));
+    kvt_tmp_register(dir);
     if (dir_out) strcpy(dir_out, dir);
     const char *bin = getenv("KVF_BIN") ? getenv("KVF_BIN") : "build/kvfleet";
     char cmd[4096], path[128];

@@ -87,9 +87,44 @@ const char *kvt_bin(void) {
 char kvt_tmp[64];
 char kvt_out[1 << 20], kvt_err[65536];
 
+// Temporary directories this process made, removed when it exits normally: under libcheck's
+// fork mode a test's own process after a test that passed (a failed test's process leaves by
+// _exit, so its files stay to be looked at), else the suite's. Each names the process that
+// made it, so a test's process, which inherits the list and the exit handler, leaves what the
+// suite's process made for the tests after it.
+enum { KVT_TMP_MAX = 256 };
+static struct {
+    pid_t pid;
+    char path[128];
+} tmp_made[KVT_TMP_MAX];
+static int n_tmp_made;
+static bool tmp_handler;
+
+static void tmp_cleanup(void) {
+    pid_t me = getpid();
+    for (int i = 0; i < n_tmp_made; i++) {
+        if (tmp_made[i].pid != me) continue;
+        char cmd[160];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_made[i].path);
+        (void)!system(cmd);
+        tmp_made[i].pid = 0;
+    }
+}
+
+void kvt_tmp_register(const char *path) {
+    if (!tmp_handler) atexit(tmp_cleanup);   // inherited by the tests' processes
+    tmp_handler = true;
+    if (n_tmp_made == KVT_TMP_MAX || strlen(path) >= sizeof tmp_made[0].path ||
+        strncmp(path, "/tmp/", 5) || strchr(path, '\''))
+        return;
+    tmp_made[n_tmp_made].pid = getpid();
+    snprintf(tmp_made[n_tmp_made++].path, sizeof tmp_made[0].path, "%s", path);
+}
+
 void kvt_tmp_make(const char *prefix) {
     snprintf(kvt_tmp, sizeof kvt_tmp, "/tmp/%s_XXXXXX", prefix);
     ck_assert(mkdtemp(kvt_tmp));
+    kvt_tmp_register(kvt_tmp);
 }
 
 void kvt_tmp_remove(void) {
