@@ -16,10 +16,17 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static char path[64];   // the input as a file, removed at exit
+static void remove_path(void) {
+    unlink(path);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
-    static char path[64];
-    if (!path[0]) snprintf(path, sizeof path, "/tmp/kvf_fuzz_%d.trace", (int)getpid());
+    if (!path[0]) {
+        snprintf(path, sizeof path, "/tmp/kvf_fuzz_%d.trace", (int)getpid());
+        atexit(remove_path);
+    }
     FILE *f = fopen(path, "wb");
     if (!f) return 0;
     fwrite(data + 1, 1, size - 1, f);

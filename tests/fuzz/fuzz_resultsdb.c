@@ -24,10 +24,18 @@ static void put(const char *name, const void *p, size_t n) {
     fclose(f);
 }
 
+// the directory and what the reports wrote in it, at exit
+static void remove_dir(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    (void)!system(cmd);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!dir[0]) {
         snprintf(dir, sizeof dir, "/tmp/kvf_fuzz_%d_db", (int)getpid());
         mkdir(dir, 0755);
+        atexit(remove_dir);
         setenv("KVF_NO_GNUPLOT", "1", 1);
         static const char summary[] =
             "{\"scenario\": \"fuzz\", \"model\": \"m\", \"hardware\": \"h\", \"mode\": "

@@ -13,6 +13,11 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static char path[64];   // the input as a file, removed at exit
+static void remove_path(void) {
+    unlink(path);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     static sim_config c;
@@ -26,8 +31,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         st = sim_config_set(&c, s, &err);
         free(s);
     } else {
-        static char path[64];
-        if (!path[0]) snprintf(path, sizeof path, "/tmp/kvf_fuzz_%d.yaml", (int)getpid());
+        if (!path[0]) {
+            snprintf(path, sizeof path, "/tmp/kvf_fuzz_%d.yaml", (int)getpid());
+            atexit(remove_path);
+        }
         FILE *f = fopen(path, "wb");
         if (!f) return 0;
         fwrite(data + 1, 1, size - 1, f);
