@@ -145,8 +145,10 @@ void sim_inst_kick(sim_cluster *c, sim_inst *in) {
                 if (in->run_ext[i] & 2) c->m.table_fallbacks--;
             }
             in->run_m = j + 1;
-            // the next run is costed twice as far as this one got
-            in->run_hint = KVF_MAX((uint32_t)SIM_RUN_MIN, 2 * (j + 1));
+            // run_hint stays: costed as far again, the next run more often ends where a member
+            // finishes or the next request arrives than at its costed end, an event of its own
+            // (the no-cache hour at 36,000 requests: 560.5 M -> 542.6 M instructions in the
+            // loop, where twice as far as this one got cost fewer steps and more events)
             sim_queue_slot_cancel(c->q, in->id);
             in->step_end = in->run_end[j];
             push_step_done(c, in);
