@@ -836,12 +836,16 @@ static void print_latency(const validation *V, json_t *v) {
         printf("  profile (given): its rows re-measured here %+.1f %% (part of its error), moved "
                "+-%.1f %% over the serve\n",
                100 * nz->drift_profile, 100 * nz->profile_unstable);
-    else
-        printf("  profile (measured in this run): its rows re-measured around the serve %+.1f %% "
-               "(prefill rows %+.1f %%, decode rows %+.1f %%: +-%.1f %% between kinds), applied "
-               "to its times (x%.3f); moved +-%.1f %% over the serve\n",
-               100 * nz->drift_profile, 100 * nz->drift_kind[0], 100 * nz->drift_kind[1],
-               100 * nz->profile_kinds, nz->level, 100 * nz->profile_unstable);
+    else {
+        char kinds[128] = "";
+        if (isfinite(nz->drift_kind[0]) && isfinite(nz->drift_kind[1]))
+            snprintf(kinds, sizeof kinds,
+                     " (prefill rows %+.1f %%, decode rows %+.1f %%: +-%.1f %% between kinds)",
+                     100 * nz->drift_kind[0], 100 * nz->drift_kind[1], 100 * nz->profile_kinds);
+        printf("  profile (measured in this run): its rows re-measured around the serve %+.1f "
+               "%%%s, applied to its times (x%.3f); moved +-%.1f %% over the serve\n",
+               100 * nz->drift_profile, kinds, nz->level, 100 * nz->profile_unstable);
+    }
     const char *sec[] = {"scheduling", "end_to_end"};
     const char *title[] = {"scheduling fidelity (measured step times replayed)",
                            "end to end (calibrated step model)"};
