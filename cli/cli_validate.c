@@ -429,25 +429,30 @@ static kvf_status serve_trace(validation *V, kvf_status *after, kvf_err *err) {
 // was measured, or took it during the serve) is applied to its times, and the probes before
 // the profile, whose difference it measures, leave the band. How much that level moved from
 // before to after the serve is noise either way.
+// A re-measured ratio before (a) and after (b) the serve as a drift: their mean - 1, a alone
+// when b is missing, NAN when a is.
+static double drift_of(double a, double b) {
+    return isfinite(a) ? (isfinite(b) ? (a + b) / 2 : a) - 1 : NAN;
+}
+
 static void measure_noise(validation *V) {
     noise *nz = &V->nz;
     const double *pr = V->pr;
     const eng_serve_result *res = &V->res;
     memset(nz, 0, sizeof *nz);
-    if (isfinite(pr[0])) nz->drift_profile = (isfinite(pr[1]) ? (pr[0] + pr[1]) / 2 : pr[0]) - 1;
+    if (isfinite(pr[0])) nz->drift_profile = drift_of(pr[0], pr[1]);
     if (isfinite(pr[0]) && isfinite(pr[1]))
         nz->profile_unstable = fabs(pr[1] - pr[0]) / (pr[0] + pr[1]);
     nz->level = V->a.profile ? 1 : 1 + nz->drift_profile;
     // by kind: one level is applied to every row, so when the prefill and the decode rows
     // moved apart (the machine slowed memory-bound shapes and not compute-bound ones, or the
     // other way) half their difference is how far that level may be from either kind's
-    for (int k = 0; k < 2; k++) {
-        const double *a = V->prk[0], *b = V->prk[1];
-        nz->drift_kind[k] = isfinite(a[k]) ? (isfinite(b[k]) ? (a[k] + b[k]) / 2 : a[k]) - 1 : NAN;
-    }
-    if (!V->a.profile && isfinite(nz->drift_kind[0]) && isfinite(nz->drift_kind[1]))
-        nz->profile_kinds = fabs(nz->drift_kind[1] - nz->drift_kind[0]) /
-                            (2 + nz->drift_kind[0] + nz->drift_kind[1]);
+    for (int k = 0; k < 2; k++)
+        nz->drift_kind[k] = drift_of(V->prk[0][k], V->prk[1][k]);
+    double sum =
+        2 + nz->drift_kind[0] + nz->drift_kind[1];   // the two ratios' sum (NAN: one missing)
+    if (!V->a.profile && sum > 0)
+        nz->profile_kinds = fabs(nz->drift_kind[1] - nz->drift_kind[0]) / sum;
     probe_band(&V->pl, true, &nz->band_cpu, &nz->spread_cpu, &nz->drift_cpu);
     probe_band(&V->pl, false, &nz->band_wall, &nz->spread_wall, &nz->drift_wall);
     for (size_t i = 0; i < V->pl.n; i++) {

@@ -236,7 +236,7 @@ kvf_status eng_profile_check(const eng_profile_config *c, const char *path, FILE
                              kvf_err *err);
 // The same, and *ratio = the median measured/stored ratio over the probes; kind (NULL allowed)
 // gets that median over the prefill probes ([0]) and over the decode probes ([1]), NAN for a
-// kind without one.
+// kind without one, each also written to out as a `# median drift of the ... probes` line.
 kvf_status eng_profile_check_ratio(const eng_profile_config *c, const char *path, FILE *out,
                                    double *ratio, double *kind, kvf_err *err);
 

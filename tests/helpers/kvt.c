@@ -112,6 +112,7 @@ static void tmp_cleanup(void) {
 }
 
 void kvt_tmp_register(const char *path) {
+    if (getenv("KVF_TEST_KEEP")) return;     // kept to be looked at (the suites print where)
     if (!tmp_handler) atexit(tmp_cleanup);   // inherited by the tests' processes
     tmp_handler = true;
     if (n_tmp_made == KVT_TMP_MAX || strlen(path) >= sizeof tmp_made[0].path ||

@@ -36,8 +36,8 @@ extern char kvt_tmp[64];
 void kvt_tmp_make(const char *prefix);
 void kvt_tmp_remove(void);
 // Removes path (a directory under /tmp) when the process that registered it exits normally: a
-// test's process under fork mode when the test passed (a failed one's files stay).
-// kvt_tmp_make registers its directory.
+// test's process under fork mode when the test passed (a failed one's files stay); nothing is
+// removed under KVF_TEST_KEEP. kvt_tmp_make registers its directory.
 void kvt_tmp_register(const char *path);
 // kvt_tmp/name, in one of 8 rotating static buffers (up to 8 paths live at once).
 const char *kvt_tmp_path(const char *name);
