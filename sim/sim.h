@@ -382,6 +382,8 @@ typedef struct sim_run_opts {
     volatile int *interrupt;   // set non-zero (e.g. by SIGINT) to stop early
     bool router_check;         // min-load routers assert their index against a scan (tests)
     bool decode_single;        // no runs of decode steps in one event (tests compare)
+    bool run_whole;            // runs of decode steps costed whole when formed, not in pages
+                               // (tests compare)
     bool decode_listed;        // decode steps list every running sequence (the O(batch)
                                // reference path) instead of running sums; tests compare
     bool keep_blocks;          // requests keep their block ids even where nothing reads them

@@ -169,6 +169,136 @@ START_TEST(test_queue_slots_match_heap) {
 }
 END_TEST
 
+// A slot event costed in parts (a run of decode steps costed page by page): in queue a, its
+// seq taken when it is formed (sim_queue_seq_take), an early event at each page's end and the
+// taken seq on the last part (sim_queue_slot_push_seq); in queue b, the same event pushed
+// whole when formed. Every other event pops from a as from b, in the same order with the same
+// seqs and the same count (early ones apart); a peek after each pop finds something due at
+// that time in a exactly when it does in b; early events pop before everything else of their
+// time and leave no lower bound when cancelled. Random heap and slot events around them.
+START_TEST(test_queue_early_events_change_nothing_else) {
+    for (uint32_t nslot = 2; nslot <= 26; nslot += 8) {
+        sim_queue *a = sim_queue_create(4), *b = sim_queue_create(4);
+        sim_queue_slots(a, nslot);
+        sim_queue_slots(b, nslot);
+        struct {
+            uint64_t seq;       // the event's seq (b's), 0 = none pending
+            sim_time end;       // its time
+            sim_time page[3];   // a's early events before it
+            int npage, at;      // pages, and the next early event a pushes
+        } st[26];
+        memset(st, 0, sizeof st);
+        kvf_rng r;
+        kvf_rng_init(&r, 17, nslot);
+        sim_time now = 0;
+        uint64_t pops = 0, early = 0;
+        for (int op = 0; op < 20000; op++) {
+            uint32_t k = (uint32_t)kvf_rng_below(&r, 10), i = (uint32_t)kvf_rng_below(&r, nslot);
+            sim_event ev = {.t = now + (sim_time)kvf_rng_below(&r, 40),
+                            .dst = i,
+                            .kind = 1,
+                            .arg = {(uint64_t)op, 0}};
+            if (k < 3) {   // a plain, first or last heap event, in both
+                uint64_t sa = k == 0   ? sim_queue_push(a, &ev)
+                              : k == 1 ? sim_queue_push_first(a, &ev)
+                                       : sim_queue_push_last(a, &ev);
+                uint64_t sb = k == 0   ? sim_queue_push(b, &ev)
+                              : k == 1 ? sim_queue_push_first(b, &ev)
+                                       : sim_queue_push_last(b, &ev);
+                ck_assert_uint_eq(sa, sb);
+            } else if (k < 7 && !st[i].seq) {   // an event in slot i, in parts in a
+                bool first = k & 1;
+                ev.kind = 2;
+                ev.t = now + 1 + (sim_time)kvf_rng_below(&r, 120);
+                st[i].end = ev.t;
+                st[i].npage = (int)kvf_rng_below(&r, 4);
+                st[i].at = 0;
+                sim_time p = now;
+                for (int j = 0; j < st[i].npage; j++) {   // page ends before the event's time
+                    p += 1 + (sim_time)kvf_rng_below(&r, (uint64_t)(st[i].end - p) / 2 + 1);
+                    st[i].page[j] = p < st[i].end ? p : st[i].end - 1;
+                    if (st[i].page[j] <= now || (j && st[i].page[j] <= st[i].page[j - 1])) {
+                        st[i].npage = j;
+                        break;
+                    }
+                }
+                st[i].seq = sim_queue_slot_push(b, i, &ev, first);
+                if (st[i].npage) {
+                    uint64_t sa = sim_queue_seq_take(a, first ? 0 : SIM_QUEUE_PLAIN);
+                    ck_assert_uint_eq(sa, st[i].seq);
+                    sim_event e = ev;
+                    e.t = st[i].page[0];
+                    sim_queue_slot_push_early(a, i, &e);
+                } else {
+                    ck_assert_uint_eq(sim_queue_slot_push(a, i, &ev, first), st[i].seq);
+                }
+            } else if (k == 7 && st[i].seq && st[i].at == st[i].npage) {   // cancel a whole one
+                sim_queue_slot_cancel(a, i);
+                sim_queue_slot_cancel(b, i);
+                st[i].seq = 0;
+            } else {   // pop: a's early events on the way set their slots' next part
+                sim_event ea, eb;
+                bool gb = sim_queue_pop(b, &eb), ga;
+                while ((ga = sim_queue_pop(a, &ea)) && ea.kind == 2 &&
+                       ea.seq != st[ea.dst].seq) {   // an early one
+                    uint32_t s = ea.dst;
+                    ck_assert(st[s].at < st[s].npage && ea.t == st[s].page[st[s].at]);
+                    ck_assert(ea.seq < st[s].seq);
+                    ck_assert(!gb || ea.t <= eb.t);   // never after what b pops next
+                    early++;
+                    sim_event e = ea;
+                    if (++st[s].at < st[s].npage) {
+                        e.t = st[s].page[st[s].at];
+                        sim_queue_slot_push_early(a, s, &e);
+                    } else {
+                        e.t = st[s].end;
+                        sim_queue_slot_push_seq(a, s, &e, st[s].seq);
+                    }
+                }
+                ck_assert(ga == gb);
+                if (!ga) continue;
+                pops++;
+                ck_assert_msg(ea.seq == eb.seq && ea.t == eb.t && ea.arg[0] == eb.arg[0],
+                              "nslot %u op %d: popped seq %llu t %lld, whole %llu %lld", nslot, op,
+                              (unsigned long long)ea.seq, (long long)ea.t,
+                              (unsigned long long)eb.seq, (long long)eb.t);
+                now = ea.t;
+                if (ea.kind == 2) st[ea.dst].seq = 0;
+                sim_time pa = INT64_MAX, pb = INT64_MAX;
+                sim_queue_peek_time(a, &pa);
+                sim_queue_peek_time(b, &pb);
+                ck_assert_msg((pa <= now) == (pb <= now), "op %d: due now %d in parts, %d whole",
+                              op, pa <= now, pb <= now);
+            }
+            ck_assert_uint_eq(sim_queue_size(a), sim_queue_size(b));
+            ck_assert_uint_eq(sim_queue_popped(a), sim_queue_popped(b));
+        }
+        ck_assert_uint_eq(sim_queue_early_popped(a), early);
+        ck_assert_msg(early > 1000 && pops > 5000, "%llu early, %llu others popped",
+                      (unsigned long long)early, (unsigned long long)pops);
+        // an early event cancelled leaves no lower bound; one pops before a first event of its
+        // time pushed before it
+        sim_queue *q = sim_queue_create(4);
+        sim_queue_slots(q, 2);
+        sim_event e1 = {.t = 50, .kind = 1}, e2 = {.t = 50, .dst = 1, .kind = 2};
+        sim_queue_push_first(q, &e1);
+        sim_queue_slot_push_early(q, 1, &e2);
+        sim_event got;
+        ck_assert(sim_queue_pop(q, &got) && got.kind == 2);
+        sim_queue_slot_push_early(q, 1, &(sim_event){.t = 20, .dst = 1, .kind = 2});
+        sim_queue_slot_cancel(q, 1);
+        sim_time pt = 0;
+        ck_assert(sim_queue_peek_time(q, &pt) && pt == 50);
+        ck_assert(sim_queue_pop(q, &got) && got.kind == 1);
+        ck_assert_uint_eq(sim_queue_popped(q), 1);
+        ck_assert_uint_eq(sim_queue_early_popped(q), 1);
+        sim_queue_destroy(q);
+        sim_queue_destroy(a);
+        sim_queue_destroy(b);
+    }
+}
+END_TEST
+
 START_TEST(test_link_shares_bandwidth_fairly) {
     // two flows of 1 GB and 3 GB on a 1 GB/s link: both run at 0.5 GB/s until the first ends
     // at 2 s, then the second alone: ends at 2 + 2 = 4 s.
@@ -845,6 +975,52 @@ START_TEST(test_decode_sums_match_listed_path) {
 }
 END_TEST
 
+// Runs of decode steps costed page by page (SIM_RUN_PAGE steps, then three times as many as
+// are costed, at early events) against each run costed whole when formed: the same summary,
+// event count included, the same request rows and time series, on real traces of each
+// format, under a least_kv decode router (which reads a run's ended steps between events), a
+// round-robin one, the serving engine's per-step terms and with many decode instances (long
+// runs, most cut by a request mid-page). Each case must have costed pages.
+START_TEST(test_run_pages_match_whole_runs) {
+    struct {
+        const char *trace, *sets[7];
+        int nsets;
+    } cases[] = {
+        {"mooncake_conversation.jsonl",
+         {"workload.limit_requests=2000", "kv_cache.prefix_cache=false",
+          "cluster.decode.instances=12", "cluster.prefill.instances=8"},
+         4},
+        {"azure2023_conv.csv",
+         {"workload.limit_requests=2000", "model=gemma-3-27b", "workload.format=azure",
+          "cluster.decode.instances=8", "router.decode=round_robin", "output.sample_interval_s=1"},
+         6},
+        {"weka_agentic_dev.jsonl",
+         {"workload.limit_requests=1000", "model=gpt-oss-120b", "workload.format=auto",
+          "cluster.decode.instances=6", "serving.step_overhead_us=350.5",
+          "serving.step_overhead_per_seq_us=7.25", "serving.graph_buckets=8"},
+         7},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char d1[64], d2[64];
+        two_dirs("kvf_pages", d1, d2, sizeof d1);
+        const char *trace = kvt_shared_trace(cases[k].trace);
+        json_t *paged = kvt_run("quickstart.yaml", trace, cases[k].sets, cases[k].nsets, d1);
+        kvt_run_whole = true;
+        json_t *whole = kvt_run("quickstart.yaml", trace, cases[k].sets, cases[k].nsets, d2);
+        kvt_run_whole = false;
+        double pages = kvt_num(paged, "sim.page_events"), ev = kvt_num(paged, "sim.events");
+        printf("run pages, case %zu: %g events and %g page events; %g events costed whole, "
+               "%g steps\n",
+               k, ev, pages, kvt_num(whole, "sim.events"), kvt_num(paged, "steps.steps"));
+        ck_assert_msg(pages > 100, "case %zu: %g page events", k, pages);
+        ck_assert_msg(kvt_num(whole, "sim.page_events") == 0, "case %zu: pages costed whole", k);
+        ck_assert_msg(ev == kvt_num(whole, "sim.events"), "case %zu: %g events in pages, %g whole",
+                      k, ev, kvt_num(whole, "sim.events"));
+        same_runs(k, paged, whole, d1, d2);
+    }
+}
+END_TEST
+
 // Min-load routers answer from an index updated per instance (O(log n)); with router_check
 // every answer is asserted against a scan of the pool, under live and stale load figures and
 // a time-of-day schedule that switches instances off and on. The runs must also route: the
@@ -899,6 +1075,7 @@ static Suite *suite(void) {
     tcase_add_test(k, test_queue_orders_by_time_then_seq);
     tcase_add_test(k, test_queue_last_events_pop_after_their_instant);
     tcase_add_test(k, test_queue_slots_match_heap);
+    tcase_add_test(k, test_queue_early_events_change_nothing_else);
     tcase_add_test(k, test_link_shares_bandwidth_fairly);
     tcase_add_test(k, test_bcache_lru_and_retention);
     tcase_add_test(k, test_hist_percentiles_within_resolution);
@@ -911,6 +1088,7 @@ static Suite *suite(void) {
     tcase_add_test(e, test_run_is_deterministic);
     tcase_add_test(e, test_invariants_on_real_traces);
     tcase_add_test(e, test_decode_sums_match_listed_path);
+    tcase_add_test(e, test_run_pages_match_whole_runs);
     tcase_add_test(e, test_dropped_blocks_change_nothing);
     tcase_add_test(e, test_router_index_matches_scan);
     tcase_add_test(e, test_simultaneous_arrivals_share_a_step);

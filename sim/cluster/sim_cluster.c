@@ -391,6 +391,7 @@ static void ev_sample(sim_cluster *c, const sim_event *ev) {
     // Work bounded by events, not simulated time: across an idle gap (no request between
     // arrival and end, e.g. before an outlier timestamp) the samples would all read zero, so
     // the next one goes to the last interval boundary before the next event.
+    // (with nothing in flight no run of decode steps is, so no early event is what is peeked)
     sim_time step = (sim_time)(interval * 1e9), next = c->now + step, t_ev;
     if (c->arrived == c->completed + c->rejected && sim_queue_peek_time(c->q, &t_ev) && t_ev > next)
         next += (t_ev - next) / step * step;

@@ -201,6 +201,10 @@ typedef struct sim_inst {
     bool run_rising;           // the run's step times never decrease (checked as costed)
     uint32_t run_m, run_cap;   // steps in the run in flight (0/1: a plain step)
     uint32_t run_hint;         // steps the next run is costed for at most (SIM_RUN_MIN..MAX)
+    uint32_t run_more;         // steps of the run after its run_m costed ones, costed when the
+                               // early event at the end of those pops (sim_run_extend)
+    uint64_t run_seq;          // the seq the run's end takes, given out as the run was formed
+    int64_t run_hi;            // the longest step costed in the run (step model's part)
     uint32_t run_told;         // steps of the run in flight the decode router's index has seen
     uint32_t run_attr;         // of those, steps whose tokens the sampler has counted
     uint32_t n_loading;        // prefill: requests loading
@@ -345,10 +349,12 @@ typedef struct sim_cluster {
 
 // ---- calls between the cluster's rooms (sim/README.md) ----------------------------------
 // Most decode steps one run event stands for (pool_decode.c), and the fewest a run is first
-// costed for: a run costs its steps when it starts, so an instance whose runs are cut by
-// arrivals costs the next about twice as far as the last one got, and one whose runs end
-// uncut twice as far as the last (steps costed and cut off are waste, not error).
-enum { SIM_RUN_MAX = 4096, SIM_RUN_MIN = 16 };
+// formed for: a run's length is set when it starts (its hint doubles when a run ends uncut
+// at it), and its steps are costed in pages: SIM_RUN_PAGE first, then three times as many as
+// are costed, each at an early event at the end of the last (sim_step.c), so a run cut by a
+// request a few steps in has not costed its hundreds more (steps costed and cut off are waste,
+// not error).
+enum { SIM_RUN_MAX = 4096, SIM_RUN_MIN = 16, SIM_RUN_PAGE = 64 };
 typedef enum sim_link_kind {
     SIM_LINK_DRAM = 0,
     SIM_LINK_SSD = 1,

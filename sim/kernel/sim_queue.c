@@ -10,8 +10,10 @@
 struct sim_queue {
     sim_event *heap;   // heap[0..n) is a 4-ary min-heap
     size_t n, cap;
-    uint64_t next_seq;            // starts at 1; 0 marks an empty cancel slot
-    uint64_t *cancel;             // open-addressing set of cancelled seqs, 0 = empty
+    uint64_t next_seq;   // starts at SEQ_BASE: below it, early slot events (slot + 1); 0 marks
+                         // an empty cancel slot
+    uint64_t early;      // early events popped
+    uint64_t *cancel;    // open-addressing set of cancelled seqs, 0 = empty
     size_t ncancel, cancel_cap;   // cancel_cap is a power of two
     uint64_t popped;
     // slots: sev[i] is slot i's pending event; the tournament tree keeps keys by node (1 is
@@ -32,6 +34,7 @@ struct sim_queue {
     size_t nghost, ghost_cap;
 };
 
+#define SEQ_BASE (UINT64_C(1) << 32)
 #define SLOT_EMPTY UINT64_MAX   // never a real seq: flags use bits 61 and 62 only
 #define NO_SLOT UINT32_MAX
 
@@ -43,7 +46,7 @@ sim_queue *sim_queue_create(size_t cap) {
     sim_queue *q = kvf_calloc(1, sizeof *q);
     q->cap = cap < 16 ? 16 : cap;
     q->heap = kvf_malloc(q->cap * sizeof *q->heap);
-    q->next_seq = 1;
+    q->next_seq = SEQ_BASE;
     q->popped_slot = NO_SLOT;
     q->cancel_cap = 64;
     q->cancel = kvf_calloc(q->cancel_cap, sizeof *q->cancel);
@@ -198,16 +201,40 @@ static inline void settle_popped(sim_queue *q) {
     q->popped_slot = NO_SLOT;
 }
 
-uint64_t sim_queue_slot_push(sim_queue *q, uint32_t slot, const sim_event *ev, bool first) {
+uint64_t sim_queue_seq_take(sim_queue *q, uint64_t flags) {
+    KVF_ASSERT(flags == 0 || flags == SIM_QUEUE_PLAIN);
+    return flags | q->next_seq++;
+}
+
+// Slot i takes *ev with this seq.
+static void slot_take(sim_queue *q, uint32_t slot, const sim_event *ev, uint64_t seq) {
     KVF_ASSERT(slot < q->nslot && q->sev[slot].seq == SLOT_EMPTY);
     if (q->popped_slot != slot) settle_popped(q);
     q->popped_slot = NO_SLOT;
-    uint64_t seq = (first ? 0 : SIM_QUEUE_PLAIN) | q->next_seq++;
     q->sev[slot] = *ev;
     q->sev[slot].seq = seq;
     q->live_slots++;
     slot_set(q, slot, ev->t, seq);
+}
+
+void sim_queue_slot_push_seq(sim_queue *q, uint32_t slot, const sim_event *ev, uint64_t seq) {
+    uint64_t n = seq & ~SIM_QUEUE_PLAIN;
+    KVF_ASSERT(n >= SEQ_BASE && n < q->next_seq && !(seq & SIM_QUEUE_LAST));
+    slot_take(q, slot, ev, seq);
+}
+
+uint64_t sim_queue_slot_push(sim_queue *q, uint32_t slot, const sim_event *ev, bool first) {
+    uint64_t seq = (first ? 0 : SIM_QUEUE_PLAIN) | q->next_seq++;
+    slot_take(q, slot, ev, seq);
     return seq;
+}
+
+void sim_queue_slot_push_early(sim_queue *q, uint32_t slot, const sim_event *ev) {
+    slot_take(q, slot, ev, (uint64_t)slot + 1);
+}
+
+uint64_t sim_queue_early_popped(const sim_queue *q) {
+    return q->early;
 }
 
 static void ghost_push(sim_queue *q, struct slot_key k) {
@@ -243,7 +270,8 @@ static void ghosts_passed(sim_queue *q, sim_time t, uint64_t seq) {
 void sim_queue_slot_cancel(sim_queue *q, uint32_t slot) {
     KVF_ASSERT(slot < q->nslot && q->sev[slot].seq != SLOT_EMPTY);
     settle_popped(q);
-    ghost_push(q, (struct slot_key){q->sev[slot].t, q->sev[slot].seq});
+    if (q->sev[slot].seq >= SEQ_BASE)   // an early event is no event: no lower bound
+        ghost_push(q, (struct slot_key){q->sev[slot].t, q->sev[slot].seq});
     q->sev[slot].seq = SLOT_EMPTY;
     q->live_slots--;
     slot_set(q, slot, INT64_MAX, SLOT_EMPTY);
@@ -272,7 +300,10 @@ bool sim_queue_pop(sim_queue *q, sim_event *out) {
             return false;
         }
         if (q->nghost) ghosts_passed(q, out->t, out->seq);
-        q->popped++;
+        if (out->seq < SEQ_BASE)
+            q->early++;
+        else
+            q->popped++;
         return true;
     }
 }

@@ -50,6 +50,23 @@ uint64_t sim_queue_push_first(sim_queue *q, const sim_event *ev);
 void sim_queue_slots(sim_queue *q, uint32_t n);
 uint64_t sim_queue_slot_push(sim_queue *q, uint32_t slot, const sim_event *ev, bool first);
 void sim_queue_slot_cancel(sim_queue *q, uint32_t slot);
+// Held events, for what is costed in parts ahead of time (a run of decode steps costed page
+// by page): sim_queue_seq_take gives out the seq a push with these flags would have taken
+// (0: first, else SIM_QUEUE_PLAIN), so the pushes after it number as if it had been pushed;
+// sim_queue_slot_push_seq pushes a slot event with such a seq, taken earlier and not used
+// since. sim_queue_slot_push_early pushes a slot event that pops before every other of its
+// time (its seq is below every seq given out) and is none of the simulation's events: it is
+// not counted by sim_queue_popped (sim_queue_early_popped counts it) and, cancelled, leaves
+// no lower bound for sim_queue_peek_time. Its handler must change nothing another event's
+// handler reads but the queue's slot it sets again; then every other event pops as it would
+// without it (the same order and seqs), and a peek made by another event's handler finds an
+// event due at or before that handler's time exactly when it would without it (an early event
+// of that time has popped already; one later is later than that time either way). The peeked
+// time itself may be an early event's.
+uint64_t sim_queue_seq_take(sim_queue *q, uint64_t flags);
+void sim_queue_slot_push_seq(sim_queue *q, uint32_t slot, const sim_event *ev, uint64_t seq);
+void sim_queue_slot_push_early(sim_queue *q, uint32_t slot, const sim_event *ev);
+uint64_t sim_queue_early_popped(const sim_queue *q);
 // Pops the earliest live event into *out; false when none is left.
 bool sim_queue_pop(sim_queue *q, sim_event *out);
 // Marks the event with this seq as cancelled; it will never be returned by pop.

@@ -31,7 +31,7 @@ const char *kvt_shared_trace(const char *name) {
     return b;
 }
 
-bool kvt_decode_listed, kvt_decode_single, kvt_router_check, kvt_keep_blocks;
+bool kvt_decode_listed, kvt_decode_single, kvt_run_whole, kvt_router_check, kvt_keep_blocks;
 
 json_t *kvt_run(const char *scenario, const char *trace, const char *const *sets, int n,
                 const char *out_dir) {
@@ -53,6 +53,7 @@ json_t *kvt_run(const char *scenario, const char *trace, const char *const *sets
                       .write_db = out_dir != NULL,
                       .decode_listed = kvt_decode_listed,
                       .decode_single = kvt_decode_single,
+                      .run_whole = kvt_run_whole,
                       .router_check = kvt_router_check,
                       .keep_blocks = kvt_keep_blocks};
     void *s = NULL;

@@ -22,6 +22,9 @@ json_t *kvt_run(const char *scenario, const char *trace, const char *const *sets
 extern bool kvt_decode_listed;
 // When set, kvt_run takes every decode step as its own event (sim_run_opts.decode_single).
 extern bool kvt_decode_single;
+// When set, kvt_run costs each run of decode steps whole as it is formed, not page by page
+// (sim_run_opts.run_whole).
+extern bool kvt_run_whole;
 // When set, kvt_run's requests keep their block ids where nothing reads them
 // (sim_run_opts.keep_blocks).
 extern bool kvt_keep_blocks;
