@@ -919,6 +919,10 @@ static double pow2_recip(double x) {
     return (double)u == x && !(u & (u - 1)) ? 1 / x : 0;
 }
 
+// Two lanes of doubles (SSE2 on x86-64, NEON on arm64; GCC and Clang vector extensions): each
+// lane takes the same IEEE operations, in the same order, as the scalar code it stands for.
+typedef double v2d __attribute__((vector_size(16)));
+
 // run_plain's loop for one group of full-attention layers when the group is memory-bound at
 // every step of the run, so max(tc, tm) is tm and tc's division can go, and a division by a
 // power-of-two GPU count is a multiplication: the same operands, the same bits. Memory-bound
@@ -954,7 +958,35 @@ static bool run_full_memory(const attn_k *k, const mdl_parts *pp, const mdl_deco
     if ((comm0 == 0 || ov == 0) && isfinite(comm0) && inv_g > 0) {
         // comm_s * overlap is 0 (no collective, or none overlapped), so with total > 0 comm_s
         // stays comm0: 0 - min(0, total) = +0, comm0 - 0 = comm0
-        for (uint32_t j = 1; j < m; j++) {
+        // the step's time in ns before rounding, x(j): every operation is monotone (gs >= 0,
+        // fkv, repl, inv_g >= 0, bw > 0), so x(1) <= x(j) <= x(m - 1); where both ends are in
+        // [0.5, MDL_MAX_STEP_NS], every step's mdl_ns is (int64_t)(x + 0.5) (x + 0.5 floors to
+        // the same integer as rounding x half away from zero, for 0.5 <= x < 2^52) and at least
+        // 1: two steps at once (v2d), each lane the scalar operations in the same order
+        double x1 = (acc + (wpart + (fkv * (((s0 + gs) + n) + n) - wb) * repl * inv_g) / bw +
+                     comm0 + fixed) *
+                    1e9,
+               sl = s0 + (double)(m - 1) * gs,
+               xl = (acc + (wpart + (fkv * ((sl + n) + n) - wb) * repl * inv_g) / bw + comm0 +
+                     fixed) *
+                    1e9;
+        uint32_t j = 1;
+        if (gs >= 0 && fkv >= 0 && repl >= 0 && bw > 0 && x1 >= 0.5 && xl <= MDL_MAX_STEP_NS) {
+            const v2d n2 = {n, n}, fkv2 = {fkv, fkv}, wb2 = {wb, wb}, repl2 = {repl, repl},
+                      ig2 = {inv_g, inv_g}, wp2 = {wpart, wpart}, bw2 = {bw, bw}, acc2 = {acc, acc},
+                      c02 = {comm0, comm0}, fx2 = {fixed, fixed}, g9 = {1e9, 1e9},
+                      half = {0.5, 0.5}, gs2 = {2 * gs, 2 * gs};
+            v2d sj2 = {s0 + gs, s0 + 2 * gs};   // integers below 2^53, as summed one by one
+            for (; j + 1 < m; j += 2, sj2 += gs2) {
+                v2d other = fkv2 * ((sj2 + n2) + n2) - wb2;
+                other *= repl2;
+                v2d total = acc2 + (wp2 + other * ig2) / bw2;
+                v2d y = ((total + c02) + fx2) * g9 + half;
+                ns[j] = (int64_t)y[0];
+                ns[j + 1] = (int64_t)y[1];
+            }
+        }
+        for (sj = s0 + (double)(j - 1) * gs; j < m; j++) {
             sj += gs;
             double other = fkv * ((sj + n) + n) - wb;
             other *= repl;
