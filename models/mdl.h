@@ -522,14 +522,23 @@ typedef struct mdl_work {
 void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w);
 
 typedef struct mdl_stepper mdl_stepper;
+// mdl_stepper_cost_run_ends: the run starts at t0 and every step takes add ns on top of the
+// step model's (in); the longest of the step model's durations and whether they never
+// decrease (out).
+typedef struct mdl_run_ends {
+    int64_t t0, add;
+    int64_t hi;
+    bool rising;
+} mdl_run_ends;
 typedef struct mdl_stepper_vt {
     const char *name;   // "roofline", "calibrated"
     void (*cost)(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out);
     void (*destroy)(mdl_stepper *s);
     bool decode_sums;   // cost() accepts mdl_batch.dsum (else: list every sequence)
-    // optional (NULL: none): mdl_stepper_cost_run
+    // optional (NULL: none): mdl_stepper_cost_run, and mdl_stepper_cost_run_ends with e set
+    // (it may write the ends as it goes, or leave durations and *fused false)
     bool (*cost_run)(mdl_stepper *s, const mdl_decode_sum *d0, const mdl_decode_sum *grow,
-                     uint32_t m, int64_t *ns);
+                     uint32_t m, int64_t *ns, struct mdl_run_ends *e, bool *fused);
 } mdl_stepper_vt;
 struct mdl_stepper {
     const mdl_stepper_vt *vt;
@@ -553,6 +562,12 @@ void mdl_stepper_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out);
 // path (cost the steps one by one then). Counts m calls.
 bool mdl_stepper_cost_run(mdl_stepper *s, const mdl_decode_sum *d0, const mdl_decode_sum *grow,
                           uint32_t m, int64_t *ns);
+// As mdl_stepper_cost_run, but ends[j] gets e->t0 + the sum over i <= j of (ns[i] + e->add),
+// e->hi the greatest ns[i] and e->rising whether ns[i] never decreases: the same integers as
+// that scan over mdl_stepper_cost_run's durations (the memory-bound full-attention path sums
+// as it costs). e->add >= 0.
+bool mdl_stepper_cost_run_ends(mdl_stepper *s, const mdl_decode_sum *d0, const mdl_decode_sum *grow,
+                               uint32_t m, mdl_run_ends *e, int64_t *ends);
 void mdl_stepper_destroy(mdl_stepper *s);
 
 // Expected distinct destinations among a token's k experts spread evenly over `domains`

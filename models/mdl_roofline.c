@@ -932,18 +932,19 @@ typedef double v2d __attribute__((vector_size(16)));
 // Returns false (nothing written) when the proof fails.
 static bool run_full_memory(const attn_k *k, const mdl_parts *pp, const mdl_decode_sum *d0,
                             const mdl_decode_sum *grow, uint32_t m, double comm0, double acc,
-                            double peak, double wpart, double wb, int64_t *ns) {
+                            double peak, double wpart, double wb, int64_t *ns, mdl_run_ends *e,
+                            bool *fused) {
     double n = d0->n, s0 = d0->sum_ctx, gs = grow->sum_ctx;
     double G = pp->G, inv_g = pow2_recip(G), repl = pp->repl, bw = pp->bw_attn;
     double scale[2];
     uint32_t ends[2] = {1, m - 1};
-    for (int e = 0; e < 2; e++) {
-        double pf = (s0 + (double)ends[e] * gs) + n;
+    for (int x = 0; x < 2; x++) {
+        double pf = (s0 + (double)ends[x] * gs) + n;
         double fg = k->fl * (pf * k->fpp), bg = k->fl * k->kvl * (pf + n);
         if (!(pf > 0 && fg > 0 && isfinite(fg) && isfinite(bg))) return false;
         double tc = fg / peak, tm = (wpart + (bg - wb) * repl / G) / bw;
-        scale[e] = (fabs(wpart) + (fabs(bg) + fabs(wb)) * fabs(repl) / G) / bw + fabs(tc);
-        if (!(isfinite(scale[e]) && tm - tc > 1e-9 * scale[e])) return false;
+        scale[x] = (fabs(wpart) + (fabs(bg) + fabs(wb)) * fabs(repl) / G) / bw + fabs(tc);
+        if (!(isfinite(scale[x]) && tm - tc > 1e-9 * scale[x])) return false;
     }
     // the margin at either end covers the rounding anywhere between
     if (scale[0] > 1e3 * scale[1] || scale[1] > 1e3 * scale[0]) return false;
@@ -971,7 +972,45 @@ static bool run_full_memory(const attn_k *k, const mdl_parts *pp, const mdl_deco
                      fixed) *
                     1e9;
         uint32_t j = 1;
-        if (gs >= 0 && fkv >= 0 && repl >= 0 && bw > 0 && x1 >= 0.5 && xl <= MDL_MAX_STEP_NS) {
+        bool bounded =
+            gs >= 0 && fkv >= 0 && repl >= 0 && bw > 0 && x1 >= 0.5 && xl <= MDL_MAX_STEP_NS;
+        if (bounded && e) {
+            // the ends summed as the steps are costed: steps 1 .. m-1 never decrease (above),
+            // so the longest is step 0 or m - 1 and they rise where step 1 is not below step 0
+            const v2d n2 = {n, n}, fkv2 = {fkv, fkv}, wb2 = {wb, wb}, repl2 = {repl, repl},
+                      ig2 = {inv_g, inv_g}, wp2 = {wpart, wpart}, bw2 = {bw, bw}, acc2 = {acc, acc},
+                      c02 = {comm0, comm0}, fx2 = {fixed, fixed}, g9 = {1e9, 1e9},
+                      half = {0.5, 0.5}, gs2 = {2 * gs, 2 * gs};
+            v2d sj2 = {s0 + gs, s0 + 2 * gs};
+            int64_t add = e->add, first = ns[0], end = e->t0 + first + add, last = first;
+            ns[0] = end;
+            for (; j + 1 < m; j += 2, sj2 += gs2) {
+                v2d other = fkv2 * ((sj2 + n2) + n2) - wb2;
+                other *= repl2;
+                v2d total = acc2 + (wp2 + other * ig2) / bw2;
+                v2d y = ((total + c02) + fx2) * g9 + half;
+                int64_t a = (int64_t)y[0];
+                last = (int64_t)y[1];
+                end += a + add;
+                ns[j] = end;
+                end += last + add;
+                ns[j + 1] = end;
+            }
+            if (j < m) {
+                sj = s0 + (double)j * gs;
+                double other = fkv * ((sj + n) + n) - wb;
+                other *= repl;
+                double total = acc + (wpart + other * inv_g) / bw;
+                last = (int64_t)(((total + comm0) + fixed) * 1e9 + 0.5);
+                end += last + add;
+                ns[j] = end;
+            }
+            e->rising = m < 2 || ns[1] - ns[0] - add >= first;
+            e->hi = KVF_MAX(first, last);
+            *fused = true;
+            return true;
+        }
+        if (bounded) {
             const v2d n2 = {n, n}, fkv2 = {fkv, fkv}, wb2 = {wb, wb}, repl2 = {repl, repl},
                       ig2 = {inv_g, inv_g}, wp2 = {wpart, wpart}, bw2 = {bw, bw}, acc2 = {acc, acc},
                       c02 = {comm0, comm0}, fx2 = {fixed, fixed}, g9 = {1e9, 1e9},
@@ -1016,7 +1055,8 @@ static bool run_full_memory(const attn_k *k, const mdl_parts *pp, const mdl_deco
 // operands in the same order (so the same bits: test_models compares every step with
 // mdl_roofline_eval), keeping only the step time a run needs.
 static void run_plain(const rl_stepper *r, const rl_memo *mm, const mdl_decode_sum *d0,
-                      const mdl_decode_sum *grow, uint32_t m, int64_t *ns) {
+                      const mdl_decode_sum *grow, uint32_t m, int64_t *ns, mdl_run_ends *e,
+                      bool *fused) {
     const attn_k *k = &r->ak;
     const mdl_parts *pp = &mm->pp;
     const mdl_work *w = &mm->w;
@@ -1033,7 +1073,8 @@ static void run_plain(const rl_stepper *r, const rl_memo *mm, const mdl_decode_s
         wpart[i] = pp->launches * w->weight_bytes[g] / pp->wshard[g];
     }
     if (mm->n_attn == 1 && mm->attn[0] == MDL_WG_ATTN_FULL &&
-        run_full_memory(k, pp, d0, grow, m, comm0, mm->acc.total, peak[0], wpart[0], wb[0], ns))
+        run_full_memory(k, pp, d0, grow, m, comm0, mm->acc.total, peak[0], wpart[0], wb[0], ns, e,
+                        fused))
         return;
     for (uint32_t j = 1; j < m; j++) {
         // attn_sums: pairs(1, c, 0) = c + 1 keys read; window layers min(c + 1, window)
@@ -1067,7 +1108,7 @@ static void run_plain(const rl_stepper *r, const rl_memo *mm, const mdl_decode_s
 // Step j of the run: d0 + j * grow, every figure an integer below 2^53 (exact in doubles, as
 // the simulator's own sums are).
 static bool roofline_cost_run(mdl_stepper *s, const mdl_decode_sum *d0, const mdl_decode_sum *grow,
-                              uint32_t m, int64_t *ns) {
+                              uint32_t m, int64_t *ns, mdl_run_ends *e, bool *fused) {
     mdl_batch b = {.phase = MDL_DECODE, .dsum = d0};
     if (!m || !sums_only(s, &b)) return false;
     rl_stepper *r = (rl_stepper *)s;
@@ -1081,7 +1122,7 @@ static bool roofline_cost_run(mdl_stepper *s, const mdl_decode_sum *d0, const md
     for (int i = 0; plain && i < mm->n_attn; i++)
         plain = mm->attn[i] == MDL_WG_ATTN_FULL || mm->attn[i] == MDL_WG_ATTN_WINDOW;
     if (plain) {
-        run_plain(r, mm, d0, grow, m, ns);
+        run_plain(r, mm, d0, grow, m, ns, e, fused);
         return true;
     }
     mdl_decode_sum ds = *d0;
@@ -1127,8 +1168,30 @@ void mdl_stepper_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out) {
 
 bool mdl_stepper_cost_run(mdl_stepper *s, const mdl_decode_sum *d0, const mdl_decode_sum *grow,
                           uint32_t m, int64_t *ns) {
-    if (!s->vt->cost_run || !s->vt->cost_run(s, d0, grow, m, ns)) return false;
+    bool fused = false;
+    if (!s->vt->cost_run || !s->vt->cost_run(s, d0, grow, m, ns, NULL, &fused)) return false;
     s->calls += m;
+    return true;
+}
+
+bool mdl_stepper_cost_run_ends(mdl_stepper *s, const mdl_decode_sum *d0, const mdl_decode_sum *grow,
+                               uint32_t m, mdl_run_ends *e, int64_t *ends) {
+    KVF_ASSERT(e && e->add >= 0);
+    bool fused = false;
+    if (!s->vt->cost_run || !s->vt->cost_run(s, d0, grow, m, ends, e, &fused)) return false;
+    s->calls += m;
+    if (fused) return true;
+    int64_t hi = 0, end = e->t0;
+    bool rising = true;
+    for (uint32_t j = 0; j < m; j++) {
+        int64_t t = ends[j];
+        rising &= t >= hi;   // hi: the longest step so far
+        hi = t > hi ? t : hi;
+        end += t + e->add;
+        ends[j] = end;
+    }
+    e->hi = hi;
+    e->rising = rising;
     return true;
 }
 

@@ -1690,7 +1690,7 @@ END_TEST
 // general path), with overheads and collectives, the memo made by the run or before it; on
 // power-of-two and other GPU counts, on one GPU (no collectives), and on a device so short of
 // FLOPs that attention turns compute-bound within runs (where the memory-bound loop must not
-// be taken).
+// be taken). mdl_stepper_cost_run_ends gives those durations' ends, longest and rise.
 START_TEST(test_roofline_run_matches_eval) {
     const char *models[] = {"llama-3.1-8b", "deepseek-v3",     "gpt-oss-120b",
                             "gemma-3-27b",  "qwen3-235b-a22b", "deepseek-v3.2-exp"};
@@ -1751,6 +1751,22 @@ START_TEST(test_roofline_run_matches_eval) {
                               models[k], setup, run, j, (long long)ns[j], (long long)e.ns);
                 steps++;
             }
+            // the ends summed as costed: those durations summed from a start, each with a
+            // serving term on top, their longest and whether they never decrease
+            int64_t ends[M], t0 = (int64_t)(x % 1000000000), hi = 0, end = t0;
+            mdl_run_ends re = {.t0 = t0, .add = (int64_t)(x % 3 ? x % 400000 : 0)};
+            ck_assert(mdl_stepper_cost_run_ends(s, &d0, &grow, len, &re, ends));
+            bool rising = true;
+            for (uint32_t j = 0; j < len; j++) {
+                rising &= ns[j] >= hi;
+                hi = ns[j] > hi ? ns[j] : hi;
+                end += ns[j] + re.add;
+                ck_assert_msg(ends[j] == end, "%s setup %zu run %d step %u: ends at %lld, not %lld",
+                              models[k], setup, run, j, (long long)ends[j], (long long)end);
+            }
+            ck_assert_msg(re.hi == hi && re.rising == rising,
+                          "%s setup %zu run %d: longest %lld rising %d, not %lld %d", models[k],
+                          setup, run, (long long)re.hi, re.rising, (long long)hi, rising);
         }
         mdl_stepper_destroy(s);
     }

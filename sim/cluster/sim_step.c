@@ -235,7 +235,7 @@ static uint32_t graph_pad_verify(sim_cluster *c, uint32_t nv, uint32_t n) {
 }
 
 // Steps [j0, j0 + cnt) of the run in flight costed in one call where the step model has the
-// path (mdl_stepper_cost_run), the step being formed first when j0 is 0: what costing them one
+// path (mdl_stepper_cost_run_ends), the step being formed first when j0 is 0: what costing them one
 // by one gives (sim_step_cost with the same padding, serving overhead and structured-output
 // mask; one step model evaluation for the page, not two), test_sim checks it on real traces.
 // Step j costs the sums at d->k + j (the run settles them only at its end), so a run costed
@@ -252,8 +252,6 @@ static bool run_cost_page(sim_cluster *c, sim_inst *in, sim_pool *p, uint32_t j0
     for (int j = 0; j < MDL_CAPS; j++)
         d0.sum_min[j] += (double)j0 * grow.sum_min[j];
     graph_pad(c, in, &d0, 0);
-    sim_time *ns = in->run_end + j0;   // durations first, then ends in place
-    if (!mdl_stepper_cost_run(p->stepper, &d0, &grow, cnt, ns)) return false;
     // what step_cost adds to every step (the same sequence count throughout)
     int64_t add = serving_step_ns(c, (double)d0.n);
     sim_time mask =
@@ -261,19 +259,17 @@ static bool run_cost_page(sim_cluster *c, sim_inst *in, sim_pool *p, uint32_t j0
     // add >= 0 (the serving keys are range-checked) and every ns >= 1, so no step needs
     // step_cost's clamp to 1 ns and only the longest the bound's check
     KVF_ASSERT(add >= 0);
-    int64_t hi = j0 ? in->run_hi : 0, am = add + mask;
-    sim_time end = j0 ? in->run_end[j0 - 1] : c->now;
-    bool rising = j0 ? in->run_rising : true;
-    for (uint32_t j = 0; j < cnt; j++) {
-        int64_t t = ns[j];
-        rising &= t >= hi;   // hi: the longest step so far
-        hi = t > hi ? t : hi;
-        end += t + am;
-        ns[j] = end;
+    mdl_run_ends e = {.t0 = j0 ? in->run_end[j0 - 1] : c->now, .add = add + mask};
+    if (!mdl_stepper_cost_run_ends(p->stepper, &d0, &grow, cnt, &e, in->run_end + j0)) return false;
+    if (j0) {   // the run's steps never decrease so far where the page's first is not below
+        int64_t first = in->run_end[j0] - e.t0 - e.add;
+        in->run_rising = in->run_rising && first >= in->run_hi && e.rising;
+        in->run_hi = KVF_MAX(in->run_hi, e.hi);
+    } else {
+        in->run_rising = e.rising;
+        in->run_hi = e.hi;
     }
-    in->run_rising = rising;
-    in->run_hi = hi;
-    if (hi + add > (int64_t)MDL_MAX_STEP_NS) step_too_long(c);
+    if (in->run_hi + add > (int64_t)MDL_MAX_STEP_NS) step_too_long(c);
     in->run_ext_any = 0;   // the run path neither extrapolates nor falls back
     c->m.steps += cnt;
     return true;
