@@ -52,10 +52,11 @@ static double requests(const sim_cluster *c, const sim_inst *in) {
 // arrays are passed in, not read through the pool, so a walk up the tree keeps them in
 // registers.
 static inline bool lindex_pull(double *lv, uint32_t *la, uint32_t k) {
-    uint32_t l = 2 * k;
-    bool left = lv[l] <= lv[l + 1];
-    double nv = left ? lv[l] : lv[l + 1];
-    uint32_t na = left ? la[l] : la[l + 1];
+    // the child by index arithmetic, not a branch: which one wins is as good as random, and
+    // a mispredicted branch a level cost more than the walk itself
+    uint32_t l = 2 * k, w = l + !(lv[l] <= lv[l + 1]);
+    double nv = lv[w];
+    uint32_t na = la[w];
     if (nv == lv[k] && na == la[k]) return false;
     lv[k] = nv;
     la[k] = na;
