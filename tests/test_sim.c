@@ -833,6 +833,18 @@ static void two_dirs(const char *prefix, char *d1, char *d2, size_t n) {
     snprintf(d2, n, "%s", kvt_tmp);
 }
 
+// quickstart.yaml on a bundled trace twice, into two fresh directories d1 and d2 (prefix
+// names them), the second time with *flag (one of kvt_run's switches) set.
+static void run_twice(const char *prefix, const char *trace, const char *const *sets, int n,
+                      bool *flag, json_t **a, json_t **b, char *d1, char *d2, size_t len) {
+    two_dirs(prefix, d1, d2, len);
+    const char *path = kvt_shared_trace(trace);
+    *a = kvt_run("quickstart.yaml", path, sets, n, d1);
+    *flag = true;
+    *b = kvt_run("quickstart.yaml", path, sets, n, d2);
+    *flag = false;
+}
+
 // Case k's two runs the same: summaries without the wall-clock "sim" object, request rows and
 // time series in row order; then both summaries freed and both directories removed.
 static void same_runs(size_t k, json_t *a, json_t *b, const char *d1, const char *d2) {
@@ -892,12 +904,9 @@ START_TEST(test_dropped_blocks_change_nothing) {
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         char d1[64], d2[64];
-        two_dirs("kvf_blk", d1, d2, sizeof d1);
-        const char *trace = kvt_shared_trace(cases[k].trace);
-        json_t *drop = kvt_run("quickstart.yaml", trace, cases[k].sets, cases[k].nsets, d1);
-        kvt_keep_blocks = true;
-        json_t *keep = kvt_run("quickstart.yaml", trace, cases[k].sets, cases[k].nsets, d2);
-        kvt_keep_blocks = false;
+        json_t *drop, *keep;
+        run_twice("kvf_blk", cases[k].trace, cases[k].sets, cases[k].nsets, &kvt_keep_blocks, &drop,
+                  &keep, d1, d2, sizeof d1);
         ck_assert_msg(kvt_num(drop, "requests.completed") > 300, "case %zu: %g completed", k,
                       kvt_num(drop, "requests.completed"));
         same_runs(k, drop, keep, d1, d2);
@@ -1002,12 +1011,9 @@ START_TEST(test_run_pages_match_whole_runs) {
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         char d1[64], d2[64];
-        two_dirs("kvf_pages", d1, d2, sizeof d1);
-        const char *trace = kvt_shared_trace(cases[k].trace);
-        json_t *paged = kvt_run("quickstart.yaml", trace, cases[k].sets, cases[k].nsets, d1);
-        kvt_run_whole = true;
-        json_t *whole = kvt_run("quickstart.yaml", trace, cases[k].sets, cases[k].nsets, d2);
-        kvt_run_whole = false;
+        json_t *paged, *whole;
+        run_twice("kvf_pages", cases[k].trace, cases[k].sets, cases[k].nsets, &kvt_run_whole,
+                  &paged, &whole, d1, d2, sizeof d1);
         double pages = kvt_num(paged, "sim.page_events"), ev = kvt_num(paged, "sim.events");
         printf("run pages, case %zu: %g events and %g page events; %g events costed whole, "
                "%g steps\n",
