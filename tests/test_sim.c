@@ -86,6 +86,17 @@ START_TEST(test_queue_last_events_pop_after_their_instant) {
 }
 END_TEST
 
+// *ev pushed to both queues as a plain (k 0), first (1) or last (2) event: the same seq.
+static void push_both(sim_queue *a, sim_queue *b, const sim_event *ev, uint32_t k) {
+    uint64_t sa = k == 0   ? sim_queue_push(a, ev)
+                  : k == 1 ? sim_queue_push_first(a, ev)
+                           : sim_queue_push_last(a, ev);
+    uint64_t sb = k == 0   ? sim_queue_push(b, ev)
+                  : k == 1 ? sim_queue_push_first(b, ev)
+                           : sim_queue_push_last(b, ev);
+    ck_assert_uint_eq(sa, sb);
+}
+
 // Slot events (one pending per slot, a tournament tree) against the same events all in the
 // heap (push, push_first, cancel): the same pops in the same order, with the same seqs, sizes
 // and peeked times (a cancelled event a lower bound until a pop passes it, in both), over random
@@ -106,13 +117,7 @@ START_TEST(test_queue_slots_match_heap) {
             sim_time t = now + (sim_time)kvf_rng_below(&r, 40);
             sim_event ev = {.t = t, .dst = i, .kind = 1, .arg = {(uint64_t)op, 0}};
             if (k < 3) {   // a plain, first or last heap event
-                uint64_t sa = k == 0   ? sim_queue_push(a, &ev)
-                              : k == 1 ? sim_queue_push_first(a, &ev)
-                                       : sim_queue_push_last(a, &ev);
-                uint64_t sb = k == 0   ? sim_queue_push(b, &ev)
-                              : k == 1 ? sim_queue_push_first(b, &ev)
-                                       : sim_queue_push_last(b, &ev);
-                ck_assert_uint_eq(sa, sb);
+                push_both(a, b, &ev, k);
             } else if (k < 6 && !hseq[i]) {   // set slot i, first or plain
                 ev.kind = 2;
                 bool first = k == 4;
@@ -199,13 +204,7 @@ START_TEST(test_queue_early_events_change_nothing_else) {
                             .kind = 1,
                             .arg = {(uint64_t)op, 0}};
             if (k < 3) {   // a plain, first or last heap event, in both
-                uint64_t sa = k == 0   ? sim_queue_push(a, &ev)
-                              : k == 1 ? sim_queue_push_first(a, &ev)
-                                       : sim_queue_push_last(a, &ev);
-                uint64_t sb = k == 0   ? sim_queue_push(b, &ev)
-                              : k == 1 ? sim_queue_push_first(b, &ev)
-                                       : sim_queue_push_last(b, &ev);
-                ck_assert_uint_eq(sa, sb);
+                push_both(a, b, &ev, k);
             } else if (k < 7 && !st[i].seq) {   // an event in slot i, in parts in a
                 bool first = k & 1;
                 ev.kind = 2;
