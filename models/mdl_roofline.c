@@ -923,6 +923,62 @@ static double pow2_recip(double x) {
 // lane takes the same IEEE operations, in the same order, as the scalar code it stands for.
 typedef double v2d __attribute__((vector_size(16)));
 
+// run_full_memory's figures for the loop below.
+typedef struct lanes_k {
+    double n, s0, gs, fkv, wb, repl, inv_g, wpart, bw, acc, comm0, fixed;
+} lanes_k;
+
+// Steps 1 .. m-1 of run_full_memory's loop where every step's x (its time in ns before
+// rounding) is in [0.5, MDL_MAX_STEP_NS]: two steps at once, each lane the scalar operations
+// in the same order, the odd last one alone; mdl_ns and its clamp to 1 ns are then
+// (int64_t)(x + 0.5) (x + 0.5 floors to the integer that rounds x half away from zero, for
+// 0.5 <= x < 2^52). Durations into ns; with fuse, the ends summed from e->t0 instead (ns[0],
+// step 0's duration, becoming its end), steps 1 .. m-1 never decreasing (run_full_memory), so
+// the longest is step 0 or m - 1 and they rise where step 1 is not below step 0. Inlined with
+// fuse a constant, each caller has a loop of its own.
+static inline __attribute__((always_inline)) void
+run_lanes(const lanes_k *q, uint32_t m, int64_t *ns, mdl_run_ends *e, bool fuse) {
+    const v2d n2 = {q->n, q->n}, fkv2 = {q->fkv, q->fkv}, wb2 = {q->wb, q->wb},
+              repl2 = {q->repl, q->repl}, ig2 = {q->inv_g, q->inv_g}, wp2 = {q->wpart, q->wpart},
+              bw2 = {q->bw, q->bw}, acc2 = {q->acc, q->acc}, c02 = {q->comm0, q->comm0},
+              fx2 = {q->fixed, q->fixed}, g9 = {1e9, 1e9}, half = {0.5, 0.5},
+              gs2 = {2 * q->gs, 2 * q->gs};
+    v2d sj2 = {q->s0 + q->gs, q->s0 + 2 * q->gs};   // integers below 2^53, as summed one by one
+    int64_t add = fuse ? e->add : 0, first = ns[0], end = fuse ? e->t0 + first + add : 0,
+            last = first;
+    if (fuse) ns[0] = end;
+    uint32_t j = 1;
+    for (; j + 1 < m; j += 2, sj2 += gs2) {
+        v2d other = fkv2 * ((sj2 + n2) + n2) - wb2;
+        other *= repl2;
+        v2d total = acc2 + (wp2 + other * ig2) / bw2;
+        v2d y = ((total + c02) + fx2) * g9 + half;
+        int64_t a = (int64_t)y[0];
+        last = (int64_t)y[1];
+        if (fuse) {
+            end += a + add;
+            ns[j] = end;
+            end += last + add;
+            ns[j + 1] = end;
+        } else {
+            ns[j] = a;
+            ns[j + 1] = last;
+        }
+    }
+    if (j < m) {
+        double sj = q->s0 + (double)j * q->gs;
+        double other = q->fkv * ((sj + q->n) + q->n) - q->wb;
+        other *= q->repl;
+        double total = q->acc + (q->wpart + other * q->inv_g) / q->bw;
+        last = (int64_t)(((total + q->comm0) + q->fixed) * 1e9 + 0.5);
+        ns[j] = fuse ? (end += last + add) : last;
+    }
+    if (fuse) {
+        e->rising = m < 2 || ns[1] - ns[0] - add >= first;
+        e->hi = KVF_MAX(first, last);
+    }
+}
+
 // run_plain's loop for one group of full-attention layers when the group is memory-bound at
 // every step of the run, so max(tc, tm) is tm and tc's division can go, and a division by a
 // power-of-two GPU count is a multiplication: the same operands, the same bits. Memory-bound
@@ -961,9 +1017,7 @@ static bool run_full_memory(const attn_k *k, const mdl_parts *pp, const mdl_deco
         // stays comm0: 0 - min(0, total) = +0, comm0 - 0 = comm0
         // the step's time in ns before rounding, x(j): every operation is monotone (gs >= 0,
         // fkv, repl, inv_g >= 0, bw > 0), so x(1) <= x(j) <= x(m - 1); where both ends are in
-        // [0.5, MDL_MAX_STEP_NS], every step's mdl_ns is (int64_t)(x + 0.5) (x + 0.5 floors to
-        // the same integer as rounding x half away from zero, for 0.5 <= x < 2^52) and at least
-        // 1: two steps at once (v2d), each lane the scalar operations in the same order
+        // [0.5, MDL_MAX_STEP_NS], so is every step's (run_lanes)
         double x1 = (acc + (wpart + (fkv * (((s0 + gs) + n) + n) - wb) * repl * inv_g) / bw +
                      comm0 + fixed) *
                     1e9,
@@ -971,61 +1025,16 @@ static bool run_full_memory(const attn_k *k, const mdl_parts *pp, const mdl_deco
                xl = (acc + (wpart + (fkv * ((sl + n) + n) - wb) * repl * inv_g) / bw + comm0 +
                      fixed) *
                     1e9;
-        uint32_t j = 1;
-        bool bounded =
-            gs >= 0 && fkv >= 0 && repl >= 0 && bw > 0 && x1 >= 0.5 && xl <= MDL_MAX_STEP_NS;
-        if (bounded && e) {
-            // the ends summed as the steps are costed: steps 1 .. m-1 never decrease (above),
-            // so the longest is step 0 or m - 1 and they rise where step 1 is not below step 0
-            const v2d n2 = {n, n}, fkv2 = {fkv, fkv}, wb2 = {wb, wb}, repl2 = {repl, repl},
-                      ig2 = {inv_g, inv_g}, wp2 = {wpart, wpart}, bw2 = {bw, bw}, acc2 = {acc, acc},
-                      c02 = {comm0, comm0}, fx2 = {fixed, fixed}, g9 = {1e9, 1e9},
-                      half = {0.5, 0.5}, gs2 = {2 * gs, 2 * gs};
-            v2d sj2 = {s0 + gs, s0 + 2 * gs};
-            int64_t add = e->add, first = ns[0], end = e->t0 + first + add, last = first;
-            ns[0] = end;
-            for (; j + 1 < m; j += 2, sj2 += gs2) {
-                v2d other = fkv2 * ((sj2 + n2) + n2) - wb2;
-                other *= repl2;
-                v2d total = acc2 + (wp2 + other * ig2) / bw2;
-                v2d y = ((total + c02) + fx2) * g9 + half;
-                int64_t a = (int64_t)y[0];
-                last = (int64_t)y[1];
-                end += a + add;
-                ns[j] = end;
-                end += last + add;
-                ns[j + 1] = end;
-            }
-            if (j < m) {
-                sj = s0 + (double)j * gs;
-                double other = fkv * ((sj + n) + n) - wb;
-                other *= repl;
-                double total = acc + (wpart + other * inv_g) / bw;
-                last = (int64_t)(((total + comm0) + fixed) * 1e9 + 0.5);
-                end += last + add;
-                ns[j] = end;
-            }
-            e->rising = m < 2 || ns[1] - ns[0] - add >= first;
-            e->hi = KVF_MAX(first, last);
-            *fused = true;
+        if (gs >= 0 && fkv >= 0 && repl >= 0 && bw > 0 && x1 >= 0.5 && xl <= MDL_MAX_STEP_NS) {
+            const lanes_k q = {n, s0, gs, fkv, wb, repl, inv_g, wpart, bw, acc, comm0, fixed};
+            if (e)
+                run_lanes(&q, m, ns, e, true);
+            else
+                run_lanes(&q, m, ns, NULL, false);
+            *fused = e != NULL;
             return true;
         }
-        if (bounded) {
-            const v2d n2 = {n, n}, fkv2 = {fkv, fkv}, wb2 = {wb, wb}, repl2 = {repl, repl},
-                      ig2 = {inv_g, inv_g}, wp2 = {wpart, wpart}, bw2 = {bw, bw}, acc2 = {acc, acc},
-                      c02 = {comm0, comm0}, fx2 = {fixed, fixed}, g9 = {1e9, 1e9},
-                      half = {0.5, 0.5}, gs2 = {2 * gs, 2 * gs};
-            v2d sj2 = {s0 + gs, s0 + 2 * gs};   // integers below 2^53, as summed one by one
-            for (; j + 1 < m; j += 2, sj2 += gs2) {
-                v2d other = fkv2 * ((sj2 + n2) + n2) - wb2;
-                other *= repl2;
-                v2d total = acc2 + (wp2 + other * ig2) / bw2;
-                v2d y = ((total + c02) + fx2) * g9 + half;
-                ns[j] = (int64_t)y[0];
-                ns[j + 1] = (int64_t)y[1];
-            }
-        }
-        for (sj = s0 + (double)(j - 1) * gs; j < m; j++) {
+        for (uint32_t j = 1; j < m; j++) {
             sj += gs;
             double other = fkv * ((sj + n) + n) - wb;
             other *= repl;

@@ -78,7 +78,8 @@ void sim_failures_fail(sim_cluster *c, sim_inst *in) {
     }
     if (in->busy) sim_queue_slot_cancel(c->q, in->id);   // the step in flight never ends
     in->busy = in->waiting_loads = false;
-    in->run_m = 0;
+    in->run_m = in->run_more = 0;
+    in->run_seq = 0;
     // its state, empty: queues, batch, running set, KV, the prefix cache
     in->ready.n = in->dwait.n = 0;
     in->n_batch = in->n_running = in->n_loading = in->n_prefilling = in->n_structured = 0;
