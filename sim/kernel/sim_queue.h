@@ -55,9 +55,10 @@ void sim_queue_slot_cancel(sim_queue *q, uint32_t slot);
 // (0: first, else SIM_QUEUE_PLAIN), so the pushes after it number as if it had been pushed;
 // sim_queue_slot_push_seq pushes a slot event with such a seq, taken earlier and not used
 // since. sim_queue_slot_push_early pushes a slot event that pops before every other of its
-// time (its seq is below every seq given out) and is none of the simulation's events: it is
-// not counted by sim_queue_popped (sim_queue_early_popped counts it) and, cancelled, leaves
-// no lower bound for sim_queue_peek_time. Its handler must change nothing another event's
+// time (its seq is below every seq given out; push it for a time after the pushing handler's)
+// and is none of the simulation's events: it is not counted by sim_queue_popped
+// (sim_queue_early_popped counts it) and, cancelled, leaves no lower bound for
+// sim_queue_peek_time. Its handler must change nothing another event's
 // handler reads but the queue's slot it sets again; then every other event pops as it would
 // without it (the same order and seqs), and a peek made by another event's handler finds an
 // event due at or before that handler's time exactly when it would without it (an early event
