@@ -12,8 +12,9 @@ new=${2:?usage: parity.sh OLD_BIN NEW_BIN [--all]}
 all=${3:-}
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d /tmp/kvf_parity.XXXXXX)
-# KEEP=1 keeps the runs (printed at the end) for a closer look; EVENTS=0 leaves the event count
-# out too (a path that merges events, such as runs of decode steps, changes only that)
+# KEEP=1 keeps the runs (printed at the end) for a closer look; EVENTS=0 leaves the event counts
+# out too (a path that merges events, such as runs of decode steps, changes only those; so does
+# a binary from before sim.page_events)
 trap '[ -n "${KEEP:-}" ] && echo "runs kept in $work" || rm -rf "$work"' EXIT
 cases=()
 for s in "$here"/scenarios/*.yaml "$here"/scenarios/published/*.yaml; do
@@ -31,7 +32,7 @@ done
 strip() { # summary.json without the figures that are wall-clock
   jq -S 'del(.sim.wall_s, .sim.events_per_s, .sim.wall_loop_s, .sim.rss_bytes, .sim.peak_rss_bytes,
               .sim.read_s, .sim.startup_s) | walk(if type == "object" then del(.wall_s) else . end)
-         | if env.EVENTS == "0" then del(.sim.events) else . end' "$1"
+         | if env.EVENTS == "0" then del(.sim.events, .sim.page_events) else . end' "$1"
 }
 dump() { # request and time-series rows, in their stored order
   sqlite3 "$1" 'select * from request order by rowid; select * from timeseries order by rowid;'
