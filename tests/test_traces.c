@@ -1730,6 +1730,52 @@ static void fast_vs_jansson(const char *path, const trc_options *o) {
     trc_json_fast = true;
 }
 
+// Spools and cache files are read through a window (trc_cache_win_bytes) that moves along the
+// file; at 512 bytes most records straddle its end and the largest do not fit, so the window
+// refills and grows. Read so, the cache (built, then verified and read back) and the spool of
+// a rate rescale give the same requests as the text.
+START_TEST(test_cache_window_smaller_than_records) {
+    kvt_tmp_make("kvf_trc");
+    char home[600];
+    snprintf(home, sizeof home, "%s/xdg", kvt_tmp);
+    setenv("XDG_CACHE_HOME", home, 1);
+    const char *names[] = {"mooncake_conversation.jsonl", "azure2023_conv.csv"};
+    trc_cache_win_bytes = 512;
+    for (int i = 0; i < 2; i++) {
+        const char *src = trace_path(names[i]);
+        trc_options off = opts(64), on = opts(64);
+        off.cache = TRC_CACHE_OFF;
+        on.cache = TRC_CACHE_ON;
+        if (i == 0) {   // records over the window: their blocks alone take more than 512 bytes
+            trc_reader *r;
+            kvf_err err = {0};
+            trc_request q;
+            uint32_t most = 0;
+            ck_assert_msg(!trc_reader_open(&r, src, &off, &err), "%s", err.msg);
+            while (trc_reader_next(r, &q, &err) == 1)
+                most = KVF_MAX(most, q.n_blocks);
+            trc_reader_close(r);
+            ck_assert_msg(most * 8 > 512, "the largest record has %u blocks", most);
+        }
+        uint64_t n = compare_reads(src, &off, src, &on, true);   // builds the cache
+        ck_assert(n > 0);
+        ck_assert_uint_eq(compare_reads(src, &off, src, &on, true), n);   // reads it back
+        trc_options ref = off, spool = off;
+        spool.rate_rps = 2.5;   // the measuring pass spools, the reader replays the spool
+        trc_reader *r;
+        kvf_err err = {0};
+        trc_pass pass;
+        ck_assert_msg(!trc_reader_open_pass(&r, src, &spool, &pass, &err), "%s", err.msg);
+        trc_reader_close(r);
+        ref.time_scale = pass.rate_rps / spool.rate_rps;
+        ck_assert_uint_eq(compare_reads(src, &ref, src, &spool, false), n);
+    }
+    trc_cache_win_bytes = 256u << 10;
+    unsetenv("XDG_CACHE_HOME");
+    kvt_tmp_remove();
+}
+END_TEST
+
 START_TEST(test_json_fast_matches_jansson) {
     kvt_tmp_make("kvf_trc");
     char dirs[2][1100];
@@ -1869,6 +1915,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_replay_retention_boundary);
     tcase_add_test(tc, test_rate_rescale_one_parse);
     tcase_add_test(tc, test_cache_identical_and_robust);
+    tcase_add_test(tc, test_cache_window_smaller_than_records);
     tcase_add_test(tc, test_json_fast_matches_jansson);
     suite_add_tcase(s, tc);
     return s;

@@ -133,6 +133,10 @@ kvf_status trc_atomic_commit(FILE *f, char *tmp, const char *path, bool keep, kv
 // compare the two).
 extern bool trc_json_fast;
 
+// Bytes of the window a spool or cache file is read through (trc_cache.c; 256 KB). Tests make
+// it smaller than a record, which the window then grows to hold.
+extern size_t trc_cache_win_bytes;
+
 // Parses an unsigned decimal integer field (no sign, no junk); false on failure.
 bool trc_parse_u64(const char *s, uint64_t *out);
 
