@@ -499,7 +499,7 @@ void sim_cluster_free(sim_cluster *c) {
         mdl_stepper_destroy(c->pool[k].stepper);
         sim_router_free(&c->pool[k]);
     }
-    for (uint32_t i = 0; i < c->req_cap; i++)
+    for (uint32_t i = 0; i < c->n_req; i++)
         free(c->req[i].blocks);
     free(c->req);
     free(c->seqs);

@@ -154,10 +154,14 @@ static uint32_t req_alloc(sim_cluster *c) {
         if (c->n_req == c->req_cap) {
             size_t cap = c->req_cap;
             kvf_grow((void **)&c->req, &cap, c->n_req + 1, sizeof *c->req);
-            memset(c->req + c->req_cap, 0, (cap - c->req_cap) * sizeof *c->req);
             c->req_cap = (uint32_t)cap;
         }
+        // a slot's first use: what req_from_trace keeps of a last occupant starts empty (the
+        // grown part is not cleared: a page of slots is first touched when they are used)
         s = c->n_req++;
+        c->req[s].blocks = NULL;
+        c->req[s].blocks_cap = 0;
+        c->req[s].gen = 0;
     }
     return s;
 }
