@@ -12,6 +12,7 @@
 
 #include "helpers/kvt.h"
 #include "sim.h"
+#include "sim_cluster.h"
 #include "sim_kv.h"
 #include "sim_link.h"
 #include "sim_metrics.h"
@@ -316,6 +317,54 @@ START_TEST(test_link_shares_bandwidth_fairly) {
     ck_assert(sim_link_pop_done(&l, t, &tag));
     ck_assert_uint_eq(tag, 2);
     sim_link_free(&l);
+}
+END_TEST
+
+// Write-downs on an SSD write link made n at a time (sim_link_write_down) leave the link, the
+// store and the backlog peak where n writes one at a time leave them: that arithmetic is
+// written out here as the simulator made it, each write's time rounded on its own and the
+// store's write bandwidth (when set) shared by every link. Rounding n writes' bytes at once,
+// or leaving the store out, fails it.
+START_TEST(test_write_downs_match_one_at_a_time) {
+    static sim_config cfg;   // only kv.ssd.store_write_Bps is read
+    sim_cluster *c = kvf_calloc(1, sizeof *c);
+    c->cfg = &cfg;
+    uint32_t ids[2] = {sim_link_new(c, 3.7e9, 0, 0, SIM_LINK_SSDW),
+                       sim_link_new(c, 1.1e9, 0, 0, SIM_LINK_SSDW)};
+    sim_time busy[2] = {0, 0}, store = 0;
+    double peak = 0;
+    kvf_rng r;
+    kvf_rng_init(&r, 11, 0);
+    for (int step = 0; step < 4000; step++) {
+        cfg.kv.ssd.store_write_Bps = step < 2000 ? 0 : 2.9e9;
+        c->now += (sim_time)kvf_rng_below(&r, 40000000);
+        uint32_t k = kvf_rng_below(&r, 2), n = kvf_rng_below(&r, 40);
+        double bytes = 1e5 + 3e7 * kvf_rng_uniform(&r);
+        sim_link_write_down(c, ids[k], bytes, n);
+        double Bps = k ? 1.1e9 : 3.7e9, sw = cfg.kv.ssd.store_write_Bps;
+        for (uint32_t i = 0; i < n; i++) {
+            sim_time start = busy[k] > c->now ? busy[k] : c->now;
+            busy[k] = start + (sim_time)llround(bytes / Bps * 1e9);
+            if (sw > 0) {
+                sim_time s0 = store > c->now ? store : c->now;
+                store = s0 + (sim_time)llround(bytes / sw * 1e9);
+                if (store > busy[k]) busy[k] = store;
+            }
+            double backlog = (double)(busy[k] - c->now) * 1e-9;
+            if (backlog > peak) peak = backlog;
+        }
+        ck_assert_msg(c->links[ids[k]].busy_until == busy[k], "step %d: link busy until %lld, %lld",
+                      step, (long long)c->links[ids[k]].busy_until, (long long)busy[k]);
+        ck_assert_msg(c->store_busy_until == store, "step %d: store busy until %lld, %lld", step,
+                      (long long)c->store_busy_until, (long long)store);
+        ck_assert_msg(c->m.ssd_write_backlog_s_peak == peak, "step %d: peak %.17g, %.17g", step,
+                      c->m.ssd_write_backlog_s_peak, peak);
+    }
+    ck_assert_msg(peak > 0.5, "the writes never queued (peak %.3f s)", peak);
+    for (size_t i = 0; i < c->n_links; i++)
+        sim_link_free(&c->links[i].link);
+    free(c->links);
+    free(c);
 }
 END_TEST
 
@@ -1082,6 +1131,7 @@ static Suite *suite(void) {
     tcase_add_test(k, test_queue_slots_match_heap);
     tcase_add_test(k, test_queue_early_events_change_nothing_else);
     tcase_add_test(k, test_link_shares_bandwidth_fairly);
+    tcase_add_test(k, test_write_downs_match_one_at_a_time);
     tcase_add_test(k, test_bcache_lru_and_retention);
     tcase_add_test(k, test_hist_percentiles_within_resolution);
     tcase_add_test(k, test_hist_gaps_match_one_by_one);

@@ -438,6 +438,7 @@ uint64_t sim_queue_key(const sim_cluster *c, const sim_pool_cfg *pc, const sim_r
 // cluster/sim_links.c
 void sim_link_rearm(sim_cluster *c, uint32_t id);
 void sim_link_send(sim_cluster *c, uint32_t id, double bytes, uint64_t tag);
+void sim_link_write_down(sim_cluster *c, uint32_t id, double bytes, uint64_t n);
 uint32_t sim_link_new(sim_cluster *c, double Bps, sim_time lat, uint32_t inst, uint8_t kind);
 void sim_on_link(sim_cluster *c, uint32_t id);
 

@@ -32,25 +32,41 @@ static sim_time round_ns(double ns) {
     return ns >= 0 && ns < 0x1p53 ? (sim_time)mdl_round_pos(ns) : (sim_time)llround(ns);
 }
 
+// n write-downs of `bytes` each on an SSD write link, one after the other at this instant, as
+// n calls of sim_link_send make them: nobody waits for a write-down, so there is no flow and
+// no event, only the backlog it builds (the link busy until busy_until at full rate), whose
+// peak the summary reports. Each write's time is rounded to ns on its own, as one call
+// rounds it; the divisions are made once.
+void sim_link_write_down(sim_cluster *c, uint32_t id, double bytes, uint64_t n) {
+    sim_link_ref *lr = &c->links[id];
+    KVF_ASSERT(lr->kind == SIM_LINK_SSDW);
+    if (!n) return;
+    sim_time d = round_ns(bytes / lr->link.Bps * 1e9), a = lr->busy_until;
+    double sw = c->cfg->kv.ssd.store_write_Bps;   // the store's own bandwidth, shared by all
+    sim_time ds = sw > 0 ? round_ns(bytes / sw * 1e9) : 0, s = c->store_busy_until;
+    for (uint64_t i = 0; i < n; i++) {
+        sim_time start = a > c->now ? a : c->now;
+        a = start + d;
+        if (sw > 0) {
+            s = (s > c->now ? s : c->now) + ds;
+            if (s > a) a = s;
+        }
+        if (c->timeline)
+            sim_trace_flow(c->timeline, start, a, c->inst[lr->inst].pool, c->inst[lr->inst].idx,
+                           sim_link_what[lr->kind], bytes);
+    }
+    lr->busy_until = a;
+    if (sw > 0) c->store_busy_until = s;
+    // a write ends no earlier than the one before: the last is the backlog's peak
+    double backlog = (double)(a - c->now) * 1e-9;
+    if (backlog > c->m.ssd_write_backlog_s_peak) c->m.ssd_write_backlog_s_peak = backlog;
+}
+
 void sim_link_send(sim_cluster *c, uint32_t id, double bytes, uint64_t tag) {
     sim_link_ref *lr = &c->links[id];
     sim_link *l = &lr->link;
     if (lr->kind == SIM_LINK_SSDW) {
-        // Nobody waits for a write-down: no flow and no event, only the backlog it builds
-        // (the link busy until busy_until at full rate), whose peak the summary reports.
-        sim_time start = lr->busy_until > c->now ? lr->busy_until : c->now;
-        lr->busy_until = start + round_ns(bytes / l->Bps * 1e9);
-        double sw = c->cfg->kv.ssd.store_write_Bps;
-        if (sw > 0) {   // and the store's own write bandwidth, shared by every instance
-            sim_time s0 = c->store_busy_until > c->now ? c->store_busy_until : c->now;
-            c->store_busy_until = s0 + round_ns(bytes / sw * 1e9);
-            if (c->store_busy_until > lr->busy_until) lr->busy_until = c->store_busy_until;
-        }
-        if (c->timeline)
-            sim_trace_flow(c->timeline, start, lr->busy_until, c->inst[lr->inst].pool,
-                           c->inst[lr->inst].idx, sim_link_what[lr->kind], bytes);
-        double backlog = (double)(lr->busy_until - c->now) * 1e-9;
-        if (backlog > c->m.ssd_write_backlog_s_peak) c->m.ssd_write_backlog_s_peak = backlog;
+        sim_link_write_down(c, id, bytes, 1);
         return;
     }
     // latency is charged as bytes at line rate so it shares the one completion event

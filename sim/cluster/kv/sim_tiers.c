@@ -63,18 +63,27 @@ uint32_t sim_cluster_prefix(sim_cluster *c, sim_inst *in, const sim_req *r, uint
     return k;
 }
 
+// new_blocks blocks written down to the store, one write each (as one block at a time).
 void sim_tier_ssd_write(sim_cluster *c, sim_inst *in, uint64_t new_blocks) {
-    if (!new_blocks) return;
-    double bytes = (double)new_blocks * c->block_bytes;
-    c->m.ssd_write_bytes += bytes;
-    if (in && in->link_ssd_write != SIM_NONE) sim_link_send(c, in->link_ssd_write, bytes, 0);
+    for (uint64_t i = 0; i < new_blocks; i++)
+        c->m.ssd_write_bytes += c->block_bytes;
+    if (new_blocks && in && in->link_ssd_write != SIM_NONE)
+        sim_link_write_down(c, in->link_ssd_write, c->block_bytes, new_blocks);
+}
+
+// Puts one block into the SSD store; returns whether it was new there (its write-down still
+// to make: sim_tier_ssd_write).
+static uint64_t ssd_put_only(sim_cluster *c, uint64_t id, int cls) {
+    uint64_t before = c->ssd.inserted;
+    sim_bcache_put(&c->ssd, id, c->now, cls, NULL);
+    uint64_t added = c->ssd.inserted - before;
+    KVF_ASSERT(added <= 1);
+    c->m.cls_store_writes[cls] += added;
+    return added;
 }
 
 void sim_tier_ssd_put(sim_cluster *c, sim_inst *in, uint64_t id, int cls) {
-    uint64_t before = c->ssd.inserted;
-    sim_bcache_put(&c->ssd, id, c->now, cls, NULL);
-    c->m.cls_store_writes[cls] += c->ssd.inserted - before;
-    sim_tier_ssd_write(c, in, c->ssd.inserted - before);
+    sim_tier_ssd_write(c, in, ssd_put_only(c, id, cls));
 }
 
 // A block evicted from an instance's HBM goes down the cascade: to its DRAM, whose own victim
@@ -122,8 +131,10 @@ void sim_tier_persist_answer(sim_cluster *c, sim_inst *in, const sim_req *r) {
     uint32_t pn = c->done.n_blocks[i];
     if (!pn || r->n_blocks < pn || r->blocks[pn - 1] != c->done.last_block[i]) return;
     uint32_t upto = KVF_MIN(r->n_blocks, c->done.tokens[i] / c->cfg->kv.block_tokens);
+    uint64_t down = 0;
     for (uint32_t k = pn; k < upto; k++)
-        sim_tier_ssd_put(c, in, r->blocks[k], r->cls);
+        down += ssd_put_only(c, r->blocks[k], r->cls);
+    sim_tier_ssd_write(c, in, down);
 }
 
 void sim_tier_prefetch_write(const sim_cluster *c, const sim_inst *in, const sim_req *r,
@@ -142,11 +153,16 @@ void sim_tier_prefetch_write(const sim_cluster *c, const sim_inst *in, const sim
 // prefix cache as chunks complete, so a request scheduled behind this one can reuse them.
 void sim_tier_write_blocks(sim_cluster *c, sim_inst *in, sim_req *r, uint32_t upto) {
     if (!c->cfg->kv.prefix_cache) return;
+    // write-through: the blocks new to the store are written down after the walk, together
+    // (sim_link_write_down makes them one by one); an HBM eviction then writes nothing down
+    // (cascade_down), so no other write-down comes between
+    bool wt = c->cfg->kv.write_through && c->ssd.capacity;
+    uint64_t down = 0;
     for (uint32_t k = r->blocks_written; k < upto && k < r->n_blocks; k++) {
         prefetch_ahead(c, in, r, k, upto, true);
         sim_tier_hbm_put(c, in, r->blocks[k], r->cls);
-        if (c->cfg->kv.write_through && c->ssd.capacity)
-            sim_tier_ssd_put(c, in, r->blocks[k], r->cls);
+        if (wt) down += ssd_put_only(c, r->blocks[k], r->cls);
     }
+    sim_tier_ssd_write(c, in, down);
     if (upto > r->blocks_written) r->blocks_written = KVF_MIN(upto, r->n_blocks);
 }
