@@ -44,6 +44,11 @@ void sim_link_write_down(sim_cluster *c, uint32_t id, double bytes, uint64_t n) 
     sim_time d = round_ns(bytes / lr->link.Bps * 1e9), a = lr->busy_until;
     double sw = c->cfg->kv.ssd.store_write_Bps;   // the store's own bandwidth, shared by all
     sim_time ds = sw > 0 ? round_ns(bytes / sw * 1e9) : 0, s = c->store_busy_until;
+    if (!(sw > 0) && !c->timeline && d >= 0) {
+        // each write starts where the one before ended (no earlier than now): integers, exact
+        a = (a > c->now ? a : c->now) + (sim_time)n * d;
+        n = 0;
+    }
     for (uint64_t i = 0; i < n; i++) {
         sim_time start = a > c->now ? a : c->now;
         a = start + d;
