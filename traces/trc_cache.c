@@ -170,7 +170,6 @@ trc_cache_key *trc_cache_key_make(FILE *f, const char *path, const trc_options *
 
 // ---- reading: a window over a file -----------------------------------------------------------
 size_t trc_cache_win_bytes = 256u << 10;
-#define TEE_BUF_BYTES (1u << 20)
 
 typedef struct win {
     int fd;
@@ -363,6 +362,8 @@ kvf_status trc_cache_open(trc_source **out, const char *cpath, const trc_cache_k
 }
 
 // ---- writing: a tee source ------------------------------------------------------------------
+#define TEE_BUF_BYTES (1u << 20)   // the spool's stdio buffer
+
 typedef struct tsrc {
     trc_source base;
     trc_source *in;   // the live source (owned)

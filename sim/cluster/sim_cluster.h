@@ -456,7 +456,6 @@ void sim_step_settle_batch(sim_cluster *c, sim_inst *in, bool decode);
 void sim_inst_step_done(sim_cluster *c, sim_inst *in);
 
 // cluster/kv/sim_tiers.c
-void sim_tier_ssd_write(sim_cluster *c, sim_inst *in, uint64_t new_blocks);
 void sim_tier_ssd_put(sim_cluster *c, sim_inst *in, uint64_t id, int cls);
 void sim_tier_hbm_put(sim_cluster *c, sim_inst *in, uint64_t id, int cls);
 void sim_tier_persist_answer(sim_cluster *c, sim_inst *in, const sim_req *r);

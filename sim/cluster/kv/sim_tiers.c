@@ -64,7 +64,7 @@ uint32_t sim_cluster_prefix(sim_cluster *c, sim_inst *in, const sim_req *r, uint
 }
 
 // new_blocks blocks written down to the store, one write each (as one block at a time).
-void sim_tier_ssd_write(sim_cluster *c, sim_inst *in, uint64_t new_blocks) {
+static void ssd_write(sim_cluster *c, sim_inst *in, uint64_t new_blocks) {
     for (uint64_t i = 0; i < new_blocks; i++)
         c->m.ssd_write_bytes += c->block_bytes;
     if (new_blocks && in && in->link_ssd_write != SIM_NONE)
@@ -72,7 +72,7 @@ void sim_tier_ssd_write(sim_cluster *c, sim_inst *in, uint64_t new_blocks) {
 }
 
 // Puts one block into the SSD store; returns whether it was new there (its write-down still
-// to make: sim_tier_ssd_write).
+// to make: ssd_write).
 static uint64_t ssd_put_only(sim_cluster *c, uint64_t id, int cls) {
     uint64_t before = c->ssd.inserted;
     sim_bcache_put(&c->ssd, id, c->now, cls, NULL);
@@ -83,7 +83,7 @@ static uint64_t ssd_put_only(sim_cluster *c, uint64_t id, int cls) {
 }
 
 void sim_tier_ssd_put(sim_cluster *c, sim_inst *in, uint64_t id, int cls) {
-    sim_tier_ssd_write(c, in, ssd_put_only(c, id, cls));
+    ssd_write(c, in, ssd_put_only(c, id, cls));
 }
 
 // A block evicted from an instance's HBM goes down the cascade: to its DRAM, whose own victim
@@ -134,7 +134,7 @@ void sim_tier_persist_answer(sim_cluster *c, sim_inst *in, const sim_req *r) {
     uint64_t down = 0;
     for (uint32_t k = pn; k < upto; k++)
         down += ssd_put_only(c, r->blocks[k], r->cls);
-    sim_tier_ssd_write(c, in, down);
+    ssd_write(c, in, down);
 }
 
 void sim_tier_prefetch_write(const sim_cluster *c, const sim_inst *in, const sim_req *r,
@@ -163,6 +163,6 @@ void sim_tier_write_blocks(sim_cluster *c, sim_inst *in, sim_req *r, uint32_t up
         sim_tier_hbm_put(c, in, r->blocks[k], r->cls);
         if (wt) down += ssd_put_only(c, r->blocks[k], r->cls);
     }
-    sim_tier_ssd_write(c, in, down);
+    ssd_write(c, in, down);
     if (upto > r->blocks_written) r->blocks_written = KVF_MIN(upto, r->n_blocks);
 }
