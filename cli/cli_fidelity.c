@@ -73,7 +73,8 @@ json_t *cli_fid_error_table(const cli_side *real, const cli_side *sim, const cli
             // the side of the noise that could explain the error: a simulation above the serve
             // against the run with faster steps, one below against the run with slower steps
             if (lo && hi && r > 0 && isfinite(e))
-                b = 100 *
+                b +=
+                    100 *
                     fabs(sv - pct_common(real->v[m], e >= 0 ? lo->v[m] : hi->v[m], n, ps[k], buf)) /
                     r;
             json_t *x = json_object();

@@ -34,10 +34,10 @@ void cli_fid_real_side(const eng_serve_result *res, cli_side *s);
 double cli_fid_pearson(const double *x, const double *y, size_t n);
 
 // One error table over the n requests both sides completed: mean/p50/p90/p99 of each metric,
-// real and sim, error and noise band in percent of real. The band is how far the sim moves,
-// toward the serve, when every step is faster (lo) or slower (hi) by the step-time noise; lo
-// and hi NULL: fixed_band for every figure. *worst, *band and *worst_pos get the largest
-// |error|, band and signed error over p50/p90. A new object the caller owns.
+// real and sim, error and noise band in percent of real. The band is fixed_band plus how far
+// the sim moves, toward the serve, in the run with faster steps (lo: for a sim above the serve)
+// or slower ones (hi: below it); lo and hi NULL: fixed_band alone. *worst, *band and *worst_pos get
+// the largest |error|, band and signed error over p50/p90. A new object the caller owns.
 json_t *cli_fid_error_table(const cli_side *real, const cli_side *sim, const cli_side *lo,
                             const cli_side *hi, double fixed_band, size_t n, double *worst,
                             double *band, double *worst_pos);
