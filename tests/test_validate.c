@@ -505,6 +505,63 @@ START_TEST(test_level_band) {
 }
 END_TEST
 
+// The error table's bands: the fixed band plus how far the sim moves toward the serve in the
+// run with faster steps (a sim above the serve) or slower ones (below it). The scheduling table
+// passes its second replay as both: a replay late by the loop's time after each step (8 ms
+// here, every request) is within its band, where the loop's share alone (0.6 %) failed it.
+START_TEST(test_error_table_bands) {
+    enum { N = 10 };
+    cli_side real, sim, alt, lo, hi;
+    cli_side *all[] = {&real, &sim, &alt, &lo, &hi};
+    for (int i = 0; i < 5; i++)
+        cli_side_alloc(all[i], N);
+    for (int m = 0; m < 3; m++)
+        for (int i = 0; i < N; i++) {
+            double r = 100.0 * (m + 1) + 3 * i;
+            real.v[m][i] = alt.v[m][i] = r;
+            sim.v[m][i] = r + 8;
+            lo.v[m][i] = r + 2;
+            hi.v[m][i] = r + 20;
+        }
+    double worst, band, wpos;
+    // the replay late by 8 ms against its alternative on time: band = 0.6 % + the error
+    json_t *t = cli_fid_error_table(&real, &sim, &alt, &alt, 0.6, N, &worst, &band, &wpos);
+    for (int m = 0; m < 3; m++) {
+        json_t *x = json_object_get(json_object_get(t, CLI_METRICS[m]), "p50");
+        double e = json_number_value(json_object_get(x, "error_pct")),
+               b = json_number_value(json_object_get(x, "band_pct")),
+               r = json_number_value(json_object_get(x, "real"));
+        ck_assert_double_eq_tol(e, 100 * 8 / r, 1e-9);
+        ck_assert_double_eq_tol(b, 0.6 + e, 1e-9);
+    }
+    ck_assert_str_eq(cli_fid_verdict(worst, band, 5), "inconclusive");
+    json_decref(t);
+    // the fixed band alone: a failure
+    t = cli_fid_error_table(&real, &sim, NULL, NULL, 0.6, N, &worst, &band, &wpos);
+    ck_assert_double_eq_tol(band, 0.6, 1e-12);
+    ck_assert_str_eq(cli_fid_verdict(worst, band, 5), "fail");
+    json_decref(t);
+    // end to end (no fixed band): above the serve, the faster run's distance (6 ms)
+    t = cli_fid_error_table(&real, &sim, &lo, &hi, 0, N, &worst, &band, &wpos);
+    json_t *x = json_object_get(json_object_get(t, "ttft_ms"), "p90");
+    ck_assert_double_eq_tol(json_number_value(json_object_get(x, "band_pct")),
+                            100 * 6 / json_number_value(json_object_get(x, "real")), 1e-9);
+    json_decref(t);
+    // below the serve, the slower run's (7 ms)
+    for (int m = 0; m < 3; m++)
+        for (int i = 0; i < N; i++)
+            sim.v[m][i] = real.v[m][i] - 8, hi.v[m][i] = real.v[m][i] - 1;
+    t = cli_fid_error_table(&real, &sim, &lo, &hi, 0, N, &worst, &band, &wpos);
+    x = json_object_get(json_object_get(t, "e2e_ms"), "p50");
+    ck_assert_double_eq_tol(json_number_value(json_object_get(x, "band_pct")),
+                            100 * 7 / json_number_value(json_object_get(x, "real")), 1e-9);
+    ck_assert_double_eq_tol(wpos, 0, 1e-12);   // no error above the serve
+    json_decref(t);
+    for (int i = 0; i < 5; i++)
+        cli_side_free(all[i]);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("validate");
     // one case each, run as separate tests (CK_RUN_CASE): extrapolation, window, wrong_profile
@@ -514,6 +571,7 @@ static Suite *suite(void) {
     tcase_add_test(t, test_validate_refuses);
     tcase_add_test(t, test_engine_serve_window);
     tcase_add_test(t, test_level_band);
+    tcase_add_test(t, test_error_table_bands);
     suite_add_tcase(s, t);
     t = tcase_create("window");
     tcase_set_timeout(t, 600);
