@@ -167,7 +167,7 @@ static char *deep_yaml(int depth, bool flow) {
         s[u++] = '\n';
     } else {
         for (int i = 0; i < depth; i++)
-            u += (size_t)sprintf(s + u, "- ");
+            s[u++] = '-', s[u++] = ' ';
         s[u++] = 'x';
         s[u++] = '\n';
     }
@@ -715,7 +715,7 @@ static void extreme_cases(void) {
         big,
         "{\"timestamp\": 0, \"input_length\": 10000000, \"output_length\": 2, \"hash_ids\": [");
     for (int i = 0; i < 200000; i++)
-        n += (size_t)sprintf(big + n, "%s%d", i ? "," : "", i);
+        n += (size_t)snprintf(big + n, cap - n, "%s%d", i ? "," : "", i);
     n += (size_t)sprintf(big + n, "]}\n");
     p = put("wide.jsonl", big, (long)n);
     add(0, "1 arrived", NULL, "200 k hash_ids, 10 M tokens", RUN " --trace %s", RUNARGS(S), p);

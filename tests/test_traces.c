@@ -1372,6 +1372,7 @@ static bool dir_has_tmp(const char *dir) {
 }
 
 static char *slurp(const char *path, size_t *n) {
+    *n = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     fseek(f, 0, SEEK_END);

@@ -22,8 +22,8 @@
 void sim_config_resolve(const sim_config *c, const char *p, char *out, size_t n) {
     if (p[0] == '/' || !c->dir[0] || !strcmp(c->dir, "."))
         copy_str(out, n, p);
-    else
-        snprintf(out, n, "%s/%s", c->dir, p);
+    else if (snprintf(out, n, "%s/%s", c->dir, p) >= (int)n && n)
+        out[n - 1] = '\0';   // cut at n - 1 bytes: the open that follows names what it tried
 }
 
 static bool is_file(const char *path) {
