@@ -87,10 +87,17 @@ _Static_assert(sizeof(disk_head) % 8 == 0, "header is word aligned");
 static inline uint64_t sum_word(uint64_t h, uint64_t w) {
     return ((h << 5 | h >> 59) ^ w) * 0x9e3779b97f4a7c15ULL;
 }
+// The words are copied out, not read through a uint64_t pointer: p is a record or key struct
+// (uint32_t and double members), and reading it as uint64_t broke the aliasing rule, which
+// -O3 under AddressSanitizer acted on (the checksum of a record summed before its fields were
+// stored: every cache it wrote failed its own verification and was built again).
 static uint64_t sum_words(uint64_t h, const void *p, size_t bytes) {
-    const uint64_t *w = p;
-    for (size_t i = 0; i < bytes / 8; i++)
-        h = sum_word(h, w[i]);
+    const unsigned char *b = p;
+    for (size_t i = 0; i + 8 <= bytes; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, sizeof w);
+        h = sum_word(h, w);
+    }
     return h;
 }
 
