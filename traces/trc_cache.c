@@ -89,8 +89,9 @@ static inline uint64_t sum_word(uint64_t h, uint64_t w) {
 }
 // The words are copied out, not read through a uint64_t pointer: p is a record or key struct
 // (uint32_t and double members), and reading it as uint64_t broke the aliasing rule, which
-// -O3 under AddressSanitizer acted on (the checksum of a record summed before its fields were
-// stored: every cache it wrote failed its own verification and was built again).
+// -O3 under AddressSanitizer acted on (the trailer's checksum disagreed with the records the
+// same build wrote, the only 8 bytes that differed from the plain build's file: every cache it
+// wrote failed its own verification and was built again).
 static uint64_t sum_words(uint64_t h, const void *p, size_t bytes) {
     const unsigned char *b = p;
     for (size_t i = 0; i + 8 <= bytes; i += 8) {
