@@ -307,6 +307,7 @@ typedef struct sim_cluster {
     uint32_t n_inst;
     sim_pool pool[SIM_POOLS];
     bool colocated;
+    bool tier_loads;   // a tier load was ever sent (sim_req.pending_loads rises nowhere else)
     sim_link_ref *links;
     size_t n_links, links_cap;
     sim_bcache ssd;

@@ -439,13 +439,21 @@ void sim_inst_step_done(sim_cluster *c, sim_inst *in) {
         run_extend(c, in);
         return;
     }
-    // an overlapped load that is still running holds the step (its layers wait for the KV)
-    for (uint32_t i = 0; i < in->n_batch; i++)
+    // an overlapped load that is still running holds the step (its layers wait for the KV);
+    // none can be where no load was ever sent
+    for (uint32_t i = 0; c->tier_loads && i < in->n_batch; i++)
         if (sim_req_at(c, in->batch[i])->pending_loads) {
             in->waiting_loads = true;
             return;
         }
     in->waiting_loads = false;
+    // the requests the next batch takes first: their slots were last touched at arrival and
+    // are seldom still cached; fetched while the step is settled
+    for (size_t i = 0; i < in->ready.n && i < 3; i++) {
+        const char *p = (const char *)sim_req_at(c, in->ready.slot[i]);
+        for (size_t o = 0; o < sizeof(sim_req); o += 64)
+            __builtin_prefetch(p + o);
+    }
     in->busy = false;
     in->busy_ns += (double)(c->now - in->step_start);
     in->ops->step_done(c, in);

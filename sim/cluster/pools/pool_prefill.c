@@ -77,6 +77,7 @@ void sim_prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
         c->m.load_bytes[t] += by[t];
         if (lk[t] == SIM_NONE) continue;
         r->pending_loads++;
+        c->tier_loads = true;
         sim_link_send(c, lk[t], by[t], (uint64_t)r->gen << 32 | slot);
     }
     in->queued_tokens += r->compute_tokens;
