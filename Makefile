@@ -5,6 +5,16 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# PGO=1: profile-guided optimisation (CMakeLists.txt, scripts/pgo-train.sh): an instrumented
+# kvfleet in $(BUILD)/pgo-gen replays bundled scenarios (again only when it was rebuilt) and
+# $(BUILD) is compiled with its profiles. PGO=0: one plain build.
+PGO ?= 1
+PGO_DIR = $(abspath $(BUILD))/pgo-data
+ifeq ($(PGO),1)
+PGO_CONF = -DKVFLEET_PGO=use -DKVFLEET_PGO_DIR=$(PGO_DIR)
+else
+PGO_CONF = -DKVFLEET_PGO=
+endif
 
 .PHONY: all setup build demo test bench clean gpu-check
 
@@ -14,9 +24,18 @@ setup:
 	@scripts/setup.sh
 
 $(BUILD)/CMakeCache.txt: | setup
-	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	cmake -S . -B $(BUILD) $(PGO_CONF) $(CMAKE_FLAGS) >/dev/null
 
 build: setup $(BUILD)/CMakeCache.txt
+ifeq ($(PGO),1)
+	cmake -S . -B $(BUILD)/pgo-gen -DKVFLEET_PGO=generate -DKVFLEET_PGO_DIR=$(PGO_DIR) \
+	    -DKVFLEET_CUDA=OFF -DKVFLEET_MPI=OFF $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD)/pgo-gen -j $(JOBS) --target kvfleet
+	@if [ ! $(PGO_DIR)/.trained -nt $(BUILD)/pgo-gen/kvfleet ]; then \
+	    scripts/pgo-train.sh $(BUILD)/pgo-gen/kvfleet $(PGO_DIR) && touch $(PGO_DIR)/.trained; \
+	fi
+endif
+	cmake -S . -B $(BUILD) $(PGO_CONF) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
 demo: build

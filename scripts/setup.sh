@@ -5,7 +5,7 @@ set -euo pipefail
 [ "${KVF_SETUP_SKIP:-0}" = 1 ] && exit 0
 pkgs=(build-essential cmake pkg-config sqlite3 libsqlite3-dev libcsv-dev libyaml-dev
       libjansson-dev check libsubunit-dev libopenblas-dev gnuplot-nox
-      libopenmpi-dev openmpi-bin chromium clang libclang-rt-dev clang-format)
+      libopenmpi-dev openmpi-bin chromium clang libclang-rt-dev clang-format jq)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
