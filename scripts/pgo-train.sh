@@ -38,6 +38,8 @@ run cached scenarios/cluster-1000gpu.yaml --set workload.limit_requests=20000 --
 run nocache scenarios/cluster-1000gpu.yaml --set workload.limit_requests=20000 \
     --set kv_cache.prefix_cache=false --no-report
 run ep scenarios/ep-decode-144.yaml --no-report
+run colocated scenarios/quickstart.yaml --set cluster.mode=colocated \
+    --set cluster.decode.instances=0 --set cluster.prefill.instances=4 --no-report
 run policies scenarios/policy-comparison.yaml --no-report
 run classes scenarios/slo-classes.yaml --no-report
 run mixed scenarios/mixed-hardware.yaml --no-report
