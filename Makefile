@@ -6,8 +6,9 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 # PGO=1: profile-guided optimisation (CMakeLists.txt, scripts/pgo-train.sh): an instrumented
-# kvfleet in $(BUILD)/pgo-gen replays bundled scenarios (again only when it was rebuilt) and
-# $(BUILD) is compiled with its profiles. PGO=0: one plain build.
+# kvfleet in $(BUILD)/pgo-gen replays bundled scenarios (again only when it or the script
+# changed) and $(BUILD) is compiled with its profiles (a file is compiled with the profiles
+# of the latest training when it is compiled at all). PGO=0: one plain build.
 PGO ?= 1
 PGO_DIR = $(abspath $(BUILD))/pgo-data
 ifeq ($(PGO),1)
@@ -31,7 +32,8 @@ ifeq ($(PGO),1)
 	cmake -S . -B $(BUILD)/pgo-gen -DKVFLEET_PGO=generate -DKVFLEET_PGO_DIR=$(PGO_DIR) \
 	    -DKVFLEET_CUDA=OFF -DKVFLEET_MPI=OFF $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD)/pgo-gen -j $(JOBS) --target kvfleet
-	@if [ ! $(PGO_DIR)/.trained -nt $(BUILD)/pgo-gen/kvfleet ]; then \
+	@if [ ! $(PGO_DIR)/.trained -nt $(BUILD)/pgo-gen/kvfleet ] || \
+	    [ ! $(PGO_DIR)/.trained -nt scripts/pgo-train.sh ]; then \
 	    scripts/pgo-train.sh $(BUILD)/pgo-gen/kvfleet $(PGO_DIR) && touch $(PGO_DIR)/.trained; \
 	fi
 endif
