@@ -10,6 +10,11 @@ CMAKE_FLAGS ?=
 # changed) and $(BUILD) is compiled with its profiles (a file is compiled with the profiles
 # of the latest training when it is compiled at all). PGO=0: one plain build.
 PGO ?= 1
+ifneq ($(PGO),0)
+ifneq ($(PGO),1)
+$(error PGO must be 0 or 1, not '$(PGO)')
+endif
+endif
 PGO_DIR = $(abspath $(BUILD))/pgo-data
 ifeq ($(PGO),1)
 PGO_CONF = -DKVFLEET_PGO=use -DKVFLEET_PGO_DIR=$(PGO_DIR)
