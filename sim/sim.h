@@ -323,8 +323,9 @@ kvf_status sim_config_load(sim_config *c, const char *path, kvf_err *err);
 kvf_status sim_config_set(sim_config *c, const char *assignment, kvf_err *err);
 // Checks cross-key consistency and that model/hardware/profile files exist.
 kvf_status sim_config_validate(const sim_config *c, kvf_err *err);
-// Resolves a path from the scenario against c->dir (absolute paths unchanged).
-void sim_config_resolve(const sim_config *c, const char *p, char *out, size_t n);
+// Resolves a path from the scenario against c->dir (absolute paths unchanged). False, with out
+// empty, when the result does not fit n bytes (a cut path could name another file).
+bool sim_config_resolve(const sim_config *c, const char *p, char *out, size_t n);
 // The fully resolved scenario (design.md §10 `config`): a mapping with the scenario file's keys,
 // every key the loader accepts with its value (paths made absolute, so it runs the same from
 // any folder). Loading it as a scenario gives the same configuration. New reference.

@@ -233,6 +233,54 @@ START_TEST(test_config_dir_scenarios_parent) {
 }
 END_TEST
 
+// A relative path whose resolution does not fit the buffer a run opens it from is never cut:
+// cut, "<dir>/././.../a.jsonlb" would name a.jsonl, another trace that exists, and a run
+// would replay it in silence (validation looked at the whole path in a larger buffer).
+START_TEST(test_config_resolve_never_cuts) {
+    char dir[] = "/tmp/kvf_resolve_XXXXXX", a[128], b[128];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    SNP(a, sizeof a, "%s/a.jsonl", dir);
+    SNP(b, sizeof b, "%s/a.jsonlb", dir);
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(i ? b : a, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs("{\"timestamp\": 0, \"input_length\": 8, \"output_length\": 2}\n", f);
+        fclose(f);
+    }
+    sim_config *c = cfg_new();
+    SNP(c->dir, sizeof c->dir, "%s", dir);
+    // "<dir>/" + k x "./" + "a.jsonl" is SIM_PATH_MAX - 1 bytes: the cut that names a.jsonl
+    size_t k = (SIM_PATH_MAX - 1 - strlen(dir) - 1 - strlen("a.jsonl")) / 2;
+    ck_assert_uint_eq(strlen(dir) + 1 + 2 * k + strlen("a.jsonl"), SIM_PATH_MAX - 1);
+    char out[SIM_PATH_MAX];
+    kvf_err e = {0};
+    for (size_t kk = k - 1; kk <= k; kk++) {
+        size_t u = 0;
+        for (size_t i = 0; i < kk; i++)
+            c->workload.trace[u++] = '.', c->workload.trace[u++] = '/';
+        SNP(c->workload.trace + u, sizeof c->workload.trace - u, "a.jsonlb");
+        bool fits = sim_config_resolve(c, c->workload.trace, out, sizeof out);
+        kvf_status st = sim_config_validate(c, &e);
+        if (kk < k) {   // SIM_PATH_MAX - 2 bytes: fits, and is the file named
+            ck_assert(fits);
+            ck_assert(kvf_endswith(out, "/a.jsonlb"));
+            ck_assert_msg(st == KVF_OK, "%s", e.msg);
+        } else {   // one byte over: refused, and no path is given out
+            ck_assert(!fits);
+            ck_assert_str_eq(out, "");
+            ck_assert_int_eq(st, KVF_EINVAL);
+            ck_assert_msg(strstr(e.msg, "workload.trace") &&
+                              strstr(e.msg, "the path is over 1023 bytes"),
+                          "%s", e.msg);
+        }
+    }
+    unlink(a);
+    unlink(b);
+    rmdir(dir);
+    free(c);
+}
+END_TEST
+
 // ---- overrides ----------------------------------------------------------------------------
 
 static void set_ok(sim_config *c, const char *a) {
@@ -489,6 +537,7 @@ static Suite *suite(void) {
     tcase_add_test(t, test_config_quickstart_loads);
     tcase_add_test(t, test_config_flow_equals_block);
     tcase_add_test(t, test_config_dir_scenarios_parent);
+    tcase_add_test(t, test_config_resolve_never_cuts);
     tcase_add_test(t, test_config_set_each_type);
     tcase_add_test(t, test_config_set_after_load);
     tcase_add_test(t, test_config_set_errors);

@@ -101,7 +101,14 @@ static kvf_status apply_term(sim_config *c, const char *path, int line, const ch
 // own record: training_set, loo_error_pct, ...) and applies its terms.
 static kvf_status apply_fit(sim_config *c, kvf_err *err) {
     char path[SIM_PATH_MAX];
-    sim_config_resolve(c, c->serving.fit, path, sizeof path);
+    if (!sim_config_resolve(c, c->serving.fit, path, sizeof path)) {
+        char where[SIM_PATH_MAX + 128];
+        sim_config_where(c, "serving.fit", where, sizeof where);
+        return kvf_fail(err, KVF_EINVAL,
+                        "%s: the path is over %d bytes once resolved against the scenario's "
+                        "folder",
+                        where, SIM_PATH_MAX - 1);
+    }
     char *text = NULL;
     size_t len = 0;
     kvf_status st = kvf_read_file(path, &text, &len, err);

@@ -19,11 +19,16 @@
 
 // ---- validation ---------------------------------------------------------------------------
 
-void sim_config_resolve(const sim_config *c, const char *p, char *out, size_t n) {
-    if (p[0] == '/' || !c->dir[0] || !strcmp(c->dir, "."))
-        copy_str(out, n, p);
-    else if (snprintf(out, n, "%s/%s", c->dir, p) >= (int)n && n)
-        out[n - 1] = '\0';   // cut at n - 1 bytes: the open that follows names what it tried
+bool sim_config_resolve(const sim_config *c, const char *p, char *out, size_t n) {
+    KVF_ASSERT(n > 0);
+    int k = p[0] == '/' || !c->dir[0] || !strcmp(c->dir, ".")
+                ? snprintf(out, n, "%s", p)
+                : snprintf(out, n, "%s/%s", c->dir, p);
+    if (k >= 0 && (size_t)k < n) return true;
+    // a path cut short could name another file that exists: the empty path names none, so
+    // whatever opens it fails (validation says why: file_fail)
+    out[0] = '\0';
+    return false;
 }
 
 static bool is_file(const char *path) {
@@ -57,6 +62,11 @@ vfail(const sim_config *c, kvf_err *err, const char *key, const char *fmt, ...) 
 static kvf_status file_fail(const sim_config *c, kvf_err *err, const char *key, const char *path) {
     char where[SIM_PATH_MAX + 128];
     sim_config_where(c, key, where, sizeof where);
+    if (!path[0])   // sim_config_resolve: longer than the paths a run opens
+        return kvf_fail(err, KVF_EINVAL,
+                        "%s: the path is over %d bytes once resolved against the scenario's "
+                        "folder",
+                        where, SIM_PATH_MAX - 1);
     struct stat sb;
     kvf_status code = stat(path, &sb) != 0 ? KVF_ENOENT : KVF_EINVAL;
     return kvf_fail(err, code, "%s: %s: %s", where, path, not_file_why(path));
@@ -78,7 +88,7 @@ static void resolve_named(const sim_config *c, const char *name, const char *fol
     if (stat(out, &sb) != 0) {
         char alt[SIM_PATH_MAX + 128];
         snprintf(alt, sizeof alt, "%s/%s/%s.yaml", KVF_SOURCE_DIR, folder, name);
-        if (stat(alt, &sb) == 0) snprintf(out, n, "%s", alt);
+        if (stat(alt, &sb) == 0 && strlen(alt) < n) copy_str(out, n, alt);
     }
 }
 
@@ -362,7 +372,7 @@ static kvf_status check_keys_that_cannot_apply(const sim_config *c, kvf_err *err
 
 // the model, hardware and step model's files exist and the step model is a known one
 static kvf_status check_files(const sim_config *c, kvf_err *err) {
-    char path[SIM_PATH_MAX + 128];
+    char path[SIM_PATH_MAX];   // the size a run resolves into: what fits here fits there
     if (!c->model[0]) return vfail(c, err, "model", "must not be empty");
     sim_config_model_path(c, path, sizeof path);
     if (!is_file(path)) return file_fail(c, err, "model", path);
@@ -407,7 +417,7 @@ static kvf_status check_published(const sim_config *c, kvf_err *err) {
 
 // the workload: a generator's rate, length and request cap, or a trace file that exists
 static kvf_status check_workload(const sim_config *c, kvf_err *err) {
-    char path[SIM_PATH_MAX + 128];
+    char path[SIM_PATH_MAX];   // the size a run resolves the trace into (sim_run)
     if (c->workload.gen.profile[0]) {
         if (!(c->workload.gen.rate_rps > 0))
             return vfail(c, err, "workload.generate.rate_rps", "must be > 0");
@@ -454,7 +464,7 @@ static kvf_status check_workload(const sim_config *c, kvf_err *err) {
 
 // the pools: their hardware files, keys, schedule and the instances the mode needs
 static kvf_status check_cluster(const sim_config *c, kvf_err *err) {
-    char path[SIM_PATH_MAX + 128];
+    char path[SIM_PATH_MAX];
     kvf_status st;
     const sim_pool_cfg *pools[] = {&c->cluster.vision, &c->cluster.prefill, &c->cluster.decode};
     static const char *const pool_names[] = {"vision", "prefill", "decode"};
