@@ -15,7 +15,11 @@ if [ $# -ne 2 ]; then
     echo "usage: scripts/pgo-train.sh KVFLEET PROFILE_DIR" >&2
     exit 2
 fi
-bin=$1
+if [ ! -f "$1" ] || [ ! -x "$1" ]; then
+    echo "pgo-train: $1: not an executable kvfleet" >&2
+    exit 2
+fi
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")   # the replays run from the repository root
 dir=$2
 repo=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$dir"
@@ -44,5 +48,12 @@ run policies scenarios/policy-comparison.yaml --no-report
 run classes scenarios/slo-classes.yaml --no-report
 run mixed scenarios/mixed-hardware.yaml --no-report
 run days scenarios/fleet-days.yaml --no-report
+# the binary writes where it was built to (KVFLEET_PGO_DIR), not where this script was told:
+# none here means another folder, or a binary built without KVFLEET_PGO=generate
 n=$(find "$dir" -name '*.gcda' | wc -l)
+if [ "$n" -eq 0 ]; then
+    echo "pgo-train: no profiles were written to $dir: was $1 built with" \
+         "KVFLEET_PGO=generate and KVFLEET_PGO_DIR=$dir?" >&2
+    exit 1
+fi
 echo "pgo-train: $n profiles in $dir"
