@@ -1701,6 +1701,44 @@ START_TEST(test_cache_identical_and_robust) {
 }
 END_TEST
 
+// The cache built by a run that rescales the rate: the measuring pass tees the records into the
+// cache's temporary file and the reader replays them from it, so that file must be readable as
+// well as writable. Read so, with no cache present, the requests are the text's; the cache is
+// published and a second read comes from it unchanged.
+START_TEST(test_cache_built_under_rate) {
+    kvt_tmp_make("kvf_trc");
+    char home[600], dir[700], cfile[900];
+    snprintf(home, sizeof home, "%s/xdg", kvt_tmp);
+    setenv("XDG_CACHE_HOME", home, 1);
+    snprintf(dir, sizeof dir, "%s/kvfleet", home);
+    const char *names[] = {"mooncake_conversation.jsonl", "azure2023_conv.csv"};
+    for (int i = 0; i < 2; i++) {
+        char path[600], cmd[1400];
+        snprintf(path, sizeof path, "%s/r_%s", kvt_tmp, names[i]);
+        copy_file(trace_path(names[i]), path);
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        ck_assert_int_eq(system(cmd), 0);
+        trc_options off = opts(64), on = opts(64);
+        off.cache = TRC_CACHE_OFF;
+        on.cache = TRC_CACHE_ON;
+        off.rate_rps = on.rate_rps = 5;
+        off.bucket = on.bucket = TRC_BUCKET_SPREAD;
+        uint64_t n = compare_reads(path, &off, path, &on, true);   // builds the cache
+        ck_assert_msg(n > 1000, "%s: %llu requests", names[i], (unsigned long long)n);
+        ck_assert_msg(only_cache_file(dir, cfile, sizeof cfile), "no cache file in %s", dir);
+        ino_t ino = inode_of(cfile);
+        ck_assert_uint_eq(compare_reads(path, &off, path, &on, true), n);   // from the cache
+        ck_assert_msg(inode_of(cfile) == ino, "a valid cache was rebuilt");
+        // a limit stops the measuring pass early: the rest comes from the live source
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        ck_assert_int_eq(system(cmd), 0);
+        off.limit_requests = on.limit_requests = 500;
+        ck_assert_uint_eq(compare_reads(path, &off, path, &on, true), 500);
+    }
+    unsetenv("XDG_CACHE_HOME");
+}
+END_TEST
+
 // Every bundled trace file, both ways: the fast scanner against jansson, field by field.
 static void fast_vs_jansson(const char *path, const trc_options *o) {
     trc_reader *a, *b;
@@ -1920,6 +1958,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_replay_retention_boundary);
     tcase_add_test(tc, test_rate_rescale_one_parse);
     tcase_add_test(tc, test_cache_identical_and_robust);
+    tcase_add_test(tc, test_cache_built_under_rate);
     tcase_add_test(tc, test_cache_window_smaller_than_records);
     tcase_add_test(tc, test_json_fast_matches_jansson);
     suite_add_tcase(s, tc);

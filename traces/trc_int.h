@@ -123,7 +123,8 @@ const char *trc_file_kind(mode_t m);
 // it when it is not a regular file, is the same file as input (dev + inode), or exists and
 // !force.
 kvf_status trc_output_check(const char *path, const char *input, bool force, kvf_err *err);
-// Creates a temporary file beside path (O_CREAT|O_EXCL|O_NOFOLLOW); *tmp is its name (owned).
+// Creates a temporary file beside path (O_CREAT|O_EXCL|O_NOFOLLOW), open for reading as well as
+// writing (a trace cache being built is replayed from it); *tmp is its name (owned).
 kvf_status trc_atomic_create(const char *path, FILE **f, char **tmp, kvf_err *err);
 // Closes f; keep: renames tmp over path (fails on a write error), else removes tmp. Frees tmp.
 kvf_status trc_atomic_commit(FILE *f, char *tmp, const char *path, bool keep, kvf_err *err);

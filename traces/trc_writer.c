@@ -71,7 +71,8 @@ kvf_status trc_atomic_create(const char *path, FILE **f, char **tmp, kvf_err *er
             kvf_hash64((uint64_t)kvf_wall_ns() ^ ((uint64_t)getpid() << 20) ^ (uint64_t)attempt);
         snprintf(t, n, "%.*s.%s.tmp.%016llx", dl, path, slash ? slash + 1 : path,
                  (unsigned long long)r);
-        fd = open(t, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        // read and write: a cache being built is replayed from this file (trc_tee_replay)
+        fd = open(t, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) {
@@ -80,7 +81,7 @@ kvf_status trc_atomic_create(const char *path, FILE **f, char **tmp, kvf_err *er
         free(t);
         return st;
     }
-    *f = fdopen(fd, "wb");
+    *f = fdopen(fd, "w+b");
     if (!*f) {
         close(fd);
         unlink(t);
