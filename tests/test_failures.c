@@ -64,6 +64,38 @@ START_TEST(test_failures_retry_and_reject) {
 }
 END_TEST
 
+// Revenue is billed for requests served, not for ones rejected (the GPU time a rejected one
+// took stays in the cost). With decode KV for one token, 398 of quickstart's first 400 requests
+// are rejected after their prefill: revenue falls with the served share (before, every request
+// that reached a prefill instance was billed: 1.168 against 1.219 USD). Colocated with no KV,
+// all are rejected: no revenue and no billed tokens at all.
+START_TEST(test_rejected_requests_not_billed) {
+    const char *all[] = {"workload.limit_requests=400"};
+    const char *few[] = {"workload.limit_requests=400", "cluster.decode.kv_tokens=1"};
+    const char *none[] = {"workload.limit_requests=400", "cluster.mode=colocated",
+                          "cluster.prefill.kv_tokens=1", "cluster.decode.kv_tokens=1"};
+    json_t *a = kvt_run("quickstart.yaml", NULL, all, 1, NULL);
+    json_t *b = kvt_run("quickstart.yaml", NULL, few, 2, NULL);
+    json_t *c = kvt_run("quickstart.yaml", NULL, none, 4, NULL);
+    double served = kvt_num(b, "requests.completed") / kvt_num(a, "requests.completed");
+    ck_assert_msg(served > 0 && served < 0.05 && kvt_num(b, "requests.rejected") > 300,
+                  "served share %g", served);
+    double billed = kvt_num(b, "economics.revenue_usd") / kvt_num(a, "economics.revenue_usd");
+    ck_assert_msg(billed > 0 && billed < 5 * served, "revenue share %g for a served share %g",
+                  billed, served);
+    ck_assert_msg(kvt_num(c, "requests.completed") == 0 && kvt_num(c, "requests.rejected") == 400,
+                  "colocated: %g completed", kvt_num(c, "requests.completed"));
+    ck_assert_msg(kvt_num(c, "economics.revenue_usd") == 0 &&
+                      kvt_num(c, "economics.input_tokens_per_day") == 0,
+                  "nothing served, revenue %g, input tokens a day %g",
+                  kvt_num(c, "economics.revenue_usd"),
+                  kvt_num(c, "economics.input_tokens_per_day"));
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+}
+END_TEST
+
 START_TEST(test_failures_keys_that_cannot_apply) {
     const char *bad[][2] = {
         {"--set cluster.decode.failures.mttr_s=60", "failures.mttr_s"},
@@ -87,6 +119,7 @@ int main(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_failures_retry_and_reject);
     tcase_add_test(tc, test_failures_keys_that_cannot_apply);
+    tcase_add_test(tc, test_rejected_requests_not_billed);
     suite_add_tcase(s, tc);
     return kvt_main(s);
 }

@@ -339,7 +339,9 @@ void sim_req_finish(sim_cluster *c, uint32_t slot, sim_outcome out) {
         c->m.output_rejected += r->output - r->produced;
     }
     sim_req_write_row(c, r, out);
-    if (r->pinst != SIM_NONE)
+    // revenue: a request is billed when it is served; one rejected or timed out is not (the
+    // GPU time it took is still in the cost)
+    if (ok)
         rpt_econ_input_add(&c->econ_in, &c->cfg->econ, trc_class_name(r->cls),
                            (double)r->arrival_ns * 1e-9, r->cached, r->input - r->cached,
                            r->produced);
