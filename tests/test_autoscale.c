@@ -92,12 +92,42 @@ START_TEST(test_autoscale_keys_that_cannot_apply) {
 }
 END_TEST
 
+// autoscale.min left out is 1 (scenarios/README.md: `min` 0 = 1): the run is the one with
+// min=1 given, figure for figure. Before, validation refused it ("must be in [1, max] ... got 0")
+// naming a key the scenario did not set. A min over max is still refused.
+START_TEST(test_autoscale_min_left_out_is_one) {
+    const char *bare[] = {"workload.limit_requests=2000", "cluster.decode.autoscale.metric=queue",
+                          "cluster.decode.autoscale.up=2"};
+    const char *one[] = {"workload.limit_requests=2000", "cluster.decode.autoscale.metric=queue",
+                         "cluster.decode.autoscale.up=2", "cluster.decode.autoscale.min=1"};
+    json_t *a = kvt_run("quickstart.yaml", NULL, bare, 3, NULL);
+    json_t *b = kvt_run("quickstart.yaml", NULL, one, 4, NULL);
+    ck_assert_msg(kvt_num(a, "scaling.decode.instances_min") == 1, "starts at %g instances",
+                  kvt_num(a, "scaling.decode.instances_min"));
+    ck_assert_msg(kvt_num(a, "gpu_hours") == kvt_num(b, "gpu_hours") &&
+                      kvt_num(a, "ttft_ms.p90") == kvt_num(b, "ttft_ms.p90") &&
+                      kvt_num(a, "scaling.decode.ups") == kvt_num(b, "scaling.decode.ups"),
+                  "min left out: %g GPU-hours, min=1: %g", kvt_num(a, "gpu_hours"),
+                  kvt_num(b, "gpu_hours"));
+    json_decref(a);
+    json_decref(b);
+    int rc = kvt_sh("%s run scenarios/quickstart.yaml --set cluster.decode.autoscale.metric=queue "
+                    "--set cluster.decode.autoscale.up=2 --set cluster.decode.autoscale.min=3 "
+                    "--set cluster.decode.autoscale.max=2 -q --no-report -o /tmp/kvf_as_bad "
+                    "--force",
+                    kvt_bin());
+    ck_assert_msg(rc == 2 && strstr(kvt_err, "cluster.decode.autoscale.min"), "exit %d: %s", rc,
+                  kvt_err);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("autoscale");
     TCase *tc = tcase_create("autoscale");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_autoscale_saves_gpu_hours_on_a_day);
     tcase_add_test(tc, test_autoscale_keys_that_cannot_apply);
+    tcase_add_test(tc, test_autoscale_min_left_out_is_one);
     suite_add_tcase(s, tc);
     return kvt_main(s);
 }

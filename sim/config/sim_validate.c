@@ -195,8 +195,9 @@ static kvf_status check_pool(const sim_config *c, const sim_pool_cfg *p, const c
             return vfail(c, err, key,
                          "%d exceeds cluster.%s.instances (%d, the instances provisioned)", mx,
                          pool, p->instances);
+        // min 0 (not given) is 1, as the pool runs it (pool_autoscale.c)
         snprintf(key, sizeof key, "cluster.%s.autoscale.min", pool);
-        if (as->min > mx || as->min < 1)
+        if (as->min > mx)
             return vfail(c, err, key, "must be in [1, max] (max %d), got %d", mx, as->min);
         snprintf(key, sizeof key, "cluster.%s.autoscale.down", pool);
         if (!(as->down < as->up))
