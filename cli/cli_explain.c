@@ -1,6 +1,7 @@
 // cli/cli_explain.c -- `kvfleet run SCENARIO --explain-step` (the step-time breakdown of one
 // representative step of a pool, each term traced to a kernel-table row or a roofline term)
 // and `kvfleet hw check FILE` (kernel tables of a hardware file are physically sane).
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,11 @@ typedef struct explain_setup {
     bool decode;
 } explain_setup;
 
+// The largest step explained: sequences of a decode step, prompt chunks of a prefill step (each
+// listed; far past what any instance holds, and the sums stay exact in 32 bits).
+#define EXPLAIN_MAX_SEQS 1e7
+#define EXPLAIN_MAX_CHUNKS 1e6
+
 // Builds *x (a decode or prefill step); exit code 2 with the message in err on failure.
 static int explain_build(const sim_config *cfg, bool decode, double per_gpu, double context,
                          double prompt, double chunks, explain_setup *x, kvf_err *err) {
@@ -76,6 +82,12 @@ static int explain_build(const sim_config *cfg, bool decode, double per_gpu, dou
     if (decode) {
         if (per_gpu <= 0) per_gpu = (double)pc->max_batch_requests / x->par.gpus;
         double nseq = per_gpu * x->par.gpus;
+        if (nseq > EXPLAIN_MAX_SEQS + 0.5)
+            return kvf_fail(err, KVF_EINVAL,
+                            "--step-seqs: %g per GPU x %u GPUs is %.4g sequences in one step, "
+                            "over the %.0g a step is costed for",
+                            per_gpu, x->par.gpus, nseq, EXPLAIN_MAX_SEQS),
+                   2;
         if (nseq < 1) nseq = 1;
         if (context < 1) context = 4096;
         uint32_t n = (uint32_t)(nseq + 0.5);
@@ -101,7 +113,14 @@ static int explain_build(const sim_config *cfg, bool decode, double per_gpu, dou
         double chunk =
             prompt > 0 ? prompt : (pc->chunk_tokens > 0 ? (double)pc->chunk_tokens : 8192);
         uint32_t groups = x->par.gpus / x->par.tp ? x->par.gpus / x->par.tp : 1;
-        uint32_t n = groups * (uint32_t)(chunks >= 1 ? chunks : 1);
+        double nc = (double)groups * (chunks >= 1 ? floor(chunks) : 1);
+        if (nc > EXPLAIN_MAX_CHUNKS)
+            return kvf_fail(err, KVF_EINVAL,
+                            "--step-chunks: %g per TP group x %u groups is %.4g prompt chunks in "
+                            "one step, over the %.0g a step is costed for",
+                            chunks, groups, nc, EXPLAIN_MAX_CHUNKS),
+                   2;
+        uint32_t n = (uint32_t)nc;
         x->seqs = kvf_calloc(n, sizeof *x->seqs);
         for (uint32_t i = 0; i < n; i++)
             x->seqs[i] = (mdl_seq){(uint32_t)chunk, (uint32_t)(context > 0 ? context : 0)};
@@ -163,6 +182,15 @@ int sim_explain_step(const sim_config *cfg, const char *phase, double per_gpu, d
     bool fb = false;
     mdl_table_eval(m, hw, &par, &cfg->eff, &x.b, true, &ct, &et, &fb);
     mdl_table_eval(m, hw, &par, &cfg->eff, &x.b, false, &cr, &er, NULL);
+    if (ct.ns > (int64_t)MDL_MAX_STEP_NS || cr.ns > (int64_t)MDL_MAX_STEP_NS) {
+        // a run refuses such a step (sim_step.c): its time is a bound, not a figure
+        fprintf(stderr,
+                "kvfleet: this %s step would take over an hour (%s model): a run refuses it; "
+                "give a smaller batch, prompt or context\n",
+                phase, ct.ns > (int64_t)MDL_MAX_STEP_NS ? "table" : "roofline");
+        free(x.seqs);
+        return 2;
+    }
     printf("explain-step: one %s step of %s on %u x %s (tp %u, ep %u, ep_skew %.3g%s%s)\n", phase,
            m->name, par.gpus, hw->name, par.tp, par.ep, par.ep_skew,
            par.two_batch      ? ", two micro-batches"

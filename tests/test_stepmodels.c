@@ -626,6 +626,32 @@ START_TEST(test_explain_step_moe_and_dense) {
 }
 END_TEST
 
+// --explain-step refuses a step too large to cost instead of wrapping its count to 32 bits
+// (60 M a GPU on 72 GPUs printed 25,032,704 sequences; 536,870,913 chunks on 8 TP groups
+// printed 8) or printing the hour cap's time as a throughput (a 1e9-token prompt: 277,778
+// tok/s). A run refuses such a step; so does the explanation.
+START_TEST(test_explain_step_too_large_refused) {
+    ck_assert_int_eq(kvf("run scenarios/deepseek-reference.yaml --explain-step --step-seqs "
+                         "60000000 --step-context 100"),
+                     2);
+    ck_assert_msg(strstr(out_buf, "--step-seqs") && strstr(out_buf, "4.32e+09 sequences"), "%s",
+                  out_buf);
+    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --explain-step --step-phase prefill "
+                         "--step-prompt 100 --step-chunks 536870913 "
+                         "--set cluster.prefill.gpus_per_instance=8 --set cluster.prefill.tp=1"),
+                     2);
+    ck_assert_msg(strstr(out_buf, "--step-chunks") && strstr(out_buf, "prompt chunks"), "%s",
+                  out_buf);
+    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --explain-step --step-phase prefill "
+                         "--step-prompt 1000000000"),
+                     2);
+    ck_assert_msg(strstr(out_buf, "over an hour") && !strstr(out_buf, "tok/s"), "%s", out_buf);
+    // the largest step allowed is still explained
+    ck_assert_int_eq(kvf("run scenarios/quickstart.yaml --explain-step --step-seqs 10000"), 0);
+    ck_assert_msg(strstr(out_buf, "batch: 10000 sequences"), "%s", out_buf);
+}
+END_TEST
+
 // Bad model values reach the user as exit 2 naming file, line and key.
 START_TEST(test_bad_model_file_exit_2) {
     char p[256];
@@ -1569,6 +1595,7 @@ static Suite *suite(void) {
     tcase_add_test(t, test_hw_check_files);
     tcase_add_test(t, test_table_rows_by_hand);
     tcase_add_test(t, test_explain_step_moe_and_dense);
+    tcase_add_test(t, test_explain_step_too_large_refused);
     tcase_add_test(t, test_explain_step_as_the_run);
     tcase_add_test(t, test_bad_model_file_exit_2);
     tcase_add_test(t, test_large_ep_keys_refused);
