@@ -158,12 +158,30 @@ static void ts_normalise(ts_series *s) {
     free(a);
 }
 
+// A failed read of results.db: a damaged file (corrupt pages, not a database) is bad input
+// (exit 2), anything else a failure of the read itself.
+static kvf_status db_fail(const rep *r, const char *what, kvf_err *err) {
+    int ec = sqlite3_errcode(r->db) & 0xff;
+    bool bad = ec == SQLITE_CORRUPT || ec == SQLITE_NOTADB;
+    return kvf_fail(err, bad ? KVF_EPARSE : KVF_ERUN, "%s/results.db: %s: %s%s", r->dir, what,
+                    sqlite3_errmsg(r->db),
+                    bad ? " (the file is damaged; a run writes it again)" : "");
+}
+
+// A statement that did not prepare for want of its table (an older or partial results
+// database: the part is left out) rather than a damaged file.
+static bool db_no_table(const rep *r) {
+    int ec = sqlite3_errcode(r->db) & 0xff;
+    return ec != SQLITE_CORRUPT && ec != SQLITE_NOTADB;
+}
+
 static kvf_status load_timeseries(rep *r, kvf_err *err) {
     if (!r->db) return KVF_OK;
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(r->db, "SELECT metric, pool, instance, t_s, value FROM timeseries", -1,
                            &st, NULL) != SQLITE_OK)
-        return KVF_OK;   // no timeseries table: charts say "no data"
+        // no timeseries table: charts say "no data"
+        return db_no_table(r) ? KVF_OK : db_fail(r, "timeseries", err);
     ts_series *last = NULL;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -180,9 +198,7 @@ static kvf_status load_timeseries(rep *r, kvf_err *err) {
         last = s;
     }
     sqlite3_finalize(st);
-    if (rc != SQLITE_DONE)
-        return kvf_fail(err, KVF_ERUN, "%s/results.db: timeseries: %s", r->dir,
-                        sqlite3_errmsg(r->db));
+    if (rc != SQLITE_DONE) return db_fail(r, "timeseries", err);
     for (size_t i = 0; i < r->nts; i++)
         ts_normalise(&r->ts[i]);
     return KVF_OK;
@@ -318,7 +334,8 @@ static kvf_status chart_cdf(rep *r, const char *col, const char *name, const cha
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT %s, class FROM request WHERE %s IS NOT NULL", col, col);
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) return KVF_OK;
+    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_no_table(r) ? KVF_OK : db_fail(r, "request", err);
     double *all = NULL;
     size_t n = 0, cap = 0;
     char cls[RPT_MAX_CLASSES_CDF][48];
@@ -326,7 +343,8 @@ static kvf_status chart_cdf(rep *r, const char *col, const char *name, const cha
     size_t cn[RPT_MAX_CLASSES_CDF] = {0}, ccap[RPT_MAX_CLASSES_CDF] = {0};
     int ncls = 0;
     bool too_many = false;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         double x = sqlite3_column_double(st, 0) * 1000.0;
         const char *c = (const char *)sqlite3_column_text(st, 1);
         kvf_grow((void **)&all, &cap, n + 1, sizeof *all);
@@ -345,9 +363,9 @@ static kvf_status chart_cdf(rep *r, const char *col, const char *name, const cha
         kvf_grow((void **)&cv[k], &ccap[k], cn[k] + 1, sizeof *cv[k]);
         cv[k][cn[k]++] = x;
     }
+    kvf_status s = rc == SQLITE_DONE ? KVF_OK : db_fail(r, "request", err);
     sqlite3_finalize(st);
-    kvf_status s = KVF_OK;
-    if (n == 0) goto done;
+    if (s || n == 0) goto done;
     double vmax = 0;
     for (size_t i = 0; i < n; i++)
         vmax = KVF_MAX(vmax, all[i]);
@@ -1665,9 +1683,9 @@ static kvf_status rep_load(rep *r, kvf_err *err) {
         if ((s = rpt_regular_or_missing("report: input", in, err))) return s;
     }
     r->summary = json_load_file(path, 0, &je);
-    if (!r->summary || !json_is_object(r->summary))
-        return kvf_fail(err, KVF_EPARSE, "%s:%d: %s", path, je.line,
-                        r->summary ? "not a JSON object" : je.text);
+    if (!r->summary) return kvf_fail(err, KVF_EPARSE, "%s:%d: %s", path, je.line, je.text);
+    if (!json_is_object(r->summary))
+        return kvf_fail(err, KVF_EPARSE, "%s: not a JSON object (a run's summary is one)", path);
     snprintf(path, sizeof path, "%s/validation.json", dir);
     if (access(path, F_OK) == 0) {
         r->validation = json_load_file(path, 0, &je);
@@ -1680,6 +1698,16 @@ static kvf_status rep_load(rep *r, kvf_err *err) {
     } else if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         return kvf_fail(err, KVF_ERUN, "%s: %s", path,
                         r->db ? sqlite3_errmsg(r->db) : "cannot open");
+    } else if (sqlite3_exec(r->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) !=
+               SQLITE_OK) {
+        return db_fail(r, "schema", err);   // not a database, or its first pages damaged
+    } else if (sqlite3_exec(r->db, "SELECT count(*), total(length(key) + length(value)) FROM run",
+                            NULL, NULL, NULL) != SQLITE_OK &&
+               !db_no_table(r)) {
+        // the run table is read whole here (it is small): its section, written later, would
+        // otherwise stop at a damaged page in silence; the request and timeseries tables are
+        // checked as they are read
+        return db_fail(r, "run", err);
     }
     snprintf(r->files, sizeof r->files, "%s/report_files", dir);
     struct stat lsb;   // the chart files are written inside: never through a link elsewhere

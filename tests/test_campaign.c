@@ -773,6 +773,19 @@ static void safety_cases(void) {
         "mkdir -p %s/cf; mkfifo %s/cf/summary.json; %s compare %s/cf", d, d, B, d);
     add(2, "input", "a FIFO", "report on a FIFO named summary.json",
         "mkdir -p %s/rf; mkfifo %s/rf/summary.json; %s report %s/rf", d, d, B, d);
+    // a damaged results.db is bad input (exit 2), named, never a report of what was readable:
+    // the run table's root page zeroed (it was exit 0, the section cut short), a file of junk
+    add(2, "results.db: run", "damaged", "report over a zeroed page of results.db",
+        "%s run %s -q --no-report -o %s/rz && dd if=/dev/zero of=%s/rz/results.db bs=4096 "
+        "count=1 seek=1 conv=notrunc 2>/dev/null && %s report %s/rz",
+        B, S, d, d, B, d);
+    add(2, "not a database", "damaged", "report over a results.db of junk",
+        "%s run %s -q --no-report -o %s/rj && head -c 5000 /dev/zero | tr '\\0' x > "
+        "%s/rj/results.db && %s report %s/rj",
+        B, S, d, d, B, d);
+    add(2, "summary.json: not a JSON object", NULL, "report over a summary.json array",
+        "%s run %s -q --no-report -o %s/ra && echo '[1,2]' > %s/ra/summary.json && %s report %s/ra",
+        B, S, d, d, B, d);
     add(2, "report_files", "symbolic link", "report with report_files a link elsewhere",
         "%s run %s -q --no-report -o %s/rl && mkdir -p %s/rlv && rm -rf %s/rl/report_files && "
         "ln -s %s/rlv %s/rl/report_files && %s report %s/rl; rc=$?; "
