@@ -478,9 +478,10 @@ END_TEST
 START_TEST(test_sample_quarter_vs_full) {
     const char *sets[] = {"cluster.prefill.instances=4",     "cluster.decode.instances=4",
                           "workload.generate.rate_rps=375",  "workload.generate.days=0.005",
-                          "workload.generate.warmup_days=0", "workload.sample_rate=0.25"};
-    json_t *full = kvt_run("fleet-day.yaml", NULL, sets, 5, NULL);
-    json_t *q = kvt_run("fleet-day.yaml", NULL, sets, 6, NULL);
+                          "workload.generate.warmup_days=0", "workload.sample_rate=1",
+                          "workload.sample_rate=0.25"};
+    json_t *full = kvt_run("fleet-day.yaml", NULL, sets, 6, NULL);
+    json_t *q = kvt_run("fleet-day.yaml", NULL, sets, 7, NULL);
     const char *figs[] = {"throughput.input_tok_s", "throughput.output_tok_s", "tpot_ms.p50",
                           "ttft_ms.p50", "ttft_ms.p90"};
     const double bound[] = {0.05, 0.05, 0.05, 0.35, 0.35};
