@@ -869,6 +869,45 @@ static void safety_cases(void) {
         RUN " --set 'workload.generate={profile: chatbot, rate_rps: 1, days: 1}' "
             "--set workload.generate.cv=3",
         RUNARGS(S));
+    // and the other way: keys of one generator mode, of one router, of drafts, of MoE models,
+    // each refused where it cannot apply (every one left the summary unchanged before), beside
+    // the same key where it does apply
+#define GEN " --set 'workload.generate={profile: chatbot, rate_rps: 2, duration_s: 20}'"
+    static const struct {
+        const char *set, *key, *frag;
+    } noop[] = {
+        {GEN " --set workload.generate.cv=3", "workload.generate.cv", "gamma arrivals only"},
+        {GEN " --set workload.generate.diurnal_amplitude=0.2",
+         "workload.generate.diurnal_amplitude", "diurnal arrivals"},
+        {GEN " --set workload.generate.think_s=100", "workload.generate.think_s", "closed"},
+        {GEN " --set workload.generate.warmup_days=2", "workload.generate.warmup_days",
+         "days mode only"},
+        {GEN " --set workload.generate.peak_hour=3", "workload.generate.peak_hour",
+         "days mode only"},
+        {GEN " --set workload.generate.return.agent.sigma=2",
+         "workload.generate.return.agent.sigma", "days mode only"},
+        {" --set router.reject_over_slo=true", "router.reject_over_slo", "ttft_estimate only"},
+        {" --set speculative.acceptance=0.9", "speculative.acceptance", "draft_tokens > 0"},
+        {" --set moe.ep_skew=2", "moe.ep_skew", "MoE models only"},
+        {" --set moe.ep_skew_sd=0.5", "moe.ep_skew_sd", "MoE models only"},
+        {" --set moe.redundant_experts=0.1", "moe.redundant_experts", "MoE models only"},
+    };
+    for (size_t i = 0; i < sizeof noop / sizeof noop[0]; i++)
+        add(2, noop[i].key, noop[i].frag, noop[i].key, RUN "%s", RUNARGS(S), noop[i].set);
+    add(0, "arrived", NULL, "gamma arrivals with their cv",
+        RUN GEN " --set workload.generate.arrival=gamma --set workload.generate.cv=3", RUNARGS(S));
+    add(0, "arrived", NULL, "diurnal arrivals with their amplitude",
+        RUN GEN " --set workload.generate.arrival=diurnal "
+                "--set workload.generate.diurnal_amplitude=0.2",
+        RUNARGS(S));
+    add(0, "arrived", NULL, "a closed loop's think time",
+        RUN GEN " --set workload.generate.closed_loop=true --set workload.generate.think_s=3",
+        RUNARGS(S));
+    add(0, "arrived", NULL, "reject_over_slo under ttft_estimate",
+        RUN " --set router.prefill=ttft_estimate --set router.reject_over_slo=true", RUNARGS(S));
+    add(0, "arrived", NULL, "acceptance of draft tokens",
+        RUN " --set speculative.draft_tokens=2 --set speculative.acceptance=0.9", RUNARGS(S));
+#undef GEN
 }
 
 // ---- running ----------------------------------------------------------------------------------

@@ -234,11 +234,18 @@ static kvf_status check_moe_keys(const sim_config *c, kvf_err *err) {
                      "overlaps within one batch; moe.two_batch_overlap splits it in two (choose "
                      "one)");
     bool routing = c->moe.routing != MDL_ROUTE_BALANCED;
-    if (!c->moe.route_nodes && !c->moe.two_batch && !c->moe.single_batch && !routing) return KVF_OK;
+    // the expert-parallel load terms: the hottest GPU's share and its spread, hot-expert copies
+    const char *skew = c->moe.skew != 1                ? "moe.ep_skew"
+                       : c->moe.skew_sd != 0           ? "moe.ep_skew_sd"
+                       : c->moe.redundant_experts != 0 ? "moe.redundant_experts"
+                                                       : NULL;
+    if (!c->moe.route_nodes && !c->moe.two_batch && !c->moe.single_batch && !routing && !skew)
+        return KVF_OK;
     const char *key = c->moe.route_nodes    ? "moe.route_nodes"
                       : c->moe.two_batch    ? "moe.two_batch_overlap"
                       : c->moe.single_batch ? "moe.single_batch_overlap"
-                                            : "moe.routing";
+                      : routing             ? "moe.routing"
+                                            : skew;
     char path[SIM_PATH_MAX + 128], dir[SIM_PATH_MAX + 128];
     mdl_model m;
     mdl_hardware hw;
@@ -298,6 +305,63 @@ static bool differs_from_default(const sim_config *c, const sim_config *def, con
     const char *a = (const char *)c + d->off, *b = (const char *)def + d->off;
     bool text = d->kind == K_STR || d->kind == K_NAME;
     return text ? strncmp(a, b, d->size) != 0 : memcmp(a, b, d->size) != 0;
+}
+
+// Whether key (a scalar of the key table) is not at its default.
+static bool key_differs(const sim_config *c, const sim_config *def, const char *key) {
+    for (size_t k = 0; k < sim_key_count; k++)
+        if (!strcmp(sim_key_table[k].key, key))
+            return differs_from_default(c, def, &sim_key_table[k]);
+    KVF_ASSERT(!"key_differs: not a key");
+    return false;
+}
+
+// The generator's keys for one mode, refused in the other: without workload.generate.days the
+// day and week rhythm, the warm-up and the returns are not drawn, cv shapes gamma arrivals only,
+// diurnal_amplitude diurnal ones, and think_s is the pause before a closed-loop session's next
+// turn (days mode draws it between every session's turns).
+static kvf_status check_generator_mode_keys(const sim_config *c, const sim_config *def,
+                                            kvf_err *err) {
+    const sim_workload_cfg *w = &c->workload;
+    if (!w->gen.profile[0] || w->gen.days > 0) return KVF_OK;
+    static const char *const days_only[] = {
+        "workload.generate.peak_hour",
+        "workload.generate.weekend_ratio",
+        "workload.generate.start_weekday",
+        "workload.generate.warmup_days",
+        "workload.generate.return.chatbot.p",
+        "workload.generate.return.chatbot.median_h",
+        "workload.generate.return.chatbot.sigma",
+        "workload.generate.return.agent.p",
+        "workload.generate.return.agent.median_h",
+        "workload.generate.return.agent.sigma",
+        "workload.generate.return.coding.p",
+        "workload.generate.return.coding.median_h",
+        "workload.generate.return.coding.sigma",
+    };
+    for (size_t i = 0; i < sizeof days_only / sizeof days_only[0]; i++)
+        if (key_differs(c, def, days_only[i]))
+            return vfail(c, err, days_only[i],
+                         "applies in days mode only (workload.generate.days > 0); this workload "
+                         "runs for duration_s with arrival %s",
+                         w->gen.arrival);
+    if (strcmp(w->gen.arrival, "gamma") && key_differs(c, def, "workload.generate.cv"))
+        return vfail(c, err, "workload.generate.cv",
+                     "shapes gamma arrivals only (workload.generate.arrival: gamma); arrival is "
+                     "%s",
+                     w->gen.arrival);
+    if (strcmp(w->gen.arrival, "diurnal") &&
+        key_differs(c, def, "workload.generate.diurnal_amplitude"))
+        return vfail(c, err, "workload.generate.diurnal_amplitude",
+                     "applies to diurnal arrivals (workload.generate.arrival: diurnal) or days "
+                     "mode; arrival is %s",
+                     w->gen.arrival);
+    if (!w->gen.closed_loop && key_differs(c, def, "workload.generate.think_s"))
+        return vfail(c, err, "workload.generate.think_s",
+                     "is the pause before a session's next turn when the loop is closed "
+                     "(workload.generate.closed_loop: true, or days mode); open-loop turns arrive "
+                     "on their own");
+    return KVF_OK;
 }
 
 static kvf_status check_keys_that_cannot_apply(const sim_config *c, kvf_err *err) {
@@ -368,6 +432,18 @@ static kvf_status check_keys_that_cannot_apply(const sim_config *c, kvf_err *err
                                  "(days mode draws arrivals from the day and week rhythm over "
                                  "days x 24 h)");
     }
+    kvf_status st = check_generator_mode_keys(c, &def, err);
+    if (st) return st;
+    if (c->router.reject_slo && strcmp(c->router.prefill, "ttft_estimate"))
+        return vfail(c, err, "router.reject_over_slo",
+                     "applies to router.prefill ttft_estimate only (the estimate it rejects on); "
+                     "router.prefill is %s",
+                     c->router.prefill);
+    if (c->decoding.draft_tokens == 0 && key_differs(c, &def, "speculative.acceptance"))
+        return vfail(c, err, "speculative.acceptance",
+                     "applies to draft tokens (speculative.draft_tokens > 0, method draft); with "
+                     "none it accepts nothing (a model's DSpark drafts follow its own acceptance "
+                     "curve)");
     return KVF_OK;
 }
 
