@@ -14,6 +14,7 @@
 // each copy offset so copies do not share prefixes beyond the trace's own system prompt),
 // rescaled to the scenario's rate. Prints one line per figure; never part of the tests.
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,7 +113,7 @@ static double slot_queue_ns(uint32_t slots, uint64_t n) {
 
 // ns per prefill step costed as the simulator costs one (mdl_stepper_cost on the prefill
 // pool's layout, sim_make_stepper): batches of about `seqs` prompts of `tokens` tokens each,
-// the count varying from step to step as in run_step_ns. 0 when the model cannot be loaded.
+// their count and lengths varying from step to step. 0 when the model cannot be loaded.
 static double prefill_step_ns(const sim_config *cfg, const char *repo, double seqs, double tokens) {
     char dir[2100];
     snprintf(dir, sizeof dir, "%s/models", repo);
@@ -128,12 +129,12 @@ static double prefill_step_ns(const sim_config *cfg, const char *repo, double se
     enum { STEPS = 200000, MAXN = 64 };
     mdl_seq sq[MAXN];
     int64_t sink = 0;
-    // counts 1 .. 2 * seqs - 1 in turn, so their mean is seqs
-    uint32_t top = (uint32_t)KVF_MIN(2 * seqs - 1 + 0.5, (double)MAXN);
-    if (top < 1) top = 1;
+    if (seqs < 1) seqs = 1;
+    if (seqs > MAXN) seqs = MAXN;
     int64_t t0 = kvf_wall_ns();
     for (int k = 0; k < STEPS; k++) {
-        uint32_t n = 1 + (uint32_t)k % top;
+        // the counts floor(seqs) and ceil(seqs) in the proportion that makes their mean seqs
+        uint32_t n = (uint32_t)(floor((k + 1) * seqs) - floor(k * seqs));
         for (uint32_t i = 0; i < n; i++)
             sq[i] = (mdl_seq){(uint32_t)(tokens * (0.5 + (k + i) % 8 / 8.0)) + 1, 0};
         mdl_batch b = {.phase = MDL_PREFILL, .seqs = sq, .n = n};
