@@ -48,10 +48,19 @@ static void print_headline(json_t *s, const char *out_dir, bool report) {
            (long long)json_integer_value(json_object_get(rq, "arrived")),
            (long long)json_integer_value(json_object_get(rq, "completed")),
            (long long)json_integer_value(json_object_get(rq, "rejected")), span);
-    printf("  TTFT ms      mean %.1f  p50 %.1f  p90 %.1f  p99 %.1f\n", jget(s, "ttft_ms", "mean"),
-           jget(s, "ttft_ms", "p50"), jget(s, "ttft_ms", "p90"), jget(s, "ttft_ms", "p99"));
-    printf("  TPOT ms      mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f\n", jget(s, "tpot_ms", "mean"),
-           jget(s, "tpot_ms", "p50"), jget(s, "tpot_ms", "p90"), jget(s, "tpot_ms", "p99"));
+    // a latency no request measured is null in the summary, n/a here
+    if (isnan(jget(s, "ttft_ms", "mean")))
+        printf("  TTFT ms      n/a (no request completed)\n");
+    else
+        printf("  TTFT ms      mean %.1f  p50 %.1f  p90 %.1f  p99 %.1f\n",
+               jget(s, "ttft_ms", "mean"), jget(s, "ttft_ms", "p50"), jget(s, "ttft_ms", "p90"),
+               jget(s, "ttft_ms", "p99"));
+    if (isnan(jget(s, "tpot_ms", "mean")))
+        printf("  TPOT ms      n/a (no completed request had a second token)\n");
+    else
+        printf("  TPOT ms      mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f\n",
+               jget(s, "tpot_ms", "mean"), jget(s, "tpot_ms", "p50"), jget(s, "tpot_ms", "p90"),
+               jget(s, "tpot_ms", "p99"));
     printf("  throughput   %.0f input tok/s, %.0f output tok/s; per GPU: prefill %.0f in tok/s, "
            "decode %.0f out tok/s\n",
            jget(s, "throughput", "input_tok_s"), jget(s, "throughput", "output_tok_s"),
@@ -89,10 +98,14 @@ static void print_headline(json_t *s, const char *out_dir, bool report) {
            100 * jget(s, "slo", "attainment"), jget(s, "slo", "ttft_p90_ms"),
            jget(s, "slo", "tpot_p90_ms"));
     json_t *e = json_object_get(s, "economics");
-    if (json_is_object(e))
-        printf("  economics    cost $%.2f, revenue $%.2f, margin %.1f %%, $%.2f per GPU-hour\n",
-               jget(e, "cost_usd", NULL), jget(e, "revenue_usd", NULL),
-               100 * jget(e, "margin", NULL), jget(e, "cost_per_gpu_hour_usd", NULL));
+    if (json_is_object(e)) {
+        char mg[32] = "n/a (no revenue)";
+        if (!isnan(jget(e, "margin", NULL)))
+            snprintf(mg, sizeof mg, "%.1f %%", 100 * jget(e, "margin", NULL));
+        printf("  economics    cost $%.2f, revenue $%.2f, margin %s, $%.2f per GPU-hour\n",
+               jget(e, "cost_usd", NULL), jget(e, "revenue_usd", NULL), mg,
+               jget(e, "cost_per_gpu_hour_usd", NULL));
+    }
     printf("  saturation   %s\n",
            json_string_value(json_object_get(json_object_get(s, "saturation"), "state")));
     json_t *smp = json_object_get(s, "sampling");

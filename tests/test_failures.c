@@ -90,6 +90,14 @@ START_TEST(test_rejected_requests_not_billed) {
                   "nothing served, revenue %g, input tokens a day %g",
                   kvt_num(c, "economics.revenue_usd"),
                   kvt_num(c, "economics.input_tokens_per_day"));
+    // and no latency was measured: null, not 0 (which read as instant)
+    const char *lat[] = {"ttft_ms", "tpot_ms", "e2e_ms", "itl_ms"};
+    for (int i = 0; i < 4; i++)
+        ck_assert_msg(json_is_null(json_object_get(json_object_get(c, lat[i]), "p90")) &&
+                          json_is_null(json_object_get(json_object_get(c, lat[i]), "mean")),
+                      "%s with nothing served is not null", lat[i]);
+    ck_assert_msg(kvt_num(b, "ttft_ms.p90") > 0, "two served: TTFT p90 %g",
+                  kvt_num(b, "ttft_ms.p90"));
     json_decref(a);
     json_decref(b);
     json_decref(c);

@@ -14,13 +14,21 @@
 #include "sim_sample.h"
 #include "rpt_util.h"
 
+// Mean and percentiles of a latency; null each when nothing was measured (no request completed,
+// or none produced a second token): a 0 would read as instant.
 static json_t *stats_obj(sim_samples *s) {
     json_t *o = json_object();
     double sum = 0;
     for (size_t i = 0; i < s->n; i++)
         sum += s->v[i];
     kvf_sort_doubles(s->v, s->n);
-    json_object_set_new(o, "mean", json_real(s->n ? sum / (double)s->n : 0));
+    if (!s->n) {
+        static const char *const k[] = {"mean", "p50", "p90", "p99"};
+        for (int i = 0; i < 4; i++)
+            json_object_set_new(o, k[i], json_null());
+        return o;
+    }
+    json_object_set_new(o, "mean", json_real(sum / (double)s->n));
     json_object_set_new(o, "p50", json_real(kvf_percentile_sorted(s->v, s->n, 50)));
     json_object_set_new(o, "p90", json_real(kvf_percentile_sorted(s->v, s->n, 90)));
     json_object_set_new(o, "p99", json_real(kvf_percentile_sorted(s->v, s->n, 99)));
@@ -89,10 +97,14 @@ static void summary_latency(json_t *s, sim_metrics *m) {
     json_object_set_new(s, "ttft_ms", stats_obj(&m->ttft_ms));
     json_object_set_new(s, "tpot_ms", stats_obj(&m->tpot_ms));
     json_t *itl = json_object();
-    json_object_set_new(itl, "mean", json_real(sim_hist_mean(&m->itl_ms)));
-    json_object_set_new(itl, "p50", json_real(sim_hist_percentile(&m->itl_ms, 50)));
-    json_object_set_new(itl, "p90", json_real(sim_hist_percentile(&m->itl_ms, 90)));
-    json_object_set_new(itl, "p99", json_real(sim_hist_percentile(&m->itl_ms, 99)));
+    bool gaps = m->itl_ms.total > 0;   // null when no token followed another
+    json_object_set_new(itl, "mean", gaps ? json_real(sim_hist_mean(&m->itl_ms)) : json_null());
+    json_object_set_new(itl, "p50",
+                        gaps ? json_real(sim_hist_percentile(&m->itl_ms, 50)) : json_null());
+    json_object_set_new(itl, "p90",
+                        gaps ? json_real(sim_hist_percentile(&m->itl_ms, 90)) : json_null());
+    json_object_set_new(itl, "p99",
+                        gaps ? json_real(sim_hist_percentile(&m->itl_ms, 99)) : json_null());
     json_object_set_new(s, "itl_ms", itl);
     json_object_set_new(s, "e2e_ms", stats_obj(&m->e2e_ms));
     json_t *gen = stats_obj(&m->gen_tok_s);
