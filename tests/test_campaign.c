@@ -467,6 +467,7 @@ static void trace_cases(void) {
         {"huge tokens", "2023-11-16 18:15:46.6805900,99999999999999999999,44", "ContextTokens"},
         {"bad timestamp", "yesterday,374,44", "TIMESTAMP"},
         {"month 13", "2023-13-16 18:15:46,374,44", "TIMESTAMP"},
+        {"November 31 (was read as December 1)", "2023-11-31 18:15:46,374,44", "TIMESTAMP"},
         {"missing column", "2023-11-16 18:15:46.6805900,374", "GeneratedTokens"},
         {"unclosed quote", "\"2023-11-16 18:15:46.6805900,374,44", "TIMESTAMP"},
     };

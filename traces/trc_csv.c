@@ -130,6 +130,14 @@ static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
     return era * 146097 + (int64_t)doe - 719468;
 }
 
+// Days in month mo (1-12) of year y, leap years by the Gregorian rule: 2023-02-30 is no date
+// (it would have been read as March 2).
+static int days_in_month(int y, int mo) {
+    static const int dm[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return mo == 2 && leap ? 29 : dm[mo - 1];
+}
+
 // "YYYY-MM-DD HH:MM:SS" (or T between) at the start of s with every digit in place, the
 // form the traces write: its fields as the sscanf in parse_time reads them, without the
 // library's cost on every line. False for any other form (sscanf then reads it).
@@ -162,8 +170,8 @@ static bool parse_time(const char *s, int64_t *out) {
     }
     if (n || (sscanf(s, "%4d-%2d-%2d%*[ T]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) == 6 &&
               n > 0)) {
-        if (mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 ||
-            sec < 0 || sec > 60 || y < 1970 || y > 2200)
+        if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h < 0 || h > 23 || mi < 0 ||
+            mi > 59 || sec < 0 || sec > 60 || y < 1970 || y > 2200)
             return false;   // keeps ns since 1970 (and their differences) inside int64
         const char *p = s + n;
         int64_t frac = 0, scale = 1000000000;
