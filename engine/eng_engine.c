@@ -192,13 +192,17 @@ kvf_status eng_create(eng_engine **out, const eng_model_desc *m, const eng_optio
 #ifdef KVF_HAVE_CUDA
         char why[512];
         if (eng_cuda_load(why, sizeof why)) {
-            st = kvf_fail(err, KVF_ENODEV, "backend cuda: %s; use --backend cpu", why);
+            st = kvf_fail(err, KVF_ENODEV,
+                          "backend cuda: %s; use the cpu backend (--backend cpu; kvfleet run: "
+                          "--engine cpu)",
+                          why);
             goto fail;
         }
         if (eng_cuda_device_count() <= 0) {
             st = kvf_fail(err, KVF_ENODEV,
                           "backend cuda: no CUDA device is visible (driver "
-                          "missing or no GPU); use --backend cpu");
+                          "missing or no GPU); use the cpu backend (--backend cpu; kvfleet "
+                          "run: --engine cpu)");
             goto fail;
         }
         if ((st = cuda_create(e, err))) goto fail;
