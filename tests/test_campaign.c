@@ -895,6 +895,10 @@ static void safety_cases(void) {
     };
     for (size_t i = 0; i < sizeof noop / sizeof noop[0]; i++)
         add(2, noop[i].key, noop[i].frag, noop[i].key, RUN "%s", RUNARGS(S), noop[i].set);
+    add(2, "session_rate", "sessions trace only", "session_rate on a Mooncake trace",
+        RUN " --set workload.session_rate=2", RUNARGS(S));
+    add(2, "session_users", "sessions trace only", "session_users on a Mooncake trace",
+        RUN " --set workload.session_users=3", RUNARGS(S));
     add(0, "arrived", NULL, "gamma arrivals with their cv",
         RUN GEN " --set workload.generate.arrival=gamma --set workload.generate.cv=3", RUNARGS(S));
     add(0, "arrived", NULL, "diurnal arrivals with their amplitude",

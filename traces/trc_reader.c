@@ -748,6 +748,19 @@ kvf_status trc_reader_from_source(trc_reader **out, trc_source *src, FILE *f, co
         if (f && f != stdin) fclose(f);
         return st;
     }
+    if ((opt->session_rate > 0 || opt->session_users > 0) && src->fmt != TRC_FMT_SESSIONS) {
+        // they start the sessions of a sessions file; any other source has its own arrivals
+        *out = NULL;
+        kvf_status fs = kvf_fail(
+            err, KVF_EINVAL,
+            "%s: %s (workload.%s, --%s) applies to a sessions trace only; this source is %s", path,
+            opt->session_rate > 0 ? "session_rate" : "session_users",
+            opt->session_rate > 0 ? "session_rate" : "session_users",
+            opt->session_rate > 0 ? "session-rate" : "session-users", trc_format_name(src->fmt));
+        src->close(src);
+        if (f && f != stdin) fclose(f);
+        return fs;
+    }
     trc_reader *r = kvf_calloc(1, sizeof *r);
     r->opt = *opt;
     r->path = kvf_strdup(path);
