@@ -899,6 +899,13 @@ static void safety_cases(void) {
         RUN " --set workload.session_rate=2", RUNARGS(S));
     add(2, "session_users", "sessions trace only", "session_users on a Mooncake trace",
         RUN " --set workload.session_users=3", RUNARGS(S));
+    add(2, "kv_cache.persist_decode", "closed-loop sessions", "persist_decode on a Mooncake trace",
+        RUN " --set kv_cache.persist_decode=false --set kv_cache.ssd.capacity_tb=1", RUNARGS(S));
+    add(2, "workload.session_rate", "generated workload", "session_rate on a generated workload",
+        RUN GEN " --set workload.session_rate=2", RUNARGS(S));
+    add(0, "arrived", NULL, "persist_decode off for generated sessions with a store",
+        RUN GEN " --set kv_cache.persist_decode=false --set kv_cache.ssd.capacity_tb=1",
+        RUNARGS(S));
     add(0, "arrived", NULL, "gamma arrivals with their cv",
         RUN GEN " --set workload.generate.arrival=gamma --set workload.generate.cv=3", RUNARGS(S));
     add(0, "arrived", NULL, "diurnal arrivals with their amplitude",

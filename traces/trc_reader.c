@@ -748,19 +748,6 @@ kvf_status trc_reader_from_source(trc_reader **out, trc_source *src, FILE *f, co
         if (f && f != stdin) fclose(f);
         return st;
     }
-    if ((opt->session_rate > 0 || opt->session_users > 0) && src->fmt != TRC_FMT_SESSIONS) {
-        // they start the sessions of a sessions file; any other source has its own arrivals
-        *out = NULL;
-        kvf_status fs = kvf_fail(
-            err, KVF_EINVAL,
-            "%s: %s (workload.%s, --%s) applies to a sessions trace only; this source is %s", path,
-            opt->session_rate > 0 ? "session_rate" : "session_users",
-            opt->session_rate > 0 ? "session_rate" : "session_users",
-            opt->session_rate > 0 ? "session-rate" : "session-users", trc_format_name(src->fmt));
-        src->close(src);
-        if (f && f != stdin) fclose(f);
-        return fs;
-    }
     trc_reader *r = kvf_calloc(1, sizeof *r);
     r->opt = *opt;
     r->path = kvf_strdup(path);
@@ -931,6 +918,19 @@ kvf_status trc_reader_open_pass(trc_reader **out, const char *path, const trc_op
     }
     trc_reader *r;
     if ((st = trc_reader_from_source(&r, src, f, path, &o, err))) return st;
+    trc_format got = trc_reader_format(r);
+    if ((o.session_rate > 0 || o.session_users > 0) && got != TRC_FMT_SESSIONS &&
+        (o.format == TRC_FMT_AUTO || o.format == got)) {
+        // they start the sessions of a sessions file; any other has its own arrivals. (Given
+        // for a sessions format that the file turns out not to be, the note below covers them.)
+        const char *k = o.session_rate > 0 ? "session_rate" : "session_users";
+        kvf_fail(err, KVF_EINVAL,
+                 "%s: %s (workload.%s, --%s) applies to a sessions trace only; this file is %s",
+                 path, k, k, o.session_rate > 0 ? "session-rate" : "session-users",
+                 trc_format_name(got));
+        trc_reader_close(r);
+        return KVF_EINVAL;
+    }
     if (o.format != TRC_FMT_AUTO && trc_reader_format(r) != o.format) {
         char tmp[200];
         snprintf(tmp, sizeof tmp,

@@ -323,6 +323,11 @@ static bool key_differs(const sim_config *c, const sim_config *def, const char *
 static kvf_status check_generator_mode_keys(const sim_config *c, const sim_config *def,
                                             kvf_err *err) {
     const sim_workload_cfg *w = &c->workload;
+    if (w->gen.profile[0] && (w->opt.session_rate > 0 || w->opt.session_users > 0))
+        return vfail(c, err,
+                     w->opt.session_rate > 0 ? "workload.session_rate" : "workload.session_users",
+                     "starts the sessions of a sessions trace; a generated workload starts its "
+                     "own (workload.generate.rate_rps)");
     if (!w->gen.profile[0] || w->gen.days > 0) return KVF_OK;
     static const char *const days_only[] = {
         "workload.generate.peak_hour",

@@ -183,7 +183,24 @@ static kvf_status open_workload(const sim_config *cfg, trc_reader **rd, char *tr
     trc_options o = cfg->workload.opt;
     o.block_tokens = cfg->kv.block_tokens;
     o.seed = cfg->seed;
-    return trc_reader_open(rd, trace, &o, err);
+    kvf_status st = trc_reader_open(rd, trace, &o, err);
+    if (st) return st;
+    // a finished answer is persisted for the session's next turn: only closed-loop sources
+    // (sessions, kvfleet) have one (sim_cluster_open_trace)
+    // (given for a format the file turns out not to be, the reader's note on the format covers it)
+    trc_format f = trc_reader_format(*rd);
+    if (!cfg->kv.persist_decode && f != TRC_FMT_SESSIONS && f != TRC_FMT_KVFLEET &&
+        (o.format == TRC_FMT_AUTO || o.format == f)) {
+        trc_reader_close(*rd);
+        *rd = NULL;
+        char where[SIM_PATH_MAX + 128];
+        sim_config_where(cfg, "kv_cache.persist_decode", where, sizeof where);
+        return kvf_fail(err, KVF_EINVAL,
+                        "%s: applies to closed-loop sessions (sessions or kvfleet traces, or a "
+                        "generated workload); %s is a %s trace, whose turns are not chained",
+                        where, trace, trc_format_name(f));
+    }
+    return KVF_OK;
 }
 
 kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_json,
