@@ -48,23 +48,31 @@ static double bare_queue_events_per_s(size_t live, uint64_t n) {
     return (double)n / s;
 }
 
+// The scenario's step model on one pool's layout, made as a run makes it (sim_pool_parallel,
+// sim_make_stepper), the model into *m; NULL when the model or hardware cannot be loaded.
+static mdl_stepper *pool_stepper(const sim_config *cfg, const char *repo, const sim_pool_cfg *pool,
+                                 mdl_model *m) {
+    char dir[2100];
+    snprintf(dir, sizeof dir, "%s/models", repo);
+    static mdl_hardware hw;   // its kernel rows are a few hundred KB
+    kvf_err err = {0};
+    if (mdl_model_load(m, cfg->model, dir, &err) ||
+        mdl_hardware_load(&hw, cfg->hardware, dir, &err))
+        return NULL;
+    mdl_parallel par = sim_pool_parallel(cfg, m, pool);
+    mdl_stepper *st = NULL;
+    return sim_make_stepper(cfg, m, &hw, &par, NULL, &st, &err) ? NULL : st;
+}
+
 // ns per decode step costed as the simulator costs them, in runs (mdl_stepper_cost_run): the
 // scenario's model and step model on its decode pool's layout (sim_pool_parallel,
 // sim_make_stepper), batches of about `seqs` sequences at `ctx` tokens of context whose count
 // changes from run to run: the second half of the floor of one queue operation plus one step
 // costing per event. 0 when the model cannot be loaded.
 static double run_step_ns(const sim_config *cfg, const char *repo, double seqs, double ctx) {
-    char dir[2100];
-    snprintf(dir, sizeof dir, "%s/models", repo);
     mdl_model m;
-    static mdl_hardware hw;   // its kernel rows are a few hundred KB
-    kvf_err err = {0};
-    if (mdl_model_load(&m, cfg->model, dir, &err) ||
-        mdl_hardware_load(&hw, cfg->hardware, dir, &err))
-        return 0;
-    mdl_parallel par = sim_pool_parallel(cfg, &m, &cfg->cluster.decode);
-    mdl_stepper *st = NULL;
-    if (sim_make_stepper(cfg, &m, &hw, &par, NULL, &st, &err)) return 0;
+    mdl_stepper *st = pool_stepper(cfg, repo, &cfg->cluster.decode, &m);
+    if (!st) return 0;
     uint32_t caps[MDL_CAPS];
     mdl_model_caps(&m, caps);
     enum { RUN = 64, RUNS = 20000 };
@@ -115,17 +123,9 @@ static double slot_queue_ns(uint32_t slots, uint64_t n) {
 // pool's layout, sim_make_stepper): batches of about `seqs` prompts of `tokens` tokens each,
 // their count and lengths varying from step to step. 0 when the model cannot be loaded.
 static double prefill_step_ns(const sim_config *cfg, const char *repo, double seqs, double tokens) {
-    char dir[2100];
-    snprintf(dir, sizeof dir, "%s/models", repo);
     mdl_model m;
-    static mdl_hardware hw;
-    kvf_err err = {0};
-    if (mdl_model_load(&m, cfg->model, dir, &err) ||
-        mdl_hardware_load(&hw, cfg->hardware, dir, &err))
-        return 0;
-    mdl_parallel par = sim_pool_parallel(cfg, &m, &cfg->cluster.prefill);
-    mdl_stepper *st = NULL;
-    if (sim_make_stepper(cfg, &m, &hw, &par, NULL, &st, &err)) return 0;
+    mdl_stepper *st = pool_stepper(cfg, repo, &cfg->cluster.prefill, &m);
+    if (!st) return 0;
     enum { STEPS = 200000, MAXN = 64 };
     mdl_seq sq[MAXN];
     int64_t sink = 0;

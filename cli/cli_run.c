@@ -34,6 +34,19 @@ static double jget(json_t *s, const char *a, const char *b) {
     return json_is_number(o) ? json_number_value(o) : NAN;
 }
 
+// One latency line of the headline: mean and percentiles with `digits` decimals; a latency no
+// request measured is null in the summary, n/a here (why: `none`).
+static void print_latency(json_t *s, const char *name, const char *key, int digits,
+                          const char *none) {
+    if (isnan(jget(s, key, "mean"))) {
+        printf("  %s ms      n/a (%s)\n", name, none);
+        return;
+    }
+    printf("  %s ms      mean %.*f  p50 %.*f  p90 %.*f  p99 %.*f\n", name, digits,
+           jget(s, key, "mean"), digits, jget(s, key, "p50"), digits, jget(s, key, "p90"), digits,
+           jget(s, key, "p99"));
+}
+
 static void print_headline(json_t *s, const char *out_dir, bool report) {
     json_t *rq = json_object_get(s, "requests");
     printf("scenario %s  (%s on %s, %s, %s step model)\n",
@@ -48,19 +61,8 @@ static void print_headline(json_t *s, const char *out_dir, bool report) {
            (long long)json_integer_value(json_object_get(rq, "arrived")),
            (long long)json_integer_value(json_object_get(rq, "completed")),
            (long long)json_integer_value(json_object_get(rq, "rejected")), span);
-    // a latency no request measured is null in the summary, n/a here
-    if (isnan(jget(s, "ttft_ms", "mean")))
-        printf("  TTFT ms      n/a (no request completed)\n");
-    else
-        printf("  TTFT ms      mean %.1f  p50 %.1f  p90 %.1f  p99 %.1f\n",
-               jget(s, "ttft_ms", "mean"), jget(s, "ttft_ms", "p50"), jget(s, "ttft_ms", "p90"),
-               jget(s, "ttft_ms", "p99"));
-    if (isnan(jget(s, "tpot_ms", "mean")))
-        printf("  TPOT ms      n/a (no completed request had a second token)\n");
-    else
-        printf("  TPOT ms      mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f\n",
-               jget(s, "tpot_ms", "mean"), jget(s, "tpot_ms", "p50"), jget(s, "tpot_ms", "p90"),
-               jget(s, "tpot_ms", "p99"));
+    print_latency(s, "TTFT", "ttft_ms", 1, "no request completed");
+    print_latency(s, "TPOT", "tpot_ms", 2, "no completed request had a second token");
     printf("  throughput   %.0f input tok/s, %.0f output tok/s; per GPU: prefill %.0f in tok/s, "
            "decode %.0f out tok/s\n",
            jget(s, "throughput", "input_tok_s"), jget(s, "throughput", "output_tok_s"),

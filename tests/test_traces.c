@@ -1627,12 +1627,18 @@ static const char *only_cache_file(const char *dir, char *out, size_t n) {
     return out;
 }
 
-START_TEST(test_cache_identical_and_robust) {
+// A fresh temporary folder as $XDG_CACHE_HOME; dir gets the trace cache's folder under it.
+static void cache_home(char *dir, size_t n) {
     kvt_tmp_make("kvf_trc");
-    char home[600], dir[700], cfile[900];
+    char home[600];
     snprintf(home, sizeof home, "%s/xdg", kvt_tmp);
     setenv("XDG_CACHE_HOME", home, 1);
-    snprintf(dir, sizeof dir, "%s/kvfleet", home);
+    snprintf(dir, n, "%s/kvfleet", home);
+}
+
+START_TEST(test_cache_identical_and_robust) {
+    char dir[700], cfile[900];
+    cache_home(dir, sizeof dir);
     const char *names[] = {"mooncake_conversation.jsonl", "azure2023_conv.csv",
                            "weka_agentic_dev.jsonl"};
     for (int i = 0; i < 3; i++) {
@@ -1706,11 +1712,8 @@ END_TEST
 // well as writable. Read so, with no cache present, the requests are the text's; the cache is
 // published and a second read comes from it unchanged.
 START_TEST(test_cache_built_under_rate) {
-    kvt_tmp_make("kvf_trc");
-    char home[600], dir[700], cfile[900];
-    snprintf(home, sizeof home, "%s/xdg", kvt_tmp);
-    setenv("XDG_CACHE_HOME", home, 1);
-    snprintf(dir, sizeof dir, "%s/kvfleet", home);
+    char dir[700], cfile[900];
+    cache_home(dir, sizeof dir);
     const char *names[] = {"mooncake_conversation.jsonl", "azure2023_conv.csv"};
     for (int i = 0; i < 2; i++) {
         char path[600], cmd[1400];
@@ -1774,10 +1777,8 @@ static void fast_vs_jansson(const char *path, const trc_options *o) {
 // refills and grows. Read so, the cache (built, then verified and read back) and the spool of
 // a rate rescale give the same requests as the text.
 START_TEST(test_cache_window_smaller_than_records) {
-    kvt_tmp_make("kvf_trc");
-    char home[600];
-    snprintf(home, sizeof home, "%s/xdg", kvt_tmp);
-    setenv("XDG_CACHE_HOME", home, 1);
+    char dir[700];
+    cache_home(dir, sizeof dir);
     const char *names[] = {"mooncake_conversation.jsonl", "azure2023_conv.csv"};
     trc_cache_win_bytes = 512;
     for (int i = 0; i < 2; i++) {
