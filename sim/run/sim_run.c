@@ -186,8 +186,8 @@ static kvf_status open_workload(const sim_config *cfg, trc_reader **rd, char *tr
     kvf_status st = trc_reader_open(rd, trace, &o, err);
     if (st) return st;
     // a finished answer is persisted for the session's next turn: only closed-loop sources
-    // (sessions, kvfleet) have one (sim_cluster_open_trace)
-    // (given for a format the file turns out not to be, the reader's note on the format covers it)
+    // (sessions, kvfleet) have one (sim_cluster_open_trace). Given for a format the file turns
+    // out not to be, the reader's note on the format covers it.
     trc_format f = trc_reader_format(*rd);
     if (!cfg->kv.persist_decode && f != TRC_FMT_SESSIONS && f != TRC_FMT_KVFLEET &&
         (o.format == TRC_FMT_AUTO || o.format == f)) {
