@@ -140,6 +140,48 @@ typedef struct comparison {
 
 static const double targets[N_FIG] = {1, 5, 5, 5, 5};
 
+// A sampled summary agrees with itself, every total the full fleet's: the two goodputs, the
+// classes' counts, prompt tokens and store peaks against the totals, and the energy of the
+// full fleet's GPUs (the per-class figures and the energy were left at the sampled fleet's, a
+// tenth of these).
+static void sampled_totals_agree(json_t *smp) {
+    ck_assert_msg(kvt_num(smp, "slo.goodput_rps") == kvt_num(smp, "slo.goodput_req_s"),
+                  "goodput_rps %g, goodput_req_s %g", kvt_num(smp, "slo.goodput_rps"),
+                  kvt_num(smp, "slo.goodput_req_s"));
+    double done = 0, arrived = 0, prompt = 0, peak = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(smp, "by_class"), k, v) {
+        done += json_number_value(json_object_get(v, "completed"));
+    }
+    json_object_foreach(json_object_get(json_object_get(smp, "slo"), "by_class"), k, v) {
+        arrived += json_number_value(json_object_get(v, "arrived"));
+    }
+    json_object_foreach(json_object_get(json_object_get(smp, "cache"), "by_class"), k, v) {
+        prompt += json_number_value(json_object_get(v, "prompt_tokens"));
+        peak += json_number_value(json_object_get(v, "stored_bytes_peak"));
+    }
+    ck_assert_msg(fabs(done - kvt_num(smp, "requests.completed")) <= 2,
+                  "classes %g completed of %g", done, kvt_num(smp, "requests.completed"));
+    ck_assert_msg(fabs(arrived - kvt_num(smp, "requests.arrived")) <= 2, "classes %g arrived of %g",
+                  arrived, kvt_num(smp, "requests.arrived"));
+    double tok = kvt_num(smp, "cache.hit_tokens") + kvt_num(smp, "cache.miss_tokens");
+    ck_assert_msg(fabs(prompt / tok - 1) < 1e-6, "classes' prompt tokens %g of %g", prompt, tok);
+    // each class's store peak is at its own time, so their sum is not the store's peak, but of
+    // its order (it was a tenth of it: the classes' peaks left at the sampled fleet's)
+    double tp = kvt_num(smp, "cache.stored_bytes_peak");
+    ck_assert_msg(peak > 0.5 * tp && peak < 3 * tp, "classes' store peaks %g, the store's %g", peak,
+                  tp);
+    // the energy is the full fleet's GPUs at their mean board power over the run
+    double gpus =
+        kvt_num(smp, "gpus.prefill") + kvt_num(smp, "gpus.decode") + kvt_num(smp, "gpus.vision");
+    double kwh = kvt_num(smp, "energy.mean_board_w_per_gpu") * gpus *
+                 kvt_num(smp, "sim.simulated_s") / 3.6e6 * kvt_num(smp, "energy.pue");
+    ck_assert_msg(fabs(kvt_num(smp, "energy.kwh") / kwh - 1) < 0.02,
+                  "energy %g kWh, %g GPUs at their mean power %g", kvt_num(smp, "energy.kwh"), gpus,
+                  kwh);
+}
+
 // Runs the scenario in full and at R = 0.1 and prints the error table.
 static void compare(const char *label, const char *scenario, const char *trace, comparison *out) {
     const char *sets[] = {"workload.sample_rate=0.1"};
@@ -213,6 +255,7 @@ static void compare(const char *label, const char *scenario, const char *trace, 
     ck_assert_msg(kvt_num(smp, "gpus.prefill") == kvt_num(full, "gpus.prefill"),
                   "full-fleet prefill GPUs %.0f, full run %.0f", kvt_num(smp, "gpus.prefill"),
                   kvt_num(full, "gpus.prefill"));
+    sampled_totals_agree(smp);
     free(keep);
     free(g);
     free(rows);

@@ -327,16 +327,30 @@ void sim_sample_scale_econ(rpt_econ_input *ei, const sim_sample_plan *p, bool co
 }
 
 // ---- the summary -----------------------------------------------------------------------------
-// Totals of traffic (divided by R). A trailing ".*" scales every number of that object.
+// Totals of traffic (divided by R). A trailing ".*" scales every number of that object; a ".*."
+// inside goes through every member (by_class.*.completed: each class's count).
 static const char *const traffic_totals[] = {
     "requests.arrived",
     "requests.completed",
     "requests.rejected",
     "requests.unfinished",
+    "requests.truncated",
     "requests.rejected_by_reason.*",
+    "by_class.*.completed",
     "throughput.input_tok_s",
     "throughput.output_tok_s",
     "slo.goodput_req_s",
+    "slo.goodput_rps",
+    "slo.goodput_tok_s",
+    "slo.by_class.*.arrived",
+    "slo.by_class.*.goodput_rps",
+    "slo.by_class.*.goodput_tok_s",
+    "cache.by_class.*.prompt_tokens",
+    "cache.by_class.*.store_write_Bps",
+    "cache.by_class.*.stored_bytes_peak",
+    "cache.by_class.*.stored_bytes_end",
+    "cache.by_class.*.stored_bytes_steady",
+    "cache.by_class.*.stored_bytes_steady_peak",
     "cache.hit_tokens",
     "cache.miss_tokens",
     "cache.by_tier_tokens.*",
@@ -383,6 +397,22 @@ static void scale_value(json_t *o, const char *key, const char *path, double f, 
 }
 
 static void scale_path(json_t *s, const char *path, double f, json_t *raw) {
+    const char *mid = strstr(path, ".*.");
+    if (mid) {   // every member of the object before it, the rest of the path in each
+        char prefix[128], last[128];
+        snprintf(prefix, sizeof prefix, "%.*s", (int)(mid - path), path);
+        json_t *o = parent_of(s, prefix, last, sizeof last);
+        o = o ? json_object_get(o, last) : NULL;
+        if (!json_is_object(o)) return;
+        const char *k;
+        json_t *v;
+        json_object_foreach(o, k, v) {
+            char full[256];
+            snprintf(full, sizeof full, "%s.%s.%s", prefix, k, mid + 3);
+            scale_path(s, full, f, raw);
+        }
+        return;
+    }
     char last[128];
     json_t *o = parent_of(s, path, last, sizeof last);
     if (!o) return;
@@ -402,6 +432,31 @@ static void scale_path(json_t *s, const char *path, double f, json_t *raw) {
     }
 }
 
+// The energy of the full fleet: each pool's board energy times its GPU factor (as GPU-hours),
+// the totals summed again from them; per-GPU means are unchanged, and energy per token moves
+// with the energy against the traffic's 1 / R.
+static void scale_energy(json_t *s, const sim_sample_plan *p, bool colocated, json_t *raw) {
+    json_t *e = json_object_get(s, "energy"), *bp = json_object_get(e, "by_pool");
+    double old = json_number_value(json_object_get(e, "board_kwh"));
+    if (!json_is_object(bp) || !(old > 0)) return;
+    static const char *const pn[SIM_SAMPLE_POOLS] = {"vision", "prefill", "decode"};
+    double board = 0;
+    for (int k = 0; k < SIM_SAMPLE_POOLS; k++) {
+        const char *name = colocated && k == 1 ? "colocated" : pn[k];
+        json_t *o = json_object_get(bp, name);
+        if (!json_is_object(o)) continue;
+        char path[64];
+        snprintf(path, sizeof path, "energy.by_pool.%s.board_kwh", name);
+        scale_value(o, "board_kwh", path, sim_sample_pool_factor(p, k, colocated), raw);
+        board += json_number_value(json_object_get(o, "board_kwh"));
+    }
+    double f = board / old;
+    scale_value(e, "board_kwh", "energy.board_kwh", f, raw);
+    scale_value(e, "kwh", "energy.kwh", f, raw);
+    scale_value(e, "mean_w", "energy.mean_w", f, raw);
+    scale_value(e, "wh_per_mtok", "energy.wh_per_mtok", f * p->rate, raw);
+}
+
 void sim_sample_summary(json_t *s, const sim_sample_plan *p, const sim_sampler *sm, bool colocated,
                         double gpu_hours_full) {
     json_t *raw = json_object();
@@ -417,6 +472,7 @@ void sim_sample_summary(json_t *s, const sim_sample_plan *p, const sim_sampler *
         json_object_set(raw, "gpu_hours", gh);
         json_object_set_new(s, "gpu_hours", json_real(gpu_hours_full));
     }
+    scale_energy(s, p, colocated, raw);
     json_t *ca = json_object_get(s, "cache");
     if (json_is_object(ca) && p->ssd_full_bytes > 0) {
         json_object_set(raw, "cache.ssd_capacity_bytes", json_object_get(ca, "ssd_capacity_bytes"));
