@@ -121,6 +121,26 @@ START_TEST(test_autoscale_min_left_out_is_one) {
 }
 END_TEST
 
+// An instance scaled down finishes what runs there, and its GPUs are billed until it is idle:
+// before, billing stopped at once while its steps went on, and the decode pool was busy 1.098
+// of its billed time (the economics' utilisation above its own capacity figure).
+START_TEST(test_autoscale_drain_billed) {
+    const char *sets[] = {"workload.limit_requests=2000", "cluster.decode.instances=4",
+                          "cluster.decode.autoscale.metric=queue", "cluster.decode.autoscale.up=2",
+                          "cluster.decode.autoscale.down=0.5"};
+    json_t *s = kvt_run("quickstart.yaml", NULL, sets, 5, NULL);
+    ck_assert_msg(kvt_num(s, "scaling.decode.downs") > 0, "no scale-down");
+    const char *pools[] = {"utilization.prefill", "utilization.decode"};
+    for (int i = 0; i < 2; i++)
+        ck_assert_msg(kvt_num(s, pools[i]) <= 1 + 1e-9, "%s %g", pools[i], kvt_num(s, pools[i]));
+    ck_assert_msg(kvt_num(s, "economics.utilization") <=
+                      kvt_num(s, "economics.capacity_utilization") + 1e-9,
+                  "utilisation %g above capacity %g", kvt_num(s, "economics.utilization"),
+                  kvt_num(s, "economics.capacity_utilization"));
+    json_decref(s);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("autoscale");
     TCase *tc = tcase_create("autoscale");
@@ -128,6 +148,7 @@ int main(void) {
     tcase_add_test(tc, test_autoscale_saves_gpu_hours_on_a_day);
     tcase_add_test(tc, test_autoscale_keys_that_cannot_apply);
     tcase_add_test(tc, test_autoscale_min_left_out_is_one);
+    tcase_add_test(tc, test_autoscale_drain_billed);
     suite_add_tcase(s, tc);
     return kvt_main(s);
 }

@@ -23,6 +23,7 @@ static void on_schedule(sim_cluster *c, uint32_t e) {
         for (uint32_t i = 0; i < p->n; i++) {
             c->inst[p->first + i].active = i < w;
             sim_router_touch(c, &c->inst[p->first + i]);
+            sim_inst_drain_check(c, &c->inst[p->first + i]);
         }
     }
 }

@@ -174,6 +174,7 @@ typedef struct sim_inst {
     const sim_pool_cfg *pcfg;   // its queue policy: the pool's (colocated: an instance counted
                                 // under cluster.decode keeps cluster.decode's)
     bool active;                // receives new requests (time-of-day schedule)
+    bool draining;              // not active, still serving what it holds: billed until idle
     bool busy;                  // a step is in flight
     bool kick_pending;          // idle, a SIM_EV_KICK at this instant will form its step
     // serving.first_token_lag_steps: requests whose first token the step ending at lag_at made;
@@ -264,6 +265,7 @@ typedef struct sim_pool {
     const sim_pool_scaler *scaler;   // load-driven sizing (cluster.<pool>.autoscale), NULL = none
     uint32_t n_starting;             // instances started, not yet serving (billed)
     uint32_t n_failed;               // instances down after a failure (billed: the GPUs are held)
+    uint32_t n_draining;             // instances taken out of service, still serving (billed)
     sim_time scale_last;             // time of the last start or stop
     double scale_busy_ns;            // busy time of its instances at the last tick
     uint64_t scale_ups, scale_downs;
@@ -449,6 +451,9 @@ void sim_step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, uin
 void sim_step_begin(sim_cluster *c, sim_inst *in, const mdl_step_cost *k, uint32_t n,
                     uint64_t tokens);
 void sim_inst_kick(sim_cluster *c, sim_inst *in);
+// An instance out of service (not active: scaled down or scheduled off) that still holds work
+// is draining: its GPUs are billed until it is idle. Call after in's activity or work changed.
+void sim_inst_drain_check(sim_cluster *c, sim_inst *in);
 // SIM_EV_KICK: the idle instance forms its step now.
 void sim_inst_kicked(sim_cluster *c, sim_inst *in);
 void sim_inst_form_step(sim_cluster *c, sim_inst *in);

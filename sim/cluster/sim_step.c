@@ -184,6 +184,7 @@ void sim_inst_kick(sim_cluster *c, sim_inst *in) {
         sim_inst_form_step(c, in);
     }
     sim_router_touch(c, in);
+    if (!in->active || in->draining) sim_inst_drain_check(c, in);
 }
 
 void sim_inst_kicked(sim_cluster *c, sim_inst *in) {
@@ -192,6 +193,21 @@ void sim_inst_kicked(sim_cluster *c, sim_inst *in) {
     if (in->failed) return;   // it failed since: its queues are gone
     sim_inst_form_step(c, in);
     sim_router_touch(c, in);
+    if (!in->active || in->draining) sim_inst_drain_check(c, in);
+}
+
+void sim_inst_drain_check(sim_cluster *c, sim_inst *in) {
+    bool serving = !in->active && !in->failed &&
+                   (in->busy || in->kick_pending || in->waiting_loads || in->ready.n ||
+                    in->dwait.n || in->n_running || in->n_prefilling || in->n_loading);
+    if (serving == in->draining) return;
+    sim_pool_gpu_account(c);   // the time so far at the old count
+    sim_pool *p = sim_pool_of(c, in);
+    in->draining = serving;
+    if (serving)
+        p->n_draining++;
+    else
+        p->n_draining--;
 }
 
 // CUDA-graph capture sizes (serving.graph_buckets): 1, 2, 4, then steps of 8 up to the largest.

@@ -19,7 +19,8 @@ void sim_ts(sim_cluster *c, const char *pool, int32_t inst, const char *metric, 
 void sim_pool_gpu_account(sim_cluster *c) {
     for (int k = 0; k < SIM_POOLS; k++) {
         sim_pool *p = &c->pool[k];
-        p->gpu_ns += (double)(c->now - p->gpu_last) * (p->n_active + p->n_starting + p->n_failed) *
+        p->gpu_ns += (double)(c->now - p->gpu_last) *
+                     (p->n_active + p->n_starting + p->n_failed + p->n_draining) *
                      (p->cfg ? p->cfg->gpus_per_instance : 0);
         p->gpu_last = c->now;
     }

@@ -76,6 +76,7 @@ static void as_tick(sim_cluster *c, sim_pool *p, double interval_s) {
             in->active = false;
             p->n_active--;
             sim_router_touch(c, in);
+            sim_inst_drain_check(c, in);   // billed while it finishes what runs there
             break;
         }
         p->scale_last = c->now;
@@ -94,6 +95,7 @@ static void as_started(sim_cluster *c, sim_pool *p) {
         if (in->active || in->failed) continue;
         in->active = true;
         p->n_active++;
+        sim_inst_drain_check(c, in);   // back in service: no longer draining
         sim_router_touch(c, in);
         sim_inst_kick(c, in);
         break;

@@ -76,6 +76,7 @@ void sim_failures_fail(sim_cluster *c, sim_inst *in) {
         in->active = false;
         p->n_active--;
     }
+    sim_inst_drain_check(c, in);   // a draining one is down now: billed as failed
     if (in->busy) sim_queue_slot_cancel(c->q, in->id);   // the step in flight never ends
     in->busy = in->waiting_loads = false;
     in->run_m = in->run_more = 0;
