@@ -22,6 +22,15 @@ static void conserved(json_t *s, const char *what) {
                   "%s: KV %g and %g requests left", what,
                   kvt_num(s, "invariants.kv_tokens_held_end"),
                   kvt_num(s, "invariants.in_flight_end"));
+    // each request's tokens counted once: a retried try's output leaves the totals (it was
+    // counted again, 713,184 produced of 704,602 requested with nothing rejected), shown apart
+    ck_assert_msg(kvt_num(s, "invariants.output_tokens_requested") ==
+                      kvt_num(s, "invariants.output_tokens_produced") +
+                          kvt_num(s, "invariants.output_tokens_rejected"),
+                  "%s: %g requested, %g produced + %g rejected", what,
+                  kvt_num(s, "invariants.output_tokens_requested"),
+                  kvt_num(s, "invariants.output_tokens_produced"),
+                  kvt_num(s, "invariants.output_tokens_rejected"));
 }
 
 START_TEST(test_failures_retry_and_reject) {
@@ -40,6 +49,16 @@ START_TEST(test_failures_retry_and_reject) {
     ck_assert_msg(kvt_num(b, "failures.lost_kv_tokens") > 0 && kvt_num(b, "failures.down_s") > 0,
                   "lost KV %g, down %g s", kvt_num(b, "failures.lost_kv_tokens"),
                   kvt_num(b, "failures.down_s"));
+    // the retries' prompts are counted once in the hit and miss totals: the same prompt tokens
+    // as the run without failures (the same requests), the work done again shown apart
+    ck_assert_msg(kvt_num(b, "cache.hit_tokens") + kvt_num(b, "cache.miss_tokens") ==
+                      kvt_num(a, "cache.hit_tokens") + kvt_num(a, "cache.miss_tokens"),
+                  "prompt tokens %g with retries, %g without",
+                  kvt_num(b, "cache.hit_tokens") + kvt_num(b, "cache.miss_tokens"),
+                  kvt_num(a, "cache.hit_tokens") + kvt_num(a, "cache.miss_tokens"));
+    ck_assert_msg(kvt_num(b, "failures.redone_prompt_tokens") > 0 ||
+                      kvt_num(b, "failures.redone_output_tokens") > 0,
+                  "retries but no work done again");
     ck_assert_msg(kvt_num(c, "requests.rejected_by_reason.failure") > 0 &&
                       kvt_num(c, "failures.retried") == 0,
                   "reject: %g rejected for failure, %g retried",

@@ -56,7 +56,10 @@ typedef struct sim_metrics {
     uint64_t rejected_failure;    // rejected because their instance failed
     uint64_t failures, retried;   // instance failures; requests retried after one
     double lost_kv_tokens;        // KV of running requests lost with their instance
-    double down_ns;               // instance time spent failed
+    // a retried request's prompt and output tokens of the tries that failed: work done again,
+    // taken out of the totals above (each request's tokens are counted once, as delivered)
+    uint64_t redone_prompt_tokens, redone_output_tokens;
+    double down_ns;   // instance time spent failed
     uint64_t preemptions, decode_steps, decode_step_tokens, decode_step_seqs;
     double prefill_flops, prefill_flops_no_reuse, prefill_flops_window_full;
     double load_bytes[3];   // bytes loaded from each tier

@@ -49,6 +49,22 @@ static bool held_by(const sim_cluster *c, const sim_req *r, uint32_t id) {
 // r starts over: a fresh try through the routers, everything of the ended one undone.
 static void retry(sim_cluster *c, uint32_t slot) {
     sim_req *r = sim_req_at(c, slot);
+    // the failed try's tokens leave the totals (its prompt was counted when its first chunk was
+    // scheduled, its output as produced): the next try counts them again. Failure pools list
+    // their decode sequences, so produced is current.
+    sim_metrics *m = &c->m;
+    if (r->scheduled) {
+        m->prompt_tokens -= r->input;
+        m->hit_tokens -= r->cached;
+        m->miss_tokens -= r->input - r->cached;
+        m->cls_prompt[r->cls] -= r->input;
+        m->cls_hit[r->cls] -= r->cached;
+        for (int t = 0; t < SIM_TIERS; t++)
+            m->hit_tier[t] -= r->hit[t];
+        m->redone_prompt_tokens += r->input;
+    }
+    m->output_tokens -= r->produced;
+    m->redone_output_tokens += r->produced;
     r->gen++;
     r->produced = r->computed = r->cached = r->compute_tokens = r->recompute = 0;
     r->hit_blocks = r->blocks_written = r->pending_loads = 0;
