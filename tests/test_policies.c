@@ -116,6 +116,27 @@ START_TEST(test_schedule_changes_gpu_hours) {
 }
 END_TEST
 
+// The schedule's hours are the day's, and the trace starts at economics.trace_start_utc: a run
+// of about 11 minutes from 00:55 crosses 01:00 and grows to 6 prefill instances there; from
+// 01:30 it has 6 from the start; from 00:00 never (before, every start was taken as 00:00 and
+// the run from 00:55 kept 2 throughout, while its economics placed it at 00:55).
+START_TEST(test_schedule_from_trace_start) {
+    double gh[3];
+    const char *starts[] = {"economics.trace_start_utc=00:00", "economics.trace_start_utc=00:55",
+                            "economics.trace_start_utc=01:30"};
+    for (int i = 0; i < 3; i++) {
+        const char *sets[] = {"workload.limit_requests=2000", "cluster.prefill.instances=6",
+                              "cluster.schedule=[{from_h: 0, prefill: 2}, {from_h: 1, prefill: 6}]",
+                              starts[i]};
+        json_t *s = run(sets, 4);
+        gh[i] = kvt_num(s, "gpu_hours");
+        json_decref(s);
+    }
+    ck_assert_msg(gh[0] < gh[1] && gh[1] < gh[2],
+                  "GPU-hours from 00:00 %.3f, 00:55 %.3f, 01:30 %.3f", gh[0], gh[1], gh[2]);
+}
+END_TEST
+
 START_TEST(test_vision_stage) {
     kvt_tmp_make("kvf_vis");
     // half the requests carry an image: they pass through the vision pool before prefill,
@@ -268,6 +289,7 @@ static Suite *suite(void) {
     tcase_add_test(t, test_overload_is_flagged);
     tcase_add_test(t, test_disaggregation_keeps_tpot_flat);
     tcase_add_test(t, test_schedule_changes_gpu_hours);
+    tcase_add_test(t, test_schedule_from_trace_start);
     tcase_add_test(t, test_vision_stage);
     tcase_add_test(t, test_pool_policy_vision);
     tcase_add_test(t, test_pool_policy_prefill);

@@ -447,11 +447,20 @@ kvf_status sim_cluster_loop(sim_cluster *c) {
     c->sample_interval_s = cfg->output.sample_interval_s > 0 ? cfg->output.sample_interval_s : 10;
     sim_failures_init(c);
     sim_ev_push(c, (sim_time)(c->sample_interval_s * 1e9), SIM_EV_SAMPLE, 0, 0, NULL);
+    // time-of-day entries repeat daily; the trace starts at economics.trace_start_utc (00:00 by
+    // default), so an entry's first time is its hour's next passing after that, and the run
+    // starts with the last entry whose hour had passed by then (before any: the pools as given)
+    double s0 = fmod(cfg->econ.trace_start_s, 86400);
+    int32_t first = -1;
     for (int32_t e = 0; e < cfg->cluster.n_schedule; e++) {
-        // time-of-day entries repeat daily from the trace start at 00:00 UTC
-        sim_ev_push(c, (sim_time)(cfg->cluster.schedule[e].from_h * 3600e9), SIM_EV_SCHEDULE, 0,
-                    (uint64_t)e, NULL);
+        double at = cfg->cluster.schedule[e].from_h * 3600 - s0;
+        if (at < 0) {
+            first = e;   // entries increase: the last one before the start wins
+            at += 86400;
+        }
+        sim_ev_push(c, (sim_time)(at * 1e9), SIM_EV_SCHEDULE, 0, (uint64_t)e, NULL);
     }
+    if (first >= 0) on_schedule(c, (uint32_t)first);
     sim_event ev;
     uint64_t n = 0;
     while (c->status == KVF_OK && sim_queue_pop(c->q, &ev)) {
