@@ -322,6 +322,14 @@ kvf_status cli_sweep_write_html(const cli_sweep_state *s, kvf_err *err) {
     return st;
 }
 
+// One figure of the table, n/a where the summary has none (a latency no request measured).
+static void table_cell(double v, int width, int prec) {
+    if (isnan(v))
+        printf(" %*s", width, "n/a");
+    else
+        printf(" %*.*f", width, prec, v);
+}
+
 void cli_sweep_print_table(const cli_sweep_state *s) {
     KVF_ASSERT(s && s->names && s->summary);
     printf("%5s", "idx");
@@ -338,11 +346,14 @@ void cli_sweep_print_table(const cli_sweep_state *s) {
             printf("  unfinished: %s\n", point_reason(s, i));
             continue;
         }
-        printf("  %10.1f %10.2f %8.3f %10.0f %6.0f %10.2f  %s\n", sim_points_num(m, "ttft_ms.p90"),
-               sim_points_num(m, "tpot_ms.p90"), sim_points_num(m, "cache.hit_rate"),
-               sim_points_num(m, "throughput.output_tok_s"), sim_points_gpus(m),
-               sim_points_num(m, "economics.cost_per_day_usd"),
-               sim_points_str(m, "saturation.state"));
+        printf(" ");
+        table_cell(sim_points_num(m, "ttft_ms.p90"), 10, 1);
+        table_cell(sim_points_num(m, "tpot_ms.p90"), 10, 2);
+        table_cell(sim_points_num(m, "cache.hit_rate"), 8, 3);
+        table_cell(sim_points_num(m, "throughput.output_tok_s"), 10, 0);
+        table_cell(sim_points_gpus(m), 6, 0);
+        table_cell(sim_points_num(m, "economics.cost_per_day_usd"), 10, 2);
+        printf("  %s\n", sim_points_str(m, "saturation.state"));
     }
     json_t **flat = kvf_calloc((size_t)s->npoints, sizeof *flat);
     json_t *differs = config_differs(s, flat);

@@ -157,6 +157,29 @@ START_TEST(test_sweep_mpi_equals_plain) {
 }
 END_TEST
 
+// A point where no request was served has no latency: n/a in the table (it printed "nan"),
+// NULL in sweep.db, as null in its summary.
+START_TEST(test_sweep_point_nothing_served) {
+    ck_assert_msg(kvt_sh("%s sweep scenarios/quickstart.yaml --set workload.limit_requests=100 "
+                         "--set cluster.mode=colocated --set cluster.prefill.kv_tokens=1 "
+                         "--set cluster.decode.kv_tokens=1 --vary seed=1,2 -j 1 -o %s/ns",
+                         kvt_bin(), kvt_tmp) == 0,
+                  "%.2000s", kvt_err);
+    ck_assert_msg(strstr(kvt_out, "n/a") && !strstr(kvt_out, "nan"), "%s", kvt_out);
+    char p[256];
+    snprintf(p, sizeof p, "%s/ns/sweep.db", kvt_tmp);
+    sqlite3 *db = NULL;
+    ck_assert(sqlite3_open_v2(p, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    sqlite3_stmt *q = NULL;
+    ck_assert(sqlite3_prepare_v2(db, "SELECT count(*) FROM point WHERE ttft_p90_ms IS NULL", -1, &q,
+                                 NULL) == SQLITE_OK);
+    ck_assert(sqlite3_step(q) == SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_int(q, 0), 2);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+}
+END_TEST
+
 START_TEST(test_sweep_db_and_csv) {
     ck_assert_msg(kvt_sh("%s sweep " BASE " " VARY " -o %s/d", kvt_bin(), kvt_tmp) == 0, "%.2000s",
                   kvt_err);
@@ -362,6 +385,7 @@ int main(void) {
     tcase_add_test(t, test_sweep_points_equal_plain_runs);
     tcase_add_test(t, test_sweep_j2_equals_j1);
     tcase_add_test(t, test_sweep_db_and_csv);
+    tcase_add_test(t, test_sweep_point_nothing_served);
     tcase_add_test(t, test_sweep_resume_reruns_only_missing);
     tcase_add_test(t, test_sweep_bad_vary);
     tcase_add_test(t, test_sweep_unfinished_reason);
