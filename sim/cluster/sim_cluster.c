@@ -386,7 +386,8 @@ static void ev_swapin(sim_cluster *c, const sim_event *ev) {
 static void ev_sample(sim_cluster *c, const sim_event *ev) {
     (void)ev;
     double interval = c->sample_interval_s;
-    sim_on_sample(c, interval);
+    sim_on_sample(c, interval, false);
+    c->last_sample_ns = c->now;
     for (int k = 0; k < SIM_POOLS; k++)
         if (c->pool[k].scaler) c->pool[k].scaler->tick(c, &c->pool[k], interval);
     // Work bounded by events, not simulated time: across an idle gap (no request between
@@ -442,6 +443,14 @@ static const sim_ev_fn handlers[SIM_EV_KINDS] = {
     [SIM_EV_KICK] = ev_kick,
 };
 
+// The time series' last part-interval, from the last sample to the run's end: without it the
+// series would miss up to an interval of the run's tokens and busy time (all of a run shorter
+// than one interval). Its rates are over the time it covers.
+static void close_series(sim_cluster *c) {
+    if (c->status == KVF_OK && c->now > c->last_sample_ns)
+        sim_on_sample(c, (double)(c->now - c->last_sample_ns) * 1e-9, true);
+}
+
 kvf_status sim_cluster_loop(sim_cluster *c) {
     const sim_config *cfg = c->cfg;
     c->sample_interval_s = cfg->output.sample_interval_s > 0 ? cfg->output.sample_interval_s : 10;
@@ -475,12 +484,14 @@ kvf_status sim_cluster_loop(sim_cluster *c) {
         handlers[ev.kind](c, &ev);
         if ((++n & 0x3fff) == 0) {   // interrupt and progress every 16k events
             if (c->opts && c->opts->interrupt && *c->opts->interrupt) {
+                close_series(c);
                 sim_pool_gpu_account(c);   // GPU-hours up to the interruption
                 return KVF_EINTR;
             }
             sim_run_progress(c);
         }
     }
+    close_series(c);
     sim_pool_gpu_account(c);
     return c->status;
 }

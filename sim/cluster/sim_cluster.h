@@ -344,6 +344,7 @@ typedef struct sim_cluster {
     bool show_progress;
     uint32_t dgen;              // decode-sum membership generations handed out
     double sample_interval_s;   // time-series sampling interval (sim.sample_interval_s or 10)
+    sim_time last_sample_ns;    // when the time series was last sampled (0: not yet)
     // SLOs by class, resolved at init: a request meets its class's when each bounded metric is
     // within the bound of the highest percentile given for it (NaN = unbounded)
     double slo_req_ms[TRC_CLASS_COUNT][SIM_SLO_METRICS];
@@ -512,7 +513,9 @@ bool sim_decode_emit(sim_cluster *c, sim_inst *in, uint32_t pos);
 // measure/sim_timeseries.c
 void sim_ts(sim_cluster *c, const char *pool, int32_t inst, const char *metric, double v);
 void sim_pool_gpu_account(sim_cluster *c);
-void sim_on_sample(sim_cluster *c, double interval_s);
+// The periodic sample over the interval_s just ended; last: the run's closing part-interval,
+// written to the time series only (the sampled statistics keep their regular instants).
+void sim_on_sample(sim_cluster *c, double interval_s, bool last);
 
 // Routers (sim_router.c): return an instance id of the pool.
 sim_route_fn sim_router_prefill(const char *name);

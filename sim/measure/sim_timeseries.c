@@ -26,7 +26,7 @@ void sim_pool_gpu_account(sim_cluster *c) {
     }
 }
 
-void sim_on_sample(sim_cluster *c, double interval_s) {
+void sim_on_sample(sim_cluster *c, double interval_s, bool last) {
     sim_metrics *m = &c->m;
     // expire entries whose retention ran out, so occupancy is honest
     sim_bcache_expire(&c->ssd, c->now);
@@ -37,11 +37,11 @@ void sim_on_sample(sim_cluster *c, double interval_s) {
         hbm_blocks += c->inst[i].hbm.used;
     }
     static const char *names[SIM_POOLS] = {"vision", "prefill", "decode"};
-    sim_samples_add(&m->sample_t, (double)c->now * 1e-9);
+    if (!last) sim_samples_add(&m->sample_t, (double)c->now * 1e-9);
     for (int k = 0; k < SIM_POOLS; k++) {
         sim_pool *p = &c->pool[k];
         if (!p->n) {
-            sim_samples_add(&m->pool_queue[k], 0);
+            if (!last) sim_samples_add(&m->pool_queue[k], 0);
             continue;
         }
         double busy = 0, q = 0, run = 0, kvu = 0, kvc = 0;
@@ -64,7 +64,7 @@ void sim_on_sample(sim_cluster *c, double interval_s) {
             kvc += in->kv_cap;
         }
         qlen += (uint64_t)q;
-        sim_samples_add(&m->pool_queue[k], q);
+        if (!last) sim_samples_add(&m->pool_queue[k], q);
         double util = p->n_active ? busy / (interval_s * 1e9 * p->n_active) : 0;
         sim_ts(c, names[k], -1, "utilization", util > 1 ? 1 : util);
         sim_ts(c, names[k], -1, "queue_len", q);
@@ -72,11 +72,13 @@ void sim_on_sample(sim_cluster *c, double interval_s) {
         sim_ts(c, names[k], -1, "instances", p->n_active);
         if (kvc > 0) sim_ts(c, names[k], -1, "kv_used_frac", kvu / kvc);
     }
-    sim_samples_add(&m->queue_len, (double)qlen);
     double flows = 0;   // transfers waiting on links (a slow KV link is a queue too)
     for (size_t i = 0; i < c->n_links; i++)
         flows += (double)c->links[i].link.n;
-    sim_samples_add(&m->backlog, (double)qlen + flows);
+    if (!last) {
+        sim_samples_add(&m->queue_len, (double)qlen);
+        sim_samples_add(&m->backlog, (double)qlen + flows);
+    }
     sim_ts(c, "cluster", -1, "input_tok_s", (double)m->iv_in / interval_s);
     sim_ts(c, "cluster", -1, "output_tok_s", (double)m->iv_out / interval_s);
     sim_ts(c, "cluster", -1, "in_flight", (double)c->in_flight);
@@ -88,7 +90,7 @@ void sim_on_sample(sim_cluster *c, double interval_s) {
         sim_ts(c, "cluster", -1, "hit_rate_ssd", (double)m->iv_hit_tier[2] / pr);
     }
     double store = (double)c->ssd.used * c->block_bytes;
-    if (store > m->store_bytes_peak) m->store_bytes_peak = store;
+    if (!last && store > m->store_bytes_peak) m->store_bytes_peak = store;
     sim_ts(c, "kv", -1, "kv_store_bytes", store);
     // the store by class; a class's steady state is what it holds once the run has lasted its
     // retention (before that the store is still filling)
@@ -98,6 +100,7 @@ void sim_on_sample(sim_cluster *c, double interval_s) {
         char name[48];
         snprintf(name, sizeof name, "kv_store_bytes_%s", trc_class_name(k));
         sim_ts(c, "kv", -1, name, (double)u * c->block_bytes);
+        if (last) continue;
         if (u > m->cls_store_peak[k]) m->cls_store_peak[k] = u;
         int64_t ret = c->cfg->kv.retention_ns[k];
         if (ret > 0 && c->now >= ret) {
