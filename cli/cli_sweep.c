@@ -193,8 +193,11 @@ static void remove_flat_dir(const char *dir) {
 }
 
 // A point is done when its summary.json is a complete summary: it parses, and holds the
-// request counts of a run that was not interrupted. Anything else (a truncated file, a
-// directory left by a killed process) is removed so the point runs again.
+// request counts of a run that was not interrupted, and the configuration it ran is the one
+// the point resolves to now (the scenario file may have been edited since: sweep.json records
+// only the command line; a trace file's content is not compared). Anything else (a truncated file,
+// a directory left by a killed process, a run of another configuration) is removed so the point
+// runs again.
 static bool point_done(const cli_sweep_state *s, int idx) {
     char p[SIM_PATH_MAX + 300];
     point_path(s, idx, "/summary.json", p, sizeof p);
@@ -204,6 +207,21 @@ static bool point_done(const cli_sweep_state *s, int idx) {
     bool ok = json_is_object(j) && json_is_object(json_object_get(j, "requests")) &&
               json_is_integer(json_object_get(json_object_get(j, "requests"), "arrived")) &&
               !json_object_get(j, "status");
+    if (ok) {
+        sim_config *c = kvf_malloc(sizeof *c);
+        kvf_err err = {0};
+        json_t *now = point_config(s, idx, c, &err) ? NULL : sim_config_to_json(c);
+        free(c);
+        if (!now || !json_equal(now, json_object_get(j, "config"))) {
+            ok = false;
+            if (now && s->rank == 0)
+                fprintf(stderr,
+                        "kvfleet sweep: point %d (%s) ran another configuration (the scenario "
+                        "changed since); running it again\n",
+                        idx, s->names[idx]);
+        }
+        json_decref(now);
+    }
     json_decref(j);
     if (!ok) {
         point_path(s, idx, "", p, sizeof p);
