@@ -206,6 +206,19 @@ static void scenario_cases(void) {
     scenario_file("duplicate key", "seed: 1\nseed: 2\n", ":2:", "duplicate key");
     scenario_file("duplicate nested key", "slo:\n  ttft_p90_ms: 1\n  ttft_p90_ms: 2\n",
                   ":3:", "duplicate key");
+    // the same key written nested and dotted, and twice in a schedule entry
+    scenario_file("duplicate key, dotted after nested",
+                  "slo: {ttft_p90_ms: 100}\nslo.ttft_p90_ms: 900\n",
+                  ":2:", "duplicate key (first at line 1)");
+    scenario_file("duplicate key, nested after dotted",
+                  "cluster.decode.instances: 4\ncluster: {decode: {instances: 1}}\n",
+                  ":2:", "duplicate key (first at line 1)");
+    scenario_file("duplicate economics key",
+                  "economics: {gpu_hour_usd: 3}\neconomics.gpu_hour_usd: 5\n",
+                  ":2:", "duplicate key");
+    scenario_file("duplicate key in a schedule entry",
+                  "cluster:\n  schedule: [{from_h: 0, prefill: 1, prefill: 3}]\n",
+                  ":2:", "duplicate key");
     scenario_file("tab indentation", "cluster:\n\tprefill: 1\n", ":2:", "malformed YAML");
     scenario_file("unclosed flow", "cluster: {prefill: {instances: 1}\n", ":", "malformed YAML");
     scenario_file("unclosed quote", "name: \"abc\n", ":", "malformed YAML");

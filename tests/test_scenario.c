@@ -199,6 +199,35 @@ START_TEST(test_config_flow_equals_block) {
 }
 END_TEST
 
+// An economics list value of any length reaches its parser whole: 24 shares written with 60
+// digits each are some 1,500 characters, and a fixed 1,024-character buffer cut them and
+// refused the list as malformed.
+START_TEST(test_config_long_economics_value) {
+    char dir[] = "/tmp/kvf_scen_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char a[PATH_MAX];
+    SNP(a, sizeof a, "%s/long.yaml", dir);
+    FILE *f = fopen(a, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("economics:\n  day_profile: [", f);
+    for (int h = 0; h < 24; h++)
+        fprintf(f, "%s%d.%059d", h ? ", " : "", h == 0 ? 3 : 1, 0);
+    fputs("]\n", f);
+    long len = ftell(f);
+    fclose(f);
+    ck_assert_msg(len > 1400, "the value is only %ld characters", len);
+    sim_config *c = cfg_new();
+    kvf_err e = {0};
+    ck_assert_msg(sim_config_load(c, a, &e) == KVF_OK, "%s", e.msg);
+    ck_assert(c->econ.day_profile_set);
+    ck_assert_msg(c->econ.day_profile_given[0] == 3 && c->econ.day_profile_given[23] == 1,
+                  "shares %g ... %g", c->econ.day_profile_given[0], c->econ.day_profile_given[23]);
+    unlink(a);
+    rmdir(dir);
+    free(c);
+}
+END_TEST
+
 // A file anywhere below a scenarios/ folder resolves relative paths against its parent.
 START_TEST(test_config_dir_scenarios_parent) {
     char dir[] = "/tmp/kvf_scen_XXXXXX";
@@ -536,6 +565,7 @@ static Suite *suite(void) {
     tcase_add_test(t, test_config_defaults);
     tcase_add_test(t, test_config_quickstart_loads);
     tcase_add_test(t, test_config_flow_equals_block);
+    tcase_add_test(t, test_config_long_economics_value);
     tcase_add_test(t, test_config_dir_scenarios_parent);
     tcase_add_test(t, test_config_resolve_never_cuts);
     tcase_add_test(t, test_config_set_each_type);

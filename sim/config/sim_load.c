@@ -165,6 +165,12 @@ static kvf_status apply_schedule(apply_ctx *x, const char *key, const yaml_node_
             if (!is_h && !is_p && !is_d)
                 return fail_at(x, KVF_EPARSE, full, node_line(k),
                                "unknown key (expected from_h, prefill, decode)");
+            for (yaml_node_pair_t *q = e->data.mapping.pairs.start; q < p; q++) {
+                const yaml_node_t *k2 = yaml_document_get_node(x->doc, q->key);
+                if (k2->type == YAML_SCALAR_NODE && !strcmp(scalar(k2), kn))
+                    return fail_at(x, KVF_EPARSE, full, node_line(k),
+                                   "duplicate key (first at line %d)", node_line(k2));
+            }
             double d;
             if (v->type != YAML_SCALAR_NODE || !sim_key_parse_number(scalar(v), &d))
                 return fail_at(x, KVF_EPARSE, full, node_line(v), "expects a number, got %s%s%s",
@@ -376,12 +382,14 @@ static kvf_status apply_leaf(apply_ctx *x, const keydef *d, const char *key, con
     return LEAF_SET[d->kind](&l);
 }
 
-// Writes a node as YAML flow text ("[1, 2]", "{a: 1}", or the scalar itself) for economics.
+// Writes a node as YAML flow text ("[1, 2]", "{a: 1}", or the scalar itself) for economics;
+// *used grows by the whole text's length, written or not (out may be NULL with cap 0).
 static void flow_text(yaml_document_t *doc, const yaml_node_t *n, char *out, size_t cap,
                       size_t *used) {
 #define PUT(...)                                                                                   \
     do {                                                                                           \
-        if (*used < cap) *used += (size_t)snprintf(out + *used, cap - *used, __VA_ARGS__);         \
+        *used += (size_t)snprintf(*used < cap ? out + *used : NULL, *used < cap ? cap - *used : 0, \
+                                  __VA_ARGS__);                                                    \
     } while (0)
     if (n->type == YAML_SCALAR_NODE) {
         PUT("%s", is_null(n) ? "null" : scalar(n));
@@ -405,6 +413,17 @@ static void flow_text(yaml_document_t *doc, const yaml_node_t *n, char *out, siz
         PUT("}");
     }
 #undef PUT
+}
+
+// A node's whole flow text in a buffer of its size (free it), or NULL without memory.
+static char *flow_value(yaml_document_t *doc, const yaml_node_t *n) {
+    size_t len = 0;
+    flow_text(doc, n, NULL, 0, &len);
+    char *text = malloc(len + 1);
+    if (!text) return NULL;
+    size_t used = 0;
+    flow_text(doc, n, text, len + 1, &used);
+    return text;
 }
 
 // The keys directly below section prefix ("" = top level), for "unknown key" messages.
@@ -461,6 +480,19 @@ static kvf_status apply_mapping(apply_ctx *x, const char *prefix, const yaml_nod
     return KVF_OK;
 }
 
+// A value key the file being read has set already, written another way (a dotted key beside
+// its nested form, `slo.ttft_p90_ms` after `slo: {ttft_p90_ms: ...}`): refused as a duplicate,
+// as the same key twice in one mapping is, rather than the later one winning unseen. --set
+// overrides the file by design and is not checked.
+static kvf_status refuse_set_twice(apply_ctx *x, const char *key, int kline) {
+    if (!x->path) return KVF_OK;
+    for (int32_t i = 0; i < x->c->n_key_lines; i++)
+        if (x->c->key_lines[i].line > 0 && !strcmp(x->c->key_lines[i].key, key))
+            return fail_at(x, KVF_EPARSE, key, kline, "duplicate key (first at line %d)",
+                           x->c->key_lines[i].line);
+    return KVF_OK;
+}
+
 // Applies node n at dotted key; line is where the key stands in the file (ignored for --set,
 // which records -1).
 static kvf_status apply_node(apply_ctx *x, const char *key, const yaml_node_t *n, int kline) {
@@ -468,6 +500,8 @@ static kvf_status apply_node(apply_ctx *x, const char *key, const yaml_node_t *n
     int line = x->path ? kline : -1;
     const keydef *d = sim_key_find(key);
     if (d) {
+        kvf_status dup = refuse_set_twice(x, key, kline);
+        if (dup) return dup;
         kvf_status st = apply_leaf(x, d, key, n, kline);
         if (st) return st;
         sim_key_record_line(c, key, line);
@@ -478,11 +512,13 @@ static kvf_status apply_node(apply_ctx *x, const char *key, const yaml_node_t *n
             sim_key_record_line(c, key, line);
             return apply_mapping(x, key, n);
         }
-        char text[1024];
-        size_t used = 0;
-        flow_text(x->doc, n, text, sizeof text, &used);
+        kvf_status dup = refuse_set_twice(x, key, kline);
+        if (dup) return dup;
+        char *text = flow_value(x->doc, n);
+        if (!text) return fail_at(x, KVF_ENOMEM, key, kline, "no memory for the value");
         kvf_err e = {0};
         kvf_status st = rpt_econ_config_set(&c->econ, key + 10, text, &e);
+        free(text);
         if (st) {
             // reports/ may already name the key; do not say it twice.
             const char *msg = e.msg;
@@ -497,11 +533,13 @@ static kvf_status apply_node(apply_ctx *x, const char *key, const yaml_node_t *n
         return KVF_OK;
     }
     if (!strncmp(key, "published.", 10) && n->type != YAML_MAPPING_NODE) {
-        char text[1024], why[200];
-        size_t used = 0;
-        flow_text(x->doc, n, text, sizeof text, &used);
-        if (sim_key_set_published(c, key, text, why, sizeof why))
-            return fail_at(x, KVF_EPARSE, key, kline, "%s", why);
+        kvf_status dup = refuse_set_twice(x, key, kline);
+        if (dup) return dup;
+        char *text = flow_value(x->doc, n), why[200];
+        if (!text) return fail_at(x, KVF_ENOMEM, key, kline, "no memory for the value");
+        bool bad = sim_key_set_published(c, key, text, why, sizeof why);
+        free(text);
+        if (bad) return fail_at(x, KVF_EPARSE, key, kline, "%s", why);
         sim_key_record_line(c, key, line);
         return KVF_OK;
     }
