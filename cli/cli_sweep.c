@@ -328,6 +328,7 @@ static int run_inline(cli_sweep_state *s, const bool *todo, rpt_progress *bar) {
         if (st && st != KVF_EINTR) {
             report_failure(s, i, &err);
             failed++;
+            if (kvf_exit_code(st) == 2) s->bad_input = true;
         }
         if (st) set_reason(s, i, st == KVF_EINTR ? "interrupted" : err.msg);
         if (!st) s->ran[i] = true;
@@ -367,7 +368,7 @@ static int run_forked(cli_sweep_state *s, const bool *todo, rpt_progress *bar) {
                 kvf_status st = run_point(s, next, &err);
                 if (st && st != KVF_EINTR) report_failure(s, next, &err);
                 fflush(stderr);
-                _exit(st ? 1 : 0);
+                _exit(st == KVF_EINTR ? 1 : kvf_exit_code(st));
             }
             pid_of[next++] = pid;
             running++;
@@ -396,6 +397,7 @@ static int run_forked(cli_sweep_state *s, const bool *todo, rpt_progress *bar) {
                 set_reason(s, idx, why);
             }
             failed++;   // otherwise the worker left its message in points/<name>.error
+            if (WIFEXITED(wst) && WEXITSTATUS(wst) == 2) s->bad_input = true;
         } else {
             set_reason(s, idx, "interrupted");
         }
@@ -645,7 +647,9 @@ static int sweep_report(cli_sweep_state *s, int nran) {
         fprintf(stderr, "kvfleet sweep: interrupted; rerun the same command to resume\n");
         return 1;
     }
-    return missing ? 1 : 0;
+    // a point refused as bad input (its configuration does not fit, a value out of range) makes
+    // the sweep's exit 2, as the same configuration given to run does; any other failure 1
+    return missing ? (s->bad_input ? 2 : 1) : 0;
 }
 
 static int sweep_main(cli_sweep_state *s, int argc, char **argv) {
@@ -678,10 +682,11 @@ static int sweep_main(cli_sweep_state *s, int argc, char **argv) {
         if (i % s->size == s->rank) s->summary[i] = load_point(s, i);
     if (s->size > 1) {
         mpi_gather(s);
-        int tot[2] = {0, 0}, loc[2] = {nran, failed};
-        s->mpi->sum_to_root(loc, tot, 2);
+        int tot[3] = {0, 0, 0}, loc[3] = {nran, failed, s->bad_input};
+        s->mpi->sum_to_root(loc, tot, 3);
         nran = tot[0];
         failed = tot[1];
+        s->bad_input = tot[2] > 0;
     }
     if (s->rank != 0) return failed || g_interrupt ? 1 : 0;
     return sweep_report(s, nran);

@@ -30,6 +30,7 @@ typedef struct cli_sweep_state {
     char **names;             // per point: directory name under points/
     json_t **summary;         // per point: gathered summary, NULL = failed / not run
     bool *ran;                // per point: run by this invocation
+    bool bad_input;           // a point failed on bad input (exit 2, as run would)
     char **reason;            // per point without a summary: why it is unfinished (owned), NULL =
                               // not known yet (cli_sweep_reason fills it)
     int rank, size;           // MPI rank and size (0, 1 without MPI)

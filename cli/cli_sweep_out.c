@@ -357,11 +357,19 @@ void cli_sweep_print_table(const cli_sweep_state *s) {
     }
     json_t **flat = kvf_calloc((size_t)s->npoints, sizeof *flat);
     json_t *differs = config_differs(s, flat);
-    printf("configuration keys that differ between points:");
-    size_t j;
-    json_t *e;
-    json_array_foreach(differs, j, e) printf("%s %s", j ? "," : "", json_string_value(e));
-    printf("%s\n", json_array_size(differs) ? "" : " none");
+    int finished = 0;
+    for (int i = 0; i < s->npoints; i++)
+        finished += s->summary[i] != NULL;
+    if (finished < 2) {   // nothing to compare: "none" would read as the points being the same
+        printf("configuration keys that differ between points: (%s finished)\n",
+               finished ? "one point" : "no point");
+    } else {
+        printf("configuration keys that differ between points:");
+        size_t j;
+        json_t *e;
+        json_array_foreach(differs, j, e) printf("%s %s", j ? "," : "", json_string_value(e));
+        printf("%s\n", json_array_size(differs) ? "" : " none");
+    }
     for (int i = 0; i < s->npoints; i++)
         json_decref(flat[i]);
     json_decref(differs);

@@ -336,13 +336,15 @@ END_TEST
 // A point whose run fails (a trace window past the trace's end: no requests) is "unfinished"
 // with the run's message as its reason in sweep.db, sweep.csv, --json, the table and
 // sweep.html, never "failed"; with -j 2 the reason comes back from the worker; the sweep
-// exits 1.
+// exits 2, as run does on that window (bad input).
 START_TEST(test_sweep_unfinished_reason) {
     const char *why = "no requests to simulate";
     for (int jobs = 1; jobs <= 2; jobs++) {
         int rc = kvt_sh("%s sweep " BASE " --vary workload.start_s=0,9e8 -j %d -o %s/u%d",
                         kvt_bin(), jobs, kvt_tmp, jobs);
-        ck_assert_msg(rc == 1, "-j %d: exit %d: %.2000s", jobs, rc, kvt_err);
+        ck_assert_msg(rc == 2, "-j %d: exit %d: %.2000s", jobs, rc, kvt_err);
+        ck_assert_msg(strstr(kvt_out, "differ between points: (one point finished)"), "%.2000s",
+                      kvt_out);
         ck_assert_msg(strstr(kvt_out, "unfinished: ") && strstr(kvt_out, why) &&
                           !strstr(kvt_out, "failed"),
                       "table: %.2000s", kvt_out);
@@ -377,7 +379,7 @@ START_TEST(test_sweep_unfinished_reason) {
     // --json (a rerun: the complete point is kept, the other runs again)
     int rc = kvt_sh("%s sweep " BASE " --vary workload.start_s=0,9e8 -o %s/u1 --json", kvt_bin(),
                     kvt_tmp);
-    ck_assert_int_eq(rc, 1);
+    ck_assert_int_eq(rc, 2);
     json_error_t je;
     json_t *a = json_loads(kvt_out, 0, &je);
     ck_assert_msg(json_is_array(a) && json_array_size(a) == 2, "--json: %s", je.text);
