@@ -714,7 +714,16 @@ static void econ_money(econ_ctx *x) {
     r->revenue_input_per_day_usd = x->rv.input;
     r->revenue_output_per_day_usd = x->rv.output;
     memcpy(r->revenue_per_day_by_class, x->rv.by_class, sizeof x->rv.by_class);
-    r->revenue_usd = x->rv.total * r->days;
+    if (x->dp.own_schedule || !x->c->day_profile_set) {
+        r->revenue_usd = x->rv.total * r->days;
+    } else {
+        // a profile scales the run to the day's traffic, which the run's hours carry only a
+        // share of: the day's revenue is not the run's. The run's own is its tokens at the
+        // day's price mix, beside cost_usd, the run's own cost.
+        day_place run = x->dp;
+        run.scale = DAY_S / in->simulated_s;
+        r->revenue_usd = revenue(x->c, in, &run, (rev_case){1.0, NAN, 1.0}).total * r->days;
+    }
     r->margin = margin_of(x->rv.total, r->cost_per_day_usd);
     // cost per million tokens: GPU-proportional parts by GPU-hour share, storage to input
     double gh_in = in->gpu_hours[RPT_POOL_VISION] + in->gpu_hours[RPT_POOL_PREFILL] +

@@ -690,6 +690,16 @@ START_TEST(test_econ_day_placement) {
     double s_off = 8 * 0.9 / 23;
     ck_assert(NEAR(r9.offpeak_share, s_off));
     ck_assert(NEAR(peaky, 0.728 * 40 * (1 - 0.5 * s_off)));
+    // the run's own revenue stays the run's tokens at the day's price mix, beside its own cost:
+    // the profile scales the day, not the run (it was the day's revenue x 900 s / 86400 s,
+    // 40/96 of the run's)
+    ck_assert_msg(NEAR(r9.revenue_usd, 0.728 * (1 - 0.5 * s_off)), "run revenue %.6f USD",
+                  r9.revenue_usd);
+    ck_assert_msg(NEAR(r9.cost_usd, r9.cost_per_day_usd * 900 / 86400.0), "run cost %.6f USD",
+                  r9.cost_usd);
+    day_revenue_at("09:00", NULL, &r9);
+    ck_assert_msg(NEAR(r9.revenue_usd, 0.728 * 5 / 6), "flat: run revenue %.6f USD",
+                  r9.revenue_usd);
     // the same profile read from a run at 00:00 (share 0.9/23 of a flat 1/24): more runs a day
     day_revenue_at("00:00", prof, &r0);
     ck_assert(NEAR(r0.day_scale, 96 * (1.0 / 24) / (0.9 / 23)));
