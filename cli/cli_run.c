@@ -104,9 +104,13 @@ static void print_headline(json_t *s, const char *out_dir, bool report) {
         char mg[32] = "n/a (no revenue)";
         if (!isnan(jget(e, "margin", NULL)))
             snprintf(mg, sizeof mg, "%.1f %%", 100 * jget(e, "margin", NULL));
-        printf("  economics    cost $%.2f, revenue $%.2f, margin %s, $%.2f per GPU-hour\n",
+        // under a day_profile the margin is the day's (its other hours carry other traffic on
+        // the same fleet), not the run's revenue over its cost printed beside it
+        const char *basis = json_string_value(json_object_get(e, "day_basis"));
+        bool profiled = basis && !strncmp(basis, "day_profile", 11);
+        printf("  economics    cost $%.2f, revenue $%.2f, margin %s%s, $%.2f per GPU-hour\n",
                jget(e, "cost_usd", NULL), jget(e, "revenue_usd", NULL), mg,
-               jget(e, "cost_per_gpu_hour_usd", NULL));
+               profiled ? " over the profiled day" : "", jget(e, "cost_per_gpu_hour_usd", NULL));
     }
     printf("  saturation   %s\n",
            json_string_value(json_object_get(json_object_get(s, "saturation"), "state")));
