@@ -617,6 +617,41 @@ START_TEST(test_sessions_small) {
 }
 END_TEST
 
+// trace stats takes a sessions trace in arrival order: two users' sessions, each two turns over
+// the same 10 blocks, interleave (a0 b0 a1 b1), so a 10-block LRU never holds a session's
+// blocks when its next turn comes. Read session after session, as the file holds them, each
+// second turn found its blocks (hit rate 0.476).
+START_TEST(test_stats_sessions_in_arrival_order) {
+    kvt_tmp_make("kvf_trc");
+    char ses[2][400];
+    for (int k = 0; k < 2; k++)
+        snprintf(
+            ses[k], sizeof ses[k],
+            "{\"id\":\"%c\",\"block_size\":64,\"hash_id_scope\":\"local\",\"requests\":["
+            "{\"t\":0,\"type\":\"n\",\"in\":700,\"out\":10,\"hash_ids\":[1,2,3,4,5,6,7,8,9,10],"
+            "\"api_time\":1},"
+            "{\"t\":100,\"type\":\"n\",\"in\":700,\"out\":10,\"hash_ids\":[1,2,3,4,5,6,7,8,9,"
+            "10],\"think_time\":99}]}\n",
+            'a' + k);
+    char text[900];
+    snprintf(text, sizeof text, "%s%s", ses[0], ses[1]);
+    const char *p = WRITE("two.jsonl", text);
+    trc_options o = opts(64);
+    o.session_users = 2;
+    trc_reader *r;
+    kvf_err err = {0};
+    ck_assert_msg(!trc_reader_open(&r, p, &o, &err), "%s", err.msg);
+    double size = 640;
+    trc_stats s;
+    ck_assert_msg(!trc_stats_compute(r, &size, 1, &s, &err), "%s", err.msg);
+    trc_reader_close(r);
+    ck_assert_uint_eq(s.requests, 4);
+    ck_assert_msg(s.ideal_hit_rate > 0.45, "ideal %.4f", s.ideal_hit_rate);
+    ck_assert_msg(s.cache_hit_rate[0] == 0, "a 10-block LRU over interleaved sessions: %.4f",
+                  s.cache_hit_rate[0]);
+}
+END_TEST
+
 // ---- generator --------------------------------------------------------------------------------
 static void gen_stats(const trc_gen_options *g, trc_stats *s) {
     trc_reader *r;
@@ -1942,6 +1977,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_roundtrip_readers);
     tcase_add_test(tc, test_sessions_weka);
     tcase_add_test(tc, test_sessions_small);
+    tcase_add_test(tc, test_stats_sessions_in_arrival_order);
     tcase_add_test(tc, test_gen_rate_and_cv);
     tcase_add_test(tc, test_gen_lengths);
     tcase_add_test(tc, test_gen_reuse_matches_structure);

@@ -159,6 +159,9 @@ const char *trc_reader_notes(const trc_reader *r);
 void trc_reader_close(trc_reader *r);
 // The block size (tokens) the reader maps block ids onto (opt.block_tokens).
 uint32_t trc_reader_block_tokens(const trc_reader *r);
+// Whether the reader gives requests in arrival order as recorded: a sessions trace gives one
+// session after another, turns and all.
+bool trc_reader_in_arrival_order(const trc_reader *r);
 // Opens, reads to the end and closes: the number of requests path yields under opt.
 kvf_status trc_count(const char *path, const trc_options *opt, uint64_t *n, kvf_err *err);
 

@@ -601,6 +601,9 @@ const char *trc_reader_notes(const trc_reader *r) {
 uint32_t trc_reader_block_tokens(const trc_reader *r) {
     return r ? r->opt.block_tokens : 0;
 }
+bool trc_reader_in_arrival_order(const trc_reader *r) {
+    return r && r->src && r->src->sorted && r->src->fmt != TRC_FMT_SESSIONS;
+}
 
 static void rec_free(trc_rec *rec) {
     free(rec->blocks);

@@ -301,6 +301,75 @@ static void lru_free(lru *c) {
     free(c->tab);
 }
 
+// ---- arrival order ---------------------------------------------------------------------------
+// The requests in arrival order as recorded: the reader's own order where it is sorted; else
+// (a sessions trace, one session after another) every request read first and sorted by
+// arrival time, ties in file order, so that the LRU sizes see the sessions interleaved as they
+// arrive, not each one alone.
+typedef struct ordered {
+    trc_reader *r;
+    bool buffered;
+    trc_request *q;   // buffered requests (blocks as offsets into blk)
+    size_t *off;
+    uint64_t *blk;
+    uint32_t *idx;   // their arrival order
+    size_t n, next;
+} ordered;
+
+static const trc_request *cmp_base;
+static int cmp_arrival(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    int64_t tx = cmp_base[x].arrival_ns, ty = cmp_base[y].arrival_ns;
+    return tx < ty ? -1 : tx > ty ? 1 : (x > y) - (x < y);
+}
+
+static int ordered_open(ordered *o, trc_reader *r, kvf_err *err) {
+    memset(o, 0, sizeof *o);
+    o->r = r;
+    if (trc_reader_in_arrival_order(r)) return 1;
+    o->buffered = true;
+    size_t cap = 0, capb = 0, nb = 0;
+    trc_request q;
+    int rc;
+    while ((rc = trc_reader_next(r, &q, err)) == 1) {
+        if (o->n == cap) {
+            size_t c2 = cap;
+            kvf_grow((void **)&o->q, &cap, o->n + 1, sizeof *o->q);
+            kvf_grow((void **)&o->off, &c2, o->n + 1, sizeof *o->off);
+        }
+        if (nb + q.n_blocks > capb)
+            kvf_grow((void **)&o->blk, &capb, nb + q.n_blocks, sizeof *o->blk);
+        if (q.n_blocks) memcpy(o->blk + nb, q.blocks, q.n_blocks * sizeof *o->blk);
+        o->off[o->n] = nb;
+        nb += q.n_blocks;
+        q.blocks = NULL;
+        o->q[o->n++] = q;
+    }
+    if (rc < 0) return rc;
+    o->idx = kvf_malloc((o->n ? o->n : 1) * sizeof *o->idx);
+    for (size_t i = 0; i < o->n; i++)
+        o->idx[i] = (uint32_t)i;
+    cmp_base = o->q;
+    qsort(o->idx, o->n, sizeof *o->idx, cmp_arrival);
+    return 1;
+}
+
+static int ordered_next(ordered *o, trc_request *q, kvf_err *err) {
+    if (!o->buffered) return trc_reader_next(o->r, q, err);
+    if (o->next == o->n) return 0;
+    uint32_t i = o->idx[o->next++];
+    *q = o->q[i];
+    q->blocks = o->blk + o->off[i];
+    return 1;
+}
+
+static void ordered_free(ordered *o) {
+    free(o->q);
+    free(o->off);
+    free(o->blk);
+    free(o->idx);
+}
+
 // ---- the pass -------------------------------------------------------------------------------
 kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t n_sizes,
                              trc_stats *out, kvf_err *err) {
@@ -352,7 +421,9 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
     bool have_open = false;
     double gmean = 0, gm2 = 0;   // Welford over open-loop gaps
     uint64_t ngaps = 0;
-    while ((rc = trc_reader_next(r, &q, err)) == 1) {
+    ordered src;
+    rc = ordered_open(&src, r, err);
+    while (rc == 1 && (rc = ordered_next(&src, &q, err)) == 1) {
         if (!out->requests) first = last = q.arrival_ns;
         out->requests++;
         first = KVF_MIN(first, q.arrival_ns);
@@ -462,6 +533,7 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
     free(hint);
     trc_answers_free(&ans);
     lru_free(&L);
+    ordered_free(&src);
     return st;
 }
 
