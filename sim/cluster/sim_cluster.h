@@ -123,6 +123,8 @@ typedef struct sim_req {
     bool dfin;        // decode sums: finishes at the step being retired
     bool in_batch;    // part of the current step of its instance
     bool scheduled;   // its first prefill chunk was scheduled (prompt accounted)
+    bool pkv;         // disaggregated: its prompt's KV is held on its prefill instance (pinst),
+                      // from its first chunk until its transfer to decode ends (kv_inflight)
     bool abandoned;   // its client gave up: aborted where it next stops
 } sim_req;
 
@@ -210,6 +212,8 @@ typedef struct sim_inst {
     uint32_t run_attr;         // of those, steps whose tokens the sampler has counted
     uint32_t n_loading;        // prefill: requests loading
     uint32_t n_prefilling;     // colocated: requests holding KV while still in prefill
+    uint32_t n_held_ready;     // disaggregated prefill: requests in ready holding KV (pkv:
+                               // prefilled in part), served past a head that waits for KV
     double queued_tokens;      // prefill: tokens still to compute (router signal)
     double queued_work_s;      // prefill: step-model seconds of the work still to compute,
                                // attention over each request's context included
@@ -217,6 +221,11 @@ typedef struct sim_inst {
     double kv_reserved;        // serving.admission reserve: tokens still to come of the running
                                // requests, held back from admission
     double kv_cap;             // tokens of KV capacity
+    double kv_inflight;        // disaggregated prefill: prompt tokens of KV held by requests
+                               // being prefilled or sending their KV to decode (pkv), at most
+                               // kv_cap; apart from kv_used, which prefill instances keep at 0
+    bool kv_blocked;           // disaggregated prefill: its ready queue's head waits for the KV
+                               // kv_inflight holds; kicked when some is freed
     double kv_prompt_held;     // colocated/decode: prompt tokens of the requests
                                // holding KV (prefilling or running); their blocks are the
                                // prefix cache's own (serving.prefix_cache free_blocks)
@@ -485,6 +494,11 @@ void sim_prefill_route(sim_cluster *c, uint32_t slot);
 void sim_decode_transfer(sim_cluster *c, sim_inst *pin, uint32_t slot);
 void sim_prefill_finish(sim_cluster *c, sim_inst *in, uint32_t slot);
 uint32_t sim_prefill_take_chunks(sim_cluster *c, sim_inst *in, int64_t budget, uint32_t n);
+// Disaggregated: r's prompt KV leaves its prefill instance (its transfer to decode ended, it
+// went without a link, or the request ends); no-op unless r holds it (pkv). With kick, an
+// instance whose queue waits for that room is kicked; without, the caller is that instance
+// forming or settling its step (kicked after it) or the request ends there.
+void sim_prefill_release_kv(sim_cluster *c, sim_req *r, bool kick);
 // An abandoned request out of the instance's ready queue (not in a step): its queued work and
 // (colocated) claimed KV released, rejected as a time-out.
 void sim_prefill_abort(sim_cluster *c, sim_inst *in, uint32_t slot);

@@ -107,6 +107,9 @@ void sim_on_link(sim_cluster *c, uint32_t id) {
             sim_trace_flow_end(c->timeline, c->now, in->pool, in->idx, sim_link_what[lr->kind],
                                (uint64_t)id << 32 | tag);
         if (lr->kind == SIM_LINK_XFER) {
+            // decode has the KV: the prefill instance frees it (before the hand-off, which may
+            // end the request)
+            sim_prefill_release_kv(c, r, true);
             sim_inst *d = &c->inst[r->dinst];
             d->ops->enqueue(c, d, slot);
             continue;

@@ -303,6 +303,10 @@ void sim_req_finish(sim_cluster *c, uint32_t slot, sim_outcome out) {
     sim_req *r = sim_req_at(c, slot);
     KVF_ASSERT(out < SIM_OUTCOMES);
     KVF_ASSERT(r->cls < TRC_CLASS_COUNT);
+    // a request ending on its prefill instance (rejected, timed out, a one-token answer) or on
+    // its way to decode frees the prompt KV it holds there; that instance is the one stepping
+    // (kicked after its step) or a failure frees it first (pool_failures.c)
+    if (r->pkv) sim_prefill_release_kv(c, r, false);
     bool ok = out == SIM_OUT_COMPLETED;
     if (ok) {
         c->completed++;

@@ -519,8 +519,10 @@ void sim_step_settle_batch(sim_cluster *c, sim_inst *in, bool decode) {
             sim_prefill_abort(c, in, slot);
         else if (r->computed >= r->compute_tokens)
             sim_prefill_finish(c, in, slot);
-        else
+        else {
             sim_rheap_push(&in->ready, sim_queue_key(c, in->pcfg, r), slot);
+            if (r->pkv) in->n_held_ready++;
+        }
     }
     in->n_batch = 0;
     if (decode) sim_decode_preempt(c, in);

@@ -534,7 +534,7 @@ static json_t *summary_invariants(const sim_cluster *c) {
     double kv_held = 0;
     uint64_t cached_blocks_over = 0;
     for (uint32_t i = 0; i < c->n_inst; i++) {
-        kv_held += c->inst[i].kv_used;
+        kv_held += c->inst[i].kv_used + c->inst[i].kv_inflight;
         if (c->inst[i].hbm.peak > c->inst[i].hbm.capacity) cached_blocks_over++;
         if (c->inst[i].dram.peak > c->inst[i].dram.capacity) cached_blocks_over++;
     }

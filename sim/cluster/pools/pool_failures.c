@@ -49,6 +49,7 @@ static bool held_by(const sim_cluster *c, const sim_req *r, uint32_t id) {
 // r starts over: a fresh try through the routers, everything of the ended one undone.
 static void retry(sim_cluster *c, uint32_t slot) {
     sim_req *r = sim_req_at(c, slot);
+    KVF_ASSERT(!r->pkv);   // its prompt KV was freed or lost first (sim_failures_fail)
     // the failed try's tokens leave the totals (its prompt was counted when its first chunk was
     // scheduled, its output as produced): the next try counts them again. Failure pools list
     // their decode sequences, so produced is current.
@@ -87,7 +88,7 @@ void sim_failures_fail(sim_cluster *c, sim_inst *in) {
     in->failed = true;
     p->n_failed++;
     c->m.failures++;
-    c->m.lost_kv_tokens += in->kv_used;
+    c->m.lost_kv_tokens += in->kv_used + in->kv_inflight;
     if (in->active) {
         in->active = false;
         p->n_active--;
@@ -102,6 +103,9 @@ void sim_failures_fail(sim_cluster *c, sim_inst *in) {
     in->n_batch = in->n_running = in->n_loading = in->n_prefilling = in->n_structured = 0;
     in->n_lag = 0;
     in->queued_tokens = in->queued_work_s = in->kv_used = in->kv_reserved = in->kv_prompt_held = 0;
+    in->kv_inflight = 0;
+    in->n_held_ready = 0;
+    in->kv_blocked = false;
     uint64_t hcap = in->hbm.capacity;
     sim_bcache_free(&in->hbm);
     sim_bcache_init(&in->hbm, hcap, c->cfg->kv.retention_ns);
@@ -115,6 +119,16 @@ void sim_failures_fail(sim_cluster *c, sim_inst *in) {
             kvf_grow((void **)&held, &cap, n + 1, sizeof *held);
             held[n++] = s;
         }
+    // prompt KV on a prefill instance: lost with this one (counted above), or, for a request
+    // sending it to this decode instance, freed on the prefill instance it leaves (whose queue
+    // may wait for it) before the request starts over or ends
+    for (size_t i = 0; i < n; i++) {
+        sim_req *r = sim_req_at(c, held[i]);
+        if (r->pkv && r->pinst == in->id)
+            r->pkv = false;
+        else
+            sim_prefill_release_kv(c, r, true);
+    }
     bool reject = in->pcfg->failures.reject;
     for (size_t i = 0; i < n; i++) {
         if (reject) {

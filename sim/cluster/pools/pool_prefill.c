@@ -184,6 +184,8 @@ void sim_decode_transfer(sim_cluster *c, sim_inst *pin, uint32_t slot) {
         return;
     }
     if (pin->link_xfer == SIM_NONE) {
+        // no link: decode has the KV at once (pin is settling its step, kicked after it)
+        sim_prefill_release_kv(c, r, false);
         c->inst[id].ops->enqueue(c, &c->inst[id], slot);
     } else {
         sim_link_send(c, pin->link_xfer, bytes, (uint64_t)r->gen << 32 | slot);
@@ -228,8 +230,6 @@ void sim_prefill_finish(sim_cluster *c, sim_inst *in, uint32_t slot) {
     sim_decode_transfer(c, in, slot);
 }
 
-// Fills the batch with prefill chunks from the ready queue within budget tokens. Colocated
-// instances claim KV for a request when its first chunk is scheduled.
 void sim_prefill_abort(sim_cluster *c, sim_inst *in, uint32_t slot) {
     sim_req *r = sim_req_at(c, slot);
     KVF_ASSERT(r->abandoned && !r->in_batch);
@@ -247,10 +247,80 @@ void sim_prefill_abort(sim_cluster *c, sim_inst *in, uint32_t slot) {
     sim_req_reject(c, slot, SIM_OUT_TIMEOUT);
 }
 
+// Appends a chunk of r (popped from the ready queue) to the batch at n within *budget tokens
+// (lim a chunk); returns n + 1.
+static inline uint32_t take_chunk(sim_cluster *c, sim_inst *in, uint32_t slot, int64_t *budget,
+                                  int64_t lim, uint32_t n) {
+    sim_req *r = sim_req_at(c, slot);
+    if (r->computed == 0 && !r->scheduled) {
+        r->scheduled = true;
+        sim_prefill_first_schedule(c, in, r);
+    }
+    uint32_t rem = r->compute_tokens - r->computed;
+    uint32_t ch = (uint32_t)KVF_MIN((int64_t)rem, KVF_MIN(*budget, lim));
+    if (r->computed == 0) r->queue_ns += c->now - r->enq_ns;
+    sim_batch_reserve(in, n + 1);
+    sim_seqs_reserve(c, n + 1);
+    in->batch[n] = slot;
+    in->chunk[n] = ch;
+    c->seqs[n] = (mdl_seq){ch, r->input - r->compute_tokens + r->computed};
+    r->in_batch = true;
+    if (c->cfg->kv.step_sequential)   // later chunks of this step see this chunk's blocks
+        sim_tier_write_blocks(
+            c, in, r, (r->input - r->compute_tokens + r->computed + ch) / c->cfg->kv.block_tokens);
+    *budget -= ch;
+    return n + 1;
+}
+
+// The ready queue's head waits for KV (disaggregated): requests behind it that already hold
+// theirs, prefilled in part, still take their chunks; else none could ever finish and free
+// its KV (an older request back from its tier loads, or a shorter one under spf, queues ahead
+// of them). Pops the queue down to them and pushes the others back under their keys, so the
+// order stays; O(queue) only while the head waits and some request behind it holds KV. Sets
+// *freed when one of them was aborted (its client gave up): the head may fit now.
+static uint32_t take_held(sim_cluster *c, sim_inst *in, int64_t *budget, int64_t lim, uint32_t n,
+                          uint32_t maxb, bool *freed) {
+    uint32_t *keep = NULL;
+    uint64_t *kkey = NULL;
+    size_t nk = 0, cap = 0, cap2 = 0;
+    *freed = false;
+    while (*budget > 0 && n < maxb && in->n_held_ready && in->ready.n) {
+        uint64_t key = in->ready.key[0];
+        uint32_t slot;
+        sim_rheap_pop(&in->ready, &slot);
+        sim_req *r = sim_req_at(c, slot);
+        if (!r->pkv) {
+            kvf_grow((void **)&keep, &cap, nk + 1, sizeof *keep);
+            kvf_grow((void **)&kkey, &cap2, nk + 1, sizeof *kkey);
+            keep[nk] = slot;
+            kkey[nk++] = key;
+            continue;
+        }
+        in->n_held_ready--;
+        if (r->abandoned) {
+            sim_prefill_abort(c, in, slot);
+            *freed = true;
+            continue;
+        }
+        n = take_chunk(c, in, slot, budget, lim, n);
+    }
+    for (size_t i = 0; i < nk; i++)
+        sim_rheap_push(&in->ready, kkey[i], keep[i]);
+    free(keep);
+    free(kkey);
+    return n;
+}
+
+// Fills the batch with prefill chunks from the ready queue within budget tokens. Both kinds
+// of instance claim a request's KV when its first chunk is scheduled and keep the queue's
+// order: a head whose KV does not fit now waits, one that never fits is rejected. Colocated,
+// the KV joins the running batch's; disaggregated, it is held (kv_inflight) until its
+// transfer to decode ends.
 uint32_t sim_prefill_take_chunks(sim_cluster *c, sim_inst *in, int64_t budget, uint32_t n) {
     const sim_pool_cfg *pc = in->pcfg;
     int64_t lim = pc->chunk_tokens > 0 ? pc->chunk_tokens : budget;
     uint32_t maxb = pc->max_batch_requests > 0 ? (uint32_t)pc->max_batch_requests : UINT32_MAX;
+    in->kv_blocked = false;
     while (budget > 0 && in->ready.n) {
         if (!c->colocated && n >= maxb) break;   // requests per prefill step
         uint32_t slot = in->ready.slot[0];
@@ -258,6 +328,7 @@ uint32_t sim_prefill_take_chunks(sim_cluster *c, sim_inst *in, int64_t budget, u
         if (r->abandoned) {   // its client gave up while it queued
             uint32_t s2;
             sim_rheap_pop(&in->ready, &s2);
+            if (r->pkv) in->n_held_ready--;
             sim_prefill_abort(c, in, slot);
             continue;
         }
@@ -279,30 +350,51 @@ uint32_t sim_prefill_take_chunks(sim_cluster *c, sim_inst *in, int64_t budget, u
             in->kv_reserved += remaining;
             in->kv_prompt_held += r->input;
             in->n_prefilling++;
+        } else if (!c->colocated) {
+            if (r->pkv) {
+                in->n_held_ready--;
+            } else {
+                // the whole prompt (its cached prefix included) is in this instance's HBM while
+                // it is computed and until decode has it. The prefix cache is not shrunk by it:
+                // its blocks are the cache's own (the hit prefix already, the rest as its chunks
+                // complete: sim_tier_write_blocks), as colocated prompts' are (kv_prompt_held);
+                // the cache only gives way, by LRU, and never holds a prompt back
+                if (r->input > in->kv_cap) {
+                    uint32_t s2;
+                    sim_rheap_pop(&in->ready, &s2);
+                    in->queued_tokens -= r->compute_tokens;
+                    in->queued_work_s -= r->work_s;
+                    sim_req_reject(c, slot, SIM_OUT_REJECT_KV);
+                    continue;
+                }
+                if (in->kv_inflight + r->input > in->kv_cap) {
+                    in->kv_blocked = true;
+                    bool freed = false;
+                    if (in->n_held_ready) n = take_held(c, in, &budget, lim, n, maxb, &freed);
+                    if (freed) continue;   // the head again: room was freed (progress each time)
+                    break;
+                }
+                in->kv_inflight += r->input;
+                r->pkv = true;
+            }
         }
         uint32_t s2;
         sim_rheap_pop(&in->ready, &s2);
-        if (r->computed == 0 && !r->scheduled) {
-            r->scheduled = true;
-            sim_prefill_first_schedule(c, in, r);
-        }
-        uint32_t rem = r->compute_tokens - r->computed;
-        uint32_t ch = (uint32_t)KVF_MIN((int64_t)rem, KVF_MIN(budget, lim));
-        if (r->computed == 0) r->queue_ns += c->now - r->enq_ns;
-        sim_batch_reserve(in, n + 1);
-        sim_seqs_reserve(c, n + 1);
-        in->batch[n] = slot;
-        in->chunk[n] = ch;
-        c->seqs[n] = (mdl_seq){ch, r->input - r->compute_tokens + r->computed};
-        r->in_batch = true;
-        if (c->cfg->kv.step_sequential)   // later chunks of this step see this chunk's blocks
-            sim_tier_write_blocks(c, in, r,
-                                  (r->input - r->compute_tokens + r->computed + ch) /
-                                      c->cfg->kv.block_tokens);
-        budget -= ch;
-        n++;
+        n = take_chunk(c, in, slot, &budget, lim, n);
     }
     return n;
+}
+
+void sim_prefill_release_kv(sim_cluster *c, sim_req *r, bool kick) {
+    if (!r->pkv) return;
+    sim_inst *in = &c->inst[r->pinst];
+    KVF_ASSERT(!c->colocated && in->kv_inflight >= r->input);
+    in->kv_inflight -= r->input;
+    r->pkv = false;
+    if (kick && in->kv_blocked) {
+        in->kv_blocked = false;
+        sim_inst_kick(c, in);
+    }
 }
 
 // ---- the pool's table (sim_pool.h) ---------------------------------------------------------
