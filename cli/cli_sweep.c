@@ -537,6 +537,16 @@ static kvf_status sweep_define(cli_sweep_state *s, const cli_list *vary, kvf_err
         st = sweep_add_key(s, vary->v[v], tmp, err);
         if (!st) npoints *= s->keys[s->nkeys - 1].n;
     }
+    // a key both set and varied would take the varied values unseen: say which one is meant
+    for (int k = 0; !st && k < s->nkeys; k++)
+        for (int i = 0; !st && i < s->nsets; i++) {
+            size_t kl = strlen(s->keys[k].key);
+            if (!strncmp(s->sets[i], s->keys[k].key, kl) && s->sets[i][kl] == '=')
+                st = kvf_fail(err, KVF_EINVAL,
+                              "--vary %s: the key is also given with --set (%s); set it or vary "
+                              "it, not both",
+                              s->keys[k].key, s->sets[i]);
+        }
     if (!st && npoints > SW_POINTS_MAX)
         st = kvf_fail(err, KVF_EINVAL, "--vary: %.0f points, more than %d", npoints, SW_POINTS_MAX);
     s->npoints = (int)npoints;

@@ -69,9 +69,9 @@ static kvf_status load_run(cmp_run *c, const char *arg, kvf_err *err) {
     if (access(path, F_OK) != 0) return kvf_fail(err, KVF_ENOENT, "%s: not found", path);
     json_error_t je;
     c->sum = json_load_file(path, 0, &je);
+    if (!c->sum) return kvf_fail(err, KVF_EPARSE, "%s:%d: %s", path, je.line, je.text);
     if (!json_is_object(c->sum))
-        return kvf_fail(err, KVF_EPARSE, "%s:%d: %s", path, je.line,
-                        c->sum ? "not a JSON object" : je.text);
+        return kvf_fail(err, KVF_EPARSE, "%s: not a JSON object (a run's summary is one)", path);
     // label: last path component of the directory
     const char *base = c->dir;
     size_t len = strlen(base);
@@ -249,12 +249,13 @@ typedef struct notes {
 } notes;
 
 // A right-aligned cell of width w. Longer text: a path keeps its end ("...mooncake.jsonl");
-// a sentence (nt given) gets a mark [k] in the cell and is printed whole below the table.
+// anything else (nt given: a sentence, a list of values) gets a mark [k] in the cell and is
+// printed whole below the table, so that two values differing anywhere read apart.
 static void put_cell(FILE *out, const char *s, int w, notes *nt) {
     int len = (int)strlen(s);
     if (len <= w) {
         fprintf(out, "  %*s", w, s);
-    } else if (nt && strchr(s, ' ')) {
+    } else if (nt && (strchr(s, ' ') || !strchr(s, '/'))) {
         char mark[16];
         snprintf(mark, sizeof mark, "[%d]", ++nt->n);
         fprintf(out, "  %*s", w, mark);
@@ -299,9 +300,9 @@ static void print_table(FILE *out, cmp_run *r, int n, json_t *keys, json_t *vari
         fprintf(out, "%-*s", w0, k);
         for (int m = 0; m < n; m++) {
             json_t *v = json_object_get(r[m].run, k);
-            char shown[256];
+            char shown[4096];
             put_cell(out, v ? rpt_fmt_text_value(json_string_value(v), shown, sizeof shown) : "-",
-                     wc, NULL);
+                     wc, &nt);
         }
         fprintf(out, "\n");
     }
@@ -407,13 +408,17 @@ static int find_baseline(const char *name, const char *const *dirs, int n) {
     if (end && end != name && !*end && k >= 1 && k <= n) return (int)k - 1;
     for (int i = 0; i < n; i++)
         if (!strcmp(dirs[i], name)) return i;
+    int found = -1;
     for (int i = 0; i < n; i++) {
         const char *b = strrchr(dirs[i], '/');
         b = b && b[1] ? b + 1 : dirs[i];
         size_t len = strlen(name);
-        if (!strncmp(b, name, len) && (b[len] == '\0' || b[len] == '/')) return i;
+        if (!strncmp(b, name, len) && (b[len] == '\0' || b[len] == '/')) {
+            if (found >= 0) return -2;   // two runs end so: the name does not say which
+            found = i;
+        }
     }
-    return -1;
+    return found;
 }
 
 static int usage(FILE *f, int rc) {
@@ -492,6 +497,14 @@ int rpt_compare_cli_main(int argc, char **argv) {
         return 2;
     }
     int b = base ? find_baseline(base, dirs, n) : 0;
+    if (b == -2) {
+        fprintf(stderr,
+                "kvfleet: compare: --baseline '%s' is the last part of more than one run's "
+                "directory; name it by its number (1..%d) or its directory as given\n",
+                base, n);
+        free(dirs);
+        return 2;
+    }
     if (b < 0) {
         fprintf(stderr,
                 "kvfleet: compare: --baseline '%s' is none of the %d runs given (a number "

@@ -216,6 +216,13 @@ static void scenario_cases(void) {
     scenario_file("duplicate economics key",
                   "economics: {gpu_hour_usd: 3}\neconomics.gpu_hour_usd: 5\n",
                   ":2:", "duplicate key");
+    {
+        char key[400] = "";
+        memset(key, 'k', 300);
+        char yaml[420];
+        snprintf(yaml, sizeof yaml, "%s: 1\n", key);
+        scenario_file("a 300-character key", yaml, ":1:", "is too long (300 characters");
+    }
     scenario_file("duplicate key in a schedule entry",
                   "cluster:\n  schedule: [{from_h: 0, prefill: 1, prefill: 3}]\n",
                   ":2:", "duplicate key");
@@ -671,6 +678,10 @@ static void cli_cases(void) {
     add(2, "--vary", NULL, "sweep without vary", "%s sweep %s -o %s/sw%d", B, S, T, ncases);
     add(2, "seed", NULL, "sweep bad vary value", "%s sweep %s --vary seed=1,x -o %s/sw%d -j 1", B,
         S, T, ncases);
+    add(2, "also given with --set", "seed=3", "sweep --vary and --set of one key",
+        "%s sweep %s --set seed=3 --vary seed=1,2 -o %s/sw%d -j 1", B, S, T, ncases);
+    add(2, "bad time window: start 10 s, end 5 s", NULL, "trace stats end before start",
+        "%s trace stats %s/tiny.jsonl --start 10 --end 5", B, T);
     // an existing result is kept unless --force (the directory holds a file)
     char keep[160];
     snprintf(keep, sizeof keep, "%s/kept", T);
@@ -783,6 +794,12 @@ static void safety_cases(void) {
         S, d, d);
     add(2, "--trace-out", "a directory", "--trace-out is a directory",
         "%s run %s -q --no-report -o %s/td --trace-out %s", B, S, d, T);
+    add(2, "more than one run", "by its number", "compare --baseline naming two runs",
+        "%s run %s -q --no-report -o %s/b1/run && %s run %s -q --no-report -o %s/b2/run && "
+        "%s compare %s/b1/run %s/b2/run --baseline run",
+        B, S, d, B, S, d, B, d, d);
+    add(2, "not a JSON object (a run's summary is one)", NULL, "compare over a summary.json array",
+        "mkdir -p %s/cj && echo '[]' > %s/cj/summary.json && %s compare %s/cj", d, d, B, d);
     add(2, "summary", "a FIFO", "compare a FIFO named summary.json",
         "mkdir -p %s/cf; mkfifo %s/cf/summary.json; %s compare %s/cf", d, d, B, d);
     add(2, "input", "a FIFO", "report on a FIFO named summary.json",

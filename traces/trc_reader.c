@@ -734,8 +734,10 @@ static kvf_status check_options(const trc_options *o, kvf_err *err) {
         return kvf_fail(err, KVF_EINVAL, "session_users must be at most 1e7, got %u",
                         o->session_users);
     if (o->start_ns < 0 || o->end_ns < 0 || (o->end_ns > 0 && o->end_ns <= o->start_ns))
-        return kvf_fail(err, KVF_EINVAL, "bad time window [%lld, %lld) ns", (long long)o->start_ns,
-                        (long long)o->end_ns);
+        return kvf_fail(err, KVF_EINVAL,
+                        "bad time window: start %.9g s, end %.9g s (want 0 <= start < end, or "
+                        "no end)",
+                        (double)o->start_ns / 1e9, (double)o->end_ns / 1e9);
     if (!(o->session_rate >= 0 && o->session_rate <= 1e6))
         return kvf_fail(err, KVF_EINVAL, "session_rate must be in [0, 1e6], got %g",
                         o->session_rate);

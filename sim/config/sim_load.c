@@ -473,7 +473,9 @@ static kvf_status apply_mapping(apply_ctx *x, const char *prefix, const yaml_nod
         char full[256];
         int len = snprintf(full, sizeof full, "%s%s%s", prefix, *prefix ? "." : "", scalar(k));
         if (len < 0 || (size_t)len >= sizeof full)
-            return fail_at(x, KVF_EPARSE, prefix, node_line(k), "key too long");
+            return fail_at(x, KVF_EPARSE, *prefix ? prefix : "(top level)", node_line(k),
+                           "key '%.40s...' is too long (%zu characters; no key is over %zu)",
+                           scalar(k), strlen(scalar(k)), sizeof full - 1);
         kvf_status st = apply_node(x, full, v, node_line(k));
         if (st) return st;
     }
