@@ -1251,8 +1251,27 @@ START_TEST(test_prefill_kv_bound_serialises_prefill) {
     snprintf(kv, sizeof kv, "cluster.prefill.kv_tokens=%.0f", longest);
     const char *a[] = {"workload.limit_requests=2000", "cluster.prefill.instances=2"};
     const char *b[] = {"workload.limit_requests=2000", "cluster.prefill.instances=2", kv};
-    json_t *s1 = run_with(NULL, a, 2), *s2 = run_with(NULL, b, 3);
+    char dir[] = "/tmp/kvf_pkv_XXXXXX";
+    ck_assert(mkdtemp(dir));
+    kvt_tmp_register(dir);
+    json_t *s1 = run_with(NULL, a, 2), *s2 = run_with(dir, b, 3);
     check_invariants(s2, kv);
+    // the prefill pool's KV occupancy in the time series is the prompts' in flight, within the
+    // bound (it read 0: prefill instances keep no decode KV)
+    char path[1100];
+    snprintf(path, sizeof path, "%s/results.db", dir);
+    sqlite3 *db;
+    ck_assert(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    sqlite3_stmt *st;
+    ck_assert(sqlite3_prepare_v2(db,
+                                 "SELECT max(value) FROM timeseries WHERE pool = 'prefill' AND "
+                                 "metric = 'kv_used_frac'",
+                                 -1, &st, NULL) == SQLITE_OK);
+    ck_assert(sqlite3_step(st) == SQLITE_ROW);
+    double occ = sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    ck_assert_msg(occ > 0.05 && occ <= 1, "prefill kv_used_frac peaks at %g", occ);
     ck_assert_msg(kvt_num(s2, "requests.completed") == 2000 &&
                       kvt_num(s2, "requests.rejected") == 0,
                   "%s: %g completed, %g rejected of 2000", kv, kvt_num(s2, "requests.completed"),

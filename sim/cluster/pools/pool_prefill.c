@@ -406,5 +406,11 @@ static void prefill_step_done(sim_cluster *c, sim_inst *in) {
     sim_step_settle_batch(c, in, false);
 }
 
+// The KV a prefill instance holds: its prompts' in flight (computed, or sending to decode),
+// what its time series' kv_used_frac and a kv-scaled autoscaler read.
+static double prefill_kv_used(const sim_inst *in, int64_t now) {
+    return sim_inst_kv_used(in, now) + in->kv_inflight;
+}
+
 const sim_pool_ops sim_pool_prefill_ops = {"prefill", sim_prefill_admit, prefill_form_step,
-                                           prefill_step_done, sim_inst_kv_used};
+                                           prefill_step_done, prefill_kv_used};
