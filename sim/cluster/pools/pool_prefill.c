@@ -311,6 +311,16 @@ static uint32_t take_held(sim_cluster *c, sim_inst *in, int64_t *budget, int64_t
     return n;
 }
 
+// The ready queue's head, whose KV can never fit the instance: out of the queue, rejected.
+static void reject_never_fits(sim_cluster *c, sim_inst *in, uint32_t slot) {
+    sim_req *r = sim_req_at(c, slot);
+    uint32_t s2;
+    sim_rheap_pop(&in->ready, &s2);
+    in->queued_tokens -= r->compute_tokens;
+    in->queued_work_s -= r->work_s;
+    sim_req_reject(c, slot, SIM_OUT_REJECT_KV);
+}
+
 // Fills the batch with prefill chunks from the ready queue within budget tokens. Both kinds
 // of instance claim a request's KV when its first chunk is scheduled and keep the queue's
 // order: a head whose KV does not fit now waits, one that never fits is rejected. Colocated,
@@ -336,11 +346,7 @@ uint32_t sim_prefill_take_chunks(sim_cluster *c, sim_inst *in, int64_t budget, u
             double need = (double)r->input + 1;
             double remaining = c->cfg->serving.admission == SIM_ADMIT_RESERVE ? r->output - 1.0 : 0;
             if (need + remaining > in->kv_cap) {
-                uint32_t s2;
-                sim_rheap_pop(&in->ready, &s2);
-                in->queued_tokens -= r->compute_tokens;
-                in->queued_work_s -= r->work_s;
-                sim_req_reject(c, slot, SIM_OUT_REJECT_KV);
+                reject_never_fits(c, in, slot);
                 continue;
             }
             if (!sim_decode_fits(c, in, need, remaining) ||
@@ -360,11 +366,7 @@ uint32_t sim_prefill_take_chunks(sim_cluster *c, sim_inst *in, int64_t budget, u
                 // complete: sim_tier_write_blocks), as colocated prompts' are (kv_prompt_held);
                 // the cache only gives way, by LRU, and never holds a prompt back
                 if (r->input > in->kv_cap) {
-                    uint32_t s2;
-                    sim_rheap_pop(&in->ready, &s2);
-                    in->queued_tokens -= r->compute_tokens;
-                    in->queued_work_s -= r->work_s;
-                    sim_req_reject(c, slot, SIM_OUT_REJECT_KV);
+                    reject_never_fits(c, in, slot);
                     continue;
                 }
                 if (in->kv_inflight + r->input > in->kv_cap) {
