@@ -836,6 +836,39 @@ START_TEST(test_first_token_lag_is_a_share_of_the_next_step) {
 }
 END_TEST
 
+// A prompt's KV crosses the network from prefill to decode with or without a prefix cache:
+// at 0.5 GB/s each request's E2E is its KV's bytes / 0.5 GB/s - bytes / 50 GB/s longer than at
+// 50 GB/s (requests far apart: no queueing), its TTFT the same. Without the prefix cache the
+// transfer took no time at all, at any bandwidth.
+START_TEST(test_kv_transfer_without_prefix_cache) {
+    char csv[] = "/tmp/kvf_xfer_XXXXXX.csv";
+    int fd = mkstemps(csv, 4);
+    ck_assert(fd >= 0);
+    close(fd);
+    write_poisson_csv(csv, 20, 0.05, 1024, 11, 5);
+    json_t *r[2];
+    const char *bw[2] = {"cluster.network.kv_transfer_GBps=50",
+                         "cluster.network.kv_transfer_GBps=0.5"};
+    for (int k = 0; k < 2; k++) {
+        const char *sets[] = {"cluster.prefill.gpus_per_instance=1",
+                              "cluster.decode.gpus_per_instance=1", bw[k]};
+        r[k] = run_azure_csv(csv, sets, 3);
+    }
+    double n = kvt_num(r[0], "requests.completed");
+    double bytes = kvt_num(r[0], "cache.kv_transfer_bytes") / n;
+    double want = (bytes / 0.5e9 - bytes / 50e9) * 1e3;
+    double got = kvt_num(r[1], "e2e_ms.mean") - kvt_num(r[0], "e2e_ms.mean");
+    ck_assert_msg(n == 20 && bytes > 1e8, "%g requests, %g bytes each", n, bytes);
+    ck_assert_msg(fabs(got - want) <= 0.01 * want, "E2E +%.3f ms at 0.5 GB/s, want +%.3f ms", got,
+                  want);
+    ck_assert_msg(kvt_num(r[1], "ttft_ms.mean") == kvt_num(r[0], "ttft_ms.mean"),
+                  "TTFT %.3f ms vs %.3f ms", kvt_num(r[1], "ttft_ms.mean"),
+                  kvt_num(r[0], "ttft_ms.mean"));
+    json_decref(r[0]), json_decref(r[1]);
+    unlink(csv);
+}
+END_TEST
+
 START_TEST(test_md1_queueing_delay) {
     // One prefill instance serving one request per step (budget = prompt length): service time
     // D is deterministic, arrivals Poisson. M/D/1: Wq = rho * D / (2 (1 - rho)).
@@ -1334,6 +1367,7 @@ static Suite *suite(void) {
     tcase_add_test(e, test_series_cover_the_run);
     tcase_add_test(e, test_simultaneous_arrivals_share_a_step);
     tcase_add_test(e, test_first_token_lag_is_a_share_of_the_next_step);
+    tcase_add_test(e, test_kv_transfer_without_prefix_cache);
     tcase_add_test(e, test_md1_queueing_delay);
     tcase_add_test(e, test_more_decode_instances_cut_tpot_under_overload);
     tcase_add_test(e, test_halving_load_cuts_ttft);

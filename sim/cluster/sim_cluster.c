@@ -228,10 +228,12 @@ static void init_instance(sim_cluster *c, sim_pool *p, int k, uint32_t i, uint32
                                               (sim_time)cfg->kv.ssd.latency_ns, id, SIM_LINK_SSD);
             in->link_ssd_write = sim_link_new(c, cfg->kv.ssd.write_Bps, 0, id, SIM_LINK_SSDW);
         }
-        if (!c->colocated)
-            in->link_xfer = sim_link_new(c, cfg->cluster.kv_transfer_Bps,
-                                         (sim_time)cfg->cluster.net_latency_ns, id, SIM_LINK_XFER);
     }
+    // a prefill instance sends every prompt's KV to decode over the network, whether or not it
+    // keeps a prefix cache
+    if (k == SIM_POOL_PREFILL && !c->colocated)
+        in->link_xfer = sim_link_new(c, cfg->cluster.kv_transfer_Bps,
+                                     (sim_time)cfg->cluster.net_latency_ns, id, SIM_LINK_XFER);
     sim_bcache_init(&in->hbm, hbm_blocks, cfg->kv.retention_ns);
     sim_bcache_init(&in->dram, dram_blocks, cfg->kv.retention_ns);
 }
