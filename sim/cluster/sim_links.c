@@ -120,6 +120,7 @@ void sim_on_link(sim_cluster *c, uint32_t id) {
         if (r->state == SIM_RS_LOADING) {
             in->n_loading--;
             sim_req_set_state(r, SIM_RS_PREFILL);
+            r->enq_ns = c->now;   // it queues from here: the load before is not queueing
             sim_rheap_push(&in->ready, sim_queue_key(c, in->pcfg, r), slot);
             sim_inst_kick(c, in);
         } else if (r->in_batch && in->waiting_loads) {

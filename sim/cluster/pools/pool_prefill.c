@@ -69,8 +69,11 @@ void sim_prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot) {
     r->blocks_written = nb;
     // loads from DRAM (PCIe) and SSD (storage network) run in parallel on their own links
     r->pending_loads = 0;
-    double by[SIM_TIERS] = {0, (double)tiers[SIM_TIER_DRAM] * c->block_bytes,
-                            (double)tiers[SIM_TIER_SSD] * c->block_bytes};
+    // the blocks each tier loads are those of the hit prefix as capped (a fully cached prompt
+    // recomputes its last block, which is then not loaded): r->hit, whole blocks
+    uint32_t bt = cfg->kv.block_tokens;
+    double by[SIM_TIERS] = {0, (double)(r->hit[SIM_TIER_DRAM] / bt) * c->block_bytes,
+                            (double)(r->hit[SIM_TIER_SSD] / bt) * c->block_bytes};
     uint32_t lk[SIM_TIERS] = {SIM_NONE, in->link_dram, in->link_ssd};
     for (int t = SIM_TIER_DRAM; t < SIM_TIERS; t++) {
         if (by[t] <= 0) continue;
