@@ -190,7 +190,9 @@ static void mooncake_independent(const char *path, uint32_t B, uint64_t *hit, ui
             h += seen[ids[i]] * B;
             break;
         }
-        if (h > (uint64_t)in - 1) h = (uint64_t)in - 1;
+        // whole blocks, at least one token computed: a prompt cached whole recomputes its last
+        // block, as the simulator's paged cache does
+        if (h > (uint64_t)in - 1) h = (uint64_t)(in - 1) / B * B;
         for (int i = 0; i < n; i++)
             if (need[i] > seen[ids[i]]) seen[ids[i]] = (uint8_t)need[i];
         *hit += h;
@@ -201,6 +203,38 @@ static void mooncake_independent(const char *path, uint32_t B, uint64_t *hit, ui
     free(seen);
     fclose(f);
 }
+
+// A prompt repeated whole counts the hit a paged cache gives it: whole blocks, its last one
+// recomputed (960 of 1,024 tokens in 64-token blocks), as the simulator's unbounded store
+// reaches; trace stats counted 1,023 (every token but one), an ideal no store reaches.
+START_TEST(test_stats_repeated_prompt_whole_blocks) {
+    kvt_tmp_make("kvf_trc");
+    char text[1400];
+    size_t u = 0;
+    for (int i = 0; i < 2; i++) {
+        u += (size_t)snprintf(text + u, sizeof text - u,
+                              "{\"id\":%d,\"arrival_ns\":%d,\"input_tokens\":1024,"
+                              "\"output_tokens\":11,\"block_tokens\":64,\"blocks\":[",
+                              i + 1, i * 1000);
+        for (int b = 1; b <= 16; b++)
+            u += (size_t)snprintf(text + u, sizeof text - u, "%s%d", b > 1 ? "," : "", b);
+        u += (size_t)snprintf(text + u, sizeof text - u, "]}\n");
+    }
+    const char *p = WRITE("rep.jsonl", text);
+    trc_options o = opts(64);
+    double size = 1e6;
+    trc_reader *r;
+    kvf_err err = {0};
+    ck_assert_msg(!trc_reader_open(&r, p, &o, &err), "%s", err.msg);
+    trc_stats s;
+    ck_assert_msg(!trc_stats_compute(r, &size, 1, &s, &err), "%s", err.msg);
+    trc_reader_close(r);
+    ck_assert_msg(s.hit_tokens == 960, "ideal hit tokens %llu, want 960",
+                  (unsigned long long)s.hit_tokens);
+    ck_assert_msg(s.cache_hit_rate[0] == 960.0 / 2048, "LRU hit rate %.6f, want %.6f",
+                  s.cache_hit_rate[0], 960.0 / 2048);
+}
+END_TEST
 
 START_TEST(test_stats_mooncake_ideal_reuse) {
     const char *p = trace_path("mooncake_conversation.jsonl");
@@ -1529,8 +1563,9 @@ START_TEST(test_replay_retention_boundary) {
     ck_assert_msg(!trc_replay_load(r, &rp, &err), "%s", err.msg);
     trc_reader_close(r);
     const double ttl[] = {10.0, 10.5, 9.0, 0};
-    // hits: 10 s -> only the third (255 of 768 tokens); 10.5 s -> both; 9 s -> none; 0 -> both
-    const double want[] = {255.0 / 768, 510.0 / 768, 0.0, 510.0 / 768};
+    // hits: 10 s -> only the third; 10.5 s -> both; 9 s -> none; 0 -> both; a hit of a whole
+    // prompt is its first three blocks (192 of 256 tokens: whole blocks, the last recomputed)
+    const double want[] = {192.0 / 768, 384.0 / 768, 0.0, 384.0 / 768};
     double grid[4];
     const uint64_t caps[] = {0};
     ck_assert(!trc_replay_grid(rp, caps, 1, ttl, 4, grid, &err));
@@ -1978,6 +2013,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_sessions_weka);
     tcase_add_test(tc, test_sessions_small);
     tcase_add_test(tc, test_stats_sessions_in_arrival_order);
+    tcase_add_test(tc, test_stats_repeated_prompt_whole_blocks);
     tcase_add_test(tc, test_gen_rate_and_cv);
     tcase_add_test(tc, test_gen_lengths);
     tcase_add_test(tc, test_gen_reuse_matches_structure);

@@ -159,6 +159,17 @@ const char *trc_reader_notes(const trc_reader *r);
 void trc_reader_close(trc_reader *r);
 // The block size (tokens) the reader maps block ids onto (opt.block_tokens).
 uint32_t trc_reader_block_tokens(const trc_reader *r);
+// The hit tokens of a prompt of `input` tokens whose first `blocks` blocks of bt tokens are
+// cached, as a paged cache attaches them: whole blocks, and at least one token computed, so a
+// prompt cached whole recomputes its last block (as vLLM does; the simulator's rule,
+// sim_prefill_set_prefix). trace stats and assess count hits by it, so that an unbounded store
+// reaches their ideal exactly.
+static inline uint64_t trc_hit_tokens(uint64_t blocks, uint32_t input, uint32_t bt) {
+    uint64_t hit = blocks * bt;
+    if (input && hit > (uint64_t)input - 1) hit = (uint64_t)(input - 1) / bt * bt;
+    return hit;
+}
+
 // Whether the reader gives requests in arrival order as recorded: a sessions trace gives one
 // session after another, turns and all.
 bool trc_reader_in_arrival_order(const trc_reader *r);

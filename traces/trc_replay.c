@@ -3,7 +3,7 @@
 //
 // The requests are loaded once (arrival, input tokens, block ids) and sorted by arrival (ties
 // in stream order). A replay walks them: a request's hit is the longest run of its leading
-// blocks present and not expired, as tokens, at most input_tokens - 1 (the rule of
+// blocks present and not expired, as tokens, whole blocks short of the whole prompt (the rule of
 // trc_stats_compute, so an unbounded store kept forever reaches ideal_hit_rate exactly). Then
 // all its blocks are touched last-to-first, so a prefix outlives its tail, with the request's
 // arrival as their time. Because touches come in time order, the least recently used entry is
@@ -287,8 +287,7 @@ kvf_status trc_replay_hit_rate(const trc_replay *p, uint64_t capacity_blocks, do
         uint64_t k = 0;
         while (k < q->n_blocks && l.tab[lru_slot(&l, b[k])])
             k++;
-        uint64_t h = k * p->block_tokens;
-        if (h > (uint64_t)q->input_tokens - 1) h = q->input_tokens - 1;
+        uint64_t h = trc_hit_tokens(k, q->input_tokens, p->block_tokens);
         if (q->input_tokens) hit_tokens += h;   // an answer-block entry counts no hit
         for (uint64_t j = q->n_blocks; j-- > 0;)
             lru_touch(&l, b[j], q->t_ns, cap);
@@ -374,8 +373,7 @@ kvf_status trc_replay_grid(const trc_replay *p, const uint64_t *caps, int nc, co
                 while (k < q->n_blocks && qage[k] != INT64_MAX && qage[k] < ttl &&
                        (!cap || qsd[k] < cap))
                     k++;
-                uint64_t hh = (uint64_t)k * p->block_tokens;
-                if (hh > (uint64_t)q->input_tokens - 1) hh = q->input_tokens - 1;
+                uint64_t hh = trc_hit_tokens(k, q->input_tokens, p->block_tokens);
                 hits[(size_t)c * (size_t)nt + (size_t)t] += (double)hh;
             }
         }

@@ -474,7 +474,7 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
         uint64_t run = 0;
         while (run < q.n_blocks && idset_has(&seen, q.blocks[run]))
             run++;
-        out->hit_tokens += KVF_MIN(run * BT, (uint64_t)q.input_tokens - 1);
+        out->hit_tokens += trc_hit_tokens(run, q.input_tokens, (uint32_t)BT);
         for (uint32_t i = (uint32_t)run; i < q.n_blocks; i++)
             idset_add(&seen, q.blocks[i]);
         if (q.n_blocks > caphint) kvf_grow((void **)&hint, &caphint, q.n_blocks, sizeof *hint);
@@ -494,7 +494,7 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
                 k++;
             }
             for (uint32_t j = 0; j < n_sizes; j++)
-                lru_hits[j] += KVF_MIN((uint64_t)runs[j] * BT, (uint64_t)q.input_tokens - 1);
+                lru_hits[j] += trc_hit_tokens(runs[j], q.input_tokens, (uint32_t)BT);
             // last to first, so a prefix stays more recent than its tail
             for (uint32_t i = q.n_blocks; i-- > 0;)
                 lru_touch(&L, q.blocks[i], &free_slot, i < k ? hint[i] : NIL);
