@@ -6,6 +6,7 @@
 #include <check.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "helpers/kvt.h"
@@ -32,6 +33,41 @@ static void conserved(json_t *s, const char *what) {
                   kvt_num(s, "invariants.output_tokens_produced"),
                   kvt_num(s, "invariants.output_tokens_rejected"));
 }
+
+// Requests turned away because no instance of a pool was up (every decode instance down)
+// are rejected_by_reason.no_instance, as their rows say (rejected:no_instance); they were
+// counted as capacity rejections, which the run had none of.
+START_TEST(test_no_instance_rejections_named) {
+    kvt_tmp_make("kvf_fail");
+    const char *sets[] = {"workload.limit_requests=2000", "cluster.decode.failures.mtbf_h=0.02",
+                          "cluster.decode.failures.mttr_s=60"};
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/ni", kvt_tmp);
+    json_t *s = kvt_run("quickstart.yaml", NULL, sets, 3, dir);
+    conserved(s, "no instance");
+    ck_assert(kvt_sh("sqlite3 %s/results.db \"select count(*) from request where status = "
+                     "'rejected:no_instance'\"",
+                     dir) == 0);
+    double rows = atof(kvt_out);
+    double sum = 0;
+    const char *why[] = {"queue",   "slo",     "capacity",   "timeout",
+                         "context", "failure", "no_instance"};
+    for (int i = 0; i < 7; i++) {
+        char k[64];
+        snprintf(k, sizeof k, "requests.rejected_by_reason.%s", why[i]);
+        sum += kvt_num(s, k);
+    }
+    ck_assert_msg(rows > 0 && kvt_num(s, "requests.rejected_by_reason.no_instance") == rows &&
+                      kvt_num(s, "requests.rejected_by_reason.capacity") == 0 &&
+                      sum == kvt_num(s, "requests.rejected"),
+                  "%g rows rejected:no_instance; summary no_instance %g, capacity %g; reasons "
+                  "sum to %g of %g",
+                  rows, kvt_num(s, "requests.rejected_by_reason.no_instance"),
+                  kvt_num(s, "requests.rejected_by_reason.capacity"), sum,
+                  kvt_num(s, "requests.rejected"));
+    json_decref(s);
+}
+END_TEST
 
 START_TEST(test_failures_retry_and_reject) {
     const char *none[] = {"workload.limit_requests=6000"};
@@ -145,6 +181,7 @@ int main(void) {
     TCase *tc = tcase_create("failures");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_failures_retry_and_reject);
+    tcase_add_test(tc, test_no_instance_rejections_named);
     tcase_add_test(tc, test_failures_keys_that_cannot_apply);
     tcase_add_test(tc, test_rejected_requests_not_billed);
     suite_add_tcase(s, tc);

@@ -379,6 +379,8 @@ void sim_req_reject(sim_cluster *c, uint32_t slot, sim_outcome why) {
         c->m.rejected_context++;
     else if (why == SIM_OUT_REJECT_FAILURE)
         c->m.rejected_failure++;
+    else if (why == SIM_OUT_REJECT_NO_INSTANCE)
+        c->m.rejected_no_instance++;
     else
         c->m.rejected_fit++;
     sim_req_finish(c, slot, why);

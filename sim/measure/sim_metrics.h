@@ -52,11 +52,12 @@ typedef struct sim_metrics {
     uint64_t output_rejected;    // of those, owed by requests that were rejected
     uint64_t slo_ok;             // completed requests within both SLOs
     uint64_t rejected_queue, rejected_slo, rejected_fit, rejected_timeout, rejected_context;
-    uint64_t truncated;           // requests cut to the model's max_context
-    uint64_t rejected_failure;    // rejected because their instance failed
-    uint64_t failures, retried;   // instance failures; requests retried after one
-    double lost_kv_tokens;        // KV of running requests (prefill: of the prompts it holds)
-                                  // lost with their instance
+    uint64_t truncated;              // requests cut to the model's max_context
+    uint64_t rejected_failure;       // rejected because their instance failed
+    uint64_t rejected_no_instance;   // no active instance in a pool they need (all down or off)
+    uint64_t failures, retried;      // instance failures; requests retried after one
+    double lost_kv_tokens;           // KV of running requests (prefill: of the prompts it holds)
+                                     // lost with their instance
     // a retried request's prompt and output tokens of the tries that failed: work done again,
     // taken out of the totals above (each request's tokens are counted once, as delivered)
     uint64_t redone_prompt_tokens, redone_output_tokens;

@@ -82,6 +82,7 @@ static json_t *summary_requests(const sim_cluster *c) {
     json_object_set_new(why, "timeout", json_integer((json_int_t)m->rejected_timeout));
     json_object_set_new(why, "context", json_integer((json_int_t)m->rejected_context));
     json_object_set_new(why, "failure", json_integer((json_int_t)m->rejected_failure));
+    json_object_set_new(why, "no_instance", json_integer((json_int_t)m->rejected_no_instance));
     json_object_set_new(rq, "rejected_by_reason", why);
     // arrived and neither completed nor rejected (in_flight also counts requests read ahead
     // of their arrival)
