@@ -78,20 +78,29 @@ static void fmt_ttl(double s, char *out, size_t n) {
 
 // One run of the trace on the scenario; store_off removes the shared store. The summary's
 // figures that the page shows are copied into a new object.
+// The design's configuration: the scenario on TRACE with the --set keys (the workload's shaping
+// among them), the store off if asked.
+static kvf_status design_config(sim_config *cfg, const char *scenario, const char *trace,
+                                const char *format, const char *const *sets, int nsets,
+                                bool store_off, kvf_err *err) {
+    sim_config_default(cfg);
+    kvf_status st = sim_config_load(cfg, scenario, err);
+    if (!st) st = sim_config_set(cfg, "workload.generate=null", err);
+    if (!st) st = cli_set_literal(cfg, "workload.trace", trace, err);
+    if (!st && format) st = cli_set_literal(cfg, "workload.format", format, err);
+    for (int i = 0; !st && i < nsets; i++)
+        st = sim_config_set(cfg, sets[i], err);
+    if (!st && store_off) st = sim_config_set(cfg, "kv_cache.ssd.capacity_tb=0", err);
+    if (!st) st = sim_config_validate(cfg, err);
+    return st;
+}
+
 static kvf_status run_design(const char *scenario, const char *trace, const char *format,
                              const char *const *sets, int nsets, bool store_off,
                              const char *out_dir, json_t **fig, double *bytes_per_token,
                              kvf_err *err) {
     static sim_config cfg;
-    sim_config_default(&cfg);
-    kvf_status st = sim_config_load(&cfg, scenario, err);
-    if (!st) st = sim_config_set(&cfg, "workload.generate=null", err);
-    if (!st) st = cli_set_literal(&cfg, "workload.trace", trace, err);
-    if (!st && format) st = cli_set_literal(&cfg, "workload.format", format, err);
-    for (int i = 0; !st && i < nsets; i++)
-        st = sim_config_set(&cfg, sets[i], err);
-    if (!st && store_off) st = sim_config_set(&cfg, "kv_cache.ssd.capacity_tb=0", err);
-    if (!st) st = sim_config_validate(&cfg, err);
+    kvf_status st = design_config(&cfg, scenario, trace, format, sets, nsets, store_off, err);
     if (st) return st;
     sim_run_opts o = {.out_dir = out_dir, .quiet = true, .write_db = true};
     void *sj = NULL;
@@ -375,6 +384,15 @@ int cli_assess(int argc, char **argv) {
         return 2;
     }
     if ((rc = assess_begin(&a))) return rc;
+    {
+        // the ideal and the store grid read the trace as the runs do: the scenario's and the
+        // --set keys' shaping (a limit, a window, scales) applies to all three
+        static sim_config cfg;
+        kvf_status s0 =
+            design_config(&cfg, a.scenario, a.trace, a.format, a.c.sets, a.c.nsets, false, &err);
+        if (s0) return assess_fail(&err, s0);
+        opt = cfg.workload.opt;
+    }
     // 1. ideal hit rate, as `trace stats`
     trc_stats st;
     kvf_status s = trc_stats_file(a.trace, &opt, &st, &err);
