@@ -160,7 +160,7 @@ void cli_plan_print_json(const planner *pl, const plan_answer *r, bool vary_rati
 
 void cli_plan_print_text(const planner *pl, const plan_answer *r, bool vary_ratio) {
     KVF_ASSERT(pl && pl->base && r);
-    printf("kvfleet plan: scenario %s, SLO TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms, stable runs "
+    printf("kvfleet plan: scenario %s, SLO TTFT p90 <= %g ms, TPOT p90 <= %g ms, stable runs "
            "only%s\n",
            pl->base->name, pl->slo_ttft, pl->slo_tpot, pl->max_gpus ? "" : "");
     if (!r->best) {
@@ -239,9 +239,8 @@ void cli_plan_rate_text(const planner *pl, const plan_rate *r) {
     double lo = r->lo, hi = r->hi, r0 = r->r0, tol = r->tol;
     char why[256];
     why_not(pl, r->fail, why, sizeof why);
-    printf(
-        "kvfleet plan --find max-rate: scenario %s, SLO TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms\n",
-        b->name, pl->slo_ttft, pl->slo_tpot);
+    printf("kvfleet plan --find max-rate: scenario %s, SLO TTFT p90 <= %g ms, TPOT p90 <= %g ms\n",
+           b->name, pl->slo_ttft, pl->slo_tpot);
     printf("  cluster    prefill %d x %d GPU + decode %d x %d GPU\n", p, gp, d, gd);
     if (!best) {
         printf("  no rate down to %.4g req/s meets the SLOs (%s)\n", hi, why);
@@ -287,8 +286,8 @@ void cli_plan_goodput_json(const planner *pl, const plan_goodput *g) {
 void cli_plan_goodput_text(const planner *pl, const plan_goodput *g) {
     KVF_ASSERT(pl && pl->base && g);
     const plan_eval *b = g->best;
-    printf("kvfleet plan --find max-goodput: scenario %s, SLO TTFT p90 <= %.0f ms, TPOT p90 <= "
-           "%.0f ms\n",
+    printf("kvfleet plan --find max-goodput: scenario %s, SLO TTFT p90 <= %g ms, TPOT p90 <= "
+           "%g ms\n",
            pl->base->name, pl->slo_ttft, pl->slo_tpot);
     printf("  cluster    prefill %d x %d GPU + decode %d x %d GPU\n", g->p, g->gp, g->d, g->gd);
     if (!b || !(b->goodput_rps > 0)) {

@@ -96,7 +96,7 @@ static void print_headline(json_t *s, const char *out_dir, bool report) {
             (long long)json_integer_value(json_object_get(json_object_get(s, "gpus"), "decode")),
             jget(s, "gpu_hours", NULL), vutil, 100 * jget(s, "utilization", "prefill"),
             100 * jget(s, "utilization", "decode"));
-    printf("  SLO          attainment %.1f %% (TTFT p90 <= %.0f ms, TPOT p90 <= %.0f ms)\n",
+    printf("  SLO          attainment %.1f %% (TTFT p90 <= %g ms, TPOT p90 <= %g ms)\n",
            100 * jget(s, "slo", "attainment"), jget(s, "slo", "ttft_p90_ms"),
            jget(s, "slo", "tpot_p90_ms"));
     json_t *e = json_object_get(s, "economics");
