@@ -985,15 +985,18 @@ run_lanes(const lanes_k *q, uint32_t m, int64_t *ns, mdl_run_ends *e, bool fuse)
 // throughout is proven, not assumed: pf is exact and affine in j, so the exact tc and tm are
 // affine in j and so is tm - tc; it is positive at both ends by a margin (1e-9 of the terms'
 // size) some 10^5 times the rounding a computed figure carries, hence positive between.
-// Returns false (nothing written) when the proof fails.
+// With j0 = 0 the proof and the loop take in step 0 too (memo_step's arithmetic for it is the
+// same, group by group, with j = 0: s0 + 0 * gs is s0), so a run on a memo made earlier needs
+// no memo_step; with j0 = 1 step 0 is ns[0] already. Returns false (nothing written) when the
+// proof fails.
 static bool run_full_memory(const attn_k *k, const mdl_parts *pp, const mdl_decode_sum *d0,
-                            const mdl_decode_sum *grow, uint32_t m, double comm0, double acc,
-                            double peak, double wpart, double wb, int64_t *ns, mdl_run_ends *e,
-                            bool *fused) {
+                            const mdl_decode_sum *grow, uint32_t m, uint32_t j0, double comm0,
+                            double acc, double peak, double wpart, double wb, int64_t *ns,
+                            mdl_run_ends *e, bool *fused) {
     double n = d0->n, s0 = d0->sum_ctx, gs = grow->sum_ctx;
     double G = pp->G, inv_g = pow2_recip(G), repl = pp->repl, bw = pp->bw_attn;
     double scale[2];
-    uint32_t ends[2] = {1, m - 1};
+    uint32_t ends[2] = {j0, m - 1};
     for (int x = 0; x < 2; x++) {
         double pf = (s0 + (double)ends[x] * gs) + n;
         double fg = k->fl * (pf * k->fpp), bg = k->fl * k->kvl * (pf + n);
@@ -1011,22 +1014,24 @@ static bool run_full_memory(const attn_k *k, const mdl_parts *pp, const mdl_deco
         return false;
     double fkv = k->fl * k->kvl, ov = pp->overlap, fixed = pp->fixed_s;
     // s0 + j * gs by adding gs once a step: integers below 2^53, so exact either way
-    double sj = s0;
+    double sj = s0 + (double)j0 * gs;
     if ((comm0 == 0 || ov == 0) && isfinite(comm0) && inv_g > 0) {
         // comm_s * overlap is 0 (no collective, or none overlapped), so with total > 0 comm_s
         // stays comm0: 0 - min(0, total) = +0, comm0 - 0 = comm0
         // the step's time in ns before rounding, x(j): every operation is monotone (gs >= 0,
-        // fkv, repl, inv_g >= 0, bw > 0), so x(1) <= x(j) <= x(m - 1); where both ends are in
+        // fkv, repl, inv_g >= 0, bw > 0), so x(j0) <= x(j) <= x(m - 1); where both ends are in
         // [0.5, MDL_MAX_STEP_NS], so is every step's (run_lanes)
-        double x1 = (acc + (wpart + (fkv * (((s0 + gs) + n) + n) - wb) * repl * inv_g) / bw +
-                     comm0 + fixed) *
+        double xf = (acc + (wpart + (fkv * ((sj + n) + n) - wb) * repl * inv_g) / bw + comm0 +
+                     fixed) *
                     1e9,
                sl = s0 + (double)(m - 1) * gs,
                xl = (acc + (wpart + (fkv * ((sl + n) + n) - wb) * repl * inv_g) / bw + comm0 +
                      fixed) *
                     1e9;
-        if (gs >= 0 && fkv >= 0 && repl >= 0 && bw > 0 && x1 >= 0.5 && xl <= MDL_MAX_STEP_NS) {
+        if (gs >= 0 && fkv >= 0 && repl >= 0 && bw > 0 && xf >= 0.5 && xl <= MDL_MAX_STEP_NS) {
             const lanes_k q = {n, s0, gs, fkv, wb, repl, inv_g, wpart, bw, acc, comm0, fixed};
+            if (j0 == 0)   // run_lanes' odd last step with j = 0
+                ns[0] = (int64_t)(xf + 0.5);
             if (e)
                 run_lanes(&q, m, ns, e, true);
             else
@@ -1034,8 +1039,7 @@ static bool run_full_memory(const attn_k *k, const mdl_parts *pp, const mdl_deco
             *fused = e != NULL;
             return true;
         }
-        for (uint32_t j = 1; j < m; j++) {
-            sj += gs;
+        for (uint32_t j = j0; j < m; j++, sj += gs) {
             double other = fkv * ((sj + n) + n) - wb;
             other *= repl;
             double total = acc + (wpart + other * inv_g) / bw;
@@ -1044,8 +1048,7 @@ static bool run_full_memory(const attn_k *k, const mdl_parts *pp, const mdl_deco
         }
         return true;
     }
-    for (uint32_t j = 1; j < m; j++) {
-        sj += gs;
+    for (uint32_t j = j0; j < m; j++, sj += gs) {
         double pf = sj + n;
         double other = fkv * (pf + n) - wb;
         other *= repl;
@@ -1062,10 +1065,12 @@ static bool run_full_memory(const attn_k *k, const mdl_parts *pp, const mdl_deco
 // Steps 1 .. m-1 of a run on the memo of step 0, for attention without DSA's indexer (full
 // and window groups): memo_step's arithmetic written out, the same operations on the same
 // operands in the same order (so the same bits: test_models compares every step with
-// mdl_roofline_eval), keeping only the step time a run needs.
-static void run_plain(const rl_stepper *r, const rl_memo *mm, const mdl_decode_sum *d0,
-                      const mdl_decode_sum *grow, uint32_t m, int64_t *ns, mdl_run_ends *e,
-                      bool *fused) {
+// mdl_roofline_eval), keeping only the step time a run needs. Step 0 is ns[0] already when
+// the memo was made for it; otherwise it is costed here, by run_full_memory where that holds
+// (a memo_step per run is most of a short run's cost), else by memo_step.
+static void run_plain(rl_stepper *r, rl_memo *mm, const mdl_decode_sum *d0,
+                      const mdl_decode_sum *grow, uint32_t m, bool made, int64_t *ns,
+                      mdl_run_ends *e, bool *fused) {
     const attn_k *k = &r->ak;
     const mdl_parts *pp = &mm->pp;
     const mdl_work *w = &mm->w;
@@ -1081,9 +1086,18 @@ static void run_plain(const rl_stepper *r, const rl_memo *mm, const mdl_decode_s
         wb[i] = w->weight_bytes[g];
         wpart[i] = pp->launches * w->weight_bytes[g] / pp->wshard[g];
     }
-    if (mm->n_attn == 1 && mm->attn[0] == MDL_WG_ATTN_FULL &&
-        run_full_memory(k, pp, d0, grow, m, comm0, mm->acc.total, peak[0], wpart[0], wb[0], ns, e,
-                        fused))
+    bool full = mm->n_attn == 1 && mm->attn[0] == MDL_WG_ATTN_FULL;
+    if (full && !made &&
+        run_full_memory(k, pp, d0, grow, m, 0, comm0, mm->acc.total, peak[0], wpart[0], wb[0], ns,
+                        e, fused))
+        return;
+    if (!made) {
+        mdl_step_cost c;
+        memo_step(r, mm, d0, &c);
+        ns[0] = c.ns;
+    }
+    if (full && run_full_memory(k, pp, d0, grow, m, 1, comm0, mm->acc.total, peak[0], wpart[0],
+                                wb[0], ns, e, fused))
         return;
     for (uint32_t j = 1; j < m; j++) {
         // attn_sums: pairs(1, c, 0) = c + 1 keys read; window layers min(c + 1, window)
@@ -1124,16 +1138,17 @@ static bool roofline_cost_run(mdl_stepper *s, const mdl_decode_sum *d0, const md
     mdl_step_cost k;
     bool made;
     rl_memo *mm = memo_of(r, &b, &k, &made);   // the memo for this sequence count
-    if (!made) memo_step(r, mm, d0, &k);
-    ns[0] = k.ns;
+    if (made) ns[0] = k.ns;
     // two micro-batches: the schedule's stages (mdl_tbo_stages_of), step by step
     bool plain = mm->valid && !r->ak.dsa && !mm->pp.tbo;
     for (int i = 0; plain && i < mm->n_attn; i++)
         plain = mm->attn[i] == MDL_WG_ATTN_FULL || mm->attn[i] == MDL_WG_ATTN_WINDOW;
     if (plain) {
-        run_plain(r, mm, d0, grow, m, ns, e, fused);
+        run_plain(r, mm, d0, grow, m, made, ns, e, fused);
         return true;
     }
+    if (!made) memo_step(r, mm, d0, &k);
+    ns[0] = k.ns;
     mdl_decode_sum ds = *d0;
     for (uint32_t j = 1; j < m; j++) {
         ds.sum_ctx = d0->sum_ctx + (double)j * grow->sum_ctx;
