@@ -498,6 +498,9 @@ typedef struct mdl_step_cost {
 //          (models/mdl_roofline.c); bounded decoder layers see each chunk's last
 //          decoder_replay_tokens tokens, their GEMMs too.
 void mdl_batch_work(const mdl_model *m, const mdl_batch *b, double *flops, double *bytes);
+// mdl_batch_work's FLOPs for a prefill batch of one sequence (new_tokens over cached_tokens),
+// to the bit, without forming the bytes (the simulator counts every prompt's FLOPs once).
+double mdl_prompt_flops(const mdl_model *m, uint32_t new_tokens, uint32_t cached_tokens);
 
 // The same work split into the groups the roofline bounds separately.
 // attn_index: DSA's lightning indexer (FP8 scores of every query against every cached index

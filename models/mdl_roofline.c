@@ -486,6 +486,36 @@ void mdl_batch_work(const mdl_model *m, const mdl_batch *b, double *flops, doubl
     if (bytes) *bytes = y;
 }
 
+double mdl_prompt_flops(const mdl_model *m, uint32_t new_tokens, uint32_t cached_tokens) {
+    double n = new_tokens, c = cached_tokens;
+    if (n <= 1 || mdl_attn_compressed(m->attention) || m->attention == MDL_ATTN_DSA) {
+        mdl_seq s = {new_tokens, cached_tokens};
+        mdl_batch b = {.phase = MDL_PREFILL, .seqs = &s, .n = 1};
+        double f;
+        mdl_batch_work(m, &b, &f, NULL);
+        return f;
+    }
+    // mdl_batch_work_detail's FLOPs for this batch (T = n tokens, one logit row), summed in
+    // group order as mdl_batch_work sums them; a group without work adds +0, which leaves a
+    // sum begun at +0 as it was, so it is left out
+    double T = n, rows = 1;
+    double per_tok_experts = (double)m->experts_active + m->shared_experts;
+    double head = m->embedding_params;
+    double block_dense =
+        m->active_params - head - m->moe_layers * per_tok_experts * m->expert_params;
+    double f = 0;
+    f += 2.0 * T * block_dense + 2.0 * rows * head;
+    if (m->moe_layers) f += 2.0 * T * m->moe_layers * per_tok_experts * m->expert_params;
+    // attn_work for a sequence that is not one token (n >= 2)
+    attn_k k = attn_consts(m);
+    double pf = pairs(n, c, 0), pw = pairs(n, c, m->window);
+    double fpp = k.fpp, fixed = 0;
+    if (m->attention == MDL_ATTN_MLA) fpp = mla_fpp(m, pf, c, &fixed);
+    f += k.fl * (pf * fpp + fixed);
+    f += k.wl * (pw * fpp + fixed);
+    return f;
+}
+
 // KV replication across the TP ranks of one group: MLA keeps one latent per token that
 // every rank needs; GQA replicates a KV head when there are more ranks than KV heads.
 static double kv_repl(const mdl_model *m, const mdl_parallel *p) {

@@ -304,6 +304,30 @@ START_TEST(test_work_moe_and_vision) {
 }
 END_TEST
 
+// A prompt's FLOPs counted alone (mdl_prompt_flops) are mdl_batch_work's for the batch of that
+// one prompt, to the bit, on every attention kind: one-token chunks, cached prefixes inside and
+// past a window, MLA's two forms.
+START_TEST(test_prompt_flops_match_batch_work) {
+    const char *models[] = {"llama-3.1-8b", "deepseek-v3",       "gpt-oss-120b",
+                            "gemma-3-27b",  "qwen3-235b-a22b",   "deepseek-v3.2-exp",
+                            "mixtral-8x7b", "deepseek-v4-flash", "tiny-swa"};
+    const uint32_t lens[] = {0, 1, 2, 3, 127, 1000, 4096, 70001, 131072};
+    for (size_t k = 0; k < sizeof models / sizeof *models; k++) {
+        mdl_model m = load_model(models[k]);
+        for (size_t i = 0; i < sizeof lens / sizeof *lens; i++)
+            for (size_t j = 0; j < sizeof lens / sizeof *lens; j++) {
+                mdl_seq s = {lens[i], lens[j]};
+                mdl_batch b = {MDL_PREFILL, &s, 1, 0, NULL};
+                double f, y;
+                mdl_batch_work(&m, &b, &f, &y);
+                double g = mdl_prompt_flops(&m, lens[i], lens[j]);
+                ck_assert_msg(memcmp(&f, &g, sizeof f) == 0, "%s %u over %u: %a vs %a", models[k],
+                              lens[i], lens[j], f, g);
+            }
+    }
+}
+END_TEST
+
 START_TEST(test_roofline_decode_memory_bound) {
     mdl_model m = load_model("llama-3.1-8b");
     mdl_hardware h = load_hw("h100");
@@ -1899,6 +1923,7 @@ static Suite *models_suite(void) {
     tcase_set_timeout(t, 60);
     tcase_add_test(t, test_work_attention_window);
     tcase_add_test(t, test_work_moe_and_vision);
+    tcase_add_test(t, test_prompt_flops_match_batch_work);
     tcase_add_test(t, test_roofline_decode_memory_bound);
     tcase_add_test(t, test_roofline_prefill_compute_bound);
     tcase_add_test(t, test_roofline_monotone);

@@ -15,19 +15,13 @@
 #include "sim_trace.h"
 
 void sim_prefill_count_work(sim_cluster *c, const sim_req *r, uint32_t replay) {
-    mdl_seq s[1];
-    mdl_batch b = {.phase = MDL_PREFILL, .seqs = s, .n = 1};
-    double f, by;
-    s[0] = (mdl_seq){r->compute_tokens, r->cached - replay};
-    mdl_batch_work(&c->model, &b, &f, &by);
+    double f = mdl_prompt_flops(&c->model, r->compute_tokens, r->cached - replay);
     c->m.prefill_flops += f;
     double f_actual = f;
     // without reuse the prompt computes whole from position 0: the same work when nothing was
     // reused (the common no-cache case), so the second evaluation is skipped then
-    if (r->compute_tokens != r->input || r->cached != replay) {
-        s[0] = (mdl_seq){r->input, 0};
-        mdl_batch_work(&c->model, &b, &f, &by);
-    }
+    if (r->compute_tokens != r->input || r->cached != replay)
+        f = mdl_prompt_flops(&c->model, r->input, 0);
     c->m.prefill_flops_no_reuse += f;
     // without bounded replay, a hit would recompute the window layers over the whole prefix
     double wfrac = c->model.layers ? (double)c->model.window_layers / c->model.layers : 0;
