@@ -256,6 +256,13 @@ void rpt_econ_input_init(rpt_econ_input *in);
 void rpt_econ_input_add(rpt_econ_input *in, const rpt_econ_config *c, const char *cls,
                         double arrival_s, double hit_tokens, double miss_tokens,
                         double output_tokens);
+// The slot rpt_econ_input_add adds class cls to (taken the first time the class is seen), and
+// the add itself on a slot: a caller with a few classes looks each up once. A class keeps its
+// slot: a name is only ever matched to the first slot that has it, and the last slot, renamed
+// "other" when the classes overflow, takes every class not found before it either way.
+int rpt_econ_input_class(rpt_econ_input *in, const char *cls);
+void rpt_econ_input_add_to(rpt_econ_input *in, const rpt_econ_config *c, int k, double arrival_s,
+                           double hit_tokens, double miss_tokens, double output_tokens);
 
 typedef struct rpt_econ_sens_row {
     double x;   // the varied input (hit rate, utilisation, or price factor)

@@ -323,7 +323,10 @@ kvf_status rpt_econ_config_set(rpt_econ_config *c, const char *key, const char *
 
 bool rpt_econ_is_offpeak(const rpt_econ_config *c, double t_s) {
     if (!c->offpeak_on || c->offpeak_start_s == c->offpeak_end_s) return false;
-    double tod = fmod(c->trace_start_s + t_s, DAY_S);
+    // a time within the first day is its own time of day (fmod's answer, without the call
+    // every served request would pay)
+    double x = c->trace_start_s + t_s;
+    double tod = x >= 0 && x < DAY_S ? x : fmod(x, DAY_S);
     if (tod < 0) tod += DAY_S;
     if (c->offpeak_start_s < c->offpeak_end_s)
         return tod >= c->offpeak_start_s && tod < c->offpeak_end_s;
@@ -340,10 +343,8 @@ void rpt_econ_input_init(rpt_econ_input *in) {
     in->board_w_per_gpu = NAN;
 }
 
-void rpt_econ_input_add(rpt_econ_input *in, const rpt_econ_config *c, const char *cls,
-                        double arrival_s, double hit_tokens, double miss_tokens,
-                        double output_tokens) {
-    KVF_ASSERT(in && c);
+int rpt_econ_input_class(rpt_econ_input *in, const char *cls) {
+    KVF_ASSERT(in);
     if (!cls) cls = "default";
     int k;
     for (k = 0; k < in->n_cls; k++)
@@ -357,10 +358,24 @@ void rpt_econ_input_add(rpt_econ_input *in, const rpt_econ_config *c, const char
             in->n_cls++;
         }
     }
+    return k;
+}
+
+void rpt_econ_input_add_to(rpt_econ_input *in, const rpt_econ_config *c, int k, double arrival_s,
+                           double hit_tokens, double miss_tokens, double output_tokens) {
+    KVF_ASSERT(in && c && k >= 0 && k < in->n_cls);
     int p = rpt_econ_is_offpeak(c, arrival_s) ? 1 : 0;
     in->cls[k].hit[p] += hit_tokens;
     in->cls[k].miss[p] += miss_tokens;
     in->cls[k].output[p] += output_tokens;
+}
+
+void rpt_econ_input_add(rpt_econ_input *in, const rpt_econ_config *c, const char *cls,
+                        double arrival_s, double hit_tokens, double miss_tokens,
+                        double output_tokens) {
+    KVF_ASSERT(in && c);
+    rpt_econ_input_add_to(in, c, rpt_econ_input_class(in, cls), arrival_s, hit_tokens, miss_tokens,
+                          output_tokens);
 }
 
 // ---- the model --------------------------------------------------------------------------

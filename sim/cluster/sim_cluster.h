@@ -340,7 +340,8 @@ typedef struct sim_cluster {
     mdl_seq *seqs;
     size_t seqs_cap;
     sim_metrics m;
-    rpt_econ_input econ_in;   // tokens by class and peak/off-peak for the economics
+    rpt_econ_input econ_in;               // tokens by class and peak/off-peak for the economics
+    int16_t econ_slot[TRC_CLASS_COUNT];   // each trace class's slot in econ_in; -1: not yet
     rpt_db *db;
     kvf_err *err;   // first error inside a handler stops the run
     kvf_status status;

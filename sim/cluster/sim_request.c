@@ -345,10 +345,16 @@ void sim_req_finish(sim_cluster *c, uint32_t slot, sim_outcome out) {
     sim_req_write_row(c, r, out);
     // revenue: a request is billed when it is served; one rejected or timed out is not (the
     // GPU time it took is still in the cost)
-    if (ok)
-        rpt_econ_input_add(&c->econ_in, &c->cfg->econ, trc_class_name(r->cls),
-                           (double)r->arrival_ns * 1e-9, r->cached, r->input - r->cached,
-                           r->produced);
+    if (ok) {
+        // the class's econ slot looked up by name once (a name compare per request otherwise)
+        int k = r->cls < TRC_CLASS_COUNT ? c->econ_slot[r->cls] : -1;
+        if (k < 0) {
+            k = rpt_econ_input_class(&c->econ_in, trc_class_name(r->cls));
+            if (r->cls < TRC_CLASS_COUNT) c->econ_slot[r->cls] = (int16_t)k;
+        }
+        rpt_econ_input_add_to(&c->econ_in, &c->cfg->econ, k, (double)r->arrival_ns * 1e-9,
+                              r->cached, r->input - r->cached, r->produced);
+    }
     if (c->closed_loop) {
         size_t i = sim_done_slot(&c->done, r->id, true);
         c->done.done_ns[i] = c->now;
