@@ -695,17 +695,22 @@ double mdl_tbo_stages_of(const mdl_parts *pp, double total, mdl_tbo_stages *o) {
     return o->compute_s + o->exposed_s;
 }
 
-void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par_in,
-                        const mdl_efficiency *eff_in, const mdl_work *w, mdl_parts *pp) {
-    KVF_ASSERT(m && hw && w && pp && hw->bf16_flops > 0 && hw->hbm_Bps > 0);
-    memset(pp, 0, sizeof *pp);
-    if (w->tokens <= 0) return;
+// mdl_roofline_parts' figures of the model, hardware, parallelism and efficiency alone, not
+// of the batch: a stepper forms them once for as long as its parallelism and efficiency stay.
+typedef struct parts_k {
+    mdl_parallel p;   // normalised (par_norm)
+    mdl_efficiency eff;
+    double bw, bw_attn, peak[MDL_WG_COUNT], wshard[MDL_WG_COUNT], repl;
+    double up;   // the TP group's link bandwidth (tp > 1)
+} parts_k;
+
+static void parts_consts(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par_in,
+                         const mdl_efficiency *eff_in, parts_k *k) {
+    KVF_ASSERT(m && hw && hw->bf16_flops > 0 && hw->hbm_Bps > 0);
     mdl_parallel p = par_norm(par_in);
     mdl_efficiency eff = eff_or_default(eff_in);
-    double G = p.gpus;
     double bw = hw->hbm_Bps * eff.memory;
     double bw_attn = hw->hbm_Bps * (eff.attention_memory > 0 ? eff.attention_memory : eff.memory);
-    double bf16 = hw->bf16_flops * eff.compute;
     double ebpp = m->expert_weight_bytes_per_param > 0 ? m->expert_weight_bytes_per_param
                                                        : m->weight_bytes_per_param;
     // GEMMs at the wider of the weights' and the activations' precision (W8A8 at the FP8
@@ -713,7 +718,6 @@ void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
     double peak_d =
         mdl_hw_peak(hw, mdl_model_gemm_precision(m, m->weight_bytes_per_param)) * eff.compute;
     double peak_e = mdl_hw_peak(hw, mdl_model_gemm_precision(m, ebpp)) * eff.compute;
-    (void)bf16;
     double attn = hw->bf16_flops * (eff.attention > 0 ? eff.attention : eff.compute);
     double index_peak = hw->fp8_flops > 0 ? hw->fp8_flops * eff.compute : attn;   // FP8 indexer
     if (mdl_attn_compressed(m->attention) && m->index_entry_bytes > 0) {
@@ -723,58 +727,89 @@ void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_pa
     }
     double peak[MDL_WG_COUNT] = {peak_d, peak_e, attn, attn, index_peak};
     double wshard[MDL_WG_COUNT] = {p.tp, expert_shards(&p), 1, 1, 1};
-    double repl = kv_repl(m, &p);
+    k->p = p;
+    k->eff = eff;
+    k->bw = bw;
+    k->bw_attn = bw_attn;
+    for (int g = 0; g < MDL_WG_COUNT; g++) {
+        k->peak[g] = peak[g];
+        k->wshard[g] = wshard[g];
+    }
+    k->repl = kv_repl(m, &p);
+    k->up = p.tp > 1 ? link_Bps(hw, p.tp) : 0;
+}
+
+// mdl_roofline_parts on the figures of parts_consts.
+static void parts_of(const mdl_model *m, const mdl_hardware *hw, const parts_k *k,
+                     const mdl_work *w, mdl_parts *pp) {
+    memset(pp, 0, sizeof *pp);
+    if (w->tokens <= 0) return;
+    const mdl_parallel *p = &k->p;
+    const mdl_efficiency *eff = &k->eff;
+    double G = p->gpus;
     bool text = w->logit_rows > 0;
     // two micro-batches each stream the weights they use and launch their own kernels
-    pp->tbo = p.two_batch && text && w->tokens >= 2;
+    pp->tbo = p->two_batch && text && w->tokens >= 2;
     double launches = pp->tbo ? 2 : 1;
     pp->G = G;
-    pp->ep_skew = p.ep_skew;
-    pp->repl = repl;
+    pp->ep_skew = p->ep_skew;
+    pp->repl = k->repl;
     pp->launches = launches;
-    pp->bw = bw;
-    pp->bw_attn = bw_attn;
+    pp->bw = k->bw;
+    pp->bw_attn = k->bw_attn;
     for (int g = 0; g < MDL_WG_COUNT; g++) {
-        pp->peak[g] = peak[g];
-        pp->wshard[g] = wshard[g];
+        pp->peak[g] = k->peak[g];
+        pp->wshard[g] = k->wshard[g];
         group_term(pp, w, g);
     }
     // Collectives (not in the vision phase: the encoder runs on one GPU in practice).
-    double act_elem = 2.0, ce = eff.comm > 0 ? eff.comm : 0.7;   // bf16 residual stream
-    if (text && p.tp > 1) {
-        double up = link_Bps(hw, p.tp);
-        double tok_group = w->tokens / (G / p.tp);   // data-parallel replicas split the batch
+    double act_elem = 2.0, ce = eff->comm > 0 ? eff->comm : 0.7;   // bf16 residual stream
+    if (text && p->tp > 1) {
+        double up = k->up;
+        double tok_group = w->tokens / (G / p->tp);   // data-parallel replicas split the batch
         double msg = tok_group * m->hidden * act_elem;
-        double per = 2.0 * (p.tp - 1) / p.tp * msg;   // ring all-reduce, bytes per rank
-        double n_ar = m->layers + (m->layers - (p.ep > 1 ? m->moe_layers : 0));
-        if (up > 0) pp->tp_comm_s = n_ar * (eff.comm_latency_ns * 1e-9 + per / (up * ce));
+        double per = 2.0 * (p->tp - 1) / p->tp * msg;   // ring all-reduce, bytes per rank
+        double n_ar = m->layers + (m->layers - (p->ep > 1 ? m->moe_layers : 0));
+        if (up > 0) pp->tp_comm_s = n_ar * (eff->comm_latency_ns * 1e-9 + per / (up * ce));
         pp->comm_bytes += n_ar * per * G;
         pp->allreduces = n_ar;
     }
-    if (text && p.ep > 1 && m->moe_layers) {
-        double t1 = mdl_ep_comm_time(m, hw, &p, &eff, w->tokens / G, &pp->ep);
-        pp->ep_comm_s = m->moe_layers * t1 * p.ep_skew;
+    if (text && p->ep > 1 && m->moe_layers) {
+        double t1 = mdl_ep_comm_time(m, hw, p, eff, w->tokens / G, &pp->ep);
+        pp->ep_comm_s = m->moe_layers * t1 * p->ep_skew;
         // dispatch: one collective latency and its share of the bytes
-        pp->ep_disp_s = m->moe_layers * p.ep_skew *
-                        (eff.comm_latency_ns * 1e-9 +
+        pp->ep_disp_s = m->moe_layers * p->ep_skew *
+                        (eff->comm_latency_ns * 1e-9 +
                          KVF_MAX(pp->ep.nic_s, pp->ep.fabric_s) * pp->ep.disp_share);
         pp->comm_bytes += m->moe_layers * (pp->ep.nic_bytes + pp->ep.fabric_bytes) * G;
     }
     // Collectives hidden under compute (two micro-batches, as DeepSeek's serving does): at
     // most the overlap share of them, and never more than the compute there is.
-    pp->overlap = eff.comm_overlap > 0 ? KVF_MIN(eff.comm_overlap, 1.0) : 0;
+    pp->overlap = eff->comm_overlap > 0 ? KVF_MIN(eff->comm_overlap, 1.0) : 0;
     pp->decode = w->decode;
     pp->moe_share = m->layers ? (double)m->moe_layers / m->layers : 0;
     pp->sm_share = 1;
-    if (pp->tbo) tbo_split(m, hw, &p, w, pp);   // overlap unread: the stages say what hides
-    if (p.single_batch && !pp->tbo && text) {
+    if (pp->tbo) tbo_split(m, hw, p, w, pp);   // overlap unread: the stages say what hides
+    if (p->single_batch && !pp->tbo && text) {
         pp->shared_s = shared_seconds(m, pp);
         mdl_sbo_apply(pp);
     }
-    pp->fixed_s = eff.step_overhead_ns * 1e-9 +
-                  (text ? launches * m->layers * eff.layer_overhead_ns * 1e-9 : 0);
-    pp->host_ns = eff.step_overhead_ns;
+    pp->fixed_s = eff->step_overhead_ns * 1e-9 +
+                  (text ? launches * m->layers * eff->layer_overhead_ns * 1e-9 : 0);
+    pp->host_ns = eff->step_overhead_ns;
     pp->valid = true;
+}
+
+void mdl_roofline_parts(const mdl_model *m, const mdl_hardware *hw, const mdl_parallel *par_in,
+                        const mdl_efficiency *eff_in, const mdl_work *w, mdl_parts *pp) {
+    KVF_ASSERT(m && hw && w && pp && hw->bf16_flops > 0 && hw->hbm_Bps > 0);
+    if (w->tokens <= 0) {
+        memset(pp, 0, sizeof *pp);
+        return;
+    }
+    parts_k k;
+    parts_consts(m, hw, par_in, eff_in, &k);
+    parts_of(m, hw, &k, w, pp);
 }
 
 // mdl_parts_finish in two halves, so a memo can keep the first groups' sums: the groups
@@ -878,8 +913,26 @@ typedef struct rl_memo {
 typedef struct rl_stepper {
     mdl_stepper base;
     attn_k ak;   // the model's attention figures (attn_consts)
+    // parts_consts of the model and hardware under pk_par and pk_eff, while base.par and
+    // base.eff hold the same bytes (a pool sets base.par.ep_skew step by step)
+    bool pk_valid;
+    parts_k pk;
+    mdl_parallel pk_par;
+    mdl_efficiency pk_eff;
     rl_memo memo[RL_MEMOS];
 } rl_stepper;
+
+static const parts_k *rl_consts(rl_stepper *r) {
+    const mdl_stepper *s = &r->base;
+    if (!r->pk_valid || memcmp(&r->pk_par, &s->par, sizeof s->par) ||
+        memcmp(&r->pk_eff, &s->eff, sizeof s->eff)) {
+        parts_consts(&s->model, &s->hw, &s->par, &s->eff, &r->pk);
+        memcpy(&r->pk_par, &s->par, sizeof s->par);
+        memcpy(&r->pk_eff, &s->eff, sizeof s->eff);
+        r->pk_valid = true;
+    }
+    return &r->pk;
+}
 
 // A decode batch the memo can answer: sums only, and an attention kind whose work splits into
 // GEMM groups (by sequence count) and attention groups (by context): gqa, mla, dsa.
@@ -915,7 +968,7 @@ static rl_memo *memo_of(rl_stepper *r, const mdl_batch *b, mdl_step_cost *out, b
     *made = false;
     if (mm->valid && mm->n == n && mm->skew == s->par.ep_skew) return mm;
     mdl_batch_work_detail(&s->model, b, &mm->w);
-    mdl_roofline_parts(&s->model, &s->hw, &s->par, &s->eff, &mm->w, &mm->pp);
+    parts_of(&s->model, &s->hw, rl_consts(r), &mm->w, &mm->pp);
     mm->valid = mm->pp.valid;
     mm->n = n;
     mm->skew = s->par.ep_skew;
@@ -933,7 +986,12 @@ static rl_memo *memo_of(rl_stepper *r, const mdl_batch *b, mdl_step_cost *out, b
 static void roofline_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out) {
     rl_stepper *r = (rl_stepper *)s;
     if (!sums_only(s, b)) {
-        mdl_roofline_eval(&s->model, &s->hw, &s->par, &s->eff, b, out);
+        // mdl_roofline_eval with the stepper's constant figures formed once
+        mdl_work w;
+        mdl_batch_work_detail(&s->model, b, &w);
+        mdl_parts pp;
+        parts_of(&s->model, &s->hw, rl_consts(r), &w, &pp);
+        mdl_parts_finish(&pp, &w, out);
         return;
     }
     bool made;
