@@ -276,6 +276,10 @@ typedef struct sim_slo_cfg {           // slo.*
 typedef struct sim_output_cfg {   // output.*
     double sample_interval_s;     // time-series sampling period
     bool write_requests;          // request table rows
+    // a steady-state window, s of simulated time (to 0 = none): the summary's "steady" holds
+    // the latencies of requests arriving in it and the throughput of the sampled intervals
+    // inside it, apart from the whole run's warm-up and drain
+    double steady_from_s, steady_to_s;
 } sim_output_cfg;
 
 typedef struct sim_config {

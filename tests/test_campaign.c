@@ -678,6 +678,10 @@ static void cli_cases(void) {
     add(2, "--vary", NULL, "sweep without vary", "%s sweep %s -o %s/sw%d", B, S, T, ncases);
     add(2, "seed", NULL, "sweep bad vary value", "%s sweep %s --vary seed=1,x -o %s/sw%d -j 1", B,
         S, T, ncases);
+    add(2, "output.steady_to_s", "above output.steady_from_s", "steady window ending at its start",
+        RUN " --set output.steady_from_s=50 --set output.steady_to_s=50", RUNARGS(S));
+    add(2, "output.steady_from_s", "needs output.steady_to_s", "steady window without an end",
+        RUN " --set output.steady_from_s=50", RUNARGS(S));
     add(2, "also given with --set", "seed=3", "sweep --vary and --set of one key",
         "%s sweep %s --set seed=3 --vary seed=1,2 -o %s/sw%d -j 1", B, S, T, ncases);
     add(2, "bad time window: start 10 s, end 5 s", NULL, "trace stats end before start",

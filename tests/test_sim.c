@@ -678,6 +678,57 @@ START_TEST(test_series_cover_the_run) {
 }
 END_TEST
 
+// The steady window (output.steady_from_s .. steady_to_s): its latencies are those of the
+// completed requests arriving in it, as their rows give them, and its throughput the sampled
+// intervals' inside it, as the time series gives them; a run without one has no "steady".
+START_TEST(test_steady_window_matches_rows_and_series) {
+    char d[] = "/tmp/kvf_steady_XXXXXX";
+    ck_assert(mkdtemp(d));
+    kvt_tmp_register(d);
+    const char *sets[] = {"workload.limit_requests=2000", "output.steady_from_s=100",
+                          "output.steady_to_s=300"};
+    json_t *s = run_with(d, sets, 3);
+    char path[1100];
+    snprintf(path, sizeof path, "%s/results.db", d);
+    sqlite3 *db;
+    ck_assert(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    sqlite3_stmt *st;
+    ck_assert(sqlite3_prepare_v2(db,
+                                 "SELECT count(*), avg(ttft_s) * 1000 FROM request WHERE status = "
+                                 "'completed' AND arrival_s >= 100 AND arrival_s < 300",
+                                 -1, &st, NULL) == SQLITE_OK);
+    ck_assert(sqlite3_step(st) == SQLITE_ROW);
+    double n = sqlite3_column_double(st, 0), ttft = sqlite3_column_double(st, 1);
+    sqlite3_finalize(st);
+    ck_assert(sqlite3_prepare_v2(db,
+                                 "SELECT sum(value) * 10, count(*) FROM timeseries WHERE pool = "
+                                 "'cluster' AND metric = 'output_tok_s' AND t_s > 109.999 AND "
+                                 "t_s < 300.001",
+                                 -1, &st, NULL) == SQLITE_OK);
+    ck_assert(sqlite3_step(st) == SQLITE_ROW);
+    double out = sqlite3_column_double(st, 0), rows = sqlite3_column_double(st, 1);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    ck_assert_msg(n > 100 && kvt_num(s, "steady.requests") == n, "steady requests %g, rows %g",
+                  kvt_num(s, "steady.requests"), n);
+    ck_assert_msg(fabs(kvt_num(s, "steady.ttft_ms.mean") - ttft) <= 1e-6 * ttft,
+                  "steady TTFT mean %.6f ms, rows %.6f ms", kvt_num(s, "steady.ttft_ms.mean"),
+                  ttft);
+    ck_assert_msg(rows == 20 && kvt_num(s, "steady.sampled_s") == 200,
+                  "%g sampled intervals inside, %g s", rows, kvt_num(s, "steady.sampled_s"));
+    ck_assert_msg(fabs(kvt_num(s, "steady.output_tok_s") * 200 - out) <= 1e-6 * out,
+                  "steady output %.3f tok/s over 200 s, series %.1f tokens",
+                  kvt_num(s, "steady.output_tok_s"), out);
+    double u = kvt_num(s, "steady.utilization.decode");
+    ck_assert_msg(u > 0 && u <= 1, "steady decode utilisation %g", u);
+    json_decref(s);
+    const char *plain[] = {"workload.limit_requests=300"};
+    s = run_with(NULL, plain, 1);
+    ck_assert_msg(!json_object_get(s, "steady"), "a run without a window has \"steady\"");
+    json_decref(s);
+}
+END_TEST
+
 static void check_invariants(json_t *s, const char *what) {
     json_t *rq = json_object_get(s, "requests");
     long long arrived = json_integer_value(json_object_get(rq, "arrived"));
@@ -1365,6 +1416,7 @@ static Suite *suite(void) {
     tcase_add_test(e, test_dropped_blocks_change_nothing);
     tcase_add_test(e, test_router_index_matches_scan);
     tcase_add_test(e, test_series_cover_the_run);
+    tcase_add_test(e, test_steady_window_matches_rows_and_series);
     tcase_add_test(e, test_simultaneous_arrivals_share_a_step);
     tcase_add_test(e, test_first_token_lag_is_a_share_of_the_next_step);
     tcase_add_test(e, test_kv_transfer_without_prefix_cache);

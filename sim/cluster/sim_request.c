@@ -338,6 +338,17 @@ void sim_req_finish(sim_cluster *c, uint32_t slot, sim_outcome out) {
         }
         sim_metrics_wait_add(&c->m, (double)r->arrival_ns * 1e-9, (double)r->queue_ns * 1e-9,
                              c->cfg->output.sample_interval_s);
+        const sim_output_cfg *oc = &c->cfg->output;
+        double at = (double)r->arrival_ns * 1e-9;
+        if (oc->steady_to_s > 0 && at >= oc->steady_from_s && at < oc->steady_to_s) {
+            c->m.st_requests++;
+            sim_samples_add(&c->m.st_ttft_ms, ttft);
+            if (r->produced > 1) sim_samples_add(&c->m.st_tpot_ms, tpot);
+            if (r->produced > 1 && tpot > 0) {
+                sim_samples_add(&c->m.st_gen_tok_s, 1000.0 / tpot);
+                c->m.st_cls_gen[r->cls] += 1000.0 / tpot, c->m.st_cls_gen_n[r->cls]++;
+            }
+        }
     } else {
         c->rejected++;
         c->m.output_rejected += r->output - r->produced;

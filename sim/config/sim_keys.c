@@ -238,6 +238,8 @@ const keydef sim_key_table[] = {
     NUM("saturation.drain_s", sat.drain_s, NT_DBL, 0, 0, 3.2e7, 1),
     NUM("saturation.reject_frac", sat.reject_frac, NT_DBL, 0, 0, 1, 1),
     NUM("output.sample_interval_s", output.sample_interval_s, NT_DBL, 0, 1e-3, 86400, 1),
+    NUM("output.steady_from_s", output.steady_from_s, NT_DBL, 0, 0, 1e9, 1),
+    NUM("output.steady_to_s", output.steady_to_s, NT_DBL, 0, 0, 1e9, 1),
     BOOL("output.requests", output.write_requests),
 };
 

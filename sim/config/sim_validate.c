@@ -608,6 +608,15 @@ kvf_status sim_config_validate(const sim_config *c, kvf_err *err) {
     if ((st = sim_sample_plan_make(c, &plan, err))) return st;
     if (!(c->cluster.kv_transfer_Bps > 0))
         return vfail(c, err, "cluster.network.kv_transfer_GBps", "must be > 0");
+    // a steady window is [from, to) with to above from; a from alone would measure nothing
+    const sim_output_cfg *oc = &c->output;
+    if (oc->steady_from_s > 0 && !(oc->steady_to_s > 0))
+        return vfail(c, err, "output.steady_from_s",
+                     "needs output.steady_to_s (the window's end) above it");
+    if (oc->steady_to_s > 0 && !(oc->steady_to_s > oc->steady_from_s))
+        return vfail(c, err, "output.steady_to_s",
+                     "must be above output.steady_from_s (%g s), got %g s", oc->steady_from_s,
+                     oc->steady_to_s);
     if (c->kv.dram.capacity_bytes != 0 && !(c->kv.dram.read_Bps > 0 && c->kv.dram.write_Bps > 0))
         return vfail(c, err, "kv_cache.dram.GBps", "must be > 0");
     if (c->kv.ssd.capacity_bytes != 0 && !(c->kv.ssd.read_Bps > 0 && c->kv.ssd.write_Bps > 0))

@@ -227,6 +227,9 @@ void sim_metrics_free(sim_metrics *m) {
     sim_samples_free(&m->tpot_ms);
     sim_samples_free(&m->e2e_ms);
     sim_samples_free(&m->gen_tok_s);
+    sim_samples_free(&m->st_ttft_ms);
+    sim_samples_free(&m->st_tpot_ms);
+    sim_samples_free(&m->st_gen_tok_s);
     sim_samples_free(&m->queue_len);
     sim_samples_free(&m->backlog);
     sim_samples_free(&m->sample_t);

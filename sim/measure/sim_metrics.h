@@ -55,9 +55,18 @@ typedef struct sim_metrics {
     uint64_t truncated;              // requests cut to the model's max_context
     uint64_t rejected_failure;       // rejected because their instance failed
     uint64_t rejected_no_instance;   // no active instance in a pool they need (all down or off)
-    uint64_t failures, retried;      // instance failures; requests retried after one
-    double lost_kv_tokens;           // KV of running requests (prefill: of the prompts it holds)
-                                     // lost with their instance
+    // the steady window (output.steady_*): completed requests arriving in it, their latencies
+    // and generation speed (by class too); the sampled intervals inside it, their span and
+    // tokens, and per pool their busy and serving instance time and running requests
+    uint64_t st_requests;
+    sim_samples st_ttft_ms, st_tpot_ms, st_gen_tok_s;
+    double st_cls_gen[TRC_CLASS_COUNT];
+    uint64_t st_cls_gen_n[TRC_CLASS_COUNT];
+    double st_span_s, st_in, st_out, st_running[3], st_busy_ns[3], st_inst_ns[3], st_gpu_s[3];
+    uint64_t st_samples;
+    uint64_t failures, retried;   // instance failures; requests retried after one
+    double lost_kv_tokens;        // KV of running requests (prefill: of the prompts it holds)
+                                  // lost with their instance
     // a retried request's prompt and output tokens of the tries that failed: work done again,
     // taken out of the totals above (each request's tokens are counted once, as delivered)
     uint64_t redone_prompt_tokens, redone_output_tokens;

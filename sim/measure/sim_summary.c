@@ -128,6 +128,56 @@ static void summary_latency(json_t *s, sim_metrics *m) {
     json_object_set_new(s, "by_class", bc);
 }
 
+// "steady": the window output.steady_from_s .. steady_to_s, apart from the run's warm-up and
+// drain: latencies of the requests arriving in it (completed), and tokens per second, per
+// GPU-second, busy share and running requests over the sampled intervals inside it (none
+// inside: those are null). Absent without a window.
+static void summary_steady(json_t *s, const sim_cluster *c) {
+    const sim_output_cfg *oc = &c->cfg->output;
+    if (!(oc->steady_to_s > 0)) return;
+    sim_metrics *m = (sim_metrics *)&c->m;
+    int ppool = SIM_POOL_PREFILL, dpool = c->colocated ? SIM_POOL_PREFILL : SIM_POOL_DECODE;
+    json_t *o = json_object();
+    json_object_set_new(o, "from_s", json_real(oc->steady_from_s));
+    json_object_set_new(o, "to_s", json_real(oc->steady_to_s));
+    json_object_set_new(o, "sampled_s", json_real(m->st_span_s));
+    json_object_set_new(o, "requests", json_integer((json_int_t)m->st_requests));
+    json_object_set_new(o, "ttft_ms", stats_obj(&m->st_ttft_ms));
+    json_object_set_new(o, "tpot_ms", stats_obj(&m->st_tpot_ms));
+    json_object_set_new(o, "gen_tok_s_per_request", stats_obj(&m->st_gen_tok_s));
+    json_t *bc = json_object();
+    for (int k = 0; k < TRC_CLASS_COUNT; k++) {
+        if (!m->st_cls_gen_n[k]) continue;
+        json_t *x = json_object();
+        json_object_set_new(x, "gen_tok_s_mean",
+                            json_real(m->st_cls_gen[k] / (double)m->st_cls_gen_n[k]));
+        json_object_set_new(bc, trc_class_name(k), x);
+    }
+    json_object_set_new(o, "by_class", bc);
+    double span = m->st_span_s;
+    json_object_set_new(o, "input_tok_s", num_or_null(span > 0 ? m->st_in / span : NAN));
+    json_object_set_new(o, "output_tok_s", num_or_null(span > 0 ? m->st_out / span : NAN));
+    double pg = m->st_gpu_s[ppool], dg = m->st_gpu_s[dpool];
+    json_object_set_new(o, "prefill_input_tok_s_per_gpu",
+                        num_or_null(pg > 0 ? m->st_in / pg : NAN));
+    json_object_set_new(o, "decode_output_tok_s_per_gpu",
+                        num_or_null(dg > 0 ? m->st_out / dg : NAN));
+    json_t *u = json_object(), *rn = json_object();
+    static const char *const names[3] = {"vision", "prefill", "decode"};
+    for (int k = 0; k < 3; k++) {
+        if (!c->pool[k].n) continue;
+        json_object_set_new(
+            u, names[k],
+            num_or_null(m->st_inst_ns[k] > 0 ? m->st_busy_ns[k] / m->st_inst_ns[k] : NAN));
+        json_object_set_new(
+            rn, names[k],
+            num_or_null(m->st_samples ? m->st_running[k] / (double)m->st_samples : NAN));
+    }
+    json_object_set_new(o, "utilization", u);
+    json_object_set_new(o, "running_requests_mean", rn);
+    json_object_set_new(s, "steady", o);
+}
+
 // "throughput": tokens per simulated second, and per GPU-second of the pool that made them.
 static json_t *summary_throughput(const sim_cluster *c, double sim_s) {
     const sim_metrics *m = &c->m;
@@ -616,6 +666,7 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
     json_object_set_new(s, "requests", summary_requests(c));
     summary_latency(s, &c->m);
     json_object_set_new(s, "throughput", summary_throughput(c, sim_s));
+    summary_steady(s, c);
     double peak, wr;
     json_t *ca = summary_cache(c, sim_s, &peak, &wr);
     json_object_set_new(s, "cache", ca);
