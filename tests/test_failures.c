@@ -69,6 +69,19 @@ START_TEST(test_no_instance_rejections_named) {
 }
 END_TEST
 
+// A prefill instance that fails while its step has ended and waits for a tier load (a slow SSD
+// read): that step's end was taken off the queue already, and cancelling it again stopped the
+// run on an internal assertion (exit 134). The run now goes on, and every request ends.
+START_TEST(test_prefill_failure_while_step_waits_for_load) {
+    const char *sets[] = {"workload.limit_requests=1000", "cluster.prefill.failures.mtbf_h=0.02",
+                          "cluster.prefill.failures.mttr_s=30", "kv_cache.ssd.read_GBps=1"};
+    json_t *s = kvt_run("quickstart.yaml", NULL, sets, 4, NULL);
+    conserved(s, "prefill failing beside slow loads");
+    ck_assert_msg(kvt_num(s, "failures.count") > 0, "no failure");
+    json_decref(s);
+}
+END_TEST
+
 START_TEST(test_failures_retry_and_reject) {
     const char *none[] = {"workload.limit_requests=6000"};
     const char *retry[] = {"workload.limit_requests=6000", FAIL_DECODE};
@@ -181,6 +194,7 @@ int main(void) {
     TCase *tc = tcase_create("failures");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_failures_retry_and_reject);
+    tcase_add_test(tc, test_prefill_failure_while_step_waits_for_load);
     tcase_add_test(tc, test_no_instance_rejections_named);
     tcase_add_test(tc, test_failures_keys_that_cannot_apply);
     tcase_add_test(tc, test_rejected_requests_not_billed);

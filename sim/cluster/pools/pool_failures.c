@@ -94,7 +94,9 @@ void sim_failures_fail(sim_cluster *c, sim_inst *in) {
         p->n_active--;
     }
     sim_inst_drain_check(c, in);   // a draining one is down now: billed as failed
-    if (in->busy) sim_queue_slot_cancel(c->q, in->id);   // the step in flight never ends
+    // the step in flight never ends: its end is cancelled, unless it ended already and waits
+    // for a tier load (its event was taken then: sim_inst_step_done)
+    if (in->busy && !in->waiting_loads) sim_queue_slot_cancel(c->q, in->id);
     in->busy = in->waiting_loads = false;
     in->run_m = in->run_more = 0;
     in->run_seq = 0;
