@@ -407,6 +407,28 @@ START_TEST(test_sample_groups_whole) {
 END_TEST
 
 // Out-of-range rates, a pool rounded to nothing and a fixed user population exit 2 naming the key.
+// A sampled run's steady window gives the full fleet's figures: its request count and token
+// rates are scaled as the run's are, and so is its mean of running requests, a count over the
+// pools' instances (it stayed the sampled pools': decode 7.15 where the full run has 13.25).
+START_TEST(test_sample_steady_window) {
+    const char *full[] = {"workload.limit_requests=4000", "output.steady_from_s=100",
+                          "output.steady_to_s=300"};
+    const char *half[] = {"workload.limit_requests=4000", "output.steady_from_s=100",
+                          "output.steady_to_s=300", "workload.sample_rate=0.5"};
+    json_t *a = kvt_run("quickstart.yaml", NULL, full, 3, NULL);
+    json_t *b = kvt_run("quickstart.yaml", NULL, half, 4, NULL);
+    const char *k[] = {"steady.requests", "steady.output_tok_s",
+                       "steady.running_requests_mean.decode"};
+    for (int i = 0; i < 3; i++) {
+        double x = kvt_num(a, k[i]), y = kvt_num(b, k[i]);
+        ck_assert_msg(x > 0 && fabs(y - x) <= 0.2 * x, "%s: full %g, sampled at 1/2 %g", k[i], x,
+                      y);
+    }
+    json_decref(a);
+    json_decref(b);
+}
+END_TEST
+
 START_TEST(test_sample_rate_refused) {
     kvt_tmp_make("kvf_sample_refused");   // kvt_sh keeps stderr there
     const char *bad[] = {"0", "-0.5", "1.5", "0.01", "0.1 --set workload.session_users=4"};
@@ -546,6 +568,7 @@ static Suite *suite(void) {
     TCase *t = tcase_create("sample");
     tcase_set_timeout(t, 600);
     tcase_add_test(t, test_sample_rate_refused);
+    tcase_add_test(t, test_sample_steady_window);
     tcase_add_test(t, test_sample_plan_rounding);
     tcase_add_test(t, test_sample_groups_whole);
     tcase_add_test(t, test_sample_error_mooncake);

@@ -721,6 +721,45 @@ START_TEST(test_steady_window_matches_rows_and_series) {
                   kvt_num(s, "steady.output_tok_s"), out);
     double u = kvt_num(s, "steady.utilization.decode");
     ck_assert_msg(u > 0 && u <= 1, "steady decode utilisation %g", u);
+    // prompt tokens as the series counts them (at their first token)
+    ck_assert(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    ck_assert(sqlite3_prepare_v2(db,
+                                 "SELECT sum(value) * 10 FROM timeseries WHERE pool = 'cluster' "
+                                 "AND metric = 'input_tok_s' AND t_s > 109.999 AND t_s < 300.001",
+                                 -1, &st, NULL) == SQLITE_OK);
+    ck_assert(sqlite3_step(st) == SQLITE_ROW);
+    double in = sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    ck_assert_msg(fabs(kvt_num(s, "steady.input_tok_s") * 200 - in) <= 1e-6 * in,
+                  "steady input %.3f tok/s over 200 s, series %.1f tokens",
+                  kvt_num(s, "steady.input_tok_s"), in);
+    json_decref(s);
+    // a window over a run with an idle gap (300 requests, 600 s of nothing, 300 more): its rates
+    // are over the whole window, the gap the samples skipped included (they were over the
+    // sampled intervals only, 420 of 1,000 s, and 2.4x too high)
+    char gap[1100];
+    snprintf(gap, sizeof gap, "%s/gap.jsonl", d);
+    FILE *f = fopen(gap, "w");
+    ck_assert(f);
+    for (int i = 0; i < 600; i++) {
+        double t = i < 300 ? i * 2.0 / 3 : 800 + (i - 300) * 2.0 / 3;
+        fprintf(f,
+                "{\"timestamp\":%d,\"input_length\":2048,\"output_length\":100,\"hash_ids\":[%d,%d,"
+                "%d,%d]}\n",
+                (int)(t * 1000), i * 10, i * 10 + 1, i * 10 + 2, i * 10 + 3);
+    }
+    fclose(f);
+    const char *g[] = {"workload.bucket=as_recorded", "output.steady_from_s=0",
+                       "output.steady_to_s=100000"};
+    s = kvt_run("quickstart.yaml", gap, g, 3, NULL);
+    double span = kvt_num(s, "sim.simulated_s"),
+           produced = kvt_num(s, "invariants.output_tokens_produced");
+    ck_assert_msg(fabs(kvt_num(s, "steady.sampled_s") - span) < 1e-6 * span,
+                  "the window covers %.3f s of a %.3f s run", kvt_num(s, "steady.sampled_s"), span);
+    ck_assert_msg(fabs(kvt_num(s, "steady.output_tok_s") * span - produced) <= 1e-6 * produced,
+                  "steady output %.3f tok/s over %.1f s, the run produced %.0f",
+                  kvt_num(s, "steady.output_tok_s"), span, produced);
     json_decref(s);
     const char *plain[] = {"workload.limit_requests=300"};
     s = run_with(NULL, plain, 1);

@@ -63,7 +63,6 @@ typedef struct sim_metrics {
     double st_cls_gen[TRC_CLASS_COUNT];
     uint64_t st_cls_gen_n[TRC_CLASS_COUNT];
     double st_span_s, st_in, st_out, st_running[3], st_busy_ns[3], st_inst_ns[3], st_gpu_s[3];
-    uint64_t st_samples;
     uint64_t failures, retried;   // instance failures; requests retried after one
     double lost_kv_tokens;        // KV of running requests (prefill: of the prompts it holds)
                                   // lost with their instance

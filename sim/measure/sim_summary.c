@@ -169,9 +169,7 @@ static void summary_steady(json_t *s, const sim_cluster *c) {
         json_object_set_new(
             u, names[k],
             num_or_null(m->st_inst_ns[k] > 0 ? m->st_busy_ns[k] / m->st_inst_ns[k] : NAN));
-        json_object_set_new(
-            rn, names[k],
-            num_or_null(m->st_samples ? m->st_running[k] / (double)m->st_samples : NAN));
+        json_object_set_new(rn, names[k], num_or_null(span > 0 ? m->st_running[k] / span : NAN));
     }
     json_object_set_new(o, "utilization", u);
     json_object_set_new(o, "running_requests_mean", rn);

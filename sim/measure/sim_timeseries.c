@@ -37,11 +37,13 @@ void sim_on_sample(sim_cluster *c, double interval_s, bool last) {
         hbm_blocks += c->inst[i].hbm.used;
     }
     static const char *names[SIM_POOLS] = {"vision", "prefill", "decode"};
-    // an interval inside the steady window (output.steady_*) counts towards "steady"
+    // the time since the last sample counts towards "steady" where it lies inside the steady
+    // window (output.steady_*): usually one interval, longer after an idle gap the samples
+    // skipped (nothing ran in it, but it is time the window's rates are over)
     const sim_output_cfg *oc = &c->cfg->output;
-    double t1 = (double)c->now * 1e-9, t0 = t1 - interval_s;
-    bool in_win =
-        oc->steady_to_s > 0 && t0 >= oc->steady_from_s - 1e-9 && t1 <= oc->steady_to_s + 1e-9;
+    double t1 = (double)c->now * 1e-9, t0 = (double)c->last_sample_ns * 1e-9, span = t1 - t0;
+    bool in_win = oc->steady_to_s > 0 && span > 0 && t0 >= oc->steady_from_s - 1e-9 &&
+                  t1 <= oc->steady_to_s + 1e-9;
     if (!last) sim_samples_add(&m->sample_t, (double)c->now * 1e-9);
     for (int k = 0; k < SIM_POOLS; k++) {
         sim_pool *p = &c->pool[k];
@@ -72,9 +74,9 @@ void sim_on_sample(sim_cluster *c, double interval_s, bool last) {
         if (!last) sim_samples_add(&m->pool_queue[k], q);
         if (in_win) {
             m->st_busy_ns[k] += busy;
-            m->st_inst_ns[k] += interval_s * 1e9 * p->n_active;
-            m->st_gpu_s[k] += interval_s * p->n_active * (p->cfg ? p->cfg->gpus_per_instance : 0);
-            m->st_running[k] += run;
+            m->st_inst_ns[k] += span * 1e9 * p->n_active;
+            m->st_gpu_s[k] += span * p->n_active * (p->cfg ? p->cfg->gpus_per_instance : 0);
+            m->st_running[k] += run * span;   // weighted by the time it stands for
         }
         double util = p->n_active ? busy / (interval_s * 1e9 * p->n_active) : 0;
         sim_ts(c, names[k], -1, "utilization", util > 1 ? 1 : util);
@@ -91,10 +93,9 @@ void sim_on_sample(sim_cluster *c, double interval_s, bool last) {
         sim_samples_add(&m->backlog, (double)qlen + flows);
     }
     if (in_win) {
-        m->st_span_s += interval_s;
-        m->st_in += (double)m->iv_prompt;
+        m->st_span_s += span;
+        m->st_in += (double)m->iv_in;   // as the series' input_tok_s: prompts at their first token
         m->st_out += (double)m->iv_out;
-        m->st_samples++;
     }
     sim_ts(c, "cluster", -1, "input_tok_s", (double)m->iv_in / interval_s);
     sim_ts(c, "cluster", -1, "output_tok_s", (double)m->iv_out / interval_s);

@@ -468,8 +468,14 @@ void sim_sample_summary(json_t *s, const sim_sample_plan *p, const sim_sampler *
         scale_path(s, traffic_totals[i], inv, raw);
     static const char *const gpu_keys[SIM_SAMPLE_POOLS] = {"gpus.vision", "gpus.prefill",
                                                            "gpus.decode"};
-    for (int k = 0; k < SIM_SAMPLE_POOLS; k++)
+    // the steady window's running requests, as the pools' counts, the full fleet's
+    static const char *const run_keys[SIM_SAMPLE_POOLS] = {"steady.running_requests_mean.vision",
+                                                           "steady.running_requests_mean.prefill",
+                                                           "steady.running_requests_mean.decode"};
+    for (int k = 0; k < SIM_SAMPLE_POOLS; k++) {
         scale_path(s, gpu_keys[k], sim_sample_pool_factor(p, k, colocated), raw);
+        scale_path(s, run_keys[k], sim_sample_pool_factor(p, k, colocated), raw);
+    }
     json_t *gh = json_object_get(s, "gpu_hours");
     if (json_is_number(gh)) {
         json_object_set(raw, "gpu_hours", gh);
