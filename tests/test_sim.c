@@ -624,6 +624,21 @@ START_TEST(test_run_is_deterministic) {
 }
 END_TEST
 
+// The first row of query sql on dir/results.db: its first n columns as doubles into v.
+static void db_row(const char *dir, const char *sql, double *v, int n) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/results.db", dir);
+    sqlite3 *db;
+    ck_assert(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    sqlite3_stmt *st;
+    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s", sql);
+    ck_assert(sqlite3_step(st) == SQLITE_ROW);
+    for (int i = 0; i < n; i++)
+        v[i] = sqlite3_column_double(st, i);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
 // The time series covers the whole run: its token rates, each over the time its row covers
 // (from the row before), add up to the summary's tokens, also where the run ends mid-interval
 // and where it is shorter than one interval. Without the closing part-interval a 300 s
@@ -688,27 +703,16 @@ START_TEST(test_steady_window_matches_rows_and_series) {
     const char *sets[] = {"workload.limit_requests=2000", "output.steady_from_s=100",
                           "output.steady_to_s=300"};
     json_t *s = run_with(d, sets, 3);
-    char path[1100];
-    snprintf(path, sizeof path, "%s/results.db", d);
-    sqlite3 *db;
-    ck_assert(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
-    sqlite3_stmt *st;
-    ck_assert(sqlite3_prepare_v2(db,
-                                 "SELECT count(*), avg(ttft_s) * 1000 FROM request WHERE status = "
-                                 "'completed' AND arrival_s >= 100 AND arrival_s < 300",
-                                 -1, &st, NULL) == SQLITE_OK);
-    ck_assert(sqlite3_step(st) == SQLITE_ROW);
-    double n = sqlite3_column_double(st, 0), ttft = sqlite3_column_double(st, 1);
-    sqlite3_finalize(st);
-    ck_assert(sqlite3_prepare_v2(db,
-                                 "SELECT sum(value) * 10, count(*) FROM timeseries WHERE pool = "
-                                 "'cluster' AND metric = 'output_tok_s' AND t_s > 109.999 AND "
-                                 "t_s < 300.001",
-                                 -1, &st, NULL) == SQLITE_OK);
-    ck_assert(sqlite3_step(st) == SQLITE_ROW);
-    double out = sqlite3_column_double(st, 0), rows = sqlite3_column_double(st, 1);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
+    double r[2], ts[2];
+    db_row(d,
+           "SELECT count(*), avg(ttft_s) * 1000 FROM request WHERE status = 'completed' AND "
+           "arrival_s >= 100 AND arrival_s < 300",
+           r, 2);
+    db_row(d,
+           "SELECT sum(value) * 10, count(*) FROM timeseries WHERE pool = 'cluster' AND metric = "
+           "'output_tok_s' AND t_s > 109.999 AND t_s < 300.001",
+           ts, 2);
+    double n = r[0], ttft = r[1], out = ts[0], rows = ts[1];
     ck_assert_msg(n > 100 && kvt_num(s, "steady.requests") == n, "steady requests %g, rows %g",
                   kvt_num(s, "steady.requests"), n);
     ck_assert_msg(fabs(kvt_num(s, "steady.ttft_ms.mean") - ttft) <= 1e-6 * ttft,
@@ -722,15 +726,11 @@ START_TEST(test_steady_window_matches_rows_and_series) {
     double u = kvt_num(s, "steady.utilization.decode");
     ck_assert_msg(u > 0 && u <= 1, "steady decode utilisation %g", u);
     // prompt tokens as the series counts them (at their first token)
-    ck_assert(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
-    ck_assert(sqlite3_prepare_v2(db,
-                                 "SELECT sum(value) * 10 FROM timeseries WHERE pool = 'cluster' "
-                                 "AND metric = 'input_tok_s' AND t_s > 109.999 AND t_s < 300.001",
-                                 -1, &st, NULL) == SQLITE_OK);
-    ck_assert(sqlite3_step(st) == SQLITE_ROW);
-    double in = sqlite3_column_double(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
+    double in;
+    db_row(d,
+           "SELECT sum(value) * 10 FROM timeseries WHERE pool = 'cluster' AND metric = "
+           "'input_tok_s' AND t_s > 109.999 AND t_s < 300.001",
+           &in, 1);
     ck_assert_msg(fabs(kvt_num(s, "steady.input_tok_s") * 200 - in) <= 1e-6 * in,
                   "steady input %.3f tok/s over 200 s, series %.1f tokens",
                   kvt_num(s, "steady.input_tok_s"), in);
@@ -1381,19 +1381,10 @@ START_TEST(test_prefill_kv_bound_serialises_prefill) {
     check_invariants(s2, kv);
     // the prefill pool's KV occupancy in the time series is the prompts' in flight, within the
     // bound (it read 0: prefill instances keep no decode KV)
-    char path[1100];
-    snprintf(path, sizeof path, "%s/results.db", dir);
-    sqlite3 *db;
-    ck_assert(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
-    sqlite3_stmt *st;
-    ck_assert(sqlite3_prepare_v2(db,
-                                 "SELECT max(value) FROM timeseries WHERE pool = 'prefill' AND "
-                                 "metric = 'kv_used_frac'",
-                                 -1, &st, NULL) == SQLITE_OK);
-    ck_assert(sqlite3_step(st) == SQLITE_ROW);
-    double occ = sqlite3_column_double(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
+    double occ;
+    db_row(dir,
+           "SELECT max(value) FROM timeseries WHERE pool = 'prefill' AND metric = 'kv_used_frac'",
+           &occ, 1);
     ck_assert_msg(occ > 0.05 && occ <= 1, "prefill kv_used_frac peaks at %g", occ);
     ck_assert_msg(kvt_num(s2, "requests.completed") == 2000 &&
                       kvt_num(s2, "requests.rejected") == 0,
