@@ -214,7 +214,7 @@ static bool point_done(const cli_sweep_state *s, int idx) {
         free(c);
         if (!now || !json_equal(now, json_object_get(j, "config"))) {
             ok = false;
-            if (now && s->rank == 0)
+            if (now)   // each rank checks its own points: every rank says so
                 fprintf(stderr,
                         "kvfleet sweep: point %d (%s) ran another configuration (the scenario "
                         "changed since); running it again\n",

@@ -132,10 +132,10 @@ static void summary_latency(json_t *s, sim_metrics *m) {
 // drain: latencies of the requests arriving in it (completed), and tokens per second, per
 // GPU-second, busy share and running requests over the sampled intervals inside it (none
 // inside: those are null). Absent without a window.
-static void summary_steady(json_t *s, const sim_cluster *c) {
+static void summary_steady(json_t *s, sim_cluster *c) {
     const sim_output_cfg *oc = &c->cfg->output;
     if (!(oc->steady_to_s > 0)) return;
-    sim_metrics *m = (sim_metrics *)&c->m;
+    sim_metrics *m = &c->m;   // stats_obj sorts the samples in place
     int ppool = SIM_POOL_PREFILL, dpool = c->colocated ? SIM_POOL_PREFILL : SIM_POOL_DECODE;
     json_t *o = json_object();
     json_object_set_new(o, "from_s", json_real(oc->steady_from_s));
