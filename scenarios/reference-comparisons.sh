@@ -2,7 +2,9 @@
 # scenarios/reference-comparisons.sh -- what the reference figures ask a reader to check, run on
 # scenarios/deepseek-reference.yaml (DeepSeek-V4.1-Flash on GB200), one variant per directory
 # under OUT (default out/reference-comparisons), then compared with `kvfleet compare` against
-# the base run:
+# the base run, each on the first minute of the reference's sessions (60 s of new sessions,
+# the climb to ~3,700 rps and the drain: what-ifs beside one another, not the operating point,
+# whose five minutes a backlogged variant would take long to drain):
 #   v3-standin      DeepSeek-V3 instead of V4.1-Flash (the stand-in this reference ran before
 #                   the model landed: MLA + 256 experts, 70 KB of KV a token, one MTP draft token
 #                   at 80 %; TP 8 since its dense weights fit), same traffic and cluster
@@ -19,7 +21,12 @@ set -e
 KVF=${KVF:-build/kvfleet}
 OUT=${1:-out/reference-comparisons}
 S=scenarios/deepseek-reference.yaml
-run() { name=$1; shift; "$KVF" run "$S" -q --no-report --force -o "$OUT/$name" "$@" >/dev/null; }
+run() {
+    name=$1
+    shift
+    "$KVF" run "$S" -q --no-report --force -o "$OUT/$name" --set workload.generate.duration_s=60 \
+        --set output.steady_from_s=40 --set output.steady_to_s=60 "$@" >/dev/null
+}
 run base
 run v3-standin --set model=deepseek-v3 --set speculative.method=draft \
     --set speculative.draft_tokens=1 --set speculative.acceptance=0.8 \

@@ -4,8 +4,8 @@
 # summary.json without the wall-clock figures (sim.wall_s, sim.events_per_s, ...), every
 # request row and every time-series row of results.db. Prints one line per case and exits 1
 # on the first difference kept in the log. Without --all the multi-hour cases (fleet-day,
-# fleet-days, cluster-1000gpu) are left out. A refactoring or a faster path must leave this
-# at "identical".
+# fleet-days, cluster-1000gpu) are left out and deepseek-reference runs its first minute. A
+# refactoring or a faster path must leave this at "identical".
 set -uo pipefail
 old=${1:?usage: parity.sh OLD_BIN NEW_BIN [--all]}
 new=${2:?usage: parity.sh OLD_BIN NEW_BIN [--all]}
@@ -18,10 +18,13 @@ work=$(mktemp -d /tmp/kvf_parity.XXXXXX)
 trap '[ -n "${KEEP:-}" ] && echo "runs kept in $work" || rm -rf "$work"' EXIT
 cases=()
 for s in "$here"/scenarios/*.yaml "$here"/scenarios/published/*.yaml; do
+  extra=
   case "$(basename "$s")" in
     fleet-day.yaml|fleet-days.yaml|cluster-1000gpu.yaml) [ "$all" = --all ] || continue ;;
+    # five minutes of sessions at 4,000 rps: its first minute unless --all
+    deepseek-reference.yaml) [ "$all" = --all ] || extra="--set workload.generate.duration_s=60" ;;
   esac
-  cases+=("$s|")
+  cases+=("$s|$extra")
 done
 # the bundled traces; the ShareGPT lengths file has no times: a trace generated from it
 "$old" trace gen --profile chatbot --lengths "$here/traces/data/sarathi_sharegpt8k_lengths.csv" \
@@ -40,7 +43,8 @@ dump() { # request and time-series rows, in their stored order
 fail=0
 for c in "${cases[@]}"; do
   s=${c%%|*}; extra=${c#*|}
-  name=$(basename "$s" .yaml)${extra:+-$(basename "${extra#--trace }" | cut -d' ' -f1)}
+  name=$(basename "$s" .yaml)
+  case $extra in --trace*) name=$name-$(basename "${extra#--trace }" | cut -d' ' -f1) ;; esac
   ok=1
   for side in old new; do
     bin=$old; [ $side = new ] && bin=$new

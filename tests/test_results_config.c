@@ -18,7 +18,9 @@ typedef struct rt_case {
 
 // the larger scenarios (tcase "large", a ctest of its own: test_results_config_large)
 static const rt_case large[] = {
-    {"deepseek-reference", ""},
+    // its first minute of sessions (the scenario's five take a minute and more to run)
+    {"deepseek-reference", "--set workload.generate.duration_s=60 --set output.steady_from_s=40 "
+                           "--set output.steady_to_s=60"},
     {"ep-decode-144", ""},
     {"fleet-days", ""},
 };
