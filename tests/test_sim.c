@@ -768,6 +768,46 @@ START_TEST(test_steady_window_matches_rows_and_series) {
 }
 END_TEST
 
+// The steady window's economics, by hand from the request rows: revenue a day is the window's
+// completed arrivals' tokens at the prices over the window's 200 s, the fleet (6 GPUs at
+// 2 USD an hour, no store) costs the same every day, GPU-hours are the window's. The whole
+// run's revenue a day is lower: its span includes the climb and the drain.
+START_TEST(test_steady_economics_by_hand) {
+    char d[] = "/tmp/kvf_steadyecon_XXXXXX";
+    ck_assert(mkdtemp(d));
+    kvt_tmp_register(d);
+    const char *sets[] = {"workload.limit_requests=2000",
+                          "output.steady_from_s=100",
+                          "output.steady_to_s=300",
+                          "economics.offpeak=null",
+                          "kv_cache.ssd.capacity_tb=0",
+                          "economics.cost_model=rent",
+                          "economics.gpu_hour_usd=2",
+                          "economics.prices_per_mtok.input_hit=0.1",
+                          "economics.prices_per_mtok.input_miss=1",
+                          "economics.prices_per_mtok.output=2"};
+    json_t *s = run_with(d, sets, sizeof sets / sizeof *sets);
+    double t[3];
+    db_row(d,
+           "SELECT sum(cached_tokens), sum(input_tokens - cached_tokens), sum(output_tokens) FROM "
+           "request WHERE status = 'completed' AND arrival_s >= 100 AND arrival_s < 300",
+           t, 3);
+    double rev = (t[0] * 0.1 + t[1] * 1 + t[2] * 2) / 1e6 / 200 * 86400;
+    double cost = 6 * 2.0 * 24;
+    ck_assert_msg(fabs(kvt_num(s, "steady.economics.revenue_per_day_usd") - rev) <= 1e-9 * rev,
+                  "steady revenue %.6f USD/day, by hand %.6f",
+                  kvt_num(s, "steady.economics.revenue_per_day_usd"), rev);
+    ck_assert_double_eq_tol(kvt_num(s, "steady.economics.cost_per_day_usd"), cost, 1e-9);
+    ck_assert_double_eq_tol(kvt_num(s, "steady.economics.gpu_hours"), 6 * 200 / 3600.0, 1e-9);
+    ck_assert_double_eq_tol(kvt_num(s, "steady.economics.margin"), 1 - cost / rev, 1e-9);
+    ck_assert_double_eq_tol(kvt_num(s, "steady.economics.hit_rate"), t[0] / (t[0] + t[1]), 1e-9);
+    ck_assert_msg(kvt_num(s, "economics.revenue_per_day_usd") < rev,
+                  "the whole run's %.3f USD/day against the window's %.3f",
+                  kvt_num(s, "economics.revenue_per_day_usd"), rev);
+    json_decref(s);
+}
+END_TEST
+
 static void check_invariants(json_t *s, const char *what) {
     json_t *rq = json_object_get(s, "requests");
     long long arrived = json_integer_value(json_object_get(rq, "arrived"));
@@ -1447,6 +1487,7 @@ static Suite *suite(void) {
     tcase_add_test(e, test_router_index_matches_scan);
     tcase_add_test(e, test_series_cover_the_run);
     tcase_add_test(e, test_steady_window_matches_rows_and_series);
+    tcase_add_test(e, test_steady_economics_by_hand);
     tcase_add_test(e, test_simultaneous_arrivals_share_a_step);
     tcase_add_test(e, test_first_token_lag_is_a_share_of_the_next_step);
     tcase_add_test(e, test_kv_transfer_without_prefix_cache);

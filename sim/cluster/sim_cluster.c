@@ -252,6 +252,7 @@ kvf_status sim_cluster_init(sim_cluster *c, const sim_config *cfg, const sim_run
     sim_metrics_init(&c->m);
     slo_resolve(c);
     rpt_econ_input_init(&c->econ_in);
+    rpt_econ_input_init(&c->econ_st);
     for (int k = 0; k < TRC_CLASS_COUNT; k++)
         c->econ_slot[k] = -1;
     char path[SIM_PATH_MAX], dir[SIM_PATH_MAX];

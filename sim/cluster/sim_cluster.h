@@ -342,6 +342,7 @@ typedef struct sim_cluster {
     sim_metrics m;
     rpt_econ_input econ_in;               // tokens by class and peak/off-peak for the economics
     int16_t econ_slot[TRC_CLASS_COUNT];   // each trace class's slot in econ_in; -1: not yet
+    rpt_econ_input econ_st;   // the same for the requests arriving in output.steady_from_s/to_s
     rpt_db *db;
     kvf_err *err;   // first error inside a handler stops the run
     kvf_status status;

@@ -363,8 +363,14 @@ void sim_req_finish(sim_cluster *c, uint32_t slot, sim_outcome out) {
             k = rpt_econ_input_class(&c->econ_in, trc_class_name(r->cls));
             if (r->cls < TRC_CLASS_COUNT) c->econ_slot[r->cls] = (int16_t)k;
         }
-        rpt_econ_input_add_to(&c->econ_in, &c->cfg->econ, k, (double)r->arrival_ns * 1e-9,
-                              r->cached, r->input - r->cached, r->produced);
+        double at = (double)r->arrival_ns * 1e-9;
+        rpt_econ_input_add_to(&c->econ_in, &c->cfg->econ, k, at, r->cached, r->input - r->cached,
+                              r->produced);
+        // the steady window's economics bill the requests arriving in it (summary_steady)
+        const sim_output_cfg *oc = &c->cfg->output;
+        if (oc->steady_to_s > 0 && at >= oc->steady_from_s && at < oc->steady_to_s)
+            rpt_econ_input_add(&c->econ_st, &c->cfg->econ, trc_class_name(r->cls), at, r->cached,
+                               r->input - r->cached, r->produced);
     }
     if (c->closed_loop) {
         size_t i = sim_done_slot(&c->done, r->id, true);

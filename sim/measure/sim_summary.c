@@ -520,6 +520,74 @@ static void summary_econ_input(sim_cluster *c, double sim_s, double peak, double
                       : 0;
 }
 
+// The steady window's economics input (false when there is none): the run's (ei, before any
+// sampling scale) with the tokens of the requests arriving in the window, the window's length
+// as the period, and each pool's GPU-hours and busy share over the sampled time inside it
+// (summary_steady's), stretched to the whole window. The store's write rates are the run's
+// scaled by how much faster the class makes new KV (computed prompt + output tokens a second)
+// in the window than over the run: a run with a climb and a drain writes slower on average.
+static bool steady_econ_input(const sim_cluster *c, const rpt_econ_input *ei, rpt_econ_input *st) {
+    const sim_output_cfg *oc = &c->cfg->output;
+    const sim_metrics *m = &c->m;
+    if (!(oc->steady_to_s > 0) || !(m->st_span_s > 0) || c->econ_st.n_cls == 0) return false;
+    *st = *ei;
+    st->simulated_s = oc->steady_to_s - oc->steady_from_s;
+    double run_new[RPT_ECON_MAX_CLASSES] = {0}, all_run = 0, all_st = 0;
+    for (int k = 0; k < st->n_cls; k++)
+        for (int j = 0; j < 2; j++) {
+            run_new[k] += st->cls[k].miss[j] + st->cls[k].output[j];
+            st->cls[k].hit[j] = st->cls[k].miss[j] = st->cls[k].output[j] = 0;
+        }
+    // the window's requests are a subset of the run's: each class has its slot in ei already
+    for (int i = 0; i < c->econ_st.n_cls; i++) {
+        int k = rpt_econ_input_class(st, c->econ_st.cls[i].cls);
+        for (int j = 0; j < 2; j++) {
+            st->cls[k].hit[j] += c->econ_st.cls[i].hit[j];
+            st->cls[k].miss[j] += c->econ_st.cls[i].miss[j];
+            st->cls[k].output[j] += c->econ_st.cls[i].output[j];
+        }
+    }
+    for (int k = 0; k < st->n_cls; k++) {
+        double win = 0;
+        for (int j = 0; j < 2; j++)
+            win += st->cls[k].miss[j] + st->cls[k].output[j];
+        all_run += run_new[k], all_st += win;
+        if (run_new[k] > 0)
+            st->cls[k].write_Bps *= win / st->simulated_s / (run_new[k] / ei->simulated_s);
+    }
+    if (all_run > 0) st->ssd_write_Bps *= all_st / st->simulated_s / (all_run / ei->simulated_s);
+    double stretch = st->simulated_s / m->st_span_s;
+    static const int pools[RPT_POOL_N] = {[RPT_POOL_VISION] = SIM_POOL_VISION,
+                                          [RPT_POOL_PREFILL] = SIM_POOL_PREFILL,
+                                          [RPT_POOL_DECODE] = SIM_POOL_DECODE,
+                                          [RPT_POOL_COLOCATED] = SIM_POOL_PREFILL};
+    for (int k = 0; k < RPT_POOL_N; k++) {
+        if (!(st->gpu_hours[k] > 0)) continue;   // a pool this layout does not bill
+        int p = pools[k];
+        st->gpu_hours[k] = m->st_gpu_s[p] * stretch / 3600;
+        st->utilization[k] = m->st_inst_ns[p] > 0 ? m->st_busy_ns[p] / m->st_inst_ns[p] : NAN;
+    }
+    return true;
+}
+
+// "steady.economics": the economics of the steady window as a day (cost, revenue, margin,
+// payback and their sensitivities at the operating point, with no climb or drain: the keys of
+// "economics"), placed in the day at the window's start. st is scaled to the full fleet
+// already when the run is sampled.
+static void summary_steady_economics(json_t *s, const sim_cluster *c, const rpt_econ_input *st) {
+    json_t *o = json_object_get(s, "steady");
+    if (!o) return;
+    rpt_econ_config ec = c->cfg->econ;
+    ec.trace_start_s = fmod(ec.trace_start_s + c->cfg->output.steady_from_s, 86400.0);
+    rpt_econ_result r;
+    kvf_err e = {0};
+    if (rpt_econ_compute(&ec, st, &r, &e) != KVF_OK) {
+        json_object_set_new(o, "economics", json_null());
+        return;
+    }
+    json_object_set_new(o, "economics", rpt_econ_to_json(&ec, &r));
+}
+
 // "economics" (null for a run of no simulated time) and cache.steady_state_bytes_by_retention.
 // A sampled run: *raw gets the sampled fleet's own figures first (*have_raw when computed),
 // then the input is scaled to the full fleet. econ_out gets what "economics" shows.
@@ -529,6 +597,10 @@ static void summary_economics(json_t *s, json_t *ca, sim_cluster *c, double sim_
     const sim_config *cfg = c->cfg;
     rpt_econ_input *ei = &c->econ_in;
     *have_raw = false;
+    rpt_econ_input st;
+    bool have_st = sim_s > 0 && steady_econ_input(c, ei, &st);
+    if (have_st && smp) sim_sample_scale_econ(&st, &smp->plan, c->colocated);
+    if (have_st) summary_steady_economics(s, c, &st);
     if (smp && sim_s > 0) {   // the sampled fleet's own figures, then the full fleet's
         *have_raw = rpt_econ_compute(&cfg->econ, ei, raw, err) == KVF_OK;
         sim_sample_scale_econ(ei, &smp->plan, c->colocated);
