@@ -44,6 +44,65 @@ START_TEST(test_cache_aware_and_ttft_estimate_beat_round_robin) {
 }
 END_TEST
 
+// Both cache-aware routers count a prompt's hit as admission serves it: whole blocks, and a
+// prompt found whole recomputes its last block (trc_hit_tokens). 2,048-token blocks, HBM caches
+// only. r0 (blocks 1-3) goes to instance 0; r1 (blocks 1-4) comes 1 ms later, while r0 is
+// queued there, and goes to instance 1. At 10 s r2 (blocks 1-5, 9,216 tokens) goes to instance
+// 1, where 4 blocks hit (8,192 tokens), and has 1,024 tokens to compute; 1 ms later r3 repeats
+// r1's prompt (8,192 tokens). Instance 1 holds it whole, but serves 3 blocks of it (6,144 tokens)
+// as instance 0 does, and has r2 queued: r3 belongs on instance 0, where it does not queue. The
+// routers credited instance 1 with 8,192 (cache_aware) or 8,191 (ttft_estimate) hit tokens and
+// sent r3 behind r2 (queue_s 31.8 ms).
+START_TEST(test_routers_count_whole_prompt_hit_as_served) {
+    kvt_tmp_make("kvf_route");
+    const char *trace = kvt_tmp_path("four.jsonl");
+    static const struct {
+        long long at_ns;
+        int blocks, input;
+    } q[4] = {{0, 3, 6144}, {1000000, 4, 8192}, {10000000000LL, 5, 9216}, {10001000000LL, 4, 8192}};
+    char text[1024];
+    int n = 0;
+    for (int i = 0; i < 4; i++) {
+        n += snprintf(text + n, sizeof text - (size_t)n,
+                      "{\"id\":%d,\"arrival_ns\":%lld,\"input_tokens\":%d,\"output_tokens\":4,"
+                      "\"block_tokens\":2048,\"blocks\":[",
+                      i + 1, q[i].at_ns, q[i].input);
+        for (int b = 1; b <= q[i].blocks; b++)
+            n += snprintf(text + n, sizeof text - (size_t)n, "%s%d", b > 1 ? "," : "", b);
+        n += snprintf(text + n, sizeof text - (size_t)n, "]}\n");
+    }
+    kvt_write(trace, text);
+    const char *names[] = {"cache_aware", "ttft_estimate"};
+    for (int k = 0; k < 2; k++) {
+        char router[64], dir[200];
+        snprintf(router, sizeof router, "router.prefill=%s", names[k]);
+        snprintf(dir, sizeof dir, "%s/%s", kvt_tmp, names[k]);
+        const char *sets[] = {"workload.format=kvfleet",    "cluster.prefill.instances=2",
+                              "cluster.decode.instances=1", "kv_cache.block_tokens=2048",
+                              "kv_cache.ssd.capacity_tb=0", router};
+        json_decref(kvt_run("quickstart.yaml", trace, sets, 6, dir));
+        ck_assert(kvt_sh("sqlite3 %s/results.db 'select prefill_instance, cached_tokens, queue_s "
+                         "from request order by id'",
+                         dir) == 0);
+        int inst[4], cached[4];
+        double queue[4];
+        const char *p = kvt_out;
+        for (int i = 0; i < 4; i++) {
+            int used = 0;
+            ck_assert_msg(sscanf(p, "%d|%d|%lf\n%n", &inst[i], &cached[i], &queue[i], &used) == 3,
+                          "%s: rows %s", names[k], kvt_out);
+            p += used;
+        }
+        ck_assert_msg(inst[0] == 0 && inst[1] == 1 && inst[2] == 1 && cached[2] == 8192,
+                      "%s: r0-r2 on instances %d %d %d, r2 cached %d", names[k], inst[0], inst[1],
+                      inst[2], cached[2]);
+        ck_assert_msg(inst[3] == 0 && cached[3] == 6144 && queue[3] == 0,
+                      "%s: r3 on instance %d, %d tokens cached, queued %.6f s", names[k], inst[3],
+                      cached[3], queue[3]);
+    }
+}
+END_TEST
+
 START_TEST(test_p2c_beats_round_robin_on_tail_under_load) {
     const char *a[] = {"cluster.prefill.instances=3", "workload.limit_requests=6000",
                        "router.prefill=round_robin"};
@@ -284,6 +343,7 @@ static Suite *suite(void) {
     TCase *t = tcase_create("policies");
     tcase_set_timeout(t, 600);
     tcase_add_test(t, test_cache_aware_and_ttft_estimate_beat_round_robin);
+    tcase_add_test(t, test_routers_count_whole_prompt_hit_as_served);
     tcase_add_test(t, test_p2c_beats_round_robin_on_tail_under_load);
     tcase_add_test(t, test_speculative_tokens_per_step);
     tcase_add_test(t, test_overload_is_flagged);

@@ -488,6 +488,13 @@ void sim_tier_prefetch_write(const sim_cluster *c, const sim_inst *in, const sim
 
 // cluster/pools/pool_prefill.c
 void sim_prefill_count_work(sim_cluster *c, const sim_req *r, uint32_t replay);
+// The prompt tokens served from cache when the first nb of a prompt's blocks of `input` tokens
+// are found, tiers[] of them by tier (HBM, DRAM, SSD, in prefix order): whole blocks, at least
+// one token computed (trc_hit_tokens), so a prompt found whole recomputes its last block. Fills
+// tok[] with those tokens by tier (the cap trims the last tier first) and returns their sum.
+// The rule admission applies (sim_prefill_set_prefix) and routers estimate by.
+uint32_t sim_prefill_hit_tokens(const sim_cluster *c, uint32_t input, uint32_t nb,
+                                const uint32_t tiers[SIM_TIERS], uint32_t tok[SIM_TIERS]);
 void sim_prefill_set_prefix(sim_cluster *c, sim_req *r, uint32_t nb,
                             const uint32_t tiers[SIM_TIERS]);
 void sim_prefill_admit(sim_cluster *c, sim_inst *in, uint32_t slot);

@@ -153,7 +153,9 @@ static uint32_t pick_p2c(sim_cluster *c, sim_pool *p, sim_req *r) {
 }
 
 // Longest cached prefix in the instance's own tiers (HBM, DRAM), weighted against its queue:
-// score = local hit tokens - queued tokens. Hits in the shared SSD are reachable from every
+// score = local hit tokens - queued tokens, the hit tokens as admission serves them (whole
+// blocks; a prompt found whole recomputes its last block, so holding it whole counts for no
+// more than holding all but its last block). Hits in the shared SSD are reachable from every
 // instance and do not steer the choice.
 static uint32_t pick_cache_aware(sim_cluster *c, sim_pool *p, sim_req *r) {
     refresh(c, p);
@@ -162,9 +164,9 @@ static uint32_t pick_cache_aware(sim_cluster *c, sim_pool *p, sim_req *r) {
     for (uint32_t i = 0; i < p->n; i++) {
         sim_inst *in = &c->inst[p->first + i];
         if (!in->active) continue;
-        uint32_t hit[3];
-        sim_cluster_prefix(c, in, r, hit, false, true);
-        double local = (double)(hit[0] + hit[1]) * c->cfg->kv.block_tokens;
+        uint32_t hit[SIM_TIERS], tok[SIM_TIERS];
+        uint32_t nb = sim_cluster_prefix(c, in, r, hit, false, true);
+        double local = sim_prefill_hit_tokens(c, r->input, nb, hit, tok);
         double s = local - queued(c, in);
         if (best == SIM_NONE || s > bs) {
             best = in->id;
@@ -183,16 +185,21 @@ static uint32_t pick_ttft_estimate(sim_cluster *c, sim_pool *p, sim_req *r) {
     for (uint32_t i = 0; i < p->n; i++) {
         sim_inst *in = &c->inst[p->first + i];
         if (!in->active) continue;
-        uint32_t hit[3];
+        uint32_t hit[SIM_TIERS], tok[SIM_TIERS];
         uint32_t nb = sim_cluster_prefix(c, in, r, hit, false, true);
-        double cached = KVF_MIN((double)nb * c->cfg->kv.block_tokens, (double)r->input - 1);
+        // the hit as admission will take it (whole blocks; a prompt found whole recomputes its
+        // last block, which is then neither served nor loaded), not every token but one
+        double cached = sim_prefill_hit_tokens(c, r->input, nb, hit, tok);
+        uint32_t bt = c->cfg->kv.block_tokens;
         double load = 0;
-        if (hit[1] && in->link_dram != SIM_NONE)
-            load = fmax(
-                load, sim_link_estimate_s(&c->links[in->link_dram].link, hit[1] * c->block_bytes));
-        if (hit[2] && in->link_ssd != SIM_NONE)
-            load = fmax(load,
-                        sim_link_estimate_s(&c->links[in->link_ssd].link, hit[2] * c->block_bytes));
+        if (tok[SIM_TIER_DRAM] && in->link_dram != SIM_NONE)
+            load =
+                fmax(load, sim_link_estimate_s(&c->links[in->link_dram].link,
+                                               (double)(tok[SIM_TIER_DRAM] / bt) * c->block_bytes));
+        if (tok[SIM_TIER_SSD] && in->link_ssd != SIM_NONE)
+            load =
+                fmax(load, sim_link_estimate_s(&c->links[in->link_ssd].link,
+                                               (double)(tok[SIM_TIER_SSD] / bt) * c->block_bytes));
         double q = queued_work(c, in);   // step-model time of the work queued ahead
         double comp = sim_cluster_prefill_s(c, p, (uint32_t)(r->input - cached), (uint32_t)cached);
         double e = (c->cfg->kv.overlap_load ? fmax(load, q) : load + q) + comp;

@@ -28,23 +28,27 @@ void sim_prefill_count_work(sim_cluster *c, const sim_req *r, uint32_t replay) {
     c->m.prefill_flops_window_full += f_actual + (c->swa_replay ? wfrac * (f - f_actual) : 0);
 }
 
-// Sets r's hit prefix to nb blocks (tiers[] of them by tier) and derives the tokens to compute.
-void sim_prefill_set_prefix(sim_cluster *c, sim_req *r, uint32_t nb,
-                            const uint32_t tiers[SIM_TIERS]) {
+uint32_t sim_prefill_hit_tokens(const sim_cluster *c, uint32_t input, uint32_t nb,
+                                const uint32_t tiers[SIM_TIERS], uint32_t tok[SIM_TIERS]) {
     uint32_t bt = c->cfg->kv.block_tokens;
-    uint64_t hit = (uint64_t)nb * bt;
     // at least one prompt token is computed; a paged cache attaches whole blocks only, so a
     // fully cached prompt recomputes its last block (as the engine and vLLM do)
-    if (hit > r->input - 1) hit = (uint64_t)(r->input - 1) / bt * bt;
+    uint64_t hit = trc_hit_tokens(nb, input, bt);
     // tokens by tier follow the prefix order HBM/DRAM/SSD block by block; the cap trims the last
     uint64_t left = hit;
     for (int t = 0; t < SIM_TIERS; t++) {
-        uint64_t tok = KVF_MIN((uint64_t)tiers[t] * bt, left);
-        r->hit[t] = (uint32_t)tok;
-        left -= tok;
+        uint64_t n = KVF_MIN((uint64_t)tiers[t] * bt, left);
+        tok[t] = (uint32_t)n;
+        left -= n;
     }
+    return (uint32_t)hit;
+}
+
+// Sets r's hit prefix to nb blocks (tiers[] of them by tier) and derives the tokens to compute.
+void sim_prefill_set_prefix(sim_cluster *c, sim_req *r, uint32_t nb,
+                            const uint32_t tiers[SIM_TIERS]) {
+    r->cached = sim_prefill_hit_tokens(c, r->input, nb, tiers, r->hit);
     r->hit_blocks = nb;
-    r->cached = (uint32_t)hit;
     uint32_t replay = c->swa_replay ? KVF_MIN(c->cfg->kv.swa_replay_tokens, r->cached) : 0;
     r->compute_tokens = r->input - r->cached + replay;
 }
