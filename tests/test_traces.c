@@ -686,6 +686,81 @@ START_TEST(test_stats_sessions_in_arrival_order) {
 }
 END_TEST
 
+// A canonical file written from a sessions trace (trace convert) keeps its order, one session's
+// turns after another's, so turns come before earlier arrivals of later sessions; trace stats
+// takes it in arrival order as it takes the source. The two sessions above, converted: their
+// turns interleave in time (a0 b0 a1 b1), so a 10-block LRU finds nothing (read in file order,
+// a0 a1 b0 b1, each second turn found its blocks: 0.457). The Weka dev trace converted (28
+// places out of arrival order; 11 with 3 users) gives the source's statistics, every field;
+// read in file order, its 1M-token LRU hit 0.9711 where the source's hits 0.9315.
+START_TEST(test_stats_converted_sessions_match_source) {
+    kvt_tmp_make("kvf_trc");
+    char ses[2][400];
+    for (int k = 0; k < 2; k++)
+        snprintf(
+            ses[k], sizeof ses[k],
+            "{\"id\":\"%c\",\"block_size\":64,\"hash_id_scope\":\"local\",\"requests\":["
+            "{\"t\":0,\"type\":\"n\",\"in\":700,\"out\":10,\"hash_ids\":[1,2,3,4,5,6,7,8,9,10],"
+            "\"api_time\":1},"
+            "{\"t\":100,\"type\":\"n\",\"in\":700,\"out\":10,\"hash_ids\":[1,2,3,4,5,6,7,8,9,"
+            "10],\"think_time\":99}]}\n",
+            'a' + k);
+    char text[900];
+    snprintf(text, sizeof text, "%s%s", ses[0], ses[1]);
+    const char *p = WRITE("two.jsonl", text);
+    trc_options o = opts(64);
+    o.session_users = 2;
+    ck_assert_uint_eq(roundtrip(p, &o, "two_c.jsonl"), 4);
+    trc_options oc = opts(64);
+    trc_reader *r;
+    kvf_err err = {0};
+    ck_assert_msg(!trc_reader_open(&r, kvt_tmp_path("two_c.jsonl"), &oc, &err), "%s", err.msg);
+    double size = 640;
+    trc_stats s;
+    ck_assert_msg(!trc_stats_compute(r, &size, 1, &s, &err), "%s", err.msg);
+    trc_reader_close(r);
+    ck_assert_uint_eq(s.requests, 4);
+    ck_assert_msg(s.cache_hit_rate[0] == 0, "a 10-block LRU over interleaved sessions: %.4f",
+                  s.cache_hit_rate[0]);
+
+    const char *w = trace_path("weka_agentic_dev.jsonl");
+    for (int k = 0; k < 2; k++) {
+        o = opts(64);
+        o.session_users = k ? 3 : 0;
+        const char *out = kvt_tmp_path(k ? "weka_users.jsonl" : "weka.jsonl");
+        ck_assert_uint_eq(roundtrip(w, &o, k ? "weka_users.jsonl" : "weka.jsonl"), 2641);
+        // the converted file is out of arrival order, or this checks nothing
+        ck_assert_msg(!trc_reader_open(&r, out, &oc, &err), "%s", err.msg);
+        trc_request q;
+        int64_t last = INT64_MIN;
+        uint64_t back = 0;
+        while (trc_reader_next(r, &q, &err) == 1) {
+            back += q.arrival_ns < last;
+            last = q.arrival_ns;
+        }
+        trc_reader_close(r);
+        ck_assert_msg(back > 0, "users %u: the converted file is in arrival order",
+                      o.session_users);
+        trc_stats a, b;
+        ck_assert_msg(!trc_stats_file(w, &o, &a, &err), "%s", err.msg);
+        ck_assert_msg(!trc_stats_file(out, &oc, &b, &err), "%s", err.msg);
+        ck_assert(a.format == TRC_FMT_SESSIONS && b.format == TRC_FMT_KVFLEET);
+        for (uint32_t i = 0; i < a.n_sizes; i++)
+            ck_assert_msg(a.cache_hit_rate[i] == b.cache_hit_rate[i],
+                          "users %u, LRU %.0f tokens: source %.4f, converted %.4f", o.session_users,
+                          a.cache_tokens[i], a.cache_hit_rate[i], b.cache_hit_rate[i]);
+        // every other field too (both zeroed before they are filled): all but format and notes
+        b.format = a.format;
+        memcpy(b.notes, a.notes, sizeof b.notes);
+        ck_assert_msg(
+            !memcmp(&a, &b, sizeof a),
+            "users %u: statistics differ (span %.1f/%.1f s, CV %.4f/%.4f, ideal %.4f/%.4f)",
+            o.session_users, a.span_s, b.span_s, a.interarrival_cv, b.interarrival_cv,
+            a.ideal_hit_rate, b.ideal_hit_rate);
+    }
+}
+END_TEST
+
 // ---- generator --------------------------------------------------------------------------------
 static void gen_stats(const trc_gen_options *g, trc_stats *s) {
     trc_reader *r;
@@ -2013,6 +2088,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_sessions_weka);
     tcase_add_test(tc, test_sessions_small);
     tcase_add_test(tc, test_stats_sessions_in_arrival_order);
+    tcase_add_test(tc, test_stats_converted_sessions_match_source);
     tcase_add_test(tc, test_stats_repeated_prompt_whole_blocks);
     tcase_add_test(tc, test_gen_rate_and_cv);
     tcase_add_test(tc, test_gen_lengths);

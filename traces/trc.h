@@ -170,8 +170,10 @@ static inline uint64_t trc_hit_tokens(uint64_t blocks, uint32_t input, uint32_t 
     return hit;
 }
 
-// Whether the reader gives requests in arrival order as recorded: a sessions trace gives one
-// session after another, turns and all.
+// Whether the reader gives requests in arrival order as recorded. A sessions trace gives one
+// session after another, turns and all; so does a canonical file written from one (trace
+// convert keeps the order, which the simulator reads a session's turns in), and a canonical
+// file promises non-decreasing times for open-loop requests only: neither is in order.
 bool trc_reader_in_arrival_order(const trc_reader *r);
 // Opens, reads to the end and closes: the number of requests path yields under opt.
 kvf_status trc_count(const char *path, const trc_options *opt, uint64_t *n, kvf_err *err);
@@ -203,9 +205,11 @@ kvf_status trc_writer_close(trc_writer *w, kvf_err *err);
 void trc_writer_discard(trc_writer *w);
 
 // ---- statistics -------------------------------------------------------------------------
-// One streaming pass over a reader. Memory is flat in trace length except for the set of
-// distinct block ids the unbounded ideal cache must remember (8-16 bytes per distinct block);
-// the LRU sizes share one recency stack bounded by the largest size (24 bytes per block).
+// One pass over a reader, in arrival order. Memory is flat in trace length except for the set
+// of distinct block ids the unbounded ideal cache must remember (8-16 bytes per distinct
+// block); the LRU sizes share one recency stack bounded by the largest size (24 bytes per
+// block). A reader not in arrival order (trc_reader_in_arrival_order: sessions, canonical) is
+// read whole first and sorted, its requests and block ids held (8 bytes per block reference).
 // Percentiles are exact up to 65,536 requests and come from a log-linear histogram (relative error
 // < 0.1 %) beyond.
 #define TRC_STATS_MAX_SIZES 8

@@ -602,7 +602,10 @@ uint32_t trc_reader_block_tokens(const trc_reader *r) {
     return r ? r->opt.block_tokens : 0;
 }
 bool trc_reader_in_arrival_order(const trc_reader *r) {
-    return r && r->src && r->src->sorted && r->src->fmt != TRC_FMT_SESSIONS;
+    // a canonical file's closed-loop turns may come before earlier arrivals (trace convert
+    // keeps a sessions trace's order, one session's turns after another's)
+    return r && r->src && r->src->sorted && r->src->fmt != TRC_FMT_SESSIONS &&
+           r->src->fmt != TRC_FMT_KVFLEET;
 }
 
 static void rec_free(trc_rec *rec) {

@@ -1,8 +1,9 @@
-// traces/trc_stats.c -- trace statistics in one streaming pass: counts, span, rate,
+// traces/trc_stats.c -- trace statistics in one pass in arrival order: counts, span, rate,
 // burstiness, length percentiles, and prefix reuse (unbounded and LRU caches of given sizes).
 //
-// Memory: lengths go into a fixed sketch (exact values for the first 65,536 requests, a
-// log-linear histogram always; percentiles come from the exact values while they suffice).
+// Memory: a reader not in arrival order (sessions, canonical) is held whole and sorted.
+// Lengths go into a fixed sketch (exact values for the first 65,536 requests, a log-linear
+// histogram always; percentiles come from the exact values while they suffice).
 // The ideal cache is an open-addressing set of distinct block ids (grows with distinct
 // blocks, the one thing an exact answer must remember); the LRU sizes share one recency
 // stack bounded by the largest capacity (24 bytes per cached block).
@@ -303,9 +304,9 @@ static void lru_free(lru *c) {
 
 // ---- arrival order ---------------------------------------------------------------------------
 // The requests in arrival order as recorded: the reader's own order where it is sorted; else
-// (a sessions trace, one session after another) every request read first and sorted by
-// arrival time, ties in file order, so that the LRU sizes see the sessions interleaved as they
-// arrive, not each one alone.
+// (a sessions trace, one session after another, or a canonical file, which trace convert
+// writes in the same order) every request read first and sorted by arrival time, ties in file
+// order, so that the LRU sizes see the sessions interleaved as they arrive, not each one alone.
 typedef struct ordered {
     trc_reader *r;
     bool buffered;
