@@ -1,7 +1,8 @@
 // tests/test_autoscale.c -- load-driven instance counts (cluster.<pool>.autoscale) on a day of
 // diurnal traffic: beside a fixed cluster of the same maximum size the autoscaled one uses fewer
 // GPU-hours and still meets the SLO; it never serves with fewer than min or more than max
-// instances (the time series says so sample by sample); starting instances are billed; keys
+// instances (the time series says so sample by sample); starting instances are billed, and
+// draining ones until they hold nothing (a prefill instance's KV sent to decode included); keys
 // that cannot apply are refused; two runs agree.
 #include <check.h>
 #include <jansson.h>
@@ -141,6 +142,55 @@ START_TEST(test_autoscale_drain_billed) {
 }
 END_TEST
 
+// A prefill instance taken out of service holds its prompts' KV until decode has it: it is billed
+// until its last transfer ends, not its last step. Two 1,024-token prompts at 0 s, one on each
+// of two prefill instances (round robin); the schedule then keeps one instance, and the second
+// drains. Its prompt's KV, 1,024 x 131,072 B (Llama-3.1-8B) = 134,217,728 B, crosses a 0.1 GB/s
+// link from the prefill's end (the first token) in 1.34217728 s + 20 us latency. The run's
+// GPU-seconds are 2 x its length (prefill instance 0 and the decode instance, 1 GPU each, all
+// run) + the drained instance's billed time, which must be that transfer's end, 1.3676 s.
+// Billing stopped at the step's end when the drain began mid-step (0.0254 s) and at once when
+// it began mid-transfer (0.36 s).
+START_TEST(test_drained_prefill_billed_until_kv_sent) {
+    kvt_tmp_make("kvf_as");
+    const char *trace = kvt_tmp_path("two.jsonl");
+    kvt_write(trace, "{\"id\":1,\"arrival_ns\":0,\"input_tokens\":1024,\"output_tokens\":2}\n"
+                     "{\"id\":2,\"arrival_ns\":0,\"input_tokens\":1024,\"output_tokens\":2}\n");
+    const double at_s[2] = {0.01, 0.36};   // mid-step, mid-transfer
+    for (int k = 0; k < 2; k++) {
+        char sched[128], dir[200];
+        snprintf(sched, sizeof sched, "cluster.schedule=[{from_h: %.12g, prefill: 1}]",
+                 at_s[k] / 3600);
+        snprintf(dir, sizeof dir, "%s/d%d", kvt_tmp, k);
+        const char *sets[] = {"workload.format=kvfleet",
+                              "cluster.prefill.instances=2",
+                              "cluster.decode.instances=1",
+                              "cluster.prefill.gpus_per_instance=1",
+                              "cluster.decode.gpus_per_instance=1",
+                              "router.prefill=round_robin",
+                              "cluster.network.kv_transfer_GBps=0.1",
+                              "cluster.network.latency_us=20",
+                              sched};
+        json_t *s = kvt_run("quickstart.yaml", trace, sets, 9, dir);
+        ck_assert(kvt_sh("sqlite3 %s/results.db 'select prefill_instance, ttft_s from request "
+                         "where id = 1'",
+                         dir) == 0);
+        int inst = -1;
+        double first = 0;
+        ck_assert_msg(sscanf(kvt_out, "%d|%lf", &inst, &first) == 2, "%s", kvt_out);
+        double sent = first + 20e-6 + 1024.0 * 131072 / 0.1e9;
+        ck_assert_msg(inst == 1 && (k ? first < at_s[k] && sent > at_s[k] : first > at_s[k]),
+                      "drain at %g s: request 1 on prefill instance %d, its prefill ends at %.6f s",
+                      at_s[k], inst, first);
+        double billed = kvt_num(s, "gpu_hours") * 3600 - 2 * kvt_num(s, "sim.simulated_s");
+        ck_assert_msg(fabs(billed - sent) < 1e-6,
+                      "drain at %g s: the drained instance billed %.9f s, its KV sent at %.9f s",
+                      at_s[k], billed, sent);
+        json_decref(s);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("autoscale");
     TCase *tc = tcase_create("autoscale");
@@ -149,6 +199,7 @@ int main(void) {
     tcase_add_test(tc, test_autoscale_keys_that_cannot_apply);
     tcase_add_test(tc, test_autoscale_min_left_out_is_one);
     tcase_add_test(tc, test_autoscale_drain_billed);
+    tcase_add_test(tc, test_drained_prefill_billed_until_kv_sent);
     suite_add_tcase(s, tc);
     return kvt_main(s);
 }

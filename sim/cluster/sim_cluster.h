@@ -463,8 +463,9 @@ void sim_step_cost(sim_cluster *c, sim_pool *p, mdl_phase phase, uint32_t n, uin
 void sim_step_begin(sim_cluster *c, sim_inst *in, const mdl_step_cost *k, uint32_t n,
                     uint64_t tokens);
 void sim_inst_kick(sim_cluster *c, sim_inst *in);
-// An instance out of service (not active: scaled down or scheduled off) that still holds work
-// is draining: its GPUs are billed until it is idle. Call after in's activity or work changed.
+// An instance out of service (not active: scaled down or scheduled off) that still holds work,
+// or (disaggregated prefill) prompt KV still on its way to decode, is draining: its GPUs are
+// billed until it is idle and holds none. Call after in's activity, work or held KV changed.
 void sim_inst_drain_check(sim_cluster *c, sim_inst *in);
 // SIM_EV_KICK: the idle instance forms its step now.
 void sim_inst_kicked(sim_cluster *c, sim_inst *in);

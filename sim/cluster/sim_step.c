@@ -197,9 +197,12 @@ void sim_inst_kicked(sim_cluster *c, sim_inst *in) {
 }
 
 void sim_inst_drain_check(sim_cluster *c, sim_inst *in) {
-    bool serving = !in->active && !in->failed &&
-                   (in->busy || in->kick_pending || in->waiting_loads || in->ready.n ||
-                    in->dwait.n || in->n_running || in->n_prefilling || in->n_loading);
+    // a prefill instance holds its prompts' KV until decode has it (kv_inflight): its last
+    // step ends before its last transfer does, and its GPUs are held until then
+    bool serving =
+        !in->active && !in->failed &&
+        (in->busy || in->kick_pending || in->waiting_loads || in->ready.n || in->dwait.n ||
+         in->n_running || in->n_prefilling || in->n_loading || in->kv_inflight > 0);
     if (serving == in->draining) return;
     sim_pool_gpu_account(c);   // the time so far at the old count
     sim_pool *p = sim_pool_of(c, in);

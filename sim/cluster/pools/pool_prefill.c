@@ -398,6 +398,8 @@ void sim_prefill_release_kv(sim_cluster *c, sim_req *r, bool kick) {
         in->kv_blocked = false;
         sim_inst_kick(c, in);
     }
+    // out of service, the instance is billed until its last prompt's KV has left
+    if (!in->active || in->draining) sim_inst_drain_check(c, in);
 }
 
 // ---- the pool's table (sim_pool.h) ---------------------------------------------------------
