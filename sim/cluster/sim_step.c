@@ -260,17 +260,24 @@ static uint32_t graph_pad_verify(sim_cluster *c, uint32_t nv, uint32_t n) {
 // Step j costs the sums at d->k + j (the run settles them only at its end), so a run costed
 // in pages costs every step as one call for the whole run would: the step model's step j of
 // d0 + j * grow, integers exact in doubles either way. The ends land in run_end[j0 ..]. False
-// where the step model has no such path (the caller costs the steps one by one).
-static bool run_cost_page(sim_cluster *c, sim_inst *in, sim_pool *p, uint32_t j0, uint32_t cnt) {
+// where the step model has no such path (the caller costs the steps one by one). formed: the
+// sums of the step being formed (j0 0), padded, as sim_step_form_batch has them already.
+static bool run_cost_page(sim_cluster *c, sim_inst *in, sim_pool *p, uint32_t j0, uint32_t cnt,
+                          const mdl_decode_sum *formed) {
     const sim_dsum *d = &in->ds;
     if (c->cfg->moe.skew_sd > 0 && c->model.experts) return false;   // a draw per step
-    mdl_decode_sum d0 = sim_dsum_batch(d), grow = {.sum_ctx = d->n};
+    mdl_decode_sum d0, grow = {.sum_ctx = d->n};
     for (int j = 0; j < MDL_CAPS; j++)
         if (d->caps[j]) grow.sum_min[j] = d->n_below[j];
-    d0.sum_ctx += (double)j0 * grow.sum_ctx;
-    for (int j = 0; j < MDL_CAPS; j++)
-        d0.sum_min[j] += (double)j0 * grow.sum_min[j];
-    graph_pad(c, in, &d0, 0);
+    if (formed) {
+        d0 = *formed;
+    } else {
+        d0 = sim_dsum_batch(d);
+        d0.sum_ctx += (double)j0 * grow.sum_ctx;
+        for (int j = 0; j < MDL_CAPS; j++)
+            d0.sum_min[j] += (double)j0 * grow.sum_min[j];
+        graph_pad(c, in, &d0, 0);
+    }
     // what step_cost adds to every step (the same sequence count throughout)
     int64_t add = serving_step_ns(c, (double)d0.n);
     sim_time mask =
@@ -299,7 +306,7 @@ static bool run_cost_page(sim_cluster *c, sim_inst *in, sim_pool *p, uint32_t j0
 // handler reads changes (sim_queue_slot_push_early): the run is the one costed whole.
 static void run_extend(sim_cluster *c, sim_inst *in) {
     uint32_t j0 = in->run_m, cnt = KVF_MIN(in->run_more, 3 * j0);
-    bool ok = run_cost_page(c, in, sim_pool_of(c, in), j0, cnt);
+    bool ok = run_cost_page(c, in, sim_pool_of(c, in), j0, cnt, NULL);
     KVF_ASSERT(ok);   // the step model costed the run's first page the same way
     (void)ok;
     in->run_m += cnt;
@@ -415,7 +422,7 @@ void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill
     // the tests ask for it whole: most runs are cut by a request a few steps in
     uint32_t page = (uint32_t)m;
     if (m > SIM_RUN_PAGE && !(c->opts && c->opts->run_whole)) page = SIM_RUN_PAGE;
-    if (m > 1 && run_cost_page(c, in, p, 0, page)) {
+    if (m > 1 && run_cost_page(c, in, p, 0, page, &ds)) {
         k = (mdl_step_cost){0};   // the run costed at once, its first step included
         if (page < m) {
             in->run_more = (uint32_t)m - page;
