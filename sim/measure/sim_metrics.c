@@ -18,6 +18,7 @@ void sim_hist_init(sim_hist *h) {
 
 void sim_hist_free(sim_hist *h) {
     free(h->count);
+    free(h->gap_ns);
     memset(h, 0, sizeof *h);
 }
 
@@ -94,7 +95,8 @@ static int64_t ns_at_least(double x) {
 // as the gaps in ns [glo, ghi) whose v lie in it (ns_at_least), and binned anew only when one
 // leaves it: the counts are hist_bin's, gap by gap.
 // With rising gaps the gaps in [glo, ghi) are one stretch from the gap that entered the bin:
-// its end is the first later gap >= ghi.
+// its end is the first later gap >= ghi. A bin's range is kept (h->gap_ns): a run's gaps fall
+// in the bins of the runs before it.
 void sim_hist_add_gaps_ns(sim_hist *h, const int64_t *ends, uint32_t m, uint64_t w, bool rising) {
     if (w == 0 || m < 2) return;
     // the gaps telescope: their sum is the span
@@ -117,12 +119,23 @@ void sim_hist_add_gaps_ns(sim_hist *h, const int64_t *ends, uint32_t m, uint64_t
         glo = 1;
         ghi = 0;
         if (b > 1) {   // a bin of the log-linear range: its bounds in ns
-            uint64_t bits;
-            memcpy(&bits, &v, sizeof bits);
-            uint64_t top = bits >> shift;
-            int64_t l = ns_at_least(bits_double(top << shift)),
-                    u = ns_at_least(bits_double((top + 1) << shift));
-            if (l >= 0 && u >= 0) glo = l, ghi = u;
+            if (b >= h->ngap) {
+                size_t cap = h->ngap;
+                kvf_grow((void **)&h->gap_ns, &cap, b + 1, sizeof *h->gap_ns);
+                memset(h->gap_ns + h->ngap, 0, (cap - h->ngap) * sizeof *h->gap_ns);
+                h->ngap = cap;
+            }
+            int64_t *r = h->gap_ns[b];
+            if (!r[0]) {   // a positive value's lo is at least 1 ns
+                uint64_t bits;
+                memcpy(&bits, &v, sizeof bits);
+                uint64_t top = bits >> shift;
+                int64_t l = ns_at_least(bits_double(top << shift)),
+                        u = ns_at_least(bits_double((top + 1) << shift));
+                r[0] = l >= 0 && u >= 0 ? l : -1;
+                r[1] = u;
+            }
+            if (r[0] > 0) glo = r[0], ghi = r[1];
         }   // else zero, negative, below the first floor or past 2^52 ns: binned one by one
         if (rising && glo < ghi) {
             uint32_t lo = j + 1, hi = m;   // the first k in (j, m) whose gap is >= ghi

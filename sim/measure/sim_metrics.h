@@ -13,7 +13,9 @@ typedef struct sim_hist {
     size_t nbins;
     uint64_t total;
     double sum;
-    __int128 sum_ns;   // exact sum of values added in ns (sim_hist_add_ns)
+    __int128 sum_ns;        // exact sum of values added in ns (sim_hist_add_ns)
+    int64_t (*gap_ns)[2];   // sim_hist_add_gaps_ns: bin b's gaps in ns [lo, hi), formed once
+    size_t ngap;            // per bin ({0, 0} not yet, lo -1: none)
 } sim_hist;
 
 void sim_hist_init(sim_hist *h);
