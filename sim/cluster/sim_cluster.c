@@ -198,7 +198,11 @@ static void init_instance(sim_cluster *c, sim_pool *p, int k, uint32_t i, uint32
                   cfg->serving.client_timeout_ns <= 0 &&   // aborts visit every sequence
                   !(p->cfg->failures.mtbf_ns > 0) &&       // and so do failures
                   !(o && o->decode_listed);
-    if (in->dsum_on) mdl_model_caps(&c->model, in->ds.caps);
+    if (in->dsum_on) {
+        mdl_model_caps(&c->model, in->ds.caps);
+        for (int j = 0; j < MDL_CAPS; j++)
+            if (in->ds.caps[j]) in->ds.cap_at[in->ds.ncaps++] = (uint8_t)j;
+    }
     // runs of steps (a decode router balancing KV reads a run's ended steps: sim_inst_kv_used)
     in->runs_on = in->dsum_on && !(o && o->decode_single) && !(o && o->timeline_path) &&
                   !(cfg->moe.skew_sd > 0 && c->model.experts);

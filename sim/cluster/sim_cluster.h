@@ -154,6 +154,8 @@ typedef struct sim_dsum {
     uint32_t n;                   // members (each emits one token per step)
     int64_t a;                    // sum of dctx0 over members
     uint32_t caps[MDL_CAPS];      // the model's context caps (0 = none)
+    uint8_t cap_at[MDL_CAPS];     // the j of those that are not 0, in order, ncaps of them: the
+    uint8_t ncaps;                // loops over caps visit only these (most models have none)
     uint32_t n_below[MDL_CAPS];   // members with context + 1 < cap
     int64_t a_below[MDL_CAPS];    // sum of dctx0 over those
     sim_gheap below[MDL_CAPS];    // those by the step count at which they reach the cap

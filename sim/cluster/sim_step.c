@@ -267,8 +267,8 @@ static bool run_cost_page(sim_cluster *c, sim_inst *in, sim_pool *p, uint32_t j0
     const sim_dsum *d = &in->ds;
     if (c->cfg->moe.skew_sd > 0 && c->model.experts) return false;   // a draw per step
     mdl_decode_sum d0, grow = {.sum_ctx = d->n};
-    for (int j = 0; j < MDL_CAPS; j++)
-        if (d->caps[j]) grow.sum_min[j] = d->n_below[j];
+    for (uint32_t i = 0; i < d->ncaps; i++)
+        grow.sum_min[d->cap_at[i]] = d->n_below[d->cap_at[i]];
     if (formed) {
         d0 = *formed;
     } else {
@@ -405,8 +405,10 @@ void sim_step_form_batch(sim_cluster *c, sim_inst *in, bool decode, bool prefill
         sim_dsum *d = &in->ds;
         m = in->run_hint;
         if (d->fin.n) m = KVF_MIN(m, d->fin.e[0].key - d->k);
-        for (int j = 0; j < MDL_CAPS; j++)
-            if (d->caps[j] && d->below[j].n) m = KVF_MIN(m, d->below[j].e[0].key - d->k);
+        for (uint32_t i = 0; i < d->ncaps; i++) {
+            const sim_gheap *h = &d->below[d->cap_at[i]];
+            if (h->n) m = KVF_MIN(m, h->e[0].key - d->k);
+        }
         double room = in->kv_cap - in->kv_used;   // the step after which KV overflows is the last
         m = room < 0 ? 1 : KVF_MIN(m, (uint64_t)floor(room / ds.n) + 1);
         if (m > 1 && m > in->run_cap) {

@@ -128,8 +128,8 @@ void sim_dsum_join(sim_cluster *c, sim_inst *in, uint32_t slot) {
     r->dctx0 = (int64_t)sim_req_ctx_tokens(r) - (int64_t)d->k;
     d->n++;
     d->a += r->dctx0;
-    for (int j = 0; j < MDL_CAPS; j++) {
-        if (!d->caps[j]) continue;
+    for (uint32_t i = 0; i < d->ncaps; i++) {
+        int j = d->cap_at[i];
         int64_t at = (int64_t)d->caps[j] - 1 - r->dctx0;   // step count reaching the cap
         if ((int64_t)d->k < at) {
             d->n_below[j]++;
@@ -148,8 +148,8 @@ void sim_dsum_leave(sim_cluster *c, sim_inst *in, uint32_t slot) {
     KVF_ASSERT(r->dgen && d->n > 0);
     d->n--;
     d->a -= r->dctx0;
-    for (int j = 0; j < MDL_CAPS; j++) {
-        if (!d->caps[j]) continue;
+    for (uint32_t i = 0; i < d->ncaps; i++) {
+        int j = d->cap_at[i];
         if ((int64_t)d->k < (int64_t)d->caps[j] - 1 - r->dctx0) {
             d->n_below[j]--;
             d->a_below[j] -= r->dctx0;
@@ -163,8 +163,8 @@ void sim_dsum_leave(sim_cluster *c, sim_inst *in, uint32_t slot) {
 // member reaching a cap in between).
 mdl_decode_sum sim_dsum_batch_at(const sim_dsum *d, uint64_t k) {
     mdl_decode_sum b = {.n = d->n, .sum_ctx = (double)(d->a + (int64_t)d->n * (int64_t)k)};
-    for (int j = 0; j < MDL_CAPS; j++) {
-        if (!d->caps[j]) continue;
+    for (uint32_t i = 0; i < d->ncaps; i++) {
+        int j = d->cap_at[i];
         int64_t below = d->a_below[j] + (int64_t)d->n_below[j] * (int64_t)(k + 1);
         b.sum_min[j] = (double)(below + (int64_t)(d->n - d->n_below[j]) * d->caps[j]);
     }
@@ -294,7 +294,8 @@ void sim_dsum_step_done(sim_cluster *c, sim_inst *in) {
         sim_dsum_join(c, in, d->recomp[i]);
     }
     d->n_recomp = 0;
-    for (int j = 0; j < MDL_CAPS; j++) {
+    for (uint32_t i = 0; i < d->ncaps; i++) {
+        int j = d->cap_at[i];
         sim_gheap *h = &d->below[j];
         while (h->n && h->e[0].key <= d->k) {
             struct sim_gentry e = gheap_pop(h);
