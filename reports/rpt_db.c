@@ -441,7 +441,8 @@ kvf_status rpt_db_request(rpt_db *db, const rpt_request_row *r, kvf_err *err) {
     }
     batch *b = &db->cur;
     if (b->nrq == b->caprq) {
-        b->caprq = b->caprq ? b->caprq * 2 : 1024;
+        // a batch holds at most RPT_DB_BATCH rows: room for all at once, not copied as it fills
+        b->caprq = b->caprq ? b->caprq * 2 : RPT_DB_BATCH;
         b->rq = kvf_realloc(b->rq, b->caprq * sizeof b->rq[0]);
     }
     b->rq[b->nrq] = (held_row){row, b->nrq};
