@@ -48,6 +48,9 @@ typedef struct rpt_request_row {
 } rpt_request_row;
 
 kvf_status rpt_db_request(rpt_db *db, const rpt_request_row *r, kvf_err *err);
+// The database's own copy of text t, kept until it is closed (t itself when its table of texts
+// is full): a row naming a text by that copy is held without a string compare.
+const char *rpt_db_text(rpt_db *db, const char *t);
 // pool: "prefill", "decode", "vision", "cluster", "kv"; instance -1 for pool-wide figures.
 kvf_status rpt_db_timeseries(rpt_db *db, double t_s, const char *pool, int32_t instance,
                              const char *metric, double value, kvf_err *err);

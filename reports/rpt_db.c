@@ -324,6 +324,8 @@ static kvf_status insert_requests(rpt_db *db, const held_row *h, kvf_err *err) {
 // outlive the call). Sets *ok false when the table is full: the row is then inserted at once.
 static const char *keep_text(rpt_db *db, const char *t, bool *ok) {
     if (!t) return NULL;
+    for (size_t i = 0; i < db->ntexts; i++)   // a copy rpt_db_text gave out: no compare
+        if (db->texts[i] == t) return t;
     for (size_t i = 0; i < db->ntexts; i++)
         if (strcmp(db->texts[i], t) == 0) return db->texts[i];
     if (db->ntexts == sizeof db->texts / sizeof db->texts[0]) {
@@ -331,6 +333,12 @@ static const char *keep_text(rpt_db *db, const char *t, bool *ok) {
         return NULL;
     }
     return db->texts[db->ntexts++] = kvf_strdup(t);
+}
+
+const char *rpt_db_text(rpt_db *db, const char *t) {
+    bool ok = true;
+    const char *k = keep_text(db, t, &ok);
+    return ok ? k : t;
 }
 
 static int cmp_held(const void *a, const void *b) {

@@ -345,6 +345,9 @@ typedef struct sim_cluster {
     rpt_econ_input econ_in;               // tokens by class and peak/off-peak for the economics
     int16_t econ_slot[TRC_CLASS_COUNT];   // each trace class's slot in econ_in; -1: not yet
     rpt_econ_input econ_st;   // the same for the requests arriving in output.steady_from_s/to_s
+    // the request rows' class and status texts as the results database keeps them
+    // (rpt_db_text), looked up by name once; NULL: not yet
+    const char *row_cls[TRC_CLASS_COUNT], *row_status[SIM_OUTCOMES];
     rpt_db *db;
     kvf_err *err;   // first error inside a handler stops the run
     kvf_status status;

@@ -261,9 +261,12 @@ static sim_time first_seen_ns(const sim_req *r, sim_time end) {
 
 void sim_req_write_row(sim_cluster *c, const sim_req *r, sim_outcome out) {
     if (!c->db || !c->cfg->output.write_requests) return;
+    const char **cls = &c->row_cls[r->cls], **status = &c->row_status[out];
+    if (!*cls) *cls = rpt_db_text(c->db, trc_class_name(r->cls));
+    if (!*status) *status = rpt_db_text(c->db, sim_outcome_name[out]);
     rpt_request_row row = {
         .id = r->id,
-        .cls = trc_class_name(r->cls),
+        .cls = *cls,
         .session = r->session,
         .arrival_s =
             r->arrival_ns >= 0 ? (double)r->arrival_ns * 1e-9 : (double)r->recorded_ns * 1e-9,
@@ -279,7 +282,7 @@ void sim_req_write_row(sim_cluster *c, const sim_req *r, sim_outcome out) {
             r->produced > 1 ? (double)(r->last_ns - r->first_ns) * 1e-9 / (r->produced - 1) : NAN,
         .e2e_s = out == SIM_OUT_COMPLETED ? (double)(c->now - r->arrival_ns) * 1e-9 : NAN,
         .queue_s = (double)r->queue_ns * 1e-9,
-        .status = sim_outcome_name[out],
+        .status = *status,
         .hit_hbm = r->hit[SIM_TIER_HBM],
         .hit_dram = r->hit[SIM_TIER_DRAM],
         .hit_ssd = r->hit[SIM_TIER_SSD],
