@@ -174,7 +174,7 @@ double sim_hist_percentile(const sim_hist *h, double p) {
 // 4 KiB page and copied on each doubling, was 3 % of a 360,000-request run's loop.
 #define SAMPLES_TABLE_MIN ((size_t)1 << 18)
 
-static void samples_grow(sim_samples *s) {
+void sim_samples_grow(sim_samples *s) {
     if (s->cap < SAMPLES_TABLE_MIN / 2) {
         kvf_grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v);
         return;
@@ -189,11 +189,6 @@ static void samples_grow(sim_samples *s) {
         s->v = kvf_table_grow(s->v, s->cap * sizeof *s->v, cap * sizeof *s->v);
     }
     s->cap = cap;
-}
-
-void sim_samples_add(sim_samples *s, double v) {
-    if (s->n == s->cap) samples_grow(s);
-    s->v[s->n++] = v;
 }
 
 void sim_samples_free(sim_samples *s) {

@@ -38,7 +38,12 @@ typedef struct sim_samples {   // growable array of doubles
     size_t n, cap;
 } sim_samples;
 
-void sim_samples_add(sim_samples *s, double v);
+// Room for one more value (sim_samples_add, inline: a request's end adds four).
+void sim_samples_grow(sim_samples *s);
+static inline void sim_samples_add(sim_samples *s, double v) {
+    if (s->n == s->cap) sim_samples_grow(s);
+    s->v[s->n++] = v;
+}
 void sim_samples_free(sim_samples *s);
 
 #define SIM_WAIT_BINS 4096
