@@ -360,36 +360,43 @@ static void attn_sums(const attn_k *k, const mdl_model *m, const mdl_decode_sum 
     w->bytes[MDL_WG_ATTN_WINDOW] += k->wl * k->kvl * (pw + one->n);
 }
 
-// Attention groups of a gqa/mla/dsa model (full and window layers, DSA's indexer).
-static void attn_work(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
+// Attention groups of a gqa/mla/dsa model (full and window layers, DSA's indexer); k: the
+// model's attn_consts where the caller keeps them (a stepper), NULL to form them here.
+static void attn_work(const mdl_model *m, const attn_k *k, const mdl_batch *b, mdl_work *w) {
     const mdl_decode_sum *ds = b->dsum;
     // the model's per-layer figures (DSA: the indexer's FP8 dot products and ReLU-weighted sum
     // over heads per pair, attention in the absorbed form over the selected keys, index keys
     // and latents read apart)
-    attn_k k = attn_consts(m);
-    double fl = k.fl, wl = k.wl, kvl = k.kvl;
+    attn_k own;
+    if (!k) {
+        own = attn_consts(m);
+        k = &own;
+    }
+    double fl = k->fl, wl = k->wl, kvl = k->kvl;
     uint32_t caps[MDL_CAPS];
-    if (b->n) mdl_model_caps(m, caps);
+    bool have_caps = false;     // formed for the first one-token sequence (a prefill has none)
     mdl_decode_sum one = {0};   // the batch's one-token sequences, summed
     if (ds) one = *ds;
     for (uint32_t i = 0; i < b->n; i++) {
         double n = b->seqs[i].new_tokens, c = b->seqs[i].cached_tokens;
         if (n <= 0) continue;
         if (one_token_summable(m, n, c)) {
+            if (!have_caps) mdl_model_caps(m, caps);
+            have_caps = true;
             mdl_decode_sum_add(&one, caps, c);
             continue;
         }
         double pf = pairs(n, c, 0), pw = pairs(n, c, m->window);
-        if (k.dsa) {
+        if (k->dsa) {
             // The indexer scores every (query, key) pair; attention sees the top-k of each.
             double pk = pairs(n, c, m->index_topk);
-            w->flops[MDL_WG_ATTN_INDEX] += fl * pf * k.ifpp;
-            w->bytes[MDL_WG_ATTN_INDEX] += fl * k.ikl * (c + n + n);
-            w->flops[MDL_WG_ATTN_FULL] += fl * pk * k.dfpp;
-            w->bytes[MDL_WG_ATTN_FULL] += fl * k.lkl * (KVF_MIN(c + n, (double)m->index_topk) + n);
+            w->flops[MDL_WG_ATTN_INDEX] += fl * pf * k->ifpp;
+            w->bytes[MDL_WG_ATTN_INDEX] += fl * k->ikl * (c + n + n);
+            w->flops[MDL_WG_ATTN_FULL] += fl * pk * k->dfpp;
+            w->bytes[MDL_WG_ATTN_FULL] += fl * k->lkl * (KVF_MIN(c + n, (double)m->index_topk) + n);
             continue;
         }
-        double fpp = k.fpp, fixed = 0;   // FLOPs per (query, key) pair and layer; per-layer extra
+        double fpp = k->fpp, fixed = 0;   // FLOPs per (query, key) pair and layer; per-layer extra
         if (m->attention == MDL_ATTN_MLA) fpp = mla_fpp(m, pf, c, &fixed);
         w->flops[MDL_WG_ATTN_FULL] += fl * (pf * fpp + fixed);
         w->flops[MDL_WG_ATTN_WINDOW] += wl * (pw * fpp + fixed);
@@ -399,10 +406,11 @@ static void attn_work(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
         w->bytes[MDL_WG_ATTN_FULL] += fl * kvl * (rd_full + n);
         w->bytes[MDL_WG_ATTN_WINDOW] += wl * kvl * (rd_win + n);
     }
-    attn_sums(&k, m, &one, w);
+    attn_sums(k, m, &one, w);
 }
 
-void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
+// mdl_batch_work_detail; ak: the model's attn_consts, or NULL (attn_work).
+static void batch_work(const mdl_model *m, const attn_k *ak, const mdl_batch *b, mdl_work *w) {
     KVF_ASSERT(m && b && w && (b->n == 0 || b->seqs));
     memset(w, 0, sizeof *w);
     w->decode = b->phase == MDL_DECODE;
@@ -471,7 +479,11 @@ void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) 
         w->bytes[MDL_WG_EXPERT] = we;
     }
 
-    attn_work(m, b, w);
+    attn_work(m, ak, b, w);
+}
+
+void mdl_batch_work_detail(const mdl_model *m, const mdl_batch *b, mdl_work *w) {
+    batch_work(m, NULL, b, w);
 }
 
 void mdl_batch_work(const mdl_model *m, const mdl_batch *b, double *flops, double *bytes) {
@@ -912,7 +924,7 @@ typedef struct rl_memo {
 
 typedef struct rl_stepper {
     mdl_stepper base;
-    attn_k ak;   // the model's attention figures (attn_consts)
+    attn_k ak;   // the model's attention figures (attn_consts), formed with the stepper
     // parts_consts of the model and hardware under pk_par and pk_eff, while base.par and
     // base.eff hold the same bytes (a pool sets base.par.ep_skew step by step)
     bool pk_valid;
@@ -967,14 +979,13 @@ static rl_memo *memo_of(rl_stepper *r, const mdl_batch *b, mdl_step_cost *out, b
     rl_memo *mm = &r->memo[n % RL_MEMOS];
     *made = false;
     if (mm->valid && mm->n == n && mm->skew == s->par.ep_skew) return mm;
-    mdl_batch_work_detail(&s->model, b, &mm->w);
+    batch_work(&s->model, &r->ak, b, &mm->w);
     parts_of(&s->model, &s->hw, rl_consts(r), &mm->w, &mm->pp);
     mm->valid = mm->pp.valid;
     mm->n = n;
     mm->skew = s->par.ep_skew;
     mm->acc = ACC_START;
     acc_groups(&mm->pp, &mm->w, 0, MDL_WG_ATTN_FULL, &mm->acc);
-    r->ak = attn_consts(&s->model);
     mm->n_attn = 0;
     for (int g = MDL_WG_ATTN_FULL; g < MDL_WG_COUNT; g++)
         if (mm->w.flops[g] > 0 || mm->w.bytes[g] > 0) mm->attn[mm->n_attn++] = g;
@@ -988,7 +999,7 @@ static void roofline_cost(mdl_stepper *s, const mdl_batch *b, mdl_step_cost *out
     if (!sums_only(s, b)) {
         // mdl_roofline_eval with the stepper's constant figures formed once
         mdl_work w;
-        mdl_batch_work_detail(&s->model, b, &w);
+        batch_work(&s->model, &r->ak, b, &w);
         mdl_parts pp;
         parts_of(&s->model, &s->hw, rl_consts(r), &w, &pp);
         mdl_parts_finish(&pp, &w, out);
@@ -1261,6 +1272,7 @@ mdl_stepper *mdl_roofline_create(const mdl_model *m, const mdl_hardware *hw,
     mdl_stepper *s = &r->base;
     s->vt = &roofline_vt;
     s->model = *m;
+    r->ak = attn_consts(m);
     s->hw = *hw;
     s->par = par_norm(par);
     if (eff)
