@@ -808,6 +808,112 @@ START_TEST(test_steady_economics_by_hand) {
 }
 END_TEST
 
+// The integral of a pool's series metric over the rows in (from_s, to_s]: each row's value
+// times the time since the row before it (the first row: since 0).
+static double series_integral(const char *dir, const char *pool, const char *metric, double from_s,
+                              double to_s, double *lo, double *hi) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/results.db", dir);
+    sqlite3 *db;
+    ck_assert(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    sqlite3_stmt *st;
+    ck_assert(sqlite3_prepare_v2(db,
+                                 "SELECT t_s, value FROM timeseries WHERE pool = ? AND metric = ? "
+                                 "ORDER BY t_s",
+                                 -1, &st, NULL) == SQLITE_OK);
+    sqlite3_bind_text(st, 1, pool, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, metric, -1, SQLITE_STATIC);
+    double sum = 0, prev = 0;
+    *lo = INFINITY, *hi = -INFINITY;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        double t = sqlite3_column_double(st, 0), v = sqlite3_column_double(st, 1);
+        if (t > from_s + 1e-9 && t <= to_s + 1e-9) {
+            sum += v * (t - prev);
+            *lo = fmin(*lo, v), *hi = fmax(*hi, v);
+        }
+        prev = t;
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return sum;
+}
+
+// The steady window's per-GPU rates and busy shares, and the series' utilisation, are over the
+// instance time of the interval, a failed, starting or draining instance's included as the
+// whole run's figures count it (the GPUs are held), not over the instances serving at the
+// sample instant. Decode failing every 18 s (back after 20 s) on quickstart's 2 decode GPUs:
+// steady decode was 708 tok/s a GPU at 1.033 busy while the cluster made 870 tok/s; prefill
+// autoscaled from 1 to 4 instances read 17,050 tok/s a GPU at 0.403 busy (whole run 9,057 and
+// 0.214); the series' utilisation was cut at 1.
+START_TEST(test_steady_window_counts_instance_time) {
+    char d[] = "/tmp/kvf_steady_XXXXXX", d2[1100];
+    ck_assert(mkdtemp(d));
+    kvt_tmp_register(d);
+    const char *fail[] = {"workload.limit_requests=1500", "cluster.decode.failures.mtbf_h=0.005",
+                          "cluster.decode.failures.mttr_s=20", "output.steady_from_s=50",
+                          "output.steady_to_s=400"};
+    const char *none[] = {"workload.limit_requests=1500", "output.steady_from_s=50",
+                          "output.steady_to_s=400"};
+    for (int run = 0; run < 2; run++) {
+        snprintf(d2, sizeof d2, "%s/%s", d, run ? "none" : "fail");
+        json_t *s = kvt_run("quickstart.yaml", NULL, run ? none : fail, run ? 3 : 5, d2);
+        const char *what = run ? "no failures" : "decode failing";
+        ck_assert_msg(run || kvt_num(s, "failures.count") >= 10, "%s: %g failures", what,
+                      kvt_num(s, "failures.count"));
+        // a failed instance's GPUs are held (billed): the window's GPU-seconds are its length
+        // times the pool's GPUs, and tokens a GPU-second times them are the series' tokens
+        double span = kvt_num(s, "steady.sampled_s"), lo, hi;
+        double out = series_integral(d2, "cluster", "output_tok_s", 50, 400, &lo, &hi);
+        double in = series_integral(d2, "cluster", "input_tok_s", 50, 400, &lo, &hi);
+        double dg = kvt_num(s, "gpus.decode"), pg = kvt_num(s, "gpus.prefill");
+        double dpg = kvt_num(s, "steady.decode_output_tok_s_per_gpu");
+        double ppg = kvt_num(s, "steady.prefill_input_tok_s_per_gpu");
+        ck_assert_msg(span == 350 && out > 0 && fabs(dpg * dg * span - out) <= 1e-6 * out,
+                      "%s: steady decode %.3f tok/s a GPU x %g GPUs x %g s; the series made "
+                      "%.1f output tokens",
+                      what, dpg, dg, span, out);
+        ck_assert_msg(fabs(ppg * pg * span - in) <= 1e-6 * in,
+                      "%s: steady prefill %.3f tok/s a GPU x %g GPUs x %g s; the series took "
+                      "%.1f prompt tokens",
+                      what, ppg, pg, span, in);
+        double su = kvt_num(s, "steady.utilization.decode");
+        ck_assert_msg(su > 0 && su <= 1, "%s: steady decode utilisation %g", what, su);
+        // the series' busy shares, each over its row's interval, add up to the whole run's
+        // busy time (utilization.decode x the run x the pool's instances, all billed throughout)
+        double T = kvt_num(s, "sim.simulated_s");
+        double busy = series_integral(d2, "decode", "utilization", 0, T, &lo, &hi);
+        double whole = kvt_num(s, "utilization.decode") * T;
+        ck_assert_msg(fabs(busy - whole) <= 1e-6 * whole,
+                      "%s: the series' decode utilisation integrates to %.4f s, the run's "
+                      "busy share %.4f s",
+                      what, busy, whole);
+        ck_assert_msg(lo >= 0 && hi <= 1, "%s: series decode utilisation in [%g, %g]", what, lo,
+                      hi);
+        json_decref(s);
+    }
+    // prefill scaled by its KV use from 1 instance up to 4, each starting for 60 s (billed): a
+    // window over the whole run gives the whole run's per-GPU input rate and busy share
+    const char *scale[] = {
+        "workload.limit_requests=1500",     "cluster.prefill.autoscale.metric=kv",
+        "cluster.prefill.autoscale.up=0.3", "cluster.prefill.autoscale.down=0.05",
+        "cluster.prefill.autoscale.max=4",  "cluster.prefill.autoscale.startup_s=60",
+        "cluster.prefill.kv_tokens=40000",  "output.steady_from_s=0",
+        "output.steady_to_s=100000"};
+    json_t *s = kvt_run("quickstart.yaml", NULL, scale, 9, NULL);
+    ck_assert_msg(kvt_num(s, "scaling.prefill.ups") > 0 && kvt_num(s, "scaling.prefill.downs") > 0,
+                  "prefill did not scale: %g up, %g down", kvt_num(s, "scaling.prefill.ups"),
+                  kvt_num(s, "scaling.prefill.downs"));
+    double ppg = kvt_num(s, "steady.prefill_input_tok_s_per_gpu"),
+           whole = kvt_num(s, "throughput.prefill_input_tok_s_per_gpu");
+    ck_assert_msg(fabs(ppg - whole) <= 1e-6 * whole,
+                  "steady over the run: prefill %.3f tok/s a GPU, the run %.3f", ppg, whole);
+    double su = kvt_num(s, "steady.utilization.prefill"), wu = kvt_num(s, "utilization.prefill");
+    ck_assert_msg(fabs(su - wu) <= 1e-6 * wu,
+                  "steady over the run: prefill %.6f busy, the run %.6f", su, wu);
+    json_decref(s);
+}
+END_TEST
+
 static void check_invariants(json_t *s, const char *what) {
     json_t *rq = json_object_get(s, "requests");
     long long arrived = json_integer_value(json_object_get(rq, "arrived"));
@@ -1488,6 +1594,7 @@ static Suite *suite(void) {
     tcase_add_test(e, test_series_cover_the_run);
     tcase_add_test(e, test_steady_window_matches_rows_and_series);
     tcase_add_test(e, test_steady_economics_by_hand);
+    tcase_add_test(e, test_steady_window_counts_instance_time);
     tcase_add_test(e, test_simultaneous_arrivals_share_a_step);
     tcase_add_test(e, test_first_token_lag_is_a_share_of_the_next_step);
     tcase_add_test(e, test_kv_transfer_without_prefix_cache);

@@ -281,8 +281,9 @@ typedef struct sim_pool {
     double scale_busy_ns;            // busy time of its instances at the last tick
     uint64_t scale_ups, scale_downs;
     uint32_t active_min, active_max;   // fewest and most instances serving over the run
-    double gpu_ns;                     // integral of active GPUs over time
+    double gpu_ns;                     // integral of billed GPUs over time (ns x GPUs)
     sim_time gpu_last;
+    double gpu_ns_sampled;   // the integral at the last sample (sim_on_sample)
 } sim_pool;
 
 typedef struct sim_link_ref {

@@ -16,12 +16,18 @@ void sim_ts(sim_cluster *c, const char *pool, int32_t inst, const char *metric, 
         sim_fail_run(c, KVF_ERUN);
 }
 
+// The pool's GPU time since it was last accounted: the GPUs it is billed for (instances
+// serving, starting, down after a failure, draining) over the time since.
+static double pool_gpu_ns_pending(const sim_cluster *c, const sim_pool *p) {
+    return (double)(c->now - p->gpu_last) *
+           (p->n_active + p->n_starting + p->n_failed + p->n_draining) *
+           (p->cfg ? p->cfg->gpus_per_instance : 0);
+}
+
 void sim_pool_gpu_account(sim_cluster *c) {
     for (int k = 0; k < SIM_POOLS; k++) {
         sim_pool *p = &c->pool[k];
-        p->gpu_ns += (double)(c->now - p->gpu_last) *
-                     (p->n_active + p->n_starting + p->n_failed + p->n_draining) *
-                     (p->cfg ? p->cfg->gpus_per_instance : 0);
+        p->gpu_ns += pool_gpu_ns_pending(c, p);
         p->gpu_last = c->now;
     }
 }
@@ -72,14 +78,21 @@ void sim_on_sample(sim_cluster *c, double interval_s, bool last) {
         }
         qlen += (uint64_t)q;
         if (!last) sim_samples_add(&m->pool_queue[k], q);
+        // the instance time since the last sample, as the whole run's utilisation and per-GPU
+        // rates count it (p->gpu_ns): serving, starting, down after a failure and draining,
+        // each for the part of the interval it spent so, not the count at this instant (read
+        // without accounting it: gpu_ns split at every sample would round differently)
+        double gnow = p->gpu_ns + pool_gpu_ns_pending(c, p), gpu_ns = gnow - p->gpu_ns_sampled;
+        double inst_ns =
+            p->cfg && p->cfg->gpus_per_instance ? gpu_ns / p->cfg->gpus_per_instance : 0;
+        p->gpu_ns_sampled = gnow;
         if (in_win) {
             m->st_busy_ns[k] += busy;
-            m->st_inst_ns[k] += span * 1e9 * p->n_active;
-            m->st_gpu_s[k] += span * p->n_active * (p->cfg ? p->cfg->gpus_per_instance : 0);
+            m->st_inst_ns[k] += inst_ns;
+            m->st_gpu_s[k] += gpu_ns * 1e-9;
             m->st_running[k] += run * span;   // weighted by the time it stands for
         }
-        double util = p->n_active ? busy / (interval_s * 1e9 * p->n_active) : 0;
-        sim_ts(c, names[k], -1, "utilization", util > 1 ? 1 : util);
+        sim_ts(c, names[k], -1, "utilization", inst_ns > 0 ? busy / inst_ns : 0);
         sim_ts(c, names[k], -1, "queue_len", q);
         sim_ts(c, names[k], -1, "running_requests", run);
         sim_ts(c, names[k], -1, "instances", p->n_active);
