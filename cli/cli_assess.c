@@ -390,6 +390,16 @@ int cli_assess(int argc, char **argv) {
         static sim_config cfg;
         kvf_status s0 =
             design_config(&cfg, a.scenario, a.trace, a.format, a.c.sets, a.c.nsets, false, &err);
+        // a sampled run simulates part of the trace; the ideal and the grid read all of it,
+        // so the runs' hit rates would be set beside figures of other traffic
+        if (!s0 && cfg.workload.sample_rate != 1) {
+            char where[SIM_PATH_MAX + 128];
+            sim_config_where(&cfg, "workload.sample_rate", where, sizeof where);
+            s0 = kvf_fail(&err, KVF_EINVAL,
+                          "%s: %g: assess sets its runs beside the whole trace's ideal hit rate "
+                          "and store grid; give workload.sample_rate 1 (the default)",
+                          where, cfg.workload.sample_rate);
+        }
         if (s0) return assess_fail(&err, s0);
         opt = cfg.workload.opt;
     }

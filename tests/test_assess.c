@@ -286,6 +286,36 @@ START_TEST(test_assess_shaped_workload) {
 }
 END_TEST
 
+// A sampled run (workload.sample_rate below 1) simulates part of the trace, while the ideal and
+// the store grid read all of it: the first 300 Mooncake requests at R = 0.5 printed an ideal of
+// 0.0810 beside a run hitting 0.1009. assess refuses the key (exit 2, naming it and where it was
+// set, by --set or by the scenario), writes nothing, and runs at R = 1.
+START_TEST(test_assess_refuses_sampling) {
+    kvt_tmp_make("kvf_assess_sampled");
+    const char *trace = kvt_shared_trace("mooncake_conversation.jsonl");
+    int rc = kvt_sh("%s assess %s --scenario scenarios/quickstart.yaml --set "
+                    "workload.limit_requests=300 --set workload.sample_rate=0.5 --json -o %s/a",
+                    kvt_bin(), trace, kvt_tmp);
+    ck_assert_msg(rc == 2 && strstr(kvt_err, "--set workload.sample_rate"),
+                  "sample_rate 0.5: exit %d: %s", rc, kvt_err);
+    char p[200];
+    snprintf(p, sizeof p, "%s/a/assess.json", kvt_tmp);
+    ck_assert_msg(access(p, F_OK) != 0, "a refused assess wrote %s", p);
+    // a scenario sampling its own workload: named by file and line
+    rc = kvt_sh("%s assess %s --scenario scenarios/fleet-day-v41.yaml --set "
+                "workload.limit_requests=300 --json -o %s/b",
+                kvt_bin(), trace, kvt_tmp);
+    ck_assert_msg(rc == 2 && strstr(kvt_err, "fleet-day-v41.yaml:") &&
+                      strstr(kvt_err, "workload.sample_rate"),
+                  "sampled scenario: exit %d: %s", rc, kvt_err);
+    rc = kvt_sh("%s assess %s --scenario scenarios/quickstart.yaml --set "
+                "workload.limit_requests=300 --set workload.sample_rate=1 --json -o %s/c",
+                kvt_bin(), trace, kvt_tmp);
+    ck_assert_msg(rc == 0, "sample_rate 1: exit %d: %s", rc, kvt_err);
+    kvt_tmp_remove();
+}
+END_TEST
+
 START_TEST(test_assess_agentic) {
     const char *trace = kvt_shared_trace("weka_agentic_dev.jsonl");
     json_t *j = assess(trace);
@@ -463,6 +493,7 @@ int main(void) {
     tcase_add_test(t, test_assess_bad_input);
     tcase_add_test(t, test_assess_mooncake);
     tcase_add_test(t, test_assess_shaped_workload);
+    tcase_add_test(t, test_assess_refuses_sampling);
     tcase_add_test(t, test_assess_agentic);
     tcase_add_test(t, test_assess_simulated_within_ideal);
     suite_add_tcase(s, t);
