@@ -172,6 +172,91 @@ START_TEST(test_rejected_requests_not_billed) {
 }
 END_TEST
 
+// Sums over the request rows where cond holds: input, cached, output tokens and the hit tokens
+// by tier, read with sqlite3.
+static void row_sums(const char *dir, const char *cond, double v[4]) {
+    int rc = kvt_sh("sqlite3 -separator ' ' %s/results.db \"select total(input_tokens), "
+                    "total(cached_tokens), total(output_tokens), total(hit_hbm + hit_dram + "
+                    "hit_ssd) from request where %s\"",
+                    dir, cond);
+    ck_assert_msg(rc == 0, "sqlite3: %s", kvt_err);
+    ck_assert(sscanf(kvt_out, "%lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3]) == 4);
+}
+
+// Under failures.requests=reject a request's failed try leaves the served totals, as a retried
+// one's does: with quickstart's one prefill instance failing every 72 s (1,500 requests, 407
+// rejected for the failures), the summary's prompt tokens were 13,342,743 against 13,121,473
+// in the completed rows (the rejected tries' 221,270 scheduled tokens), and the rejected rows
+// carried 1,525,312 cached tokens of lookups the totals never counted. Now the totals are the
+// completed rows' and a rejected try's row carries none; with decode failing (rejects after
+// prefill; a request rejected as no decode instance is up was prefilled and stays counted) the
+// totals are those of every row but the failures' rejects.
+START_TEST(test_failure_rejects_leave_the_totals) {
+    kvt_tmp_make("kvf_fail_rej");
+    const char *pre[] = {"workload.limit_requests=1500", "cluster.prefill.instances=1",
+                         "cluster.prefill.failures.mtbf_h=0.02",
+                         "cluster.prefill.failures.mttr_s=30",
+                         "cluster.prefill.failures.requests=reject"};
+    const char *dec[] = {"workload.limit_requests=1500", "cluster.decode.failures.mtbf_h=0.02",
+                         "cluster.decode.failures.mttr_s=30",
+                         "cluster.decode.failures.requests=reject"};
+    for (int k = 0; k < 2; k++) {
+        char dir[1100];
+        snprintf(dir, sizeof dir, "%s/%s", kvt_tmp, k ? "decode" : "prefill");
+        json_t *s = kvt_run("quickstart.yaml", NULL, k ? dec : pre, k ? 4 : 5, dir);
+        const char *what = k ? "decode failing" : "prefill failing";
+        conserved(s, what);
+        ck_assert_msg(kvt_num(s, "requests.rejected_by_reason.failure") > 0,
+                      "%s: no request rejected for a failure", what);
+        double rows[4], rej[4];
+        // decode failing: requests rejected for no decode instance up were prefilled, and count
+        row_sums(dir, k ? "status != 'rejected:failure'" : "status = 'completed'", rows);
+        row_sums(dir, "status = 'rejected:failure'", rej);
+        double prompt = kvt_num(s, "cache.hit_tokens") + kvt_num(s, "cache.miss_tokens");
+        double tiers = kvt_num(s, "cache.by_tier_tokens.hbm") +
+                       kvt_num(s, "cache.by_tier_tokens.dram") +
+                       kvt_num(s, "cache.by_tier_tokens.ssd");
+        ck_assert_msg(
+            prompt == rows[0] && kvt_num(s, "cache.hit_tokens") == rows[1] && tiers == rows[3],
+            "%s: summary prompt %.0f, hit %.0f, by tier %.0f; rows %.0f, %.0f, %.0f", what, prompt,
+            kvt_num(s, "cache.hit_tokens"), tiers, rows[0], rows[1], rows[3]);
+        ck_assert_msg(kvt_num(s, "invariants.output_tokens_produced") == rows[2],
+                      "%s: summary output %.0f, rows %.0f", what,
+                      kvt_num(s, "invariants.output_tokens_produced"), rows[2]);
+        ck_assert_msg(rej[1] == 0 && rej[2] == 0 && rej[3] == 0,
+                      "%s: rejected:failure rows carry %.0f cached, %.0f output, %.0f hit tokens",
+                      what, rej[1], rej[2], rej[3]);
+        // throughput follows: input tokens over the run are the rows' prompt tokens
+        double T = kvt_num(s, "sim.simulated_s");
+        ck_assert_msg(fabs(kvt_num(s, "throughput.input_tok_s") * T - rows[0]) <= 1e-6 * rows[0],
+                      "%s: input %.3f tok/s over %.3f s, rows %.0f", what,
+                      kvt_num(s, "throughput.input_tok_s"), T, rows[0]);
+        ck_assert_msg(kvt_num(s, "failures.rejected_prompt_tokens") > 0,
+                      "%s: no prompt tokens of rejected tries", what);
+        json_decref(s);
+    }
+    // the same holds for a request whose client gives up while it queues for prefill: its
+    // lookup never counted, so its row carries no cached tokens (one prefill instance, clients
+    // leaving after 5 s: the rows carried 500,224 cached tokens more than the summary's hits)
+    const char *to[] = {"workload.limit_requests=1500", "cluster.prefill.instances=1",
+                        "serving.client_timeout_s=5"};
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/timeout", kvt_tmp);
+    json_t *s = kvt_run("quickstart.yaml", NULL, to, 3, dir);
+    double rows[4];
+    row_sums(dir, "1", rows);
+    double tiers = kvt_num(s, "cache.by_tier_tokens.hbm") +
+                   kvt_num(s, "cache.by_tier_tokens.dram") + kvt_num(s, "cache.by_tier_tokens.ssd");
+    ck_assert_msg(kvt_num(s, "requests.rejected_by_reason.timeout") > 0 &&
+                      kvt_num(s, "cache.hit_tokens") == rows[1] && tiers == rows[3],
+                  "timeouts %g: summary hit %.0f, by tier %.0f; rows %.0f, %.0f",
+                  kvt_num(s, "requests.rejected_by_reason.timeout"), kvt_num(s, "cache.hit_tokens"),
+                  tiers, rows[1], rows[3]);
+    json_decref(s);
+    kvt_tmp_remove();
+}
+END_TEST
+
 START_TEST(test_failures_keys_that_cannot_apply) {
     const char *bad[][2] = {
         {"--set cluster.decode.failures.mttr_s=60", "failures.mttr_s"},
@@ -198,6 +283,7 @@ int main(void) {
     tcase_add_test(tc, test_no_instance_rejections_named);
     tcase_add_test(tc, test_failures_keys_that_cannot_apply);
     tcase_add_test(tc, test_rejected_requests_not_billed);
+    tcase_add_test(tc, test_failure_rejects_leave_the_totals);
     suite_add_tcase(s, tc);
     return kvt_main(s);
 }

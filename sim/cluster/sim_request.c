@@ -264,6 +264,9 @@ void sim_req_write_row(sim_cluster *c, const sim_req *r, sim_outcome out) {
     const char **cls = &c->row_cls[r->cls], **status = &c->row_status[out];
     if (!*cls) *cls = rpt_db_text(c->db, trc_class_name(r->cls));
     if (!*status) *status = rpt_db_text(c->db, sim_outcome_name[out]);
+    // its prefix lookup counts (in the row as in the totals) once its first chunk is scheduled:
+    // one ending before (rejected, timed out in the queue) hit nothing
+    bool counted = r->scheduled;
     rpt_request_row row = {
         .id = r->id,
         .cls = *cls,
@@ -271,7 +274,7 @@ void sim_req_write_row(sim_cluster *c, const sim_req *r, sim_outcome out) {
         .arrival_s =
             r->arrival_ns >= 0 ? (double)r->arrival_ns * 1e-9 : (double)r->recorded_ns * 1e-9,
         .input_tokens = r->input,
-        .cached_tokens = r->cached,
+        .cached_tokens = counted ? r->cached : 0,
         .output_tokens = r->produced,
         .vision_instance = r->vinst == SIM_NONE ? -1 : (int32_t)c->inst[r->vinst].idx,
         .prefill_instance = r->pinst == SIM_NONE ? -1 : (int32_t)c->inst[r->pinst].idx,
@@ -283,9 +286,9 @@ void sim_req_write_row(sim_cluster *c, const sim_req *r, sim_outcome out) {
         .e2e_s = out == SIM_OUT_COMPLETED ? (double)(c->now - r->arrival_ns) * 1e-9 : NAN,
         .queue_s = (double)r->queue_ns * 1e-9,
         .status = *status,
-        .hit_hbm = r->hit[SIM_TIER_HBM],
-        .hit_dram = r->hit[SIM_TIER_DRAM],
-        .hit_ssd = r->hit[SIM_TIER_SSD],
+        .hit_hbm = counted ? r->hit[SIM_TIER_HBM] : 0,
+        .hit_dram = counted ? r->hit[SIM_TIER_DRAM] : 0,
+        .hit_ssd = counted ? r->hit[SIM_TIER_SSD] : 0,
         .preemptions = r->preemptions,
     };
     if (rpt_db_request(c->db, &row, c->err) != KVF_OK) sim_fail_run(c, KVF_ERUN);

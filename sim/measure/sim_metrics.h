@@ -76,6 +76,9 @@ typedef struct sim_metrics {
     // a retried request's prompt and output tokens of the tries that failed: work done again,
     // taken out of the totals above (each request's tokens are counted once, as delivered)
     uint64_t redone_prompt_tokens, redone_output_tokens;
+    // the same of the tries a failure ended for good (failures.requests reject): taken out of
+    // the totals too, as a request never served
+    uint64_t rejected_prompt_tokens, rejected_output_tokens;
     double down_ns;   // instance time spent failed
     uint64_t preemptions, decode_steps, decode_step_tokens, decode_step_seqs;
     double prefill_flops, prefill_flops_no_reuse, prefill_flops_window_full;

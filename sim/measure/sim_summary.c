@@ -754,6 +754,10 @@ json_t *sim_summary_build(sim_cluster *c, const char *trace_path, trc_reader *rd
                             json_integer((json_int_t)c->m.redone_prompt_tokens));
         json_object_set_new(fo, "redone_output_tokens",
                             json_integer((json_int_t)c->m.redone_output_tokens));
+        json_object_set_new(fo, "rejected_prompt_tokens",
+                            json_integer((json_int_t)c->m.rejected_prompt_tokens));
+        json_object_set_new(fo, "rejected_output_tokens",
+                            json_integer((json_int_t)c->m.rejected_output_tokens));
         json_object_set_new(fo, "down_s", json_real(c->m.down_ns * 1e-9));
         json_object_set_new(s, "failures", fo);
     }

@@ -46,13 +46,12 @@ static bool held_by(const sim_cluster *c, const sim_req *r, uint32_t id) {
     }
 }
 
-// r starts over: a fresh try through the routers, everything of the ended one undone.
-static void retry(sim_cluster *c, uint32_t slot) {
-    sim_req *r = sim_req_at(c, slot);
-    KVF_ASSERT(!r->pkv);   // its prompt KV was freed or lost first (sim_failures_fail)
-    // the failed try's tokens leave the totals (its prompt was counted when its first chunk was
-    // scheduled, its output as produced): the next try counts them again. Failure pools list
-    // their decode sequences, so produced is current.
+// r's ended try leaves the totals: its prompt (counted when its first chunk was scheduled) and
+// its output as produced; redo: it is tried again (the next try counts them again), else it
+// is rejected (never served). Failure pools list their decode sequences, so produced is
+// current. What the try looked up and produced is cleared: a rejected request's row carries
+// none of it, as the totals do not.
+static void undo_try(sim_cluster *c, sim_req *r, bool redo) {
     sim_metrics *m = &c->m;
     if (r->scheduled) {
         m->prompt_tokens -= r->input;
@@ -62,15 +61,22 @@ static void retry(sim_cluster *c, uint32_t slot) {
         m->cls_hit[r->cls] -= r->cached;
         for (int t = 0; t < SIM_TIERS; t++)
             m->hit_tier[t] -= r->hit[t];
-        m->redone_prompt_tokens += r->input;
+        *(redo ? &m->redone_prompt_tokens : &m->rejected_prompt_tokens) += r->input;
     }
     m->output_tokens -= r->produced;
-    m->redone_output_tokens += r->produced;
-    r->gen++;
+    *(redo ? &m->redone_output_tokens : &m->rejected_output_tokens) += r->produced;
     r->produced = r->computed = r->cached = r->compute_tokens = r->recompute = 0;
-    r->hit_blocks = r->blocks_written = r->pending_loads = 0;
     for (int t = 0; t < SIM_TIERS; t++)
         r->hit[t] = 0;
+}
+
+// r starts over: a fresh try through the routers, everything of the ended one undone.
+static void retry(sim_cluster *c, uint32_t slot) {
+    sim_req *r = sim_req_at(c, slot);
+    KVF_ASSERT(!r->pkv);   // its prompt KV was freed or lost first (sim_failures_fail)
+    undo_try(c, r, true);
+    r->gen++;
+    r->hit_blocks = r->blocks_written = r->pending_loads = 0;
     r->first_ns = r->last_ns = -1;
     r->first_lag_ns = 0;
     r->in_batch = r->scheduled = false;
@@ -134,7 +140,9 @@ void sim_failures_fail(sim_cluster *c, sim_inst *in) {
     bool reject = in->pcfg->failures.reject;
     for (size_t i = 0; i < n; i++) {
         if (reject) {
-            sim_req_at(c, held[i])->gen++;   // its link flows and swap-ins are stale now
+            sim_req *r = sim_req_at(c, held[i]);
+            r->gen++;   // its link flows and swap-ins are stale now
+            undo_try(c, r, false);
             sim_req_reject(c, held[i], SIM_OUT_REJECT_FAILURE);
         } else
             retry(c, held[i]);
