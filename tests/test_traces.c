@@ -609,6 +609,62 @@ START_TEST(test_sessions_weka) {
 }
 END_TEST
 
+// Distinct nonzero "session" values of a canonical JSONL file, read from each line's text.
+static long distinct_sessions(const char *path) {
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "%s", path);
+    json_t *seen = json_object();
+    char line[1 << 16];
+    while (fgets(line, sizeof line, f)) {
+        // the session field comes before the blocks, which may not fit the buffer
+        const char *k = strstr(line, "\"session\":");
+        ck_assert_msg(k != NULL, "%s: a line without a session", path);
+        long long sid = strtoll(k + 10, NULL, 10);
+        char key[32];
+        snprintf(key, sizeof key, "%lld", sid);
+        if (sid) json_object_set_new(seen, key, json_true());
+        while (!strchr(line, '\n') && fgets(line, sizeof line, f)) {
+        }
+    }
+    fclose(f);
+    long n = (long)json_object_size(seen);
+    json_decref(seen);
+    return n;
+}
+
+// `trace stats` counts the sessions the requests read belong to: a window of the agentic trace
+// (3,600-7,200 s: 506 requests of 17 sessions, none starting there) read 0, as only first turns
+// were counted. Checked against the distinct session ids `trace convert` writes for the same
+// window and limit, and, for the whole trace, against its lines (one session a line).
+START_TEST(test_stats_sessions_counted_in_window) {
+    kvt_tmp_make("kvf_trc_sess");
+    const char *w = trace_path("weka_agentic_dev.jsonl");
+    const char *shape[] = {"--start 3600 --end 7200", "--limit 100", ""};
+    for (int i = 0; i < 3; i++) {
+        const char *out = kvt_tmp_path("w.jsonl");
+        int rc = kvt_sh("%s trace convert %s %s -o %s --force", kvt_bin(), w, shape[i], out);
+        ck_assert_msg(rc == 0, "convert %s: exit %d: %s", shape[i], rc, kvt_err);
+        long want = distinct_sessions(out);
+        rc = kvt_sh("%s trace stats %s %s --json", kvt_bin(), w, shape[i]);
+        ck_assert_msg(rc == 0, "stats %s: exit %d: %s", shape[i], rc, kvt_err);
+        json_error_t je;
+        json_t *j = json_loads(kvt_out, 0, &je);
+        ck_assert_msg(j, "stats --json: %s", je.text);
+        double got = kvt_num(j, "sessions");
+        ck_assert_msg(want > 0 && got == want, "stats %s: %g sessions, the requests hold %ld",
+                      shape[i], got, want);
+        if (!*shape[i]) {
+            char *txt = kvt_slurp(w);
+            long lines = kvt_count(txt, "\n");
+            free(txt);
+            ck_assert_msg(got == lines, "whole trace: %g sessions in %ld lines", got, lines);
+        }
+        json_decref(j);
+    }
+    kvt_tmp_remove();
+}
+END_TEST
+
 START_TEST(test_sessions_small) {
     kvt_tmp_make("kvf_trc");
     // two sessions with identical local ids; one subagent spawned after request 1
@@ -2087,6 +2143,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_roundtrip_readers);
     tcase_add_test(tc, test_sessions_weka);
     tcase_add_test(tc, test_sessions_small);
+    tcase_add_test(tc, test_stats_sessions_counted_in_window);
     tcase_add_test(tc, test_stats_sessions_in_arrival_order);
     tcase_add_test(tc, test_stats_converted_sessions_match_source);
     tcase_add_test(tc, test_stats_repeated_prompt_whole_blocks);

@@ -223,7 +223,7 @@ typedef struct trc_len_stats {
 typedef struct trc_stats {
     trc_format format;        // format that was read
     uint64_t requests;        // requests read (after filtering)
-    uint64_t sessions;        // requests with session != 0 and turn == 0
+    uint64_t sessions;        // distinct session ids != 0 among the requests read
     uint64_t closed_loop;     // requests with prev_id >= 0
     uint64_t failed;          // requests flagged TRC_F_FAILED
     uint64_t with_images;     // requests with images > 0

@@ -386,7 +386,7 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
         sk[i].exact = kvf_malloc(EXACT_MAX * sizeof *sk[i].exact);
         sk[i].hist = kvf_calloc(HIST_N, sizeof *sk[i].hist);
     }
-    idset seen = {0};
+    idset seen = {0}, sess = {0};   // block ids; session ids (0, no session, left out)
     const uint64_t BT = trc_reader_block_tokens(r);
     uint32_t *hint = NULL;   // entry indices found while measuring the LRU's leading runs
     size_t caphint = 0;
@@ -441,7 +441,8 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
             prev_open = q.arrival_ns;
         } else
             out->closed_loop++;
-        if (q.session && q.turn == 0) out->sessions++;
+        // sessions the requests read belong to: a window or a limit may start mid-session
+        if (q.session) idset_add(&sess, q.session);
         if (q.flags & TRC_F_FAILED) out->failed++;
         if (q.images) out->with_images++;
         out->classes[q.cls < TRC_CLASS_COUNT ? q.cls : TRC_CLASS_OTHER]++;
@@ -515,6 +516,7 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
         sketch_finish(&sk[0], &out->input_tokens);
         sketch_finish(&sk[1], &out->output_tokens);
         out->distinct_blocks = seen.n;
+        out->sessions = sess.n;
         out->ideal_hit_rate =
             out->input_tokens.total ? (double)out->hit_tokens / (double)out->input_tokens.total : 0;
         out->n_sizes = n_sizes;
@@ -531,6 +533,7 @@ kvf_status trc_stats_compute(trc_reader *r, const double *cache_tokens, uint32_t
         free(sk[i].hist);
     }
     free(seen.keys);
+    free(sess.keys);
     free(hint);
     trc_answers_free(&ans);
     lru_free(&L);
