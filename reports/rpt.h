@@ -333,6 +333,11 @@ typedef struct rpt_econ_result {
     rpt_econ_sens by_price;
 } rpt_econ_result;
 
+// E of the model above for a run of simulated_s from trace_start_utc: its length weighted by
+// 24 x the day profile's share of each hour it covers (the length itself when flat). 0 when
+// every hour the run covers has share 0: a day of such a run's traffic is undefined.
+double rpt_econ_day_weight_s(const rpt_econ_config *c, double simulated_s);
+
 // Computes *out. KVF_EINVAL when simulated_s <= 0 or an input is negative or not finite.
 kvf_status rpt_econ_compute(const rpt_econ_config *c, const rpt_econ_input *in,
                             rpt_econ_result *out, kvf_err *err);

@@ -408,6 +408,21 @@ typedef struct day_place {
     const char *basis;
 } day_place;
 
+double rpt_econ_day_weight_s(const rpt_econ_config *c, double simulated_s) {
+    // E = integral over the run of 24 x share(hour), walked hour by hour from trace_start_utc
+    double e = 0, t = 0, T = simulated_s;
+    while (t < T) {
+        double tod = fmod(c->trace_start_s + t, DAY_S);
+        int h = (int)(tod / 3600.0);
+        if (h > 23) h = 23;
+        double step = KVF_MIN((h + 1) * 3600.0 - tod, T - t);
+        if (step <= 0) step = KVF_MIN(1e-6, T - t);
+        e += 24.0 * c->day_profile[h] * step;
+        t += step;
+    }
+    return e;
+}
+
 static day_place place_in_day(const rpt_econ_config *c, const rpt_econ_input *in) {
     day_place d = {false, DAY_S / in->simulated_s, 0.0, "flat day profile"};
     if (!c->day_profile_set && in->simulated_s >= DAY_S) {
@@ -420,17 +435,7 @@ static day_place place_in_day(const rpt_econ_config *c, const rpt_econ_input *in
     for (int h = 0; h < 24; h++)
         d.offpeak_share +=
             c->day_profile[h] * window_overlap(c, h * 3600.0, (h + 1) * 3600.0) / 3600.0;
-    // E = integral over the run of 24 x share(hour), walked hour by hour from trace_start_utc
-    double e = 0, t = 0, T = in->simulated_s;
-    while (t < T) {
-        double tod = fmod(c->trace_start_s + t, DAY_S);
-        int h = (int)(tod / 3600.0);
-        if (h > 23) h = 23;
-        double step = KVF_MIN((h + 1) * 3600.0 - tod, T - t);
-        if (step <= 0) step = KVF_MIN(1e-6, T - t);
-        e += 24.0 * c->day_profile[h] * step;
-        t += step;
-    }
+    double e = rpt_econ_day_weight_s(c, in->simulated_s);
     d.scale = e > 0 ? DAY_S / e : 0.0;
     if (!(e > 0)) d.basis = "day_profile (the run falls in hours with no traffic share)";
     return d;

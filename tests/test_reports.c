@@ -720,6 +720,50 @@ START_TEST(test_econ_day_placement) {
 }
 END_TEST
 
+// A day profile with no share in the hours a run covers cannot place the run's traffic in a
+// day: E (the run's length weighted by 24 x its hours' shares) is 0. Worked by hand: a profile
+// of 0 at 00:00 and 1 elsewhere (1/23 each, normalised) over 900 s from 00:55 weighs 300 s x 0
+// + 600 s x 24/23; from 00:00 it weighs 0. A run there was accepted and read 0 revenue a day,
+// margin null ("no revenue"), though it served traffic: now refused (exit 2) naming the key
+// and the hour, while the run that reaches 01:00 goes on with revenue.
+START_TEST(test_econ_run_in_hours_without_share) {
+    const char *zero0 = "[0,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]";
+    rpt_econ_config c;
+    rpt_econ_config_default(&c);
+    set_ok(&c, "day_profile", zero0);
+    set_ok(&c, "trace_start_utc", "00:55");
+    ck_assert_msg(NEAR(rpt_econ_day_weight_s(&c, 900), 600 * 24.0 / 23), "from 00:55: E %.6f s",
+                  rpt_econ_day_weight_s(&c, 900));
+    set_ok(&c, "trace_start_utc", "00:00");
+    ck_assert_msg(rpt_econ_day_weight_s(&c, 900) == 0, "from 00:00: E %.6f s",
+                  rpt_econ_day_weight_s(&c, 900));
+    kvt_tmp_make("kvf_econ_zero");
+    int rc = kvt_sh("%s run scenarios/quickstart.yaml --set workload.limit_requests=300 --set "
+                    "'economics.day_profile=%s' -q --no-report -o %s/a",
+                    kvt_bin(), zero0, kvt_tmp);
+    ck_assert_msg(rc == 2 && strstr(kvt_err, "economics.day_profile") && strstr(kvt_err, "hour 00"),
+                  "a run in an hour of share 0: exit %d: %s", rc, kvt_err);
+    char p[300];
+    snprintf(p, sizeof p, "%s/a/summary.json", kvt_tmp);
+    ck_assert_msg(access(p, F_OK) != 0, "a refused run wrote %s", p);
+    // the same 120 s run from 00:59 reaches hour 01: placed by its minute there
+    rc = kvt_sh("%s run scenarios/quickstart.yaml --set workload.limit_requests=300 --set "
+                "'economics.day_profile=%s' --set economics.trace_start_utc=00:59 -q --no-report "
+                "-o %s/b",
+                kvt_bin(), zero0, kvt_tmp);
+    ck_assert_msg(rc == 0, "from 00:59: exit %d: %s", rc, kvt_err);
+    snprintf(p, sizeof p, "%s/b/summary.json", kvt_tmp);
+    json_error_t je;
+    json_t *sum = json_load_file(p, 0, &je);
+    ck_assert_msg(sum, "%s: %s", p, je.text);
+    ck_assert_msg(kvt_num(sum, "economics.revenue_per_day_usd") > 0 &&
+                      json_is_number(json_object_get(json_object_get(sum, "economics"), "margin")),
+                  "from 00:59: revenue %g a day", kvt_num(sum, "economics.revenue_per_day_usd"));
+    json_decref(sum);
+    kvt_tmp_remove();
+}
+END_TEST
+
 // Payback from numbers worked by hand: an owned 8-GPU cluster, two classes with their own
 // retention on an unbounded store, revenue from output only.
 START_TEST(test_econ_payback_hand_worked) {
@@ -1520,6 +1564,7 @@ static Suite *suite(void) {
     tcase_add_test(t, test_econ_margin_monotone_in_hit_rate);
     tcase_add_test(t, test_econ_utilization_and_price_tables);
     tcase_add_test(t, test_econ_day_placement);
+    tcase_add_test(t, test_econ_run_in_hours_without_share);
     tcase_add_test(t, test_econ_payback_hand_worked);
     tcase_add_test(t, test_econ_break_even_and_flops_sensitivity);
     tcase_add_test(t, test_econ_write_db);

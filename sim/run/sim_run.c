@@ -270,6 +270,29 @@ kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_
                       trace);
         goto done;
     }
+    // a day profile with no share in any hour the run covers cannot place the run's traffic in
+    // a day (its per-day figures would read 0 revenue beside the run's)
+    double sim_s = (double)c.now * 1e-9;
+    if (!st && cfg->econ.day_profile_set && sim_s > 0 &&
+        !(rpt_econ_day_weight_s(&cfg->econ, sim_s) > 0)) {
+        char where[SIM_PATH_MAX + 128];
+        sim_config_where(cfg, "economics.day_profile", where, sizeof where);
+        int h0 = (int)fmod(floor(cfg->econ.trace_start_s / 3600), 24),
+            h1 = (int)fmod(floor((cfg->econ.trace_start_s + sim_s) / 3600), 24);
+        char hours[32];
+        if (h1 == h0)
+            snprintf(hours, sizeof hours, "hour %02d", h0);
+        else
+            snprintf(hours, sizeof hours, "hours %02d-%02d", h0, h1);
+        st = kvf_fail(
+            err, KVF_EINVAL,
+            "%s: the run (%.0f s of traffic from %02d:%02d UTC, economics.trace_start_utc) "
+            "falls in UTC %s, whose share is 0: a day of its traffic is undefined; give "
+            "those hours a share or move economics.trace_start_utc",
+            where, sim_s, (int)(cfg->econ.trace_start_s / 3600),
+            (int)fmod(cfg->econ.trace_start_s / 60, 60), hours);
+        goto done;
+    }
     kvf_status run_st = st;
     rpt_econ_result econ;
     memset(&econ, 0, sizeof econ);
