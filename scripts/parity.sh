@@ -4,8 +4,8 @@
 # summary.json without the wall-clock figures (sim.wall_s, sim.events_per_s, ...), every
 # request row and every time-series row of results.db. Prints one line per case and exits 1
 # on the first difference kept in the log. Without --all the multi-hour cases (fleet-day,
-# fleet-days, cluster-1000gpu) are left out and deepseek-reference runs its first minute. A
-# refactoring or a faster path must leave this at "identical".
+# fleet-days, cluster-1000gpu) are left out and deepseek-reference and fleet-day-v41 run their
+# first minute. A refactoring or a faster path must leave this at "identical".
 set -uo pipefail
 old=${1:?usage: parity.sh OLD_BIN NEW_BIN [--all]}
 new=${2:?usage: parity.sh OLD_BIN NEW_BIN [--all]}
@@ -22,7 +22,8 @@ for s in "$here"/scenarios/*.yaml "$here"/scenarios/published/*.yaml; do
   case "$(basename "$s")" in
     fleet-day.yaml|fleet-days.yaml|cluster-1000gpu.yaml) [ "$all" = --all ] || continue ;;
     # five minutes of sessions at 4,000 rps: its first minute unless --all
-    deepseek-reference.yaml) [ "$all" = --all ] || extra="--set workload.generate.duration_s=60" ;;
+    deepseek-reference.yaml|fleet-day-v41.yaml)
+      [ "$all" = --all ] || extra="--set workload.generate.duration_s=60" ;;
   esac
   cases+=("$s|$extra")
 done
