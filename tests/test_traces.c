@@ -707,12 +707,10 @@ START_TEST(test_sessions_small) {
 }
 END_TEST
 
-// trace stats takes a sessions trace in arrival order: two users' sessions, each two turns over
-// the same 10 blocks, interleave (a0 b0 a1 b1), so a 10-block LRU never holds a session's
-// blocks when its next turn comes. Read session after session, as the file holds them, each
-// second turn found its blocks (hit rate 0.476).
-START_TEST(test_stats_sessions_in_arrival_order) {
-    kvt_tmp_make("kvf_trc");
+// Two users' sessions (a, b), each two turns 100 s apart over the same 10 blocks of 64
+// tokens, as a sessions trace (two.jsonl): read by two users their turns interleave in time
+// (a0 b0 a1 b1).
+static const char *two_sessions(void) {
     char ses[2][400];
     for (int k = 0; k < 2; k++)
         snprintf(
@@ -725,7 +723,16 @@ START_TEST(test_stats_sessions_in_arrival_order) {
             'a' + k);
     char text[900];
     snprintf(text, sizeof text, "%s%s", ses[0], ses[1]);
-    const char *p = WRITE("two.jsonl", text);
+    return WRITE("two.jsonl", text);
+}
+
+// trace stats takes a sessions trace in arrival order: two users' sessions, each two turns over
+// the same 10 blocks, interleave (a0 b0 a1 b1), so a 10-block LRU never holds a session's
+// blocks when its next turn comes. Read session after session, as the file holds them, each
+// second turn found its blocks (hit rate 0.457).
+START_TEST(test_stats_sessions_in_arrival_order) {
+    kvt_tmp_make("kvf_trc");
+    const char *p = two_sessions();
     trc_options o = opts(64);
     o.session_users = 2;
     trc_reader *r;
@@ -751,19 +758,7 @@ END_TEST
 // read in file order, its 1M-token LRU hit 0.9711 where the source's hits 0.9315.
 START_TEST(test_stats_converted_sessions_match_source) {
     kvt_tmp_make("kvf_trc");
-    char ses[2][400];
-    for (int k = 0; k < 2; k++)
-        snprintf(
-            ses[k], sizeof ses[k],
-            "{\"id\":\"%c\",\"block_size\":64,\"hash_id_scope\":\"local\",\"requests\":["
-            "{\"t\":0,\"type\":\"n\",\"in\":700,\"out\":10,\"hash_ids\":[1,2,3,4,5,6,7,8,9,10],"
-            "\"api_time\":1},"
-            "{\"t\":100,\"type\":\"n\",\"in\":700,\"out\":10,\"hash_ids\":[1,2,3,4,5,6,7,8,9,"
-            "10],\"think_time\":99}]}\n",
-            'a' + k);
-    char text[900];
-    snprintf(text, sizeof text, "%s%s", ses[0], ses[1]);
-    const char *p = WRITE("two.jsonl", text);
+    const char *p = two_sessions();
     trc_options o = opts(64);
     o.session_users = 2;
     ck_assert_uint_eq(roundtrip(p, &o, "two_c.jsonl"), 4);
