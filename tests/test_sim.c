@@ -760,6 +760,15 @@ START_TEST(test_steady_window_matches_rows_and_series) {
     ck_assert_msg(fabs(kvt_num(s, "steady.output_tok_s") * span - produced) <= 1e-6 * produced,
                   "steady output %.3f tok/s over %.1f s, the run produced %.0f",
                   kvt_num(s, "steady.output_tok_s"), span, produced);
+    // a window over the whole run (past its end) bills the run's own day
+    const char *ek[] = {"revenue_per_day_usd", "cost_per_day_usd", "margin", "gpu_hours"};
+    for (int k = 0; k < 4; k++) {
+        char a[80], b[80];
+        snprintf(a, sizeof a, "steady.economics.%s", ek[k]);
+        snprintf(b, sizeof b, "economics.%s", ek[k]);
+        ck_assert_msg(fabs(kvt_num(s, a) - kvt_num(s, b)) <= 1e-9 * fabs(kvt_num(s, b)),
+                      "%s %.9g, the run's %.9g", a, kvt_num(s, a), kvt_num(s, b));
+    }
     json_decref(s);
     const char *plain[] = {"workload.limit_requests=300"};
     s = run_with(NULL, plain, 1);

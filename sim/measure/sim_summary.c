@@ -522,16 +522,18 @@ static void summary_econ_input(sim_cluster *c, double sim_s, double peak, double
 
 // The steady window's economics input (false when there is none): the run's (ei, before any
 // sampling scale) with the tokens of the requests arriving in the window, the window's length
-// as the period, and each pool's GPU-hours and busy share over the sampled time inside it
-// (summary_steady's), stretched to the whole window. The store's write rates are the run's
-// scaled by how much faster the class makes new KV (computed prompt + output tokens a second)
+// (up to the run's end) as the period, and each pool's GPU-hours and busy share over the sampled
+// time inside it (summary_steady's), stretched to the whole window. The store's write rates are the
+// run's scaled by how much faster the class makes new KV (computed prompt + output tokens a second)
 // in the window than over the run: a run with a climb and a drain writes slower on average.
 static bool steady_econ_input(const sim_cluster *c, const rpt_econ_input *ei, rpt_econ_input *st) {
     const sim_output_cfg *oc = &c->cfg->output;
     const sim_metrics *m = &c->m;
-    if (!(oc->steady_to_s > 0) || !(m->st_span_s > 0) || c->econ_st.n_cls == 0) return false;
+    // the window as far as the run went: a window past its end holds no traffic there
+    double w = fmin(oc->steady_to_s, ei->simulated_s) - oc->steady_from_s;
+    if (!(w > 0) || !(m->st_span_s > 0) || c->econ_st.n_cls == 0) return false;
     *st = *ei;
-    st->simulated_s = oc->steady_to_s - oc->steady_from_s;
+    st->simulated_s = w;
     double run_new[RPT_ECON_MAX_CLASSES] = {0}, all_run = 0, all_st = 0;
     for (int k = 0; k < st->n_cls; k++)
         for (int j = 0; j < 2; j++) {
