@@ -813,7 +813,28 @@ START_TEST(test_steady_economics_by_hand) {
     ck_assert_msg(kvt_num(s, "economics.revenue_per_day_usd") < rev,
                   "the whole run's %.3f USD/day against the window's %.3f",
                   kvt_num(s, "economics.revenue_per_day_usd"), rev);
+    // the hit-rate sensitivity saves the run's prefill work per unit of hit rate (the window's
+    // hit rate differs: it divided the run's saving by it, 0.85 where the run reads 0.98)
+    ck_assert_double_eq_tol(kvt_num(s, "steady.economics.hit_saving_per_unit_hit_rate"),
+                            kvt_num(s, "economics.hit_saving_per_unit_hit_rate"), 1e-9);
     json_decref(s);
+    // a window the run never reaches has no economics (null), not a day of no traffic
+    const char *late[] = {"workload.limit_requests=300", "output.steady_from_s=1000000",
+                          "output.steady_to_s=2000000"};
+    s = run_with(NULL, late, 3);
+    json_t *se = json_object_get(json_object_get(s, "steady"), "economics");
+    ck_assert_msg(se && json_is_null(se), "a window past the run: steady.economics %s",
+                  se ? "is not null" : "missing");
+    json_decref(s);
+    // a window in hours whose day_profile share is 0 cannot be a day: refused (exit 2)
+    int rc = kvt_sh("%s run scenarios/quickstart.yaml -q --no-report -o %s/dp --trace %s "
+                    "--set workload.limit_requests=2000 --set economics.trace_start_utc=00:55 "
+                    "--set 'economics.day_profile=[0,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,"
+                    "1]' --set output.steady_from_s=0 --set output.steady_to_s=200",
+                    kvt_bin(), d, kvt_shared_trace("mooncake_conversation.jsonl"));
+    ck_assert_msg(rc == 2 && strstr(kvt_err, "output.steady_from_s") &&
+                      strstr(kvt_err, "day_profile"),
+                  "rc %d: %s", rc, kvt_err);
 }
 END_TEST
 

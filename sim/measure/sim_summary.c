@@ -531,7 +531,7 @@ static bool steady_econ_input(const sim_cluster *c, const rpt_econ_input *ei, rp
     const sim_metrics *m = &c->m;
     // the window as far as the run went: a window past its end holds no traffic there
     double w = fmin(oc->steady_to_s, ei->simulated_s) - oc->steady_from_s;
-    if (!(w > 0) || !(m->st_span_s > 0) || c->econ_st.n_cls == 0) return false;
+    if (!(w > 0) || !(m->st_span_s > 0)) return false;   // no sampled time: null
     *st = *ei;
     st->simulated_s = w;
     double run_new[RPT_ECON_MAX_CLASSES] = {0}, all_run = 0, all_st = 0;
@@ -558,6 +558,19 @@ static bool steady_econ_input(const sim_cluster *c, const rpt_econ_input *ei, rp
             st->cls[k].write_Bps *= win / st->simulated_s / (run_new[k] / ei->simulated_s);
     }
     if (all_run > 0) st->ssd_write_Bps *= all_st / st->simulated_s / (all_run / ei->simulated_s);
+    // prefill FLOPs saved per unit of hit rate are the run's (the window counts no FLOPs of its
+    // own): the sensitivity to the hit rate starts from the window's hit rate at that saving
+    double rh = 0, rm = 0, wh = 0, wm = 0;
+    for (int k = 0; k < ei->n_cls; k++)
+        for (int j = 0; j < 2; j++)
+            rh += ei->cls[k].hit[j], rm += ei->cls[k].miss[j];
+    for (int k = 0; k < st->n_cls; k++)
+        for (int j = 0; j < 2; j++)
+            wh += st->cls[k].hit[j], wm += st->cls[k].miss[j];
+    if (ei->prefill_flops_no_reuse > 0 && rh > 0 && wh + wm > 0) {
+        double per_hit = (1 - ei->prefill_flops / ei->prefill_flops_no_reuse) / (rh / (rh + rm));
+        st->prefill_flops = ei->prefill_flops_no_reuse * (1 - per_hit * wh / (wh + wm));
+    }
     double stretch = st->simulated_s / m->st_span_s;
     static const int pools[RPT_POOL_N] = {[RPT_POOL_VISION] = SIM_POOL_VISION,
                                           [RPT_POOL_PREFILL] = SIM_POOL_PREFILL,
@@ -602,7 +615,10 @@ static void summary_economics(json_t *s, json_t *ca, sim_cluster *c, double sim_
     rpt_econ_input st;
     bool have_st = sim_s > 0 && steady_econ_input(c, ei, &st);
     if (have_st && smp) sim_sample_scale_econ(&st, &smp->plan, c->colocated);
-    if (have_st) summary_steady_economics(s, c, &st);
+    if (have_st)
+        summary_steady_economics(s, c, &st);
+    else if (json_object_get(s, "steady"))   // a window with no sampled time in the run
+        json_object_set_new(json_object_get(s, "steady"), "economics", json_null());
     if (smp && sim_s > 0) {   // the sampled fleet's own figures, then the full fleet's
         *have_raw = rpt_econ_compute(&cfg->econ, ei, raw, err) == KVF_OK;
         sim_sample_scale_econ(ei, &smp->plan, c->colocated);

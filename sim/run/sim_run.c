@@ -293,6 +293,24 @@ kvf_status sim_run(const sim_config *cfg, const sim_run_opts *o, void **summary_
             (int)fmod(cfg->econ.trace_start_s / 60, 60), hours);
         goto done;
     }
+    // the same for the steady window, which steady.economics places in the day at its start
+    const sim_output_cfg *oc = &cfg->output;
+    double sw = fmin(oc->steady_to_s, sim_s) - oc->steady_from_s;
+    if (!st && cfg->econ.day_profile_set && oc->steady_to_s > 0 && sw > 0) {
+        rpt_econ_config ew = cfg->econ;
+        ew.trace_start_s = fmod(ew.trace_start_s + oc->steady_from_s, 86400.0);
+        if (!(rpt_econ_day_weight_s(&ew, sw) > 0)) {
+            char where[SIM_PATH_MAX + 128];
+            sim_config_where(cfg, "output.steady_from_s", where, sizeof where);
+            st = kvf_fail(err, KVF_EINVAL,
+                          "%s: the steady window (%g-%g s of the run, from %02d:%02d UTC) falls "
+                          "in hours whose economics.day_profile share is 0: a day at it is "
+                          "undefined; move the window or give those hours a share",
+                          where, oc->steady_from_s, oc->steady_from_s + sw,
+                          (int)(ew.trace_start_s / 3600), (int)fmod(ew.trace_start_s / 60, 60));
+            goto done;
+        }
+    }
     kvf_status run_st = st;
     rpt_econ_result econ;
     memset(&econ, 0, sizeof econ);
