@@ -749,6 +749,31 @@ START_TEST(test_stats_sessions_in_arrival_order) {
 }
 END_TEST
 
+// trace stats of a canonical file whose requests carry no blocks: it is read whole and sorted
+// (as a converted sessions trace is), with no block array at all. An offset was added to the
+// null array (undefined behaviour: clang's sanitizer stops on it, and tests/fuzz/run.sh
+// replays the input that found it; GCC's does not check it).
+START_TEST(test_stats_canonical_without_blocks) {
+    kvt_tmp_make("kvf_trc");
+    const char *p = WRITE("noblk.jsonl",
+                          "{\"id\":0,\"arrival_ns\":0,\"input_tokens\":130,\"output_tokens\":3,"
+                          "\"class\":\"agent\"}\n"
+                          "{\"id\":1,\"arrival_ns\":1000,\"input_tokens\":70,\"output_tokens\":2,"
+                          "\"class\":\"chatbot\"}\n");
+    trc_options o = opts(64);
+    trc_reader *r;
+    kvf_err err = {0};
+    ck_assert_msg(!trc_reader_open(&r, p, &o, &err), "%s", err.msg);
+    double size = 640;
+    trc_stats s;
+    ck_assert_msg(!trc_stats_compute(r, &size, 1, &s, &err), "%s", err.msg);
+    trc_reader_close(r);
+    ck_assert_uint_eq(s.requests, 2);
+    ck_assert_msg(s.ideal_hit_rate == 0 && s.cache_hit_rate[0] == 0, "hits %.4f / %.4f",
+                  s.ideal_hit_rate, s.cache_hit_rate[0]);
+}
+END_TEST
+
 // A canonical file written from a sessions trace (trace convert) keeps its order, one session's
 // turns after another's, so turns come before earlier arrivals of later sessions; trace stats
 // takes it in arrival order as it takes the source. The two sessions above, converted: their
@@ -2141,6 +2166,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_stats_sessions_counted_in_window);
     tcase_add_test(tc, test_stats_sessions_in_arrival_order);
     tcase_add_test(tc, test_stats_converted_sessions_match_source);
+    tcase_add_test(tc, test_stats_canonical_without_blocks);
     tcase_add_test(tc, test_stats_repeated_prompt_whole_blocks);
     tcase_add_test(tc, test_gen_rate_and_cv);
     tcase_add_test(tc, test_gen_lengths);

@@ -360,7 +360,7 @@ static int ordered_next(ordered *o, trc_request *q, kvf_err *err) {
     if (o->next == o->n) return 0;
     uint32_t i = o->idx[o->next++];
     *q = o->q[i];
-    q->blocks = o->blk + o->off[i];
+    q->blocks = o->blk ? o->blk + o->off[i] : NULL;   // no request had blocks: none held
     return 1;
 }
 

@@ -36,7 +36,10 @@ seed() {
         printf '\000Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type,Session ID\n5,ChatGPT,472,18,490,Conversation log,a\n45,GPT-4,10,0,10,API log,a\n' > "$d/s0" ;;
     fuzz_readers_kvfleet|fuzz_readers_auto)
         printf '\000{"id":0,"arrival_ns":0,"input_tokens":130,"output_tokens":3,"class":"agent","flags":0,"images":1,"session":7,"turn":0,"prev_id":-1,"think_ns":0,"block_tokens":64,"blocks":[1,-2]}\n{"id":1,"arrival_ns":5,"input_tokens":200,"output_tokens":3,"session":7,"turn":1,"prev_id":0,"think_ns":9,"block_tokens":64,"blocks":[1,-2,3]}\n' > "$d/s0"
-        seed_file "$d" 0 traces/data/mooncake_conversation.jsonl ;;
+        seed_file "$d" 0 traces/data/mooncake_conversation.jsonl
+        # found by this target: a canonical request without blocks, read whole for the stats
+        # (an offset added to a null block array)
+        printf '\007{"id":0,"arrival_ns":0,"input_tokens":130,"output_tokens":3,"class":"agent","flags":0,"imagex":-1,"think_ns":0,"block_tokens":64,"b6ocks":[1,52]}\n{"[1,-2,3]}\n' > "$d/r1" ;;
     fuzz_scenario)
         for f in scenarios/*.yaml; do seed_file "$d" 0 "$f"; done
         printf '\001cluster.prefill={instances: 4, gpus_per_instance: 2}' > "$d/set1"
