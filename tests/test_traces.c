@@ -707,6 +707,16 @@ START_TEST(test_sessions_small) {
 }
 END_TEST
 
+// trace stats of path read with *o, with one 640-token (ten-block) LRU cache.
+static void stats_640(const char *path, const trc_options *o, trc_stats *s) {
+    trc_reader *r;
+    kvf_err err = {0};
+    ck_assert_msg(!trc_reader_open(&r, path, o, &err), "%s", err.msg);
+    double size = 640;
+    ck_assert_msg(!trc_stats_compute(r, &size, 1, s, &err), "%s", err.msg);
+    trc_reader_close(r);
+}
+
 // Two users' sessions (a, b), each two turns 100 s apart over the same 10 blocks of 64
 // tokens, as a sessions trace (two.jsonl): read by two users their turns interleave in time
 // (a0 b0 a1 b1).
@@ -735,13 +745,8 @@ START_TEST(test_stats_sessions_in_arrival_order) {
     const char *p = two_sessions();
     trc_options o = opts(64);
     o.session_users = 2;
-    trc_reader *r;
-    kvf_err err = {0};
-    ck_assert_msg(!trc_reader_open(&r, p, &o, &err), "%s", err.msg);
-    double size = 640;
     trc_stats s;
-    ck_assert_msg(!trc_stats_compute(r, &size, 1, &s, &err), "%s", err.msg);
-    trc_reader_close(r);
+    stats_640(p, &o, &s);
     ck_assert_uint_eq(s.requests, 4);
     ck_assert_msg(s.ideal_hit_rate > 0.45, "ideal %.4f", s.ideal_hit_rate);
     ck_assert_msg(s.cache_hit_rate[0] == 0, "a 10-block LRU over interleaved sessions: %.4f",
@@ -761,13 +766,8 @@ START_TEST(test_stats_canonical_without_blocks) {
                           "{\"id\":1,\"arrival_ns\":1000,\"input_tokens\":70,\"output_tokens\":2,"
                           "\"class\":\"chatbot\"}\n");
     trc_options o = opts(64);
-    trc_reader *r;
-    kvf_err err = {0};
-    ck_assert_msg(!trc_reader_open(&r, p, &o, &err), "%s", err.msg);
-    double size = 640;
     trc_stats s;
-    ck_assert_msg(!trc_stats_compute(r, &size, 1, &s, &err), "%s", err.msg);
-    trc_reader_close(r);
+    stats_640(p, &o, &s);
     ck_assert_uint_eq(s.requests, 2);
     ck_assert_msg(s.ideal_hit_rate == 0 && s.cache_hit_rate[0] == 0, "hits %.4f / %.4f",
                   s.ideal_hit_rate, s.cache_hit_rate[0]);
@@ -788,18 +788,15 @@ START_TEST(test_stats_converted_sessions_match_source) {
     o.session_users = 2;
     ck_assert_uint_eq(roundtrip(p, &o, "two_c.jsonl"), 4);
     trc_options oc = opts(64);
-    trc_reader *r;
-    kvf_err err = {0};
-    ck_assert_msg(!trc_reader_open(&r, kvt_tmp_path("two_c.jsonl"), &oc, &err), "%s", err.msg);
-    double size = 640;
     trc_stats s;
-    ck_assert_msg(!trc_stats_compute(r, &size, 1, &s, &err), "%s", err.msg);
-    trc_reader_close(r);
+    stats_640(kvt_tmp_path("two_c.jsonl"), &oc, &s);
     ck_assert_uint_eq(s.requests, 4);
     ck_assert_msg(s.cache_hit_rate[0] == 0, "a 10-block LRU over interleaved sessions: %.4f",
                   s.cache_hit_rate[0]);
 
     const char *w = trace_path("weka_agentic_dev.jsonl");
+    trc_reader *r;
+    kvf_err err = {0};
     for (int k = 0; k < 2; k++) {
         o = opts(64);
         o.session_users = k ? 3 : 0;
