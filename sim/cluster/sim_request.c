@@ -314,6 +314,10 @@ void sim_req_finish(sim_cluster *c, uint32_t slot, sim_outcome out) {
     // (kicked after its step) or a failure frees it first (pool_failures.c)
     if (r->pkv) sim_prefill_release_kv(c, r, false);
     bool ok = out == SIM_OUT_COMPLETED;
+    // arriving in the steady window (output.steady_from_s/to_s): its latencies and economics
+    const sim_output_cfg *oc = &c->cfg->output;
+    double arr_s = (double)r->arrival_ns * 1e-9;
+    bool in_window = oc->steady_to_s > 0 && arr_s >= oc->steady_from_s && arr_s < oc->steady_to_s;
     if (ok) {
         c->completed++;
         double ttft = (double)(first_seen_ns(r, c->now) - r->arrival_ns) * 1e-6;
@@ -344,9 +348,7 @@ void sim_req_finish(sim_cluster *c, uint32_t slot, sim_outcome out) {
         }
         sim_metrics_wait_add(&c->m, (double)r->arrival_ns * 1e-9, (double)r->queue_ns * 1e-9,
                              c->cfg->output.sample_interval_s);
-        const sim_output_cfg *oc = &c->cfg->output;
-        double at = (double)r->arrival_ns * 1e-9;
-        if (oc->steady_to_s > 0 && at >= oc->steady_from_s && at < oc->steady_to_s) {
+        if (in_window) {
             c->m.st_requests++;
             sim_samples_add(&c->m.st_ttft_ms, ttft);
             if (r->produced > 1) sim_samples_add(&c->m.st_tpot_ms, tpot);
@@ -363,20 +365,22 @@ void sim_req_finish(sim_cluster *c, uint32_t slot, sim_outcome out) {
     // revenue: a request is billed when it is served; one rejected or timed out is not (the
     // GPU time it took is still in the cost)
     if (ok) {
-        // the class's econ slot looked up by name once (a name compare per request otherwise)
+        // the class's econ slot looked up by name once (a name compare per request otherwise);
+        // the steady window's input takes its slots in the same order, so the same index
         int k = r->cls < TRC_CLASS_COUNT ? c->econ_slot[r->cls] : -1;
         if (k < 0) {
             k = rpt_econ_input_class(&c->econ_in, trc_class_name(r->cls));
+            int ks = rpt_econ_input_class(&c->econ_st, trc_class_name(r->cls));
+            KVF_ASSERT(ks == k);
             if (r->cls < TRC_CLASS_COUNT) c->econ_slot[r->cls] = (int16_t)k;
         }
         double at = (double)r->arrival_ns * 1e-9;
         rpt_econ_input_add_to(&c->econ_in, &c->cfg->econ, k, at, r->cached, r->input - r->cached,
                               r->produced);
         // the steady window's economics bill the requests arriving in it (summary_steady)
-        const sim_output_cfg *oc = &c->cfg->output;
-        if (oc->steady_to_s > 0 && at >= oc->steady_from_s && at < oc->steady_to_s)
-            rpt_econ_input_add(&c->econ_st, &c->cfg->econ, trc_class_name(r->cls), at, r->cached,
-                               r->input - r->cached, r->produced);
+        if (in_window)
+            rpt_econ_input_add_to(&c->econ_st, &c->cfg->econ, k, at, r->cached,
+                                  r->input - r->cached, r->produced);
     }
     if (c->closed_loop) {
         size_t i = sim_done_slot(&c->done, r->id, true);

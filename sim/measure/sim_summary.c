@@ -536,19 +536,15 @@ static bool steady_econ_input(const sim_cluster *c, const rpt_econ_input *ei, rp
     st->simulated_s = w;
     double run_new[RPT_ECON_MAX_CLASSES] = {0}, all_run = 0, all_st = 0;
     for (int k = 0; k < st->n_cls; k++)
-        for (int j = 0; j < 2; j++) {
+        for (int j = 0; j < 2; j++)
             run_new[k] += st->cls[k].miss[j] + st->cls[k].output[j];
-            st->cls[k].hit[j] = st->cls[k].miss[j] = st->cls[k].output[j] = 0;
-        }
-    // the window's requests are a subset of the run's: each class has its slot in ei already
-    for (int i = 0; i < c->econ_st.n_cls; i++) {
-        int k = rpt_econ_input_class(st, c->econ_st.cls[i].cls);
+    // the window's tokens, class by class: its input holds the run's slots (sim_req_finish)
+    for (int k = 0; k < st->n_cls; k++)
         for (int j = 0; j < 2; j++) {
-            st->cls[k].hit[j] += c->econ_st.cls[i].hit[j];
-            st->cls[k].miss[j] += c->econ_st.cls[i].miss[j];
-            st->cls[k].output[j] += c->econ_st.cls[i].output[j];
+            st->cls[k].hit[j] = c->econ_st.cls[k].hit[j];
+            st->cls[k].miss[j] = c->econ_st.cls[k].miss[j];
+            st->cls[k].output[j] = c->econ_st.cls[k].output[j];
         }
-    }
     for (int k = 0; k < st->n_cls; k++) {
         double win = 0;
         for (int j = 0; j < 2; j++)
